@@ -1,0 +1,32 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { APP_FILTER } from '@nestjs/core';
+import { HealthService } from '../../../libs/health';
+import { EventIngress } from '../../../libs/ingress';
+import { SubscriptionService } from '../../../libs/subscriptions';
+import { EventsController } from './events.controller';
+import { HealthController } from './health.controller';
+import { HttpErrorFilter } from './http-error';
+import { SubscriptionsController } from './subscriptions.controller';
+
+export interface GatewayServices {
+  ingress: EventIngress;
+  subscriptions: SubscriptionService;
+  health: HealthService;
+}
+
+/** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
+@Module({})
+export class GatewayModule {
+  static register(services: GatewayServices): DynamicModule {
+    return {
+      module: GatewayModule,
+      controllers: [EventsController, SubscriptionsController, HealthController],
+      providers: [
+        { provide: EventIngress, useValue: services.ingress },
+        { provide: SubscriptionService, useValue: services.subscriptions },
+        { provide: HealthService, useValue: services.health },
+        { provide: APP_FILTER, useClass: HttpErrorFilter },
+      ],
+    };
+  }
+}

@@ -1,0 +1,55 @@
+import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '../../../libs/errors';
+import { createLogger } from '../../../libs/logging';
+
+export interface HttpErrorBody {
+  code: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+const log = createLogger('HttpError');
+
+/** Fastify's own request errors (body parsing, limits) in the runtime's codes. */
+const FASTIFY_CODES: Record<string, ErrorCode> = {
+  FST_ERR_CTP_BODY_TOO_LARGE: ErrorCode.PayloadTooLarge,
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: ErrorCode.UnsupportedMediaType,
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: ErrorCode.InvalidRequest,
+  FST_ERR_CTP_EMPTY_JSON_BODY: ErrorCode.MalformedJson,
+  FST_ERR_CTP_INVALID_JSON_BODY: ErrorCode.MalformedJson,
+};
+
+/** Nest's own HTTP exceptions (unknown routes, its media-type checks) by status. */
+const STATUS_CODES: Record<number, ErrorCode> = {
+  404: ErrorCode.NotFound,
+  413: ErrorCode.PayloadTooLarge,
+  415: ErrorCode.UnsupportedMediaType,
+};
+
+/** The one mapping from an error to an HTTP status and a JSON body `{ code, message, ...details }`. */
+export function toHttpError(e: unknown): { status: number; body: HttpErrorBody } {
+  if (e instanceof EventMeshError) {
+    return { status: HTTP_STATUS_BY_CODE[e.code], body: { code: e.code, message: e.message, ...e.details } };
+  }
+  const fastifyCode = (e as { code?: string }).code;
+  if (fastifyCode && FASTIFY_CODES[fastifyCode]) {
+    const code = FASTIFY_CODES[fastifyCode];
+    return { status: HTTP_STATUS_BY_CODE[code], body: { code, message: (e as Error).message } };
+  }
+  if (e instanceof HttpException) {
+    const status = e.getStatus();
+    const code = STATUS_CODES[status] ?? (status < 500 ? ErrorCode.InvalidRequest : ErrorCode.Internal);
+    return { status, body: { code, message: e.message } };
+  }
+  log.error({ err: e }, 'unhandled error');
+  return { status: 500, body: { code: ErrorCode.Internal, message: 'internal error' } };
+}
+
+@Catch()
+export class HttpErrorFilter implements ExceptionFilter {
+  catch(e: unknown, host: ArgumentsHost): void {
+    const { status, body } = toHttpError(e);
+    void host.switchToHttp().getResponse<FastifyReply>().status(status).send(body);
+  }
+}

@@ -1,0 +1,99 @@
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { HealthService } from '../../../libs/health';
+import { EventIngress } from '../../../libs/ingress';
+import { createLogger, NestPinoLogger } from '../../../libs/logging';
+import { BootError, closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
+import { SubscriptionService } from '../../../libs/subscriptions';
+import { dispatchWorkflowIdOf } from '../../../libs/temporal';
+import { WorkerHost } from '../../worker/src/worker-host';
+import { GatewayModule } from './gateway.module';
+
+export interface RunningInstance {
+  config: EventMeshConfig;
+  deps: Dependencies;
+  app?: NestFastifyApplication;
+  worker?: WorkerHost;
+  /** The gateway's base URL, when this process runs the gateway. */
+  url?: string;
+  close(): Promise<void>;
+}
+
+const JSON_TYPES = ['application/json', 'application/cloudevents+json'];
+
+/** JSON bodies parsed by us, so malformed JSON is a 400 in the runtime's error shape. */
+function registerJsonParser(app: NestFastifyApplication): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.removeContentTypeParser('application/json');
+  fastify.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, (_req, body, done) => {
+    try {
+      done(null, JSON.parse(body as string));
+    } catch (e) {
+      done(new EventMeshError(ErrorCode.MalformedJson, `request body is not valid JSON: ${(e as Error).message}`), undefined);
+    }
+  });
+}
+
+/**
+ * Starts one runtime instance: connects Postgres, Kafka and Temporal (each failure is one clear line), then the
+ * gateway and/or the Temporal worker, as `roles` says.
+ */
+export async function startInstance(config: EventMeshConfig, roles: InstanceRole[] = config.instance.roles): Promise<RunningInstance> {
+  const log = createLogger('Instance');
+  const deps = await connectDependencies(config, roles.join('+'));
+  const instance: RunningInstance = {
+    config,
+    deps,
+    async close() {
+      await instance.app?.close().catch(() => undefined);
+      await instance.worker?.stop();
+      await closeDependencies(deps);
+    },
+  };
+  try {
+    if (config.delivery.topology === 'PARTITION_OWNED_PULL') {
+      throw new BootError(
+        'EVENTMESH_DELIVERY_TOPOLOGY (eventmesh.delivery.topology) = PARTITION_OWNED_PULL is not available in ' +
+          'this build yet (partition ownership is planned work, see docs/topologies.md); use LOCAL_STICKY_PULL',
+      );
+    }
+    if (roles.includes('worker')) instance.worker = await WorkerHost.start(config, deps);
+    if (roles.includes('gateway')) {
+      const subscriptions = new SubscriptionService(deps.db, deps.topics, config.instance.id, config.kafka.topics[0]);
+      const app = await NestFactory.create<NestFastifyApplication>(
+        GatewayModule.register({
+          ingress: new EventIngress(deps.topics, deps.producer, config.kafka.topics[0]),
+          subscriptions,
+          health: new HealthService(deps, config),
+        }),
+        new FastifyAdapter({ bodyLimit: config.http.bodyLimitBytes }),
+        { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
+      );
+      registerJsonParser(app);
+      app.enableShutdownHooks();
+      await app.listen(config.http.port, config.http.host);
+      instance.app = app;
+      const address = app.getHttpServer().address();
+      const port = typeof address === 'object' && address ? address.port : config.http.port;
+      const host = config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host;
+      instance.url = `http://${host}:${port}`;
+    }
+  } catch (e) {
+    await instance.close();
+    throw e;
+  }
+  log.info(
+    {
+      roles,
+      topology: config.delivery.topology,
+      api: instance.url,
+      health: instance.url && `${instance.url}/health`,
+      temporalUi: `${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`,
+      dispatchWorkflow: instance.worker ? dispatchWorkflowIdOf(config.instance.id) : undefined,
+    },
+    'eventmesh instance ready',
+  );
+  return instance;
+}

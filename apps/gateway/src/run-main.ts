@@ -1,0 +1,34 @@
+import { ConfigError, InstanceRole, loadConfig } from '../../../libs/config';
+import { configureLogging } from '../../../libs/logging';
+import { BootError, reasonOf } from '../../../libs/runtime';
+import { RunningInstance, startInstance } from './instance';
+
+/**
+ * Process entry: configuration errors and unreachable dependencies end the process with one line on stderr
+ * (`eventmesh: ...`) and a non-zero exit; SIGTERM and SIGINT shut the instance down gracefully.
+ */
+export async function runMain(roles?: InstanceRole[]): Promise<void> {
+  let instance: RunningInstance | undefined;
+  try {
+    const config = loadConfig();
+    const log = configureLogging(config.log.level, { instance: config.instance.id });
+    instance = await startInstance(config, roles ?? config.instance.roles);
+    let stopping = false;
+    const stop = (signal: string) => {
+      if (stopping) return;
+      stopping = true;
+      log.info({ signal }, 'shutting down');
+      void instance!.close().then(() => process.exit(0));
+    };
+    process.once('SIGTERM', () => stop('SIGTERM'));
+    process.once('SIGINT', () => stop('SIGINT'));
+    if (instance.url) {
+      process.stdout.write(`eventmesh: instance ${config.instance.id} listening on ${instance.url}\n`);
+    }
+  } catch (e) {
+    const message =
+      e instanceof ConfigError ? e.message : e instanceof BootError ? e.message : `failed to start: ${reasonOf(e)}`;
+    process.stderr.write(`eventmesh: ${message}\n`);
+    process.exit(e instanceof ConfigError ? 78 : 1);
+  }
+}

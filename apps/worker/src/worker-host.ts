@@ -1,0 +1,128 @@
+import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { existsSync } from 'node:fs';
+import path from 'node:path';
+import { createDispatchActivities } from '../../../activities';
+import type { EventMeshConfig } from '../../../libs/config';
+import { DispatchLoop, WebhookSender } from '../../../libs/delivery';
+import { createLogger, Logger } from '../../../libs/logging';
+import { BootError, Dependencies, reasonOf } from '../../../libs/runtime';
+import { OffsetStore } from '../../../libs/storage';
+import { PartitionReader } from '../../../libs/kafka';
+import { SubscriptionService } from '../../../libs/subscriptions';
+import { dispatchWorkflowIdOf, taskQueueOf } from '../../../libs/temporal';
+import { instanceDispatchWorkflow } from '../../../workflows';
+
+/** How long one dispatch activity run lasts before the workflow starts the next one. */
+const DISPATCH_RUN_MS = 10 * 60 * 1000;
+
+let runtimeInstalled = false;
+
+function installTemporalRuntime(log: Logger): void {
+  if (runtimeInstalled) return;
+  runtimeInstalled = true;
+  Runtime.install({
+    logger: new DefaultLogger('WARN', (entry) => {
+      const fields = { ...(entry.meta ?? {}) };
+      if (entry.level === 'ERROR') log.error(fields, entry.message);
+      else log.warn(fields, entry.message);
+    }),
+  });
+}
+
+/** The bundle `npm run build` wrote next to the compiled code, else the workflow sources (bundled at start). */
+function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+  const workflowsDir = path.resolve(__dirname, '../../../workflows');
+  const built = path.resolve(__dirname, '../../../workflow-bundle.js');
+  if (existsSync(built)) {
+    return { workflowBundle: { codePath: built } };
+  }
+  return { workflowsPath: require.resolve(workflowsDir) };
+}
+
+/**
+ * The instance's Temporal worker: polls the instance's own task queue, hosts the poll-and-dispatch activity and
+ * the dispatch workflow, and makes sure `dispatch/<instanceId>` runs.
+ */
+export class WorkerHost {
+  private readonly log = createLogger('WorkerHost');
+  private running?: Promise<void>;
+
+  private constructor(
+    private readonly worker: Worker,
+    private readonly connection: NativeConnection,
+    private readonly reader: PartitionReader,
+    readonly taskQueue: string,
+  ) {}
+
+  static async start(config: EventMeshConfig, deps: Dependencies): Promise<WorkerHost> {
+    const log = createLogger('WorkerHost');
+    installTemporalRuntime(createLogger('temporal'));
+    const taskQueue = taskQueueOf(config.instance.id);
+    let connection: NativeConnection;
+    try {
+      connection = await NativeConnection.connect({ address: config.temporal.address });
+    } catch (e) {
+      throw new BootError(`cannot reach Temporal at ${config.temporal.address} (EVENTMESH_TEMPORAL_ADDRESS): ${reasonOf(e)}`);
+    }
+    const offsets = new OffsetStore(deps.db);
+    const subscriptions = new SubscriptionService(deps.db, deps.topics, config.instance.id, config.kafka.topics[0]);
+    const sender = new WebhookSender(config.delivery.webhookTimeoutMs);
+    const reader = new PartitionReader(deps.kafka);
+    await reader.connect();
+    const activities = createDispatchActivities({
+      instanceId: config.instance.id,
+      createLoop: () =>
+        new DispatchLoop({
+          instanceId: config.instance.id,
+          subscriptions,
+          offsets,
+          reader,
+          topics: deps.topics,
+          sender,
+          options: {
+            pollMaxWaitMs: 500,
+            batchMaxEvents: config.delivery.pollBatchMaxEvents,
+            refreshIntervalMs: 1000,
+            retryInitialMs: config.delivery.retryInitialMs,
+            retryMaxMs: config.delivery.retryMaxMs,
+          },
+        }),
+    });
+    const throttle = Math.floor(config.delivery.leaseTtlMs / 3);
+    const worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue,
+      identity: `${config.instance.id}@${process.pid}`,
+      activities,
+      ...workflowSource(),
+      maxHeartbeatThrottleInterval: throttle,
+      defaultHeartbeatThrottleInterval: throttle,
+      shutdownGraceTime: '10s',
+    });
+    const host = new WorkerHost(worker, connection, reader, taskQueue);
+    host.running = worker.run().catch((e: unknown) => {
+      host.log.error({ error: reasonOf(e) }, 'Temporal worker stopped with an error');
+      throw e;
+    });
+
+    const workflowId = dispatchWorkflowIdOf(config.instance.id);
+    await deps.temporal.client.workflow.start(instanceDispatchWorkflow, {
+      workflowId,
+      taskQueue,
+      args: [{ instanceId: config.instance.id, leaseTtlMs: config.delivery.leaseTtlMs, runMs: DISPATCH_RUN_MS }],
+      // This process is the instance now: a run left by its previous process is replaced, so dispatch resumes
+      // at once instead of after that run's heartbeat timeout.
+      workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+    });
+    log.info({ taskQueue, workflowId }, 'Temporal worker running; dispatch workflow started');
+    return host;
+  }
+
+  async stop(): Promise<void> {
+    if (this.worker.getState() === 'RUNNING') this.worker.shutdown();
+    await this.running?.catch(() => undefined);
+    await this.connection.close().catch(() => undefined);
+    await this.reader.disconnect().catch(() => undefined);
+  }
+}

@@ -1,0 +1,51 @@
+// Lint: typescript-eslint with type information. Floating promises are errors everywhere; workflow code may not
+// import Node built-ins or I/O libraries (it must stay deterministic and bundle for the Temporal sandbox).
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+import { builtinModules } from 'node:module';
+
+const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
+const ioLibraries = ['kafkajs', 'pg', 'typeorm', 'fastify', 'pino', 'cloudevents', 'zod', '@nestjs/*', '@temporalio/worker',
+  '@temporalio/client', '@temporalio/activity', '@temporalio/testing', '**/libs/**', '**/apps/**'];
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { parserOptions: { projectService: true, tsconfigRootDir: import.meta.dirname } },
+    rules: {
+      '@typescript-eslint/no-floating-promises': 'error',
+      '@typescript-eslint/no-misused-promises': 'error',
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      'no-console': 'error',
+    },
+  },
+  {
+    files: ['workflows/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: nodeBuiltins.map((name) => ({ name, message: 'Workflow code is deterministic: no Node built-ins.' })),
+          patterns: [
+            {
+              group: ioLibraries,
+              allowTypeImports: true,
+              message: 'Workflow code does no I/O: import activities and libraries as types only.',
+            },
+          ],
+        },
+      ],
+      'no-restricted-globals': [
+        'error',
+        { name: 'setInterval', message: 'Use workflow timers (sleep, condition).' },
+        { name: 'process', message: 'Workflow code has no process.' },
+      ],
+    },
+  },
+  {
+    files: ['test/**/*.ts', '**/*.spec.ts', 'scripts/**/*.ts'],
+    rules: { 'no-console': 'off' },
+  },
+);

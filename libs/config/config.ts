@@ -1,0 +1,256 @@
+import { hostname } from 'node:os';
+
+/**
+ * The one typed configuration of a runtime instance. It is read from the environment once, at boot, by
+ * {@link loadConfig}; nothing else in the project reads `process.env`. Every setting has an environment
+ * variable and an `eventmesh.*` name (docs/configuration.md lists them all).
+ */
+
+export const DELIVERY_TOPOLOGIES = ['LOCAL_STICKY_PULL', 'PARTITION_OWNED_PULL'] as const;
+export type DeliveryTopology = (typeof DELIVERY_TOPOLOGIES)[number];
+
+export const INSTANCE_ROLES = ['gateway', 'worker'] as const;
+export type InstanceRole = (typeof INSTANCE_ROLES)[number];
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+export interface EventMeshConfig {
+  instance: { id: string; roles: InstanceRole[] };
+  http: { host: string; port: number; bodyLimitBytes: number };
+  delivery: {
+    topology: DeliveryTopology;
+    leaseTtlMs: number;
+    webhookTimeoutMs: number;
+    pollBatchMaxEvents: number;
+    retryInitialMs: number;
+    retryMaxMs: number;
+  };
+  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number };
+  kafka: {
+    brokers: string[];
+    clientId: string;
+    topics: string[];
+    topicPartitions: number;
+    replicationFactor: number;
+    connectTimeoutMs: number;
+  };
+  temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
+  log: { level: LogLevel };
+}
+
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`invalid configuration:\n  - ${problems.join('\n  - ')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+/** One setting: where it is read from, what it is called, and how its raw text becomes a value. */
+interface Setting<T> {
+  env: string;
+  key: string;
+  parse: (raw: string) => T;
+  fallback: () => T;
+  doc: string;
+}
+
+export interface SettingDoc {
+  env: string;
+  key: string;
+  default: string;
+  doc: string;
+}
+
+const invalid = (legal: string) => {
+  throw new SettingValueError(legal);
+};
+
+class SettingValueError extends Error {
+  constructor(readonly legal: string) {
+    super(legal);
+  }
+}
+
+function integer(min: number, max: number) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!/^-?\d+$/.test(raw) || !Number.isSafeInteger(n) || n < min || n > max) {
+      return invalid(`an integer from ${min} to ${max}`);
+    }
+    return n;
+  };
+}
+
+function oneOf<T extends string>(values: readonly T[]) {
+  return (raw: string): T =>
+    (values as readonly string[]).includes(raw) ? (raw as T) : invalid(`one of ${values.join(', ')}`);
+}
+
+function listOf<T extends string>(item: (raw: string) => T, what: string) {
+  return (raw: string): T[] => {
+    const items = raw
+      .split(',')
+      .map((s) => s.trim())
+      .filter((s) => s.length > 0);
+    if (items.length === 0) return invalid(`a comma-separated list of ${what}`);
+    return items.map(item);
+  };
+}
+
+const text = (raw: string): string => raw;
+
+const hostPort = (raw: string): string =>
+  /^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/.test(raw) ? raw : invalid('host:port');
+
+const httpUrl = (raw: string): string => {
+  try {
+    const url = new URL(raw);
+    if (url.protocol === 'http:' || url.protocol === 'https:') return raw.replace(/\/+$/, '');
+  } catch {
+    /* falls through to the error below */
+  }
+  return invalid('an http(s) URL');
+};
+
+const topicName = (raw: string): string =>
+  /^[A-Za-z0-9._-]{1,249}$/.test(raw) ? raw : invalid('Kafka topic names ([A-Za-z0-9._-], at most 249 characters)');
+
+const instanceId = (raw: string): string =>
+  /^[A-Za-z0-9._-]{1,64}$/.test(raw) ? raw : invalid('1 to 64 characters of [A-Za-z0-9._-]');
+
+function setting<T>(env: string, key: string, parse: (raw: string) => T, fallback: () => T, doc: string): Setting<T> {
+  return { env, key, parse, fallback, doc };
+}
+
+/** Every setting, in the order docs/configuration.md lists them. */
+const SETTINGS = {
+  instanceId: setting('EVENTMESH_INSTANCE_ID', 'eventmesh.instance.id', instanceId,
+    () => hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64),
+    'Stable name of this runtime instance; its Temporal task queue and its dispatch workflow are named after it.'),
+  instanceRoles: setting('EVENTMESH_INSTANCE_ROLES', 'eventmesh.instance.roles',
+    listOf(oneOf(INSTANCE_ROLES), INSTANCE_ROLES.join(', ')), () => [...INSTANCE_ROLES] as InstanceRole[],
+    'What this process runs: the HTTP gateway, the Temporal worker (dispatch), or both.'),
+  httpHost: setting('EVENTMESH_HTTP_HOST', 'eventmesh.http.host', text, () => '127.0.0.1',
+    'Address the gateway listens on.'),
+  httpPort: setting('EVENTMESH_HTTP_PORT', 'eventmesh.http.port', integer(0, 65535), () => 8080,
+    'Port the gateway listens on.'),
+  httpBodyLimitBytes: setting('EVENTMESH_HTTP_BODY_LIMIT_BYTES', 'eventmesh.http.bodyLimitBytes',
+    integer(1024, 64 * 1024 * 1024), () => 1024 * 1024, 'Largest accepted request body; larger bodies get 413.'),
+  topology: setting('EVENTMESH_DELIVERY_TOPOLOGY', 'eventmesh.delivery.topology', oneOf(DELIVERY_TOPOLOGIES),
+    (): DeliveryTopology => 'LOCAL_STICKY_PULL', 'Delivery topology (docs/topologies.md).'),
+  leaseTtlMs: setting('EVENTMESH_DELIVERY_LEASE_TTL_MS', 'eventmesh.delivery.leaseTtlMs', integer(3000, 600000),
+    () => 10000, 'Heartbeat timeout of the poll-and-dispatch activity: how long a silent owner keeps its lease.'),
+  webhookTimeoutMs: setting('EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS', 'eventmesh.delivery.webhookTimeoutMs',
+    integer(100, 120000), () => 10000, 'Per-request timeout of a webhook delivery.'),
+  pollBatchMaxEvents: setting('EVENTMESH_DELIVERY_POLL_BATCH_MAX_EVENTS', 'eventmesh.delivery.pollBatchMaxEvents',
+    integer(1, 100000), () => 500, 'Most events dispatched between two offset commits of one partition.'),
+  retryInitialMs: setting('EVENTMESH_DELIVERY_RETRY_INITIAL_MS', 'eventmesh.delivery.retryInitialMs',
+    integer(10, 600000), () => 200, 'First delay before a failed delivery is retried.'),
+  retryMaxMs: setting('EVENTMESH_DELIVERY_RETRY_MAX_MS', 'eventmesh.delivery.retryMaxMs', integer(10, 3600000),
+    () => 30000, 'Longest delay between two retries of a delivery.'),
+  pgHost: setting('EVENTMESH_POSTGRES_HOST', 'eventmesh.postgres.host', text, () => '127.0.0.1', 'Postgres host.'),
+  pgPort: setting('EVENTMESH_POSTGRES_PORT', 'eventmesh.postgres.port', integer(1, 65535), () => 5432,
+    'Postgres port.'),
+  pgUser: setting('EVENTMESH_POSTGRES_USER', 'eventmesh.postgres.user', text, () => 'eventmesh', 'Postgres user.'),
+  pgPassword: setting('EVENTMESH_POSTGRES_PASSWORD', 'eventmesh.postgres.password', text, () => 'eventmesh',
+    'Postgres password.'),
+  pgDatabase: setting('EVENTMESH_POSTGRES_DATABASE', 'eventmesh.postgres.database', text, () => 'eventmesh',
+    'Postgres database.'),
+  pgPoolSize: setting('EVENTMESH_POSTGRES_POOL_SIZE', 'eventmesh.postgres.poolSize', integer(1, 200), () => 10,
+    'Connections in the Postgres pool.'),
+  kafkaBrokers: setting('EVENTMESH_KAFKA_BROKERS', 'eventmesh.kafka.brokers', listOf(hostPort, 'host:port'),
+    () => ['127.0.0.1:9092'], 'Kafka bootstrap brokers.'),
+  kafkaClientId: setting('EVENTMESH_KAFKA_CLIENT_ID', 'eventmesh.kafka.clientId', text, () => 'eventmesh',
+    'Kafka client id prefix.'),
+  kafkaTopics: setting('EVENTMESH_KAFKA_TOPICS', 'eventmesh.kafka.topics', listOf(topicName, 'topic names'),
+    () => ['events'], 'Topics the runtime serves; they are created at boot when missing. Others get 404.'),
+  kafkaTopicPartitions: setting('EVENTMESH_KAFKA_TOPIC_PARTITIONS', 'eventmesh.kafka.topicPartitions',
+    integer(1, 10000), () => 6, 'Partitions of a topic the runtime creates.'),
+  kafkaReplicationFactor: setting('EVENTMESH_KAFKA_REPLICATION_FACTOR', 'eventmesh.kafka.replicationFactor',
+    integer(1, 32), () => 1, 'Replication factor of a topic the runtime creates.'),
+  kafkaConnectTimeoutMs: setting('EVENTMESH_KAFKA_CONNECT_TIMEOUT_MS', 'eventmesh.kafka.connectTimeoutMs',
+    integer(100, 120000), () => 5000, 'How long boot waits for Kafka before it gives up.'),
+  temporalAddress: setting('EVENTMESH_TEMPORAL_ADDRESS', 'eventmesh.temporal.address', hostPort,
+    () => '127.0.0.1:7233', 'Temporal frontend address.'),
+  temporalNamespace: setting('EVENTMESH_TEMPORAL_NAMESPACE', 'eventmesh.temporal.namespace', text,
+    () => 'default', 'Temporal namespace.'),
+  temporalUiUrl: setting('EVENTMESH_TEMPORAL_UI_URL', 'eventmesh.temporal.uiUrl', httpUrl,
+    () => 'http://127.0.0.1:8233', 'Temporal Web UI, printed at boot and linked from /health.'),
+  temporalConnectTimeoutMs: setting('EVENTMESH_TEMPORAL_CONNECT_TIMEOUT_MS', 'eventmesh.temporal.connectTimeoutMs',
+    integer(100, 120000), () => 5000, 'How long boot waits for Temporal before it gives up.'),
+  logLevel: setting('EVENTMESH_LOG_LEVEL', 'eventmesh.log.level', oneOf(LOG_LEVELS), (): LogLevel => 'info',
+    'Log level.'),
+};
+
+type Values = { [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['fallback']> };
+
+/** Reads and validates every setting; throws one {@link ConfigError} that lists every bad value. */
+export function loadConfig(env: Env = process.env): EventMeshConfig {
+  const problems: string[] = [];
+  const values = {} as Record<string, unknown>;
+  for (const [name, s] of Object.entries(SETTINGS) as [string, Setting<unknown>][]) {
+    const raw = env[s.env]?.trim();
+    if (raw === undefined || raw === '') {
+      values[name] = s.fallback();
+      continue;
+    }
+    try {
+      values[name] = s.parse(raw);
+    } catch (e) {
+      const legal = e instanceof SettingValueError ? e.legal : String(e);
+      problems.push(`${s.env} (${s.key}) = "${raw}" is not valid; legal values: ${legal}`);
+    }
+  }
+  const v = values as Values;
+  if (problems.length === 0 && v.retryMaxMs < v.retryInitialMs) {
+    problems.push(`${SETTINGS.retryMaxMs.env} (${SETTINGS.retryMaxMs.key}) must be at least ` +
+      `${SETTINGS.retryInitialMs.env} (${v.retryInitialMs})`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return {
+    instance: { id: v.instanceId, roles: v.instanceRoles },
+    http: { host: v.httpHost, port: v.httpPort, bodyLimitBytes: v.httpBodyLimitBytes },
+    delivery: {
+      topology: v.topology,
+      leaseTtlMs: v.leaseTtlMs,
+      webhookTimeoutMs: v.webhookTimeoutMs,
+      pollBatchMaxEvents: v.pollBatchMaxEvents,
+      retryInitialMs: v.retryInitialMs,
+      retryMaxMs: v.retryMaxMs,
+    },
+    postgres: {
+      host: v.pgHost,
+      port: v.pgPort,
+      user: v.pgUser,
+      password: v.pgPassword,
+      database: v.pgDatabase,
+      poolSize: v.pgPoolSize,
+    },
+    kafka: {
+      brokers: v.kafkaBrokers,
+      clientId: v.kafkaClientId,
+      topics: v.kafkaTopics,
+      topicPartitions: v.kafkaTopicPartitions,
+      replicationFactor: v.kafkaReplicationFactor,
+      connectTimeoutMs: v.kafkaConnectTimeoutMs,
+    },
+    temporal: {
+      address: v.temporalAddress,
+      namespace: v.temporalNamespace,
+      uiUrl: v.temporalUiUrl,
+      connectTimeoutMs: v.temporalConnectTimeoutMs,
+    },
+    log: { level: v.logLevel },
+  };
+}
+
+/** The settings table, for docs and `--help`-style listings. */
+export function describeSettings(): SettingDoc[] {
+  return Object.values(SETTINGS).map((s: Setting<unknown>) => {
+    const d = s.fallback();
+    return { env: s.env, key: s.key, default: Array.isArray(d) ? d.join(',') : String(d), doc: s.doc };
+  });
+}

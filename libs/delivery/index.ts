@@ -1,0 +1,2 @@
+export * from './webhook-sender';
+export * from './dispatch-loop';

@@ -1,0 +1,45 @@
+/**
+ * The one base error of the runtime. `code` is stable and machine-readable; the gateway maps it to an HTTP
+ * status and a JSON body `{ code, message, ...details }` in one place (apps/gateway/src/error.filter.ts).
+ */
+export enum ErrorCode {
+  InvalidCloudEvent = 'INVALID_CLOUDEVENT',
+  MalformedJson = 'MALFORMED_JSON',
+  UnsupportedMediaType = 'UNSUPPORTED_MEDIA_TYPE',
+  PayloadTooLarge = 'PAYLOAD_TOO_LARGE',
+  UnknownTopic = 'UNKNOWN_TOPIC',
+  InvalidRequest = 'INVALID_REQUEST',
+  SubscriptionNotFound = 'SUBSCRIPTION_NOT_FOUND',
+  NotFound = 'NOT_FOUND',
+  KafkaUnavailable = 'KAFKA_UNAVAILABLE',
+  DependencyUnavailable = 'DEPENDENCY_UNAVAILABLE',
+  Internal = 'INTERNAL',
+}
+
+export class EventMeshError extends Error {
+  constructor(
+    readonly code: ErrorCode,
+    message: string,
+    readonly details: Record<string, unknown> = {},
+    readonly retriable = false,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+    this.name = 'EventMeshError';
+  }
+}
+
+/** HTTP status for each code; the gateway's error filter is the only reader. */
+export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
+  [ErrorCode.InvalidCloudEvent]: 400,
+  [ErrorCode.MalformedJson]: 400,
+  [ErrorCode.InvalidRequest]: 400,
+  [ErrorCode.UnsupportedMediaType]: 415,
+  [ErrorCode.PayloadTooLarge]: 413,
+  [ErrorCode.UnknownTopic]: 404,
+  [ErrorCode.SubscriptionNotFound]: 404,
+  [ErrorCode.NotFound]: 404,
+  [ErrorCode.KafkaUnavailable]: 503,
+  [ErrorCode.DependencyUnavailable]: 503,
+  [ErrorCode.Internal]: 500,
+};

@@ -1,0 +1,50 @@
+/**
+ * The one internal frame. Every ingress format converts to it through an adaptor (cloudevent.adaptor.ts), the
+ * Kafka record codec (kafka-record.codec.ts) stores and reads it, and every delivery transport converts from it.
+ * Data travels as bytes with its content type, so no format is re-encoded on the way through.
+ */
+export type ExtensionValue = string | number | boolean;
+
+export interface EventFrame {
+  id: string;
+  source: string;
+  type: string;
+  specversion: '1.0';
+  subject?: string;
+  time?: string;
+  datacontenttype?: string;
+  dataschema?: string;
+  /** Extension attributes (lower-case alphanumeric names), `partitionkey` among them when given. */
+  extensions: Record<string, ExtensionValue>;
+  /** The event data as bytes; absent when the event carries none. */
+  data?: Buffer;
+}
+
+/** Optional context attributes, in the order bindings write them. */
+export const OPTIONAL_ATTRIBUTES = ['subject', 'time', 'datacontenttype', 'dataschema'] as const;
+export const REQUIRED_ATTRIBUTES = ['id', 'source', 'type', 'specversion'] as const;
+
+/** The record key a frame is written under: its `partitionkey` extension, else its `source`. */
+export function partitionKeyOf(frame: EventFrame): string {
+  const key = frame.extensions['partitionkey'];
+  return key === undefined ? frame.source : String(key);
+}
+
+/**
+ * Context attributes as `name -> text` pairs, the form both the HTTP and the Kafka binary bindings carry them in
+ * (`ce-<name>` headers and `ce_<name>` headers). `datacontenttype` travels as the content type instead.
+ */
+export function contextAttributes(frame: EventFrame): [string, string][] {
+  const out: [string, string][] = [
+    ['specversion', frame.specversion],
+    ['id', frame.id],
+    ['source', frame.source],
+    ['type', frame.type],
+  ];
+  for (const name of OPTIONAL_ATTRIBUTES) {
+    const value = frame[name];
+    if (name !== 'datacontenttype' && value !== undefined) out.push([name, value]);
+  }
+  for (const [name, value] of Object.entries(frame.extensions)) out.push([name, String(value)]);
+  return out;
+}

@@ -1,0 +1,44 @@
+import type { IHeaders, Message } from 'kafkajs';
+import { contextAttributes, EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, partitionKeyOf } from './event-frame';
+
+/**
+ * The CloudEvents Kafka protocol binding, binary content mode: context attributes in `ce_<name>` headers, the
+ * data content type in `content-type`, the data as the record value, `partitionkey` (else `source`) as the
+ * record key. Any Kafka tool that speaks the binding reads our records as CloudEvents.
+ */
+export function frameToKafkaMessage(frame: EventFrame): Message {
+  const headers: IHeaders = {};
+  for (const [name, value] of contextAttributes(frame)) headers[`ce_${name}`] = value;
+  if (frame.datacontenttype !== undefined) headers['content-type'] = frame.datacontenttype;
+  return { key: partitionKeyOf(frame), value: frame.data ?? null, headers };
+}
+
+export class KafkaRecordError extends Error {}
+
+/** Reads a record written by {@link frameToKafkaMessage} (or by any binary-mode CloudEvents producer). */
+export function frameFromKafkaRecord(headers: IHeaders | undefined, value: Buffer | null): EventFrame {
+  const attrs: Record<string, string> = {};
+  let contentType: string | undefined;
+  for (const [name, raw] of Object.entries(headers ?? {})) {
+    if (raw === undefined) continue;
+    const text = Array.isArray(raw) ? String(raw[0]) : Buffer.isBuffer(raw) ? raw.toString('utf8') : String(raw);
+    const lower = name.toLowerCase();
+    if (lower === 'content-type') contentType = text;
+    else if (lower.startsWith('ce_')) attrs[lower.slice(3)] = text;
+  }
+  const { specversion, id, source, type, ...rest } = attrs;
+  if (specversion !== '1.0' || !id || !source || !type) {
+    throw new KafkaRecordError('record is not a binary-mode CloudEvents 1.0 record');
+  }
+  const frame: EventFrame = { id, source, type, specversion: '1.0', extensions: {} };
+  for (const [name, text] of Object.entries(rest)) {
+    if ((OPTIONAL_ATTRIBUTES as readonly string[]).includes(name)) {
+      frame[name as (typeof OPTIONAL_ATTRIBUTES)[number]] = text;
+    } else {
+      frame.extensions[name] = text as ExtensionValue;
+    }
+  }
+  if (contentType !== undefined) frame.datacontenttype = contentType;
+  if (value !== null) frame.data = value;
+  return frame;
+}

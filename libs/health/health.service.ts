@@ -1,0 +1,60 @@
+import type { EventMeshConfig } from '../config';
+import type { Dependencies } from '../runtime/dependencies';
+import { reasonOf } from '../runtime/boot-error';
+import { withDeadline } from '../runtime/deadline';
+import { pingTemporal } from '../temporal';
+
+export interface DependencyHealth {
+  status: 'up' | 'down';
+  latencyMs: number;
+  error?: string;
+  [detail: string]: unknown;
+}
+
+export interface HealthReport {
+  status: 'up' | 'down';
+  instance: string;
+  topology: string;
+  dependencies: { postgres: DependencyHealth; kafka: DependencyHealth; temporal: DependencyHealth };
+}
+
+const PROBE_TIMEOUT_MS = 2000;
+
+/** Probes each dependency in parallel, each bounded by a deadline, and reports its state. */
+export class HealthService {
+  constructor(
+    private readonly deps: Dependencies,
+    private readonly config: EventMeshConfig,
+  ) {}
+
+  async check(): Promise<HealthReport> {
+    const [postgres, kafka, temporal] = await Promise.all([
+      probe(async () => {
+        await this.deps.db.query('SELECT 1');
+        return { address: `${this.config.postgres.host}:${this.config.postgres.port}` };
+      }),
+      probe(async () => ({ brokers: (await this.deps.topics.describeCluster()).brokers })),
+      probe(async () => {
+        await pingTemporal(this.deps.temporal, PROBE_TIMEOUT_MS);
+        return { address: this.config.temporal.address, uiUrl: this.config.temporal.uiUrl };
+      }),
+    ]);
+    const up = [postgres, kafka, temporal].every((d) => d.status === 'up');
+    return {
+      status: up ? 'up' : 'down',
+      instance: this.config.instance.id,
+      topology: this.config.delivery.topology,
+      dependencies: { postgres, kafka, temporal },
+    };
+  }
+}
+
+async function probe(check: () => Promise<Record<string, unknown>>): Promise<DependencyHealth> {
+  const started = performance.now();
+  try {
+    const details = await withDeadline(PROBE_TIMEOUT_MS, check());
+    return { status: 'up', latencyMs: Math.round(performance.now() - started), ...details };
+  } catch (e) {
+    return { status: 'down', latencyMs: Math.round(performance.now() - started), error: reasonOf(e) };
+  }
+}

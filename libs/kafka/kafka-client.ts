@@ -1,0 +1,25 @@
+import { Kafka, logLevel as KafkaLogLevel, LogEntry } from 'kafkajs';
+import type { EventMeshConfig } from '../config';
+import { createLogger } from '../logging';
+
+/** One kafkajs client per process, logging through the structured logger. */
+export function createKafka(config: EventMeshConfig['kafka'], clientSuffix: string): Kafka {
+  const log = createLogger('kafkajs');
+  return new Kafka({
+    clientId: `${config.clientId}-${clientSuffix}`,
+    brokers: config.brokers,
+    connectionTimeout: config.connectTimeoutMs,
+    requestTimeout: 30000,
+    retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 },
+    logLevel: KafkaLogLevel.WARN,
+    logCreator:
+      () =>
+      ({ namespace, level, log: entry }: LogEntry) => {
+        const { message, logger: _logger, timestamp: _timestamp, ...fields } = entry;
+        const data = { namespace, ...fields };
+        if (level === KafkaLogLevel.ERROR) log.error(data, message);
+        else if (level === KafkaLogLevel.WARN) log.warn(data, message);
+        else log.debug(data, message);
+      },
+  });
+}

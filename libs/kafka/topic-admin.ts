@@ -1,0 +1,80 @@
+import type { Admin, Kafka } from 'kafkajs';
+import type { EventMeshConfig } from '../config';
+import { createLogger } from '../logging';
+
+/** Topic metadata and lifecycle: the topics the runtime serves exist, and their partitions and ends are known. */
+export class TopicAdmin {
+  private readonly log = createLogger('TopicAdmin');
+  private readonly admin: Admin;
+  private readonly partitionCache = new Map<string, number[]>();
+
+  constructor(
+    kafka: Kafka,
+    private readonly config: EventMeshConfig['kafka'],
+  ) {
+    this.admin = kafka.admin({ retry: { retries: 2 } });
+  }
+
+  async connect(): Promise<void> {
+    await this.admin.connect();
+  }
+
+  async disconnect(): Promise<void> {
+    await this.admin.disconnect();
+  }
+
+  /** Creates the configured topics that do not exist yet; returns the ones it created. */
+  async ensureTopics(): Promise<string[]> {
+    const existing = new Set(await this.admin.listTopics());
+    const missing = this.config.topics.filter((t) => !existing.has(t));
+    if (missing.length > 0) {
+      await this.admin.createTopics({
+        waitForLeaders: true,
+        topics: missing.map((topic) => ({
+          topic,
+          numPartitions: this.config.topicPartitions,
+          replicationFactor: this.config.replicationFactor,
+        })),
+      });
+      this.log.info({ topics: missing, partitions: this.config.topicPartitions }, 'created topics');
+    }
+    return missing;
+  }
+
+  isServed(topic: string): boolean {
+    return this.config.topics.includes(topic);
+  }
+
+  async partitionsOf(topic: string): Promise<number[]> {
+    const cached = this.partitionCache.get(topic);
+    if (cached) return cached;
+    const offsets = await this.admin.fetchTopicOffsets(topic);
+    const partitions = offsets.map((o) => o.partition).sort((a, b) => a - b);
+    this.partitionCache.set(topic, partitions);
+    return partitions;
+  }
+
+  /** The next offset to be written in each partition of the topic (its high watermark). */
+  async endOffsets(topic: string): Promise<Map<number, number>> {
+    const offsets = await this.admin.fetchTopicOffsets(topic);
+    return new Map(offsets.map((o) => [o.partition, Number(o.high)]));
+  }
+
+  /** The first offset still stored in each partition. */
+  async startOffsets(topic: string): Promise<Map<number, number>> {
+    const offsets = await this.admin.fetchTopicOffsets(topic);
+    return new Map(offsets.map((o) => [o.partition, Number(o.low)]));
+  }
+
+  /** The first offset at or after the timestamp in each partition (the end when none is). */
+  async offsetsAt(topic: string, timestampMs: number): Promise<Map<number, number>> {
+    const offsets = await this.admin.fetchTopicOffsetsByTimestamp(topic, timestampMs);
+    const ends = await this.endOffsets(topic);
+    return new Map(offsets.map((o) => [o.partition, Number(o.offset) < 0 ? ends.get(o.partition)! : Number(o.offset)]));
+  }
+
+  async describeCluster(): Promise<{ brokers: number; controller: number | null }> {
+    const d = await this.admin.describeCluster();
+    return { brokers: d.brokers.length, controller: d.controller };
+  }
+}

@@ -1,0 +1,88 @@
+import type { Kafka } from 'kafkajs';
+import type { DataSource } from 'typeorm';
+import type { EventMeshConfig } from '../config';
+import { createKafka, EventProducer, TopicAdmin } from '../kafka';
+import { createLogger } from '../logging';
+import { createDataSource } from '../storage';
+import { connectTemporal, TemporalHandle } from '../temporal';
+import { BootError, reasonOf } from './boot-error';
+import { withDeadline } from './deadline';
+
+/** The connected outside world of one instance. */
+export interface Dependencies {
+  db: DataSource;
+  kafka: Kafka;
+  topics: TopicAdmin;
+  producer: EventProducer;
+  temporal: TemporalHandle;
+}
+
+/**
+ * Connects Postgres, Kafka and Temporal in that order. Each failure becomes a {@link BootError} that names the
+ * server, its address, the settings that point at it, and the reason, in one line.
+ */
+export async function connectDependencies(config: EventMeshConfig, role: string): Promise<Dependencies> {
+  const log = createLogger('Dependencies');
+  const opened: { close(): Promise<unknown> }[] = [];
+  try {
+    const pg = config.postgres;
+    const db = createDataSource(pg, `eventmesh-${config.instance.id}-${role}`);
+    try {
+      await withDeadline(10000, db.initialize());
+    } catch (e) {
+      throw new BootError(
+        `cannot connect to Postgres at ${pg.host}:${pg.port} database "${pg.database}" as "${pg.user}" ` +
+          `(EVENTMESH_POSTGRES_*): ${reasonOf(e)}`,
+        { cause: e },
+      );
+    }
+    opened.push({ close: () => db.destroy() });
+    if (await db.showMigrations()) {
+      throw new BootError(
+        `the Postgres schema of database "${pg.database}" is behind this build: run \`npm run migration:run\``,
+      );
+    }
+    log.info({ host: pg.host, port: pg.port, database: pg.database }, 'Postgres connected');
+
+    const kafka = createKafka(config.kafka, `${config.instance.id}-${role}`);
+    const topics = new TopicAdmin(kafka, config.kafka);
+    const producer = new EventProducer(kafka);
+    try {
+      await withDeadline(config.kafka.connectTimeoutMs * 2, topics.connect());
+      opened.push({ close: () => topics.disconnect() });
+      await withDeadline(config.kafka.connectTimeoutMs * 2, topics.describeCluster());
+      await withDeadline(30000, topics.ensureTopics());
+      await withDeadline(config.kafka.connectTimeoutMs * 2, producer.connect());
+      opened.push({ close: () => producer.disconnect() });
+    } catch (e) {
+      throw new BootError(
+        `cannot use Kafka at ${config.kafka.brokers.join(',')} (EVENTMESH_KAFKA_BROKERS): ${reasonOf(e)}`,
+        { cause: e },
+      );
+    }
+    log.info({ brokers: config.kafka.brokers, topics: config.kafka.topics }, 'Kafka connected');
+
+    let temporal: TemporalHandle;
+    try {
+      temporal = await withDeadline(config.temporal.connectTimeoutMs * 2, connectTemporal(config.temporal));
+    } catch (e) {
+      throw new BootError(
+        `cannot reach Temporal at ${config.temporal.address} namespace "${config.temporal.namespace}" ` +
+          `(EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_NAMESPACE): ${reasonOf(e)}`,
+        { cause: e },
+      );
+    }
+    log.info({ address: config.temporal.address, namespace: config.temporal.namespace }, 'Temporal connected');
+    return { db, kafka, topics, producer, temporal };
+  } catch (e) {
+    for (const o of opened.reverse()) await o.close().catch(() => undefined);
+    throw e;
+  }
+}
+
+export async function closeDependencies(deps: Dependencies): Promise<void> {
+  await deps.temporal.connection.close().catch(() => undefined);
+  await deps.producer.disconnect().catch(() => undefined);
+  await deps.topics.disconnect().catch(() => undefined);
+  await deps.db.destroy().catch(() => undefined);
+}

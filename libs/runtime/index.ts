@@ -1,0 +1,3 @@
+export * from './boot-error';
+export * from './dependencies';
+export * from './deadline';

@@ -1,0 +1,33 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/** An A2A task. `version` is the compare-and-set guard for state transitions. */
+@Entity({ name: 'a2a_tasks' })
+@Index('a2a_tasks_context_idx', ['contextId'])
+export class A2ATaskEntity {
+  @PrimaryColumn({ type: 'text' })
+  id!: string;
+
+  @Column({ name: 'context_id', type: 'text' })
+  contextId!: string;
+
+  @Column({ type: 'text' })
+  state!: string;
+
+  @Column({ type: 'jsonb', default: () => "'[]'::jsonb" })
+  history!: unknown[];
+
+  @Column({ type: 'jsonb', default: () => "'[]'::jsonb" })
+  artifacts!: unknown[];
+
+  @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
+  metadata!: Record<string, unknown>;
+
+  @Column({ type: 'integer', default: 0 })
+  version!: number;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+}

@@ -1,0 +1,47 @@
+import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { bigintAsNumber } from './bigint.transformer';
+
+/** An event a subscription could not deliver after its last attempt, with why and when. */
+@Entity({ name: 'dead_letters' })
+@Index('dead_letters_subscription_idx', ['subscriptionId', 'createdAt'])
+export class DeadLetterEntity {
+  @PrimaryGeneratedColumn({ type: 'bigint' })
+  id!: string;
+
+  @Column({ name: 'subscription_id', type: 'uuid' })
+  subscriptionId!: string;
+
+  @Column({ type: 'text' })
+  topic!: string;
+
+  @Column({ type: 'integer' })
+  partition!: number;
+
+  @Column({ name: 'kafka_offset', type: 'bigint', transformer: bigintAsNumber })
+  kafkaOffset!: number;
+
+  @Column({ name: 'event_id', type: 'text' })
+  eventId!: string;
+
+  /** Context attributes of the event (the frame without its data). */
+  @Column({ type: 'jsonb' })
+  attributes!: Record<string, unknown>;
+
+  @Column({ type: 'bytea', nullable: true })
+  data!: Buffer | null;
+
+  @Column({ type: 'integer' })
+  attempts!: number;
+
+  @Column({ name: 'last_error', type: 'text' })
+  lastError!: string;
+
+  @Column({ name: 'first_failed_at', type: 'timestamptz' })
+  firstFailedAt!: Date;
+
+  @Column({ name: 'last_failed_at', type: 'timestamptz' })
+  lastFailedAt!: Date;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+}

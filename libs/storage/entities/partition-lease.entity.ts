@@ -1,0 +1,21 @@
+import { Column, Entity, PrimaryColumn } from 'typeorm';
+import { bigintAsNumber } from './bigint.transformer';
+
+/** Who owns `topic#partition` in PARTITION_OWNED_PULL, and under which epoch (the fencing token). */
+@Entity({ name: 'partition_leases' })
+export class PartitionLeaseEntity {
+  @PrimaryColumn({ type: 'text' })
+  topic!: string;
+
+  @PrimaryColumn({ type: 'integer' })
+  partition!: number;
+
+  @Column({ type: 'text', nullable: true })
+  owner!: string | null;
+
+  @Column({ type: 'bigint', default: 0, transformer: bigintAsNumber })
+  epoch!: number;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+}

@@ -1,0 +1,32 @@
+import { Column, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
+import { bigintAsNumber } from './bigint.transformer';
+import { SubscriptionEntity } from './subscription.entity';
+
+/**
+ * Where a subscription stands in one partition: the next offset it has not yet settled, and the epoch of the
+ * owner that wrote it. Written only through OffsetStore.commit, which never moves it backwards.
+ */
+@Entity({ name: 'subscription_offsets' })
+export class SubscriptionOffsetEntity {
+  @PrimaryColumn({ name: 'subscription_id', type: 'uuid' })
+  subscriptionId!: string;
+
+  @PrimaryColumn({ type: 'text' })
+  topic!: string;
+
+  @PrimaryColumn({ type: 'integer' })
+  partition!: number;
+
+  @Column({ name: 'next_offset', type: 'bigint', transformer: bigintAsNumber })
+  nextOffset!: number;
+
+  @Column({ type: 'bigint', default: 0, transformer: bigintAsNumber })
+  epoch!: number;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+
+  @ManyToOne(() => SubscriptionEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'subscription_id' })
+  subscription?: SubscriptionEntity;
+}

@@ -1,0 +1,40 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/** A subscription: where events of a topic go, and how. Shape follows the CloudEvents Subscriptions API. */
+@Entity({ name: 'subscriptions' })
+@Index('subscriptions_instance_status_idx', ['instanceId', 'status'])
+export class SubscriptionEntity {
+  @PrimaryColumn({ type: 'uuid' })
+  id!: string;
+
+  @Column({ type: 'text' })
+  topic!: string;
+
+  /** Delivery protocol: `HTTP` (webhook push). */
+  @Column({ type: 'text' })
+  protocol!: string;
+
+  /** The webhook URL for `HTTP`. */
+  @Column({ type: 'text' })
+  sink!: string;
+
+  @Column({ type: 'jsonb', default: () => "'[]'::jsonb" })
+  filters!: object[];
+
+  @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
+  config!: Record<string, unknown>;
+
+  /** The instance that dispatches this subscription in LOCAL_STICKY_PULL. */
+  @Column({ name: 'instance_id', type: 'text' })
+  instanceId!: string;
+
+  /** `ACTIVE` or `DISABLED`. */
+  @Column({ type: 'text', default: 'ACTIVE' })
+  status!: string;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+
+  @Column({ name: 'updated_at', type: 'timestamptz', default: () => 'now()' })
+  updatedAt!: Date;
+}

@@ -1,0 +1,110 @@
+import type { DataSource, EntityManager } from 'typeorm';
+
+/** One subscription's position in one partition: the next offset it has not settled yet. */
+export interface OffsetPosition {
+  subscriptionId: string;
+  topic: string;
+  partition: number;
+  nextOffset: number;
+  epoch: number;
+}
+
+export type OffsetRejection = 'STALE_EPOCH' | 'BACKWARDS' | 'SUBSCRIPTION_GONE';
+
+export interface OffsetCommitResult {
+  position: OffsetPosition;
+  applied: boolean;
+  /** Why a write changed nothing; absent when applied. */
+  rejected?: OffsetRejection;
+  /** What the row held before this write (absent when there was no row). */
+  current?: { nextOffset: number; epoch: number };
+}
+
+const key = (p: { subscriptionId: string; topic: string; partition: number }) =>
+  `${p.subscriptionId}\u0000${p.topic}\u0000${p.partition}`;
+
+/**
+ * Subscription offsets in Postgres. Every write is monotonic: it applies only if it moves the offset forward (or
+ * keeps it) under the same or a newer epoch. A write that would move an offset backwards or carries an older
+ * epoch changes nothing and comes back rejected, with the reason and the row it lost to. A batch of positions is
+ * one statement, so a dispatch loop commits a whole fetch at once.
+ */
+export class OffsetStore {
+  constructor(private readonly db: DataSource) {}
+
+  async commit(positions: OffsetPosition[], manager: EntityManager = this.db.manager): Promise<OffsetCommitResult[]> {
+    if (positions.length === 0) return [];
+    // A statement cannot touch the same row twice; one batch carries one position per subscription partition.
+    const keys = new Set(positions.map(key));
+    if (keys.size !== positions.length) throw new Error('offset commit batch holds the same subscription partition twice');
+    const rows = positions;
+    const result: {
+      subscription_id: string;
+      topic: string;
+      partition: number;
+      applied: boolean;
+      exists: boolean;
+      current_offset: string | null;
+      current_epoch: string | null;
+    }[] = await manager.query(
+      `WITH input AS (
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bigint[], $5::bigint[])
+           AS t(subscription_id, topic, partition, next_offset, epoch)
+       ), applied AS (
+         INSERT INTO subscription_offsets AS o (subscription_id, topic, partition, next_offset, epoch, updated_at)
+         SELECT i.subscription_id, i.topic, i.partition, i.next_offset, i.epoch, now()
+           FROM input i WHERE EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = i.subscription_id)
+         ON CONFLICT (subscription_id, topic, partition) DO UPDATE
+           SET next_offset = EXCLUDED.next_offset, epoch = EXCLUDED.epoch, updated_at = now()
+           WHERE o.next_offset <= EXCLUDED.next_offset AND o.epoch <= EXCLUDED.epoch
+         RETURNING o.subscription_id, o.topic, o.partition
+       )
+       SELECT i.subscription_id, i.topic, i.partition,
+              (a.subscription_id IS NOT NULL) AS applied,
+              EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = i.subscription_id) AS exists,
+              cur.next_offset AS current_offset, cur.epoch AS current_epoch
+         FROM input i
+         LEFT JOIN applied a USING (subscription_id, topic, partition)
+         LEFT JOIN subscription_offsets cur USING (subscription_id, topic, partition)`,
+      [
+        rows.map((r) => r.subscriptionId),
+        rows.map((r) => r.topic),
+        rows.map((r) => r.partition),
+        rows.map((r) => r.nextOffset),
+        rows.map((r) => r.epoch),
+      ],
+    );
+    const byKey = new Map(result.map((r) => [key({ subscriptionId: r.subscription_id, topic: r.topic, partition: r.partition }), r]));
+    return positions.map((position) => {
+      const r = byKey.get(key(position));
+      if (!r) throw new Error(`offset commit returned no row for ${key(position)}`);
+      const current =
+        r.current_offset === null ? undefined : { nextOffset: Number(r.current_offset), epoch: Number(r.current_epoch) };
+      if (r.applied) return { position, applied: true, current };
+      const rejected: OffsetRejection = !r.exists
+        ? 'SUBSCRIPTION_GONE'
+        : current && current.epoch > position.epoch
+          ? 'STALE_EPOCH'
+          : 'BACKWARDS';
+      return { position, applied: false, rejected, current };
+    });
+  }
+
+  /** The stored positions of the given subscriptions (all partitions). */
+  async positionsOf(subscriptionIds: string[]): Promise<OffsetPosition[]> {
+    if (subscriptionIds.length === 0) return [];
+    const rows: { subscription_id: string; topic: string; partition: number; next_offset: string; epoch: string }[] =
+      await this.db.query(
+        `SELECT subscription_id, topic, partition, next_offset, epoch FROM subscription_offsets
+          WHERE subscription_id = ANY($1::uuid[])`,
+        [subscriptionIds],
+      );
+    return rows.map((r) => ({
+      subscriptionId: r.subscription_id,
+      topic: r.topic,
+      partition: r.partition,
+      nextOffset: Number(r.next_offset),
+      epoch: Number(r.epoch),
+    }));
+  }
+}

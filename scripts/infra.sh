@@ -1,0 +1,319 @@
+#!/usr/bin/env bash
+# Local infrastructure for development and tests: Postgres, a single-node KRaft Kafka broker, and the Temporal
+# dev server with its Web UI. Provisions what is missing (binaries and jars under .tools/, state and logs under
+# .data/), starts each server idempotently and waits for readiness with a deadline.
+#
+#   scripts/infra.sh start|stop|status|logs [postgres|kafka|temporal|all]
+#   scripts/infra.sh provision [postgres|kafka|temporal|all]
+#
+# Addresses come from the same environment variables the runtime reads (see docs/configuration.md):
+#   EVENTMESH_POSTGRES_HOST/PORT/USER/PASSWORD/DATABASE, EVENTMESH_KAFKA_BROKERS (first entry),
+#   EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_UI_URL.
+# A server that already answers at its configured address is used as it is and not started.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+TOOLS=${EVENTMESH_INFRA_TOOLS_DIR:-$ROOT/.tools}
+DATA=${EVENTMESH_INFRA_DATA_DIR:-$ROOT/.data}
+LOGS=$DATA/logs
+READY_TIMEOUT=${EVENTMESH_INFRA_READY_TIMEOUT_SECONDS:-180}
+
+PG_HOST=${EVENTMESH_POSTGRES_HOST:-127.0.0.1}
+PG_PORT=${EVENTMESH_POSTGRES_PORT:-5432}
+PG_USER=${EVENTMESH_POSTGRES_USER:-eventmesh}
+PG_PASSWORD=${EVENTMESH_POSTGRES_PASSWORD:-eventmesh}
+PG_DATABASE=${EVENTMESH_POSTGRES_DATABASE:-eventmesh}
+
+KAFKA_BOOTSTRAP=${EVENTMESH_KAFKA_BROKERS:-127.0.0.1:9092}
+KAFKA_BOOTSTRAP=${KAFKA_BOOTSTRAP%%,*}
+KAFKA_HOST=${KAFKA_BOOTSTRAP%:*}
+KAFKA_PORT=${KAFKA_BOOTSTRAP##*:}
+KAFKA_CONTROLLER_PORT=${EVENTMESH_INFRA_KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}
+KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/scripts/infra/kafka-pom.xml")
+
+TEMPORAL_ADDRESS=${EVENTMESH_TEMPORAL_ADDRESS:-127.0.0.1:7233}
+TEMPORAL_HOST=${TEMPORAL_ADDRESS%:*}
+TEMPORAL_PORT=${TEMPORAL_ADDRESS##*:}
+TEMPORAL_UI_URL=${EVENTMESH_TEMPORAL_UI_URL:-http://127.0.0.1:8233}
+TEMPORAL_UI_PORT=${TEMPORAL_UI_URL%/}
+TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT##*:}
+TEMPORAL_NAMESPACE=${EVENTMESH_TEMPORAL_NAMESPACE:-default}
+TEMPORAL_CLI_VERSION=v1.5.1
+TEMPORAL_BIN=$TOOLS/bin/temporal
+# Custom search attributes used by the partition workflows (docs/topologies.md).
+TEMPORAL_SEARCH_ATTRIBUTES=(EventMeshTopic=Keyword EventMeshPartition=Int EventMeshOwner=Keyword EventMeshEpoch=Int)
+
+say() { printf '[infra] %s\n' "$*"; }
+die() { printf '[infra] ERROR: %s\n' "$*" >&2; exit 1; }
+
+# port_open HOST PORT: true when a TCP connection succeeds within a second.
+port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+
+# wait_until NAME LOG CMD...: run CMD until it succeeds or READY_TIMEOUT passes.
+wait_until() {
+  local name=$1 log=$2; shift 2
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until "$@" >/dev/null 2>&1; do
+    if ((SECONDS >= deadline)); then
+      die "$name did not become ready within ${READY_TIMEOUT}s; see its log: $log"
+    fi
+    sleep 0.5
+  done
+}
+
+pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+
+stop_pid() {
+  local name=$1 pidfile=$2
+  if ! pid_alive "$pidfile"; then say "$name: not running (not started by this project)"; rm -f "$pidfile"; return 0; fi
+  local pid; pid=$(cat "$pidfile")
+  kill -TERM "$pid" 2>/dev/null || true
+  local deadline=$((SECONDS + 30))
+  while kill -0 "$pid" 2>/dev/null; do
+    if ((SECONDS >= deadline)); then say "$name: did not stop within 30s, killing"; kill -KILL "$pid" 2>/dev/null || true; fi
+    sleep 0.3
+  done
+  rm -f "$pidfile"
+  say "$name: stopped"
+}
+
+# ---------------------------------------------------------------- Postgres
+
+pg_bindir() {
+  local d
+  for d in $(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V -r); do
+    [[ -x $d/initdb && -x $d/postgres ]] && { echo "$d"; return 0; }
+  done
+  return 1
+}
+
+as_postgres() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
+
+provision_postgres() {
+  if pg_bindir >/dev/null; then return 0; fi
+  say "postgres: installing the Debian package (apt-get)"
+  [[ $(id -u) == 0 ]] || die "postgres: server binaries missing and not root; install the 'postgresql' package"
+  local log=$LOGS/postgres-install.log
+  { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; } >"$log" 2>&1 \
+    || die "postgres: apt-get install failed; see $log"
+  # The package may start its own default cluster; this project runs a private one under .data/.
+  if command -v pg_lsclusters >/dev/null; then
+    pg_lsclusters --no-header 2>/dev/null | while read -r ver name _ status _; do
+      [[ $status == online* ]] && pg_ctlcluster "$ver" "$name" stop >>"$log" 2>&1 || true
+    done
+  fi
+  pg_bindir >/dev/null || die "postgres: installed, but no server binaries under /usr/lib/postgresql/*/bin"
+}
+
+pg_ready() { PGPASSWORD=$PG_PASSWORD psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -Atqc 'select 1' ; }
+
+ensure_pg_database() {
+  local exists
+  exists=$(PGPASSWORD=$PG_PASSWORD psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -Atqc \
+    "select 1 from pg_database where datname = '$PG_DATABASE'") || die "postgres: cannot query databases as $PG_USER"
+  if [[ $exists != 1 ]]; then
+    PGPASSWORD=$PG_PASSWORD psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -qc "create database \"$PG_DATABASE\"" >/dev/null
+    say "postgres: created database $PG_DATABASE"
+  fi
+}
+
+start_postgres() {
+  local dir=$DATA/postgres log=$LOGS/postgres.log
+  if [[ ! -f $dir/pgdata/postmaster.pid ]] && port_open "$PG_HOST" "$PG_PORT"; then
+    say "postgres: already reachable at $PG_HOST:$PG_PORT, using it"
+    ensure_pg_database || true
+    return 0
+  fi
+  provision_postgres
+  local bin; bin=$(pg_bindir)
+  mkdir -p "$dir" "$LOGS"
+  touch "$log"
+  if [[ $(id -u) == 0 ]]; then chown postgres "$dir" "$log"; fi
+  if [[ ! -f $dir/pgdata/PG_VERSION ]]; then
+    local pwfile; pwfile=$(mktemp); printf '%s\n' "$PG_PASSWORD" >"$pwfile"; chmod 644 "$pwfile"
+    as_postgres "$bin/initdb" -D "$dir/pgdata" -U "$PG_USER" --pwfile="$pwfile" -E UTF8 --locale=C \
+      --auth-host=scram-sha-256 --auth-local=trust >>"$log" 2>&1 || { rm -f "$pwfile"; die "postgres: initdb failed; see $log"; }
+    rm -f "$pwfile"
+    say "postgres: initialised a cluster in $dir/pgdata"
+  fi
+  if ! as_postgres "$bin/pg_ctl" -D "$dir/pgdata" status >/dev/null 2>&1; then
+    as_postgres "$bin/pg_ctl" -D "$dir/pgdata" -l "$log" -w -t "$READY_TIMEOUT" \
+      -o "-c listen_addresses=$PG_HOST -p $PG_PORT -c unix_socket_directories='' -c max_connections=200" start >/dev/null \
+      || die "postgres: did not start on $PG_HOST:$PG_PORT; see its log: $log"
+  fi
+  wait_until postgres "$log" pg_ready
+  ensure_pg_database
+  say "postgres: ready at $PG_HOST:$PG_PORT (database $PG_DATABASE, log $log)"
+}
+
+stop_postgres() {
+  local dir=$DATA/postgres bin
+  bin=$(pg_bindir) || { say "postgres: not installed"; return 0; }
+  if [[ -f $dir/pgdata/postmaster.pid ]]; then
+    as_postgres "$bin/pg_ctl" -D "$dir/pgdata" -m fast -w stop >/dev/null && say "postgres: stopped"
+  else
+    say "postgres: not running (not started by this project)"
+  fi
+}
+
+status_postgres() {
+  if [[ -f $DATA/postgres/pgdata/postmaster.pid ]] && port_open "$PG_HOST" "$PG_PORT"; then
+    echo "postgres  running  $PG_HOST:$PG_PORT  (pid $(head -1 "$DATA/postgres/pgdata/postmaster.pid"), log $LOGS/postgres.log)"
+  elif port_open "$PG_HOST" "$PG_PORT"; then echo "postgres  external $PG_HOST:$PG_PORT  (not managed by this project)"
+  else echo "postgres  down     $PG_HOST:$PG_PORT"; fi
+}
+
+# ---------------------------------------------------------------- Kafka
+
+provision_kafka() {
+  local libs=$TOOLS/kafka/$KAFKA_VERSION/libs log=$LOGS/kafka-provision.log
+  [[ -f $libs/.complete ]] && return 0
+  command -v java >/dev/null || die "kafka: java not found (Java 17 or later is required)"
+  command -v mvn >/dev/null || die "kafka: mvn not found (Maven is required to fetch the broker jars)"
+  say "kafka: fetching the $KAFKA_VERSION broker jars from Maven Central"
+  mkdir -p "$libs" "$LOGS"
+  mvn -B -q -f "$ROOT/scripts/infra/kafka-pom.xml" dependency:copy-dependencies -DincludeScope=runtime \
+    -DoutputDirectory="$libs" >"$log" 2>&1 || die "kafka: fetching jars failed; see $log"
+  touch "$libs/.complete"
+}
+
+kafka_java() { java -Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true "$@"; }
+
+start_kafka() {
+  local dir=$DATA/kafka log=$LOGS/kafka.log pidfile=$DATA/kafka/kafka.pid
+  if pid_alive "$pidfile"; then
+    wait_until kafka "$log" port_open "$KAFKA_HOST" "$KAFKA_PORT"
+    say "kafka: already running at $KAFKA_HOST:$KAFKA_PORT"; return 0
+  fi
+  if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then say "kafka: already reachable at $KAFKA_HOST:$KAFKA_PORT, using it"; return 0; fi
+  provision_kafka
+  local libs=$TOOLS/kafka/$KAFKA_VERSION/libs
+  mkdir -p "$dir/logs" "$LOGS"
+  cat >"$dir/server.properties" <<EOF
+process.roles=broker,controller
+node.id=1
+controller.quorum.voters=1@$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
+listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT,CONTROLLER://$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
+advertised.listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT
+controller.listener.names=CONTROLLER
+inter.broker.listener.name=PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+log.dirs=$dir/logs
+num.partitions=1
+auto.create.topics.enable=false
+offsets.topic.replication.factor=1
+transaction.state.log.replication.factor=1
+transaction.state.log.min.isr=1
+share.coordinator.state.topic.replication.factor=1
+share.coordinator.state.topic.min.isr=1
+group.initial.rebalance.delay.ms=0
+EOF
+  cat >"$dir/log4j2.properties" <<'EOF'
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.kafka.name = kafka
+logger.kafka.level = warn
+logger.org.name = org.apache.kafka
+logger.org.level = warn
+logger.started.name = kafka.server.KafkaRaftServer
+logger.started.level = info
+EOF
+  if [[ ! -f $dir/logs/meta.properties ]]; then
+    local cluster_id
+    cluster_id=$(kafka_java -cp "$libs/*" kafka.tools.StorageTool random-uuid 2>>"$log" | tail -1)
+    kafka_java -cp "$libs/*" -Dlog4j2.configurationFile="$dir/log4j2.properties" kafka.tools.StorageTool format \
+      -t "$cluster_id" -c "$dir/server.properties" --ignore-formatted >>"$log" 2>&1 \
+      || die "kafka: formatting the storage failed; see $log"
+  fi
+  setsid nohup java -Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true \
+    -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$libs/*" kafka.Kafka "$dir/server.properties" \
+    >>"$log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until port_open "$KAFKA_HOST" "$KAFKA_PORT"; do
+    pid_alive "$pidfile" || die "kafka: the broker exited during start; see its log: $log"
+    ((SECONDS < deadline)) || die "kafka: not ready within ${READY_TIMEOUT}s; see its log: $log"
+    sleep 0.5
+  done
+  say "kafka: ready at $KAFKA_HOST:$KAFKA_PORT (Kafka $KAFKA_VERSION, log $log)"
+}
+
+stop_kafka() { stop_pid kafka "$DATA/kafka/kafka.pid"; }
+
+status_kafka() {
+  if pid_alive "$DATA/kafka/kafka.pid"; then echo "kafka     running  $KAFKA_HOST:$KAFKA_PORT  (pid $(cat "$DATA/kafka/kafka.pid"), log $LOGS/kafka.log)"
+  elif port_open "$KAFKA_HOST" "$KAFKA_PORT"; then echo "kafka     external $KAFKA_HOST:$KAFKA_PORT  (not managed by this project)"
+  else echo "kafka     down     $KAFKA_HOST:$KAFKA_PORT"; fi
+}
+
+# ---------------------------------------------------------------- Temporal
+
+provision_temporal() {
+  [[ -x $TEMPORAL_BIN ]] && return 0
+  command -v go >/dev/null || die "temporal: go not found (Go 1.25 or later builds the Temporal CLI)"
+  local log=$LOGS/temporal-provision.log
+  mkdir -p "$TOOLS/bin" "$LOGS"
+  say "temporal: building the Temporal CLI $TEMPORAL_CLI_VERSION from the Go module proxy (minutes on first run)"
+  GOBIN=$TOOLS/bin CGO_ENABLED=0 go install "github.com/temporalio/cli/cmd/temporal@$TEMPORAL_CLI_VERSION" >"$log" 2>&1 \
+    || die "temporal: building the CLI failed; see $log"
+}
+
+temporal_ready() {
+  "$TEMPORAL_BIN" operator cluster health --address "$TEMPORAL_ADDRESS" 2>/dev/null | grep -q SERVING \
+    && port_open "$TEMPORAL_HOST" "$TEMPORAL_UI_PORT"
+}
+
+start_temporal() {
+  local dir=$DATA/temporal log=$LOGS/temporal.log pidfile=$DATA/temporal/temporal.pid
+  if pid_alive "$pidfile"; then
+    wait_until temporal "$log" temporal_ready
+    say "temporal: already running at $TEMPORAL_ADDRESS (UI $TEMPORAL_UI_URL)"; return 0
+  fi
+  if port_open "$TEMPORAL_HOST" "$TEMPORAL_PORT"; then say "temporal: already reachable at $TEMPORAL_ADDRESS, using it"; return 0; fi
+  provision_temporal
+  mkdir -p "$dir" "$LOGS"
+  local args=(server start-dev --ip "$TEMPORAL_HOST" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT"
+    --db-filename "$dir/temporal.db" --namespace "$TEMPORAL_NAMESPACE" --log-level warn)
+  local sa; for sa in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
+  setsid nohup "$TEMPORAL_BIN" "${args[@]}" >>"$log" 2>&1 </dev/null &
+  echo $! >"$pidfile"
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until temporal_ready; do
+    pid_alive "$pidfile" || die "temporal: the server exited during start; see its log: $log"
+    ((SECONDS < deadline)) || die "temporal: not ready within ${READY_TIMEOUT}s; see its log: $log"
+    sleep 0.5
+  done
+  say "temporal: ready at $TEMPORAL_ADDRESS, Web UI $TEMPORAL_UI_URL (log $log)"
+}
+
+stop_temporal() { stop_pid temporal "$DATA/temporal/temporal.pid"; }
+
+status_temporal() {
+  if pid_alive "$DATA/temporal/temporal.pid"; then echo "temporal  running  $TEMPORAL_ADDRESS  UI $TEMPORAL_UI_URL  (pid $(cat "$DATA/temporal/temporal.pid"), log $LOGS/temporal.log)"
+  elif port_open "$TEMPORAL_HOST" "$TEMPORAL_PORT"; then echo "temporal  external $TEMPORAL_ADDRESS  (not managed by this project)"
+  else echo "temporal  down     $TEMPORAL_ADDRESS"; fi
+}
+
+# ---------------------------------------------------------------- dispatch
+
+usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+
+action=${1:-}; target=${2:-all}
+case $target in postgres|kafka|temporal) servers=("$target") ;; all) servers=(postgres kafka temporal) ;; *) usage ;; esac
+mkdir -p "$LOGS"
+case $action in
+  provision) for s in "${servers[@]}"; do "provision_$s"; done ;;
+  start)
+    for s in "${servers[@]}"; do
+      t0=$SECONDS; "start_$s"; say "$s: start took $((SECONDS - t0))s"
+    done ;;
+  stop) for s in "${servers[@]}"; do "stop_$s"; done ;;
+  status) for s in "${servers[@]}"; do "status_$s"; done ;;
+  logs) for s in "${servers[@]}"; do echo "$LOGS/$s.log"; done ;;
+  *) usage ;;
+esac
