@@ -80,12 +80,18 @@ export class DispatchLoop {
     lag: 0,
   };
   private refreshedAt = -Infinity;
+  private report: (p: DispatchProgress) => void = () => undefined;
 
   constructor(private readonly deps: DispatchLoopDeps) {}
 
-  /** Runs until `signal` aborts or `deadline` (epoch ms) passes; reports after every round. */
-  async run(signal: AbortSignal, deadline: number, report: (p: DispatchProgress) => void): Promise<DispatchProgress> {
-    while (!signal.aborted && Date.now() < deadline) {
+  /**
+   * Runs until `stopSignal` aborts or `deadline` (epoch ms) passes. Reports after every round and after every
+   * failed delivery attempt, so a sink that keeps failing does not silence the heartbeat.
+   */
+  async run(stopSignal: AbortSignal, deadline: number, report: (p: DispatchProgress) => void): Promise<DispatchProgress> {
+    const signal = AbortSignal.any([stopSignal, AbortSignal.timeout(Math.max(0, deadline - Date.now()))]);
+    this.report = (p) => report(p);
+    while (!signal.aborted) {
       if (Date.now() - this.refreshedAt >= this.deps.options.refreshIntervalMs) await this.refresh();
       const positions = this.positions();
       if (positions.length === 0) {
@@ -219,6 +225,7 @@ export class DispatchLoop {
       }
       if (signal.aborted) break;
       this.progress.failedAttempts++;
+      this.report({ ...this.progress });
       const ceiling = Math.min(retryMaxMs, retryInitialMs * 2 ** Math.min(attempt - 1, 30));
       const delay = ceiling / 2 + Math.random() * (ceiling / 2);
       this.log.warn(

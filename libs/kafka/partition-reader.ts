@@ -123,25 +123,11 @@ export class PartitionReader {
       await this.cluster.addMultipleTargetTopics(newTopics);
       newTopics.forEach((t) => this.topics.add(t));
     }
-    const byLeader = new Map<string, PartitionPosition[]>();
-    for (const [topic, list] of groupBy(positions, (p) => p.topic)) {
-      const leaders = this.cluster.findLeaderForPartitions(topic, list.map((p) => p.partition));
-      for (const [nodeId, partitions] of Object.entries(leaders)) {
-        const entries = byLeader.get(nodeId) ?? [];
-        entries.push(...list.filter((p) => partitions.includes(p.partition)));
-        byLeader.set(nodeId, entries);
-      }
-    }
     try {
-      const results = await Promise.all(
-        [...byLeader.entries()].map(([nodeId, list]) => this.fetchFromLeader(nodeId, list, options)),
-      );
-      return results.flat();
+      return await this.fetchAll(positions, options);
     } catch (e) {
       const type = (e as { type?: string }).type;
-      if (type === 'OFFSET_OUT_OF_RANGE') {
-        return this.fetchOneByOne(positions, options);
-      }
+      if (type === 'OFFSET_OUT_OF_RANGE') return this.fetchOneByOne(positions, options);
       if ((type && STALE_METADATA.has(type)) || (e as Error).name === 'KafkaJSTopicMetadataNotLoaded') {
         this.log.warn({ error: (e as Error).message }, 'stale Kafka metadata, refreshing');
         await this.cluster.refreshMetadata();
@@ -156,13 +142,29 @@ export class PartitionReader {
     const out: FetchedPartition[] = [];
     for (const p of positions) {
       try {
-        out.push(...(await this.fetch([p], { ...options, maxWaitMs: 0 })));
+        out.push(...(await this.fetchAll([p], { ...options, maxWaitMs: 0 })));
       } catch (e) {
         if ((e as { type?: string }).type !== 'OFFSET_OUT_OF_RANGE') throw e;
         out.push({ topic: p.topic, partition: p.partition, fetchOffset: p.offset, records: [], highWatermark: -1, outOfRange: true });
       }
     }
     return out;
+  }
+
+  private async fetchAll(positions: PartitionPosition[], options: FetchOptions): Promise<FetchedPartition[]> {
+    const byLeader = new Map<string, PartitionPosition[]>();
+    for (const [topic, list] of groupBy(positions, (p) => p.topic)) {
+      const leaders = this.cluster.findLeaderForPartitions(topic, list.map((p) => p.partition));
+      for (const [nodeId, partitions] of Object.entries(leaders)) {
+        const entries = byLeader.get(nodeId) ?? [];
+        entries.push(...list.filter((p) => partitions.includes(p.partition)));
+        byLeader.set(nodeId, entries);
+      }
+    }
+    const results = await Promise.all(
+      [...byLeader.entries()].map(([nodeId, list]) => this.fetchFromLeader(nodeId, list, options)),
+    );
+    return results.flat();
   }
 
   private async fetchFromLeader(nodeId: string, list: PartitionPosition[], options: FetchOptions): Promise<FetchedPartition[]> {

@@ -18,10 +18,10 @@ export class SubscriptionEntity {
   @Column({ type: 'text' })
   sink!: string;
 
-  @Column({ type: 'jsonb', default: () => "'[]'::jsonb" })
+  @Column({ type: 'jsonb', default: () => "'[]'" })
   filters!: object[];
 
-  @Column({ type: 'jsonb', default: () => "'{}'::jsonb" })
+  @Column({ type: 'jsonb', default: () => "'{}'" })
   config!: Record<string, unknown>;
 
   /** The instance that dispatches this subscription in LOCAL_STICKY_PULL. */

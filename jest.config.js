@@ -1,0 +1,28 @@
+// Three tiers: unit specs beside the code (fakes allowed), integration specs against the real servers, and
+// end-to-end specs that run real instance processes. Integration and e2e run serially (`--runInBand`) and share
+// one set of servers, started by scripts/test.sh (or by the global setup when jest is run directly).
+const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }] };
+const base = { testEnvironment: 'node', transform, moduleFileExtensions: ['ts', 'js', 'json'], setupFiles: ['<rootDir>/test/support/quiet-logs.ts'] };
+
+module.exports = {
+  testTimeout: 60000,
+  projects: [
+    {
+      ...base,
+      displayName: 'unit',
+      testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/activities/**/*.spec.ts'],
+    },
+    {
+      ...base,
+      displayName: 'integration',
+      testMatch: ['<rootDir>/test/integration/**/*.spec.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+    },
+    {
+      ...base,
+      displayName: 'e2e',
+      testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+    },
+  ],
+};

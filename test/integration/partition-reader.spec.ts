@@ -1,0 +1,82 @@
+import type { Admin, Kafka, Producer } from 'kafkajs';
+import { createKafka, PartitionReader } from '../../libs/kafka';
+import { testConfig, uniqueTopic } from '../support/env';
+
+describe('PartitionReader (real Kafka)', () => {
+  const config = testConfig();
+  const topic = uniqueTopic('reader');
+  let kafka: Kafka;
+  let admin: Admin;
+  let producer: Producer;
+  let reader: PartitionReader;
+  let groupsBefore: string[];
+
+  beforeAll(async () => {
+    kafka = createKafka(config.kafka, 'reader-spec');
+    admin = kafka.admin();
+    await admin.connect();
+    groupsBefore = (await admin.listGroups()).groups.map((g) => g.groupId);
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2, replicationFactor: 1 }] });
+    producer = kafka.producer();
+    await producer.connect();
+    await producer.send({
+      topic,
+      acks: -1,
+      messages: [
+        ...Array.from({ length: 10 }, (_, i) => ({ partition: 0, value: `p0-${i}`, headers: { n: String(i) } })),
+        ...Array.from({ length: 3 }, (_, i) => ({ partition: 1, value: `p1-${i}` })),
+      ],
+    });
+    reader = new PartitionReader(kafka);
+    await reader.connect();
+  });
+
+  afterAll(async () => {
+    await reader.disconnect();
+    await producer.disconnect();
+    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
+    await admin.disconnect();
+  });
+
+  it('reads chosen partitions from chosen offsets', async () => {
+    const fetched = await reader.fetch(
+      [
+        { topic, partition: 0, offset: 4 },
+        { topic, partition: 1, offset: 0 },
+      ],
+      { maxWaitMs: 100 },
+    );
+    const byPartition = new Map(fetched.map((f) => [f.partition, f]));
+    expect(byPartition.get(0)!.records.map((r) => [r.offset, r.value!.toString()])).toEqual(
+      [4, 5, 6, 7, 8, 9].map((i) => [i, `p0-${i}`]),
+    );
+    expect(byPartition.get(0)!.records[0].headers.n!.toString()).toBe('4');
+    expect(byPartition.get(0)!.highWatermark).toBe(10);
+    expect(byPartition.get(1)!.records.map((r) => r.value!.toString())).toEqual(['p1-0', 'p1-1', 'p1-2']);
+    expect(byPartition.get(1)!.highWatermark).toBe(3);
+  });
+
+  it('returns no records at the end of a partition', async () => {
+    const [p] = await reader.fetch([{ topic, partition: 1, offset: 3 }], { maxWaitMs: 50 });
+    expect(p.records).toEqual([]);
+    expect(p.outOfRange).toBeUndefined();
+  });
+
+  it('flags an offset past the end as out of range and still serves the other partitions', async () => {
+    const fetched = await reader.fetch(
+      [
+        { topic, partition: 0, offset: 500 },
+        { topic, partition: 1, offset: 1 },
+      ],
+      { maxWaitMs: 50 },
+    );
+    const byPartition = new Map(fetched.map((f) => [f.partition, f]));
+    expect(byPartition.get(0)!.outOfRange).toBe(true);
+    expect(byPartition.get(1)!.records.map((r) => r.offset)).toEqual([1, 2]);
+  });
+
+  it('leaves no consumer group and no committed offset in Kafka', async () => {
+    const groupsAfter = (await admin.listGroups()).groups.map((g) => g.groupId);
+    expect(groupsAfter.filter((g) => !groupsBefore.includes(g))).toEqual([]);
+  });
+});

@@ -1,0 +1,26 @@
+import { randomUUID } from 'node:crypto';
+import { EventMeshConfig, loadConfig } from '../../libs/config';
+
+/** The database every integration and e2e test uses; the global setup rebuilds it from the migrations. */
+export const TEST_DATABASE = process.env.EVENTMESH_TEST_POSTGRES_DATABASE ?? 'eventmesh_test';
+
+/** Settings for a test: the machine's EVENTMESH_* addresses, the test database, and the given overrides. */
+export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [k, v] of Object.entries(process.env)) if (k.startsWith('EVENTMESH_') && v !== undefined) env[k] = v;
+  return {
+    ...env,
+    EVENTMESH_POSTGRES_DATABASE: TEST_DATABASE,
+    EVENTMESH_LOG_LEVEL: 'warn',
+    ...overrides,
+  };
+}
+
+export function testConfig(overrides: Record<string, string> = {}): EventMeshConfig {
+  return loadConfig(testEnv(overrides));
+}
+
+/** A topic name no other test (or earlier run) uses. */
+export function uniqueTopic(prefix = 'test'): string {
+  return `${prefix}-${randomUUID().slice(0, 8)}`;
+}

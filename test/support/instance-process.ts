@@ -1,0 +1,76 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import path from 'node:path';
+import { testEnv } from './env';
+
+const ROOT = path.resolve(__dirname, '../..');
+export const INSTANCE_MAIN = path.join(ROOT, 'dist/apps/gateway/src/main.js');
+
+export interface ExitResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** A real runtime instance process (the built `npm start` entry), started with test settings. */
+export class InstanceProcess {
+  stdout = '';
+  stderr = '';
+  url?: string;
+  private readonly exited: Promise<ExitResult>;
+
+  private constructor(readonly child: ChildProcess) {
+    child.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()));
+    child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
+    this.exited = new Promise((resolve) =>
+      child.once('exit', (code, signal) => resolve({ code, signal, stdout: this.stdout, stderr: this.stderr })),
+    );
+  }
+
+  static spawn(overrides: Record<string, string>): InstanceProcess {
+    const child = spawn(process.execPath, [INSTANCE_MAIN], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH ?? '', ...testEnv({ EVENTMESH_HTTP_PORT: '0', ...overrides }) },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    return new InstanceProcess(child);
+  }
+
+  /** Resolves with the gateway URL once the instance listens; rejects if it exits first or the deadline passes. */
+  async ready(timeoutMs = 60000): Promise<string> {
+    const deadline = Date.now() + timeoutMs;
+    while (Date.now() < deadline) {
+      const m = /listening on (http:\/\/\S+)/.exec(this.stdout);
+      if (m) return (this.url = m[1]);
+      if (this.child.exitCode !== null || this.child.signalCode !== null) {
+        throw new Error(`instance exited (${this.child.exitCode ?? this.child.signalCode}) before it was ready: ${this.stderr}`);
+      }
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    throw new Error(`instance not ready within ${timeoutMs} ms; stderr: ${this.stderr.slice(-2000)}`);
+  }
+
+  /** Waits for the process to end by itself (a boot that must fail), within a deadline. */
+  async exit(timeoutMs = 60000): Promise<ExitResult> {
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`instance still running after ${timeoutMs} ms; stderr: ${this.stderr}`)), timeoutMs);
+    });
+    try {
+      return await Promise.race([this.exited, timeout]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** SIGTERM (graceful), SIGKILL if it has not ended after `graceMs`. */
+  async stop(graceMs = 20000): Promise<ExitResult> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill('SIGTERM');
+    const timer = setTimeout(() => this.child.kill('SIGKILL'), graceMs);
+    try {
+      return await this.exited;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

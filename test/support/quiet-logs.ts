@@ -1,0 +1,4 @@
+import { configureLogging } from '../../libs/logging';
+
+// In-process runtime code logs only errors during tests (EVENTMESH_TEST_LOG_LEVEL=debug to see everything).
+configureLogging(process.env.EVENTMESH_TEST_LOG_LEVEL ?? 'error');
