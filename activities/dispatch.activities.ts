@@ -9,19 +9,21 @@ export interface DispatchRunInput {
 }
 
 export interface DispatchRunResult extends DispatchProgress {
-  stoppedBy: 'deadline' | 'cancelled';
+  stoppedBy: 'deadline' | 'shutdown';
 }
 
 export interface DispatchActivityDeps {
   instanceId: string;
   /** A fresh loop per run: every run starts from the offsets committed in Postgres. */
   createLoop(): DispatchLoop;
+  /** Aborted when the instance shuts down: the run commits what it delivered and returns at once. */
+  shutdownSignal: AbortSignal;
 }
 
 /**
  * The poll-and-dispatch activity. Its heartbeat carries the loop's progress (rounds, delivered, lag), which the
- * Temporal UI shows on the pending activity; cancellation (a worker shutdown, a workflow cancel) stops the loop
- * after it committed what it delivered.
+ * Temporal UI shows on the pending activity; an instance shutdown or a cancellation stops the loop after it
+ * committed what it delivered.
  */
 export function createDispatchActivities(deps: DispatchActivityDeps) {
   return {
@@ -34,14 +36,13 @@ export function createDispatchActivities(deps: DispatchActivityDeps) {
       }
       const ctx = Context.current();
       ctx.heartbeat();
-      const progress = await deps
-        .createLoop()
-        .run(ctx.cancellationSignal, Date.now() + input.runMs, (p) => ctx.heartbeat(p));
+      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
+      const progress = await deps.createLoop().run(stop, Date.now() + input.runMs, (p) => ctx.heartbeat(p));
       if (ctx.cancellationSignal.aborted) {
         ctx.log.info('dispatch run cancelled after committing its progress', { ...progress });
         await ctx.cancelled;
       }
-      return { ...progress, stoppedBy: 'deadline' };
+      return { ...progress, stoppedBy: deps.shutdownSignal.aborted ? 'shutdown' : 'deadline' };
     },
   };
 }

@@ -89,6 +89,17 @@ pg_bindir() {
 
 as_postgres() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "$@"; fi; }
 
+# The cluster lives in .data/postgres. Postgres refuses to run as root, so as root the server runs as the
+# `postgres` user, which must be able to reach that folder; when a parent folder shuts it out, the cluster goes
+# to /var/tmp/eventmesh-postgres-<hash of this checkout> instead (said once, at start).
+pg_dir() {
+  if [[ $(id -u) != 0 ]] || runuser -u postgres -- test -x "$DATA" 2>/dev/null || ! id postgres >/dev/null 2>&1; then
+    echo "$DATA/postgres"
+  else
+    echo "/var/tmp/eventmesh-postgres-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+  fi
+}
+
 provision_postgres() {
   if pg_bindir >/dev/null; then return 0; fi
   say "postgres: installing the Debian package (apt-get)"
@@ -118,17 +129,21 @@ ensure_pg_database() {
 }
 
 start_postgres() {
-  local dir=$DATA/postgres log=$LOGS/postgres.log
+  local dir log
+  dir=$(pg_dir); log=$dir/postgres.log
   if [[ ! -f $dir/pgdata/postmaster.pid ]] && port_open "$PG_HOST" "$PG_PORT"; then
     say "postgres: already reachable at $PG_HOST:$PG_PORT, using it"
     ensure_pg_database || true
     return 0
   fi
   provision_postgres
+  dir=$(pg_dir); log=$dir/postgres.log
+  [[ $dir == "$DATA/postgres" ]] || say "postgres: the postgres user cannot reach $DATA; the cluster lives in $dir"
   local bin; bin=$(pg_bindir)
   mkdir -p "$dir" "$LOGS"
   touch "$log"
   if [[ $(id -u) == 0 ]]; then chown postgres "$dir" "$log"; fi
+  ln -sf "$log" "$LOGS/postgres.log"
   if [[ ! -f $dir/pgdata/PG_VERSION ]]; then
     local pwfile; pwfile=$(mktemp); printf '%s\n' "$PG_PASSWORD" >"$pwfile"; chmod 644 "$pwfile"
     as_postgres "$bin/initdb" -D "$dir/pgdata" -U "$PG_USER" --pwfile="$pwfile" -E UTF8 --locale=C \
@@ -147,7 +162,8 @@ start_postgres() {
 }
 
 stop_postgres() {
-  local dir=$DATA/postgres bin
+  local dir bin
+  dir=$(pg_dir)
   bin=$(pg_bindir) || { say "postgres: not installed"; return 0; }
   if [[ -f $dir/pgdata/postmaster.pid ]]; then
     as_postgres "$bin/pg_ctl" -D "$dir/pgdata" -m fast -w stop >/dev/null && say "postgres: stopped"
@@ -157,8 +173,9 @@ stop_postgres() {
 }
 
 status_postgres() {
-  if [[ -f $DATA/postgres/pgdata/postmaster.pid ]] && port_open "$PG_HOST" "$PG_PORT"; then
-    echo "postgres  running  $PG_HOST:$PG_PORT  (pid $(head -1 "$DATA/postgres/pgdata/postmaster.pid"), log $LOGS/postgres.log)"
+  local dir; dir=$(pg_dir)
+  if [[ -f $dir/pgdata/postmaster.pid ]] && port_open "$PG_HOST" "$PG_PORT"; then
+    echo "postgres  running  $PG_HOST:$PG_PORT  (pid $(head -1 "$dir/pgdata/postmaster.pid"), log $dir/postgres.log)"
   elif port_open "$PG_HOST" "$PG_PORT"; then echo "postgres  external $PG_HOST:$PG_PORT  (not managed by this project)"
   else echo "postgres  down     $PG_HOST:$PG_PORT"; fi
 }

@@ -72,7 +72,6 @@ export async function startInstance(config: EventMeshConfig, roles: InstanceRole
         { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
       );
       registerJsonParser(app);
-      app.enableShutdownHooks();
       await app.listen(config.http.port, config.http.host);
       instance.app = app;
       const address = app.getHttpServer().address();

@@ -51,6 +51,7 @@ export class WorkerHost {
     private readonly worker: Worker,
     private readonly connection: NativeConnection,
     private readonly reader: PartitionReader,
+    private readonly shutdown: AbortController,
     readonly taskQueue: string,
   ) {}
 
@@ -69,8 +70,10 @@ export class WorkerHost {
     const sender = new WebhookSender(config.delivery.webhookTimeoutMs);
     const reader = new PartitionReader(deps.kafka);
     await reader.connect();
+    const shutdown = new AbortController();
     const activities = createDispatchActivities({
       instanceId: config.instance.id,
+      shutdownSignal: shutdown.signal,
       createLoop: () =>
         new DispatchLoop({
           instanceId: config.instance.id,
@@ -100,7 +103,7 @@ export class WorkerHost {
       defaultHeartbeatThrottleInterval: throttle,
       shutdownGraceTime: '10s',
     });
-    const host = new WorkerHost(worker, connection, reader, taskQueue);
+    const host = new WorkerHost(worker, connection, reader, shutdown, taskQueue);
     host.running = worker.run().catch((e: unknown) => {
       host.log.error({ error: reasonOf(e) }, 'Temporal worker stopped with an error');
       throw e;
@@ -120,6 +123,7 @@ export class WorkerHost {
   }
 
   async stop(): Promise<void> {
+    this.shutdown.abort();
     if (this.worker.getState() === 'RUNNING') this.worker.shutdown();
     await this.running?.catch(() => undefined);
     await this.connection.close().catch(() => undefined);

@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import { Client as PgClient } from 'pg';
+import type { Client } from '@temporalio/client';
+import { Kafka } from 'kafkajs';
+import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { testConfig, uniqueTopic } from '../support/env';
+import { InstanceProcess } from '../support/instance-process';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+/**
+ * The first slice end to end, as a user sees it: a real instance process on the real servers, a subscription
+ * with a webhook sink created through the API, an event published over HTTP, delivered by the poll-and-dispatch
+ * activity of the instance's dispatch workflow, and its offset committed in Postgres after the webhook's 2xx.
+ */
+describe('first event, end to end', () => {
+  const config = testConfig();
+  const instanceId = `e2e-${randomUUID().slice(0, 8)}`;
+  const topic = uniqueTopic('e2e');
+  const receiver = new WebhookReceiver();
+  let instance: InstanceProcess;
+  let api: string;
+  let sink: string;
+  let temporal: { client: Client; close(): Promise<void> };
+  let pg: PgClient;
+  let kafka: Kafka;
+
+  beforeAll(async () => {
+    sink = await receiver.start();
+    instance = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: instanceId,
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3',
+      EVENTMESH_DELIVERY_LEASE_TTL_MS: '6000',
+    });
+    api = await instance.ready();
+    temporal = await temporalClient();
+    pg = new PgClient({ ...config.postgres, user: config.postgres.user });
+    await pg.connect();
+    kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'e2e-check', logLevel: 0 });
+  });
+
+  afterAll(async () => {
+    const exit = await instance?.stop();
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId)]);
+    await temporal?.close();
+    await pg?.end();
+    await receiver.stop();
+    expect(exit?.code).toBe(0);
+  });
+
+  async function endOffsets(): Promise<number> {
+    const admin = kafka.admin();
+    await admin.connect();
+    try {
+      return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  it('reports every dependency up on /health', async () => {
+    const response = await fetch(`${api}/health`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as Record<string, Record<string, Record<string, unknown>>>;
+    expect(body.dependencies.postgres.status).toBe('up');
+    expect(body.dependencies.kafka.status).toBe('up');
+    expect(body.dependencies.temporal.status).toBe('up');
+  });
+
+  it('delivers a published event to a webhook subscription and commits its offset after the 2xx', async () => {
+    const created = await fetch(`${api}/subscriptions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sink, topic }),
+    });
+    expect(created.status).toBe(201);
+    const subscription = (await created.json()) as { id: string; instance: string };
+    expect(subscription.instance).toBe(instanceId);
+
+    const eventId = randomUUID();
+    const published = await fetch(`${api}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({
+        specversion: '1.0',
+        id: eventId,
+        source: '/e2e',
+        type: 'e2e.created',
+        subject: 'first',
+        data: { n: 1 },
+      }),
+    });
+    expect(published.status).toBe(202);
+    const receipt = (await published.json()) as { id: string; topic: string; partition: number; offset: number };
+    expect(receipt).toMatchObject({ id: eventId, topic });
+
+    const delivery = await waitFor('the webhook to receive the event', () =>
+      receiver.requests.find((r) => r.headers['ce-id'] === eventId),
+    );
+    expect(delivery.method).toBe('POST');
+    expect(delivery.headers).toMatchObject({
+      'ce-specversion': '1.0',
+      'ce-source': '/e2e',
+      'ce-type': 'e2e.created',
+      'ce-subject': 'first',
+      'content-type': 'application/json',
+    });
+    expect(JSON.parse(delivery.body.toString())).toEqual({ n: 1 });
+
+    const committed = await waitFor('the offset commit in Postgres', async () => {
+      const { rows } = await pg.query(
+        'SELECT next_offset FROM subscription_offsets WHERE subscription_id = $1 AND topic = $2 AND partition = $3',
+        [subscription.id, topic, receipt.partition],
+      );
+      return rows.length === 1 && Number(rows[0].next_offset) === receipt.offset + 1 ? Number(rows[0].next_offset) : undefined;
+    });
+    expect(committed).toBe(receipt.offset + 1);
+    expect(receiver.requests.filter((r) => r.headers['ce-id'] === eventId)).toHaveLength(1);
+  });
+
+  it('runs delivery in the dispatch workflow, whose activity heartbeats its progress', async () => {
+    const handle = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(instanceId));
+    const description = await handle.describe();
+    expect(description.status.name).toBe('RUNNING');
+    expect(description.taskQueue).toBe(`eventmesh-${instanceId}`);
+    const details = await waitFor('a heartbeat that counts the delivery', async () => {
+      const raw = await handle.describe();
+      const pending = raw.raw.pendingActivities ?? [];
+      const activity = pending.find((a) => a.activityType?.name === 'pollAndDispatch');
+      const payload = activity?.heartbeatDetails?.payloads?.[0]?.data;
+      if (!payload) return undefined;
+      const progress = JSON.parse(Buffer.from(payload).toString()) as { delivered: number; subscriptions: number };
+      return progress.delivered >= 1 ? progress : undefined;
+    });
+    expect(details.subscriptions).toBe(1);
+  });
+
+  it('lists the dispatch workflow in the Temporal Web UI', async () => {
+    const query = encodeURIComponent(`WorkflowId="${dispatchWorkflowIdOf(instanceId)}"`);
+    const response = await fetch(`${config.temporal.uiUrl}/api/v1/namespaces/${config.temporal.namespace}/workflows?query=${query}`);
+    expect(response.status).toBe(200);
+    const body = (await response.json()) as { executions: { execution: { workflowId: string }; status: string; type: { name: string } }[] };
+    expect(body.executions[0]).toMatchObject({
+      execution: { workflowId: dispatchWorkflowIdOf(instanceId) },
+      status: 'WORKFLOW_EXECUTION_STATUS_RUNNING',
+      type: { name: 'instanceDispatchWorkflow' },
+    });
+    const page = await fetch(`${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toContain('<!doctype html>');
+  });
+
+  it.each([
+    ['id', { specversion: '1.0', source: '/e2e', type: 't' }],
+    ['source', { specversion: '1.0', id: 'x', type: 't' }],
+    ['type', { specversion: '1.0', id: 'x', source: '/e2e' }],
+    ['specversion', { id: 'x', source: '/e2e', type: 't' }],
+  ])('answers 400 naming "%s" when it is missing, and writes nothing to Kafka', async (attribute, event) => {
+    const before = await endOffsets();
+    const response = await fetch(`${api}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify(event),
+    });
+    expect(response.status).toBe(400);
+    expect(await response.json()).toEqual({
+      code: 'INVALID_CLOUDEVENT',
+      message: `missing required attribute "${attribute}"`,
+      attribute,
+    });
+    expect(await endOffsets()).toBe(before);
+  });
+});

@@ -1,0 +1,95 @@
+import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { uniqueTopic } from '../support/env';
+import { InstanceProcess } from '../support/instance-process';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
+
+/**
+ * Boot behaviour of the real instance process: bad configuration and unreachable dependencies stop it with one
+ * line on stderr and a non-zero exit; a missing or blank topology boots LOCAL_STICKY_PULL.
+ */
+describe('instance boot', () => {
+  const instances: InstanceProcess[] = [];
+  const instanceIds: string[] = [];
+  afterEach(async () => {
+    await Promise.all(instances.splice(0).map((i) => i.stop()));
+  });
+  afterAll(async () => {
+    const temporal = await temporalClient();
+    await terminateWorkflows(temporal.client, instanceIds.map(dispatchWorkflowIdOf));
+    await temporal.close();
+  });
+
+  function start(overrides: Record<string, string>): InstanceProcess {
+    const id = `boot-${Math.random().toString(36).slice(2, 8)}`;
+    instanceIds.push(id);
+    const instance = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: id,
+      EVENTMESH_KAFKA_TOPICS: uniqueTopic('boot'),
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
+      EVENTMESH_TEMPORAL_CONNECT_TIMEOUT_MS: '1500',
+      EVENTMESH_KAFKA_CONNECT_TIMEOUT_MS: '1500',
+      ...overrides,
+    });
+    instances.push(instance);
+    return instance;
+  }
+
+  /** The process failed with exactly one line on stderr, and no stack trace. */
+  async function failsWithOneLine(instance: InstanceProcess, expectedCode: number): Promise<string> {
+    const result = await instance.exit(60000);
+    expect(result.code).toBe(expectedCode);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+    return lines[0];
+  }
+
+  it('refuses an unknown topology, naming the key and the legal values', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_DELIVERY_TOPOLOGY: 'STICKY' }), 78);
+    expect(line).toBe(
+      'eventmesh: invalid configuration: EVENTMESH_DELIVERY_TOPOLOGY (eventmesh.delivery.topology) = "STICKY" ' +
+        'is not valid; legal values: one of LOCAL_STICKY_PULL, PARTITION_OWNED_PULL',
+    );
+  });
+
+  it.each([['missing', undefined], ['blank', '  ']])('boots LOCAL_STICKY_PULL when the topology is %s', async (_, value) => {
+    const overrides: Record<string, string> = value === undefined ? {} : { EVENTMESH_DELIVERY_TOPOLOGY: value };
+    const instance = start(overrides);
+    const url = await instance.ready();
+    const health = (await (await fetch(`${url}/health`)).json()) as { topology: string; status: string };
+    expect(health).toMatchObject({ status: 'up', topology: 'LOCAL_STICKY_PULL' });
+  });
+
+  it('refuses PARTITION_OWNED_PULL when no Temporal server answers', async () => {
+    const line = await failsWithOneLine(
+      start({ EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL', EVENTMESH_TEMPORAL_ADDRESS: '127.0.0.1:1' }),
+      1,
+    );
+    expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 namespace "default" \(EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_NAMESPACE\): .+/);
+  });
+
+  it('refuses PARTITION_OWNED_PULL with a reachable Temporal, because this build does not have it yet', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL' }), 1);
+    expect(line).toContain('EVENTMESH_DELIVERY_TOPOLOGY (eventmesh.delivery.topology) = PARTITION_OWNED_PULL is not available in this build yet');
+  });
+
+  it('says in one line that Postgres is unreachable', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_POSTGRES_PORT: '1' }), 1);
+    expect(line).toMatch(/^eventmesh: cannot connect to Postgres at 127\.0\.0\.1:1 database "eventmesh_test" as "eventmesh" \(EVENTMESH_POSTGRES_\*\): ECONNREFUSED$/);
+  });
+
+  it('says in one line that the Postgres password is wrong', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_POSTGRES_PASSWORD: 'wrong' }), 1);
+    expect(line).toMatch(/^eventmesh: cannot connect to Postgres .*password authentication failed/);
+  });
+
+  it('says in one line that Kafka is unreachable', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_KAFKA_BROKERS: '127.0.0.1:1' }), 1);
+    expect(line).toMatch(/^eventmesh: cannot use Kafka at 127\.0\.0\.1:1 \(EVENTMESH_KAFKA_BROKERS\): .+/);
+  });
+
+  it('says in one line that Temporal is unreachable', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_TEMPORAL_ADDRESS: '127.0.0.1:1' }), 1);
+    expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 /);
+  });
+});
