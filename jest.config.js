@@ -10,7 +10,12 @@ module.exports = {
     {
       ...base,
       displayName: 'unit',
-      testMatch: ['<rootDir>/libs/**/*.spec.ts', '<rootDir>/apps/**/*.spec.ts', '<rootDir>/activities/**/*.spec.ts'],
+      testMatch: [
+        '<rootDir>/libs/**/*.spec.ts',
+        '<rootDir>/apps/**/*.spec.ts',
+        '<rootDir>/activities/**/*.spec.ts',
+        '<rootDir>/workflows/**/*.spec.ts',
+      ],
     },
     {
       ...base,

@@ -61,6 +61,18 @@ wait_until() {
   done
 }
 
+# wait_started NAME PIDFILE LOG CMD...: a server just launched in the background is ready when CMD succeeds; it
+# fails at once if the process exits, and after READY_TIMEOUT if it never gets ready.
+wait_started() {
+  local name=$1 pidfile=$2 log=$3; shift 3
+  local deadline=$((SECONDS + READY_TIMEOUT))
+  until "$@" >/dev/null 2>&1; do
+    pid_alive "$pidfile" || die "$name: the server exited during start; see its log: $log"
+    ((SECONDS < deadline)) || die "$name did not become ready within ${READY_TIMEOUT}s; see its log: $log"
+    sleep 0.5
+  done
+}
+
 pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
 
 stop_pid() {
@@ -251,12 +263,7 @@ EOF
     -Dlog4j2.configurationFile="$dir/log4j2.properties" -cp "$libs/*" kafka.Kafka "$dir/server.properties" \
     >>"$log" 2>&1 </dev/null &
   echo $! >"$pidfile"
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until port_open "$KAFKA_HOST" "$KAFKA_PORT"; do
-    pid_alive "$pidfile" || die "kafka: the broker exited during start; see its log: $log"
-    ((SECONDS < deadline)) || die "kafka: not ready within ${READY_TIMEOUT}s; see its log: $log"
-    sleep 0.5
-  done
+  wait_started kafka "$pidfile" "$log" port_open "$KAFKA_HOST" "$KAFKA_PORT"
   say "kafka: ready at $KAFKA_HOST:$KAFKA_PORT (Kafka $KAFKA_VERSION, log $log)"
 }
 
@@ -299,12 +306,7 @@ start_temporal() {
   local sa; for sa in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
   setsid nohup "$TEMPORAL_BIN" "${args[@]}" >>"$log" 2>&1 </dev/null &
   echo $! >"$pidfile"
-  local deadline=$((SECONDS + READY_TIMEOUT))
-  until temporal_ready; do
-    pid_alive "$pidfile" || die "temporal: the server exited during start; see its log: $log"
-    ((SECONDS < deadline)) || die "temporal: not ready within ${READY_TIMEOUT}s; see its log: $log"
-    sleep 0.5
-  done
+  wait_started temporal "$pidfile" "$log" temporal_ready
   say "temporal: ready at $TEMPORAL_ADDRESS, Web UI $TEMPORAL_UI_URL (log $log)"
 }
 

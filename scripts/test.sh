@@ -13,6 +13,8 @@ EVENTMESH_POSTGRES_DATABASE=${EVENTMESH_TEST_POSTGRES_DATABASE:-eventmesh_test} 
 echo "[test] type-check and lint"
 npm run --silent typecheck
 npm run --silent lint
+echo "[test] compose file"
+npm run --silent docker:check
 
 report=$(mktemp)
 trap 'rm -f "$report"' EXIT

@@ -14,7 +14,9 @@ export interface InstanceDispatchInput {
   /** How long one activity run lasts before it returns and is started again. */
   runMs: number;
   runsPerExecution?: number;
+  /** Carried across continue-as-new, so a pause survives it. */
   totals?: DispatchTotals;
+  paused?: boolean;
 }
 
 export interface DispatchTotals {
@@ -41,7 +43,7 @@ export async function instanceDispatchWorkflow(input: InstanceDispatchInput): Pr
     retry: { initialInterval: '1s', backoffCoefficient: 2, maximumInterval: '10s' },
   });
   const totals: DispatchTotals = input.totals ?? { runs: 0, delivered: 0, failedAttempts: 0 };
-  let paused = false;
+  let paused = input.paused ?? false;
   let lastRun: DispatchRunResult | undefined;
   setHandler(dispatchStatusQuery, () => ({ instanceId: input.instanceId, paused, totals, lastRun }));
   setHandler(pauseDispatchSignal, (value) => {
@@ -56,5 +58,5 @@ export async function instanceDispatchWorkflow(input: InstanceDispatchInput): Pr
     totals.delivered += lastRun.delivered;
     totals.failedAttempts += lastRun.failedAttempts;
   }
-  await continueAsNew<typeof instanceDispatchWorkflow>({ ...input, totals });
+  await continueAsNew<typeof instanceDispatchWorkflow>({ ...input, totals, paused });
 }

@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { settingsTable } from '../../scripts/write-config-docs';
 import { ConfigError, describeSettings, loadConfig } from './config';
 
 describe('loadConfig', () => {
@@ -71,5 +73,12 @@ describe('loadConfig', () => {
       expect(s.env).toMatch(/^EVENTMESH_[A-Z_]+$/);
       expect(s.key).toMatch(/^eventmesh\.[a-z]+\.[A-Za-z]+$/);
     }
+  });
+});
+
+describe('docs/configuration.md', () => {
+  it('lists exactly the settings the code reads (npm run docs:config rewrites it)', () => {
+    const doc = readFileSync(`${__dirname}/../../docs/configuration.md`, 'utf8');
+    expect(doc).toContain(settingsTable());
   });
 });

@@ -55,6 +55,8 @@ interface Setting<T> {
   parse: (raw: string) => T;
   fallback: () => T;
   doc: string;
+  /** How docs show the default, when it depends on the machine. */
+  shownDefault?: string;
 }
 
 export interface SettingDoc {
@@ -121,15 +123,23 @@ const topicName = (raw: string): string =>
 const instanceId = (raw: string): string =>
   /^[A-Za-z0-9._-]{1,64}$/.test(raw) ? raw : invalid('1 to 64 characters of [A-Za-z0-9._-]');
 
-function setting<T>(env: string, key: string, parse: (raw: string) => T, fallback: () => T, doc: string): Setting<T> {
-  return { env, key, parse, fallback, doc };
+function setting<T>(
+  env: string,
+  key: string,
+  parse: (raw: string) => T,
+  fallback: () => T,
+  doc: string,
+  shownDefault?: string,
+): Setting<T> {
+  return { env, key, parse, fallback, doc, shownDefault };
 }
 
 /** Every setting, in the order docs/configuration.md lists them. */
 const SETTINGS = {
   instanceId: setting('EVENTMESH_INSTANCE_ID', 'eventmesh.instance.id', instanceId,
     () => hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 64),
-    'Stable name of this runtime instance; its Temporal task queue and its dispatch workflow are named after it.'),
+    'Stable name of this runtime instance; its Temporal task queue and its dispatch workflow are named after it.',
+    '(host name)'),
   instanceRoles: setting('EVENTMESH_INSTANCE_ROLES', 'eventmesh.instance.roles',
     listOf(oneOf(INSTANCE_ROLES), INSTANCE_ROLES.join(', ')), () => [...INSTANCE_ROLES] as InstanceRole[],
     'What this process runs: the HTTP gateway, the Temporal worker (dispatch), or both.'),
@@ -251,6 +261,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
 export function describeSettings(): SettingDoc[] {
   return Object.values(SETTINGS).map((s: Setting<unknown>) => {
     const d = s.fallback();
-    return { env: s.env, key: s.key, default: Array.isArray(d) ? d.join(',') : String(d), doc: s.doc };
+    const shown = s.shownDefault ?? (Array.isArray(d) ? d.join(',') : String(d));
+    return { env: s.env, key: s.key, default: shown, doc: s.doc };
   });
 }
