@@ -38,6 +38,8 @@ TEMPORAL_UI_URL=${EVENTMESH_TEMPORAL_UI_URL:-http://127.0.0.1:8233}
 TEMPORAL_UI_PORT=${TEMPORAL_UI_URL%/}
 TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT##*:}
 TEMPORAL_NAMESPACE=${EVENTMESH_TEMPORAL_NAMESPACE:-default}
+# The test suite runs in a namespace of its own, so the runs of test instances stay out of the default one.
+TEMPORAL_TEST_NAMESPACE=eventmesh-test
 TEMPORAL_CLI_VERSION=v1.5.1
 TEMPORAL_BIN=$TOOLS/bin/temporal
 # Custom search attributes used by the partition workflows (docs/topologies.md).
@@ -302,7 +304,8 @@ start_temporal() {
   provision_temporal
   mkdir -p "$dir" "$LOGS"
   local args=(server start-dev --ip "$TEMPORAL_HOST" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT"
-    --db-filename "$dir/temporal.db" --namespace "$TEMPORAL_NAMESPACE" --log-level warn)
+    --db-filename "$dir/temporal.db" --namespace "$TEMPORAL_NAMESPACE" --namespace "$TEMPORAL_TEST_NAMESPACE"
+    --log-level warn)
   local sa; for sa in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
   setsid nohup "$TEMPORAL_BIN" "${args[@]}" >>"$log" 2>&1 </dev/null &
   echo $! >"$pidfile"

@@ -65,7 +65,7 @@ describe('instance boot', () => {
       start({ EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL', EVENTMESH_TEMPORAL_ADDRESS: '127.0.0.1:1' }),
       1,
     );
-    expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 namespace "default" \(EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_NAMESPACE\): .+/);
+    expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 namespace "eventmesh-test" \(EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_NAMESPACE\): .+/);
   });
 
   it('refuses PARTITION_OWNED_PULL with a reachable Temporal, because this build does not have it yet', async () => {
@@ -86,6 +86,11 @@ describe('instance boot', () => {
   it('says in one line that Kafka is unreachable', async () => {
     const line = await failsWithOneLine(start({ EVENTMESH_KAFKA_BROKERS: '127.0.0.1:1' }), 1);
     expect(line).toMatch(/^eventmesh: cannot use Kafka at 127\.0\.0\.1:1 \(EVENTMESH_KAFKA_BROKERS\): .+/);
+  });
+
+  it('says in one line that the Temporal namespace does not exist', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_TEMPORAL_NAMESPACE: 'no-such-namespace' }), 1);
+    expect(line).toMatch(/^eventmesh: cannot reach Temporal at .* namespace "no-such-namespace" .*not found/i);
   });
 
   it('says in one line that Temporal is unreachable', async () => {

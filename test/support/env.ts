@@ -4,6 +4,9 @@ import { EventMeshConfig, loadConfig } from '../../libs/config';
 /** The database every integration and e2e test uses; the global setup rebuilds it from the migrations. */
 export const TEST_DATABASE = process.env.EVENTMESH_TEST_POSTGRES_DATABASE ?? 'eventmesh_test';
 
+/** The Temporal namespace of the tests (scripts/infra.sh creates it beside the default one). */
+export const TEST_NAMESPACE = process.env.EVENTMESH_TEST_TEMPORAL_NAMESPACE ?? 'eventmesh-test';
+
 /** Settings for a test: the machine's EVENTMESH_* addresses, the test database, and the given overrides. */
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
@@ -11,6 +14,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
   return {
     ...env,
     EVENTMESH_POSTGRES_DATABASE: TEST_DATABASE,
+    EVENTMESH_TEMPORAL_NAMESPACE: TEST_NAMESPACE,
     EVENTMESH_LOG_LEVEL: 'warn',
     ...overrides,
   };
