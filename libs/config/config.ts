@@ -34,6 +34,8 @@ export interface EventMeshConfig {
     topicPartitions: number;
     replicationFactor: number;
     connectTimeoutMs: number;
+    produceLingerMs: number;
+    produceMaxBatchEvents: number;
   };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   log: { level: LogLevel };
@@ -183,6 +185,11 @@ const SETTINGS = {
     integer(1, 32), () => 1, 'Replication factor of a topic the runtime creates.'),
   kafkaConnectTimeoutMs: setting('EVENTMESH_KAFKA_CONNECT_TIMEOUT_MS', 'eventmesh.kafka.connectTimeoutMs',
     integer(100, 120000), () => 5000, 'How long boot waits for Kafka before it gives up.'),
+  kafkaProduceLingerMs: setting('EVENTMESH_KAFKA_PRODUCE_LINGER_MS', 'eventmesh.kafka.produceLingerMs',
+    integer(0, 1000), () => 1,
+    'Longest wait of a publish for others to share its produce request (while one is in flight, they queue anyway).'),
+  kafkaProduceMaxBatchEvents: setting('EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS', 'eventmesh.kafka.produceMaxBatchEvents',
+    integer(1, 100000), () => 500, 'Most events in one produce request.'),
   temporalAddress: setting('EVENTMESH_TEMPORAL_ADDRESS', 'eventmesh.temporal.address', hostPort,
     () => '127.0.0.1:7233', 'Temporal frontend address.'),
   temporalNamespace: setting('EVENTMESH_TEMPORAL_NAMESPACE', 'eventmesh.temporal.namespace', text,
@@ -246,6 +253,8 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       topicPartitions: v.kafkaTopicPartitions,
       replicationFactor: v.kafkaReplicationFactor,
       connectTimeoutMs: v.kafkaConnectTimeoutMs,
+      produceLingerMs: v.kafkaProduceLingerMs,
+      produceMaxBatchEvents: v.kafkaProduceMaxBatchEvents,
     },
     temporal: {
       address: v.temporalAddress,

@@ -80,6 +80,56 @@ export function frameFromStructured(body: unknown): EventFrame {
   return frame;
 }
 
+/**
+ * Adaptor: the HTTP binary content mode. Context attributes come from `ce-*` headers (percent-decoded), the data
+ * content type from `content-type`, the data is the body as it is.
+ */
+export function frameFromBinary(headers: Record<string, string | string[] | undefined>, body: Buffer | undefined): EventFrame {
+  const attributes: Record<string, unknown> = {};
+  for (const [name, raw] of Object.entries(headers)) {
+    const lower = name.toLowerCase();
+    if (!lower.startsWith('ce-') || raw === undefined) continue;
+    const value = Array.isArray(raw) ? raw[0] : raw;
+    try {
+      attributes[lower.slice(3)] = decodeURIComponent(value);
+    } catch {
+      throw invalid(`header "${name}" is not validly percent-encoded`, { attribute: lower.slice(3) });
+    }
+  }
+  const contentType = headers['content-type'];
+  if (contentType !== undefined) attributes.datacontenttype = Array.isArray(contentType) ? contentType[0] : contentType;
+  for (const name of REQUIRED_ATTRIBUTES) {
+    if (attributes[name] === undefined || attributes[name] === '') {
+      throw invalid(`missing required attribute "${name}" (header ce-${name})`, { attribute: name });
+    }
+  }
+  const frame = frameFromStructured(attributes);
+  if (body !== undefined && body.length > 0) frame.data = body;
+  return frame;
+}
+
+/**
+ * Adaptor: the HTTP batch content mode, a JSON array of structured events. Every event is validated before any
+ * is accepted; the first invalid one is reported with its `index`.
+ */
+export function framesFromBatch(body: unknown, maxEvents: number): EventFrame[] {
+  if (!Array.isArray(body)) throw invalid('a CloudEvents batch must be a JSON array of events', {});
+  if (body.length === 0) throw invalid('a CloudEvents batch must hold at least one event', {});
+  if (body.length > maxEvents) {
+    throw invalid(`a CloudEvents batch holds at most ${maxEvents} events; this one holds ${body.length}`, { limit: maxEvents });
+  }
+  return body.map((event, index) => {
+    try {
+      return frameFromStructured(event);
+    } catch (e) {
+      if (e instanceof EventMeshError) {
+        throw new EventMeshError(e.code, `event ${index}: ${e.message}`, { ...e.details, index });
+      }
+      throw e;
+    }
+  });
+}
+
 function invalid(message: string, details: Record<string, unknown>): EventMeshError {
   return new EventMeshError(ErrorCode.InvalidCloudEvent, message, details);
 }

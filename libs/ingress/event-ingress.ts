@@ -1,32 +1,51 @@
 import { ErrorCode, EventMeshError } from '../errors';
-import { frameFromStructured } from '../frame';
+import { EventFrame, frameFromBinary, frameFromStructured, framesFromBatch } from '../frame';
 import type { EventProducer, PublishReceipt, TopicAdmin } from '../kafka';
 
 export interface PublishResult extends PublishReceipt {
   id: string;
 }
 
+/** The three content modes of the CloudEvents HTTP binding. */
+export type PublishRequest =
+  | { mode: 'structured'; body: unknown }
+  | { mode: 'binary'; headers: Record<string, string | string[] | undefined>; body: Buffer | undefined }
+  | { mode: 'batch'; body: unknown };
+
 /**
- * Ingress: a publish request becomes a frame through its adaptor and is written to Kafka; the answer waits for
- * the broker's acknowledgement. Topic policy: only the configured topics are served (created at boot); any
- * other topic is a 404 and nothing is written.
+ * Ingress: a publish request becomes frames through its adaptor and is written to Kafka; the answer waits for
+ * the broker's acknowledgement. Topic policy: only the configured topics are served (created at boot); any other
+ * topic is a 404 and nothing is written. A batch is validated whole before anything is written, then written in
+ * one produce request and reported whole: every event with its offset, or an error and no event claimed.
  */
 export class EventIngress {
   constructor(
     private readonly topics: TopicAdmin,
     private readonly producer: EventProducer,
     readonly defaultTopic: string,
+    private readonly maxBatchEvents: number,
   ) {}
 
-  async publishStructured(topic: string | undefined, body: unknown): Promise<PublishResult> {
+  async publish(topic: string | undefined, request: PublishRequest): Promise<PublishResult[]> {
     const target = topic ?? this.defaultTopic;
     if (!this.topics.isServed(target)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${target}" is not served by this runtime`, {
         topic: target,
       });
     }
-    const frame = frameFromStructured(body);
-    const receipt = await this.producer.publish(target, frame);
-    return { id: frame.id, ...receipt };
+    const frames = toFrames(request, this.maxBatchEvents);
+    const receipts = await this.producer.publishAll(target, frames);
+    return receipts.map((receipt, i) => ({ id: frames[i].id, ...receipt }));
+  }
+}
+
+function toFrames(request: PublishRequest, maxBatchEvents: number): EventFrame[] {
+  switch (request.mode) {
+    case 'structured':
+      return [frameFromStructured(request.body)];
+    case 'binary':
+      return [frameFromBinary(request.headers, request.body)];
+    case 'batch':
+      return framesFromBatch(request.body, maxBatchEvents);
   }
 }

@@ -1,6 +1,7 @@
-import { Kafka, Partitioners, Producer } from 'kafkajs';
+import { Kafka, Message, PartitionerArgs, Partitioners, Producer } from 'kafkajs';
 import { ErrorCode, EventMeshError } from '../errors';
 import { EventFrame, frameToKafkaMessage } from '../frame';
+import type { TopicAdmin } from './topic-admin';
 
 export interface PublishReceipt {
   topic: string;
@@ -8,14 +9,44 @@ export interface PublishReceipt {
   offset: number;
 }
 
+export interface ProducerOptions {
+  /** How long the first event of a batch waits for company before the batch goes out. */
+  lingerMs: number;
+  /** Most events in one produce request. */
+  maxBatchEvents: number;
+}
+
+/** One publish request's events: written in one produce request, never split, answered together. */
+interface Unit {
+  topic: string;
+  messages: (Message & { partition: number })[];
+  resolve(receipts: PublishReceipt[]): void;
+  reject(e: unknown): void;
+}
+
 /**
- * Writes frames to Kafka as binary-mode CloudEvents records and resolves only after the broker acknowledged them
- * from all in-sync replicas (acks = -1). Not idempotent and not transactional: Kafka is a durable log here.
+ * Writes frames to Kafka as binary-mode CloudEvents records and resolves each publish only after the broker
+ * acknowledged it from all in-sync replicas (acks = -1). Concurrent publishes are coalesced: they queue while a
+ * produce request is in flight (or for `lingerMs` at most) and go out together in the next one, so many small
+ * concurrent publishes cost one round trip per batch, not one each. One request is in flight at a time, which
+ * keeps the order of events per partition. The producer is neither idempotent nor transactional: Kafka is a
+ * durable log here, and a publisher that saw an error may retry with the same CloudEvents id.
  */
 export class EventProducer {
   private readonly producer: Producer;
+  private readonly partitioner = Partitioners.DefaultPartitioner();
+  private queue: Unit[] = [];
+  private queuedEvents = 0;
+  private timer?: NodeJS.Timeout;
+  private inFlight = false;
+  /** Produce requests sent and events they carried, since start. */
+  readonly stats = { requests: 0, events: 0 };
 
-  constructor(kafka: Kafka) {
+  constructor(
+    kafka: Kafka,
+    private readonly topics: TopicAdmin,
+    private readonly options: ProducerOptions,
+  ) {
     this.producer = kafka.producer({
       allowAutoTopicCreation: false,
       createPartitioner: Partitioners.DefaultPartitioner,
@@ -32,14 +63,89 @@ export class EventProducer {
   }
 
   async publish(topic: string, frame: EventFrame): Promise<PublishReceipt> {
+    return (await this.publishAll(topic, [frame]))[0];
+  }
+
+  /** Publishes the frames in one produce request; resolves with one receipt per frame, in order. */
+  async publishAll(topic: string, frames: EventFrame[]): Promise<PublishReceipt[]> {
+    const partitionMetadata = (await this.topics.partitionsOf(topic)).map((partitionId) => ({ partitionId, leader: 0 }));
+    const messages = frames.map((frame) => {
+      const message = frameToKafkaMessage(frame);
+      const partition = this.partitioner({ topic, partitionMetadata, message } as PartitionerArgs);
+      return { ...message, partition };
+    });
+    return new Promise<PublishReceipt[]>((resolve, reject) => {
+      this.queue.push({ topic, messages, resolve, reject });
+      this.queuedEvents += messages.length;
+      this.schedule();
+    });
+  }
+
+  private schedule(): void {
+    if (this.inFlight || this.queue.length === 0) return;
+    if (this.queuedEvents >= this.options.maxBatchEvents || this.options.lingerMs === 0) {
+      this.flushSoon();
+    } else {
+      this.timer ??= setTimeout(() => this.flushSoon(), this.options.lingerMs);
+    }
+  }
+
+  private flushSoon(): void {
+    clearTimeout(this.timer);
+    this.timer = undefined;
+    if (this.inFlight || this.queue.length === 0) return;
+    const batch: Unit[] = [];
+    let events = 0;
+    while (this.queue.length > 0 && (batch.length === 0 || events + this.queue[0].messages.length <= this.options.maxBatchEvents)) {
+      const unit = this.queue.shift()!;
+      events += unit.messages.length;
+      batch.push(unit);
+    }
+    this.queuedEvents -= events;
+    this.inFlight = true;
+    void this.send(batch).finally(() => {
+      this.inFlight = false;
+      this.schedule();
+    });
+  }
+
+  private async send(batch: Unit[]): Promise<void> {
+    const byTopic = new Map<string, Message[]>();
+    for (const unit of batch) {
+      const list = byTopic.get(unit.topic) ?? [];
+      list.push(...unit.messages);
+      byTopic.set(unit.topic, list);
+    }
+    this.stats.requests++;
+    this.stats.events += batch.reduce((n, u) => n + u.messages.length, 0);
     let metadata;
     try {
-      metadata = await this.producer.send({ topic, acks: -1, messages: [frameToKafkaMessage(frame)] });
+      metadata = await this.producer.sendBatch({
+        acks: -1,
+        topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
+      });
     } catch (e) {
-      throw new EventMeshError(ErrorCode.KafkaUnavailable, `Kafka did not acknowledge the event: ${(e as Error).message}`,
-        { topic }, true, { cause: e });
+      const error = new EventMeshError(
+        ErrorCode.KafkaUnavailable,
+        `Kafka did not acknowledge the event(s): ${(e as Error).message}; some may have been written, retry with the same ids`,
+        {},
+        true,
+        { cause: e },
+      );
+      batch.forEach((unit) => unit.reject(error));
+      return;
     }
-    const [record] = metadata;
-    return { topic, partition: record.partition, offset: Number(record.baseOffset ?? record.offset) };
+    // Within a topic partition, Kafka assigns consecutive offsets from baseOffset in the order sent.
+    const next = new Map(metadata.map((m) => [`${m.topicName}#${m.partition}`, Number(m.baseOffset)]));
+    for (const unit of batch) {
+      unit.resolve(
+        unit.messages.map((m) => {
+          const k = `${unit.topic}#${m.partition}`;
+          const offset = next.get(k)!;
+          next.set(k, offset + 1);
+          return { topic: unit.topic, partition: m.partition, offset };
+        }),
+      );
+    }
   }
 }

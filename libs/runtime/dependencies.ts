@@ -46,7 +46,10 @@ export async function connectDependencies(config: EventMeshConfig, role: string)
 
     const kafka = createKafka(config.kafka, `${config.instance.id}-${role}`);
     const topics = new TopicAdmin(kafka, config.kafka);
-    const producer = new EventProducer(kafka);
+    const producer = new EventProducer(kafka, topics, {
+      lingerMs: config.kafka.produceLingerMs,
+      maxBatchEvents: config.kafka.produceMaxBatchEvents,
+    });
     try {
       await withDeadline(config.kafka.connectTimeoutMs * 2, topics.connect());
       opened.push({ close: () => topics.disconnect() });

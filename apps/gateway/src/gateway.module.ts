@@ -1,17 +1,20 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { APP_FILTER } from '@nestjs/core';
+import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { HealthService } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
+import { GatePolicy } from '../../../libs/security';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error';
+import { RequestGateGuard } from './request-gate.guard';
 import { SubscriptionsController } from './subscriptions.controller';
 
 export interface GatewayServices {
   ingress: EventIngress;
   subscriptions: SubscriptionService;
   health: HealthService;
+  gate: GatePolicy;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -25,6 +28,8 @@ export class GatewayModule {
         { provide: EventIngress, useValue: services.ingress },
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
+        { provide: GatePolicy, useValue: services.gate },
+        { provide: APP_GUARD, useClass: RequestGateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],
     };

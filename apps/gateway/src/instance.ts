@@ -1,14 +1,15 @@
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
-import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { HealthService } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
 import { createLogger, NestPinoLogger } from '../../../libs/logging';
 import { BootError, closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
+import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { WorkerHost } from '../../worker/src/worker-host';
+import { registerBodyParsers } from './body-parsers';
 import { GatewayModule } from './gateway.module';
 
 export interface RunningInstance {
@@ -21,26 +22,18 @@ export interface RunningInstance {
   close(): Promise<void>;
 }
 
-const JSON_TYPES = ['application/json', 'application/cloudevents+json'];
-
-/** JSON bodies parsed by us, so malformed JSON is a 400 in the runtime's error shape. */
-function registerJsonParser(app: NestFastifyApplication): void {
-  const fastify = app.getHttpAdapter().getInstance();
-  fastify.removeContentTypeParser('application/json');
-  fastify.addContentTypeParser(JSON_TYPES, { parseAs: 'string' }, (_req, body, done) => {
-    try {
-      done(null, JSON.parse(body as string));
-    } catch (e) {
-      done(new EventMeshError(ErrorCode.MalformedJson, `request body is not valid JSON: ${(e as Error).message}`), undefined);
-    }
-  });
-}
-
 /**
  * Starts one runtime instance: connects Postgres, Kafka and Temporal (each failure is one clear line), then the
  * gateway and/or the Temporal worker, as `roles` says.
  */
-export async function startInstance(config: EventMeshConfig, roles: InstanceRole[] = config.instance.roles): Promise<RunningInstance> {
+export interface InstanceOptions {
+  roles?: InstanceRole[];
+  /** The request gate's policy; admits everything when absent. */
+  gate?: GatePolicy;
+}
+
+export async function startInstance(config: EventMeshConfig, options: InstanceOptions = {}): Promise<RunningInstance> {
+  const roles = options.roles ?? config.instance.roles;
   const log = createLogger('Instance');
   const deps = await connectDependencies(config, roles.join('+'));
   const instance: RunningInstance = {
@@ -64,14 +57,15 @@ export async function startInstance(config: EventMeshConfig, roles: InstanceRole
       const subscriptions = new SubscriptionService(deps.db, deps.topics, config.instance.id, config.kafka.topics[0]);
       const app = await NestFactory.create<NestFastifyApplication>(
         GatewayModule.register({
-          ingress: new EventIngress(deps.topics, deps.producer, config.kafka.topics[0]),
+          ingress: new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents),
           subscriptions,
           health: new HealthService(deps, config),
+          gate: options.gate ?? new AdmitAllPolicy(),
         }),
         new FastifyAdapter({ bodyLimit: config.http.bodyLimitBytes }),
         { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
       );
-      registerJsonParser(app);
+      registerBodyParsers(app);
       await app.listen(config.http.port, config.http.host);
       instance.app = app;
       const address = app.getHttpServer().address();

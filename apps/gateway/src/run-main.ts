@@ -12,7 +12,7 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
   try {
     const config = loadConfig();
     const log = configureLogging(config.log.level, { instance: config.instance.id });
-    instance = await startInstance(config, roles ?? config.instance.roles);
+    instance = await startInstance(config, { roles: roles ?? config.instance.roles });
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

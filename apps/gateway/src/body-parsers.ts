@@ -1,0 +1,37 @@
+import type { FastifyRequest } from 'fastify';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+
+const RAW_BODY = Symbol('rawBody');
+const JSON_TYPES = ['application/json', 'application/cloudevents+json', 'application/cloudevents-batch+json'];
+
+/** The request body as received, for binary-mode CloudEvents whose data must pass through untouched. */
+export function rawBodyOf(request: FastifyRequest): Buffer | undefined {
+  return (request as unknown as Record<symbol, Buffer | undefined>)[RAW_BODY];
+}
+
+/**
+ * Body parsing owned by the runtime: every body is kept as bytes; JSON bodies are also parsed, except in the
+ * binary content mode (a `ce-specversion` header), where the body is opaque event data. Malformed JSON is a 400
+ * in the runtime's error shape; every other content type reaches the route as bytes, and the route decides.
+ */
+export function registerBodyParsers(app: NestFastifyApplication): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.removeAllContentTypeParsers();
+  const keep = (request: FastifyRequest, body: Buffer) => {
+    (request as unknown as Record<symbol, Buffer>)[RAW_BODY] = body;
+  };
+  fastify.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, (request, body, done) => {
+    keep(request, body as Buffer);
+    if (request.headers['ce-specversion'] !== undefined) return done(null, body);
+    try {
+      done(null, JSON.parse((body as Buffer).toString('utf8')));
+    } catch (e) {
+      done(new EventMeshError(ErrorCode.MalformedJson, `request body is not valid JSON: ${(e as Error).message}`), undefined);
+    }
+  });
+  fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {
+    keep(request, body as Buffer);
+    done(null, body);
+  });
+}
