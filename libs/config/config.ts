@@ -36,6 +36,7 @@ export interface EventMeshConfig {
     connectTimeoutMs: number;
     produceLingerMs: number;
     produceMaxBatchEvents: number;
+    produceMaxInFlight: number;
   };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   log: { level: LogLevel };
@@ -190,6 +191,8 @@ const SETTINGS = {
     'Longest wait of a publish for others to share its produce request (while one is in flight, they queue anyway).'),
   kafkaProduceMaxBatchEvents: setting('EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS', 'eventmesh.kafka.produceMaxBatchEvents',
     integer(1, 100000), () => 500, 'Most events in one produce request.'),
+  kafkaProduceMaxInFlight: setting('EVENTMESH_KAFKA_PRODUCE_MAX_IN_FLIGHT', 'eventmesh.kafka.produceMaxInFlight',
+    integer(1, 64), () => 4, 'Most produce requests awaiting their acknowledgement at once.'),
   temporalAddress: setting('EVENTMESH_TEMPORAL_ADDRESS', 'eventmesh.temporal.address', hostPort,
     () => '127.0.0.1:7233', 'Temporal frontend address.'),
   temporalNamespace: setting('EVENTMESH_TEMPORAL_NAMESPACE', 'eventmesh.temporal.namespace', text,
@@ -255,6 +258,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       connectTimeoutMs: v.kafkaConnectTimeoutMs,
       produceLingerMs: v.kafkaProduceLingerMs,
       produceMaxBatchEvents: v.kafkaProduceMaxBatchEvents,
+      produceMaxInFlight: v.kafkaProduceMaxInFlight,
     },
     temporal: {
       address: v.temporalAddress,

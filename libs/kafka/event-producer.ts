@@ -14,6 +14,8 @@ export interface ProducerOptions {
   lingerMs: number;
   /** Most events in one produce request. */
   maxBatchEvents: number;
+  /** Most produce requests awaiting their acknowledgement at once. */
+  maxInFlight: number;
 }
 
 /** One publish request's events: written in one produce request, never split, answered together. */
@@ -28,8 +30,10 @@ interface Unit {
  * Writes frames to Kafka as binary-mode CloudEvents records and resolves each publish only after the broker
  * acknowledged it from all in-sync replicas (acks = -1). Concurrent publishes are coalesced: they queue while a
  * produce request is in flight (or for `lingerMs` at most) and go out together in the next one, so many small
- * concurrent publishes cost one round trip per batch, not one each. One request is in flight at a time, which
- * keeps the order of events per partition. The producer is neither idempotent nor transactional: Kafka is a
+ * concurrent publishes cost one round trip per batch, not one each. Up to `maxInFlight` requests await their
+ * acknowledgement at once. That orders nothing that was ordered before: a publisher that waits for its answer
+ * before the next publish gets its events written in that order, and concurrent publishes carry no order to
+ * keep. The events of one request (a batch) go out in one produce request, in their order. The producer is neither idempotent nor transactional: Kafka is a
  * durable log here, and a publisher that saw an error may retry with the same CloudEvents id.
  */
 export class EventProducer {
@@ -38,7 +42,7 @@ export class EventProducer {
   private queue: Unit[] = [];
   private queuedEvents = 0;
   private timer?: NodeJS.Timeout;
-  private inFlight = false;
+  private inFlight = 0;
   /** Produce requests sent and events they carried, since start. */
   readonly stats = { requests: 0, events: 0 };
 
@@ -81,9 +85,10 @@ export class EventProducer {
     });
   }
 
-  private schedule(): void {
-    if (this.inFlight || this.queue.length === 0) return;
-    if (this.queuedEvents >= this.options.maxBatchEvents || this.options.lingerMs === 0) {
+  /** `waited`: the queued events already waited for a request in flight, so they need no linger. */
+  private schedule(waited = false): void {
+    if (this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
+    if (waited || this.queuedEvents >= this.options.maxBatchEvents || this.options.lingerMs === 0) {
       this.flushSoon();
     } else {
       this.timer ??= setTimeout(() => this.flushSoon(), this.options.lingerMs);
@@ -93,7 +98,7 @@ export class EventProducer {
   private flushSoon(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.inFlight || this.queue.length === 0) return;
+    if (this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
     const batch: Unit[] = [];
     let events = 0;
     while (this.queue.length > 0 && (batch.length === 0 || events + this.queue[0].messages.length <= this.options.maxBatchEvents)) {
@@ -102,11 +107,12 @@ export class EventProducer {
       batch.push(unit);
     }
     this.queuedEvents -= events;
-    this.inFlight = true;
+    this.inFlight++;
     void this.send(batch).finally(() => {
-      this.inFlight = false;
-      this.schedule();
+      this.inFlight--;
+      this.schedule(true);
     });
+    this.schedule();
   }
 
   private async send(batch: Unit[]): Promise<void> {

@@ -49,6 +49,7 @@ export async function connectDependencies(config: EventMeshConfig, role: string)
     const producer = new EventProducer(kafka, topics, {
       lingerMs: config.kafka.produceLingerMs,
       maxBatchEvents: config.kafka.produceMaxBatchEvents,
+      maxInFlight: config.kafka.produceMaxInFlight,
     });
     try {
       await withDeadline(config.kafka.connectTimeoutMs * 2, topics.connect());
