@@ -18,6 +18,8 @@ export interface DispatchActivityDeps {
   createLoop(): DispatchLoop;
   /** Aborted when the instance shuts down: the run commits what it delivered and returns at once. */
   shutdownSignal: AbortSignal;
+  /** The heartbeat timeout of this activity; heartbeats go out at least three times within it. */
+  leaseTtlMs: number;
 }
 
 /**
@@ -37,7 +39,19 @@ export function createDispatchActivities(deps: DispatchActivityDeps) {
       const ctx = Context.current();
       ctx.heartbeat();
       const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
-      const progress = await deps.createLoop().run(stop, Date.now() + input.runMs, (p) => ctx.heartbeat(p));
+      const loop = deps.createLoop();
+      // Heartbeat on a clock, not only per round, but only while the loop is alive: a loop stuck for a whole
+      // lease TTL (a hung dependency) loses its heartbeat, and Temporal starts the activity afresh.
+      const beat = setInterval(() => {
+        if (Date.now() - loop.lastRoundAt < deps.leaseTtlMs) ctx.heartbeat(loop.snapshot);
+        else ctx.log.warn('dispatch loop made no round within a lease TTL; withholding the heartbeat');
+      }, Math.max(500, Math.floor(deps.leaseTtlMs / 3)));
+      let progress;
+      try {
+        progress = await loop.run(stop, Date.now() + input.runMs, (p) => ctx.heartbeat(p));
+      } finally {
+        clearInterval(beat);
+      }
       if (ctx.cancellationSignal.aborted) {
         ctx.log.info('dispatch run cancelled after committing its progress', { ...progress });
         await ctx.cancelled;

@@ -35,8 +35,8 @@ TEMPORAL_ADDRESS=${EVENTMESH_TEMPORAL_ADDRESS:-127.0.0.1:7233}
 TEMPORAL_HOST=${TEMPORAL_ADDRESS%:*}
 TEMPORAL_PORT=${TEMPORAL_ADDRESS##*:}
 TEMPORAL_UI_URL=${EVENTMESH_TEMPORAL_UI_URL:-http://127.0.0.1:8233}
-TEMPORAL_UI_PORT=${TEMPORAL_UI_URL%/}
-TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT##*:}
+TEMPORAL_UI_PORT=$(printf '%s' "$TEMPORAL_UI_URL" | sed -nE 's#^https?://[^/:]+:([0-9]+).*#\1#p')
+TEMPORAL_UI_PORT=${TEMPORAL_UI_PORT:-8233}
 TEMPORAL_NAMESPACE=${EVENTMESH_TEMPORAL_NAMESPACE:-default}
 # The test suite runs in a namespace of its own, so the runs of test instances stay out of the default one.
 TEMPORAL_TEST_NAMESPACE=eventmesh-test
@@ -75,7 +75,12 @@ wait_started() {
   done
 }
 
-pid_alive() { [[ -f $1 ]] && kill -0 "$(cat "$1")" 2>/dev/null; }
+# pid_alive PIDFILE: the process the file names is alive and is one of ours (a PID reused after a reboot is not).
+pid_alive() {
+  [[ -f $1 ]] || return 1
+  local pid; pid=$(cat "$1")
+  kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qE 'kafka\.Kafka|temporal server start-dev'
+}
 
 stop_pid() {
   local name=$1 pidfile=$2
@@ -121,10 +126,11 @@ provision_postgres() {
   local log=$LOGS/postgres-install.log
   { apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y postgresql; } >"$log" 2>&1 \
     || die "postgres: apt-get install failed; see $log"
-  # The package may start its own default cluster; this project runs a private one under .data/.
+  # The package creates (and may start) a default cluster on 5432; this project runs a private one under
+  # .data/, so the fresh, empty default cluster is dropped rather than left to start at the next boot.
   if command -v pg_lsclusters >/dev/null; then
     pg_lsclusters --no-header 2>/dev/null | while read -r ver name _ status _; do
-      [[ $status == online* ]] && pg_ctlcluster "$ver" "$name" stop >>"$log" 2>&1 || true
+      pg_dropcluster --stop "$ver" "$name" >>"$log" 2>&1 || true
     done
   fi
   pg_bindir >/dev/null || die "postgres: installed, but no server binaries under /usr/lib/postgresql/*/bin"
@@ -132,12 +138,13 @@ provision_postgres() {
 
 pg_ready() { PGPASSWORD=$PG_PASSWORD psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -Atqc 'select 1' ; }
 
+# ensure_pg_database: creates the configured database when it is missing; returns non-zero if it cannot.
 ensure_pg_database() {
   local exists
   exists=$(PGPASSWORD=$PG_PASSWORD psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -Atqc \
-    "select 1 from pg_database where datname = '$PG_DATABASE'") || die "postgres: cannot query databases as $PG_USER"
+    "select 1 from pg_database where datname = '$PG_DATABASE'" 2>&1) || { say "postgres: cannot list databases as $PG_USER: $exists"; return 1; }
   if [[ $exists != 1 ]]; then
-    PGPASSWORD=$PG_PASSWORD psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -qc "create database \"$PG_DATABASE\"" >/dev/null
+    PGPASSWORD=$PG_PASSWORD psql -h "$PG_HOST" -p "$PG_PORT" -U "$PG_USER" -d postgres -qc "create database \"$PG_DATABASE\"" >/dev/null || return 1
     say "postgres: created database $PG_DATABASE"
   fi
 }
@@ -147,7 +154,7 @@ start_postgres() {
   dir=$(pg_dir); log=$dir/postgres.log
   if [[ ! -f $dir/pgdata/postmaster.pid ]] && port_open "$PG_HOST" "$PG_PORT"; then
     say "postgres: already reachable at $PG_HOST:$PG_PORT, using it"
-    ensure_pg_database || true
+    ensure_pg_database || say "postgres: WARNING: could not make sure database $PG_DATABASE exists; the runtime will say if it cannot connect"
     return 0
   fi
   provision_postgres
@@ -159,7 +166,8 @@ start_postgres() {
   if [[ $(id -u) == 0 ]]; then chown postgres "$dir" "$log"; fi
   ln -sf "$log" "$LOGS/postgres.log"
   if [[ ! -f $dir/pgdata/PG_VERSION ]]; then
-    local pwfile; pwfile=$(mktemp); printf '%s\n' "$PG_PASSWORD" >"$pwfile"; chmod 644 "$pwfile"
+    local pwfile; pwfile=$(mktemp); printf '%s\n' "$PG_PASSWORD" >"$pwfile"
+    if [[ $(id -u) == 0 ]]; then chown postgres "$pwfile"; fi
     as_postgres "$bin/initdb" -D "$dir/pgdata" -U "$PG_USER" --pwfile="$pwfile" -E UTF8 --locale=C \
       --auth-host=scram-sha-256 --auth-local=trust >>"$log" 2>&1 || { rm -f "$pwfile"; die "postgres: initdb failed; see $log"; }
     rm -f "$pwfile"
@@ -171,7 +179,7 @@ start_postgres() {
       || die "postgres: did not start on $PG_HOST:$PG_PORT; see its log: $log"
   fi
   wait_until postgres "$log" pg_ready
-  ensure_pg_database
+  ensure_pg_database || die "postgres: cannot create database $PG_DATABASE; see $log"
   say "postgres: ready at $PG_HOST:$PG_PORT (database $PG_DATABASE, log $log)"
 }
 
@@ -300,7 +308,11 @@ start_temporal() {
     wait_until temporal "$log" temporal_ready
     say "temporal: already running at $TEMPORAL_ADDRESS (UI $TEMPORAL_UI_URL)"; return 0
   fi
-  if port_open "$TEMPORAL_HOST" "$TEMPORAL_PORT"; then say "temporal: already reachable at $TEMPORAL_ADDRESS, using it"; return 0; fi
+  if port_open "$TEMPORAL_HOST" "$TEMPORAL_PORT"; then
+    say "temporal: already reachable at $TEMPORAL_ADDRESS, using it"
+    ensure_temporal_namespaces
+    return 0
+  fi
   provision_temporal
   mkdir -p "$dir" "$LOGS"
   local args=(server start-dev --ip "$TEMPORAL_HOST" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT"
@@ -311,6 +323,18 @@ start_temporal() {
   echo $! >"$pidfile"
   wait_started temporal "$pidfile" "$log" temporal_ready
   say "temporal: ready at $TEMPORAL_ADDRESS, Web UI $TEMPORAL_UI_URL (log $log)"
+}
+
+# ensure_temporal_namespaces: on a Temporal server this script did not start, registers the runtime's and the
+# tests' namespaces when they are missing (needs the CLI; without it, says so).
+ensure_temporal_namespaces() {
+  [[ -x $TEMPORAL_BIN ]] || { say "temporal: no CLI at $TEMPORAL_BIN to check namespaces ($TEMPORAL_NAMESPACE, $TEMPORAL_TEST_NAMESPACE)"; return 0; }
+  local ns
+  for ns in "$TEMPORAL_NAMESPACE" "$TEMPORAL_TEST_NAMESPACE"; do
+    "$TEMPORAL_BIN" operator namespace describe --address "$TEMPORAL_ADDRESS" -n "$ns" >/dev/null 2>&1 && continue
+    "$TEMPORAL_BIN" operator namespace create --address "$TEMPORAL_ADDRESS" -n "$ns" >/dev/null 2>&1 \
+      && say "temporal: created namespace $ns" || say "temporal: WARNING: could not create namespace $ns"
+  done
 }
 
 stop_temporal() { stop_pid temporal "$DATA/temporal/temporal.pid"; }

@@ -1,7 +1,7 @@
 import type { EventFrame } from '../frame';
 import { frameToKafkaMessage } from '../frame';
 import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
-import type { OffsetCommitResult, OffsetPosition, OffsetStore, SubscriptionEntity } from '../storage';
+import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, SubscriptionEntity } from '../storage';
 import { DispatchLoop, DispatchProgress, FencedError } from './dispatch-loop';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 
@@ -11,21 +11,30 @@ function frame(n: number): EventFrame {
   return { id: `e-${n}`, source: '/t', type: 't', specversion: '1.0', extensions: {}, data: Buffer.from(String(n)) };
 }
 
+type Entry = { frame: EventFrame } | { garbage: string };
+
 /** An in-memory Kafka log of two partitions, read the way PartitionReader reads. */
 class FakeLog {
-  readonly partitions: Map<number, EventFrame[]> = new Map([
+  readonly partitions = new Map<number, Entry[]>([
     [0, []],
     [1, []],
   ]);
-  append(partition: number, f: EventFrame) {
-    this.partitions.get(partition)!.push(f);
+  logStart = 0;
+  append(partition: number, entry: EventFrame | { garbage: string }) {
+    this.partitions.get(partition)!.push('garbage' in entry ? entry : { frame: entry });
   }
   async fetch(positions: PartitionPosition[]): Promise<FetchedPartition[]> {
     await new Promise((r) => setTimeout(r, 2));
     return positions.map((p) => {
       const log = this.partitions.get(p.partition)!;
-      const records = log.slice(p.offset).map((f, i) => {
-        const m = frameToKafkaMessage(f);
+      if (p.offset < this.logStart || p.offset > log.length) {
+        return { topic: p.topic, partition: p.partition, fetchOffset: p.offset, records: [], highWatermark: -1, outOfRange: true };
+      }
+      const records = log.slice(p.offset).map((entry, i) => {
+        if ('garbage' in entry) {
+          return { offset: p.offset + i, key: null, value: Buffer.from(entry.garbage), headers: {}, timestamp: 0 };
+        }
+        const m = frameToKafkaMessage(entry.frame);
         const headers = Object.fromEntries(Object.entries(m.headers!).map(([k, v]) => [k, Buffer.from(String(v))]));
         return { offset: p.offset + i, key: null, value: m.value as Buffer, headers, timestamp: 0 };
       });
@@ -37,6 +46,7 @@ class FakeLog {
 class FakeOffsets {
   readonly rows = new Map<string, OffsetPosition>();
   rejectWith?: OffsetCommitResult['rejected'];
+  rewinds: OffsetPosition[] = [];
   async positionsOf(ids: string[]): Promise<OffsetPosition[]> {
     return [...this.rows.values()].filter((r) => ids.includes(r.subscriptionId));
   }
@@ -47,46 +57,77 @@ class FakeOffsets {
       return { position, applied: true };
     });
   }
-}
-
-class FakeSender {
-  readonly delivered: string[] = [];
-  attempts = 0;
-  failFirst = 0;
-  async send(_sink: string, f: EventFrame): Promise<WebhookResult> {
-    this.attempts++;
-    if (this.attempts <= this.failFirst) return { ok: false, status: 503, error: 'HTTP 503' };
-    this.delivered.push(f.id);
-    return { ok: true, status: 200 };
+  async rewind(position: OffsetPosition): Promise<boolean> {
+    this.rewinds.push(position);
+    this.rows.set(`${position.subscriptionId}#${position.partition}`, position);
+    return true;
+  }
+  at(subscriptionId: string, partition: number): number | undefined {
+    return this.rows.get(`${subscriptionId}#${partition}`)?.nextOffset;
   }
 }
 
-const subscription = { id: 'sub-1', topic: TOPIC, sink: 'http://sink', instanceId: 'i1', status: 'ACTIVE' } as SubscriptionEntity;
+/** A sender whose answer depends on the sink: `failing` sinks answer 503 until `recover()`. */
+class FakeSender {
+  readonly delivered: { sink: string; id: string }[] = [];
+  readonly attempts = new Map<string, number>();
+  readonly failing = new Set<string>();
+  failFirst = 0;
+  async send(sink: string, f: EventFrame): Promise<WebhookResult> {
+    const n = (this.attempts.get(sink) ?? 0) + 1;
+    this.attempts.set(sink, n);
+    if (this.failing.has(sink) || n <= this.failFirst) return { ok: false, status: 503, error: 'HTTP 503' };
+    this.delivered.push({ sink, id: f.id });
+    return { ok: true, status: 200 };
+  }
+  idsFor(sink: string): string[] {
+    return this.delivered.filter((d) => d.sink === sink).map((d) => d.id);
+  }
+}
 
-function setup() {
+class FakeDeadLetters {
+  readonly added: DeadLetter[] = [];
+  async add(letters: DeadLetter[]): Promise<void> {
+    this.added.push(...letters);
+  }
+}
+
+const subscription = (id: string, sink = `http://${id}`) =>
+  ({ id, topic: TOPIC, sink, instanceId: 'i1', status: 'ACTIVE' }) as SubscriptionEntity;
+
+function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')]) {
   const log = new FakeLog();
   const offsets = new FakeOffsets();
   const sender = new FakeSender();
-  for (const partition of [0, 1]) {
-    offsets.rows.set(`sub-1#${partition}`, { subscriptionId: 'sub-1', topic: TOPIC, partition, nextOffset: 0, epoch: 0 });
+  const deadLetters = new FakeDeadLetters();
+  let active = subscriptions;
+  for (const s of subscriptions) {
+    for (const partition of [0, 1]) {
+      offsets.rows.set(`${s.id}#${partition}`, { subscriptionId: s.id, topic: TOPIC, partition, nextOffset: 0, epoch: 0 });
+    }
   }
   const loop = new DispatchLoop({
     instanceId: 'i1',
-    subscriptions: { activeFor: async () => [subscription] },
+    subscriptions: { activeFor: async () => active },
     offsets: offsets as unknown as OffsetStore,
+    deadLetters: deadLetters as unknown as DeadLetterStore,
     reader: log as unknown as PartitionReader,
-    topics: { partitionsOf: async () => [0, 1], startOffsets: async () => new Map() } as unknown as TopicAdmin,
+    topics: {
+      isServed: (t: string) => t === TOPIC,
+      partitionsOf: async () => [0, 1],
+      startOffsets: async () => new Map([[0, log.logStart], [1, log.logStart]]),
+      endOffsets: async () => new Map([[0, log.partitions.get(0)!.length], [1, log.partitions.get(1)!.length]]),
+    } as unknown as TopicAdmin,
     sender: sender as unknown as WebhookSender,
     options: { pollMaxWaitMs: 5, batchMaxEvents: 100, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4 },
   });
-  return { log, offsets, sender, loop };
+  return { log, offsets, sender, deadLetters, loop, setActive: (s: SubscriptionEntity[]) => (active = s) };
 }
 
 /** Runs the loop until `done` says so (or 5 s pass), then stops it and returns its last progress. */
 async function runUntil(loop: DispatchLoop, done: (p: DispatchProgress) => boolean): Promise<DispatchProgress> {
   const abort = new AbortController();
-  const deadline = Date.now() + 5000;
-  return loop.run(abort.signal, deadline, (p) => {
+  return loop.run(abort.signal, Date.now() + 5000, (p) => {
     if (done(p)) abort.abort();
   });
 }
@@ -100,10 +141,10 @@ describe('DispatchLoop', () => {
     const progress = await runUntil(loop, (p) => p.delivered >= 5);
 
     expect(progress.delivered).toBe(5);
-    expect(sender.delivered.filter((id) => ['e-1', 'e-2', 'e-3'].includes(id))).toEqual(['e-1', 'e-2', 'e-3']);
-    expect(sender.delivered.filter((id) => ['e-4', 'e-5'].includes(id))).toEqual(['e-4', 'e-5']);
-    expect(offsets.rows.get('sub-1#0')!.nextOffset).toBe(3);
-    expect(offsets.rows.get('sub-1#1')!.nextOffset).toBe(2);
+    expect(sender.idsFor('http://sub-1').filter((id) => ['e-1', 'e-2', 'e-3'].includes(id))).toEqual(['e-1', 'e-2', 'e-3']);
+    expect(sender.idsFor('http://sub-1').filter((id) => ['e-4', 'e-5'].includes(id))).toEqual(['e-4', 'e-5']);
+    expect(offsets.at('sub-1', 0)).toBe(3);
+    expect(offsets.at('sub-1', 1)).toBe(2);
   });
 
   it('retries a failing sink with backoff and never commits past the unacknowledged event', async () => {
@@ -113,20 +154,91 @@ describe('DispatchLoop', () => {
 
     const progress = await runUntil(loop, (p) => p.delivered >= 1);
 
-    expect(sender.attempts).toBe(4);
+    expect(sender.attempts.get('http://sub-1')).toBe(4);
     expect(progress.failedAttempts).toBe(3);
-    expect(sender.delivered).toEqual(['e-1']);
-    expect(offsets.rows.get('sub-1#0')!.nextOffset).toBe(1);
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-1']);
+    expect(offsets.at('sub-1', 0)).toBe(1);
   });
 
   it('keeps an unacknowledged event uncommitted when stopped mid-retry, so the next run redelivers it', async () => {
     const { log, offsets, sender, loop } = setup();
     log.append(0, frame(1));
     log.append(0, frame(2));
-    sender.failFirst = 1_000_000;
+    sender.failing.add('http://sub-1');
     await runUntil(loop, (p) => p.failedAttempts >= 3);
     expect(sender.delivered).toEqual([]);
-    expect(offsets.rows.get('sub-1#0')!.nextOffset).toBe(0);
+    expect(offsets.at('sub-1', 0)).toBe(0);
+  });
+
+  it('lets a healthy subscription go on while another one fails', async () => {
+    const { log, offsets, sender, loop } = setup([subscription('down'), subscription('up')]);
+    [1, 2, 3, 4].forEach((n) => log.append(n % 2, frame(n)));
+    sender.failing.add('http://down');
+
+    await runUntil(loop, (p) => p.delivered >= 4 && p.failedAttempts >= 2);
+
+    expect(sender.idsFor('http://up').sort()).toEqual(['e-1', 'e-2', 'e-3', 'e-4']);
+    expect(sender.idsFor('http://down')).toEqual([]);
+    expect([offsets.at('up', 0), offsets.at('up', 1)]).toEqual([2, 2]);
+    expect([offsets.at('down', 0), offsets.at('down', 1)]).toEqual([0, 0]);
+  });
+
+  it('stops retrying a subscription that was deleted', async () => {
+    const { log, sender, loop, setActive } = setup();
+    log.append(0, frame(1));
+    sender.failing.add('http://sub-1');
+    let attemptsWhenClosed: number | undefined;
+    let roundsWhenClosed = 0;
+    await runUntil(loop, (p) => {
+      if (p.failedAttempts >= 2) setActive([]);
+      if (p.subscriptions === 0 && attemptsWhenClosed === undefined) {
+        attemptsWhenClosed = sender.attempts.get('http://sub-1')!;
+        roundsWhenClosed = p.rounds;
+      }
+      return attemptsWhenClosed !== undefined && p.rounds > roundsWhenClosed + 50;
+    });
+    // Fifty rounds after the lane closed (each far longer than the 4 ms retry ceiling), not one more attempt.
+    expect(sender.attempts.get('http://sub-1')).toBe(attemptsWhenClosed);
+  });
+
+  it('dead-letters a record that is not a CloudEvent and goes on past it', async () => {
+    const { log, offsets, sender, deadLetters, loop } = setup();
+    log.append(0, frame(1));
+    log.append(0, { garbage: 'not an event' });
+    log.append(0, frame(3));
+
+    const progress = await runUntil(loop, (p) => p.delivered >= 2);
+
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-1', 'e-3']);
+    expect(progress.deadLettered).toBe(1);
+    expect(deadLetters.added).toHaveLength(1);
+    expect(deadLetters.added[0]).toMatchObject({ subscriptionId: 'sub-1', partition: 0, offset: 1, data: Buffer.from('not an event') });
+    expect(deadLetters.added[0].lastError).toContain('not a CloudEvent');
+    expect(offsets.at('sub-1', 0)).toBe(3);
+  });
+
+  it('resumes at the first stored offset when retention deleted what it had not delivered', async () => {
+    const { log, offsets, sender, loop } = setup();
+    [1, 2, 3, 4].forEach((n) => log.append(0, frame(n)));
+    log.logStart = 2;
+
+    await runUntil(loop, (p) => p.delivered >= 2);
+
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-3', 'e-4']);
+    expect(offsets.at('sub-1', 0)).toBe(4);
+  });
+
+  it('rewinds a stored offset that points past the end of the log', async () => {
+    const { log, offsets, sender, loop } = setup();
+    offsets.rows.set('sub-1#0', { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, nextOffset: 10, epoch: 0 });
+    log.append(0, frame(1));
+    log.append(0, frame(2));
+
+    await runUntil(loop, () => offsets.rewinds.length > 0);
+    expect(offsets.rewinds[0]).toMatchObject({ subscriptionId: 'sub-1', partition: 0, nextOffset: 2 });
+    log.append(0, frame(3));
+    await runUntil(loop, (p) => p.delivered >= 1);
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-3']);
   });
 
   it('stops with FencedError when Postgres rejects its commit', async () => {

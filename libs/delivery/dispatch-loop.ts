@@ -2,15 +2,15 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { EventFrame, frameFromKafkaRecord } from '../frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import type { OffsetPosition, OffsetStore, SubscriptionEntity } from '../storage';
+import type { DeadLetterStore, OffsetPosition, OffsetStore, SubscriptionEntity } from '../storage';
 import type { WebhookSender } from './webhook-sender';
 
 export interface DispatchLoopOptions {
   /** How long one fetch may wait at the broker for new records. */
   pollMaxWaitMs: number;
-  /** Most records of one partition dispatched between two offset commits. */
+  /** Most records buffered per subscription partition, waiting for delivery. */
   batchMaxEvents: number;
-  /** How often the set of subscriptions is re-read from Postgres. */
+  /** How often the set of subscriptions (and the partitions of their topics) is re-read. */
   refreshIntervalMs: number;
   retryInitialMs: number;
   retryMaxMs: number;
@@ -20,17 +20,19 @@ export interface DispatchLoopDeps {
   instanceId: string;
   subscriptions: { activeFor(instanceId: string): Promise<SubscriptionEntity[]> };
   offsets: OffsetStore;
+  deadLetters: DeadLetterStore;
   reader: PartitionReader;
   topics: TopicAdmin;
   sender: WebhookSender;
   options: DispatchLoopOptions;
 }
 
-/** What the loop reports after each round; the activity sends it as its heartbeat details. */
+/** What the loop reports; the activity sends it as its heartbeat details. */
 export interface DispatchProgress {
   rounds: number;
   delivered: number;
   failedAttempts: number;
+  deadLettered: number;
   subscriptions: number;
   partitions: number;
   /** Events in Kafka not yet settled, summed over every subscription partition. */
@@ -46,256 +48,359 @@ export class FencedError extends Error {
   }
 }
 
-interface Cursor {
-  subscriptionId: string;
+/**
+ * One subscription in one partition: its own cursor, buffer and retry state, so a slow or failing sink holds
+ * back nothing but itself.
+ */
+interface Lane {
+  subscription: SubscriptionEntity;
   topic: string;
   partition: number;
+  /** The next offset to settle (deliver, or dead-letter). */
   nextOffset: number;
+  /** What Postgres holds. */
   committed: number;
+  /** Records at or after `nextOffset`, in order, not yet settled. */
+  buffer: { offset: number; frame?: EventFrame; error?: string; value: Buffer | null }[];
+  busy: boolean;
+  attempts: number;
+  retryAt: number;
+  firstFailedAt?: Date;
+  abort: AbortController;
+  highWatermark: number;
 }
 
-const partitionKey = (topic: string, partition: number) => `${topic}#${partition}`;
+const laneKey = (subscriptionId: string, topic: string, partition: number) => `${subscriptionId}#${topic}#${partition}`;
 
 /**
- * The poll-and-dispatch loop of one instance in LOCAL_STICKY_PULL: it reads every partition of the topics its
- * own subscriptions read, from the lowest offset any of them has not settled, delivers each event to each
- * subscription in partition order, and commits the new positions to Postgres once per round, after the webhooks
- * answered. A crash between delivery and commit redelivers; nothing is skipped.
+ * The poll-and-dispatch loop of one instance in LOCAL_STICKY_PULL. Each round it fetches, for every partition its
+ * subscriptions read, from the lowest offset a subscription still needs, hands the records to each subscription
+ * partition (a lane), and commits in one statement every lane that moved. Lanes deliver on their own: a failed
+ * attempt schedules a retry with exponential backoff and jitter, and the lane waits while the others go on.
+ * An offset moves past an event only after the sink acknowledged it (or it was dead-lettered), so a crash
+ * redelivers and never skips.
  *
- * First slice: a failed delivery is retried in place with exponential backoff and jitter until it succeeds or
- * the loop stops, which holds back that subscription's partition. The retry table and the dead-letter queue
- * that release it come with the reliability work (docs/delivery.md).
+ * Still to come (docs/delivery.md): the retry table and the dead-letter queue after the last attempt; today a
+ * lane retries until the sink answers.
  */
 export class DispatchLoop {
   private readonly log = createLogger('DispatchLoop');
-  private readonly subscriptions = new Map<string, SubscriptionEntity>();
-  /** subscription id -> partition key -> cursor */
-  private readonly cursors = new Map<string, Map<string, Cursor>>();
+  private readonly lanes = new Map<string, Lane>();
   private readonly progress: DispatchProgress = {
     rounds: 0,
     delivered: 0,
     failedAttempts: 0,
+    deadLettered: 0,
     subscriptions: 0,
     partitions: 0,
     lag: 0,
   };
   private refreshedAt = -Infinity;
-  private report: (p: DispatchProgress) => void = () => undefined;
+  private readonly ignoredTopics = new Set<string>();
+  /** Wakes the loop when a lane finishes or a retry comes due. */
+  private wake: () => void = () => undefined;
+  /** When the loop last completed a round; the activity's heartbeat watchdog reads it. */
+  lastRoundAt = Date.now();
 
   constructor(private readonly deps: DispatchLoopDeps) {}
 
-  /**
-   * Runs until `stopSignal` aborts or `deadline` (epoch ms) passes. Reports after every round and after every
-   * failed delivery attempt, so a sink that keeps failing does not silence the heartbeat.
-   */
-  async run(stopSignal: AbortSignal, deadline: number, report: (p: DispatchProgress) => void): Promise<DispatchProgress> {
-    const signal = AbortSignal.any([stopSignal, AbortSignal.timeout(Math.max(0, deadline - Date.now()))]);
-    this.report = (p) => report(p);
-    while (!signal.aborted) {
-      if (Date.now() - this.refreshedAt >= this.deps.options.refreshIntervalMs) await this.refresh();
-      const positions = this.positions();
-      if (positions.length === 0) {
-        report({ ...this.progress });
-        await pause(this.deps.options.refreshIntervalMs, signal);
-        continue;
-      }
-      const fetched = await this.deps.reader.fetch(positions, { maxWaitMs: this.deps.options.pollMaxWaitMs });
-      await this.dispatch(fetched, signal);
-      await this.commit();
-      this.progress.rounds++;
-      this.progress.lag = this.lag(fetched);
-      report({ ...this.progress });
-    }
-    await this.commit();
+  get snapshot(): DispatchProgress {
     return { ...this.progress };
   }
 
+  /** Runs until `stopSignal` aborts or `deadline` (epoch ms) passes; commits what was settled before it returns. */
+  async run(stopSignal: AbortSignal, deadline: number, report: (p: DispatchProgress) => void): Promise<DispatchProgress> {
+    const signal = AbortSignal.any([stopSignal, AbortSignal.timeout(Math.max(0, deadline - Date.now()))]);
+    // Every run starts from what Postgres holds.
+    this.lanes.clear();
+    this.refreshedAt = -Infinity;
+    try {
+      while (!signal.aborted) {
+        if (Date.now() - this.refreshedAt >= this.deps.options.refreshIntervalMs) await this.refresh();
+        const positions = this.wanted();
+        if (positions.length > 0) await this.accept(await this.fetch(positions, signal));
+        this.kick();
+        await this.commit();
+        this.progress.rounds++;
+        this.lastRoundAt = Date.now();
+        this.progress.lag = this.lag();
+        report(this.snapshot);
+        if (positions.length === 0) await this.idle(signal);
+      }
+    } finally {
+      for (const lane of this.lanes.values()) lane.abort.abort();
+      await this.settle();
+      await this.commit();
+    }
+    return this.snapshot;
+  }
+
+  private async fetch(positions: PartitionPosition[], signal: AbortSignal): Promise<FetchedPartition[]> {
+    try {
+      return await this.deps.reader.fetch(positions, { maxWaitMs: this.deps.options.pollMaxWaitMs });
+    } catch (e) {
+      this.log.warn({ error: (e as Error).message }, 'fetch failed; backing off');
+      await pause(this.deps.options.pollMaxWaitMs, signal);
+      return [];
+    }
+  }
+
+  /** Nothing to fetch: wait for a lane to finish, a retry to come due, or the next refresh. */
+  private async idle(signal: AbortSignal): Promise<void> {
+    const now = Date.now();
+    const dueRetries = [...this.lanes.values()].filter((l) => l.retryAt > now).map((l) => l.retryAt - now);
+    const wait = Math.min(this.deps.options.refreshIntervalMs, ...dueRetries);
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, Math.max(1, wait));
+      signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
+      function done() {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        resolve();
+      }
+    });
+    this.wake = () => undefined;
+  }
+
   private async refresh(): Promise<void> {
-    const active = await this.deps.subscriptions.activeFor(this.deps.instanceId);
+    const active = (await this.deps.subscriptions.activeFor(this.deps.instanceId)).filter((s) => {
+      if (this.deps.topics.isServed(s.topic)) return true;
+      if (!this.ignoredTopics.has(s.topic)) {
+        this.ignoredTopics.add(s.topic);
+        this.log.error({ subscription: s.id, topic: s.topic }, 'subscription reads a topic this runtime does not serve; not dispatched');
+      }
+      return false;
+    });
     const activeIds = new Set(active.map((s) => s.id));
-    for (const id of [...this.subscriptions.keys()]) {
-      if (!activeIds.has(id)) {
-        this.subscriptions.delete(id);
-        this.cursors.delete(id);
-        this.log.info({ subscription: id }, 'subscription no longer active here; stopped dispatching it');
+    for (const [key, lane] of this.lanes) {
+      if (!activeIds.has(lane.subscription.id)) {
+        lane.abort.abort();
+        this.lanes.delete(key);
+        this.log.info({ subscription: lane.subscription.id, partition: lane.partition }, 'subscription no longer active here; lane closed');
       }
     }
-    const added = active.filter((s) => !this.subscriptions.has(s.id));
-    for (const s of active) this.subscriptions.set(s.id, s);
-    if (added.length > 0) {
-      const stored = await this.deps.offsets.positionsOf(added.map((s) => s.id));
-      for (const s of added) {
-        const cursors = new Map<string, Cursor>();
-        for (const partition of await this.deps.topics.partitionsOf(s.topic)) {
-          const p = stored.find((o) => o.subscriptionId === s.id && o.topic === s.topic && o.partition === partition);
-          // A partition added to the topic after the subscription was created holds only newer events.
-          const nextOffset = p?.nextOffset ?? 0;
-          cursors.set(partitionKey(s.topic, partition), {
-            subscriptionId: s.id,
-            topic: s.topic,
-            partition,
-            nextOffset,
-            committed: nextOffset,
-          });
-        }
-        this.cursors.set(s.id, cursors);
-        this.log.info({ subscription: s.id, topic: s.topic, sink: s.sink }, 'dispatching subscription');
+    const missing: { subscription: SubscriptionEntity; partition: number }[] = [];
+    for (const s of active) {
+      for (const partition of await this.deps.topics.partitionsOf(s.topic)) {
+        const lane = this.lanes.get(laneKey(s.id, s.topic, partition));
+        if (lane) lane.subscription = s;
+        else missing.push({ subscription: s, partition });
       }
     }
-    this.progress.subscriptions = this.subscriptions.size;
+    if (missing.length > 0) {
+      const stored = await this.deps.offsets.positionsOf([...new Set(missing.map((m) => m.subscription.id))]);
+      const at = new Map(stored.map((p) => [laneKey(p.subscriptionId, p.topic, p.partition), p.nextOffset]));
+      for (const { subscription, partition } of missing) {
+        const key = laneKey(subscription.id, subscription.topic, partition);
+        // A partition added to the topic after the subscription was created holds only newer events.
+        const nextOffset = at.get(key) ?? 0;
+        this.lanes.set(key, {
+          subscription,
+          topic: subscription.topic,
+          partition,
+          nextOffset,
+          committed: nextOffset,
+          buffer: [],
+          busy: false,
+          attempts: 0,
+          retryAt: 0,
+          abort: new AbortController(),
+          highWatermark: nextOffset,
+        });
+      }
+      this.log.info({ lanes: missing.length }, 'dispatching new subscription partitions');
+    }
+    this.progress.subscriptions = activeIds.size;
     this.refreshedAt = Date.now();
   }
 
-  /** For each partition any subscription reads, the lowest offset one of them still needs. */
-  private positions(): PartitionPosition[] {
+  /** The offset each partition must be fetched from: the lowest any lane with room in its buffer still lacks. */
+  private wanted(): PartitionPosition[] {
     const lowest = new Map<string, PartitionPosition>();
-    for (const cursors of this.cursors.values()) {
-      for (const c of cursors.values()) {
-        const k = partitionKey(c.topic, c.partition);
-        const seen = lowest.get(k);
-        if (!seen || c.nextOffset < seen.offset) lowest.set(k, { topic: c.topic, partition: c.partition, offset: c.nextOffset });
-      }
+    for (const lane of this.lanes.values()) {
+      if (lane.buffer.length >= this.deps.options.batchMaxEvents) continue;
+      const from = lane.buffer.length > 0 ? lane.buffer[lane.buffer.length - 1].offset + 1 : lane.nextOffset;
+      const k = `${lane.topic}#${lane.partition}`;
+      const seen = lowest.get(k);
+      if (!seen || from < seen.offset) lowest.set(k, { topic: lane.topic, partition: lane.partition, offset: from });
     }
-    this.progress.partitions = lowest.size;
+    this.progress.partitions = new Set([...this.lanes.values()].map((l) => `${l.topic}#${l.partition}`)).size;
     return [...lowest.values()];
   }
 
-  private async dispatch(fetched: FetchedPartition[], signal: AbortSignal): Promise<void> {
-    const work: Promise<void>[] = [];
+  /** Hands fetched records to the lanes that still lack them. */
+  private async accept(fetched: FetchedPartition[]): Promise<void> {
     for (const part of fetched) {
-      const k = partitionKey(part.topic, part.partition);
       if (part.outOfRange) {
-        await this.skipDeleted(part);
+        await this.realign(part.topic, part.partition);
         continue;
       }
-      const records = part.records.slice(0, this.deps.options.batchMaxEvents);
-      if (records.length === 0) continue;
-      const frames = records.map((r) => this.decode(part, r));
-      for (const [id, cursors] of this.cursors) {
-        const cursor = cursors.get(k);
-        const subscription = this.subscriptions.get(id);
-        if (cursor && subscription) work.push(this.deliverInOrder(subscription, cursor, records, frames, signal));
+      const decoded = part.records.map((r) => this.decode(r));
+      for (const lane of this.lanes.values()) {
+        if (lane.topic !== part.topic || lane.partition !== part.partition) continue;
+        lane.highWatermark = part.highWatermark;
+        const from = lane.buffer.length > 0 ? lane.buffer[lane.buffer.length - 1].offset + 1 : lane.nextOffset;
+        for (const record of decoded) {
+          if (record.offset < from) continue;
+          if (lane.buffer.length >= this.deps.options.batchMaxEvents) break;
+          lane.buffer.push(record);
+        }
       }
     }
-    await Promise.all(work);
   }
 
-  private decode(part: FetchedPartition, record: FetchedRecord): EventFrame | undefined {
+  private decode(record: FetchedRecord): Lane['buffer'][number] {
     try {
-      return frameFromKafkaRecord(record.headers, record.value);
+      return { offset: record.offset, frame: frameFromKafkaRecord(record.headers, record.value), value: record.value };
     } catch (e) {
-      this.log.error(
-        { topic: part.topic, partition: part.partition, offset: record.offset, error: (e as Error).message },
-        'record is not a CloudEvent; skipped',
-      );
-      return undefined;
+      return { offset: record.offset, error: (e as Error).message, value: record.value };
     }
   }
 
-  private async deliverInOrder(
-    subscription: SubscriptionEntity,
-    cursor: Cursor,
-    records: FetchedRecord[],
-    frames: (EventFrame | undefined)[],
-    signal: AbortSignal,
-  ): Promise<void> {
-    for (let i = 0; i < records.length; i++) {
-      const offset = records[i].offset;
-      if (offset < cursor.nextOffset) continue;
-      const frame = frames[i];
-      if (frame && !(await this.deliverWithRetry(subscription, cursor, offset, frame, signal))) return;
-      cursor.nextOffset = offset + 1;
+  /** Starts every idle lane that has records and no retry pending. */
+  private kick(): void {
+    const now = Date.now();
+    for (const lane of this.lanes.values()) {
+      if (lane.busy || lane.buffer.length === 0 || lane.retryAt > now || lane.abort.signal.aborted) continue;
+      lane.busy = true;
+      void this.drain(lane).finally(() => {
+        lane.busy = false;
+        this.wake();
+      });
     }
   }
 
-  /** True once the sink acknowledged; false when the loop was stopped first. */
-  private async deliverWithRetry(
-    subscription: SubscriptionEntity,
-    cursor: Cursor,
-    offset: number,
-    frame: EventFrame,
-    signal: AbortSignal,
-  ): Promise<boolean> {
-    const { retryInitialMs, retryMaxMs } = this.deps.options;
-    for (let attempt = 1; !signal.aborted; attempt++) {
-      const result = await this.deps.sender.send(subscription.sink, frame, signal);
-      if (result.ok) {
+  /** Delivers a lane's buffer in order until it is empty or an attempt fails. */
+  private async drain(lane: Lane): Promise<void> {
+    while (lane.buffer.length > 0 && !lane.abort.signal.aborted) {
+      const record = lane.buffer[0];
+      if (!record.frame) {
+        await this.deadLetterUnreadable(lane, record);
+      } else {
+        const result = await this.deps.sender.send(lane.subscription.sink, record.frame, lane.abort.signal);
+        if (lane.abort.signal.aborted) return;
+        if (!result.ok) {
+          this.failed(lane, record.offset, record.frame, result.error ?? 'failed');
+          return;
+        }
         this.progress.delivered++;
-        return true;
       }
-      if (signal.aborted) break;
-      this.progress.failedAttempts++;
-      this.report({ ...this.progress });
-      const ceiling = Math.min(retryMaxMs, retryInitialMs * 2 ** Math.min(attempt - 1, 30));
-      const delay = ceiling / 2 + Math.random() * (ceiling / 2);
-      this.log.warn(
-        {
-          subscription: subscription.id,
-          topic: cursor.topic,
-          partition: cursor.partition,
-          offset,
-          eventId: frame.id,
-          attempt,
-          error: result.error,
-          retryInMs: Math.round(delay),
-        },
-        'delivery failed; retrying',
+      lane.buffer.shift();
+      lane.nextOffset = record.offset + 1;
+      lane.attempts = 0;
+      lane.retryAt = 0;
+      lane.firstFailedAt = undefined;
+    }
+  }
+
+  private failed(lane: Lane, offset: number, frame: EventFrame, error: string): void {
+    const { retryInitialMs, retryMaxMs } = this.deps.options;
+    lane.attempts++;
+    lane.firstFailedAt ??= new Date();
+    this.progress.failedAttempts++;
+    const ceiling = Math.min(retryMaxMs, retryInitialMs * 2 ** Math.min(lane.attempts - 1, 30));
+    const delay = ceiling / 2 + Math.random() * (ceiling / 2);
+    lane.retryAt = Date.now() + delay;
+    this.log.warn(
+      {
+        subscription: lane.subscription.id,
+        topic: lane.topic,
+        partition: lane.partition,
+        offset,
+        eventId: frame.id,
+        attempt: lane.attempts,
+        error,
+        retryInMs: Math.round(delay),
+      },
+      'delivery failed; retrying',
+    );
+  }
+
+  /** A record that is not a CloudEvent is kept in the dead-letter queue before the lane moves past it. */
+  private async deadLetterUnreadable(lane: Lane, record: Lane['buffer'][number]): Promise<void> {
+    const now = new Date();
+    await this.deps.deadLetters.add([
+      {
+        subscriptionId: lane.subscription.id,
+        topic: lane.topic,
+        partition: lane.partition,
+        offset: record.offset,
+        eventId: '',
+        attributes: {},
+        data: record.value,
+        attempts: 0,
+        lastError: `not a CloudEvent: ${record.error}`,
+        firstFailedAt: now,
+        lastFailedAt: now,
+      },
+    ]);
+    this.progress.deadLettered++;
+    this.log.error(
+      { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset, error: record.error },
+      'record is not a CloudEvent; moved to the dead-letter queue',
+    );
+  }
+
+  /** The wanted offset is outside the log: before its start (retention) or past its end (a recreated topic). */
+  private async realign(topic: string, partition: number): Promise<void> {
+    const [starts, ends] = await Promise.all([this.deps.topics.startOffsets(topic), this.deps.topics.endOffsets(topic)]);
+    const start = starts.get(partition) ?? 0;
+    const end = ends.get(partition) ?? 0;
+    for (const lane of this.lanes.values()) {
+      if (lane.topic !== topic || lane.partition !== partition || lane.busy) continue;
+      const target = lane.nextOffset < start ? start : lane.nextOffset > end ? end : lane.nextOffset;
+      if (target === lane.nextOffset) continue;
+      this.log.error(
+        { subscription: lane.subscription.id, topic, partition, from: lane.nextOffset, to: target, logStart: start, logEnd: end },
+        lane.nextOffset < start
+          ? 'events were deleted by Kafka retention before delivery; resuming at the first stored offset'
+          : 'the stored offset is past the end of the log (was the topic recreated?); resuming at its end',
       );
-      await pause(delay, signal);
-    }
-    return false;
-  }
-
-  private async skipDeleted(part: FetchedPartition): Promise<void> {
-    const starts = await this.deps.topics.startOffsets(part.topic);
-    const start = starts.get(part.partition) ?? 0;
-    for (const cursors of this.cursors.values()) {
-      const c = cursors.get(partitionKey(part.topic, part.partition));
-      if (c && c.nextOffset < start) {
-        this.log.error(
-          { subscription: c.subscriptionId, topic: c.topic, partition: c.partition, from: c.nextOffset, to: start },
-          'events were deleted by Kafka retention before delivery; resuming at the first stored offset',
-        );
-        c.nextOffset = start;
+      lane.buffer = [];
+      if (target < lane.committed) {
+        // The log itself went backwards: the stored offset points at events that no longer exist.
+        await this.deps.offsets.rewind({ subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: 0 });
+        lane.committed = target;
       }
+      lane.nextOffset = target;
     }
   }
 
-  /** One statement for every cursor that moved since the last commit. */
+  /** Waits for lanes that are mid-delivery (after their abort) so their last acknowledgement counts. */
+  private async settle(): Promise<void> {
+    const deadline = Date.now() + 5000;
+    while ([...this.lanes.values()].some((l) => l.busy) && Date.now() < deadline) await sleep(10);
+  }
+
+  /** One statement for every lane that moved since the last commit. */
   private async commit(): Promise<void> {
-    const moved: Cursor[] = [];
-    for (const cursors of this.cursors.values()) for (const c of cursors.values()) if (c.nextOffset > c.committed) moved.push(c);
+    const moved = [...this.lanes.values()].filter((l) => l.nextOffset > l.committed);
     if (moved.length === 0) return;
-    const positions: OffsetPosition[] = moved.map((c) => ({
-      subscriptionId: c.subscriptionId,
-      topic: c.topic,
-      partition: c.partition,
-      nextOffset: c.nextOffset,
+    const positions: OffsetPosition[] = moved.map((l) => ({
+      subscriptionId: l.subscription.id,
+      topic: l.topic,
+      partition: l.partition,
+      nextOffset: l.nextOffset,
       epoch: 0,
     }));
     const results = await this.deps.offsets.commit(positions);
     const fenced: FencedError['rejected'] = [];
     results.forEach((r, i) => {
-      const c = moved[i];
-      if (r.applied) c.committed = c.nextOffset;
+      const lane = moved[i];
+      if (r.applied) lane.committed = r.position.nextOffset;
       else if (r.rejected === 'SUBSCRIPTION_GONE') {
-        this.subscriptions.delete(c.subscriptionId);
-        this.cursors.delete(c.subscriptionId);
-      } else fenced.push({ subscriptionId: c.subscriptionId, topic: c.topic, partition: c.partition, reason: r.rejected! });
+        lane.abort.abort();
+        this.lanes.delete(laneKey(lane.subscription.id, lane.topic, lane.partition));
+      } else fenced.push({ subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, reason: r.rejected! });
     });
     this.progress.committedAt = new Date().toISOString();
     if (fenced.length > 0) throw new FencedError(fenced);
   }
 
-  private lag(fetched: FetchedPartition[]): number {
-    const high = new Map(fetched.filter((f) => f.highWatermark >= 0).map((f) => [partitionKey(f.topic, f.partition), f.highWatermark]));
+  private lag(): number {
     let lag = 0;
-    for (const cursors of this.cursors.values()) {
-      for (const c of cursors.values()) {
-        const h = high.get(partitionKey(c.topic, c.partition));
-        if (h !== undefined) lag += Math.max(0, h - c.nextOffset);
-      }
-    }
+    for (const lane of this.lanes.values()) lag += Math.max(0, lane.highWatermark - lane.nextOffset);
     return lag;
   }
 }

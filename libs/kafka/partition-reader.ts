@@ -1,5 +1,4 @@
 import type { IHeaders, Kafka } from 'kafkajs';
-import { createLogger } from '../logging';
 
 /**
  * Reads chosen partitions from chosen offsets, with no consumer group: the runtime decides who reads what and
@@ -99,7 +98,6 @@ export interface FetchOptions {
 }
 
 export class PartitionReader {
-  private readonly log = createLogger('PartitionReader');
   private readonly cluster: ClusterInternal;
   private readonly topics = new Set<string>();
 
@@ -118,20 +116,19 @@ export class PartitionReader {
   /** One Fetch per leader broker, in parallel; a partition with nothing new comes back with no records. */
   async fetch(positions: PartitionPosition[], options: FetchOptions): Promise<FetchedPartition[]> {
     if (positions.length === 0) return [];
-    const newTopics = [...new Set(positions.map((p) => p.topic))].filter((t) => !this.topics.has(t));
-    if (newTopics.length > 0) {
-      await this.cluster.addMultipleTargetTopics(newTopics);
-      newTopics.forEach((t) => this.topics.add(t));
-    }
     try {
+      const newTopics = [...new Set(positions.map((p) => p.topic))].filter((t) => !this.topics.has(t));
+      if (newTopics.length > 0) {
+        await this.cluster.addMultipleTargetTopics(newTopics);
+        newTopics.forEach((t) => this.topics.add(t));
+      }
       return await this.fetchAll(positions, options);
     } catch (e) {
       const type = (e as { type?: string }).type;
       if (type === 'OFFSET_OUT_OF_RANGE') return this.fetchOneByOne(positions, options);
       if ((type && STALE_METADATA.has(type)) || (e as Error).name === 'KafkaJSTopicMetadataNotLoaded') {
-        this.log.warn({ error: (e as Error).message }, 'stale Kafka metadata, refreshing');
-        await this.cluster.refreshMetadata();
-        return [];
+        // The caller backs off before its next fetch; the refreshed metadata serves that one.
+        await this.cluster.refreshMetadata().catch(() => undefined);
       }
       throw e;
     }
@@ -153,14 +150,18 @@ export class PartitionReader {
 
   private async fetchAll(positions: PartitionPosition[], options: FetchOptions): Promise<FetchedPartition[]> {
     const byLeader = new Map<string, PartitionPosition[]>();
+    let unknown = 0;
     for (const [topic, list] of groupBy(positions, (p) => p.topic)) {
       const leaders = this.cluster.findLeaderForPartitions(topic, list.map((p) => p.partition));
+      unknown += list.length - Object.values(leaders).reduce((n, ps) => n + ps.length, 0);
       for (const [nodeId, partitions] of Object.entries(leaders)) {
         const entries = byLeader.get(nodeId) ?? [];
         entries.push(...list.filter((p) => partitions.includes(p.partition)));
         byLeader.set(nodeId, entries);
       }
     }
+    // Partitions the cached metadata does not know yet (added to the topic since): learn them for the next fetch.
+    if (unknown > 0) await this.cluster.refreshMetadata();
     const results = await Promise.all(
       [...byLeader.entries()].map(([nodeId, list]) => this.fetchFromLeader(nodeId, list, options)),
     );

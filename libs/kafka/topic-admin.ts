@@ -6,7 +6,9 @@ import { createLogger } from '../logging';
 export class TopicAdmin {
   private readonly log = createLogger('TopicAdmin');
   private readonly admin: Admin;
-  private readonly partitionCache = new Map<string, number[]>();
+  /** Partition lists, re-read after a while so partitions added to a topic are picked up. */
+  private readonly partitionCache = new Map<string, { partitions: number[]; at: number }>();
+  private static readonly PARTITIONS_TTL_MS = 30000;
 
   constructor(
     kafka: Kafka,
@@ -47,10 +49,10 @@ export class TopicAdmin {
 
   async partitionsOf(topic: string): Promise<number[]> {
     const cached = this.partitionCache.get(topic);
-    if (cached) return cached;
+    if (cached && Date.now() - cached.at < TopicAdmin.PARTITIONS_TTL_MS) return cached.partitions;
     const offsets = await this.admin.fetchTopicOffsets(topic);
     const partitions = offsets.map((o) => o.partition).sort((a, b) => a - b);
-    this.partitionCache.set(topic, partitions);
+    this.partitionCache.set(topic, { partitions, at: Date.now() });
     return partitions;
   }
 

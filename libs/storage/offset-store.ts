@@ -53,7 +53,9 @@ export class OffsetStore {
        ), applied AS (
          INSERT INTO subscription_offsets AS o (subscription_id, topic, partition, next_offset, epoch, updated_at)
          SELECT i.subscription_id, i.topic, i.partition, i.next_offset, i.epoch, now()
-           FROM input i WHERE EXISTS (SELECT 1 FROM subscriptions s WHERE s.id = i.subscription_id)
+           FROM input i JOIN subscriptions s ON s.id = i.subscription_id
+           -- Holds the subscription row until commit, so a concurrent delete cannot break the foreign key.
+           FOR KEY SHARE OF s
          ON CONFLICT (subscription_id, topic, partition) DO UPDATE
            SET next_offset = EXCLUDED.next_offset, epoch = EXCLUDED.epoch, updated_at = now()
            WHERE o.next_offset <= EXCLUDED.next_offset AND o.epoch <= EXCLUDED.epoch
@@ -88,6 +90,20 @@ export class OffsetStore {
           : 'BACKWARDS';
       return { position, applied: false, rejected, current };
     });
+  }
+
+  /**
+   * The one write that may move an offset backwards: after the Kafka log itself went backwards (a topic deleted
+   * and recreated), so the stored offset points past its end. Still refused for an older epoch.
+   */
+  async rewind(position: OffsetPosition): Promise<boolean> {
+    const result: unknown[] = await this.db.query(
+      `UPDATE subscription_offsets SET next_offset = $4, epoch = $5, updated_at = now()
+        WHERE subscription_id = $1 AND topic = $2 AND partition = $3 AND epoch <= $5 RETURNING 1`,
+      [position.subscriptionId, position.topic, position.partition, position.nextOffset, position.epoch],
+    );
+    // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
+    return Number(result[1] ?? 0) > 0;
   }
 
   /** The stored positions of the given subscriptions (all partitions). */

@@ -120,6 +120,34 @@ describe('first event, end to end', () => {
     expect(receiver.requests.filter((r) => r.headers['ce-id'] === eventId)).toHaveLength(1);
   });
 
+  it('commits the offset only after the webhook acknowledged the event', async () => {
+    const subscriptions = (await (await fetch(`${api}/subscriptions`)).json()) as { id: string }[];
+    const subscriptionId = subscriptions[0].id;
+    let release!: () => void;
+    receiver.gate = new Promise<void>((resolve) => (release = resolve));
+    const eventId = randomUUID();
+    const published = await fetch(`${api}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({ specversion: '1.0', id: eventId, source: '/e2e', type: 'e2e.held' }),
+    });
+    const receipt = (await published.json()) as { partition: number; offset: number };
+    const offsetOf = async () => {
+      const { rows } = await pg.query(
+        'SELECT next_offset FROM subscription_offsets WHERE subscription_id = $1 AND topic = $2 AND partition = $3',
+        [subscriptionId, topic, receipt.partition],
+      );
+      return Number(rows[0].next_offset);
+    };
+
+    await waitFor('the sink to hold the event', () => receiver.requests.some((r) => r.headers['ce-id'] === eventId));
+    // The sink has the event but has not answered: the offset must not have passed it.
+    expect(await offsetOf()).toBeLessThanOrEqual(receipt.offset);
+    receiver.gate = undefined;
+    release();
+    expect(await waitFor('the commit after the answer', async () => ((await offsetOf()) === receipt.offset + 1 ? true : undefined))).toBe(true);
+  });
+
   it('runs delivery in the dispatch workflow, whose activity heartbeats its progress', async () => {
     const handle = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(instanceId));
     const description = await handle.describe();

@@ -12,6 +12,8 @@ export interface ReceivedRequest {
 export class WebhookReceiver {
   readonly requests: ReceivedRequest[] = [];
   status: () => number = () => 200;
+  /** When set, every answer waits for it: a sink that has the event but has not acknowledged it yet. */
+  gate?: Promise<void>;
   private server?: Server;
 
   async start(): Promise<string> {
@@ -20,7 +22,7 @@ export class WebhookReceiver {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         this.requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) });
-        res.writeHead(this.status()).end();
+        void (this.gate ?? Promise.resolve()).then(() => res.writeHead(this.status()).end());
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));

@@ -30,6 +30,8 @@ export interface InstanceOptions {
   roles?: InstanceRole[];
   /** The request gate's policy; admits everything when absent. */
   gate?: GatePolicy;
+  /** Hears of a failure after boot that leaves the instance unable to work (the worker stopping by itself). */
+  onFatal?: (reason: string) => void;
 }
 
 export async function startInstance(config: EventMeshConfig, options: InstanceOptions = {}): Promise<RunningInstance> {
@@ -52,7 +54,9 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           'this build yet (partition ownership is planned work, see docs/topologies.md); use LOCAL_STICKY_PULL',
       );
     }
-    if (roles.includes('worker')) instance.worker = await WorkerHost.start(config, deps);
+    if (roles.includes('worker')) {
+      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')));
+    }
     if (roles.includes('gateway')) {
       const subscriptions = new SubscriptionService(deps.db, deps.topics, config.instance.id, config.kafka.topics[0]);
       const app = await NestFactory.create<NestFastifyApplication>(

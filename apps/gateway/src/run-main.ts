@@ -12,7 +12,13 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
   try {
     const config = loadConfig();
     const log = configureLogging(config.log.level, { instance: config.instance.id });
-    instance = await startInstance(config, { roles: roles ?? config.instance.roles });
+    instance = await startInstance(config, {
+      roles: roles ?? config.instance.roles,
+      onFatal: (reason) => {
+        process.stderr.write(`eventmesh: ${reason}\n`);
+        void instance?.close().finally(() => process.exit(1));
+      },
+    });
     let stopping = false;
     const stop = (signal: string) => {
       if (stopping) return;

@@ -1,3 +1,4 @@
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
@@ -5,12 +6,12 @@ import { createDispatchActivities } from '../../../activities';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, WebhookSender } from '../../../libs/delivery';
 import { createLogger, Logger } from '../../../libs/logging';
-import { BootError, Dependencies, reasonOf } from '../../../libs/runtime';
-import { OffsetStore } from '../../../libs/storage';
+import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
+import { DeadLetterStore, OffsetStore } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf, taskQueueOf } from '../../../libs/temporal';
-import { instanceDispatchWorkflow } from '../../../workflows';
+import { dispatchStatusQuery, instanceDispatchWorkflow, InstanceDispatchStatus } from '../../../workflows';
 
 /** How long one dispatch activity run lasts before the workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
@@ -55,8 +56,8 @@ export class WorkerHost {
     readonly taskQueue: string,
   ) {}
 
-  static async start(config: EventMeshConfig, deps: Dependencies): Promise<WorkerHost> {
-    const log = createLogger('WorkerHost');
+  /** `onFatal` hears of a worker that stopped by itself (the instance can no longer dispatch). */
+  static async start(config: EventMeshConfig, deps: Dependencies, onFatal: (reason: string) => void): Promise<WorkerHost> {
     installTemporalRuntime(createLogger('temporal'));
     const taskQueue = taskQueueOf(config.instance.id);
     let connection: NativeConnection;
@@ -66,6 +67,7 @@ export class WorkerHost {
       throw new BootError(`cannot reach Temporal at ${config.temporal.address} (EVENTMESH_TEMPORAL_ADDRESS): ${reasonOf(e)}`);
     }
     const offsets = new OffsetStore(deps.db);
+    const deadLetters = new DeadLetterStore(deps.db);
     const subscriptions = new SubscriptionService(deps.db, deps.topics, config.instance.id, config.kafka.topics[0]);
     const sender = new WebhookSender(config.delivery.webhookTimeoutMs);
     const reader = new PartitionReader(deps.kafka);
@@ -74,11 +76,13 @@ export class WorkerHost {
     const activities = createDispatchActivities({
       instanceId: config.instance.id,
       shutdownSignal: shutdown.signal,
+      leaseTtlMs: config.delivery.leaseTtlMs,
       createLoop: () =>
         new DispatchLoop({
           instanceId: config.instance.id,
           subscriptions,
           offsets,
+          deadLetters,
           reader,
           topics: deps.topics,
           sender,
@@ -106,20 +110,49 @@ export class WorkerHost {
     const host = new WorkerHost(worker, connection, reader, shutdown, taskQueue);
     host.running = worker.run().catch((e: unknown) => {
       host.log.error({ error: reasonOf(e) }, 'Temporal worker stopped with an error');
-      throw e;
+      if (!host.shutdown.signal.aborted) onFatal(`the Temporal worker stopped: ${reasonOf(e)}`);
     });
+    try {
+      await host.startDispatchWorkflow(config, deps);
+    } catch (e) {
+      await host.stop();
+      throw new BootError(`cannot start the dispatch workflow on Temporal at ${config.temporal.address}: ${reasonOf(e)}`);
+    }
+    return host;
+  }
 
+  /**
+   * This process is the instance now: a run left by its previous process is replaced, so dispatch resumes at
+   * once instead of after that run's heartbeat timeout. What the old run knew (totals, an operator's pause) is
+   * read from it first, through this worker, and carried over.
+   */
+  private async startDispatchWorkflow(config: EventMeshConfig, deps: Dependencies): Promise<void> {
     const workflowId = dispatchWorkflowIdOf(config.instance.id);
-    await deps.temporal.client.workflow.start(instanceDispatchWorkflow, {
+    const client = deps.temporal.client;
+    let previous: InstanceDispatchStatus | undefined;
+    try {
+      const handle = client.workflow.getHandle(workflowId);
+      if ((await handle.describe()).status.name === 'RUNNING') {
+        previous = await withDeadline(5000, handle.query(dispatchStatusQuery));
+      }
+    } catch (e) {
+      if (!(e instanceof WorkflowNotFoundError)) this.log.warn({ error: reasonOf(e) }, 'could not read the previous dispatch run');
+    }
+    await client.workflow.start(instanceDispatchWorkflow, {
       workflowId,
-      taskQueue,
-      args: [{ instanceId: config.instance.id, leaseTtlMs: config.delivery.leaseTtlMs, runMs: DISPATCH_RUN_MS }],
-      // This process is the instance now: a run left by its previous process is replaced, so dispatch resumes
-      // at once instead of after that run's heartbeat timeout.
+      taskQueue: this.taskQueue,
+      args: [
+        {
+          instanceId: config.instance.id,
+          leaseTtlMs: config.delivery.leaseTtlMs,
+          runMs: DISPATCH_RUN_MS,
+          totals: previous?.totals,
+          paused: previous?.paused,
+        },
+      ],
       workflowIdConflictPolicy: 'TERMINATE_EXISTING',
     });
-    log.info({ taskQueue, workflowId }, 'Temporal worker running; dispatch workflow started');
-    return host;
+    this.log.info({ taskQueue: this.taskQueue, workflowId, paused: previous?.paused ?? false }, 'Temporal worker running; dispatch workflow started');
   }
 
   async stop(): Promise<void> {

@@ -25,7 +25,7 @@ export class DeadLetterEntity {
 
   /** Context attributes of the event (the frame without its data). */
   @Column({ type: 'jsonb' })
-  attributes!: Record<string, unknown>;
+  attributes!: object;
 
   @Column({ type: 'bytea', nullable: true })
   data!: Buffer | null;
