@@ -22,6 +22,7 @@ export interface EventMeshConfig {
     topology: DeliveryTopology;
     leaseTtlMs: number;
     webhookTimeoutMs: number;
+    webhookOrigin: string;
     pollBatchMaxEvents: number;
     retryInitialMs: number;
     retryMaxMs: number;
@@ -158,6 +159,8 @@ const SETTINGS = {
     () => 10000, 'Heartbeat timeout of the poll-and-dispatch activity: how long a silent owner keeps its lease.'),
   webhookTimeoutMs: setting('EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS', 'eventmesh.delivery.webhookTimeoutMs',
     integer(100, 120000), () => 10000, 'Per-request timeout of a webhook delivery.'),
+  webhookOrigin: setting('EVENTMESH_DELIVERY_WEBHOOK_ORIGIN', 'eventmesh.delivery.webhookOrigin', text, () => 'eventmesh',
+    'The origin this runtime names in the webhook validation handshake (WebHook-Request-Origin).'),
   pollBatchMaxEvents: setting('EVENTMESH_DELIVERY_POLL_BATCH_MAX_EVENTS', 'eventmesh.delivery.pollBatchMaxEvents',
     integer(1, 100000), () => 500, 'Most events dispatched between two offset commits of one partition.'),
   retryInitialMs: setting('EVENTMESH_DELIVERY_RETRY_INITIAL_MS', 'eventmesh.delivery.retryInitialMs',
@@ -237,6 +240,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       topology: v.topology,
       leaseTtlMs: v.leaseTtlMs,
       webhookTimeoutMs: v.webhookTimeoutMs,
+      webhookOrigin: v.webhookOrigin,
       pollBatchMaxEvents: v.pollBatchMaxEvents,
       retryInitialMs: v.retryInitialMs,
       retryMaxMs: v.retryMaxMs,

@@ -73,9 +73,15 @@ class FakeSender {
   readonly attempts = new Map<string, number>();
   readonly failing = new Set<string>();
   failFirst = 0;
-  async send(sink: string, f: EventFrame): Promise<WebhookResult> {
+  readonly answers = new Map<string, WebhookResult>();
+  readonly messageIds: string[] = [];
+  async send(target: { sink: string }, f: EventFrame, messageId: string): Promise<WebhookResult> {
+    const sink = target.sink;
     const n = (this.attempts.get(sink) ?? 0) + 1;
     this.attempts.set(sink, n);
+    this.messageIds.push(messageId);
+    const answer = this.answers.get(sink);
+    if (answer) return answer;
     if (this.failing.has(sink) || n <= this.failFirst) return { ok: false, status: 503, error: 'HTTP 503' };
     this.delivered.push({ sink, id: f.id });
     return { ok: true, status: 200 };
@@ -101,6 +107,7 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')]) {
   const sender = new FakeSender();
   const deadLetters = new FakeDeadLetters();
   let active = subscriptions;
+  const disabled: string[] = [];
   for (const s of subscriptions) {
     for (const partition of [0, 1]) {
       offsets.rows.set(`${s.id}#${partition}`, { subscriptionId: s.id, topic: TOPIC, partition, nextOffset: 0, epoch: 0 });
@@ -108,7 +115,13 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')]) {
   }
   const loop = new DispatchLoop({
     instanceId: 'i1',
-    subscriptions: { activeFor: async () => active },
+    subscriptions: {
+      activeFor: async () => active,
+      disable: async (id: string) => {
+        disabled.push(id);
+        active = active.filter((s) => s.id !== id);
+      },
+    },
     offsets: offsets as unknown as OffsetStore,
     deadLetters: deadLetters as unknown as DeadLetterStore,
     reader: log as unknown as PartitionReader,
@@ -121,7 +134,7 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')]) {
     sender: sender as unknown as WebhookSender,
     options: { pollMaxWaitMs: 5, batchMaxEvents: 100, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4 },
   });
-  return { log, offsets, sender, deadLetters, loop, setActive: (s: SubscriptionEntity[]) => (active = s) };
+  return { log, offsets, sender, deadLetters, loop, disabled, setActive: (s: SubscriptionEntity[]) => (active = s) };
 }
 
 /** Runs the loop until `done` says so (or 5 s pass), then stops it and returns its last progress. */
@@ -239,6 +252,37 @@ describe('DispatchLoop', () => {
     log.append(0, frame(3));
     await runUntil(loop, (p) => p.delivered >= 1);
     expect(sender.idsFor('http://sub-1')).toEqual(['e-3']);
+  });
+
+  it('disables a subscription whose sink answers 410 Gone, and delivers nothing more to it', async () => {
+    const { log, offsets, sender, loop, disabled } = setup();
+    log.append(0, frame(1));
+    log.append(0, frame(2));
+    sender.answers.set('http://sub-1', { ok: false, status: 410, error: 'HTTP 410', gone: true });
+
+    await runUntil(loop, (p) => disabled.length > 0 && p.subscriptions === 0);
+
+    expect(disabled).toEqual(['sub-1']);
+    expect(sender.attempts.get('http://sub-1')).toBe(1);
+    expect(offsets.at('sub-1', 0)).toBe(0);
+  });
+
+  it('waits at least as long as Retry-After says before the next attempt', async () => {
+    const { log, sender, loop } = setup();
+    log.append(0, frame(1));
+    sender.answers.set('http://sub-1', { ok: false, status: 429, error: 'HTTP 429', retryAfterMs: 300 });
+    const started = Date.now();
+    await runUntil(loop, () => (sender.attempts.get('http://sub-1') ?? 0) >= 2);
+    // The backoff alone (at most 4 ms here) would have retried long before.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+  });
+
+  it('gives each delivery a message id that stays the same across its retries', async () => {
+    const { log, sender, loop } = setup();
+    log.append(1, frame(1));
+    sender.failFirst = 2;
+    await runUntil(loop, (p) => p.delivered >= 1);
+    expect(sender.messageIds).toEqual(Array(3).fill('sub-1:orders:1:0'));
   });
 
   it('stops with FencedError when Postgres rejects its commit', async () => {

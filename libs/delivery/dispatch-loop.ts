@@ -18,7 +18,10 @@ export interface DispatchLoopOptions {
 
 export interface DispatchLoopDeps {
   instanceId: string;
-  subscriptions: { activeFor(instanceId: string): Promise<SubscriptionEntity[]> };
+  subscriptions: {
+    activeFor(instanceId: string): Promise<SubscriptionEntity[]>;
+    disable(id: string, reason: string): Promise<void>;
+  };
   offsets: OffsetStore;
   deadLetters: DeadLetterStore;
   reader: PartitionReader;
@@ -278,10 +281,15 @@ export class DispatchLoop {
       if (!record.frame) {
         await this.deadLetterUnreadable(lane, record);
       } else {
-        const result = await this.deps.sender.send(lane.subscription.sink, record.frame, lane.abort.signal);
+        const messageId = `${lane.subscription.id}:${lane.topic}:${lane.partition}:${record.offset}`;
+        const result = await this.deps.sender.send(lane.subscription, record.frame, messageId, lane.abort.signal);
         if (lane.abort.signal.aborted) return;
+        if (result.gone) {
+          await this.disable(lane.subscription, `the sink answered 410 Gone for offset ${record.offset}`);
+          return;
+        }
         if (!result.ok) {
-          this.failed(lane, record.offset, record.frame, result.error ?? 'failed');
+          this.failed(lane, record.offset, record.frame, result.error ?? 'failed', result.retryAfterMs);
           return;
         }
         this.progress.delivered++;
@@ -294,13 +302,25 @@ export class DispatchLoop {
     }
   }
 
-  private failed(lane: Lane, offset: number, frame: EventFrame, error: string): void {
+  /** A sink that answered 410 wants nothing more: the subscription is disabled and its lanes close. */
+  private async disable(subscription: SubscriptionEntity, reason: string): Promise<void> {
+    await this.deps.subscriptions.disable(subscription.id, reason);
+    for (const [key, lane] of this.lanes) {
+      if (lane.subscription.id !== subscription.id) continue;
+      lane.abort.abort();
+      this.lanes.delete(key);
+    }
+    this.log.warn({ subscription: subscription.id, sink: subscription.sink, reason }, 'subscription disabled');
+  }
+
+  /** Schedules the next attempt: exponential backoff with jitter, or later if the sink asked (Retry-After). */
+  private failed(lane: Lane, offset: number, frame: EventFrame, error: string, retryAfterMs?: number): void {
     const { retryInitialMs, retryMaxMs } = this.deps.options;
     lane.attempts++;
     lane.firstFailedAt ??= new Date();
     this.progress.failedAttempts++;
     const ceiling = Math.min(retryMaxMs, retryInitialMs * 2 ** Math.min(lane.attempts - 1, 30));
-    const delay = ceiling / 2 + Math.random() * (ceiling / 2);
+    const delay = Math.max(ceiling / 2 + Math.random() * (ceiling / 2), retryAfterMs ?? 0);
     lane.retryAt = Date.now() + delay;
     this.log.warn(
       {

@@ -1,23 +1,48 @@
+import { Webhook } from 'standardwebhooks';
 import { EventFrame, frameToHttpBinary } from '../frame';
+
+export interface WebhookTarget {
+  sink: string;
+  /** The Standard Webhooks secret (`whsec_...`); unsigned when absent. */
+  signingSecret: string | null;
+}
 
 export interface WebhookResult {
   ok: boolean;
   status?: number;
   error?: string;
+  /** The sink asked for a pause (429 or 503 with Retry-After), in milliseconds. */
+  retryAfterMs?: number;
+  /** The sink answered 410 Gone: it wants no more events. */
+  gone?: boolean;
 }
 
+/** Longest Retry-After honoured; a sink cannot park a subscription for days with one header. */
+const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
+
 /**
- * Webhook push: one HTTP POST per event in CloudEvents binary mode, with a per-request timeout. A 2xx answer is
- * the acknowledgement; anything else, or no answer in time, is a failed attempt.
+ * Webhook push: one HTTP POST per event in CloudEvents binary mode, signed with the Standard Webhooks scheme
+ * (`webhook-id`, `webhook-timestamp`, `webhook-signature`: HMAC-SHA256 over `id.timestamp.body` with the
+ * subscription's secret), with a per-request timeout. 2xx is the acknowledgement; 429 and 503 may carry a
+ * Retry-After; 410 means the sink is gone.
  */
 export class WebhookSender {
+  private readonly signers = new Map<string, Webhook>();
+
   constructor(private readonly timeoutMs: number) {}
 
-  async send(sink: string, frame: EventFrame, signal?: AbortSignal): Promise<WebhookResult> {
+  /** `messageId` is stable across retries of the same delivery, as the Standard Webhooks scheme asks. */
+  async send(target: WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
     const { headers, body } = frameToHttpBinary(frame);
+    if (target.signingSecret) {
+      const timestamp = new Date();
+      headers['webhook-id'] = messageId;
+      headers['webhook-timestamp'] = String(Math.floor(timestamp.getTime() / 1000));
+      headers['webhook-signature'] = this.signer(target.signingSecret).sign(messageId, timestamp, body ?? Buffer.alloc(0));
+    }
     const timeout = AbortSignal.timeout(this.timeoutMs);
     try {
-      const response = await fetch(sink, {
+      const response = await fetch(target.sink, {
         method: 'POST',
         headers,
         body,
@@ -25,13 +50,34 @@ export class WebhookSender {
         redirect: 'manual',
       });
       await response.body?.cancel();
-      const ok = response.status >= 200 && response.status < 300;
-      return ok ? { ok, status: response.status } : { ok, status: response.status, error: `HTTP ${response.status}` };
+      const status = response.status;
+      if (status >= 200 && status < 300) return { ok: true, status };
+      const result: WebhookResult = { ok: false, status, error: `HTTP ${status}` };
+      if (status === 410) result.gone = true;
+      if (status === 429 || status === 503) result.retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
+      return result;
     } catch (e) {
-      const error = timeout.aborted ? `no answer within ${this.timeoutMs} ms` : describe(e);
-      return { ok: false, error };
+      return { ok: false, error: timeout.aborted ? `no answer within ${this.timeoutMs} ms` : describe(e) };
     }
   }
+
+  private signer(secret: string): Webhook {
+    let signer = this.signers.get(secret);
+    if (!signer) {
+      signer = new Webhook(secret);
+      this.signers.set(secret, signer);
+    }
+    return signer;
+  }
+}
+
+/** Retry-After as delay-seconds or an HTTP date; undefined when absent or unreadable. */
+export function parseRetryAfter(value: string | null, now = Date.now()): number | undefined {
+  if (!value) return undefined;
+  const trimmed = value.trim();
+  const ms = /^\d+$/.test(trimmed) ? Number(trimmed) * 1000 : Date.parse(trimmed) - now;
+  if (!Number.isFinite(ms)) return undefined;
+  return Math.min(MAX_RETRY_AFTER_MS, Math.max(0, ms));
 }
 
 function describe(e: unknown): string {

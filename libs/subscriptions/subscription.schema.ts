@@ -28,9 +28,11 @@ export const createSubscriptionSchema = z
     config: z
       .object({
         startFrom: startFromSchema.default('latest'),
+        /** Skip the webhook validation handshake: the operator vouches for the sink. */
+        trusted: z.boolean().default(false),
       })
       .strict()
-      .default({ startFrom: 'latest' }),
+      .default({ startFrom: 'latest', trusted: false }),
   })
   .strict();
 
@@ -46,4 +48,6 @@ export interface SubscriptionView {
   instance: string;
   status: string;
   createdAt: string;
+  /** The Standard Webhooks signing secret; shown once, in the answer to the create. */
+  secret?: string;
 }

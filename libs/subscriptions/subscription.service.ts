@@ -1,10 +1,12 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import type { EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import type { TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
 import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
 import { createSubscriptionSchema, SubscriptionView } from './subscription.schema';
+import { validateWebhookTarget } from './webhook-handshake';
 
 /**
  * The subscriptions resource. A subscription's start position is resolved to concrete offsets when it is
@@ -17,9 +19,18 @@ export class SubscriptionService {
   constructor(
     private readonly db: DataSource,
     private readonly topics: TopicAdmin,
-    private readonly instanceId: string,
-    private readonly defaultTopic: string,
+    private readonly options: { instanceId: string; defaultTopic: string; webhookOrigin: string; webhookTimeoutMs: number },
   ) {}
+
+  /** The service as an instance runs it, from its configuration. */
+  static forInstance(db: DataSource, topics: TopicAdmin, config: EventMeshConfig): SubscriptionService {
+    return new SubscriptionService(db, topics, {
+      instanceId: config.instance.id,
+      defaultTopic: config.kafka.topics[0],
+      webhookOrigin: config.delivery.webhookOrigin,
+      webhookTimeoutMs: config.delivery.webhookTimeoutMs,
+    });
+  }
 
   async create(body: unknown): Promise<SubscriptionView> {
     const parsed = createSubscriptionSchema.safeParse(body);
@@ -31,9 +42,12 @@ export class SubscriptionService {
       });
     }
     const request = parsed.data;
-    const topic = request.topic ?? this.defaultTopic;
+    const topic = request.topic ?? this.options.defaultTopic;
     if (!this.topics.isServed(topic)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
+    }
+    if (!request.config.trusted) {
+      await validateWebhookTarget(request.sink, this.options.webhookOrigin, this.options.webhookTimeoutMs);
     }
     const startFrom = request.config.startFrom;
     const starts =
@@ -44,6 +58,7 @@ export class SubscriptionService {
           : await this.topics.offsetsAt(topic, Date.parse(startFrom));
 
     const id = randomUUID();
+    const secret = `whsec_${randomBytes(24).toString('base64')}`;
     await this.db.transaction(async (tx) => {
       await tx.insert(SubscriptionEntity, {
         id,
@@ -52,7 +67,8 @@ export class SubscriptionService {
         sink: request.sink,
         filters: request.filters as object[],
         config: request.config,
-        instanceId: this.instanceId,
+        signingSecret: secret,
+        instanceId: this.options.instanceId,
         status: 'ACTIVE',
       });
       await tx.insert(
@@ -61,7 +77,7 @@ export class SubscriptionService {
       );
     });
     this.log.info({ subscription: id, topic, sink: request.sink, startFrom }, 'subscription created');
-    return this.get(id);
+    return { ...(await this.get(id)), secret };
   }
 
   async get(id: string): Promise<SubscriptionView> {
@@ -81,6 +97,12 @@ export class SubscriptionService {
       throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
     }
     this.log.info({ subscription: id }, 'subscription deleted');
+  }
+
+  /** Stops delivery to a subscription (its sink answered 410 Gone); it stays readable with its reason. */
+  async disable(id: string, reason: string): Promise<void> {
+    await this.db.manager.update(SubscriptionEntity, { id }, { status: 'DISABLED', updatedAt: new Date() });
+    this.log.warn({ subscription: id, reason }, 'subscription disabled');
   }
 
   /** Active subscriptions this instance dispatches (LOCAL_STICKY_PULL). */

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { Client as PgClient } from 'pg';
 import type { Client } from '@temporalio/client';
 import { Kafka } from 'kafkajs';
+import { Webhook } from 'standardwebhooks';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
@@ -76,8 +77,13 @@ describe('first event, end to end', () => {
       body: JSON.stringify({ sink, topic }),
     });
     expect(created.status).toBe(201);
-    const subscription = (await created.json()) as { id: string; instance: string };
+    const subscription = (await created.json()) as { id: string; instance: string; secret: string };
     expect(subscription.instance).toBe(instanceId);
+    expect(subscription.secret).toMatch(/^whsec_/);
+    expect(receiver.handshakes).toHaveLength(1);
+    expect(receiver.handshakes[0]['webhook-request-origin']).toBe('eventmesh');
+    const fetched = (await (await fetch(`${api}/subscriptions/${subscription.id}`)).json()) as Record<string, unknown>;
+    expect(fetched.secret).toBeUndefined();
 
     const eventId = randomUUID();
     const published = await fetch(`${api}/events/publish?topic=${topic}`, {
@@ -108,6 +114,14 @@ describe('first event, end to end', () => {
       'content-type': 'application/json',
     });
     expect(JSON.parse(delivery.body.toString())).toEqual({ n: 1 });
+    // Signed with the Standard Webhooks scheme: the official verifier accepts it with the subscription's secret.
+    const signed = {
+      'webhook-id': String(delivery.headers['webhook-id']),
+      'webhook-timestamp': String(delivery.headers['webhook-timestamp']),
+      'webhook-signature': String(delivery.headers['webhook-signature']),
+    };
+    expect(() => new Webhook(subscription.secret).verify(delivery.body, signed)).not.toThrow();
+    expect(() => new Webhook(`whsec_${Buffer.from('another secret').toString('base64')}`).verify(delivery.body, signed)).toThrow();
 
     const committed = await waitFor('the offset commit in Postgres', async () => {
       const { rows } = await pg.query(
@@ -178,6 +192,34 @@ describe('first event, end to end', () => {
     const page = await fetch(`${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<!doctype html>');
+  });
+
+  it('refuses a webhook that does not answer the validation handshake, and creates nothing', async () => {
+    const before = ((await (await fetch(`${api}/subscriptions`)).json()) as unknown[]).length;
+    const refusing = new WebhookReceiver();
+    refusing.allowedOrigin = undefined;
+    const url = await refusing.start();
+    try {
+      const response = await fetch(`${api}/subscriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sink: url, topic }),
+      });
+      expect(response.status).toBe(400);
+      expect(await response.json()).toMatchObject({ code: 'WEBHOOK_VALIDATION_FAILED', sink: url, status: 200 });
+      expect(((await (await fetch(`${api}/subscriptions`)).json()) as unknown[]).length).toBe(before);
+
+      const trusted = await fetch(`${api}/subscriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sink: url, topic, config: { trusted: true } }),
+      });
+      expect(trusted.status).toBe(201);
+      expect(refusing.handshakes).toHaveLength(1);
+      await fetch(`${api}/subscriptions/${((await trusted.json()) as { id: string }).id}`, { method: 'DELETE' });
+    } finally {
+      await refusing.stop();
+    }
   });
 
   it.each([

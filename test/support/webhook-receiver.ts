@@ -14,10 +14,18 @@ export class WebhookReceiver {
   status: () => number = () => 200;
   /** When set, every answer waits for it: a sink that has the event but has not acknowledged it yet. */
   gate?: Promise<void>;
+  /** What the sink answers to the validation handshake (OPTIONS) in WebHook-Allowed-Origin; none when undefined. */
+  allowedOrigin: string | undefined = '*';
+  readonly handshakes: IncomingHttpHeaders[] = [];
   private server?: Server;
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => {
+      if (req.method === 'OPTIONS') {
+        this.handshakes.push(req.headers);
+        res.writeHead(200, this.allowedOrigin ? { 'WebHook-Allowed-Origin': this.allowedOrigin } : {}).end();
+        return;
+      }
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {

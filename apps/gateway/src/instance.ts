@@ -58,7 +58,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')));
     }
     if (roles.includes('gateway')) {
-      const subscriptions = new SubscriptionService(deps.db, deps.topics, config.instance.id, config.kafka.topics[0]);
+      const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
       const app = await NestFactory.create<NestFastifyApplication>(
         GatewayModule.register({
           ingress: new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents),

@@ -68,7 +68,7 @@ export class WorkerHost {
     }
     const offsets = new OffsetStore(deps.db);
     const deadLetters = new DeadLetterStore(deps.db);
-    const subscriptions = new SubscriptionService(deps.db, deps.topics, config.instance.id, config.kafka.topics[0]);
+    const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
     const sender = new WebhookSender(config.delivery.webhookTimeoutMs);
     const reader = new PartitionReader(deps.kafka);
     await reader.connect();

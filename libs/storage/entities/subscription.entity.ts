@@ -24,6 +24,10 @@ export class SubscriptionEntity {
   @Column({ type: 'jsonb', default: () => "'{}'" })
   config!: Record<string, unknown>;
 
+  /** The Standard Webhooks secret (`whsec_...`) deliveries are signed with. */
+  @Column({ name: 'signing_secret', type: 'text', nullable: true })
+  signingSecret!: string | null;
+
   /** The instance that dispatches this subscription in LOCAL_STICKY_PULL. */
   @Column({ name: 'instance_id', type: 'text' })
   instanceId!: string;
