@@ -26,6 +26,7 @@ export interface EventMeshConfig {
     pollBatchMaxEvents: number;
     retryInitialMs: number;
     retryMaxMs: number;
+    maxAttempts: number;
   };
   postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number };
   kafka: {
@@ -167,6 +168,8 @@ const SETTINGS = {
     integer(10, 600000), () => 200, 'First delay before a failed delivery is retried.'),
   retryMaxMs: setting('EVENTMESH_DELIVERY_RETRY_MAX_MS', 'eventmesh.delivery.retryMaxMs', integer(10, 3600000),
     () => 30000, 'Longest delay between two retries of a delivery.'),
+  maxAttempts: setting('EVENTMESH_DELIVERY_MAX_ATTEMPTS', 'eventmesh.delivery.maxAttempts', integer(1, 1000), () => 10,
+    'Attempts of a delivery before it goes to the dead-letter queue (a subscription may set its own).'),
   pgHost: setting('EVENTMESH_POSTGRES_HOST', 'eventmesh.postgres.host', text, () => '127.0.0.1', 'Postgres host.'),
   pgPort: setting('EVENTMESH_POSTGRES_PORT', 'eventmesh.postgres.port', integer(1, 65535), () => 5432,
     'Postgres port.'),
@@ -244,6 +247,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       pollBatchMaxEvents: v.pollBatchMaxEvents,
       retryInitialMs: v.retryInitialMs,
       retryMaxMs: v.retryMaxMs,
+      maxAttempts: v.maxAttempts,
     },
     postgres: {
       host: v.pgHost,

@@ -1,7 +1,7 @@
 import type { EventFrame } from '../frame';
 import { frameToKafkaMessage } from '../frame';
 import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
-import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, SubscriptionEntity } from '../storage';
+import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../storage';
 import { DispatchLoop, DispatchProgress, FencedError } from './dispatch-loop';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 
@@ -98,14 +98,38 @@ class FakeDeadLetters {
   }
 }
 
+/** The retry table in memory: due means nextAttemptAt has passed. */
+class FakeRetries {
+  readonly rows = new Map<string, ParkedDelivery>();
+  constructor(private readonly deadLetters: FakeDeadLetters) {}
+  private key = (k: { subscriptionId: string; partition: number; offset: number }) => `${k.subscriptionId}#${k.partition}#${k.offset}`;
+  async park(d: ParkedDelivery): Promise<void> {
+    if (!this.rows.has(this.key(d))) this.rows.set(this.key(d), { ...d });
+  }
+  async due(ids: string[], limit: number): Promise<ParkedDelivery[]> {
+    return [...this.rows.values()].filter((r) => ids.includes(r.subscriptionId) && r.nextAttemptAt.getTime() <= Date.now()).slice(0, limit);
+  }
+  async reschedule(k: ParkedDelivery, attempts: number, nextAttemptAt: Date, lastError: string): Promise<void> {
+    Object.assign(this.rows.get(this.key(k))!, { attempts, nextAttemptAt, lastError });
+  }
+  async delivered(k: ParkedDelivery): Promise<void> {
+    this.rows.delete(this.key(k));
+  }
+  async deadLetter(letter: DeadLetter): Promise<void> {
+    await this.deadLetters.add([letter]);
+    this.rows.delete(this.key(letter));
+  }
+}
+
 const subscription = (id: string, sink = `http://${id}`) =>
   ({ id, topic: TOPIC, sink, instanceId: 'i1', status: 'ACTIVE' }) as SubscriptionEntity;
 
-function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')]) {
+function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], maxAttempts = 1000) {
   const log = new FakeLog();
   const offsets = new FakeOffsets();
   const sender = new FakeSender();
   const deadLetters = new FakeDeadLetters();
+  const retries = new FakeRetries(deadLetters);
   let active = subscriptions;
   const disabled: string[] = [];
   for (const s of subscriptions) {
@@ -124,6 +148,7 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')]) {
     },
     offsets: offsets as unknown as OffsetStore,
     deadLetters: deadLetters as unknown as DeadLetterStore,
+    retries: retries as unknown as RetryStore,
     reader: log as unknown as PartitionReader,
     topics: {
       isServed: (t: string) => t === TOPIC,
@@ -132,9 +157,9 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')]) {
       endOffsets: async () => new Map([[0, log.partitions.get(0)!.length], [1, log.partitions.get(1)!.length]]),
     } as unknown as TopicAdmin,
     sender: sender as unknown as WebhookSender,
-    options: { pollMaxWaitMs: 5, batchMaxEvents: 100, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4 },
+    options: { pollMaxWaitMs: 5, batchMaxEvents: 100, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4, maxAttempts },
   });
-  return { log, offsets, sender, deadLetters, loop, disabled, setActive: (s: SubscriptionEntity[]) => (active = s) };
+  return { log, offsets, sender, deadLetters, retries, loop, disabled, setActive: (s: SubscriptionEntity[]) => (active = s) };
 }
 
 /** Runs the loop until `done` says so (or 5 s pass), then stops it and returns its last progress. */
@@ -178,9 +203,48 @@ describe('DispatchLoop', () => {
     log.append(0, frame(1));
     log.append(0, frame(2));
     sender.failing.add('http://sub-1');
-    await runUntil(loop, (p) => p.failedAttempts >= 3);
+    // Two failed attempts: still retrying in the lane (the third would park it).
+    await runUntil(loop, (p) => p.failedAttempts >= 2);
     expect(sender.delivered).toEqual([]);
     expect(offsets.at('sub-1', 0)).toBe(0);
+  });
+
+  it('parks a delivery after three failed attempts, moves on, and delivers it later from the retry table', async () => {
+    const { log, offsets, sender, retries, loop } = setup();
+    log.append(0, frame(1));
+    log.append(0, frame(2));
+    sender.failFirst = 3;
+
+    const progress = await runUntil(loop, (p) => p.delivered >= 2);
+
+    expect(progress.parked).toBe(1);
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-2', 'e-1']);
+    expect(retries.rows.size).toBe(0);
+    expect(offsets.at('sub-1', 0)).toBe(2);
+  });
+
+  it('dead-letters a delivery after the last attempt, with the attempt count and the last error', async () => {
+    const { log, offsets, sender, deadLetters, retries, loop } = setup([subscription('sub-1')], 5);
+    log.append(0, frame(1));
+    sender.failing.add('http://sub-1');
+
+    const progress = await runUntil(loop, (p) => p.deadLettered >= 1);
+
+    expect(progress.failedAttempts).toBe(5);
+    expect(deadLetters.added).toHaveLength(1);
+    expect(deadLetters.added[0]).toMatchObject({ subscriptionId: 'sub-1', partition: 0, offset: 0, eventId: 'e-1', attempts: 5, lastError: 'HTTP 503' });
+    expect(deadLetters.added[0].data).toEqual(Buffer.from('1'));
+    expect(retries.rows.size).toBe(0);
+    expect(offsets.at('sub-1', 0)).toBe(1);
+  });
+
+  it('takes a retry policy from the subscription over the defaults', async () => {
+    const own = { ...subscription('sub-1'), config: { retry: { maxAttempts: 2 } } } as unknown as SubscriptionEntity;
+    const { log, sender, deadLetters, loop } = setup([own]);
+    log.append(0, frame(1));
+    sender.failing.add('http://sub-1');
+    await runUntil(loop, (p) => p.deadLettered >= 1);
+    expect(deadLetters.added[0].attempts).toBe(2);
   });
 
   it('lets a healthy subscription go on while another one fails', async () => {
@@ -283,6 +347,32 @@ describe('DispatchLoop', () => {
     sender.failFirst = 2;
     await runUntil(loop, (p) => p.delivered >= 1);
     expect(sender.messageIds).toEqual(Array(3).fill('sub-1:orders:1:0'));
+  });
+
+  it('passes over the events its filters do not match, and commits past them', async () => {
+    const picky = { ...subscription('sub-1'), filters: [{ exact: { type: 'keep' } }] } as unknown as SubscriptionEntity;
+    const { log, offsets, sender, loop } = setup([picky]);
+    log.append(0, { ...frame(1), type: 'drop' });
+    log.append(0, { ...frame(2), type: 'keep' });
+    log.append(0, { ...frame(3), type: 'drop' });
+
+    const progress = await runUntil(loop, (p) => p.delivered + p.filteredOut >= 3);
+
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-2']);
+    expect(progress.filteredOut).toBe(2);
+    expect(offsets.at('sub-1', 0)).toBe(3);
+  });
+
+  it('closes the lane of a subscription deleted while its failed delivery was being parked', async () => {
+    const { log, sender, retries, loop } = setup();
+    log.append(0, frame(1));
+    sender.failing.add('http://sub-1');
+    retries.park = async () => {
+      throw Object.assign(new Error('violates foreign key constraint'), { driverError: { code: '23503' } });
+    };
+    const progress = await runUntil(loop, () => loop.snapshot.failedAttempts >= 3 && sender.attempts.get('http://sub-1') === 3);
+    expect(progress.parked).toBe(0);
+    expect(sender.attempts.get('http://sub-1')).toBe(3);
   });
 
   it('stops with FencedError when Postgres rejects its commit', async () => {

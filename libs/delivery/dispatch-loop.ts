@@ -1,8 +1,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { EventFrame, frameFromKafkaRecord } from '../frame';
+import { CompiledFilter, compileFilters } from '../filter';
+import { attributesOf, EventFrame, frameFromAttributes, frameFromKafkaRecord } from '../frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import type { DeadLetterStore, OffsetPosition, OffsetStore, SubscriptionEntity } from '../storage';
+import type { DeadLetterStore, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../storage';
 import type { WebhookSender } from './webhook-sender';
 
 export interface DispatchLoopOptions {
@@ -12,8 +13,22 @@ export interface DispatchLoopOptions {
   batchMaxEvents: number;
   /** How often the set of subscriptions (and the partitions of their topics) is re-read. */
   refreshIntervalMs: number;
+  /** Defaults of the retry policy; a subscription's `config.retry` overrides each. */
   retryInitialMs: number;
   retryMaxMs: number;
+  maxAttempts: number;
+}
+
+/** Attempts made in the lane, in partition order, before a failing delivery is parked in the retry table. */
+const IN_LANE_ATTEMPTS = 3;
+/** Parked deliveries attempted per sweep, and how often the sweep runs. */
+const SWEEP_BATCH = 32;
+const SWEEP_INTERVAL_MS = 1000;
+
+interface RetryPolicy {
+  initialMs: number;
+  maxMs: number;
+  maxAttempts: number;
 }
 
 export interface DispatchLoopDeps {
@@ -24,6 +39,7 @@ export interface DispatchLoopDeps {
   };
   offsets: OffsetStore;
   deadLetters: DeadLetterStore;
+  retries: RetryStore;
   reader: PartitionReader;
   topics: TopicAdmin;
   sender: WebhookSender;
@@ -35,7 +51,10 @@ export interface DispatchProgress {
   rounds: number;
   delivered: number;
   failedAttempts: number;
+  parked: number;
   deadLettered: number;
+  /** Events a subscription's filters passed over. */
+  filteredOut: number;
   subscriptions: number;
   partitions: number;
   /** Events in Kafka not yet settled, summed over every subscription partition. */
@@ -57,6 +76,8 @@ export class FencedError extends Error {
  */
 interface Lane {
   subscription: SubscriptionEntity;
+  /** The subscription's filters; an event they do not match is passed over, not delivered. */
+  filter: CompiledFilter;
   topic: string;
   partition: number;
   /** The next offset to settle (deliver, or dead-letter). */
@@ -93,13 +114,18 @@ export class DispatchLoop {
     rounds: 0,
     delivered: 0,
     failedAttempts: 0,
+    parked: 0,
     deadLettered: 0,
+    filteredOut: 0,
     subscriptions: 0,
     partitions: 0,
     lag: 0,
   };
   private refreshedAt = -Infinity;
+  private sweptAt = 0;
+  private sweeping?: Promise<void>;
   private readonly ignoredTopics = new Set<string>();
+  private readonly filters = new Map<string, { version: number; filter: CompiledFilter }>();
   /** Wakes the loop when a lane finishes or a retry comes due. */
   private wake: () => void = () => undefined;
   /** When the loop last completed a round; the activity's heartbeat watchdog reads it. */
@@ -123,6 +149,7 @@ export class DispatchLoop {
         const positions = this.wanted();
         if (positions.length > 0) await this.accept(await this.fetch(positions, signal));
         this.kick();
+        this.sweep();
         await this.commit();
         this.progress.rounds++;
         this.lastRoundAt = Date.now();
@@ -133,6 +160,7 @@ export class DispatchLoop {
     } finally {
       for (const lane of this.lanes.values()) lane.abort.abort();
       await this.settle();
+      await this.sweeping;
       await this.commit();
     }
     return this.snapshot;
@@ -187,8 +215,10 @@ export class DispatchLoop {
     for (const s of active) {
       for (const partition of await this.deps.topics.partitionsOf(s.topic)) {
         const lane = this.lanes.get(laneKey(s.id, s.topic, partition));
-        if (lane) lane.subscription = s;
-        else missing.push({ subscription: s, partition });
+        if (lane) {
+          lane.subscription = s;
+          lane.filter = this.filterOf(s);
+        } else missing.push({ subscription: s, partition });
       }
     }
     if (missing.length > 0) {
@@ -200,6 +230,7 @@ export class DispatchLoop {
         const nextOffset = at.get(key) ?? 0;
         this.lanes.set(key, {
           subscription,
+          filter: this.filterOf(subscription),
           topic: subscription.topic,
           partition,
           nextOffset,
@@ -216,6 +247,16 @@ export class DispatchLoop {
     }
     this.progress.subscriptions = activeIds.size;
     this.refreshedAt = Date.now();
+  }
+
+  /** A subscription's compiled filters, compiled again only when the subscription changed. */
+  private filterOf(subscription: SubscriptionEntity): CompiledFilter {
+    const version = subscription.updatedAt?.getTime() ?? 0;
+    const cached = this.filters.get(subscription.id);
+    if (cached && cached.version === version) return cached.filter;
+    const filter = compileFilters(subscription.filters);
+    this.filters.set(subscription.id, { version, filter });
+    return filter;
   }
 
   /** The offset each partition must be fetched from: the lowest any lane with room in its buffer still lacks. */
@@ -267,11 +308,30 @@ export class DispatchLoop {
     for (const lane of this.lanes.values()) {
       if (lane.busy || lane.buffer.length === 0 || lane.retryAt > now || lane.abort.signal.aborted) continue;
       lane.busy = true;
-      void this.drain(lane).finally(() => {
-        lane.busy = false;
-        this.wake();
-      });
+      void this.drain(lane)
+        .catch((e: unknown) => this.laneFailed(lane, e))
+        .finally(() => {
+          lane.busy = false;
+          this.wake();
+        });
     }
+  }
+
+  /**
+   * A lane's own storage write failed (parking, dead-lettering). If the subscription is gone (its row was
+   * deleted under us), the lane closes; otherwise it waits and tries the same event again. Nothing moved.
+   */
+  private laneFailed(lane: Lane, e: unknown): void {
+    const key = laneKey(lane.subscription.id, lane.topic, lane.partition);
+    if ((e as { driverError?: { code?: string }; code?: string }).driverError?.code === '23503') {
+      lane.abort.abort();
+      this.lanes.delete(key);
+      this.log.info({ subscription: lane.subscription.id, partition: lane.partition }, 'subscription deleted during delivery; lane closed');
+      return;
+    }
+    lane.retryAt = Date.now() + this.deps.options.retryMaxMs;
+    this.log.error({ subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: lane.nextOffset, error: (e as Error).message },
+      'could not record a failed delivery; trying the event again later');
   }
 
   /** Delivers a lane's buffer in order until it is empty or an attempt fails. */
@@ -280,6 +340,8 @@ export class DispatchLoop {
       const record = lane.buffer[0];
       if (!record.frame) {
         await this.deadLetterUnreadable(lane, record);
+      } else if (!lane.filter.matches(record.frame)) {
+        this.progress.filteredOut++;
       } else {
         const messageId = `${lane.subscription.id}:${lane.topic}:${lane.partition}:${record.offset}`;
         const result = await this.deps.sender.send(lane.subscription, record.frame, messageId, lane.abort.signal);
@@ -289,10 +351,11 @@ export class DispatchLoop {
           return;
         }
         if (!result.ok) {
-          this.failed(lane, record.offset, record.frame, result.error ?? 'failed', result.retryAfterMs);
-          return;
+          const moved = await this.failed(lane, record.offset, record.frame, result.error ?? 'failed', result.retryAfterMs);
+          if (!moved) return;
+        } else {
+          this.progress.delivered++;
         }
-        this.progress.delivered++;
       }
       lane.buffer.shift();
       lane.nextOffset = record.offset + 1;
@@ -313,28 +376,123 @@ export class DispatchLoop {
     this.log.warn({ subscription: subscription.id, sink: subscription.sink, reason }, 'subscription disabled');
   }
 
-  /** Schedules the next attempt: exponential backoff with jitter, or later if the sink asked (Retry-After). */
-  private failed(lane: Lane, offset: number, frame: EventFrame, error: string, retryAfterMs?: number): void {
-    const { retryInitialMs, retryMaxMs } = this.deps.options;
+  /**
+   * After a failed attempt in the lane: retry in the lane (exponential backoff with jitter, or later if the sink
+   * asked with Retry-After) for the first few attempts; after that, park the delivery in the retry table so the
+   * lane moves on; after the subscription's last attempt, dead-letter it. Parking and dead-lettering are durable
+   * before this returns true (the lane may move past the event).
+   */
+  private async failed(lane: Lane, offset: number, frame: EventFrame, error: string, retryAfterMs?: number): Promise<boolean> {
+    const policy = this.policyOf(lane.subscription);
     lane.attempts++;
     lane.firstFailedAt ??= new Date();
     this.progress.failedAttempts++;
-    const ceiling = Math.min(retryMaxMs, retryInitialMs * 2 ** Math.min(lane.attempts - 1, 30));
-    const delay = Math.max(ceiling / 2 + Math.random() * (ceiling / 2), retryAfterMs ?? 0);
-    lane.retryAt = Date.now() + delay;
-    this.log.warn(
-      {
-        subscription: lane.subscription.id,
+    const delay = Math.max(backoff(policy, lane.attempts), retryAfterMs ?? 0);
+    const where = { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset, eventId: frame.id, attempt: lane.attempts, error };
+    if (lane.attempts >= policy.maxAttempts) {
+      await this.deps.deadLetters.add([this.letter(lane.subscription.id, lane.topic, lane.partition, offset, frame, lane.attempts, error, lane.firstFailedAt)]);
+      this.progress.deadLettered++;
+      this.log.error(where, 'delivery failed for the last time; moved to the dead-letter queue');
+      return true;
+    }
+    if (lane.attempts >= IN_LANE_ATTEMPTS) {
+      await this.deps.retries.park({
+        subscriptionId: lane.subscription.id,
         topic: lane.topic,
         partition: lane.partition,
         offset,
-        eventId: frame.id,
-        attempt: lane.attempts,
-        error,
-        retryInMs: Math.round(delay),
-      },
-      'delivery failed; retrying',
-    );
+        attributes: attributesOf(frame),
+        data: frame.data ?? null,
+        attempts: lane.attempts,
+        lastError: error,
+        firstFailedAt: lane.firstFailedAt,
+        nextAttemptAt: new Date(Date.now() + delay),
+        epoch: 0,
+      });
+      this.progress.parked++;
+      this.log.warn({ ...where, retryInMs: Math.round(delay) }, 'delivery failed; parked for a later attempt');
+      return true;
+    }
+    lane.retryAt = Date.now() + delay;
+    this.log.warn({ ...where, retryInMs: Math.round(delay) }, 'delivery failed; retrying');
+    return false;
+  }
+
+  private policyOf(subscription: SubscriptionEntity): RetryPolicy {
+    const own = (subscription.config?.retry ?? {}) as Partial<{ maxAttempts: number; initialDelayMs: number; maxDelayMs: number }>;
+    return {
+      initialMs: own.initialDelayMs ?? this.deps.options.retryInitialMs,
+      maxMs: own.maxDelayMs ?? this.deps.options.retryMaxMs,
+      maxAttempts: own.maxAttempts ?? this.deps.options.maxAttempts,
+    };
+  }
+
+  private letter(
+    subscriptionId: string,
+    topic: string,
+    partition: number,
+    offset: number,
+    frame: EventFrame,
+    attempts: number,
+    lastError: string,
+    firstFailedAt: Date,
+  ) {
+    return {
+      subscriptionId,
+      topic,
+      partition,
+      offset,
+      eventId: frame.id,
+      attributes: attributesOf(frame),
+      data: frame.data ?? null,
+      attempts,
+      lastError,
+      firstFailedAt,
+      lastFailedAt: new Date(),
+    };
+  }
+
+  /** Attempts the parked deliveries that are due, in the background of the loop (at most one sweep at a time). */
+  private sweep(): void {
+    if (this.sweeping || Date.now() - this.sweptAt < SWEEP_INTERVAL_MS) return;
+    this.sweptAt = Date.now();
+    const subscriptions = new Map([...this.lanes.values()].map((l) => [l.subscription.id, l.subscription]));
+    this.sweeping = this.deps.retries
+      .due([...subscriptions.keys()], SWEEP_BATCH)
+      .then((due) => Promise.all(due.map((d) => this.retryParked(d, subscriptions.get(d.subscriptionId)!))))
+      .then(() => undefined)
+      .catch((e: unknown) => this.log.warn({ error: (e as Error).message }, 'retry sweep failed; next sweep tries again'))
+      .finally(() => (this.sweeping = undefined));
+  }
+
+  private async retryParked(parked: ParkedDelivery, subscription: SubscriptionEntity): Promise<void> {
+    const frame = frameFromAttributes(parked.attributes, parked.data);
+    const messageId = `${parked.subscriptionId}:${parked.topic}:${parked.partition}:${parked.offset}`;
+    const result = await this.deps.sender.send(subscription, frame, messageId);
+    if (result.ok) {
+      await this.deps.retries.delivered(parked);
+      this.progress.delivered++;
+      return;
+    }
+    if (result.gone) {
+      await this.disable(subscription, `the sink answered 410 Gone for offset ${parked.offset}`);
+      return;
+    }
+    const policy = this.policyOf(subscription);
+    const attempts = parked.attempts + 1;
+    const error = result.error ?? 'failed';
+    this.progress.failedAttempts++;
+    if (attempts >= policy.maxAttempts) {
+      await this.deps.retries.deadLetter(
+        this.letter(parked.subscriptionId, parked.topic, parked.partition, parked.offset, frame, attempts, error, parked.firstFailedAt),
+      );
+      this.progress.deadLettered++;
+      this.log.error({ subscription: parked.subscriptionId, topic: parked.topic, partition: parked.partition, offset: parked.offset, eventId: frame.id, attempts, error },
+        'parked delivery failed for the last time; moved to the dead-letter queue');
+      return;
+    }
+    const delay = Math.max(backoff(policy, attempts), result.retryAfterMs ?? 0);
+    await this.deps.retries.reschedule(parked, attempts, new Date(Date.now() + delay), error);
   }
 
   /** A record that is not a CloudEvent is kept in the dead-letter queue before the lane moves past it. */
@@ -423,6 +581,12 @@ export class DispatchLoop {
     for (const lane of this.lanes.values()) lag += Math.max(0, lane.highWatermark - lane.nextOffset);
     return lag;
   }
+}
+
+/** The delay before attempt `attempts + 1`: exponential, capped, with jitter (uniform in [d/2, d]). */
+function backoff(policy: RetryPolicy, attempts: number): number {
+  const ceiling = Math.min(policy.maxMs, policy.initialMs * 2 ** Math.min(attempts - 1, 30));
+  return ceiling / 2 + Math.random() * (ceiling / 2);
 }
 
 async function pause(ms: number, signal: AbortSignal): Promise<void> {

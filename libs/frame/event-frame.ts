@@ -48,3 +48,29 @@ export function contextAttributes(frame: EventFrame): [string, string][] {
   for (const [name, value] of Object.entries(frame.extensions)) out.push([name, String(value)]);
   return out;
 }
+
+/** The frame's context attributes as one JSON object (its data left out), for storage beside the bytes. */
+export function attributesOf(frame: EventFrame): Record<string, string | number | boolean> {
+  const { data: _data, extensions, ...context } = frame;
+  const out: Record<string, string | number | boolean> = { ...extensions };
+  for (const [name, value] of Object.entries(context)) if (value !== undefined) out[name] = value;
+  return out;
+}
+
+/** The inverse of {@link attributesOf}: a stored event back into a frame. */
+export function frameFromAttributes(attributes: Record<string, unknown>, data: Buffer | null): EventFrame {
+  const frame: EventFrame = {
+    id: String(attributes.id),
+    source: String(attributes.source),
+    type: String(attributes.type),
+    specversion: '1.0',
+    extensions: {},
+  };
+  for (const [name, value] of Object.entries(attributes)) {
+    if (name === 'id' || name === 'source' || name === 'type' || name === 'specversion') continue;
+    if ((OPTIONAL_ATTRIBUTES as readonly string[]).includes(name)) frame[name as (typeof OPTIONAL_ATTRIBUTES)[number]] = String(value);
+    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') frame.extensions[name] = value;
+  }
+  if (data !== null) frame.data = data;
+  return frame;
+}

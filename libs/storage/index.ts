@@ -2,3 +2,4 @@ export * from './data-source';
 export * from './entities';
 export * from './offset-store';
 export * from './dead-letter-store';
+export * from './retry-store';

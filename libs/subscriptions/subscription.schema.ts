@@ -21,15 +21,25 @@ export const createSubscriptionSchema = z
     sink: httpUrl,
     protocol: z.literal('HTTP').default('HTTP'),
     topic: z.string().min(1).optional(),
-    filters: z
-      .array(z.unknown())
-      .max(0, 'filters are not supported yet: a subscription receives every event of its topic')
-      .default([]),
+    /** Checked in full by compileFilters (libs/filter) when the subscription is created. */
+    filters: z.array(z.unknown()).default([]),
     config: z
       .object({
         startFrom: startFromSchema.default('latest'),
         /** Skip the webhook validation handshake: the operator vouches for the sink. */
         trusted: z.boolean().default(false),
+        /** This subscription's retry policy; each field defaults to the runtime's. */
+        retry: z
+          .object({
+            maxAttempts: z.number().int().min(1).max(1000).optional(),
+            initialDelayMs: z.number().int().min(10).max(3600000).optional(),
+            maxDelayMs: z.number().int().min(10).max(86400000).optional(),
+          })
+          .strict()
+          .refine((r) => r.maxDelayMs === undefined || r.initialDelayMs === undefined || r.maxDelayMs >= r.initialDelayMs, {
+            message: 'maxDelayMs must be at least initialDelayMs',
+          })
+          .optional(),
       })
       .strict()
       .default({ startFrom: 'latest', trusted: false }),

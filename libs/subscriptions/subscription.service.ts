@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
+import { compileFilters } from '../filter';
 import type { TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
 import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
@@ -42,6 +43,8 @@ export class SubscriptionService {
       });
     }
     const request = parsed.data;
+    // A bad filter is refused here, with its path, never met at dispatch time.
+    compileFilters(request.filters);
     const topic = request.topic ?? this.options.defaultTopic;
     if (!this.topics.isServed(topic)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });

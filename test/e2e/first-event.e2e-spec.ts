@@ -162,6 +162,39 @@ describe('first event, end to end', () => {
     expect(await waitFor('the commit after the answer', async () => ((await offsetOf()) === receipt.offset + 1 ? true : undefined))).toBe(true);
   });
 
+  it('retries a failing webhook, then dead-letters the event, while a healthy subscription gets it at once', async () => {
+    const failing = new WebhookReceiver();
+    failing.status = () => 500;
+    const failingUrl = await failing.start();
+    try {
+      const created = await fetch(`${api}/subscriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sink: failingUrl, topic, config: { retry: { maxAttempts: 4, initialDelayMs: 10, maxDelayMs: 20 } } }),
+      });
+      expect(created.status).toBe(201);
+      const { id: failingId } = (await created.json()) as { id: string };
+      const eventId = randomUUID();
+      await fetch(`${api}/events/publish?topic=${topic}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id: eventId, source: '/e2e', type: 'e2e.doomed', data: 'x' }),
+      });
+      await waitFor('the healthy subscription to get the event', () => receiver.requests.some((r) => r.headers['ce-id'] === eventId));
+      const letter = await waitFor('the dead letter', async () => {
+        const { rows } = await pg.query('SELECT event_id, attempts, last_error FROM dead_letters WHERE subscription_id = $1', [failingId]);
+        return rows[0] as { event_id: string; attempts: number; last_error: string } | undefined;
+      }, { timeoutMs: 30000 });
+      expect(letter).toEqual({ event_id: eventId, attempts: 4, last_error: 'HTTP 500' });
+      expect(failing.requests.filter((r) => r.headers['ce-id'] === eventId)).toHaveLength(4);
+      const { rows: parked } = await pg.query('SELECT count(*)::int AS n FROM delivery_retries WHERE subscription_id = $1', [failingId]);
+      expect(parked[0].n).toBe(0);
+      await fetch(`${api}/subscriptions/${failingId}`, { method: 'DELETE' });
+    } finally {
+      await failing.stop();
+    }
+  });
+
   it('runs delivery in the dispatch workflow, whose activity heartbeats its progress', async () => {
     const handle = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(instanceId));
     const description = await handle.describe();
@@ -176,7 +209,7 @@ describe('first event, end to end', () => {
       const progress = JSON.parse(Buffer.from(payload).toString()) as { delivered: number; subscriptions: number };
       return progress.delivered >= 1 ? progress : undefined;
     });
-    expect(details.subscriptions).toBe(1);
+    expect(details.subscriptions).toBeGreaterThanOrEqual(1);
   });
 
   it('lists the dispatch workflow in the Temporal Web UI', async () => {
@@ -192,6 +225,43 @@ describe('first event, end to end', () => {
     const page = await fetch(`${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`);
     expect(page.status).toBe(200);
     expect(await page.text()).toContain('<!doctype html>');
+  });
+
+  it('delivers to a filtered subscription only the events its filters match', async () => {
+    const picky = new WebhookReceiver();
+    const url = await picky.start();
+    try {
+      const bad = await fetch(`${api}/subscriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sink: url, topic, filters: [{ sql: "type LIKE 'e2e.%' AND" }] }),
+      });
+      expect(bad.status).toBe(400);
+      expect(await bad.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'filters', path: 'filters[0].sql' });
+
+      const created = await fetch(`${api}/subscriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ sink: url, topic, filters: [{ sql: "type LIKE 'e2e.keep%' AND EXISTS tenant" }] }),
+      });
+      expect(created.status).toBe(201);
+      const { id } = (await created.json()) as { id: string };
+      const publish = (type: string, extra: Record<string, string> = {}) =>
+        fetch(`${api}/events/publish?topic=${topic}`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/cloudevents+json' },
+          body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/e2e', type, partitionkey: 'one-lane', ...extra }),
+        });
+      // Same partition key, so one lane sees them in this order: by the time the last arrives, the others were judged.
+      await publish('e2e.drop', { tenant: 'a' });
+      await publish('e2e.keep.1');
+      await publish('e2e.keep.2', { tenant: 'a' });
+      await waitFor('the matching event', () => picky.requests.some((r) => r.headers['ce-type'] === 'e2e.keep.2'));
+      expect(picky.requests.map((r) => r.headers['ce-type'])).toEqual(['e2e.keep.2']);
+      await fetch(`${api}/subscriptions/${id}`, { method: 'DELETE' });
+    } finally {
+      await picky.stop();
+    }
   });
 
   it('refuses a webhook that does not answer the validation handshake, and creates nothing', async () => {

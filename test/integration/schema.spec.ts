@@ -26,6 +26,7 @@ describe('schema (real Postgres)', () => {
     expect(rows.map((r) => r.table_name)).toEqual([
       'a2a_tasks',
       'dead_letters',
+      'delivery_retries',
       'partition_leases',
       'schema_migrations',
       'subscription_offsets',

@@ -1,5 +1,5 @@
 import { ConfigError, InstanceRole, loadConfig } from '../../../libs/config';
-import { configureLogging } from '../../../libs/logging';
+import { configureLogging, createLogger } from '../../../libs/logging';
 import { BootError, reasonOf } from '../../../libs/runtime';
 import { RunningInstance, startInstance } from './instance';
 
@@ -9,6 +9,13 @@ import { RunningInstance, startInstance } from './instance';
  */
 export async function runMain(roles?: InstanceRole[]): Promise<void> {
   let instance: RunningInstance | undefined;
+  // A promise nobody awaited failed: a bug. Say it in one line (the log has the detail) and stop, rather than
+  // run on in an unknown state.
+  process.on('unhandledRejection', (reason) => {
+    createLogger('Process').fatal({ err: reason }, 'unhandled rejection');
+    process.stderr.write(`eventmesh: internal error: ${reasonOf(reason)}\n`);
+    process.exit(70);
+  });
   try {
     const config = loadConfig();
     const log = configureLogging(config.log.level, { instance: config.instance.id });

@@ -7,7 +7,7 @@ import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, WebhookSender } from '../../../libs/delivery';
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
-import { DeadLetterStore, OffsetStore } from '../../../libs/storage';
+import { DeadLetterStore, OffsetStore, RetryStore } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf, taskQueueOf } from '../../../libs/temporal';
@@ -68,6 +68,7 @@ export class WorkerHost {
     }
     const offsets = new OffsetStore(deps.db);
     const deadLetters = new DeadLetterStore(deps.db);
+    const retries = new RetryStore(deps.db, deadLetters);
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
     const sender = new WebhookSender(config.delivery.webhookTimeoutMs);
     const reader = new PartitionReader(deps.kafka);
@@ -83,6 +84,7 @@ export class WorkerHost {
           subscriptions,
           offsets,
           deadLetters,
+          retries,
           reader,
           topics: deps.topics,
           sender,
@@ -92,6 +94,7 @@ export class WorkerHost {
             refreshIntervalMs: 1000,
             retryInitialMs: config.delivery.retryInitialMs,
             retryMaxMs: config.delivery.retryMaxMs,
+            maxAttempts: config.delivery.maxAttempts,
           },
         }),
     });

@@ -1,0 +1,100 @@
+import type { DataSource } from 'typeorm';
+import { LessThanOrEqual, In } from 'typeorm';
+import { DeliveryRetryEntity } from './entities';
+import type { DeadLetter, DeadLetterStore } from './dead-letter-store';
+
+export interface ParkedDelivery {
+  subscriptionId: string;
+  topic: string;
+  partition: number;
+  offset: number;
+  attributes: Record<string, unknown>;
+  data: Buffer | null;
+  attempts: number;
+  lastError: string;
+  firstFailedAt: Date;
+  nextAttemptAt: Date;
+  epoch: number;
+}
+
+type Key = Pick<ParkedDelivery, 'subscriptionId' | 'topic' | 'partition' | 'offset'>;
+
+const where = (k: Key) => ({ subscriptionId: k.subscriptionId, topic: k.topic, partition: k.partition, kafkaOffset: k.offset });
+
+/**
+ * The retry table: deliveries that failed and wait for a later attempt. A delivery is parked durably before the
+ * subscription's offset moves past it; it leaves the table when the sink acknowledges it, or for the dead-letter
+ * queue after the last attempt (one transaction, so it is never in neither).
+ */
+export class RetryStore {
+  constructor(
+    private readonly db: DataSource,
+    private readonly deadLetters: DeadLetterStore,
+  ) {}
+
+  /** Durable once this resolves. Parking the same delivery twice (a redelivery after a crash) keeps the first. */
+  async park(delivery: ParkedDelivery): Promise<void> {
+    await this.db
+      .createQueryBuilder()
+      .insert()
+      .into(DeliveryRetryEntity)
+      .values({ ...where(delivery), ...rest(delivery) })
+      .orIgnore()
+      .execute();
+  }
+
+  /** Deliveries of the given subscriptions whose next attempt is due, oldest first. */
+  async due(subscriptionIds: string[], limit: number, now = new Date()): Promise<ParkedDelivery[]> {
+    if (subscriptionIds.length === 0) return [];
+    const rows = await this.db.manager.find(DeliveryRetryEntity, {
+      where: { subscriptionId: In(subscriptionIds), nextAttemptAt: LessThanOrEqual(now) },
+      order: { nextAttemptAt: 'ASC' },
+      take: limit,
+    });
+    return rows.map((r) => ({
+      subscriptionId: r.subscriptionId,
+      topic: r.topic,
+      partition: r.partition,
+      offset: r.kafkaOffset,
+      attributes: r.attributes as Record<string, unknown>,
+      data: r.data,
+      attempts: r.attempts,
+      lastError: r.lastError,
+      firstFailedAt: r.firstFailedAt,
+      nextAttemptAt: r.nextAttemptAt,
+      epoch: r.epoch,
+    }));
+  }
+
+  async reschedule(key: Key, attempts: number, nextAttemptAt: Date, lastError: string): Promise<void> {
+    await this.db.manager.update(DeliveryRetryEntity, where(key), { attempts, nextAttemptAt, lastError });
+  }
+
+  async delivered(key: Key): Promise<void> {
+    await this.db.manager.delete(DeliveryRetryEntity, where(key));
+  }
+
+  /** Moves a parked delivery to the dead-letter queue, in one transaction. */
+  async deadLetter(letter: DeadLetter): Promise<void> {
+    await this.db.transaction(async (tx) => {
+      await this.deadLetters.add([letter], tx);
+      await tx.delete(DeliveryRetryEntity, where(letter));
+    });
+  }
+
+  async countFor(subscriptionId: string): Promise<number> {
+    return this.db.manager.count(DeliveryRetryEntity, { where: { subscriptionId } });
+  }
+}
+
+function rest(d: ParkedDelivery) {
+  return {
+    attributes: d.attributes as object,
+    data: d.data,
+    attempts: d.attempts,
+    lastError: d.lastError,
+    firstFailedAt: d.firstFailedAt,
+    nextAttemptAt: d.nextAttemptAt,
+    epoch: d.epoch,
+  };
+}

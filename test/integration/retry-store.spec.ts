@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { createDataSource, DeadLetterStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../../libs/storage';
+import { testConfig } from '../support/env';
+
+describe('RetryStore (real Postgres)', () => {
+  let db: DataSource;
+  let deadLetters: DeadLetterStore;
+  let retries: RetryStore;
+
+  beforeAll(async () => {
+    db = createDataSource(testConfig().postgres, 'retry-store-spec');
+    await db.initialize();
+    deadLetters = new DeadLetterStore(db);
+    retries = new RetryStore(db, deadLetters);
+  });
+  afterAll(() => db.destroy());
+
+  async function subscription(): Promise<string> {
+    const id = randomUUID();
+    await db.manager.insert(SubscriptionEntity, { id, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    return id;
+  }
+
+  const parked = (subscriptionId: string, offset: number, dueInMs: number): ParkedDelivery => ({
+    subscriptionId,
+    topic: 't',
+    partition: 2,
+    offset,
+    attributes: { id: `e-${offset}`, source: '/s', type: 't', specversion: '1.0' },
+    data: Buffer.from([0, 1, 2]),
+    attempts: 3,
+    lastError: 'HTTP 503',
+    firstFailedAt: new Date(),
+    nextAttemptAt: new Date(Date.now() + dueInMs),
+    epoch: 0,
+  });
+
+  it('returns only due deliveries, oldest first, with their bytes intact', async () => {
+    const id = await subscription();
+    await retries.park(parked(id, 1, -2000));
+    await retries.park(parked(id, 2, -1000));
+    await retries.park(parked(id, 3, 60000));
+    const due = await retries.due([id], 10);
+    expect(due.map((d) => d.offset)).toEqual([1, 2]);
+    expect(due[0].data).toEqual(Buffer.from([0, 1, 2]));
+    expect(due[0].attributes).toMatchObject({ id: 'e-1' });
+  });
+
+  it('keeps the first parking of a delivery parked twice (a redelivery after a crash)', async () => {
+    const id = await subscription();
+    await retries.park(parked(id, 7, -1000));
+    await retries.park({ ...parked(id, 7, -1000), attempts: 9 });
+    const [only] = await retries.due([id], 10);
+    expect(only.attempts).toBe(3);
+    expect(await retries.countFor(id)).toBe(1);
+  });
+
+  it('reschedules, and forgets a delivered one', async () => {
+    const id = await subscription();
+    await retries.park(parked(id, 1, -1000));
+    await retries.reschedule(parked(id, 1, 0), 4, new Date(Date.now() + 60000), 'timeout');
+    expect(await retries.due([id], 10)).toEqual([]);
+    await retries.delivered(parked(id, 1, 0));
+    expect(await retries.countFor(id)).toBe(0);
+  });
+
+  it('moves a delivery to the dead-letter queue in one step', async () => {
+    const id = await subscription();
+    await retries.park(parked(id, 5, -1000));
+    await retries.deadLetter({
+      subscriptionId: id, topic: 't', partition: 2, offset: 5, eventId: 'e-5', attributes: { id: 'e-5' }, data: Buffer.from('x'),
+      attempts: 10, lastError: 'HTTP 500', firstFailedAt: new Date(), lastFailedAt: new Date(),
+    });
+    expect(await retries.countFor(id)).toBe(0);
+    const [letter] = await deadLetters.listFor(id);
+    expect(letter).toMatchObject({ kafkaOffset: 5, eventId: 'e-5', attempts: 10, lastError: 'HTTP 500' });
+  });
+
+  it('drops the parked deliveries of a deleted subscription', async () => {
+    const id = await subscription();
+    await retries.park(parked(id, 1, -1000));
+    await db.manager.delete(SubscriptionEntity, { id });
+    expect(await retries.countFor(id)).toBe(0);
+  });
+});
