@@ -39,7 +39,7 @@ export async function connectDependencies(config: EventMeshConfig, role: string)
     opened.push({ close: () => db.destroy() });
     if (await db.showMigrations()) {
       throw new BootError(
-        `the Postgres schema of database "${pg.database}" is behind this build: run \`npm run migration:run\``,
+        `the Postgres schema of database "${pg.database}" is behind this build: run \`npm run migrate\``,
       );
     }
     log.info({ host: pg.host, port: pg.port, database: pg.database }, 'Postgres connected');

@@ -1,5 +1,5 @@
 import { loadConfig } from '../config';
 import { createDataSource } from './data-source';
 
-/** The DataSource the TypeORM CLI uses (`npm run migration:run`), configured like the runtime. */
+/** The DataSource the TypeORM CLI uses (`npm run migration:generate`, `migration:revert`), configured like the runtime. */
 export default createDataSource(loadConfig().postgres, 'eventmesh-migrations');
