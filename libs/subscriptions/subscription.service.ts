@@ -5,8 +5,8 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { compileFilters } from '../filter';
 import type { TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
-import { createSubscriptionSchema, SubscriptionView } from './subscription.schema';
+import { DeadLetterEntity, SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
+import { CreateSubscriptionRequest, createSubscriptionSchema, DeadLetterView, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
 
 /**
@@ -33,7 +33,8 @@ export class SubscriptionService {
     });
   }
 
-  async create(body: unknown): Promise<SubscriptionView> {
+  /** Parses and checks a create or replace request: schema, filters, topic. Nothing is written. */
+  private parse(body: unknown): CreateSubscriptionRequest & { topic: string } {
     const parsed = createSubscriptionSchema.safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -49,6 +50,12 @@ export class SubscriptionService {
     if (!this.topics.isServed(topic)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
     }
+    return { ...request, topic };
+  }
+
+  async create(body: unknown): Promise<SubscriptionView> {
+    const request = this.parse(body);
+    const topic = request.topic;
     if (!request.config.trusted) {
       await validateWebhookTarget(request.sink, this.options.webhookOrigin, this.options.webhookTimeoutMs);
     }
@@ -84,9 +91,63 @@ export class SubscriptionService {
   }
 
   async get(id: string): Promise<SubscriptionView> {
+    return view(await this.row(id));
+  }
+
+  private async row(id: string): Promise<SubscriptionEntity> {
     const row = isUuid(id) ? await this.db.manager.findOneBy(SubscriptionEntity, { id }) : null;
     if (!row) throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
-    return view(row);
+    return row;
+  }
+
+  /**
+   * Replaces a subscription's sink, filters and config (PUT). Its topic and start position belong to its offsets
+   * and cannot change; a new sink is validated like a new subscription's. The dispatch loop picks the change up
+   * at its next refresh (within a second); the signing secret stays.
+   */
+  async replace(id: string, body: unknown): Promise<SubscriptionView> {
+    const current = await this.row(id);
+    const request = this.parse({ topic: current.topic, ...(body as object) });
+    if (request.topic !== current.topic) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: a subscription cannot move to another topic', { field: 'topic' });
+    }
+    const fixedStart = String(current.config.startFrom ?? 'latest');
+    const askedStart = (body as { config?: { startFrom?: unknown } } | null)?.config?.startFrom;
+    if (askedStart !== undefined && askedStart !== fixedStart) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'config.startFrom: the start position is fixed at create', {
+        field: 'config.startFrom',
+      });
+    }
+    if (request.sink !== current.sink && !request.config.trusted) {
+      await validateWebhookTarget(request.sink, this.options.webhookOrigin, this.options.webhookTimeoutMs);
+    }
+    await this.db.manager.update(SubscriptionEntity, { id }, {
+      sink: request.sink,
+      filters: request.filters as object[],
+      config: { ...request.config, startFrom: fixedStart },
+      updatedAt: new Date(),
+    });
+    this.log.info({ subscription: id, sink: request.sink }, 'subscription replaced');
+    return this.get(id);
+  }
+
+  /** The dead-letter queue of one subscription, oldest offset first, data as base64. */
+  async deadLetters(id: string): Promise<DeadLetterView[]> {
+    await this.row(id);
+    const rows = await this.db.manager.find(DeadLetterEntity, { where: { subscriptionId: id }, order: { createdAt: 'ASC' }, take: 1000 });
+    return rows.map((r) => ({
+      id: r.id,
+      topic: r.topic,
+      partition: r.partition,
+      offset: r.kafkaOffset,
+      eventId: r.eventId,
+      attributes: r.attributes,
+      dataBase64: r.data ? r.data.toString('base64') : null,
+      attempts: r.attempts,
+      lastError: r.lastError,
+      firstFailedAt: r.firstFailedAt.toISOString(),
+      lastFailedAt: r.lastFailedAt.toISOString(),
+    }));
   }
 
   async list(): Promise<SubscriptionView[]> {
@@ -102,7 +163,7 @@ export class SubscriptionService {
     this.log.info({ subscription: id }, 'subscription deleted');
   }
 
-  /** Stops delivery to a subscription (its sink answered 410 Gone); it stays readable with its reason. */
+  /** Stops delivery to a subscription (its sink answered 410 Gone); it stays readable, `status: DISABLED`. */
   async disable(id: string, reason: string): Promise<void> {
     await this.db.manager.update(SubscriptionEntity, { id }, { status: 'DISABLED', updatedAt: new Date() });
     this.log.warn({ subscription: id, reason }, 'subscription disabled');

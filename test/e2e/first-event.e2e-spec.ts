@@ -189,6 +189,10 @@ describe('first event, end to end', () => {
       expect(failing.requests.filter((r) => r.headers['ce-id'] === eventId)).toHaveLength(4);
       const { rows: parked } = await pg.query('SELECT count(*)::int AS n FROM delivery_retries WHERE subscription_id = $1', [failingId]);
       expect(parked[0].n).toBe(0);
+      const listed = (await (await fetch(`${api}/subscriptions/${failingId}/dead-letters`)).json()) as Record<string, unknown>[];
+      expect(listed).toHaveLength(1);
+      expect(listed[0]).toMatchObject({ eventId, attempts: 4, lastError: 'HTTP 500', dataBase64: Buffer.from('"x"').toString('base64') });
+      expect(listed[0].attributes).toMatchObject({ id: eventId, type: 'e2e.doomed', source: '/e2e' });
       await fetch(`${api}/subscriptions/${failingId}`, { method: 'DELETE' });
     } finally {
       await failing.stop();
@@ -262,6 +266,31 @@ describe('first event, end to end', () => {
     } finally {
       await picky.stop();
     }
+  });
+
+  it('replaces a subscription with PUT and keeps the aliases /events/subscribe and /events/unsubscribe', async () => {
+    const json = { 'content-type': 'application/json' };
+    const created = await fetch(`${api}/events/subscribe`, { method: 'POST', headers: json, body: JSON.stringify({ sink, topic }) });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+
+    const replaced = await fetch(`${api}/subscriptions/${id}`, {
+      method: 'PUT',
+      headers: json,
+      body: JSON.stringify({ sink, filters: [{ prefix: { type: 'e2e.' } }], config: { retry: { maxAttempts: 3 } } }),
+    });
+    expect(replaced.status).toBe(200);
+    expect(await replaced.json()).toMatchObject({ id, topic, filters: [{ prefix: { type: 'e2e.' } }], config: { startFrom: 'latest', retry: { maxAttempts: 3 } } });
+
+    const moved = await fetch(`${api}/subscriptions/${id}`, { method: 'PUT', headers: json, body: JSON.stringify({ sink, topic: 'elsewhere' }) });
+    expect(moved.status).toBe(404);
+    const restarted = await fetch(`${api}/subscriptions/${id}`, { method: 'PUT', headers: json, body: JSON.stringify({ sink, config: { startFrom: 'earliest' } }) });
+    expect(restarted.status).toBe(400);
+    expect(await restarted.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'config.startFrom' });
+
+    expect((await fetch(`${api}/events/unsubscribe`, { method: 'POST', headers: json, body: '{}' })).status).toBe(400);
+    expect((await fetch(`${api}/events/unsubscribe`, { method: 'POST', headers: json, body: JSON.stringify({ id }) })).status).toBe(204);
+    expect((await fetch(`${api}/subscriptions/${id}`)).status).toBe(404);
   });
 
   it('refuses a webhook that does not answer the validation handshake, and creates nothing', async () => {

@@ -1,4 +1,5 @@
 import { Body, Controller, Headers, HttpCode, Post, Query, Req } from '@nestjs/common';
+import { SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
 import type { FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { EventIngress, PublishRequest, PublishResult } from '../../../libs/ingress';
@@ -9,7 +10,27 @@ const BATCH_TYPE = 'application/cloudevents-batch+json';
 
 @Controller('events')
 export class EventsController {
-  constructor(private readonly ingress: EventIngress) {}
+  constructor(
+    private readonly ingress: EventIngress,
+    private readonly subscriptions: SubscriptionService,
+  ) {}
+
+  /** Alias of `POST /subscriptions`. */
+  @Post('subscribe')
+  @HttpCode(201)
+  subscribe(@Body() body: unknown): Promise<SubscriptionView> {
+    return this.subscriptions.create(body);
+  }
+
+  /** Alias of `DELETE /subscriptions/{id}`: `{ "id": "..." }`. */
+  @Post('unsubscribe')
+  @HttpCode(204)
+  async unsubscribe(@Body() body: { id?: unknown } | undefined): Promise<void> {
+    if (typeof body?.id !== 'string') {
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'id: the subscription id is required', { field: 'id' });
+    }
+    await this.subscriptions.delete(body.id);
+  }
 
   /**
    * Publishes CloudEvents in any content mode of the HTTP binding: binary (`ce-*` headers, the body is the

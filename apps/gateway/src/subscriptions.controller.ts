@@ -1,5 +1,5 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { DeadLetterView, SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
 
 /** The subscriptions resource (CloudEvents Subscriptions API shape). */
 @Controller('subscriptions')
@@ -20,6 +20,16 @@ export class SubscriptionsController {
   @Get(':id')
   get(@Param('id') id: string): Promise<SubscriptionView> {
     return this.subscriptions.get(id);
+  }
+
+  @Put(':id')
+  replace(@Param('id') id: string, @Body() body: unknown): Promise<SubscriptionView> {
+    return this.subscriptions.replace(id, body);
+  }
+
+  @Get(':id/dead-letters')
+  deadLetters(@Param('id') id: string): Promise<DeadLetterView[]> {
+    return this.subscriptions.deadLetters(id);
   }
 
   @Delete(':id')
