@@ -26,6 +26,8 @@ describe('first event, end to end', () => {
   let temporal: { client: Client; close(): Promise<void> };
   let pg: PgClient;
   let kafka: Kafka;
+  /** The subscription the first delivery test creates; later tests reuse it. */
+  let mainSubscriptionId: string;
 
   beforeAll(async () => {
     sink = await receiver.start();
@@ -80,6 +82,7 @@ describe('first event, end to end', () => {
     const subscription = (await created.json()) as { id: string; instance: string; secret: string };
     expect(subscription.instance).toBe(instanceId);
     expect(subscription.secret).toMatch(/^whsec_/);
+    mainSubscriptionId = subscription.id;
     expect(receiver.handshakes).toHaveLength(1);
     expect(receiver.handshakes[0]['webhook-request-origin']).toBe('eventmesh');
     const fetched = (await (await fetch(`${api}/subscriptions/${subscription.id}`)).json()) as Record<string, unknown>;
@@ -135,8 +138,7 @@ describe('first event, end to end', () => {
   });
 
   it('commits the offset only after the webhook acknowledged the event', async () => {
-    const subscriptions = (await (await fetch(`${api}/subscriptions`)).json()) as { id: string }[];
-    const subscriptionId = subscriptions[0].id;
+    const subscriptionId = mainSubscriptionId;
     let release!: () => void;
     receiver.gate = new Promise<void>((resolve) => (release = resolve));
     const eventId = randomUUID();
@@ -154,11 +156,14 @@ describe('first event, end to end', () => {
       return Number(rows[0].next_offset);
     };
 
-    await waitFor('the sink to hold the event', () => receiver.requests.some((r) => r.headers['ce-id'] === eventId));
-    // The sink has the event but has not answered: the offset must not have passed it.
-    expect(await offsetOf()).toBeLessThanOrEqual(receipt.offset);
-    receiver.gate = undefined;
-    release();
+    try {
+      await waitFor('the sink to hold the event', () => receiver.requests.some((r) => r.headers['ce-id'] === eventId));
+      // The sink has the event but has not answered: the offset must not have passed it.
+      expect(await offsetOf()).toBeLessThanOrEqual(receipt.offset);
+    } finally {
+      receiver.gate = undefined;
+      release();
+    }
     expect(await waitFor('the commit after the answer', async () => ((await offsetOf()) === receipt.offset + 1 ? true : undefined))).toBe(true);
   });
 

@@ -17,6 +17,8 @@ export class WebhookReceiver {
   /** What the sink answers to the validation handshake (OPTIONS) in WebHook-Allowed-Origin; none when undefined. */
   allowedOrigin: string | undefined = '*';
   readonly handshakes: IncomingHttpHeaders[] = [];
+  /** How long each answer to an event waits (a slow sink). */
+  delayMs = 0;
   private server?: Server;
 
   async start(): Promise<string> {
@@ -30,7 +32,8 @@ export class WebhookReceiver {
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
         this.requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) });
-        void (this.gate ?? Promise.resolve()).then(() => res.writeHead(this.status()).end());
+        const delay = new Promise<void>((resolve) => setTimeout(resolve, this.delayMs));
+        void Promise.all([this.gate, delay]).then(() => res.writeHead(this.status()).end());
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
