@@ -74,3 +74,23 @@ export function frameFromAttributes(attributes: Record<string, unknown>, data: B
   if (data !== null) frame.data = data;
   return frame;
 }
+
+/** The frame in the HTTP structured JSON mode: JSON data as JSON, text as a string, other bytes as data_base64. */
+export function frameToStructured(frame: EventFrame): Record<string, unknown> {
+  const out: Record<string, unknown> = attributesOf(frame);
+  if (frame.data === undefined) return out;
+  const type = frame.datacontenttype ?? 'application/json';
+  if (/[/+]json(;|$)/.test(type)) {
+    try {
+      out.data = JSON.parse(frame.data.toString('utf8'));
+      return out;
+    } catch {
+      /* not valid JSON after all: carried as bytes below */
+    }
+  } else if (type.startsWith('text/')) {
+    out.data = frame.data.toString('utf8');
+    return out;
+  }
+  out.data_base64 = frame.data.toString('base64');
+  return out;
+}

@@ -16,6 +16,8 @@ export interface HealthReport {
   instance: string;
   topology: string;
   dependencies: { postgres: DependencyHealth; kafka: DependencyHealth; temporal: DependencyHealth };
+  /** Counters of this instance's own work (request-reply), where it has any. */
+  stats?: Record<string, unknown>;
 }
 
 const PROBE_TIMEOUT_MS = 2000;
@@ -25,6 +27,7 @@ export class HealthService {
   constructor(
     private readonly deps: Dependencies,
     private readonly config: EventMeshConfig,
+    private readonly stats?: () => Record<string, unknown>,
   ) {}
 
   async check(): Promise<HealthReport> {
@@ -45,6 +48,7 @@ export class HealthService {
       instance: this.config.instance.id,
       topology: this.config.delivery.topology,
       dependencies: { postgres, kafka, temporal },
+      ...(this.stats ? { stats: this.stats() } : {}),
     };
   }
 }

@@ -26,7 +26,8 @@ export class EventIngress {
     private readonly maxBatchEvents: number,
   ) {}
 
-  async publish(topic: string | undefined, request: PublishRequest): Promise<PublishResult[]> {
+  /** `amend` may add attributes to each frame before it is written (request-reply sets its correlation id). */
+  async publish(topic: string | undefined, request: PublishRequest, amend?: (frame: EventFrame) => void): Promise<PublishResult[]> {
     const target = topic ?? this.defaultTopic;
     if (!this.topics.isServed(target)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${target}" is not served by this runtime`, {
@@ -34,12 +35,14 @@ export class EventIngress {
       });
     }
     const frames = toFrames(request, this.maxBatchEvents);
+    if (amend) frames.forEach(amend);
     const receipts = await this.producer.publishAll(target, frames);
     return receipts.map((receipt, i) => ({ id: frames[i].id, ...receipt }));
   }
 }
 
-function toFrames(request: PublishRequest, maxBatchEvents: number): EventFrame[] {
+/** The frames of a publish request, through the adaptor of its content mode. */
+export function toFrames(request: PublishRequest, maxBatchEvents: number): EventFrame[] {
   switch (request.mode) {
     case 'structured':
       return [frameFromStructured(request.body)];

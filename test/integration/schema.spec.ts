@@ -28,6 +28,7 @@ describe('schema (real Postgres)', () => {
       'dead_letters',
       'delivery_retries',
       'partition_leases',
+      'pending_requests',
       'schema_migrations',
       'subscription_offsets',
       'subscriptions',

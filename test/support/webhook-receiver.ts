@@ -17,6 +17,8 @@ export class WebhookReceiver {
   /** What the sink answers to the validation handshake (OPTIONS) in WebHook-Allowed-Origin; none when undefined. */
   allowedOrigin: string | undefined = '*';
   readonly handshakes: IncomingHttpHeaders[] = [];
+  /** Called with every event received, before it is answered. */
+  onEvent?: (request: ReceivedRequest) => void;
   /** How long each answer to an event waits (a slow sink). */
   delayMs = 0;
   private server?: Server;
@@ -31,7 +33,9 @@ export class WebhookReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        this.requests.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) });
+        const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
+        this.requests.push(received);
+        this.onEvent?.(received);
         const delay = new Promise<void>((resolve) => setTimeout(resolve, this.delayMs));
         void Promise.all([this.gate, delay]).then(() => res.writeHead(this.status()).end());
       });

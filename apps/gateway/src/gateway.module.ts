@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { HealthService } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
+import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { EventsController } from './events.controller';
@@ -15,6 +16,7 @@ export interface GatewayServices {
   subscriptions: SubscriptionService;
   health: HealthService;
   gate: GatePolicy;
+  requestReply: RequestReplyService;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -29,6 +31,7 @@ export class GatewayModule {
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
         { provide: GatePolicy, useValue: services.gate },
+        { provide: RequestReplyService, useValue: services.requestReply },
         { provide: APP_GUARD, useClass: RequestGateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

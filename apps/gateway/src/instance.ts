@@ -3,6 +3,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
 import { HealthService } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
+import { RequestReplyService } from '../../../libs/request-reply';
 import { createLogger, NestPinoLogger } from '../../../libs/logging';
 import { BootError, closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
@@ -19,6 +20,7 @@ export interface RunningInstance {
   worker?: WorkerHost;
   /** The gateway's base URL, when this process runs the gateway. */
   url?: string;
+  requestReply?: RequestReplyService;
   close(): Promise<void>;
 }
 
@@ -43,6 +45,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     deps,
     async close() {
       await instance.app?.close().catch(() => undefined);
+      await instance.requestReply?.close();
       await instance.worker?.stop();
       await closeDependencies(deps);
     },
@@ -59,11 +62,16 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     }
     if (roles.includes('gateway')) {
       const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
+      const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents);
+      const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id);
+      await requestReply.start();
+      instance.requestReply = requestReply;
       const app = await NestFactory.create<NestFastifyApplication>(
         GatewayModule.register({
-          ingress: new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents),
+          ingress,
+          requestReply,
           subscriptions,
-          health: new HealthService(deps, config),
+          health: new HealthService(deps, config, () => ({ requestReply: { ...requestReply.stats } })),
           gate: options.gate ?? new AdmitAllPolicy(),
         }),
         new FastifyAdapter({ bodyLimit: config.http.bodyLimitBytes }),

@@ -2,10 +2,11 @@ import { A2ATaskEntity } from './a2a-task.entity';
 import { DeadLetterEntity } from './dead-letter.entity';
 import { DeliveryRetryEntity } from './delivery-retry.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
+import { PendingRequestEntity } from './pending-request.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 
-export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, PartitionLeaseEntity, SubscriptionEntity, SubscriptionOffsetEntity };
+export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, PartitionLeaseEntity, PendingRequestEntity, SubscriptionEntity, SubscriptionOffsetEntity };
 
 export const ENTITIES = [
   SubscriptionEntity,
@@ -13,5 +14,6 @@ export const ENTITIES = [
   PartitionLeaseEntity,
   DeadLetterEntity,
   DeliveryRetryEntity,
+  PendingRequestEntity,
   A2ATaskEntity,
 ];

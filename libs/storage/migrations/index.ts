@@ -1,6 +1,12 @@
 import { InitialSchema1795960047984 } from './1795960047984-InitialSchema';
 import { SubscriptionSigningSecret1795963007921 } from './1795963007921-SubscriptionSigningSecret';
 import { DeliveryRetries1795963197938 } from './1795963197938-DeliveryRetries';
+import { PendingRequests1795964509962 } from './1795964509962-PendingRequests';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
-export const MIGRATIONS = [InitialSchema1795960047984, SubscriptionSigningSecret1795963007921, DeliveryRetries1795963197938];
+export const MIGRATIONS = [
+  InitialSchema1795960047984,
+  SubscriptionSigningSecret1795963007921,
+  DeliveryRetries1795963197938,
+  PendingRequests1795964509962,
+];

@@ -1,0 +1,28 @@
+import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+
+/**
+ * A request-reply exchange waiting for its reply: which instance holds the HTTP request, until when, and the
+ * reply once one arrived (through any instance). The holder hears of it by Postgres NOTIFY.
+ */
+@Entity({ name: 'pending_requests' })
+@Index('pending_requests_deadline_idx', ['deadline'])
+export class PendingRequestEntity {
+  @PrimaryColumn({ name: 'correlation_id', type: 'text' })
+  correlationId!: string;
+
+  @Column({ name: 'instance_id', type: 'text' })
+  instanceId!: string;
+
+  @Column({ type: 'timestamptz' })
+  deadline!: Date;
+
+  /** The reply's context attributes, once it arrived. */
+  @Column({ name: 'reply_attributes', type: 'jsonb', nullable: true })
+  replyAttributes!: object | null;
+
+  @Column({ name: 'reply_data', type: 'bytea', nullable: true })
+  replyData!: Buffer | null;
+
+  @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
+  createdAt!: Date;
+}
