@@ -119,12 +119,15 @@ class FakeRetries {
     await this.deadLetters.add([letter]);
     this.rows.delete(this.key(letter));
   }
+  async forgetFrom(subscriptionId: string, _topic: string, partition: number, offset: number): Promise<void> {
+    for (const [k, r] of this.rows) if (r.subscriptionId === subscriptionId && r.partition === partition && r.offset >= offset) this.rows.delete(k);
+  }
 }
 
 const subscription = (id: string, sink = `http://${id}`) =>
   ({ id, topic: TOPIC, sink, instanceId: 'i1', status: 'ACTIVE' }) as SubscriptionEntity;
 
-function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], maxAttempts = 1000) {
+function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], maxAttempts = 1000, batchMaxEvents = 100) {
   const log = new FakeLog();
   const offsets = new FakeOffsets();
   const sender = new FakeSender();
@@ -157,7 +160,7 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], ma
       endOffsets: async () => new Map([[0, log.partitions.get(0)!.length], [1, log.partitions.get(1)!.length]]),
     } as unknown as TopicAdmin,
     sender: sender as unknown as WebhookSender,
-    options: { pollMaxWaitMs: 5, batchMaxEvents: 100, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4, maxAttempts },
+    options: { pollMaxWaitMs: 5, batchMaxEvents, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4, maxAttempts },
   });
   return { log, offsets, sender, deadLetters, retries, loop, disabled, setActive: (s: SubscriptionEntity[]) => (active = s) };
 }
@@ -373,6 +376,24 @@ describe('DispatchLoop', () => {
     const progress = await runUntil(loop, () => loop.snapshot.failedAttempts >= 3 && sender.attempts.get('http://sub-1') === 3);
     expect(progress.parked).toBe(0);
     expect(sender.attempts.get('http://sub-1')).toBe(3);
+  });
+
+  it('never skips the events a lagging subscription lacks when a faster one sets where the fetch starts', async () => {
+    const { log, offsets, sender, loop } = setup([subscription('slow'), subscription('fast')]);
+    const total = 400;
+    for (let n = 0; n < total; n++) log.append(0, frame(n));
+    // The slow sink answers one event at a time, slowly, so its buffer stays full while the fast one runs ahead.
+    const send = sender.send.bind(sender);
+    sender.send = async (target, f, id) => {
+      if (target.sink === 'http://slow') await new Promise((r) => setTimeout(r, 1));
+      return send(target, f, id);
+    };
+
+    await runUntil(loop, () => sender.idsFor('http://slow').length >= total && sender.idsFor('http://fast').length >= total);
+
+    expect(new Set(sender.idsFor('http://slow')).size).toBe(total);
+    expect(sender.idsFor('http://slow')).toEqual(Array.from({ length: total }, (_, n) => `e-${n}`));
+    expect(offsets.at('slow', 0)).toBe(total);
   });
 
   it('stops with FencedError when Postgres rejects its commit', async () => {

@@ -104,8 +104,8 @@ const laneKey = (subscriptionId: string, topic: string, partition: number) => `$
  * An offset moves past an event only after the sink acknowledged it (or it was dead-lettered), so a crash
  * redelivers and never skips.
  *
- * Still to come (docs/delivery.md): the retry table and the dead-letter queue after the last attempt; today a
- * lane retries until the sink answers.
+ * A failing delivery is retried in its lane three times, then parked in the retry table (the lane moves on) and
+ * attempted by a sweep, and dead-lettered after its subscription's last attempt (docs/delivery.md).
  */
 export class DispatchLoop {
   private readonly log = createLogger('DispatchLoop');
@@ -123,6 +123,8 @@ export class DispatchLoop {
   };
   private refreshedAt = -Infinity;
   private sweptAt = 0;
+  /** Aborted when the run ends: sweep attempts in flight give up (their deliveries stay parked). */
+  private stopping?: AbortController;
   private sweeping?: Promise<void>;
   private readonly ignoredTopics = new Set<string>();
   private readonly filters = new Map<string, { version: number; filter: CompiledFilter }>();
@@ -142,6 +144,7 @@ export class DispatchLoop {
     const signal = AbortSignal.any([stopSignal, AbortSignal.timeout(Math.max(0, deadline - Date.now()))]);
     // Every run starts from what Postgres holds.
     this.lanes.clear();
+    this.stopping = new AbortController();
     this.refreshedAt = -Infinity;
     try {
       while (!signal.aborted) {
@@ -159,6 +162,7 @@ export class DispatchLoop {
       }
     } finally {
       for (const lane of this.lanes.values()) lane.abort.abort();
+      this.stopping.abort();
       await this.settle();
       await this.sweeping;
       await this.commit();
@@ -285,6 +289,9 @@ export class DispatchLoop {
         if (lane.topic !== part.topic || lane.partition !== part.partition) continue;
         lane.highWatermark = part.highWatermark;
         const from = lane.buffer.length > 0 ? lane.buffer[lane.buffer.length - 1].offset + 1 : lane.nextOffset;
+        // A fetch that started past what this lane still lacks (it was full when the fetch was planned, and
+        // drained since) has a gap for it: taking these records would skip the events in between.
+        if (part.fetchOffset > from) continue;
         for (const record of decoded) {
           if (record.offset < from) continue;
           if (lane.buffer.length >= this.deps.options.batchMaxEvents) break;
@@ -459,8 +466,13 @@ export class DispatchLoop {
     const subscriptions = new Map([...this.lanes.values()].map((l) => [l.subscription.id, l.subscription]));
     this.sweeping = this.deps.retries
       .due([...subscriptions.keys()], SWEEP_BATCH)
-      .then((due) => Promise.all(due.map((d) => this.retryParked(d, subscriptions.get(d.subscriptionId)!))))
-      .then(() => undefined)
+      .then((due) => Promise.allSettled(due.map((d) => this.retryParked(d, subscriptions.get(d.subscriptionId)!))))
+      .then((results) => {
+        const failed = results.filter((r) => r.status === 'rejected');
+        if (failed.length > 0) {
+          this.log.warn({ failed: failed.length, error: String((failed[0] as PromiseRejectedResult).reason) }, 'some parked deliveries could not be recorded; they stay parked');
+        }
+      })
       .catch((e: unknown) => this.log.warn({ error: (e as Error).message }, 'retry sweep failed; next sweep tries again'))
       .finally(() => (this.sweeping = undefined));
   }
@@ -468,7 +480,8 @@ export class DispatchLoop {
   private async retryParked(parked: ParkedDelivery, subscription: SubscriptionEntity): Promise<void> {
     const frame = frameFromAttributes(parked.attributes, parked.data);
     const messageId = `${parked.subscriptionId}:${parked.topic}:${parked.partition}:${parked.offset}`;
-    const result = await this.deps.sender.send(subscription, frame, messageId);
+    const result = await this.deps.sender.send(subscription, frame, messageId, this.stopping?.signal);
+    if (this.stopping?.signal.aborted) return;
     if (result.ok) {
       await this.deps.retries.delivered(parked);
       this.progress.delivered++;
@@ -539,15 +552,20 @@ export class DispatchLoop {
       if (target < lane.committed) {
         // The log itself went backwards: the stored offset points at events that no longer exist.
         await this.deps.offsets.rewind({ subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: 0 });
+        // Parked deliveries at those offsets belong to the old log; new events will take their offsets.
+        await this.deps.retries.forgetFrom(lane.subscription.id, topic, partition, target);
         lane.committed = target;
       }
       lane.nextOffset = target;
     }
   }
 
-  /** Waits for lanes that are mid-delivery (after their abort) so their last acknowledgement counts. */
+  /**
+   * Waits for lanes that are mid-delivery to finish after their abort (an aborted send ends at once; a storage
+   * write in flight completes), so no lane of this run still works when the next run starts.
+   */
   private async settle(): Promise<void> {
-    const deadline = Date.now() + 5000;
+    const deadline = Date.now() + 15000;
     while ([...this.lanes.values()].some((l) => l.busy) && Date.now() < deadline) await sleep(10);
   }
 

@@ -40,15 +40,17 @@ export class WebhookSender {
       headers['webhook-timestamp'] = String(Math.floor(timestamp.getTime() / 1000));
       headers['webhook-signature'] = this.signer(target.signingSecret).sign(messageId, timestamp, body ?? Buffer.alloc(0));
     }
-    const timeout = AbortSignal.timeout(this.timeoutMs);
+    // One controller per send, its timer cleared and its listener removed when the send ends: nothing outlives it.
+    const controller = new AbortController();
+    let timedOut = false;
+    const timer = setTimeout(() => {
+      timedOut = true;
+      controller.abort();
+    }, this.timeoutMs);
+    const onAbort = () => controller.abort();
+    signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      const response = await fetch(target.sink, {
-        method: 'POST',
-        headers,
-        body,
-        signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
-        redirect: 'manual',
-      });
+      const response = await fetch(target.sink, { method: 'POST', headers, body, signal: controller.signal, redirect: 'manual' });
       await response.body?.cancel();
       const status = response.status;
       if (status >= 200 && status < 300) return { ok: true, status };
@@ -57,7 +59,10 @@ export class WebhookSender {
       if (status === 429 || status === 503) result.retryAfterMs = parseRetryAfter(response.headers.get('retry-after'));
       return result;
     } catch (e) {
-      return { ok: false, error: timeout.aborted ? `no answer within ${this.timeoutMs} ms` : describe(e) };
+      return { ok: false, error: timedOut ? `no answer within ${this.timeoutMs} ms` : describe(e) };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
     }
   }
 

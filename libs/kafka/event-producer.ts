@@ -14,14 +14,26 @@ export interface ProducerOptions {
   lingerMs: number;
   /** Most events in one produce request. */
   maxBatchEvents: number;
+  /** Most bytes (keys, values, headers) in one produce request; a larger publish goes out alone. */
+  maxBatchBytes?: number;
   /** Most produce requests awaiting their acknowledgement at once. */
   maxInFlight: number;
+}
+
+/** Below Kafka's default limit of a record batch (1 MiB), with room for the request's own framing. */
+const DEFAULT_MAX_BATCH_BYTES = 900 * 1024;
+
+function sizeOf(m: Message): number {
+  let n = (m.value ? Buffer.byteLength(m.value as Buffer | string) : 0) + (m.key ? Buffer.byteLength(m.key as Buffer | string) : 0);
+  for (const [k, v] of Object.entries(m.headers ?? {})) n += k.length + (v ? Buffer.byteLength(String(v)) : 0);
+  return n;
 }
 
 /** One publish request's events: written in one produce request, never split, answered together. */
 interface Unit {
   topic: string;
   messages: (Message & { partition: number })[];
+  bytes: number;
   resolve(receipts: PublishReceipt[]): void;
   reject(e: unknown): void;
 }
@@ -72,14 +84,21 @@ export class EventProducer {
 
   /** Publishes the frames in one produce request; resolves with one receipt per frame, in order. */
   async publishAll(topic: string, frames: EventFrame[]): Promise<PublishReceipt[]> {
-    const partitionMetadata = (await this.topics.partitionsOf(topic)).map((partitionId) => ({ partitionId, leader: 0 }));
+    let partitions: number[];
+    try {
+      partitions = await this.topics.partitionsOf(topic);
+    } catch (e) {
+      throw new EventMeshError(ErrorCode.KafkaUnavailable, `Kafka did not answer for topic "${topic}": ${(e as Error).message}`, { topic }, true, { cause: e });
+    }
+    const partitionMetadata = partitions.map((partitionId) => ({ partitionId, leader: 0 }));
     const messages = frames.map((frame) => {
       const message = frameToKafkaMessage(frame);
       const partition = this.partitioner({ topic, partitionMetadata, message } as PartitionerArgs);
       return { ...message, partition };
     });
+    const bytes = messages.reduce((n, m) => n + sizeOf(m), 0);
     return new Promise<PublishReceipt[]>((resolve, reject) => {
-      this.queue.push({ topic, messages, resolve, reject });
+      this.queue.push({ topic, messages, bytes, resolve, reject });
       this.queuedEvents += messages.length;
       this.schedule();
     });
@@ -101,9 +120,14 @@ export class EventProducer {
     if (this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
     const batch: Unit[] = [];
     let events = 0;
-    while (this.queue.length > 0 && (batch.length === 0 || events + this.queue[0].messages.length <= this.options.maxBatchEvents)) {
+    let bytes = 0;
+    const maxBytes = this.options.maxBatchBytes ?? DEFAULT_MAX_BATCH_BYTES;
+    const fits = (unit: Unit) =>
+      events + unit.messages.length <= this.options.maxBatchEvents && bytes + unit.bytes <= maxBytes;
+    while (this.queue.length > 0 && (batch.length === 0 || fits(this.queue[0]))) {
       const unit = this.queue.shift()!;
       events += unit.messages.length;
+      bytes += unit.bytes;
       batch.push(unit);
     }
     this.queuedEvents -= events;
@@ -144,14 +168,19 @@ export class EventProducer {
     // Within a topic partition, Kafka assigns consecutive offsets from baseOffset in the order sent.
     const next = new Map(metadata.map((m) => [`${m.topicName}#${m.partition}`, Number(m.baseOffset)]));
     for (const unit of batch) {
-      unit.resolve(
-        unit.messages.map((m) => {
-          const k = `${unit.topic}#${m.partition}`;
-          const offset = next.get(k)!;
-          next.set(k, offset + 1);
-          return { topic: unit.topic, partition: m.partition, offset };
-        }),
-      );
+      try {
+        unit.resolve(
+          unit.messages.map((m) => {
+            const k = `${unit.topic}#${m.partition}`;
+            const offset = next.get(k);
+            if (offset === undefined) throw new Error(`no acknowledgement for partition ${m.partition} of ${unit.topic}`);
+            next.set(k, offset + 1);
+            return { topic: unit.topic, partition: m.partition, offset };
+          }),
+        );
+      } catch (e) {
+        unit.reject(new EventMeshError(ErrorCode.KafkaUnavailable, (e as Error).message, { topic: unit.topic }, true));
+      }
     }
   }
 }

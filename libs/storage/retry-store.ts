@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { LessThanOrEqual, In } from 'typeorm';
+import { In, LessThanOrEqual, MoreThanOrEqual } from 'typeorm';
 import { DeliveryRetryEntity } from './entities';
 import type { DeadLetter, DeadLetterStore } from './dead-letter-store';
 
@@ -80,6 +80,11 @@ export class RetryStore {
       await this.deadLetters.add([letter], tx);
       await tx.delete(DeliveryRetryEntity, where(letter));
     });
+  }
+
+  /** Forgets the parked deliveries of a subscription partition from an offset on (the log itself was rewound). */
+  async forgetFrom(subscriptionId: string, topic: string, partition: number, offset: number): Promise<void> {
+    await this.db.manager.delete(DeliveryRetryEntity, { subscriptionId, topic, partition, kafkaOffset: MoreThanOrEqual(offset) });
   }
 
   async countFor(subscriptionId: string): Promise<number> {

@@ -71,7 +71,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           ingress,
           requestReply,
           subscriptions,
-          health: new HealthService(deps, config, () => ({ requestReply: { ...requestReply.stats } })),
+          health: new HealthService(deps, config, () => ({ requestReply: { ...requestReply.stats, listening: requestReply.listening } })),
           gate: options.gate ?? new AdmitAllPolicy(),
         }),
         new FastifyAdapter({ bodyLimit: config.http.bodyLimitBytes }),
