@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchStatusQuery, pauseDispatchSignal } from '../../workflows';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
@@ -93,6 +94,24 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     await start(ids.y);
     await waitFor('Y to deliver its backlog', () => second.every((id) => idsAt(atY).has(id)), { timeoutMs: 30000 });
     await Promise.all([atX.stop(), atY.stop()]);
+  });
+
+  it("keeps an operator's pause of the dispatch workflow across a restart of the instance", async () => {
+    const id = `${ids.x}-pause`;
+    const first = await start(id);
+    const handle = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id));
+    await handle.signal(pauseDispatchSignal, true);
+    await waitFor('the pause to be seen', async () => (await handle.query(dispatchStatusQuery)).paused);
+    const runBefore = (await handle.describe()).runId;
+    expect((await first.stop()).code).toBe(0);
+
+    await start(id);
+    const after = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id));
+    const description = await after.describe();
+    expect(description.runId).not.toBe(runBefore);
+    expect((await after.query(dispatchStatusQuery)).paused).toBe(true);
+    await after.signal(pauseDispatchSignal, false);
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(id)]);
   });
 
   it('loses no acknowledged event when an instance is killed with SIGKILL mid-stream and restarted', async () => {

@@ -127,19 +127,25 @@ export class WorkerHost {
   /**
    * This process is the instance now: a run left by its previous process is replaced, so dispatch resumes at
    * once instead of after that run's heartbeat timeout. What the old run knew (totals, an operator's pause) is
-   * read from it first, through this worker, and carried over.
+   * read from it first, through this worker, and carried over. If it cannot be read, the old run is kept
+   * rather than replaced (its activity moves to this worker after its heartbeat timeout): slower, but an
+   * operator's pause is never lifted by a restart.
    */
   private async startDispatchWorkflow(config: EventMeshConfig, deps: Dependencies): Promise<void> {
     const workflowId = dispatchWorkflowIdOf(config.instance.id);
     const client = deps.temporal.client;
     let previous: InstanceDispatchStatus | undefined;
+    let unreadable = false;
     try {
       const handle = client.workflow.getHandle(workflowId);
       if ((await handle.describe()).status.name === 'RUNNING') {
         previous = await withDeadline(5000, handle.query(dispatchStatusQuery));
       }
     } catch (e) {
-      if (!(e instanceof WorkflowNotFoundError)) this.log.warn({ error: reasonOf(e) }, 'could not read the previous dispatch run');
+      if (!(e instanceof WorkflowNotFoundError)) {
+        unreadable = true;
+        this.log.warn({ error: reasonOf(e) }, 'could not read the previous dispatch run; keeping it');
+      }
     }
     await client.workflow.start(instanceDispatchWorkflow, {
       workflowId,
@@ -153,9 +159,12 @@ export class WorkerHost {
           paused: previous?.paused,
         },
       ],
-      workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+      workflowIdConflictPolicy: unreadable ? 'USE_EXISTING' : 'TERMINATE_EXISTING',
     });
-    this.log.info({ taskQueue: this.taskQueue, workflowId, paused: previous?.paused ?? false }, 'Temporal worker running; dispatch workflow started');
+    this.log.info(
+      { taskQueue: this.taskQueue, workflowId, paused: previous?.paused ?? false, replaced: !unreadable },
+      'Temporal worker running; dispatch workflow started',
+    );
   }
 
   async stop(): Promise<void> {
