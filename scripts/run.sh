@@ -14,7 +14,7 @@ npm run --silent migrate
 
 node dist/apps/gateway/src/main.js &
 pid=$!
-trap 'kill -TERM $pid 2>/dev/null; wait $pid' INT TERM
+trap 'kill -TERM $pid 2>/dev/null; wait $pid; exit $?' INT TERM
 
 port=${EVENTMESH_HTTP_PORT:-8080}
 host=${EVENTMESH_HTTP_HOST:-127.0.0.1}
