@@ -4,7 +4,12 @@ import { attributesOf, EventFrame, frameFromAttributes, frameFromKafkaRecord } f
 import type { FetchedPartition, FetchedRecord, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
 import type { DeadLetterStore, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../storage';
-import type { WebhookSender } from './webhook-sender';
+import type { WebhookResult, WebhookTarget } from './webhook-sender';
+
+/** Delivers one event to a subscription's sink: its webhook, or its stream clients (libs/streams). */
+export interface Deliverer {
+  send(target: SubscriptionEntity & WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult>;
+}
 
 export interface DispatchLoopOptions {
   /** How long one fetch may wait at the broker for new records. */
@@ -24,6 +29,8 @@ const IN_LANE_ATTEMPTS = 3;
 /** Parked deliveries attempted per sweep, and how often the sweep runs. */
 const SWEEP_BATCH = 32;
 const SWEEP_INTERVAL_MS = 1000;
+/** When nobody was there to deliver to (no stream client connected any more), how soon to look again. */
+const NOT_ATTEMPTED_RETRY_MS = 100;
 
 interface RetryPolicy {
   initialMs: number;
@@ -42,7 +49,7 @@ export interface DispatchLoopDeps {
   retries: RetryStore;
   reader: PartitionReader;
   topics: TopicAdmin;
-  sender: WebhookSender;
+  sender: Deliverer;
   options: DispatchLoopOptions;
 }
 
@@ -357,7 +364,19 @@ export class DispatchLoop {
           await this.disable(lane.subscription, `the sink answered 410 Gone for offset ${record.offset}`);
           return;
         }
-        if (!result.ok) {
+        if (result.notAttempted) {
+          lane.retryAt = Date.now() + NOT_ATTEMPTED_RETRY_MS;
+          return;
+        }
+        if (result.rejected) {
+          lane.attempts++;
+          lane.firstFailedAt ??= new Date();
+          await this.deps.deadLetters.add([
+            this.letter(lane.subscription.id, lane.topic, lane.partition, record.offset, record.frame, lane.attempts, result.error ?? 'rejected', lane.firstFailedAt),
+          ]);
+          this.progress.deadLettered++;
+          this.log.warn({ subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset, eventId: record.frame.id }, 'event rejected by the receiver; moved to the dead-letter queue');
+        } else if (!result.ok) {
           const moved = await this.failed(lane, record.offset, record.frame, result.error ?? 'failed', result.retryAfterMs);
           if (!moved) return;
         } else {
@@ -491,11 +510,12 @@ export class DispatchLoop {
       await this.disable(subscription, `the sink answered 410 Gone for offset ${parked.offset}`);
       return;
     }
+    if (result.notAttempted) return;
     const policy = this.policyOf(subscription);
     const attempts = parked.attempts + 1;
     const error = result.error ?? 'failed';
     this.progress.failedAttempts++;
-    if (attempts >= policy.maxAttempts) {
+    if (attempts >= policy.maxAttempts || result.rejected) {
       await this.deps.retries.deadLetter(
         this.letter(parked.subscriptionId, parked.topic, parked.partition, parked.offset, frame, attempts, error, parked.firstFailedAt),
       );

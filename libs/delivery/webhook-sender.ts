@@ -2,6 +2,7 @@ import { Webhook } from 'standardwebhooks';
 import { EventFrame, frameToHttpBinary } from '../frame';
 
 export interface WebhookTarget {
+  protocol?: string;
   sink: string;
   /** The Standard Webhooks secret (`whsec_...`); unsigned when absent. */
   signingSecret: string | null;
@@ -15,6 +16,10 @@ export interface WebhookResult {
   retryAfterMs?: number;
   /** The sink answered 410 Gone: it wants no more events. */
   gone?: boolean;
+  /** The receiver refused the event for good (a stream client's reject): straight to the dead-letter queue. */
+  rejected?: boolean;
+  /** Nobody was there to try (a stream client disconnected): try again soon, without counting an attempt. */
+  notAttempted?: boolean;
 }
 
 /** Longest Retry-After honoured; a sink cannot park a subscription for days with one header. */

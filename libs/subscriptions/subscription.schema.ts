@@ -18,8 +18,9 @@ export const startFromSchema = z.union([
 
 export const createSubscriptionSchema = z
   .object({
-    sink: httpUrl,
-    protocol: z.literal('HTTP').default('HTTP'),
+    /** `HTTP`: webhook push to `sink`. `STREAM`: clients of this instance pull over SSE or long-poll. */
+    protocol: z.enum(['HTTP', 'STREAM']).default('HTTP'),
+    sink: httpUrl.optional(),
     topic: z.string().min(1).optional(),
     /** Checked in full by compileFilters (libs/filter) when the subscription is created. */
     filters: z.array(z.unknown()).default([]),
@@ -40,11 +41,22 @@ export const createSubscriptionSchema = z
             message: 'maxDelayMs must be at least initialDelayMs',
           })
           .optional(),
+        /** STREAM: how events spread over the connected clients. */
+        policy: z.enum(['LOAD_BALANCE', 'BROADCAST']).optional(),
+        /** STREAM: how long a client may hold a delivery unanswered before it counts as a failed attempt. */
+        ackTimeoutMs: z.number().int().min(100).max(3600000).optional(),
       })
       .strict()
       .default({ startFrom: 'latest', trusted: false }),
   })
-  .strict();
+  .strict()
+  .superRefine((r, ctx) => {
+    if (r.protocol === 'HTTP' && r.sink === undefined) ctx.addIssue({ code: 'custom', path: ['sink'], message: 'an HTTP subscription needs a sink' });
+    if (r.protocol === 'STREAM' && r.sink !== undefined) ctx.addIssue({ code: 'custom', path: ['sink'], message: 'a STREAM subscription has no sink: its clients connect to it' });
+    if (r.protocol === 'HTTP' && (r.config.policy !== undefined || r.config.ackTimeoutMs !== undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['config'], message: 'policy and ackTimeoutMs apply to STREAM subscriptions' });
+    }
+  });
 
 export type CreateSubscriptionRequest = z.infer<typeof createSubscriptionSchema>;
 
@@ -52,7 +64,7 @@ export interface SubscriptionView {
   id: string;
   topic: string;
   protocol: string;
-  sink: string;
+  sink?: string;
   filters: unknown[];
   config: Record<string, unknown>;
   instance: string;

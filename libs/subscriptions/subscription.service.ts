@@ -23,6 +23,11 @@ export class SubscriptionService {
     private readonly options: { instanceId: string; defaultTopic: string; webhookOrigin: string; webhookTimeoutMs: number },
   ) {}
 
+  /** The instance whose subscriptions this service creates (and whose stream clients it serves). */
+  get instanceId(): string {
+    return this.options.instanceId;
+  }
+
   /** The service as an instance runs it, from its configuration. */
   static forInstance(db: DataSource, topics: TopicAdmin, config: EventMeshConfig): SubscriptionService {
     return new SubscriptionService(db, topics, {
@@ -56,8 +61,8 @@ export class SubscriptionService {
   async create(body: unknown): Promise<SubscriptionView> {
     const request = this.parse(body);
     const topic = request.topic;
-    if (!request.config.trusted) {
-      await validateWebhookTarget(request.sink, this.options.webhookOrigin, this.options.webhookTimeoutMs);
+    if (request.protocol === 'HTTP' && !request.config.trusted) {
+      await validateWebhookTarget(request.sink!, this.options.webhookOrigin, this.options.webhookTimeoutMs);
     }
     const startFrom = request.config.startFrom;
     const starts =
@@ -74,10 +79,10 @@ export class SubscriptionService {
         id,
         topic,
         protocol: request.protocol,
-        sink: request.sink,
+        sink: request.sink ?? '',
         filters: request.filters as object[],
         config: request.config,
-        signingSecret: secret,
+        signingSecret: request.protocol === 'HTTP' ? secret : null,
         instanceId: this.options.instanceId,
         status: 'ACTIVE',
       });
@@ -86,8 +91,8 @@ export class SubscriptionService {
         [...starts].map(([partition, nextOffset]) => ({ subscriptionId: id, topic, partition, nextOffset, epoch: 0 })),
       );
     });
-    this.log.info({ subscription: id, topic, sink: request.sink, startFrom }, 'subscription created');
-    return { ...(await this.get(id)), secret };
+    this.log.info({ subscription: id, topic, protocol: request.protocol, sink: request.sink, startFrom }, 'subscription created');
+    return request.protocol === 'HTTP' ? { ...(await this.get(id)), secret } : this.get(id);
   }
 
   async get(id: string): Promise<SubscriptionView> {
@@ -107,7 +112,7 @@ export class SubscriptionService {
    */
   async replace(id: string, body: unknown): Promise<SubscriptionView> {
     const current = await this.row(id);
-    const request = this.parse({ topic: current.topic, ...(body as object) });
+    const request = this.parse({ topic: current.topic, protocol: current.protocol, ...(body as object) });
     if (request.topic !== current.topic) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: a subscription cannot move to another topic', { field: 'topic' });
     }
@@ -118,11 +123,14 @@ export class SubscriptionService {
         field: 'config.startFrom',
       });
     }
-    if (request.sink !== current.sink && !request.config.trusted) {
-      await validateWebhookTarget(request.sink, this.options.webhookOrigin, this.options.webhookTimeoutMs);
+    if (request.protocol !== current.protocol) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'protocol: a subscription keeps its protocol', { field: 'protocol' });
+    }
+    if (request.protocol === 'HTTP' && request.sink !== current.sink && !request.config.trusted) {
+      await validateWebhookTarget(request.sink!, this.options.webhookOrigin, this.options.webhookTimeoutMs);
     }
     await this.db.manager.update(SubscriptionEntity, { id }, {
-      sink: request.sink,
+      sink: request.sink ?? '',
       filters: request.filters as object[],
       config: { ...request.config, startFrom: fixedStart },
       updatedAt: new Date(),
@@ -183,7 +191,7 @@ function view(row: SubscriptionEntity): SubscriptionView {
     id: row.id,
     topic: row.topic,
     protocol: row.protocol,
-    sink: row.sink,
+    ...(row.protocol === 'HTTP' ? { sink: row.sink } : {}),
     filters: row.filters,
     config: row.config,
     instance: row.instanceId,

@@ -4,11 +4,13 @@ import { HealthService } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
+import { StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error';
 import { RequestGateGuard } from './request-gate.guard';
+import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
 
 export interface GatewayServices {
@@ -17,6 +19,7 @@ export interface GatewayServices {
   health: HealthService;
   gate: GatePolicy;
   requestReply: RequestReplyService;
+  streams: StreamHub;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -25,13 +28,14 @@ export class GatewayModule {
   static register(services: GatewayServices): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [EventsController, SubscriptionsController, HealthController],
+      controllers: [EventsController, SubscriptionsController, StreamsController, HealthController],
       providers: [
         { provide: EventIngress, useValue: services.ingress },
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
         { provide: GatePolicy, useValue: services.gate },
         { provide: RequestReplyService, useValue: services.requestReply },
+        { provide: StreamHub, useValue: services.streams },
         { provide: APP_GUARD, useClass: RequestGateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

@@ -7,6 +7,7 @@ import { RequestReplyService } from '../../../libs/request-reply';
 import { createLogger, NestPinoLogger } from '../../../libs/logging';
 import { BootError, closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
+import { StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { WorkerHost } from '../../worker/src/worker-host';
@@ -57,8 +58,10 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           'this build yet (partition ownership is planned work, see docs/topologies.md); use LOCAL_STICKY_PULL',
       );
     }
+    // Stream clients connect to the gateway and are fed by the worker of the same process.
+    const streams = new StreamHub(0);
     if (roles.includes('worker')) {
-      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')));
+      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), streams);
     }
     if (roles.includes('gateway')) {
       const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
@@ -70,6 +73,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
         GatewayModule.register({
           ingress,
           requestReply,
+          streams,
           subscriptions,
           health: new HealthService(deps, config, () => ({ requestReply: { ...requestReply.stats, listening: requestReply.listening } })),
           gate: options.gate ?? new AdmitAllPolicy(),

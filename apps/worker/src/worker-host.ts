@@ -9,6 +9,7 @@ import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
 import { DeadLetterStore, OffsetStore, RetryStore } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
+import { SinkRouter, StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf, taskQueueOf } from '../../../libs/temporal';
 import { dispatchStatusQuery, instanceDispatchWorkflow, InstanceDispatchStatus } from '../../../workflows';
@@ -57,7 +58,12 @@ export class WorkerHost {
   ) {}
 
   /** `onFatal` hears of a worker that stopped by itself (the instance can no longer dispatch). */
-  static async start(config: EventMeshConfig, deps: Dependencies, onFatal: (reason: string) => void): Promise<WorkerHost> {
+  static async start(
+    config: EventMeshConfig,
+    deps: Dependencies,
+    onFatal: (reason: string) => void,
+    streams: StreamHub,
+  ): Promise<WorkerHost> {
     installTemporalRuntime(createLogger('temporal'));
     const taskQueue = taskQueueOf(config.instance.id);
     let connection: NativeConnection;
@@ -70,7 +76,7 @@ export class WorkerHost {
     const deadLetters = new DeadLetterStore(deps.db);
     const retries = new RetryStore(deps.db, deadLetters);
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
-    const sender = new WebhookSender(config.delivery.webhookTimeoutMs);
+    const sender = new SinkRouter(new WebhookSender(config.delivery.webhookTimeoutMs), streams);
     const reader = new PartitionReader(deps.kafka);
     await reader.connect();
     const shutdown = new AbortController();

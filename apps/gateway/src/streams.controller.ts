@@ -1,0 +1,158 @@
+import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { frameToStructured } from '../../../libs/frame';
+import { PollConsumers, StreamDelivery, StreamHub, StreamOutcome } from '../../../libs/streams';
+import { SubscriptionService } from '../../../libs/subscriptions';
+
+const MAX_WINDOW = 1000;
+const MAX_WAIT_MS = 60000;
+
+interface Answer {
+  deliveryId?: unknown;
+  action?: unknown;
+  delayMs?: unknown;
+  reason?: unknown;
+}
+
+function intParam(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
+  if (raw === undefined || raw === '') return fallback;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < min || n > max) {
+    throw new EventMeshError(ErrorCode.InvalidRequest, `${name} must be an integer from ${min} to ${max}`, { field: name });
+  }
+  return n;
+}
+
+const toWire = (d: StreamDelivery) => ({ deliveryId: d.deliveryId, event: frameToStructured(d.frame) });
+
+/**
+ * Stream transports of STREAM subscriptions: Server-Sent Events and long-poll, with explicit answers per delivery
+ * (`ack`, `nack` to retry after a delay, `reject` to dead-letter) through `POST /subscriptions/{id}/acks`. A client
+ * holds at most `window` unanswered deliveries. Clients connect to the instance that dispatches the subscription.
+ */
+@Controller('subscriptions')
+export class StreamsController {
+  private readonly polls: PollConsumers;
+
+  constructor(
+    private readonly hub: StreamHub,
+    private readonly subscriptions: SubscriptionService,
+  ) {
+    this.polls = new PollConsumers(hub);
+  }
+
+  private async streamOf(id: string): Promise<void> {
+    const s = await this.subscriptions.get(id);
+    if (s.protocol !== 'STREAM') {
+      throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is not a STREAM subscription`, { field: 'protocol' });
+    }
+    if (s.instance !== this.subscriptions.instanceId) {
+      throw new EventMeshError(ErrorCode.WrongInstance, `subscription ${id} is served by instance ${s.instance}; connect there`, {
+        instance: s.instance,
+      });
+    }
+    if (s.status !== 'ACTIVE') throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is ${s.status}`, { status: s.status });
+  }
+
+  /** Server-Sent Events: one `cloudevent` message per delivery, `{ deliveryId, event }`, as long as the client stays. */
+  @Get(':id/events')
+  async sse(
+    @Param('id') id: string,
+    @Query('window') window: string | undefined,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const size = intParam(window, 'window', 10, 1, MAX_WINDOW);
+    await this.streamOf(id);
+    reply.hijack();
+    const raw = reply.raw;
+    raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    raw.write(': connected\n\n');
+    const member = {
+      id: `sse:${randomUUID()}`,
+      subscriptionId: id,
+      window: size,
+      push: (d: StreamDelivery) => raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${JSON.stringify(toWire(d))}\n\n`),
+    };
+    this.hub.connect(member);
+    const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15000);
+    request.raw.once('close', () => {
+      clearInterval(keepAlive);
+      this.hub.disconnect(member);
+    });
+  }
+
+  /** Long-poll: up to `max` deliveries, waiting up to `waitMs` for the first; `consumer` names the client. */
+  @Get(':id/poll')
+  async poll(
+    @Param('id') id: string,
+    @Query('consumer') consumer: string | undefined,
+    @Query('window') window: string | undefined,
+    @Query('max') max: string | undefined,
+    @Query('waitMs') waitMs: string | undefined,
+    @Req() request: FastifyRequest,
+  ): Promise<{ consumer: string; deliveries: ReturnType<typeof toWire>[] }> {
+    const size = intParam(window, 'window', 10, 1, MAX_WINDOW);
+    const take = intParam(max, 'max', size, 1, MAX_WINDOW);
+    const wait = intParam(waitMs, 'waitMs', 20000, 0, MAX_WAIT_MS);
+    if (consumer !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(consumer)) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'consumer: 1 to 64 characters of [A-Za-z0-9._-]', { field: 'consumer' });
+    }
+    await this.streamOf(id);
+    const name = consumer ?? randomUUID();
+    const closed = new AbortController();
+    request.raw.once('close', () => closed.abort());
+    const deliveries = await this.polls.poll(id, name, size, take, wait, closed.signal);
+    return { consumer: name, deliveries: deliveries.map(toWire) };
+  }
+
+  /**
+   * Answers for deliveries: `{ deliveryId, action: "ack" | "nack" | "reject", delayMs?, reason? }`, or an array of
+   * them. An id this instance did not hand out, or already settled (a stale answer), is refused: 409 for a single
+   * answer, `accepted: false` in a list.
+   */
+  @Post(':id/acks')
+  @HttpCode(200)
+  async acks(@Param('id') id: string, @Body() body: unknown): Promise<{ deliveryId: string; accepted: boolean }[] | { deliveryId: string; accepted: true }> {
+    const answers = (Array.isArray(body) ? body : [body]) as Answer[];
+    const outcomes = answers.map((a, index) => ({ deliveryId: this.checkId(a, index), outcome: this.outcomeOf(a, index) }));
+    const results = outcomes.map(({ deliveryId, outcome }) => ({
+      deliveryId,
+      accepted: this.hub.subscriptionOf(deliveryId) === id && this.hub.answer(deliveryId, outcome),
+    }));
+    if (Array.isArray(body)) return results;
+    if (!results[0].accepted) {
+      throw new EventMeshError(ErrorCode.UnknownDelivery, `delivery ${results[0].deliveryId} is not pending here (unknown, stale, or already answered)`, {
+        deliveryId: results[0].deliveryId,
+      });
+    }
+    return { deliveryId: results[0].deliveryId, accepted: true };
+  }
+
+  private checkId(a: Answer, index: number): string {
+    if (typeof a?.deliveryId !== 'string' || a.deliveryId === '') {
+      throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: deliveryId is required`, { field: 'deliveryId', index });
+    }
+    return a.deliveryId;
+  }
+
+  private outcomeOf(a: Answer, index: number): StreamOutcome {
+    switch (a.action) {
+      case 'ack':
+        return { kind: 'ack' };
+      case 'nack': {
+        const delayMs = a.delayMs === undefined ? 1000 : Number(a.delayMs);
+        if (!Number.isInteger(delayMs) || delayMs < 0 || delayMs > 3600000) {
+          throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: delayMs must be an integer from 0 to 3600000`, { field: 'delayMs', index });
+        }
+        return { kind: 'nack', delayMs };
+      }
+      case 'reject':
+        return { kind: 'reject', reason: typeof a.reason === 'string' ? a.reason.slice(0, 500) : 'rejected' };
+      default:
+        throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: action must be ack, nack or reject`, { field: 'action', index });
+    }
+  }
+}

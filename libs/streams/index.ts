@@ -1,0 +1,3 @@
+export * from './stream-hub';
+export * from './sink-router';
+export * from './poll-consumers';

@@ -1,0 +1,79 @@
+import type { StreamDelivery, StreamHub, StreamMember } from './stream-hub';
+
+/** How long a long-poll consumer that stopped polling stays connected (its unanswered deliveries with it). */
+const IDLE_MS = 60000;
+
+class PollConsumer implements StreamMember {
+  readonly queue: StreamDelivery[] = [];
+  private wake?: () => void;
+  idleTimer?: NodeJS.Timeout;
+
+  constructor(
+    readonly id: string,
+    readonly subscriptionId: string,
+    readonly window: number,
+  ) {}
+
+  push(delivery: StreamDelivery): void {
+    this.queue.push(delivery);
+    this.wake?.();
+  }
+
+  /** Up to `max` deliveries: at once if any are queued, else the first to arrive within `waitMs`. */
+  async take(max: number, waitMs: number, signal: AbortSignal): Promise<StreamDelivery[]> {
+    if (this.queue.length === 0 && waitMs > 0 && !signal.aborted) {
+      await new Promise<void>((resolve) => {
+        const done = () => {
+          clearTimeout(timer);
+          signal.removeEventListener('abort', done);
+          this.wake = undefined;
+          resolve();
+        };
+        const timer = setTimeout(done, waitMs);
+        signal.addEventListener('abort', done, { once: true });
+        this.wake = done;
+      });
+    }
+    return this.queue.splice(0, max);
+  }
+}
+
+/**
+ * Long-poll consumers: a client names itself (`consumer`) and polls; between polls it stays a member of the
+ * subscription, holding the deliveries it has not answered (up to its window), until it has not polled for a
+ * minute. Then it is disconnected and what it held is delivered again.
+ */
+export class PollConsumers {
+  private readonly consumers = new Map<string, PollConsumer>();
+
+  constructor(private readonly hub: StreamHub) {}
+
+  async poll(subscriptionId: string, consumer: string, window: number, max: number, waitMs: number, signal: AbortSignal): Promise<StreamDelivery[]> {
+    const key = `${subscriptionId}/${consumer}`;
+    let member = this.consumers.get(key);
+    if (!member) {
+      member = new PollConsumer(`poll:${consumer}`, subscriptionId, window);
+      this.consumers.set(key, member);
+      this.hub.connect(member);
+    }
+    clearTimeout(member.idleTimer);
+    try {
+      return await member.take(max, waitMs, signal);
+    } finally {
+      const m = member;
+      m.idleTimer = setTimeout(() => {
+        this.consumers.delete(key);
+        this.hub.disconnect(m);
+      }, IDLE_MS);
+      m.idleTimer.unref();
+    }
+  }
+
+  close(): void {
+    for (const m of this.consumers.values()) {
+      clearTimeout(m.idleTimer);
+      this.hub.disconnect(m);
+    }
+    this.consumers.clear();
+  }
+}

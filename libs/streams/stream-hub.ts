@@ -1,0 +1,169 @@
+import { randomUUID } from 'node:crypto';
+import { EventFrame } from '../frame';
+import { createLogger } from '../logging';
+import type { SubscriptionEntity } from '../storage';
+
+/** What a stream client answered for one delivery. */
+export type StreamOutcome =
+  | { kind: 'ack' }
+  | { kind: 'nack'; delayMs: number }
+  | { kind: 'reject'; reason: string }
+  | { kind: 'timeout' }
+  | { kind: 'gone' };
+
+export interface StreamDelivery {
+  deliveryId: string;
+  frame: EventFrame;
+}
+
+/** One connected stream client (an SSE connection, or a long-poll consumer) of one subscription. */
+export interface StreamMember {
+  readonly id: string;
+  readonly subscriptionId: string;
+  /** Most deliveries this member holds unanswered (flow control). */
+  readonly window: number;
+  /** Hands a delivery to the client (writes it to the connection, or queues it for the next poll). */
+  push(delivery: StreamDelivery): void;
+}
+
+interface Pending {
+  member: StreamMember;
+  resolve(outcome: StreamOutcome): void;
+  timer: NodeJS.Timeout;
+}
+
+export type StreamPolicy = 'LOAD_BALANCE' | 'BROADCAST';
+
+/**
+ * The stream clients connected to this process, and the deliveries they hold. The dispatch loop hands an event
+ * of a STREAM subscription to `deliver`, which picks members by the subscription's policy (LOAD_BALANCE: one
+ * member with room in its window, round robin; BROADCAST: every connected member), waits for room and for an
+ * answer, and reports ack, nack (retry after a delay), reject (straight to the dead-letter queue), or a
+ * timeout. Delivery ids carry the owner epoch and a per-process nonce, so an answer for an id this process did
+ * not hand out, or already settled, is refused and never matched to a newer delivery.
+ */
+export class StreamHub {
+  private readonly log = createLogger('StreamHub');
+  private readonly members = new Map<string, StreamMember[]>();
+  private readonly pending = new Map<string, Pending>();
+  private readonly roomWaiters = new Set<() => void>();
+  /** Unanswered deliveries per member, counted the moment the member is chosen (choosing and sending are not atomic). */
+  private readonly held = new Map<StreamMember, number>();
+  private readonly nonce = randomUUID().slice(0, 8);
+  private sequence = 0;
+  private cursor = 0;
+
+  constructor(private readonly epoch = 0) {}
+
+  connect(member: StreamMember): void {
+    const list = this.members.get(member.subscriptionId) ?? [];
+    list.push(member);
+    this.members.set(member.subscriptionId, list);
+    this.log.info({ subscription: member.subscriptionId, member: member.id, window: member.window }, 'stream client connected');
+    this.wakeAll();
+  }
+
+  /** The member is gone: what it held unanswered is failed (and delivered again later). */
+  disconnect(member: StreamMember): void {
+    const list = (this.members.get(member.subscriptionId) ?? []).filter((m) => m !== member);
+    if (list.length > 0) this.members.set(member.subscriptionId, list);
+    else this.members.delete(member.subscriptionId);
+    for (const [id, p] of this.pending) if (p.member === member) this.settle(id, { kind: 'gone' });
+    this.held.delete(member);
+    this.log.info({ subscription: member.subscriptionId, member: member.id }, 'stream client disconnected');
+  }
+
+  connected(subscriptionId: string): number {
+    return this.members.get(subscriptionId)?.length ?? 0;
+  }
+
+  /** Answers one delivery; false when the id is unknown here or already answered (a stale answer). */
+  answer(deliveryId: string, outcome: StreamOutcome): boolean {
+    return this.settle(deliveryId, outcome);
+  }
+
+  /** Which subscription a pending delivery belongs to, if it is pending. */
+  subscriptionOf(deliveryId: string): string | undefined {
+    return this.pending.get(deliveryId)?.member.subscriptionId;
+  }
+
+  async deliver(subscription: SubscriptionEntity, frame: EventFrame, signal?: AbortSignal): Promise<StreamOutcome> {
+    const config = subscription.config as { policy?: StreamPolicy; ackTimeoutMs?: number };
+    const ackTimeoutMs = config.ackTimeoutMs ?? 30000;
+    if (config.policy === 'BROADCAST') {
+      const targets = await this.waitFor(() => this.withRoom(subscription.id, 'all'), signal);
+      if (!targets) return { kind: 'gone' };
+      const outcomes = await Promise.all(targets.map((m) => this.send(m, frame, ackTimeoutMs)));
+      return outcomes.find((o) => o.kind === 'reject') ?? outcomes.find((o) => o.kind !== 'ack') ?? { kind: 'ack' };
+    }
+    const member = await this.waitFor(() => this.withRoom(subscription.id, 'one')?.[0], signal);
+    if (!member) return { kind: 'gone' };
+    return this.send(member, frame, ackTimeoutMs);
+  }
+
+  private send(member: StreamMember, frame: EventFrame, ackTimeoutMs: number): Promise<StreamOutcome> {
+    const deliveryId = `${this.epoch}.${this.nonce}.${++this.sequence}`;
+    return new Promise<StreamOutcome>((resolve) => {
+      const timer = setTimeout(() => this.settle(deliveryId, { kind: 'timeout' }), ackTimeoutMs);
+      this.pending.set(deliveryId, { member, resolve, timer });
+      member.push({ deliveryId, frame });
+    });
+  }
+
+  private settle(deliveryId: string, outcome: StreamOutcome): boolean {
+    const p = this.pending.get(deliveryId);
+    if (!p) return false;
+    this.pending.delete(deliveryId);
+    this.held.set(p.member, Math.max(0, (this.held.get(p.member) ?? 1) - 1));
+    clearTimeout(p.timer);
+    p.resolve(outcome);
+    this.wakeAll();
+    return true;
+  }
+
+  private inFlight(member: StreamMember): number {
+    return this.held.get(member) ?? 0;
+  }
+
+  private hold(members: StreamMember[]): StreamMember[] {
+    for (const m of members) this.held.set(m, this.inFlight(m) + 1);
+    return members;
+  }
+
+  /** Members with room: one (round robin) or, for BROADCAST, all connected ones once every one has room. */
+  private withRoom(subscriptionId: string, which: 'one' | 'all'): StreamMember[] | undefined {
+    const list = this.members.get(subscriptionId) ?? [];
+    if (list.length === 0) return undefined;
+    if (which === 'all') return list.every((m) => this.inFlight(m) < m.window) ? this.hold([...list]) : undefined;
+    for (let i = 0; i < list.length; i++) {
+      const m = list[(this.cursor + i) % list.length];
+      if (this.inFlight(m) < m.window) {
+        this.cursor = (this.cursor + i + 1) % list.length;
+        return this.hold([m]);
+      }
+    }
+    return undefined;
+  }
+
+  /** Waits until `pick` finds something (a member connected, or room freed), or the signal aborts. */
+  private async waitFor<T>(pick: () => T | undefined, signal?: AbortSignal): Promise<T | undefined> {
+    for (;;) {
+      const found = pick();
+      if (found !== undefined) return found;
+      if (signal?.aborted) return undefined;
+      await new Promise<void>((resolve) => {
+        const wake = () => {
+          this.roomWaiters.delete(wake);
+          signal?.removeEventListener('abort', wake);
+          resolve();
+        };
+        this.roomWaiters.add(wake);
+        signal?.addEventListener('abort', wake, { once: true });
+      });
+    }
+  }
+
+  private wakeAll(): void {
+    for (const wake of [...this.roomWaiters]) wake();
+  }
+}

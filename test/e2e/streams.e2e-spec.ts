@@ -1,0 +1,162 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { uniqueTopic } from '../support/env';
+import { InstanceProcess } from '../support/instance-process';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
+
+interface Delivery {
+  deliveryId: string;
+  event: { id: string; type: string };
+}
+
+/**
+ * STREAM subscriptions on a real instance: long-poll and Server-Sent Events, explicit ack / nack / reject, the
+ * in-flight window, stale answers refused, and the LOAD_BALANCE and BROADCAST policies.
+ */
+describe('stream transports', () => {
+  const topic = uniqueTopic('streams');
+  const instanceId = `streams-${randomUUID().slice(0, 6)}`;
+  let instance: InstanceProcess;
+  let api: string;
+  let temporal: { client: Client; close(): Promise<void> };
+  const json = { 'content-type': 'application/json' };
+
+  beforeAll(async () => {
+    temporal = await temporalClient();
+    instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3' });
+    api = await instance.ready();
+  });
+  afterAll(async () => {
+    await instance.stop();
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId)]);
+    await temporal.close();
+  });
+
+  const createStream = async (config: Record<string, unknown> = {}) => {
+    const response = await fetch(`${api}/subscriptions`, { method: 'POST', headers: json, body: JSON.stringify({ protocol: 'STREAM', topic, config }) });
+    expect(response.status).toBe(201);
+    return ((await response.json()) as { id: string }).id;
+  };
+  const publish = async (type: string, key: string = randomUUID()) => {
+    const id = randomUUID();
+    const response = await fetch(`${api}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({ specversion: '1.0', id, source: '/streams', type, partitionkey: key }),
+    });
+    expect(response.status).toBe(202);
+    return id;
+  };
+  const poll = async (sub: string, consumer: string, params: Record<string, string> = {}) => {
+    const query = new URLSearchParams({ consumer, waitMs: '5000', ...params });
+    const response = await fetch(`${api}/subscriptions/${sub}/poll?${query}`);
+    expect(response.status).toBe(200);
+    return ((await response.json()) as { deliveries: Delivery[] }).deliveries;
+  };
+  const answer = (sub: string, body: unknown) => fetch(`${api}/subscriptions/${sub}/acks`, { method: 'POST', headers: json, body: JSON.stringify(body) });
+
+  it('delivers by long-poll, takes acks, and moves on only after them', async () => {
+    const sub = await createStream();
+    const sent = [await publish('s.one'), await publish('s.two'), await publish('s.three')];
+    const got: string[] = [];
+    await waitFor('all three by long-poll', async () => {
+      for (const d of await poll(sub, 'c1')) {
+        got.push(d.event.id);
+        expect((await answer(sub, { deliveryId: d.deliveryId, action: 'ack' })).status).toBe(200);
+      }
+      return sent.every((id) => got.includes(id));
+    });
+    expect(got.sort()).toEqual([...sent].sort());
+  });
+
+  it('redelivers a nacked event with a new delivery id and refuses the stale one', async () => {
+    const sub = await createStream();
+    const id = await publish('s.nack');
+    const firstDelivery = await waitFor('the event', async () => (await poll(sub, 'c2'))[0]);
+    expect(firstDelivery.event.id).toBe(id);
+    expect((await answer(sub, { deliveryId: firstDelivery.deliveryId, action: 'nack', delayMs: 200 })).status).toBe(200);
+    const again = await waitFor('the redelivery', async () => (await poll(sub, 'c2'))[0]);
+    expect(again.event.id).toBe(id);
+    expect(again.deliveryId).not.toBe(firstDelivery.deliveryId);
+    const stale = await answer(sub, { deliveryId: firstDelivery.deliveryId, action: 'ack' });
+    expect(stale.status).toBe(409);
+    expect(await stale.json()).toMatchObject({ code: 'UNKNOWN_DELIVERY', deliveryId: firstDelivery.deliveryId });
+    expect((await answer(sub, { deliveryId: again.deliveryId, action: 'ack' })).status).toBe(200);
+  });
+
+  it('sends a rejected event straight to the dead-letter queue', async () => {
+    const sub = await createStream();
+    const id = await publish('s.reject');
+    const d = await waitFor('the event', async () => (await poll(sub, 'c3'))[0]);
+    expect((await answer(sub, { deliveryId: d.deliveryId, action: 'reject', reason: 'malformed order' })).status).toBe(200);
+    const letters = await waitFor('the dead letter', async () => {
+      const list = (await (await fetch(`${api}/subscriptions/${sub}/dead-letters`)).json()) as { eventId: string; lastError: string }[];
+      return list.length > 0 ? list : undefined;
+    });
+    expect(letters[0]).toMatchObject({ eventId: id, lastError: 'rejected by the stream client: malformed order' });
+  });
+
+  it('holds a client to its window of unanswered deliveries', async () => {
+    const sub = await createStream();
+    // Six events over three partitions: three lanes could each hand one out at once.
+    for (let n = 0; n < 6; n++) await publish('s.window', `key-${n}`);
+    const first = await waitFor('a delivery', async () => {
+      const list = await poll(sub, 'narrow', { window: '1', max: '10' });
+      return list.length > 0 ? list : undefined;
+    });
+    expect(first).toHaveLength(1);
+    expect(await poll(sub, 'narrow', { window: '1', max: '10', waitMs: '300' })).toEqual([]);
+    expect((await answer(sub, [{ deliveryId: first[0].deliveryId, action: 'ack' }])).status).toBe(200);
+    expect(await waitFor('the next one after the ack', async () => {
+      const list = await poll(sub, 'narrow', { window: '1', max: '10' });
+      return list.length > 0 ? list : undefined;
+    })).toHaveLength(1);
+  });
+
+  it('sends every event to every client under BROADCAST, and to one of them under LOAD_BALANCE', async () => {
+    const broadcast = await createStream({ policy: 'BROADCAST' });
+    const balanced = await createStream({ policy: 'LOAD_BALANCE' });
+    // Both clients connect before the event exists.
+    await Promise.all([poll(broadcast, 'a', { waitMs: '0' }), poll(broadcast, 'b', { waitMs: '0' }), poll(balanced, 'a', { waitMs: '0' }), poll(balanced, 'b', { waitMs: '0' })]);
+    const id = await publish('s.policy');
+    const [atA, atB] = await Promise.all([poll(broadcast, 'a'), poll(broadcast, 'b')]);
+    expect([atA[0]?.event.id, atB[0]?.event.id]).toEqual([id, id]);
+    const [balancedA, balancedB] = await Promise.all([poll(balanced, 'a', { waitMs: '2000' }), poll(balanced, 'b', { waitMs: '2000' })]);
+    expect([...balancedA, ...balancedB].map((d) => d.event.id)).toEqual([id]);
+  });
+
+  it('streams deliveries as Server-Sent Events', async () => {
+    const sub = await createStream();
+    const abort = new AbortController();
+    const response = await fetch(`${api}/subscriptions/${sub}/events?window=5`, { signal: abort.signal });
+    expect(response.headers.get('content-type')).toBe('text/event-stream');
+    const id = await publish('s.sse');
+    const reader = response.body!.getReader();
+    let text = '';
+    const message = await waitFor('a cloudevent message', async () => {
+      const { value } = await reader.read();
+      text += Buffer.from(value ?? new Uint8Array()).toString();
+      const m = /event: cloudevent\ndata: (.+)\n\n/.exec(text);
+      return m ? (JSON.parse(m[1]) as Delivery) : undefined;
+    });
+    expect(message.event.id).toBe(id);
+    expect((await answer(sub, { deliveryId: message.deliveryId, action: 'ack' })).status).toBe(200);
+    abort.abort();
+  });
+
+  it('refuses stream transports on a webhook subscription and bad answers', async () => {
+    const hook = await fetch(`${api}/subscriptions`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ protocol: 'HTTP', topic, sink: 'http://127.0.0.1:9/x', config: { trusted: true } }),
+    });
+    const { id } = (await hook.json()) as { id: string };
+    expect((await fetch(`${api}/subscriptions/${id}/poll?waitMs=0`)).status).toBe(400);
+    const sub = await createStream();
+    expect((await answer(sub, { deliveryId: 'x', action: 'maybe' })).status).toBe(400);
+    expect((await answer(sub, { deliveryId: '0.nope.1', action: 'ack' })).status).toBe(409);
+    expect((await fetch(`${api}/subscriptions`, { method: 'POST', headers: json, body: JSON.stringify({ protocol: 'STREAM', topic, sink: 'http://x' }) })).status).toBe(400);
+  });
+});
