@@ -1,3 +1,4 @@
 export * from './stream-hub';
 export * from './sink-router';
 export * from './poll-consumers';
+export * from './stream-access';

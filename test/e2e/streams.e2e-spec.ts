@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import WebSocket from 'ws';
 import type { Client } from '@temporalio/client';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
@@ -144,6 +145,39 @@ describe('stream transports', () => {
     expect(message.event.id).toBe(id);
     expect((await answer(sub, { deliveryId: message.deliveryId, action: 'ack' })).status).toBe(200);
     abort.abort();
+  });
+
+  it('streams over WebSocket, with answers on the same socket', async () => {
+    const sub = await createStream();
+    const socket = new WebSocket(`${api.replace('http', 'ws')}/subscriptions/${sub}/ws?window=4`);
+    const messages: Record<string, unknown>[] = [];
+    socket.on('message', (m) => messages.push(JSON.parse(String(m)) as Record<string, unknown>));
+    await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+    try {
+      const id = await publish('s.ws');
+      const event = await waitFor('the event on the socket', () => messages.find((m) => m.type === 'event') as (Delivery & { type: string }) | undefined);
+      expect(event.event.id).toBe(id);
+      socket.send(JSON.stringify({ type: 'ack', deliveryId: event.deliveryId }));
+      expect(await waitFor('the answer', () => messages.find((m) => m.type === 'answered'))).toEqual({ type: 'answered', deliveryId: event.deliveryId, accepted: true });
+      socket.send(JSON.stringify({ type: 'ack', deliveryId: event.deliveryId }));
+      await waitFor('the stale answer refused', () => messages.filter((m) => m.type === 'answered').length === 2);
+      expect(messages.filter((m) => m.type === 'answered')[1]).toMatchObject({ accepted: false });
+      socket.send('not json');
+      expect(await waitFor('an error message', () => messages.find((m) => m.type === 'error'))).toMatchObject({ code: 'MALFORMED_JSON' });
+    } finally {
+      socket.close();
+    }
+  });
+
+  it('refuses a WebSocket to a subscription that is not a stream, as plain HTTP', async () => {
+    const socket = new WebSocket(`${api.replace('http', 'ws')}/subscriptions/${randomUUID()}/ws`);
+    const status = await new Promise<number>((resolve) => {
+      socket.once('unexpected-response', (_req, res) => resolve(res.statusCode ?? 0));
+      socket.once('open', () => resolve(101));
+      socket.once('error', () => undefined);
+    });
+    expect(status).toBe(404);
+    socket.terminate();
   });
 
   it('refuses stream transports on a webhook subscription and bad answers', async () => {

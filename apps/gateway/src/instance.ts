@@ -13,6 +13,7 @@ import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { WorkerHost } from '../../worker/src/worker-host';
 import { registerBodyParsers } from './body-parsers';
 import { GatewayModule } from './gateway.module';
+import { registerWebSocketStreams } from './websocket-streams';
 
 export interface RunningInstance {
   config: EventMeshConfig;
@@ -65,6 +66,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     }
     if (roles.includes('gateway')) {
       const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
+      const gate = options.gate ?? new AdmitAllPolicy();
       const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents);
       const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id);
       await requestReply.start();
@@ -76,12 +78,13 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           streams,
           subscriptions,
           health: new HealthService(deps, config, () => ({ requestReply: { ...requestReply.stats, listening: requestReply.listening } })),
-          gate: options.gate ?? new AdmitAllPolicy(),
+          gate,
         }),
         new FastifyAdapter({ bodyLimit: config.http.bodyLimitBytes }),
         { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
       );
       registerBodyParsers(app);
+      await registerWebSocketStreams(app, { hub: streams, subscriptions, gate });
       await app.listen(config.http.port, config.http.host);
       instance.app = app;
       const address = app.getHttpServer().address();

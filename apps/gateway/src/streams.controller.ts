@@ -3,20 +3,20 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { frameToStructured } from '../../../libs/frame';
-import { PollConsumers, StreamDelivery, StreamHub, StreamOutcome } from '../../../libs/streams';
+import { assertStreamHere, PollConsumers, StreamDelivery, StreamHub, StreamOutcome } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
 
 const MAX_WINDOW = 1000;
 const MAX_WAIT_MS = 60000;
 
-interface Answer {
+export interface Answer {
   deliveryId?: unknown;
   action?: unknown;
   delayMs?: unknown;
   reason?: unknown;
 }
 
-function intParam(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
+export function intParam(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
   if (raw === undefined || raw === '') return fallback;
   const n = Number(raw);
   if (!Number.isInteger(n) || n < min || n > max) {
@@ -25,7 +25,7 @@ function intParam(raw: string | undefined, name: string, fallback: number, min: 
   return n;
 }
 
-const toWire = (d: StreamDelivery) => ({ deliveryId: d.deliveryId, event: frameToStructured(d.frame) });
+export const toWire = (d: StreamDelivery) => ({ deliveryId: d.deliveryId, event: frameToStructured(d.frame) });
 
 /**
  * Stream transports of STREAM subscriptions: Server-Sent Events and long-poll, with explicit answers per delivery
@@ -43,17 +43,8 @@ export class StreamsController {
     this.polls = new PollConsumers(hub);
   }
 
-  private async streamOf(id: string): Promise<void> {
-    const s = await this.subscriptions.get(id);
-    if (s.protocol !== 'STREAM') {
-      throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is not a STREAM subscription`, { field: 'protocol' });
-    }
-    if (s.instance !== this.subscriptions.instanceId) {
-      throw new EventMeshError(ErrorCode.WrongInstance, `subscription ${id} is served by instance ${s.instance}; connect there`, {
-        instance: s.instance,
-      });
-    }
-    if (s.status !== 'ACTIVE') throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is ${s.status}`, { status: s.status });
+  private streamOf(id: string): Promise<void> {
+    return assertStreamHere(this.subscriptions, id);
   }
 
   /** Server-Sent Events: one `cloudevent` message per delivery, `{ deliveryId, event }`, as long as the client stays. */
@@ -117,7 +108,7 @@ export class StreamsController {
   @HttpCode(200)
   async acks(@Param('id') id: string, @Body() body: unknown): Promise<{ deliveryId: string; accepted: boolean }[] | { deliveryId: string; accepted: true }> {
     const answers = (Array.isArray(body) ? body : [body]) as Answer[];
-    const outcomes = answers.map((a, index) => ({ deliveryId: this.checkId(a, index), outcome: this.outcomeOf(a, index) }));
+    const outcomes = answers.map((a, index) => ({ deliveryId: this.checkId(a, index), outcome: outcomeOf(a, index) }));
     const results = outcomes.map(({ deliveryId, outcome }) => ({
       deliveryId,
       accepted: this.hub.subscriptionOf(deliveryId) === id && this.hub.answer(deliveryId, outcome),
@@ -137,22 +128,23 @@ export class StreamsController {
     }
     return a.deliveryId;
   }
+}
 
-  private outcomeOf(a: Answer, index: number): StreamOutcome {
-    switch (a.action) {
-      case 'ack':
-        return { kind: 'ack' };
-      case 'nack': {
-        const delayMs = a.delayMs === undefined ? 1000 : Number(a.delayMs);
-        if (!Number.isInteger(delayMs) || delayMs < 0 || delayMs > 3600000) {
-          throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: delayMs must be an integer from 0 to 3600000`, { field: 'delayMs', index });
-        }
-        return { kind: 'nack', delayMs };
+/** An answer's action as the hub's outcome; a 400 for an unknown action or a bad delay. */
+export function outcomeOf(a: Answer, index: number): StreamOutcome {
+  switch (a.action) {
+    case 'ack':
+      return { kind: 'ack' };
+    case 'nack': {
+      const delayMs = a.delayMs === undefined ? 1000 : Number(a.delayMs);
+      if (!Number.isInteger(delayMs) || delayMs < 0 || delayMs > 3600000) {
+        throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: delayMs must be an integer from 0 to 3600000`, { field: 'delayMs', index });
       }
-      case 'reject':
-        return { kind: 'reject', reason: typeof a.reason === 'string' ? a.reason.slice(0, 500) : 'rejected' };
-      default:
-        throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: action must be ack, nack or reject`, { field: 'action', index });
+      return { kind: 'nack', delayMs };
     }
+    case 'reject':
+      return { kind: 'reject', reason: typeof a.reason === 'string' ? a.reason.slice(0, 500) : 'rejected' };
+    default:
+      throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: action must be ack, nack or reject`, { field: 'action', index });
   }
 }

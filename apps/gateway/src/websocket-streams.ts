@@ -1,0 +1,72 @@
+import websocket from '@fastify/websocket';
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { randomUUID } from 'node:crypto';
+import type { WebSocket } from 'ws';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { createLogger } from '../../../libs/logging';
+import type { GatePolicy } from '../../../libs/security';
+import { assertStreamHere, StreamDelivery, StreamHub } from '../../../libs/streams';
+import type { SubscriptionService } from '../../../libs/subscriptions';
+import { toHttpError } from './http-error';
+import { intParam, outcomeOf, toWire } from './streams.controller';
+
+const log = createLogger('WebSocketStreams');
+
+/**
+ * The WebSocket stream transport, `GET /subscriptions/{id}/ws?window=N`. The server sends
+ * `{"type":"event","deliveryId","event"}`; the client answers `{"type":"ack"|"nack"|"reject","deliveryId",
+ * "delayMs"?,"reason"?}` and hears `{"type":"answered","deliveryId","accepted"}` (false for an unknown or stale
+ * id) or `{"type":"error","code","message"}`. The handshake passes the request gate and the same checks as the
+ * other transports, and fails as plain HTTP in the runtime's error shape.
+ */
+export async function registerWebSocketStreams(
+  app: NestFastifyApplication,
+  deps: { hub: StreamHub; subscriptions: SubscriptionService; gate: GatePolicy },
+): Promise<void> {
+  const fastify = app.getHttpAdapter().getInstance();
+  await fastify.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  fastify.get<{ Params: { id: string }; Querystring: { window?: string } }>(
+    '/subscriptions/:id/ws',
+    {
+      websocket: true,
+      preValidation: async (request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string } }>, reply: FastifyReply) => {
+        try {
+          await deps.gate.admit({ route: 'GET /subscriptions/:id/ws', headers: request.headers, remoteAddress: request.ip });
+          intParam(request.query.window, 'window', 10, 1, 1000);
+          await assertStreamHere(deps.subscriptions, request.params.id);
+        } catch (e) {
+          const { status, body } = toHttpError(e);
+          return reply.code(status).send(body);
+        }
+      },
+    },
+    (socket: WebSocket, request) => {
+      const subscriptionId = request.params.id;
+      const member = {
+        id: `ws:${randomUUID()}`,
+        subscriptionId,
+        window: intParam(request.query.window, 'window', 10, 1, 1000),
+        push: (d: StreamDelivery) => socket.send(JSON.stringify({ type: 'event', ...toWire(d) })),
+      };
+      deps.hub.connect(member);
+      socket.on('message', (raw) => {
+        let message: { type?: unknown; deliveryId?: unknown; delayMs?: unknown; reason?: unknown };
+        try {
+          message = JSON.parse(String(raw)) as typeof message;
+          if (typeof message.deliveryId !== 'string') {
+            throw new EventMeshError(ErrorCode.InvalidRequest, 'deliveryId is required', { field: 'deliveryId' });
+          }
+          const outcome = outcomeOf({ ...message, action: message.type }, 0);
+          const accepted = deps.hub.subscriptionOf(message.deliveryId) === subscriptionId && deps.hub.answer(message.deliveryId, outcome);
+          socket.send(JSON.stringify({ type: 'answered', deliveryId: message.deliveryId, accepted }));
+        } catch (e) {
+          const { body } = toHttpError(e instanceof SyntaxError ? new EventMeshError(ErrorCode.MalformedJson, 'message is not valid JSON') : e);
+          socket.send(JSON.stringify({ type: 'error', ...body }));
+        }
+      });
+      socket.on('close', () => deps.hub.disconnect(member));
+      socket.on('error', (e) => log.warn({ subscription: subscriptionId, error: e.message }, 'stream socket error'));
+    },
+  );
+}
