@@ -1,3 +1,4 @@
+import type { CompiledFilter } from '../filter';
 import type { StreamDelivery, StreamHub, StreamMember } from './stream-hub';
 
 /** How long a long-poll consumer that stopped polling stays connected (its unanswered deliveries with it). */
@@ -12,6 +13,7 @@ class PollConsumer implements StreamMember {
     readonly id: string,
     readonly subscriptionId: string,
     readonly window: number,
+    readonly filter?: CompiledFilter,
   ) {}
 
   push(delivery: StreamDelivery): void {
@@ -48,11 +50,20 @@ export class PollConsumers {
 
   constructor(private readonly hub: StreamHub) {}
 
-  async poll(subscriptionId: string, consumer: string, window: number, max: number, waitMs: number, signal: AbortSignal): Promise<StreamDelivery[]> {
+  /** The consumer's window and filter are the ones of its first poll (until it is disconnected). */
+  async poll(
+    subscriptionId: string,
+    consumer: string,
+    window: number,
+    max: number,
+    waitMs: number,
+    signal: AbortSignal,
+    filter?: CompiledFilter,
+  ): Promise<StreamDelivery[]> {
     const key = `${subscriptionId}/${consumer}`;
     let member = this.consumers.get(key);
     if (!member) {
-      member = new PollConsumer(`poll:${consumer}`, subscriptionId, window);
+      member = new PollConsumer(`poll:${consumer}`, subscriptionId, window, filter);
       this.consumers.set(key, member);
       this.hub.connect(member);
     }

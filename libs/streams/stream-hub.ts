@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { CompiledFilter } from '../filter';
 import { EventFrame } from '../frame';
 import { createLogger } from '../logging';
 import type { SubscriptionEntity } from '../storage';
@@ -24,6 +25,8 @@ export interface StreamMember {
   readonly window: number;
   /** Hands a delivery to the client (writes it to the connection, or queues it for the next poll). */
   push(delivery: StreamDelivery): void;
+  /** MULTICAST: the client's own filter; it gets only the events this matches. */
+  readonly filter?: CompiledFilter;
 }
 
 interface Pending {
@@ -32,7 +35,7 @@ interface Pending {
   timer: NodeJS.Timeout;
 }
 
-export type StreamPolicy = 'LOAD_BALANCE' | 'BROADCAST';
+export type StreamPolicy = 'LOAD_BALANCE' | 'BROADCAST' | 'MULTICAST';
 
 /**
  * The stream clients connected to this process, and the deliveries they hold. The dispatch loop hands an event
@@ -90,8 +93,10 @@ export class StreamHub {
   async deliver(subscription: SubscriptionEntity, frame: EventFrame, signal?: AbortSignal): Promise<StreamOutcome> {
     const config = subscription.config as { policy?: StreamPolicy; ackTimeoutMs?: number };
     const ackTimeoutMs = config.ackTimeoutMs ?? 30000;
-    if (config.policy === 'BROADCAST') {
-      const targets = await this.waitFor(() => this.withRoom(subscription.id, 'all'), signal);
+    if (config.policy === 'BROADCAST' || config.policy === 'MULTICAST') {
+      // MULTICAST: the connected clients whose filter matches; when none does, the event is nobody's and settled.
+      const wanted = config.policy === 'MULTICAST' ? (m: StreamMember) => m.filter?.matches(frame) ?? true : () => true;
+      const targets = await this.waitFor(() => this.withRoom(subscription.id, 'all', wanted), signal);
       if (!targets) return { kind: 'gone' };
       const outcomes = await Promise.all(targets.map((m) => this.send(m, frame, ackTimeoutMs)));
       return outcomes.find((o) => o.kind === 'reject') ?? outcomes.find((o) => o.kind !== 'ack') ?? { kind: 'ack' };
@@ -130,11 +135,17 @@ export class StreamHub {
     return members;
   }
 
-  /** Members with room: one (round robin) or, for BROADCAST, all connected ones once every one has room. */
-  private withRoom(subscriptionId: string, which: 'one' | 'all'): StreamMember[] | undefined {
+  /**
+   * Members with room: one (round robin), or `all` the connected ones `wanted` picks, once every one of them has
+   * room. Undefined means wait (nobody connected, or no room yet).
+   */
+  private withRoom(subscriptionId: string, which: 'one' | 'all', wanted: (m: StreamMember) => boolean = () => true): StreamMember[] | undefined {
     const list = this.members.get(subscriptionId) ?? [];
     if (list.length === 0) return undefined;
-    if (which === 'all') return list.every((m) => this.inFlight(m) < m.window) ? this.hold([...list]) : undefined;
+    if (which === 'all') {
+      const targets = list.filter(wanted);
+      return targets.every((m) => this.inFlight(m) < m.window) ? this.hold(targets) : undefined;
+    }
     for (let i = 0; i < list.length; i++) {
       const m = list[(this.cursor + i) % list.length];
       if (this.inFlight(m) < m.window) {

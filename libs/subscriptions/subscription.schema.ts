@@ -42,7 +42,7 @@ export const createSubscriptionSchema = z
           })
           .optional(),
         /** STREAM: how events spread over the connected clients. */
-        policy: z.enum(['LOAD_BALANCE', 'BROADCAST']).optional(),
+        policy: z.enum(['LOAD_BALANCE', 'BROADCAST', 'MULTICAST']).optional(),
         /** STREAM: how long a client may hold a delivery unanswered before it counts as a failed attempt. */
         ackTimeoutMs: z.number().int().min(100).max(3600000).optional(),
       })

@@ -128,6 +128,26 @@ describe('stream transports', () => {
     expect([...balancedA, ...balancedB].map((d) => d.event.id)).toEqual([id]);
   });
 
+  it('sends each event under MULTICAST to the clients whose own filter matches it', async () => {
+    const sub = await createStream({ policy: 'MULTICAST' });
+    const onlyA = { filter: "type = 's.mc.a'" };
+    const anyMc = { filter: "type LIKE 's.mc.%'" };
+    await Promise.all([poll(sub, 'fa', { ...onlyA, waitMs: '0' }), poll(sub, 'fany', { ...anyMc, waitMs: '0' })]);
+    const same = 'one-lane';
+    const a = await publish('s.mc.a', same);
+    const [atA, atAny] = await Promise.all([poll(sub, 'fa'), poll(sub, 'fany')]);
+    expect([atA.map((d) => d.event.id), atAny.map((d) => d.event.id)]).toEqual([[a], [a]]);
+    await answer(sub, [...atA, ...atAny].map((d) => ({ deliveryId: d.deliveryId, action: 'ack' })));
+    // Nobody's filter matches this one: it is settled without a delivery, and the lane moves on.
+    await publish('s.other', same);
+    const b = await publish('s.mc.b', same);
+    const next = await poll(sub, 'fany');
+    expect(next.map((d) => d.event.id)).toEqual([b]);
+    expect(await poll(sub, 'fa', { waitMs: '300' })).toEqual([]);
+    const bad = await fetch(`${api}/subscriptions/${sub}/poll?consumer=x&filter=${encodeURIComponent('type =')}`);
+    expect(bad.status).toBe(400);
+  });
+
   it('streams deliveries as Server-Sent Events', async () => {
     const sub = await createStream();
     const abort = new AbortController();

@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res } from '@
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { CompiledFilter, compileFilters } from '../../../libs/filter';
 import { frameToStructured } from '../../../libs/frame';
 import { assertStreamHere, PollConsumers, StreamDelivery, StreamHub, StreamOutcome } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
@@ -23,6 +24,11 @@ export function intParam(raw: string | undefined, name: string, fallback: number
     throw new EventMeshError(ErrorCode.InvalidRequest, `${name} must be an integer from ${min} to ${max}`, { field: name });
   }
   return n;
+}
+
+/** A client's own MULTICAST filter: a CESQL expression in the `filter` query parameter. */
+export function clientFilter(raw: string | undefined): CompiledFilter | undefined {
+  return raw === undefined || raw === '' ? undefined : compileFilters([{ sql: raw }]);
 }
 
 export const toWire = (d: StreamDelivery) => ({ deliveryId: d.deliveryId, event: frameToStructured(d.frame) });
@@ -52,10 +58,12 @@ export class StreamsController {
   async sse(
     @Param('id') id: string,
     @Query('window') window: string | undefined,
+    @Query('filter') filter: string | undefined,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
     const size = intParam(window, 'window', 10, 1, MAX_WINDOW);
+    const own = clientFilter(filter);
     await this.streamOf(id);
     reply.hijack();
     const raw = reply.raw;
@@ -65,6 +73,7 @@ export class StreamsController {
       id: `sse:${randomUUID()}`,
       subscriptionId: id,
       window: size,
+      filter: own,
       push: (d: StreamDelivery) => raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${JSON.stringify(toWire(d))}\n\n`),
     };
     this.hub.connect(member);
@@ -83,8 +92,10 @@ export class StreamsController {
     @Query('window') window: string | undefined,
     @Query('max') max: string | undefined,
     @Query('waitMs') waitMs: string | undefined,
+    @Query('filter') filter: string | undefined,
     @Req() request: FastifyRequest,
   ): Promise<{ consumer: string; deliveries: ReturnType<typeof toWire>[] }> {
+    const own = clientFilter(filter);
     const size = intParam(window, 'window', 10, 1, MAX_WINDOW);
     const take = intParam(max, 'max', size, 1, MAX_WINDOW);
     const wait = intParam(waitMs, 'waitMs', 20000, 0, MAX_WAIT_MS);
@@ -95,7 +106,7 @@ export class StreamsController {
     const name = consumer ?? randomUUID();
     const closed = new AbortController();
     request.raw.once('close', () => closed.abort());
-    const deliveries = await this.polls.poll(id, name, size, take, wait, closed.signal);
+    const deliveries = await this.polls.poll(id, name, size, take, wait, closed.signal, own);
     return { consumer: name, deliveries: deliveries.map(toWire) };
   }
 

@@ -9,7 +9,7 @@ import type { GatePolicy } from '../../../libs/security';
 import { assertStreamHere, StreamDelivery, StreamHub } from '../../../libs/streams';
 import type { SubscriptionService } from '../../../libs/subscriptions';
 import { toHttpError } from './http-error';
-import { intParam, outcomeOf, toWire } from './streams.controller';
+import { clientFilter, intParam, outcomeOf, toWire } from './streams.controller';
 
 const log = createLogger('WebSocketStreams');
 
@@ -26,14 +26,15 @@ export async function registerWebSocketStreams(
 ): Promise<void> {
   const fastify = app.getHttpAdapter().getInstance();
   await fastify.register(websocket, { options: { maxPayload: 64 * 1024 } });
-  fastify.get<{ Params: { id: string }; Querystring: { window?: string } }>(
+  fastify.get<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>(
     '/subscriptions/:id/ws',
     {
       websocket: true,
-      preValidation: async (request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string } }>, reply: FastifyReply) => {
+      preValidation: async (request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>, reply: FastifyReply) => {
         try {
           await deps.gate.admit({ route: 'GET /subscriptions/:id/ws', headers: request.headers, remoteAddress: request.ip });
           intParam(request.query.window, 'window', 10, 1, 1000);
+          clientFilter(request.query.filter);
           await assertStreamHere(deps.subscriptions, request.params.id);
         } catch (e) {
           const { status, body } = toHttpError(e);
@@ -47,6 +48,7 @@ export async function registerWebSocketStreams(
         id: `ws:${randomUUID()}`,
         subscriptionId,
         window: intParam(request.query.window, 'window', 10, 1, 1000),
+        filter: clientFilter(request.query.filter),
         push: (d: StreamDelivery) => socket.send(JSON.stringify({ type: 'event', ...toWire(d) })),
       };
       deps.hub.connect(member);
