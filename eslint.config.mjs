@@ -23,7 +23,6 @@ export default tseslint.config(
   },
   {
     files: ['workflows/**/*.ts'],
-    ignores: ['workflows/**/*.spec.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',

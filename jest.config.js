@@ -14,7 +14,7 @@ module.exports = {
         '<rootDir>/libs/**/*.spec.ts',
         '<rootDir>/apps/**/*.spec.ts',
         '<rootDir>/activities/**/*.spec.ts',
-        '<rootDir>/workflows/**/*.spec.ts',
+        '<rootDir>/test/replay/**/*.spec.ts',
       ],
     },
     {

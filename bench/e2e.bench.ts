@@ -60,6 +60,26 @@ function measure(ids: string[], sentAt: Map<string, number>, deliveredAt: Map<st
   };
 }
 
+/** Warm-up, then a full-speed run and a run paced at `halfRate` (default: half the full-speed rate). */
+async function measureRuns(
+  send: (prefix: string) => (n: number) => Promise<void>,
+  sentAt: Map<string, number>,
+  deliveredAt: Map<string, number>,
+  halfRate?: number,
+): Promise<{ full: Run; half: Run }> {
+  const ids = (prefix: string, total: number) => Array.from({ length: total }, (_, n) => `${prefix}-${n}`);
+  await drive(500, send('warm'), { concurrency: CONCURRENCY });
+  await settle(deliveredAt, ids('warm', 500), 60000);
+  let started = performance.now();
+  await drive(EVENTS, send('full'), { concurrency: CONCURRENCY });
+  await settle(deliveredAt, ids('full', EVENTS), 120000);
+  const full = measure(ids('full', EVENTS), sentAt, deliveredAt, started);
+  started = performance.now();
+  await drive(EVENTS, send('half'), { rate: halfRate ?? full.perSecond / 2 });
+  await settle(deliveredAt, ids('half', EVENTS), 120000);
+  return { full, half: measure(ids('half', EVENTS), sentAt, deliveredAt, started) };
+}
+
 async function runtimePath(topic: string): Promise<{ full: Run; half: Run }> {
   const instance = await startInstanceProcess(
     benchEnv({ EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS), EVENTMESH_HTTP_PORT: '0', EVENTMESH_INSTANCE_ID: `bench-e2e-${randomUUID().slice(0, 6)}` }),
@@ -89,22 +109,9 @@ async function runtimePath(topic: string): Promise<{ full: Run; half: Run }> {
       });
       await r.body.dump();
     };
-    const ids = (prefix: string, total: number) => Array.from({ length: total }, (_, n) => `${prefix}-${n}`);
-
-    await drive(500, publish('warm'), { concurrency: CONCURRENCY });
-    await settle(deliveredAt, ids('warm', 500), 60000);
-
-    let started = performance.now();
-    await drive(EVENTS, publish('full'), { concurrency: CONCURRENCY });
-    await settle(deliveredAt, ids('full', EVENTS), 120000);
-    const full = measure(ids('full', EVENTS), sentAt, deliveredAt, started);
-
-    started = performance.now();
-    await drive(EVENTS, publish('half'), { rate: full.perSecond / 2 });
-    await settle(deliveredAt, ids('half', EVENTS), 120000);
-    const half = measure(ids('half', EVENTS), sentAt, deliveredAt, started);
+    const runs = await measureRuns(publish, sentAt, deliveredAt);
     socket.close();
-    return { full, half };
+    return runs;
   } finally {
     await http.close();
     await instance.stop();
@@ -134,19 +141,8 @@ async function rawPath(topic: string, halfRate: number): Promise<{ full: Run; ha
       extensions: { partitionkey: `k${n % 97}` }, data: Buffer.from(JSON.stringify('x'.repeat(1024))) });
     await producer.send({ topic, acks: -1, messages: [message] });
   };
-  const ids = (prefix: string, total: number) => Array.from({ length: total }, (_, n) => `${prefix}-${n}`);
   try {
-    await drive(500, send('warm'), { concurrency: CONCURRENCY });
-    await settle(deliveredAt, ids('warm', 500), 60000);
-    let started = performance.now();
-    await drive(EVENTS, send('full'), { concurrency: CONCURRENCY });
-    await settle(deliveredAt, ids('full', EVENTS), 120000);
-    const full = measure(ids('full', EVENTS), sentAt, deliveredAt, started);
-    started = performance.now();
-    await drive(EVENTS, send('half'), { rate: halfRate });
-    await settle(deliveredAt, ids('half', EVENTS), 120000);
-    const half = measure(ids('half', EVENTS), sentAt, deliveredAt, started);
-    return { full, half };
+    return await measureRuns(send, sentAt, deliveredAt, halfRate);
   } finally {
     await consumer.disconnect();
     await producer.disconnect();

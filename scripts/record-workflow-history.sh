@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Saves the history of one workflow run as JSON for the replay test (workflows/*.replay.spec.ts):
+# Saves the history of one workflow run as JSON for the replay test (test/replay/*.replay.spec.ts):
 #   scripts/record-workflow-history.sh WORKFLOW_ID RUN_ID NAME   ->  test/replay/histories/NAME.json
 # Keep recorded histories when workflows change: replaying them is what proves a change is deterministic.
 set -euo pipefail

@@ -8,7 +8,7 @@ import { Worker } from '@temporalio/worker';
  * `RECORD_HISTORY=1 npm test -- -t instanceDispatchWorkflow`); keep old ones when workflows change.
  */
 describe('workflow replay', () => {
-  const dir = path.resolve(__dirname, '../test/replay/histories');
+  const dir = path.resolve(__dirname, 'histories');
   const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
 
   it('has recorded histories to replay', () => {
@@ -18,7 +18,7 @@ describe('workflow replay', () => {
   it.each(files)('replays %s deterministically', async (file) => {
     const history: unknown = JSON.parse(readFileSync(path.join(dir, file), 'utf8'));
     await expect(
-      Worker.runReplayHistory({ workflowsPath: require.resolve('./index') }, history, file),
+      Worker.runReplayHistory({ workflowsPath: require.resolve('../../workflows') }, history, file),
     ).resolves.toBeUndefined();
   });
 });
