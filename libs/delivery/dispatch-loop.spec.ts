@@ -119,6 +119,9 @@ class FakeRetries {
     await this.deadLetters.add([letter]);
     this.rows.delete(this.key(letter));
   }
+  async forgetReplayed(positions: { subscriptionId: string; partition: number; nextOffset: number }[]): Promise<void> {
+    for (const p of positions) await this.forgetFrom(p.subscriptionId, '', p.partition, p.nextOffset);
+  }
   async forgetFrom(subscriptionId: string, _topic: string, partition: number, offset: number): Promise<void> {
     for (const [k, r] of this.rows) if (r.subscriptionId === subscriptionId && r.partition === partition && r.offset >= offset) this.rows.delete(k);
   }
@@ -394,6 +397,18 @@ describe('DispatchLoop', () => {
     expect(new Set(sender.idsFor('http://slow')).size).toBe(total);
     expect(sender.idsFor('http://slow')).toEqual(Array.from({ length: total }, (_, n) => `e-${n}`));
     expect(offsets.at('slow', 0)).toBe(total);
+  });
+
+  it('forgets parked copies of events it will replay from Kafka anyway (parked after the last commit)', async () => {
+    const { log, retries, sender, loop } = setup();
+    log.append(0, frame(1));
+    await retries.park({
+      subscriptionId: 'sub-1', topic: TOPIC, partition: 0, offset: 0, attributes: { id: 'e-1', source: '/t', type: 't', specversion: '1.0' },
+      data: null, attempts: 3, lastError: 'HTTP 503', firstFailedAt: new Date(), nextAttemptAt: new Date(0), epoch: 0,
+    });
+    await runUntil(loop, (p) => p.delivered >= 1 && p.rounds > 1200 / 10);
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-1']);
+    expect(retries.rows.size).toBe(0);
   });
 
   it('stops with FencedError when Postgres rejects its commit', async () => {

@@ -215,13 +215,17 @@ export class DispatchLoop {
       return false;
     });
     const activeIds = new Set(active.map((s) => s.id));
+    const closed: Lane[] = [];
     for (const [key, lane] of this.lanes) {
       if (!activeIds.has(lane.subscription.id)) {
         lane.abort.abort();
         this.lanes.delete(key);
+        closed.push(lane);
         this.log.info({ subscription: lane.subscription.id, partition: lane.partition }, 'subscription no longer active here; lane closed');
       }
     }
+    // What a closed lane settled still counts (a disabled subscription may be enabled again).
+    await this.commit(closed);
     const missing: { subscription: SubscriptionEntity; partition: number }[] = [];
     for (const s of active) {
       for (const partition of await this.deps.topics.partitionsOf(s.topic)) {
@@ -254,6 +258,14 @@ export class DispatchLoop {
           highWatermark: nextOffset,
         });
       }
+      await this.deps.retries.forgetReplayed(
+        missing.map(({ subscription, partition }) => ({
+          subscriptionId: subscription.id,
+          topic: subscription.topic,
+          partition,
+          nextOffset: at.get(laneKey(subscription.id, subscription.topic, partition)) ?? 0,
+        })),
+      );
       this.log.info({ lanes: missing.length }, 'dispatching new subscription partitions');
     }
     this.progress.subscriptions = activeIds.size;
@@ -589,9 +601,9 @@ export class DispatchLoop {
     while ([...this.lanes.values()].some((l) => l.busy) && Date.now() < deadline) await sleep(10);
   }
 
-  /** One statement for every lane that moved since the last commit. */
-  private async commit(): Promise<void> {
-    const moved = [...this.lanes.values()].filter((l) => l.nextOffset > l.committed);
+  /** One statement for every lane (of `lanes`, else all) that moved since the last commit. */
+  private async commit(lanes: Iterable<Lane> = this.lanes.values()): Promise<void> {
+    const moved = [...lanes].filter((l) => l.nextOffset > l.committed);
     if (moved.length === 0) return;
     const positions: OffsetPosition[] = moved.map((l) => ({
       subscriptionId: l.subscription.id,

@@ -87,6 +87,27 @@ export class RetryStore {
     await this.db.manager.delete(DeliveryRetryEntity, { subscriptionId, topic, partition, kafkaOffset: MoreThanOrEqual(offset) });
   }
 
+  /**
+   * Forgets, for each position, the parked deliveries at or after it. A lane that starts at its committed offset
+   * replays those events from Kafka anyway (they were parked after the last commit, before a crash), so the
+   * parked copies would only be sent twice. One statement for all the positions.
+   */
+  async forgetReplayed(positions: { subscriptionId: string; topic: string; partition: number; nextOffset: number }[]): Promise<void> {
+    if (positions.length === 0) return;
+    await this.db.query(
+      `DELETE FROM delivery_retries r
+        USING unnest($1::uuid[], $2::text[], $3::int[], $4::bigint[]) AS p(subscription_id, topic, partition, next_offset)
+        WHERE r.subscription_id = p.subscription_id AND r.topic = p.topic AND r.partition = p.partition
+          AND r.kafka_offset >= p.next_offset`,
+      [
+        positions.map((p) => p.subscriptionId),
+        positions.map((p) => p.topic),
+        positions.map((p) => p.partition),
+        positions.map((p) => p.nextOffset),
+      ],
+    );
+  }
+
   async countFor(subscriptionId: string): Promise<number> {
     return this.db.manager.count(DeliveryRetryEntity, { where: { subscriptionId } });
   }

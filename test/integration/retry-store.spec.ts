@@ -77,6 +77,13 @@ describe('RetryStore (real Postgres)', () => {
     expect(letter).toMatchObject({ kafkaOffset: 5, eventId: 'e-5', attempts: 10, lastError: 'HTTP 500' });
   });
 
+  it('forgets, per position, the parked deliveries at or after it, in one statement', async () => {
+    const id = await subscription();
+    for (const offset of [3, 4, 5]) await retries.park(parked(id, offset, -1000));
+    await retries.forgetReplayed([{ subscriptionId: id, topic: 't', partition: 2, nextOffset: 4 }]);
+    expect((await retries.due([id], 10)).map((d) => d.offset)).toEqual([3]);
+  });
+
   it('drops the parked deliveries of a deleted subscription', async () => {
     const id = await subscription();
     await retries.park(parked(id, 1, -1000));
