@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { In, LessThanOrEqual, MoreThanOrEqual } from 'typeorm';
+import { MoreThanOrEqual } from 'typeorm';
 import { DeliveryRetryEntity } from './entities';
 import type { DeadLetter, DeadLetterStore } from './dead-letter-store';
 
@@ -43,26 +43,47 @@ export class RetryStore {
       .execute();
   }
 
-  /** Deliveries of the given subscriptions whose next attempt is due, oldest first. */
-  async due(subscriptionIds: string[], limit: number, now = new Date()): Promise<ParkedDelivery[]> {
+  /**
+   * Deliveries of the given subscriptions whose next attempt is due, oldest first, at most `perSubscription` of
+   * each: one subscription with a dead sink and a long backlog does not crowd out the others' retries.
+   */
+  async due(subscriptionIds: string[], limit: number, perSubscription = 8): Promise<ParkedDelivery[]> {
     if (subscriptionIds.length === 0) return [];
-    const rows = await this.db.manager.find(DeliveryRetryEntity, {
-      where: { subscriptionId: In(subscriptionIds), nextAttemptAt: LessThanOrEqual(now) },
-      order: { nextAttemptAt: 'ASC' },
-      take: limit,
-    });
+    const rows: {
+      subscription_id: string;
+      topic: string;
+      partition: number;
+      kafka_offset: string;
+      attributes: Record<string, unknown>;
+      data: Buffer | null;
+      attempts: number;
+      last_error: string;
+      first_failed_at: Date;
+      next_attempt_at: Date;
+      epoch: string;
+    }[] = await this.db.query(
+      `SELECT * FROM (
+         SELECT r.*, row_number() OVER (PARTITION BY subscription_id ORDER BY next_attempt_at) AS rank
+           FROM delivery_retries r
+          WHERE subscription_id = ANY($1::uuid[]) AND next_attempt_at <= now()
+       ) ranked
+        WHERE rank <= $2
+        ORDER BY next_attempt_at
+        LIMIT $3`,
+      [subscriptionIds, perSubscription, limit],
+    );
     return rows.map((r) => ({
-      subscriptionId: r.subscriptionId,
+      subscriptionId: r.subscription_id,
       topic: r.topic,
       partition: r.partition,
-      offset: r.kafkaOffset,
-      attributes: r.attributes as Record<string, unknown>,
+      offset: Number(r.kafka_offset),
+      attributes: r.attributes,
       data: r.data,
       attempts: r.attempts,
-      lastError: r.lastError,
-      firstFailedAt: r.firstFailedAt,
-      nextAttemptAt: r.nextAttemptAt,
-      epoch: r.epoch,
+      lastError: r.last_error,
+      firstFailedAt: r.first_failed_at,
+      nextAttemptAt: r.next_attempt_at,
+      epoch: Number(r.epoch),
     }));
   }
 

@@ -47,6 +47,16 @@ describe('RetryStore (real Postgres)', () => {
     expect(due[0].attributes).toMatchObject({ id: 'e-1' });
   });
 
+  it('takes at most a few of each subscription per sweep, so one backlog does not crowd out the others', async () => {
+    const busy = await subscription();
+    const quiet = await subscription();
+    for (let offset = 0; offset < 20; offset++) await retries.park(parked(busy, offset, -5000 + offset));
+    await retries.park(parked(quiet, 0, -1));
+    const due = await retries.due([busy, quiet], 10, 4);
+    expect(due.filter((d) => d.subscriptionId === busy).map((d) => d.offset)).toEqual([0, 1, 2, 3]);
+    expect(due.filter((d) => d.subscriptionId === quiet)).toHaveLength(1);
+  });
+
   it('keeps the first parking of a delivery parked twice (a redelivery after a crash)', async () => {
     const id = await subscription();
     await retries.park(parked(id, 7, -1000));
