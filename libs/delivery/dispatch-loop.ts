@@ -3,7 +3,7 @@ import { CompiledFilter, compileFilters } from '../filter';
 import { attributesOf, EventFrame, frameFromAttributes, frameFromKafkaRecord } from '../frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import type { DeadLetterStore, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../storage';
+import type { DeadLetter, DeadLetterStore, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../storage';
 import type { WebhookResult, WebhookTarget } from './webhook-sender';
 
 /** Delivers one event to a subscription's sink: its webhook, or its stream clients (libs/streams). */
@@ -380,16 +380,9 @@ export class DispatchLoop {
           lane.retryAt = Date.now() + NOT_ATTEMPTED_RETRY_MS;
           return;
         }
-        if (result.rejected) {
-          lane.attempts++;
-          lane.firstFailedAt ??= new Date();
-          await this.deps.deadLetters.add([
-            this.letter(lane.subscription.id, lane.topic, lane.partition, record.offset, record.frame, lane.attempts, result.error ?? 'rejected', lane.firstFailedAt),
-          ]);
-          this.progress.deadLettered++;
-          this.log.warn({ subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset, eventId: record.frame.id }, 'event rejected by the receiver; moved to the dead-letter queue');
-        } else if (!result.ok) {
-          const moved = await this.failed(lane, record.offset, record.frame, result.error ?? 'failed', result.retryAfterMs);
+        if (!result.ok) {
+          // A receiver's reject is a failure with no attempt left: the same path, straight to the dead-letter queue.
+          const moved = await this.failed(lane, record.offset, record.frame, result.error ?? 'failed', result.retryAfterMs, result.rejected);
           if (!moved) return;
         } else {
           this.progress.delivered++;
@@ -420,15 +413,15 @@ export class DispatchLoop {
    * lane moves on; after the subscription's last attempt, dead-letter it. Parking and dead-lettering are durable
    * before this returns true (the lane may move past the event).
    */
-  private async failed(lane: Lane, offset: number, frame: EventFrame, error: string, retryAfterMs?: number): Promise<boolean> {
+  private async failed(lane: Lane, offset: number, frame: EventFrame, error: string, retryAfterMs?: number, final = false): Promise<boolean> {
     const policy = this.policyOf(lane.subscription);
     lane.attempts++;
     lane.firstFailedAt ??= new Date();
     this.progress.failedAttempts++;
     const delay = Math.max(backoff(policy, lane.attempts), retryAfterMs ?? 0);
     const where = { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset, eventId: frame.id, attempt: lane.attempts, error };
-    if (lane.attempts >= policy.maxAttempts) {
-      await this.deps.deadLetters.add([this.letter(lane.subscription.id, lane.topic, lane.partition, offset, frame, lane.attempts, error, lane.firstFailedAt)]);
+    if (final || lane.attempts >= policy.maxAttempts) {
+      await this.deps.deadLetters.add([this.letter(lane, offset, frame, lane.attempts, error, lane.firstFailedAt)]);
       this.progress.deadLettered++;
       this.log.error(where, 'delivery failed for the last time; moved to the dead-letter queue');
       return true;
@@ -465,24 +458,24 @@ export class DispatchLoop {
     };
   }
 
+  /** A dead letter for a subscription partition's offset: the event, or the raw bytes of a record that is none. */
   private letter(
-    subscriptionId: string,
-    topic: string,
-    partition: number,
+    at: { subscription?: SubscriptionEntity; subscriptionId?: string; topic: string; partition: number },
     offset: number,
-    frame: EventFrame,
+    event: EventFrame | { raw: Buffer | null },
     attempts: number,
     lastError: string,
     firstFailedAt: Date,
-  ) {
+  ): DeadLetter {
+    const isFrame = !('raw' in event);
     return {
-      subscriptionId,
-      topic,
-      partition,
+      subscriptionId: at.subscription?.id ?? at.subscriptionId!,
+      topic: at.topic,
+      partition: at.partition,
       offset,
-      eventId: frame.id,
-      attributes: attributesOf(frame),
-      data: frame.data ?? null,
+      eventId: isFrame ? event.id : '',
+      attributes: isFrame ? attributesOf(event) : {},
+      data: isFrame ? (event.data ?? null) : event.raw,
       attempts,
       lastError,
       firstFailedAt,
@@ -528,9 +521,7 @@ export class DispatchLoop {
     const error = result.error ?? 'failed';
     this.progress.failedAttempts++;
     if (attempts >= policy.maxAttempts || result.rejected) {
-      await this.deps.retries.deadLetter(
-        this.letter(parked.subscriptionId, parked.topic, parked.partition, parked.offset, frame, attempts, error, parked.firstFailedAt),
-      );
+      await this.deps.retries.deadLetter(this.letter(parked, parked.offset, frame, attempts, error, parked.firstFailedAt));
       this.progress.deadLettered++;
       this.log.error({ subscription: parked.subscriptionId, topic: parked.topic, partition: parked.partition, offset: parked.offset, eventId: frame.id, attempts, error },
         'parked delivery failed for the last time; moved to the dead-letter queue');
@@ -542,22 +533,7 @@ export class DispatchLoop {
 
   /** A record that is not a CloudEvent is kept in the dead-letter queue before the lane moves past it. */
   private async deadLetterUnreadable(lane: Lane, record: Lane['buffer'][number]): Promise<void> {
-    const now = new Date();
-    await this.deps.deadLetters.add([
-      {
-        subscriptionId: lane.subscription.id,
-        topic: lane.topic,
-        partition: lane.partition,
-        offset: record.offset,
-        eventId: '',
-        attributes: {},
-        data: record.value,
-        attempts: 0,
-        lastError: `not a CloudEvent: ${record.error}`,
-        firstFailedAt: now,
-        lastFailedAt: now,
-      },
-    ]);
+    await this.deps.deadLetters.add([this.letter(lane, record.offset, { raw: record.value }, 0, `not a CloudEvent: ${record.error}`, new Date())]);
     this.progress.deadLettered++;
     this.log.error(
       { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset, error: record.error },

@@ -13,6 +13,7 @@ const CHANNEL = 'eventmesh_replies';
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30000;
 export const MAX_REQUEST_TIMEOUT_MS = 300000;
 const POLL_INTERVAL_MS = 1000;
+const CLEANUP_INTERVAL_MS = 60000;
 
 export interface RequestReplyStats {
   pending: number;
@@ -34,6 +35,7 @@ export class RequestReplyService {
   private readonly waiters = new Map<string, (reply: EventFrame) => void>();
   private listener?: Client;
   private poller?: NodeJS.Timeout;
+  private sweptAt = 0;
   private closed = false;
   readonly stats: RequestReplyStats = { pending: 0, replied: 0, timedOut: 0, lateReplies: 0 };
 
@@ -108,8 +110,6 @@ export class RequestReplyService {
        VALUES ($1, $2, now() + $3 * interval '1 millisecond')`,
       [correlationId, this.instanceId, timeoutMs],
     );
-    // Records of requests whose holder died stay unmatched (their deadline passed); clear them now and then.
-    void this.db.query(`DELETE FROM pending_requests WHERE deadline < now() - interval '1 minute'`).catch(() => undefined);
     const replied = new Promise<EventFrame>((resolve) => this.waiters.set(correlationId, resolve));
     this.stats.pending++;
     let timer: NodeJS.Timeout | undefined;
@@ -195,5 +195,11 @@ export class RequestReplyService {
 
   private async poll(): Promise<void> {
     if (this.waiters.size > 0) await this.deliver([...this.waiters.keys()]);
+    // Records of requests whose holder died stay unmatched (their deadline passed); cleared now and then, off
+    // the request path.
+    if (Date.now() - this.sweptAt > CLEANUP_INTERVAL_MS) {
+      this.sweptAt = Date.now();
+      await this.db.query(`DELETE FROM pending_requests WHERE deadline < now() - interval '1 minute'`).catch(() => undefined);
+    }
   }
 }

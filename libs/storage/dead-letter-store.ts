@@ -40,7 +40,8 @@ export class DeadLetterStore {
     );
   }
 
-  async listFor(subscriptionId: string): Promise<DeadLetterEntity[]> {
-    return this.db.manager.find(DeadLetterEntity, { where: { subscriptionId }, order: { kafkaOffset: 'ASC' } });
+  /** A subscription's dead letters, oldest first. */
+  async listFor(subscriptionId: string, limit = 1000): Promise<DeadLetterEntity[]> {
+    return this.db.manager.find(DeadLetterEntity, { where: { subscriptionId }, order: { createdAt: 'ASC' }, take: limit });
   }
 }

@@ -5,7 +5,7 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { compileFilters } from '../filter';
 import type { TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import { DeadLetterEntity, SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
+import { DeadLetterStore, SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
 import { CreateSubscriptionRequest, createSubscriptionSchema, DeadLetterView, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
 
@@ -142,7 +142,7 @@ export class SubscriptionService {
   /** The dead-letter queue of one subscription, oldest offset first, data as base64. */
   async deadLetters(id: string): Promise<DeadLetterView[]> {
     await this.row(id);
-    const rows = await this.db.manager.find(DeadLetterEntity, { where: { subscriptionId: id }, order: { createdAt: 'ASC' }, take: 1000 });
+    const rows = await new DeadLetterStore(this.db).listFor(id);
     return rows.map((r) => ({
       id: r.id,
       topic: r.topic,
