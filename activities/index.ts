@@ -1,1 +1,2 @@
 export * from './dispatch.activities';
+export * from './ownership.activities';

@@ -1,2 +1,7 @@
 // The Temporal workflow bundle: deterministic code only. Lint forbids Node built-ins and I/O libraries here,
 export * from './dispatch.workflow';
+export * from './assignment';
+export * from './ownership.definitions';
+export * from './partition.workflow';
+export * from './instance-lease.workflow';
+export * from './coordinator.workflow';

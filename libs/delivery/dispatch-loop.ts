@@ -3,7 +3,9 @@ import { CompiledFilter, compileFilters } from '../filter';
 import { attributesOf, EventFrame, frameFromAttributes, frameFromKafkaRecord } from '../frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import type { DeadLetter, DeadLetterStore, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../storage';
+import type { EntityManager } from 'typeorm';
+import { StaleEpochError } from '../storage';
+import type { DeadLetter, DeadLetterStore, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity, WriteFence } from '../storage';
 import type { WebhookResult, WebhookTarget } from './webhook-sender';
 
 /** Delivers one event to a subscription's sink: its webhook, or its stream clients (libs/streams). */
@@ -51,6 +53,23 @@ export interface DispatchLoopDeps {
   topics: TopicAdmin;
   sender: Deliverer;
   options: DispatchLoopOptions;
+  /**
+   * PARTITION_OWNED_PULL: the one partition this loop owns; every subscription of its topic is dispatched there.
+   * Absent: every partition of the subscriptions `activeFor` returns (LOCAL_STICKY_PULL).
+   */
+  scope?: { topic: string; partition: number };
+  /** Runs each write of the loop's state (commits, parking, dead letters); fenced by the owner's epoch when owned. */
+  fence?: WriteFence;
+  /** While this answers false the loop neither fetches nor starts deliveries (its lease is unconfirmed). */
+  gate?: () => boolean;
+}
+
+/** No fence: each store uses its own connection (LOCAL_STICKY_PULL). */
+const UNFENCED: WriteFence = { epoch: 0, run: (work) => work(undefined as unknown as EntityManager) };
+
+/** A write refused because a newer owner holds the partition: the loop that made it must stop. */
+export function isFenced(e: unknown): boolean {
+  return e instanceof StaleEpochError || e instanceof FencedError;
 }
 
 /** What the loop reports; the activity sends it as its heartbeat details. */
@@ -66,6 +85,12 @@ export interface DispatchProgress {
   partitions: number;
   /** Events in Kafka not yet settled, summed over every subscription partition. */
   lag: number;
+  /** The lowest offset some lane has not settled (with a scope: what a new owner would start from). */
+  committedOffset?: number;
+  /** The highest log end offset seen. */
+  highWatermark?: number;
+  /** Rounds in which the gate held the loop back. */
+  gatedRounds: number;
   committedAt?: string;
 }
 
@@ -127,7 +152,11 @@ export class DispatchLoop {
     subscriptions: 0,
     partitions: 0,
     lag: 0,
+    gatedRounds: 0,
   };
+  private readonly fence: WriteFence;
+  /** Set when a write was refused for a stale epoch; the run ends with it. */
+  private fencedBy?: Error;
   private refreshedAt = -Infinity;
   private sweptAt = 0;
   /** Aborted when the run ends: sweep attempts in flight give up (their deliveries stay parked). */
@@ -140,7 +169,25 @@ export class DispatchLoop {
   /** When the loop last completed a round; the activity's heartbeat watchdog reads it. */
   lastRoundAt = Date.now();
 
-  constructor(private readonly deps: DispatchLoopDeps) {}
+  constructor(private readonly deps: DispatchLoopDeps) {
+    this.fence = deps.fence ?? UNFENCED;
+  }
+
+  private gateOpen(): boolean {
+    return !this.fencedBy && (this.deps.gate?.() ?? true);
+  }
+
+  /** A stale-epoch refusal stops every lane; other errors are the caller's. */
+  private noteFenced(e: unknown): boolean {
+    if (!isFenced(e)) return false;
+    if (!this.fencedBy) {
+      this.fencedBy = e as Error;
+      this.log.warn({ error: (e as Error).message }, 'a write was refused for a stale epoch; this loop stops');
+      for (const lane of this.lanes.values()) lane.abort.abort();
+      this.wake();
+    }
+    return true;
+  }
 
   get snapshot(): DispatchProgress {
     return { ...this.progress };
@@ -154,7 +201,15 @@ export class DispatchLoop {
     this.stopping = new AbortController();
     this.refreshedAt = -Infinity;
     try {
-      while (!signal.aborted) {
+      while (!signal.aborted && !this.fencedBy) {
+        if (!this.gateOpen()) {
+          // Not confirmed as owner: no fetch, no new delivery; what is in flight finishes.
+          this.progress.gatedRounds++;
+          this.progress.rounds++;
+          this.lastRoundAt = Date.now();
+          await pause(Math.min(200, this.deps.options.pollMaxWaitMs), signal);
+          continue;
+        }
         if (Date.now() - this.refreshedAt >= this.deps.options.refreshIntervalMs) await this.refresh();
         const positions = this.wanted();
         if (positions.length > 0) await this.accept(await this.fetch(positions, signal));
@@ -163,17 +218,20 @@ export class DispatchLoop {
         await this.commit();
         this.progress.rounds++;
         this.lastRoundAt = Date.now();
-        this.progress.lag = this.lag();
+        this.measure();
         report(this.snapshot);
         if (positions.length === 0) await this.idle(signal);
       }
+    } catch (e) {
+      if (!this.noteFenced(e)) throw e;
     } finally {
       for (const lane of this.lanes.values()) lane.abort.abort();
       this.stopping.abort();
       await this.settle();
       await this.sweeping;
-      await this.commit();
+      if (!this.fencedBy) await this.commit().catch((e: unknown) => { if (!this.noteFenced(e)) throw e; });
     }
+    if (this.fencedBy) throw this.fencedBy;
     return this.snapshot;
   }
 
@@ -206,7 +264,9 @@ export class DispatchLoop {
   }
 
   private async refresh(): Promise<void> {
+    const scope = this.deps.scope;
     const active = (await this.deps.subscriptions.activeFor(this.deps.instanceId)).filter((s) => {
+      if (scope && s.topic !== scope.topic) return false;
       if (this.deps.topics.isServed(s.topic)) return true;
       if (!this.ignoredTopics.has(s.topic)) {
         this.ignoredTopics.add(s.topic);
@@ -228,7 +288,7 @@ export class DispatchLoop {
     await this.commit(closed);
     const missing: { subscription: SubscriptionEntity; partition: number }[] = [];
     for (const s of active) {
-      for (const partition of await this.deps.topics.partitionsOf(s.topic)) {
+      for (const partition of scope ? [scope.partition] : await this.deps.topics.partitionsOf(s.topic)) {
         const lane = this.lanes.get(laneKey(s.id, s.topic, partition));
         if (lane) {
           lane.subscription = s;
@@ -258,14 +318,13 @@ export class DispatchLoop {
           highWatermark: nextOffset,
         });
       }
-      await this.deps.retries.forgetReplayed(
-        missing.map(({ subscription, partition }) => ({
-          subscriptionId: subscription.id,
-          topic: subscription.topic,
-          partition,
-          nextOffset: at.get(laneKey(subscription.id, subscription.topic, partition)) ?? 0,
-        })),
-      );
+      const replayed = missing.map(({ subscription, partition }) => ({
+        subscriptionId: subscription.id,
+        topic: subscription.topic,
+        partition,
+        nextOffset: at.get(laneKey(subscription.id, subscription.topic, partition)) ?? 0,
+      }));
+      await this.fence.run((m) => this.deps.retries.forgetReplayed(replayed, m));
       this.log.info({ lanes: missing.length }, 'dispatching new subscription partitions');
     }
     this.progress.subscriptions = activeIds.size;
@@ -348,6 +407,7 @@ export class DispatchLoop {
    * deleted under us), the lane closes; otherwise it waits and tries the same event again. Nothing moved.
    */
   private laneFailed(lane: Lane, e: unknown): void {
+    if (this.noteFenced(e)) return;
     const key = laneKey(lane.subscription.id, lane.topic, lane.partition);
     if ((e as { driverError?: { code?: string }; code?: string }).driverError?.code === '23503') {
       lane.abort.abort();
@@ -362,7 +422,7 @@ export class DispatchLoop {
 
   /** Delivers a lane's buffer in order until it is empty or an attempt fails. */
   private async drain(lane: Lane): Promise<void> {
-    while (lane.buffer.length > 0 && !lane.abort.signal.aborted) {
+    while (lane.buffer.length > 0 && !lane.abort.signal.aborted && this.gateOpen()) {
       const record = lane.buffer[0];
       if (!record.frame) {
         await this.deadLetterUnreadable(lane, record);
@@ -421,13 +481,14 @@ export class DispatchLoop {
     const delay = Math.max(backoff(policy, lane.attempts), retryAfterMs ?? 0);
     const where = { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset, eventId: frame.id, attempt: lane.attempts, error };
     if (final || lane.attempts >= policy.maxAttempts) {
-      await this.deps.deadLetters.add([this.letter(lane, offset, frame, lane.attempts, error, lane.firstFailedAt)]);
+      const letter = this.letter(lane, offset, frame, lane.attempts, error, lane.firstFailedAt);
+      await this.fence.run((m) => this.deps.deadLetters.add([letter], m));
       this.progress.deadLettered++;
       this.log.error(where, 'delivery failed for the last time; moved to the dead-letter queue');
       return true;
     }
     if (lane.attempts >= IN_LANE_ATTEMPTS) {
-      await this.deps.retries.park({
+      const parked: ParkedDelivery = {
         subscriptionId: lane.subscription.id,
         topic: lane.topic,
         partition: lane.partition,
@@ -438,8 +499,9 @@ export class DispatchLoop {
         lastError: error,
         firstFailedAt: lane.firstFailedAt,
         nextAttemptAt: new Date(Date.now() + delay),
-        epoch: 0,
-      });
+        epoch: this.fence.epoch,
+      };
+      await this.fence.run((m) => this.deps.retries.park(parked, m));
       this.progress.parked++;
       this.log.warn({ ...where, retryInMs: Math.round(delay) }, 'delivery failed; parked for a later attempt');
       return true;
@@ -485,14 +547,14 @@ export class DispatchLoop {
 
   /** Attempts the parked deliveries that are due, in the background of the loop (at most one sweep at a time). */
   private sweep(): void {
-    if (this.sweeping || Date.now() - this.sweptAt < SWEEP_INTERVAL_MS) return;
+    if (this.sweeping || Date.now() - this.sweptAt < SWEEP_INTERVAL_MS || !this.gateOpen()) return;
     this.sweptAt = Date.now();
     const subscriptions = new Map([...this.lanes.values()].map((l) => [l.subscription.id, l.subscription]));
     this.sweeping = this.deps.retries
-      .due([...subscriptions.keys()], SWEEP_BATCH)
+      .due([...subscriptions.keys()], SWEEP_BATCH, undefined, this.deps.scope)
       .then((due) => Promise.allSettled(due.map((d) => this.retryParked(d, subscriptions.get(d.subscriptionId)!))))
       .then((results) => {
-        const failed = results.filter((r) => r.status === 'rejected');
+        const failed = results.filter((r) => r.status === 'rejected' && !this.noteFenced(r.reason));
         if (failed.length > 0) {
           this.log.warn({ failed: failed.length, error: String((failed[0] as PromiseRejectedResult).reason) }, 'some parked deliveries could not be recorded; they stay parked');
         }
@@ -502,12 +564,13 @@ export class DispatchLoop {
   }
 
   private async retryParked(parked: ParkedDelivery, subscription: SubscriptionEntity): Promise<void> {
+    if (!this.gateOpen()) return;
     const frame = frameFromAttributes(parked.attributes, parked.data);
     const messageId = `${parked.subscriptionId}:${parked.topic}:${parked.partition}:${parked.offset}`;
     const result = await this.deps.sender.send(subscription, frame, messageId, this.stopping?.signal);
     if (this.stopping?.signal.aborted) return;
     if (result.ok) {
-      await this.deps.retries.delivered(parked);
+      await this.fence.run((m) => this.deps.retries.delivered(parked, m));
       this.progress.delivered++;
       return;
     }
@@ -521,19 +584,21 @@ export class DispatchLoop {
     const error = result.error ?? 'failed';
     this.progress.failedAttempts++;
     if (attempts >= policy.maxAttempts || result.rejected) {
-      await this.deps.retries.deadLetter(this.letter(parked, parked.offset, frame, attempts, error, parked.firstFailedAt));
+      const letter = this.letter(parked, parked.offset, frame, attempts, error, parked.firstFailedAt);
+      await this.fence.run((m) => this.deps.retries.deadLetter(letter, m));
       this.progress.deadLettered++;
       this.log.error({ subscription: parked.subscriptionId, topic: parked.topic, partition: parked.partition, offset: parked.offset, eventId: frame.id, attempts, error },
         'parked delivery failed for the last time; moved to the dead-letter queue');
       return;
     }
     const delay = Math.max(backoff(policy, attempts), result.retryAfterMs ?? 0);
-    await this.deps.retries.reschedule(parked, attempts, new Date(Date.now() + delay), error);
+    await this.fence.run((m) => this.deps.retries.reschedule(parked, attempts, new Date(Date.now() + delay), error, m));
   }
 
   /** A record that is not a CloudEvent is kept in the dead-letter queue before the lane moves past it. */
   private async deadLetterUnreadable(lane: Lane, record: Lane['buffer'][number]): Promise<void> {
-    await this.deps.deadLetters.add([this.letter(lane, record.offset, { raw: record.value }, 0, `not a CloudEvent: ${record.error}`, new Date())]);
+    const letter = this.letter(lane, record.offset, { raw: record.value }, 0, `not a CloudEvent: ${record.error}`, new Date());
+    await this.fence.run((m) => this.deps.deadLetters.add([letter], m));
     this.progress.deadLettered++;
     this.log.error(
       { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset, error: record.error },
@@ -559,9 +624,12 @@ export class DispatchLoop {
       lane.buffer = [];
       if (target < lane.committed) {
         // The log itself went backwards: the stored offset points at events that no longer exist.
-        await this.deps.offsets.rewind({ subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: 0 });
-        // Parked deliveries at those offsets belong to the old log; new events will take their offsets.
-        await this.deps.retries.forgetFrom(lane.subscription.id, topic, partition, target);
+        const position = { subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: this.fence.epoch };
+        await this.fence.run(async (m) => {
+          await this.deps.offsets.rewind(position, m);
+          // Parked deliveries at those offsets belong to the old log; new events will take their offsets.
+          await this.deps.retries.forgetFrom(lane.subscription.id, topic, partition, target, m);
+        });
         lane.committed = target;
       }
       lane.nextOffset = target;
@@ -586,9 +654,9 @@ export class DispatchLoop {
       topic: l.topic,
       partition: l.partition,
       nextOffset: l.nextOffset,
-      epoch: 0,
+      epoch: this.fence.epoch,
     }));
-    const results = await this.deps.offsets.commit(positions);
+    const results = await this.fence.run((m) => this.deps.offsets.commit(positions, m));
     const fenced: FencedError['rejected'] = [];
     results.forEach((r, i) => {
       const lane = moved[i];
@@ -602,10 +670,18 @@ export class DispatchLoop {
     if (fenced.length > 0) throw new FencedError(fenced);
   }
 
-  private lag(): number {
+  private measure(): void {
     let lag = 0;
-    for (const lane of this.lanes.values()) lag += Math.max(0, lane.highWatermark - lane.nextOffset);
-    return lag;
+    let committed: number | undefined;
+    let high: number | undefined;
+    for (const lane of this.lanes.values()) {
+      lag += Math.max(0, lane.highWatermark - lane.nextOffset);
+      committed = committed === undefined ? lane.committed : Math.min(committed, lane.committed);
+      high = high === undefined ? lane.highWatermark : Math.max(high, lane.highWatermark);
+    }
+    this.progress.lag = lag;
+    this.progress.committedOffset = committed;
+    this.progress.highWatermark = high;
   }
 }
 

@@ -16,6 +16,10 @@ export enum ErrorCode {
   UnknownDelivery = 'UNKNOWN_DELIVERY',
   WrongInstance = 'WRONG_INSTANCE',
   NotFound = 'NOT_FOUND',
+  /** The request needs the other delivery topology (docs/topologies.md). */
+  WrongTopology = 'WRONG_TOPOLOGY',
+  /** An operator command the current ownership state refuses (an unknown instance, a drained target). */
+  OwnershipConflict = 'OWNERSHIP_CONFLICT',
   Unauthenticated = 'UNAUTHENTICATED',
   Forbidden = 'FORBIDDEN',
   QuotaExceeded = 'QUOTA_EXCEEDED',
@@ -52,6 +56,8 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.UnknownDelivery]: 409,
   [ErrorCode.WrongInstance]: 409,
   [ErrorCode.NotFound]: 404,
+  [ErrorCode.WrongTopology]: 409,
+  [ErrorCode.OwnershipConflict]: 409,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.QuotaExceeded]: 429,

@@ -3,3 +3,4 @@ export * from './entities';
 export * from './offset-store';
 export * from './dead-letter-store';
 export * from './retry-store';
+export * from './lease-store';

@@ -25,7 +25,8 @@ const key = (p: { subscriptionId: string; topic: string; partition: number }) =>
 
 /**
  * Subscription offsets in Postgres. Every write is monotonic: it applies only if it moves the offset forward (or
- * keeps it) under the same or a newer epoch. A write that would move an offset backwards or carries an older
+ * keeps it) under the same or a newer epoch. Epoch 0 is unfenced (LOCAL_STICKY_PULL, where no lease exists): it
+ * keeps the stored epoch and is refused only for going backwards. A write that would move an offset backwards or carries an older
  * epoch changes nothing and comes back rejected, with the reason and the row it lost to. A batch of positions is
  * one statement, so a dispatch loop commits a whole fetch at once.
  */
@@ -57,8 +58,8 @@ export class OffsetStore {
            -- Holds the subscription row until commit, so a concurrent delete cannot break the foreign key.
            FOR KEY SHARE OF s
          ON CONFLICT (subscription_id, topic, partition) DO UPDATE
-           SET next_offset = EXCLUDED.next_offset, epoch = EXCLUDED.epoch, updated_at = now()
-           WHERE o.next_offset <= EXCLUDED.next_offset AND o.epoch <= EXCLUDED.epoch
+           SET next_offset = EXCLUDED.next_offset, epoch = GREATEST(o.epoch, EXCLUDED.epoch), updated_at = now()
+           WHERE o.next_offset <= EXCLUDED.next_offset AND (EXCLUDED.epoch = 0 OR o.epoch <= EXCLUDED.epoch)
          RETURNING o.subscription_id, o.topic, o.partition
        )
        SELECT i.subscription_id, i.topic, i.partition,
@@ -96,10 +97,10 @@ export class OffsetStore {
    * The one write that may move an offset backwards: after the Kafka log itself went backwards (a topic deleted
    * and recreated), so the stored offset points past its end. Still refused for an older epoch.
    */
-  async rewind(position: OffsetPosition): Promise<boolean> {
-    const result: unknown[] = await this.db.query(
-      `UPDATE subscription_offsets SET next_offset = $4, epoch = $5, updated_at = now()
-        WHERE subscription_id = $1 AND topic = $2 AND partition = $3 AND epoch <= $5 RETURNING 1`,
+  async rewind(position: OffsetPosition, manager: EntityManager = this.db.manager): Promise<boolean> {
+    const result: unknown[] = await manager.query(
+      `UPDATE subscription_offsets SET next_offset = $4, epoch = GREATEST(epoch, $5), updated_at = now()
+        WHERE subscription_id = $1 AND topic = $2 AND partition = $3 AND ($5 = 0 OR epoch <= $5) RETURNING 1`,
       [position.subscriptionId, position.topic, position.partition, position.nextOffset, position.epoch],
     );
     // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].

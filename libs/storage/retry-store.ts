@@ -1,4 +1,4 @@
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import { MoreThanOrEqual } from 'typeorm';
 import { DeliveryRetryEntity } from './entities';
 import type { DeadLetter, DeadLetterStore } from './dead-letter-store';
@@ -33,8 +33,8 @@ export class RetryStore {
   ) {}
 
   /** Durable once this resolves. Parking the same delivery twice (a redelivery after a crash) keeps the first. */
-  async park(delivery: ParkedDelivery): Promise<void> {
-    await this.db
+  async park(delivery: ParkedDelivery, manager: EntityManager = this.db.manager): Promise<void> {
+    await manager
       .createQueryBuilder()
       .insert()
       .into(DeliveryRetryEntity)
@@ -47,7 +47,12 @@ export class RetryStore {
    * Deliveries of the given subscriptions whose next attempt is due, oldest first, at most `perSubscription` of
    * each: one subscription with a dead sink and a long backlog does not crowd out the others' retries.
    */
-  async due(subscriptionIds: string[], limit: number, perSubscription = 8): Promise<ParkedDelivery[]> {
+  async due(
+    subscriptionIds: string[],
+    limit: number,
+    perSubscription = 8,
+    only?: { topic: string; partition: number },
+  ): Promise<ParkedDelivery[]> {
     if (subscriptionIds.length === 0) return [];
     const rows: {
       subscription_id: string;
@@ -66,11 +71,12 @@ export class RetryStore {
          SELECT r.*, row_number() OVER (PARTITION BY subscription_id ORDER BY next_attempt_at) AS rank
            FROM delivery_retries r
           WHERE subscription_id = ANY($1::uuid[]) AND next_attempt_at <= now()
+            AND ($4::text IS NULL OR (topic = $4 AND partition = $5))
        ) ranked
         WHERE rank <= $2
         ORDER BY next_attempt_at
         LIMIT $3`,
-      [subscriptionIds, perSubscription, limit],
+      [subscriptionIds, perSubscription, limit, only?.topic ?? null, only?.partition ?? null],
     );
     return rows.map((r) => ({
       subscriptionId: r.subscription_id,
@@ -87,25 +93,27 @@ export class RetryStore {
     }));
   }
 
-  async reschedule(key: Key, attempts: number, nextAttemptAt: Date, lastError: string): Promise<void> {
-    await this.db.manager.update(DeliveryRetryEntity, where(key), { attempts, nextAttemptAt, lastError });
+  async reschedule(key: Key, attempts: number, nextAttemptAt: Date, lastError: string, manager: EntityManager = this.db.manager): Promise<void> {
+    await manager.update(DeliveryRetryEntity, where(key), { attempts, nextAttemptAt, lastError });
   }
 
-  async delivered(key: Key): Promise<void> {
-    await this.db.manager.delete(DeliveryRetryEntity, where(key));
+  async delivered(key: Key, manager: EntityManager = this.db.manager): Promise<void> {
+    await manager.delete(DeliveryRetryEntity, where(key));
   }
 
-  /** Moves a parked delivery to the dead-letter queue, in one transaction. */
-  async deadLetter(letter: DeadLetter): Promise<void> {
-    await this.db.transaction(async (tx) => {
+  /** Moves a parked delivery to the dead-letter queue, in one transaction (its own, or the caller's `manager`). */
+  async deadLetter(letter: DeadLetter, manager?: EntityManager): Promise<void> {
+    const move = async (tx: EntityManager) => {
       await this.deadLetters.add([letter], tx);
       await tx.delete(DeliveryRetryEntity, where(letter));
-    });
+    };
+    if (manager) await move(manager);
+    else await this.db.transaction(move);
   }
 
   /** Forgets the parked deliveries of a subscription partition from an offset on (the log itself was rewound). */
-  async forgetFrom(subscriptionId: string, topic: string, partition: number, offset: number): Promise<void> {
-    await this.db.manager.delete(DeliveryRetryEntity, { subscriptionId, topic, partition, kafkaOffset: MoreThanOrEqual(offset) });
+  async forgetFrom(subscriptionId: string, topic: string, partition: number, offset: number, manager: EntityManager = this.db.manager): Promise<void> {
+    await manager.delete(DeliveryRetryEntity, { subscriptionId, topic, partition, kafkaOffset: MoreThanOrEqual(offset) });
   }
 
   /**
@@ -113,9 +121,12 @@ export class RetryStore {
    * replays those events from Kafka anyway (they were parked after the last commit, before a crash), so the
    * parked copies would only be sent twice. One statement for all the positions.
    */
-  async forgetReplayed(positions: { subscriptionId: string; topic: string; partition: number; nextOffset: number }[]): Promise<void> {
+  async forgetReplayed(
+    positions: { subscriptionId: string; topic: string; partition: number; nextOffset: number }[],
+    manager: EntityManager = this.db.manager,
+  ): Promise<void> {
     if (positions.length === 0) return;
-    await this.db.query(
+    await manager.query(
       `DELETE FROM delivery_retries r
         USING unnest($1::uuid[], $2::text[], $3::int[], $4::bigint[]) AS p(subscription_id, topic, partition, next_offset)
         WHERE r.subscription_id = p.subscription_id AND r.topic = p.topic AND r.partition = p.partition

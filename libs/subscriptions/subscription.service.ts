@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../config';
+import type { DeliveryTopology, EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { compileFilters } from '../filter';
 import type { TopicAdmin } from '../kafka';
@@ -20,7 +20,13 @@ export class SubscriptionService {
   constructor(
     private readonly db: DataSource,
     private readonly topics: TopicAdmin,
-    private readonly options: { instanceId: string; defaultTopic: string; webhookOrigin: string; webhookTimeoutMs: number },
+    private readonly options: {
+      instanceId: string;
+      defaultTopic: string;
+      webhookOrigin: string;
+      webhookTimeoutMs: number;
+      topology?: DeliveryTopology;
+    },
   ) {}
 
   /** The instance whose subscriptions this service creates (and whose stream clients it serves). */
@@ -35,6 +41,7 @@ export class SubscriptionService {
       defaultTopic: config.kafka.topics[0],
       webhookOrigin: config.delivery.webhookOrigin,
       webhookTimeoutMs: config.delivery.webhookTimeoutMs,
+      topology: config.delivery.topology,
     });
   }
 
@@ -52,6 +59,14 @@ export class SubscriptionService {
     // A bad filter is refused here, with its path, never met at dispatch time.
     compileFilters(request.filters);
     const topic = request.topic ?? this.options.defaultTopic;
+    if (request.protocol !== 'HTTP' && this.options.topology === 'PARTITION_OWNED_PULL') {
+      throw new EventMeshError(
+        ErrorCode.WrongTopology,
+        `protocol ${request.protocol}: stream subscriptions need LOCAL_STICKY_PULL; in PARTITION_OWNED_PULL a partition's ` +
+          'owner delivers, and stream clients connect to any instance (forwarding between instances is not built yet)',
+        { field: 'protocol', topology: this.options.topology },
+      );
+    }
     if (!this.topics.isServed(topic)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
     }
@@ -175,6 +190,11 @@ export class SubscriptionService {
   async disable(id: string, reason: string): Promise<void> {
     await this.db.manager.update(SubscriptionEntity, { id }, { status: 'DISABLED', updatedAt: new Date() });
     this.log.warn({ subscription: id, reason }, 'subscription disabled');
+  }
+
+  /** Active webhook subscriptions of a topic, whichever instance created them (PARTITION_OWNED_PULL). */
+  async activeOnTopic(topic: string): Promise<SubscriptionEntity[]> {
+    return this.db.manager.find(SubscriptionEntity, { where: { topic, status: 'ACTIVE', protocol: 'HTTP' } });
   }
 
   /** Active subscriptions this instance dispatches (LOCAL_STICKY_PULL). */

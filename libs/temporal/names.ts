@@ -1,3 +1,3 @@
 /** Names shared by the worker, the client side and the docs: one place, one spelling. */
-export const taskQueueOf = (instanceId: string) => `eventmesh-${instanceId}`;
+export { instanceTaskQueueOf as taskQueueOf } from '../../workflows/ownership.definitions';
 export const dispatchWorkflowIdOf = (instanceId: string) => `dispatch/${instanceId}`;

@@ -2,6 +2,7 @@ import { InitialSchema1795960047984 } from './1795960047984-InitialSchema';
 import { SubscriptionSigningSecret1795963007921 } from './1795963007921-SubscriptionSigningSecret';
 import { DeliveryRetries1795963197938 } from './1795963197938-DeliveryRetries';
 import { PendingRequests1795964509962 } from './1795964509962-PendingRequests';
+import { PartitionLeaseRenewal1795968576120 } from './1795968576120-PartitionLeaseRenewal';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -9,4 +10,5 @@ export const MIGRATIONS = [
   SubscriptionSigningSecret1795963007921,
   DeliveryRetries1795963197938,
   PendingRequests1795964509962,
+  PartitionLeaseRenewal1795968576120,
 ];

@@ -1,0 +1,151 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { DispatchLoop, DispatchProgress, isFenced } from '../libs/delivery';
+import type { LeaseStore, WriteFence } from '../libs/storage';
+import {
+  EPOCH_BEHIND,
+  FENCED,
+  PartitionProgress,
+  PollPartitionInput,
+  PollPartitionResult,
+  WRONG_INSTANCE,
+} from '../workflows/ownership.definitions';
+
+export interface PartitionLoopScope {
+  topic: string;
+  partition: number;
+  fence: WriteFence;
+  /** False while the loop must neither fetch nor deliver (its lease is not confirmed). */
+  gate: () => boolean;
+}
+
+export interface OwnershipActivityDeps {
+  instanceId: string;
+  /** The heartbeat timeout of these activities; heartbeats go out at least three times within it. */
+  leaseTtlMs: number;
+  /** Aborted when the instance shuts down. */
+  shutdownSignal: AbortSignal;
+  leases: LeaseStore;
+  /** This instance confirmed its membership with Temporal within the lease window (see OwnershipAgent). */
+  membershipConfirmed(): boolean;
+  createPartitionLoop(scope: PartitionLoopScope): DispatchLoop;
+  /** Tells the partition's workflow the run's offsets and counts (best effort). */
+  reportProgress(topic: string, partition: number, progress: PartitionProgress): Promise<void>;
+}
+
+/**
+ * The activities of PARTITION_OWNED_PULL, on the instance's own task queue.
+ *
+ * `holdInstanceLease` heartbeats for as long as the instance lives: its heartbeat timeout is the instance's lease.
+ *
+ * `pollPartition` is the poll-and-dispatch loop of one partition under one epoch. It claims the epoch in Postgres
+ * first, then renews it there every fifth of the TTL with a write conditional on the epoch: a refused renewal or
+ * any refused write means a newer owner holds the partition, and the run stops. It fetches and delivers only
+ * while both the instance's membership (Temporal) and its epoch (Postgres) were confirmed within half a TTL, so
+ * an owner that is cut off, or was paused past the TTL, stops before a successor starts and sends nothing when it
+ * wakes. Cancellation (a planned move) stops polling, settles or parks what is in flight, commits, and returns.
+ */
+export function createOwnershipActivities(deps: OwnershipActivityDeps) {
+  const beatEveryMs = Math.max(200, Math.min(1000, Math.floor(deps.leaseTtlMs / 5)));
+  const windowMs = Math.floor(deps.leaseTtlMs / 2);
+
+  function checkInstance(instanceId: string) {
+    if (instanceId !== deps.instanceId) {
+      throw ApplicationFailure.nonRetryable(`this worker is instance ${deps.instanceId}, not ${instanceId}`, WRONG_INSTANCE);
+    }
+  }
+
+  return {
+    async holdInstanceLease(input: { instanceId: string }): Promise<{ stoppedBy: 'shutdown' | 'cancelled' }> {
+      checkInstance(input.instanceId);
+      const ctx = Context.current();
+      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
+      while (!stop.aborted) {
+        ctx.heartbeat();
+        await sleep(beatEveryMs, undefined, { signal: stop }).catch(() => undefined);
+      }
+      return { stoppedBy: deps.shutdownSignal.aborted ? 'shutdown' : 'cancelled' };
+    },
+
+    async pollPartition(input: PollPartitionInput): Promise<PollPartitionResult> {
+      checkInstance(input.owner);
+      const { topic, partition, epoch } = input;
+      const ctx = Context.current();
+      ctx.heartbeat();
+      const claim = await deps.leases.claim(topic, partition, input.owner, epoch);
+      if (!claim.claimed) {
+        throw ApplicationFailure.nonRetryable(
+          `epoch ${epoch} of ${topic}#${partition} is not above epoch ${claim.current} held by ${claim.owner ?? 'nobody'}`,
+          EPOCH_BEHIND,
+          { current: claim.current },
+        );
+      }
+      let epochConfirmedAt = Date.now();
+      const gate = () => deps.membershipConfirmed() && Date.now() - epochConfirmedAt < windowMs;
+      const loop = deps.createPartitionLoop({ topic, partition, fence: deps.leases.fenceFor(topic, partition, epoch), gate });
+      const fenced = new AbortController();
+      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal]);
+
+      let renewing = false;
+      let reportedAt = 0;
+      let reported: string | undefined;
+      const report = (p: DispatchProgress): PartitionProgress => ({
+        epoch,
+        committedOffset: p.committedOffset,
+        highWatermark: p.highWatermark,
+        lag: p.lag,
+        delivered: p.delivered,
+        subscriptions: p.subscriptions,
+        reportedAt: new Date().toISOString(),
+      });
+      const beat = setInterval(() => {
+        const progress = loop.snapshot;
+        // A loop stuck for a whole TTL (a hung dependency) loses its heartbeat, and the workflow starts it afresh.
+        if (Date.now() - loop.lastRoundAt < deps.leaseTtlMs) ctx.heartbeat({ epoch, ...progress, gateOpen: gate() });
+        if (!renewing) {
+          renewing = true;
+          deps.leases
+            .renew(topic, partition, epoch)
+            .then((held) => {
+              if (held) epochConfirmedAt = Date.now();
+              else fenced.abort();
+            })
+            .catch((e: unknown) => ctx.log.warn('lease renewal failed', { topic, partition, error: (e as Error).message }))
+            .finally(() => (renewing = false));
+        }
+        const key = `${progress.committedOffset}/${progress.lag}/${progress.delivered}/${progress.subscriptions}`;
+        if (Date.now() - reportedAt >= deps.leaseTtlMs && key !== reported && gate()) {
+          reportedAt = Date.now();
+          reported = key;
+          deps.reportProgress(topic, partition, report(progress)).catch(() => undefined);
+        }
+      }, beatEveryMs);
+
+      let progress: DispatchProgress;
+      try {
+        progress = await loop.run(stop, Date.now() + input.runMs, () => undefined);
+      } catch (e) {
+        if (isFenced(e)) throw ApplicationFailure.nonRetryable((e as Error).message, FENCED);
+        throw e;
+      } finally {
+        clearInterval(beat);
+      }
+      if (fenced.signal.aborted) {
+        throw ApplicationFailure.nonRetryable(`${topic}#${partition} is held under a newer epoch than ${epoch}; this run stopped`, FENCED);
+      }
+      await deps.reportProgress(topic, partition, report(progress)).catch(() => undefined);
+      if (ctx.cancellationSignal.aborted) {
+        ctx.log.info('partition run cancelled after committing its progress', { topic, partition, epoch, delivered: progress.delivered });
+        await ctx.cancelled;
+      }
+      return {
+        delivered: progress.delivered,
+        committedOffset: progress.committedOffset,
+        stoppedBy: deps.shutdownSignal.aborted ? 'shutdown' : 'deadline',
+      };
+    },
+  };
+}
+
+export type OwnershipActivities = ReturnType<typeof createOwnershipActivities>;

@@ -1,0 +1,168 @@
+import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
+import {
+  allHandlersFinished,
+  condition,
+  continueAsNew,
+  getExternalWorkflowHandle,
+  setHandler,
+  startChild,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { Assignment, assignPartitions, movedPartitions, parsePartitionKey, PartitionKey } from './assignment';
+import {
+  assignmentQuery,
+  AssignmentView,
+  assignOwnerSignal,
+  drainUpdate,
+  joinSignal,
+  leaveSignal,
+  moveUpdate,
+  PartitionMove,
+  partitionWorkflowIdOf,
+  searchAttributes,
+} from './ownership.definitions';
+import { partitionWorkflow } from './partition.workflow';
+
+/**
+ * The one coordinator of PARTITION_OWNED_PULL, id `eventmesh-coordinator`. It holds the membership (instances
+ * join with the run id of their lease workflow; that workflow reports them lost or stopped) and the assignment
+ * `topic#partition -> owner`, recomputed with {@link assignPartitions} on every change, so only the partitions
+ * needed to rebalance move. It starts each partition's workflow once and signals it when its owner changes:
+ * gracefully when the old owner is alive (join, drain, operator move), at once when it is gone. Operators drain
+ * an instance or move a partition through updates, which answer with the moves they caused.
+ */
+export interface CoordinatorInput {
+  leaseTtlMs: number;
+  runMs: number;
+  state?: CoordinatorState;
+}
+
+export interface CoordinatorState {
+  members: Record<string, { leaseRunId: string }>;
+  drained: string[];
+  pins: Record<PartitionKey, string>;
+  partitions: PartitionKey[];
+  assignment: Assignment;
+  /** Partitions whose workflow this coordinator started (it is signalled from then on). */
+  started: PartitionKey[];
+  generation: number;
+}
+
+const MAX_HISTORY_EVENTS = 2000;
+
+export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void> {
+  const state: CoordinatorState = input.state ?? {
+    members: {},
+    drained: [],
+    pins: {},
+    partitions: [],
+    assignment: {},
+    started: [],
+    generation: 0,
+  };
+  let dirty = false;
+  let lastMoves: PartitionMove[] = [];
+
+  setHandler(joinSignal, (join) => {
+    state.members[join.instanceId] = { leaseRunId: join.leaseRunId };
+    state.partitions = [...new Set([...state.partitions, ...join.partitions])].sort();
+    dirty = true;
+  });
+  setHandler(leaveSignal, (leave) => {
+    // A notice from an older lease run of an instance that has joined again since changes nothing.
+    if (state.members[leave.instanceId]?.leaseRunId !== leave.leaseRunId) return;
+    delete state.members[leave.instanceId];
+    dirty = true;
+  });
+  setHandler(
+    drainUpdate,
+    async ({ instanceId, drained }) => {
+      state.drained = drained ? [...new Set([...state.drained, instanceId])].sort() : state.drained.filter((d) => d !== instanceId);
+      if (drained) for (const [p, to] of Object.entries(state.pins)) if (to === instanceId) delete state.pins[p];
+      return applied();
+    },
+    {
+      validator: ({ instanceId, drained }) => {
+        if (typeof instanceId !== 'string' || typeof drained !== 'boolean') throw new Error('expected { instanceId: string, drained: boolean }');
+        if (drained && !(instanceId in state.members)) throw new Error(`instance ${instanceId} is not a member`);
+      },
+    },
+  );
+  setHandler(
+    moveUpdate,
+    async ({ partition, to }) => {
+      state.pins[partition] = to;
+      return applied();
+    },
+    {
+      validator: ({ partition, to }) => {
+        if (!state.partitions.includes(partition)) throw new Error(`unknown partition ${partition}`);
+        if (!(to in state.members)) throw new Error(`instance ${to} is not a member`);
+        if (state.drained.includes(to)) throw new Error(`instance ${to} is drained`);
+      },
+    },
+  );
+  setHandler(assignmentQuery, (): AssignmentView => ({
+    members: Object.keys(state.members).sort(),
+    drained: state.drained,
+    pins: state.pins,
+    owners: state.assignment,
+    generation: state.generation,
+  }));
+
+  /** Marks the state changed and waits for the main loop to apply it; answers with the moves it caused. */
+  async function applied(): Promise<PartitionMove[]> {
+    dirty = true;
+    const target = state.generation + 1;
+    await condition(() => state.generation >= target);
+    return lastMoves;
+  }
+
+  for (;;) {
+    await condition(() => dirty);
+    dirty = false;
+    // Pins to instances that left lapse.
+    for (const [p, to] of Object.entries(state.pins)) if (!(to in state.members)) delete state.pins[p];
+    const next = assignPartitions({
+      partitions: state.partitions,
+      eligible: Object.keys(state.members).filter((m) => !state.drained.includes(m)),
+      current: state.assignment,
+      pins: state.pins,
+    });
+    const moves = movedPartitions(state.assignment, next).map((p) => ({ partition: p, from: state.assignment[p], to: next[p] }));
+    const before = state.assignment;
+    state.assignment = next;
+    await Promise.all(moves.map((m) => handOver(m, before[m.partition] !== undefined && before[m.partition]! in state.members)));
+    lastMoves = moves;
+    state.generation++;
+    const info = workflowInfo();
+    if (!dirty && (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS)) break;
+  }
+  await condition(allHandlersFinished);
+  await continueAsNew<typeof coordinatorWorkflow>({ ...input, state });
+
+  async function handOver(move: PartitionMove, graceful: boolean): Promise<void> {
+    const { topic, partition } = parsePartitionKey(move.partition);
+    const workflowId = partitionWorkflowIdOf(topic, partition);
+    if (!state.started.includes(move.partition)) {
+      try {
+        await startChild(partitionWorkflow, {
+          workflowId,
+          args: [{ topic, partition, leaseTtlMs: input.leaseTtlMs, runMs: input.runMs, owner: move.to, epoch: 0 }],
+          parentClosePolicy: 'ABANDON',
+          typedSearchAttributes: [
+            { key: searchAttributes.topic, value: topic },
+            { key: searchAttributes.partition, value: partition },
+          ],
+        });
+        state.started.push(move.partition);
+        return;
+      } catch (e) {
+        // Started by an earlier coordinator (this one was reset): it is told like any other.
+        if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+        state.started.push(move.partition);
+      }
+    }
+    await getExternalWorkflowHandle(workflowId).signal(assignOwnerSignal, { owner: move.to, graceful });
+  }
+}

@@ -1,0 +1,129 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+import type { PartitionKey } from './assignment';
+
+/**
+ * Names, messages and shapes of the PARTITION_OWNED_PULL protocol, shared by its three workflows, the activities,
+ * and the instance side that starts and steers them (docs/topologies.md).
+ */
+
+/** The task queue every instance's workflow worker polls: coordinator, partition and instance-lease workflows. */
+export const CONTROL_TASK_QUEUE = 'eventmesh-control';
+export const COORDINATOR_WORKFLOW_ID = 'eventmesh-coordinator';
+export const partitionWorkflowIdOf = (topic: string, partition: number) => `partition/${topic}/${partition}`;
+export const instanceWorkflowIdOf = (instanceId: string) => `instance/${instanceId}`;
+/** An instance's own task queue: its activities (the lease, and the poll loops of the partitions it owns). */
+export const instanceTaskQueueOf = (instanceId: string) => `eventmesh-${instanceId}`;
+
+/** Registered by `npm run infra -- start temporal` (scripts/infra.sh); the Temporal UI filters on them. */
+export const searchAttributes = {
+  topic: defineSearchAttributeKey('EventMeshTopic', SearchAttributeType.KEYWORD),
+  partition: defineSearchAttributeKey('EventMeshPartition', SearchAttributeType.INT),
+  owner: defineSearchAttributeKey('EventMeshOwner', SearchAttributeType.KEYWORD),
+  epoch: defineSearchAttributeKey('EventMeshEpoch', SearchAttributeType.INT),
+};
+
+// --- coordinator -------------------------------------------------------------------------------------------
+
+export interface JoinRequest {
+  instanceId: string;
+  /** The run of `instance/<instanceId>` that holds this membership; a leave from another run is ignored. */
+  leaseRunId: string;
+  /** The partitions this instance serves (every instance of a runtime is configured with the same topics). */
+  partitions: PartitionKey[];
+}
+
+export interface LeaveNotice {
+  instanceId: string;
+  leaseRunId: string;
+  /** `lost`: the lease heartbeat timed out (crash, or cut off from Temporal); `stopped`: a clean shutdown. */
+  reason: 'lost' | 'stopped';
+  detail?: string;
+}
+
+export interface PartitionMove {
+  partition: PartitionKey;
+  from?: string;
+  to?: string;
+}
+
+export interface AssignmentView {
+  members: string[];
+  drained: string[];
+  pins: Record<PartitionKey, string>;
+  owners: Record<PartitionKey, string | undefined>;
+  /** Raised every time the assignment is recomputed. */
+  generation: number;
+}
+
+export const joinSignal = defineSignal<[JoinRequest]>('join');
+export const leaveSignal = defineSignal<[LeaveNotice]>('leave');
+/** Move every partition away from an instance (`drained: true`), or let it own partitions again. */
+export const drainUpdate = defineUpdate<PartitionMove[], [{ instanceId: string; drained: boolean }]>('drain');
+/** Pin one partition to a named instance; it moves there gracefully. */
+export const moveUpdate = defineUpdate<PartitionMove[], [{ partition: PartitionKey; to: string }]>('move');
+export const assignmentQuery = defineQuery<AssignmentView>('assignment');
+
+// --- partition owner ---------------------------------------------------------------------------------------
+
+export interface AssignOwner {
+  /** The new owner, or none (no eligible instance). */
+  owner?: string;
+  /** Planned move (the old owner is alive): wait for it to settle and commit before the new owner starts. */
+  graceful: boolean;
+}
+
+/** What the poll activity reports about its partition; offsets and counts only, never events. */
+export interface PartitionProgress {
+  /** The epoch of the run reporting. */
+  epoch: number;
+  /** The lowest offset some subscription has not settled yet (what a new owner would start from). */
+  committedOffset?: number;
+  highWatermark?: number;
+  lag: number;
+  delivered: number;
+  subscriptions: number;
+  reportedAt: string;
+}
+
+export interface PartitionStatus {
+  topic: string;
+  partition: number;
+  owner?: string;
+  epoch: number;
+  /** The owner's poll activity is scheduled or running. */
+  polling: boolean;
+  committedOffset?: number;
+  lag?: number;
+  delivered: number;
+  progressAt?: string;
+  /** How many times a running poll was moved to another owner. */
+  ownerChanges: number;
+  lastFailure?: string;
+}
+
+export const assignOwnerSignal = defineSignal<[AssignOwner]>('assignOwner');
+export const partitionProgressSignal = defineSignal<[PartitionProgress]>('progress');
+export const partitionStatusQuery = defineQuery<PartitionStatus>('status');
+
+// --- activities' contract ----------------------------------------------------------------------------------
+
+export interface PollPartitionInput {
+  topic: string;
+  partition: number;
+  owner: string;
+  epoch: number;
+  /** How long this run lasts before it returns and the workflow starts the next one. */
+  runMs: number;
+}
+
+export interface PollPartitionResult {
+  delivered: number;
+  committedOffset?: number;
+  stoppedBy: 'deadline' | 'shutdown' | 'cancelled';
+}
+
+/** The activity failure types the partition workflow tells apart. */
+export const EPOCH_BEHIND = 'EpochBehind';
+export const FENCED = 'Fenced';
+export const WRONG_INSTANCE = 'WrongInstance';
