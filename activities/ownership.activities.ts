@@ -29,7 +29,8 @@ export interface OwnershipActivityDeps {
   leases: LeaseStore;
   /** This instance confirmed its membership with Temporal within the lease window (see OwnershipAgent). */
   membershipConfirmed(): boolean;
-  createPartitionLoop(scope: PartitionLoopScope): DispatchLoop;
+  /** A loop for one partition, with its own Kafka connection (a broker answers one connection's fetches in turn). */
+  openPartitionLoop(scope: PartitionLoopScope): Promise<{ loop: DispatchLoop; close(): Promise<void> }>;
   /** Tells the partition's workflow the run's offsets and counts (best effort). */
   reportProgress(topic: string, partition: number, progress: PartitionProgress): Promise<void>;
 }
@@ -83,7 +84,7 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
       }
       let epochConfirmedAt = Date.now();
       const gate = () => deps.membershipConfirmed() && Date.now() - epochConfirmedAt < windowMs;
-      const loop = deps.createPartitionLoop({ topic, partition, fence: deps.leases.fenceFor(topic, partition, epoch), gate });
+      const { loop, close } = await deps.openPartitionLoop({ topic, partition, fence: deps.leases.fenceFor(topic, partition, epoch), gate });
       const fenced = new AbortController();
       const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal]);
 
@@ -130,6 +131,7 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
         throw e;
       } finally {
         clearInterval(beat);
+        await close().catch(() => undefined);
       }
       if (fenced.signal.aborted) {
         throw ApplicationFailure.nonRetryable(`${topic}#${partition} is held under a newer epoch than ${epoch}; this run stopped`, FENCED);

@@ -1,11 +1,13 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { HealthService } from '../../../libs/health';
+import type { OwnershipAdmin } from '../../../libs/ownership';
 import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
 import { StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
+import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error';
@@ -20,6 +22,8 @@ export interface GatewayServices {
   gate: GatePolicy;
   requestReply: RequestReplyService;
   streams: StreamHub;
+  /** PARTITION_OWNED_PULL only. */
+  ownership?: OwnershipAdmin;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -28,7 +32,7 @@ export class GatewayModule {
   static register(services: GatewayServices): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [EventsController, SubscriptionsController, StreamsController, HealthController],
+      controllers: [EventsController, SubscriptionsController, StreamsController, HealthController, AdminController],
       providers: [
         { provide: EventIngress, useValue: services.ingress },
         { provide: SubscriptionService, useValue: services.subscriptions },
@@ -36,6 +40,7 @@ export class GatewayModule {
         { provide: GatePolicy, useValue: services.gate },
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
+        { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
         { provide: APP_GUARD, useClass: RequestGateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

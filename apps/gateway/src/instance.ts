@@ -5,11 +5,14 @@ import { HealthService } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { createLogger, NestPinoLogger } from '../../../libs/logging';
-import { BootError, closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
+import { OwnershipAdmin } from '../../../libs/ownership';
+import { LeaseStore } from '../../../libs/storage';
+import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
 import { StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
+import { instanceWorkflowIdOf } from '../../../workflows';
 import { WorkerHost } from '../../worker/src/worker-host';
 import { registerBodyParsers } from './body-parsers';
 import { GatewayModule } from './gateway.module';
@@ -53,12 +56,6 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     },
   };
   try {
-    if (config.delivery.topology === 'PARTITION_OWNED_PULL') {
-      throw new BootError(
-        'EVENTMESH_DELIVERY_TOPOLOGY (eventmesh.delivery.topology) = PARTITION_OWNED_PULL is not available in ' +
-          'this build yet (partition ownership is planned work, see docs/topologies.md); use LOCAL_STICKY_PULL',
-      );
-    }
     // Stream clients connect to the gateway and are fed by the worker of the same process.
     const streams = new StreamHub(0);
     if (roles.includes('worker')) {
@@ -79,6 +76,8 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           subscriptions,
           health: new HealthService(deps, config, () => ({ requestReply: { ...requestReply.stats, listening: requestReply.listening } })),
           gate,
+          ownership:
+            config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
         }),
         new FastifyAdapter({ bodyLimit: config.http.bodyLimitBytes }),
         { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
@@ -103,7 +102,9 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       api: instance.url,
       health: instance.url && `${instance.url}/health`,
       temporalUi: `${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`,
-      dispatchWorkflow: instance.worker ? dispatchWorkflowIdOf(config.instance.id) : undefined,
+      dispatchWorkflow:
+        instance.worker && config.delivery.topology === 'LOCAL_STICKY_PULL' ? dispatchWorkflowIdOf(config.instance.id) : undefined,
+      leaseWorkflow: instance.worker?.agent ? instanceWorkflowIdOf(config.instance.id) : undefined,
     },
     'eventmesh instance ready',
   );

@@ -2,19 +2,28 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { createDispatchActivities } from '../../../activities';
+import { createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
 import type { EventMeshConfig } from '../../../libs/config';
-import { DispatchLoop, WebhookSender } from '../../../libs/delivery';
+import { DispatchLoop, DispatchLoopDeps, WebhookSender } from '../../../libs/delivery';
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
-import { DeadLetterStore, OffsetStore, RetryStore } from '../../../libs/storage';
+import { OwnershipAgent } from '../../../libs/ownership';
+import { DeadLetterStore, LeaseStore, OffsetStore, RetryStore } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
 import { SinkRouter, StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf, taskQueueOf } from '../../../libs/temporal';
-import { dispatchStatusQuery, instanceDispatchWorkflow, InstanceDispatchStatus } from '../../../workflows';
+import {
+  CONTROL_TASK_QUEUE,
+  dispatchStatusQuery,
+  instanceDispatchWorkflow,
+  InstanceDispatchStatus,
+  partitionKeyOf,
+  partitionProgressSignal,
+  partitionWorkflowIdOf,
+} from '../../../workflows';
 
-/** How long one dispatch activity run lasts before the workflow starts the next one. */
+/** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
 
 let runtimeInstalled = false;
@@ -42,15 +51,23 @@ function workflowSource(): { workflowBundle: { codePath: string } } | { workflow
 }
 
 /**
- * The instance's Temporal worker: polls the instance's own task queue, hosts the poll-and-dispatch activity and
- * the dispatch workflow, and makes sure `dispatch/<instanceId>` runs.
+ * The instance's Temporal workers.
+ *
+ * LOCAL_STICKY_PULL: one worker on the instance's own task queue hosts the dispatch workflow and its
+ * poll-and-dispatch activity, and the host makes sure `dispatch/<instanceId>` runs.
+ *
+ * PARTITION_OWNED_PULL: a worker on the instance's own queue hosts the lease activity and the partition poll
+ * activities; a second worker on the shared control queue hosts the coordinator, partition and instance-lease
+ * workflows (any live instance runs them). The {@link OwnershipAgent} joins and confirms the lease.
  */
 export class WorkerHost {
   private readonly log = createLogger('WorkerHost');
-  private running?: Promise<void>;
+  private running: Promise<void>[] = [];
+  /** PARTITION_OWNED_PULL only. */
+  agent?: OwnershipAgent;
 
   private constructor(
-    private readonly worker: Worker,
+    private readonly workers: Worker[],
     private readonly connection: NativeConnection,
     private readonly reader: PartitionReader,
     private readonly shutdown: AbortController,
@@ -80,54 +97,109 @@ export class WorkerHost {
     const reader = new PartitionReader(deps.kafka);
     await reader.connect();
     const shutdown = new AbortController();
-    const activities = createDispatchActivities({
+    const loopDeps = (reader: PartitionReader, extra: Partial<DispatchLoopDeps> = {}): DispatchLoopDeps => ({
       instanceId: config.instance.id,
-      shutdownSignal: shutdown.signal,
-      leaseTtlMs: config.delivery.leaseTtlMs,
-      createLoop: () =>
-        new DispatchLoop({
-          instanceId: config.instance.id,
-          subscriptions,
-          offsets,
-          deadLetters,
-          retries,
-          reader,
-          topics: deps.topics,
-          sender,
-          options: {
-            pollMaxWaitMs: 500,
-            batchMaxEvents: config.delivery.pollBatchMaxEvents,
-            refreshIntervalMs: 1000,
-            retryInitialMs: config.delivery.retryInitialMs,
-            retryMaxMs: config.delivery.retryMaxMs,
-            maxAttempts: config.delivery.maxAttempts,
-          },
-        }),
+      subscriptions,
+      offsets,
+      deadLetters,
+      retries,
+      reader,
+      topics: deps.topics,
+      sender,
+      options: {
+        pollMaxWaitMs: 500,
+        batchMaxEvents: config.delivery.pollBatchMaxEvents,
+        refreshIntervalMs: 1000,
+        retryInitialMs: config.delivery.retryInitialMs,
+        retryMaxMs: config.delivery.retryMaxMs,
+        maxAttempts: config.delivery.maxAttempts,
+      },
+      ...extra,
     });
     const throttle = Math.floor(config.delivery.leaseTtlMs / 3);
-    const worker = await Worker.create({
+    const workerOptions = {
       connection,
       namespace: config.temporal.namespace,
-      taskQueue,
       identity: `${config.instance.id}@${process.pid}`,
-      activities,
-      ...workflowSource(),
       maxHeartbeatThrottleInterval: throttle,
       defaultHeartbeatThrottleInterval: throttle,
-      shutdownGraceTime: '10s',
+      shutdownGraceTime: 10_000,
+    };
+
+    if (config.delivery.topology === 'LOCAL_STICKY_PULL') {
+      const activities = createDispatchActivities({
+        instanceId: config.instance.id,
+        shutdownSignal: shutdown.signal,
+        leaseTtlMs: config.delivery.leaseTtlMs,
+        createLoop: () => new DispatchLoop(loopDeps(reader)),
+      });
+      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource() });
+      const host = new WorkerHost([worker], connection, reader, shutdown, taskQueue);
+      host.run(onFatal);
+      try {
+        await host.startDispatchWorkflow(config, deps);
+      } catch (e) {
+        await host.stop();
+        throw new BootError(`cannot start the dispatch workflow on Temporal at ${config.temporal.address}: ${reasonOf(e)}`);
+      }
+      return host;
+    }
+
+    const agent = new OwnershipAgent(deps.temporal.client, {
+      instanceId: config.instance.id,
+      leaseTtlMs: config.delivery.leaseTtlMs,
+      partitionRunMs: DISPATCH_RUN_MS,
+      partitions: async () => {
+        const keys: string[] = [];
+        for (const topic of config.kafka.topics) for (const p of await deps.topics.partitionsOf(topic)) keys.push(partitionKeyOf(topic, p));
+        return keys;
+      },
     });
-    const host = new WorkerHost(worker, connection, reader, shutdown, taskQueue);
-    host.running = worker.run().catch((e: unknown) => {
-      host.log.error({ error: reasonOf(e) }, 'Temporal worker stopped with an error');
-      if (!host.shutdown.signal.aborted) onFatal(`the Temporal worker stopped: ${reasonOf(e)}`);
+    const activities = createOwnershipActivities({
+      instanceId: config.instance.id,
+      leaseTtlMs: config.delivery.leaseTtlMs,
+      shutdownSignal: shutdown.signal,
+      leases: new LeaseStore(deps.db),
+      membershipConfirmed: () => agent.confirmed(),
+      openPartitionLoop: async (scope: PartitionLoopScope) => {
+        const own = new PartitionReader(deps.kafka);
+        await own.connect();
+        const loop = new DispatchLoop(
+          loopDeps(own, {
+            subscriptions: { activeFor: () => subscriptions.activeOnTopic(scope.topic), disable: (id, why) => subscriptions.disable(id, why) },
+            scope: { topic: scope.topic, partition: scope.partition },
+            fence: scope.fence,
+            gate: scope.gate,
+          }),
+        );
+        return { loop, close: () => own.disconnect() };
+      },
+      reportProgress: async (topic, partition, progress) => {
+        await deps.temporal.client.workflow.getHandle(partitionWorkflowIdOf(topic, partition)).signal(partitionProgressSignal, progress);
+      },
     });
+    const activityWorker = await Worker.create({ ...workerOptions, taskQueue, activities });
+    const controlWorker = await Worker.create({ ...workerOptions, taskQueue: CONTROL_TASK_QUEUE, ...workflowSource() });
+    const host = new WorkerHost([activityWorker, controlWorker], connection, reader, shutdown, taskQueue);
+    host.run(onFatal);
     try {
-      await host.startDispatchWorkflow(config, deps);
+      await agent.start();
     } catch (e) {
       await host.stop();
-      throw new BootError(`cannot start the dispatch workflow on Temporal at ${config.temporal.address}: ${reasonOf(e)}`);
+      throw new BootError(`cannot join the partition owners on Temporal at ${config.temporal.address}: ${reasonOf(e)}`);
     }
+    host.agent = agent;
+    host.log.info({ taskQueue, controlTaskQueue: CONTROL_TASK_QUEUE }, 'Temporal workers running; joined the partition owners');
     return host;
+  }
+
+  private run(onFatal: (reason: string) => void): void {
+    this.running = this.workers.map((worker) =>
+      worker.run().catch((e: unknown) => {
+        this.log.error({ error: reasonOf(e) }, 'Temporal worker stopped with an error');
+        if (!this.shutdown.signal.aborted) onFatal(`the Temporal worker stopped: ${reasonOf(e)}`);
+      }),
+    );
   }
 
   /**
@@ -175,8 +247,9 @@ export class WorkerHost {
 
   async stop(): Promise<void> {
     this.shutdown.abort();
-    if (this.worker.getState() === 'RUNNING') this.worker.shutdown();
-    await this.running?.catch(() => undefined);
+    await this.agent?.stop();
+    for (const worker of this.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
+    await Promise.all(this.running);
     await this.connection.close().catch(() => undefined);
     await this.reader.disconnect().catch(() => undefined);
   }

@@ -1,0 +1,60 @@
+import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
+import { z } from 'zod';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { OwnershipAdmin, PartitionsView } from '../../../libs/ownership';
+import type { PartitionMove } from '../../../workflows';
+
+/** The OwnershipAdmin of this instance; absent in LOCAL_STICKY_PULL. */
+export const OWNERSHIP_ADMIN = Symbol('OwnershipAdmin');
+
+const drainBody = z.object({ drained: z.boolean().default(true) }).strict();
+const moveBody = z.object({ to: z.string().min(1) }).strict();
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || 'body'}: ${issue.message}`, { field: issue.path.join('.') });
+  }
+  return parsed.data;
+}
+
+/**
+ * Operator endpoints of PARTITION_OWNED_PULL (docs/topologies.md): the current assignment, draining an instance,
+ * moving a partition. Each calls the coordinator workflow, the same as the Temporal UI would.
+ */
+@Controller('admin')
+export class AdminController {
+  constructor(@Inject(OWNERSHIP_ADMIN) private readonly admin: OwnershipAdmin | undefined) {}
+
+  private ownership(): OwnershipAdmin {
+    if (!this.admin) {
+      throw new EventMeshError(ErrorCode.WrongTopology, 'partition ownership exists only with EVENTMESH_DELIVERY_TOPOLOGY=PARTITION_OWNED_PULL', {
+        topology: 'LOCAL_STICKY_PULL',
+      });
+    }
+    return this.admin;
+  }
+
+  @Get('partitions')
+  partitions(): Promise<PartitionsView> {
+    return this.ownership().partitions();
+  }
+
+  @Post('instances/:instanceId/drain')
+  @HttpCode(200)
+  async drain(@Param('instanceId') instanceId: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
+    const { drained } = parse(drainBody, body);
+    return { moves: await this.ownership().drain(instanceId, drained) };
+  }
+
+  @Post('partitions/:topic/:partition/move')
+  @HttpCode(200)
+  async move(@Param('topic') topic: string, @Param('partition') partition: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
+    const { to } = parse(moveBody, body);
+    if (!/^\d+$/.test(partition)) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, `partition: expected a partition number, got "${partition}"`, { field: 'partition' });
+    }
+    return { moves: await this.ownership().move(topic, Number(partition), to) };
+  }
+}

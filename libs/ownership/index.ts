@@ -1,0 +1,2 @@
+export * from './ownership-agent';
+export * from './ownership-admin';
