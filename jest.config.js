@@ -15,6 +15,7 @@ module.exports = {
         '<rootDir>/apps/**/*.spec.ts',
         '<rootDir>/activities/**/*.spec.ts',
         '<rootDir>/test/replay/**/*.spec.ts',
+        '<rootDir>/test/workflows/**/*.spec.ts',
       ],
     },
     {

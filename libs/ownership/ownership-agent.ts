@@ -56,6 +56,16 @@ export class OwnershipAgent {
     return Date.now() - this.confirmedAt < this.windowMs;
   }
 
+  /** What /health shows: whether partition loops may work now, and how often this instance joined. */
+  status(): { confirmed: boolean; confirmedAgoMs: number | null; joins: number; leaseRunId?: string } {
+    return {
+      confirmed: this.confirmed(),
+      confirmedAgoMs: this.confirmedAt > 0 ? Date.now() - this.confirmedAt : null,
+      joins: this.joins,
+      leaseRunId: this.leaseRunId,
+    };
+  }
+
   /** Joins (at boot a failure is the caller's), then keeps confirming in the background. */
   async start(): Promise<void> {
     await this.join();

@@ -86,7 +86,7 @@ export class OffsetStore {
       if (r.applied) return { position, applied: true, current };
       const rejected: OffsetRejection = !r.exists
         ? 'SUBSCRIPTION_GONE'
-        : current && current.epoch > position.epoch
+        : current && position.epoch > 0 && current.epoch > position.epoch
           ? 'STALE_EPOCH'
           : 'BACKWARDS';
       return { position, applied: false, rejected, current };

@@ -55,6 +55,14 @@ describe('OffsetStore (real Postgres)', () => {
     expect(await stored(id)).toEqual([at(id, 10, 3)]);
   });
 
+  it('treats epoch 0 (LOCAL_STICKY_PULL) as unfenced: it moves forward past a fenced epoch and keeps that epoch', async () => {
+    const id = await subscription();
+    await store.commit([at(id, 10, 3)]);
+    expect((await store.commit([at(id, 12, 0)]))[0]).toMatchObject({ applied: true });
+    expect(await stored(id)).toEqual([at(id, 12, 3)]);
+    expect((await store.commit([at(id, 11, 0)]))[0]).toMatchObject({ applied: false, rejected: 'BACKWARDS' });
+  });
+
   it('accepts a newer epoch at the same offset (a takeover resuming where the old owner stopped)', async () => {
     const id = await subscription();
     await store.commit([at(id, 10, 3)]);

@@ -14,3 +14,14 @@ export async function terminateWorkflows(client: Client, workflowIds: string[]):
     workflowIds.map((id) => client.workflow.getHandle(id).terminate('test finished').catch(() => undefined)),
   );
 }
+
+/**
+ * Ends every running workflow of PARTITION_OWNED_PULL in the test namespace (coordinator, partition and instance
+ * leases), so a test starts from no members and no assignment.
+ */
+export async function resetOwnership(client: Client): Promise<void> {
+  const query = `WorkflowType IN ('coordinatorWorkflow', 'partitionWorkflow', 'instanceLeaseWorkflow') AND ExecutionStatus = 'Running'`;
+  const ids: string[] = [];
+  for await (const w of client.workflow.list({ query })) ids.push(w.workflowId);
+  await terminateWorkflows(client, ids);
+}

@@ -6,6 +6,8 @@ export interface ReceivedRequest {
   path: string;
   headers: IncomingHttpHeaders;
   body: Buffer;
+  /** When it arrived (epoch ms). */
+  receivedAt: number;
 }
 
 /** A webhook sink on a free loopback port that records every request and answers with `status()`. */
@@ -22,6 +24,8 @@ export class WebhookReceiver {
   /** How long each answer to an event waits (a slow sink). */
   delayMs = 0;
   private server?: Server;
+  /** The sink URL, once started. */
+  url?: string;
 
   async start(): Promise<string> {
     this.server = createServer((req, res) => {
@@ -33,7 +37,7 @@ export class WebhookReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks) };
+        const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), receivedAt: Date.now() };
         this.requests.push(received);
         this.onEvent?.(received);
         const delay = new Promise<void>((resolve) => setTimeout(resolve, this.delayMs));
@@ -41,7 +45,8 @@ export class WebhookReceiver {
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/hook`;
+    return this.url;
   }
 
   async stop(): Promise<void> {

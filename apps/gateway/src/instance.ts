@@ -74,7 +74,10 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           requestReply,
           streams,
           subscriptions,
-          health: new HealthService(deps, config, () => ({ requestReply: { ...requestReply.stats, listening: requestReply.listening } })),
+          health: new HealthService(deps, config, () => ({
+            requestReply: { ...requestReply.stats, listening: requestReply.listening },
+            ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
+          })),
           gate,
           ownership:
             config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,

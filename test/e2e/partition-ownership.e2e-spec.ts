@@ -1,0 +1,321 @@
+import type { Client } from '@temporalio/client';
+import { Partitioners, PartitionerArgs } from 'kafkajs';
+import { createDataSource, LeaseStore } from '../../libs/storage';
+import type { PartitionsView } from '../../libs/ownership';
+import { testConfig, uniqueTopic } from '../support/env';
+import { InstanceProcess } from '../support/instance-process';
+import { resetOwnership, temporalClient } from '../support/temporal';
+import { TcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
+import type { DataSource } from 'typeorm';
+
+/**
+ * The five fault scenarios of PARTITION_OWNED_PULL (docs/topologies.md), with real instance processes, Kafka,
+ * Postgres and Temporal, and a stopped (SIGSTOP) owner. The scenarios run in order on one set of instances, each
+ * starting from the state the previous one left (which it asserts first):
+ *
+ *   steady (3 instances, 6 partitions) -> crash (SIGKILL under load) -> restart -> Temporal cut -> heal ->
+ *   churn (a 4th joins) -> SIGSTOP past the TTL, then SIGCONT.
+ */
+const TTL_MS = 4000;
+const PARTITIONS = 6;
+
+type Owners = Record<number, { owner: string | null; epoch: number }>;
+
+describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
+  const topic = uniqueTopic('owned');
+  const instances = new Map<string, InstanceProcess>();
+  const receiver = new WebhookReceiver();
+  const proxy = new TcpProxy('127.0.0.1', Number(testConfig().temporal.address.split(':')[1]));
+  let temporal: { client: Client; close(): Promise<void> };
+  let db: DataSource;
+  let leases: LeaseStore;
+  const partitioner = Partitioners.DefaultPartitioner();
+  const partitionMetadata = Array.from({ length: PARTITIONS }, (_, partitionId) => ({ partitionId, leader: 0 }));
+  const partitionOfKey = (key: string) => partitioner({ topic, partitionMetadata, message: { key, value: null } } as PartitionerArgs);
+  let eventSeq = 0;
+
+  const start = async (id: string, temporalAddress?: string): Promise<InstanceProcess> => {
+    const instance = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: id,
+      EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL',
+      EVENTMESH_DELIVERY_LEASE_TTL_MS: String(TTL_MS),
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
+      ...(temporalAddress ? { EVENTMESH_TEMPORAL_ADDRESS: temporalAddress } : {}),
+    });
+    instances.set(id, instance);
+    await instance.ready();
+    return instance;
+  };
+  const live = () => [...instances.values()].find((i) => i.child.exitCode === null && i.child.signalCode === null && i.url)!;
+
+  const view = async (via = live()): Promise<PartitionsView> => {
+    const response = await fetch(`${via.url}/admin/partitions`);
+    if (response.status !== 200) throw new Error(`GET /admin/partitions: ${response.status} ${await response.text()}`);
+    return (await response.json()) as PartitionsView;
+  };
+  /** Owner and epoch per partition as Postgres holds them (what writes are fenced against). */
+  const owners = async (): Promise<Owners> => {
+    const rows = await leases.list([topic]);
+    return Object.fromEntries(rows.map((r) => [r.partition, { owner: r.owner, epoch: r.epoch }]));
+  };
+  const countsOf = (o: Owners) => {
+    const c: Record<string, number> = {};
+    for (const { owner } of Object.values(o)) if (owner) c[owner] = (c[owner] ?? 0) + 1;
+    return c;
+  };
+  /** The assignment has settled: the coordinator's owners hold the leases and poll, with the expected members. */
+  const settled = (members: string[]) =>
+    waitFor(
+      `the assignment to settle on ${members.join(', ')}`,
+      async () => {
+        const v = await view();
+        const o = await owners();
+        const ok =
+          JSON.stringify(v.members) === JSON.stringify([...members].sort()) &&
+          v.partitions.length === PARTITIONS &&
+          v.partitions.every((p) => p.owner && p.polling && o[p.partition]?.owner === p.owner && p.epoch === o[p.partition]?.epoch);
+        return ok ? o : false;
+      },
+      { timeoutMs: 60000, intervalMs: 250 },
+    );
+
+  /** Publishes one event per key through `via`; answers the ids Kafka acknowledged, with their partitions. */
+  const publish = async (keys: string[], via = live()): Promise<{ id: string; partition: number }[]> => {
+    const acked: { id: string; partition: number }[] = [];
+    for (const key of keys) {
+      const id = `e-${++eventSeq}`;
+      const response = await fetch(`${via.url}/events/publish?topic=${topic}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id, source: '/owned', type: 'owned.n', partitionkey: key }),
+      }).catch(() => undefined);
+      if (response?.status === 202) acked.push({ id, partition: ((await response.json()) as { partition: number }).partition });
+    }
+    return acked;
+  };
+  const keysFor = (partitions: number[], perPartition: number) => {
+    const keys: string[] = [];
+    for (let k = 0; keys.length < partitions.length * perPartition; k++) if (partitions.includes(partitionOfKey(`k${k}`))) keys.push(`k${k}`);
+    return keys;
+  };
+  const allKeys = keysFor([0, 1, 2, 3, 4, 5], 2);
+  const deliveries = (id: string) => receiver.requests.filter((r) => r.headers['ce-id'] === id);
+  const delivered = (events: { id: string }[]) => events.every((e) => deliveries(e.id).length > 0);
+  const healthOf = async (instance: InstanceProcess) =>
+    (await (await fetch(`${instance.url}/health`)).json()) as { stats: { ownership: { confirmed: boolean; joins: number } } };
+
+  beforeAll(async () => {
+    temporal = await temporalClient();
+    await resetOwnership(temporal.client);
+    db = createDataSource(testConfig().postgres, 'partition-ownership-e2e');
+    await db.initialize();
+    leases = new LeaseStore(db);
+    await receiver.start();
+  });
+
+  afterAll(async () => {
+    for (const i of instances.values()) if (i.child.signalCode === 'SIGSTOP') i.child.kill('SIGCONT');
+    await Promise.all([...instances.values()].map((i) => i.stop()));
+    await resetOwnership(temporal.client);
+    await Promise.all([receiver.stop(), proxy.stop(), db.destroy(), temporal.close()]);
+  });
+
+  it('1. steady state: 3 instances, 6 partitions, each owns exactly 2, and events flow', async () => {
+    const temporalViaProxy = await proxy.start();
+    await start('o1');
+    await start('o2');
+    await start('o3', temporalViaProxy);
+    const response = await fetch(`${live().url}/subscriptions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sink: await receiverUrl(), topic, config: { trusted: true } }),
+    });
+    expect(response.status).toBe(201);
+
+    const o = await settled(['o1', 'o2', 'o3']);
+    expect(countsOf(o)).toEqual({ o1: 2, o2: 2, o3: 2 });
+    const events = await publish(allKeys);
+    expect(new Set(events.map((e) => e.partition)).size).toBe(PARTITIONS);
+    await waitFor('every event to be delivered', () => delivered(events), { timeoutMs: 30000 });
+
+    // Operators find each partition workflow in the Temporal UI by its search attributes.
+    const listed: string[] = [];
+    for await (const w of temporal.client.workflow.list({ query: `EventMeshTopic = '${topic}' AND EventMeshOwner = 'o2' AND ExecutionStatus = 'Running'` })) {
+      listed.push(w.workflowId);
+    }
+    expect(listed.sort()).toEqual(
+      Object.entries(o)
+        .filter(([, v]) => v.owner === 'o2')
+        .map(([p]) => `partition/${topic}/${p}`)
+        .sort(),
+    );
+  });
+
+  it('2. crash: SIGKILL of an owner under load; the survivors take its partitions after the TTL and deliver every acknowledged event', async () => {
+    const before = await owners();
+    const victims = Object.keys(before).map(Number).filter((p) => before[p].owner === 'o2');
+    let loading = true;
+    const load = (async () => {
+      const acked: { id: string; partition: number }[] = [];
+      while (loading) acked.push(...(await publish(allKeys, instances.get('o1'))));
+      return acked;
+    })();
+    await waitFor('load to be delivered', () => receiver.requests.length > 40);
+    const killedAt = Date.now();
+    instances.get('o2')!.child.kill('SIGKILL');
+    expect((await instances.get('o2')!.exit(10000)).signal).toBe('SIGKILL');
+
+    const after = await settled(['o1', 'o3']);
+    const tookOver = Date.now() - killedAt;
+    loading = false;
+    const acked = await load;
+    expect(tookOver).toBeGreaterThanOrEqual(TTL_MS - 1000);
+    expect(countsOf(after)).toEqual({ o1: 3, o3: 3 });
+    for (const p of Object.keys(before).map(Number)) {
+      if (victims.includes(p)) expect(after[p].epoch).toBeGreaterThan(before[p].epoch);
+      else expect(after[p]).toEqual(before[p]);
+    }
+    await waitFor('every acknowledged event to be delivered at least once', () => delivered(acked), { timeoutMs: 60000 });
+    expect(acked.length).toBeGreaterThan(0);
+  });
+
+  it('2b. restart: the killed instance joins again and gets 2 back; no other partition moves', async () => {
+    const before = await owners();
+    await start('o2');
+    const after = await settled(['o1', 'o2', 'o3']);
+    expect(countsOf(after)).toEqual({ o1: 2, o2: 2, o3: 2 });
+    const moved = Object.keys(after).map(Number).filter((p) => after[p].owner !== before[p].owner);
+    expect(moved).toHaveLength(2);
+    for (const p of Object.keys(after).map(Number)) if (!moved.includes(p)) expect(after[p]).toEqual(before[p]);
+  });
+
+  let beforeCut: Owners;
+
+  it('4. Temporal partition: a cut-off owner stops polling within the lease window; its partitions move after the TTL', async () => {
+    beforeCut = await owners();
+    const cutOff = Object.keys(beforeCut).map(Number).filter((p) => beforeCut[p].owner === 'o3');
+    const o3 = instances.get('o3')!;
+    expect((await healthOf(o3)).stats.ownership.confirmed).toBe(true);
+
+    const cutAt = Date.now();
+    proxy.cut();
+    await waitFor('o3 to hold its partition loops', async () => !(await healthOf(o3)).stats.ownership.confirmed, {
+      timeoutMs: TTL_MS,
+      intervalMs: 50,
+    });
+    const heldAfter = Date.now() - cutAt;
+    expect(heldAfter).toBeLessThan(TTL_MS);
+    // Published while o3 holds: o3 must not deliver them; the new owners do, after their claim.
+    const events = await publish(keysFor(cutOff, 3), instances.get('o1'));
+    const after = await settled(['o1', 'o2']);
+    expect(countsOf(after)).toEqual({ o1: 3, o2: 3 });
+    for (const p of Object.keys(after).map(Number)) {
+      if (cutOff.includes(p)) expect(after[p].epoch).toBeGreaterThan(beforeCut[p].epoch);
+      else expect(after[p]).toEqual(beforeCut[p]);
+    }
+    await waitFor('the events published during the cut to be delivered', () => delivered(events), { timeoutMs: 30000 });
+    const claimedAt: { partition: number; updated_at: Date }[] = await db.query(
+      `SELECT partition, updated_at FROM partition_leases WHERE topic = $1 AND partition = ANY($2::int[])`,
+      [topic, cutOff],
+    );
+    const claim = new Map(claimedAt.map((r) => [r.partition, r.updated_at.getTime()]));
+    for (const e of events) {
+      for (const d of deliveries(e.id)) expect(d.receivedAt).toBeGreaterThanOrEqual(claim.get(e.partition)!);
+    }
+  });
+
+  it('5. heal: the link returns; the instance gets its share back and no other partition moves', async () => {
+    const before = await owners();
+    proxy.heal();
+    const o3 = instances.get('o3')!;
+    await waitFor('o3 to join again', async () => (await healthOf(o3)).stats.ownership.joins >= 2, { timeoutMs: 60000, intervalMs: 250 });
+    const after = await settled(['o1', 'o2', 'o3']);
+    expect(countsOf(after)).toEqual({ o1: 2, o2: 2, o3: 2 });
+    const moved = Object.keys(after).map(Number).filter((p) => after[p].owner !== before[p].owner);
+    expect(moved).toHaveLength(2);
+    for (const p of moved) expect(after[p].owner).toBe('o3');
+    for (const p of Object.keys(after).map(Number)) if (!moved.includes(p)) expect(after[p]).toEqual(before[p]);
+    // The stale loops o3 ran during the cut were refused by the epoch check once the survivors claimed.
+    const rejected = (await leases.list([topic])).filter((l) => Object.keys(beforeCut).map(Number).includes(l.partition) && beforeCut[l.partition].owner === 'o3');
+    expect(rejected.every((l) => l.rejectedWrites > 0)).toBe(true);
+  });
+
+  it('3. churn: a 4th instance joins; only the reassigned partition changes owner and epoch', async () => {
+    const before = await owners();
+    await start('o4');
+    const after = await settled(['o1', 'o2', 'o3', 'o4']);
+    expect(Object.values(countsOf(after)).sort()).toEqual([1, 1, 2, 2]);
+    const changed = Object.keys(after).map(Number).filter((p) => after[p].owner !== before[p].owner || after[p].epoch !== before[p].epoch);
+    expect(changed).toHaveLength(1);
+    expect(after[changed[0]].owner).toBe('o4');
+    const events = await publish(allKeys);
+    await waitFor('every event to be delivered with 4 owners', () => delivered(events), { timeoutMs: 30000 });
+  });
+
+  it('a paused owner (SIGSTOP past the TTL, then SIGCONT) has its writes rejected by the epoch check and delivers nothing after it wakes', async () => {
+    const before = await owners();
+    const paused = Object.keys(before).map(Number).filter((p) => before[p].owner === 'o4');
+    const rejectedBefore = new Map((await leases.list([topic])).map((l) => [l.partition, l.rejectedWrites]));
+    const o4 = instances.get('o4')!;
+    o4.child.kill('SIGSTOP');
+    const after = await settled(['o1', 'o2', 'o3']);
+    for (const p of paused) expect(after[p].epoch).toBeGreaterThan(before[p].epoch);
+    const events = await publish(keysFor(paused, 5), instances.get('o1'));
+    await waitFor('the new owners to deliver what was published during the pause', () => delivered(events), { timeoutMs: 30000 });
+    const receivedBeforeWake = receiver.requests.length;
+
+    o4.child.kill('SIGCONT');
+    await waitFor(
+      'the woken owner to be refused by the epoch check',
+      async () => (await leases.list([topic])).filter((l) => paused.includes(l.partition)).every((l) => l.rejectedWrites > rejectedBefore.get(l.partition)!),
+      { timeoutMs: 30000, intervalMs: 200 },
+    );
+    await waitFor('o4 to join again', async () => (await healthOf(o4)).stats.ownership.joins >= 2, { timeoutMs: 60000, intervalMs: 250 });
+    await settled(['o1', 'o2', 'o3', 'o4']);
+    // Nothing published during the pause reached the sink twice: the woken owner delivered none of it.
+    for (const e of events) expect(deliveries(e.id)).toHaveLength(1);
+    expect(receiver.requests.length).toBeGreaterThanOrEqual(receivedBeforeWake);
+  });
+
+  it('operators move a partition and drain an instance through the admin API; planned moves hand over without redelivery', async () => {
+    const before = await owners();
+    const events = await publish(allKeys);
+    await waitFor('the events before the moves to be delivered', () => delivered(events), { timeoutMs: 30000 });
+    const deliveredBefore = receiver.requests.length;
+
+    const post = (path: string, body: unknown) =>
+      fetch(`${live().url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const fromO2 = Number(Object.keys(before).find((p) => before[Number(p)].owner === 'o2'));
+    const bad = await post(`/admin/partitions/${topic}/${fromO2}/move`, { to: 'nobody' });
+    expect(bad.status).toBe(409);
+    expect(await bad.json()).toMatchObject({ code: 'OWNERSHIP_CONFLICT' });
+    expect((await post(`/admin/partitions/${topic}/${fromO2}/move`, { too: 'o1' })).status).toBe(400);
+    expect(await owners()).toEqual(before);
+
+    const moved = await post(`/admin/partitions/${topic}/${fromO2}/move`, { to: 'o1' });
+    expect(moved.status).toBe(200);
+    expect(((await moved.json()) as { moves: unknown[] }).moves).toContainEqual({ partition: `${topic}#${fromO2}`, from: 'o2', to: 'o1' });
+    const afterMove = await settled(['o1', 'o2', 'o3', 'o4']);
+    expect(afterMove[fromO2].owner).toBe('o1');
+
+    const drained = await post('/admin/instances/o1/drain', { drained: true });
+    expect(drained.status).toBe(200);
+    const afterDrain = await settled(['o1', 'o2', 'o3', 'o4']);
+    expect(countsOf(afterDrain)).toEqual({ o2: 2, o3: 2, o4: 2 });
+    expect((await view()).drained).toEqual(['o1']);
+    expect((await post('/admin/instances/o1/drain', { drained: false })).status).toBe(200);
+
+    // Every handover was graceful: the old owner committed before the new one started, so nothing came twice.
+    expect(receiver.requests.length).toBe(deliveredBefore);
+    const after = await publish(allKeys);
+    await waitFor('delivery after the moves', () => delivered(after), { timeoutMs: 30000 });
+    for (const e of [...events, ...after]) expect(deliveries(e.id)).toHaveLength(1);
+  });
+
+  async function receiverUrl(): Promise<string> {
+    return receiver.url!;
+  }
+});
