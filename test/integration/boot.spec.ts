@@ -1,7 +1,8 @@
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
-import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { resetOwnership, temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
 
 /**
  * Boot behaviour of the real instance process: bad configuration and unreachable dependencies stop it with one
@@ -68,9 +69,39 @@ describe('instance boot', () => {
     expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 namespace "eventmesh-test" \(EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_NAMESPACE\): .+/);
   });
 
-  it('refuses PARTITION_OWNED_PULL with a reachable Temporal, because this build does not have it yet', async () => {
-    const line = await failsWithOneLine(start({ EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL' }), 1);
-    expect(line).toContain('EVENTMESH_DELIVERY_TOPOLOGY (eventmesh.delivery.topology) = PARTITION_OWNED_PULL is not available in this build yet');
+  it('boots PARTITION_OWNED_PULL with a reachable Temporal: it joins, owns the partitions, and refuses stream subscriptions', async () => {
+    const temporal = await temporalClient();
+    try {
+      await resetOwnership(temporal.client);
+      const topic = uniqueTopic('boot-owned');
+      const instance = start({ EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL', EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2' });
+      const url = await instance.ready();
+      const health = (await (await fetch(`${url}/health`)).json()) as { topology: string; stats: { ownership: { confirmed: boolean; joins: number } } };
+      expect(health).toMatchObject({ topology: 'PARTITION_OWNED_PULL', stats: { ownership: { confirmed: true, joins: 1 } } });
+      const owned = await waitFor('the instance to own both partitions', async () => {
+        const view = (await (await fetch(`${url}/admin/partitions`)).json()) as { partitions: { owner: string; polling: boolean }[] };
+        return view.partitions.length === 2 && view.partitions.every((p) => p.polling) ? view : false;
+      });
+      expect(owned.partitions.map((p) => p.owner)).toEqual([instanceIds.at(-1), instanceIds.at(-1)]);
+      const stream = await fetch(`${url}/subscriptions`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ protocol: 'STREAM', topic }),
+      });
+      expect(stream.status).toBe(409);
+      expect(await stream.json()).toMatchObject({ code: 'WRONG_TOPOLOGY' });
+      expect((await instance.stop()).code).toBe(0);
+    } finally {
+      await resetOwnership(temporal.client);
+      await temporal.close();
+    }
+  });
+
+  it('answers the admin API with 409 WRONG_TOPOLOGY in LOCAL_STICKY_PULL', async () => {
+    const url = await start({}).ready();
+    const response = await fetch(`${url}/admin/partitions`);
+    expect(response.status).toBe(409);
+    expect(await response.json()).toMatchObject({ code: 'WRONG_TOPOLOGY' });
   });
 
   it('says in one line that Postgres is unreachable', async () => {
