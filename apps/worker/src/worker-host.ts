@@ -26,6 +26,9 @@ import {
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
 
+/** See the control worker below: how long a workflow task waits for the worker that has the workflow cached. */
+const STICKY_SCHEDULE_TO_START_MS = 500;
+
 let runtimeInstalled = false;
 
 function installTemporalRuntime(log: Logger): void {
@@ -179,7 +182,14 @@ export class WorkerHost {
       },
     });
     const activityWorker = await Worker.create({ ...workerOptions, taskQueue, activities });
-    const controlWorker = await Worker.create({ ...workerOptions, taskQueue: CONTROL_TASK_QUEUE, ...workflowSource() });
+    const controlWorker = await Worker.create({
+      ...workerOptions,
+      taskQueue: CONTROL_TASK_QUEUE,
+      ...workflowSource(),
+      // A workflow task goes first to the worker that ran the workflow last. If that worker's instance just died,
+      // the default 10 s wait for it would add to every takeover; after this long any instance's worker runs it.
+      stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START_MS,
+    });
     const host = new WorkerHost([activityWorker, controlWorker], connection, reader, shutdown, taskQueue);
     host.run(onFatal);
     try {
