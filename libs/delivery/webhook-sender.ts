@@ -80,6 +80,11 @@ export class WebhookSender {
     }
   }
 
+  /** Closes the keep-alive connections (instance shutdown). */
+  async close(): Promise<void> {
+    await this.agent.close();
+  }
+
   private signer(secret: string): Webhook {
     let signer = this.signers.get(secret);
     if (!signer) {

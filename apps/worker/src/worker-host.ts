@@ -73,6 +73,7 @@ export class WorkerHost {
     private readonly workers: Worker[],
     private readonly connection: NativeConnection,
     private readonly reader: PartitionReader,
+    private readonly webhooks: WebhookSender,
     private readonly shutdown: AbortController,
     readonly taskQueue: string,
   ) {}
@@ -96,7 +97,8 @@ export class WorkerHost {
     const deadLetters = new DeadLetterStore(deps.db);
     const retries = new RetryStore(deps.db, deadLetters);
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
-    const sender = new SinkRouter(new WebhookSender(config.delivery.webhookTimeoutMs), streams);
+    const webhooks = new WebhookSender(config.delivery.webhookTimeoutMs);
+    const sender = new SinkRouter(webhooks, streams);
     const reader = new PartitionReader(deps.kafka);
     await reader.connect();
     const shutdown = new AbortController();
@@ -137,7 +139,7 @@ export class WorkerHost {
         createLoop: () => new DispatchLoop(loopDeps(reader)),
       });
       const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource() });
-      const host = new WorkerHost([worker], connection, reader, shutdown, taskQueue);
+      const host = new WorkerHost([worker], connection, reader, webhooks, shutdown, taskQueue);
       host.run(onFatal);
       try {
         await host.startDispatchWorkflow(config, deps);
@@ -190,7 +192,7 @@ export class WorkerHost {
       // the default 10 s wait for it would add to every takeover; after this long any instance's worker runs it.
       stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START_MS,
     });
-    const host = new WorkerHost([activityWorker, controlWorker], connection, reader, shutdown, taskQueue);
+    const host = new WorkerHost([activityWorker, controlWorker], connection, reader, webhooks, shutdown, taskQueue);
     host.run(onFatal);
     try {
       await agent.start();
@@ -262,5 +264,6 @@ export class WorkerHost {
     await Promise.all(this.running);
     await this.connection.close().catch(() => undefined);
     await this.reader.disconnect().catch(() => undefined);
+    await this.webhooks.close().catch(() => undefined);
   }
 }
