@@ -8,7 +8,7 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import { Assignment, assignPartitions, movedPartitions, parsePartitionKey, PartitionKey } from './assignment';
+import { Assignment, assignPartitions, movedPartitions, parsePartitionKey, PartitionKey, partitionKeyOf } from './assignment';
 import {
   assignmentQuery,
   AssignmentView,
@@ -35,6 +35,8 @@ export interface CoordinatorInput {
   leaseTtlMs: number;
   runMs: number;
   state?: CoordinatorState;
+  /** History length after which it continues as new (default 2,000). */
+  maxHistoryEvents?: number;
 }
 
 export interface CoordinatorState {
@@ -136,7 +138,7 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
     lastMoves = moves;
     state.generation++;
     const info = workflowInfo();
-    if (!dirty && (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS)) break;
+    if (!dirty && (info.continueAsNewSuggested || info.historyLength > (input.maxHistoryEvents ?? MAX_HISTORY_EVENTS))) break;
   }
   await condition(allHandlersFinished);
   await continueAsNew<typeof coordinatorWorkflow>({ ...input, state });
@@ -145,24 +147,36 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
     const { topic, partition } = parsePartitionKey(move.partition);
     const workflowId = partitionWorkflowIdOf(topic, partition);
     if (!state.started.includes(move.partition)) {
-      try {
-        await startChild(partitionWorkflow, {
-          workflowId,
-          args: [{ topic, partition, leaseTtlMs: input.leaseTtlMs, runMs: input.runMs, owner: move.to, epoch: 0 }],
-          parentClosePolicy: 'ABANDON',
-          typedSearchAttributes: [
-            { key: searchAttributes.topic, value: topic },
-            { key: searchAttributes.partition, value: partition },
-          ],
-        });
-        state.started.push(move.partition);
-        return;
-      } catch (e) {
-        // Started by an earlier coordinator (this one was reset): it is told like any other.
-        if (!(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
-        state.started.push(move.partition);
-      }
+      if (await start(topic, partition, move.to)) return;
+      // Started by an earlier coordinator (this one was reset): it is told like any other.
+      state.started.push(move.partition);
     }
-    await getExternalWorkflowHandle(workflowId).signal(assignOwnerSignal, { owner: move.to, graceful });
+    try {
+      await getExternalWorkflowHandle(workflowId).signal(assignOwnerSignal, { owner: move.to, graceful });
+    } catch {
+      // The partition workflow was ended from outside (an operator terminated it): start it again.
+      await start(topic, partition, move.to);
+    }
+  }
+
+  /** Starts a partition workflow; false when one with its id is already running. */
+  async function start(topic: string, partition: number, owner: string | undefined): Promise<boolean> {
+    try {
+      await startChild(partitionWorkflow, {
+        workflowId: partitionWorkflowIdOf(topic, partition),
+        args: [{ topic, partition, leaseTtlMs: input.leaseTtlMs, runMs: input.runMs, owner, epoch: 0 }],
+        parentClosePolicy: 'ABANDON',
+        typedSearchAttributes: [
+          { key: searchAttributes.topic, value: topic },
+          { key: searchAttributes.partition, value: partition },
+        ],
+      });
+      const key = partitionKeyOf(topic, partition);
+      if (!state.started.includes(key)) state.started.push(key);
+      return true;
+    } catch (e) {
+      if (e instanceof WorkflowExecutionAlreadyStartedError) return false;
+      throw e;
+    }
   }
 }

@@ -36,6 +36,10 @@ export async function instanceLeaseWorkflow(input: InstanceLeaseInput): Promise<
       detail: cause instanceof Error ? cause.message : String(cause),
     };
   }
-  await getExternalWorkflowHandle(COORDINATOR_WORKFLOW_ID).signal(leaveSignal, notice);
+  try {
+    await getExternalWorkflowHandle(COORDINATOR_WORKFLOW_ID).signal(leaveSignal, notice);
+  } catch {
+    // No coordinator (it was ended from outside): there is no membership to leave.
+  }
   return notice;
 }

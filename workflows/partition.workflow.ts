@@ -49,6 +49,8 @@ export interface PartitionWorkflowInput {
   delivered?: number;
   ownerChanges?: number;
   progress?: PartitionProgress;
+  /** Runs per execution before continue-as-new (default 100). */
+  runsPerExecution?: number;
 }
 
 const RUNS_PER_EXECUTION = 100;
@@ -96,7 +98,7 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
   );
 
   let failures = 0;
-  for (let run = 0; run < RUNS_PER_EXECUTION; run++) {
+  for (let run = 0; run < (input.runsPerExecution ?? RUNS_PER_EXECUTION); run++) {
     const info = workflowInfo();
     if (info.continueAsNewSuggested || info.historyLength > MAX_HISTORY_EVENTS) break;
     await condition(() => owner !== undefined);

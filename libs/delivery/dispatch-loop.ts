@@ -31,6 +31,11 @@ const IN_LANE_ATTEMPTS = 3;
 /** Parked deliveries attempted per sweep, and how often the sweep runs. */
 const SWEEP_BATCH = 32;
 const SWEEP_INTERVAL_MS = 1000;
+/**
+ * Offsets are committed at most this often while the loop runs (and always when it stops or a lane closes): one
+ * statement for every lane that moved, whatever the rate. A crash redelivers at most this long of deliveries.
+ */
+const COMMIT_INTERVAL_MS = 200;
 /** When nobody was there to deliver to (no stream client connected any more), how soon to look again. */
 const NOT_ATTEMPTED_RETRY_MS = 100;
 
@@ -155,6 +160,7 @@ export class DispatchLoop {
     gatedRounds: 0,
   };
   private readonly fence: WriteFence;
+  private committedAt = 0;
   /** Set when a write was refused for a stale epoch; the run ends with it. */
   private fencedBy?: Error;
   private refreshedAt = -Infinity;
@@ -215,7 +221,7 @@ export class DispatchLoop {
         if (positions.length > 0) await this.accept(await this.fetch(positions, signal));
         this.kick();
         this.sweep();
-        await this.commit();
+        if (Date.now() - this.committedAt >= COMMIT_INTERVAL_MS) await this.commit();
         this.progress.rounds++;
         this.lastRoundAt = Date.now();
         this.measure();
@@ -647,6 +653,7 @@ export class DispatchLoop {
 
   /** One statement for every lane (of `lanes`, else all) that moved since the last commit. */
   private async commit(lanes: Iterable<Lane> = this.lanes.values()): Promise<void> {
+    this.committedAt = Date.now();
     const moved = [...lanes].filter((l) => l.nextOffset > l.committed);
     if (moved.length === 0) return;
     const positions: OffsetPosition[] = moved.map((l) => ({
