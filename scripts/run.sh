@@ -33,6 +33,9 @@ cat <<MSG
     API          http://$host:$port          (POST /events/publish, /subscriptions)
     Health       http://$host:$port/health
     Temporal UI  ${ui%/}/namespaces/$ns/workflows
+$(if [[ ${EVENTMESH_DELIVERY_TOPOLOGY:-} == PARTITION_OWNED_PULL ]]; then
+  echo "    Partitions   http://$host:$port/admin/partitions   (Temporal UI filter: EventMeshOwner = '${EVENTMESH_INSTANCE_ID:-$(hostname)}')"
+fi)
   Ctrl-C stops the instance; \`npm run infra -- status|stop\` for the servers.
 
 MSG
