@@ -27,8 +27,13 @@ export interface OwnershipActivityDeps {
   /** Aborted when the instance shuts down. */
   shutdownSignal: AbortSignal;
   leases: LeaseStore;
-  /** This instance confirmed its membership with Temporal within the lease window (see OwnershipAgent). */
-  membershipConfirmed(): boolean;
+  /** The instance's membership, as OwnershipAgent confirms it with Temporal. */
+  membership: {
+    /** The lease run the instance holds now. */
+    currentLeaseRun(): string | undefined;
+    /** Confirmed within the lease window, and still under that lease run. */
+    confirmedFor(leaseRunId: string | undefined): boolean;
+  };
   /** A loop for one partition, with its own Kafka connection (a broker answers one connection's fetches in turn). */
   openPartitionLoop(scope: PartitionLoopScope): Promise<{ loop: DispatchLoop; close(): Promise<void> }>;
   /** Tells the partition's workflow the run's offsets and counts (best effort). */
@@ -83,7 +88,13 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
         );
       }
       let epochConfirmedAt = Date.now();
-      const gate = () => deps.membershipConfirmed() && Date.now() - epochConfirmedAt < windowMs;
+      // A run belongs to the lease run under which it first saw the instance joined: if the instance is declared
+      // lost and joins again, this run stays closed (its partition moved away meanwhile).
+      let leaseRun = deps.membership.currentLeaseRun();
+      const gate = () => {
+        leaseRun ??= deps.membership.currentLeaseRun();
+        return deps.membership.confirmedFor(leaseRun) && Date.now() - epochConfirmedAt < windowMs;
+      };
       const { loop, close } = await deps.openPartitionLoop({ topic, partition, fence: deps.leases.fenceFor(topic, partition, epoch), gate });
       const fenced = new AbortController();
       const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal]);
@@ -106,10 +117,12 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
         if (Date.now() - loop.lastRoundAt < deps.leaseTtlMs) ctx.heartbeat({ epoch, ...progress, gateOpen: gate() });
         if (!renewing) {
           renewing = true;
+          const askedAt = Date.now();
           deps.leases
             .renew(topic, partition, epoch)
             .then((held) => {
-              if (held) epochConfirmedAt = Date.now();
+              // Counted from the question: an answer that waited out a pause is not fresh.
+              if (held) epochConfirmedAt = Math.max(epochConfirmedAt, askedAt);
               else fenced.abort();
             })
             .catch((e: unknown) => ctx.log.warn('lease renewal failed', { topic, partition, error: (e as Error).message }))

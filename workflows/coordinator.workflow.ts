@@ -64,6 +64,10 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
   };
   let dirty = false;
   let lastMoves: PartitionMove[] = [];
+  /** Set while a round (recompute and hand over) runs: a change made meanwhile is applied by the next round. */
+  let roundInProgress = false;
+  /** Instances that left cleanly since the last round: their partitions move gracefully (their loops commit first). */
+  let stoppedSinceRound: string[] = [];
 
   setHandler(joinSignal, (join) => {
     state.members[join.instanceId] = { leaseRunId: join.leaseRunId };
@@ -74,6 +78,7 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
     // A notice from an older lease run of an instance that has joined again since changes nothing.
     if (state.members[leave.instanceId]?.leaseRunId !== leave.leaseRunId) return;
     delete state.members[leave.instanceId];
+    if (leave.reason === 'stopped') stoppedSinceRound.push(leave.instanceId);
     dirty = true;
   });
   setHandler(
@@ -108,14 +113,14 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
     members: Object.keys(state.members).sort(),
     drained: state.drained,
     pins: state.pins,
-    owners: state.assignment,
+    owners: Object.fromEntries(state.partitions.map((p) => [p, state.assignment[p] ?? null])),
     generation: state.generation,
   }));
 
   /** Marks the state changed and waits for the main loop to apply it; answers with the moves it caused. */
   async function applied(): Promise<PartitionMove[]> {
     dirty = true;
-    const target = state.generation + 1;
+    const target = state.generation + (roundInProgress ? 2 : 1);
     await condition(() => state.generation >= target);
     return lastMoves;
   }
@@ -123,6 +128,9 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
   for (;;) {
     await condition(() => dirty);
     dirty = false;
+    roundInProgress = true;
+    const stopped = stoppedSinceRound;
+    stoppedSinceRound = [];
     // Pins to instances that left lapse.
     for (const [p, to] of Object.entries(state.pins)) if (!(to in state.members)) delete state.pins[p];
     const next = assignPartitions({
@@ -134,9 +142,11 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
     const moves = movedPartitions(state.assignment, next).map((p) => ({ partition: p, from: state.assignment[p], to: next[p] }));
     const before = state.assignment;
     state.assignment = next;
-    await Promise.all(moves.map((m) => handOver(m, before[m.partition] !== undefined && before[m.partition]! in state.members)));
+    const alive = (owner: string | undefined) => owner !== undefined && (owner in state.members || stopped.includes(owner));
+    await Promise.all(moves.map((m) => handOver(m, alive(before[m.partition]))));
     lastMoves = moves;
     state.generation++;
+    roundInProgress = false;
     const info = workflowInfo();
     if (!dirty && (info.continueAsNewSuggested || info.historyLength > (input.maxHistoryEvents ?? MAX_HISTORY_EVENTS))) break;
   }

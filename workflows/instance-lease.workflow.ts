@@ -1,11 +1,13 @@
 import { ActivityFailure } from '@temporalio/common';
-import { getExternalWorkflowHandle, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { OwnershipActivities } from '../activities';
-import { COORDINATOR_WORKFLOW_ID, instanceTaskQueueOf, leaveSignal, LeaveNotice } from './ownership.definitions';
+import type { PartitionKey } from './assignment';
+import { COORDINATOR_WORKFLOW_ID, instanceTaskQueueOf, joinSignal, leaveSignal, LeaveNotice, rejoinSignal } from './ownership.definitions';
 
 /**
- * One per live instance in PARTITION_OWNED_PULL, id `instance/<instanceId>`, on the shared control queue. It runs
- * the instance's lease activity on the instance's own task queue with `heartbeatTimeout` equal to the lease TTL.
+ * One per live instance in PARTITION_OWNED_PULL, id `instance/<instanceId>`, on the shared control queue. It joins
+ * the coordinator with its own run id (so the membership and this lease cannot come apart), then runs the
+ * instance's lease activity on the instance's own task queue with `heartbeatTimeout` equal to the lease TTL.
  * When the heartbeat times out (the process died, hangs, or is cut off from Temporal), or the activity was never
  * picked up, the instance is lost: the workflow tells the coordinator and ends. A clean shutdown ends the
  * activity, and the coordinator hears `stopped`. Heartbeats do not add to the history.
@@ -13,6 +15,8 @@ import { COORDINATOR_WORKFLOW_ID, instanceTaskQueueOf, leaveSignal, LeaveNotice 
 export interface InstanceLeaseInput {
   instanceId: string;
   leaseTtlMs: number;
+  /** The partitions this instance serves; absent in runs started before the workflow joined by itself. */
+  partitions?: PartitionKey[];
 }
 
 export async function instanceLeaseWorkflow(input: InstanceLeaseInput): Promise<LeaveNotice> {
@@ -23,23 +27,36 @@ export async function instanceLeaseWorkflow(input: InstanceLeaseInput): Promise<
     startToCloseTimeout: '3650 days',
     retry: { maximumAttempts: 1 },
   });
+  const leaseRunId = workflowInfo().runId;
+  const coordinator = getExternalWorkflowHandle(COORDINATOR_WORKFLOW_ID);
+  // Only a running lease can join: a completed one cannot be signalled, so no join outlives its lease.
+  setHandler(rejoinSignal, async (partitions) => {
+    await coordinator.signal(joinSignal, { instanceId: input.instanceId, leaseRunId, partitions }).catch(() => undefined);
+  });
+  if (patched('lease-joins-coordinator')) {
+    try {
+      await coordinator.signal(joinSignal, { instanceId: input.instanceId, leaseRunId, partitions: input.partitions ?? [] });
+    } catch (e) {
+      // No coordinator to join: the instance sees this run end and joins again (starting the coordinator).
+      return { instanceId: input.instanceId, leaseRunId, reason: 'lost', detail: `could not join: ${describe(e)}` };
+    }
+  }
   let notice: LeaveNotice;
   try {
     await holdInstanceLease({ instanceId: input.instanceId });
-    notice = { instanceId: input.instanceId, leaseRunId: workflowInfo().runId, reason: 'stopped' };
+    notice = { instanceId: input.instanceId, leaseRunId, reason: 'stopped' };
   } catch (e) {
-    const cause = e instanceof ActivityFailure && e.cause ? e.cause : e;
-    notice = {
-      instanceId: input.instanceId,
-      leaseRunId: workflowInfo().runId,
-      reason: 'lost',
-      detail: cause instanceof Error ? cause.message : String(cause),
-    };
+    notice = { instanceId: input.instanceId, leaseRunId, reason: 'lost', detail: describe(e) };
   }
   try {
-    await getExternalWorkflowHandle(COORDINATOR_WORKFLOW_ID).signal(leaveSignal, notice);
+    await coordinator.signal(leaveSignal, notice);
   } catch {
     // No coordinator (it was ended from outside): there is no membership to leave.
   }
   return notice;
+}
+
+function describe(e: unknown): string {
+  const cause = e instanceof ActivityFailure && e.cause ? e.cause : e;
+  return cause instanceof Error ? cause.message : String(cause);
 }

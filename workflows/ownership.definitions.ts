@@ -51,12 +51,15 @@ export interface AssignmentView {
   members: string[];
   drained: string[];
   pins: Record<PartitionKey, string>;
-  owners: Record<PartitionKey, string | undefined>;
+  /** Every known partition; null when no instance is eligible to own it. */
+  owners: Record<PartitionKey, string | null>;
   /** Raised every time the assignment is recomputed. */
   generation: number;
 }
 
 export const joinSignal = defineSignal<[JoinRequest]>('join');
+/** To an instance's lease workflow: join the coordinator again with these partitions (a new coordinator run, or new partitions). */
+export const rejoinSignal = defineSignal<[PartitionKey[]]>('rejoin');
 export const leaveSignal = defineSignal<[LeaveNotice]>('leave');
 /** Move every partition away from an instance (`drained: true`), or let it own partitions again. */
 export const drainUpdate = defineUpdate<PartitionMove[], [{ instanceId: string; drained: boolean }]>('drain');

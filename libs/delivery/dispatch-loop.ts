@@ -36,6 +36,8 @@ const SWEEP_INTERVAL_MS = 1000;
  * statement for every lane that moved, whatever the rate. A crash redelivers at most this long of deliveries.
  */
 const COMMIT_INTERVAL_MS = 200;
+/** How often a loop with a gate checks it, to abort sends in flight when it shuts. */
+const GATE_WATCH_MS = 100;
 /** When nobody was there to deliver to (no stream client connected any more), how soon to look again. */
 const NOT_ATTEMPTED_RETRY_MS = 100;
 
@@ -161,6 +163,8 @@ export class DispatchLoop {
   };
   private readonly fence: WriteFence;
   private committedAt = 0;
+  /** Aborted while the gate is shut: sends in flight stop at once, so none outlives the owner's lease window. */
+  private gateClosed = new AbortController();
   /** Set when a write was refused for a stale epoch; the run ends with it. */
   private fencedBy?: Error;
   private refreshedAt = -Infinity;
@@ -181,6 +185,13 @@ export class DispatchLoop {
 
   private gateOpen(): boolean {
     return !this.fencedBy && (this.deps.gate?.() ?? true);
+  }
+
+  /** Aborts the sends in flight when the gate shuts; a fresh signal when it opens again. */
+  private watchGate(): void {
+    const open = this.gateOpen();
+    if (!open && !this.gateClosed.signal.aborted) this.gateClosed.abort();
+    else if (open && this.gateClosed.signal.aborted) this.gateClosed = new AbortController();
   }
 
   /** A stale-epoch refusal stops every lane; other errors are the caller's. */
@@ -206,6 +217,7 @@ export class DispatchLoop {
     this.lanes.clear();
     this.stopping = new AbortController();
     this.refreshedAt = -Infinity;
+    const watchGate = this.deps.gate ? setInterval(() => this.watchGate(), GATE_WATCH_MS) : undefined;
     try {
       while (!signal.aborted && !this.fencedBy) {
         if (!this.gateOpen()) {
@@ -231,6 +243,7 @@ export class DispatchLoop {
     } catch (e) {
       if (!this.noteFenced(e)) throw e;
     } finally {
+      clearInterval(watchGate);
       for (const lane of this.lanes.values()) lane.abort.abort();
       this.stopping.abort();
       await this.settle();
@@ -436,8 +449,10 @@ export class DispatchLoop {
         this.progress.filteredOut++;
       } else {
         const messageId = `${lane.subscription.id}:${lane.topic}:${lane.partition}:${record.offset}`;
-        const result = await this.deps.sender.send(lane.subscription, record.frame, messageId, lane.abort.signal);
-        if (lane.abort.signal.aborted) return;
+        const signal = AbortSignal.any([lane.abort.signal, this.gateClosed.signal]);
+        const result = await this.deps.sender.send(lane.subscription, record.frame, messageId, signal);
+        // Closed, or the gate shut mid-send: the answer does not count, the event stays first in the buffer.
+        if (signal.aborted) return;
         if (result.gone) {
           await this.disable(lane.subscription, `the sink answered 410 Gone for offset ${record.offset}`);
           return;
@@ -573,8 +588,9 @@ export class DispatchLoop {
     if (!this.gateOpen()) return;
     const frame = frameFromAttributes(parked.attributes, parked.data);
     const messageId = `${parked.subscriptionId}:${parked.topic}:${parked.partition}:${parked.offset}`;
-    const result = await this.deps.sender.send(subscription, frame, messageId, this.stopping?.signal);
-    if (this.stopping?.signal.aborted) return;
+    const signal = AbortSignal.any([this.stopping!.signal, this.gateClosed.signal]);
+    const result = await this.deps.sender.send(subscription, frame, messageId, signal);
+    if (signal.aborted) return;
     if (result.ok) {
       await this.fence.run((m) => this.deps.retries.delivered(parked, m));
       this.progress.delivered++;

@@ -8,8 +8,8 @@ import {
   coordinatorWorkflow,
   instanceLeaseWorkflow,
   instanceWorkflowIdOf,
-  joinSignal,
   PartitionKey,
+  rejoinSignal,
 } from '../../workflows';
 
 export interface OwnershipAgentOptions {
@@ -21,25 +21,35 @@ export interface OwnershipAgentOptions {
   partitions: () => Promise<PartitionKey[]>;
 }
 
+/** Every this many confirmations (about one TTL), the coordinator is checked and new partitions are announced. */
+const MEMBERSHIP_CHECK_EVERY = 5;
+
 /**
  * The instance's side of membership in PARTITION_OWNED_PULL.
  *
- * Joining: it starts `instance/<id>` (whose lease activity this instance's worker runs) and then signals the
- * coordinator `join` with that run's id, starting the coordinator if no instance has yet.
+ * Joining: it makes sure the coordinator runs, then starts `instance/<id>`, which joins the coordinator with its
+ * own run id and runs the lease activity this instance's worker hosts. Membership and lease cannot come apart:
+ * only a running lease joins, and its end tells the coordinator.
  *
  * Self-fencing: every fifth of the TTL it asks Temporal, with a deadline, whether its lease run is still running.
- * {@link confirmed} is true only while such an answer came within half a TTL, and the partition loops neither
- * fetch nor deliver otherwise: an instance cut off from Temporal stops before the TTL after which the others take
- * its partitions. If contact returns before the TTL, nothing moved and it goes on. If the lease run ended (the
- * instance was declared lost), it joins again and gets its share back.
+ * {@link confirmedFor} is true only while such an answer, counted from when the question was sent, came within
+ * half a TTL, and only for the lease run it names: the partition loops neither fetch nor deliver otherwise. An
+ * instance cut off from Temporal therefore holds before the TTL after which the others take its partitions, and
+ * loops started under a lease the instance lost stay closed after it joins again. If contact returns before the
+ * TTL, nothing moved and it goes on. If the lease run ended (the instance was declared lost), it joins again and
+ * gets its share back. About once a TTL it also re-announces itself when the coordinator was restarted or the
+ * topics gained partitions.
  */
 export class OwnershipAgent {
   private readonly log = createLogger('OwnershipAgent');
   private confirmedAt = 0;
   private leaseRunId?: string;
+  private coordinatorRunId?: string;
+  private announced = '';
+  private joining?: Promise<void>;
   private readonly stopped = new AbortController();
   private loop?: Promise<void>;
-  /** How many times this instance joined (1 after boot; more after being declared lost and coming back). */
+  /** How many lease runs this instance started (1 after boot; more after being declared lost and coming back). */
   joins = 0;
 
   constructor(
@@ -56,6 +66,16 @@ export class OwnershipAgent {
     return Date.now() - this.confirmedAt < this.windowMs;
   }
 
+  /** Confirmed, and `leaseRunId` is still this instance's lease run (a loop bound to an older one stays closed). */
+  confirmedFor(leaseRunId: string | undefined): boolean {
+    return leaseRunId !== undefined && leaseRunId === this.leaseRunId && this.confirmed();
+  }
+
+  /** The lease run this instance holds now (undefined before it first joined). */
+  currentLeaseRun(): string | undefined {
+    return this.leaseRunId;
+  }
+
   /** What /health shows: whether partition loops may work now, and how often this instance joined. */
   status(): { confirmed: boolean; confirmedAgoMs: number | null; joins: number; leaseRunId?: string } {
     return {
@@ -66,9 +86,10 @@ export class OwnershipAgent {
     };
   }
 
-  /** Joins (at boot a failure is the caller's), then keeps confirming in the background. */
+  /** Joins (at boot a failure is the caller's) and confirms once, then keeps confirming in the background. */
   async start(): Promise<void> {
-    await this.join();
+    await this.join('TERMINATE_EXISTING');
+    await this.confirmOnce(Math.max(1000, this.windowMs)).catch(() => undefined);
     this.loop = this.confirmLoop();
   }
 
@@ -77,36 +98,49 @@ export class OwnershipAgent {
     await this.loop;
   }
 
-  private async join(): Promise<void> {
+  /**
+   * At boot a lease run left by this instance's previous process is replaced (`TERMINATE_EXISTING`: the same
+   * member, so no `lost` notice). Later joins never end a run: one this process started and lost track of
+   * (a call that timed out) is adopted instead (`USE_EXISTING`).
+   */
+  private async join(conflict: 'TERMINATE_EXISTING' | 'USE_EXISTING'): Promise<void> {
     const { instanceId, leaseTtlMs } = this.options;
+    await this.ensureCoordinator();
+    const partitions = await this.options.partitions();
     const lease = await this.client.workflow.start(instanceLeaseWorkflow, {
       workflowId: instanceWorkflowIdOf(instanceId),
       taskQueue: CONTROL_TASK_QUEUE,
-      args: [{ instanceId, leaseTtlMs }],
-      // A run left by this instance's previous process is replaced without a `lost` notice: it is the same member.
-      workflowIdConflictPolicy: 'TERMINATE_EXISTING',
+      args: [{ instanceId, leaseTtlMs, partitions }],
+      workflowIdConflictPolicy: conflict,
     });
+    if (lease.firstExecutionRunId !== this.leaseRunId) this.joins++;
     this.leaseRunId = lease.firstExecutionRunId;
-    await this.client.workflow.signalWithStart(coordinatorWorkflow, {
+    this.announced = partitions.join(',');
+    this.log.info({ instanceId, leaseRunId: this.leaseRunId, joins: this.joins }, 'joined the partition owners');
+  }
+
+  /** Starts the coordinator if no instance has yet; answers whether its run changed since last seen. */
+  private async ensureCoordinator(): Promise<boolean> {
+    const handle = await this.client.workflow.start(coordinatorWorkflow, {
       workflowId: COORDINATOR_WORKFLOW_ID,
       taskQueue: CONTROL_TASK_QUEUE,
-      args: [{ leaseTtlMs, runMs: this.options.partitionRunMs }],
-      signal: joinSignal,
-      signalArgs: [{ instanceId, leaseRunId: lease.firstExecutionRunId, partitions: await this.options.partitions() }],
+      args: [{ leaseTtlMs: this.options.leaseTtlMs, runMs: this.options.partitionRunMs }],
+      workflowIdConflictPolicy: 'USE_EXISTING',
     });
-    this.confirmedAt = Date.now();
-    this.joins++;
-    this.log.info({ instanceId, leaseRunId: this.leaseRunId, joins: this.joins }, 'joined the partition owners');
+    const changed = this.coordinatorRunId !== undefined && handle.firstExecutionRunId !== this.coordinatorRunId;
+    this.coordinatorRunId = handle.firstExecutionRunId;
+    return changed;
   }
 
   private async confirmLoop(): Promise<void> {
     const every = Math.max(200, Math.floor(this.options.leaseTtlMs / 5));
-    let wasConfirmed = true;
-    while (!this.stopped.signal.aborted) {
+    let wasConfirmed = this.confirmed();
+    for (let round = 1; !this.stopped.signal.aborted; round++) {
       await sleep(every, undefined, { signal: this.stopped.signal }).catch(() => undefined);
       if (this.stopped.signal.aborted) break;
       try {
         await this.confirmOnce(every);
+        if (round % MEMBERSHIP_CHECK_EVERY === 0 && this.confirmed()) await withDeadline(every, this.announce());
       } catch (e) {
         this.log.debug({ error: reasonOf(e) }, 'could not confirm the lease with Temporal');
       }
@@ -121,6 +155,7 @@ export class OwnershipAgent {
 
   private async confirmOnce(deadlineMs: number): Promise<void> {
     const handle = this.client.workflow.getHandle(instanceWorkflowIdOf(this.options.instanceId));
+    const askedAt = Date.now();
     let running = false;
     try {
       const description = await withDeadline(deadlineMs, handle.describe());
@@ -129,12 +164,26 @@ export class OwnershipAgent {
       if (!(e instanceof WorkflowNotFoundError)) throw e;
     }
     if (running) {
-      this.confirmedAt = Date.now();
+      // Counted from the question, not the answer: a process paused while waiting does not take an old answer as fresh.
+      this.confirmedAt = askedAt;
       return;
     }
     // Declared lost (or the lease run was ended by someone): nothing is ours until we have joined again.
     this.confirmedAt = 0;
-    this.log.warn({ instanceId: this.options.instanceId }, 'this instance was declared lost; joining again');
-    await withDeadline(2 * deadlineMs, this.join());
+    if (!this.joining) {
+      this.log.warn({ instanceId: this.options.instanceId }, 'this instance was declared lost; joining again');
+      this.joining = this.join('USE_EXISTING').finally(() => (this.joining = undefined));
+    }
+    await withDeadline(2 * deadlineMs, this.joining);
+  }
+
+  /** Joins again through the lease run when the coordinator was restarted or the topics gained partitions. */
+  private async announce(): Promise<void> {
+    const restarted = await this.ensureCoordinator();
+    const partitions = await this.options.partitions();
+    if (!restarted && partitions.join(',') === this.announced) return;
+    await this.client.workflow.getHandle(instanceWorkflowIdOf(this.options.instanceId), this.leaseRunId).signal(rejoinSignal, partitions);
+    this.announced = partitions.join(',');
+    this.log.info({ partitions: partitions.length, coordinatorRestarted: restarted }, 'announced this instance to the coordinator again');
   }
 }

@@ -47,10 +47,31 @@ export interface LeaseRow {
  * claim by a newer owner and a stale owner's write cannot interleave. A refused write is counted on the row.
  */
 export class LeaseStore {
-  constructor(private readonly db: DataSource) {}
+  /**
+   * `waitLimitMs` bounds every wait of a lease transaction: for a row lock, inside an open transaction, and per
+   * statement. A process stopped in the middle of a fenced write (SIGSTOP, a long pause) holds the lease row;
+   * Postgres ends its session after this long, so a new owner's claim is never blocked for longer. Half the
+   * lease TTL.
+   */
+  constructor(
+    private readonly db: DataSource,
+    private readonly waitLimitMs = 5000,
+  ) {}
+
+  /** Bounds the waits of the transaction `manager` runs (see the constructor). */
+  private async bound(manager: EntityManager): Promise<void> {
+    const limit = `${this.waitLimitMs}ms`;
+    await manager.query(
+      `SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $1, true),
+              set_config('statement_timeout', $2, true)`,
+      [limit, `${2 * this.waitLimitMs}ms`],
+    );
+  }
 
   async claim(topic: string, partition: number, owner: string, epoch: number): Promise<ClaimResult> {
-    const rows: { epoch: string; owner: string | null; claimed: boolean }[] = await this.db.query(
+    const rows: { epoch: string; owner: string | null; claimed: boolean }[] = await this.db.transaction(async (manager) => {
+      await this.bound(manager);
+      return manager.query(
       `WITH claimed AS (
          INSERT INTO partition_leases AS l (topic, partition, owner, epoch, renewed_at, updated_at)
          VALUES ($1, $2, $3, $4, now(), now())
@@ -63,8 +84,9 @@ export class LeaseStore {
        UNION ALL
        SELECT epoch, owner, false FROM partition_leases
         WHERE topic = $1 AND partition = $2 AND NOT EXISTS (SELECT 1 FROM claimed)`,
-      [topic, partition, owner, epoch],
-    );
+        [topic, partition, owner, epoch],
+      );
+    });
     const row = rows[0];
     if (row?.claimed) return { claimed: true };
     return { claimed: false, current: Number(row?.epoch ?? 0), owner: row?.owner ?? null };
@@ -72,10 +94,13 @@ export class LeaseStore {
 
   /** Records that the owner under `epoch` is alive; false (and counted) when a newer owner holds the partition. */
   async renew(topic: string, partition: number, epoch: number): Promise<boolean> {
-    const result: unknown[] = await this.db.query(
-      `UPDATE partition_leases SET renewed_at = now() WHERE topic = $1 AND partition = $2 AND epoch = $3 RETURNING 1`,
-      [topic, partition, epoch],
-    );
+    const result: unknown[] = await this.db.transaction(async (manager) => {
+      await this.bound(manager);
+      return manager.query(
+        `UPDATE partition_leases SET renewed_at = now() WHERE topic = $1 AND partition = $2 AND epoch = $3 RETURNING 1`,
+        [topic, partition, epoch],
+      );
+    });
     // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
     if (Number(result[1] ?? 0) > 0) return true;
     await this.countRejected(topic, partition);
@@ -89,6 +114,7 @@ export class LeaseStore {
       run: async <T>(work: (manager: EntityManager) => Promise<T>): Promise<T> => {
         try {
           return await this.db.transaction(async (manager) => {
+            await this.bound(manager);
             const rows: { epoch: string }[] = await manager.query(
               `SELECT epoch FROM partition_leases WHERE topic = $1 AND partition = $2 FOR SHARE`,
               [topic, partition],

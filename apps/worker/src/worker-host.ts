@@ -164,8 +164,8 @@ export class WorkerHost {
       instanceId: config.instance.id,
       leaseTtlMs: config.delivery.leaseTtlMs,
       shutdownSignal: shutdown.signal,
-      leases: new LeaseStore(deps.db),
-      membershipConfirmed: () => agent.confirmed(),
+      leases: new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
+      membership: agent,
       openPartitionLoop: async (scope: PartitionLoopScope) => {
         const own = new PartitionReader(deps.kafka);
         await own.connect();
