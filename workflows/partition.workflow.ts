@@ -54,7 +54,7 @@ export interface PartitionWorkflowInput {
 }
 
 const RUNS_PER_EXECUTION = 100;
-const MAX_HISTORY_EVENTS = 2000;
+const MAX_HISTORY_EVENTS = 1000;
 const MAX_FAILURE_BACKOFF_MS = 10_000;
 
 export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<void> {

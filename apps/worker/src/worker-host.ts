@@ -26,9 +26,6 @@ import {
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
 
-/** See the control worker below: how long a workflow task waits for the worker that has the workflow cached. */
-const STICKY_SCHEDULE_TO_START_MS = 500;
-
 let runtimeInstalled = false;
 
 function installTemporalRuntime(log: Logger): void {
@@ -188,9 +185,12 @@ export class WorkerHost {
       ...workerOptions,
       taskQueue: CONTROL_TASK_QUEUE,
       ...workflowSource(),
-      // A workflow task goes first to the worker that ran the workflow last. If that worker's instance just died,
-      // the default 10 s wait for it would add to every takeover; after this long any instance's worker runs it.
-      stickyQueueScheduleToStartTimeout: STICKY_SCHEDULE_TO_START_MS,
+      // No workflow cache, so no sticky queues: with one, a workflow task goes first to the worker that ran the
+      // workflow last, and if that worker's instance just died the task waits out the sticky timeout (10 s by
+      // default) before any other worker runs it, at every step of a takeover. Without it, every live instance's
+      // worker can run every task at once; the price is replaying the history each time, which the workflows
+      // keep short (continue-as-new).
+      maxCachedWorkflows: 0,
     });
     const host = new WorkerHost([activityWorker, controlWorker], connection, reader, webhooks, shutdown, taskQueue);
     host.run(onFatal);
