@@ -130,6 +130,8 @@ interface Lane {
   retryAt: number;
   firstFailedAt?: Date;
   abort: AbortController;
+  /** The signal of this lane's sends: {@link DispatchLoop.sendSignalOf}. */
+  send?: { gate: AbortController; signal: AbortSignal };
   highWatermark: number;
 }
 
@@ -185,6 +187,14 @@ export class DispatchLoop {
 
   private gateOpen(): boolean {
     return !this.fencedBy && (this.deps.gate?.() ?? true);
+  }
+
+  /** Aborted when the lane closes or the gate shuts; built once per lane and gate period, not per send. */
+  private sendSignalOf(lane: Lane): AbortSignal {
+    if (!lane.send || lane.send.gate !== this.gateClosed) {
+      lane.send = { gate: this.gateClosed, signal: AbortSignal.any([lane.abort.signal, this.gateClosed.signal]) };
+    }
+    return lane.send.signal;
   }
 
   /** Aborts the sends in flight when the gate shuts; a fresh signal when it opens again. */
@@ -449,7 +459,7 @@ export class DispatchLoop {
         this.progress.filteredOut++;
       } else {
         const messageId = `${lane.subscription.id}:${lane.topic}:${lane.partition}:${record.offset}`;
-        const signal = AbortSignal.any([lane.abort.signal, this.gateClosed.signal]);
+        const signal = this.sendSignalOf(lane);
         const result = await this.deps.sender.send(lane.subscription, record.frame, messageId, signal);
         // Closed, or the gate shut mid-send: the answer does not count, the event stays first in the buffer.
         if (signal.aborted) return;
