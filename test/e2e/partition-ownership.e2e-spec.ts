@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
-import { Partitioners, PartitionerArgs } from 'kafkajs';
+import { Kafka, logLevel, Partitioners, PartitionerArgs } from 'kafkajs';
+import { frameToKafkaMessage } from '../../libs/frame';
 import { createDataSource, LeaseStore } from '../../libs/storage';
 import type { PartitionsView } from '../../libs/ownership';
 import { testConfig, uniqueTopic } from '../support/env';
@@ -67,7 +68,7 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     return c;
   };
   /** The assignment has settled: the coordinator's owners hold the leases and poll, with the expected members. */
-  const settled = (members: string[]) =>
+  const settled = (members: string[], partitions = PARTITIONS, timeoutMs = 60000) =>
     waitFor(
       `the assignment to settle on ${members.join(', ')}`,
       async () => {
@@ -75,11 +76,11 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
         const o = await owners();
         const ok =
           JSON.stringify(v.members) === JSON.stringify([...members].sort()) &&
-          v.partitions.length === PARTITIONS &&
+          v.partitions.length === partitions &&
           v.partitions.every((p) => p.owner && p.polling && o[p.partition]?.owner === p.owner && p.epoch === o[p.partition]?.epoch);
         return ok ? o : false;
       },
-      { timeoutMs: 60000, intervalMs: 250 },
+      { timeoutMs, intervalMs: 250 },
     );
 
   /** Publishes one event per key through `via`; answers the ids Kafka acknowledged, with their partitions. */
@@ -327,6 +328,34 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     const after = await publish(allKeys);
     await waitFor('delivery after the moves', () => delivered(after), { timeoutMs: 30000 });
     for (const e of [...events, ...after]) expect(deliveries(e.id)).toHaveLength(1);
+  });
+
+  it('a topic that gains partitions: the new ones are owned once the instances see them, and nothing else moves', async () => {
+    // Starts from the settled assignment (the moves of the undrain above may still be under way).
+    const before = await settled(['o1', 'o2', 'o3', 'o4']);
+    const kafka = new Kafka({ brokers: testConfig().kafka.brokers, logLevel: logLevel.NOTHING });
+    const admin = kafka.admin();
+    const producer = kafka.producer();
+    await Promise.all([admin.connect(), producer.connect()]);
+    try {
+      await admin.createPartitions({ topicPartitions: [{ topic, count: PARTITIONS + 2 }] });
+      // Instances re-read topic metadata every 30 s and announce new partitions to the coordinator within a TTL.
+      const after = await settled(['o1', 'o2', 'o3', 'o4'], PARTITIONS + 2, 90000);
+      expect(countsOf(after)).toEqual({ o1: 2, o2: 2, o3: 2, o4: 2 });
+      for (const p of Object.keys(before).map(Number)) expect(after[p]).toEqual(before[p]);
+      const ids = [`grown-${PARTITIONS}`, `grown-${PARTITIONS + 1}`];
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: ids.map((id, i) => ({
+          ...frameToKafkaMessage({ id, source: '/owned', type: 'owned.n', specversion: '1.0', extensions: {} }),
+          partition: PARTITIONS + i,
+        })),
+      });
+      await waitFor('the events of the new partitions to be delivered', () => delivered(ids.map((id) => ({ id }))), { timeoutMs: 30000 });
+    } finally {
+      await Promise.all([admin.disconnect(), producer.disconnect()]);
+    }
   });
 
   async function receiverUrl(): Promise<string> {
