@@ -55,6 +55,8 @@ export interface OwnershipActivityDeps {
 export function createOwnershipActivities(deps: OwnershipActivityDeps) {
   const beatEveryMs = Math.max(200, Math.min(1000, Math.floor(deps.leaseTtlMs / 5)));
   const windowMs = Math.floor(deps.leaseTtlMs / 2);
+  /** How often a run renews its epoch in Postgres: two or more renewals per window. */
+  const renewEveryMs = Math.floor(deps.leaseTtlMs / 5);
 
   function checkInstance(instanceId: string) {
     if (instanceId !== deps.instanceId) {
@@ -100,6 +102,7 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
       const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal]);
 
       let renewing = false;
+      let renewAskedAt = Date.now();
       let reportedAt = 0;
       let reported: string | undefined;
       const report = (p: DispatchProgress): PartitionProgress => ({
@@ -115,9 +118,9 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
         const progress = loop.snapshot;
         // A loop stuck for a whole TTL (a hung dependency) loses its heartbeat, and the workflow starts it afresh.
         if (Date.now() - loop.lastRoundAt < deps.leaseTtlMs) ctx.heartbeat({ epoch, ...progress, gateOpen: gate() });
-        if (!renewing) {
+        if (!renewing && Date.now() - renewAskedAt >= renewEveryMs) {
           renewing = true;
-          const askedAt = Date.now();
+          const askedAt = (renewAskedAt = Date.now());
           deps.leases
             .renew(topic, partition, epoch)
             .then((held) => {

@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, Producer } from 'kafkajs';
 import { frameToKafkaMessage } from '../libs/frame';
-import type { PartitionsView } from '../libs/ownership';
+import { endOwnershipWorkflows, PartitionsView } from '../libs/ownership';
 import { benchConfig, benchEnv, percentile, ROOT, startInstanceProcess } from './support';
 
 /**
@@ -153,12 +153,11 @@ function stats(values: number[]) {
 
 async function resetOwnership(): Promise<void> {
   const connection = await Connection.connect({ address: config.temporal.address });
-  const client = new Client({ connection, namespace: config.temporal.namespace });
-  const query = `WorkflowType IN ('coordinatorWorkflow', 'partitionWorkflow', 'instanceLeaseWorkflow') AND ExecutionStatus = 'Running'`;
-  const ids: string[] = [];
-  for await (const w of client.workflow.list({ query })) ids.push(w.workflowId);
-  await Promise.all(ids.map((id) => client.workflow.getHandle(id).terminate('benchmark reset').catch(() => undefined)));
-  await connection.close();
+  try {
+    await endOwnershipWorkflows(new Client({ connection, namespace: config.temporal.namespace }), 'benchmark reset');
+  } finally {
+    await connection.close();
+  }
 }
 
 // --- our path: instances -----------------------------------------------------------------------------------

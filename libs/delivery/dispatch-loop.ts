@@ -3,7 +3,6 @@ import { CompiledFilter, compileFilters } from '../filter';
 import { attributesOf, EventFrame, frameFromAttributes, frameFromKafkaRecord } from '../frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import type { EntityManager } from 'typeorm';
 import { StaleEpochError } from '../storage';
 import type { DeadLetter, DeadLetterStore, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity, WriteFence } from '../storage';
 import type { WebhookResult, WebhookTarget } from './webhook-sender';
@@ -72,7 +71,7 @@ export interface DispatchLoopDeps {
 }
 
 /** No fence: each store uses its own connection (LOCAL_STICKY_PULL). */
-const UNFENCED: WriteFence = { epoch: 0, run: (work) => work(undefined as unknown as EntityManager) };
+const UNFENCED: WriteFence = { epoch: 0, run: (work) => work(undefined) };
 
 /** A write refused because a newer owner holds the partition: the loop that made it must stop. */
 export function isFenced(e: unknown): boolean {
@@ -583,7 +582,11 @@ export class DispatchLoop {
     const subscriptions = new Map([...this.lanes.values()].map((l) => [l.subscription.id, l.subscription]));
     this.sweeping = this.deps.retries
       .due([...subscriptions.keys()], SWEEP_BATCH, undefined, this.deps.scope)
-      .then((due) => Promise.allSettled(due.map((d) => this.retryParked(d, subscriptions.get(d.subscriptionId)!))))
+      .then((due) => {
+        // One signal for the sweep's sends: the run ends, or the gate shuts.
+        const signal = AbortSignal.any([this.stopping!.signal, this.gateClosed.signal]);
+        return Promise.allSettled(due.map((d) => this.retryParked(d, subscriptions.get(d.subscriptionId)!, signal)));
+      })
       .then((results) => {
         const failed = results.filter((r) => r.status === 'rejected' && !this.noteFenced(r.reason));
         if (failed.length > 0) {
@@ -594,11 +597,10 @@ export class DispatchLoop {
       .finally(() => (this.sweeping = undefined));
   }
 
-  private async retryParked(parked: ParkedDelivery, subscription: SubscriptionEntity): Promise<void> {
+  private async retryParked(parked: ParkedDelivery, subscription: SubscriptionEntity, signal: AbortSignal): Promise<void> {
     if (!this.gateOpen()) return;
     const frame = frameFromAttributes(parked.attributes, parked.data);
     const messageId = `${parked.subscriptionId}:${parked.topic}:${parked.partition}:${parked.offset}`;
-    const signal = AbortSignal.any([this.stopping!.signal, this.gateClosed.signal]);
     const result = await this.deps.sender.send(subscription, frame, messageId, signal);
     if (signal.aborted) return;
     if (result.ok) {

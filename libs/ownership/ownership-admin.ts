@@ -43,6 +43,18 @@ export interface PartitionsView {
 
 const QUERY_DEADLINE_MS = 5000;
 
+/**
+ * Ends every running workflow of PARTITION_OWNED_PULL in the client's namespace (coordinator, partition owners,
+ * instance leases): no members, no assignment. For tests and benchmarks that need a clean start; never while
+ * instances run.
+ */
+export async function endOwnershipWorkflows(client: Client, reason: string): Promise<void> {
+  const query = `WorkflowType IN ('coordinatorWorkflow', 'partitionWorkflow', 'instanceLeaseWorkflow') AND ExecutionStatus = 'Running'`;
+  const ids: string[] = [];
+  for await (const w of client.workflow.list({ query })) ids.push(w.workflowId);
+  await Promise.all(ids.map((id) => client.workflow.getHandle(id).terminate(reason).catch(() => undefined)));
+}
+
 /** What `/admin/partitions` and the drain and move endpoints do: queries and updates of the ownership workflows. */
 export class OwnershipAdmin {
   constructor(

@@ -17,16 +17,8 @@ export class StaleEpochError extends Error {
 export interface WriteFence {
   /** 0 when nothing is fenced (LOCAL_STICKY_PULL). */
   readonly epoch: number;
-  run<T>(work: (manager: EntityManager) => Promise<T>): Promise<T>;
-}
-
-/** LOCAL_STICKY_PULL: one transaction, no lease to check. */
-export class UnfencedWrites implements WriteFence {
-  readonly epoch = 0;
-  constructor(private readonly db: DataSource) {}
-  run<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
-    return this.db.transaction(work);
-  }
+  /** `manager` is the fenced transaction; undefined when unfenced (each store then uses its own connection). */
+  run<T>(work: (manager: EntityManager | undefined) => Promise<T>): Promise<T>;
 }
 
 export type ClaimResult = { claimed: true } | { claimed: false; current: number; owner: string | null };

@@ -1,3 +1,2 @@
 /** Names shared by the worker, the client side and the docs: one place, one spelling. */
-export { instanceTaskQueueOf as taskQueueOf } from '../../workflows/ownership.definitions';
 export const dispatchWorkflowIdOf = (instanceId: string) => `dispatch/${instanceId}`;

@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import { endOwnershipWorkflows } from '../../libs/ownership';
 import { testConfig } from './env';
 
 /** A Temporal client for assertions and clean-up in tests. */
@@ -15,13 +16,7 @@ export async function terminateWorkflows(client: Client, workflowIds: string[]):
   );
 }
 
-/**
- * Ends every running workflow of PARTITION_OWNED_PULL in the test namespace (coordinator, partition and instance
- * leases), so a test starts from no members and no assignment.
- */
+/** Ends every ownership workflow of the test namespace, so a test starts from no members and no assignment. */
 export async function resetOwnership(client: Client): Promise<void> {
-  const query = `WorkflowType IN ('coordinatorWorkflow', 'partitionWorkflow', 'instanceLeaseWorkflow') AND ExecutionStatus = 'Running'`;
-  const ids: string[] = [];
-  for await (const w of client.workflow.list({ query })) ids.push(w.workflowId);
-  await terminateWorkflows(client, ids);
+  await endOwnershipWorkflows(client, 'test reset');
 }

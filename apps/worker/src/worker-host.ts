@@ -12,12 +12,13 @@ import { DeadLetterStore, LeaseStore, OffsetStore, RetryStore } from '../../../l
 import { PartitionReader } from '../../../libs/kafka';
 import { SinkRouter, StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
-import { dispatchWorkflowIdOf, taskQueueOf } from '../../../libs/temporal';
+import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import {
   CONTROL_TASK_QUEUE,
   dispatchStatusQuery,
   instanceDispatchWorkflow,
   InstanceDispatchStatus,
+  instanceTaskQueueOf,
   partitionKeyOf,
   partitionProgressSignal,
   partitionWorkflowIdOf,
@@ -83,7 +84,7 @@ export class WorkerHost {
     streams: StreamHub,
   ): Promise<WorkerHost> {
     installTemporalRuntime(createLogger('temporal'));
-    const taskQueue = taskQueueOf(config.instance.id);
+    const taskQueue = instanceTaskQueueOf(config.instance.id);
     let connection: NativeConnection;
     try {
       connection = await NativeConnection.connect({ address: config.temporal.address });
