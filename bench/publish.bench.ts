@@ -3,7 +3,7 @@ import os from 'node:os';
 import { Kafka, logLevel, Message, Partitioners } from 'kafkajs';
 import { Pool } from 'undici';
 import { frameToKafkaMessage } from '../libs/frame';
-import { benchConfig, benchEnv, printTable, RunResult, startInstanceProcess, summarize } from './support';
+import { benchConfig, benchEnv, brokerPid, meterCpu, printTable, RunResult, startInstanceProcess, summarize } from './support';
 
 /**
  * Publish throughput and latency: HTTP `POST /events/publish` through a real instance process against two raw
@@ -38,7 +38,7 @@ async function pool(total: number, concurrency: number, task: (n: number) => Pro
   return latencies;
 }
 
-async function viaHttp(url: string, topic: string, total: number): Promise<RunResult> {
+async function viaHttp(url: string, gatewayPid: number | undefined, topic: string, total: number): Promise<RunResult> {
   // undici's pool: keep-alive connections, one per concurrent client, and little client-side CPU per request.
   const client = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
   const path = `/events/publish?topic=${topic}`;
@@ -53,10 +53,12 @@ async function viaHttp(url: string, topic: string, total: number): Promise<RunRe
     if (statusCode !== 202) throw new Error(`HTTP ${statusCode}`);
   };
   await pool(WARMUP, CONCURRENCY, (n) => post(JSON.stringify(event(n))));
+  const cpu = meterCpu({ client: 'self', gateway: gatewayPid, broker: brokerPid() });
   const started = process.hrtime.bigint();
   const latencies = await pool(total, CONCURRENCY, (n) => post(JSON.stringify(event(n))));
+  const result = { ...summarize('eventmesh HTTP publish', total, started, latencies), cpu: cpu() };
   await client.close();
-  return summarize('eventmesh HTTP publish', total, started, latencies);
+  return result;
 }
 
 function rawMessage(n: number): Message {
@@ -78,7 +80,7 @@ async function main(): Promise<void> {
   );
   const results: RunResult[] = [];
   try {
-    results.push(await viaHttp(instance.url, topic, EVENTS));
+    results.push(await viaHttp(instance.url, instance.child.pid, topic, EVENTS));
   } finally {
     await instance.stop();
   }
@@ -86,16 +88,18 @@ async function main(): Promise<void> {
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   await pool(WARMUP, CONCURRENCY, async (n) => void (await producer.send({ topic, acks: -1, messages: [rawMessage(n)] })));
+  let cpu = meterCpu({ client: 'self', broker: brokerPid() });
   let started = process.hrtime.bigint();
   const latencies = await pool(EVENTS, CONCURRENCY, async (n) => void (await producer.send({ topic, acks: -1, messages: [rawMessage(n)] })));
-  results.push(summarize('(a) kafkajs send() per event', EVENTS, started, latencies));
+  results.push({ ...summarize('(a) kafkajs send() per event', EVENTS, started, latencies), cpu: cpu() });
 
+  cpu = meterCpu({ client: 'self', broker: brokerPid() });
   started = process.hrtime.bigint();
   for (let sent = 0; sent < EVENTS; sent += 500) {
     const size = Math.min(500, EVENTS - sent);
     await producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages: Array.from({ length: size }, (_, i) => rawMessage(sent + i)) }] });
   }
-  results.push(summarize('(b) kafkajs sendBatch of 500', EVENTS, started));
+  results.push({ ...summarize('(b) kafkajs sendBatch of 500', EVENTS, started), cpu: cpu() });
   await producer.disconnect();
   await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
   await admin.disconnect();

@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../libs/config';
 
@@ -24,6 +25,8 @@ export interface RunResult {
   seconds: number;
   perSecond: number;
   latencyMs?: { p50: number; p95: number; p99: number; max: number };
+  /** CPU seconds per process during the run, from `meterCpu`. */
+  cpu?: Record<string, number>;
 }
 
 export function summarize(name: string, events: number, startedNs: bigint, latenciesMs?: number[]): RunResult {
@@ -49,11 +52,18 @@ export function printTable(results: RunResult[]): void {
     const l = r.latencyMs;
     console.log(`| ${r.name} | ${r.events} | ${f(r.seconds, 2)} | ${f(r.perSecond, 0)} | ${f(l?.p50, 2)} | ${f(l?.p95, 2)} | ${f(l?.p99, 2)} | ${f(l?.max, 2)} |`);
   }
+  const metered = results.filter((r) => r.cpu);
+  if (metered.length > 0) {
+    console.log('\nCPU per event (from /proc, the host figure is every process on it):');
+    for (const r of metered) console.log(`- ${r.name}: ${cpuPerEvent(r.cpu!, r.events)}`);
+  }
 }
 
 /** Starts a built instance process and resolves with its URL once it listens. */
 export async function startInstanceProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/apps/gateway/src/main.js')], {
+  // BENCH_INSTANCE_NODE_ARGS go to the instance's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
+  const nodeArgs = (process.env.BENCH_INSTANCE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/apps/gateway/src/main.js')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -81,4 +91,63 @@ export async function startInstanceProcess(env: Record<string, string>): Promise
     if (Date.now() > deadline) throw new Error(`instance not ready in 60 s: ${err}`);
     await new Promise((r) => setTimeout(r, 100));
   }
+}
+
+const TICK_SECONDS = 0.01; // Linux USER_HZ is 100 on every architecture Node supports
+
+function processCpuSeconds(pid: number): number {
+  try {
+    // Fields after the command name (which may contain spaces): utime is the 12th, stime the 13th.
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_SECONDS;
+  } catch {
+    return NaN;
+  }
+}
+
+function hostCpuSeconds(): number {
+  try {
+    const cpu = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+    // user nice system idle iowait irq softirq steal: busy = all but idle and iowait
+    return (cpu[0] + cpu[1] + cpu[2] + cpu[5] + cpu[6] + cpu[7]) * TICK_SECONDS;
+  } catch {
+    return NaN;
+  }
+}
+
+/** The PID of the local Kafka broker the project's infra script started, if any. */
+export function brokerPid(): number | undefined {
+  try {
+    return Number(readFileSync(path.join(ROOT, '.data/kafka/kafka.pid'), 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU seconds spent by named processes (and the whole host) between `start` and `stop`, from /proc: where the
+ * time of a run went when the client, the runtime and the broker share one host. `self` is this process.
+ */
+export function meterCpu(pids: Record<string, number | 'self' | undefined>): () => Record<string, number> {
+  const read = () => {
+    const out: Record<string, number> = { host: hostCpuSeconds() };
+    for (const [name, pid] of Object.entries(pids)) {
+      if (pid === undefined) continue;
+      out[name] = pid === 'self' ? (process.cpuUsage().user + process.cpuUsage().system) / 1e6 : processCpuSeconds(pid);
+    }
+    return out;
+  };
+  const before = read();
+  return () => {
+    const after = read();
+    return Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
+  };
+}
+
+/** `client 120 µs, broker 80 µs, host 260 µs` for the CPU a run spent per event. */
+export function cpuPerEvent(seconds: Record<string, number>, events: number): string {
+  return Object.entries(seconds)
+    .map(([name, s]) => `${name} ${Number.isFinite(s) ? Math.round((s / events) * 1e6) : '?'} µs`)
+    .join(', ');
 }

@@ -148,12 +148,47 @@ describe('ingress (real Kafka)', () => {
     ['a batch that is not an array', '{}', { 'content-type': 'application/cloudevents-batch+json' }, 400, 'INVALID_CLOUDEVENT'],
     ['binary mode without ce-id', 'x', { 'ce-specversion': '1.0', 'ce-source': '/s', 'ce-type': 't', 'content-type': 'text/plain' }, 400, 'INVALID_CLOUDEVENT'],
     ['a gate refusal', JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't' }), { 'content-type': ce, 'x-test-deny': '1' }, 403, 'FORBIDDEN'],
-  ])('answers %s with %i and writes nothing', async (_, body, headers, status, code) => {
+  ])('answers %s with its status and code, and writes nothing', async (_, body, headers, status, code) => {
     const before = await endOffsets();
     const response = await post(body as string, headers as Record<string, string>);
     expect(response.status).toBe(status);
     expect(((await response.json()) as { code: string }).code).toBe(code);
     expect(await endOffsets()).toBe(before);
+  });
+
+  it('answers a body over the limit sent without a content-length (chunked) with 413 and writes nothing', async () => {
+    const before = await endOffsets();
+    const chunks = [big.slice(0, 3000), big.slice(3000)];
+    const body = new ReadableStream<Uint8Array>({
+      pull(controller) {
+        const next = chunks.shift();
+        if (next === undefined) controller.close();
+        else controller.enqueue(new TextEncoder().encode(next));
+      },
+    });
+    const response = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': ce },
+      body,
+      duplex: 'half',
+    } as RequestInit);
+    expect(response.status).toBe(413);
+    expect(await response.json()).toMatchObject({ code: 'PAYLOAD_TOO_LARGE', limitBytes: 4096 });
+    expect(await endOffsets()).toBe(before);
+  });
+
+  it('answers two topics in one publish with 400 and writes nothing', async () => {
+    const before = await endOffsets();
+    const response = await post(JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't' }), { 'content-type': ce }, `?topic=${topic}&topic=${topic}`);
+    expect(response.status).toBe(400);
+    expect(await response.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'topic' });
+    expect(await endOffsets()).toBe(before);
+  });
+
+  it('leaves other methods on the publish path to the router: GET is a 404 in the error shape', async () => {
+    const response = await fetch(`${instance.url}/events/publish?topic=${topic}`);
+    expect(response.status).toBe(404);
+    expect(await response.json()).toMatchObject({ code: 'NOT_FOUND' });
   });
 
   it('refuses a whole batch when one event is invalid, naming its index, and writes none of it', async () => {

@@ -1,9 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { JSON_TYPES, parseJsonBody } from './content-mode';
 
 const RAW_BODY = Symbol('rawBody');
-const JSON_TYPES = ['application/json', 'application/cloudevents+json', 'application/cloudevents-batch+json'];
 
 /** The request body as received, for binary-mode CloudEvents whose data must pass through untouched. */
 export function rawBodyOf(request: FastifyRequest): Buffer | undefined {
@@ -25,9 +24,9 @@ export function registerBodyParsers(app: NestFastifyApplication): void {
     keep(request, body as Buffer);
     if (request.headers['ce-specversion'] !== undefined) return done(null, body);
     try {
-      done(null, JSON.parse((body as Buffer).toString('utf8')));
+      done(null, parseJsonBody(body as Buffer));
     } catch (e) {
-      done(new EventMeshError(ErrorCode.MalformedJson, `request body is not valid JSON: ${(e as Error).message}`), undefined);
+      done(e as Error, undefined);
     }
   });
   fastify.addContentTypeParser('*', { parseAs: 'buffer' }, (request, body, done) => {

@@ -2,32 +2,11 @@ import { Body, Controller, Headers, HttpCode, Post, Query, Req, Res } from '@nes
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { frameToStructured } from '../../../libs/frame';
-import { EventIngress, PublishRequest, PublishResult, toFrames } from '../../../libs/ingress';
+import { toFrames } from '../../../libs/ingress';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_TIMEOUT_MS, RequestReplyService } from '../../../libs/request-reply';
 import { SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
 import { rawBodyOf } from './body-parsers';
-
-const STRUCTURED_TYPES = ['application/cloudevents+json', 'application/json'];
-const BATCH_TYPE = 'application/cloudevents-batch+json';
-
-/** Which content mode of the CloudEvents HTTP binding a request uses; `batch` only where a route takes it. */
-function publishRequestOf(
-  headers: Record<string, string | undefined>,
-  body: unknown,
-  request: FastifyRequest,
-  allowBatch: boolean,
-): PublishRequest {
-  const mediaType = (headers['content-type'] ?? '').split(';')[0].trim().toLowerCase();
-  if (headers['ce-specversion'] !== undefined) return { mode: 'binary', headers, body: rawBodyOf(request) };
-  if (STRUCTURED_TYPES.includes(mediaType)) return { mode: 'structured', body };
-  if (allowBatch && mediaType === BATCH_TYPE) return { mode: 'batch', body };
-  const accepted = [...STRUCTURED_TYPES, ...(allowBatch ? [BATCH_TYPE] : []), 'any type with ce-* headers (binary mode)'];
-  throw new EventMeshError(
-    ErrorCode.UnsupportedMediaType,
-    `content type "${mediaType || '(none)'}" is not accepted here without ce-* headers; send ${accepted.join(', ')}`,
-    { accepted },
-  );
-}
+import { publishRequestOf } from './content-mode';
 
 function timeoutOf(raw: string | undefined): number {
   if (raw === undefined || raw === '') return DEFAULT_REQUEST_TIMEOUT_MS;
@@ -43,28 +22,11 @@ function timeoutOf(raw: string | undefined): number {
 @Controller('events')
 export class EventsController {
   constructor(
-    private readonly ingress: EventIngress,
     private readonly subscriptions: SubscriptionService,
     private readonly requestReply: RequestReplyService,
   ) {}
 
-  /**
-   * Publishes CloudEvents in any content mode of the HTTP binding: binary (`ce-*` headers, the body is the
-   * data), structured (`application/cloudevents+json`) or batch (`application/cloudevents-batch+json`).
-   * Answers 202 once Kafka acknowledged every event: one result for structured and binary, `{ results }` for a batch.
-   */
-  @Post('publish')
-  @HttpCode(202)
-  async publish(
-    @Query('topic') topic: string | undefined,
-    @Headers() headers: Record<string, string | undefined>,
-    @Body() body: unknown,
-    @Req() request: FastifyRequest,
-  ): Promise<PublishResult | { results: PublishResult[] }> {
-    const publish = publishRequestOf(headers, body, request, true);
-    const results = await this.ingress.publish(topic || undefined, publish);
-    return publish.mode === 'batch' ? { results } : results[0];
-  }
+  // POST /events/publish is served by publish-route.ts, ahead of Nest: it is the hot path.
 
   /**
    * Publishes one event with a fresh `correlationid` and holds the request until a reply with that id arrives
@@ -80,7 +42,7 @@ export class EventsController {
     @Res({ passthrough: true }) reply: FastifyReply,
   ): Promise<Record<string, unknown>> {
     const timeout = timeoutOf(timeoutMs);
-    const answer = await this.requestReply.request(topic || undefined, publishRequestOf(headers, body, request, false), timeout);
+    const answer = await this.requestReply.request(topic || undefined, publishRequestOf(headers, body, rawBodyOf(request), false), timeout);
     void reply.status(200).header('content-type', 'application/cloudevents+json; charset=utf-8');
     return frameToStructured(answer);
   }
@@ -93,7 +55,7 @@ export class EventsController {
     @Body() body: unknown,
     @Req() request: FastifyRequest,
   ): Promise<{ correlationId: string; delivered: true }> {
-    const [frame] = toFrames(publishRequestOf(headers, body, request, false), 1);
+    const [frame] = toFrames(publishRequestOf(headers, body, rawBodyOf(request), false), 1);
     return { ...(await this.requestReply.reply(frame)), delivered: true };
   }
 

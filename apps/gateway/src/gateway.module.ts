@@ -2,7 +2,6 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { HealthService } from '../../../libs/health';
 import type { OwnershipAdmin } from '../../../libs/ownership';
-import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
 import { StreamHub } from '../../../libs/streams';
@@ -16,7 +15,6 @@ import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
 
 export interface GatewayServices {
-  ingress: EventIngress;
   subscriptions: SubscriptionService;
   health: HealthService;
   gate: GatePolicy;
@@ -34,7 +32,6 @@ export class GatewayModule {
       module: GatewayModule,
       controllers: [EventsController, SubscriptionsController, StreamsController, HealthController, AdminController],
       providers: [
-        { provide: EventIngress, useValue: services.ingress },
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
         { provide: GatePolicy, useValue: services.gate },

@@ -1,5 +1,7 @@
+import { createServer } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyServerFactoryHandler } from 'fastify';
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
 import { HealthService } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
@@ -16,6 +18,7 @@ import { instanceWorkflowIdOf } from '../../../workflows';
 import { WorkerHost } from '../../worker/src/worker-host';
 import { registerBodyParsers } from './body-parsers';
 import { GatewayModule } from './gateway.module';
+import { publishRoute } from './publish-route';
 import { registerWebSocketStreams } from './websocket-streams';
 
 export interface RunningInstance {
@@ -70,7 +73,6 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       instance.requestReply = requestReply;
       const app = await NestFactory.create<NestFastifyApplication>(
         GatewayModule.register({
-          ingress,
           requestReply,
           streams,
           subscriptions,
@@ -82,7 +84,14 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           ownership:
             config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
         }),
-        new FastifyAdapter({ bodyLimit: config.http.bodyLimitBytes }),
+        new FastifyAdapter({
+          bodyLimit: config.http.bodyLimitBytes,
+          // POST /events/publish is answered on the HTTP server itself (publish-route.ts); the rest goes to Fastify.
+          serverFactory: (fastify: FastifyServerFactoryHandler) => {
+            const publish = publishRoute({ ingress, gate, bodyLimitBytes: config.http.bodyLimitBytes });
+            return createServer((request, response) => publish(request, response) || fastify(request, response));
+          },
+        }),
         { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
       );
       registerBodyParsers(app);

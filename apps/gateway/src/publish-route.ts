@@ -1,0 +1,100 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import type { EventIngress } from '../../../libs/ingress';
+import type { GatePolicy } from '../../../libs/security';
+import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
+import { toHttpError } from './http-error';
+
+export const PUBLISH_PATH = '/events/publish';
+const ROUTE = `POST ${PUBLISH_PATH}`;
+
+export interface PublishRouteDeps {
+  ingress: EventIngress;
+  gate: GatePolicy;
+  bodyLimitBytes: number;
+}
+
+/**
+ * `POST /events/publish`, the runtime's hot path, served on Node's HTTP server ahead of Fastify and Nest.
+ *
+ * Why: a publish is one small request whose cost is the runtime's throughput. Through Nest and Fastify it cost
+ * about 200 µs of CPU; the framework's share of that (routing, guard, interceptor and filter pipeline, and
+ * Fastify's body parser binding an AsyncResource per request) was larger than the HTTP parsing, the CloudEvents
+ * validation and the Kafka encoding together (docs/benchmarks.md has the profiles and figures). The contract is
+ * the one every route has: the request gate admits the request first, errors are the same `{ code, message }`
+ * bodies from the same mapping (`toHttpError`), the body limit is the gateway's. Every other route, and every
+ * other method on this path, goes to Fastify.
+ */
+export function publishRoute(deps: PublishRouteDeps): (request: IncomingMessage, response: ServerResponse) => boolean {
+  return (request, response) => {
+    if (request.method !== 'POST') return false;
+    const url = request.url ?? '';
+    const queryAt = url.indexOf('?');
+    if ((queryAt === -1 ? url : url.slice(0, queryAt)) !== PUBLISH_PATH) return false;
+    void handle(deps, request, response, queryAt === -1 ? '' : url.slice(queryAt + 1));
+    return true;
+  };
+}
+
+async function handle(deps: PublishRouteDeps, request: IncomingMessage, response: ServerResponse, query: string): Promise<void> {
+  try {
+    await deps.gate.admit({ route: ROUTE, headers: request.headers, remoteAddress: request.socket.remoteAddress ?? '' });
+    const topic = topicOf(query);
+    const raw = await readBody(request, deps.bodyLimitBytes);
+    const parsed =
+      raw !== undefined && request.headers['ce-specversion'] === undefined && JSON_TYPES.includes(mediaTypeOf(request.headers['content-type']))
+        ? parseJsonBody(raw)
+        : raw;
+    const publish = publishRequestOf(request.headers, parsed, raw, true);
+    const results = await deps.ingress.publish(topic, publish);
+    send(response, 202, publish.mode === 'batch' ? { results } : results[0]);
+  } catch (e) {
+    const { status, body } = toHttpError(e);
+    // A body over the limit is left unread and the connection closes after the answer; the unread rest of any
+    // other refused body (a gate refusal comes before the body is read) is discarded by Node, and the
+    // connection stays reusable.
+    if (e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge) response.setHeader('connection', 'close');
+    send(response, status, body);
+  }
+}
+
+function topicOf(query: string): string | undefined {
+  if (query === '') return undefined;
+  const topics = new URLSearchParams(query).getAll('topic');
+  if (topics.length > 1) {
+    throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: give one topic per publish', { field: 'topic' });
+  }
+  return topics[0] || undefined;
+}
+
+/** The whole body, or undefined when there is none; a 413 as soon as it is known to exceed the limit. */
+function readBody(request: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  const declared = request.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const onData = (chunk: Buffer) => {
+      length += chunk.length;
+      if (length > limit) {
+        request.off('data', onData);
+        request.pause();
+        reject(tooLarge(limit));
+        return;
+      }
+      chunks.push(chunk);
+    };
+    request.on('data', onData);
+    request.once('end', () => resolve(length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)));
+    request.once('error', reject);
+  });
+}
+
+const tooLarge = (limit: number) =>
+  new EventMeshError(ErrorCode.PayloadTooLarge, `request body is larger than the limit of ${limit} bytes`, { limitBytes: limit });
+
+function send(response: ServerResponse, status: number, body: unknown): void {
+  const json = JSON.stringify(body);
+  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
+  response.end(json);
+}
