@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { loadConfig } from '../libs/config';
 
@@ -95,15 +95,35 @@ export async function startInstanceProcess(env: Record<string, string>): Promise
 
 const TICK_SECONDS = 0.01; // Linux USER_HZ is 100 on every architecture Node supports
 
-function processCpuSeconds(pid: number): number {
+/** Fields of /proc/PID/stat after the command name (which may contain spaces): ppid is [1], utime [11], stime [12]. */
+function statFields(pid: number): string[] | undefined {
   try {
-    // Fields after the command name (which may contain spaces): utime is the 12th, stime the 13th.
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(fields[11]) + Number(fields[12])) * TICK_SECONDS;
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   } catch {
-    return NaN;
+    return undefined;
   }
+}
+
+/** CPU seconds of a process and every live process below it (a gateway's cluster processes). */
+function processCpuSeconds(pid: number): number {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    const fields = statFields(Number(entry));
+    if (fields) parents.set(Number(entry), Number(fields[1]));
+  }
+  const within = (p: number): boolean => p === pid || (parents.has(p) && p > 1 && within(parents.get(p)!));
+  let total = 0;
+  let found = false;
+  for (const p of parents.keys()) {
+    if (!within(p)) continue;
+    const fields = statFields(p);
+    if (!fields) continue;
+    found = true;
+    total += (Number(fields[11]) + Number(fields[12])) * TICK_SECONDS;
+  }
+  return found ? total : NaN;
 }
 
 function hostCpuSeconds(): number {

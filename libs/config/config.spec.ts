@@ -66,6 +66,17 @@ describe('loadConfig', () => {
     );
   });
 
+  it('takes several gateway processes only in a gateway-only instance', () => {
+    expect(loadConfig({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' }).http.processes).toBe(2);
+    expect(loadConfig({}).http.processes).toBe(1);
+    expect(() => loadConfig({ EVENTMESH_HTTP_PROCESSES: '2' })).toThrow(
+      'EVENTMESH_HTTP_PROCESSES (eventmesh.http.processes) = 2 needs EVENTMESH_INSTANCE_ROLES=gateway (got "gateway,worker")',
+    );
+    expect(() => loadConfig({ EVENTMESH_HTTP_PROCESSES: '0' })).toThrow(
+      'EVENTMESH_HTTP_PROCESSES (eventmesh.http.processes) = "0" is not valid; legal values: an integer from 1 to 64',
+    );
+  });
+
   it('documents every setting with an environment variable and an eventmesh.* key', () => {
     const settings = describeSettings();
     expect(settings.length).toBeGreaterThan(20);

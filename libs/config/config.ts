@@ -17,7 +17,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface EventMeshConfig {
   instance: { id: string; roles: InstanceRole[] };
-  http: { host: string; port: number; bodyLimitBytes: number };
+  http: { host: string; port: number; bodyLimitBytes: number; processes: number };
   delivery: {
     topology: DeliveryTopology;
     leaseTtlMs: number;
@@ -154,6 +154,8 @@ const SETTINGS = {
     'Port the gateway listens on.'),
   httpBodyLimitBytes: setting('EVENTMESH_HTTP_BODY_LIMIT_BYTES', 'eventmesh.http.bodyLimitBytes',
     integer(1024, 64 * 1024 * 1024), () => 1024 * 1024, 'Largest accepted request body; larger bodies get 413.'),
+  httpProcesses: setting('EVENTMESH_HTTP_PROCESSES', 'eventmesh.http.processes', integer(1, 64), () => 1,
+    'Gateway processes sharing the port (Node cluster), one per core to spread HTTP work; more than 1 only with EVENTMESH_INSTANCE_ROLES=gateway.'),
   topology: setting('EVENTMESH_DELIVERY_TOPOLOGY', 'eventmesh.delivery.topology', oneOf(DELIVERY_TOPOLOGIES),
     (): DeliveryTopology => 'LOCAL_STICKY_PULL', 'Delivery topology (docs/topologies.md).'),
   leaseTtlMs: setting('EVENTMESH_DELIVERY_LEASE_TTL_MS', 'eventmesh.delivery.leaseTtlMs', integer(3000, 600000),
@@ -235,10 +237,15 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
     problems.push(`${SETTINGS.retryMaxMs.env} (${SETTINGS.retryMaxMs.key}) must be at least ` +
       `${SETTINGS.retryInitialMs.env} (${v.retryInitialMs})`);
   }
+  if (problems.length === 0 && v.httpProcesses > 1 && v.instanceRoles.join() !== 'gateway') {
+    problems.push(`${SETTINGS.httpProcesses.env} (${SETTINGS.httpProcesses.key}) = ${v.httpProcesses} needs ` +
+      `${SETTINGS.instanceRoles.env}=gateway (got "${v.instanceRoles.join(',')}"): the worker role runs once per instance; legal values: 1, ` +
+      'or 1 to 64 in a gateway-only instance');
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     instance: { id: v.instanceId, roles: v.instanceRoles },
-    http: { host: v.httpHost, port: v.httpPort, bodyLimitBytes: v.httpBodyLimitBytes },
+    http: { host: v.httpHost, port: v.httpPort, bodyLimitBytes: v.httpBodyLimitBytes, processes: v.httpProcesses },
     delivery: {
       topology: v.topology,
       leaseTtlMs: v.leaseTtlMs,

@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
@@ -127,5 +129,61 @@ describe('instance boot', () => {
   it('says in one line that Temporal is unreachable', async () => {
     const line = await failsWithOneLine(start({ EVENTMESH_TEMPORAL_ADDRESS: '127.0.0.1:1' }), 1);
     expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 /);
+  });
+
+  describe('with EVENTMESH_HTTP_PROCESSES=2 (a gateway-only instance)', () => {
+    const gatewayOnly = (overrides: Record<string, string> = {}) =>
+      start({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2', ...overrides });
+    const childrenOf = (pid: number) =>
+      execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map(Number).filter(Boolean);
+    /** The instance ids that answer /health over new connections, which the primary deals out in turn. */
+    async function idsAnswering(url: string): Promise<Set<string>> {
+      const ids = new Set<string>();
+      for (let i = 0; i < 6; i++) {
+        const health = (await (await fetch(`${url}/health`, { headers: { connection: 'close' } })).json()) as { instance: string };
+        ids.add(health.instance);
+      }
+      return ids;
+    }
+
+    it('serves from two processes on one port, replaces one that dies, and stops both on SIGTERM', async () => {
+      const instance = gatewayOnly();
+      const url = await instance.ready();
+      const id = /instance (\S+) \(2 gateway processes\) listening on/.exec(instance.stdout)![1];
+      expect(await idsAnswering(url)).toEqual(new Set([`${id}.1`, `${id}.2`]));
+
+      const publishes = await Promise.all(
+        Array.from({ length: 40 }, (_, n) =>
+          fetch(`${url}/events/publish`, {
+            method: 'POST',
+            headers: { 'content-type': 'application/cloudevents+json', connection: 'close' },
+            body: JSON.stringify({ specversion: '1.0', id: `clu-${n}`, source: '/boot', type: 't' }),
+          }),
+        ),
+      );
+      expect(publishes.map((r) => r.status)).toEqual(Array(40).fill(202));
+
+      const [victim] = childrenOf(instance.child.pid!);
+      process.kill(victim, 'SIGKILL');
+      await waitFor('a new gateway process in place of the killed one', () => {
+        const children = childrenOf(instance.child.pid!);
+        return children.length === 2 && !children.includes(victim);
+      }, { timeoutMs: 60000 });
+      await waitFor('both processes answering again', async () => (await idsAnswering(url).catch(() => new Set())).size === 2, { timeoutMs: 60000 });
+
+      const children = childrenOf(instance.child.pid!);
+      const result = await instance.stop();
+      expect(result.code).toBe(0);
+      expect(children.filter((pid) => existsSync(`/proc/${pid}`))).toEqual([]);
+    });
+
+    it('stops with exit code 1 when the gateway processes cannot start, each saying why in one line', async () => {
+      const result = await gatewayOnly({ EVENTMESH_KAFKA_BROKERS: '127.0.0.1:1' }).exit(60000);
+      expect(result.code).toBe(1);
+      const lines = result.stderr.trim().split('\n');
+      expect(lines.every((line) => line.startsWith('eventmesh: '))).toBe(true);
+      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^eventmesh: cannot use Kafka at 127\.0\.0\.1:1 /)]));
+      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^eventmesh: gateway process \d failed to start \(exit code 1\); stopping$/)]));
+    });
   });
 });

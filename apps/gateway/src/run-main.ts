@@ -1,6 +1,8 @@
+import cluster from 'node:cluster';
 import { ConfigError, InstanceRole, loadConfig } from '../../../libs/config';
 import { configureLogging, createLogger } from '../../../libs/logging';
 import { BootError, reasonOf } from '../../../libs/runtime';
+import { runGatewayCluster } from './gateway-cluster';
 import { RunningInstance, startInstance } from './instance';
 
 /**
@@ -19,6 +21,10 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
   try {
     const config = loadConfig();
     const log = configureLogging(config.log.level, { instance: config.instance.id });
+    if (config.http.processes > 1 && cluster.isPrimary) {
+      runGatewayCluster(config);
+      return;
+    }
     instance = await startInstance(config, {
       roles: roles ?? config.instance.roles,
       onFatal: (reason) => {
@@ -35,7 +41,9 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
-    if (instance.url) {
+    // A gateway process of a cluster (gateway-cluster.ts) does not outlive its primary.
+    if (cluster.isWorker) process.once('disconnect', () => stop('primary gone'));
+    if (instance.url && cluster.isPrimary) {
       process.stdout.write(`eventmesh: instance ${config.instance.id} listening on ${instance.url}\n`);
     }
   } catch (e) {
