@@ -4,6 +4,7 @@ import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin }
 import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../storage';
 import { DispatchLoop, DispatchProgress, FencedError } from './dispatch-loop';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
+import { waitFor } from '../../test/support/wait-for';
 
 const TOPIC = 'orders';
 
@@ -75,8 +76,26 @@ class FakeSender {
   failFirst = 0;
   readonly answers = new Map<string, WebhookResult>();
   readonly messageIds: string[] = [];
+  /** Sends to these sinks wait for `release` (a stream client that has not answered yet). */
+  readonly holding = new Set<string>();
+  readonly held = new Map<string, () => void>();
+  maxHeld = 0;
+  /** Events whose first `n` attempts fail. */
+  readonly failIds = new Map<string, number>();
   async send(target: { sink: string }, f: EventFrame, messageId: string): Promise<WebhookResult> {
     const sink = target.sink;
+    if (this.holding.has(sink)) {
+      await new Promise<void>((resolve) => {
+        this.held.set(f.id, resolve);
+        this.maxHeld = Math.max(this.maxHeld, this.held.size);
+      });
+      this.held.delete(f.id);
+    }
+    const failures = this.failIds.get(f.id) ?? 0;
+    if (failures > 0) {
+      this.failIds.set(f.id, failures - 1);
+      return { ok: false, error: 'nacked' };
+    }
     const n = (this.attempts.get(sink) ?? 0) + 1;
     this.attempts.set(sink, n);
     this.messageIds.push(messageId);
@@ -129,6 +148,7 @@ class FakeRetries {
 
 const subscription = (id: string, sink = `http://${id}`) =>
   ({ id, topic: TOPIC, sink, instanceId: 'i1', status: 'ACTIVE' }) as SubscriptionEntity;
+const stream = (id: string) => ({ ...subscription(id, `stream:${id}`), protocol: 'STREAM' }) as SubscriptionEntity;
 
 function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], maxAttempts = 1000, batchMaxEvents = 100) {
   const log = new FakeLog();
@@ -251,6 +271,58 @@ describe('DispatchLoop', () => {
     sender.failing.add('http://sub-1');
     await runUntil(loop, (p) => p.deadLettered >= 1);
     expect(deadLetters.added[0].attempts).toBe(2);
+  });
+
+  it('keeps up to 32 deliveries of a stream lane out at once, and commits only over the settled front', async () => {
+    const { log, offsets, sender, loop } = setup([stream('s')]);
+    for (let n = 0; n < 40; n++) log.append(0, frame(n));
+    sender.holding.add('stream:s');
+    const abort = new AbortController();
+    let rounds = 0;
+    const running = loop.run(abort.signal, Date.now() + 10000, (p) => (rounds = p.rounds));
+    const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 5 });
+    try {
+      await until('32 deliveries out', () => sender.held.size === 32);
+      const seen = rounds;
+      await until('more rounds of the loop', () => rounds >= seen + 5);
+      expect(sender.maxHeld).toBe(32);
+      // Answered out of order: offset 5 settles first, and the offset stays at 0 until 0..4 settle too.
+      sender.held.get('e-5')!();
+      await until('the delivery of e-5', () => sender.idsFor('stream:s').includes('e-5'));
+      const later = rounds;
+      await until('more rounds of the loop', () => rounds >= later + 15);
+      expect(offsets.at('s', 0)).toBe(0);
+      for (const n of [0, 1, 2, 3, 4]) sender.held.get(`e-${n}`)!();
+      await until('a commit over 0..5', () => offsets.at('s', 0) === 6);
+      await until('the rest', () => {
+        for (const release of sender.held.values()) release();
+        return sender.idsFor('stream:s').length === 40;
+      });
+      await until('a commit over all 40', () => offsets.at('s', 0) === 40);
+    } finally {
+      abort.abort();
+      await running;
+    }
+  });
+
+  it('retries a failed stream delivery in its lane while the later events of the partition go on', async () => {
+    const { log, offsets, sender, loop } = setup([stream('s')]);
+    for (let n = 0; n < 5; n++) log.append(0, frame(n));
+    sender.failIds.set('e-0', 2);
+    const progress = await runUntil(loop, () => sender.idsFor('stream:s').length === 5 && offsets.at('s', 0) === 5);
+    expect(progress.failedAttempts).toBe(2);
+    expect(progress.parked).toBe(0);
+    const order = sender.idsFor('stream:s');
+    expect(order[order.length - 1]).toBe('e-0');
+    expect(order.slice(0, 4)).toEqual(['e-1', 'e-2', 'e-3', 'e-4']);
+  });
+
+  it('keeps a webhook lane in order: nothing after a failed event goes out before its retry succeeds', async () => {
+    const { log, sender, loop } = setup();
+    for (let n = 0; n < 5; n++) log.append(0, frame(n));
+    sender.failIds.set('e-0', 2);
+    await runUntil(loop, (p) => p.delivered >= 5);
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-0', 'e-1', 'e-2', 'e-3', 'e-4']);
   });
 
   it('lets a healthy subscription go on while another one fails', async () => {

@@ -1,3 +1,4 @@
+import { setMaxListeners } from 'node:events';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CompiledFilter, compileFilters } from '../filter';
 import { attributesOf, EventFrame, frameFromAttributes, frameFromKafkaRecord } from '../frame';
@@ -39,6 +40,12 @@ const COMMIT_INTERVAL_MS = 200;
 const GATE_WATCH_MS = 100;
 /** When nobody was there to deliver to (no stream client connected any more), how soon to look again. */
 const NOT_ATTEMPTED_RETRY_MS = 100;
+/**
+ * Deliveries a lane has out at once. A webhook lane has one, so a partition's events reach the sink in order. A
+ * stream lane has up to this many: the clients' windows do the flow control (libs/streams), and a round trip to
+ * a client no longer bounds a partition's rate. Its offset still moves only over events that are settled.
+ */
+const STREAM_LANE_DEPTH = 32;
 
 interface RetryPolicy {
   initialMs: number;
@@ -122,16 +129,29 @@ interface Lane {
   nextOffset: number;
   /** What Postgres holds. */
   committed: number;
-  /** Records at or after `nextOffset`, in order, not yet settled. */
-  buffer: { offset: number; frame?: EventFrame; error?: string; value: Buffer | null }[];
+  /** Records from `nextOffset` on, in order; the settled ones leave once every record before them has settled. */
+  buffer: LaneRecord[];
   busy: boolean;
-  attempts: number;
+  /** The lane starts nothing before this: a webhook lane's first record waits for its retry, or a storage write failed. */
   retryAt: number;
-  firstFailedAt?: Date;
   abort: AbortController;
   /** The signal of this lane's sends: {@link DispatchLoop.sendSignalOf}. */
   send?: { gate: AbortController; signal: AbortSignal };
   highWatermark: number;
+}
+
+/** A record in a lane, and where its delivery stands. */
+interface LaneRecord {
+  offset: number;
+  frame?: EventFrame;
+  error?: string;
+  value: Buffer | null;
+  /** Out to the sink now, or settled (acknowledged, passed over, parked or dead-lettered). */
+  state?: 'sending' | 'settled';
+  /** Failed attempts so far, the first failure, and when the next attempt may start. */
+  attempts?: number;
+  firstFailedAt?: Date;
+  retryAt?: number;
 }
 
 const laneKey = (subscriptionId: string, topic: string, partition: number) => `${subscriptionId}#${topic}#${partition}`;
@@ -145,7 +165,9 @@ const laneKey = (subscriptionId: string, topic: string, partition: number) => `$
  * redelivers and never skips.
  *
  * A failing delivery is retried in its lane three times, then parked in the retry table (the lane moves on) and
- * attempted by a sweep, and dead-lettered after its subscription's last attempt (docs/delivery.md).
+ * attempted by a sweep, and dead-lettered after its subscription's last attempt (docs/delivery.md). A webhook
+ * lane has one delivery out at a time and retries it before the next; a stream lane has up to
+ * {@link STREAM_LANE_DEPTH} out, and the others go on while one waits for its retry.
  */
 export class DispatchLoop {
   private readonly log = createLogger('DispatchLoop');
@@ -192,6 +214,8 @@ export class DispatchLoop {
   private sendSignalOf(lane: Lane): AbortSignal {
     if (!lane.send || lane.send.gate !== this.gateClosed) {
       lane.send = { gate: this.gateClosed, signal: AbortSignal.any([lane.abort.signal, this.gateClosed.signal]) };
+      // Every delivery out in the lane listens on it (a stream lane has up to STREAM_LANE_DEPTH).
+      setMaxListeners(2 * STREAM_LANE_DEPTH + 10, lane.send.signal);
     }
     return lane.send.signal;
   }
@@ -242,7 +266,10 @@ export class DispatchLoop {
         if (positions.length > 0) await this.accept(await this.fetch(positions, signal));
         this.kick();
         this.sweep();
-        if (Date.now() - this.committedAt >= COMMIT_INTERVAL_MS) await this.commit();
+        if (Date.now() - this.committedAt >= COMMIT_INTERVAL_MS) {
+          this.committedAt = Date.now();
+          await this.commit();
+        }
         this.progress.rounds++;
         this.lastRoundAt = Date.now();
         this.measure();
@@ -276,7 +303,11 @@ export class DispatchLoop {
   /** Nothing to fetch: wait for a lane to finish, a retry to come due, or the next refresh. */
   private async idle(signal: AbortSignal): Promise<void> {
     const now = Date.now();
-    const dueRetries = [...this.lanes.values()].filter((l) => l.retryAt > now).map((l) => l.retryAt - now);
+    const dueRetries: number[] = [];
+    for (const lane of this.lanes.values()) {
+      if (lane.retryAt > now) dueRetries.push(lane.retryAt - now);
+      for (const r of lane.buffer) if (r.state === undefined && (r.retryAt ?? 0) > now) dueRetries.push(r.retryAt! - now);
+    }
     const wait = Math.min(this.deps.options.refreshIntervalMs, ...dueRetries);
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, Math.max(1, wait));
@@ -340,7 +371,6 @@ export class DispatchLoop {
           committed: nextOffset,
           buffer: [],
           busy: false,
-          attempts: 0,
           retryAt: 0,
           abort: new AbortController(),
           highWatermark: nextOffset,
@@ -401,13 +431,14 @@ export class DispatchLoop {
         for (const record of decoded) {
           if (record.offset < from) continue;
           if (lane.buffer.length >= this.deps.options.batchMaxEvents) break;
-          lane.buffer.push(record);
+          // Each lane its own copy: where a delivery stands is the lane's (the decoded event is shared).
+          lane.buffer.push({ ...record });
         }
       }
     }
   }
 
-  private decode(record: FetchedRecord): Lane['buffer'][number] {
+  private decode(record: FetchedRecord): LaneRecord {
     try {
       return { offset: record.offset, frame: frameFromKafkaRecord(record.headers, record.value), value: record.value };
     } catch (e) {
@@ -448,10 +479,58 @@ export class DispatchLoop {
       'could not record a failed delivery; trying the event again later');
   }
 
-  /** Delivers a lane's buffer in order until it is empty or an attempt fails. */
+  /**
+   * Delivers a lane's buffer, up to the lane's depth at once (one for a webhook, so in order), until nothing is
+   * left to start: the buffer is settled, its records wait for their retries, or the lane halted (closed, gate
+   * shut, nobody to deliver to, the subscription disabled). The offset moves over the settled records at the
+   * front. A webhook lane starts nothing past a record that waits for its retry; a stream lane does.
+   */
   private async drain(lane: Lane): Promise<void> {
-    while (lane.buffer.length > 0 && !lane.abort.signal.aborted && this.gateOpen()) {
-      const record = lane.buffer[0];
+    const depth = lane.subscription.protocol === 'STREAM' ? STREAM_LANE_DEPTH : 1;
+    const out = new Set<Promise<void>>();
+    let halted = false;
+    let failure: unknown;
+    for (;;) {
+      while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled') lane.nextOffset = lane.buffer.shift()!.offset + 1;
+      if (!halted && !lane.abort.signal.aborted && this.gateOpen()) {
+        const now = Date.now();
+        for (const record of lane.buffer) {
+          if (out.size >= depth) break;
+          if (record.state !== undefined) continue;
+          if ((record.retryAt ?? 0) > now) {
+            if (depth === 1) break;
+            continue;
+          }
+          record.state = 'sending';
+          const delivery: Promise<void> = this.deliver(lane, record)
+            .then(
+              (goOn) => void (halted ||= !goOn),
+              (e: unknown) => {
+                halted = true;
+                failure ??= e;
+              },
+            )
+            .finally(() => out.delete(delivery));
+          out.add(delivery);
+        }
+      }
+      if (out.size === 0) break;
+      await Promise.race(out);
+    }
+    // A webhook lane waits for its first record's retry; a stream lane is started again each round and starts
+    // each waiting record when it is due.
+    const head = lane.buffer.find((r) => r.state !== 'settled');
+    lane.retryAt = depth === 1 && head !== undefined && head.state === undefined ? (head.retryAt ?? 0) : 0;
+    if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * One record of a lane to its sink. True when the lane may go on: the record settled, or waits for its retry.
+   * False when the lane must halt: the send was aborted, nobody was there to take it, or the subscription was
+   * disabled; the record is then as it was before.
+   */
+  private async deliver(lane: Lane, record: LaneRecord): Promise<boolean> {
+    try {
       if (!record.frame) {
         await this.deadLetterUnreadable(lane, record);
       } else if (!lane.filter.matches(record.frame)) {
@@ -460,29 +539,34 @@ export class DispatchLoop {
         const messageId = `${lane.subscription.id}:${lane.topic}:${lane.partition}:${record.offset}`;
         const signal = this.sendSignalOf(lane);
         const result = await this.deps.sender.send(lane.subscription, record.frame, messageId, signal);
-        // Closed, or the gate shut mid-send: the answer does not count, the event stays first in the buffer.
-        if (signal.aborted) return;
+        // Closed, or the gate shut mid-send: the answer does not count.
+        if (signal.aborted) {
+          record.state = undefined;
+          return false;
+        }
         if (result.gone) {
+          record.state = undefined;
           await this.disable(lane.subscription, `the sink answered 410 Gone for offset ${record.offset}`);
-          return;
+          return false;
         }
         if (result.notAttempted) {
-          lane.retryAt = Date.now() + NOT_ATTEMPTED_RETRY_MS;
-          return;
+          record.state = undefined;
+          record.retryAt = Date.now() + NOT_ATTEMPTED_RETRY_MS;
+          return false;
         }
         if (!result.ok) {
           // A receiver's reject is a failure with no attempt left: the same path, straight to the dead-letter queue.
-          const moved = await this.failed(lane, record.offset, record.frame, result.error ?? 'failed', result.retryAfterMs, result.rejected);
-          if (!moved) return;
-        } else {
-          this.progress.delivered++;
+          const moved = await this.failed(lane, record, record.frame, result.error ?? 'failed', result.retryAfterMs, result.rejected);
+          record.state = moved ? 'settled' : undefined;
+          return true;
         }
+        this.progress.delivered++;
       }
-      lane.buffer.shift();
-      lane.nextOffset = record.offset + 1;
-      lane.attempts = 0;
-      lane.retryAt = 0;
-      lane.firstFailedAt = undefined;
+      record.state = 'settled';
+      return true;
+    } catch (e) {
+      record.state = undefined;
+      throw e;
     }
   }
 
@@ -503,21 +587,22 @@ export class DispatchLoop {
    * lane moves on; after the subscription's last attempt, dead-letter it. Parking and dead-lettering are durable
    * before this returns true (the lane may move past the event).
    */
-  private async failed(lane: Lane, offset: number, frame: EventFrame, error: string, retryAfterMs?: number, final = false): Promise<boolean> {
+  private async failed(lane: Lane, record: LaneRecord, frame: EventFrame, error: string, retryAfterMs?: number, final = false): Promise<boolean> {
     const policy = this.policyOf(lane.subscription);
-    lane.attempts++;
-    lane.firstFailedAt ??= new Date();
+    const offset = record.offset;
+    const attempts = (record.attempts = (record.attempts ?? 0) + 1);
+    const firstFailedAt = (record.firstFailedAt ??= new Date());
     this.progress.failedAttempts++;
-    const delay = Math.max(backoff(policy, lane.attempts), retryAfterMs ?? 0);
-    const where = { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset, eventId: frame.id, attempt: lane.attempts, error };
-    if (final || lane.attempts >= policy.maxAttempts) {
-      const letter = this.letter(lane, offset, frame, lane.attempts, error, lane.firstFailedAt);
+    const delay = Math.max(backoff(policy, attempts), retryAfterMs ?? 0);
+    const where = { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset, eventId: frame.id, attempt: attempts, error };
+    if (final || attempts >= policy.maxAttempts) {
+      const letter = this.letter(lane, offset, frame, attempts, error, firstFailedAt);
       await this.fence.run((m) => this.deps.deadLetters.add([letter], m));
       this.progress.deadLettered++;
       this.log.error(where, 'delivery failed for the last time; moved to the dead-letter queue');
       return true;
     }
-    if (lane.attempts >= IN_LANE_ATTEMPTS) {
+    if (attempts >= IN_LANE_ATTEMPTS) {
       const parked: ParkedDelivery = {
         subscriptionId: lane.subscription.id,
         topic: lane.topic,
@@ -525,9 +610,9 @@ export class DispatchLoop {
         offset,
         attributes: attributesOf(frame),
         data: frame.data ?? null,
-        attempts: lane.attempts,
+        attempts,
         lastError: error,
-        firstFailedAt: lane.firstFailedAt,
+        firstFailedAt,
         nextAttemptAt: new Date(Date.now() + delay),
         epoch: this.fence.epoch,
       };
@@ -536,7 +621,7 @@ export class DispatchLoop {
       this.log.warn({ ...where, retryInMs: Math.round(delay) }, 'delivery failed; parked for a later attempt');
       return true;
     }
-    lane.retryAt = Date.now() + delay;
+    record.retryAt = Date.now() + delay;
     this.log.warn({ ...where, retryInMs: Math.round(delay) }, 'delivery failed; retrying');
     return false;
   }
@@ -630,7 +715,7 @@ export class DispatchLoop {
   }
 
   /** A record that is not a CloudEvent is kept in the dead-letter queue before the lane moves past it. */
-  private async deadLetterUnreadable(lane: Lane, record: Lane['buffer'][number]): Promise<void> {
+  private async deadLetterUnreadable(lane: Lane, record: LaneRecord): Promise<void> {
     const letter = this.letter(lane, record.offset, { raw: record.value }, 0, `not a CloudEvent: ${record.error}`, new Date());
     await this.fence.run((m) => this.deps.deadLetters.add([letter], m));
     this.progress.deadLettered++;
@@ -681,7 +766,6 @@ export class DispatchLoop {
 
   /** One statement for every lane (of `lanes`, else all) that moved since the last commit. */
   private async commit(lanes: Iterable<Lane> = this.lanes.values()): Promise<void> {
-    this.committedAt = Date.now();
     const moved = [...lanes].filter((l) => l.nextOffset > l.committed);
     if (moved.length === 0) return;
     const positions: OffsetPosition[] = moved.map((l) => ({
