@@ -14,6 +14,8 @@ export interface DependencyHealth {
 export interface HealthReport {
   status: 'up' | 'down';
   instance: string;
+  /** The answering process (a gateway-only instance may run several: EVENTMESH_HTTP_PROCESSES). */
+  pid: number;
   topology: string;
   dependencies: { postgres: DependencyHealth; kafka: DependencyHealth; temporal: DependencyHealth };
   /** Counters of this instance's own work (request-reply), where it has any. */
@@ -46,6 +48,7 @@ export class HealthService {
     return {
       status: up ? 'up' : 'down',
       instance: this.config.instance.id,
+      pid: process.pid,
       topology: this.config.delivery.topology,
       dependencies: { postgres, kafka, temporal },
       ...(this.stats ? { stats: this.stats() } : {}),

@@ -19,23 +19,29 @@ describe('instances in LOCAL_STICKY_PULL', () => {
   const running: InstanceProcess[] = [];
   let temporal: { client: Client; close(): Promise<void> };
 
-  const start = async (instanceId: string, roles = 'gateway,worker') => {
+  const spawn = (instanceId: string, roles: string, overrides: Record<string, string> = {}) => {
     const instance = InstanceProcess.spawn({
       EVENTMESH_INSTANCE_ID: instanceId,
       EVENTMESH_INSTANCE_ROLES: roles,
       EVENTMESH_KAFKA_TOPICS: topic,
       EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3',
       EVENTMESH_DELIVERY_LEASE_TTL_MS: '6000',
+      ...overrides,
     });
     running.push(instance);
+    return instance;
+  };
+  const start = async (instanceId: string, roles = 'gateway,worker', overrides: Record<string, string> = {}) => {
+    const instance = spawn(instanceId, roles, overrides);
     await instance.ready();
     return instance;
   };
 
+  /** Each subscription on a new connection, so a gateway of several processes takes them in turn. */
   const subscribe = async (api: string, sink: string) => {
     const response = await fetch(`${api}/subscriptions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json' },
+      headers: { 'content-type': 'application/json', connection: 'close' },
       body: JSON.stringify({ sink, topic }),
     });
     expect(response.status).toBe(201);
@@ -65,7 +71,7 @@ describe('instances in LOCAL_STICKY_PULL', () => {
 
   afterAll(async () => {
     await Promise.all(running.map((i) => i.stop()));
-    await terminateWorkflows(temporal.client, [...Object.values(ids), `${ids.x}-crash`].map(dispatchWorkflowIdOf));
+    await terminateWorkflows(temporal.client, [...Object.values(ids), `${ids.x}-crash`, `${ids.x}-tier`].map(dispatchWorkflowIdOf));
     await temporal.close();
   });
 
@@ -94,6 +100,26 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     await start(ids.y);
     await waitFor('Y to deliver its backlog', () => second.every((id) => idsAt(atY).has(id)), { timeoutMs: 30000 });
     await Promise.all([atX.stop(), atY.stop()]);
+  });
+
+  it('dispatches, by the worker of the same instance id, what a gateway of two processes took', async () => {
+    const id = `${ids.x}-tier`;
+    const gateway = await start(id, 'gateway', { EVENTMESH_HTTP_PROCESSES: '2' });
+    spawn(id, 'worker');
+    await waitFor('the worker to run its dispatch workflow', async () => {
+      const description = await temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id)).describe().catch(() => undefined);
+      return description?.status.name === 'RUNNING';
+    }, { timeoutMs: 60000 });
+    const [atA, atB] = [new WebhookReceiver(), new WebhookReceiver()];
+    // Two subscriptions over two new connections: one taken by each gateway process.
+    const subs = [await subscribe(gateway.url!, await atA.start()), await subscribe(gateway.url!, await atB.start())];
+    expect(subs.map((s) => s.instance)).toEqual([id, id]);
+    const published = await publish(gateway.url!, 20, 'tier');
+    expect(published).toHaveLength(20);
+    await waitFor('both subscribers to get all 20 from the worker', () => published.every((e) => idsAt(atA).has(e) && idsAt(atB).has(e)), {
+      timeoutMs: 30000,
+    });
+    await Promise.all([atA.stop(), atB.stop()]);
   });
 
   it("keeps an operator's pause of the dispatch workflow across a restart of the instance", async () => {

@@ -136,21 +136,21 @@ describe('instance boot', () => {
       start({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2', ...overrides });
     const childrenOf = (pid: number) =>
       execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map(Number).filter(Boolean);
-    /** The instance ids that answer /health over new connections, which the primary deals out in turn. */
-    async function idsAnswering(url: string): Promise<Set<string>> {
-      const ids = new Set<string>();
+    /** The processes that answer /health over new connections, which the primary deals out in turn. */
+    async function pidsAnswering(url: string): Promise<Set<number>> {
+      const pids = new Set<number>();
       for (let i = 0; i < 6; i++) {
-        const health = (await (await fetch(`${url}/health`, { headers: { connection: 'close' } })).json()) as { instance: string };
-        ids.add(health.instance);
+        const health = (await (await fetch(`${url}/health`, { headers: { connection: 'close' } })).json()) as { pid: number; instance: string };
+        pids.add(health.pid);
       }
-      return ids;
+      return pids;
     }
 
     it('serves from two processes on one port, replaces one that dies, and stops both on SIGTERM', async () => {
       const instance = gatewayOnly();
       const url = await instance.ready();
-      const id = /instance (\S+) \(2 gateway processes\) listening on/.exec(instance.stdout)![1];
-      expect(await idsAnswering(url)).toEqual(new Set([`${id}.1`, `${id}.2`]));
+      expect(instance.stdout).toMatch(/instance \S+ \(2 gateway processes\) listening on/);
+      expect(await pidsAnswering(url)).toEqual(new Set(childrenOf(instance.child.pid!)));
 
       const publishes = await Promise.all(
         Array.from({ length: 40 }, (_, n) =>
@@ -169,9 +169,12 @@ describe('instance boot', () => {
         const children = childrenOf(instance.child.pid!);
         return children.length === 2 && !children.includes(victim);
       }, { timeoutMs: 60000 });
-      await waitFor('both processes answering again', async () => (await idsAnswering(url).catch(() => new Set())).size === 2, { timeoutMs: 60000 });
-
       const children = childrenOf(instance.child.pid!);
+      await waitFor('both processes answering again', async () => {
+        const pids = await pidsAnswering(url).catch(() => new Set<number>());
+        return pids.size === 2 && children.every((pid) => pids.has(pid));
+      }, { timeoutMs: 60000 });
+
       const result = await instance.stop();
       expect(result.code).toBe(0);
       expect(children.filter((pid) => existsSync(`/proc/${pid}`))).toEqual([]);

@@ -5,17 +5,13 @@ import { createLogger } from '../../../libs/logging';
 /** How long the processes get to shut down gracefully before they are killed. */
 const STOP_DEADLINE_MS = 30_000;
 
-/** The instance id of gateway process `n` (1-based): unique, because request-reply routes replies by it. */
-export function gatewayProcessId(instanceId: string, n: number): string {
-  return `${instanceId.slice(0, 60)}.${n}`;
-}
-
 /**
  * The primary of a gateway-only instance with EVENTMESH_HTTP_PROCESSES > 1: forks that many gateway processes
  * (Node's cluster module; they share the port, and the primary hands each new connection to the next one in
  * turn) and supervises them. It connects to nothing itself. Each process is a whole gateway with its own Kafka
- * producer, Postgres pool and Temporal client, and the instance id `<id>.<n>`; a gateway holds no state another
- * request needs, so any of them can serve any request. A process that fails before it listens stops the instance
+ * producer, Postgres pool and Temporal client, under the instance's id: the subscriptions it creates are pinned
+ * to that id and dispatched by the instance's worker, and a request-reply is held by the process that took it
+ * (replies find it by correlation id). No request needs state another process holds. A process that fails before it listens stops the instance
  * (its error is already on stderr); one that dies later is replaced. SIGTERM or SIGINT stops them all gracefully.
  */
 export function runGatewayCluster(config: EventMeshConfig): void {
@@ -26,7 +22,7 @@ export function runGatewayCluster(config: EventMeshConfig): void {
   let stopping = false;
 
   const fork = (n: number) => {
-    const worker = cluster.fork({ EVENTMESH_INSTANCE_ID: gatewayProcessId(config.instance.id, n), EVENTMESH_HTTP_PROCESSES: '1' });
+    const worker = cluster.fork({ EVENTMESH_HTTP_PROCESSES: '1' });
     slots.set(worker, n);
   };
 
