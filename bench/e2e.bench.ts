@@ -13,7 +13,7 @@ import { benchConfig, benchEnv, percentile, startInstanceProcess } from './suppo
  * latency from publish to delivery at half of the runtime's full-speed rate. The paths take turns for BENCH_ROUNDS
  * rounds (default 3); the figures are the median round's. `npm run bench:e2e`.
  */
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 4000);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 10000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PARTITIONS = 6;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
