@@ -25,6 +25,8 @@ export enum ErrorCode {
   QuotaExceeded = 'QUOTA_EXCEEDED',
   KafkaUnavailable = 'KAFKA_UNAVAILABLE',
   DependencyUnavailable = 'DEPENDENCY_UNAVAILABLE',
+  /** The process is shutting down; another instance (or this one, restarted) takes the request. */
+  ShuttingDown = 'SHUTTING_DOWN',
   Internal = 'INTERNAL',
 }
 
@@ -63,5 +65,6 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.QuotaExceeded]: 429,
   [ErrorCode.KafkaUnavailable]: 503,
   [ErrorCode.DependencyUnavailable]: 503,
+  [ErrorCode.ShuttingDown]: 503,
   [ErrorCode.Internal]: 500,
 };

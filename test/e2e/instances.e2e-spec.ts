@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import type { Client as TemporalClient } from '@temporalio/client';
+import { Client } from 'undici';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { dispatchStatusQuery, pauseDispatchSignal } from '../../workflows';
 import { uniqueTopic } from '../support/env';
@@ -17,7 +18,7 @@ describe('instances in LOCAL_STICKY_PULL', () => {
   const topic = uniqueTopic('sticky');
   const ids = { x: `x-${randomUUID().slice(0, 6)}`, y: `y-${randomUUID().slice(0, 6)}`, pub: `pub-${randomUUID().slice(0, 6)}` };
   const running: InstanceProcess[] = [];
-  let temporal: { client: Client; close(): Promise<void> };
+  let temporal: { client: TemporalClient; close(): Promise<void> };
 
   const spawn = (instanceId: string, roles: string, overrides: Record<string, string> = {}) => {
     const instance = InstanceProcess.spawn({
@@ -111,9 +112,33 @@ describe('instances in LOCAL_STICKY_PULL', () => {
       return description?.status.name === 'RUNNING';
     }, { timeoutMs: 60000 });
     const [atA, atB] = [new WebhookReceiver(), new WebhookReceiver()];
-    // Two subscriptions over two new connections: one taken by each gateway process.
-    const subs = [await subscribe(gateway.url!, await atA.start()), await subscribe(gateway.url!, await atB.start())];
-    expect(subs.map((s) => s.instance)).toEqual([id, id]);
+    /** A subscription made over one new connection, and the gateway process that made it (its /health pid). */
+    const subscribeVia = async (sink: string) => {
+      const client = new Client(gateway.url!);
+      try {
+        const health = (await (await client.request({ path: '/health', method: 'GET' })).body.json()) as { pid: number };
+        const created = await client.request({
+          path: '/subscriptions',
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ sink, topic }),
+        });
+        expect(created.statusCode).toBe(201);
+        return { pid: health.pid, ...((await created.body.json()) as { id: string; instance: string }) };
+      } finally {
+        await client.close();
+      }
+    };
+    const first = await subscribeVia(await atA.start());
+    const sinkB = await atB.start();
+    // New connections go to the processes in turn; one made by the other process is what this test needs.
+    const second = await waitFor('a subscription made by the other gateway process', async () => {
+      const made = await subscribeVia(sinkB);
+      if (made.pid !== first.pid) return made;
+      expect((await fetch(`${gateway.url}/subscriptions/${made.id}`, { method: 'DELETE' })).status).toBe(204);
+      return undefined;
+    });
+    expect([first.instance, second.instance]).toEqual([id, id]);
     const published = await publish(gateway.url!, 20, 'tier');
     expect(published).toHaveLength(20);
     await waitFor('both subscribers to get all 20 from the worker', () => published.every((e) => idsAt(atA).has(e) && idsAt(atB).has(e)), {

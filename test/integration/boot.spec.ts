@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { Client } from 'undici';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
-import { InstanceProcess } from '../support/instance-process';
+import { InstanceProcess, WORKER_MAIN } from '../support/instance-process';
 import { resetOwnership, temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 
@@ -22,7 +23,7 @@ describe('instance boot', () => {
     await temporal.close();
   });
 
-  function start(overrides: Record<string, string>): InstanceProcess {
+  function start(overrides: Record<string, string>, main?: string): InstanceProcess {
     const id = `boot-${Math.random().toString(36).slice(2, 8)}`;
     instanceIds.push(id);
     const instance = InstanceProcess.spawn({
@@ -32,7 +33,7 @@ describe('instance boot', () => {
       EVENTMESH_TEMPORAL_CONNECT_TIMEOUT_MS: '1500',
       EVENTMESH_KAFKA_CONNECT_TIMEOUT_MS: '1500',
       ...overrides,
-    });
+    }, main);
     instances.push(instance);
     return instance;
   }
@@ -129,6 +130,46 @@ describe('instance boot', () => {
   it('says in one line that Temporal is unreachable', async () => {
     const line = await failsWithOneLine(start({ EVENTMESH_TEMPORAL_ADDRESS: '127.0.0.1:1' }), 1);
     expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 /);
+  });
+
+  it('stops on SIGTERM while a client keeps publishing over one keep-alive connection, answering it 503 SHUTTING_DOWN', async () => {
+    const instance = start({ EVENTMESH_INSTANCE_ROLES: 'gateway' });
+    const url = await instance.ready();
+    const client = new Client(url);
+    const statuses: number[] = [];
+    const codes = new Set<string>();
+    let publishing = true;
+    const publisher = (async () => {
+      for (let n = 0; publishing; n++) {
+        try {
+          const { statusCode, body } = await client.request({
+            path: '/events/publish',
+            method: 'POST',
+            headers: { 'content-type': 'application/cloudevents+json' },
+            body: JSON.stringify({ specversion: '1.0', id: `term-${n}`, source: '/boot', type: 't' }),
+          });
+          const answer = (await body.json()) as { code?: string };
+          statuses.push(statusCode);
+          if (answer.code) codes.add(answer.code);
+        } catch {
+          return; // the connection closed: the gateway is gone
+        }
+      }
+    })();
+    await waitFor('some publishes answered', () => statuses.filter((s) => s === 202).length >= 20);
+    instance.child.kill('SIGTERM');
+    const result = await instance.exit(30000);
+    publishing = false;
+    await publisher;
+    await client.close();
+    expect(result.code).toBe(0);
+    expect(statuses.every((s) => s === 202 || s === 503)).toBe(true);
+    expect([...codes].every((c) => c === 'SHUTTING_DOWN')).toBe(true);
+  });
+
+  it('refuses EVENTMESH_HTTP_PROCESSES=2 for the worker entry point, naming the key', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' }, WORKER_MAIN), 78);
+    expect(line).toMatch(/^eventmesh: invalid configuration: EVENTMESH_HTTP_PROCESSES \(eventmesh\.http\.processes\) = 2 is for a gateway-only instance; this entry point runs the worker role: legal values: 1$/);
   });
 
   describe('with EVENTMESH_HTTP_PROCESSES=2 (a gateway-only instance)', () => {

@@ -140,6 +140,7 @@ describe('ingress (real Kafka)', () => {
   const ce = 'application/cloudevents+json';
   it.each([
     ['malformed JSON', '{"specversion":', { 'content-type': ce }, 400, 'MALFORMED_JSON'],
+    ['an empty JSON body', '', { 'content-type': ce }, 400, 'MALFORMED_JSON'],
     ['a missing id', JSON.stringify({ specversion: '1.0', source: '/s', type: 't' }), { 'content-type': ce }, 400, 'INVALID_CLOUDEVENT'],
     ['a bad time', JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't', time: 'noon' }), { 'content-type': ce }, 400, 'INVALID_CLOUDEVENT'],
     ['an unsupported media type', 'hello', { 'content-type': 'text/plain' }, 415, 'UNSUPPORTED_MEDIA_TYPE'],

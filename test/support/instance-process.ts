@@ -4,6 +4,7 @@ import { testEnv } from './env';
 
 const ROOT = path.resolve(__dirname, '../..');
 export const INSTANCE_MAIN = path.join(ROOT, 'dist/apps/gateway/src/main.js');
+export const WORKER_MAIN = path.join(ROOT, 'dist/apps/worker/src/main.js');
 
 export interface ExitResult {
   code: number | null;
@@ -27,8 +28,9 @@ export class InstanceProcess {
     );
   }
 
-  static spawn(overrides: Record<string, string>): InstanceProcess {
-    const child = spawn(process.execPath, [INSTANCE_MAIN], {
+  /** `main`: another built entry point, e.g. the worker's (`dist/apps/worker/src/main.js`). */
+  static spawn(overrides: Record<string, string>, main = INSTANCE_MAIN): InstanceProcess {
+    const child = spawn(process.execPath, [main], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', ...testEnv({ EVENTMESH_HTTP_PORT: '0', ...overrides }) },
       stdio: ['ignore', 'pipe', 'pipe'],

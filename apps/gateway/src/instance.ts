@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyServerFactoryHandler } from 'fastify';
+import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
 import { HealthService } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
@@ -18,7 +18,7 @@ import { instanceWorkflowIdOf } from '../../../workflows';
 import { WorkerHost } from '../../worker/src/worker-host';
 import { registerBodyParsers } from './body-parsers';
 import { GatewayModule } from './gateway.module';
-import { publishRoute } from './publish-route';
+import { PublishRoute } from './publish-route';
 import { registerWebSocketStreams } from './websocket-streams';
 
 export interface RunningInstance {
@@ -48,10 +48,12 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   const roles = options.roles ?? config.instance.roles;
   const log = createLogger('Instance');
   const deps = await connectDependencies(config, roles.join('+'));
+  let closeGateway: () => void = () => undefined;
   const instance: RunningInstance = {
     config,
     deps,
     async close() {
+      closeGateway();
       await instance.app?.close().catch(() => undefined);
       await instance.requestReply?.close();
       await instance.worker?.stop();
@@ -71,6 +73,8 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id);
       await requestReply.start();
       instance.requestReply = requestReply;
+      const publish = new PublishRoute({ ingress, gate, bodyLimitBytes: config.http.bodyLimitBytes });
+      closeGateway = () => publish.close();
       const app = await NestFactory.create<NestFastifyApplication>(
         GatewayModule.register({
           requestReply,
@@ -87,9 +91,13 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
         new FastifyAdapter({
           bodyLimit: config.http.bodyLimitBytes,
           // POST /events/publish is answered on the HTTP server itself (publish-route.ts); the rest goes to Fastify.
-          serverFactory: (fastify: FastifyServerFactoryHandler) => {
-            const publish = publishRoute({ ingress, gate, bodyLimitBytes: config.http.bodyLimitBytes });
-            return createServer((request, response) => publish(request, response) || fastify(request, response));
+          serverFactory: (fastify: FastifyServerFactoryHandler, options: FastifyServerOptions) => {
+            const server = createServer((request, response) => publish.handle(request, response) || fastify(request, response));
+            // What Fastify sets on a server it creates itself, and leaves to a server factory.
+            server.keepAliveTimeout = options.keepAliveTimeout ?? 72_000;
+            server.requestTimeout = options.requestTimeout ?? 0;
+            server.setTimeout(options.connectionTimeout ?? 0);
+            return server;
           },
         }),
         { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },

@@ -22,39 +22,52 @@ export interface PublishRouteDeps {
  * Fastify's body parser binding an AsyncResource per request) was larger than the HTTP parsing, the CloudEvents
  * validation and the Kafka encoding together (docs/benchmarks.md has the profiles and figures). The contract is
  * the one every route has: the request gate admits the request first, errors are the same `{ code, message }`
- * bodies from the same mapping (`toHttpError`), the body limit is the gateway's. Every other route, and every
+ * bodies from the same mapping (`toHttpError`), the body limit is the gateway's, and once the gateway is
+ * closing it answers 503 and closes the connection, as Fastify does for its routes. Every other route, and every
  * other method on this path, goes to Fastify.
  */
-export function publishRoute(deps: PublishRouteDeps): (request: IncomingMessage, response: ServerResponse) => boolean {
-  return (request, response) => {
+export class PublishRoute {
+  private closing = false;
+
+  constructor(private readonly deps: PublishRouteDeps) {}
+
+  /** From now on every publish is refused with 503 `SHUTTING_DOWN` and its connection closed. */
+  close(): void {
+    this.closing = true;
+  }
+
+  /** Takes the request when it is a publish (true); otherwise leaves it for the router (false). */
+  readonly handle = (request: IncomingMessage, response: ServerResponse): boolean => {
     if (request.method !== 'POST') return false;
     const url = request.url ?? '';
     const queryAt = url.indexOf('?');
     if ((queryAt === -1 ? url : url.slice(0, queryAt)) !== PUBLISH_PATH) return false;
-    void handle(deps, request, response, queryAt === -1 ? '' : url.slice(queryAt + 1));
+    this.serve(request, response, queryAt === -1 ? '' : url.slice(queryAt + 1)).catch(() => response.destroy());
     return true;
   };
-}
 
-async function handle(deps: PublishRouteDeps, request: IncomingMessage, response: ServerResponse, query: string): Promise<void> {
-  try {
-    await deps.gate.admit({ route: ROUTE, headers: request.headers, remoteAddress: request.socket.remoteAddress ?? '' });
-    const topic = topicOf(query);
-    const raw = await readBody(request, deps.bodyLimitBytes);
-    const parsed =
-      raw !== undefined && request.headers['ce-specversion'] === undefined && JSON_TYPES.includes(mediaTypeOf(request.headers['content-type']))
-        ? parseJsonBody(raw)
-        : raw;
-    const publish = publishRequestOf(request.headers, parsed, raw, true);
-    const results = await deps.ingress.publish(topic, publish);
-    send(response, 202, publish.mode === 'batch' ? { results } : results[0]);
-  } catch (e) {
-    const { status, body } = toHttpError(e);
-    // A body over the limit is left unread and the connection closes after the answer; the unread rest of any
-    // other refused body (a gate refusal comes before the body is read) is discarded by Node, and the
-    // connection stays reusable.
-    if (e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge) response.setHeader('connection', 'close');
-    send(response, status, body);
+  private async serve(request: IncomingMessage, response: ServerResponse, query: string): Promise<void> {
+    try {
+      if (this.closing) throw new EventMeshError(ErrorCode.ShuttingDown, 'this gateway is shutting down; publish again', {}, true);
+      await this.deps.gate.admit({ route: ROUTE, headers: request.headers, remoteAddress: request.socket.remoteAddress ?? '' });
+      const topic = topicOf(query);
+      const raw = await readBody(request, this.deps.bodyLimitBytes);
+      const binary = request.headers['ce-specversion'] !== undefined;
+      const json = !binary && JSON_TYPES.includes(mediaTypeOf(request.headers['content-type']));
+      const publish = publishRequestOf(request.headers, json ? parseJsonBody(raw ?? Buffer.alloc(0)) : raw, raw, true);
+      const results = await this.deps.ingress.publish(topic, publish);
+      send(response, 202, publish.mode === 'batch' ? { results } : results[0], this.closing);
+    } catch (e) {
+      // The client left (mid-body, or its connection is gone): nobody to answer, and nothing to report. A
+      // request whose body was read whole is destroyed too, and is answered.
+      if (request.socket.destroyed || (request.destroyed && !request.complete)) return;
+      const { status, body } = toHttpError(e);
+      // A body over the limit is left unread and the connection closes after the answer; the unread rest of any
+      // other refused body (a gate refusal comes before the body is read) is discarded by Node, and the
+      // connection stays reusable.
+      const tooLarge = e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge;
+      send(response, status, body, this.closing || tooLarge);
+    }
   }
 }
 
@@ -67,10 +80,14 @@ function topicOf(query: string): string | undefined {
   return topics[0] || undefined;
 }
 
-/** The whole body, or undefined when there is none; a 413 as soon as it is known to exceed the limit. */
+/**
+ * The whole body, or undefined when there is none; a 413 as soon as it is known to exceed the limit. Rejects
+ * when the client goes away first (the caller then answers nobody).
+ */
 function readBody(request: IncomingMessage, limit: number): Promise<Buffer | undefined> {
   const declared = request.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) return Promise.reject(tooLarge(limit));
+  if (request.destroyed && !request.complete) return Promise.reject(new Error('the client closed the connection'));
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let length = 0;
@@ -87,14 +104,22 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer | und
     request.on('data', onData);
     request.once('end', () => resolve(length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)));
     request.once('error', reject);
+    request.once('close', () => {
+      if (!request.complete) reject(new Error('the client closed the connection'));
+    });
   });
 }
 
 const tooLarge = (limit: number) =>
   new EventMeshError(ErrorCode.PayloadTooLarge, `request body is larger than the limit of ${limit} bytes`, { limitBytes: limit });
 
-function send(response: ServerResponse, status: number, body: unknown): void {
+function send(response: ServerResponse, status: number, body: unknown, closeConnection: boolean): void {
+  if (response.headersSent) return;
   const json = JSON.stringify(body);
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'content-length': Buffer.byteLength(json) });
+  response.writeHead(status, {
+    'content-type': 'application/json; charset=utf-8',
+    'content-length': Buffer.byteLength(json),
+    ...(closeConnection ? { connection: 'close' } : {}),
+  });
   response.end(json);
 }

@@ -22,6 +22,13 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
     const config = loadConfig();
     const log = configureLogging(config.log.level, { instance: config.instance.id });
     if (config.http.processes > 1 && cluster.isPrimary) {
+      // The worker entry point (apps/worker) asks for the worker role whatever the environment says.
+      if (roles && roles.join() !== 'gateway') {
+        throw new ConfigError([
+          `EVENTMESH_HTTP_PROCESSES (eventmesh.http.processes) = ${config.http.processes} is for a gateway-only instance; ` +
+            `this entry point runs the ${roles.join(',')} role: legal values: 1`,
+        ]);
+      }
       runGatewayCluster(config);
       return;
     }
@@ -41,8 +48,12 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
     };
     process.once('SIGTERM', () => stop('SIGTERM'));
     process.once('SIGINT', () => stop('SIGINT'));
-    // A gateway process of a cluster (gateway-cluster.ts) does not outlive its primary.
-    if (cluster.isWorker) process.once('disconnect', () => stop('primary gone'));
+    // A gateway process of a cluster (gateway-cluster.ts) does not outlive its primary: it closes gracefully
+    // (Node would otherwise exit at once, unless the disconnect is marked as expected).
+    cluster.worker?.once('disconnect', () => {
+      cluster.worker!.exitedAfterDisconnect = true;
+      stop('primary gone');
+    });
     if (instance.url && cluster.isPrimary) {
       process.stdout.write(`eventmesh: instance ${config.instance.id} listening on ${instance.url}\n`);
     }
