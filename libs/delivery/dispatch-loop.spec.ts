@@ -305,6 +305,23 @@ describe('DispatchLoop', () => {
     }
   });
 
+  it('starts events that arrive while a stream lane has deliveries out, without waiting for one to end', async () => {
+    const { log, sender, loop } = setup([stream('s')]);
+    log.append(0, frame(0));
+    sender.holding.add('stream:s');
+    const abort = new AbortController();
+    const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
+    try {
+      await waitFor('e-0 out', () => sender.held.has('e-0'), { timeoutMs: 5000, intervalMs: 5 });
+      log.append(0, frame(1));
+      await waitFor('e-1 out while e-0 is', () => sender.held.has('e-1') && sender.held.has('e-0'), { timeoutMs: 5000, intervalMs: 5 });
+    } finally {
+      for (const release of sender.held.values()) release();
+      abort.abort();
+      await running;
+    }
+  });
+
   it('retries a failed stream delivery in its lane while the later events of the partition go on', async () => {
     const { log, offsets, sender, loop } = setup([stream('s')]);
     for (let n = 0; n < 5; n++) log.append(0, frame(n));

@@ -138,6 +138,8 @@ interface Lane {
   /** The signal of this lane's sends: {@link DispatchLoop.sendSignalOf}. */
   send?: { gate: AbortController; signal: AbortSignal };
   highWatermark: number;
+  /** While the lane is draining with deliveries out: wakes it to start records that arrived since. */
+  nudge?: () => void;
 }
 
 /** A record in a lane, and where its delivery stands. */
@@ -434,6 +436,7 @@ export class DispatchLoop {
           // Each lane its own copy: where a delivery stands is the lane's (the decoded event is shared).
           lane.buffer.push({ ...record });
         }
+        lane.nudge?.();
       }
     }
   }
@@ -515,7 +518,9 @@ export class DispatchLoop {
         }
       }
       if (out.size === 0) break;
-      await Promise.race(out);
+      // A delivery ends, or records arrive (accept); either may let the lane start more.
+      await Promise.race([...out, new Promise<void>((resolve) => (lane.nudge = resolve))]);
+      lane.nudge = undefined;
     }
     // A webhook lane waits for its first record's retry; a stream lane is started again each round and starts
     // each waiting record when it is due.
