@@ -106,7 +106,7 @@ describe('instances in LOCAL_STICKY_PULL', () => {
   it('dispatches, by the worker of the same instance id, what a gateway of two processes took', async () => {
     const id = `${ids.x}-tier`;
     const gateway = await start(id, 'gateway', { EVENTMESH_HTTP_PROCESSES: '2' });
-    spawn(id, 'worker');
+    const worker = spawn(id, 'worker');
     await waitFor('the worker to run its dispatch workflow', async () => {
       const description = await temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id)).describe().catch(() => undefined);
       return description?.status.name === 'RUNNING';
@@ -144,6 +144,9 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     await waitFor('both subscribers to get all 20 from the worker', () => published.every((e) => idsAt(atA).has(e) && idsAt(atB).has(e)), {
       timeoutMs: 30000,
     });
+    // Stopped here, so the tests after this one do not share the host with three more processes.
+    expect((await gateway.stop()).code).toBe(0);
+    expect((await worker.stop()).code).toBe(0);
     await Promise.all([atA.stop(), atB.stop()]);
   });
 
