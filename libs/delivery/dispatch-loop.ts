@@ -507,8 +507,12 @@ export class DispatchLoop {
           record.state = 'sending';
           const delivery: Promise<void> = this.deliver(lane, record)
             .then(
-              (goOn) => void (halted ||= !goOn),
+              (outcome) => {
+                record.state = outcome === 'settled' ? 'settled' : undefined;
+                halted ||= outcome === 'halt';
+              },
               (e: unknown) => {
+                record.state = undefined;
                 halted = true;
                 failure ??= e;
               },
@@ -518,9 +522,13 @@ export class DispatchLoop {
         }
       }
       if (out.size === 0) break;
-      // A delivery ends, or records arrive (accept); either may let the lane start more.
-      await Promise.race([...out, new Promise<void>((resolve) => (lane.nudge = resolve))]);
-      lane.nudge = undefined;
+      if (out.size >= depth) {
+        await Promise.race(out);
+      } else {
+        // A delivery ends, or records arrive (accept); either may let the lane start more.
+        await Promise.race([...out, new Promise<void>((resolve) => (lane.nudge = resolve))]);
+        lane.nudge = undefined;
+      }
     }
     // A webhook lane waits for its first record's retry; a stream lane is started again each round and starts
     // each waiting record when it is due.
@@ -530,49 +538,39 @@ export class DispatchLoop {
   }
 
   /**
-   * One record of a lane to its sink. True when the lane may go on: the record settled, or waits for its retry.
-   * False when the lane must halt: the send was aborted, nobody was there to take it, or the subscription was
-   * disabled; the record is then as it was before.
+   * One record of a lane to its sink: `settled` (acknowledged, passed over, parked or dead-lettered), `retry` (it
+   * waits for its next attempt in the lane), or `halt`: the send was aborted, nobody was there to take it, or the
+   * subscription was disabled, and the lane starts nothing more for now.
    */
-  private async deliver(lane: Lane, record: LaneRecord): Promise<boolean> {
-    try {
-      if (!record.frame) {
-        await this.deadLetterUnreadable(lane, record);
-      } else if (!lane.filter.matches(record.frame)) {
-        this.progress.filteredOut++;
-      } else {
-        const messageId = `${lane.subscription.id}:${lane.topic}:${lane.partition}:${record.offset}`;
-        const signal = this.sendSignalOf(lane);
-        const result = await this.deps.sender.send(lane.subscription, record.frame, messageId, signal);
-        // Closed, or the gate shut mid-send: the answer does not count.
-        if (signal.aborted) {
-          record.state = undefined;
-          return false;
-        }
-        if (result.gone) {
-          record.state = undefined;
-          await this.disable(lane.subscription, `the sink answered 410 Gone for offset ${record.offset}`);
-          return false;
-        }
-        if (result.notAttempted) {
-          record.state = undefined;
-          record.retryAt = Date.now() + NOT_ATTEMPTED_RETRY_MS;
-          return false;
-        }
-        if (!result.ok) {
-          // A receiver's reject is a failure with no attempt left: the same path, straight to the dead-letter queue.
-          const moved = await this.failed(lane, record, record.frame, result.error ?? 'failed', result.retryAfterMs, result.rejected);
-          record.state = moved ? 'settled' : undefined;
-          return true;
-        }
-        this.progress.delivered++;
-      }
-      record.state = 'settled';
-      return true;
-    } catch (e) {
-      record.state = undefined;
-      throw e;
+  private async deliver(lane: Lane, record: LaneRecord): Promise<'settled' | 'retry' | 'halt'> {
+    if (!record.frame) {
+      await this.deadLetterUnreadable(lane, record);
+      return 'settled';
     }
+    if (!lane.filter.matches(record.frame)) {
+      this.progress.filteredOut++;
+      return 'settled';
+    }
+    const messageId = `${lane.subscription.id}:${lane.topic}:${lane.partition}:${record.offset}`;
+    const signal = this.sendSignalOf(lane);
+    const result = await this.deps.sender.send(lane.subscription, record.frame, messageId, signal);
+    // Closed, or the gate shut mid-send: the answer does not count.
+    if (signal.aborted) return 'halt';
+    if (result.gone) {
+      await this.disable(lane.subscription, `the sink answered 410 Gone for offset ${record.offset}`);
+      return 'halt';
+    }
+    if (result.notAttempted) {
+      record.retryAt = Date.now() + NOT_ATTEMPTED_RETRY_MS;
+      return 'halt';
+    }
+    if (!result.ok) {
+      // A receiver's reject is a failure with no attempt left: the same path, straight to the dead-letter queue.
+      const moved = await this.failed(lane, record, record.frame, result.error ?? 'failed', result.retryAfterMs, result.rejected);
+      return moved ? 'settled' : 'retry';
+    }
+    this.progress.delivered++;
+    return 'settled';
   }
 
   /** A sink that answered 410 wants nothing more: the subscription is disabled and its lanes close. */

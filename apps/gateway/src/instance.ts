@@ -48,12 +48,12 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   const roles = options.roles ?? config.instance.roles;
   const log = createLogger('Instance');
   const deps = await connectDependencies(config, roles.join('+'));
-  let closeGateway: () => void = () => undefined;
+  let publish: PublishRoute | undefined;
   const instance: RunningInstance = {
     config,
     deps,
     async close() {
-      closeGateway();
+      publish?.close();
       await instance.app?.close().catch(() => undefined);
       await instance.requestReply?.close();
       await instance.worker?.stop();
@@ -73,8 +73,8 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id);
       await requestReply.start();
       instance.requestReply = requestReply;
-      const publish = new PublishRoute({ ingress, gate, bodyLimitBytes: config.http.bodyLimitBytes });
-      closeGateway = () => publish.close();
+      const route = new PublishRoute({ ingress, gate, bodyLimitBytes: config.http.bodyLimitBytes });
+      publish = route;
       const app = await NestFactory.create<NestFastifyApplication>(
         GatewayModule.register({
           requestReply,
@@ -92,7 +92,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           bodyLimit: config.http.bodyLimitBytes,
           // POST /events/publish is answered on the HTTP server itself (publish-route.ts); the rest goes to Fastify.
           serverFactory: (fastify: FastifyServerFactoryHandler, options: FastifyServerOptions) => {
-            const server = createServer((request, response) => publish.handle(request, response) || fastify(request, response));
+            const server = createServer((request, response) => route.handle(request, response) || fastify(request, response));
             // What Fastify sets on a server it creates itself, and leaves to a server factory.
             server.keepAliveTimeout = options.keepAliveTimeout ?? 72_000;
             server.requestTimeout = options.requestTimeout ?? 0;
