@@ -29,6 +29,12 @@ KAFKA_BOOTSTRAP=${KAFKA_BOOTSTRAP%%,*}
 KAFKA_HOST=${KAFKA_BOOTSTRAP%:*}
 KAFKA_PORT=${KAFKA_BOOTSTRAP##*:}
 KAFKA_CONTROLLER_PORT=${EVENTMESH_INFRA_KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}
+# A second listener for fault tests (test/faults): the broker listens on KAFKA_FAULTS_PORT and tells clients to
+# connect to KAFKA_FAULTS_ADVERTISED_PORT, where a test's fault proxy listens and forwards to it. A client that
+# bootstraps through the proxy then sends every request through it, so a test can delay, cut or reset the link
+# between one instance and the broker. Nothing listens on the advertised port unless a fault test runs.
+KAFKA_FAULTS_PORT=${EVENTMESH_INFRA_KAFKA_FAULTS_PORT:-$((KAFKA_PORT + 2))}
+KAFKA_FAULTS_ADVERTISED_PORT=${EVENTMESH_INFRA_KAFKA_FAULTS_ADVERTISED_PORT:-$((KAFKA_PORT + 3))}
 KAFKA_VERSION=$(sed -n 's:.*<kafka.version>\(.*\)</kafka.version>.*:\1:p' "$ROOT/scripts/infra/kafka-pom.xml")
 
 TEMPORAL_ADDRESS=${EVENTMESH_TEMPORAL_ADDRESS:-127.0.0.1:7233}
@@ -220,6 +226,10 @@ kafka_java() { java -Xms256m -Xmx512m -XX:+UseG1GC -Djava.awt.headless=true "$@"
 
 start_kafka() {
   local dir=$DATA/kafka log=$LOGS/kafka.log pidfile=$DATA/kafka/kafka.pid
+  if pid_alive "$pidfile" && ! grep -q "FAULTS://$KAFKA_HOST:$KAFKA_FAULTS_PORT" "$dir/server.properties" 2>/dev/null; then
+    say "kafka: restarting a broker started without the fault-test listener"
+    stop_kafka
+  fi
   if pid_alive "$pidfile"; then
     wait_until kafka "$log" port_open "$KAFKA_HOST" "$KAFKA_PORT"
     say "kafka: already running at $KAFKA_HOST:$KAFKA_PORT"; return 0
@@ -232,11 +242,11 @@ start_kafka() {
 process.roles=broker,controller
 node.id=1
 controller.quorum.voters=1@$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
-listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT,CONTROLLER://$KAFKA_HOST:$KAFKA_CONTROLLER_PORT
-advertised.listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT
+listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT,CONTROLLER://$KAFKA_HOST:$KAFKA_CONTROLLER_PORT,FAULTS://$KAFKA_HOST:$KAFKA_FAULTS_PORT
+advertised.listeners=PLAINTEXT://$KAFKA_HOST:$KAFKA_PORT,FAULTS://$KAFKA_HOST:$KAFKA_FAULTS_ADVERTISED_PORT
 controller.listener.names=CONTROLLER
 inter.broker.listener.name=PLAINTEXT
-listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT
+listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT,FAULTS:PLAINTEXT
 log.dirs=$dir/logs
 num.partitions=1
 auto.create.topics.enable=false
