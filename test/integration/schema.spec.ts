@@ -27,6 +27,7 @@ describe('schema (real Postgres)', () => {
       'a2a_tasks',
       'dead_letters',
       'delivery_retries',
+      'dispatch_runs',
       'partition_leases',
       'pending_requests',
       'schema_migrations',

@@ -1,17 +1,19 @@
 import { A2ATaskEntity } from './a2a-task.entity';
 import { DeadLetterEntity } from './dead-letter.entity';
 import { DeliveryRetryEntity } from './delivery-retry.entity';
+import { DispatchRunEntity } from './dispatch-run.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
 import { PendingRequestEntity } from './pending-request.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 
-export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, PartitionLeaseEntity, PendingRequestEntity, SubscriptionEntity, SubscriptionOffsetEntity };
+export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, PartitionLeaseEntity, PendingRequestEntity, SubscriptionEntity, SubscriptionOffsetEntity };
 
 export const ENTITIES = [
   SubscriptionEntity,
   SubscriptionOffsetEntity,
   PartitionLeaseEntity,
+  DispatchRunEntity,
   DeadLetterEntity,
   DeliveryRetryEntity,
   PendingRequestEntity,

@@ -3,6 +3,7 @@ import { SubscriptionSigningSecret1795963007921 } from './1795963007921-Subscrip
 import { DeliveryRetries1795963197938 } from './1795963197938-DeliveryRetries';
 import { PendingRequests1795964509962 } from './1795964509962-PendingRequests';
 import { PartitionLeaseRenewal1795968576120 } from './1795968576120-PartitionLeaseRenewal';
+import { DispatchRuns1796100895213 } from './1796100895213-DispatchRuns';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -11,4 +12,5 @@ export const MIGRATIONS = [
   DeliveryRetries1795963197938,
   PendingRequests1795964509962,
   PartitionLeaseRenewal1795968576120,
+  DispatchRuns1796100895213,
 ];
