@@ -3,4 +3,5 @@ export * from './entities';
 export * from './offset-store';
 export * from './dead-letter-store';
 export * from './retry-store';
+export * from './skipped-range-store';
 export * from './lease-store';

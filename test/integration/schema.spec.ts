@@ -31,6 +31,7 @@ describe('schema (real Postgres)', () => {
       'partition_leases',
       'pending_requests',
       'schema_migrations',
+      'skipped_ranges',
       'subscription_offsets',
       'subscriptions',
     ]);

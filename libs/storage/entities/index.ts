@@ -4,10 +4,11 @@ import { DeliveryRetryEntity } from './delivery-retry.entity';
 import { DispatchRunEntity } from './dispatch-run.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
 import { PendingRequestEntity } from './pending-request.entity';
+import { SkippedRangeEntity } from './skipped-range.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 
-export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, PartitionLeaseEntity, PendingRequestEntity, SubscriptionEntity, SubscriptionOffsetEntity };
+export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, PartitionLeaseEntity, PendingRequestEntity, SkippedRangeEntity, SubscriptionEntity, SubscriptionOffsetEntity };
 
 export const ENTITIES = [
   SubscriptionEntity,
@@ -16,6 +17,7 @@ export const ENTITIES = [
   DispatchRunEntity,
   DeadLetterEntity,
   DeliveryRetryEntity,
+  SkippedRangeEntity,
   PendingRequestEntity,
   A2ATaskEntity,
 ];
