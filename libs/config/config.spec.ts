@@ -66,6 +66,40 @@ describe('loadConfig', () => {
     );
   });
 
+  it('bounds delivery to a failing sink: breaker and parking cap defaults, each overridable', () => {
+    expect(loadConfig({}).delivery).toMatchObject({
+      breakerFailureThreshold: 5,
+      breakerOpenMs: 1000,
+      breakerMaxOpenMs: 30000,
+      retryMaxParked: 10000,
+      skipWarningMs: 7 * 24 * 3600 * 1000,
+    });
+    expect(
+      loadConfig({
+        EVENTMESH_DELIVERY_BREAKER_FAILURE_THRESHOLD: '3',
+        EVENTMESH_DELIVERY_BREAKER_OPEN_MS: '500',
+        EVENTMESH_DELIVERY_BREAKER_MAX_OPEN_MS: '500',
+        EVENTMESH_DELIVERY_RETRY_MAX_PARKED: '20',
+        EVENTMESH_DELIVERY_SKIP_WARNING_MS: '3600000',
+      }).delivery,
+    ).toMatchObject({ breakerFailureThreshold: 3, breakerOpenMs: 500, breakerMaxOpenMs: 500, retryMaxParked: 20, skipWarningMs: 3600000 });
+  });
+
+  it.each([
+    ['EVENTMESH_DELIVERY_BREAKER_FAILURE_THRESHOLD', 'eventmesh.delivery.breakerFailureThreshold', '0', 'an integer from 1 to 100000'],
+    ['EVENTMESH_DELIVERY_BREAKER_OPEN_MS', 'eventmesh.delivery.breakerOpenMs', '50', 'an integer from 100 to 3600000'],
+    ['EVENTMESH_DELIVERY_RETRY_MAX_PARKED', 'eventmesh.delivery.retryMaxParked', 'many', 'an integer from 1 to 10000000'],
+    ['EVENTMESH_DELIVERY_SKIP_WARNING_MS', 'eventmesh.delivery.skipWarningMs', '-1', 'an integer from 60000 to 31536000000'],
+  ])('refuses %s = %j, naming the key and the legal values', (env, key, raw, legal) => {
+    expect(() => loadConfig({ [env]: raw })).toThrow(`${env} (${key}) = "${raw}" is not valid; legal values: ${legal}`);
+  });
+
+  it('refuses a breaker whose longest open period is shorter than its first', () => {
+    expect(() => loadConfig({ EVENTMESH_DELIVERY_BREAKER_OPEN_MS: '5000', EVENTMESH_DELIVERY_BREAKER_MAX_OPEN_MS: '1000' })).toThrow(
+      'EVENTMESH_DELIVERY_BREAKER_MAX_OPEN_MS (eventmesh.delivery.breakerMaxOpenMs) must be at least EVENTMESH_DELIVERY_BREAKER_OPEN_MS (5000)',
+    );
+  });
+
   it('takes several gateway processes only in a gateway-only instance', () => {
     expect(loadConfig({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' }).http.processes).toBe(2);
     expect(loadConfig({}).http.processes).toBe(1);

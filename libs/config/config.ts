@@ -27,6 +27,11 @@ export interface EventMeshConfig {
     retryInitialMs: number;
     retryMaxMs: number;
     maxAttempts: number;
+    breakerFailureThreshold: number;
+    breakerOpenMs: number;
+    breakerMaxOpenMs: number;
+    retryMaxParked: number;
+    skipWarningMs: number;
   };
   postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number };
   kafka: {
@@ -172,6 +177,19 @@ const SETTINGS = {
     () => 30000, 'Longest delay between two retries of a delivery.'),
   maxAttempts: setting('EVENTMESH_DELIVERY_MAX_ATTEMPTS', 'eventmesh.delivery.maxAttempts', integer(1, 1000), () => 10,
     'Attempts of a delivery before it goes to the dead-letter queue (a subscription may set its own).'),
+  breakerFailureThreshold: setting('EVENTMESH_DELIVERY_BREAKER_FAILURE_THRESHOLD', 'eventmesh.delivery.breakerFailureThreshold',
+    integer(1, 100000), () => 5,
+    'Consecutive failed attempts to a subscription\'s sink that open its circuit breaker: its lanes stop fetching and sending, and its parked deliveries wait, until a probe succeeds (docs/delivery.md).'),
+  breakerOpenMs: setting('EVENTMESH_DELIVERY_BREAKER_OPEN_MS', 'eventmesh.delivery.breakerOpenMs', integer(100, 3600000),
+    () => 1000, 'How long a breaker stays open before one probe delivery (half-open); doubled after each failed probe.'),
+  breakerMaxOpenMs: setting('EVENTMESH_DELIVERY_BREAKER_MAX_OPEN_MS', 'eventmesh.delivery.breakerMaxOpenMs',
+    integer(100, 3600000), () => 30000, 'Longest open period of a breaker between two probes.'),
+  retryMaxParked: setting('EVENTMESH_DELIVERY_RETRY_MAX_PARKED', 'eventmesh.delivery.retryMaxParked', integer(1, 10000000),
+    () => 10000,
+    'Most deliveries of one subscription parked in the retry table; at the cap a failing event stays at the head of its lane and the offset waits (docs/delivery.md).'),
+  skipWarningMs: setting('EVENTMESH_DELIVERY_SKIP_WARNING_MS', 'eventmesh.delivery.skipWarningMs',
+    integer(60000, 365 * 24 * 3600 * 1000), () => 7 * 24 * 3600 * 1000,
+    'How long /health warns about events Kafka retention deleted before a subscription got them, after the last such skip.'),
   pgHost: setting('EVENTMESH_POSTGRES_HOST', 'eventmesh.postgres.host', text, () => '127.0.0.1', 'Postgres host.'),
   pgPort: setting('EVENTMESH_POSTGRES_PORT', 'eventmesh.postgres.port', integer(1, 65535), () => 5432,
     'Postgres port.'),
@@ -237,6 +255,10 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
     problems.push(`${SETTINGS.retryMaxMs.env} (${SETTINGS.retryMaxMs.key}) must be at least ` +
       `${SETTINGS.retryInitialMs.env} (${v.retryInitialMs})`);
   }
+  if (problems.length === 0 && v.breakerMaxOpenMs < v.breakerOpenMs) {
+    problems.push(`${SETTINGS.breakerMaxOpenMs.env} (${SETTINGS.breakerMaxOpenMs.key}) must be at least ` +
+      `${SETTINGS.breakerOpenMs.env} (${v.breakerOpenMs})`);
+  }
   if (problems.length === 0 && v.httpProcesses > 1 && v.instanceRoles.join() !== 'gateway') {
     problems.push(`${SETTINGS.httpProcesses.env} (${SETTINGS.httpProcesses.key}) = ${v.httpProcesses} needs ` +
       `${SETTINGS.instanceRoles.env}=gateway (got "${v.instanceRoles.join(',')}"): the worker role runs once per instance; legal values: 1, ` +
@@ -255,6 +277,11 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       retryInitialMs: v.retryInitialMs,
       retryMaxMs: v.retryMaxMs,
       maxAttempts: v.maxAttempts,
+      breakerFailureThreshold: v.breakerFailureThreshold,
+      breakerOpenMs: v.breakerOpenMs,
+      breakerMaxOpenMs: v.breakerMaxOpenMs,
+      retryMaxParked: v.retryMaxParked,
+      skipWarningMs: v.skipWarningMs,
     },
     postgres: {
       host: v.pgHost,
