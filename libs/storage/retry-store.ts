@@ -17,6 +17,24 @@ export interface ParkedDelivery {
   epoch: number;
 }
 
+/**
+ * What a park did. `PARKED`: the delivery is in the table now. `ALREADY_PARKED`: it was (a redelivery after a
+ * crash); the first parking stands.
+ */
+export type ParkOutcome = 'PARKED' | 'ALREADY_PARKED';
+
+/** Why a park wrote nothing: the subscription holds its cap of parked deliveries, or no longer exists. */
+export type ParkRejection = 'AT_CAP' | 'SUBSCRIPTION_GONE';
+
+export interface ParkResult {
+  delivery: ParkedDelivery;
+  applied: boolean;
+  outcome?: ParkOutcome;
+  rejected?: ParkRejection;
+  /** The subscription's parked deliveries after the write, counted up to the cap (0 when there is no cap). */
+  parked: number;
+}
+
 type Key = Pick<ParkedDelivery, 'subscriptionId' | 'topic' | 'partition' | 'offset'>;
 
 const where = (k: Key) => ({ subscriptionId: k.subscriptionId, topic: k.topic, partition: k.partition, kafkaOffset: k.offset });
@@ -32,15 +50,55 @@ export class RetryStore {
     private readonly deadLetters: DeadLetterStore,
   ) {}
 
-  /** Durable once this resolves. Parking the same delivery twice (a redelivery after a crash) keeps the first. */
-  async park(delivery: ParkedDelivery, manager: EntityManager = this.db.manager): Promise<void> {
-    await manager
-      .createQueryBuilder()
-      .insert()
-      .into(DeliveryRetryEntity)
-      .values({ ...where(delivery), ...rest(delivery) })
-      .orIgnore()
-      .execute();
+  /**
+   * Parks a delivery; durable once this resolves (in the caller's transaction `manager`, or its own). Parking the
+   * same delivery twice (a redelivery after a crash) keeps the first: `ALREADY_PARKED`. With `maxParked`, a
+   * subscription that holds that many parked deliveries already gets no more: `AT_CAP`, and the caller keeps the
+   * event (docs/delivery.md, the overflow policy). Parks of one subscription are serialised on its row, so
+   * concurrent lanes cannot overshoot the cap; the count stops at the cap, so it costs at most `maxParked` index
+   * entries, and only on the failure path (a delivery that succeeds never parks).
+   */
+  async park(delivery: ParkedDelivery, manager?: EntityManager, maxParked = Infinity): Promise<ParkResult> {
+    const write = async (tx: EntityManager): Promise<ParkResult> => {
+      const cap = Number.isFinite(maxParked) ? maxParked : null;
+      const held: unknown[] = await tx.query(`SELECT 1 FROM subscriptions WHERE id = $1 FOR NO KEY UPDATE`, [delivery.subscriptionId]);
+      if (held.length === 0) return { delivery, applied: false, rejected: 'SUBSCRIPTION_GONE', parked: 0 };
+      const [row]: { counted: number; already: boolean; written: boolean }[] = await tx.query(
+        `WITH counted AS (
+           SELECT CASE WHEN $11::int IS NULL THEN 0
+                       ELSE (SELECT count(*)::int FROM (SELECT 1 FROM delivery_retries WHERE subscription_id = $1 LIMIT $11) c) END AS n
+         ), already AS (
+           SELECT 1 FROM delivery_retries WHERE subscription_id = $1 AND topic = $2 AND partition = $3 AND kafka_offset = $4
+         ), written AS (
+           INSERT INTO delivery_retries
+                  (subscription_id, topic, partition, kafka_offset, attributes, data, attempts, last_error, first_failed_at, next_attempt_at, epoch)
+           SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $12
+            WHERE NOT EXISTS (SELECT 1 FROM already) AND ($11::int IS NULL OR (SELECT n FROM counted) < $11)
+           ON CONFLICT DO NOTHING
+           RETURNING 1
+         )
+         SELECT (SELECT n FROM counted) AS counted, EXISTS (SELECT 1 FROM already) AS already, EXISTS (SELECT 1 FROM written) AS written`,
+        [
+          delivery.subscriptionId,
+          delivery.topic,
+          delivery.partition,
+          delivery.offset,
+          JSON.stringify(delivery.attributes),
+          delivery.data,
+          delivery.attempts,
+          delivery.lastError,
+          delivery.firstFailedAt,
+          delivery.nextAttemptAt,
+          cap,
+          delivery.epoch,
+        ],
+      );
+      if (row.already) return { delivery, applied: true, outcome: 'ALREADY_PARKED', parked: row.counted };
+      if (row.written) return { delivery, applied: true, outcome: 'PARKED', parked: row.counted + 1 };
+      return { delivery, applied: false, rejected: 'AT_CAP', parked: row.counted };
+    };
+    if (manager?.queryRunner?.isTransactionActive) return write(manager);
+    return (manager ?? this.db.manager).transaction(write);
   }
 
   /**
@@ -54,19 +112,7 @@ export class RetryStore {
     only?: { topic: string; partition: number },
   ): Promise<ParkedDelivery[]> {
     if (subscriptionIds.length === 0) return [];
-    const rows: {
-      subscription_id: string;
-      topic: string;
-      partition: number;
-      kafka_offset: string;
-      attributes: Record<string, unknown>;
-      data: Buffer | null;
-      attempts: number;
-      last_error: string;
-      first_failed_at: Date;
-      next_attempt_at: Date;
-      epoch: string;
-    }[] = await this.db.query(
+    const rows: RetryRow[] = await this.db.query(
       `SELECT * FROM (
          SELECT r.*, row_number() OVER (PARTITION BY subscription_id ORDER BY next_attempt_at) AS rank
            FROM delivery_retries r
@@ -78,19 +124,26 @@ export class RetryStore {
         LIMIT $3`,
       [subscriptionIds, perSubscription, limit, only?.topic ?? null, only?.partition ?? null],
     );
-    return rows.map((r) => ({
-      subscriptionId: r.subscription_id,
-      topic: r.topic,
-      partition: r.partition,
-      offset: Number(r.kafka_offset),
-      attributes: r.attributes,
-      data: r.data,
-      attempts: r.attempts,
-      lastError: r.last_error,
-      firstFailedAt: r.first_failed_at,
-      nextAttemptAt: r.next_attempt_at,
-      epoch: Number(r.epoch),
-    }));
+    return rows.map(parkedOf);
+  }
+
+  /**
+   * A subscription partition's parked deliveries in offset order, due or not, after `afterOffset`: the backlog a
+   * lane delivers first, in order, when its sink comes back (ordered recovery, docs/delivery.md).
+   */
+  async backlogOf(
+    lane: { subscriptionId: string; topic: string; partition: number },
+    limit: number,
+    afterOffset = -1,
+  ): Promise<ParkedDelivery[]> {
+    const rows: RetryRow[] = await this.db.query(
+      `SELECT * FROM delivery_retries
+        WHERE subscription_id = $1 AND topic = $2 AND partition = $3 AND kafka_offset > $4
+        ORDER BY kafka_offset
+        LIMIT $5`,
+      [lane.subscriptionId, lane.topic, lane.partition, afterOffset, limit],
+    );
+    return rows.map(parkedOf);
   }
 
   async reschedule(key: Key, attempts: number, nextAttemptAt: Date, lastError: string, manager: EntityManager = this.db.manager): Promise<void> {
@@ -145,14 +198,32 @@ export class RetryStore {
   }
 }
 
-function rest(d: ParkedDelivery) {
+interface RetryRow {
+  subscription_id: string;
+  topic: string;
+  partition: number;
+  kafka_offset: string;
+  attributes: Record<string, unknown>;
+  data: Buffer | null;
+  attempts: number;
+  last_error: string;
+  first_failed_at: Date;
+  next_attempt_at: Date;
+  epoch: string;
+}
+
+function parkedOf(r: RetryRow): ParkedDelivery {
   return {
-    attributes: d.attributes as object,
-    data: d.data,
-    attempts: d.attempts,
-    lastError: d.lastError,
-    firstFailedAt: d.firstFailedAt,
-    nextAttemptAt: d.nextAttemptAt,
-    epoch: d.epoch,
+    subscriptionId: r.subscription_id,
+    topic: r.topic,
+    partition: r.partition,
+    offset: Number(r.kafka_offset),
+    attributes: r.attributes,
+    data: r.data,
+    attempts: r.attempts,
+    lastError: r.last_error,
+    firstFailedAt: r.first_failed_at,
+    nextAttemptAt: r.next_attempt_at,
+    epoch: Number(r.epoch),
   };
 }

@@ -66,6 +66,62 @@ describe('RetryStore (real Postgres)', () => {
     expect(await retries.countFor(id)).toBe(1);
   });
 
+  it('parks up to the cap of a subscription and refuses more, saying so; other subscriptions are not held back', async () => {
+    const id = await subscription();
+    const other = await subscription();
+    for (let offset = 0; offset < 3; offset++) {
+      expect(await retries.park(parked(id, offset, 1000), undefined, 3)).toMatchObject({ applied: true, outcome: 'PARKED', parked: offset + 1 });
+    }
+    expect(await retries.park(parked(id, 3, 1000), undefined, 3)).toMatchObject({ applied: false, rejected: 'AT_CAP', parked: 3 });
+    // A redelivery of one already parked is no new row: it stands, even at the cap.
+    expect(await retries.park(parked(id, 1, 1000), undefined, 3)).toMatchObject({ applied: true, outcome: 'ALREADY_PARKED' });
+    expect(await retries.park(parked(other, 0, 1000), undefined, 3)).toMatchObject({ applied: true, outcome: 'PARKED' });
+    expect(await retries.countFor(id)).toBe(3);
+    // Room again once one leaves the table.
+    await retries.delivered(parked(id, 0, 0));
+    expect(await retries.park(parked(id, 3, 1000), undefined, 3)).toMatchObject({ applied: true, outcome: 'PARKED', parked: 3 });
+  });
+
+  it('holds the cap under concurrent parks of one subscription (many lanes failing at once)', async () => {
+    const id = await subscription();
+    const results = await Promise.all(
+      Array.from({ length: 24 }, (_, i) => retries.park({ ...parked(id, i, 1000), partition: i % 6 }, undefined, 5)),
+    );
+    expect(results.filter((r) => r.applied)).toHaveLength(5);
+    expect(results.filter((r) => r.rejected === 'AT_CAP')).toHaveLength(19);
+    expect(await retries.countFor(id)).toBe(5);
+  });
+
+  it('refuses to park for a deleted subscription, saying why', async () => {
+    const id = await subscription();
+    await db.manager.delete(SubscriptionEntity, { id });
+    expect(await retries.park(parked(id, 1, 0), undefined, 10)).toMatchObject({ applied: false, rejected: 'SUBSCRIPTION_GONE' });
+    expect(await retries.park(parked(id, 1, 0))).toMatchObject({ applied: false, rejected: 'SUBSCRIPTION_GONE' });
+  });
+
+  it('parks inside the caller transaction: a rolled-back transaction leaves nothing parked', async () => {
+    const id = await subscription();
+    await expect(
+      db.transaction(async (m) => {
+        expect((await retries.park(parked(id, 1, 0), m, 10)).applied).toBe(true);
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(await retries.countFor(id)).toBe(0);
+  });
+
+  it('reads the backlog of a subscription partition in offset order, due or not', async () => {
+    const id = await subscription();
+    // Parked out of offset order, with later events due earlier.
+    for (const [offset, due] of [[9, -5000], [2, 60000], [5, -1]] as const) await retries.park(parked(id, offset, due));
+    await retries.park({ ...parked(id, 1, -1), partition: 3 });
+    const lane = { subscriptionId: id, topic: 't', partition: 2 };
+    expect((await retries.backlogOf(lane, 10)).map((d) => d.offset)).toEqual([2, 5, 9]);
+    expect((await retries.backlogOf(lane, 2)).map((d) => d.offset)).toEqual([2, 5]);
+    expect((await retries.backlogOf(lane, 10, 5)).map((d) => d.offset)).toEqual([9]);
+    expect((await retries.backlogOf(lane, 10))[0].data).toEqual(Buffer.from([0, 1, 2]));
+  });
+
   it('reschedules, and forgets a delivered one', async () => {
     const id = await subscription();
     await retries.park(parked(id, 1, -1000));
