@@ -2,7 +2,9 @@ import type { EventMeshConfig } from '../config';
 import type { Dependencies } from '../runtime/dependencies';
 import { reasonOf } from '../runtime/boot-error';
 import { withDeadline } from '../runtime/deadline';
+import { SkippedRangeStore } from '../storage';
 import { pingTemporal } from '../temporal';
+import { HealthWarning, skippedEventsWarning } from './skipped-events';
 
 export interface DependencyHealth {
   status: 'up' | 'down';
@@ -20,20 +22,29 @@ export interface HealthReport {
   dependencies: { postgres: DependencyHealth; kafka: DependencyHealth; temporal: DependencyHealth };
   /** Counters of this instance's own work (request-reply), where it has any. */
   stats?: Record<string, unknown>;
+  /**
+   * What an operator must know although every dependency is up (the status stays `up`, the answer 200): events
+   * Kafka deleted before a subscription got them (`EVENTS_SKIPPED`). Absent when there is nothing to say.
+   */
+  warnings?: HealthWarning[];
 }
 
 const PROBE_TIMEOUT_MS = 2000;
 
-/** Probes each dependency in parallel, each bounded by a deadline, and reports its state. */
+/** Probes each dependency in parallel, each bounded by a deadline, and reports its state and any warning. */
 export class HealthService {
+  private readonly skipped: SkippedRangeStore;
+
   constructor(
     private readonly deps: Dependencies,
     private readonly config: EventMeshConfig,
     private readonly stats?: () => Record<string, unknown>,
-  ) {}
+  ) {
+    this.skipped = new SkippedRangeStore(deps.db);
+  }
 
   async check(): Promise<HealthReport> {
-    const [postgres, kafka, temporal] = await Promise.all([
+    const [postgres, kafka, temporal, skipped] = await Promise.all([
       probe(async () => {
         await this.deps.db.query('SELECT 1');
         return { address: `${this.config.postgres.host}:${this.config.postgres.port}` };
@@ -43,7 +54,11 @@ export class HealthService {
         await pingTemporal(this.deps.temporal, PROBE_TIMEOUT_MS);
         return { address: this.config.temporal.address, uiUrl: this.config.temporal.uiUrl };
       }),
+      withDeadline(PROBE_TIMEOUT_MS, skippedEventsWarning(this.skipped, this.config.delivery.skipWarningMs)).catch(
+        (e: unknown): HealthWarning => ({ code: 'SKIPPED_EVENTS_UNKNOWN', message: `could not read the record of skipped events: ${reasonOf(e)}` }),
+      ),
     ]);
+    const warnings = skipped ? [skipped] : [];
     const up = [postgres, kafka, temporal].every((d) => d.status === 'up');
     return {
       status: up ? 'up' : 'down',
@@ -52,6 +67,7 @@ export class HealthService {
       topology: this.config.delivery.topology,
       dependencies: { postgres, kafka, temporal },
       ...(this.stats ? { stats: this.stats() } : {}),
+      ...(warnings.length > 0 ? { warnings } : {}),
     };
   }
 }

@@ -5,18 +5,22 @@ import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
 import { StreamHub } from '../../../libs/streams';
+import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error';
 import { RequestGateGuard } from './request-gate.guard';
+import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
 
 export interface GatewayServices {
   subscriptions: SubscriptionService;
   health: HealthService;
+  /** The record of events a subscription never got (Kafka retention). */
+  skippedRanges: SkippedRangeStore;
   gate: GatePolicy;
   requestReply: RequestReplyService;
   streams: StreamHub;
@@ -30,10 +34,11 @@ export class GatewayModule {
   static register(services: GatewayServices): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [EventsController, SubscriptionsController, StreamsController, HealthController, AdminController],
+      controllers: [EventsController, SubscriptionsController, SkippedRangesController, StreamsController, HealthController, AdminController],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
+        { provide: SkippedRangeStore, useValue: services.skippedRanges },
         { provide: GatePolicy, useValue: services.gate },
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },

@@ -8,7 +8,7 @@ import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { createLogger, NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
-import { LeaseStore } from '../../../libs/storage';
+import { LeaseStore, SkippedRangeStore } from '../../../libs/storage';
 import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
 import { StreamHub } from '../../../libs/streams';
@@ -84,6 +84,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
             requestReply: { ...requestReply.stats, listening: requestReply.listening },
             ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
           })),
+          skippedRanges: new SkippedRangeStore(deps.db),
           gate,
           ownership:
             config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,

@@ -1,0 +1,43 @@
+import { Controller, Get, Param } from '@nestjs/common';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { SkippedRangeStore } from '../../../libs/storage';
+
+/** One range of events a subscription never got (Kafka retention deleted them first), as the API shows it. */
+export interface SkippedRangeView {
+  topic: string;
+  partition: number;
+  /** The first offset skipped. */
+  fromOffset: number;
+  /** Where delivery resumed (not skipped). */
+  toOffset: number;
+  events: number;
+  reason: string;
+  firstRecordedAt: string;
+  lastRecordedAt: string;
+}
+
+/**
+ * `GET /subscriptions/{id}/skipped-ranges`: the events a subscription never got because Kafka retention deleted
+ * them before delivery, by topic, partition and offset (docs/delivery.md, "Retention"). `/health` warns while
+ * recent ones exist.
+ */
+@Controller('subscriptions')
+export class SkippedRangesController {
+  constructor(private readonly skipped: SkippedRangeStore) {}
+
+  @Get(':id/skipped-ranges')
+  async list(@Param('id') id: string): Promise<SkippedRangeView[]> {
+    const ranges = await this.skipped.listFor(id);
+    if (!ranges) throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
+    return ranges.map((r) => ({
+      topic: r.topic,
+      partition: r.partition,
+      fromOffset: r.fromOffset,
+      toOffset: r.toOffset,
+      events: r.events,
+      reason: r.reason,
+      firstRecordedAt: r.firstRecordedAt.toISOString(),
+      lastRecordedAt: r.lastRecordedAt.toISOString(),
+    }));
+  }
+}

@@ -1,0 +1,51 @@
+import type { SkippedRangeStore } from '../storage';
+
+/** Something an operator must know that does not make the instance unhealthy (`/health` stays 200). */
+export interface HealthWarning {
+  code: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** Subscriptions a warning names at most; the totals count every one. */
+const LISTED = 20;
+
+/**
+ * The `/health` warning about events Kafka retention deleted before a subscription got them (the skipped ranges
+ * the dispatch loops recorded): how many, for which subscriptions, since when. Skips recorded within `windowMs`
+ * count (`EVENTMESH_DELIVERY_SKIP_WARNING_MS`); none, no warning. If the record cannot be read, that is a warning
+ * too: silence would read as "nothing was skipped".
+ */
+export async function skippedEventsWarning(store: SkippedRangeStore, windowMs: number, now = Date.now()): Promise<HealthWarning | undefined> {
+  const window = new Date(now - windowMs);
+  let report;
+  try {
+    report = await store.recordedSince(window, LISTED);
+  } catch (e) {
+    return {
+      code: 'SKIPPED_EVENTS_UNKNOWN',
+      message: `could not read the record of events skipped by Kafka retention: ${(e as Error).message}`,
+    };
+  }
+  if (report.subscriptions === 0) return undefined;
+  const since = new Date(Math.min(...report.latest.map((s) => s.since.getTime())));
+  const latest = new Date(Math.max(...report.latest.map((s) => s.latest.getTime())));
+  return {
+    code: 'EVENTS_SKIPPED',
+    message:
+      `Kafka retention deleted ${report.events} event(s) before delivery, for ${report.subscriptions} subscription(s), ` +
+      `since ${since.toISOString()} (latest ${latest.toISOString()}); GET /subscriptions/{id}/skipped-ranges lists them`,
+    events: report.events,
+    subscriptionCount: report.subscriptions,
+    since: since.toISOString(),
+    latest: latest.toISOString(),
+    windowMs,
+    subscriptions: report.latest.map((s) => ({
+      id: s.subscriptionId,
+      events: s.events,
+      ranges: s.ranges,
+      since: s.since.toISOString(),
+      latest: s.latest.toISOString(),
+    })),
+  };
+}
