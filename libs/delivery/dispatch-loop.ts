@@ -4,7 +4,7 @@ import { CompiledFilter, compileFilters } from '../filter';
 import { attributesOf, EventFrame, frameFromAttributes, frameFromKafkaRecord } from '../frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import { StaleEpochError } from '../storage';
+import { StaleEpochError, UNFENCED } from '../storage';
 import type { DeadLetter, DeadLetterStore, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity, WriteFence } from '../storage';
 import type { WebhookResult, WebhookTarget } from './webhook-sender';
 
@@ -76,9 +76,6 @@ export interface DispatchLoopDeps {
   /** While this answers false the loop neither fetches nor starts deliveries (its lease is unconfirmed). */
   gate?: () => boolean;
 }
-
-/** No fence: each store uses its own connection (LOCAL_STICKY_PULL). */
-const UNFENCED: WriteFence = { epoch: 0, run: (work) => work(undefined) };
 
 /** A write refused because a newer owner holds the partition: the loop that made it must stop. */
 export function isFenced(e: unknown): boolean {
