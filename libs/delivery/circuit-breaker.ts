@@ -14,6 +14,8 @@
  * it. An outcome of a permit given before the breaker last changed state (an attempt that was already out when
  * it opened) changes nothing, so one slow answer cannot close a breaker that opened since, or count twice.
  */
+import type { WebhookResult } from './webhook-sender';
+
 export type BreakerState = 'CLOSED' | 'OPEN' | 'HALF_OPEN';
 
 export interface CircuitBreakerOptions {
@@ -151,12 +153,27 @@ export class CircuitBreaker {
   }
 }
 
+/**
+ * A sink's answer to an attempt made under `permit`, reported to its breaker. Any answer from the receiver (2xx,
+ * or a reject: it is there and decided) is a success; an error, a timeout or another status is a failure; an
+ * attempt nobody took (no stream client) or a 410 (the subscription is disabled) has no outcome.
+ */
+export function reportAnswer(breaker: CircuitBreaker, permit: BreakerPermit, result: WebhookResult): BreakerTransition | undefined {
+  if (result.notAttempted || result.gone) {
+    breaker.release(permit);
+    return undefined;
+  }
+  if (result.ok || result.rejected) return breaker.succeeded(permit);
+  return breaker.failed(permit, result.retryAfterMs);
+}
+
 /** The breakers of a loop's subscriptions, one per subscription (its sink), made on first use. */
 export class CircuitBreakers {
   private readonly bySubscription = new Map<string, CircuitBreaker>();
 
+  /** `options` absent: breakers that never open (every attempt goes out). */
   constructor(
-    private readonly options: CircuitBreakerOptions,
+    private readonly options: CircuitBreakerOptions = { failureThreshold: Infinity, openMs: 0, maxOpenMs: 0 },
     private readonly now: () => number = Date.now,
   ) {}
 

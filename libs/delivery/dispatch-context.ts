@@ -2,7 +2,8 @@ import type { EventFrame } from '../frame';
 import type { PartitionReader, TopicAdmin } from '../kafka';
 import { StaleEpochError } from '../storage';
 import type { EntityManager } from 'typeorm';
-import type { DeadLetterStore, OffsetStore, RetryStore, SubscriptionEntity, WriteFence } from '../storage';
+import type { DeadLetterStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity, WriteFence } from '../storage';
+import type { CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker';
 import type { Lanes } from './lane';
 import { FencedError } from './offset-committer';
 import type { DispatchProgress } from './progress';
@@ -24,6 +25,10 @@ export interface DispatchLoopOptions {
   retryInitialMs: number;
   retryMaxMs: number;
   maxAttempts: number;
+  /** The circuit breaker of each subscription's sink (circuit-breaker.ts); absent: no breaker, the sink is always tried. */
+  breaker?: CircuitBreakerOptions;
+  /** Most parked deliveries per subscription; absent: no cap. At the cap a lane holds its failing event (docs/delivery.md). */
+  maxParked?: number;
 }
 
 export interface DispatchLoopDeps {
@@ -36,6 +41,8 @@ export interface DispatchLoopDeps {
   offsets: OffsetStore;
   deadLetters: DeadLetterStore;
   retries: RetryStore;
+  /** Where the ranges of events Kafka deleted before delivery are recorded (never silent). */
+  skipped: Pick<SkippedRangeStore, 'record'>;
   reader: PartitionReader;
   topics: TopicAdmin;
   sender: Deliverer;
@@ -62,6 +69,8 @@ export interface DispatchContext {
   readonly fence: WriteFence;
   readonly lanes: Lanes;
   readonly progress: DispatchProgress;
+  /** The circuit breaker of each subscription's sink. */
+  readonly breakers: CircuitBreakers;
   /** False while the gate is shut or after a write was fenced: nothing new starts. */
   gateOpen(): boolean;
   /** Aborted while the gate is shut (a fresh signal once it opens again). */

@@ -3,8 +3,8 @@ import { frameToKafkaMessage } from '../frame';
 import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import type { EntityManager } from 'typeorm';
 import { StaleEpochError } from '../storage';
-import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity, WriteFence } from '../storage';
-import { DispatchLoop, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
+import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, ParkResult, RetryStore, SkippedRange, SkipRecordResult, SubscriptionEntity, WriteFence } from '../storage';
+import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 import { waitFor } from '../../test/support/wait-for';
 
@@ -141,9 +141,26 @@ class FakeRetries {
   readonly scheduledDelays: number[] = [];
   constructor(private readonly deadLetters: FakeDeadLetters) {}
   private key = (k: { subscriptionId: string; partition: number; offset: number }) => `${k.subscriptionId}#${k.partition}#${k.offset}`;
-  async park(d: ParkedDelivery): Promise<void> {
+  /** Parks written, and parks refused at the cap (retry-store.ts: the first parking stands; none past the cap). */
+  parks = 0;
+  refusedAtCap = 0;
+  async park(d: ParkedDelivery, _manager?: EntityManager, maxParked = Infinity): Promise<ParkResult> {
+    const count = [...this.rows.values()].filter((r) => r.subscriptionId === d.subscriptionId).length;
+    if (this.rows.has(this.key(d))) return { delivery: d, applied: true, outcome: 'ALREADY_PARKED', parked: count };
+    if (count >= maxParked) {
+      this.refusedAtCap++;
+      return { delivery: d, applied: false, rejected: 'AT_CAP', parked: count };
+    }
     this.scheduledDelays.push(d.nextAttemptAt.getTime() - Date.now());
-    if (!this.rows.has(this.key(d))) this.rows.set(this.key(d), { ...d });
+    this.rows.set(this.key(d), { ...d });
+    this.parks++;
+    return { delivery: d, applied: true, outcome: 'PARKED', parked: count + 1 };
+  }
+  async backlogOf(lane: { subscriptionId: string; topic: string; partition: number }, limit: number, afterOffset = -1): Promise<ParkedDelivery[]> {
+    return [...this.rows.values()]
+      .filter((r) => r.subscriptionId === lane.subscriptionId && r.partition === lane.partition && r.offset > afterOffset)
+      .sort((a, b) => a.offset - b.offset)
+      .slice(0, limit);
   }
   async due(ids: string[], limit: number): Promise<ParkedDelivery[]> {
     return [...this.rows.values()].filter((r) => ids.includes(r.subscriptionId) && r.nextAttemptAt.getTime() <= Date.now()).slice(0, limit);
@@ -164,6 +181,20 @@ class FakeRetries {
   }
   async forgetFrom(subscriptionId: string, _topic: string, partition: number, offset: number): Promise<void> {
     for (const [k, r] of this.rows) if (r.subscriptionId === subscriptionId && r.partition === partition && r.offset >= offset) this.rows.delete(k);
+  }
+}
+
+/** The skipped-range store's contract (skipped-range-store.ts): one row per range start, extended, never counted twice. */
+class FakeSkipped {
+  readonly ranges = new Map<string, SkippedRange>();
+  async record(range: SkippedRange): Promise<SkipRecordResult> {
+    if (range.toOffset <= range.fromOffset) return { range, applied: false, rejected: 'EMPTY_RANGE', newlySkipped: 0 };
+    const k = `${range.subscriptionId}#${range.partition}#${range.fromOffset}`;
+    const prior = this.ranges.get(k);
+    if (prior && prior.toOffset >= range.toOffset) return { range, applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0, previousToOffset: prior.toOffset };
+    this.ranges.set(k, { ...range });
+    if (!prior) return { range, applied: true, outcome: 'RECORDED', newlySkipped: range.toOffset - range.fromOffset };
+    return { range, applied: true, outcome: 'EXTENDED', newlySkipped: range.toOffset - prior.toOffset, previousToOffset: prior.toOffset };
   }
 }
 
@@ -190,12 +221,13 @@ const subscription = (id: string, sink = `http://${id}`) =>
   ({ id, topic: TOPIC, sink, instanceId: 'i1', status: 'ACTIVE' }) as SubscriptionEntity;
 const stream = (id: string) => ({ ...subscription(id, `stream:${id}`), protocol: 'STREAM' }) as SubscriptionEntity;
 
-function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], maxAttempts = 1000, batchMaxEvents = 100) {
+function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], maxAttempts = 1000, batchMaxEvents = 100, bounds: Partial<DispatchLoopOptions> = {}) {
   const log = new FakeLog();
   const offsets = new FakeOffsets();
   const sender = new FakeSender();
   const deadLetters = new FakeDeadLetters();
   const retries = new FakeRetries(deadLetters);
+  const skipped = new FakeSkipped();
   let active = subscriptions;
   const disabled: string[] = [];
   const fence = new FakeFence();
@@ -218,6 +250,7 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], ma
     offsets: offsets as unknown as OffsetStore,
     deadLetters: deadLetters as unknown as DeadLetterStore,
     retries: retries as unknown as RetryStore,
+    skipped,
     reader: log as unknown as PartitionReader,
     topics: {
       isServed: (t: string) => t === TOPIC,
@@ -226,10 +259,10 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], ma
       endOffsets: async () => new Map([[0, log.partitions.get(0)!.length], [1, log.partitions.get(1)!.length]]),
     } as unknown as TopicAdmin,
     sender: sender as unknown as WebhookSender,
-    options: { pollMaxWaitMs: 5, batchMaxEvents, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4, maxAttempts },
+    options: { pollMaxWaitMs: 5, batchMaxEvents, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4, maxAttempts, ...bounds },
     fence,
   });
-  return { log, offsets, sender, deadLetters, retries, loop, disabled, disabledIn, fence, setActive: (s: SubscriptionEntity[]) => (active = s) };
+  return { log, offsets, sender, deadLetters, retries, skipped, loop, disabled, disabledIn, fence, setActive: (s: SubscriptionEntity[]) => (active = s) };
 }
 
 /** Runs the loop until `done` says so (or 5 s pass), then stops it and returns its last progress. */
@@ -612,5 +645,91 @@ describe('DispatchLoop', () => {
     await expect(runUntil(stale.loop, () => false)).rejects.toBeInstanceOf(StaleEpochError);
     expect(stale.sender.attempts.get('http://sub-1')).toBe(1);
     expect(stale.disabled).toEqual([]);
+  });
+});
+
+describe('DispatchLoop bounds: circuit breaker, parking cap, ordered recovery, skipped ranges', () => {
+  const SINK = 'http://sub-1';
+
+  it('records a range deleted by retention before the lane moves past it, and counts it once', async () => {
+    const { log, sender, skipped, loop } = setup();
+    [1, 2, 3, 4, 5].forEach((n) => log.append(0, frame(n)));
+    log.logStart = 3;
+    const progress = await runUntil(loop, (p) => p.delivered >= 2);
+    expect(sender.idsFor(SINK)).toEqual(['e-4', 'e-5']);
+    // The fake log starts both partitions at 3 (the empty one too: its first three events are gone as well).
+    expect([...skipped.ranges.values()].sort((a, b) => a.partition - b.partition)).toEqual([
+      { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, fromOffset: 0, toOffset: 3, reason: 'RETENTION', epoch: 0 },
+      { subscriptionId: 'sub-1', topic: TOPIC, partition: 1, fromOffset: 0, toOffset: 3, reason: 'RETENTION', epoch: 0 },
+    ]);
+    expect(progress).toMatchObject({ skippedRanges: 2, skippedEvents: 6 });
+  });
+
+  it('opens the breaker of a failing sink: its lanes stop sending and parking, and one probe goes out per open period', async () => {
+    const { log, sender, retries, loop } = setup(undefined, 1000, 100, { breaker: { failureThreshold: 3, openMs: 20, maxOpenMs: 40 } });
+    for (let n = 0; n < 40; n++) log.append(n % 2, frame(n));
+    sender.failing.add(SINK);
+    const progress = await runUntil(loop, (p) => p.breakerOpenings >= 4);
+    expect(progress.breakerOpenings).toBe(4);
+    // Three failures open it; after that one probe per opening: without the breaker every event would be tried
+    // three times and parked (about 120 attempts and 40 parked rows within these rounds).
+    expect(sender.attempts.get(SINK)).toBeLessThanOrEqual(3 + 1 + 3);
+    expect(retries.parks).toBeLessThanOrEqual(2);
+    expect(progress.openBreakers).toBe(1);
+  });
+
+  it('holds a failing event at the head of its lane at the parking cap: nothing parked past the cap, none lost', async () => {
+    const { log, offsets, sender, retries, loop } = setup(undefined, 1000, 100, { maxParked: 3 });
+    for (let n = 0; n < 20; n++) log.append(n % 2, frame(n));
+    sender.failing.add(SINK);
+    const held = await runUntil(loop, (p) => p.heldAtParkingCap >= 4);
+    expect(retries.rows.size).toBe(3);
+    expect(retries.refusedAtCap).toBeGreaterThanOrEqual(1);
+    // Each lane's offset passed only the events it parked.
+    expect((offsets.at('sub-1', 0) ?? 0) + (offsets.at('sub-1', 1) ?? 0)).toBe(3);
+    expect(held.delivered).toBe(0);
+
+    sender.failing.delete(SINK);
+    await runUntil(loop, () => sender.idsFor(SINK).length >= 20 && retries.rows.size === 0);
+    expect(new Set(sender.idsFor(SINK)).size).toBe(20);
+    expect(offsets.at('sub-1', 0)).toBe(10);
+    expect(offsets.at('sub-1', 1)).toBe(10);
+  });
+
+  it('drains the parked backlog first, in offset order, at the sink\'s pace, when the breaker closes', async () => {
+    // The breaker opens at the 7th failure in a row: the first two events are parked by then (3 attempts each).
+    const { log, sender, retries, loop } = setup(undefined, 1000, 100, { breaker: { failureThreshold: 7, openMs: 20, maxOpenMs: 20 } });
+    for (let n = 1; n <= 6; n++) log.append(0, frame(n));
+    sender.failing.add(SINK);
+    let parkedWhenOpened: number[] | undefined;
+    const progress = await runUntil(loop, (p) => {
+      if (p.breakerOpenings >= 1 && !parkedWhenOpened) {
+        // The sink comes back while the breaker is open (within the same run).
+        parkedWhenOpened = [...retries.rows.values()].map((r) => r.offset);
+        sender.failing.delete(SINK);
+      }
+      return sender.idsFor(SINK).length >= 6;
+    });
+    expect(parkedWhenOpened).toEqual([0, 1]);
+    // Parked ones before newer ones, in offset order, and not waiting for the one-per-second sweep.
+    expect(sender.idsFor(SINK)).toEqual(['e-1', 'e-2', 'e-3', 'e-4', 'e-5', 'e-6']);
+    expect(progress.recovered).toBe(2);
+    expect(retries.rows.size).toBe(0);
+  });
+
+  it('delivers a lane\'s parked backlog first when a run starts (parked ones before newer ones across restarts)', async () => {
+    const { log, sender, retries, offsets, loop } = setup();
+    for (let n = 1; n <= 4; n++) log.append(0, frame(n));
+    // e-1 and e-2 were parked by an earlier run, which committed past them; not due for a minute.
+    const parkedAt = (offset: number): ParkedDelivery => ({
+      subscriptionId: 'sub-1', topic: TOPIC, partition: 0, offset, attributes: { id: `e-${offset + 1}`, source: '/t', type: 't', specversion: '1.0' },
+      data: Buffer.from(String(offset + 1)), attempts: 3, lastError: 'HTTP 503', firstFailedAt: new Date(), nextAttemptAt: new Date(Date.now() + 60_000), epoch: 0,
+    });
+    await retries.park(parkedAt(0));
+    await retries.park(parkedAt(1));
+    offsets.rows.set('sub-1#0', { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, nextOffset: 2, epoch: 0 });
+    const progress = await runUntil(loop, () => sender.idsFor(SINK).length >= 4);
+    expect(sender.idsFor(SINK)).toEqual(['e-1', 'e-2', 'e-3', 'e-4']);
+    expect(progress.recovered).toBe(2);
   });
 });

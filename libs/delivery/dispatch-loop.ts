@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { CompiledFilter, compileFilters } from '../filter';
 import { createLogger } from '../logging';
 import type { OffsetPosition, SubscriptionEntity, WriteFence } from '../storage';
+import { CircuitBreakers } from './circuit-breaker';
 import { DispatchContext, DispatchLoopDeps, isFenced } from './dispatch-context';
 import { FailurePolicy } from './failure-policy';
 import { Lane, Lanes, newLane } from './lane';
@@ -33,6 +34,7 @@ export class DispatchLoop {
   private readonly log = createLogger('DispatchLoop');
   private readonly lanes = new Lanes();
   private readonly progress = newProgress();
+  private readonly breakers: CircuitBreakers;
   private readonly fence: WriteFence;
   private readonly feed: PartitionFeed;
   private readonly runner: LaneRunner;
@@ -52,11 +54,13 @@ export class DispatchLoop {
 
   constructor(private readonly deps: DispatchLoopDeps) {
     this.fence = deps.fence;
+    this.breakers = new CircuitBreakers(deps.options.breaker);
     const ctx: DispatchContext = {
       deps,
       fence: this.fence,
       lanes: this.lanes,
       progress: this.progress,
+      breakers: this.breakers,
       gateOpen: () => this.gateOpen(),
       gateSignal: () => this.gateClosed.signal,
       noteFenced: (e) => this.noteFenced(e),
@@ -123,6 +127,7 @@ export class DispatchLoop {
         this.progress.rounds++;
         this.lastRoundAt = Date.now();
         measure(this.progress, this.lanes);
+        this.progress.openBreakers = this.breakers.notClosed().length;
         report(this.snapshot);
         if (positions.length === 0) await this.idle(signal);
       }
@@ -177,6 +182,7 @@ export class DispatchLoop {
     for (const lane of [...this.lanes.values()]) {
       if (!activeIds.has(lane.subscription.id)) {
         this.lanes.close(lane);
+        this.breakers.forget(lane.subscription.id);
         closed.push(lane);
         this.log.info({ subscription: lane.subscription.id, partition: lane.partition }, 'subscription no longer active here; lane closed');
       }
@@ -210,7 +216,12 @@ export class DispatchLoop {
         await this.deps.retries.forgetReplayed(starts, m);
         return starts;
       });
-      missing.forEach(({ subscription, partition }, i) => this.lanes.add(newLane(subscription, this.filterOf(subscription), partition, replayed[i].nextOffset)));
+      missing.forEach(({ subscription, partition }, i) => {
+        const lane = newLane(subscription, this.filterOf(subscription), partition, replayed[i].nextOffset);
+        // Parked deliveries of an earlier run go before the events after them (ordered recovery, lane-runner.ts).
+        lane.recovering = true;
+        this.lanes.add(lane);
+      });
       this.log.info({ lanes: missing.length }, 'dispatching new subscription partitions');
     }
     this.progress.subscriptions = activeIds.size;

@@ -1,6 +1,7 @@
 import { attributesOf, EventFrame } from '../frame';
 import { createLogger } from '../logging';
 import type { DeadLetter, ParkedDelivery, SubscriptionEntity } from '../storage';
+import { BreakerPermit, reportAnswer } from './circuit-breaker';
 import type { DispatchContext, DispatchLoopOptions } from './dispatch-context';
 import type { Lane, LaneRecord } from './lane';
 import type { WebhookResult } from './webhook-sender';
@@ -106,6 +107,32 @@ export class FailurePolicy {
   constructor(private readonly ctx: DispatchContext) {}
 
   /**
+   * Reports a sink's answer to the subscription's circuit breaker, and acts on what it changed: when the breaker
+   * opens, every lane of the subscription will first deliver its parked backlog, in offset order, once the sink
+   * is back (ordered recovery); when it closes, the lanes start again.
+   */
+  answered(subscription: SubscriptionEntity, permit: BreakerPermit, result: WebhookResult): void {
+    const { ctx } = this;
+    const breaker = ctx.breakers.of(subscription.id);
+    const transition = reportAnswer(breaker, permit, result);
+    if (!transition) return;
+    const at = { subscription: subscription.id, sink: subscription.sink, breaker: breaker.snapshot() };
+    if (transition === 'CLOSED') {
+      this.log.info(at, 'the sink answered the probe; circuit breaker closed, parked deliveries go first');
+      ctx.wake();
+      return;
+    }
+    ctx.progress.breakerOpenings++;
+    for (const lane of ctx.lanes.values()) if (lane.subscription.id === subscription.id) lane.recovering = true;
+    this.log.warn(
+      { ...at, error: result.error, halfOpensInMs: Math.max(0, (breaker.halfOpensAt ?? Date.now()) - Date.now()) },
+      transition === 'OPENED'
+        ? 'the sink keeps failing; circuit breaker open: its lanes stop fetching and sending until a probe succeeds'
+        : 'the probe failed; circuit breaker open again, for longer',
+    );
+  }
+
+  /**
    * A lane's record and its sink's answer: `settled` (acknowledged, parked or dead-lettered), `retry` (it waits
    * for its next attempt in the lane), or `halt`: nobody was there to take it, or the subscription was disabled,
    * and the lane starts nothing more for now.
@@ -149,7 +176,21 @@ export class FailurePolicy {
         nextAttemptAt: new Date(Date.now() + verdict.delayMs),
         epoch: ctx.fence.rowEpoch,
       };
-      await ctx.fence.run((m) => ctx.deps.retries.park(parked, m));
+      const written = await ctx.fence.run((m) => ctx.deps.retries.park(parked, m, ctx.deps.options.maxParked));
+      if (written.rejected === 'SUBSCRIPTION_GONE') {
+        ctx.lanes.closeSubscription(lane.subscription.id);
+        this.log.info(where, 'subscription deleted during delivery; its lanes closed');
+        return 'halt';
+      }
+      if (written.rejected === 'AT_CAP') {
+        // The overflow policy: the event stays at the head of its lane (the offset waits, nothing is lost) and is
+        // retried there, with the same backoff, until it is delivered, parked once there is room, or dead-lettered.
+        ctx.progress.heldAtParkingCap++;
+        record.retryAt = Date.now() + verdict.delayMs;
+        this.log.warn({ ...where, parked: written.parked, retryInMs: Math.round(verdict.delayMs) },
+          'delivery failed and the subscription holds its cap of parked deliveries; held in the lane');
+        return 'retry';
+      }
       ctx.progress.parked++;
       this.log.warn({ ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; parked for a later attempt');
       return 'settled';
@@ -159,20 +200,23 @@ export class FailurePolicy {
     return 'retry';
   }
 
-  /** A parked delivery and its sink's answer: delivered (the row goes), rescheduled, dead-lettered, or the subscription disabled. */
-  async parked(parked: ParkedDelivery, subscription: SubscriptionEntity, frame: EventFrame, result: WebhookResult): Promise<void> {
+  /**
+   * A parked delivery and its sink's answer: delivered (the row goes), rescheduled, dead-lettered, or the
+   * subscription disabled. Returns the verdict (ordered recovery waits out a rescheduled one's delay).
+   */
+  async parked(parked: ParkedDelivery, subscription: SubscriptionEntity, frame: EventFrame, result: WebhookResult): Promise<Verdict> {
     const { ctx } = this;
     const verdict = verdictOf(result, parked.attempts, retryPolicyOf(subscription, ctx.deps.options), 'parked');
     switch (verdict.kind) {
       case 'delivered':
         await ctx.fence.run((m) => ctx.deps.retries.delivered(parked, m));
         ctx.progress.delivered++;
-        return;
+        return verdict;
       case 'gone':
         await this.gone(subscription, parked.offset);
-        return;
+        return verdict;
       case 'not-attempted':
-        return;
+        return verdict;
     }
     const error = result.error ?? 'failed';
     ctx.progress.failedAttempts++;
@@ -184,10 +228,11 @@ export class FailurePolicy {
         { subscription: parked.subscriptionId, topic: parked.topic, partition: parked.partition, offset: parked.offset, eventId: frame.id, attempts: verdict.attempts, error },
         'parked delivery failed for the last time; moved to the dead-letter queue',
       );
-      return;
+      return verdict;
     }
     const next = new Date(Date.now() + verdict.delayMs);
     await ctx.fence.run((m) => ctx.deps.retries.reschedule(parked, verdict.attempts, next, error, m));
+    return verdict;
   }
 
   /** A record that is not a CloudEvent is kept in the dead-letter queue before the lane moves past it. */

@@ -1,13 +1,20 @@
 import { setMaxListeners } from 'node:events';
+import { frameFromAttributes, type EventFrame } from '../frame';
 import { createLogger } from '../logging';
+import type { WebhookResult } from './webhook-sender';
 import type { DispatchContext } from './dispatch-context';
-import { FailurePolicy, messageIdOf } from './failure-policy';
+import { FailurePolicy, messageIdOf, NOT_ATTEMPTED_RETRY_MS } from './failure-policy';
 import { depthOf, Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
+
+/** Parked deliveries a recovering lane reads at once. */
+const RECOVERY_BATCH = 64;
 
 /**
  * Runs the lanes: starts every idle lane that has records, and drains it, up to the lane's depth of deliveries
  * at once; each answer goes to the {@link FailurePolicy}. A lane's offset moves over the settled records at its
- * front.
+ * front. Every attempt needs a permit of the subscription's circuit breaker (circuit-breaker.ts): while it is
+ * open, the lane starts nothing. A lane marked `recovering` (its breaker opened) first delivers the parked
+ * deliveries of its subscription partition, in offset order and back to back, then goes on with new events.
  */
 export class LaneRunner {
   private readonly log = createLogger('DispatchLoop');
@@ -21,7 +28,8 @@ export class LaneRunner {
   kick(): void {
     const now = Date.now();
     for (const lane of this.ctx.lanes.values()) {
-      if (lane.busy || lane.buffer.length === 0 || lane.retryAt > now || lane.abort.signal.aborted) continue;
+      if (lane.busy || (lane.buffer.length === 0 && !lane.recovering) || lane.retryAt > now || lane.abort.signal.aborted) continue;
+      if (!this.ctx.breakers.of(lane.subscription.id).admitting) continue;
       lane.busy = true;
       void this.drain(lane)
         .catch((e: unknown) => this.laneFailed(lane, e))
@@ -37,6 +45,8 @@ export class LaneRunner {
     const due: number[] = [];
     for (const lane of this.ctx.lanes.values()) {
       if (lane.retryAt > now) due.push(lane.retryAt - now);
+      const halfOpensAt = this.ctx.breakers.of(lane.subscription.id).halfOpensAt;
+      if (halfOpensAt !== undefined && halfOpensAt > now) due.push(halfOpensAt - now);
       for (const r of lane.buffer) if (r.state === undefined && (r.retryAt ?? 0) > now) due.push(r.retryAt! - now);
     }
     return due;
@@ -81,6 +91,8 @@ export class LaneRunner {
    * front. A webhook lane starts nothing past a record that waits for its retry; a stream lane does.
    */
   private async drain(lane: Lane): Promise<void> {
+    // Its parked backlog first, in offset order; new events only once none is left.
+    if (lane.recovering && !(await this.recover(lane))) return;
     const depth = depthOf(lane);
     const out = new Set<Promise<void>>();
     let halted = false;
@@ -146,9 +158,82 @@ export class LaneRunner {
     }
     const messageId = messageIdOf({ subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset });
     const signal = this.sendSignalOf(lane);
-    const result = await this.ctx.deps.sender.send(lane.subscription, frame, messageId, signal);
+    // No permit: the breaker is open, nothing goes out.
+    const breaker = this.ctx.breakers.of(lane.subscription.id);
+    const permit = breaker.acquire();
+    if (!permit) return 'halt';
+    let result: WebhookResult;
+    try {
+      result = await this.ctx.deps.sender.send(lane.subscription, frame, messageId, signal);
+    } catch (e) {
+      breaker.release(permit);
+      throw e;
+    }
     // Closed, or the gate shut mid-send: the answer does not count.
-    if (signal.aborted) return 'halt';
+    if (signal.aborted) {
+      breaker.release(permit);
+      return 'halt';
+    }
+    this.failures.answered(lane.subscription, permit, result);
     return this.failures.inLane(lane, record, frame, result);
+  }
+
+  /**
+   * One attempt under a permit of the subscription's breaker, its answer reported to it: undefined when the
+   * breaker gives no permit or the send was aborted (no outcome).
+   */
+  private async attempt(lane: Lane, frame: EventFrame, messageId: string, signal: AbortSignal): Promise<WebhookResult | undefined> {
+    const breaker = this.ctx.breakers.of(lane.subscription.id);
+    const permit = breaker.acquire();
+    if (!permit) return undefined;
+    let result: WebhookResult;
+    try {
+      result = await this.ctx.deps.sender.send(lane.subscription, frame, messageId, signal);
+    } catch (e) {
+      breaker.release(permit);
+      throw e;
+    }
+    if (signal.aborted) {
+      breaker.release(permit);
+      return undefined;
+    }
+    this.failures.answered(lane.subscription, permit, result);
+    return result;
+  }
+
+  /**
+   * Ordered recovery: the lane's parked deliveries, in offset order, one after the other at the sink's pace
+   * (not the sweep's), each answer to the failure policy like a swept one. True when none is left (the lane goes
+   * on with new events); false when it must wait: the breaker gives no permit, the lane closed or the gate shut,
+   * or a parked delivery failed again (the lane waits for its retry, so order holds).
+   */
+  private async recover(lane: Lane): Promise<boolean> {
+    const { ctx } = this;
+    const key = { subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition };
+    let after = -1;
+    for (;;) {
+      const backlog = await ctx.deps.retries.backlogOf(key, RECOVERY_BATCH, after);
+      if (backlog.length === 0) {
+        lane.recovering = false;
+        return true;
+      }
+      for (const parked of backlog) {
+        if (lane.abort.signal.aborted || !ctx.gateOpen()) return false;
+        const signal = this.sendSignalOf(lane);
+        const frame = frameFromAttributes(parked.attributes, parked.data);
+        const result = await this.attempt(lane, frame, messageIdOf(parked), signal);
+        if (!result) return false;
+        const verdict = await this.failures.parked(parked, lane.subscription, frame, result);
+        if (verdict.kind === 'delivered') ctx.progress.recovered++;
+        else if (verdict.kind === 'park') {
+          lane.retryAt = Date.now() + verdict.delayMs;
+          return false;
+        } else if (verdict.kind === 'not-attempted') {
+          lane.retryAt = Date.now() + NOT_ATTEMPTED_RETRY_MS;
+          return false;
+        } else if (verdict.kind !== 'dead-letter') return false;
+        after = parked.offset;
+      }
+    }
   }
 }

@@ -34,6 +34,11 @@ export interface Lane {
   highWatermark: number;
   /** While the lane is draining with deliveries out: wakes it to start records that arrived since. */
   nudge?: () => void;
+  /**
+   * Set when the subscription's breaker opens: before any new event, the lane delivers the subscription's parked
+   * deliveries of its partition, in offset order (ordered recovery, lane-runner.ts); cleared when none is left.
+   */
+  recovering?: boolean;
 }
 
 /** A record in a lane, and where its delivery stands. */

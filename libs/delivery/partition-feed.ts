@@ -24,6 +24,8 @@ export class PartitionFeed {
       const k = `${lane.topic}#${lane.partition}`;
       partitions.add(k);
       if (lane.buffer.length >= ctx.deps.options.batchMaxEvents) continue;
+      // An open breaker: the sink is down, nothing would go out; the lane asks Kafka for nothing meanwhile.
+      if (!ctx.breakers.of(lane.subscription.id).admitting) continue;
       const from = lacksFrom(lane);
       const seen = lowest.get(k);
       if (!seen || from < seen.offset) lowest.set(k, { topic: lane.topic, partition: lane.partition, offset: from });
@@ -69,16 +71,33 @@ export class PartitionFeed {
     }
   }
 
-  /** The wanted offset is outside the log: before its start (retention) or past its end (a recreated topic). */
+  /**
+   * The wanted offset is outside the log: before its start (retention) or past its end (a recreated topic). A
+   * lane behind the log start skips the deleted events, and the skipped range is recorded (skipped_ranges, in the
+   * loop's fenced transaction) before the lane moves: never silent, counted once however often it is retried.
+   */
   private async realign(topic: string, partition: number): Promise<void> {
     const { ctx } = this;
     const [starts, ends] = await Promise.all([ctx.deps.topics.startOffsets(topic), ctx.deps.topics.endOffsets(topic)]);
     const start = starts.get(partition) ?? 0;
     const end = ends.get(partition) ?? 0;
-    for (const lane of ctx.lanes.values()) {
+    for (const lane of [...ctx.lanes.values()]) {
       if (lane.topic !== topic || lane.partition !== partition || lane.busy) continue;
+      // Its buffer already holds every event up to the log start (fetched before retention deleted them): it
+      // skips nothing, whichever lane's fetch fell out of range.
+      if (lane.nextOffset < start && lacksFrom(lane) >= start) continue;
       const target = lane.nextOffset < start ? start : lane.nextOffset > end ? end : lane.nextOffset;
       if (target === lane.nextOffset) continue;
+      if (target > lane.nextOffset) {
+        const range = { subscriptionId: lane.subscription.id, topic, partition, fromOffset: lane.nextOffset, toOffset: target, reason: 'RETENTION' as const, epoch: ctx.fence.rowEpoch };
+        const recorded = await ctx.fence.run((m) => ctx.deps.skipped.record(range, m));
+        if (recorded.rejected === 'SUBSCRIPTION_GONE') {
+          ctx.lanes.close(lane);
+          continue;
+        }
+        if (recorded.outcome === 'RECORDED') ctx.progress.skippedRanges++;
+        ctx.progress.skippedEvents += recorded.newlySkipped;
+      }
       this.log.error(
         { subscription: lane.subscription.id, topic, partition, from: lane.nextOffset, to: target, logStart: start, logEnd: end },
         lane.nextOffset < start

@@ -19,6 +19,17 @@ export interface DispatchProgress {
   highWatermark?: number;
   /** Rounds in which the gate held the loop back. */
   gatedRounds: number;
+  /** Ranges of events Kafka retention deleted before delivery, recorded (skipped_ranges), and the events in them. */
+  skippedRanges: number;
+  skippedEvents: number;
+  /** Times a subscription's circuit breaker opened (from closed, or after a failed probe). */
+  breakerOpenings: number;
+  /** Subscriptions whose breaker is open or half-open now. */
+  openBreakers: number;
+  /** Failing events held at the head of their lane because their subscription had its cap of parked deliveries. */
+  heldAtParkingCap: number;
+  /** Parked deliveries delivered by ordered recovery (in offset order, before new events). */
+  recovered: number;
   /** Commits refused as BACKWARDS: the stored offset was already past the lane (offset-committer.ts). */
   commitsBehind: number;
   committedAt?: string;
@@ -37,6 +48,12 @@ export function newProgress(): DispatchProgress {
     lag: 0,
     gatedRounds: 0,
     commitsBehind: 0,
+    skippedRanges: 0,
+    skippedEvents: 0,
+    breakerOpenings: 0,
+    openBreakers: 0,
+    heldAtParkingCap: 0,
+    recovered: 0,
   };
 }
 

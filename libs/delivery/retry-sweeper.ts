@@ -40,7 +40,15 @@ export class RetrySweeper {
     const { ctx } = this;
     if (this.sweeping || Date.now() - this.sweptAt < SWEEP_INTERVAL_MS || !ctx.gateOpen()) return;
     this.sweptAt = Date.now();
-    const subscriptions = new Map([...ctx.lanes.values()].map((l) => [l.subscription.id, l.subscription]));
+    // Not the parked deliveries of a subscription whose breaker is not closed (its sink is down), nor of one whose
+    // lanes deliver their backlog in order now (ordered recovery, lane-runner.ts).
+    const held = new Set([...ctx.lanes.values()].filter((l) => l.recovering).map((l) => l.subscription.id));
+    const subscriptions = new Map(
+      [...ctx.lanes.values()]
+        .filter((l) => !held.has(l.subscription.id) && ctx.breakers.of(l.subscription.id).state === 'CLOSED')
+        .map((l) => [l.subscription.id, l.subscription]),
+    );
+    if (subscriptions.size === 0) return;
     this.sweeping = ctx.deps.retries
       .due([...subscriptions.keys()], SWEEP_BATCH, undefined, ctx.deps.scope)
       .then((due) => {
@@ -60,9 +68,23 @@ export class RetrySweeper {
 
   private async retry(parked: ParkedDelivery, subscription: SubscriptionEntity, signal: AbortSignal): Promise<void> {
     if (!this.ctx.gateOpen()) return;
+    // The breaker may have opened since the sweep started (another attempt failed): this one waits too.
+    const breaker = this.ctx.breakers.of(subscription.id);
+    const permit = breaker.acquire();
+    if (!permit) return;
     const frame = frameFromAttributes(parked.attributes, parked.data);
-    const result = await this.ctx.deps.sender.send(subscription, frame, messageIdOf(parked), signal);
-    if (signal.aborted) return;
+    let result;
+    try {
+      result = await this.ctx.deps.sender.send(subscription, frame, messageIdOf(parked), signal);
+    } catch (e) {
+      breaker.release(permit);
+      throw e;
+    }
+    if (signal.aborted) {
+      breaker.release(permit);
+      return;
+    }
+    this.failures.answered(subscription, permit, result);
     await this.failures.parked(parked, subscription, frame, result);
   }
 }

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { DispatchActivities, DispatchRunInput, DispatchRunResult } from '../../activities';
+import { newProgress } from '../../libs/delivery';
 import { dispatchStatusQuery, instanceDispatchWorkflow, pauseDispatchSignal } from '../../workflows';
 import { testConfig } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
@@ -29,7 +30,7 @@ describe('instanceDispatchWorkflow (real Temporal)', () => {
     const activities: DispatchActivities = {
       async pollAndDispatch(input: DispatchRunInput): Promise<DispatchRunResult> {
         calls.push(input);
-        return { rounds: 3, delivered: 2, failedAttempts: 1, parked: 0, deadLettered: 0, filteredOut: 0, subscriptions: 1, partitions: 2, lag: 0, gatedRounds: 0, commitsBehind: 0, stoppedBy: 'deadline' };
+        return { ...newProgress(), rounds: 3, delivered: 2, failedAttempts: 1, subscriptions: 1, partitions: 2, stoppedBy: 'deadline' };
       },
     };
     worker = await Worker.create({

@@ -8,7 +8,7 @@ import { DispatchLoop, DispatchLoopDeps, WebhookSender } from '../../../libs/del
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
 import { OwnershipAgent } from '../../../libs/ownership';
-import { DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, RetryStore, WriteFence } from '../../../libs/storage';
+import { DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, RetryStore, SkippedRangeStore, WriteFence } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
 import { SinkRouter, StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
@@ -94,6 +94,7 @@ export class WorkerHost {
     const offsets = new OffsetStore(deps.db);
     const deadLetters = new DeadLetterStore(deps.db);
     const retries = new RetryStore(deps.db, deadLetters);
+    const skipped = new SkippedRangeStore(deps.db);
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
     const webhooks = new WebhookSender(config.delivery.webhookTimeoutMs);
     const sender = new SinkRouter(webhooks, streams);
@@ -107,6 +108,7 @@ export class WorkerHost {
       offsets,
       deadLetters,
       retries,
+      skipped,
       reader,
       topics: deps.topics,
       sender,
@@ -117,6 +119,12 @@ export class WorkerHost {
         retryInitialMs: config.delivery.retryInitialMs,
         retryMaxMs: config.delivery.retryMaxMs,
         maxAttempts: config.delivery.maxAttempts,
+        breaker: {
+          failureThreshold: config.delivery.breakerFailureThreshold,
+          openMs: config.delivery.breakerOpenMs,
+          maxOpenMs: config.delivery.breakerMaxOpenMs,
+        },
+        maxParked: config.delivery.retryMaxParked,
       },
       ...extra,
     });
