@@ -184,9 +184,12 @@ export class FailurePolicy {
       }
       if (written.rejected === 'AT_CAP') {
         // The overflow policy: the event stays at the head of its lane (the offset waits, nothing is lost) and is
-        // retried there, with the same backoff, until it is delivered, parked once there is room, or dead-lettered.
+        // retried there, with the same backoff, after the parked deliveries of its partition, until it is
+        // delivered, parked once there is room, or dead-lettered.
         ctx.progress.heldAtParkingCap++;
         record.retryAt = Date.now() + verdict.delayMs;
+        // Its partition's parked deliveries go first (ordered recovery), so order holds when the sink is back.
+        lane.recovering = true;
         this.log.warn({ ...where, parked: written.parked, retryInMs: Math.round(verdict.delayMs) },
           'delivery failed and the subscription holds its cap of parked deliveries; held in the lane');
         return 'retry';
