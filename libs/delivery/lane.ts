@@ -35,8 +35,9 @@ export interface Lane {
   /** While the lane is draining with deliveries out: wakes it to start records that arrived since. */
   nudge?: () => void;
   /**
-   * Set when the subscription's breaker opens: before any new event, the lane delivers the subscription's parked
-   * deliveries of its partition, in offset order (ordered recovery, lane-runner.ts); cleared when none is left.
+   * Set when the lane starts, when the subscription's breaker opens, and when the lane is held at the parking cap:
+   * before any new event, the lane delivers the subscription's parked deliveries of its partition, in offset
+   * order (ordered recovery, lane-runner.ts); cleared when none is left.
    */
   recovering?: boolean;
 }
