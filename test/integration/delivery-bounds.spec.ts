@@ -102,10 +102,10 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
   }
 
   /**
-   * The sink comes back: every event arrives, and in each partition the events acknowledged (2xx) arrive in
-   * offset order, the parked ones before the newer ones; nothing stays parked, nothing is dead-lettered.
+   * The sink comes back: every event arrives (with `inOrder`, in each partition the events acknowledged (2xx)
+   * arrive in offset order, the parked ones before the newer ones); nothing stays parked, nothing is dead-lettered.
    */
-  async function expectAllDeliveredInOrder(receiver: WebhookReceiver, subscription: SubscriptionEntity, run: string, acked: string[]) {
+  async function expectAllDelivered(receiver: WebhookReceiver, subscription: SubscriptionEntity, run: string, acked: string[], inOrder: boolean) {
     receiver.status = () => 200;
     const expected = Array.from({ length: EVENTS }, (_, i) => `${run}-${i % PARTITIONS}-${Math.floor(i / PARTITIONS)}`);
     await waitFor('every event to be acknowledged by the sink', () => expected.every((id) => acked.includes(id)), { timeoutMs: 60_000 });
@@ -113,7 +113,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     for (let partition = 0; partition < PARTITIONS; partition++) {
       const seqs = acked.filter((id) => id.startsWith(`${run}-${partition}-`)).map((id) => Number(id.split('-').pop()));
       const firsts = seqs.filter((s, i) => seqs.indexOf(s) === i);
-      expect(firsts).toEqual([...firsts].sort((a, b) => a - b));
+      if (inOrder) expect(firsts).toEqual([...firsts].sort((a, b) => a - b));
       expect(firsts).toHaveLength(EVENTS / PARTITIONS);
     }
     const [{ n: letters }] = await deps.db.query('SELECT count(*)::int AS n FROM dead_letters WHERE subscription_id = $1', [subscription.id]);
@@ -136,22 +136,26 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     const { receiver, acked } = await receiverDown();
     const subscription = await subscriptionTo(receiver);
     const run = `breaker-${randomUUID().slice(0, 4)}`;
-    const loop = await startLoop(subscription, { breaker: { failureThreshold: 5, openMs: 200, maxOpenMs: 800 } });
+    // Eight failures in a row open it: by then the lanes' first events failed three times each, and some are parked.
+    const loop = await startLoop(subscription, { breaker: { failureThreshold: 8, openMs: 200, maxOpenMs: 800 } });
     const parked = sampleParked(subscription.id);
     await publish(run);
-    // Four openings: the first after five failures, then one failed probe each (200, 400, 800 ms...).
+    // Four openings: the first after eight failures, then one failed probe each (200, 400, 800 ms...).
     await waitFor('the breaker to open four times', () => loop.progress().breakerOpenings >= 4, { timeoutMs: 20_000 });
     const attemptsWhileDown = receiver.requests.length;
+    const parkedWhenBack = await parkedRows(subscription.id);
     parked.stop();
     // Without the breaker each event is attempted three times and parked: 180 attempts, 60 rows.
-    expect(attemptsWhileDown).toBeLessThanOrEqual(5 + 3 + PARTITIONS);
-    expect(parked.max()).toBeLessThanOrEqual(3);
+    expect(attemptsWhileDown).toBeLessThanOrEqual(8 + PARTITIONS + 3);
+    expect(parked.max()).toBeLessThanOrEqual(PARTITIONS + 3);
     expect(loop.progress().openBreakers).toBe(1);
+    // Some are parked, so the order below shows the parked ones went first.
+    expect(parkedWhenBack).toBeGreaterThan(0);
 
-    await expectAllDeliveredInOrder(receiver, subscription, run, acked);
+    await expectAllDelivered(receiver, subscription, run, acked, true);
   });
 
-  it('holds events in their lanes at the parking cap: parked rows never pass it, then every event arrives in order', async () => {
+  it('holds events in their lanes at the parking cap: parked rows never pass it, then every event arrives, none lost', async () => {
     const CAP = 5;
     const { receiver, acked } = await receiverDown();
     const subscription = await subscriptionTo(receiver);
@@ -169,6 +173,6 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     const committed = await deps.db.query('SELECT coalesce(sum(next_offset), 0)::int AS n FROM subscription_offsets WHERE subscription_id = $1', [subscription.id]);
     expect(committed[0].n).toBeLessThanOrEqual(CAP);
 
-    await expectAllDeliveredInOrder(receiver, subscription, run, acked);
+    await expectAllDelivered(receiver, subscription, run, acked, false);
   });
 });
