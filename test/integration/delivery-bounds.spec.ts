@@ -29,6 +29,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
   let reader: PartitionReader;
   const receivers: WebhookReceiver[] = [];
   const stops: AbortController[] = [];
+  const loops: Promise<unknown>[] = [];
 
   beforeAll(async () => {
     deps = await connectDependencies(config, 'bounds-spec');
@@ -39,6 +40,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
   });
   afterAll(async () => {
     stops.forEach((s) => s.abort());
+    await Promise.allSettled(loops);
     await Promise.all(receivers.map((r) => r.stop()));
     await reader?.disconnect();
     await producer?.disconnect();
@@ -89,6 +91,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     stops.push(stop);
     let last = loop.snapshot;
     const done = loop.run(stop.signal, Date.now() + 120_000, (p) => (last = p));
+    loops.push(done);
     return { progress: () => last, done };
   }
 
@@ -106,14 +109,18 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
    * dead-lettered (an offset passes only events the sink acknowledged, parked or dead-lettered). With `inOrder`,
    * in each partition the events the sink got from then on arrive in offset order: the parked ones first.
    */
-  async function expectAllDelivered(receiver: WebhookReceiver, subscription: SubscriptionEntity, run: string, inOrder: boolean) {
+  async function expectAllDelivered(receiver: WebhookReceiver, subscription: SubscriptionEntity, run: string, inOrder: boolean, progress: () => DispatchProgress) {
+    // The topic holds the events of earlier tests too; a subscription reads it from offset 0.
+    const end = [...(await deps.topics.endOffsets(topic)).values()].reduce((a, b) => a + b, 0);
     const backAt = Date.now();
     receiver.status = () => 200;
     const committed = async () =>
       Number((await deps.db.query('SELECT coalesce(sum(next_offset), 0) AS n FROM subscription_offsets WHERE subscription_id = $1', [subscription.id]))[0].n);
-    await waitFor('every partition to be committed to its end, nothing parked', async () => (await committed()) === EVENTS && (await parkedRows(subscription.id)) === 0, {
-      timeoutMs: 60_000,
-    });
+    await waitFor('every partition to be committed to its end, nothing parked', async () => {
+      const [offsets, parked] = [await committed(), await parkedRows(subscription.id)];
+      if (offsets === end && parked === 0) return true;
+      throw new Error(`committed ${offsets} of ${end}, ${parked} parked; progress ${JSON.stringify(progress())}`);
+    }, { timeoutMs: 60_000 });
     const [{ n: letters }] = await deps.db.query('SELECT count(*)::int AS n FROM dead_letters WHERE subscription_id = $1', [subscription.id]);
     expect(letters).toBe(0);
     const ids = new Set(receiver.requests.map((r) => String(r.headers['ce-id'])));
@@ -157,7 +164,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     // Some are parked, so the order below shows the parked ones went first.
     expect(parkedWhenBack).toBeGreaterThan(0);
 
-    await expectAllDelivered(receiver, subscription, run, true);
+    await expectAllDelivered(receiver, subscription, run, true, loop.progress);
   });
 
   it('holds events in their lanes at the parking cap: parked rows never pass it, then every event arrives, none lost', async () => {
@@ -169,7 +176,10 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     const loop = await startLoop(subscription, { breaker: { failureThreshold: 100_000, openMs: 200, maxOpenMs: 200 }, maxParked: CAP });
     const parked = sampleParked(subscription.id);
     await publish(run);
-    await waitFor('lanes to hold failing events at the cap', () => loop.progress().heldAtParkingCap >= PARTITIONS, { timeoutMs: 20_000 });
+    await waitFor('lanes to hold failing events at the cap', async () => {
+      if (loop.progress().heldAtParkingCap >= PARTITIONS) return true;
+      throw new Error(`${await parkedRows(subscription.id)} parked; progress ${JSON.stringify(loop.progress())}`);
+    }, { timeoutMs: 20_000 });
     const rowsAtCap = await parkedRows(subscription.id);
     parked.stop();
     expect(rowsAtCap).toBe(CAP);
@@ -177,7 +187,8 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     // The offsets passed only the parked events: the held ones and everything after them wait in Kafka.
     const committed = await deps.db.query('SELECT coalesce(sum(next_offset), 0)::int AS n FROM subscription_offsets WHERE subscription_id = $1', [subscription.id]);
     expect(committed[0].n).toBeLessThanOrEqual(CAP);
+    expect(loop.progress().delivered).toBe(0);
 
-    await expectAllDelivered(receiver, subscription, run, false);
+    await expectAllDelivered(receiver, subscription, run, false, loop.progress);
   });
 });
