@@ -110,8 +110,8 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     });
   }
 
-  /** A write the loop made through its fence: when it started, whether it finished, and whether it went through. */
-  type FencedWrite = { startedAt: number; done: boolean; ok: boolean };
+  /** A write the loop made through its fence: whether it finished, and whether it went through. */
+  type FencedWrite = { done: boolean; ok: boolean };
   type Outcome = { ok: true; progress: DispatchProgress } | { ok: false; error: unknown } | { ok: 'still running' };
   const started: { stop(): void; outcome: Promise<Outcome> }[] = [];
 
@@ -126,10 +126,13 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     }
   });
 
-  /** The writes of a loop that started after `at`, once one of them finished. */
-  const writesAfter = (writes: FencedWrite[], at: number) =>
+  /**
+   * The writes of a loop from `from` on (its count of writes when a claim resolved: each of those started after
+   * the claim committed), once one of them finished.
+   */
+  const writesAfter = (writes: FencedWrite[], from: number) =>
     waitFor('the loop to try a write after the claim', () => {
-      const after = writes.filter((w) => w.startedAt > at);
+      const after = writes.slice(from);
       return after.some((w) => w.done) && after;
     }, { timeoutMs: 10000, intervalMs: 20 });
 
@@ -144,7 +147,7 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
       epoch: inner.epoch,
       rowEpoch: inner.rowEpoch,
       run: async (work) => {
-        const write = { startedAt: Date.now(), done: false, ok: false };
+        const write = { done: false, ok: false };
         writes.push(write);
         try {
           const result = await inner.run(work);
@@ -227,7 +230,7 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
 
     // Temporal starts a new attempt while A still runs: it claims a newer epoch, and its loop starts.
     const epochB = await runs.claim(instanceId, 'attempt 2');
-    const claimedAt = Date.now();
+    const claimedAt = a.writes.length;
     const b = await loopOf(instanceId, epochB, sinkB);
     release();
 
@@ -292,7 +295,7 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     await publish([event]);
     await waitFor('the held answer', () => sink.requests.length === holdAt);
     await runs.claim(instanceId, 'attempt 2');
-    const claimedAt = Date.now();
+    const claimedAt = old.writes.length;
     release();
     // Whatever the old loop writes after the claim is refused, and the first refusal stops it.
     const refused = await writesAfter(old.writes, claimedAt).catch((e: Error) => {
