@@ -167,7 +167,9 @@ class FakeRetries {
   }
   async reschedule(k: ParkedDelivery, attempts: number, nextAttemptAt: Date, lastError: string): Promise<void> {
     this.scheduledDelays.push(nextAttemptAt.getTime() - Date.now());
-    Object.assign(this.rows.get(this.key(k))!, { attempts, nextAttemptAt, lastError });
+    // An UPDATE: a row that is gone (delivered or forgotten meanwhile) stays gone.
+    const row = this.rows.get(this.key(k));
+    if (row) Object.assign(row, { attempts, nextAttemptAt, lastError });
   }
   async delivered(k: ParkedDelivery): Promise<void> {
     this.rows.delete(this.key(k));
