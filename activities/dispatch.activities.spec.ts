@@ -1,7 +1,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { EntityManager } from 'typeorm';
-import type { DispatchLoop, DispatchProgress } from '../libs/delivery';
+import { newProgress, type DispatchLoop, type DispatchProgress } from '../libs/delivery';
 import { StaleEpochError, WriteFence } from '../libs/storage';
 import { createDispatchActivities, DISPATCH_RUN_FENCED } from './dispatch.activities';
 
@@ -30,9 +30,7 @@ class FakeRuns {
   }
 }
 
-const progress: DispatchProgress = {
-  rounds: 0, delivered: 0, failedAttempts: 0, parked: 0, deadLettered: 0, filteredOut: 0, subscriptions: 0, partitions: 0, lag: 0, gatedRounds: 0, commitsBehind: 0,
-};
+const progress: DispatchProgress = newProgress();
 
 /** A loop that completes a round (and one fenced write) every 10 ms until stopped, or, `stuck`, none at all. */
 function fakeLoop(fence: WriteFence, stuck = false) {

@@ -15,6 +15,7 @@ import {
   StaleEpochError,
   SubscriptionEntity,
   WriteFence,
+  SkippedRangeStore,
 } from '../../libs/storage';
 import { SubscriptionService } from '../../libs/subscriptions';
 import { testConfig, uniqueTopic } from '../support/env';
@@ -167,6 +168,7 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
       offsets,
       deadLetters,
       retries,
+      skipped: new SkippedRangeStore(db),
       reader,
       topics,
       sender,
