@@ -304,7 +304,9 @@ describe('DispatchLoop', () => {
   });
 
   it('keeps an unacknowledged event uncommitted when stopped mid-retry, so the next run redelivers it', async () => {
-    const { log, offsets, sender, loop } = setup();
+    // Retries at least 100 ms apart: the loop is stopped well before a third attempt would park the event.
+    const slow = { ...subscription('sub-1'), config: { retry: { initialDelayMs: 200, maxDelayMs: 200 } } } as unknown as SubscriptionEntity;
+    const { log, offsets, sender, loop } = setup([slow]);
     log.append(0, frame(1));
     log.append(0, frame(2));
     sender.failing.add('http://sub-1');
