@@ -4,3 +4,4 @@ export * from './offset-store';
 export * from './dead-letter-store';
 export * from './retry-store';
 export * from './lease-store';
+export * from './placement-store';

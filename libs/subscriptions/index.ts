@@ -1,2 +1,3 @@
 export * from './subscription.schema';
 export * from './subscription.service';
+export * from './subscription-placement';
