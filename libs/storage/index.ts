@@ -3,5 +3,7 @@ export * from './entities';
 export * from './offset-store';
 export * from './dead-letter-store';
 export * from './retry-store';
+export * from './epoch-fence';
 export * from './lease-store';
+export * from './dispatch-run-store';
 export * from './placement-store';
