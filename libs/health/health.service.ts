@@ -20,7 +20,19 @@ export interface HealthReport {
   dependencies: { postgres: DependencyHealth; kafka: DependencyHealth; temporal: DependencyHealth };
   /** Counters of this instance's own work (request-reply), where it has any. */
   stats?: Record<string, unknown>;
+  /** What an operator should look at although every dependency is up (orphaned subscriptions); never changes `status`. */
+  warnings?: HealthWarning[];
 }
+
+/** A machine-readable warning of `/health`: a stable code, a sentence, and details. */
+export interface HealthWarning {
+  code: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** Stats and warnings that take a query (in the runtime's state, not a dependency's health). */
+export type HealthFindings = () => Promise<{ stats: Record<string, unknown>; warnings: HealthWarning[] }>;
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -30,10 +42,14 @@ export class HealthService {
     private readonly deps: Dependencies,
     private readonly config: EventMeshConfig,
     private readonly stats?: () => Record<string, unknown>,
+    private readonly findings?: HealthFindings,
   ) {}
 
   async check(): Promise<HealthReport> {
-    const [postgres, kafka, temporal] = await Promise.all([
+    const [found, postgres, kafka, temporal] = await Promise.all([
+      this.findings
+        ? withDeadline(PROBE_TIMEOUT_MS, this.findings()).catch((e: unknown) => ({ stats: { findingsError: reasonOf(e) }, warnings: [] }))
+        : undefined,
       probe(async () => {
         await this.deps.db.query('SELECT 1');
         return { address: `${this.config.postgres.host}:${this.config.postgres.port}` };
@@ -51,7 +67,8 @@ export class HealthService {
       pid: process.pid,
       topology: this.config.delivery.topology,
       dependencies: { postgres, kafka, temporal },
-      ...(this.stats ? { stats: this.stats() } : {}),
+      ...(this.stats || found ? { stats: { ...this.stats?.(), ...found?.stats } } : {}),
+      ...(found && found.warnings.length > 0 ? { warnings: found.warnings } : {}),
     };
   }
 }

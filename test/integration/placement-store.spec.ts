@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { createDataSource, PlacementStore } from '../../libs/storage';
+import { createDataSource, DispatchRunStore, OffsetStore, PlacementStore, StaleEpochError } from '../../libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**
@@ -94,6 +94,26 @@ describe('PlacementStore: orphans and fenced moves (real Postgres)', () => {
     expect(await pinnedTo(id)).toBe(b);
     expect(await epochOf(a)).toBe(4);
     expect(await epochOf(b)).toBe(1);
+  });
+
+  it("refuses, after a move, every write of the old instance's run under its old epoch", async () => {
+    const topic = uniqueTopic('fenced');
+    const [a, b] = [instance('a'), instance('b')];
+    const runs = new DispatchRunStore(db, 2000);
+    const offsets = new OffsetStore(db);
+    const epoch = await runs.claim(a, 'a@test');
+    await run(b, 0);
+    const id = await subscription(a, topic, 60_000);
+    const commit = (nextOffset: number) => (m: Parameters<OffsetStore['commit']>[1]) =>
+      offsets.commit([{ subscriptionId: id, topic, partition: 0, nextOffset, epoch }], m);
+    const stale = runs.fenceFor(a, epoch);
+    await stale.run(commit(5));
+
+    expect(await store.move(id, a, b, { graceMs: GRACE, force: false })).toMatchObject({ moved: true, move: { fencedEpoch: epoch + 1 } });
+    // A's loop, still running under its old epoch, can no longer write the moved subscription's offsets.
+    await expect(stale.run(commit(9))).rejects.toBeInstanceOf(StaleEpochError);
+    expect((await offsets.positionsOf([id]))[0]).toMatchObject({ nextOffset: 5 });
+    expect(await runs.get(a)).toMatchObject({ epoch: epoch + 1, rejectedWrites: 1 });
   });
 
   it('refuses, changing nothing, a move to an instance with no live dispatch run unless forced', async () => {

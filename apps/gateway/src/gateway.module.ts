@@ -5,7 +5,7 @@ import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
 import { StreamHub } from '../../../libs/streams';
-import { SubscriptionService } from '../../../libs/subscriptions';
+import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
@@ -20,6 +20,7 @@ export interface GatewayServices {
   gate: GatePolicy;
   requestReply: RequestReplyService;
   streams: StreamHub;
+  placement: SubscriptionPlacement;
   /** PARTITION_OWNED_PULL only. */
   ownership?: OwnershipAdmin;
 }
@@ -38,6 +39,7 @@ export class GatewayModule {
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
         { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
+        { provide: SubscriptionPlacement, useValue: services.placement },
         { provide: APP_GUARD, useClass: RequestGateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],
