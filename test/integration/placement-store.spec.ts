@@ -109,10 +109,12 @@ describe('PlacementStore: orphans and fenced moves (real Postgres)', () => {
     const stale = runs.fenceFor(a, epoch);
     await stale.run(commit(5));
 
-    expect(await store.move(id, a, b, { graceMs: GRACE, force: false })).toMatchObject({ moved: true, move: { fencedEpoch: epoch + 1 } });
+    const moved = await store.move(id, a, b, { graceMs: GRACE, force: false });
+    expect(moved.moved).toBe(true);
     // A's loop, still running under its old epoch, can no longer write the moved subscription's offsets.
     await expect(stale.run(commit(9))).rejects.toBeInstanceOf(StaleEpochError);
     expect((await offsets.positionsOf([id]))[0]).toMatchObject({ nextOffset: 5 });
+    expect(moved).toMatchObject({ move: { fencedEpoch: epoch + 1 } });
     expect(await runs.get(a)).toMatchObject({ epoch: epoch + 1, rejectedWrites: 1 });
   });
 
