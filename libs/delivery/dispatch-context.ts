@@ -1,6 +1,7 @@
 import type { EventFrame } from '../frame';
 import type { PartitionReader, TopicAdmin } from '../kafka';
 import { StaleEpochError } from '../storage';
+import type { EntityManager } from 'typeorm';
 import type { DeadLetterStore, OffsetStore, RetryStore, SubscriptionEntity, WriteFence } from '../storage';
 import type { Lanes } from './lane';
 import { FencedError } from './offset-committer';
@@ -29,7 +30,8 @@ export interface DispatchLoopDeps {
   instanceId: string;
   subscriptions: {
     activeFor(instanceId: string): Promise<SubscriptionEntity[]>;
-    disable(id: string, reason: string): Promise<void>;
+    /** In the fenced transaction `manager` when given: a stale run's disable changes nothing. */
+    disable(id: string, reason: string, manager?: EntityManager): Promise<void>;
   };
   offsets: OffsetStore;
   deadLetters: DeadLetterStore;
@@ -43,8 +45,12 @@ export interface DispatchLoopDeps {
    * Absent: every partition of the subscriptions `activeFor` returns (LOCAL_STICKY_PULL).
    */
   scope?: { topic: string; partition: number };
-  /** Runs each write of the loop's state (commits, parking, dead letters); fenced by the owner's epoch when owned. */
-  fence?: WriteFence;
+  /**
+   * Runs each write of the loop's state (commits, parking, dead letters, forgetting replayed parked rows, a 410's
+   * disable): under a partition lease's epoch (PARTITION_OWNED_PULL) or the instance's dispatch run's
+   * (LOCAL_STICKY_PULL). A write it refuses stops the loop.
+   */
+  fence: WriteFence;
   /** While this answers false the loop neither fetches nor starts deliveries (its lease is unconfirmed). */
   gate?: () => boolean;
 }
@@ -66,7 +72,7 @@ export interface DispatchContext {
   wake(): void;
 }
 
-/** A write refused because a newer owner holds the partition: the loop that made it must stop. */
+/** A write refused because a newer owner (of the partition, or of the instance's dispatch run) holds it: the loop must stop. */
 export function isFenced(e: unknown): boolean {
   return e instanceof StaleEpochError || e instanceof FencedError;
 }

@@ -1,8 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { CompiledFilter, compileFilters } from '../filter';
 import { createLogger } from '../logging';
-import { UNFENCED } from '../storage';
-import type { SubscriptionEntity, WriteFence } from '../storage';
+import type { OffsetPosition, SubscriptionEntity, WriteFence } from '../storage';
 import { DispatchContext, DispatchLoopDeps, isFenced } from './dispatch-context';
 import { FailurePolicy } from './failure-policy';
 import { Lane, Lanes, newLane } from './lane';
@@ -52,7 +51,7 @@ export class DispatchLoop {
   lastRoundAt = Date.now();
 
   constructor(private readonly deps: DispatchLoopDeps) {
-    this.fence = deps.fence ?? UNFENCED;
+    this.fence = deps.fence;
     const ctx: DispatchContext = {
       deps,
       fence: this.fence,
@@ -195,17 +194,23 @@ export class DispatchLoop {
       }
     }
     if (missing.length > 0) {
-      const stored = await this.deps.offsets.positionsOf([...new Set(missing.map((m) => m.subscription.id))]);
-      const at = new Map(stored.map((p) => [`${p.subscriptionId}#${p.topic}#${p.partition}`, p.nextOffset]));
-      // A partition added to the topic after the subscription was created holds only newer events.
-      const replayed = missing.map(({ subscription, partition }) => ({
-        subscriptionId: subscription.id,
-        topic: subscription.topic,
-        partition,
-        nextOffset: at.get(`${subscription.id}#${subscription.topic}#${partition}`) ?? 0,
-      }));
+      // Where the new lanes start, and forgetting the parked copies of what they will replay, in one fenced
+      // transaction: no older run can have moved a position between the read and the forget.
+      const ids = [...new Set(missing.map((m) => m.subscription.id))];
+      const replayed = await this.fence.run(async (m) => {
+        const stored = await this.deps.offsets.positionsOf(ids, m);
+        const at = new Map(stored.map((p) => [`${p.subscriptionId}#${p.topic}#${p.partition}`, p.nextOffset]));
+        // A partition added to the topic after the subscription was created holds only newer events.
+        const starts: Omit<OffsetPosition, 'epoch'>[] = missing.map(({ subscription, partition }) => ({
+          subscriptionId: subscription.id,
+          topic: subscription.topic,
+          partition,
+          nextOffset: at.get(`${subscription.id}#${subscription.topic}#${partition}`) ?? 0,
+        }));
+        await this.deps.retries.forgetReplayed(starts, m);
+        return starts;
+      });
       missing.forEach(({ subscription, partition }, i) => this.lanes.add(newLane(subscription, this.filterOf(subscription), partition, replayed[i].nextOffset)));
-      await this.fence.run((m) => this.deps.retries.forgetReplayed(replayed, m));
       this.log.info({ lanes: missing.length }, 'dispatching new subscription partitions');
     }
     this.progress.subscriptions = activeIds.size;

@@ -147,7 +147,7 @@ export class FailurePolicy {
         lastError: error,
         firstFailedAt,
         nextAttemptAt: new Date(Date.now() + verdict.delayMs),
-        epoch: ctx.fence.epoch,
+        epoch: ctx.fence.rowEpoch,
       };
       await ctx.fence.run((m) => ctx.deps.retries.park(parked, m));
       ctx.progress.parked++;
@@ -203,10 +203,13 @@ export class FailurePolicy {
     );
   }
 
-  /** A sink that answered 410 wants nothing more: the subscription is disabled and its lanes close. */
+  /**
+   * A sink that answered 410 wants nothing more: the subscription is disabled (through the fence: a stale run's
+   * 410 changes nothing, and stops that run) and its lanes close.
+   */
   private async gone(subscription: SubscriptionEntity, offset: number): Promise<void> {
     const reason = `the sink answered 410 Gone for offset ${offset}`;
-    await this.ctx.deps.subscriptions.disable(subscription.id, reason);
+    await this.ctx.fence.run((m) => this.ctx.deps.subscriptions.disable(subscription.id, reason, m));
     this.ctx.lanes.closeSubscription(subscription.id);
     this.log.warn({ subscription: subscription.id, sink: subscription.sink, reason }, 'subscription disabled');
   }

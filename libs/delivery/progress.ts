@@ -19,6 +19,8 @@ export interface DispatchProgress {
   highWatermark?: number;
   /** Rounds in which the gate held the loop back. */
   gatedRounds: number;
+  /** Commits refused as BACKWARDS: the stored offset was already past the lane (offset-committer.ts). */
+  commitsBehind: number;
   committedAt?: string;
 }
 
@@ -34,6 +36,7 @@ export function newProgress(): DispatchProgress {
     partitions: 0,
     lag: 0,
     gatedRounds: 0,
+    commitsBehind: 0,
   };
 }
 

@@ -36,6 +36,8 @@ export class DispatchRunStore {
         keyColumns: ['instance_id'],
         keyValues: (instanceId) => [instanceId],
         scopeOf: (instanceId) => ({ kind: 'dispatch-run', instanceId }),
+        // The fence is the row lock in the transaction; an offset row may move between instances.
+        rowsCarryEpoch: false,
       },
       waitLimitMs,
     );

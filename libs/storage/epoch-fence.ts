@@ -24,14 +24,21 @@ export class StaleEpochError extends Error {
 
 /** Runs the writes of one fenced scope (offsets, parked retries, dead letters, a disable) in one transaction, fenced or not. */
 export interface WriteFence {
-  /** 0 when nothing is fenced. */
+  /** The fencing token the transaction checks; 0 when nothing is fenced. */
   readonly epoch: number;
+  /**
+   * The epoch the rows written under this fence carry (`subscription_offsets.epoch`, `delivery_retries.epoch`):
+   * a partition lease's epoch, which orders the owners of that very partition; 0 under a dispatch run, whose
+   * epoch counts the runs of one instance and orders nothing between instances a subscription may move across.
+   * A row written with 0 keeps its stored epoch (offset-store.ts).
+   */
+  readonly rowEpoch: number;
   /** `manager` is the fenced transaction; undefined when unfenced (each store then uses its own connection). */
   run<T>(work: (manager: EntityManager | undefined) => Promise<T>): Promise<T>;
 }
 
 /** No fence: each store uses its own connection. Only for tests and tools; every dispatch loop runs fenced. */
-export const UNFENCED: WriteFence = { epoch: 0, run: (work) => work(undefined) };
+export const UNFENCED: WriteFence = { epoch: 0, rowEpoch: 0, run: (work) => work(undefined) };
 
 /** A table of epoch rows: its name, the columns of its key, and what a key fences. */
 export interface EpochTable<K> {
@@ -39,6 +46,8 @@ export interface EpochTable<K> {
   keyColumns: readonly string[];
   keyValues(key: K): unknown[];
   scopeOf(key: K): FencedScope;
+  /** Whether the rows written under a fence carry its epoch ({@link WriteFence.rowEpoch}). */
+  rowsCarryEpoch: boolean;
 }
 
 /**
@@ -81,6 +90,7 @@ export class EpochFence<K> {
     const keyValues = this.rows.keyValues(key);
     return {
       epoch,
+      rowEpoch: this.rows.rowsCarryEpoch ? epoch : 0,
       run: async <T>(work: (manager: EntityManager) => Promise<T>): Promise<T> => {
         try {
           return await this.transaction(async (manager) => {

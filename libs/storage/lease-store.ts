@@ -31,6 +31,7 @@ export class LeaseStore {
       keyColumns: ['topic', 'partition'],
       keyValues: (k) => [k.topic, k.partition],
       scopeOf: (k) => ({ kind: 'partition', topic: k.topic, partition: k.partition }),
+      rowsCarryEpoch: true,
     }, waitLimitMs);
   }
 
