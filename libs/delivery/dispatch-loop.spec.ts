@@ -150,7 +150,9 @@ class FakeRetries {
   }
   async reschedule(k: ParkedDelivery, attempts: number, nextAttemptAt: Date, lastError: string): Promise<void> {
     this.scheduledDelays.push(nextAttemptAt.getTime() - Date.now());
-    Object.assign(this.rows.get(this.key(k))!, { attempts, nextAttemptAt, lastError });
+    // An UPDATE: a row that is gone (delivered or forgotten meanwhile) stays gone.
+    const row = this.rows.get(this.key(k));
+    if (row) Object.assign(row, { attempts, nextAttemptAt, lastError });
   }
   async delivered(k: ParkedDelivery): Promise<void> {
     this.rows.delete(this.key(k));
@@ -269,7 +271,9 @@ describe('DispatchLoop', () => {
   });
 
   it('keeps an unacknowledged event uncommitted when stopped mid-retry, so the next run redelivers it', async () => {
-    const { log, offsets, sender, loop } = setup();
+    // Retries at least 100 ms apart: the loop is stopped well before a third attempt would park the event.
+    const slow = { ...subscription('sub-1'), config: { retry: { initialDelayMs: 200, maxDelayMs: 200 } } } as unknown as SubscriptionEntity;
+    const { log, offsets, sender, loop } = setup([slow]);
     log.append(0, frame(1));
     log.append(0, frame(2));
     sender.failing.add('http://sub-1');
