@@ -111,6 +111,30 @@ describe('loadConfig', () => {
     );
   });
 
+  it('takes orphaned subscriptions over automatically after three minutes unless told otherwise', () => {
+    expect(loadConfig({}).delivery).toMatchObject({ orphanGraceMs: 180000, orphanTakeover: 'AUTOMATIC' });
+    expect(loadConfig({ EVENTMESH_DELIVERY_ORPHAN_TAKEOVER: 'MANUAL', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '20000' }).delivery).toMatchObject({
+      orphanGraceMs: 20000,
+      orphanTakeover: 'MANUAL',
+    });
+    expect(() => loadConfig({ EVENTMESH_DELIVERY_ORPHAN_TAKEOVER: 'off' })).toThrow(
+      'EVENTMESH_DELIVERY_ORPHAN_TAKEOVER (eventmesh.delivery.orphanTakeover) = "off" is not valid; legal values: one of AUTOMATIC, MANUAL',
+    );
+    // 0 does not turn the takeover off (EVENTMESH_DELIVERY_ORPHAN_TAKEOVER=MANUAL does): orphans are still reported.
+    expect(() => loadConfig({ EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '0' })).toThrow(
+      'EVENTMESH_DELIVERY_ORPHAN_GRACE_MS (eventmesh.delivery.orphanGraceMs) = "0" is not valid; legal values: an integer from 6000 to 86400000',
+    );
+  });
+
+  it('refuses an orphan grace shorter than two lease TTLs, when a live run could look dead', () => {
+    expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '120000' }).delivery.orphanGraceMs).toBe(240000);
+    expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '3000', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '6000' }).delivery.orphanGraceMs).toBe(6000);
+    expect(() => loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '10000', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '15000' })).toThrow(
+      'EVENTMESH_DELIVERY_ORPHAN_GRACE_MS (eventmesh.delivery.orphanGraceMs) = 15000 must be at least twice EVENTMESH_DELIVERY_LEASE_TTL_MS (10000): ' +
+        'a live dispatch run renews itself within a lease TTL; legal values: 20000 to 86400000',
+    );
+  });
+
   it('documents every setting with an environment variable and an eventmesh.* key', () => {
     const settings = describeSettings();
     expect(settings.length).toBeGreaterThan(20);

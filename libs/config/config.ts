@@ -12,6 +12,10 @@ export type DeliveryTopology = (typeof DELIVERY_TOPOLOGIES)[number];
 export const INSTANCE_ROLES = ['gateway', 'worker'] as const;
 export type InstanceRole = (typeof INSTANCE_ROLES)[number];
 
+/** What happens to an orphaned subscription (docs/topologies.md#orphaned-subscriptions). */
+export const ORPHAN_TAKEOVERS = ['AUTOMATIC', 'MANUAL'] as const;
+export type OrphanTakeoverMode = (typeof ORPHAN_TAKEOVERS)[number];
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -32,6 +36,8 @@ export interface EventMeshConfig {
     breakerMaxOpenMs: number;
     retryMaxParked: number;
     skipWarningMs: number;
+    orphanGraceMs: number;
+    orphanTakeover: OrphanTakeoverMode;
   };
   postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number };
   kafka: {
@@ -190,6 +196,13 @@ const SETTINGS = {
   skipWarningMs: setting('EVENTMESH_DELIVERY_SKIP_WARNING_MS', 'eventmesh.delivery.skipWarningMs',
     integer(60000, 365 * 24 * 3600 * 1000), () => 7 * 24 * 3600 * 1000,
     'How long /health warns about events Kafka retention deleted before a subscription got them, after the last such skip.'),
+  orphanGraceMs: setting('EVENTMESH_DELIVERY_ORPHAN_GRACE_MS', 'eventmesh.delivery.orphanGraceMs',
+    integer(6000, 86400000), () => 180000,
+    'LOCAL_STICKY_PULL: how long an instance\'s dispatch run may go unrenewed before its subscriptions count as orphaned (at least twice EVENTMESH_DELIVERY_LEASE_TTL_MS).',
+    '180000 (or twice the lease TTL, if more)'),
+  orphanTakeover: setting('EVENTMESH_DELIVERY_ORPHAN_TAKEOVER', 'eventmesh.delivery.orphanTakeover', oneOf(ORPHAN_TAKEOVERS),
+    (): OrphanTakeoverMode => 'AUTOMATIC',
+    'LOCAL_STICKY_PULL: AUTOMATIC, live instances take orphaned subscriptions over; MANUAL, orphans are only reported and moved by POST /admin/subscriptions/{id}/move.'),
   pgHost: setting('EVENTMESH_POSTGRES_HOST', 'eventmesh.postgres.host', text, () => '127.0.0.1', 'Postgres host.'),
   pgPort: setting('EVENTMESH_POSTGRES_PORT', 'eventmesh.postgres.port', integer(1, 65535), () => 5432,
     'Postgres port.'),
@@ -259,6 +272,13 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
     problems.push(`${SETTINGS.breakerMaxOpenMs.env} (${SETTINGS.breakerMaxOpenMs.key}) must be at least ` +
       `${SETTINGS.breakerOpenMs.env} (${v.breakerOpenMs})`);
   }
+  // Unset, the grace follows a long lease TTL; set, it must exceed it.
+  if (problems.length === 0 && !env[SETTINGS.orphanGraceMs.env]?.trim()) v.orphanGraceMs = Math.max(v.orphanGraceMs, 2 * v.leaseTtlMs);
+  if (problems.length === 0 && v.orphanGraceMs < 2 * v.leaseTtlMs) {
+    problems.push(`${SETTINGS.orphanGraceMs.env} (${SETTINGS.orphanGraceMs.key}) = ${v.orphanGraceMs} must be at least twice ` +
+      `${SETTINGS.leaseTtlMs.env} (${v.leaseTtlMs}): a live dispatch run renews itself within a lease TTL; legal values: ` +
+      `${2 * v.leaseTtlMs} to 86400000`);
+  }
   if (problems.length === 0 && v.httpProcesses > 1 && v.instanceRoles.join() !== 'gateway') {
     problems.push(`${SETTINGS.httpProcesses.env} (${SETTINGS.httpProcesses.key}) = ${v.httpProcesses} needs ` +
       `${SETTINGS.instanceRoles.env}=gateway (got "${v.instanceRoles.join(',')}"): the worker role runs once per instance; legal values: 1, ` +
@@ -282,6 +302,8 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       breakerMaxOpenMs: v.breakerMaxOpenMs,
       retryMaxParked: v.retryMaxParked,
       skipWarningMs: v.skipWarningMs,
+      orphanGraceMs: v.orphanGraceMs,
+      orphanTakeover: v.orphanTakeover,
     },
     postgres: {
       host: v.pgHost,

@@ -20,6 +20,10 @@ export enum ErrorCode {
   WrongTopology = 'WRONG_TOPOLOGY',
   /** An operator command the current ownership state refuses (an unknown instance, a drained target). */
   OwnershipConflict = 'OWNERSHIP_CONFLICT',
+  /** A subscription move to an instance whose dispatch run is not live (nobody would deliver it), not forced. */
+  InstanceNotLive = 'INSTANCE_NOT_LIVE',
+  /** A subscription move that lost: the subscription is no longer on the instance the move was from. */
+  PlacementConflict = 'PLACEMENT_CONFLICT',
   Unauthenticated = 'UNAUTHENTICATED',
   Forbidden = 'FORBIDDEN',
   QuotaExceeded = 'QUOTA_EXCEEDED',
@@ -60,6 +64,8 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.NotFound]: 404,
   [ErrorCode.WrongTopology]: 409,
   [ErrorCode.OwnershipConflict]: 409,
+  [ErrorCode.InstanceNotLive]: 409,
+  [ErrorCode.PlacementConflict]: 409,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.QuotaExceeded]: 429,

@@ -4,7 +4,7 @@ import { reasonOf } from '../runtime/boot-error';
 import { withDeadline } from '../runtime/deadline';
 import { SkippedRangeStore } from '../storage';
 import { pingTemporal } from '../temporal';
-import { HealthWarning, skippedEventsWarning } from './skipped-events';
+import { skippedEventsWarning } from './skipped-events';
 
 export interface DependencyHealth {
   status: 'up' | 'down';
@@ -24,10 +24,21 @@ export interface HealthReport {
   stats?: Record<string, unknown>;
   /**
    * What an operator must know although every dependency is up (the status stays `up`, the answer 200): events
-   * Kafka deleted before a subscription got them (`EVENTS_SKIPPED`). Absent when there is nothing to say.
+   * Kafka deleted before a subscription got them (`EVENTS_SKIPPED`), orphaned subscriptions. Absent when there is
+   * nothing to say.
    */
   warnings?: HealthWarning[];
 }
+
+/** A machine-readable warning of `/health`: a stable code, a sentence, and details. */
+export interface HealthWarning {
+  code: string;
+  message: string;
+  [detail: string]: unknown;
+}
+
+/** Stats and warnings that take a query (in the runtime's state, not a dependency's health). */
+export type HealthFindings = () => Promise<{ stats: Record<string, unknown>; warnings: HealthWarning[] }>;
 
 const PROBE_TIMEOUT_MS = 2000;
 
@@ -39,12 +50,19 @@ export class HealthService {
     private readonly deps: Dependencies,
     private readonly config: EventMeshConfig,
     private readonly stats?: () => Record<string, unknown>,
+    private readonly findings?: HealthFindings,
   ) {
     this.skipped = new SkippedRangeStore(deps.db);
   }
 
   async check(): Promise<HealthReport> {
-    const [postgres, kafka, temporal, skipped] = await Promise.all([
+    const [found, skipped, postgres, kafka, temporal] = await Promise.all([
+      this.findings
+        ? withDeadline(PROBE_TIMEOUT_MS, this.findings()).catch((e: unknown) => ({ stats: { findingsError: reasonOf(e) }, warnings: [] }))
+        : undefined,
+      withDeadline(PROBE_TIMEOUT_MS, skippedEventsWarning(this.skipped, this.config.delivery.skipWarningMs)).catch(
+        (e: unknown): HealthWarning => ({ code: 'SKIPPED_EVENTS_UNKNOWN', message: `could not read the record of skipped events: ${reasonOf(e)}` }),
+      ),
       probe(async () => {
         await this.deps.db.query('SELECT 1');
         return { address: `${this.config.postgres.host}:${this.config.postgres.port}` };
@@ -54,11 +72,8 @@ export class HealthService {
         await pingTemporal(this.deps.temporal, PROBE_TIMEOUT_MS);
         return { address: this.config.temporal.address, uiUrl: this.config.temporal.uiUrl };
       }),
-      withDeadline(PROBE_TIMEOUT_MS, skippedEventsWarning(this.skipped, this.config.delivery.skipWarningMs)).catch(
-        (e: unknown): HealthWarning => ({ code: 'SKIPPED_EVENTS_UNKNOWN', message: `could not read the record of skipped events: ${reasonOf(e)}` }),
-      ),
     ]);
-    const warnings = skipped ? [skipped] : [];
+    const warnings = [...(found?.warnings ?? []), ...(skipped ? [skipped] : [])];
     const up = [postgres, kafka, temporal].every((d) => d.status === 'up');
     return {
       status: up ? 'up' : 'down',
@@ -66,7 +81,7 @@ export class HealthService {
       pid: process.pid,
       topology: this.config.delivery.topology,
       dependencies: { postgres, kafka, temporal },
-      ...(this.stats ? { stats: this.stats() } : {}),
+      ...(this.stats || found ? { stats: { ...this.stats?.(), ...found?.stats } } : {}),
       ...(warnings.length > 0 ? { warnings } : {}),
     };
   }

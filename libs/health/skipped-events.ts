@@ -1,11 +1,5 @@
 import type { SkippedRangeStore } from '../storage';
-
-/** Something an operator must know that does not make the instance unhealthy (`/health` stays 200). */
-export interface HealthWarning {
-  code: string;
-  message: string;
-  [detail: string]: unknown;
-}
+import type { HealthWarning } from './health.service';
 
 /** Subscriptions a warning names at most; the totals count every one. */
 const LISTED = 20;

@@ -7,3 +7,4 @@ export * from './skipped-range-store';
 export * from './epoch-fence';
 export * from './lease-store';
 export * from './dispatch-run-store';
+export * from './placement-store';

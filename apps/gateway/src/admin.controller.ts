@@ -2,6 +2,7 @@ import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/co
 import { z } from 'zod';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { OwnershipAdmin, PartitionsView } from '../../../libs/ownership';
+import { MoveView, moveSubscriptionSchema, OrphansView, SubscriptionPlacement } from '../../../libs/subscriptions';
 import type { PartitionMove } from '../../../workflows';
 
 /** The OwnershipAdmin of this instance; absent in LOCAL_STICKY_PULL. */
@@ -20,12 +21,16 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
 }
 
 /**
- * Operator endpoints of PARTITION_OWNED_PULL (docs/topologies.md): the current assignment, draining an instance,
- * moving a partition. Each calls the coordinator workflow, the same as the Temporal UI would.
+ * Operator endpoints (docs/api.md). PARTITION_OWNED_PULL (docs/topologies.md): the current assignment, draining an
+ * instance, moving a partition; each calls the coordinator workflow, the same as the Temporal UI would.
+ * LOCAL_STICKY_PULL: orphaned subscriptions and moving a subscription to another instance.
  */
 @Controller('admin')
 export class AdminController {
-  constructor(@Inject(OWNERSHIP_ADMIN) private readonly admin: OwnershipAdmin | undefined) {}
+  constructor(
+    @Inject(OWNERSHIP_ADMIN) private readonly admin: OwnershipAdmin | undefined,
+    private readonly placement: SubscriptionPlacement,
+  ) {}
 
   private ownership(): OwnershipAdmin {
     if (!this.admin) {
@@ -56,5 +61,16 @@ export class AdminController {
       throw new EventMeshError(ErrorCode.InvalidRequest, `partition: expected a partition number, got "${partition}"`, { field: 'partition' });
     }
     return { moves: await this.ownership().move(topic, Number(partition), to) };
+  }
+
+  @Get('subscriptions/orphans')
+  orphans(): Promise<OrphansView> {
+    return this.placement.orphans();
+  }
+
+  @Post('subscriptions/:id/move')
+  @HttpCode(200)
+  moveSubscription(@Param('id') id: string, @Body() body: unknown): Promise<MoveView> {
+    return this.placement.move(id, parse(moveSubscriptionSchema, body));
   }
 }

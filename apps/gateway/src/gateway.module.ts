@@ -6,7 +6,7 @@ import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
 import { StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
-import { SubscriptionService } from '../../../libs/subscriptions';
+import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
@@ -24,6 +24,7 @@ export interface GatewayServices {
   gate: GatePolicy;
   requestReply: RequestReplyService;
   streams: StreamHub;
+  placement: SubscriptionPlacement;
   /** PARTITION_OWNED_PULL only. */
   ownership?: OwnershipAdmin;
 }
@@ -43,6 +44,7 @@ export class GatewayModule {
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
         { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
+        { provide: SubscriptionPlacement, useValue: services.placement },
         { provide: APP_GUARD, useClass: RequestGateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

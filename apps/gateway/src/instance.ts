@@ -12,7 +12,7 @@ import { LeaseStore, SkippedRangeStore } from '../../../libs/storage';
 import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
 import { StreamHub } from '../../../libs/streams';
-import { SubscriptionService } from '../../../libs/subscriptions';
+import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { instanceWorkflowIdOf } from '../../../workflows';
 import { WorkerHost } from '../../worker/src/worker-host';
@@ -68,6 +68,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     }
     if (roles.includes('gateway')) {
       const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
+      const placement = SubscriptionPlacement.forInstance(deps.db, config);
       const gate = options.gate ?? new AdmitAllPolicy();
       const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents);
       const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id);
@@ -83,7 +84,9 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           health: new HealthService(deps, config, () => ({
             requestReply: { ...requestReply.stats, listening: requestReply.listening },
             ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
-          })),
+            ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
+          }), () => placement.health()),
+          placement,
           skippedRanges: new SkippedRangeStore(deps.db),
           gate,
           ownership:

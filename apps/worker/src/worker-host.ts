@@ -8,10 +8,10 @@ import { DispatchLoop, DispatchLoopDeps, WebhookSender } from '../../../libs/del
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
 import { OwnershipAgent } from '../../../libs/ownership';
-import { DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, RetryStore, SkippedRangeStore, WriteFence } from '../../../libs/storage';
+import { DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, PlacementStore, RetryStore, SkippedRangeStore, WriteFence } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
 import { SinkRouter, StreamHub } from '../../../libs/streams';
-import { SubscriptionService } from '../../../libs/subscriptions';
+import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import {
   CONTROL_TASK_QUEUE,
@@ -66,6 +66,8 @@ export class WorkerHost {
   private running: Promise<void>[] = [];
   /** PARTITION_OWNED_PULL only. */
   agent?: OwnershipAgent;
+  /** LOCAL_STICKY_PULL only. */
+  orphans?: OrphanTakeover;
 
   private constructor(
     private readonly workers: Worker[],
@@ -155,6 +157,13 @@ export class WorkerHost {
         await host.stop();
         throw new BootError(`cannot start the dispatch workflow on Temporal at ${config.temporal.address}: ${reasonOf(e)}`);
       }
+      host.orphans = new OrphanTakeover(new PlacementStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)), {
+        instanceId: config.instance.id,
+        topics: config.kafka.topics,
+        graceMs: config.delivery.orphanGraceMs,
+        mode: config.delivery.orphanTakeover,
+      });
+      host.orphans.start();
       return host;
     }
 
@@ -270,6 +279,7 @@ export class WorkerHost {
   async stop(): Promise<void> {
     this.shutdown.abort();
     await this.agent?.stop();
+    await this.orphans?.stop();
     for (const worker of this.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
     await Promise.all(this.running);
     await this.connection.close().catch(() => undefined);
