@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS } from '../filter/cesql';
 
 /**
  * The one typed configuration of a runtime instance. It is read from the environment once, at boot, by
@@ -27,6 +28,7 @@ export interface EventMeshConfig {
     retryInitialMs: number;
     retryMaxMs: number;
     maxAttempts: number;
+    deadLetterRetentionDays: number;
   };
   postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number };
   kafka: {
@@ -42,6 +44,7 @@ export interface EventMeshConfig {
   };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   log: { level: LogLevel };
+  filter: { maxAttributeChars: number };
 }
 
 export class ConfigError extends Error {
@@ -172,6 +175,12 @@ const SETTINGS = {
     () => 30000, 'Longest delay between two retries of a delivery.'),
   maxAttempts: setting('EVENTMESH_DELIVERY_MAX_ATTEMPTS', 'eventmesh.delivery.maxAttempts', integer(1, 1000), () => 10,
     'Attempts of a delivery before it goes to the dead-letter queue (a subscription may set its own).'),
+  deadLetterRetentionDays: setting('EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS',
+    'eventmesh.delivery.deadLetterRetentionDays', integer(0, 3650), () => 30,
+    'Days a dead letter is kept; the worker deletes older ones in small batches. 0 keeps them until their subscription is deleted.'),
+  filterMaxAttributeChars: setting('EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS', 'eventmesh.filter.maxAttributeChars',
+    integer(256, 1048576), () => CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS,
+    'Longest string a CESQL (`sql`) filter works on; an event whose attribute it reads is longer does not match that filter (libs/filter/README.md).'),
   pgHost: setting('EVENTMESH_POSTGRES_HOST', 'eventmesh.postgres.host', text, () => '127.0.0.1', 'Postgres host.'),
   pgPort: setting('EVENTMESH_POSTGRES_PORT', 'eventmesh.postgres.port', integer(1, 65535), () => 5432,
     'Postgres port.'),
@@ -255,6 +264,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       retryInitialMs: v.retryInitialMs,
       retryMaxMs: v.retryMaxMs,
       maxAttempts: v.maxAttempts,
+      deadLetterRetentionDays: v.deadLetterRetentionDays,
     },
     postgres: {
       host: v.pgHost,
@@ -282,6 +292,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       connectTimeoutMs: v.temporalConnectTimeoutMs,
     },
     log: { level: v.logLevel },
+    filter: { maxAttributeChars: v.filterMaxAttributeChars },
   };
 }
 
