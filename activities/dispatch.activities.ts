@@ -1,6 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { DispatchLoop, DispatchProgress } from '../libs/delivery';
+import { DispatchLoop, DispatchProgress, isFenced } from '../libs/delivery';
+import type { WriteFence } from '../libs/storage';
 
 export interface DispatchRunInput {
   instanceId: string;
@@ -12,10 +13,19 @@ export interface DispatchRunResult extends DispatchProgress {
   stoppedBy: 'deadline' | 'shutdown';
 }
 
+/** The failure type of an attempt whose dispatch run was fenced; retryable: the next attempt claims a newer epoch. */
+export const DISPATCH_RUN_FENCED = 'DispatchRunFenced';
+
 export interface DispatchActivityDeps {
   instanceId: string;
-  /** A fresh loop per run: every run starts from the offsets committed in Postgres. */
-  createLoop(): DispatchLoop;
+  /** The instance's dispatch runs (DispatchRunStore): each attempt claims the next epoch and renews it. */
+  runs: {
+    claim(instanceId: string, owner: string): Promise<number>;
+    renew(instanceId: string, epoch: number): Promise<boolean>;
+    fenceFor(instanceId: string, epoch: number): WriteFence;
+  };
+  /** A fresh loop per run, every write of it through `fence`: every run starts from the offsets committed in Postgres. */
+  createLoop(fence: WriteFence): DispatchLoop;
   /** Aborted when the instance shuts down: the run commits what it delivered and returns at once. */
   shutdownSignal: AbortSignal;
   /** The heartbeat timeout of this activity; heartbeats go out at least three times within it. */
@@ -23,11 +33,17 @@ export interface DispatchActivityDeps {
 }
 
 /**
- * The poll-and-dispatch activity. Its heartbeat carries the loop's progress (rounds, delivered, lag), which the
- * Temporal UI shows on the pending activity; an instance shutdown or a cancellation stops the loop after it
- * committed what it delivered.
+ * The poll-and-dispatch activity. Each attempt first claims the next epoch of the instance's dispatch run in
+ * Postgres, and its loop makes every write through the fence of that epoch: an older attempt still running (its
+ * heartbeat withheld, or an old process) is refused its next write and stops, so two loops of one instance never
+ * both write. A refused write, or a refused renewal, fails the attempt retryably ({@link DISPATCH_RUN_FENCED}):
+ * Temporal starts a fresh one, which claims a newer epoch. While its loop is alive the attempt renews the epoch
+ * (`renewed_at`, which a takeover of orphaned subscriptions reads as liveness) every fifth of the lease TTL, on
+ * the same clock as its heartbeat, which carries the loop's progress (rounds, delivered, lag). An instance
+ * shutdown or a cancellation stops the loop after it committed what it delivered.
  */
 export function createDispatchActivities(deps: DispatchActivityDeps) {
+  const tickMs = Math.max(100, Math.floor(deps.leaseTtlMs / 5));
   return {
     async pollAndDispatch(input: DispatchRunInput): Promise<DispatchRunResult> {
       if (input.instanceId !== deps.instanceId) {
@@ -38,21 +54,45 @@ export function createDispatchActivities(deps: DispatchActivityDeps) {
       }
       const ctx = Context.current();
       ctx.heartbeat();
-      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
-      const loop = deps.createLoop();
-      // Heartbeat on a clock, not only per round, but only while the loop is alive: a loop stuck for a whole
-      // lease TTL (a hung dependency) loses its heartbeat, and Temporal starts the activity afresh.
+      const owner = `${deps.instanceId}@${process.pid} attempt ${ctx.info.attempt}`;
+      const epoch = await deps.runs.claim(deps.instanceId, owner);
+      ctx.log.info('dispatch run claimed', { epoch, owner });
+      const fenced = new AbortController();
+      let refusedRenewal: string | undefined;
+      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal]);
+      const loop = deps.createLoop(deps.runs.fenceFor(deps.instanceId, epoch));
+      // One clock for the heartbeat and the renewal, and only while the loop is alive: a loop stuck for a whole
+      // lease TTL (a hung dependency) loses both, Temporal starts the activity afresh, and a takeover sees it.
+      let renewing = false;
       const beat = setInterval(() => {
-        if (Date.now() - loop.lastRoundAt < deps.leaseTtlMs) ctx.heartbeat(loop.snapshot);
-        else ctx.log.warn('dispatch loop made no round within a lease TTL; withholding the heartbeat');
-      }, Math.max(500, Math.floor(deps.leaseTtlMs / 3)));
-      let progress;
+        if (Date.now() - loop.lastRoundAt >= deps.leaseTtlMs) {
+          ctx.log.warn('dispatch loop made no round within a lease TTL; withholding the heartbeat and the renewal');
+          return;
+        }
+        ctx.heartbeat({ epoch, ...loop.snapshot });
+        if (renewing) return;
+        renewing = true;
+        deps.runs
+          .renew(deps.instanceId, epoch)
+          .then((held) => {
+            if (held) return;
+            refusedRenewal = `the dispatch run of instance ${deps.instanceId} moved past epoch ${epoch}; its renewal was refused`;
+            fenced.abort();
+          })
+          .catch((e: unknown) => ctx.log.warn('dispatch run renewal failed', { epoch, error: (e as Error).message }))
+          .finally(() => (renewing = false));
+      }, tickMs);
+      let progress: DispatchProgress;
       try {
         // The clock above is the one heartbeat: rounds come many times a second and need not each report.
         progress = await loop.run(stop, Date.now() + input.runMs, () => undefined);
+      } catch (e) {
+        if (isFenced(e)) throw ApplicationFailure.retryable((e as Error).message, DISPATCH_RUN_FENCED, { epoch });
+        throw e;
       } finally {
         clearInterval(beat);
       }
+      if (refusedRenewal) throw ApplicationFailure.retryable(refusedRenewal, DISPATCH_RUN_FENCED, { epoch });
       if (ctx.cancellationSignal.aborted) {
         ctx.log.info('dispatch run cancelled after committing its progress', { ...progress });
         await ctx.cancelled;

@@ -1,8 +1,10 @@
 import type { EventFrame } from '../frame';
 import { frameToKafkaMessage } from '../frame';
 import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
-import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../storage';
-import { DispatchLoop, DispatchProgress, FencedError } from './dispatch-loop';
+import type { EntityManager } from 'typeorm';
+import { StaleEpochError } from '../storage';
+import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, RetryStore, SubscriptionEntity, WriteFence } from '../storage';
+import { DispatchLoop, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 import { waitFor } from '../../test/support/wait-for';
 
@@ -44,19 +46,31 @@ class FakeLog {
   }
 }
 
+/**
+ * The offset store's contract (offset-store.ts): a commit applies only forward, and under the same or a newer
+ * epoch (0 keeps the stored epoch); otherwise it changes nothing and says why, with the row it lost to.
+ */
 class FakeOffsets {
   readonly rows = new Map<string, OffsetPosition>();
   rejectWith?: OffsetCommitResult['rejected'];
   rewinds: OffsetPosition[] = [];
+  readonly refused: OffsetCommitResult[] = [];
   async positionsOf(ids: string[]): Promise<OffsetPosition[]> {
     return [...this.rows.values()].filter((r) => ids.includes(r.subscriptionId));
   }
   async commit(positions: OffsetPosition[]): Promise<OffsetCommitResult[]> {
-    return positions.map((position) => {
-      if (this.rejectWith) return { position, applied: false, rejected: this.rejectWith };
-      this.rows.set(`${position.subscriptionId}#${position.partition}`, position);
-      return { position, applied: true };
+    const results = positions.map((position): OffsetCommitResult => {
+      const k = `${position.subscriptionId}#${position.partition}`;
+      const row = this.rows.get(k);
+      const current = row && { nextOffset: row.nextOffset, epoch: row.epoch };
+      if (this.rejectWith) return { position, applied: false, rejected: this.rejectWith, current };
+      if (row && position.epoch > 0 && row.epoch > position.epoch) return { position, applied: false, rejected: 'STALE_EPOCH', current };
+      if (row && row.nextOffset > position.nextOffset) return { position, applied: false, rejected: 'BACKWARDS', current };
+      this.rows.set(k, { ...position, epoch: Math.max(row?.epoch ?? 0, position.epoch) });
+      return { position, applied: true, current };
     });
+    this.refused.push(...results.filter((r) => !r.applied));
+    return results;
   }
   async rewind(position: OffsetPosition): Promise<boolean> {
     this.rewinds.push(position);
@@ -82,8 +96,11 @@ class FakeSender {
   maxHeld = 0;
   /** Events whose first `n` attempts fail. */
   readonly failIds = new Map<string, number>();
+  /** When each event's attempts started. */
+  readonly times = new Map<string, number[]>();
   async send(target: { sink: string }, f: EventFrame, messageId: string): Promise<WebhookResult> {
     const sink = target.sink;
+    this.times.set(f.id, [...(this.times.get(f.id) ?? []), Date.now()]);
     if (this.holding.has(sink)) {
       await new Promise<void>((resolve) => {
         this.held.set(f.id, resolve);
@@ -120,15 +137,19 @@ class FakeDeadLetters {
 /** The retry table in memory: due means nextAttemptAt has passed. */
 class FakeRetries {
   readonly rows = new Map<string, ParkedDelivery>();
+  /** The wait each park or reschedule set, from the moment it was written. */
+  readonly scheduledDelays: number[] = [];
   constructor(private readonly deadLetters: FakeDeadLetters) {}
   private key = (k: { subscriptionId: string; partition: number; offset: number }) => `${k.subscriptionId}#${k.partition}#${k.offset}`;
   async park(d: ParkedDelivery): Promise<void> {
+    this.scheduledDelays.push(d.nextAttemptAt.getTime() - Date.now());
     if (!this.rows.has(this.key(d))) this.rows.set(this.key(d), { ...d });
   }
   async due(ids: string[], limit: number): Promise<ParkedDelivery[]> {
     return [...this.rows.values()].filter((r) => ids.includes(r.subscriptionId) && r.nextAttemptAt.getTime() <= Date.now()).slice(0, limit);
   }
   async reschedule(k: ParkedDelivery, attempts: number, nextAttemptAt: Date, lastError: string): Promise<void> {
+    this.scheduledDelays.push(nextAttemptAt.getTime() - Date.now());
     Object.assign(this.rows.get(this.key(k))!, { attempts, nextAttemptAt, lastError });
   }
   async delivered(k: ParkedDelivery): Promise<void> {
@@ -146,6 +167,25 @@ class FakeRetries {
   }
 }
 
+/**
+ * The fence's contract (epoch-fence.ts): the work runs only while the fenced epoch is current; once `stale`, every
+ * write is refused with StaleEpochError before it runs, and counted.
+ */
+class FakeFence implements WriteFence {
+  readonly epoch = 1;
+  readonly rowEpoch = 0;
+  stale = false;
+  refused = 0;
+  readonly manager = {} as EntityManager;
+  async run<T>(work: (manager: EntityManager | undefined) => Promise<T>): Promise<T> {
+    if (this.stale) {
+      this.refused++;
+      throw new StaleEpochError({ kind: 'dispatch-run', instanceId: 'i1' }, this.epoch, this.epoch + 1);
+    }
+    return work(this.manager);
+  }
+}
+
 const subscription = (id: string, sink = `http://${id}`) =>
   ({ id, topic: TOPIC, sink, instanceId: 'i1', status: 'ACTIVE' }) as SubscriptionEntity;
 const stream = (id: string) => ({ ...subscription(id, `stream:${id}`), protocol: 'STREAM' }) as SubscriptionEntity;
@@ -158,6 +198,8 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], ma
   const retries = new FakeRetries(deadLetters);
   let active = subscriptions;
   const disabled: string[] = [];
+  const fence = new FakeFence();
+  const disabledIn: (EntityManager | undefined)[] = [];
   for (const s of subscriptions) {
     for (const partition of [0, 1]) {
       offsets.rows.set(`${s.id}#${partition}`, { subscriptionId: s.id, topic: TOPIC, partition, nextOffset: 0, epoch: 0 });
@@ -167,8 +209,9 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], ma
     instanceId: 'i1',
     subscriptions: {
       activeFor: async () => active,
-      disable: async (id: string) => {
+      disable: async (id: string, _reason: string, manager?: EntityManager) => {
         disabled.push(id);
+        disabledIn.push(manager);
         active = active.filter((s) => s.id !== id);
       },
     },
@@ -184,8 +227,9 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], ma
     } as unknown as TopicAdmin,
     sender: sender as unknown as WebhookSender,
     options: { pollMaxWaitMs: 5, batchMaxEvents, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4, maxAttempts },
+    fence,
   });
-  return { log, offsets, sender, deadLetters, retries, loop, disabled, setActive: (s: SubscriptionEntity[]) => (active = s) };
+  return { log, offsets, sender, deadLetters, retries, loop, disabled, disabledIn, fence, setActive: (s: SubscriptionEntity[]) => (active = s) };
 }
 
 /** Runs the loop until `done` says so (or 5 s pass), then stops it and returns its last progress. */
@@ -343,7 +387,7 @@ describe('DispatchLoop', () => {
   });
 
   it('lets a healthy subscription go on while another one fails', async () => {
-    const { log, offsets, sender, loop } = setup([subscription('down'), subscription('up')]);
+    const { log, offsets, sender, retries, loop } = setup([subscription('down'), subscription('up')]);
     [1, 2, 3, 4].forEach((n) => log.append(n % 2, frame(n)));
     sender.failing.add('http://down');
 
@@ -352,7 +396,9 @@ describe('DispatchLoop', () => {
     expect(sender.idsFor('http://up').sort()).toEqual(['e-1', 'e-2', 'e-3', 'e-4']);
     expect(sender.idsFor('http://down')).toEqual([]);
     expect([offsets.at('up', 0), offsets.at('up', 1)]).toEqual([2, 2]);
-    expect([offsets.at('down', 0), offsets.at('down', 1)]).toEqual([0, 0]);
+    // The failing subscription's offsets move only over what it parked (after three attempts), never further.
+    const parkedIn = (p: number) => [...retries.rows.values()].filter((r) => r.subscriptionId === 'down' && r.partition === p).length;
+    expect([offsets.at('down', 0), offsets.at('down', 1)]).toEqual([parkedIn(0), parkedIn(1)]);
   });
 
   it('stops retrying a subscription that was deleted', async () => {
@@ -426,14 +472,19 @@ describe('DispatchLoop', () => {
     expect(offsets.at('sub-1', 0)).toBe(0);
   });
 
-  it('waits at least as long as Retry-After says before the next attempt', async () => {
-    const { log, sender, loop } = setup();
+  it('waits at least as long as Retry-After says before each next attempt, in the lane and in the retry table', async () => {
+    const { log, sender, retries, loop } = setup();
     log.append(0, frame(1));
-    sender.answers.set('http://sub-1', { ok: false, status: 429, error: 'HTTP 429', retryAfterMs: 300 });
-    const started = Date.now();
-    await runUntil(loop, () => (sender.attempts.get('http://sub-1') ?? 0) >= 2);
-    // The backoff alone (at most 4 ms here) would have retried long before.
-    expect(Date.now() - started).toBeGreaterThanOrEqual(300);
+    sender.answers.set('http://sub-1', { ok: false, status: 429, error: 'HTTP 429', retryAfterMs: 150 });
+    // Two retries in the lane, then parked, then one attempt from the retry table and rescheduled.
+    await runUntil(loop, () => retries.scheduledDelays.length >= 2);
+    const times = sender.times.get('e-1')!;
+    const gaps = times.slice(1, 3).map((t, i) => t - times[i]);
+    // The backoff alone waits at most 4 ms here; a timer may fire a millisecond early.
+    expect(gaps).toHaveLength(2);
+    for (const gap of gaps) expect(gap).toBeGreaterThanOrEqual(148);
+    expect(retries.scheduledDelays).toHaveLength(2);
+    for (const delay of retries.scheduledDelays) expect(delay).toBeGreaterThanOrEqual(148);
   });
 
   it('gives each delivery a message id that stays the same across its retries', async () => {
@@ -505,5 +556,61 @@ describe('DispatchLoop', () => {
     log.append(0, frame(1));
     offsets.rejectWith = 'STALE_EPOCH';
     await expect(runUntil(loop, () => false)).rejects.toBeInstanceOf(FencedError);
+  });
+
+  it('takes a commit behind the stored offset for what it is, not a fence: it keeps delivering and commits once past it', async () => {
+    const { log, offsets, sender, loop } = setup();
+    for (let n = 0; n < 6; n++) log.append(0, frame(n));
+    const send = sender.send.bind(sender);
+    sender.send = async (target, f, id) => {
+      // Another writer (an operator, the subscription's previous instance) moved the stored offset on meanwhile.
+      if (f.id === 'e-0') offsets.rows.set('sub-1#0', { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, nextOffset: 4, epoch: 0 });
+      // The lane stays behind the stored offset until it has tried to commit there.
+      if (f.id === 'e-2') await waitFor('a commit behind the stored offset', () => offsets.refused.length > 0, { timeoutMs: 3000, intervalMs: 5 });
+      return send(target, f, id);
+    };
+    const progress = await runUntil(loop, () => offsets.at('sub-1', 0) === 6);
+    expect(offsets.refused.map((r) => [r.rejected, r.position.nextOffset, r.current?.nextOffset])).toEqual([['BACKWARDS', 2, 4]]);
+    expect(progress.commitsBehind).toBe(1);
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-0', 'e-1', 'e-2', 'e-3', 'e-4', 'e-5']);
+  });
+
+  it('stops at its first refused write once a newer run holds the epoch, and moves nothing', async () => {
+    const { log, offsets, sender, deadLetters, retries, fence, loop } = setup();
+    for (let n = 0; n < 5; n++) log.append(0, frame(n));
+    sender.failing.add('http://sub-1');
+    // A newer attempt claims the epoch while this one is still retrying its first event.
+    const send = sender.send.bind(sender);
+    sender.send = async (target, f, id) => {
+      if ((sender.attempts.get('http://sub-1') ?? 0) >= 1) fence.stale = true;
+      return send(target, f, id);
+    };
+    const run = runUntil(loop, () => false);
+    await expect(run).rejects.toBeInstanceOf(StaleEpochError);
+    await run.catch((e: unknown) => expect(isFenced(e)).toBe(true));
+    expect(fence.refused).toBeGreaterThanOrEqual(1);
+    expect(retries.rows.size).toBe(0);
+    expect(deadLetters.added).toEqual([]);
+    expect(offsets.at('sub-1', 0)).toBe(0);
+  });
+
+  it('disables a subscription on a 410 only through the fence: in its transaction, and not at all once stale', async () => {
+    const current = setup();
+    current.log.append(0, frame(1));
+    current.sender.answers.set('http://sub-1', { ok: false, status: 410, error: 'HTTP 410', gone: true });
+    await runUntil(current.loop, (p) => current.disabled.length > 0 && p.subscriptions === 0);
+    expect(current.disabledIn).toEqual([current.fence.manager]);
+
+    const stale = setup();
+    stale.log.append(0, frame(1));
+    stale.sender.answers.set('http://sub-1', { ok: false, status: 410, error: 'HTTP 410', gone: true });
+    const send = stale.sender.send.bind(stale.sender);
+    stale.sender.send = async (target, f, id) => {
+      stale.fence.stale = true;
+      return send(target, f, id);
+    };
+    await expect(runUntil(stale.loop, () => false)).rejects.toBeInstanceOf(StaleEpochError);
+    expect(stale.sender.attempts.get('http://sub-1')).toBe(1);
+    expect(stale.disabled).toEqual([]);
   });
 });

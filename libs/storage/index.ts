@@ -4,4 +4,6 @@ export * from './offset-store';
 export * from './dead-letter-store';
 export * from './dead-letter-retention';
 export * from './retry-store';
+export * from './epoch-fence';
 export * from './lease-store';
+export * from './dispatch-run-store';

@@ -25,10 +25,14 @@ const key = (p: { subscriptionId: string; topic: string; partition: number }) =>
 
 /**
  * Subscription offsets in Postgres. Every write is monotonic: it applies only if it moves the offset forward (or
- * keeps it) under the same or a newer epoch. Epoch 0 is unfenced (LOCAL_STICKY_PULL, where no lease exists): it
- * keeps the stored epoch and is refused only for going backwards. A write that would move an offset backwards or carries an older
- * epoch changes nothing and comes back rejected, with the reason and the row it lost to. A batch of positions is
- * one statement, so a dispatch loop commits a whole fetch at once.
+ * keeps it) under the same or a newer epoch. The row's epoch is a partition lease's (PARTITION_OWNED_PULL).
+ * LOCAL_STICKY_PULL writes epoch 0: its fence is the dispatch run's row, locked and checked in the same
+ * transaction (dispatch-run-store.ts), and an instance's run epochs order nothing between the instances a
+ * subscription may move across; a write with epoch 0 keeps the stored epoch and is refused only for going
+ * backwards. A write that would move an offset backwards or carries an older epoch changes nothing and comes back
+ * rejected, with the reason and the row it lost to. `STALE_EPOCH` means a newer owner holds the partition.
+ * `BACKWARDS` means only that the row is already further on (docs/delivery.md says what the loop makes of it). A
+ * batch of positions is one statement, so a dispatch loop commits a whole fetch at once.
  */
 export class OffsetStore {
   constructor(private readonly db: DataSource) {}
@@ -107,11 +111,11 @@ export class OffsetStore {
     return Number(result[1] ?? 0) > 0;
   }
 
-  /** The stored positions of the given subscriptions (all partitions). */
-  async positionsOf(subscriptionIds: string[]): Promise<OffsetPosition[]> {
+  /** The stored positions of the given subscriptions (all partitions); in the caller's transaction when given one. */
+  async positionsOf(subscriptionIds: string[], manager: EntityManager = this.db.manager): Promise<OffsetPosition[]> {
     if (subscriptionIds.length === 0) return [];
     const rows: { subscription_id: string; topic: string; partition: number; next_offset: string; epoch: string }[] =
-      await this.db.query(
+      await manager.query(
         `SELECT subscription_id, topic, partition, next_offset, epoch FROM subscription_offsets
           WHERE subscription_id = ANY($1::uuid[])`,
         [subscriptionIds],

@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { DataSource } from 'typeorm';
+import type { DataSource, EntityManager } from 'typeorm';
 import type { DeliveryTopology, EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { compileFilters } from '../filter';
@@ -187,8 +187,9 @@ export class SubscriptionService {
   }
 
   /** Stops delivery to a subscription (its sink answered 410 Gone); it stays readable, `status: DISABLED`. */
-  async disable(id: string, reason: string): Promise<void> {
-    await this.db.manager.update(SubscriptionEntity, { id }, { status: 'DISABLED', updatedAt: new Date() });
+  /** In the caller's transaction when given one (a dispatch loop's fenced write). */
+  async disable(id: string, reason: string, manager: EntityManager = this.db.manager): Promise<void> {
+    await manager.update(SubscriptionEntity, { id }, { status: 'DISABLED', updatedAt: new Date() });
     this.log.warn({ subscription: id, reason }, 'subscription disabled');
   }
 

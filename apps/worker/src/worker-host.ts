@@ -8,7 +8,7 @@ import { DispatchLoop, DispatchLoopDeps, WebhookSender } from '../../../libs/del
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
 import { OwnershipAgent } from '../../../libs/ownership';
-import { DeadLetterRetention, DeadLetterStore, LeaseStore, OffsetStore, RetryStore } from '../../../libs/storage';
+import { DeadLetterRetention, DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, RetryStore, WriteFence } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
 import { SinkRouter, StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
@@ -102,7 +102,8 @@ export class WorkerHost {
     const reader = new PartitionReader(deps.kafka);
     await reader.connect();
     const shutdown = new AbortController();
-    const loopDeps = (reader: PartitionReader, extra: Partial<DispatchLoopDeps> = {}): DispatchLoopDeps => ({
+    const loopDeps = (reader: PartitionReader, fence: WriteFence, extra: Partial<DispatchLoopDeps> = {}): DispatchLoopDeps => ({
+      fence,
       instanceId: config.instance.id,
       subscriptions,
       offsets,
@@ -136,7 +137,8 @@ export class WorkerHost {
         instanceId: config.instance.id,
         shutdownSignal: shutdown.signal,
         leaseTtlMs: config.delivery.leaseTtlMs,
-        createLoop: () => new DispatchLoop(loopDeps(reader)),
+        runs: new DispatchRunStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
+        createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
       });
       const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource() });
       const host = new WorkerHost([worker], connection, reader, webhooks, shutdown, taskQueue);
@@ -170,10 +172,9 @@ export class WorkerHost {
         const own = new PartitionReader(deps.kafka);
         await own.connect();
         const loop = new DispatchLoop(
-          loopDeps(own, {
-            subscriptions: { activeFor: () => subscriptions.activeOnTopic(scope.topic), disable: (id, why) => subscriptions.disable(id, why) },
+          loopDeps(own, scope.fence, {
+            subscriptions: { activeFor: () => subscriptions.activeOnTopic(scope.topic), disable: (id, why, m) => subscriptions.disable(id, why, m) },
             scope: { topic: scope.topic, partition: scope.partition },
-            fence: scope.fence,
             gate: scope.gate,
           }),
         );

@@ -1,0 +1,154 @@
+import { setMaxListeners } from 'node:events';
+import { createLogger } from '../logging';
+import type { DispatchContext } from './dispatch-context';
+import { FailurePolicy, messageIdOf } from './failure-policy';
+import { depthOf, Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
+
+/**
+ * Runs the lanes: starts every idle lane that has records, and drains it, up to the lane's depth of deliveries
+ * at once; each answer goes to the {@link FailurePolicy}. A lane's offset moves over the settled records at its
+ * front.
+ */
+export class LaneRunner {
+  private readonly log = createLogger('DispatchLoop');
+
+  constructor(
+    private readonly ctx: DispatchContext,
+    private readonly failures: FailurePolicy,
+  ) {}
+
+  /** Starts every idle lane that has records and no retry pending. */
+  kick(): void {
+    const now = Date.now();
+    for (const lane of this.ctx.lanes.values()) {
+      if (lane.busy || lane.buffer.length === 0 || lane.retryAt > now || lane.abort.signal.aborted) continue;
+      lane.busy = true;
+      void this.drain(lane)
+        .catch((e: unknown) => this.laneFailed(lane, e))
+        .finally(() => {
+          lane.busy = false;
+          this.ctx.wake();
+        });
+    }
+  }
+
+  /** The waits (ms from `now`) until a lane or a record of one may start again. */
+  dueRetries(now: number): number[] {
+    const due: number[] = [];
+    for (const lane of this.ctx.lanes.values()) {
+      if (lane.retryAt > now) due.push(lane.retryAt - now);
+      for (const r of lane.buffer) if (r.state === undefined && (r.retryAt ?? 0) > now) due.push(r.retryAt! - now);
+    }
+    return due;
+  }
+
+  /** True while some lane is mid-delivery. */
+  busy(): boolean {
+    return [...this.ctx.lanes.values()].some((l) => l.busy);
+  }
+
+  /** Aborted when the lane closes or the gate shuts; built once per lane and gate period, not per send. */
+  private sendSignalOf(lane: Lane): AbortSignal {
+    const gate = this.ctx.gateSignal();
+    if (!lane.send || lane.send.gate !== gate) {
+      lane.send = { gate, signal: AbortSignal.any([lane.abort.signal, gate]) };
+      // Every delivery out in the lane listens on it (a stream lane has up to STREAM_LANE_DEPTH).
+      setMaxListeners(2 * STREAM_LANE_DEPTH + 10, lane.send.signal);
+    }
+    return lane.send.signal;
+  }
+
+  /**
+   * A lane's own storage write failed (parking, dead-lettering). If the subscription is gone (its row was
+   * deleted under us), the lane closes; otherwise it waits and tries the same event again. Nothing moved.
+   */
+  private laneFailed(lane: Lane, e: unknown): void {
+    if (this.ctx.noteFenced(e)) return;
+    if ((e as { driverError?: { code?: string }; code?: string }).driverError?.code === '23503') {
+      this.ctx.lanes.close(lane);
+      this.log.info({ subscription: lane.subscription.id, partition: lane.partition }, 'subscription deleted during delivery; lane closed');
+      return;
+    }
+    lane.retryAt = Date.now() + this.ctx.deps.options.retryMaxMs;
+    this.log.error({ subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: lane.nextOffset, error: (e as Error).message },
+      'could not record a failed delivery; trying the event again later');
+  }
+
+  /**
+   * Delivers a lane's buffer, up to the lane's depth at once (one for a webhook, so in order), until nothing is
+   * left to start: the buffer is settled, its records wait for their retries, or the lane halted (closed, gate
+   * shut, nobody to deliver to, the subscription disabled). The offset moves over the settled records at the
+   * front. A webhook lane starts nothing past a record that waits for its retry; a stream lane does.
+   */
+  private async drain(lane: Lane): Promise<void> {
+    const depth = depthOf(lane);
+    const out = new Set<Promise<void>>();
+    let halted = false;
+    let failure: unknown;
+    for (;;) {
+      while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled') lane.nextOffset = lane.buffer.shift()!.offset + 1;
+      if (!halted && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
+        const now = Date.now();
+        for (const record of lane.buffer) {
+          if (out.size >= depth) break;
+          if (record.state !== undefined) continue;
+          if ((record.retryAt ?? 0) > now) {
+            if (depth === 1) break;
+            continue;
+          }
+          record.state = 'sending';
+          const delivery: Promise<void> = this.deliver(lane, record)
+            .then(
+              (outcome) => {
+                record.state = outcome === 'settled' ? 'settled' : undefined;
+                halted ||= outcome === 'halt';
+              },
+              (e: unknown) => {
+                record.state = undefined;
+                halted = true;
+                failure ??= e;
+              },
+            )
+            .finally(() => out.delete(delivery));
+          out.add(delivery);
+        }
+      }
+      if (out.size === 0) break;
+      if (out.size >= depth) {
+        await Promise.race(out);
+      } else {
+        // A delivery ends, or records arrive (the feed); either may let the lane start more.
+        await Promise.race([...out, new Promise<void>((resolve) => (lane.nudge = resolve))]);
+        lane.nudge = undefined;
+      }
+    }
+    // A webhook lane waits for its first record's retry; a stream lane is started again each round and starts
+    // each waiting record when it is due.
+    const head = lane.buffer.find((r) => r.state !== 'settled');
+    lane.retryAt = depth === 1 && head !== undefined && head.state === undefined ? (head.retryAt ?? 0) : 0;
+    if (failure !== undefined) throw failure;
+  }
+
+  /**
+   * One record of a lane to its sink: `settled` (acknowledged, passed over, parked or dead-lettered), `retry` (it
+   * waits for its next attempt in the lane), or `halt`: the send was aborted, nobody was there to take it, or the
+   * subscription was disabled, and the lane starts nothing more for now.
+   */
+  private async deliver(lane: Lane, record: LaneRecord): Promise<'settled' | 'retry' | 'halt'> {
+    const frame = record.frame;
+    if (!frame) {
+      await this.failures.unreadable(lane, record);
+      return 'settled';
+    }
+    if (!lane.filter.matches(frame)) {
+      this.ctx.progress.filteredOut++;
+      return 'settled';
+    }
+    const messageId = messageIdOf({ subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset });
+    const signal = this.sendSignalOf(lane);
+    const result = await this.ctx.deps.sender.send(lane.subscription, frame, messageId, signal);
+    // Closed, or the gate shut mid-send: the answer does not count.
+    if (signal.aborted) return 'halt';
+    return this.failures.inLane(lane, record, frame, result);
+  }
+}

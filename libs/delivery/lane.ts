@@ -1,0 +1,112 @@
+import type { CompiledFilter } from '../filter';
+import type { EventFrame } from '../frame';
+import type { SubscriptionEntity } from '../storage';
+
+/**
+ * Deliveries a lane has out at once. A webhook lane has one, so a partition's events reach the sink in order. A
+ * stream lane has up to this many: the clients' windows do the flow control (libs/streams), and a round trip to
+ * a client no longer bounds a partition's rate. Its offset still moves only over events that are settled.
+ */
+export const STREAM_LANE_DEPTH = 32;
+
+/**
+ * One subscription in one partition: its own cursor, buffer and retry state, so a slow or failing sink holds
+ * back nothing but itself.
+ */
+export interface Lane {
+  subscription: SubscriptionEntity;
+  /** The subscription's filters; an event they do not match is passed over, not delivered. */
+  filter: CompiledFilter;
+  topic: string;
+  partition: number;
+  /** The next offset to settle (deliver, or dead-letter). */
+  nextOffset: number;
+  /** What Postgres holds. */
+  committed: number;
+  /** Records from `nextOffset` on, in order; the settled ones leave once every record before them has settled. */
+  buffer: LaneRecord[];
+  busy: boolean;
+  /** The lane starts nothing before this: a webhook lane's first record waits for its retry, or a storage write failed. */
+  retryAt: number;
+  abort: AbortController;
+  /** The signal of this lane's sends (the lane runner's `sendSignalOf`). */
+  send?: { gate: AbortSignal; signal: AbortSignal };
+  highWatermark: number;
+  /** While the lane is draining with deliveries out: wakes it to start records that arrived since. */
+  nudge?: () => void;
+}
+
+/** A record in a lane, and where its delivery stands. */
+export interface LaneRecord {
+  offset: number;
+  frame?: EventFrame;
+  error?: string;
+  value: Buffer | null;
+  /** Out to the sink now, or settled (acknowledged, passed over, parked or dead-lettered). */
+  state?: 'sending' | 'settled';
+  /** Failed attempts so far, the first failure, and when the next attempt may start. */
+  attempts?: number;
+  firstFailedAt?: Date;
+  retryAt?: number;
+}
+
+export function newLane(subscription: SubscriptionEntity, filter: CompiledFilter, partition: number, nextOffset: number): Lane {
+  return {
+    subscription,
+    filter,
+    topic: subscription.topic,
+    partition,
+    nextOffset,
+    committed: nextOffset,
+    buffer: [],
+    busy: false,
+    retryAt: 0,
+    abort: new AbortController(),
+    highWatermark: nextOffset,
+  };
+}
+
+/** How many deliveries the lane has out at most. */
+export const depthOf = (lane: Lane): number => (lane.subscription.protocol === 'STREAM' ? STREAM_LANE_DEPTH : 1);
+
+/** The first offset a lane lacks: after its buffer, or its next offset when the buffer is empty. */
+export const lacksFrom = (lane: Lane): number => (lane.buffer.length > 0 ? lane.buffer[lane.buffer.length - 1].offset + 1 : lane.nextOffset);
+
+const laneKey = (subscriptionId: string, topic: string, partition: number) => `${subscriptionId}#${topic}#${partition}`;
+
+/** The lanes of one loop, by subscription partition. */
+export class Lanes {
+  private readonly byKey = new Map<string, Lane>();
+
+  get(subscriptionId: string, topic: string, partition: number): Lane | undefined {
+    return this.byKey.get(laneKey(subscriptionId, topic, partition));
+  }
+
+  add(lane: Lane): void {
+    this.byKey.set(laneKey(lane.subscription.id, lane.topic, lane.partition), lane);
+  }
+
+  values(): IterableIterator<Lane> {
+    return this.byKey.values();
+  }
+
+  /** Stops what the lane has out, and forgets it. */
+  close(lane: Lane): void {
+    lane.abort.abort();
+    this.byKey.delete(laneKey(lane.subscription.id, lane.topic, lane.partition));
+  }
+
+  /** Closes every lane of the subscription. */
+  closeSubscription(subscriptionId: string): void {
+    for (const lane of [...this.byKey.values()]) if (lane.subscription.id === subscriptionId) this.close(lane);
+  }
+
+  /** Aborts every lane's sends (the run ends, or a write was fenced); the lanes stay for the last commit. */
+  abortAll(): void {
+    for (const lane of this.byKey.values()) lane.abort.abort();
+  }
+
+  clear(): void {
+    this.byKey.clear();
+  }
+}

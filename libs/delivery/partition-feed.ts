@@ -1,0 +1,119 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { frameFromKafkaRecord } from '../frame';
+import type { FetchedPartition, FetchedRecord, PartitionPosition } from '../kafka';
+import { createLogger } from '../logging';
+import type { DispatchContext } from './dispatch-context';
+import { lacksFrom, LaneRecord } from './lane';
+
+/**
+ * What the lanes read from Kafka: for every partition, the lowest offset a lane with room still lacks; the
+ * fetched records decoded once and handed to each lane that lacks them; and, when a wanted offset is outside the
+ * log, the lanes moved to where the log is.
+ */
+export class PartitionFeed {
+  private readonly log = createLogger('DispatchLoop');
+
+  constructor(private readonly ctx: DispatchContext) {}
+
+  /** The offset each partition must be fetched from: the lowest any lane with room in its buffer still lacks. */
+  wanted(): PartitionPosition[] {
+    const { ctx } = this;
+    const lowest = new Map<string, PartitionPosition>();
+    const partitions = new Set<string>();
+    for (const lane of ctx.lanes.values()) {
+      const k = `${lane.topic}#${lane.partition}`;
+      partitions.add(k);
+      if (lane.buffer.length >= ctx.deps.options.batchMaxEvents) continue;
+      const from = lacksFrom(lane);
+      const seen = lowest.get(k);
+      if (!seen || from < seen.offset) lowest.set(k, { topic: lane.topic, partition: lane.partition, offset: from });
+    }
+    ctx.progress.partitions = partitions.size;
+    return [...lowest.values()];
+  }
+
+  async fetch(positions: PartitionPosition[], signal: AbortSignal): Promise<FetchedPartition[]> {
+    try {
+      return await this.ctx.deps.reader.fetch(positions, { maxWaitMs: this.ctx.deps.options.pollMaxWaitMs });
+    } catch (e) {
+      this.log.warn({ error: (e as Error).message }, 'fetch failed; backing off');
+      await pause(this.ctx.deps.options.pollMaxWaitMs, signal);
+      return [];
+    }
+  }
+
+  /** Hands fetched records to the lanes that still lack them. */
+  async accept(fetched: FetchedPartition[]): Promise<void> {
+    const { ctx } = this;
+    for (const part of fetched) {
+      if (part.outOfRange) {
+        await this.realign(part.topic, part.partition);
+        continue;
+      }
+      const decoded = part.records.map((r) => decode(r));
+      for (const lane of ctx.lanes.values()) {
+        if (lane.topic !== part.topic || lane.partition !== part.partition) continue;
+        lane.highWatermark = part.highWatermark;
+        const from = lacksFrom(lane);
+        // A fetch that started past what this lane still lacks (it was full when the fetch was planned, and
+        // drained since) has a gap for it: taking these records would skip the events in between.
+        if (part.fetchOffset > from) continue;
+        for (const record of decoded) {
+          if (record.offset < from) continue;
+          if (lane.buffer.length >= ctx.deps.options.batchMaxEvents) break;
+          // Each lane its own copy: where a delivery stands is the lane's (the decoded event is shared).
+          lane.buffer.push({ ...record });
+        }
+        lane.nudge?.();
+      }
+    }
+  }
+
+  /** The wanted offset is outside the log: before its start (retention) or past its end (a recreated topic). */
+  private async realign(topic: string, partition: number): Promise<void> {
+    const { ctx } = this;
+    const [starts, ends] = await Promise.all([ctx.deps.topics.startOffsets(topic), ctx.deps.topics.endOffsets(topic)]);
+    const start = starts.get(partition) ?? 0;
+    const end = ends.get(partition) ?? 0;
+    for (const lane of ctx.lanes.values()) {
+      if (lane.topic !== topic || lane.partition !== partition || lane.busy) continue;
+      const target = lane.nextOffset < start ? start : lane.nextOffset > end ? end : lane.nextOffset;
+      if (target === lane.nextOffset) continue;
+      this.log.error(
+        { subscription: lane.subscription.id, topic, partition, from: lane.nextOffset, to: target, logStart: start, logEnd: end },
+        lane.nextOffset < start
+          ? 'events were deleted by Kafka retention before delivery; resuming at the first stored offset'
+          : 'the stored offset is past the end of the log (was the topic recreated?); resuming at its end',
+      );
+      lane.buffer = [];
+      if (target < lane.committed) {
+        // The log itself went backwards: the stored offset points at events that no longer exist.
+        const position = { subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: ctx.fence.rowEpoch };
+        await ctx.fence.run(async (m) => {
+          await ctx.deps.offsets.rewind(position, m);
+          // Parked deliveries at those offsets belong to the old log; new events will take their offsets.
+          await ctx.deps.retries.forgetFrom(lane.subscription.id, topic, partition, target, m);
+        });
+        lane.committed = target;
+      }
+      lane.nextOffset = target;
+    }
+  }
+}
+
+function decode(record: FetchedRecord): LaneRecord {
+  try {
+    return { offset: record.offset, frame: frameFromKafkaRecord(record.headers, record.value), value: record.value };
+  } catch (e) {
+    return { offset: record.offset, error: (e as Error).message, value: record.value };
+  }
+}
+
+/** Waits `ms`, or less if `signal` aborts (the caller checks it). */
+export async function pause(ms: number, signal: AbortSignal): Promise<void> {
+  try {
+    await sleep(ms, undefined, { signal });
+  } catch {
+    /* aborted: the caller checks the signal */
+  }
+}

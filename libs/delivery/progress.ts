@@ -1,0 +1,56 @@
+import type { Lanes } from './lane';
+
+/** What the loop reports; the activity sends it as its heartbeat details. */
+export interface DispatchProgress {
+  rounds: number;
+  delivered: number;
+  failedAttempts: number;
+  parked: number;
+  deadLettered: number;
+  /** Events a subscription's filters passed over. */
+  filteredOut: number;
+  subscriptions: number;
+  partitions: number;
+  /** Events in Kafka not yet settled, summed over every subscription partition. */
+  lag: number;
+  /** The lowest offset some lane has not settled (with a scope: what a new owner would start from). */
+  committedOffset?: number;
+  /** The highest log end offset seen. */
+  highWatermark?: number;
+  /** Rounds in which the gate held the loop back. */
+  gatedRounds: number;
+  /** Commits refused as BACKWARDS: the stored offset was already past the lane (offset-committer.ts). */
+  commitsBehind: number;
+  committedAt?: string;
+}
+
+export function newProgress(): DispatchProgress {
+  return {
+    rounds: 0,
+    delivered: 0,
+    failedAttempts: 0,
+    parked: 0,
+    deadLettered: 0,
+    filteredOut: 0,
+    subscriptions: 0,
+    partitions: 0,
+    lag: 0,
+    gatedRounds: 0,
+    commitsBehind: 0,
+  };
+}
+
+/** Lag, the lowest committed offset and the highest watermark over the lanes, into `progress`. */
+export function measure(progress: DispatchProgress, lanes: Lanes): void {
+  let lag = 0;
+  let committed: number | undefined;
+  let high: number | undefined;
+  for (const lane of lanes.values()) {
+    lag += Math.max(0, lane.highWatermark - lane.nextOffset);
+    committed = committed === undefined ? lane.committed : Math.min(committed, lane.committed);
+    high = high === undefined ? lane.highWatermark : Math.max(high, lane.highWatermark);
+  }
+  progress.lag = lag;
+  progress.committedOffset = committed;
+  progress.highWatermark = high;
+}
