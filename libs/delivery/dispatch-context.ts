@@ -24,6 +24,8 @@ export interface DispatchLoopOptions {
   retryInitialMs: number;
   retryMaxMs: number;
   maxAttempts: number;
+  /** Longest string a CESQL filter evaluates (EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS); libs/filter's default when absent. */
+  filterMaxAttributeChars?: number;
 }
 
 export interface DispatchLoopDeps {

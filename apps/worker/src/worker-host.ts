@@ -119,6 +119,7 @@ export class WorkerHost {
         retryInitialMs: config.delivery.retryInitialMs,
         retryMaxMs: config.delivery.retryMaxMs,
         maxAttempts: config.delivery.maxAttempts,
+        filterMaxAttributeChars: config.filter.maxAttributeChars,
       },
       ...extra,
     });
