@@ -180,7 +180,7 @@ const SETTINGS = {
     'Days a dead letter is kept; the worker deletes older ones in small batches. 0 keeps them until their subscription is deleted.'),
   filterMaxAttributeChars: setting('EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS', 'eventmesh.filter.maxAttributeChars',
     integer(256, 1048576), () => CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS,
-    'Longest string a CESQL (`sql`) filter works on; an event whose attribute it reads is longer does not match that filter (libs/filter/README.md).'),
+    'Longest string a subscription\'s CESQL (`sql`) filter works on in the dispatch loop; an event whose attribute it reads is longer does not match that filter (libs/filter/README.md). A stream client\'s own `filter` uses the default.'),
   pgHost: setting('EVENTMESH_POSTGRES_HOST', 'eventmesh.postgres.host', text, () => '127.0.0.1', 'Postgres host.'),
   pgPort: setting('EVENTMESH_POSTGRES_PORT', 'eventmesh.postgres.port', integer(1, 65535), () => 5432,
     'Postgres port.'),
