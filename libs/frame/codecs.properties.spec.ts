@@ -49,7 +49,7 @@ describe('frame codec round trips (fast-check, fixed seeds)', () => {
         const message = frameToKafkaMessage(frame);
         expect(frameFromKafkaRecord(asReceived(message.headers!), (message.value as Buffer | null) ?? null)).toEqual(frame);
       }),
-      { seed: 90061, numRuns: 500 },
+      { seed: 90061, numRuns: 300 },
     );
   });
 
@@ -94,7 +94,7 @@ describe('frame codec round trips (fast-check, fixed seeds)', () => {
         const twice = frameFromStructured(JSON.parse(JSON.stringify(frameToStructured(once))));
         expect(twice).toEqual(once);
       }),
-      { seed: 90064, numRuns: 500 },
+      { seed: 90064, numRuns: 300 },
     );
   });
 });
