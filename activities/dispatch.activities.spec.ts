@@ -1,0 +1,120 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import type { EntityManager } from 'typeorm';
+import type { DispatchLoop, DispatchProgress } from '../libs/delivery';
+import { StaleEpochError, WriteFence } from '../libs/storage';
+import { createDispatchActivities, DISPATCH_RUN_FENCED } from './dispatch.activities';
+
+/** The dispatch_runs contract (dispatch-run-store.ts): each claim takes the next epoch; renewals and writes only under the current one. */
+class FakeRuns {
+  epoch = 0;
+  readonly claims: string[] = [];
+  readonly renewals: { epoch: number; at: number }[] = [];
+  async claim(_instanceId: string, owner: string): Promise<number> {
+    this.claims.push(owner);
+    return ++this.epoch;
+  }
+  async renew(_instanceId: string, epoch: number): Promise<boolean> {
+    this.renewals.push({ epoch, at: Date.now() });
+    return epoch === this.epoch;
+  }
+  fenceFor(instanceId: string, epoch: number): WriteFence {
+    return {
+      epoch,
+      rowEpoch: 0,
+      run: async <T>(work: (m: EntityManager | undefined) => Promise<T>) => {
+        if (epoch !== this.epoch) throw new StaleEpochError({ kind: 'dispatch-run', instanceId }, epoch, this.epoch);
+        return work(undefined);
+      },
+    };
+  }
+}
+
+const progress: DispatchProgress = {
+  rounds: 0, delivered: 0, failedAttempts: 0, parked: 0, deadLettered: 0, filteredOut: 0, subscriptions: 0, partitions: 0, lag: 0, gatedRounds: 0, commitsBehind: 0,
+};
+
+/** A loop that completes a round (and one fenced write) every 10 ms until stopped, or, `stuck`, none at all. */
+function fakeLoop(fence: WriteFence, stuck = false) {
+  const loop = {
+    fence,
+    lastRoundAt: Date.now(),
+    snapshot: progress,
+    async run(stop: AbortSignal, deadline: number): Promise<DispatchProgress> {
+      while (!stop.aborted && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 10));
+        if (stuck) continue;
+        await fence.run(async () => undefined);
+        loop.lastRoundAt = Date.now();
+      }
+      return progress;
+    },
+  };
+  return loop;
+}
+
+function setup(leaseTtlMs = 1000, stuck = false) {
+  const runs = new FakeRuns();
+  const loops: ReturnType<typeof fakeLoop>[] = [];
+  const activities = createDispatchActivities({
+    instanceId: 'i1',
+    runs,
+    leaseTtlMs,
+    shutdownSignal: new AbortController().signal,
+    createLoop: (fence) => {
+      const loop = fakeLoop(fence, stuck);
+      loops.push(loop);
+      return loop as unknown as DispatchLoop;
+    },
+  });
+  return { runs, loops, activities };
+}
+
+describe('pollAndDispatch: one dispatch run per attempt, fenced by its epoch', () => {
+  it('claims the next epoch for each attempt and runs its loop behind that epoch', async () => {
+    const { runs, loops, activities } = setup();
+    await new MockActivityEnvironment({ attempt: 3 }).run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 50 });
+    expect(runs.claims).toEqual([`i1@${process.pid} attempt 3`]);
+    expect(loops[0].fence.epoch).toBe(1);
+  });
+
+  it('renews its epoch at least every fifth of the lease TTL while its loop is alive', async () => {
+    const { runs, activities } = setup(1000);
+    const started = Date.now();
+    await new MockActivityEnvironment().run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 1300 });
+    const times = [started, ...runs.renewals.map((r) => r.at)];
+    const gaps = times.slice(1).map((t, i) => t - times[i]);
+    expect(runs.renewals.length).toBeGreaterThanOrEqual(4);
+    // A fifth of the TTL is 200 ms; a timer on a busy machine may be late, but a third (333 ms) is too slow.
+    expect(Math.max(...gaps)).toBeLessThan(290);
+    expect(runs.renewals.every((r) => r.epoch === 1)).toBe(true);
+  });
+
+  it('renews nothing while its loop makes no round, so a takeover sees it as gone', async () => {
+    const { runs, activities } = setup(300, true);
+    await new MockActivityEnvironment().run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 900 });
+    // Renewals only within the first TTL after the start (the loop's last round is its start).
+    expect(runs.renewals.filter((r) => r.at > runs.renewals[0]?.at + 300)).toEqual([]);
+  });
+
+  it('fails retryably when a newer attempt claimed the epoch: the loop is refused its next write', async () => {
+    const { runs, activities } = setup(60000);
+    const env = new MockActivityEnvironment();
+    const run = env.run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 10000 });
+    await new Promise((r) => setTimeout(r, 30));
+    await runs.claim('i1', 'a newer attempt');
+    const failure = await run.then(() => undefined, (e: unknown) => e);
+    expect(failure).toBeInstanceOf(ApplicationFailure);
+    expect(failure).toMatchObject({ type: DISPATCH_RUN_FENCED, nonRetryable: false });
+    expect((failure as Error).message).toContain('the dispatch run of instance i1 is held under epoch 2; a write under epoch 1 was refused');
+  });
+
+  it('fails retryably when its renewal is refused, even before its loop writes', async () => {
+    const { runs, activities } = setup(500, true);
+    const run = new MockActivityEnvironment().run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 10000 });
+    await runs.claim('i1', 'a newer attempt');
+    const failure = await run.then(() => undefined, (e: unknown) => e);
+    expect(failure).toMatchObject({ type: DISPATCH_RUN_FENCED, nonRetryable: false });
+    expect((failure as Error).message).toContain('moved past epoch 1');
+  });
+});
