@@ -285,7 +285,7 @@ describe('DispatchLoop', () => {
     });
     await deadLetters.add([letter(0), letter(2)]);
 
-    const progress = await runUntil(loop, (p) => p.delivered >= 1 && p.passedOverDeadLettered >= 2);
+    const progress = await runUntil(loop, (p) => p.delivered >= 1 && (p.passedOverDeadLettered ?? 0) >= 2);
 
     expect(sender.idsFor('http://sub-1')).toEqual(['e-2']);
     expect(progress.passedOverDeadLettered).toBe(2);

@@ -136,7 +136,7 @@ export class LaneRunner {
    */
   private async deliver(lane: Lane, record: LaneRecord): Promise<'settled' | 'retry' | 'halt'> {
     if (lane.deadLettered.delete(record.offset)) {
-      this.ctx.progress.passedOverDeadLettered++;
+      this.ctx.progress.passedOverDeadLettered = (this.ctx.progress.passedOverDeadLettered ?? 0) + 1;
       return 'settled';
     }
     const frame = record.frame;

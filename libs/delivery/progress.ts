@@ -10,7 +10,7 @@ export interface DispatchProgress {
   /** Events a subscription's filters passed over. */
   filteredOut: number;
   /** Replayed events that were dead-lettered before (by a run that crashed before its commit): passed over. */
-  passedOverDeadLettered: number;
+  passedOverDeadLettered?: number;
   subscriptions: number;
   partitions: number;
   /** Events in Kafka not yet settled, summed over every subscription partition. */

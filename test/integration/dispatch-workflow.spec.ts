@@ -29,7 +29,7 @@ describe('instanceDispatchWorkflow (real Temporal)', () => {
     const activities: DispatchActivities = {
       async pollAndDispatch(input: DispatchRunInput): Promise<DispatchRunResult> {
         calls.push(input);
-        return { rounds: 3, delivered: 2, failedAttempts: 1, parked: 0, deadLettered: 0, filteredOut: 0, passedOverDeadLettered: 0, subscriptions: 1, partitions: 2, lag: 0, gatedRounds: 0, commitsBehind: 0, stoppedBy: 'deadline' };
+        return { rounds: 3, delivered: 2, failedAttempts: 1, parked: 0, deadLettered: 0, filteredOut: 0, subscriptions: 1, partitions: 2, lag: 0, gatedRounds: 0, commitsBehind: 0, stoppedBy: 'deadline' };
       },
     };
     worker = await Worker.create({
