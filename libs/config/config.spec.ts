@@ -60,6 +60,20 @@ describe('loadConfig', () => {
     expect(config.instance.roles).toEqual(['worker']);
   });
 
+  it('reads the dead-letter retention and the CESQL string bound, and refuses values out of range', () => {
+    expect(loadConfig({}).delivery.deadLetterRetentionDays).toBe(30);
+    expect(loadConfig({}).filter.maxAttributeChars).toBe(16384);
+    const config = loadConfig({ EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS: '0', EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS: '1048576' });
+    expect(config.delivery.deadLetterRetentionDays).toBe(0);
+    expect(config.filter.maxAttributeChars).toBe(1048576);
+    expect(() => loadConfig({ EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS: '-1' })).toThrow(
+      'EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS (eventmesh.delivery.deadLetterRetentionDays) = "-1" is not valid; legal values: an integer from 0 to 3650',
+    );
+    expect(() => loadConfig({ EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS: '100' })).toThrow(
+      'EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS (eventmesh.filter.maxAttributeChars) = "100" is not valid; legal values: an integer from 256 to 1048576',
+    );
+  });
+
   it('refuses a retry ceiling below the first retry delay', () => {
     expect(() => loadConfig({ EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '5000', EVENTMESH_DELIVERY_RETRY_MAX_MS: '100' })).toThrow(
       'EVENTMESH_DELIVERY_RETRY_MAX_MS (eventmesh.delivery.retryMaxMs) must be at least EVENTMESH_DELIVERY_RETRY_INITIAL_MS',

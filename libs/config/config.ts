@@ -1,4 +1,5 @@
 import { hostname } from 'node:os';
+import { CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS } from '../filter/cesql';
 
 /**
  * The one typed configuration of a runtime instance. It is read from the environment once, at boot, by
@@ -38,6 +39,7 @@ export interface EventMeshConfig {
     skipWarningMs: number;
     orphanGraceMs: number;
     orphanTakeover: OrphanTakeoverMode;
+    deadLetterRetentionDays: number;
   };
   postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number };
   kafka: {
@@ -53,6 +55,7 @@ export interface EventMeshConfig {
   };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   log: { level: LogLevel };
+  filter: { maxAttributeChars: number };
 }
 
 export class ConfigError extends Error {
@@ -203,6 +206,12 @@ const SETTINGS = {
   orphanTakeover: setting('EVENTMESH_DELIVERY_ORPHAN_TAKEOVER', 'eventmesh.delivery.orphanTakeover', oneOf(ORPHAN_TAKEOVERS),
     (): OrphanTakeoverMode => 'AUTOMATIC',
     'LOCAL_STICKY_PULL: AUTOMATIC, live instances take orphaned subscriptions over; MANUAL, orphans are only reported and moved by POST /admin/subscriptions/{id}/move.'),
+  deadLetterRetentionDays: setting('EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS',
+    'eventmesh.delivery.deadLetterRetentionDays', integer(0, 3650), () => 30,
+    'Days a dead letter is kept; the worker deletes older ones in small batches. 0 keeps them until their subscription is deleted.'),
+  filterMaxAttributeChars: setting('EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS', 'eventmesh.filter.maxAttributeChars',
+    integer(256, 1048576), () => CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS,
+    'Longest string a subscription\'s CESQL (`sql`) filter works on in the dispatch loop; an event whose attribute it reads is longer does not match that filter (libs/filter/README.md). A stream client\'s own `filter` uses the default.'),
   pgHost: setting('EVENTMESH_POSTGRES_HOST', 'eventmesh.postgres.host', text, () => '127.0.0.1', 'Postgres host.'),
   pgPort: setting('EVENTMESH_POSTGRES_PORT', 'eventmesh.postgres.port', integer(1, 65535), () => 5432,
     'Postgres port.'),
@@ -304,6 +313,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       skipWarningMs: v.skipWarningMs,
       orphanGraceMs: v.orphanGraceMs,
       orphanTakeover: v.orphanTakeover,
+      deadLetterRetentionDays: v.deadLetterRetentionDays,
     },
     postgres: {
       host: v.pgHost,
@@ -331,6 +341,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       connectTimeoutMs: v.temporalConnectTimeoutMs,
     },
     log: { level: v.logLevel },
+    filter: { maxAttributeChars: v.filterMaxAttributeChars },
   };
 }
 

@@ -3,7 +3,7 @@ import { frameToKafkaMessage } from '../frame';
 import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import type { EntityManager } from 'typeorm';
 import { StaleEpochError } from '../storage';
-import type { DeadLetter, DeadLetterStore, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, ParkResult, RetryStore, SkippedRange, SkipRecordResult, SubscriptionEntity, WriteFence } from '../storage';
+import type { DeadLetter, DeadLetterPosition, DeadLetterStore, DeadLetterWriteResult, LaneStart, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, ParkResult, RetryStore, SkippedRange, SkipRecordResult, SubscriptionEntity, WriteFence } from '../storage';
 import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 import { waitFor } from '../../test/support/wait-for';
@@ -127,10 +127,30 @@ class FakeSender {
   }
 }
 
+/**
+ * The dead-letter store's contract (dead-letter-store.ts): one letter per subscription and log position; writing
+ * a position again keeps the first and says so.
+ */
 class FakeDeadLetters {
   readonly added: DeadLetter[] = [];
-  async add(letters: DeadLetter[]): Promise<void> {
-    this.added.push(...letters);
+  readonly refused: DeadLetterWriteResult[] = [];
+  private key = (l: { subscriptionId: string; topic: string; partition: number; offset: number }) => `${l.subscriptionId}#${l.topic}#${l.partition}#${l.offset}`;
+  async add(letters: DeadLetter[]): Promise<DeadLetterWriteResult[]> {
+    return letters.map((l) => {
+      const position = { subscriptionId: l.subscriptionId, topic: l.topic, partition: l.partition, offset: l.offset };
+      if (this.added.some((a) => this.key(a) === this.key(l))) {
+        const result: DeadLetterWriteResult = { position, written: false, rejected: 'ALREADY_DEAD_LETTERED' };
+        this.refused.push(result);
+        return result;
+      }
+      this.added.push(l);
+      return { position, written: true };
+    });
+  }
+  async deadLetteredFrom(starts: LaneStart[]): Promise<DeadLetterPosition[]> {
+    return this.added
+      .filter((l) => starts.some((s) => s.subscriptionId === l.subscriptionId && s.topic === l.topic && s.partition === l.partition && l.offset >= s.nextOffset))
+      .map((l) => ({ subscriptionId: l.subscriptionId, topic: l.topic, partition: l.partition, offset: l.offset }));
   }
 }
 
@@ -288,6 +308,25 @@ describe('DispatchLoop', () => {
     expect(sender.idsFor('http://sub-1').filter((id) => ['e-4', 'e-5'].includes(id))).toEqual(['e-4', 'e-5']);
     expect(offsets.at('sub-1', 0)).toBe(3);
     expect(offsets.at('sub-1', 1)).toBe(2);
+  });
+
+  it('passes over events a crashed run dead-lettered after its last commit: no delivery, no second letter', async () => {
+    const { log, offsets, sender, deadLetters, loop } = setup();
+    [1, 2, 3].forEach((n) => log.append(0, frame(n)));
+    // The previous run dead-lettered offsets 0 and 2 and died before committing: the stored offset is still 0.
+    const letter = (offset: number): DeadLetter => ({
+      subscriptionId: 'sub-1', topic: TOPIC, partition: 0, offset, eventId: `e-${offset + 1}`, attributes: {}, data: null,
+      attempts: 10, lastError: 'HTTP 503', firstFailedAt: new Date(), lastFailedAt: new Date(),
+    });
+    await deadLetters.add([letter(0), letter(2)]);
+
+    const progress = await runUntil(loop, (p) => p.delivered >= 1 && (p.passedOverDeadLettered ?? 0) >= 2);
+
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-2']);
+    expect(progress.passedOverDeadLettered).toBe(2);
+    expect(deadLetters.added).toHaveLength(2);
+    expect(deadLetters.refused).toEqual([]);
+    expect(offsets.at('sub-1', 0)).toBe(3);
   });
 
   it('retries a failing sink with backoff and never commits past the unacknowledged event', async () => {

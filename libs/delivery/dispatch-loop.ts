@@ -214,15 +214,26 @@ export class DispatchLoop {
           nextOffset: at.get(`${subscription.id}#${subscription.topic}#${partition}`) ?? 0,
         }));
         await this.deps.retries.forgetReplayed(starts, m);
-        return starts;
+        // Dead-lettered after the last commit (the run crashed before it): settled, not to be delivered again.
+        const dead = await this.deps.deadLetters.deadLetteredFrom(starts, m);
+        return { starts, dead };
       });
+      const deadAt = new Map<string, number[]>();
+      for (const d of replayed.dead) {
+        const k = `${d.subscriptionId}#${d.topic}#${d.partition}`;
+        const offsets = deadAt.get(k);
+        if (offsets) offsets.push(d.offset);
+        else deadAt.set(k, [d.offset]);
+      }
       missing.forEach(({ subscription, partition }, i) => {
-        const lane = newLane(subscription, this.filterOf(subscription), partition, replayed[i].nextOffset);
+        const start = replayed.starts[i];
+        const dead = deadAt.get(`${start.subscriptionId}#${start.topic}#${start.partition}`) ?? [];
+        const lane = newLane(subscription, this.filterOf(subscription), partition, start.nextOffset, dead);
         // Parked deliveries of an earlier run go before the events after them (ordered recovery, lane-runner.ts).
         lane.recovering = true;
         this.lanes.add(lane);
       });
-      this.log.info({ lanes: missing.length }, 'dispatching new subscription partitions');
+      this.log.info({ lanes: missing.length, deadLetteredAhead: replayed.dead.length }, 'dispatching new subscription partitions');
     }
     this.progress.subscriptions = activeIds.size;
     this.refreshedAt = Date.now();
@@ -233,7 +244,7 @@ export class DispatchLoop {
     const version = subscription.updatedAt?.getTime() ?? 0;
     const cached = this.filters.get(subscription.id);
     if (cached && cached.version === version) return cached.filter;
-    const filter = compileFilters(subscription.filters);
+    const filter = compileFilters(subscription.filters, { maxAttributeChars: this.deps.options.filterMaxAttributeChars });
     this.filters.set(subscription.id, { version, filter });
     return filter;
   }

@@ -147,6 +147,10 @@ export class LaneRunner {
    * subscription was disabled, and the lane starts nothing more for now.
    */
   private async deliver(lane: Lane, record: LaneRecord): Promise<'settled' | 'retry' | 'halt'> {
+    if (lane.deadLettered.delete(record.offset)) {
+      this.ctx.progress.passedOverDeadLettered = (this.ctx.progress.passedOverDeadLettered ?? 0) + 1;
+      return 'settled';
+    }
     const frame = record.frame;
     if (!frame) {
       await this.failures.unreadable(lane, record);

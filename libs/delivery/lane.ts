@@ -25,6 +25,11 @@ export interface Lane {
   committed: number;
   /** Records from `nextOffset` on, in order; the settled ones leave once every record before them has settled. */
   buffer: LaneRecord[];
+  /**
+   * Offsets at or after where the lane started that were dead-lettered before (by a run that crashed before its
+   * commit): settled for good, so the replay passes over them. Each leaves the set when the lane reaches it.
+   */
+  deadLettered: Set<number>;
   busy: boolean;
   /** The lane starts nothing before this: a webhook lane's first record waits for its retry, or a storage write failed. */
   retryAt: number;
@@ -56,7 +61,13 @@ export interface LaneRecord {
   retryAt?: number;
 }
 
-export function newLane(subscription: SubscriptionEntity, filter: CompiledFilter, partition: number, nextOffset: number): Lane {
+export function newLane(
+  subscription: SubscriptionEntity,
+  filter: CompiledFilter,
+  partition: number,
+  nextOffset: number,
+  deadLettered: Iterable<number> = [],
+): Lane {
   return {
     subscription,
     filter,
@@ -65,6 +76,7 @@ export function newLane(subscription: SubscriptionEntity, filter: CompiledFilter
     nextOffset,
     committed: nextOffset,
     buffer: [],
+    deadLettered: new Set(deadLettered),
     busy: false,
     retryAt: 0,
     abort: new AbortController(),

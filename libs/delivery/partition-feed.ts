@@ -105,6 +105,8 @@ export class PartitionFeed {
           : 'the stored offset is past the end of the log (was the topic recreated?); resuming at its end',
       );
       lane.buffer = [];
+      // Offsets of the old log: new events will take them.
+      lane.deadLettered.clear();
       if (target < lane.committed) {
         // The log itself went backwards: the stored offset points at events that no longer exist.
         const position = { subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: ctx.fence.rowEpoch };

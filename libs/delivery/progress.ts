@@ -9,6 +9,8 @@ export interface DispatchProgress {
   deadLettered: number;
   /** Events a subscription's filters passed over. */
   filteredOut: number;
+  /** Replayed events that were dead-lettered before (by a run that crashed before its commit): passed over. */
+  passedOverDeadLettered?: number;
   subscriptions: number;
   partitions: number;
   /** Events in Kafka not yet settled, summed over every subscription partition. */
@@ -43,6 +45,7 @@ export function newProgress(): DispatchProgress {
     parked: 0,
     deadLettered: 0,
     filteredOut: 0,
+    passedOverDeadLettered: 0,
     subscriptions: 0,
     partitions: 0,
     lag: 0,

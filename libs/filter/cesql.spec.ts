@@ -1,5 +1,5 @@
 import type { EventFrame } from '../frame';
-import { CESQL_MAX_DEPTH, CESQL_MAX_LENGTH, CesqlParseError, evaluateCesql, parseCesql } from './cesql';
+import { CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS, CESQL_MAX_DEPTH, CESQL_MAX_LENGTH, CesqlParseError, evaluateCesql, parseCesql } from './cesql';
 
 function frame(overrides: Partial<EventFrame> = {}): EventFrame {
   return {
@@ -220,6 +220,51 @@ describe('CESQL LIKE', () => {
     const error = parseError("subject LIKE 'a\\b'");
     expect(error.position).toBe(13);
     expect(error.message).toContain("'\\' must be followed by %, _ or \\");
+  });
+});
+
+describe('CESQL string bound (maxAttributeChars)', () => {
+  const long = frame({ subject: 'x'.repeat(CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS + 1) });
+
+  it('makes an expression reading an attribute longer than the bound false, whatever the operator', () => {
+    expect(evaluate("subject LIKE 'x%'", long)).toBe(false);
+    expect(evaluate("subject NOT LIKE 'y%'", long)).toBe(false);
+    expect(evaluate('NOT (subject = type)', long)).toBe(false);
+    expect(evaluate('LENGTH(subject) > 0', long)).toBe(false);
+    // Fail-fast, as for a missing attribute: the error ends the whole expression.
+    expect(evaluate("subject LIKE 'x%' OR type = 'com.example.order.created'", long)).toBe(false);
+  });
+
+  it('still reads other attributes, and EXISTS, which does not read the value', () => {
+    expect(evaluate('EXISTS subject', long)).toBe(true);
+    expect(evaluate("type = 'com.example.order.created'", long)).toBe(true);
+    const atBound = frame({ subject: 'x'.repeat(CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS) });
+    expect(evaluate("subject LIKE 'x%'", atBound)).toBe(true);
+  });
+
+  it('takes the bound from the options it was compiled with', () => {
+    const expression = parseCesql("subject LIKE 'o%'", { maxAttributeChars: 8 });
+    expect(evaluateCesql(expression, frame({ subject: 'order-42' }))).toBe(true);
+    expect(evaluateCesql(expression, frame({ subject: 'order-420' }))).toBe(false);
+  });
+
+  it('bounds what LOWER and UPPER make, since UPPER can lengthen a string', () => {
+    // 'ß' upper-cases to 'SS': 6 characters in, 12 out.
+    const expression = parseCesql("UPPER(subject) LIKE 'S%'", { maxAttributeChars: 10 });
+    expect(evaluateCesql(expression, frame({ subject: 'ßßßßß' }))).toBe(true);
+    expect(evaluateCesql(expression, frame({ subject: 'ßßßßßß' }))).toBe(false);
+  });
+
+  // Before the fix, one 100k-character attribute against a near-miss LIKE took seconds (defect 5 of issue 9).
+  it('evaluates the costliest single LIKE on a 1 MiB attribute quickly, allowed or not', () => {
+    const huge = frame({ subject: 'a'.repeat(1 << 20) });
+    const text = `subject LIKE '%${'a'.repeat(1000)}b%'`;
+    for (const maxAttributeChars of [CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS, 1 << 20]) {
+      const expression = parseCesql(text, { maxAttributeChars });
+      const start = performance.now();
+      expect(evaluateCesql(expression, huge)).toBe(false);
+      expect(performance.now() - start).toBeLessThan(1000);
+    }
   });
 });
 

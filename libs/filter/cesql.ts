@@ -1,5 +1,6 @@
 import type { EventFrame } from '../frame';
 import { ATTRIBUTE_NAME, attributeOf } from './attributes';
+import { compileLikeMatcher, compileLikePattern, LikeMatcher, LikePart, likeMatches, LikePatternError } from './like-pattern';
 
 /**
  * A subset of the CloudEvents SQL Expression Language (CESQL 1.0), the `sql` filter dialect: a hand-written
@@ -20,8 +21,6 @@ export type CesqlValue = string | number | boolean;
 export type ComparisonOperator = '=' | '!=' | '<>' | '<' | '<=' | '>' | '>=';
 export type LogicalOperator = 'AND' | 'OR' | 'XOR';
 export type CesqlFunction = 'LENGTH' | 'LOWER' | 'UPPER';
-/** One element of a compiled LIKE pattern: `%`, `_`, or one literal character (a Unicode code point). */
-export type LikePart = 'any' | 'one' | { literal: string };
 
 export type CesqlNode =
   | { kind: 'literal'; value: CesqlValue }
@@ -31,13 +30,29 @@ export type CesqlNode =
   | { kind: 'negate'; operand: CesqlNode }
   | { kind: 'logical'; operator: LogicalOperator; operands: CesqlNode[] }
   | { kind: 'comparison'; operator: ComparisonOperator; left: CesqlNode; right: CesqlNode }
-  | { kind: 'like'; operand: CesqlNode; pattern: LikePart[]; negated: boolean }
+  | { kind: 'like'; operand: CesqlNode; pattern: LikePart[]; matcher: LikeMatcher; negated: boolean }
   | { kind: 'in'; operand: CesqlNode; set: CesqlNode[]; negated: boolean }
   | { kind: 'call'; name: CesqlFunction; argument: CesqlNode };
+
+/**
+ * Default of CesqlOptions.maxAttributeChars (and of EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS): long enough for any
+ * sensible context attribute, short enough that the costliest expression stays in the milliseconds per event.
+ */
+export const CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS = 16384;
+
+export interface CesqlOptions {
+  /**
+   * Longest string (in UTF-16 units) an evaluation works on: an attribute read, or a LOWER/UPPER result. A longer
+   * one is an evaluation error, so the expression is false for that event (fail-fast, like a failed cast).
+   */
+  maxAttributeChars?: number;
+}
 
 export interface CesqlExpression {
   readonly text: string;
   readonly root: CesqlNode;
+  /** CesqlOptions.maxAttributeChars, resolved. */
+  readonly maxAttributeChars: number;
 }
 
 /** A refused expression. `position` is the 0-based character offset of the offending token. */
@@ -203,7 +218,10 @@ class Parser {
       }
       this.index++;
     }
-    if (this.acceptKeyword('LIKE')) return { kind: 'like', operand: left, pattern: this.parseLikePattern(), negated };
+    if (this.acceptKeyword('LIKE')) {
+      const pattern = this.parseLikePattern();
+      return { kind: 'like', operand: left, pattern, matcher: compileLikeMatcher(pattern), negated };
+    }
     const inToken = this.peek();
     if (this.acceptKeyword('IN')) return { kind: 'in', operand: left, set: this.parseSet(inToken), negated };
     return left;
@@ -226,7 +244,12 @@ class Parser {
     if (token.kind !== 'string') {
       throw this.error(`LIKE needs a string literal pattern but found ${describeToken(token)}`, token);
     }
-    return compileLikePattern(token.text, token.position);
+    try {
+      return compileLikePattern(token.text);
+    } catch (e) {
+      if (e instanceof LikePatternError) throw new CesqlParseError(`invalid LIKE pattern: ${e.message}`, token.position);
+      throw e;
+    }
   }
 
   private parseSet(inToken: Token): CesqlNode[] {
@@ -371,31 +394,6 @@ function isSymbol(token: Token, symbol: string): boolean {
   return token.kind === 'symbol' && token.text === symbol;
 }
 
-/**
- * `%` is any run of characters, `_` exactly one, and `\` makes the next `%`, `_` or `\` literal. Any other use of
- * `\` is refused rather than guessed at, so a pattern means one thing.
- */
-function compileLikePattern(pattern: string, position: number): LikePart[] {
-  const chars = Array.from(pattern);
-  const parts: LikePart[] = [];
-  for (let i = 0; i < chars.length; i++) {
-    const c = chars[i];
-    if (c === '\\') {
-      const escaped = chars[++i];
-      if (escaped !== '%' && escaped !== '_' && escaped !== '\\') {
-        throw new CesqlParseError("invalid LIKE pattern: '\\' must be followed by %, _ or \\", position);
-      }
-      parts.push({ literal: escaped });
-    } else if (c === '%') {
-      // Runs of `%` mean the same as one and would only slow matching down.
-      if (parts[parts.length - 1] !== 'any') parts.push('any');
-    } else {
-      parts.push(c === '_' ? 'one' : { literal: c });
-    }
-  }
-  return parts;
-}
-
 type ValueType = 'string' | 'integer' | 'boolean';
 
 function typeOf(value: CesqlValue): ValueType {
@@ -423,7 +421,7 @@ function staticType(node: CesqlNode): ValueType | 'unknown' {
  * position, for anything that can be refused without an event: syntax, unknown functions, bad LIKE patterns,
  * out-of-range integers, and expressions that can only yield a string or an integer (a filter needs a boolean).
  */
-export function parseCesql(text: string): CesqlExpression {
+export function parseCesql(text: string, options: CesqlOptions = {}): CesqlExpression {
   if (text.length > CESQL_MAX_LENGTH) {
     const reason = `expression is ${text.length} characters long; the limit is ${CESQL_MAX_LENGTH}`;
     throw new CesqlParseError(reason, CESQL_MAX_LENGTH);
@@ -436,7 +434,7 @@ export function parseCesql(text: string): CesqlExpression {
     const yields = type === 'integer' ? 'an integer' : 'a string';
     throw new CesqlParseError(`the expression yields ${yields}, not a boolean`, tokens[0].position);
   }
-  return { text, root };
+  return { text, root, maxAttributeChars: options.maxAttributeChars ?? CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS };
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -495,9 +493,21 @@ function equal(left: CesqlValue, right: CesqlValue, target: CesqlValue): boolean
   return castTo(type, left) === castTo(type, right);
 }
 
-function readAttribute(frame: EventFrame, name: string): CesqlValue {
-  const value = attributeOf(frame, name);
+/** What one evaluation reads: the event, and the longest string it may work on. */
+interface Scope {
+  frame: EventFrame;
+  maxChars: number;
+}
+
+/** A string longer than the bound ends the evaluation: no operator then costs more than the bound allows. */
+function bounded(value: CesqlValue, scope: Scope): CesqlValue {
+  return typeof value === 'string' && value.length > scope.maxChars ? fail() : value;
+}
+
+function readAttribute(scope: Scope, name: string): CesqlValue {
+  const value = attributeOf(scope.frame, name);
   if (value === undefined) return fail();
+  if (typeof value === 'string') return bounded(value, scope);
   // CESQL integers are 32-bit; any other number is carried as its text (CESQL 3.2: non-CESQL types are Strings).
   return typeof value === 'number' && !isInt32(value) ? String(value) : value;
 }
@@ -521,44 +531,15 @@ function compare(operator: ComparisonOperator, left: CesqlValue, right: CesqlVal
 }
 
 /** AND and OR short-circuit (CESQL 3.4.2), so `EXISTS x AND x = 1` never reads a missing `x`. */
-function logical(operator: LogicalOperator, operands: CesqlNode[], frame: EventFrame): boolean {
-  if (operator === 'AND') return operands.every((operand) => toBoolean(evaluate(operand, frame)));
-  if (operator === 'OR') return operands.some((operand) => toBoolean(evaluate(operand, frame)));
-  return operands.reduce((acc, operand) => acc !== toBoolean(evaluate(operand, frame)), false);
+function logical(operator: LogicalOperator, operands: CesqlNode[], scope: Scope): boolean {
+  if (operator === 'AND') return operands.every((operand) => toBoolean(evaluate(operand, scope)));
+  if (operator === 'OR') return operands.some((operand) => toBoolean(evaluate(operand, scope)));
+  return operands.reduce((acc, operand) => acc !== toBoolean(evaluate(operand, scope)), false);
 }
 
-/**
- * Wildcard match without backtracking blow-up: on a mismatch, only the most recent `%` is widened by one
- * character, which is enough for `%`/`_` patterns and bounds the work at pattern length x text length.
- */
-function likeMatches(parts: LikePart[], text: string): boolean {
-  const chars = Array.from(text);
-  let p = 0;
-  let s = 0;
-  let starPart = -1;
-  let starChar = 0;
-  while (s < chars.length) {
-    const part = p < parts.length ? parts[p] : undefined;
-    if (part === 'any') {
-      starPart = p++;
-      starChar = s;
-    } else if (part !== undefined && (part === 'one' || part.literal === chars[s])) {
-      p++;
-      s++;
-    } else if (starPart >= 0) {
-      p = starPart + 1;
-      s = ++starChar;
-    } else {
-      return false;
-    }
-  }
-  while (p < parts.length && parts[p] === 'any') p++;
-  return p === parts.length;
-}
-
-function isIn(node: Extract<CesqlNode, { kind: 'in' }>, frame: EventFrame): boolean {
-  const value = evaluate(node.operand, frame);
-  const found = node.set.some((element) => equal(value, evaluate(element, frame), value));
+function isIn(node: Extract<CesqlNode, { kind: 'in' }>, scope: Scope): boolean {
+  const value = evaluate(node.operand, scope);
+  const found = node.set.some((element) => equal(value, evaluate(element, scope), value));
   return found !== node.negated;
 }
 
@@ -574,38 +555,39 @@ function negate(value: CesqlValue): number {
   return isInt32(result) ? result : fail();
 }
 
-function evaluate(node: CesqlNode, frame: EventFrame): CesqlValue {
+function evaluate(node: CesqlNode, scope: Scope): CesqlValue {
   switch (node.kind) {
     case 'literal':
       return node.value;
     case 'attribute':
-      return readAttribute(frame, node.name);
+      return readAttribute(scope, node.name);
     case 'exists':
-      return attributeOf(frame, node.name) !== undefined;
+      return attributeOf(scope.frame, node.name) !== undefined;
     case 'not':
-      return !toBoolean(evaluate(node.operand, frame));
+      return !toBoolean(evaluate(node.operand, scope));
     case 'negate':
-      return negate(evaluate(node.operand, frame));
+      return negate(evaluate(node.operand, scope));
     case 'logical':
-      return logical(node.operator, node.operands, frame);
+      return logical(node.operator, node.operands, scope);
     case 'comparison':
-      return compare(node.operator, evaluate(node.left, frame), evaluate(node.right, frame));
+      return compare(node.operator, evaluate(node.left, scope), evaluate(node.right, scope));
     case 'like':
-      return likeMatches(node.pattern, toText(evaluate(node.operand, frame))) !== node.negated;
+      return likeMatches(node.matcher, toText(evaluate(node.operand, scope))) !== node.negated;
     case 'in':
-      return isIn(node, frame);
+      return isIn(node, scope);
     case 'call':
-      return call(node.name, evaluate(node.argument, frame));
+      return bounded(call(node.name, evaluate(node.argument, scope)), scope);
   }
 }
 
 /**
  * True when the expression yields the boolean TRUE for the event. False when it yields FALSE, a non-boolean,
- * or fails (a missing attribute, a failed cast, an integer overflow). Never throws: it runs at dispatch time.
+ * or fails (a missing attribute, a failed cast, an integer overflow, a string longer than maxAttributeChars).
+ * Never throws: it runs at dispatch time. Its cost is linear in the expression's size times the string bound.
  */
 export function evaluateCesql(expression: CesqlExpression, frame: EventFrame): boolean {
   try {
-    return evaluate(expression.root, frame) === true;
+    return evaluate(expression.root, { frame, maxChars: expression.maxAttributeChars }) === true;
   } catch {
     // Besides EvaluationFailure, anything unforeseen also means "does not match": one filter must never stop
     // delivery for a whole partition.

@@ -116,6 +116,13 @@ describe('compileFilters: matching', () => {
     expect(matches([{ not: { sql: 'missing = 1' } }])).toBe(true);
   });
 
+  it('passes its options to every sql filter, nested ones included', () => {
+    const filters = [{ all: [{ sql: "subject LIKE 'orders/%'" }] }];
+    expect(compileFilters(filters).matches(frame())).toBe(true);
+    expect(compileFilters(filters, { maxAttributeChars: 256 }).matches(frame({ subject: `orders/${'x'.repeat(250)}` }))).toBe(false);
+    expect(compileFilters(filters, { maxAttributeChars: 256 }).matches(frame({ subject: `orders/${'x'.repeat(249)}` }))).toBe(true);
+  });
+
   it('keeps a validated copy of the filters that later edits of the input do not change', () => {
     const raw = [{ exact: { region: 'eu-west' } }, { any: [{ sql: 'urgent' }] }];
     const compiled = compileFilters(raw);

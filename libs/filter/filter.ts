@@ -1,7 +1,7 @@
 import { ErrorCode, EventMeshError } from '../errors';
 import type { EventFrame } from '../frame';
 import { ATTRIBUTE_NAME, attributeText } from './attributes';
-import { CesqlParseError, evaluateCesql, parseCesql } from './cesql';
+import { CesqlOptions, CesqlParseError, evaluateCesql, parseCesql } from './cesql';
 
 /**
  * Subscription filters in the dialects of the CloudEvents Subscriptions API (section 3.2.4): a subscription
@@ -37,6 +37,9 @@ export interface CompiledFilter {
   matches(frame: EventFrame): boolean;
 }
 
+/** How filters are evaluated; the runtime passes its configuration (EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS). */
+export type FilterOptions = CesqlOptions;
+
 type Predicate = (frame: EventFrame) => boolean;
 
 interface Compiled {
@@ -47,6 +50,7 @@ interface Compiled {
 /** Shared by the whole walk, so the filter count covers nested filters too. */
 interface Walk {
   count: number;
+  options: FilterOptions;
 }
 
 /**
@@ -54,10 +58,10 @@ interface Walk {
  * optional). Throws EventMeshError(InvalidRequest) with details `{ field: 'filters', path }`, `path` naming the
  * offending element (`filters[1].all[0].sql`); CESQL errors add `position`, the character offset in the expression.
  */
-export function compileFilters(raw: unknown): CompiledFilter {
+export function compileFilters(raw: unknown, options: FilterOptions = {}): CompiledFilter {
   const list = raw === undefined ? [] : raw;
   if (!Array.isArray(list)) throw invalid('filters', `must be an array of filter objects, found ${jsonType(list)}`);
-  const walk: Walk = { count: 0 };
+  const walk: Walk = { count: 0, options };
   const compiled = list.map((item: unknown, i) => compileFilter(item, `filters[${i}]`, 1, walk));
   const predicates = compiled.map((c) => c.predicate);
   return {
@@ -93,7 +97,7 @@ function compileFilter(raw: unknown, path: string, depth: number, walk: Walk): C
     case 'not':
       return compileNotFilter(body, bodyPath, depth, walk);
     case 'sql':
-      return compileSqlFilter(body, bodyPath);
+      return compileSqlFilter(body, bodyPath, walk.options);
     default:
       throw invalid(bodyPath, `unknown filter dialect "${dialect}"; supported: ${FILTER_DIALECTS.join(', ')}`);
   }
@@ -156,12 +160,12 @@ function compileNotFilter(body: unknown, path: string, depth: number, walk: Walk
   return { filter: { not: inner.filter }, predicate: (frame) => !inner.predicate(frame) };
 }
 
-function compileSqlFilter(body: unknown, path: string): Compiled {
+function compileSqlFilter(body: unknown, path: string, options: FilterOptions): Compiled {
   if (typeof body !== 'string') {
     throw invalid(path, `must be a string holding a CESQL expression, found ${jsonType(body)}`);
   }
   try {
-    const expression = parseCesql(body);
+    const expression = parseCesql(body, options);
     return { filter: { sql: body }, predicate: (frame) => evaluateCesql(expression, frame) };
   } catch (e) {
     if (!(e instanceof CesqlParseError)) throw e;

@@ -1,12 +1,20 @@
 export { compileFilters, FILTER_DIALECTS, MAX_FILTER_COUNT, MAX_FILTER_DEPTH } from './filter';
-export type { AttributeValues, CompiledFilter, Filter, FilterDialect } from './filter';
-export { CESQL_MAX_DEPTH, CESQL_MAX_LENGTH, CesqlParseError, evaluateCesql, parseCesql } from './cesql';
+export type { AttributeValues, CompiledFilter, Filter, FilterDialect, FilterOptions } from './filter';
+export {
+  CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS,
+  CESQL_MAX_DEPTH,
+  CESQL_MAX_LENGTH,
+  CesqlParseError,
+  evaluateCesql,
+  parseCesql,
+} from './cesql';
 export type {
   CesqlExpression,
   CesqlFunction,
   CesqlNode,
+  CesqlOptions,
   CesqlValue,
   ComparisonOperator,
-  LikePart,
   LogicalOperator,
 } from './cesql';
+export type { LikePart } from './like-pattern';

@@ -62,4 +62,14 @@ describe('frameFromStructured', () => {
   it('refuses an extension that is an object', () => {
     expect(errorOf({ ...valid, meta: { a: 1 } }).details).toEqual({ attribute: 'meta' });
   });
+
+  // Found by the property "what the adaptor accepts survives the Kafka round trip unchanged" (seed 90068):
+  // `{"id": "\ud800"}` was accepted and came back from Kafka as "\ufffd".
+  it('refuses an attribute holding a lone surrogate, which Kafka would store as U+FFFD', () => {
+    expect(errorOf({ ...valid, id: '\ud800' }).details).toEqual({ attribute: 'id' });
+    expect(errorOf({ ...valid, subject: 'a\udc00' }).details).toEqual({ attribute: 'subject' });
+    expect(errorOf({ ...valid, note: 'x\ud83d' }).details).toEqual({ attribute: 'note' });
+    // A pair is one character, and is fine.
+    expect(frameFromStructured({ ...valid, subject: '\ud83d\ude00' }).subject).toBe('\u{1F600}');
+  });
 });

@@ -2,6 +2,9 @@ import { CloudEvent, ValidationError } from 'cloudevents';
 import { ErrorCode, EventMeshError } from '../errors';
 import { EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, REQUIRED_ATTRIBUTES } from './event-frame';
 
+/** With the `u` flag a surrogate pair is one code point, so this finds only unpaired surrogates. */
+const LONE_SURROGATE = /\p{Surrogate}/u;
+
 /**
  * Adaptor: a CloudEvent in the HTTP structured JSON mode (the parsed body of an
  * `application/cloudevents+json` request) to an {@link EventFrame}. Validation is the `cloudevents` library's,
@@ -26,6 +29,13 @@ export function frameFromStructured(body: unknown): EventFrame {
     throw invalid(`unsupported specversion "${String(input.specversion)}"; this runtime accepts "1.0"`, {
       attribute: 'specversion',
     });
+  }
+  for (const [name, value] of Object.entries(input)) {
+    // CloudEvents strings allow surrogates only in pairs; a lone one cannot be written as UTF-8 (a Kafka header)
+    // and would come back as U+FFFD, so the event delivered would differ from the one acknowledged.
+    if (name !== 'data' && typeof value === 'string' && LONE_SURROGATE.test(value)) {
+      throw invalid(`attribute "${name}" is not valid Unicode: it holds an unpaired surrogate`, { attribute: name });
+    }
   }
   if (input.data !== undefined && input.data_base64 !== undefined) {
     throw invalid('an event carries "data" or "data_base64", not both', { attribute: 'data_base64' });

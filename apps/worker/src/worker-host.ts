@@ -8,7 +8,7 @@ import { DispatchLoop, DispatchLoopDeps, WebhookSender } from '../../../libs/del
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
 import { OwnershipAgent } from '../../../libs/ownership';
-import { DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, PlacementStore, RetryStore, SkippedRangeStore, WriteFence } from '../../../libs/storage';
+import { DeadLetterRetention, DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, PlacementStore, RetryStore, SkippedRangeStore, WriteFence } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
 import { SinkRouter, StreamHub } from '../../../libs/streams';
 import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions';
@@ -68,6 +68,8 @@ export class WorkerHost {
   agent?: OwnershipAgent;
   /** LOCAL_STICKY_PULL only. */
   orphans?: OrphanTakeover;
+  /** Deletes dead letters past EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS. */
+  private retention?: DeadLetterRetention;
 
   private constructor(
     private readonly workers: Worker[],
@@ -127,6 +129,7 @@ export class WorkerHost {
           maxOpenMs: config.delivery.breakerMaxOpenMs,
         },
         maxParked: config.delivery.retryMaxParked,
+        filterMaxAttributeChars: config.filter.maxAttributeChars,
       },
       ...extra,
     });
@@ -150,7 +153,7 @@ export class WorkerHost {
       });
       const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource() });
       const host = new WorkerHost([worker], connection, reader, webhooks, shutdown, taskQueue);
-      host.run(onFatal);
+      host.run(onFatal, deadLetters, config);
       try {
         await host.startDispatchWorkflow(config, deps);
       } catch (e) {
@@ -212,7 +215,7 @@ export class WorkerHost {
       maxCachedWorkflows: 0,
     });
     const host = new WorkerHost([activityWorker, controlWorker], connection, reader, webhooks, shutdown, taskQueue);
-    host.run(onFatal);
+    host.run(onFatal, deadLetters, config);
     try {
       await agent.start();
     } catch (e) {
@@ -224,7 +227,9 @@ export class WorkerHost {
     return host;
   }
 
-  private run(onFatal: (reason: string) => void): void {
+  private run(onFatal: (reason: string) => void, deadLetters: DeadLetterStore, config: EventMeshConfig): void {
+    this.retention = new DeadLetterRetention(deadLetters, { retentionDays: config.delivery.deadLetterRetentionDays });
+    this.retention.start();
     this.running = this.workers.map((worker) =>
       worker.run().catch((e: unknown) => {
         this.log.error({ error: reasonOf(e) }, 'Temporal worker stopped with an error');
@@ -278,6 +283,7 @@ export class WorkerHost {
 
   async stop(): Promise<void> {
     this.shutdown.abort();
+    await this.retention?.stop();
     await this.agent?.stop();
     await this.orphans?.stop();
     for (const worker of this.workers) if (worker.getState() === 'RUNNING') worker.shutdown();

@@ -1,9 +1,16 @@
-import { Column, Entity, Index, PrimaryGeneratedColumn } from 'typeorm';
+import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
 import { bigintAsNumber } from './bigint.transformer';
+import { SubscriptionEntity } from './subscription.entity';
 
-/** An event a subscription could not deliver after its last attempt, with why and when. */
+/**
+ * An event a subscription could not deliver after its last attempt, with why and when. At most one per
+ * subscription and log position (dead_letters_position_key): writing one is idempotent (DeadLetterStore.add), and
+ * a dead-lettered position is settled for good. Deleted with its subscription, or after the retention period.
+ */
 @Entity({ name: 'dead_letters' })
 @Index('dead_letters_subscription_idx', ['subscriptionId', 'createdAt'])
+@Index('dead_letters_position_key', ['subscriptionId', 'topic', 'partition', 'kafkaOffset'], { unique: true })
+@Index('dead_letters_created_idx', ['createdAt'])
 export class DeadLetterEntity {
   @PrimaryGeneratedColumn({ type: 'bigint' })
   id!: string;
@@ -44,4 +51,8 @@ export class DeadLetterEntity {
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;
+
+  @ManyToOne(() => SubscriptionEntity, { onDelete: 'CASCADE' })
+  @JoinColumn({ name: 'subscription_id' })
+  subscription?: SubscriptionEntity;
 }

@@ -5,6 +5,7 @@ import { PendingRequests1795964509962 } from './1795964509962-PendingRequests';
 import { PartitionLeaseRenewal1795968576120 } from './1795968576120-PartitionLeaseRenewal';
 import { DispatchRuns1796100895213 } from './1796100895213-DispatchRuns';
 import { SkippedRanges1796101139817 } from './1796101139817-SkippedRanges';
+import { DeadLetterPositionKey1796101550983 } from './1796101550983-DeadLetterPositionKey';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -15,4 +16,5 @@ export const MIGRATIONS = [
   PartitionLeaseRenewal1795968576120,
   DispatchRuns1796100895213,
   SkippedRanges1796101139817,
+  DeadLetterPositionKey1796101550983,
 ];
