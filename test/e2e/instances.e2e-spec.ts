@@ -100,6 +100,7 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     // Y stops: its subscriber waits (its subscription is pinned to Y), X's goes on.
     expect((await y.stop()).code).toBe(0);
     const second = await publish(x.url!, 10, 'while-y-is-down');
+    expect(second).toHaveLength(10);
     await waitFor('X to deliver while Y is down', () => second.every((id) => idsAt(atX).has(id)));
     expect(second.filter((id) => idsAt(atY).has(id))).toEqual([]);
 
