@@ -2,6 +2,7 @@ import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Webhook } from 'standardwebhooks';
 import type { EventFrame } from '../frame';
+import { waitFor } from '../../test/support/wait-for';
 import { WebhookSender } from './webhook-sender';
 
 /** The webhook sender against a local HTTP sink: signatures the official library accepts, and each kind of answer. */
@@ -76,11 +77,26 @@ describe('WebhookSender', () => {
     expect(Date.now() - started).toBeLessThan(5000);
   });
 
-  it('stops at once when its delivery is aborted', async () => {
+  it('stops at once when its delivery is aborted, long before its timeout', async () => {
+    // A sender whose timeout is far away: an abort that is not honoured would end only at the timeout.
+    const patient = new WebhookSender(30_000);
     answer = () => undefined;
     const abort = new AbortController();
-    const sending = sender.send({ sink, signingSecret: null }, frame, 'msg-5', abort.signal);
-    abort.abort();
-    expect((await sending).ok).toBe(false);
+    const before = received.length;
+    try {
+      const sending = patient.send({ sink, signingSecret: null }, frame, 'msg-5', abort.signal);
+      // Aborted while the sink holds the request: the send is in flight, not refused before it started.
+      await waitFor('the sink to hold the request', () => received.length > before, { timeoutMs: 5000, intervalMs: 5 });
+      const abortedAt = Date.now();
+      abort.abort();
+      const result = await Promise.race([
+        sending,
+        new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 1000).unref()),
+      ]);
+      expect(result).toMatchObject({ ok: false, error: expect.stringMatching(/abort/i) });
+      expect(Date.now() - abortedAt).toBeLessThan(1000);
+    } finally {
+      await patient.close();
+    }
   });
 });

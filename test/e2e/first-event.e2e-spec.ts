@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Client as PgClient } from 'pg';
 import type { Client } from '@temporalio/client';
-import { Kafka } from 'kafkajs';
+import { Kafka, PartitionerArgs, Partitioners } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
@@ -139,32 +139,64 @@ describe('first event, end to end', () => {
 
   it('commits the offset only after the webhook acknowledged the event', async () => {
     const subscriptionId = mainSubscriptionId;
-    let release!: () => void;
-    receiver.gate = new Promise<void>((resolve) => (release = resolve));
-    const eventId = randomUUID();
-    const published = await fetch(`${api}/events/publish?topic=${topic}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/cloudevents+json' },
-      body: JSON.stringify({ specversion: '1.0', id: eventId, source: '/e2e', type: 'e2e.held' }),
-    });
-    const receipt = (await published.json()) as { partition: number; offset: number };
-    const offsetOf = async () => {
+    const offsetOf = async (partition: number): Promise<number | undefined> => {
       const { rows } = await pg.query(
         'SELECT next_offset FROM subscription_offsets WHERE subscription_id = $1 AND topic = $2 AND partition = $3',
-        [subscriptionId, topic, receipt.partition],
+        [subscriptionId, topic, partition],
       );
-      return Number(rows[0].next_offset);
+      return rows.length === 1 ? Number(rows[0].next_offset) : undefined;
     };
-
+    const publish = async (id: string, partitionkey: string) => {
+      const response = await fetch(`${api}/events/publish?topic=${topic}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id, source: '/e2e', type: 'e2e.held', partitionkey }),
+      });
+      expect(response.status).toBe(202);
+      return (await response.json()) as { partition: number; offset: number };
+    };
+    // The sink holds its answer to this one event; it answers every other at once.
+    const heldId = randomUUID();
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    receiver.gate = (request) => (request.headers['ce-id'] === heldId ? released : undefined);
+    const samples: number[] = [];
+    let sampling = true;
+    let sampler: Promise<void> | undefined;
     try {
-      await waitFor('the sink to hold the event', () => receiver.requests.some((r) => r.headers['ce-id'] === eventId));
-      // The sink has the event but has not answered: the offset must not have passed it.
-      expect(await offsetOf()).toBeLessThanOrEqual(receipt.offset);
+      const held = await publish(heldId, 'held');
+      await waitFor('the sink to hold the event', () => receiver.requests.some((r) => r.headers['ce-id'] === heldId));
+      // From now until the answer is released, the committed offset of the held event's partition is sampled
+      // again and again: it must never pass the held event.
+      sampler = (async () => {
+        while (sampling) {
+          samples.push((await offsetOf(held.partition)) ?? -1);
+          await new Promise((r) => setTimeout(r, 10));
+        }
+      })();
+      // An event of another partition of the same subscription, delivered and committed while the first is held:
+      // the loop ran a commit after the held event was sent, and that commit covers every lane that moved.
+      const partitioner = Partitioners.DefaultPartitioner();
+      const partitionMetadata = [0, 1, 2].map((partitionId) => ({ partitionId, leader: 0 }));
+      const probeKey = Array.from({ length: 100 }, (_, k) => `probe-${k}`).find(
+        (key) => partitioner({ topic, partitionMetadata, message: { key, value: null } } as PartitionerArgs) !== held.partition,
+      )!;
+      const probe = await publish(randomUUID(), probeKey);
+      expect(probe.partition).not.toBe(held.partition);
+      await waitFor('the commit of an event of another partition', async () => (await offsetOf(probe.partition)) === probe.offset + 1);
+      samples.push((await offsetOf(held.partition)) ?? -1);
+      sampling = false;
+      await sampler;
+      expect(samples.length).toBeGreaterThan(1);
+      expect(samples.filter((offset) => offset > held.offset)).toEqual([]);
+      release();
+      expect(await waitFor('the commit after the answer', async () => (await offsetOf(held.partition)) === held.offset + 1)).toBe(true);
     } finally {
+      sampling = false;
+      await sampler;
       receiver.gate = undefined;
       release();
     }
-    expect(await waitFor('the commit after the answer', async () => ((await offsetOf()) === receipt.offset + 1 ? true : undefined))).toBe(true);
   });
 
   it('retries a failing webhook, then dead-letters the event, while a healthy subscription gets it at once', async () => {

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { connect, Socket } from 'node:net';
 import { Client } from 'undici';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
@@ -136,8 +137,8 @@ describe('instance boot', () => {
     const instance = start({ EVENTMESH_INSTANCE_ROLES: 'gateway' });
     const url = await instance.ready();
     const client = new Client(url);
-    const statuses: number[] = [];
-    const codes = new Set<string>();
+    /** Every answer the client got, in order: its status and the code of its body, if any. */
+    const answers: { status: number; code?: string }[] = [];
     let publishing = true;
     const publisher = (async () => {
       for (let n = 0; publishing; n++) {
@@ -149,22 +150,33 @@ describe('instance boot', () => {
             body: JSON.stringify({ specversion: '1.0', id: `term-${n}`, source: '/boot', type: 't' }),
           });
           const answer = (await body.json()) as { code?: string };
-          statuses.push(statusCode);
-          if (answer.code) codes.add(answer.code);
+          answers.push({ status: statusCode, code: answer.code });
         } catch {
           return; // the connection closed: the gateway is gone
         }
       }
     })();
-    await waitFor('some publishes answered', () => statuses.filter((s) => s === 202).length >= 20);
+    await waitFor('some publishes answered', () => answers.filter((a) => a.status === 202).length >= 20);
+    // A publish that arrives on an open connection once the gateway is closing: its first header line is sent
+    // before the SIGTERM (so the connection is busy, and stays open while the server drains), the rest after the
+    // listener has closed (so the gateway is closing when the request arrives).
+    const pending = await startRequest(url, 'POST /events/publish HTTP/1.1');
     instance.child.kill('SIGTERM');
+    await waitFor('the listener to close', () => refusesConnections(url), { intervalMs: 20 });
+    const late = await pending.finish(
+      { 'content-type': 'application/cloudevents+json' },
+      JSON.stringify({ specversion: '1.0', id: 'term-late', source: '/boot', type: 't' }),
+    );
     const result = await instance.exit(30000);
     publishing = false;
     await publisher;
     await client.close();
     expect(result.code).toBe(0);
-    expect(statuses.every((s) => s === 202 || s === 503)).toBe(true);
-    expect([...codes].every((c) => c === 'SHUTTING_DOWN')).toBe(true);
+    // Every answer is an acknowledgement or the shutdown refusal (that one connection alone seldom meets the
+    // refusal: its request in flight is acknowledged with `connection: close`, and the listener is gone by the time
+    // it reconnects; the late request below meets it every time).
+    expect(answers.filter((a) => a.status !== 202 && !(a.status === 503 && a.code === 'SHUTTING_DOWN'))).toEqual([]);
+    expect(late).toMatchObject({ status: 503, body: { code: 'SHUTTING_DOWN' }, connection: 'close' });
   });
 
   it('refuses EVENTMESH_HTTP_PROCESSES=2 for the worker entry point, naming the key', async () => {
@@ -231,3 +243,58 @@ describe('instance boot', () => {
     });
   });
 });
+
+/** True when nothing listens on the URL's port any more. */
+function refusesConnections(url: string): Promise<boolean> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve) => {
+    const socket = connect(Number(port), hostname);
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve(false);
+    });
+    socket.once('error', (e: NodeJS.ErrnoException) => resolve(e.code === 'ECONNREFUSED'));
+  });
+}
+
+/**
+ * An HTTP/1.1 request sent in two parts over a raw connection: `firstLine` now, the headers and body on
+ * `finish`, which resolves with the answer (within 10 s).
+ */
+async function startRequest(url: string, firstLine: string) {
+  const { hostname, port } = new URL(url);
+  const socket: Socket = connect(Number(port), hostname);
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  let raw = Buffer.alloc(0);
+  const answered = new Promise<{ head: string; payload: string }>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no answer within 10 s; got ${JSON.stringify(raw.toString())}`)), 10000);
+    const done = (value: { head: string; payload: string }) => {
+      clearTimeout(timer);
+      socket.destroy();
+      resolve(value);
+    };
+    socket.on('data', (c: Buffer) => {
+      raw = Buffer.concat([raw, c]);
+      const at = raw.indexOf('\r\n\r\n');
+      if (at === -1) return;
+      const head = raw.subarray(0, at).toString();
+      const length = Number(/^content-length: *(\d+)/im.exec(head)?.[1] ?? 0);
+      if (raw.length >= at + 4 + length) done({ head, payload: raw.subarray(at + 4, at + 4 + length).toString() });
+    });
+    socket.once('close', () => {
+      clearTimeout(timer);
+      reject(new Error(`connection closed without an answer; got ${JSON.stringify(raw.toString())}`));
+    });
+  });
+  answered.catch(() => undefined); // awaited in finish()
+  socket.write(`${firstLine}\r\nhost: ${hostname}\r\n`);
+  return {
+    async finish(headers: Record<string, string>, body: string) {
+      const lines = Object.entries({ ...headers, 'content-length': String(Buffer.byteLength(body)) }).map(([k, v]) => `${k}: ${v}\r\n`);
+      socket.write(`${lines.join('')}\r\n${body}`);
+      const { head, payload } = await answered;
+      const connection = /^connection: *(.*)$/im.exec(head)?.[1]?.trim();
+      return { status: Number(head.split(' ')[1]), body: payload ? (JSON.parse(payload) as unknown) : undefined, connection };
+    },
+  };
+}

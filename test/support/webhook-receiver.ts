@@ -14,8 +14,11 @@ export interface ReceivedRequest {
 export class WebhookReceiver {
   readonly requests: ReceivedRequest[] = [];
   status: () => number = () => 200;
-  /** When set, every answer waits for it: a sink that has the event but has not acknowledged it yet. */
-  gate?: Promise<void>;
+  /**
+   * When set, answers wait for it: a sink that has the event but has not acknowledged it yet. A function holds
+   * only the requests it returns a promise for.
+   */
+  gate?: Promise<void> | ((request: ReceivedRequest) => Promise<void> | undefined);
   /** What the sink answers to the validation handshake (OPTIONS) in WebHook-Allowed-Origin; none when undefined. */
   allowedOrigin: string | undefined = '*';
   readonly handshakes: IncomingHttpHeaders[] = [];
@@ -41,7 +44,8 @@ export class WebhookReceiver {
         this.requests.push(received);
         this.onEvent?.(received);
         const delay = new Promise<void>((resolve) => setTimeout(resolve, this.delayMs));
-        void Promise.all([this.gate, delay]).then(() => res.writeHead(this.status()).end());
+        const gate = typeof this.gate === 'function' ? this.gate(received) : this.gate;
+        void Promise.all([gate, delay]).then(() => res.writeHead(this.status()).end());
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
