@@ -45,6 +45,8 @@ export class FaultRun {
   readonly subscribers: Subscriber[] = [];
   kafka?: FaultProxy;
   workload!: Workload;
+  /** Workloads that ran before the current one (their events are checked too). */
+  private readonly earlier: Workload[] = [];
 
   constructor(readonly options: FaultRunOptions) {
     this.topic = `faults-${options.name}-${this.runId}`;
@@ -70,17 +72,34 @@ export class FaultRun {
       await sub.start(() => instance.api, this.topic);
       this.subscribers.push(sub);
     }
+    this.workload = this.newWorkload(this.runId, this.options.ratePerSecond);
+    this.workload.start();
+  }
+
+  /** Stops the workload and starts another at `ratePerSecond` (new ids; the earlier events are still checked). */
+  async restartWorkload(ratePerSecond: number | undefined): Promise<void> {
+    await this.workload.stop();
+    this.earlier.push(this.workload);
+    this.workload = this.newWorkload(`${this.runId}-w${this.earlier.length}`, ratePerSecond);
+    this.workload.start();
+  }
+
+  private newWorkload(runId: string, ratePerSecond: number | undefined): Workload {
     const publishTo = this.options.publishTo;
-    this.workload = new Workload({
-      runId: this.runId,
+    return new Workload({
+      runId,
       topic: this.topic,
       publishers: this.options.publishers ?? 4,
       keysPerPublisher: this.options.keysPerPublisher ?? 4,
-      ratePerSecond: this.options.ratePerSecond,
+      ratePerSecond,
       attemptTimeoutMs: this.options.attemptTimeoutMs,
       targets: () => this.instances.filter((_, n) => !publishTo || publishTo.includes(n)).flatMap((i) => (i.api ? [i.api] : [])),
     });
-    this.workload.start();
+  }
+
+  /** Ids acknowledged by every workload of the run. */
+  acknowledgedIds(): string[] {
+    return [...this.earlier, this.workload].flatMap((w) => w.acknowledgedIds());
   }
 
   /** Waits until `count` more events were acknowledged (load is flowing), within `timeoutMs`. */
@@ -95,15 +114,17 @@ export class FaultRun {
 
   /** Waits until every subscriber has received every event acknowledged so far, within `timeoutMs`. */
   async delivered(timeoutMs: number): Promise<boolean> {
-    return drain(this.subscribers, this.workload.acknowledgedIds(), timeoutMs);
+    return drain(this.subscribers, this.acknowledgedIds(), timeoutMs);
   }
 
   /** Stops publishing, lets delivery drain for at most `drainMs`, and checks what arrived. */
   async finish(drainMs: number): Promise<FaultRunResult> {
     await this.workload.stop();
     const drained = await this.delivered(drainMs);
+    const answers: Record<string, number> = {};
+    for (const w of [...this.earlier, this.workload]) for (const [a, c] of Object.entries(w.answers)) answers[a] = (answers[a] ?? 0) + c;
     const result = check(
-      this.workload.log(),
+      [...this.earlier, this.workload].flatMap((w) => w.log()),
       this.subscribers.map((s) => s.log()),
     );
     const deadLetters: Record<string, number> = {};
@@ -115,9 +136,9 @@ export class FaultRun {
     const table = [
       formatTable(result),
       `stream sessions ended: ${JSON.stringify(sessions)}`,
-      `publish answers: ${JSON.stringify(this.workload.answers)}; drained: ${drained}; dead letters: ${JSON.stringify(deadLetters)}`,
+      `publish answers: ${JSON.stringify(answers)}; drained: ${drained}; dead letters: ${JSON.stringify(deadLetters)}`,
     ].join('\n');
-    return { ...result, answers: { ...this.workload.answers }, drained, deadLetters, table };
+    return { ...result, answers, drained, deadLetters, table };
   }
 
   /** Ends everything the run started: publishers, subscribers, instances, proxies, dispatch workflows. */
