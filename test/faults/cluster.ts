@@ -45,6 +45,8 @@ export class FaultInstance {
   temporal?: FaultProxy;
   private port = 0;
   private env: Record<string, string> = {};
+  /** Output of the processes this instance ran before the current one. */
+  private earlierOutput = '';
 
   constructor(readonly options: InstanceOptions) {}
 
@@ -84,6 +86,7 @@ export class FaultInstance {
       if (this.options.kafkaProxy) env.EVENTMESH_KAFKA_BROKERS = this.options.kafkaProxy.address;
       this.env = env;
     }
+    if (this.process) this.earlierOutput += this.process.stdout + this.process.stderr;
     this.process = InstanceProcess.spawn(this.env);
     await this.process.ready(90000);
     this.state = 'up';
@@ -121,6 +124,25 @@ export class FaultInstance {
     await this.process?.stop(20000);
     await this.postgres?.stop();
     await this.temporal?.stop();
+  }
+
+  /** Warnings and errors the instance logged (every process it ran), counted by message: what an operator sees. */
+  warnings(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    const text = this.earlierOutput + (this.process ? this.process.stdout + this.process.stderr : '');
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const entry = JSON.parse(line) as { level?: number; msg?: string };
+        if ((entry.level ?? 0) >= 40) {
+          const key = `${entry.level === 40 ? 'warn' : 'error'}: ${(entry.msg ?? '').slice(0, 100)}`;
+          counts[key] = (counts[key] ?? 0) + 1;
+        }
+      } catch {
+        // not a log line
+      }
+    }
+    return counts;
   }
 
   /** Resident memory of the process (VmRSS of /proc/<pid>/status), in MB. */

@@ -45,6 +45,9 @@ export class FaultRun {
   readonly subscribers: Subscriber[] = [];
   kafka?: FaultProxy;
   workload!: Workload;
+  /** What GET /health answered during the run, per instance: `HTTP status postgres/kafka/temporal` -> count. */
+  readonly health: Record<string, Record<string, number>> = {};
+  private healthTimer?: NodeJS.Timeout;
   /** Workloads that ran before the current one (their events are checked too). */
   private readonly earlier: Workload[] = [];
 
@@ -74,6 +77,27 @@ export class FaultRun {
     }
     this.workload = this.newWorkload(this.runId, this.options.ratePerSecond);
     this.workload.start();
+    this.healthTimer = setInterval(() => void this.sampleHealth(), 1000);
+  }
+
+  /** One /health answer of each instance that is up (a stopped one cannot answer). */
+  private async sampleHealth(): Promise<void> {
+    await Promise.all(
+      this.instances.map(async (i) => {
+        if (!i.api) return;
+        let seen: string;
+        try {
+          const response = await fetch(`${i.api}/health`, { signal: AbortSignal.timeout(3000) });
+          const body = (await response.json()) as { dependencies?: Record<string, { status: string }> };
+          const d = body.dependencies ?? {};
+          seen = `${response.status} pg:${d.postgres?.status} kafka:${d.kafka?.status} temporal:${d.temporal?.status}`;
+        } catch (e) {
+          seen = (e as Error).name === 'TimeoutError' ? 'no answer in 3 s' : 'refused';
+        }
+        const counts = (this.health[i.id] ??= {});
+        counts[seen] = (counts[seen] ?? 0) + 1;
+      }),
+    );
   }
 
   /** Stops the workload and starts another at `ratePerSecond` (new ids; the earlier events are still checked). */
@@ -119,6 +143,7 @@ export class FaultRun {
 
   /** Stops publishing, lets delivery drain for at most `drainMs`, and checks what arrived. */
   async finish(drainMs: number): Promise<FaultRunResult> {
+    clearInterval(this.healthTimer);
     await this.workload.stop();
     const drained = await this.delivered(drainMs);
     const answers: Record<string, number> = {};
@@ -137,12 +162,14 @@ export class FaultRun {
       formatTable(result),
       `stream sessions ended: ${JSON.stringify(sessions)}`,
       `publish answers: ${JSON.stringify(answers)}; drained: ${drained}; dead letters: ${JSON.stringify(deadLetters)}`,
+      ...this.instances.map((i) => `${i.id}: /health ${JSON.stringify(this.health[i.id] ?? {})}; logged ${JSON.stringify(i.warnings())}`),
     ].join('\n');
     return { ...result, answers, drained, deadLetters, table };
   }
 
   /** Ends everything the run started: publishers, subscribers, instances, proxies, dispatch workflows. */
   async close(): Promise<void> {
+    clearInterval(this.healthTimer);
     await this.workload?.stop().catch(() => undefined);
     await Promise.all(this.subscribers.map((s) => s.stop().catch(() => undefined)));
     await Promise.all(this.instances.map((i) => i.stop().catch(() => undefined)));
