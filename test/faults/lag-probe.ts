@@ -5,12 +5,13 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
  * An event-loop delay probe loaded into an instance process under test (`node --require <this file>`), so the
  * soak measures the instance's own loop lag without a change to the runtime. When FAULTS_LAG_FILE is set, it
  * appends one JSON line per FAULTS_LAG_SAMPLE_MS (default 5000): `{kind: "sample", t, rssMb, p50, p99, max}`
- * (milliseconds, from perf_hooks.monitorEventLoopDelay at 10 ms resolution, reset every sample), and one per
- * FAULTS_LAG_WINDOW_MS (default 300000): `{kind: "window", t, p50, p99, max}` over the whole window.
+ * (milliseconds, from perf_hooks.monitorEventLoopDelay at 10 ms resolution, reset every sample), and, on each
+ * SIGUSR2, `{kind: "window", t, p50, p99, max}` over the time since the previous SIGUSR2 (the soak sends one at
+ * the start and at the end of each of its windows, so the windows are exactly its own).
  */
 export const LAG_PROBE_FILE = __filename;
 
-export function startLagProbe(file: string, sampleMs: number, windowMs: number): void {
+export function startLagProbe(file: string, sampleMs: number): void {
   const sample = monitorEventLoopDelay({ resolution: 10 });
   const window = monitorEventLoopDelay({ resolution: 10 });
   sample.enable();
@@ -21,12 +22,12 @@ export function startLagProbe(file: string, sampleMs: number, windowMs: number):
     write({ kind: 'sample', t: Date.now(), rssMb: Math.round(process.memoryUsage.rss() / 1e4) / 100, p50: ms(sample.percentile(50)), p99: ms(sample.percentile(99)), max: ms(sample.max) });
     sample.reset();
   }, sampleMs).unref();
-  setInterval(() => {
+  process.on('SIGUSR2', () => {
     write({ kind: 'window', t: Date.now(), p50: ms(window.percentile(50)), p99: ms(window.percentile(99)), max: ms(window.max) });
     window.reset();
-  }, windowMs).unref();
+  });
 }
 
 if (process.env.FAULTS_LAG_FILE) {
-  startLagProbe(process.env.FAULTS_LAG_FILE, Number(process.env.FAULTS_LAG_SAMPLE_MS ?? 5000), Number(process.env.FAULTS_LAG_WINDOW_MS ?? 300000));
+  startLagProbe(process.env.FAULTS_LAG_FILE, Number(process.env.FAULTS_LAG_SAMPLE_MS ?? 5000));
 }

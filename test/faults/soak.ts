@@ -53,8 +53,9 @@ export async function runSoak(options: SoakOptions): Promise<number> {
     subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
     publishers: 16,
     keysPerPublisher: 8,
+    ratePerSecond: options.ratePerSecond,
     partitions: 6,
-    env: { ...options.env, NODE_OPTIONS: `--require ${LAG_PROBE_FILE}`, FAULTS_LAG_FILE: lagFile, FAULTS_LAG_SAMPLE_MS: '5000', FAULTS_LAG_WINDOW_MS: String(windowMs) },
+    env: { ...options.env, NODE_OPTIONS: `--require ${LAG_PROBE_FILE}`, FAULTS_LAG_FILE: lagFile, FAULTS_LAG_SAMPLE_MS: '5000' },
   });
   let rate = options.ratePerSecond;
   const stop = async () => {
@@ -79,30 +80,38 @@ export async function runSoak(options: SoakOptions): Promise<number> {
       const seconds = (Date.now() - started) / 1000;
       const deliveredBoth = window.filter((id) => run.subscribers.every((s) => s.seen.has(id))).length;
       rate = Math.max(1, Math.round(deliveredBoth / seconds / 2));
+      await run.restartWorkload(rate);
       log(`maximum: ${window.length} events published in ${options.measureSeconds} s, ${deliveredBoth} delivered to both subscribers within ${seconds.toFixed(1)} s: ${(deliveredBoth / seconds).toFixed(0)}/s; soaking at ${rate}/s`);
     }
-    await run.restartWorkload(rate);
     const samples: Sample[] = [];
     const startedAt = Date.now();
     const endAt = startedAt + options.minutes * 60000;
+    // Each SIGUSR2 closes the probe's window histogram: one now (the measurement phase is not in the soak's
+    // figures) and one at the end of each window.
+    process.kill(instance.pid!, 'SIGUSR2');
+    let windowEnd = startedAt + windowMs;
     while (Date.now() < endAt) {
-      await sleep(Math.min(5000, endAt - Date.now()));
+      await sleep(Math.min(5000, endAt - Date.now(), Math.max(0, windowEnd - Date.now())));
+      if (Date.now() >= windowEnd || Date.now() >= endAt) {
+        process.kill(instance.pid!, 'SIGUSR2');
+        windowEnd += windowMs;
+      }
       const lag = readLines(lagFile).filter((l) => l.kind === 'sample').pop();
       const sample = { t: Date.now(), rssMb: instance.rssMb(), p99: Number(lag?.p99 ?? NaN), max: Number(lag?.max ?? NaN) };
       samples.push(sample);
       if (samples.length % 6 === 0) log(`t+${((sample.t - startedAt) / 60000).toFixed(1)} min: RSS ${sample.rssMb.toFixed(1)} MB, lag p99 ${sample.p99} ms (5 s), acknowledged ${run.workload.acknowledged}`);
     }
     const result = await run.finish(120000);
-    const windows = readLines(lagFile).filter((l) => l.kind === 'window');
+    // The first window line closes the measurement phase; the next ones are the soak's windows, in order.
+    const windows = readLines(lagFile).filter((l) => l.kind === 'window').slice(1);
     const lines = ['', `soak: ${options.minutes} min at ${rate} events/s, 1 instance, webhook + WebSocket subscribers`, '', '| window | RSS start MB | RSS end MB | slope MB/min | lag p99 ms | lag max ms |', '|---|---|---|---|---|---|'];
     for (let w = 0; w * windowMs < options.minutes * 60000; w++) {
       const from = startedAt + w * windowMs;
       const inWindow = samples.filter((s) => s.t > from && s.t <= from + windowMs);
       if (inWindow.length === 0) continue;
-      // The probe's own window histogram when it closed one in this window; else the worst 5 s p99 (an upper bound).
-      const probeWindow = windows.find((l) => Number(l.t) > from && Number(l.t) <= from + windowMs + 5000);
-      const p99 = probeWindow ? `${probeWindow.p99}` : `<= ${Math.max(...inWindow.map((s) => s.p99))} (worst 5 s)`;
-      const max = probeWindow ? `${probeWindow.max}` : `${Math.max(...inWindow.map((s) => s.max))}`;
+      const probeWindow = windows[w];
+      const p99 = probeWindow ? `${probeWindow.p99}` : '?';
+      const max = probeWindow ? `${probeWindow.max}` : '?';
       const perMin = slope(inWindow.map((s) => ({ x: (s.t - startedAt) / 60000, y: s.rssMb })));
       lines.push(`| ${w * options.windowMinutes}-${(w + 1) * options.windowMinutes} min | ${inWindow[0].rssMb.toFixed(1)} | ${inWindow[inWindow.length - 1].rssMb.toFixed(1)} | ${perMin.toFixed(2)} | ${p99} | ${max} |`);
     }
