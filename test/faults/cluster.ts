@@ -7,6 +7,7 @@ import { dispatchWorkflowIdOf } from '../../libs/temporal/names';
 import { testEnv } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { FaultProxy } from './fault-proxy';
+import { INSTANCE_ENTRY } from './repo-root';
 
 /** The broker's fault-test listener (scripts/infra.sh) and the address it advertises, where the Kafka proxy listens. */
 export const KAFKA_FAULTS_TARGET = { host: '127.0.0.1', port: 9094 };
@@ -87,7 +88,7 @@ export class FaultInstance {
       this.env = env;
     }
     if (this.process) this.earlierOutput += this.process.stdout + this.process.stderr;
-    this.process = InstanceProcess.spawn(this.env);
+    this.process = InstanceProcess.spawn(this.env, INSTANCE_ENTRY);
     await this.process.ready(90000);
     this.state = 'up';
   }

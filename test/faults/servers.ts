@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
 import { Client } from 'pg';
+import { REPO_ROOT } from './repo-root';
 
 /**
  * Faults of the shared servers (scripts/infra.sh runs them): Kafka broker `kill -9` and restart, Postgres
@@ -12,7 +13,7 @@ import { Client } from 'pg';
  * {@link restoreServers} before it ends (in `finally`/`afterAll`), which starts what is down and waits until it
  * answers.
  */
-const ROOT = path.resolve(__dirname, '../..');
+const ROOT = REPO_ROOT;
 const run = promisify(execFile);
 
 /** Options of scripts/infra.sh: the machine's EVENTMESH_* addresses. */
