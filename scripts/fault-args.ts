@@ -10,11 +10,14 @@ export function flag(name: string, fallback: string): string {
 
 /**
  * The database and Temporal namespace of a chaos or soak run (scripts/faults.sh sets them), which override the
- * test settings the instance processes otherwise get.
+ * test settings the instance processes otherwise get. With FAULTS_LOG_DIR set, each instance's output is written
+ * there at the end of the run.
  */
 export function runSettings(): Record<string, string> {
   return {
     EVENTMESH_POSTGRES_DATABASE: process.env.EVENTMESH_POSTGRES_DATABASE ?? 'eventmesh_faults',
     EVENTMESH_TEMPORAL_NAMESPACE: process.env.EVENTMESH_TEMPORAL_NAMESPACE ?? 'default',
+    // The instances log warnings and errors only, unless FAULTS_INSTANCE_LOG_LEVEL says otherwise.
+    ...(process.env.FAULTS_INSTANCE_LOG_LEVEL ? { EVENTMESH_LOG_LEVEL: process.env.FAULTS_INSTANCE_LOG_LEVEL } : {}),
   };
 }

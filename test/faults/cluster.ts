@@ -127,10 +127,15 @@ export class FaultInstance {
     await this.temporal?.stop();
   }
 
+  /** Everything the instance's processes wrote (stdout and stderr), the earlier processes first. */
+  output(): string {
+    return this.earlierOutput + (this.process ? this.process.stdout + this.process.stderr : '');
+  }
+
   /** Warnings and errors the instance logged (every process it ran), counted by message: what an operator sees. */
   warnings(): Record<string, number> {
     const counts: Record<string, number> = {};
-    const text = this.earlierOutput + (this.process ? this.process.stdout + this.process.stderr : '');
+    const text = this.output();
     for (const line of text.split('\n')) {
       if (!line.startsWith('{')) continue;
       try {

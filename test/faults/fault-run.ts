@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { check, CheckResult, formatTable } from './checker';
 import { endDispatchWorkflows, FaultInstance, KAFKA_FAULTS_ADVERTISED_PORT, KAFKA_FAULTS_TARGET } from './cluster';
 import { FaultProxy } from './fault-proxy';
@@ -173,6 +175,9 @@ export class FaultRun {
     await this.workload?.stop().catch(() => undefined);
     await Promise.all(this.subscribers.map((s) => s.stop().catch(() => undefined)));
     await Promise.all(this.instances.map((i) => i.stop().catch(() => undefined)));
+    if (process.env.FAULTS_LOG_DIR) {
+      for (const i of this.instances) writeFileSync(path.join(process.env.FAULTS_LOG_DIR, `${i.id}.log`), i.output());
+    }
     await this.kafka?.stop();
     await endDispatchWorkflows(this.options.env ?? {}, this.instances.map((i) => i.id)).catch(() => undefined);
   }
