@@ -6,8 +6,9 @@ import { monitorEventLoopDelay } from 'node:perf_hooks';
  * soak measures the instance's own loop lag without a change to the runtime. When FAULTS_LAG_FILE is set, it
  * appends one JSON line per FAULTS_LAG_SAMPLE_MS (default 5000): `{kind: "sample", t, rssMb, p50, p99, max}`
  * (milliseconds, from perf_hooks.monitorEventLoopDelay at 10 ms resolution, reset every sample), and, on each
- * SIGUSR2, `{kind: "window", t, p50, p99, max}` over the time since the previous SIGUSR2 (the soak sends one at
- * the start and at the end of each of its windows, so the windows are exactly its own).
+ * SIGWINCH, `{kind: "window", t, p50, p99, max}` over the time since the previous one (the soak sends one at the
+ * start and at the end of each of its windows, so the windows are exactly its own). Not SIGUSR2: the Temporal
+ * SDK's default shutdown signals include it, and its worker (the dispatch loop) would stop.
  */
 export const LAG_PROBE_FILE = __filename;
 
@@ -22,7 +23,7 @@ export function startLagProbe(file: string, sampleMs: number): void {
     write({ kind: 'sample', t: Date.now(), rssMb: Math.round(process.memoryUsage.rss() / 1e4) / 100, p50: ms(sample.percentile(50)), p99: ms(sample.percentile(99)), max: ms(sample.max) });
     sample.reset();
   }, sampleMs).unref();
-  process.on('SIGUSR2', () => {
+  process.on('SIGWINCH', () => {
     write({ kind: 'window', t: Date.now(), p50: ms(window.percentile(50)), p99: ms(window.percentile(99)), max: ms(window.max) });
     window.reset();
   });

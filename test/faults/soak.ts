@@ -86,14 +86,14 @@ export async function runSoak(options: SoakOptions): Promise<number> {
     const samples: Sample[] = [];
     const startedAt = Date.now();
     const endAt = startedAt + options.minutes * 60000;
-    // Each SIGUSR2 closes the probe's window histogram: one now (the measurement phase is not in the soak's
+    // Each SIGWINCH closes the probe's window histogram: one now (the measurement phase is not in the soak's
     // figures) and one at the end of each window.
-    process.kill(instance.pid!, 'SIGUSR2');
+    process.kill(instance.pid!, 'SIGWINCH');
     let windowEnd = startedAt + windowMs;
     while (Date.now() < endAt) {
       await sleep(Math.min(5000, endAt - Date.now(), Math.max(0, windowEnd - Date.now())));
       if (Date.now() >= windowEnd || Date.now() >= endAt) {
-        process.kill(instance.pid!, 'SIGUSR2');
+        process.kill(instance.pid!, 'SIGWINCH');
         windowEnd += windowMs;
       }
       const lag = readLines(lagFile).filter((l) => l.kind === 'sample').pop();
