@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -14,11 +14,17 @@ import { REPO_ROOT } from './repo-root';
  * answers.
  */
 const ROOT = REPO_ROOT;
+/**
+ * The servers' state and tools by their real paths: in a worktree, .data and .tools are links to the main
+ * checkout's, and a server restarted through a link would depend on this worktree staying where it is.
+ */
+const DATA = realpathSync(path.join(ROOT, '.data'));
+const TOOLS = realpathSync(path.join(ROOT, '.tools'));
 const run = promisify(execFile);
 
 /** Options of scripts/infra.sh: the machine's EVENTMESH_* addresses. */
 function infraEnv(): NodeJS.ProcessEnv {
-  return { ...process.env };
+  return { ...process.env, EVENTMESH_INFRA_DATA_DIR: DATA, EVENTMESH_INFRA_TOOLS_DIR: TOOLS };
 }
 
 async function infra(command: 'start', server: 'kafka' | 'postgres' | 'temporal' | 'all'): Promise<void> {
@@ -27,7 +33,7 @@ async function infra(command: 'start', server: 'kafka' | 'postgres' | 'temporal'
 
 function kafkaPid(): number | undefined {
   try {
-    return Number(readFileSync(path.join(ROOT, '.data/kafka/kafka.pid'), 'utf8').trim()) || undefined;
+    return Number(readFileSync(path.join(DATA, 'kafka/kafka.pid'), 'utf8').trim()) || undefined;
   } catch {
     return undefined;
   }
@@ -62,7 +68,7 @@ function pgBin(): string {
   return path.join('/usr/lib/postgresql', versions[0], 'bin');
 }
 
-const PGDATA = path.join(ROOT, '.data/postgres/pgdata');
+const PGDATA = path.join(DATA, 'postgres/pgdata');
 
 /** `pg_ctl stop -m immediate` of the cluster in .data/postgres: every backend dies at once, like a crash. */
 export async function stopPostgresImmediately(): Promise<void> {
