@@ -1,4 +1,4 @@
-// Three tiers: unit specs beside the code (fakes allowed), integration specs against the real servers, and
+// Three tiers (and fault injection, test/faults): unit specs beside the code (fakes allowed), integration specs against the real servers, and
 // end-to-end specs that run real instance processes. Integration and e2e run serially (`--runInBand`) and share
 // one set of servers, started by scripts/test.sh (or by the global setup when jest is run directly).
 const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }] };
@@ -16,6 +16,7 @@ module.exports = {
         '<rootDir>/activities/**/*.spec.ts',
         '<rootDir>/test/replay/**/*.spec.ts',
         '<rootDir>/test/workflows/**/*.spec.ts',
+        '<rootDir>/test/faults/**/*.spec.ts',
       ],
     },
     {
@@ -28,6 +29,14 @@ module.exports = {
       ...base,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
+      globalSetup: '<rootDir>/test/support/global-setup.ts',
+    },
+    {
+      // Fault injection under load (docs/failure-matrix.md): real instance processes, a fault proxy in front of
+      // a server, and servers killed and restarted. Serial, like e2e, and under the same shared-server lock.
+      ...base,
+      displayName: 'faults',
+      testMatch: ['<rootDir>/test/faults/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
     },
   ],

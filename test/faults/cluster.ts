@@ -1,0 +1,172 @@
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { Client, Connection } from '@temporalio/client';
+import { loadConfig } from '../../libs/config';
+import { dispatchWorkflowIdOf } from '../../libs/temporal/names';
+import { testEnv } from '../support/env';
+import { InstanceProcess } from '../support/instance-process';
+import { FaultProxy } from './fault-proxy';
+import { INSTANCE_ENTRY } from './repo-root';
+
+/** The broker's fault-test listener (scripts/infra.sh) and the address it advertises, where the Kafka proxy listens. */
+export const KAFKA_FAULTS_TARGET = { host: '127.0.0.1', port: 9094 };
+export const KAFKA_FAULTS_ADVERTISED_PORT = 9095;
+
+export interface InstanceOptions {
+  id: string;
+  /** Settings of the instance (EVENTMESH_*), on top of the test settings. */
+  env: Record<string, string>;
+  /** Put a fault proxy between the instance and Postgres / Temporal (its own), or use the shared Kafka proxy. */
+  proxyPostgres?: boolean;
+  proxyTemporal?: boolean;
+  kafkaProxy?: FaultProxy;
+}
+
+export type InstanceState = 'up' | 'paused' | 'killed' | 'stopped';
+
+/** A free loopback port (the instance keeps it across restarts, so its clients keep their URL). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const port = (server.address() as AddressInfo).port;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * One runtime instance process under test, with its links: a fixed HTTP port, a fault proxy to Postgres and to
+ * Temporal when asked, and the shared Kafka proxy when given. It can be killed (SIGKILL), paused (SIGSTOP),
+ * resumed (SIGCONT) and restarted under the same instance id.
+ */
+export class FaultInstance {
+  process?: InstanceProcess;
+  state: InstanceState = 'stopped';
+  postgres?: FaultProxy;
+  temporal?: FaultProxy;
+  private port = 0;
+  private env: Record<string, string> = {};
+  /** Output of the processes this instance ran before the current one. */
+  private earlierOutput = '';
+
+  constructor(readonly options: InstanceOptions) {}
+
+  get id(): string {
+    return this.options.id;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}`;
+  }
+
+  /** The gateway URL while the instance is up, else undefined. */
+  get api(): string | undefined {
+    return this.state === 'up' ? this.url : undefined;
+  }
+
+  get pid(): number | undefined {
+    return this.process?.child.pid;
+  }
+
+  async start(): Promise<void> {
+    if (this.port === 0) {
+      this.port = await freePort();
+      const config = loadConfig(testEnv(this.options.env));
+      const env: Record<string, string> = { ...this.options.env, EVENTMESH_INSTANCE_ID: this.id, EVENTMESH_HTTP_PORT: String(this.port) };
+      if (this.options.proxyPostgres) {
+        this.postgres = new FaultProxy(config.postgres.host, config.postgres.port);
+        await this.postgres.start();
+        env.EVENTMESH_POSTGRES_HOST = '127.0.0.1';
+        env.EVENTMESH_POSTGRES_PORT = String(this.postgres.port);
+      }
+      if (this.options.proxyTemporal) {
+        const [host, port] = config.temporal.address.split(':');
+        this.temporal = new FaultProxy(host, Number(port));
+        env.EVENTMESH_TEMPORAL_ADDRESS = await this.temporal.start();
+      }
+      if (this.options.kafkaProxy) env.EVENTMESH_KAFKA_BROKERS = this.options.kafkaProxy.address;
+      this.env = env;
+    }
+    if (this.process) this.earlierOutput += this.process.stdout + this.process.stderr;
+    this.process = InstanceProcess.spawn(this.env, INSTANCE_ENTRY);
+    await this.process.ready(90000);
+    this.state = 'up';
+  }
+
+  /** SIGKILL: the process ends at once, with nothing flushed or committed. */
+  async kill(): Promise<void> {
+    this.state = 'killed';
+    this.process?.child.kill('SIGKILL');
+    await this.process?.exit(10000);
+  }
+
+  /** SIGSTOP: the process holds its connections and does nothing until {@link resume}. */
+  pause(): void {
+    this.state = 'paused';
+    this.process?.child.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.process?.child.kill('SIGCONT');
+    this.state = 'up';
+  }
+
+  /** A fresh process under the same instance id and port (after a kill, or a graceful stop). */
+  async restart(): Promise<void> {
+    if (this.state === 'paused') this.resume();
+    if (this.process && this.process.child.exitCode === null && this.process.child.signalCode === null) await this.kill();
+    await this.start();
+  }
+
+  /** SIGTERM (SIGKILL after 20 s), then closes its proxies. */
+  async stop(): Promise<void> {
+    if (this.state === 'paused') this.resume();
+    this.state = 'stopped';
+    await this.process?.stop(20000);
+    await this.postgres?.stop();
+    await this.temporal?.stop();
+  }
+
+  /** Everything the instance's processes wrote (stdout and stderr), the earlier processes first. */
+  output(): string {
+    return this.earlierOutput + (this.process ? this.process.stdout + this.process.stderr : '');
+  }
+
+  /** Warnings and errors the instance logged (every process it ran), counted by message: what an operator sees. */
+  warnings(): Record<string, number> {
+    const counts: Record<string, number> = {};
+    const text = this.output();
+    for (const line of text.split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const entry = JSON.parse(line) as { level?: number; msg?: string };
+        if ((entry.level ?? 0) >= 40) {
+          const key = `${entry.level === 40 ? 'warn' : 'error'}: ${(entry.msg ?? '').slice(0, 100)}`;
+          counts[key] = (counts[key] ?? 0) + 1;
+        }
+      } catch {
+        // not a log line
+      }
+    }
+    return counts;
+  }
+
+  /** Resident memory of the process (VmRSS of /proc/<pid>/status), in MB. */
+  rssMb(): number {
+    const status = readFileSync(`/proc/${this.pid}/status`, 'utf8');
+    const kb = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1]);
+    return kb / 1024;
+  }
+}
+
+/** Ends the dispatch workflows of instances a run started (in the namespace their settings name). */
+export async function endDispatchWorkflows(env: Record<string, string>, instanceIds: string[]): Promise<void> {
+  const config = loadConfig(testEnv(env)).temporal;
+  const connection = await Connection.connect({ address: config.address });
+  try {
+    const client = new Client({ connection, namespace: config.namespace });
+    await Promise.all(instanceIds.map((id) => client.workflow.getHandle(dispatchWorkflowIdOf(id)).terminate('fault run finished').catch(() => undefined)));
+  } finally {
+    await connection.close();
+  }
+}

@@ -1,0 +1,158 @@
+import { createServer, Server, Socket, connect } from 'node:net';
+import type { AddressInfo } from 'node:net';
+import { FaultProxy } from './fault-proxy';
+import { TcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait-for';
+
+/** An echo server on loopback: what the proxy fronts in these tests. */
+async function echoServer(): Promise<{ server: Server; port: number; close(): Promise<void> }> {
+  const open = new Set<Socket>();
+  const server = createServer((s) => {
+    open.add(s);
+    s.on('close', () => open.delete(s));
+    s.on('error', () => undefined);
+    s.pipe(s);
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return {
+    server,
+    port: (server.address() as AddressInfo).port,
+    close: async () => {
+      for (const s of open) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    },
+  };
+}
+
+/** A client through the proxy that records what comes back and how it ended. */
+async function client(address: string): Promise<{ socket: Socket; received: () => string; ended: () => string | undefined }> {
+  const [host, port] = address.split(':');
+  const socket = connect(Number(port), host);
+  let text = '';
+  let end: string | undefined;
+  socket.on('data', (d) => (text += d.toString()));
+  socket.on('error', (e: NodeJS.ErrnoException) => (end = e.code ?? e.message));
+  socket.on('close', () => (end ??= 'closed'));
+  await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
+  return { socket, received: () => text, ended: () => end };
+}
+
+describe('fault proxy', () => {
+  let echo: Awaited<ReturnType<typeof echoServer>>;
+  let proxy: FaultProxy;
+  const sockets: Socket[] = [];
+  const open = async () => {
+    const c = await client(proxy.address);
+    sockets.push(c.socket);
+    return c;
+  };
+
+  beforeEach(async () => {
+    echo = await echoServer();
+    proxy = new FaultProxy('127.0.0.1', echo.port);
+    await proxy.start();
+  });
+  afterEach(async () => {
+    for (const s of sockets.splice(0)) s.destroy();
+    await proxy.stop();
+    await echo.close();
+  });
+
+  it('forwards both ways', async () => {
+    const c = await open();
+    c.socket.write('hello');
+    await waitFor('the echo', () => c.received() === 'hello');
+    expect(proxy.counters).toMatchObject({ connections: 1, bytesUp: 5, bytesDown: 5 });
+  });
+
+  it('delays every chunk by the latency, in order, and heals back to none', async () => {
+    const c = await open();
+    proxy.latency(300);
+    const sent = Date.now();
+    c.socket.write('a');
+    c.socket.write('b');
+    await waitFor('the echo', () => c.received() === 'ab', { timeoutMs: 5000, intervalMs: 10 });
+    // Up and down are each delayed: at least two latencies for the round trip.
+    expect(Date.now() - sent).toBeGreaterThanOrEqual(590);
+    proxy.heal();
+    const again = Date.now();
+    c.socket.write('c');
+    await waitFor('the echo', () => c.received() === 'abc', { timeoutMs: 5000, intervalMs: 10 });
+    expect(Date.now() - again).toBeLessThan(300);
+  });
+
+  it('delays only the opening of new connections with a per-connection latency', async () => {
+    proxy.latency(400, { perConnection: true });
+    const opened = Date.now();
+    const c = await open();
+    c.socket.write('x');
+    await waitFor('the echo', () => c.received() === 'x', { timeoutMs: 5000, intervalMs: 10 });
+    expect(Date.now() - opened).toBeGreaterThanOrEqual(390);
+    const next = Date.now();
+    c.socket.write('y');
+    await waitFor('the echo', () => c.received() === 'xy', { timeoutMs: 5000, intervalMs: 10 });
+    expect(Date.now() - next).toBeLessThan(300);
+  });
+
+  it('cut drops open connections and refuses new ones until healed', async () => {
+    const c = await open();
+    proxy.cut();
+    await waitFor('the open connection dropped', () => c.ended());
+    const refused = await open();
+    await waitFor('the new connection closed', () => refused.ended());
+    proxy.heal();
+    const d = await open();
+    d.socket.write('back');
+    await waitFor('the echo after heal', () => d.received() === 'back');
+  });
+
+  it('hold (half-open) forwards nothing and closes nothing, then delivers what it held in order on heal', async () => {
+    const c = await open();
+    proxy.hold();
+    c.socket.write('one');
+    const held = await open();
+    held.socket.write('two');
+    // Nothing comes back while held, and neither connection is closed.
+    await expect(waitFor('any echo while held', () => c.received() !== '' || held.received() !== '', { timeoutMs: 500 })).rejects.toThrow('timed out');
+    expect([c.ended(), held.ended()]).toEqual([undefined, undefined]);
+    proxy.heal();
+    await waitFor('both echoes after heal', () => c.received() === 'one' && held.received() === 'two');
+  });
+
+  it('reset sends an RST on open connections and lets new ones through', async () => {
+    const c = await open();
+    proxy.reset();
+    await waitFor('the reset', () => c.ended());
+    expect(c.ended()).toBe('ECONNRESET');
+    const d = await open();
+    d.socket.write('ok');
+    await waitFor('the echo', () => d.received() === 'ok');
+  });
+
+  it('listens on a fixed port when asked', async () => {
+    const fixed = new FaultProxy('127.0.0.1', echo.port, { listenPort: proxy.port + 1 });
+    try {
+      expect(await fixed.start()).toBe(`127.0.0.1:${proxy.port + 1}`);
+    } finally {
+      await fixed.stop();
+    }
+  });
+
+  it('keeps the TcpProxy API of the existing tests (start, cut, heal, stop)', async () => {
+    const tcp = new TcpProxy('127.0.0.1', echo.port);
+    const address = await tcp.start();
+    try {
+      const c = await client(address);
+      sockets.push(c.socket);
+      tcp.cut();
+      await waitFor('dropped', () => c.ended());
+      tcp.heal();
+      const d = await client(address);
+      sockets.push(d.socket);
+      d.socket.write('z');
+      await waitFor('the echo', () => d.received() === 'z');
+    } finally {
+      await tcp.stop();
+    }
+  });
+});

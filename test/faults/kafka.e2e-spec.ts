@@ -1,0 +1,71 @@
+import { FaultRun } from './fault-run';
+import { reportCase } from './report';
+import { killKafka, restoreServers, startKafka } from './servers';
+import { waitFor } from '../support/wait-for';
+
+/**
+ * Kafka faults under publish load (docs/failure-matrix.md): the link to the broker cut, and the broker killed
+ * (`kill -9`) and restarted. Nothing acknowledged (202) may be lost, and publishing resumes after the fault.
+ */
+describe('faults: Kafka', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  it('cut under publish load: no 202 while the link is down, publishing resumes after heal, nothing acknowledged is lost', async () => {
+    run = new FaultRun({
+      name: 'kafka-cut',
+      instances: [{ kafkaViaProxy: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+    });
+    await run.start();
+    await run.acknowledgedMore(100);
+    run.kafka!.cut();
+    const cutAt = Date.now();
+    // A publish answered in the instant of the cut may still be a 202; after a second none can be.
+    await waitFor('a second after the cut', () => Date.now() - cutAt >= 1000);
+    const acknowledgedAfterCut = run.workload.acknowledged;
+    const answersBefore = { ...run.workload.answers };
+    await waitFor('refused or unanswered publishes during the cut', () => {
+      const refused = Object.entries(run!.workload.answers).reduce((n, [a, c]) => (a === '202' ? n : n + c - (answersBefore[a] ?? 0)), 0);
+      return refused >= 4 && Date.now() - cutAt >= 6000;
+    }, { timeoutMs: 30000 });
+    expect(run.workload.acknowledged).toBe(acknowledgedAfterCut);
+    run.kafka!.heal();
+    await run.acknowledgedMore(100, 40000);
+    const result = await run.finish(40000);
+    reportCase('Kafka link cut 6 s (proxy), 1 instance, 100/s', result);
+    expect(result.lost).toBe(0);
+    expect(result.drained).toBe(true);
+    expect(result.orderViolations).toBe(0);
+  }, 150000);
+
+  it('broker kill -9 and restart under load: nothing acknowledged is lost, delivery resumes', async () => {
+    run = new FaultRun({
+      name: 'kafka-kill',
+      instances: [{}],
+      subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+    });
+    try {
+      await run.start();
+      await run.acknowledgedMore(100);
+      await killKafka();
+      await startKafka();
+      await run.acknowledgedMore(100, 60000);
+      const result = await run.finish(60000);
+      reportCase('Kafka broker kill -9 + restart, 1 instance, 100/s', result);
+      expect(result.lost).toBe(0);
+      expect(result.drained).toBe(true);
+    } finally {
+      await restoreServers();
+    }
+  }, 240000);
+});

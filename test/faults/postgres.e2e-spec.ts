@@ -1,0 +1,71 @@
+import { FaultRun } from './fault-run';
+import { reportCase } from './report';
+import { restoreServers, startPostgres, stopPostgresImmediately } from './servers';
+import { waitFor } from '../support/wait-for';
+
+/**
+ * Postgres faults under load (docs/failure-matrix.md): the server stopped at once (`pg_ctl stop -m immediate`,
+ * a crash) and started again, and a slow link (2 s per chunk through the fault proxy). Delivery may pause; it
+ * resumes from the committed offsets, and nothing acknowledged is lost.
+ */
+describe('faults: Postgres', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  it('immediate stop and start under load: delivery resumes from committed offsets, nothing acknowledged is lost', async () => {
+    run = new FaultRun({
+      name: 'pg-crash',
+      instances: [{}],
+      subscribers: [{ transport: 'webhook' }, { transport: 'sse' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+    });
+    try {
+      await run.start();
+      await run.acknowledgedMore(100);
+      await stopPostgresImmediately();
+      const downAt = Date.now();
+      // Publishing does not need Postgres: it goes on while the server is down.
+      await run.acknowledgedMore(50, 20000);
+      await waitFor('5 s of outage', () => Date.now() - downAt >= 5000, { timeoutMs: 10000 });
+      await startPostgres();
+      await run.acknowledgedMore(100, 60000);
+      const result = await run.finish(60000);
+      reportCase('Postgres pg_ctl stop -m immediate, 5 s down, start; 1 instance, 100/s', result);
+      expect(result.lost).toBe(0);
+      expect(result.drained).toBe(true);
+      expect(result.orderViolations).toBe(0);
+    } finally {
+      await restoreServers();
+    }
+  }, 240000);
+
+  it('slow (2 s per chunk through the proxy) for 10 s under load: nothing acknowledged is lost, delivery catches up', async () => {
+    run = new FaultRun({
+      name: 'pg-slow',
+      instances: [{ proxyPostgres: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+    });
+    await run.start();
+    await run.acknowledgedMore(100);
+    const proxy = run.instances[0].postgres!;
+    proxy.latency(2000);
+    const slowAt = Date.now();
+    await run.acknowledgedMore(200, 30000);
+    await waitFor('10 s of slowness', () => Date.now() - slowAt >= 10000, { timeoutMs: 20000 });
+    proxy.heal();
+    await run.acknowledgedMore(100, 30000);
+    const result = await run.finish(60000);
+    reportCase('Postgres link +2 s per chunk for 10 s (proxy); 1 instance, 100/s', result);
+    expect(result.lost).toBe(0);
+    expect(result.drained).toBe(true);
+    expect(result.orderViolations).toBe(0);
+  }, 180000);
+});
