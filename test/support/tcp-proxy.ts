@@ -2,8 +2,10 @@ import { createServer, Server, Socket, connect } from 'node:net';
 import type { AddressInfo } from 'node:net';
 
 /**
- * A TCP proxy on a free loopback port in front of one server: the link between one instance and that server,
- * which a test can cut (every open connection is dropped and new ones are refused) and heal.
+ * A TCP proxy on a loopback port in front of one server: the link between one instance and that server, which a
+ * test can cut (every open connection is dropped and new ones are refused) and heal. It listens on a free port,
+ * or on `listenPort` when given (the Kafka fault listener advertises 127.0.0.1:9095: a proxy there, forwarding
+ * to 127.0.0.1:9094, carries every request of a client that bootstraps at 127.0.0.1:9095).
  */
 export class TcpProxy {
   private server?: Server;
@@ -13,6 +15,7 @@ export class TcpProxy {
   constructor(
     private readonly targetHost: string,
     private readonly targetPort: number,
+    private readonly listenPort = 0,
   ) {}
 
   async start(): Promise<string> {
@@ -31,7 +34,7 @@ export class TcpProxy {
       client.on('close', () => upstream.destroy());
       upstream.on('close', () => client.destroy());
     });
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve) => this.server!.listen(this.listenPort, '127.0.0.1', resolve));
     return `127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 

@@ -4,7 +4,7 @@ import { HealthService } from '../../../libs/health';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
-import { StreamHub } from '../../../libs/streams';
+import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { EventsController } from './events.controller';
@@ -20,6 +20,8 @@ export interface GatewayServices {
   gate: GatePolicy;
   requestReply: RequestReplyService;
   streams: StreamHub;
+  /** The long-poll consumers of the stream subscriptions (capped per subscription). */
+  polls: PollConsumers;
   /** PARTITION_OWNED_PULL only. */
   ownership?: OwnershipAdmin;
 }
@@ -37,6 +39,7 @@ export class GatewayModule {
         { provide: GatePolicy, useValue: services.gate },
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
+        { provide: PollConsumers, useValue: services.polls },
         { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
         { provide: APP_GUARD, useClass: RequestGateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },

@@ -4,6 +4,7 @@ import { DeliveryRetries1795963197938 } from './1795963197938-DeliveryRetries';
 import { PendingRequests1795964509962 } from './1795964509962-PendingRequests';
 import { PartitionLeaseRenewal1795968576120 } from './1795968576120-PartitionLeaseRenewal';
 import { DispatchRuns1796100895213 } from './1796100895213-DispatchRuns';
+import { PendingRequestHolder1796300000001 } from './1796300000001-PendingRequestHolder';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -13,4 +14,5 @@ export const MIGRATIONS = [
   PendingRequests1795964509962,
   PartitionLeaseRenewal1795968576120,
   DispatchRuns1796100895213,
+  PendingRequestHolder1796300000001,
 ];
