@@ -25,7 +25,7 @@ export class TopicAdmin {
     await this.admin.disconnect();
   }
 
-  /** Creates the configured topics that do not exist yet; returns the ones it created. */
+  /** Creates the configured topics that do not exist yet and reads their partitions; returns the ones it created. */
   async ensureTopics(): Promise<string[]> {
     const existing = new Set(await this.admin.listTopics());
     const missing = this.config.topics.filter((t) => !existing.has(t));
@@ -39,6 +39,12 @@ export class TopicAdmin {
         })),
       });
       this.log.info({ topics: missing, partitions: this.config.topicPartitions }, 'created topics');
+    }
+    // Known before the first publish, which then never waits for them (knownPartitionsOf).
+    for (const topic of this.config.topics) {
+      await this.partitionsOf(topic).catch((e: Error) =>
+        this.log.warn({ topic, error: e.message }, 'could not read the partitions of the topic yet; the first publish reads them'),
+      );
     }
     return missing;
   }

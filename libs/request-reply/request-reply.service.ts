@@ -181,16 +181,26 @@ export class RequestReplyService {
         [correlationId, this.instanceId, timeoutMs, this.holderKey],
       );
       // The publish waits for Kafka's acknowledgement (bounded by the producer); the deadline bounds it too.
-      const published = this.ingress.publish(topic, publish, (frame) => {
-        frame.extensions[CORRELATION_ATTRIBUTE] = correlationId;
-      });
-      const first = await Promise.race([published.then(() => true), deadline]);
-      if (first === undefined) published.catch(() => undefined);
-      const reply = (first ? await Promise.race([replied, deadline]) : undefined) ?? (await this.take(correlationId));
+      let publishError: unknown;
+      const published = this.ingress
+        .publish(topic, publish, (frame) => {
+          frame.extensions[CORRELATION_ATTRIBUTE] = correlationId;
+        })
+        .then(
+          () => true,
+          (e: unknown) => {
+            publishError = e;
+            return false;
+          },
+        );
+      const outcome = await Promise.race([published, deadline]);
+      // Whatever ended the wait, a reply stored until now (its replier was told "delivered") is the answer.
+      const reply = (outcome === true ? await Promise.race([replied, deadline]) : undefined) ?? (await this.take(correlationId));
       if (reply) {
         this.stats.replied++;
         return reply;
       }
+      if (outcome === false) throw publishError;
       this.stats.timedOut++;
       throw new EventMeshError(ErrorCode.RequestTimeout, `no reply within ${timeoutMs} ms`, { correlationId, timeoutMs });
     } finally {
@@ -202,8 +212,8 @@ export class RequestReplyService {
   }
 
   /**
-   * At the timeout, the record is removed; a reply that was stored just before (its replier was told
-   * "delivered") comes back with it and is answered, not thrown away.
+   * At the deadline (or a failed publish), the record is removed; a reply that was stored just before (its
+   * replier was told "delivered") comes back with it and is answered, not thrown away.
    */
   private async take(correlationId: string): Promise<EventFrame | undefined> {
     const result: unknown[] = await this.db.query(
