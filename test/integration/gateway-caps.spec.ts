@@ -78,6 +78,27 @@ describe('gateway caps', () => {
         req.end(JSON.stringify({ specversion: '1.0', id: 'x', source: '/caps', type: 't' }));
       });
       expect(publish).toBe(503);
+      // A WebSocket upgrade does not pass the server's request handler; it is refused all the same.
+      const upgrade = await new Promise<string>((resolve, reject) => {
+        const socket = connect(port, '127.0.0.1');
+        let text = '';
+        const timer = setTimeout(() => {
+          socket.destroy();
+          reject(new Error(`the upgrade past the cap was not answered and closed within 10 s: ${text}`));
+        }, 10000);
+        socket.once('error', reject);
+        socket.on('data', (d: Buffer) => (text += d.toString()));
+        socket.once('close', () => {
+          clearTimeout(timer);
+          resolve(text);
+        });
+        socket.write(
+          'GET /subscriptions/any/ws HTTP/1.1\r\nhost: 127.0.0.1\r\nupgrade: websocket\r\nconnection: Upgrade\r\n' +
+            'sec-websocket-key: dGhlIHNhbXBsZSBub25jZQ==\r\nsec-websocket-version: 13\r\n\r\n',
+        );
+      });
+      expect(upgrade).toMatch(/^HTTP\/1\.1 503 /);
+      expect(upgrade).toContain('"code":"OVERLOADED"');
 
       sockets.pop()!.destroy();
       const admitted = await waitFor('a connection admitted again', async () => {

@@ -129,6 +129,8 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           if (!connections.isOver(request.raw)) return;
           const { status, body, headers } = toHttpError(connections.error());
           await reply.code(status).headers({ ...headers, connection: 'close' }).send(body);
+          // An upgrade's socket is not the server's to close after the answer: close it here (after the write).
+          request.raw.socket.end();
         });
       await registerWebSocketStreams(app, { hub: streams, subscriptions, gate });
       await app.listen(config.http.port, config.http.host);
