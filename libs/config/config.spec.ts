@@ -149,6 +149,29 @@ describe('loadConfig', () => {
     );
   });
 
+  it('bounds what a gateway holds: defaults, and caps that can always take one whole request', () => {
+    const config = loadConfig({});
+    expect(config.kafka).toMatchObject({ produceQueueMaxEvents: 20000, produceQueueMaxBytes: 64 * 1024 * 1024, publishTimeoutMs: 5000, requestTimeoutMs: 10000 });
+    expect(config.http).toMatchObject({ maxConnections: 10000, maxPendingRequests: 1000, retryAfterSeconds: 1 });
+    expect(config.streams.pollMaxConsumers).toBe(100);
+    expect(() => loadConfig({ EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS: '100', EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS: '500' })).toThrow(
+      'EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS (eventmesh.kafka.produceQueueMaxEvents) = 100 is below EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS (500)',
+    );
+    expect(() => loadConfig({ EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_BYTES: '2048', EVENTMESH_HTTP_BODY_LIMIT_BYTES: '4096' })).toThrow(
+      'EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_BYTES (eventmesh.kafka.produceQueueMaxBytes) = 2048 is below EVENTMESH_HTTP_BODY_LIMIT_BYTES (4096)',
+    );
+    expect(() => loadConfig({ EVENTMESH_KAFKA_PUBLISH_TIMEOUT_MS: '0' })).toThrow(
+      'EVENTMESH_KAFKA_PUBLISH_TIMEOUT_MS (eventmesh.kafka.publishTimeoutMs) = "0" is not valid; legal values: an integer from 100 to 120000',
+    );
+    expect(() => loadConfig({ EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS: '0' })).toThrow(
+      'EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS (eventmesh.kafka.requestTimeoutMs) = "0" is not valid; legal values: an integer from 1000 to 300000',
+    );
+    expect(() => loadConfig({ EVENTMESH_HTTP_MAX_CONNECTIONS: '0' })).toThrow('EVENTMESH_HTTP_MAX_CONNECTIONS (eventmesh.http.maxConnections) = "0" is not valid');
+    expect(() => loadConfig({ EVENTMESH_HTTP_MAX_PENDING_REQUESTS: 'x' })).toThrow('EVENTMESH_HTTP_MAX_PENDING_REQUESTS (eventmesh.http.maxPendingRequests) = "x" is not valid');
+    expect(() => loadConfig({ EVENTMESH_STREAMS_POLL_MAX_CONSUMERS: '0' })).toThrow('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS (eventmesh.streams.pollMaxConsumers) = "0" is not valid');
+    expect(() => loadConfig({ EVENTMESH_HTTP_RETRY_AFTER_SECONDS: '0' })).toThrow('EVENTMESH_HTTP_RETRY_AFTER_SECONDS (eventmesh.http.retryAfterSeconds) = "0" is not valid');
+  });
+
   it('documents every setting with an environment variable and an eventmesh.* key', () => {
     const settings = describeSettings();
     expect(settings.length).toBeGreaterThan(20);

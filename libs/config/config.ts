@@ -22,7 +22,7 @@ export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface EventMeshConfig {
   instance: { id: string; roles: InstanceRole[] };
-  http: { host: string; port: number; bodyLimitBytes: number; processes: number };
+  http: { host: string; port: number; bodyLimitBytes: number; processes: number; maxConnections: number; maxPendingRequests: number; retryAfterSeconds: number };
   delivery: {
     topology: DeliveryTopology;
     leaseTtlMs: number;
@@ -52,7 +52,12 @@ export interface EventMeshConfig {
     produceLingerMs: number;
     produceMaxBatchEvents: number;
     produceMaxInFlight: number;
+    produceQueueMaxEvents: number;
+    produceQueueMaxBytes: number;
+    publishTimeoutMs: number;
+    requestTimeoutMs: number;
   };
+  streams: { pollMaxConsumers: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   log: { level: LogLevel };
   filter: { maxAttributeChars: number };
@@ -170,6 +175,13 @@ const SETTINGS = {
     integer(1024, 64 * 1024 * 1024), () => 1024 * 1024, 'Largest accepted request body; larger bodies get 413.'),
   httpProcesses: setting('EVENTMESH_HTTP_PROCESSES', 'eventmesh.http.processes', integer(1, 64), () => 1,
     'Gateway processes sharing the port (Node cluster), one per core to spread HTTP work; more than 1 only with EVENTMESH_INSTANCE_ROLES=gateway.'),
+  httpMaxConnections: setting('EVENTMESH_HTTP_MAX_CONNECTIONS', 'eventmesh.http.maxConnections', integer(1, 1000000),
+    () => 10000, 'Most open HTTP connections per gateway process; a request on a connection past it gets 503 OVERLOADED and the connection is closed.'),
+  httpMaxPendingRequests: setting('EVENTMESH_HTTP_MAX_PENDING_REQUESTS', 'eventmesh.http.maxPendingRequests',
+    integer(1, 1000000), () => 1000,
+    'Most request-replies (POST /events/request) a gateway process holds waiting at once; one more gets 503 OVERLOADED.'),
+  httpRetryAfterSeconds: setting('EVENTMESH_HTTP_RETRY_AFTER_SECONDS', 'eventmesh.http.retryAfterSeconds', integer(1, 3600),
+    () => 1, 'The Retry-After of a 503 for shed work (OVERLOADED, KAFKA_UNAVAILABLE).'),
   topology: setting('EVENTMESH_DELIVERY_TOPOLOGY', 'eventmesh.delivery.topology', oneOf(DELIVERY_TOPOLOGIES),
     (): DeliveryTopology => 'LOCAL_STICKY_PULL', 'Delivery topology (docs/topologies.md).'),
   leaseTtlMs: setting('EVENTMESH_DELIVERY_LEASE_TTL_MS', 'eventmesh.delivery.leaseTtlMs', integer(3000, 600000),
@@ -241,6 +253,19 @@ const SETTINGS = {
     integer(1, 100000), () => 500, 'Most events in one produce request.'),
   kafkaProduceMaxInFlight: setting('EVENTMESH_KAFKA_PRODUCE_MAX_IN_FLIGHT', 'eventmesh.kafka.produceMaxInFlight',
     integer(1, 64), () => 4, 'Most produce requests awaiting their acknowledgement at once.'),
+  kafkaProduceQueueMaxEvents: setting('EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS', 'eventmesh.kafka.produceQueueMaxEvents',
+    integer(1, 10000000), () => 20000,
+    'Most events a gateway process holds for Kafka (queued or in flight); a publish past it gets 503 OVERLOADED at once. At least EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS.'),
+  kafkaProduceQueueMaxBytes: setting('EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_BYTES', 'eventmesh.kafka.produceQueueMaxBytes',
+    integer(1024, 4 * 1024 * 1024 * 1024), () => 64 * 1024 * 1024,
+    'Most bytes (keys, values, headers) a gateway process holds for Kafka; a publish past it gets 503 OVERLOADED at once. At least EVENTMESH_HTTP_BODY_LIMIT_BYTES.'),
+  kafkaPublishTimeoutMs: setting('EVENTMESH_KAFKA_PUBLISH_TIMEOUT_MS', 'eventmesh.kafka.publishTimeoutMs', integer(100, 120000),
+    () => 5000, 'Longest a publish waits for Kafka to acknowledge its events; then 503 KAFKA_UNAVAILABLE (never 202).'),
+  kafkaRequestTimeoutMs: setting('EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS', 'eventmesh.kafka.requestTimeoutMs', integer(1000, 300000),
+    () => 10000, 'Longest the Kafka client waits for the answer to one request (and a broker for the replicas of a produce) before it retries.'),
+  streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
+    integer(1, 100000), () => 100,
+    'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
   temporalAddress: setting('EVENTMESH_TEMPORAL_ADDRESS', 'eventmesh.temporal.address', hostPort,
     () => '127.0.0.1:7233', 'Temporal frontend address.'),
   temporalNamespace: setting('EVENTMESH_TEMPORAL_NAMESPACE', 'eventmesh.temporal.namespace', text,
@@ -293,10 +318,28 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       `${SETTINGS.instanceRoles.env}=gateway (got "${v.instanceRoles.join(',')}"): the worker role runs once per instance; legal values: 1, ` +
       'or 1 to 64 in a gateway-only instance');
   }
+  if (problems.length === 0 && v.kafkaProduceQueueMaxEvents < v.kafkaProduceMaxBatchEvents) {
+    problems.push(`${SETTINGS.kafkaProduceQueueMaxEvents.env} (${SETTINGS.kafkaProduceQueueMaxEvents.key}) = ${v.kafkaProduceQueueMaxEvents} ` +
+      `is below ${SETTINGS.kafkaProduceMaxBatchEvents.env} (${v.kafkaProduceMaxBatchEvents}), so a full batch could never be taken; ` +
+      `legal values: an integer from ${v.kafkaProduceMaxBatchEvents} to 10000000`);
+  }
+  if (problems.length === 0 && v.kafkaProduceQueueMaxBytes < v.httpBodyLimitBytes) {
+    problems.push(`${SETTINGS.kafkaProduceQueueMaxBytes.env} (${SETTINGS.kafkaProduceQueueMaxBytes.key}) = ${v.kafkaProduceQueueMaxBytes} ` +
+      `is below ${SETTINGS.httpBodyLimitBytes.env} (${v.httpBodyLimitBytes}), so the largest publish could never be taken; ` +
+      `legal values: an integer from ${v.httpBodyLimitBytes} to ${4 * 1024 * 1024 * 1024}`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     instance: { id: v.instanceId, roles: v.instanceRoles },
-    http: { host: v.httpHost, port: v.httpPort, bodyLimitBytes: v.httpBodyLimitBytes, processes: v.httpProcesses },
+    http: {
+      host: v.httpHost,
+      port: v.httpPort,
+      bodyLimitBytes: v.httpBodyLimitBytes,
+      processes: v.httpProcesses,
+      maxConnections: v.httpMaxConnections,
+      maxPendingRequests: v.httpMaxPendingRequests,
+      retryAfterSeconds: v.httpRetryAfterSeconds,
+    },
     delivery: {
       topology: v.topology,
       leaseTtlMs: v.leaseTtlMs,
@@ -333,7 +376,12 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       produceLingerMs: v.kafkaProduceLingerMs,
       produceMaxBatchEvents: v.kafkaProduceMaxBatchEvents,
       produceMaxInFlight: v.kafkaProduceMaxInFlight,
+      produceQueueMaxEvents: v.kafkaProduceQueueMaxEvents,
+      produceQueueMaxBytes: v.kafkaProduceQueueMaxBytes,
+      publishTimeoutMs: v.kafkaPublishTimeoutMs,
+      requestTimeoutMs: v.kafkaRequestTimeoutMs,
     },
+    streams: { pollMaxConsumers: v.streamsPollMaxConsumers },
     temporal: {
       address: v.temporalAddress,
       namespace: v.temporalNamespace,

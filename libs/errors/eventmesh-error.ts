@@ -28,6 +28,10 @@ export enum ErrorCode {
   Forbidden = 'FORBIDDEN',
   QuotaExceeded = 'QUOTA_EXCEEDED',
   KafkaUnavailable = 'KAFKA_UNAVAILABLE',
+  /** A bound on held work (producer queue, connections, pending requests) is reached; nothing was taken. */
+  Overloaded = 'OVERLOADED',
+  /** A subscription already has its most long-poll consumer names. */
+  TooManyConsumers = 'TOO_MANY_CONSUMERS',
   DependencyUnavailable = 'DEPENDENCY_UNAVAILABLE',
   /** The process is shutting down; another instance (or this one, restarted) takes the request. */
   ShuttingDown = 'SHUTTING_DOWN',
@@ -70,6 +74,8 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.QuotaExceeded]: 429,
   [ErrorCode.KafkaUnavailable]: 503,
+  [ErrorCode.Overloaded]: 503,
+  [ErrorCode.TooManyConsumers]: 429,
   [ErrorCode.DependencyUnavailable]: 503,
   [ErrorCode.ShuttingDown]: 503,
   [ErrorCode.Internal]: 500,

@@ -18,6 +18,34 @@ export interface ProducerOptions {
   maxBatchBytes?: number;
   /** Most produce requests awaiting their acknowledgement at once. */
   maxInFlight: number;
+  /** Most events held (queued, or in a produce request not yet finished); a publish past it is refused at once. */
+  maxHeldEvents: number;
+  /** Most bytes held, as {@link maxHeldEvents}. */
+  maxHeldBytes: number;
+  /** Longest a publish waits for its acknowledgement, from the moment it is queued; then it fails. */
+  publishTimeoutMs: number;
+  /** How long the broker may wait for the in-sync replicas of a produce request. */
+  ackTimeoutMs: number;
+  /** The wait a refused publisher is told (Retry-After). */
+  retryAfterSeconds: number;
+}
+
+/** What the producer holds now, and what it refused: `/health` shows it (`stats.producer`). */
+export interface ProducerDepth {
+  /** Events and bytes held: queued, plus those in produce requests not yet finished. */
+  events: number;
+  bytes: number;
+  queuedEvents: number;
+  inFlightRequests: number;
+  maxEvents: number;
+  maxBytes: number;
+  /** The most events and bytes ever held at once, since start. */
+  peakEvents: number;
+  peakBytes: number;
+  /** Publishes refused at once because the queue was full (OVERLOADED). */
+  shed: number;
+  /** Publishes answered KAFKA_UNAVAILABLE because their acknowledgement did not come in time. */
+  timedOut: number;
 }
 
 /** Below Kafka's default limit of a record batch (1 MiB), with room for the request's own framing. */
@@ -34,6 +62,10 @@ interface Unit {
   topic: string;
   messages: (Message & { partition: number })[];
   bytes: number;
+  /** `performance.now()` by which it is answered, acknowledged or not. */
+  deadline: number;
+  /** Answered (acknowledged, failed, or timed out); a later acknowledgement changes nothing. */
+  done: boolean;
   resolve(receipts: PublishReceipt[]): void;
   reject(e: unknown): void;
 }
@@ -47,6 +79,14 @@ interface Unit {
  * before the next publish gets its events written in that order, and concurrent publishes carry no order to
  * keep. The events of one request (a batch) go out in one produce request, in their order. The producer is neither idempotent nor transactional: Kafka is a
  * durable log here, and a publisher that saw an error may retry with the same CloudEvents id.
+ *
+ * Backpressure: what the producer holds is bounded. A publish that would take the events or bytes held (queued,
+ * or in a produce request not yet finished, answered or not) past `maxHeldEvents` / `maxHeldBytes` is refused at
+ * once with OVERLOADED, nothing written. Every publish is answered within `publishTimeoutMs` of being queued: one
+ * still queued then fails with KAFKA_UNAVAILABLE, not written (`maybeWritten: false`); one whose produce request
+ * has not been acknowledged fails with KAFKA_UNAVAILABLE, `maybeWritten: true` (the broker may still write it: a
+ * retry can duplicate, it is never claimed). Only an acknowledgement resolves a publish. One timer serves every
+ * deadline (the oldest pending), so the bookkeeping per publish is a time stamp and two counters.
  */
 export class EventProducer {
   private readonly producer: Producer;
@@ -55,6 +95,12 @@ export class EventProducer {
   private queuedEvents = 0;
   private timer?: NodeJS.Timeout;
   private inFlight = 0;
+  /** Produce requests not yet finished, oldest first (their units are older than any queued one). */
+  private readonly sending = new Set<Unit[]>();
+  private heldEvents = 0;
+  private heldBytes = 0;
+  private expiryTimer?: NodeJS.Timeout;
+  private readonly depthStats = { peakEvents: 0, peakBytes: 0, shed: 0, timedOut: 0 };
   /** Produce requests sent and events they carried, since start. */
   readonly stats = { requests: 0, events: 0 };
 
@@ -65,6 +111,8 @@ export class EventProducer {
   ) {
     this.producer = kafka.producer({
       allowAutoTopicCreation: false,
+      // Bounded by the client's request timeout per attempt; the answer to the publisher is bounded by
+      // publishTimeoutMs whatever the retries take.
       createPartitioner: Partitioners.DefaultPartitioner,
       retry: { retries: 5 },
     });
@@ -75,7 +123,20 @@ export class EventProducer {
   }
 
   async disconnect(): Promise<void> {
+    clearTimeout(this.expiryTimer);
     await this.producer.disconnect();
+  }
+
+  depth(): ProducerDepth {
+    return {
+      events: this.heldEvents,
+      bytes: this.heldBytes,
+      queuedEvents: this.queuedEvents,
+      inFlightRequests: this.inFlight,
+      maxEvents: this.options.maxHeldEvents,
+      maxBytes: this.options.maxHeldBytes,
+      ...this.depthStats,
+    };
   }
 
   async publish(topic: string, frame: EventFrame): Promise<PublishReceipt> {
@@ -84,12 +145,7 @@ export class EventProducer {
 
   /** Publishes the frames in one produce request; resolves with one receipt per frame, in order. */
   async publishAll(topic: string, frames: EventFrame[]): Promise<PublishReceipt[]> {
-    let partitions: number[];
-    try {
-      partitions = await this.topics.partitionsOf(topic);
-    } catch (e) {
-      throw new EventMeshError(ErrorCode.KafkaUnavailable, `Kafka did not answer for topic "${topic}": ${(e as Error).message}`, { topic }, true, { cause: e });
-    }
+    const partitions = this.topics.knownPartitionsOf(topic) ?? (await this.lookUpPartitions(topic));
     const partitionMetadata = partitions.map((partitionId) => ({ partitionId, leader: 0 }));
     const messages = frames.map((frame) => {
       const message = frameToKafkaMessage(frame);
@@ -97,12 +153,104 @@ export class EventProducer {
       return { ...message, partition };
     });
     const bytes = messages.reduce((n, m) => n + sizeOf(m), 0);
+    // The shed check: an empty producer takes any publish (the config keeps the caps above one request).
+    if (this.heldEvents > 0 && (this.heldEvents + messages.length > this.options.maxHeldEvents || this.heldBytes + bytes > this.options.maxHeldBytes)) {
+      this.depthStats.shed++;
+      throw new EventMeshError(
+        ErrorCode.Overloaded,
+        `the gateway holds ${this.heldEvents} events (${this.heldBytes} bytes) for Kafka, its most; nothing was written, publish again later`,
+        { limit: 'producerQueue', heldEvents: this.heldEvents, heldBytes: this.heldBytes, retryAfterSeconds: this.options.retryAfterSeconds },
+        true,
+      );
+    }
+    this.heldEvents += messages.length;
+    this.heldBytes += bytes;
+    if (this.heldEvents > this.depthStats.peakEvents) this.depthStats.peakEvents = this.heldEvents;
+    if (this.heldBytes > this.depthStats.peakBytes) this.depthStats.peakBytes = this.heldBytes;
     return new Promise<PublishReceipt[]>((resolve, reject) => {
-      this.queue.push({ topic, messages, bytes, resolve, reject });
+      this.queue.push({ topic, messages, bytes, deadline: performance.now() + this.options.publishTimeoutMs, done: false, resolve, reject });
       this.queuedEvents += messages.length;
       this.schedule();
+      this.expiryTimer ??= this.armExpiry();
     });
   }
+
+  /** A topic's partitions when none are known yet, within the publish deadline. */
+  private async lookUpPartitions(topic: string): Promise<number[]> {
+    let timer: NodeJS.Timeout | undefined;
+    const ms = this.options.publishTimeoutMs;
+    try {
+      return await Promise.race([
+        this.topics.partitionsOf(topic),
+        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms))),
+      ]);
+    } catch (e) {
+      throw new EventMeshError(
+        ErrorCode.KafkaUnavailable,
+        `Kafka did not answer for topic "${topic}": ${(e as Error).message}; nothing was written`,
+        { topic, maybeWritten: false, retryAfterSeconds: this.options.retryAfterSeconds },
+        true,
+        { cause: e },
+      );
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  /** The timer for the oldest pending publish's deadline, if any is pending. */
+  private armExpiry(): NodeJS.Timeout | undefined {
+    let next: number | undefined;
+    for (const batch of this.sending) {
+      const unit = batch.find((u) => !u.done);
+      if (unit) {
+        next = unit.deadline;
+        break;
+      }
+    }
+    next ??= this.queue[0]?.deadline;
+    if (next === undefined) return undefined;
+    const timer = setTimeout(this.expire, Math.max(0, next - performance.now()) + 1);
+    timer.unref();
+    return timer;
+  }
+
+  /** Answers every publish whose deadline passed: unsent ones are dropped from the queue. */
+  private readonly expire = (): void => {
+    this.expiryTimer = undefined;
+    const now = performance.now();
+    for (const batch of this.sending) {
+      for (const unit of batch) {
+        if (unit.done || unit.deadline > now) continue;
+        unit.done = true;
+        this.depthStats.timedOut++;
+        unit.reject(
+          new EventMeshError(
+            ErrorCode.KafkaUnavailable,
+            `Kafka did not acknowledge the event(s) within ${this.options.publishTimeoutMs} ms; they may still be written, retry with the same ids`,
+            { maybeWritten: true, retryAfterSeconds: this.options.retryAfterSeconds },
+            true,
+          ),
+        );
+      }
+    }
+    while (this.queue.length > 0 && this.queue[0].deadline <= now) {
+      const unit = this.queue.shift()!;
+      unit.done = true;
+      this.queuedEvents -= unit.messages.length;
+      this.heldEvents -= unit.messages.length;
+      this.heldBytes -= unit.bytes;
+      this.depthStats.timedOut++;
+      unit.reject(
+        new EventMeshError(
+          ErrorCode.KafkaUnavailable,
+          `Kafka took no produce request for ${this.options.publishTimeoutMs} ms; nothing was written, publish again`,
+          { maybeWritten: false, retryAfterSeconds: this.options.retryAfterSeconds },
+          true,
+        ),
+      );
+    }
+    this.expiryTimer = this.armExpiry();
+  };
 
   /** `waited`: the queued events already waited for a request in flight, so they need no linger. */
   private schedule(waited = false): void {
@@ -132,8 +280,12 @@ export class EventProducer {
     }
     this.queuedEvents -= events;
     this.inFlight++;
+    this.sending.add(batch);
     void this.send(batch).finally(() => {
       this.inFlight--;
+      this.sending.delete(batch);
+      this.heldEvents -= events;
+      this.heldBytes -= bytes;
       this.schedule(true);
     });
     this.schedule();
@@ -152,32 +304,39 @@ export class EventProducer {
     try {
       metadata = await this.producer.sendBatch({
         acks: -1,
+        timeout: this.options.ackTimeoutMs,
         topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
       });
     } catch (e) {
       const error = new EventMeshError(
         ErrorCode.KafkaUnavailable,
         `Kafka did not acknowledge the event(s): ${(e as Error).message}; some may have been written, retry with the same ids`,
-        {},
+        { maybeWritten: true, retryAfterSeconds: this.options.retryAfterSeconds },
         true,
         { cause: e },
       );
-      batch.forEach((unit) => unit.reject(error));
+      for (const unit of batch) {
+        unit.done = true;
+        unit.reject(error);
+      }
       return;
     }
     // Within a topic partition, Kafka assigns consecutive offsets from baseOffset in the order sent.
     const next = new Map(metadata.map((m) => [`${m.topicName}#${m.partition}`, Number(m.baseOffset)]));
     for (const unit of batch) {
+      const late = unit.done;
+      unit.done = true;
       try {
-        unit.resolve(
+        const receipts =
           unit.messages.map((m) => {
             const k = `${unit.topic}#${m.partition}`;
             const offset = next.get(k);
             if (offset === undefined) throw new Error(`no acknowledgement for partition ${m.partition} of ${unit.topic}`);
             next.set(k, offset + 1);
             return { topic: unit.topic, partition: m.partition, offset };
-          }),
-        );
+          });
+        // Answered already (its deadline passed): the offsets still advance for the units after it.
+        if (!late) unit.resolve(receipts);
       } catch (e) {
         unit.reject(new EventMeshError(ErrorCode.KafkaUnavailable, (e as Error).message, { topic: unit.topic }, true));
       }

@@ -9,7 +9,8 @@ export function createKafka(config: EventMeshConfig['kafka'], clientSuffix: stri
     clientId: `${config.clientId}-${clientSuffix}`,
     brokers: config.brokers,
     connectionTimeout: config.connectTimeoutMs,
-    requestTimeout: 30000,
+    // Each request to a broker is bounded (and enforced: kafkajs' enforceRequestTimeout, on by default).
+    requestTimeout: config.requestTimeoutMs,
     retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 },
     logLevel: KafkaLogLevel.WARN,
     logCreator:

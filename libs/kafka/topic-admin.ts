@@ -25,7 +25,7 @@ export class TopicAdmin {
     await this.admin.disconnect();
   }
 
-  /** Creates the configured topics that do not exist yet; returns the ones it created. */
+  /** Creates the configured topics that do not exist yet and reads their partitions; returns the ones it created. */
   async ensureTopics(): Promise<string[]> {
     const existing = new Set(await this.admin.listTopics());
     const missing = this.config.topics.filter((t) => !existing.has(t));
@@ -40,6 +40,12 @@ export class TopicAdmin {
       });
       this.log.info({ topics: missing, partitions: this.config.topicPartitions }, 'created topics');
     }
+    // Known before the first publish, which then never waits for them (knownPartitionsOf).
+    for (const topic of this.config.topics) {
+      await this.partitionsOf(topic).catch((e: Error) =>
+        this.log.warn({ topic, error: e.message }, 'could not read the partitions of the topic yet; the first publish reads them'),
+      );
+    }
     return missing;
   }
 
@@ -50,10 +56,41 @@ export class TopicAdmin {
   async partitionsOf(topic: string): Promise<number[]> {
     const cached = this.partitionCache.get(topic);
     if (cached && Date.now() - cached.at < TopicAdmin.PARTITIONS_TTL_MS) return cached.partitions;
-    const offsets = await this.admin.fetchTopicOffsets(topic);
-    const partitions = offsets.map((o) => o.partition).sort((a, b) => a - b);
-    this.partitionCache.set(topic, { partitions, at: Date.now() });
-    return partitions;
+    return this.readPartitions(topic);
+  }
+
+  /**
+   * The partitions last read for the topic, without waiting: a stale list is returned as it is while one read in
+   * the background refreshes it, so a publish never waits on (an unreachable) Kafka for metadata it already has.
+   * Undefined when none was read yet.
+   */
+  knownPartitionsOf(topic: string): number[] | undefined {
+    const cached = this.partitionCache.get(topic);
+    if (cached && Date.now() - cached.at >= TopicAdmin.PARTITIONS_TTL_MS && !this.refreshing.has(topic)) {
+      this.readPartitions(topic).catch((e: Error) =>
+        this.log.warn({ topic, error: e.message }, 'could not refresh the partitions of the topic; the last list stays in use'),
+      );
+    }
+    return cached?.partitions;
+  }
+
+  private readonly refreshing = new Map<string, Promise<number[]>>();
+
+  /** One read at a time per topic. */
+  private readPartitions(topic: string): Promise<number[]> {
+    let reading = this.refreshing.get(topic);
+    if (!reading) {
+      reading = this.admin
+        .fetchTopicOffsets(topic)
+        .then((offsets) => {
+          const partitions = offsets.map((o) => o.partition).sort((a, b) => a - b);
+          this.partitionCache.set(topic, { partitions, at: Date.now() });
+          return partitions;
+        })
+        .finally(() => this.refreshing.delete(topic));
+      this.refreshing.set(topic, reading);
+    }
+    return reading;
   }
 
   /** The next offset to be written in each partition of the topic (its high watermark). */

@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
@@ -14,6 +14,18 @@ export const DEFAULT_REQUEST_TIMEOUT_MS = 30000;
 export const MAX_REQUEST_TIMEOUT_MS = 300000;
 const POLL_INTERVAL_MS = 1000;
 const CLEANUP_INTERVAL_MS = 60000;
+/**
+ * The first key of the session advisory locks that say a holding process lives; the second is the process's
+ * holder key, written on each of its pending rows.
+ */
+export const REPLY_HOLDER_LOCK_SPACE = 1_919_250_544;
+
+export interface RequestReplyOptions {
+  /** Most requests this process holds waiting at once; one more is refused (503 OVERLOADED). */
+  maxPending: number;
+  /** The wait a refused requester is told (Retry-After). */
+  retryAfterSeconds: number;
+}
 
 export interface RequestReplyStats {
   pending: number;
@@ -21,14 +33,31 @@ export interface RequestReplyStats {
   timedOut: number;
   /** Replies that found no request waiting (too late, or an unknown correlation id), dropped. */
   lateReplies: number;
+  /** Of those, replies to a request whose holding process is gone (crashed before its deadline). */
+  requesterGone: number;
+  /** Requests refused because `maxPending` were waiting. */
+  refused: number;
 }
 
+/** Why a reply was not delivered (the `reason` of its 404 `REQUEST_NOT_PENDING`). */
+export type UndeliveredReason = 'unknown' | 'expired' | 'already-replied' | 'requester-gone';
+
 /**
- * Request-reply over the event plane. `request` publishes the event with a correlation id, records the waiting
- * request in Postgres (which instance holds it, until when) and holds the caller until a reply arrives or the
- * timeout passes. `reply`, on any instance, stores the reply on that record and wakes the holding instance with
- * Postgres NOTIFY. Replies are never retried or dead-lettered: one that finds no request waiting is dropped and
- * counted.
+ * Request-reply over the event plane. `request` records the waiting request in Postgres (which instance and
+ * process hold it, until when), publishes the event with a correlation id, and holds the caller until a reply
+ * arrives or its deadline passes. `reply`, on any instance, stores the reply on that record and wakes the holding
+ * process with Postgres NOTIFY, only while the request is waiting and its holder lives; it says which. Replies
+ * are never retried or dead-lettered: one that finds no request waiting is refused, dropped and counted.
+ *
+ * One deadline: it is set once, when the request is taken, before the row is written and the event published;
+ * the in-process timer and the row's deadline both count from it (the row's from its INSERT, a few milliseconds
+ * later). At its deadline the holder removes the row and answers with a reply stored until then, so a reply told
+ * `delivered` is always answered, and one refused never is.
+ *
+ * Holder liveness: each process holds a session advisory lock (REPLY_HOLDER_LOCK_SPACE, its holder key) on its
+ * reply connection, and writes the key on its rows. Postgres releases the lock when the session ends, so a reply
+ * to a process that died is refused (`requester-gone`) instead of stored for nobody. While the reply connection
+ * is being reopened, replies to that process are refused the same way.
  */
 export class RequestReplyService {
   private readonly log = createLogger('RequestReply');
@@ -37,13 +66,16 @@ export class RequestReplyService {
   private poller?: NodeJS.Timeout;
   private sweptAt = 0;
   private closed = false;
-  readonly stats: RequestReplyStats = { pending: 0, replied: 0, timedOut: 0, lateReplies: 0 };
+  /** This process's liveness key (see the class comment); held on the reply connection. */
+  private holderKey = randomInt(1, 2 ** 31 - 1);
+  readonly stats: RequestReplyStats = { pending: 0, replied: 0, timedOut: 0, lateReplies: 0, requesterGone: 0, refused: 0 };
 
   constructor(
     private readonly db: DataSource,
     private readonly ingress: EventIngress,
     private readonly pg: EventMeshConfig['postgres'],
     private readonly instanceId: string,
+    private readonly options: RequestReplyOptions,
   ) {}
 
   /**
@@ -52,7 +84,17 @@ export class RequestReplyService {
    * catches any notification lost while the connection was down.
    */
   async start(): Promise<void> {
-    await this.listen();
+    // A key another live process holds already (about 1 in 2^31 per process) is replaced at start, never later:
+    // rows carry it.
+    for (let attempt = 1; ; attempt++) {
+      try {
+        await this.listen();
+        break;
+      } catch (e) {
+        if (!(e instanceof HolderKeyTaken) || attempt >= 5) throw e;
+        this.holderKey = randomInt(1, 2 ** 31 - 1);
+      }
+    }
     this.poller = setInterval(() => void this.poll(), POLL_INTERVAL_MS);
   }
 
@@ -66,8 +108,20 @@ export class RequestReplyService {
       void client.end().catch(() => undefined);
       void this.reconnect();
     });
-    await client.connect();
-    await client.query(`LISTEN ${CHANNEL}`);
+    try {
+      await client.connect();
+      // After a dropped connection the old session may still hold the key until Postgres notices it is gone:
+      // the reconnect loop tries again.
+      const locked: { rows: { locked: boolean }[] } = await client.query('SELECT pg_try_advisory_lock($1, $2) AS locked', [
+        REPLY_HOLDER_LOCK_SPACE,
+        this.holderKey,
+      ]);
+      if (!locked.rows[0].locked) throw new HolderKeyTaken(this.holderKey);
+      await client.query(`LISTEN ${CHANNEL}`);
+    } catch (e) {
+      await client.end().catch(() => undefined);
+      throw e;
+    }
     if (this.closed) {
       await client.end().catch(() => undefined);
       return;
@@ -103,28 +157,50 @@ export class RequestReplyService {
   }
 
   async request(topic: string | undefined, publish: PublishRequest, timeoutMs: number): Promise<EventFrame> {
-    const correlationId = randomUUID();
-    // The deadline is the database's clock, the one the reply's UPDATE compares against.
-    await this.db.query(
-      `INSERT INTO pending_requests (correlation_id, instance_id, deadline)
-       VALUES ($1, $2, now() + $3 * interval '1 millisecond')`,
-      [correlationId, this.instanceId, timeoutMs],
-    );
-    const replied = new Promise<EventFrame>((resolve) => this.waiters.set(correlationId, resolve));
+    if (this.stats.pending >= this.options.maxPending) {
+      this.stats.refused++;
+      throw new EventMeshError(
+        ErrorCode.Overloaded,
+        `this gateway process holds ${this.stats.pending} requests waiting for replies, its most; nothing was published, ask again later`,
+        { limit: 'pendingRequests', maxPending: this.options.maxPending, retryAfterSeconds: this.options.retryAfterSeconds },
+        true,
+      );
+    }
     this.stats.pending++;
+    const correlationId = randomUUID();
+    // The one deadline, set now: the timer runs from here, and the row's deadline from its INSERT just below.
     let timer: NodeJS.Timeout | undefined;
+    const deadline = new Promise<undefined>((resolve) => {
+      timer = setTimeout(() => resolve(undefined), timeoutMs);
+    });
+    const replied = new Promise<EventFrame>((resolve) => this.waiters.set(correlationId, resolve));
     try {
-      await this.ingress.publish(topic, publish, (frame) => {
-        frame.extensions[CORRELATION_ATTRIBUTE] = correlationId;
-      });
-      const timedOut = new Promise<undefined>((resolve) => {
-        timer = setTimeout(() => resolve(undefined), timeoutMs);
-      });
-      const reply = (await Promise.race([replied, timedOut])) ?? (await this.take(correlationId));
+      await this.db.query(
+        `INSERT INTO pending_requests (correlation_id, instance_id, deadline, holder_key)
+         VALUES ($1, $2, now() + $3 * interval '1 millisecond', $4)`,
+        [correlationId, this.instanceId, timeoutMs, this.holderKey],
+      );
+      // The publish waits for Kafka's acknowledgement (bounded by the producer); the deadline bounds it too.
+      let publishError: unknown;
+      const published = this.ingress
+        .publish(topic, publish, (frame) => {
+          frame.extensions[CORRELATION_ATTRIBUTE] = correlationId;
+        })
+        .then(
+          () => true,
+          (e: unknown) => {
+            publishError = e;
+            return false;
+          },
+        );
+      const outcome = await Promise.race([published, deadline]);
+      // Whatever ended the wait, a reply stored until now (its replier was told "delivered") is the answer.
+      const reply = (outcome === true ? await Promise.race([replied, deadline]) : undefined) ?? (await this.take(correlationId));
       if (reply) {
         this.stats.replied++;
         return reply;
       }
+      if (outcome === false) throw publishError;
       this.stats.timedOut++;
       throw new EventMeshError(ErrorCode.RequestTimeout, `no reply within ${timeoutMs} ms`, { correlationId, timeoutMs });
     } finally {
@@ -136,8 +212,8 @@ export class RequestReplyService {
   }
 
   /**
-   * At the timeout, the record is removed; a reply that was stored just before (its replier was told
-   * "delivered") comes back with it and is answered, not thrown away.
+   * At the deadline (or a failed publish), the record is removed; a reply that was stored just before (its
+   * replier was told "delivered") comes back with it and is answered, not thrown away.
    */
   private async take(correlationId: string): Promise<EventFrame | undefined> {
     const result: unknown[] = await this.db.query(
@@ -149,31 +225,49 @@ export class RequestReplyService {
     return row?.reply_attributes ? frameFromAttributes(row.reply_attributes, row.reply_data) : undefined;
   }
 
-  /** Hands a reply to the request waiting for it, on whichever instance; refuses it if none is waiting. */
-  async reply(frame: EventFrame): Promise<{ correlationId: string }> {
+  /**
+   * Hands a reply to the request waiting for it, on whichever instance, and says so only when it did: the request
+   * is pending, before its deadline, not replied yet, and its holding process lives. Otherwise it is refused
+   * (404 `REQUEST_NOT_PENDING`, `delivered: false`, with the reason) and nothing is stored.
+   */
+  async reply(frame: EventFrame): Promise<{ correlationId: string; delivered: true }> {
     const correlationId = frame.extensions[CORRELATION_ATTRIBUTE];
     if (typeof correlationId !== 'string' || correlationId === '') {
       throw new EventMeshError(ErrorCode.InvalidCloudEvent, `a reply needs the "${CORRELATION_ATTRIBUTE}" extension attribute`, {
         attribute: CORRELATION_ATTRIBUTE,
       });
     }
-    // Storing the reply and waking the holder are one statement: both happen, or neither.
-    const rows: unknown[] = await this.db.query(
-      `WITH stored AS (
-         UPDATE pending_requests SET reply_attributes = $2, reply_data = $3
-          WHERE correlation_id = $1 AND deadline > now() AND reply_attributes IS NULL
-          RETURNING correlation_id)
-       SELECT pg_notify('${CHANNEL}', correlation_id) FROM stored`,
-      [correlationId, attributesOf(frame), frame.data ?? null],
+    // Checking, storing the reply and waking the holder are one statement: all happen, or none.
+    const rows: { open: boolean; replied: boolean; live: boolean; delivered: number }[] = await this.db.query(
+      `WITH target AS (
+         SELECT correlation_id, deadline > now() AS open, reply_attributes IS NOT NULL AS replied,
+                (holder_key IS NULL OR EXISTS (
+                   SELECT 1 FROM pg_locks l
+                    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
+                      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
+                      AND l.classid = $4::integer::oid AND l.objid = holder_key::oid)) AS live
+           FROM pending_requests WHERE correlation_id = $1 FOR UPDATE),
+       stored AS (
+         UPDATE pending_requests p SET reply_attributes = $2, reply_data = $3
+           FROM target t
+          WHERE p.correlation_id = t.correlation_id AND t.open AND NOT t.replied AND t.live
+            AND p.deadline > now() AND p.reply_attributes IS NULL
+          RETURNING p.correlation_id),
+       notified AS (SELECT pg_notify('${CHANNEL}', correlation_id) FROM stored)
+       SELECT t.open, t.replied, t.live, (SELECT count(*)::integer FROM notified) AS delivered FROM target t`,
+      [correlationId, attributesOf(frame), frame.data ?? null, REPLY_HOLDER_LOCK_SPACE],
     );
-    if (rows.length === 0) {
-      this.stats.lateReplies++;
-      this.log.info({ correlationId }, 'reply found no request waiting; dropped');
-      throw new EventMeshError(ErrorCode.RequestNotPending, `no request is waiting for correlation id ${correlationId}`, {
-        correlationId,
-      });
-    }
-    return { correlationId };
+    const row = rows[0];
+    if (row?.delivered === 1) return { correlationId, delivered: true };
+    const reason: UndeliveredReason = !row ? 'unknown' : !row.open ? 'expired' : row.replied ? 'already-replied' : 'requester-gone';
+    this.stats.lateReplies++;
+    if (reason === 'requester-gone') this.stats.requesterGone++;
+    this.log.info({ correlationId, reason }, 'reply found no request waiting; dropped');
+    throw new EventMeshError(ErrorCode.RequestNotPending, `no request is waiting for correlation id ${correlationId} (${reason})`, {
+      correlationId,
+      reason,
+      delivered: false,
+    });
   }
 
   /** Hands stored replies to the requests of this instance that wait for them. Never throws. */
@@ -201,5 +295,11 @@ export class RequestReplyService {
       this.sweptAt = Date.now();
       await this.db.query(`DELETE FROM pending_requests WHERE deadline < now() - interval '1 minute'`).catch(() => undefined);
     }
+  }
+}
+
+class HolderKeyTaken extends Error {
+  constructor(key: number) {
+    super(`the reply holder key ${key} is held by another session`);
   }
 }

@@ -50,6 +50,11 @@ export async function connectDependencies(config: EventMeshConfig, role: string)
       lingerMs: config.kafka.produceLingerMs,
       maxBatchEvents: config.kafka.produceMaxBatchEvents,
       maxInFlight: config.kafka.produceMaxInFlight,
+      maxHeldEvents: config.kafka.produceQueueMaxEvents,
+      maxHeldBytes: config.kafka.produceQueueMaxBytes,
+      publishTimeoutMs: config.kafka.publishTimeoutMs,
+      ackTimeoutMs: config.kafka.requestTimeoutMs,
+      retryAfterSeconds: config.http.retryAfterSeconds,
     });
     try {
       await withDeadline(config.kafka.connectTimeoutMs * 2, topics.connect());

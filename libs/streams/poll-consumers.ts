@@ -1,3 +1,4 @@
+import { ErrorCode, EventMeshError } from '../errors';
 import type { CompiledFilter } from '../filter';
 import type { StreamDelivery, StreamHub, StreamMember } from './stream-hub';
 
@@ -43,12 +44,23 @@ class PollConsumer implements StreamMember {
 /**
  * Long-poll consumers: a client names itself (`consumer`) and polls; between polls it stays a member of the
  * subscription, holding the deliveries it has not answered (up to its window), until it has not polled for a
- * minute. Then it is disconnected and what it held is delivered again.
+ * minute. Then it is disconnected and what it held is delivered again. A subscription has at most
+ * `maxPerSubscription` names at once (a poll without a name takes a fresh one, held for that minute too): a poll
+ * with a new name past it is refused with 429 `TOO_MANY_CONSUMERS`, and known names keep polling.
  */
 export class PollConsumers {
   private readonly consumers = new Map<string, PollConsumer>();
+  private readonly perSubscription = new Map<string, number>();
 
-  constructor(private readonly hub: StreamHub) {}
+  constructor(
+    private readonly hub: StreamHub,
+    private readonly maxPerSubscription: number,
+  ) {}
+
+  /** Consumer names held now, over all subscriptions. */
+  get size(): number {
+    return this.consumers.size;
+  }
 
   /** The consumer's window and filter are the ones of its first poll (until it is disconnected). */
   async poll(
@@ -63,6 +75,16 @@ export class PollConsumers {
     const key = `${subscriptionId}/${consumer}`;
     let member = this.consumers.get(key);
     if (!member) {
+      const held = this.perSubscription.get(subscriptionId) ?? 0;
+      if (held >= this.maxPerSubscription) {
+        throw new EventMeshError(
+          ErrorCode.TooManyConsumers,
+          `subscription ${subscriptionId} has ${held} long-poll consumers, its most; poll with one of their names, or ` +
+            'again once one has not polled for a minute',
+          { subscriptionId, maxConsumers: this.maxPerSubscription },
+        );
+      }
+      this.perSubscription.set(subscriptionId, held + 1);
       member = new PollConsumer(`poll:${consumer}`, subscriptionId, window, filter);
       this.consumers.set(key, member);
       this.hub.connect(member);
@@ -74,6 +96,9 @@ export class PollConsumers {
       const m = member;
       m.idleTimer = setTimeout(() => {
         this.consumers.delete(key);
+        const left = (this.perSubscription.get(subscriptionId) ?? 1) - 1;
+        if (left > 0) this.perSubscription.set(subscriptionId, left);
+        else this.perSubscription.delete(subscriptionId);
         this.hub.disconnect(m);
       }, IDLE_MS);
       m.idleTimer.unref();
@@ -86,5 +111,6 @@ export class PollConsumers {
       this.hub.disconnect(m);
     }
     this.consumers.clear();
+    this.perSubscription.clear();
   }
 }

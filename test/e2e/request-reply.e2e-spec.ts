@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
-import { uniqueTopic } from '../support/env';
+import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
 /**
@@ -95,6 +97,50 @@ describe('request-reply across instances', () => {
     expect(await late.json()).toMatchObject({ code: 'REQUEST_NOT_PENDING', correlationId: body.correlationId });
     const after = (await (await fetch(`${b}/health`)).json()) as { stats: { requestReply: { lateReplies: number } } };
     expect(after.stats.requestReply.lateReplies).toBe(before.stats.requestReply.lateReplies + 1);
+  });
+
+  it('refuses a reply to a request whose holding process died, rather than answer it "delivered" and drop it', async () => {
+    const id = `rr-c-${randomUUID().slice(0, 6)}`;
+    const holder = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: id, EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_KAFKA_TOPICS: topic });
+    instances.push(holder);
+    const url = await holder.ready();
+    const db = new PgClient(testConfig().postgres);
+    await db.connect();
+    try {
+      // A request nobody answers, held by the process about to die (its connection dies with it).
+      const held = fetch(`${url}/events/request?topic=${topic}&timeoutMs=60000`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/asker', type: 'rr.crash' }),
+      }).catch((e: Error) => e);
+      const correlationId = await waitFor('the request pending', async () => {
+        const { rows } = await db.query<{ correlation_id: string }>(`SELECT correlation_id FROM pending_requests WHERE instance_id = $1`, [id]);
+        return rows[0]?.correlation_id;
+      });
+      holder.child.kill('SIGKILL');
+      await holder.exit(10000);
+      expect(await held).toBeInstanceOf(Error);
+      // Postgres has seen the process go (its sessions ended); the row itself is still there, deadline ahead.
+      await waitFor('the dead process to have no Postgres session', async () => {
+        const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1`, [`eventmesh-${id}-%`]);
+        return rows[0].n === 0;
+      });
+      const { rows } = await db.query(`SELECT 1 FROM pending_requests WHERE correlation_id = $1 AND deadline > now()`, [correlationId]);
+      expect(rows).toHaveLength(1);
+
+      const before = (await (await fetch(`${b}/health`)).json()) as { stats: { requestReply: { requesterGone: number } } };
+      const reply = await fetch(`${b}/events/reply`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/responder', type: 'rr.answer', correlationid: correlationId }),
+      });
+      expect(reply.status).toBe(404);
+      expect(await reply.json()).toMatchObject({ code: 'REQUEST_NOT_PENDING', correlationId, delivered: false, reason: 'requester-gone' });
+      const after = (await (await fetch(`${b}/health`)).json()) as { stats: { requestReply: { requesterGone: number } } };
+      expect(after.stats.requestReply.requesterGone).toBe(before.stats.requestReply.requesterGone + 1);
+    } finally {
+      await db.end();
+    }
   });
 
   it('refuses a reply without a correlation id, and a bad timeout', async () => {

@@ -47,7 +47,10 @@ export class EventsController {
     return frameToStructured(answer);
   }
 
-  /** A reply to a pending request (its `correlationid` extension names it); 404 when none is waiting. */
+  /**
+   * A reply to a pending request (its `correlationid` extension names it): 202 `delivered: true` once stored for
+   * the live process holding the request; 404 `REQUEST_NOT_PENDING` (`delivered: false`, `reason`) otherwise.
+   */
   @Post('reply')
   @HttpCode(202)
   async replyTo(
@@ -56,7 +59,7 @@ export class EventsController {
     @Req() request: FastifyRequest,
   ): Promise<{ correlationId: string; delivered: true }> {
     const [frame] = toFrames(publishRequestOf(headers, body, rawBodyOf(request), false), 1);
-    return { ...(await this.requestReply.reply(frame)), delivered: true };
+    return this.requestReply.reply(frame);
   }
 
   /** Alias of `POST /subscriptions`. */

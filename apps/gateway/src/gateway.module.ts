@@ -4,7 +4,7 @@ import { HealthService } from '../../../libs/health';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { GatePolicy } from '../../../libs/security';
-import { StreamHub } from '../../../libs/streams';
+import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
@@ -25,6 +25,8 @@ export interface GatewayServices {
   requestReply: RequestReplyService;
   streams: StreamHub;
   placement: SubscriptionPlacement;
+  /** The long-poll consumers of the stream subscriptions (capped per subscription). */
+  polls: PollConsumers;
   /** PARTITION_OWNED_PULL only. */
   ownership?: OwnershipAdmin;
 }
@@ -43,6 +45,7 @@ export class GatewayModule {
         { provide: GatePolicy, useValue: services.gate },
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
+        { provide: PollConsumers, useValue: services.polls },
         { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
         { provide: SubscriptionPlacement, useValue: services.placement },
         { provide: APP_GUARD, useClass: RequestGateGuard },

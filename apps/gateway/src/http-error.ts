@@ -27,10 +27,18 @@ const STATUS_CODES: Record<number, ErrorCode> = {
   415: ErrorCode.UnsupportedMediaType,
 };
 
-/** The one mapping from an error to an HTTP status and a JSON body `{ code, message, ...details }`. */
-export function toHttpError(e: unknown): { status: number; body: HttpErrorBody } {
+/**
+ * The one mapping from an error to an HTTP status and a JSON body `{ code, message, ...details }`. An error that
+ * names a wait (`retryAfterSeconds`: shed work, Kafka unavailable) carries it as `Retry-After` too.
+ */
+export function toHttpError(e: unknown): { status: number; body: HttpErrorBody; headers?: Record<string, string> } {
   if (e instanceof EventMeshError) {
-    return { status: HTTP_STATUS_BY_CODE[e.code], body: { code: e.code, message: e.message, ...e.details } };
+    const wait = e.details.retryAfterSeconds;
+    return {
+      status: HTTP_STATUS_BY_CODE[e.code],
+      body: { code: e.code, message: e.message, ...e.details },
+      ...(typeof wait === 'number' ? { headers: { 'retry-after': String(wait) } } : {}),
+    };
   }
   const fastifyCode = (e as { code?: string }).code;
   if (fastifyCode && FASTIFY_CODES[fastifyCode]) {
@@ -49,7 +57,9 @@ export function toHttpError(e: unknown): { status: number; body: HttpErrorBody }
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
   catch(e: unknown, host: ArgumentsHost): void {
-    const { status, body } = toHttpError(e);
-    void host.switchToHttp().getResponse<FastifyReply>().status(status).send(body);
+    const { status, body, headers } = toHttpError(e);
+    const reply = host.switchToHttp().getResponse<FastifyReply>().status(status);
+    if (headers) void reply.headers(headers);
+    void reply.send(body);
   }
 }

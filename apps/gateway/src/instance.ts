@@ -11,13 +11,15 @@ import { OwnershipAdmin } from '../../../libs/ownership';
 import { LeaseStore, SkippedRangeStore } from '../../../libs/storage';
 import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
-import { StreamHub } from '../../../libs/streams';
+import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { instanceWorkflowIdOf } from '../../../workflows';
 import { WorkerHost } from '../../worker/src/worker-host';
 import { registerBodyParsers } from './body-parsers';
+import { ConnectionCap } from './connection-cap';
 import { GatewayModule } from './gateway.module';
+import { toHttpError } from './http-error';
 import { PublishRoute } from './publish-route';
 import { registerWebSocketStreams } from './websocket-streams';
 
@@ -49,12 +51,14 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   const log = createLogger('Instance');
   const deps = await connectDependencies(config, roles.join('+'));
   let publish: PublishRoute | undefined;
+  let polling: PollConsumers | undefined;
   const instance: RunningInstance = {
     config,
     deps,
     async close() {
       publish?.close();
       await instance.app?.close().catch(() => undefined);
+      polling?.close();
       await instance.requestReply?.close();
       await instance.worker?.stop();
       await closeDependencies(deps);
@@ -71,18 +75,29 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       const placement = SubscriptionPlacement.forInstance(deps.db, config);
       const gate = options.gate ?? new AdmitAllPolicy();
       const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents);
-      const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id);
+      const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id, {
+        maxPending: config.http.maxPendingRequests,
+        retryAfterSeconds: config.http.retryAfterSeconds,
+      });
       await requestReply.start();
       instance.requestReply = requestReply;
       const route = new PublishRoute({ ingress, gate, bodyLimitBytes: config.http.bodyLimitBytes });
       publish = route;
+      const connections = new ConnectionCap(config.http.maxConnections, config.http.retryAfterSeconds);
+      const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
+      polling = polls;
       const app = await NestFactory.create<NestFastifyApplication>(
         GatewayModule.register({
           requestReply,
           streams,
+          polls,
           subscriptions,
           health: new HealthService(deps, config, () => ({
-            requestReply: { ...requestReply.stats, listening: requestReply.listening },
+            requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests },
+            // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
+            producer: deps.producer.depth(),
+            http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
+            pollConsumers: polls.size,
             ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
             ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
           }), () => placement.health()),
@@ -96,7 +111,10 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
           bodyLimit: config.http.bodyLimitBytes,
           // POST /events/publish is answered on the HTTP server itself (publish-route.ts); the rest goes to Fastify.
           serverFactory: (fastify: FastifyServerFactoryHandler, options: FastifyServerOptions) => {
-            const server = createServer((request, response) => route.handle(request, response) || fastify(request, response));
+            const server = createServer(
+              (request, response) => connections.refuse(request, response) || route.handle(request, response) || fastify(request, response),
+            );
+            connections.attach(server);
             // What Fastify sets on a server it creates itself, and leaves to a server factory.
             server.keepAliveTimeout = options.keepAliveTimeout ?? 72_000;
             server.requestTimeout = options.requestTimeout ?? 0;
@@ -107,6 +125,17 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
         { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
       );
       registerBodyParsers(app);
+      // A WebSocket upgrade does not pass the server's request handler: the connection cap is asked here.
+      app
+        .getHttpAdapter()
+        .getInstance()
+        .addHook('onRequest', async (request, reply) => {
+          if (!connections.isOver(request.raw)) return;
+          const { status, body, headers } = toHttpError(connections.error());
+          await reply.code(status).headers({ ...headers, connection: 'close' }).send(body);
+          // An upgrade's socket is not the server's to close after the answer: close it here (after the write).
+          request.raw.socket.end();
+        });
       await registerWebSocketStreams(app, { hub: streams, subscriptions, gate });
       await app.listen(config.http.port, config.http.host);
       instance.app = app;

@@ -61,12 +61,12 @@ export class PublishRoute {
       // The client left (mid-body, or its connection is gone): nobody to answer, and nothing to report. A
       // request whose body was read whole is destroyed too, and is answered.
       if (request.socket.destroyed || (request.destroyed && !request.complete)) return;
-      const { status, body } = toHttpError(e);
+      const { status, body, headers } = toHttpError(e);
       // A body over the limit is left unread and the connection closes after the answer; the unread rest of any
       // other refused body (a gate refusal comes before the body is read) is discarded by Node, and the
       // connection stays reusable.
       const tooLarge = e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge;
-      send(response, status, body, this.closing || tooLarge);
+      send(response, status, body, this.closing || tooLarge, headers);
     }
   }
 }
@@ -113,13 +113,14 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer | und
 const tooLarge = (limit: number) =>
   new EventMeshError(ErrorCode.PayloadTooLarge, `request body is larger than the limit of ${limit} bytes`, { limitBytes: limit });
 
-function send(response: ServerResponse, status: number, body: unknown, closeConnection: boolean): void {
+function send(response: ServerResponse, status: number, body: unknown, closeConnection: boolean, headers?: Record<string, string>): void {
   if (response.headersSent) return;
   const json = JSON.stringify(body);
   response.writeHead(status, {
     'content-type': 'application/json; charset=utf-8',
     'content-length': Buffer.byteLength(json),
     ...(closeConnection ? { connection: 'close' } : {}),
+    ...headers,
   });
   response.end(json);
 }

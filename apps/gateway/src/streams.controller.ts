@@ -40,14 +40,11 @@ export const toWire = (d: StreamDelivery) => ({ deliveryId: d.deliveryId, event:
  */
 @Controller('subscriptions')
 export class StreamsController {
-  private readonly polls: PollConsumers;
-
   constructor(
     private readonly hub: StreamHub,
     private readonly subscriptions: SubscriptionService,
-  ) {
-    this.polls = new PollConsumers(hub);
-  }
+    private readonly polls: PollConsumers,
+  ) {}
 
   private streamOf(id: string): Promise<void> {
     return assertStreamHere(this.subscriptions, id);

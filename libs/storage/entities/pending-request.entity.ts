@@ -16,6 +16,13 @@ export class PendingRequestEntity {
   @Column({ type: 'timestamptz' })
   deadline!: Date;
 
+  /**
+   * The holding process's liveness key: that process holds the session advisory lock (REPLY_HOLDER_LOCK_SPACE,
+   * holder_key) on its reply connection while it lives. Null on rows written before the key existed.
+   */
+  @Column({ name: 'holder_key', type: 'integer', nullable: true })
+  holderKey!: number | null;
+
   /** The reply's context attributes, once it arrived. */
   @Column({ name: 'reply_attributes', type: 'jsonb', nullable: true })
   replyAttributes!: object | null;

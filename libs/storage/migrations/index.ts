@@ -6,6 +6,7 @@ import { PartitionLeaseRenewal1795968576120 } from './1795968576120-PartitionLea
 import { DispatchRuns1796100895213 } from './1796100895213-DispatchRuns';
 import { SkippedRanges1796101139817 } from './1796101139817-SkippedRanges';
 import { DeadLetterPositionKey1796101550983 } from './1796101550983-DeadLetterPositionKey';
+import { PendingRequestHolder1796300000001 } from './1796300000001-PendingRequestHolder';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -17,4 +18,5 @@ export const MIGRATIONS = [
   DispatchRuns1796100895213,
   SkippedRanges1796101139817,
   DeadLetterPositionKey1796101550983,
+  PendingRequestHolder1796300000001,
 ];

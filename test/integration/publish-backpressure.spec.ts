@@ -1,0 +1,161 @@
+import { randomUUID } from 'node:crypto';
+import type { Kafka } from 'kafkajs';
+import { startInstance, RunningInstance } from '../../apps/gateway/src/instance';
+import { createKafka, PartitionReader, ProducerDepth, TopicAdmin } from '../../libs/kafka';
+import { testConfig, uniqueTopic } from '../support/env';
+import { TcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait-for';
+
+/** The broker's fault-test listener, and the port it advertises (where the proxy listens). */
+const FAULT_LISTENER = 9094;
+const ADVERTISED = 9095;
+
+const PUBLISH_TIMEOUT_MS = 3000;
+const QUEUE_MAX_EVENTS = 200;
+const RETRY_AFTER_SECONDS = 2;
+/** Time for the answer itself (a loaded 2-core machine), on top of the publish timeout. */
+const ANSWER_SLACK_MS = 1000;
+
+interface Answer {
+  id: string;
+  status: number;
+  ms: number;
+  retryAfter: string | null;
+  body: { code?: string; maybeWritten?: boolean; partition?: number; offset?: number };
+}
+
+/**
+ * Backpressure on publish, against a real broker reached through a TCP proxy that can cut it off: the gateway
+ * bootstraps at the fault listener's advertised address (127.0.0.1:9095), so every Kafka request of its producer
+ * goes through the proxy. What is checked is what must be true whatever the timing: every publish is answered
+ * within the publish timeout, a 202 only for an event Kafka holds, an event refused before it was sent is never in
+ * Kafka, and the events held never pass the cap.
+ */
+describe('publish backpressure (real Kafka behind a proxy)', () => {
+  const topic = uniqueTopic('shed');
+  const proxy = new TcpProxy('127.0.0.1', FAULT_LISTENER, ADVERTISED);
+  const direct = testConfig({ EVENTMESH_KAFKA_TOPICS: topic });
+  let instance: RunningInstance;
+  let kafka: Kafka;
+  let admin: TopicAdmin;
+  let reader: PartitionReader;
+
+  beforeAll(async () => {
+    await proxy.start();
+    instance = await startInstance(
+      testConfig({
+        EVENTMESH_INSTANCE_ID: `shed-${randomUUID().slice(0, 8)}`,
+        EVENTMESH_KAFKA_BROKERS: `127.0.0.1:${ADVERTISED}`,
+        EVENTMESH_KAFKA_TOPICS: topic,
+        EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2',
+        EVENTMESH_HTTP_PORT: '0',
+        EVENTMESH_KAFKA_PUBLISH_TIMEOUT_MS: String(PUBLISH_TIMEOUT_MS),
+        EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS: String(QUEUE_MAX_EVENTS),
+        EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS: '20',
+        EVENTMESH_KAFKA_PRODUCE_MAX_IN_FLIGHT: '2',
+        EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS: '3000',
+        EVENTMESH_HTTP_RETRY_AFTER_SECONDS: String(RETRY_AFTER_SECONDS),
+      }),
+      { roles: ['gateway'] },
+    );
+    // The checks read Kafka directly, not through the proxy.
+    kafka = createKafka(direct.kafka, 'shed-check');
+    admin = new TopicAdmin(kafka, direct.kafka);
+    await admin.connect();
+    reader = new PartitionReader(kafka);
+    await reader.connect();
+  });
+
+  afterAll(async () => {
+    await reader?.disconnect();
+    await admin?.disconnect();
+    await instance?.close();
+    await proxy.stop();
+  });
+
+  const publish = async (id: string): Promise<Answer> => {
+    const started = performance.now();
+    const response = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({ specversion: '1.0', id, source: '/shed', type: 'shed.test', data: { pad: 'x'.repeat(200) } }),
+    });
+    const body = (await response.json()) as Answer['body'];
+    return { id, status: response.status, ms: performance.now() - started, retryAfter: response.headers.get('retry-after'), body };
+  };
+
+  /** Every event id in the topic, by partition and offset (read directly from the broker). */
+  async function eventsInKafka(): Promise<Map<string, string>> {
+    const found = new Map<string, string>();
+    for (const [partition, end] of await admin.endOffsets(topic)) {
+      for (let offset = 0; offset < end; ) {
+        const [fetched] = await reader.fetch([{ topic, partition, offset }], { maxWaitMs: 500 });
+        if (fetched.records.length === 0) break;
+        for (const r of fetched.records) found.set(String(r.headers.ce_id), `${partition}/${r.offset}`);
+        offset = fetched.records[fetched.records.length - 1].offset + 1;
+      }
+    }
+    return found;
+  }
+
+  const depth = (): ProducerDepth => instance.deps.producer.depth();
+
+  it('sheds while Kafka is cut off: 503 with Retry-After within the publish timeout, never 202 unacknowledged; heals to 202', async () => {
+    const warm = await publish(`warm-${randomUUID()}`);
+    expect(warm.status).toBe(202);
+
+    proxy.cut();
+    const run = randomUUID().slice(0, 8);
+    // As many publishes as the cap: the producer holds them all, waiting for Kafka.
+    const held = Array.from({ length: QUEUE_MAX_EVENTS }, (_, i) => publish(`cut-${run}-${i}`));
+    await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, { timeoutMs: PUBLISH_TIMEOUT_MS / 2 });
+    // One more is refused at once, without waiting for Kafka.
+    const past = await publish(`past-${run}`);
+    expect(past).toMatchObject({ status: 503, retryAfter: String(RETRY_AFTER_SECONDS), body: { code: 'OVERLOADED' } });
+    expect(past.ms).toBeLessThan(PUBLISH_TIMEOUT_MS / 6);
+    // What /health shows an operator meanwhile.
+    const health = (await (await fetch(`${instance.url}/health`)).json()) as { stats: { producer: ProducerDepth } };
+    expect(health.stats.producer).toMatchObject({ events: QUEUE_MAX_EVENTS, maxEvents: QUEUE_MAX_EVENTS });
+    expect(health.stats.producer.bytes).toBeGreaterThan(0);
+    const more = Array.from({ length: QUEUE_MAX_EVENTS }, (_, i) => publish(`more-${run}-${i}`));
+    const answers = [past, ...(await Promise.all([...held, ...more]))];
+
+    const byStatus = (status: number) => answers.filter((a) => a.status === status);
+    const refused = byStatus(503);
+    const overloaded = refused.filter((a) => a.body.code === 'OVERLOADED');
+    const unavailable = refused.filter((a) => a.body.code === 'KAFKA_UNAVAILABLE');
+    // Every publish was answered, with 503 unless Kafka acknowledged it.
+    expect(answers.filter((a) => a.status !== 503 && a.status !== 202)).toEqual([]);
+    expect(overloaded.length + unavailable.length).toBe(refused.length);
+    expect(overloaded.length).toBeGreaterThan(0);
+    expect(unavailable.length).toBeGreaterThan(0);
+    expect(refused.filter((a) => a.retryAfter !== String(RETRY_AFTER_SECONDS))).toEqual([]);
+    // Bounded waits: past the cap at once; otherwise within the publish timeout.
+    const slowest = Math.max(...answers.map((a) => a.ms));
+    expect(slowest).toBeLessThan(PUBLISH_TIMEOUT_MS + ANSWER_SLACK_MS);
+    expect(Math.max(...overloaded.map((a) => a.ms))).toBeLessThan(PUBLISH_TIMEOUT_MS);
+    // The producer never held more than its cap.
+    expect(depth().peakEvents).toBeLessThanOrEqual(QUEUE_MAX_EVENTS);
+    expect(depth().shed).toBeGreaterThanOrEqual(overloaded.length);
+
+    proxy.heal();
+    const healed = await waitFor(
+      'a publish acknowledged after the heal',
+      async () => {
+        const a = await publish(`healed-${randomUUID()}`);
+        return a.status === 202 ? a : undefined;
+      },
+      { timeoutMs: 30000, intervalMs: 200 },
+    );
+    // The producer lets go of everything it held once Kafka answers again.
+    await waitFor('the producer to hold nothing', () => depth().events === 0, { timeoutMs: 30000 });
+
+    const inKafka = await eventsInKafka();
+    // Every 202 is in Kafka, where its receipt says.
+    for (const a of [warm, healed, ...byStatus(202)]) expect(`${a.id} ${inKafka.get(a.id)}`).toBe(`${a.id} ${a.body.partition}/${a.body.offset}`);
+    // An event refused before it was handed to Kafka is not there (an unacknowledged one may be: a duplicate on retry).
+    const neverSent = refused.filter((a) => a.body.code === 'OVERLOADED' || a.body.maybeWritten === false);
+    expect(neverSent.length).toBeGreaterThan(0);
+    expect(neverSent.filter((a) => inKafka.has(a.id)).map((a) => a.id)).toEqual([]);
+  });
+});
