@@ -9,3 +9,4 @@ export * from './epoch-fence';
 export * from './lease-store';
 export * from './dispatch-run-store';
 export * from './placement-store';
+export * from './postgres-unavailable';

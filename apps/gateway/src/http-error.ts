@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/co
 import type { FastifyReply } from 'fastify';
 import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
+import { isPostgresUnavailable } from '../../../libs/storage';
 
 export interface HttpErrorBody {
   code: string;
@@ -49,6 +50,12 @@ export function toHttpError(e: unknown): { status: number; body: HttpErrorBody; 
     const status = e.getStatus();
     const code = STATUS_CODES[status] ?? (status < 500 ? ErrorCode.InvalidRequest : ErrorCode.Internal);
     return { status, body: { code, message: e.message } };
+  }
+  if (isPostgresUnavailable(e)) {
+    // The request may be repeated: 503 with a wait, not a 500 that reads as a bug.
+    log.warn({ error: (e as Error).message }, 'Postgres unavailable; answered 503');
+    const code = ErrorCode.DependencyUnavailable;
+    return { status: HTTP_STATUS_BY_CODE[code], body: { code, message: 'Postgres is unavailable; try again', dependency: 'postgres' }, headers: { 'retry-after': '1' } };
   }
   log.error({ err: e }, 'unhandled error');
   return { status: 500, body: { code: ErrorCode.Internal, message: 'internal error' } };
