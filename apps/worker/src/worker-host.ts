@@ -38,6 +38,9 @@ function installTemporalRuntime(log: Logger): void {
       if (entry.level === 'ERROR') log.error(fields, entry.message);
       else log.warn(fields, entry.message);
     }),
+    // The process entry (run-main.ts) owns the signals: by default the SDK also shuts every worker down on
+    // SIGINT, SIGTERM, SIGQUIT and SIGUSR2, which would stop dispatch while the gateway answers on.
+    shutdownSignals: [],
   });
 }
 
@@ -230,11 +233,20 @@ export class WorkerHost {
   private run(onFatal: (reason: string) => void, deadLetters: DeadLetterStore, config: EventMeshConfig): void {
     this.retention = new DeadLetterRetention(deadLetters, { retentionDays: config.delivery.deadLetterRetentionDays });
     this.retention.start();
+    // A worker that stops while the instance runs (an error, or a shutdown nobody here asked for) leaves an
+    // instance that takes events and delivers none: that is fatal, never silent.
     this.running = this.workers.map((worker) =>
-      worker.run().catch((e: unknown) => {
-        this.log.error({ error: reasonOf(e) }, 'Temporal worker stopped with an error');
-        if (!this.shutdown.signal.aborted) onFatal(`the Temporal worker stopped: ${reasonOf(e)}`);
-      }),
+      worker.run().then(
+        () => {
+          if (this.shutdown.signal.aborted) return;
+          this.log.error({ taskQueue: worker.options.taskQueue }, 'Temporal worker stopped by itself');
+          onFatal(`the Temporal worker of task queue ${worker.options.taskQueue} stopped by itself`);
+        },
+        (e: unknown) => {
+          this.log.error({ error: reasonOf(e) }, 'Temporal worker stopped with an error');
+          if (!this.shutdown.signal.aborted) onFatal(`the Temporal worker stopped: ${reasonOf(e)}`);
+        },
+      ),
     );
   }
 
