@@ -63,7 +63,7 @@ export function printTable(results: RunResult[]): void {
 export async function startInstanceProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
   // BENCH_INSTANCE_NODE_ARGS go to the instance's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
   const nodeArgs = (process.env.BENCH_INSTANCE_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/apps/gateway/src/main.js')], {
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/apps/instance/src/main.js')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -12,7 +12,7 @@ bash scripts/prepare.sh
 bash scripts/infra.sh start all
 npm run --silent migrate
 
-node dist/apps/gateway/src/main.js &
+node dist/apps/instance/src/main.js &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid; exit $?' INT TERM
 

@@ -13,4 +13,4 @@ export const REPO_ROOT = ((): string => {
 })();
 
 /** The built instance entry (`npm start`). */
-export const INSTANCE_ENTRY = path.join(REPO_ROOT, 'dist/apps/gateway/src/main.js');
+export const INSTANCE_ENTRY = path.join(REPO_ROOT, 'dist/apps/instance/src/main.js');

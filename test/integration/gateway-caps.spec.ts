@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { request as httpRequest } from 'node:http';
 import { connect, Socket } from 'node:net';
-import { startInstance, RunningInstance } from '../../apps/gateway/src/instance';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 

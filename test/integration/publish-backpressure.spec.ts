@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
-import { startInstance, RunningInstance } from '../../apps/gateway/src/instance';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { createKafka, PartitionReader, ProducerDepth, TopicAdmin } from '../../libs/kafka';
 import { testConfig, uniqueTopic } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';

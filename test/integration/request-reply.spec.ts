@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { startInstance, RunningInstance } from '../../apps/gateway/src/instance';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { testConfig, uniqueTopic } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait-for';

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { startInstance, RunningInstance } from '../../apps/gateway/src/instance';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 

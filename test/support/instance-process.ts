@@ -3,8 +3,8 @@ import path from 'node:path';
 import { testEnv } from './env';
 
 const ROOT = path.resolve(__dirname, '../..');
-export const INSTANCE_MAIN = path.join(ROOT, 'dist/apps/gateway/src/main.js');
-export const WORKER_MAIN = path.join(ROOT, 'dist/apps/worker/src/main.js');
+export const INSTANCE_MAIN = path.join(ROOT, 'dist/apps/instance/src/main.js');
+export const WORKER_MAIN = path.join(ROOT, 'dist/apps/instance/src/worker-main.js');
 
 export interface ExitResult {
   code: number | null;
@@ -28,7 +28,7 @@ export class InstanceProcess {
     );
   }
 
-  /** `main`: another built entry point, e.g. the worker's (`dist/apps/worker/src/main.js`). */
+  /** `main`: another built entry point, e.g. the worker's (`dist/apps/instance/src/worker-main.js`). */
   static spawn(overrides: Record<string, string>, main = INSTANCE_MAIN): InstanceProcess {
     const child = spawn(process.execPath, [main], {
       cwd: ROOT,

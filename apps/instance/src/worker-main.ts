@@ -1,5 +1,5 @@
 import 'reflect-metadata';
-import { runMain } from '../../gateway/src/run-main';
+import { runMain } from './run-main';
 
 // A dispatch-only process: the Temporal worker of an instance, without the HTTP gateway.
 void runMain(['worker']);

@@ -1,0 +1,133 @@
+import { createServer } from 'node:http';
+import { NestFactory } from '@nestjs/core';
+import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
+import type { EventMeshConfig } from '../../../libs/config';
+import { HealthService } from '../../../libs/health';
+import { EventIngress } from '../../../libs/ingress';
+import { RequestReplyService } from '../../../libs/request-reply';
+import { NestPinoLogger } from '../../../libs/logging';
+import { OwnershipAdmin } from '../../../libs/ownership';
+import { LeaseStore, SkippedRangeStore } from '../../../libs/storage';
+import type { Dependencies } from '../../../libs/runtime';
+import type { GatePolicy } from '../../../libs/security';
+import { PollConsumers, StreamHub } from '../../../libs/streams';
+import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
+import { registerBodyParsers } from './body-parsers';
+import { ConnectionCap } from './connection-cap';
+import { GatewayModule } from './gateway.module';
+import { toHttpError } from './http-error';
+import { PublishRoute } from './publish-route';
+import { registerWebSocketStreams } from './websocket-streams';
+
+/** The gateway role of an instance: its HTTP server (Nest on Fastify, with the publish route ahead of it). */
+export interface RunningGateway {
+  app: NestFastifyApplication;
+  /** The gateway's base URL. */
+  url: string;
+  requestReply: RequestReplyService;
+  close(): Promise<void>;
+}
+
+export interface GatewayOptions {
+  /** The request gate's policy. */
+  gate: GatePolicy;
+  /** Stream clients connect here and are fed by the instance's worker (the same hub). */
+  streams: StreamHub;
+  /** What the worker of the same process adds to /health's stats (ownership, orphan takeover), if it runs. */
+  workerStats?: () => Record<string, unknown>;
+}
+
+/**
+ * Starts the gateway role on dependencies the instance connected: subscriptions, publish, request-reply,
+ * streams, admin and health routes, listening on EVENTMESH_HTTP_HOST:PORT. On a failure it closes what it
+ * started and throws.
+ */
+export async function startGateway(config: EventMeshConfig, deps: Dependencies, options: GatewayOptions): Promise<RunningGateway> {
+  const { gate, streams } = options;
+  let publish: PublishRoute | undefined;
+  let polling: PollConsumers | undefined;
+  let requestReplyStarted: RequestReplyService | undefined;
+  let started: NestFastifyApplication | undefined;
+  const close = async () => {
+    publish?.close();
+    await started?.close().catch(() => undefined);
+    polling?.close();
+    await requestReplyStarted?.close();
+  };
+  try {
+    const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
+    const placement = SubscriptionPlacement.forInstance(deps.db, config);
+    const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents);
+    const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id, {
+      maxPending: config.http.maxPendingRequests,
+      retryAfterSeconds: config.http.retryAfterSeconds,
+    });
+    await requestReply.start();
+    requestReplyStarted = requestReply;
+    const route = new PublishRoute({ ingress, gate, bodyLimitBytes: config.http.bodyLimitBytes });
+    publish = route;
+    const connections = new ConnectionCap(config.http.maxConnections, config.http.retryAfterSeconds);
+    const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
+    polling = polls;
+    const app = await NestFactory.create<NestFastifyApplication>(
+      GatewayModule.register({
+        requestReply,
+        streams,
+        polls,
+        subscriptions,
+        health: new HealthService(deps, config, () => ({
+          requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests },
+          // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
+          producer: deps.producer.depth(),
+          http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
+          pollConsumers: polls.size,
+          ...options.workerStats?.(),
+        }), () => placement.health()),
+        placement,
+        skippedRanges: new SkippedRangeStore(deps.db),
+        gate,
+        ownership:
+          config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
+      }),
+      new FastifyAdapter({
+        bodyLimit: config.http.bodyLimitBytes,
+        // POST /events/publish is answered on the HTTP server itself (publish-route.ts); the rest goes to Fastify.
+        serverFactory: (fastify: FastifyServerFactoryHandler, options: FastifyServerOptions) => {
+          const server = createServer(
+            (request, response) => connections.refuse(request, response) || route.handle(request, response) || fastify(request, response),
+          );
+          connections.attach(server);
+          // What Fastify sets on a server it creates itself, and leaves to a server factory.
+          server.keepAliveTimeout = options.keepAliveTimeout ?? 72_000;
+          server.requestTimeout = options.requestTimeout ?? 0;
+          server.setTimeout(options.connectionTimeout ?? 0);
+          return server;
+        },
+      }),
+      { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
+    );
+    started = app;
+    registerBodyParsers(app);
+    // A WebSocket upgrade does not pass the server's request handler: the connection cap is asked here.
+    app
+      .getHttpAdapter()
+      .getInstance()
+      .addHook('onRequest', async (request, reply) => {
+        if (!connections.isOver(request.raw)) return;
+        const { status, body, headers } = toHttpError(connections.error());
+        await reply.code(status).headers({ ...headers, connection: 'close' }).send(body);
+        // An upgrade's socket is not the server's to close after the answer: close it here (after the write).
+        request.raw.socket.end();
+      });
+    await registerWebSocketStreams(app, { hub: streams, subscriptions, gate });
+    await app.listen(config.http.port, config.http.host);
+    const address = app.getHttpServer().address();
+    const port = typeof address === 'object' && address ? address.port : config.http.port;
+    const host = config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host;
+    return { app, url: `http://${host}:${port}`, requestReply, close };
+  } catch (e) {
+    await close();
+    throw e;
+  }
+}

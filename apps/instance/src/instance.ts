@@ -1,0 +1,88 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
+import { createLogger } from '../../../libs/logging';
+import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
+import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
+import type { RequestReplyService } from '../../../libs/request-reply';
+import { StreamHub } from '../../../libs/streams';
+import { dispatchWorkflowIdOf } from '../../../libs/temporal';
+import { instanceWorkflowIdOf } from '../../../workflows';
+import { RunningGateway, startGateway } from '../../gateway/src/gateway-server';
+import { WorkerHost } from '../../worker/src/worker-host';
+
+export interface RunningInstance {
+  config: EventMeshConfig;
+  deps: Dependencies;
+  app?: NestFastifyApplication;
+  worker?: WorkerHost;
+  /** The gateway's base URL, when this process runs the gateway. */
+  url?: string;
+  requestReply?: RequestReplyService;
+  close(): Promise<void>;
+}
+
+export interface InstanceOptions {
+  roles?: InstanceRole[];
+  /** The request gate's policy; admits everything when absent. */
+  gate?: GatePolicy;
+  /** Hears of a failure after boot that leaves the instance unable to work (the worker stopping by itself). */
+  onFatal?: (reason: string) => void;
+}
+
+/**
+ * Starts one runtime instance: connects Postgres, Kafka and Temporal (each failure is one clear line), then its
+ * roles, as `roles` says: the worker (apps/worker: the Temporal workers and the dispatch loops) and the gateway
+ * (apps/gateway: the HTTP API). In one process they share the stream hub: stream clients connect to the gateway
+ * and are fed by the worker.
+ */
+export async function startInstance(config: EventMeshConfig, options: InstanceOptions = {}): Promise<RunningInstance> {
+  const roles = options.roles ?? config.instance.roles;
+  const log = createLogger('Instance');
+  const deps = await connectDependencies(config, roles.join('+'));
+  let gateway: RunningGateway | undefined;
+  const instance: RunningInstance = {
+    config,
+    deps,
+    async close() {
+      await gateway?.close();
+      await instance.worker?.stop();
+      await closeDependencies(deps);
+    },
+  };
+  try {
+    const streams = new StreamHub(0);
+    if (roles.includes('worker')) {
+      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), streams);
+    }
+    if (roles.includes('gateway')) {
+      gateway = await startGateway(config, deps, {
+        gate: options.gate ?? new AdmitAllPolicy(),
+        streams,
+        workerStats: () => ({
+          ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
+          ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
+        }),
+      });
+      instance.app = gateway.app;
+      instance.url = gateway.url;
+      instance.requestReply = gateway.requestReply;
+    }
+  } catch (e) {
+    await instance.close();
+    throw e;
+  }
+  log.info(
+    {
+      roles,
+      topology: config.delivery.topology,
+      api: instance.url,
+      health: instance.url && `${instance.url}/health`,
+      temporalUi: `${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`,
+      dispatchWorkflow:
+        instance.worker && config.delivery.topology === 'LOCAL_STICKY_PULL' ? dispatchWorkflowIdOf(config.instance.id) : undefined,
+      leaseWorkflow: instance.worker?.agent ? instanceWorkflowIdOf(config.instance.id) : undefined,
+    },
+    'eventmesh instance ready',
+  );
+  return instance;
+}
