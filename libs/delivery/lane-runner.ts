@@ -161,24 +161,9 @@ export class LaneRunner {
       return 'settled';
     }
     const messageId = messageIdOf({ subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset });
-    const signal = this.sendSignalOf(lane);
-    // No permit: the breaker is open, nothing goes out.
-    const breaker = this.ctx.breakers.of(lane.subscription.id);
-    const permit = breaker.acquire();
-    if (!permit) return 'halt';
-    let result: WebhookResult;
-    try {
-      result = await this.ctx.deps.sender.send(lane.subscription, frame, messageId, signal);
-    } catch (e) {
-      breaker.release(permit);
-      throw e;
-    }
-    // Closed, or the gate shut mid-send: the answer does not count.
-    if (signal.aborted) {
-      breaker.release(permit);
-      return 'halt';
-    }
-    this.failures.answered(lane.subscription, permit, result);
+    // No outcome: the breaker is open (nothing went out), or the lane closed or the gate shut mid-send.
+    const result = await this.attempt(lane, frame, messageId, this.sendSignalOf(lane));
+    if (!result) return 'halt';
     return this.failures.inLane(lane, record, frame, result);
   }
 
