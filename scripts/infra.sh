@@ -74,8 +74,11 @@ wait_until() {
 wait_started() {
   local name=$1 pidfile=$2 log=$3; shift 3
   local deadline=$((SECONDS + READY_TIMEOUT))
+  # The process was just started from this script, so it is ours: ask only whether it lives. (pid_alive also
+  # matches its command line, which right after the fork is still this script's, before the server's exec.)
+  local pid; pid=$(cat "$pidfile")
   until "$@" >/dev/null 2>&1; do
-    pid_alive "$pidfile" || die "$name: the server exited during start; see its log: $log"
+    kill -0 "$pid" 2>/dev/null || die "$name: the server exited during start; see its log: $log"
     ((SECONDS < deadline)) || die "$name did not become ready within ${READY_TIMEOUT}s; see its log: $log"
     sleep 0.5
   done
