@@ -21,3 +21,14 @@ export function runSettings(): Record<string, string> {
     ...(process.env.FAULTS_INSTANCE_LOG_LEVEL ? { EVENTMESH_LOG_LEVEL: process.env.FAULTS_INSTANCE_LOG_LEVEL } : {}),
   };
 }
+
+/** Ends the process with the run's exit code (1: something acknowledged was lost), or 2 when the run itself failed. */
+export function exitWith(run: Promise<number>): void {
+  run.then(
+    (code) => process.exit(code),
+    (e: unknown) => {
+      console.error(e);
+      process.exit(2);
+    },
+  );
+}

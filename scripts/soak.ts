@@ -1,5 +1,5 @@
 import { runSoak } from '../test/faults/soak';
-import { flag, runSettings } from './fault-args';
+import { exitWith, flag, runSettings } from './fault-args';
 
 /**
  * `npm run soak -- --minutes 30 [--rate R] [--measure-seconds 20] [--window-minutes 5]`: one instance at half its
@@ -7,16 +7,12 @@ import { flag, runSettings } from './fault-args';
  * (test/faults/soak.ts). Run it under the shared-server lock.
  */
 const rate = flag('rate', '');
-void runSoak({
-  minutes: Number(flag('minutes', '30')),
-  ratePerSecond: rate ? Number(rate) : undefined,
-  measureSeconds: Number(flag('measure-seconds', '20')),
-  windowMinutes: Number(flag('window-minutes', '5')),
-  env: runSettings(),
-}).then(
-  (code) => process.exit(code),
-  (e: unknown) => {
-    console.error(e);
-    process.exit(2);
-  },
+exitWith(
+  runSoak({
+    minutes: Number(flag('minutes', '30')),
+    ratePerSecond: rate ? Number(rate) : undefined,
+    measureSeconds: Number(flag('measure-seconds', '20')),
+    windowMinutes: Number(flag('window-minutes', '5')),
+    env: runSettings(),
+  }),
 );

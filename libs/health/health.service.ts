@@ -2,9 +2,7 @@ import type { EventMeshConfig } from '../config';
 import type { Dependencies } from '../runtime/dependencies';
 import { reasonOf } from '../runtime/boot-error';
 import { withDeadline } from '../runtime/deadline';
-import { SkippedRangeStore } from '../storage';
 import { pingTemporal } from '../temporal';
-import { skippedEventsWarning } from './skipped-events';
 
 export interface DependencyHealth {
   status: 'up' | 'down';
@@ -37,31 +35,36 @@ export interface HealthWarning {
   [detail: string]: unknown;
 }
 
-/** Stats and warnings that take a query (in the runtime's state, not a dependency's health). */
-export type HealthFindings = () => Promise<{ stats: Record<string, unknown>; warnings: HealthWarning[] }>;
+/**
+ * Stats and warnings that take a query (in the runtime's state, not a dependency's health): orphaned
+ * subscriptions, skipped events. Each is bounded by the probe deadline; one that fails or is late is a warning
+ * itself, since silence would read as "nothing to say".
+ */
+export interface HealthFinding {
+  /** The warning code when the finding cannot be read. */
+  unknownCode: string;
+  read(): Promise<{ stats?: Record<string, unknown>; warnings: HealthWarning[] }>;
+}
 
 const PROBE_TIMEOUT_MS = 2000;
 
 /** Probes each dependency in parallel, each bounded by a deadline, and reports its state and any warning. */
 export class HealthService {
-  private readonly skipped: SkippedRangeStore;
-
   constructor(
     private readonly deps: Dependencies,
     private readonly config: EventMeshConfig,
     private readonly stats?: () => Record<string, unknown>,
-    private readonly findings?: HealthFindings,
-  ) {
-    this.skipped = new SkippedRangeStore(deps.db);
-  }
+    private readonly findings: HealthFinding[] = [],
+  ) {}
 
   async check(): Promise<HealthReport> {
-    const [found, skipped, postgres, kafka, temporal] = await Promise.all([
-      this.findings
-        ? withDeadline(PROBE_TIMEOUT_MS, this.findings()).catch((e: unknown) => ({ stats: { findingsError: reasonOf(e) }, warnings: [] }))
-        : undefined,
-      withDeadline(PROBE_TIMEOUT_MS, skippedEventsWarning(this.skipped, this.config.delivery.skipWarningMs)).catch(
-        (e: unknown): HealthWarning => ({ code: 'SKIPPED_EVENTS_UNKNOWN', message: `could not read the record of skipped events: ${reasonOf(e)}` }),
+    const [found, postgres, kafka, temporal] = await Promise.all([
+      Promise.all(
+        this.findings.map((f) =>
+          withDeadline(PROBE_TIMEOUT_MS, f.read()).catch((e: unknown) => ({
+            warnings: [{ code: f.unknownCode, message: `could not be read: ${reasonOf(e)}` }],
+          })),
+        ),
       ),
       probe(async () => {
         await this.deps.db.query('SELECT 1');
@@ -73,7 +76,8 @@ export class HealthService {
         return { address: this.config.temporal.address, uiUrl: this.config.temporal.uiUrl };
       }),
     ]);
-    const warnings = [...(found?.warnings ?? []), ...(skipped ? [skipped] : [])];
+    const warnings = found.flatMap((f) => f.warnings);
+    const foundStats = Object.assign({}, ...found.map((f) => ('stats' in f ? f.stats : undefined)));
     const up = [postgres, kafka, temporal].every((d) => d.status === 'up');
     return {
       status: up ? 'up' : 'down',
@@ -81,7 +85,7 @@ export class HealthService {
       pid: process.pid,
       topology: this.config.delivery.topology,
       dependencies: { postgres, kafka, temporal },
-      ...(this.stats || found ? { stats: { ...this.stats?.(), ...found?.stats } } : {}),
+      ...(this.stats || Object.keys(foundStats).length > 0 ? { stats: { ...this.stats?.(), ...foundStats } } : {}),
       ...(warnings.length > 0 ? { warnings } : {}),
     };
   }

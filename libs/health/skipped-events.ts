@@ -1,5 +1,5 @@
 import type { SkippedRangeStore } from '../storage';
-import type { HealthWarning } from './health.service';
+import type { HealthFinding, HealthWarning } from './health.service';
 
 /** Subscriptions a warning names at most; the totals count every one. */
 const LISTED = 20;
@@ -7,20 +7,21 @@ const LISTED = 20;
 /**
  * The `/health` warning about events Kafka retention deleted before a subscription got them (the skipped ranges
  * the dispatch loops recorded): how many, for which subscriptions, since when. Skips recorded within `windowMs`
- * count (`EVENTMESH_DELIVERY_SKIP_WARNING_MS`); none, no warning. If the record cannot be read, that is a warning
- * too: silence would read as "nothing was skipped".
+ * count (`EVENTMESH_DELIVERY_SKIP_WARNING_MS`); none, no warning. If the record cannot be read, HealthService
+ * says so with `SKIPPED_EVENTS_UNKNOWN`: silence would read as "nothing was skipped".
  */
-export async function skippedEventsWarning(store: SkippedRangeStore, windowMs: number, now = Date.now()): Promise<HealthWarning | undefined> {
-  const window = new Date(now - windowMs);
-  let report;
-  try {
-    report = await store.recordedSince(window, LISTED);
-  } catch (e) {
-    return {
-      code: 'SKIPPED_EVENTS_UNKNOWN',
-      message: `could not read the record of events skipped by Kafka retention: ${(e as Error).message}`,
-    };
-  }
+export function skippedEventsFinding(store: SkippedRangeStore, windowMs: number): HealthFinding {
+  return {
+    unknownCode: 'SKIPPED_EVENTS_UNKNOWN',
+    read: async () => {
+      const warning = await skippedEventsWarning(store, windowMs);
+      return { warnings: warning ? [warning] : [] };
+    },
+  };
+}
+
+async function skippedEventsWarning(store: SkippedRangeStore, windowMs: number, now = Date.now()): Promise<HealthWarning | undefined> {
+  const report = await store.recordedSince(new Date(now - windowMs), LISTED);
   if (report.subscriptions === 0) return undefined;
   const since = new Date(Math.min(...report.latest.map((s) => s.since.getTime())));
   const latest = new Date(Math.max(...report.latest.map((s) => s.latest.getTime())));

@@ -3,7 +3,7 @@ import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
 import type { EventMeshConfig } from '../../../libs/config';
-import { HealthService } from '../../../libs/health';
+import { HealthService, skippedEventsFinding } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { NestPinoLogger } from '../../../libs/logging';
@@ -58,6 +58,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   try {
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
     const placement = SubscriptionPlacement.forInstance(deps.db, config);
+    const skippedRanges = new SkippedRangeStore(deps.db);
     const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents);
     const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id, {
       maxPending: config.http.maxPendingRequests,
@@ -83,9 +84,12 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
           pollConsumers: polls.size,
           ...options.workerStats?.(),
-        }), () => placement.health()),
+        }), [
+          { unknownCode: 'ORPHANS_UNKNOWN', read: () => placement.health() },
+          skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs),
+        ]),
         placement,
-        skippedRanges: new SkippedRangeStore(deps.db),
+        skippedRanges,
         gate,
         ownership:
           config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
