@@ -177,7 +177,7 @@ describe('loadConfig', () => {
     expect(settings.length).toBeGreaterThan(20);
     for (const s of settings) {
       expect(s.env).toMatch(/^EVENTMESH_[A-Z_]+$/);
-      expect(s.key).toMatch(/^eventmesh\.[a-z]+\.[A-Za-z]+$/);
+      expect(s.key).toMatch(/^eventmesh(\.[a-z][A-Za-z]*){2,4}$/);
     }
   });
 });

@@ -17,6 +17,25 @@ export type InstanceRole = (typeof INSTANCE_ROLES)[number];
 export const ORPHAN_TAKEOVERS = ['AUTOMATIC', 'MANUAL'] as const;
 export type OrphanTakeoverMode = (typeof ORPHAN_TAKEOVERS)[number];
 
+/** The filters of the request gate, always run in this order (docs/security.md). */
+export const GATE_FILTERS = ['token', 'signature', 'acl', 'quota'] as const;
+export type GateFilterName = (typeof GATE_FILTERS)[number];
+/** The filters the admin API's gate can run. */
+export const ADMIN_GATE_FILTERS = ['token', 'acl'] as const;
+export type AdminGateFilterName = (typeof ADMIN_GATE_FILTERS)[number];
+export const AUDIT_SINKS = ['LOG', 'CLOUDEVENTS'] as const;
+export type AuditSinkKind = (typeof AUDIT_SINKS)[number];
+export const AUDIT_RECORDS = ['ALL', 'DENIALS'] as const;
+export type AuditRecordMode = (typeof AUDIT_RECORDS)[number];
+export const ACL_DEFAULTS = ['DENY', 'ALLOW'] as const;
+export type AclDefault = (typeof ACL_DEFAULTS)[number];
+/** JWS algorithms a token may be signed with: asymmetric only, so a public key can never serve as an HMAC secret. */
+export const TOKEN_ALGORITHMS = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA'] as const;
+export type TokenAlgorithm = (typeof TOKEN_ALGORITHMS)[number];
+/** Address ranges a webhook sink may resolve to besides public ones; link-local and metadata never. */
+export const SINK_RANGES = ['loopback', 'private'] as const;
+export type SinkRange = (typeof SINK_RANGES)[number];
+
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
@@ -61,6 +80,47 @@ export interface EventMeshConfig {
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   log: { level: LogLevel };
   filter: { maxAttributeChars: number };
+  security: SecurityConfig;
+  admin: { security: { filters: AdminGateFilterName[]; failClosed: boolean; operatorTenant: string } };
+}
+
+/** The request gate and its filters (docs/security.md). */
+export interface SecurityConfig {
+  gate: {
+    /** Empty: the gate is open (admits all, says so at boot and in /health). */
+    filters: GateFilterName[];
+    failClosed: boolean;
+    audit: { sink: AuditSinkKind; topic: string; record: AuditRecordMode };
+    token: {
+      jwksUrl: string;
+      keysFile: string;
+      issuer: string;
+      audience: string;
+      algorithms: TokenAlgorithm[];
+      clockSkewSeconds: number;
+      principalClaim: string;
+      tenantClaim: string;
+      scopesClaim: string;
+      jwksCooldownMs: number;
+      jwksMaxAgeMs: number;
+      cacheMaxEntries: number;
+      apiKeyCacheMs: number;
+    };
+    signature: { toleranceSeconds: number };
+    acl: { refreshMs: number; default: AclDefault };
+    quota: {
+      eventsPerSecond: number;
+      bytesPerSecond: number;
+      burstSeconds: number;
+      streamConnections: number;
+      subscriptions: number;
+      syncMs: number;
+    };
+  };
+  /** AES-256-GCM keys for secrets at rest, by key id; `activeKey` encrypts, every key decrypts. */
+  secrets: { keys: { id: string; key: Buffer }[]; activeKey: string };
+  /** Address ranges a webhook sink may resolve to besides public addresses. */
+  sinks: { allowedRanges: SinkRange[] };
 }
 
 export class ConfigError extends Error {
@@ -127,6 +187,32 @@ function listOf<T extends string>(item: (raw: string) => T, what: string) {
 }
 
 const text = (raw: string): string => raw;
+
+const bool = (raw: string): boolean => (raw === 'true' ? true : raw === 'false' ? false : invalid('true or false'));
+
+const claimName = (raw: string): string => (/^[A-Za-z0-9_:./-]{1,128}$/.test(raw) ? raw : invalid('a claim name of [A-Za-z0-9_:./-]'));
+
+const tenantName = (raw: string): string => (/^[A-Za-z0-9._-]{1,64}$/.test(raw) ? raw : invalid('1 to 64 characters of [A-Za-z0-9._-]'));
+
+/** `id:base64` entries, each key 32 bytes (AES-256). */
+const secretKeys = (raw: string): { id: string; key: Buffer }[] => {
+  const keys = raw.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '').map((entry) => {
+    const at = entry.indexOf(':');
+    const id = entry.slice(0, at);
+    const key = Buffer.from(entry.slice(at + 1), 'base64');
+    if (at < 1 || !/^[A-Za-z0-9._-]{1,32}$/.test(id) || key.length !== 32) {
+      return invalid('a comma-separated list of id:key, id 1 to 32 characters of [A-Za-z0-9._-], key 32 bytes in base64 (openssl rand -base64 32)');
+    }
+    return { id, key };
+  });
+  if (keys.length === 0 || new Set(keys.map((k) => k.id)).size !== keys.length) {
+    return invalid('a comma-separated list of id:key with distinct ids');
+  }
+  return keys;
+};
+
+/** An optional http(s) URL: empty means unset. */
+const optionalHttpUrl = (raw: string): string => httpUrl(raw);
 
 const hostPort = (raw: string): string =>
   /^[A-Za-z0-9.\-_[\]:]+:\d{1,5}$/.test(raw) ? raw : invalid('host:port');
@@ -276,6 +362,81 @@ const SETTINGS = {
     integer(100, 120000), () => 5000, 'How long boot waits for Temporal before it gives up.'),
   logLevel: setting('EVENTMESH_LOG_LEVEL', 'eventmesh.log.level', oneOf(LOG_LEVELS), (): LogLevel => 'info',
     'Log level.'),
+  gateFilters: setting('EVENTMESH_SECURITY_GATE_FILTERS', 'eventmesh.security.gate.filters',
+    listOf(oneOf(GATE_FILTERS), GATE_FILTERS.join(', ')), (): GateFilterName[] => [],
+    'Filters of the request gate, run in the order token, signature, acl, quota whatever order they are listed in. Unset: the gate is open (admits all; the boot log and /health say so).',
+    '(none: open)'),
+  gateFailClosed: setting('EVENTMESH_SECURITY_GATE_FAIL_CLOSED', 'eventmesh.security.gate.failClosed', bool, () => false,
+    'true: a failed filter answers 401/403/429 and nothing is written. false: every filter runs, its verdict is audited and counted, and the request proceeds (report-only rollout).'),
+  gateAuditSink: setting('EVENTMESH_SECURITY_GATE_AUDIT_SINK', 'eventmesh.security.gate.audit.sink', oneOf(AUDIT_SINKS),
+    (): AuditSinkKind => 'LOG', 'Where gate decisions are recorded: LOG (structured log lines) or CLOUDEVENTS (one CloudEvent per decision, published to the audit topic).'),
+  gateAuditTopic: setting('EVENTMESH_SECURITY_GATE_AUDIT_TOPIC', 'eventmesh.security.gate.audit.topic', topicName, () => '',
+    'The topic audit CloudEvents are published to (CLOUDEVENTS sink); one of EVENTMESH_KAFKA_TOPICS.', '(none)'),
+  gateAuditRecord: setting('EVENTMESH_SECURITY_GATE_AUDIT_RECORD', 'eventmesh.security.gate.audit.record', oneOf(AUDIT_RECORDS),
+    (): AuditRecordMode => 'ALL', 'Which decisions are audited: ALL, or DENIALS only (refusals, and what report-only mode would have refused).'),
+  tokenJwksUrl: setting('EVENTMESH_SECURITY_GATE_TOKEN_JWKS_URL', 'eventmesh.security.gate.token.jwksUrl', optionalHttpUrl, () => '',
+    'JWK Set URL of the token issuer; keys are cached and refetched on an unknown kid (at most once per cooldown).', '(none)'),
+  tokenKeysFile: setting('EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE', 'eventmesh.security.gate.token.keysFile', text, () => '',
+    'A file holding a JWK Set of trusted public keys (instead of, or besides, the JWKS URL).', '(none)'),
+  tokenIssuer: setting('EVENTMESH_SECURITY_GATE_TOKEN_ISSUER', 'eventmesh.security.gate.token.issuer', text, () => '',
+    'The `iss` a token must carry; required when a JWKS URL or keys file is set.', '(none)'),
+  tokenAudience: setting('EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE', 'eventmesh.security.gate.token.audience', text, () => '',
+    'The `aud` a token must carry; required when a JWKS URL or keys file is set.', '(none)'),
+  tokenAlgorithms: setting('EVENTMESH_SECURITY_GATE_TOKEN_ALGORITHMS', 'eventmesh.security.gate.token.algorithms',
+    listOf(oneOf(TOKEN_ALGORITHMS), TOKEN_ALGORITHMS.join(', ')), (): TokenAlgorithm[] => ['RS256', 'PS256', 'ES256', 'EdDSA'],
+    'JWS algorithms a token may use (asymmetric only: never none, never HMAC).'),
+  tokenClockSkewSeconds: setting('EVENTMESH_SECURITY_GATE_TOKEN_CLOCK_SKEW_SECONDS', 'eventmesh.security.gate.token.clockSkewSeconds',
+    integer(0, 300), () => 30, 'Clock skew tolerated on exp and nbf.'),
+  tokenPrincipalClaim: setting('EVENTMESH_SECURITY_GATE_TOKEN_PRINCIPAL_CLAIM', 'eventmesh.security.gate.token.principalClaim',
+    claimName, () => 'sub', 'The claim naming the caller.'),
+  tokenTenantClaim: setting('EVENTMESH_SECURITY_GATE_TOKEN_TENANT_CLAIM', 'eventmesh.security.gate.token.tenantClaim',
+    claimName, () => 'tenant', 'The claim naming the caller\'s tenant; a token without it is refused.'),
+  tokenScopesClaim: setting('EVENTMESH_SECURITY_GATE_TOKEN_SCOPES_CLAIM', 'eventmesh.security.gate.token.scopesClaim',
+    claimName, () => 'scope', 'The claim listing the caller\'s scopes (publish, subscribe, admin): a space-separated string or an array.'),
+  tokenJwksCooldownMs: setting('EVENTMESH_SECURITY_GATE_TOKEN_JWKS_COOLDOWN_MS', 'eventmesh.security.gate.token.jwksCooldownMs',
+    integer(1000, 3600000), () => 30000, 'Least time between two JWKS fetches (an unknown kid waits for it).'),
+  tokenJwksMaxAgeMs: setting('EVENTMESH_SECURITY_GATE_TOKEN_JWKS_MAX_AGE_MS', 'eventmesh.security.gate.token.jwksMaxAgeMs',
+    integer(1000, 86400000), () => 600000, 'How long fetched JWKS keys are used before they are fetched again.'),
+  tokenCacheMaxEntries: setting('EVENTMESH_SECURITY_GATE_TOKEN_CACHE_MAX_ENTRIES', 'eventmesh.security.gate.token.cacheMaxEntries',
+    integer(0, 10000000), () => 10000, 'Verified tokens remembered until they expire, so a repeated token is not verified again; 0 turns the cache off.'),
+  apiKeyCacheMs: setting('EVENTMESH_SECURITY_GATE_TOKEN_API_KEY_CACHE_MS', 'eventmesh.security.gate.token.apiKeyCacheMs',
+    integer(0, 60000), () => 5000, 'How long a verified API key is trusted before it is read again: a revocation takes effect on every instance within it.'),
+  signatureToleranceSeconds: setting('EVENTMESH_SECURITY_GATE_SIGNATURE_TOLERANCE_SECONDS', 'eventmesh.security.gate.signature.toleranceSeconds',
+    integer(10, 3600), () => 300, 'How far a signed publish\'s webhook-timestamp may be from now; a webhook-id seen within it is a replay.'),
+  aclRefreshMs: setting('EVENTMESH_SECURITY_GATE_ACL_REFRESH_MS', 'eventmesh.security.gate.acl.refreshMs', integer(100, 60000),
+    () => 1000, 'How often an instance looks for changed ACL rules and quotas.'),
+  aclDefault: setting('EVENTMESH_SECURITY_GATE_ACL_DEFAULT', 'eventmesh.security.gate.acl.default', oneOf(ACL_DEFAULTS),
+    (): AclDefault => 'DENY', 'The verdict when no ACL rule matches.'),
+  quotaEventsPerSecond: setting('EVENTMESH_SECURITY_GATE_QUOTA_EVENTS_PER_SECOND', 'eventmesh.security.gate.quota.eventsPerSecond',
+    integer(1, 100000000), () => 1000, 'A tenant\'s published events per second, runtime-wide (a tenant\'s own quota overrides it).'),
+  quotaBytesPerSecond: setting('EVENTMESH_SECURITY_GATE_QUOTA_BYTES_PER_SECOND', 'eventmesh.security.gate.quota.bytesPerSecond',
+    integer(1024, 100 * 1024 * 1024 * 1024), () => 10 * 1024 * 1024, 'A tenant\'s published bytes per second, runtime-wide.'),
+  quotaBurstSeconds: setting('EVENTMESH_SECURITY_GATE_QUOTA_BURST_SECONDS', 'eventmesh.security.gate.quota.burstSeconds',
+    integer(1, 60), () => 2, 'Burst allowance: a tenant idle for this long may publish this many seconds of its rate at once.'),
+  quotaStreamConnections: setting('EVENTMESH_SECURITY_GATE_QUOTA_STREAM_CONNECTIONS', 'eventmesh.security.gate.quota.streamConnections',
+    integer(1, 10000000), () => 100, 'A tenant\'s open stream connections (WebSocket, SSE, long-poll), runtime-wide.'),
+  quotaSubscriptions: setting('EVENTMESH_SECURITY_GATE_QUOTA_SUBSCRIPTIONS', 'eventmesh.security.gate.quota.subscriptions',
+    integer(1, 10000000), () => 1000, 'A tenant\'s subscriptions.'),
+  quotaSyncMs: setting('EVENTMESH_SECURITY_GATE_QUOTA_SYNC_MS', 'eventmesh.security.gate.quota.syncMs', integer(50, 10000),
+    () => 250, 'How often an instance shares its tenants\' usage with the others through Postgres; the runtime-wide overshoot is bounded by it.'),
+  adminFilters: setting('EVENTMESH_ADMIN_SECURITY_FILTERS', 'eventmesh.admin.security.filters',
+    listOf(oneOf(ADMIN_GATE_FILTERS), ADMIN_GATE_FILTERS.join(', ')), (): AdminGateFilterName[] => [],
+    'Filters of the admin API\'s gate (token: the admin scope is required; acl: the admin action). Unset: the admin API is open (said at boot and in /health).',
+    '(none: open)'),
+  adminFailClosed: setting('EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED', 'eventmesh.admin.security.failClosed', bool, () => false,
+    'As EVENTMESH_SECURITY_GATE_FAIL_CLOSED, for the admin API.'),
+  adminOperatorTenant: setting('EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT', 'eventmesh.admin.security.operatorTenant', tenantName,
+    () => 'default', 'The tenant whose admins run the whole runtime: partitions, instances, orphans, other tenants\' quotas.'),
+  secretKeys: setting('EVENTMESH_SECURITY_SECRETS_KEYS', 'eventmesh.security.secrets.keys', secretKeys, () => [],
+    'AES-256-GCM keys that encrypt secrets at rest (webhook signing secrets, publisher secrets), as id:base64key,...; required by an instance. `npm start` creates a local one on first run.',
+    '(none)'),
+  secretActiveKey: setting('EVENTMESH_SECURITY_SECRETS_ACTIVE_KEY', 'eventmesh.security.secrets.activeKey', text, () => '',
+    'The key id new secrets are encrypted with; the first of EVENTMESH_SECURITY_SECRETS_KEYS when unset. The others still decrypt (rotation).',
+    '(the first key)'),
+  sinkAllowedRanges: setting('EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES', 'eventmesh.security.sinks.allowedRanges',
+    (raw: string): SinkRange[] => (raw === 'none' ? [] : listOf(oneOf(SINK_RANGES), `${SINK_RANGES.join(', ')} (or none)`)(raw)),
+    (): SinkRange[] => ['loopback'],
+    'Address ranges a webhook sink may resolve to besides public addresses: loopback, private (RFC 1918, fc00::/7), or none. Link-local and cloud metadata addresses are always refused.'),
 };
 
 type Values = { [K in keyof typeof SETTINGS]: ReturnType<(typeof SETTINGS)[K]['fallback']> };
@@ -327,6 +488,20 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
     problems.push(`${SETTINGS.kafkaProduceQueueMaxBytes.env} (${SETTINGS.kafkaProduceQueueMaxBytes.key}) = ${v.kafkaProduceQueueMaxBytes} ` +
       `is below ${SETTINGS.httpBodyLimitBytes.env} (${v.httpBodyLimitBytes}), so the largest publish could never be taken; ` +
       `legal values: an integer from ${v.httpBodyLimitBytes} to ${4 * 1024 * 1024 * 1024}`);
+  }
+  if (problems.length === 0 && v.gateAuditSink === 'CLOUDEVENTS' && !v.kafkaTopics.includes(v.gateAuditTopic)) {
+    problems.push(`${SETTINGS.gateAuditTopic.env} (${SETTINGS.gateAuditTopic.key}) = "${v.gateAuditTopic}" must name a served topic ` +
+      `when ${SETTINGS.gateAuditSink.env}=CLOUDEVENTS; legal values: one of ${v.kafkaTopics.join(', ')}`);
+  }
+  const jwtSource = v.tokenJwksUrl !== '' || v.tokenKeysFile !== '';
+  for (const s of [SETTINGS.tokenIssuer, SETTINGS.tokenAudience]) {
+    if (problems.length === 0 && jwtSource && (env[s.env]?.trim() ?? '') === '') {
+      problems.push(`${s.env} (${s.key}) is required when ${SETTINGS.tokenJwksUrl.env} or ${SETTINGS.tokenKeysFile.env} is set; legal values: a non-empty string`);
+    }
+  }
+  if (problems.length === 0 && v.secretKeys.length > 0 && v.secretActiveKey !== '' && !v.secretKeys.some((k) => k.id === v.secretActiveKey)) {
+    problems.push(`${SETTINGS.secretActiveKey.env} (${SETTINGS.secretActiveKey.key}) = "${v.secretActiveKey}" names no key; legal values: ` +
+      v.secretKeys.map((k) => k.id).join(', '));
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
@@ -390,6 +565,41 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
     },
     log: { level: v.logLevel },
     filter: { maxAttributeChars: v.filterMaxAttributeChars },
+    security: {
+      gate: {
+        filters: GATE_FILTERS.filter((f) => v.gateFilters.includes(f)),
+        failClosed: v.gateFailClosed,
+        audit: { sink: v.gateAuditSink, topic: v.gateAuditTopic, record: v.gateAuditRecord },
+        token: {
+          jwksUrl: v.tokenJwksUrl,
+          keysFile: v.tokenKeysFile,
+          issuer: v.tokenIssuer,
+          audience: v.tokenAudience,
+          algorithms: v.tokenAlgorithms,
+          clockSkewSeconds: v.tokenClockSkewSeconds,
+          principalClaim: v.tokenPrincipalClaim,
+          tenantClaim: v.tokenTenantClaim,
+          scopesClaim: v.tokenScopesClaim,
+          jwksCooldownMs: v.tokenJwksCooldownMs,
+          jwksMaxAgeMs: v.tokenJwksMaxAgeMs,
+          cacheMaxEntries: v.tokenCacheMaxEntries,
+          apiKeyCacheMs: v.apiKeyCacheMs,
+        },
+        signature: { toleranceSeconds: v.signatureToleranceSeconds },
+        acl: { refreshMs: v.aclRefreshMs, default: v.aclDefault },
+        quota: {
+          eventsPerSecond: v.quotaEventsPerSecond,
+          bytesPerSecond: v.quotaBytesPerSecond,
+          burstSeconds: v.quotaBurstSeconds,
+          streamConnections: v.quotaStreamConnections,
+          subscriptions: v.quotaSubscriptions,
+          syncMs: v.quotaSyncMs,
+        },
+      },
+      secrets: { keys: v.secretKeys, activeKey: v.secretActiveKey || (v.secretKeys[0]?.id ?? '') },
+      sinks: { allowedRanges: v.sinkAllowedRanges },
+    },
+    admin: { security: { filters: ADMIN_GATE_FILTERS.filter((f) => v.adminFilters.includes(f)), failClosed: v.adminFailClosed, operatorTenant: v.adminOperatorTenant } },
   };
 }
 

@@ -17,6 +17,11 @@ export interface HealthReport {
   /** The answering process (a gateway-only instance may run several: EVENTMESH_HTTP_PROCESSES). */
   pid: number;
   topology: string;
+  /**
+   * The request gate and the admin API's gate: `open` (no filter: everyone is admitted), `report-only` (filters
+   * run and audit, nothing is refused) or `enforcing`. Absent where no gateway runs.
+   */
+  gate?: { ingress: string; admin: string };
   dependencies: { postgres: DependencyHealth; kafka: DependencyHealth; temporal: DependencyHealth };
   /** Counters of this instance's own work (request-reply), where it has any. */
   stats?: Record<string, unknown>;
@@ -55,6 +60,7 @@ export class HealthService {
     private readonly config: EventMeshConfig,
     private readonly stats?: () => Record<string, unknown>,
     private readonly findings: HealthFinding[] = [],
+    private readonly gate?: () => { ingress: string; admin: string },
   ) {}
 
   async check(): Promise<HealthReport> {
@@ -84,6 +90,7 @@ export class HealthService {
       instance: this.config.instance.id,
       pid: process.pid,
       topology: this.config.delivery.topology,
+      ...(this.gate ? { gate: this.gate() } : {}),
       dependencies: { postgres, kafka, temporal },
       ...(this.stats || Object.keys(foundStats).length > 0 ? { stats: { ...this.stats?.(), ...foundStats } } : {}),
       ...(warnings.length > 0 ? { warnings } : {}),

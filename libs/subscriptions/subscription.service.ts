@@ -16,6 +16,8 @@ import { validateWebhookTarget } from './webhook-handshake';
  */
 export class SubscriptionService {
   private readonly log = createLogger('SubscriptionService');
+  /** Topics of subscriptions by `tenant/id` (topicFor). */
+  private readonly topics_ = new Map<string, string>();
 
   constructor(
     private readonly db: DataSource,
@@ -108,6 +110,22 @@ export class SubscriptionService {
     });
     this.log.info({ subscription: id, topic, protocol: request.protocol, sink: request.sink, startFrom }, 'subscription created');
     return request.protocol === 'HTTP' ? { ...(await this.get(id)), secret } : this.get(id);
+  }
+
+  /**
+   * The topic of a subscription as `tenant` sees it, for the gate's ACL; undefined when it has none by that id. A
+   * subscription's topic never changes, so an answer is remembered (a bounded number of them).
+   */
+  async topicFor(id: string, tenant: string): Promise<string | undefined> {
+    const key = `${tenant}/${id}`;
+    const known = this.topics_.get(key);
+    if (known !== undefined) return known;
+    if (!isUuid(id)) return undefined;
+    const row = await this.db.manager.findOne(SubscriptionEntity, { select: { topic: true }, where: { id } });
+    if (!row) return undefined;
+    if (this.topics_.size >= TOPIC_MEMORY) this.topics_.delete(this.topics_.keys().next().value!);
+    this.topics_.set(key, row.topic);
+    return row.topic;
   }
 
   async get(id: string): Promise<SubscriptionView> {
@@ -204,6 +222,7 @@ export class SubscriptionService {
   }
 }
 
+const TOPIC_MEMORY = 10000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const isUuid = (s: string) => UUID.test(s);
 

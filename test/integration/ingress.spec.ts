@@ -1,16 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { ErrorCode, EventMeshError } from '../../libs/errors';
+import { ErrorCode } from '../../libs/errors';
 import { FetchedRecord, PartitionReader } from '../../libs/kafka';
-import { GatePolicy, GateRequest } from '../../libs/security';
+import { GateFilter, GateRefusal, GateContext, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 import { testConfig, uniqueTopic } from '../support/env';
 
-/** A gate that records every request and refuses those carrying `x-test-deny`. */
-class RecordingGate extends GatePolicy {
+/** A gate filter that records every request and refuses those carrying `x-test-deny`. */
+class RecordingFilter implements GateFilter {
+  readonly name = 'acl';
   readonly seen: string[] = [];
-  admit(request: GateRequest): void {
+  check({ request }: GateContext): Verdict {
     this.seen.push(request.route);
-    if (request.headers['x-test-deny']) throw new EventMeshError(ErrorCode.Forbidden, 'denied by the test gate');
+    if (request.headers['x-test-deny']) return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, 'denied by the test gate', 'test') };
+    return { allow: true };
   }
 }
 
@@ -28,12 +30,14 @@ describe('ingress (real Kafka)', () => {
     EVENTMESH_HTTP_BODY_LIMIT_BYTES: '4096',
     EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS: '100',
   });
-  const gate = new RecordingGate();
+  const gate = new RecordingFilter();
+  const gateOf = (name: string) => new SecurityGate({ name, filters: [gate], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   let instance: RunningInstance;
   let reader: PartitionReader;
 
   beforeAll(async () => {
-    instance = await startInstance(config, { roles: ['gateway'], gate });
+    instance = await startInstance(config, { roles: ['gateway'], gates });
     reader = new PartitionReader(instance.deps.kafka);
     await reader.connect();
   });
@@ -216,9 +220,10 @@ describe('ingress (real Kafka)', () => {
     expect(await response.json()).toMatchObject({ code: 'UNKNOWN_TOPIC', topic: 'no-such-topic' });
   });
 
-  it('passes every route through the request gate', async () => {
+  it('passes every route but /health through the request gate', async () => {
     await fetch(`${instance.url}/health`);
     await fetch(`${instance.url}/subscriptions`);
-    expect(gate.seen).toEqual(expect.arrayContaining(['POST /events/publish', 'GET /health', 'GET /subscriptions']));
+    expect(gate.seen).toEqual(expect.arrayContaining(['POST /events/publish', 'GET /subscriptions']));
+    expect(gate.seen).not.toContain('GET /health');
   });
 });

@@ -4,6 +4,10 @@ import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { OwnershipAdmin, PartitionsView } from '../../../libs/ownership';
 import { MoveView, moveSubscriptionSchema, OrphansView, SubscriptionPlacement } from '../../../libs/subscriptions';
 import type { PartitionMove } from '../../../workflows';
+import { GateRoute } from './gate-route';
+
+/** Runtime-wide operator routes: the admin gate, and an admin of the operator tenant. */
+const OPERATOR = { action: 'admin', admin: true, operator: true } as const;
 
 /** The OwnershipAdmin of this instance; absent in LOCAL_STICKY_PULL. */
 export const OWNERSHIP_ADMIN = Symbol('OwnershipAdmin');
@@ -26,6 +30,7 @@ function parse<T>(schema: z.ZodType<T>, body: unknown): T {
  * LOCAL_STICKY_PULL: orphaned subscriptions and moving a subscription to another instance.
  */
 @Controller('admin')
+@GateRoute(OPERATOR)
 export class AdminController {
   constructor(
     @Inject(OWNERSHIP_ADMIN) private readonly admin: OwnershipAdmin | undefined,

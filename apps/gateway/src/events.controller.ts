@@ -7,6 +7,7 @@ import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_TIMEOUT_MS, RequestReplyService
 import { SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
 import { rawBodyOf } from './body-parsers';
 import { publishRequestOf } from './content-mode';
+import { GateRoute } from './gate-route';
 
 function timeoutOf(raw: string | undefined): number {
   if (raw === undefined || raw === '') return DEFAULT_REQUEST_TIMEOUT_MS;
@@ -33,6 +34,7 @@ export class EventsController {
    * through `POST /events/reply` on any instance (200, the reply in structured mode), or `timeoutMs` passes (408).
    */
   @Post('request')
+  @GateRoute({ action: 'publish', topic: { query: 'topic' }, publishes: true })
   async request(
     @Query('topic') topic: string | undefined,
     @Query('timeoutMs') timeoutMs: string | undefined,
@@ -52,6 +54,7 @@ export class EventsController {
    * the live process holding the request; 404 `REQUEST_NOT_PENDING` (`delivered: false`, `reason`) otherwise.
    */
   @Post('reply')
+  @GateRoute({ action: 'publish', publishes: true })
   @HttpCode(202)
   async replyTo(
     @Headers() headers: Record<string, string | undefined>,
@@ -64,6 +67,7 @@ export class EventsController {
 
   /** Alias of `POST /subscriptions`. */
   @Post('subscribe')
+  @GateRoute({ action: 'subscribe', topic: { body: 'topic' }, createsSubscription: true })
   @HttpCode(201)
   subscribe(@Body() body: unknown): Promise<SubscriptionView> {
     return this.subscriptions.create(body);
@@ -71,6 +75,7 @@ export class EventsController {
 
   /** Alias of `DELETE /subscriptions/{id}`: `{ "id": "..." }`. */
   @Post('unsubscribe')
+  @GateRoute({ action: 'subscribe', topic: { subscriptionBody: 'id' } })
   @HttpCode(204)
   async unsubscribe(@Body() body: { id?: unknown } | undefined): Promise<void> {
     if (typeof body?.id !== 'string') {

@@ -10,11 +10,13 @@ import { NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
 import { LeaseStore, SkippedRangeStore } from '../../../libs/storage';
 import type { Dependencies } from '../../../libs/runtime';
-import type { GatePolicy } from '../../../libs/security';
+import { describeGates, SecurityGate } from '../../../libs/security';
+import type { HealthFinding } from '../../../libs/health';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { registerBodyParsers } from './body-parsers';
 import { ConnectionCap } from './connection-cap';
+import { Gates } from './gate-route';
 import { GatewayModule } from './gateway.module';
 import { toHttpError } from './http-error';
 import { PublishRoute } from './publish-route';
@@ -30,8 +32,8 @@ export interface RunningGateway {
 }
 
 export interface GatewayOptions {
-  /** The request gate's policy. */
-  gate: GatePolicy;
+  /** The request gates: ingress routes and the admin API (libs/security, buildGates). */
+  gates: { ingress: SecurityGate; admin: SecurityGate };
   /** Stream clients connect here and are fed by the instance's worker (the same hub). */
   streams: StreamHub;
   /** What the worker of the same process adds to /health's stats (ownership, orphan takeover), if it runs. */
@@ -44,7 +46,7 @@ export interface GatewayOptions {
  * started and throws.
  */
 export async function startGateway(config: EventMeshConfig, deps: Dependencies, options: GatewayOptions): Promise<RunningGateway> {
-  const { gate, streams } = options;
+  const { streams } = options;
   let publish: PublishRoute | undefined;
   let polling: PollConsumers | undefined;
   let requestReplyStarted: RequestReplyService | undefined;
@@ -66,7 +68,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     });
     await requestReply.start();
     requestReplyStarted = requestReply;
-    const route = new PublishRoute({ ingress, gate, bodyLimitBytes: config.http.bodyLimitBytes });
+    const gates = new Gates(options.gates.ingress, options.gates.admin, (id, tenant) => subscriptions.topicFor(id, tenant), ingress.defaultTopic);
+    const route = new PublishRoute({ ingress, gate: gates.ingress, defaultTopic: ingress.defaultTopic, bodyLimitBytes: config.http.bodyLimitBytes });
     publish = route;
     const connections = new ConnectionCap(config.http.maxConnections, config.http.retryAfterSeconds);
     const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
@@ -83,14 +86,16 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           producer: deps.producer.depth(),
           http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
           pollConsumers: polls.size,
+          security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
           ...options.workerStats?.(),
         }), [
           { unknownCode: 'ORPHANS_UNKNOWN', read: () => placement.health() },
           skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs),
-        ]),
+          gateFinding(options.gates, config.http.host),
+        ], () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode })),
         placement,
         skippedRanges,
-        gate,
+        gates,
         ownership:
           config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
       }),
@@ -124,7 +129,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         // An upgrade's socket is not the server's to close after the answer: close it here (after the write).
         request.raw.socket.end();
       });
-    await registerWebSocketStreams(app, { hub: streams, subscriptions, gate });
+    await registerWebSocketStreams(app, { hub: streams, subscriptions, gates });
     await app.listen(config.http.port, config.http.host);
     const address = app.getHttpServer().address();
     const port = typeof address === 'object' && address ? address.port : config.http.port;
@@ -134,4 +139,12 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     await close();
     throw e;
   }
+}
+
+/** `GATE_OPEN` while a gate is open on a non-loopback listen address. */
+function gateFinding(gates: GatewayOptions['gates'], host: string): HealthFinding {
+  return {
+    unknownCode: 'GATE_UNKNOWN',
+    read: () => Promise.resolve({ warnings: describeGates(gates, host).warnings.map((message) => ({ code: 'GATE_OPEN', message })) }),
+  };
 }

@@ -3,7 +3,6 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { HealthService } from '../../../libs/health';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
-import { GatePolicy } from '../../../libs/security';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
@@ -11,7 +10,7 @@ import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error';
-import { RequestGateGuard } from './request-gate.guard';
+import { GateGuard, Gates } from './gate-route';
 import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
@@ -21,7 +20,7 @@ export interface GatewayServices {
   health: HealthService;
   /** The record of events a subscription never got (Kafka retention). */
   skippedRanges: SkippedRangeStore;
-  gate: GatePolicy;
+  gates: Gates;
   requestReply: RequestReplyService;
   streams: StreamHub;
   placement: SubscriptionPlacement;
@@ -42,13 +41,13 @@ export class GatewayModule {
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
         { provide: SkippedRangeStore, useValue: services.skippedRanges },
-        { provide: GatePolicy, useValue: services.gate },
+        { provide: Gates, useValue: services.gates },
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
         { provide: PollConsumers, useValue: services.polls },
         { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
         { provide: SubscriptionPlacement, useValue: services.placement },
-        { provide: APP_GUARD, useClass: RequestGateGuard },
+        { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],
     };

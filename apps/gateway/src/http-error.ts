@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/co
 import type { FastifyReply } from 'fastify';
 import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
+import { GateRefusal } from '../../../libs/security';
 import { isPostgresUnavailable } from '../../../libs/storage';
 
 export interface HttpErrorBody {
@@ -30,15 +31,17 @@ const STATUS_CODES: Record<number, ErrorCode> = {
 
 /**
  * The one mapping from an error to an HTTP status and a JSON body `{ code, message, ...details }`. An error that
- * names a wait (`retryAfterSeconds`: shed work, Kafka unavailable) carries it as `Retry-After` too.
+ * names a wait (`retryAfterSeconds`: shed work, Kafka unavailable) carries it as `Retry-After` too; a gate
+ * refusal carries its own headers (`WWW-Authenticate`, `RateLimit`, `Retry-After`).
  */
 export function toHttpError(e: unknown): { status: number; body: HttpErrorBody; headers?: Record<string, string> } {
   if (e instanceof EventMeshError) {
     const wait = e.details.retryAfterSeconds;
+    const headers = { ...(typeof wait === 'number' ? { 'retry-after': String(wait) } : {}), ...(e instanceof GateRefusal ? e.headers : {}) };
     return {
       status: HTTP_STATUS_BY_CODE[e.code],
       body: { code: e.code, message: e.message, ...e.details },
-      ...(typeof wait === 'number' ? { headers: { 'retry-after': String(wait) } } : {}),
+      ...(Object.keys(headers).length > 0 ? { headers } : {}),
     };
   }
   const fastifyCode = (e as { code?: string }).code;

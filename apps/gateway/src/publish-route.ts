@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
-import type { EventIngress } from '../../../libs/ingress';
-import type { GatePolicy } from '../../../libs/security';
+import type { EventIngress, PublishRequest } from '../../../libs/ingress';
+import { requestIdOf, SecurityGate } from '../../../libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
 import { toHttpError } from './http-error';
 
@@ -10,7 +10,8 @@ const ROUTE = `POST ${PUBLISH_PATH}`;
 
 export interface PublishRouteDeps {
   ingress: EventIngress;
-  gate: GatePolicy;
+  gate: SecurityGate;
+  defaultTopic: string;
   bodyLimitBytes: number;
 }
 
@@ -21,7 +22,7 @@ export interface PublishRouteDeps {
  * about 200 µs of CPU; the framework's share of that (routing, guard, interceptor and filter pipeline, and
  * Fastify's body parser binding an AsyncResource per request) was larger than the HTTP parsing, the CloudEvents
  * validation and the Kafka encoding together (docs/benchmarks.md has the profiles and figures). The contract is
- * the one every route has: the request gate admits the request first, errors are the same `{ code, message }`
+ * the one every route has: the request gate admits the request before anything is written, errors are the same `{ code, message }`
  * bodies from the same mapping (`toHttpError`), the body limit is the gateway's, and once the gateway is
  * closing it answers 503 and closes the connection, as Fastify does for its routes. Every other route, and every
  * other method on this path, goes to Fastify.
@@ -49,12 +50,24 @@ export class PublishRoute {
   private async serve(request: IncomingMessage, response: ServerResponse, query: string): Promise<void> {
     try {
       if (this.closing) throw new EventMeshError(ErrorCode.ShuttingDown, 'this gateway is shutting down; publish again', {}, true);
-      await this.deps.gate.admit({ route: ROUTE, headers: request.headers, remoteAddress: request.socket.remoteAddress ?? '' });
       const topic = topicOf(query);
       const raw = await readBody(request, this.deps.bodyLimitBytes);
       const binary = request.headers['ce-specversion'] !== undefined;
       const json = !binary && JSON_TYPES.includes(mediaTypeOf(request.headers['content-type']));
       const publish = publishRequestOf(request.headers, json ? parseJsonBody(raw ?? Buffer.alloc(0)) : raw, raw, true);
+      // The gate decides on the whole request (the signature covers the body, the quota counts its events), before
+      // anything is written.
+      const admission = await this.deps.gate.admit({
+        route: ROUTE,
+        action: 'publish',
+        topic: topic ?? this.deps.defaultTopic,
+        headers: request.headers,
+        remoteAddress: request.socket.remoteAddress ?? '',
+        requestId: requestIdOf(request.headers),
+        body: raw,
+        publish: { events: eventsIn(publish), bytes: raw?.length ?? 0 },
+      });
+      admission.release();
       const results = await this.deps.ingress.publish(topic, publish);
       send(response, 202, publish.mode === 'batch' ? { results } : results[0], this.closing);
     } catch (e) {
@@ -62,13 +75,17 @@ export class PublishRoute {
       // request whose body was read whole is destroyed too, and is answered.
       if (request.socket.destroyed || (request.destroyed && !request.complete)) return;
       const { status, body, headers } = toHttpError(e);
-      // A body over the limit is left unread and the connection closes after the answer; the unread rest of any
-      // other refused body (a gate refusal comes before the body is read) is discarded by Node, and the
-      // connection stays reusable.
+      // A body over the limit is left unread and the connection closes after the answer; any other refused body
+      // was read whole, and the connection stays reusable.
       const tooLarge = e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge;
       send(response, status, body, this.closing || tooLarge, headers);
     }
   }
+}
+
+/** How many events a publish carries (a batch's array length; a malformed batch is refused later, as one). */
+function eventsIn(publish: PublishRequest): number {
+  return publish.mode === 'batch' && Array.isArray(publish.body) ? Math.max(1, publish.body.length) : 1;
 }
 
 function topicOf(query: string): string | undefined {

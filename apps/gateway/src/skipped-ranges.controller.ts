@@ -1,6 +1,7 @@
 import { Controller, Get, Param } from '@nestjs/common';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { SkippedRangeStore } from '../../../libs/storage';
+import { GateRoute } from './gate-route';
 
 /** One range of events a subscription never got (Kafka retention deleted them first), as the API shows it. */
 export interface SkippedRangeView {
@@ -26,6 +27,7 @@ export class SkippedRangesController {
   constructor(private readonly skipped: SkippedRangeStore) {}
 
   @Get(':id/skipped-ranges')
+  @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' } })
   async list(@Param('id') id: string): Promise<SkippedRangeView[]> {
     const ranges = await this.skipped.listFor(id);
     if (!ranges) throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });

@@ -6,6 +6,7 @@ import { CompiledFilter, compileFilters } from '../../../libs/filter';
 import { frameToStructured } from '../../../libs/frame';
 import { assertStreamHere, PollConsumers, StreamDelivery, StreamHub, StreamOutcome } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
+import { GateRoute } from './gate-route';
 
 const MAX_WINDOW = 1000;
 const MAX_WAIT_MS = 60000;
@@ -52,6 +53,7 @@ export class StreamsController {
 
   /** Server-Sent Events: one `cloudevent` message per delivery, `{ deliveryId, event }`, as long as the client stays. */
   @Get(':id/events')
+  @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true })
   async sse(
     @Param('id') id: string,
     @Query('window') window: string | undefined,
@@ -83,6 +85,7 @@ export class StreamsController {
 
   /** Long-poll: up to `max` deliveries, waiting up to `waitMs` for the first; `consumer` names the client. */
   @Get(':id/poll')
+  @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true })
   async poll(
     @Param('id') id: string,
     @Query('consumer') consumer: string | undefined,
@@ -113,6 +116,7 @@ export class StreamsController {
    * answer, `accepted: false` in a list.
    */
   @Post(':id/acks')
+  @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' } })
   @HttpCode(200)
   async acks(@Param('id') id: string, @Body() body: unknown): Promise<{ deliveryId: string; accepted: boolean }[] | { deliveryId: string; accepted: true }> {
     const answers = (Array.isArray(body) ? body : [body]) as Answer[];

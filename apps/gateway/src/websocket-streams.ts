@@ -5,13 +5,20 @@ import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
-import type { GatePolicy } from '../../../libs/security';
+import type { Admission } from '../../../libs/security';
 import { assertStreamHere, StreamDelivery, StreamHub } from '../../../libs/streams';
 import type { SubscriptionService } from '../../../libs/subscriptions';
+import { Gates, gateRequestOf } from './gate-route';
 import { toHttpError } from './http-error';
 import { clientFilter, intParam, outcomeOf, toWire } from './streams.controller';
 
 const log = createLogger('WebSocketStreams');
+
+const WS_ROUTE = 'GET /subscriptions/:id/ws';
+/** The handshake is a subscribe on the subscription's topic, and holds a stream connection of the tenant's quota. */
+const WS_GATE = { action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true } as const;
+/** The admission of each handshake, until its socket closes. */
+const admissions = new WeakMap<object, Admission>();
 
 /**
  * The WebSocket stream transport, `GET /subscriptions/{id}/ws?window=N`. The server sends
@@ -22,7 +29,7 @@ const log = createLogger('WebSocketStreams');
  */
 export async function registerWebSocketStreams(
   app: NestFastifyApplication,
-  deps: { hub: StreamHub; subscriptions: SubscriptionService; gate: GatePolicy },
+  deps: { hub: StreamHub; subscriptions: SubscriptionService; gates: Gates },
 ): Promise<void> {
   const fastify = app.getHttpAdapter().getInstance();
   await fastify.register(websocket, { options: { maxPayload: 64 * 1024 } });
@@ -31,14 +38,19 @@ export async function registerWebSocketStreams(
     {
       websocket: true,
       preValidation: async (request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>, reply: FastifyReply) => {
+        let admission: Admission | undefined;
         try {
-          await deps.gate.admit({ route: 'GET /subscriptions/:id/ws', headers: request.headers, remoteAddress: request.ip });
+          admission = await deps.gates.ingress.admit(
+            gateRequestOf(deps.gates, WS_GATE, { route: WS_ROUTE, headers: request.headers, remoteAddress: request.ip, params: request.params }),
+          );
+          admissions.set(request, admission);
           intParam(request.query.window, 'window', 10, 1, 1000);
           clientFilter(request.query.filter);
           await assertStreamHere(deps.subscriptions, request.params.id);
         } catch (e) {
-          const { status, body } = toHttpError(e);
-          return reply.code(status).send(body);
+          admission?.release();
+          const { status, body, headers } = toHttpError(e);
+          return reply.code(status).headers(headers ?? {}).send(body);
         }
       },
     },
@@ -67,7 +79,11 @@ export async function registerWebSocketStreams(
           socket.send(JSON.stringify({ type: 'error', ...body }));
         }
       });
-      socket.on('close', () => deps.hub.disconnect(member));
+      const admission = admissions.get(request);
+      socket.on('close', () => {
+        deps.hub.disconnect(member);
+        admission?.release();
+      });
       socket.on('error', (e) => log.warn({ subscription: subscriptionId, error: e.message }, 'stream socket error'));
     },
   );

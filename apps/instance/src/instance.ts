@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
 import { createLogger } from '../../../libs/logging';
 import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
-import { AdmitAllPolicy, GatePolicy } from '../../../libs/security';
+import { BuiltGates, buildGates, describeGates } from '../../../libs/security';
 import type { RequestReplyService } from '../../../libs/request-reply';
 import { StreamHub } from '../../../libs/streams';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
@@ -23,8 +23,8 @@ export interface RunningInstance {
 
 export interface InstanceOptions {
   roles?: InstanceRole[];
-  /** The request gate's policy; admits everything when absent. */
-  gate?: GatePolicy;
+  /** The request gates; built from the configuration when absent (tests hand in their own). */
+  gates?: BuiltGates;
   /** Hears of a failure after boot that leaves the instance unable to work (the worker stopping by itself). */
   onFatal?: (reason: string) => void;
 }
@@ -40,11 +40,13 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   const log = createLogger('Instance');
   const deps = await connectDependencies(config, roles.join('+'));
   let gateway: RunningGateway | undefined;
+  let gates: BuiltGates | undefined;
   const instance: RunningInstance = {
     config,
     deps,
     async close() {
       await gateway?.close();
+      await gates?.close();
       await instance.worker?.stop();
       await closeDependencies(deps);
     },
@@ -55,8 +57,11 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), streams);
     }
     if (roles.includes('gateway')) {
+      gates = options.gates ?? buildGates(config, { db: deps.db, producer: deps.producer, instanceId: config.instance.id });
+      const described = describeGates(gates, config.http.host);
+      for (const warning of described.warnings) log.warn({ host: config.http.host }, warning);
       gateway = await startGateway(config, deps, {
-        gate: options.gate ?? new AdmitAllPolicy(),
+        gates,
         streams,
         workerStats: () => ({
           ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
@@ -75,6 +80,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     {
       roles,
       topology: config.delivery.topology,
+      ...(gates ? { gate: gates.ingress.stats().mode, adminGate: gates.admin.stats().mode } : {}),
       api: instance.url,
       health: instance.url && `${instance.url}/health`,
       temporalUi: `${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`,

@@ -1,0 +1,36 @@
+import { RequestMethod } from '@nestjs/common';
+import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
+import { Reflector } from '@nestjs/core';
+import { GatewayModule } from './gateway.module';
+import type { GateRouteSpec } from './gate-route';
+
+/** Every route of the gateway declares how the gate treats it; a route without a declaration would be refused at run time. */
+describe('gate declarations', () => {
+  const reflector = new Reflector();
+  const controllers = (GatewayModule.register({} as never).controllers ?? []) as (new (...args: never[]) => object)[];
+  const routes = controllers.flatMap((controller) =>
+    Object.getOwnPropertyNames(controller.prototype)
+      .filter((name) => name !== 'constructor')
+      .map((name) => ({ controller, name, handler: controller.prototype[name as keyof object] as unknown as () => void }))
+      .filter(({ handler }) => Reflect.getMetadata(METHOD_METADATA, handler) !== undefined)
+      .map(({ controller, name, handler }) => ({
+        route: `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number]} /${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)} (${controller.name}.${name})`,
+        spec: reflector.getAllAndOverride<GateRouteSpec | undefined>('eventmesh:gate-route', [handler, controller]),
+      })),
+  );
+
+  it('finds the routes', () => {
+    expect(routes.length).toBeGreaterThan(15);
+  });
+
+  it.each(routes.map((r) => [r.route, r.spec]))('%s declares its gate', (_, spec) => {
+    expect(spec).toBeDefined();
+  });
+
+  it('admin routes use the admin gate and only /health is public', () => {
+    for (const { route, spec } of routes) {
+      if (route.includes(' /admin/')) expect(spec).toMatchObject({ admin: true, action: 'admin' });
+      if (spec && 'public' in spec) expect(route).toMatch(/^GET \/health\//);
+    }
+  });
+});

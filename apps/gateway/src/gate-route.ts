@@ -1,0 +1,125 @@
+import { CanActivate, createParamDecorator, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
+import { Reflector } from '@nestjs/core';
+import type { FastifyRequest } from 'fastify';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { Action, ANONYMOUS, Caller, GateRequest, requestIdOf, SecurityGate } from '../../../libs/security';
+import { rawBodyOf } from './body-parsers';
+
+/**
+ * Where a route's topic comes from, for the ACL: the `topic` query parameter or body field (the runtime's default
+ * topic when absent), a path parameter, or the subscription a path parameter or body field names (its topic as
+ * the caller's tenant sees it).
+ */
+export type TopicSource = { query: string } | { body: string } | { param: string } | { subscriptionParam: string } | { subscriptionBody: string };
+
+/** What the gate must know of a route. Every route declares one (`gate-route.spec.ts` holds them to it). */
+export type GateRouteSpec =
+  | { public: true }
+  | {
+      action: Action;
+      /** The admin API's own gate rather than the ingress gate. */
+      admin?: boolean;
+      topic?: TopicSource;
+      /** The body is a publish (signature, publish quota). */
+      publishes?: boolean;
+      /** The request holds a stream connection while it is open (stream quota). */
+      stream?: boolean;
+      createsSubscription?: boolean;
+      /** A runtime-wide admin route (partitions, instances, orphans): the operator tenant's admins only. */
+      operator?: boolean;
+    };
+
+const GATE_ROUTE = 'eventmesh:gate-route';
+
+/** Declares how the gate treats a route (or every route of a controller). */
+export const GateRoute = (spec: GateRouteSpec) => SetMetadata(GATE_ROUTE, spec);
+
+/** The gates of the gateway: one for the ingress routes, one for the admin API. */
+export class Gates {
+  constructor(
+    readonly ingress: SecurityGate,
+    readonly admin: SecurityGate,
+    /** The topic of a subscription, as `tenant` sees it (undefined when it has none by that id). */
+    readonly subscriptionTopic: (id: string, tenant: string) => Promise<string | undefined>,
+    readonly defaultTopic: string,
+  ) {}
+}
+
+const CALLER = Symbol('caller');
+
+/** The caller the gate admitted for this request (`ANONYMOUS` on a public route). */
+export function callerOf(request: FastifyRequest | object): Caller {
+  return (request as Record<symbol, Caller | undefined>)[CALLER] ?? ANONYMOUS;
+}
+
+/** A handler parameter: the caller the gate admitted (its tenant scopes every resource the handler touches). */
+export const CallerParam = createParamDecorator((_: unknown, context: ExecutionContext): Caller => callerOf(context.switchToHttp().getRequest()));
+
+/** Applied to every route (APP_GUARD): runs the route's gate, and keeps the admitted caller on the request. */
+@Injectable()
+export class GateGuard implements CanActivate {
+  constructor(
+    private readonly reflector: Reflector,
+    private readonly gates: Gates,
+  ) {}
+
+  async canActivate(context: ExecutionContext): Promise<boolean> {
+    const spec = this.reflector.getAllAndOverride<GateRouteSpec | undefined>(GATE_ROUTE, [context.getHandler(), context.getClass()]);
+    if (!spec) throw new EventMeshError(ErrorCode.Internal, 'route has no gate declaration');
+    if ('public' in spec) return true;
+    const request = context.switchToHttp().getRequest<FastifyRequest>();
+    const raw = spec.publishes ? rawBodyOf(request) : undefined;
+    const admission = await (spec.admin ? this.gates.admin : this.gates.ingress).admit(
+      gateRequestOf(this.gates, spec, {
+        route: `${request.method} ${request.routeOptions.url ?? request.url}`,
+        headers: request.headers,
+        remoteAddress: request.ip,
+        query: request.query as Record<string, unknown>,
+        params: request.params as Record<string, string>,
+        body: request.body,
+        raw,
+      }),
+    );
+    (request as unknown as Record<symbol, Caller>)[CALLER] = admission.caller;
+    request.raw.once('close', admission.release);
+    return true;
+  }
+}
+
+export interface RouteRequest {
+  route: string;
+  headers: Record<string, string | string[] | undefined>;
+  remoteAddress: string;
+  query?: Record<string, unknown>;
+  params?: Record<string, string>;
+  body?: unknown;
+  raw?: Buffer;
+}
+
+/** The gate's view of a request to a route with this spec. */
+export function gateRequestOf(gates: Gates, spec: Exclude<GateRouteSpec, { public: true }>, r: RouteRequest): GateRequest {
+  const request: GateRequest = {
+    route: r.route,
+    action: spec.action,
+    headers: r.headers,
+    remoteAddress: r.remoteAddress,
+    requestId: requestIdOf(r.headers),
+    ...(spec.stream ? { stream: true } : {}),
+    ...(spec.createsSubscription ? { createsSubscription: true } : {}),
+    ...(spec.operator ? { operatorOnly: true } : {}),
+    ...(spec.publishes ? { body: r.raw, publish: { events: 1, bytes: r.raw?.length ?? 0 } } : {}),
+  };
+  const source = spec.topic;
+  if (!source) return request;
+  if ('query' in source) request.topic = stringOr(r.query?.[source.query], gates.defaultTopic);
+  else if ('body' in source) request.topic = stringOr((r.body as Record<string, unknown> | undefined)?.[source.body], gates.defaultTopic);
+  else if ('param' in source) request.topic = r.params?.[source.param];
+  else {
+    const named = 'subscriptionParam' in source ? r.params?.[source.subscriptionParam] : (r.body as Record<string, unknown> | undefined)?.[source.subscriptionBody];
+    const id = typeof named === 'string' ? named : '';
+    request.topicOf = (caller) => gates.subscriptionTopic(id, caller.tenant);
+  }
+  return request;
+}
+
+const stringOr = (value: unknown, fallback: string): string => (typeof value === 'string' && value !== '' ? value : fallback);

@@ -1,0 +1,70 @@
+import { ErrorCode, EventMeshError } from '../errors';
+import type { Action, Caller } from './caller';
+
+/** One request as the gate sees it: enough for every filter to decide, never more. */
+export interface GateRequest {
+  /** The route as declared, e.g. `POST /events/publish`. */
+  route: string;
+  action: Action;
+  /** The topic the request acts on (publish, subscription), when it has one; ACL rules match it. */
+  topic?: string;
+  /**
+   * The topic, when it is known only from a stored resource (a subscription's): resolved once, after TokenAuth,
+   * as the caller's tenant sees it, so another tenant's resource reads as no resource at all.
+   */
+  topicOf?: (caller: Caller) => Promise<string | undefined>;
+  headers: Record<string, string | string[] | undefined>;
+  remoteAddress: string;
+  /** The request's id: its `x-request-id` when it sent a usable one, else a fresh one. Audited. */
+  requestId: string;
+  /** The exact body bytes, for the SignatureVerifier (publish, request, reply). */
+  body?: Buffer;
+  /** What a publish costs the tenant's quota. */
+  publish?: { events: number; bytes: number };
+  /** The request opens a stream connection, held until the admission is released. */
+  stream?: boolean;
+  /** The request creates a subscription (the tenant's subscription quota). */
+  createsSubscription?: boolean;
+  /** A runtime-wide admin route: only an admin of the operator tenant (EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT) may call it. */
+  operatorOnly?: boolean;
+}
+
+/**
+ * A refusal by a gate filter: the status and body the caller gets (when the gate enforces), and the headers that
+ * go with it (`WWW-Authenticate`, `Retry-After`, `RateLimit`). The message helps a legitimate caller and tells an
+ * attacker nothing it did not send.
+ */
+export class GateRefusal extends EventMeshError {
+  constructor(
+    code: ErrorCode.Unauthenticated | ErrorCode.Forbidden | ErrorCode.QuotaExceeded,
+    message: string,
+    /** The reason audited and counted (a stable word: `expired`, `bad_signature`, `acl_deny`, ...). */
+    readonly reason: string,
+    readonly headers: Record<string, string> = {},
+    details: Record<string, unknown> = {},
+  ) {
+    super(code, message, details);
+  }
+}
+
+/** What one filter decided. An allow may name the caller (TokenAuth) and hold a resource until released (quota). */
+export type Verdict = { allow: true; caller?: Caller; release?: () => void } | { allow: false; refusal: GateRefusal };
+
+export const ALLOW: Verdict = Object.freeze({ allow: true as const });
+
+export interface GateContext {
+  request: GateRequest;
+  /** The caller as far as the chain knows it: `ANONYMOUS` until TokenAuth names one. */
+  caller: Caller;
+}
+
+/**
+ * One link of the gate's chain. A filter decides and returns; it throws only when it cannot decide (its store is
+ * down), which the gate treats as a refusal in fail-closed mode and as a counted error in report-only mode.
+ */
+export interface GateFilter {
+  readonly name: 'token' | 'signature' | 'acl' | 'quota';
+  check(context: GateContext): Verdict | Promise<Verdict>;
+  /** Stops timers and connections of the filter (instance shutdown). */
+  close?(): Promise<void> | void;
+}

@@ -1,0 +1,142 @@
+import { ErrorCode } from '../errors';
+import type { AuditRecord, AuditSink } from './audit-sink';
+import { ANONYMOUS, Caller } from './caller';
+import { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';
+import { SecurityGate } from './security-gate';
+
+const ALICE: Caller = { principal: 'alice', tenant: 'acme', scopes: ['publish'], via: 'jwt' };
+
+class Recorded implements AuditSink {
+  readonly records: AuditRecord[] = [];
+  record(r: AuditRecord): void {
+    this.records.push(r);
+  }
+}
+
+function filter(name: GateFilter['name'], decide: (request: GateRequest, caller: Caller) => Verdict | Promise<Verdict>): GateFilter & { calls: number } {
+  const f = {
+    name,
+    calls: 0,
+    check: ({ request, caller }: { request: GateRequest; caller: Caller }) => {
+      f.calls++;
+      return decide(request, caller);
+    },
+  };
+  return f;
+}
+
+const request = (over: Partial<GateRequest> = {}): GateRequest => ({
+  route: 'POST /events/publish',
+  action: 'publish',
+  topic: 'orders',
+  headers: {},
+  remoteAddress: '127.0.0.1',
+  requestId: 'r-1',
+  ...over,
+});
+
+const deny = (reason: string, code = ErrorCode.Unauthenticated as ErrorCode.Unauthenticated | ErrorCode.Forbidden): Verdict => ({
+  allow: false,
+  refusal: new GateRefusal(code, `refused: ${reason}`, reason),
+});
+
+describe('SecurityGate', () => {
+  it('is open with no filter: admits as ANONYMOUS and audits nothing', async () => {
+    const audit = new Recorded();
+    const gate = new SecurityGate({ name: 'ingress', filters: [], failClosed: true, audit, auditAllows: true });
+    expect(gate.open).toBe(true);
+    expect((await gate.admit(request())).caller).toBe(ANONYMOUS);
+    expect(audit.records).toHaveLength(0);
+    expect(gate.stats().mode).toBe('open');
+  });
+
+  it('fail-closed: throws the first refusal, runs no later filter, and audits the enforced deny', async () => {
+    const audit = new Recorded();
+    const acl = filter('acl', () => ({ allow: true }));
+    const gate = new SecurityGate({ name: 'ingress', filters: [filter('token', () => deny('expired')), acl], failClosed: true, audit, auditAllows: true });
+    await expect(gate.admit(request())).rejects.toMatchObject({ code: ErrorCode.Unauthenticated, reason: 'expired' });
+    expect(acl.calls).toBe(0);
+    expect(audit.records).toEqual([expect.objectContaining({ decision: 'deny', enforced: true, filter: 'token', reason: 'expired', principal: 'anonymous', requestId: 'r-1' })]);
+    expect(gate.stats()).toMatchObject({ mode: 'enforcing', allowed: 0, denied: { 'token:expired': 1 } });
+  });
+
+  it('report-only: every filter runs, each refusal is counted, the request proceeds and the first refusal is audited', async () => {
+    const audit = new Recorded();
+    const acl = filter('acl', () => deny('acl_deny', ErrorCode.Forbidden));
+    const gate = new SecurityGate({ name: 'ingress', filters: [filter('token', () => deny('expired')), acl], failClosed: false, audit, auditAllows: false });
+    const admission = await gate.admit(request());
+    expect(admission.caller).toBe(ANONYMOUS);
+    expect(acl.calls).toBe(1);
+    expect(gate.stats()).toMatchObject({ mode: 'report-only', denied: { 'token:expired': 1, 'acl:acl_deny': 1 } });
+    expect(audit.records).toEqual([expect.objectContaining({ decision: 'deny', enforced: false, filter: 'token', reason: 'expired' })]);
+  });
+
+  it('carries the caller TokenAuth names to the later filters and to the audit', async () => {
+    const audit = new Recorded();
+    const seen: Caller[] = [];
+    const gate = new SecurityGate({
+      name: 'ingress',
+      filters: [filter('token', () => ({ allow: true, caller: ALICE })), filter('acl', (_, caller) => (seen.push(caller), { allow: true }))],
+      failClosed: true,
+      audit,
+      auditAllows: true,
+    });
+    expect((await gate.admit(request())).caller).toEqual(ALICE);
+    expect(seen).toEqual([ALICE]);
+    expect(audit.records[0]).toMatchObject({ decision: 'allow', principal: 'alice', tenant: 'acme', topic: 'orders' });
+  });
+
+  it('resolves a stored topic once, after TokenAuth, as the caller sees it', async () => {
+    const asked: string[] = [];
+    const topics: (string | undefined)[] = [];
+    const gate = new SecurityGate({
+      name: 'ingress',
+      filters: [filter('token', () => ({ allow: true, caller: ALICE })), filter('acl', (r) => (topics.push(r.topic), { allow: true })), filter('quota', (r) => (topics.push(r.topic), { allow: true }))],
+      failClosed: true,
+      audit: new Recorded(),
+      auditAllows: false,
+    });
+    await gate.admit(request({ topic: undefined, topicOf: async (caller) => (asked.push(caller.tenant), 'acme-orders') }));
+    expect(asked).toEqual(['acme']);
+    expect(topics).toEqual(['acme-orders', 'acme-orders']);
+  });
+
+  it('releases what earlier filters hold when a later one refuses, and once only', async () => {
+    let released = 0;
+    const gate = new SecurityGate({
+      name: 'ingress',
+      filters: [filter('quota', () => ({ allow: true, release: () => released++ })), filter('acl', () => deny('acl_deny', ErrorCode.Forbidden))],
+      failClosed: true,
+      audit: new Recorded(),
+      auditAllows: false,
+    });
+    await expect(gate.admit(request())).rejects.toBeInstanceOf(GateRefusal);
+    expect(released).toBe(1);
+    const open = new SecurityGate({ name: 'ingress', filters: [filter('quota', () => ({ allow: true, release: () => released++ }))], failClosed: true, audit: new Recorded(), auditAllows: false });
+    const admission = await open.admit(request());
+    admission.release();
+    admission.release();
+    expect(released).toBe(2);
+  });
+
+  it('proceeds when the audit sink throws, and counts the failure', async () => {
+    const gate = new SecurityGate({
+      name: 'ingress',
+      filters: [filter('token', () => ({ allow: true, caller: ALICE }))],
+      failClosed: true,
+      audit: { record: () => { throw new Error('disk full'); } },
+      auditAllows: true,
+    });
+    expect((await gate.admit(request())).caller).toEqual(ALICE);
+    expect(gate.stats().auditFailures).toBe(1);
+  });
+
+  it('a filter that cannot decide fails the request fail-closed, and is counted and passed report-only', async () => {
+    const broken = () => filter('acl', () => Promise.reject(new Error('postgres down')));
+    const closed = new SecurityGate({ name: 'ingress', filters: [broken()], failClosed: true, audit: new Recorded(), auditAllows: false });
+    await expect(closed.admit(request())).rejects.toThrow('postgres down');
+    const reporting = new SecurityGate({ name: 'ingress', filters: [broken()], failClosed: false, audit: new Recorded(), auditAllows: false });
+    await expect(reporting.admit(request())).resolves.toMatchObject({ caller: ANONYMOUS });
+    expect(reporting.stats().errors).toEqual({ acl: 1 });
+  });
+});

@@ -1,0 +1,164 @@
+import { createLogger } from '../logging';
+import type { AuditRecord, AuditSink } from './audit-sink';
+import { ANONYMOUS, Caller } from './caller';
+import type { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';
+
+/** What the gate let through: who the caller is, and what to release when the request ends (stream quota). */
+export interface Admission {
+  caller: Caller;
+  /** Releases what the admission holds (an open stream connection of the tenant's quota). Idempotent. */
+  release(): void;
+}
+
+export interface SecurityGateOptions {
+  /** `ingress` or `admin`: named in audit records, logs and /health. */
+  name: string;
+  /** The chain, in order (TokenAuth, SignatureVerifier, ACL, TenantQuota). Empty: the gate is open. */
+  filters: GateFilter[];
+  failClosed: boolean;
+  audit: AuditSink;
+  /** Audit every decision, or refusals only. */
+  auditAllows: boolean;
+}
+
+/** Counters of one gate, for /health. */
+export interface GateStats {
+  mode: 'open' | 'enforcing' | 'report-only';
+  filters: string[];
+  allowed: number;
+  /** Refused (enforcing) or would have been refused (report-only), by `filter:reason`. */
+  denied: Record<string, number>;
+  /** Filters that could not decide (a store down), by filter. */
+  errors: Record<string, number>;
+  auditFailures: number;
+}
+
+const NOTHING_HELD = () => undefined;
+
+/**
+ * The one request gate: runs its filters in order for every request of the routes it guards, then audits the
+ * decision. Fail-closed, the first refusal ends the chain and is thrown (the route answers it and writes nothing).
+ * Report-only, every filter runs, each refusal is counted and audited, and the request proceeds, as the caller
+ * the chain established (`ANONYMOUS`, tenant `default`, when TokenAuth refused). A filter that cannot decide
+ * throws: fail-closed, the request fails with that error (503 when its store is down); report-only, it is counted
+ * and the request proceeds.
+ */
+export class SecurityGate {
+  private readonly log = createLogger('SecurityGate');
+  private allowed = 0;
+  private readonly denied = new Map<string, number>();
+  private readonly errors = new Map<string, number>();
+  private auditFailures = 0;
+
+  constructor(private readonly options: SecurityGateOptions) {}
+
+  /** No filter configured: every request is admitted as `ANONYMOUS` and nothing is audited. */
+  get open(): boolean {
+    return this.options.filters.length === 0;
+  }
+
+  get name(): string {
+    return this.options.name;
+  }
+
+  get failClosed(): boolean {
+    return this.options.failClosed;
+  }
+
+  async admit(request: GateRequest): Promise<Admission> {
+    if (this.open) return { caller: ANONYMOUS, release: NOTHING_HELD };
+    let caller = ANONYMOUS;
+    const held: (() => void)[] = [];
+    let refused: { filter: string; refusal: GateRefusal } | undefined;
+    const release = once(() => held.forEach((r) => r()));
+    for (const filter of this.options.filters) {
+      let verdict: Verdict;
+      try {
+        if (filter.name !== 'token' && request.topicOf) {
+          const resolve = request.topicOf;
+          request.topicOf = undefined;
+          request.topic = await resolve(caller);
+        }
+        verdict = await filter.check({ request, caller });
+      } catch (e) {
+        this.errors.set(filter.name, (this.errors.get(filter.name) ?? 0) + 1);
+        this.log.error({ gate: this.name, filter: filter.name, route: request.route, requestId: request.requestId, error: (e as Error).message }, 'gate filter could not decide');
+        if (this.options.failClosed) {
+          release();
+          this.audit(request, caller, { filter: filter.name, reason: 'filter_error' });
+          throw e;
+        }
+        continue;
+      }
+      if (verdict.allow) {
+        if (verdict.caller) caller = verdict.caller;
+        if (verdict.release) held.push(verdict.release);
+        continue;
+      }
+      const key = `${filter.name}:${verdict.refusal.reason}`;
+      this.denied.set(key, (this.denied.get(key) ?? 0) + 1);
+      refused ??= { filter: filter.name, refusal: verdict.refusal };
+      if (this.options.failClosed) break;
+    }
+    if (refused) {
+      this.audit(request, caller, { filter: refused.filter, reason: refused.refusal.reason });
+      if (this.options.failClosed) {
+        release();
+        throw refused.refusal;
+      }
+    } else {
+      this.allowed++;
+      if (this.options.auditAllows) this.audit(request, caller);
+    }
+    return { caller, release };
+  }
+
+  stats(): GateStats {
+    return {
+      mode: this.open ? 'open' : this.options.failClosed ? 'enforcing' : 'report-only',
+      filters: this.options.filters.map((f) => f.name),
+      allowed: this.allowed,
+      denied: Object.fromEntries(this.denied),
+      errors: Object.fromEntries(this.errors),
+      auditFailures: this.auditFailures,
+    };
+  }
+
+  async close(): Promise<void> {
+    for (const filter of this.options.filters) await filter.close?.();
+    await this.options.audit.close?.();
+  }
+
+  private audit(request: GateRequest, caller: Caller, deny?: { filter: string; reason: string }): void {
+    const record: AuditRecord = {
+      time: new Date().toISOString(),
+      gate: this.name,
+      requestId: request.requestId,
+      principal: caller.principal,
+      tenant: caller.tenant,
+      route: request.route,
+      action: request.action,
+      ...(request.topic !== undefined ? { topic: request.topic } : {}),
+      decision: deny ? 'deny' : 'allow',
+      enforced: deny !== undefined && this.options.failClosed,
+      ...(deny ?? {}),
+      remoteAddress: request.remoteAddress,
+    };
+    try {
+      this.options.audit.record(record);
+    } catch (e) {
+      // Audit must not take the data path down: the request proceeds.
+      this.auditFailures++;
+      this.log.error({ gate: this.name, requestId: request.requestId, error: (e as Error).message }, 'audit record failed');
+    }
+  }
+}
+
+function once(f: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    f();
+  };
+}
