@@ -2,6 +2,7 @@ import type { DataSource } from 'typeorm';
 import { ConfigError, EventMeshConfig } from '../config';
 import type { EventProducer } from '../kafka';
 import { AuditSink, LoggingAuditSink } from './audit-sink';
+import { CloudEventsAuditSink } from './cloudevents-audit-sink';
 import type { GateFilter } from './gate-filter';
 import { SecurityGate } from './security-gate';
 
@@ -72,11 +73,8 @@ function createFilter(name: FilterName, config: EventMeshConfig, deps: GateDepen
 }
 
 function auditSinkOf(config: EventMeshConfig, deps: GateDependencies): AuditSink {
-  void deps;
-  if (config.security.gate.audit.sink === 'CLOUDEVENTS') {
-    throw new ConfigError(['EVENTMESH_SECURITY_GATE_AUDIT_SINK: CLOUDEVENTS is not built yet']);
-  }
-  return new LoggingAuditSink();
+  const { sink, topic } = config.security.gate.audit;
+  return sink === 'CLOUDEVENTS' ? new CloudEventsAuditSink(deps.producer, topic, deps.instanceId) : new LoggingAuditSink();
 }
 
 /** The boot log's and /health's plain statement of what the gates do. */
