@@ -46,11 +46,6 @@ export class ApiKeyVerifier {
     return this.read(credential.id).then((r) => this.decide(credential, r));
   }
 
-  /** Forgets what was read of the key (a revocation through this instance takes effect here at once). */
-  forget(id: string): void {
-    this.reads.delete(id);
-  }
-
   private decide(credential: ApiKeyCredential, read: Read): Authentication {
     if (!read.key || !read.caller || !apiKeySecretMatches(credential.secret, read.key.secretHash)) return UNKNOWN;
     if (read.key.revokedAt) return REVOKED;

@@ -4,3 +4,6 @@ export * from './gate-filter';
 export * from './request-id';
 export * from './security-gate';
 export * from './gates';
+export * from './token-auth';
+export * from './api-key-credential';
+export * from './api-key-service';
