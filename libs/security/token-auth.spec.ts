@@ -123,7 +123,8 @@ describe('TokenAuth', () => {
   const check = (r: GateRequest): Promise<Verdict> => Promise.resolve(auth.check({ request: r, caller: ANONYMOUS }));
   const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
 
-  type Case = [name: string, headers: () => Promise<GateRequest['headers']> | GateRequest['headers'], status: 401 | 403, reason: string, challenge: string | RegExp, extra?: { action?: Action; operatorOnly?: boolean }];
+  type Sent = GateRequest['headers'] | string;
+  type Case = [name: string, headers: () => Promise<Sent> | Sent, status: 401 | 403, reason: string, challenge: string | RegExp, extra?: { action?: Action; operatorOnly?: boolean }];
   const refusals: Case[] = [
     ['no credential', () => ({}), 401, 'missing', 'Bearer'],
     ['a scheme other than Bearer', () => ({ authorization: 'Basic YWxpY2U6c2VjcmV0' }), 401, 'malformed', /^Bearer error="invalid_token", error_description=".+"$/],
@@ -171,7 +172,7 @@ describe('TokenAuth', () => {
   it.each(refusals)('refuses %s', async (...row: Case) => {
     const [, headersOf, status, reason, challenge, extra] = row;
     const made = await headersOf();
-    const headers = typeof made === 'string' ? bearer(made) : made;
+    const headers: GateRequest['headers'] = typeof made === 'string' ? bearer(made) : made;
     const verdict = await check(request(headers, extra?.action, extra?.operatorOnly));
     expect(verdict.allow).toBe(false);
     if (verdict.allow) return;
