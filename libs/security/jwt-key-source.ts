@@ -31,8 +31,7 @@ export function tokenKeySource(token: TokenConfig): JWTVerifyGetKey | undefined 
     try {
       return await remote(header, jws);
     } catch (e) {
-      if (e instanceof errors.JWKSNoMatchingKey || e instanceof errors.JWKSMultipleMatchingKeys) throw e;
-      throw new KeySetUnavailable(e);
+      throw fetchFailure(e) ? new KeySetUnavailable(e) : e;
     }
   };
   if (!local) return fetched;
@@ -44,6 +43,15 @@ export function tokenKeySource(token: TokenConfig): JWTVerifyGetKey | undefined 
       throw e;
     }
   };
+}
+
+/**
+ * Whether the remote set failed to be fetched (no answer, not 200, not a JWK Set), rather than answered about the
+ * token (no key for its kid, an algorithm no JWK Set key can have): only the first leaves the gate unable to decide.
+ */
+function fetchFailure(e: unknown): boolean {
+  if (!(e instanceof errors.JOSEError)) return true;
+  return e instanceof errors.JWKSTimeout || e instanceof errors.JWKSInvalid || e.code === 'ERR_JOSE_GENERIC';
 }
 
 /**

@@ -176,7 +176,7 @@ describe('TokenAuth', () => {
     const verdict = await check(request(headers, extra?.action, extra?.operatorOnly));
     expect(verdict.allow).toBe(false);
     if (verdict.allow) return;
-    expect({ status: status === 401 ? ErrorCode.Unauthenticated : ErrorCode.Forbidden, reason }).toEqual({ status: verdict.refusal.code, reason: verdict.refusal.reason });
+    expect({ status: verdict.refusal.code, reason: verdict.refusal.reason }).toEqual({ status: status === 401 ? ErrorCode.Unauthenticated : ErrorCode.Forbidden, reason });
     if (challenge === '') expect(verdict.refusal.headers['www-authenticate']).toBeUndefined();
     else if (typeof challenge === 'string') expect(verdict.refusal.headers['www-authenticate']).toBe(challenge);
     else expect(verdict.refusal.headers['www-authenticate']).toMatch(challenge);
