@@ -17,7 +17,8 @@ export class KeySetUnavailable extends Error {
 
 /**
  * Where token signing keys come from: the keys file (read once, at boot) and/or the JWKS URL (fetched on first
- * use, kept `jwksMaxAgeMs`, fetched again on a kid it does not hold, at most once per `jwksCooldownMs`). A token
+ * use, kept `jwksMaxAgeMs`, fetched again on a kid it does not hold, at most once per `jwksCooldownMs`; after a
+ * failed fetch, not again within `jwksCooldownMs`, and the requests that needed it cannot be decided). A token
  * is looked up in the file first, then at the URL. Undefined when neither is configured (API keys only).
  */
 export function tokenKeySource(token: TokenConfig): JWTVerifyGetKey | undefined {
@@ -27,11 +28,16 @@ export function tokenKeySource(token: TokenConfig): JWTVerifyGetKey | undefined 
       ? createRemoteJWKSet(new URL(token.jwksUrl), { cooldownDuration: token.jwksCooldownMs, cacheMaxAge: token.jwksMaxAgeMs })
       : undefined;
   if (!remote) return local;
+  // A failed fetch is not tried again for a cooldown either: an issuer that is down is not asked on every request.
+  let failed: { at: number; error: KeySetUnavailable } | undefined;
   const fetched: JWTVerifyGetKey = async (header, jws) => {
+    if (failed && Date.now() - failed.at < token.jwksCooldownMs) throw failed.error;
     try {
       return await remote(header, jws);
     } catch (e) {
-      throw fetchFailure(e) ? new KeySetUnavailable(e) : e;
+      if (!fetchFailure(e)) throw e;
+      failed = { at: Date.now(), error: new KeySetUnavailable(e) };
+      throw failed.error;
     }
   };
   if (!local) return fetched;

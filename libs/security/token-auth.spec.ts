@@ -46,6 +46,7 @@ function sign(key: SigningKey, claims: Record<string, unknown> = GOOD_CLAIMS, ov
 /** A JWK Set served on loopback, its keys changeable, its fetches counted. */
 class JwksServer {
   keys: JWK[] = [];
+  status = 200;
   fetches = 0;
   private server?: Server;
   url = '';
@@ -53,7 +54,7 @@ class JwksServer {
   async start(): Promise<void> {
     this.server = createServer((_, res) => {
       this.fetches++;
-      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: this.keys }));
+      res.writeHead(this.status, { 'content-type': 'application/json' }).end(JSON.stringify({ keys: this.keys }));
     });
     await new Promise<void>((r) => this.server!.listen(0, '127.0.0.1', r));
     this.url = `http://127.0.0.1:${(this.server!.address() as AddressInfo).port}/.well-known/jwks.json`;
@@ -231,15 +232,27 @@ describe('TokenAuth', () => {
     expect(jwks.fetches).toBe(fetched + 1);
   });
 
-  it('cannot decide when the JWKS URL does not answer: DEPENDENCY_UNAVAILABLE, not a refusal', async () => {
-    const down = new JwksServer();
-    await down.start();
-    const url = down.url;
-    await down.close();
-    const config = loadConfig({ EVENTMESH_SECURITY_GATE_TOKEN_JWKS_URL: url, EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: ISSUER, EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: AUDIENCE });
-    const token = config.security.gate.token;
-    const lonely = new TokenAuth({ jwt: new JwtVerifier(token, tokenKeySource(token)), apiKeys: new ApiKeyVerifier(keys, { used: () => undefined }, { cacheMs: 0, maxEntries: 1 }), operatorTenant: 'default' });
-    await expect(Promise.resolve(lonely.check({ request: request(bearer(await sign(k1))), caller: ANONYMOUS }))).rejects.toMatchObject({ code: ErrorCode.DependencyUnavailable });
+  it('cannot decide when the JWKS URL fails (DEPENDENCY_UNAVAILABLE, not a refusal), and asks it again only after the cooldown', async () => {
+    const failing = new JwksServer();
+    failing.status = 500;
+    await failing.start();
+    try {
+      const config = loadConfig({ EVENTMESH_SECURITY_GATE_TOKEN_JWKS_URL: failing.url, EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: ISSUER, EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: AUDIENCE, EVENTMESH_SECURITY_GATE_TOKEN_JWKS_COOLDOWN_MS: '1000' });
+      const token = config.security.gate.token;
+      const lonely = new TokenAuth({ jwt: new JwtVerifier(token, tokenKeySource(token)), apiKeys: new ApiKeyVerifier(keys, { used: () => undefined }, { cacheMs: 0, maxEntries: 1 }), operatorTenant: 'default' });
+      const good = request(bearer(await sign(k1)));
+      for (let i = 0; i < 5; i++) {
+        await expect(Promise.resolve(lonely.check({ request: good, caller: ANONYMOUS }))).rejects.toMatchObject({ code: ErrorCode.DependencyUnavailable });
+      }
+      expect(failing.fetches).toBe(1);
+      // The issuer is back: after the cooldown the set is fetched again and the token admitted.
+      failing.status = 200;
+      failing.keys = [k1.jwk];
+      await waitFor('the recovered JWKS to be fetched', async () => (await lonely.check({ request: good, caller: ANONYMOUS })).allow, { timeoutMs: 5000, intervalMs: 50 });
+      expect(failing.fetches).toBe(2);
+    } finally {
+      await failing.close();
+    }
   });
 });
 
