@@ -192,7 +192,10 @@ const bool = (raw: string): boolean => (raw === 'true' ? true : raw === 'false' 
 
 const claimName = (raw: string): string => (/^[A-Za-z0-9_:./-]{1,128}$/.test(raw) ? raw : invalid('a claim name of [A-Za-z0-9_:./-]'));
 
-const tenantName = (raw: string): string => (/^[A-Za-z0-9._-]{1,64}$/.test(raw) ? raw : invalid('1 to 64 characters of [A-Za-z0-9._-]'));
+/** What a tenant name may be: in configuration, in a token's tenant claim, in an API key. */
+export const TENANT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
+
+const tenantName = (raw: string): string => (TENANT_NAME.test(raw) ? raw : invalid('1 to 64 characters of [A-Za-z0-9._-]'));
 
 /** `id:base64` entries, each key 32 bytes (AES-256). */
 const secretKeys = (raw: string): { id: string; key: Buffer }[] => {

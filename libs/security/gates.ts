@@ -5,6 +5,7 @@ import { AuditSink, LoggingAuditSink } from './audit-sink';
 import { CloudEventsAuditSink } from './cloudevents-audit-sink';
 import type { GateFilter } from './gate-filter';
 import { SecurityGate } from './security-gate';
+import { TokenAuth } from './token-auth';
 
 /** What the gates' filters read and write: Postgres (API keys, ACL rules, quotas, replay ids) and Kafka (audit events). */
 export interface GateDependencies {
@@ -62,9 +63,9 @@ export function buildGates(config: EventMeshConfig, deps: GateDependencies): Bui
 }
 
 function createFilter(name: FilterName, config: EventMeshConfig, deps: GateDependencies): GateFilter {
-  void deps;
   switch (name) {
     case 'token':
+      return TokenAuth.fromConfig(config, deps.db);
     case 'signature':
     case 'acl':
     case 'quota':

@@ -10,3 +10,4 @@ export * from './lease-store';
 export * from './dispatch-run-store';
 export * from './placement-store';
 export * from './postgres-unavailable';
+export * from './api-key-store';

@@ -25,6 +25,7 @@ describe('schema (real Postgres)', () => {
     );
     expect(rows.map((r) => r.table_name)).toEqual([
       'a2a_tasks',
+      'api_keys',
       'dead_letters',
       'delivery_retries',
       'dispatch_runs',

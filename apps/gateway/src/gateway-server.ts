@@ -8,9 +8,9 @@ import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
-import { LeaseStore, SkippedRangeStore } from '../../../libs/storage';
+import { ApiKeyStore, LeaseStore, SkippedRangeStore } from '../../../libs/storage';
 import type { Dependencies } from '../../../libs/runtime';
-import { describeGates, SecurityGate } from '../../../libs/security';
+import { ApiKeyService, describeGates, SecurityGate } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
@@ -96,6 +96,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         placement,
         skippedRanges,
         gates,
+        apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
         ownership:
           config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
       }),

@@ -1,4 +1,5 @@
 import { A2ATaskEntity } from './a2a-task.entity';
+import { ApiKeyEntity } from './api-key.entity';
 import { DeadLetterEntity } from './dead-letter.entity';
 import { DeliveryRetryEntity } from './delivery-retry.entity';
 import { DispatchRunEntity } from './dispatch-run.entity';
@@ -8,7 +9,7 @@ import { SkippedRangeEntity } from './skipped-range.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 
-export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, PartitionLeaseEntity, PendingRequestEntity, SkippedRangeEntity, SubscriptionEntity, SubscriptionOffsetEntity };
+export { A2ATaskEntity, ApiKeyEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, PartitionLeaseEntity, PendingRequestEntity, SkippedRangeEntity, SubscriptionEntity, SubscriptionOffsetEntity };
 
 export const ENTITIES = [
   SubscriptionEntity,
@@ -20,4 +21,5 @@ export const ENTITIES = [
   SkippedRangeEntity,
   PendingRequestEntity,
   A2ATaskEntity,
+  ApiKeyEntity,
 ];
