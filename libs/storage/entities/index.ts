@@ -4,11 +4,13 @@ import { DeliveryRetryEntity } from './delivery-retry.entity';
 import { DispatchRunEntity } from './dispatch-run.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
 import { PendingRequestEntity } from './pending-request.entity';
+import { PublisherSecretEntity } from './publisher-secret.entity';
+import { SignatureReplayEntity } from './signature-replay.entity';
 import { SkippedRangeEntity } from './skipped-range.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 
-export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, PartitionLeaseEntity, PendingRequestEntity, SkippedRangeEntity, SubscriptionEntity, SubscriptionOffsetEntity };
+export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, PartitionLeaseEntity, PendingRequestEntity, PublisherSecretEntity, SignatureReplayEntity, SkippedRangeEntity, SubscriptionEntity, SubscriptionOffsetEntity };
 
 export const ENTITIES = [
   SubscriptionEntity,
@@ -20,4 +22,6 @@ export const ENTITIES = [
   SkippedRangeEntity,
   PendingRequestEntity,
   A2ATaskEntity,
+  PublisherSecretEntity,
+  SignatureReplayEntity,
 ];
