@@ -3,6 +3,9 @@ import { ConfigError, EventMeshConfig } from '../config';
 import type { EventProducer } from '../kafka';
 import { AuditSink, LoggingAuditSink } from './audit-sink';
 import type { GateFilter } from './gate-filter';
+import { PublisherSecretStore } from './publisher-secrets';
+import { SecretBox } from './secret-box';
+import { SignatureReplayLedger, SignatureVerifier } from './signature-verifier';
 import { SecurityGate } from './security-gate';
 
 /** What the gates' filters read and write: Postgres (API keys, ACL rules, quotas, replay ids) and Kafka (audit events). */
@@ -61,10 +64,12 @@ export function buildGates(config: EventMeshConfig, deps: GateDependencies): Bui
 }
 
 function createFilter(name: FilterName, config: EventMeshConfig, deps: GateDependencies): GateFilter {
-  void deps;
   switch (name) {
-    case 'token':
     case 'signature':
+      return new SignatureVerifier(new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)), new SignatureReplayLedger(deps.db), {
+        toleranceSeconds: config.security.gate.signature.toleranceSeconds,
+      });
+    case 'token':
     case 'acl':
     case 'quota':
       throw new ConfigError([`EVENTMESH_SECURITY_GATE_FILTERS: the ${name} filter is not built yet (${config.instance.id})`]);

@@ -4,3 +4,7 @@ export * from './gate-filter';
 export * from './request-id';
 export * from './security-gate';
 export * from './gates';
+export * from './secret-box';
+export * from './sink-guard';
+export * from './publisher-secrets';
+export * from './signature-verifier';

@@ -9,7 +9,7 @@ function fixedResolver(...addresses: string[]): SinkResolver & { calls: number }
   const resolver = (async () => {
     resolver.calls++;
     return addresses.map((address) => ({ address, family: address.includes(':') ? 6 : 4 }));
-  }) as SinkResolver & { calls: number };
+  }) as unknown as SinkResolver & { calls: number };
   resolver.calls = 0;
   return resolver;
 }
