@@ -105,7 +105,7 @@ export class PublisherSecretStore {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function checkPrincipal(principal: string): void {
-  if (principal.length === 0 || principal.length > MAX_PRINCIPAL_CHARS || /[\u0000-\u001f]/.test(principal)) {
+  if (principal.length === 0 || principal.length > MAX_PRINCIPAL_CHARS || [...principal].some((c) => c.charCodeAt(0) < 0x20)) {
     throw new EventMeshError(ErrorCode.InvalidRequest, `principal: 1 to ${MAX_PRINCIPAL_CHARS} characters, no control characters`, { field: 'principal' });
   }
 }

@@ -18,7 +18,12 @@ class MemoryLedger implements ReplayLedger {
   }
   async purge(limit: number): Promise<number> {
     let n = 0;
-    for (const [key, expiry] of this.rows) if (expiry < this.now() && n < limit) this.rows.delete(key) && n++;
+    for (const [key, expiry] of this.rows) {
+      if (expiry < this.now() && n < limit) {
+        this.rows.delete(key);
+        n++;
+      }
+    }
     return n;
   }
 }
