@@ -8,3 +8,4 @@ export * from './secret-box';
 export * from './sink-guard';
 export * from './publisher-secrets';
 export * from './signature-verifier';
+export * from './secret-sealer';

@@ -3,6 +3,7 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { HealthService } from '../../../libs/health';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
+import { PublisherSecretStore } from '../../../libs/security';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
@@ -11,6 +12,7 @@ import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error';
 import { GateGuard, Gates } from './gate-route';
+import { PublisherSecretsController } from './publisher-secrets.controller';
 import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
@@ -28,6 +30,8 @@ export interface GatewayServices {
   polls: PollConsumers;
   /** PARTITION_OWNED_PULL only. */
   ownership?: OwnershipAdmin;
+  /** Publishers' signing secrets (admin API; the SignatureVerifier reads them). */
+  publisherSecrets: PublisherSecretStore;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -36,7 +40,7 @@ export class GatewayModule {
   static register(services: GatewayServices): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [EventsController, SubscriptionsController, SkippedRangesController, StreamsController, HealthController, AdminController],
+      controllers: [EventsController, SubscriptionsController, SkippedRangesController, StreamsController, HealthController, AdminController, PublisherSecretsController],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
@@ -47,6 +51,7 @@ export class GatewayModule {
         { provide: PollConsumers, useValue: services.polls },
         { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
         { provide: SubscriptionPlacement, useValue: services.placement },
+        { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],
