@@ -95,6 +95,30 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
     expect(await sealStoredSecrets(instance.deps.db, rotated)).toEqual({ sealed: 0, resealed: 0, unreadable: 0, more: false });
   });
 
+  it('seals a secret again with the active key when its subscription is written (PUT), after a key rotation', async () => {
+    const created = await post('/subscriptions', { sink: receiver.url, topic, config: { trusted: true } });
+    const id = created.body.id as string;
+    const rotated = new SecretBox([{ id: 'next', key: randomBytes(32) }, ...config.security.secrets.keys], 'next');
+    const service = new SubscriptionService(instance.deps.db, instance.deps.topics, {
+      instanceId: config.instance.id,
+      defaultTopic: topic,
+      webhookOrigin: 'eventmesh',
+      webhookTimeoutMs: 2000,
+      secrets: rotated,
+      sinks: SinkGuard.fromConfig(config),
+    });
+    try {
+      expect(SecretBox.keyIdOf(await storedSecretOf(id))).toBe('test');
+      await service.replace(id, { sink: receiver.url, config: { trusted: true } });
+      const stored = await storedSecretOf(id);
+      expect(SecretBox.keyIdOf(stored)).toBe('next');
+      expect(rotated.open(stored)).toBe(created.body.secret);
+    } finally {
+      // This instance does not hold the key `next`: the subscription goes before it gets an event.
+      await service.delete(id);
+    }
+  });
+
   it('refuses a sink in a refused range with 400 SINK_NOT_ALLOWED, field sink, and writes nothing', async () => {
     for (const sink of ['http://169.254.169.254/latest/meta-data/', 'http://[::ffff:169.254.169.254]/', 'http://metadata.google.internal/', 'http://10.0.0.1/hook']) {
       const refused = await post('/subscriptions', { sink, topic });
