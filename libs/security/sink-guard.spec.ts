@@ -1,5 +1,5 @@
 import { createServer, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { AddressInfo, isIP } from 'node:net';
 import { buildConnector, request } from 'undici';
 import type { SinkRange } from '../config';
 import { normalize, SinkGuard, SinkNotAllowed, SinkResolver } from './sink-guard';
@@ -145,11 +145,20 @@ describe('SinkGuard', () => {
 
     it('delivers to an allowed name through the real connector, to the pinned address', async () => {
       const guard = new SinkGuard(['loopback'], fixedResolver('127.0.0.1'));
-      const agent = guard.agent();
+      // undici's connector, behind a check that it is only ever handed an address: a name would go to the
+      // system resolver (never in a test).
+      const real = buildConnector({});
+      const handed: string[] = [];
+      const agent = guard.agent({}, (options, callback) => {
+        handed.push(options.hostname);
+        if (!isIP(options.hostname)) return callback(new Error(`handed a name (${options.hostname}), not an address`), null);
+        return real(options, callback);
+      });
       const response = await request(`http://sink.example.test:${port}/hook`, { method: 'POST', body: 'x', dispatcher: agent });
       await response.body.dump();
       expect(response.statusCode).toBe(204);
       expect(hits).toBe(1);
+      expect(handed).toEqual(['127.0.0.1']);
       await agent.close();
     });
   });
