@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
+import { SignatureReplayLedger } from '../../libs/security';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**
@@ -110,5 +111,25 @@ describe('signature gate across instances (real servers)', () => {
     // A good signature with a fresh id still passes on B.
     expect((await publish(b, body, signed(secret, `msg-${randomUUID()}`, body))).status).toBe(202);
     expect(await endOffsets()).toBe(before + 1);
+  });
+
+  it('claims an id once across concurrent claims, takes over an expired row, and purges expired ids in small batches', async () => {
+    const ledger = new SignatureReplayLedger(a.deps.db);
+    const tenant = `purge-${suffix}`;
+    const later = new Date(Date.now() + 60_000);
+    const claims = await Promise.all([new SignatureReplayLedger(a.deps.db), new SignatureReplayLedger(b.deps.db)].map((l) => l.claim(tenant, 'p', 'same-id', later)));
+    expect(claims.sort()).toEqual([false, true]);
+    await a.deps.db.query(
+      `INSERT INTO signature_replays (tenant, principal, webhook_id, expires_at) SELECT $1, 'p', 'old-' || n, now() - interval '1 minute' FROM generate_series(1, 5) n`,
+      [tenant],
+    );
+    // An expired row not purged yet does not make the id's next use a replay.
+    expect(await ledger.claim(tenant, 'p', 'old-1', later)).toBe(true);
+    expect(await ledger.claim(tenant, 'p', 'old-1', later)).toBe(false);
+    expect(await ledger.purge(3)).toBe(3);
+    expect(await ledger.purge(3)).toBe(1);
+    expect(await ledger.purge(3)).toBe(0);
+    const left = (await a.deps.db.query(`SELECT webhook_id FROM signature_replays WHERE tenant = $1 ORDER BY webhook_id`, [tenant])) as { webhook_id: string }[];
+    expect(left.map((r) => r.webhook_id)).toEqual(['old-1', 'same-id']);
   });
 });
