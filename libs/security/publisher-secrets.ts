@@ -45,7 +45,7 @@ export class PublisherSecretStore {
     const id = randomUUID();
     const createdAt = await this.db.transaction(async (tx) => {
       // Two creates for one principal at once must not both pass the count: they take turns.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [`publisher-secrets\u0000${tenant}\u0000${principal}`]);
+      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [JSON.stringify(['publisher-secrets', tenant, principal])]);
       const count = await tx.count(PublisherSecretEntity, { where: { tenant, principal } });
       if (count >= MAX_PUBLISHER_SECRETS) {
         throw new EventMeshError(
