@@ -3,6 +3,8 @@
 # provisions the local servers (Postgres, Kafka, Temporal with its Web UI); then it builds, migrates, starts the
 # instance (gateway on EVENTMESH_HTTP_PORT, default 8080, and its Temporal worker) and prints the URLs.
 # Ctrl-C stops the instance; the servers keep running (`npm run infra -- stop` stops them).
+# Secrets at rest need a key (EVENTMESH_SECURITY_SECRETS_KEYS): unless it is set, the first run creates a local one
+# in .data/secrets/keys (mode 0600) and every run uses it. A development key: set your own in production.
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
@@ -11,6 +13,18 @@ started=$SECONDS
 bash scripts/prepare.sh
 bash scripts/infra.sh start all
 npm run --silent migrate
+
+if [[ -z ${EVENTMESH_SECURITY_SECRETS_KEYS:-} ]]; then
+  keys=.data/secrets/keys
+  if [[ ! -s $keys ]]; then
+    mkdir -p "$(dirname "$keys")"
+    (umask 077 && printf 'dev:%s\n' "$(openssl rand -base64 32)" >"$keys.new" && mv "$keys.new" "$keys")
+    echo "eventmesh: created a local secrets key in $keys (EVENTMESH_SECURITY_SECRETS_KEYS)"
+  fi
+  chmod 600 "$keys"
+  EVENTMESH_SECURITY_SECRETS_KEYS=$(<"$keys")
+  export EVENTMESH_SECURITY_SECRETS_KEYS
+fi
 
 node dist/apps/instance/src/main.js &
 pid=$!

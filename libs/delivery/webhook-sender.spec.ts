@@ -1,7 +1,9 @@
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import type { EventFrame } from '../frame';
+import { SecretBox, SinkGuard, SinkResolver } from '../security';
 import { waitFor } from '../../test/support/wait-for';
 import { WebhookSender } from './webhook-sender';
 
@@ -11,8 +13,12 @@ describe('WebhookSender', () => {
   let sink: string;
   let answer: (res: import('node:http').ServerResponse) => void = (res) => res.writeHead(200).end();
   const received: { headers: IncomingHttpHeaders; body: string }[] = [];
-  const sender = new WebhookSender(300);
+  const box = new SecretBox([{ id: 'k1', key: randomBytes(32) }], 'k1');
+  const guard = { secrets: box, sinks: new SinkGuard(['loopback']) };
+  const sender = new WebhookSender(300, guard);
   const secret = `whsec_${Buffer.from('a 24 byte signing secret').toString('base64')}`;
+  /** The secret as the subscriptions table holds it. */
+  const sealed = box.seal(secret);
   const frame: EventFrame = {
     id: 'evt-1',
     source: '/orders',
@@ -43,7 +49,7 @@ describe('WebhookSender', () => {
 
   it('sends the event in binary mode, signed so the Standard Webhooks library verifies it', async () => {
     answer = (res) => res.writeHead(204).end();
-    expect(await sender.send({ sink, signingSecret: secret }, frame, 'msg-1')).toEqual({ ok: true, status: 204 });
+    expect(await sender.send({ sink, signingSecret: sealed }, frame, 'msg-1')).toEqual({ ok: true, status: 204 });
     const { headers, body } = received.at(-1)!;
     expect(headers).toMatchObject({ 'ce-id': 'evt-1', 'ce-type': 'order.created', 'ce-partitionkey': 'o-1', 'content-type': 'application/json' });
     expect(body).toBe('{"total":12}');
@@ -79,7 +85,7 @@ describe('WebhookSender', () => {
 
   it('stops at once when its delivery is aborted, long before its timeout', async () => {
     // A sender whose timeout is far away: an abort that is not honoured would end only at the timeout.
-    const patient = new WebhookSender(30_000);
+    const patient = new WebhookSender(30_000, guard);
     answer = () => undefined;
     const abort = new AbortController();
     const before = received.length;
@@ -98,5 +104,56 @@ describe('WebhookSender', () => {
     } finally {
       await patient.close();
     }
+  });
+
+  it('never follows a redirect: a 3xx is a failed delivery, the place it points at gets nothing', async () => {
+    let elsewhere = 0;
+    const other = createServer((_, res) => {
+      elsewhere++;
+      res.writeHead(200).end();
+    });
+    await new Promise<void>((resolve) => other.listen(0, '127.0.0.1', resolve));
+    try {
+      const location = `http://127.0.0.1:${(other.address() as AddressInfo).port}/elsewhere`;
+      answer = (res) => res.writeHead(307, { location }).end();
+      expect(await sender.send({ sink, signingSecret: null }, frame, 'msg-6')).toMatchObject({ ok: false, status: 307 });
+      expect(elsewhere).toBe(0);
+    } finally {
+      other.closeAllConnections();
+      await new Promise((r) => other.close(r));
+    }
+  });
+
+  it('refuses at connect time a sink whose name now resolves to the metadata service: no connection, no request', async () => {
+    const rebound: SinkResolver = async () => [{ address: '169.254.169.254', family: 4 }];
+    const attempts: string[] = [];
+    const guarded = new SinkGuard(['loopback'], rebound);
+    // A spy in place of undici's connector: it counts connection attempts and makes none.
+    const spying = Object.assign(Object.create(guarded) as SinkGuard, {
+      agent: (options: object) => guarded.agent(options, (o, callback) => {
+        attempts.push(o.hostname);
+        callback(new Error('spy: no connection'), null);
+      }),
+    });
+    const rebinding = new WebhookSender(300, { secrets: box, sinks: spying });
+    try {
+      const before = received.length;
+      const result = await rebinding.send({ sink: `http://hooks.example.test:${new URL(sink).port}/hook`, signingSecret: sealed }, frame, 'msg-7');
+      expect(result).toMatchObject({ ok: false, error: expect.stringContaining('cloud-metadata') });
+      expect(attempts).toEqual([]);
+      expect(received.length).toBe(before);
+    } finally {
+      await rebinding.close();
+    }
+  });
+
+  it('never sends unsigned: a secret that does not open fails the delivery', async () => {
+    const before = received.length;
+    const foreign = new SecretBox([{ id: 'gone', key: randomBytes(32) }], 'gone').seal(secret);
+    expect(await sender.send({ sink, signingSecret: foreign }, frame, 'msg-8')).toMatchObject({
+      ok: false,
+      error: expect.stringContaining('sealed with key "gone"'),
+    });
+    expect(received.length).toBe(before);
   });
 });

@@ -1,11 +1,16 @@
 import { createHmac } from 'node:crypto';
 import { Agent, errors, request } from 'undici';
+import type { EventMeshConfig } from '../config';
 import { EventFrame, frameToHttpBinary } from '../frame';
+import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '../security';
 
 export interface WebhookTarget {
   protocol?: string;
   sink: string;
-  /** The Standard Webhooks secret (`whsec_...`); unsigned when absent. */
+  /**
+   * The Standard Webhooks secret (`whsec_...`) as stored: sealed by the SecretBox (a secret an earlier version
+   * stored in the clear is used as it is, until the next boot seals it); unsigned when absent.
+   */
   signingSecret: string | null;
 }
 
@@ -30,27 +35,48 @@ const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
  * Webhook push: one HTTP POST per event in CloudEvents binary mode, signed with the Standard Webhooks scheme
  * (`webhook-id`, `webhook-timestamp`, `webhook-signature`: HMAC-SHA256 over `id.timestamp.body` with the
  * subscription's secret), with a per-request timeout. 2xx is the acknowledgement; 429 and 503 may carry a
- * Retry-After; 410 means the sink is gone.
+ * Retry-After; 410 means the sink is gone. Every connection goes through the SSRF guard: the sink's host is
+ * resolved and checked and the connection made to the checked address; redirects are not followed.
  */
 export class WebhookSender {
-  /** Signing keys by secret: the bytes after `whsec_`, base64-decoded, as the Standard Webhooks scheme defines. */
+  /**
+   * Signing keys by stored (sealed) secret: opened once, the bytes after `whsec_` base64-decoded, as the Standard
+   * Webhooks scheme defines. In memory only; bounded.
+   */
   private readonly keys = new Map<string, Buffer>();
   /**
    * Keep-alive connections per sink origin. undici's `request` rather than `fetch`: the same client without the
    * WHATWG stream and header machinery, several times cheaper per request (docs/benchmarks.md).
    */
-  private readonly agent = new Agent({ keepAliveTimeout: 30_000, connections: 64 });
+  private readonly agent: Agent;
 
-  constructor(private readonly timeoutMs: number) {}
+  constructor(
+    private readonly timeoutMs: number,
+    private readonly guard: { secrets: SecretBox; sinks: SinkGuard },
+  ) {
+    this.agent = guard.sinks.agent({ keepAliveTimeout: 30_000, connections: 64 });
+  }
+
+  /** The sender of an instance: its webhook timeout, secrets and sink ranges from the configuration. */
+  static forInstance(config: EventMeshConfig): WebhookSender {
+    return new WebhookSender(config.delivery.webhookTimeoutMs, { secrets: SecretBox.fromConfig(config), sinks: SinkGuard.fromConfig(config) });
+  }
 
   /** `messageId` is stable across retries of the same delivery, as the Standard Webhooks scheme asks. */
   async send(target: WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
     const { headers, body } = frameToHttpBinary(frame);
     if (target.signingSecret) {
+      let key: Buffer;
+      try {
+        key = this.keyOf(target.signingSecret);
+      } catch (e) {
+        // Never sent unsigned: the delivery fails (and is retried) until the key is configured again.
+        return { ok: false, error: `the signing secret cannot be opened: ${(e as Error).message}` };
+      }
       const timestamp = String(Math.floor(Date.now() / 1000));
       headers['webhook-id'] = messageId;
       headers['webhook-timestamp'] = timestamp;
-      headers['webhook-signature'] = this.sign(target.signingSecret, messageId, timestamp, body);
+      headers['webhook-signature'] = sign(key, messageId, timestamp, body);
     }
     try {
       // The timeouts bound the wait for the answer's headers and for each chunk of its body.
@@ -74,26 +100,21 @@ export class WebhookSender {
       }
       return result;
     } catch (e) {
+      if (e instanceof SinkNotAllowed) return { ok: false, error: e.message };
       const timedOut = e instanceof errors.HeadersTimeoutError || e instanceof errors.BodyTimeoutError;
       return { ok: false, error: timedOut ? `no answer within ${this.timeoutMs} ms` : describe(e) };
     }
   }
 
-  /**
-   * `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` under the subscription's key: the Standard Webhooks
-   * signature. Computed with node:crypto rather than the `standardwebhooks` package, whose pure-JS SHA-256 costs
-   * 5x more per event (15.8 µs against 2.8 µs for 1 KiB); the end-to-end test verifies these signatures with
-   * that package.
-   */
-  private sign(secret: string, id: string, timestamp: string, body: Buffer | undefined): string {
-    let key = this.keys.get(secret);
+  /** The HMAC key of a stored secret, opened once and remembered (in memory only). */
+  private keyOf(stored: string): Buffer {
+    let key = this.keys.get(stored);
     if (!key) {
-      key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
-      this.keys.set(secret, key);
+      key = signingKeyOf(SecretBox.isSealed(stored) ? this.guard.secrets.open(stored) : stored);
+      if (this.keys.size >= MAX_KEYS) this.keys.delete(this.keys.keys().next().value!);
+      this.keys.set(stored, key);
     }
-    const hmac = createHmac('sha256', key).update(`${id}.${timestamp}.`);
-    if (body) hmac.update(body);
-    return `v1,${hmac.digest('base64')}`;
+    return key;
   }
 
   /** Closes the keep-alive connections (instance shutdown). */
@@ -101,6 +122,21 @@ export class WebhookSender {
     await this.agent.close();
   }
 
+}
+
+/** Most opened signing keys remembered (one per subscription this process delivers). */
+const MAX_KEYS = 100_000;
+
+/**
+ * `v1,` and the base64 HMAC-SHA256 of `id.timestamp.body` under the subscription's key: the Standard Webhooks
+ * signature. Computed with node:crypto rather than the `standardwebhooks` package, whose pure-JS SHA-256 costs
+ * 5x more per event (15.8 µs against 2.8 µs for 1 KiB); the end-to-end test verifies these signatures with
+ * that package.
+ */
+function sign(key: Buffer, id: string, timestamp: string, body: Buffer | undefined): string {
+  const hmac = createHmac('sha256', key).update(`${id}.${timestamp}.`);
+  if (body) hmac.update(body);
+  return `v1,${hmac.digest('base64')}`;
 }
 
 /** Retry-After as delay-seconds or an HTTP date; undefined when absent or unreadable. */

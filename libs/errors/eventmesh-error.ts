@@ -10,6 +10,8 @@ export enum ErrorCode {
   UnknownTopic = 'UNKNOWN_TOPIC',
   InvalidRequest = 'INVALID_REQUEST',
   WebhookValidationFailed = 'WEBHOOK_VALIDATION_FAILED',
+  /** A webhook sink whose host resolves to an address sinks may not reach (SSRF guard, docs/security.md). */
+  SinkNotAllowed = 'SINK_NOT_ALLOWED',
   SubscriptionNotFound = 'SUBSCRIPTION_NOT_FOUND',
   RequestTimeout = 'REQUEST_TIMEOUT',
   RequestNotPending = 'REQUEST_NOT_PENDING',
@@ -24,6 +26,8 @@ export enum ErrorCode {
   InstanceNotLive = 'INSTANCE_NOT_LIVE',
   /** A subscription move that lost: the subscription is no longer on the instance the move was from. */
   PlacementConflict = 'PLACEMENT_CONFLICT',
+  /** A principal already has its most active publisher secrets (two, for rotation): delete one first. */
+  SecretLimitReached = 'SECRET_LIMIT_REACHED',
   Unauthenticated = 'UNAUTHENTICATED',
   Forbidden = 'FORBIDDEN',
   QuotaExceeded = 'QUOTA_EXCEEDED',
@@ -57,6 +61,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.MalformedJson]: 400,
   [ErrorCode.InvalidRequest]: 400,
   [ErrorCode.WebhookValidationFailed]: 400,
+  [ErrorCode.SinkNotAllowed]: 400,
   [ErrorCode.UnsupportedMediaType]: 415,
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.UnknownTopic]: 404,
@@ -70,6 +75,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.OwnershipConflict]: 409,
   [ErrorCode.InstanceNotLive]: 409,
   [ErrorCode.PlacementConflict]: 409,
+  [ErrorCode.SecretLimitReached]: 409,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.QuotaExceeded]: 429,

@@ -4,6 +4,9 @@ import type { EventProducer } from '../kafka';
 import { AuditSink, LoggingAuditSink } from './audit-sink';
 import { CloudEventsAuditSink } from './cloudevents-audit-sink';
 import type { GateFilter } from './gate-filter';
+import { PublisherSecretStore } from './publisher-secrets';
+import { SecretBox } from './secret-box';
+import { SignatureReplayLedger, SignatureVerifier } from './signature-verifier';
 import { SecurityGate } from './security-gate';
 import { TokenAuth } from './token-auth';
 
@@ -67,6 +70,9 @@ function createFilter(name: FilterName, config: EventMeshConfig, deps: GateDepen
     case 'token':
       return TokenAuth.fromConfig(config, deps.db);
     case 'signature':
+      return new SignatureVerifier(new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)), new SignatureReplayLedger(deps.db), {
+        toleranceSeconds: config.security.gate.signature.toleranceSeconds,
+      });
     case 'acl':
     case 'quota':
       throw new ConfigError([`EVENTMESH_SECURITY_GATE_FILTERS: the ${name} filter is not built yet (${config.instance.id})`]);

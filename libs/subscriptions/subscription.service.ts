@@ -5,6 +5,7 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { compileFilters } from '../filter';
 import type { TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
+import { SecretBox, SinkGuard } from '../security';
 import { DeadLetterStore, SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
 import { CreateSubscriptionRequest, createSubscriptionSchema, DeadLetterView, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
@@ -28,6 +29,10 @@ export class SubscriptionService {
       webhookOrigin: string;
       webhookTimeoutMs: number;
       topology?: DeliveryTopology;
+      /** Seals the webhook signing secrets at rest. */
+      secrets: SecretBox;
+      /** The SSRF guard: a sink is checked before the validation handshake sends anything. */
+      sinks: SinkGuard;
     },
   ) {}
 
@@ -44,6 +49,8 @@ export class SubscriptionService {
       webhookOrigin: config.delivery.webhookOrigin,
       webhookTimeoutMs: config.delivery.webhookTimeoutMs,
       topology: config.delivery.topology,
+      secrets: SecretBox.fromConfig(config),
+      sinks: SinkGuard.fromConfig(config),
     });
   }
 
@@ -78,9 +85,7 @@ export class SubscriptionService {
   async create(body: unknown): Promise<SubscriptionView> {
     const request = this.parse(body);
     const topic = request.topic;
-    if (request.protocol === 'HTTP' && !request.config.trusted) {
-      await validateWebhookTarget(request.sink!, this.options.webhookOrigin, this.options.webhookTimeoutMs);
-    }
+    if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.config.trusted === true);
     const startFrom = request.config.startFrom;
     const starts =
       startFrom === 'latest'
@@ -99,7 +104,7 @@ export class SubscriptionService {
         sink: request.sink ?? '',
         filters: request.filters as object[],
         config: request.config,
-        signingSecret: request.protocol === 'HTTP' ? secret : null,
+        signingSecret: request.protocol === 'HTTP' ? this.options.secrets.seal(secret) : null,
         instanceId: this.options.instanceId,
         status: 'ACTIVE',
       });
@@ -159,17 +164,37 @@ export class SubscriptionService {
     if (request.protocol !== current.protocol) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'protocol: a subscription keeps its protocol', { field: 'protocol' });
     }
-    if (request.protocol === 'HTTP' && request.sink !== current.sink && !request.config.trusted) {
-      await validateWebhookTarget(request.sink!, this.options.webhookOrigin, this.options.webhookTimeoutMs);
-    }
+    if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.sink === current.sink || request.config.trusted === true);
     await this.db.manager.update(SubscriptionEntity, { id }, {
       sink: request.sink ?? '',
+      // A write seals the secret again with the active key (key rotation).
+      ...(current.signingSecret ? { signingSecret: this.resealed(current.signingSecret) } : {}),
       filters: request.filters as object[],
       config: { ...request.config, startFrom: fixedStart },
       updatedAt: new Date(),
     });
     this.log.info({ subscription: id, sink: request.sink }, 'subscription replaced');
     return this.get(id);
+  }
+
+  /**
+   * The SSRF guard on a webhook sink (every address its host resolves to), then, unless `skipHandshake`, the
+   * validation handshake, through a connection pinned to a checked address. A refused sink gets no request.
+   */
+  private async checkSink(sink: string, skipHandshake: boolean): Promise<void> {
+    await this.options.sinks.check(sink);
+    if (skipHandshake) return;
+    const agent = this.options.sinks.agent();
+    try {
+      await validateWebhookTarget(sink, this.options.webhookOrigin, this.options.webhookTimeoutMs, agent);
+    } finally {
+      await agent.destroy();
+    }
+  }
+
+  /** A stored signing secret sealed with the active key (a secret stored in the clear by an earlier version, sealed). */
+  private resealed(stored: string): string {
+    return SecretBox.isSealed(stored) ? this.options.secrets.reseal(stored) : this.options.secrets.seal(stored);
   }
 
   /** The dead-letter queue of one subscription, oldest offset first, data as base64. */

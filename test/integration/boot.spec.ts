@@ -57,6 +57,11 @@ describe('instance boot', () => {
     );
   });
 
+  it('refuses to start without a secrets key, naming the key and the legal values', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_SECURITY_SECRETS_KEYS: '' }), 78);
+    expect(line).toMatch(/^eventmesh: invalid configuration: EVENTMESH_SECURITY_SECRETS_KEYS \(eventmesh\.security\.secrets\.keys\) is not set; .*Legal values: a comma-separated list of id:key/);
+  });
+
   it.each([['missing', undefined], ['blank', '  ']])('boots LOCAL_STICKY_PULL when the topology is %s', async (_, value) => {
     const overrides: Record<string, string> = value === undefined ? {} : { EVENTMESH_DELIVERY_TOPOLOGY: value };
     const instance = start(overrides);

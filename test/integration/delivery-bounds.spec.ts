@@ -83,7 +83,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
       skipped: new SkippedRangeStore(deps.db),
       reader,
       topics: deps.topics,
-      sender: new WebhookSender(2000),
+      sender: WebhookSender.forInstance(testConfig({ EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS: '2000' })),
       options: { pollMaxWaitMs: 100, batchMaxEvents: 100, refreshIntervalMs: 500, retryInitialMs: 40, retryMaxMs: 200, maxAttempts: 1000, ...bounds },
       fence: runs.fenceFor(instance, epoch),
     });

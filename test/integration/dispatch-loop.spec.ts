@@ -55,7 +55,7 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     await producer.connect();
     topics = new TopicAdmin(kafka, config.kafka);
     await topics.connect();
-    webhooks = new WebhookSender(2000);
+    webhooks = WebhookSender.forInstance(testConfig({ EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS: '2000' }));
     runs = new DispatchRunStore(db, 2000);
     offsets = new OffsetStore(db);
     deadLetters = new DeadLetterStore(db);

@@ -7,6 +7,12 @@ export const TEST_DATABASE = process.env.EVENTMESH_TEST_POSTGRES_DATABASE ?? 'ev
 /** The Temporal namespace of the tests (scripts/infra.sh creates it beside the default one). */
 export const TEST_NAMESPACE = process.env.EVENTMESH_TEST_TEMPORAL_NAMESPACE ?? 'eventmesh-test';
 
+/**
+ * The key tests seal secrets at rest with (EVENTMESH_SECURITY_SECRETS_KEYS, required by an instance): fixed, so
+ * instances of one test open each other's secrets. A test key, never a production one.
+ */
+export const TEST_SECRETS_KEYS = `test:${Buffer.alloc(32, 'eventmesh test secrets key').toString('base64')}`;
+
 /** Settings for a test: the machine's EVENTMESH_* addresses, the test database, and the given overrides. */
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
@@ -16,6 +22,7 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     EVENTMESH_POSTGRES_DATABASE: TEST_DATABASE,
     EVENTMESH_TEMPORAL_NAMESPACE: TEST_NAMESPACE,
     EVENTMESH_LOG_LEVEL: 'warn',
+    EVENTMESH_SECURITY_SECRETS_KEYS: TEST_SECRETS_KEYS,
     ...overrides,
   };
 }

@@ -10,7 +10,7 @@ import { NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
 import { ApiKeyStore, LeaseStore, SkippedRangeStore } from '../../../libs/storage';
 import type { Dependencies } from '../../../libs/runtime';
-import { ApiKeyService, describeGates, SecurityGate } from '../../../libs/security';
+import { ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
@@ -97,6 +97,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         skippedRanges,
         gates,
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
+        publisherSecrets: new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
         ownership:
           config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
       }),

@@ -3,7 +3,7 @@ import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { HealthService } from '../../../libs/health';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
-import { ApiKeyService } from '../../../libs/security';
+import { ApiKeyService, PublisherSecretStore } from '../../../libs/security';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
@@ -13,6 +13,7 @@ import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error';
 import { GateGuard, Gates } from './gate-route';
+import { PublisherSecretsController } from './publisher-secrets.controller';
 import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
@@ -32,6 +33,8 @@ export interface GatewayServices {
   ownership?: OwnershipAdmin;
   /** The admin API's API keys (created, listed, revoked per tenant). */
   apiKeys: ApiKeyService;
+  /** Publishers' signing secrets (admin API; the SignatureVerifier reads them). */
+  publisherSecrets: PublisherSecretStore;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -40,7 +43,16 @@ export class GatewayModule {
   static register(services: GatewayServices): DynamicModule {
     return {
       module: GatewayModule,
-      controllers: [EventsController, SubscriptionsController, SkippedRangesController, StreamsController, HealthController, AdminController, ApiKeysController],
+      controllers: [
+        EventsController,
+        SubscriptionsController,
+        SkippedRangesController,
+        StreamsController,
+        HealthController,
+        AdminController,
+        ApiKeysController,
+        PublisherSecretsController,
+      ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
@@ -52,6 +64,7 @@ export class GatewayModule {
         { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
         { provide: SubscriptionPlacement, useValue: services.placement },
         { provide: ApiKeyService, useValue: services.apiKeys },
+        { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

@@ -2,7 +2,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
 import { createLogger } from '../../../libs/logging';
 import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
-import { BuiltGates, buildGates, describeGates } from '../../../libs/security';
+import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '../../../libs/security';
 import type { RequestReplyService } from '../../../libs/request-reply';
 import { StreamHub } from '../../../libs/streams';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
@@ -33,11 +33,13 @@ export interface InstanceOptions {
  * Starts one runtime instance: connects Postgres, Kafka and Temporal (each failure is one clear line), then its
  * roles, as `roles` says: the worker (apps/worker: the Temporal workers and the dispatch loops) and the gateway
  * (apps/gateway: the HTTP API). In one process they share the stream hub: stream clients connect to the gateway
- * and are fed by the worker.
+ * and are fed by the worker. Before either, stored secrets are brought to the active key (secret-sealer.ts).
  */
 export async function startInstance(config: EventMeshConfig, options: InstanceOptions = {}): Promise<RunningInstance> {
   const roles = options.roles ?? config.instance.roles;
   const log = createLogger('Instance');
+  // Secrets at rest need a key: without one the instance does not start (a ConfigError, exit 78).
+  const secrets = SecretBox.fromConfig(config);
   const deps = await connectDependencies(config, roles.join('+'));
   let gateway: RunningGateway | undefined;
   let gates: BuiltGates | undefined;
@@ -52,6 +54,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     },
   };
   try {
+    await sealStoredSecrets(deps.db, secrets);
     const streams = new StreamHub(0);
     if (roles.includes('worker')) {
       instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), streams);

@@ -2,6 +2,7 @@ import cluster from 'node:cluster';
 import { ConfigError, InstanceRole, loadConfig } from '../../../libs/config';
 import { configureLogging, createLogger } from '../../../libs/logging';
 import { BootError, reasonOf } from '../../../libs/runtime';
+import { SecretBox } from '../../../libs/security';
 import { runGatewayCluster } from './gateway-cluster';
 import { RunningInstance, startInstance } from './instance';
 
@@ -20,6 +21,8 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
   });
   try {
     const config = loadConfig();
+    // Required by every process of the instance: said once here (exit 78), before any gateway process is forked.
+    SecretBox.fromConfig(config);
     const log = configureLogging(config.log.level, { instance: config.instance.id });
     if (config.http.processes > 1 && cluster.isPrimary) {
       // The worker entry point (apps/worker) asks for the worker role whatever the environment says.

@@ -103,7 +103,7 @@ export class WorkerHost {
     const retries = new RetryStore(deps.db, deadLetters);
     const skipped = new SkippedRangeStore(deps.db);
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
-    const webhooks = new WebhookSender(config.delivery.webhookTimeoutMs);
+    const webhooks = WebhookSender.forInstance(config);
     const sender = new SinkRouter(webhooks, streams);
     const reader = new PartitionReader(deps.kafka);
     await reader.connect();

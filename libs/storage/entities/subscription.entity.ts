@@ -24,7 +24,10 @@ export class SubscriptionEntity {
   @Column({ type: 'jsonb', default: () => "'{}'" })
   config!: Record<string, unknown>;
 
-  /** The Standard Webhooks secret (`whsec_...`) deliveries are signed with. */
+  /**
+   * The Standard Webhooks secret (`whsec_...`) deliveries are signed with, sealed by the SecretBox
+   * (`v1:<keyId>:<iv>:<ciphertext>`, libs/security/secret-box.ts); never stored in the clear.
+   */
   @Column({ name: 'signing_secret', type: 'text', nullable: true })
   signingSecret!: string | null;
 

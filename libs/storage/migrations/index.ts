@@ -8,6 +8,7 @@ import { SkippedRanges1796101139817 } from './1796101139817-SkippedRanges';
 import { DeadLetterPositionKey1796101550983 } from './1796101550983-DeadLetterPositionKey';
 import { PendingRequestHolder1796300000001 } from './1796300000001-PendingRequestHolder';
 import { ApiKeys1796400000001 } from './1796400000001-ApiKeys';
+import { PublisherSecrets1796410000001 } from './1796410000001-PublisherSecrets';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -21,4 +22,5 @@ export const MIGRATIONS = [
   DeadLetterPositionKey1796101550983,
   PendingRequestHolder1796300000001,
   ApiKeys1796400000001,
+  PublisherSecrets1796410000001,
 ];
