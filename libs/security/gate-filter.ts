@@ -47,8 +47,11 @@ export class GateRefusal extends EventMeshError {
   }
 }
 
-/** What one filter decided. An allow may name the caller (TokenAuth) and hold a resource until released (quota). */
-export type Verdict = { allow: true; caller?: Caller; release?: () => void } | { allow: false; refusal: GateRefusal };
+/**
+ * What one filter decided. An allow may name the caller (TokenAuth) and hold a resource until released (quota); a
+ * refusal may name the caller too, when it is known though refused (a verified token lacking the route's scope).
+ */
+export type Verdict = { allow: true; caller?: Caller; release?: () => void } | { allow: false; refusal: GateRefusal; caller?: Caller };
 
 export const ALLOW: Verdict = Object.freeze({ allow: true as const });
 

@@ -86,6 +86,19 @@ describe('SecurityGate', () => {
     expect(audit.records[0]).toMatchObject({ decision: 'allow', principal: 'alice', tenant: 'acme', topic: 'orders' });
   });
 
+  it('audits a refused but known caller as itself, and report-only proceeds as it', async () => {
+    const audit = new Recorded();
+    const gate = new SecurityGate({
+      name: 'ingress',
+      filters: [filter('token', () => ({ ...deny('insufficient_scope', ErrorCode.Forbidden), caller: ALICE }))],
+      failClosed: false,
+      audit,
+      auditAllows: false,
+    });
+    expect((await gate.admit(request())).caller).toEqual(ALICE);
+    expect(audit.records[0]).toMatchObject({ decision: 'deny', principal: 'alice', tenant: 'acme', reason: 'insufficient_scope' });
+  });
+
   it('resolves a stored topic once, after TokenAuth, as the caller sees it', async () => {
     const asked: string[] = [];
     const topics: (string | undefined)[] = [];

@@ -95,6 +95,7 @@ export class SecurityGate {
         if (verdict.release) held.push(verdict.release);
         continue;
       }
+      if (verdict.caller) caller = verdict.caller;
       const key = `${filter.name}:${verdict.refusal.reason}`;
       this.denied.set(key, (this.denied.get(key) ?? 0) + 1);
       refused ??= { filter: filter.name, refusal: verdict.refusal };

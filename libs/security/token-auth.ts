@@ -68,8 +68,9 @@ export class TokenAuth implements GateFilter {
   private decide(request: GateRequest, authentication: Authentication): Verdict {
     if (!authentication.ok) return { allow: false, refusal: invalidToken(authentication.reason, authentication.description) };
     const caller = authentication.caller;
-    if (!caller.scopes.includes(request.action)) return { allow: false, refusal: insufficientScope(request.action) };
-    if (request.operatorOnly && caller.tenant !== this.options.operatorTenant) return { allow: false, refusal: notOperator() };
+    // The caller is known though refused: audited as itself, and report-only mode proceeds as it.
+    if (!caller.scopes.includes(request.action)) return { allow: false, refusal: insufficientScope(request.action), caller };
+    if (request.operatorOnly && caller.tenant !== this.options.operatorTenant) return { allow: false, refusal: notOperator(), caller };
     return { allow: true, caller };
   }
 }
