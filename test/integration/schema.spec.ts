@@ -25,15 +25,19 @@ describe('schema (real Postgres)', () => {
     );
     expect(rows.map((r) => r.table_name)).toEqual([
       'a2a_tasks',
+      'acl_rules',
       'dead_letters',
       'delivery_retries',
       'dispatch_runs',
+      'gate_policy_versions',
       'partition_leases',
       'pending_requests',
+      'quota_usage',
       'schema_migrations',
       'skipped_ranges',
       'subscription_offsets',
       'subscriptions',
+      'tenant_quotas',
     ]);
   });
 });

@@ -1,14 +1,18 @@
 import { A2ATaskEntity } from './a2a-task.entity';
+import { AclRuleEntity } from './acl-rule.entity';
 import { DeadLetterEntity } from './dead-letter.entity';
 import { DeliveryRetryEntity } from './delivery-retry.entity';
 import { DispatchRunEntity } from './dispatch-run.entity';
+import { GatePolicyVersionEntity } from './gate-policy-version.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
 import { PendingRequestEntity } from './pending-request.entity';
+import { QuotaUsageEntity } from './quota-usage.entity';
 import { SkippedRangeEntity } from './skipped-range.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
+import { TenantQuotaEntity } from './tenant-quota.entity';
 
-export { A2ATaskEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, PartitionLeaseEntity, PendingRequestEntity, SkippedRangeEntity, SubscriptionEntity, SubscriptionOffsetEntity };
+export { A2ATaskEntity, AclRuleEntity, DeadLetterEntity, DeliveryRetryEntity, DispatchRunEntity, GatePolicyVersionEntity, PartitionLeaseEntity, PendingRequestEntity, QuotaUsageEntity, SkippedRangeEntity, SubscriptionEntity, SubscriptionOffsetEntity, TenantQuotaEntity };
 
 export const ENTITIES = [
   SubscriptionEntity,
@@ -20,4 +24,8 @@ export const ENTITIES = [
   SkippedRangeEntity,
   PendingRequestEntity,
   A2ATaskEntity,
+  AclRuleEntity,
+  GatePolicyVersionEntity,
+  TenantQuotaEntity,
+  QuotaUsageEntity,
 ];
