@@ -55,7 +55,7 @@ describe('topic patterns', () => {
 });
 
 describe('ACL decisions', () => {
-  type Case = [string, StoredAclRule[], Caller, Action, string | undefined, 'allow' | 'acl_deny' | 'malformed_rule', 'ALLOW' | 'DENY'?];
+  type Case = [string, StoredAclRule[], Caller, Action, string | undefined, 'allow' | 'acl_deny' | 'malformed_rule', ('ALLOW' | 'DENY')?];
   const cases: Case[] = [
     ['no rule: the default DENY', [], caller('alice'), 'publish', 'orders', 'acl_deny'],
     ['no rule: the default ALLOW', [], caller('alice'), 'publish', 'orders', 'allow', 'ALLOW'],
