@@ -72,6 +72,9 @@ interface TenantState {
 
 type Peer = { instanceId: string; eventsDemand: number; bytesDemand: number; streams: number };
 
+/** The `quota_usage` row each instance writes at every sync whatever it serves: its presence (no tenant is empty). */
+const PRESENCE = '';
+
 /**
  * The TenantQuota link of the gate: per tenant, published events/s and bytes/s (token buckets, burst = rate x
  * burstSeconds), open stream connections, and subscriptions. The quota holds for the whole runtime, not per
@@ -82,13 +85,14 @@ type Peer = { instanceId: string; eventsDemand: number; bytesDemand: number; str
  *   demand it saw (events and bytes it was asked to admit per second, admitted or not) to `quota_usage` and reads
  *   the other instances' fresh rows, in one statement. Its share is its demand over everybody's (quota-share.ts):
  *   computed from the same reports, the shares sum to 1, so the local buckets add up to the tenant's one bucket.
- *   Error bound: a share moves only at a sync, so when demand shifts between instances the shares can sum to
- *   more than 1 for at most about two sync periods (a report written, then read); and an instance that first
- *   serves a tenant with no report from anyone yet starts with the whole bucket. Over any window of T seconds a
- *   tenant is admitted at most rate x T + burst + (instances - 1) x (burst + 2 x rate x syncMs) events, and
- *   in a steady state rate x T + burst (the two-instance accuracy test measures it). The bound on falling short
- *   is the same kind: an idle instance keeps a thousandth of the rate; a dead one's share lasts until its rows
- *   are stale (5 sync periods, at least 1 s, by the database's clock).
+ *   Error bound: a share moves only at a sync, and an instance reads another's report up to one period after
+ *   it was written; so when demand shifts between instances (or a tenant starts on several at once: each starts
+ *   with an even share among the live instances, then with no report of the others yet may take the whole rate
+ *   until their reports arrive) the shares can sum to more than 1 for at most two sync periods. Over any window
+ *   of T seconds a tenant is admitted at most rate x T + burst + instances x rate x 2 x syncMs events (the
+ *   two-instance accuracy test measures it); in a steady state, rate x T + burst. Falling short is bounded the
+ *   same way: an idle instance keeps a thousandth of the rate, and a dead one's share lasts until its rows are
+ *   stale (5 sync periods, at least 1 s, by the database's clock: every instance's rows age on one clock).
  * - Stream connections: counted here while open (the admission's release gives one back) and summed with the
  *   other instances' counts from their last sync; concurrent opens on several instances within one sync period
  *   can pass together (bounded by instances x the opens of one period). A dead instance's count expires with its
@@ -110,6 +114,8 @@ export class TenantQuotaFilter implements GateFilter {
   private loading: Promise<void> | undefined;
   /** The other instances' fresh reports, by tenant, from the last sync. */
   private peers = new Map<string, Peer[]>();
+  /** Instances with a fresh report (this one included), from the last sync. */
+  private liveInstances = 1;
   private lastSync: number;
   private lastRefresh = 0;
   private lastExpire = 0;
@@ -161,9 +167,13 @@ export class TenantQuotaFilter implements GateFilter {
       state.askedBytes = 0;
       mine.push({ tenant, eventsDemand: state.eventsDemand, bytesDemand: state.bytesDemand, streams: state.streams });
     }
+    // Every instance reports its presence, so the others know how many share a tenant it has not served yet.
+    mine.push({ tenant: PRESENCE, eventsDemand: 0, bytesDemand: 0, streams: 0 });
     const reports = await this.usage.exchange(this.options.instanceId, mine, this.freshMs);
+    this.liveInstances = 1 + new Set(reports.map((r) => r.instanceId)).size;
     const peers = new Map<string, Peer[]>();
     for (const r of reports) {
+      if (r.tenant === PRESENCE) continue;
       let list = peers.get(r.tenant);
       if (!list) peers.set(r.tenant, (list = []));
       list.push(r);
@@ -262,8 +272,10 @@ export class TenantQuotaFilter implements GateFilter {
     if (state) return state;
     const limits = effectiveLimits(this.options.defaults, this.overrides.get(tenant));
     const peers = this.peers.get(tenant) ?? [];
-    const eventsShare = shareOf(0, peers.map((p) => p.eventsDemand), limits.eventsPerSecond);
-    const bytesShare = shareOf(0, peers.map((p) => p.bytesDemand), limits.bytesPerSecond);
+    // A tenant nobody reported yet: an even share among the live instances (several may start serving it at
+    // once); else a newcomer's share beside those already serving it.
+    const eventsShare = peers.length === 0 ? 1 / this.liveInstances : shareOf(0, peers.map((p) => p.eventsDemand), limits.eventsPerSecond);
+    const bytesShare = peers.length === 0 ? 1 / this.liveInstances : shareOf(0, peers.map((p) => p.bytesDemand), limits.bytesPerSecond);
     state = {
       limits,
       events: new TokenBucket(eventsShare * limits.eventsPerSecond, eventsShare * limits.eventsPerSecond * limits.burstSeconds, now),
