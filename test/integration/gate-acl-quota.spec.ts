@@ -375,14 +375,14 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
       try {
         if ((await sse(first.signal)).status !== 200) return undefined;
         const r = await sse(second.signal);
-        return r.status === 429 ? r : undefined;
+        return r.status === 429 ? { headers: r.headers, body: (await r.json()) as unknown } : undefined;
       } finally {
         // Either connection that opened closes again (its slot comes back).
         first.abort();
         second.abort();
       }
     });
-    expect(await overStreams.json()).toMatchObject({ code: 'QUOTA_EXCEEDED', quota: 'stream_connections' });
+    expect(overStreams.body).toMatchObject({ code: 'QUOTA_EXCEEDED', quota: 'stream_connections' });
     expect(overStreams.headers.get('ratelimit-policy')).toBe('"streams";q=1;qu="concurrent-requests"');
     expect(overStreams.headers.get('retry-after')).toBe('1');
     // The first connection closed: its slot is given back.
