@@ -1,6 +1,8 @@
 import type { DataSource } from 'typeorm';
-import { ConfigError, EventMeshConfig } from '../config';
+import type { EventMeshConfig } from '../config';
 import type { EventProducer } from '../kafka';
+import { AclRuleStore, QuotaUsageStore, TenantQuotaStore } from '../storage';
+import { AclFilter } from './acl-filter';
 import { AuditSink, LoggingAuditSink } from './audit-sink';
 import { CloudEventsAuditSink } from './cloudevents-audit-sink';
 import type { GateFilter } from './gate-filter';
@@ -9,12 +11,15 @@ import { SecretBox } from './secret-box';
 import { SignatureReplayLedger, SignatureVerifier } from './signature-verifier';
 import { SecurityGate } from './security-gate';
 import { TokenAuth } from './token-auth';
+import { TenantQuotaFilter } from './tenant-quota-filter';
 
 /** What the gates' filters read and write: Postgres (API keys, ACL rules, quotas, replay ids) and Kafka (audit events). */
 export interface GateDependencies {
   db: DataSource;
   producer: EventProducer;
   instanceId: string;
+  /** Filters handed in take the place of those the configuration would build (tests: a stand-in TokenAuth). */
+  filters?: Partial<Record<FilterName, GateFilter>>;
 }
 
 export interface BuiltGates {
@@ -36,7 +41,7 @@ export function buildGates(config: EventMeshConfig, deps: GateDependencies): Bui
   const filterOf = (name: FilterName): GateFilter => {
     let filter = filters.get(name);
     if (!filter) {
-      filter = createFilter(name, config, deps);
+      filter = deps.filters?.[name] ?? createFilter(name, config, deps);
       filters.set(name, filter);
     }
     return filter;
@@ -67,15 +72,23 @@ export function buildGates(config: EventMeshConfig, deps: GateDependencies): Bui
 
 function createFilter(name: FilterName, config: EventMeshConfig, deps: GateDependencies): GateFilter {
   switch (name) {
+    case 'acl':
+      return new AclFilter(new AclRuleStore(deps.db), config.security.gate.acl);
+    case 'quota': {
+      const { syncMs, ...defaults } = config.security.gate.quota;
+      return new TenantQuotaFilter(new TenantQuotaStore(deps.db), new QuotaUsageStore(deps.db), {
+        instanceId: deps.instanceId,
+        defaults,
+        syncMs,
+        refreshMs: config.security.gate.acl.refreshMs,
+      });
+    }
     case 'token':
       return TokenAuth.fromConfig(config, deps.db);
     case 'signature':
       return new SignatureVerifier(new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)), new SignatureReplayLedger(deps.db), {
         toleranceSeconds: config.security.gate.signature.toleranceSeconds,
       });
-    case 'acl':
-    case 'quota':
-      throw new ConfigError([`EVENTMESH_SECURITY_GATE_FILTERS: the ${name} filter is not built yet (${config.instance.id})`]);
   }
 }
 

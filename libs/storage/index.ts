@@ -11,3 +11,7 @@ export * from './dispatch-run-store';
 export * from './placement-store';
 export * from './postgres-unavailable';
 export * from './api-key-store';
+export * from './gate-policy-versions';
+export * from './acl-rule-store';
+export * from './tenant-quota-store';
+export * from './quota-usage-store';

@@ -25,18 +25,22 @@ describe('schema (real Postgres)', () => {
     );
     expect(rows.map((r) => r.table_name)).toEqual([
       'a2a_tasks',
+      'acl_rules',
       'api_keys',
       'dead_letters',
       'delivery_retries',
       'dispatch_runs',
+      'gate_policy_versions',
       'partition_leases',
       'pending_requests',
       'publisher_secrets',
+      'quota_usage',
       'schema_migrations',
       'signature_replays',
       'skipped_ranges',
       'subscription_offsets',
       'subscriptions',
+      'tenant_quotas',
     ]);
   });
 });

@@ -8,9 +8,9 @@ import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
-import { ApiKeyStore, LeaseStore, SkippedRangeStore } from '../../../libs/storage';
+import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, TenantQuotaStore } from '../../../libs/storage';
 import type { Dependencies } from '../../../libs/runtime';
-import { ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate } from '../../../libs/security';
+import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, TenantQuotaAdmin } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
@@ -98,6 +98,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         gates,
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
         publisherSecrets: new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
+        acl: new AclAdmin(new AclRuleStore(deps.db)),
+        quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
         ownership:
           config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
       }),

@@ -1,12 +1,14 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { HealthService } from '../../../libs/health';
+import { AclAdmin, TenantQuotaAdmin } from '../../../libs/security';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { ApiKeyService, PublisherSecretStore } from '../../../libs/security';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
+import { AclController } from './acl.controller';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { ApiKeysController } from './api-keys.controller';
 import { EventsController } from './events.controller';
@@ -17,6 +19,7 @@ import { PublisherSecretsController } from './publisher-secrets.controller';
 import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
+import { TenantQuotaController } from './tenant-quota.controller';
 
 export interface GatewayServices {
   subscriptions: SubscriptionService;
@@ -24,6 +27,9 @@ export interface GatewayServices {
   /** The record of events a subscription never got (Kafka retention). */
   skippedRanges: SkippedRangeStore;
   gates: Gates;
+  /** The ACL rules' and the tenant quotas' admin API. */
+  acl: AclAdmin;
+  quotas: TenantQuotaAdmin;
   requestReply: RequestReplyService;
   streams: StreamHub;
   placement: SubscriptionPlacement;
@@ -52,12 +58,16 @@ export class GatewayModule {
         AdminController,
         ApiKeysController,
         PublisherSecretsController,
+        AclController,
+        TenantQuotaController,
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
         { provide: HealthService, useValue: services.health },
         { provide: SkippedRangeStore, useValue: services.skippedRanges },
         { provide: Gates, useValue: services.gates },
+        { provide: AclAdmin, useValue: services.acl },
+        { provide: TenantQuotaAdmin, useValue: services.quotas },
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
         { provide: PollConsumers, useValue: services.polls },

@@ -1,29 +1,37 @@
 import { A2ATaskEntity } from './a2a-task.entity';
 import { ApiKeyEntity } from './api-key.entity';
+import { AclRuleEntity } from './acl-rule.entity';
 import { DeadLetterEntity } from './dead-letter.entity';
 import { DeliveryRetryEntity } from './delivery-retry.entity';
 import { DispatchRunEntity } from './dispatch-run.entity';
+import { GatePolicyVersionEntity } from './gate-policy-version.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
 import { PendingRequestEntity } from './pending-request.entity';
 import { PublisherSecretEntity } from './publisher-secret.entity';
 import { SignatureReplayEntity } from './signature-replay.entity';
+import { QuotaUsageEntity } from './quota-usage.entity';
 import { SkippedRangeEntity } from './skipped-range.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
+import { TenantQuotaEntity } from './tenant-quota.entity';
 
 export {
   A2ATaskEntity,
+  AclRuleEntity,
   ApiKeyEntity,
   DeadLetterEntity,
   DeliveryRetryEntity,
   DispatchRunEntity,
+  GatePolicyVersionEntity,
   PartitionLeaseEntity,
   PendingRequestEntity,
   PublisherSecretEntity,
+  QuotaUsageEntity,
   SignatureReplayEntity,
   SkippedRangeEntity,
   SubscriptionEntity,
   SubscriptionOffsetEntity,
+  TenantQuotaEntity,
 };
 
 export const ENTITIES = [
@@ -39,4 +47,8 @@ export const ENTITIES = [
   ApiKeyEntity,
   PublisherSecretEntity,
   SignatureReplayEntity,
+  AclRuleEntity,
+  GatePolicyVersionEntity,
+  TenantQuotaEntity,
+  QuotaUsageEntity,
 ];

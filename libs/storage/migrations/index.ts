@@ -9,6 +9,7 @@ import { DeadLetterPositionKey1796101550983 } from './1796101550983-DeadLetterPo
 import { PendingRequestHolder1796300000001 } from './1796300000001-PendingRequestHolder';
 import { ApiKeys1796400000001 } from './1796400000001-ApiKeys';
 import { PublisherSecrets1796410000001 } from './1796410000001-PublisherSecrets';
+import { GateAclQuota1796420000001 } from './1796420000001-GateAclQuota';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -23,4 +24,5 @@ export const MIGRATIONS = [
   PendingRequestHolder1796300000001,
   ApiKeys1796400000001,
   PublisherSecrets1796410000001,
+  GateAclQuota1796420000001,
 ];
