@@ -107,7 +107,8 @@ export interface SecurityConfig {
       apiKeyCacheMs: number;
     };
     signature: { toleranceSeconds: number };
-    acl: { refreshMs: number; default: AclDefault };
+    /** `superUsers`: `tenant/principal` names the ACL always allows (the first admin, who writes the first rules). */
+    acl: { refreshMs: number; default: AclDefault; superUsers: string[] };
     quota: {
       eventsPerSecond: number;
       bytesPerSecond: number;
@@ -213,6 +214,9 @@ const secretKeys = (raw: string): { id: string; key: Buffer }[] => {
   }
   return keys;
 };
+
+const superUser = (raw: string): string =>
+  /^[A-Za-z0-9._-]{1,64}\/[^\s,]{1,256}$/.test(raw) ? raw : invalid('tenant/principal, the tenant 1 to 64 characters of [A-Za-z0-9._-]');
 
 /** An optional http(s) URL: empty means unset. */
 const optionalHttpUrl = (raw: string): string => httpUrl(raw);
@@ -410,6 +414,10 @@ const SETTINGS = {
     () => 1000, 'How often an instance looks for changed ACL rules and quotas.'),
   aclDefault: setting('EVENTMESH_SECURITY_GATE_ACL_DEFAULT', 'eventmesh.security.gate.acl.default', oneOf(ACL_DEFAULTS),
     (): AclDefault => 'DENY', 'The verdict when no ACL rule matches.'),
+  aclSuperUsers: setting('EVENTMESH_SECURITY_GATE_ACL_SUPER_USERS', 'eventmesh.security.gate.acl.superUsers',
+    (raw: string): string[] => (raw === 'none' ? [] : listOf(superUser, 'tenant/principal')(raw)), (): string[] => [],
+    'Authenticated callers (tenant/principal, comma-separated) the ACL always allows, on both gates: the operator who writes the first rules while the default is DENY. Their requests are still authenticated, audited and counted against quotas.',
+    '(none)'),
   quotaEventsPerSecond: setting('EVENTMESH_SECURITY_GATE_QUOTA_EVENTS_PER_SECOND', 'eventmesh.security.gate.quota.eventsPerSecond',
     integer(1, 100000000), () => 1000, 'A tenant\'s published events per second, runtime-wide (a tenant\'s own quota overrides it).'),
   quotaBytesPerSecond: setting('EVENTMESH_SECURITY_GATE_QUOTA_BYTES_PER_SECOND', 'eventmesh.security.gate.quota.bytesPerSecond',
@@ -589,7 +597,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
           apiKeyCacheMs: v.apiKeyCacheMs,
         },
         signature: { toleranceSeconds: v.signatureToleranceSeconds },
-        acl: { refreshMs: v.aclRefreshMs, default: v.aclDefault },
+        acl: { refreshMs: v.aclRefreshMs, default: v.aclDefault, superUsers: v.aclSuperUsers },
         quota: {
           eventsPerSecond: v.quotaEventsPerSecond,
           bytesPerSecond: v.quotaBytesPerSecond,

@@ -16,6 +16,8 @@ export interface AclFilterOptions {
   refreshMs: number;
   /** The verdict when no rule concerns a request (EVENTMESH_SECURITY_GATE_ACL_DEFAULT). */
   default: AclDefault;
+  /** `tenant/principal` of authenticated callers always allowed (EVENTMESH_SECURITY_GATE_ACL_SUPER_USERS). */
+  superUsers?: readonly string[];
 }
 
 /** What /health and tests may read of the ACL filter. */
@@ -54,15 +56,18 @@ export class AclFilter implements GateFilter {
   private refreshFailures = 0;
   /** Malformed rules already logged, by content: logged again only when the rule changes. */
   private warned = new Set<string>();
+  private readonly superUsers: ReadonlySet<string>;
 
   constructor(
     private readonly source: AclRuleSource,
     private readonly options: AclFilterOptions,
   ) {
+    this.superUsers = new Set(options.superUsers ?? []);
     this.schedule();
   }
 
   check({ request, caller }: GateContext): Verdict | Promise<Verdict> {
+    if (caller.via !== 'none' && this.superUsers.has(`${caller.tenant}/${caller.principal}`)) return ALLOW;
     if (this.policy) return this.decide(this.policy, caller, request.action, request.topic);
     return this.load().then((policy) => this.decide(policy, caller, request.action, request.topic));
   }

@@ -160,4 +160,13 @@ describe('AclFilter', () => {
     await filter.refresh();
     expect(warn).toHaveBeenCalledTimes(2);
   });
+
+  it('always allows an authenticated super user, never an unauthenticated caller of the same name', async () => {
+    const rules = new Rules();
+    filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'DENY', superUsers: ['acme/root'] });
+    const root = { ...caller('root'), tenant: 'acme', via: 'jwt' as const };
+    expect(await filter.check({ request: publish(), caller: root })).toMatchObject({ allow: true });
+    expect(await filter.check({ request: publish(), caller: { ...root, via: 'none' } })).toMatchObject({ allow: false });
+    expect(await filter.check({ request: publish(), caller: { ...root, tenant: 'other' } })).toMatchObject({ allow: false });
+  });
 });
