@@ -13,6 +13,11 @@ import { validateWebhookTarget } from './webhook-handshake';
  * The subscriptions resource. A subscription's start position is resolved to concrete offsets when it is
  * created, in the same transaction, so no event published after the create answered is ever skipped, however
  * late the dispatch loop picks the subscription up.
+ *
+ * Tenancy: a subscription belongs to the tenant of the caller that created it. Every read and write of the
+ * resource names the caller's tenant, and a subscription of another tenant is answered exactly as one that does
+ * not exist (404 SUBSCRIPTION_NOT_FOUND, same body): existence does not leak across tenants. The dispatch side
+ * (activeFor, activeOnTopic, disable) and the operator's admin routes are runtime-wide.
  */
 export class SubscriptionService {
   private readonly log = createLogger('SubscriptionService');
@@ -75,7 +80,8 @@ export class SubscriptionService {
     return { ...request, topic };
   }
 
-  async create(body: unknown): Promise<SubscriptionView> {
+  /** Creates a subscription owned by `tenant` (the caller's). */
+  async create(body: unknown, tenant: string): Promise<SubscriptionView> {
     const request = this.parse(body);
     const topic = request.topic;
     if (request.protocol === 'HTTP' && !request.config.trusted) {
@@ -94,6 +100,7 @@ export class SubscriptionService {
     await this.db.transaction(async (tx) => {
       await tx.insert(SubscriptionEntity, {
         id,
+        tenant,
         topic,
         protocol: request.protocol,
         sink: request.sink ?? '',
@@ -108,8 +115,8 @@ export class SubscriptionService {
         [...starts].map(([partition, nextOffset]) => ({ subscriptionId: id, topic, partition, nextOffset, epoch: 0 })),
       );
     });
-    this.log.info({ subscription: id, topic, protocol: request.protocol, sink: request.sink, startFrom }, 'subscription created');
-    return request.protocol === 'HTTP' ? { ...(await this.get(id)), secret } : this.get(id);
+    this.log.info({ subscription: id, tenant, topic, protocol: request.protocol, sink: request.sink, startFrom }, 'subscription created');
+    return request.protocol === 'HTTP' ? { ...(await this.get(id, tenant)), secret } : this.get(id, tenant);
   }
 
   /**
@@ -121,20 +128,21 @@ export class SubscriptionService {
     const known = this.topics_.get(key);
     if (known !== undefined) return known;
     if (!isUuid(id)) return undefined;
-    const row = await this.db.manager.findOne(SubscriptionEntity, { select: { topic: true }, where: { id } });
+    const row = await this.db.manager.findOne(SubscriptionEntity, { select: { topic: true }, where: { id, tenant } });
     if (!row) return undefined;
     if (this.topics_.size >= TOPIC_MEMORY) this.topics_.delete(this.topics_.keys().next().value!);
     this.topics_.set(key, row.topic);
     return row.topic;
   }
 
-  async get(id: string): Promise<SubscriptionView> {
-    return view(await this.row(id));
+  /** A subscription of `tenant`; 404 SUBSCRIPTION_NOT_FOUND when that tenant has none by this id. */
+  async get(id: string, tenant: string): Promise<SubscriptionView> {
+    return view(await this.row(id, tenant));
   }
 
-  private async row(id: string): Promise<SubscriptionEntity> {
-    const row = isUuid(id) ? await this.db.manager.findOneBy(SubscriptionEntity, { id }) : null;
-    if (!row) throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
+  private async row(id: string, tenant: string): Promise<SubscriptionEntity> {
+    const row = isUuid(id) ? await this.db.manager.findOneBy(SubscriptionEntity, { id, tenant }) : null;
+    if (!row) throw subscriptionNotFound(id);
     return row;
   }
 
@@ -143,8 +151,8 @@ export class SubscriptionService {
    * and cannot change; a new sink is validated like a new subscription's. The dispatch loop picks the change up
    * at its next refresh (within a second); the signing secret stays.
    */
-  async replace(id: string, body: unknown): Promise<SubscriptionView> {
-    const current = await this.row(id);
+  async replace(id: string, body: unknown, tenant: string): Promise<SubscriptionView> {
+    const current = await this.row(id, tenant);
     const request = this.parse({ topic: current.topic, protocol: current.protocol, ...(body as object) });
     if (request.topic !== current.topic) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: a subscription cannot move to another topic', { field: 'topic' });
@@ -162,20 +170,22 @@ export class SubscriptionService {
     if (request.protocol === 'HTTP' && request.sink !== current.sink && !request.config.trusted) {
       await validateWebhookTarget(request.sink!, this.options.webhookOrigin, this.options.webhookTimeoutMs);
     }
-    await this.db.manager.update(SubscriptionEntity, { id }, {
+    const result = await this.db.manager.update(SubscriptionEntity, { id, tenant }, {
       sink: request.sink ?? '',
       filters: request.filters as object[],
       config: { ...request.config, startFrom: fixedStart },
       updatedAt: new Date(),
     });
-    this.log.info({ subscription: id, sink: request.sink }, 'subscription replaced');
-    return this.get(id);
+    // Deleted while the new sink was being validated.
+    if (!result.affected) throw subscriptionNotFound(id);
+    this.log.info({ subscription: id, tenant, sink: request.sink }, 'subscription replaced');
+    return this.get(id, tenant);
   }
 
-  /** The dead-letter queue of one subscription, oldest offset first, data as base64. */
-  async deadLetters(id: string): Promise<DeadLetterView[]> {
-    await this.row(id);
-    const rows = await new DeadLetterStore(this.db).listFor(id);
+  /** The dead-letter queue of one subscription of `tenant`, oldest offset first, data as base64. */
+  async deadLetters(id: string, tenant: string): Promise<DeadLetterView[]> {
+    await this.row(id, tenant);
+    const rows = await new DeadLetterStore(this.db).listFor(id, tenant);
     return rows.map((r) => ({
       id: r.id,
       topic: r.topic,
@@ -191,17 +201,17 @@ export class SubscriptionService {
     }));
   }
 
-  async list(): Promise<SubscriptionView[]> {
-    const rows = await this.db.manager.find(SubscriptionEntity, { order: { createdAt: 'ASC' } });
+  /** The subscriptions of `tenant`, oldest first. */
+  async list(tenant: string): Promise<SubscriptionView[]> {
+    const rows = await this.db.manager.find(SubscriptionEntity, { where: { tenant }, order: { createdAt: 'ASC' } });
     return rows.map(view);
   }
 
-  async delete(id: string): Promise<void> {
-    const result = isUuid(id) ? await this.db.manager.delete(SubscriptionEntity, { id }) : { affected: 0 };
-    if (!result.affected) {
-      throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
-    }
-    this.log.info({ subscription: id }, 'subscription deleted');
+  /** Deletes a subscription of `tenant`; 404 SUBSCRIPTION_NOT_FOUND when that tenant has none by this id. */
+  async delete(id: string, tenant: string): Promise<void> {
+    const result = isUuid(id) ? await this.db.manager.delete(SubscriptionEntity, { id, tenant }) : { affected: 0 };
+    if (!result.affected) throw subscriptionNotFound(id);
+    this.log.info({ subscription: id, tenant }, 'subscription deleted');
   }
 
   /** Stops delivery to a subscription (its sink answered 410 Gone); it stays readable, `status: DISABLED`. */
@@ -225,6 +235,11 @@ export class SubscriptionService {
 const TOPIC_MEMORY = 10000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const isUuid = (s: string) => UUID.test(s);
+
+/** The one answer for a subscription the caller's tenant has not: missing and another tenant's read the same. */
+export function subscriptionNotFound(id: string): EventMeshError {
+  return new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
+}
 
 function view(row: SubscriptionEntity): SubscriptionView {
   return {

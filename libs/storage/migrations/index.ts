@@ -7,6 +7,7 @@ import { DispatchRuns1796100895213 } from './1796100895213-DispatchRuns';
 import { SkippedRanges1796101139817 } from './1796101139817-SkippedRanges';
 import { DeadLetterPositionKey1796101550983 } from './1796101550983-DeadLetterPositionKey';
 import { PendingRequestHolder1796300000001 } from './1796300000001-PendingRequestHolder';
+import { ResourceTenant1796430000001 } from './1796430000001-ResourceTenant';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -19,4 +20,5 @@ export const MIGRATIONS = [
   SkippedRanges1796101139817,
   DeadLetterPositionKey1796101550983,
   PendingRequestHolder1796300000001,
+  ResourceTenant1796430000001,
 ];
