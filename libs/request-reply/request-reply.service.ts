@@ -156,7 +156,8 @@ export class RequestReplyService {
     return this.listener !== undefined;
   }
 
-  async request(topic: string | undefined, publish: PublishRequest, timeoutMs: number): Promise<EventFrame> {
+  /** Publishes a request of `tenant` (the caller's) and waits for its reply; only a reply of that tenant answers it. */
+  async request(topic: string | undefined, publish: PublishRequest, timeoutMs: number, tenant: string): Promise<EventFrame> {
     if (this.stats.pending >= this.options.maxPending) {
       this.stats.refused++;
       throw new EventMeshError(
@@ -176,9 +177,9 @@ export class RequestReplyService {
     const replied = new Promise<EventFrame>((resolve) => this.waiters.set(correlationId, resolve));
     try {
       await this.db.query(
-        `INSERT INTO pending_requests (correlation_id, instance_id, deadline, holder_key)
-         VALUES ($1, $2, now() + $3 * interval '1 millisecond', $4)`,
-        [correlationId, this.instanceId, timeoutMs, this.holderKey],
+        `INSERT INTO pending_requests (correlation_id, instance_id, deadline, holder_key, tenant)
+         VALUES ($1, $2, now() + $3 * interval '1 millisecond', $4, $5)`,
+        [correlationId, this.instanceId, timeoutMs, this.holderKey, tenant],
       );
       // The publish waits for Kafka's acknowledgement (bounded by the producer); the deadline bounds it too.
       let publishError: unknown;
@@ -227,10 +228,11 @@ export class RequestReplyService {
 
   /**
    * Hands a reply to the request waiting for it, on whichever instance, and says so only when it did: the request
-   * is pending, before its deadline, not replied yet, and its holding process lives. Otherwise it is refused
-   * (404 `REQUEST_NOT_PENDING`, `delivered: false`, with the reason) and nothing is stored.
+   * is pending, of the replier's `tenant`, before its deadline, not replied yet, and its holding process lives.
+   * Otherwise it is refused (404 `REQUEST_NOT_PENDING`, `delivered: false`, with the reason) and nothing is stored;
+   * a request of another tenant is `unknown`, exactly like one that never existed.
    */
-  async reply(frame: EventFrame): Promise<{ correlationId: string; delivered: true }> {
+  async reply(frame: EventFrame, tenant: string): Promise<{ correlationId: string; delivered: true }> {
     const correlationId = frame.extensions[CORRELATION_ATTRIBUTE];
     if (typeof correlationId !== 'string' || correlationId === '') {
       throw new EventMeshError(ErrorCode.InvalidCloudEvent, `a reply needs the "${CORRELATION_ATTRIBUTE}" extension attribute`, {
@@ -246,7 +248,7 @@ export class RequestReplyService {
                     WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
                       AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
                       AND l.classid = $4::integer::oid AND l.objid = holder_key::oid)) AS live
-           FROM pending_requests WHERE correlation_id = $1 FOR UPDATE),
+           FROM pending_requests WHERE correlation_id = $1 AND tenant = $5 FOR UPDATE),
        stored AS (
          UPDATE pending_requests p SET reply_attributes = $2, reply_data = $3
            FROM target t
@@ -255,7 +257,7 @@ export class RequestReplyService {
           RETURNING p.correlation_id),
        notified AS (SELECT pg_notify('${CHANNEL}', correlation_id) FROM stored)
        SELECT t.open, t.replied, t.live, (SELECT count(*)::integer FROM notified) AS delivered FROM target t`,
-      [correlationId, attributesOf(frame), frame.data ?? null, REPLY_HOLDER_LOCK_SPACE],
+      [correlationId, attributesOf(frame), frame.data ?? null, REPLY_HOLDER_LOCK_SPACE, tenant],
     );
     const row = rows[0];
     if (row?.delivered === 1) return { correlationId, delivered: true };

@@ -54,7 +54,7 @@ export class DeadLetterStore {
 
   /**
    * Writes the letters whose position has none yet, in one statement; durable once this resolves (its own
-   * transaction, or the caller's `manager`). A position already dead-lettered keeps its first letter
+   * transaction, or the caller's `manager`). Each takes its subscription's tenant. A position already dead-lettered keeps its first letter
    * (`ALREADY_DEAD_LETTERED`); a letter of a deleted subscription is not written (`SUBSCRIPTION_GONE`).
    */
   async add(letters: DeadLetter[], manager: EntityManager = this.db.manager): Promise<DeadLetterWriteResult[]> {
@@ -66,10 +66,11 @@ export class DeadLetterStore {
            AS t(subscription_id, topic, partition, kafka_offset, event_id, attributes, data, attempts, last_error,
                 first_failed_at, last_failed_at, ord)
        )
-       INSERT INTO dead_letters (subscription_id, topic, partition, kafka_offset, event_id, attributes, data, attempts,
-                                 last_error, first_failed_at, last_failed_at)
-       SELECT i.subscription_id, i.topic, i.partition, i.kafka_offset, i.event_id, i.attributes, i.data, i.attempts,
-              i.last_error, i.first_failed_at, i.last_failed_at
+       INSERT INTO dead_letters (subscription_id, tenant, topic, partition, kafka_offset, event_id, attributes, data,
+                                 attempts, last_error, first_failed_at, last_failed_at)
+       -- A letter belongs to its subscription's tenant.
+       SELECT i.subscription_id, s.tenant, i.topic, i.partition, i.kafka_offset, i.event_id, i.attributes, i.data,
+              i.attempts, i.last_error, i.first_failed_at, i.last_failed_at
          FROM input i JOIN subscriptions s ON s.id = i.subscription_id
          -- Holds the subscription row until commit, so a concurrent delete cannot break the foreign key.
          -- In the caller's order, so ids (the order listFor shows) follow it.
@@ -148,8 +149,8 @@ export class DeadLetterStore {
     return Number(result[1] ?? 0);
   }
 
-  /** A subscription's dead letters, oldest first (in the order written). */
-  async listFor(subscriptionId: string, limit = 1000): Promise<DeadLetterEntity[]> {
-    return this.db.manager.find(DeadLetterEntity, { where: { subscriptionId }, order: { createdAt: 'ASC', id: 'ASC' }, take: limit });
+  /** A subscription's dead letters of `tenant`, oldest first (in the order written). */
+  async listFor(subscriptionId: string, tenant: string, limit = 1000): Promise<DeadLetterEntity[]> {
+    return this.db.manager.find(DeadLetterEntity, { where: { subscriptionId, tenant }, order: { createdAt: 'ASC', id: 'ASC' }, take: limit });
   }
 }

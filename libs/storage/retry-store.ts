@@ -61,8 +61,10 @@ export class RetryStore {
   async park(delivery: ParkedDelivery, manager?: EntityManager, maxParked = Infinity): Promise<ParkResult> {
     const write = async (tx: EntityManager): Promise<ParkResult> => {
       const cap = Number.isFinite(maxParked) ? maxParked : null;
-      const held: unknown[] = await tx.query(`SELECT 1 FROM subscriptions WHERE id = $1 FOR NO KEY UPDATE`, [delivery.subscriptionId]);
+      const held: { tenant: string }[] = await tx.query(`SELECT tenant FROM subscriptions WHERE id = $1 FOR NO KEY UPDATE`, [delivery.subscriptionId]);
       if (held.length === 0) return { delivery, applied: false, rejected: 'SUBSCRIPTION_GONE', parked: 0 };
+      // A parked delivery belongs to its subscription's tenant.
+      const tenant = held[0].tenant;
       const [row]: { counted: number; already: boolean; written: boolean }[] = await tx.query(
         `WITH counted AS (
            SELECT CASE WHEN $11::int IS NULL THEN 0
@@ -71,8 +73,8 @@ export class RetryStore {
            SELECT 1 FROM delivery_retries WHERE subscription_id = $1 AND topic = $2 AND partition = $3 AND kafka_offset = $4
          ), written AS (
            INSERT INTO delivery_retries
-                  (subscription_id, topic, partition, kafka_offset, attributes, data, attempts, last_error, first_failed_at, next_attempt_at, epoch)
-           SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $12
+                  (subscription_id, topic, partition, kafka_offset, attributes, data, attempts, last_error, first_failed_at, next_attempt_at, epoch, tenant)
+           SELECT $1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9, $10, $12, $13
             WHERE NOT EXISTS (SELECT 1 FROM already) AND ($11::int IS NULL OR (SELECT n FROM counted) < $11)
            ON CONFLICT DO NOTHING
            RETURNING 1
@@ -91,6 +93,7 @@ export class RetryStore {
           delivery.nextAttemptAt,
           cap,
           delivery.epoch,
+          tenant,
         ],
       );
       if (row.already) return { delivery, applied: true, outcome: 'ALREADY_PARKED', parked: row.counted };

@@ -104,10 +104,10 @@ export class SkippedRangeStore {
   }
 
   /**
-   * A subscription's skipped ranges, by topic, partition and offset; undefined when the subscription does not
-   * exist (a malformed id included).
+   * A subscription's skipped ranges, by topic, partition and offset; undefined when `tenant` has no subscription
+   * by that id (another tenant's, a missing one, or a malformed id: the same answer).
    */
-  async listFor(subscriptionId: string, limit = 1000): Promise<StoredSkippedRange[] | undefined> {
+  async listFor(subscriptionId: string, tenant: string, limit = 1000): Promise<StoredSkippedRange[] | undefined> {
     if (!UUID.test(subscriptionId)) return undefined;
     const rows: {
       exists: boolean;
@@ -125,8 +125,8 @@ export class SkippedRangeStore {
          LEFT JOIN LATERAL (
            SELECT * FROM skipped_ranges WHERE subscription_id = s.id ORDER BY topic, partition, from_offset LIMIT $2
          ) r ON true
-        WHERE s.id = $1`,
-      [subscriptionId, limit],
+        WHERE s.id = $1 AND s.tenant = $3`,
+      [subscriptionId, limit, tenant],
     );
     if (rows.length === 0) return undefined;
     return rows

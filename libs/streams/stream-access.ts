@@ -1,9 +1,13 @@
 import { ErrorCode, EventMeshError } from '../errors';
 import type { SubscriptionService } from '../subscriptions';
 
-/** A stream client may attach only to an active STREAM subscription that this instance dispatches. */
-export async function assertStreamHere(subscriptions: SubscriptionService, id: string): Promise<void> {
-  const s = await subscriptions.get(id);
+/**
+ * A stream client may attach only to an active STREAM subscription of its tenant that this instance dispatches;
+ * another tenant's subscription is 404 SUBSCRIPTION_NOT_FOUND, like a missing one (checked first, so no other
+ * answer tells it exists).
+ */
+export async function assertStreamHere(subscriptions: SubscriptionService, id: string, tenant: string): Promise<void> {
+  const s = await subscriptions.get(id, tenant);
   if (s.protocol !== 'STREAM') {
     throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is not a STREAM subscription`, { field: 'protocol' });
   }

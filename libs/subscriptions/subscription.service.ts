@@ -14,6 +14,11 @@ import { validateWebhookTarget } from './webhook-handshake';
  * The subscriptions resource. A subscription's start position is resolved to concrete offsets when it is
  * created, in the same transaction, so no event published after the create answered is ever skipped, however
  * late the dispatch loop picks the subscription up.
+ *
+ * Tenancy: a subscription belongs to the tenant of the caller that created it. Every read and write of the
+ * resource names the caller's tenant, and a subscription of another tenant is answered exactly as one that does
+ * not exist (404 SUBSCRIPTION_NOT_FOUND, same body): existence does not leak across tenants. The dispatch side
+ * (activeFor, activeOnTopic, disable) and the operator's admin routes are runtime-wide.
  */
 export class SubscriptionService {
   private readonly log = createLogger('SubscriptionService');
@@ -82,7 +87,8 @@ export class SubscriptionService {
     return { ...request, topic };
   }
 
-  async create(body: unknown): Promise<SubscriptionView> {
+  /** Creates a subscription owned by `tenant` (the caller's). */
+  async create(body: unknown, tenant: string): Promise<SubscriptionView> {
     const request = this.parse(body);
     const topic = request.topic;
     if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.config.trusted === true);
@@ -99,6 +105,7 @@ export class SubscriptionService {
     await this.db.transaction(async (tx) => {
       await tx.insert(SubscriptionEntity, {
         id,
+        tenant,
         topic,
         protocol: request.protocol,
         sink: request.sink ?? '',
@@ -113,8 +120,8 @@ export class SubscriptionService {
         [...starts].map(([partition, nextOffset]) => ({ subscriptionId: id, topic, partition, nextOffset, epoch: 0 })),
       );
     });
-    this.log.info({ subscription: id, topic, protocol: request.protocol, sink: request.sink, startFrom }, 'subscription created');
-    return request.protocol === 'HTTP' ? { ...(await this.get(id)), secret } : this.get(id);
+    this.log.info({ subscription: id, tenant, topic, protocol: request.protocol, sink: request.sink, startFrom }, 'subscription created');
+    return request.protocol === 'HTTP' ? { ...(await this.get(id, tenant)), secret } : this.get(id, tenant);
   }
 
   /**
@@ -126,20 +133,21 @@ export class SubscriptionService {
     const known = this.topics_.get(key);
     if (known !== undefined) return known;
     if (!isUuid(id)) return undefined;
-    const row = await this.db.manager.findOne(SubscriptionEntity, { select: { topic: true }, where: { id } });
+    const row = await this.db.manager.findOne(SubscriptionEntity, { select: { topic: true }, where: { id, tenant } });
     if (!row) return undefined;
     if (this.topics_.size >= TOPIC_MEMORY) this.topics_.delete(this.topics_.keys().next().value!);
     this.topics_.set(key, row.topic);
     return row.topic;
   }
 
-  async get(id: string): Promise<SubscriptionView> {
-    return view(await this.row(id));
+  /** A subscription of `tenant`; 404 SUBSCRIPTION_NOT_FOUND when that tenant has none by this id. */
+  async get(id: string, tenant: string): Promise<SubscriptionView> {
+    return view(await this.row(id, tenant));
   }
 
-  private async row(id: string): Promise<SubscriptionEntity> {
-    const row = isUuid(id) ? await this.db.manager.findOneBy(SubscriptionEntity, { id }) : null;
-    if (!row) throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
+  private async row(id: string, tenant: string): Promise<SubscriptionEntity> {
+    const row = isUuid(id) ? await this.db.manager.findOneBy(SubscriptionEntity, { id, tenant }) : null;
+    if (!row) throw subscriptionNotFound(id);
     return row;
   }
 
@@ -148,8 +156,8 @@ export class SubscriptionService {
    * and cannot change; a new sink is validated like a new subscription's. The dispatch loop picks the change up
    * at its next refresh (within a second); the signing secret stays.
    */
-  async replace(id: string, body: unknown): Promise<SubscriptionView> {
-    const current = await this.row(id);
+  async replace(id: string, body: unknown, tenant: string): Promise<SubscriptionView> {
+    const current = await this.row(id, tenant);
     const request = this.parse({ topic: current.topic, protocol: current.protocol, ...(body as object) });
     if (request.topic !== current.topic) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: a subscription cannot move to another topic', { field: 'topic' });
@@ -165,7 +173,7 @@ export class SubscriptionService {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'protocol: a subscription keeps its protocol', { field: 'protocol' });
     }
     if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.sink === current.sink || request.config.trusted === true);
-    await this.db.manager.update(SubscriptionEntity, { id }, {
+    const result = await this.db.manager.update(SubscriptionEntity, { id, tenant }, {
       sink: request.sink ?? '',
       // A write seals the secret again with the active key (key rotation).
       ...(current.signingSecret ? { signingSecret: this.resealed(current.signingSecret) } : {}),
@@ -173,8 +181,10 @@ export class SubscriptionService {
       config: { ...request.config, startFrom: fixedStart },
       updatedAt: new Date(),
     });
-    this.log.info({ subscription: id, sink: request.sink }, 'subscription replaced');
-    return this.get(id);
+    // Deleted while the new sink was being validated.
+    if (!result.affected) throw subscriptionNotFound(id);
+    this.log.info({ subscription: id, tenant, sink: request.sink }, 'subscription replaced');
+    return this.get(id, tenant);
   }
 
   /**
@@ -197,10 +207,10 @@ export class SubscriptionService {
     return SecretBox.isSealed(stored) ? this.options.secrets.reseal(stored) : this.options.secrets.seal(stored);
   }
 
-  /** The dead-letter queue of one subscription, oldest offset first, data as base64. */
-  async deadLetters(id: string): Promise<DeadLetterView[]> {
-    await this.row(id);
-    const rows = await new DeadLetterStore(this.db).listFor(id);
+  /** The dead-letter queue of one subscription of `tenant`, oldest offset first, data as base64. */
+  async deadLetters(id: string, tenant: string): Promise<DeadLetterView[]> {
+    await this.row(id, tenant);
+    const rows = await new DeadLetterStore(this.db).listFor(id, tenant);
     return rows.map((r) => ({
       id: r.id,
       topic: r.topic,
@@ -216,17 +226,17 @@ export class SubscriptionService {
     }));
   }
 
-  async list(): Promise<SubscriptionView[]> {
-    const rows = await this.db.manager.find(SubscriptionEntity, { order: { createdAt: 'ASC' } });
+  /** The subscriptions of `tenant`, oldest first. */
+  async list(tenant: string): Promise<SubscriptionView[]> {
+    const rows = await this.db.manager.find(SubscriptionEntity, { where: { tenant }, order: { createdAt: 'ASC' } });
     return rows.map(view);
   }
 
-  async delete(id: string): Promise<void> {
-    const result = isUuid(id) ? await this.db.manager.delete(SubscriptionEntity, { id }) : { affected: 0 };
-    if (!result.affected) {
-      throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
-    }
-    this.log.info({ subscription: id }, 'subscription deleted');
+  /** Deletes a subscription of `tenant`; 404 SUBSCRIPTION_NOT_FOUND when that tenant has none by this id. */
+  async delete(id: string, tenant: string): Promise<void> {
+    const result = isUuid(id) ? await this.db.manager.delete(SubscriptionEntity, { id, tenant }) : { affected: 0 };
+    if (!result.affected) throw subscriptionNotFound(id);
+    this.log.info({ subscription: id, tenant }, 'subscription deleted');
   }
 
   /** Stops delivery to a subscription (its sink answered 410 Gone); it stays readable, `status: DISABLED`. */
@@ -250,6 +260,11 @@ export class SubscriptionService {
 const TOPIC_MEMORY = 10000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const isUuid = (s: string) => UUID.test(s);
+
+/** The one answer for a subscription the caller's tenant has not: missing and another tenant's read the same. */
+export function subscriptionNotFound(id: string): EventMeshError {
+  return new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
+}
 
 function view(row: SubscriptionEntity): SubscriptionView {
   return {

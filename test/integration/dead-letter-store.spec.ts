@@ -17,9 +17,9 @@ describe('DeadLetterStore (real Postgres)', () => {
   });
   afterAll(() => db.destroy());
 
-  async function subscription(): Promise<string> {
+  async function subscription(tenant = 'default'): Promise<string> {
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, { id, tenant, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
     return id;
   }
 
@@ -50,7 +50,7 @@ describe('DeadLetterStore (real Postgres)', () => {
       { position: { subscriptionId: id, topic: 't', partition: 1, offset: 7 }, written: false, rejected: 'ALREADY_DEAD_LETTERED' },
     ]);
     expect(await rowsOf(id)).toBe(1);
-    const [kept] = await deadLetters.listFor(id);
+    const [kept] = await deadLetters.listFor(id, 'default');
     expect(kept).toMatchObject({ kafkaOffset: 7, attempts: 10, lastError: 'HTTP 503', eventId: 'e-7' });
     expect(kept.data).toEqual(Buffer.from([0, 1, 2]));
     expect(kept.attributes).toEqual({ id: 'e-7', source: '/s', type: 't', specversion: '1.0' });
@@ -62,7 +62,7 @@ describe('DeadLetterStore (real Postgres)', () => {
     expect(results.map((r) => r.written)).toEqual([true, true, false, true]);
     expect(results[2].rejected).toBe('ALREADY_DEAD_LETTERED');
     expect(await rowsOf(id)).toBe(3);
-    expect((await deadLetters.listFor(id)).find((l) => l.kafkaOffset === 2)?.data).toBeNull();
+    expect((await deadLetters.listFor(id, 'default')).find((l) => l.kafkaOffset === 2)?.data).toBeNull();
   });
 
   it('moves a parked delivery to the queue once, even when the move is replayed', async () => {
@@ -75,7 +75,20 @@ describe('DeadLetterStore (real Postgres)', () => {
     await retries.park(parked);
     await retries.deadLetter(letter(id, 4, { lastError: 'second' }));
     expect(await retries.countFor(id)).toBe(0);
-    expect((await deadLetters.listFor(id)).map((l) => l.lastError)).toEqual(['HTTP 503']);
+    expect((await deadLetters.listFor(id, 'default')).map((l) => l.lastError)).toEqual(['HTTP 503']);
+  });
+
+  it("writes each letter with its subscription's tenant, and lists it only to that tenant", async () => {
+    const a = await subscription('tenant-a');
+    const b = await subscription('tenant-b');
+    await deadLetters.add([letter(a, 1), letter(b, 1)]);
+    const tenants: { subscription_id: string; tenant: string }[] = await db.query(
+      `SELECT subscription_id, tenant FROM dead_letters WHERE subscription_id = ANY($1::uuid[])`,
+      [[a, b]],
+    );
+    expect(Object.fromEntries(tenants.map((r) => [r.subscription_id, r.tenant]))).toEqual({ [a]: 'tenant-a', [b]: 'tenant-b' });
+    expect(await deadLetters.listFor(a, 'tenant-b')).toEqual([]);
+    expect((await deadLetters.listFor(a, 'tenant-a')).map((l) => l.tenant)).toEqual(['tenant-a']);
   });
 
   it('refuses a letter of a deleted subscription, and deletes the letters with their subscription', async () => {
@@ -116,7 +129,7 @@ describe('DeadLetterStore (real Postgres)', () => {
     expect(await deadLetters.purgeOlderThan(cutoff, 2)).toBe(2);
     expect(await deadLetters.purgeOlderThan(cutoff, 2)).toBe(1);
     expect(await deadLetters.purgeOlderThan(cutoff, 2)).toBe(0);
-    expect((await deadLetters.listFor(id)).map((l) => l.kafkaOffset)).toEqual([4, 5]);
+    expect((await deadLetters.listFor(id, 'default')).map((l) => l.kafkaOffset)).toEqual([4, 5]);
   });
 
   it('migration: keeps the earliest of duplicate letters and drops orphans before adding the key', async () => {

@@ -279,8 +279,6 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
   let b: GatedInstance;
   let db: DataSource;
   let quotas: TenantQuotaStore;
-  /** The subscriptions' tenant column comes with the tenancy work; added here for this spec when it is not there yet. */
-  let addedTenantColumn = false;
 
   beforeAll(async () => {
     db = createDataSource(configOf('seed').postgres, 'gate-spec-quota');
@@ -288,20 +286,12 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
     quotas = new TenantQuotaStore(db);
     // Set before the instances start, so both hold it from their first request.
     await quotas.put(accuracyTenant, { ...none, eventsPerSecond: RATE, burstSeconds: BURST_SECONDS });
-    const [{ present }]: { present: boolean }[] = await db.query(
-      `SELECT EXISTS (SELECT 1 FROM information_schema.columns WHERE table_name = 'subscriptions' AND column_name = 'tenant') AS present`,
-    );
-    if (!present) {
-      await db.query(`ALTER TABLE subscriptions ADD COLUMN tenant text NOT NULL DEFAULT 'default'`);
-      addedTenantColumn = true;
-    }
     a = await startGated(configOf('a'));
     b = await startGated(configOf('b'));
   });
   afterAll(async () => {
     await stopGated(a);
     await stopGated(b);
-    if (addedTenantColumn) await db.query(`ALTER TABLE subscriptions DROP COLUMN tenant`);
     await db?.destroy();
   });
 

@@ -16,9 +16,9 @@ describe('RetryStore (real Postgres)', () => {
   });
   afterAll(() => db.destroy());
 
-  async function subscription(): Promise<string> {
+  async function subscription(tenant = 'default'): Promise<string> {
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, { id, tenant, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
     return id;
   }
 
@@ -131,16 +131,20 @@ describe('RetryStore (real Postgres)', () => {
     expect(await retries.countFor(id)).toBe(0);
   });
 
-  it('moves a delivery to the dead-letter queue in one step', async () => {
-    const id = await subscription();
+  it("moves a delivery to the dead-letter queue in one step, both rows of the subscription's tenant", async () => {
+    const id = await subscription('tenant-a');
     await retries.park(parked(id, 5, -1000));
+    const tenantOf = async (table: string) =>
+      ((await db.query(`SELECT tenant FROM ${table} WHERE subscription_id = $1`, [id])) as { tenant: string }[]).map((r) => r.tenant);
+    expect(await tenantOf('delivery_retries')).toEqual(['tenant-a']);
     await retries.deadLetter({
       subscriptionId: id, topic: 't', partition: 2, offset: 5, eventId: 'e-5', attributes: { id: 'e-5' }, data: Buffer.from('x'),
       attempts: 10, lastError: 'HTTP 500', firstFailedAt: new Date(), lastFailedAt: new Date(),
     });
     expect(await retries.countFor(id)).toBe(0);
-    const [letter] = await deadLetters.listFor(id);
-    expect(letter).toMatchObject({ kafkaOffset: 5, eventId: 'e-5', attempts: 10, lastError: 'HTTP 500' });
+    expect(await deadLetters.listFor(id, 'default')).toEqual([]);
+    const [letter] = await deadLetters.listFor(id, 'tenant-a');
+    expect(letter).toMatchObject({ tenant: 'tenant-a', kafkaOffset: 5, eventId: 'e-5', attempts: 10, lastError: 'HTTP 500' });
   });
 
   it('forgets, per position, the parked deliveries at or after it, in one statement', async () => {

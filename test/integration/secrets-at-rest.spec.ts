@@ -109,13 +109,13 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
     });
     try {
       expect(SecretBox.keyIdOf(await storedSecretOf(id))).toBe('test');
-      await service.replace(id, { sink: receiver.url, config: { trusted: true } });
+      await service.replace(id, { sink: receiver.url, config: { trusted: true } }, 'default');
       const stored = await storedSecretOf(id);
       expect(SecretBox.keyIdOf(stored)).toBe('next');
       expect(rotated.open(stored)).toBe(created.body.secret);
     } finally {
       // This instance does not hold the key `next`: the subscription goes before it gets an event.
-      await service.delete(id);
+      await service.delete(id, 'default');
     }
   });
 
@@ -158,7 +158,7 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
       secrets: SecretBox.fromConfig(config),
       sinks: spying,
     });
-    await expect(service.create({ sink: 'http://hooks.example.test/hook', topic })).rejects.toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink' } });
+    await expect(service.create({ sink: 'http://hooks.example.test/hook', topic }, 'default')).rejects.toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink' } });
     expect(resolutions).toBe(1);
     expect(attempts).toEqual([]);
   });

@@ -14,9 +14,9 @@ describe('SkippedRangeStore (real Postgres)', () => {
   });
   afterAll(() => db.destroy());
 
-  async function subscription(): Promise<string> {
+  async function subscription(tenant = 'default'): Promise<string> {
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, { id, tenant, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
     return id;
   }
 
@@ -36,7 +36,7 @@ describe('SkippedRangeStore (real Postgres)', () => {
     expect(await store.record(range(id, 10, 50))).toMatchObject({ applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0, previousToOffset: 50 });
     // A stale writer with a shorter view of the same skip does not shrink it.
     expect(await store.record(range(id, 10, 30))).toMatchObject({ applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0 });
-    const ranges = await store.listFor(id);
+    const ranges = await store.listFor(id, 'default');
     expect(ranges).toHaveLength(1);
     expect(ranges![0]).toMatchObject({ fromOffset: 10, toOffset: 50, events: 40, reason: 'RETENTION' });
   });
@@ -46,7 +46,7 @@ describe('SkippedRangeStore (real Postgres)', () => {
     await store.record(range(id, 0, 100));
     const again = await store.record({ ...range(id, 0, 130), epoch: 4 });
     expect(again).toMatchObject({ applied: true, outcome: 'EXTENDED', newlySkipped: 30, previousToOffset: 100 });
-    expect((await store.listFor(id))![0]).toMatchObject({ fromOffset: 0, toOffset: 130, events: 130, epoch: 4 });
+    expect((await store.listFor(id, 'default'))![0]).toMatchObject({ fromOffset: 0, toOffset: 130, events: 130, epoch: 4 });
   });
 
   it('refuses an empty range and a deleted subscription, saying why', async () => {
@@ -54,7 +54,7 @@ describe('SkippedRangeStore (real Postgres)', () => {
     expect(await store.record(range(id, 7, 7))).toMatchObject({ applied: false, rejected: 'EMPTY_RANGE', newlySkipped: 0 });
     const gone = randomUUID();
     expect(await store.record(range(gone, 0, 5))).toMatchObject({ applied: false, rejected: 'SUBSCRIPTION_GONE', newlySkipped: 0 });
-    expect(await store.listFor(id)).toEqual([]);
+    expect(await store.listFor(id, 'default')).toEqual([]);
   });
 
   it('writes inside the caller transaction: a rolled-back transaction leaves no record', async () => {
@@ -65,9 +65,9 @@ describe('SkippedRangeStore (real Postgres)', () => {
         throw new Error('roll back');
       }),
     ).rejects.toThrow('roll back');
-    expect(await store.listFor(id)).toEqual([]);
+    expect(await store.listFor(id, 'default')).toEqual([]);
     await db.transaction((m) => store.record(range(id, 3, 9), m));
-    expect(await store.listFor(id)).toHaveLength(1);
+    expect(await store.listFor(id, 'default')).toHaveLength(1);
   });
 
   it('lists a subscription by topic, partition and offset; an unknown or malformed id is undefined', async () => {
@@ -75,9 +75,9 @@ describe('SkippedRangeStore (real Postgres)', () => {
     await store.record(range(id, 50, 60, 2));
     await store.record(range(id, 5, 6, 2));
     await store.record(range(id, 0, 1, 0));
-    expect((await store.listFor(id))!.map((r) => [r.partition, r.fromOffset])).toEqual([[0, 0], [2, 5], [2, 50]]);
-    expect(await store.listFor(randomUUID())).toBeUndefined();
-    expect(await store.listFor('not-a-uuid')).toBeUndefined();
+    expect((await store.listFor(id, 'default'))!.map((r) => [r.partition, r.fromOffset])).toEqual([[0, 0], [2, 5], [2, 50]]);
+    expect(await store.listFor(randomUUID(), 'default')).toBeUndefined();
+    expect(await store.listFor('not-a-uuid', 'default')).toBeUndefined();
   });
 
   it('summarises the skips of a window per subscription, latest first, with the totals', async () => {
@@ -106,5 +106,13 @@ describe('SkippedRangeStore (real Postgres)', () => {
     await store.record(range(id, 0, 4));
     await db.manager.delete(SubscriptionEntity, { id });
     expect(await db.query('SELECT 1 FROM skipped_ranges WHERE subscription_id = $1', [id])).toEqual([]);
+  });
+
+  it("lists a subscription's ranges only to its tenant; to another tenant it does not exist", async () => {
+    const id = await subscription('tenant-a');
+    await store.record(range(id, 0, 5));
+    expect(await store.listFor(id, 'tenant-b')).toBeUndefined();
+    expect(await store.listFor(id, 'default')).toBeUndefined();
+    expect((await store.listFor(id, 'tenant-a'))!.map((r) => r.toOffset)).toEqual([5]);
   });
 });

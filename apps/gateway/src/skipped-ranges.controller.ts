@@ -1,7 +1,8 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import type { Caller } from '../../../libs/security';
 import { SkippedRangeStore } from '../../../libs/storage';
-import { GateRoute } from './gate-route';
+import { subscriptionNotFound } from '../../../libs/subscriptions';
+import { CallerParam, GateRoute } from './gate-route';
 
 /** One range of events a subscription never got (Kafka retention deleted them first), as the API shows it. */
 export interface SkippedRangeView {
@@ -20,7 +21,7 @@ export interface SkippedRangeView {
 /**
  * `GET /subscriptions/{id}/skipped-ranges`: the events a subscription never got because Kafka retention deleted
  * them before delivery, by topic, partition and offset (docs/delivery.md, "Retention"). `/health` warns while
- * recent ones exist.
+ * recent ones exist. Another tenant's subscription answers 404 like a missing one.
  */
 @Controller('subscriptions')
 export class SkippedRangesController {
@@ -28,9 +29,9 @@ export class SkippedRangesController {
 
   @Get(':id/skipped-ranges')
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' } })
-  async list(@Param('id') id: string): Promise<SkippedRangeView[]> {
-    const ranges = await this.skipped.listFor(id);
-    if (!ranges) throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
+  async list(@Param('id') id: string, @CallerParam() caller: Caller): Promise<SkippedRangeView[]> {
+    const ranges = await this.skipped.listFor(id, caller.tenant);
+    if (!ranges) throw subscriptionNotFound(id);
     return ranges.map((r) => ({
       topic: r.topic,
       partition: r.partition,

@@ -5,8 +5,9 @@ import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { CompiledFilter, compileFilters } from '../../../libs/filter';
 import { frameToStructured } from '../../../libs/frame';
 import { assertStreamHere, PollConsumers, StreamDelivery, StreamHub, StreamOutcome } from '../../../libs/streams';
-import { SubscriptionService } from '../../../libs/subscriptions';
-import { GateRoute } from './gate-route';
+import type { Caller } from '../../../libs/security';
+import { SubscriptionService, subscriptionNotFound } from '../../../libs/subscriptions';
+import { CallerParam, GateRoute } from './gate-route';
 
 const MAX_WINDOW = 1000;
 const MAX_WAIT_MS = 60000;
@@ -38,6 +39,7 @@ export const toWire = (d: StreamDelivery) => ({ deliveryId: d.deliveryId, event:
  * Stream transports of STREAM subscriptions: Server-Sent Events and long-poll, with explicit answers per delivery
  * (`ack`, `nack` to retry after a delay, `reject` to dead-letter) through `POST /subscriptions/{id}/acks`. A client
  * holds at most `window` unanswered deliveries. Clients connect to the instance that dispatches the subscription.
+ * Every route is scoped by the caller's tenant: another tenant's subscription answers 404 like a missing one.
  */
 @Controller('subscriptions')
 export class StreamsController {
@@ -47,8 +49,8 @@ export class StreamsController {
     private readonly polls: PollConsumers,
   ) {}
 
-  private streamOf(id: string): Promise<void> {
-    return assertStreamHere(this.subscriptions, id);
+  private streamOf(id: string, caller: Caller): Promise<void> {
+    return assertStreamHere(this.subscriptions, id, caller.tenant);
   }
 
   /** Server-Sent Events: one `cloudevent` message per delivery, `{ deliveryId, event }`, as long as the client stays. */
@@ -60,10 +62,11 @@ export class StreamsController {
     @Query('filter') filter: string | undefined,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
+    @CallerParam() caller: Caller,
   ): Promise<void> {
     const size = intParam(window, 'window', 10, 1, MAX_WINDOW);
     const own = clientFilter(filter);
-    await this.streamOf(id);
+    await this.streamOf(id, caller);
     reply.hijack();
     const raw = reply.raw;
     raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -94,6 +97,7 @@ export class StreamsController {
     @Query('waitMs') waitMs: string | undefined,
     @Query('filter') filter: string | undefined,
     @Req() request: FastifyRequest,
+    @CallerParam() caller: Caller,
   ): Promise<{ consumer: string; deliveries: ReturnType<typeof toWire>[] }> {
     const own = clientFilter(filter);
     const size = intParam(window, 'window', 10, 1, MAX_WINDOW);
@@ -102,7 +106,7 @@ export class StreamsController {
     if (consumer !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(consumer)) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'consumer: 1 to 64 characters of [A-Za-z0-9._-]', { field: 'consumer' });
     }
-    await this.streamOf(id);
+    await this.streamOf(id, caller);
     const name = consumer ?? randomUUID();
     const closed = new AbortController();
     request.raw.once('close', () => closed.abort());
@@ -113,12 +117,20 @@ export class StreamsController {
   /**
    * Answers for deliveries: `{ deliveryId, action: "ack" | "nack" | "reject", delayMs?, reason? }`, or an array of
    * them. An id this instance did not hand out, or already settled (a stale answer), is refused: 409 for a single
-   * answer, `accepted: false` in a list.
+   * answer, `accepted: false` in a list. A subscription the caller's tenant has not is 404 before any answer is
+   * looked at.
    */
   @Post(':id/acks')
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' } })
   @HttpCode(200)
-  async acks(@Param('id') id: string, @Body() body: unknown): Promise<{ deliveryId: string; accepted: boolean }[] | { deliveryId: string; accepted: true }> {
+  async acks(
+    @Param('id') id: string,
+    @Body() body: unknown,
+    @CallerParam() caller: Caller,
+  ): Promise<{ deliveryId: string; accepted: boolean }[] | { deliveryId: string; accepted: true }> {
+    // topicFor is remembered, so answers cost no query after the first; a deleted subscription's deliveries are
+    // unknown to the hub anyway.
+    if ((await this.subscriptions.topicFor(id, caller.tenant)) === undefined) throw subscriptionNotFound(id);
     const answers = (Array.isArray(body) ? body : [body]) as Answer[];
     const outcomes = answers.map((a, index) => ({ deliveryId: this.checkId(a, index), outcome: outcomeOf(a, index) }));
     const results = outcomes.map(({ deliveryId, outcome }) => ({

@@ -25,7 +25,8 @@ const admissions = new WeakMap<object, Admission>();
  * `{"type":"event","deliveryId","event"}`; the client answers `{"type":"ack"|"nack"|"reject","deliveryId",
  * "delayMs"?,"reason"?}` and hears `{"type":"answered","deliveryId","accepted"}` (false for an unknown or stale
  * id) or `{"type":"error","code","message"}`. The handshake passes the request gate and the same checks as the
- * other transports, and fails as plain HTTP in the runtime's error shape.
+ * other transports (another tenant's subscription is 404 like a missing one), and fails as plain HTTP in the
+ * runtime's error shape.
  */
 export async function registerWebSocketStreams(
   app: NestFastifyApplication,
@@ -46,7 +47,7 @@ export async function registerWebSocketStreams(
           admissions.set(request, admission);
           intParam(request.query.window, 'window', 10, 1, 1000);
           clientFilter(request.query.filter);
-          await assertStreamHere(deps.subscriptions, request.params.id);
+          await assertStreamHere(deps.subscriptions, request.params.id, admission.caller.tenant);
         } catch (e) {
           admission?.release();
           const { status, body, headers } = toHttpError(e);

@@ -30,6 +30,10 @@ export class DeadLetterEntity {
   @Column({ name: 'event_id', type: 'text' })
   eventId!: string;
 
+  /** The tenant of its subscription, copied when the letter is written (DeadLetterStore.add). */
+  @Column({ type: 'text', default: 'default' })
+  tenant!: string;
+
   /** Context attributes of the event (the frame without its data). */
   @Column({ type: 'jsonb' })
   attributes!: object;

@@ -21,6 +21,10 @@ export class DeliveryRetryEntity {
   @PrimaryColumn({ name: 'kafka_offset', type: 'bigint', transformer: bigintAsNumber })
   kafkaOffset!: number;
 
+  /** The tenant of its subscription, copied when the delivery is parked (RetryStore.park). */
+  @Column({ type: 'text', default: 'default' })
+  tenant!: string;
+
   /** Context attributes of the event (the frame without its data). */
   @Column({ type: 'jsonb' })
   attributes!: object;

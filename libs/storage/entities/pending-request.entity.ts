@@ -10,6 +10,10 @@ export class PendingRequestEntity {
   @PrimaryColumn({ name: 'correlation_id', type: 'text' })
   correlationId!: string;
 
+  /** The requesting caller's tenant: only a reply of the same tenant completes the request. */
+  @Column({ type: 'text', default: 'default' })
+  tenant!: string;
+
   @Column({ name: 'instance_id', type: 'text' })
   instanceId!: string;
 

@@ -3,9 +3,14 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 /** A subscription: where events of a topic go, and how. Shape follows the CloudEvents Subscriptions API. */
 @Entity({ name: 'subscriptions' })
 @Index('subscriptions_instance_status_idx', ['instanceId', 'status'])
+@Index('subscriptions_tenant_created_idx', ['tenant', 'createdAt'])
 export class SubscriptionEntity {
   @PrimaryColumn({ type: 'uuid' })
   id!: string;
+
+  /** The tenant that owns it: only that tenant's callers see or change it (another tenant gets 404). */
+  @Column({ type: 'text', default: 'default' })
+  tenant!: string;
 
   @Column({ type: 'text' })
   topic!: string;

@@ -10,6 +10,7 @@ import { PendingRequestHolder1796300000001 } from './1796300000001-PendingReques
 import { ApiKeys1796400000001 } from './1796400000001-ApiKeys';
 import { PublisherSecrets1796410000001 } from './1796410000001-PublisherSecrets';
 import { GateAclQuota1796420000001 } from './1796420000001-GateAclQuota';
+import { ResourceTenant1796430000001 } from './1796430000001-ResourceTenant';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -25,4 +26,5 @@ export const MIGRATIONS = [
   ApiKeys1796400000001,
   PublisherSecrets1796410000001,
   GateAclQuota1796420000001,
+  ResourceTenant1796430000001,
 ];
