@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
 import { loadConfig } from '../../libs/config';
 import { dispatchWorkflowIdOf } from '../../libs/temporal/names';
 import { testEnv } from '../support/env';
@@ -168,5 +169,21 @@ export async function endDispatchWorkflows(env: Record<string, string>, instance
     await Promise.all(instanceIds.map((id) => client.workflow.getHandle(dispatchWorkflowIdOf(id)).terminate('fault run finished').catch(() => undefined)));
   } finally {
     await connection.close();
+  }
+}
+
+/**
+ * The epoch of an instance's dispatch run (`dispatch_runs`), read directly from Postgres (not through any fault
+ * proxy): each attempt of the dispatch activity claims the next one, so a change says a new attempt ran.
+ */
+export async function dispatchEpochOf(env: Record<string, string>, instanceId: string): Promise<number> {
+  const pg = loadConfig(testEnv(env)).postgres;
+  const client = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ epoch: string }>('SELECT epoch FROM dispatch_runs WHERE instance_id = $1', [instanceId]);
+    return rows[0] ? Number(rows[0].epoch) : 0;
+  } finally {
+    await client.end();
   }
 }

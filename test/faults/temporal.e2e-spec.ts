@@ -1,11 +1,14 @@
+import { dispatchEpochOf } from './cluster';
 import { FaultRun } from './fault-run';
 import { reportCase } from './report';
+import { killTemporal, restoreServers, startTemporal } from './servers';
 import { waitFor } from '../support/wait-for';
 
 /**
- * Temporal unreachable under load (docs/failure-matrix.md): the link between the instance and the Temporal
- * frontend is cut for longer than the dispatch activity's heartbeat timeout, then healed. Publishing does not
- * need Temporal; delivery may pause or be redone, and nothing acknowledged is lost.
+ * Temporal faults under load (docs/failure-matrix.md): the link between the instance and the Temporal frontend
+ * cut for longer than the dispatch activity's heartbeat timeout, then healed; and the Temporal server killed
+ * (`kill -9`) and started again. Publishing does not need Temporal; delivery may pause or be redone, it resumes
+ * without a restart of the instance, and nothing acknowledged is lost.
  */
 describe('faults: Temporal', () => {
   let run: FaultRun | undefined;
@@ -38,4 +41,45 @@ describe('faults: Temporal', () => {
     expect(result.lost).toBe(0);
     expect(result.drained).toBe(true);
   }, 180000);
+
+  it('server kill -9 and start under load: the dispatch activity runs again by itself, delivery resumes, nothing acknowledged is lost', async () => {
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' };
+    run = new FaultRun({
+      name: 'temporal-kill',
+      instances: [{}],
+      subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+      env,
+    });
+    try {
+      await run.start();
+      await run.acknowledgedMore(100);
+      const instanceId = run.instances[0].id;
+      const epochBefore = await dispatchEpochOf(env, instanceId);
+      await killTemporal();
+      const killedAt = Date.now();
+      // Past the heartbeat timeout (the lease TTL): the server, once back, times the running attempt out.
+      await run.acknowledgedMore(100, 20000);
+      await waitFor('6 s of Temporal down', () => Date.now() - killedAt >= 6000, { timeoutMs: 10000 });
+      await startTemporal();
+      const backAt = Date.now();
+      // A new attempt of the dispatch activity claims the next epoch: the worker polls again and the workflow
+      // retried its activity, with the same instance process.
+      const epochAfter = await waitFor('a new dispatch attempt after the restart', async () => {
+        const epoch = await dispatchEpochOf(env, instanceId);
+        return epoch > epochBefore && epoch;
+      }, { timeoutMs: 60000, intervalMs: 500 });
+      const reclaimedMs = Date.now() - backAt;
+      await run.acknowledgedMore(100, 30000);
+      const result = await run.finish(60000);
+      reportCase('Temporal server kill -9, 6 s down, start (TTL 4 s); 1 instance, 100/s', result, `down ${backAt - killedAt} ms; new dispatch attempt ${reclaimedMs} ms after the start (epoch ${epochBefore} -> ${epochAfter})`);
+      expect(run.instances[0].process!.child.exitCode).toBeNull();
+      expect(result.lost).toBe(0);
+      expect(result.drained).toBe(true);
+    } finally {
+      await restoreServers();
+    }
+  }, 240000);
 });
