@@ -187,3 +187,21 @@ export async function dispatchEpochOf(env: Record<string, string>, instanceId: s
     await client.end();
   }
 }
+
+/** The dispatch workflow's pending activity, as the Temporal server sees it: its attempt and heartbeat age. */
+export async function dispatchActivityOf(env: Record<string, string>, instanceId: string): Promise<{ attempt: number; state: string; heartbeatAgeMs?: number } | undefined> {
+  const config = loadConfig(testEnv(env)).temporal;
+  const connection = await Connection.connect({ address: config.address });
+  try {
+    const client = new Client({ connection, namespace: config.namespace });
+    const described = await client.workflow.getHandle(dispatchWorkflowIdOf(instanceId)).describe();
+    const pending = described.raw.pendingActivities?.[0];
+    if (!pending) return undefined;
+    const beat = pending.lastHeartbeatTime;
+    const beatMs = beat?.seconds ? Number(beat.seconds) * 1000 + Math.floor((beat.nanos ?? 0) / 1e6) : undefined;
+    const states = ['UNSPECIFIED', 'SCHEDULED', 'STARTED', 'CANCEL_REQUESTED', 'PAUSED', 'PAUSE_REQUESTED'];
+    return { attempt: pending.attempt ?? 0, state: states[pending.state ?? 0] ?? String(pending.state), heartbeatAgeMs: beatMs === undefined ? undefined : Date.now() - beatMs };
+  } finally {
+    await connection.close();
+  }
+}
