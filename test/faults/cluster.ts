@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
 import { loadConfig } from '../../libs/config';
 import { dispatchWorkflowIdOf } from '../../libs/temporal/names';
 import { testEnv } from '../support/env';
@@ -166,6 +167,40 @@ export async function endDispatchWorkflows(env: Record<string, string>, instance
   try {
     const client = new Client({ connection, namespace: config.namespace });
     await Promise.all(instanceIds.map((id) => client.workflow.getHandle(dispatchWorkflowIdOf(id)).terminate('fault run finished').catch(() => undefined)));
+  } finally {
+    await connection.close();
+  }
+}
+
+/**
+ * The epoch of an instance's dispatch run (`dispatch_runs`), read directly from Postgres (not through any fault
+ * proxy): each attempt of the dispatch activity claims the next one, so a change says a new attempt ran.
+ */
+export async function dispatchEpochOf(env: Record<string, string>, instanceId: string): Promise<number> {
+  const pg = loadConfig(testEnv(env)).postgres;
+  const client = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, connectionTimeoutMillis: 5000 });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ epoch: string }>('SELECT epoch FROM dispatch_runs WHERE instance_id = $1', [instanceId]);
+    return rows[0] ? Number(rows[0].epoch) : 0;
+  } finally {
+    await client.end();
+  }
+}
+
+/** The dispatch workflow's pending activity, as the Temporal server sees it: its attempt and heartbeat age. */
+export async function dispatchActivityOf(env: Record<string, string>, instanceId: string): Promise<{ attempt: number; state: string; heartbeatAgeMs?: number } | undefined> {
+  const config = loadConfig(testEnv(env)).temporal;
+  const connection = await Connection.connect({ address: config.address });
+  try {
+    const client = new Client({ connection, namespace: config.namespace });
+    const described = await client.workflow.getHandle(dispatchWorkflowIdOf(instanceId)).describe();
+    const pending = described.raw.pendingActivities?.[0];
+    if (!pending) return undefined;
+    const beat = pending.lastHeartbeatTime;
+    const beatMs = beat?.seconds ? Number(beat.seconds) * 1000 + Math.floor((beat.nanos ?? 0) / 1e6) : undefined;
+    const states = ['UNSPECIFIED', 'SCHEDULED', 'STARTED', 'CANCEL_REQUESTED', 'PAUSED', 'PAUSE_REQUESTED'];
+    return { attempt: pending.attempt ?? 0, state: states[pending.state ?? 0] ?? String(pending.state), heartbeatAgeMs: beatMs === undefined ? undefined : Date.now() - beatMs };
   } finally {
     await connection.close();
   }

@@ -4,8 +4,8 @@ import { killKafka, restoreServers, startKafka } from './servers';
 import { waitFor } from '../support/wait-for';
 
 /**
- * Kafka faults under publish load (docs/failure-matrix.md): the link to the broker cut, and the broker killed
- * (`kill -9`) and restarted. Nothing acknowledged (202) may be lost, and publishing resumes after the fault.
+ * Kafka faults under publish load (docs/failure-matrix.md): the link to the broker cut or slow, and the broker
+ * killed (`kill -9`) and restarted. Nothing acknowledged (202) may be lost, and publishing resumes after the fault.
  */
 describe('faults: Kafka', () => {
   let run: FaultRun | undefined;
@@ -43,6 +43,38 @@ describe('faults: Kafka', () => {
     expect(result.lost).toBe(0);
     expect(result.drained).toBe(true);
     expect(result.orderViolations).toBe(0);
+  }, 150000);
+
+  it('slow (+2 s each way through the proxy) for 10 s under load: every publish answered by its deadline, 202 or 503 KAFKA_UNAVAILABLE; delivery catches up; nothing acknowledged is lost', async () => {
+    // A deadline shorter than a produce round trip through the slow link (2 s up, 2 s down): the deadline, not
+    // the broker, decides when a publish is answered.
+    const publishTimeoutMs = 2500;
+    run = new FaultRun({
+      name: 'kafka-slow',
+      instances: [{ kafkaViaProxy: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 10000,
+      env: { EVENTMESH_KAFKA_PUBLISH_TIMEOUT_MS: String(publishTimeoutMs) },
+    });
+    await run.start();
+    await run.acknowledgedMore(100);
+    run.kafka!.latency(2000);
+    const slowAt = Date.now();
+    await waitFor('10 s of slowness', () => Date.now() - slowAt >= 10000, { timeoutMs: 20000 });
+    run.kafka!.heal();
+    await run.acknowledgedMore(100, 40000);
+    const result = await run.finish(60000);
+    const { refusals, slowestAnswerMs } = run.workload;
+    reportCase('Kafka +2 s each way for 10 s (proxy), publish deadline 2.5 s, 1 instance, 100/s', result, `refusals ${JSON.stringify(refusals)}; slowest answer ${Math.round(slowestAnswerMs)} ms`);
+    expect(result.lost).toBe(0);
+    expect(result.drained).toBe(true);
+    expect(result.orderViolations).toBe(0);
+    // Every attempt was answered (no client timeout), by the publish deadline, with 202 or 503 KAFKA_UNAVAILABLE.
+    expect(Object.keys(result.answers).filter((a) => a !== '202' && a !== '503')).toEqual([]);
+    expect(Object.keys(refusals)).toEqual(['503 KAFKA_UNAVAILABLE']);
+    expect(slowestAnswerMs).toBeLessThan(publishTimeoutMs + 1200);
   }, 150000);
 
   it('broker kill -9 and restart under load: nothing acknowledged is lost, delivery resumes', async () => {

@@ -1,3 +1,4 @@
+import { dispatchEpochOf } from './cluster';
 import { FaultRun } from './fault-run';
 import { reportCase } from './report';
 import { restoreServers, startPostgres, stopPostgresImmediately } from './servers';
@@ -5,8 +6,8 @@ import { waitFor } from '../support/wait-for';
 
 /**
  * Postgres faults under load (docs/failure-matrix.md): the server stopped at once (`pg_ctl stop -m immediate`,
- * a crash) and started again, and a slow link (2 s per chunk through the fault proxy). Delivery may pause; it
- * resumes from the committed offsets, and nothing acknowledged is lost.
+ * a crash) and started again, a slow link (2 s per chunk through the fault proxy), and the link cut, reset and
+ * held half-open. Delivery may pause; it resumes from the committed offsets, and nothing acknowledged is lost.
  */
 describe('faults: Postgres', () => {
   let run: FaultRun | undefined;
@@ -64,6 +65,63 @@ describe('faults: Postgres', () => {
     await run.acknowledgedMore(100, 30000);
     const result = await run.finish(60000);
     reportCase('Postgres link +2 s per chunk for 10 s (proxy); 1 instance, 100/s', result);
+    expect(result.lost).toBe(0);
+    expect(result.drained).toBe(true);
+    expect(result.orderViolations).toBe(0);
+  }, 180000);
+});
+
+describe('faults: Postgres link', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  it('cut 4 s, reset, half-open hold 6 s (one after another, proxy) under load: delivery resumes after each, nothing acknowledged is lost', async () => {
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' };
+    run = new FaultRun({
+      name: 'pg-link',
+      instances: [{ proxyPostgres: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+      env,
+    });
+    await run.start();
+    await run.acknowledgedMore(100);
+    const proxy = run.instances[0].postgres!;
+    const instanceId = run.instances[0].id;
+    const epochs: number[] = [await dispatchEpochOf(env, instanceId)];
+    const resumedMs: Record<string, number> = {};
+    /** After a heal: everything acknowledged so far reaches every subscription within 30 s. */
+    const resumes = async (fault: string) => {
+      const healedAt = Date.now();
+      expect(await run!.delivered(30000)).toBe(true);
+      resumedMs[fault] = Date.now() - healedAt;
+      epochs.push(await dispatchEpochOf(env, instanceId));
+    };
+
+    proxy.cut();
+    const cutAt = Date.now();
+    await waitFor('4 s of cut', () => Date.now() - cutAt >= 4000, { timeoutMs: 10000 });
+    proxy.heal();
+    await resumes('cut');
+
+    proxy.reset();
+    await resumes('reset');
+
+    // Longer than the lease TTL (4 s): a loop stuck on a held statement withholds its heartbeat.
+    proxy.hold();
+    const heldAt = Date.now();
+    await waitFor('6 s of hold', () => Date.now() - heldAt >= 6000, { timeoutMs: 10000 });
+    proxy.heal();
+    await resumes('hold');
+
+    await run.acknowledgedMore(100, 30000);
+    const result = await run.finish(60000);
+    reportCase('Postgres link cut 4 s, reset, hold 6 s (proxy, lease TTL 4 s); 1 instance, 100/s', result, `delivered all acknowledged within ${JSON.stringify(resumedMs)} ms of each heal; dispatch epochs ${epochs.join(' -> ')}`);
     expect(result.lost).toBe(0);
     expect(result.drained).toBe(true);
     expect(result.orderViolations).toBe(0);

@@ -3,12 +3,15 @@ import { readdirSync, readFileSync, realpathSync } from 'node:fs';
 import { connect } from 'node:net';
 import path from 'node:path';
 import { promisify } from 'node:util';
+import { Connection } from '@temporalio/client';
 import { Client } from 'pg';
 import { REPO_ROOT } from './repo-root';
 
 /**
- * Faults of the shared servers (scripts/infra.sh runs them): Kafka broker `kill -9` and restart, Postgres
- * immediate stop (`pg_ctl stop -m immediate`, a crash: no checkpoint, recovery at start) and start. These disturb
+ * Faults of the shared servers (scripts/infra.sh runs them): the Kafka broker killed (`kill -9`) or stopped
+ * cleanly (SIGTERM: a controlled shutdown) and started; Postgres stopped at once (`pg_ctl stop -m immediate`, a
+ * crash: no checkpoint, recovery at start) or cleanly (`-m fast`: a checkpoint, no recovery) and started; the
+ * Temporal dev server killed (`kill -9`) and started (its state is in a SQLite file, so it survives). These disturb
  * every user of the servers: only a test holding the shared lock may call them, and it must call
  * {@link restoreServers} before it ends (in `finally`/`afterAll`), which starts what is down and waits until it
  * answers.
@@ -31,9 +34,10 @@ async function infra(command: 'start', server: 'kafka' | 'postgres' | 'temporal'
   await run('bash', [path.join(ROOT, 'scripts/infra.sh'), command, server], { env: infraEnv(), timeout: 240000 });
 }
 
-function kafkaPid(): number | undefined {
+/** The pid scripts/infra.sh wrote for a server it started. */
+function pidOf(server: 'kafka' | 'temporal'): number | undefined {
   try {
-    return Number(readFileSync(path.join(DATA, 'kafka/kafka.pid'), 'utf8').trim()) || undefined;
+    return Number(readFileSync(path.join(DATA, `${server}/${server}.pid`), 'utf8').trim()) || undefined;
   } catch {
     return undefined;
   }
@@ -50,10 +54,22 @@ const alive = (pid: number) => {
 
 /** `kill -9` of the broker scripts/infra.sh started; resolves once the process is gone. */
 export async function killKafka(): Promise<void> {
-  const pid = kafkaPid();
-  if (!pid || !alive(pid)) throw new Error('no Kafka broker started by scripts/infra.sh is running');
-  process.kill(pid, 'SIGKILL');
-  await waitUntil('the broker process to end', () => !alive(pid), 10000);
+  await signalServer('kafka', 'SIGKILL', 10000);
+}
+
+/**
+ * SIGTERM to the broker scripts/infra.sh started: a clean shutdown (the broker closes its logs and the KRaft
+ * controller steps down); resolves once the process is gone.
+ */
+export async function stopKafka(): Promise<void> {
+  await signalServer('kafka', 'SIGTERM', 60000);
+}
+
+async function signalServer(server: 'kafka' | 'temporal', signal: NodeJS.Signals, timeoutMs: number): Promise<void> {
+  const pid = pidOf(server);
+  if (!pid || !alive(pid)) throw new Error(`no ${server} server started by scripts/infra.sh is running`);
+  process.kill(pid, signal);
+  await waitUntil(`the ${server} process to end after ${signal}`, () => !alive(pid), timeoutMs);
 }
 
 /** Starts the broker again and waits until it serves requests (a metadata round trip). */
@@ -72,8 +88,20 @@ const PGDATA = path.join(DATA, 'postgres/pgdata');
 
 /** `pg_ctl stop -m immediate` of the cluster in .data/postgres: every backend dies at once, like a crash. */
 export async function stopPostgresImmediately(): Promise<void> {
+  await pgCtlStop('immediate');
+}
+
+/**
+ * `pg_ctl stop -m fast` of the cluster in .data/postgres: a clean shutdown (sessions are ended, open
+ * transactions rolled back, a checkpoint written); no recovery at the next start.
+ */
+export async function stopPostgresFast(): Promise<void> {
+  await pgCtlStop('fast');
+}
+
+async function pgCtlStop(mode: 'immediate' | 'fast'): Promise<void> {
   const asPostgres = process.getuid?.() === 0 ? ['runuser', '-u', 'postgres', '--'] : [];
-  const [cmd, ...args] = [...asPostgres, path.join(pgBin(), 'pg_ctl'), '-D', PGDATA, '-m', 'immediate', '-w', 'stop'];
+  const [cmd, ...args] = [...asPostgres, path.join(pgBin(), 'pg_ctl'), '-D', PGDATA, '-m', mode, '-w', 'stop'];
   await run(cmd, args, { timeout: 60000 });
 }
 
@@ -83,10 +111,37 @@ export async function startPostgres(): Promise<void> {
   await waitUntil('Postgres to answer', () => postgresAnswers(), 120000);
 }
 
+/** `kill -9` of the Temporal dev server scripts/infra.sh started; resolves once the process is gone. */
+export async function killTemporal(): Promise<void> {
+  await signalServer('temporal', 'SIGKILL', 10000);
+}
+
+/** Starts the Temporal dev server again (`scripts/infra.sh start temporal`) and waits until its frontend serves. */
+export async function startTemporal(): Promise<void> {
+  await infra('start', 'temporal');
+  await waitUntil('Temporal to answer', () => temporalAnswers(), 120000);
+}
+
 /** Starts whichever server is down and waits until each answers. Always call it before a server-fault test ends. */
 export async function restoreServers(): Promise<void> {
   if (!(await postgresAnswers())) await startPostgres();
   if (!(await kafkaAnswers())) await startKafka();
+  if (!(await temporalAnswers())) await startTemporal();
+}
+
+/** Whether the Temporal frontend answers a health check within 2 s. */
+export async function temporalAnswers(): Promise<boolean> {
+  const address = process.env.EVENTMESH_TEMPORAL_ADDRESS ?? '127.0.0.1:7233';
+  let connection: Connection | undefined;
+  try {
+    connection = await Connection.connect({ address, connectTimeout: 2000 });
+    const answer = await connection.withDeadline(Date.now() + 2000, () => connection!.healthService.check({}));
+    return answer.status === 1; // SERVING
+  } catch {
+    return false;
+  } finally {
+    await connection?.close().catch(() => undefined);
+  }
 }
 
 export async function postgresAnswers(): Promise<boolean> {

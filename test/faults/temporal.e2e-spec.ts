@@ -1,11 +1,14 @@
+import { dispatchActivityOf, dispatchEpochOf } from './cluster';
 import { FaultRun } from './fault-run';
 import { reportCase } from './report';
+import { killTemporal, restoreServers, startTemporal } from './servers';
 import { waitFor } from '../support/wait-for';
 
 /**
- * Temporal unreachable under load (docs/failure-matrix.md): the link between the instance and the Temporal
- * frontend is cut for longer than the dispatch activity's heartbeat timeout, then healed. Publishing does not
- * need Temporal; delivery may pause or be redone, and nothing acknowledged is lost.
+ * Temporal faults under load (docs/failure-matrix.md): the link between the instance and the Temporal frontend
+ * cut for longer than the dispatch activity's heartbeat timeout, then healed; and the Temporal server killed
+ * (`kill -9`) and started again. Publishing does not need Temporal; delivery may pause or be redone, it resumes
+ * without a restart of the instance, and nothing acknowledged is lost.
  */
 describe('faults: Temporal', () => {
   let run: FaultRun | undefined;
@@ -38,4 +41,61 @@ describe('faults: Temporal', () => {
     expect(result.lost).toBe(0);
     expect(result.drained).toBe(true);
   }, 180000);
+
+  it('server kill -9 and start under load: the timed-out dispatch activity runs again on the same worker, delivery resumes, nothing acknowledged is lost', async () => {
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' };
+    run = new FaultRun({
+      name: 'temporal-kill',
+      instances: [{ proxyTemporal: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+      env,
+    });
+    try {
+      await run.start();
+      await run.acknowledgedMore(100);
+      const instanceId = run.instances[0].id;
+      const proxy = run.instances[0].temporal!;
+      const epochBefore = await dispatchEpochOf(env, instanceId);
+      // The instance's link stays cut until the restarted server has timed the running attempt out (past its
+      // heartbeat timeout, the lease TTL): without it, a heartbeat retried by the worker may reach the server
+      // before its timers and keep the old attempt alive, and the retry this case is about would not happen.
+      proxy.cut();
+      await killTemporal();
+      const killedAt = Date.now();
+      await run.acknowledgedMore(100, 20000);
+      await waitFor('6 s of Temporal down', () => Date.now() - killedAt >= 6000, { timeoutMs: 10000 });
+      await startTemporal();
+      const backAt = Date.now();
+      const timedOut = await waitFor('the server to time the running attempt out', async () => {
+        const activity = await dispatchActivityOf(env, instanceId);
+        return (!activity || activity.attempt > 1) && { activity: activity ?? 'none pending', afterMs: Date.now() - backAt };
+      }, { timeoutMs: 60000, intervalMs: 500 });
+      proxy.heal();
+      const healedAt = Date.now();
+      // The worker polls again, the workflow's retry of the activity runs on it, and its attempt claims the next
+      // epoch: no restart of the instance.
+      const epochAfter = await waitFor('a new dispatch attempt on the same worker', async () => {
+        const epoch = await dispatchEpochOf(env, instanceId);
+        return epoch > epochBefore && epoch;
+      }, { timeoutMs: 60000, intervalMs: 500 });
+      const reclaimedMs = Date.now() - healedAt;
+      await run.acknowledgedMore(100, 30000);
+      const activity = await dispatchActivityOf(env, instanceId);
+      const result = await run.finish(60000);
+      reportCase(
+        'Temporal server kill -9, 6 s down, start; instance link held until the attempt timed out (TTL 4 s); 1 instance, 100/s',
+        result,
+        `down ${backAt - killedAt} ms; attempt timed out ${JSON.stringify(timedOut)}; new attempt ${reclaimedMs} ms after the link healed (epoch ${epochBefore} -> ${epochAfter}); then ${JSON.stringify(activity)}`,
+      );
+      expect(run.instances[0].process!.child.exitCode).toBeNull();
+      expect(activity?.heartbeatAgeMs).toBeLessThan(4000);
+      expect(result.lost).toBe(0);
+      expect(result.drained).toBe(true);
+    } finally {
+      await restoreServers();
+    }
+  }, 240000);
 });

@@ -36,6 +36,10 @@ export class Workload {
   private running: Promise<void>[] = [];
   /** Answers seen, by status (`202`, `503`, `timeout`, `error`, ...). */
   readonly answers: Record<string, number> = {};
+  /** Refusals (an answer other than 202 with an error body), by `status code`, e.g. `503 KAFKA_UNAVAILABLE`. */
+  readonly refusals: Record<string, number> = {};
+  /** The longest time any publish attempt waited for its answer (timeouts and errors excluded), in ms. */
+  slowestAnswerMs = 0;
 
   constructor(private readonly options: WorkloadOptions) {}
 
@@ -108,6 +112,7 @@ export class Workload {
       const target = targets[Math.floor(Math.random() * targets.length)];
       let answer: string;
       let retryAfterMs = 200;
+      const sentAt = performance.now();
       try {
         const response = await fetch(`${target}/events/publish?topic=${this.options.topic}`, {
           method: 'POST',
@@ -118,8 +123,13 @@ export class Workload {
         answer = String(response.status);
         const retryAfter = Number(response.headers.get('retry-after'));
         if (retryAfter > 0) retryAfterMs = Math.min(1000, retryAfter * 1000);
-        await response.arrayBuffer();
+        const text = await response.text();
+        this.slowestAnswerMs = Math.max(this.slowestAnswerMs, performance.now() - sentAt);
         if (response.status === 202) entry.acknowledged = true;
+        else {
+          const refusal = `${response.status} ${codeOf(text)}`;
+          this.refusals[refusal] = (this.refusals[refusal] ?? 0) + 1;
+        }
       } catch (e) {
         answer = (e as Error).name === 'TimeoutError' ? 'timeout' : 'error';
       }
@@ -127,6 +137,15 @@ export class Workload {
       this.answers[answer] = (this.answers[answer] ?? 0) + 1;
       if (!entry.acknowledged && entry.attempts < attempts && !this.stopping) await sleep(retryAfterMs);
     }
+  }
+}
+
+/** The `code` of an error body ({code, message}), or `-` when the body is not one. */
+function codeOf(body: string): string {
+  try {
+    return String((JSON.parse(body) as { code?: unknown }).code ?? '-');
+  } catch {
+    return '-';
   }
 }
 
