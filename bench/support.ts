@@ -73,12 +73,17 @@ export async function startInstanceProcess(env: Record<string, string>): Promise
   });
   let out = '';
   let err = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  let ready = false;
+  // Read until the instance listens; after that its output (audit lines among it) is read and dropped.
+  child.stdout!.on('data', (d: Buffer) => {
+    if (!ready) out += d.toString();
+  });
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const deadline = Date.now() + 60000;
   for (;;) {
     const m = /listening on (http:\/\/\S+)/.exec(out);
     if (m) {
+      ready = true;
       return {
         url: m[1],
         child,

@@ -9,9 +9,23 @@ let root: Logger = pino({ level: 'info', base: undefined, timestamp: pino.stdTim
 
 export type { Logger };
 
-export function configureLogging(level: string, base: Record<string, unknown> = {}): Logger {
+let auditLevel = 'info';
+
+/**
+ * `auditLevel`: the level of the audit log (the gate's logging sink), which EVENTMESH_LOG_LEVEL does not filter:
+ * an audit is not a diagnostic. Only tests turn it down.
+ */
+export function configureLogging(level: string, base: Record<string, unknown> = {}, audit = 'info'): Logger {
   root = pino({ level, base, timestamp: pino.stdTimeFunctions.isoTime });
+  auditLevel = audit;
   return root;
+}
+
+/** The audit log: the root logger's output, at the audit level whatever the root level. */
+export function createAuditLogger(): Logger {
+  const log = root.child({ logger: 'Audit' });
+  log.level = auditLevel;
+  return log;
 }
 
 export function createLogger(name: string, fields: Record<string, unknown> = {}): Logger {

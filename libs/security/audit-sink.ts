@@ -1,4 +1,4 @@
-import { createLogger } from '../logging';
+import { createAuditLogger } from '../logging';
 import type { Action } from './caller';
 
 /** One gate decision, as audited. Never a body, a token or a secret. */
@@ -31,9 +31,12 @@ export interface AuditSink {
   close?(): Promise<void>;
 }
 
-/** The default sink: one structured log line per decision (logger `Audit`). */
+/**
+ * The default sink: one structured log line per decision (logger `Audit`), written whatever EVENTMESH_LOG_LEVEL
+ * says: an audit is not a diagnostic to be filtered away.
+ */
 export class LoggingAuditSink implements AuditSink {
-  private readonly log = createLogger('Audit');
+  private readonly log = createAuditLogger();
 
   record(record: AuditRecord): void {
     this.log.info({ audit: record }, 'gate decision');
