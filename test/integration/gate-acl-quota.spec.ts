@@ -358,7 +358,11 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
 
     const streamer = `streamer-${run}`;
     await quotas.put(streamer, { ...none, streamConnections: 1 });
-    const sse = (signal?: AbortSignal) => fetch(`${a.url}/subscriptions/${created[0].id}/events`, { headers: as('p', streamer), signal });
+    // The streamer's own subscription (another tenant's would be a 404).
+    const own = await fetch(`${a.url}/subscriptions`, { method: 'POST', headers: { ...as('p', streamer), ...JSON_HEADERS }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
+    expect(own.status).toBe(201);
+    const { id: streamId } = (await own.json()) as { id: string };
+    const sse = (signal?: AbortSignal) => fetch(`${a.url}/subscriptions/${streamId}/events`, { headers: as('p', streamer), signal });
     const overStreams = await waitFor('a stream connection over the quota', async () => {
       const first = new AbortController();
       const second = new AbortController();
