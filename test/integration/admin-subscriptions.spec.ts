@@ -68,7 +68,10 @@ describe('admin: orphaned subscriptions and moves (real Postgres)', () => {
     const report = (await health.json()) as { stats: { orphans: { count: number; instances: string[] } }; warnings: { code: string; count: number }[] };
     expect(report.stats.orphans.count).toBeGreaterThanOrEqual(1);
     expect(report.stats.orphans.instances).toContain(dead);
-    expect(report.warnings).toEqual([expect.objectContaining({ code: 'ORPHANED_SUBSCRIPTIONS', count: report.stats.orphans.count })]);
+    // Other specs of the run share the database and may leave other warnings (skipped events): this one is the orphans'.
+    expect(report.warnings.filter((w) => w.code === 'ORPHANED_SUBSCRIPTIONS')).toEqual([
+      expect.objectContaining({ code: 'ORPHANED_SUBSCRIPTIONS', count: report.stats.orphans.count }),
+    ]);
   });
 
   it('moves a subscription to a live instance, answering from, to and the fenced epoch', async () => {
