@@ -9,18 +9,21 @@ const LISTED = 20;
  * the dispatch loops recorded): how many, for which subscriptions, since when. Skips recorded within `windowMs`
  * count (`EVENTMESH_DELIVERY_SKIP_WARNING_MS`); none, no warning. If the record cannot be read, HealthService
  * says so with `SKIPPED_EVENTS_UNKNOWN`: silence would read as "nothing was skipped".
+ *
+ * `/health` is public: with `listSubscriptions` false (a gate is on, so tenants are told apart) the warning gives
+ * the totals only, and each tenant reads its own subscriptions' ranges at GET /subscriptions/{id}/skipped-ranges.
  */
-export function skippedEventsFinding(store: SkippedRangeStore, windowMs: number): HealthFinding {
+export function skippedEventsFinding(store: SkippedRangeStore, windowMs: number, listSubscriptions = true): HealthFinding {
   return {
     unknownCode: 'SKIPPED_EVENTS_UNKNOWN',
     read: async () => {
-      const warning = await skippedEventsWarning(store, windowMs);
+      const warning = await skippedEventsWarning(store, windowMs, listSubscriptions);
       return { warnings: warning ? [warning] : [] };
     },
   };
 }
 
-async function skippedEventsWarning(store: SkippedRangeStore, windowMs: number, now = Date.now()): Promise<HealthWarning | undefined> {
+async function skippedEventsWarning(store: SkippedRangeStore, windowMs: number, listSubscriptions: boolean, now = Date.now()): Promise<HealthWarning | undefined> {
   const report = await store.recordedSince(new Date(now - windowMs), LISTED);
   if (report.subscriptions === 0) return undefined;
   const since = new Date(Math.min(...report.latest.map((s) => s.since.getTime())));
@@ -35,12 +38,16 @@ async function skippedEventsWarning(store: SkippedRangeStore, windowMs: number, 
     since: since.toISOString(),
     latest: latest.toISOString(),
     windowMs,
-    subscriptions: report.latest.map((s) => ({
-      id: s.subscriptionId,
-      events: s.events,
-      ranges: s.ranges,
-      since: s.since.toISOString(),
-      latest: s.latest.toISOString(),
-    })),
+    ...(listSubscriptions
+      ? {
+          subscriptions: report.latest.map((s) => ({
+            id: s.subscriptionId,
+            events: s.events,
+            ranges: s.ranges,
+            since: s.since.toISOString(),
+            latest: s.latest.toISOString(),
+          })),
+        }
+      : {}),
   };
 }

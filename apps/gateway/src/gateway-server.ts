@@ -90,7 +90,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           ...options.workerStats?.(),
         }), [
           { unknownCode: 'ORPHANS_UNKNOWN', read: () => placement.health() },
-          skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs),
+          // /health is public: subscription ids (tenants' data) are listed only while both gates are open.
+          skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs, options.gates.ingress.open && options.gates.admin.open),
           gateFinding(options.gates, config.http.host),
         ], () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode })),
         placement,
