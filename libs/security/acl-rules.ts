@@ -1,4 +1,5 @@
 import type { AclDefault } from '../config';
+import type { AclRuleRow } from '../storage';
 import { Action, ACTIONS, Caller } from './caller';
 import { compileTopicPattern, TopicPattern, TopicPatternError } from './topic-pattern';
 
@@ -7,15 +8,7 @@ export type AclEffect = (typeof ACL_EFFECTS)[number];
 export type AclAction = Action | '*';
 
 /** A rule as stored (`acl_rules`): every field as written, which may be malformed (by hand, by an older version). */
-export interface StoredAclRule {
-  id: string;
-  tenant: string;
-  subject: string;
-  action: string;
-  topic: string;
-  effect: string;
-  createdAt: Date;
-}
+export type StoredAclRule = AclRuleRow;
 
 /** A rule as the admin API takes it. */
 export interface AclRuleInput {

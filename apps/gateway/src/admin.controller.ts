@@ -4,6 +4,7 @@ import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { OwnershipAdmin, PartitionsView } from '../../../libs/ownership';
 import { MoveView, moveSubscriptionSchema, OrphansView, SubscriptionPlacement } from '../../../libs/subscriptions';
 import type { PartitionMove } from '../../../workflows';
+import { parseBody } from './parse-body';
 import { GateRoute } from './gate-route';
 
 /** Runtime-wide operator routes: the admin gate, and an admin of the operator tenant. */
@@ -14,15 +15,6 @@ export const OWNERSHIP_ADMIN = Symbol('OwnershipAdmin');
 
 const drainBody = z.object({ drained: z.boolean().default(true) }).strict();
 const moveBody = z.object({ to: z.string().min(1) }).strict();
-
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
-  const parsed = schema.safeParse(body ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || 'body'}: ${issue.message}`, { field: issue.path.join('.') });
-  }
-  return parsed.data;
-}
 
 /**
  * Operator endpoints (docs/api.md). PARTITION_OWNED_PULL (docs/topologies.md): the current assignment, draining an
@@ -54,14 +46,14 @@ export class AdminController {
   @Post('instances/:instanceId/drain')
   @HttpCode(200)
   async drain(@Param('instanceId') instanceId: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
-    const { drained } = parse(drainBody, body);
+    const { drained } = parseBody(drainBody, body);
     return { moves: await this.ownership().drain(instanceId, drained) };
   }
 
   @Post('partitions/:topic/:partition/move')
   @HttpCode(200)
   async move(@Param('topic') topic: string, @Param('partition') partition: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
-    const { to } = parse(moveBody, body);
+    const { to } = parseBody(moveBody, body);
     if (!/^\d+$/.test(partition)) {
       throw new EventMeshError(ErrorCode.InvalidRequest, `partition: expected a partition number, got "${partition}"`, { field: 'partition' });
     }
@@ -76,6 +68,6 @@ export class AdminController {
   @Post('subscriptions/:id/move')
   @HttpCode(200)
   moveSubscription(@Param('id') id: string, @Body() body: unknown): Promise<MoveView> {
-    return this.placement.move(id, parse(moveSubscriptionSchema, body));
+    return this.placement.move(id, parseBody(moveSubscriptionSchema, body));
   }
 }

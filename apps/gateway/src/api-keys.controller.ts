@@ -1,17 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { z } from 'zod';
-import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { ApiKeyResource, ApiKeyService, Caller, createApiKeySchema, CreatedApiKey } from '../../../libs/security';
+import { parseBody } from './parse-body';
 import { CallerParam, GateRoute } from './gate-route';
-
-function parse<T>(schema: z.ZodType<T>, body: unknown): T {
-  const parsed = schema.safeParse(body ?? {});
-  if (!parsed.success) {
-    const issue = parsed.error.issues[0];
-    throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || 'body'}: ${issue.message}`, { field: issue.path.join('.') });
-  }
-  return parsed.data;
-}
 
 const tenantOf = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 
@@ -27,7 +17,7 @@ export class ApiKeysController {
   @Post()
   @HttpCode(201)
   create(@CallerParam() caller: Caller, @Body() body: unknown): Promise<CreatedApiKey> {
-    return this.apiKeys.create(caller, parse(createApiKeySchema, body));
+    return this.apiKeys.create(caller, parseBody(createApiKeySchema, body));
   }
 
   @Get()
