@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 interface Entry<T> {
   value: T;
@@ -24,8 +24,9 @@ export class VerifiedTokenCache<T> {
     return this.entries.size;
   }
 
+  /** The one-shot `crypto.hash` (half the cost of a Hash object on the hot path). */
   keyOf(token: string): string {
-    return createHash('sha256').update(token).digest('base64url');
+    return hash('sha256', token, 'base64url');
   }
 
   get(key: string): T | undefined {
