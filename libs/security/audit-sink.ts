@@ -36,9 +36,15 @@ export interface AuditSink {
  * says: an audit is not a diagnostic to be filtered away.
  */
 export class LoggingAuditSink implements AuditSink {
-  private readonly log = createAuditLogger();
+  private readonly audit = createAuditLogger();
 
   record(record: AuditRecord): void {
-    this.log.info({ audit: record }, 'gate decision');
+    this.audit.log.info({ audit: record }, 'gate decision');
+  }
+
+  /** Writes the audit lines still held (they are written in batches). */
+  close(): Promise<void> {
+    this.audit.flush();
+    return Promise.resolve();
   }
 }
