@@ -1,4 +1,4 @@
-import { BatchedLines, configureLogging } from '../logging';
+import { BatchedLines, configureLogging, createAuditLog } from '../logging';
 import { LoggingAuditSink } from './audit-sink';
 
 describe('LoggingAuditSink', () => {
@@ -7,8 +7,35 @@ describe('LoggingAuditSink', () => {
   it('writes its records whatever the log level filters away', () => {
     configureLogging('warn');
     const sink = new LoggingAuditSink();
-    const audit = (sink as unknown as { audit: { log: { isLevelEnabled(level: string): boolean } } }).audit;
-    expect(audit.log.isLevelEnabled('info')).toBe(true);
+    expect((sink as unknown as { audit: { enabled: boolean } }).audit.enabled).toBe(true);
+    configureLogging('warn', {}, 'silent');
+    expect((new LoggingAuditSink() as unknown as { audit: { enabled: boolean } }).audit.enabled).toBe(false);
+  });
+});
+
+describe('createAuditLog', () => {
+  afterEach(() => configureLogging('info'));
+
+  it('writes a line of the root logger\'s shape: JSON, level, time, base fields, logger, the record, msg', () => {
+    configureLogging('warn', { instance: 'i-1' });
+    const written: string[] = [];
+    const log = createAuditLog();
+    const spy = jest.spyOn(BatchedLines.prototype, 'write').mockImplementation((line: string) => void written.push(line));
+    try {
+      log.write({ time: '2026-12-01T09:00:00.000Z', decision: 'allow', route: 'POST /events/publish "x"' } as never);
+    } finally {
+      spy.mockRestore();
+    }
+    expect(written).toHaveLength(1);
+    expect(written[0].endsWith('\n')).toBe(true);
+    expect(JSON.parse(written[0])).toEqual({
+      level: 30,
+      time: '2026-12-01T09:00:00.000Z',
+      instance: 'i-1',
+      logger: 'Audit',
+      audit: { time: '2026-12-01T09:00:00.000Z', decision: 'allow', route: 'POST /events/publish "x"' },
+      msg: 'gate decision',
+    });
   });
 });
 

@@ -1,4 +1,4 @@
-import { createAuditLogger } from '../logging';
+import { createAuditLog } from '../logging';
 import type { Action } from './caller';
 
 /** One gate decision, as audited. Never a body, a token or a secret. */
@@ -36,10 +36,10 @@ export interface AuditSink {
  * says: an audit is not a diagnostic to be filtered away.
  */
 export class LoggingAuditSink implements AuditSink {
-  private readonly audit = createAuditLogger();
+  private readonly audit = createAuditLog();
 
   record(record: AuditRecord): void {
-    this.audit.log.info({ audit: record }, 'gate decision');
+    this.audit.write(record);
   }
 
   /** Writes the audit lines still held (they are written in batches). */
