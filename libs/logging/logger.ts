@@ -31,15 +31,16 @@ const AUDIT_BATCH_MS = 100;
 /**
  * Audit lines, written to standard output in batches: one write per 16 KiB or 100 ms rather than one per line,
  * since a write per request (one audit line per publish) cost the gateway as much as the gate itself. Each batch
- * is whole lines, written synchronously on the main thread like the other logs (so lines never interleave), and
- * what is held is written when the process exits. A crash loses at most the last 100 ms of audit lines.
+ * is whole lines, written with `process.stdout.write` (synchronous for files and pipes on Linux, so lines never
+ * interleave with the other logs, and a slow reader blocks rather than being slept on), and what is held is written
+ * when the process exits. A crash loses at most the last 100 ms of audit lines.
  */
 export class BatchedLines {
   private lines: string[] = [];
   private bytes = 0;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly out: { write(chunk: string): unknown } = pino.destination({ dest: 1, sync: true })) {
+  constructor(private readonly out: { write(chunk: string): unknown } = process.stdout) {
     this.timer = setInterval(() => this.flush(), AUDIT_BATCH_MS);
     this.timer.unref();
     process.once('exit', () => this.flush());
