@@ -15,8 +15,11 @@ export interface GateRequest {
   topicOf?: (caller: Caller) => Promise<string | undefined>;
   headers: Record<string, string | string[] | undefined>;
   remoteAddress: string;
-  /** The request's id: its `x-request-id` when it sent a usable one, else a fresh one. Audited. */
-  requestId: string;
+  /**
+   * The request's id, audited: its `x-request-id` when it sent a usable one, else a fresh one. Set by the gate
+   * (an open gate makes none).
+   */
+  requestId?: string;
   /** The exact body bytes, for the SignatureVerifier (publish, request, reply). */
   body?: Buffer;
   /** What a publish costs the tenant's quota. */

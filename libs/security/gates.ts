@@ -46,20 +46,11 @@ export function buildGates(config: EventMeshConfig, deps: GateDependencies): Bui
     }
     return filter;
   };
-  const ingress = new SecurityGate({
-    name: 'ingress',
-    filters: config.security.gate.filters.map(filterOf),
-    failClosed: config.security.gate.failClosed,
-    audit,
-    auditAllows: config.security.gate.audit.record === 'ALL',
-  });
-  const admin = new SecurityGate({
-    name: 'admin',
-    filters: config.admin.security.filters.map(filterOf),
-    failClosed: config.admin.security.failClosed,
-    audit,
-    auditAllows: config.security.gate.audit.record === 'ALL',
-  });
+  // Both gates share the filters (one TokenAuth, one ACL) and the audit sink.
+  const gate = (name: string, names: readonly FilterName[], failClosed: boolean) =>
+    new SecurityGate({ name, filters: names.map(filterOf), failClosed, audit, auditAllows: config.security.gate.audit.record === 'ALL' });
+  const ingress = gate('ingress', config.security.gate.filters, config.security.gate.failClosed);
+  const admin = gate('admin', config.admin.security.filters, config.admin.security.failClosed);
   return {
     ingress,
     admin,

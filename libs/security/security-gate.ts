@@ -2,6 +2,7 @@ import { createLogger } from '../logging';
 import type { AuditRecord, AuditSink } from './audit-sink';
 import { ANONYMOUS, Caller } from './caller';
 import type { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';
+import { requestIdOf } from './request-id';
 
 /** What the gate let through: who the caller is, and what to release when the request ends (stream quota). */
 export interface Admission {
@@ -67,6 +68,7 @@ export class SecurityGate {
 
   async admit(request: GateRequest): Promise<Admission> {
     if (this.open) return { caller: ANONYMOUS, release: NOTHING_HELD };
+    request.requestId ??= requestIdOf(request.headers);
     let caller = ANONYMOUS;
     // What filters hold (a stream connection of the quota): most requests hold nothing, and allocate nothing here.
     let held: (() => void)[] | undefined;
@@ -141,7 +143,7 @@ export class SecurityGate {
     const record: AuditRecord = {
       time: new Date().toISOString(),
       gate: this.name,
-      requestId: request.requestId,
+      requestId: request.requestId ?? requestIdOf(request.headers),
       principal: caller.principal,
       tenant: caller.tenant,
       route: request.route,

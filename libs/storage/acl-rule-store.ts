@@ -21,17 +21,8 @@ export interface AclRuleSnapshot {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
-interface RawRule {
-  id: string;
-  tenant: string;
-  subject: string;
-  action: string;
-  topic: string;
-  effect: string;
-  created_at: Date;
-}
-
-const rowOf = (r: RawRule): AclRuleRow => ({ id: r.id, tenant: r.tenant, subject: r.subject, action: r.action, topic: r.topic, effect: r.effect, createdAt: r.created_at });
+/** The columns of a rule, named as AclRuleRow names them. */
+const COLUMNS = 'id, tenant, subject, action, topic, effect, created_at AS "createdAt"';
 
 /**
  * The `acl_rules` table, and its policy version, which every change bumps in its own transaction (a trigger, see
@@ -52,26 +43,26 @@ export class AclRuleStore {
    */
   async snapshot(): Promise<AclRuleSnapshot> {
     const version = await this.version();
-    const rows: RawRule[] = await this.db.query(`SELECT id, tenant, subject, action, topic, effect, created_at FROM acl_rules ORDER BY created_at, id`);
-    return { version, rules: rows.map(rowOf) };
+    const rows: AclRuleRow[] = await this.db.query(`SELECT ${COLUMNS} FROM acl_rules ORDER BY created_at, id`);
+    return { version, rules: rows };
   }
 
   async list(tenant: string): Promise<AclRuleRow[]> {
-    const rows: RawRule[] = await this.db.query(
-      `SELECT id, tenant, subject, action, topic, effect, created_at FROM acl_rules WHERE tenant = $1 ORDER BY created_at, id`,
+    const rows: AclRuleRow[] = await this.db.query(
+      `SELECT ${COLUMNS} FROM acl_rules WHERE tenant = $1 ORDER BY created_at, id`,
       [tenant],
     );
-    return rows.map(rowOf);
+    return rows;
   }
 
   /** Adds a rule (validated by the caller); the version moves with it. */
   async add(tenant: string, rule: { subject: string; action: string; topic: string; effect: string }): Promise<AclRuleRow> {
-    const [row]: RawRule[] = await this.db.query(
+    const [row]: AclRuleRow[] = await this.db.query(
       `INSERT INTO acl_rules (id, tenant, subject, action, topic, effect) VALUES ($1, $2, $3, $4, $5, $6)
-       RETURNING id, tenant, subject, action, topic, effect, created_at`,
+       RETURNING ${COLUMNS}`,
       [randomUUID(), tenant, rule.subject, rule.action, rule.topic, rule.effect],
     );
-    return rowOf(row);
+    return row;
   }
 
   /**

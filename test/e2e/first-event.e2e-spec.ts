@@ -7,6 +7,7 @@ import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { topicEndOffset } from '../support/topic-offsets';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
@@ -53,15 +54,7 @@ describe('first event, end to end', () => {
     expect(exit?.code).toBe(0);
   });
 
-  async function endOffsets(): Promise<number> {
-    const admin = kafka.admin();
-    await admin.connect();
-    try {
-      return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
-    } finally {
-      await admin.disconnect();
-    }
-  }
+  const endOffsets = () => topicEndOffset(kafka, topic);
 
   it('reports every dependency up on /health', async () => {
     const response = await fetch(`${api}/health`);

@@ -9,6 +9,7 @@ import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { topicEndOffset } from '../support/topic-offsets';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
@@ -79,15 +80,7 @@ describe('security gate, end to end', () => {
     return instance.ready();
   }
 
-  async function endOffsets(): Promise<number> {
-    const admin = kafka.admin();
-    await admin.connect();
-    try {
-      return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + Number(p.high), 0);
-    } finally {
-      await admin.disconnect();
-    }
-  }
+  const endOffsets = () => topicEndOffset(kafka, topic);
 
   const event = () => JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/gate-e2e', type: 'gate.checked' });
   const publish = (api: string, authorization?: string) =>

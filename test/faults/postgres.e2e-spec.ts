@@ -1,5 +1,6 @@
 import { dispatchEpochOf } from './cluster';
 import { FaultRun } from './fault-run';
+import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
 import { restoreServers, startPostgres, stopPostgresImmediately } from './servers';
 import { waitFor } from '../support/wait-for';
@@ -37,9 +38,7 @@ describe('faults: Postgres', () => {
       await run.acknowledgedMore(100, 60000);
       const result = await run.finish(60000);
       reportCase('Postgres pg_ctl stop -m immediate, 5 s down, start; 1 instance, 100/s', result);
-      expect(result.lost).toBe(0);
-      expect(result.drained).toBe(true);
-      expect(result.orderViolations).toBe(0);
+      expectNothingLost(result);
     } finally {
       await restoreServers();
     }
@@ -65,9 +64,7 @@ describe('faults: Postgres', () => {
     await run.acknowledgedMore(100, 30000);
     const result = await run.finish(60000);
     reportCase('Postgres link +2 s per chunk for 10 s (proxy); 1 instance, 100/s', result);
-    expect(result.lost).toBe(0);
-    expect(result.drained).toBe(true);
-    expect(result.orderViolations).toBe(0);
+    expectNothingLost(result);
   }, 180000);
 });
 
@@ -122,8 +119,6 @@ describe('faults: Postgres link', () => {
     await run.acknowledgedMore(100, 30000);
     const result = await run.finish(60000);
     reportCase('Postgres link cut 4 s, reset, hold 6 s (proxy, lease TTL 4 s); 1 instance, 100/s', result, `delivered all acknowledged within ${JSON.stringify(resumedMs)} ms of each heal; dispatch epochs ${epochs.join(' -> ')}`);
-    expect(result.lost).toBe(0);
-    expect(result.drained).toBe(true);
-    expect(result.orderViolations).toBe(0);
+    expectNothingLost(result);
   }, 180000);
 });

@@ -2,7 +2,7 @@ import { CanActivate, createParamDecorator, ExecutionContext, Injectable, SetMet
 import { Reflector } from '@nestjs/core';
 import type { FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
-import { Action, ANONYMOUS, Caller, GateRequest, requestIdOf, SecurityGate } from '../../../libs/security';
+import { Action, ANONYMOUS, Caller, GateRequest, SecurityGate } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
 
 /**
@@ -103,7 +103,6 @@ export function gateRequestOf(gates: Gates, spec: Exclude<GateRouteSpec, { publi
     action: spec.action,
     headers: r.headers,
     remoteAddress: r.remoteAddress,
-    requestId: requestIdOf(r.headers),
     ...(spec.stream ? { stream: true } : {}),
     ...(spec.createsSubscription ? { createsSubscription: true } : {}),
     ...(spec.operator ? { operatorOnly: true } : {}),

@@ -1,7 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { EventIngress, PublishRequest } from '../../../libs/ingress';
-import { requestIdOf, SecurityGate } from '../../../libs/security';
+import type { SecurityGate } from '../../../libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
 import { toHttpError } from './http-error';
 
@@ -63,7 +63,6 @@ export class PublishRoute {
         topic: topic ?? this.deps.defaultTopic,
         headers: request.headers,
         remoteAddress: request.socket.remoteAddress ?? '',
-        requestId: requestIdOf(request.headers),
         body: raw,
         publish: { events: eventsIn(publish), bytes: raw?.length ?? 0 },
       });
