@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { loadConfig } from '../libs/config';
 
@@ -62,40 +63,44 @@ export function printTable(results: RunResult[]): void {
   }
 }
 
-/** Starts a built instance process and resolves with its URL once it listens. */
-export async function startInstanceProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; stop(): Promise<void> }> {
+/**
+ * Starts a built instance process and resolves with its URL once it listens. Its stdout (log and audit lines) goes
+ * to a file, as a deployed instance's goes to its log collector: read through a pipe, it would cost the load
+ * generator's event loop, which shares the host with the instance. BENCH_INSTANCE_LOG_DIR keeps the files
+ * (default: a temporary directory).
+ */
+export async function startInstanceProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; logFile: string; stop(): Promise<void> }> {
   // BENCH_INSTANCE_NODE_ARGS go to the instance's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
   const nodeArgs = (process.env.BENCH_INSTANCE_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const logDir = process.env.BENCH_INSTANCE_LOG_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'eventmesh-bench-log-'));
+  const logFile = path.join(logDir, `${env.EVENTMESH_INSTANCE_ID ?? 'instance'}-${Date.now()}.log`);
+  const stdout = openSync(logFile, 'a');
   const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/apps/instance/src/main.js')], {
     cwd: ROOT,
     env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', stdout, 'pipe'],
   });
-  let out = '';
+  closeSync(stdout);
   let err = '';
-  let ready = false;
-  // Read until the instance listens; after that its output (audit lines among it) is read and dropped.
-  child.stdout!.on('data', (d: Buffer) => {
-    if (!ready) out += d.toString();
-  });
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const deadline = Date.now() + 60000;
   for (;;) {
-    const m = /listening on (http:\/\/\S+)/.exec(out);
+    const m = /listening on (http:\/\/\S+)/.exec(readFileSync(logFile, 'utf8'));
     if (m) {
-      ready = true;
       return {
         url: m[1],
         child,
+        logFile,
         stop: () =>
           new Promise<void>((resolve) => {
+            if (child.exitCode !== null || child.signalCode !== null) return resolve();
             child.once('exit', () => resolve());
             child.kill('SIGTERM');
             setTimeout(() => child.kill('SIGKILL'), 15000).unref();
           }),
       };
     }
-    if (child.exitCode !== null) throw new Error(`instance exited: ${err}`);
+    if (child.exitCode !== null) throw new Error(`instance exited: ${err}\n${readFileSync(logFile, 'utf8').slice(-4000)}`);
     if (Date.now() > deadline) throw new Error(`instance not ready in 60 s: ${err}`);
     await new Promise((r) => setTimeout(r, 100));
   }
