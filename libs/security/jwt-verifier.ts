@@ -31,13 +31,12 @@ export class JwtVerifier {
   }
 
   verify(token: string): Authentication | Promise<Authentication> {
-    const key = this.cache.keyOf(token);
-    const cached = this.cache.get(key);
+    const cached = this.cache.get(token);
     if (cached) return authenticated(cached);
-    return this.verifyAndCache(token, key);
+    return this.verifyAndCache(token);
   }
 
-  private async verifyAndCache(token: string, cacheKey: string): Promise<Authentication> {
+  private async verifyAndCache(token: string): Promise<Authentication> {
     if (!this.keys) return notAuthenticated('unknown_key', 'this runtime trusts no token issuer; use an API key');
     let payload;
     try {
@@ -55,7 +54,7 @@ export class JwtVerifier {
       return refusalOf(e);
     }
     const authentication = callerOfClaims(payload, this.config);
-    if (authentication.ok) this.cache.set(cacheKey, authentication.caller, (payload.exp as number) * 1000);
+    if (authentication.ok) this.cache.set(token, authentication.caller, (payload.exp as number) * 1000);
     return authentication;
   }
 }

@@ -23,7 +23,7 @@ export interface TokenAuthOptions {
  * then the caller must hold the scope of the route's action (403 `insufficient_scope`), and a runtime-wide admin
  * route wants the operator tenant (403 `not_operator`). Nothing sent: 401 with a bare `Bearer` challenge; a bad
  * credential: 401 `invalid_token` saying what is wrong with it. A credential seen before answers from the
- * verifiers' caches without a promise, so the publish path pays a hash and a lookup.
+ * verifiers' caches without a promise, so the publish path pays a lookup.
  */
 export class TokenAuth implements GateFilter {
   readonly name = 'token' as const;

