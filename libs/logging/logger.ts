@@ -67,16 +67,19 @@ let auditLines: BatchedLines | undefined;
 export interface AuditLog {
   /** Whether audit lines are written at all (tests turn them off). */
   readonly enabled: boolean;
-  /** Writes one line `{"level":30,"time",...base,"logger":"Audit","audit":<record>,"msg":"gate decision"}`. */
-  write(record: { time: string }): void;
+  /**
+   * Writes one line `{"level":30,"time",...base,"logger":"Audit","audit":<record>,"msg":"gate decision"}`, the
+   * record given as its JSON (the sink serializes it: audit-sink.ts).
+   */
+  write(time: string, recordJson: string): void;
   /** Writes what is held (shutdown). */
   flush(): void;
 }
 
 /**
  * The audit log: lines in the root logger's shape (level 30, time, its base fields, logger `Audit`), whatever
- * EVENTMESH_LOG_LEVEL filters, written in batches (BatchedLines). The line is built with one JSON.stringify of the
- * record rather than through pino's serializer: it is written once per request, and that was most of its cost.
+ * EVENTMESH_LOG_LEVEL filters, written in batches (BatchedLines). The line is put together from the record's JSON
+ * rather than through pino's serializer: it is written once per request, and that was most of its cost.
  */
 export function createAuditLog(): AuditLog {
   auditLines ??= new BatchedLines();
@@ -85,9 +88,9 @@ export function createAuditLog(): AuditLog {
   const base = rootBase && Object.keys(rootBase).length > 0 ? `${JSON.stringify(rootBase).slice(1, -1)},` : '';
   return {
     enabled,
-    write(record) {
+    write(time, recordJson) {
       if (!enabled) return;
-      lines.write(`{"level":30,"time":${JSON.stringify(record.time)},${base}"logger":"Audit","audit":${JSON.stringify(record)},"msg":"gate decision"}\n`);
+      lines.write(`{"level":30,"time":${JSON.stringify(time)},${base}"logger":"Audit","audit":${recordJson},"msg":"gate decision"}\n`);
     },
     flush: () => lines.flush(),
   };

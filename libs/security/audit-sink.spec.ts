@@ -1,5 +1,6 @@
 import { BatchedLines, configureLogging, createAuditLog } from '../logging';
-import { LoggingAuditSink } from './audit-sink';
+import fc from 'fast-check';
+import { AuditRecord, auditRecordJson, LoggingAuditSink } from './audit-sink';
 
 describe('LoggingAuditSink', () => {
   afterEach(() => configureLogging('info'));
@@ -22,7 +23,7 @@ describe('createAuditLog', () => {
     const log = createAuditLog();
     const spy = jest.spyOn(BatchedLines.prototype, 'write').mockImplementation((line: string) => void written.push(line));
     try {
-      log.write({ time: '2026-12-01T09:00:00.000Z', decision: 'allow', route: 'POST /events/publish "x"' } as never);
+      log.write('2026-12-01T09:00:00.000Z', JSON.stringify({ time: '2026-12-01T09:00:00.000Z', decision: 'allow', route: 'POST /events/publish "x"' }));
     } finally {
       spy.mockRestore();
     }
@@ -55,5 +56,38 @@ describe('BatchedLines', () => {
     expect(chunks).toHaveLength(1);
     lines.write(big);
     expect(chunks).toEqual(['{"a":1}\n{"a":2}\n', big + big]);
+  });
+});
+
+describe('auditRecordJson', () => {
+  const text = fc.string({ unit: 'binary', maxLength: 40 });
+  const records = fc.record(
+    {
+      time: fc.constant('2026-12-01T09:00:00.000Z'),
+      gate: fc.constantFrom('ingress', 'admin'),
+      requestId: text,
+      principal: text,
+      tenant: text,
+      route: text,
+      action: fc.constantFrom('publish', 'subscribe', 'admin') as fc.Arbitrary<AuditRecord['action']>,
+      topic: fc.option(text, { nil: undefined }),
+      decision: fc.constantFrom('allow', 'deny') as fc.Arbitrary<AuditRecord['decision']>,
+      enforced: fc.boolean(),
+      filter: fc.option(text, { nil: undefined }),
+      reason: fc.option(text, { nil: undefined }),
+      remoteAddress: text,
+    },
+    { requiredKeys: ['time', 'gate', 'requestId', 'principal', 'tenant', 'route', 'action', 'decision', 'enforced', 'remoteAddress'] },
+  );
+
+  it('is JSON.stringify of the record, whatever its strings hold (quotes, control characters, lone surrogates)', () => {
+    fc.assert(
+      fc.property(records, (r) => {
+        expect(auditRecordJson(r)).toBe(JSON.stringify(r));
+      }),
+      { numRuns: 2000 },
+    );
+    const tricky = { time: 't', gate: 'ingress', requestId: 'a"b\\c\n', principal: '\u2028\ud800', tenant: 'é', route: '\u007f', action: 'publish', decision: 'deny', enforced: true, filter: 'acl', reason: '\u0000', remoteAddress: '::1' } as const;
+    expect(auditRecordJson(tricky)).toBe(JSON.stringify(tricky));
   });
 });

@@ -36,6 +36,18 @@ export interface GateStats {
 
 const NOTHING_HELD = () => undefined;
 
+let isoMs = -1;
+let iso = '';
+/** The time as ISO 8601, made once per millisecond (every audited request of that millisecond shares it). */
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== isoMs) {
+    isoMs = now;
+    iso = new Date(now).toISOString();
+  }
+  return iso;
+}
+
 /**
  * The one request gate: runs its filters in order for every request of the routes it guards, then audits the
  * decision. Fail-closed, the first refusal ends the chain and is thrown (the route answers it and writes nothing).
@@ -141,7 +153,7 @@ export class SecurityGate {
 
   private audit(request: GateRequest, caller: Caller, deny?: { filter: string; reason: string }): void {
     const record: AuditRecord = {
-      time: new Date().toISOString(),
+      time: isoNow(),
       gate: this.name,
       requestId: request.requestId ?? requestIdOf(request.headers),
       principal: caller.principal,
