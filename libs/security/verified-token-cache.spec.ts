@@ -36,4 +36,15 @@ describe('VerifiedTokenCache', () => {
     cache.set('a', 1, 0);
     expect(cache.size).toBe(0);
   });
+
+  it('never drops a token in steady use, however many others come and go', () => {
+    now = 0;
+    const cache = new VerifiedTokenCache<number>(8, clock);
+    cache.set('hot', 0, 10);
+    for (let i = 0; i < 100; i++) {
+      cache.set(`cold-${i}`, i, 10);
+      expect(cache.get('hot')).toBe(0);
+    }
+    expect(cache.size).toBe(8);
+  });
 });
