@@ -119,7 +119,9 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const after = params.pageToken ? decodePageToken(params.pageToken) : undefined;
     const state = params.status === TaskState.TASK_STATE_UNSPECIFIED ? undefined : stateOf(params.status);
     if (params.status !== TaskState.TASK_STATE_UNSPECIFIED && state === undefined) throw new RequestMalformedError('status: not a task state');
-    const page = await this.scope.tasks.list(this.scope.tenant, this.scope.agent.name, { size, after, contextId: params.contextId || undefined, state });
+    const changedAfter = params.statusTimestampAfter === undefined ? undefined : new Date(params.statusTimestampAfter);
+    if (changedAfter && Number.isNaN(changedAfter.getTime())) throw new RequestMalformedError('statusTimestampAfter: not a timestamp');
+    const page = await this.scope.tasks.list(this.scope.tenant, this.scope.agent.name, { size, after, contextId: params.contextId || undefined, state, changedAfter });
     const last = page.tasks[page.tasks.length - 1];
     return {
       tasks: page.tasks.map((t) => {
@@ -178,8 +180,13 @@ export class MeshTaskHandler implements A2ARequestHandler {
    * dropped and the agent is asked to cancel its task. A failed call fails the task.
    */
   private async relay(created: StoredTask, params: Params<'sendMessage'>): Promise<{ task: StoredTask; message?: Message }> {
-    const { message: _mesh, ...rest } = params;
-    const outbound = { ...rest, tenant: '', message: { ...params.message!, taskId: '' }, configuration: params.configuration && { ...params.configuration, returnImmediately: false, taskPushNotificationConfig: undefined } };
+    // What the agent is sent: the caller's message and settings, as a new task at the agent; the mesh waits for it.
+    const outbound = {
+      ...params,
+      tenant: '',
+      message: { ...params.message!, taskId: '' },
+      configuration: params.configuration && { ...params.configuration, returnImmediately: false, taskPushNotificationConfig: undefined },
+    };
     let change: TaskChange;
     let reply: Message | undefined;
     let agentTask: Task | undefined;

@@ -138,10 +138,14 @@ export class A2ATaskStore {
   }
 
   /**
-   * One page of the tenant's tasks of an agent, newest first (by creation, then id). `after` is the id of the last
-   * task of the previous page; `more` says whether another page follows.
+   * One page of the tenant's tasks of an agent, newest first (by creation, then id), filtered by context, state and
+   * last change. `after` is the id of the last task of the previous page; `more` says whether another page follows.
    */
-  async list(tenant: string, agent: string, page: { size: number; after?: string; contextId?: string; state?: A2AState }): Promise<{ tasks: StoredTask[]; total: number; more: boolean }> {
+  async list(
+    tenant: string,
+    agent: string,
+    page: { size: number; after?: string; contextId?: string; state?: A2AState; changedAfter?: Date },
+  ): Promise<{ tasks: StoredTask[]; total: number; more: boolean }> {
     const where = ['tenant = $1', 'agent = $2'];
     const params: unknown[] = [tenant, agent];
     if (page.contextId) {
@@ -151,6 +155,10 @@ export class A2ATaskStore {
     if (page.state) {
       params.push(page.state);
       where.push(`state = $${params.length}`);
+    }
+    if (page.changedAfter) {
+      params.push(page.changedAfter);
+      where.push(`updated_at > $${params.length}`);
     }
     const filtered = where.join(' AND ');
     const [{ total }]: { total: number }[] = await this.db.query(`SELECT count(*)::int AS total FROM a2a_tasks WHERE ${filtered}`, params);

@@ -220,6 +220,10 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       } while (pageToken !== '');
       expect(sizes).toEqual([2, 2, 1]);
       expect(seen).toEqual([...sent].reverse());
+      const later = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_COMPLETED, pageSize: 10, pageToken: '', historyLength: 0, statusTimestampAfter: new Date(Date.now() + 60_000).toISOString(), includeArtifacts: false });
+      expect(later.tasks).toEqual([]);
+      const completed = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_COMPLETED, pageSize: 10, pageToken: '', historyLength: 0, statusTimestampAfter: new Date(Date.now() - 60_000).toISOString(), includeArtifacts: false });
+      expect(completed.tasks.map((t) => [t.id, t.history.length, t.artifacts.length])).toEqual([...sent].reverse().map((id) => [id, 0, 0]));
       const other = await (await clientOf(tenantB)).listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false });
       expect(other.tasks.map((t) => t.id)).not.toEqual(expect.arrayContaining([sent[0]]));
     });
@@ -279,6 +283,10 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       ['push config (not supported)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTaskPushNotificationConfigs', params: { taskId: 't' } }), '1.0', -32003],
       ['a v0.3 unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: randomUUID() } }), undefined, -32001],
       ['a v0.3 malformed body', '{', undefined, -32700],
+      ['a tenant parameter naming another tenant', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { tenant: 'someone-else' } }), '1.0', -32602],
+      ['a page size over 100', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 101 } }), '1.0', -32602],
+      ['a page token the mesh did not issue', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageToken: 'bogus' } }), '1.0', -32602],
+      ['continuing a task (not supported yet)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', taskId: 't', role: 'ROLE_USER', parts: [{ text: 'x' }] } } }), '1.0', -32004],
     ])('answers %s with its code, HTTP 200', async (_, body, version, code) => {
       const answer = await rpc(tenantA, body, version);
       expect(answer.status).toBe(200);
