@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { AgentCard, Artifact, Message, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import {
+  A2AError,
   ExtendedAgentCardNotConfiguredError,
   InvalidAgentResponseError,
   PushNotificationNotSupportedError,
@@ -28,6 +29,9 @@ const MAX_PAGE_SIZE = 100;
 /** How often a cancel re-reads and tries again when another change won the compare-and-set. */
 const CANCEL_ATTEMPTS = 3;
 
+/** A call to the agent that got no answer (network, deadline): JSON-RPC's internal error, with this message. */
+export class AgentUnreachable extends Error {}
+
 /** What one call of the mesh's A2A endpoint needs: the caller's tenant, the agent, the stores and clients. */
 export interface MeshTaskScope {
   tenant: string;
@@ -48,7 +52,23 @@ export interface MeshTaskScope {
  * continuing a task with a second message are refused as unsupported (docs/a2a.md).
  */
 export class MeshTaskHandler implements A2ARequestHandler {
+  /**
+   * The error of this call that is not one of the protocol's (Postgres down, a bug, an agent that did not answer).
+   * The SDK's transport handler answers it as -32603 with its message; the route reads it here to answer for it
+   * itself (503 for Postgres, no internal detail otherwise).
+   */
+  unexpected?: unknown;
+
   constructor(private readonly scope: MeshTaskScope) {}
+
+  private async guard<T>(work: () => Promise<T>): Promise<T> {
+    try {
+      return await work();
+    } catch (e) {
+      if (!(e instanceof A2AError)) this.unexpected = e;
+      throw e;
+    }
+  }
 
   getAgentCard(): Promise<AgentCard> {
     return Promise.resolve(AgentCard.fromJSON(this.scope.card));
@@ -58,7 +78,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
     return Promise.reject(new ExtendedAgentCardNotConfiguredError('the mesh serves no extended agent card'));
   }
 
-  async sendMessage(params: Params<'sendMessage'>, context: ServerCallContext): Promise<Message | Task> {
+  sendMessage(params: Params<'sendMessage'>, context: ServerCallContext): Promise<Message | Task> {
+    return this.guard(() => this.send(params, context));
+  }
+
+  private async send(params: Params<'sendMessage'>, context: ServerCallContext): Promise<Message | Task> {
     this.checkTenant(context);
     const message = params.message;
     if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
@@ -82,14 +106,22 @@ export class MeshTaskHandler implements A2ARequestHandler {
     return outcome.message ?? toWireTask(outcome.task, params.configuration?.historyLength);
   }
 
-  async getTask(params: Params<'getTask'>, context: ServerCallContext): Promise<Task> {
+  getTask(params: Params<'getTask'>, context: ServerCallContext): Promise<Task> {
+    return this.guard(() => this.get(params, context));
+  }
+
+  private async get(params: Params<'getTask'>, context: ServerCallContext): Promise<Task> {
     this.checkTenant(context);
     let task = await this.find(params.id);
     if (!TERMINAL.has(task.state) && task.agentTaskId) task = await this.refresh(task);
     return toWireTask(task, params.historyLength);
   }
 
-  async cancelTask(params: Params<'cancelTask'>, context: ServerCallContext): Promise<Task> {
+  cancelTask(params: Params<'cancelTask'>, context: ServerCallContext): Promise<Task> {
+    return this.guard(() => this.cancel(params, context));
+  }
+
+  private async cancel(params: Params<'cancelTask'>, context: ServerCallContext): Promise<Task> {
     this.checkTenant(context);
     let task = await this.find(params.id);
     for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
@@ -112,7 +144,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
     throw new TaskNotCancelableError(`task ${task.id} kept changing; try again`);
   }
 
-  async listTasks(params: Params<'listTasks'>, context: ServerCallContext): Promise<Awaited<ReturnType<A2ARequestHandler['listTasks']>>> {
+  listTasks(params: Params<'listTasks'>, context: ServerCallContext): ReturnType<A2ARequestHandler['listTasks']> {
+    return this.guard(() => this.list(params, context));
+  }
+
+  private async list(params: Params<'listTasks'>, context: ServerCallContext): Promise<Awaited<ReturnType<A2ARequestHandler['listTasks']>>> {
     this.checkTenant(context);
     const size = params.pageSize ?? DEFAULT_PAGE_SIZE;
     if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) throw new RequestMalformedError(`pageSize: 1 to ${MAX_PAGE_SIZE}`);
@@ -259,7 +295,8 @@ export class MeshTaskHandler implements A2ARequestHandler {
       return { kind: 'canceled', change };
     } catch (e) {
       if (e instanceof TaskNotCancelableError) return { kind: 'not-cancelable' };
-      throw e;
+      if (e instanceof A2AError) throw e;
+      throw new AgentUnreachable(`the agent could not be reached to cancel its task: ${(e as Error).message}`);
     }
   }
 }

@@ -246,6 +246,30 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
     });
   });
 
+  describe('an agent that goes away', () => {
+    it('keeps a working task as recorded when the agent cannot be asked; a cancel says the agent could not be reached', async () => {
+      const flaky = new EchoAgent();
+      await flaky.start();
+      try {
+        expect((await call(tenantA, 'PUT', '/a2a/agents/flaky', flaky.card())).status).toBe(201);
+        const at = (method: string, params: unknown) =>
+          fetch(`${instance.url}/a2a/agents/flaky/rpc`, {
+            method: 'POST',
+            headers: { ...headersOf(tenantA), 'content-type': 'application/json', 'a2a-version': '1.0' },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+          }).then((r) => r.json() as Promise<{ result?: { task?: { id: string }; status?: { state: string } }; error?: { code: number; message: string } }>);
+        const sent = await at('SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'park' }] } });
+        const id = sent.result!.task!.id;
+        await flaky.close();
+        expect((await at('GetTask', { id })).result?.status?.state).toBe('TASK_STATE_WORKING');
+        expect((await at('CancelTask', { id })).error).toMatchObject({ code: -32603, message: expect.stringContaining('could not be reached') });
+        expect((await at('GetTask', { id })).result?.status?.state).toBe('TASK_STATE_WORKING');
+      } finally {
+        await flaky.close();
+      }
+    });
+  });
+
   describe('JSON-RPC v0.3 names (A2A-Version: 0.3 or absent)', () => {
     it('sends, gets and cancels through the stock client\'s v0.3 transport', async () => {
       const client = await legacyClientOf(tenantA);

@@ -3,7 +3,9 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { A2A_ERROR_CODE, VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
-import { A2ABroker } from '../../../libs/a2a';
+import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
+import { createLogger } from '../../../libs/logging';
+import { isPostgresUnavailable } from '../../../libs/storage';
 import type { Caller } from '../../../libs/security';
 import { a2aRpcUrlOf } from './a2a-paths';
 import { rawBodyOf } from './body-parsers';
@@ -16,6 +18,8 @@ interface RpcAnswer {
   result?: unknown;
   error?: unknown;
 }
+
+const log = createLogger('A2ARpc');
 
 /** What a request without an `A2A-Version` header speaks (A2A v1.0: absent means 0.3). */
 const ABSENT_VERSION = '0.3';
@@ -70,7 +74,7 @@ export class A2ARpcController {
     const answered = legacy
       ? await new LegacyJsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context)
       : await new JsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context);
-    if (!isStream(answered)) return answered as RpcAnswer;
+    if (!isStream(answered)) return answerFor(handler, answered as RpcAnswer);
     // Streaming methods: the mesh's handler refuses them before the first event (UnsupportedOperation).
     try {
       const first = await answered.next();
@@ -81,6 +85,20 @@ export class A2ARpcController {
       return { jsonrpc: '2.0', id, error: legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e) : JsonRpcTransportHandler.mapToJSONRPCError(e) };
     }
   }
+}
+
+/**
+ * The answer, unless the call failed for a reason of the runtime's: Postgres unavailable is thrown to the error
+ * filter (503 with Retry-After, as on every route); any other error that is not the protocol's is logged and
+ * answered -32603 without its detail (an agent that did not answer keeps its message).
+ */
+function answerFor(handler: MeshTaskHandler, answer: RpcAnswer): RpcAnswer {
+  const e = handler.unexpected;
+  if (e === undefined) return answer;
+  if (isPostgresUnavailable(e)) throw e;
+  if (e instanceof AgentUnreachable) return answer;
+  log.error({ err: e }, 'A2A call failed');
+  return failure(answer.id, A2A_ERROR_CODE.INTERNAL_ERROR, 'internal error');
 }
 
 function failure(id: RpcId, code: number, message: string): RpcAnswer {
