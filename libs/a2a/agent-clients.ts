@@ -34,6 +34,11 @@ export class AgentClients {
     return client;
   }
 
+  /** Drops the agent's client (it was removed). */
+  forget(tenant: string, name: string): void {
+    this.clients.delete(`${tenant}\u0000${name}`);
+  }
+
   /** Options of one call to an agent: its deadline. */
   callOptions(): { signal: AbortSignal } {
     return { signal: AbortSignal.timeout(this.timeoutMs) };

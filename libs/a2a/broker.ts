@@ -64,6 +64,7 @@ export class A2ABroker {
 
   async remove(tenant: string, name: string): Promise<void> {
     if (!(await this.agents.delete(tenant, name))) throw notFound(name);
+    this.clients.forget(tenant, name);
   }
 
   /** The tenant's agent by name, or a 404 `AGENT_NOT_FOUND` (the same for another tenant's). */

@@ -254,9 +254,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
   /** What an agent's task says, as a change of the mesh's task (ids rewritten to the mesh's). */
   private changeOf(task: StoredTask, answer: Task): TaskChange {
     const state = stateOf(answer.status?.state);
-    if (!state || state === 'submitted') {
-      // `submitted` may not follow a state; an agent that reports it is still working on it.
-      if (state === 'submitted') return { state: 'working', agentTaskId: answer.id, contextId: answer.contextId || undefined };
+    if (!state) {
       return { state: 'failed', statusMessage: agentMessage(task, `the agent answered an invalid task state (${String(answer.status?.state)})`), agentTaskId: answer.id || undefined };
     }
     const rewrite = (m: Message): Json => Message.toJSON({ ...m, taskId: task.id, contextId: answer.contextId || task.contextId }) as Json;

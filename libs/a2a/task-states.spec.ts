@@ -12,7 +12,9 @@ describe('A2A task states', () => {
 
   it('never leaves a terminal state, never returns to submitted, and lets a live task move anywhere else', () => {
     for (const from of ALL)
-      for (const to of ALL) expect([from, to, isLegalTransition(from, to)]).toEqual([from, to, !TERMINAL.has(from) && to !== 'submitted']);
+      for (const to of ALL) expect([from, to, isLegalTransition(from, to)]).toEqual([from, to, !TERMINAL.has(from) && (to !== 'submitted' || from === 'submitted')]);
+    expect(isLegalTransition('working', 'submitted')).toBe(false);
+    expect(isLegalTransition('submitted', 'submitted')).toBe(true);
     expect([...TERMINAL].sort()).toEqual(['canceled', 'completed', 'failed', 'rejected']);
   });
 });

@@ -32,9 +32,10 @@ export function isA2AState(value: string): value is A2AState {
 }
 
 /**
- * Whether a task may move from `from` to `to`: a terminal state is final; `submitted` is only where a task starts;
- * any other state may follow a non-terminal one (including itself: a status update with a new message).
+ * Whether a task may move from `from` to `to`: a terminal state is final; `submitted` is only where a task starts
+ * (it may stay there, while the agent has not begun); any other state may follow a non-terminal one (including
+ * itself: a status update with a new message).
  */
 export function isLegalTransition(from: A2AState, to: A2AState): boolean {
-  return !TERMINAL.has(from) && to !== 'submitted';
+  return !TERMINAL.has(from) && (to !== 'submitted' || from === 'submitted');
 }

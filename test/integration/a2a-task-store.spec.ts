@@ -60,7 +60,8 @@ describe('A2ATaskStore (real Postgres)', () => {
     expect(await store.transition(completed, { state: 'canceled' })).toMatchObject({ changed: false, reason: 'illegal' });
     expect(await store.transition(completed, { state: 'working' })).toMatchObject({ changed: false, reason: 'illegal' });
     const other = await created();
-    expect(await store.transition(other, { state: 'submitted' })).toMatchObject({ changed: false, reason: 'illegal' });
+    const working = (await store.transition(other, { state: 'working' })) as { task: StoredTask };
+    expect(await store.transition(working.task, { state: 'submitted' })).toMatchObject({ changed: false, reason: 'illegal' });
     expect(await store.get(tenant, read.id)).toMatchObject({ state: 'completed', version: 1 });
   });
 
