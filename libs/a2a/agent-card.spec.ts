@@ -41,10 +41,11 @@ describe('agent cards', () => {
     expect(refusal(body)).toEqual({ code: 'INVALID_AGENT_CARD', field });
   });
 
-  it("serves the card at the mesh's endpoint, v1.0 and v0.3, without the agent's URL, signatures or streaming", () => {
-    const served = meshCardOf(validateAgentCard(card()), 'http://mesh/a2a/agents/echo/rpc', { tokens: false });
+  it("serves the card at the mesh's endpoints, v1.0 and v0.3, without the agent's URL, signatures or streaming", () => {
+    const served = meshCardOf(validateAgentCard(card()), { rpcUrl: 'http://mesh/a2a/agents/echo/rpc', restUrl: 'http://mesh/a2a/agents/echo/rest' }, { tokens: false });
     expect(served.supportedInterfaces).toEqual([
       { url: 'http://mesh/a2a/agents/echo/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: 'http://mesh/a2a/agents/echo/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       { url: 'http://mesh/a2a/agents/echo/rpc', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     ]);
     expect(JSON.stringify(served)).not.toContain('agent.example');
@@ -54,7 +55,7 @@ describe('agent cards', () => {
   });
 
   it('names the security schemes the gate enforces when it authenticates', () => {
-    const served = meshCardOf(validateAgentCard(card()), 'http://mesh/rpc', { tokens: true });
+    const served = meshCardOf(validateAgentCard(card()), { rpcUrl: 'http://mesh/rpc', restUrl: 'http://mesh/rest' }, { tokens: true });
     expect(Object.keys(served.securitySchemes as object)).toEqual(['bearer', 'apiKey']);
     expect(served.securityRequirements).toHaveLength(2);
   });

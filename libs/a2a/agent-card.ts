@@ -75,11 +75,11 @@ export interface GateAuthentication {
 
 /**
  * The card the mesh serves for an agent: the registered card with its interfaces replaced by the mesh's own
- * JSON-RPC endpoint for the agent (A2A v1.0, and v0.3 selected by the `A2A-Version` header), the capabilities the
+ * endpoints for the agent (JSON-RPC, A2A v1.0 and v0.3 selected by the `A2A-Version` header; HTTP+JSON, v1.0), the capabilities the
  * mesh relays (no streaming, no push notifications yet), and the security schemes the request gate enforces. The
  * agent's own signatures are dropped: they sign a card that is no longer the one served.
  */
-export function meshCardOf(card: RegisteredCard, rpcUrl: string, gate: GateAuthentication): Record<string, unknown> {
+export function meshCardOf(card: RegisteredCard, urls: { rpcUrl: string; restUrl: string }, gate: GateAuthentication): Record<string, unknown> {
   const security = gate.tokens
     ? {
         securitySchemes: {
@@ -92,8 +92,9 @@ export function meshCardOf(card: RegisteredCard, rpcUrl: string, gate: GateAuthe
   const served = {
     ...card,
     supportedInterfaces: [
-      { url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
-      { url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      { url: urls.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      { url: urls.restUrl, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+      { url: urls.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     ],
     capabilities: { ...card.capabilities, streaming: false, pushNotifications: false, extendedAgentCard: false },
     ...security,

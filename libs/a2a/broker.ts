@@ -74,9 +74,9 @@ export class A2ABroker {
     return agent;
   }
 
-  /** The card served for the agent, its interfaces at `rpcUrl`. */
-  cardOf(agent: StoredAgent, rpcUrl: string, gate: GateAuthentication): Record<string, unknown> {
-    return meshCardOf(agent.card, rpcUrl, gate);
+  /** The card served for the agent, its interfaces at the mesh's endpoints. */
+  cardOf(agent: StoredAgent, urls: { rpcUrl: string; restUrl: string }, gate: GateAuthentication): Record<string, unknown> {
+    return meshCardOf(agent.card, urls, gate);
   }
 
   /** The request handler of one call to the agent's endpoint, for the caller's tenant. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AgentCard, Message, SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
-import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
@@ -74,6 +74,9 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
   /** A stock v1.0 client, built from the card URL alone. */
   const clientOf = (tenant: string): Promise<Client> =>
     new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(tenant) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenant) }) }).createFromUrl(cardUrl(), '');
+  /** A stock v1.0 client of the HTTP+JSON binding, built from the card URL alone. */
+  const restClientOf = (tenant: string): Promise<Client> =>
+    new ClientFactory({ transports: [new RestTransportFactory({ fetchImpl: fetchAs(tenant) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenant) }) }).createFromUrl(cardUrl(), '');
   /** A stock v0.3 client: the card's v0.3 interface, the SDK's compat transport. */
   const legacyClientOf = async (tenant: string): Promise<Client> => {
     const card = AgentCard.fromJSON(await (await fetchAs(tenant)(cardUrl())).json());
@@ -132,6 +135,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
         name: 'echo',
         supportedInterfaces: [
           { url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          { url: `${instance.url}/a2a/agents/echo/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
           { url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
         ],
         securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } }, apiKey: { apiKeySecurityScheme: { name: 'x-api-key' } } },
@@ -243,6 +247,46 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       const task = asTask(await client.sendMessage(send('echo:x')));
       expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
       expect(textOf(task.status?.message)).toContain('could not be reached');
+    });
+  });
+
+  describe('HTTP+JSON (REST) v1.0 through the stock client', () => {
+    it('sends (blocking and returnImmediately), gets, lists and cancels', async () => {
+      const client = await restClientOf(tenantA);
+      expect(client.transport.protocolName).toBe('HTTP+JSON');
+      const task = asTask(await client.sendMessage(send('echo:rest')));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(task)).toEqual(['rest']);
+      expect((await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).history).toEqual([]);
+      const key = randomUUID();
+      const held = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+      expect(held.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+      await waitFor('the agent holding the task', () => agent.isHeld(key));
+      expect((await client.cancelTask({ tenant: '', id: held.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      agent.release(key);
+      await expect(client.cancelTask({ tenant: '', id: held.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
+      const page = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 1, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false });
+      expect(page.tasks.map((t) => t.id)).toEqual([held.id]);
+      expect(page.nextPageToken).not.toBe('');
+      const next = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 1, pageToken: page.nextPageToken, historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false });
+      expect(next.tasks.map((t) => t.id)).toEqual([task.id]);
+      await expect((await restClientOf(tenantB)).getTask({ tenant: '', id: task.id, historyLength: undefined })).rejects.toBeInstanceOf(TaskNotFoundError);
+    });
+
+    it("answers in the binding's error shape: malformed body, unsupported version, streaming, unknown route", async () => {
+      const post = (path: string, body: string, version: string | null = '1.0') =>
+        fetch(`${instance.url}/a2a/agents/echo/rest/${path}`, { method: 'POST', headers: { ...headersOf(tenantA), 'content-type': 'application/json', ...(version ? { 'a2a-version': version } : {}) }, body });
+      const malformed = await post('message:send', '{');
+      expect(malformed.status).toBe(400);
+      expect(await malformed.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT' } });
+      const message = JSON.stringify({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'echo:x' }] } });
+      const unversioned = await post('message:send', message, null);
+      expect(unversioned.status).toBe(400);
+      expect(JSON.stringify(await unversioned.json())).toContain('VERSION_NOT_SUPPORTED');
+      const streaming = await post('message:stream', message);
+      expect(streaming.status).toBe(400);
+      expect(JSON.stringify(await streaming.json())).toContain('UNSUPPORTED_OPERATION');
+      expect((await post('nowhere', message)).status).toBe(404);
     });
   });
 

@@ -2,7 +2,7 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query, Req, Res } 
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { A2ABroker, AgentView } from '../../../libs/a2a';
 import type { Caller } from '../../../libs/security';
-import { a2aRpcUrlOf } from './a2a-paths';
+import { a2aUrlsOf } from './a2a-paths';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 
 /**
@@ -50,6 +50,6 @@ export class A2AAgentsController {
   @GateRoute({ action: 'publish' })
   async card(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest): Promise<Record<string, unknown>> {
     const agent = await this.broker.agent(caller.tenant, name);
-    return this.broker.cardOf(agent, a2aRpcUrlOf(request, name), { tokens: this.gates.ingress.stats().filters.includes('token') });
+    return this.broker.cardOf(agent, a2aUrlsOf(request, name), { tokens: this.gates.ingress.stats().filters.includes('token') });
   }
 }

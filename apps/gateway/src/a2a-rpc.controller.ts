@@ -7,7 +7,7 @@ import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a'
 import { createLogger } from '../../../libs/logging';
 import { isPostgresUnavailable } from '../../../libs/storage';
 import type { Caller } from '../../../libs/security';
-import { a2aRpcUrlOf } from './a2a-paths';
+import { headerOf, meshHandlerOf } from './a2a-endpoint';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 
@@ -43,12 +43,12 @@ export class A2ARpcController {
   @Post(':name/rpc')
   @GateRoute({ action: 'publish' })
   async rpc(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    const agent = await this.broker.agent(caller.tenant, name);
-    const answer = await this.answer(caller, agent, name, request);
+    const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
+    const answer = await this.answer(caller, handler, request);
     await reply.status(200).header('content-type', 'application/json').send(answer);
   }
 
-  private async answer(caller: Caller, agent: Awaited<ReturnType<A2ABroker['agent']>>, name: string, request: FastifyRequest): Promise<RpcAnswer> {
+  private async answer(caller: Caller, handler: MeshTaskHandler, request: FastifyRequest): Promise<RpcAnswer> {
     const raw = rawBodyOf(request) ?? (Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
     let body: unknown;
     try {
@@ -61,8 +61,6 @@ export class A2ARpcController {
     const rpc = body as { id?: RpcId; method: string };
     const id = rpc.id ?? null;
     const version = headerOf(request, 'a2a-version') ?? ABSENT_VERSION;
-    const card = this.broker.cardOf(agent, a2aRpcUrlOf(request, name), { tokens: this.gates.ingress.stats().filters.includes('token') });
-    const handler = this.broker.handlerFor(caller.tenant, agent, card);
     const legacy = version === ABSENT_VERSION;
     const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
     try {
@@ -119,10 +117,4 @@ function envelopeError(body: unknown): RpcAnswer | undefined {
 
 function isStream(value: unknown): value is AsyncGenerator<unknown, void, undefined> {
   return typeof (value as { [Symbol.asyncIterator]?: unknown })?.[Symbol.asyncIterator] === 'function';
-}
-
-function headerOf(request: FastifyRequest, name: string): string | undefined {
-  const value = request.headers[name];
-  const first = Array.isArray(value) ? value[0] : value;
-  return first === undefined || first.trim() === '' ? undefined : first.trim();
 }

@@ -10,6 +10,7 @@ import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { A2AAgentsController } from './a2a-agents.controller';
+import { A2ARestController } from './a2a-rest.controller';
 import { A2ARpcController } from './a2a-rpc.controller';
 import { AclController } from './acl.controller';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
@@ -67,6 +68,7 @@ export class GatewayModule {
         TenantQuotaController,
         A2AAgentsController,
         A2ARpcController,
+        A2ARestController,
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
