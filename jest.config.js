@@ -1,8 +1,22 @@
 // Three tiers (and fault injection, test/faults): unit specs beside the code (fakes allowed), integration specs against the real servers, and
 // end-to-end specs that run real instance processes. Integration and e2e run serially (`--runInBand`) and share
 // one set of servers, started by scripts/test.sh (or by the global setup when jest is run directly).
-const transform = { '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }] };
-const base = { testEnvironment: 'node', transform, moduleFileExtensions: ['ts', 'js', 'json'], setupFiles: ['<rootDir>/test/support/quiet-logs.ts'] };
+// @a2a-js/sdk ships a CommonJS build, but it requires jose 6, which is ESM only (nested at
+// node_modules/@a2a-js/sdk/node_modules/jose; the project's own jose is 5, CommonJS). Plain Node 20.19+ loads
+// it through require(esm); jest's module runtime cannot, so that one package's files are compiled to CommonJS
+// by ts-jest (allowJs) and let through transformIgnorePatterns. The SDK runs with the jose it ships with.
+const sdkJose = '/@a2a-js/sdk/node_modules/jose/';
+const transform = {
+  '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
+  [`^.+${sdkJose}.+\\.js$`]: ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', target: 'es2022' }, diagnostics: false }],
+};
+const base = {
+  testEnvironment: 'node',
+  transform,
+  transformIgnorePatterns: [`^(?!.*${sdkJose}).*/node_modules/`],
+  moduleFileExtensions: ['ts', 'js', 'json'],
+  setupFiles: ['<rootDir>/test/support/quiet-logs.ts'],
+};
 
 module.exports = {
   testTimeout: 60000,

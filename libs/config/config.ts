@@ -77,6 +77,7 @@ export interface EventMeshConfig {
     requestTimeoutMs: number;
   };
   streams: { pollMaxConsumers: number };
+  agents: { callTimeoutMs: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   log: { level: LogLevel };
   filter: { maxAttributeChars: number };
@@ -356,6 +357,8 @@ const SETTINGS = {
     () => 5000, 'Longest a publish waits for Kafka to acknowledge its events; then 503 KAFKA_UNAVAILABLE (never 202).'),
   kafkaRequestTimeoutMs: setting('EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS', 'eventmesh.kafka.requestTimeoutMs', integer(1000, 300000),
     () => 10000, 'Longest the Kafka client waits for the answer to one request (and a broker for the replicas of a produce) before it retries.'),
+  agentsCallTimeoutMs: setting('EVENTMESH_AGENTS_CALL_TIMEOUT_MS', 'eventmesh.agents.callTimeoutMs', integer(100, 600000),
+    () => 30000, 'Deadline of one call of the A2A broker to an agent (a send waits for the agent\'s answer at most this long; docs/a2a.md).'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
     integer(1, 100000), () => 100,
     'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
@@ -568,6 +571,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       requestTimeoutMs: v.kafkaRequestTimeoutMs,
     },
     streams: { pollMaxConsumers: v.streamsPollMaxConsumers },
+    agents: { callTimeoutMs: v.agentsCallTimeoutMs },
     temporal: {
       address: v.temporalAddress,
       namespace: v.temporalNamespace,

@@ -13,6 +13,9 @@ export enum ErrorCode {
   /** A webhook sink whose host resolves to an address sinks may not reach (SSRF guard, docs/security.md). */
   SinkNotAllowed = 'SINK_NOT_ALLOWED',
   SubscriptionNotFound = 'SUBSCRIPTION_NOT_FOUND',
+  /** An A2A agent card that fails validation (libs/a2a/agent-card.ts). */
+  InvalidAgentCard = 'INVALID_AGENT_CARD',
+  AgentNotFound = 'AGENT_NOT_FOUND',
   RequestTimeout = 'REQUEST_TIMEOUT',
   RequestNotPending = 'REQUEST_NOT_PENDING',
   UnknownDelivery = 'UNKNOWN_DELIVERY',
@@ -66,6 +69,8 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.UnknownTopic]: 404,
   [ErrorCode.SubscriptionNotFound]: 404,
+  [ErrorCode.InvalidAgentCard]: 400,
+  [ErrorCode.AgentNotFound]: 404,
   [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.RequestNotPending]: 404,
   [ErrorCode.UnknownDelivery]: 409,

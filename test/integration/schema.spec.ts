@@ -24,6 +24,7 @@ describe('schema (real Postgres)', () => {
       `SELECT table_name FROM information_schema.tables WHERE table_schema = 'public' ORDER BY table_name`,
     );
     expect(rows.map((r) => r.table_name)).toEqual([
+      'a2a_agents',
       'a2a_tasks',
       'acl_rules',
       'api_keys',

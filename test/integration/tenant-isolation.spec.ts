@@ -287,7 +287,7 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     });
   });
 
-  // The A2A routes do not exist yet: the tasks table is checked at the storage level only.
+  // The A2A routes' own isolation is tested in a2a.spec.ts; here, the tasks table's tenant column at the storage level.
   it('stores A2A tasks with their tenant (default when none is given), readable by tenant', async () => {
     const [owned, unowned] = [`task-${randomUUID()}`, `task-${randomUUID()}`];
     const tasks = instance.deps.db.getRepository(A2ATaskEntity);

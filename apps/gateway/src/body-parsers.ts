@@ -1,5 +1,6 @@
 import type { FastifyRequest } from 'fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import { parsesOwnBody } from './a2a-paths';
 import { JSON_TYPES, parseJsonBody } from './content-mode';
 
 const RAW_BODY = Symbol('rawBody');
@@ -11,7 +12,8 @@ export function rawBodyOf(request: FastifyRequest): Buffer | undefined {
 
 /**
  * Body parsing owned by the runtime: every body is kept as bytes; JSON bodies are also parsed, except in the
- * binary content mode (a `ce-specversion` header), where the body is opaque event data. Malformed JSON is a 400
+ * binary content mode (a `ce-specversion` header), where the body is opaque event data, and on an A2A agent's
+ * endpoints, which parse their own (malformed JSON is the protocol's error there). Malformed JSON is a 400
  * in the runtime's error shape; every other content type reaches the route as bytes, and the route decides.
  */
 export function registerBodyParsers(app: NestFastifyApplication): void {
@@ -22,7 +24,7 @@ export function registerBodyParsers(app: NestFastifyApplication): void {
   };
   fastify.addContentTypeParser(JSON_TYPES, { parseAs: 'buffer' }, (request, body, done) => {
     keep(request, body as Buffer);
-    if (request.headers['ce-specversion'] !== undefined) return done(null, body);
+    if (request.headers['ce-specversion'] !== undefined || parsesOwnBody(request.url)) return done(null, body);
     try {
       done(null, parseJsonBody(body as Buffer));
     } catch (e) {

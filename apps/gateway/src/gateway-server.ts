@@ -2,6 +2,7 @@ import { createServer } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
+import { A2ABroker } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import { HealthService, skippedEventsFinding } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
@@ -10,7 +11,7 @@ import { NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
 import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, TenantQuotaStore } from '../../../libs/storage';
 import type { Dependencies } from '../../../libs/runtime';
-import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, TenantQuotaAdmin } from '../../../libs/security';
+import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, SinkGuard, TenantQuotaAdmin } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
@@ -51,9 +52,11 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   let polling: PollConsumers | undefined;
   let requestReplyStarted: RequestReplyService | undefined;
   let started: NestFastifyApplication | undefined;
+  let a2a: A2ABroker | undefined;
   const close = async () => {
     publish?.close();
     await started?.close().catch(() => undefined);
+    await a2a?.close();
     polling?.close();
     await requestReplyStarted?.close();
   };
@@ -74,6 +77,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     const connections = new ConnectionCap(config.http.maxConnections, config.http.retryAfterSeconds);
     const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
     polling = polls;
+    a2a = A2ABroker.create(deps.db, SinkGuard.fromConfig(config), config.agents.callTimeoutMs);
     const app = await NestFactory.create<NestFastifyApplication>(
       GatewayModule.register({
         requestReply,
@@ -99,6 +103,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         gates,
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
         publisherSecrets: new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
+        a2a,
         acl: new AclAdmin(new AclRuleStore(deps.db)),
         quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
         ownership:

@@ -1,5 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
+import { A2ABroker } from '../../../libs/a2a';
 import { HealthService } from '../../../libs/health';
 import { AclAdmin, TenantQuotaAdmin } from '../../../libs/security';
 import type { OwnershipAdmin } from '../../../libs/ownership';
@@ -8,6 +9,9 @@ import { ApiKeyService, PublisherSecretStore } from '../../../libs/security';
 import { PollConsumers, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
+import { A2AAgentsController } from './a2a-agents.controller';
+import { A2ARestController } from './a2a-rest.controller';
+import { A2ARpcController } from './a2a-rpc.controller';
 import { AclController } from './acl.controller';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { ApiKeysController } from './api-keys.controller';
@@ -41,6 +45,8 @@ export interface GatewayServices {
   apiKeys: ApiKeyService;
   /** Publishers' signing secrets (admin API; the SignatureVerifier reads them). */
   publisherSecrets: PublisherSecretStore;
+  /** The A2A broker: agents registry and the agents' JSON-RPC endpoints (docs/a2a.md). */
+  a2a: A2ABroker;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -60,6 +66,9 @@ export class GatewayModule {
         PublisherSecretsController,
         AclController,
         TenantQuotaController,
+        A2AAgentsController,
+        A2ARpcController,
+        A2ARestController,
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
@@ -75,6 +84,7 @@ export class GatewayModule {
         { provide: SubscriptionPlacement, useValue: services.placement },
         { provide: ApiKeyService, useValue: services.apiKeys },
         { provide: PublisherSecretStore, useValue: services.publisherSecrets },
+        { provide: A2ABroker, useValue: services.a2a },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

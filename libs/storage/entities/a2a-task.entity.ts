@@ -4,6 +4,7 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 @Entity({ name: 'a2a_tasks' })
 @Index('a2a_tasks_context_idx', ['contextId'])
 @Index('a2a_tasks_tenant_context_idx', ['tenant', 'contextId'])
+@Index('a2a_tasks_tenant_agent_created_idx', ['tenant', 'agent', 'createdAt', 'id'])
 export class A2ATaskEntity {
   @PrimaryColumn({ type: 'text' })
   id!: string;
@@ -12,11 +13,23 @@ export class A2ATaskEntity {
   @Column({ type: 'text', default: 'default' })
   tenant!: string;
 
+  /** The registered agent (libs/a2a) the task was sent to, by name within the tenant. */
+  @Column({ type: 'text', default: '' })
+  agent!: string;
+
+  /** The task's id at the agent, once the agent answered (the mesh's own id is `id`). */
+  @Column({ name: 'agent_task_id', type: 'text', nullable: true })
+  agentTaskId!: string | null;
+
   @Column({ name: 'context_id', type: 'text' })
   contextId!: string;
 
   @Column({ type: 'text' })
   state!: string;
+
+  /** The status message of the current state (A2A `TaskStatus.message`), if any. */
+  @Column({ name: 'status_message', type: 'jsonb', nullable: true })
+  statusMessage!: Record<string, unknown> | null;
 
   @Column({ type: 'jsonb', default: () => "'[]'" })
   history!: unknown[];

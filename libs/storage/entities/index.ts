@@ -1,3 +1,4 @@
+import { A2AAgentEntity } from './a2a-agent.entity';
 import { A2ATaskEntity } from './a2a-task.entity';
 import { ApiKeyEntity } from './api-key.entity';
 import { AclRuleEntity } from './acl-rule.entity';
@@ -16,6 +17,7 @@ import { SubscriptionEntity } from './subscription.entity';
 import { TenantQuotaEntity } from './tenant-quota.entity';
 
 export {
+  A2AAgentEntity,
   A2ATaskEntity,
   AclRuleEntity,
   ApiKeyEntity,
@@ -44,6 +46,7 @@ export const ENTITIES = [
   SkippedRangeEntity,
   PendingRequestEntity,
   A2ATaskEntity,
+  A2AAgentEntity,
   ApiKeyEntity,
   PublisherSecretEntity,
   SignatureReplayEntity,

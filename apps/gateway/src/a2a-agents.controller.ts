@@ -1,0 +1,55 @@
+import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { A2ABroker, AgentView } from '../../../libs/a2a';
+import type { Caller } from '../../../libs/security';
+import { a2aUrlsOf } from './a2a-paths';
+import { CallerParam, GateRoute, Gates } from './gate-route';
+
+/**
+ * The A2A agents registry (docs/a2a.md), scoped to the caller's tenant (another tenant's agent is a 404). Gate
+ * actions: registering and removing an agent is `subscribe` (the agent takes work from the mesh, as a subscriber
+ * does); reading the registry and the cards is `publish` (what a client needs to send tasks, see
+ * a2a-rpc.controller.ts).
+ */
+@Controller('a2a/agents')
+export class A2AAgentsController {
+  constructor(
+    private readonly broker: A2ABroker,
+    private readonly gates: Gates,
+  ) {}
+
+  @Put(':name')
+  @GateRoute({ action: 'subscribe' })
+  async put(@CallerParam() caller: Caller, @Param('name') name: string, @Body() body: unknown, @Res({ passthrough: true }) reply: FastifyReply): Promise<AgentView> {
+    const { agent, created } = await this.broker.register(caller.tenant, name, body);
+    void reply.status(created ? 201 : 200);
+    return agent;
+  }
+
+  @Get()
+  @GateRoute({ action: 'publish' })
+  async list(@CallerParam() caller: Caller, @Query('skill') skill?: string, @Query('tag') tag?: string): Promise<{ agents: AgentView[] }> {
+    return { agents: await this.broker.list(caller.tenant, { skill: skill || undefined, tag: tag || undefined }) };
+  }
+
+  @Get(':name')
+  @GateRoute({ action: 'publish' })
+  get(@CallerParam() caller: Caller, @Param('name') name: string): Promise<AgentView> {
+    return this.broker.get(caller.tenant, name);
+  }
+
+  @Delete(':name')
+  @GateRoute({ action: 'subscribe' })
+  @HttpCode(204)
+  async remove(@CallerParam() caller: Caller, @Param('name') name: string): Promise<void> {
+    await this.broker.remove(caller.tenant, name);
+  }
+
+  /** The card a stock A2A client starts from: the agent's, pointing at the mesh (libs/a2a/agent-card.ts, meshCardOf). */
+  @Get(':name/.well-known/agent-card.json')
+  @GateRoute({ action: 'publish' })
+  async card(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest): Promise<Record<string, unknown>> {
+    const agent = await this.broker.agent(caller.tenant, name);
+    return this.broker.cardOf(agent, a2aUrlsOf(request, name), { tokens: this.gates.ingress.stats().filters.includes('token') });
+  }
+}

@@ -1,0 +1,129 @@
+import { Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { ListTasksResponse, SendMessageRequest, SendMessageResponse, Task, taskStateFromJSON, TaskState } from '@a2a-js/sdk';
+import { PushNotificationNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
+import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { createLogger } from '../../../libs/logging';
+import type { Caller } from '../../../libs/security';
+import { isPostgresUnavailable } from '../../../libs/storage';
+import { rawBodyOf } from './body-parsers';
+import { headerOf, meshHandlerOf } from './a2a-endpoint';
+import { CallerParam, GateRoute, Gates } from './gate-route';
+
+const log = createLogger('A2ARest');
+
+/** The A2A content type of the HTTP+JSON binding's answers. */
+const A2A_JSON = 'application/a2a+json';
+
+/**
+ * An agent's A2A HTTP+JSON (REST) binding on the mesh, v1.0 (docs/a2a.md): `POST {base}/message:send`,
+ * `GET {base}/tasks/{id}`, `POST {base}/tasks/{id}:cancel`, `GET {base}/tasks`, with `{base}` =
+ * `/a2a/agents/{name}/rest`. The same request handler as the JSON-RPC endpoint (MeshTaskHandler); errors in the
+ * binding's shape and statuses (the SDK's `toRestErrorBody`). Streaming, resubscribing and push notification
+ * configs are refused as unsupported. Gate action `publish`, as for the JSON-RPC endpoint.
+ */
+@Controller('a2a/agents')
+export class A2ARestController {
+  constructor(
+    private readonly broker: A2ABroker,
+    private readonly gates: Gates,
+  ) {}
+
+  @Get(':name/rest/tasks')
+  @GateRoute({ action: 'publish' })
+  async list(@CallerParam() caller: Caller, @Param('name') name: string, @Query() query: Record<string, string | undefined>, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await this.answer(caller, name, request, reply, async (handler, context) => {
+      const result = await handler.listTasks(
+        {
+          tenant: query.tenant ?? '',
+          contextId: query.contextId ?? '',
+          status: query.status ? taskStateFromJSON(Number.isNaN(Number(query.status)) ? query.status : Number(query.status)) : TaskState.TASK_STATE_UNSPECIFIED,
+          pageSize: integerOf(query.pageSize, 'pageSize'),
+          pageToken: query.pageToken ?? '',
+          historyLength: integerOf(query.historyLength, 'historyLength'),
+          statusTimestampAfter: query.statusTimestampAfter || undefined,
+          includeArtifacts: query.includeArtifacts === 'true',
+        },
+        context,
+      );
+      // Every field present, empty ones too (as the SDK's own server answers).
+      return { tasks: [], nextPageToken: '', pageSize: 0, totalSize: 0, ...(ListTasksResponse.toJSON(result) as object) };
+    });
+  }
+
+  @Get(':name/rest/tasks/:id')
+  @GateRoute({ action: 'publish' })
+  async get(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Query('historyLength') historyLength: string | undefined, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await this.answer(caller, name, request, reply, async (handler, context) => {
+      if (id.endsWith(':subscribe')) throw new UnsupportedOperationError('resubscribing is not supported by the mesh yet');
+      return Task.toJSON(await handler.getTask({ tenant: '', id, historyLength: integerOf(historyLength, 'historyLength') }, context));
+    });
+  }
+
+  /** The binding's POST routes: `message:send`, `tasks/{id}:cancel` (and the unsupported ones). */
+  @Post(':name/rest/*')
+  @GateRoute({ action: 'publish' })
+  async post(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const rest = (request.params as Record<string, string>)['*'] ?? '';
+    await this.answer(caller, name, request, reply, async (handler, context) => {
+      if (rest === 'message:send') {
+        const body = bodyOf(request);
+        const result = await handler.sendMessage(SendMessageRequest.fromJSON(body), context);
+        return SendMessageResponse.toJSON({ payload: 'messageId' in result ? { $case: 'message', value: result } : { $case: 'task', value: result } });
+      }
+      const cancel = /^tasks\/([^/]+):cancel$/.exec(rest);
+      if (cancel) return Task.toJSON(await handler.cancelTask({ tenant: '', id: decodeURIComponent(cancel[1]), metadata: undefined }, context));
+      if (rest === 'message:stream' || /^tasks\/[^/]+:subscribe$/.test(rest)) throw new UnsupportedOperationError('streaming is not supported by the mesh yet');
+      if (/^tasks\/[^/]+\/pushNotificationConfigs/.test(rest)) throw new PushNotificationNotSupportedError('push notifications are not supported by the mesh yet');
+      throw new EventMeshError(ErrorCode.NotFound, `no A2A route POST ${rest}`);
+    });
+  }
+
+  /** Runs one call: the version check, the work, the answer in the binding's shape (or the runtime's, see below). */
+  private async answer(
+    caller: Caller,
+    name: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    work: (handler: MeshTaskHandler, context: ServerCallContext) => Promise<unknown>,
+  ): Promise<void> {
+    const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
+    const version = headerOf(request, 'a2a-version') ?? '0.3';
+    const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
+    try {
+      validateVersion(version, await handler.getAgentCard(), 'HTTP+JSON');
+      const body = await work(handler, context);
+      await reply.status(200).header('content-type', A2A_JSON).send(body);
+    } catch (e) {
+      if (e instanceof EventMeshError) throw e;
+      // The runtime's own failures: Postgres unavailable is the error filter's 503; a bug is a 500 without detail.
+      const unexpected = handler.unexpected;
+      if (unexpected !== undefined && isPostgresUnavailable(unexpected)) throw unexpected;
+      if (unexpected !== undefined && !(unexpected instanceof AgentUnreachable)) {
+        log.error({ err: unexpected }, 'A2A call failed');
+        throw new EventMeshError(ErrorCode.Internal, 'internal error');
+      }
+      const status = restStatusFor(e);
+      await reply.status(status).header('content-type', A2A_JSON).send(toRestErrorBody(e, status));
+    }
+  }
+}
+
+/** The request's JSON body (the route parses it: a2a-paths.ts), or the binding's 400. */
+function bodyOf(request: FastifyRequest): unknown {
+  const raw = rawBodyOf(request) ?? (Buffer.isBuffer(request.body) ? request.body : undefined);
+  if (!raw || raw.length === 0) throw new RequestMalformedError('a JSON body is required');
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    throw new RequestMalformedError(`the body is not JSON: ${(e as Error).message}`);
+  }
+}
+
+function integerOf(value: string | undefined, field: string): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (!/^-?\d+$/.test(value)) throw new RequestMalformedError(`${field}: an integer`);
+  return Number(value);
+}

@@ -1,0 +1,120 @@
+import { Controller, Param, Post, Req, Res } from '@nestjs/common';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import { A2A_ERROR_CODE, VersionNotSupportedError } from '@a2a-js/sdk/errors';
+import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
+import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
+import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
+import { createLogger } from '../../../libs/logging';
+import { isPostgresUnavailable } from '../../../libs/storage';
+import type { Caller } from '../../../libs/security';
+import { headerOf, meshHandlerOf } from './a2a-endpoint';
+import { rawBodyOf } from './body-parsers';
+import { CallerParam, GateRoute, Gates } from './gate-route';
+
+type RpcId = string | number | null;
+interface RpcAnswer {
+  jsonrpc: string;
+  id: RpcId;
+  result?: unknown;
+  error?: unknown;
+}
+
+const log = createLogger('A2ARpc');
+
+/** What a request without an `A2A-Version` header speaks (A2A v1.0: absent means 0.3). */
+const ABSENT_VERSION = '0.3';
+
+/**
+ * An agent's A2A JSON-RPC endpoint on the mesh (docs/a2a.md): the SDK's transport handlers (v1.0 names, or v0.3
+ * names when `A2A-Version` asks for 0.3) in front of the mesh's request handler (libs/a2a, MeshTaskHandler). The
+ * route parses its own body so that JSON-RPC's envelope errors are JSON-RPC's: -32700 (not JSON), -32600 (not a
+ * request); the SDK answers -32601 (unknown method), -32602 (bad params) and the A2A codes. Every JSON-RPC answer
+ * is HTTP 200; an agent the tenant has not registered is a 404 `AGENT_NOT_FOUND`.
+ *
+ * Gate action `publish`: the caller sends work to an agent (and reads and cancels what it sent).
+ */
+@Controller('a2a/agents')
+export class A2ARpcController {
+  constructor(
+    private readonly broker: A2ABroker,
+    private readonly gates: Gates,
+  ) {}
+
+  @Post(':name/rpc')
+  @GateRoute({ action: 'publish' })
+  async rpc(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
+    const answer = await this.answer(caller, handler, request);
+    await reply.status(200).header('content-type', 'application/json').send(answer);
+  }
+
+  private async answer(caller: Caller, handler: MeshTaskHandler, request: FastifyRequest): Promise<RpcAnswer> {
+    const raw = rawBodyOf(request) ?? (Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
+    let body: unknown;
+    try {
+      body = JSON.parse(raw.toString('utf8'));
+    } catch (e) {
+      return failure(null, A2A_ERROR_CODE.PARSE_ERROR, `Parse error: ${(e as Error).message}`);
+    }
+    const envelope = envelopeError(body);
+    if (envelope) return envelope;
+    const rpc = body as { id?: RpcId; method: string };
+    const id = rpc.id ?? null;
+    const version = headerOf(request, 'a2a-version') ?? ABSENT_VERSION;
+    const legacy = version === ABSENT_VERSION;
+    const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
+    try {
+      validateVersion(version, await handler.getAgentCard(), 'JSONRPC');
+    } catch (e) {
+      const mapped = e instanceof VersionNotSupportedError ? JsonRpcTransportHandler.mapToJSONRPCError(e) : { code: A2A_ERROR_CODE.INTERNAL_ERROR, message: 'internal error' };
+      return { jsonrpc: '2.0', id, error: mapped };
+    }
+    const answered = legacy
+      ? await new LegacyJsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context)
+      : await new JsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context);
+    if (!isStream(answered)) return answerFor(handler, answered as RpcAnswer);
+    // Streaming methods: the mesh's handler refuses them before the first event (UnsupportedOperation).
+    try {
+      const first = await answered.next();
+      await answered.return(undefined);
+      if (!first.done) return failure(id, A2A_ERROR_CODE.INTERNAL_ERROR, 'unexpected stream');
+      return failure(id, A2A_ERROR_CODE.UNSUPPORTED_OPERATION, 'streaming is not supported by the mesh yet');
+    } catch (e) {
+      return { jsonrpc: '2.0', id, error: legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e) : JsonRpcTransportHandler.mapToJSONRPCError(e) };
+    }
+  }
+}
+
+/**
+ * The answer, unless the call failed for a reason of the runtime's: Postgres unavailable is thrown to the error
+ * filter (503 with Retry-After, as on every route); any other error that is not the protocol's is logged and
+ * answered -32603 without its detail (an agent that did not answer keeps its message).
+ */
+function answerFor(handler: MeshTaskHandler, answer: RpcAnswer): RpcAnswer {
+  const e = handler.unexpected;
+  if (e === undefined) return answer;
+  if (isPostgresUnavailable(e)) throw e;
+  if (e instanceof AgentUnreachable) return answer;
+  log.error({ err: e }, 'A2A call failed');
+  return failure(answer.id, A2A_ERROR_CODE.INTERNAL_ERROR, 'internal error');
+}
+
+function failure(id: RpcId, code: number, message: string): RpcAnswer {
+  return { jsonrpc: '2.0', id, error: { code, message } };
+}
+
+/** JSON-RPC 2.0's checks of a request object: -32600 when it is not one (batches are not supported). */
+function envelopeError(body: unknown): RpcAnswer | undefined {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return failure(null, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: a JSON-RPC request object is required (batches are not supported)');
+  const rpc = body as Record<string, unknown>;
+  const idOk = !('id' in rpc) || rpc.id === null || typeof rpc.id === 'string' || (typeof rpc.id === 'number' && Number.isInteger(rpc.id));
+  const id = idOk ? ((rpc.id as RpcId | undefined) ?? null) : null;
+  if (rpc.jsonrpc !== '2.0') return failure(id, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"');
+  if (!idOk) return failure(null, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: id must be a string, an integer or null');
+  if (typeof rpc.method !== 'string' || rpc.method === '') return failure(id, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: method must be a non-empty string');
+  return undefined;
+}
+
+function isStream(value: unknown): value is AsyncGenerator<unknown, void, undefined> {
+  return typeof (value as { [Symbol.asyncIterator]?: unknown })?.[Symbol.asyncIterator] === 'function';
+}

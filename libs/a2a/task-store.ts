@@ -1,0 +1,179 @@
+import type { DataSource } from 'typeorm';
+import { A2AState, isLegalTransition } from './task-states';
+
+/** A task as the mesh stores it (`a2a_tasks`). Messages, parts and artifacts are A2A v1.0 JSON. */
+export interface StoredTask {
+  id: string;
+  tenant: string;
+  agent: string;
+  agentTaskId: string | null;
+  contextId: string;
+  state: A2AState;
+  statusMessage: Record<string, unknown> | null;
+  history: Record<string, unknown>[];
+  artifacts: Record<string, unknown>[];
+  metadata: Record<string, unknown>;
+  /** The compare-and-set guard: every change names the version it read, and moves it on by one. */
+  version: number;
+  createdAt: Date;
+  updatedAt: Date;
+}
+
+/** What a transition changes besides the state; absent fields keep their value. */
+export interface TaskChange {
+  state: A2AState;
+  statusMessage?: Record<string, unknown> | null;
+  history?: Record<string, unknown>[];
+  artifacts?: Record<string, unknown>[];
+  agentTaskId?: string;
+  contextId?: string;
+}
+
+/** A transition's outcome: the task as changed, or why nothing changed and the task as it is now. */
+export type TransitionResult =
+  | { changed: true; task: StoredTask }
+  /** `illegal`: the state read may not move to the one asked (terminal, or back to submitted). */
+  | { changed: false; reason: 'illegal'; task: StoredTask }
+  /** `stale`: another change moved the version on since it was read; `task` is the winner's. */
+  | { changed: false; reason: 'stale'; task: StoredTask }
+  | { changed: false; reason: 'missing' };
+
+interface RawTask {
+  id: string;
+  tenant: string;
+  agent: string;
+  agent_task_id: string | null;
+  context_id: string;
+  state: A2AState;
+  status_message: Record<string, unknown> | null;
+  history: Record<string, unknown>[];
+  artifacts: Record<string, unknown>[];
+  metadata: Record<string, unknown>;
+  version: number;
+  created_at: Date;
+  updated_at: Date;
+}
+
+const COLUMNS = 'id, tenant, agent, agent_task_id, context_id, state, status_message, history, artifacts, metadata, version, created_at, updated_at';
+
+const taskOf = (r: RawTask): StoredTask => ({
+  id: r.id,
+  tenant: r.tenant,
+  agent: r.agent,
+  agentTaskId: r.agent_task_id,
+  contextId: r.context_id,
+  state: r.state,
+  statusMessage: r.status_message,
+  history: r.history,
+  artifacts: r.artifacts,
+  metadata: r.metadata,
+  version: r.version,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
+
+export interface NewTask {
+  id: string;
+  tenant: string;
+  agent: string;
+  contextId: string;
+  history: Record<string, unknown>[];
+  metadata: Record<string, unknown>;
+}
+
+/**
+ * The `a2a_tasks` table. Every read and write names the tenant (another tenant's task is not there). State changes
+ * are compare-and-set on `version`: a change is applied only if the task is still at the version the caller read,
+ * and only if that version's state may move to the new one; a cancel racing a completion thus leaves exactly one
+ * outcome, whichever committed first, on every instance.
+ */
+export class A2ATaskStore {
+  constructor(private readonly db: DataSource) {}
+
+  /** A new task, `submitted`, version 0. */
+  async create(task: NewTask): Promise<StoredTask> {
+    const [row]: RawTask[] = await this.db.query(
+      `INSERT INTO a2a_tasks (id, tenant, agent, context_id, state, history, metadata) VALUES ($1, $2, $3, $4, 'submitted', $5, $6) RETURNING ${COLUMNS}`,
+      [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata)],
+    );
+    return taskOf(row);
+  }
+
+  async get(tenant: string, id: string): Promise<StoredTask | undefined> {
+    const rows: RawTask[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_tasks WHERE id = $1 AND tenant = $2`, [id, tenant]);
+    return rows.length === 0 ? undefined : taskOf(rows[0]);
+  }
+
+  /**
+   * Moves `read` (the task as the caller read it) to `change.state`, if the transition is legal from the state read
+   * and nobody changed the task since (its version is still `read.version`). Says what it did, or why not.
+   */
+  async transition(read: StoredTask, change: TaskChange): Promise<TransitionResult> {
+    if (!isLegalTransition(read.state, change.state)) return { changed: false, reason: 'illegal', task: read };
+    // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
+    const [rows]: [RawTask[], number] = await this.db.query(
+      `UPDATE a2a_tasks SET state = $4,
+         status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
+         history = COALESCE($7::jsonb, history), artifacts = COALESCE($8::jsonb, artifacts),
+         agent_task_id = COALESCE($9, agent_task_id), context_id = COALESCE($10, context_id),
+         version = version + 1, updated_at = now()
+       WHERE id = $1 AND tenant = $2 AND version = $3
+       RETURNING ${COLUMNS}`,
+      [
+        read.id,
+        read.tenant,
+        read.version,
+        change.state,
+        change.statusMessage !== undefined,
+        change.statusMessage == null ? null : JSON.stringify(change.statusMessage),
+        change.history === undefined ? null : JSON.stringify(change.history),
+        change.artifacts === undefined ? null : JSON.stringify(change.artifacts),
+        change.agentTaskId ?? null,
+        change.contextId ?? null,
+      ],
+    );
+    if (rows.length === 1) return { changed: true, task: taskOf(rows[0]) };
+    const now = await this.get(read.tenant, read.id);
+    return now ? { changed: false, reason: 'stale', task: now } : { changed: false, reason: 'missing' };
+  }
+
+  /**
+   * One page of the tenant's tasks of an agent, newest first (by creation, then id), filtered by context, state and
+   * last change. `after` is the id of the last task of the previous page; `more` says whether another page follows.
+   */
+  async list(
+    tenant: string,
+    agent: string,
+    page: { size: number; after?: string; contextId?: string; state?: A2AState; changedAfter?: Date },
+  ): Promise<{ tasks: StoredTask[]; total: number; more: boolean }> {
+    const where = ['tenant = $1', 'agent = $2'];
+    const params: unknown[] = [tenant, agent];
+    if (page.contextId) {
+      params.push(page.contextId);
+      where.push(`context_id = $${params.length}`);
+    }
+    if (page.state) {
+      params.push(page.state);
+      where.push(`state = $${params.length}`);
+    }
+    if (page.changedAfter) {
+      params.push(page.changedAfter);
+      where.push(`updated_at > $${params.length}`);
+    }
+    const filtered = where.join(' AND ');
+    const [{ total }]: { total: number }[] = await this.db.query(`SELECT count(*)::int AS total FROM a2a_tasks WHERE ${filtered}`, params);
+    const pageParams = [...params];
+    let cursor = '';
+    if (page.after !== undefined) {
+      pageParams.push(page.after);
+      const at = `$${pageParams.length}`;
+      cursor = ` AND (created_at, id) < (SELECT created_at, id FROM a2a_tasks WHERE id = ${at} AND tenant = $1)`;
+    }
+    pageParams.push(page.size + 1);
+    const rows: RawTask[] = await this.db.query(
+      `SELECT ${COLUMNS} FROM a2a_tasks WHERE ${filtered}${cursor} ORDER BY created_at DESC, id DESC LIMIT $${pageParams.length}`,
+      pageParams,
+    );
+    return { tasks: rows.slice(0, page.size).map(taskOf), total, more: rows.length > page.size };
+  }
+}

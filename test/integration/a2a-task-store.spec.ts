@@ -1,0 +1,86 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { A2ATaskStore, StoredTask } from '../../libs/a2a';
+import { createDataSource } from '../../libs/storage';
+import { testConfig } from '../support/env';
+
+/** The A2A task store's guarantees on real Postgres: compare-and-set state changes, legal transitions only, tenancy. */
+describe('A2ATaskStore (real Postgres)', () => {
+  let db: DataSource;
+  let store: A2ATaskStore;
+  const tenant = `tasks-${randomUUID().slice(0, 8)}`;
+
+  beforeAll(async () => {
+    db = createDataSource(testConfig().postgres, 'a2a-task-store-spec');
+    await db.initialize();
+    store = new A2ATaskStore(db);
+  });
+  afterAll(() => db.destroy());
+
+  const created = (agent = 'echo'): Promise<StoredTask> =>
+    store.create({ id: randomUUID(), tenant, agent, contextId: 'ctx', history: [{ messageId: 'm1', role: 'ROLE_USER', parts: [{ text: 'hi' }] }], metadata: {} });
+
+  it('creates a submitted task at version 0, readable only by its tenant', async () => {
+    const task = await created();
+    expect(task).toMatchObject({ state: 'submitted', version: 0, agentTaskId: null, history: [{ messageId: 'm1' }] });
+    expect(await store.get(tenant, task.id)).toMatchObject({ id: task.id });
+    expect(await store.get('someone-else', task.id)).toBeUndefined();
+  });
+
+  it('a cancel that read the task before a completion committed is refused as stale: the completion stands', async () => {
+    const read = await created();
+    const working = await store.transition(read, { state: 'working', agentTaskId: 'agent-1' });
+    expect(working).toMatchObject({ changed: true, task: { state: 'working', version: 1, agentTaskId: 'agent-1' } });
+    const seenByCancel = (working as { task: StoredTask }).task;
+    const completion = await store.transition(seenByCancel, { state: 'completed', artifacts: [{ artifactId: 'a1', parts: [{ text: 'done' }] }] });
+    expect(completion).toMatchObject({ changed: true, task: { state: 'completed', version: 2 } });
+    // The cancel read version 1 (working, cancelable) before the completion committed.
+    const cancel = await store.transition(seenByCancel, { state: 'canceled' });
+    expect(cancel).toMatchObject({ changed: false, reason: 'stale', task: { state: 'completed', version: 2 } });
+    expect(await store.get(tenant, read.id)).toMatchObject({ state: 'completed', version: 2, artifacts: [{ artifactId: 'a1' }] });
+  });
+
+  it('of concurrent changes from one version exactly one is applied', async () => {
+    const read = await created();
+    const outcomes = await Promise.all([
+      ...Array.from({ length: 5 }, () => store.transition(read, { state: 'canceled' })),
+      ...Array.from({ length: 5 }, () => store.transition(read, { state: 'completed' })),
+    ]);
+    const applied = outcomes.filter((o) => o.changed);
+    expect(applied).toHaveLength(1);
+    const winner = (applied[0] as { task: StoredTask }).task;
+    expect(outcomes.filter((o) => !o.changed).every((o) => o.changed === false && o.reason === 'stale')).toBe(true);
+    expect(await store.get(tenant, read.id)).toMatchObject({ state: winner.state, version: 1 });
+  });
+
+  it('refuses illegal transitions: out of a terminal state, back to submitted', async () => {
+    const read = await created();
+    const done = await store.transition(read, { state: 'completed' });
+    const completed = (done as { task: StoredTask }).task;
+    expect(await store.transition(completed, { state: 'canceled' })).toMatchObject({ changed: false, reason: 'illegal' });
+    expect(await store.transition(completed, { state: 'working' })).toMatchObject({ changed: false, reason: 'illegal' });
+    const other = await created();
+    const working = (await store.transition(other, { state: 'working' })) as { task: StoredTask };
+    expect(await store.transition(working.task, { state: 'submitted' })).toMatchObject({ changed: false, reason: 'illegal' });
+    expect(await store.get(tenant, read.id)).toMatchObject({ state: 'completed', version: 1 });
+  });
+
+  it("does not change another tenant's task", async () => {
+    const read = await created();
+    expect(await store.transition({ ...read, tenant: 'someone-else' }, { state: 'canceled' })).toEqual({ changed: false, reason: 'missing' });
+    expect(await store.get(tenant, read.id)).toMatchObject({ state: 'submitted', version: 0 });
+  });
+
+  it('pages an agent\'s tasks newest first by a cursor', async () => {
+    const agent = `pager-${randomUUID().slice(0, 8)}`;
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) ids.push((await created(agent)).id);
+    const first = await store.list(tenant, agent, { size: 2 });
+    expect(first).toMatchObject({ total: 5, more: true });
+    const second = await store.list(tenant, agent, { size: 2, after: first.tasks[1].id });
+    const third = await store.list(tenant, agent, { size: 2, after: second.tasks[1].id });
+    expect(third.more).toBe(false);
+    expect([...first.tasks, ...second.tasks, ...third.tasks].map((t) => t.id)).toEqual([...ids].reverse());
+    expect((await store.list('someone-else', agent, { size: 10 })).total).toBe(0);
+  });
+});

@@ -1,0 +1,371 @@
+import { randomUUID } from 'node:crypto';
+import { AgentCard, Message, SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
+import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
+import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { A2ATaskEntity } from '../../libs/storage';
+import { EchoAgent, textOf } from '../support/a2a-echo-agent';
+import { testConfig, uniqueTopic } from '../support/env';
+import { waitFor } from '../support/wait-for';
+
+/** The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (as in tenant-isolation.spec.ts). */
+class HeaderTenantFilter implements GateFilter {
+  readonly name = 'token';
+  check({ request }: GateContext): Verdict {
+    const tenant = request.headers['x-test-tenant'];
+    if (typeof tenant !== 'string') return ALLOW;
+    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
+  }
+}
+
+/**
+ * The A2A broker on a real gateway and Postgres, driven by the SDK's stock client (ClientFactory from the card URL
+ * the mesh serves), relaying to an agent built from the SDK's server pieces on loopback (test/support/a2a-echo-agent.ts).
+ */
+describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
+  const suffix = randomUUID().slice(0, 8);
+  const [tenantA, tenantB, tenantC] = [`a2a-a-${suffix}`, `a2a-b-${suffix}`, `a2a-c-${suffix}`];
+  const config = testConfig({
+    EVENTMESH_INSTANCE_ID: `a2a-${suffix}`,
+    EVENTMESH_KAFKA_TOPICS: uniqueTopic('a2a'),
+    EVENTMESH_HTTP_PORT: '0',
+    EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
+    EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '5000',
+  });
+  const gateOf = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
+  const agent = new EchoAgent();
+  let instance: RunningInstance;
+
+  beforeAll(async () => {
+    await agent.start();
+    instance = await startInstance(config, { roles: ['gateway'], gates });
+    for (const tenant of [tenantA, tenantB, tenantC]) expect((await call(tenant, 'PUT', '/a2a/agents/echo', agent.card())).status).toBe(201);
+  });
+  afterAll(async () => {
+    await instance?.close();
+    await agent.close();
+  });
+
+  const headersOf = (tenant: string) => ({ 'x-test-tenant': tenant });
+  const call = async (tenant: string, method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> | null }> => {
+    const response = await fetch(`${instance.url}${path}`, {
+      method,
+      headers: { ...headersOf(tenant), ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
+  };
+  /** A raw JSON-RPC call of the agent's endpoint: the body as given, the A2A-Version header if any. */
+  const rpc = async (tenant: string, body: string, version?: string): Promise<{ status: number; body: { id?: unknown; result?: Record<string, unknown>; error?: { code: number; message: string } } }> => {
+    const response = await fetch(`${instance.url}/a2a/agents/echo/rpc`, {
+      method: 'POST',
+      headers: { ...headersOf(tenant), 'content-type': 'application/json', ...(version ? { 'a2a-version': version } : {}) },
+      body,
+    });
+    return { status: response.status, body: (await response.json()) as never };
+  };
+  const cardUrl = (name = 'echo') => `${instance.url}/a2a/agents/${name}/.well-known/agent-card.json`;
+  /** The stock client's fetch, with the tenant's credentials (what a real client's token does). */
+  const fetchAs = (tenant: string): typeof fetch => ((input: string | URL | Request, init?: RequestInit) =>
+    fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), ...headersOf(tenant) } })) as typeof fetch;
+  /** A stock v1.0 client, built from the card URL alone. */
+  const clientOf = (tenant: string): Promise<Client> =>
+    new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(tenant) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenant) }) }).createFromUrl(cardUrl(), '');
+  /** A stock v1.0 client of the HTTP+JSON binding, built from the card URL alone. */
+  const restClientOf = (tenant: string): Promise<Client> =>
+    new ClientFactory({ transports: [new RestTransportFactory({ fetchImpl: fetchAs(tenant) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenant) }) }).createFromUrl(cardUrl(), '');
+  /** A stock v0.3 client: the card's v0.3 interface, the SDK's compat transport. */
+  const legacyClientOf = async (tenant: string): Promise<Client> => {
+    const card = AgentCard.fromJSON(await (await fetchAs(tenant)(cardUrl())).json());
+    card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3');
+    return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(tenant), legacyCompat: { enabled: true } })] }).createFromAgentCard(card);
+  };
+  const send = (text: string, configuration: Record<string, unknown> = {}): SendMessageRequest =>
+    SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration });
+  const asTask = (answer: Message | Task): Task => {
+    expect('status' in answer).toBe(true);
+    return answer as Task;
+  };
+  const artifactText = (task: Task) => task.artifacts.map((a) => textOf({ parts: a.parts } as Message));
+
+  describe('agents registry', () => {
+    it('refuses a bad card with 400 {code, message} naming the field', async () => {
+      const { supportedInterfaces: _, ...noInterfaces } = agent.card();
+      expect(await call(tenantA, 'PUT', '/a2a/agents/bad', noInterfaces)).toMatchObject({ status: 400, body: { code: 'INVALID_AGENT_CARD', field: 'supportedInterfaces', message: expect.stringContaining('supportedInterfaces') } });
+      const grpcOnly = { ...agent.card(), supportedInterfaces: [{ url: agent.url, protocolBinding: 'GRPC', protocolVersion: '1.0' }] };
+      expect(await call(tenantA, 'PUT', '/a2a/agents/bad', grpcOnly)).toMatchObject({ status: 400, body: { code: 'INVALID_AGENT_CARD', message: expect.stringContaining('JSONRPC') } });
+      const badUrl = { ...agent.card(), supportedInterfaces: [{ url: 'ftp://x/', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
+      expect(await call(tenantA, 'PUT', '/a2a/agents/bad', badUrl)).toMatchObject({ status: 400, body: { code: 'INVALID_AGENT_CARD', field: 'supportedInterfaces.0.url' } });
+      expect(await call(tenantA, 'PUT', '/a2a/agents/bad', 'not a card')).toMatchObject({ status: 400, body: { code: 'INVALID_AGENT_CARD' } });
+      expect(await call(tenantA, 'PUT', '/a2a/agents/bad%20name', agent.card())).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'name' } });
+      expect((await call(tenantA, 'GET', '/a2a/agents/bad')).status).toBe(404);
+    });
+
+    it('refuses an agent URL the sink rules refuse (link-local, metadata)', async () => {
+      const metadata = { ...agent.card(), supportedInterfaces: [{ url: 'http://169.254.169.254/', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
+      expect(await call(tenantA, 'PUT', '/a2a/agents/meta', metadata)).toMatchObject({ status: 400, body: { code: 'SINK_NOT_ALLOWED' } });
+    });
+
+    it('registers, replaces, reads, lists by skill and tag, and removes, per tenant', async () => {
+      const other = { ...agent.card(), name: 'other', skills: [{ id: 'sum', name: 'Sum', description: 'adds', tags: ['math'] }] };
+      expect((await call(tenantA, 'PUT', '/a2a/agents/other', other)).status).toBe(201);
+      expect(await call(tenantA, 'PUT', '/a2a/agents/other', { ...other, description: 'adds numbers' })).toMatchObject({ status: 200, body: { name: 'other', card: { description: 'adds numbers' } } });
+      expect(await call(tenantA, 'GET', '/a2a/agents/other')).toMatchObject({ status: 200, body: { name: 'other', card: { skills: [{ id: 'sum' }] } } });
+      const names = async (query: string) => ((await call(tenantA, 'GET', `/a2a/agents${query}`)).body!.agents as { name: string }[]).map((a) => a.name);
+      expect(await names('')).toEqual(['echo', 'other']);
+      expect(await names('?skill=sum')).toEqual(['other']);
+      expect(await names('?tag=test')).toEqual(['echo']);
+      expect(await names('?tag=none')).toEqual([]);
+      // Another tenant: the same 404 as a missing agent, and not listed.
+      expect(await call(tenantB, 'GET', '/a2a/agents/other')).toMatchObject({ status: 404, body: { code: 'AGENT_NOT_FOUND', message: 'no agent other' } });
+      expect((await call(tenantB, 'DELETE', '/a2a/agents/other')).status).toBe(404);
+      expect((await call(tenantB, 'GET', '/a2a/agents?skill=sum')).body).toEqual({ agents: [] });
+      expect((await call(tenantA, 'DELETE', '/a2a/agents/other')).status).toBe(204);
+      expect((await call(tenantA, 'GET', '/a2a/agents/other')).status).toBe(404);
+    });
+
+    it("serves the card rewritten to the mesh's endpoints with the gate's security schemes", async () => {
+      const { status, body } = await call(tenantA, 'GET', '/a2a/agents/echo/.well-known/agent-card.json');
+      expect(status).toBe(200);
+      const rpcUrl = `${instance.url}/a2a/agents/echo/rpc`;
+      expect(body).toMatchObject({
+        name: 'echo',
+        supportedInterfaces: [
+          { url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          { url: `${instance.url}/a2a/agents/echo/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
+          { url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+        ],
+        securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } }, apiKey: { apiKeySecurityScheme: { name: 'x-api-key' } } },
+        skills: [{ id: 'echo' }],
+      });
+      expect(JSON.stringify(body)).not.toContain(agent.url);
+      expect((await call(tenantB, 'GET', '/a2a/agents/nope/.well-known/agent-card.json')).status).toBe(404);
+    });
+  });
+
+  describe('JSON-RPC v1.0 through the stock client', () => {
+    it('relays a blocking SendMessage and records the task under the mesh id and the tenant', async () => {
+      const client = await clientOf(tenantA);
+      const task = asTask(await client.sendMessage(send('echo:hello')));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(task)).toEqual(['hello']);
+      expect(textOf(task.status?.message)).toBe('echoed hello');
+      expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: task.id });
+      expect(row).toMatchObject({ tenant: tenantA, agent: 'echo', state: 'completed', version: 1 });
+      expect(row.agentTaskId).toBeTruthy();
+      expect(row.agentTaskId).not.toBe(task.id);
+    });
+
+    it('relays a Message answer as a Message', async () => {
+      const answer = await (await clientOf(tenantA)).sendMessage(send('reply:hi'));
+      expect('messageId' in answer && textOf(answer)).toBe('hi');
+    });
+
+    it('answers a returnImmediately SendMessage at once; the task completes behind it', async () => {
+      const client = await clientOf(tenantA);
+      const key = randomUUID();
+      const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+      await waitFor('the agent holding the task', () => agent.isHeld(key));
+      expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+      agent.release(key);
+      const done = await waitFor('the task completed', async () => {
+        const now = await client.getTask({ tenant: '', id: task.id, historyLength: undefined });
+        return now.status?.state === TaskState.TASK_STATE_COMPLETED && now;
+      });
+      expect(artifactText(done)).toEqual([`hold:${key}`]);
+    });
+
+    it('cancels at the agent a task the agent reported working; a second cancel is refused', async () => {
+      const client = await clientOf(tenantA);
+      const task = asTask(await client.sendMessage(send('park')));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_WORKING);
+      const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
+      const done = asTask(await client.sendMessage(send('echo:done')));
+      await expect(client.cancelTask({ tenant: '', id: done.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
+    });
+
+    it('a cancel that wins the race with the completion stands: the late completion is dropped', async () => {
+      const client = await clientOf(tenantA);
+      const key = randomUUID();
+      const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+      await waitFor('the agent holding the task', () => agent.isHeld(key));
+      expect((await client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      agent.release(key);
+      await waitFor('the agent completing its task', () => agent.completed.has(key));
+      // The relay's compare-and-set from the version it created lost to the cancel: its completion is not recorded.
+      const row = await waitFor('the relay settled', async () => {
+        const r = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: task.id });
+        return r.agentTaskId === null && r;
+      });
+      expect(row).toMatchObject({ state: 'canceled', version: 1, artifacts: [] });
+      expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    });
+
+    it('pages ListTasks with a cursor, newest first, only the tenant\'s', async () => {
+      const client = await clientOf(tenantC);
+      const sent: string[] = [];
+      for (let i = 0; i < 5; i++) sent.push(asTask(await client.sendMessage(send(`echo:${i}`))).id);
+      const seen: string[] = [];
+      let pageToken = '';
+      const sizes: number[] = [];
+      do {
+        const page = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 2, pageToken, historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: true });
+        expect(page.totalSize).toBe(5);
+        sizes.push(page.tasks.length);
+        seen.push(...page.tasks.map((t) => t.id));
+        pageToken = page.nextPageToken;
+      } while (pageToken !== '');
+      expect(sizes).toEqual([2, 2, 1]);
+      expect(seen).toEqual([...sent].reverse());
+      const later = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_COMPLETED, pageSize: 10, pageToken: '', historyLength: 0, statusTimestampAfter: new Date(Date.now() + 60_000).toISOString(), includeArtifacts: false });
+      expect(later.tasks).toEqual([]);
+      const completed = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_COMPLETED, pageSize: 10, pageToken: '', historyLength: 0, statusTimestampAfter: new Date(Date.now() - 60_000).toISOString(), includeArtifacts: false });
+      expect(completed.tasks.map((t) => [t.id, t.history.length, t.artifacts.length])).toEqual([...sent].reverse().map((id) => [id, 0, 0]));
+      const other = await (await clientOf(tenantB)).listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false });
+      expect(other.tasks.map((t) => t.id)).not.toEqual(expect.arrayContaining([sent[0]]));
+    });
+
+    it("keeps tenants apart: another tenant's task id is not found, nor cancelable", async () => {
+      const task = asTask(await (await clientOf(tenantA)).sendMessage(send('park')));
+      const intruder = await clientOf(tenantB);
+      await expect(intruder.getTask({ tenant: '', id: task.id, historyLength: undefined })).rejects.toBeInstanceOf(TaskNotFoundError);
+      await expect(intruder.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotFoundError);
+      expect((await (await clientOf(tenantA)).getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_WORKING);
+    });
+
+    it('fails the task when the agent cannot be reached', async () => {
+      const down = { ...agent.card(), supportedInterfaces: [{ url: 'http://127.0.0.1:9/', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
+      expect((await call(tenantA, 'PUT', '/a2a/agents/down', down)).status).toBe(201);
+      const client = await new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(tenantA) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenantA) }) }).createFromUrl(cardUrl('down'), '');
+      const task = asTask(await client.sendMessage(send('echo:x')));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+      expect(textOf(task.status?.message)).toContain('could not be reached');
+    });
+  });
+
+  describe('HTTP+JSON (REST) v1.0 through the stock client', () => {
+    it('sends (blocking and returnImmediately), gets, lists and cancels', async () => {
+      const client = await restClientOf(tenantA);
+      expect(client.transport.protocolName).toBe('HTTP+JSON');
+      const task = asTask(await client.sendMessage(send('echo:rest')));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(task)).toEqual(['rest']);
+      expect((await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).history).toEqual([]);
+      const key = randomUUID();
+      const held = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+      expect(held.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+      await waitFor('the agent holding the task', () => agent.isHeld(key));
+      expect((await client.cancelTask({ tenant: '', id: held.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      agent.release(key);
+      await expect(client.cancelTask({ tenant: '', id: held.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
+      const page = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 1, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false });
+      expect(page.tasks.map((t) => t.id)).toEqual([held.id]);
+      expect(page.nextPageToken).not.toBe('');
+      const next = await client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 1, pageToken: page.nextPageToken, historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false });
+      expect(next.tasks.map((t) => t.id)).toEqual([task.id]);
+      await expect((await restClientOf(tenantB)).getTask({ tenant: '', id: task.id, historyLength: undefined })).rejects.toBeInstanceOf(TaskNotFoundError);
+    });
+
+    it("answers in the binding's error shape: malformed body, unsupported version, streaming, unknown route", async () => {
+      const post = (path: string, body: string, version: string | null = '1.0') =>
+        fetch(`${instance.url}/a2a/agents/echo/rest/${path}`, { method: 'POST', headers: { ...headersOf(tenantA), 'content-type': 'application/json', ...(version ? { 'a2a-version': version } : {}) }, body });
+      const malformed = await post('message:send', '{');
+      expect(malformed.status).toBe(400);
+      expect(await malformed.json()).toMatchObject({ error: { code: 400, status: 'INVALID_ARGUMENT' } });
+      const message = JSON.stringify({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'echo:x' }] } });
+      const unversioned = await post('message:send', message, null);
+      expect(unversioned.status).toBe(400);
+      expect(JSON.stringify(await unversioned.json())).toContain('VERSION_NOT_SUPPORTED');
+      const streaming = await post('message:stream', message);
+      expect(streaming.status).toBe(400);
+      expect(JSON.stringify(await streaming.json())).toContain('UNSUPPORTED_OPERATION');
+      expect((await post('nowhere', message)).status).toBe(404);
+    });
+  });
+
+  describe('an agent that goes away', () => {
+    it('keeps a working task as recorded when the agent cannot be asked; a cancel says the agent could not be reached', async () => {
+      const flaky = new EchoAgent();
+      await flaky.start();
+      try {
+        expect((await call(tenantA, 'PUT', '/a2a/agents/flaky', flaky.card())).status).toBe(201);
+        const at = (method: string, params: unknown) =>
+          fetch(`${instance.url}/a2a/agents/flaky/rpc`, {
+            method: 'POST',
+            headers: { ...headersOf(tenantA), 'content-type': 'application/json', 'a2a-version': '1.0' },
+            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+          }).then((r) => r.json() as Promise<{ result?: { task?: { id: string }; status?: { state: string } }; error?: { code: number; message: string } }>);
+        const sent = await at('SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'park' }] } });
+        const id = sent.result!.task!.id;
+        await flaky.close();
+        expect((await at('GetTask', { id })).result?.status?.state).toBe('TASK_STATE_WORKING');
+        expect((await at('CancelTask', { id })).error).toMatchObject({ code: -32603, message: expect.stringContaining('could not be reached') });
+        expect((await at('GetTask', { id })).result?.status?.state).toBe('TASK_STATE_WORKING');
+      } finally {
+        await flaky.close();
+      }
+    });
+  });
+
+  describe('JSON-RPC v0.3 names (A2A-Version: 0.3 or absent)', () => {
+    it('sends, gets and cancels through the stock client\'s v0.3 transport', async () => {
+      const client = await legacyClientOf(tenantA);
+      expect(client.protocolVersion).toBe('0.3');
+      const task = asTask(await client.sendMessage(send('echo:legacy')));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(task)).toEqual(['legacy']);
+      expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).id).toBe(task.id);
+      const parked = asTask(await client.sendMessage(send('park')));
+      expect((await client.cancelTask({ tenant: '', id: parked.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    });
+
+    it('selects the names by the header: v0.3 names without it, v1.0 names with 1.0', async () => {
+      const legacy = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'echo:raw' }] } } });
+      expect(await rpc(tenantA, legacy)).toMatchObject({ status: 200, body: { id: 1, result: { kind: 'task', status: { state: 'completed' } } } });
+      expect(await rpc(tenantA, legacy, '1.0')).toMatchObject({ status: 200, body: { id: 1, error: { code: -32601 } } });
+      const v1 = JSON.stringify({ jsonrpc: '2.0', id: 'x', method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'echo:v1' }] } } });
+      expect(await rpc(tenantA, v1, '1.0')).toMatchObject({ body: { id: 'x', result: { task: { status: { state: 'TASK_STATE_COMPLETED' } } } } });
+      expect(await rpc(tenantA, v1)).toMatchObject({ body: { id: 'x', error: { code: -32601 } } });
+    });
+  });
+
+  describe('JSON-RPC errors', () => {
+    const getTask = (id: string) => JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id } });
+    it.each([
+      ['malformed JSON', '{"jsonrpc": "2.0", "method": ', '1.0', -32700],
+      ['a batch', '[]', '1.0', -32600],
+      ['a wrong jsonrpc version', JSON.stringify({ jsonrpc: '1.0', id: 1, method: 'GetTask', params: {} }), '1.0', -32600],
+      ['no method', JSON.stringify({ jsonrpc: '2.0', id: 1 }), '1.0', -32600],
+      ['an unknown method', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'Frobnicate', params: {} }), '1.0', -32601],
+      ['params that are not an object', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: [1] }), '1.0', -32602],
+      ['an unknown task', getTask(randomUUID()), '1.0', -32001],
+      ['an unsupported version', getTask(randomUUID()), '2.0', -32009],
+      ['streaming (not supported yet)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }] } } }), '1.0', -32004],
+      ['push config (not supported)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTaskPushNotificationConfigs', params: { taskId: 't' } }), '1.0', -32003],
+      ['a v0.3 unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: randomUUID() } }), undefined, -32001],
+      ['a v0.3 malformed body', '{', undefined, -32700],
+      ['a tenant parameter naming another tenant', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { tenant: 'someone-else' } }), '1.0', -32602],
+      ['a page size over 100', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 101 } }), '1.0', -32602],
+      ['a page token the mesh did not issue', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageToken: 'bogus' } }), '1.0', -32602],
+      ['continuing a task (not supported yet)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', taskId: 't', role: 'ROLE_USER', parts: [{ text: 'x' }] } } }), '1.0', -32004],
+    ])('answers %s with its code, HTTP 200', async (_, body, version, code) => {
+      const answer = await rpc(tenantA, body, version);
+      expect(answer.status).toBe(200);
+      expect(answer.body.error?.code).toBe(code);
+      expect(typeof answer.body.error?.message).toBe('string');
+    });
+
+    it('answers an agent the tenant has not registered with 404 AGENT_NOT_FOUND', async () => {
+      const response = await fetch(`${instance.url}/a2a/agents/nobody/rpc`, { method: 'POST', headers: { ...headersOf(tenantA), 'content-type': 'application/json' }, body: getTask('x') });
+      expect(response.status).toBe(404);
+      expect(await response.json()).toMatchObject({ code: 'AGENT_NOT_FOUND' });
+    });
+  });
+});

@@ -1,0 +1,157 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AgentCard, Message, Role, TaskState } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  AgentExecutor,
+  DefaultRequestHandler,
+  ExecutionEventBus,
+  InMemoryTaskStore,
+  JsonRpcTransportHandler,
+  RequestContext,
+  ServerCallContext,
+  validateVersion,
+} from '@a2a-js/sdk/server';
+
+/**
+ * A test A2A agent built from the SDK's own server pieces (DefaultRequestHandler, InMemoryTaskStore,
+ * JsonRpcTransportHandler) on a loopback HTTP server. What it does depends on the first text part it receives:
+ * - `echo:<text>`: completes with an artifact holding `<text>`;
+ * - `reply:<text>`: answers a Message (no task);
+ * - `park`: reports `working` and returns (the task stays working until it is canceled);
+ * - `hold:<key>`: reports `working`, then completes only when the test calls `release(key)`.
+ */
+export class EchoAgent {
+  private server?: Server;
+  private readonly held = new Map<string, () => void>();
+  /** Keys of the `hold:` tasks that reached their completion (after their release). */
+  readonly completed = new Set<string>();
+  url = '';
+
+  card(): Record<string, unknown> {
+    return {
+      name: 'echo',
+      description: 'echoes what it is sent',
+      version: '1.0.0',
+      supportedInterfaces: [{ url: this.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      capabilities: { streaming: false, pushNotifications: false },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [{ id: 'echo', name: 'Echo', description: 'echoes text', tags: ['text', 'test'] }],
+    };
+  }
+
+  /** Lets the `hold:<key>` task complete; resolves once it is waiting to be released. */
+  release(key: string): boolean {
+    const resume = this.held.get(key);
+    resume?.();
+    return resume !== undefined;
+  }
+
+  isHeld(key: string): boolean {
+    return this.held.has(key);
+  }
+
+  async start(): Promise<string> {
+    const server = createServer((request, response) => {
+      void this.serve(request).then(
+        (answer) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer)),
+        (e: unknown) => response.writeHead(500).end(String(e)),
+      );
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    this.server = server;
+    this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+    const handler = new DefaultRequestHandler(AgentCard.fromJSON(this.card()), new InMemoryTaskStore(), this.executor());
+    this.transport = new JsonRpcTransportHandler(handler);
+    this.agentCard = await handler.getAgentCard();
+    return this.url;
+  }
+
+  async close(): Promise<void> {
+    for (const resume of this.held.values()) resume();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private transport?: JsonRpcTransportHandler;
+  private agentCard?: AgentCard;
+
+  private async serve(request: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const version = (request.headers['a2a-version'] as string | undefined) ?? '0.3';
+    validateVersion(version, this.agentCard!, 'JSONRPC');
+    return this.transport!.handle(Buffer.concat(chunks).toString('utf8'), new ServerCallContext({ requestedVersion: version }));
+  }
+
+  private executor(): AgentExecutor {
+    const status = (ctx: RequestContext, state: TaskState, text?: string) =>
+      AgentEvent.statusUpdate({
+        taskId: ctx.taskId,
+        contextId: ctx.contextId,
+        status: { state, timestamp: new Date().toISOString(), message: text === undefined ? undefined : agentText(ctx, text) },
+        metadata: undefined,
+      });
+    return {
+      execute: async (ctx: RequestContext, bus: ExecutionEventBus) => {
+        const text = textOf(ctx.userMessage);
+        if (text.startsWith('reply:')) {
+          bus.publish(AgentEvent.message({ ...agentText(ctx, text.slice('reply:'.length)), taskId: '' }));
+          return;
+        }
+        bus.publish(
+          AgentEvent.task({
+            id: ctx.taskId,
+            contextId: ctx.contextId,
+            status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() },
+            artifacts: [],
+            history: [ctx.userMessage],
+            metadata: undefined,
+          }),
+        );
+        bus.publish(status(ctx, TaskState.TASK_STATE_WORKING));
+        if (text === 'park') return;
+        if (text.startsWith('hold:')) {
+          const key = text.slice('hold:'.length);
+          await new Promise<void>((resume) => this.held.set(key, resume));
+          this.held.delete(key);
+          this.completed.add(key);
+        }
+        const echoed = text.startsWith('echo:') ? text.slice('echo:'.length) : text;
+        bus.publish(
+          AgentEvent.artifactUpdate({
+            taskId: ctx.taskId,
+            contextId: ctx.contextId,
+            artifact: { artifactId: randomUUID(), name: 'echo', description: '', parts: [textPart(echoed)], metadata: undefined, extensions: [] },
+            append: false,
+            lastChunk: true,
+            metadata: undefined,
+          }),
+        );
+        bus.publish(status(ctx, TaskState.TASK_STATE_COMPLETED, `echoed ${echoed}`));
+      },
+      cancelTask: async (taskId: string, bus: ExecutionEventBus) => {
+        bus.publish(
+          AgentEvent.statusUpdate({ taskId, contextId: '', status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }),
+        );
+        return Promise.resolve();
+      },
+    };
+  }
+}
+
+function textPart(text: string) {
+  return { content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+}
+
+function agentText(ctx: RequestContext, text: string): Message {
+  return { messageId: randomUUID(), contextId: ctx.contextId, taskId: ctx.taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
+/** The first text part of a message ('' when it has none). */
+export function textOf(message: Message | undefined): string {
+  for (const part of message?.parts ?? []) if (part.content?.$case === 'text') return part.content.value;
+  return '';
+}
