@@ -11,6 +11,7 @@ import { PublisherSecretEntity } from './publisher-secret.entity';
 import { SignatureReplayEntity } from './signature-replay.entity';
 import { QuotaUsageEntity } from './quota-usage.entity';
 import { SkippedRangeEntity } from './skipped-range.entity';
+import { StreamPresenceEntity } from './stream-presence.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 import { TenantQuotaEntity } from './tenant-quota.entity';
@@ -29,6 +30,7 @@ export {
   QuotaUsageEntity,
   SignatureReplayEntity,
   SkippedRangeEntity,
+  StreamPresenceEntity,
   SubscriptionEntity,
   SubscriptionOffsetEntity,
   TenantQuotaEntity,
@@ -51,4 +53,5 @@ export const ENTITIES = [
   GatePolicyVersionEntity,
   TenantQuotaEntity,
   QuotaUsageEntity,
+  StreamPresenceEntity,
 ];
