@@ -27,8 +27,8 @@ export class StreamPresenceStore {
     if (rows.length === 0) return;
     await this.db.query(
       `INSERT INTO stream_presence (subscription_id, holder, instance_id, address, members, "window", renewed_at)
-       SELECT r.subscription_id, $1, $2, $3, r.members, r.window, now()
-         FROM unnest($4::uuid[], $5::int[], $6::int[]) AS r(subscription_id, members, window)
+       SELECT r.subscription_id, $1, $2, $3, r.members, r.win, now()
+         FROM unnest($4::uuid[], $5::int[], $6::int[]) AS r(subscription_id, members, win)
        ON CONFLICT (subscription_id, holder) DO UPDATE SET instance_id = EXCLUDED.instance_id, address = EXCLUDED.address,
          members = EXCLUDED.members, "window" = EXCLUDED."window", renewed_at = now()`,
       [holder, instanceId, address, rows.map((r) => r.subscriptionId), rows.map((r) => r.members), rows.map((r) => r.window)],
