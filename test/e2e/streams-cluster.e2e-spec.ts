@@ -174,17 +174,20 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     const ws = await WsClient.open(a.url!, sub);
     const sse = await SseClient.open(a.url!, sub);
     clients.push(ws, sse);
-    const before = await publish(a.url!, 40);
-    await waitFor('the first half to be delivered', () => before.every((id) => ws.ids().includes(id) || sse.ids().includes(id)), { timeoutMs: 60000 });
-    // Both transports got events, from owners B and C; every delivery id carries a partition lease's epoch.
+    const first = await publish(a.url!, 10);
+    await waitFor('the first events to be delivered', () => first.every((id) => ws.ids().includes(id) || sse.ids().includes(id)), { timeoutMs: 60000 });
+    // Both transports got events; every delivery id carries a partition lease's epoch (1 or more), not the hub's 0.
     expect(ws.received.length).toBeGreaterThan(0);
     expect(sse.received.length).toBeGreaterThan(0);
     expect([...ws.received, ...sse.received].every((d) => Number(d.deliveryId.split('.')[0]) >= 1)).toBe(true);
 
+    // B dies while events are published and in flight: publishing goes on, and B is killed once 20 more arrived.
+    const publishing = publish(a.url!, 60);
+    const seen = ws.received.length + sse.received.length;
+    await waitFor('deliveries under way', () => ws.received.length + sse.received.length >= seen + 20, { timeoutMs: 60000, intervalMs: 20 });
     b.child.kill('SIGKILL');
-    const after = await publish(a.url!, 40);
+    const acked = [...first, ...(await publishing)];
     await ownedBy(c.url!, [ids.c]);
-    const acked = [...before, ...after];
     await waitFor(
       'every acknowledged publish to be delivered after B died',
       () => acked.every((id) => ws.ids().includes(id) || sse.ids().includes(id)),
