@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import { Client as PgClient } from 'pg';
 import WebSocket from 'ws';
 import type { Client } from '@temporalio/client';
 import type { PartitionsView } from '../../libs/ownership';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
-import { uniqueTopic } from '../support/env';
+import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { resetOwnership, temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
@@ -244,11 +245,12 @@ describe('streams across instances: LOCAL_STICKY_PULL', () => {
   const topic = uniqueTopic('streams-sticky');
   const publish = publisher(topic);
   const run = randomUUID().slice(0, 6);
-  const ids = [`s1-${run}`, `s2-${run}`];
+  const ids = [`s1-${run}`, `s2-${run}`, `s3-${run}`];
   let pinned: InstanceProcess;
   let other: InstanceProcess;
   let temporal: { client: Client; close(): Promise<void> };
   let client: WsClient | undefined;
+  const more: WsClient[] = [];
 
   beforeAll(async () => {
     temporal = await temporalClient();
@@ -258,6 +260,7 @@ describe('streams across instances: LOCAL_STICKY_PULL', () => {
   }, 90000);
   afterAll(async () => {
     client?.close();
+    for (const c of more) c.close();
     await Promise.all([pinned?.stop(), other?.stop()]);
     await terminateWorkflows(temporal.client, ids.map(dispatchWorkflowIdOf));
     await temporal.close();
@@ -272,4 +275,32 @@ describe('streams across instances: LOCAL_STICKY_PULL', () => {
     await waitFor('the events on the other instance', () => sent.every((id) => client!.ids().includes(id)), { timeoutMs: 60000 });
     expect(duplicatesOf(client.ids())).toBe(0);
   }, 90000);
+
+  it('serves clients spread over the processes of a gateway-only instance with several gateway processes', async () => {
+    const gateways = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: ids[2], EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2', EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' });
+    try {
+      const url = await gateways.ready();
+      const sub = await createStream(pinned.url!, topic);
+      for (let n = 0; n < 4; n++) more.push(await WsClient.open(url, sub, 2));
+      const pg = testConfig().postgres;
+      const db = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database });
+      await db.connect();
+      try {
+        // The port's round robin spread the four connections over both processes: two holders of one instance.
+        await waitFor('both gateway processes to hold clients', async () => {
+          const { rows } = await db.query<{ holder: string }>('SELECT holder FROM stream_presence WHERE subscription_id = $1 AND instance_id = $2', [sub, ids[2]]);
+          return rows.length === 2;
+        });
+      } finally {
+        await db.end();
+      }
+      const sent = await publish(pinned.url!, 12);
+      const got = () => more.flatMap((c) => c.ids());
+      await waitFor('the events at the clients of both processes', () => sent.every((id) => got().includes(id)), { timeoutMs: 60000 });
+      expect(more.filter((c) => c.received.length > 0).length).toBeGreaterThan(1);
+    } finally {
+      for (const c of more) c.close();
+      await gateways.stop();
+    }
+  }, 120000);
 });
