@@ -55,6 +55,7 @@ export class PeerChannels {
     let peer = this.peers.get(to.holder);
     if (!peer || peer.address !== to.address) {
       peer?.close();
+      this.prune();
       peer = new Peer(to, this.credential, this.self, this.log);
       this.peers.set(to.holder, peer);
     }
@@ -64,6 +65,11 @@ export class PeerChannels {
   close(): void {
     for (const peer of this.peers.values()) peer.close();
     this.peers.clear();
+  }
+
+  /** Forgets holders with no channel, nothing in flight and no backoff left (processes that are gone for good). */
+  private prune(): void {
+    for (const [holder, peer] of this.peers) if (peer.idle()) this.peers.delete(holder);
   }
 }
 
@@ -143,6 +149,10 @@ class Peer {
   close(): void {
     this.closed = true;
     this.socket?.terminate();
+  }
+
+  idle(): boolean {
+    return !this.socket && !this.opening && this.pending.size === 0 && this.downUntil <= Date.now();
   }
 
   private down(): void {
