@@ -17,6 +17,12 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 10000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
 const PARTITIONS = 6;
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+/**
+ * `forwarded`: the WebSocket client and the publishers use a second, gateway-only instance, which dispatches
+ * nothing: every event goes from the dispatching instance to the client's over the internal stream channel
+ * (docs/topologies.md#streams-in-every-topology). Default `local`: one instance.
+ */
+const VIA = process.env.BENCH_E2E_VIA === 'forwarded' ? 'forwarded' : 'local';
 
 interface Run {
   perSecond: number;
@@ -91,12 +97,23 @@ async function runtimePath(topic: string): Promise<Path> {
   const instance = await startInstanceProcess(
     benchEnv({ EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS), EVENTMESH_HTTP_PORT: '0', EVENTMESH_INSTANCE_ID: `bench-e2e-${randomUUID().slice(0, 6)}` }),
   );
-  const http = new Pool(instance.url, { connections: CONCURRENCY });
+  const gateway =
+    VIA === 'forwarded'
+      ? await startInstanceProcess(
+          benchEnv({ EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS), EVENTMESH_HTTP_PORT: '0', EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_INSTANCE_ID: `bench-e2e-gw-${randomUUID().slice(0, 6)}` }),
+        ).catch(async (e: unknown) => {
+          await instance.stop();
+          throw e;
+        })
+      : undefined;
+  const client = gateway ?? instance;
+  const http = new Pool(client.url, { connections: CONCURRENCY });
   try {
-    const created = await http.request({ path: '/subscriptions', method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
-    const { id: sub } = (await created.body.json()) as { id: string };
+    // Created on the dispatching instance: in LOCAL_STICKY_PULL it is pinned to the instance that creates it.
+    const created = await fetch(`${instance.url}/subscriptions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
+    const { id: sub } = (await created.json()) as { id: string };
     const deliveredAt = new Map<string, number>();
-    const socket = new WebSocket(`${instance.url.replace('http', 'ws')}/subscriptions/${sub}/ws?window=1000`);
+    const socket = new WebSocket(`${client.url.replace('http', 'ws')}/subscriptions/${sub}/ws?window=1000`);
     socket.on('message', (raw) => {
       const m = JSON.parse(String(raw)) as { type: string; deliveryId: string; event: { id: string } };
       if (m.type !== 'event') return;
@@ -123,11 +140,13 @@ async function runtimePath(topic: string): Promise<Path> {
       async close() {
         socket.close();
         await http.close();
+        await gateway?.stop();
         await instance.stop();
       },
     };
   } catch (e) {
     await http.close();
+    await gateway?.stop();
     await instance.stop();
     throw e;
   }
@@ -192,7 +211,7 @@ async function main(): Promise<void> {
     const medianRound = byThroughput[Math.floor(rounds.length / 2)];
     const row = (name: string, r: Run) =>
       `| ${name} | ${r.perSecond.toFixed(0)} | ${percentile(r.latencies, 50).toFixed(1)} | ${percentile(r.latencies, 95).toFixed(1)} | ${p99(r).toFixed(1)} |`;
-    console.log(`\nend-to-end benchmark: ${EVENTS} events of 1 KiB per run, ${ROUNDS} rounds, ${CONCURRENCY} concurrent publishers at full speed, topic of ${PARTITIONS} partitions`);
+    console.log(`\nend-to-end benchmark (${VIA === 'forwarded' ? 'client and publishers on a gateway-only instance, forwarded from the dispatching one' : 'one instance'}): ${EVENTS} events of 1 KiB per run, ${ROUNDS} rounds, ${CONCURRENCY} concurrent publishers at full speed, topic of ${PARTITIONS} partitions`);
     console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0].model}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; everything on one host\n`);
     console.log(`The round with the median throughput ratio (half load: ${(medianRound.runtime.full.perSecond / 2).toFixed(0)} events/s offered to both paths):\n`);
     console.log('| path | events/s | p50 ms | p95 ms | p99 ms |');

@@ -114,6 +114,14 @@ describe('loadConfig', () => {
     );
   });
 
+  it('takes an advertised URL for the internal stream channel, derived at boot when unset', () => {
+    expect(loadConfig({}).instance.advertisedUrl).toBe('');
+    expect(loadConfig({ EVENTMESH_INSTANCE_ADVERTISED_URL: 'http://10.0.0.7:8080/' }).instance.advertisedUrl).toBe('http://10.0.0.7:8080');
+    expect(() => loadConfig({ EVENTMESH_INSTANCE_ADVERTISED_URL: 'ws://x:1' })).toThrow(
+      'EVENTMESH_INSTANCE_ADVERTISED_URL (eventmesh.instance.advertisedUrl) = "ws://x:1" is not valid; legal values: an http(s) URL',
+    );
+  });
+
   it('takes several gateway processes only in a gateway-only instance', () => {
     expect(loadConfig({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' }).http.processes).toBe(2);
     expect(loadConfig({}).http.processes).toBe(1);

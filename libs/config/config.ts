@@ -40,7 +40,8 @@ export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] a
 export type LogLevel = (typeof LOG_LEVELS)[number];
 
 export interface EventMeshConfig {
-  instance: { id: string; roles: InstanceRole[] };
+  /** `advertisedUrl`: where other instances reach this one's internal channel; '' = derived from the listen address at boot. */
+  instance: { id: string; roles: InstanceRole[]; advertisedUrl: string };
   http: { host: string; port: number; bodyLimitBytes: number; processes: number; maxConnections: number; maxPendingRequests: number; retryAfterSeconds: number };
   delivery: {
     topology: DeliveryTopology;
@@ -261,6 +262,9 @@ const SETTINGS = {
   instanceRoles: setting('EVENTMESH_INSTANCE_ROLES', 'eventmesh.instance.roles',
     listOf(oneOf(INSTANCE_ROLES), INSTANCE_ROLES.join(', ')), () => [...INSTANCE_ROLES] as InstanceRole[],
     'What this process runs: the HTTP gateway, the Temporal worker (dispatch), or both.'),
+  instanceAdvertisedUrl: setting('EVENTMESH_INSTANCE_ADVERTISED_URL', 'eventmesh.instance.advertisedUrl', optionalHttpUrl, () => '',
+    'Where the other instances of the runtime reach this one\'s gateway for the internal stream channel (docs/topologies.md#streams-in-every-topology); an http(s) URL. Unset: http://<listen host>:<bound port>, the host name when the gateway listens on 0.0.0.0 or ::.',
+    '(derived from the listen address)'),
   httpHost: setting('EVENTMESH_HTTP_HOST', 'eventmesh.http.host', text, () => '127.0.0.1',
     'Address the gateway listens on.'),
   httpPort: setting('EVENTMESH_HTTP_PORT', 'eventmesh.http.port', integer(0, 65535), () => 8080,
@@ -519,7 +523,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
-    instance: { id: v.instanceId, roles: v.instanceRoles },
+    instance: { id: v.instanceId, roles: v.instanceRoles, advertisedUrl: v.instanceAdvertisedUrl },
     http: {
       host: v.httpHost,
       port: v.httpPort,

@@ -19,7 +19,8 @@ export enum ErrorCode {
   RequestTimeout = 'REQUEST_TIMEOUT',
   RequestNotPending = 'REQUEST_NOT_PENDING',
   UnknownDelivery = 'UNKNOWN_DELIVERY',
-  WrongInstance = 'WRONG_INSTANCE',
+  /** The internal stream channel's handshake reached another gateway process of the instance than the one it names. */
+  Misdirected = 'MISDIRECTED',
   NotFound = 'NOT_FOUND',
   /** The request needs the other delivery topology (docs/topologies.md). */
   WrongTopology = 'WRONG_TOPOLOGY',
@@ -74,7 +75,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.RequestNotPending]: 404,
   [ErrorCode.UnknownDelivery]: 409,
-  [ErrorCode.WrongInstance]: 409,
+  [ErrorCode.Misdirected]: 421,
   [ErrorCode.NotFound]: 404,
   [ErrorCode.WrongTopology]: 409,
   [ErrorCode.OwnershipConflict]: 409,

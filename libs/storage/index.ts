@@ -15,3 +15,4 @@ export * from './gate-policy-versions';
 export * from './acl-rule-store';
 export * from './tenant-quota-store';
 export * from './quota-usage-store';
+export * from './stream-presence-store';

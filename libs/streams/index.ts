@@ -2,3 +2,8 @@ export * from './stream-hub';
 export * from './sink-router';
 export * from './poll-consumers';
 export * from './stream-access';
+export * from './cluster-credential';
+export * from './cluster-channel';
+export * from './peer-channels';
+export * from './stream-presence';
+export * from './cluster-stream-router';

@@ -1,21 +1,29 @@
 import type { WebhookResult, WebhookSender } from '../delivery/webhook-sender';
 import type { EventFrame } from '../frame';
 import type { SubscriptionEntity } from '../storage';
-import type { StreamHub } from './stream-hub';
+import type { StreamDeliverer } from './stream-hub';
 
 /**
- * Where a delivery goes, by the subscription's protocol: `HTTP` to its webhook, `STREAM` to the stream clients
- * connected to this process. Both answer in the same terms, so the dispatch loop treats them alike.
+ * Where a delivery goes, by the subscription's protocol: `HTTP` to its webhook, `STREAM` to its stream clients
+ * (cluster-stream-router.ts: on whichever instance they are connected). Both answer in the same terms, so the
+ * dispatch loop treats them alike. A stream delivery's id carries `epoch`, the fence epoch of the dispatching
+ * run (a partition lease's, or the instance dispatch run's): {@link withEpoch} binds it per loop.
  */
 export class SinkRouter {
   constructor(
     private readonly webhooks: WebhookSender,
-    private readonly streams: StreamHub,
+    private readonly streams: StreamDeliverer,
+    private readonly epoch = 0,
   ) {}
+
+  /** The same router for a dispatch loop running under `epoch`. */
+  withEpoch(epoch: number): SinkRouter {
+    return new SinkRouter(this.webhooks, this.streams, epoch);
+  }
 
   async send(target: SubscriptionEntity, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
     if (target.protocol !== 'STREAM') return this.webhooks.send(target, frame, messageId, signal);
-    const outcome = await this.streams.deliver(target, frame, signal);
+    const outcome = await this.streams.deliver(target, frame, signal, { epoch: this.epoch });
     switch (outcome.kind) {
       case 'ack':
         return { ok: true };

@@ -37,6 +37,33 @@ interface Pending {
 
 export type StreamPolicy = 'LOAD_BALANCE' | 'BROADCAST' | 'MULTICAST';
 
+/** Whatever delivers an event of a STREAM subscription: this process's hub, or the cluster router over all of them. */
+export interface StreamDeliverer {
+  deliver(subscription: StreamTarget, frame: EventFrame, signal?: AbortSignal, options?: DeliverOptions): Promise<StreamOutcome>;
+}
+
+/** What a delivery needs of its subscription: its id, policy and ack timeout (a forwarded delivery carries only these). */
+export type StreamTarget = Pick<SubscriptionEntity, 'id' | 'config'>;
+
+export interface DeliverOptions {
+  /** The epoch the delivery id carries: the dispatching owner's (a partition lease's), else the hub's own. */
+  epoch?: number;
+  /** When no client of the subscription is connected here, `gone` at once instead of waiting for one to connect. */
+  onlyIfConnected?: boolean;
+  /**
+   * An abort settles what was handed out as `gone` (a client's late answer is then refused as stale): a
+   * forwarded delivery the owner withdrew, or whose channel closed.
+   */
+  withdrawOnAbort?: boolean;
+}
+
+/** How many clients of a subscription are connected here, their windows added up, and the deliveries they hold. */
+export interface HubLoad {
+  members: number;
+  window: number;
+  held: number;
+}
+
 /**
  * The stream clients connected to this process, and the deliveries they hold. The dispatch loop hands an event
  * of a STREAM subscription to `deliver`, which picks members by the subscription's policy (LOAD_BALANCE: one
@@ -45,7 +72,7 @@ export type StreamPolicy = 'LOAD_BALANCE' | 'BROADCAST' | 'MULTICAST';
  * timeout. Delivery ids carry the owner epoch and a per-process nonce, so an answer for an id this process did
  * not hand out, or already settled, is refused and never matched to a newer delivery.
  */
-export class StreamHub {
+export class StreamHub implements StreamDeliverer {
   private readonly log = createLogger('StreamHub');
   private readonly members = new Map<string, StreamMember[]>();
   private readonly pending = new Map<string, Pending>();
@@ -55,6 +82,7 @@ export class StreamHub {
   private readonly nonce = randomUUID().slice(0, 8);
   private sequence = 0;
   private cursor = 0;
+  private readonly listeners = new Set<(subscriptionId: string) => void>();
 
   constructor(private readonly epoch = 0) {}
 
@@ -64,6 +92,31 @@ export class StreamHub {
     this.members.set(member.subscriptionId, list);
     this.log.info({ subscription: member.subscriptionId, member: member.id, window: member.window }, 'stream client connected');
     this.wakeAll();
+    this.changed(member.subscriptionId);
+  }
+
+  /** Hears of every connect and disconnect (stream-presence.ts publishes them to the other instances). */
+  onMembership(listener: (subscriptionId: string) => void): () => void {
+    this.listeners.add(listener);
+    return () => this.listeners.delete(listener);
+  }
+
+  /** The subscriptions with a client connected here. */
+  subscriptions(): string[] {
+    return [...this.members.keys()];
+  }
+
+  load(subscriptionId: string): HubLoad {
+    const list = this.members.get(subscriptionId) ?? [];
+    return {
+      members: list.length,
+      window: list.reduce((sum, m) => sum + m.window, 0),
+      held: list.reduce((sum, m) => sum + this.inFlight(m), 0),
+    };
+  }
+
+  private changed(subscriptionId: string): void {
+    for (const listener of this.listeners) listener(subscriptionId);
   }
 
   /** The member is gone: what it held unanswered is failed (and delivered again later). */
@@ -74,6 +127,8 @@ export class StreamHub {
     for (const [id, p] of this.pending) if (p.member === member) this.settle(id, { kind: 'gone' });
     this.held.delete(member);
     this.log.info({ subscription: member.subscriptionId, member: member.id }, 'stream client disconnected');
+    this.wakeAll();
+    this.changed(member.subscriptionId);
   }
 
   connected(subscriptionId: string): number {
@@ -90,27 +145,37 @@ export class StreamHub {
     return this.pending.get(deliveryId)?.member.subscriptionId;
   }
 
-  async deliver(subscription: SubscriptionEntity, frame: EventFrame, signal?: AbortSignal): Promise<StreamOutcome> {
+  async deliver(subscription: StreamTarget, frame: EventFrame, signal?: AbortSignal, options: DeliverOptions = {}): Promise<StreamOutcome> {
     const config = subscription.config as { policy?: StreamPolicy; ackTimeoutMs?: number };
-    const ackTimeoutMs = config.ackTimeoutMs ?? 30000;
+    const ackTimeoutMs = ackTimeoutOf(subscription);
+    const nobody = () => options.onlyIfConnected === true && this.connected(subscription.id) === 0;
+    const send = (m: StreamMember) => this.send(m, frame, ackTimeoutMs, options.epoch ?? this.epoch, options.withdrawOnAbort ? signal : undefined);
     if (config.policy === 'BROADCAST' || config.policy === 'MULTICAST') {
       // MULTICAST: the connected clients whose filter matches; when none does, the event is nobody's and settled.
       const wanted = config.policy === 'MULTICAST' ? (m: StreamMember) => m.filter?.matches(frame) ?? true : () => true;
-      const targets = await this.waitFor(() => this.withRoom(subscription.id, 'all', wanted), signal);
+      const targets = await this.waitFor(() => this.withRoom(subscription.id, 'all', wanted), signal, nobody);
       if (!targets) return { kind: 'gone' };
-      const outcomes = await Promise.all(targets.map((m) => this.send(m, frame, ackTimeoutMs)));
-      return outcomes.find((o) => o.kind === 'reject') ?? outcomes.find((o) => o.kind !== 'ack') ?? { kind: 'ack' };
+      return combineOutcomes(await Promise.all(targets.map(send)));
     }
-    const member = await this.waitFor(() => this.withRoom(subscription.id, 'one')?.[0], signal);
+    const member = await this.waitFor(() => this.withRoom(subscription.id, 'one')?.[0], signal, nobody);
     if (!member) return { kind: 'gone' };
-    return this.send(member, frame, ackTimeoutMs);
+    return send(member);
   }
 
-  private send(member: StreamMember, frame: EventFrame, ackTimeoutMs: number): Promise<StreamOutcome> {
-    const deliveryId = `${this.epoch}.${this.nonce}.${++this.sequence}`;
+  private send(member: StreamMember, frame: EventFrame, ackTimeoutMs: number, epoch: number, cancel?: AbortSignal): Promise<StreamOutcome> {
+    const deliveryId = `${epoch}.${this.nonce}.${++this.sequence}`;
     return new Promise<StreamOutcome>((resolve) => {
       const timer = setTimeout(() => this.settle(deliveryId, { kind: 'timeout' }), ackTimeoutMs);
       this.pending.set(deliveryId, { member, resolve, timer });
+      if (cancel) {
+        const onAbort = () => this.settle(deliveryId, { kind: 'gone' });
+        if (cancel.aborted) return onAbort();
+        cancel.addEventListener('abort', onAbort, { once: true });
+        this.pending.get(deliveryId)!.resolve = (outcome) => {
+          cancel.removeEventListener('abort', onAbort);
+          resolve(outcome);
+        };
+      }
       member.push({ deliveryId, frame });
     });
   }
@@ -157,11 +222,11 @@ export class StreamHub {
   }
 
   /** Waits until `pick` finds something (a member connected, or room freed), or the signal aborts. */
-  private async waitFor<T>(pick: () => T | undefined, signal?: AbortSignal): Promise<T | undefined> {
+  private async waitFor<T>(pick: () => T | undefined, signal?: AbortSignal, giveUp: () => boolean = () => false): Promise<T | undefined> {
     for (;;) {
       const found = pick();
       if (found !== undefined) return found;
-      if (signal?.aborted) return undefined;
+      if (signal?.aborted || giveUp()) return undefined;
       await new Promise<void>((resolve) => {
         const wake = () => {
           this.roomWaiters.delete(wake);
@@ -177,4 +242,14 @@ export class StreamHub {
   private wakeAll(): void {
     for (const wake of [...this.roomWaiters]) wake();
   }
+}
+
+/** A subscription's ack timeout: how long a client may hold a delivery unanswered. */
+export function ackTimeoutOf(subscription: StreamTarget): number {
+  return (subscription.config as { ackTimeoutMs?: number }).ackTimeoutMs ?? 30000;
+}
+
+/** One answer for a delivery to several clients (BROADCAST, MULTICAST): a reject wins, then any failure, else ack. */
+export function combineOutcomes(outcomes: StreamOutcome[]): StreamOutcome {
+  return outcomes.find((o) => o.kind === 'reject') ?? outcomes.find((o) => o.kind !== 'ack') ?? { kind: 'ack' };
 }

@@ -73,14 +73,6 @@ export class SubscriptionService {
     // A bad filter is refused here, with its path, never met at dispatch time.
     compileFilters(request.filters);
     const topic = request.topic ?? this.options.defaultTopic;
-    if (request.protocol !== 'HTTP' && this.options.topology === 'PARTITION_OWNED_PULL') {
-      throw new EventMeshError(
-        ErrorCode.WrongTopology,
-        `protocol ${request.protocol}: stream subscriptions need LOCAL_STICKY_PULL; in PARTITION_OWNED_PULL a partition's ` +
-          'owner delivers, and stream clients connect to any instance (forwarding between instances is not built yet)',
-        { field: 'protocol', topology: this.options.topology },
-      );
-    }
     if (!this.topics.isServed(topic)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
     }
@@ -246,9 +238,9 @@ export class SubscriptionService {
     this.log.warn({ subscription: id, reason }, 'subscription disabled');
   }
 
-  /** Active webhook subscriptions of a topic, whichever instance created them (PARTITION_OWNED_PULL). */
+  /** Active subscriptions of a topic, webhook and stream, whichever instance created them (PARTITION_OWNED_PULL). */
   async activeOnTopic(topic: string): Promise<SubscriptionEntity[]> {
-    return this.db.manager.find(SubscriptionEntity, { where: { topic, status: 'ACTIVE', protocol: 'HTTP' } });
+    return this.db.manager.find(SubscriptionEntity, { where: { topic, status: 'ACTIVE' } });
   }
 
   /** Active subscriptions this instance dispatches (LOCAL_STICKY_PULL). */

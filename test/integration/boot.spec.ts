@@ -78,7 +78,7 @@ describe('instance boot', () => {
     expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 namespace "eventmesh-test" \(EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_NAMESPACE\): .+/);
   });
 
-  it('boots PARTITION_OWNED_PULL with a reachable Temporal: it joins, owns the partitions, and refuses stream subscriptions', async () => {
+  it('boots PARTITION_OWNED_PULL with a reachable Temporal: it joins, owns the partitions, and takes stream subscriptions', async () => {
     const temporal = await temporalClient();
     try {
       await resetOwnership(temporal.client);
@@ -97,8 +97,8 @@ describe('instance boot', () => {
         headers: { 'content-type': 'application/json' },
         body: JSON.stringify({ protocol: 'STREAM', topic }),
       });
-      expect(stream.status).toBe(409);
-      expect(await stream.json()).toMatchObject({ code: 'WRONG_TOPOLOGY' });
+      expect(stream.status).toBe(201);
+      expect(await stream.json()).toMatchObject({ protocol: 'STREAM', topic });
       expect((await instance.stop()).code).toBe(0);
     } finally {
       await resetOwnership(temporal.client);

@@ -39,6 +39,7 @@ describe('schema (real Postgres)', () => {
       'schema_migrations',
       'signature_replays',
       'skipped_ranges',
+      'stream_presence',
       'subscription_offsets',
       'subscriptions',
       'tenant_quotas',

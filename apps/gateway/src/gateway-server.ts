@@ -9,11 +9,11 @@ import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
-import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, TenantQuotaStore } from '../../../libs/storage';
+import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, StreamPresenceStore, TenantQuotaStore } from '../../../libs/storage';
 import type { Dependencies } from '../../../libs/runtime';
 import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, SinkGuard, TenantQuotaAdmin } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
-import { PollConsumers, StreamHub } from '../../../libs/streams';
+import { ClusterCredential, derivedAddress, PollConsumers, StreamHub, StreamPresence } from '../../../libs/streams';
 import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { registerBodyParsers } from './body-parsers';
 import { ConnectionCap } from './connection-cap';
@@ -21,6 +21,7 @@ import { Gates } from './gate-route';
 import { GatewayModule } from './gateway.module';
 import { toHttpError } from './http-error';
 import { PublishRoute } from './publish-route';
+import { registerClusterChannel } from './cluster-channel-route';
 import { registerWebSocketStreams } from './websocket-streams';
 
 /** The gateway role of an instance: its HTTP server (Nest on Fastify, with the publish route ahead of it). */
@@ -37,6 +38,8 @@ export interface GatewayOptions {
   gates: { ingress: SecurityGate; admin: SecurityGate };
   /** Stream clients connect here and are fed by the instance's worker (the same hub). */
   streams: StreamHub;
+  /** This process's holder id and the cluster credential of the internal stream channel (libs/streams/cluster-channel.ts). */
+  cluster: { holder: string; credential: ClusterCredential };
   /** What the worker of the same process adds to /health's stats (ownership, orphan takeover), if it runs. */
   workerStats?: () => Record<string, unknown>;
 }
@@ -53,7 +56,9 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   let requestReplyStarted: RequestReplyService | undefined;
   let started: NestFastifyApplication | undefined;
   let a2a: A2ABroker | undefined;
+  let presence: StreamPresence | undefined;
   const close = async () => {
+    await presence?.close();
     publish?.close();
     await started?.close().catch(() => undefined);
     await a2a?.close();
@@ -140,10 +145,17 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         request.raw.socket.end();
       });
     await registerWebSocketStreams(app, { hub: streams, subscriptions, gates });
+    registerClusterChannel(app, { hub: streams, ...options.cluster });
     await app.listen(config.http.port, config.http.host);
     const address = app.getHttpServer().address();
     const port = typeof address === 'object' && address ? address.port : config.http.port;
     const host = config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host;
+    presence = new StreamPresence(new StreamPresenceStore(deps.db), streams, {
+      holder: options.cluster.holder,
+      instanceId: config.instance.id,
+      address: config.instance.advertisedUrl || derivedAddress(config.http.host, port),
+    });
+    presence.start();
     return { app, url: `http://${host}:${port}`, requestReply, close };
   } catch (e) {
     await close();

@@ -38,7 +38,8 @@ export const toWire = (d: StreamDelivery) => ({ deliveryId: d.deliveryId, event:
 /**
  * Stream transports of STREAM subscriptions: Server-Sent Events and long-poll, with explicit answers per delivery
  * (`ack`, `nack` to retry after a delay, `reject` to dead-letter) through `POST /subscriptions/{id}/acks`. A client
- * holds at most `window` unanswered deliveries. Clients connect to the instance that dispatches the subscription.
+ * holds at most `window` unanswered deliveries. Clients connect to any instance that runs the gateway: the dispatching
+ * instance forwards to it (libs/streams/cluster-stream-router.ts).
  * Every route is scoped by the caller's tenant: another tenant's subscription answers 404 like a missing one.
  */
 @Controller('subscriptions')

@@ -4,7 +4,8 @@ import { createLogger } from '../../../libs/logging';
 import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '../../../libs/security';
 import type { RequestReplyService } from '../../../libs/request-reply';
-import { StreamHub } from '../../../libs/streams';
+import { StreamPresenceStore } from '../../../libs/storage';
+import { ClusterCredential, ClusterStreamRouter, holderIdOf, PeerChannels, PresenceReader, StreamHub } from '../../../libs/streams';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { instanceWorkflowIdOf } from '../../../workflows';
 import { RunningGateway, startGateway } from '../../gateway/src/gateway-server';
@@ -43,6 +44,11 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   const deps = await connectDependencies(config, roles.join('+'));
   let gateway: RunningGateway | undefined;
   let gates: BuiltGates | undefined;
+  // Stream clients may connect to any instance: the dispatching one reaches them over the internal channel,
+  // authenticated by a key every instance derives from the secrets keys (libs/streams/cluster-channel.ts).
+  const holder = holderIdOf(config.instance.id);
+  const credential = ClusterCredential.fromConfig(config);
+  const peers = new PeerChannels(credential, holder);
   const instance: RunningInstance = {
     config,
     deps,
@@ -50,6 +56,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       await gateway?.close();
       await gates?.close();
       await instance.worker?.stop();
+      peers.close();
       await closeDependencies(deps);
     },
   };
@@ -57,7 +64,8 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     await sealStoredSecrets(deps.db, secrets);
     const streams = new StreamHub(0);
     if (roles.includes('worker')) {
-      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), streams);
+      const router = new ClusterStreamRouter(streams, new PresenceReader(new StreamPresenceStore(deps.db)), peers, holder);
+      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), router);
     }
     if (roles.includes('gateway')) {
       gates = options.gates ?? buildGates(config, { db: deps.db, producer: deps.producer, instanceId: config.instance.id });
@@ -66,6 +74,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       gateway = await startGateway(config, deps, {
         gates,
         streams,
+        cluster: { holder, credential },
         workerStats: () => ({
           ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
           ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),

@@ -10,7 +10,7 @@ import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/r
 import { OwnershipAgent } from '../../../libs/ownership';
 import { DeadLetterRetention, DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, PlacementStore, RetryStore, SkippedRangeStore, WriteFence } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
-import { SinkRouter, StreamHub } from '../../../libs/streams';
+import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
 import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import {
@@ -88,7 +88,7 @@ export class WorkerHost {
     config: EventMeshConfig,
     deps: Dependencies,
     onFatal: (reason: string) => void,
-    streams: StreamHub,
+    streams: StreamDeliverer,
   ): Promise<WorkerHost> {
     installTemporalRuntime(createLogger('temporal'));
     const taskQueue = instanceTaskQueueOf(config.instance.id);
@@ -118,7 +118,7 @@ export class WorkerHost {
       skipped,
       reader,
       topics: deps.topics,
-      sender,
+      sender: sender.withEpoch(fence.epoch),
       options: {
         pollMaxWaitMs: 500,
         batchMaxEvents: config.delivery.pollBatchMaxEvents,

@@ -12,6 +12,7 @@ import { PublisherSecretEntity } from './publisher-secret.entity';
 import { SignatureReplayEntity } from './signature-replay.entity';
 import { QuotaUsageEntity } from './quota-usage.entity';
 import { SkippedRangeEntity } from './skipped-range.entity';
+import { StreamPresenceEntity } from './stream-presence.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 import { TenantQuotaEntity } from './tenant-quota.entity';
@@ -31,6 +32,7 @@ export {
   QuotaUsageEntity,
   SignatureReplayEntity,
   SkippedRangeEntity,
+  StreamPresenceEntity,
   SubscriptionEntity,
   SubscriptionOffsetEntity,
   TenantQuotaEntity,
@@ -54,4 +56,5 @@ export const ENTITIES = [
   GatePolicyVersionEntity,
   TenantQuotaEntity,
   QuotaUsageEntity,
+  StreamPresenceEntity,
 ];

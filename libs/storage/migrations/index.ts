@@ -11,6 +11,7 @@ import { ApiKeys1796400000001 } from './1796400000001-ApiKeys';
 import { PublisherSecrets1796410000001 } from './1796410000001-PublisherSecrets';
 import { GateAclQuota1796420000001 } from './1796420000001-GateAclQuota';
 import { ResourceTenant1796430000001 } from './1796430000001-ResourceTenant';
+import { StreamPresence1796500000001 } from './1796500000001-StreamPresence';
 import { A2AAgents1796520000001 } from './1796520000001-A2AAgents';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
@@ -28,5 +29,6 @@ export const MIGRATIONS = [
   PublisherSecrets1796410000001,
   GateAclQuota1796420000001,
   ResourceTenant1796430000001,
+  StreamPresence1796500000001,
   A2AAgents1796520000001,
 ];

@@ -1,0 +1,48 @@
+import type { NestFastifyApplication } from '@nestjs/platform-fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { WebSocket } from 'ws';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { createLogger } from '../../../libs/logging';
+import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, ClusterCredential, HOLDER_QUERY, serveChannel, StreamHub } from '../../../libs/streams';
+import { toHttpError } from './http-error';
+
+const log = createLogger('StreamChannelRoute');
+
+type ChannelRequest = FastifyRequest<{ Querystring: Record<string, string | undefined> }>;
+
+/**
+ * The holder's end of the internal stream channel, `GET /internal/streams/channel` (a WebSocket): not a public
+ * route, and not behind the request gate (no tenant calls it): the handshake must carry a cluster token made for
+ * this very process (cluster-credential.ts), else it is refused with 401 UNAUTHENTICATED before anything else
+ * happens. A token for another gateway process of the same instance (several share the port) is 421 MISDIRECTED,
+ * and the dispatching instance connects again. docs/security.md lists it in the route coverage table.
+ */
+export function registerClusterChannel(app: NestFastifyApplication, deps: { hub: StreamHub; holder: string; credential: ClusterCredential }): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.get(
+    CHANNEL_PATH,
+    {
+      websocket: true,
+      preValidation: async (request: ChannelRequest, reply: FastifyReply) => {
+        const token = request.headers[CLUSTER_TOKEN_HEADER];
+        const wanted = request.query[HOLDER_QUERY];
+        const verified = deps.credential.verify(typeof token === 'string' ? token : undefined, wanted ?? deps.holder);
+        let refusal: EventMeshError | undefined;
+        if (!verified.ok) {
+          log.warn({ remote: request.ip, reason: verified.reason }, 'stream channel handshake refused');
+          refusal = new EventMeshError(ErrorCode.Unauthenticated, 'the internal stream channel needs a cluster token of this runtime');
+        } else if (wanted !== undefined && wanted !== deps.holder) {
+          refusal = new EventMeshError(ErrorCode.Misdirected, `this is gateway process ${deps.holder}, not ${wanted}`, { holder: deps.holder });
+        }
+        if (refusal) {
+          const { status, body } = toHttpError(refusal);
+          return reply.code(status).send(body);
+        }
+      },
+    },
+    (socket: WebSocket, request: ChannelRequest) => {
+      const peer = deps.credential.verify(request.headers[CLUSTER_TOKEN_HEADER] as string, request.query[HOLDER_QUERY] ?? deps.holder);
+      serveChannel(socket, deps.hub, peer.ok ? peer.from : request.ip);
+    },
+  );
+}

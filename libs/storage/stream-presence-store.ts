@@ -1,0 +1,65 @@
+import type { DataSource } from 'typeorm';
+
+/** The stream clients one gateway process holds for one subscription. */
+export interface PresenceRow {
+  subscriptionId: string;
+  /** The holding process, `<instance id>/<pid>`. */
+  holder: string;
+  instanceId: string;
+  /** Where the holder's internal stream channel listens. */
+  address: string;
+  members: number;
+  /** The members' windows added up. */
+  window: number;
+}
+
+/**
+ * The `stream_presence` table (entities/stream-presence.entity.ts): which gateway processes hold stream clients
+ * of which subscription. Each holder rewrites its own rows (`renew`) and deletes a row its last client left
+ * (`remove`); a row older than the reader's `freshMs`, by the database's clock (the one clock every instance
+ * shares), is of a process that died and counts for nothing; `expire` deletes such rows.
+ */
+export class StreamPresenceStore {
+  constructor(private readonly db: DataSource) {}
+
+  /** Writes (or rewrites, renewing them) this holder's rows, one statement for all its subscriptions. */
+  async renew(holder: string, instanceId: string, address: string, rows: readonly { subscriptionId: string; members: number; window: number }[]): Promise<void> {
+    if (rows.length === 0) return;
+    await this.db.query(
+      `INSERT INTO stream_presence (subscription_id, holder, instance_id, address, members, "window", renewed_at)
+       SELECT r.subscription_id, $1, $2, $3, r.members, r.win, now()
+         FROM unnest($4::uuid[], $5::int[], $6::int[]) AS r(subscription_id, members, win)
+       ON CONFLICT (subscription_id, holder) DO UPDATE SET instance_id = EXCLUDED.instance_id, address = EXCLUDED.address,
+         members = EXCLUDED.members, "window" = EXCLUDED."window", renewed_at = now()`,
+      [holder, instanceId, address, rows.map((r) => r.subscriptionId), rows.map((r) => r.members), rows.map((r) => r.window)],
+    );
+  }
+
+  /** Deletes this holder's rows of `subscriptionIds` (their last client left), or all of its rows (a clean shutdown). */
+  async remove(holder: string, subscriptionIds?: readonly string[]): Promise<void> {
+    if (subscriptionIds === undefined) {
+      await this.db.query(`DELETE FROM stream_presence WHERE holder = $1`, [holder]);
+    } else if (subscriptionIds.length > 0) {
+      await this.db.query(`DELETE FROM stream_presence WHERE holder = $1 AND subscription_id = ANY($2::uuid[])`, [holder, subscriptionIds]);
+    }
+  }
+
+  /** The fresh rows of a subscription: renewed within `freshMs`. */
+  async holdersOf(subscriptionId: string, freshMs: number): Promise<PresenceRow[]> {
+    const rows: { holder: string; instance_id: string; address: string; members: number; window: number }[] = await this.db.query(
+      `SELECT holder, instance_id, address, members, "window" FROM stream_presence
+        WHERE subscription_id = $1 AND renewed_at > now() - make_interval(secs => $2::float8 / 1000)`,
+      [subscriptionId, freshMs],
+    );
+    return rows.map((r) => ({ subscriptionId, holder: r.holder, instanceId: r.instance_id, address: r.address, members: r.members, window: r.window }));
+  }
+
+  /** Deletes rows not renewed for `olderThanMs`; returns how many. */
+  async expire(olderThanMs: number): Promise<number> {
+    const [, deleted]: [unknown, number] = await this.db.query(
+      `DELETE FROM stream_presence WHERE renewed_at < now() - make_interval(secs => $1::float8 / 1000)`,
+      [olderThanMs],
+    );
+    return deleted;
+  }
+}

@@ -1,0 +1,124 @@
+import type { WebSocket } from 'ws';
+import { attributesOf, EventFrame, frameFromAttributes } from '../frame';
+import { createLogger } from '../logging';
+import type { StreamHub, StreamOutcome, StreamPolicy } from './stream-hub';
+
+/**
+ * The internal stream channel between instances (docs/topologies.md#streams-in-every-topology): the instance
+ * that dispatches a STREAM subscription (a partition's owner, or the instance it is pinned to) opens one
+ * WebSocket to each gateway process that holds clients of it, at {@link CHANNEL_PATH} on that process's HTTP
+ * server, and multiplexes deliveries over it: `deliver` goes to the holder, which hands it to its own StreamHub
+ * (the clients' windows, delivery ids carrying the owner's epoch) and sends back one `answer` when the client
+ * acks, nacks, rejects, times out or leaves. `cancel` withdraws a delivery the owner no longer waits for.
+ */
+export const CHANNEL_PATH = '/internal/streams/channel';
+/** The handshake header carrying the cluster token (cluster-credential.ts). */
+export const CLUSTER_TOKEN_HEADER = 'x-eventmesh-cluster-token';
+/** The handshake query naming the holder the token was made for (a gateway process of several sharing a port). */
+export const HOLDER_QUERY = 'holder';
+
+/** An event on the wire: its attributes and its data in base64 (data is bytes, of any content type). */
+export interface WireFrame {
+  attributes: Record<string, string | number | boolean>;
+  data: string | null;
+}
+
+export type OwnerMessage =
+  | { type: 'deliver'; id: number; subscriptionId: string; ownerEpoch: number; policy: StreamPolicy; ackTimeoutMs: number; frame: WireFrame }
+  | { type: 'cancel'; id: number };
+
+export interface HolderMessage {
+  type: 'answer';
+  id: number;
+  outcome: StreamOutcome;
+}
+
+export function frameToWire(frame: EventFrame): WireFrame {
+  return { attributes: attributesOf(frame), data: frame.data === undefined ? null : frame.data.toString('base64') };
+}
+
+export function frameFromWire(wire: WireFrame): EventFrame {
+  return frameFromAttributes(wire.attributes, wire.data === null ? null : Buffer.from(wire.data, 'base64'));
+}
+
+const OUTCOME_KINDS = new Set(['ack', 'nack', 'reject', 'timeout', 'gone']);
+
+/** A holder's answer, or undefined for anything that is not one (a peer of another version, a damaged message). */
+export function parseHolderMessage(raw: string): HolderMessage | undefined {
+  try {
+    const m = JSON.parse(raw) as Partial<HolderMessage>;
+    if (m.type !== 'answer' || !Number.isSafeInteger(m.id) || !OUTCOME_KINDS.has(m.outcome?.kind as string)) return undefined;
+    return m as HolderMessage;
+  } catch {
+    return undefined;
+  }
+}
+
+export function parseOwnerMessage(raw: string): OwnerMessage | undefined {
+  try {
+    const m = JSON.parse(raw) as Partial<OwnerMessage> & Record<string, unknown>;
+    if (!Number.isSafeInteger(m.id)) return undefined;
+    if (m.type === 'cancel') return m as OwnerMessage;
+    if (
+      m.type === 'deliver' &&
+      typeof m.subscriptionId === 'string' &&
+      Number.isSafeInteger(m.ownerEpoch) &&
+      Number.isSafeInteger(m.ackTimeoutMs) &&
+      typeof m.frame === 'object' &&
+      m.frame !== null
+    ) {
+      return m as OwnerMessage;
+    }
+    return undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The holder's end of one channel: each `deliver` becomes a delivery of the local hub (no client here: `gone`
+ * at once), answered when it settles. When the channel closes, every delivery still pending on it
+ * is withdrawn from the hub (`gone`; a client's late answer is refused as stale): the owner, which saw the same
+ * close, has settled it as `gone` and delivers the event again.
+ */
+export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): void {
+  const log = createLogger('StreamChannel');
+  const inflight = new Map<number, AbortController>();
+  socket.on('message', (raw) => {
+    const message = parseOwnerMessage(String(raw));
+    if (!message) {
+      log.warn({ peer }, 'unreadable message on the stream channel; ignored');
+      return;
+    }
+    if (message.type === 'cancel') {
+      inflight.get(message.id)?.abort();
+      return;
+    }
+    if (inflight.has(message.id)) return;
+    const abort = new AbortController();
+    inflight.set(message.id, abort);
+    const target = { id: message.subscriptionId, config: { policy: message.policy, ackTimeoutMs: message.ackTimeoutMs } };
+    let frame: EventFrame;
+    try {
+      frame = frameFromWire(message.frame);
+    } catch (e) {
+      inflight.delete(message.id);
+      answer(message.id, { kind: 'reject', reason: `the forwarded event is unreadable: ${(e as Error).message}` });
+      return;
+    }
+    void hub.deliver(target, frame, abort.signal, { epoch: message.ownerEpoch, onlyIfConnected: true, withdrawOnAbort: true }).then((outcome) => {
+      if (inflight.delete(message.id)) answer(message.id, outcome);
+    });
+  });
+  socket.on('close', () => {
+    for (const abort of inflight.values()) abort.abort();
+    inflight.clear();
+  });
+  socket.on('error', (e) => log.warn({ peer, error: e.message }, 'stream channel error'));
+
+  function answer(id: number, outcome: StreamOutcome): void {
+    if (socket.readyState !== socket.OPEN) return;
+    const message: HolderMessage = { type: 'answer', id, outcome };
+    socket.send(JSON.stringify(message));
+  }
+}

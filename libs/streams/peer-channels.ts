@@ -1,0 +1,224 @@
+import { WebSocket } from 'ws';
+import type { EventFrame } from '../frame';
+import { createLogger } from '../logging';
+import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, frameToWire, HOLDER_QUERY, OwnerMessage, parseHolderMessage } from './cluster-channel';
+import type { ClusterCredential } from './cluster-credential';
+import { ackTimeoutOf, StreamOutcome, StreamPolicy, StreamTarget } from './stream-hub';
+
+/** How long past the ack timeout the owner waits for a holder's answer (the holder's own timer answers first). */
+const ANSWER_SLACK_MS = 5000;
+const HANDSHAKE_TIMEOUT_MS = 3000;
+const FIRST_BACKOFF_MS = 250;
+const MAX_BACKOFF_MS = 5000;
+/** A channel with no pong for this long is dead (a silent peer): it is closed, and what it carried is `gone`. */
+const HEARTBEAT_MS = 5000;
+/** Handshakes that met another process of the holder's instance (421) before giving up for this round. */
+const MISDIRECTED_TRIES = 32;
+
+export interface PeerAddress {
+  holder: string;
+  address: string;
+}
+
+interface InFlight {
+  subscriptionId: string;
+  finish(outcome: StreamOutcome): void;
+}
+
+/**
+ * The owner's end of the internal stream channel (cluster-channel.ts): one WebSocket per holder, opened on first
+ * use and again after a loss, with backoff (a holder that cannot be reached is `available() === false` until its
+ * backoff ends, so deliveries go to other holders meanwhile). A lost channel settles everything in flight on it as
+ * `gone`; no answer within the ack timeout (plus a slack) is `timeout`, and the holder is told to withdraw it.
+ */
+export class PeerChannels {
+  private readonly log = createLogger('PeerChannels');
+  private readonly peers = new Map<string, Peer>();
+
+  constructor(
+    private readonly credential: ClusterCredential,
+    /** This process's holder id, which the tokens it makes name. */
+    private readonly self: string,
+  ) {}
+
+  /** False while the holder is in backoff after a failed handshake or a lost channel. */
+  available(holder: string): boolean {
+    return (this.peers.get(holder)?.downUntil ?? 0) <= Date.now();
+  }
+
+  /** Deliveries of a subscription waiting for an answer from `holder`. */
+  inFlight(holder: string, subscriptionId: string): number {
+    return this.peers.get(holder)?.perSubscription.get(subscriptionId) ?? 0;
+  }
+
+  deliver(to: PeerAddress, target: StreamTarget, frame: EventFrame, ownerEpoch: number, signal?: AbortSignal): Promise<StreamOutcome> {
+    let peer = this.peers.get(to.holder);
+    if (!peer || peer.address !== to.address) {
+      peer?.close();
+      this.prune();
+      peer = new Peer(to, this.credential, this.self, this.log);
+      this.peers.set(to.holder, peer);
+    }
+    return peer.deliver(target, frame, ownerEpoch, signal);
+  }
+
+  close(): void {
+    for (const peer of this.peers.values()) peer.close();
+    this.peers.clear();
+  }
+
+  /** Forgets holders with no channel, nothing in flight and no backoff left (processes that are gone for good). */
+  private prune(): void {
+    for (const [holder, peer] of this.peers) if (peer.idle()) this.peers.delete(holder);
+  }
+}
+
+class Peer {
+  readonly holder: string;
+  readonly address: string;
+  downUntil = 0;
+  readonly perSubscription = new Map<string, number>();
+  private backoffMs = FIRST_BACKOFF_MS;
+  private socket?: WebSocket;
+  private opening?: Promise<WebSocket>;
+  private nextId = 0;
+  private readonly pending = new Map<number, InFlight>();
+  private heartbeat?: NodeJS.Timeout;
+  private closed = false;
+
+  constructor(
+    to: PeerAddress,
+    private readonly credential: ClusterCredential,
+    private readonly self: string,
+    private readonly log: ReturnType<typeof createLogger>,
+  ) {
+    this.holder = to.holder;
+    this.address = to.address;
+  }
+
+  async deliver(target: StreamTarget, frame: EventFrame, ownerEpoch: number, signal?: AbortSignal): Promise<StreamOutcome> {
+    let socket: WebSocket;
+    try {
+      socket = await this.open();
+    } catch (e) {
+      this.log.warn({ holder: this.holder, address: this.address, error: (e as Error).message, retryInMs: this.backoffMs }, 'cannot open the stream channel');
+      this.down();
+      return { kind: 'gone' };
+    }
+    if (signal?.aborted) return { kind: 'gone' };
+    const id = ++this.nextId;
+    const message: OwnerMessage = {
+      type: 'deliver',
+      id,
+      subscriptionId: target.id,
+      ownerEpoch,
+      policy: ((target.config as { policy?: StreamPolicy }).policy ?? 'LOAD_BALANCE'),
+      ackTimeoutMs: ackTimeoutOf(target),
+      frame: frameToWire(frame),
+    };
+    return new Promise<StreamOutcome>((resolve) => {
+      const withdraw = () => {
+        if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'cancel', id } satisfies OwnerMessage));
+      };
+      const onAbort = () => {
+        withdraw();
+        finish({ kind: 'gone' });
+      };
+      const timer = setTimeout(() => {
+        withdraw();
+        finish({ kind: 'timeout' });
+      }, message.ackTimeoutMs + ANSWER_SLACK_MS);
+      const finish = (outcome: StreamOutcome) => {
+        if (!this.pending.delete(id)) return;
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', onAbort);
+        const left = (this.perSubscription.get(target.id) ?? 1) - 1;
+        if (left > 0) this.perSubscription.set(target.id, left);
+        else this.perSubscription.delete(target.id);
+        resolve(outcome);
+      };
+      this.pending.set(id, { subscriptionId: target.id, finish });
+      this.perSubscription.set(target.id, (this.perSubscription.get(target.id) ?? 0) + 1);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      socket.send(JSON.stringify(message), (error) => {
+        if (error) finish({ kind: 'gone' });
+      });
+    });
+  }
+
+  close(): void {
+    this.closed = true;
+    this.socket?.terminate();
+  }
+
+  idle(): boolean {
+    return !this.socket && !this.opening && this.pending.size === 0 && this.downUntil <= Date.now();
+  }
+
+  private down(): void {
+    this.downUntil = Date.now() + this.backoffMs;
+    this.backoffMs = Math.min(MAX_BACKOFF_MS, this.backoffMs * 2);
+  }
+
+  private open(): Promise<WebSocket> {
+    if (this.socket?.readyState === WebSocket.OPEN) return Promise.resolve(this.socket);
+    if (this.closed) return Promise.reject(new Error('closed'));
+    this.opening ??= this.handshake().finally(() => (this.opening = undefined));
+    return this.opening;
+  }
+
+  private async handshake(): Promise<WebSocket> {
+    const url = `${this.address.replace(/^http/, 'ws')}${CHANNEL_PATH}?${HOLDER_QUERY}=${encodeURIComponent(this.holder)}`;
+    for (let attempt = 1; ; attempt++) {
+      const result = await new Promise<WebSocket | 'misdirected'>((resolve, reject) => {
+        const socket = new WebSocket(url, {
+          headers: { [CLUSTER_TOKEN_HEADER]: this.credential.sign(this.self, this.holder) },
+          handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
+          maxPayload: 64 * 1024 * 1024,
+        });
+        socket.once('open', () => resolve(socket));
+        socket.once('unexpected-response', (_request, response) => {
+          socket.terminate();
+          if (response.statusCode === 421) resolve('misdirected');
+          else reject(new Error(`the handshake was answered ${response.statusCode}`));
+        });
+        socket.once('error', reject);
+      });
+      if (result !== 'misdirected') {
+        this.attach(result);
+        return result;
+      }
+      if (attempt >= MISDIRECTED_TRIES) throw new Error(`${MISDIRECTED_TRIES} handshakes met other processes of the holder's instance`);
+    }
+  }
+
+  private attach(socket: WebSocket): void {
+    this.socket = socket;
+    this.backoffMs = FIRST_BACKOFF_MS;
+    this.downUntil = 0;
+    let alive = true;
+    socket.on('pong', () => (alive = true));
+    this.heartbeat = setInterval(() => {
+      if (!alive) {
+        this.log.warn({ holder: this.holder }, 'the stream channel went silent; closing it');
+        socket.terminate();
+        return;
+      }
+      alive = false;
+      socket.ping();
+    }, HEARTBEAT_MS);
+    this.heartbeat.unref();
+    socket.on('message', (raw) => {
+      const answer = parseHolderMessage(String(raw));
+      if (answer) this.pending.get(answer.id)?.finish(answer.outcome);
+    });
+    socket.on('error', (e) => this.log.warn({ holder: this.holder, error: e.message }, 'stream channel error'));
+    socket.on('close', () => {
+      clearInterval(this.heartbeat);
+      if (this.socket === socket) this.socket = undefined;
+      if (this.pending.size > 0) this.log.warn({ holder: this.holder, inFlight: this.pending.size }, 'stream channel lost; its deliveries are gone');
+      for (const p of [...this.pending.values()]) p.finish({ kind: 'gone' });
+      if (!this.closed) this.down();
+    });
+  }
+}

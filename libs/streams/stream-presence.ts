@@ -1,0 +1,107 @@
+import { hostname } from 'node:os';
+import { createLogger } from '../logging';
+import type { PresenceRow, StreamPresenceStore } from '../storage';
+import type { StreamHub } from './stream-hub';
+
+/** How often a holder renews its rows while it holds clients. */
+export const PRESENCE_RENEW_MS = 1000;
+/** A row not renewed within this is of a dead process: readers ignore it. */
+export const PRESENCE_FRESH_MS = 5000;
+/** Rows older than this are deleted (by any holder). */
+const PRESENCE_EXPIRE_MS = 60_000;
+/** How long a reader trusts what it read of a subscription's holders. */
+const READ_MEMORY_MS = 500;
+
+/** This process's holder id: several gateway processes of one instance (EVENTMESH_HTTP_PROCESSES) share its id. */
+export function holderIdOf(instanceId: string, pid = process.pid): string {
+  return `${instanceId}/${pid}`;
+}
+
+/** The address other instances reach this gateway at, when EVENTMESH_INSTANCE_ADVERTISED_URL does not say. */
+export function derivedAddress(listenHost: string, port: number): string {
+  const host = listenHost === '0.0.0.0' || listenHost === '::' ? hostname() : listenHost;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
+/**
+ * A gateway process's stream clients, published in `stream_presence` for the instances that dispatch their
+ * subscriptions: at once on a connect or a last disconnect, and renewed every {@link PRESENCE_RENEW_MS} while
+ * clients stay. A failed write is retried at the next renewal (a reader sees the row a little later, or a stale
+ * row a little longer: a delivery to a holder with no client is `gone` at once, and goes elsewhere).
+ */
+export class StreamPresence {
+  private readonly log = createLogger('StreamPresence');
+  private timer?: NodeJS.Timeout;
+  private unlisten?: () => void;
+  private published = new Set<string>();
+  private writing?: Promise<void>;
+  private again = false;
+  private renewals = 0;
+
+  constructor(
+    private readonly store: StreamPresenceStore,
+    private readonly hub: StreamHub,
+    private readonly me: { holder: string; instanceId: string; address: string },
+  ) {}
+
+  start(): void {
+    this.unlisten = this.hub.onMembership(() => this.publish());
+    this.timer = setInterval(() => this.publish(), PRESENCE_RENEW_MS);
+    this.timer.unref();
+  }
+
+  /** Stops renewing and deletes this holder's rows (a clean shutdown: owners stop sending here now). */
+  async close(): Promise<void> {
+    clearInterval(this.timer);
+    this.unlisten?.();
+    await this.writing;
+    await this.store.remove(this.me.holder).catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the stream presence rows'));
+  }
+
+  /** One write at a time; a change during a write is written right after it. */
+  private publish(): void {
+    if (this.writing) {
+      this.again = true;
+      return;
+    }
+    this.writing = this.write()
+      .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot renew the stream presence rows; retried'))
+      .finally(() => {
+        this.writing = undefined;
+        if (this.again) {
+          this.again = false;
+          this.publish();
+        }
+      });
+  }
+
+  private async write(): Promise<void> {
+    const held = this.hub.subscriptions();
+    const rows = held.map((subscriptionId) => ({ subscriptionId, ...this.hub.load(subscriptionId) })).filter((r) => r.members > 0);
+    const left = [...this.published].filter((id) => !rows.some((r) => r.subscriptionId === id));
+    await this.store.remove(this.me.holder, left);
+    await this.store.renew(this.me.holder, this.me.instanceId, this.me.address, rows);
+    this.published = new Set(rows.map((r) => r.subscriptionId));
+    if (++this.renewals % 30 === 0) await this.store.expire(PRESENCE_EXPIRE_MS);
+  }
+}
+
+/** The holders of a subscription as the dispatching side reads them: fresh rows, remembered for a moment. */
+export class PresenceReader {
+  private readonly memory = new Map<string, { at: number; rows: Promise<PresenceRow[]> }>();
+
+  constructor(private readonly store: StreamPresenceStore) {}
+
+  holdersOf(subscriptionId: string): Promise<PresenceRow[]> {
+    const known = this.memory.get(subscriptionId);
+    if (known && Date.now() - known.at < READ_MEMORY_MS) return known.rows;
+    const rows = this.store.holdersOf(subscriptionId, PRESENCE_FRESH_MS).catch(() => known?.rows ?? Promise.resolve([]));
+    this.memory.set(subscriptionId, { at: Date.now(), rows });
+    return rows;
+  }
+
+  /** Forgets what it read of a subscription (a holder answered that its clients left). */
+  forget(subscriptionId: string): void {
+    this.memory.delete(subscriptionId);
+  }
+}
