@@ -1,0 +1,90 @@
+/* eslint-disable @typescript-eslint/no-require-imports */
+import fc from 'fast-check';
+
+/**
+ * The faster kafkajs encoder methods write exactly the bytes kafkajs's own do: records (keys, values and headers of
+ * any size, across the encoder's growth steps), record batches (with their CRC) and varints, encoded once by a
+ * pristine copy of kafkajs's protocol modules and once by a copy with the faster methods installed.
+ */
+interface Encoded {
+  buffer: Buffer;
+}
+interface Protocol {
+  Record: (record: Record<string, unknown>) => Encoded;
+  RecordBatch: (batch: Record<string, unknown>) => Promise<Encoded>;
+  Encoder: { new (): Encoded & { writeVarInt(v: number): Encoded; writeUVarInt(v: number): Encoded; writeVarIntBytes(v: unknown): Encoded }; prototype: object };
+}
+const load = (): Protocol => ({
+  Record: require('kafkajs/src/protocol/recordBatch/record/v0'),
+  RecordBatch: require('kafkajs/src/protocol/recordBatch/v0').RecordBatch,
+  Encoder: require('kafkajs/src/protocol/encoder'),
+});
+
+let pristine!: Protocol;
+let fast!: Protocol;
+let installed: boolean | undefined;
+jest.isolateModules(() => {
+  pristine = load();
+});
+jest.isolateModules(() => {
+  installed = (require('./kafkajs-encoding') as typeof import('./kafkajs-encoding')).installFastKafkajsEncoding();
+  fast = load();
+});
+
+const text = fc.string({ unit: 'binary', maxLength: 40 });
+const bytes = (maxLength: number) => fc.uint8Array({ maxLength }).map((b) => Buffer.from(b));
+const record = fc.record({
+  key: fc.oneof(text, bytes(64), fc.constant(null)),
+  // Up to 5 KiB: past the encoder's first buffer (512 bytes) and several growth steps.
+  value: fc.oneof(bytes(5000), fc.string({ maxLength: 1500 }), fc.constant(null)),
+  headers: fc.dictionary(fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }), fc.oneof(text, bytes(300), fc.array(text, { maxLength: 3 }))),
+  offsetDelta: fc.integer({ min: 0, max: 1 << 20 }),
+  timestampDelta: fc.integer({ min: 0, max: 2 ** 40 }),
+});
+
+describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
+  it('is installed on the pinned kafkajs, and replaces its methods', () => {
+    expect(installed).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(fast.Encoder.prototype, 'ensureAvailable')!.value).not.toBe(
+      Object.getOwnPropertyDescriptor(pristine.Encoder.prototype, 'ensureAvailable')!.value,
+    );
+  });
+
+  it('encodes every record to the bytes kafkajs does', () => {
+    fc.assert(
+      fc.property(record, (r) => {
+        expect(fast.Record(r).buffer.equals(pristine.Record(r).buffer)).toBe(true);
+      }),
+      { seed: 90070, numRuns: 500 },
+    );
+  });
+
+  it('encodes record batches, CRC included, to the bytes kafkajs does', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 12 }), async (records) => {
+        const batch = (p: Protocol) =>
+          p.RecordBatch({ records: records.map((r, i) => p.Record({ ...r, offsetDelta: i })), firstTimestamp: 1764547200000, maxTimestamp: 1764547200000, lastOffsetDelta: records.length - 1 });
+        expect((await batch(fast)).buffer.equals((await batch(pristine)).buffer)).toBe(true);
+      }),
+      { seed: 90071, numRuns: 100 },
+    );
+  });
+
+  it('writes every varint as kafkajs does', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }), (signed, unsigned) => {
+        const encode = (p: Protocol) => {
+          const e = new p.Encoder();
+          e.writeVarInt(signed);
+          e.writeUVarInt(unsigned);
+          // A first write past the initial buffer grows it mid-varint.
+          e.writeVarIntBytes(Buffer.alloc(509, 7));
+          e.writeUVarInt(unsigned);
+          return e.buffer;
+        };
+        expect(encode(fast).equals(encode(pristine))).toBe(true);
+      }),
+      { seed: 90072, numRuns: 2000 },
+    );
+  });
+});
