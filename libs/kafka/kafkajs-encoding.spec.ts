@@ -1,5 +1,6 @@
 /* eslint-disable @typescript-eslint/no-require-imports */
 import fc from 'fast-check';
+import type { FastKafkajsEncoding } from './kafkajs-encoding';
 
 /**
  * The faster kafkajs encoder methods write exactly the bytes kafkajs's own do: records (keys, values and headers of
@@ -22,12 +23,15 @@ const load = (): Protocol => ({
 
 let pristine!: Protocol;
 let fast!: Protocol;
-let installed: boolean | undefined;
+let installed: FastKafkajsEncoding | undefined;
+let fastCrc!: (bytes: Uint8Array) => number;
 jest.isolateModules(() => {
   pristine = load();
 });
 jest.isolateModules(() => {
-  installed = (require('./kafkajs-encoding') as typeof import('./kafkajs-encoding')).installFastKafkajsEncoding();
+  const module = require('./kafkajs-encoding') as typeof import('./kafkajs-encoding');
+  installed = module.installFastKafkajsEncoding();
+  fastCrc = module.crc32c;
   fast = load();
 });
 
@@ -44,7 +48,7 @@ const record = fc.record({
 
 describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
   it('is installed on the pinned kafkajs, and replaces its methods', () => {
-    expect(installed).toBe(true);
+    expect(installed?.encoder).toBe(true);
     expect(Object.getOwnPropertyDescriptor(fast.Encoder.prototype, 'ensureAvailable')!.value).not.toBe(
       Object.getOwnPropertyDescriptor(pristine.Encoder.prototype, 'ensureAvailable')!.value,
     );
@@ -68,6 +72,22 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
       }),
       { seed: 90071, numRuns: 100 },
     );
+  });
+
+  it('computes the CRC32C kafkajs does', () => {
+    const kafkajsCrc = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C') as (b: Buffer) => number;
+    // The check value of CRC-32C (RFC 3720, appendix B.4).
+    expect(fastCrc(Buffer.from('123456789'))).toBe(0xe3069283);
+    fc.assert(
+      // Lengths on every side of the 8-byte steps.
+      fc.property(fc.uint8Array({ maxLength: 100 }), fc.integer({ min: 0, max: 7 }), (bytes, skip) => {
+        const buffer = Buffer.from(bytes).subarray(Math.min(skip, bytes.length));
+        expect(fastCrc(buffer)).toBe(kafkajsCrc(buffer));
+      }),
+      { seed: 90074, numRuns: 2000 },
+    );
+    const large = Buffer.from(Array.from({ length: 700_001 }, (_, i) => (i * 7919) & 0xff));
+    expect(fastCrc(large)).toBe(kafkajsCrc(large));
   });
 
   it('writes every varint as kafkajs does', () => {
