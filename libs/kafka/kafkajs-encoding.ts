@@ -76,8 +76,8 @@ let installed: FastKafkajsEncoding | undefined;
  * checksum could not go unnoticed: the broker checks it and refuses the batch (CORRUPT_MESSAGE), so the publish
  * fails and is never answered 202.
  *
- * A record of 1 KiB with six `ce_*` headers cost 18 µs to encode, 11 µs with the encoder methods, and the checksum
- * of a batch of 500 such records 2.6 ms, 0.7 ms with this one (docs/benchmarks.md). What is left is kafkajs's own:
+ * A record of 1 KiB with six `ce_*` headers cost 13-15 µs to encode, 9-11.5 µs with the encoder methods, and the
+ * checksum of a batch of 500 such records 2.6 ms, 0.7 ms with this one (docs/benchmarks.md). What is left is kafkajs's own:
  * a zero-filled 512-byte `Buffer.alloc` in the constructor of each record's and each header's encoder.
  *
  * Applies only to the pinned kafkajs release, whose code this module mirrors (property tests compare the bytes
