@@ -1,4 +1,6 @@
 /* eslint-disable @typescript-eslint/no-require-imports */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
 import fc from 'fast-check';
 import type { FastKafkajsEncoding } from './kafkajs-encoding';
 
@@ -72,6 +74,44 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
       }),
       { seed: 90071, numRuns: 100 },
     );
+  });
+
+  /**
+   * Jest's module registry ignores writes to require.cache, so the checksum's installation is tried in a plain Node
+   * process, which loads this module's TypeScript through the compiler's transpileModule. `encoderFirst` loads
+   * kafkajs's record batch encoder before the installation.
+   */
+  function inNode(encoderFirst: boolean): { installed: unknown; ours: boolean; batch: string } {
+    const script = `
+      const fs = require('node:fs');
+      const ts = require('typescript');
+      require.extensions['.ts'] = (m, file) => m._compile(ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } }).outputText, file);
+      if (${encoderFirst}) require('kafkajs/src/protocol/recordBatch/v0');
+      const { installFastKafkajsEncoding, crc32c } = require(${JSON.stringify(path.join(__dirname, 'kafkajs-encoding.ts'))});
+      const installed = installFastKafkajsEncoding();
+      require('kafkajs');
+      const Record = require('kafkajs/src/protocol/recordBatch/record/v0');
+      const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0');
+      RecordBatch({ records: [Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })], firstTimestamp: 1, maxTimestamp: 1 }).then((batch) =>
+        process.stdout.write('\\n' + JSON.stringify({ installed, ours: require('kafkajs/src/protocol/recordBatch/crc32C') === crc32c, batch: batch.buffer.toString('base64') })));
+    `;
+    // The last line is the result (a warning may be logged before it).
+    return JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: path.join(__dirname, '../..'), encoding: 'utf8', timeout: 30000 }).split('\n').pop()!);
+  }
+  const kafkajsBatch = async () =>
+    (await pristine.RecordBatch({ records: [pristine.Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })], firstTimestamp: 1, maxTimestamp: 1 })).buffer.toString('base64');
+
+  it("puts its CRC32C in the place of kafkajs's in a Node process, and kafkajs's record batches carry it", async () => {
+    const out = inNode(false);
+    expect(out.installed).toEqual({ encoder: true, crc32c: true });
+    expect(out.ours).toBe(true);
+    expect(out.batch).toBe(await kafkajsBatch());
+  });
+
+  it('leaves kafkajs its own checksum once its record batch encoder has loaded, and says so', async () => {
+    const out = inNode(true);
+    expect(out.installed).toEqual({ encoder: true, crc32c: false });
+    expect(out.batch).toBe(await kafkajsBatch());
   });
 
   it('computes the CRC32C kafkajs does', () => {

@@ -137,7 +137,7 @@ function installChecksum(): boolean {
       checksum.exports = crc32c;
       require.cache[checksumPath] = checksum;
     }
-    // The module kafkajs's encoder will get is ours (a module cache that ignores writes, as a test runner's may, would not give it).
+    // What kafkajs's encoder will get (a module cache that ignores writes, as a test runner's may, would not give it).
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     return require(checksumPath) === crc32c;
   } catch {
