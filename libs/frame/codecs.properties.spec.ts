@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import type { IHeaders } from 'kafkajs';
 import { ErrorCode, EventMeshError } from '../errors';
 import { frameFromBinary, frameFromStructured, framesFromBatch } from './cloudevent.adaptor';
-import { EventFrame, frameToStructured } from './event-frame';
+import { contextAttributes, EventFrame, frameToStructured } from './event-frame';
 import { frameToHttpBinary } from './http-binary.codec';
 import { frameFromKafkaRecord, frameToKafkaMessage } from './kafka-record.codec';
 
@@ -62,6 +62,17 @@ describe('frame codec round trips (fast-check, fixed seeds)', () => {
         expect(back).toEqual({ ...frame, extensions: asText });
       }),
       { seed: 90062, numRuns: 300 },
+    );
+  });
+
+  it('frame -> Kafka record writes the context attributes as the HTTP binding does, as ce_ headers in the same order', () => {
+    fc.assert(
+      fc.property(frameArbitrary(fc.oneof(ceString(), fc.integer(), fc.boolean())), (frame) => {
+        const expected: [string, string][] = contextAttributes(frame).map(([name, value]) => [`ce_${name}`, value]);
+        if (frame.datacontenttype !== undefined) expected.push(['content-type', frame.datacontenttype]);
+        expect(Object.entries(frameToKafkaMessage(frame).headers!)).toEqual(expected);
+      }),
+      { seed: 90073, numRuns: 300 },
     );
   });
 

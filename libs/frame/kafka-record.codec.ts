@@ -1,5 +1,5 @@
 import type { IHeaders, Message } from 'kafkajs';
-import { contextAttributes, EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, partitionKeyOf } from './event-frame';
+import { EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, partitionKeyOf } from './event-frame';
 
 /**
  * The CloudEvents Kafka protocol binding, binary content mode: context attributes in `ce_<name>` headers, the
@@ -7,8 +7,14 @@ import { contextAttributes, EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, par
  * record key. Any Kafka tool that speaks the binding reads our records as CloudEvents.
  */
 export function frameToKafkaMessage(frame: EventFrame): Message {
-  const headers: IHeaders = {};
-  for (const [name, value] of contextAttributes(frame)) headers[`ce_${name}`] = value;
+  // The headers in contextAttributes' order, written straight into one object (no pairs in between): this runs
+  // once per published event.
+  const headers: IHeaders = { ce_specversion: frame.specversion, ce_id: frame.id, ce_source: frame.source, ce_type: frame.type };
+  if (frame.subject !== undefined) headers.ce_subject = frame.subject;
+  if (frame.time !== undefined) headers.ce_time = frame.time;
+  if (frame.dataschema !== undefined) headers.ce_dataschema = frame.dataschema;
+  const extensions = frame.extensions;
+  for (const name in extensions) headers[`ce_${name}`] = String(extensions[name]);
   if (frame.datacontenttype !== undefined) headers['content-type'] = frame.datacontenttype;
   return { key: partitionKeyOf(frame), value: frame.data ?? null, headers };
 }

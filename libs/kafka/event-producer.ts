@@ -1,6 +1,7 @@
 import { Kafka, Message, PartitionerArgs, Partitioners, Producer } from 'kafkajs';
 import { ErrorCode, EventMeshError } from '../errors';
 import { EventFrame, frameToKafkaMessage } from '../frame';
+import { installFastKafkajsEncoding } from './kafkajs-encoding';
 import type { TopicAdmin } from './topic-admin';
 
 export interface PublishReceipt {
@@ -53,7 +54,11 @@ const DEFAULT_MAX_BATCH_BYTES = 900 * 1024;
 
 function sizeOf(m: Message): number {
   let n = (m.value ? Buffer.byteLength(m.value as Buffer | string) : 0) + (m.key ? Buffer.byteLength(m.key as Buffer | string) : 0);
-  for (const [k, v] of Object.entries(m.headers ?? {})) n += k.length + (v ? Buffer.byteLength(String(v)) : 0);
+  const headers = m.headers;
+  for (const k in headers) {
+    const v = headers[k];
+    n += k.length + (v ? (typeof v === 'string' ? Buffer.byteLength(v) : Buffer.byteLength(String(v))) : 0);
+  }
   return n;
 }
 
@@ -109,6 +114,8 @@ export class EventProducer {
     private readonly topics: TopicAdmin,
     private readonly options: ProducerOptions,
   ) {
+    // Records cost the gateway most of its CPU per event in kafkajs's encoder; this writes the same bytes for less.
+    installFastKafkajsEncoding();
     this.producer = kafka.producer({
       allowAutoTopicCreation: false,
       // Bounded by the client's request timeout per attempt; the answer to the publisher is bounded by
@@ -147,12 +154,14 @@ export class EventProducer {
   async publishAll(topic: string, frames: EventFrame[]): Promise<PublishReceipt[]> {
     const partitions = this.topics.knownPartitionsOf(topic) ?? (await this.lookUpPartitions(topic));
     const partitionMetadata = partitions.map((partitionId) => ({ partitionId, leader: 0 }));
-    const messages = frames.map((frame) => {
-      const message = frameToKafkaMessage(frame);
-      const partition = this.partitioner({ topic, partitionMetadata, message } as PartitionerArgs);
-      return { ...message, partition };
-    });
-    const bytes = messages.reduce((n, m) => n + sizeOf(m), 0);
+    const messages: (Message & { partition: number })[] = new Array(frames.length);
+    let bytes = 0;
+    for (let i = 0; i < frames.length; i++) {
+      const message = frameToKafkaMessage(frames[i]) as Message & { partition: number };
+      message.partition = this.partitioner({ topic, partitionMetadata, message } as PartitionerArgs);
+      messages[i] = message;
+      bytes += sizeOf(message);
+    }
     // The shed check: an empty producer takes any publish (the config keeps the caps above one request).
     if (this.heldEvents > 0 && (this.heldEvents + messages.length > this.options.maxHeldEvents || this.heldBytes + bytes > this.options.maxHeldBytes)) {
       this.depthStats.shed++;

@@ -158,4 +158,53 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     expect(neverSent.length).toBeGreaterThan(0);
     expect(neverSent.filter((a) => inKafka.has(a.id)).map((a) => a.id)).toEqual([]);
   });
+
+  /** A batch of `size` events (ids `<prefix>-<i>`): its status, Retry-After, body and time to answer. */
+  const publishBatch = async (prefix: string, size: number) => {
+    const started = performance.now();
+    const events = Array.from({ length: size }, (_, i) => ({ specversion: '1.0', id: `${prefix}-${i}`, source: '/shed', type: 'shed.batch', data: { pad: 'x'.repeat(200) } }));
+    const response = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents-batch+json' },
+      body: JSON.stringify(events),
+    });
+    const body = (await response.json()) as { code?: string; maybeWritten?: boolean; results?: { id: string; partition: number; offset: number }[] };
+    return { prefix, ids: events.map((e) => e.id), status: response.status, retryAfter: response.headers.get('retry-after'), body, ms: performance.now() - started };
+  };
+
+  it('batch mode sheds whole batches: 503 with Retry-After, a refused batch not written, 202 only with every event acknowledged', async () => {
+    await waitFor('the producer to hold nothing', () => depth().events === 0, { timeoutMs: 30000 });
+    const run = randomUUID().slice(0, 8);
+    const BATCH = 20; // EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS above
+    proxy.cut();
+    // Batches up to the cap: the producer holds them, waiting for Kafka.
+    const held = Array.from({ length: QUEUE_MAX_EVENTS / BATCH }, (_, i) => publishBatch(`bcut-${run}-${i}`, BATCH));
+    await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, { timeoutMs: PUBLISH_TIMEOUT_MS / 2 });
+    // One more batch is refused whole, at once.
+    const past = await publishBatch(`bpast-${run}`, BATCH);
+    expect(past).toMatchObject({ status: 503, retryAfter: String(RETRY_AFTER_SECONDS), body: { code: 'OVERLOADED' } });
+    expect(past.body.results).toBeUndefined();
+    expect(past.ms).toBeLessThan(PUBLISH_TIMEOUT_MS / 6);
+    // The held ones: Kafka never answered, so none is 202.
+    const answers = await Promise.all(held);
+    expect(answers.map((a) => `${a.status} ${a.body.code}`)).toEqual(answers.map(() => '503 KAFKA_UNAVAILABLE'));
+    expect(answers.filter((a) => a.retryAfter !== String(RETRY_AFTER_SECONDS))).toEqual([]);
+
+    proxy.heal();
+    const healed = await waitFor(
+      'a batch acknowledged after the heal',
+      async () => {
+        const a = await publishBatch(`bhealed-${run}-${randomUUID().slice(0, 4)}`, BATCH);
+        return a.status === 202 ? a : undefined;
+      },
+      { timeoutMs: 30000, intervalMs: 200 },
+    );
+    await waitFor('the producer to hold nothing', () => depth().events === 0, { timeoutMs: 30000 });
+    const inKafka = await eventsInKafka();
+    // A 202 batch: one result per event, in request order, each in Kafka where it says.
+    expect(healed.body.results!.map((r) => r.id)).toEqual(healed.ids);
+    for (const r of healed.body.results!) expect(`${r.id} ${inKafka.get(r.id)}`).toBe(`${r.id} ${r.partition}/${r.offset}`);
+    // The batch refused before it was handed to Kafka: none of its events is there.
+    expect(past.ids.filter((id) => inKafka.has(id))).toEqual([]);
+  });
 });

@@ -1,0 +1,150 @@
+/* eslint-disable @typescript-eslint/no-require-imports */
+import { execFileSync } from 'node:child_process';
+import path from 'node:path';
+import fc from 'fast-check';
+import type { FastKafkajsEncoding } from './kafkajs-encoding';
+
+/**
+ * The faster kafkajs encoder methods write exactly the bytes kafkajs's own do: records (keys, values and headers of
+ * any size, across the encoder's growth steps), record batches (with their CRC) and varints, encoded once by a
+ * pristine copy of kafkajs's protocol modules and once by a copy with the faster methods installed.
+ */
+interface Encoded {
+  buffer: Buffer;
+}
+interface Protocol {
+  Record: (record: Record<string, unknown>) => Encoded;
+  RecordBatch: (batch: Record<string, unknown>) => Promise<Encoded>;
+  Encoder: { new (): Encoded & { writeVarInt(v: number): Encoded; writeUVarInt(v: number): Encoded; writeVarIntBytes(v: unknown): Encoded }; prototype: object };
+}
+const load = (): Protocol => ({
+  Record: require('kafkajs/src/protocol/recordBatch/record/v0'),
+  RecordBatch: require('kafkajs/src/protocol/recordBatch/v0').RecordBatch,
+  Encoder: require('kafkajs/src/protocol/encoder'),
+});
+
+let pristine!: Protocol;
+let fast!: Protocol;
+let installed: FastKafkajsEncoding | undefined;
+let fastCrc!: (bytes: Uint8Array) => number;
+jest.isolateModules(() => {
+  pristine = load();
+});
+jest.isolateModules(() => {
+  const module = require('./kafkajs-encoding') as typeof import('./kafkajs-encoding');
+  installed = module.installFastKafkajsEncoding();
+  fastCrc = module.crc32c;
+  fast = load();
+});
+
+const text = fc.string({ unit: 'binary', maxLength: 40 });
+const bytes = (maxLength: number) => fc.uint8Array({ maxLength }).map((b) => Buffer.from(b));
+const record = fc.record({
+  key: fc.oneof(text, bytes(64), fc.constant(null)),
+  // Up to 5 KiB: past the encoder's first buffer (512 bytes) and several growth steps.
+  value: fc.oneof(bytes(5000), fc.string({ maxLength: 1500 }), fc.constant(null)),
+  headers: fc.dictionary(fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }), fc.oneof(text, bytes(300), fc.array(text, { maxLength: 3 }))),
+  offsetDelta: fc.integer({ min: 0, max: 1 << 20 }),
+  timestampDelta: fc.integer({ min: 0, max: 2 ** 40 }),
+});
+
+describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
+  it('is installed on the pinned kafkajs, and replaces its methods', () => {
+    expect(installed?.encoder).toBe(true);
+    expect(Object.getOwnPropertyDescriptor(fast.Encoder.prototype, 'ensureAvailable')!.value).not.toBe(
+      Object.getOwnPropertyDescriptor(pristine.Encoder.prototype, 'ensureAvailable')!.value,
+    );
+  });
+
+  it('encodes every record to the bytes kafkajs does', () => {
+    fc.assert(
+      fc.property(record, (r) => {
+        expect(fast.Record(r).buffer.equals(pristine.Record(r).buffer)).toBe(true);
+      }),
+      { seed: 90070, numRuns: 500 },
+    );
+  });
+
+  it('encodes record batches, CRC included, to the bytes kafkajs does', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 12 }), async (records) => {
+        const batch = (p: Protocol) =>
+          p.RecordBatch({ records: records.map((r, i) => p.Record({ ...r, offsetDelta: i })), firstTimestamp: 1764547200000, maxTimestamp: 1764547200000, lastOffsetDelta: records.length - 1 });
+        expect((await batch(fast)).buffer.equals((await batch(pristine)).buffer)).toBe(true);
+      }),
+      { seed: 90071, numRuns: 100 },
+    );
+  });
+
+  /**
+   * Jest's module registry ignores writes to require.cache, so the checksum's installation is tried in a plain Node
+   * process, which loads this module's TypeScript through the compiler's transpileModule. `encoderFirst` loads
+   * kafkajs's record batch encoder before the installation.
+   */
+  function inNode(encoderFirst: boolean): { installed: unknown; ours: boolean; batch: string } {
+    const script = `
+      const fs = require('node:fs');
+      const ts = require('typescript');
+      require.extensions['.ts'] = (m, file) => m._compile(ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } }).outputText, file);
+      if (${encoderFirst}) require('kafkajs/src/protocol/recordBatch/v0');
+      const { installFastKafkajsEncoding, crc32c } = require(${JSON.stringify(path.join(__dirname, 'kafkajs-encoding.ts'))});
+      const installed = installFastKafkajsEncoding();
+      require('kafkajs');
+      const Record = require('kafkajs/src/protocol/recordBatch/record/v0');
+      const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0');
+      RecordBatch({ records: [Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })], firstTimestamp: 1, maxTimestamp: 1 }).then((batch) =>
+        process.stdout.write('\\n' + JSON.stringify({ installed, ours: require('kafkajs/src/protocol/recordBatch/crc32C') === crc32c, batch: batch.buffer.toString('base64') })));
+    `;
+    // The last line is the result (a warning may be logged before it).
+    return JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: path.join(__dirname, '../..'), encoding: 'utf8', timeout: 30000 }).split('\n').pop()!);
+  }
+  const kafkajsBatch = async () =>
+    (await pristine.RecordBatch({ records: [pristine.Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })], firstTimestamp: 1, maxTimestamp: 1 })).buffer.toString('base64');
+
+  it("puts its CRC32C in the place of kafkajs's in a Node process, and kafkajs's record batches carry it", async () => {
+    const out = inNode(false);
+    expect(out.installed).toEqual({ encoder: true, crc32c: true });
+    expect(out.ours).toBe(true);
+    expect(out.batch).toBe(await kafkajsBatch());
+  });
+
+  it('leaves kafkajs its own checksum once its record batch encoder has loaded, and says so', async () => {
+    const out = inNode(true);
+    expect(out.installed).toEqual({ encoder: true, crc32c: false });
+    expect(out.batch).toBe(await kafkajsBatch());
+  });
+
+  it('computes the CRC32C kafkajs does', () => {
+    const kafkajsCrc = require('kafkajs/src/protocol/recordBatch/crc32C/crc32C') as (b: Buffer) => number;
+    // The check value of CRC-32C (RFC 3720, appendix B.4).
+    expect(fastCrc(Buffer.from('123456789'))).toBe(0xe3069283);
+    fc.assert(
+      // Lengths on every side of the 8-byte steps.
+      fc.property(fc.uint8Array({ maxLength: 100 }), fc.integer({ min: 0, max: 7 }), (bytes, skip) => {
+        const buffer = Buffer.from(bytes).subarray(Math.min(skip, bytes.length));
+        expect(fastCrc(buffer)).toBe(kafkajsCrc(buffer));
+      }),
+      { seed: 90074, numRuns: 2000 },
+    );
+    const large = Buffer.from(Array.from({ length: 700_001 }, (_, i) => (i * 7919) & 0xff));
+    expect(fastCrc(large)).toBe(kafkajsCrc(large));
+  });
+
+  it('writes every varint as kafkajs does', () => {
+    fc.assert(
+      fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }), (signed, unsigned) => {
+        const encode = (p: Protocol) => {
+          const e = new p.Encoder();
+          e.writeVarInt(signed);
+          e.writeUVarInt(unsigned);
+          // A first write past the initial buffer grows it mid-varint.
+          e.writeVarIntBytes(Buffer.alloc(509, 7));
+          e.writeUVarInt(unsigned);
+          return e.buffer;
+        };
+        expect(encode(fast).equals(encode(pristine))).toBe(true);
+      }),
+      { seed: 90072, numRuns: 2000 },
+    );
+  });
+});
