@@ -122,3 +122,47 @@ describe('faults: Postgres link', () => {
     expectNothingLost(result);
   }, 180000);
 });
+
+describe('faults: Postgres link black-holed', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  it('every open connection black-holed for good (no RST; new connections work) under load: delivery resumes within 30 s, nothing acknowledged is lost', async () => {
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000' };
+    run = new FaultRun({
+      name: 'pg-strand',
+      instances: [{ proxyPostgres: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+      env,
+    });
+    await run.start();
+    await run.acknowledgedMore(100);
+    const instanceId = run.instances[0].id;
+    const epochBefore = await dispatchEpochOf(env, instanceId);
+    // The statements in flight and the pool's idle connections are lost behind the partition; only a client-side
+    // deadline on each query can free what waits on them (the proxy's TCP stack answers, as a half-open peer's
+    // would until keepalive gives up, which takes minutes).
+    run.instances[0].postgres!.strand();
+    const strandedAt = Date.now();
+    await run.acknowledgedMore(100, 20000);
+    const resumed = await run.delivered(30000);
+    const resumedMs = Date.now() - strandedAt;
+    const epochAfter = await dispatchEpochOf(env, instanceId);
+    await run.acknowledgedMore(100, 30000);
+    const result = await run.finish(30000);
+    reportCase(
+      'Postgres link: every open connection black-holed for good, new ones pass (proxy, lease TTL 4 s, query timeout 8 s); 1 instance, 100/s',
+      result,
+      `delivered all acknowledged ${resumed ? `within ${resumedMs} ms of the black hole` : 'NOT within 30 s'}; dispatch epochs ${epochBefore} -> ${epochAfter}`,
+    );
+    expect(resumed).toBe(true);
+    expect(run.instances[0].process!.child.exitCode).toBeNull();
+    expectNothingLost(result);
+  }, 180000);
+});
