@@ -1,11 +1,12 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { attributesOf, EventFrame, frameFromAttributes } from '../frame';
 import type { EventIngress, PublishRequest } from '../ingress';
 import { createLogger } from '../logging';
+import { createPostgresClient } from '../storage/postgres-connection';
 
 /** The extension attribute that ties a reply to its request. */
 export const CORRELATION_ATTRIBUTE = 'correlationid';
@@ -99,7 +100,7 @@ export class RequestReplyService {
   }
 
   private async listen(): Promise<void> {
-    const client = new Client({ ...this.pg, application_name: `eventmesh-${this.instanceId}-replies` });
+    const client = createPostgresClient(this.pg, `eventmesh-${this.instanceId}-replies`);
     client.on('notification', (n) => void this.deliver([n.payload ?? '']));
     client.on('error', (e) => {
       if (this.listener !== client) return;

@@ -133,6 +133,10 @@ describe('fault proxy', () => {
     await waitFor('the echo after heal', () => d.received() === 'ok!');
     await expect(waitFor('any echo on the stranded connection', () => c.received() !== 'a', { timeoutMs: 500 })).rejects.toThrow('timed out');
     expect(c.ended()).toBeUndefined();
+    expect(proxy.strandedOpen).toBe(1);
+    // The client giving up on it is seen; the proxy still keeps the upstream side.
+    c.socket.destroy();
+    await waitFor('the client side to close', () => proxy.strandedOpen === 0);
   });
 
   it('reset sends an RST on open connections and lets new ones through', async () => {

@@ -108,6 +108,14 @@ export class FaultProxy {
     this.pending.clear();
   }
 
+  /** Stranded connections the client side still keeps open: each one something in the client waits on forever. */
+  get strandedOpen(): number {
+    let open = 0;
+    for (const link of this.links) if (link.stranded && !link.client.destroyed) open++;
+    for (const s of this.strandedPending) if (!s.destroyed) open++;
+    return open;
+  }
+
   /** Resets (TCP RST) every open connection on both sides; new connections are not affected. */
   reset(): void {
     for (const s of this.pending) {
