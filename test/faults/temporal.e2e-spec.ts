@@ -1,4 +1,5 @@
 import { dispatchActivityOf, dispatchEpochOf } from './cluster';
+import type { FaultProxy } from './fault-proxy';
 import { FaultRun } from './fault-run';
 import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
@@ -97,4 +98,55 @@ describe('faults: Temporal', () => {
       await restoreServers();
     }
   }, 240000);
+});
+
+describe('faults: Temporal link slow and half-open', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  const linkCase = async (name: string, fault: (proxy: FaultProxy) => void, label: string) => {
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' };
+    run = new FaultRun({
+      name,
+      instances: [{ proxyTemporal: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+      env,
+    });
+    await run.start();
+    await run.acknowledgedMore(100);
+    const instanceId = run.instances[0].id;
+    const proxy = run.instances[0].temporal!;
+    const epochBefore = await dispatchEpochOf(env, instanceId);
+    fault(proxy);
+    const faultAt = Date.now();
+    // Publishing does not touch Temporal: it goes on.
+    await run.acknowledgedMore(200, 20000);
+    await waitFor('10 s of the fault (2.5 heartbeat timeouts)', () => Date.now() - faultAt >= 10000, { timeoutMs: 20000 });
+    proxy.heal();
+    const healedAt = Date.now();
+    const resumed = await run.delivered(30000);
+    const resumedMs = Date.now() - healedAt;
+    await run.acknowledgedMore(100, 30000);
+    const epochAfter = await dispatchEpochOf(env, instanceId);
+    const activity = await dispatchActivityOf(env, instanceId);
+    const result = await run.finish(30000);
+    reportCase(label, result, `delivered all acknowledged ${resumed ? `${resumedMs} ms after the heal` : 'NOT within 30 s of the heal'}; dispatch epochs ${epochBefore} -> ${epochAfter}; then ${JSON.stringify(activity)}`);
+    expect(resumed).toBe(true);
+    expect(run.instances[0].process!.child.exitCode).toBeNull();
+    expectNothingLost(result, { order: false });
+  };
+
+  it('slow (+2 s per chunk each way) for 10 s under load: delivery goes on or resumes after the heal, nothing acknowledged is lost', async () => {
+    await linkCase('temporal-slow', (proxy) => proxy.latency(2000), 'Temporal link +2 s per chunk each way for 10 s (TTL 4 s, proxy); 1 instance, 100/s');
+  }, 180000);
+
+  it('half-open (held: nothing forwarded, nothing closed) for 10 s under load: delivery goes on or resumes after the heal, nothing acknowledged is lost', async () => {
+    await linkCase('temporal-hold', (proxy) => proxy.hold(), 'Temporal link held half-open 10 s (TTL 4 s, proxy); 1 instance, 100/s');
+  }, 180000);
 });
