@@ -133,11 +133,16 @@ describe('faults: Temporal link slow and half-open', () => {
     const resumed = await run.delivered(30000);
     const resumedMs = Date.now() - healedAt;
     await run.acknowledgedMore(100, 30000);
+    // Recovered by itself: the dispatch activity the server sees running heartbeats again within a lease TTL.
+    const activity = await waitFor('a dispatch activity heartbeating within the TTL', async () => {
+      const a = await dispatchActivityOf(env, instanceId);
+      return a?.state === 'STARTED' && a.heartbeatAgeMs !== undefined && a.heartbeatAgeMs < 4000 && { ...a, afterHealMs: Date.now() - healedAt };
+    }, { timeoutMs: 30000, intervalMs: 500 }).catch((e: Error) => e.message);
     const epochAfter = await dispatchEpochOf(env, instanceId);
-    const activity = await dispatchActivityOf(env, instanceId);
     const result = await run.finish(30000);
-    reportCase(label, result, `delivered all acknowledged ${resumed ? `${resumedMs} ms after the heal` : 'NOT within 30 s of the heal'}; dispatch epochs ${epochBefore} -> ${epochAfter}; then ${JSON.stringify(activity)}`);
+    reportCase(label, result, `delivered all acknowledged ${resumed ? `${resumedMs} ms after the heal` : 'NOT within 30 s of the heal'}; dispatch epochs ${epochBefore} -> ${epochAfter}; activity ${JSON.stringify(activity)}`);
     expect(resumed).toBe(true);
+    expect(activity).toMatchObject({ state: 'STARTED' });
     expect(run.instances[0].process!.child.exitCode).toBeNull();
     expectNothingLost(result, { order: false });
   };
