@@ -129,6 +129,9 @@ describe('faults: Temporal link slow and half-open', () => {
     // Publishing does not touch Temporal: it goes on.
     await run.acknowledgedMore(200, 20000);
     await waitFor('the fault window', () => Date.now() - faultAt >= windowMs, { timeoutMs: windowMs + 10000 });
+    // What each subscription lacked of the acknowledged events when the window ended: which transports stalled.
+    const acknowledged = run.acknowledgedIds();
+    const lacking = run.subscribers.map((sub) => `${sub.name} ${acknowledged.filter((id) => !sub.seen.has(id)).length}`).join(', ');
     proxy.heal();
     const healedAt = Date.now();
     const faultMs = healedAt - faultAt;
@@ -142,7 +145,7 @@ describe('faults: Temporal link slow and half-open', () => {
     }, { timeoutMs: recoverWithinMs, intervalMs: 500 }).catch((e: Error) => e.message);
     const epochAfter = await dispatchEpochOf(env, instanceId);
     const result = await run.finish(30000);
-    reportCase(label, result, `fault ${faultMs} ms; delivered all acknowledged ${resumed ? `${resumedMs} ms after the heal` : `NOT within ${recoverWithinMs} ms of the heal`}; dispatch epochs ${epochBefore} -> ${epochAfter}; activity ${JSON.stringify(activity)}`);
+    reportCase(label, result, `fault ${faultMs} ms; lacking at its end (of ${acknowledged.length}): ${lacking}; delivered all acknowledged ${resumed ? `${resumedMs} ms after the heal` : `NOT within ${recoverWithinMs} ms of the heal`}; dispatch epochs ${epochBefore} -> ${epochAfter}; activity ${JSON.stringify(activity)}`);
     expect(resumed).toBe(true);
     expect(activity).toMatchObject({ state: 'STARTED' });
     expect(run.instances[0].process!.child.exitCode).toBeNull();
