@@ -6,7 +6,8 @@ import { createDataSource } from '../libs/storage';
 async function main(): Promise<void> {
   const config = loadConfig();
   const pg = config.postgres;
-  const db = createDataSource(pg, 'eventmesh-migrate');
+  // A migration may rewrite a large table: no statement timeout, no query deadline.
+  const db = createDataSource({ ...pg, queryTimeoutMs: 0 }, 'eventmesh-migrate');
   try {
     await db.initialize();
   } catch (e) {

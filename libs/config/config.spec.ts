@@ -148,6 +148,19 @@ describe('loadConfig', () => {
     );
   });
 
+  it('bounds every Postgres statement at 30 s, or two lease TTLs if more, and refuses a bound a fenced statement could outlive', () => {
+    expect(loadConfig({}).postgres.queryTimeoutMs).toBe(30000);
+    expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '60000' }).postgres.queryTimeoutMs).toBe(120000);
+    expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000' }).postgres.queryTimeoutMs).toBe(8000);
+    expect(() => loadConfig({ EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '15000' })).toThrow(
+      'EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS (eventmesh.postgres.queryTimeoutMs) = 15000 must be at least twice EVENTMESH_DELIVERY_LEASE_TTL_MS (10000): ' +
+        'a lease or dispatch-run transaction lets each statement run a lease TTL; legal values: 20000 to 3600000',
+    );
+    expect(() => loadConfig({ EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '0' })).toThrow(
+      'EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS (eventmesh.postgres.queryTimeoutMs) = "0" is not valid; legal values: an integer from 1000 to 3600000',
+    );
+  });
+
   it('refuses an orphan grace shorter than two lease TTLs, when a live run could look dead', () => {
     expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '120000' }).delivery.orphanGraceMs).toBe(240000);
     expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '3000', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '6000' }).delivery.orphanGraceMs).toBe(6000);

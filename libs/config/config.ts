@@ -61,7 +61,7 @@ export interface EventMeshConfig {
     orphanTakeover: OrphanTakeoverMode;
     deadLetterRetentionDays: number;
   };
-  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number };
+  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number; queryTimeoutMs: number };
   kafka: {
     brokers: string[];
     clientId: string;
@@ -332,6 +332,10 @@ const SETTINGS = {
     'Postgres database.'),
   pgPoolSize: setting('EVENTMESH_POSTGRES_POOL_SIZE', 'eventmesh.postgres.poolSize', integer(1, 200), () => 10,
     'Connections in the Postgres pool.'),
+  pgQueryTimeoutMs: setting('EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS', 'eventmesh.postgres.queryTimeoutMs', integer(1000, 3600000),
+    () => 30000,
+    'Longest a statement may run: the server ends it (statement_timeout, and idle_in_transaction_session_timeout for an open transaction), and a client that has heard nothing 1 s later drops the connection as dead (a half-open link). At least twice EVENTMESH_DELIVERY_LEASE_TTL_MS: a lease or dispatch-run transaction bounds each of its statements to a lease TTL. Migrations (npm run migrate) run without it.',
+    '30000 (or twice the lease TTL, if more)'),
   kafkaBrokers: setting('EVENTMESH_KAFKA_BROKERS', 'eventmesh.kafka.brokers', listOf(hostPort, 'host:port'),
     () => ['127.0.0.1:9092'], 'Kafka bootstrap brokers.'),
   kafkaClientId: setting('EVENTMESH_KAFKA_CLIENT_ID', 'eventmesh.kafka.clientId', text, () => 'eventmesh',
@@ -492,6 +496,13 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       `${SETTINGS.leaseTtlMs.env} (${v.leaseTtlMs}): a live dispatch run renews itself within a lease TTL; legal values: ` +
       `${2 * v.leaseTtlMs} to 86400000`);
   }
+  // Unset, the query timeout follows a long lease TTL; set, it must leave a fenced statement its lease TTL.
+  if (problems.length === 0 && !env[SETTINGS.pgQueryTimeoutMs.env]?.trim()) v.pgQueryTimeoutMs = Math.max(v.pgQueryTimeoutMs, 2 * v.leaseTtlMs);
+  if (problems.length === 0 && v.pgQueryTimeoutMs < 2 * v.leaseTtlMs) {
+    problems.push(`${SETTINGS.pgQueryTimeoutMs.env} (${SETTINGS.pgQueryTimeoutMs.key}) = ${v.pgQueryTimeoutMs} must be at least twice ` +
+      `${SETTINGS.leaseTtlMs.env} (${v.leaseTtlMs}): a lease or dispatch-run transaction lets each statement run a lease TTL; legal values: ` +
+      `${2 * v.leaseTtlMs} to 3600000`);
+  }
   if (problems.length === 0 && v.httpProcesses > 1 && v.instanceRoles.join() !== 'gateway') {
     problems.push(`${SETTINGS.httpProcesses.env} (${SETTINGS.httpProcesses.key}) = ${v.httpProcesses} needs ` +
       `${SETTINGS.instanceRoles.env}=gateway (got "${v.instanceRoles.join(',')}"): the worker role runs once per instance; legal values: 1, ` +
@@ -558,6 +569,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       password: v.pgPassword,
       database: v.pgDatabase,
       poolSize: v.pgPoolSize,
+      queryTimeoutMs: v.pgQueryTimeoutMs,
     },
     kafka: {
       brokers: v.kafkaBrokers,

@@ -1,11 +1,12 @@
 import { randomInt, randomUUID } from 'node:crypto';
-import { Client } from 'pg';
+import type { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { attributesOf, EventFrame, frameFromAttributes } from '../frame';
 import type { EventIngress, PublishRequest } from '../ingress';
 import { createLogger } from '../logging';
+import { createPostgresClient } from '../storage/postgres-connection';
 
 /** The extension attribute that ties a reply to its request. */
 export const CORRELATION_ATTRIBUTE = 'correlationid';
@@ -64,6 +65,7 @@ export class RequestReplyService {
   private readonly waiters = new Map<string, (reply: EventFrame) => void>();
   private listener?: Client;
   private poller?: NodeJS.Timeout;
+  private pinger?: NodeJS.Timeout;
   private sweptAt = 0;
   private closed = false;
   /** This process's liveness key (see the class comment); held on the reply connection. */
@@ -96,10 +98,17 @@ export class RequestReplyService {
       }
     }
     this.poller = setInterval(() => void this.poll(), POLL_INTERVAL_MS);
+    // An idle LISTEN connection whose link went dead (no RST) reports nothing: a ping four times per query timeout
+    // runs into the query's deadline there, which drops the connection, and the listener reconnects.
+    if (this.pg.queryTimeoutMs > 0) this.pinger = setInterval(() => void this.ping(), Math.max(1000, Math.floor(this.pg.queryTimeoutMs / 4)));
+  }
+
+  private async ping(): Promise<void> {
+    await this.listener?.query('SELECT 1').catch(() => undefined);
   }
 
   private async listen(): Promise<void> {
-    const client = new Client({ ...this.pg, application_name: `eventmesh-${this.instanceId}-replies` });
+    const client = createPostgresClient(this.pg, `eventmesh-${this.instanceId}-replies`);
     client.on('notification', (n) => void this.deliver([n.payload ?? '']));
     client.on('error', (e) => {
       if (this.listener !== client) return;
@@ -117,6 +126,9 @@ export class RequestReplyService {
         this.holderKey,
       ]);
       if (!locked.rows[0].locked) throw new HolderKeyTaken(this.holderKey);
+      // The server ends this session when it hears nothing for a query timeout (pings keep a live one busy), so
+      // a session whose client vanished behind a dead link lets the holder key go and the reconnect can take it.
+      if (this.pg.queryTimeoutMs > 0) await client.query(`SELECT set_config('idle_session_timeout', $1, false)`, [`${this.pg.queryTimeoutMs}ms`]);
       await client.query(`LISTEN ${CHANNEL}`);
     } catch (e) {
       await client.end().catch(() => undefined);
@@ -146,6 +158,7 @@ export class RequestReplyService {
   async close(): Promise<void> {
     this.closed = true;
     clearInterval(this.poller);
+    clearInterval(this.pinger);
     const listener = this.listener;
     this.listener = undefined;
     await listener?.end().catch(() => undefined);

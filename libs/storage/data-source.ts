@@ -2,8 +2,12 @@ import { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
+import { postgresConnectionOptions } from './postgres-connection';
 
-/** The runtime's Postgres DataSource: entities and migrations only, never `synchronize`. */
+/**
+ * The runtime's Postgres DataSource: entities and migrations only, never `synchronize`. Its pool's connections
+ * have the settings of {@link postgresConnectionOptions} (keepalive, timeouts, a deadline on every query).
+ */
 export function createDataSource(pg: EventMeshConfig['postgres'], applicationName = 'eventmesh'): DataSource {
   return new DataSource({
     type: 'postgres',
@@ -19,6 +23,6 @@ export function createDataSource(pg: EventMeshConfig['postgres'], applicationNam
     synchronize: false,
     logging: false,
     applicationName,
-    extra: { max: pg.poolSize, connectionTimeoutMillis: 5000 },
+    extra: { ...postgresConnectionOptions(pg, applicationName), max: pg.poolSize },
   });
 }

@@ -1,4 +1,5 @@
 export * from './data-source';
+export * from './postgres-connection';
 export * from './entities';
 export * from './offset-store';
 export * from './dead-letter-store';

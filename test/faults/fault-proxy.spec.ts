@@ -119,6 +119,26 @@ describe('fault proxy', () => {
     await waitFor('both echoes after heal', () => c.received() === 'one' && held.received() === 'two');
   });
 
+  it('strand black-holes the open connections for good (not healed, not closed) and lets new ones through', async () => {
+    const c = await open();
+    c.socket.write('a');
+    await waitFor('the echo', () => c.received() === 'a');
+    proxy.strand();
+    c.socket.write('lost');
+    const d = await open();
+    d.socket.write('ok');
+    await waitFor('the echo on a new connection', () => d.received() === 'ok');
+    proxy.heal();
+    d.socket.write('!');
+    await waitFor('the echo after heal', () => d.received() === 'ok!');
+    await expect(waitFor('any echo on the stranded connection', () => c.received() !== 'a', { timeoutMs: 500 })).rejects.toThrow('timed out');
+    expect(c.ended()).toBeUndefined();
+    expect(proxy.strandedOpen).toBe(1);
+    // The client giving up on it is seen; the proxy still keeps the upstream side.
+    c.socket.destroy();
+    await waitFor('the client side to close', () => proxy.strandedOpen === 0);
+  });
+
   it('reset sends an RST on open connections and lets new ones through', async () => {
     const c = await open();
     proxy.reset();

@@ -23,19 +23,25 @@ interface Link {
   up: { due: number; chunk: Buffer }[];
   down: { due: number; chunk: Buffer }[];
   timers: Set<NodeJS.Timeout>;
+  /** Black-holed for good by {@link FaultProxy.strand}: nothing forwarded either way, nothing closed, no heal. */
+  stranded: boolean;
 }
 
 /**
  * A TCP proxy on loopback in front of one server: the link between the processes under test and that server,
  * on which a test injects faults: latency (per chunk, or per new connection), cut, half-open hold, reset (RST)
- * and heal. Every fault applies to open connections and new ones alike, until {@link heal}.
+ * and heal. Every fault applies to open connections and new ones alike, until {@link heal}; except
+ * {@link strand}, which black-holes the connections open now for good while new ones pass.
  */
 export class FaultProxy {
   private server?: Server;
   private readonly links = new Set<Link>();
   /** Accepted connections that have no upstream yet (held, or waiting out the connection latency). */
   private readonly pending = new Set<Socket>();
+  /** Accepted connections {@link strand} caught before they had an upstream: never opened. */
+  private readonly strandedPending = new Set<Socket>();
   private mode: LinkMode = 'pass';
+  private stopping = false;
   private chunkLatencyMs = 0;
   private connectLatencyMs = 0;
   /** Bytes forwarded each way, and connections accepted: a test can see that traffic went through. */
@@ -88,6 +94,28 @@ export class FaultProxy {
     this.mode = 'hold';
   }
 
+  /**
+   * Black-holes every connection open now, for good: nothing is forwarded either way and nothing is closed, not
+   * even by {@link heal} (the proxy's own TCP stack keeps answering, so no keepalive of the client notices);
+   * new connections are not affected. A peer lost behind a partition that drops packets without a RST.
+   */
+  strand(): void {
+    for (const link of this.links) {
+      link.stranded = true;
+      this.clearTimers(link);
+    }
+    for (const s of this.pending) this.strandedPending.add(s);
+    this.pending.clear();
+  }
+
+  /** Stranded connections the client side still keeps open: each one something in the client waits on forever. */
+  get strandedOpen(): number {
+    let open = 0;
+    for (const link of this.links) if (link.stranded && !link.client.destroyed) open++;
+    for (const s of this.strandedPending) if (!s.destroyed) open++;
+    return open;
+  }
+
   /** Resets (TCP RST) every open connection on both sides; new connections are not affected. */
   reset(): void {
     for (const s of this.pending) {
@@ -119,7 +147,10 @@ export class FaultProxy {
   }
 
   async stop(): Promise<void> {
+    this.stopping = true;
     this.cut();
+    for (const s of this.strandedPending) s.destroy();
+    this.strandedPending.clear();
     const server = this.server;
     this.server = undefined;
     await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
@@ -148,7 +179,7 @@ export class FaultProxy {
     this.pending.delete(client);
     if (client.destroyed) return;
     const upstream = connect(this.targetPort, this.targetHost);
-    const link: Link = { client, upstream, up: [], down: [], timers: new Set() };
+    const link: Link = { client, upstream, up: [], down: [], timers: new Set(), stranded: false };
     this.links.add(link);
     upstream.on('error', () => undefined);
     client.on('data', (chunk: Buffer) => this.enqueue(link, 'up', chunk));
@@ -170,7 +201,7 @@ export class FaultProxy {
 
   /** Writes the chunks of one way that are due, in order, unless the link holds; schedules the rest. */
   private flush(link: Link, way: 'up' | 'down'): void {
-    if (this.mode === 'hold') return;
+    if (this.mode === 'hold' || link.stranded) return;
     const queue = link[way];
     const target = way === 'up' ? link.upstream : link.client;
     while (queue.length > 0 && queue[0].due <= Date.now()) {
@@ -192,6 +223,8 @@ export class FaultProxy {
   }
 
   private close(link: Link): void {
+    // A stranded link closes only with the proxy (a peer behind the partition never hears the other end go).
+    if (link.stranded && !this.stopping) return;
     if (!this.links.delete(link)) return;
     this.clearTimers(link);
     link.client.destroy();

@@ -122,3 +122,57 @@ describe('faults: Postgres link', () => {
     expectNothingLost(result);
   }, 180000);
 });
+
+describe('faults: Postgres link black-holed', () => {
+  let run: FaultRun | undefined;
+  afterEach(async () => {
+    await run?.close();
+    run = undefined;
+  });
+
+  it('the open connections black-holed for good, twice (no RST; new connections work) under load: delivery resumes within 30 s each time, no query waits on a dead link for good, nothing acknowledged is lost', async () => {
+    // A small pool: what waits on a dead link for good is a connection the runtime never gets back.
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000', EVENTMESH_POSTGRES_POOL_SIZE: '3' };
+    run = new FaultRun({
+      name: 'pg-strand',
+      instances: [{ proxyPostgres: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
+      publishers: 4,
+      ratePerSecond: 100,
+      attemptTimeoutMs: 5000,
+      env,
+    });
+    await run.start();
+    await run.acknowledgedMore(100);
+    const proxy = run.instances[0].postgres!;
+    const instanceId = run.instances[0].id;
+    const epochs = [await dispatchEpochOf(env, instanceId)];
+    const notes: string[] = [];
+    for (const round of [1, 2]) {
+      // The statements in flight and the pool's idle connections are lost behind the partition: only a deadline
+      // on each query frees what waits on them (the proxy's TCP stack answers, as a half-open peer's does until
+      // keepalive gives up).
+      proxy.strand();
+      const strandedAt = Date.now();
+      await run.acknowledgedMore(100, 20000);
+      const resumed = await run.delivered(30000);
+      notes.push(`strand ${round}: ${resumed ? `delivered all acknowledged within ${Date.now() - strandedAt} ms` : 'NOT delivered within 30 s'}`);
+      epochs.push(await dispatchEpochOf(env, instanceId).catch(() => NaN));
+      // The runtime lets go of every dead connection: a query on one times out (8 s) and its connection is
+      // dropped; an idle one leaves the pool after its idle timeout (10 s).
+      const released = await waitFor('no client connection left on the dead links', () => proxy.strandedOpen === 0, { timeoutMs: 25000, intervalMs: 250 })
+        .then(() => true, () => false);
+      notes.push(`strand ${round}: ${released ? `dead links released ${Date.now() - strandedAt} ms after` : `${proxy.strandedOpen} dead links still held after 25 s`}`);
+      if (!resumed || !released) break;
+    }
+    const result = await run.finish(30000);
+    reportCase(
+      'Postgres link: open connections black-holed for good, twice; new ones pass (proxy, pool 3, lease TTL 4 s, query timeout 8 s); 1 instance, 100/s',
+      result,
+      `${notes.join('; ')}; dispatch epochs ${epochs.join(' -> ')}`,
+    );
+    expect(notes.filter((n) => /NOT|still held/.test(n))).toEqual([]);
+    expect(run.instances[0].process!.child.exitCode).toBeNull();
+    expectNothingLost(result);
+  }, 240000);
+});

@@ -112,7 +112,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         acl: new AclAdmin(new AclRuleStore(deps.db)),
         quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
         ownership:
-          config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db)) : undefined,
+          config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2))) : undefined,
       }),
       new FastifyAdapter({
         bodyLimit: config.http.bodyLimitBytes,

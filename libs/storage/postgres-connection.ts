@@ -1,0 +1,103 @@
+import { Client, ClientConfig } from 'pg';
+import type { EventMeshConfig } from '../config';
+
+/** How long a connection attempt (and, in the pool, a wait for a free connection) may take. */
+export const POSTGRES_CONNECT_TIMEOUT_MS = 5000;
+/** Idle time before TCP keepalive probes start on a connection (the operating system's settings do the rest). */
+export const POSTGRES_KEEPALIVE_DELAY_MS = 10000;
+/** How long after the server's statement timeout a client still waits for an answer before it drops the link. */
+export const POSTGRES_DEADLINE_GRACE_MS = 1000;
+
+/**
+ * A query's answer did not come within its deadline; its connection was dropped. Coded `ETIMEDOUT`: Postgres is
+ * unreachable from here ({@link isPostgresUnavailable}), not a bad query.
+ */
+export class QueryDeadlineError extends Error {
+  readonly code = 'ETIMEDOUT';
+  constructor(deadlineMs: number) {
+    super(`no answer from Postgres within ${deadlineMs} ms (EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS plus ${POSTGRES_DEADLINE_GRACE_MS} ms); its connection was dropped`);
+    this.name = 'QueryDeadlineError';
+  }
+}
+
+/**
+ * A pg client whose every query has a deadline. The server ends a statement after `statement_timeout` and answers
+ * with an error; a client that has heard nothing a grace after that is talking into a dead link (a half-open
+ * connection: packets dropped, no RST, which no socket error ever reports), so it rejects the query and destroys
+ * the connection: the client emits `error`, and the pool (TypeORM releases a connection with its error) drops it
+ * rather than lend it again. Without this, a statement sent into such a link waits for good, and so does whatever
+ * awaits it (a dispatch loop, an offset commit, a lease renewal), holding its pool connection.
+ *
+ * Queries in promise and callback form are bounded; a submittable (a cursor or stream, none in the runtime) is not.
+ */
+export function deadlineClient(deadlineMs: number): typeof Client {
+  return class DeadlineClient extends Client {
+    // pg's query has many overloads; this one forwards them all.
+    // eslint-disable-next-line @typescript-eslint/no-explicit-any
+    override query(...args: any[]): any {
+      const last: unknown = args[args.length - 1];
+      if (typeof last === 'function') {
+        const callback = last as (err: Error | null, result?: unknown) => void;
+        (this.query(...args.slice(0, -1)) as Promise<unknown>).then((r) => callback(null, r), (e: Error) => callback(e));
+        return undefined;
+      }
+      const result: unknown = (super.query as (...a: unknown[]) => unknown).apply(this, args);
+      if (!(result instanceof Promise)) return result;
+      return new Promise((resolve, reject) => {
+        const timer = setTimeout(() => {
+          // Rejected once the client has reported the connection lost (its `error`, on the stream's close), so
+          // that the pool has dropped it before the caller, seeing the rejection, releases it or asks for another.
+          const stream = this.connection.stream;
+          stream.once('close', () => reject(new QueryDeadlineError(deadlineMs)));
+          stream.destroy();
+        }, deadlineMs);
+        result.then(
+          (r) => {
+            clearTimeout(timer);
+            resolve(r);
+          },
+          (e) => {
+            clearTimeout(timer);
+            reject(e);
+          },
+        );
+      });
+    }
+  };
+}
+
+/**
+ * The settings of every connection the runtime opens to Postgres (the pool's and the reply listener's), in one
+ * place: TCP keepalive, a connection timeout, the server's `statement_timeout` and
+ * `idle_in_transaction_session_timeout` at `queryTimeoutMs` (a session whose client vanished inside a transaction
+ * releases its locks), and the client-side deadline of {@link deadlineClient} a grace later. `queryTimeoutMs` 0:
+ * none of the three timeouts (migrations, which may run long).
+ */
+export function postgresConnectionOptions(
+  pg: EventMeshConfig['postgres'],
+  applicationName: string,
+): ClientConfig & { Client?: typeof Client } {
+  const bounded = pg.queryTimeoutMs > 0;
+  return {
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: pg.database,
+    application_name: applicationName,
+    keepAlive: true,
+    keepAliveInitialDelayMillis: POSTGRES_KEEPALIVE_DELAY_MS,
+    connectionTimeoutMillis: POSTGRES_CONNECT_TIMEOUT_MS,
+    ...(bounded && {
+      statement_timeout: pg.queryTimeoutMs,
+      idle_in_transaction_session_timeout: pg.queryTimeoutMs,
+      Client: deadlineClient(pg.queryTimeoutMs + POSTGRES_DEADLINE_GRACE_MS),
+    }),
+  };
+}
+
+/** A client for one long-lived connection (the reply listener's LISTEN), with the settings above. */
+export function createPostgresClient(pg: EventMeshConfig['postgres'], applicationName: string): Client {
+  const { Client: ClientClass = Client, ...options } = postgresConnectionOptions(pg, applicationName);
+  return new ClientClass(options);
+}
