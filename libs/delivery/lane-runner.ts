@@ -7,6 +7,7 @@ import { FailurePolicy, messageIdOf, NOT_ATTEMPTED_RETRY_MS } from './failure-po
 import { HeldKey, holdKey, loadHeld, releaseHead } from './held-keys';
 import { Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
 import { depthOf, keyOf, orderingOf, startable, Work } from './ordering';
+import { refillAt } from './partition-feed';
 
 /** Parked deliveries a recovering lane reads at once. */
 const RECOVERY_BATCH = 64;
@@ -111,8 +112,12 @@ export class LaneRunner {
     const out = new Set<Promise<void>>();
     let halted = false;
     let failure: unknown;
+    const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
     for (;;) {
+      const before = lane.buffer.length;
       while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled') lane.nextOffset = lane.buffer.shift()!.offset + 1;
+      // Running low: the loop fetches the next batch while the lane delivers the rest.
+      if (before >= refill && lane.buffer.length < refill) this.ctx.wake();
       if (!halted && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
         for (const work of startable(lane, ordering, depth - out.size, Date.now())) {
           const delivery: Promise<void> = this.start(lane, work)
