@@ -203,7 +203,9 @@ async function ours(instance: Instance, sink: Sink, producer: Producer, topic: s
 async function group(sink: Sink, producer: Producer, topic: string, ids: string[]): Promise<Measured> {
   const secret = `whsec_${Buffer.from(randomUUID()).toString('base64')}`;
   sink.key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
-  const child: ChildProcess = spawn(process.execPath, [path.join(ROOT, 'dist/bench/group-member.js')], {
+  // BENCH_GROUP_NODE_ARGS go to the member's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, as BENCH_INSTANCE_NODE_ARGS to the instance's.
+  const nodeArgs = (process.env.BENCH_GROUP_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/bench/group-member.js')], {
     env: {
       PATH: process.env.PATH ?? '',
       BENCH_GROUP_TOPIC: topic,
@@ -221,7 +223,8 @@ async function group(sink: Sink, producer: Producer, topic: string, ids: string[
   try {
     return await measure(sink, producer, topic, ids, child.pid!);
   } finally {
-    child.kill('SIGKILL');
+    // SIGTERM when profiling: the profile is written at exit.
+    child.kill(nodeArgs.length > 0 ? 'SIGTERM' : 'SIGKILL');
   }
 }
 

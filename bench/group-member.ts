@@ -57,6 +57,9 @@ async function main(): Promise<void> {
   process.stdout.write('running\n');
 }
 
+// A clean exit on SIGTERM, so a `--cpu-prof` profile is written; SIGKILL stays a crash.
+process.on('SIGTERM', () => process.exit(0));
+
 main().catch((e: unknown) => {
   process.stderr.write(`${(e as Error).message}\n`);
   process.exit(1);

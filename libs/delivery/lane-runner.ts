@@ -234,6 +234,11 @@ export class LaneRunner {
     // No outcome: the breaker is open (nothing went out), or the lane closed or the gate shut mid-send.
     const result = await this.attempt(lane, frame, messageId, this.sendSignalOf(lane));
     if (!result) return 'halt';
+    // The common answer without another await (the failure policy's verdict for a 2xx is `delivered`).
+    if (result.ok) {
+      this.ctx.progress.delivered++;
+      return 'settled';
+    }
     return this.failures.inLane(lane, record, frame, result);
   }
 
