@@ -76,12 +76,12 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
   });
 
   /** An instance of its own with one `key`-ordered webhook subscription from the end of the log, and its loop running. */
-  async function start(concurrency: number) {
+  async function start(concurrency: number, retryDelayMs = 10) {
     const instanceId = `ord-${randomUUID().slice(0, 8)}`;
     const id = randomUUID();
     await db.manager.insert(SubscriptionEntity, {
       id, topic, protocol: 'HTTP', sink: sink.url!, instanceId, status: 'ACTIVE',
-      config: { ordering: 'key', concurrency, retry: { initialDelayMs: 10, maxDelayMs: 20, maxAttempts: 50 } },
+      config: { ordering: 'key', concurrency, retry: { initialDelayMs: retryDelayMs, maxDelayMs: retryDelayMs, maxAttempts: 50 } },
     });
     const from = (await topics.endOffsets(topic)).get(0)!;
     await offsets.commit([{ subscriptionId: id, topic, partition: 0, nextOffset: from, epoch: 0 }]);
@@ -143,14 +143,16 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
   });
 
   it('parks a failing key alone: its later events wait in the retry table behind it, the other key goes on, and the key keeps its order', async () => {
-    const { id, from, stored, progress } = await start(4);
+    // Retries at least 150 ms apart: the good key's four events all go out while bad-0 waits for its second attempt.
+    const { id, from, stored, progress } = await start(4, 300);
     // bad-0 fails its first 5 attempts: 3 in the lane, then it is parked and retried by the lane from the table.
     let failuresLeft = 5;
     sink.status = (r) => (idOf(r).startsWith('bad-0-') && failuresLeft-- > 0 ? 500 : 200);
     const ids = await publish(['bad', 'good'], 4);
-    await waitFor('every event delivered', () => ids.every((e) => lastArrival(e) >= 0) && failuresLeft < 0, { timeoutMs: 20000 });
-    // The good key was never held: all of it arrived before bad-0 was acknowledged (its last attempt).
-    for (const g of ofKey(ids, 'good')) expect(firstArrival(g)).toBeLessThan(lastArrival(ids[0]));
+    await waitFor('every event delivered', () => ids.every((e) => lastArrival(e) >= 0) && failuresLeft < 0, { timeoutMs: 30000 });
+    // The good key was never held: all of it arrived before bad-0's second attempt.
+    const secondAttempt = arrivals().indexOf(ids[0], firstArrival(ids[0]) + 1);
+    for (const g of ofKey(ids, 'good')) expect(firstArrival(g)).toBeLessThan(secondAttempt);
     // bad's later events: one attempt each, after bad-0's acknowledgement, in order.
     const bad = ofKey(ids, 'bad');
     for (const b of bad.slice(1)) expect(arrivals().filter((a) => a === b)).toHaveLength(1);
