@@ -25,6 +25,10 @@ import { benchConfig, benchEnv, brokerPid, meterCpu, percentile, ROOT, startInst
  * sink is measured. The sink (in this process) checks every Standard Webhooks signature, and answers after
  * the scenario's delay.
  *
+ * BENCH_BASELINE_ROOT names another built checkout (e.g. of main, or of an earlier commit): its instance runs as a
+ * third path in every round, on topics of its own, for a before/after comparison in the same run. Both instances
+ * then run LOCAL_STICKY_PULL (two PARTITION_OWNED_PULL instances would share the partitions of both).
+ *
  * Scenarios: `partition` with a sink that answers at once (goal: >= 1.0x the group), and `key` over 64 keys with
  * a sink that answers in 5 ms (goal: >= 3x the group). Rounds alternate which path goes first. Figures are noisy on
  * a shared host: read the per-round ratios and the medians.
@@ -35,7 +39,8 @@ const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 6);
 const KEYS = Number(process.env.BENCH_KEYS ?? 64);
 const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 400);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 4);
-const TOPOLOGY = process.env.BENCH_TOPOLOGY ?? 'PARTITION_OWNED_PULL';
+const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
+const TOPOLOGY = process.env.BENCH_TOPOLOGY ?? (BASELINE_ROOT ? 'LOCAL_STICKY_PULL' : 'PARTITION_OWNED_PULL');
 const ONLY = process.env.BENCH_SCENARIOS?.split(',');
 const config = benchConfig();
 
@@ -262,10 +267,12 @@ async function main(): Promise<void> {
   const sink = new Sink();
   await sink.start();
   const run = randomUUID().slice(0, 6);
-  const topicOf = (round: number, scenario: string, path: 'ours' | 'group') => `bench-dlv-${run}-${round}-${scenario}-${path}`;
-  const ourTopics = SCENARIOS.flatMap((s) => Array.from({ length: ROUNDS }, (_, r) => topicOf(r, s.name, 'ours')));
-  const groupTopics = SCENARIOS.flatMap((s) => Array.from({ length: ROUNDS }, (_, r) => topicOf(r, s.name, 'group')));
-  await createTopics(kafka, [...ourTopics, ...groupTopics]);
+  const topicOf = (round: number, scenario: string, path: 'ours' | 'base' | 'group') => `bench-dlv-${run}-${round}-${scenario}-${path}`;
+  const topicsOf = (path: 'ours' | 'base' | 'group') => SCENARIOS.flatMap((s) => Array.from({ length: ROUNDS }, (_, r) => topicOf(r, s.name, path)));
+  const ourTopics = topicsOf('ours');
+  const groupTopics = topicsOf('group');
+  const baseTopics = BASELINE_ROOT ? topicsOf('base') : [];
+  await createTopics(kafka, [...ourTopics, ...groupTopics, ...baseTopics]);
   console.log(`delivery benchmark: ${ROUNDS} rounds, ${EVENTS} events of 1 KiB over ${PARTITIONS} partitions and ${KEYS} keys, then ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s; ${TOPOLOGY}`);
   console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   if (TOPOLOGY === 'PARTITION_OWNED_PULL') await resetOwnership();
@@ -278,29 +285,45 @@ async function main(): Promise<void> {
       EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
     }),
   );
+  const baseline = BASELINE_ROOT
+    ? await startInstanceProcess(
+        benchEnv({
+          EVENTMESH_INSTANCE_ID: `dlvbase${run}`,
+          EVENTMESH_HTTP_PORT: '0',
+          EVENTMESH_DELIVERY_TOPOLOGY: TOPOLOGY,
+          EVENTMESH_KAFKA_TOPICS: baseTopics.join(','),
+          EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
+        }),
+        BASELINE_ROOT,
+      )
+    : undefined;
+  if (baseline) console.log(`baseline: the build in ${BASELINE_ROOT}`);
   const f = (n: number, d = 0) => n.toFixed(d);
   try {
     if (TOPOLOGY === 'PARTITION_OWNED_PULL') await settled(instance, ourTopics);
     for (const scenario of SCENARIOS) {
       sink.delayMs = scenario.sinkDelayMs;
-      const rows: { round: number; ours: Measured; group: Measured }[] = [];
+      const rows: { round: number; ours: Measured; group: Measured; base?: Measured }[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         const oursTopic = topicOf(round, scenario.name, 'ours');
         const groupTopic = topicOf(round, scenario.name, 'group');
         const oursIds = await fill(producer, oursTopic);
         const groupIds = await fill(producer, groupTopic);
-        let mine: Measured;
-        let theirs: Measured;
-        // Alternate which path goes first: the host's other load changes over a round.
-        if (round % 2 === 0) {
-          mine = await ours(instance, sink, producer, oursTopic, oursIds, scenario.name);
-          theirs = await group(sink, producer, groupTopic, groupIds);
-        } else {
-          theirs = await group(sink, producer, groupTopic, groupIds);
-          mine = await ours(instance, sink, producer, oursTopic, oursIds, scenario.name);
-        }
-        rows.push({ round, ours: mine, group: theirs });
-        console.log(`  ${scenario.name} round ${round + 1}/${ROUNDS}: ours ${f(mine.perSecond)} events/s, group ${f(theirs.perSecond)} events/s, ratio ${(mine.perSecond / theirs.perSecond).toFixed(2)}x`);
+        const baseTopic = topicOf(round, scenario.name, 'base');
+        const baseIds = baseline ? await fill(producer, baseTopic) : [];
+        const paths: (() => Promise<void>)[] = [
+          async () => void (mine = await ours(instance, sink, producer, oursTopic, oursIds, scenario.name)),
+          async () => void (theirs = await group(sink, producer, groupTopic, groupIds)),
+        ];
+        if (baseline) paths.push(async () => void (base = await ours(baseline, sink, producer, baseTopic, baseIds, scenario.name)));
+        let mine!: Measured;
+        let theirs!: Measured;
+        let base: Measured | undefined;
+        // Rotate which path goes first: the host's other load changes over a round.
+        for (let i = 0; i < paths.length; i++) await paths[(i + round) % paths.length]();
+        rows.push({ round, ours: mine, group: theirs, base });
+        console.log(`  ${scenario.name} round ${round + 1}/${ROUNDS}: ours ${f(mine.perSecond)} events/s, group ${f(theirs.perSecond)} events/s, ratio ${(mine.perSecond / theirs.perSecond).toFixed(2)}x` +
+          (base ? `; baseline ${f(base.perSecond)} events/s, ratio ${(base.perSecond / theirs.perSecond).toFixed(2)}x, CPU µs/event ours ${f(mine.cpuUs)} baseline ${f(base.cpuUs)} group ${f(theirs.cpuUs)}` : ''));
       }
       console.log(`\n| ordering \`${scenario.name}\`, sink answers in ${scenario.sinkDelayMs} ms | round | eventmesh events/s | group events/s | ratio | eventmesh p50/p95/p99 ms | group p50/p95/p99 ms | CPU µs/event ours / group | broker CPU µs/event ours / group |`);
       console.log('|---|---|---|---|---|---|---|---|---|');
@@ -311,17 +334,23 @@ async function main(): Promise<void> {
       const ratios = rows.map((r) => r.ours.perSecond / r.group.perSecond);
       const m = median(ratios);
       console.log(`| **median** | | ${f(median(rows.map((r) => r.ours.perSecond)))} | ${f(median(rows.map((r) => r.group.perSecond)))} | **${m.toFixed(2)}x** | | | | |`);
-      console.log(`\nordering ${scenario.name}: median ratio ${m.toFixed(2)}x, per round ${ratios.map((x) => x.toFixed(2)).join(', ')}; goal >= ${scenario.goal}x: ${m >= scenario.goal ? 'met' : 'NOT met'}\n`);
+      console.log(`\nordering ${scenario.name}: median ratio ${m.toFixed(2)}x, per round ${ratios.map((x) => x.toFixed(2)).join(', ')}; goal >= ${scenario.goal}x: ${m >= scenario.goal ? 'met' : 'NOT met'}`);
+      if (baseline) {
+        const baseRatios = rows.map((r) => r.base!.perSecond / r.group.perSecond);
+        console.log(`baseline build: median ratio ${median(baseRatios).toFixed(2)}x, per round ${baseRatios.map((x) => x.toFixed(2)).join(', ')}; ours/baseline per round ${rows.map((r) => (r.ours.perSecond / r.base!.perSecond).toFixed(2)).join(', ')}`);
+      }
+      console.log('');
     }
     console.log(`bad signatures at the sink: ${sink.badSignatures} of ${sink.received} requests`);
   } finally {
     await instance.stop();
+    await baseline?.stop();
     if (TOPOLOGY === 'PARTITION_OWNED_PULL') await resetOwnership();
     await producer.disconnect();
     await sink.stop();
     const admin = kafka.admin();
     await admin.connect();
-    await admin.deleteTopics({ topics: [...ourTopics, ...groupTopics] }).catch(() => undefined);
+    await admin.deleteTopics({ topics: [...ourTopics, ...groupTopics, ...baseTopics] }).catch(() => undefined);
     await admin.disconnect();
   }
 }
