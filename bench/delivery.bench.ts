@@ -26,8 +26,9 @@ import { benchConfig, benchEnv, brokerPid, meterCpu, percentile, ROOT, startInst
  * the scenario's delay.
  *
  * BENCH_BASELINE_ROOT names another built checkout (e.g. of main, or of an earlier commit): its instance runs as a
- * third path in every round, on topics of its own, for a before/after comparison in the same run. Both instances
- * then run LOCAL_STICKY_PULL (two PARTITION_OWNED_PULL instances would share the partitions of both).
+ * third path in every round, on topics of its own, for a before/after comparison in the same run. The baseline runs
+ * BENCH_BASELINE_TOPOLOGY (default LOCAL_STICKY_PULL, as does ours then unless BENCH_TOPOLOGY says otherwise: two
+ * PARTITION_OWNED_PULL instances would share the partitions of both).
  *
  * Scenarios: `partition` with a sink that answers at once (goal: >= 1.0x the group), and `key` over 64 keys with
  * a sink that answers in 5 ms (goal: >= 3x the group). Rounds alternate which path goes first. Figures are noisy on
@@ -41,6 +42,8 @@ const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 400);
 const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 4);
 const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
 const TOPOLOGY = process.env.BENCH_TOPOLOGY ?? (BASELINE_ROOT ? 'LOCAL_STICKY_PULL' : 'PARTITION_OWNED_PULL');
+/** The baseline instance's topology: LOCAL_STICKY_PULL unless asked (it can run beside an owned-mode instance). */
+const BASELINE_TOPOLOGY = process.env.BENCH_BASELINE_TOPOLOGY ?? 'LOCAL_STICKY_PULL';
 const ONLY = process.env.BENCH_SCENARIOS?.split(',');
 const config = benchConfig();
 
@@ -290,14 +293,14 @@ async function main(): Promise<void> {
         benchEnv({
           EVENTMESH_INSTANCE_ID: `dlvbase${run}`,
           EVENTMESH_HTTP_PORT: '0',
-          EVENTMESH_DELIVERY_TOPOLOGY: TOPOLOGY,
+          EVENTMESH_DELIVERY_TOPOLOGY: BASELINE_TOPOLOGY,
           EVENTMESH_KAFKA_TOPICS: baseTopics.join(','),
           EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
         }),
         BASELINE_ROOT,
       )
     : undefined;
-  if (baseline) console.log(`baseline: the build in ${BASELINE_ROOT}`);
+  if (baseline) console.log(`baseline: the build in ${BASELINE_ROOT}, ${BASELINE_TOPOLOGY}`);
   const f = (n: number, d = 0) => n.toFixed(d);
   try {
     if (TOPOLOGY === 'PARTITION_OWNED_PULL') await settled(instance, ourTopics);
