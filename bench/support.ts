@@ -69,14 +69,18 @@ export function printTable(results: RunResult[]): void {
  * generator's event loop, which shares the host with the instance. BENCH_INSTANCE_LOG_DIR keeps the files
  * (default: a temporary directory).
  */
-export async function startInstanceProcess(env: Record<string, string>): Promise<{ url: string; child: ChildProcess; logFile: string; stop(): Promise<void> }> {
+export async function startInstanceProcess(
+  env: Record<string, string>,
+  /** Another build's checkout to run (an A/B comparison against it); this one by default. */
+  root = ROOT,
+): Promise<{ url: string; child: ChildProcess; logFile: string; stop(): Promise<void> }> {
   // BENCH_INSTANCE_NODE_ARGS go to the instance's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
   const nodeArgs = (process.env.BENCH_INSTANCE_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const logDir = process.env.BENCH_INSTANCE_LOG_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'eventmesh-bench-log-'));
   const logFile = path.join(logDir, `${env.EVENTMESH_INSTANCE_ID ?? 'instance'}-${Date.now()}.log`);
   const stdout = openSync(logFile, 'a');
-  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/apps/instance/src/main.js')], {
-    cwd: ROOT,
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'dist/apps/instance/src/main.js')], {
+    cwd: root,
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', stdout, 'pipe'],
   });

@@ -17,7 +17,8 @@ import { benchConfig, benchEnv, percentile, ROOT, startInstanceProcess } from '.
  * owner and measures, for each of its partitions, the time from the kill to the first delivery (to the same HTTP
  * sink) of an event produced after the kill, i.e. delivered by the new owner; then restarts it and waits for the
  * assignment to settle. The baseline is 3 consumer-group member processes (session timeout = the TTL, heartbeat
- * a third of it) POSTing each record to the sink, killed the same way.
+ * a third of it) POSTing each record to the sink as a signed CloudEvents request (bench/group-member.ts), killed
+ * the same way.
  *
  * Throughput: N events already in a fresh 6-partition topic, delivered to the sink by 1, 2 and 3 instances (a
  * webhook subscription starting at the earliest offset), and by 1, 2 and 3 group members; from first to last
@@ -251,6 +252,8 @@ class Group {
         BENCH_GROUP_MEMBER: name,
         BENCH_GROUP_SESSION_TIMEOUT_MS: String(TTL_MS),
         BENCH_GROUP_FROM_BEGINNING: this.fromBeginning ? '1' : '0',
+        // The same signed POSTs as a webhook delivery (every subscription has a signing secret).
+        BENCH_GROUP_SIGNING_SECRET: `whsec_${Buffer.alloc(24, 'bench group').toString('base64')}`,
       },
       stdio: ['ignore', 'pipe', 'inherit'],
     });

@@ -49,6 +49,8 @@ export interface EventMeshConfig {
     webhookTimeoutMs: number;
     webhookOrigin: string;
     pollBatchMaxEvents: number;
+    /** Deliveries out at once per partition of a webhook subscription with ordering `key` or `none`. */
+    concurrency: number;
     retryInitialMs: number;
     retryMaxMs: number;
     maxAttempts: number;
@@ -290,6 +292,8 @@ const SETTINGS = {
     'The origin this runtime names in the webhook validation handshake (WebHook-Request-Origin).'),
   pollBatchMaxEvents: setting('EVENTMESH_DELIVERY_POLL_BATCH_MAX_EVENTS', 'eventmesh.delivery.pollBatchMaxEvents',
     integer(1, 100000), () => 500, 'Most events dispatched between two offset commits of one partition.'),
+  deliveryConcurrency: setting('EVENTMESH_DELIVERY_CONCURRENCY', 'eventmesh.delivery.concurrency', integer(1, 256), () => 16,
+    'Deliveries out at once per partition of a webhook subscription with ordering `key` or `none` (its `config.concurrency` overrides it; docs/delivery.md).'),
   retryInitialMs: setting('EVENTMESH_DELIVERY_RETRY_INITIAL_MS', 'eventmesh.delivery.retryInitialMs',
     integer(10, 600000), () => 200, 'First delay before a failed delivery is retried.'),
   retryMaxMs: setting('EVENTMESH_DELIVERY_RETRY_MAX_MS', 'eventmesh.delivery.retryMaxMs', integer(10, 3600000),
@@ -550,6 +554,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       webhookTimeoutMs: v.webhookTimeoutMs,
       webhookOrigin: v.webhookOrigin,
       pollBatchMaxEvents: v.pollBatchMaxEvents,
+      concurrency: v.deliveryConcurrency,
       retryInitialMs: v.retryInitialMs,
       retryMaxMs: v.retryMaxMs,
       maxAttempts: v.maxAttempts,

@@ -21,6 +21,11 @@ export interface DispatchLoopOptions {
   batchMaxEvents: number;
   /** How often the set of subscriptions (and the partitions of their topics) is re-read. */
   refreshIntervalMs: number;
+  /**
+   * Deliveries out at once in a lane of a subscription with ordering `key` or `none` (its `config.concurrency`
+   * overrides it); absent: DEFAULT_LANE_CONCURRENCY (ordering.ts).
+   */
+  concurrency?: number;
   /** Defaults of the retry policy; a subscription's `config.retry` overrides each. */
   retryInitialMs: number;
   retryMaxMs: number;

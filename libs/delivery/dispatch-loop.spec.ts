@@ -98,8 +98,11 @@ class FakeSender {
   readonly failIds = new Map<string, number>();
   /** When each event's attempts started. */
   readonly times = new Map<string, number[]>();
+  /** Every attempt's event id, in the order the attempts started. */
+  readonly tried: string[] = [];
   async send(target: { sink: string }, f: EventFrame, messageId: string): Promise<WebhookResult> {
     const sink = target.sink;
+    this.tried.push(f.id);
     this.times.set(f.id, [...(this.times.get(f.id) ?? []), Date.now()]);
     if (this.holding.has(sink)) {
       await new Promise<void>((resolve) => {
@@ -774,5 +777,123 @@ describe('DispatchLoop bounds: circuit breaker, parking cap, ordered recovery, s
     const progress = await runUntil(loop, () => sender.idsFor(SINK).length >= 4);
     expect(sender.idsFor(SINK)).toEqual(['e-1', 'e-2', 'e-3', 'e-4']);
     expect(progress.recovered).toBe(2);
+  });
+});
+
+describe('DispatchLoop ordering', () => {
+  /** An event of partition key `key`; its id names both. */
+  const keyed = (key: string, n: number): EventFrame => ({ id: `${key}-${n}`, source: '/t', type: 't', specversion: '1.0', extensions: { partitionkey: key }, data: Buffer.from(String(n)) });
+  const ordered = (id: string, ordering: 'key' | 'none', concurrency?: number) =>
+    ({ ...subscription(id), config: { ordering, ...(concurrency ? { concurrency } : {}) } }) as unknown as SubscriptionEntity;
+  const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 5 });
+  const idsOfKey = (ids: string[], key: string) => ids.filter((id) => id.startsWith(`${key}-`));
+
+  it('key: delivers different keys of a partition at once, up to the concurrency, and each key in order', async () => {
+    const { log, offsets, sender, loop } = setup([ordered('k', 'key', 4)]);
+    const keys = ['a', 'b', 'c', 'd', 'e', 'f'];
+    for (let n = 0; n < 3; n++) for (const key of keys) log.append(0, keyed(key, n));
+    sender.holding.add('http://k');
+    const abort = new AbortController();
+    const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
+    try {
+      // Four keys out at once (the concurrency), each with its first event only: a key's next waits behind it.
+      await until('four deliveries out', () => sender.held.size === 4);
+      expect([...sender.held.keys()].sort()).toEqual(['a-0', 'b-0', 'c-0', 'd-0']);
+      await until('the rest', () => {
+        for (const release of sender.held.values()) release();
+        return sender.idsFor('http://k').length === 18;
+      });
+      expect(sender.maxHeld).toBe(4);
+      for (const key of keys) expect(idsOfKey(sender.idsFor('http://k'), key)).toEqual([0, 1, 2].map((n) => `${key}-${n}`));
+      await until('a commit over all 18', () => offsets.at('k', 0) === 18);
+    } finally {
+      for (const release of sender.held.values()) release();
+      abort.abort();
+      await running;
+    }
+  });
+
+  it('key and none: the committed offset is the lowest one not settled, whatever settled after it', async () => {
+    for (const ordering of ['key', 'none'] as const) {
+      const { log, offsets, sender, loop } = setup([ordered('k', ordering)]);
+      for (let n = 0; n < 6; n++) log.append(0, keyed(`k${n}`, n));
+      log.append(1, keyed('p1', 0));
+      sender.holding.add('http://k');
+      const abort = new AbortController();
+      const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
+      try {
+        await until('six deliveries of partition 0 out, and partition 1', () => sender.held.size === 7);
+        // Offsets 0..1 and 3..5 settle; 2 is still out. A commit that moved partition 1 shows partition 0 at 2.
+        for (const id of ['k0-0', 'k1-1', 'k3-3', 'k4-4', 'k5-5']) sender.held.get(id)!();
+        await until('five delivered', () => sender.idsFor('http://k').length === 5);
+        sender.held.get('p1-0')!();
+        await until('a commit of partition 1', () => offsets.at('k', 1) === 1);
+        expect(offsets.at('k', 0)).toBe(2);
+        sender.held.get('k2-2')!();
+        await until(`${ordering}: a commit over all six`, () => offsets.at('k', 0) === 6);
+      } finally {
+        for (const release of sender.held.values()) release();
+        abort.abort();
+        await running;
+      }
+    }
+  });
+
+  it('key: a failing key is parked alone; its later events are parked behind it, in order, and other keys go on', async () => {
+    const { log, offsets, sender, retries, loop } = setup([ordered('k', 'key')]);
+    for (let n = 0; n < 4; n++) {
+      log.append(0, keyed('bad', n));
+      log.append(0, keyed('good', n));
+    }
+    // bad-0 fails 5 times: 3 in the lane, then parked; it succeeds on its 6th attempt, from the retry table.
+    sender.failIds.set('bad-0', 5);
+    let parkedRows: number[] | undefined;
+    let goodWhenParked: string[] | undefined;
+    const progress = await runUntil(loop, (p) => {
+      if (!parkedRows && (p.parkedBehind ?? 0) >= 3) {
+        parkedRows = [...retries.rows.values()].map((r) => r.offset).sort((a, b) => a - b);
+        goodWhenParked = idsOfKey(sender.idsFor('http://k'), 'good');
+      }
+      return sender.idsFor('http://k').length === 8 && offsets.at('k', 0) === 8;
+    });
+    // The key's later events were never attempted before bad-0 was delivered: parked behind it without an attempt.
+    expect(parkedRows).toEqual([0, 2, 4, 6]);
+    expect(progress.parked).toBe(1);
+    expect(progress.parkedBehind).toBe(3);
+    expect(goodWhenParked).toEqual(['good-0', 'good-1', 'good-2', 'good-3']);
+    expect(sender.times.get('bad-1')!.length).toBe(1);
+    expect(sender.tried.indexOf('bad-1')).toBeGreaterThan(sender.tried.lastIndexOf('bad-0'));
+    expect(idsOfKey(sender.idsFor('http://k'), 'bad')).toEqual(['bad-0', 'bad-1', 'bad-2', 'bad-3']);
+    expect(retries.rows.size).toBe(0);
+  });
+
+  it('key: parked deliveries of an earlier run are loaded as held keys; their keys wait, the others do not', async () => {
+    const { log, sender, retries, offsets, loop } = setup([ordered('k', 'key')]);
+    for (const [key, n] of [['a', 0], ['b', 0], ['a', 1], ['b', 1]] as const) log.append(0, keyed(key, n));
+    // a-0 was parked by an earlier run, which committed past it: a-1 (offset 2) comes after it.
+    const f = keyed('a', 0);
+    await retries.park({
+      subscriptionId: 'k', topic: TOPIC, partition: 0, offset: 0, attributes: { id: f.id, source: f.source, type: f.type, specversion: '1.0', partitionkey: 'a' },
+      data: f.data!, attempts: 3, lastError: 'HTTP 503', firstFailedAt: new Date(), nextAttemptAt: new Date(Date.now() + 60_000), epoch: 0,
+    });
+    offsets.rows.set('k#0', { subscriptionId: 'k', topic: TOPIC, partition: 0, nextOffset: 1, epoch: 0 });
+    sender.failIds.set('a-0', 2);
+    const progress = await runUntil(loop, () => sender.idsFor('http://k').length === 4);
+    expect(idsOfKey(sender.idsFor('http://k'), 'a')).toEqual(['a-0', 'a-1']);
+    expect(idsOfKey(sender.idsFor('http://k'), 'b')).toEqual(['b-0', 'b-1']);
+    // b went on while a-0 was retried: both of b before a-0's third attempt.
+    expect(sender.tried.indexOf('b-1')).toBeLessThan(sender.tried.lastIndexOf('a-0'));
+    expect(progress.recovered).toBe(2);
+    expect(progress.parkedBehind).toBe(1);
+  });
+
+  it('none: a failing event holds nothing else of its partition', async () => {
+    const { log, offsets, sender, loop } = setup([ordered('k', 'none')]);
+    for (let n = 0; n < 5; n++) log.append(0, keyed('x', n));
+    sender.failIds.set('x-0', 2);
+    await runUntil(loop, () => sender.idsFor('http://k').length === 5 && offsets.at('k', 0) === 5);
+    const order = sender.idsFor('http://k');
+    expect(order.slice(0, 4)).toEqual(['x-1', 'x-2', 'x-3', 'x-4']);
+    expect(order[4]).toBe('x-0');
   });
 });

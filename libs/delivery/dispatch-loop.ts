@@ -7,7 +7,7 @@ import { DispatchContext, DispatchLoopDeps, isFenced } from './dispatch-context'
 import { FailurePolicy } from './failure-policy';
 import { Lane, Lanes, newLane } from './lane';
 import { LaneRunner } from './lane-runner';
-import { OffsetCommitter } from './offset-committer';
+import { COMMIT_INTERVAL_MS, OffsetCommitter } from './offset-committer';
 import { PartitionFeed, pause } from './partition-feed';
 import { DispatchProgress, measure, newProgress } from './progress';
 import { RetrySweeper } from './retry-sweeper';
@@ -145,9 +145,13 @@ export class DispatchLoop {
     return this.snapshot;
   }
 
-  /** Nothing to fetch: wait for a lane to finish, a retry to come due, or the next refresh. */
+  /**
+   * Nothing to fetch: wait for a lane to finish or run low, a retry to come due, the next refresh, or, while a lane
+   * settled something not yet committed, the next commit.
+   */
   private async idle(signal: AbortSignal): Promise<void> {
-    const wait = Math.min(this.deps.options.refreshIntervalMs, ...this.runner.dueRetries(Date.now()));
+    const moved = [...this.lanes.values()].some((l) => l.nextOffset > l.committed);
+    const wait = Math.min(this.deps.options.refreshIntervalMs, moved ? COMMIT_INTERVAL_MS : Infinity, ...this.runner.dueRetries(Date.now()));
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, Math.max(1, wait));
       signal.addEventListener('abort', done, { once: true });

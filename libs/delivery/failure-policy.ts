@@ -195,12 +195,49 @@ export class FailurePolicy {
         return 'retry';
       }
       ctx.progress.parked++;
+      record.parked = parked;
       this.log.warn({ ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; parked for a later attempt');
       return 'settled';
     }
     record.retryAt = Date.now() + verdict.delayMs;
     this.log.warn({ ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; retrying');
     return 'retry';
+  }
+
+  /**
+   * `key` ordering: a record whose key has a parked delivery is parked behind it without an attempt (the lane
+   * delivers the key's parked deliveries in offset order, held-keys.ts): `settled` once it is in the retry table,
+   * `retry` when the subscription holds its cap of parked deliveries (it waits in the lane, and the offset with it),
+   * or `halt` when the subscription is gone.
+   */
+  async parkBehind(lane: Lane, record: LaneRecord, frame: EventFrame, aheadOffset: number): Promise<'settled' | 'retry' | 'halt'> {
+    const { ctx } = this;
+    const parked: ParkedDelivery = {
+      subscriptionId: lane.subscription.id,
+      topic: lane.topic,
+      partition: lane.partition,
+      offset: record.offset,
+      attributes: attributesOf(frame),
+      data: frame.data ?? null,
+      attempts: 0,
+      lastError: `held behind offset ${aheadOffset} of the same key`,
+      firstFailedAt: new Date(),
+      nextAttemptAt: new Date(),
+      epoch: ctx.fence.rowEpoch,
+    };
+    const written = await ctx.fence.run((m) => ctx.deps.retries.park(parked, m, ctx.deps.options.maxParked));
+    if (written.rejected === 'SUBSCRIPTION_GONE') {
+      ctx.lanes.closeSubscription(lane.subscription.id);
+      return 'halt';
+    }
+    if (written.rejected === 'AT_CAP') {
+      ctx.progress.heldAtParkingCap++;
+      record.retryAt = Date.now() + retryPolicyOf(lane.subscription, ctx.deps.options).initialMs;
+      return 'retry';
+    }
+    ctx.progress.parkedBehind = (ctx.progress.parkedBehind ?? 0) + 1;
+    record.parked = parked;
+    return 'settled';
   }
 
   /**

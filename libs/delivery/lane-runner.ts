@@ -4,15 +4,22 @@ import { createLogger } from '../logging';
 import type { WebhookResult } from './webhook-sender';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf, NOT_ATTEMPTED_RETRY_MS } from './failure-policy';
-import { depthOf, Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
+import { HeldKey, holdKey, loadHeld, releaseHead } from './held-keys';
+import { Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
+import { depthOf, keyOf, orderingOf, startable, Work } from './ordering';
+import { refillAt } from './partition-feed';
 
 /** Parked deliveries a recovering lane reads at once. */
 const RECOVERY_BATCH = 64;
 
+/** Most deliveries out at once in one lane, whatever a subscription asks (each listens on the lane's signal). */
+const MAX_LANE_DEPTH = 256;
+
 /**
  * Runs the lanes: starts every idle lane that has records, and drains it, up to the lane's depth of deliveries
- * at once; each answer goes to the {@link FailurePolicy}. A lane's offset moves over the settled records at its
- * front. Every attempt needs a permit of the subscription's circuit breaker (circuit-breaker.ts): while it is
+ * at once, in the order its subscription's ordering allows (ordering.ts); each answer goes to the
+ * {@link FailurePolicy}. A lane's offset moves over the settled records at its front: it is always the lowest
+ * offset the lane has not settled. Every attempt needs a permit of the subscription's circuit breaker (circuit-breaker.ts): while it is
  * open, the lane starts nothing. A lane marked `recovering` (its breaker opened) first delivers the parked
  * deliveries of its subscription partition, in offset order and back to back, then goes on with new events.
  */
@@ -28,7 +35,7 @@ export class LaneRunner {
   kick(): void {
     const now = Date.now();
     for (const lane of this.ctx.lanes.values()) {
-      if (lane.busy || (lane.buffer.length === 0 && !lane.recovering) || lane.retryAt > now || lane.abort.signal.aborted) continue;
+      if (lane.busy || (lane.buffer.length === 0 && !lane.recovering && lane.held.size === 0) || lane.retryAt > now || lane.abort.signal.aborted) continue;
       if (!this.ctx.breakers.of(lane.subscription.id).admitting) continue;
       lane.busy = true;
       void this.drain(lane)
@@ -48,6 +55,7 @@ export class LaneRunner {
       const halfOpensAt = this.ctx.breakers.of(lane.subscription.id).halfOpensAt;
       if (halfOpensAt !== undefined && halfOpensAt > now) due.push(halfOpensAt - now);
       for (const r of lane.buffer) if (r.state === undefined && (r.retryAt ?? 0) > now) due.push(r.retryAt! - now);
+      for (const h of lane.held.values()) if (!h.sending && h.queue[0].nextAttemptAt.getTime() > now) due.push(h.queue[0].nextAttemptAt.getTime() - now);
     }
     return due;
   }
@@ -63,7 +71,7 @@ export class LaneRunner {
     if (!lane.send || lane.send.gate !== gate) {
       lane.send = { gate, signal: AbortSignal.any([lane.abort.signal, gate]) };
       // Every delivery out in the lane listens on it (a stream lane has up to STREAM_LANE_DEPTH).
-      setMaxListeners(2 * STREAM_LANE_DEPTH + 10, lane.send.signal);
+      setMaxListeners(2 * Math.max(STREAM_LANE_DEPTH, MAX_LANE_DEPTH) + 10, lane.send.signal);
     }
     return lane.send.signal;
   }
@@ -85,38 +93,39 @@ export class LaneRunner {
   }
 
   /**
-   * Delivers a lane's buffer, up to the lane's depth at once (one for a webhook, so in order), until nothing is
-   * left to start: the buffer is settled, its records wait for their retries, or the lane halted (closed, gate
-   * shut, nobody to deliver to, the subscription disabled). The offset moves over the settled records at the
-   * front. A webhook lane starts nothing past a record that waits for its retry; a stream lane does.
+   * Delivers a lane's buffer, up to the lane's depth at once, in the order its subscription's ordering allows
+   * (ordering.ts), until nothing is left to start: the buffer is settled, its records wait for their retries (or
+   * behind an earlier record of their key), or the lane halted (closed, gate shut, nobody to deliver to, the
+   * subscription disabled). The offset moves over the settled records at the front.
    */
   private async drain(lane: Lane): Promise<void> {
-    // Its parked backlog first, in offset order; new events only once none is left.
-    if (lane.recovering && !(await this.recover(lane))) return;
-    const depth = depthOf(lane);
+    const ordering = orderingOf(lane.subscription);
+    if (lane.recovering) {
+      // Its parked backlog first: in a `key` lane, as held keys that go on beside the others; otherwise in offset
+      // order before any new event.
+      if (ordering === 'key') {
+        await loadHeld(lane, this.ctx.deps.retries);
+        lane.recovering = false;
+      } else if (!(await this.recover(lane))) return;
+    }
+    const depth = Math.min(MAX_LANE_DEPTH, depthOf(lane, this.ctx.deps.options.concurrency));
     const out = new Set<Promise<void>>();
     let halted = false;
     let failure: unknown;
+    const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
     for (;;) {
+      const before = lane.buffer.length;
       while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled') lane.nextOffset = lane.buffer.shift()!.offset + 1;
+      // Running low: the loop fetches the next batch while the lane delivers the rest.
+      if (before >= refill && lane.buffer.length < refill) this.ctx.wake();
       if (!halted && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
-        const now = Date.now();
-        for (const record of lane.buffer) {
-          if (out.size >= depth) break;
-          if (record.state !== undefined) continue;
-          if ((record.retryAt ?? 0) > now) {
-            if (depth === 1) break;
-            continue;
-          }
-          record.state = 'sending';
-          const delivery: Promise<void> = this.deliver(lane, record)
+        for (const work of startable(lane, ordering, depth - out.size, Date.now())) {
+          const delivery: Promise<void> = this.start(lane, work)
             .then(
               (outcome) => {
-                record.state = outcome === 'settled' ? 'settled' : undefined;
                 halted ||= outcome === 'halt';
               },
               (e: unknown) => {
-                record.state = undefined;
                 halted = true;
                 failure ??= e;
               },
@@ -134,11 +143,72 @@ export class LaneRunner {
         lane.nudge = undefined;
       }
     }
-    // A webhook lane waits for its first record's retry; a stream lane is started again each round and starts
+    // A `partition` lane waits for its first record's retry; the others are started again each round and start
     // each waiting record when it is due.
     const head = lane.buffer.find((r) => r.state !== 'settled');
-    lane.retryAt = depth === 1 && head !== undefined && head.state === undefined ? (head.retryAt ?? 0) : 0;
+    lane.retryAt = ordering === 'partition' && head !== undefined && head.state === undefined ? (head.retryAt ?? 0) : 0;
     if (failure !== undefined) throw failure;
+  }
+
+  /** Starts one piece of a lane's work; resolves with its outcome, the record's state set from it. */
+  private async start(lane: Lane, work: Work): Promise<'settled' | 'retry' | 'halt'> {
+    if (work.kind === 'held') return this.deliverHeld(lane, work.key, work.held);
+    const { record } = work;
+    record.state = 'sending';
+    try {
+      const outcome = work.kind === 'send' ? await this.deliver(lane, record) : await this.parkBehind(lane, record, work.key);
+      // `key` ordering: a record parked now holds its key; the key's later events are parked behind it.
+      if (outcome === 'settled' && record.parked && orderingOf(lane.subscription) === 'key') holdKey(lane, work.kind === 'send' ? keyOf(record) : work.key, record.parked);
+      record.state = outcome === 'settled' ? 'settled' : undefined;
+      return outcome;
+    } catch (e) {
+      record.state = undefined;
+      throw e;
+    }
+  }
+
+  /** `key` ordering: a record whose key is held goes to the retry table behind the key's parked deliveries. */
+  private async parkBehind(lane: Lane, record: LaneRecord, key: string): Promise<'settled' | 'retry' | 'halt'> {
+    const frame = record.frame;
+    // Not an event, or one its filters pass over: settled as in any lane (neither is delivered).
+    if (!frame || !lane.filter.matches(frame) || lane.deadLettered.has(record.offset)) return this.deliver(lane, record);
+    const held = lane.held.get(key);
+    return this.failures.parkBehind(lane, record, frame, held?.queue[held.queue.length - 1].offset ?? -1);
+  }
+
+  /**
+   * `key` ordering: the first parked delivery of a held key, attempted by the lane (not the sweep) so the key keeps
+   * its order; once it is delivered or dead-lettered, the key's next parked delivery is due at once.
+   */
+  private async deliverHeld(lane: Lane, key: string, held: HeldKey): Promise<'settled' | 'retry' | 'halt'> {
+    const parked = held.queue[0];
+    held.sending = true;
+    try {
+      const frame = frameFromAttributes(parked.attributes, parked.data);
+      const result = await this.attempt(lane, frame, messageIdOf(parked), this.sendSignalOf(lane));
+      if (!result) return 'halt';
+      const verdict = await this.failures.parked(parked, lane.subscription, frame, result);
+      switch (verdict.kind) {
+        case 'delivered':
+          this.ctx.progress.recovered++;
+          releaseHead(lane, key);
+          return 'settled';
+        case 'dead-letter':
+          releaseHead(lane, key);
+          return 'settled';
+        case 'park':
+          parked.attempts = verdict.attempts;
+          parked.nextAttemptAt = new Date(Date.now() + verdict.delayMs);
+          return 'retry';
+        case 'not-attempted':
+          parked.nextAttemptAt = new Date(Date.now() + NOT_ATTEMPTED_RETRY_MS);
+          return 'retry';
+        default:
+          return 'halt';
+      }
+    } finally {
+      held.sending = false;
+    }
   }
 
   /**
@@ -164,6 +234,11 @@ export class LaneRunner {
     // No outcome: the breaker is open (nothing went out), or the lane closed or the gate shut mid-send.
     const result = await this.attempt(lane, frame, messageId, this.sendSignalOf(lane));
     if (!result) return 'halt';
+    // The common answer without another await (the failure policy's verdict for a 2xx is `delivered`).
+    if (result.ok) {
+      this.ctx.progress.delivered++;
+      return 'settled';
+    }
     return this.failures.inLane(lane, record, frame, result);
   }
 

@@ -1,10 +1,10 @@
 import type { CompiledFilter } from '../filter';
 import type { EventFrame } from '../frame';
-import type { SubscriptionEntity } from '../storage';
+import type { ParkedDelivery, SubscriptionEntity } from '../storage';
+import type { HeldKey } from './held-keys';
 
 /**
- * Deliveries a lane has out at once. A webhook lane has one, so a partition's events reach the sink in order. A
- * stream lane has up to this many: the clients' windows do the flow control (libs/streams), and a round trip to
+ * Deliveries a stream lane has out at once (a webhook lane's follow its subscription's ordering, ordering.ts): the clients' windows do the flow control (libs/streams), and a round trip to
  * a client no longer bounds a partition's rate. Its offset still moves only over events that are settled.
  */
 export const STREAM_LANE_DEPTH = 32;
@@ -45,6 +45,8 @@ export interface Lane {
    * order (ordered recovery, lane-runner.ts); cleared when none is left.
    */
   recovering?: boolean;
+  /** `key` ordering: the keys whose events wait in the retry table, each in offset order (held-keys.ts). */
+  held: Map<string, HeldKey>;
 }
 
 /** A record in a lane, and where its delivery stands. */
@@ -59,6 +61,10 @@ export interface LaneRecord {
   attempts?: number;
   firstFailedAt?: Date;
   retryAt?: number;
+  /** The key it is ordered by (ordering.ts, `keyOf`), once asked. */
+  key?: string;
+  /** Set when the failure policy parked it: the copy in the retry table. */
+  parked?: ParkedDelivery;
 }
 
 export function newLane(
@@ -81,11 +87,9 @@ export function newLane(
     retryAt: 0,
     abort: new AbortController(),
     highWatermark: nextOffset,
+    held: new Map(),
   };
 }
-
-/** How many deliveries the lane has out at most. */
-export const depthOf = (lane: Lane): number => (lane.subscription.protocol === 'STREAM' ? STREAM_LANE_DEPTH : 1);
 
 /** The first offset a lane lacks: after its buffer, or its next offset when the buffer is empty. */
 export const lacksFrom = (lane: Lane): number => (lane.buffer.length > 0 ? lane.buffer[lane.buffer.length - 1].offset + 1 : lane.nextOffset);

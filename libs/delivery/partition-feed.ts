@@ -6,24 +6,34 @@ import type { DispatchContext } from './dispatch-context';
 import { lacksFrom, LaneRecord } from './lane';
 
 /**
- * What the lanes read from Kafka: for every partition, the lowest offset a lane with room still lacks; the
- * fetched records decoded once and handed to each lane that lacks them; and, when a wanted offset is outside the
- * log, the lanes moved to where the log is.
+ * A lane asks Kafka for more only once its buffer is down to this share of `batchMaxEvents`: a fetch then brings
+ * a batch, rather than one record per delivery (every fetch costs a broker round trip and decoding its records).
+ */
+export const REFILL_BELOW = 0.5;
+
+/** The buffer length under which a lane asks for more (partition-feed.ts, {@link REFILL_BELOW}). */
+export const refillAt = (batchMaxEvents: number): number => Math.max(1, Math.floor(batchMaxEvents * REFILL_BELOW));
+
+/**
+ * What the lanes read from Kafka: for every partition, the lowest offset a lane that runs low still lacks; the
+ * fetched records decoded once, only as far as some lane takes them, and handed to each lane that lacks them; and,
+ * when a wanted offset is outside the log, the lanes moved to where the log is.
  */
 export class PartitionFeed {
   private readonly log = createLogger('DispatchLoop');
 
   constructor(private readonly ctx: DispatchContext) {}
 
-  /** The offset each partition must be fetched from: the lowest any lane with room in its buffer still lacks. */
+  /** The offset each partition must be fetched from: the lowest any lane that runs low on records still lacks. */
   wanted(): PartitionPosition[] {
     const { ctx } = this;
     const lowest = new Map<string, PartitionPosition>();
     const partitions = new Set<string>();
+    const refill = refillAt(ctx.deps.options.batchMaxEvents);
     for (const lane of ctx.lanes.values()) {
       const k = `${lane.topic}#${lane.partition}`;
       partitions.add(k);
-      if (lane.buffer.length >= ctx.deps.options.batchMaxEvents) continue;
+      if (lane.buffer.length >= refill) continue;
       // An open breaker: the sink is down, nothing would go out; the lane asks Kafka for nothing meanwhile.
       if (!ctx.breakers.of(lane.subscription.id).admitting) continue;
       const from = lacksFrom(lane);
@@ -52,7 +62,8 @@ export class PartitionFeed {
         await this.realign(part.topic, part.partition);
         continue;
       }
-      const decoded = part.records.map((r) => decode(r));
+      // Decoded once, and only as far as a lane takes them (a fetch may bring more than any lane has room for).
+      const decoded: (LaneRecord | undefined)[] = new Array(part.records.length);
       for (const lane of ctx.lanes.values()) {
         if (lane.topic !== part.topic || lane.partition !== part.partition) continue;
         lane.highWatermark = part.highWatermark;
@@ -60,9 +71,10 @@ export class PartitionFeed {
         // A fetch that started past what this lane still lacks (it was full when the fetch was planned, and
         // drained since) has a gap for it: taking these records would skip the events in between.
         if (part.fetchOffset > from) continue;
-        for (const record of decoded) {
-          if (record.offset < from) continue;
+        for (let i = 0; i < part.records.length; i++) {
+          if (part.records[i].offset < from) continue;
           if (lane.buffer.length >= ctx.deps.options.batchMaxEvents) break;
+          const record = (decoded[i] ??= decode(part.records[i]));
           // Each lane its own copy: where a delivery stands is the lane's (the decoded event is shared).
           lane.buffer.push({ ...record });
         }

@@ -30,6 +30,8 @@ export interface DispatchProgress {
   openBreakers: number;
   /** Failing events held at the head of their lane because their subscription had its cap of parked deliveries. */
   heldAtParkingCap: number;
+  /** `key` ordering: events parked behind an earlier parked event of their key, without an attempt (held-keys.ts). */
+  parkedBehind?: number;
   /** Parked deliveries delivered by ordered recovery (in offset order, before new events). */
   recovered: number;
   /** Commits refused as BACKWARDS: the stored offset was already past the lane (offset-committer.ts). */

@@ -3,6 +3,7 @@ import { createLogger } from '../logging';
 import type { ParkedDelivery, SubscriptionEntity } from '../storage';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf } from './failure-policy';
+import { orderingOf } from './ordering';
 
 /** Parked deliveries attempted per sweep, and how often the sweep runs. */
 export const SWEEP_BATCH = 32;
@@ -41,8 +42,9 @@ export class RetrySweeper {
     if (this.sweeping || Date.now() - this.sweptAt < SWEEP_INTERVAL_MS || !ctx.gateOpen()) return;
     this.sweptAt = Date.now();
     // Not the parked deliveries of a subscription whose breaker is not closed (its sink is down), nor of one whose
-    // lanes deliver their backlog in order now (ordered recovery, lane-runner.ts).
-    const held = new Set([...ctx.lanes.values()].filter((l) => l.recovering).map((l) => l.subscription.id));
+    // lanes deliver their backlog in order now (ordered recovery, lane-runner.ts), nor of a `key`-ordered one (its
+    // lanes deliver each key's parked deliveries in order, held-keys.ts).
+    const held = new Set([...ctx.lanes.values()].filter((l) => l.recovering || orderingOf(l.subscription) === 'key').map((l) => l.subscription.id));
     const subscriptions = new Map(
       [...ctx.lanes.values()]
         .filter((l) => !held.has(l.subscription.id) && ctx.breakers.of(l.subscription.id).state === 'CLOSED')

@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { Agent, errors, request } from 'undici';
+import { Agent, errors } from 'undici';
 import type { EventMeshConfig } from '../config';
 import { EventFrame, frameToHttpBinary } from '../frame';
 import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '../security';
@@ -57,6 +57,20 @@ export class WebhookSender {
     this.agent = guard.sinks.agent({ keepAliveTimeout: 30_000, connections: 64 });
   }
 
+  /** A sink URL's origin and path, parsed once (undici's top-level `request` parses the URL on every call). */
+  private readonly targets = new Map<string, { origin: string; path: string }>();
+
+  private targetOf(sink: string): { origin: string; path: string } {
+    let target = this.targets.get(sink);
+    if (!target) {
+      const url = new URL(sink);
+      target = { origin: url.origin, path: `${url.pathname}${url.search}` };
+      if (this.targets.size >= MAX_KEYS) this.targets.delete(this.targets.keys().next().value!);
+      this.targets.set(sink, target);
+    }
+    return target;
+  }
+
   /** The sender of an instance: its webhook timeout, secrets and sink ranges from the configuration. */
   static forInstance(config: EventMeshConfig): WebhookSender {
     return new WebhookSender(config.delivery.webhookTimeoutMs, { secrets: SecretBox.fromConfig(config), sinks: SinkGuard.fromConfig(config) });
@@ -80,12 +94,14 @@ export class WebhookSender {
     }
     try {
       // The timeouts bound the wait for the answer's headers and for each chunk of its body.
-      const response = await request(target.sink, {
+      const { origin, path } = this.targetOf(target.sink);
+      const response = await this.agent.request({
+        origin,
+        path,
         method: 'POST',
         headers,
         body,
         signal,
-        dispatcher: this.agent,
         headersTimeout: this.timeoutMs,
         bodyTimeout: this.timeoutMs,
       });

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ORDERINGS } from '../delivery/ordering';
 
 /**
  * Request bodies of the subscriptions resource, in the shape of the CloudEvents Subscriptions API
@@ -41,6 +42,13 @@ export const createSubscriptionSchema = z
             message: 'maxDelayMs must be at least initialDelayMs',
           })
           .optional(),
+        /**
+         * HTTP: how the subscription's events may overtake each other within a partition (libs/delivery/ordering.ts):
+         * `partition` (the default) one at a time in order, `key` in order per partition key, `none` no order.
+         */
+        ordering: z.enum(ORDERINGS).optional(),
+        /** HTTP with ordering `key` or `none`: deliveries out at once per partition (EVENTMESH_DELIVERY_CONCURRENCY when absent). */
+        concurrency: z.number().int().min(1).max(256).optional(),
         /** STREAM: how events spread over the connected clients. */
         policy: z.enum(['LOAD_BALANCE', 'BROADCAST', 'MULTICAST']).optional(),
         /** STREAM: how long a client may hold a delivery unanswered before it counts as a failed attempt. */
@@ -55,6 +63,12 @@ export const createSubscriptionSchema = z
     if (r.protocol === 'STREAM' && r.sink !== undefined) ctx.addIssue({ code: 'custom', path: ['sink'], message: 'a STREAM subscription has no sink: its clients connect to it' });
     if (r.protocol === 'HTTP' && (r.config.policy !== undefined || r.config.ackTimeoutMs !== undefined)) {
       ctx.addIssue({ code: 'custom', path: ['config'], message: 'policy and ackTimeoutMs apply to STREAM subscriptions' });
+    }
+    if (r.protocol === 'STREAM' && (r.config.ordering !== undefined || r.config.concurrency !== undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['config', 'ordering'], message: 'ordering and concurrency apply to HTTP subscriptions (a STREAM subscription\'s clients answer in any order)' });
+    }
+    if (r.config.concurrency !== undefined && (r.config.ordering ?? 'partition') === 'partition') {
+      ctx.addIssue({ code: 'custom', path: ['config', 'concurrency'], message: 'concurrency applies to ordering key or none; ordering partition delivers one event at a time' });
     }
   });
 

@@ -1,3 +1,4 @@
+import { orderingOf } from '../delivery/ordering';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { DeliveryTopology, EventMeshConfig } from '../config';
@@ -265,7 +266,8 @@ function view(row: SubscriptionEntity): SubscriptionView {
     protocol: row.protocol,
     ...(row.protocol === 'HTTP' ? { sink: row.sink } : {}),
     filters: row.filters,
-    config: row.config,
+    // A webhook subscription shows its ordering, the default included.
+    config: row.protocol === 'HTTP' ? { ...row.config, ordering: orderingOf(row) } : row.config,
     instance: row.instanceId,
     status: row.status,
     createdAt: row.createdAt.toISOString(),

@@ -13,7 +13,8 @@ export interface ReceivedRequest {
 /** A webhook sink on a free loopback port that records every request and answers with `status()`. */
 export class WebhookReceiver {
   readonly requests: ReceivedRequest[] = [];
-  status: () => number = () => 200;
+  /** The status of each answer, decided when it is sent (after the gate and the delay). */
+  status: (request: ReceivedRequest) => number = () => 200;
   /**
    * When set, answers wait for it: a sink that has the event but has not acknowledged it yet. A function holds
    * only the requests it returns a promise for.
@@ -45,7 +46,7 @@ export class WebhookReceiver {
         this.onEvent?.(received);
         const delay = new Promise<void>((resolve) => setTimeout(resolve, this.delayMs));
         const gate = typeof this.gate === 'function' ? this.gate(received) : this.gate;
-        void Promise.all([gate, delay]).then(() => res.writeHead(this.status()).end());
+        void Promise.all([gate, delay]).then(() => res.writeHead(this.status(received)).end());
       });
     });
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));

@@ -122,6 +122,7 @@ export class WorkerHost {
       options: {
         pollMaxWaitMs: 500,
         batchMaxEvents: config.delivery.pollBatchMaxEvents,
+        concurrency: config.delivery.concurrency,
         refreshIntervalMs: 1000,
         retryInitialMs: config.delivery.retryInitialMs,
         retryMaxMs: config.delivery.retryMaxMs,

@@ -1,0 +1,364 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
+import { createServer, IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import os from 'node:os';
+import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import { Kafka, logLevel, Producer } from 'kafkajs';
+import { frameToKafkaMessage } from '../libs/frame';
+import { endOwnershipWorkflows, PartitionsView } from '../libs/ownership';
+import { benchConfig, benchEnv, brokerPid, meterCpu, percentile, ROOT, startInstanceProcess } from './support';
+
+/**
+ * Webhook delivery of ONE instance against a kafkajs consumer group on the same host, the same sink and the same
+ * events, in the same run (`npm run bench:delivery`).
+ *
+ * Each round and scenario fills two fresh topics of PARTITIONS partitions with the same EVENTS events of 1 KiB
+ * (KEYS partition keys, key k always in partition k % PARTITIONS), then:
+ * - ours: one instance (BENCH_TOPOLOGY, default PARTITION_OWNED_PULL) gets a webhook subscription from the earliest
+ *   offset with the scenario's `config.ordering`;
+ * - the group: one kafkajs member process (bench/group-member.ts) with `partitionsConsumedConcurrently` =
+ *   PARTITIONS, doing the same signed CloudEvents POSTs.
+ * Throughput is the drain rate from the first to the last delivery of the backlog (startup excluded on both sides);
+ * then LATENCY_RATE events/s are produced for LATENCY_SECONDS and each one's latency from the produce call to the
+ * sink is measured. The sink (in this process) checks every Standard Webhooks signature, and answers after
+ * the scenario's delay.
+ *
+ * BENCH_BASELINE_ROOT names another built checkout (e.g. of main, or of an earlier commit): its instance runs as a
+ * third path in every round, on topics of its own, for a before/after comparison in the same run. The baseline runs
+ * BENCH_BASELINE_TOPOLOGY (default LOCAL_STICKY_PULL, as does ours then unless BENCH_TOPOLOGY says otherwise: two
+ * PARTITION_OWNED_PULL instances would share the partitions of both).
+ *
+ * Scenarios: `partition` with a sink that answers at once (goal: >= 1.0x the group), and `key` over 64 keys with
+ * a sink that answers in 5 ms (goal: >= 3x the group). Rounds alternate which path goes first. Figures are noisy on
+ * a shared host: read the per-round ratios and the medians.
+ */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 6000);
+const PARTITIONS = Number(process.env.BENCH_PARTITIONS ?? 6);
+const KEYS = Number(process.env.BENCH_KEYS ?? 64);
+const LATENCY_RATE = Number(process.env.BENCH_LATENCY_RATE ?? 400);
+const LATENCY_SECONDS = Number(process.env.BENCH_LATENCY_SECONDS ?? 4);
+const BASELINE_ROOT = process.env.BENCH_BASELINE_ROOT;
+const TOPOLOGY = process.env.BENCH_TOPOLOGY ?? (BASELINE_ROOT ? 'LOCAL_STICKY_PULL' : 'PARTITION_OWNED_PULL');
+/** The baseline instance's topology: LOCAL_STICKY_PULL unless asked (it can run beside an owned-mode instance). */
+const BASELINE_TOPOLOGY = process.env.BENCH_BASELINE_TOPOLOGY ?? 'LOCAL_STICKY_PULL';
+const ONLY = process.env.BENCH_SCENARIOS?.split(',');
+const config = benchConfig();
+
+interface Scenario {
+  name: 'partition' | 'key';
+  sinkDelayMs: number;
+  goal: number;
+}
+const SCENARIOS: Scenario[] = (
+  [
+    { name: 'partition', sinkDelayMs: 0, goal: 1 },
+    { name: 'key', sinkDelayMs: 5, goal: 3 },
+  ] as Scenario[]
+).filter((s) => !ONLY || ONLY.includes(s.name));
+
+// --- the sink both paths deliver to ------------------------------------------------------------------------
+
+class Sink {
+  /** When each event id first arrived. */
+  readonly firstAt = new Map<string, number>();
+  received = 0;
+  badSignatures = 0;
+  delayMs = 0;
+  /** The signing key of the path being measured. */
+  key?: Buffer;
+  url = '';
+  private server?: Server;
+
+  async start(): Promise<void> {
+    this.server = createServer((req, res) => {
+      const chunks: Buffer[] = [];
+      req.on('data', (c: Buffer) => chunks.push(c));
+      req.on('end', () => {
+        const at = Date.now();
+        this.received++;
+        if (!this.verify(req, Buffer.concat(chunks))) this.badSignatures++;
+        const id = String(req.headers['ce-id'] ?? '');
+        if (id && !this.firstAt.has(id)) this.firstAt.set(id, at);
+        if (this.delayMs > 0) setTimeout(() => res.writeHead(200).end(), this.delayMs);
+        else res.writeHead(200).end();
+      });
+    });
+    this.server.keepAliveTimeout = 60000;
+    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
+    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/sink`;
+  }
+
+  /** The Standard Webhooks signature: `v1,` base64 HMAC-SHA256 of `id.timestamp.body`. */
+  private verify(req: IncomingMessage, body: Buffer): boolean {
+    if (!this.key) return false;
+    const id = req.headers['webhook-id'];
+    const timestamp = req.headers['webhook-timestamp'];
+    const signature = String(req.headers['webhook-signature'] ?? '');
+    const expected = Buffer.from(`v1,${createHmac('sha256', this.key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`);
+    const got = Buffer.from(signature);
+    return got.length === expected.length && timingSafeEqual(got, expected);
+  }
+
+  stop(): Promise<void> {
+    this.server?.closeAllConnections();
+    return new Promise((resolve) => this.server!.close(() => resolve()));
+  }
+}
+
+// --- events --------------------------------------------------------------------------------------------------
+
+const DATA = Buffer.from(JSON.stringify('x'.repeat(1000)));
+
+function messages(topic: string, from: number, count: number) {
+  return Array.from({ length: count }, (_, i) => {
+    const n = from + i;
+    const key = n % KEYS;
+    const m = frameToKafkaMessage({
+      id: `${topic}:${n}`,
+      source: '/bench/delivery',
+      type: 'bench.delivery',
+      specversion: '1.0',
+      datacontenttype: 'application/json',
+      extensions: { partitionkey: `k${key}` },
+      data: DATA,
+    });
+    return { ...m, partition: key % PARTITIONS };
+  });
+}
+
+async function fill(producer: Producer, topic: string): Promise<string[]> {
+  for (let start = 0; start < EVENTS; start += 600) {
+    await producer.send({ topic, acks: -1, messages: messages(topic, start, Math.min(600, EVENTS - start)) });
+  }
+  return Array.from({ length: EVENTS }, (_, n) => `${topic}:${n}`);
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 300000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await Promise.resolve(probe()).catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(20);
+  }
+}
+
+interface Measured {
+  perSecond: number;
+  latency: { p50: number; p95: number; p99: number };
+  /** CPU µs per event of the delivering process, and of the Kafka broker, during the drain. */
+  cpuUs: number;
+  brokerCpuUs: number;
+}
+
+/** The drain rate of `ids` (first to last delivery), then the latency of a steady load into the same topic. */
+async function measure(sink: Sink, producer: Producer, topic: string, ids: string[], pid: number): Promise<Measured> {
+  await until(`the first delivery of ${topic}`, () => (sink.firstAt.has(ids[0]) || ids.some((id) => sink.firstAt.has(id)) ? true : undefined));
+  const cpu = meterCpu({ path: pid, broker: brokerPid() });
+  await until(`${ids.length} deliveries of ${topic}`, () => (ids.every((id) => sink.firstAt.has(id)) ? true : undefined));
+  const used = cpu();
+  const times = ids.map((id) => sink.firstAt.get(id)!);
+  const perSecond = (ids.length - 1) / ((Math.max(...times) - Math.min(...times)) / 1000);
+  // Latency: LATENCY_RATE events a second, each timed from its produce call to the sink.
+  const producedAt = new Map<string, number>();
+  const every = 1000 / (LATENCY_RATE / 10);
+  for (let tick = 0, n = EVENTS; tick < LATENCY_SECONDS * 10; tick++, n += LATENCY_RATE / 10) {
+    const started = Date.now();
+    const batch = messages(topic, n, LATENCY_RATE / 10);
+    for (let i = 0; i < batch.length; i++) producedAt.set(`${topic}:${n + i}`, started);
+    await producer.send({ topic, acks: -1, messages: batch });
+    await sleep(Math.max(0, every - (Date.now() - started)));
+  }
+  await until(`the latency events of ${topic}`, () => ([...producedAt.keys()].every((id) => sink.firstAt.has(id)) ? true : undefined));
+  const latencies = [...producedAt].map(([id, at]) => sink.firstAt.get(id)! - at).sort((a, b) => a - b);
+  return {
+    perSecond,
+    latency: { p50: percentile(latencies, 50), p95: percentile(latencies, 95), p99: percentile(latencies, 99) },
+    cpuUs: ((used.path ?? NaN) / ids.length) * 1e6,
+    brokerCpuUs: ((used.broker ?? NaN) / ids.length) * 1e6,
+  };
+}
+
+// --- the two paths -------------------------------------------------------------------------------------------
+
+type Instance = Awaited<ReturnType<typeof startInstanceProcess>>;
+
+async function subscribe(instance: Instance, sink: string, topic: string, ordering: string): Promise<{ id: string; secret: string }> {
+  const response = await fetch(`${instance.url}/subscriptions`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ sink, topic, config: { trusted: true, startFrom: 'earliest', ordering } }),
+  });
+  if (response.status !== 201) throw new Error(`subscription: ${response.status} ${await response.text()}`);
+  return (await response.json()) as { id: string; secret: string };
+}
+
+async function ours(instance: Instance, sink: Sink, producer: Producer, topic: string, ids: string[], ordering: string): Promise<Measured> {
+  const subscription = await subscribe(instance, sink.url, topic, ordering);
+  sink.key = Buffer.from(subscription.secret.replace(/^whsec_/, ''), 'base64');
+  try {
+    return await measure(sink, producer, topic, ids, instance.child.pid!);
+  } finally {
+    await fetch(`${instance.url}/subscriptions/${subscription.id}`, { method: 'DELETE' });
+  }
+}
+
+async function group(sink: Sink, producer: Producer, topic: string, ids: string[]): Promise<Measured> {
+  const secret = `whsec_${Buffer.from(randomUUID()).toString('base64')}`;
+  sink.key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  // BENCH_GROUP_NODE_ARGS go to the member's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, as BENCH_INSTANCE_NODE_ARGS to the instance's.
+  const nodeArgs = (process.env.BENCH_GROUP_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/bench/group-member.js')], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      BENCH_GROUP_TOPIC: topic,
+      BENCH_GROUP_ID: `bench-delivery-${randomUUID().slice(0, 8)}`,
+      BENCH_GROUP_SINK: sink.url,
+      BENCH_GROUP_BROKERS: config.kafka.brokers.join(','),
+      BENCH_GROUP_MEMBER: 'a',
+      BENCH_GROUP_SESSION_TIMEOUT_MS: '10000',
+      BENCH_GROUP_FROM_BEGINNING: '1',
+      BENCH_GROUP_CONCURRENCY: String(PARTITIONS),
+      BENCH_GROUP_SIGNING_SECRET: secret,
+    },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    return await measure(sink, producer, topic, ids, child.pid!);
+  } finally {
+    // SIGTERM when profiling: the profile is written at exit.
+    child.kill(nodeArgs.length > 0 ? 'SIGTERM' : 'SIGKILL');
+  }
+}
+
+async function createTopics(kafka: Kafka, topics: string[]): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })) });
+  await admin.disconnect();
+}
+
+async function resetOwnership(): Promise<void> {
+  const connection = await Connection.connect({ address: config.temporal.address });
+  try {
+    await endOwnershipWorkflows(new Client({ connection, namespace: config.temporal.namespace }), 'benchmark reset');
+  } finally {
+    await connection.close();
+  }
+}
+
+/** PARTITION_OWNED_PULL: every partition of `topics` owned by the instance and polling. */
+async function settled(instance: Instance, topics: string[]): Promise<void> {
+  await until('the instance to own every partition', async () => {
+    const v = (await (await fetch(`${instance.url}/admin/partitions`)).json()) as PartitionsView;
+    const mine = v.partitions.filter((p) => topics.includes(p.topic));
+    return mine.length === topics.length * PARTITIONS && mine.every((p) => p.owner && p.polling) ? true : undefined;
+  }, 120000);
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
+async function main(): Promise<void> {
+  const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-delivery', logLevel: logLevel.NOTHING });
+  const producer = kafka.producer();
+  await producer.connect();
+  const sink = new Sink();
+  await sink.start();
+  const run = randomUUID().slice(0, 6);
+  const topicOf = (round: number, scenario: string, path: 'ours' | 'base' | 'group') => `bench-dlv-${run}-${round}-${scenario}-${path}`;
+  const topicsOf = (path: 'ours' | 'base' | 'group') => SCENARIOS.flatMap((s) => Array.from({ length: ROUNDS }, (_, r) => topicOf(r, s.name, path)));
+  const ourTopics = topicsOf('ours');
+  const groupTopics = topicsOf('group');
+  const baseTopics = BASELINE_ROOT ? topicsOf('base') : [];
+  await createTopics(kafka, [...ourTopics, ...groupTopics, ...baseTopics]);
+  console.log(`delivery benchmark: ${ROUNDS} rounds, ${EVENTS} events of 1 KiB over ${PARTITIONS} partitions and ${KEYS} keys, then ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s; ${TOPOLOGY}`);
+  console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  if (TOPOLOGY === 'PARTITION_OWNED_PULL') await resetOwnership();
+  const instance = await startInstanceProcess(
+    benchEnv({
+      EVENTMESH_INSTANCE_ID: `dlv${run}`,
+      EVENTMESH_HTTP_PORT: '0',
+      EVENTMESH_DELIVERY_TOPOLOGY: TOPOLOGY,
+      EVENTMESH_KAFKA_TOPICS: ourTopics.join(','),
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
+    }),
+  );
+  const baseline = BASELINE_ROOT
+    ? await startInstanceProcess(
+        benchEnv({
+          EVENTMESH_INSTANCE_ID: `dlvbase${run}`,
+          EVENTMESH_HTTP_PORT: '0',
+          EVENTMESH_DELIVERY_TOPOLOGY: BASELINE_TOPOLOGY,
+          EVENTMESH_KAFKA_TOPICS: baseTopics.join(','),
+          EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
+        }),
+        BASELINE_ROOT,
+      )
+    : undefined;
+  if (baseline) console.log(`baseline: the build in ${BASELINE_ROOT}, ${BASELINE_TOPOLOGY}`);
+  const f = (n: number, d = 0) => n.toFixed(d);
+  try {
+    if (TOPOLOGY === 'PARTITION_OWNED_PULL') await settled(instance, ourTopics);
+    for (const scenario of SCENARIOS) {
+      sink.delayMs = scenario.sinkDelayMs;
+      const rows: { round: number; ours: Measured; group: Measured; base?: Measured }[] = [];
+      for (let round = 0; round < ROUNDS; round++) {
+        const oursTopic = topicOf(round, scenario.name, 'ours');
+        const groupTopic = topicOf(round, scenario.name, 'group');
+        const oursIds = await fill(producer, oursTopic);
+        const groupIds = await fill(producer, groupTopic);
+        const baseTopic = topicOf(round, scenario.name, 'base');
+        const baseIds = baseline ? await fill(producer, baseTopic) : [];
+        const paths: (() => Promise<void>)[] = [
+          async () => void (mine = await ours(instance, sink, producer, oursTopic, oursIds, scenario.name)),
+          async () => void (theirs = await group(sink, producer, groupTopic, groupIds)),
+        ];
+        if (baseline) paths.push(async () => void (base = await ours(baseline, sink, producer, baseTopic, baseIds, scenario.name)));
+        let mine!: Measured;
+        let theirs!: Measured;
+        let base: Measured | undefined;
+        // Rotate which path goes first: the host's other load changes over a round.
+        for (let i = 0; i < paths.length; i++) await paths[(i + round) % paths.length]();
+        rows.push({ round, ours: mine, group: theirs, base });
+        console.log(`  ${scenario.name} round ${round + 1}/${ROUNDS}: ours ${f(mine.perSecond)} events/s, group ${f(theirs.perSecond)} events/s, ratio ${(mine.perSecond / theirs.perSecond).toFixed(2)}x` +
+          (base ? `; baseline ${f(base.perSecond)} events/s, ratio ${(base.perSecond / theirs.perSecond).toFixed(2)}x, CPU µs/event ours ${f(mine.cpuUs)} baseline ${f(base.cpuUs)} group ${f(theirs.cpuUs)}` : ''));
+      }
+      console.log(`\n| ordering \`${scenario.name}\`, sink answers in ${scenario.sinkDelayMs} ms | round | eventmesh events/s | group events/s | ratio | eventmesh p50/p95/p99 ms | group p50/p95/p99 ms | CPU µs/event ours / group | broker CPU µs/event ours / group |`);
+      console.log('|---|---|---|---|---|---|---|---|---|');
+      for (const r of rows) {
+        const l = (m: Measured) => `${m.latency.p50}/${m.latency.p95}/${m.latency.p99}`;
+        console.log(`| | ${r.round + 1} | ${f(r.ours.perSecond)} | ${f(r.group.perSecond)} | ${(r.ours.perSecond / r.group.perSecond).toFixed(2)}x | ${l(r.ours)} | ${l(r.group)} | ${f(r.ours.cpuUs)} / ${f(r.group.cpuUs)} | ${f(r.ours.brokerCpuUs)} / ${f(r.group.brokerCpuUs)} |`);
+      }
+      const ratios = rows.map((r) => r.ours.perSecond / r.group.perSecond);
+      const m = median(ratios);
+      console.log(`| **median** | | ${f(median(rows.map((r) => r.ours.perSecond)))} | ${f(median(rows.map((r) => r.group.perSecond)))} | **${m.toFixed(2)}x** | | | | |`);
+      console.log(`\nordering ${scenario.name}: median ratio ${m.toFixed(2)}x, per round ${ratios.map((x) => x.toFixed(2)).join(', ')}; goal >= ${scenario.goal}x: ${m >= scenario.goal ? 'met' : 'NOT met'}`);
+      if (baseline) {
+        const baseRatios = rows.map((r) => r.base!.perSecond / r.group.perSecond);
+        console.log(`baseline build: median ratio ${median(baseRatios).toFixed(2)}x, per round ${baseRatios.map((x) => x.toFixed(2)).join(', ')}; ours/baseline per round ${rows.map((r) => (r.ours.perSecond / r.base!.perSecond).toFixed(2)).join(', ')}`);
+      }
+      console.log('');
+    }
+    console.log(`bad signatures at the sink: ${sink.badSignatures} of ${sink.received} requests`);
+  } finally {
+    await instance.stop();
+    await baseline?.stop();
+    if (TOPOLOGY === 'PARTITION_OWNED_PULL') await resetOwnership();
+    await producer.disconnect();
+    await sink.stop();
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: [...ourTopics, ...groupTopics, ...baseTopics] }).catch(() => undefined);
+    await admin.disconnect();
+  }
+}
+
+main().catch((e: unknown) => {
+  console.error(e);
+  process.exit(1);
+});
