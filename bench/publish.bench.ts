@@ -146,10 +146,20 @@ async function main(): Promise<void> {
   try {
     // The paths take turns, round after round, so a slow moment of the shared host hits them alike.
     for (let round = 0; round < ROUNDS; round++) {
-      if (single && selected('http1')) rounds[0].push(await viaHttp('eventmesh HTTP publish, 1 gateway process', single.url, single.child.pid, topic, EVENTS));
-      // Right after the open path, so the two see the host alike.
-      if (gated) rounds[4].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), every decision audited, 1 gateway process', gated.url, gated.child.pid, topic, EVENTS, gated.authorization));
-      if (gatedDenials) rounds[5].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), refusals audited, 1 gateway process', gatedDenials.url, gatedDenials.child.pid, topic, EVENTS, gatedDenials.authorization));
+      // The open path and the gated ones back to back, so they see the host alike; their order alternates from round
+      // to round, so none is always the one that follows the previous round's Kafka writes.
+      const gatePaths = [
+        async () => {
+          if (single && selected('http1')) rounds[0].push(await viaHttp('eventmesh HTTP publish, 1 gateway process', single.url, single.child.pid, topic, EVENTS));
+        },
+        async () => {
+          if (gated) rounds[4].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), every decision audited, 1 gateway process', gated.url, gated.child.pid, topic, EVENTS, gated.authorization));
+        },
+        async () => {
+          if (gatedDenials) rounds[5].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), refusals audited, 1 gateway process', gatedDenials.url, gatedDenials.child.pid, topic, EVENTS, gatedDenials.authorization));
+        },
+      ];
+      for (const path of round % 2 === 0 ? gatePaths : [...gatePaths].reverse()) await path();
       if (multi) rounds[1].push(await viaHttp(`eventmesh HTTP publish, ${os.cpus().length} gateway processes`, multi.url, multi.child.pid, topic, EVENTS));
       if (selected('send')) rounds[2].push(await perEventSends(producer, topic));
       if (selected('batch')) rounds[3].push(await batchSends(producer, topic));
