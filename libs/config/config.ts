@@ -395,7 +395,7 @@ const SETTINGS = {
   gateAuditTopic: setting('EVENTMESH_SECURITY_GATE_AUDIT_TOPIC', 'eventmesh.security.gate.audit.topic', topicName, () => '',
     'The topic audit CloudEvents are published to (CLOUDEVENTS sink); one of EVENTMESH_KAFKA_TOPICS.', '(none)'),
   gateAuditRecord: setting('EVENTMESH_SECURITY_GATE_AUDIT_RECORD', 'eventmesh.security.gate.audit.record', oneOf(AUDIT_RECORDS),
-    (): AuditRecordMode => 'ALL', 'Which decisions are audited: ALL, or DENIALS only (refusals, and what report-only mode would have refused).'),
+    (): AuditRecordMode => 'DENIALS', 'Which decisions of the ingress gate are audited: DENIALS (refusals, and what report-only mode would have refused), or ALL (every allowed request too: a record per publish). The admin gate audits every decision.'),
   tokenJwksUrl: setting('EVENTMESH_SECURITY_GATE_TOKEN_JWKS_URL', 'eventmesh.security.gate.token.jwksUrl', optionalHttpUrl, () => '',
     'JWK Set URL of the token issuer; keys are cached and refetched on an unknown kid (at most once per cooldown).', '(none)'),
   tokenKeysFile: setting('EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE', 'eventmesh.security.gate.token.keysFile', text, () => '',

@@ -1,5 +1,6 @@
 import { LoggingAuditSink } from './audit-sink';
-import { describeGates } from './gates';
+import { loadConfig } from '../config';
+import { buildGates, describeGates } from './gates';
 import { SecurityGate } from './security-gate';
 
 const gate = (name: string, open: boolean) =>
@@ -21,5 +22,34 @@ describe('describeGates', () => {
     expect(described).toMatchObject({ gate: 'open', admin: 'enforcing' });
     expect(described.warnings).toEqual([expect.stringContaining('the request gate is open')]);
     expect(describeGates({ ingress: gate('ingress', true), admin: gate('admin', true) }, host).warnings).toHaveLength(2);
+  });
+});
+
+describe('buildGates: what each gate audits', () => {
+  const allowAll = { name: 'token' as const, check: () => ({ allow: true as const }) };
+  const request = { route: 'POST /events/publish', action: 'publish' as const, topic: 'orders', headers: {}, remoteAddress: '127.0.0.1' };
+
+  async function recordsOf(env: Record<string, string>): Promise<{ ingress: number; admin: number }> {
+    const config = loadConfig({ EVENTMESH_SECURITY_SECRETS_KEYS: `k:${Buffer.alloc(32).toString('base64')}`, EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_ADMIN_SECURITY_FILTERS: 'token', ...env });
+    const records: string[] = [];
+    const spy = jest.spyOn(LoggingAuditSink.prototype, 'record').mockImplementation((r) => void records.push(r.gate));
+    try {
+      const gates = buildGates(config, { db: undefined as never, producer: undefined as never, instanceId: 'i-1', filters: { token: allowAll } });
+      for (let i = 0; i < 3; i++) {
+        (await gates.ingress.admit({ ...request })).release();
+        (await gates.admin.admit({ ...request, route: 'GET /admin/acl/rules', action: 'admin' })).release();
+      }
+    } finally {
+      spy.mockRestore();
+    }
+    return { ingress: records.filter((g) => g === 'ingress').length, admin: records.filter((g) => g === 'admin').length };
+  }
+
+  it('by default: every admin decision, and none of the ingress gate\'s allowed requests', async () => {
+    expect(await recordsOf({})).toEqual({ ingress: 0, admin: 3 });
+  });
+
+  it('with EVENTMESH_SECURITY_GATE_AUDIT_RECORD=ALL: every decision of both', async () => {
+    expect(await recordsOf({ EVENTMESH_SECURITY_GATE_AUDIT_RECORD: 'ALL' })).toEqual({ ingress: 3, admin: 3 });
   });
 });

@@ -46,11 +46,12 @@ export function buildGates(config: EventMeshConfig, deps: GateDependencies): Bui
     }
     return filter;
   };
-  // Both gates share the filters (one TokenAuth, one ACL) and the audit sink.
-  const gate = (name: string, names: readonly FilterName[], failClosed: boolean) =>
-    new SecurityGate({ name, filters: names.map(filterOf), failClosed, audit, auditAllows: config.security.gate.audit.record === 'ALL' });
-  const ingress = gate('ingress', config.security.gate.filters, config.security.gate.failClosed);
-  const admin = gate('admin', config.admin.security.filters, config.admin.security.failClosed);
+  // Both gates share the filters (one TokenAuth, one ACL) and the audit sink. The admin gate audits every decision
+  // (each is an operator's action); the ingress gate its refusals, or every decision when configured so.
+  const gate = (name: string, names: readonly FilterName[], failClosed: boolean, auditAllows: boolean) =>
+    new SecurityGate({ name, filters: names.map(filterOf), failClosed, audit, auditAllows });
+  const ingress = gate('ingress', config.security.gate.filters, config.security.gate.failClosed, config.security.gate.audit.record === 'ALL');
+  const admin = gate('admin', config.admin.security.filters, config.admin.security.failClosed, true);
   return {
     ingress,
     admin,
