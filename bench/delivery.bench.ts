@@ -4,11 +4,10 @@ import { createServer, IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
-import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, Producer } from 'kafkajs';
 import { frameToKafkaMessage } from '../libs/frame';
-import { endOwnershipWorkflows, PartitionsView } from '../libs/ownership';
-import { benchConfig, benchEnv, brokerPid, meterCpu, percentile, ROOT, startInstanceProcess } from './support';
+import type { PartitionsView } from '../libs/ownership';
+import { benchConfig, benchEnv, brokerPid, createTopics, meterCpu, percentile, resetOwnership, ROOT, sleep, startInstanceProcess, until } from './support';
 
 /**
  * Webhook delivery of ONE instance against a kafkajs consumer group on the same host, the same sink and the same
@@ -110,6 +109,8 @@ class Sink {
 
 // --- events --------------------------------------------------------------------------------------------------
 
+/** The longest a round waits for its deliveries. */
+const DRAIN_WAIT_MS = 300000;
 const DATA = Buffer.from(JSON.stringify('x'.repeat(1000)));
 
 function messages(topic: string, from: number, count: number) {
@@ -136,18 +137,6 @@ async function fill(producer: Producer, topic: string): Promise<string[]> {
   return Array.from({ length: EVENTS }, (_, n) => `${topic}:${n}`);
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 300000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await Promise.resolve(probe()).catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(20);
-  }
-}
-
 interface Measured {
   perSecond: number;
   latency: { p50: number; p95: number; p99: number };
@@ -158,9 +147,9 @@ interface Measured {
 
 /** The drain rate of `ids` (first to last delivery), then the latency of a steady load into the same topic. */
 async function measure(sink: Sink, producer: Producer, topic: string, ids: string[], pid: number): Promise<Measured> {
-  await until(`the first delivery of ${topic}`, () => (sink.firstAt.has(ids[0]) || ids.some((id) => sink.firstAt.has(id)) ? true : undefined));
+  await until(`the first delivery of ${topic}`, () => (sink.firstAt.has(ids[0]) || ids.some((id) => sink.firstAt.has(id)) ? true : undefined), DRAIN_WAIT_MS, 20);
   const cpu = meterCpu({ path: pid, broker: brokerPid() });
-  await until(`${ids.length} deliveries of ${topic}`, () => (ids.every((id) => sink.firstAt.has(id)) ? true : undefined));
+  await until(`${ids.length} deliveries of ${topic}`, () => (ids.every((id) => sink.firstAt.has(id)) ? true : undefined), DRAIN_WAIT_MS, 20);
   const used = cpu();
   const times = ids.map((id) => sink.firstAt.get(id)!);
   const perSecond = (ids.length - 1) / ((Math.max(...times) - Math.min(...times)) / 1000);
@@ -174,7 +163,7 @@ async function measure(sink: Sink, producer: Producer, topic: string, ids: strin
     await producer.send({ topic, acks: -1, messages: batch });
     await sleep(Math.max(0, every - (Date.now() - started)));
   }
-  await until(`the latency events of ${topic}`, () => ([...producedAt.keys()].every((id) => sink.firstAt.has(id)) ? true : undefined));
+  await until(`the latency events of ${topic}`, () => ([...producedAt.keys()].every((id) => sink.firstAt.has(id)) ? true : undefined), DRAIN_WAIT_MS, 20);
   const latencies = [...producedAt].map(([id, at]) => sink.firstAt.get(id)! - at).sort((a, b) => a - b);
   return {
     perSecond,
@@ -236,22 +225,6 @@ async function group(sink: Sink, producer: Producer, topic: string, ids: string[
   }
 }
 
-async function createTopics(kafka: Kafka, topics: string[]): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })) });
-  await admin.disconnect();
-}
-
-async function resetOwnership(): Promise<void> {
-  const connection = await Connection.connect({ address: config.temporal.address });
-  try {
-    await endOwnershipWorkflows(new Client({ connection, namespace: config.temporal.namespace }), 'benchmark reset');
-  } finally {
-    await connection.close();
-  }
-}
-
 /** PARTITION_OWNED_PULL: every partition of `topics` owned by the instance and polling. */
 async function settled(instance: Instance, topics: string[]): Promise<void> {
   await until('the instance to own every partition', async () => {
@@ -275,7 +248,7 @@ async function main(): Promise<void> {
   const ourTopics = topicsOf('ours');
   const groupTopics = topicsOf('group');
   const baseTopics = BASELINE_ROOT ? topicsOf('base') : [];
-  await createTopics(kafka, [...ourTopics, ...groupTopics, ...baseTopics]);
+  await createTopics(kafka, [...ourTopics, ...groupTopics, ...baseTopics], PARTITIONS);
   console.log(`delivery benchmark: ${ROUNDS} rounds, ${EVENTS} events of 1 KiB over ${PARTITIONS} partitions and ${KEYS} keys, then ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s; ${TOPOLOGY}`);
   console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
   if (TOPOLOGY === 'PARTITION_OWNED_PULL') await resetOwnership();

@@ -2,7 +2,10 @@ import { ChildProcess, spawn } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
+import { Client, Connection } from '@temporalio/client';
+import type { Kafka } from 'kafkajs';
 import { loadConfig } from '../libs/config';
+import { endOwnershipWorkflows } from '../libs/ownership';
 
 export const ROOT = path.resolve(__dirname, '../..');
 
@@ -17,6 +20,41 @@ export function benchEnv(overrides: Record<string, string>): Record<string, stri
 }
 
 export const benchConfig = (overrides: Record<string, string> = {}) => loadConfig(benchEnv(overrides));
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** Polls `probe` until it answers something other than undefined (a throw counts as undefined), with a deadline. */
+export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 120000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await Promise.resolve(probe()).catch(() => undefined);
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await sleep(everyMs);
+  }
+}
+
+/** Creates the topics with `partitions` partitions each, once their leaders are elected. */
+export async function createTopics(kafka: Kafka, topics: string[], partitions: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })) });
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** Ends every ownership workflow (PARTITION_OWNED_PULL) a run before left, so each run starts from no owners. */
+export async function resetOwnership(): Promise<void> {
+  const config = benchConfig();
+  const connection = await Connection.connect({ address: config.temporal.address });
+  try {
+    await endOwnershipWorkflows(new Client({ connection, namespace: config.temporal.namespace }), 'benchmark reset');
+  } finally {
+    await connection.close();
+  }
+}
 
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;

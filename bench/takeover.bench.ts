@@ -4,11 +4,10 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { Client, Connection } from '@temporalio/client';
 import { Kafka, logLevel, Producer } from 'kafkajs';
 import { frameToKafkaMessage } from '../libs/frame';
-import { endOwnershipWorkflows, PartitionsView } from '../libs/ownership';
-import { benchConfig, benchEnv, percentile, ROOT, startInstanceProcess } from './support';
+import type { PartitionsView } from '../libs/ownership';
+import { benchConfig, benchEnv, createTopics, percentile, resetOwnership, ROOT, sleep, startInstanceProcess, until } from './support';
 
 /**
  * PARTITION_OWNED_PULL under failure and load, each against a kafkajs consumer group in the same run.
@@ -135,30 +134,9 @@ const message = (id: string) =>
 
 // --- helpers -------------------------------------------------------------------------------------------------
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 120000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await Promise.resolve(probe()).catch(() => undefined);
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await sleep(50);
-  }
-}
-
 function stats(values: number[]) {
   const sorted = [...values].sort((a, b) => a - b);
   return { n: sorted.length, p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] };
-}
-
-async function resetOwnership(): Promise<void> {
-  const connection = await Connection.connect({ address: config.temporal.address });
-  try {
-    await endOwnershipWorkflows(new Client({ connection, namespace: config.temporal.namespace }), 'benchmark reset');
-  } finally {
-    await connection.close();
-  }
 }
 
 // --- our path: instances -----------------------------------------------------------------------------------
@@ -288,16 +266,9 @@ class Group {
 
 // --- the measurements ------------------------------------------------------------------------------------------
 
-async function createTopic(kafka: Kafka, topic: string): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }] });
-  await admin.disconnect();
-}
-
 async function takeoverOurs(kafka: Kafka, producer: Producer, sink: Sink): Promise<number[]> {
   const topic = `bench-takeover-${randomUUID().slice(0, 8)}`;
-  await createTopic(kafka, topic);
+  await createTopics(kafka, [topic], PARTITIONS);
   const cluster = new Cluster(topic, `tk${randomUUID().slice(0, 4)}`);
   const names = ['a', 'b', 'c'];
   const load = new Load(producer, topic);
@@ -330,7 +301,7 @@ async function takeoverOurs(kafka: Kafka, producer: Producer, sink: Sink): Promi
 
 async function takeoverGroup(kafka: Kafka, producer: Producer, sink: Sink): Promise<number[]> {
   const topic = `bench-takeover-group-${randomUUID().slice(0, 8)}`;
-  await createTopic(kafka, topic);
+  await createTopics(kafka, [topic], PARTITIONS);
   const group = new Group(topic, `bench-takeover-${randomUUID().slice(0, 8)}`, sink.url, false);
   const names = ['a', 'b', 'c'];
   const load = new Load(producer, topic);
@@ -370,7 +341,7 @@ async function drainRate(sink: Sink, ids: string[]): Promise<number> {
 
 async function fill(kafka: Kafka, producer: Producer): Promise<{ topic: string; ids: string[] }> {
   const topic = `bench-owned-tput-${randomUUID().slice(0, 8)}`;
-  await createTopic(kafka, topic);
+  await createTopics(kafka, [topic], PARTITIONS);
   const ids: string[] = [];
   for (let start = 0; start < THROUGHPUT_EVENTS; start += 600) {
     const messages = [];
