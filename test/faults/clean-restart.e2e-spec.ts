@@ -1,4 +1,4 @@
-import { FaultRun } from './fault-run';
+import { CI_LOAD, FaultRun } from './fault-run';
 import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
 import { restoreServers, startKafka, startPostgres, stopKafka, stopPostgresFast } from './servers';
@@ -21,9 +21,7 @@ describe('faults: clean stop and start of the servers', () => {
       name: 'clean-restart',
       instances: [{}],
       subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
     });
     try {
       await run.start();

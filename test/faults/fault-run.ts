@@ -9,6 +9,9 @@ import { sleep, Workload } from './workload';
 
 export type Transport = 'webhook' | 'websocket' | 'sse' | 'long-poll';
 
+/** The load of the CI cases: 4 publishers at 100 events/s in all, each publish attempt given 5 s. */
+export const CI_LOAD = { publishers: 4, ratePerSecond: 100, attemptTimeoutMs: 5000 } as const;
+
 export interface FaultRunOptions {
   /** A name for ids and topics. */
   name: string;

@@ -1,4 +1,4 @@
-import { FaultRun } from './fault-run';
+import { CI_LOAD, FaultRun } from './fault-run';
 import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
 
@@ -20,9 +20,7 @@ describe('faults: instance process', () => {
       name: 'kill',
       instances: [{}, {}],
       subscribers: [{ transport: 'webhook', on: 0 }, { transport: 'websocket', on: 0 }, { transport: 'webhook', on: 1 }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
       publishTo: [1],
     });
     await run.start();
@@ -41,9 +39,7 @@ describe('faults: instance process', () => {
       name: 'pause',
       instances: [{}, {}],
       subscribers: [{ transport: 'webhook', on: 0 }, { transport: 'sse', on: 0 }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
       publishTo: [1],
       env: { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' },
     });

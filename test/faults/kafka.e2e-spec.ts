@@ -1,4 +1,4 @@
-import { FaultRun } from './fault-run';
+import { CI_LOAD, FaultRun } from './fault-run';
 import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
 import { killKafka, restoreServers, startKafka } from './servers';
@@ -20,9 +20,7 @@ describe('faults: Kafka', () => {
       name: 'kafka-cut',
       instances: [{ kafkaViaProxy: true }],
       subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
     });
     await run.start();
     await run.acknowledgedMore(100);
@@ -79,9 +77,7 @@ describe('faults: Kafka', () => {
       name: 'kafka-kill',
       instances: [{}],
       subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
     });
     try {
       await run.start();

@@ -1,5 +1,5 @@
 import { dispatchEpochOf } from './cluster';
-import { FaultRun } from './fault-run';
+import { CI_LOAD, FaultRun } from './fault-run';
 import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
 import { restoreServers, startPostgres, stopPostgresImmediately } from './servers';
@@ -22,9 +22,7 @@ describe('faults: Postgres', () => {
       name: 'pg-crash',
       instances: [{}],
       subscribers: [{ transport: 'webhook' }, { transport: 'sse' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
     });
     try {
       await run.start();
@@ -49,9 +47,7 @@ describe('faults: Postgres', () => {
       name: 'pg-slow',
       instances: [{ proxyPostgres: true }],
       subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
     });
     await run.start();
     await run.acknowledgedMore(100);
@@ -81,9 +77,7 @@ describe('faults: Postgres link', () => {
       name: 'pg-link',
       instances: [{ proxyPostgres: true }],
       subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
       env,
     });
     await run.start();
@@ -137,9 +131,7 @@ describe('faults: Postgres link black-holed', () => {
       name: 'pg-strand',
       instances: [{ proxyPostgres: true }],
       subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
       env,
     });
     await run.start();

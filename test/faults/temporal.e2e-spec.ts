@@ -1,6 +1,6 @@
 import { dispatchActivityOf, dispatchEpochOf } from './cluster';
 import type { FaultProxy } from './fault-proxy';
-import { FaultRun } from './fault-run';
+import { CI_LOAD, FaultRun } from './fault-run';
 import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
 import { killTemporal, restoreServers, startTemporal } from './servers';
@@ -24,9 +24,7 @@ describe('faults: Temporal', () => {
       name: 'temporal-cut',
       instances: [{ proxyTemporal: true }],
       subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
       env: { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' },
     });
     await run.start();
@@ -49,9 +47,7 @@ describe('faults: Temporal', () => {
       name: 'temporal-kill',
       instances: [{ proxyTemporal: true }],
       subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
       env,
     });
     try {
@@ -114,9 +110,7 @@ describe('faults: Temporal link slow and half-open', () => {
       name,
       instances: [{ proxyTemporal: true }],
       subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
-      publishers: 4,
-      ratePerSecond: 100,
-      attemptTimeoutMs: 5000,
+      ...CI_LOAD,
       env,
     });
     await run.start();
