@@ -1,12 +1,13 @@
-import type { Admin, Kafka, Producer } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { Deliverer, DispatchLoop, DispatchProgress, WebhookSender } from '../../libs/delivery';
 import { frameToKafkaMessage } from '../../libs/frame';
-import { createKafka, PartitionReader, TopicAdmin } from '../../libs/kafka';
-import { createDataSource, DeadLetterStore, DeliveryRetryEntity, DispatchRunStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
+import { PartitionReader, TopicAdmin } from '../../libs/kafka';
+import { DeadLetterStore, DeliveryRetryEntity, DispatchRunStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
 import { SubscriptionService } from '../../libs/subscriptions';
-import { testConfig, uniqueTopic } from '../support/env';
+import { DeliveryStack, openDeliveryStack } from '../support/delivery-stack';
+import { uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
 
@@ -18,10 +19,9 @@ import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
  */
 describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () => {
   const topic = uniqueTopic('ordering');
-  const config = testConfig({ EVENTMESH_KAFKA_TOPICS: topic });
+  let stack: DeliveryStack;
   let db: DataSource;
   let kafka: Kafka;
-  let admin: Admin;
   let producer: Producer;
   let topics: TopicAdmin;
   let reader: PartitionReader;
@@ -35,24 +35,10 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
   const stops: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
-    db = createDataSource(config.postgres, 'delivery-ordering-spec');
-    await db.initialize();
-    kafka = createKafka(config.kafka, 'delivery-ordering-spec');
-    admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1, replicationFactor: 1 }] });
-    producer = kafka.producer();
-    await producer.connect();
-    topics = new TopicAdmin(kafka, config.kafka);
-    await topics.connect();
+    stack = await openDeliveryStack('delivery-ordering-spec', topic, 1, 5000);
+    ({ db, kafka, producer, topics, webhooks, runs, offsets, deadLetters, retries, subscriptions } = stack);
     reader = new PartitionReader(kafka);
     await reader.connect();
-    webhooks = WebhookSender.forInstance(testConfig({ EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS: '5000' }));
-    runs = new DispatchRunStore(db, 2000);
-    offsets = new OffsetStore(db);
-    deadLetters = new DeadLetterStore(db);
-    retries = new RetryStore(db, deadLetters);
-    subscriptions = SubscriptionService.forInstance(db, topics, config);
     sink = new WebhookReceiver();
     await sink.start();
   });
@@ -67,12 +53,7 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
   afterAll(async () => {
     await sink.stop();
     await reader.disconnect();
-    await webhooks.close();
-    await topics.disconnect();
-    await producer.disconnect();
-    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-    await admin.disconnect();
-    await db.destroy();
+    await stack.close();
   });
 
   /** An instance of its own with one `key`-ordered webhook subscription from the end of the log, and its loop running. */

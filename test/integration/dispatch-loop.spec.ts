@@ -1,11 +1,10 @@
-import type { Admin, Kafka, Producer } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { Deliverer, DispatchLoop, DispatchProgress, isFenced, WebhookSender } from '../../libs/delivery';
 import { frameToKafkaMessage } from '../../libs/frame';
-import { createKafka, PartitionReader, TopicAdmin } from '../../libs/kafka';
+import { PartitionReader, TopicAdmin } from '../../libs/kafka';
 import {
-  createDataSource,
   DeadLetterEntity,
   DeadLetterStore,
   DeliveryRetryEntity,
@@ -18,7 +17,8 @@ import {
   SkippedRangeStore,
 } from '../../libs/storage';
 import { SubscriptionService } from '../../libs/subscriptions';
-import { testConfig, uniqueTopic } from '../support/env';
+import { DeliveryStack, openDeliveryStack } from '../support/delivery-stack';
+import { uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
@@ -29,10 +29,9 @@ import { WebhookReceiver } from '../support/webhook-receiver';
  */
 describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink)', () => {
   const topic = uniqueTopic('loop');
-  const config = testConfig({ EVENTMESH_KAFKA_TOPICS: topic });
+  let stack: DeliveryStack;
   let db: DataSource;
   let kafka: Kafka;
-  let admin: Admin;
   let producer: Producer;
   let topics: TopicAdmin;
   const readers: PartitionReader[] = [];
@@ -45,33 +44,14 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
   const receivers: WebhookReceiver[] = [];
 
   beforeAll(async () => {
-    db = createDataSource(config.postgres, 'dispatch-loop-spec');
-    await db.initialize();
-    kafka = createKafka(config.kafka, 'dispatch-loop-spec');
-    admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2, replicationFactor: 1 }] });
-    producer = kafka.producer();
-    await producer.connect();
-    topics = new TopicAdmin(kafka, config.kafka);
-    await topics.connect();
-    webhooks = WebhookSender.forInstance(testConfig({ EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS: '2000' }));
-    runs = new DispatchRunStore(db, 2000);
-    offsets = new OffsetStore(db);
-    deadLetters = new DeadLetterStore(db);
-    retries = new RetryStore(db, deadLetters);
-    subscriptions = SubscriptionService.forInstance(db, topics, config);
+    stack = await openDeliveryStack('dispatch-loop-spec', topic, 2, 2000);
+    ({ db, kafka, producer, topics, webhooks, runs, offsets, deadLetters, retries, subscriptions } = stack);
   });
 
   afterAll(async () => {
     for (const r of receivers) await r.stop();
     for (const r of readers) await r.disconnect().catch(() => undefined);
-    await webhooks.close();
-    await topics.disconnect();
-    await producer.disconnect();
-    await admin.deleteTopics({ topics: [topic] }).catch(() => undefined);
-    await admin.disconnect();
-    await db.destroy();
+    await stack.close();
   });
 
   async function receiver(): Promise<WebhookReceiver> {
