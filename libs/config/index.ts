@@ -1,1 +1,3 @@
 export * from './config';
+export { TENANT_NAME } from './setting';
+export type { SettingDoc } from './setting';
