@@ -36,6 +36,14 @@ export interface GateStats {
 
 const NOTHING_HELD = () => undefined;
 
+/**
+ * The request's id, made when first needed (an audit record or a log line), and the same one after: most admitted
+ * requests are not audited, and need none.
+ */
+function idOf(request: GateRequest): string {
+  return (request.requestId ??= requestIdOf(request.headers));
+}
+
 let isoMs = -1;
 let iso = '';
 /** The time as ISO 8601, made once per millisecond (every audited request of that millisecond shares it). */
@@ -80,7 +88,6 @@ export class SecurityGate {
 
   async admit(request: GateRequest): Promise<Admission> {
     if (this.open) return { caller: ANONYMOUS, release: NOTHING_HELD };
-    request.requestId ??= requestIdOf(request.headers);
     let caller = ANONYMOUS;
     // What filters hold (a stream connection of the quota): most requests hold nothing, and allocate nothing here.
     let held: (() => void)[] | undefined;
@@ -103,7 +110,7 @@ export class SecurityGate {
         verdict = decided instanceof Promise ? await decided : decided;
       } catch (e) {
         this.errors.set(filter.name, (this.errors.get(filter.name) ?? 0) + 1);
-        this.log.error({ gate: this.name, filter: filter.name, route: request.route, requestId: request.requestId, error: (e as Error).message }, 'gate filter could not decide');
+        this.log.error({ gate: this.name, filter: filter.name, route: request.route, requestId: idOf(request), error: (e as Error).message }, 'gate filter could not decide');
         if (this.options.failClosed) {
           release();
           this.audit(request, caller, { filter: filter.name, reason: 'filter_error' });
@@ -155,7 +162,7 @@ export class SecurityGate {
     const record: AuditRecord = {
       time: isoNow(),
       gate: this.name,
-      requestId: request.requestId ?? requestIdOf(request.headers),
+      requestId: idOf(request),
       principal: caller.principal,
       tenant: caller.tenant,
       route: request.route,
@@ -172,7 +179,7 @@ export class SecurityGate {
     } catch (e) {
       // Audit must not take the data path down: the request proceeds.
       this.auditFailures++;
-      this.log.error({ gate: this.name, requestId: request.requestId, error: (e as Error).message }, 'audit record failed');
+      this.log.error({ gate: this.name, requestId: idOf(request), error: (e as Error).message }, 'audit record failed');
     }
   }
 }
