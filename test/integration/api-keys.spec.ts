@@ -68,6 +68,9 @@ describe('ApiKeyStore (real Postgres)', () => {
  * API key over REST, the key publishes, the key is revoked and refused on the next publishes within apiKeyCacheMs.
  */
 describe('API keys through the token gate (real gateway)', () => {
+  // Tenants of this run only: other specs share the database and create keys of their own.
+  const ACME = `acme-${randomUUID().slice(0, 8)}`;
+  const BETA = `beta-${randomUUID().slice(0, 8)}`;
   const topic = uniqueTopic('apikeys');
   let dir: string;
   let signing: DevSigningKey;
@@ -122,24 +125,24 @@ describe('API keys through the token gate (real gateway)', () => {
   });
 
   it('refuses bad input 400, another tenant 403, a caller without the admin scope 403', async () => {
-    const acme = await jwt('acme', 'admin');
+    const acme = await jwt(ACME, 'admin');
     const bad = await admin('POST', '', acme, { name: 'x', scopes: ['root'] });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'scopes.0' });
-    const other = await admin('POST', '', acme, { name: 'x', scopes: ['publish'], tenant: 'beta' });
+    const other = await admin('POST', '', acme, { name: 'x', scopes: ['publish'], tenant: BETA });
     expect(other.status).toBe(403);
     expect(await other.json()).toMatchObject({ code: 'FORBIDDEN' });
-    const publisher = await admin('GET', '', await jwt('acme', 'publish'));
+    const publisher = await admin('GET', '', await jwt(ACME, 'publish'));
     expect(publisher.status).toBe(403);
     expect(publisher.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="admin"');
   });
 
   it('creates a key shown once, publishes with it (202), revokes it (204), and refuses it (401) within apiKeyCacheMs', async () => {
-    const acme = await jwt('acme', 'admin');
+    const acme = await jwt(ACME, 'admin');
     const created = await admin('POST', '', acme, { name: 'billing', scopes: ['publish'] });
     expect(created.status).toBe(201);
     const key = (await created.json()) as { id: string; key: string; tenant: string; scopes: string[]; principal: string };
-    expect(key).toMatchObject({ tenant: 'acme', scopes: ['publish'], principal: `api-key:${key.id}` });
+    expect(key).toMatchObject({ tenant: ACME, scopes: ['publish'], principal: `api-key:${key.id}` });
     expect(key.key).toMatch(new RegExp(`^emk_${key.id}_[A-Za-z0-9_-]{43}$`));
 
     const listed = await (await admin('GET', '', acme)).json() as { apiKeys: Record<string, unknown>[] };
@@ -147,7 +150,7 @@ describe('API keys through the token gate (real gateway)', () => {
     expect(JSON.stringify(listed)).not.toContain(key.key.slice(-43));
     expect(listed.apiKeys[0]).not.toHaveProperty('key');
     // Another tenant's admin sees nothing of it, and cannot revoke it: 404, as no key at all.
-    const beta = await jwt('beta', 'admin');
+    const beta = await jwt(BETA, 'admin');
     expect(((await (await admin('GET', '', beta)).json()) as { apiKeys: unknown[] }).apiKeys).toEqual([]);
     expect((await admin('DELETE', `/${key.id}`, beta)).status).toBe(404);
 
