@@ -20,6 +20,9 @@ export class QueryDeadlineError extends Error {
   }
 }
 
+/** How long a connection is given to answer a probe once another connection of its pool was found on a dead link. */
+export const POSTGRES_PROBE_TIMEOUT_MS = 2000;
+
 /**
  * A pg client whose every query has a deadline. The server ends a statement after `statement_timeout` and answers
  * with an error; a client that has heard nothing a grace after that is talking into a dead link (a half-open
@@ -28,10 +31,30 @@ export class QueryDeadlineError extends Error {
  * rather than lend it again. Without this, a statement sent into such a link waits for good, and so does whatever
  * awaits it (a dispatch loop, an offset commit, a lease renewal), holding its pool connection.
  *
+ * A dead link is seldom alone: a network partition or a lost NAT entry strands every connection opened over the
+ * same path. So when one connection misses its deadline, every other open connection of the same pool with no
+ * query in flight is probed at once (`SELECT 1`, {@link POSTGRES_PROBE_TIMEOUT_MS}), and one that does not answer
+ * is dropped the same way (an idle connection leaves the pool on its `error`). Without the probe, the pool lends
+ * its stranded idle connections one after another and each costs a full deadline; with it, the pool's dead
+ * connections are all gone about one probe after the first deadline. Connections with a query in flight meet their
+ * own deadlines.
+ *
  * Queries in promise and callback form are bounded; a submittable (a cursor or stream, none in the runtime) is not.
  */
 export function deadlineClient(deadlineMs: number): typeof Client {
-  return class DeadlineClient extends Client {
+  const probeMs = Math.min(POSTGRES_PROBE_TIMEOUT_MS, deadlineMs);
+  /** The connected, not yet ended clients of this pool (one class per pool). */
+  const open = new Set<DeadlineClient>();
+
+  class DeadlineClient extends Client {
+    private inFlight = 0;
+
+    constructor(config?: string | ClientConfig) {
+      super(config);
+      this.once('connect', () => open.add(this));
+      this.once('end', () => open.delete(this));
+    }
+
     // pg's query has many overloads; this one forwards them all.
     // eslint-disable-next-line @typescript-eslint/no-explicit-any
     override query(...args: any[]): any {
@@ -43,27 +66,43 @@ export function deadlineClient(deadlineMs: number): typeof Client {
       }
       const result: unknown = (super.query as (...a: unknown[]) => unknown).apply(this, args);
       if (!(result instanceof Promise)) return result;
-      return new Promise((resolve, reject) => {
+      return this.bounded(result, deadlineMs);
+    }
+
+    private bounded<T>(result: Promise<T>, ms: number): Promise<T> {
+      this.inFlight++;
+      return new Promise<T>((resolve, reject) => {
         const timer = setTimeout(() => {
           // Rejected once the client has reported the connection lost (its `error`, on the stream's close), so
           // that the pool has dropped it before the caller, seeing the rejection, releases it or asks for another.
+          open.delete(this);
           const stream = this.connection.stream;
-          stream.once('close', () => reject(new QueryDeadlineError(deadlineMs)));
+          stream.once('close', () => reject(new QueryDeadlineError(ms)));
           stream.destroy();
-        }, deadlineMs);
+          for (const sibling of open) if (sibling.inFlight === 0) sibling.probe();
+        }, ms);
         result.then(
           (r) => {
             clearTimeout(timer);
+            this.inFlight--;
             resolve(r);
           },
-          (e) => {
+          (e: unknown) => {
             clearTimeout(timer);
+            this.inFlight--;
             reject(e);
           },
         );
       });
     }
-  };
+
+    /** A `SELECT 1` under the probe deadline; a connection that misses it is dropped like any other. */
+    private probe(): void {
+      const result = (super.query as (text: string) => Promise<unknown>).call(this, 'SELECT 1');
+      this.bounded(result, probeMs).catch(() => undefined);
+    }
+  }
+  return DeadlineClient;
 }
 
 /**

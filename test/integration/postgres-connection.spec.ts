@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { createDataSource, createPostgresClient, isPostgresUnavailable, POSTGRES_DEADLINE_GRACE_MS, QueryDeadlineError } from '../../libs/storage';
+import { createDataSource, createPostgresClient, isPostgresUnavailable, POSTGRES_DEADLINE_GRACE_MS, POSTGRES_PROBE_TIMEOUT_MS, QueryDeadlineError } from '../../libs/storage';
 import { FaultProxy } from '../faults/fault-proxy';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
@@ -41,6 +41,28 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
     expect(await db.query('SELECT 7 AS n')).toEqual([{ n: 7 }]);
     expect(Date.now() - nextAt).toBeLessThan(1000);
     expect(proxy.strandedOpen).toBe(0);
+  }, 20000);
+
+  it('once one connection misses its deadline, drops the pool\'s other dead connections within a probe, so the next queries do not each wait out a deadline', async () => {
+    db = createDataSource({ ...pg, port: proxy.port, poolSize: 3, queryTimeoutMs: 1000 }, 'postgres-connection-spec-probe');
+    await db.initialize();
+    // Three connections open and idle in the pool.
+    await Promise.all([1, 2, 3].map(() => db!.query('SELECT pg_sleep(0.1)')));
+    expect(proxy.state.open).toBe(3);
+    proxy.strand();
+    const failure = await db.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+    expect((failure as { driverError?: unknown })?.driverError).toBeInstanceOf(QueryDeadlineError);
+    const failedAt = Date.now();
+    // The idle ones are probed at once and dropped after the probe deadline (2 s here), not after the pool's idle
+    // timeout (10 s) or one by one as each is lent again.
+    await waitFor('the pool\'s other dead connections dropped', () => proxy.strandedOpen === 0, { timeoutMs: POSTGRES_PROBE_TIMEOUT_MS + 1000, intervalMs: 50 });
+    const droppedMs = Date.now() - failedAt;
+    for (const n of [1, 2, 3]) {
+      const sentAt = Date.now();
+      expect(await db.query(`SELECT ${n} AS n`)).toEqual([{ n }]);
+      expect(Date.now() - sentAt).toBeLessThan(1000);
+    }
+    process.stdout.write(`postgres-connection.spec: the pool's 2 other dead connections dropped ${droppedMs} ms after the first deadline\n`);
   }, 20000);
 
   it('fails a transaction whose statement went into the dead link, and the server ends the abandoned session\'s transaction', async () => {
