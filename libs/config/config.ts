@@ -6,6 +6,7 @@ import {
   SettingDoc,
   SettingValueError,
   integer,
+  decimal,
   oneOf,
   listOf,
   text,
@@ -104,6 +105,8 @@ export interface EventMeshConfig {
   agents: { callTimeoutMs: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   log: { level: LogLevel };
+  /** W3C trace context and OpenTelemetry spans (docs/operations.md#tracing); `otlpEndpoint` '' = spans are not exported. */
+  tracing: { enabled: boolean; otlpEndpoint: string; serviceName: string; sampleRatio: number };
   filter: { maxAttributeChars: number };
   security: SecurityConfig;
   admin: { security: { filters: AdminGateFilterName[]; failClosed: boolean; operatorTenant: string } };
@@ -285,6 +288,15 @@ const SETTINGS = {
     integer(100, 120000), () => 5000, 'How long boot waits for Temporal before it gives up.'),
   logLevel: setting('EVENTMESH_LOG_LEVEL', 'eventmesh.log.level', oneOf(LOG_LEVELS), (): LogLevel => 'info',
     'Log level.'),
+  tracingEnabled: setting('EVENTMESH_TRACING_ENABLED', 'eventmesh.tracing.enabled', bool, () => false,
+    'true: OpenTelemetry spans for each publish request and each delivery attempt, and the Temporal SDK\'s tracing interceptors on the client and the workers (docs/operations.md#tracing). false: no spans; a publisher\'s `traceparent` still travels with its events to their sinks unchanged.'),
+  tracingOtlpEndpoint: setting('EVENTMESH_TRACING_OTLP_ENDPOINT', 'eventmesh.tracing.otlpEndpoint', optionalHttpUrl, () => '',
+    'Base URL of an OTLP/HTTP collector (e.g. http://127.0.0.1:4318): spans are sent, batched, to <url>/v1/traces as OTLP JSON. Unset: spans are made (and their context propagated) but not exported. Used only while EVENTMESH_TRACING_ENABLED=true.',
+    '(none: not exported)'),
+  tracingServiceName: setting('EVENTMESH_TRACING_SERVICE_NAME', 'eventmesh.tracing.serviceName', text, () => 'eventmesh',
+    'The `service.name` resource attribute of this instance\'s spans (the instance id is `service.instance.id`).'),
+  tracingSampleRatio: setting('EVENTMESH_TRACING_SAMPLE_RATIO', 'eventmesh.tracing.sampleRatio', decimal(0, 1), () => 1,
+    'Share of new traces sampled (0 to 1). A publish or delivery that continues a caller\'s trace follows that trace\'s sampled flag instead (parent-based).'),
   gateFilters: setting('EVENTMESH_SECURITY_GATE_FILTERS', 'eventmesh.security.gate.filters',
     listOf(oneOf(GATE_FILTERS), GATE_FILTERS.join(', ')), (): GateFilterName[] => [],
     'Filters of the request gate, run in the order token, signature, acl, quota whatever order they are listed in. Unset: the gate is open (admits all; the boot log and /health say so).',
@@ -501,6 +513,12 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       connectTimeoutMs: v.temporalConnectTimeoutMs,
     },
     log: { level: v.logLevel },
+    tracing: {
+      enabled: v.tracingEnabled,
+      otlpEndpoint: v.tracingOtlpEndpoint,
+      serviceName: v.tracingServiceName,
+      sampleRatio: v.tracingSampleRatio,
+    },
     filter: { maxAttributeChars: v.filterMaxAttributeChars },
     security: {
       gate: {

@@ -44,6 +44,15 @@ export function integer(min: number, max: number) {
   };
 }
 
+/** A decimal number from `min` to `max` inclusive (a ratio, a fraction). */
+export function decimal(min: number, max: number) {
+  return (raw: string): number => {
+    const n = Number(raw);
+    if (!/^\d+(\.\d+)?$/.test(raw) || !Number.isFinite(n) || n < min || n > max) return invalid(`a decimal number from ${min} to ${max}`);
+    return n;
+  };
+}
+
 export function oneOf<T extends string>(values: readonly T[]) {
   return (raw: string): T =>
     (values as readonly string[]).includes(raw) ? (raw as T) : invalid(`one of ${values.join(', ')}`);
