@@ -3,6 +3,7 @@ import { Agent, errors } from 'undici';
 import type { EventMeshConfig } from '../config';
 import { EventFrame, frameToHttpBinary } from '../frame';
 import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '../security';
+import { eventTraceOf, TraceHeaders } from '../tracing';
 
 export interface WebhookTarget {
   protocol?: string;
@@ -36,7 +37,9 @@ const MAX_RETRY_AFTER_MS = 60 * 60 * 1000;
  * (`webhook-id`, `webhook-timestamp`, `webhook-signature`: HMAC-SHA256 over `id.timestamp.body` with the
  * subscription's secret), with a per-request timeout. 2xx is the acknowledgement; 429 and 503 may carry a
  * Retry-After; 410 means the sink is gone. Every connection goes through the SSRF guard: the sink's host is
- * resolved and checked and the connection made to the checked address; redirects are not followed.
+ * resolved and checked and the connection made to the checked address; redirects are not followed. The request
+ * continues the event's trace (W3C `traceparent` and `tracestate` headers): the delivery span's context when
+ * tracing is on, else the event's own distributed-tracing extension as it is (docs/operations.md#tracing).
  */
 export class WebhookSender {
   /**
@@ -76,9 +79,17 @@ export class WebhookSender {
     return new WebhookSender(config.delivery.webhookTimeoutMs, { secrets: SecretBox.fromConfig(config), sinks: SinkGuard.fromConfig(config) });
   }
 
-  /** `messageId` is stable across retries of the same delivery, as the Standard Webhooks scheme asks. */
-  async send(target: WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
+  /**
+   * `messageId` is stable across retries of the same delivery, as the Standard Webhooks scheme asks. `trace`: the
+   * delivery span's context (tracing on); absent, the event's own trace context goes as it is.
+   */
+  async send(target: WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal, trace?: TraceHeaders): Promise<WebhookResult> {
     const { headers, body } = frameToHttpBinary(frame);
+    const context = trace ?? eventTraceOf(frame);
+    if (context) {
+      headers.traceparent = context.traceparent;
+      if (context.tracestate !== undefined) headers.tracestate = context.tracestate;
+    }
     if (target.signingSecret) {
       let key: Buffer;
       try {

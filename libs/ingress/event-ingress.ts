@@ -1,22 +1,29 @@
 import { ErrorCode, EventMeshError } from '../errors';
 import { EventFrame, frameFromBinary, frameFromStructured, framesFromBatch } from '../frame';
 import type { EventProducer, PublishReceipt, TopicAdmin } from '../kafka';
+import { TRACING_OFF, Tracing, TraceHeaders } from '../tracing';
 
 export interface PublishResult extends PublishReceipt {
   id: string;
 }
 
-/** The three content modes of the CloudEvents HTTP binding. */
-export type PublishRequest =
+/**
+ * The three content modes of the CloudEvents HTTP binding; `trace`, the request's W3C trace context (its
+ * `traceparent` and `tracestate` headers, when valid: libs/tracing/trace-context.ts).
+ */
+export type PublishRequest = (
   | { mode: 'structured'; body: unknown }
   | { mode: 'binary'; headers: Record<string, string | string[] | undefined>; body: Buffer | undefined }
-  | { mode: 'batch'; body: unknown };
+  | { mode: 'batch'; body: unknown }
+) & { trace?: TraceHeaders };
 
 /**
  * Ingress: a publish request becomes frames through its adaptor and is written to Kafka; the answer waits for
  * the broker's acknowledgement. Topic policy: only the configured topics are served (created at boot); any other
  * topic is a 404 and nothing is written. A batch is validated whole before anything is written, then written in
- * one produce request and reported whole: every event with its offset, or an error and no event claimed.
+ * one produce request and reported whole: every event with its offset, or an error and no event claimed. Each
+ * event's trace context is settled on the way (libs/tracing: its own `traceparent` extension, else the
+ * request's), so it travels through Kafka in the `ce_traceparent` header.
  */
 export class EventIngress {
   constructor(
@@ -24,6 +31,7 @@ export class EventIngress {
     private readonly producer: EventProducer,
     readonly defaultTopic: string,
     private readonly maxBatchEvents: number,
+    private readonly tracing: Tracing = TRACING_OFF,
   ) {}
 
   /** `amend` may add attributes to each frame before it is written (request-reply sets its correlation id). */
@@ -36,7 +44,7 @@ export class EventIngress {
     }
     const frames = toFrames(request, this.maxBatchEvents);
     if (amend) frames.forEach(amend);
-    const receipts = await this.producer.publishAll(target, frames);
+    const receipts = await this.tracing.publish(target, frames, request.trace, () => this.producer.publishAll(target, frames));
     return receipts.map((receipt, i) => ({ id: frames[i].id, ...receipt }));
   }
 }

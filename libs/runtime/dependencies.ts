@@ -5,6 +5,7 @@ import { createKafka, EventProducer, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
 import { createDataSource } from '../storage';
 import { connectTemporal, TemporalHandle } from '../temporal';
+import { startTracing, Tracing } from '../tracing';
 import { BootError, reasonOf } from './boot-error';
 import { withDeadline } from './deadline';
 
@@ -15,6 +16,8 @@ export interface Dependencies {
   topics: TopicAdmin;
   producer: EventProducer;
   temporal: TemporalHandle;
+  /** This process's tracing (libs/tracing): off by default; with it on, the Temporal client is traced too. */
+  tracing: Tracing;
 }
 
 /**
@@ -24,6 +27,8 @@ export interface Dependencies {
 export async function connectDependencies(config: EventMeshConfig, role: string): Promise<Dependencies> {
   const log = createLogger('Dependencies');
   const opened: { close(): Promise<unknown> }[] = [];
+  const tracing = await startTracing(config);
+  opened.push({ close: () => tracing.shutdown() });
   try {
     const pg = config.postgres;
     const db = createDataSource(pg, `eventmesh-${config.instance.id}-${role}`);
@@ -73,7 +78,7 @@ export async function connectDependencies(config: EventMeshConfig, role: string)
 
     let temporal: TemporalHandle;
     try {
-      temporal = await withDeadline(config.temporal.connectTimeoutMs * 2, connectTemporal(config.temporal));
+      temporal = await withDeadline(config.temporal.connectTimeoutMs * 2, connectTemporal(config.temporal, tracing.temporal?.clientInterceptors));
     } catch (e) {
       throw new BootError(
         `cannot reach Temporal at ${config.temporal.address} namespace "${config.temporal.namespace}" ` +
@@ -82,7 +87,7 @@ export async function connectDependencies(config: EventMeshConfig, role: string)
       );
     }
     log.info({ address: config.temporal.address, namespace: config.temporal.namespace }, 'Temporal connected');
-    return { db, kafka, topics, producer, temporal };
+    return { db, kafka, topics, producer, temporal, tracing };
   } catch (e) {
     for (const o of opened.reverse()) await o.close().catch(() => undefined);
     throw e;
@@ -94,4 +99,6 @@ export async function closeDependencies(deps: Dependencies): Promise<void> {
   await deps.producer.disconnect().catch(() => undefined);
   await deps.topics.disconnect().catch(() => undefined);
   await deps.db.destroy().catch(() => undefined);
+  // Last: the spans of the shutdown itself are exported too.
+  await deps.tracing.shutdown();
 }

@@ -1,28 +1,53 @@
 import type { WebhookResult, WebhookSender } from '../delivery/webhook-sender';
 import type { EventFrame } from '../frame';
 import type { SubscriptionEntity } from '../storage';
+import { DeliveryOutcome, TRACING_OFF, Tracing } from '../tracing';
 import type { StreamDeliverer } from './stream-hub';
 
 /**
  * Where a delivery goes, by the subscription's protocol: `HTTP` to its webhook, `STREAM` to its stream clients
  * (cluster-stream-router.ts: on whichever instance they are connected). Both answer in the same terms, so the
  * dispatch loop treats them alike. A stream delivery's id carries `epoch`, the fence epoch of the dispatching
- * run (a partition lease's, or the instance dispatch run's): {@link withEpoch} binds it per loop.
+ * run (a partition lease's, or the instance dispatch run's): {@link withEpoch} binds it per loop. Each attempt, to
+ * either, is a delivery span when tracing is on (libs/tracing), child of the event's trace context; a webhook
+ * request carries that span's context.
  */
 export class SinkRouter {
   constructor(
     private readonly webhooks: WebhookSender,
     private readonly streams: StreamDeliverer,
     private readonly epoch = 0,
+    private readonly tracing: Tracing = TRACING_OFF,
   ) {}
 
   /** The same router for a dispatch loop running under `epoch`. */
   withEpoch(epoch: number): SinkRouter {
-    return new SinkRouter(this.webhooks, this.streams, epoch);
+    return new SinkRouter(this.webhooks, this.streams, epoch, this.tracing);
   }
 
   async send(target: SubscriptionEntity, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
-    if (target.protocol !== 'STREAM') return this.webhooks.send(target, frame, messageId, signal);
+    const webhook = target.protocol !== 'STREAM';
+    const span = this.tracing.startDelivery(target, frame, webhook ? 'webhook' : 'stream');
+    if (!span) return this.route(webhook, target, frame, messageId, signal);
+    try {
+      const result = await this.route(webhook, target, frame, messageId, signal, span.headers);
+      span.end(outcomeOf(result), { status: result.status, error: result.error });
+      return result;
+    } catch (e) {
+      span.end('failed', { error: e instanceof Error ? e.message : String(e) });
+      throw e;
+    }
+  }
+
+  private async route(
+    webhook: boolean,
+    target: SubscriptionEntity,
+    frame: EventFrame,
+    messageId: string,
+    signal: AbortSignal | undefined,
+    trace?: { traceparent: string; tracestate?: string },
+  ): Promise<WebhookResult> {
+    if (webhook) return this.webhooks.send(target, frame, messageId, signal, trace);
     const outcome = await this.streams.deliver(target, frame, signal, { epoch: this.epoch });
     switch (outcome.kind) {
       case 'ack':
@@ -37,4 +62,13 @@ export class SinkRouter {
         return { ok: false, error: 'the stream client disconnected', notAttempted: true };
     }
   }
+}
+
+/** What an attempt came to, as its span says it. */
+function outcomeOf(result: WebhookResult): DeliveryOutcome {
+  if (result.ok) return 'delivered';
+  if (result.notAttempted) return 'not-attempted';
+  if (result.gone) return 'gone';
+  if (result.rejected) return 'rejected';
+  return 'failed';
 }

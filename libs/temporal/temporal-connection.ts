@@ -1,4 +1,4 @@
-import { Client, Connection } from '@temporalio/client';
+import { Client, Connection, WorkflowClientInterceptor } from '@temporalio/client';
 import type { EventMeshConfig } from '../config';
 
 export interface TemporalHandle {
@@ -6,8 +6,11 @@ export interface TemporalHandle {
   client: Client;
 }
 
-/** Connects to the Temporal frontend and checks the namespace exists; fails within the configured deadline. */
-export async function connectTemporal(config: EventMeshConfig['temporal']): Promise<TemporalHandle> {
+/**
+ * Connects to the Temporal frontend and checks the namespace exists; fails within the configured deadline.
+ * `interceptors`: the client's workflow interceptors (tracing, when on: libs/tracing/temporal-tracing.ts).
+ */
+export async function connectTemporal(config: EventMeshConfig['temporal'], interceptors: WorkflowClientInterceptor[] = []): Promise<TemporalHandle> {
   const connection = await Connection.connect({
     address: config.address,
     connectTimeout: config.connectTimeoutMs,
@@ -20,7 +23,7 @@ export async function connectTemporal(config: EventMeshConfig['temporal']): Prom
     await connection.close();
     throw e;
   }
-  return { connection, client: new Client({ connection, namespace: config.namespace }) };
+  return { connection, client: new Client({ connection, namespace: config.namespace, interceptors: { workflow: interceptors } }) };
 }
 
 /** Cheap liveness probe for /health. */

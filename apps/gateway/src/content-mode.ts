@@ -1,5 +1,6 @@
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { PublishRequest } from '../../../libs/ingress';
+import { requestTraceOf } from '../../../libs/tracing';
 
 const STRUCTURED_TYPES = ['application/cloudevents+json', 'application/json'];
 const BATCH_TYPE = 'application/cloudevents-batch+json';
@@ -24,7 +25,8 @@ export function parseJsonBody(body: Buffer): unknown {
 /**
  * Which content mode of the CloudEvents HTTP binding a request uses: binary when it carries `ce-specversion`
  * (the raw body is the data), structured or batch by its media type (`body` is the parsed JSON); `batch` only
- * where the route takes it. Anything else is a 415 that names what is accepted.
+ * where the route takes it. Anything else is a 415 that names what is accepted. The request's `traceparent` and
+ * `tracestate` headers go with it when valid; malformed ones are ignored, never refused (W3C trace-context).
  */
 export function publishRequestOf(
   headers: Record<string, string | string[] | undefined>,
@@ -32,10 +34,11 @@ export function publishRequestOf(
   rawBody: Buffer | undefined,
   allowBatch: boolean,
 ): PublishRequest {
-  if (headers['ce-specversion'] !== undefined) return { mode: 'binary', headers, body: rawBody };
+  const trace = requestTraceOf(headers);
+  if (headers['ce-specversion'] !== undefined) return { mode: 'binary', headers, body: rawBody, trace };
   const mediaType = mediaTypeOf(headers['content-type'] as string | undefined);
-  if (STRUCTURED_TYPES.includes(mediaType)) return { mode: 'structured', body };
-  if (allowBatch && mediaType === BATCH_TYPE) return { mode: 'batch', body };
+  if (STRUCTURED_TYPES.includes(mediaType)) return { mode: 'structured', body, trace };
+  if (allowBatch && mediaType === BATCH_TYPE) return { mode: 'batch', body, trace };
   const accepted = [...STRUCTURED_TYPES, ...(allowBatch ? [BATCH_TYPE] : []), 'any type with ce-* headers (binary mode)'];
   throw new EventMeshError(
     ErrorCode.UnsupportedMediaType,

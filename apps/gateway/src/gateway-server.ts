@@ -69,7 +69,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
     const placement = SubscriptionPlacement.forInstance(deps.db, config);
     const skippedRanges = new SkippedRangeStore(deps.db);
-    const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents);
+    const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents, deps.tracing);
     const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id, {
       maxPending: config.http.maxPendingRequests,
       retryAfterSeconds: config.http.retryAfterSeconds,

@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
@@ -13,6 +13,7 @@ import { PartitionReader } from '../../../libs/kafka';
 import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
 import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
+import { TemporalTracing, TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE } from '../../../libs/tracing';
 import {
   CONTROL_TASK_QUEUE,
   dispatchStatusQuery,
@@ -44,14 +45,26 @@ function installTemporalRuntime(log: Logger): void {
   });
 }
 
-/** The bundle `npm run build` wrote next to the compiled code, else the workflow sources (bundled at start). */
-function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
+/**
+ * The bundle `npm run build` wrote next to the compiled code, else the workflow sources (bundled at start). With
+ * tracing on, the bundle with the SDK's OpenTelemetry workflow interceptors (libs/tracing/workflow-bundle.ts),
+ * and their sink for the sandbox's spans.
+ */
+function workflowSource(tracing: TemporalTracing | undefined): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors' | 'sinks'> {
   const workflowsDir = path.resolve(__dirname, '../../../workflows');
-  const built = path.resolve(__dirname, '../../../workflow-bundle.js');
-  if (existsSync(built)) {
-    return { workflowBundle: { codePath: built } };
-  }
-  return { workflowsPath: require.resolve(workflowsDir) };
+  const built = path.resolve(__dirname, '../../..', tracing ? TRACED_WORKFLOW_BUNDLE : WORKFLOW_BUNDLE);
+  const traced = tracing ? { sinks: tracing.sinks } : {};
+  if (existsSync(built)) return { workflowBundle: { codePath: built }, ...traced, ...activityTracing(tracing) };
+  return {
+    workflowsPath: require.resolve(workflowsDir),
+    ...traced,
+    interceptors: { ...activityTracing(tracing).interceptors, workflowModules: tracing?.workflowModules ?? [] },
+  };
+}
+
+/** The SDK's OpenTelemetry activity interceptors, with tracing on. */
+function activityTracing(tracing: TemporalTracing | undefined): Pick<WorkerOptions, 'interceptors'> {
+  return tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {};
 }
 
 /**
@@ -104,7 +117,7 @@ export class WorkerHost {
     const skipped = new SkippedRangeStore(deps.db);
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
     const webhooks = WebhookSender.forInstance(config);
-    const sender = new SinkRouter(webhooks, streams);
+    const sender = new SinkRouter(webhooks, streams, 0, deps.tracing);
     const reader = new PartitionReader(deps.kafka);
     await reader.connect();
     const shutdown = new AbortController();
@@ -155,7 +168,7 @@ export class WorkerHost {
         runs: new DispatchRunStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
         createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
       });
-      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource() });
+      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource(deps.tracing.temporal) });
       const host = new WorkerHost([worker], connection, reader, webhooks, shutdown, taskQueue);
       host.run(onFatal, deadLetters, config);
       try {
@@ -206,11 +219,11 @@ export class WorkerHost {
         await deps.temporal.client.workflow.getHandle(partitionWorkflowIdOf(topic, partition)).signal(partitionProgressSignal, progress);
       },
     });
-    const activityWorker = await Worker.create({ ...workerOptions, taskQueue, activities });
+    const activityWorker = await Worker.create({ ...workerOptions, taskQueue, activities, ...activityTracing(deps.tracing.temporal) });
     const controlWorker = await Worker.create({
       ...workerOptions,
       taskQueue: CONTROL_TASK_QUEUE,
-      ...workflowSource(),
+      ...workflowSource(deps.tracing.temporal),
       // No workflow cache, so no sticky queues: with one, a workflow task goes first to the worker that ran the
       // workflow last, and if that worker's instance just died the task waits out the sticky timeout (10 s by
       // default) before any other worker runs it, at every step of a takeover. Without it, every live instance's

@@ -1,0 +1,182 @@
+import { context, Context, Link, propagation, ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, trace, TraceFlags, Tracer } from '@opentelemetry/api';
+import { TraceState, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import { Resource } from '@opentelemetry/resources';
+import {
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  NoopSpanProcessor,
+  ParentBasedSampler,
+  SpanProcessor,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-base';
+import type { EventMeshConfig } from '../config';
+import type { EventFrame } from '../frame';
+import { createLogger } from '../logging';
+import { AsyncLocalStorageContextManager } from './context-manager';
+import { TemporalTracing, temporalTracingOf } from './temporal-tracing';
+import { eventTraceOf, formatTraceparent, parseTraceparent, settleEventTrace, TraceHeaders } from './trace-context';
+import type { DeliveryOutcome, DeliverySpan, DeliveryTarget, DeliveryTransport, Tracing } from './tracing';
+
+/** The instrumentation scope of the runtime's own spans. */
+const SCOPE = 'eventmesh';
+
+let globalsInstalled = false;
+
+/**
+ * The process-wide OpenTelemetry API state the Temporal SDK's interceptors rely on: a context manager (the
+ * active span follows async calls) and the W3C propagator (how they write a span's context into Temporal
+ * headers). Installed once per process, as the Temporal runtime is; the runtime's own spans name their parents
+ * explicitly and need neither.
+ */
+function installGlobals(): void {
+  if (globalsInstalled) return;
+  globalsInstalled = true;
+  context.setGlobalContextManager(new AsyncLocalStorageContextManager());
+  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
+}
+
+/**
+ * Tracing on: OpenTelemetry spans, sampled parent-based (a caller's sampled flag is followed; a new trace is
+ * sampled at EVENTMESH_TRACING_SAMPLE_RATIO), exported in batches over OTLP/HTTP when an endpoint is configured
+ * and made but not exported otherwise. Spans carry names and ids, never event data.
+ */
+export class OtelTracing implements Tracing {
+  readonly enabled = true;
+  private readonly log = createLogger('Tracing');
+  readonly temporal: TemporalTracing;
+
+  private constructor(
+    private readonly provider: BasicTracerProvider,
+    readonly tracer: Tracer,
+    /** Where finished spans go: the OTLP batch exporter, or nowhere. The Temporal workflow span sink uses it too. */
+    readonly spanProcessor: SpanProcessor,
+    readonly resource: Resource,
+  ) {
+    this.temporal = temporalTracingOf(this);
+  }
+
+  static start(config: EventMeshConfig['tracing'], instanceId: string): OtelTracing {
+    installGlobals();
+    const resource = new Resource({ 'service.name': config.serviceName, 'service.instance.id': instanceId });
+    // Always one processor given: with none, the SDK would pick an exporter from OTEL_* variables itself, and
+    // configuration is read in one place (libs/config).
+    const spanProcessor: SpanProcessor =
+      config.otlpEndpoint === '' ? new NoopSpanProcessor() : new BatchSpanProcessor(new OTLPTraceExporter({ url: `${config.otlpEndpoint}/v1/traces` }));
+    const provider = new BasicTracerProvider({
+      resource,
+      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
+      spanProcessors: [spanProcessor],
+    });
+    const tracing = new OtelTracing(provider, provider.getTracer(SCOPE), spanProcessor, resource);
+    tracing.log.info(
+      { otlpEndpoint: config.otlpEndpoint || undefined, exported: config.otlpEndpoint !== '', sampleRatio: config.sampleRatio, serviceName: config.serviceName },
+      config.otlpEndpoint === '' ? 'tracing on; spans are not exported (no EVENTMESH_TRACING_OTLP_ENDPOINT)' : 'tracing on; spans exported over OTLP/HTTP',
+    );
+    return tracing;
+  }
+
+  async publish<T>(topic: string, frames: EventFrame[], request: TraceHeaders | undefined, produce: () => Promise<T>): Promise<T> {
+    // The request's context is the parent; a request without one that carries one event with its own context
+    // (a binary-mode ce-traceparent, a structured event's traceparent) continues that one.
+    const incoming = request ?? (frames.length === 1 ? eventTraceOf(frames[0]) : undefined);
+    const single = frames.length === 1 ? frames[0] : undefined;
+    const span = this.tracer.startSpan(
+      `publish ${topic}`,
+      {
+        kind: SpanKind.PRODUCER,
+        attributes: {
+          'messaging.system': 'kafka',
+          'messaging.operation.type': 'send',
+          'messaging.destination.name': topic,
+          'messaging.batch.message_count': frames.length,
+          ...(single ? { 'cloudevents.event_id': single.id, 'cloudevents.event_type': single.type } : {}),
+        },
+      },
+      contextOf(incoming),
+    );
+    const own = headersOf(span);
+    const links: Link[] = [];
+    for (const frame of frames) {
+      // An event that keeps its own creation context is linked, so the publish that carried it can be found.
+      if (settleEventTrace(frame, own) && frame !== single) {
+        const creation = spanContextOf(eventTraceOf(frame));
+        if (creation) links.push({ context: creation });
+      }
+    }
+    if (links.length > 0) span.addLinks(links);
+    try {
+      const result = await produce();
+      span.setStatus({ code: SpanStatusCode.OK });
+      return result;
+    } catch (e) {
+      span.setStatus({ code: SpanStatusCode.ERROR, message: e instanceof Error ? e.message : String(e) });
+      throw e;
+    } finally {
+      span.end();
+    }
+  }
+
+  startDelivery(target: DeliveryTarget, frame: EventFrame, transport: DeliveryTransport): DeliverySpan {
+    const span = this.tracer.startSpan(
+      `deliver ${target.topic}`,
+      {
+        kind: SpanKind.CLIENT,
+        attributes: {
+          'messaging.system': 'eventmesh',
+          'messaging.operation.type': 'process',
+          'messaging.destination.name': target.topic,
+          'eventmesh.subscription.id': target.id,
+          'eventmesh.delivery.transport': transport,
+          'cloudevents.event_id': frame.id,
+          'cloudevents.event_type': frame.type,
+        },
+      },
+      contextOf(eventTraceOf(frame)),
+    );
+    return {
+      headers: headersOf(span),
+      end(outcome: DeliveryOutcome, detail?: { status?: number; error?: string }) {
+        span.setAttribute('eventmesh.delivery.outcome', outcome);
+        if (detail?.status !== undefined) span.setAttribute('http.response.status_code', detail.status);
+        if (outcome === 'delivered') span.setStatus({ code: SpanStatusCode.OK });
+        else span.setStatus({ code: SpanStatusCode.ERROR, message: detail?.error ?? outcome });
+        span.end();
+      },
+    };
+  }
+
+  async shutdown(): Promise<void> {
+    try {
+      await this.provider.shutdown();
+    } catch (e) {
+      this.log.warn({ error: e instanceof Error ? e.message : String(e) }, 'pending spans could not be exported at shutdown');
+    }
+  }
+}
+
+/** A remote parent from a trace context (ROOT when there is none: the span starts a trace). */
+function contextOf(headers: TraceHeaders | undefined): Context {
+  const parent = spanContextOf(headers);
+  return parent ? trace.setSpanContext(ROOT_CONTEXT, parent) : ROOT_CONTEXT;
+}
+
+function spanContextOf(headers: TraceHeaders | undefined) {
+  const parsed = headers && parseTraceparent(headers.traceparent);
+  if (!parsed) return undefined;
+  return {
+    traceId: parsed.traceId,
+    spanId: parsed.spanId,
+    traceFlags: parsed.flags & TraceFlags.SAMPLED,
+    isRemote: true,
+    ...(headers.tracestate !== undefined ? { traceState: new TraceState(headers.tracestate) } : {}),
+  };
+}
+
+/** A span's own context as `traceparent` and `tracestate` (the parent's tracestate, which the span inherits). */
+function headersOf(span: Span): TraceHeaders {
+  const { traceId, spanId, traceFlags, traceState } = span.spanContext();
+  const traceparent = formatTraceparent(traceId, spanId, traceFlags);
+  const tracestate = traceState?.serialize();
+  return tracestate ? { traceparent, tracestate } : { traceparent };
+}
