@@ -68,6 +68,20 @@ describe('WebhookSender', () => {
     ).toThrow();
   });
 
+  it('continues the event\'s trace: its own traceparent and tracestate, or the delivery span\'s context when given', async () => {
+    answer = (res) => res.writeHead(200).end();
+    const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
+    const traced = { ...frame, extensions: { ...frame.extensions, traceparent, tracestate: 'congo=1' } };
+    await sender.send({ sink, signingSecret: null }, traced, 'msg-t1');
+    expect(received.at(-1)!.headers).toMatchObject({ traceparent, tracestate: 'congo=1', 'ce-traceparent': traceparent });
+    const span = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01' };
+    await sender.send({ sink, signingSecret: null }, traced, 'msg-t2', undefined, span);
+    expect(received.at(-1)!.headers).toMatchObject({ traceparent: span.traceparent, 'ce-traceparent': traceparent });
+    // An event without one (or with a malformed one, written to Kafka by another producer) sends none.
+    await sender.send({ sink, signingSecret: null }, { ...frame, extensions: { traceparent: 'garbage' } }, 'msg-t3');
+    expect(received.at(-1)!.headers.traceparent).toBeUndefined();
+  });
+
   it('reports 410 as gone and 503 with Retry-After as a pause', async () => {
     answer = (res) => res.writeHead(410).end();
     expect(await sender.send({ sink, signingSecret: null }, frame, 'msg-2')).toMatchObject({ ok: false, status: 410, gone: true });
