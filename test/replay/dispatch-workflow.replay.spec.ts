@@ -1,6 +1,10 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import { Resource } from '@opentelemetry/resources';
+import { NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { Worker } from '@temporalio/worker';
+import { WORKFLOW_TRACING_INTERCEPTORS } from '../../libs/tracing';
 
 /**
  * Replays recorded histories of the workflows through the current code: a change that breaks determinism
@@ -20,5 +24,26 @@ describe('workflow replay', () => {
     await expect(
       Worker.runReplayHistory({ workflowsPath: require.resolve('../../workflows') }, history, file),
     ).resolves.toBeUndefined();
+  });
+
+  // Tracing can be turned on while workflows run: a worker with the SDK's OpenTelemetry workflow interceptors
+  // (EVENTMESH_TRACING_ENABLED=true, libs/tracing/workflow-bundle.ts) replays the histories recorded without them.
+  it('replays every history deterministically with the tracing interceptors', async () => {
+    const histories = files.map((file) => ({ workflowId: file, history: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as unknown }));
+    const results = Worker.runReplayHistories(
+      {
+        workflowsPath: require.resolve('../../workflows'),
+        interceptors: { workflowModules: [WORKFLOW_TRACING_INTERCEPTORS] },
+        sinks: { exporter: makeWorkflowExporter(new NoopSpanProcessor(), Resource.empty()) },
+      },
+      histories as never,
+    );
+    const failures: string[] = [];
+    let replayed = 0;
+    for await (const result of results) {
+      replayed++;
+      if (result.error) failures.push(`${result.workflowId}: ${String(result.error)}`);
+    }
+    expect({ replayed, failures }).toEqual({ replayed: files.length, failures: [] });
   });
 });
