@@ -74,6 +74,26 @@ describe('loadConfig', () => {
     );
   });
 
+  it('leaves tracing off by default, reads its settings, and refuses a bad sample ratio or endpoint naming the key', () => {
+    expect(loadConfig({}).tracing).toEqual({ enabled: false, otlpEndpoint: '', serviceName: 'eventmesh', sampleRatio: 1 });
+    expect(
+      loadConfig({
+        EVENTMESH_TRACING_ENABLED: 'true',
+        EVENTMESH_TRACING_OTLP_ENDPOINT: 'http://127.0.0.1:4318/',
+        EVENTMESH_TRACING_SERVICE_NAME: 'mesh-eu',
+        EVENTMESH_TRACING_SAMPLE_RATIO: '0.25',
+      }).tracing,
+    ).toEqual({ enabled: true, otlpEndpoint: 'http://127.0.0.1:4318', serviceName: 'mesh-eu', sampleRatio: 0.25 });
+    for (const raw of ['1.5', '-0.1', 'half', '.5']) {
+      expect(() => loadConfig({ EVENTMESH_TRACING_SAMPLE_RATIO: raw })).toThrow(
+        `EVENTMESH_TRACING_SAMPLE_RATIO (eventmesh.tracing.sampleRatio) = "${raw}" is not valid; legal values: a decimal number from 0 to 1`,
+      );
+    }
+    expect(() => loadConfig({ EVENTMESH_TRACING_OTLP_ENDPOINT: 'collector:4318' })).toThrow(
+      'EVENTMESH_TRACING_OTLP_ENDPOINT (eventmesh.tracing.otlpEndpoint) = "collector:4318" is not valid; legal values: an http(s) URL',
+    );
+  });
+
   it('refuses a retry ceiling below the first retry delay', () => {
     expect(() => loadConfig({ EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '5000', EVENTMESH_DELIVERY_RETRY_MAX_MS: '100' })).toThrow(
       'EVENTMESH_DELIVERY_RETRY_MAX_MS (eventmesh.delivery.retryMaxMs) must be at least EVENTMESH_DELIVERY_RETRY_INITIAL_MS',
