@@ -98,8 +98,10 @@ export class OtelTracing implements Tracing {
     const own = headersOf(span);
     const links: Link[] = [];
     for (const frame of frames) {
-      // An event that keeps its own creation context is linked, so the publish that carried it can be found.
-      if (settleEventTrace(frame, own) && frame !== single) {
+      const kept = settleEventTrace(frame, own);
+      // An event that keeps its own creation context is linked, so the publish that carried it can be found from
+      // it; unless that context is the span's parent already (one event, no request context).
+      if (kept && (request !== undefined || frames.length > 1)) {
         const creation = spanContextOf(eventTraceOf(frame));
         if (creation) links.push({ context: creation });
       }
