@@ -1,7 +1,7 @@
 import type { WebhookResult, WebhookSender } from '../delivery/webhook-sender';
 import type { EventFrame } from '../frame';
 import type { SubscriptionEntity } from '../storage';
-import { DeliveryOutcome, TRACING_OFF, Tracing } from '../tracing';
+import { DeliveryOutcome, TRACING_OFF, TraceHeaders, Tracing } from '../tracing';
 import type { StreamDeliverer } from './stream-hub';
 
 /**
@@ -45,7 +45,7 @@ export class SinkRouter {
     frame: EventFrame,
     messageId: string,
     signal: AbortSignal | undefined,
-    trace?: { traceparent: string; tracestate?: string },
+    trace?: TraceHeaders,
   ): Promise<WebhookResult> {
     if (webhook) return this.webhooks.send(target, frame, messageId, signal, trace);
     const outcome = await this.streams.deliver(target, frame, signal, { epoch: this.epoch });
