@@ -96,7 +96,7 @@ describe('faults: Temporal', () => {
   }, 240000);
 });
 
-describe('faults: Temporal link slow and half-open', () => {
+describe('faults: Temporal link slow, half-open and reset', () => {
   let run: FaultRun | undefined;
   afterEach(async () => {
     await run?.close();
@@ -156,6 +156,12 @@ describe('faults: Temporal link slow and half-open', () => {
   it('half-open (held: nothing forwarded, nothing closed) for 10 s under load: delivery goes on or resumes after the heal, nothing acknowledged is lost', async () => {
     await linkCase('temporal-hold', (proxy) => proxy.hold(), 'Temporal link held half-open 10 s (TTL 4 s, proxy); 1 instance, 100/s');
   }, 180000);
+
+  // A reset is over at once: the worker's calls fail, it opens a new connection (new ones pass) and heartbeats
+  // again; the window is the 3 s after it.
+  it('reset (TCP RST on the open connections) under load: delivery goes on, the dispatch activity heartbeats again, nothing acknowledged is lost', async () => {
+    await linkCase('temporal-reset', (proxy) => proxy.reset(), 'Temporal link: open connections reset (RST), new ones pass (TTL 4 s, proxy); 1 instance, 100/s', { windowMs: 3000, deliverWithinMs: 5000, recoverWithinMs: 15000 });
+  }, 120000);
 
   // Delivery needs no Temporal: it goes on through the black hole, and everything acknowledged is delivered within
   // 5 s of the window's end (heal is a no-op for a strand). The dispatch activity itself is back only when the
