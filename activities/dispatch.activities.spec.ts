@@ -1,9 +1,9 @@
-import { ApplicationFailure } from '@temporalio/common';
+import { ActivityCancellationDetails, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { EntityManager } from 'typeorm';
 import { newProgress, type DispatchLoop, type DispatchProgress } from '../libs/delivery';
 import { StaleEpochError, WriteFence } from '../libs/storage';
-import { createDispatchActivities, DISPATCH_RUN_FENCED } from './dispatch.activities';
+import { createDispatchActivities, DISPATCH_RUN_FENCED, type DispatchRunResult } from './dispatch.activities';
 
 /** The dispatch_runs contract (dispatch-run-store.ts): each claim takes the next epoch; renewals and writes only under the current one. */
 class FakeRuns {
@@ -114,5 +114,35 @@ describe('pollAndDispatch: one dispatch run per attempt, fenced by its epoch', (
     const failure = await run.then(() => undefined, (e: unknown) => e);
     expect(failure).toMatchObject({ type: DISPATCH_RUN_FENCED, nonRetryable: false });
     expect((failure as Error).message).toContain('moved past epoch 1');
+  });
+
+  it('goes on when the SDK timed the attempt out by itself (no heartbeat confirmed on a dead link): delivery needs no Temporal', async () => {
+    const { loops, activities } = setup(60000);
+    const env = new MockActivityEnvironment();
+    const started = Date.now();
+    const run = env.run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 400 });
+    await new Promise((r) => setTimeout(r, 30));
+    // What the SDK's local heartbeat timer sends (sdk-core: reason TIMED_OUT, details not found and timed out).
+    env.cancel('TIMED_OUT', new ActivityCancellationDetails({ timedOut: true, notFound: true }));
+    const result = (await run) as DispatchRunResult;
+    expect(result.stoppedBy).toBe('deadline');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(390);
+    expect(loops).toHaveLength(1);
+  });
+
+  it.each([
+    ['the server no longer knows the attempt', 'NOT_FOUND', { notFound: true }],
+    ['the workflow cancelled it', 'CANCELLED', { cancelRequested: true }],
+    ['the worker shuts down', 'WORKER_SHUTDOWN', { workerShutdown: true }],
+  ] as const)('stops its loop when %s', async (_what, reason, details) => {
+    const { activities } = setup(60000);
+    const env = new MockActivityEnvironment();
+    const started = Date.now();
+    const run = env.run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 10000 });
+    await new Promise((r) => setTimeout(r, 30));
+    env.cancel(reason, new ActivityCancellationDetails(details));
+    const failure = await run.then(() => undefined, (e: unknown) => e);
+    expect(failure).toBeInstanceOf(CancelledFailure);
+    expect(Date.now() - started).toBeLessThan(2000);
   });
 });

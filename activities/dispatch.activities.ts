@@ -40,7 +40,9 @@ export interface DispatchActivityDeps {
  * Temporal starts a fresh one, which claims a newer epoch. While its loop is alive the attempt renews the epoch
  * (`renewed_at`, which a takeover of orphaned subscriptions reads as liveness) every fifth of the lease TTL, on
  * the same clock as its heartbeat, which carries the loop's progress (rounds, delivered, lag). An instance
- * shutdown or a cancellation stops the loop after it committed what it delivered.
+ * shutdown or a cancellation stops the loop after it committed what it delivered, except the SDK's own local
+ * timeout ({@link stoppingCancellation}): the loop needs no Temporal, so a link to Temporal that stops answering
+ * does not stop delivery.
  */
 export function createDispatchActivities(deps: DispatchActivityDeps) {
   const tickMs = Math.max(100, Math.floor(deps.leaseTtlMs / 5));
@@ -59,7 +61,8 @@ export function createDispatchActivities(deps: DispatchActivityDeps) {
       ctx.log.info('dispatch run claimed', { epoch, owner });
       const fenced = new AbortController();
       let refusedRenewal: string | undefined;
-      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal]);
+      const cancelled = stoppingCancellation(ctx);
+      const stop = AbortSignal.any([cancelled, deps.shutdownSignal, fenced.signal]);
       const loop = deps.createLoop(deps.runs.fenceFor(deps.instanceId, epoch));
       // One clock for the heartbeat and the renewal, and only while the loop is alive: a loop stuck for a whole
       // lease TTL (a hung dependency) loses both, Temporal starts the activity afresh, and a takeover sees it.
@@ -93,13 +96,37 @@ export function createDispatchActivities(deps: DispatchActivityDeps) {
         clearInterval(beat);
       }
       if (refusedRenewal) throw ApplicationFailure.retryable(refusedRenewal, DISPATCH_RUN_FENCED, { epoch });
-      if (ctx.cancellationSignal.aborted) {
+      if (cancelled.aborted) {
         ctx.log.info('dispatch run cancelled after committing its progress', { ...progress });
         await ctx.cancelled;
       }
       return { ...progress, stoppedBy: deps.shutdownSignal.aborted ? 'shutdown' : 'deadline' };
     },
   };
+}
+
+/**
+ * Aborts when a cancellation of the attempt must stop its loop: the workflow cancelled it, the server no longer
+ * knows it (a heartbeat answered `NotFound`: a newer attempt is coming), or the worker shuts down. Not when the
+ * SDK timed the attempt out by itself: its local timer (the heartbeat timeout plus a buffer) restarts only when a
+ * heartbeat call to Temporal completes, so a link that drops packets (no answer and no error until the HTTP/2
+ * keepalive gives up, about a minute later) cancels a healthy attempt a few seconds past its heartbeat timeout,
+ * and over that same dead link no new attempt can reach the worker to take over (docs/failure-matrix.md). The loop goes on under its epoch instead: if
+ * Temporal has started another attempt meanwhile, that attempt's claim fences this loop at its next write, so two
+ * loops never both write.
+ */
+export function stoppingCancellation(ctx: Context): AbortSignal {
+  const stop = new AbortController();
+  const onCancel = () => {
+    if (ctx.cancellationDetails?.timedOut) {
+      ctx.log.warn('Temporal confirmed no heartbeat within the heartbeat timeout and the SDK timed this dispatch attempt out; its loop goes on until a newer attempt fences it');
+      return;
+    }
+    stop.abort(ctx.cancellationSignal.reason);
+  };
+  if (ctx.cancellationSignal.aborted) onCancel();
+  else ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
+  return stop.signal;
 }
 
 export type DispatchActivities = ReturnType<typeof createDispatchActivities>;

@@ -1,13 +1,15 @@
+import { dispatchActivityOf, dispatchEpochOf } from './cluster';
 import { CI_LOAD, FaultRun } from './fault-run';
 import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
-import { restoreServers, startKafka, startPostgres, stopKafka, stopPostgresFast } from './servers';
+import { restoreServers, startKafka, startPostgres, startTemporal, stopKafka, stopPostgresFast, stopTemporal } from './servers';
 import { waitFor } from '../support/wait-for';
 
 /**
  * Clean stops and starts of the servers under load (docs/failure-matrix.md): the broker stopped with SIGTERM (a
  * controlled shutdown) and started, then Postgres stopped with `pg_ctl stop -m fast` (sessions ended, a
- * checkpoint) and started, in one run. Publishing and delivery resume after each, and nothing acknowledged is lost.
+ * checkpoint) and started, in one run; and the Temporal dev server stopped with SIGTERM and started, in another.
+ * Publishing and delivery resume after each (go on, for Temporal), and nothing acknowledged is lost.
  */
 describe('faults: clean stop and start of the servers', () => {
   let run: FaultRun | undefined;
@@ -45,4 +47,50 @@ describe('faults: clean stop and start of the servers', () => {
       await restoreServers();
     }
   }, 300000);
+
+  it('Temporal SIGTERM and start under load: delivery goes on while it is down, the dispatch activity heartbeats again, nothing acknowledged is lost', async () => {
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' };
+    run = new FaultRun({
+      name: 'temporal-restart',
+      instances: [{}],
+      subscribers: [{ transport: 'webhook' }, { transport: 'long-poll' }],
+      ...CI_LOAD,
+      env,
+    });
+    try {
+      await run.start();
+      await run.acknowledgedMore(100);
+      const instanceId = run.instances[0].id;
+      const epochBefore = await dispatchEpochOf(env, instanceId);
+      const stopping = Date.now();
+      await stopTemporal();
+      const stoppedAt = Date.now();
+      // Publishing and delivery need no Temporal: while it is down, 2 s of events are published and delivered.
+      await run.acknowledgedMore(200, 20000);
+      const deliveredWhileDown = await run.delivered(5000);
+      const deliveredDownMs = Date.now() - stoppedAt;
+      await startTemporal();
+      const backAt = Date.now();
+      // Back up, the server sees the dispatch activity heartbeat within a lease TTL again (the same attempt, or a new
+      // one that claimed the next epoch), without a restart of the instance.
+      const activity = await waitFor('a dispatch activity heartbeating within the TTL', async () => {
+        const a = await dispatchActivityOf(env, instanceId);
+        return a?.state === 'STARTED' && a.heartbeatAgeMs !== undefined && a.heartbeatAgeMs < 4000 && { ...a, afterStartMs: Date.now() - backAt };
+      }, { timeoutMs: 30000, intervalMs: 500 }).catch((e: Error) => e.message);
+      await run.acknowledgedMore(100, 30000);
+      const epochAfter = await dispatchEpochOf(env, instanceId);
+      const result = await run.finish(30000);
+      reportCase(
+        'Temporal dev server SIGTERM, start; 1 instance, 100/s',
+        result,
+        `stop took ${stoppedAt - stopping} ms; down ${backAt - stoppedAt} ms; everything acknowledged delivered while down: ${deliveredWhileDown} (${deliveredDownMs} ms after the stop); dispatch epochs ${epochBefore} -> ${epochAfter}; activity ${JSON.stringify(activity)}`,
+      );
+      expect(deliveredWhileDown).toBe(true);
+      expect(activity).toMatchObject({ state: 'STARTED' });
+      expect(run.instances[0].process!.child.exitCode).toBeNull();
+      expectNothingLost(result, { order: false });
+    } finally {
+      await restoreServers();
+    }
+  }, 180000);
 });

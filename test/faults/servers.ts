@@ -11,7 +11,8 @@ import { REPO_ROOT } from './repo-root';
  * Faults of the shared servers (scripts/infra.sh runs them): the Kafka broker killed (`kill -9`) or stopped
  * cleanly (SIGTERM: a controlled shutdown) and started; Postgres stopped at once (`pg_ctl stop -m immediate`, a
  * crash: no checkpoint, recovery at start) or cleanly (`-m fast`: a checkpoint, no recovery) and started; the
- * Temporal dev server killed (`kill -9`) and started (its state is in a SQLite file, so it survives). These disturb
+ * Temporal dev server killed (`kill -9`) or stopped cleanly (SIGTERM) and started (its state is in a SQLite file,
+ * so it survives). These disturb
  * every user of the servers: only a test holding the shared lock may call them, and it must call
  * {@link restoreServers} before it ends (in `finally`/`afterAll`), which starts what is down and waits until it
  * answers.
@@ -114,6 +115,14 @@ export async function startPostgres(): Promise<void> {
 /** `kill -9` of the Temporal dev server scripts/infra.sh started; resolves once the process is gone. */
 export async function killTemporal(): Promise<void> {
   await signalServer('temporal', 'SIGKILL', 10000);
+}
+
+/**
+ * SIGTERM to the Temporal dev server scripts/infra.sh started: a clean shutdown (it closes its connections and
+ * its SQLite file); resolves once the process is gone.
+ */
+export async function stopTemporal(): Promise<void> {
+  await signalServer('temporal', 'SIGTERM', 60000);
 }
 
 /** Starts the Temporal dev server again (`scripts/infra.sh start temporal`) and waits until its frontend serves. */
