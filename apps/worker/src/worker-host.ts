@@ -4,7 +4,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
 import type { EventMeshConfig } from '../../../libs/config';
-import { DispatchLoop, DispatchLoopDeps, WebhookSender } from '../../../libs/delivery';
+import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
+import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
 import { OwnershipAgent } from '../../../libs/ownership';
@@ -27,12 +28,22 @@ import {
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
 
-let runtimeInstalled = false;
+/** Installed once per process: undefined before, then the Temporal core's metrics exporter address, if it has one. */
+let runtimeInstalled: { metricsAddress?: string } | undefined;
 
-function installTemporalRuntime(log: Logger): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
+/**
+ * The process's Temporal core runtime: its logger, no signal handling, and (metrics on) its Prometheus exporter,
+ * which /metrics merges (libs/metrics/temporal-telemetry.ts). It must be installed before any worker or native
+ * connection exists (the SDK makes a default runtime on first use and refuses a later install), so WorkerHost
+ * installs it first thing; a second instance in the same process (tests) shares the first one's.
+ */
+async function installTemporalRuntime(log: Logger, metrics: EventMeshConfig['metrics']): Promise<string | undefined> {
+  if (runtimeInstalled) return runtimeInstalled.metricsAddress;
+  const telemetry = metrics.enabled ? await temporalTelemetryFor(metrics.temporalAddress) : undefined;
+  if (runtimeInstalled) return (runtimeInstalled as { metricsAddress?: string }).metricsAddress;
+  runtimeInstalled = { metricsAddress: telemetry?.bindAddress };
   Runtime.install({
+    ...(telemetry ? { telemetryOptions: { metrics: telemetry.metrics } } : {}),
     logger: new DefaultLogger('WARN', (entry) => {
       const fields = { ...(entry.meta ?? {}) };
       if (entry.level === 'ERROR') log.error(fields, entry.message);
@@ -42,6 +53,13 @@ function installTemporalRuntime(log: Logger): void {
     // SIGINT, SIGTERM, SIGQUIT and SIGUSR2, which would stop dispatch while the gateway answers on.
     shutdownSignals: [],
   });
+  return telemetry?.bindAddress;
+}
+
+/** What the instance watches of its worker: its metrics (absent: off) and its running dispatch loops. */
+export interface WorkerObservers {
+  metrics?: RuntimeMetrics;
+  running?: RunningLoops;
 }
 
 /** The bundle `npm run build` wrote next to the compiled code, else the workflow sources (bundled at start). */
@@ -89,8 +107,10 @@ export class WorkerHost {
     deps: Dependencies,
     onFatal: (reason: string) => void,
     streams: StreamDeliverer,
+    observers: WorkerObservers = {},
   ): Promise<WorkerHost> {
-    installTemporalRuntime(createLogger('temporal'));
+    const { metrics, running } = observers;
+    metrics?.setTemporalAddress(await installTemporalRuntime(createLogger('temporal'), config.metrics));
     const taskQueue = instanceTaskQueueOf(config.instance.id);
     let connection: NativeConnection;
     try {
@@ -135,6 +155,8 @@ export class WorkerHost {
         maxParked: config.delivery.retryMaxParked,
         filterMaxAttributeChars: config.filter.maxAttributeChars,
       },
+      metrics,
+      running,
       ...extra,
     });
     const throttle = Math.floor(config.delivery.leaseTtlMs / 3);
@@ -171,6 +193,8 @@ export class WorkerHost {
         mode: config.delivery.orphanTakeover,
       });
       host.orphans.start();
+      const orphans = host.orphans;
+      if (metrics) metrics.sources.orphans = () => orphans.status();
       return host;
     }
 
@@ -227,6 +251,7 @@ export class WorkerHost {
       throw new BootError(`cannot join the partition owners on Temporal at ${config.temporal.address}: ${reasonOf(e)}`);
     }
     host.agent = agent;
+    if (metrics) metrics.sources.ownership = () => agent.status();
     host.log.info({ taskQueue, controlTaskQueue: CONTROL_TASK_QUEUE }, 'Temporal workers running; joined the partition owners');
     return host;
   }
