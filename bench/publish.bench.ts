@@ -22,7 +22,9 @@ import { benchConfig, benchEnv, brokerPid, meterCpu, printTable, RunResult, star
  * 1 KiB events, 64 concurrent clients, acks from all in-sync replicas. `npm run bench:publish`
  * (BENCH_EVENTS, BENCH_CONCURRENCY, BENCH_ROUNDS to change the size). The paths take turns for BENCH_ROUNDS rounds
  * (default 3); the figures are each path's median round. BENCH_PATHS picks paths by key (comma-separated; default
- * all): `http1`, `gated-all`, `gated-denials`, `http2`, `send`, `batch`, `http-batch`.
+ * all): `http1`, `gated-all`, `gated-denials`, `http2`, `send`, `batch`, `http-batch`, `metrics-off`.
+ * `metrics-off` is the `http1` gateway with EVENTMESH_METRICS_ENABLED=false (the others record metrics, the default),
+ * measured back to back with `http1` in each round: the cost of metrics (goal: at most 5% of throughput).
  */
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -31,7 +33,7 @@ const WARMUP = Math.min(2000, Math.floor(EVENTS / 5));
 const DATA = 'x'.repeat(1024);
 const BATCH = 500;
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 4);
-const PATHS = ['http1', 'http2', 'send', 'batch', 'gated-all', 'gated-denials', 'http-batch'] as const;
+const PATHS = ['http1', 'http2', 'send', 'batch', 'gated-all', 'gated-denials', 'http-batch', 'metrics-off'] as const;
 type PathKey = (typeof PATHS)[number];
 const SELECTED = new Set<string>(process.env.BENCH_PATHS ? process.env.BENCH_PATHS.split(',').map((p) => p.trim()) : PATHS);
 for (const p of SELECTED) if (!(PATHS as readonly string[]).includes(p)) throw new Error(`BENCH_PATHS: unknown path "${p}"; legal: ${PATHS.join(', ')}`);
@@ -126,23 +128,25 @@ async function main(): Promise<void> {
   await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 6, replicationFactor: 1 }] });
 
   // The runtime twice: one gateway process, and one per core (EVENTMESH_HTTP_PROCESSES, a gateway-only instance).
-  const gateway = (processes: number) =>
+  const gateway = (processes: number, metrics = true) =>
     startInstanceProcess(
       benchEnv({
         EVENTMESH_KAFKA_TOPICS: topic,
         EVENTMESH_INSTANCE_ROLES: 'gateway',
         EVENTMESH_HTTP_PORT: '0',
         EVENTMESH_HTTP_PROCESSES: String(processes),
-        EVENTMESH_INSTANCE_ID: `bench-publish-${processes}`,
+        EVENTMESH_INSTANCE_ID: `bench-publish-${processes}${metrics ? '' : '-metrics-off'}`,
+        EVENTMESH_METRICS_ENABLED: String(metrics),
       }),
     );
   const single = selected('http1') || selected('http-batch') ? await gateway(1) : undefined;
+  const metricsOff = selected('metrics-off') ? await gateway(1, false) : undefined;
   const multi = selected('http2') ? await gateway(os.cpus().length) : undefined;
   const gated = selected('gated-all') ? await gatedGateway(topic, 'ALL') : undefined;
   const gatedDenials = selected('gated-denials') ? await gatedGateway(topic, 'DENIALS') : undefined;
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
-  const rounds: RunResult[][] = [[], [], [], [], [], [], []];
+  const rounds: RunResult[][] = [[], [], [], [], [], [], [], []];
   try {
     // The paths take turns, round after round, so a slow moment of the shared host hits them alike.
     for (let round = 0; round < ROUNDS; round++) {
@@ -154,6 +158,9 @@ async function main(): Promise<void> {
         },
         async () => {
           if (gated) rounds[4].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), every decision audited, 1 gateway process', gated.url, gated.child.pid, topic, EVENTS, gated.authorization));
+        },
+        async () => {
+          if (metricsOff) rounds[7].push(await viaHttp('eventmesh HTTP publish, metrics off, 1 gateway process', metricsOff.url, metricsOff.child.pid, topic, EVENTS));
         },
         async () => {
           if (gatedDenials) rounds[5].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), refusals audited, 1 gateway process', gatedDenials.url, gatedDenials.child.pid, topic, EVENTS, gatedDenials.authorization));
@@ -168,6 +175,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await single?.stop();
+    await metricsOff?.stop();
     await multi?.stop();
     await gated?.stop();
     await gatedDenials?.stop();
@@ -197,6 +205,10 @@ async function main(): Promise<void> {
     console.log(`- vs (b) batches of 500: ${ratio(6, 3)} (goal >= 0.8x)`);
   }
   const gatewayCpu = (r: RunResult) => (r.cpu?.gateway ?? NaN) / r.events;
+  if (measured(7) && measured(0)) {
+    console.log(`\n${medians[0]!.name} (metrics on):`);
+    console.log(`- vs the same gateway with metrics off: ${ratio(0, 7)} (goal >= 0.95x)`);
+  }
   for (const gatedPath of [4, 5]) {
     if (!measured(gatedPath) || !measured(0)) continue;
     console.log(`\n${medians[gatedPath]!.name}:`);
