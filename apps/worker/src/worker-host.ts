@@ -28,32 +28,42 @@ import {
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
 
-/** Installed once per process: undefined before, then the Temporal core's metrics exporter address, if it has one. */
-let runtimeInstalled: { metricsAddress?: string } | undefined;
+/** Installed once per process: the Temporal core's metrics exporter address, if it has one. */
+let runtimeInstall: Promise<string | undefined> | undefined;
 
 /**
  * The process's Temporal core runtime: its logger, no signal handling, and (metrics on) its Prometheus exporter,
  * which /metrics merges (libs/metrics/temporal-telemetry.ts). It must be installed before any worker or native
  * connection exists (the SDK makes a default runtime on first use and refuses a later install), so WorkerHost
- * installs it first thing; a second instance in the same process (tests) shares the first one's.
+ * installs it first thing; a second instance in the same process (tests) shares the first one's. An exporter the
+ * core cannot start (its address taken) costs the Temporal series, not the instance: the runtime is installed
+ * without it, and the log says so.
  */
-async function installTemporalRuntime(log: Logger, metrics: EventMeshConfig['metrics']): Promise<string | undefined> {
-  if (runtimeInstalled) return runtimeInstalled.metricsAddress;
-  const telemetry = metrics.enabled ? await temporalTelemetryFor(metrics.temporalAddress) : undefined;
-  if (runtimeInstalled) return (runtimeInstalled as { metricsAddress?: string }).metricsAddress;
-  runtimeInstalled = { metricsAddress: telemetry?.bindAddress };
-  Runtime.install({
-    ...(telemetry ? { telemetryOptions: { metrics: telemetry.metrics } } : {}),
-    logger: new DefaultLogger('WARN', (entry) => {
-      const fields = { ...(entry.meta ?? {}) };
-      if (entry.level === 'ERROR') log.error(fields, entry.message);
-      else log.warn(fields, entry.message);
-    }),
-    // The process entry (run-main.ts) owns the signals: by default the SDK also shuts every worker down on
-    // SIGINT, SIGTERM, SIGQUIT and SIGUSR2, which would stop dispatch while the gateway answers on.
-    shutdownSignals: [],
-  });
-  return telemetry?.bindAddress;
+function installTemporalRuntime(log: Logger, metrics: EventMeshConfig['metrics']): Promise<string | undefined> {
+  runtimeInstall ??= (async () => {
+    const options = {
+      logger: new DefaultLogger('WARN', (entry) => {
+        const fields = { ...(entry.meta ?? {}) };
+        if (entry.level === 'ERROR') log.error(fields, entry.message);
+        else log.warn(fields, entry.message);
+      }),
+      // The process entry (run-main.ts) owns the signals: by default the SDK also shuts every worker down on
+      // SIGINT, SIGTERM, SIGQUIT and SIGUSR2, which would stop dispatch while the gateway answers on.
+      shutdownSignals: [],
+    };
+    const telemetry = metrics.enabled ? await temporalTelemetryFor(metrics.temporalAddress) : undefined;
+    if (telemetry) {
+      try {
+        Runtime.install({ ...options, telemetryOptions: { metrics: telemetry.metrics } });
+        return telemetry.bindAddress;
+      } catch (e) {
+        log.warn({ address: telemetry.bindAddress, error: reasonOf(e) }, 'the Temporal metrics exporter could not start; no temporal_* series');
+      }
+    }
+    Runtime.install(options);
+    return undefined;
+  })();
+  return runtimeInstall;
 }
 
 /** What the instance watches of its worker: its metrics (absent: off) and its running dispatch loops. */
