@@ -315,7 +315,7 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     // The metrics themselves.
     scrapeErrors: new Counter({
       name: 'eventmesh_metrics_source_errors_total',
-      help: 'Scrapes in which a source could not be read: postgres (the stored counts) or temporal (the Temporal core\'s exporter); its series are left out of that scrape.',
+      help: 'Reads of a source that failed: postgres (the stored counts, which keep their last values) or temporal (the Temporal core\'s exporter, whose series are left out of that scrape).',
       labelNames: ['source'] as const,
       registers,
     }),

@@ -17,6 +17,6 @@ export interface MetricSources {
   requestReply?: () => RequestReplyStats;
   ownership?: () => { confirmed: boolean; joins: number };
   orphans?: () => Pick<OrphanTakeoverStatus, 'orphans' | 'taken'>;
-  /** Table sizes and fence state from Postgres; shared between scrapes (at most one read per 10 s). */
+  /** Table sizes and fence state from Postgres, as this scrape read them (RuntimeMetrics.readStoredCounts: one read per 10 s). */
   storedCounts?: () => Promise<StoredCounts | undefined>;
 }

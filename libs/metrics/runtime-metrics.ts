@@ -33,27 +33,34 @@ export class RuntimeMetrics {
   private readonly m: EventMeshMetricSet;
   private readonly log = createLogger('Metrics');
   private temporalAddress?: string;
-  private storedRead?: SharedRead<StoredCounts>;
+  private readStored?: () => Promise<StoredCounts | undefined>;
   // The children of the hot paths' label sets, made once.
   private readonly accepted;
   private readonly publishAccepted;
 
-  constructor() {
+  /** `storedCountsTtlMs`: how long one read of the stored counts serves scrapes (tests shorten it). */
+  constructor(private readonly storedCountsTtlMs = STORED_COUNTS_TTL_MS) {
     collectDefaultMetrics({ register: this.registry });
     this.m = defineMetrics(this.registry, this.sources);
     this.accepted = this.m.publishRequests.labels({ outcome: 'accepted' });
     this.publishAccepted = this.m.publishDuration.labels({ result: 'accepted' });
   }
 
-  /** Table counts and fences from Postgres, shared between scrapes; a failed read leaves those series out. */
+  /**
+   * Table counts and fences from Postgres, one read shared by every collector of a scrape and by the scrapes of the
+   * next 10 s. A failed read is counted once, and the series keep the values of the last read that succeeded.
+   */
   readStoredCounts(read: () => Promise<StoredCounts>): void {
-    this.storedRead = new SharedRead(read, STORED_COUNTS_TTL_MS);
-    this.sources.storedCounts = () =>
-      this.storedRead!.get().catch((e: unknown) => {
-        this.m.scrapeErrors.inc({ source: 'postgres' });
-        this.log.warn({ error: reasonOf(e) }, 'stored counts could not be read; left out of this scrape');
-        return undefined;
-      });
+    const shared = new SharedRead<StoredCounts | undefined>(
+      () =>
+        read().catch((e: unknown) => {
+          this.m.scrapeErrors.inc({ source: 'postgres' });
+          this.log.warn({ error: reasonOf(e) }, 'stored counts could not be read; their series keep the last values read');
+          return undefined;
+        }),
+      this.storedCountsTtlMs,
+    );
+    this.readStored = () => shared.get();
   }
 
   /** The Temporal core's exporter this process installed (worker-host.ts); its text joins every scrape. */
@@ -121,6 +128,10 @@ export class RuntimeMetrics {
         this.log.warn({ address: this.temporalAddress, error: reasonOf(e) }, 'the Temporal core\'s metrics could not be read; left out of this scrape');
       }
     }
+    // The stored counts are read (or reused) once per scrape, before the collectors run: they all see that answer,
+    // and a failed read is counted in this scrape's error series (the collectors render concurrently).
+    const stored = await this.readStored?.();
+    this.sources.storedCounts = () => Promise.resolve(stored);
     const own = await this.registry.metrics();
     if (temporal === '') return own;
     return `${own.endsWith('\n') ? own : `${own}\n`}${temporal.endsWith('\n') ? temporal : `${temporal}\n`}`;

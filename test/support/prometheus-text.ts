@@ -103,10 +103,11 @@ export function parsePrometheusText(text: string): Exposition {
   return { families, samples };
 }
 
+/** A sample value as Prometheus reads it (Go's ParseFloat: Inf and NaN in any case; prom-client writes `Nan`). */
 function parseValue(raw: string): number | undefined {
-  if (raw === '+Inf') return Infinity;
-  if (raw === '-Inf') return -Infinity;
-  if (raw === 'NaN') return NaN;
+  if (/^\+?inf(inity)?$/i.test(raw)) return Infinity;
+  if (/^-inf(inity)?$/i.test(raw)) return -Infinity;
+  if (/^nan$/i.test(raw)) return NaN;
   return /^[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?$/.test(raw) ? Number(raw) : undefined;
 }
 
