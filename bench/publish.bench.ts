@@ -22,9 +22,11 @@ import { benchConfig, benchEnv, brokerPid, meterCpu, printTable, RunResult, star
  * 1 KiB events, 64 concurrent clients, acks from all in-sync replicas. `npm run bench:publish`
  * (BENCH_EVENTS, BENCH_CONCURRENCY, BENCH_ROUNDS to change the size). The paths take turns for BENCH_ROUNDS rounds
  * (default 3); the figures are each path's median round. BENCH_PATHS picks paths by key (comma-separated; default
- * all): `http1`, `gated-all`, `gated-denials`, `traced`, `http2`, `send`, `batch`, `http-batch`.
+ * all): `http1`, `gated-all`, `gated-denials`, `traced`, `metrics-off`, `http2`, `send`, `batch`, `http-batch`.
  * `traced` is the open gateway with tracing on and no exporter (EVENTMESH_TRACING_ENABLED=true, no OTLP endpoint:
  * a publish span per request, made and dropped), the same requests as `http1`, against which it is compared.
+ * `metrics-off` is the `http1` gateway with EVENTMESH_METRICS_ENABLED=false (the others record metrics, the default),
+ * measured back to back with `http1` in each round: the cost of metrics (goal: at most 5% of throughput).
  */
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -33,7 +35,7 @@ const WARMUP = Math.min(2000, Math.floor(EVENTS / 5));
 const DATA = 'x'.repeat(1024);
 const BATCH = 500;
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 4);
-const PATHS = ['http1', 'http2', 'send', 'batch', 'gated-all', 'gated-denials', 'http-batch', 'traced'] as const;
+const PATHS = ['http1', 'http2', 'send', 'batch', 'gated-all', 'gated-denials', 'http-batch', 'traced', 'metrics-off'] as const;
 type PathKey = (typeof PATHS)[number];
 const SELECTED = new Set<string>(process.env.BENCH_PATHS ? process.env.BENCH_PATHS.split(',').map((p) => p.trim()) : PATHS);
 for (const p of SELECTED) if (!(PATHS as readonly string[]).includes(p)) throw new Error(`BENCH_PATHS: unknown path "${p}"; legal: ${PATHS.join(', ')}`);
@@ -140,6 +142,7 @@ async function main(): Promise<void> {
       }),
     );
   const single = selected('http1') || selected('http-batch') ? await gateway(1) : undefined;
+  const metricsOff = selected('metrics-off') ? await gateway(1, { EVENTMESH_METRICS_ENABLED: 'false', EVENTMESH_INSTANCE_ID: 'bench-publish-metrics-off' }) : undefined;
   const multi = selected('http2') ? await gateway(os.cpus().length) : undefined;
   const gated = selected('gated-all') ? await gatedGateway(topic, 'ALL') : undefined;
   const gatedDenials = selected('gated-denials') ? await gatedGateway(topic, 'DENIALS') : undefined;
@@ -149,7 +152,7 @@ async function main(): Promise<void> {
     : undefined;
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
-  const rounds: RunResult[][] = [[], [], [], [], [], [], [], []];
+  const rounds: RunResult[][] = [[], [], [], [], [], [], [], [], []];
   try {
     // The paths take turns, round after round, so a slow moment of the shared host hits them alike.
     for (let round = 0; round < ROUNDS; round++) {
@@ -166,6 +169,9 @@ async function main(): Promise<void> {
           if (traced) rounds[7].push(await viaHttp('eventmesh HTTP publish, tracing on without an exporter, 1 gateway process', traced.url, traced.child.pid, topic, EVENTS));
         },
         async () => {
+          if (metricsOff) rounds[8].push(await viaHttp('eventmesh HTTP publish, metrics off, 1 gateway process', metricsOff.url, metricsOff.child.pid, topic, EVENTS));
+        },
+        async () => {
           if (gatedDenials) rounds[5].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), refusals audited, 1 gateway process', gatedDenials.url, gatedDenials.child.pid, topic, EVENTS, gatedDenials.authorization));
         },
       ];
@@ -178,6 +184,7 @@ async function main(): Promise<void> {
     }
   } finally {
     await single?.stop();
+    await metricsOff?.stop();
     await multi?.stop();
     await gated?.stop();
     await gatedDenials?.stop();
@@ -213,6 +220,10 @@ async function main(): Promise<void> {
     console.log(`- vs the same gateway with tracing off: ${ratio(7, 0)} (goal >= 0.95x)`);
     const cpuRatio = rounds[0].map((r, i) => gatewayCpu(r) / gatewayCpu(rounds[7][i]));
     console.log(`- gateway CPU per event, off / on: per round ${cpuRatio.map((x) => x.toFixed(2)).join(', ')}`);
+  }
+  if (measured(8) && measured(0)) {
+    console.log(`\n${medians[0]!.name} (metrics on):`);
+    console.log(`- vs the same gateway with metrics off: ${ratio(0, 8)} (goal >= 0.95x)`);
   }
   for (const gatedPath of [4, 5]) {
     if (!measured(gatedPath) || !measured(0)) continue;

@@ -107,6 +107,14 @@ export interface EventMeshConfig {
   log: { level: LogLevel };
   /** W3C trace context and OpenTelemetry spans (docs/operations.md#tracing); `otlpEndpoint` '' = spans are not exported. */
   tracing: { enabled: boolean; otlpEndpoint: string; serviceName: string; sampleRatio: number };
+  /**
+   * `GET /metrics` (docs/operations.md#metrics): `adminGate` puts it behind the admin API's gate; `temporalAddress` is
+   * where the Temporal core's own Prometheus exporter listens ('' = a free loopback port, merged into /metrics;
+   * 'off' = none).
+   */
+  metrics: { enabled: boolean; adminGate: boolean; temporalAddress: string };
+  /** `/health/ready` and `/health`: how long a dependency check is reused, and when a dispatch loop counts as stalled. */
+  health: { checkCacheMs: number; dispatchStaleMs: number };
   filter: { maxAttributeChars: number };
   security: SecurityConfig;
   admin: { security: { filters: AdminGateFilterName[]; failClosed: boolean; operatorTenant: string } };
@@ -297,6 +305,19 @@ const SETTINGS = {
     'The `service.name` resource attribute of this instance\'s spans (the instance id is `service.instance.id`).'),
   tracingSampleRatio: setting('EVENTMESH_TRACING_SAMPLE_RATIO', 'eventmesh.tracing.sampleRatio', decimal(0, 1), () => 1,
     'Share of new traces sampled (0 to 1). A publish or delivery that continues a caller\'s trace follows that trace\'s sampled flag instead (parent-based).'),
+  metricsEnabled: setting('EVENTMESH_METRICS_ENABLED', 'eventmesh.metrics.enabled', bool, () => true,
+    'Serve GET /metrics (Prometheus text format) and record the runtime\'s metrics; false records nothing and /metrics answers 404 (docs/operations.md#metrics).'),
+  metricsAdminGate: setting('EVENTMESH_METRICS_ADMIN_GATE', 'eventmesh.metrics.adminGate', bool, () => false,
+    'true: GET /metrics passes the admin API\'s gate (an operator-tenant admin, like the runtime-wide admin routes). false: it is public, as /health is (scrape it on a network only Prometheus reaches).'),
+  metricsTemporalAddress: setting('EVENTMESH_METRICS_TEMPORAL_ADDRESS', 'eventmesh.metrics.temporalAddress',
+    (raw: string): string => (raw === 'off' ? 'off' : hostPort(raw)), () => '',
+    'Where the Temporal SDK core\'s Prometheus exporter (the worker\'s own metrics) listens, as host:port; its series are merged into GET /metrics. Unset: a free loopback port chosen at boot. off: no Temporal worker metrics.',
+    '(a free loopback port)'),
+  healthCheckCacheMs: setting('EVENTMESH_HEALTH_CHECK_CACHE_MS', 'eventmesh.health.checkCacheMs', integer(0, 60000), () => 2000,
+    'How long /health and /health/ready reuse one round of dependency checks (Postgres, Kafka, Temporal); calls within it, and calls while a round runs, share that round. 0: every call checks (still one round at a time).'),
+  healthDispatchStaleMs: setting('EVENTMESH_HEALTH_DISPATCH_STALE_MS', 'eventmesh.health.dispatchStaleMs', integer(1000, 3600000),
+    () => 30000,
+    '/health/ready is not ready while a dispatch loop of this instance has not completed a round for this long (a loop stuck on a write or a fetch).'),
   gateFilters: setting('EVENTMESH_SECURITY_GATE_FILTERS', 'eventmesh.security.gate.filters',
     listOf(oneOf(GATE_FILTERS), GATE_FILTERS.join(', ')), (): GateFilterName[] => [],
     'Filters of the request gate, run in the order token, signature, acl, quota whatever order they are listed in. Unset: the gate is open (admits all; the boot log and /health say so).',
@@ -519,6 +540,8 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       serviceName: v.tracingServiceName,
       sampleRatio: v.tracingSampleRatio,
     },
+    metrics: { enabled: v.metricsEnabled, adminGate: v.metricsAdminGate, temporalAddress: v.metricsTemporalAddress },
+    health: { checkCacheMs: v.healthCheckCacheMs, dispatchStaleMs: v.healthDispatchStaleMs },
     filter: { maxAttributeChars: v.filterMaxAttributeChars },
     security: {
       gate: {

@@ -188,6 +188,11 @@ export class CircuitBreakers {
     this.bySubscription.delete(subscriptionId);
   }
 
+  /** A subscription's breaker state; CLOSED when it has none yet (nothing failed). */
+  stateOf(subscriptionId: string): BreakerState {
+    return this.bySubscription.get(subscriptionId)?.state ?? 'CLOSED';
+  }
+
   /** The subscriptions whose breaker is not closed, with where each stands. */
   notClosed(): { subscriptionId: string; breaker: BreakerSnapshot }[] {
     return [...this.bySubscription]

@@ -4,6 +4,8 @@ import { StaleEpochError } from '../storage';
 import type { EntityManager } from 'typeorm';
 import type { DeadLetterStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity, WriteFence } from '../storage';
 import type { CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker';
+import type { RunningLoops } from './running-loops';
+import type { RuntimeMetrics } from '../metrics';
 import type { Lanes } from './lane';
 import { FencedError } from './offset-committer';
 import type { DispatchProgress } from './progress';
@@ -67,6 +69,10 @@ export interface DispatchLoopDeps {
   fence: WriteFence;
   /** While this answers false the loop neither fetches nor starts deliveries (its lease is unconfirmed). */
   gate?: () => boolean;
+  /** Hears of each attempt's outcome, parking, dead letter and breaker opening (libs/metrics); absent: metrics are off. */
+  metrics?: Pick<RuntimeMetrics, 'attempted' | 'parked' | 'deadLettered' | 'breakerOpened'>;
+  /** The instance's running loops (readiness and metrics read them): the loop is in it while it runs. */
+  running?: RunningLoops;
 }
 
 /** What the parts of one dispatch loop share: its dependencies, its lanes and counts, and its gate and fence. */

@@ -11,6 +11,8 @@ import { COMMIT_INTERVAL_MS, OffsetCommitter } from './offset-committer';
 import { PartitionFeed, pause } from './partition-feed';
 import { DispatchProgress, measure, newProgress } from './progress';
 import { RetrySweeper } from './retry-sweeper';
+import type { BreakerState } from './circuit-breaker';
+import type { LaneLag, ObservedLoop } from './running-loops';
 
 export type { Deliverer, DispatchLoopDeps, DispatchLoopOptions } from './dispatch-context';
 export { isFenced } from './dispatch-context';
@@ -30,7 +32,7 @@ const SETTLE_LIMIT_MS = 15000;
  * An offset moves past an event only after the sink acknowledged it (or it was parked or dead-lettered), so a
  * crash redelivers and never skips. A write refused for a stale epoch stops the loop (docs/delivery.md).
  */
-export class DispatchLoop {
+export class DispatchLoop implements ObservedLoop {
   private readonly log = createLogger('DispatchLoop');
   private readonly lanes = new Lanes();
   private readonly progress = newProgress();
@@ -100,6 +102,26 @@ export class DispatchLoop {
     return { ...this.progress };
   }
 
+  get scope(): { topic: string; partition: number } | undefined {
+    return this.deps.scope;
+  }
+
+  /** Each lane's events in Kafka not yet settled (as of its last fetch), for metrics. */
+  laneLags(): LaneLag[] {
+    return [...this.lanes.values()].map((l) => ({
+      subscriptionId: l.subscription.id,
+      topic: l.topic,
+      partition: l.partition,
+      lag: Math.max(0, l.highWatermark - l.nextOffset),
+    }));
+  }
+
+  /** Each subscription this loop dispatches, with its breaker's state, for metrics. */
+  breakerStates(): { subscriptionId: string; state: BreakerState }[] {
+    const ids = new Set([...this.lanes.values()].map((l) => l.subscription.id));
+    return [...ids].map((subscriptionId) => ({ subscriptionId, state: this.breakers.stateOf(subscriptionId) }));
+  }
+
   /** Runs until `stopSignal` aborts or `deadline` (epoch ms) passes; commits what was settled before it returns. */
   async run(stopSignal: AbortSignal, deadline: number, report: (p: DispatchProgress) => void): Promise<DispatchProgress> {
     const signal = AbortSignal.any([stopSignal, AbortSignal.timeout(Math.max(0, deadline - Date.now()))]);
@@ -108,6 +130,8 @@ export class DispatchLoop {
     this.sweeper.start();
     this.refreshedAt = -Infinity;
     const watchGate = this.deps.gate ? setInterval(() => this.watchGate(), GATE_WATCH_MS) : undefined;
+    this.lastRoundAt = Date.now();
+    this.deps.running?.add(this);
     try {
       while (!signal.aborted && !this.fencedBy) {
         if (!this.gateOpen()) {
@@ -134,6 +158,7 @@ export class DispatchLoop {
     } catch (e) {
       if (!this.noteFenced(e)) throw e;
     } finally {
+      this.deps.running?.delete(this);
       clearInterval(watchGate);
       this.lanes.abortAll();
       const stopped = this.sweeper.stop();

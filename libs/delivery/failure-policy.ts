@@ -111,8 +111,9 @@ export class FailurePolicy {
    * opens, every lane of the subscription will first deliver its parked backlog, in offset order, once the sink
    * is back (ordered recovery); when it closes, the lanes start again.
    */
-  answered(subscription: SubscriptionEntity, permit: BreakerPermit, result: WebhookResult): void {
+  answered(subscription: SubscriptionEntity, permit: BreakerPermit, result: WebhookResult, publishedAt?: number): void {
     const { ctx } = this;
+    ctx.deps.metrics?.attempted(subscription.protocol, result, publishedAt);
     const breaker = ctx.breakers.of(subscription.id);
     const transition = reportAnswer(breaker, permit, result);
     if (!transition) return;
@@ -123,6 +124,7 @@ export class FailurePolicy {
       return;
     }
     ctx.progress.breakerOpenings++;
+    ctx.deps.metrics?.breakerOpened();
     for (const lane of ctx.lanes.values()) if (lane.subscription.id === subscription.id) lane.recovering = true;
     this.log.warn(
       { ...at, error: result.error, halfOpensInMs: Math.max(0, (breaker.halfOpensAt ?? Date.now()) - Date.now()) },
@@ -162,6 +164,7 @@ export class FailurePolicy {
       const letter = deadLetterOf(at, frame, verdict.attempts, error, firstFailedAt);
       await ctx.fence.run((m) => ctx.deps.deadLetters.add([letter], m));
       ctx.progress.deadLettered++;
+      ctx.deps.metrics?.deadLettered();
       this.log.error(where, 'delivery failed for the last time; moved to the dead-letter queue');
       return 'settled';
     }
@@ -195,6 +198,7 @@ export class FailurePolicy {
         return 'retry';
       }
       ctx.progress.parked++;
+      ctx.deps.metrics?.parked();
       record.parked = parked;
       this.log.warn({ ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; parked for a later attempt');
       return 'settled';
@@ -264,6 +268,7 @@ export class FailurePolicy {
       const letter = deadLetterOf(parked, frame, verdict.attempts, error, parked.firstFailedAt);
       await ctx.fence.run((m) => ctx.deps.retries.deadLetter(letter, m));
       ctx.progress.deadLettered++;
+      ctx.deps.metrics?.deadLettered();
       this.log.error(
         { subscription: parked.subscriptionId, topic: parked.topic, partition: parked.partition, offset: parked.offset, eventId: frame.id, attempts: verdict.attempts, error },
         'parked delivery failed for the last time; moved to the dead-letter queue',
@@ -282,6 +287,7 @@ export class FailurePolicy {
     const letter = deadLetterOf(at, { raw: record.value }, 0, `not a CloudEvent: ${record.error}`, new Date());
     await ctx.fence.run((m) => ctx.deps.deadLetters.add([letter], m));
     ctx.progress.deadLettered++;
+    ctx.deps.metrics?.deadLettered();
     this.log.error(
       { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset, error: record.error },
       'record is not a CloudEvent; moved to the dead-letter queue',

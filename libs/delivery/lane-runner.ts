@@ -232,7 +232,7 @@ export class LaneRunner {
     }
     const messageId = messageIdOf({ subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset });
     // No outcome: the breaker is open (nothing went out), or the lane closed or the gate shut mid-send.
-    const result = await this.attempt(lane, frame, messageId, this.sendSignalOf(lane));
+    const result = await this.attempt(lane, frame, messageId, this.sendSignalOf(lane), record.timestamp);
     if (!result) return 'halt';
     // The common answer without another await (the failure policy's verdict for a 2xx is `delivered`).
     if (result.ok) {
@@ -246,7 +246,7 @@ export class LaneRunner {
    * One attempt under a permit of the subscription's breaker, its answer reported to it: undefined when the
    * breaker gives no permit or the send was aborted (no outcome).
    */
-  private async attempt(lane: Lane, frame: EventFrame, messageId: string, signal: AbortSignal): Promise<WebhookResult | undefined> {
+  private async attempt(lane: Lane, frame: EventFrame, messageId: string, signal: AbortSignal, publishedAt?: number): Promise<WebhookResult | undefined> {
     const breaker = this.ctx.breakers.of(lane.subscription.id);
     const permit = breaker.acquire();
     if (!permit) return undefined;
@@ -261,7 +261,7 @@ export class LaneRunner {
       breaker.release(permit);
       return undefined;
     }
-    this.failures.answered(lane.subscription, permit, result);
+    this.failures.answered(lane.subscription, permit, result, publishedAt);
     return result;
   }
 

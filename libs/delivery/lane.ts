@@ -55,6 +55,8 @@ export interface LaneRecord {
   frame?: EventFrame;
   error?: string;
   value: Buffer | null;
+  /** The Kafka record's time (epoch ms): when it was published, for the publish-to-ack latency. */
+  timestamp?: number;
   /** Out to the sink now, or settled (acknowledged, passed over, parked or dead-lettered). */
   state?: 'sending' | 'settled';
   /** Failed attempts so far, the first failure, and when the next attempt may start. */

@@ -136,7 +136,7 @@ export class PartitionFeed {
 
 function decode(record: FetchedRecord): LaneRecord {
   try {
-    return { offset: record.offset, frame: frameFromKafkaRecord(record.headers, record.value), value: record.value };
+    return { offset: record.offset, frame: frameFromKafkaRecord(record.headers, record.value), value: record.value, timestamp: record.timestamp };
   } catch (e) {
     return { offset: record.offset, error: (e as Error).message, value: record.value };
   }

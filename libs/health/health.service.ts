@@ -2,6 +2,7 @@ import type { EventMeshConfig } from '../config';
 import type { Dependencies } from '../runtime/dependencies';
 import { reasonOf } from '../runtime/boot-error';
 import { withDeadline } from '../runtime/deadline';
+import { SharedRead } from '../runtime/shared-read';
 import { pingTemporal } from '../temporal';
 
 export interface DependencyHealth {
@@ -23,6 +24,8 @@ export interface HealthReport {
    */
   gate?: { ingress: string; admin: string };
   dependencies: { postgres: DependencyHealth; kafka: DependencyHealth; temporal: DependencyHealth };
+  /** Delivery progress (as /health/ready judges it), where the instance reports its dispatch loops. */
+  delivery?: DeliveryHealth;
   /** Counters of this instance's own work (request-reply), where it has any. */
   stats?: Record<string, unknown>;
   /**
@@ -53,20 +56,119 @@ export interface HealthFinding {
 
 const PROBE_TIMEOUT_MS = 2000;
 
-/** Probes each dependency in parallel, each bounded by a deadline, and reports its state and any warning. */
+/** `/health/live`: the process answers (nothing else is asked). */
+export interface LivenessReport {
+  status: 'up';
+  instance: string;
+  pid: number;
+  uptimeSeconds: number;
+}
+
+/** How delivery progresses in this instance: its running dispatch loops and how recently each completed a round. */
+export interface DeliveryHealth {
+  status: 'up' | 'stalled';
+  /** Dispatch loops running now (0: no worker role, dispatch paused, between runs, or no partition owned). */
+  loops: number;
+  /** Since the least recent loop completed a round; absent with no loop. */
+  lastRoundAgeMs?: number;
+  staleAfterMs: number;
+}
+
+/** `/health/ready`: the dependencies (from the shared check round) and delivery progress. */
+export interface ReadinessReport {
+  status: 'up' | 'down';
+  instance: string;
+  pid: number;
+  dependencies: { postgres: DependencyHealth; kafka: DependencyHealth; temporal: DependencyHealth };
+  delivery: DeliveryHealth;
+  /** When the dependency checks shown ran (they are shared for EVENTMESH_HEALTH_CHECK_CACHE_MS). */
+  checkedAt: string;
+}
+
+export interface HealthOptions {
+  /** In-memory counters of the instance's own work (read on every call: no backend is asked). */
+  stats?: () => Record<string, unknown>;
+  findings?: HealthFinding[];
+  gate?: () => { ingress: string; admin: string };
+  /** The instance's running dispatch loops; absent: no delivery check. */
+  loops?: { values(): { lastRoundAt: number }[] };
+}
+
+/** One round of backend checks: each dependency and each finding. */
+interface CheckRound {
+  at: Date;
+  dependencies: HealthReport['dependencies'];
+  found: { stats?: Record<string, unknown>; warnings: HealthWarning[] }[];
+}
+
+/**
+ * Probes each dependency in parallel, each bounded by a deadline, and reports its state and any warning. The
+ * probes and findings ask the backends, and the routes are public: one round of them serves every call within
+ * EVENTMESH_HEALTH_CHECK_CACHE_MS, and calls during a round wait for it (SharedRead), so the backends see at most
+ * one round per period whoever calls. Liveness asks nothing.
+ */
 export class HealthService {
+  private readonly rounds: SharedRead<CheckRound>;
+  private readonly started = performance.now();
+
   constructor(
     private readonly deps: Dependencies,
     private readonly config: EventMeshConfig,
-    private readonly stats?: () => Record<string, unknown>,
-    private readonly findings: HealthFinding[] = [],
-    private readonly gate?: () => { ingress: string; admin: string },
-  ) {}
+    private readonly options: HealthOptions = {},
+  ) {
+    this.rounds = new SharedRead(() => this.checkRound(), config.health.checkCacheMs);
+  }
+
+  live(): LivenessReport {
+    return { status: 'up', instance: this.config.instance.id, pid: process.pid, uptimeSeconds: Math.round((performance.now() - this.started) / 1000) };
+  }
+
+  async ready(): Promise<ReadinessReport> {
+    const round = await this.rounds.get();
+    const delivery = this.delivery();
+    const up = Object.values(round.dependencies).every((d) => d.status === 'up') && delivery.status === 'up';
+    return {
+      status: up ? 'up' : 'down',
+      instance: this.config.instance.id,
+      pid: process.pid,
+      dependencies: round.dependencies,
+      delivery,
+      checkedAt: round.at.toISOString(),
+    };
+  }
 
   async check(): Promise<HealthReport> {
+    const { stats, gate } = this.options;
+    const round = await this.rounds.get();
+    const warnings = round.found.flatMap((f) => f.warnings);
+    const foundStats = Object.assign({}, ...round.found.map((f) => ('stats' in f ? f.stats : undefined)));
+    const up = Object.values(round.dependencies).every((d) => d.status === 'up');
+    return {
+      status: up ? 'up' : 'down',
+      instance: this.config.instance.id,
+      pid: process.pid,
+      topology: this.config.delivery.topology,
+      ...(gate ? { gate: gate() } : {}),
+      dependencies: round.dependencies,
+      ...(this.options.loops ? { delivery: this.delivery() } : {}),
+      ...(stats || Object.keys(foundStats).length > 0 ? { stats: { ...stats?.(), ...foundStats } } : {}),
+      ...(warnings.length > 0 ? { warnings } : {}),
+    };
+  }
+
+  /** Stalled while some running loop has not completed a round within EVENTMESH_HEALTH_DISPATCH_STALE_MS. */
+  private delivery(): DeliveryHealth {
+    const staleAfterMs = this.config.health.dispatchStaleMs;
+    const rounds = (this.options.loops?.values() ?? []).map((l) => l.lastRoundAt);
+    if (rounds.length === 0) return { status: 'up', loops: 0, staleAfterMs };
+    const lastRoundAgeMs = Math.max(0, Date.now() - Math.min(...rounds));
+    return { status: lastRoundAgeMs > staleAfterMs ? 'stalled' : 'up', loops: rounds.length, lastRoundAgeMs, staleAfterMs };
+  }
+
+  private async checkRound(): Promise<CheckRound> {
     const [found, postgres, kafka, temporal] = await Promise.all([
       Promise.all(
-        this.findings.map((f) =>
+        (this.options.findings ?? []).map((f) =>
           withDeadline(PROBE_TIMEOUT_MS, f.read()).catch((e: unknown) => ({
             warnings: [{ code: f.unknownCode, message: `could not be read: ${reasonOf(e)}` }],
           })),
@@ -82,19 +184,7 @@ export class HealthService {
         return { address: this.config.temporal.address, uiUrl: this.config.temporal.uiUrl };
       }),
     ]);
-    const warnings = found.flatMap((f) => f.warnings);
-    const foundStats = Object.assign({}, ...found.map((f) => ('stats' in f ? f.stats : undefined)));
-    const up = [postgres, kafka, temporal].every((d) => d.status === 'up');
-    return {
-      status: up ? 'up' : 'down',
-      instance: this.config.instance.id,
-      pid: process.pid,
-      topology: this.config.delivery.topology,
-      ...(this.gate ? { gate: this.gate() } : {}),
-      dependencies: { postgres, kafka, temporal },
-      ...(this.stats || Object.keys(foundStats).length > 0 ? { stats: { ...this.stats?.(), ...foundStats } } : {}),
-      ...(warnings.length > 0 ? { warnings } : {}),
-    };
+    return { at: new Date(), dependencies: { postgres, kafka, temporal }, found };
   }
 }
 

@@ -29,6 +29,8 @@ export interface ProducerOptions {
   ackTimeoutMs: number;
   /** The wait a refused publisher is told (Retry-After). */
   retryAfterSeconds: number;
+  /** Hears of each produce request's events, bytes, duration and result (libs/metrics); absent: metrics are off. */
+  metrics?: { produced(events: number, bytes: number, seconds: number, acked: boolean): void };
 }
 
 /** What the producer holds now, and what it refused: `/health` shows it (`stats.producer`). */
@@ -307,8 +309,12 @@ export class EventProducer {
       list.push(...unit.messages);
       byTopic.set(unit.topic, list);
     }
+    const events = batch.reduce((n, u) => n + u.messages.length, 0);
     this.stats.requests++;
-    this.stats.events += batch.reduce((n, u) => n + u.messages.length, 0);
+    this.stats.events += events;
+    const metrics = this.options.metrics;
+    const started = metrics ? performance.now() : 0;
+    const measured = (acked: boolean) => metrics?.produced(events, batch.reduce((n, u) => n + u.bytes, 0), (performance.now() - started) / 1000, acked);
     let metadata;
     try {
       metadata = await this.producer.sendBatch({
@@ -316,7 +322,9 @@ export class EventProducer {
         timeout: this.options.ackTimeoutMs,
         topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })),
       });
+      measured(true);
     } catch (e) {
+      measured(false);
       const error = new EventMeshError(
         ErrorCode.KafkaUnavailable,
         `Kafka did not acknowledge the event(s): ${(e as Error).message}; some may have been written, retry with the same ids`,

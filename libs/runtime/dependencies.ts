@@ -1,7 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
-import { createKafka, EventProducer, TopicAdmin } from '../kafka';
+import { createKafka, EventProducer, ProducerOptions, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
 import { createDataSource } from '../storage';
 import { connectTemporal, TemporalHandle } from '../temporal';
@@ -21,10 +21,10 @@ export interface Dependencies {
 }
 
 /**
- * Connects Postgres, Kafka and Temporal in that order. Each failure becomes a {@link BootError} that names the
+ * Connects Postgres, Kafka and Temporal in that order. `metrics` hears of the producer's requests (libs/metrics). Each failure becomes a {@link BootError} that names the
  * server, its address, the settings that point at it, and the reason, in one line.
  */
-export async function connectDependencies(config: EventMeshConfig, role: string): Promise<Dependencies> {
+export async function connectDependencies(config: EventMeshConfig, role: string, metrics?: ProducerOptions['metrics']): Promise<Dependencies> {
   const log = createLogger('Dependencies');
   const opened: { close(): Promise<unknown> }[] = [];
   const tracing = await startTracing(config);
@@ -60,6 +60,7 @@ export async function connectDependencies(config: EventMeshConfig, role: string)
       publishTimeoutMs: config.kafka.publishTimeoutMs,
       ackTimeoutMs: config.kafka.requestTimeoutMs,
       retryAfterSeconds: config.http.retryAfterSeconds,
+      metrics,
     });
     try {
       await withDeadline(config.kafka.connectTimeoutMs * 2, topics.connect());

@@ -1,3 +1,4 @@
 export * from './boot-error';
 export * from './dependencies';
 export * from './deadline';
+export * from './shared-read';

@@ -17,3 +17,4 @@ export * from './acl-rule-store';
 export * from './tenant-quota-store';
 export * from './quota-usage-store';
 export * from './stream-presence-store';
+export * from './stored-counts';

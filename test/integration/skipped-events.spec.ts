@@ -14,6 +14,8 @@ describe('skipped events on /health and the API (real Postgres)', () => {
     EVENTMESH_KAFKA_TOPICS: topic,
     EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
     EVENTMESH_HTTP_PORT: '0',
+    // Each /health here must see the skips recorded just before it, not a round shared from the previous call.
+    EVENTMESH_HEALTH_CHECK_CACHE_MS: '0',
   });
   let instance: RunningInstance;
   let store: SkippedRangeStore;

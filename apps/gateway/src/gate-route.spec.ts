@@ -2,12 +2,14 @@ import { RequestMethod } from '@nestjs/common';
 import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { Reflector } from '@nestjs/core';
 import { GatewayModule } from './gateway.module';
+import { AdminMetricsController, MetricsController } from './metrics.controller';
 import type { GateRouteSpec } from './gate-route';
 
 /** Every route of the gateway declares how the gate treats it; a route without a declaration would be refused at run time. */
 describe('gate declarations', () => {
   const reflector = new Reflector();
-  const controllers = (GatewayModule.register({} as never).controllers ?? []) as (new (...args: never[]) => object)[];
+  // Both /metrics controllers (the module registers one, as EVENTMESH_METRICS_ADMIN_GATE says).
+  const controllers = [...(GatewayModule.register({} as never).controllers ?? []), MetricsController, AdminMetricsController] as (new (...args: never[]) => object)[];
   const routes = controllers.flatMap((controller) =>
     Object.getOwnPropertyNames(controller.prototype)
       .filter((name) => name !== 'constructor')
@@ -27,10 +29,14 @@ describe('gate declarations', () => {
     expect(spec).toBeDefined();
   });
 
-  it('admin routes use the admin gate and only /health is public', () => {
+  it('admin routes use the admin gate and only /health and the public /metrics are public', () => {
     for (const { route, spec } of routes) {
       if (route.includes(' /admin/')) expect(spec).toMatchObject({ admin: true, action: 'admin' });
-      if (spec && 'public' in spec) expect(route).toMatch(/^GET \/health\//);
+      if (spec && 'public' in spec) expect(route).toMatch(/^GET \/health\/|^GET \/metrics\/\/? \(MetricsController\./);
     }
+  });
+
+  it('the admin-gated /metrics is an operator route', () => {
+    expect(routes.find((r) => r.route.includes('AdminMetricsController'))?.spec).toEqual({ action: 'admin', admin: true, operator: true });
   });
 });

@@ -7,6 +7,8 @@ import type { EventMeshConfig } from '../../../libs/config';
 import { HealthService, skippedEventsFinding } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
+import type { RunningLoops } from '../../../libs/delivery';
+import type { RuntimeMetrics } from '../../../libs/metrics';
 import { NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
 import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, StreamPresenceStore, TenantQuotaStore } from '../../../libs/storage';
@@ -42,6 +44,10 @@ export interface GatewayOptions {
   cluster: { holder: string; credential: ClusterCredential };
   /** What the worker of the same process adds to /health's stats (ownership, orphan takeover), if it runs. */
   workerStats?: () => Record<string, unknown>;
+  /** The instance's metrics (absent: EVENTMESH_METRICS_ENABLED=false; GET /metrics answers 404). */
+  metrics?: RuntimeMetrics;
+  /** The instance's running dispatch loops, for /health/ready. */
+  running?: RunningLoops;
 }
 
 /**
@@ -77,7 +83,12 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     await requestReply.start();
     requestReplyStarted = requestReply;
     const gates = new Gates(options.gates.ingress, options.gates.admin, (id, tenant) => subscriptions.topicFor(id, tenant), ingress.defaultTopic);
-    const route = new PublishRoute({ ingress, gate: gates.ingress, defaultTopic: ingress.defaultTopic, bodyLimitBytes: config.http.bodyLimitBytes });
+    const metrics = options.metrics;
+    if (metrics) {
+      metrics.sources.gates = () => ({ ingress: gates.ingress.stats(), admin: gates.admin.stats() });
+      metrics.sources.requestReply = () => requestReply.stats;
+    }
+    const route = new PublishRoute({ ingress, gate: gates.ingress, defaultTopic: ingress.defaultTopic, bodyLimitBytes: config.http.bodyLimitBytes, metrics });
     publish = route;
     const connections = new ConnectionCap(config.http.maxConnections, config.http.retryAfterSeconds);
     const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
@@ -89,7 +100,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         streams,
         polls,
         subscriptions,
-        health: new HealthService(deps, config, () => ({
+        metrics: metrics && { metrics, adminGate: config.metrics.adminGate },
+        health: new HealthService(deps, config, { loops: options.running, stats: () => ({
           requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests },
           // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
           producer: deps.producer.depth(),
@@ -97,12 +109,12 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           pollConsumers: polls.size,
           security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
           ...options.workerStats?.(),
-        }), [
+        }), findings: [
           { unknownCode: 'ORPHANS_UNKNOWN', read: () => placement.health() },
           // /health is public: subscription ids (tenants' data) are listed only while both gates are open.
           skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs, options.gates.ingress.open && options.gates.admin.open),
           gateFinding(options.gates, config.http.host),
-        ], () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode })),
+        ], gate: () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode }) }),
         placement,
         skippedRanges,
         gates,

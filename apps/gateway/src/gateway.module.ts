@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { A2ABroker } from '../../../libs/a2a';
 import { HealthService } from '../../../libs/health';
+import { RuntimeMetrics } from '../../../libs/metrics';
 import { AclAdmin, TenantQuotaAdmin } from '../../../libs/security';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
@@ -17,6 +18,7 @@ import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { ApiKeysController } from './api-keys.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
+import { AdminMetricsController, MetricsController } from './metrics.controller';
 import { HttpErrorFilter } from './http-error';
 import { GateGuard, Gates } from './gate-route';
 import { PublisherSecretsController } from './publisher-secrets.controller';
@@ -47,6 +49,8 @@ export interface GatewayServices {
   publisherSecrets: PublisherSecretStore;
   /** The A2A broker: agents registry and the agents' JSON-RPC endpoints (docs/a2a.md). */
   a2a: A2ABroker;
+  /** GET /metrics and whether it passes the admin gate; absent when metrics are off (the route is not registered). */
+  metrics?: { metrics: RuntimeMetrics; adminGate: boolean };
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -61,6 +65,7 @@ export class GatewayModule {
         SkippedRangesController,
         StreamsController,
         HealthController,
+        ...(services.metrics ? [services.metrics.adminGate ? AdminMetricsController : MetricsController] : []),
         AdminController,
         ApiKeysController,
         PublisherSecretsController,
@@ -85,6 +90,7 @@ export class GatewayModule {
         { provide: ApiKeyService, useValue: services.apiKeys },
         { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: A2ABroker, useValue: services.a2a },
+        ...(services.metrics ? [{ provide: RuntimeMetrics, useValue: services.metrics.metrics }] : []),
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

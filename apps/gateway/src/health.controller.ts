@@ -1,17 +1,36 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { HealthReport, HealthService } from '../../../libs/health';
+import { HealthReport, HealthService, LivenessReport, ReadinessReport } from '../../../libs/health';
 import { GateRoute } from './gate-route';
 
+/**
+ * Health probes, public (docs/operations.md#health-probes). `/health/live` asks no backend; `/health/ready` and
+ * `/health` share one round of backend checks per EVENTMESH_HEALTH_CHECK_CACHE_MS (HealthService), however
+ * often they are called.
+ */
 @Controller('health')
+@GateRoute({ public: true })
 export class HealthController {
   constructor(private readonly health: HealthService) {}
 
-  /** Each dependency with its state; 200 when all are up, 503 otherwise. */
+  /** Each dependency with its state, stats and warnings; 200 when all are up, 503 otherwise. */
   @Get()
-  @GateRoute({ public: true })
   async check(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthReport> {
     const report = await this.health.check();
+    void reply.status(report.status === 'up' ? 200 : 503);
+    return report;
+  }
+
+  /** Liveness: the process answers (200); no backend is asked. */
+  @Get('live')
+  live(): LivenessReport {
+    return this.health.live();
+  }
+
+  /** Readiness: every dependency up and no dispatch loop stalled (200), else 503. */
+  @Get('ready')
+  async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<ReadinessReport> {
+    const report = await this.health.ready();
     void reply.status(report.status === 'up' ? 200 : 503);
     return report;
   }

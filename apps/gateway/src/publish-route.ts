@@ -1,6 +1,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { EventIngress, PublishRequest } from '../../../libs/ingress';
+import type { RuntimeMetrics } from '../../../libs/metrics';
 import type { SecurityGate } from '../../../libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
 import { toHttpError } from './http-error';
@@ -13,6 +14,8 @@ export interface PublishRouteDeps {
   gate: SecurityGate;
   defaultTopic: string;
   bodyLimitBytes: number;
+  /** Hears of each publish's outcome, size and duration (libs/metrics); absent: metrics are off. */
+  metrics?: Pick<RuntimeMetrics, 'published' | 'publishFailed'>;
 }
 
 /**
@@ -48,6 +51,8 @@ export class PublishRoute {
   };
 
   private async serve(request: IncomingMessage, response: ServerResponse, query: string): Promise<void> {
+    const metrics = this.deps.metrics;
+    const started = metrics ? performance.now() : 0;
     try {
       if (this.closing) throw new EventMeshError(ErrorCode.ShuttingDown, 'this gateway is shutting down; publish again', {}, true);
       const topic = topicOf(query);
@@ -69,11 +74,16 @@ export class PublishRoute {
       admission.release();
       const results = await this.deps.ingress.publish(topic, publish);
       send(response, 202, publish.mode === 'batch' ? { results } : results[0], this.closing);
+      metrics?.published(results.length, raw?.length ?? 0, (performance.now() - started) / 1000);
     } catch (e) {
       // The client left (mid-body, or its connection is gone): nobody to answer, and nothing to report. A
       // request whose body was read whole is destroyed too, and is answered.
-      if (request.socket.destroyed || (request.destroyed && !request.complete)) return;
+      if (request.socket.destroyed || (request.destroyed && !request.complete)) {
+        metrics?.publishFailed(undefined, 0, 0);
+        return;
+      }
       const { status, body, headers } = toHttpError(e);
+      metrics?.publishFailed(body.code, status, (performance.now() - started) / 1000);
       // A body over the limit is left unread and the connection closes after the answer; any other refused body
       // was read whole, and the connection stays reusable.
       const tooLarge = e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge;

@@ -4,7 +4,9 @@ import { createLogger } from '../../../libs/logging';
 import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '../../../libs/security';
 import type { RequestReplyService } from '../../../libs/request-reply';
-import { StreamPresenceStore } from '../../../libs/storage';
+import { StoredCountsReader, StreamPresenceStore } from '../../../libs/storage';
+import { RunningLoops } from '../../../libs/delivery';
+import { RuntimeMetrics } from '../../../libs/metrics';
 import { ClusterCredential, ClusterStreamRouter, holderIdOf, PeerChannels, PresenceReader, StreamHub } from '../../../libs/streams';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { instanceWorkflowIdOf } from '../../../workflows';
@@ -19,6 +21,8 @@ export interface RunningInstance {
   /** The gateway's base URL, when this process runs the gateway. */
   url?: string;
   requestReply?: RequestReplyService;
+  /** The instance's metrics registry (absent when EVENTMESH_METRICS_ENABLED=false). */
+  metrics?: RuntimeMetrics;
   close(): Promise<void>;
 }
 
@@ -41,7 +45,16 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   const log = createLogger('Instance');
   // Secrets at rest need a key: without one the instance does not start (a ConfigError, exit 78).
   const secrets = SecretBox.fromConfig(config);
-  const deps = await connectDependencies(config, roles.join('+'));
+  // One registry per instance (libs/metrics): made before the producer, which reports its requests to it.
+  const metrics = config.metrics.enabled ? new RuntimeMetrics() : undefined;
+  const running = new RunningLoops();
+  const deps = await connectDependencies(config, roles.join('+'), metrics);
+  if (metrics) {
+    metrics.sources.producer = () => deps.producer.depth();
+    metrics.sources.loops = running;
+    const stored = new StoredCountsReader(deps.db);
+    metrics.readStoredCounts(() => stored.read());
+  }
   let gateway: RunningGateway | undefined;
   let gates: BuiltGates | undefined;
   // Stream clients may connect to any instance: the dispatching one reaches them over the internal channel,
@@ -52,6 +65,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   const instance: RunningInstance = {
     config,
     deps,
+    metrics,
     async close() {
       await gateway?.close();
       await gates?.close();
@@ -65,7 +79,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     const streams = new StreamHub(0);
     if (roles.includes('worker')) {
       const router = new ClusterStreamRouter(streams, new PresenceReader(new StreamPresenceStore(deps.db)), peers, holder);
-      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), router);
+      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), router, { metrics, running });
     }
     if (roles.includes('gateway')) {
       gates = options.gates ?? buildGates(config, { db: deps.db, producer: deps.producer, instanceId: config.instance.id });
@@ -75,6 +89,8 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
         gates,
         streams,
         cluster: { holder, credential },
+        metrics,
+        running,
         workerStats: () => ({
           ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
           ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
@@ -95,6 +111,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       ...(gates ? { gate: gates.ingress.stats().mode, adminGate: gates.admin.stats().mode } : {}),
       api: instance.url,
       health: instance.url && `${instance.url}/health`,
+      metrics: instance.url && metrics ? `${instance.url}/metrics` : undefined,
       temporalUi: `${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`,
       dispatchWorkflow:
         instance.worker && config.delivery.topology === 'LOCAL_STICKY_PULL' ? dispatchWorkflowIdOf(config.instance.id) : undefined,

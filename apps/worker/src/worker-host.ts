@@ -4,7 +4,8 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
 import type { EventMeshConfig } from '../../../libs/config';
-import { DispatchLoop, DispatchLoopDeps, WebhookSender } from '../../../libs/delivery';
+import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
+import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
 import { OwnershipAgent } from '../../../libs/ownership';
@@ -28,21 +29,48 @@ import {
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
 
-let runtimeInstalled = false;
+/** Installed once per process: the Temporal core's metrics exporter address, if it has one. */
+let runtimeInstall: Promise<string | undefined> | undefined;
 
-function installTemporalRuntime(log: Logger): void {
-  if (runtimeInstalled) return;
-  runtimeInstalled = true;
-  Runtime.install({
-    logger: new DefaultLogger('WARN', (entry) => {
-      const fields = { ...(entry.meta ?? {}) };
-      if (entry.level === 'ERROR') log.error(fields, entry.message);
-      else log.warn(fields, entry.message);
-    }),
-    // The process entry (run-main.ts) owns the signals: by default the SDK also shuts every worker down on
-    // SIGINT, SIGTERM, SIGQUIT and SIGUSR2, which would stop dispatch while the gateway answers on.
-    shutdownSignals: [],
-  });
+/**
+ * The process's Temporal core runtime: its logger, no signal handling, and (metrics on) its Prometheus exporter,
+ * which /metrics merges (libs/metrics/temporal-telemetry.ts). It must be installed before any worker or native
+ * connection exists (the SDK makes a default runtime on first use and refuses a later install), so WorkerHost
+ * installs it first thing; a second instance in the same process (tests) shares the first one's. An exporter the
+ * core cannot start (its address taken) costs the Temporal series, not the instance: the runtime is installed
+ * without it, and the log says so.
+ */
+function installTemporalRuntime(log: Logger, metrics: EventMeshConfig['metrics']): Promise<string | undefined> {
+  runtimeInstall ??= (async () => {
+    const options = {
+      logger: new DefaultLogger('WARN', (entry) => {
+        const fields = { ...(entry.meta ?? {}) };
+        if (entry.level === 'ERROR') log.error(fields, entry.message);
+        else log.warn(fields, entry.message);
+      }),
+      // The process entry (run-main.ts) owns the signals: by default the SDK also shuts every worker down on
+      // SIGINT, SIGTERM, SIGQUIT and SIGUSR2, which would stop dispatch while the gateway answers on.
+      shutdownSignals: [],
+    };
+    const telemetry = metrics.enabled ? await temporalTelemetryFor(metrics.temporalAddress) : undefined;
+    if (telemetry) {
+      try {
+        Runtime.install({ ...options, telemetryOptions: { metrics: telemetry.metrics } });
+        return telemetry.bindAddress;
+      } catch (e) {
+        log.warn({ address: telemetry.bindAddress, error: reasonOf(e) }, 'the Temporal metrics exporter could not start; no temporal_* series');
+      }
+    }
+    Runtime.install(options);
+    return undefined;
+  })();
+  return runtimeInstall;
+}
+
+/** What the instance watches of its worker: its metrics (absent: off) and its running dispatch loops. */
+export interface WorkerObservers {
+  metrics?: RuntimeMetrics;
+  running?: RunningLoops;
 }
 
 /**
@@ -102,8 +130,10 @@ export class WorkerHost {
     deps: Dependencies,
     onFatal: (reason: string) => void,
     streams: StreamDeliverer,
+    observers: WorkerObservers = {},
   ): Promise<WorkerHost> {
-    installTemporalRuntime(createLogger('temporal'));
+    const { metrics, running } = observers;
+    metrics?.setTemporalAddress(await installTemporalRuntime(createLogger('temporal'), config.metrics));
     const taskQueue = instanceTaskQueueOf(config.instance.id);
     let connection: NativeConnection;
     try {
@@ -148,6 +178,8 @@ export class WorkerHost {
         maxParked: config.delivery.retryMaxParked,
         filterMaxAttributeChars: config.filter.maxAttributeChars,
       },
+      metrics,
+      running,
       ...extra,
     });
     const throttle = Math.floor(config.delivery.leaseTtlMs / 3);
@@ -184,6 +216,8 @@ export class WorkerHost {
         mode: config.delivery.orphanTakeover,
       });
       host.orphans.start();
+      const orphans = host.orphans;
+      if (metrics) metrics.sources.orphans = () => orphans.status();
       return host;
     }
 
@@ -240,6 +274,7 @@ export class WorkerHost {
       throw new BootError(`cannot join the partition owners on Temporal at ${config.temporal.address}: ${reasonOf(e)}`);
     }
     host.agent = agent;
+    if (metrics) metrics.sources.ownership = () => agent.status();
     host.log.info({ taskQueue, controlTaskQueue: CONTROL_TASK_QUEUE }, 'Temporal workers running; joined the partition owners');
     return host;
   }

@@ -1,0 +1,46 @@
+import { Controller, Get, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
+import { RuntimeMetrics } from '../../../libs/metrics';
+import { GateRoute } from './gate-route';
+
+/**
+ * `GET /metrics`: the instance's series in the Prometheus text format (libs/metrics), the Temporal core's merged
+ * in. Which gate it passes is a setting (EVENTMESH_METRICS_ADMIN_GATE), so the module registers one of the two
+ * controllers below, each declaring its gate; with EVENTMESH_METRICS_ENABLED=false it registers neither (404).
+ */
+abstract class MetricsEndpoint {
+  constructor(private readonly metrics: RuntimeMetrics) {}
+
+  protected async render(reply: FastifyReply): Promise<void> {
+    const text = await this.metrics.scrape();
+    await reply.header('content-type', this.metrics.contentType).header('cache-control', 'no-store').send(text);
+  }
+}
+
+/** Public, as /health is: Prometheus scrapes without credentials (serve it on a network only Prometheus reaches). */
+@Controller('metrics')
+@GateRoute({ public: true })
+export class MetricsController extends MetricsEndpoint {
+  constructor(metrics: RuntimeMetrics) {
+    super(metrics);
+  }
+
+  @Get()
+  async scrape(@Res() reply: FastifyReply): Promise<void> {
+    await this.render(reply);
+  }
+}
+
+/** EVENTMESH_METRICS_ADMIN_GATE=true: the admin gate, an admin of the operator tenant (as the runtime-wide admin routes). */
+@Controller('metrics')
+@GateRoute({ action: 'admin', admin: true, operator: true })
+export class AdminMetricsController extends MetricsEndpoint {
+  constructor(metrics: RuntimeMetrics) {
+    super(metrics);
+  }
+
+  @Get()
+  async scrape(@Res() reply: FastifyReply): Promise<void> {
+    await this.render(reply);
+  }
+}

@@ -1,0 +1,3 @@
+export * from './runtime-metrics';
+export type { MetricSources } from './metric-sources';
+export * from './temporal-telemetry';

@@ -1,0 +1,164 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
+import { ErrorCode } from '../../libs/errors';
+import { GateContext, GateFilter, GateRefusal, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { testConfig, uniqueTopic } from '../support/env';
+import { Exposition, parsePrometheusText, sampleOf, seriesNamesOf } from '../support/prometheus-text';
+import { metricNamesOf } from '../support/promql';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
+
+/** Admits every request but those carrying `x-test-deny` (refused by the `acl` filter, reason `test`). */
+class DenyMarked implements GateFilter {
+  readonly name = 'acl';
+  check({ request }: GateContext): Verdict {
+    if (request.headers['x-test-deny']) return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, 'denied by the test gate', 'test') };
+    return { allow: true };
+  }
+}
+
+/**
+ * GET /metrics after known traffic, on a real instance (gateway and worker) against the real servers: N events
+ * published and delivered to a webhook sink, one publish refused as invalid, one denied by the gate. The scrape is
+ * read by a strict Prometheus text parser (test/support/prometheus-text.ts) and holds the exact counts; every
+ * series the Grafana dashboard queries is in it, the Temporal core's included.
+ */
+describe('GET /metrics (real servers)', () => {
+  const N = 12;
+  const topic = uniqueTopic('metrics');
+  const config = testConfig({
+    EVENTMESH_INSTANCE_ID: `metrics-${randomUUID().slice(0, 8)}`,
+    EVENTMESH_KAFKA_TOPICS: topic,
+    EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
+    EVENTMESH_HTTP_PORT: '0',
+  });
+  const gateOf = (name: string) => new SecurityGate({ name, filters: [new DenyMarked()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const receiver = new WebhookReceiver();
+  let instance: RunningInstance;
+
+  beforeAll(async () => {
+    await receiver.start();
+    instance = await startInstance(config, { gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined } });
+  });
+  afterAll(async () => {
+    await instance?.close();
+    await receiver.stop();
+    const temporal = await temporalClient();
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(config.instance.id)]);
+    await temporal.close();
+  });
+
+  const scrape = async (): Promise<Exposition> => {
+    const response = await fetch(`${instance.url}/metrics`);
+    expect(response.status).toBe(200);
+    expect(response.headers.get('content-type')).toMatch(/^text\/plain; version=0\.0\.4/);
+    return parsePrometheusText(await response.text());
+  };
+  const publish = (body: string, headers: Record<string, string> = {}) =>
+    fetch(`${instance.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json', ...headers }, body });
+
+  it('counts the published and delivered events exactly, with every series the dashboard queries', async () => {
+    const created = await fetch(`${instance.url}/subscriptions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sink: receiver.url, topic }),
+    });
+    expect(created.status).toBe(201);
+    const subscription = ((await created.json()) as { id: string }).id;
+
+    let bytes = 0;
+    for (let i = 0; i < N; i++) {
+      const body = JSON.stringify({ specversion: '1.0', id: `m-${i}`, source: '/metrics', type: 'metrics.counted', data: { i } });
+      bytes += Buffer.byteLength(body);
+      expect((await publish(body)).status).toBe(202);
+    }
+    expect((await publish('{"specversion":"1.0"}')).status).toBe(400);
+    expect((await publish(JSON.stringify({ specversion: '1.0', id: 'denied', source: '/m', type: 't' }), { 'x-test-deny': '1' })).status).toBe(403);
+    await waitFor(`${N} deliveries at the sink`, () => receiver.requests.length >= N, { timeoutMs: 30000 });
+
+    // The attempt is counted when its answer is back at the loop, and the lag when the lane moved past it.
+    const scraped = await waitFor('the deliveries and a lag of 0 in the scrape', async () => {
+      const s = await scrape();
+      const delivered = s.samples.find((x) => x.name === 'eventmesh_delivery_attempts_total' && x.labels.outcome === 'delivered')?.value;
+      const lag = s.samples.find((x) => x.name === 'eventmesh_delivery_lag_events' && x.labels.subscription === subscription)?.value;
+      return delivered === N && lag === 0 && s;
+    }, { timeoutMs: 20000 });
+
+    // Publishing.
+    expect(sampleOf(scraped, 'eventmesh_publish_requests_total', { outcome: 'accepted' })).toBe(N);
+    expect(sampleOf(scraped, 'eventmesh_publish_requests_total', { outcome: 'invalid_cloudevent' })).toBe(1);
+    expect(sampleOf(scraped, 'eventmesh_publish_requests_total', { outcome: 'forbidden' })).toBe(1);
+    expect(sampleOf(scraped, 'eventmesh_publish_events_total')).toBe(N);
+    expect(sampleOf(scraped, 'eventmesh_publish_bytes_total')).toBe(bytes);
+    expect(sampleOf(scraped, 'eventmesh_publish_duration_seconds_count', { result: 'accepted' })).toBe(N);
+    expect(sampleOf(scraped, 'eventmesh_publish_duration_seconds_count', { result: 'refused' })).toBe(2);
+    expect(sampleOf(scraped, 'eventmesh_publish_duration_seconds_bucket', { result: 'accepted', le: '+Inf' })).toBe(N);
+    expect(sampleOf(scraped, 'eventmesh_publish_batch_events_sum')).toBe(N);
+    // The producer: every accepted event in some produce request, each acknowledged.
+    expect(sampleOf(scraped, 'eventmesh_kafka_produce_batch_events_sum')).toBe(N);
+    expect(sampleOf(scraped, 'eventmesh_kafka_produce_duration_seconds_count', { result: 'acked' })).toBe(sampleOf(scraped, 'eventmesh_kafka_produce_batch_events_count'));
+    expect(sampleOf(scraped, 'eventmesh_kafka_producer_held_events')).toBe(0);
+    expect(sampleOf(scraped, 'eventmesh_kafka_producer_shed_total')).toBe(0);
+    // Delivery: N attempts, all delivered, each timed from its record to the acknowledgement.
+    expect(scraped.samples.filter((s) => s.name === 'eventmesh_delivery_attempts_total')).toEqual([
+      { name: 'eventmesh_delivery_attempts_total', labels: { transport: 'webhook', outcome: 'delivered' }, value: N },
+    ]);
+    expect(sampleOf(scraped, 'eventmesh_delivery_publish_to_ack_seconds_count', { transport: 'webhook' })).toBe(N);
+    expect(sampleOf(scraped, 'eventmesh_delivery_lag_events', { subscription, topic, partition: '0' })).toBe(0);
+    expect(sampleOf(scraped, 'eventmesh_delivery_circuit_state', { subscription })).toBe(0);
+    expect(sampleOf(scraped, 'eventmesh_dispatch_loops')).toBe(1);
+    expect(sampleOf(scraped, 'eventmesh_delivery_parked_total')).toBe(0);
+    // Runtime-wide counts read from Postgres (this spec runs alone on the test database).
+    const [stored] = (await instance.deps.db.query('SELECT (SELECT count(*) FROM dead_letters)::int AS dead, (SELECT count(*) FROM delivery_retries)::int AS parked')) as { dead: number; parked: number }[];
+    expect(sampleOf(scraped, 'eventmesh_delivery_dead_letters')).toBe(stored.dead);
+    expect(sampleOf(scraped, 'eventmesh_delivery_retry_parked')).toBe(stored.parked);
+    // The gate: the subscription, the N publishes and the invalid one (refused after the gate) allowed; one denied.
+    expect(sampleOf(scraped, 'eventmesh_gate_decisions_total', { gate: 'ingress', decision: 'allow' })).toBe(N + 2);
+    expect(sampleOf(scraped, 'eventmesh_gate_decisions_total', { gate: 'ingress', decision: 'deny', filter: 'acl', reason: 'test' })).toBe(1);
+    expect(sampleOf(scraped, 'eventmesh_request_reply_pending')).toBe(0);
+    // Node's own, and the Temporal core's (merged from its exporter).
+    expect(sampleOf(scraped, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
+    expect(scraped.families.get('nodejs_gc_duration_seconds')).toBe('histogram');
+    expect(scraped.families.get('nodejs_eventloop_lag_p99_seconds')).toBe('gauge');
+    expect([...scraped.families.keys()].filter((f) => f.startsWith('temporal_')).length).toBeGreaterThan(0);
+    expect(scraped.samples.filter((s) => s.name === 'eventmesh_metrics_source_errors_total')).toEqual([]);
+
+    // Every series the dashboard queries is exported (the Temporal core's too).
+    const dashboard = JSON.parse(readFileSync(path.resolve(__dirname, '../../docs/grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const exported = seriesNamesOf(scraped);
+    const queried = new Set(dashboard.panels.flatMap((p) => (p.targets ?? []).flatMap((t) => metricNamesOf(t.expr))));
+    expect([...queried].filter((n) => !exported.has(n))).toEqual([]);
+  });
+
+  it('is not served when metrics are off, and passes the admin gate when EVENTMESH_METRICS_ADMIN_GATE=true', async () => {
+    const gateway = (env: Record<string, string>) =>
+      startInstance(testConfig({ EVENTMESH_INSTANCE_ID: `metrics-gw-${randomUUID().slice(0, 8)}`, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: '0', ...env }), {
+        roles: ['gateway'],
+        gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined },
+      });
+    const off = await gateway({ EVENTMESH_METRICS_ENABLED: 'false' });
+    try {
+      const response = await fetch(`${off.url}/metrics`);
+      expect(response.status).toBe(404);
+      expect(await response.json()).toMatchObject({ code: 'NOT_FOUND', message: expect.any(String) as string });
+      expect(off.metrics).toBeUndefined();
+    } finally {
+      await off.close();
+    }
+    const gated = await gateway({ EVENTMESH_METRICS_ADMIN_GATE: 'true' });
+    try {
+      const denied = await fetch(`${gated.url}/metrics`, { headers: { 'x-test-deny': '1' } });
+      expect(denied.status).toBe(403);
+      expect(await denied.json()).toMatchObject({ code: 'FORBIDDEN' });
+      expect((await fetch(`${gated.url}/metrics`)).status).toBe(200);
+      // The public instance's /metrics does not ask the admin gate.
+      expect((await fetch(`${instance.url}/metrics`, { headers: { 'x-test-deny': '1' } })).status).toBe(200);
+    } finally {
+      await gated.close();
+    }
+  });
+});
