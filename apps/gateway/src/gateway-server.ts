@@ -20,7 +20,8 @@ import { ConnectionCap } from './connection-cap';
 import { Gates } from './gate-route';
 import { GatewayModule } from './gateway.module';
 import { toHttpError } from './http-error';
-import { PublishRoute } from './publish-route';
+import { PUBLISH_DOC, PUBLISH_PATH, PublishRoute } from './publish-route';
+import { RouteTable } from './route-table';
 import { registerClusterChannel } from './cluster-channel-route';
 import { registerWebSocketStreams } from './websocket-streams';
 
@@ -83,6 +84,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
     polling = polls;
     a2a = A2ABroker.create(deps.db, SinkGuard.fromConfig(config), config.agents.callTimeoutMs);
+    const routes = new RouteTable();
+    routes.addAheadOfRouter('POST', PUBLISH_PATH, PUBLISH_DOC);
     const app = await NestFactory.create<NestFastifyApplication>(
       GatewayModule.register({
         requestReply,
@@ -113,6 +116,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
         ownership:
           config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2))) : undefined,
+        routes,
       }),
       new FastifyAdapter({
         bodyLimit: config.http.bodyLimitBytes,
@@ -132,6 +136,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
     );
     started = app;
+    // Before any route is registered: the API document lists what the app registers (route-table.ts).
+    routes.attach(app.getHttpAdapter().getInstance());
     registerBodyParsers(app);
     // A WebSocket upgrade does not pass the server's request handler: the connection cap is asked here.
     app

@@ -13,6 +13,7 @@ import { A2AAgentsController } from './a2a-agents.controller';
 import { A2ARestController } from './a2a-rest.controller';
 import { A2ARpcController } from './a2a-rpc.controller';
 import { AclController } from './acl.controller';
+import { ApiDocsController } from './api-docs.controller';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { ApiKeysController } from './api-keys.controller';
 import { EventsController } from './events.controller';
@@ -20,6 +21,7 @@ import { HealthController } from './health.controller';
 import { HttpErrorFilter } from './http-error';
 import { GateGuard, Gates } from './gate-route';
 import { PublisherSecretsController } from './publisher-secrets.controller';
+import { RouteTable } from './route-table';
 import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
@@ -47,6 +49,8 @@ export interface GatewayServices {
   publisherSecrets: PublisherSecretStore;
   /** The A2A broker: agents registry and the agents' JSON-RPC endpoints (docs/a2a.md). */
   a2a: A2ABroker;
+  /** The routes the gateway serves, which the API document is made from (filled as the app registers them). */
+  routes: RouteTable;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -69,6 +73,7 @@ export class GatewayModule {
         A2AAgentsController,
         A2ARpcController,
         A2ARestController,
+        ApiDocsController,
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
@@ -85,6 +90,7 @@ export class GatewayModule {
         { provide: ApiKeyService, useValue: services.apiKeys },
         { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: A2ABroker, useValue: services.a2a },
+        { provide: RouteTable, useValue: services.routes },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

@@ -3,10 +3,30 @@ import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { EventIngress, PublishRequest } from '../../../libs/ingress';
 import type { SecurityGate } from '../../../libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
+import { z } from 'zod';
+import { errors, GATED, RouteDoc } from './api-route';
+import { publishAnswerSchema, structuredEventSchema } from './api-schemas';
 import { toHttpError } from './http-error';
 
 export const PUBLISH_PATH = '/events/publish';
 const ROUTE = `POST ${PUBLISH_PATH}`;
+
+/** The route's entry in the API document (the gateway adds it to the route table: it is served ahead of Fastify). */
+export const PUBLISH_DOC: RouteDoc = {
+  summary: 'Publish one event, or a batch',
+  tags: ['events'],
+  query: z.object({ topic: z.string().optional().describe('the topic (the runtime\'s default when absent)') }),
+  body: {
+    schema: z.union([structuredEventSchema, z.array(structuredEventSchema)]),
+    contentTypes: ['application/cloudevents+json', 'application/json', 'application/cloudevents-batch+json', '*/*'],
+    description: 'a CloudEvent (structured JSON), a batch (`application/cloudevents-batch+json`), or binary mode (`ce-*` headers, the body is the data)',
+  },
+  responses: {
+    202: { description: 'written to Kafka: where (`results`, in order, for a batch)', schema: publishAnswerSchema },
+    ...errors(400, 404, 413, 415),
+    ...GATED,
+  },
+};
 
 export interface PublishRouteDeps {
   ingress: EventIngress;
