@@ -40,6 +40,7 @@ export class DispatchLoop {
   private readonly runner: LaneRunner;
   private readonly sweeper: RetrySweeper;
   private readonly committer: OffsetCommitter;
+  private readonly failures: FailurePolicy;
   /** Aborted while the gate is shut: sends in flight stop at once, so none outlives the owner's lease window. */
   private gateClosed = new AbortController();
   /** Set when a write was refused for a stale epoch; the run ends with it. */
@@ -67,6 +68,7 @@ export class DispatchLoop {
       wake: () => this.wake(),
     };
     const failures = new FailurePolicy(ctx);
+    this.failures = failures;
     this.feed = new PartitionFeed(ctx);
     this.runner = new LaneRunner(ctx, failures);
     this.sweeper = new RetrySweeper(ctx, failures);
@@ -124,6 +126,7 @@ export class DispatchLoop {
         this.runner.kick();
         this.sweeper.tick();
         await this.committer.tick();
+        this.failures.failures.tick();
         this.progress.rounds++;
         this.lastRoundAt = Date.now();
         measure(this.progress, this.lanes);
@@ -139,6 +142,8 @@ export class DispatchLoop {
       const stopped = this.sweeper.stop();
       await this.settle();
       await stopped;
+      // What was counted and not yet said (sink-failure-log.ts).
+      this.failures.failures.flush();
       if (!this.fencedBy) await this.committer.commit().catch((e: unknown) => { if (!this.noteFenced(e)) throw e; });
     }
     if (this.fencedBy) throw this.fencedBy;
