@@ -7,7 +7,7 @@ import type { EventMeshConfig } from '../../../libs/config';
 import { HealthService, skippedEventsFinding } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
-import { NestPinoLogger } from '../../../libs/logging';
+import { createAccessLog, NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
 import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, StreamPresenceStore, TenantQuotaStore } from '../../../libs/storage';
 import type { Dependencies } from '../../../libs/runtime';
@@ -21,6 +21,7 @@ import { Gates } from './gate-route';
 import { GatewayModule } from './gateway.module';
 import { toHttpError } from './http-error';
 import { PUBLISH_DOC, PUBLISH_PATH, PublishRoute } from './publish-route';
+import { RequestLog } from './request-log';
 import { RouteTable } from './route-table';
 import { registerClusterChannel } from './cluster-channel-route';
 import { registerWebSocketStreams } from './websocket-streams';
@@ -81,6 +82,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     const route = new PublishRoute({ ingress, gate: gates.ingress, defaultTopic: ingress.defaultTopic, bodyLimitBytes: config.http.bodyLimitBytes });
     publish = route;
     const connections = new ConnectionCap(config.http.maxConnections, config.http.retryAfterSeconds);
+    const requests = new RequestLog(createAccessLog(config.log.access));
     const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
     polling = polls;
     a2a = A2ABroker.create(deps.db, SinkGuard.fromConfig(config), config.agents.callTimeoutMs);
@@ -122,9 +124,10 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         bodyLimit: config.http.bodyLimitBytes,
         // POST /events/publish is answered on the HTTP server itself (publish-route.ts); the rest goes to Fastify.
         serverFactory: (fastify: FastifyServerFactoryHandler, options: FastifyServerOptions) => {
-          const server = createServer(
-            (request, response) => connections.refuse(request, response) || route.handle(request, response) || fastify(request, response),
-          );
+          const server = createServer((request, response) => {
+            requests.begin(request, response);
+            return connections.refuse(request, response) || route.handle(request, response) || fastify(request, response);
+          });
           connections.attach(server);
           // What Fastify sets on a server it creates itself, and leaves to a server factory.
           server.keepAliveTimeout = options.keepAliveTimeout ?? 72_000;

@@ -7,6 +7,7 @@ import { z } from 'zod';
 import { errors, GATED, RouteDoc } from './api-route';
 import { publishAnswerSchema, structuredEventSchema } from './api-schemas';
 import { toHttpError } from './http-error';
+import { requestIdOfRequest } from './request-log';
 
 export const PUBLISH_PATH = '/events/publish';
 const ROUTE = `POST ${PUBLISH_PATH}`;
@@ -77,8 +78,10 @@ export class PublishRoute {
       const publish = publishRequestOf(request.headers, json ? parseJsonBody(raw ?? Buffer.alloc(0)) : raw, raw, true);
       // The gate decides on the whole request (the signature covers the body, the quota counts its events), before
       // anything is written.
+      const requestId = requestIdOfRequest(request);
       const admission = await this.deps.gate.admit({
         route: ROUTE,
+        requestId,
         action: 'publish',
         topic: topic ?? this.deps.defaultTopic,
         headers: request.headers,
@@ -87,7 +90,7 @@ export class PublishRoute {
         publish: { events: eventsIn(publish), bytes: raw?.length ?? 0 },
       });
       admission.release();
-      const results = await this.deps.ingress.publish(topic, publish);
+      const results = await this.deps.ingress.publish(topic, publish, undefined, requestId);
       send(response, 202, publish.mode === 'batch' ? { results } : results[0], this.closing);
     } catch (e) {
       // The client left (mid-body, or its connection is gone): nobody to answer, and nothing to report. A

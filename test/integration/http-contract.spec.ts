@@ -8,14 +8,17 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import type { OpenApiDocument } from '../../apps/gateway/src/openapi';
 import { openApiPathOf, undocumented } from '../../apps/gateway/src/openapi';
 import { RouteTable } from '../../apps/gateway/src/route-table';
+import { frameFromKafkaRecord } from '../../libs/frame';
+import { PartitionReader } from '../../libs/kafka';
 import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**
- * The API document of a running gateway (`/openapi.json`): it lists every route the app registered, and what sampled
- * requests answer is what it documents (the status, and a body valid against the status's schema).
+ * The HTTP contract of a running gateway. The API document (`/openapi.json`) lists every route the app registered,
+ * and what sampled requests answer is what it documents (the status, and a body valid against the status's
+ * schema). Every answer names its request (`x-request-id`), and a published event's Kafka record carries the id.
  */
-describe('the API document (real gateway)', () => {
+describe('the HTTP contract (real gateway)', () => {
   const topic = uniqueTopic('openapi');
   let dir: string;
   let signing: DevSigningKey;
@@ -129,5 +132,52 @@ describe('the API document (real gateway)', () => {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     const html = await page.text();
     for (const path of Object.keys(document.paths)) expect(html).toContain(`<code>${path}</code>`);
+  });
+
+  describe('request ids', () => {
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+    const publish = (headers: Record<string, string>) =>
+      fetch(`${instance.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json', ...headers }, body: JSON.stringify(event()) });
+
+    it('answers every request with its id: the caller\'s when usable, else a fresh one', async () => {
+      const mine = `req-${randomUUID()}`;
+      const answers = [
+        await publish({ 'x-request-id': mine }),
+        await fetch(`${instance.url}/subscriptions`, { headers: { 'x-request-id': mine } }),
+        await fetch(`${instance.url}/no/such/route`, { headers: { 'x-request-id': mine } }),
+        await fetch(`${instance.url}/admin/acl/rules`, { headers: { 'x-request-id': mine } }),
+      ];
+      expect(answers.map((a) => [a.status, a.headers.get('x-request-id')])).toEqual([
+        [202, mine],
+        [200, mine],
+        [404, mine],
+        [401, mine],
+      ]);
+      const unusable = ['has space', 'x'.repeat(129), 'quote"d', ''];
+      for (const sent of unusable) {
+        const answer = await fetch(`${instance.url}/subscriptions`, { headers: { 'x-request-id': sent } });
+        expect([sent, answer.headers.get('x-request-id')]).toEqual([sent, expect.stringMatching(UUID)]);
+      }
+      const a = (await fetch(`${instance.url}/subscriptions`)).headers.get('x-request-id');
+      const b = (await fetch(`${instance.url}/subscriptions`)).headers.get('x-request-id');
+      expect([a, b]).toEqual([expect.stringMatching(UUID), expect.stringMatching(UUID)]);
+      expect(a).not.toBe(b);
+    });
+
+    it('writes the publishing request\'s id into the event\'s Kafka record', async () => {
+      const mine = `req-${randomUUID()}`;
+      const answer = await publish({ 'x-request-id': mine });
+      expect(answer.status).toBe(202);
+      const { partition, offset } = (await answer.json()) as { partition: number; offset: number };
+      const reader = new PartitionReader(instance.deps.kafka);
+      await reader.connect();
+      try {
+        const [fetched] = await reader.fetch([{ topic, partition, offset }], { maxWaitMs: 1000 });
+        const record = fetched.records[0];
+        expect(frameFromKafkaRecord(record.headers, record.value).requestId).toBe(mine);
+      } finally {
+        await reader.disconnect();
+      }
+    });
   });
 });
