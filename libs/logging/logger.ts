@@ -25,9 +25,16 @@ export function resolveLogFormat(format: 'json' | 'pretty' | 'auto', isTerminal 
   return format === 'auto' ? (isTerminal ? 'pretty' : 'json') : format;
 }
 
-/** Writes JSON lines as pino-pretty shows them, synchronously, one write per line. */
+/** Writes JSON lines as pino-pretty shows them (the instance id left out), synchronously, one write per line. */
 export function prettyLines(out: LineOutput = process.stdout, colorize?: boolean): LineOutput {
-  const pretty = prettyFactory({ translateTime: 'SYS:HH:MM:ss.l', ignore: 'pid,hostname', ...(colorize === undefined ? {} : { colorize }) });
+  // One line per entry: `[10:00:00.000] WARN: DispatchLoop: delivery failed; retrying {"subscription":"s-1",...}`.
+  const pretty = prettyFactory({
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,instance,logger',
+    messageFormat: '{if logger}{logger}: {end}{msg}',
+    singleLine: true,
+    ...(colorize === undefined ? {} : { colorize }),
+  });
   return {
     write(chunk: string) {
       for (const line of chunk.split('\n')) if (line !== '') out.write(pretty(line));
