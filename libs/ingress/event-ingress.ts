@@ -26,11 +26,8 @@ export class EventIngress {
     private readonly maxBatchEvents: number,
   ) {}
 
-  /**
-   * `amend` may add attributes to each frame before it is written (request-reply sets its correlation id);
-   * `requestId` names the HTTP request in each event's Kafka record (EventFrame.requestId).
-   */
-  async publish(topic: string | undefined, request: PublishRequest, amend?: (frame: EventFrame) => void, requestId?: string): Promise<PublishResult[]> {
+  /** `amend` may add attributes to each frame before it is written (request-reply sets its correlation id). */
+  async publish(topic: string | undefined, request: PublishRequest, amend?: (frame: EventFrame) => void): Promise<PublishResult[]> {
     const target = topic ?? this.defaultTopic;
     if (!this.topics.isServed(target)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${target}" is not served by this runtime`, {
@@ -39,7 +36,6 @@ export class EventIngress {
     }
     const frames = toFrames(request, this.maxBatchEvents);
     if (amend) frames.forEach(amend);
-    if (requestId !== undefined) for (const frame of frames) frame.requestId = requestId;
     const receipts = await this.producer.publishAll(target, frames);
     return receipts.map((receipt, i) => ({ id: frames[i].id, ...receipt }));
   }

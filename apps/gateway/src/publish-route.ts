@@ -90,7 +90,8 @@ export class PublishRoute {
         publish: { events: eventsIn(publish), bytes: raw?.length ?? 0 },
       });
       admission.release();
-      const results = await this.deps.ingress.publish(topic, publish, undefined, requestId);
+      // Each event's Kafka record names the request (EventFrame.requestId): its delivery logs do.
+      const results = await this.deps.ingress.publish(topic, publish, (frame) => (frame.requestId = requestId));
       send(response, 202, publish.mode === 'batch' ? { results } : results[0], this.closing);
     } catch (e) {
       // The client left (mid-body, or its connection is gone): nobody to answer, and nothing to report. A
