@@ -74,6 +74,7 @@ describe('the HTTP contract (real gateway)', () => {
     expect(operation).toBeDefined();
     const documented = operation!.responses[String(response.status)];
     expect([`${method} ${route}`, response.status, documented === undefined ? 'undocumented status' : 'documented']).toEqual([`${method} ${route}`, response.status, 'documented']);
+    if (documented.headers?.['x-request-id']) expect(response.headers.get('x-request-id')).toEqual(expect.any(String));
     const contentType = (response.headers.get('content-type') ?? '').split(';')[0];
     const schema = documented.content?.[contentType]?.schema;
     if (text !== '') {

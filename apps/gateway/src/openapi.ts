@@ -19,7 +19,7 @@ export interface OpenApiOperation {
   tags: string[];
   parameters?: Record<string, unknown>[];
   requestBody?: Record<string, unknown>;
-  responses: Record<string, { description: string; content?: Record<string, { schema: object }> }>;
+  responses: Record<string, { description: string; headers?: Record<string, object>; content?: Record<string, { schema: object }> }>;
   'x-eventmesh-internal'?: true;
   'x-eventmesh-served-ahead-of-router'?: true;
 }
@@ -49,11 +49,17 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<
   return json;
 }
 
+/** On every answer but a WebSocket upgrade's (apps/gateway/src/request-log.ts). */
+const REQUEST_ID_HEADER = {
+  'x-request-id': { description: 'the request\'s id: the caller\'s own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID', schema: { type: 'string' } },
+};
+
 function responsesOf(responses: Record<number, ResponseDoc>): OpenApiOperation['responses'] {
   const out: OpenApiOperation['responses'] = {};
   for (const [status, r] of Object.entries(responses)) {
     out[status] = {
       description: r.description,
+      ...(status === '101' ? {} : { headers: REQUEST_ID_HEADER }),
       ...(r.schema ? { content: { [r.contentType ?? 'application/json']: { schema: jsonSchemaOf(r.schema, 'output') } } } : {}),
     };
   }
