@@ -12,11 +12,11 @@ export const ROOT = path.resolve(__dirname, '../..');
 /** The key benchmark instances seal secrets at rest with (an instance requires one); a fixed, non-production key. */
 const BENCH_SECRETS_KEYS = `bench:${Buffer.alloc(32, 'eventmesh bench secrets key').toString('base64')}`;
 
-/** Benchmark settings: the machine's EVENTMESH_* addresses plus the overrides (and a secrets key, unless set). */
+/** Benchmark settings: the machine's EVENTMESH_* addresses plus the overrides (and a secrets key, unless set); log level warn, or BENCH_LOG_LEVEL. */
 export function benchEnv(overrides: Record<string, string>): Record<string, string> {
   const env: Record<string, string> = { EVENTMESH_SECURITY_SECRETS_KEYS: BENCH_SECRETS_KEYS };
   for (const [k, v] of Object.entries(process.env)) if (k.startsWith('EVENTMESH_') && v !== undefined) env[k] = v;
-  return { ...env, EVENTMESH_LOG_LEVEL: 'warn', ...overrides };
+  return { ...env, EVENTMESH_LOG_LEVEL: process.env.BENCH_LOG_LEVEL ?? 'warn', ...overrides };
 }
 
 export const benchConfig = (overrides: Record<string, string> = {}) => loadConfig(benchEnv(overrides));

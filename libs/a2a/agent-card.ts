@@ -22,7 +22,7 @@ const httpUrl = z.string().refine((value) => {
  * and at least one interface the mesh can call. Other fields (provider, security schemes, icon, ...) are kept as
  * given.
  */
-const cardSchema = z.looseObject({
+export const agentCardSchema = z.looseObject({
   name: nonEmpty,
   description: nonEmpty,
   version: nonEmpty,
@@ -48,11 +48,11 @@ const cardSchema = z.looseObject({
   ),
 });
 
-export type RegisteredCard = z.infer<typeof cardSchema>;
+export type RegisteredCard = z.infer<typeof agentCardSchema>;
 
 /** The card a registration carries, validated; a 400 `INVALID_AGENT_CARD` naming the first bad field otherwise. */
 export function validateAgentCard(body: unknown): RegisteredCard {
-  const parsed = cardSchema.safeParse(body);
+  const parsed = agentCardSchema.safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue.path.join('.') || 'card';

@@ -60,6 +60,12 @@ export type SinkRange = (typeof SINK_RANGES)[number];
 
 export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace'] as const;
 export type LogLevel = (typeof LOG_LEVELS)[number];
+/** How log lines are written: JSON lines, human-readable (pino-pretty), or pretty only when stdout is a terminal. */
+export const LOG_FORMATS = ['json', 'pretty', 'auto'] as const;
+export type LogFormat = (typeof LOG_FORMATS)[number];
+/** Which HTTP requests get an access log line: all, those answered 4xx or 5xx, or none. */
+export const ACCESS_LOGS = ['all', 'errors', 'off'] as const;
+export type AccessLogMode = (typeof ACCESS_LOGS)[number];
 
 export interface EventMeshConfig {
   /** `advertisedUrl`: where other instances reach this one's internal channel; '' = derived from the listen address at boot. */
@@ -104,7 +110,8 @@ export interface EventMeshConfig {
   streams: { pollMaxConsumers: number };
   agents: { callTimeoutMs: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
-  log: { level: LogLevel };
+  /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
+  log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
   /** W3C trace context and OpenTelemetry spans (docs/operations.md#tracing); `otlpEndpoint` '' = spans are not exported. */
   tracing: { enabled: boolean; otlpEndpoint: string; serviceName: string; sampleRatio: number };
   /**
@@ -296,6 +303,12 @@ const SETTINGS = {
     integer(100, 120000), () => 5000, 'How long boot waits for Temporal before it gives up.'),
   logLevel: setting('EVENTMESH_LOG_LEVEL', 'eventmesh.log.level', oneOf(LOG_LEVELS), (): LogLevel => 'info',
     'Log level.'),
+  logFormat: setting('EVENTMESH_LOG_FORMAT', 'eventmesh.log.format', oneOf(LOG_FORMATS), (): LogFormat => 'auto',
+    'How log lines are written: json (one JSON object per line), pretty (human-readable, pino-pretty), or auto: pretty when standard output is a terminal, else json.'),
+  logAccess: setting('EVENTMESH_LOG_ACCESS', 'eventmesh.log.access', oneOf(ACCESS_LOGS), (): AccessLogMode => 'all',
+    'Which HTTP requests get an access log line (method, path without the query, status, duration, request id; at level info, 5xx at error): all, errors (answered 4xx or 5xx), or off.'),
+  logSinkFailureSummaryMs: setting('EVENTMESH_LOG_SINK_FAILURE_SUMMARY_MS', 'eventmesh.log.sinkFailureSummaryMs', integer(1000, 3600000),
+    () => 60000, 'A sink\'s first failed delivery is logged in full; its further failures within this period are counted and logged as one summary line per period.'),
   tracingEnabled: setting('EVENTMESH_TRACING_ENABLED', 'eventmesh.tracing.enabled', bool, () => false,
     'true: OpenTelemetry spans for each publish request and each delivery attempt, and the Temporal SDK\'s tracing interceptors on the client and the workers (docs/operations.md#tracing). false: no spans; a publisher\'s `traceparent` still travels with its events to their sinks unchanged.'),
   tracingOtlpEndpoint: setting('EVENTMESH_TRACING_OTLP_ENDPOINT', 'eventmesh.tracing.otlpEndpoint', optionalHttpUrl, () => '',
@@ -533,7 +546,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       uiUrl: v.temporalUiUrl,
       connectTimeoutMs: v.temporalConnectTimeoutMs,
     },
-    log: { level: v.logLevel },
+    log: { level: v.logLevel, format: v.logFormat, access: v.logAccess, sinkFailureSummaryMs: v.logSinkFailureSummaryMs },
     tracing: {
       enabled: v.tracingEnabled,
       otlpEndpoint: v.tracingOtlpEndpoint,

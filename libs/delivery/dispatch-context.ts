@@ -36,6 +36,8 @@ export interface DispatchLoopOptions {
   breaker?: CircuitBreakerOptions;
   /** Most parked deliveries per subscription; absent: no cap. At the cap a lane holds its failing event (docs/delivery.md). */
   maxParked?: number;
+  /** How often a failing sink's further failures are summarised in one line (sink-failure-log.ts); 60 s when absent. */
+  sinkFailureSummaryMs?: number;
   /** Longest string a CESQL filter evaluates (EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS); libs/filter's default when absent. */
   filterMaxAttributeChars?: number;
 }

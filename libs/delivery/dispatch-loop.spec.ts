@@ -5,6 +5,7 @@ import type { EntityManager } from 'typeorm';
 import { StaleEpochError } from '../storage';
 import type { DeadLetter, DeadLetterPosition, DeadLetterStore, DeadLetterWriteResult, LaneStart, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, ParkResult, RetryStore, SkippedRange, SkipRecordResult, SubscriptionEntity, WriteFence } from '../storage';
 import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
+import { SinkFailureLog } from './sink-failure-log';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 import { waitFor } from '../../test/support/wait-for';
 
@@ -343,6 +344,24 @@ describe('DispatchLoop', () => {
     expect(progress.failedAttempts).toBe(3);
     expect(sender.idsFor('http://sub-1')).toEqual(['e-1']);
     expect(offsets.at('sub-1', 0)).toBe(1);
+  });
+
+  it('names the request that published an event (its Kafka record\'s id) in the failure lines of its delivery', async () => {
+    const failed = jest.spyOn(SinkFailureLog.prototype, 'failed');
+    try {
+      const { log, sender, loop } = setup();
+      log.append(0, { ...frame(1), requestId: 'req-42' });
+      sender.failFirst = 2;
+
+      await runUntil(loop, (p) => p.delivered >= 1);
+
+      expect(failed.mock.calls.map(([id, sink, outcome, fields]) => [id, sink, outcome, fields.eventId, fields.requestId])).toEqual([
+        ['sub-1', 'http://sub-1', 'retrying', 'e-1', 'req-42'],
+        ['sub-1', 'http://sub-1', 'retrying', 'e-1', 'req-42'],
+      ]);
+    } finally {
+      failed.mockRestore();
+    }
   });
 
   it('keeps an unacknowledged event uncommitted when stopped mid-retry, so the next run redelivers it', async () => {

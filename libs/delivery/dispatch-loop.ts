@@ -42,6 +42,7 @@ export class DispatchLoop implements ObservedLoop {
   private readonly runner: LaneRunner;
   private readonly sweeper: RetrySweeper;
   private readonly committer: OffsetCommitter;
+  private readonly failures: FailurePolicy;
   /** Aborted while the gate is shut: sends in flight stop at once, so none outlives the owner's lease window. */
   private gateClosed = new AbortController();
   /** Set when a write was refused for a stale epoch; the run ends with it. */
@@ -69,6 +70,7 @@ export class DispatchLoop implements ObservedLoop {
       wake: () => this.wake(),
     };
     const failures = new FailurePolicy(ctx);
+    this.failures = failures;
     this.feed = new PartitionFeed(ctx);
     this.runner = new LaneRunner(ctx, failures);
     this.sweeper = new RetrySweeper(ctx, failures);
@@ -148,6 +150,7 @@ export class DispatchLoop implements ObservedLoop {
         this.runner.kick();
         this.sweeper.tick();
         await this.committer.tick();
+        this.failures.failures.tick();
         this.progress.rounds++;
         this.lastRoundAt = Date.now();
         measure(this.progress, this.lanes);
@@ -164,6 +167,8 @@ export class DispatchLoop implements ObservedLoop {
       const stopped = this.sweeper.stop();
       await this.settle();
       await stopped;
+      // What was counted and not yet said (sink-failure-log.ts).
+      this.failures.failures.flush();
       if (!this.fencedBy) await this.committer.commit().catch((e: unknown) => { if (!this.noteFenced(e)) throw e; });
     }
     if (this.fencedBy) throw this.fencedBy;

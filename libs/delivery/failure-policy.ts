@@ -1,5 +1,6 @@
 import { attributesOf, EventFrame } from '../frame';
 import { createLogger } from '../logging';
+import { DEFAULT_SINK_FAILURE_SUMMARY_MS, SinkFailureLog } from './sink-failure-log';
 import type { DeadLetter, ParkedDelivery, SubscriptionEntity } from '../storage';
 import { BreakerPermit, reportAnswer } from './circuit-breaker';
 import type { DispatchContext, DispatchLoopOptions } from './dispatch-context';
@@ -103,8 +104,12 @@ export function deadLetterOf(
  */
 export class FailurePolicy {
   private readonly log = createLogger('DispatchLoop');
+  /** Failed attempts: a sink's first in full, then one summary line per period (sink-failure-log.ts). */
+  readonly failures: SinkFailureLog;
 
-  constructor(private readonly ctx: DispatchContext) {}
+  constructor(private readonly ctx: DispatchContext) {
+    this.failures = new SinkFailureLog(this.log, ctx.deps.options.sinkFailureSummaryMs ?? DEFAULT_SINK_FAILURE_SUMMARY_MS);
+  }
 
   /**
    * Reports a sink's answer to the subscription's circuit breaker, and acts on what it changed: when the breaker
@@ -159,13 +164,13 @@ export class FailurePolicy {
     const firstFailedAt = (record.firstFailedAt ??= new Date());
     ctx.progress.failedAttempts++;
     const at = { subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset };
-    const where = { subscription: at.subscriptionId, topic: at.topic, partition: at.partition, offset, eventId: frame.id, attempt: verdict.attempts, error };
+    const where = { subscription: at.subscriptionId, topic: at.topic, partition: at.partition, offset, eventId: frame.id, requestId: frame.requestId, attempt: verdict.attempts, error };
     if (verdict.kind === 'dead-letter') {
       const letter = deadLetterOf(at, frame, verdict.attempts, error, firstFailedAt);
       await ctx.fence.run((m) => ctx.deps.deadLetters.add([letter], m));
       ctx.progress.deadLettered++;
       ctx.deps.metrics?.deadLettered();
-      this.log.error(where, 'delivery failed for the last time; moved to the dead-letter queue');
+      this.failures.failed(lane.subscription.id, lane.subscription.sink, 'deadLettered', where, 'delivery failed for the last time; moved to the dead-letter queue');
       return 'settled';
     }
     if (verdict.kind === 'park') {
@@ -193,18 +198,18 @@ export class FailurePolicy {
         record.retryAt = Date.now() + verdict.delayMs;
         // Its partition's parked deliveries go first (ordered recovery), so order holds when the sink is back.
         lane.recovering = true;
-        this.log.warn({ ...where, parked: written.parked, retryInMs: Math.round(verdict.delayMs) },
+        this.failures.failed(lane.subscription.id, lane.subscription.sink, 'held', { ...where, parked: written.parked, retryInMs: Math.round(verdict.delayMs) },
           'delivery failed and the subscription holds its cap of parked deliveries; held in the lane');
         return 'retry';
       }
       ctx.progress.parked++;
       ctx.deps.metrics?.parked();
       record.parked = parked;
-      this.log.warn({ ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; parked for a later attempt');
+      this.failures.failed(lane.subscription.id, lane.subscription.sink, 'parked', { ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; parked for a later attempt');
       return 'settled';
     }
     record.retryAt = Date.now() + verdict.delayMs;
-    this.log.warn({ ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; retrying');
+    this.failures.failed(lane.subscription.id, lane.subscription.sink, 'retrying', { ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; retrying');
     return 'retry';
   }
 
@@ -264,19 +269,18 @@ export class FailurePolicy {
     }
     const error = result.error ?? 'failed';
     ctx.progress.failedAttempts++;
+    const where = { subscription: parked.subscriptionId, topic: parked.topic, partition: parked.partition, offset: parked.offset, eventId: frame.id, attempt: verdict.attempts, error };
     if (verdict.kind === 'dead-letter') {
       const letter = deadLetterOf(parked, frame, verdict.attempts, error, parked.firstFailedAt);
       await ctx.fence.run((m) => ctx.deps.retries.deadLetter(letter, m));
       ctx.progress.deadLettered++;
       ctx.deps.metrics?.deadLettered();
-      this.log.error(
-        { subscription: parked.subscriptionId, topic: parked.topic, partition: parked.partition, offset: parked.offset, eventId: frame.id, attempts: verdict.attempts, error },
-        'parked delivery failed for the last time; moved to the dead-letter queue',
-      );
+      this.failures.failed(subscription.id, subscription.sink, 'deadLettered', where, 'parked delivery failed for the last time; moved to the dead-letter queue');
       return verdict;
     }
     const next = new Date(Date.now() + verdict.delayMs);
     await ctx.fence.run((m) => ctx.deps.retries.reschedule(parked, verdict.attempts, next, error, m));
+    this.failures.failed(subscription.id, subscription.sink, 'parked', { ...where, retryInMs: Math.round(verdict.delayMs) }, 'parked delivery failed; rescheduled');
     return verdict;
   }
 

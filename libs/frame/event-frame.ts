@@ -18,6 +18,12 @@ export interface EventFrame {
   extensions: Record<string, ExtensionValue>;
   /** The event data as bytes; absent when the event carries none. */
   data?: Buffer;
+  /**
+   * The runtime's own, not a CloudEvents attribute: the id of the HTTP request that published the event
+   * (`x-request-id`), carried in its Kafka record (kafka-record.codec.ts) so that the delivery logs name it.
+   * Not delivered to sinks, and not kept in the retry table or the dead-letter queue.
+   */
+  requestId?: string;
 }
 
 /** Optional context attributes, in the order bindings write them. */

@@ -1,9 +1,11 @@
 import pino, { Logger } from 'pino';
+import { prettyFactory } from 'pino-pretty';
 import type { LoggerService } from '@nestjs/common';
 
 /**
- * Structured JSON logs (pino). One root logger per process; each class takes a child named after itself, and
- * adds topic/partition/offset, subscription and correlation ids as fields where they apply.
+ * Structured logs (pino): JSON lines, or human-readable ones (pino-pretty) on a terminal. One root logger per
+ * process; each class takes a child named after itself, and adds topic/partition/offset, subscription and
+ * correlation ids as fields where they apply.
  */
 let root: Logger = pino({ level: 'info', base: undefined, timestamp: pino.stdTimeFunctions.isoTime });
 
@@ -12,12 +14,45 @@ export type { Logger };
 let auditLevel = 'info';
 let rootBase: Record<string, unknown> | undefined;
 
+/** Where whole lines go: standard output as is (JSON), or through pino-pretty (pretty). */
+interface LineOutput {
+  write(chunk: string): unknown;
+}
+let lines: LineOutput = process.stdout;
+
+/** `auto`: pretty when standard output is a terminal (`npm start` in a shell), JSON otherwise (a pipe, a file, a container log). */
+export function resolveLogFormat(format: 'json' | 'pretty' | 'auto', isTerminal = process.stdout.isTTY === true): 'json' | 'pretty' {
+  return format === 'auto' ? (isTerminal ? 'pretty' : 'json') : format;
+}
+
+/** Writes JSON lines as pino-pretty shows them (the instance id left out), synchronously, one write per line. */
+export function prettyLines(out: LineOutput = process.stdout, colorize?: boolean): LineOutput {
+  // One line per entry: `[10:00:00.000] WARN: DispatchLoop: delivery failed; retrying {"subscription":"s-1",...}`.
+  const pretty = prettyFactory({
+    translateTime: 'SYS:HH:MM:ss.l',
+    ignore: 'pid,hostname,instance,logger',
+    messageFormat: '{if logger}{logger}: {end}{msg}',
+    singleLine: true,
+    ...(colorize === undefined ? {} : { colorize }),
+  });
+  return {
+    write(chunk: string) {
+      for (const line of chunk.split('\n')) if (line !== '') out.write(pretty(line));
+      return true;
+    },
+  };
+}
+
 /**
  * `auditLevel`: the level of the audit log (the gate's logging sink), which EVENTMESH_LOG_LEVEL does not filter:
- * an audit is not a diagnostic. Only tests turn it down.
+ * an audit is not a diagnostic. Only tests turn it down. `format`: EVENTMESH_LOG_FORMAT; every line of the process
+ * (logs, audit and access lines) is written in it.
  */
-export function configureLogging(level: string, base: Record<string, unknown> = {}, audit = 'info'): Logger {
-  root = pino({ level, base, timestamp: pino.stdTimeFunctions.isoTime });
+export function configureLogging(level: string, base: Record<string, unknown> = {}, audit = 'info', format: 'json' | 'pretty' | 'auto' = 'json'): Logger {
+  const pretty = resolveLogFormat(format) === 'pretty';
+  lines = pretty ? prettyLines() : process.stdout;
+  const options = { level, base, timestamp: pino.stdTimeFunctions.isoTime };
+  root = pretty ? pino(options, lines) : pino(options);
   rootBase = base;
   auditLevel = audit;
   return root;
@@ -40,7 +75,7 @@ export class BatchedLines {
   private bytes = 0;
   private readonly timer: NodeJS.Timeout;
 
-  constructor(private readonly out: { write(chunk: string): unknown } = process.stdout) {
+  constructor(private readonly out: LineOutput = { write: (chunk) => lines.write(chunk) }) {
     this.timer = setInterval(() => this.flush(), AUDIT_BATCH_MS);
     this.timer.unref();
     process.once('exit', () => this.flush());
@@ -63,6 +98,21 @@ export class BatchedLines {
 
 let auditLines: BatchedLines | undefined;
 
+/** The batched lines of the process (audit and access lines share them). */
+export function sharedLines(): BatchedLines {
+  return (auditLines ??= new BatchedLines());
+}
+
+/** The root logger's level name. */
+export function rootLevel(): string {
+  return root.level;
+}
+
+/** The root logger's base fields as JSON members with a trailing comma (`"instance":"i-1",`), or '' when none. */
+export function rootBaseJson(): string {
+  return rootBase && Object.keys(rootBase).length > 0 ? `${JSON.stringify(rootBase).slice(1, -1)},` : '';
+}
+
 /** The audit log as the gate's logging sink writes it (createAuditLog). */
 export interface AuditLog {
   /** Whether audit lines are written at all (tests turn them off). */
@@ -82,10 +132,9 @@ export interface AuditLog {
  * rather than through pino's serializer: it is written once per request, and that was most of its cost.
  */
 export function createAuditLog(): AuditLog {
-  auditLines ??= new BatchedLines();
-  const lines = auditLines;
+  const lines = sharedLines();
   const enabled = pino.levels.values[auditLevel] !== undefined && pino.levels.values[auditLevel] <= pino.levels.values.info;
-  const base = rootBase && Object.keys(rootBase).length > 0 ? `${JSON.stringify(rootBase).slice(1, -1)},` : '';
+  const base = rootBaseJson();
   return {
     enabled,
     write(time, recordJson) {

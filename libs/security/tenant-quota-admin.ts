@@ -16,7 +16,7 @@ const TENANT = /^[A-Za-z0-9._-]{1,64}$/;
 const limit = (min: number, max: number) => z.number().int().min(min).max(max).nullable().default(null);
 
 /** The same ranges as the configured defaults (libs/config, EVENTMESH_SECURITY_GATE_QUOTA_*); null or absent: the default. */
-const overridesSchema = z
+export const tenantQuotaOverridesSchema = z
   .object({
     eventsPerSecond: limit(1, 100_000_000),
     bytesPerSecond: limit(1024, 100 * 1024 * 1024 * 1024),
@@ -51,7 +51,7 @@ export class TenantQuotaAdmin {
       throw new EventMeshError(ErrorCode.Forbidden, "only the operator tenant's admins may set a tenant's quota");
     }
     if (!TENANT.test(tenant)) throw new EventMeshError(ErrorCode.InvalidRequest, 'tenant: 1 to 64 characters of [A-Za-z0-9._-]', { field: 'tenant' });
-    const parsed = overridesSchema.safeParse(body ?? {});
+    const parsed = tenantQuotaOverridesSchema.safeParse(body ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
       const field = issue.path.join('.') || (issue.code === 'unrecognized_keys' ? issue.keys[0] : 'body');

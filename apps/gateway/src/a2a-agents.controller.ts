@@ -4,6 +4,13 @@ import { A2ABroker, AgentView } from '../../../libs/a2a';
 import type { Caller } from '../../../libs/security';
 import { a2aUrlsOf } from './a2a-paths';
 import { CallerParam, GateRoute, Gates } from './gate-route';
+import { z } from 'zod';
+import { agentCardSchema } from '../../../libs/a2a';
+import { ApiRoute, errors, GATED } from './api-route';
+import { agentViewSchema } from './api-schemas';
+
+const NAME = { name: 'the agent\'s name' };
+const AGENT = { description: 'the agent', schema: agentViewSchema };
 
 /**
  * The A2A agents registry (docs/a2a.md), scoped to the caller's tenant (another tenant's agent is a 404). Gate
@@ -19,6 +26,12 @@ export class A2AAgentsController {
   ) {}
 
   @Put(':name')
+  @ApiRoute({
+    summary: 'Register (or replace) an A2A agent by its card',
+    params: NAME,
+    body: { schema: agentCardSchema },
+    responses: { 200: { ...AGENT, description: 'replaced' }, 201: { ...AGENT, description: 'registered' }, ...errors(400), ...GATED },
+  })
   @GateRoute({ action: 'subscribe' })
   async put(@CallerParam() caller: Caller, @Param('name') name: string, @Body() body: unknown, @Res({ passthrough: true }) reply: FastifyReply): Promise<AgentView> {
     const { agent, created } = await this.broker.register(caller.tenant, name, body);
@@ -27,18 +40,25 @@ export class A2AAgentsController {
   }
 
   @Get()
+  @ApiRoute({
+    summary: 'The tenant\'s agents',
+    query: z.object({ skill: z.string().optional().describe('agents with this skill id'), tag: z.string().optional().describe('agents with a skill of this tag') }),
+    responses: { 200: { description: 'the agents', schema: z.object({ agents: z.array(agentViewSchema) }) }, ...GATED },
+  })
   @GateRoute({ action: 'publish' })
   async list(@CallerParam() caller: Caller, @Query('skill') skill?: string, @Query('tag') tag?: string): Promise<{ agents: AgentView[] }> {
     return { agents: await this.broker.list(caller.tenant, { skill: skill || undefined, tag: tag || undefined }) };
   }
 
   @Get(':name')
+  @ApiRoute({ summary: 'One agent', params: NAME, responses: { 200: AGENT, ...errors(404), ...GATED } })
   @GateRoute({ action: 'publish' })
   get(@CallerParam() caller: Caller, @Param('name') name: string): Promise<AgentView> {
     return this.broker.get(caller.tenant, name);
   }
 
   @Delete(':name')
+  @ApiRoute({ summary: 'Remove an agent', params: NAME, responses: { 204: { description: 'removed' }, ...errors(404), ...GATED } })
   @GateRoute({ action: 'subscribe' })
   @HttpCode(204)
   async remove(@CallerParam() caller: Caller, @Param('name') name: string): Promise<void> {
@@ -47,6 +67,7 @@ export class A2AAgentsController {
 
   /** The card a stock A2A client starts from: the agent's, pointing at the mesh (libs/a2a/agent-card.ts, meshCardOf). */
   @Get(':name/.well-known/agent-card.json')
+  @ApiRoute({ summary: 'The agent\'s card as served by the mesh (its endpoints are the mesh\'s)', params: NAME, responses: { 200: { description: 'the card', schema: z.looseObject({}) }, ...errors(404), ...GATED } })
   @GateRoute({ action: 'publish' })
   async card(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest): Promise<Record<string, unknown>> {
     const agent = await this.broker.agent(caller.tenant, name);

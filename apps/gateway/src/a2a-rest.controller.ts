@@ -11,6 +11,10 @@ import { isPostgresUnavailable } from '../../../libs/storage';
 import { rawBodyOf } from './body-parsers';
 import { headerOf, meshHandlerOf } from './a2a-endpoint';
 import { CallerParam, GateRoute, Gates } from './gate-route';
+import { z } from 'zod';
+import { ApiRoute, errors, GATED } from './api-route';
+
+const A2A_ANSWER = { 200: { description: 'the answer', schema: z.looseObject({}), contentType: 'application/a2a+json' }, 400: { description: 'the binding\'s error', schema: z.looseObject({}), contentType: 'application/a2a+json' } };
 
 const log = createLogger('A2ARest');
 
@@ -32,6 +36,7 @@ export class A2ARestController {
   ) {}
 
   @Get(':name/rest/tasks')
+  @ApiRoute({ summary: 'A2A HTTP+JSON: list tasks', tags: ['a2a'], params: { name: 'the agent\'s name' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
   @GateRoute({ action: 'publish' })
   async list(@CallerParam() caller: Caller, @Param('name') name: string, @Query() query: Record<string, string | undefined>, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     await this.answer(caller, name, request, reply, async (handler, context) => {
@@ -54,6 +59,7 @@ export class A2ARestController {
   }
 
   @Get(':name/rest/tasks/:id')
+  @ApiRoute({ summary: 'A2A HTTP+JSON: one task', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
   @GateRoute({ action: 'publish' })
   async get(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Query('historyLength') historyLength: string | undefined, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     await this.answer(caller, name, request, reply, async (handler, context) => {
@@ -64,6 +70,13 @@ export class A2ARestController {
 
   /** The binding's POST routes: `message:send`, `tasks/{id}:cancel` (and the unsupported ones). */
   @Post(':name/rest/*')
+  @ApiRoute({
+    summary: 'A2A HTTP+JSON: `message:send`, `tasks/{id}:cancel`',
+    tags: ['a2a'],
+    params: { name: 'the agent\'s name', '*': '`message:send` or `tasks/{id}:cancel`' },
+    body: { schema: z.looseObject({}), required: false },
+    responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'publish' })
   async post(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const rest = (request.params as Record<string, string>)['*'] ?? '';

@@ -10,6 +10,9 @@ import type { Caller } from '../../../libs/security';
 import { headerOf, meshHandlerOf } from './a2a-endpoint';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
+import { z } from 'zod';
+import { ApiRoute, errors, GATED } from './api-route';
+import { jsonRpcAnswerSchema } from './api-schemas';
 
 type RpcId = string | number | null;
 interface RpcAnswer {
@@ -41,6 +44,13 @@ export class A2ARpcController {
   ) {}
 
   @Post(':name/rpc')
+  @ApiRoute({
+    summary: 'The agent\'s A2A JSON-RPC endpoint (v1.0, or v0.3 by `A2A-Version`)',
+    tags: ['a2a'],
+    params: { name: 'the agent\'s name' },
+    body: { schema: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }), description: 'a JSON-RPC 2.0 request' },
+    responses: { 200: { description: 'the JSON-RPC answer (a protocol error too)', schema: jsonRpcAnswerSchema }, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'publish' })
   async rpc(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);

@@ -6,6 +6,8 @@ import { MoveView, moveSubscriptionSchema, OrphansView, SubscriptionPlacement } 
 import type { PartitionMove } from '../../../workflows';
 import { parseBody } from './parse-body';
 import { GateRoute } from './gate-route';
+import { ApiRoute, errors, GATED } from './api-route';
+import { moveViewSchema, orphansViewSchema, partitionMovesSchema, partitionsViewSchema } from './api-schemas';
 
 /** Runtime-wide operator routes: the admin gate, and an admin of the operator tenant. */
 const OPERATOR = { action: 'admin', admin: true, operator: true } as const;
@@ -39,11 +41,19 @@ export class AdminController {
   }
 
   @Get('partitions')
+  @ApiRoute({ summary: 'PARTITION_OWNED_PULL: the partition assignment', tags: ['admin'], responses: { 200: { description: 'the assignment', schema: partitionsViewSchema }, ...errors(409), ...GATED } })
   partitions(): Promise<PartitionsView> {
     return this.ownership().partitions();
   }
 
   @Post('instances/:instanceId/drain')
+  @ApiRoute({
+    summary: 'PARTITION_OWNED_PULL: drain an instance (or undrain it)',
+    tags: ['admin'],
+    params: { instanceId: 'the instance' },
+    body: { schema: drainBody, required: false },
+    responses: { 200: { description: 'the partition moves', schema: partitionMovesSchema }, ...errors(400, 409), ...GATED },
+  })
   @HttpCode(200)
   async drain(@Param('instanceId') instanceId: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
     const { drained } = parseBody(drainBody, body);
@@ -51,6 +61,13 @@ export class AdminController {
   }
 
   @Post('partitions/:topic/:partition/move')
+  @ApiRoute({
+    summary: 'PARTITION_OWNED_PULL: move a partition to an instance',
+    tags: ['admin'],
+    params: { topic: 'the topic', partition: 'the partition number' },
+    body: { schema: moveBody },
+    responses: { 200: { description: 'the partition moves', schema: partitionMovesSchema }, ...errors(400, 409), ...GATED },
+  })
   @HttpCode(200)
   async move(@Param('topic') topic: string, @Param('partition') partition: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
     const { to } = parseBody(moveBody, body);
@@ -61,11 +78,19 @@ export class AdminController {
   }
 
   @Get('subscriptions/orphans')
+  @ApiRoute({ summary: 'LOCAL_STICKY_PULL: subscriptions whose instance is gone', tags: ['admin'], responses: { 200: { description: 'the orphans', schema: orphansViewSchema }, ...GATED } })
   orphans(): Promise<OrphansView> {
     return this.placement.orphans();
   }
 
   @Post('subscriptions/:id/move')
+  @ApiRoute({
+    summary: 'LOCAL_STICKY_PULL: move a subscription to another instance',
+    tags: ['admin'],
+    params: { id: 'the subscription id' },
+    body: { schema: moveSubscriptionSchema },
+    responses: { 200: { description: 'the move', schema: moveViewSchema }, ...errors(400, 404, 409), ...GATED },
+  })
   @HttpCode(200)
   moveSubscription(@Param('id') id: string, @Body() body: unknown): Promise<MoveView> {
     return this.placement.move(id, parseBody(moveSubscriptionSchema, body));

@@ -2,6 +2,11 @@ import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@ne
 import { ApiKeyResource, ApiKeyService, Caller, createApiKeySchema, CreatedApiKey } from '../../../libs/security';
 import { parseBody } from './parse-body';
 import { CallerParam, GateRoute } from './gate-route';
+import { z } from 'zod';
+import { ApiRoute, errors, GATED } from './api-route';
+import { apiKeySchema, createdApiKeySchema } from './api-schemas';
+
+const TENANT = z.object({ tenant: z.string().optional().describe('another tenant (the operator tenant\'s admins only)') });
 
 const tenantOf = (value: unknown): string | undefined => (typeof value === 'string' && value !== '' ? value : undefined);
 
@@ -15,17 +20,25 @@ export class ApiKeysController {
   constructor(private readonly apiKeys: ApiKeyService) {}
 
   @Post()
+  @ApiRoute({
+    summary: 'Create an API key (its secret shown this once)',
+    tags: ['admin'],
+    body: { schema: createApiKeySchema },
+    responses: { 201: { description: 'the key', schema: createdApiKeySchema }, ...errors(400), ...GATED },
+  })
   @HttpCode(201)
   create(@CallerParam() caller: Caller, @Body() body: unknown): Promise<CreatedApiKey> {
     return this.apiKeys.create(caller, parseBody(createApiKeySchema, body));
   }
 
   @Get()
+  @ApiRoute({ summary: 'API keys of a tenant (never a secret)', tags: ['admin'], query: TENANT, responses: { 200: { description: 'the keys', schema: z.object({ apiKeys: z.array(apiKeySchema) }) }, ...GATED } })
   async list(@CallerParam() caller: Caller, @Query('tenant') tenant: unknown): Promise<{ apiKeys: ApiKeyResource[] }> {
     return { apiKeys: await this.apiKeys.list(caller, tenantOf(tenant)) };
   }
 
   @Delete(':id')
+  @ApiRoute({ summary: 'Revoke an API key', tags: ['admin'], params: { id: 'the key id' }, query: TENANT, responses: { 204: { description: 'revoked' }, ...errors(404), ...GATED } })
   @HttpCode(204)
   async revoke(@CallerParam() caller: Caller, @Param('id') id: string, @Query('tenant') tenant: unknown): Promise<void> {
     await this.apiKeys.revoke(caller, id, tenantOf(tenant));

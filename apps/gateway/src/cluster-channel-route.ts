@@ -4,6 +4,7 @@ import type { WebSocket } from 'ws';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
 import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, ClusterCredential, HOLDER_QUERY, serveChannel, StreamHub } from '../../../libs/streams';
+import { apiRouteConfig, errors } from './api-route';
 import { toHttpError } from './http-error';
 
 const log = createLogger('StreamChannelRoute');
@@ -23,6 +24,12 @@ export function registerClusterChannel(app: NestFastifyApplication, deps: { hub:
     CHANNEL_PATH,
     {
       websocket: true,
+      config: apiRouteConfig({
+        summary: 'The internal stream channel between instances (a WebSocket; a cluster token of this runtime, no tenant)',
+        tags: ['internal'],
+        internal: true,
+        responses: { 101: { description: 'switched to the WebSocket protocol' }, ...errors(401, 421) },
+      }),
       preValidation: async (request: ChannelRequest, reply: FastifyReply) => {
         const token = request.headers[CLUSTER_TOKEN_HEADER];
         const wanted = request.query[HOLDER_QUERY];

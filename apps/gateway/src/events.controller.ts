@@ -5,9 +5,12 @@ import { frameToStructured } from '../../../libs/frame';
 import { toFrames } from '../../../libs/ingress';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_TIMEOUT_MS, RequestReplyService } from '../../../libs/request-reply';
 import type { Caller } from '../../../libs/security';
-import { SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
+import { createSubscriptionSchema, SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
+import { z } from 'zod';
 import { rawBodyOf } from './body-parsers';
 import { publishRequestOf } from './content-mode';
+import { ApiRoute, errors, GATED } from './api-route';
+import { replyAnswerSchema, structuredEventSchema, subscriptionViewSchema } from './api-schemas';
 import { CallerParam, GateRoute } from './gate-route';
 
 function timeoutOf(raw: string | undefined): number {
@@ -20,6 +23,9 @@ function timeoutOf(raw: string | undefined): number {
   }
   return n;
 }
+
+/** A CloudEvent body: structured JSON, or any bytes with `ce-*` headers (binary mode). */
+const EVENT_BODY = { schema: structuredEventSchema, contentTypes: ['application/cloudevents+json', 'application/json', '*/*'], description: 'a CloudEvent: structured JSON, or binary mode (`ce-*` headers, the body is the data)' };
 
 @Controller('events')
 export class EventsController {
@@ -36,6 +42,19 @@ export class EventsController {
    * Only a reply of the caller's tenant answers it.
    */
   @Post('request')
+  @ApiRoute({
+    summary: 'Publish one event and wait for its reply',
+    query: z.object({
+      topic: z.string().optional().describe('the topic (the runtime\'s default when absent)'),
+      timeoutMs: z.string().regex(/^\d+$/).optional().describe(`how long to wait, 1 to ${MAX_REQUEST_TIMEOUT_MS} ms (${DEFAULT_REQUEST_TIMEOUT_MS} when absent)`),
+    }),
+    body: EVENT_BODY,
+    responses: {
+      200: { description: 'the reply, in the structured mode', schema: structuredEventSchema, contentType: 'application/cloudevents+json' },
+      ...errors(400, 404, 408, 413, 415),
+      ...GATED,
+    },
+  })
   @GateRoute({ action: 'publish', topic: { query: 'topic' }, publishes: true })
   async request(
     @Query('topic') topic: string | undefined,
@@ -59,6 +78,11 @@ export class EventsController {
    * and for a request of another tenant (`unknown`, as if it never existed).
    */
   @Post('reply')
+  @ApiRoute({
+    summary: 'Reply to a pending request (its `correlationid` names it)',
+    body: EVENT_BODY,
+    responses: { 202: { description: 'stored for the process holding the request', schema: replyAnswerSchema }, ...errors(400, 404, 413, 415), ...GATED },
+  })
   @GateRoute({ action: 'publish', publishes: true })
   @HttpCode(202)
   async replyTo(
@@ -73,6 +97,11 @@ export class EventsController {
 
   /** Alias of `POST /subscriptions`. */
   @Post('subscribe')
+  @ApiRoute({
+    summary: 'Create a subscription (alias of POST /subscriptions)',
+    body: { schema: createSubscriptionSchema },
+    responses: { 201: { description: 'created', schema: subscriptionViewSchema }, ...errors(400, 404), ...GATED },
+  })
   @GateRoute({ action: 'subscribe', topic: { body: 'topic' }, createsSubscription: true })
   @HttpCode(201)
   subscribe(@Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
@@ -81,6 +110,11 @@ export class EventsController {
 
   /** Alias of `DELETE /subscriptions/{id}`: `{ "id": "..." }`. */
   @Post('unsubscribe')
+  @ApiRoute({
+    summary: 'Delete a subscription (alias of DELETE /subscriptions/{id})',
+    body: { schema: z.object({ id: z.string() }) },
+    responses: { 204: { description: 'deleted' }, ...errors(400, 404), ...GATED },
+  })
   @GateRoute({ action: 'subscribe', topic: { subscriptionBody: 'id' } })
   @HttpCode(204)
   async unsubscribe(@Body() body: { id?: unknown } | undefined, @CallerParam() caller: Caller): Promise<void> {

@@ -16,7 +16,7 @@ describe('gate declarations', () => {
       .map((name) => ({ controller, name, handler: controller.prototype[name as keyof object] as unknown as () => void }))
       .filter(({ handler }) => Reflect.getMetadata(METHOD_METADATA, handler) !== undefined)
       .map(({ controller, name, handler }) => ({
-        route: `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number]} /${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)} (${controller.name}.${name})`,
+        route: `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number]} /${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)} (${controller.name}.${name})`.replace(/\/{2,}/g, '/'),
         spec: reflector.getAllAndOverride<GateRouteSpec | undefined>('eventmesh:gate-route', [handler, controller]),
       })),
   );
@@ -29,10 +29,10 @@ describe('gate declarations', () => {
     expect(spec).toBeDefined();
   });
 
-  it('admin routes use the admin gate and only /health and the public /metrics are public', () => {
+  it('admin routes use the admin gate and only /health, the public /metrics and the API document are public', () => {
     for (const { route, spec } of routes) {
       if (route.includes(' /admin/')) expect(spec).toMatchObject({ admin: true, action: 'admin' });
-      if (spec && 'public' in spec) expect(route).toMatch(/^GET \/health\/|^GET \/metrics\/\/? \(MetricsController\./);
+      if (spec && 'public' in spec) expect(route).toMatch(/^GET \/health\/|^GET \/metrics\/\/? \(MetricsController\.|^GET \/(openapi\.json |docs )/);
     }
   });
 

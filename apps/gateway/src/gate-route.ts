@@ -4,6 +4,7 @@ import type { FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { Action, ANONYMOUS, Caller, GateRequest, SecurityGate } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
+import { requestIdOfRequest } from './request-log';
 
 /**
  * Where a route's topic comes from, for the ACL: the `topic` query parameter or body field (the runtime's default
@@ -72,6 +73,7 @@ export class GateGuard implements CanActivate {
     const admission = await (spec.admin ? this.gates.admin : this.gates.ingress).admit(
       gateRequestOf(this.gates, spec, {
         route: `${request.method} ${request.routeOptions.url ?? request.url}`,
+        requestId: requestIdOfRequest(request.raw),
         headers: request.headers,
         remoteAddress: request.ip,
         query: request.query as Record<string, unknown>,
@@ -88,6 +90,8 @@ export class GateGuard implements CanActivate {
 
 export interface RouteRequest {
   route: string;
+  /** The id the gateway gave the request (request-log.ts); the gate makes one when absent. */
+  requestId?: string;
   headers: Record<string, string | string[] | undefined>;
   remoteAddress: string;
   query?: Record<string, unknown>;
@@ -100,6 +104,7 @@ export interface RouteRequest {
 export function gateRequestOf(gates: Gates, spec: Exclude<GateRouteSpec, { public: true }>, r: RouteRequest): GateRequest {
   const request: GateRequest = {
     route: r.route,
+    requestId: r.requestId,
     action: spec.action,
     headers: r.headers,
     remoteAddress: r.remoteAddress,

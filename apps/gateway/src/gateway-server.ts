@@ -9,7 +9,7 @@ import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import type { RunningLoops } from '../../../libs/delivery';
 import type { RuntimeMetrics } from '../../../libs/metrics';
-import { NestPinoLogger } from '../../../libs/logging';
+import { createAccessLog, NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
 import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, StreamPresenceStore, TenantQuotaStore } from '../../../libs/storage';
 import type { Dependencies } from '../../../libs/runtime';
@@ -22,7 +22,9 @@ import { ConnectionCap } from './connection-cap';
 import { Gates } from './gate-route';
 import { GatewayModule } from './gateway.module';
 import { toHttpError } from './http-error';
-import { PublishRoute } from './publish-route';
+import { PUBLISH_DOC, PUBLISH_PATH, PublishRoute } from './publish-route';
+import { RequestLog } from './request-log';
+import { RouteTable } from './route-table';
 import { registerClusterChannel } from './cluster-channel-route';
 import { registerWebSocketStreams } from './websocket-streams';
 
@@ -91,9 +93,12 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     const route = new PublishRoute({ ingress, gate: gates.ingress, defaultTopic: ingress.defaultTopic, bodyLimitBytes: config.http.bodyLimitBytes, metrics });
     publish = route;
     const connections = new ConnectionCap(config.http.maxConnections, config.http.retryAfterSeconds);
+    const requests = new RequestLog(createAccessLog(config.log.access));
     const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
     polling = polls;
     a2a = A2ABroker.create(deps.db, SinkGuard.fromConfig(config), config.agents.callTimeoutMs);
+    const routes = new RouteTable();
+    routes.addAheadOfRouter('POST', PUBLISH_PATH, PUBLISH_DOC);
     const app = await NestFactory.create<NestFastifyApplication>(
       GatewayModule.register({
         requestReply,
@@ -125,14 +130,16 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
         ownership:
           config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2))) : undefined,
+        routes,
       }),
       new FastifyAdapter({
         bodyLimit: config.http.bodyLimitBytes,
         // POST /events/publish is answered on the HTTP server itself (publish-route.ts); the rest goes to Fastify.
         serverFactory: (fastify: FastifyServerFactoryHandler, options: FastifyServerOptions) => {
-          const server = createServer(
-            (request, response) => connections.refuse(request, response) || route.handle(request, response) || fastify(request, response),
-          );
+          const server = createServer((request, response) => {
+            requests.begin(request, response);
+            return connections.refuse(request, response) || route.handle(request, response) || fastify(request, response);
+          });
           connections.attach(server);
           // What Fastify sets on a server it creates itself, and leaves to a server factory.
           server.keepAliveTimeout = options.keepAliveTimeout ?? 72_000;
@@ -144,6 +151,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       { logger: new NestPinoLogger(), abortOnError: false, bodyParser: false },
     );
     started = app;
+    // Before any route is registered: the API document lists what the app registers (route-table.ts).
+    routes.attach(app.getHttpAdapter().getInstance());
     registerBodyParsers(app);
     // A WebSocket upgrade does not pass the server's request handler: the connection cap is asked here.
     app

@@ -14,6 +14,7 @@ import { A2AAgentsController } from './a2a-agents.controller';
 import { A2ARestController } from './a2a-rest.controller';
 import { A2ARpcController } from './a2a-rpc.controller';
 import { AclController } from './acl.controller';
+import { ApiDocsController } from './api-docs.controller';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { ApiKeysController } from './api-keys.controller';
 import { EventsController } from './events.controller';
@@ -22,6 +23,7 @@ import { AdminMetricsController, MetricsController } from './metrics.controller'
 import { HttpErrorFilter } from './http-error';
 import { GateGuard, Gates } from './gate-route';
 import { PublisherSecretsController } from './publisher-secrets.controller';
+import { RouteTable } from './route-table';
 import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
 import { SubscriptionsController } from './subscriptions.controller';
@@ -51,6 +53,8 @@ export interface GatewayServices {
   a2a: A2ABroker;
   /** GET /metrics and whether it passes the admin gate; absent when metrics are off (the route is not registered). */
   metrics?: { metrics: RuntimeMetrics; adminGate: boolean };
+  /** The routes the gateway serves, which the API document is made from (filled as the app registers them). */
+  routes: RouteTable;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -74,6 +78,7 @@ export class GatewayModule {
         A2AAgentsController,
         A2ARpcController,
         A2ARestController,
+        ApiDocsController,
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
@@ -91,6 +96,7 @@ export class GatewayModule {
         { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: A2ABroker, useValue: services.a2a },
         ...(services.metrics ? [{ provide: RuntimeMetrics, useValue: services.metrics.metrics }] : []),
+        { provide: RouteTable, useValue: services.routes },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

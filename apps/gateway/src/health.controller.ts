@@ -2,6 +2,8 @@ import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { HealthReport, HealthService, LivenessReport, ReadinessReport } from '../../../libs/health';
 import { GateRoute } from './gate-route';
+import { ApiRoute } from './api-route';
+import { healthReportSchema, livenessReportSchema, readinessReportSchema } from './api-schemas';
 
 /**
  * Health probes, public (docs/operations.md#health-probes). `/health/live` asks no backend; `/health/ready` and
@@ -15,6 +17,10 @@ export class HealthController {
 
   /** Each dependency with its state, stats and warnings; 200 when all are up, 503 otherwise. */
   @Get()
+  @ApiRoute({
+    summary: 'Each dependency with its state',
+    responses: { 200: { description: 'all up', schema: healthReportSchema }, 503: { description: 'a dependency is down', schema: healthReportSchema } },
+  })
   async check(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthReport> {
     const report = await this.health.check();
     void reply.status(report.status === 'up' ? 200 : 503);
@@ -23,12 +29,17 @@ export class HealthController {
 
   /** Liveness: the process answers (200); no backend is asked. */
   @Get('live')
+  @ApiRoute({ summary: 'Liveness: the process answers; no backend is asked', responses: { 200: { description: 'alive', schema: livenessReportSchema } } })
   live(): LivenessReport {
     return this.health.live();
   }
 
   /** Readiness: every dependency up and no dispatch loop stalled (200), else 503. */
   @Get('ready')
+  @ApiRoute({
+    summary: 'Readiness: every dependency up and no dispatch loop stalled',
+    responses: { 200: { description: 'ready', schema: readinessReportSchema }, 503: { description: 'a dependency is down or delivery is stalled', schema: readinessReportSchema } },
+  })
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<ReadinessReport> {
     const report = await this.health.ready();
     void reply.status(report.status === 'up' ? 200 : 503);

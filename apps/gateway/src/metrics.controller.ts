@@ -1,7 +1,12 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { RuntimeMetrics } from '../../../libs/metrics';
+import { ApiRoute, GATED, RouteDoc } from './api-route';
 import { GateRoute } from './gate-route';
+
+const METRICS_TEXT = { description: 'the series in the Prometheus text format (0.0.4)', contentType: 'text/plain' };
+const PUBLIC_DOC: RouteDoc = { summary: 'Metrics in the Prometheus text format', tags: ['operations'], responses: { 200: METRICS_TEXT } };
+const ADMIN_DOC: RouteDoc = { ...PUBLIC_DOC, responses: { 200: METRICS_TEXT, ...GATED } };
 
 /**
  * `GET /metrics`: the instance's series in the Prometheus text format (libs/metrics), the Temporal core's merged
@@ -26,6 +31,7 @@ export class MetricsController extends MetricsEndpoint {
   }
 
   @Get()
+  @ApiRoute(PUBLIC_DOC)
   async scrape(@Res() reply: FastifyReply): Promise<void> {
     await this.render(reply);
   }
@@ -40,6 +46,7 @@ export class AdminMetricsController extends MetricsEndpoint {
   }
 
   @Get()
+  @ApiRoute(ADMIN_DOC)
   async scrape(@Res() reply: FastifyReply): Promise<void> {
     await this.render(reply);
   }

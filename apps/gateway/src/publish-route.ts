@@ -4,10 +4,31 @@ import type { EventIngress, PublishRequest } from '../../../libs/ingress';
 import type { RuntimeMetrics } from '../../../libs/metrics';
 import type { SecurityGate } from '../../../libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
+import { z } from 'zod';
+import { errors, GATED, RouteDoc } from './api-route';
+import { publishAnswerSchema, structuredEventSchema } from './api-schemas';
 import { toHttpError } from './http-error';
+import { requestIdOfRequest } from './request-log';
 
 export const PUBLISH_PATH = '/events/publish';
 const ROUTE = `POST ${PUBLISH_PATH}`;
+
+/** The route's entry in the API document (the gateway adds it to the route table: it is served ahead of Fastify). */
+export const PUBLISH_DOC: RouteDoc = {
+  summary: 'Publish one event, or a batch',
+  tags: ['events'],
+  query: z.object({ topic: z.string().optional().describe('the topic (the runtime\'s default when absent)') }),
+  body: {
+    schema: z.union([structuredEventSchema, z.array(structuredEventSchema)]),
+    contentTypes: ['application/cloudevents+json', 'application/json', 'application/cloudevents-batch+json', '*/*'],
+    description: 'a CloudEvent (structured JSON), a batch (`application/cloudevents-batch+json`), or binary mode (`ce-*` headers, the body is the data)',
+  },
+  responses: {
+    202: { description: 'written to Kafka: where (`results`, in order, for a batch)', schema: publishAnswerSchema },
+    ...errors(400, 404, 413, 415),
+    ...GATED,
+  },
+};
 
 export interface PublishRouteDeps {
   ingress: EventIngress;
@@ -62,8 +83,10 @@ export class PublishRoute {
       const publish = publishRequestOf(request.headers, json ? parseJsonBody(raw ?? Buffer.alloc(0)) : raw, raw, true);
       // The gate decides on the whole request (the signature covers the body, the quota counts its events), before
       // anything is written.
+      const requestId = requestIdOfRequest(request);
       const admission = await this.deps.gate.admit({
         route: ROUTE,
+        requestId,
         action: 'publish',
         topic: topic ?? this.deps.defaultTopic,
         headers: request.headers,
@@ -72,7 +95,8 @@ export class PublishRoute {
         publish: { events: eventsIn(publish), bytes: raw?.length ?? 0 },
       });
       admission.release();
-      const results = await this.deps.ingress.publish(topic, publish);
+      // Each event's Kafka record names the request (EventFrame.requestId): its delivery logs do.
+      const results = await this.deps.ingress.publish(topic, publish, (frame) => (frame.requestId = requestId));
       send(response, 202, publish.mode === 'batch' ? { results } : results[0], this.closing);
       metrics?.published(results.length, raw?.length ?? 0, (performance.now() - started) / 1000);
     } catch (e) {

@@ -1,6 +1,11 @@
 import { Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
 import { Caller, PublisherSecretStore, PublisherSecretView } from '../../../libs/security';
 import { CallerParam, GateRoute } from './gate-route';
+import { z } from 'zod';
+import { ApiRoute, errors, GATED } from './api-route';
+import { publisherSecretViewSchema } from './api-schemas';
+
+const PRINCIPAL = { principal: 'the publisher (its principal)' };
 
 /**
  * Publisher signing secrets (docs/security.md, SignatureVerifier): `POST` creates one and shows it once
@@ -14,17 +19,25 @@ export class PublisherSecretsController {
   constructor(private readonly secrets: PublisherSecretStore) {}
 
   @Post()
+  @ApiRoute({
+    summary: 'Create a publisher signing secret (shown this once)',
+    tags: ['admin'],
+    params: PRINCIPAL,
+    responses: { 201: { description: 'the secret', schema: publisherSecretViewSchema.extend({ secret: z.string() }) }, ...errors(400, 409), ...GATED },
+  })
   @HttpCode(201)
   create(@CallerParam() caller: Caller, @Param('principal') principal: string): Promise<PublisherSecretView & { secret: string }> {
     return this.secrets.create(caller.tenant, principal);
   }
 
   @Get()
+  @ApiRoute({ summary: 'A publisher\'s signing secrets (ids only)', tags: ['admin'], params: PRINCIPAL, responses: { 200: { description: 'the secrets', schema: z.array(publisherSecretViewSchema) }, ...GATED } })
   list(@CallerParam() caller: Caller, @Param('principal') principal: string): Promise<PublisherSecretView[]> {
     return this.secrets.list(caller.tenant, principal);
   }
 
   @Delete(':id')
+  @ApiRoute({ summary: 'Delete a publisher signing secret', tags: ['admin'], params: { ...PRINCIPAL, id: 'the secret id' }, responses: { 204: { description: 'deleted' }, ...errors(404), ...GATED } })
   @HttpCode(204)
   async delete(@CallerParam() caller: Caller, @Param('principal') principal: string, @Param('id') id: string): Promise<void> {
     await this.secrets.delete(caller.tenant, principal, id);

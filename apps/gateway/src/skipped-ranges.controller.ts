@@ -3,6 +3,9 @@ import type { Caller } from '../../../libs/security';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { subscriptionNotFound } from '../../../libs/subscriptions';
 import { CallerParam, GateRoute } from './gate-route';
+import { z } from 'zod';
+import { ApiRoute, errors, GATED } from './api-route';
+import { skippedRangeViewSchema } from './api-schemas';
 
 /** One range of events a subscription never got (Kafka retention deleted them first), as the API shows it. */
 export interface SkippedRangeView {
@@ -28,6 +31,11 @@ export class SkippedRangesController {
   constructor(private readonly skipped: SkippedRangeStore) {}
 
   @Get(':id/skipped-ranges')
+  @ApiRoute({
+    summary: 'Events the subscription never got (Kafka retention deleted them first)',
+    params: { id: 'the subscription id' },
+    responses: { 200: { description: 'the ranges', schema: z.array(skippedRangeViewSchema) }, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' } })
   async list(@Param('id') id: string, @CallerParam() caller: Caller): Promise<SkippedRangeView[]> {
     const ranges = await this.skipped.listFor(id, caller.tenant);

@@ -8,9 +8,16 @@ import { assertStreamHere, PollConsumers, StreamDelivery, StreamHub, StreamOutco
 import type { Caller } from '../../../libs/security';
 import { SubscriptionService, subscriptionNotFound } from '../../../libs/subscriptions';
 import { CallerParam, GateRoute } from './gate-route';
+import { z } from 'zod';
+import { ApiRoute, errors, GATED } from './api-route';
+import { ackAnswerSchema, ackBodySchema, pollAnswerSchema } from './api-schemas';
 
 const MAX_WINDOW = 1000;
 const MAX_WAIT_MS = 60000;
+
+const ID = { id: 'a STREAM subscription id' };
+const window = z.string().regex(/^\d+$/).optional().describe(`unanswered deliveries the client holds at most, 1 to ${MAX_WINDOW} (10 when absent)`);
+const filter = z.string().optional().describe('a CESQL expression: this client\'s own filter (MULTICAST)');
 
 export interface Answer {
   deliveryId?: unknown;
@@ -56,6 +63,12 @@ export class StreamsController {
 
   /** Server-Sent Events: one `cloudevent` message per delivery, `{ deliveryId, event }`, as long as the client stays. */
   @Get(':id/events')
+  @ApiRoute({
+    summary: 'Server-Sent Events: one `cloudevent` message per delivery, `{ deliveryId, event }`',
+    params: ID,
+    query: z.object({ window, filter }),
+    responses: { 200: { description: 'the event stream, open as long as the client stays', schema: z.string(), contentType: 'text/event-stream' }, ...errors(400, 404, 409), ...GATED },
+  })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true })
   async sse(
     @Param('id') id: string,
@@ -89,6 +102,18 @@ export class StreamsController {
 
   /** Long-poll: up to `max` deliveries, waiting up to `waitMs` for the first; `consumer` names the client. */
   @Get(':id/poll')
+  @ApiRoute({
+    summary: 'Long-poll: up to `max` deliveries, waiting up to `waitMs` for the first',
+    params: ID,
+    query: z.object({
+      consumer: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional().describe('names the client (a fresh one when absent)'),
+      window,
+      max: z.string().regex(/^\d+$/).optional().describe(`deliveries in this answer at most, 1 to ${MAX_WINDOW} (window when absent)`),
+      waitMs: z.string().regex(/^\d+$/).optional().describe(`how long to wait for the first, 0 to ${MAX_WAIT_MS} (20000 when absent)`),
+      filter,
+    }),
+    responses: { 200: { description: 'the deliveries (maybe none)', schema: pollAnswerSchema }, ...errors(400, 404, 409), ...GATED },
+  })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true })
   async poll(
     @Param('id') id: string,
@@ -122,6 +147,12 @@ export class StreamsController {
    * looked at.
    */
   @Post(':id/acks')
+  @ApiRoute({
+    summary: 'Answers for stream deliveries: ack, nack (retry after a delay) or reject (dead-letter)',
+    params: ID,
+    body: { schema: z.union([ackBodySchema, z.array(ackBodySchema)]) },
+    responses: { 200: { description: 'accepted (an array answers each of an array)', schema: ackAnswerSchema }, ...errors(400, 404, 409), ...GATED },
+  })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' } })
   @HttpCode(200)
   async acks(

@@ -1,6 +1,9 @@
 import { Body, Controller, Get, Param, Put } from '@nestjs/common';
 import { Caller, TenantQuotaAdmin, TenantQuotaView } from '../../../libs/security';
 import { CallerParam, GateRoute } from './gate-route';
+import { tenantQuotaOverridesSchema } from '../../../libs/security';
+import { ApiRoute, errors, GATED } from './api-route';
+import { tenantQuotaViewSchema } from './api-schemas';
 
 /** A tenant's quota: its own admins read it, the operator tenant's admins set it (libs/security/tenant-quota-admin.ts). */
 @Controller('admin/tenants')
@@ -9,11 +12,19 @@ export class TenantQuotaController {
   constructor(private readonly quotas: TenantQuotaAdmin) {}
 
   @Get(':tenant/quota')
+  @ApiRoute({ summary: 'A tenant\'s quota', tags: ['admin'], params: { tenant: 'the tenant' }, responses: { 200: { description: 'the quota', schema: tenantQuotaViewSchema }, ...errors(404), ...GATED } })
   get(@CallerParam() caller: Caller, @Param('tenant') tenant: string): Promise<TenantQuotaView> {
     return this.quotas.get(caller, tenant);
   }
 
   @Put(':tenant/quota')
+  @ApiRoute({
+    summary: 'Set a tenant\'s quota overrides (operator tenant\'s admins)',
+    tags: ['admin'],
+    params: { tenant: 'the tenant' },
+    body: { schema: tenantQuotaOverridesSchema },
+    responses: { 200: { description: 'the quota', schema: tenantQuotaViewSchema }, ...errors(400), ...GATED },
+  })
   put(@CallerParam() caller: Caller, @Param('tenant') tenant: string, @Body() body: unknown): Promise<TenantQuotaView> {
     return this.quotas.put(caller, tenant, body);
   }

@@ -8,6 +8,8 @@ import { createLogger } from '../../../libs/logging';
 import type { Admission } from '../../../libs/security';
 import { assertStreamHere, StreamDelivery, StreamHub } from '../../../libs/streams';
 import type { SubscriptionService } from '../../../libs/subscriptions';
+import { z } from 'zod';
+import { apiRouteConfig, errors, GATED } from './api-route';
 import { Gates, gateRequestOf } from './gate-route';
 import { toHttpError } from './http-error';
 import { clientFilter, intParam, outcomeOf, toWire } from './streams.controller';
@@ -38,6 +40,16 @@ export async function registerWebSocketStreams(
     '/subscriptions/:id/ws',
     {
       websocket: true,
+      config: apiRouteConfig({
+        summary: 'WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject",deliveryId}`',
+        tags: ['subscriptions'],
+        params: { id: 'a STREAM subscription id' },
+        query: z.object({
+          window: z.string().regex(/^\d+$/).optional().describe('unanswered deliveries the client holds at most, 1 to 1000 (10 when absent)'),
+          filter: z.string().optional().describe('a CESQL expression: this client\'s own filter (MULTICAST)'),
+        }),
+        responses: { 101: { description: 'switched to the WebSocket protocol' }, ...errors(400, 404, 409), ...GATED },
+      }),
       preValidation: async (request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>, reply: FastifyReply) => {
         let admission: Admission | undefined;
         try {

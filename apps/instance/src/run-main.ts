@@ -23,7 +23,7 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
     const config = loadConfig();
     // Required by every process of the instance: said once here (exit 78), before any gateway process is forked.
     SecretBox.fromConfig(config);
-    const log = configureLogging(config.log.level, { instance: config.instance.id });
+    const log = configureLogging(config.log.level, { instance: config.instance.id }, 'info', config.log.format);
     if (config.http.processes > 1 && cluster.isPrimary) {
       // The worker entry point (apps/worker) asks for the worker role whatever the environment says.
       if (roles && roles.join() !== 'gateway') {

@@ -177,6 +177,7 @@ export class WorkerHost {
         },
         maxParked: config.delivery.retryMaxParked,
         filterMaxAttributeChars: config.filter.maxAttributeChars,
+        sinkFailureSummaryMs: config.log.sinkFailureSummaryMs,
       },
       metrics,
       running,

@@ -1,0 +1,144 @@
+import { z } from 'zod';
+import { ACL_EFFECTS, ACTIONS } from '../../../libs/security';
+
+/**
+ * The bodies the gateway answers with, as the API document (`/openapi.json`) describes them: the wire shape of the
+ * views the services return (SubscriptionView, DeadLetterView, ...). Request bodies are not here: the document takes
+ * them from the schemas the routes validate with (libs/subscriptions, libs/security, ...). The API document's test
+ * (test/integration/openapi.spec.ts) checks sampled answers against these.
+ */
+
+const isoTime = z.string().describe('ISO 8601');
+
+/** Where one published event was written. */
+export const publishResultSchema = z.object({ id: z.string(), topic: z.string(), partition: z.number().int(), offset: z.number().int() }).strict();
+export const publishAnswerSchema = z.union([publishResultSchema, z.object({ results: z.array(publishResultSchema) }).strict()]);
+
+export const subscriptionViewSchema = z
+  .object({
+    id: z.string(),
+    topic: z.string(),
+    protocol: z.enum(['HTTP', 'STREAM']),
+    sink: z.string().optional(),
+    filters: z.array(z.unknown()),
+    config: z.looseObject({}),
+    instance: z.string(),
+    status: z.string(),
+    createdAt: isoTime,
+    secret: z.string().optional().describe('the Standard Webhooks signing secret: in the answer to the create only'),
+  })
+  .strict();
+
+export const deadLetterViewSchema = z
+  .object({
+    id: z.string(),
+    topic: z.string(),
+    partition: z.number().int(),
+    offset: z.number().int(),
+    eventId: z.string(),
+    attributes: z.looseObject({}),
+    dataBase64: z.string().nullable(),
+    attempts: z.number().int(),
+    lastError: z.string(),
+    firstFailedAt: isoTime,
+    lastFailedAt: isoTime,
+  })
+  .strict();
+
+export const skippedRangeViewSchema = z
+  .object({
+    topic: z.string(),
+    partition: z.number().int(),
+    fromOffset: z.number().int(),
+    toOffset: z.number().int(),
+    events: z.number().int(),
+    reason: z.string(),
+    firstRecordedAt: isoTime,
+    lastRecordedAt: isoTime,
+  })
+  .strict();
+
+/** A CloudEvent in the structured JSON mode. */
+export const structuredEventSchema = z.looseObject({ specversion: z.string(), id: z.string(), source: z.string(), type: z.string() });
+
+export const streamDeliverySchema = z.object({ deliveryId: z.string(), event: structuredEventSchema }).strict();
+export const pollAnswerSchema = z.object({ consumer: z.string(), deliveries: z.array(streamDeliverySchema) }).strict();
+export const ackResultSchema = z.object({ deliveryId: z.string(), accepted: z.boolean() }).strict();
+export const ackAnswerSchema = z.union([ackResultSchema, z.array(ackResultSchema)]);
+
+/** One answer to a stream delivery (`POST /subscriptions/{id}/acks`, also in an array). */
+export const ackBodySchema = z.object({
+  deliveryId: z.string().min(1),
+  action: z.enum(['ack', 'nack', 'reject']),
+  delayMs: z.number().int().min(0).max(3600000).optional().describe('nack: when to retry (1000 when absent)'),
+  reason: z.string().optional().describe('reject: why (first 500 characters kept)'),
+});
+
+export const replyAnswerSchema = z.object({ correlationId: z.string(), delivered: z.literal(true) }).strict();
+
+const dependencySchema = z.looseObject({ status: z.enum(['up', 'down']) });
+export const healthReportSchema = z.looseObject({
+  status: z.enum(['up', 'down']),
+  instance: z.string(),
+  pid: z.number().int(),
+  topology: z.string(),
+  dependencies: z.looseObject({ postgres: dependencySchema, kafka: dependencySchema, temporal: dependencySchema }),
+});
+
+export const livenessReportSchema = z.looseObject({
+  status: z.literal('up'),
+  instance: z.string(),
+  pid: z.number().int(),
+  uptimeSeconds: z.number().int(),
+});
+
+export const readinessReportSchema = z.looseObject({
+  status: z.enum(['up', 'down']),
+  instance: z.string(),
+  pid: z.number().int(),
+  dependencies: z.looseObject({ postgres: dependencySchema, kafka: dependencySchema, temporal: dependencySchema }),
+  delivery: z.looseObject({ status: z.enum(['up', 'stalled']), loops: z.number().int() }),
+  checkedAt: z.string(),
+});
+
+export const aclRuleBodySchema = z
+  .object({
+    subject: z.string().describe('a principal, `tenant:<name>`-style subject or `*`'),
+    action: z.enum([...ACTIONS, '*']),
+    topic: z.string().describe('a topic or a pattern'),
+    effect: z.enum(ACL_EFFECTS),
+  })
+  .strict();
+export const aclRuleViewSchema = z
+  .object({ id: z.string(), tenant: z.string(), subject: z.string(), action: z.string(), topic: z.string(), effect: z.enum(ACL_EFFECTS), createdAt: isoTime })
+  .strict();
+
+export const apiKeySchema = z
+  .object({
+    id: z.string(),
+    name: z.string(),
+    tenant: z.string(),
+    principal: z.string(),
+    scopes: z.array(z.enum(ACTIONS)),
+    createdAt: isoTime,
+    revokedAt: isoTime.nullable(),
+    lastUsedAt: isoTime.nullable(),
+  })
+  .strict();
+export const createdApiKeySchema = apiKeySchema.extend({ key: z.string().describe('`emk_<id>_<secret>`: shown this once') });
+
+export const publisherSecretViewSchema = z.object({ id: z.string(), principal: z.string(), createdAt: isoTime }).strict();
+
+export const tenantQuotaViewSchema = z.object({ tenant: z.string(), quota: z.looseObject({}), overrides: z.looseObject({}) }).strict();
+
+export const agentViewSchema = z.object({ name: z.string(), card: z.looseObject({}), createdAt: isoTime, updatedAt: isoTime }).strict();
+
+export const partitionMovesSchema = z.object({ moves: z.array(z.looseObject({})) }).strict();
+export const partitionsViewSchema = z.looseObject({ members: z.array(z.string()), drained: z.array(z.string()), generation: z.number().int(), partitions: z.array(z.looseObject({})) });
+export const orphansViewSchema = z.looseObject({ graceMs: z.number(), takeover: z.string(), liveInstances: z.array(z.string()), orphans: z.array(z.looseObject({})) });
+export const moveViewSchema = z
+  .object({ subscription: z.string(), from: z.string(), to: z.string(), moved: z.boolean(), fencedEpoch: z.number().int().nullable() })
+  .strict();
+
+/** A JSON-RPC 2.0 answer (A2A's JSON-RPC binding). */
+export const jsonRpcAnswerSchema = z.looseObject({ jsonrpc: z.literal('2.0'), id: z.union([z.string(), z.number(), z.null()]) });

@@ -1,0 +1,184 @@
+import Ajv2020 from 'ajv/dist/2020';
+import addFormats from 'ajv-formats';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
+import type { OpenApiDocument } from '../../apps/gateway/src/openapi';
+import { openApiPathOf, undocumented } from '../../apps/gateway/src/openapi';
+import { RouteTable } from '../../apps/gateway/src/route-table';
+import { frameFromKafkaRecord } from '../../libs/frame';
+import { PartitionReader } from '../../libs/kafka';
+import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
+import { testConfig, uniqueTopic } from '../support/env';
+
+/**
+ * The HTTP contract of a running gateway. The API document (`/openapi.json`) lists every route the app registered,
+ * and what sampled requests answer is what it documents (the status, and a body valid against the status's
+ * schema). Every answer names its request (`x-request-id`), and a published event's Kafka record carries the id.
+ */
+describe('the HTTP contract (real gateway)', () => {
+  const topic = uniqueTopic('openapi');
+  let dir: string;
+  let signing: DevSigningKey;
+  let instance: RunningInstance;
+  let document: OpenApiDocument;
+  const ajv = new Ajv2020({ strict: false, allErrors: true });
+  addFormats(ajv);
+
+  beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'openapi-spec-'));
+    signing = await ensureDevSigningKey(dir);
+    instance = await startInstance(
+      testConfig({
+        EVENTMESH_INSTANCE_ID: `openapi-${randomUUID().slice(0, 8)}`,
+        EVENTMESH_KAFKA_TOPICS: topic,
+        EVENTMESH_HTTP_PORT: '0',
+        // The ingress gate open (samples publish and subscribe without a credential), the admin gate enforcing.
+        EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
+        EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
+        EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE: signing.jwksPath,
+        EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: 'eventmesh-dev',
+        EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: 'eventmesh',
+      }),
+      { roles: ['gateway'] },
+    );
+    const response = await fetch(`${instance.url}/openapi.json`);
+    expect(response.status).toBe(200);
+    document = (await response.json()) as OpenApiDocument;
+  });
+  afterAll(async () => {
+    await instance?.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('is OpenAPI 3.1 and lists every route the running app serves', () => {
+    expect(document.openapi).toBe('3.1.0');
+    const routes = instance.app!.get(RouteTable).routes();
+    expect(routes.length).toBeGreaterThan(35);
+    // The routes served ahead of Fastify, and Fastify's own (WebSocket), are in the table too.
+    expect(routes.map((r) => `${r.method} ${r.url}`)).toEqual(expect.arrayContaining(['POST /events/publish', 'GET /subscriptions/:id/ws', 'GET /subscriptions/:id']));
+    expect(undocumented(routes, document)).toEqual([]);
+  });
+
+  /** Sends a request and checks its answer against the document: the status is documented, the body valid. */
+  async function sample(method: string, route: string, url: string, init: { body?: unknown; headers?: Record<string, string>; raw?: string } = {}) {
+    const response = await fetch(`${instance.url}${url}`, {
+      method,
+      headers: { ...(init.body !== undefined || init.raw !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
+      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : init.raw !== undefined ? { body: init.raw } : {}),
+    });
+    const text = await response.text();
+    const operation = document.paths[openApiPathOf(route).path]?.[method.toLowerCase()];
+    expect(operation).toBeDefined();
+    const documented = operation!.responses[String(response.status)];
+    expect([`${method} ${route}`, response.status, documented === undefined ? 'undocumented status' : 'documented']).toEqual([`${method} ${route}`, response.status, 'documented']);
+    if (documented.headers?.['x-request-id']) expect(response.headers.get('x-request-id')).toEqual(expect.any(String));
+    const contentType = (response.headers.get('content-type') ?? '').split(';')[0];
+    const schema = documented.content?.[contentType]?.schema;
+    if (text !== '') {
+      expect([`${method} ${route} ${response.status}`, contentType, schema === undefined ? 'no schema for this content type' : 'schema']).toEqual([
+        `${method} ${route} ${response.status}`,
+        contentType,
+        'schema',
+      ]);
+      const validate = ajv.compile(schema!);
+      const body = contentType.endsWith('json') ? (JSON.parse(text) as unknown) : text;
+      const valid = validate(body);
+      expect([`${method} ${route} ${response.status}`, valid ? [] : validate.errors]).toEqual([`${method} ${route} ${response.status}`, []]);
+    } else {
+      expect(schema).toBeUndefined();
+    }
+    return { status: response.status, body: text === '' ? undefined : (JSON.parse(text) as Record<string, unknown>), headers: response.headers };
+  }
+
+  const event = () => ({ specversion: '1.0', id: randomUUID(), source: '/openapi-spec', type: 'test.sampled', data: { n: 1 } });
+
+  it('publish: 202 with where the event went, 400 for an event without a type, 415 for a type it does not take', async () => {
+    expect((await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, { body: event(), headers: { 'content-type': 'application/cloudevents+json' } })).status).toBe(202);
+    const batch = [event(), event()];
+    expect((await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, { raw: JSON.stringify(batch), headers: { 'content-type': 'application/cloudevents-batch+json' } })).status).toBe(202);
+    const { type: _type, ...typeless } = event();
+    const bad = await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, { body: typeless, headers: { 'content-type': 'application/cloudevents+json' } });
+    expect([bad.status, bad.body?.code]).toEqual([400, 'INVALID_CLOUDEVENT']);
+    expect((await sample('POST', '/events/publish', '/events/publish', { raw: 'x', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+  });
+
+  it('subscriptions: 201 created, 200 read, 400 bad input, 404 not found, 204 deleted', async () => {
+    const created = await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } });
+    expect(created.status).toBe(201);
+    const id = created.body!.id as string;
+    expect((await sample('GET', '/subscriptions/:id', `/subscriptions/${id}`)).status).toBe(200);
+    expect((await sample('GET', '/subscriptions', '/subscriptions')).status).toBe(200);
+    expect((await sample('GET', '/subscriptions/:id/dead-letters', `/subscriptions/${id}/dead-letters`)).status).toBe(200);
+    expect((await sample('GET', '/subscriptions/:id/poll', `/subscriptions/${id}/poll?waitMs=0`)).status).toBe(200);
+    expect((await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'HTTP', topic } })).status).toBe(400);
+    expect((await sample('GET', '/subscriptions/:id', `/subscriptions/${randomUUID()}`)).status).toBe(404);
+    expect((await sample('DELETE', '/subscriptions/:id', `/subscriptions/${id}`)).status).toBe(204);
+  });
+
+  it('the admin API under its gate: 401 without a credential, 403 without the admin scope, 200 with it', async () => {
+    const tenant = `t-${randomUUID().slice(0, 8)}`;
+    const token = (scopes: string) => mintDevToken(signing, parseMintArgs(['--tenant', tenant, '--scopes', scopes, '--sub', `${tenant}-svc`]));
+    expect((await sample('GET', '/admin/acl/rules', '/admin/acl/rules')).status).toBe(401);
+    expect((await sample('GET', '/admin/acl/rules', '/admin/acl/rules', { headers: { authorization: `Bearer ${await token('publish')}` } })).status).toBe(403);
+    expect((await sample('GET', '/admin/acl/rules', '/admin/acl/rules', { headers: { authorization: `Bearer ${await token('admin')}` } })).status).toBe(200);
+    expect((await sample('POST', '/admin/acl/rules', '/admin/acl/rules', { body: { subject: '*' }, headers: { authorization: `Bearer ${await token('admin')}` } })).status).toBe(400);
+  });
+
+  it('health, and the document itself as a page', async () => {
+    expect([200, 503]).toContain((await sample('GET', '/health', '/health')).status);
+    const page = await fetch(`${instance.url}/docs`);
+    expect(page.headers.get('content-type')).toMatch(/^text\/html/);
+    const html = await page.text();
+    for (const path of Object.keys(document.paths)) expect(html).toContain(`<code>${path}</code>`);
+  });
+
+  describe('request ids', () => {
+    const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+    const publish = (headers: Record<string, string>) =>
+      fetch(`${instance.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json', ...headers }, body: JSON.stringify(event()) });
+
+    it('answers every request with its id: the caller\'s when usable, else a fresh one', async () => {
+      const mine = `req-${randomUUID()}`;
+      const answers = [
+        await publish({ 'x-request-id': mine }),
+        await fetch(`${instance.url}/subscriptions`, { headers: { 'x-request-id': mine } }),
+        await fetch(`${instance.url}/no/such/route`, { headers: { 'x-request-id': mine } }),
+        await fetch(`${instance.url}/admin/acl/rules`, { headers: { 'x-request-id': mine } }),
+      ];
+      expect(answers.map((a) => [a.status, a.headers.get('x-request-id')])).toEqual([
+        [202, mine],
+        [200, mine],
+        [404, mine],
+        [401, mine],
+      ]);
+      const unusable = ['has space', 'x'.repeat(129), 'quote"d', ''];
+      for (const sent of unusable) {
+        const answer = await fetch(`${instance.url}/subscriptions`, { headers: { 'x-request-id': sent } });
+        expect([sent, answer.headers.get('x-request-id')]).toEqual([sent, expect.stringMatching(UUID)]);
+      }
+      const a = (await fetch(`${instance.url}/subscriptions`)).headers.get('x-request-id');
+      const b = (await fetch(`${instance.url}/subscriptions`)).headers.get('x-request-id');
+      expect([a, b]).toEqual([expect.stringMatching(UUID), expect.stringMatching(UUID)]);
+      expect(a).not.toBe(b);
+    });
+
+    it('writes the publishing request\'s id into the event\'s Kafka record', async () => {
+      const mine = `req-${randomUUID()}`;
+      const answer = await publish({ 'x-request-id': mine });
+      expect(answer.status).toBe(202);
+      const { partition, offset } = (await answer.json()) as { partition: number; offset: number };
+      const reader = new PartitionReader(instance.deps.kafka);
+      await reader.connect();
+      try {
+        const [fetched] = await reader.fetch([{ topic, partition, offset }], { maxWaitMs: 1000 });
+        const record = fetched.records[0];
+        expect(frameFromKafkaRecord(record.headers, record.value).requestId).toBe(mine);
+      } finally {
+        await reader.disconnect();
+      }
+    });
+  });
+});
