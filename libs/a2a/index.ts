@@ -5,3 +5,8 @@ export * from './broker';
 export * from './mesh-task-handler';
 export * from './task-states';
 export * from './task-store';
+export * from './a2a-frame.adaptor';
+export * from './request-topic';
+export * from './task-relay';
+export * from './task-workflows';
+export * from './request-records';

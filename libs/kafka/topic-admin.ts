@@ -49,6 +49,20 @@ export class TopicAdmin {
     return missing;
   }
 
+  /**
+   * Creates one topic the runtime made for itself (an A2A agent's request topic) when it does not exist yet, with
+   * the configured partitions and replication; `created` says whether this call created it.
+   */
+  async ensureTopic(topic: string): Promise<{ created: boolean }> {
+    const created = await this.admin.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic, numPartitions: this.config.topicPartitions, replicationFactor: this.config.replicationFactor }],
+    });
+    if (created) this.log.info({ topic, partitions: this.config.topicPartitions }, 'created topic');
+    await this.readPartitions(topic);
+    return { created };
+  }
+
   isServed(topic: string): boolean {
     return this.config.topics.includes(topic);
   }

@@ -2,7 +2,9 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
+import { createA2ATaskActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, TaskRelay } from '../../../libs/a2a';
+import { SinkGuard } from '../../../libs/security';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, DispatchLoopDeps, WebhookSender } from '../../../libs/delivery';
 import { createLogger, Logger } from '../../../libs/logging';
@@ -14,6 +16,7 @@ import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
 import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import {
+  A2A_TASK_QUEUE,
   CONTROL_TASK_QUEUE,
   dispatchStatusQuery,
   instanceDispatchWorkflow,
@@ -81,6 +84,8 @@ export class WorkerHost {
     private readonly webhooks: WebhookSender,
     private readonly shutdown: AbortController,
     readonly taskQueue: string,
+    /** The reader of the A2A agents' request topics (the task workflows' deliveries). */
+    private readonly a2aReader: PartitionReader,
   ) {}
 
   /** `onFatal` hears of a worker that stopped by itself (the instance can no longer dispatch). */
@@ -147,6 +152,17 @@ export class WorkerHost {
       shutdownGraceTime: 10_000,
     };
 
+    // A2A tasks (docs/a2a.md): every instance runs the task workflows and their deliveries, on the shared queue.
+    const a2aReader = new PartitionReader(deps.kafka);
+    await a2aReader.connect();
+    const relay = new TaskRelay(
+      new A2ATaskStore(deps.db),
+      new A2AAgentStore(deps.db),
+      new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
+      new KafkaRequestRecords(a2aReader),
+    );
+    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay }), ...workflowSource() });
+
     if (config.delivery.topology === 'LOCAL_STICKY_PULL') {
       const activities = createDispatchActivities({
         instanceId: config.instance.id,
@@ -156,7 +172,7 @@ export class WorkerHost {
         createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
       });
       const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource() });
-      const host = new WorkerHost([worker], connection, reader, webhooks, shutdown, taskQueue);
+      const host = new WorkerHost([worker, a2aWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
       host.run(onFatal, deadLetters, config);
       try {
         await host.startDispatchWorkflow(config, deps);
@@ -218,7 +234,7 @@ export class WorkerHost {
       // keep short (continue-as-new).
       maxCachedWorkflows: 0,
     });
-    const host = new WorkerHost([activityWorker, controlWorker], connection, reader, webhooks, shutdown, taskQueue);
+    const host = new WorkerHost([activityWorker, controlWorker, a2aWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
     host.run(onFatal, deadLetters, config);
     try {
       await agent.start();
@@ -303,6 +319,7 @@ export class WorkerHost {
     await Promise.all(this.running);
     await this.connection.close().catch(() => undefined);
     await this.reader.disconnect().catch(() => undefined);
+    await this.a2aReader.disconnect().catch(() => undefined);
     await this.webhooks.close().catch(() => undefined);
   }
 }
