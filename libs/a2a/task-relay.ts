@@ -62,9 +62,9 @@ export class TaskRelay {
   ) {}
 
   /**
-   * Sends the task's request to the agent (asking it to answer at once) unless the agent already has the task
-   * (its id is recorded: a retried delivery does not send again), then follows the agent's task with GetTask
-   * until it settles. Answers the state recorded last.
+   * Sends the task's request to the agent (asking it to answer at once) and answers the state it recorded; or, once
+   * the agent has the task (its id is recorded: a delivery tried again does not send again), follows the agent's
+   * task with GetTask until it settles. Answers the state recorded last.
    */
   async deliver(ids: TaskIds, request: TaskRequestRecord, ctx: DeliveryContext): Promise<A2AState> {
     let task = await this.tasks.get(ids.tenant, ids.taskId);
@@ -107,7 +107,9 @@ export class TaskRelay {
         }
         return result.task.state;
       }
-      task = result.task;
+      // The agent has the task: the workflow records the state it answered (a search attribute) and delivers
+      // again, which follows the agent's task from here (its id is recorded: nothing is sent twice).
+      return result.task.state;
     }
     let wait = FOLLOW_FIRST_MS;
     while (!SETTLED.has(task.state)) {

@@ -1,0 +1,170 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { Message, SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
+import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
+import { requestTopicOf, taskFromFrame } from '../../libs/a2a';
+import { frameFromKafkaRecord } from '../../libs/frame';
+import { PartitionReader } from '../../libs/kafka';
+import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { A2ATaskEntity } from '../../libs/storage';
+import { a2aSearchAttributes, a2aTaskWorkflowIdOf } from '../../workflows';
+import { EchoAgent, textOf } from '../support/a2a-echo-agent';
+import { endTaskWorkflows } from '../support/a2a-tasks';
+import { testConfig, uniqueTopic } from '../support/env';
+import { waitFor } from '../support/wait-for';
+
+class HeaderTenantFilter implements GateFilter {
+  readonly name = 'token';
+  check({ request }: GateContext): Verdict {
+    const tenant = request.headers['x-test-tenant'];
+    if (typeof tenant !== 'string') return ALLOW;
+    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
+  }
+}
+
+/** A loopback port nothing listens on (taken and released), where an agent can be started later. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * The durable core of the A2A broker on a real instance (gateway and worker), Postgres, Kafka and Temporal, through
+ * the SDK's stock client: each task is a workflow `a2a-task/<id>` whose request travels on the agent's request
+ * topic, a task for an agent that is down waits for it (within the task's timeout, 8 s here), a cancel reaches
+ * the agent's running task, and the workflow is found in Temporal by its id and search attributes.
+ */
+describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
+  const suffix = randomUUID().slice(0, 8);
+  const tenant = `a2a-d-${suffix}`;
+  const config = testConfig({
+    EVENTMESH_INSTANCE_ID: `a2a-d-${suffix}`,
+    EVENTMESH_KAFKA_TOPICS: uniqueTopic('a2a-d'),
+    EVENTMESH_HTTP_PORT: '0',
+    EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
+    EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '2000',
+    EVENTMESH_AGENTS_TASK_TIMEOUT_MS: '8000',
+    EVENTMESH_AGENTS_SEND_WAIT_MS: '15000',
+  });
+  const gate = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const agent = new EchoAgent();
+  const started: EchoAgent[] = [agent];
+  let instance: RunningInstance;
+
+  beforeAll(async () => {
+    await agent.start();
+    instance = await startInstance(config, { roles: ['gateway', 'worker'], gates: { ingress: gate('ingress'), admin: gate('admin'), close: async () => undefined } });
+    expect((await register('echo', agent.card())).status).toBe(201);
+  });
+  afterAll(async () => {
+    await endTaskWorkflows([tenant]);
+    await instance?.close();
+    for (const a of started) await a.close();
+  });
+
+  const headers = { 'x-test-tenant': tenant };
+  const register = (name: string, card: unknown) =>
+    fetch(`${instance.url}/a2a/agents/${name}`, { method: 'PUT', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(card) });
+  const fetchAs: typeof fetch = ((input: string | URL | Request, init?: RequestInit) =>
+    fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), ...headers } })) as typeof fetch;
+  const clientOf = (name: string): Promise<Client> =>
+    new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs }) }).createFromUrl(
+      `${instance.url}/a2a/agents/${name}/.well-known/agent-card.json`,
+      '',
+    );
+  const send = (text: string, configuration: Record<string, unknown> = {}): SendMessageRequest =>
+    SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration });
+  const asTask = (answer: Message | Task): Task => {
+    expect('status' in answer).toBe(true);
+    return answer as Task;
+  };
+  const stateOf = async (client: Client, id: string) => (await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state;
+  const workflowOf = (id: string) => instance.deps.temporal.client.workflow.getHandle(a2aTaskWorkflowIdOf(id));
+
+  it('writes the task to the agent\'s request topic as a frame and runs it as workflow a2a-task/<id>, found by its search attributes', async () => {
+    const client = await clientOf('echo');
+    const task = asTask(await client.sendMessage(send('echo:visible')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toEqual(['visible']);
+
+    const handle = workflowOf(task.id);
+    expect(await handle.result()).toBe('completed');
+    const description = await handle.describe();
+    expect(description.type).toBe('a2aTaskWorkflow');
+    expect(description.taskQueue).toBe('eventmesh-a2a');
+    const attribute = (key: (typeof a2aSearchAttributes)[keyof typeof a2aSearchAttributes]) => description.typedSearchAttributes.get(key);
+    expect([attribute(a2aSearchAttributes.agent), attribute(a2aSearchAttributes.tenant), attribute(a2aSearchAttributes.state)]).toEqual(['echo', tenant, 'completed']);
+    // The history holds ids and states, never the message: its text appears nowhere in it.
+    expect(JSON.stringify(await handle.fetchHistory())).not.toContain('visible');
+    // Operators find it by agent and state (visibility is eventually consistent).
+    const found = await waitFor('the task listed by its search attributes', async () => {
+      const ids: string[] = [];
+      for await (const run of instance.deps.temporal.client.workflow.list({ query: `EventMeshAgent = 'echo' AND EventMeshTenant = '${tenant}' AND EventMeshTaskState = 'completed'` })) ids.push(run.workflowId);
+      return ids.includes(a2aTaskWorkflowIdOf(task.id)) && ids;
+    });
+    expect(found).toContain(`a2a-task/${task.id}`);
+
+    // The request on the agent's topic: one frame, the task's id, the message with the mesh's ids.
+    const args = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+    const input = JSON.parse(Buffer.from(args as Uint8Array).toString('utf8')) as { request: { topic: string; partition: number; offset: number } };
+    expect(input.request.topic).toBe(requestTopicOf(tenant, 'echo'));
+    const reader = new PartitionReader(instance.deps.kafka);
+    await reader.connect();
+    try {
+      const [fetched] = await reader.fetch([input.request], { maxWaitMs: 0 });
+      const record = fetched.records.find((r) => r.offset === input.request.offset)!;
+      const carried = taskFromFrame(frameFromKafkaRecord(record.headers, record.value));
+      expect(carried).toMatchObject({ taskId: task.id, agent: 'echo' });
+      expect(textOf(carried.request.message)).toBe('echo:visible');
+    } finally {
+      await reader.disconnect();
+    }
+  });
+
+  it('keeps a task for an agent that is down until the agent is back, then completes it once', async () => {
+    const port = await freePort();
+    const late = new EchoAgent();
+    started.push(late);
+    late.url = `http://127.0.0.1:${port}/`;
+    expect((await register('late', late.card())).status).toBe(201);
+    const client = await clientOf('late');
+    const task = asTask(await client.sendMessage(send('echo:waited', { returnImmediately: true })));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    // The delivery was tried and refused at least twice (Temporal retries it with backoff): the agent is down.
+    await waitFor('the delivery retried', async () => ((await workflowOf(task.id).describe()).raw.pendingActivities?.[0]?.attempt ?? 0) >= 2);
+    expect(await stateOf(client, task.id)).toBe(TaskState.TASK_STATE_SUBMITTED);
+    await late.start(port);
+    await waitFor('the task completed after the agent came back', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 15_000 });
+    expect(late.received).toEqual(['echo:waited']);
+    expect(await workflowOf(task.id).result()).toBe('completed');
+  });
+
+  it('fails a task whose agent does not come back within the task timeout', async () => {
+    const never = { ...agent.card(), supportedInterfaces: [{ url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
+    expect((await register('never', never)).status).toBe(201);
+    const started = Date.now();
+    const task = asTask(await (await clientOf('never')).sendMessage(send('echo:lost')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(textOf(task.status?.message)).toContain('did not settle within its timeout of 8000 ms');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(8000);
+  });
+
+  it('a cancel through the stock client reaches the running task at the agent, through the workflow', async () => {
+    const client = await clientOf('echo');
+    const key = randomUUID();
+    const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+    await waitFor('the agent working on the task', () => agent.isHeld(key));
+    await waitFor('the task recorded working', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING);
+    const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: task.id });
+    const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(agent.canceled.has(row.agentTaskId!)).toBe(true);
+    expect(await workflowOf(task.id).result()).toBe('canceled');
+    agent.release(key);
+  });
+});
