@@ -7,7 +7,8 @@ import type { EventFrame } from '../frame';
 import type { PublishReceipt } from '../kafka';
 import { AGENT_NAME, GateAuthentication, meshCardOf, RegisteredCard, validateAgentCard, validateAgentName } from './agent-card';
 import { AgentClients } from './agent-clients';
-import { A2AAgentStore, AgentFilter, StoredAgent } from './agent-store';
+import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
+import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agent-store';
 import { MeshTaskHandler } from './mesh-task-handler';
 import { requestTopicOf } from './request-topic';
 import { TaskRelay } from './task-relay';
@@ -18,11 +19,21 @@ import { TaskWorkflows } from './task-workflows';
 export interface AgentView {
   name: string;
   card: RegisteredCard;
+  style: AgentStyle;
+  /** A subscriber's last heartbeat. */
+  heartbeatAt?: string;
   createdAt: string;
   updatedAt: string;
 }
 
-const viewOf = (agent: StoredAgent): AgentView => ({ name: agent.name, card: agent.card, createdAt: agent.createdAt.toISOString(), updatedAt: agent.updatedAt.toISOString() });
+const viewOf = (agent: StoredAgent): AgentView => ({
+  name: agent.name,
+  card: agent.card,
+  style: agent.style,
+  ...(agent.heartbeatAt ? { heartbeatAt: agent.heartbeatAt.toISOString() } : {}),
+  createdAt: agent.createdAt.toISOString(),
+  updatedAt: agent.updatedAt.toISOString(),
+});
 
 /** What the broker writes tasks to and makes topics with (the gateway's Kafka producer and topic admin). */
 export interface BrokerKafka {
@@ -48,6 +59,8 @@ export class A2ABroker {
     private readonly kafka: BrokerKafka,
     private readonly workflows: TaskWorkflows,
     private readonly sendWaitMs: number,
+    /** How long a subscriber agent's card lives after its last heartbeat (EVENTMESH_AGENTS_HEARTBEAT_TTL_MS). */
+    private readonly heartbeatTtlMs: number,
   ) {
     this.agents = new A2AAgentStore(db);
     this.tasks = new A2ATaskStore(db);
@@ -62,16 +75,28 @@ export class A2ABroker {
     temporal: TemporalClient,
   ): A2ABroker {
     const workflows = new TaskWorkflows(temporal, { timeoutMs: agents.taskTimeoutMs, callTimeoutMs: agents.callTimeoutMs });
-    return new A2ABroker(db, new AgentClients(sinks.agent(), agents.callTimeoutMs), (url) => sinks.check(url), kafka, workflows, agents.sendWaitMs);
+    return new A2ABroker(
+      db,
+      new AgentClients(sinks.agent(), agents.callTimeoutMs),
+      (url) => sinks.check(url),
+      kafka,
+      workflows,
+      agents.sendWaitMs,
+      agents.heartbeatTtlMs,
+    );
   }
 
-  async register(tenant: string, name: string, body: unknown): Promise<{ agent: AgentView; created: boolean }> {
+  /** Registers an agent of a style (`url` when absent; a 400 naming the legal values otherwise). */
+  async register(tenant: string, name: string, body: unknown, style: string = 'url'): Promise<{ agent: AgentView; created: boolean }> {
     validateAgentName(name);
-    const card = validateAgentCard(body);
-    for (const i of card.supportedInterfaces) await this.checkUrl(i.url);
+    if (!(AGENT_STYLES as readonly string[]).includes(style)) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, `style: one of ${AGENT_STYLES.join(', ')}`, { field: 'style' });
+    }
+    const card = validateAgentCard(body, style as AgentStyle);
+    if (style === 'url') for (const i of card.supportedInterfaces) await this.checkUrl(i.url);
     // The topic first: an agent is registered only once its tasks have somewhere to travel.
     await this.kafka.ensureTopic(requestTopicOf(tenant, name));
-    const { agent, created } = await this.agents.put(tenant, name, card);
+    const { agent, created } = await this.agents.put(tenant, name, card, style as AgentStyle);
     return { agent: viewOf(agent), created };
   }
 
@@ -79,8 +104,31 @@ export class A2ABroker {
     return viewOf(await this.agent(tenant, name));
   }
 
+  /** The tenant's agents; a subscriber whose card expired (no heartbeat within the TTL) is not listed. */
   async list(tenant: string, filter: AgentFilter): Promise<AgentView[]> {
-    return (await this.agents.list(tenant, filter)).map(viewOf);
+    return (await this.agents.list(tenant, filter)).filter((a) => this.live(a)).map(viewOf);
+  }
+
+  /** A subscriber agent's liveness heartbeat: its card lives on for the TTL. 404 for an agent of another style. */
+  async heartbeat(tenant: string, name: string): Promise<void> {
+    if (!AGENT_NAME.test(name) || !(await this.agents.heartbeat(tenant, name))) throw notFound(name);
+  }
+
+  /**
+   * A mesh-subscriber agent's update of one of its tasks, recorded (compare-and-set), then told to the task's
+   * workflow (which ends when the task settles). Answers the task's state and version.
+   */
+  async update(tenant: string, name: string, taskId: string, body: unknown): Promise<{ taskId: string; state: string; version: number }> {
+    const agent = await this.agent(tenant, name);
+    const update = parseAgentUpdate(body);
+    const task = await applyAgentUpdate(this.tasks, tenant, agent.name, taskId, update);
+    await this.workflows.changed(task.id, task.state, task.version);
+    return { taskId: task.id, state: task.state, version: task.version };
+  }
+
+  /** An agent at a URL always; a subscriber while its last heartbeat is within the TTL. */
+  private live(agent: StoredAgent): boolean {
+    return agent.style === 'url' || (agent.heartbeatAt !== null && Date.now() - agent.heartbeatAt.getTime() <= this.heartbeatTtlMs);
   }
 
   async remove(tenant: string, name: string): Promise<void> {
@@ -88,10 +136,13 @@ export class A2ABroker {
     this.clients.forget(tenant, name);
   }
 
-  /** The tenant's agent by name, or a 404 `AGENT_NOT_FOUND` (the same for another tenant's). */
+  /**
+   * The tenant's agent by name, or a 404 `AGENT_NOT_FOUND` (the same for another tenant's, and for a subscriber whose
+   * card expired: its card is not served and it is sent no task until it beats again).
+   */
   async agent(tenant: string, name: string): Promise<StoredAgent> {
     const agent = AGENT_NAME.test(name) ? await this.agents.get(tenant, name) : undefined;
-    if (!agent) throw notFound(name);
+    if (!agent || !this.live(agent)) throw notFound(name);
     return agent;
   }
 

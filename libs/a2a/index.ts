@@ -10,3 +10,4 @@ export * from './request-topic';
 export * from './task-relay';
 export * from './task-workflows';
 export * from './request-records';
+export * from './agent-updates';

@@ -10,8 +10,16 @@ const PLAIN_TENANT = /^[A-Za-z0-9_-]{1,64}$/;
  * has no dots, so the name reads back unambiguously whatever dots the agent's name has.
  */
 export function requestTopicOf(tenant: string, agent: string): string {
-  const part = PLAIN_TENANT.test(tenant) && !tenant.startsWith('x-') ? tenant : `x-${createHash('sha256').update(tenant).digest('hex').slice(0, 16)}`;
-  return `a2a.${part}.${agent}.requests`;
+  return `a2a.${tenantPartOf(tenant)}.${agent}.requests`;
+}
+
+function tenantPartOf(tenant: string): string {
+  return PLAIN_TENANT.test(tenant) && !tenant.startsWith('x-') ? tenant : `x-${createHash('sha256').update(tenant).digest('hex').slice(0, 16)}`;
+}
+
+/** Whether a request topic is one of the tenant's agents' (only its own agents' replicas may subscribe to it). */
+export function isRequestTopicOf(topic: string, tenant: string): boolean {
+  return isRequestTopic(topic) && topic.startsWith(`a2a.${tenantPartOf(tenant)}.`);
 }
 
 /** Whether a topic is an agent's request topic (its name is the form above). */

@@ -1,4 +1,5 @@
 import type { Admin, Kafka } from 'kafkajs';
+import { isRequestTopic } from '../a2a/request-topic';
 import type { EventMeshConfig } from '../config';
 import { createLogger } from '../logging';
 
@@ -63,8 +64,9 @@ export class TopicAdmin {
     return { created };
   }
 
+  /** The configured topics, and the A2A agents' request topics (made at registration; libs/a2a/request-topic.ts). */
   isServed(topic: string): boolean {
-    return this.config.topics.includes(topic);
+    return this.config.topics.includes(topic) || isRequestTopic(topic);
   }
 
   async partitionsOf(topic: string): Promise<number[]> {

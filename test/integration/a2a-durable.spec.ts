@@ -50,6 +50,7 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '2000',
     EVENTMESH_AGENTS_TASK_TIMEOUT_MS: '8000',
     EVENTMESH_AGENTS_SEND_WAIT_MS: '15000',
+    EVENTMESH_AGENTS_HEARTBEAT_TTL_MS: '3000',
   });
   const gate = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
   const agent = new EchoAgent();
@@ -68,8 +69,17 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
   });
 
   const headers = { 'x-test-tenant': tenant };
-  const register = (name: string, card: unknown) =>
-    fetch(`${instance.url}/a2a/agents/${name}`, { method: 'PUT', headers: { ...headers, 'content-type': 'application/json' }, body: JSON.stringify(card) });
+  const register = (name: string, card: unknown, as = tenant) =>
+    fetch(`${instance.url}/a2a/agents/${name}`, { method: 'PUT', headers: { 'x-test-tenant': as, 'content-type': 'application/json' }, body: JSON.stringify(card) });
+  const call = async (method: string, path: string, body?: unknown, as = tenant): Promise<{ status: number; body: Record<string, unknown> | null }> => {
+    const response = await fetch(`${instance.url}${path}`, {
+      method,
+      headers: { 'x-test-tenant': as, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
+  };
   const fetchAs: typeof fetch = ((input: string | URL | Request, init?: RequestInit) =>
     fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), ...headers } })) as typeof fetch;
   const clientOf = (name: string): Promise<Client> =>
@@ -166,5 +176,76 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     expect(agent.canceled.has(row.agentTaskId!)).toBe(true);
     expect(await workflowOf(task.id).result()).toBe('canceled');
     agent.release(key);
+  });
+
+  describe('mesh-subscriber agents', () => {
+    const subscriberCard = () => ({ ...agent.card(), name: 'worker', supportedInterfaces: [] });
+
+    it('two replicas share 20 tasks through the agent\'s subscription (LOAD_BALANCE), each done once, answered by updates', async () => {
+      expect((await register('worker?style=subscriber', subscriberCard())).status).toBe(201);
+      const topic = requestTopicOf(tenant, 'worker');
+      // Only the agent's tenant may subscribe to its request topic, and nobody may publish to it.
+      expect(await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE' } }, `intruder-${suffix}`)).toMatchObject({ status: 404, body: { code: 'UNKNOWN_TOPIC' } });
+      const published = await fetch(`${instance.url}/events/publish?topic=${encodeURIComponent(topic)}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id: 'x', source: '/x', type: 'x' }),
+      });
+      expect([published.status, ((await published.json()) as { code: string }).code]).toEqual([404, 'UNKNOWN_TOPIC']);
+      const subscription = await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+      expect(subscription.status).toBe(201);
+      const id = subscription.body!.id as string;
+
+      const done: Record<string, string[]> = { r1: [], r2: [] };
+      let stopped = false;
+      const replica = async (name: string) => {
+        while (!stopped) {
+          await call('POST', '/a2a/agents/worker/heartbeat');
+          const polled = await call('GET', `/subscriptions/${id}/poll?consumer=${name}&window=1&max=1&waitMs=300`);
+          for (const d of (polled.body?.deliveries ?? []) as { deliveryId: string; event: { a2ataskid: string; data: { message: { parts: { text: string }[] } } } }[]) {
+            const text = d.event.data.message.parts[0].text;
+            const answer = await call('POST', `/a2a/agents/worker/tasks/${d.event.a2ataskid}/updates`, {
+              state: 'TASK_STATE_COMPLETED',
+              message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text: `done by ${name}` }] },
+              artifacts: [{ artifactId: randomUUID(), name: 'result', parts: [{ text: `${name}:${text}` }] }],
+            });
+            expect(answer).toMatchObject({ status: 200, body: { state: 'completed' } });
+            done[name].push(d.event.a2ataskid);
+            expect((await call('POST', `/subscriptions/${id}/acks`, { deliveryId: d.deliveryId, action: 'ack' })).status).toBe(200);
+          }
+        }
+      };
+      const replicas = [replica('r1'), replica('r2')];
+      try {
+        const client = await clientOf('worker');
+        const sent = await Promise.all(Array.from({ length: 20 }, (_, i) => client.sendMessage(send(`job ${i}`, { returnImmediately: true })).then((a) => asTask(a).id)));
+        await waitFor('the 20 tasks completed', async () => (await Promise.all(sent.map((t) => stateOf(client, t)))).every((s) => s === TaskState.TASK_STATE_COMPLETED));
+        stopped = true;
+        await Promise.all(replicas);
+        expect([...done.r1, ...done.r2].sort()).toEqual([...sent].sort());
+        expect([done.r1.length, done.r2.length].every((n) => n > 0)).toBe(true);
+        const one = await client.getTask({ tenant: '', id: sent[0], historyLength: undefined });
+        expect(one.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toEqual([expect.stringMatching(/^r[12]:job 0$/)]);
+        expect(await Promise.all(sent.map((t) => workflowOf(t).result()))).toEqual(sent.map(() => 'completed'));
+        // A task that ended takes no more updates.
+        expect(await call('POST', `/a2a/agents/worker/tasks/${sent[0]}/updates`, { state: 'working' })).toMatchObject({ status: 409, body: { code: 'ILLEGAL_TRANSITION' } });
+        expect(await call('POST', `/a2a/agents/worker/tasks/${sent[0]}/updates`, { state: 'bogus' })).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'state' } });
+        expect(await call('POST', `/a2a/agents/worker/tasks/${randomUUID()}/updates`, { state: 'working' })).toMatchObject({ status: 404, body: { code: 'TASK_NOT_FOUND' } });
+      } finally {
+        stopped = true;
+        await Promise.allSettled(replicas);
+      }
+    });
+
+    it('a subscriber\'s card expires without a heartbeat, and is back with one', async () => {
+      expect((await register('sleepy?style=subscriber', { ...subscriberCard(), name: 'sleepy' })).status).toBe(201);
+      expect((await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status).toBe(200);
+      await waitFor('the card expired', async () => (await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status === 404, { timeoutMs: 10_000 });
+      expect(((await call('GET', '/a2a/agents')).body!.agents as { name: string }[]).map((a) => a.name)).not.toContain('sleepy');
+      expect((await call('POST', '/a2a/agents/sleepy/heartbeat')).status).toBe(204);
+      expect((await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status).toBe(200);
+      expect((await call('POST', '/a2a/agents/echo/heartbeat')).status).toBe(404);
+      expect(await call('PUT', '/a2a/agents/x?style=pull', subscriberCard())).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'style' } });
+    });
   });
 });

@@ -66,6 +66,9 @@ function workflowSource(): { workflowBundle: { codePath: string } } | { workflow
  * PARTITION_OWNED_PULL: a worker on the instance's own queue hosts the lease activity and the partition poll
  * activities; a second worker on the shared control queue hosts the coordinator, partition and instance-lease
  * workflows (any live instance runs them). The {@link OwnershipAgent} joins and confirms the lease.
+ *
+ * Both: a worker on the shared A2A task queue runs the task workflows `a2a-task/<taskId>` and their activities
+ * (delivering to agents at a URL, reading the requests back from the agents' request topics; docs/a2a.md).
  */
 export class WorkerHost {
   private readonly log = createLogger('WorkerHost');
