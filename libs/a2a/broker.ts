@@ -5,6 +5,7 @@ import type { EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import type { EventFrame } from '../frame';
 import type { PublishReceipt } from '../kafka';
+import { createLogger } from '../logging';
 import { AGENT_NAME, GateAuthentication, meshCardOf, RegisteredCard, validateAgentCard, validateAgentName } from './agent-card';
 import { AgentClients } from './agent-clients';
 import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
@@ -47,6 +48,7 @@ export interface BrokerKafka {
  * Tasks are run by their workflows (task-workflows.ts), on whichever instance's worker.
  */
 export class A2ABroker {
+  private readonly log = createLogger('A2ABroker');
   readonly agents: A2AAgentStore;
   readonly tasks: A2ATaskStore;
   private readonly relay: TaskRelay;
@@ -122,7 +124,11 @@ export class A2ABroker {
     const agent = await this.agent(tenant, name);
     const update = parseAgentUpdate(body);
     const task = await applyAgentUpdate(this.tasks, tenant, agent.name, taskId, update);
-    await this.workflows.changed(task.id, task.state, task.version);
+    // The update is recorded: a workflow that does not hear of it (Temporal unreachable) still ends, at the task's
+    // timeout at the latest, with the state recorded.
+    await this.workflows.changed(task.id, task.state, task.version).catch((e: unknown) =>
+      this.log.warn({ agent: agent.name, task: task.id, error: (e as Error).message }, 'could not tell the task workflow of an update'),
+    );
     return { taskId: task.id, state: task.state, version: task.version };
   }
 

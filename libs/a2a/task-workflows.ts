@@ -44,20 +44,20 @@ export class TaskWorkflows {
     });
   }
 
-  /** Resolves when the task's workflow ended (the task settled), or after `boundMs`, whichever comes first. */
+  /**
+   * Resolves when the task's workflow ended (the task settled), or after `boundMs`, whichever comes first; never
+   * rejects. The long poll of the result is aborted at the bound, so a send that stopped waiting leaves no call behind.
+   */
   async waitSettled(taskId: string, boundMs: number): Promise<void> {
-    let timer: NodeJS.Timeout | undefined;
-    const bound = new Promise<void>((resolve) => (timer = setTimeout(resolve, boundMs)));
-    const result = this.client.workflow
-      .getHandle(a2aTaskWorkflowIdOf(taskId))
-      .result()
-      .then(() => undefined);
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(), boundMs);
     try {
-      await Promise.race([result, bound]);
+      await this.client.connection.withAbortSignal(controller.signal, () => this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).result());
+    } catch {
+      // The bound, or a workflow that failed or was terminated, or Temporal unreachable: the caller answers the
+      // task as recorded in Postgres, whichever it was.
     } finally {
       clearTimeout(timer);
-      // The long poll of an unsettled task goes on in the client until the server answers it; its outcome is not wanted.
-      result.catch(() => undefined);
     }
   }
 
@@ -76,7 +76,8 @@ export class TaskWorkflows {
     try {
       await this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).signal(taskChangedSignal, { state, version });
     } catch (e) {
-      if (!(e instanceof WorkflowNotFoundError)) throw e;
+      // A workflow that ended (the task settled before, e.g. input-required) has nothing to follow.
+      if (!(e instanceof WorkflowNotFoundError) && !isCompleted(e)) throw e;
     }
   }
 }

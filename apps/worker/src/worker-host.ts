@@ -1,5 +1,5 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createA2ATaskActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
@@ -47,14 +47,18 @@ function installTemporalRuntime(log: Logger): void {
   });
 }
 
-/** The bundle `npm run build` wrote next to the compiled code, else the workflow sources (bundled at start). */
-function workflowSource(): { workflowBundle: { codePath: string } } | { workflowsPath: string } {
-  const workflowsDir = path.resolve(__dirname, '../../../workflows');
+let sourceBundle: Promise<{ code: string }> | undefined;
+
+/**
+ * The bundle `npm run build` wrote next to the compiled code; else the workflow sources, bundled once per process
+ * and shared by every worker that runs workflows (the dispatch or control worker, and the A2A task worker).
+ */
+async function workflowSource(): Promise<{ workflowBundle: { codePath: string } | { code: string } }> {
   const built = path.resolve(__dirname, '../../../workflow-bundle.js');
-  if (existsSync(built)) {
-    return { workflowBundle: { codePath: built } };
-  }
-  return { workflowsPath: require.resolve(workflowsDir) };
+  if (existsSync(built)) return { workflowBundle: { codePath: built } };
+  sourceBundle ??= bundleWorkflowCode({ workflowsPath: require.resolve(path.resolve(__dirname, '../../../workflows')), logger: new DefaultLogger('WARN') });
+  sourceBundle.catch(() => (sourceBundle = undefined));
+  return { workflowBundle: await sourceBundle };
 }
 
 /**
@@ -164,7 +168,7 @@ export class WorkerHost {
       new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
       new KafkaRequestRecords(a2aReader),
     );
-    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay }), ...workflowSource() });
+    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay }), ...(await workflowSource()) });
 
     if (config.delivery.topology === 'LOCAL_STICKY_PULL') {
       const activities = createDispatchActivities({
@@ -174,7 +178,7 @@ export class WorkerHost {
         runs: new DispatchRunStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
         createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
       });
-      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource() });
+      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(await workflowSource()) });
       const host = new WorkerHost([worker, a2aWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
       host.run(onFatal, deadLetters, config);
       try {
@@ -229,7 +233,7 @@ export class WorkerHost {
     const controlWorker = await Worker.create({
       ...workerOptions,
       taskQueue: CONTROL_TASK_QUEUE,
-      ...workflowSource(),
+      ...(await workflowSource()),
       // No workflow cache, so no sticky queues: with one, a workflow task goes first to the worker that ran the
       // workflow last, and if that worker's instance just died the task waits out the sticky timeout (10 s by
       // default) before any other worker runs it, at every step of a takeover. Without it, every live instance's
