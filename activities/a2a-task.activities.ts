@@ -5,6 +5,8 @@ import type { CancelOutcome, TaskRequestRecord, TaskStep } from '../workflows/a2
 
 export interface A2ATaskActivityDeps {
   relay: TaskRelay;
+  /** Aborted when the instance shuts down: a delivery stops at once and Temporal runs it again on another instance. */
+  shutdownSignal: AbortSignal;
 }
 
 /** How often a delivery heartbeats (so a cancel of the task reaches it at once, and a dead worker is noticed). */
@@ -24,7 +26,8 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       try {
         const { request, callTimeoutMs, ...ids } = input;
-        return { state: await deps.relay.deliver(ids, request, { signal: ctx.cancellationSignal, callTimeoutMs }) };
+        const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
+        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs }) };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
         if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');

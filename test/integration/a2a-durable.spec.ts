@@ -13,6 +13,7 @@ import { a2aSearchAttributes, a2aTaskWorkflowIdOf } from '../../workflows';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { testConfig, uniqueTopic } from '../support/env';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 
 class HeaderTenantFilter implements GateFilter {
@@ -36,22 +37,22 @@ async function freePort(): Promise<number> {
 /**
  * The durable core of the A2A broker on a real instance (gateway and worker), Postgres, Kafka and Temporal, through
  * the SDK's stock client: each task is a workflow `a2a-task/<id>` whose request travels on the agent's request
- * topic, a task for an agent that is down waits for it (within the task's timeout, 8 s here), a cancel reaches
+ * topic, a task for an agent that is down waits for it (within the task's timeout, 12 s here), a cancel reaches
  * the agent's running task, and the workflow is found in Temporal by its id and search attributes.
  */
 describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
   const suffix = randomUUID().slice(0, 8);
   const tenant = `a2a-d-${suffix}`;
-  const config = testConfig({
-    EVENTMESH_INSTANCE_ID: `a2a-d-${suffix}`,
+  const env = {
     EVENTMESH_KAFKA_TOPICS: uniqueTopic('a2a-d'),
     EVENTMESH_HTTP_PORT: '0',
     EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
     EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '2000',
-    EVENTMESH_AGENTS_TASK_TIMEOUT_MS: '8000',
+    EVENTMESH_AGENTS_TASK_TIMEOUT_MS: '12000',
     EVENTMESH_AGENTS_SEND_WAIT_MS: '15000',
     EVENTMESH_AGENTS_HEARTBEAT_TTL_MS: '3000',
-  });
+  };
+  const config = testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-d-${suffix}` });
   const gate = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
   const agent = new EchoAgent();
   const started: EchoAgent[] = [agent];
@@ -160,8 +161,8 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const started = Date.now();
     const task = asTask(await (await clientOf('never')).sendMessage(send('echo:lost')));
     expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
-    expect(textOf(task.status?.message)).toContain('did not settle within its timeout of 8000 ms');
-    expect(Date.now() - started).toBeGreaterThanOrEqual(8000);
+    expect(textOf(task.status?.message)).toContain('did not settle within its timeout of 12000 ms');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(12000);
   });
 
   it('a cancel through the stock client reaches the running task at the agent, through the workflow', async () => {
@@ -247,5 +248,33 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       expect((await call('POST', '/a2a/agents/echo/heartbeat')).status).toBe(404);
       expect(await call('PUT', '/a2a/agents/x?style=pull', subscriberCard())).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'style' } });
     });
+  });
+
+  it('a task outlives the worker that was delivering it: another instance follows it to completion, sending nothing twice', async () => {
+    // The last case: only worker instances of this case deliver from here on (the first instance keeps its gateway).
+    await instance.worker!.stop();
+    const workerOnly = (name: string) => startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `${name}-${suffix}` }), { roles: ['worker'] });
+    const first = await workerOnly('a2a-d-w1');
+    let second: RunningInstance | undefined;
+    try {
+      const client = await clientOf('echo');
+      const key = randomUUID();
+      const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+      await waitFor('the agent working on the task', () => agent.isHeld(key));
+      await waitFor('the task recorded working', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING);
+      expect((await workflowOf(task.id).describe()).raw.pendingActivities?.[0]?.lastWorkerIdentity).toContain(`a2a-d-w1-${suffix}@`);
+      await first.close();
+      second = await workerOnly('a2a-d-w2');
+      agent.release(key);
+      await waitFor('the task completed by the other instance', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 15_000 });
+      expect(await workflowOf(task.id).result()).toBe('completed');
+      expect(agent.received.filter((t) => t === `hold:${key}`)).toHaveLength(1);
+    } finally {
+      await first.close().catch(() => undefined);
+      await second?.close();
+      const { client, close } = await temporalClient();
+      await terminateWorkflows(client, [`dispatch/a2a-d-w1-${suffix}`, `dispatch/a2a-d-w2-${suffix}`]);
+      await close();
+    }
   });
 });

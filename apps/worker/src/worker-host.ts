@@ -168,7 +168,7 @@ export class WorkerHost {
       new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
       new KafkaRequestRecords(a2aReader),
     );
-    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay }), ...(await workflowSource()) });
+    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay, shutdownSignal: shutdown.signal }), ...(await workflowSource()) });
 
     if (config.delivery.topology === 'LOCAL_STICKY_PULL') {
       const activities = createDispatchActivities({
