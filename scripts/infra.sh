@@ -49,7 +49,8 @@ TEMPORAL_TEST_NAMESPACE=eventmesh-test
 TEMPORAL_CLI_VERSION=v1.5.1
 TEMPORAL_BIN=$TOOLS/bin/temporal
 # Custom search attributes used by the partition workflows (docs/topologies.md).
-TEMPORAL_SEARCH_ATTRIBUTES=(EventMeshTopic=Keyword EventMeshPartition=Int EventMeshOwner=Keyword EventMeshEpoch=Int)
+TEMPORAL_SEARCH_ATTRIBUTES=(EventMeshTopic=Keyword EventMeshPartition=Int EventMeshOwner=Keyword EventMeshEpoch=Int
+  EventMeshAgent=Keyword EventMeshTaskState=Keyword EventMeshTenant=Keyword)
 
 say() { printf '[infra] %s\n' "$*"; }
 die() { printf '[infra] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -319,11 +320,13 @@ start_temporal() {
   local dir=$DATA/temporal log=$LOGS/temporal.log pidfile=$DATA/temporal/temporal.pid
   if pid_alive "$pidfile"; then
     wait_until temporal "$log" temporal_ready
+    ensure_temporal_search_attributes
     say "temporal: already running at $TEMPORAL_ADDRESS (UI $TEMPORAL_UI_URL)"; return 0
   fi
   if port_open "$TEMPORAL_HOST" "$TEMPORAL_PORT"; then
     say "temporal: already reachable at $TEMPORAL_ADDRESS, using it"
     ensure_temporal_namespaces
+    ensure_temporal_search_attributes
     return 0
   fi
   provision_temporal
@@ -347,6 +350,21 @@ ensure_temporal_namespaces() {
     "$TEMPORAL_BIN" operator namespace describe --address "$TEMPORAL_ADDRESS" -n "$ns" >/dev/null 2>&1 && continue
     "$TEMPORAL_BIN" operator namespace create --address "$TEMPORAL_ADDRESS" -n "$ns" >/dev/null 2>&1 \
       && say "temporal: created namespace $ns" || say "temporal: WARNING: could not create namespace $ns"
+  done
+}
+
+# ensure_temporal_search_attributes: registers the runtime's search attributes that a running server lacks (one
+# started before an attribute was added to TEMPORAL_SEARCH_ATTRIBUTES, or not by this script), in both namespaces.
+ensure_temporal_search_attributes() {
+  [[ -x $TEMPORAL_BIN ]] || return 0
+  local ns sa known
+  for ns in "$TEMPORAL_NAMESPACE" "$TEMPORAL_TEST_NAMESPACE"; do
+    known=$("$TEMPORAL_BIN" operator search-attribute list --address "$TEMPORAL_ADDRESS" -n "$ns" 2>/dev/null) || continue
+    for sa in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do
+      grep -qw "${sa%%=*}" <<<"$known" && continue
+      "$TEMPORAL_BIN" operator search-attribute create --address "$TEMPORAL_ADDRESS" -n "$ns" --name "${sa%%=*}" --type "${sa#*=}" >/dev/null 2>&1 \
+        && say "temporal: registered search attribute ${sa%%=*} in $ns" || say "temporal: WARNING: could not register search attribute ${sa%%=*} in $ns"
+    done
   done
 }
 

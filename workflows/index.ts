@@ -5,3 +5,5 @@ export * from './ownership.definitions';
 export * from './partition.workflow';
 export * from './instance-lease.workflow';
 export * from './coordinator.workflow';
+export * from './a2a-task.definitions';
+export * from './a2a-task.workflow';

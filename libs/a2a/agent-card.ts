@@ -22,12 +22,13 @@ const httpUrl = z.string().refine((value) => {
  * and at least one interface the mesh can call. Other fields (provider, security schemes, icon, ...) are kept as
  * given.
  */
+const agentInterface = z.looseObject({ url: httpUrl, protocolBinding: nonEmpty, protocolVersion: nonEmpty, tenant: z.string().optional() });
 export const agentCardSchema = z.looseObject({
   name: nonEmpty,
   description: nonEmpty,
   version: nonEmpty,
   supportedInterfaces: z
-    .array(z.looseObject({ url: httpUrl, protocolBinding: nonEmpty, protocolVersion: nonEmpty, tenant: z.string().optional() }))
+    .array(agentInterface)
     .min(1)
     .refine((interfaces) => interfaces.some((i) => CALLABLE_BINDINGS.includes(i.protocolBinding)), {
       message: `needs an interface with protocolBinding ${CALLABLE_BINDINGS.join(' or ')}`,
@@ -48,11 +49,17 @@ export const agentCardSchema = z.looseObject({
   ),
 });
 
+/** A mesh subscriber's card: the mesh never calls it, so it may name no interface (the served card names the mesh's). */
+const subscriberCardSchema = agentCardSchema.extend({ supportedInterfaces: z.array(agentInterface).default([]) });
+
 export type RegisteredCard = z.infer<typeof agentCardSchema>;
 
-/** The card a registration carries, validated; a 400 `INVALID_AGENT_CARD` naming the first bad field otherwise. */
-export function validateAgentCard(body: unknown): RegisteredCard {
-  const parsed = agentCardSchema.safeParse(body);
+/**
+ * The card a registration carries, validated; a 400 `INVALID_AGENT_CARD` naming the first bad field otherwise. An agent
+ * at a URL needs an interface the mesh can call; a subscriber needs none.
+ */
+export function validateAgentCard(body: unknown, style: 'url' | 'subscriber' = 'url'): RegisteredCard {
+  const parsed = (style === 'subscriber' ? subscriberCardSchema : agentCardSchema).safeParse(body);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue.path.join('.') || 'card';

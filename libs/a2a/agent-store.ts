@@ -1,10 +1,17 @@
 import type { DataSource } from 'typeorm';
 import type { RegisteredCard } from './agent-card';
 
+/** How an agent takes its tasks: `url`, the mesh calls its A2A server; `subscriber`, its subscription on its request topic delivers them. */
+export type AgentStyle = 'url' | 'subscriber';
+export const AGENT_STYLES: readonly AgentStyle[] = ['url', 'subscriber'];
+
 export interface StoredAgent {
   tenant: string;
   name: string;
   card: RegisteredCard;
+  style: AgentStyle;
+  /** A subscriber's last heartbeat (its registration counts as one); null for an agent at a URL. */
+  heartbeatAt: Date | null;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -13,11 +20,23 @@ interface RawAgent {
   tenant: string;
   name: string;
   card: RegisteredCard;
+  style: AgentStyle;
+  heartbeat_at: Date | null;
   created_at: Date;
   updated_at: Date;
 }
 
-const agentOf = (r: RawAgent): StoredAgent => ({ tenant: r.tenant, name: r.name, card: r.card, createdAt: r.created_at, updatedAt: r.updated_at });
+const COLUMNS = 'tenant, name, card, style, heartbeat_at, created_at, updated_at';
+
+const agentOf = (r: RawAgent): StoredAgent => ({
+  tenant: r.tenant,
+  name: r.name,
+  card: r.card,
+  style: r.style,
+  heartbeatAt: r.heartbeat_at,
+  createdAt: r.created_at,
+  updatedAt: r.updated_at,
+});
 
 /** Which agents a listing returns: those with a skill of this id, or a skill with this tag. */
 export interface AgentFilter {
@@ -29,20 +48,29 @@ export interface AgentFilter {
 export class A2AAgentStore {
   constructor(private readonly db: DataSource) {}
 
-  /** Registers the agent, or replaces its card; `created` says which. */
-  async put(tenant: string, name: string, card: RegisteredCard): Promise<{ agent: StoredAgent; created: boolean }> {
+  /** Registers the agent, or replaces its card and style; `created` says which. A subscriber's registration is a heartbeat. */
+  async put(tenant: string, name: string, card: RegisteredCard, style: AgentStyle): Promise<{ agent: StoredAgent; created: boolean }> {
     const [row]: (RawAgent & { inserted: boolean })[] = await this.db.query(
-      `INSERT INTO a2a_agents (tenant, name, card) VALUES ($1, $2, $3)
-       ON CONFLICT (tenant, name) DO UPDATE SET card = EXCLUDED.card, updated_at = now()
-       RETURNING tenant, name, card, created_at, updated_at, (xmax = 0) AS inserted`,
-      [tenant, name, JSON.stringify(card)],
+      `INSERT INTO a2a_agents (tenant, name, card, style, heartbeat_at) VALUES ($1, $2, $3, $4, CASE WHEN $4 = 'subscriber' THEN now() END)
+       ON CONFLICT (tenant, name) DO UPDATE SET card = EXCLUDED.card, style = EXCLUDED.style, heartbeat_at = EXCLUDED.heartbeat_at, updated_at = now()
+       RETURNING ${COLUMNS}, (xmax = 0) AS inserted`,
+      [tenant, name, JSON.stringify(card), style],
     );
     return { agent: agentOf(row), created: row.inserted };
   }
 
   async get(tenant: string, name: string): Promise<StoredAgent | undefined> {
-    const rows: RawAgent[] = await this.db.query(`SELECT tenant, name, card, created_at, updated_at FROM a2a_agents WHERE tenant = $1 AND name = $2`, [tenant, name]);
+    const rows: RawAgent[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_agents WHERE tenant = $1 AND name = $2`, [tenant, name]);
     return rows.length === 0 ? undefined : agentOf(rows[0]);
+  }
+
+  /** A subscriber agent's liveness heartbeat; false when the tenant has no subscriber agent by that name. */
+  async heartbeat(tenant: string, name: string): Promise<boolean> {
+    const [, affected]: [unknown[], number] = await this.db.query(
+      `UPDATE a2a_agents SET heartbeat_at = now() WHERE tenant = $1 AND name = $2 AND style = 'subscriber'`,
+      [tenant, name],
+    );
+    return affected > 0;
   }
 
   /** Removes the agent; false when the tenant has none by that name. Its tasks stay (readable by id). */
@@ -65,7 +93,7 @@ export class A2AAgentStore {
       where.push(`card->'skills' @> $${params.length}::jsonb`);
     }
     const rows: RawAgent[] = await this.db.query(
-      `SELECT tenant, name, card, created_at, updated_at FROM a2a_agents WHERE ${where.join(' AND ')} ORDER BY name`,
+      `SELECT ${COLUMNS} FROM a2a_agents WHERE ${where.join(' AND ')} ORDER BY name`,
       params,
     );
     return rows.map(agentOf);

@@ -1,56 +1,104 @@
+import type { Client as TemporalClient } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Agent as UndiciAgent } from 'undici';
+import type { EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
+import type { EventFrame } from '../frame';
+import type { PublishReceipt } from '../kafka';
 import { createLogger } from '../logging';
 import { AGENT_NAME, GateAuthentication, meshCardOf, RegisteredCard, validateAgentCard, validateAgentName } from './agent-card';
 import { AgentClients } from './agent-clients';
-import { A2AAgentStore, AgentFilter, StoredAgent } from './agent-store';
+import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
+import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agent-store';
 import { MeshTaskHandler } from './mesh-task-handler';
+import { requestTopicOf } from './request-topic';
+import { TaskRelay } from './task-relay';
 import { A2ATaskStore } from './task-store';
+import { TaskWorkflows } from './task-workflows';
 
 /** An agent as the registry API shows it. */
 export interface AgentView {
   name: string;
   card: RegisteredCard;
+  style: AgentStyle;
+  /** A subscriber's last heartbeat. */
+  heartbeatAt?: string;
   createdAt: string;
   updatedAt: string;
 }
 
-const viewOf = (agent: StoredAgent): AgentView => ({ name: agent.name, card: agent.card, createdAt: agent.createdAt.toISOString(), updatedAt: agent.updatedAt.toISOString() });
+const viewOf = (agent: StoredAgent): AgentView => ({
+  name: agent.name,
+  card: agent.card,
+  style: agent.style,
+  ...(agent.heartbeatAt ? { heartbeatAt: agent.heartbeatAt.toISOString() } : {}),
+  createdAt: agent.createdAt.toISOString(),
+  updatedAt: agent.updatedAt.toISOString(),
+});
 
-/** How long close() waits for relays a non-blocking send left running. */
-const CLOSE_WAIT_MS = 5_000;
+/** What the broker writes tasks to and makes topics with (the gateway's Kafka producer and topic admin). */
+export interface BrokerKafka {
+  publish(topic: string, frame: EventFrame): Promise<PublishReceipt>;
+  ensureTopic(topic: string): Promise<unknown>;
+}
 
 /**
- * The A2A broker of a gateway (docs/a2a.md): the agents registry (tenant-scoped), the card the mesh serves for each
- * agent, and the per-agent request handler behind the JSON-RPC endpoint. Relays a non-blocking send leaves running
- * are tracked here, and awaited (bounded) on close.
+ * The A2A broker of a gateway (docs/a2a.md): the agents registry (tenant-scoped; registering an agent creates its
+ * request topic), the card the mesh serves for each agent, and the per-agent request handler behind its endpoints.
+ * Tasks are run by their workflows (task-workflows.ts), on whichever instance's worker.
  */
 export class A2ABroker {
   private readonly log = createLogger('A2ABroker');
   readonly agents: A2AAgentStore;
   readonly tasks: A2ATaskStore;
-  private readonly running = new Set<Promise<unknown>>();
+  private readonly relay: TaskRelay;
 
   constructor(
     db: DataSource,
     private readonly clients: AgentClients,
     /** Checks an agent URL against the sink rules (the SSRF guard of webhook sinks), refusing with a 400. */
     private readonly checkUrl: (url: string) => Promise<void>,
+    private readonly kafka: BrokerKafka,
+    private readonly workflows: TaskWorkflows,
+    private readonly sendWaitMs: number,
+    /** How long a subscriber agent's card lives after its last heartbeat (EVENTMESH_AGENTS_HEARTBEAT_TTL_MS). */
+    private readonly heartbeatTtlMs: number,
   ) {
     this.agents = new A2AAgentStore(db);
     this.tasks = new A2ATaskStore(db);
+    this.relay = new TaskRelay(this.tasks, this.agents, clients);
   }
 
-  static create(db: DataSource, sinks: { check(url: string): Promise<void>; agent(): UndiciAgent }, callTimeoutMs: number): A2ABroker {
-    return new A2ABroker(db, new AgentClients(sinks.agent(), callTimeoutMs), (url) => sinks.check(url));
+  static create(
+    db: DataSource,
+    sinks: { check(url: string): Promise<void>; agent(): UndiciAgent },
+    agents: EventMeshConfig['agents'],
+    kafka: BrokerKafka,
+    temporal: TemporalClient,
+  ): A2ABroker {
+    const workflows = new TaskWorkflows(temporal, { timeoutMs: agents.taskTimeoutMs, callTimeoutMs: agents.callTimeoutMs });
+    return new A2ABroker(
+      db,
+      new AgentClients(sinks.agent(), agents.callTimeoutMs),
+      (url) => sinks.check(url),
+      kafka,
+      workflows,
+      agents.sendWaitMs,
+      agents.heartbeatTtlMs,
+    );
   }
 
-  async register(tenant: string, name: string, body: unknown): Promise<{ agent: AgentView; created: boolean }> {
+  /** Registers an agent of a style (`url` when absent; a 400 naming the legal values otherwise). */
+  async register(tenant: string, name: string, body: unknown, style: string = 'url'): Promise<{ agent: AgentView; created: boolean }> {
     validateAgentName(name);
-    const card = validateAgentCard(body);
-    for (const i of card.supportedInterfaces) await this.checkUrl(i.url);
-    const { agent, created } = await this.agents.put(tenant, name, card);
+    if (!(AGENT_STYLES as readonly string[]).includes(style)) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, `style: one of ${AGENT_STYLES.join(', ')}`, { field: 'style' });
+    }
+    const card = validateAgentCard(body, style as AgentStyle);
+    if (style === 'url') for (const i of card.supportedInterfaces) await this.checkUrl(i.url);
+    // The topic first: an agent is registered only once its tasks have somewhere to travel.
+    await this.kafka.ensureTopic(requestTopicOf(tenant, name));
+    const { agent, created } = await this.agents.put(tenant, name, card, style as AgentStyle);
     return { agent: viewOf(agent), created };
   }
 
@@ -58,8 +106,35 @@ export class A2ABroker {
     return viewOf(await this.agent(tenant, name));
   }
 
+  /** The tenant's agents; a subscriber whose card expired (no heartbeat within the TTL) is not listed. */
   async list(tenant: string, filter: AgentFilter): Promise<AgentView[]> {
-    return (await this.agents.list(tenant, filter)).map(viewOf);
+    return (await this.agents.list(tenant, filter)).filter((a) => this.live(a)).map(viewOf);
+  }
+
+  /** A subscriber agent's liveness heartbeat: its card lives on for the TTL. 404 for an agent of another style. */
+  async heartbeat(tenant: string, name: string): Promise<void> {
+    if (!AGENT_NAME.test(name) || !(await this.agents.heartbeat(tenant, name))) throw notFound(name);
+  }
+
+  /**
+   * A mesh-subscriber agent's update of one of its tasks, recorded (compare-and-set), then told to the task's
+   * workflow (which ends when the task settles). Answers the task's state and version.
+   */
+  async update(tenant: string, name: string, taskId: string, body: unknown): Promise<{ taskId: string; state: string; version: number }> {
+    const agent = await this.agent(tenant, name);
+    const update = parseAgentUpdate(body);
+    const task = await applyAgentUpdate(this.tasks, tenant, agent.name, taskId, update);
+    // The update is recorded: a workflow that does not hear of it (Temporal unreachable) still ends, at the task's
+    // timeout at the latest, with the state recorded.
+    await this.workflows.changed(task.id, task.state, task.version).catch((e: unknown) =>
+      this.log.warn({ agent: agent.name, task: task.id, error: (e as Error).message }, 'could not tell the task workflow of an update'),
+    );
+    return { taskId: task.id, state: task.state, version: task.version };
+  }
+
+  /** An agent at a URL always; a subscriber while its last heartbeat is within the TTL. */
+  private live(agent: StoredAgent): boolean {
+    return agent.style === 'url' || (agent.heartbeatAt !== null && Date.now() - agent.heartbeatAt.getTime() <= this.heartbeatTtlMs);
   }
 
   async remove(tenant: string, name: string): Promise<void> {
@@ -67,10 +142,13 @@ export class A2ABroker {
     this.clients.forget(tenant, name);
   }
 
-  /** The tenant's agent by name, or a 404 `AGENT_NOT_FOUND` (the same for another tenant's). */
+  /**
+   * The tenant's agent by name, or a 404 `AGENT_NOT_FOUND` (the same for another tenant's, and for a subscriber whose
+   * card expired: its card is not served and it is sent no task until it beats again).
+   */
   async agent(tenant: string, name: string): Promise<StoredAgent> {
     const agent = AGENT_NAME.test(name) ? await this.agents.get(tenant, name) : undefined;
-    if (!agent) throw notFound(name);
+    if (!agent || !this.live(agent)) throw notFound(name);
     return agent;
   }
 
@@ -81,22 +159,16 @@ export class A2ABroker {
 
   /** The request handler of one call to the agent's endpoint, for the caller's tenant. */
   handlerFor(tenant: string, agent: StoredAgent, card: Record<string, unknown>): MeshTaskHandler {
-    return new MeshTaskHandler({ tenant, agent, card, tasks: this.tasks, clients: this.clients, background: (work) => this.track(work) });
-  }
-
-  async close(): Promise<void> {
-    if (this.running.size === 0) return;
-    let timer: NodeJS.Timeout | undefined;
-    const deadline = new Promise((resolve) => (timer = setTimeout(resolve, CLOSE_WAIT_MS)));
-    await Promise.race([Promise.allSettled([...this.running]), deadline]);
-    clearTimeout(timer);
-    if (this.running.size > 0) this.log.warn({ running: this.running.size }, 'closed with agent calls still running; their tasks stay as recorded');
-  }
-
-  private track(work: Promise<unknown>): void {
-    const tracked = work.catch((e: unknown) => this.log.error({ err: e }, 'a background relay failed'));
-    this.running.add(tracked);
-    void tracked.finally(() => this.running.delete(tracked));
+    return new MeshTaskHandler({
+      tenant,
+      agent,
+      card,
+      tasks: this.tasks,
+      workflows: this.workflows,
+      relay: this.relay,
+      publish: (topic, frame) => this.kafka.publish(topic, frame),
+      sendWaitMs: this.sendWaitMs,
+    });
   }
 }
 

@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { AgentCard, Artifact, Message, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
-import type { Client } from '@a2a-js/sdk/client';
+import { AgentCard, Message, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import {
   A2AError,
   ExtendedAgentCardNotConfiguredError,
-  InvalidAgentResponseError,
   PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
@@ -12,11 +10,16 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
+import type { EventFrame } from '../frame';
+import type { PublishReceipt } from '../kafka';
 import { createLogger } from '../logging';
-import type { AgentClients } from './agent-clients';
+import { taskToFrame } from './a2a-frame.adaptor';
 import type { StoredAgent } from './agent-store';
+import { requestTopicOf } from './request-topic';
+import { AgentUnreachable, agentMessage, TaskRelay } from './task-relay';
 import { A2AState, stateOf, TERMINAL, wireStateOf } from './task-states';
-import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
+import type { A2ATaskStore, StoredTask } from './task-store';
+import type { TaskWorkflows } from './task-workflows';
 
 type Json = Record<string, unknown>;
 type Params<M extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[M]>[0];
@@ -26,30 +29,31 @@ const log = createLogger('A2ATasks');
 /** ListTasks page sizes (A2A v1.0: 1 to 100; 50 when absent). */
 const DEFAULT_PAGE_SIZE = 50;
 const MAX_PAGE_SIZE = 100;
-/** How often a cancel re-reads and tries again when another change won the compare-and-set. */
-const CANCEL_ATTEMPTS = 3;
 
-/** A call to the agent that got no answer (network, deadline): JSON-RPC's internal error, with this message. */
-export class AgentUnreachable extends Error {}
-
-/** What one call of the mesh's A2A endpoint needs: the caller's tenant, the agent, the stores and clients. */
+/** What one call of the mesh's A2A endpoint needs: the caller's tenant, the agent, the stores and the task workflows. */
 export interface MeshTaskScope {
   tenant: string;
   agent: StoredAgent;
   /** The card the mesh serves for the agent (agent-card.ts, meshCardOf). */
   card: Json;
   tasks: A2ATaskStore;
-  clients: AgentClients;
-  /** Runs a relay after the answer was sent (a non-blocking SendMessage); the broker tracks it until it ends. */
-  background(work: Promise<unknown>): void;
+  workflows: TaskWorkflows;
+  /** Cancels a task whose workflow no longer runs (it settled, e.g. `input-required`) in this process. */
+  relay: TaskRelay;
+  /** Writes a frame to Kafka (the gateway's producer). */
+  publish(topic: string, frame: EventFrame): Promise<PublishReceipt>;
+  /** How long a blocking send waits for its task to settle (EVENTMESH_AGENTS_SEND_WAIT_MS). */
+  sendWaitMs: number;
 }
 
 /**
- * The mesh's side of the A2A protocol for one agent of one tenant, behind the SDK's JSON-RPC transport handlers
- * (v1.0 and v0.3): each task gets the mesh's own id and lives in Postgres (task-store.ts, state changes
- * compare-and-set); the agent is called with the SDK's stock client and what it answers is relayed and recorded.
- * Tasks of other tenants and other agents are not found. Streaming, resubscription, push notifications and
- * continuing a task with a second message are refused as unsupported (docs/a2a.md).
+ * The mesh's side of the A2A protocol for one agent of one tenant, behind the SDK's transport handlers (JSON-RPC
+ * v1.0 and v0.3, HTTP+JSON v1.0). A send creates the task in Postgres (the mesh's own id, `submitted`), writes its
+ * request to the agent's request topic (the A2A adaptor: message to frame), and starts the task's workflow
+ * `a2a-task/<id>`, which sees it through (workflows/a2a-task.workflow.ts); a blocking send waits for the workflow,
+ * bounded. Reads come from Postgres; a cancel goes to the workflow (an update). Tasks of other tenants and other
+ * agents are not found. Streaming, resubscription, push notifications and continuing a task are refused as
+ * unsupported (docs/a2a.md).
  */
 export class MeshTaskHandler implements A2ARequestHandler {
   /**
@@ -87,34 +91,40 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const message = params.message;
     if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
     if (message.taskId) throw new UnsupportedOperationError('continuing a task (message.taskId) is not supported by the mesh yet');
+    const { tenant, agent } = this.scope;
     const id = randomUUID();
     const contextId = message.contextId || randomUUID();
     const created = await this.scope.tasks.create({
       id,
-      tenant: this.scope.tenant,
-      agent: this.scope.agent.name,
+      tenant,
+      agent: agent.name,
       contextId,
       history: [Message.toJSON({ ...message, taskId: id, contextId }) as Json],
       metadata: params.metadata ?? {},
     });
-    const relay = this.relay(created, params);
-    if (params.configuration?.returnImmediately) {
-      this.scope.background(relay);
-      return toWireTask(created, params.configuration.historyLength);
+    const topic = requestTopicOf(tenant, agent.name);
+    try {
+      const receipt = await this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, params, created.createdAt));
+      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset });
+    } catch (e) {
+      // Not taken: the task fails at once (a record already written is delivered by nobody: no workflow runs it).
+      log.warn({ agent: agent.name, task: id, error: (e as Error).message }, 'the task could not be handed to the mesh; it fails');
+      await this.scope.tasks.transition(created, { state: 'failed', statusMessage: agentMessage(created, 'the mesh could not take the task') }).catch(() => undefined);
+      throw e;
     }
-    const outcome = await relay;
-    return outcome.message ?? toWireTask(outcome.task, params.configuration?.historyLength);
+    if (params.configuration?.returnImmediately) return toWireTask(created, params.configuration.historyLength);
+    await this.scope.workflows.waitSettled(id, this.scope.sendWaitMs);
+    const now = (await this.scope.tasks.get(tenant, id)) ?? created;
+    // An agent that answered a Message (no task of its own): the message is the answer, as the agent gave it.
+    if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage) return Message.fromJSON({ ...now.statusMessage, taskId: '' });
+    return toWireTask(now, params.configuration?.historyLength);
   }
 
   getTask(params: Params<'getTask'>, context: ServerCallContext): Promise<Task> {
-    return this.guard(() => this.get(params, context));
-  }
-
-  private async get(params: Params<'getTask'>, context: ServerCallContext): Promise<Task> {
-    this.checkTenant(context);
-    let task = await this.find(params.id);
-    if (!TERMINAL.has(task.state) && task.agentTaskId) task = await this.refresh(task);
-    return toWireTask(task, params.historyLength);
+    return this.guard(async () => {
+      this.checkTenant(context);
+      return toWireTask(await this.find(params.id), params.historyLength);
+    });
   }
 
   cancelTask(params: Params<'cancelTask'>, context: ServerCallContext): Promise<Task> {
@@ -123,25 +133,20 @@ export class MeshTaskHandler implements A2ARequestHandler {
 
   private async cancel(params: Params<'cancelTask'>, context: ServerCallContext): Promise<Task> {
     this.checkTenant(context);
-    let task = await this.find(params.id);
-    for (let attempt = 0; attempt < CANCEL_ATTEMPTS; attempt++) {
-      if (TERMINAL.has(task.state)) throw new TaskNotCancelableError(`task ${task.id} is ${task.state}`);
-      let change: TaskChange = { state: 'canceled', statusMessage: null };
-      if (task.agentTaskId) {
-        const answered = await this.cancelAtAgent(task);
-        if (answered.kind === 'not-cancelable') {
-          // The agent finished it first: record what it says, and refuse.
-          task = await this.refresh(task);
-          throw new TaskNotCancelableError(`task ${task.id} is ${task.state} at the agent`);
-        }
-        change = answered.change;
-      }
-      const result = await this.scope.tasks.transition(task, change);
-      if (result.changed) return toWireTask(result.task);
-      if (result.reason === 'missing') throw new TaskNotFoundError(`no task ${params.id}`);
-      task = result.task;
+    const task = await this.find(params.id);
+    if (TERMINAL.has(task.state)) throw new TaskNotCancelableError(`task ${task.id} is ${task.state}`);
+    let outcome = await this.scope.workflows.cancel(task.id);
+    if (outcome === 'not-running') outcome = await this.scope.relay.cancel({ taskId: task.id, tenant: task.tenant, agent: task.agent });
+    switch (outcome.outcome) {
+      case 'canceled':
+        return toWireTask(await this.find(task.id));
+      case 'not-cancelable':
+        throw new TaskNotCancelableError(`task ${task.id} is ${outcome.state ?? 'settled'}`);
+      case 'unreachable':
+        throw new AgentUnreachable(outcome.reason ?? 'the agent could not be reached to cancel its task');
+      default:
+        throw new TaskNotFoundError(`no task ${params.id}`);
     }
-    throw new TaskNotCancelableError(`task ${task.id} kept changing; try again`);
   }
 
   listTasks(params: Params<'listTasks'>, context: ServerCallContext): ReturnType<A2ARequestHandler['listTasks']> {
@@ -209,99 +214,6 @@ export class MeshTaskHandler implements A2ARequestHandler {
     if (!task || task.agent !== this.scope.agent.name) throw new TaskNotFoundError(`no task ${id}`);
     return task;
   }
-
-  /**
-   * Sends the task's first message to the agent (blocking at the agent) and records its answer with a
-   * compare-and-set from the version created: if the task was canceled meanwhile, the cancel stands, the answer is
-   * dropped and the agent is asked to cancel its task. A failed call fails the task.
-   */
-  private async relay(created: StoredTask, params: Params<'sendMessage'>): Promise<{ task: StoredTask; message?: Message }> {
-    // What the agent is sent: the caller's message and settings, as a new task at the agent; the mesh waits for it.
-    const outbound = {
-      ...params,
-      tenant: '',
-      message: { ...params.message!, taskId: '' },
-      configuration: params.configuration && { ...params.configuration, returnImmediately: false, taskPushNotificationConfig: undefined },
-    };
-    let change: TaskChange;
-    let reply: Message | undefined;
-    let agentTask: Task | undefined;
-    try {
-      const client = await this.scope.clients.clientFor(this.scope.agent);
-      const answer = await client.sendMessage(outbound, this.scope.clients.callOptions());
-      if ('messageId' in answer) {
-        reply = { ...answer, taskId: '' };
-        change = { state: 'completed', statusMessage: Message.toJSON({ ...answer, taskId: created.id }) as Json, history: [...created.history, Message.toJSON({ ...answer, taskId: created.id }) as Json] };
-      } else {
-        agentTask = answer;
-        change = this.changeOf(created, answer);
-      }
-    } catch (e) {
-      log.warn({ agent: this.scope.agent.name, task: created.id, error: (e as Error).message }, 'agent call failed; the task fails');
-      change = { state: 'failed', statusMessage: agentMessage(created, e instanceof InvalidAgentResponseError ? 'the agent answered what is not an A2A task' : `the agent could not be reached: ${(e as Error).message}`) };
-    }
-    const result = await this.scope.tasks.transition(created, change);
-    if (result.changed) return { task: result.task, message: reply };
-    if (result.reason === 'missing') throw new TaskNotFoundError(`task ${created.id} disappeared`);
-    // Another change (a cancel) won: it stands; the agent is told, best effort, if its task still runs.
-    if (result.task.state === 'canceled' && agentTask && !TERMINAL.has(stateOf(agentTask.status?.state) ?? 'completed')) {
-      const client = await this.scope.clients.clientFor(this.scope.agent);
-      await client.cancelTask({ tenant: '', id: agentTask.id, metadata: undefined }, this.scope.clients.callOptions()).catch(() => undefined);
-    }
-    return { task: result.task };
-  }
-
-  /** What an agent's task says, as a change of the mesh's task (ids rewritten to the mesh's). */
-  private changeOf(task: StoredTask, answer: Task): TaskChange {
-    const state = stateOf(answer.status?.state);
-    if (!state) {
-      return { state: 'failed', statusMessage: agentMessage(task, `the agent answered an invalid task state (${String(answer.status?.state)})`), agentTaskId: answer.id || undefined };
-    }
-    const rewrite = (m: Message): Json => Message.toJSON({ ...m, taskId: task.id, contextId: answer.contextId || task.contextId }) as Json;
-    return {
-      state,
-      statusMessage: answer.status?.message ? rewrite(answer.status.message) : null,
-      history: answer.history.length > 0 ? answer.history.map(rewrite) : task.history,
-      artifacts: answer.artifacts.map((a) => Artifact.toJSON(a) as Json),
-      agentTaskId: answer.id,
-      contextId: answer.contextId || undefined,
-    };
-  }
-
-  /** The task as the agent has it now, recorded (compare-and-set; a lost race keeps the winner's). */
-  private async refresh(task: StoredTask): Promise<StoredTask> {
-    let answer: Task;
-    try {
-      const client = await this.scope.clients.clientFor(this.scope.agent);
-      answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, this.scope.clients.callOptions());
-    } catch (e) {
-      log.warn({ agent: this.scope.agent.name, task: task.id, error: (e as Error).message }, 'agent unreachable; the task is answered as recorded');
-      return task;
-    }
-    const change = this.changeOf(task, answer);
-    if (change.state === task.state && TERMINAL.has(task.state)) return task;
-    const result = await this.scope.tasks.transition(task, change);
-    return result.changed || result.reason !== 'missing' ? result.task : task;
-  }
-
-  private async cancelAtAgent(task: StoredTask): Promise<{ kind: 'canceled'; change: TaskChange } | { kind: 'not-cancelable' }> {
-    const client: Client = await this.scope.clients.clientFor(this.scope.agent);
-    try {
-      const answer = await client.cancelTask({ tenant: '', id: task.agentTaskId!, metadata: undefined }, this.scope.clients.callOptions());
-      const change = this.changeOf(task, answer);
-      if (change.state !== 'canceled') return { kind: 'not-cancelable' };
-      return { kind: 'canceled', change };
-    } catch (e) {
-      if (e instanceof TaskNotCancelableError) return { kind: 'not-cancelable' };
-      if (e instanceof A2AError) throw e;
-      throw new AgentUnreachable(`the agent could not be reached to cancel its task: ${(e as Error).message}`);
-    }
-  }
-}
-
-/** A status message from the mesh, in the agent's role, about the task. */
-function agentMessage(task: StoredTask, text: string): Json {
-  return { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 'ROLE_AGENT', parts: [{ text }] };
 }
 
 /** The stored task as the A2A v1.0 `Task` the SDK serialises; `historyLength` as the spec says (0: none). */

@@ -108,7 +108,7 @@ export interface EventMeshConfig {
     requestTimeoutMs: number;
   };
   streams: { pollMaxConsumers: number };
-  agents: { callTimeoutMs: number };
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -289,7 +289,13 @@ const SETTINGS = {
   kafkaRequestTimeoutMs: setting('EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS', 'eventmesh.kafka.requestTimeoutMs', integer(1000, 300000),
     () => 10000, 'Longest the Kafka client waits for the answer to one request (and a broker for the replicas of a produce) before it retries.'),
   agentsCallTimeoutMs: setting('EVENTMESH_AGENTS_CALL_TIMEOUT_MS', 'eventmesh.agents.callTimeoutMs', integer(100, 600000),
-    () => 30000, 'Deadline of one call of the A2A broker to an agent (a send waits for the agent\'s answer at most this long; docs/a2a.md).'),
+    () => 30000, 'Deadline of one call of the A2A broker to an agent (a send, a GetTask while it follows the agent\'s task, a cancel; docs/a2a.md). A call past it is tried again, within the task\'s timeout.'),
+  agentsTaskTimeoutMs: setting('EVENTMESH_AGENTS_TASK_TIMEOUT_MS', 'eventmesh.agents.taskTimeoutMs', integer(1000, 7 * 24 * 3600 * 1000),
+    () => 600000, 'How long an A2A task may take, from the send to a settled state (terminal, or waiting for the client); then it fails and the agent is asked to cancel it. A task for an agent that is down waits for it this long.'),
+  agentsSendWaitMs: setting('EVENTMESH_AGENTS_SEND_WAIT_MS', 'eventmesh.agents.sendWaitMs', integer(100, 600000),
+    () => 30000, 'How long a blocking SendMessage waits for its task to settle; then it answers the task as it is (it runs on).'),
+  agentsHeartbeatTtlMs: setting('EVENTMESH_AGENTS_HEARTBEAT_TTL_MS', 'eventmesh.agents.heartbeatTtlMs', integer(1000, 86400000),
+    () => 60000, 'How long a mesh-subscriber agent\'s card lives after its last heartbeat (POST /a2a/agents/{name}/heartbeat, or its registration); then it is not listed, its card is not served and it is sent no task until it beats again.'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
     integer(1, 100000), () => 100,
     'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
@@ -539,7 +545,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       requestTimeoutMs: v.kafkaRequestTimeoutMs,
     },
     streams: { pollMaxConsumers: v.streamsPollMaxConsumers },
-    agents: { callTimeoutMs: v.agentsCallTimeoutMs },
+    agents: { callTimeoutMs: v.agentsCallTimeoutMs, taskTimeoutMs: v.agentsTaskTimeoutMs, sendWaitMs: v.agentsSendWaitMs, heartbeatTtlMs: v.agentsHeartbeatTtlMs },
     temporal: {
       address: v.temporalAddress,
       namespace: v.temporalNamespace,

@@ -16,6 +16,8 @@ export enum ErrorCode {
   /** An A2A agent card that fails validation (libs/a2a/agent-card.ts). */
   InvalidAgentCard = 'INVALID_AGENT_CARD',
   AgentNotFound = 'AGENT_NOT_FOUND',
+  TaskNotFound = 'TASK_NOT_FOUND',
+  IllegalTransition = 'ILLEGAL_TRANSITION',
   RequestTimeout = 'REQUEST_TIMEOUT',
   RequestNotPending = 'REQUEST_NOT_PENDING',
   UnknownDelivery = 'UNKNOWN_DELIVERY',
@@ -72,6 +74,8 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.SubscriptionNotFound]: 404,
   [ErrorCode.InvalidAgentCard]: 400,
   [ErrorCode.AgentNotFound]: 404,
+  [ErrorCode.TaskNotFound]: 404,
+  [ErrorCode.IllegalTransition]: 409,
   [ErrorCode.RequestTimeout]: 408,
   [ErrorCode.RequestNotPending]: 404,
   [ErrorCode.UnknownDelivery]: 409,

@@ -1,3 +1,4 @@
+import { isRequestTopic } from '../a2a/request-topic';
 import { ErrorCode, EventMeshError } from '../errors';
 import { EventFrame, frameFromBinary, frameFromStructured, framesFromBatch } from '../frame';
 import type { EventProducer, PublishReceipt, TopicAdmin } from '../kafka';
@@ -37,7 +38,8 @@ export class EventIngress {
   /** `amend` may add attributes to each frame before it is written (request-reply sets its correlation id). */
   async publish(topic: string | undefined, request: PublishRequest, amend?: (frame: EventFrame) => void): Promise<PublishResult[]> {
     const target = topic ?? this.defaultTopic;
-    if (!this.topics.isServed(target)) {
+    // An A2A agent's request topic takes tasks only through the agent's A2A endpoints, never as published events.
+    if (!this.topics.isServed(target) || isRequestTopic(target)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${target}" is not served by this runtime`, {
         topic: target,
       });

@@ -1,4 +1,5 @@
 import type { Admin, Kafka } from 'kafkajs';
+import { isRequestTopic } from '../a2a/request-topic';
 import type { EventMeshConfig } from '../config';
 import { createLogger } from '../logging';
 
@@ -49,8 +50,23 @@ export class TopicAdmin {
     return missing;
   }
 
+  /**
+   * Creates one topic the runtime made for itself (an A2A agent's request topic) when it does not exist yet, with
+   * the configured partitions and replication; `created` says whether this call created it.
+   */
+  async ensureTopic(topic: string): Promise<{ created: boolean }> {
+    const created = await this.admin.createTopics({
+      waitForLeaders: true,
+      topics: [{ topic, numPartitions: this.config.topicPartitions, replicationFactor: this.config.replicationFactor }],
+    });
+    if (created) this.log.info({ topic, partitions: this.config.topicPartitions }, 'created topic');
+    await this.readPartitions(topic);
+    return { created };
+  }
+
+  /** The configured topics, and the A2A agents' request topics (made at registration; libs/a2a/request-topic.ts). */
   isServed(topic: string): boolean {
-    return this.config.topics.includes(topic);
+    return this.config.topics.includes(topic) || isRequestTopic(topic);
   }
 
   async partitionsOf(topic: string): Promise<number[]> {

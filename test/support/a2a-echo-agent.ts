@@ -27,6 +27,10 @@ export class EchoAgent {
   private readonly held = new Map<string, () => void>();
   /** Keys of the `hold:` tasks that reached their completion (after their release). */
   readonly completed = new Set<string>();
+  /** Ids (the agent's) of the tasks it was asked to cancel. */
+  readonly canceled = new Set<string>();
+  /** Texts of the messages it was sent, in order (one per task it took). */
+  readonly received: string[] = [];
   url = '';
 
   card(): Record<string, unknown> {
@@ -53,14 +57,15 @@ export class EchoAgent {
     return this.held.has(key);
   }
 
-  async start(): Promise<string> {
+  /** Listens on `port` (0: any free one; a fixed one to come back where a registered card says the agent is). */
+  async start(port = 0): Promise<string> {
     const server = createServer((request, response) => {
       void this.serve(request).then(
         (answer) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer)),
         (e: unknown) => response.writeHead(500).end(String(e)),
       );
     });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
     this.server = server;
     this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
     const handler = new DefaultRequestHandler(AgentCard.fromJSON(this.card()), new InMemoryTaskStore(), this.executor());
@@ -97,6 +102,7 @@ export class EchoAgent {
     return {
       execute: async (ctx: RequestContext, bus: ExecutionEventBus) => {
         const text = textOf(ctx.userMessage);
+        this.received.push(text);
         if (text.startsWith('reply:')) {
           bus.publish(AgentEvent.message({ ...agentText(ctx, text.slice('reply:'.length)), taskId: '' }));
           return;
@@ -133,6 +139,7 @@ export class EchoAgent {
         bus.publish(status(ctx, TaskState.TASK_STATE_COMPLETED, `echoed ${echoed}`));
       },
       cancelTask: async (taskId: string, bus: ExecutionEventBus) => {
+        this.canceled.add(taskId);
         bus.publish(
           AgentEvent.statusUpdate({ taskId, contextId: '', status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }),
         );

@@ -1,4 +1,4 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Put, Query, Req, Res } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { A2ABroker, AgentView } from '../../../libs/a2a';
 import type { Caller } from '../../../libs/security';
@@ -10,6 +10,12 @@ import { ApiRoute, errors, GATED } from './api-route';
 import { agentViewSchema } from './api-schemas';
 
 const NAME = { name: 'the agent\'s name' };
+/** The body parseAgentUpdate (libs/a2a/agent-updates.ts) accepts. */
+const AGENT_UPDATE = z.object({
+  state: z.string().describe('working, input-required, auth-required, completed, failed, canceled, rejected (or TASK_STATE_*)'),
+  message: z.looseObject({}).optional().describe('an A2A v1.0 status message'),
+  artifacts: z.array(z.looseObject({})).optional().describe('A2A v1.0 artifacts; one with the id of an earlier one replaces it'),
+});
 const AGENT = { description: 'the agent', schema: agentViewSchema };
 
 /**
@@ -33,8 +39,14 @@ export class A2AAgentsController {
     responses: { 200: { ...AGENT, description: 'replaced' }, 201: { ...AGENT, description: 'registered' }, ...errors(400), ...GATED },
   })
   @GateRoute({ action: 'subscribe' })
-  async put(@CallerParam() caller: Caller, @Param('name') name: string, @Body() body: unknown, @Res({ passthrough: true }) reply: FastifyReply): Promise<AgentView> {
-    const { agent, created } = await this.broker.register(caller.tenant, name, body);
+  async put(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Body() body: unknown,
+    @Res({ passthrough: true }) reply: FastifyReply,
+    @Query('style') style?: string,
+  ): Promise<AgentView> {
+    const { agent, created } = await this.broker.register(caller.tenant, name, body, style || undefined);
     void reply.status(created ? 201 : 200);
     return agent;
   }
@@ -63,6 +75,32 @@ export class A2AAgentsController {
   @HttpCode(204)
   async remove(@CallerParam() caller: Caller, @Param('name') name: string): Promise<void> {
     await this.broker.remove(caller.tenant, name);
+  }
+
+  /** A mesh-subscriber agent's liveness heartbeat: its card lives on for EVENTMESH_AGENTS_HEARTBEAT_TTL_MS. */
+  @Post(':name/heartbeat')
+  @ApiRoute({ summary: 'A mesh-subscriber agent\'s liveness heartbeat', params: NAME, responses: { 204: { description: 'recorded' }, ...errors(404), ...GATED } })
+  @GateRoute({ action: 'subscribe' })
+  @HttpCode(204)
+  async heartbeat(@CallerParam() caller: Caller, @Param('name') name: string): Promise<void> {
+    await this.broker.heartbeat(caller.tenant, name);
+  }
+
+  /**
+   * A mesh-subscriber agent's update of a task it received on its request topic: state, status message, artifacts
+   * (libs/a2a/agent-updates.ts). 409 `ILLEGAL_TRANSITION` for a transition the rules refuse (the task ended).
+   */
+  @Post(':name/tasks/:id/updates')
+  @ApiRoute({
+    summary: 'A mesh-subscriber agent\'s update of one of its tasks (state, status message, artifacts)',
+    params: { ...NAME, id: 'the task\'s id' },
+    body: { schema: AGENT_UPDATE },
+    responses: { 200: { description: 'recorded', schema: z.object({ taskId: z.string(), state: z.string(), version: z.number().int() }) }, ...errors(400, 404, 409), ...GATED },
+  })
+  @GateRoute({ action: 'subscribe' })
+  @HttpCode(200)
+  update(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Body() body: unknown): Promise<{ taskId: string; state: string; version: number }> {
+    return this.broker.update(caller.tenant, name, id, body);
   }
 
   /** The card a stock A2A client starts from: the agent's, pointing at the mesh (libs/a2a/agent-card.ts, meshCardOf). */

@@ -63,13 +63,11 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   let polling: PollConsumers | undefined;
   let requestReplyStarted: RequestReplyService | undefined;
   let started: NestFastifyApplication | undefined;
-  let a2a: A2ABroker | undefined;
   let presence: StreamPresence | undefined;
   const close = async () => {
     await presence?.close();
     publish?.close();
     await started?.close().catch(() => undefined);
-    await a2a?.close();
     polling?.close();
     await requestReplyStarted?.close();
   };
@@ -96,7 +94,13 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     const requests = new RequestLog(createAccessLog(config.log.access));
     const polls = new PollConsumers(streams, config.streams.pollMaxConsumers);
     polling = polls;
-    a2a = A2ABroker.create(deps.db, SinkGuard.fromConfig(config), config.agents.callTimeoutMs);
+    const a2a = A2ABroker.create(
+      deps.db,
+      SinkGuard.fromConfig(config),
+      config.agents,
+      { publish: (topic, frame) => deps.producer.publish(topic, frame), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
+      deps.temporal.client,
+    );
     const routes = new RouteTable();
     routes.addAheadOfRouter('POST', PUBLISH_PATH, PUBLISH_DOC);
     const app = await NestFactory.create<NestFastifyApplication>(

@@ -1,8 +1,10 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
+import { createA2ATaskActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, TaskRelay } from '../../../libs/a2a';
+import { SinkGuard } from '../../../libs/security';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
 import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
@@ -16,6 +18,7 @@ import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { TemporalTracing, TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE } from '../../../libs/tracing';
 import {
+  A2A_TASK_QUEUE,
   CONTROL_TASK_QUEUE,
   dispatchStatusQuery,
   instanceDispatchWorkflow,
@@ -73,26 +76,31 @@ export interface WorkerObservers {
   running?: RunningLoops;
 }
 
-/**
- * The bundle `npm run build` wrote next to the compiled code, else the workflow sources (bundled at start). With
- * tracing on, the bundle with the SDK's OpenTelemetry workflow interceptors (libs/tracing/workflow-bundle.ts),
- * and their sink for the sandbox's spans.
- */
-function workflowSource(tracing: TemporalTracing | undefined): Pick<WorkerOptions, 'workflowBundle' | 'workflowsPath' | 'interceptors' | 'sinks'> {
-  const workflowsDir = path.resolve(__dirname, '../../../workflows');
-  const built = path.resolve(__dirname, '../../..', tracing ? TRACED_WORKFLOW_BUNDLE : WORKFLOW_BUNDLE);
-  const traced = tracing ? { sinks: tracing.sinks } : {};
-  if (existsSync(built)) return { workflowBundle: { codePath: built }, ...traced, ...activityTracing(tracing) };
-  return {
-    workflowsPath: require.resolve(workflowsDir),
-    ...traced,
-    interceptors: { ...activityTracing(tracing).interceptors, workflowModules: tracing?.workflowModules ?? [] },
-  };
-}
+/** The workflow sources bundled in this process (no built bundle), plain and traced, each once. */
+const sourceBundles = new Map<boolean, Promise<{ code: string }>>();
 
-/** The SDK's OpenTelemetry activity interceptors, with tracing on. */
-function activityTracing(tracing: TemporalTracing | undefined): Pick<WorkerOptions, 'interceptors'> {
-  return tracing ? { interceptors: { activity: tracing.activityInterceptors } } : {};
+/**
+ * The bundle `npm run build` wrote next to the compiled code; else the workflow sources, bundled once per process
+ * and shared by every worker that runs workflows (the dispatch or control worker, and the A2A task worker). With
+ * tracing on, the bundle with the SDK's OpenTelemetry workflow interceptors (libs/tracing/workflow-bundle.ts), their
+ * sink for the sandbox's spans, and the activity interceptors.
+ */
+async function workflowSource(tracing: TemporalTracing | undefined): Promise<Pick<WorkerOptions, 'workflowBundle' | 'interceptors' | 'sinks'>> {
+  const traced = tracing ? { sinks: tracing.sinks, interceptors: { activity: tracing.activityInterceptors } } : {};
+  const built = path.resolve(__dirname, '../../..', tracing ? TRACED_WORKFLOW_BUNDLE : WORKFLOW_BUNDLE);
+  if (existsSync(built)) return { workflowBundle: { codePath: built }, ...traced };
+  const key = tracing !== undefined;
+  let bundle = sourceBundles.get(key);
+  if (!bundle) {
+    bundle = bundleWorkflowCode({
+      workflowsPath: require.resolve(path.resolve(__dirname, '../../../workflows')),
+      workflowInterceptorModules: tracing?.workflowModules ?? [],
+      logger: new DefaultLogger('WARN'),
+    });
+    sourceBundles.set(key, bundle);
+    bundle.catch(() => sourceBundles.delete(key));
+  }
+  return { workflowBundle: await bundle, ...traced };
 }
 
 /**
@@ -104,6 +112,9 @@ function activityTracing(tracing: TemporalTracing | undefined): Pick<WorkerOptio
  * PARTITION_OWNED_PULL: a worker on the instance's own queue hosts the lease activity and the partition poll
  * activities; a second worker on the shared control queue hosts the coordinator, partition and instance-lease
  * workflows (any live instance runs them). The {@link OwnershipAgent} joins and confirms the lease.
+ *
+ * Both: a worker on the shared A2A task queue runs the task workflows `a2a-task/<taskId>` and their activities
+ * (delivering to agents at a URL, reading the requests back from the agents' request topics; docs/a2a.md).
  */
 export class WorkerHost {
   private readonly log = createLogger('WorkerHost');
@@ -122,6 +133,8 @@ export class WorkerHost {
     private readonly webhooks: WebhookSender,
     private readonly shutdown: AbortController,
     readonly taskQueue: string,
+    /** The reader of the A2A agents' request topics (the task workflows' deliveries). */
+    private readonly a2aReader: PartitionReader,
   ) {}
 
   /** `onFatal` hears of a worker that stopped by itself (the instance can no longer dispatch). */
@@ -193,6 +206,17 @@ export class WorkerHost {
       shutdownGraceTime: 10_000,
     };
 
+    // A2A tasks (docs/a2a.md): every instance runs the task workflows and their deliveries, on the shared queue.
+    const a2aReader = new PartitionReader(deps.kafka);
+    await a2aReader.connect();
+    const relay = new TaskRelay(
+      new A2ATaskStore(deps.db),
+      new A2AAgentStore(deps.db),
+      new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
+      new KafkaRequestRecords(a2aReader),
+    );
+    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay, shutdownSignal: shutdown.signal }), ...(await workflowSource(deps.tracing.temporal)) });
+
     if (config.delivery.topology === 'LOCAL_STICKY_PULL') {
       const activities = createDispatchActivities({
         instanceId: config.instance.id,
@@ -201,8 +225,8 @@ export class WorkerHost {
         runs: new DispatchRunStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
         createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
       });
-      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...workflowSource(deps.tracing.temporal) });
-      const host = new WorkerHost([worker], connection, reader, webhooks, shutdown, taskQueue);
+      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(await workflowSource(deps.tracing.temporal)) });
+      const host = new WorkerHost([worker, a2aWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
       host.run(onFatal, deadLetters, config);
       try {
         await host.startDispatchWorkflow(config, deps);
@@ -254,11 +278,11 @@ export class WorkerHost {
         await deps.temporal.client.workflow.getHandle(partitionWorkflowIdOf(topic, partition)).signal(partitionProgressSignal, progress);
       },
     });
-    const activityWorker = await Worker.create({ ...workerOptions, taskQueue, activities, ...activityTracing(deps.tracing.temporal) });
+    const activityWorker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(deps.tracing.temporal ? { interceptors: { activity: deps.tracing.temporal.activityInterceptors } } : {}) });
     const controlWorker = await Worker.create({
       ...workerOptions,
       taskQueue: CONTROL_TASK_QUEUE,
-      ...workflowSource(deps.tracing.temporal),
+      ...(await workflowSource(deps.tracing.temporal)),
       // No workflow cache, so no sticky queues: with one, a workflow task goes first to the worker that ran the
       // workflow last, and if that worker's instance just died the task waits out the sticky timeout (10 s by
       // default) before any other worker runs it, at every step of a takeover. Without it, every live instance's
@@ -266,7 +290,7 @@ export class WorkerHost {
       // keep short (continue-as-new).
       maxCachedWorkflows: 0,
     });
-    const host = new WorkerHost([activityWorker, controlWorker], connection, reader, webhooks, shutdown, taskQueue);
+    const host = new WorkerHost([activityWorker, controlWorker, a2aWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
     host.run(onFatal, deadLetters, config);
     try {
       await agent.start();
@@ -352,6 +376,7 @@ export class WorkerHost {
     await Promise.all(this.running);
     await this.connection.close().catch(() => undefined);
     await this.reader.disconnect().catch(() => undefined);
+    await this.a2aReader.disconnect().catch(() => undefined);
     await this.webhooks.close().catch(() => undefined);
   }
 }

@@ -16,6 +16,14 @@ export class A2AAgentEntity {
   @Column({ type: 'jsonb' })
   card!: Record<string, unknown>;
 
+  /** How the agent takes its tasks: `url` (the mesh calls its A2A server) or `subscriber` (its subscription on its request topic). */
+  @Column({ type: 'text', default: 'url' })
+  style!: string;
+
+  /** A subscriber agent's last liveness heartbeat (its registration is one); its card expires without a recent one. */
+  @Column({ name: 'heartbeat_at', type: 'timestamptz', nullable: true })
+  heartbeatAt!: Date | null;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;
 

@@ -1,0 +1,51 @@
+import { Context } from '@temporalio/activity';
+import { ApplicationFailure } from '@temporalio/common';
+import { NotATaskFrame, RequestRecordGone, type A2AState, type TaskIds, type TaskRelay } from '../libs/a2a';
+import type { CancelOutcome, TaskRequestRecord, TaskStep } from '../workflows/a2a-task.definitions';
+
+export interface A2ATaskActivityDeps {
+  relay: TaskRelay;
+  /** Aborted when the instance shuts down: a delivery stops at once and Temporal runs it again on another instance. */
+  shutdownSignal: AbortSignal;
+}
+
+/** How often a delivery heartbeats (so a cancel of the task reaches it at once, and a dead worker is noticed). */
+const HEARTBEAT_MS = 1000;
+
+/**
+ * The steps of an A2A task's workflow (workflows/a2a-task.workflow.ts), each one call of the task relay
+ * (libs/a2a/task-relay.ts). They take and return ids and states only: what the agent is sent is read from the
+ * agent's request topic, what it answers is written to Postgres. Failures to reach the agent, Kafka or Postgres are
+ * thrown for Temporal to retry (within the task's timeout).
+ */
+export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
+  return {
+    async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number }): Promise<TaskStep> {
+      const ctx = Context.current();
+      ctx.heartbeat();
+      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+      try {
+        const { request, callTimeoutMs, ...ids } = input;
+        const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
+        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs }) };
+      } catch (e) {
+        // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
+        if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');
+        throw e;
+      } finally {
+        clearInterval(beat);
+      }
+    },
+
+    async cancelTask(ids: TaskIds): Promise<CancelOutcome> {
+      return deps.relay.cancel(ids);
+    },
+
+    async failTask(input: TaskIds & { reason: string }): Promise<{ state: A2AState }> {
+      const { reason, ...ids } = input;
+      return deps.relay.fail(ids, reason);
+    },
+  };
+}
+
+export type A2ATaskActivities = ReturnType<typeof createA2ATaskActivities>;

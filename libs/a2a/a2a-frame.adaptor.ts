@@ -1,0 +1,53 @@
+import { SendMessageRequest } from '@a2a-js/sdk';
+import type { EventFrame } from '../frame';
+
+/** The frame type of a task sent to an agent (a `SendMessage` the mesh took for it). */
+export const A2A_TASK_FRAME_TYPE = 'a2a.task.send';
+/** The content type of its data: the A2A v1.0 JSON of the `SendMessageRequest`. */
+export const A2A_TASK_CONTENT_TYPE = 'application/a2a+json';
+
+/** What a task frame carries besides the request: the mesh's ids, in extension attributes. */
+export interface TaskFrameIds {
+  taskId: string;
+  contextId: string;
+  agent: string;
+}
+
+export class NotATaskFrame extends Error {}
+
+/**
+ * The A2A adaptor of the internal frame (libs/frame/event-frame.ts): a task sent to an agent becomes one frame
+ * on the agent's request topic, directly (no CloudEvents object on the way). The frame's id is the mesh's task id
+ * (what a subscriber dedupes on), its partition key too (one task, one partition); its data is the
+ * `SendMessageRequest` as A2A v1.0 JSON, its message carrying the mesh's task and context ids; the ids travel
+ * again as extensions (`a2ataskid`, `a2acontextid`, `a2aagent`) so a subscriber routes without parsing the data.
+ */
+export function taskToFrame(ids: TaskFrameIds, request: SendMessageRequest, time: Date): EventFrame {
+  const message = request.message && { ...request.message, taskId: ids.taskId, contextId: ids.contextId };
+  const data = SendMessageRequest.toJSON({ ...request, tenant: '', message }) as Record<string, unknown>;
+  return {
+    id: ids.taskId,
+    source: `/a2a/agents/${ids.agent}`,
+    type: A2A_TASK_FRAME_TYPE,
+    specversion: '1.0',
+    time: time.toISOString(),
+    datacontenttype: A2A_TASK_CONTENT_TYPE,
+    extensions: { a2ataskid: ids.taskId, a2acontextid: ids.contextId, a2aagent: ids.agent, partitionkey: ids.taskId },
+    data: Buffer.from(JSON.stringify(data)),
+  };
+}
+
+/** The inverse of {@link taskToFrame}; a frame that is not a task frame is refused. */
+export function taskFromFrame(frame: EventFrame): TaskFrameIds & { request: SendMessageRequest } {
+  const { a2ataskid, a2acontextid, a2aagent } = frame.extensions;
+  if (frame.type !== A2A_TASK_FRAME_TYPE || typeof a2ataskid !== 'string' || typeof a2acontextid !== 'string' || typeof a2aagent !== 'string' || !frame.data) {
+    throw new NotATaskFrame(`frame ${frame.id} is not an A2A task frame (type ${frame.type})`);
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(frame.data.toString('utf8'));
+  } catch (e) {
+    throw new NotATaskFrame(`frame ${frame.id}: its data is not JSON (${(e as Error).message})`);
+  }
+  return { taskId: a2ataskid, contextId: a2acontextid, agent: a2aagent, request: SendMessageRequest.fromJSON(json) };
+}

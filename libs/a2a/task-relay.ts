@@ -1,0 +1,244 @@
+import { randomUUID } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import { Artifact, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { A2AError, InvalidAgentResponseError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
+import type { EventFrame } from '../frame';
+import { createLogger } from '../logging';
+import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import { taskFromFrame } from './a2a-frame.adaptor';
+import type { AgentClients } from './agent-clients';
+import type { A2AAgentStore, StoredAgent } from './agent-store';
+import { A2AState, stateOf, TERMINAL } from './task-states';
+import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
+
+type Json = Record<string, unknown>;
+
+const log = createLogger('A2ARelay');
+
+/** States where the mesh stops following the agent's task: terminal, or waiting for the client. */
+export const SETTLED: ReadonlySet<A2AState> = new Set<A2AState>([...TERMINAL, 'input-required', 'auth-required']);
+/** How often a change tries again after another change won the compare-and-set. */
+const CAS_ATTEMPTS = 3;
+/** Following an agent's task: the first GetTask after this long, then twice as long each time, at most the max. */
+const FOLLOW_FIRST_MS = 25;
+const FOLLOW_MAX_MS = 1000;
+
+/** The record of a task's request on its agent's request topic, read back (libs/kafka PartitionReader). */
+export interface RequestRecords {
+  read(record: TaskRequestRecord): Promise<EventFrame>;
+}
+
+/** A call to the agent that got no answer (network, deadline): retried by the caller (Temporal), never recorded. */
+export class AgentUnreachable extends Error {}
+
+export interface TaskIds {
+  taskId: string;
+  tenant: string;
+  agent: string;
+}
+
+export interface DeliveryContext {
+  /** Aborted when the delivery is canceled (a cancel of the task, its deadline, the worker shutting down). */
+  signal: AbortSignal;
+  callTimeoutMs: number;
+}
+
+/**
+ * What the mesh does with an agent at a URL for one task, each step a unit the task's workflow runs as an activity
+ * (activities/a2a-task.activities.ts): deliver the request (read from the agent's request topic) and follow the
+ * agent's task until it settles; cancel it; fail it. Every change of the task is a compare-and-set from the version
+ * read (task-store.ts), so whichever step commits first wins on every instance, and a step that lost re-reads.
+ * Calls the agent did not answer throw {@link AgentUnreachable}-like errors for the caller to retry; what the agent
+ * answered, even an error of the protocol, is recorded.
+ */
+export class TaskRelay {
+  constructor(
+    private readonly tasks: A2ATaskStore,
+    private readonly agents: A2AAgentStore,
+    private readonly clients: AgentClients,
+    /** Only where tasks are delivered (the worker); the gateway cancels and fails tasks without it. */
+    private readonly records?: RequestRecords,
+  ) {}
+
+  /**
+   * Sends the task's request to the agent (asking it to answer at once) and answers the state it recorded; or, once
+   * the agent has the task (its id is recorded: a delivery tried again does not send again), follows the agent's
+   * task with GetTask until it settles. Answers the state recorded last.
+   */
+  async deliver(ids: TaskIds, request: TaskRequestRecord, ctx: DeliveryContext): Promise<A2AState> {
+    let task = await this.tasks.get(ids.tenant, ids.taskId);
+    if (!task) return 'failed';
+    if (SETTLED.has(task.state)) return task.state;
+    const agent = await this.agents.get(ids.tenant, ids.agent);
+    if (!agent) return (await this.fail(ids, `the agent ${ids.agent} was removed`)).state;
+    const client = await this.clients.clientFor(agent);
+    const opts = () => ({ signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.callTimeoutMs)]) });
+    if (!task.agentTaskId) {
+      if (!this.records) throw new Error('this relay does not deliver tasks (no reader of the request topics)');
+      const { request: sent } = taskFromFrame(await this.records.read(request));
+      const outbound: SendMessageRequest = {
+        ...sent,
+        tenant: '',
+        message: sent.message && { ...sent.message, taskId: '' },
+        configuration: { acceptedOutputModes: [], historyLength: undefined, ...sent.configuration, returnImmediately: true, taskPushNotificationConfig: undefined },
+      };
+      let change: TaskChange;
+      let agentTask: Task | undefined;
+      try {
+        const answer = await client.sendMessage(outbound, opts());
+        if ('messageId' in answer) {
+          const reply = Message.toJSON({ ...answer, taskId: task.id, contextId: task.contextId }) as Json;
+          change = { state: 'completed', statusMessage: reply, history: [...task.history, reply] };
+        } else {
+          agentTask = answer;
+          change = changeOf(task, answer);
+        }
+      } catch (e) {
+        if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
+        change = { state: 'failed', statusMessage: agentMessage(task, e instanceof InvalidAgentResponseError ? 'the agent answered what is not an A2A task' : `the agent refused the task: ${(e as Error).message}`) };
+      }
+      const result = await this.tasks.transition(task, change);
+      if (!result.changed) {
+        if (result.reason === 'missing') return 'failed';
+        // Another change won (a cancel, or a deadline): it stands; the agent is told, best effort, if its task runs.
+        if (agentTask && TERMINAL.has(result.task.state) && !TERMINAL.has(stateOf(agentTask.status?.state) ?? 'completed')) {
+          await client.cancelTask({ tenant: '', id: agentTask.id, metadata: undefined }, opts()).catch(() => undefined);
+        }
+        return result.task.state;
+      }
+      // The agent has the task: the workflow records the state it answered (a search attribute) and delivers
+      // again, which follows the agent's task from here (its id is recorded: nothing is sent twice).
+      return result.task.state;
+    }
+    let wait = FOLLOW_FIRST_MS;
+    while (!SETTLED.has(task.state)) {
+      await sleep(wait, undefined, { signal: ctx.signal });
+      wait = Math.min(wait * 2, FOLLOW_MAX_MS);
+      let answer: Task;
+      try {
+        answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, opts());
+      } catch (e) {
+        if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
+        const result = await this.tasks.transition(task, { state: 'failed', statusMessage: agentMessage(task, `the agent lost the task: ${e.message}`) });
+        return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
+      }
+      const change = changeOf(task, answer);
+      if (!differs(task, change)) continue;
+      const result = await this.tasks.transition(task, change);
+      if (result.changed) {
+        task = result.task;
+        wait = FOLLOW_FIRST_MS;
+      } else if (result.reason === 'missing') return 'failed';
+      else task = result.task;
+    }
+    return task.state;
+  }
+
+  /**
+   * Cancels the task: at the agent first when the agent has it (what the agent answers is recorded), then in
+   * Postgres. `not-cancelable` when it settled first (or the agent says so), `unreachable` when the agent could not
+   * be asked (nothing recorded: the task runs on at the agent).
+   */
+  async cancel(ids: TaskIds): Promise<CancelOutcome> {
+    let task = await this.tasks.get(ids.tenant, ids.taskId);
+    for (let attempt = 0; task && attempt < CAS_ATTEMPTS; attempt++) {
+      if (TERMINAL.has(task.state)) return { outcome: 'not-cancelable', state: task.state };
+      let change: TaskChange = { state: 'canceled', statusMessage: null };
+      const agent = task.agentTaskId ? await this.agents.get(ids.tenant, ids.agent) : undefined;
+      if (agent && task.agentTaskId) {
+        const client = await this.clients.clientFor(agent);
+        try {
+          const answer = await client.cancelTask({ tenant: '', id: task.agentTaskId, metadata: undefined }, this.clients.callOptions());
+          change = changeOf(task, answer);
+          if (change.state !== 'canceled') return { outcome: 'not-cancelable', state: await this.record(task, change) };
+        } catch (e) {
+          if (e instanceof TaskNotCancelableError) return { outcome: 'not-cancelable', state: await this.refresh(task, client) };
+          if (!(e instanceof A2AError)) return { outcome: 'unreachable', state: task.state, reason: `the agent could not be reached to cancel its task: ${(e as Error).message}` };
+          throw e;
+        }
+      }
+      const result = await this.tasks.transition(task, change);
+      if (result.changed) return { outcome: 'canceled', state: result.task.state };
+      if (result.reason === 'missing') break;
+      task = result.task;
+    }
+    if (!task) return { outcome: 'missing' };
+    return { outcome: 'not-cancelable', state: task.state };
+  }
+
+  /** Fails the task with a status message saying why (a deadline, a delivery that cannot succeed); a task that settled first stays. */
+  async fail(ids: TaskIds, reason: string): Promise<{ state: A2AState }> {
+    let task = await this.tasks.get(ids.tenant, ids.taskId);
+    for (let attempt = 0; task && attempt < CAS_ATTEMPTS; attempt++) {
+      if (TERMINAL.has(task.state)) return { state: task.state };
+      const result = await this.tasks.transition(task, { state: 'failed', statusMessage: agentMessage(task, reason) });
+      if (result.changed) {
+        log.warn({ agent: ids.agent, task: ids.taskId, reason }, 'task failed');
+        const agentTaskId = task.agentTaskId;
+        const agent = agentTaskId ? await this.agents.get(ids.tenant, ids.agent) : undefined;
+        if (agent && agentTaskId) {
+          const client = await this.clients.clientFor(agent);
+          await client.cancelTask({ tenant: '', id: agentTaskId, metadata: undefined }, this.clients.callOptions()).catch(() => undefined);
+        }
+        return { state: 'failed' };
+      }
+      if (result.reason === 'missing') break;
+      task = result.task;
+    }
+    return { state: task?.state ?? 'failed' };
+  }
+
+  private async record(task: StoredTask, change: TaskChange): Promise<A2AState> {
+    const result = await this.tasks.transition(task, change);
+    return result.changed || result.reason !== 'missing' ? result.task.state : task.state;
+  }
+
+  /** The task as the agent has it now, recorded; as recorded when the agent cannot be asked. */
+  private async refresh(task: StoredTask, client: Client): Promise<A2AState> {
+    try {
+      const answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, this.clients.callOptions());
+      return await this.record(task, changeOf(task, answer));
+    } catch {
+      return task.state;
+    }
+  }
+}
+
+/** Whether a change says something the task does not (state, status message, artifacts): only those are recorded. */
+function differs(task: StoredTask, change: TaskChange): boolean {
+  return (
+    change.state !== task.state ||
+    JSON.stringify(change.statusMessage ?? null) !== JSON.stringify(task.statusMessage) ||
+    JSON.stringify(change.artifacts ?? task.artifacts) !== JSON.stringify(task.artifacts)
+  );
+}
+
+function unreachable(e: unknown, signal: AbortSignal): Error {
+  if (signal.aborted) return e as Error;
+  return new AgentUnreachable(`the agent could not be reached: ${(e as Error).message}`);
+}
+
+/** What an agent's task says, as a change of the mesh's task (ids rewritten to the mesh's). */
+export function changeOf(task: StoredTask, answer: Task): TaskChange {
+  const state = stateOf(answer.status?.state);
+  if (!state) {
+    return { state: 'failed', statusMessage: agentMessage(task, `the agent answered an invalid task state (${String(answer.status?.state)})`), agentTaskId: answer.id || undefined };
+  }
+  const rewrite = (m: Message): Json => Message.toJSON({ ...m, taskId: task.id, contextId: answer.contextId || task.contextId }) as Json;
+  return {
+    state,
+    statusMessage: answer.status?.message ? rewrite(answer.status.message) : null,
+    history: answer.history.length > 0 ? answer.history.map(rewrite) : task.history,
+    artifacts: answer.artifacts.map((a) => Artifact.toJSON(a) as Json),
+    agentTaskId: answer.id,
+    contextId: answer.contextId || undefined,
+  };
+}
+
+/** A status message from the mesh, in the agent's role, about the task. */
+export function agentMessage(task: StoredTask, text: string): Json {
+  return { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 'ROLE_AGENT', parts: [{ text }] };
+}
+
+export type { StoredAgent };

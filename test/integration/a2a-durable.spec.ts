@@ -1,0 +1,280 @@
+import { randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:http';
+import { Message, SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
+import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
+import { requestTopicOf, taskFromFrame } from '../../libs/a2a';
+import { frameFromKafkaRecord } from '../../libs/frame';
+import { PartitionReader } from '../../libs/kafka';
+import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { A2ATaskEntity } from '../../libs/storage';
+import { a2aSearchAttributes, a2aTaskWorkflowIdOf } from '../../workflows';
+import { EchoAgent, textOf } from '../support/a2a-echo-agent';
+import { endTaskWorkflows } from '../support/a2a-tasks';
+import { testConfig, uniqueTopic } from '../support/env';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
+
+class HeaderTenantFilter implements GateFilter {
+  readonly name = 'token';
+  check({ request }: GateContext): Verdict {
+    const tenant = request.headers['x-test-tenant'];
+    if (typeof tenant !== 'string') return ALLOW;
+    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
+  }
+}
+
+/** A loopback port nothing listens on (taken and released), where an agent can be started later. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+  return port;
+}
+
+/**
+ * The durable core of the A2A broker on a real instance (gateway and worker), Postgres, Kafka and Temporal, through
+ * the SDK's stock client: each task is a workflow `a2a-task/<id>` whose request travels on the agent's request
+ * topic, a task for an agent that is down waits for it (within the task's timeout, 12 s here), a cancel reaches
+ * the agent's running task, and the workflow is found in Temporal by its id and search attributes.
+ */
+describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
+  const suffix = randomUUID().slice(0, 8);
+  const tenant = `a2a-d-${suffix}`;
+  const env = {
+    EVENTMESH_KAFKA_TOPICS: uniqueTopic('a2a-d'),
+    EVENTMESH_HTTP_PORT: '0',
+    EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
+    EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '2000',
+    EVENTMESH_AGENTS_TASK_TIMEOUT_MS: '12000',
+    EVENTMESH_AGENTS_SEND_WAIT_MS: '15000',
+    EVENTMESH_AGENTS_HEARTBEAT_TTL_MS: '3000',
+  };
+  const config = testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-d-${suffix}` });
+  const gate = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const agent = new EchoAgent();
+  const started: EchoAgent[] = [agent];
+  let instance: RunningInstance;
+
+  beforeAll(async () => {
+    await agent.start();
+    instance = await startInstance(config, { roles: ['gateway', 'worker'], gates: { ingress: gate('ingress'), admin: gate('admin'), close: async () => undefined } });
+    expect((await register('echo', agent.card())).status).toBe(201);
+  });
+  afterAll(async () => {
+    await endTaskWorkflows([tenant]);
+    await instance?.close();
+    for (const a of started) await a.close();
+  });
+
+  const headers = { 'x-test-tenant': tenant };
+  const register = (name: string, card: unknown, as = tenant) =>
+    fetch(`${instance.url}/a2a/agents/${name}`, { method: 'PUT', headers: { 'x-test-tenant': as, 'content-type': 'application/json' }, body: JSON.stringify(card) });
+  const call = async (method: string, path: string, body?: unknown, as = tenant): Promise<{ status: number; body: Record<string, unknown> | null }> => {
+    const response = await fetch(`${instance.url}${path}`, {
+      method,
+      headers: { 'x-test-tenant': as, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
+  };
+  const fetchAs: typeof fetch = ((input: string | URL | Request, init?: RequestInit) =>
+    fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), ...headers } })) as typeof fetch;
+  const clientOf = (name: string): Promise<Client> =>
+    new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs }) }).createFromUrl(
+      `${instance.url}/a2a/agents/${name}/.well-known/agent-card.json`,
+      '',
+    );
+  const send = (text: string, configuration: Record<string, unknown> = {}): SendMessageRequest =>
+    SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration });
+  const asTask = (answer: Message | Task): Task => {
+    expect('status' in answer).toBe(true);
+    return answer as Task;
+  };
+  const stateOf = async (client: Client, id: string) => (await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state;
+  const workflowOf = (id: string) => instance.deps.temporal.client.workflow.getHandle(a2aTaskWorkflowIdOf(id));
+
+  it('writes the task to the agent\'s request topic as a frame and runs it as workflow a2a-task/<id>, found by its search attributes', async () => {
+    const client = await clientOf('echo');
+    const task = asTask(await client.sendMessage(send('echo:visible')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(task.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toEqual(['visible']);
+
+    const handle = workflowOf(task.id);
+    expect(await handle.result()).toBe('completed');
+    const description = await handle.describe();
+    expect(description.type).toBe('a2aTaskWorkflow');
+    expect(description.taskQueue).toBe('eventmesh-a2a');
+    const attribute = (key: (typeof a2aSearchAttributes)[keyof typeof a2aSearchAttributes]) => description.typedSearchAttributes.get(key);
+    expect([attribute(a2aSearchAttributes.agent), attribute(a2aSearchAttributes.tenant), attribute(a2aSearchAttributes.state)]).toEqual(['echo', tenant, 'completed']);
+    // The history holds ids and states, never the message: its text appears nowhere in it.
+    expect(JSON.stringify(await handle.fetchHistory())).not.toContain('visible');
+    // Operators find it by agent and state (visibility is eventually consistent).
+    const found = await waitFor('the task listed by its search attributes', async () => {
+      const ids: string[] = [];
+      for await (const run of instance.deps.temporal.client.workflow.list({ query: `EventMeshAgent = 'echo' AND EventMeshTenant = '${tenant}' AND EventMeshTaskState = 'completed'` })) ids.push(run.workflowId);
+      return ids.includes(a2aTaskWorkflowIdOf(task.id)) && ids;
+    });
+    expect(found).toContain(`a2a-task/${task.id}`);
+
+    // The request on the agent's topic: one frame, the task's id, the message with the mesh's ids.
+    const args = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+    const input = JSON.parse(Buffer.from(args as Uint8Array).toString('utf8')) as { request: { topic: string; partition: number; offset: number } };
+    expect(input.request.topic).toBe(requestTopicOf(tenant, 'echo'));
+    const reader = new PartitionReader(instance.deps.kafka);
+    await reader.connect();
+    try {
+      const [fetched] = await reader.fetch([input.request], { maxWaitMs: 0 });
+      const record = fetched.records.find((r) => r.offset === input.request.offset)!;
+      const carried = taskFromFrame(frameFromKafkaRecord(record.headers, record.value));
+      expect(carried).toMatchObject({ taskId: task.id, agent: 'echo' });
+      expect(textOf(carried.request.message)).toBe('echo:visible');
+    } finally {
+      await reader.disconnect();
+    }
+  });
+
+  it('keeps a task for an agent that is down until the agent is back, then completes it once', async () => {
+    const port = await freePort();
+    const late = new EchoAgent();
+    started.push(late);
+    late.url = `http://127.0.0.1:${port}/`;
+    expect((await register('late', late.card())).status).toBe(201);
+    const client = await clientOf('late');
+    const task = asTask(await client.sendMessage(send('echo:waited', { returnImmediately: true })));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    // The delivery was tried and refused at least twice (Temporal retries it with backoff): the agent is down.
+    await waitFor('the delivery retried', async () => ((await workflowOf(task.id).describe()).raw.pendingActivities?.[0]?.attempt ?? 0) >= 2);
+    expect(await stateOf(client, task.id)).toBe(TaskState.TASK_STATE_SUBMITTED);
+    await late.start(port);
+    await waitFor('the task completed after the agent came back', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 15_000 });
+    expect(late.received).toEqual(['echo:waited']);
+    expect(await workflowOf(task.id).result()).toBe('completed');
+  });
+
+  it('fails a task whose agent does not come back within the task timeout', async () => {
+    const never = { ...agent.card(), supportedInterfaces: [{ url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
+    expect((await register('never', never)).status).toBe(201);
+    const started = Date.now();
+    const task = asTask(await (await clientOf('never')).sendMessage(send('echo:lost')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(textOf(task.status?.message)).toContain('did not settle within its timeout of 12000 ms');
+    expect(Date.now() - started).toBeGreaterThanOrEqual(12000);
+  });
+
+  it('a cancel through the stock client reaches the running task at the agent, through the workflow', async () => {
+    const client = await clientOf('echo');
+    const key = randomUUID();
+    const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+    await waitFor('the agent working on the task', () => agent.isHeld(key));
+    await waitFor('the task recorded working', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING);
+    const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: task.id });
+    const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(agent.canceled.has(row.agentTaskId!)).toBe(true);
+    expect(await workflowOf(task.id).result()).toBe('canceled');
+    agent.release(key);
+  });
+
+  describe('mesh-subscriber agents', () => {
+    const subscriberCard = () => ({ ...agent.card(), name: 'worker', supportedInterfaces: [] });
+
+    it('two replicas share 20 tasks through the agent\'s subscription (LOAD_BALANCE), each done once, answered by updates', async () => {
+      expect((await register('worker?style=subscriber', subscriberCard())).status).toBe(201);
+      const topic = requestTopicOf(tenant, 'worker');
+      // Only the agent's tenant may subscribe to its request topic, and nobody may publish to it.
+      expect(await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE' } }, `intruder-${suffix}`)).toMatchObject({ status: 404, body: { code: 'UNKNOWN_TOPIC' } });
+      const published = await fetch(`${instance.url}/events/publish?topic=${encodeURIComponent(topic)}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/cloudevents+json' },
+        body: JSON.stringify({ specversion: '1.0', id: 'x', source: '/x', type: 'x' }),
+      });
+      expect([published.status, ((await published.json()) as { code: string }).code]).toEqual([404, 'UNKNOWN_TOPIC']);
+      const subscription = await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+      expect(subscription.status).toBe(201);
+      const id = subscription.body!.id as string;
+
+      const done: Record<string, string[]> = { r1: [], r2: [] };
+      let stopped = false;
+      const replica = async (name: string) => {
+        while (!stopped) {
+          await call('POST', '/a2a/agents/worker/heartbeat');
+          const polled = await call('GET', `/subscriptions/${id}/poll?consumer=${name}&window=1&max=1&waitMs=300`);
+          for (const d of (polled.body?.deliveries ?? []) as { deliveryId: string; event: { a2ataskid: string; data: { message: { parts: { text: string }[] } } } }[]) {
+            const text = d.event.data.message.parts[0].text;
+            const answer = await call('POST', `/a2a/agents/worker/tasks/${d.event.a2ataskid}/updates`, {
+              state: 'TASK_STATE_COMPLETED',
+              message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text: `done by ${name}` }] },
+              artifacts: [{ artifactId: randomUUID(), name: 'result', parts: [{ text: `${name}:${text}` }] }],
+            });
+            expect(answer).toMatchObject({ status: 200, body: { state: 'completed' } });
+            done[name].push(d.event.a2ataskid);
+            expect((await call('POST', `/subscriptions/${id}/acks`, { deliveryId: d.deliveryId, action: 'ack' })).status).toBe(200);
+          }
+        }
+      };
+      const replicas = [replica('r1'), replica('r2')];
+      try {
+        const client = await clientOf('worker');
+        const sent = await Promise.all(Array.from({ length: 20 }, (_, i) => client.sendMessage(send(`job ${i}`, { returnImmediately: true })).then((a) => asTask(a).id)));
+        await waitFor('the 20 tasks completed', async () => (await Promise.all(sent.map((t) => stateOf(client, t)))).every((s) => s === TaskState.TASK_STATE_COMPLETED));
+        stopped = true;
+        await Promise.all(replicas);
+        expect([...done.r1, ...done.r2].sort()).toEqual([...sent].sort());
+        expect([done.r1.length, done.r2.length].every((n) => n > 0)).toBe(true);
+        const one = await client.getTask({ tenant: '', id: sent[0], historyLength: undefined });
+        expect(one.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toEqual([expect.stringMatching(/^r[12]:job 0$/)]);
+        expect(await Promise.all(sent.map((t) => workflowOf(t).result()))).toEqual(sent.map(() => 'completed'));
+        // A task that ended takes no more updates.
+        expect(await call('POST', `/a2a/agents/worker/tasks/${sent[0]}/updates`, { state: 'working' })).toMatchObject({ status: 409, body: { code: 'ILLEGAL_TRANSITION' } });
+        expect(await call('POST', `/a2a/agents/worker/tasks/${sent[0]}/updates`, { state: 'bogus' })).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'state' } });
+        expect(await call('POST', `/a2a/agents/worker/tasks/${randomUUID()}/updates`, { state: 'working' })).toMatchObject({ status: 404, body: { code: 'TASK_NOT_FOUND' } });
+      } finally {
+        stopped = true;
+        await Promise.allSettled(replicas);
+      }
+    });
+
+    it('a subscriber\'s card expires without a heartbeat, and is back with one', async () => {
+      expect((await register('sleepy?style=subscriber', { ...subscriberCard(), name: 'sleepy' })).status).toBe(201);
+      expect((await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status).toBe(200);
+      await waitFor('the card expired', async () => (await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status === 404, { timeoutMs: 10_000 });
+      expect(((await call('GET', '/a2a/agents')).body!.agents as { name: string }[]).map((a) => a.name)).not.toContain('sleepy');
+      expect((await call('POST', '/a2a/agents/sleepy/heartbeat')).status).toBe(204);
+      expect((await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status).toBe(200);
+      expect((await call('POST', '/a2a/agents/echo/heartbeat')).status).toBe(404);
+      expect(await call('PUT', '/a2a/agents/x?style=pull', subscriberCard())).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'style' } });
+    });
+  });
+
+  it('a task outlives the worker that was delivering it: another instance follows it to completion, sending nothing twice', async () => {
+    // The last case: only worker instances of this case deliver from here on (the first instance keeps its gateway).
+    await instance.worker!.stop();
+    const workerOnly = (name: string) => startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `${name}-${suffix}` }), { roles: ['worker'] });
+    const first = await workerOnly('a2a-d-w1');
+    let second: RunningInstance | undefined;
+    try {
+      const client = await clientOf('echo');
+      const key = randomUUID();
+      const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+      await waitFor('the agent working on the task', () => agent.isHeld(key));
+      await waitFor('the task recorded working', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING);
+      expect((await workflowOf(task.id).describe()).raw.pendingActivities?.[0]?.lastWorkerIdentity).toContain(`a2a-d-w1-${suffix}@`);
+      await first.close();
+      second = await workerOnly('a2a-d-w2');
+      agent.release(key);
+      await waitFor('the task completed by the other instance', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 15_000 });
+      expect(await workflowOf(task.id).result()).toBe('completed');
+      expect(agent.received.filter((t) => t === `hold:${key}`)).toHaveLength(1);
+    } finally {
+      await first.close().catch(() => undefined);
+      await second?.close();
+      const { client, close } = await temporalClient();
+      await terminateWorkflows(client, [`dispatch/a2a-d-w1-${suffix}`, `dispatch/a2a-d-w2-${suffix}`]);
+      await close();
+    }
+  });
+});

@@ -1,0 +1,14 @@
+import { temporalClient } from './temporal';
+
+/** Ends the task workflows of the tenants a test used that still run (parked tasks wait out their timeout otherwise). */
+export async function endTaskWorkflows(tenants: string[]): Promise<void> {
+  const { client, close } = await temporalClient();
+  try {
+    const query = `WorkflowType = 'a2aTaskWorkflow' AND ExecutionStatus = 'Running' AND EventMeshTenant IN (${tenants.map((t) => `'${t}'`).join(', ')})`;
+    for await (const run of client.workflow.list({ query })) {
+      await client.workflow.getHandle(run.workflowId).terminate('test finished').catch(() => undefined);
+    }
+  } finally {
+    await close();
+  }
+}

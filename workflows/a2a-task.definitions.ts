@@ -1,0 +1,69 @@
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
+
+/**
+ * Names and shapes of the A2A task workflow (docs/a2a.md), shared by the workflow, its activities and the gateway
+ * that starts and steers it. The workflow holds ids and states only: the task's messages are in Postgres and its
+ * request is a record on the agent's request topic, named here by topic, partition and offset.
+ */
+
+/** The task queue every instance's worker polls for A2A tasks: any live instance runs any task. */
+export const A2A_TASK_QUEUE = 'eventmesh-a2a';
+export const a2aTaskWorkflowIdOf = (taskId: string) => `a2a-task/${taskId}`;
+
+/** Registered by `npm run infra -- start temporal` (scripts/infra.sh); the Temporal UI filters tasks on them. */
+export const a2aSearchAttributes = {
+  agent: defineSearchAttributeKey('EventMeshAgent', SearchAttributeType.KEYWORD),
+  state: defineSearchAttributeKey('EventMeshTaskState', SearchAttributeType.KEYWORD),
+  tenant: defineSearchAttributeKey('EventMeshTenant', SearchAttributeType.KEYWORD),
+};
+
+/** A task's state, as stored (libs/a2a/task-states.ts: the A2A specification's names). */
+export type TaskStateName = 'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
+
+/** Where a task's workflow stops: a terminal state, or one that waits for the client (multi-turn is not built). */
+export const SETTLED_STATES: readonly TaskStateName[] = ['completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required'];
+
+/** The record of the task's request on its agent's request topic. */
+export interface TaskRequestRecord {
+  topic: string;
+  partition: number;
+  offset: number;
+}
+
+export interface A2ATaskInput {
+  taskId: string;
+  tenant: string;
+  agent: string;
+  /** `url`: the mesh delivers the request to the agent's A2A server; `subscriber`: the agent's subscription does. */
+  style: 'url' | 'subscriber';
+  request: TaskRequestRecord;
+  /** The task's deadline from its start; then it fails (and the agent is asked to cancel it). */
+  timeoutMs: number;
+  /** The deadline of one call to the agent; the delivery activity's heartbeat timeout is derived from it. */
+  callTimeoutMs: number;
+}
+
+/** What one step of the task's activities says: the state the task is in now (in Postgres). */
+export interface TaskStep {
+  state: TaskStateName;
+}
+
+/** The outcome of a cancel: `canceled`; `not-cancelable` (it ended first); `unreachable` (the agent did not answer the cancel). */
+export interface CancelOutcome {
+  outcome: 'canceled' | 'not-cancelable' | 'unreachable' | 'missing';
+  state?: TaskStateName;
+  /** Why, for `unreachable`. */
+  reason?: string;
+}
+
+/** Cancels the task: stops its delivery, cancels it at the agent and in Postgres (compare-and-set); says how it went. */
+export const cancelTaskUpdate = defineUpdate<CancelOutcome>('cancel');
+/** A change recorded in Postgres by someone else (a mesh-subscriber agent's update): its state and the task's version then. */
+export interface TaskChanged {
+  state: TaskStateName;
+  version: number;
+}
+export const taskChangedSignal = defineSignal<[TaskChanged]>('changed');
+/** The task's state as the workflow knows it. */
+export const taskStateQuery = defineQuery<TaskStateName>('state');

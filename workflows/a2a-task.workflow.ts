@@ -1,0 +1,87 @@
+import { ActivityFailure } from '@temporalio/common';
+import { allHandlersFinished, CancellationScope, condition, isCancellation, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import type { A2ATaskActivities } from '../activities';
+import { A2ATaskInput, a2aSearchAttributes, cancelTaskUpdate, SETTLED_STATES, taskChangedSignal, TaskStateName, taskStateQuery } from './a2a-task.definitions';
+
+const settled = (state: TaskStateName) => SETTLED_STATES.includes(state);
+const retry = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '5s' } as const;
+
+/**
+ * One per A2A task, id `a2a-task/<taskId>`, on the shared A2A task queue (any instance runs it). The gateway took
+ * the task: the row is in Postgres (`submitted`) and its request is a record on the agent's request topic. This
+ * workflow sees it to a settled state (terminal, or waiting for the client) within the task's timeout:
+ * - an agent at a URL: the delivery activity reads the record from Kafka, sends it to the agent as an A2A client
+ *   and follows the agent's task until it settles, recording each change with a compare-and-set. An agent that
+ *   cannot be reached is tried again with backoff (Temporal's retry), so a task for an agent that is down waits
+ *   for it, durably, until the timeout;
+ * - a mesh subscriber: the agent's subscription delivers the record; the agent's updates are recorded by the
+ *   gateway, which signals each change here.
+ * A cancel is an update: it stops the delivery, cancels at the agent and in Postgres, and answers how it went.
+ * At the timeout the task fails (and the agent is asked to cancel its task). Only ids and states are in the
+ * history; the state is also a search attribute (`EventMeshTaskState`, beside `EventMeshAgent` and
+ * `EventMeshTenant` set at the start), so operators filter tasks in the Temporal UI.
+ */
+export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateName> {
+  const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
+  const deadline = Date.now() + input.timeoutMs;
+  const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: input.callTimeoutMs + 10_000, retry });
+  const delivering = proxyActivities<A2ATaskActivities>({
+    startToCloseTimeout: input.timeoutMs,
+    // A delivery heartbeats at least once a second; its calls to the agent last at most callTimeoutMs.
+    heartbeatTimeout: input.callTimeoutMs + 10_000,
+    retry,
+  });
+
+  let state: TaskStateName = 'submitted';
+  let version = 0;
+  let cancelling = false;
+  let delivery: CancellationScope | undefined;
+  const settle = (next: TaskStateName) => {
+    if (next === state) return;
+    state = next;
+    upsertSearchAttributes([{ key: a2aSearchAttributes.state, value: state }]);
+  };
+
+  setHandler(taskStateQuery, () => state);
+  setHandler(taskChangedSignal, (changed) => {
+    if (changed.version <= version) return; // an older change, arrived late
+    version = changed.version;
+    settle(changed.state);
+  });
+  setHandler(cancelTaskUpdate, async () => {
+    cancelling = true;
+    try {
+      delivery?.cancel();
+      const outcome = await steps.cancelTask(ids);
+      if (outcome.state) settle(outcome.state);
+      return outcome;
+    } finally {
+      cancelling = false;
+    }
+  });
+
+  if (input.style === 'url') {
+    while (!settled(state) && Date.now() < deadline) {
+      await condition(() => !cancelling);
+      if (settled(state)) break;
+      delivery = new CancellationScope({ cancellable: true, timeout: deadline - Date.now() });
+      try {
+        settle((await delivery.run(() => delivering.deliverTask({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs }))).state);
+      } catch (e) {
+        if (isCancellation(e)) continue; // a cancel (the update decides), or the deadline (the loop ends)
+        const reason = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
+        settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reason}` })).state);
+      } finally {
+        delivery = undefined;
+      }
+    }
+  } else {
+    await condition(() => settled(state) && !cancelling, Math.max(0, deadline - Date.now()));
+  }
+  await condition(() => !cancelling);
+  if (!settled(state)) {
+    settle((await steps.failTask({ ...ids, reason: `the task did not settle within its timeout of ${input.timeoutMs} ms` })).state);
+  }
+  await condition(allHandlersFinished);
+  return state;
+}
