@@ -62,11 +62,12 @@ class FakeOffsets {
     const results = positions.map((position): OffsetCommitResult => {
       const k = `${position.subscriptionId}#${position.partition}`;
       const row = this.rows.get(k);
-      const current = row && { nextOffset: row.nextOffset, epoch: row.epoch };
+      const current = row && { nextOffset: row.nextOffset, epoch: row.epoch, generation: row.generation ?? 0 };
       if (this.rejectWith) return { position, applied: false, rejected: this.rejectWith, current };
       if (row && position.epoch > 0 && row.epoch > position.epoch) return { position, applied: false, rejected: 'STALE_EPOCH', current };
+      if (row && (row.generation ?? 0) > (position.generation ?? 0)) return { position, applied: false, rejected: 'SEEKED', current };
       if (row && row.nextOffset > position.nextOffset) return { position, applied: false, rejected: 'BACKWARDS', current };
-      this.rows.set(k, { ...position, epoch: Math.max(row?.epoch ?? 0, position.epoch) });
+      this.rows.set(k, { ...position, epoch: Math.max(row?.epoch ?? 0, position.epoch), generation: Math.max(row?.generation ?? 0, position.generation ?? 0) });
       return { position, applied: true, current };
     });
     this.refused.push(...results.filter((r) => !r.applied));

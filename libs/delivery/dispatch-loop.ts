@@ -197,7 +197,17 @@ export class DispatchLoop {
     for (const s of active) {
       for (const partition of scope ? [scope.partition] : await this.deps.topics.partitionsOf(s.topic)) {
         const lane = this.lanes.get(s.id, s.topic, partition);
-        if (lane) {
+        if (lane && (s.offsetsGeneration ?? 0) > lane.generation) {
+          // An operator's seek moved the offsets since this lane started: it stops (its sends are aborted, what it
+          // settled is not committed: the seek decided the position) and starts again from the new offsets below.
+          this.lanes.close(lane);
+          this.progress.seeksApplied = (this.progress.seeksApplied ?? 0) + 1;
+          this.log.info(
+            { subscription: s.id, topic: s.topic, partition, at: lane.nextOffset, generation: s.offsetsGeneration },
+            'the offsets were moved by a seek; lane restarts from the new offsets',
+          );
+          missing.push({ subscription: s, partition });
+        } else if (lane) {
           lane.subscription = s;
           lane.filter = this.filterOf(s);
         } else missing.push({ subscription: s, partition });
@@ -210,6 +220,8 @@ export class DispatchLoop {
       const replayed = await this.fence.run(async (m) => {
         const stored = await this.deps.offsets.positionsOf(ids, m);
         const at = new Map(stored.map((p) => [`${p.subscriptionId}#${p.topic}#${p.partition}`, p.nextOffset]));
+        // The generation read with the positions (one statement), else the subscription's: see offset-store.ts.
+        const generations = new Map(stored.map((p) => [p.subscriptionId, p.generation ?? 0]));
         // A partition added to the topic after the subscription was created holds only newer events.
         const starts: Omit<OffsetPosition, 'epoch'>[] = missing.map(({ subscription, partition }) => ({
           subscriptionId: subscription.id,
@@ -220,7 +232,7 @@ export class DispatchLoop {
         await this.deps.retries.forgetReplayed(starts, m);
         // Dead-lettered after the last commit (the run crashed before it): settled, not to be delivered again.
         const dead = await this.deps.deadLetters.deadLetteredFrom(starts, m);
-        return { starts, dead };
+        return { starts, dead, generations };
       });
       const deadAt = new Map<string, number[]>();
       for (const d of replayed.dead) {
@@ -232,7 +244,8 @@ export class DispatchLoop {
       missing.forEach(({ subscription, partition }, i) => {
         const start = replayed.starts[i];
         const dead = deadAt.get(`${start.subscriptionId}#${start.topic}#${start.partition}`) ?? [];
-        const lane = newLane(subscription, this.filterOf(subscription), partition, start.nextOffset, dead);
+        const generation = replayed.generations.get(subscription.id) ?? subscription.offsetsGeneration ?? 0;
+        const lane = newLane(subscription, this.filterOf(subscription), partition, start.nextOffset, dead, generation);
         // Parked deliveries of an earlier run go before the events after them (ordered recovery, lane-runner.ts).
         lane.recovering = true;
         this.lanes.add(lane);

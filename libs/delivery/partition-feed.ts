@@ -121,7 +121,7 @@ export class PartitionFeed {
       lane.deadLettered.clear();
       if (target < lane.committed) {
         // The log itself went backwards: the stored offset points at events that no longer exist.
-        const position = { subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: ctx.fence.rowEpoch };
+        const position = { subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: ctx.fence.rowEpoch, generation: lane.generation };
         await ctx.fence.run(async (m) => {
           await ctx.deps.offsets.rewind(position, m);
           // Parked deliveries at those offsets belong to the old log; new events will take their offsets.
