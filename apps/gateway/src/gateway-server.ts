@@ -14,7 +14,7 @@ import type { Dependencies } from '../../../libs/runtime';
 import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, SinkGuard, TenantQuotaAdmin } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
 import { ClusterCredential, derivedAddress, PollConsumers, StreamHub, StreamPresence } from '../../../libs/streams';
-import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
+import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { registerBodyParsers } from './body-parsers';
 import { ConnectionCap } from './connection-cap';
 import { Gates } from './gate-route';
@@ -104,6 +104,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           gateFinding(options.gates, config.http.host),
         ], () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode })),
         placement,
+        subscriptionOffsets: SubscriptionOffsets.forInstance(deps.db, deps.topics, config),
+        deliveryState: new SubscriptionDeliveryState(deps.db),
         skippedRanges,
         gates,
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
