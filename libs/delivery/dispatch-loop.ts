@@ -120,7 +120,10 @@ export class DispatchLoop {
         }
         if (Date.now() - this.refreshedAt >= this.deps.options.refreshIntervalMs) await this.refresh();
         const positions = this.feed.wanted();
-        if (positions.length > 0) await this.feed.accept(await this.feed.fetch(positions, signal));
+        // A fetch waits no longer than until the next refresh: an operator's pause or seek is seen within the
+        // refresh interval, not a fetch wait later.
+        const refreshDue = this.refreshedAt + this.deps.options.refreshIntervalMs - Date.now();
+        if (positions.length > 0) await this.feed.accept(await this.feed.fetch(positions, signal, refreshDue));
         this.runner.kick();
         this.sweeper.tick();
         await this.committer.tick();
@@ -146,12 +149,15 @@ export class DispatchLoop {
   }
 
   /**
-   * Nothing to fetch: wait for a lane to finish or run low, a retry to come due, the next refresh, or, while a lane
-   * settled something not yet committed, the next commit.
+   * Nothing to fetch: wait for a lane to finish or run low, a retry to come due, the next refresh (when it is due,
+   * so an operator's pause or seek is seen within the refresh interval), or, while a lane settled something not
+   * yet committed, the next commit.
    */
   private async idle(signal: AbortSignal): Promise<void> {
     const moved = [...this.lanes.values()].some((l) => l.nextOffset > l.committed);
-    const wait = Math.min(this.deps.options.refreshIntervalMs, moved ? COMMIT_INTERVAL_MS : Infinity, ...this.runner.dueRetries(Date.now()));
+    const now = Date.now();
+    const refreshDue = this.refreshedAt + this.deps.options.refreshIntervalMs - now;
+    const wait = Math.min(refreshDue, moved ? COMMIT_INTERVAL_MS : Infinity, ...this.runner.dueRetries(now));
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, Math.max(1, wait));
       signal.addEventListener('abort', done, { once: true });

@@ -44,9 +44,10 @@ export class PartitionFeed {
     return [...lowest.values()];
   }
 
-  async fetch(positions: PartitionPosition[], signal: AbortSignal): Promise<FetchedPartition[]> {
+  /** `maxWaitMs` (at most the configured fetch wait) lets the loop keep its next refresh on time. */
+  async fetch(positions: PartitionPosition[], signal: AbortSignal, maxWaitMs = this.ctx.deps.options.pollMaxWaitMs): Promise<FetchedPartition[]> {
     try {
-      return await this.ctx.deps.reader.fetch(positions, { maxWaitMs: this.ctx.deps.options.pollMaxWaitMs });
+      return await this.ctx.deps.reader.fetch(positions, { maxWaitMs: Math.max(0, Math.min(maxWaitMs, this.ctx.deps.options.pollMaxWaitMs)) });
     } catch (e) {
       this.log.warn({ error: (e as Error).message }, 'fetch failed; backing off');
       await pause(this.ctx.deps.options.pollMaxWaitMs, signal);

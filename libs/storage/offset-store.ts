@@ -81,16 +81,17 @@ export class OffsetStore {
       current_generation: string | null;
     }[] = await manager.query(
       `WITH input AS (
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bigint[], $5::bigint[])
-           AS t(subscription_id, topic, partition, next_offset, epoch)
+         SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bigint[], $5::bigint[], $6::bigint[])
+           AS t(subscription_id, topic, partition, next_offset, epoch, generation)
        ), applied AS (
-         INSERT INTO subscription_offsets AS o (subscription_id, topic, partition, next_offset, epoch, updated_at)
-         SELECT i.subscription_id, i.topic, i.partition, i.next_offset, i.epoch, now()
+         INSERT INTO subscription_offsets AS o (subscription_id, topic, partition, next_offset, epoch, generation, updated_at)
+         SELECT i.subscription_id, i.topic, i.partition, i.next_offset, i.epoch, i.generation, now()
            FROM input i JOIN subscriptions s ON s.id = i.subscription_id
            -- Holds the subscription row until commit, so a concurrent delete cannot break the foreign key.
            FOR KEY SHARE OF s
          ON CONFLICT (subscription_id, topic, partition) DO UPDATE
-           SET next_offset = EXCLUDED.next_offset, epoch = GREATEST(o.epoch, EXCLUDED.epoch), updated_at = now()
+           SET next_offset = EXCLUDED.next_offset, epoch = GREATEST(o.epoch, EXCLUDED.epoch),
+               generation = GREATEST(o.generation, EXCLUDED.generation), updated_at = now()
            WHERE o.next_offset <= EXCLUDED.next_offset AND (EXCLUDED.epoch = 0 OR o.epoch <= EXCLUDED.epoch)
              AND o.generation <= EXCLUDED.generation
          RETURNING o.subscription_id, o.topic, o.partition
@@ -186,7 +187,8 @@ export class OffsetStore {
     targets: readonly { topic: string; partition: number; nextOffset: number }[],
     manager: EntityManager,
   ): Promise<SeekResult> {
-    const bumped: { offsets_generation: string }[] = await manager.query(
+    // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
+    const [bumped]: [{ offsets_generation: string }[], number] = await manager.query(
       `UPDATE subscriptions SET offsets_generation = offsets_generation + 1 WHERE id = $1 RETURNING offsets_generation`,
       [subscriptionId],
     );
