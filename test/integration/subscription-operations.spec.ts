@@ -25,6 +25,11 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
   let b: string;
   let epoch = 0;
   const stops: (() => Promise<unknown>)[] = [];
+  const cleanups: (() => Promise<unknown>)[] = [];
+
+  afterEach(async () => {
+    for (const cleanup of cleanups.splice(0)) await cleanup();
+  });
 
   beforeAll(async () => {
     stack = await openDeliveryStack('sub-ops-spec', topic, 2, 5000);
@@ -136,6 +141,8 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
     const runner = stack.db.createQueryRunner();
     await runner.connect();
     await runner.startTransaction();
+    // Deleted whatever happens: the later tests count the subscriptions the loops dispatch.
+    cleanups.push(() => stack.db.manager.delete(SubscriptionEntity, { id }));
     try {
       const seek = await stack.offsets.seek(id, [{ topic, partition: 0, nextOffset: 1 }], runner.manager);
       expect(seek).toEqual({ applied: true, generation: 1, moves: [{ topic, partition: 0, from: 5, to: 1 }] });
@@ -160,7 +167,6 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
     expect(stale).toMatchObject({ applied: false, rejected: 'SEEKED', current: { nextOffset: 1, generation: 1 } });
     const [fresh] = await stack.offsets.commit([{ subscriptionId: id, topic, partition: 0, nextOffset: 2, epoch: 0, generation: 1 }]);
     expect(fresh.applied).toBe(true);
-    await stack.db.manager.delete(SubscriptionEntity, { id });
   });
 
   it('seek to earliest redelivers the history to that subscription only, fenced against the partition owners', async () => {
