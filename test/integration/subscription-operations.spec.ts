@@ -84,10 +84,11 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
         options: { pollMaxWaitMs: 500, batchMaxEvents: 100, refreshIntervalMs: 1000, retryInitialMs: 10, retryMaxMs: 20, maxAttempts: 5 },
       });
       const stop = new AbortController();
-      const running = loop.run(stop.signal, Date.now() + 120000, (p) => (reports[partition] = p));
+      // A loop a test left running is fenced by the next claim: its end is awaited by stopOwners, never unhandled.
+      const running = loop.run(stop.signal, Date.now() + 120000, (p) => (reports[partition] = p)).catch((e: unknown) => e);
       stops.push(async () => {
         stop.abort();
-        await running.catch(() => undefined);
+        await running;
         await reader.disconnect();
       });
     }
