@@ -13,7 +13,7 @@ import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, StreamPresenc
 import type { Dependencies } from '../../../libs/runtime';
 import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, SinkGuard, TenantQuotaAdmin } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
-import { ClusterCredential, derivedAddress, PollConsumers, StreamHub, StreamPresence } from '../../../libs/streams';
+import { ClusterCredential, derivedAddress, PeerChannels, PollConsumers, StreamClients, StreamHub, StreamPresence } from '../../../libs/streams';
 import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { registerBodyParsers } from './body-parsers';
 import { ConnectionCap } from './connection-cap';
@@ -57,8 +57,11 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   let started: NestFastifyApplication | undefined;
   let a2a: A2ABroker | undefined;
   let presence: StreamPresence | undefined;
+  // The channels an operator's disconnect of a client held by another gateway process goes over.
+  const peers = new PeerChannels(options.cluster.credential, options.cluster.holder);
   const close = async () => {
     await presence?.close();
+    peers.close();
     publish?.close();
     await started?.close().catch(() => undefined);
     await a2a?.close();
@@ -106,6 +109,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         placement,
         subscriptionOffsets: SubscriptionOffsets.forInstance(deps.db, deps.topics, config),
         deliveryState: new SubscriptionDeliveryState(deps.db),
+        streamClients: new StreamClients(streams, new StreamPresenceStore(deps.db), peers, { holder: options.cluster.holder, instanceId: config.instance.id }),
         skippedRanges,
         gates,
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),

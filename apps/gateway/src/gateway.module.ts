@@ -6,7 +6,7 @@ import { AclAdmin, TenantQuotaAdmin } from '../../../libs/security';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { ApiKeyService, PublisherSecretStore } from '../../../libs/security';
-import { PollConsumers, StreamHub } from '../../../libs/streams';
+import { PollConsumers, StreamClients, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { A2AAgentsController } from './a2a-agents.controller';
@@ -41,6 +41,8 @@ export interface GatewayServices {
   /** A subscription's offsets (view, seek) and its delivery state (pause, resume), for operators. */
   subscriptionOffsets: SubscriptionOffsets;
   deliveryState: SubscriptionDeliveryState;
+  /** The stream clients of a subscription across the cluster (list, disconnect). */
+  streamClients: StreamClients;
   /** The long-poll consumers of the stream subscriptions (capped per subscription). */
   polls: PollConsumers;
   /** PARTITION_OWNED_PULL only. */
@@ -89,6 +91,7 @@ export class GatewayModule {
         { provide: SubscriptionPlacement, useValue: services.placement },
         { provide: SubscriptionOffsets, useValue: services.subscriptionOffsets },
         { provide: SubscriptionDeliveryState, useValue: services.deliveryState },
+        { provide: StreamClients, useValue: services.streamClients },
         { provide: ApiKeyService, useValue: services.apiKeys },
         { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: A2ABroker, useValue: services.a2a },

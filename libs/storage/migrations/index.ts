@@ -14,6 +14,7 @@ import { ResourceTenant1796430000001 } from './1796430000001-ResourceTenant';
 import { StreamPresence1796500000001 } from './1796500000001-StreamPresence';
 import { A2AAgents1796520000001 } from './1796520000001-A2AAgents';
 import { OffsetsGeneration1796610000001 } from './1796610000001-OffsetsGeneration';
+import { StreamPresenceClients1796610000002 } from './1796610000002-StreamPresenceClients';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -33,4 +34,5 @@ export const MIGRATIONS = [
   StreamPresence1796500000001,
   A2AAgents1796520000001,
   OffsetsGeneration1796610000001,
+  StreamPresenceClients1796610000002,
 ];
