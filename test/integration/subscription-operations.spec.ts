@@ -28,7 +28,8 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
   const cleanups: (() => Promise<unknown>)[] = [];
 
   afterEach(async () => {
-    for (const cleanup of cleanups.splice(0)) await cleanup();
+    // Last in, first out: a loop stops before its subscription and its gateway go.
+    for (const cleanup of cleanups.splice(0).reverse()) await cleanup();
   });
 
   beforeAll(async () => {
@@ -52,9 +53,9 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
   });
 
   /** A webhook subscription of the topic from its start, delivering to the sink's path `/hook/<name>`. */
-  async function subscription(name: string): Promise<string> {
+  async function subscription(name: string, instanceId = owner): Promise<string> {
     const id = randomUUID();
-    await stack.db.manager.insert(SubscriptionEntity, { id, topic, protocol: 'HTTP', sink: `${sink.url}/${name}`, instanceId: owner, status: 'ACTIVE', config: {} });
+    await stack.db.manager.insert(SubscriptionEntity, { id, topic, protocol: 'HTTP', sink: `${sink.url}/${name}`, instanceId, status: 'ACTIVE', config: {} });
     await stack.offsets.commit([0, 1].map((partition) => ({ subscriptionId: id, topic, partition, nextOffset: 0, epoch: 0 })));
     return id;
   }
@@ -116,7 +117,7 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
 
   /** Waits until the subscription's stored offsets are `at` in both partitions. */
   const committed = (id: string, at: number) =>
-    waitFor(`${id === a ? 'a' : 'b'} committed at ${at}`, async () => {
+    waitFor(`${id === a ? 'a' : id === b ? 'b' : id} committed at ${at}`, async () => {
       const positions = await stack.offsets.positionsOf([id]);
       return positions.length === 2 && positions.every((p) => p.nextOffset === at);
     }, { timeoutMs: 10000 });
@@ -293,5 +294,52 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
     for (const id of [...during, ...acrossRestart]) expect(times(to('a'), id)).toBe(1);
     expect(to('a').filter((id) => !id.startsWith('load') && !id.startsWith('paused') && !id.startsWith('restarted'))).toHaveLength(before);
     await stopOwners();
+  });
+
+  it('LOCAL_STICKY_PULL: the offsets show the pinned instance and its dispatch-run epoch, and a seek restarts the lanes of its dispatch-run fenced loop', async () => {
+    const instanceId = `sticky-${owner}`;
+    const sticky = await startInstance(testConfig({ EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: '0', EVENTMESH_INSTANCE_ID: instanceId }), { roles: ['gateway'] });
+    cleanups.push(() => sticky.close());
+    const c = await subscription('c', instanceId);
+    cleanups.push(() => stack.db.manager.delete(SubscriptionEntity, { id: c }));
+    const run = await stack.runs.claim(instanceId, 'subscription-operations spec');
+    const reader = new PartitionReader(stack.kafka);
+    await reader.connect();
+    const loop = new DispatchLoop({
+      instanceId,
+      subscriptions: stack.subscriptions,
+      offsets: stack.offsets,
+      deadLetters: stack.deadLetters,
+      retries: stack.retries,
+      skipped: new SkippedRangeStore(stack.db),
+      reader,
+      topics: stack.topics,
+      sender: { send: (target, frame, messageId, signal) => stack.webhooks.send(target, frame, messageId, signal) },
+      fence: stack.runs.fenceFor(instanceId, run),
+      options: { pollMaxWaitMs: 500, batchMaxEvents: 100, refreshIntervalMs: 1000, retryInitialMs: 10, retryMaxMs: 20, maxAttempts: 5 },
+    });
+    const stop = new AbortController();
+    const running = loop.run(stop.signal, Date.now() + 60000, () => undefined).catch((e: unknown) => e);
+    cleanups.push(async () => {
+      stop.abort();
+      await running;
+      await reader.disconnect();
+    });
+    // Everything in the topic so far, from offset 0.
+    const end = (await stack.topics.endOffsets(topic)).get(0)!;
+    await waitFor('c caught up', () => to('c').length === 2 * end, { timeoutMs: 20000 });
+    await committed(c, end);
+    const stickyCall = async (method: string, path: string, body?: unknown) => {
+      const response = await fetch(`${sticky.url}${path}`, { method, headers: body === undefined ? {} : { 'content-type': 'application/json' }, body: body === undefined ? undefined : JSON.stringify(body) });
+      return { status: response.status, body: (await response.json()) as Record<string, unknown> };
+    };
+    expect((await stickyCall('GET', `/subscriptions/${c}/offsets`)).body).toMatchObject({
+      topology: 'LOCAL_STICKY_PULL',
+      partitions: [0, 1].map((partition) => ({ partition, committed: end, end, lag: 0, owner: instanceId, epoch: run })),
+    });
+    const seek = await stickyCall('POST', `/subscriptions/${c}/offsets/seek`, { offsets: [{ partition: 0, offset: end - 2 }] });
+    expect(seek).toMatchObject({ status: 200, body: { partitions: [{ partition: 0, from: end, to: end - 2 }] } });
+    await waitFor('the last two events of partition 0 again at c', () => to('c').length === 2 * end + 2, { timeoutMs: 10000 });
+    await committed(c, end);
   });
 });
