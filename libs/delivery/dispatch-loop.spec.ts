@@ -59,15 +59,21 @@ class FakeOffsets {
   async positionsOf(ids: string[]): Promise<OffsetPosition[]> {
     return [...this.rows.values()].filter((r) => ids.includes(r.subscriptionId));
   }
+  /** Runs once, just before the next commit applies (an operator's seek landing right before a loop's commit). */
+  beforeNextCommit?: () => void;
   async commit(positions: OffsetPosition[]): Promise<OffsetCommitResult[]> {
+    const before = this.beforeNextCommit;
+    this.beforeNextCommit = undefined;
+    before?.();
     const results = positions.map((position): OffsetCommitResult => {
       const k = `${position.subscriptionId}#${position.partition}`;
       const row = this.rows.get(k);
-      const current = row && { nextOffset: row.nextOffset, epoch: row.epoch };
+      const current = row && { nextOffset: row.nextOffset, epoch: row.epoch, generation: row.generation ?? 0 };
       if (this.rejectWith) return { position, applied: false, rejected: this.rejectWith, current };
       if (row && position.epoch > 0 && row.epoch > position.epoch) return { position, applied: false, rejected: 'STALE_EPOCH', current };
+      if (row && (row.generation ?? 0) > (position.generation ?? 0)) return { position, applied: false, rejected: 'SEEKED', current };
       if (row && row.nextOffset > position.nextOffset) return { position, applied: false, rejected: 'BACKWARDS', current };
-      this.rows.set(k, { ...position, epoch: Math.max(row?.epoch ?? 0, position.epoch) });
+      this.rows.set(k, { ...position, epoch: Math.max(row?.epoch ?? 0, position.epoch), generation: Math.max(row?.generation ?? 0, position.generation ?? 0) });
       return { position, applied: true, current };
     });
     this.refused.push(...results.filter((r) => !r.applied));
@@ -331,6 +337,43 @@ describe('DispatchLoop', () => {
     expect(deadLetters.added).toHaveLength(2);
     expect(deadLetters.refused).toEqual([]);
     expect(offsets.at('sub-1', 0)).toBe(3);
+  });
+
+  it('a seek that lands before a commit: the commit is refused as SEEKED, and the lanes restart from the new offsets', async () => {
+    const { log, offsets, sender, loop } = setup();
+    [1, 2, 3].forEach((n) => log.append(0, frame(n)));
+    // The seek (OffsetStore.seek): partition 0 back to offset 0 under generation 1, the subscription's generation too.
+    offsets.beforeNextCommit = () => {
+      offsets.rows.set('sub-1#0', { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, nextOffset: 0, epoch: 0, generation: 1 });
+      offsets.rows.set('sub-1#1', { subscriptionId: 'sub-1', topic: TOPIC, partition: 1, nextOffset: 0, epoch: 0, generation: 1 });
+    };
+
+    const progress = await runUntil(loop, (p) => p.delivered >= 6 && offsets.at('sub-1', 0) === 3);
+
+    expect(offsets.refused.map((r) => r.rejected)).toEqual(['SEEKED']);
+    // Delivered again from the seek's offset: the refused commit did not count.
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-1', 'e-2', 'e-3', 'e-1', 'e-2', 'e-3']);
+    expect(progress.delivered).toBe(6);
+  });
+
+  it('a seek seen at a refresh: an idle lane of an older generation restarts from the new offsets', async () => {
+    const { log, offsets, sender, loop, setActive } = setup();
+    [1, 2].forEach((n) => log.append(1, frame(n)));
+    let seeked = false;
+    const progress = await runUntil(loop, (p) => {
+      if (!seeked && p.delivered === 2 && offsets.at('sub-1', 1) === 2) {
+        // Caught up and committed; now the seek: partition 1 back to 1, and the subscription's generation raised.
+        seeked = true;
+        offsets.rows.set('sub-1#1', { subscriptionId: 'sub-1', topic: TOPIC, partition: 1, nextOffset: 1, epoch: 0, generation: 1 });
+        offsets.rows.set('sub-1#0', { ...offsets.rows.get('sub-1#0')!, generation: 1 });
+        setActive([{ ...subscription('sub-1'), offsetsGeneration: 1 } as SubscriptionEntity]);
+      }
+      return seeked && p.delivered >= 3;
+    });
+
+    expect(sender.idsFor('http://sub-1')).toEqual(['e-1', 'e-2', 'e-2']);
+    expect(progress.seeksApplied).toBe(2);
+    expect(offsets.refused).toEqual([]);
   });
 
   it('retries a failing sink with backoff and never commits past the unacknowledged event', async () => {

@@ -146,7 +146,10 @@ export class DispatchLoop implements ObservedLoop {
         }
         if (Date.now() - this.refreshedAt >= this.deps.options.refreshIntervalMs) await this.refresh();
         const positions = this.feed.wanted();
-        if (positions.length > 0) await this.feed.accept(await this.feed.fetch(positions, signal));
+        // A fetch waits no longer than until the next refresh: an operator's pause or seek is seen within the
+        // refresh interval, not a fetch wait later.
+        const refreshDue = this.refreshedAt + this.deps.options.refreshIntervalMs - Date.now();
+        if (positions.length > 0) await this.feed.accept(await this.feed.fetch(positions, signal, refreshDue));
         this.runner.kick();
         this.sweeper.tick();
         await this.committer.tick();
@@ -176,12 +179,15 @@ export class DispatchLoop implements ObservedLoop {
   }
 
   /**
-   * Nothing to fetch: wait for a lane to finish or run low, a retry to come due, the next refresh, or, while a lane
-   * settled something not yet committed, the next commit.
+   * Nothing to fetch: wait for a lane to finish or run low, a retry to come due, the next refresh (when it is due,
+   * so an operator's pause or seek is seen within the refresh interval), or, while a lane settled something not
+   * yet committed, the next commit.
    */
   private async idle(signal: AbortSignal): Promise<void> {
     const moved = [...this.lanes.values()].some((l) => l.nextOffset > l.committed);
-    const wait = Math.min(this.deps.options.refreshIntervalMs, moved ? COMMIT_INTERVAL_MS : Infinity, ...this.runner.dueRetries(Date.now()));
+    const now = Date.now();
+    const refreshDue = this.refreshedAt + this.deps.options.refreshIntervalMs - now;
+    const wait = Math.min(refreshDue, moved ? COMMIT_INTERVAL_MS : Infinity, ...this.runner.dueRetries(now));
     await new Promise<void>((resolve) => {
       const timer = setTimeout(done, Math.max(1, wait));
       signal.addEventListener('abort', done, { once: true });
@@ -227,7 +233,17 @@ export class DispatchLoop implements ObservedLoop {
     for (const s of active) {
       for (const partition of scope ? [scope.partition] : await this.deps.topics.partitionsOf(s.topic)) {
         const lane = this.lanes.get(s.id, s.topic, partition);
-        if (lane) {
+        if (lane && (s.offsetsGeneration ?? 0) > lane.generation) {
+          // An operator's seek moved the offsets since this lane started: it stops (its sends are aborted, what it
+          // settled is not committed: the seek decided the position) and starts again from the new offsets below.
+          this.lanes.close(lane);
+          this.progress.seeksApplied = (this.progress.seeksApplied ?? 0) + 1;
+          this.log.info(
+            { subscription: s.id, topic: s.topic, partition, at: lane.nextOffset, generation: s.offsetsGeneration },
+            'the offsets were moved by a seek; lane restarts from the new offsets',
+          );
+          missing.push({ subscription: s, partition });
+        } else if (lane) {
           lane.subscription = s;
           lane.filter = this.filterOf(s);
         } else missing.push({ subscription: s, partition });
@@ -240,6 +256,8 @@ export class DispatchLoop implements ObservedLoop {
       const replayed = await this.fence.run(async (m) => {
         const stored = await this.deps.offsets.positionsOf(ids, m);
         const at = new Map(stored.map((p) => [`${p.subscriptionId}#${p.topic}#${p.partition}`, p.nextOffset]));
+        // The generation read with the positions (one statement), else the subscription's: see offset-store.ts.
+        const generations = new Map(stored.map((p) => [p.subscriptionId, p.generation ?? 0]));
         // A partition added to the topic after the subscription was created holds only newer events.
         const starts: Omit<OffsetPosition, 'epoch'>[] = missing.map(({ subscription, partition }) => ({
           subscriptionId: subscription.id,
@@ -250,7 +268,7 @@ export class DispatchLoop implements ObservedLoop {
         await this.deps.retries.forgetReplayed(starts, m);
         // Dead-lettered after the last commit (the run crashed before it): settled, not to be delivered again.
         const dead = await this.deps.deadLetters.deadLetteredFrom(starts, m);
-        return { starts, dead };
+        return { starts, dead, generations };
       });
       const deadAt = new Map<string, number[]>();
       for (const d of replayed.dead) {
@@ -262,7 +280,8 @@ export class DispatchLoop implements ObservedLoop {
       missing.forEach(({ subscription, partition }, i) => {
         const start = replayed.starts[i];
         const dead = deadAt.get(`${start.subscriptionId}#${start.topic}#${start.partition}`) ?? [];
-        const lane = newLane(subscription, this.filterOf(subscription), partition, start.nextOffset, dead);
+        const generation = replayed.generations.get(subscription.id) ?? subscription.offsetsGeneration ?? 0;
+        const lane = newLane(subscription, this.filterOf(subscription), partition, start.nextOffset, dead, generation);
         // Parked deliveries of an earlier run go before the events after them (ordered recovery, lane-runner.ts).
         lane.recovering = true;
         this.lanes.add(lane);

@@ -23,6 +23,11 @@ export interface Lane {
   nextOffset: number;
   /** What Postgres holds. */
   committed: number;
+  /**
+   * The subscription's offsets generation the lane started from; its commits carry it. An operator's seek raises the
+   * subscription's, and the loop then restarts the lane from the new offsets (dispatch-loop.ts, `refresh`).
+   */
+  generation: number;
   /** Records from `nextOffset` on, in order; the settled ones leave once every record before them has settled. */
   buffer: LaneRecord[];
   /**
@@ -75,6 +80,7 @@ export function newLane(
   partition: number,
   nextOffset: number,
   deadLettered: Iterable<number> = [],
+  generation = 0,
 ): Lane {
   return {
     subscription,
@@ -83,6 +89,7 @@ export function newLane(
     partition,
     nextOffset,
     committed: nextOffset,
+    generation,
     buffer: [],
     deadLettered: new Set(deadLettered),
     busy: false,

@@ -21,7 +21,8 @@ export class FencedError extends Error {
  * Moves the stored offsets of the lanes over what they settled, in one statement through the loop's fence.
  *
  * What a refusal means: `STALE_EPOCH` (a partition lease moved on) fences the loop ({@link FencedError}).
- * `SUBSCRIPTION_GONE` closes the lane. `BACKWARDS` is not a fence (the loop's fence was checked in the same
+ * `SUBSCRIPTION_GONE` closes the lane. `SEEKED` (an operator's seek wrote the row after the lane started) closes the
+ * lane too, without its position counting; the loop's next refresh starts it from the new offsets. `BACKWARDS` is not a fence (the loop's fence was checked in the same
  * transaction, so no newer run wrote it): the row is already past the lane, moved by a writer that settled those
  * events (an operator, or a run of another instance before the subscription moved here). The lane takes the stored
  * offset as committed, so it neither moves the row back nor asks again, and goes on delivering from where it is: the
@@ -51,6 +52,7 @@ export class OffsetCommitter {
       partition: l.partition,
       nextOffset: l.nextOffset,
       epoch: ctx.fence.rowEpoch,
+      generation: l.generation,
     }));
     const results = await ctx.fence.run((m) => ctx.deps.offsets.commit(positions, m));
     const fenced: FencedError['rejected'] = [];
@@ -58,6 +60,15 @@ export class OffsetCommitter {
       const lane = moved[i];
       if (r.applied) lane.committed = r.position.nextOffset;
       else if (r.rejected === 'SUBSCRIPTION_GONE') ctx.lanes.close(lane);
+      else if (r.rejected === 'SEEKED') {
+        // An operator moved the offsets since this lane started: what it settled no longer counts; the next refresh
+        // starts it again from the new offsets.
+        ctx.lanes.close(lane);
+        this.log.info(
+          { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, at: lane.nextOffset, generation: lane.generation },
+          'the offsets were moved by a seek since this lane started; lane closed, it restarts from the new offsets',
+        );
+      }
       else if (r.rejected === 'BACKWARDS' && r.current) {
         ctx.progress.commitsBehind++;
         lane.committed = r.current.nextOffset;

@@ -44,9 +44,10 @@ export class PartitionFeed {
     return [...lowest.values()];
   }
 
-  async fetch(positions: PartitionPosition[], signal: AbortSignal): Promise<FetchedPartition[]> {
+  /** `maxWaitMs` (at most the configured fetch wait) lets the loop keep its next refresh on time. */
+  async fetch(positions: PartitionPosition[], signal: AbortSignal, maxWaitMs = this.ctx.deps.options.pollMaxWaitMs): Promise<FetchedPartition[]> {
     try {
-      return await this.ctx.deps.reader.fetch(positions, { maxWaitMs: this.ctx.deps.options.pollMaxWaitMs });
+      return await this.ctx.deps.reader.fetch(positions, { maxWaitMs: Math.max(0, Math.min(maxWaitMs, this.ctx.deps.options.pollMaxWaitMs)) });
     } catch (e) {
       this.log.warn({ error: (e as Error).message }, 'fetch failed; backing off');
       await pause(this.ctx.deps.options.pollMaxWaitMs, signal);
@@ -121,7 +122,7 @@ export class PartitionFeed {
       lane.deadLettered.clear();
       if (target < lane.committed) {
         // The log itself went backwards: the stored offset points at events that no longer exist.
-        const position = { subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: ctx.fence.rowEpoch };
+        const position = { subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: ctx.fence.rowEpoch, generation: lane.generation };
         await ctx.fence.run(async (m) => {
           await ctx.deps.offsets.rewind(position, m);
           // Parked deliveries at those offsets belong to the old log; new events will take their offsets.

@@ -34,6 +34,8 @@ export interface DispatchProgress {
   parkedBehind?: number;
   /** Parked deliveries delivered by ordered recovery (in offset order, before new events). */
   recovered: number;
+  /** Lanes restarted from new offsets because an operator's seek moved them (dispatch-loop.ts, `refresh`). */
+  seeksApplied?: number;
   /** Commits refused as BACKWARDS: the stored offset was already past the lane (offset-committer.ts). */
   commitsBehind: number;
   committedAt?: string;
@@ -59,6 +61,7 @@ export function newProgress(): DispatchProgress {
     openBreakers: 0,
     heldAtParkingCap: 0,
     recovered: 0,
+    seeksApplied: 0,
   };
 }
 

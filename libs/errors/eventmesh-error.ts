@@ -13,6 +13,10 @@ export enum ErrorCode {
   /** A webhook sink whose host resolves to an address sinks may not reach (SSRF guard, docs/security.md). */
   SinkNotAllowed = 'SINK_NOT_ALLOWED',
   SubscriptionNotFound = 'SUBSCRIPTION_NOT_FOUND',
+  /** A seek to an offset outside the partition's log (before its first stored offset or past its end), or to a partition the topic has not. */
+  OffsetOutOfRange = 'OFFSET_OUT_OF_RANGE',
+  /** A pause or resume of a subscription its sink disabled (410 Gone): it is not delivered either way. */
+  SubscriptionDisabled = 'SUBSCRIPTION_DISABLED',
   /** An A2A agent card that fails validation (libs/a2a/agent-card.ts). */
   InvalidAgentCard = 'INVALID_AGENT_CARD',
   AgentNotFound = 'AGENT_NOT_FOUND',
@@ -72,6 +76,8 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.UnknownTopic]: 404,
   [ErrorCode.SubscriptionNotFound]: 404,
+  [ErrorCode.OffsetOutOfRange]: 400,
+  [ErrorCode.SubscriptionDisabled]: 409,
   [ErrorCode.InvalidAgentCard]: 400,
   [ErrorCode.AgentNotFound]: 404,
   [ErrorCode.TaskNotFound]: 404,

@@ -175,14 +175,15 @@ export class RetryStore {
   /**
    * Forgets, for each position, the parked deliveries at or after it. A lane that starts at its committed offset
    * replays those events from Kafka anyway (they were parked after the last commit, before a crash), so the
-   * parked copies would only be sent twice. One statement for all the positions.
+   * parked copies would only be sent twice (an operator's seek forgets them the same way). One statement for all
+   * the positions; answers how many it forgot.
    */
   async forgetReplayed(
     positions: { subscriptionId: string; topic: string; partition: number; nextOffset: number }[],
     manager: EntityManager = this.db.manager,
-  ): Promise<void> {
-    if (positions.length === 0) return;
-    await manager.query(
+  ): Promise<number> {
+    if (positions.length === 0) return 0;
+    const result: unknown[] = await manager.query(
       `DELETE FROM delivery_retries r
         USING unnest($1::uuid[], $2::text[], $3::int[], $4::bigint[]) AS p(subscription_id, topic, partition, next_offset)
         WHERE r.subscription_id = p.subscription_id AND r.topic = p.topic AND r.partition = p.partition
@@ -194,6 +195,8 @@ export class RetryStore {
         positions.map((p) => p.nextOffset),
       ],
     );
+    // TypeORM answers a DELETE on Postgres with [rows, affected].
+    return Number(result[1] ?? 0);
   }
 
   async countFor(subscriptionId: string): Promise<number> {

@@ -1,5 +1,14 @@
 import type { DataSource } from 'typeorm';
 
+/** One client in a presence row (libs/streams/stream-hub.ts StreamClientView). */
+export interface PresenceClient {
+  clientId: string;
+  transport: 'websocket' | 'sse' | 'long-poll';
+  window: number;
+  inFlight: number;
+  since: string;
+}
+
 /** The stream clients one gateway process holds for one subscription. */
 export interface PresenceRow {
   subscriptionId: string;
@@ -23,16 +32,39 @@ export class StreamPresenceStore {
   constructor(private readonly db: DataSource) {}
 
   /** Writes (or rewrites, renewing them) this holder's rows, one statement for all its subscriptions. */
-  async renew(holder: string, instanceId: string, address: string, rows: readonly { subscriptionId: string; members: number; window: number }[]): Promise<void> {
+  async renew(
+    holder: string,
+    instanceId: string,
+    address: string,
+    rows: readonly { subscriptionId: string; members: number; window: number; clients?: readonly PresenceClient[] }[],
+  ): Promise<void> {
     if (rows.length === 0) return;
     await this.db.query(
-      `INSERT INTO stream_presence (subscription_id, holder, instance_id, address, members, "window", renewed_at)
-       SELECT r.subscription_id, $1, $2, $3, r.members, r.win, now()
-         FROM unnest($4::uuid[], $5::int[], $6::int[]) AS r(subscription_id, members, win)
+      `INSERT INTO stream_presence (subscription_id, holder, instance_id, address, members, "window", clients, renewed_at)
+       SELECT r.subscription_id, $1, $2, $3, r.members, r.win, r.clients, now()
+         FROM unnest($4::uuid[], $5::int[], $6::int[], $7::jsonb[]) AS r(subscription_id, members, win, clients)
        ON CONFLICT (subscription_id, holder) DO UPDATE SET instance_id = EXCLUDED.instance_id, address = EXCLUDED.address,
-         members = EXCLUDED.members, "window" = EXCLUDED."window", renewed_at = now()`,
-      [holder, instanceId, address, rows.map((r) => r.subscriptionId), rows.map((r) => r.members), rows.map((r) => r.window)],
+         members = EXCLUDED.members, "window" = EXCLUDED."window", clients = EXCLUDED.clients, renewed_at = now()`,
+      [
+        holder,
+        instanceId,
+        address,
+        rows.map((r) => r.subscriptionId),
+        rows.map((r) => r.members),
+        rows.map((r) => r.window),
+        rows.map((r) => JSON.stringify(r.clients ?? [])),
+      ],
     );
+  }
+
+  /** The fresh rows of a subscription with their clients: renewed within `freshMs`. */
+  async clientsOf(subscriptionId: string, freshMs: number): Promise<(PresenceRow & { clients: PresenceClient[] })[]> {
+    const rows: { holder: string; instance_id: string; address: string; members: number; window: number; clients: PresenceClient[] }[] = await this.db.query(
+      `SELECT holder, instance_id, address, members, "window", clients FROM stream_presence
+        WHERE subscription_id = $1 AND renewed_at > now() - make_interval(secs => $2::float8 / 1000)`,
+      [subscriptionId, freshMs],
+    );
+    return rows.map((r) => ({ subscriptionId, holder: r.holder, instanceId: r.instance_id, address: r.address, members: r.members, window: r.window, clients: r.clients }));
   }
 
   /** Deletes this holder's rows of `subscriptionIds` (their last client left), or all of its rows (a clean shutdown). */

@@ -10,6 +10,7 @@ import type { StreamHub, StreamOutcome, StreamPolicy } from './stream-hub';
  * server, and multiplexes deliveries over it: `deliver` goes to the holder, which hands it to its own StreamHub
  * (the clients' windows, delivery ids carrying the owner's epoch) and sends back one `answer` when the client
  * acks, nacks, rejects, times out or leaves. `cancel` withdraws a delivery the owner no longer waits for.
+ * `disconnect` (any instance may send it) ends one client's connection for an operator (stream-clients.ts).
  */
 export const CHANNEL_PATH = '/internal/streams/channel';
 /** The handshake header carrying the cluster token (cluster-credential.ts). */
@@ -25,7 +26,9 @@ export interface WireFrame {
 
 export type OwnerMessage =
   | { type: 'deliver'; id: number; subscriptionId: string; ownerEpoch: number; policy: StreamPolicy; ackTimeoutMs: number; frame: WireFrame }
-  | { type: 'cancel'; id: number };
+  | { type: 'cancel'; id: number }
+  /** An operator disconnects a client this holder holds; answered `ack` (done) or `gone` (no such client here). */
+  | { type: 'disconnect'; id: number; subscriptionId: string; clientId: string };
 
 export interface HolderMessage {
   type: 'answer';
@@ -59,6 +62,7 @@ export function parseOwnerMessage(raw: string): OwnerMessage | undefined {
     const m = JSON.parse(raw) as Partial<OwnerMessage> & Record<string, unknown>;
     if (!Number.isSafeInteger(m.id)) return undefined;
     if (m.type === 'cancel') return m as OwnerMessage;
+    if (m.type === 'disconnect' && typeof m.subscriptionId === 'string' && typeof m.clientId === 'string') return m as OwnerMessage;
     if (
       m.type === 'deliver' &&
       typeof m.subscriptionId === 'string' &&
@@ -92,6 +96,12 @@ export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): v
     }
     if (message.type === 'cancel') {
       inflight.get(message.id)?.abort();
+      return;
+    }
+    if (message.type === 'disconnect') {
+      const kicked = hub.kick(message.subscriptionId, message.clientId);
+      if (kicked) log.info({ peer, subscription: message.subscriptionId, client: message.clientId }, 'stream client disconnected by an operator (asked by another instance)');
+      answer(message.id, kicked ? { kind: 'ack' } : { kind: 'gone' });
       return;
     }
     if (inflight.has(message.id)) return;

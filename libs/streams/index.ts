@@ -1,3 +1,4 @@
+export * from './stream-clients';
 export * from './stream-hub';
 export * from './sink-router';
 export * from './poll-consumers';

@@ -12,6 +12,8 @@ const FIRST_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 5000;
 /** A channel with no pong for this long is dead (a silent peer): it is closed, and what it carried is `gone`. */
 const HEARTBEAT_MS = 5000;
+/** How long an operator's disconnect waits for the holder's answer. */
+const DISCONNECT_ANSWER_MS = 5000;
 /** Handshakes that met another process of the holder's instance (421) before giving up for this round. */
 const MISDIRECTED_TRIES = 32;
 
@@ -60,6 +62,17 @@ export class PeerChannels {
       this.peers.set(to.holder, peer);
     }
     return peer.deliver(target, frame, ownerEpoch, signal);
+  }
+
+  /** Asks `to` to disconnect one client of a subscription; true when it held it and did. */
+  disconnect(to: PeerAddress, subscriptionId: string, clientId: string): Promise<boolean> {
+    let peer = this.peers.get(to.holder);
+    if (!peer || peer.address !== to.address) {
+      peer?.close();
+      peer = new Peer(to, this.credential, this.self, this.log);
+      this.peers.set(to.holder, peer);
+    }
+    return peer.disconnect(subscriptionId, clientId);
   }
 
   close(): void {
@@ -141,6 +154,31 @@ class Peer {
       this.perSubscription.set(target.id, (this.perSubscription.get(target.id) ?? 0) + 1);
       signal?.addEventListener('abort', onAbort, { once: true });
       socket.send(JSON.stringify(message), (error) => {
+        if (error) finish({ kind: 'gone' });
+      });
+    });
+  }
+
+  /** One `disconnect` request, answered `ack` (done) or `gone`; false too when the channel fails or no answer comes in time. */
+  async disconnect(subscriptionId: string, clientId: string): Promise<boolean> {
+    let socket: WebSocket;
+    try {
+      socket = await this.open();
+    } catch (e) {
+      this.log.warn({ holder: this.holder, address: this.address, error: (e as Error).message }, 'cannot open the stream channel');
+      this.down();
+      return false;
+    }
+    const id = ++this.nextId;
+    return new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => finish({ kind: 'timeout' }), DISCONNECT_ANSWER_MS);
+      const finish = (outcome: StreamOutcome) => {
+        if (!this.pending.delete(id)) return;
+        clearTimeout(timer);
+        resolve(outcome.kind === 'ack');
+      };
+      this.pending.set(id, { subscriptionId, finish });
+      socket.send(JSON.stringify({ type: 'disconnect', id, subscriptionId, clientId } satisfies OwnerMessage), (error) => {
         if (error) finish({ kind: 'gone' });
       });
     });

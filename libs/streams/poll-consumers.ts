@@ -9,6 +9,8 @@ class PollConsumer implements StreamMember {
   readonly queue: StreamDelivery[] = [];
   private wake?: () => void;
   idleTimer?: NodeJS.Timeout;
+  /** Set by PollConsumers: forgets the consumer's name when an operator disconnects it. */
+  close?: () => void;
 
   constructor(
     readonly id: string,
@@ -86,6 +88,16 @@ export class PollConsumers {
       }
       this.perSubscription.set(subscriptionId, held + 1);
       member = new PollConsumer(`poll:${consumer}`, subscriptionId, window, filter);
+      const created = member;
+      // An operator's disconnect (the hub already let it go): the name is free, its next poll starts afresh.
+      created.close = () => {
+        clearTimeout(created.idleTimer);
+        if (this.consumers.get(key) !== created) return;
+        this.consumers.delete(key);
+        const left = (this.perSubscription.get(subscriptionId) ?? 1) - 1;
+        if (left > 0) this.perSubscription.set(subscriptionId, left);
+        else this.perSubscription.delete(subscriptionId);
+      };
       this.consumers.set(key, member);
       this.hub.connect(member);
     }

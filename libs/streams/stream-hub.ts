@@ -17,6 +17,20 @@ export interface StreamDelivery {
   frame: EventFrame;
 }
 
+/** How a stream client is connected (its id's prefix: `ws:`, `sse:`, `poll:`). */
+export type StreamTransport = 'websocket' | 'sse' | 'long-poll';
+
+/** A connected client as the operator's listing shows it (stream-clients.ts). */
+export interface StreamClientView {
+  clientId: string;
+  transport: StreamTransport;
+  window: number;
+  /** Deliveries it holds unanswered now. */
+  inFlight: number;
+  /** When it connected (ISO 8601). */
+  since: string;
+}
+
 /** One connected stream client (an SSE connection, or a long-poll consumer) of one subscription. */
 export interface StreamMember {
   readonly id: string;
@@ -27,6 +41,8 @@ export interface StreamMember {
   push(delivery: StreamDelivery): void;
   /** MULTICAST: the client's own filter; it gets only the events this matches. */
   readonly filter?: CompiledFilter;
+  /** Ends the client's connection (an operator disconnected it); the hub has already let it go. */
+  close?(): void;
 }
 
 interface Pending {
@@ -83,6 +99,7 @@ export class StreamHub implements StreamDeliverer {
   private sequence = 0;
   private cursor = 0;
   private readonly listeners = new Set<(subscriptionId: string) => void>();
+  private readonly since = new Map<StreamMember, Date>();
 
   constructor(private readonly epoch = 0) {}
 
@@ -90,6 +107,7 @@ export class StreamHub implements StreamDeliverer {
     const list = this.members.get(member.subscriptionId) ?? [];
     list.push(member);
     this.members.set(member.subscriptionId, list);
+    this.since.set(member, new Date());
     this.log.info({ subscription: member.subscriptionId, member: member.id, window: member.window }, 'stream client connected');
     this.wakeAll();
     this.changed(member.subscriptionId);
@@ -119,8 +137,32 @@ export class StreamHub implements StreamDeliverer {
     for (const listener of this.listeners) listener(subscriptionId);
   }
 
-  /** The member is gone: what it held unanswered is failed (and delivered again later). */
+  /** The clients of a subscription connected here, oldest first. */
+  clients(subscriptionId: string): StreamClientView[] {
+    return (this.members.get(subscriptionId) ?? []).map((m) => ({
+      clientId: m.id,
+      transport: transportOf(m.id),
+      window: m.window,
+      inFlight: this.inFlight(m),
+      since: (this.since.get(m) ?? new Date()).toISOString(),
+    }));
+  }
+
+  /**
+   * An operator disconnects a client: the hub lets it go (what it held unanswered is `gone`, and delivered again)
+   * and its connection is ended. False when no client of that id of the subscription is connected here.
+   */
+  kick(subscriptionId: string, clientId: string): boolean {
+    const member = this.members.get(subscriptionId)?.find((m) => m.id === clientId);
+    if (!member) return false;
+    this.disconnect(member);
+    member.close?.();
+    return true;
+  }
+
+  /** The member is gone: what it held unanswered is failed (and delivered again later). Once per member. */
   disconnect(member: StreamMember): void {
+    if (!this.since.delete(member)) return;
     const list = (this.members.get(member.subscriptionId) ?? []).filter((m) => m !== member);
     if (list.length > 0) this.members.set(member.subscriptionId, list);
     else this.members.delete(member.subscriptionId);
@@ -242,6 +284,10 @@ export class StreamHub implements StreamDeliverer {
   private wakeAll(): void {
     for (const wake of [...this.roomWaiters]) wake();
   }
+}
+
+function transportOf(clientId: string): StreamTransport {
+  return clientId.startsWith('ws:') ? 'websocket' : clientId.startsWith('sse:') ? 'sse' : 'long-poll';
 }
 
 /** A subscription's ack timeout: how long a client may hold a delivery unanswered. */

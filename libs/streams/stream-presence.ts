@@ -77,7 +77,9 @@ export class StreamPresence {
 
   private async write(): Promise<void> {
     const held = this.hub.subscriptions();
-    const rows = held.map((subscriptionId) => ({ subscriptionId, ...this.hub.load(subscriptionId) })).filter((r) => r.members > 0);
+    const rows = held
+      .map((subscriptionId) => ({ subscriptionId, ...this.hub.load(subscriptionId), clients: this.hub.clients(subscriptionId) }))
+      .filter((r) => r.members > 0);
     const left = [...this.published].filter((id) => !rows.some((r) => r.subscriptionId === id));
     await this.store.remove(this.me.holder, left);
     await this.store.renew(this.me.holder, this.me.instanceId, this.me.address, rows);

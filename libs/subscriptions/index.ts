@@ -2,3 +2,5 @@ export * from './subscription.schema';
 export * from './subscription.service';
 export * from './subscription-placement';
 export * from './orphan-takeover';
+export * from './subscription-offsets';
+export * from './subscription-delivery-state';

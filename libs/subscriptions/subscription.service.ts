@@ -264,7 +264,8 @@ export class SubscriptionService {
 
 const TOPIC_MEMORY = 10000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-const isUuid = (s: string) => UUID.test(s);
+/** Whether `s` has the shape of a subscription id (anything else is answered as not found without a query). */
+export const isUuid = (s: string) => UUID.test(s);
 
 /** The one answer for a subscription the caller's tenant has not: missing and another tenant's read the same. */
 export function subscriptionNotFound(id: string): EventMeshError {

@@ -26,6 +26,8 @@ describe('OffsetStore (real Postgres)', () => {
     partition,
     nextOffset,
     epoch,
+    // No operator seek in these cases: the subscription's offsets generation stays 0 (subscription-operations.spec.ts seeks).
+    generation: 0,
   });
 
   async function stored(subscriptionId: string) {

@@ -15,8 +15,8 @@ import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, StreamPresenc
 import type { Dependencies } from '../../../libs/runtime';
 import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, SinkGuard, TenantQuotaAdmin } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
-import { ClusterCredential, derivedAddress, PollConsumers, StreamHub, StreamPresence } from '../../../libs/streams';
-import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
+import { ClusterCredential, derivedAddress, PeerChannels, PollConsumers, StreamClients, StreamHub, StreamPresence } from '../../../libs/streams';
+import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { registerBodyParsers } from './body-parsers';
 import { ConnectionCap } from './connection-cap';
 import { Gates } from './gate-route';
@@ -64,8 +64,11 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   let requestReplyStarted: RequestReplyService | undefined;
   let started: NestFastifyApplication | undefined;
   let presence: StreamPresence | undefined;
+  // The channels an operator's disconnect of a client held by another gateway process goes over.
+  const peers = new PeerChannels(options.cluster.credential, options.cluster.holder);
   const close = async () => {
     await presence?.close();
+    peers.close();
     publish?.close();
     await started?.close().catch(() => undefined);
     polling?.close();
@@ -125,6 +128,9 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           gateFinding(options.gates, config.http.host),
         ], gate: () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode }) }),
         placement,
+        subscriptionOffsets: SubscriptionOffsets.forInstance(deps.db, deps.topics, config),
+        deliveryState: new SubscriptionDeliveryState(deps.db),
+        streamClients: new StreamClients(streams, new StreamPresenceStore(deps.db), peers, { holder: options.cluster.holder, instanceId: config.instance.id }),
         skippedRanges,
         gates,
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),

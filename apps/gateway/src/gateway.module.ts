@@ -7,9 +7,9 @@ import { AclAdmin, TenantQuotaAdmin } from '../../../libs/security';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { ApiKeyService, PublisherSecretStore } from '../../../libs/security';
-import { PollConsumers, StreamHub } from '../../../libs/streams';
+import { PollConsumers, StreamClients, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
-import { SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
+import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { A2AAgentsController } from './a2a-agents.controller';
 import { A2ARestController } from './a2a-rest.controller';
 import { A2ARpcController } from './a2a-rpc.controller';
@@ -26,6 +26,7 @@ import { PublisherSecretsController } from './publisher-secrets.controller';
 import { RouteTable } from './route-table';
 import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
+import { SubscriptionOperationsController } from './subscription-operations.controller';
 import { SubscriptionsController } from './subscriptions.controller';
 import { TenantQuotaController } from './tenant-quota.controller';
 
@@ -41,6 +42,11 @@ export interface GatewayServices {
   requestReply: RequestReplyService;
   streams: StreamHub;
   placement: SubscriptionPlacement;
+  /** A subscription's offsets (view, seek) and its delivery state (pause, resume), for operators. */
+  subscriptionOffsets: SubscriptionOffsets;
+  deliveryState: SubscriptionDeliveryState;
+  /** The stream clients of a subscription across the cluster (list, disconnect). */
+  streamClients: StreamClients;
   /** The long-poll consumers of the stream subscriptions (capped per subscription). */
   polls: PollConsumers;
   /** PARTITION_OWNED_PULL only. */
@@ -66,6 +72,7 @@ export class GatewayModule {
       controllers: [
         EventsController,
         SubscriptionsController,
+        SubscriptionOperationsController,
         SkippedRangesController,
         StreamsController,
         HealthController,
@@ -92,6 +99,9 @@ export class GatewayModule {
         { provide: PollConsumers, useValue: services.polls },
         { provide: OWNERSHIP_ADMIN, useValue: services.ownership },
         { provide: SubscriptionPlacement, useValue: services.placement },
+        { provide: SubscriptionOffsets, useValue: services.subscriptionOffsets },
+        { provide: SubscriptionDeliveryState, useValue: services.deliveryState },
+        { provide: StreamClients, useValue: services.streamClients },
         { provide: ApiKeyService, useValue: services.apiKeys },
         { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: A2ABroker, useValue: services.a2a },

@@ -91,6 +91,8 @@ export class StreamsController {
       window: size,
       filter: own,
       push: (d: StreamDelivery) => raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${JSON.stringify(toWire(d))}\n\n`),
+      // An operator's disconnect: the stream ends (the client may connect again).
+      close: () => raw.end(),
     };
     this.hub.connect(member);
     const keepAlive = setInterval(() => raw.write(': keep-alive\n\n'), 15000);

@@ -75,6 +75,8 @@ export async function registerWebSocketStreams(
         window: intParam(request.query.window, 'window', 10, 1, 1000),
         filter: clientFilter(request.query.filter),
         push: (d: StreamDelivery) => socket.send(JSON.stringify({ type: 'event', ...toWire(d) })),
+        // An operator's disconnect: close code 4001 (the client may connect again).
+        close: () => socket.close(4001, 'disconnected by an operator'),
       };
       deps.hub.connect(member);
       socket.on('message', (raw) => {

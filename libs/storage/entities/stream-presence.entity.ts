@@ -30,6 +30,10 @@ export class StreamPresenceEntity {
   @Column({ type: 'integer' })
   window!: number;
 
+  /** Each client: id, transport, window, deliveries in flight, and since when (StreamClientView, libs/streams/stream-hub.ts). */
+  @Column({ type: 'jsonb', default: () => "'[]'" })
+  clients!: object[];
+
   @Column({ name: 'renewed_at', type: 'timestamptz', default: () => 'now()' })
   renewedAt!: Date;
 }

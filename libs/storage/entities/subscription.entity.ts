@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import { bigintAsNumber } from './bigint.transformer';
 
 /** A subscription: where events of a topic go, and how. Shape follows the CloudEvents Subscriptions API. */
 @Entity({ name: 'subscriptions' })
@@ -40,9 +41,20 @@ export class SubscriptionEntity {
   @Column({ name: 'instance_id', type: 'text' })
   instanceId!: string;
 
-  /** `ACTIVE` or `DISABLED`. */
+  /**
+   * `ACTIVE`; `PAUSED` by an operator (delivery stops, offsets stay; libs/subscriptions/subscription-delivery-state.ts);
+   * `DISABLED` after its sink answered 410 Gone. Only `ACTIVE` ones are dispatched.
+   */
   @Column({ type: 'text', default: 'ACTIVE' })
   status!: string;
+
+  /**
+   * How many times an operator moved its offsets (a seek, libs/subscriptions/subscription-offsets.ts). A dispatch
+   * loop's lane remembers the generation it started under, its commits carry it, and a commit under an older one
+   * is refused (offset-store.ts): a lane that started before a seek never writes over it.
+   */
+  @Column({ name: 'offsets_generation', type: 'bigint', default: 0, transformer: bigintAsNumber })
+  offsetsGeneration!: number;
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;

@@ -13,6 +13,8 @@ import { GateAclQuota1796420000001 } from './1796420000001-GateAclQuota';
 import { ResourceTenant1796430000001 } from './1796430000001-ResourceTenant';
 import { StreamPresence1796500000001 } from './1796500000001-StreamPresence';
 import { A2AAgents1796520000001 } from './1796520000001-A2AAgents';
+import { OffsetsGeneration1796610000001 } from './1796610000001-OffsetsGeneration';
+import { StreamPresenceClients1796610000002 } from './1796610000002-StreamPresenceClients';
 import { A2AAgentStyle1796630000001 } from './1796630000001-A2AAgentStyle';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
@@ -32,5 +34,7 @@ export const MIGRATIONS = [
   ResourceTenant1796430000001,
   StreamPresence1796500000001,
   A2AAgents1796520000001,
+  OffsetsGeneration1796610000001,
+  StreamPresenceClients1796610000002,
   A2AAgentStyle1796630000001,
 ];

@@ -1,0 +1,67 @@
+import { ErrorCode, EventMeshError } from '../errors';
+import { createLogger } from '../logging';
+import type { StreamPresenceStore } from '../storage';
+import type { PeerChannels } from './peer-channels';
+import { PRESENCE_FRESH_MS } from './stream-presence';
+import type { StreamClientView, StreamHub } from './stream-hub';
+
+/** A connected stream client as an operator sees it: where it is held, and its flow-control state. */
+export interface ClusterClientView extends StreamClientView {
+  /** The instance whose gateway holds the connection. */
+  instance: string;
+  /** The gateway process that holds it, `<instance id>/<pid>`. */
+  holder: string;
+}
+
+export interface DisconnectView {
+  subscriptionId: string;
+  clientId: string;
+  instance: string;
+  disconnected: true;
+}
+
+/**
+ * The stream clients of a subscription across the cluster, for operators: this process's own from its hub (live),
+ * the other gateway processes' from `stream_presence` (each renews its clients' list every second, so their
+ * in-flight counts are up to a second old), and disconnecting one wherever it is held: here through the hub, on
+ * another process over the internal stream channel (cluster-channel.ts, a `disconnect` message), whose holder
+ * closes the connection the same way. A disconnected client's unanswered deliveries are `gone` and delivered
+ * again, to it if it reconnects or to another client, as when it leaves by itself.
+ */
+export class StreamClients {
+  private readonly log = createLogger('StreamClients');
+
+  constructor(
+    private readonly hub: StreamHub,
+    private readonly presence: StreamPresenceStore,
+    private readonly peers: PeerChannels,
+    private readonly me: { holder: string; instanceId: string },
+  ) {}
+
+  async list(subscriptionId: string): Promise<ClusterClientView[]> {
+    const local = this.hub.clients(subscriptionId).map((c) => ({ ...c, instance: this.me.instanceId, holder: this.me.holder }));
+    const rows = await this.presence.clientsOf(subscriptionId, PRESENCE_FRESH_MS);
+    const remote = rows
+      .filter((r) => r.holder !== this.me.holder)
+      .flatMap((r) => r.clients.map((c) => ({ ...c, instance: r.instanceId, holder: r.holder })));
+    return [...local, ...remote].sort((a, b) => a.since.localeCompare(b.since) || a.clientId.localeCompare(b.clientId));
+  }
+
+  /** Disconnects the client wherever it is held; 404 NOT_FOUND when no gateway process holds it. */
+  async disconnect(subscriptionId: string, clientId: string, actor: string): Promise<DisconnectView> {
+    if (this.hub.kick(subscriptionId, clientId)) return this.done(subscriptionId, clientId, this.me.instanceId, actor);
+    const rows = await this.presence.clientsOf(subscriptionId, PRESENCE_FRESH_MS);
+    for (const row of rows) {
+      if (row.holder === this.me.holder || !row.clients.some((c) => c.clientId === clientId)) continue;
+      if (await this.peers.disconnect({ holder: row.holder, address: row.address }, subscriptionId, clientId)) {
+        return this.done(subscriptionId, clientId, row.instanceId, actor);
+      }
+    }
+    throw new EventMeshError(ErrorCode.NotFound, `no stream client ${clientId} of subscription ${subscriptionId} is connected`, { subscriptionId, clientId });
+  }
+
+  private done(subscriptionId: string, clientId: string, instance: string, actor: string): DisconnectView {
+    this.log.info({ subscription: subscriptionId, client: clientId, instance, actor }, 'stream client disconnected by an operator');
+    return { subscriptionId, clientId, instance, disconnected: true };
+  }
+}
