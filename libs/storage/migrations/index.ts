@@ -13,6 +13,7 @@ import { GateAclQuota1796420000001 } from './1796420000001-GateAclQuota';
 import { ResourceTenant1796430000001 } from './1796430000001-ResourceTenant';
 import { StreamPresence1796500000001 } from './1796500000001-StreamPresence';
 import { A2AAgents1796520000001 } from './1796520000001-A2AAgents';
+import { DeadLetterReplay1796600000001 } from './1796600000001-DeadLetterReplay';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -31,4 +32,5 @@ export const MIGRATIONS = [
   ResourceTenant1796430000001,
   StreamPresence1796500000001,
   A2AAgents1796520000001,
+  DeadLetterReplay1796600000001,
 ];
