@@ -1,2 +1,3 @@
 export * from './dispatch.activities';
 export * from './ownership.activities';
+export * from './dead-letter.activities';

@@ -5,3 +5,5 @@ export * from './ownership.definitions';
 export * from './partition.workflow';
 export * from './instance-lease.workflow';
 export * from './coordinator.workflow';
+export * from './dlq-replay.workflow';
+export * from './dlq-retention.workflow';
