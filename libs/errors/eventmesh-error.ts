@@ -13,6 +13,12 @@ export enum ErrorCode {
   /** A webhook sink whose host resolves to an address sinks may not reach (SSRF guard, docs/security.md). */
   SinkNotAllowed = 'SINK_NOT_ALLOWED',
   SubscriptionNotFound = 'SUBSCRIPTION_NOT_FOUND',
+  /** A dead letter (or some of the ones a replay names) the subscription has not. */
+  DeadLetterNotFound = 'DEAD_LETTER_NOT_FOUND',
+  /** A dead-letter replay the subscription has not. */
+  ReplayNotFound = 'REPLAY_NOT_FOUND',
+  /** A destructive request (a dead-letter purge) without its explicit confirmation. */
+  ConfirmationRequired = 'CONFIRMATION_REQUIRED',
   /** An A2A agent card that fails validation (libs/a2a/agent-card.ts). */
   InvalidAgentCard = 'INVALID_AGENT_CARD',
   AgentNotFound = 'AGENT_NOT_FOUND',
@@ -70,6 +76,9 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.UnknownTopic]: 404,
   [ErrorCode.SubscriptionNotFound]: 404,
+  [ErrorCode.DeadLetterNotFound]: 404,
+  [ErrorCode.ReplayNotFound]: 404,
+  [ErrorCode.ConfirmationRequired]: 400,
   [ErrorCode.InvalidAgentCard]: 400,
   [ErrorCode.AgentNotFound]: 404,
   [ErrorCode.RequestTimeout]: 408,

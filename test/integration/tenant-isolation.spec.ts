@@ -161,7 +161,7 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
           missing,
         );
       }
-      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters`)).toMatchObject({ status: 200, body: [{ eventId: 'dead-1', offset: 3 }] });
+      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters`)).toMatchObject({ status: 200, body: { items: [{ eventId: 'dead-1', offset: 3 }], next: null } });
       expect(await call(tenantA, 'GET', `/subscriptions/${a}/skipped-ranges`)).toMatchObject({ status: 200, body: [{ fromOffset: 0, toOffset: 3, events: 3 }] });
     } finally {
       // The skipped range would show on /health (EVENTS_SKIPPED) for the specs that run after this one.

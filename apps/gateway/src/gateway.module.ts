@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { A2ABroker } from '../../../libs/a2a';
+import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
 import { HealthService } from '../../../libs/health';
 import { AclAdmin, TenantQuotaAdmin } from '../../../libs/security';
 import type { OwnershipAdmin } from '../../../libs/ownership';
@@ -14,6 +15,7 @@ import { A2ARestController } from './a2a-rest.controller';
 import { A2ARpcController } from './a2a-rpc.controller';
 import { AclController } from './acl.controller';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
+import { DeadLettersController } from './dead-letters.controller';
 import { ApiKeysController } from './api-keys.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
@@ -47,6 +49,9 @@ export interface GatewayServices {
   publisherSecrets: PublisherSecretStore;
   /** The A2A broker: agents registry and the agents' JSON-RPC endpoints (docs/a2a.md). */
   a2a: A2ABroker;
+  /** Subscriptions' dead letters: browse, read, purge; and their replays (Temporal workflows). */
+  deadLetters: DeadLetterService;
+  replays: DeadLetterReplays;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -58,6 +63,7 @@ export class GatewayModule {
       controllers: [
         EventsController,
         SubscriptionsController,
+        DeadLettersController,
         SkippedRangesController,
         StreamsController,
         HealthController,
@@ -72,6 +78,8 @@ export class GatewayModule {
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
+        { provide: DeadLetterService, useValue: services.deadLetters },
+        { provide: DeadLetterReplays, useValue: services.replays },
         { provide: HealthService, useValue: services.health },
         { provide: SkippedRangeStore, useValue: services.skippedRanges },
         { provide: Gates, useValue: services.gates },

@@ -1,13 +1,13 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import type { Caller } from '../../../libs/security';
-import { DeadLetterView, SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
+import { SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
 import { CallerParam, GateRoute } from './gate-route';
 
 const BY_ID = { action: 'subscribe', topic: { subscriptionParam: 'id' } } as const;
 
 /**
  * The subscriptions resource (CloudEvents Subscriptions API shape), scoped by the caller's tenant: another
- * tenant's subscription answers 404 exactly like a missing one.
+ * tenant's subscription answers 404 exactly like a missing one. Its dead letters: dead-letters.controller.ts.
  */
 @Controller('subscriptions')
 export class SubscriptionsController {
@@ -36,12 +36,6 @@ export class SubscriptionsController {
   @GateRoute(BY_ID)
   replace(@Param('id') id: string, @Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
     return this.subscriptions.replace(id, body, caller.tenant);
-  }
-
-  @Get(':id/dead-letters')
-  @GateRoute(BY_ID)
-  deadLetters(@Param('id') id: string, @CallerParam() caller: Caller): Promise<DeadLetterView[]> {
-    return this.subscriptions.deadLetters(id, caller.tenant);
   }
 
   @Delete(':id')
