@@ -222,7 +222,7 @@ describe('dead letters (real servers)', () => {
 
       const first = await replay({ filter: {}, ratePerSecond: 20 });
       expect(first).toMatchObject({ total: 50, workflowId: `dlq-replay/${first.replayId}` });
-      expect(await finished(first.replayId)).toMatchObject({ state: 'COMPLETED', total: 50, replayed: 50, failed: 0, skipped: 0, remaining: 0 });
+      const firstDone = await finished(first.replayId);
       const replayed = receiver.requests.slice(attemptsBefore).map((r) => String(r.headers['ce-id']));
       expect(replayed).toHaveLength(50);
       expect(new Set(replayed)).toEqual(published);
@@ -232,16 +232,18 @@ describe('dead letters (real servers)', () => {
       expect(again.headers['webhook-id']).toBe(original.headers['webhook-id']);
       expect(bystander.requests.length).toBe(bystanderBefore);
 
+      // The same letters replayed again: nothing is sent.
+      const second = await replay({ filter: {} });
+      const secondDone = await finished(second.replayId);
+      expect(receiver.requests.length).toBe(attemptsBefore + 50);
+
+      expect(firstDone).toMatchObject({ state: 'COMPLETED', total: 50, replayed: 50, failed: 0, skipped: 0, remaining: 0 });
+      expect(secondDone).toMatchObject({ state: 'COMPLETED', total: 0, replayed: 0, remaining: 0 });
       // The letters are marked replayed: none left as dead letters, all listed as replayed.
       expect((await call('GET', `/subscriptions/${sub}/dead-letters`)).body.items).toEqual([]);
       const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body.items as { replayId: string }[];
       expect(marked).toHaveLength(50);
       expect(new Set(marked.map((m) => m.replayId))).toEqual(new Set([first.replayId]));
-
-      const second = await replay({ filter: {} });
-      expect(second.total).toBe(0);
-      expect(await finished(second.replayId)).toMatchObject({ state: 'COMPLETED', total: 0, replayed: 0, remaining: 0 });
-      expect(receiver.requests.length).toBe(attemptsBefore + 50);
     });
 
     it('keeps a letter whose replay fails as a dead letter with its new error, counted as failed', async () => {
