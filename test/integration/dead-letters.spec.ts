@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { DeadLetter, DeadLetterStore } from '../../libs/storage';
-import { dispatchWorkflowIdOf, DLQ_RETENTION_SCHEDULE_ID, dlqReplayWorkflowIdOf } from '../../libs/temporal';
+import { DeadLetter, DeadLetterReplayStore, DeadLetterStore } from '../../libs/storage';
+import { DEAD_LETTER_TASK_QUEUE, dispatchWorkflowIdOf, DLQ_RETENTION_SCHEDULE_ID, dlqReplayWorkflowIdOf } from '../../libs/temporal';
+import { dlqReplayWorkflow } from '../../workflows';
 import { testConfig, uniqueTopic } from '../support/env';
 import { terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
@@ -287,6 +288,31 @@ describe('dead letters (real servers)', () => {
       expect(marked).toHaveLength(ended.replayed as number);
       expect(await call('GET', `/subscriptions/${sub}/dead-letters/replays/${randomUUID()}`)).toMatchObject({ status: 404, body: { code: 'REPLAY_NOT_FOUND' } });
     });
+  });
+
+  it('continues a long replay as new, carrying its progress, and ends with every letter replayed once', async () => {
+    const sub = await subscribe(bystander.url!);
+    const letters = Array.from({ length: 5 }, (_, n) => letter(sub, n, { id: `can-${n}`, source: '/s', type: 't' }, 'HTTP 500'));
+    await store.add(letters);
+    const before = bystander.requests.length;
+    const selection = { filter: {} };
+    const scope = await new DeadLetterReplayStore(instance.deps.db).scope(sub, selection);
+    const replayId = randomUUID();
+    replayIds.push(replayId);
+    // Two letters a batch, one batch a run: three runs, chained by continue-as-new.
+    const handle = await instance.deps.temporal.client.workflow.start(dlqReplayWorkflow, {
+      workflowId: dlqReplayWorkflowIdOf(replayId),
+      taskQueue: DEAD_LETTER_TASK_QUEUE,
+      args: [
+        { replayId, subscriptionId: sub, selection, upToId: scope.upToId!, total: scope.total, ratePerSecond: 100, batchSize: 2, heartbeatTimeoutMs: 3000, requestedAt: new Date().toISOString(), batchesPerRun: 1 },
+      ],
+    });
+    const result = await handle.result();
+    expect(result).toMatchObject({ state: 'COMPLETED', total: 5, replayed: 5, failed: 0, skipped: 0 });
+    const firstRun = instance.deps.temporal.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
+    expect((await firstRun.describe()).status.name).toBe('CONTINUED_AS_NEW');
+    const sent = bystander.requests.slice(before).map((r) => String(r.headers['ce-id']));
+    expect(sent.sort()).toEqual(['can-0', 'can-1', 'can-2', 'can-3', 'can-4']);
   });
 
   it('runs retention as the Temporal schedule dlq-retention, which purges letters past it', async () => {

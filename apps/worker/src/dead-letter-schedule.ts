@@ -33,6 +33,8 @@ export async function ensureRetentionSchedule(
       workflowType: dlqRetentionWorkflow,
       workflowId: 'dlq-retention-run',
       taskQueue: DEAD_LETTER_TASK_QUEUE,
+      // A run no worker picks up (no instance running) ends instead of holding back the next ones (overlap SKIP).
+      workflowExecutionTimeout: '30m' as const,
       args: [{ retentionDays }] as [{ retentionDays: number }],
     },
     policies: { overlap: 'SKIP' as const, catchupWindow: DLQ_RETENTION_EVERY },
