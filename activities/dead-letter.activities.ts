@@ -70,24 +70,31 @@ export function createDeadLetterActivities(deps: DeadLetterActivityDeps) {
       const batch: ClaimedBatch = await deps.replays.claim(scope, resumed ?? input.afterId, input.limit, claimMs);
       const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
       let lastDone = resumed;
-      let next = Date.now();
-      for (let i = 0; i < batch.letters.length; i++) {
-        const wait = next - Date.now();
-        if (wait > 0) await pause(wait, stop);
-        if (stop.aborted) {
-          await deps.replays.release(input.replayId, batch.letters.slice(i).map((l) => l.id));
-          return interrupted(ctx, lastDone);
+      // A heartbeat on a clock, not only per letter: one slow delivery (up to the webhook timeout) must not pass
+      // for a dead batch and have Temporal start a second attempt beside this one.
+      const beat = setInterval(() => ctx.heartbeat({ lastId: lastDone }), Math.max(100, Math.floor((ctx.info.heartbeatTimeoutMs ?? 10_000) / 3)));
+      try {
+        let next = Date.now();
+        for (let i = 0; i < batch.letters.length; i++) {
+          const wait = next - Date.now();
+          if (wait > 0) await pause(wait, stop);
+          if (stop.aborted) {
+            await deps.replays.release(input.replayId, batch.letters.slice(i).map((l) => l.id));
+            return await interrupted(ctx, lastDone);
+          }
+          next = Math.max(next + intervalMs, Date.now());
+          const letter = batch.letters[i];
+          const result = await send(deps, subscription, letter, stop);
+          if (result.ok) await deps.replays.markReplayed(input.replayId, letter.id);
+          else if (stop.aborted) {
+            await deps.replays.release(input.replayId, batch.letters.slice(i).map((l) => l.id));
+            return await interrupted(ctx, lastDone);
+          } else await deps.replays.markFailed(input.replayId, letter.id, result.error ?? 'failed');
+          lastDone = letter.id;
+          ctx.heartbeat({ lastId: lastDone });
         }
-        next = Math.max(next + intervalMs, Date.now());
-        const letter = batch.letters[i];
-        const result = await send(deps, subscription, letter, stop);
-        if (result.ok) await deps.replays.markReplayed(input.replayId, letter.id);
-        else if (stop.aborted) {
-          await deps.replays.release(input.replayId, batch.letters.slice(i).map((l) => l.id));
-          return interrupted(ctx, lastDone);
-        } else await deps.replays.markFailed(input.replayId, letter.id, result.error ?? 'failed');
-        lastDone = letter.id;
-        ctx.heartbeat({ lastId: lastDone });
+      } finally {
+        clearInterval(beat);
       }
       const lastId = batch.lastId ?? resumed;
       const counts = lastId === undefined ? { replayed: 0, failed: 0 } : await deps.replays.countIn(input.replayId, input.afterId, lastId);
