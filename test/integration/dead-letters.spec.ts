@@ -288,6 +288,31 @@ describe('dead letters (real servers)', () => {
       expect(marked).toHaveLength(ended.replayed as number);
       expect(await call('GET', `/subscriptions/${sub}/dead-letters/replays/${randomUUID()}`)).toMatchObject({ status: 404, body: { code: 'REPLAY_NOT_FOUND' } });
     });
+
+    it('stops at once when cancelled from the Temporal UI, lets its claims go, and every letter it delivered is marked', async () => {
+      await instance.deps.db.query(`UPDATE dead_letters SET replayed_at = NULL, replay_id = NULL, replay_claimed_until = NULL WHERE subscription_id = $1`, [sub]);
+      receiver.status = () => 200;
+      const before = receiver.requests.length;
+      const started = await replay({ filter: {}, ratePerSecond: 5 });
+      await waitFor('the replay to send its first letter', () => receiver.requests.length > before);
+      await instance.deps.temporal.client.workflow.getHandle(started.workflowId).cancel();
+      const ended = await waitFor('the replay to end cancelled', async () => {
+        const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${started.replayId}`);
+        return answer.body.state === 'CANCELLED' ? answer.body : undefined;
+      }, { timeoutMs: 20000, intervalMs: 250 });
+      expect(ended.remaining).toBe(0);
+      // The batch in flight hears of it at its next heartbeat, lets its unsent letters go, and stops.
+      await waitFor('no letter left claimed', async () => {
+        const [row] = await instance.deps.db.query(`SELECT count(*)::int AS n FROM dead_letters WHERE subscription_id = $1 AND replay_claimed_until IS NOT NULL`, [sub]);
+        return row.n === 0;
+      }, { timeoutMs: 20000, intervalMs: 250 });
+      const delivered = receiver.requests.length - before;
+      const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body.items as unknown[];
+      expect(marked).toHaveLength(delivered);
+      expect(delivered).toBeLessThan(50);
+      const dead = (await call('GET', `/subscriptions/${sub}/dead-letters?limit=100`)).body.items as unknown[];
+      expect(dead).toHaveLength(50 - delivered);
+    });
   });
 
   it('continues a long replay as new, carrying its progress, and ends with every letter replayed once', async () => {
