@@ -7,3 +7,5 @@ export * from './instance-lease.workflow';
 export * from './coordinator.workflow';
 export * from './a2a-task.definitions';
 export * from './a2a-task.workflow';
+export * from './dlq-replay.workflow';
+export * from './dlq-retention.workflow';

@@ -90,6 +90,8 @@ export interface EventMeshConfig {
     orphanGraceMs: number;
     orphanTakeover: OrphanTakeoverMode;
     deadLetterRetentionDays: number;
+    /** Events per second a dead-letter replay sends when its request names no rate. */
+    deadLetterReplayRate: number;
   };
   postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number; queryTimeoutMs: number };
   kafka: {
@@ -241,7 +243,10 @@ const SETTINGS = {
     'LOCAL_STICKY_PULL: AUTOMATIC, live instances take orphaned subscriptions over; MANUAL, orphans are only reported and moved by POST /admin/subscriptions/{id}/move.'),
   deadLetterRetentionDays: setting('EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS',
     'eventmesh.delivery.deadLetterRetentionDays', integer(0, 3650), () => 30,
-    'Days a dead letter is kept; the worker deletes older ones in small batches. 0 keeps them until their subscription is deleted.'),
+    'Days a dead letter is kept; the Temporal schedule `dlq-retention` deletes older ones every ten minutes, in small batches (the last instance to boot sets the days). 0 keeps them until their subscription is deleted (and removes the schedule).'),
+  deadLetterReplayRate: setting('EVENTMESH_DELIVERY_DEAD_LETTER_REPLAY_RATE', 'eventmesh.delivery.deadLetterReplayRate',
+    integer(1, 1000), () => 50,
+    'Events per second a dead-letter replay sends to its subscription when the request names no `ratePerSecond` (a request may ask for 1 to 1000; docs/operations.md).'),
   filterMaxAttributeChars: setting('EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS', 'eventmesh.filter.maxAttributeChars',
     integer(256, 1048576), () => CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS,
     'Longest string a subscription\'s CESQL (`sql`) filter works on in the dispatch loop; an event whose attribute it reads is longer does not match that filter (libs/filter/README.md). A stream client\'s own `filter` uses the default.'),
@@ -519,6 +524,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       orphanGraceMs: v.orphanGraceMs,
       orphanTakeover: v.orphanTakeover,
       deadLetterRetentionDays: v.deadLetterRetentionDays,
+      deadLetterReplayRate: v.deadLetterReplayRate,
     },
     postgres: {
       host: v.pgHost,

@@ -17,6 +17,12 @@ export enum ErrorCode {
   OffsetOutOfRange = 'OFFSET_OUT_OF_RANGE',
   /** A pause or resume of a subscription its sink disabled (410 Gone): it is not delivered either way. */
   SubscriptionDisabled = 'SUBSCRIPTION_DISABLED',
+  /** A dead letter (or some of the ones a replay names) the subscription has not. */
+  DeadLetterNotFound = 'DEAD_LETTER_NOT_FOUND',
+  /** A dead-letter replay the subscription has not. */
+  ReplayNotFound = 'REPLAY_NOT_FOUND',
+  /** A destructive request (a dead-letter purge) without its explicit confirmation. */
+  ConfirmationRequired = 'CONFIRMATION_REQUIRED',
   /** An A2A agent card that fails validation (libs/a2a/agent-card.ts). */
   InvalidAgentCard = 'INVALID_AGENT_CARD',
   AgentNotFound = 'AGENT_NOT_FOUND',
@@ -78,6 +84,9 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.SubscriptionNotFound]: 404,
   [ErrorCode.OffsetOutOfRange]: 400,
   [ErrorCode.SubscriptionDisabled]: 409,
+  [ErrorCode.DeadLetterNotFound]: 404,
+  [ErrorCode.ReplayNotFound]: 404,
+  [ErrorCode.ConfirmationRequired]: 400,
   [ErrorCode.InvalidAgentCard]: 400,
   [ErrorCode.AgentNotFound]: 404,
   [ErrorCode.TaskNotFound]: 404,

@@ -1,4 +1,5 @@
 import type { DataSource, EntityManager } from 'typeorm';
+import { DeadLetterFilter, deadLetterFilterSql } from './dead-letter-filter';
 import { DeadLetterEntity } from './entities';
 
 export interface DeadLetter {
@@ -149,8 +150,85 @@ export class DeadLetterStore {
     return Number(result[1] ?? 0);
   }
 
+  /**
+   * One page of a subscription's dead letters of `tenant` that match `filter`, in the order written (id order),
+   * starting after the letter `afterId` (keyset paging: a page never shifts when letters are added or deleted).
+   * Without their data. `next`: the id to continue after, absent on the last page.
+   */
+  async browse(
+    subscriptionId: string,
+    tenant: string,
+    filter: DeadLetterFilter,
+    page: { afterId?: string; limit: number },
+  ): Promise<{ letters: DeadLetterRow[]; next?: string }> {
+    const params: unknown[] = [subscriptionId, tenant, page.afterId ?? '0', page.limit + 1];
+    const rows: DeadLetterRow[] = await this.db.query(
+      `SELECT ${ROW_COLUMNS} FROM dead_letters d
+        WHERE d.subscription_id = $1 AND d.tenant = $2 AND d.id > $3::bigint ${deadLetterFilterSql(filter, params)}
+        ORDER BY d.id LIMIT $4`,
+      params,
+    );
+    const more = rows.length > page.limit;
+    const letters = more ? rows.slice(0, page.limit) : rows;
+    return more ? { letters, next: letters[letters.length - 1].id } : { letters };
+  }
+
+  /** One dead letter of a subscription of `tenant`, with its data; undefined when it has none by that id. */
+  async findOne(subscriptionId: string, tenant: string, id: string): Promise<(DeadLetterRow & { data: Buffer | null }) | undefined> {
+    if (!/^\d{1,19}$/.test(id)) return undefined;
+    const rows: (DeadLetterRow & { data: Buffer | null })[] = await this.db.query(
+      `SELECT ${ROW_COLUMNS}, d.data FROM dead_letters d WHERE d.subscription_id = $1 AND d.tenant = $2 AND d.id = $3::bigint`,
+      [subscriptionId, tenant, id],
+    );
+    return rows[0];
+  }
+
+  /**
+   * Deletes the dead letters of a subscription of `tenant` that match `filter` (an operator's purge), in batches of
+   * at most `batch` rows, each its own statement; answers how many it deleted. A letter a replay is sending at the
+   * moment may go too: the replay then counts it as skipped.
+   */
+  async purgeMatching(subscriptionId: string, tenant: string, filter: DeadLetterFilter, batch = DEAD_LETTER_PURGE_BATCH): Promise<number> {
+    let deleted = 0;
+    for (;;) {
+      const params: unknown[] = [subscriptionId, tenant, batch];
+      const result: unknown[] = await this.db.query(
+        `DELETE FROM dead_letters WHERE id IN (
+           SELECT d.id FROM dead_letters d WHERE d.subscription_id = $1 AND d.tenant = $2 ${deadLetterFilterSql(filter, params)}
+            ORDER BY d.id LIMIT $3 FOR UPDATE SKIP LOCKED
+         ) RETURNING 1`,
+        params,
+      );
+      const n = Number(result[1] ?? 0);
+      deleted += n;
+      if (n < batch) return deleted;
+    }
+  }
+
   /** A subscription's dead letters of `tenant`, oldest first (in the order written). */
   async listFor(subscriptionId: string, tenant: string, limit = 1000): Promise<DeadLetterEntity[]> {
     return this.db.manager.find(DeadLetterEntity, { where: { subscriptionId, tenant }, order: { createdAt: 'ASC', id: 'ASC' }, take: limit });
   }
 }
+
+/** A dead letter as browsing shows it (its data left out). Ids are bigints, as text. */
+export interface DeadLetterRow {
+  id: string;
+  topic: string;
+  partition: number;
+  offset: string;
+  eventId: string;
+  attributes: Record<string, unknown>;
+  attempts: number;
+  lastError: string;
+  firstFailedAt: Date;
+  lastFailedAt: Date;
+  deadLetteredAt: Date;
+  replayedAt: Date | null;
+  replayId: string | null;
+}
+
+const ROW_COLUMNS = `d.id::text AS id, d.topic, d.partition, d.kafka_offset::text AS "offset", d.event_id AS "eventId",
+  d.attributes, d.attempts, d.last_error AS "lastError", d.first_failed_at AS "firstFailedAt",
+  d.last_failed_at AS "lastFailedAt", d.created_at AS "deadLetteredAt", d.replayed_at AS "replayedAt",
+  CASE WHEN d.replayed_at IS NULL THEN NULL ELSE d.replay_id END AS "replayId"`;

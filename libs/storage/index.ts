@@ -4,6 +4,8 @@ export * from './entities';
 export * from './offset-store';
 export * from './dead-letter-store';
 export * from './dead-letter-retention';
+export * from './dead-letter-filter';
+export * from './dead-letter-replay-store';
 export * from './retry-store';
 export * from './skipped-range-store';
 export * from './epoch-fence';

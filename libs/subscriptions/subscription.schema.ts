@@ -87,17 +87,3 @@ export interface SubscriptionView {
   /** The Standard Webhooks signing secret; shown once, in the answer to the create. */
   secret?: string;
 }
-
-export interface DeadLetterView {
-  id: string;
-  topic: string;
-  partition: number;
-  offset: number;
-  eventId: string;
-  attributes: object;
-  dataBase64: string | null;
-  attempts: number;
-  lastError: string;
-  firstFailedAt: string;
-  lastFailedAt: string;
-}

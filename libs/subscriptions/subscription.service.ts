@@ -8,8 +8,8 @@ import { compileFilters } from '../filter';
 import type { TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
 import { SecretBox, SinkGuard } from '../security';
-import { DeadLetterStore, SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
-import { CreateSubscriptionRequest, createSubscriptionSchema, DeadLetterView, SubscriptionView } from './subscription.schema';
+import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
+import { CreateSubscriptionRequest, createSubscriptionSchema, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
 
 /**
@@ -210,25 +210,6 @@ export class SubscriptionService {
   /** A stored signing secret sealed with the active key (a secret stored in the clear by an earlier version, sealed). */
   private resealed(stored: string): string {
     return SecretBox.isSealed(stored) ? this.options.secrets.reseal(stored) : this.options.secrets.seal(stored);
-  }
-
-  /** The dead-letter queue of one subscription of `tenant`, oldest offset first, data as base64. */
-  async deadLetters(id: string, tenant: string): Promise<DeadLetterView[]> {
-    await this.row(id, tenant);
-    const rows = await new DeadLetterStore(this.db).listFor(id, tenant);
-    return rows.map((r) => ({
-      id: r.id,
-      topic: r.topic,
-      partition: r.partition,
-      offset: r.kafkaOffset,
-      eventId: r.eventId,
-      attributes: r.attributes,
-      dataBase64: r.data ? r.data.toString('base64') : null,
-      attempts: r.attempts,
-      lastError: r.lastError,
-      firstFailedAt: r.firstFailedAt.toISOString(),
-      lastFailedAt: r.lastFailedAt.toISOString(),
-    }));
   }
 
   /** The subscriptions of `tenant`, oldest first. */

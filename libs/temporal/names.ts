@@ -1,2 +1,8 @@
 /** Names shared by the worker, the client side and the docs: one place, one spelling. */
 export const dispatchWorkflowIdOf = (instanceId: string) => `dispatch/${instanceId}`;
+/** The task queue every instance's worker polls for dead-letter work: replays and the retention purge. */
+export const DEAD_LETTER_TASK_QUEUE = 'eventmesh-dead-letters';
+/** A dead-letter replay (workflows/dlq-replay.workflow.ts), as the Temporal UI lists it. */
+export const dlqReplayWorkflowIdOf = (replayId: string) => `dlq-replay/${replayId}`;
+/** The Temporal schedule that runs the dead-letter retention purge (workflows/dlq-retention.workflow.ts). */
+export const DLQ_RETENTION_SCHEDULE_ID = 'dlq-retention';

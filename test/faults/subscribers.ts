@@ -227,6 +227,15 @@ export async function drain(subscribers: Subscriber[], ids: string[], deadlineMs
 
 /** The dead letters of a subscription (its events that will not be delivered), from the instance that has it. */
 export async function deadLetterCount(api: string, subscriptionId: string): Promise<number> {
-  const response = await fetch(`${api}/subscriptions/${subscriptionId}/dead-letters`, { signal: AbortSignal.timeout(10000) });
-  return response.status === 200 ? ((await response.json()) as unknown[]).length : NaN;
+  let count = 0;
+  let cursor: string | null = null;
+  do {
+    const query: string = `limit=1000${cursor ? `&cursor=${cursor}` : ''}`;
+    const response = await fetch(`${api}/subscriptions/${subscriptionId}/dead-letters?${query}`, { signal: AbortSignal.timeout(10000) });
+    if (response.status !== 200) return NaN;
+    const page = (await response.json()) as { items: unknown[]; next: string | null };
+    count += page.items.length;
+    cursor = page.next;
+  } while (cursor);
+  return count;
 }

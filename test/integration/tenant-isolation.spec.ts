@@ -132,7 +132,7 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     expect(await call(tenantA, 'GET', `/subscriptions/${a}`)).toMatchObject({ status: 404 });
   });
 
-  it("keeps A's dead letters and skipped ranges from B, as if the subscription did not exist", async () => {
+  it("keeps A's dead letters (browse, read, replay, purge) and skipped ranges from B, as if the subscription did not exist", async () => {
     const a = await webhook(tenantA);
     const missing = randomUUID();
     const [written] = await new DeadLetterStore(instance.deps.db).add([
@@ -153,15 +153,27 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     expect(written.written).toBe(true);
     await new SkippedRangeStore(instance.deps.db).record({ subscriptionId: a, topic, partition: 0, fromOffset: 0, toOffset: 3, reason: 'RETENTION', epoch: 0 });
     try {
-      for (const path of ['dead-letters', 'skipped-ranges']) {
+      const [letter] = (await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters`)).body!.items as { id: string }[];
+      const replayId = randomUUID();
+      for (const [method, path, body] of [
+        ['GET', 'dead-letters', undefined],
+        ['GET', `dead-letters/${letter.id}`, undefined],
+        ['POST', 'dead-letters/replays', { ids: [letter.id] }],
+        ['GET', `dead-letters/replays/${replayId}`, undefined],
+        ['DELETE', `dead-letters/replays/${replayId}`, undefined],
+        ['DELETE', 'dead-letters?confirm=<sub>', undefined],
+        ['GET', 'skipped-ranges', undefined],
+      ] as const) {
         expectSameAsMissing(
-          await call(tenantB, 'GET', `/subscriptions/${a}/${path}`),
+          await call(tenantB, method, `/subscriptions/${a}/${path.replace('<sub>', a)}`, body),
           a,
-          await call(tenantB, 'GET', `/subscriptions/${missing}/${path}`),
+          await call(tenantB, method, `/subscriptions/${missing}/${path.replace('<sub>', missing)}`, body),
           missing,
         );
       }
-      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters`)).toMatchObject({ status: 200, body: [{ eventId: 'dead-1', offset: 3 }] });
+      // Nothing of A's was replayed or purged by B's attempts.
+      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters/${letter.id}`)).toMatchObject({ status: 200, body: { replayedAt: null } });
+      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters`)).toMatchObject({ status: 200, body: { items: [{ eventId: 'dead-1', offset: 3 }], next: null } });
       expect(await call(tenantA, 'GET', `/subscriptions/${a}/skipped-ranges`)).toMatchObject({ status: 200, body: [{ fromOffset: 0, toOffset: 3, events: 3 }] });
     } finally {
       // The skipped range would show on /health (EVENTS_SKIPPED) for the specs that run after this one.

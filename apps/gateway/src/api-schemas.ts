@@ -29,22 +29,6 @@ export const subscriptionViewSchema = z
   })
   .strict();
 
-export const deadLetterViewSchema = z
-  .object({
-    id: z.string(),
-    topic: z.string(),
-    partition: z.number().int(),
-    offset: z.number().int(),
-    eventId: z.string(),
-    attributes: z.looseObject({}),
-    dataBase64: z.string().nullable(),
-    attempts: z.number().int(),
-    lastError: z.string(),
-    firstFailedAt: isoTime,
-    lastFailedAt: isoTime,
-  })
-  .strict();
-
 export const skippedRangeViewSchema = z
   .object({
     topic: z.string(),

@@ -4,6 +4,7 @@ import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify
 import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
 import { A2ABroker } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
+import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
 import { HealthService, skippedEventsFinding } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
@@ -136,6 +137,11 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
         publisherSecrets: new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
         a2a,
+        deadLetters: new DeadLetterService(deps.db, (id, tenant) => subscriptions.get(id, tenant)),
+        replays: new DeadLetterReplays(deps.db, deps.temporal.client, (id, tenant) => subscriptions.get(id, tenant), {
+          defaultRatePerSecond: config.delivery.deadLetterReplayRate,
+          heartbeatTimeoutMs: config.delivery.leaseTtlMs,
+        }),
         acl: new AclAdmin(new AclRuleStore(deps.db)),
         quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
         ownership:

@@ -1,6 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
 import { A2ABroker } from '../../../libs/a2a';
+import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
 import { HealthService } from '../../../libs/health';
 import { RuntimeMetrics } from '../../../libs/metrics';
 import { AclAdmin, TenantQuotaAdmin } from '../../../libs/security';
@@ -16,6 +17,7 @@ import { A2ARpcController } from './a2a-rpc.controller';
 import { AclController } from './acl.controller';
 import { ApiDocsController } from './api-docs.controller';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
+import { DeadLettersController } from './dead-letters.controller';
 import { ApiKeysController } from './api-keys.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
@@ -61,6 +63,9 @@ export interface GatewayServices {
   metrics?: { metrics: RuntimeMetrics; adminGate: boolean };
   /** The routes the gateway serves, which the API document is made from (filled as the app registers them). */
   routes: RouteTable;
+  /** Subscriptions' dead letters: browse, read, purge; and their replays (Temporal workflows). */
+  deadLetters: DeadLetterService;
+  replays: DeadLetterReplays;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -73,6 +78,7 @@ export class GatewayModule {
         EventsController,
         SubscriptionsController,
         SubscriptionOperationsController,
+        DeadLettersController,
         SkippedRangesController,
         StreamsController,
         HealthController,
@@ -89,6 +95,8 @@ export class GatewayModule {
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
+        { provide: DeadLetterService, useValue: services.deadLetters },
+        { provide: DeadLetterReplays, useValue: services.replays },
         { provide: HealthService, useValue: services.health },
         { provide: SkippedRangeStore, useValue: services.skippedRanges },
         { provide: Gates, useValue: services.gates },

@@ -1,9 +1,9 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import type { Caller } from '../../../libs/security';
 import { z } from 'zod';
-import { createSubscriptionSchema, DeadLetterView, SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
+import { createSubscriptionSchema, SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
 import { ApiRoute, errors, GATED } from './api-route';
-import { deadLetterViewSchema, subscriptionViewSchema } from './api-schemas';
+import { subscriptionViewSchema } from './api-schemas';
 import { CallerParam, GateRoute } from './gate-route';
 
 const BY_ID = { action: 'subscribe', topic: { subscriptionParam: 'id' } } as const;
@@ -12,7 +12,7 @@ const VIEW = { description: 'the subscription', schema: subscriptionViewSchema }
 
 /**
  * The subscriptions resource (CloudEvents Subscriptions API shape), scoped by the caller's tenant: another
- * tenant's subscription answers 404 exactly like a missing one.
+ * tenant's subscription answers 404 exactly like a missing one. Its dead letters: dead-letters.controller.ts.
  */
 @Controller('subscriptions')
 export class SubscriptionsController {
@@ -49,17 +49,6 @@ export class SubscriptionsController {
   @GateRoute(BY_ID)
   replace(@Param('id') id: string, @Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
     return this.subscriptions.replace(id, body, caller.tenant);
-  }
-
-  @Get(':id/dead-letters')
-  @ApiRoute({
-    summary: 'The subscription\'s dead letters',
-    params: ID,
-    responses: { 200: { description: 'the dead letters', schema: z.array(deadLetterViewSchema) }, ...errors(404), ...GATED },
-  })
-  @GateRoute(BY_ID)
-  deadLetters(@Param('id') id: string, @CallerParam() caller: Caller): Promise<DeadLetterView[]> {
-    return this.subscriptions.deadLetters(id, caller.tenant);
   }
 
   @Delete(':id')

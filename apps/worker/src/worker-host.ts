@@ -2,7 +2,7 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { createA2ATaskActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
+import { createA2ATaskActivities, createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
 import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, TaskRelay } from '../../../libs/a2a';
 import { SinkGuard } from '../../../libs/security';
 import type { EventMeshConfig } from '../../../libs/config';
@@ -11,12 +11,25 @@ import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
 import { OwnershipAgent } from '../../../libs/ownership';
-import { DeadLetterRetention, DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, PlacementStore, RetryStore, SkippedRangeStore, WriteFence } from '../../../libs/storage';
+import {
+  DeadLetterReplayStore,
+  DeadLetterRetention,
+  DeadLetterStore,
+  DispatchRunStore,
+  LeaseStore,
+  OffsetStore,
+  PlacementStore,
+  RetryStore,
+  SkippedRangeStore,
+  SubscriptionEntity,
+  WriteFence,
+} from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
 import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
 import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions';
-import { dispatchWorkflowIdOf } from '../../../libs/temporal';
+import { DEAD_LETTER_TASK_QUEUE, dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { TemporalTracing, TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE } from '../../../libs/tracing';
+import { ensureRetentionSchedule } from './dead-letter-schedule';
 import {
   A2A_TASK_QUEUE,
   CONTROL_TASK_QUEUE,
@@ -28,6 +41,15 @@ import {
   partitionProgressSignal,
   partitionWorkflowIdOf,
 } from '../../../workflows';
+
+/**
+ * The worker of the shared dead-letter queue: replays and the retention purge, on whichever instance polls first.
+ * No workflow cache, as on the control queue: a replay's next workflow task never waits for a dead instance's
+ * sticky queue to time out.
+ */
+async function deadLetterWorkerOptions<T extends object>(common: T, activities: object, tracing: TemporalTracing | undefined) {
+  return { ...common, taskQueue: DEAD_LETTER_TASK_QUEUE, activities, ...(await workflowSource(tracing)), maxCachedWorkflows: 0 };
+}
 
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
@@ -123,8 +145,6 @@ export class WorkerHost {
   agent?: OwnershipAgent;
   /** LOCAL_STICKY_PULL only. */
   orphans?: OrphanTakeover;
-  /** Deletes dead letters past EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS. */
-  private retention?: DeadLetterRetention;
 
   private constructor(
     private readonly workers: Worker[],
@@ -197,6 +217,15 @@ export class WorkerHost {
       ...extra,
     });
     const throttle = Math.floor(config.delivery.leaseTtlMs / 3);
+    // Dead-letter replays and the retention purge: any instance's worker runs them (workflows/dlq-replay.workflow.ts).
+    const deadLetterActivities = createDeadLetterActivities({
+      replays: new DeadLetterReplayStore(deps.db),
+      subscription: async (id) => (await deps.db.manager.findOneBy(SubscriptionEntity, { id })) ?? undefined,
+      sender,
+      purgeExpired: (retentionDays) => new DeadLetterRetention(deadLetters, { retentionDays }).purge(),
+      deliveryTimeoutMs: config.delivery.webhookTimeoutMs,
+      shutdownSignal: shutdown.signal,
+    });
     const workerOptions = {
       connection,
       namespace: config.temporal.namespace,
@@ -226,8 +255,10 @@ export class WorkerHost {
         createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
       });
       const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(await workflowSource(deps.tracing.temporal)) });
-      const host = new WorkerHost([worker, a2aWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
-      host.run(onFatal, deadLetters, config);
+      const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
+      const host = new WorkerHost([worker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
+      host.run(onFatal);
+      await host.ensureRetentionSchedule(config, deps);
       try {
         await host.startDispatchWorkflow(config, deps);
       } catch (e) {
@@ -290,8 +321,10 @@ export class WorkerHost {
       // keep short (continue-as-new).
       maxCachedWorkflows: 0,
     });
-    const host = new WorkerHost([activityWorker, controlWorker, a2aWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
-    host.run(onFatal, deadLetters, config);
+    const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
+    const host = new WorkerHost([activityWorker, controlWorker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
+    host.run(onFatal);
+    await host.ensureRetentionSchedule(config, deps);
     try {
       await agent.start();
     } catch (e) {
@@ -304,9 +337,20 @@ export class WorkerHost {
     return host;
   }
 
-  private run(onFatal: (reason: string) => void, deadLetters: DeadLetterStore, config: EventMeshConfig): void {
-    this.retention = new DeadLetterRetention(deadLetters, { retentionDays: config.delivery.deadLetterRetentionDays });
-    this.retention.start();
+  /**
+   * The dead-letter retention runs as the Temporal schedule `dlq-retention`, written at every boot with this
+   * instance's retention. Not fatal when it fails: delivery goes on, and the next boot writes it again.
+   */
+  private async ensureRetentionSchedule(config: EventMeshConfig, deps: Dependencies): Promise<void> {
+    try {
+      const outcome = await withDeadline(10_000, ensureRetentionSchedule(deps.temporal.client, config.delivery.deadLetterRetentionDays));
+      this.log.info({ schedule: outcome.scheduleId, outcome: outcome.action, retentionDays: config.delivery.deadLetterRetentionDays }, 'dead-letter retention schedule');
+    } catch (e) {
+      this.log.error({ error: reasonOf(e) }, 'could not write the dead-letter retention schedule; dead letters are not purged until an instance writes it');
+    }
+  }
+
+  private run(onFatal: (reason: string) => void): void {
     // A worker that stops while the instance runs (an error, or a shutdown nobody here asked for) leaves an
     // instance that takes events and delivers none: that is fatal, never silent.
     this.running = this.workers.map((worker) =>
@@ -369,7 +413,6 @@ export class WorkerHost {
 
   async stop(): Promise<void> {
     this.shutdown.abort();
-    await this.retention?.stop();
     await this.agent?.stop();
     await this.orphans?.stop();
     for (const worker of this.workers) if (worker.getState() === 'RUNNING') worker.shutdown();

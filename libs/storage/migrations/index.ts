@@ -13,6 +13,7 @@ import { GateAclQuota1796420000001 } from './1796420000001-GateAclQuota';
 import { ResourceTenant1796430000001 } from './1796430000001-ResourceTenant';
 import { StreamPresence1796500000001 } from './1796500000001-StreamPresence';
 import { A2AAgents1796520000001 } from './1796520000001-A2AAgents';
+import { DeadLetterReplay1796600000001 } from './1796600000001-DeadLetterReplay';
 import { OffsetsGeneration1796610000001 } from './1796610000001-OffsetsGeneration';
 import { StreamPresenceClients1796610000002 } from './1796610000002-StreamPresenceClients';
 import { A2AAgentStyle1796630000001 } from './1796630000001-A2AAgentStyle';
@@ -34,6 +35,7 @@ export const MIGRATIONS = [
   ResourceTenant1796430000001,
   StreamPresence1796500000001,
   A2AAgents1796520000001,
+  DeadLetterReplay1796600000001,
   OffsetsGeneration1796610000001,
   StreamPresenceClients1796610000002,
   A2AAgentStyle1796630000001,

@@ -1,0 +1,137 @@
+import { z } from 'zod';
+import { ErrorCode, EventMeshError } from '../errors';
+import { DEAD_LETTER_STATES, DeadLetterFilter, ReplaySelection } from '../storage';
+
+/** Page sizes of a browse: `limit` 1 to 1000, 100 when absent. */
+export const BROWSE_DEFAULT_LIMIT = 100;
+export const BROWSE_MAX_LIMIT = 1000;
+/** Replay rates a request may ask for, in events per second. */
+export const REPLAY_MAX_RATE = 1000;
+/** Most letter ids one replay request names (more: replay by filter). */
+export const REPLAY_MAX_IDS = 1000;
+
+const LETTER_ID = /^[1-9]\d{0,18}$/;
+const instant = z.string().refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), 'expected an ISO 8601 instant, e.g. 2026-12-01T13:00:00Z');
+const text = z.string().min(1).max(1024);
+
+/** The filter fields, as query parameters (all text) or as a replay body's `filter` (httpStatus a number). */
+const filterFields = {
+  type: text.optional(),
+  source: text.optional(),
+  from: instant.optional(),
+  to: instant.optional(),
+  lastError: text.optional(),
+};
+const httpStatus = z.number().int().min(100).max(599);
+
+const checkRange = (f: { from?: string; to?: string }, ctx: z.RefinementCtx) => {
+  if (f.from !== undefined && f.to !== undefined && Date.parse(f.from) >= Date.parse(f.to)) {
+    ctx.addIssue({ code: 'custom', path: ['to'], message: '`to` must be after `from`' });
+  }
+};
+
+const queryFilter = z.object({
+  ...filterFields,
+  httpStatus: z.string().regex(/^\d{3}$/, 'expected an HTTP status, e.g. 500').transform(Number).pipe(httpStatus).optional(),
+  state: z.enum(DEAD_LETTER_STATES).optional(),
+});
+
+const browseQuery = queryFilter
+  .extend({
+    limit: z
+      .string()
+      .regex(/^\d+$/, `expected an integer from 1 to ${BROWSE_MAX_LIMIT}`)
+      .transform(Number)
+      .pipe(z.number().int().min(1).max(BROWSE_MAX_LIMIT))
+      .optional(),
+    cursor: z.string().min(1).max(200).optional(),
+  })
+  .strict()
+  .superRefine(checkRange);
+
+const purgeQuery = queryFilter.extend({ confirm: z.string().optional() }).strict().superRefine(checkRange);
+
+const replayBody = z
+  .object({
+    ids: z.array(z.string().regex(LETTER_ID, 'expected a dead letter id')).min(1).max(REPLAY_MAX_IDS).optional(),
+    filter: z
+      .object({ ...filterFields, httpStatus: httpStatus.optional() })
+      .strict()
+      .superRefine(checkRange)
+      .optional(),
+    ratePerSecond: z.number().int().min(1).max(REPLAY_MAX_RATE).optional(),
+  })
+  .strict()
+  .superRefine((b, ctx) => {
+    if ((b.ids === undefined) === (b.filter === undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['ids'], message: 'name the letters to replay: either `ids` or `filter` (`{}` for all), not both' });
+    }
+  });
+
+/** A schema's value, or 400 INVALID_REQUEST naming the first bad field. */
+function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
+  const parsed = schema.safeParse(input ?? {});
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  const field = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path.join('.');
+  const message = issue.code === 'unrecognized_keys' ? `unknown parameter; the filters are type, source, from, to, lastError, httpStatus, state` : issue.message;
+  throw new EventMeshError(ErrorCode.InvalidRequest, `${field || 'request'}: ${message}`, { field });
+}
+
+const filterOf = (q: DeadLetterFilter): DeadLetterFilter => {
+  const filter: DeadLetterFilter = {};
+  for (const key of ['type', 'source', 'from', 'to', 'lastError', 'httpStatus', 'state'] as const) {
+    if (q[key] !== undefined) (filter as Record<string, unknown>)[key] = q[key];
+  }
+  // Instants normalised, so the same moment always reads the same (and compares in Postgres as written).
+  if (filter.from) filter.from = new Date(filter.from).toISOString();
+  if (filter.to) filter.to = new Date(filter.to).toISOString();
+  return filter;
+};
+
+/** The cursor of the page after letter `id`: opaque to clients. */
+export const cursorAfter = (id: string) => Buffer.from(JSON.stringify({ after: id })).toString('base64url');
+
+function afterIdOf(cursor: string): string {
+  try {
+    const decoded = JSON.parse(Buffer.from(cursor, 'base64url').toString('utf8')) as { after?: unknown };
+    if (typeof decoded.after === 'string' && LETTER_ID.test(decoded.after)) return decoded.after;
+  } catch {
+    // below
+  }
+  throw new EventMeshError(ErrorCode.InvalidRequest, 'cursor: not a cursor this API gave out (use `next` of the previous page)', { field: 'cursor' });
+}
+
+/** `GET .../dead-letters` query: the filter and the page. */
+export function parseBrowseQuery(query: unknown): { filter: DeadLetterFilter; limit: number; afterId?: string } {
+  const q = parse(browseQuery, query);
+  return { filter: filterOf(q), limit: q.limit ?? BROWSE_DEFAULT_LIMIT, afterId: q.cursor === undefined ? undefined : afterIdOf(q.cursor) };
+}
+
+/**
+ * `DELETE .../dead-letters` query: the filter, and `confirm`, which must repeat the subscription id (else 400
+ * CONFIRMATION_REQUIRED): a purge is never the accident of a bare DELETE.
+ */
+export function parsePurgeQuery(query: unknown, subscriptionId: string): DeadLetterFilter {
+  const q = parse(purgeQuery, query);
+  if (q.confirm !== subscriptionId) {
+    throw new EventMeshError(
+      ErrorCode.ConfirmationRequired,
+      'confirm: a purge deletes dead letters for good; repeat the subscription id as `?confirm=<subscription id>`',
+      { field: 'confirm' },
+    );
+  }
+  return filterOf(q);
+}
+
+/** `POST .../dead-letters/replays` body: which letters, and the rate (the configured default when absent). */
+export function parseReplayRequest(body: unknown): { selection: ReplaySelection; ratePerSecond?: number } {
+  const b = parse(replayBody, body);
+  const selection: ReplaySelection = b.ids ? { ids: [...new Set(b.ids)] } : { filter: filterOf(b.filter!) };
+  return { selection, ratePerSecond: b.ratePerSecond };
+}
+
+/** A letter id from a path: digits, else 404 like a missing one. */
+export function isLetterId(id: string): boolean {
+  return LETTER_ID.test(id);
+}

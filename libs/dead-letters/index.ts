@@ -1,0 +1,3 @@
+export * from './dead-letter-query';
+export * from './dead-letter-service';
+export * from './dead-letter-replays';
