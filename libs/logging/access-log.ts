@@ -1,5 +1,6 @@
 import pino from 'pino';
 import { BatchedLines, rootLevel, rootBaseJson, sharedLines } from './logger';
+import { isoNow } from './iso-now';
 
 /** Which requests get an access line (EVENTMESH_LOG_ACCESS). */
 export type AccessLogMode = 'all' | 'errors' | 'off';
@@ -23,18 +24,6 @@ export interface AccessLog {
 }
 
 const MAX_PATH_CHARS = 512;
-
-let isoMs = -1;
-let iso = '';
-/** The time as ISO 8601, made once per millisecond. */
-function isoNow(): string {
-  const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    iso = new Date(now).toISOString();
-  }
-  return iso;
-}
 
 /**
  * The gateway's access log: one line per answered request, `{"level":30,"time",...base,"logger":"Access",

@@ -1,2 +1,3 @@
 export * from './logger';
 export * from './access-log';
+export * from './iso-now';

@@ -1,4 +1,4 @@
-import { createLogger } from '../logging';
+import { createLogger, isoNow } from '../logging';
 import type { AuditRecord, AuditSink } from './audit-sink';
 import { ANONYMOUS, Caller } from './caller';
 import type { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';
@@ -42,18 +42,6 @@ const NOTHING_HELD = () => undefined;
  */
 function idOf(request: GateRequest): string {
   return (request.requestId ??= requestIdOf(request.headers));
-}
-
-let isoMs = -1;
-let iso = '';
-/** The time as ISO 8601, made once per millisecond (every audited request of that millisecond shares it). */
-function isoNow(): string {
-  const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    iso = new Date(now).toISOString();
-  }
-  return iso;
 }
 
 /**
