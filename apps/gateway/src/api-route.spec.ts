@@ -1,31 +1,19 @@
-import { RequestMethod } from '@nestjs/common';
-import { METHOD_METADATA, PATH_METADATA } from '@nestjs/common/constants';
 import { FASTIFY_ROUTE_CONFIG_METADATA } from '@nestjs/platform-fastify/constants';
-import { Reflector } from '@nestjs/core';
 import { API_DOC, RouteDoc } from './api-route';
-import { GatewayModule } from './gateway.module';
-import type { GateRouteSpec } from './gate-route';
+import { gatewayNestRoutes } from './nest-routes';
 import { openApiDocument, openApiPathOf, undocumented } from './openapi';
 
 /**
  * Each Nest route declares its entry of the API document next to itself (the running app's route table is checked
- * against the document in test/integration/openapi.spec.ts): here, what each entry must say.
+ * against the document in test/integration/http-contract.spec.ts): here, what each entry must say.
  */
 describe('API route declarations', () => {
-  const reflector = new Reflector();
-  const controllers = (GatewayModule.register({} as never).controllers ?? []) as (new (...args: never[]) => object)[];
-  const routes = controllers.flatMap((controller) =>
-    Object.getOwnPropertyNames(controller.prototype)
-      .filter((name) => name !== 'constructor')
-      .map((name) => ({ controller, name, handler: controller.prototype[name as keyof object] as unknown as () => void }))
-      .filter(({ handler }) => Reflect.getMetadata(METHOD_METADATA, handler) !== undefined)
-      .map(({ controller, name, handler }) => ({
-        route: `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number]} /${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)}`.replace(/\/{2,}/g, '/').replace(/\/$/, ''),
-        where: `${controller.name}.${name}`,
-        doc: (Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as Record<string, RouteDoc> | undefined)?.[API_DOC],
-        gate: reflector.getAllAndOverride<GateRouteSpec | undefined>('eventmesh:gate-route', [handler, controller]),
-      })),
-  );
+  const routes = gatewayNestRoutes().map(({ route, where, handler, gate }) => ({
+    route,
+    where,
+    gate,
+    doc: (Reflect.getMetadata(FASTIFY_ROUTE_CONFIG_METADATA, handler) as Record<string, RouteDoc> | undefined)?.[API_DOC],
+  }));
 
   it('finds the routes', () => {
     expect(routes.length).toBeGreaterThan(30);
