@@ -5,7 +5,7 @@ import { ACL_EFFECTS, ACTIONS } from '../../../libs/security';
  * The bodies the gateway answers with, as the API document (`/openapi.json`) describes them: the wire shape of the
  * views the services return (SubscriptionView, DeadLetterView, ...). Request bodies are not here: the document takes
  * them from the schemas the routes validate with (libs/subscriptions, libs/security, ...). The API document's test
- * (test/integration/openapi.spec.ts) checks sampled answers against these.
+ * (test/integration/http-contract.spec.ts) checks sampled answers against these.
  */
 
 const isoTime = z.string().describe('ISO 8601');
