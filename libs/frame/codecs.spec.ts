@@ -1,4 +1,4 @@
-import type { EventFrame } from './event-frame';
+import { attributesOf, EventFrame, frameFromAttributes, frameToStructured } from './event-frame';
 import { frameToHttpBinary } from './http-binary.codec';
 import { frameFromKafkaRecord, frameToKafkaMessage } from './kafka-record.codec';
 
@@ -54,5 +54,22 @@ describe('HTTP binary codec', () => {
     expect(headers['ce-subject']).toBe('Gr%C3%BC%C3%9Fe%20%22x%22%20100%25');
     expect(headers['content-type']).toBe('application/json');
     expect(body).toEqual(frame.data);
+  });
+});
+
+describe('the publishing request id (EventFrame.requestId, the runtime\'s own)', () => {
+  const published: EventFrame = { ...frame, requestId: 'req-7' };
+
+  it('travels in the Kafka record and comes back from it', () => {
+    const message = frameToKafkaMessage(published);
+    const headers = Object.fromEntries(Object.entries(message.headers!).map(([k, v]) => [k, Buffer.from(String(v))]));
+    expect(frameFromKafkaRecord(headers, message.value as Buffer).requestId).toBe('req-7');
+  });
+
+  it('is never an attribute of the event: not in its stored attributes, its structured form, or its HTTP headers', () => {
+    expect(attributesOf(published)).not.toHaveProperty('requestId');
+    expect(frameToStructured(published)).not.toHaveProperty('requestId');
+    expect(Object.keys(frameToHttpBinary(published).headers).filter((h) => /request/i.test(h))).toEqual([]);
+    expect(frameFromAttributes(attributesOf(published), null).extensions).toEqual(frame.extensions);
   });
 });

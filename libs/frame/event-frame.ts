@@ -57,7 +57,8 @@ export function contextAttributes(frame: EventFrame): [string, string][] {
 
 /** The frame's context attributes as one JSON object (its data left out), for storage beside the bytes. */
 export function attributesOf(frame: EventFrame): Record<string, string | number | boolean> {
-  const { data: _data, extensions, ...context } = frame;
+  // requestId is the runtime's, not the event's: it never becomes an attribute (sinks, the retry table, dead letters).
+  const { data: _data, extensions, requestId: _requestId, ...context } = frame;
   const out: Record<string, string | number | boolean> = { ...extensions };
   for (const [name, value] of Object.entries(context)) if (value !== undefined) out[name] = value;
   return out;

@@ -219,10 +219,13 @@ describe('first event, end to end', () => {
       expect(failing.requests.filter((r) => r.headers['ce-id'] === eventId)).toHaveLength(4);
       const { rows: parked } = await pg.query('SELECT count(*)::int AS n FROM delivery_retries WHERE subscription_id = $1', [failingId]);
       expect(parked[0].n).toBe(0);
-      const listed = (await (await fetch(`${api}/subscriptions/${failingId}/dead-letters`)).json()) as Record<string, unknown>[];
-      expect(listed).toHaveLength(1);
-      expect(listed[0]).toMatchObject({ eventId, attempts: 4, lastError: 'HTTP 500', dataBase64: Buffer.from('"x"').toString('base64') });
-      expect(listed[0].attributes).toMatchObject({ id: eventId, type: 'e2e.doomed', source: '/e2e' });
+      const { items: listed, next } = (await (await fetch(`${api}/subscriptions/${failingId}/dead-letters`)).json()) as { items: Record<string, unknown>[]; next: string | null };
+      expect([listed.length, next]).toEqual([1, null]);
+      expect(listed[0]).toMatchObject({ eventId, attempts: 4, lastError: 'HTTP 500', replayedAt: null });
+      // The event's own attributes only: the publishing request's id is the runtime's, not an attribute.
+      expect(Object.keys(listed[0].attributes as object).sort()).toEqual(['datacontenttype', 'id', 'source', 'specversion', 'type']);
+      const read = (await (await fetch(`${api}/subscriptions/${failingId}/dead-letters/${String(listed[0].id)}`)).json()) as Record<string, unknown>;
+      expect(read).toMatchObject({ eventId, event: { id: eventId, type: 'e2e.doomed', source: '/e2e', data: 'x' } });
       await fetch(`${api}/subscriptions/${failingId}`, { method: 'DELETE' });
     } finally {
       await failing.stop();

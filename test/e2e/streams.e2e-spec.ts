@@ -93,8 +93,8 @@ describe('stream transports', () => {
     const d = await waitFor('the event', async () => (await poll(sub, 'c3'))[0]);
     expect((await answer(sub, { deliveryId: d.deliveryId, action: 'reject', reason: 'malformed order' })).status).toBe(200);
     const letters = await waitFor('the dead letter', async () => {
-      const list = (await (await fetch(`${api}/subscriptions/${sub}/dead-letters`)).json()) as { eventId: string; lastError: string }[];
-      return list.length > 0 ? list : undefined;
+      const { items } = (await (await fetch(`${api}/subscriptions/${sub}/dead-letters`)).json()) as { items: { eventId: string; lastError: string }[] };
+      return items.length > 0 ? items : undefined;
     });
     expect(letters[0]).toMatchObject({ eventId: id, lastError: 'rejected by the stream client: malformed order' });
   });
