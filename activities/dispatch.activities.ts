@@ -66,15 +66,26 @@ export function createDispatchActivities(deps: DispatchActivityDeps) {
       const loop = deps.createLoop(deps.runs.fenceFor(deps.instanceId, epoch));
       // One clock for the heartbeat and the renewal, and only while the loop is alive: a loop stuck for a whole
       // lease TTL (a hung dependency) loses both, Temporal starts the activity afresh, and a takeover sees it.
-      let renewing = false;
+      // When the renewal in flight started (0: none), and whether its slowness was reported: one renewal at a time.
+      let renewingSince = 0;
+      let slowRenewalReported = false;
       const beat = setInterval(() => {
         if (Date.now() - loop.lastRoundAt >= deps.leaseTtlMs) {
           ctx.log.warn('dispatch loop made no round within a lease TTL; withholding the heartbeat and the renewal');
           return;
         }
         ctx.heartbeat({ epoch, ...loop.snapshot });
-        if (renewing) return;
-        renewing = true;
+        if (renewingSince !== 0) {
+          // Every statement has a deadline (libs/storage/postgres-connection.ts); a renewal pending past a lease TTL
+          // means something waits outside one, and takeovers read this run as dead meanwhile: say so.
+          if (!slowRenewalReported && Date.now() - renewingSince >= deps.leaseTtlMs) {
+            slowRenewalReported = true;
+            ctx.log.warn('dispatch run renewal pending for more than a lease TTL', { epoch, pendingMs: Date.now() - renewingSince });
+          }
+          return;
+        }
+        renewingSince = Date.now();
+        slowRenewalReported = false;
         deps.runs
           .renew(deps.instanceId, epoch)
           .then((held) => {
@@ -83,7 +94,7 @@ export function createDispatchActivities(deps: DispatchActivityDeps) {
             fenced.abort();
           })
           .catch((e: unknown) => ctx.log.warn('dispatch run renewal failed', { epoch, error: (e as Error).message }))
-          .finally(() => (renewing = false));
+          .finally(() => (renewingSince = 0));
       }, tickMs);
       let progress: DispatchProgress;
       try {

@@ -133,6 +133,21 @@ export class FaultInstance {
     return this.earlierOutput + (this.process ? this.process.stdout + this.process.stderr : '');
   }
 
+  /** The warning and error lines the instance logged since `sinceMs` (epoch ms), the last `limit` of them. */
+  warningLines(sinceMs: number, limit = 80): string[] {
+    const lines: string[] = [];
+    for (const line of this.output().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      try {
+        const entry = JSON.parse(line) as { level?: number; time?: string | number };
+        if ((entry.level ?? 0) >= 40 && new Date(entry.time ?? 0).getTime() >= sinceMs) lines.push(line.slice(0, 600));
+      } catch {
+        /* not a log line */
+      }
+    }
+    return lines.slice(-limit);
+  }
+
   /** Warnings and errors the instance logged (every process it ran), counted by message: what an operator sees. */
   warnings(): Record<string, number> {
     const counts: Record<string, number> = {};
