@@ -140,6 +140,7 @@ describe('faults: Postgres link black-holed', () => {
     const instanceId = run.instances[0].id;
     const epochs = [await dispatchEpochOf(env, instanceId)];
     const notes: string[] = [];
+    const slow: { round: number; strandedAt: number; resumedMs: number }[] = [];
     for (const round of [1, 2]) {
       // The statements in flight and the pool's idle connections are lost behind the partition: only a deadline
       // on each query frees what waits on them (the proxy's TCP stack answers, as a half-open peer's does until
@@ -153,7 +154,7 @@ describe('faults: Postgres link black-holed', () => {
       const resumed = await run.delivered(60000);
       const resumedMs = Date.now() - strandedAt;
       notes.push(`strand ${round}: ${resumed ? `delivered all acknowledged within ${resumedMs} ms` : 'NOT delivered within 60 s'}`);
-      if (resumedMs > 30000) process.stdout.write(`strand ${round} took ${resumedMs} ms; the instance's warnings since the black hole:\n${run.instances[0].warningLines(strandedAt).join('\n')}\n`);
+      if (resumedMs > 30000) slow.push({ round, strandedAt, resumedMs });
       epochs.push(await dispatchEpochOf(env, instanceId).catch(() => NaN));
       // The runtime lets go of every dead connection: a query on one times out (8 s) and its connection is
       // dropped; an idle one leaves the pool after its idle timeout (10 s).
@@ -163,6 +164,10 @@ describe('faults: Postgres link black-holed', () => {
       if (!resumed || !released) break;
     }
     const result = await run.finish(30000);
+    // What the instance logged through a slow recovery (read after the run: its output is complete only then).
+    for (const { round, strandedAt, resumedMs } of slow) {
+      process.stdout.write(`strand ${round} took ${resumedMs} ms; the instance's warnings since the black hole:\n${run.instances[0].warningLines(strandedAt).join('\n')}\n`);
+    }
     reportCase(
       'Postgres link: open connections black-holed for good, twice; new ones pass (proxy, pool 3, lease TTL 4 s, query timeout 8 s); 1 instance, 100/s',
       result,
