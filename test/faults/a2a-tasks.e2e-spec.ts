@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import path from 'node:path';
 import { SendMessageRequest, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { a2aTaskWorkflowIdOf } from '../../workflows';
@@ -33,6 +35,18 @@ function refusalOf(e: unknown): string {
   const status = /\b(4\d\d|5\d\d)\b/.exec(error.message)?.[1];
   const code = /"code":\s*"([A-Z_]+)"/.exec(error.message)?.[1];
   return status ? `HTTP ${status}${code ? ` ${code}` : ''}` : `${error.constructor.name}: ${error.message.replace(/[0-9a-f-]{36}/g, '<id>').slice(0, 80)}`;
+}
+
+/** A task workflow's status and pending activity as the Temporal server has them (attempt, state, last failure). */
+async function describeDelivery(taskId: string): Promise<string> {
+  const { client, close } = await temporalClient();
+  try {
+    const d = await client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).describe();
+    const a = d.raw.pendingActivities?.[0];
+    return JSON.stringify({ status: d.status.name, activity: a?.activityType?.name, attempt: a?.attempt, state: a?.state, lastFailure: a?.lastFailure?.message, lastWorker: a?.lastWorkerIdentity });
+  } finally {
+    await close();
+  }
 }
 
 /** A2A sends at a steady rate (each one not waiting for the one before), every answer recorded. */
@@ -114,6 +128,7 @@ describe('faults: A2A tasks', () => {
   afterAll(async () => {
     await load?.stop();
     await instance?.stop();
+    if (instance && process.env.FAULTS_LOG_DIR) writeFileSync(path.join(process.env.FAULTS_LOG_DIR, `${instance.id}.log`), instance.output());
     await agent.close();
     const { client, close } = await temporalClient();
     try {
@@ -182,6 +197,9 @@ describe('faults: A2A tasks', () => {
       notCompleted[state] = (notCompleted[state] ?? 0) + 1;
     }
     const lost = acknowledged.length - completed.length;
+    // What Temporal says of a task that did not complete: its workflow's pending delivery (attempt, last failure).
+    const stuck = acknowledged.find((s) => states.get(s.taskId!) !== TaskState.TASK_STATE_COMPLETED);
+    const stuckDetail = stuck ? await describeDelivery(stuck.taskId!).catch((e: Error) => e.message) : 'none';
     const receipts = new Map<string, number>();
     for (const text of agent.received) receipts.set(text, (receipts.get(text) ?? 0) + 1);
     const duplicated = [...receipts.values()].filter((n) => n > 1);
@@ -201,6 +219,7 @@ describe('faults: A2A tasks', () => {
         `started during the cut: ${startedInCut.length}, refused ${refusedInCut}; in flight at the cut: ${inFlightAtCut}`,
         `every acknowledged task terminal: ${ended === true} (${endedMs} ms after the heal); not completed: ${JSON.stringify(notCompleted)}`,
         `agent received ${agent.received.length} (${receipts.size} distinct; ${duplicated.length} more than once); refused sends the agent got anyway: ${takenThoughRefused}`,
+        `a task not completed: ${stuckDetail}`,
         `${instance.id}: logged ${JSON.stringify(instance.warnings())}`,
       ].join('\n'),
       [acknowledged.length, completed.length, lost, duplicates, '-', JSON.stringify({ acknowledged: acknowledged.length, ...refusals }), `in flight at the cut ${inFlightAtCut}; all ended ${endedMs} ms after the heal`],
