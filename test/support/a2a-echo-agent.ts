@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentCard, Message, Role, TaskState } from '@a2a-js/sdk';
 import {
   AgentEvent,
@@ -20,7 +21,9 @@ import {
  * - `echo:<text>`: completes with an artifact holding `<text>`;
  * - `reply:<text>`: answers a Message (no task);
  * - `park`: reports `working` and returns (the task stays working until it is canceled);
- * - `hold:<key>`: reports `working`, then completes only when the test calls `release(key)`.
+ * - `hold:<key>`: reports `working`, then completes only when the test calls `release(key)`;
+ * - `work:<ms>:<text>`: reports `working`, works `<ms>` ms, then completes with an artifact holding `<text>` (a
+ *   load of tasks that are in flight for a while).
  */
 export class EchoAgent {
   private server?: Server;
@@ -125,7 +128,9 @@ export class EchoAgent {
           this.held.delete(key);
           this.completed.add(key);
         }
-        const echoed = text.startsWith('echo:') ? text.slice('echo:'.length) : text;
+        const work = /^work:(\d+):(.*)$/s.exec(text);
+        if (work) await sleep(Number(work[1]), undefined, { ref: false });
+        const echoed = work ? work[2] : text.startsWith('echo:') ? text.slice('echo:'.length) : text;
         bus.publish(
           AgentEvent.artifactUpdate({
             taskId: ctx.taskId,
