@@ -10,6 +10,18 @@ import { waitFor } from '../support/wait-for';
  * a crash) and started again, a slow link (2 s per chunk through the fault proxy), and the link cut, reset and
  * held half-open. Delivery may pause; it resumes from the committed offsets, and nothing acknowledged is lost.
  */
+/** One instance with its Postgres link through the fault proxy, a webhook and a WebSocket subscriber, the CI load. */
+const proxiedRun = (name: string, env: Record<string, string>) =>
+  new FaultRun({ name, instances: [{ proxyPostgres: true }], subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }], ...CI_LOAD, env });
+
+/** Starts `run` and waits for its first 100 acknowledged events: its proxy, instance and dispatch epoch then. */
+async function underLoad(run: FaultRun, env: Record<string, string>) {
+  await run.start();
+  await run.acknowledgedMore(100);
+  const instanceId = run.instances[0].id;
+  return { proxy: run.instances[0].postgres!, instanceId, epoch: await dispatchEpochOf(env, instanceId) };
+}
+
 describe('faults: Postgres', () => {
   let run: FaultRun | undefined;
   afterEach(async () => {
@@ -73,18 +85,9 @@ describe('faults: Postgres link', () => {
 
   it('cut 4 s, reset, half-open hold 6 s (one after another, proxy) under load: delivery resumes after each, nothing acknowledged is lost', async () => {
     const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' };
-    run = new FaultRun({
-      name: 'pg-link',
-      instances: [{ proxyPostgres: true }],
-      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
-      ...CI_LOAD,
-      env,
-    });
-    await run.start();
-    await run.acknowledgedMore(100);
-    const proxy = run.instances[0].postgres!;
-    const instanceId = run.instances[0].id;
-    const epochs: number[] = [await dispatchEpochOf(env, instanceId)];
+    run = proxiedRun('pg-link', env);
+    const { proxy, instanceId, epoch } = await underLoad(run, env);
+    const epochs: number[] = [epoch];
     const resumedMs: Record<string, number> = {};
     /** After a heal: everything acknowledged so far reaches every subscription within 30 s. */
     const resumes = async (fault: string) => {
@@ -127,18 +130,9 @@ describe('faults: Postgres link black-holed', () => {
   it('the open connections black-holed for good, twice (no RST; new connections work) under load: delivery resumes within 60 s each time, no query waits on a dead link for good, nothing acknowledged is lost', async () => {
     // A small pool: what waits on a dead link for good is a connection the runtime never gets back.
     const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000', EVENTMESH_POSTGRES_POOL_SIZE: '3' };
-    run = new FaultRun({
-      name: 'pg-strand',
-      instances: [{ proxyPostgres: true }],
-      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
-      ...CI_LOAD,
-      env,
-    });
-    await run.start();
-    await run.acknowledgedMore(100);
-    const proxy = run.instances[0].postgres!;
-    const instanceId = run.instances[0].id;
-    const epochs = [await dispatchEpochOf(env, instanceId)];
+    run = proxiedRun('pg-strand', env);
+    const { proxy, instanceId, epoch } = await underLoad(run, env);
+    const epochs = [epoch];
     const notes: string[] = [];
     const slow: { round: number; strandedAt: number; resumedMs: number }[] = [];
     for (const round of [1, 2]) {
