@@ -254,7 +254,10 @@ export class WorkerHost {
         runs: new DispatchRunStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
         createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
       });
-      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(await workflowSource(deps.tracing.temporal)) });
+      // No workflow cache, so no sticky queue: after a crash, the restarted process reads the previous dispatch
+      // run (startDispatchWorkflow) with a query, which a sticky queue would hold for the dead worker until the
+      // sticky timeout (10 s), longer than the read may take.
+      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(await workflowSource(deps.tracing.temporal)), maxCachedWorkflows: 0 });
       const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
       const host = new WorkerHost([worker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
       host.run(onFatal);
