@@ -161,4 +161,63 @@ describe('GET /metrics (real servers)', () => {
       await gated.close();
     }
   });
+
+  it('is served with the probes by a worker-only process, which serves nothing else', async () => {
+    const workerOnly = (env: Record<string, string>) =>
+      startInstance(testConfig({ EVENTMESH_INSTANCE_ID: `metrics-wk-${randomUUID().slice(0, 8)}`, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: '0', ...env }), {
+        roles: ['worker'],
+        gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined },
+      });
+    const worker = await workerOnly({});
+    try {
+      expect(worker.url).toBeUndefined();
+      const base = worker.opsUrl!;
+      expect(base).toMatch(/^http:\/\/127\.0\.0\.1:\d+$/);
+      const live = await fetch(`${base}/health/live`);
+      expect(live.status).toBe(200);
+      expect(live.headers.get('x-request-id')).toEqual(expect.any(String));
+      expect(await live.json()).toMatchObject({ status: 'up', instance: worker.config.instance.id, pid: process.pid });
+      // Ready once its dispatch loop runs (LOCAL_STICKY_PULL: one per partition of the topic).
+      const ready = await waitFor('the worker-only process to be ready', async () => {
+        const response = await fetch(`${base}/health/ready`);
+        const body = (await response.json()) as { status: string; delivery: { loops: number } };
+        return response.status === 200 && body.delivery.loops > 0 ? body : undefined;
+      });
+      expect(ready).toMatchObject({ status: 'up', delivery: { status: 'up' } });
+      const health = await fetch(`${base}/health`);
+      expect(health.status).toBe(200);
+      expect(await health.json()).toMatchObject({ status: 'up' });
+      const scraped = await fetch(`${base}/metrics`);
+      expect(scraped.status).toBe(200);
+      const exposition = parsePrometheusText(await scraped.text());
+      expect(sampleOf(exposition, 'eventmesh_dispatch_loops')).toBeGreaterThan(0);
+      expect([...exposition.families.keys()].filter((f) => f.startsWith('temporal_')).length).toBeGreaterThan(0);
+      // Nothing of the gateway's.
+      for (const [path, init] of [
+        ['/events/publish', { method: 'POST', body: '{}' }],
+        ['/subscriptions', {}],
+        ['/metrics', { method: 'DELETE' }],
+      ] as const) {
+        const refused = await fetch(`${base}${path}`, init);
+        expect(refused.status).toBe(404);
+        expect(await refused.json()).toMatchObject({ code: 'NOT_FOUND', message: expect.any(String) as string });
+      }
+    } finally {
+      await worker.close();
+    }
+    const gated = await workerOnly({ EVENTMESH_METRICS_ADMIN_GATE: 'true' });
+    try {
+      const denied = await fetch(`${gated.opsUrl}/metrics`, { headers: { 'x-test-deny': '1' } });
+      expect(denied.status).toBe(403);
+      expect(await denied.json()).toMatchObject({ code: 'FORBIDDEN' });
+      expect((await fetch(`${gated.opsUrl}/metrics`)).status).toBe(200);
+      // The probes stay public.
+      expect((await fetch(`${gated.opsUrl}/health/live`, { headers: { 'x-test-deny': '1' } })).status).toBe(200);
+    } finally {
+      await gated.close();
+      const temporal = await temporalClient();
+      await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(worker.config.instance.id), dispatchWorkflowIdOf(gated.config.instance.id)]);
+      await temporal.close();
+    }
+  });
 });

@@ -23,6 +23,8 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
     EVENTMESH_TEMPORAL_NAMESPACE: TEST_NAMESPACE,
     EVENTMESH_LOG_LEVEL: 'warn',
     EVENTMESH_SECURITY_SECRETS_KEYS: TEST_SECRETS_KEYS,
+    // A free port for every gateway and every worker-only process's probes (several run in one test).
+    EVENTMESH_HTTP_PORT: '0',
     ...overrides,
   };
 }

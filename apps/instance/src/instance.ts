@@ -10,8 +10,12 @@ import { RuntimeMetrics } from '../../../libs/metrics';
 import { ClusterCredential, ClusterStreamRouter, holderIdOf, PeerChannels, PresenceReader, StreamHub } from '../../../libs/streams';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { instanceWorkflowIdOf } from '../../../workflows';
+import { HealthService } from '../../../libs/health';
+import { createAccessLog } from '../../../libs/logging';
 import { RunningGateway, startGateway } from '../../gateway/src/gateway-server';
+import { RequestLog } from '../../gateway/src/request-log';
 import { WorkerHost } from '../../worker/src/worker-host';
+import { RunningOpsServer, startOpsServer } from './ops-server';
 
 export interface RunningInstance {
   config: EventMeshConfig;
@@ -20,6 +24,8 @@ export interface RunningInstance {
   worker?: WorkerHost;
   /** The gateway's base URL, when this process runs the gateway. */
   url?: string;
+  /** A worker-only process's probes and metrics (ops-server.ts): its base URL. */
+  opsUrl?: string;
   requestReply?: RequestReplyService;
   /** The instance's metrics registry (absent when EVENTMESH_METRICS_ENABLED=false). */
   metrics?: RuntimeMetrics;
@@ -56,6 +62,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     metrics.readStoredCounts(() => stored.read());
   }
   let gateway: RunningGateway | undefined;
+  let ops: RunningOpsServer | undefined;
   let gates: BuiltGates | undefined;
   // Stream clients may connect to any instance: the dispatching one reaches them over the internal channel,
   // authenticated by a key every instance derives from the secrets keys (libs/streams/cluster-channel.ts).
@@ -68,6 +75,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     metrics,
     async close() {
       await gateway?.close();
+      await ops?.close();
       await gates?.close();
       await instance.worker?.stop();
       peers.close();
@@ -91,14 +99,23 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
         cluster: { holder, credential },
         metrics,
         running,
-        workerStats: () => ({
-          ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
-          ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
-        }),
+        workerStats: () => workerStatsOf(instance),
       });
       instance.app = gateway.app;
       instance.url = gateway.url;
       instance.requestReply = gateway.requestReply;
+    } else {
+      // No gateway in this process: it still answers probes and scrapes (ops-server.ts).
+      if (metrics && config.metrics.adminGate) gates = options.gates ?? buildGates(config, { db: deps.db, producer: deps.producer, instanceId: config.instance.id });
+      ops = await startOpsServer({
+        host: config.http.host,
+        port: config.http.port,
+        health: new HealthService(deps, config, { loops: running, stats: () => workerStatsOf(instance) }),
+        metrics,
+        metricsGate: gates?.admin,
+        requests: new RequestLog(createAccessLog(config.log.access)),
+      });
+      instance.opsUrl = ops.url;
     }
   } catch (e) {
     await instance.close();
@@ -110,8 +127,8 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       topology: config.delivery.topology,
       ...(gates ? { gate: gates.ingress.stats().mode, adminGate: gates.admin.stats().mode } : {}),
       api: instance.url,
-      health: instance.url && `${instance.url}/health`,
-      metrics: instance.url && metrics ? `${instance.url}/metrics` : undefined,
+      health: `${instance.url ?? instance.opsUrl}/health`,
+      metrics: metrics ? `${instance.url ?? instance.opsUrl}/metrics` : undefined,
       temporalUi: `${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`,
       dispatchWorkflow:
         instance.worker && config.delivery.topology === 'LOCAL_STICKY_PULL' ? dispatchWorkflowIdOf(config.instance.id) : undefined,
@@ -120,4 +137,12 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     'eventmesh instance ready',
   );
   return instance;
+}
+
+/** What the worker adds to /health's stats (ownership, orphan takeover), if this process runs it. */
+function workerStatsOf(instance: RunningInstance): Record<string, unknown> {
+  return {
+    ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
+    ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
+  };
 }

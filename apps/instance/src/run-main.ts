@@ -60,6 +60,9 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
     if (instance.url && cluster.isPrimary) {
       process.stdout.write(`eventmesh: instance ${config.instance.id} listening on ${instance.url}\n`);
     }
+    if (instance.opsUrl) {
+      process.stdout.write(`eventmesh: instance ${config.instance.id} (worker only) serving /health and /metrics on ${instance.opsUrl}\n`);
+    }
   } catch (e) {
     const message =
       e instanceof ConfigError ? e.message : e instanceof BootError ? e.message : `failed to start: ${reasonOf(e)}`;
