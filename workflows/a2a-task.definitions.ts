@@ -42,7 +42,21 @@ export interface A2ATaskInput {
   timeoutMs: number;
   /** The deadline of one call to the agent; the delivery activity's heartbeat timeout is derived from it. */
   callTimeoutMs: number;
+  /** The agent's retry policy for the delivery (its card's task-policy extension); absent: {@link DEFAULT_DELIVERY_RETRY}. */
+  retry?: DeliveryRetryPolicy;
 }
+
+/** How the delivery to an agent is tried again (Temporal's retry of the delivery activity). */
+export interface DeliveryRetryPolicy {
+  initialIntervalMs: number;
+  backoffCoefficient: number;
+  maximumIntervalMs: number;
+  /** 0: no limit but the task's timeout. */
+  maximumAttempts: number;
+}
+
+/** The retry of a delivery when the agent's card names none: 0.5 s doubling to 5 s, until the task's timeout. */
+export const DEFAULT_DELIVERY_RETRY: DeliveryRetryPolicy = { initialIntervalMs: 500, backoffCoefficient: 2, maximumIntervalMs: 5000, maximumAttempts: 0 };
 
 /** What one step of the task's activities says: the state the task is in now (in Postgres). */
 export interface TaskStep {

@@ -1,9 +1,19 @@
 import { ActivityFailure } from '@temporalio/common';
 import { allHandlersFinished, CancellationScope, condition, isCancellation, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { A2ATaskActivities } from '../activities';
-import { A2ATaskInput, a2aSearchAttributes, cancelTaskUpdate, SETTLED_STATES, taskChangedSignal, TaskStateName, taskStateQuery } from './a2a-task.definitions';
+import {
+  A2ATaskInput,
+  a2aSearchAttributes,
+  cancelTaskUpdate,
+  DEFAULT_DELIVERY_RETRY,
+  SETTLED_STATES,
+  taskChangedSignal,
+  TaskStateName,
+  taskStateQuery,
+} from './a2a-task.definitions';
 
 const settled = (state: TaskStateName) => SETTLED_STATES.includes(state);
+/** The mesh's own steps (Postgres writes, a cancel at the agent): tried again until they succeed. */
 const retry = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '5s' } as const;
 
 /**
@@ -12,8 +22,8 @@ const retry = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval
  * workflow sees it to a settled state (terminal, or waiting for the client) within the task's timeout:
  * - an agent at a URL: the delivery activity reads the record from Kafka, sends it to the agent as an A2A client
  *   and follows the agent's task until it settles, recording each change with a compare-and-set. An agent that
- *   cannot be reached is tried again with backoff (Temporal's retry), so a task for an agent that is down waits
- *   for it, durably, until the timeout;
+ *   cannot be reached is tried again with backoff (Temporal's retry, as the agent's retry policy says), so a task
+ *   for an agent that is down waits for it, durably, until the timeout or the policy's last attempt;
  * - a mesh subscriber: the agent's subscription delivers the record; the agent's updates are recorded by the
  *   gateway, which signals each change here.
  * A cancel is an update: it stops the delivery, cancels at the agent and in Postgres, and answers how it went.
@@ -25,11 +35,18 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
   const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
   const deadline = Date.now() + input.timeoutMs;
   const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: input.callTimeoutMs + 10_000, retry });
+  // The agent's retry policy (its card's task-policy extension, libs/a2a/task-policy.ts), else the default.
+  const agentRetry = input.retry ?? DEFAULT_DELIVERY_RETRY;
   const delivering = proxyActivities<A2ATaskActivities>({
     startToCloseTimeout: input.timeoutMs,
     // A delivery heartbeats at least once a second; its calls to the agent last at most callTimeoutMs.
     heartbeatTimeout: input.callTimeoutMs + 10_000,
-    retry,
+    retry: {
+      initialInterval: agentRetry.initialIntervalMs,
+      backoffCoefficient: agentRetry.backoffCoefficient,
+      maximumInterval: agentRetry.maximumIntervalMs,
+      ...(agentRetry.maximumAttempts > 0 ? { maximumAttempts: agentRetry.maximumAttempts } : {}),
+    },
   });
 
   let state: TaskStateName = 'submitted';

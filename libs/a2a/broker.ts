@@ -95,6 +95,8 @@ export class A2ABroker {
       throw new EventMeshError(ErrorCode.InvalidRequest, `style: one of ${AGENT_STYLES.join(', ')}`, { field: 'style' });
     }
     const card = validateAgentCard(body, style as AgentStyle);
+    // Its task policy (a card extension) is checked now, so a card stored is one every send can apply.
+    this.workflows.policyOf(card);
     if (style === 'url') for (const i of card.supportedInterfaces) await this.checkUrl(i.url);
     // The topic first: an agent is registered only once its tasks have somewhere to travel.
     await this.kafka.ensureTopic(requestTopicOf(tenant, name));

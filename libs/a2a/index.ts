@@ -11,3 +11,4 @@ export * from './task-relay';
 export * from './task-workflows';
 export * from './request-records';
 export * from './agent-updates';
+export * from './task-policy';

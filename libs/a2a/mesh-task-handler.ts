@@ -105,7 +105,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const topic = requestTopicOf(tenant, agent.name);
     try {
       const receipt = await this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, params, created.createdAt));
-      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset });
+      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card);
     } catch (e) {
       // Not taken: the task fails at once (a record already written is delivered by nobody: no workflow runs it).
       log.warn({ agent: agent.name, task: id, error: (e as Error).message }, 'the task could not be handed to the mesh; it fails');

@@ -10,6 +10,8 @@ import {
   TaskRequestRecord,
 } from '../../workflows';
 import type { A2AState } from './task-states';
+import { TaskPolicy, taskPolicyOf } from './task-policy';
+import type { RegisteredCard } from './agent-card';
 
 export interface TaskWorkflowOptions {
   /** A task's deadline (EVENTMESH_AGENTS_TASK_TIMEOUT_MS). */
@@ -20,7 +22,7 @@ export interface TaskWorkflowOptions {
 
 /**
  * The gateway's side of the task workflows (workflows/a2a-task.workflow.ts): starts `a2a-task/<taskId>` with the
- * task's ids, its agent's style and the record of its request, and the search attributes operators filter on;
+ * task's ids, its agent's style and task policy, the record of its request, and the search attributes operators filter on;
  * waits for one to settle; sends it a cancel (an update) or a change (a signal).
  */
 export class TaskWorkflows {
@@ -29,11 +31,29 @@ export class TaskWorkflows {
     private readonly options: TaskWorkflowOptions,
   ) {}
 
-  async start(task: { id: string; tenant: string; agent: string }, style: 'url' | 'subscriber', request: TaskRequestRecord): Promise<void> {
+  /** The task policy of an agent of this card (task-policy.ts): its extension's, on top of the configured timeout. */
+  policyOf(card: RegisteredCard): TaskPolicy {
+    return taskPolicyOf(card, this.options.timeoutMs);
+  }
+
+  /** `card`: the agent's, whose task-policy extension (task-policy.ts) sets the task's timeout and delivery retry. */
+  async start(task: { id: string; tenant: string; agent: string }, style: 'url' | 'subscriber', request: TaskRequestRecord, card: RegisteredCard): Promise<void> {
+    const policy = this.policyOf(card);
     await this.client.workflow.start(a2aTaskWorkflow, {
       workflowId: a2aTaskWorkflowIdOf(task.id),
       taskQueue: A2A_TASK_QUEUE,
-      args: [{ taskId: task.id, tenant: task.tenant, agent: task.agent, style, request, timeoutMs: this.options.timeoutMs, callTimeoutMs: this.options.callTimeoutMs }],
+      args: [
+        {
+          taskId: task.id,
+          tenant: task.tenant,
+          agent: task.agent,
+          style,
+          request,
+          timeoutMs: policy.timeoutMs,
+          callTimeoutMs: this.options.callTimeoutMs,
+          retry: policy.retry,
+        },
+      ],
       typedSearchAttributes: [
         { key: a2aSearchAttributes.agent, value: task.agent },
         { key: a2aSearchAttributes.tenant, value: task.tenant },

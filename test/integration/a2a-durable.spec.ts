@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { Message, SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { requestTopicOf, taskFromFrame } from '../../libs/a2a';
+import { requestTopicOf, TASK_POLICY_EXTENSION, taskFromFrame } from '../../libs/a2a';
 import { frameFromKafkaRecord } from '../../libs/frame';
 import { PartitionReader } from '../../libs/kafka';
 import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
@@ -163,6 +163,37 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
     expect(textOf(task.status?.message)).toContain('did not settle within its timeout of 12000 ms');
     expect(Date.now() - started).toBeGreaterThanOrEqual(12000);
+  });
+
+  it("applies the agent's own task policy (its card's extension): its timeout, and its retry's last attempt", async () => {
+    const down = async () => [{ url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }];
+    const withPolicy = async (params: unknown) => ({
+      ...agent.card(),
+      supportedInterfaces: await down(),
+      capabilities: { extensions: [{ uri: TASK_POLICY_EXTENSION, params }] },
+    });
+    // A malformed policy is refused at registration, naming the field; nothing is stored.
+    const bad = await register('policy-bad', await withPolicy({ retry: { maximumAttempts: -1 } }));
+    expect(bad.status).toBe(400);
+    expect(await bad.json()).toMatchObject({ code: 'INVALID_AGENT_CARD', field: 'capabilities.extensions.0.params.retry.maximumAttempts' });
+    expect((await call('GET', '/a2a/agents/policy-bad')).status).toBe(404);
+
+    // Its own timeout (3 s), not the mesh's (12 s).
+    expect((await register('policy-short', await withPolicy({ timeoutMs: 3000 }))).status).toBe(201);
+    const short = asTask(await (await clientOf('policy-short')).sendMessage(send('echo:short')));
+    expect(short.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(textOf(short.status?.message)).toContain('did not settle within its timeout of 3000 ms');
+
+    // Its retry: two attempts, 200 ms apart, then the task fails on the delivery's error, long before its timeout.
+    expect((await register('policy-twice', await withPolicy({ retry: { maximumAttempts: 2, initialIntervalMs: 200 } }))).status).toBe(201);
+    const twice = asTask(await (await clientOf('policy-twice')).sendMessage(send('echo:twice')));
+    expect(twice.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+    expect(textOf(twice.status?.message)).toContain('the delivery to the agent failed');
+    const history = await workflowOf(twice.id).fetchHistory();
+    // A retried activity's started event is written at its last attempt, with that attempt's number.
+    expect(history.events?.find((e) => e.activityTaskStartedEventAttributes)?.activityTaskStartedEventAttributes?.attempt).toBe(2);
+    const scheduled = history.events?.find((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask');
+    expect(scheduled?.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts).toBe(2);
   });
 
   it('a cancel through the stock client reaches the running task at the agent, through the workflow', async () => {
