@@ -20,14 +20,14 @@ const HEARTBEAT_MS = 1000;
  */
 export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
   return {
-    async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number }): Promise<TaskStep> {
+    async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number; turn?: number }): Promise<TaskStep> {
       const ctx = Context.current();
       ctx.heartbeat();
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       try {
-        const { request, callTimeoutMs, ...ids } = input;
+        const { request, callTimeoutMs, turn, ...ids } = input;
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
-        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs }) };
+        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs }, turn) };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
         if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');

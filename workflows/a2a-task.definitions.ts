@@ -44,6 +44,11 @@ export interface A2ATaskInput {
   callTimeoutMs: number;
   /** The agent's retry policy for the delivery (its card's task-policy extension); absent: {@link DEFAULT_DELIVERY_RETRY}. */
   retry?: DeliveryRetryPolicy;
+  /**
+   * The client's turn this run delivers: absent or 1, the task's first message (the run starts `submitted`); more,
+   * a message continuing the task after the agent asked for input (a new run of the same workflow id, starting `working`).
+   */
+  turn?: number;
 }
 
 /** How the delivery to an agent is tried again (Temporal's retry of the delivery activity). */

@@ -49,7 +49,8 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
     },
   });
 
-  let state: TaskStateName = 'submitted';
+  const turn = input.turn ?? 1;
+  let state: TaskStateName = turn > 1 ? 'working' : 'submitted';
   let version = 0;
   let cancelling = false;
   let delivery: CancellationScope | undefined;
@@ -83,7 +84,7 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
       if (settled(state)) break;
       delivery = new CancellationScope({ cancellable: true, timeout: deadline - Date.now() });
       try {
-        settle((await delivery.run(() => delivering.deliverTask({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs }))).state);
+        settle((await delivery.run(() => delivering.deliverTask({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...(turn > 1 ? { turn } : {}) }))).state);
       } catch (e) {
         if (isCancellation(e)) continue; // a cancel (the update decides), or the deadline (the loop ends)
         const reason = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;

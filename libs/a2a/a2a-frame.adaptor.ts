@@ -20,19 +20,21 @@ export class NotATaskFrame extends Error {}
  * on the agent's request topic, directly (no CloudEvents object on the way). The frame's id is the mesh's task id
  * (what a subscriber dedupes on), its partition key too (one task, one partition); its data is the
  * `SendMessageRequest` as A2A v1.0 JSON, its message carrying the mesh's task and context ids; the ids travel
- * again as extensions (`a2ataskid`, `a2acontextid`, `a2aagent`) so a subscriber routes without parsing the data.
+ * again as extensions (`a2ataskid`, `a2acontextid`, `a2aagent`, and `a2aturn`: 1 for the task's first message, more
+ * for each message continuing it) so a subscriber routes without parsing the data.
  */
-export function taskToFrame(ids: TaskFrameIds, request: SendMessageRequest, time: Date): EventFrame {
+export function taskToFrame(ids: TaskFrameIds, request: SendMessageRequest, time: Date, turn = 1): EventFrame {
   const message = request.message && { ...request.message, taskId: ids.taskId, contextId: ids.contextId };
   const data = SendMessageRequest.toJSON({ ...request, tenant: '', message }) as Record<string, unknown>;
   return {
-    id: ids.taskId,
+    // A message continuing the task is a frame of its own (a subscriber dedupes on the id): `<taskId>.<turn>`.
+    id: turn > 1 ? `${ids.taskId}.${turn}` : ids.taskId,
     source: `/a2a/agents/${ids.agent}`,
     type: A2A_TASK_FRAME_TYPE,
     specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
-    extensions: { a2ataskid: ids.taskId, a2acontextid: ids.contextId, a2aagent: ids.agent, partitionkey: ids.taskId },
+    extensions: { a2ataskid: ids.taskId, a2acontextid: ids.contextId, a2aagent: ids.agent, a2aturn: String(turn), partitionkey: ids.taskId },
     data: Buffer.from(JSON.stringify(data)),
   };
 }

@@ -26,6 +26,14 @@ type Params<M extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[M]
 
 const log = createLogger('A2ATasks');
 
+/** The states in which a task takes a message continuing it. */
+const AWAITING_CLIENT: ReadonlySet<A2AState> = new Set<A2AState>(['input-required', 'auth-required']);
+/** How often a continuing message tries its compare-and-set again after another change won. */
+const CONTINUE_ATTEMPTS = 3;
+
+/** The client's messages in a task's history (role user): its turns so far, as far as the history tells. */
+const turnsOf = (task: StoredTask): number => task.history.filter((m) => m.role === 'ROLE_USER').length;
+
 /** ListTasks page sizes (A2A v1.0: 1 to 100; 50 when absent). */
 const DEFAULT_PAGE_SIZE = 50;
 const MAX_PAGE_SIZE = 100;
@@ -90,7 +98,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
     this.checkTenant(context);
     const message = params.message;
     if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
-    if (message.taskId) throw new UnsupportedOperationError('continuing a task (message.taskId) is not supported by the mesh yet');
+    if (message.taskId) return this.continueTask(params, message);
     const { tenant, agent } = this.scope;
     const id = randomUUID();
     const contextId = message.contextId || randomUUID();
@@ -118,6 +126,50 @@ export class MeshTaskHandler implements A2ARequestHandler {
     // An agent that answered a Message (no task of its own): the message is the answer, as the agent gave it.
     if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage) return Message.fromJSON({ ...now.statusMessage, taskId: '' });
     return toWireTask(now, params.configuration?.historyLength);
+  }
+
+  /**
+   * A message continuing a task that asked the client for input (`input-required`, `auth-required`): appended to the
+   * task's history with a compare-and-set that moves it to `working`, written to the agent's request topic as the
+   * task's next turn (frame `<taskId>.<turn>`), and run by a new run of the task's workflow, which sends it to the
+   * agent as a message of the agent's task (or, for a mesh subscriber, lets its subscription deliver it). A task
+   * that is terminal, or still working, takes no message (-32004); one of another agent or tenant is not found.
+   */
+  private async continueTask(params: Params<'sendMessage'>, message: Message): Promise<Message | Task> {
+    const { tenant, agent } = this.scope;
+    let task = await this.find(message.taskId);
+    if (message.contextId && message.contextId !== task.contextId) {
+      throw new RequestMalformedError(`message.contextId: task ${task.id} is of context ${task.contextId}`);
+    }
+    let continued: StoredTask | undefined;
+    let turn = 0;
+    for (let attempt = 0; attempt < CONTINUE_ATTEMPTS && !continued; attempt++) {
+      if (!AWAITING_CLIENT.has(task.state)) {
+        throw new UnsupportedOperationError(
+          `task ${task.id} is ${task.state}: it takes a message only while it asks for one (input-required, auth-required)`,
+        );
+      }
+      // The turn after the last one sent to the agent (or, for a subscriber, written for it).
+      turn = Math.max(task.deliveredTurn, turnsOf(task)) + 1;
+      const entry = Message.toJSON({ ...message, taskId: task.id, contextId: task.contextId }) as Json;
+      const result = await this.scope.tasks.transition(task, { state: 'working', history: [...task.history, entry] });
+      if (result.changed) continued = result.task;
+      else if (result.reason === 'missing') throw new TaskNotFoundError(`no task ${task.id}`);
+      else task = result.task; // another change won: decide again on the task as it is now
+    }
+    if (!continued) throw new UnsupportedOperationError(`task ${task.id} kept changing; send the message again`);
+    const topic = requestTopicOf(tenant, agent.name);
+    try {
+      const receipt = await this.scope.publish(topic, taskToFrame({ taskId: continued.id, contextId: continued.contextId, agent: agent.name }, { ...params, message }, new Date(), turn));
+      await this.scope.workflows.start(continued, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, turn);
+    } catch (e) {
+      log.warn({ agent: agent.name, task: continued.id, turn, error: (e as Error).message }, 'the message continuing the task could not be handed to the mesh; the task fails');
+      await this.scope.tasks.transition(continued, { state: 'failed', statusMessage: agentMessage(continued, 'the mesh could not take the message') }).catch(() => undefined);
+      throw e;
+    }
+    if (params.configuration?.returnImmediately) return toWireTask(continued, params.configuration.historyLength);
+    await this.scope.workflows.waitSettled(continued.id, this.scope.sendWaitMs);
+    return toWireTask((await this.scope.tasks.get(tenant, continued.id)) ?? continued, params.configuration?.historyLength);
   }
 
   getTask(params: Params<'getTask'>, context: ServerCallContext): Promise<Task> {

@@ -62,11 +62,12 @@ export class TaskRelay {
   ) {}
 
   /**
-   * Sends the task's request to the agent (asking it to answer at once) and answers the state it recorded; or, once
-   * the agent has the task (its id is recorded: a delivery tried again does not send again), follows the agent's
-   * task with GetTask until it settles. Answers the state recorded last.
+   * Sends the client's turn `turn` (its first message is turn 1; each message continuing the task, after the agent
+   * asked for input, one more) to the agent, asking it to answer at once, and answers the state it recorded; or, once
+   * that turn is recorded as sent (a delivery tried again does not send it again), follows the agent's task with
+   * GetTask until it settles. Answers the state recorded last. A continuing turn names the agent's task and context.
    */
-  async deliver(ids: TaskIds, request: TaskRequestRecord, ctx: DeliveryContext): Promise<A2AState> {
+  async deliver(ids: TaskIds, request: TaskRequestRecord, ctx: DeliveryContext, turn = 1): Promise<A2AState> {
     let task = await this.tasks.get(ids.tenant, ids.taskId);
     if (!task) return 'failed';
     if (SETTLED.has(task.state)) return task.state;
@@ -74,13 +75,15 @@ export class TaskRelay {
     if (!agent) return (await this.fail(ids, `the agent ${ids.agent} was removed`)).state;
     const client = await this.clients.clientFor(agent);
     const opts = () => ({ signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.callTimeoutMs)]) });
-    if (!task.agentTaskId) {
+    if (task.deliveredTurn < turn) {
       if (!this.records) throw new Error('this relay does not deliver tasks (no reader of the request topics)');
       const { request: sent } = taskFromFrame(await this.records.read(request));
+      // The first turn starts a task at the agent; a later one continues the agent's task, in its context.
+      const continues = turn > 1 && task.agentTaskId ? { taskId: task.agentTaskId, contextId: task.contextId } : { taskId: '' };
       const outbound: SendMessageRequest = {
         ...sent,
         tenant: '',
-        message: sent.message && { ...sent.message, taskId: '' },
+        message: sent.message && { ...sent.message, ...continues },
         configuration: { acceptedOutputModes: [], historyLength: undefined, ...sent.configuration, returnImmediately: true, taskPushNotificationConfig: undefined },
       };
       let change: TaskChange;
@@ -98,7 +101,7 @@ export class TaskRelay {
         if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
         change = { state: 'failed', statusMessage: agentMessage(task, e instanceof InvalidAgentResponseError ? 'the agent answered what is not an A2A task' : `the agent refused the task: ${(e as Error).message}`) };
       }
-      const result = await this.tasks.transition(task, change);
+      const result = await this.tasks.transition(task, { ...change, deliveredTurn: turn });
       if (!result.changed) {
         if (result.reason === 'missing') return 'failed';
         // Another change won (a cancel, or a deadline): it stands; the agent is told, best effort, if its task runs.
@@ -108,7 +111,7 @@ export class TaskRelay {
         return result.task.state;
       }
       // The agent has the task: the workflow records the state it answered (a search attribute) and delivers
-      // again, which follows the agent's task from here (its id is recorded: nothing is sent twice).
+      // again, which follows the agent's task from here (the turn is recorded as sent: nothing is sent twice).
       return result.task.state;
     }
     let wait = FOLLOW_FIRST_MS;

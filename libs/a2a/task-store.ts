@@ -7,6 +7,8 @@ export interface StoredTask {
   tenant: string;
   agent: string;
   agentTaskId: string | null;
+  /** The last of the client's turns sent to an agent at a URL (0: none yet; a message continuing the task is the next). */
+  deliveredTurn: number;
   contextId: string;
   state: A2AState;
   statusMessage: Record<string, unknown> | null;
@@ -27,6 +29,8 @@ export interface TaskChange {
   artifacts?: Record<string, unknown>[];
   agentTaskId?: string;
   contextId?: string;
+  /** The turn this change recorded as sent to the agent. */
+  deliveredTurn?: number;
 }
 
 /** A transition's outcome: the task as changed, or why nothing changed and the task as it is now. */
@@ -43,6 +47,7 @@ interface RawTask {
   tenant: string;
   agent: string;
   agent_task_id: string | null;
+  delivered_turn: number;
   context_id: string;
   state: A2AState;
   status_message: Record<string, unknown> | null;
@@ -54,13 +59,14 @@ interface RawTask {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant, agent, agent_task_id, context_id, state, status_message, history, artifacts, metadata, version, created_at, updated_at';
+const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, context_id, state, status_message, history, artifacts, metadata, version, created_at, updated_at';
 
 const taskOf = (r: RawTask): StoredTask => ({
   id: r.id,
   tenant: r.tenant,
   agent: r.agent,
   agentTaskId: r.agent_task_id,
+  deliveredTurn: r.delivered_turn,
   contextId: r.context_id,
   state: r.state,
   statusMessage: r.status_message,
@@ -116,6 +122,7 @@ export class A2ATaskStore {
          status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
          history = COALESCE($7::jsonb, history), artifacts = COALESCE($8::jsonb, artifacts),
          agent_task_id = COALESCE($9, agent_task_id), context_id = COALESCE($10, context_id),
+         delivered_turn = COALESCE($11, delivered_turn),
          version = version + 1, updated_at = now()
        WHERE id = $1 AND tenant = $2 AND version = $3
        RETURNING ${COLUMNS}`,
@@ -130,6 +137,7 @@ export class A2ATaskStore {
         change.artifacts === undefined ? null : JSON.stringify(change.artifacts),
         change.agentTaskId ?? null,
         change.contextId ?? null,
+        change.deliveredTurn ?? null,
       ],
     );
     if (rows.length === 1) return { changed: true, task: taskOf(rows[0]) };

@@ -1,4 +1,4 @@
-import { WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import {
   A2A_TASK_QUEUE,
   a2aSearchAttributes,
@@ -12,6 +12,9 @@ import {
 import type { A2AState } from './task-states';
 import { TaskPolicy, taskPolicyOf } from './task-policy';
 import type { RegisteredCard } from './agent-card';
+
+/** How long a continuing turn waits for the run of the turn before to end (it settled, and is returning). */
+const RUN_ENDING_WAIT_MS = 5000;
 
 export interface TaskWorkflowOptions {
   /** A task's deadline (EVENTMESH_AGENTS_TASK_TIMEOUT_MS). */
@@ -36,32 +39,46 @@ export class TaskWorkflows {
     return taskPolicyOf(card, this.options.timeoutMs);
   }
 
-  /** `card`: the agent's, whose task-policy extension (task-policy.ts) sets the task's timeout and delivery retry. */
-  async start(task: { id: string; tenant: string; agent: string }, style: 'url' | 'subscriber', request: TaskRequestRecord, card: RegisteredCard): Promise<void> {
+  /**
+   * Starts the task's workflow for the client's turn `turn`: 1, the task's first message (a workflow id never used);
+   * more, a message continuing the task after the agent asked for input: a new run of the same workflow id, once the
+   * run of the turn before has ended (it ends when the task settles; a run still finishing is waited for, bounded).
+   * `card`: the agent's, whose task-policy extension (task-policy.ts) sets the task's timeout and delivery retry.
+   */
+  async start(task: { id: string; tenant: string; agent: string }, style: 'url' | 'subscriber', request: TaskRequestRecord, card: RegisteredCard, turn = 1): Promise<void> {
     const policy = this.policyOf(card);
-    await this.client.workflow.start(a2aTaskWorkflow, {
-      workflowId: a2aTaskWorkflowIdOf(task.id),
-      taskQueue: A2A_TASK_QUEUE,
-      args: [
-        {
-          taskId: task.id,
-          tenant: task.tenant,
-          agent: task.agent,
-          style,
-          request,
-          timeoutMs: policy.timeoutMs,
-          callTimeoutMs: this.options.callTimeoutMs,
-          retry: policy.retry,
-        },
-      ],
-      typedSearchAttributes: [
-        { key: a2aSearchAttributes.agent, value: task.agent },
-        { key: a2aSearchAttributes.tenant, value: task.tenant },
-        { key: a2aSearchAttributes.state, value: 'submitted' },
-      ],
-      workflowIdConflictPolicy: 'FAIL',
-      workflowIdReusePolicy: 'REJECT_DUPLICATE',
-    });
+    const start = () =>
+      this.client.workflow.start(a2aTaskWorkflow, {
+        workflowId: a2aTaskWorkflowIdOf(task.id),
+        taskQueue: A2A_TASK_QUEUE,
+        args: [
+          {
+            taskId: task.id,
+            tenant: task.tenant,
+            agent: task.agent,
+            style,
+            request,
+            timeoutMs: policy.timeoutMs,
+            callTimeoutMs: this.options.callTimeoutMs,
+            retry: policy.retry,
+            ...(turn > 1 ? { turn } : {}),
+          },
+        ],
+        typedSearchAttributes: [
+          { key: a2aSearchAttributes.agent, value: task.agent },
+          { key: a2aSearchAttributes.tenant, value: task.tenant },
+          { key: a2aSearchAttributes.state, value: turn > 1 ? 'working' : 'submitted' },
+        ],
+        workflowIdConflictPolicy: 'FAIL',
+        workflowIdReusePolicy: turn > 1 ? 'ALLOW_DUPLICATE' : 'REJECT_DUPLICATE',
+      });
+    try {
+      await start();
+    } catch (e) {
+      if (turn === 1 || !(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
+      await this.waitSettled(task.id, RUN_ENDING_WAIT_MS);
+      await start();
+    }
   }
 
   /**

@@ -196,6 +196,44 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     expect(scheduled?.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts).toBe(2);
   });
 
+  it('continues a task that asked for input (multi-turn): each turn reaches the agent\'s task once, a new run of its workflow each', async () => {
+    const client = await clientOf('echo');
+    const asked = asTask(await client.sendMessage(send('ask:which colour?')));
+    expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
+    expect(textOf(asked.status?.message)).toBe('which colour?');
+    const turn = (text: string, taskId = asked.id): SendMessageRequest =>
+      SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), taskId, contextId: asked.contextId, role: 'ROLE_USER', parts: [{ text }] } });
+
+    // A second question, then the answer: the same task all along, completed with the answer.
+    const again = asTask(await client.sendMessage(turn('ask:light or dark?')));
+    expect([again.id, again.status?.state, textOf(again.status?.message)]).toEqual([asked.id, TaskState.TASK_STATE_INPUT_REQUIRED, 'light or dark?']);
+    const answered = asTask(await client.sendMessage(turn('dark blue')));
+    expect([answered.id, answered.status?.state]).toEqual([asked.id, TaskState.TASK_STATE_COMPLETED]);
+    expect(answered.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toContain('answered dark blue');
+    // Each turn reached the agent once, as a message of the agent's one task.
+    for (const text of ['ask:which colour?', 'ask:light or dark?', 'dark blue']) expect(agent.received.filter((r) => r === text)).toHaveLength(1);
+    // Three runs of a2a-task/<id>, one per turn, each ended where its turn settled.
+    const runs: { status: string; runId: string }[] = [];
+    for await (const run of instance.deps.temporal.client.workflow.list({ query: `WorkflowId = '${a2aTaskWorkflowIdOf(asked.id)}'` })) runs.push({ status: run.status.name, runId: run.runId });
+    expect(runs.map((r) => r.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
+    expect(await workflowOf(asked.id).result()).toBe('completed');
+
+    // A terminal task takes no more messages (-32004), nor does another agent's or an unknown one (-32001).
+    await expect(client.sendMessage(turn('more'))).rejects.toThrow(/completed/);
+    const rpc = (body: unknown) =>
+      fetch(`${instance.url}/a2a/agents/echo/rpc`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify(body) }).then(
+        (r) => r.json() as Promise<{ error?: { code: number } }>,
+      );
+    const message = (taskId: string) => ({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: randomUUID(), taskId, role: 'ROLE_USER', parts: [{ text: 'x' }] } } });
+    expect((await rpc(message(asked.id))).error?.code).toBe(-32004);
+    expect((await rpc(message(randomUUID()))).error?.code).toBe(-32001);
+    // A working task takes none either.
+    const parked = asTask(await client.sendMessage(send('park', { returnImmediately: true })));
+    await waitFor('the parked task working', async () => (await stateOf(client, parked.id)) === TaskState.TASK_STATE_WORKING);
+    expect((await rpc(message(parked.id))).error?.code).toBe(-32004);
+    await client.cancelTask({ tenant: '', id: parked.id, metadata: undefined });
+  });
+
   it('a cancel through the stock client reaches the running task at the agent, through the workflow', async () => {
     const client = await clientOf('echo');
     const key = randomUUID();

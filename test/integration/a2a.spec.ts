@@ -348,7 +348,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       ['a tenant parameter naming another tenant', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { tenant: 'someone-else' } }), '1.0', -32602],
       ['a page size over 100', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageSize: 101 } }), '1.0', -32602],
       ['a page token the mesh did not issue', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { pageToken: 'bogus' } }), '1.0', -32602],
-      ['continuing a task (not supported yet)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', taskId: 't', role: 'ROLE_USER', parts: [{ text: 'x' }] } } }), '1.0', -32004],
+      ['continuing an unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: 'm', taskId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'x' }] } } }), '1.0', -32001],
     ])('answers %s with its code, HTTP 200', async (_, body, version, code) => {
       const answer = await rpc(tenantA, body, version);
       expect(answer.status).toBe(200);

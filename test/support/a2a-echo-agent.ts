@@ -23,7 +23,9 @@ import {
  * - `park`: reports `working` and returns (the task stays working until it is canceled);
  * - `hold:<key>`: reports `working`, then completes only when the test calls `release(key)`;
  * - `work:<ms>:<text>`: reports `working`, works `<ms>` ms, then completes with an artifact holding `<text>` (a
- *   load of tasks that are in flight for a while).
+ *   load of tasks that are in flight for a while);
+ * - `ask:<question>`: asks for input (`input-required`, its status message `<question>`); the message continuing the
+ *   task (any text) completes it with an artifact holding `answered <text>`, or asks again if that text is `ask:...`.
  */
 export class EchoAgent {
   private server?: Server;
@@ -106,6 +108,26 @@ export class EchoAgent {
       execute: async (ctx: RequestContext, bus: ExecutionEventBus) => {
         const text = textOf(ctx.userMessage);
         this.received.push(text);
+        if (ctx.task?.status?.state === TaskState.TASK_STATE_INPUT_REQUIRED) {
+          // A message continuing a task that asked for input.
+          bus.publish(status(ctx, TaskState.TASK_STATE_WORKING));
+          if (text.startsWith('ask:')) {
+            bus.publish(status(ctx, TaskState.TASK_STATE_INPUT_REQUIRED, text.slice('ask:'.length)));
+            return;
+          }
+          bus.publish(
+            AgentEvent.artifactUpdate({
+              taskId: ctx.taskId,
+              contextId: ctx.contextId,
+              artifact: { artifactId: randomUUID(), name: 'answer', description: '', parts: [textPart(`answered ${text}`)], metadata: undefined, extensions: [] },
+              append: false,
+              lastChunk: true,
+              metadata: undefined,
+            }),
+          );
+          bus.publish(status(ctx, TaskState.TASK_STATE_COMPLETED, `answered ${text}`));
+          return;
+        }
         if (text.startsWith('reply:')) {
           bus.publish(AgentEvent.message({ ...agentText(ctx, text.slice('reply:'.length)), taskId: '' }));
           return;
@@ -121,6 +143,10 @@ export class EchoAgent {
           }),
         );
         bus.publish(status(ctx, TaskState.TASK_STATE_WORKING));
+        if (text.startsWith('ask:')) {
+          bus.publish(status(ctx, TaskState.TASK_STATE_INPUT_REQUIRED, text.slice('ask:'.length)));
+          return;
+        }
         if (text === 'park') return;
         if (text.startsWith('hold:')) {
           const key = text.slice('hold:'.length);

@@ -21,6 +21,13 @@ export class A2ATaskEntity {
   @Column({ name: 'agent_task_id', type: 'text', nullable: true })
   agentTaskId!: string | null;
 
+  /**
+   * The last turn of the client's (its first message is turn 1, each message continuing the task one more) that
+   * was sent to an agent at a URL: a delivery tried again sends a turn at most once, then follows the agent's task.
+   */
+  @Column({ name: 'delivered_turn', type: 'integer', default: 0 })
+  deliveredTurn!: number;
+
   @Column({ name: 'context_id', type: 'text' })
   contextId!: string;
 
