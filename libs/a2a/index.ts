@@ -11,3 +11,5 @@ export * from './task-relay';
 export * from './task-workflows';
 export * from './request-records';
 export * from './agent-updates';
+export * from './task-events';
+export * from './task-stream';
