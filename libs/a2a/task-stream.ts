@@ -93,6 +93,13 @@ export class TaskStreams {
     return this.options.maxStreams;
   }
 
+  /** Streams open, streams waiting for their task's next event, and the cap (/health). */
+  stats(): { open: number; waiting: number; maxStreams: number } {
+    let waiting = 0;
+    for (const waiters of this.waiting.values()) waiting += waiters.size;
+    return { open: this.open.size, waiting, maxStreams: this.options.maxStreams };
+  }
+
   /**
    * Opens a stream: its abort controller, aborted when the gateway closes; `release` when it ended. Undefined when
    * `maxStreams` are open (the route refuses it).

@@ -123,6 +123,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           producer: deps.producer.depth(),
           http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
           pollConsumers: polls.size,
+          a2aStreams: a2a.streams.stats(),
           security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
           ...options.workerStats?.(),
         }), findings: [
