@@ -229,6 +229,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
 
   /** The task's log after `afterSeq`, each event's seq told to the route (STREAM_STATE.seq) as it is yielded. */
   private async *follow(taskId: string, afterSeq: number, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    // The route's signal (a2a-sse.ts: the client gone, the gateway closing); a caller without one reads to the end.
     const signal = context.state.get(STREAM_STATE.signal);
     const events = this.scope.streams.events(taskId, afterSeq, signal instanceof AbortSignal ? signal : new AbortController().signal);
     try {

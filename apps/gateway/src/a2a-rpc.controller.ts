@@ -61,7 +61,7 @@ export class A2ARpcController {
     tags: ['a2a'],
     params: { name: 'the agent\'s name' },
     body: { schema: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }), description: 'a JSON-RPC 2.0 request' },
-    responses: { 200: { description: 'the JSON-RPC answer (a protocol error too)', schema: jsonRpcAnswerSchema }, ...errors(404), ...GATED },
+    responses: { 200: { description: 'the JSON-RPC answer (a protocol error too); the streaming methods (SendStreamingMessage, SubscribeToTask, message/stream, tasks/resubscribe) answer `text/event-stream`, each event `id: <seq>` and a JSON-RPC answer', schema: jsonRpcAnswerSchema }, ...errors(404), ...GATED },
   })
   @GateRoute({ action: 'publish' })
   async rpc(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
