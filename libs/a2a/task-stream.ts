@@ -78,6 +78,8 @@ export class TaskStreams {
   private readonly waiting = new Map<string, Set<Waiter>>();
   private readonly open = new Set<AbortController>();
   private timer?: NodeJS.Timeout;
+  /** Whether the last look failed (Postgres unavailable): logged once when it starts, once when it ends. */
+  private failing = false;
 
   constructor(
     private readonly db: DataSource,
@@ -166,12 +168,15 @@ export class TaskStreams {
       const ids = [...this.waiting.keys()];
       if (ids.length === 0) return;
       const rows: { id: string; event_seq: number }[] = await this.db.query('SELECT id, event_seq FROM a2a_tasks WHERE id = ANY($1)', [ids]);
+      if (this.failing) log.info('the task logs streams wait on can be looked at again');
+      this.failing = false;
       for (const row of rows) {
         for (const waiter of [...(this.waiting.get(row.id) ?? [])]) if (row.event_seq > waiter.after) waiter.wake(true);
       }
     } catch (e) {
       // Postgres unavailable: the streams stay open and the next tick looks again.
-      log.warn({ error: (e as Error).message }, 'could not look at the task logs streams wait on');
+      if (!this.failing) log.warn({ error: (e as Error).message }, 'could not look at the task logs streams wait on; trying again every tick');
+      this.failing = true;
     } finally {
       this.timer = undefined;
       this.schedule();
