@@ -41,7 +41,7 @@ describe('agent cards', () => {
     expect(refusal(body)).toEqual({ code: 'INVALID_AGENT_CARD', field });
   });
 
-  it("serves the card at the mesh's endpoints, v1.0 and v0.3, without the agent's URL, signatures or streaming", () => {
+  it("serves the card at the mesh's endpoints, v1.0 and v0.3, without the agent's URL or signatures, advertising streaming (no push notifications)", () => {
     const served = meshCardOf(validateAgentCard(card()), { rpcUrl: 'http://mesh/a2a/agents/echo/rpc', restUrl: 'http://mesh/a2a/agents/echo/rest' }, { tokens: false });
     expect(served.supportedInterfaces).toEqual([
       { url: 'http://mesh/a2a/agents/echo/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
@@ -50,7 +50,7 @@ describe('agent cards', () => {
     ]);
     expect(JSON.stringify(served)).not.toContain('agent.example');
     expect(served.signatures).toBeUndefined();
-    expect(served.capabilities).toMatchObject({ streaming: false, pushNotifications: false });
+    expect(served.capabilities).toMatchObject({ streaming: true, pushNotifications: false });
     expect(served.securitySchemes).toBeUndefined();
   });
 

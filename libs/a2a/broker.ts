@@ -14,6 +14,7 @@ import { MeshTaskHandler } from './mesh-task-handler';
 import { requestTopicOf } from './request-topic';
 import { TaskRelay } from './task-relay';
 import { A2ATaskStore } from './task-store';
+import { TaskStreams } from './task-stream';
 import { TaskWorkflows } from './task-workflows';
 
 /** An agent as the registry API shows it. */
@@ -51,6 +52,10 @@ export class A2ABroker {
   private readonly log = createLogger('A2ABroker');
   readonly agents: A2AAgentStore;
   readonly tasks: A2ATaskStore;
+  /** The gateway's SSE streams of task logs. */
+  readonly streams: TaskStreams;
+  /** How long an idle stream waits before a keep-alive comment (EVENTMESH_AGENTS_STREAM_HEARTBEAT_MS). */
+  readonly streamHeartbeatMs: number;
   private readonly relay: TaskRelay;
 
   constructor(
@@ -63,9 +68,13 @@ export class A2ABroker {
     private readonly sendWaitMs: number,
     /** How long a subscriber agent's card lives after its last heartbeat (EVENTMESH_AGENTS_HEARTBEAT_TTL_MS). */
     private readonly heartbeatTtlMs: number,
+    /** The bounds of the task streams (EVENTMESH_AGENTS_MAX_STREAMS, EVENTMESH_AGENTS_STREAM_POLL_MS). */
+    streams: { maxStreams: number; streamPollMs: number; streamHeartbeatMs: number } = { maxStreams: 1000, streamPollMs: 200, streamHeartbeatMs: 15000 },
   ) {
+    this.streamHeartbeatMs = streams.streamHeartbeatMs;
     this.agents = new A2AAgentStore(db);
     this.tasks = new A2ATaskStore(db);
+    this.streams = new TaskStreams(db, { maxStreams: streams.maxStreams, pollMs: streams.streamPollMs });
     this.relay = new TaskRelay(this.tasks, this.agents, clients);
   }
 
@@ -85,7 +94,13 @@ export class A2ABroker {
       workflows,
       agents.sendWaitMs,
       agents.heartbeatTtlMs,
+      agents,
     );
+  }
+
+  /** Ends the open task streams (the gateway closes). */
+  close(): void {
+    this.streams.close();
   }
 
   /** Registers an agent of a style (`url` when absent; a 400 naming the legal values otherwise). */
@@ -170,6 +185,7 @@ export class A2ABroker {
       relay: this.relay,
       publish: (topic, frame) => this.kafka.publish(topic, frame),
       sendWaitMs: this.sendWaitMs,
+      streams: this.streams,
     });
   }
 }

@@ -12,3 +12,5 @@ export * from './task-workflows';
 export * from './request-records';
 export * from './agent-updates';
 export * from './task-policy';
+export * from './task-events';
+export * from './task-stream';

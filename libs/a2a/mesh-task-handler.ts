@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AgentCard, Message, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { AgentCard, Message, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import {
   A2AError,
   ExtendedAgentCardNotConfiguredError,
@@ -17,8 +17,10 @@ import { taskToFrame } from './a2a-frame.adaptor';
 import type { StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
 import { AgentUnreachable, agentMessage, TaskRelay } from './task-relay';
-import { A2AState, stateOf, TERMINAL, wireStateOf } from './task-states';
+import { taskJsonOf } from './task-events';
+import { A2AState, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask } from './task-store';
+import { parseLastEventId, STREAM_ENDS, STREAM_STATE, streamResponseOf, TaskStreams } from './task-stream';
 import type { TaskWorkflows } from './task-workflows';
 
 type Json = Record<string, unknown>;
@@ -52,6 +54,8 @@ export interface MeshTaskScope {
   publish(topic: string, frame: EventFrame): Promise<PublishReceipt>;
   /** How long a blocking send waits for its task to settle (EVENTMESH_AGENTS_SEND_WAIT_MS). */
   sendWaitMs: number;
+  /** The gateway's streams of task logs (SendStreamingMessage, SubscribeToTask). */
+  streams: TaskStreams;
 }
 
 /**
@@ -60,7 +64,8 @@ export interface MeshTaskScope {
  * request to the agent's request topic (the A2A adaptor: message to frame), and starts the task's workflow
  * `a2a-task/<id>`, which sees it through (workflows/a2a-task.workflow.ts); a blocking send waits for the workflow,
  * bounded. Reads come from Postgres; a cancel goes to the workflow (an update). Tasks of other tenants and other
- * agents are not found. Streaming, resubscription, push notifications and continuing a task are refused as
+ * agents are not found. Streams (SendStreamingMessage, SubscribeToTask) read the task's event log from Postgres
+ * (task-stream.ts), whichever instance took the task. Push notifications and continuing a task are refused as
  * unsupported (docs/a2a.md).
  */
 export class MeshTaskHandler implements A2ARequestHandler {
@@ -95,6 +100,20 @@ export class MeshTaskHandler implements A2ARequestHandler {
   }
 
   private async send(params: Params<'sendMessage'>, context: ServerCallContext): Promise<Message | Task> {
+    const created = await this.take(params, context);
+    if (params.configuration?.returnImmediately) return toWireTask(created, params.configuration.historyLength);
+    await this.scope.workflows.waitSettled(created.id, this.scope.sendWaitMs);
+    const now = (await this.scope.tasks.get(this.scope.tenant, created.id)) ?? created;
+    // An agent that answered a Message (no task of its own): the message is the answer, as the agent gave it.
+    if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage) return Message.fromJSON({ ...now.statusMessage, taskId: '' });
+    return toWireTask(now, params.configuration?.historyLength);
+  }
+
+  /**
+   * Takes a message: as a new task (recorded `submitted`, its request on the agent's topic, its workflow started),
+   * or as the next turn of the task it names (continueTask).
+   */
+  private async take(params: Params<'sendMessage'>, context: ServerCallContext): Promise<StoredTask> {
     this.checkTenant(context);
     const message = params.message;
     if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
@@ -120,12 +139,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
       await this.scope.tasks.transition(created, { state: 'failed', statusMessage: agentMessage(created, 'the mesh could not take the task') }).catch(() => undefined);
       throw e;
     }
-    if (params.configuration?.returnImmediately) return toWireTask(created, params.configuration.historyLength);
-    await this.scope.workflows.waitSettled(id, this.scope.sendWaitMs);
-    const now = (await this.scope.tasks.get(tenant, id)) ?? created;
-    // An agent that answered a Message (no task of its own): the message is the answer, as the agent gave it.
-    if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage) return Message.fromJSON({ ...now.statusMessage, taskId: '' });
-    return toWireTask(now, params.configuration?.historyLength);
+    return created;
   }
 
   /**
@@ -135,7 +149,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
    * agent as a message of the agent's task (or, for a mesh subscriber, lets its subscription deliver it). A task
    * that is terminal, or still working, takes no message (-32004); one of another agent or tenant is not found.
    */
-  private async continueTask(params: Params<'sendMessage'>, message: Message): Promise<Message | Task> {
+  private async continueTask(params: Params<'sendMessage'>, message: Message): Promise<StoredTask> {
     const { tenant, agent } = this.scope;
     let task = await this.find(message.taskId);
     if (message.contextId && message.contextId !== task.contextId) {
@@ -167,9 +181,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
       await this.scope.tasks.transition(continued, { state: 'failed', statusMessage: agentMessage(continued, 'the mesh could not take the message') }).catch(() => undefined);
       throw e;
     }
-    if (params.configuration?.returnImmediately) return toWireTask(continued, params.configuration.historyLength);
-    await this.scope.workflows.waitSettled(continued.id, this.scope.sendWaitMs);
-    return toWireTask((await this.scope.tasks.get(tenant, continued.id)) ?? continued, params.configuration?.historyLength);
+    return continued;
   }
 
   getTask(params: Params<'getTask'>, context: ServerCallContext): Promise<Task> {
@@ -227,14 +239,68 @@ export class MeshTaskHandler implements A2ARequestHandler {
     };
   }
 
-  // eslint-disable-next-line require-yield
-  async *sendMessageStream(): AsyncGenerator<never, void, undefined> {
-    throw new UnsupportedOperationError('streaming is not supported by the mesh yet');
+  /**
+   * Takes the message as a task (as a send with `returnImmediately`) and streams the task's log from its first event
+   * (the task as created) to the event that ends the stream (terminal, or interrupted). A `Last-Event-ID` is not
+   * read here: a client that lost this stream resumes it with SubscribeToTask and the id of the last event it got.
+   */
+  async *sendMessageStream(params: Params<'sendMessage'>, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const taken = await this.guard(() => this.take(params, context));
+    if (!params.message?.taskId) {
+      yield* this.follow(taken.id, 0, context);
+      return;
+    }
+    // A turn continuing a task: the task as it is now (working), then what follows.
+    context.state.set(STREAM_STATE.seq, taken.eventSeq);
+    yield StreamResponse.fromJSON({ task: Task.toJSON(toWireTask(taken)) });
+    yield* this.follow(taken.id, taken.eventSeq, context);
   }
 
-  // eslint-disable-next-line require-yield
-  async *resubscribe(): AsyncGenerator<never, void, undefined> {
-    throw new UnsupportedOperationError('resubscribing is not supported by the mesh yet');
+  /**
+   * SubscribeToTask. Without `Last-Event-ID`: the task as it is now first (its SSE id is its last event's seq), then
+   * its events after it; a terminal task is refused (UnsupportedOperationError, as the specification says). With
+   * `Last-Event-ID: <seq>`: exactly the events after that seq (a terminal task too, while events are left to give;
+   * an id past the task's last event is refused as malformed).
+   */
+  async *resubscribe(params: Params<'resubscribe'>, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    const task = await this.guard(async () => {
+      this.checkTenant(context);
+      return this.find(params.id);
+    });
+    const raw = context.state.get(STREAM_STATE.lastEventId);
+    const last = parseLastEventId(typeof raw === 'string' ? raw : undefined);
+    if (last === null || (last !== undefined && last > task.eventSeq)) {
+      throw new RequestMalformedError(`Last-Event-ID: the seq of an event of task ${task.id} (0 to ${task.eventSeq})`);
+    }
+    if (last === undefined) {
+      if (TERMINAL.has(task.state)) throw new UnsupportedOperationError(`task ${task.id} is ${task.state}: a terminal task has no updates to subscribe to`);
+      context.state.set(STREAM_STATE.seq, task.eventSeq);
+      yield StreamResponse.fromJSON({ task: Task.toJSON(toWireTask(task)) });
+      if (STREAM_ENDS.has(task.state)) return;
+      yield* this.follow(task.id, task.eventSeq, context);
+      return;
+    }
+    if (last === task.eventSeq && STREAM_ENDS.has(task.state)) {
+      if (TERMINAL.has(task.state)) throw new UnsupportedOperationError(`task ${task.id} is ${task.state} and has no events after ${last}`);
+      return;
+    }
+    yield* this.follow(task.id, last, context);
+  }
+
+  /** The task's log after `afterSeq`, each event's seq told to the route (STREAM_STATE.seq) as it is yielded. */
+  private async *follow(taskId: string, afterSeq: number, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+    // The route's signal (a2a-sse.ts: the client gone, the gateway closing); a caller without one reads to the end.
+    const signal = context.state.get(STREAM_STATE.signal);
+    const events = this.scope.streams.events(taskId, afterSeq, signal instanceof AbortSignal ? signal : new AbortController().signal);
+    try {
+      for await (const event of events) {
+        context.state.set(STREAM_STATE.seq, event.seq);
+        yield streamResponseOf(event);
+      }
+    } catch (e) {
+      if (!(e instanceof A2AError)) this.unexpected = e;
+      throw e;
+    }
   }
 
   createTaskPushNotificationConfig(): Promise<never> {
@@ -271,14 +337,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
 /** The stored task as the A2A v1.0 `Task` the SDK serialises; `historyLength` as the spec says (0: none). */
 export function toWireTask(task: StoredTask, historyLength?: number): Task {
   const history = historyLength === undefined ? task.history : historyLength <= 0 ? [] : task.history.slice(-historyLength);
-  return Task.fromJSON({
-    id: task.id,
-    contextId: task.contextId,
-    status: { state: taskStateToJSON(wireStateOf(task.state)), timestamp: task.updatedAt.toISOString(), ...(task.statusMessage ? { message: task.statusMessage } : {}) },
-    artifacts: task.artifacts,
-    history,
-    metadata: task.metadata,
-  });
+  return Task.fromJSON({ ...taskJsonOf(task), history });
 }
 
 /** ListTasks page tokens: opaque to clients, the id of the last task of the page. */

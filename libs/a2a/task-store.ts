@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { appendEvents, countOf, createdEventOf, draftsOf, eventsOf } from './task-events';
 import { A2AState, isLegalTransition } from './task-states';
 
 /** A task as the mesh stores it (`a2a_tasks`). Messages, parts and artifacts are A2A v1.0 JSON. */
@@ -17,6 +18,8 @@ export interface StoredTask {
   metadata: Record<string, unknown>;
   /** The compare-and-set guard: every change names the version it read, and moves it on by one. */
   version: number;
+  /** The seq of the task's last event in its log (task-events.ts): the task as read is the log up to it. */
+  eventSeq: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -55,11 +58,12 @@ interface RawTask {
   artifacts: Record<string, unknown>[];
   metadata: Record<string, unknown>;
   version: number;
+  event_seq: number;
   created_at: Date;
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, context_id, state, status_message, history, artifacts, metadata, version, created_at, updated_at';
+const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, context_id, state, status_message, history, artifacts, metadata, version, event_seq, created_at, updated_at';
 
 const taskOf = (r: RawTask): StoredTask => ({
   id: r.id,
@@ -74,6 +78,7 @@ const taskOf = (r: RawTask): StoredTask => ({
   artifacts: r.artifacts,
   metadata: r.metadata,
   version: r.version,
+  eventSeq: r.event_seq,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -91,18 +96,24 @@ export interface NewTask {
  * The `a2a_tasks` table. Every read and write names the tenant (another tenant's task is not there). State changes
  * are compare-and-set on `version`: a change is applied only if the task is still at the version the caller read,
  * and only if that version's state may move to the new one; a cancel racing a completion thus leaves exactly one
- * outcome, whichever committed first, on every instance.
+ * outcome, whichever committed first, on every instance. Every write appends what it changed to the task's event
+ * log (task-events.ts) in its own transaction: a change is recorded with its events or not at all, and the log is the
+ * task's history in the order the changes committed (what SSE streams read, from any instance).
  */
 export class A2ATaskStore {
   constructor(private readonly db: DataSource) {}
 
-  /** A new task, `submitted`, version 0. */
+  /** A new task, `submitted`, version 0; its log begins with it (event 1, a `task` snapshot). */
   async create(task: NewTask): Promise<StoredTask> {
-    const [row]: RawTask[] = await this.db.query(
-      `INSERT INTO a2a_tasks (id, tenant, agent, context_id, state, history, metadata) VALUES ($1, $2, $3, $4, 'submitted', $5, $6) RETURNING ${COLUMNS}`,
-      [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata)],
-    );
-    return taskOf(row);
+    return this.db.transaction(async (manager) => {
+      const [row]: RawTask[] = await manager.query(
+        `INSERT INTO a2a_tasks (id, tenant, agent, context_id, state, history, metadata, event_seq) VALUES ($1, $2, $3, $4, 'submitted', $5, $6, 1) RETURNING ${COLUMNS}`,
+        [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata)],
+      );
+      const created = taskOf(row);
+      await appendEvents(manager, [createdEventOf(created)]);
+      return created;
+    });
   }
 
   async get(tenant: string, id: string): Promise<StoredTask | undefined> {
@@ -112,35 +123,50 @@ export class A2ATaskStore {
 
   /**
    * Moves `read` (the task as the caller read it) to `change.state`, if the transition is legal from the state read
-   * and nobody changed the task since (its version is still `read.version`). Says what it did, or why not.
+   * and nobody changed the task since (its version is still `read.version`). Says what it did, or why not. The
+   * change's events (task-events.ts: its artifacts, its status) are appended in the same transaction: their seqs are
+   * reserved by the UPDATE itself (`event_seq`), under the row lock that serialises the task's changes.
    */
   async transition(read: StoredTask, change: TaskChange): Promise<TransitionResult> {
     if (!isLegalTransition(read.state, change.state)) return { changed: false, reason: 'illegal', task: read };
-    // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
-    const [rows]: [RawTask[], number] = await this.db.query(
-      `UPDATE a2a_tasks SET state = $4,
-         status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
-         history = COALESCE($7::jsonb, history), artifacts = COALESCE($8::jsonb, artifacts),
-         agent_task_id = COALESCE($9, agent_task_id), context_id = COALESCE($10, context_id),
-         delivered_turn = COALESCE($11, delivered_turn),
-         version = version + 1, updated_at = now()
-       WHERE id = $1 AND tenant = $2 AND version = $3
-       RETURNING ${COLUMNS}`,
-      [
-        read.id,
-        read.tenant,
-        read.version,
-        change.state,
-        change.statusMessage !== undefined,
-        change.statusMessage == null ? null : JSON.stringify(change.statusMessage),
-        change.history === undefined ? null : JSON.stringify(change.history),
-        change.artifacts === undefined ? null : JSON.stringify(change.artifacts),
-        change.agentTaskId ?? null,
-        change.contextId ?? null,
-        change.deliveredTurn ?? null,
-      ],
-    );
-    if (rows.length === 1) return { changed: true, task: taskOf(rows[0]) };
+    // What the change logs follows from the task as read, which is the task as it is if the compare-and-set holds.
+    const drafts = draftsOf(read, {
+      state: change.state,
+      statusMessage: change.statusMessage === undefined ? read.statusMessage : change.statusMessage,
+      artifacts: change.artifacts ?? read.artifacts,
+    });
+    const changed = await this.db.transaction(async (manager) => {
+      // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
+      const [rows]: [RawTask[], number] = await manager.query(
+        `UPDATE a2a_tasks SET state = $4,
+           status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
+           history = COALESCE($7::jsonb, history), artifacts = COALESCE($8::jsonb, artifacts),
+           agent_task_id = COALESCE($9, agent_task_id), context_id = COALESCE($10, context_id),
+           delivered_turn = COALESCE($12, delivered_turn),
+           version = version + 1, event_seq = event_seq + $11, updated_at = now()
+         WHERE id = $1 AND tenant = $2 AND version = $3
+         RETURNING ${COLUMNS}`,
+        [
+          read.id,
+          read.tenant,
+          read.version,
+          change.state,
+          change.statusMessage !== undefined,
+          change.statusMessage == null ? null : JSON.stringify(change.statusMessage),
+          change.history === undefined ? null : JSON.stringify(change.history),
+          change.artifacts === undefined ? null : JSON.stringify(change.artifacts),
+          change.agentTaskId ?? null,
+          change.contextId ?? null,
+          countOf(drafts),
+          change.deliveredTurn ?? null,
+        ],
+      );
+      if (rows.length !== 1) return undefined;
+      const task = taskOf(rows[0]);
+      await appendEvents(manager, eventsOf(drafts, task, task.eventSeq - countOf(drafts) + 1));
+      return task;
+    });
+    if (changed) return { changed: true, task: changed };
     const now = await this.get(read.tenant, read.id);
     return now ? { changed: false, reason: 'stale', task: now } : { changed: false, reason: 'missing' };
   }

@@ -110,7 +110,7 @@ export interface EventMeshConfig {
     requestTimeoutMs: number;
   };
   streams: { pollMaxConsumers: number };
-  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number };
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -301,6 +301,12 @@ const SETTINGS = {
     () => 30000, 'How long a blocking SendMessage waits for its task to settle; then it answers the task as it is (it runs on).'),
   agentsHeartbeatTtlMs: setting('EVENTMESH_AGENTS_HEARTBEAT_TTL_MS', 'eventmesh.agents.heartbeatTtlMs', integer(1000, 86400000),
     () => 60000, 'How long a mesh-subscriber agent\'s card lives after its last heartbeat (POST /a2a/agents/{name}/heartbeat, or its registration); then it is not listed, its card is not served and it is sent no task until it beats again.'),
+  agentsMaxStreams: setting('EVENTMESH_AGENTS_MAX_STREAMS', 'eventmesh.agents.maxStreams', integer(1, 100000),
+    () => 1000, 'Most A2A SSE streams (SendStreamingMessage, SubscribeToTask, their v0.3 and REST forms) a gateway process holds open at once; one more is refused 503 OVERLOADED with Retry-After.'),
+  agentsStreamPollMs: setting('EVENTMESH_AGENTS_STREAM_POLL_MS', 'eventmesh.agents.streamPollMs', integer(10, 10000),
+    () => 200, 'How often a gateway process looks at the event logs of the A2A tasks its open streams wait on (one query for all of them); an event reaches a waiting stream within about this long.'),
+  agentsStreamHeartbeatMs: setting('EVENTMESH_AGENTS_STREAM_HEARTBEAT_MS', 'eventmesh.agents.streamHeartbeatMs', integer(100, 300000),
+    () => 15000, 'An A2A SSE stream that wrote nothing for this long gets an SSE comment (`: keep-alive`), so proxies and clients keep an idle stream open.'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
     integer(1, 100000), () => 100,
     'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
@@ -551,7 +557,15 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       requestTimeoutMs: v.kafkaRequestTimeoutMs,
     },
     streams: { pollMaxConsumers: v.streamsPollMaxConsumers },
-    agents: { callTimeoutMs: v.agentsCallTimeoutMs, taskTimeoutMs: v.agentsTaskTimeoutMs, sendWaitMs: v.agentsSendWaitMs, heartbeatTtlMs: v.agentsHeartbeatTtlMs },
+    agents: {
+      callTimeoutMs: v.agentsCallTimeoutMs,
+      taskTimeoutMs: v.agentsTaskTimeoutMs,
+      sendWaitMs: v.agentsSendWaitMs,
+      heartbeatTtlMs: v.agentsHeartbeatTtlMs,
+      maxStreams: v.agentsMaxStreams,
+      streamPollMs: v.agentsStreamPollMs,
+      streamHeartbeatMs: v.agentsStreamHeartbeatMs,
+    },
     temporal: {
       address: v.temporalAddress,
       namespace: v.temporalNamespace,

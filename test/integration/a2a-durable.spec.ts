@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
-import { Message, SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
+import { Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { requestTopicOf, TASK_POLICY_EXTENSION, taskFromFrame } from '../../libs/a2a';
@@ -205,8 +205,16 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), taskId, contextId: asked.contextId, role: 'ROLE_USER', parts: [{ text }] } });
 
     // A second question, then the answer: the same task all along, completed with the answer.
-    const again = asTask(await client.sendMessage(turn('ask:light or dark?')));
-    expect([again.id, again.status?.state, textOf(again.status?.message)]).toEqual([asked.id, TaskState.TASK_STATE_INPUT_REQUIRED, 'light or dark?']);
+    // The second turn streamed: the task as it is (working), then its updates, ending where it asks again.
+    const streamed: StreamResponse[] = [];
+    for await (const event of client.sendMessageStream(turn('ask:light or dark?'))) streamed.push(event);
+    expect(streamed[0].payload?.$case).toBe('task');
+    const last = streamed[streamed.length - 1].payload;
+    expect(last?.$case === 'statusUpdate' ? [last.value.taskId, last.value.status?.state, textOf(last.value.status?.message)] : last).toEqual([
+      asked.id,
+      TaskState.TASK_STATE_INPUT_REQUIRED,
+      'light or dark?',
+    ]);
     const answered = asTask(await client.sendMessage(turn('dark blue')));
     expect([answered.id, answered.status?.state]).toEqual([asked.id, TaskState.TASK_STATE_COMPLETED]);
     expect(answered.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toContain('answered dark blue');

@@ -267,7 +267,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       await expect((await restClientOf(tenantB)).getTask({ tenant: '', id: task.id, historyLength: undefined })).rejects.toBeInstanceOf(TaskNotFoundError);
     });
 
-    it("answers in the binding's error shape: malformed body, unsupported version, streaming, unknown route", async () => {
+    it("answers in the binding's error shape: malformed body, unsupported version, a stream of an unknown task, unknown route", async () => {
       const post = (path: string, body: string, version: string | null = '1.0') =>
         fetch(`${instance.url}/a2a/agents/echo/rest/${path}`, { method: 'POST', headers: { ...headersOf(tenantA), 'content-type': 'application/json', ...(version ? { 'a2a-version': version } : {}) }, body });
       const malformed = await post('message:send', '{');
@@ -277,9 +277,10 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       const unversioned = await post('message:send', message, null);
       expect(unversioned.status).toBe(400);
       expect(JSON.stringify(await unversioned.json())).toContain('VERSION_NOT_SUPPORTED');
-      const streaming = await post('message:stream', message);
-      expect(streaming.status).toBe(400);
-      expect(JSON.stringify(await streaming.json())).toContain('UNSUPPORTED_OPERATION');
+      const streaming = await post(`tasks/${randomUUID()}:subscribe`, '');
+      expect(streaming.status).toBe(404);
+      expect(streaming.headers.get('content-type')).toMatch(/^application\/a2a\+json/);
+      expect(JSON.stringify(await streaming.json())).toContain('TASK_NOT_FOUND');
       expect((await post('nowhere', message)).status).toBe(404);
     });
   });
@@ -341,7 +342,8 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       ['params that are not an object', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'GetTask', params: [1] }), '1.0', -32602],
       ['an unknown task', getTask(randomUUID()), '1.0', -32001],
       ['an unsupported version', getTask(randomUUID()), '2.0', -32009],
-      ['streaming (not supported yet)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: 'm', role: 'ROLE_USER', parts: [{ text: 'x' }] } } }), '1.0', -32004],
+      ['a stream of an unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: randomUUID() } }), '1.0', -32001],
+      ['a stream continuing an unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: 'm', taskId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'x' }] } } }), '1.0', -32001],
       ['push config (not supported)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTaskPushNotificationConfigs', params: { taskId: 't' } }), '1.0', -32003],
       ['a v0.3 unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: randomUUID() } }), undefined, -32001],
       ['a v0.3 malformed body', '{', undefined, -32700],

@@ -1,7 +1,7 @@
 import { Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ListTasksResponse, SendMessageRequest, SendMessageResponse, Task, taskStateFromJSON, TaskState } from '@a2a-js/sdk';
-import { PushNotificationNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, Task, taskStateFromJSON, TaskState } from '@a2a-js/sdk';
+import { PushNotificationNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
@@ -11,6 +11,7 @@ import { isPostgresUnavailable } from '../../../libs/storage';
 import { rawBodyOf } from './body-parsers';
 import { headerOf, meshHandlerOf } from './a2a-endpoint';
 import { CallerParam, GateRoute, Gates } from './gate-route';
+import { openStream, StreamLease, writeSse } from './a2a-sse';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 
@@ -23,10 +24,12 @@ const A2A_JSON = 'application/a2a+json';
 
 /**
  * An agent's A2A HTTP+JSON (REST) binding on the mesh, v1.0 (docs/a2a.md): `POST {base}/message:send`,
- * `GET {base}/tasks/{id}`, `POST {base}/tasks/{id}:cancel`, `GET {base}/tasks`, with `{base}` =
+ * `GET {base}/tasks/{id}`, `POST {base}/tasks/{id}:cancel`, `GET {base}/tasks`, and the streams
+ * `POST {base}/message:stream` and `GET|POST {base}/tasks/{id}:subscribe` (Server-Sent Events, each `data:` a
+ * `StreamResponse`, each `id:` the event's seq in the task's log: a2a-sse.ts), with `{base}` =
  * `/a2a/agents/{name}/rest`. The same request handler as the JSON-RPC endpoint (MeshTaskHandler); errors in the
- * binding's shape and statuses (the SDK's `toRestErrorBody`). Streaming, resubscribing and push notification
- * configs are refused as unsupported. Gate action `publish`, as for the JSON-RPC endpoint.
+ * binding's shape and statuses (the SDK's `toRestErrorBody`). Push notification configs are refused as unsupported.
+ * Gate action `publish`, as for the JSON-RPC endpoint.
  */
 @Controller('a2a/agents')
 export class A2ARestController {
@@ -59,11 +62,14 @@ export class A2ARestController {
   }
 
   @Get(':name/rest/tasks/:id')
-  @ApiRoute({ summary: 'A2A HTTP+JSON: one task', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
+  @ApiRoute({ summary: 'A2A HTTP+JSON: one task (`{id}:subscribe`: its stream, SSE)', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
   @GateRoute({ action: 'publish' })
   async get(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Query('historyLength') historyLength: string | undefined, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    if (id.endsWith(':subscribe')) {
+      const taskId = id.slice(0, -':subscribe'.length);
+      return this.stream(caller, name, request, reply, (handler, context) => handler.resubscribe({ tenant: '', id: taskId }, context));
+    }
     await this.answer(caller, name, request, reply, async (handler, context) => {
-      if (id.endsWith(':subscribe')) throw new UnsupportedOperationError('resubscribing is not supported by the mesh yet');
       return Task.toJSON(await handler.getTask({ tenant: '', id, historyLength: integerOf(historyLength, 'historyLength') }, context));
     });
   }
@@ -71,15 +77,20 @@ export class A2ARestController {
   /** The binding's POST routes: `message:send`, `tasks/{id}:cancel` (and the unsupported ones). */
   @Post(':name/rest/*')
   @ApiRoute({
-    summary: 'A2A HTTP+JSON: `message:send`, `tasks/{id}:cancel`',
+    summary: 'A2A HTTP+JSON: `message:send`, `tasks/{id}:cancel`; the streams `message:stream`, `tasks/{id}:subscribe` (SSE)',
     tags: ['a2a'],
-    params: { name: 'the agent\'s name', '*': '`message:send` or `tasks/{id}:cancel`' },
+    params: { name: 'the agent\'s name', '*': '`message:send`, `tasks/{id}:cancel`, `message:stream` or `tasks/{id}:subscribe`' },
     body: { schema: z.looseObject({}), required: false },
     responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
   })
   @GateRoute({ action: 'publish' })
   async post(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const rest = (request.params as Record<string, string>)['*'] ?? '';
+    if (rest === 'message:stream') {
+      return this.stream(caller, name, request, reply, (handler, context) => handler.sendMessageStream(SendMessageRequest.fromJSON(bodyOf(request)), context));
+    }
+    const subscribe = /^tasks\/([^/]+):subscribe$/.exec(rest);
+    if (subscribe) return this.stream(caller, name, request, reply, (handler, context) => handler.resubscribe({ tenant: '', id: decodeURIComponent(subscribe[1]) }, context));
     await this.answer(caller, name, request, reply, async (handler, context) => {
       if (rest === 'message:send') {
         const body = bodyOf(request);
@@ -88,7 +99,6 @@ export class A2ARestController {
       }
       const cancel = /^tasks\/([^/]+):cancel$/.exec(rest);
       if (cancel) return Task.toJSON(await handler.cancelTask({ tenant: '', id: decodeURIComponent(cancel[1]), metadata: undefined }, context));
-      if (rest === 'message:stream' || /^tasks\/[^/]+:subscribe$/.test(rest)) throw new UnsupportedOperationError('streaming is not supported by the mesh yet');
       if (/^tasks\/[^/]+\/pushNotificationConfigs/.test(rest)) throw new PushNotificationNotSupportedError('push notifications are not supported by the mesh yet');
       throw new EventMeshError(ErrorCode.NotFound, `no A2A route POST ${rest}`);
     });
@@ -110,18 +120,65 @@ export class A2ARestController {
       const body = await work(handler, context);
       await reply.status(200).header('content-type', A2A_JSON).send(body);
     } catch (e) {
-      if (e instanceof EventMeshError) throw e;
-      // The runtime's own failures: Postgres unavailable is the error filter's 503; a bug is a 500 without detail.
-      const unexpected = handler.unexpected;
-      if (unexpected !== undefined && isPostgresUnavailable(unexpected)) throw unexpected;
-      if (unexpected !== undefined && !(unexpected instanceof AgentUnreachable)) {
-        log.error({ err: unexpected }, 'A2A call failed');
-        throw new EventMeshError(ErrorCode.Internal, 'internal error');
-      }
-      const status = restStatusFor(e);
-      await reply.status(status).header('content-type', A2A_JSON).send(toRestErrorBody(e, status));
+      await refuse(handler, reply, e);
     }
   }
+
+  /**
+   * Runs one streaming call: the version check, a stream slot (503 past EVENTMESH_AGENTS_MAX_STREAMS), the first
+   * event (an error before it is answered in the binding's shape, as any call's), then the stream as SSE.
+   */
+  private async stream(
+    caller: Caller,
+    name: string,
+    request: FastifyRequest,
+    reply: FastifyReply,
+    open: (handler: MeshTaskHandler, context: ServerCallContext) => AsyncGenerator<StreamResponse, void, undefined>,
+  ): Promise<void> {
+    const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
+    const version = headerOf(request, 'a2a-version') ?? '0.3';
+    const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
+    let lease: StreamLease | undefined;
+    try {
+      validateVersion(version, await handler.getAgentCard(), 'HTTP+JSON');
+      lease = openStream(this.broker.streams, context, headerOf(request, 'last-event-id'));
+      const events = open(handler, context);
+      const first = await events.next();
+      const taken = lease;
+      lease = undefined;
+      await writeSse(
+        reply,
+        {
+          first,
+          rest: events,
+          context,
+          dataOf: (event) => StreamResponse.toJSON(event as StreamResponse),
+          errorOf: (e) => (handler.unexpected !== undefined ? toRestErrorBody(new Error('internal error'), 500) : toRestErrorBody(e, restStatusFor(e))),
+        },
+        taken,
+        this.broker.streamHeartbeatMs,
+      );
+    } catch (e) {
+      lease?.release();
+      await refuse(handler, reply, e);
+    }
+  }
+}
+
+/**
+ * Answers a call that failed in the binding's shape, unless it failed for a reason of the runtime's: a route error
+ * (EventMeshError) and Postgres unavailable go to the error filter (503); a bug is a 500 without detail.
+ */
+async function refuse(handler: MeshTaskHandler, reply: FastifyReply, e: unknown): Promise<void> {
+  if (e instanceof EventMeshError) throw e;
+  const unexpected = handler.unexpected;
+  if (unexpected !== undefined && isPostgresUnavailable(unexpected)) throw unexpected;
+  if (unexpected !== undefined && !(unexpected instanceof AgentUnreachable)) {
+    log.error({ err: unexpected }, 'A2A call failed');
+    throw new EventMeshError(ErrorCode.Internal, 'internal error');
+  }
+  const status = restStatusFor(e);
+  await reply.status(status).header('content-type', A2A_JSON).send(toRestErrorBody(e, status));
 }
 
 /** The request's JSON body (the route parses it: a2a-paths.ts), or the binding's 400. */

@@ -10,6 +10,7 @@ import type { Caller } from '../../../libs/security';
 import { headerOf, meshHandlerOf } from './a2a-endpoint';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
+import { openStream, SseEvents, StreamLease, writeSse } from './a2a-sse';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 import { jsonRpcAnswerSchema } from './api-schemas';
@@ -24,6 +25,15 @@ interface RpcAnswer {
 
 const log = createLogger('A2ARpc');
 
+/** The methods answered with an SSE stream (v1.0 and v0.3 names). */
+const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/stream', 'tasks/resubscribe']);
+
+/** A streaming call whose first event is read: the route writes it as SSE. */
+interface RpcStream {
+  stream: SseEvents;
+  lease: StreamLease;
+}
+
 /** What a request without an `A2A-Version` header speaks (A2A v1.0: absent means 0.3). */
 const ABSENT_VERSION = '0.3';
 
@@ -32,7 +42,9 @@ const ABSENT_VERSION = '0.3';
  * names when `A2A-Version` asks for 0.3) in front of the mesh's request handler (libs/a2a, MeshTaskHandler). The
  * route parses its own body so that JSON-RPC's envelope errors are JSON-RPC's: -32700 (not JSON), -32600 (not a
  * request); the SDK answers -32601 (unknown method), -32602 (bad params) and the A2A codes. Every JSON-RPC answer
- * is HTTP 200; an agent the tenant has not registered is a 404 `AGENT_NOT_FOUND`.
+ * is HTTP 200; an agent the tenant has not registered is a 404 `AGENT_NOT_FOUND`. The streaming methods answer
+ * Server-Sent Events (a2a-sse.ts), each `data:` a JSON-RPC answer, each `id:` the event's seq in the task's log;
+ * an error before the first event is a plain JSON-RPC answer.
  *
  * Gate action `publish`: the caller sends work to an agent (and reads and cancels what it sent).
  */
@@ -49,16 +61,17 @@ export class A2ARpcController {
     tags: ['a2a'],
     params: { name: 'the agent\'s name' },
     body: { schema: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }), description: 'a JSON-RPC 2.0 request' },
-    responses: { 200: { description: 'the JSON-RPC answer (a protocol error too)', schema: jsonRpcAnswerSchema }, ...errors(404), ...GATED },
+    responses: { 200: { description: 'the JSON-RPC answer (a protocol error too); the streaming methods (SendStreamingMessage, SubscribeToTask, message/stream, tasks/resubscribe) answer `text/event-stream`, each event `id: <seq>` and a JSON-RPC answer', schema: jsonRpcAnswerSchema }, ...errors(404), ...GATED },
   })
   @GateRoute({ action: 'publish' })
   async rpc(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
     const answer = await this.answer(caller, handler, request);
+    if ('lease' in answer) return writeSse(reply, answer.stream, answer.lease, this.broker.streamHeartbeatMs);
     await reply.status(200).header('content-type', 'application/json').send(answer);
   }
 
-  private async answer(caller: Caller, handler: MeshTaskHandler, request: FastifyRequest): Promise<RpcAnswer> {
+  private async answer(caller: Caller, handler: MeshTaskHandler, request: FastifyRequest): Promise<RpcAnswer | RpcStream> {
     const raw = rawBodyOf(request) ?? (Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
     let body: unknown;
     try {
@@ -79,18 +92,33 @@ export class A2ARpcController {
       const mapped = e instanceof VersionNotSupportedError ? JsonRpcTransportHandler.mapToJSONRPCError(e) : { code: A2A_ERROR_CODE.INTERNAL_ERROR, message: 'internal error' };
       return { jsonrpc: '2.0', id, error: mapped };
     }
-    const answered = legacy
-      ? await new LegacyJsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context)
-      : await new JsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context);
-    if (!isStream(answered)) return answerFor(handler, answered as RpcAnswer);
-    // Streaming methods: the mesh's handler refuses them before the first event (UnsupportedOperation).
+    let lease: StreamLease | undefined = STREAM_METHODS.has(rpc.method) ? openStream(this.broker.streams, context, headerOf(request, 'last-event-id')) : undefined;
     try {
-      const first = await answered.next();
-      await answered.return(undefined);
-      if (!first.done) return failure(id, A2A_ERROR_CODE.INTERNAL_ERROR, 'unexpected stream');
-      return failure(id, A2A_ERROR_CODE.UNSUPPORTED_OPERATION, 'streaming is not supported by the mesh yet');
-    } catch (e) {
-      return { jsonrpc: '2.0', id, error: legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e) : JsonRpcTransportHandler.mapToJSONRPCError(e) };
+      const answered = legacy
+        ? await new LegacyJsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context)
+        : await new JsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context);
+      if (!isStream(answered) || !lease) return answerFor(handler, answered as RpcAnswer);
+      const mapError = (e: unknown) => (legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e) : JsonRpcTransportHandler.mapToJSONRPCError(e));
+      let first: IteratorResult<unknown, void>;
+      try {
+        first = await answered.next();
+      } catch (e) {
+        // Refused before the first event (an unknown task, a terminal one, a bad Last-Event-ID...): a plain answer.
+        return answerFor(handler, { jsonrpc: '2.0', id, error: mapError(e) });
+      }
+      const stream: SseEvents = {
+        first,
+        rest: answered,
+        context,
+        dataOf: (event) => event,
+        errorOf: (e) => (handler.unexpected !== undefined ? failure(id, A2A_ERROR_CODE.INTERNAL_ERROR, 'internal error') : { jsonrpc: '2.0', id, error: mapError(e) }),
+      };
+      const taken = { stream, lease };
+      lease = undefined;
+      return taken;
+    } finally {
+      // Released here unless the stream took it (writeSse releases it when the stream ends).
+      lease?.release();
     }
   }
 }

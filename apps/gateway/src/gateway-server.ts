@@ -65,10 +65,12 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   let requestReplyStarted: RequestReplyService | undefined;
   let started: NestFastifyApplication | undefined;
   let presence: StreamPresence | undefined;
+  let a2aStarted: A2ABroker | undefined;
   // The channels an operator's disconnect of a client held by another gateway process goes over.
   const peers = new PeerChannels(options.cluster.credential, options.cluster.holder);
   const close = async () => {
     await presence?.close();
+    a2aStarted?.close();
     peers.close();
     publish?.close();
     await started?.close().catch(() => undefined);
@@ -105,6 +107,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       { publish: (topic, frame) => deps.producer.publish(topic, frame), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
       deps.temporal.client,
     );
+    a2aStarted = a2a;
     const routes = new RouteTable();
     routes.addAheadOfRouter('POST', PUBLISH_PATH, PUBLISH_DOC);
     const app = await NestFactory.create<NestFastifyApplication>(
@@ -120,6 +123,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           producer: deps.producer.depth(),
           http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
           pollConsumers: polls.size,
+          a2aStreams: a2a.streams.stats(),
           security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
           ...options.workerStats?.(),
         }), findings: [

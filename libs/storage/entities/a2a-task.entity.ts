@@ -50,6 +50,10 @@ export class A2ATaskEntity {
   @Column({ type: 'integer', default: 0 })
   version!: number;
 
+  /** The `seq` of the task's last event in `a2a_task_events` (0: none yet), moved on by the change that appends. */
+  @Column({ name: 'event_seq', type: 'integer', default: 0 })
+  eventSeq!: number;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;
 

@@ -1,5 +1,6 @@
 import { A2AAgentEntity } from './a2a-agent.entity';
 import { A2ATaskEntity } from './a2a-task.entity';
+import { A2ATaskEventEntity } from './a2a-task-event.entity';
 import { ApiKeyEntity } from './api-key.entity';
 import { AclRuleEntity } from './acl-rule.entity';
 import { DeadLetterEntity } from './dead-letter.entity';
@@ -20,6 +21,7 @@ import { TenantQuotaEntity } from './tenant-quota.entity';
 export {
   A2AAgentEntity,
   A2ATaskEntity,
+  A2ATaskEventEntity,
   AclRuleEntity,
   ApiKeyEntity,
   DeadLetterEntity,
@@ -48,6 +50,7 @@ export const ENTITIES = [
   SkippedRangeEntity,
   PendingRequestEntity,
   A2ATaskEntity,
+  A2ATaskEventEntity,
   A2AAgentEntity,
   ApiKeyEntity,
   PublisherSecretEntity,

@@ -1,0 +1,334 @@
+import { randomUUID } from 'node:crypto';
+import { AgentCard, Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
+import { A2ABroker } from '../../libs/a2a';
+import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { endTaskWorkflows } from '../support/a2a-tasks';
+import { EchoAgent, textOf } from '../support/a2a-echo-agent';
+import { testConfig, uniqueTopic } from '../support/env';
+import { waitFor } from '../support/wait-for';
+
+/** The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (as in a2a.spec.ts). */
+class HeaderTenantFilter implements GateFilter {
+  readonly name = 'token';
+  check({ request }: GateContext): Verdict {
+    const tenant = request.headers['x-test-tenant'];
+    if (typeof tenant !== 'string') return ALLOW;
+    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
+  }
+}
+
+interface SseEvent {
+  id?: string;
+  event?: string;
+  data?: string;
+  /** A comment line (`: keep-alive`). */
+  comment?: string;
+}
+
+/** The events and comments of an SSE response, as they arrive (a raw reader: the resume is the test's own). */
+async function* sseOf(response: Response): AsyncGenerator<SseEvent> {
+  const reader = response.body!.pipeThrough(new TextDecoderStream()).getReader();
+  let buffer = '';
+  let current: SseEvent = {};
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      if (done) return;
+      buffer += value;
+      let end: number;
+      while ((end = buffer.indexOf('\n')) >= 0) {
+        const line = buffer.slice(0, end);
+        buffer = buffer.slice(end + 1);
+        if (line === '') {
+          if (current.data !== undefined) yield current;
+          current = {};
+        } else if (line.startsWith(':')) yield { comment: line.slice(1).trim() };
+        else if (line.startsWith('id:')) current.id = line.slice(3).trim();
+        else if (line.startsWith('event:')) current.event = line.slice(6).trim();
+        else if (line.startsWith('data:')) current.data = (current.data === undefined ? '' : `${current.data}\n`) + line.slice(5).trim();
+      }
+    }
+  } finally {
+    await reader.cancel().catch(() => undefined);
+  }
+}
+
+/**
+ * A2A streaming (docs/a2a.md, "Streaming and resume") on real Postgres, Kafka and Temporal: instance A (gateway and
+ * worker) takes the tasks and runs their workflows; instance B (a gateway only, at most 2 streams, heartbeats every
+ * 300 ms) never took any, and streams them from their event logs just as well. The agent is a mesh subscriber the
+ * test plays itself (its updates posted to the mesh), so the task's status updates and artifacts are exactly known;
+ * one case relays a URL agent (the SDK's own server pieces) through the relay's GetTask following.
+ */
+describe('A2A streams (SSE from any instance, resumable)', () => {
+  const suffix = randomUUID().slice(0, 8);
+  const [tenant, other] = [`a2a-s-${suffix}`, `a2a-s2-${suffix}`];
+  const env = {
+    EVENTMESH_KAFKA_TOPICS: uniqueTopic('a2a-s'),
+    EVENTMESH_HTTP_PORT: '0',
+    EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
+    EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '5000',
+    EVENTMESH_AGENTS_TASK_TIMEOUT_MS: '60000',
+    EVENTMESH_AGENTS_STREAM_POLL_MS: '50',
+    EVENTMESH_AGENTS_HEARTBEAT_TTL_MS: '600000',
+  };
+  const gateOf = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
+  const echo = new EchoAgent();
+  let a: RunningInstance;
+  let b: RunningInstance;
+
+  beforeAll(async () => {
+    await echo.start();
+    a = await startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-s-a-${suffix}` }), { roles: ['gateway', 'worker'], gates });
+    b = await startInstance(
+      testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-s-b-${suffix}`, EVENTMESH_AGENTS_MAX_STREAMS: '2', EVENTMESH_AGENTS_STREAM_HEARTBEAT_MS: '300' }),
+      { roles: ['gateway'], gates },
+    );
+    const card = { ...echo.card(), name: 'steps', supportedInterfaces: [] };
+    expect((await call(a, 'PUT', '/a2a/agents/steps?style=subscriber', card)).status).toBe(201);
+    expect((await call(a, 'PUT', '/a2a/agents/steps?style=subscriber', card, other)).status).toBe(201);
+    expect((await call(a, 'PUT', '/a2a/agents/echo', echo.card())).status).toBe(201);
+  });
+  afterAll(async () => {
+    await endTaskWorkflows([tenant, other]);
+    await b?.close();
+    await a?.close();
+    await echo.close();
+  });
+
+  const call = async (on: RunningInstance, method: string, path: string, body?: unknown, as = tenant): Promise<{ status: number; body: Record<string, unknown> | null }> => {
+    const response = await fetch(`${on.url}${path}`, {
+      method,
+      headers: { 'x-test-tenant': as, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
+  };
+  const fetchAs = (as: string): typeof fetch => ((input: string | URL | Request, init?: RequestInit) =>
+    fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), 'x-test-tenant': as } })) as typeof fetch;
+  const cardUrl = (on: RunningInstance, agent: string) => `${on.url}/a2a/agents/${agent}/.well-known/agent-card.json`;
+  /** The stock v1.0 JSON-RPC client of an agent at an instance, built from the card URL alone. */
+  const clientOf = (on: RunningInstance, agent = 'steps', as = tenant): Promise<Client> =>
+    new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(as) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(as) }) }).createFromUrl(cardUrl(on, agent), '');
+  const restClientOf = (on: RunningInstance, agent = 'steps'): Promise<Client> =>
+    new ClientFactory({ transports: [new RestTransportFactory({ fetchImpl: fetchAs(tenant) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenant) }) }).createFromUrl(cardUrl(on, agent), '');
+  /** The stock v0.3 client: the card's v0.3 interface, the SDK's compat transport. */
+  const legacyClientOf = async (on: RunningInstance, agent = 'steps'): Promise<Client> => {
+    const card = AgentCard.fromJSON(await (await fetchAs(tenant)(cardUrl(on, agent))).json());
+    card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3');
+    return new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(tenant), legacyCompat: { enabled: true } })] }).createFromAgentCard(card);
+  };
+  const send = (text: string, configuration: Record<string, unknown> = {}): SendMessageRequest =>
+    SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration });
+  const agentText = (text: string) => ({ messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text }] });
+
+  /** What the agent does with a task: two status updates while working, an artifact, then completes. */
+  const STEPS = [
+    { state: 'working', message: agentText('step 1') },
+    { state: 'working', message: agentText('step 2') },
+    { state: 'working', artifacts: [{ artifactId: 'result', name: 'result', parts: [{ text: 'forty-two' }] }] },
+    { state: 'completed', message: agentText('done') },
+  ];
+  const update = async (taskId: string, body: unknown) => expect((await call(a, 'POST', `/a2a/agents/steps/tasks/${taskId}/updates`, body)).status).toBe(200);
+  const work = async (taskId: string, steps = STEPS) => {
+    for (const step of steps) await update(taskId, step);
+  };
+  /** A stream event as `kind:detail`: `task:submitted`, `status:working:step 1`, `artifact:forty-two`, ... */
+  const describe_ = (e: StreamResponse): string => {
+    const p = e.payload;
+    if (p?.$case === 'task') return `task:${TaskState[p.value.status!.state]}`;
+    if (p?.$case === 'statusUpdate') return ['status', TaskState[p.value.status!.state], textOf(p.value.status?.message)].filter(Boolean).join(':');
+    if (p?.$case === 'artifactUpdate') return `artifact:${textOf({ parts: p.value.artifact!.parts } as Message)}`;
+    return `message:${textOf(p?.value)}`;
+  };
+  const EXPECTED_AFTER_SUBMIT = ['status:TASK_STATE_WORKING:step 1', 'status:TASK_STATE_WORKING:step 2', 'artifact:forty-two', 'status:TASK_STATE_COMPLETED:done'];
+  /** The task's log as stored: seq and kind. */
+  const logOf = async (taskId: string): Promise<{ seq: number; kind: string; payload: Record<string, unknown> }[]> =>
+    a.deps.db.query('SELECT seq, kind, payload FROM a2a_task_events WHERE task_id = $1 ORDER BY seq', [taskId]);
+  const submitted = async (client: Client): Promise<string> => {
+    const task = await client.sendMessage(send('job', { returnImmediately: true }));
+    return (task as Task).id;
+  };
+  const streamsOf = (on: RunningInstance) => on.app!.get(A2ABroker).streams;
+  /** A raw JSON-RPC SubscribeToTask (v1.0) of B, with a Last-Event-ID when given. */
+  const subscribeRaw = (taskId: string, lastEventId?: string, signal?: AbortSignal) =>
+    fetch(`${b.url}/a2a/agents/steps/rpc`, {
+      method: 'POST',
+      headers: { 'x-test-tenant': tenant, 'content-type': 'application/json', accept: 'text/event-stream', 'a2a-version': '1.0', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'SubscribeToTask', params: { id: taskId } }),
+      signal,
+    });
+
+  it('SendStreamingMessage (stock client, v1.0): the task, each status update and the artifact, to completion, as logged', async () => {
+    const client = await clientOf(a);
+    const stream = client.sendMessageStream(send('job'));
+    const first = await stream.next();
+    expect(first.done).toBe(false);
+    const task = (first.value as StreamResponse).payload;
+    expect(task?.$case).toBe('task');
+    const taskId = (task!.value as Task).id;
+    await work(taskId);
+    const rest: StreamResponse[] = [];
+    for await (const event of stream) rest.push(event);
+    expect([describe_(first.value as StreamResponse), ...rest.map(describe_)]).toEqual(['task:TASK_STATE_SUBMITTED', ...EXPECTED_AFTER_SUBMIT]);
+    expect((await logOf(taskId)).map((e) => `${e.seq}:${e.kind}`)).toEqual(['1:task', '2:status-update', '3:status-update', '4:artifact-update', '5:status-update']);
+  });
+
+  it('SubscribeToTask from instance B, which did not take the task: the snapshot first, then the updates (v1.0, REST and v0.3 stock clients)', async () => {
+    for (const clientFor of [clientOf, restClientOf, legacyClientOf]) {
+      const taskId = await submitted(await clientOf(a));
+      await update(taskId, STEPS[0]);
+      const stream = (await clientFor(b, 'steps')).resubscribeTask({ tenant: '', id: taskId });
+      const first = await stream.next();
+      // The task as it is when subscribed: working, at step 1 (its log's first two events).
+      expect(describe_(first.value as StreamResponse)).toBe('task:TASK_STATE_WORKING');
+      await work(taskId, STEPS.slice(1));
+      const rest: string[] = [];
+      for await (const event of stream) rest.push(describe_(event));
+      expect(rest).toEqual(EXPECTED_AFTER_SUBMIT.slice(1));
+    }
+    await waitFor('B\'s streams ended', () => streamsOf(b).stats().open === 0 && streamsOf(b).stats().waiting === 0);
+  });
+
+  it('message:stream on the REST binding and message/stream (v0.3) of instance B stream a task that instance A\'s worker runs', async () => {
+    for (const clientFor of [restClientOf, legacyClientOf]) {
+      const stream = (await clientFor(b, 'steps')).sendMessageStream(send('job'));
+      const first = await stream.next();
+      const taskId = ((first.value as StreamResponse).payload!.value as Task).id;
+      await work(taskId);
+      const rest: string[] = [];
+      for await (const event of stream) rest.push(describe_(event));
+      expect([describe_(first.value as StreamResponse), ...rest]).toEqual(['task:TASK_STATE_SUBMITTED', ...EXPECTED_AFTER_SUBMIT]);
+    }
+  });
+
+  it('relays a URL agent\'s task to the stream\'s end: the last events are the artifact and the completion', async () => {
+    const events: string[] = [];
+    for await (const event of (await clientOf(b, 'echo')).sendMessageStream(send('echo:streamed'))) events.push(describe_(event));
+    expect(events[0]).toBe('task:TASK_STATE_SUBMITTED');
+    expect(events.slice(-2)).toEqual(['artifact:streamed', 'status:TASK_STATE_COMPLETED:echoed streamed']);
+  });
+
+  it('a client that disconnects mid-stream and reconnects with Last-Event-ID gets the rest: no gap, no repeat', async () => {
+    const taskId = await submitted(await clientOf(a));
+    await update(taskId, STEPS[0]);
+    const aborted = new AbortController();
+    const seen: SseEvent[] = [];
+    const response = await subscribeRaw(taskId, undefined, aborted.signal);
+    expect([response.status, response.headers.get('content-type')]).toEqual([200, 'text/event-stream']);
+    for await (const e of sseOf(response)) {
+      if (e.data === undefined) continue;
+      seen.push(e);
+      if (seen.length === 1) await update(taskId, STEPS[1]);
+      if (seen.length === 2) break;
+    }
+    aborted.abort();
+    // The server ends the stream it held (no poller left behind).
+    await waitFor('B\'s stream closed after the disconnect', () => streamsOf(b).stats().open === 0 && streamsOf(b).stats().waiting === 0);
+    // While the client is away, the task moves on and completes.
+    await work(taskId, STEPS.slice(2));
+    const resumed: SseEvent[] = [];
+    const again = await subscribeRaw(taskId, seen[seen.length - 1].id);
+    for await (const e of sseOf(again)) if (e.data !== undefined) resumed.push(e);
+    const log = await logOf(taskId);
+    // The snapshot's id is the seq of the last event it holds (2: created, step 1); then 3 (step 2); resumed after 3.
+    expect(seen.map((e) => Number(e.id))).toEqual([2, 3]);
+    expect(resumed.map((e) => Number(e.id))).toEqual([4, 5]);
+    expect(log.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5]);
+    // Each event resumed is the logged one, as a JSON-RPC answer of the request.
+    for (const e of resumed) {
+      const answer = JSON.parse(e.data!) as { id: number; result: Record<string, unknown> };
+      const logged = log.find((l) => l.seq === Number(e.id))!;
+      expect(answer.id).toBe(7);
+      // (Through the SDK's codec, which leaves out default values such as `append: false`.)
+      const wire = StreamResponse.toJSON(StreamResponse.fromJSON(logged.kind === 'artifact-update' ? { artifactUpdate: logged.payload } : { statusUpdate: logged.payload }));
+      expect(answer.result).toEqual(wire);
+    }
+    // From the start (0): the whole log again; after the last event of a completed task: nothing left, refused.
+    const all: number[] = [];
+    for await (const e of sseOf(await subscribeRaw(taskId, '0'))) if (e.id) all.push(Number(e.id));
+    expect(all).toEqual([1, 2, 3, 4, 5]);
+    const refusal = async (lastEventId: string) => ((await (await subscribeRaw(taskId, lastEventId)).json()) as { error: { code: number } }).error.code;
+    expect(await refusal('5')).toBe(-32004);
+    expect(await refusal('6')).toBe(-32602);
+    expect(await refusal('x')).toBe(-32602);
+  });
+
+  it('refuses a stream of an unknown task and of another tenant\'s task (TaskNotFound), and SubscribeToTask of a terminal task (UnsupportedOperation)', async () => {
+    const client = await clientOf(b);
+    const drain = async (stream: AsyncGenerator<StreamResponse>) => {
+      for await (const _ of stream) void _;
+    };
+    await expect(drain(client.resubscribeTask({ tenant: '', id: randomUUID() }))).rejects.toBeInstanceOf(TaskNotFoundError);
+    const theirs = await submitted(await clientOf(a, 'steps', other));
+    await expect(drain(client.resubscribeTask({ tenant: '', id: theirs }))).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(drain((await restClientOf(b)).resubscribeTask({ tenant: '', id: theirs }))).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(drain((await legacyClientOf(b)).resubscribeTask({ tenant: '', id: theirs }))).rejects.toBeInstanceOf(TaskNotFoundError);
+    const done = await submitted(await clientOf(a));
+    await work(done);
+    await expect(drain(client.resubscribeTask({ tenant: '', id: done }))).rejects.toBeInstanceOf(UnsupportedOperationError);
+    // v0.3 names with the v1.0 header, and v1.0 names without it, are unknown methods.
+    const raw = async (method: string, version?: string) =>
+      ((await (await fetch(`${b.url}/a2a/agents/steps/rpc`, {
+        method: 'POST',
+        headers: { 'x-test-tenant': tenant, 'content-type': 'application/json', ...(version ? { 'a2a-version': version } : {}) },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { id: done } }),
+      })).json()) as { error: { code: number } }).error.code;
+    expect(await raw('tasks/resubscribe', '1.0')).toBe(-32601);
+    expect(await raw('SubscribeToTask')).toBe(-32601);
+    expect(await raw('tasks/resubscribe')).toBe(-32004);
+  });
+
+  it('sends keep-alive comments on an idle stream, refuses a stream past EVENTMESH_AGENTS_MAX_STREAMS (503), and frees the slots on disconnect', async () => {
+    const taskId = await submitted(await clientOf(a));
+    const held = [new AbortController(), new AbortController()];
+    const first = await subscribeRaw(taskId, undefined, held[0].signal);
+    await subscribeRaw(taskId, undefined, held[1].signal);
+    const over = await subscribeRaw(taskId);
+    expect(over.status).toBe(503);
+    expect(over.headers.get('retry-after')).toBe('1');
+    expect(await over.json()).toMatchObject({ code: 'OVERLOADED', maxStreams: 2 });
+    let comments = 0;
+    for await (const e of sseOf(first)) {
+      if (e.comment === 'keep-alive') comments++;
+      if (comments === 2) break;
+    }
+    expect(comments).toBe(2);
+    for (const h of held) h.abort();
+    await waitFor('B\'s streams freed', () => streamsOf(b).stats().open === 0 && streamsOf(b).stats().waiting === 0);
+    const response = await subscribeRaw(taskId);
+    expect(response.status).toBe(200);
+    await response.body?.cancel();
+  });
+
+  it('appends each change\'s events in the change\'s transaction: an append that fails leaves the task unchanged', async () => {
+    const tasks = a.app!.get(A2ABroker).tasks;
+    const db = a.deps.db;
+    const taskId = await submitted(await clientOf(a));
+    const before = (await tasks.get(tenant, taskId))!;
+    // A trigger that refuses the next event of this task: the append fails after the UPDATE of the task ran.
+    await db.query(`CREATE OR REPLACE FUNCTION refuse_event_${suffix}() RETURNS trigger AS $$ BEGIN IF NEW.task_id = '${taskId}' THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
+    await db.query(`CREATE TRIGGER refuse_event_${suffix} BEFORE INSERT ON a2a_task_events FOR EACH ROW EXECUTE FUNCTION refuse_event_${suffix}()`);
+    try {
+      await expect(tasks.transition(before, { state: 'working', statusMessage: agentText('never') })).rejects.toThrow('refused by the test');
+      const after = (await tasks.get(tenant, taskId))!;
+      expect([after.state, after.version, after.eventSeq]).toEqual([before.state, before.version, before.eventSeq]);
+      // A new task whose first event is refused is not created either.
+      const id = randomUUID();
+      await db.query(`CREATE OR REPLACE FUNCTION refuse_event_${suffix}() RETURNS trigger AS $$ BEGIN IF NEW.task_id IN ('${taskId}', '${id}') THEN RAISE EXCEPTION 'refused by the test'; END IF; RETURN NEW; END $$ LANGUAGE plpgsql`);
+      await expect(tasks.create({ id, tenant, agent: 'steps', contextId: randomUUID(), history: [], metadata: {} })).rejects.toThrow('refused by the test');
+      expect(await tasks.get(tenant, id)).toBeUndefined();
+    } finally {
+      await db.query(`DROP TRIGGER IF EXISTS refuse_event_${suffix} ON a2a_task_events`);
+      await db.query(`DROP FUNCTION IF EXISTS refuse_event_${suffix}()`);
+    }
+    const applied = await tasks.transition(before, { state: 'working', statusMessage: agentText('now') });
+    expect(applied.changed && [applied.task.version, applied.task.eventSeq]).toEqual([before.version + 1, before.eventSeq + 1]);
+    expect((await logOf(taskId)).map((e) => e.seq)).toEqual([1, 2]);
+  });
+});
