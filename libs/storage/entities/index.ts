@@ -1,4 +1,5 @@
 import { A2AAgentEntity } from './a2a-agent.entity';
+import { A2APushConfigEntity } from './a2a-push-config.entity';
 import { A2ATaskEntity } from './a2a-task.entity';
 import { ApiKeyEntity } from './api-key.entity';
 import { AclRuleEntity } from './acl-rule.entity';
@@ -19,6 +20,7 @@ import { TenantQuotaEntity } from './tenant-quota.entity';
 
 export {
   A2AAgentEntity,
+  A2APushConfigEntity,
   A2ATaskEntity,
   AclRuleEntity,
   ApiKeyEntity,
@@ -57,4 +59,5 @@ export const ENTITIES = [
   TenantQuotaEntity,
   QuotaUsageEntity,
   StreamPresenceEntity,
+  A2APushConfigEntity,
 ];

@@ -17,6 +17,7 @@ import { DeadLetterReplay1796600000001 } from './1796600000001-DeadLetterReplay'
 import { OffsetsGeneration1796610000001 } from './1796610000001-OffsetsGeneration';
 import { StreamPresenceClients1796610000002 } from './1796610000002-StreamPresenceClients';
 import { A2AAgentStyle1796630000001 } from './1796630000001-A2AAgentStyle';
+import { A2APushConfigs1796710000000 } from './1796710000000-A2APushConfigs';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -39,4 +40,5 @@ export const MIGRATIONS = [
   OffsetsGeneration1796610000001,
   StreamPresenceClients1796610000002,
   A2AAgentStyle1796630000001,
+  A2APushConfigs1796710000000,
 ];
