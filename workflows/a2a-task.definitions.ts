@@ -42,6 +42,8 @@ export interface A2ATaskInput {
   timeoutMs: number;
   /** The deadline of one call to the agent; the delivery activity's heartbeat timeout is derived from it. */
   callTimeoutMs: number;
+  /** The task has push notification configs (given with its send): the workflow pushes each change it sees. */
+  push?: boolean;
 }
 
 /** What one step of the task's activities says: the state the task is in now (in Postgres). */
@@ -65,5 +67,7 @@ export interface TaskChanged {
   version: number;
 }
 export const taskChangedSignal = defineSignal<[TaskChanged]>('changed');
+/** A push notification config was set on the task: from now on the workflow pushes each change it sees. */
+export const pushConfiguredSignal = defineSignal('push-configured');
 /** The task's state as the workflow knows it. */
 export const taskStateQuery = defineQuery<TaskStateName>('state');

@@ -50,7 +50,7 @@ describe('agent cards', () => {
     ]);
     expect(JSON.stringify(served)).not.toContain('agent.example');
     expect(served.signatures).toBeUndefined();
-    expect(served.capabilities).toMatchObject({ streaming: false, pushNotifications: false });
+    expect(served.capabilities).toMatchObject({ streaming: false, pushNotifications: true });
     expect(served.securitySchemes).toBeUndefined();
   });
 

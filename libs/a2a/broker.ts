@@ -11,6 +11,7 @@ import { AgentClients } from './agent-clients';
 import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
 import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agent-store';
 import { MeshTaskHandler } from './mesh-task-handler';
+import { PushConfigStore } from './push-configs';
 import { requestTopicOf } from './request-topic';
 import { TaskRelay } from './task-relay';
 import { A2ATaskStore } from './task-store';
@@ -51,6 +52,7 @@ export class A2ABroker {
   private readonly log = createLogger('A2ABroker');
   readonly agents: A2AAgentStore;
   readonly tasks: A2ATaskStore;
+  readonly pushConfigs: PushConfigStore;
   private readonly relay: TaskRelay;
 
   constructor(
@@ -66,6 +68,7 @@ export class A2ABroker {
   ) {
     this.agents = new A2AAgentStore(db);
     this.tasks = new A2ATaskStore(db);
+    this.pushConfigs = new PushConfigStore(db);
     this.relay = new TaskRelay(this.tasks, this.agents, clients);
   }
 
@@ -168,6 +171,8 @@ export class A2ABroker {
       relay: this.relay,
       publish: (topic, frame) => this.kafka.publish(topic, frame),
       sendWaitMs: this.sendWaitMs,
+      pushConfigs: this.pushConfigs,
+      checkUrl: this.checkUrl,
     });
   }
 }

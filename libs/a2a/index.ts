@@ -11,3 +11,6 @@ export * from './task-relay';
 export * from './task-workflows';
 export * from './request-records';
 export * from './agent-updates';
+export * from './push-configs';
+export * from './push-config-methods';
+export * from './task-pushes';

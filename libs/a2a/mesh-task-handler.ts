@@ -3,7 +3,6 @@ import { AgentCard, Message, Task, TaskState, taskStateToJSON } from '@a2a-js/sd
 import {
   A2AError,
   ExtendedAgentCardNotConfiguredError,
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -15,6 +14,8 @@ import type { PublishReceipt } from '../kafka';
 import { createLogger } from '../logging';
 import { taskToFrame } from './a2a-frame.adaptor';
 import type { StoredAgent } from './agent-store';
+import { PushConfigMethods } from './push-config-methods';
+import type { PushConfigStore } from './push-configs';
 import { requestTopicOf } from './request-topic';
 import { AgentUnreachable, agentMessage, TaskRelay } from './task-relay';
 import { A2AState, stateOf, TERMINAL, wireStateOf } from './task-states';
@@ -44,6 +45,9 @@ export interface MeshTaskScope {
   publish(topic: string, frame: EventFrame): Promise<PublishReceipt>;
   /** How long a blocking send waits for its task to settle (EVENTMESH_AGENTS_SEND_WAIT_MS). */
   sendWaitMs: number;
+  /** The tasks' push notification configs, and the sink rules their URLs are held to. */
+  pushConfigs: PushConfigStore;
+  checkUrl(url: string): Promise<void>;
 }
 
 /**
@@ -52,8 +56,8 @@ export interface MeshTaskScope {
  * request to the agent's request topic (the A2A adaptor: message to frame), and starts the task's workflow
  * `a2a-task/<id>`, which sees it through (workflows/a2a-task.workflow.ts); a blocking send waits for the workflow,
  * bounded. Reads come from Postgres; a cancel goes to the workflow (an update). Tasks of other tenants and other
- * agents are not found. Streaming, resubscription, push notifications and continuing a task are refused as
- * unsupported (docs/a2a.md).
+ * agents are not found. Push notification configs: push-config-methods.ts. Streaming, resubscription and
+ * continuing a task are refused as unsupported (docs/a2a.md).
  */
 export class MeshTaskHandler implements A2ARequestHandler {
   /**
@@ -63,7 +67,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
    */
   unexpected?: unknown;
 
-  constructor(private readonly scope: MeshTaskScope) {}
+  private readonly pushes: PushConfigMethods;
+
+  constructor(private readonly scope: MeshTaskScope) {
+    this.pushes = new PushConfigMethods({ find: (id) => this.find(id), configs: scope.pushConfigs, checkUrl: scope.checkUrl, workflows: scope.workflows });
+  }
 
   private async guard<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -91,6 +99,8 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const message = params.message;
     if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
     if (message.taskId) throw new UnsupportedOperationError('continuing a task (message.taskId) is not supported by the mesh yet');
+    const pushConfig = params.configuration?.taskPushNotificationConfig;
+    const push = pushConfig ? await this.pushes.validate(pushConfig, context) : undefined;
     const { tenant, agent } = this.scope;
     const id = randomUUID();
     const contextId = message.contextId || randomUUID();
@@ -104,8 +114,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
     });
     const topic = requestTopicOf(tenant, agent.name);
     try {
-      const receipt = await this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, params, created.createdAt));
-      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset });
+      if (push) await this.scope.pushConfigs.put(created, push);
+      // The push config (its token) stays in Postgres: the request travels without it.
+      const request = push && params.configuration ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } } : params;
+      const receipt = await this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, request, created.createdAt));
+      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, push !== undefined);
     } catch (e) {
       // Not taken: the task fails at once (a record already written is delivered by nobody: no workflow runs it).
       log.warn({ agent: agent.name, task: id, error: (e as Error).message }, 'the task could not be handed to the mesh; it fails');
@@ -185,20 +198,32 @@ export class MeshTaskHandler implements A2ARequestHandler {
     throw new UnsupportedOperationError('resubscribing is not supported by the mesh yet');
   }
 
-  createTaskPushNotificationConfig(): Promise<never> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not supported by the mesh yet'));
+  createTaskPushNotificationConfig(params: Params<'createTaskPushNotificationConfig'>, context: ServerCallContext): ReturnType<A2ARequestHandler['createTaskPushNotificationConfig']> {
+    return this.guard(async () => {
+      this.checkTenant(context);
+      return this.pushes.create(params, context);
+    });
   }
 
-  getTaskPushNotificationConfig(): Promise<never> {
-    return this.createTaskPushNotificationConfig();
+  getTaskPushNotificationConfig(params: Params<'getTaskPushNotificationConfig'>, context: ServerCallContext): ReturnType<A2ARequestHandler['getTaskPushNotificationConfig']> {
+    return this.guard(async () => {
+      this.checkTenant(context);
+      return this.pushes.get(params);
+    });
   }
 
-  listTaskPushNotificationConfigs(): Promise<never> {
-    return this.createTaskPushNotificationConfig();
+  listTaskPushNotificationConfigs(params: Params<'listTaskPushNotificationConfigs'>, context: ServerCallContext): ReturnType<A2ARequestHandler['listTaskPushNotificationConfigs']> {
+    return this.guard(async () => {
+      this.checkTenant(context);
+      return this.pushes.list(params);
+    });
   }
 
-  deleteTaskPushNotificationConfig(): Promise<never> {
-    return this.createTaskPushNotificationConfig();
+  deleteTaskPushNotificationConfig(params: Params<'deleteTaskPushNotificationConfig'>, context: ServerCallContext): Promise<void> {
+    return this.guard(async () => {
+      this.checkTenant(context);
+      await this.pushes.delete(params);
+    });
   }
 
   /** The tenant is the gate's: a `tenant` parameter naming another one is refused (the SDK sets it from params). */

@@ -6,6 +6,7 @@ import {
   a2aTaskWorkflowIdOf,
   CancelOutcome,
   cancelTaskUpdate,
+  pushConfiguredSignal,
   taskChangedSignal,
   TaskRequestRecord,
 } from '../../workflows';
@@ -29,11 +30,12 @@ export class TaskWorkflows {
     private readonly options: TaskWorkflowOptions,
   ) {}
 
-  async start(task: { id: string; tenant: string; agent: string }, style: 'url' | 'subscriber', request: TaskRequestRecord): Promise<void> {
+  /** `push`: the task has push notification configs (given with its send). */
+  async start(task: { id: string; tenant: string; agent: string }, style: 'url' | 'subscriber', request: TaskRequestRecord, push = false): Promise<void> {
     await this.client.workflow.start(a2aTaskWorkflow, {
       workflowId: a2aTaskWorkflowIdOf(task.id),
       taskQueue: A2A_TASK_QUEUE,
-      args: [{ taskId: task.id, tenant: task.tenant, agent: task.agent, style, request, timeoutMs: this.options.timeoutMs, callTimeoutMs: this.options.callTimeoutMs }],
+      args: [{ taskId: task.id, tenant: task.tenant, agent: task.agent, style, request, timeoutMs: this.options.timeoutMs, callTimeoutMs: this.options.callTimeoutMs, ...(push ? { push } : {}) }],
       typedSearchAttributes: [
         { key: a2aSearchAttributes.agent, value: task.agent },
         { key: a2aSearchAttributes.tenant, value: task.tenant },
@@ -77,6 +79,15 @@ export class TaskWorkflows {
       await this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).signal(taskChangedSignal, { state, version });
     } catch (e) {
       // A workflow that ended (the task settled before, e.g. input-required) has nothing to follow.
+      if (!(e instanceof WorkflowNotFoundError) && !isCompleted(e)) throw e;
+    }
+  }
+
+  /** Tells the task's workflow a push notification config was set (it pushes from then on); a workflow that ended has nothing to push. */
+  async pushConfigured(taskId: string): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).signal(pushConfiguredSignal);
+    } catch (e) {
       if (!(e instanceof WorkflowNotFoundError) && !isCompleted(e)) throw e;
     }
   }

@@ -14,6 +14,7 @@ import {
   claimName,
   tenantName,
   secretKeys,
+  optionalWebhookSecret,
   superUser,
   optionalHttpUrl,
   hostPort,
@@ -110,7 +111,8 @@ export interface EventMeshConfig {
     requestTimeoutMs: number;
   };
   streams: { pollMaxConsumers: number };
-  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number };
+  /** `pushSigningSecret`: the Standard Webhooks secret A2A push notifications are signed with ('' = unsigned). */
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; pushSigningSecret: string };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -301,6 +303,8 @@ const SETTINGS = {
     () => 30000, 'How long a blocking SendMessage waits for its task to settle; then it answers the task as it is (it runs on).'),
   agentsHeartbeatTtlMs: setting('EVENTMESH_AGENTS_HEARTBEAT_TTL_MS', 'eventmesh.agents.heartbeatTtlMs', integer(1000, 86400000),
     () => 60000, 'How long a mesh-subscriber agent\'s card lives after its last heartbeat (POST /a2a/agents/{name}/heartbeat, or its registration); then it is not listed, its card is not served and it is sent no task until it beats again.'),
+  agentsPushSigningSecret: setting('EVENTMESH_AGENTS_PUSH_SIGNING_SECRET', 'eventmesh.agents.pushSigningSecret', optionalWebhookSecret, () => '',
+    'The Standard Webhooks secret (whsec_...) A2A push notifications are signed with (webhook-id, webhook-timestamp, webhook-signature; docs/a2a.md): the clients\' webhooks verify them with it. Unset: pushes go unsigned (the config\'s token or authentication still authenticates them).'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
     integer(1, 100000), () => 100,
     'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
@@ -551,7 +555,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       requestTimeoutMs: v.kafkaRequestTimeoutMs,
     },
     streams: { pollMaxConsumers: v.streamsPollMaxConsumers },
-    agents: { callTimeoutMs: v.agentsCallTimeoutMs, taskTimeoutMs: v.agentsTaskTimeoutMs, sendWaitMs: v.agentsSendWaitMs, heartbeatTtlMs: v.agentsHeartbeatTtlMs },
+    agents: { callTimeoutMs: v.agentsCallTimeoutMs, taskTimeoutMs: v.agentsTaskTimeoutMs, sendWaitMs: v.agentsSendWaitMs, heartbeatTtlMs: v.agentsHeartbeatTtlMs, pushSigningSecret: v.agentsPushSigningSecret },
     temporal: {
       address: v.temporalAddress,
       namespace: v.temporalNamespace,
