@@ -185,6 +185,32 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(acknowledged.map((p) => p.state).filter((s) => s !== 'TASK_STATE_SUBMITTED')).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
   });
 
+  it('gives a push up after the attempt limit (5 here, each under one webhook-id), and removes a config answered 410', async () => {
+    const client = await clientOf(tenantA);
+    const key = randomUUID();
+    receiver.status = (request) => (request.path.includes('down') ? 500 : request.path.includes('gone') ? 410 : 200);
+    const task = await started(client, `hold:${key}`, { id: 'down', url: `${receiver.url}?down` });
+    await waitFor('the task working at the mesh', async () => (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state === TaskState.TASK_STATE_WORKING);
+    await client.createTaskPushNotificationConfig({ tenant: '', id: 'gone', taskId: task.id, url: `${receiver.url}?gone`, token: '', authentication: undefined });
+    await release(key);
+    const configs = new PushConfigStore(instance.deps.db);
+    // The 410 removes its config; the failing one is given up for the completion after its 5 attempts.
+    const completed = await waitFor('the completion given up', async () => {
+      const [down] = await configs.ofTask(tenantA, task.id);
+      const now = await client.getTask({ tenant: '', id: task.id, historyLength: 0 });
+      return now.status?.state === TaskState.TASK_STATE_COMPLETED && down?.id === 'down' && (await new A2ATaskStore(instance.deps.db).get(tenantA, task.id))!.version === down.pushedVersion && down;
+    });
+    expect((await configs.ofTask(tenantA, task.id)).map((c) => c.id)).toEqual(['down']);
+    const attempts = new Map<string, number>();
+    for (const { request } of pushesOf(task.id).filter((p) => p.request.path.includes('down'))) {
+      const id = String(request.headers['webhook-id']);
+      attempts.set(id, (attempts.get(id) ?? 0) + 1);
+    }
+    expect(attempts.get(`${task.id}:down:${completed.pushedVersion}`)).toBe(5);
+    expect([...attempts.values()].every((n) => n === 5)).toBe(true);
+    expect(pushesOf(task.id).filter((p) => p.request.path.includes('gone'))).toHaveLength(1);
+  });
+
   it('creates, reads, lists, pages and deletes configs: JSON-RPC v1.0 (stock client), the REST binding, v0.3 names', async () => {
     const client = await clientOf(tenantA);
     const task = await started(client, 'park');
