@@ -10,6 +10,7 @@ import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
 
@@ -41,8 +42,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
   const suffix = randomUUID().slice(0, 8);
   const [tenantA, tenantB] = [`push-a-${suffix}`, `push-b-${suffix}`];
   const signingSecret = `whsec_${randomBytes(32).toString('base64')}`;
-  const config = testConfig({
-    EVENTMESH_INSTANCE_ID: `a2a-push-${suffix}`,
+  const env = {
     EVENTMESH_KAFKA_TOPICS: uniqueTopic('a2a-push'),
     EVENTMESH_HTTP_PORT: '0',
     EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
@@ -52,7 +52,8 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '100',
     EVENTMESH_DELIVERY_RETRY_MAX_MS: '400',
     EVENTMESH_DELIVERY_MAX_ATTEMPTS: '5',
-  });
+  };
+  const config = testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-push-${suffix}` });
   const gateOf = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   const agent = new EchoAgent();
@@ -76,6 +77,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
   });
   beforeEach(() => {
     receiver.status = () => 200;
+    receiver.gate = undefined;
   });
 
   const fetchAs = (tenant: string): typeof fetch => ((input: string | URL | Request, init?: RequestInit) =>
@@ -320,5 +322,40 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(resolved).toEqual(['hooks.internal.test']);
     expect(await configs.ofTask(tenantA, task.id)).toEqual([]);
     expect(receiver.requests.length).toBe(before);
+  });
+  it('a push outlives the worker sending it: another instance pushes it again (same webhook-id) until acknowledged', async () => {
+    // The last case: only worker instances of this case run tasks from here on (the first instance keeps its gateway).
+    await instance.worker!.stop();
+    const workerOnly = (name: string) => startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `${name}-${suffix}` }), { roles: ['worker'] });
+    const first = await workerOnly('a2a-push-w1');
+    let second: RunningInstance | undefined;
+    let answer: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    try {
+      const client = await clientOf(tenantA);
+      const key = randomUUID();
+      const task = await started(client, `hold:${key}`, { url: receiver.url!, token: 'crash' });
+      // The receiver takes the completion but does not answer: the push is in flight when its worker stops.
+      const isCompletion = (r: ReceivedRequest) => String(r.headers['webhook-id'] ?? '').startsWith(`${task.id}:`) && r.body.toString('utf8').includes('TASK_STATE_COMPLETED');
+      receiver.gate = (r) => (isCompletion(r) ? held : undefined);
+      await release(key);
+      const [taken] = await waitFor('the completion taken by the receiver', () => receiver.requests.filter(isCompletion).length === 1 && receiver.requests.filter(isCompletion));
+      await first.close();
+      receiver.gate = undefined;
+      second = await workerOnly('a2a-push-w2');
+      const again = await waitFor('the completion pushed again', () => receiver.requests.filter(isCompletion).length >= 2 && receiver.requests.filter(isCompletion), { timeoutMs: 30_000 });
+      expect(again.map((r) => r.headers['webhook-id'])).toEqual(again.map(() => taken.headers['webhook-id']));
+      await waitFor('the completion recorded as pushed', async () => {
+        const [pushed] = await new PushConfigStore(instance.deps.db).ofTask(tenantA, task.id);
+        return pushed.pushedVersion === (await new A2ATaskStore(instance.deps.db).get(tenantA, task.id))!.version;
+      });
+    } finally {
+      answer();
+      await first.close().catch(() => undefined);
+      await second?.close();
+      const { client, close } = await temporalClient();
+      await terminateWorkflows(client, [`dispatch/a2a-push-w1-${suffix}`, `dispatch/a2a-push-w2-${suffix}`]);
+      await close();
+    }
   });
 });
