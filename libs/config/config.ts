@@ -443,7 +443,9 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       values[name] = s.parse(raw);
     } catch (e) {
       const legal = e instanceof SettingValueError ? e.legal : String(e);
-      problems.push(`${s.env} (${s.key}) = "${raw}" is not valid; legal values: ${legal}`);
+      // A secret's value is never echoed (the message goes to the boot log).
+      const shown = /SECRET/.test(s.env) ? '(hidden)' : `"${raw}"`;
+      problems.push(`${s.env} (${s.key}) = ${shown} is not valid; legal values: ${legal}`);
     }
   }
   const v = values as Values;
