@@ -265,6 +265,13 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(push.body).toMatchObject({ kind: 'task', id: task.id, status: { state: 'completed' } });
     expect(push.request.headers['content-type']).toBe('application/json');
     expect(push.request.headers['x-a2a-notification-token']).toBe('v03');
+
+    // v0.3 `message/send` with `configuration.pushNotificationConfig`.
+    const sent = await rpc(tenantA, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'echo:legacy' }] }, configuration: { blocking: false, pushNotificationConfig: { url: receiver.url, token: 'v03-send' } } });
+    const legacyId = String(sent.result?.id);
+    const pushes = await settled(legacyId, 'completed');
+    expect(pushes[pushes.length - 1].body).toMatchObject({ kind: 'task', id: legacyId, status: { state: 'completed' } });
+    expect(pushes.every((p) => p.request.headers['x-a2a-notification-token'] === 'v03-send')).toBe(true);
   });
 
   it('shows another tenant\'s task as not found (-32001, REST 404), and stores nothing for it', async () => {
