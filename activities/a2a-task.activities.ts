@@ -1,10 +1,12 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NotATaskFrame, RequestRecordGone, type A2AState, type TaskIds, type TaskRelay } from '../libs/a2a';
+import { NotATaskFrame, RequestRecordGone, type A2AState, type PushOutcome, type TaskIds, type TaskPusher, type TaskRelay } from '../libs/a2a';
 import type { CancelOutcome, TaskRequestRecord, TaskStep } from '../workflows/a2a-task.definitions';
 
 export interface A2ATaskActivityDeps {
   relay: TaskRelay;
+  /** Pushes a task's updates to its push notification configs. */
+  pusher: TaskPusher;
   /** Aborted when the instance shuts down: a delivery stops at once and Temporal runs it again on another instance. */
   shutdownSignal: AbortSignal;
 }
@@ -20,18 +22,30 @@ const HEARTBEAT_MS = 1000;
  */
 export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
   return {
-    async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number; turn?: number }): Promise<TaskStep> {
+    async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number; returnOnChange?: boolean; turn?: number }): Promise<TaskStep> {
       const ctx = Context.current();
       ctx.heartbeat();
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       try {
-        const { request, callTimeoutMs, turn, ...ids } = input;
+        const { request, callTimeoutMs, returnOnChange, turn, ...ids } = input;
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
-        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs }, turn) };
+        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn) };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
         if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');
         throw e;
+      } finally {
+        clearInterval(beat);
+      }
+    },
+
+    /** Pushes the task as it is now to each of its push notification configs that has not had this version yet. */
+    async pushTask(ids: TaskIds): Promise<PushOutcome> {
+      const ctx = Context.current();
+      ctx.heartbeat();
+      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+      try {
+        return await deps.pusher.push(ids, AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]));
       } finally {
         clearInterval(beat);
       }

@@ -49,6 +49,8 @@ export interface A2ATaskInput {
    * a message continuing the task after the agent asked for input (a new run of the same workflow id, starting `working`).
    */
   turn?: number;
+  /** The task has push notification configs (given with its send): the workflow pushes each change it sees. */
+  push?: boolean;
 }
 
 /** How the delivery to an agent is tried again (Temporal's retry of the delivery activity). */
@@ -84,5 +86,7 @@ export interface TaskChanged {
   version: number;
 }
 export const taskChangedSignal = defineSignal<[TaskChanged]>('changed');
+/** A push notification config was set on the task: from now on the workflow pushes each change it sees. */
+export const pushConfiguredSignal = defineSignal('push-configured');
 /** The task's state as the workflow knows it. */
 export const taskStateQuery = defineQuery<TaskStateName>('state');

@@ -1,10 +1,11 @@
 import { ActivityFailure } from '@temporalio/common';
-import { allHandlersFinished, CancellationScope, condition, isCancellation, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { A2ATaskActivities } from '../activities';
 import {
   A2ATaskInput,
   a2aSearchAttributes,
   cancelTaskUpdate,
+  pushConfiguredSignal,
   DEFAULT_DELIVERY_RETRY,
   SETTLED_STATES,
   taskChangedSignal,
@@ -27,6 +28,9 @@ const retry = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval
  * - a mesh subscriber: the agent's subscription delivers the record; the agent's updates are recorded by the
  *   gateway, which signals each change here.
  * A cancel is an update: it stops the delivery, cancels at the agent and in Postgres, and answers how it went.
+ * A task with push notification configs (given with the send, or set later: a signal) has each change the workflow
+ * sees pushed by an activity (libs/a2a/task-pushes.ts) that reads the task and its configs from Postgres, beside the
+ * delivery (which then answers after each change it records); the workflow ends once every change is pushed.
  * At the timeout the task fails (and the agent is asked to cancel its task). Only ids and states are in the
  * history; the state is also a search attribute (`EventMeshTaskState`, beside `EventMeshAgent` and
  * `EventMeshTenant` set at the start), so operators filter tasks in the Temporal UI.
@@ -49,6 +53,10 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
     },
   });
 
+  // Histories recorded before push notifications replay without them.
+  const pushable = patched('a2a-push-notifications');
+  const pushes = proxyActivities<A2ATaskActivities>({ scheduleToCloseTimeout: '1 hour', heartbeatTimeout: '10s', retry });
+
   const turn = input.turn ?? 1;
   let state: TaskStateName = turn > 1 ? 'working' : 'submitted';
   let version = 0;
@@ -60,11 +68,39 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
     upsertSearchAttributes([{ key: a2aSearchAttributes.state, value: state }]);
   };
 
+  // Push notifications: `changes` counts the changes seen, `pushedChanges` those pushed; the pusher runs beside the rest.
+  let pushing = pushable && input.push === true;
+  let changes = 0;
+  let pushedChanges = 0;
+  let ended = false;
+  const changed = () => {
+    changes++;
+  };
+  const pusher = (async () => {
+    for (;;) {
+      await condition(() => (pushing && changes > pushedChanges) || (ended && allHandlersFinished()));
+      if (!(pushing && changes > pushedChanges)) return;
+      const upTo = changes;
+      try {
+        await pushes.pushTask(ids);
+      } catch {
+        // Given up by Temporal (an hour of failures to reach Postgres): the next change pushes the task again.
+      }
+      pushedChanges = upTo;
+    }
+  })();
+
   setHandler(taskStateQuery, () => state);
-  setHandler(taskChangedSignal, (changed) => {
-    if (changed.version <= version) return; // an older change, arrived late
-    version = changed.version;
-    settle(changed.state);
+  setHandler(taskChangedSignal, (next) => {
+    if (next.version <= version) return; // an older change, arrived late
+    version = next.version;
+    settle(next.state);
+    changed();
+  });
+  setHandler(pushConfiguredSignal, () => {
+    if (!pushable) return;
+    pushing = true;
+    changed();
   });
   setHandler(cancelTaskUpdate, async () => {
     cancelling = true;
@@ -72,6 +108,7 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
       delivery?.cancel();
       const outcome = await steps.cancelTask(ids);
       if (outcome.state) settle(outcome.state);
+      changed();
       return outcome;
     } finally {
       cancelling = false;
@@ -84,11 +121,14 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
       if (settled(state)) break;
       delivery = new CancellationScope({ cancellable: true, timeout: deadline - Date.now() });
       try {
-        settle((await delivery.run(() => delivering.deliverTask({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...(turn > 1 ? { turn } : {}) }))).state);
+        const returnOnChange = pushing ? { returnOnChange: true } : {};
+        settle((await delivery.run(() => delivering.deliverTask({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...returnOnChange, ...(turn > 1 ? { turn } : {}) }))).state);
+        changed();
       } catch (e) {
         if (isCancellation(e)) continue; // a cancel (the update decides), or the deadline (the loop ends)
         const reason = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
         settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reason}` })).state);
+        changed();
       } finally {
         delivery = undefined;
       }
@@ -99,7 +139,10 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
   await condition(() => !cancelling);
   if (!settled(state)) {
     settle((await steps.failTask({ ...ids, reason: `the task did not settle within its timeout of ${input.timeoutMs} ms` })).state);
+    changed();
   }
   await condition(allHandlersFinished);
+  ended = true;
+  await pusher;
   return state;
 }

@@ -50,7 +50,7 @@ describe('agent cards', () => {
     ]);
     expect(JSON.stringify(served)).not.toContain('agent.example');
     expect(served.signatures).toBeUndefined();
-    expect(served.capabilities).toMatchObject({ streaming: true, pushNotifications: false });
+    expect(served.capabilities).toMatchObject({ streaming: true, pushNotifications: true });
     expect(served.securitySchemes).toBeUndefined();
   });
 

@@ -83,7 +83,8 @@ export interface GateAuthentication {
 /**
  * The card the mesh serves for an agent: the registered card with its interfaces replaced by the mesh's own
  * endpoints for the agent (JSON-RPC, A2A v1.0 and v0.3 selected by the `A2A-Version` header; HTTP+JSON, v1.0), the capabilities the
- * mesh serves (streaming from its task event logs; no push notifications yet), and the security schemes the request gate enforces. The
+ * mesh offers (streaming from its task event logs; push notifications: the mesh pushes the task's updates itself,
+ * whatever the agent supports), and the security schemes the request gate enforces. The
  * agent's own signatures are dropped: they sign a card that is no longer the one served.
  */
 export function meshCardOf(card: RegisteredCard, urls: { rpcUrl: string; restUrl: string }, gate: GateAuthentication): Record<string, unknown> {
@@ -103,7 +104,7 @@ export function meshCardOf(card: RegisteredCard, urls: { rpcUrl: string; restUrl
       { url: urls.restUrl, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       { url: urls.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
     ],
-    capabilities: { ...card.capabilities, streaming: true, pushNotifications: false, extendedAgentCard: false },
+    capabilities: { ...card.capabilities, streaming: true, pushNotifications: true, extendedAgentCard: false },
     ...security,
     signatures: [],
   };

@@ -11,6 +11,7 @@ import { AgentClients } from './agent-clients';
 import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
 import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agent-store';
 import { MeshTaskHandler } from './mesh-task-handler';
+import { PushConfigStore } from './push-configs';
 import { requestTopicOf } from './request-topic';
 import { TaskRelay } from './task-relay';
 import { A2ATaskStore } from './task-store';
@@ -56,6 +57,7 @@ export class A2ABroker {
   readonly streams: TaskStreams;
   /** How long an idle stream waits before a keep-alive comment (EVENTMESH_AGENTS_STREAM_HEARTBEAT_MS). */
   readonly streamHeartbeatMs: number;
+  readonly pushConfigs: PushConfigStore;
   private readonly relay: TaskRelay;
 
   constructor(
@@ -75,6 +77,7 @@ export class A2ABroker {
     this.agents = new A2AAgentStore(db);
     this.tasks = new A2ATaskStore(db);
     this.streams = new TaskStreams(db, { maxStreams: streams.maxStreams, pollMs: streams.streamPollMs });
+    this.pushConfigs = new PushConfigStore(db);
     this.relay = new TaskRelay(this.tasks, this.agents, clients);
   }
 
@@ -186,6 +189,8 @@ export class A2ABroker {
       publish: (topic, frame) => this.kafka.publish(topic, frame),
       sendWaitMs: this.sendWaitMs,
       streams: this.streams,
+      pushConfigs: this.pushConfigs,
+      checkUrl: this.checkUrl,
     });
   }
 }

@@ -14,3 +14,6 @@ export * from './agent-updates';
 export * from './task-policy';
 export * from './task-events';
 export * from './task-stream';
+export * from './push-configs';
+export * from './push-config-methods';
+export * from './task-pushes';

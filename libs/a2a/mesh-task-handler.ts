@@ -3,7 +3,6 @@ import { AgentCard, Message, StreamResponse, Task, TaskState } from '@a2a-js/sdk
 import {
   A2AError,
   ExtendedAgentCardNotConfiguredError,
-  PushNotificationNotSupportedError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -15,6 +14,8 @@ import type { PublishReceipt } from '../kafka';
 import { createLogger } from '../logging';
 import { taskToFrame } from './a2a-frame.adaptor';
 import type { StoredAgent } from './agent-store';
+import { PushConfigMethods } from './push-config-methods';
+import type { PushConfigStore } from './push-configs';
 import { requestTopicOf } from './request-topic';
 import { AgentUnreachable, agentMessage, TaskRelay } from './task-relay';
 import { taskJsonOf } from './task-events';
@@ -56,6 +57,9 @@ export interface MeshTaskScope {
   sendWaitMs: number;
   /** The gateway's streams of task logs (SendStreamingMessage, SubscribeToTask). */
   streams: TaskStreams;
+  /** The tasks' push notification configs, and the sink rules their URLs are held to. */
+  pushConfigs: PushConfigStore;
+  checkUrl(url: string): Promise<void>;
 }
 
 /**
@@ -65,8 +69,8 @@ export interface MeshTaskScope {
  * `a2a-task/<id>`, which sees it through (workflows/a2a-task.workflow.ts); a blocking send waits for the workflow,
  * bounded. Reads come from Postgres; a cancel goes to the workflow (an update). Tasks of other tenants and other
  * agents are not found. Streams (SendStreamingMessage, SubscribeToTask) read the task's event log from Postgres
- * (task-stream.ts), whichever instance took the task. Push notifications and continuing a task are refused as
- * unsupported (docs/a2a.md).
+ * (task-stream.ts), whichever instance took the task. Push notification configs: push-config-methods.ts. A message
+ * naming a task that asked for input continues it (continueTask).
  */
 export class MeshTaskHandler implements A2ARequestHandler {
   /**
@@ -76,7 +80,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
    */
   unexpected?: unknown;
 
-  constructor(private readonly scope: MeshTaskScope) {}
+  private readonly pushes: PushConfigMethods;
+
+  constructor(private readonly scope: MeshTaskScope) {
+    this.pushes = new PushConfigMethods({ find: (id) => this.find(id), configs: scope.pushConfigs, checkUrl: scope.checkUrl, workflows: scope.workflows });
+  }
 
   private async guard<T>(work: () => Promise<T>): Promise<T> {
     try {
@@ -118,6 +126,8 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const message = params.message;
     if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
     if (message.taskId) return this.continueTask(params, message);
+    const pushConfig = params.configuration?.taskPushNotificationConfig;
+    const push = pushConfig ? await this.pushes.validate(pushConfig, context) : undefined;
     const { tenant, agent } = this.scope;
     const id = randomUUID();
     const contextId = message.contextId || randomUUID();
@@ -131,8 +141,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
     });
     const topic = requestTopicOf(tenant, agent.name);
     try {
-      const receipt = await this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, params, created.createdAt));
-      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card);
+      if (push) await this.scope.pushConfigs.put(created, push);
+      // The push config (its token) stays in Postgres: the request travels without it.
+      const request = push && params.configuration ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } } : params;
+      const receipt = await this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, request, created.createdAt));
+      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, { push: push !== undefined });
     } catch (e) {
       // Not taken: the task fails at once (a record already written is delivered by nobody: no workflow runs it).
       log.warn({ agent: agent.name, task: id, error: (e as Error).message }, 'the task could not be handed to the mesh; it fails');
@@ -175,7 +188,8 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const topic = requestTopicOf(tenant, agent.name);
     try {
       const receipt = await this.scope.publish(topic, taskToFrame({ taskId: continued.id, contextId: continued.contextId, agent: agent.name }, { ...params, message }, new Date(), turn));
-      await this.scope.workflows.start(continued, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, turn);
+      const push = (await this.scope.pushConfigs.ofTask(tenant, continued.id)).length > 0;
+      await this.scope.workflows.start(continued, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, { turn, push });
     } catch (e) {
       log.warn({ agent: agent.name, task: continued.id, turn, error: (e as Error).message }, 'the message continuing the task could not be handed to the mesh; the task fails');
       await this.scope.tasks.transition(continued, { state: 'failed', statusMessage: agentMessage(continued, 'the mesh could not take the message') }).catch(() => undefined);
@@ -303,20 +317,32 @@ export class MeshTaskHandler implements A2ARequestHandler {
     }
   }
 
-  createTaskPushNotificationConfig(): Promise<never> {
-    return Promise.reject(new PushNotificationNotSupportedError('push notifications are not supported by the mesh yet'));
+  createTaskPushNotificationConfig(params: Params<'createTaskPushNotificationConfig'>, context: ServerCallContext): ReturnType<A2ARequestHandler['createTaskPushNotificationConfig']> {
+    return this.guard(async () => {
+      this.checkTenant(context);
+      return this.pushes.create(params, context);
+    });
   }
 
-  getTaskPushNotificationConfig(): Promise<never> {
-    return this.createTaskPushNotificationConfig();
+  getTaskPushNotificationConfig(params: Params<'getTaskPushNotificationConfig'>, context: ServerCallContext): ReturnType<A2ARequestHandler['getTaskPushNotificationConfig']> {
+    return this.guard(async () => {
+      this.checkTenant(context);
+      return this.pushes.get(params);
+    });
   }
 
-  listTaskPushNotificationConfigs(): Promise<never> {
-    return this.createTaskPushNotificationConfig();
+  listTaskPushNotificationConfigs(params: Params<'listTaskPushNotificationConfigs'>, context: ServerCallContext): ReturnType<A2ARequestHandler['listTaskPushNotificationConfigs']> {
+    return this.guard(async () => {
+      this.checkTenant(context);
+      return this.pushes.list(params);
+    });
   }
 
-  deleteTaskPushNotificationConfig(): Promise<never> {
-    return this.createTaskPushNotificationConfig();
+  deleteTaskPushNotificationConfig(params: Params<'deleteTaskPushNotificationConfig'>, context: ServerCallContext): Promise<void> {
+    return this.guard(async () => {
+      this.checkTenant(context);
+      await this.pushes.delete(params);
+    });
   }
 
   /** The tenant is the gate's: a `tenant` parameter naming another one is refused (the SDK sets it from params). */

@@ -42,6 +42,8 @@ export interface DeliveryContext {
   /** Aborted when the delivery is canceled (a cancel of the task, its deadline, the worker shutting down). */
   signal: AbortSignal;
   callTimeoutMs: number;
+  /** Answer after each change recorded (the task has push configs: the workflow pushes it before following on). */
+  returnOnChange?: boolean;
 }
 
 /**
@@ -132,6 +134,7 @@ export class TaskRelay {
       if (result.changed) {
         task = result.task;
         wait = FOLLOW_FIRST_MS;
+        if (ctx.returnOnChange) return task.state;
       } else if (result.reason === 'missing') return 'failed';
       else task = result.task;
     }

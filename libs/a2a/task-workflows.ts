@@ -6,6 +6,7 @@ import {
   a2aTaskWorkflowIdOf,
   CancelOutcome,
   cancelTaskUpdate,
+  pushConfiguredSignal,
   taskChangedSignal,
   TaskRequestRecord,
 } from '../../workflows';
@@ -43,9 +44,16 @@ export class TaskWorkflows {
    * Starts the task's workflow for the client's turn `turn`: 1, the task's first message (a workflow id never used);
    * more, a message continuing the task after the agent asked for input: a new run of the same workflow id, once the
    * run of the turn before has ended (it ends when the task settles; a run still finishing is waited for, bounded).
-   * `card`: the agent's, whose task-policy extension (task-policy.ts) sets the task's timeout and delivery retry.
+   * `card`: the agent's, whose task-policy extension (task-policy.ts) sets the task's timeout and delivery retry;
+   * `push`: the task has push notification configs.
    */
-  async start(task: { id: string; tenant: string; agent: string }, style: 'url' | 'subscriber', request: TaskRequestRecord, card: RegisteredCard, turn = 1): Promise<void> {
+  async start(
+    task: { id: string; tenant: string; agent: string },
+    style: 'url' | 'subscriber',
+    request: TaskRequestRecord,
+    card: RegisteredCard,
+    { turn = 1, push = false }: { turn?: number; push?: boolean } = {},
+  ): Promise<void> {
     const policy = this.policyOf(card);
     const start = () =>
       this.client.workflow.start(a2aTaskWorkflow, {
@@ -62,6 +70,7 @@ export class TaskWorkflows {
             callTimeoutMs: this.options.callTimeoutMs,
             retry: policy.retry,
             ...(turn > 1 ? { turn } : {}),
+            ...(push ? { push } : {}),
           },
         ],
         typedSearchAttributes: [
@@ -114,6 +123,15 @@ export class TaskWorkflows {
       await this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).signal(taskChangedSignal, { state, version });
     } catch (e) {
       // A workflow that ended (the task settled before, e.g. input-required) has nothing to follow.
+      if (!(e instanceof WorkflowNotFoundError) && !isCompleted(e)) throw e;
+    }
+  }
+
+  /** Tells the task's workflow a push notification config was set (it pushes from then on); a workflow that ended has nothing to push. */
+  async pushConfigured(taskId: string): Promise<void> {
+    try {
+      await this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).signal(pushConfiguredSignal);
+    } catch (e) {
       if (!(e instanceof WorkflowNotFoundError) && !isCompleted(e)) throw e;
     }
   }

@@ -74,6 +74,17 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads the A2A push signing secret (unset: unsigned), and refuses one that is not whsec_ without echoing it', () => {
+    expect(loadConfig({}).agents.pushSigningSecret).toBe('');
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    expect(loadConfig({ EVENTMESH_AGENTS_PUSH_SIGNING_SECRET: secret }).agents.pushSigningSecret).toBe(secret);
+    for (const bad of ['s3cr3t-value', 'whsec_c2hvcnQ=']) {
+      expect(() => loadConfig({ EVENTMESH_AGENTS_PUSH_SIGNING_SECRET: bad })).toThrow(
+        'EVENTMESH_AGENTS_PUSH_SIGNING_SECRET (eventmesh.agents.pushSigningSecret) = (hidden) is not valid; legal values: whsec_ and 24 to 64 bytes in base64',
+      );
+    }
+  });
+
   it('leaves tracing off by default, reads its settings, and refuses a bad sample ratio or endpoint naming the key', () => {
     expect(loadConfig({}).tracing).toEqual({ enabled: false, otlpEndpoint: '', serviceName: 'eventmesh', sampleRatio: 1 });
     expect(

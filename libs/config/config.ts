@@ -14,6 +14,7 @@ import {
   claimName,
   tenantName,
   secretKeys,
+  optionalWebhookSecret,
   superUser,
   optionalHttpUrl,
   hostPort,
@@ -110,7 +111,8 @@ export interface EventMeshConfig {
     requestTimeoutMs: number;
   };
   streams: { pollMaxConsumers: number };
-  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number };
+  /** `pushSigningSecret`: the Standard Webhooks secret A2A push notifications are signed with ('' = unsigned). */
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -307,6 +309,8 @@ const SETTINGS = {
     () => 200, 'How often a gateway process looks at the event logs of the A2A tasks its open streams wait on (one query for all of them); an event reaches a waiting stream within about this long.'),
   agentsStreamHeartbeatMs: setting('EVENTMESH_AGENTS_STREAM_HEARTBEAT_MS', 'eventmesh.agents.streamHeartbeatMs', integer(100, 300000),
     () => 15000, 'An A2A SSE stream that wrote nothing for this long gets an SSE comment (`: keep-alive`), so proxies and clients keep an idle stream open.'),
+  agentsPushSigningSecret: setting('EVENTMESH_AGENTS_PUSH_SIGNING_SECRET', 'eventmesh.agents.pushSigningSecret', optionalWebhookSecret, () => '',
+    'The Standard Webhooks secret (whsec_...) A2A push notifications are signed with (webhook-id, webhook-timestamp, webhook-signature; docs/a2a.md): the clients\' webhooks verify them with it. Unset: pushes go unsigned (the config\'s token or authentication still authenticates them).'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
     integer(1, 100000), () => 100,
     'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
@@ -445,7 +449,9 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       values[name] = s.parse(raw);
     } catch (e) {
       const legal = e instanceof SettingValueError ? e.legal : String(e);
-      problems.push(`${s.env} (${s.key}) = "${raw}" is not valid; legal values: ${legal}`);
+      // A secret's value is never echoed (the message goes to the boot log).
+      const shown = /SECRET/.test(s.env) ? '(hidden)' : `"${raw}"`;
+      problems.push(`${s.env} (${s.key}) = ${shown} is not valid; legal values: ${legal}`);
     }
   }
   const v = values as Values;
@@ -565,6 +571,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       maxStreams: v.agentsMaxStreams,
       streamPollMs: v.agentsStreamPollMs,
       streamHeartbeatMs: v.agentsStreamHeartbeatMs,
+      pushSigningSecret: v.agentsPushSigningSecret,
     },
     temporal: {
       address: v.temporalAddress,

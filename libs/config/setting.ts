@@ -97,6 +97,13 @@ export const secretKeys = (raw: string): { id: string; key: Buffer }[] => {
   return keys;
 };
 
+/** An optional Standard Webhooks secret: `whsec_` and 24 to 64 bytes in base64; empty means unset. */
+export const optionalWebhookSecret = (raw: string): string => {
+  const match = /^whsec_([A-Za-z0-9+/]+={0,2})$/.exec(raw);
+  const bytes = match ? Buffer.from(match[1], 'base64').length : 0;
+  return bytes >= 24 && bytes <= 64 ? raw : invalid('whsec_ and 24 to 64 bytes in base64 (echo whsec_$(openssl rand -base64 32))');
+};
+
 export const superUser = (raw: string): string =>
   /^[A-Za-z0-9._-]{1,64}\/[^\s,]{1,256}$/.test(raw) ? raw : invalid('tenant/principal, the tenant 1 to 64 characters of [A-Za-z0-9._-]');
 

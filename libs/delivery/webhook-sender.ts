@@ -90,6 +90,19 @@ export class WebhookSender {
       headers.traceparent = context.traceparent;
       if (context.tracestate !== undefined) headers.tracestate = context.tracestate;
     }
+    return this.post(target, headers, body, messageId, signal);
+  }
+
+  /**
+   * A body that is not an event (an A2A push notification, libs/a2a/task-pushes.ts) POSTed the same way as an
+   * event: signed, through the SSRF guard, with the timeouts; `headers` are the caller's (its content type, the
+   * receiver's token). `messageId` is stable across retries of the same delivery.
+   */
+  async sendBody(target: WebhookTarget, body: Buffer, headers: Record<string, string>, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
+    return this.post(target, { ...headers }, body, messageId, signal);
+  }
+
+  private async post(target: WebhookTarget, headers: Record<string, string>, body: Buffer | undefined, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
     if (target.signingSecret) {
       let key: Buffer;
       try {

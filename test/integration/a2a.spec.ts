@@ -344,7 +344,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       ['an unsupported version', getTask(randomUUID()), '2.0', -32009],
       ['a stream of an unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: randomUUID() } }), '1.0', -32001],
       ['a stream continuing an unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendStreamingMessage', params: { message: { messageId: 'm', taskId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'x' }] } } }), '1.0', -32001],
-      ['push config (not supported)', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTaskPushNotificationConfigs', params: { taskId: 't' } }), '1.0', -32003],
+      ['push configs of an unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTaskPushNotificationConfigs', params: { taskId: 't' } }), '1.0', -32001],
       ['a v0.3 unknown task', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tasks/get', params: { id: randomUUID() } }), undefined, -32001],
       ['a v0.3 malformed body', '{', undefined, -32700],
       ['a tenant parameter naming another tenant', JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ListTasks', params: { tenant: 'someone-else' } }), '1.0', -32602],

@@ -1,7 +1,7 @@
-import { Controller, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
+import { Controller, Delete, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, Task, taskStateFromJSON, TaskState } from '@a2a-js/sdk';
-import { PushNotificationNotSupportedError, RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { ListTaskPushNotificationConfigsResponse, ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, taskStateFromJSON, TaskState } from '@a2a-js/sdk';
+import { RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
 import { ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
@@ -24,12 +24,13 @@ const A2A_JSON = 'application/a2a+json';
 
 /**
  * An agent's A2A HTTP+JSON (REST) binding on the mesh, v1.0 (docs/a2a.md): `POST {base}/message:send`,
- * `GET {base}/tasks/{id}`, `POST {base}/tasks/{id}:cancel`, `GET {base}/tasks`, and the streams
+ * `GET {base}/tasks/{id}`, `POST {base}/tasks/{id}:cancel`, `GET {base}/tasks`, the streams
  * `POST {base}/message:stream` and `GET|POST {base}/tasks/{id}:subscribe` (Server-Sent Events, each `data:` a
- * `StreamResponse`, each `id:` the event's seq in the task's log: a2a-sse.ts), with `{base}` =
- * `/a2a/agents/{name}/rest`. The same request handler as the JSON-RPC endpoint (MeshTaskHandler); errors in the
- * binding's shape and statuses (the SDK's `toRestErrorBody`). Push notification configs are refused as unsupported.
- * Gate action `publish`, as for the JSON-RPC endpoint.
+ * `StreamResponse`, each `id:` the event's seq in the task's log: a2a-sse.ts), and the push notification configs
+ * `{base}/tasks/{id}/pushNotificationConfigs[/{configId}]` (POST 201, GET, DELETE 204, as the SDK's REST handler
+ * routes them), with `{base}` = `/a2a/agents/{name}/rest`. The same request handler as the JSON-RPC endpoint
+ * (MeshTaskHandler); errors in the binding's shape and statuses (the SDK's `toRestErrorBody`). Gate action
+ * `publish`, as for the JSON-RPC endpoint.
  */
 @Controller('a2a/agents')
 export class A2ARestController {
@@ -61,6 +62,35 @@ export class A2ARestController {
     });
   }
 
+  @Get(':name/rest/tasks/:id/pushNotificationConfigs')
+  @ApiRoute({ summary: 'A2A HTTP+JSON: a task\'s push notification configs', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
+  @GateRoute({ action: 'publish' })
+  async listPushConfigs(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Query() query: Record<string, string | undefined>, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await this.answer(caller, name, request, reply, async (handler, context) => {
+      const result = await handler.listTaskPushNotificationConfigs({ tenant: '', taskId: id, pageSize: integerOf(query.pageSize, 'pageSize') ?? 0, pageToken: query.pageToken ?? '' }, context);
+      return { configs: [], nextPageToken: '', ...(ListTaskPushNotificationConfigsResponse.toJSON(result) as object) };
+    });
+  }
+
+  @Get(':name/rest/tasks/:id/pushNotificationConfigs/:configId')
+  @ApiRoute({ summary: 'A2A HTTP+JSON: one push notification config', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id', configId: 'the config id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
+  @GateRoute({ action: 'publish' })
+  async getPushConfig(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Param('configId') configId: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await this.answer(caller, name, request, reply, async (handler, context) =>
+      TaskPushNotificationConfig.toJSON(await handler.getTaskPushNotificationConfig({ tenant: '', taskId: id, id: configId }, context)),
+    );
+  }
+
+  @Delete(':name/rest/tasks/:id/pushNotificationConfigs/:configId')
+  @ApiRoute({ summary: 'A2A HTTP+JSON: remove a push notification config', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id', configId: 'the config id' }, responses: { 204: { description: 'removed' }, ...errors(404), ...GATED } })
+  @GateRoute({ action: 'publish' })
+  async deletePushConfig(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Param('configId') configId: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await this.answer(caller, name, request, reply, async (handler, context) => {
+      await handler.deleteTaskPushNotificationConfig({ tenant: '', taskId: id, id: configId }, context);
+      return NO_CONTENT;
+    });
+  }
+
   @Get(':name/rest/tasks/:id')
   @ApiRoute({ summary: 'A2A HTTP+JSON: one task (`{id}:subscribe`: its stream, SSE)', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
   @GateRoute({ action: 'publish' })
@@ -77,9 +107,9 @@ export class A2ARestController {
   /** The binding's POST routes: `message:send`, `tasks/{id}:cancel` (and the unsupported ones). */
   @Post(':name/rest/*')
   @ApiRoute({
-    summary: 'A2A HTTP+JSON: `message:send`, `tasks/{id}:cancel`; the streams `message:stream`, `tasks/{id}:subscribe` (SSE)',
+    summary: 'A2A HTTP+JSON: `message:send`, `tasks/{id}:cancel`, `tasks/{id}/pushNotificationConfigs` (201); the streams `message:stream`, `tasks/{id}:subscribe` (SSE)',
     tags: ['a2a'],
-    params: { name: 'the agent\'s name', '*': '`message:send`, `tasks/{id}:cancel`, `message:stream` or `tasks/{id}:subscribe`' },
+    params: { name: 'the agent\'s name', '*': '`message:send`, `tasks/{id}:cancel`, `tasks/{id}/pushNotificationConfigs`, `message:stream` or `tasks/{id}:subscribe`' },
     body: { schema: z.looseObject({}), required: false },
     responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
   })
@@ -99,7 +129,11 @@ export class A2ARestController {
       }
       const cancel = /^tasks\/([^/]+):cancel$/.exec(rest);
       if (cancel) return Task.toJSON(await handler.cancelTask({ tenant: '', id: decodeURIComponent(cancel[1]), metadata: undefined }, context));
-      if (/^tasks\/[^/]+\/pushNotificationConfigs/.test(rest)) throw new PushNotificationNotSupportedError('push notifications are not supported by the mesh yet');
+      const pushConfigs = /^tasks\/([^/]+)\/pushNotificationConfigs$/.exec(rest);
+      if (pushConfigs) {
+        const params = TaskPushNotificationConfig.fromJSON({ ...(bodyOf(request) as object), taskId: decodeURIComponent(pushConfigs[1]) });
+        return created(TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(params, context)));
+      }
       throw new EventMeshError(ErrorCode.NotFound, `no A2A route POST ${rest}`);
     });
   }
@@ -118,7 +152,9 @@ export class A2ARestController {
     try {
       validateVersion(version, await handler.getAgentCard(), 'HTTP+JSON');
       const body = await work(handler, context);
-      await reply.status(200).header('content-type', A2A_JSON).send(body);
+      if (body === NO_CONTENT) await reply.status(204).send();
+      else if (body instanceof Created) await reply.status(201).header('content-type', A2A_JSON).send(body.body);
+      else await reply.status(200).header('content-type', A2A_JSON).send(body);
     } catch (e) {
       await refuse(handler, reply, e);
     }
@@ -180,6 +216,15 @@ async function refuse(handler: MeshTaskHandler, reply: FastifyReply, e: unknown)
   const status = restStatusFor(e);
   await reply.status(status).header('content-type', A2A_JSON).send(toRestErrorBody(e, status));
 }
+
+/** What a route answers 204 (no body) with. */
+const NO_CONTENT = Symbol('no content');
+
+/** What a route answers 201 with (a created config). */
+class Created {
+  constructor(readonly body: unknown) {}
+}
+const created = (body: unknown) => new Created(body);
 
 /** The request's JSON body (the route parses it: a2a-paths.ts), or the binding's 400. */
 function bodyOf(request: FastifyRequest): unknown {

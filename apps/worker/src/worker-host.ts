@@ -3,7 +3,7 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, W
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createA2ATaskActivities, createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, TaskRelay } from '../../../libs/a2a';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, PushConfigStore, TaskPusher, TaskRelay } from '../../../libs/a2a';
 import { SinkGuard } from '../../../libs/security';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
@@ -238,13 +238,19 @@ export class WorkerHost {
     // A2A tasks (docs/a2a.md): every instance runs the task workflows and their deliveries, on the shared queue.
     const a2aReader = new PartitionReader(deps.kafka);
     await a2aReader.connect();
+    const a2aTasks = new A2ATaskStore(deps.db);
     const relay = new TaskRelay(
-      new A2ATaskStore(deps.db),
+      a2aTasks,
       new A2AAgentStore(deps.db),
       new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
       new KafkaRequestRecords(a2aReader),
     );
-    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay, shutdownSignal: shutdown.signal }), ...(await workflowSource(deps.tracing.temporal)) });
+    // A2A push notifications go through the runtime's webhook sender (signed, SSRF-guarded) with its retry policy.
+    const pusher = new TaskPusher(a2aTasks, new PushConfigStore(deps.db), webhooks, {
+      signingSecret: config.agents.pushSigningSecret || null,
+      retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
+    });
+    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay, pusher, shutdownSignal: shutdown.signal }), ...(await workflowSource(deps.tracing.temporal)) });
 
     if (config.delivery.topology === 'LOCAL_STICKY_PULL') {
       const activities = createDispatchActivities({

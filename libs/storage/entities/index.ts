@@ -1,4 +1,5 @@
 import { A2AAgentEntity } from './a2a-agent.entity';
+import { A2APushConfigEntity } from './a2a-push-config.entity';
 import { A2ATaskEntity } from './a2a-task.entity';
 import { A2ATaskEventEntity } from './a2a-task-event.entity';
 import { ApiKeyEntity } from './api-key.entity';
@@ -20,6 +21,7 @@ import { TenantQuotaEntity } from './tenant-quota.entity';
 
 export {
   A2AAgentEntity,
+  A2APushConfigEntity,
   A2ATaskEntity,
   A2ATaskEventEntity,
   AclRuleEntity,
@@ -60,4 +62,5 @@ export const ENTITIES = [
   TenantQuotaEntity,
   QuotaUsageEntity,
   StreamPresenceEntity,
+  A2APushConfigEntity,
 ];

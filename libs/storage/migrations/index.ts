@@ -18,6 +18,7 @@ import { OffsetsGeneration1796610000001 } from './1796610000001-OffsetsGeneratio
 import { StreamPresenceClients1796610000002 } from './1796610000002-StreamPresenceClients';
 import { A2AAgentStyle1796630000001 } from './1796630000001-A2AAgentStyle';
 import { A2ATaskEvents1796700000000 } from './1796700000000-A2ATaskEvents';
+import { A2APushConfigs1796710000000 } from './1796710000000-A2APushConfigs';
 import { A2ATaskTurns1796720000000 } from './1796720000000-A2ATaskTurns';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
@@ -42,5 +43,6 @@ export const MIGRATIONS = [
   StreamPresenceClients1796610000002,
   A2AAgentStyle1796630000001,
   A2ATaskEvents1796700000000,
+  A2APushConfigs1796710000000,
   A2ATaskTurns1796720000000,
 ];

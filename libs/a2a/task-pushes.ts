@@ -1,0 +1,102 @@
+import { setTimeout as sleep } from 'node:timers/promises';
+import { StreamResponse } from '@a2a-js/sdk';
+import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
+import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
+import { backoff, RetryPolicy } from '../delivery/failure-policy';
+import type { WebhookResult, WebhookTarget } from '../delivery/webhook-sender';
+import { createLogger } from '../logging';
+import { toWireTask } from './mesh-task-handler';
+import type { PushConfigStore, PushWireVersion, StoredPushConfig } from './push-configs';
+import type { A2ATaskStore, StoredTask } from './task-store';
+
+const log = createLogger('A2APushes');
+
+/** The header the config's token goes in (A2A: when the config has no authentication). */
+export const PUSH_TOKEN_HEADER = 'X-A2A-Notification-Token';
+
+/** The runtime's webhook sender (libs/delivery/webhook-sender.ts): signed, SSRF-guarded, with its timeouts. */
+export interface PushWebhooks {
+  sendBody(target: WebhookTarget, body: Buffer, headers: Record<string, string>, messageId: string, signal?: AbortSignal): Promise<WebhookResult>;
+}
+
+export interface TaskPusherOptions {
+  /** The Standard Webhooks secret pushes are signed with (EVENTMESH_AGENTS_PUSH_SIGNING_SECRET); null: unsigned. */
+  signingSecret: string | null;
+  /** The webhook deliveries' retry policy (EVENTMESH_DELIVERY_RETRY_INITIAL_MS, _MAX_MS, _MAX_ATTEMPTS). */
+  retry: RetryPolicy;
+}
+
+/** What one push of a task did, per config: delivered, given up after the last attempt, or the config gone (410). */
+export interface PushOutcome {
+  delivered: number;
+  givenUp: number;
+  gone: number;
+}
+
+const serializers: Record<PushWireVersion, { serialize(r: StreamResponse, task?: never): { body: string; contentType: string } }> = {
+  '1.0': new V1PushNotificationSerializer(),
+  '0.3': new V03PushNotificationSerializer(),
+};
+
+/**
+ * Pushes an A2A task's updates to its push notification configs (docs/a2a.md), run by the task's workflow as an
+ * activity after each change it sees (activities/a2a-task.activities.ts), so a crash before a push is followed by
+ * the push again (at least once). Each config behind the task's version is sent the task as it is now: a v1.0
+ * config a `StreamResponse` with the task, a v0.3 one the v0.3 `Task` (the SDK's push serializers), with the
+ * config's `Authorization: <scheme> <credentials>` or its token in `X-A2A-Notification-Token`, signed and sent by
+ * the runtime's webhook sender (its SSRF guard, its timeouts), retried with the webhook deliveries' backoff (never
+ * sooner than a Retry-After) up to their attempt limit. Delivered, the config's version moves on (compare-and-set,
+ * forwards only: never an older version after a newer one); given up, it moves on too (the next change brings the
+ * whole task again); a 410 removes the config.
+ */
+export class TaskPusher {
+  constructor(
+    private readonly tasks: A2ATaskStore,
+    private readonly configs: PushConfigStore,
+    private readonly webhooks: PushWebhooks,
+    private readonly options: TaskPusherOptions,
+  ) {}
+
+  async push(ids: { taskId: string; tenant: string }, signal: AbortSignal): Promise<PushOutcome> {
+    const outcome: PushOutcome = { delivered: 0, givenUp: 0, gone: 0 };
+    const task = await this.tasks.get(ids.tenant, ids.taskId);
+    if (!task) return outcome;
+    const behind = (await this.configs.ofTask(ids.tenant, ids.taskId)).filter((c) => c.pushedVersion < task.version);
+    await Promise.all(behind.map(async (config) => outcome[await this.deliver(config, task, signal)]++));
+    return outcome;
+  }
+
+  private async deliver(config: StoredPushConfig, task: StoredTask, signal: AbortSignal): Promise<keyof PushOutcome> {
+    const { body, contentType } = serializers[config.wireVersion].serialize({ payload: { $case: 'task', value: toWireTask(task) } });
+    const headers: Record<string, string> = { 'content-type': contentType, ...authHeadersOf(config) };
+    // The same id on every attempt of this version to this config: a receiver drops a repeat by it.
+    const messageId = `${task.id}:${config.id}:${task.version}`;
+    const target = { sink: config.url, signingSecret: this.options.signingSecret };
+    for (let attempt = 1; ; attempt++) {
+      signal.throwIfAborted();
+      const result = await this.webhooks.sendBody(target, Buffer.from(body), headers, messageId, signal);
+      if (result.ok) {
+        await this.configs.advance(config, task.version);
+        return 'delivered';
+      }
+      if (result.gone) {
+        await this.configs.delete(config.tenant, config.taskId, config.id);
+        log.info({ task: task.id, config: config.id }, 'the push receiver answered 410 Gone; its config is removed');
+        return 'gone';
+      }
+      if (attempt >= this.options.retry.maxAttempts) {
+        await this.configs.advance(config, task.version);
+        log.warn({ task: task.id, config: config.id, version: task.version, attempts: attempt, error: result.error }, 'push notification given up');
+        return 'givenUp';
+      }
+      await sleep(Math.max(backoff(this.options.retry, attempt), result.retryAfterMs ?? 0), undefined, { signal });
+    }
+  }
+}
+
+/** `Authorization: <scheme> <credentials>` when the config has authentication; else its token in the A2A header. */
+function authHeadersOf(config: StoredPushConfig): Record<string, string> {
+  if (config.authentication) return { authorization: `${config.authentication.scheme} ${config.authentication.credentials}` };
+  if (config.token) return { [PUSH_TOKEN_HEADER.toLowerCase()]: config.token };
+  return {};
+}
