@@ -9,6 +9,7 @@ import ts from 'typescript';
 import { requestTopicOf } from '../../libs/a2a';
 import { a2aTaskWorkflowIdOf } from '../../workflows';
 import { EchoAgent } from '../support/a2a-echo-agent';
+import { parsePrometheusText } from '../support/prometheus-text';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { endDispatchWorkflows, FaultInstance, KAFKA_FAULTS_ADVERTISED_PORT, KAFKA_FAULTS_TARGET } from './cluster';
@@ -519,6 +520,11 @@ describe('faults: A2A tasks', () => {
     const byReplica = replicas.map((r) => `${r.name} ${r.lines.filter((l) => l.event === 'completed' && l.status === 200).length}`).join(', ');
     const refusals = sends.refusals();
     taskIds = [...receipts.keys()];
+    // Stream deliveries that failed (the replicas nack none: each is one held past the ack timeout, by the victim).
+    const metrics = parsePrometheusText(await (await fetch(`${at.url}/metrics`, { signal: AbortSignal.timeout(5000) })).text());
+    const timedOut = metrics.samples
+      .filter((m) => m.name === 'eventmesh_delivery_attempts_total' && m.labels.transport === 'stream' && m.labels.outcome === 'failed')
+      .reduce((sum, m) => sum + m.value, 0);
 
     reportRow(
       `A2A tasks: mesh-subscriber agent, 2 replicas (long-poll, LOAD_BALANCE, window 3, 1 s per task, ack timeout ${ackTimeoutMs / 1000} s), one SIGKILLed with tasks in hand, under ${rate} sends/s; 1 instance`,
@@ -527,7 +533,7 @@ describe('faults: A2A tasks', () => {
         `the victim held at the kill: working ${working.length}, completed and not acked ${completedUnacked.length}; all delivered again to the survivor: ${redelivered === undefined ? 'NO' : `the last ${redelivered} ms after the kill`}`,
         `every acknowledged task terminal: ${outcome.ended} (${outcome.endedMs} ms after the kill); not completed: ${JSON.stringify(outcome.notCompleted)}`,
         `completed (200) by replica: ${byReplica}; tasks completed other than once: ${notOnce.length} (most ${Math.max(0, ...completedTimes)}); completions refused: ${JSON.stringify(refusedUpdates)}; found ended (409): ${endedFound.length}`,
-        `receipts ${[...receipts.values()].reduce((a, b) => a + b, 0)} of ${receipts.size} tasks (${duplicates} more than once)`,
+        `receipts ${[...receipts.values()].reduce((a, b) => a + b, 0)} of ${receipts.size} tasks (${duplicates} more than once); stream deliveries failed (not acked within the ack timeout): ${timedOut}`,
         `a task not completed: ${outcome.stuck}`,
         `${at.id}: logged ${JSON.stringify(at.warnings())}`,
       ].join('\n'),
