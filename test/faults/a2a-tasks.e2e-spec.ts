@@ -1,6 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { SendMessageRequest, TaskState, taskStateToJSON } from '@a2a-js/sdk';
@@ -290,6 +290,10 @@ describe('faults: A2A tasks', () => {
   let agent: EchoAgent | undefined;
   let replicas: Replica[] = [];
   let taskIds: string[] = [];
+
+  afterAll(() => {
+    if (replicaScript) rmSync(path.dirname(replicaScript), { recursive: true, force: true });
+  });
 
   afterEach(async () => {
     await load?.stop();
