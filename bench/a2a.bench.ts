@@ -38,6 +38,10 @@ import { benchConfig, benchEnv, brokerPid, createTopics, meterCpu, percentile, R
  * open connection destroyed), and listens again on the same port BENCH_AGENT_DOWN_MS later. Every task the mesh
  * acknowledged must reach `completed` (read back with `GetTask`) with its own text, and the agent must have
  * completed each text once: lost tasks and duplicates are counted. BENCH_PHASES=load,burst picks the phases.
+ *
+ * The whole run is bounded by BENCH_BUDGET_SECONDS (300): the burst's waits end then, and tasks still open are
+ * reported as such (neither lost nor completed). On SIGINT or SIGTERM, and after a failure, the run cleans up: the
+ * instance stopped, the agent's task workflows still running terminated, its request topic and the run's topic deleted.
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
 const DURATION_S = Number(process.env.BENCH_DURATION_SECONDS ?? 5);
@@ -49,6 +53,17 @@ const BURST_CONCURRENCY = Number(process.env.BENCH_BURST_CONCURRENCY ?? 32);
 const DOWN_MS = Number(process.env.BENCH_AGENT_DOWN_MS ?? 3000);
 /** How long the burst's tasks may take to settle after the last send. */
 const BURST_SETTLE_MS = Number(process.env.BENCH_BURST_SETTLE_MS ?? 120000);
+/** The whole run's bound: the burst's waits end by then (less the time to clean up), whatever is still open is reported so. */
+const BUDGET_MS = Number(process.env.BENCH_BUDGET_SECONDS ?? 300) * 1000;
+const CLEANUP_MS = 20000;
+const runStartedAt = Date.now();
+/** Aborted on SIGINT or SIGTERM: every wait of the run ends, so the cleanup runs. */
+const stopRequested = new AbortController();
+const stopping = () => stopRequested.signal.aborted;
+function checkStop(): void {
+  if (stopping()) throw new Error('interrupted');
+}
+const budgetLeft = () => runStartedAt + BUDGET_MS - CLEANUP_MS - Date.now();
 const PHASES = (process.env.BENCH_PHASES ?? 'load,burst').split(',');
 /** The deadline of one task on any path: a task past it counts as an error. */
 const OP_TIMEOUT_MS = 30000;
@@ -108,7 +123,7 @@ async function closedLoop(pathName: string, op: Op, concurrency: number, seconds
   const end = started + seconds * 1000;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end) {
+      while (performance.now() < end && !stopping()) {
         const t0 = performance.now();
         try {
           const id = await op(next++);
@@ -121,6 +136,7 @@ async function closedLoop(pathName: string, op: Op, concurrency: number, seconds
       }
     }),
   );
+  checkStop();
   const elapsed = (performance.now() - started) / 1000;
   return { path: pathName, concurrency, done: latencies.length, errors, firstError, seconds: elapsed, perSecond: latencies.length / elapsed, latencies, cpu: cpu(), taskIds };
 }
@@ -136,7 +152,7 @@ async function openLoop(pathName: string, op: Op, rate: number, seconds: number)
   const cpu = meter();
   const started = performance.now();
   const inFlight: Promise<void>[] = [];
-  for (let n = 0; n < total; n++) {
+  for (let n = 0; n < total && !stopping(); n++) {
     const due = started + n * interval;
     const wait = due - performance.now();
     if (wait >= 1) await sleep(wait);
@@ -154,6 +170,7 @@ async function openLoop(pathName: string, op: Op, rate: number, seconds: number)
     );
   }
   await Promise.all(inFlight);
+  checkStop();
   const elapsed = (performance.now() - started) / 1000;
   return { path: pathName, offeredPerSecond: rate, done: latencies.length, errors, firstError, seconds: elapsed, perSecond: latencies.length / elapsed, latencies, cpu: cpu(), taskIds };
 }
@@ -267,7 +284,7 @@ async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
   let next = 0;
   const sending = Promise.all(
     Array.from({ length: BURST_CONCURRENCY }, async () => {
-      for (let n = next++; n < BURST; n = next++) {
+      for (let n = next++; n < BURST && !stopping(); n = next++) {
         const task = tasks[n];
         try {
           const answer = await mesh.sendMessage(sendRequest(task.text, true), { signal: AbortSignal.timeout(OP_TIMEOUT_MS) });
@@ -280,7 +297,10 @@ async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
     }),
   );
   // The kill: once the agent has answered half of the burst (bounded: the sends may outrun the deliveries).
-  await until('the agent to answer half of the burst', () => (answeredBefore() >= BURST / 2 ? true : undefined), 120000, 5);
+  await until('the agent to answer half of the burst', () => (answeredBefore() >= BURST / 2 || stopping() ? true : undefined), Math.max(1000, budgetLeft() - DOWN_MS), 5).catch(() =>
+    console.log(`  the agent had not answered half of the burst by the run's bound: killed now`),
+  );
+  checkStop();
   const killedAt = Date.now();
   const answeredAtKill = answeredBefore();
   const ackedAtKill = tasks.filter((t) => t.taskId).length;
@@ -295,8 +315,8 @@ async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
   // Every acknowledged task read back until it is terminal (GetTask through the mesh), bounded.
   const acknowledged = tasks.filter((t) => t.taskId);
   const open = () => acknowledged.filter((t) => !TERMINAL.has(t.state ?? TaskState.TASK_STATE_UNSPECIFIED));
-  const deadline = Date.now() + BURST_SETTLE_MS;
-  while (open().length > 0 && Date.now() < deadline) {
+  const deadline = Date.now() + Math.min(BURST_SETTLE_MS, budgetLeft());
+  while (open().length > 0 && Date.now() < deadline && !stopping()) {
     const batch = open();
     let i = 0;
     await Promise.all(
@@ -315,6 +335,7 @@ async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
     );
     if (open().length > 0) await sleep(500);
   }
+  checkStop();
   const settledMs = Date.now() - startedAt;
   const completed = acknowledged.filter((t) => t.state === TaskState.TASK_STATE_COMPLETED);
   const wrongEcho = completed.filter((t) => t.echoed !== t.text);
@@ -327,11 +348,25 @@ async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
   for (const t of tasks.filter((x) => x.refusal)) refusals[t.refusal!] = (refusals[t.refusal!] ?? 0) + 1;
   const atAgent = tasks.filter((t) => (agent.answered.get(t.text) ?? 0) > 0).length;
   const duplicates = agent.duplicates(prefix);
-  const lost = acknowledged.length - completed.length;
+  const stillOpen = open().length;
+  const lost = acknowledged.length - completed.length - stillOpen;
   console.log(`  sent ${BURST}: acknowledged ${acknowledged.length}, refused ${BURST - acknowledged.length}${Object.keys(refusals).length > 0 ? ` ${JSON.stringify(refusals)}` : ''}`);
   console.log(`  acknowledged tasks by state after ${settledMs} ms: ${JSON.stringify(states)}; completed with the text sent: ${completed.length - wrongEcho.length}`);
   console.log(`  the agent completed ${atAgent} distinct tasks of the burst; completed more than once: ${duplicates.length}${duplicates.length > 0 ? ` (${duplicates.slice(0, 5).map(([t, n]) => `${t} x${n}`).join(', ')})` : ''}`);
-  console.log(`  lost (acknowledged, not completed): ${lost}; goal 0 lost and each completed once: ${lost === 0 && wrongEcho.length === 0 && duplicates.length === 0 ? 'met' : 'NOT met'}`);
+  if (stillOpen > 0) console.log(`  still open when the run's bound came (BENCH_BUDGET_SECONDS, BENCH_BURST_SETTLE_MS): ${stillOpen}, neither lost nor completed yet`);
+  const verdict = lost > 0 || wrongEcho.length > 0 || duplicates.length > 0 ? 'NOT met' : stillOpen > 0 ? 'not shown (tasks still open at the bound)' : 'met';
+  console.log(`  lost (acknowledged, ended other than completed): ${lost}; goal 0 lost and each completed once: ${verdict}`);
+}
+
+/** Terminates the task workflows of the run's agent still running (a run that failed or was cut short): nobody would answer them. */
+async function endTaskWorkflows(temporal: TemporalClient, agentName: string): Promise<void> {
+  try {
+    for await (const wf of temporal.workflow.list({ query: `EventMeshAgent = '${agentName}' AND ExecutionStatus = 'Running'` })) {
+      await temporal.workflow.getHandle(wf.workflowId).terminate('bench:a2a ended').catch(() => undefined);
+    }
+  } catch (e) {
+    console.error(`could not end the run's task workflows: ${(e as Error).message}`);
+  }
 }
 
 // --- main ----------------------------------------------------------------------------------------------------
@@ -480,6 +515,7 @@ async function main(): Promise<void> {
     await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'DELETE' });
   } finally {
     await instance.stop();
+    await endTaskWorkflows(temporal, agentName);
     worker.shutdown();
     await workerRun.catch(() => undefined);
     await workerConnection.close();
@@ -490,6 +526,17 @@ async function main(): Promise<void> {
     await admin.deleteTopics({ topics: [`bench-a2a-${run}`, requestTopicOf('default', agentName)] }).catch(() => undefined);
     await admin.disconnect();
   }
+}
+
+// Interrupted (Ctrl-C, a timeout): the run stops where it is and still cleans up (instance, workflows, topics).
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    console.error(`${signal}: stopping the run`);
+    stopRequested.abort();
+  });
 }
 
 main().then(
