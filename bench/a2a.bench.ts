@@ -181,7 +181,9 @@ const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
 
 function cpuPerTask(r: Run): string {
   return Object.entries(r.cpu)
-    .map(([name, s]) => `${name} ${Number.isFinite(s) && r.done > 0 ? Math.round((s / r.done) * 1e6) : '?'} µs`)
+    // A process tree's CPU counts its live processes only: one that exited in between (a Postgres backend) can
+    // make it negative, which is shown as unknown.
+    .map(([name, s]) => `${name} ${Number.isFinite(s) && s >= 0 && r.done > 0 ? Math.round((s / r.done) * 1e6) : '?'} µs`)
     .join(', ');
 }
 
