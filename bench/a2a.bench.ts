@@ -26,7 +26,7 @@ import { benchConfig, benchEnv, brokerPid, createTopics, meterCpu, percentile, R
  * Every answer is checked: a completed task whose artifact is the text sent (a workflow's result is its input).
  *
  * Load: (3)'s maximum throughput is found by ramping the concurrency (1, 2, 4, ... up to BENCH_MAX_CONCURRENCY,
- * BENCH_RAMP_SECONDS each, until two steps in a row gain less than 5%); or BENCH_CONCURRENCY fixes it. Then each of
+ * BENCH_RAMP_SECONDS each and at least 3 tasks per concurrent sender, until two steps in a row gain less than 5%); or BENCH_CONCURRENCY fixes it. Then each of
  * BENCH_ROUNDS rounds measures the three paths closed-loop at that concurrency for BENCH_DURATION_SECONDS each
  * (throughput), and (1) and (3) open-loop at half of (3)'s maximum throughput (latency, each measured from the
  * moment its send was due), the paths taking turns. Goals: (3) >= 0.5x the throughput of (2), and at most 25 ms of
@@ -111,8 +111,11 @@ function meter(): () => Record<string, number> {
   return meterCpu(pids);
 }
 
-/** `concurrency` workers each sending one task after another for `seconds`. */
-async function closedLoop(pathName: string, op: Op, concurrency: number, seconds: number): Promise<Run> {
+/**
+ * `concurrency` workers each sending one task after another for `seconds`, and until `minTasks` were sent (a ramp
+ * step whose tasks take longer than the step would otherwise be measured on its drain).
+ */
+async function closedLoop(pathName: string, op: Op, concurrency: number, seconds: number, minTasks = 0): Promise<Run> {
   const latencies: number[] = [];
   const taskIds: string[] = [];
   let errors = 0;
@@ -123,7 +126,7 @@ async function closedLoop(pathName: string, op: Op, concurrency: number, seconds
   const end = started + seconds * 1000;
   await Promise.all(
     Array.from({ length: concurrency }, async () => {
-      while (performance.now() < end && !stopping()) {
+      while ((performance.now() < end || next < minTasks) && !stopping()) {
         const t0 = performance.now();
         try {
           const id = await op(next++);
@@ -439,10 +442,10 @@ async function main(): Promise<void> {
       // (3)'s maximum throughput: the concurrency ramped until two steps in a row gain less than 5%.
       let best = { concurrency: FIXED_CONCURRENCY ?? 1, perSecond: 0 };
       if (FIXED_CONCURRENCY === undefined) {
-        console.log(`\nramp of (3) mesh, ${RAMP_S} s per step:`);
+        console.log(`\nramp of (3) mesh, ${RAMP_S} s per step and at least 3 tasks per sender:`);
         let flat = 0;
         for (let c = 1; c <= MAX_CONCURRENCY && flat < 2; c *= 2) {
-          const r = await closedLoop('mesh', ops.mesh, c, RAMP_S);
+          const r = await closedLoop('mesh', ops.mesh, c, RAMP_S, 3 * c);
           console.log(`  ${line(r)}`);
           if (r.perSecond >= best.perSecond * 1.05) flat = 0;
           else flat++;
