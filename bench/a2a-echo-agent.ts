@@ -1,0 +1,159 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, IncomingMessage, Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { AgentCard, Message, Role, TaskState } from '@a2a-js/sdk';
+import {
+  AgentEvent,
+  AgentExecutor,
+  DefaultRequestHandler,
+  ExecutionEventBus,
+  InMemoryTaskStore,
+  JsonRpcTransportHandler,
+  RequestContext,
+  ServerCallContext,
+  validateVersion,
+} from '@a2a-js/sdk/server';
+
+/**
+ * The echo agent of `npm run bench:a2a`: an A2A server built from the SDK's own server classes
+ * (DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler, A2A v1.0 JSON-RPC) on a loopback HTTP server,
+ * which also serves its card at `/.well-known/agent-card.json`. Each task completes at once with an artifact
+ * holding the text it was sent. It counts the texts it answered a completion for (each text is unique per task
+ * the benchmark sends): a text answered twice is a task the agent completed twice.
+ *
+ * `kill()` closes the server abruptly (every open connection destroyed, requests in flight unanswered) and
+ * `start()` again listens on the same port; its task store survives, as that of an agent whose tasks are kept
+ * outside its server process would.
+ */
+export class BenchEchoAgent {
+  private server?: Server;
+  private port = 0;
+  private readonly store = new InMemoryTaskStore();
+  private transport?: JsonRpcTransportHandler;
+  private agentCard?: AgentCard;
+  /** How many completions the agent answered for each text. */
+  readonly answered = new Map<string, number>();
+  completions = 0;
+  url = '';
+
+  card(): Record<string, unknown> {
+    return {
+      name: 'bench-echo',
+      description: 'echoes what it is sent',
+      version: '1.0.0',
+      supportedInterfaces: [{ url: this.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      capabilities: { streaming: false, pushNotifications: false },
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [{ id: 'echo', name: 'Echo', description: 'echoes text', tags: ['bench'] }],
+    };
+  }
+
+  /** Listens on loopback (the port it had before, after a kill); the URL in its card. */
+  async start(): Promise<string> {
+    const server = createServer((request, response) => {
+      if (request.method === 'GET' && request.url === '/.well-known/agent-card.json') {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(this.card()));
+        return;
+      }
+      void this.serve(request).then(
+        (answer) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer)),
+        (e: unknown) => response.writeHead(500).end(String(e)),
+      );
+    });
+    server.keepAliveTimeout = 60000;
+    await new Promise<void>((resolve, reject) => server.once('error', reject).listen(this.port, '127.0.0.1', resolve));
+    this.server = server;
+    this.port = (server.address() as AddressInfo).port;
+    this.url = `http://127.0.0.1:${this.port}/`;
+    if (!this.transport) {
+      const handler = new DefaultRequestHandler(AgentCard.fromJSON(this.card()), this.store, this.executor());
+      this.transport = new JsonRpcTransportHandler(handler);
+      this.agentCard = await handler.getAgentCard();
+    }
+    return this.url;
+  }
+
+  /** Closes the server abruptly: open connections are destroyed, requests in flight get no answer. */
+  async kill(): Promise<void> {
+    const server = this.server;
+    this.server = undefined;
+    if (!server) return;
+    const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+    server.closeAllConnections();
+    await closed;
+  }
+
+  /** Texts answered more than once, and how often. */
+  duplicates(prefix: string): [string, number][] {
+    return [...this.answered].filter(([text, n]) => text.startsWith(prefix) && n > 1);
+  }
+
+  private async serve(request: IncomingMessage): Promise<unknown> {
+    const chunks: Buffer[] = [];
+    for await (const chunk of request) chunks.push(chunk as Buffer);
+    const version = (request.headers['a2a-version'] as string | undefined) ?? '0.3';
+    validateVersion(version, this.agentCard!, 'JSONRPC');
+    return this.transport!.handle(Buffer.concat(chunks).toString('utf8'), new ServerCallContext({ requestedVersion: version }));
+  }
+
+  private executor(): AgentExecutor {
+    return {
+      execute: (ctx: RequestContext, bus: ExecutionEventBus) => {
+        const text = textOf(ctx.userMessage);
+        const now = new Date().toISOString();
+        bus.publish(
+          AgentEvent.task({
+            id: ctx.taskId,
+            contextId: ctx.contextId,
+            status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: now },
+            artifacts: [],
+            history: [ctx.userMessage],
+            metadata: undefined,
+          }),
+        );
+        bus.publish(
+          AgentEvent.artifactUpdate({
+            taskId: ctx.taskId,
+            contextId: ctx.contextId,
+            artifact: { artifactId: randomUUID(), name: 'echo', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+            append: false,
+            lastChunk: true,
+            metadata: undefined,
+          }),
+        );
+        bus.publish(
+          AgentEvent.statusUpdate({
+            taskId: ctx.taskId,
+            contextId: ctx.contextId,
+            status: { state: TaskState.TASK_STATE_COMPLETED, message: agentText(ctx, text), timestamp: now },
+            metadata: undefined,
+          }),
+        );
+        this.answered.set(text, (this.answered.get(text) ?? 0) + 1);
+        this.completions++;
+        return Promise.resolve();
+      },
+      cancelTask: (taskId: string, bus: ExecutionEventBus) => {
+        bus.publish(
+          AgentEvent.statusUpdate({ taskId, contextId: '', status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }),
+        );
+        return Promise.resolve();
+      },
+    };
+  }
+}
+
+function textPart(text: string) {
+  return { content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+}
+
+function agentText(ctx: RequestContext, text: string): Message {
+  return { messageId: randomUUID(), contextId: ctx.contextId, taskId: ctx.taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+}
+
+/** The first text part of a message ('' when it has none). */
+export function textOf(message: Pick<Message, 'parts'> | undefined): string {
+  for (const part of message?.parts ?? []) if (part.content?.$case === 'text') return part.content.value;
+  return '';
+}

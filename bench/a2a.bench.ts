@@ -1,0 +1,553 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { performance } from 'node:perf_hooks';
+import { Message, SendMessageRequest, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { Client as A2AClient, ClientFactory } from '@a2a-js/sdk/client';
+import { Client as TemporalClient, Connection } from '@temporalio/client';
+import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
+import { Kafka, logLevel } from 'kafkajs';
+import { requestTopicOf } from '../libs/a2a/request-topic';
+import { a2aTaskWorkflowIdOf } from '../workflows/a2a-task.definitions';
+import { BenchEchoAgent, textOf } from './a2a-echo-agent';
+import { benchConfig, benchEnv, brokerPid, createTopics, meterCpu, percentile, ROOT, sleep, startInstanceProcess, until } from './support';
+
+/**
+ * A2A through the mesh against its two references, in the same run (`npm run bench:a2a`), with an echo agent (an
+ * A2A server on loopback built from the SDK's server classes, in this process, bench/a2a-echo-agent.ts):
+ * (1) `direct`: the SDK's stock client sends each task to the agent itself (blocking `SendMessage`, JSON-RPC v1.0);
+ * (2) `temporal`: a bare Temporal baseline, one minimal workflow (bench/a2a-baseline.workflows.ts: returns its input,
+ *     no activity) started and awaited per task, on a task queue of its own served by a worker in this process:
+ *     the least a durable task costs on this Temporal server;
+ * (3) `mesh`: the same stock client sends each task to the mesh (blocking `SendMessage` at the card the mesh serves
+ *     for the agent, registered as an A2A server at its URL), through one built instance process (gateway and
+ *     worker): Postgres, the agent's request topic in Kafka, the task's workflow `a2a-task/<id>` and its delivery.
+ * Every answer is checked: a completed task whose artifact is the text sent (a workflow's result is its input).
+ *
+ * Load: (3)'s maximum throughput is found by ramping the concurrency (1, 2, 4, ... up to BENCH_MAX_CONCURRENCY,
+ * BENCH_RAMP_SECONDS each and at least 3 tasks per concurrent sender, until two steps in a row gain less than 5%); or BENCH_CONCURRENCY fixes it. Then each of
+ * BENCH_ROUNDS rounds measures the three paths closed-loop at that concurrency for BENCH_DURATION_SECONDS each
+ * (throughput), and (1) and (3) open-loop at half of (3)'s maximum throughput (latency, each measured from the
+ * moment its send was due), the paths taking turns. Goals: (3) >= 0.5x the throughput of (2), and at most 25 ms of
+ * p50 added by (3) over (1) at half load; the ratio (3)/(1) is reported too. Where the mesh's time goes: a sample of
+ * the half-load tasks' workflow histories, as a timeline, and the CPU per task of each process (from /proc).
+ *
+ * Burst: BENCH_BURST_TASKS (1,000) non-blocking sends (`returnImmediately`) through the mesh,
+ * BENCH_BURST_CONCURRENCY at a time; once the agent has answered half of them its server is closed abruptly (every
+ * open connection destroyed), and listens again on the same port BENCH_AGENT_DOWN_MS later. Every task the mesh
+ * acknowledged must reach `completed` (read back with `GetTask`) with its own text, and the agent must have
+ * completed each text once: lost tasks and duplicates are counted. BENCH_PHASES=load,burst picks the phases.
+ *
+ * The whole run is bounded by BENCH_BUDGET_SECONDS (300): the burst's waits end then, and tasks still open are
+ * reported as such (neither lost nor completed). On SIGINT or SIGTERM, and after a failure, the run cleans up: the
+ * instance stopped, the agent's task workflows still running terminated, its request topic and the run's topic deleted.
+ */
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
+const DURATION_S = Number(process.env.BENCH_DURATION_SECONDS ?? 5);
+const RAMP_S = Number(process.env.BENCH_RAMP_SECONDS ?? 3);
+const FIXED_CONCURRENCY = process.env.BENCH_CONCURRENCY ? Number(process.env.BENCH_CONCURRENCY) : undefined;
+const MAX_CONCURRENCY = Number(process.env.BENCH_MAX_CONCURRENCY ?? 64);
+const BURST = Number(process.env.BENCH_BURST_TASKS ?? 1000);
+const BURST_CONCURRENCY = Number(process.env.BENCH_BURST_CONCURRENCY ?? 32);
+const DOWN_MS = Number(process.env.BENCH_AGENT_DOWN_MS ?? 3000);
+/** How long the burst's tasks may take to settle after the last send. */
+const BURST_SETTLE_MS = Number(process.env.BENCH_BURST_SETTLE_MS ?? 120000);
+/** The whole run's bound: the burst's waits end by then (less the time to clean up), whatever is still open is reported so. */
+const BUDGET_MS = Number(process.env.BENCH_BUDGET_SECONDS ?? 300) * 1000;
+const CLEANUP_MS = 20000;
+const runStartedAt = Date.now();
+/** Aborted on SIGINT or SIGTERM: every wait of the run ends, so the cleanup runs. */
+const stopRequested = new AbortController();
+const stopping = () => stopRequested.signal.aborted;
+function checkStop(): void {
+  if (stopping()) throw new Error('interrupted');
+}
+const budgetLeft = () => runStartedAt + BUDGET_MS - CLEANUP_MS - Date.now();
+const PHASES = (process.env.BENCH_PHASES ?? 'load,burst').split(',');
+/** The deadline of one task on any path: a task past it counts as an error. */
+const OP_TIMEOUT_MS = 30000;
+/** How many half-load tasks of (3) have their workflow history read for the timeline. */
+const TIMELINE_SAMPLE = 30;
+
+const config = benchConfig();
+const run = randomUUID().slice(0, 6);
+const TERMINAL: ReadonlySet<TaskState> = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+
+/** One task on one path: resolves with the mesh's task id (mesh path) once the answer is checked; throws otherwise. */
+type Op = (n: number) => Promise<string | undefined>;
+
+interface Run {
+  path: string;
+  concurrency?: number;
+  offeredPerSecond?: number;
+  done: number;
+  errors: number;
+  firstError?: string;
+  seconds: number;
+  perSecond: number;
+  latencies: number[];
+  cpu: Record<string, number>;
+  /** The mesh's task ids of the tasks done (mesh path). */
+  taskIds: string[];
+}
+
+const sendRequest = (text: string, returnImmediately = false): SendMessageRequest =>
+  SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration: { returnImmediately } });
+
+/** A blocking send's answer must be the completed task, its artifact the text sent. */
+function checkEcho(answer: Message | Task, text: string): string {
+  if (!('status' in answer)) throw new Error('answered a Message, not a task');
+  const state = answer.status?.state;
+  if (state !== TaskState.TASK_STATE_COMPLETED) throw new Error(`task ${answer.id} answered ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED)}`);
+  const echoed = answer.artifacts.map((a) => textOf(a)).join('');
+  if (echoed !== text) throw new Error(`task ${answer.id} echoed ${JSON.stringify(echoed)} for ${JSON.stringify(text)}`);
+  return answer.id;
+}
+
+let pids: Record<string, number | 'self' | undefined> = {};
+
+function meter(): () => Record<string, number> {
+  return meterCpu(pids);
+}
+
+/**
+ * `concurrency` workers each sending one task after another for `seconds`, and until `minTasks` were sent (a ramp
+ * step whose tasks take longer than the step would otherwise be measured on its drain).
+ */
+async function closedLoop(pathName: string, op: Op, concurrency: number, seconds: number, minTasks = 0): Promise<Run> {
+  const latencies: number[] = [];
+  const taskIds: string[] = [];
+  let errors = 0;
+  let firstError: string | undefined;
+  let next = 0;
+  const cpu = meter();
+  const started = performance.now();
+  const end = started + seconds * 1000;
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while ((performance.now() < end || next < minTasks) && !stopping()) {
+        const t0 = performance.now();
+        try {
+          const id = await op(next++);
+          latencies.push(performance.now() - t0);
+          if (id) taskIds.push(id);
+        } catch (e) {
+          errors++;
+          firstError ??= (e as Error).message;
+        }
+      }
+    }),
+  );
+  checkStop();
+  const elapsed = (performance.now() - started) / 1000;
+  return { path: pathName, concurrency, done: latencies.length, errors, firstError, seconds: elapsed, perSecond: latencies.length / elapsed, latencies, cpu: cpu(), taskIds };
+}
+
+/** Tasks sent at `rate` a second for `seconds`, each timed from the moment it was due (no coordinated omission). */
+async function openLoop(pathName: string, op: Op, rate: number, seconds: number): Promise<Run> {
+  const latencies: number[] = [];
+  const taskIds: string[] = [];
+  let errors = 0;
+  let firstError: string | undefined;
+  const total = Math.max(1, Math.round(rate * seconds));
+  const interval = 1000 / rate;
+  const cpu = meter();
+  const started = performance.now();
+  const inFlight: Promise<void>[] = [];
+  for (let n = 0; n < total && !stopping(); n++) {
+    const due = started + n * interval;
+    const wait = due - performance.now();
+    if (wait >= 1) await sleep(wait);
+    inFlight.push(
+      op(n).then(
+        (id) => {
+          latencies.push(performance.now() - due);
+          if (id) taskIds.push(id);
+        },
+        (e: unknown) => {
+          errors++;
+          firstError ??= (e as Error).message;
+        },
+      ),
+    );
+  }
+  await Promise.all(inFlight);
+  checkStop();
+  const elapsed = (performance.now() - started) / 1000;
+  return { path: pathName, offeredPerSecond: rate, done: latencies.length, errors, firstError, seconds: elapsed, perSecond: latencies.length / elapsed, latencies, cpu: cpu(), taskIds };
+}
+
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+const p = (r: Run, q: number) => percentile([...r.latencies].sort((a, b) => a - b), q);
+const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
+
+function cpuPerTask(r: Run): string {
+  return Object.entries(r.cpu)
+    // A process tree's CPU counts its live processes only: one that exited in between (a Postgres backend) can
+    // make it negative, which is shown as unknown.
+    .map(([name, s]) => `${name} ${Number.isFinite(s) && s >= 0 && r.done > 0 ? Math.round((s / r.done) * 1e6) : '?'} µs`)
+    .join(', ');
+}
+
+function line(r: Run): string {
+  const load = r.concurrency !== undefined ? `concurrency ${r.concurrency}` : `offered ${f(r.offeredPerSecond!, 0)}/s`;
+  return `${r.path} (${load}): ${r.done} tasks in ${f(r.seconds, 2)} s, ${f(r.perSecond, 0)}/s, p50 ${f(p(r, 50))} p95 ${f(p(r, 95))} p99 ${f(p(r, 99))} ms` +
+    (r.errors > 0 ? `, ${r.errors} errors (first: ${r.firstError})` : '');
+}
+
+/** The pid in the first line of a file (a server's pid file), if any. */
+function pidFrom(file: string): number | undefined {
+  try {
+    return Number(readFileSync(path.join(ROOT, file), 'utf8').split('\n')[0].trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// --- where the mesh's time goes: the task workflows' histories ----------------------------------------------
+
+interface Step {
+  label: string;
+  ms: number;
+}
+
+/** One task workflow's history as a timeline: each event's time after the workflow's start. */
+async function timelineOf(temporal: TemporalClient, taskId: string): Promise<Step[]> {
+  const history = await temporal.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).fetchHistory();
+  const events = history.events ?? [];
+  const at = (e: (typeof events)[number]) => Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
+  const start = at(events[0]);
+  return events.map((e) => ({ label: eventName(e.eventType), ms: at(e) - start }));
+}
+
+function eventName(type: unknown): string {
+  // EventType enum numbers of temporal.api.enums.v1 (the ones a task workflow's history holds).
+  const names: Record<number, string> = {
+    1: 'workflow started', 2: 'workflow completed', 5: 'workflow task scheduled', 6: 'workflow task started', 7: 'workflow task completed',
+    10: 'activity scheduled', 11: 'activity started', 12: 'activity completed', 13: 'activity failed', 17: 'timer started (the task deadline)',
+    18: 'timer fired', 19: 'timer canceled', 40: 'search attributes upserted',
+  };
+  return names[Number(type)] ?? `event ${String(type)}`;
+}
+
+/** The median timeline of the sampled tasks whose histories have the most common shape. */
+async function medianTimeline(temporal: TemporalClient, taskIds: string[]): Promise<{ steps: Step[]; of: number; sampled: number }> {
+  const timelines = await Promise.all(taskIds.map((id) => timelineOf(temporal, id).catch(() => undefined)));
+  const shapes = new Map<string, Step[][]>();
+  for (const t of timelines) {
+    if (!t) continue;
+    const key = t.map((s) => s.label).join('|');
+    shapes.set(key, [...(shapes.get(key) ?? []), t]);
+  }
+  const [common] = [...shapes.values()].sort((a, b) => b.length - a.length);
+  if (!common) return { steps: [], of: 0, sampled: taskIds.length };
+  return { steps: common[0].map((s, i) => ({ label: s.label, ms: median(common.map((t) => t[i].ms)) })), of: common.length, sampled: taskIds.length };
+}
+
+/** A timeline's time waiting for a worker (scheduled to started) and running (started to completed), by kind. */
+function summarize(steps: Step[]): { queued: number; workflowTaskRun: number; activityRun: number; workflowTasks: number; activities: number } {
+  const out = { queued: 0, workflowTaskRun: 0, activityRun: 0, workflowTasks: 0, activities: 0 };
+  let scheduled: Record<string, number> = {};
+  let startedAt: Record<string, number> = {};
+  for (const s of steps) {
+    const kind = s.label.startsWith('workflow task') ? 'workflowTask' : s.label.startsWith('activity') ? 'activity' : undefined;
+    if (!kind) continue;
+    if (s.label.endsWith('scheduled')) scheduled = { ...scheduled, [kind]: s.ms };
+    else if (s.label.endsWith('started')) {
+      out.queued += s.ms - (scheduled[kind] ?? s.ms);
+      startedAt = { ...startedAt, [kind]: s.ms };
+    } else if (s.label.endsWith('completed')) {
+      if (kind === 'workflowTask') {
+        out.workflowTaskRun += s.ms - (startedAt[kind] ?? s.ms);
+        out.workflowTasks++;
+      } else {
+        out.activityRun += s.ms - (startedAt[kind] ?? s.ms);
+        out.activities++;
+      }
+    }
+  }
+  return out;
+}
+
+// --- the burst: an agent killed and restarted in the middle --------------------------------------------------
+
+interface BurstTask {
+  text: string;
+  taskId?: string;
+  refusal?: string;
+  state?: TaskState;
+  echoed?: string;
+}
+
+async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
+  const prefix = `burst-${run}-`;
+  const tasks: BurstTask[] = Array.from({ length: BURST }, (_, n) => ({ text: `${prefix}${n}` }));
+  const answeredBefore = () => [...agent.answered.keys()].filter((t) => t.startsWith(prefix)).length;
+  console.log(`\nburst: ${BURST} non-blocking sends through the mesh, ${BURST_CONCURRENCY} at a time; the agent's server closed abruptly once it answered ${Math.floor(BURST / 2)}, back ${DOWN_MS} ms later`);
+  const startedAt = Date.now();
+  let next = 0;
+  const sending = Promise.all(
+    Array.from({ length: BURST_CONCURRENCY }, async () => {
+      for (let n = next++; n < BURST && !stopping(); n = next++) {
+        const task = tasks[n];
+        try {
+          const answer = await mesh.sendMessage(sendRequest(task.text, true), { signal: AbortSignal.timeout(OP_TIMEOUT_MS) });
+          if ('status' in answer && answer.id) task.taskId = answer.id;
+          else task.refusal = 'answered without a task';
+        } catch (e) {
+          task.refusal = (e as Error).message.slice(0, 120);
+        }
+      }
+    }),
+  );
+  // The kill: once the agent has answered half of the burst (bounded: the sends may outrun the deliveries).
+  await until('the agent to answer half of the burst', () => (answeredBefore() >= BURST / 2 || stopping() ? true : undefined), Math.max(1000, budgetLeft() - DOWN_MS), 5).catch(() =>
+    console.log(`  the agent had not answered half of the burst by the run's bound: killed now`),
+  );
+  checkStop();
+  const killedAt = Date.now();
+  const answeredAtKill = answeredBefore();
+  const ackedAtKill = tasks.filter((t) => t.taskId).length;
+  await agent.kill();
+  await sleep(DOWN_MS);
+  await agent.start();
+  const backAt = Date.now();
+  await sending;
+  const sentMs = Date.now() - startedAt;
+  console.log(`  killed ${killedAt - startedAt} ms into the burst (the agent had answered ${answeredAtKill}, the mesh acknowledged ${ackedAtKill} sends), listening again after ${backAt - killedAt} ms; every send answered after ${sentMs} ms`);
+
+  // Every acknowledged task read back until it is terminal (GetTask through the mesh), bounded.
+  const acknowledged = tasks.filter((t) => t.taskId);
+  const open = () => acknowledged.filter((t) => !TERMINAL.has(t.state ?? TaskState.TASK_STATE_UNSPECIFIED));
+  const deadline = Date.now() + Math.min(BURST_SETTLE_MS, budgetLeft());
+  while (open().length > 0 && Date.now() < deadline && !stopping()) {
+    const batch = open();
+    let i = 0;
+    await Promise.all(
+      Array.from({ length: 16 }, async () => {
+        for (let k = i++; k < batch.length; k = i++) {
+          const t = batch[k];
+          try {
+            const task = await mesh.getTask({ tenant: '', id: t.taskId!, historyLength: 0 }, { signal: AbortSignal.timeout(10000) });
+            t.state = task.status?.state;
+            t.echoed = task.artifacts.map((a) => textOf(a)).join('');
+          } catch {
+            // read again next time
+          }
+        }
+      }),
+    );
+    if (open().length > 0) await sleep(500);
+  }
+  checkStop();
+  const settledMs = Date.now() - startedAt;
+  const completed = acknowledged.filter((t) => t.state === TaskState.TASK_STATE_COMPLETED);
+  const wrongEcho = completed.filter((t) => t.echoed !== t.text);
+  const states: Record<string, number> = {};
+  for (const t of acknowledged) {
+    const s = taskStateToJSON(t.state ?? TaskState.TASK_STATE_UNSPECIFIED);
+    states[s] = (states[s] ?? 0) + 1;
+  }
+  const refusals: Record<string, number> = {};
+  for (const t of tasks.filter((x) => x.refusal)) refusals[t.refusal!] = (refusals[t.refusal!] ?? 0) + 1;
+  const atAgent = tasks.filter((t) => (agent.answered.get(t.text) ?? 0) > 0).length;
+  const duplicates = agent.duplicates(prefix);
+  const stillOpen = open().length;
+  const lost = acknowledged.length - completed.length - stillOpen;
+  console.log(`  sent ${BURST}: acknowledged ${acknowledged.length}, refused ${BURST - acknowledged.length}${Object.keys(refusals).length > 0 ? ` ${JSON.stringify(refusals)}` : ''}`);
+  console.log(`  acknowledged tasks by state after ${settledMs} ms: ${JSON.stringify(states)}; completed with the text sent: ${completed.length - wrongEcho.length}`);
+  console.log(`  the agent completed ${atAgent} distinct tasks of the burst; completed more than once: ${duplicates.length}${duplicates.length > 0 ? ` (${duplicates.slice(0, 5).map(([t, n]) => `${t} x${n}`).join(', ')})` : ''}`);
+  if (stillOpen > 0) console.log(`  still open when the run's bound came (BENCH_BUDGET_SECONDS, BENCH_BURST_SETTLE_MS): ${stillOpen}, neither lost nor completed yet`);
+  const verdict = lost > 0 || wrongEcho.length > 0 || duplicates.length > 0 ? 'NOT met' : stillOpen > 0 ? 'not shown (tasks still open at the bound)' : 'met';
+  console.log(`  lost (acknowledged, ended other than completed): ${lost}; goal 0 lost and each completed once: ${verdict}`);
+}
+
+/** Terminates the task workflows of the run's agent still running (a run that failed or was cut short): nobody would answer them. */
+async function endTaskWorkflows(temporal: TemporalClient, agentName: string): Promise<void> {
+  try {
+    for await (const wf of temporal.workflow.list({ query: `EventMeshAgent = '${agentName}' AND ExecutionStatus = 'Running'` })) {
+      await temporal.workflow.getHandle(wf.workflowId).terminate('bench:a2a ended').catch(() => undefined);
+    }
+  } catch (e) {
+    console.error(`could not end the run's task workflows: ${(e as Error).message}`);
+  }
+}
+
+// --- main ----------------------------------------------------------------------------------------------------
+
+async function main(): Promise<void> {
+  console.log(`A2A benchmark: ${ROUNDS} rounds of ${DURATION_S} s per path; phases ${PHASES.join(', ')}`);
+  console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  const agent = new BenchEchoAgent();
+  await agent.start();
+  const agentName = `bench-echo-${run}`;
+  const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-a2a', logLevel: logLevel.NOTHING });
+
+  // (2): a worker of the minimal workflow in this process, on a task queue of its own (its log: warnings only).
+  Runtime.install({ logger: new DefaultLogger('WARN'), shutdownSignals: [] });
+  const taskQueue = `bench-a2a-${run}`;
+  const { code } = await bundleWorkflowCode({
+    workflowsPath: require.resolve('./a2a-baseline.workflows'),
+    logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => process.stderr.write(`${m}\n`) },
+  });
+  const workerConnection = await NativeConnection.connect({ address: config.temporal.address });
+  const worker = await Worker.create({ connection: workerConnection, namespace: config.temporal.namespace, taskQueue, workflowBundle: { code } });
+  const workerRun = worker.run();
+  const connection = await Connection.connect({ address: config.temporal.address });
+  const temporal = new TemporalClient({ connection, namespace: config.temporal.namespace });
+
+  await createTopics(kafka, [`bench-a2a-${run}`], 6);
+  const instance = await startInstanceProcess(
+    benchEnv({
+      EVENTMESH_INSTANCE_ID: `a2a${run}`,
+      EVENTMESH_HTTP_PORT: '0',
+      EVENTMESH_KAFKA_TOPICS: `bench-a2a-${run}`,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '6',
+      EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
+      EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '5000',
+      EVENTMESH_AGENTS_TASK_TIMEOUT_MS: String(BURST_SETTLE_MS + 60000),
+    }),
+  );
+  pids = { bench: 'self', instance: instance.child.pid, temporal: pidFrom('.data/temporal/temporal.pid'), postgres: pidFrom('.data/postgres/pgdata/postmaster.pid'), broker: brokerPid() };
+  try {
+    const put = await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agent.card()) });
+    if (put.status !== 201) throw new Error(`registering the agent: ${put.status} ${await put.text()}`);
+    const factory = new ClientFactory();
+    const direct = await factory.createFromUrl(agent.url);
+    const mesh = await factory.createFromUrl(`${instance.url}/a2a/agents/${agentName}/.well-known/agent-card.json`, '');
+    const signal = () => AbortSignal.timeout(OP_TIMEOUT_MS);
+    const ops: Record<'direct' | 'temporal' | 'mesh', Op> = {
+      direct: async (n) => {
+        const text = `direct-${run}-${n}-${randomUUID().slice(0, 4)}`;
+        checkEcho(await direct.sendMessage(sendRequest(text), { signal: signal() }), text);
+        return undefined;
+      },
+      temporal: async (n) => {
+        const id = `bench-a2a-base-${run}-${n}-${randomUUID().slice(0, 4)}`;
+        const result = await temporal.workflow.execute('benchA2aBaseline', { taskQueue, workflowId: id, args: [id], workflowExecutionTimeout: OP_TIMEOUT_MS });
+        if (result !== id) throw new Error(`workflow ${id} returned ${String(result)}`);
+        return undefined;
+      },
+      mesh: async (n) => {
+        const text = `mesh-${run}-${n}-${randomUUID().slice(0, 4)}`;
+        return checkEcho(await mesh.sendMessage(sendRequest(text), { signal: signal() }), text);
+      },
+    };
+
+    if (PHASES.includes('load')) {
+      // Warm-up: connections, the workers' caches, JIT.
+      for (const name of ['direct', 'temporal', 'mesh'] as const) await closedLoop(name, ops[name], 4, 1.5);
+
+      // (3)'s maximum throughput: the concurrency ramped until two steps in a row gain less than 5%.
+      let best = { concurrency: FIXED_CONCURRENCY ?? 1, perSecond: 0 };
+      if (FIXED_CONCURRENCY === undefined) {
+        console.log(`\nramp of (3) mesh, ${RAMP_S} s per step and at least 3 tasks per sender:`);
+        let flat = 0;
+        for (let c = 1; c <= MAX_CONCURRENCY && flat < 2; c *= 2) {
+          const r = await closedLoop('mesh', ops.mesh, c, RAMP_S, 3 * c);
+          console.log(`  ${line(r)}`);
+          if (r.perSecond >= best.perSecond * 1.05) flat = 0;
+          else flat++;
+          if (r.perSecond > best.perSecond) best = { concurrency: c, perSecond: r.perSecond };
+        }
+        console.log(`  maximum: ${f(best.perSecond, 0)} tasks/s at concurrency ${best.concurrency}`);
+      } else {
+        best.perSecond = (await closedLoop('mesh', ops.mesh, best.concurrency, RAMP_S)).perSecond;
+        console.log(`\nconcurrency ${best.concurrency} (BENCH_CONCURRENCY): (3) mesh ${f(best.perSecond, 0)} tasks/s`);
+      }
+      const concurrency = best.concurrency;
+      const halfRate = best.perSecond / 2;
+
+      const rounds: { full: Record<string, Run>; half: Record<string, Run> }[] = [];
+      const order = ['direct', 'temporal', 'mesh'] as const;
+      for (let round = 0; round < ROUNDS; round++) {
+        const full: Record<string, Run> = {};
+        const half: Record<string, Run> = {};
+        // The paths take turns, starting one further each round: the host's other load changes over a round.
+        for (let i = 0; i < order.length; i++) {
+          const name = order[(i + round) % order.length];
+          full[name] = await closedLoop(name, ops[name], concurrency, DURATION_S);
+        }
+        for (const name of round % 2 === 0 ? (['direct', 'mesh'] as const) : (['mesh', 'direct'] as const)) {
+          half[name] = await openLoop(name, ops[name], halfRate, DURATION_S);
+        }
+        rounds.push({ full, half });
+        console.log(`\nround ${round + 1}/${ROUNDS}:`);
+        for (const r of [...Object.values(full), ...Object.values(half)]) console.log(`  ${line(r)}`);
+        console.log(
+          `  (3)/(2) throughput ${f(full.mesh.perSecond / full.temporal.perSecond, 2)}x, (3)/(1) throughput ${f(full.mesh.perSecond / full.direct.perSecond, 2)}x; ` +
+            `half load: p50 added ${f(p(half.mesh, 50) - p(half.direct, 50))} ms, (3)/(1) p50 ${f(p(half.mesh, 50) / p(half.direct, 50), 1)}x`,
+        );
+      }
+
+      // The round with the median (3)/(2) ratio for the table; the medians of each figure over the rounds.
+      const ratio32 = rounds.map((r) => r.full.mesh.perSecond / r.full.temporal.perSecond);
+      const ratio31 = rounds.map((r) => r.full.mesh.perSecond / r.full.direct.perSecond);
+      const added = rounds.map((r) => p(r.half.mesh, 50) - p(r.half.direct, 50));
+      const p50ratio = rounds.map((r) => p(r.half.mesh, 50) / p(r.half.direct, 50));
+      const mid = rounds[ratio32.indexOf(median(ratio32))];
+      console.log(`\nThe round with the median (3)/(2) ratio; throughput at concurrency ${concurrency}, latency at ${f(halfRate, 0)} tasks/s offered (half of (3)'s maximum):\n`);
+      console.log('| path | tasks/s (concurrency ' + concurrency + ') | p50 ms | p95 ms | p99 ms | half load: p50 ms | p95 ms | p99 ms | CPU per task at full load |');
+      console.log('|---|---|---|---|---|---|---|---|---|');
+      for (const name of order) {
+        const fr = mid.full[name];
+        const hr = mid.half[name];
+        const halfCols = hr ? `${f(p(hr, 50))} | ${f(p(hr, 95))} | ${f(p(hr, 99))}` : '- | - | -';
+        console.log(`| (${order.indexOf(name) + 1}) ${name} | ${f(fr.perSecond, 0)} | ${f(p(fr, 50))} | ${f(p(fr, 95))} | ${f(p(fr, 99))} | ${halfCols} | ${cpuPerTask(fr)} |`);
+      }
+      const errors = rounds.reduce((n, r) => n + [...Object.values(r.full), ...Object.values(r.half)].reduce((m, x) => m + x.errors, 0), 0);
+      console.log(`\n(3)/(2) throughput: median ${f(median(ratio32), 2)}x (goal >= 0.5x: ${median(ratio32) >= 0.5 ? 'met' : 'NOT met'}); per round ${ratio32.map((x) => f(x, 2)).join(', ')}`);
+      console.log(`added p50 of (3) over (1) at half load: median ${f(median(added))} ms (goal <= 25 ms: ${median(added) <= 25 ? 'met' : 'NOT met'}); per round ${added.map((x) => f(x)).join(', ')}`);
+      console.log(`(3)/(1): throughput median ${f(median(ratio31), 2)}x (per round ${ratio31.map((x) => f(x, 2)).join(', ')}); p50 at half load median ${f(median(p50ratio), 1)}x`);
+      console.log(`errors (tasks not answered as sent, or past ${OP_TIMEOUT_MS} ms): ${errors}`);
+
+      // Where a mesh task's time goes: its workflow's history (Temporal's event times), against the client's view.
+      const sample = mid.half.mesh.taskIds.slice(-TIMELINE_SAMPLE);
+      const timeline = await medianTimeline(temporal, sample);
+      console.log(`\nA mesh task's workflow at half load (median event times after the workflow's start, ${timeline.of} of ${timeline.sampled} sampled histories of this shape); the client's p50 was ${f(p(mid.half.mesh, 50))} ms:`);
+      for (const s of timeline.steps) console.log(`  ${f(s.ms)} ms  ${s.label}`);
+      const sum = summarize(timeline.steps);
+      const workflowMs = timeline.steps.at(-1)?.ms ?? NaN;
+      console.log(
+        `  in sum: waiting in Temporal's queues for a worker ${f(sum.queued)} ms (${sum.workflowTasks} workflow tasks, ${sum.activities} activities), ` +
+          `the worker's workflow tasks ${f(sum.workflowTaskRun)} ms, the activities ${f(sum.activityRun)} ms, ` +
+          `outside the workflow (the gateway: task row, request record, workflow start, result, read back) ${f(p(mid.half.mesh, 50) - workflowMs)} ms`,
+      );
+    }
+
+    if (PHASES.includes('burst')) await burst(agent, mesh);
+    await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'DELETE' });
+  } finally {
+    await instance.stop();
+    await endTaskWorkflows(temporal, agentName);
+    worker.shutdown();
+    await workerRun.catch(() => undefined);
+    await workerConnection.close();
+    await connection.close();
+    await agent.kill();
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.deleteTopics({ topics: [`bench-a2a-${run}`, requestTopicOf('default', agentName)] }).catch(() => undefined);
+    await admin.disconnect();
+  }
+}
+
+// Interrupted (Ctrl-C, a timeout): the run stops where it is and still cleans up (instance, workflows, topics).
+let interrupted = false;
+for (const signal of ['SIGINT', 'SIGTERM'] as const) {
+  process.on(signal, () => {
+    if (interrupted) process.exit(130);
+    interrupted = true;
+    console.error(`${signal}: stopping the run`);
+    stopRequested.abort();
+  });
+}
+
+main().then(
+  () => process.exit(0),
+  (e: unknown) => {
+    console.error(e);
+    process.exit(1);
+  },
+);
