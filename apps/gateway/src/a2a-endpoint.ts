@@ -1,6 +1,8 @@
 import type { FastifyRequest } from 'fastify';
 import { A2ABroker, MeshTaskHandler } from '../../../libs/a2a';
+import { EventMeshError, HTTP_STATUS_BY_CODE } from '../../../libs/errors';
 import type { Caller } from '../../../libs/security';
+import { isPostgresUnavailable } from '../../../libs/storage';
 import { a2aUrlsOf } from './a2a-paths';
 import type { Gates } from './gate-route';
 
@@ -15,4 +17,13 @@ export function headerOf(request: FastifyRequest, name: string): string | undefi
   const value = request.headers[name];
   const first = Array.isArray(value) ? value[0] : value;
   return first === undefined || first.trim() === '' ? undefined : first.trim();
+}
+
+/**
+ * A failure of the runtime's own that every route answers 503 with `Retry-After` (the error filter, http-error.ts):
+ * Postgres unavailable, Kafka unavailable, a bound on held work reached. The A2A endpoints throw it to the filter
+ * rather than answer it in the protocol as an internal error: the client learns it may send again.
+ */
+export function isUnavailable(e: unknown): boolean {
+  return isPostgresUnavailable(e) || (e instanceof EventMeshError && HTTP_STATUS_BY_CODE[e.code] === 503);
 }

@@ -7,9 +7,8 @@ import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a'
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
-import { isPostgresUnavailable } from '../../../libs/storage';
 import { rawBodyOf } from './body-parsers';
-import { headerOf, meshHandlerOf } from './a2a-endpoint';
+import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 import { openStream, StreamLease, writeSse } from './a2a-sse';
 import { z } from 'zod';
@@ -208,7 +207,7 @@ export class A2ARestController {
 async function refuse(handler: MeshTaskHandler, reply: FastifyReply, e: unknown): Promise<void> {
   if (e instanceof EventMeshError) throw e;
   const unexpected = handler.unexpected;
-  if (unexpected !== undefined && isPostgresUnavailable(unexpected)) throw unexpected;
+  if (unexpected !== undefined && isUnavailable(unexpected)) throw unexpected;
   if (unexpected !== undefined && !(unexpected instanceof AgentUnreachable)) {
     log.error({ err: unexpected }, 'A2A call failed');
     throw new EventMeshError(ErrorCode.Internal, 'internal error');

@@ -5,9 +5,8 @@ import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
 import { createLogger } from '../../../libs/logging';
-import { isPostgresUnavailable } from '../../../libs/storage';
 import type { Caller } from '../../../libs/security';
-import { headerOf, meshHandlerOf } from './a2a-endpoint';
+import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 import { openStream, SseEvents, StreamLease, writeSse } from './a2a-sse';
@@ -124,14 +123,14 @@ export class A2ARpcController {
 }
 
 /**
- * The answer, unless the call failed for a reason of the runtime's: Postgres unavailable is thrown to the error
- * filter (503 with Retry-After, as on every route); any other error that is not the protocol's is logged and
+ * The answer, unless the call failed for a reason of the runtime's: Postgres or Kafka unavailable, or a bound
+ * reached, is thrown to the error filter (503 with Retry-After, as on every route); any other error that is not the protocol's is logged and
  * answered -32603 without its detail (an agent that did not answer keeps its message).
  */
 function answerFor(handler: MeshTaskHandler, answer: RpcAnswer): RpcAnswer {
   const e = handler.unexpected;
   if (e === undefined) return answer;
-  if (isPostgresUnavailable(e)) throw e;
+  if (isUnavailable(e)) throw e;
   if (e instanceof AgentUnreachable) return answer;
   log.error({ err: e }, 'A2A call failed');
   return failure(answer.id, A2A_ERROR_CODE.INTERNAL_ERROR, 'internal error');
