@@ -93,7 +93,7 @@ export interface EventMeshConfig {
     /** Events per second a dead-letter replay sends when its request names no rate. */
     deadLetterReplayRate: number;
   };
-  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number; queryTimeoutMs: number };
+  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number; queryTimeoutMs: number; leakDetectionThresholdMs: number };
   kafka: {
     brokers: string[];
     clientId: string;
@@ -264,6 +264,9 @@ const SETTINGS = {
     () => 30000,
     'Longest a statement may run: the server ends it (statement_timeout, and idle_in_transaction_session_timeout for an open transaction), and a client that has heard nothing 1 s later drops the connection as dead (a half-open link). At least twice EVENTMESH_DELIVERY_LEASE_TTL_MS: a lease or dispatch-run transaction bounds each of its statements to a lease TTL. Migrations (npm run migrate) run without it.',
     '30000 (or twice the lease TTL, if more)'),
+  pgLeakDetectionThresholdMs: setting('EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS', 'eventmesh.postgres.leakDetectionThresholdMs',
+    integer(0, 3600000), () => 0,
+    'Pool checkout leak detection (as HikariCP\'s leakDetectionThreshold): a connection checked out of the pool for longer than this is logged as a warning with the stack of the code that took it and the statement it has in flight, and counted (eventmesh_postgres_pool_leaks_total). The stack is captured at every checkout, so it costs a little on each. 0: off.'),
   kafkaBrokers: setting('EVENTMESH_KAFKA_BROKERS', 'eventmesh.kafka.brokers', listOf(hostPort, 'host:port'),
     () => ['127.0.0.1:9092'], 'Kafka bootstrap brokers.'),
   kafkaClientId: setting('EVENTMESH_KAFKA_CLIENT_ID', 'eventmesh.kafka.clientId', text, () => 'eventmesh',
@@ -534,6 +537,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       database: v.pgDatabase,
       poolSize: v.pgPoolSize,
       queryTimeoutMs: v.pgQueryTimeoutMs,
+      leakDetectionThresholdMs: v.pgLeakDetectionThresholdMs,
     },
     kafka: {
       brokers: v.kafkaBrokers,

@@ -2,15 +2,21 @@ import { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
+import { leakDetectingPool, pgWithPool, PoolLeakDetector } from './pool-leak-detection';
 import { postgresConnectionOptions } from './postgres-connection';
+
+const detectors = new WeakMap<DataSource, PoolLeakDetector>();
 
 /**
  * The runtime's Postgres DataSource: entities and migrations only, never `synchronize`. Its pool's connections
- * have the settings of {@link postgresConnectionOptions} (keepalive, timeouts, a deadline on every query).
+ * have the settings of {@link postgresConnectionOptions} (keepalive, timeouts, a deadline on every query), and with
+ * `leakDetectionThresholdMs` its checkouts are watched ({@link PoolLeakDetector}).
  */
 export function createDataSource(pg: EventMeshConfig['postgres'], applicationName = 'eventmesh'): DataSource {
-  return new DataSource({
+  const detector = pg.leakDetectionThresholdMs > 0 ? new PoolLeakDetector(pg.leakDetectionThresholdMs, applicationName) : undefined;
+  const db = new DataSource({
     type: 'postgres',
+    ...(detector && { driver: pgWithPool(leakDetectingPool(detector)) }),
     host: pg.host,
     port: pg.port,
     username: pg.user,
@@ -25,4 +31,11 @@ export function createDataSource(pg: EventMeshConfig['postgres'], applicationNam
     applicationName,
     extra: { ...postgresConnectionOptions(pg, applicationName), max: pg.poolSize },
   });
+  if (detector) detectors.set(db, detector);
+  return db;
+}
+
+/** The leak detection of `db`'s pool (its counts, its log); undefined when it is off. */
+export function poolLeakDetectorOf(db: DataSource): PoolLeakDetector | undefined {
+  return detectors.get(db);
 }
