@@ -93,7 +93,7 @@ export interface EventMeshConfig {
     /** Events per second a dead-letter replay sends when its request names no rate. */
     deadLetterReplayRate: number;
   };
-  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number; queryTimeoutMs: number; leakDetectionThresholdMs: number };
+  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number; dispatchPoolSize: number; queryTimeoutMs: number; leakDetectionThresholdMs: number };
   kafka: {
     brokers: string[];
     clientId: string;
@@ -260,6 +260,8 @@ const SETTINGS = {
     'Postgres database.'),
   pgPoolSize: setting('EVENTMESH_POSTGRES_POOL_SIZE', 'eventmesh.postgres.poolSize', integer(1, 200), () => 10,
     'Connections in the Postgres pool.'),
+  pgDispatchPoolSize: setting('EVENTMESH_POSTGRES_DISPATCH_POOL_SIZE', 'eventmesh.postgres.dispatchPoolSize', integer(1, 200), () => 5,
+    'Connections in the dispatch loops\' own Postgres pool (their claims and renewals, fenced writes, refreshes and retry sweeps), apart from EVENTMESH_POSTGRES_POOL_SIZE\'s pool, which serves everything else (the gateway, A2A tasks, dead-letter replays, presence, takeovers): a busy or stranded main pool cannot starve delivery. Its statements are bounded by the lease TTL (EVENTMESH_DELIVERY_LEASE_TTL_MS), not by EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS.'),
   pgQueryTimeoutMs: setting('EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS', 'eventmesh.postgres.queryTimeoutMs', integer(1000, 3600000),
     () => 30000,
     'Longest a statement may run: the server ends it (statement_timeout, and idle_in_transaction_session_timeout for an open transaction), and a client that has heard nothing 1 s later drops the connection as dead (a half-open link). At least twice EVENTMESH_DELIVERY_LEASE_TTL_MS: a lease or dispatch-run transaction bounds each of its statements to a lease TTL. Migrations (npm run migrate) run without it.',
@@ -536,6 +538,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       password: v.pgPassword,
       database: v.pgDatabase,
       poolSize: v.pgPoolSize,
+      dispatchPoolSize: v.pgDispatchPoolSize,
       queryTimeoutMs: v.pgQueryTimeoutMs,
       leakDetectionThresholdMs: v.pgLeakDetectionThresholdMs,
     },

@@ -129,7 +129,7 @@ describe('faults: Postgres link black-holed', () => {
 
   it('the open connections black-holed for good, twice (no RST; new connections work) under load: delivery resumes within 60 s each time, no query waits on a dead link for good, nothing acknowledged is lost', async () => {
     // A small pool: what waits on a dead link for good is a connection the runtime never gets back.
-    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000', EVENTMESH_POSTGRES_POOL_SIZE: '3', EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS: '3000' };
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000', EVENTMESH_POSTGRES_POOL_SIZE: '3', EVENTMESH_POSTGRES_DISPATCH_POOL_SIZE: '3', EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS: '3000' };
     run = proxiedRun('pg-strand', env);
     const { proxy, instanceId, epoch } = await underLoad(run, env);
     const epochs = [epoch];

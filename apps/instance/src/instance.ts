@@ -52,7 +52,11 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   if (metrics) {
     metrics.sources.producer = () => deps.producer.depth();
     metrics.sources.loops = running;
-    metrics.sources.postgresPool = () => poolLeakDetectorOf(deps.db)?.stats();
+    // Both pools' leaks, the main one's and the dispatch loops' (leak detection is on for both or neither).
+    metrics.sources.postgresPool = () => {
+      const [main, dispatch] = [deps.db, deps.dispatchDb].map((db) => poolLeakDetectorOf(db)?.stats());
+      return main && dispatch && { checkedOut: main.checkedOut + dispatch.checkedOut, leaks: main.leaks + dispatch.leaks };
+    };
     const stored = new StoredCountsReader(deps.db);
     metrics.readStoredCounts(() => stored.read());
   }
