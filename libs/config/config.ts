@@ -261,7 +261,7 @@ const SETTINGS = {
   pgPoolSize: setting('EVENTMESH_POSTGRES_POOL_SIZE', 'eventmesh.postgres.poolSize', integer(1, 200), () => 10,
     'Connections in the Postgres pool.'),
   pgDispatchPoolSize: setting('EVENTMESH_POSTGRES_DISPATCH_POOL_SIZE', 'eventmesh.postgres.dispatchPoolSize', integer(1, 200), () => 5,
-    'Connections in the dispatch loops\' own Postgres pool (their claims and renewals, fenced writes, refreshes and retry sweeps), apart from EVENTMESH_POSTGRES_POOL_SIZE\'s pool, which serves everything else (the gateway, A2A tasks, dead-letter replays, presence, takeovers): a busy or stranded main pool cannot starve delivery. Its statements are bounded by the lease TTL (EVENTMESH_DELIVERY_LEASE_TTL_MS), not by EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS.'),
+    'Connections in the dispatch loops\' own Postgres pool (their claims and renewals, fenced writes, refreshes and retry sweeps), apart from EVENTMESH_POSTGRES_POOL_SIZE\'s pool, which serves everything else (the gateway, A2A tasks, dead-letter replays, presence, takeovers): a busy or stranded main pool cannot starve delivery.'),
   pgQueryTimeoutMs: setting('EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS', 'eventmesh.postgres.queryTimeoutMs', integer(1000, 3600000),
     () => 30000,
     'Longest a statement may run: the server ends it (statement_timeout, and idle_in_transaction_session_timeout for an open transaction), and a client that has heard nothing 1 s later drops the connection as dead (a half-open link). At least twice EVENTMESH_DELIVERY_LEASE_TTL_MS: a lease or dispatch-run transaction bounds each of its statements to a lease TTL. Migrations (npm run migrate) run without it.',

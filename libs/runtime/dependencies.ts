@@ -44,7 +44,7 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
       );
     }
     opened.push({ close: () => db.destroy() });
-    const dispatchDb = createDispatchDataSource(pg, config.delivery.leaseTtlMs, `eventmesh-${config.instance.id}-${role}-dispatch`);
+    const dispatchDb = createDispatchDataSource(pg, `eventmesh-${config.instance.id}-${role}-dispatch`);
     await withDeadline(10000, dispatchDb.initialize());
     opened.push({ close: () => dispatchDb.destroy() });
     if (await db.showMigrations()) {

@@ -38,15 +38,12 @@ export function createDataSource(pg: EventMeshConfig['postgres'], applicationNam
 /**
  * The dispatch loops' own DataSource (LOCAL_STICKY_PULL's dispatch runs, PARTITION_OWNED_PULL's partition loops):
  * their claims and renewals, every fenced write, their refreshes and retry sweeps, on a pool of
- * `dispatchPoolSize` connections apart from the main one. The main pool's other users (the gateway's requests,
- * presence renewals, quotas, A2A tasks, dead-letter replays, takeovers) can then neither starve delivery of
- * connections nor strand it with their dead ones. Its statements are bounded by the lease TTL rather than the
- * query timeout (`statement_timeout` and `idle_in_transaction_session_timeout` at `leaseTtlMs`, the client's
- * deadline a grace later): a loop that waits longer on one has lost its heartbeat anyway (a fenced transaction
- * bounds each of its statements to a lease TTL too), and a dead link is found and dropped within a lease TTL.
+ * `dispatchPoolSize` connections apart from the main one, with the same settings. The main pool's other users (the
+ * gateway's requests, presence renewals, quotas, A2A tasks, dead-letter replays, takeovers) can then neither starve
+ * delivery of connections nor make it wait behind their dead ones (docs/failure-matrix.md, the half-open case).
  */
-export function createDispatchDataSource(pg: EventMeshConfig['postgres'], leaseTtlMs: number, applicationName: string): DataSource {
-  return createDataSource({ ...pg, poolSize: pg.dispatchPoolSize, queryTimeoutMs: Math.min(pg.queryTimeoutMs, leaseTtlMs) }, applicationName);
+export function createDispatchDataSource(pg: EventMeshConfig['postgres'], applicationName: string): DataSource {
+  return createDataSource({ ...pg, poolSize: pg.dispatchPoolSize }, applicationName);
 }
 
 /** The leak detection of `db`'s pool (its counts, its log); undefined when it is off. */

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { createDataSource, createDispatchDataSource, createPostgresClient, isPostgresUnavailable, poolLeakDetectorOf, POSTGRES_DEADLINE_GRACE_MS, POSTGRES_PROBE_TIMEOUT_MS, QueryDeadlineError } from '../../libs/storage';
+import { createDataSource, createPostgresClient, isPostgresUnavailable, poolLeakDetectorOf, POSTGRES_DEADLINE_GRACE_MS, POSTGRES_PROBE_TIMEOUT_MS, QueryDeadlineError } from '../../libs/storage';
 import { FaultProxy } from '../faults/fault-proxy';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
@@ -41,23 +41,6 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
     expect(await db.query('SELECT 7 AS n')).toEqual([{ n: 7 }]);
     expect(Date.now() - nextAt).toBeLessThan(1000);
     expect(proxy.strandedOpen).toBe(0);
-  }, 20000);
-
-  it('bounds the dispatch loops\' own pool by the lease TTL: a statement into a dead link fails a lease TTL and the grace after, not the query timeout', async () => {
-    const leaseTtlMs = 1000;
-    db = createDispatchDataSource({ ...pg, port: proxy.port, dispatchPoolSize: 1, queryTimeoutMs: 5000 }, leaseTtlMs, 'postgres-connection-spec-dispatch');
-    await db.initialize();
-    expect(await db.query('SHOW statement_timeout')).toEqual([{ statement_timeout: '1s' }]);
-    proxy.strand();
-    const sentAt = Date.now();
-    const failure = await db.query('SELECT 1').then(() => undefined, (e: unknown) => e);
-    const tookMs = Date.now() - sentAt;
-    expect((failure as { driverError?: unknown })?.driverError).toBeInstanceOf(QueryDeadlineError);
-    expect(tookMs).toBeGreaterThanOrEqual(leaseTtlMs + POSTGRES_DEADLINE_GRACE_MS - 50);
-    // The main pool's deadline here would be 5000 + 1000 ms.
-    expect(tookMs).toBeLessThan(leaseTtlMs + POSTGRES_DEADLINE_GRACE_MS + 1500);
-    // Its own pool (dispatchPoolSize): the next statement gets a new connection at once.
-    expect(await db.query('SELECT 7 AS n')).toEqual([{ n: 7 }]);
   }, 20000);
 
   it('once one connection misses its deadline, drops the pool\'s other dead connections within a probe, so the next queries do not each wait out a deadline', async () => {
