@@ -34,8 +34,12 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
   try {
     const pg = config.postgres;
     const db = createDataSource(pg, `eventmesh-${config.instance.id}-${role}`);
+    const dispatchDb = createDispatchDataSource(pg, `eventmesh-${config.instance.id}-${role}-dispatch`);
     try {
       await withDeadline(10000, db.initialize());
+      opened.push({ close: () => db.destroy() });
+      await withDeadline(10000, dispatchDb.initialize());
+      opened.push({ close: () => dispatchDb.destroy() });
     } catch (e) {
       throw new BootError(
         `cannot connect to Postgres at ${pg.host}:${pg.port} database "${pg.database}" as "${pg.user}" ` +
@@ -43,10 +47,6 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
         { cause: e },
       );
     }
-    opened.push({ close: () => db.destroy() });
-    const dispatchDb = createDispatchDataSource(pg, `eventmesh-${config.instance.id}-${role}-dispatch`);
-    await withDeadline(10000, dispatchDb.initialize());
-    opened.push({ close: () => dispatchDb.destroy() });
     if (await db.showMigrations()) {
       throw new BootError(
         `the Postgres schema of database "${pg.database}" is behind this build: run \`npm run migrate\``,
