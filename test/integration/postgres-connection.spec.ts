@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { createDataSource, createPostgresClient, isPostgresUnavailable, poolLeakDetectorOf, POSTGRES_DEADLINE_GRACE_MS, POSTGRES_PROBE_TIMEOUT_MS, QueryDeadlineError } from '../../libs/storage';
+import { createDataSource, createPostgresClient, isPostgresUnavailable, poolLeakDetectorOf, POSTGRES_DEADLINE_GRACE_MS, POSTGRES_IDLE_PROBE_AFTER_MS, POSTGRES_PROBE_TIMEOUT_MS, QueryDeadlineError } from '../../libs/storage';
 import { FaultProxy } from '../faults/fault-proxy';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
@@ -63,6 +63,25 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
       expect(Date.now() - sentAt).toBeLessThan(1000);
     }
     process.stdout.write(`postgres-connection.spec: the pool's 2 other dead connections dropped ${droppedMs} ms after the first deadline\n`);
+  }, 20000);
+
+  it('probes a connection idle past the idle window before its statement: a dead one fails at the probe deadline, not the query deadline', async () => {
+    db = createDataSource({ ...pg, port: proxy.port, poolSize: 1, queryTimeoutMs: 5000 }, 'postgres-connection-spec-idle');
+    await db.initialize();
+    await db.query('SELECT 1');
+    const idleSince = Date.now();
+    await waitFor('the connection idle past the window', () => Date.now() - idleSince > POSTGRES_IDLE_PROBE_AFTER_MS + 100, { timeoutMs: 5000, intervalMs: 50 });
+    proxy.strand();
+    // The pool lends its only (dead) connection before any deadline has fired: nothing else would find it dead.
+    const sentAt = Date.now();
+    const failure = await db.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+    const tookMs = Date.now() - sentAt;
+    expect(isPostgresUnavailable(failure)).toBe(true);
+    expect(tookMs).toBeGreaterThanOrEqual(POSTGRES_PROBE_TIMEOUT_MS - 50);
+    // The query deadline would be 5000 + 1000 ms.
+    expect(tookMs).toBeLessThan(POSTGRES_PROBE_TIMEOUT_MS + 1500);
+    expect(await db.query('SELECT 7 AS n')).toEqual([{ n: 7 }]);
+    expect(proxy.strandedOpen).toBe(0);
   }, 20000);
 
   it('fails a transaction whose statement went into the dead link, and the server ends the abandoned session\'s transaction', async () => {
