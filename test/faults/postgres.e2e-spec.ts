@@ -143,8 +143,9 @@ describe('faults: Postgres link black-holed', () => {
       proxy.strand();
       const strandedAt = Date.now();
       await run.acknowledgedMore(100, 20000);
-      // About 10 s (the query deadline, a new dispatch attempt, the catch-up); before the
-      // dispatch loops had a pool of their own, 2 of about 10 CI runs and 2 local runs took more than 30 s
+      // About 10 s (the query deadline, a new dispatch attempt, the catch-up). Before the dispatch loops had a pool
+      // of their own and idle connections were probed before use, 2 of about 10 CI runs and 2 local runs took more
+      // than 30 s: each dead idle connection lent before the first deadline cost a deadline more
       // (docs/failure-matrix.md). The instance's warnings (leak reports included) are printed past 20 s.
       const resumed = await run.delivered(Math.max(0, 30000 - (Date.now() - strandedAt)));
       const resumedMs = Date.now() - strandedAt;
