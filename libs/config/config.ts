@@ -94,7 +94,7 @@ export interface EventMeshConfig {
     /** Events per second a dead-letter replay sends when its request names no rate. */
     deadLetterReplayRate: number;
   };
-  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number; queryTimeoutMs: number };
+  postgres: { host: string; port: number; user: string; password: string; database: string; poolSize: number; dispatchPoolSize: number; queryTimeoutMs: number; leakDetectionThresholdMs: number };
   kafka: {
     brokers: string[];
     clientId: string;
@@ -262,10 +262,15 @@ const SETTINGS = {
     'Postgres database.'),
   pgPoolSize: setting('EVENTMESH_POSTGRES_POOL_SIZE', 'eventmesh.postgres.poolSize', integer(1, 200), () => 10,
     'Connections in the Postgres pool.'),
+  pgDispatchPoolSize: setting('EVENTMESH_POSTGRES_DISPATCH_POOL_SIZE', 'eventmesh.postgres.dispatchPoolSize', integer(1, 200), () => 5,
+    'Connections in the dispatch loops\' own Postgres pool (their claims and renewals, fenced writes, refreshes and retry sweeps), apart from EVENTMESH_POSTGRES_POOL_SIZE\'s pool, which serves everything else (the gateway, A2A tasks, dead-letter replays, presence, takeovers): a busy or stranded main pool cannot starve delivery.'),
   pgQueryTimeoutMs: setting('EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS', 'eventmesh.postgres.queryTimeoutMs', integer(1000, 3600000),
     () => 30000,
     'Longest a statement may run: the server ends it (statement_timeout, and idle_in_transaction_session_timeout for an open transaction), and a client that has heard nothing 1 s later drops the connection as dead (a half-open link). At least twice EVENTMESH_DELIVERY_LEASE_TTL_MS: a lease or dispatch-run transaction bounds each of its statements to a lease TTL. Migrations (npm run migrate) run without it.',
     '30000 (or twice the lease TTL, if more)'),
+  pgLeakDetectionThresholdMs: setting('EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS', 'eventmesh.postgres.leakDetectionThresholdMs',
+    integer(0, 3600000), () => 0,
+    'Pool checkout leak detection (as HikariCP\'s leakDetectionThreshold): a connection checked out of the pool for longer than this is logged as a warning with the stack of the code that took it and the statement it has in flight, and counted (eventmesh_postgres_pool_leaks_total). The stack is captured at every checkout, so it costs a little on each. 0: off.'),
   kafkaBrokers: setting('EVENTMESH_KAFKA_BROKERS', 'eventmesh.kafka.brokers', listOf(hostPort, 'host:port'),
     () => ['127.0.0.1:9092'], 'Kafka bootstrap brokers.'),
   kafkaClientId: setting('EVENTMESH_KAFKA_CLIENT_ID', 'eventmesh.kafka.clientId', text, () => 'eventmesh',
@@ -545,7 +550,9 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       password: v.pgPassword,
       database: v.pgDatabase,
       poolSize: v.pgPoolSize,
+      dispatchPoolSize: v.pgDispatchPoolSize,
       queryTimeoutMs: v.pgQueryTimeoutMs,
+      leakDetectionThresholdMs: v.pgLeakDetectionThresholdMs,
     },
     kafka: {
       brokers: v.kafkaBrokers,

@@ -205,6 +205,15 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
         setCounter(this, counts.rejectedWrites.dispatchRuns, { table: 'dispatch_runs' }, false);
       },
     }),
+    postgresPoolLeaks: new Counter({
+      name: 'eventmesh_postgres_pool_leaks_total',
+      help: 'Postgres connections held out of the pool past EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS (each logged with its acquirer\'s stack); 0 while leak detection is off.',
+      registers,
+      collect() {
+        const pool = sources.postgresPool?.();
+        if (pool) setCounter(this, pool.leaks);
+      },
+    }),
     ownedPartitions: new Gauge({
       name: 'eventmesh_ownership_owned_partitions',
       help: 'PARTITION_OWNED_PULL: partitions this instance runs a loop for now.',

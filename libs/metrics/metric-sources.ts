@@ -2,6 +2,7 @@ import type { ObservedLoop } from '../delivery/running-loops';
 import type { ProducerDepth } from '../kafka/event-producer';
 import type { RequestReplyStats } from '../request-reply/request-reply.service';
 import type { GateStats } from '../security/security-gate';
+import type { PoolCheckoutStats } from '../storage/pool-leak-detection';
 import type { StoredCounts } from '../storage/stored-counts';
 import type { OrphanTakeoverStatus } from '../subscriptions/orphan-takeover';
 
@@ -19,4 +20,6 @@ export interface MetricSources {
   orphans?: () => Pick<OrphanTakeoverStatus, 'orphans' | 'taken'>;
   /** Table sizes and fence state from Postgres, as this scrape read them (RuntimeMetrics.readStoredCounts: one read per 10 s). */
   storedCounts?: () => Promise<StoredCounts | undefined>;
+  /** The Postgres pool's checkouts, as its leak detection keeps them (undefined while it is off). */
+  postgresPool?: () => PoolCheckoutStats | undefined;
 }

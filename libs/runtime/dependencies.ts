@@ -3,7 +3,7 @@ import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
 import { createKafka, EventProducer, ProducerOptions, TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import { createDataSource } from '../storage';
+import { createDataSource, createDispatchDataSource } from '../storage';
 import { connectTemporal, TemporalHandle } from '../temporal';
 import { startTracing, Tracing } from '../tracing';
 import { BootError, reasonOf } from './boot-error';
@@ -12,6 +12,8 @@ import { withDeadline } from './deadline';
 /** The connected outside world of one instance. */
 export interface Dependencies {
   db: DataSource;
+  /** The dispatch loops' own pool (createDispatchDataSource): nothing but delivery uses it. */
+  dispatchDb: DataSource;
   kafka: Kafka;
   topics: TopicAdmin;
   producer: EventProducer;
@@ -32,8 +34,12 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
   try {
     const pg = config.postgres;
     const db = createDataSource(pg, `eventmesh-${config.instance.id}-${role}`);
+    const dispatchDb = createDispatchDataSource(pg, `eventmesh-${config.instance.id}-${role}-dispatch`);
     try {
       await withDeadline(10000, db.initialize());
+      opened.push({ close: () => db.destroy() });
+      await withDeadline(10000, dispatchDb.initialize());
+      opened.push({ close: () => dispatchDb.destroy() });
     } catch (e) {
       throw new BootError(
         `cannot connect to Postgres at ${pg.host}:${pg.port} database "${pg.database}" as "${pg.user}" ` +
@@ -41,7 +47,6 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
         { cause: e },
       );
     }
-    opened.push({ close: () => db.destroy() });
     if (await db.showMigrations()) {
       throw new BootError(
         `the Postgres schema of database "${pg.database}" is behind this build: run \`npm run migrate\``,
@@ -88,7 +93,7 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
       );
     }
     log.info({ address: config.temporal.address, namespace: config.temporal.namespace }, 'Temporal connected');
-    return { db, kafka, topics, producer, temporal, tracing };
+    return { db, dispatchDb, kafka, topics, producer, temporal, tracing };
   } catch (e) {
     for (const o of opened.reverse()) await o.close().catch(() => undefined);
     throw e;
@@ -99,6 +104,7 @@ export async function closeDependencies(deps: Dependencies): Promise<void> {
   await deps.temporal.connection.close().catch(() => undefined);
   await deps.producer.disconnect().catch(() => undefined);
   await deps.topics.disconnect().catch(() => undefined);
+  await deps.dispatchDb.destroy().catch(() => undefined);
   await deps.db.destroy().catch(() => undefined);
   // Last: the spans of the shutdown itself are exported too.
   await deps.tracing.shutdown();

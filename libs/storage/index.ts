@@ -1,5 +1,6 @@
 export * from './data-source';
 export * from './postgres-connection';
+export * from './pool-leak-detection';
 export * from './entities';
 export * from './offset-store';
 export * from './dead-letter-store';

@@ -22,6 +22,11 @@ export class QueryDeadlineError extends Error {
 
 /** How long a connection is given to answer a probe once another connection of its pool was found on a dead link. */
 export const POSTGRES_PROBE_TIMEOUT_MS = 2000;
+/**
+ * A connection that has heard nothing from the server for longer than this is probed (`SELECT 1`, under the probe
+ * deadline) before its next statement, as HikariCP validates a connection idle past its `aliveBypassWindowMs`.
+ */
+export const POSTGRES_IDLE_PROBE_AFTER_MS = 1000;
 
 /**
  * A pg client whose every query has a deadline. The server ends a statement after `statement_timeout` and answers
@@ -39,6 +44,13 @@ export const POSTGRES_PROBE_TIMEOUT_MS = 2000;
  * connections are all gone about one probe after the first deadline. Connections with a query in flight meet their
  * own deadlines.
  *
+ * The probe cannot reach a connection that is lent before the first deadline: its statement is in flight on the dead
+ * link and costs a full deadline too (in the half-open case, a new dispatch attempt's claim did, and delivery
+ * resumed 16 s after the black hole instead of 10). So a connection that has heard nothing for
+ * {@link POSTGRES_IDLE_PROBE_AFTER_MS} is probed before its next statement, the probe queued just ahead of it (in
+ * order: a statement is never sent before one queued earlier): a dead one is dropped at the probe deadline and the
+ * statement fails with it. A busy connection is never probed; an idle one pays one round trip.
+ *
  * Queries in promise and callback form are bounded; a submittable (a cursor or stream, none in the runtime) is not.
  */
 export function deadlineClient(deadlineMs: number): typeof Client {
@@ -48,10 +60,15 @@ export function deadlineClient(deadlineMs: number): typeof Client {
 
   class DeadlineClient extends Client {
     private inFlight = 0;
+    /** When the server was last heard from on this connection (connected, or a statement answered). */
+    private heardAt = Date.now();
 
     constructor(config?: string | ClientConfig) {
       super(config);
-      this.once('connect', () => open.add(this));
+      this.once('connect', () => {
+        this.heardAt = Date.now();
+        open.add(this);
+      });
       this.once('end', () => open.delete(this));
     }
 
@@ -64,6 +81,7 @@ export function deadlineClient(deadlineMs: number): typeof Client {
         (this.query(...args.slice(0, -1)) as Promise<unknown>).then((r) => callback(null, r), (e: Error) => callback(e));
         return undefined;
       }
+      if (this.inFlight === 0 && Date.now() - this.heardAt > POSTGRES_IDLE_PROBE_AFTER_MS) this.probe();
       const result: unknown = (super.query as (...a: unknown[]) => unknown).apply(this, args);
       if (!(result instanceof Promise)) return result;
       return this.bounded(result, deadlineMs);
@@ -85,6 +103,7 @@ export function deadlineClient(deadlineMs: number): typeof Client {
           (r) => {
             clearTimeout(timer);
             this.inFlight--;
+            this.heardAt = Date.now();
             resolve(r);
           },
           (e: unknown) => {

@@ -127,9 +127,10 @@ describe('faults: Postgres link black-holed', () => {
     run = undefined;
   });
 
-  it('the open connections black-holed for good, twice (no RST; new connections work) under load: delivery resumes within 60 s each time, no query waits on a dead link for good, nothing acknowledged is lost', async () => {
-    // A small pool: what waits on a dead link for good is a connection the runtime never gets back.
-    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000', EVENTMESH_POSTGRES_POOL_SIZE: '3' };
+  it('the open connections black-holed for good, twice (no RST; new connections work) under load: delivery resumes within 30 s each time, no query waits on a dead link for good, nothing acknowledged is lost', async () => {
+    // Small pools (the main one and the dispatch loops' own): what waits on a dead link for good is a connection the
+    // runtime never gets back. Leak detection on: a slow recovery prints who held the connections, and with what.
+    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000', EVENTMESH_POSTGRES_POOL_SIZE: '3', EVENTMESH_POSTGRES_DISPATCH_POOL_SIZE: '3', EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS: '3000' };
     run = proxiedRun('pg-strand', env);
     const { proxy, instanceId, epoch } = await underLoad(run, env);
     const epochs = [epoch];
@@ -142,13 +143,14 @@ describe('faults: Postgres link black-holed', () => {
       proxy.strand();
       const strandedAt = Date.now();
       await run.acknowledgedMore(100, 20000);
-      // Usually 10-12 s (the query deadline, then a probe); in 2 CI runs more than 30 s, the instance reporting its own
-      // subscriptions orphaned (its dispatch run not renewed) while its loop made rounds; the cause is not found yet
-      // (docs/failure-matrix.md). The instance's warnings are printed whenever it takes more than 30 s.
-      const resumed = await run.delivered(60000);
+      // About 10 s (the query deadline, a new dispatch attempt, the catch-up). Before the dispatch loops had a pool
+      // of their own and idle connections were probed before use, 2 of about 10 CI runs and 2 local runs took more
+      // than 30 s: each dead idle connection lent before the first deadline cost a deadline more
+      // (docs/failure-matrix.md). The instance's warnings (leak reports included) are printed past 20 s.
+      const resumed = await run.delivered(Math.max(0, 30000 - (Date.now() - strandedAt)));
       const resumedMs = Date.now() - strandedAt;
-      notes.push(`strand ${round}: ${resumed ? `delivered all acknowledged within ${resumedMs} ms` : 'NOT delivered within 60 s'}`);
-      if (resumedMs > 30000) slow.push({ round, strandedAt, resumedMs });
+      notes.push(`strand ${round}: ${resumed ? `delivered all acknowledged within ${resumedMs} ms` : 'NOT delivered within 30 s'}`);
+      if (resumedMs > 20000) slow.push({ round, strandedAt, resumedMs });
       epochs.push(await dispatchEpochOf(env, instanceId).catch(() => NaN));
       // The runtime lets go of every dead connection: a query on one times out (8 s) and its connection is
       // dropped; an idle one leaves the pool after its idle timeout (10 s).

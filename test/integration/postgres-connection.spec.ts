@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { createDataSource, createPostgresClient, isPostgresUnavailable, POSTGRES_DEADLINE_GRACE_MS, POSTGRES_PROBE_TIMEOUT_MS, QueryDeadlineError } from '../../libs/storage';
+import { createDataSource, createPostgresClient, isPostgresUnavailable, poolLeakDetectorOf, POSTGRES_DEADLINE_GRACE_MS, POSTGRES_IDLE_PROBE_AFTER_MS, POSTGRES_PROBE_TIMEOUT_MS, QueryDeadlineError } from '../../libs/storage';
 import { FaultProxy } from '../faults/fault-proxy';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
@@ -65,6 +65,25 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
     process.stdout.write(`postgres-connection.spec: the pool's 2 other dead connections dropped ${droppedMs} ms after the first deadline\n`);
   }, 20000);
 
+  it('probes a connection idle past the idle window before its statement: a dead one fails at the probe deadline, not the query deadline', async () => {
+    db = createDataSource({ ...pg, port: proxy.port, poolSize: 1, queryTimeoutMs: 5000 }, 'postgres-connection-spec-idle');
+    await db.initialize();
+    await db.query('SELECT 1');
+    const idleSince = Date.now();
+    await waitFor('the connection idle past the window', () => Date.now() - idleSince > POSTGRES_IDLE_PROBE_AFTER_MS + 100, { timeoutMs: 5000, intervalMs: 50 });
+    proxy.strand();
+    // The pool lends its only (dead) connection before any deadline has fired: nothing else would find it dead.
+    const sentAt = Date.now();
+    const failure = await db.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+    const tookMs = Date.now() - sentAt;
+    expect(isPostgresUnavailable(failure)).toBe(true);
+    expect(tookMs).toBeGreaterThanOrEqual(POSTGRES_PROBE_TIMEOUT_MS - 50);
+    // The query deadline would be 5000 + 1000 ms.
+    expect(tookMs).toBeLessThan(POSTGRES_PROBE_TIMEOUT_MS + 1500);
+    expect(await db.query('SELECT 7 AS n')).toEqual([{ n: 7 }]);
+    expect(proxy.strandedOpen).toBe(0);
+  }, 20000);
+
   it('fails a transaction whose statement went into the dead link, and the server ends the abandoned session\'s transaction', async () => {
     db = createDataSource({ ...pg, port: proxy.port, poolSize: 2, queryTimeoutMs: 1000 }, 'postgres-connection-spec-tx');
     await db.initialize();
@@ -105,5 +124,81 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
     } finally {
       await client.end().catch(() => undefined);
     }
+  }, 20000);
+});
+
+/**
+ * Pool checkout leak detection (EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS, libs/storage/pool-leak-detection.ts):
+ * a connection held out of the pool past the threshold is reported once, with the stack of the code that took it
+ * and the statement it has in flight, and counted; a short checkout is not.
+ */
+describe('Postgres pool: checkout leak detection (real Postgres)', () => {
+  const pg = testConfig().postgres;
+  let db: DataSource | undefined;
+  afterEach(async () => {
+    await db?.destroy().catch(() => undefined);
+    db = undefined;
+  });
+
+  type Report = [Record<string, unknown>, string];
+  async function watched(thresholdMs: number) {
+    db = createDataSource({ ...pg, poolSize: 2, leakDetectionThresholdMs: thresholdMs }, 'postgres-connection-spec-leaks');
+    await db.initialize();
+    const detector = poolLeakDetectorOf(db)!;
+    const warn = jest.spyOn(detector.log, 'warn');
+    const info = jest.spyOn(detector.log, 'info');
+    return { detector, reports: () => warn.mock.calls as unknown as Report[], returns: () => info.mock.calls as unknown as Report[] };
+  }
+
+  /**
+   * Holds a connection in a transaction while awaiting `until`, which is not a statement: a leak's shape. (Async and
+   * awaiting: a stack taken after an await names only the async functions that await, not plain ones in between.)
+   */
+  async function holdConnectionInTransaction(until: Promise<void>): Promise<void> {
+    await db!.transaction(async (m) => {
+      await m.query('SELECT 1');
+      await until;
+    });
+  }
+
+  it('reports a connection held past the threshold while its holder awaits something else: once, with the holder\'s stack, no statement in flight; counted', async () => {
+    const { detector, reports, returns } = await watched(300);
+    // Short checkouts, well under the threshold: nothing reported.
+    for (let i = 0; i < 5; i++) await db!.query('SELECT 1');
+    let letGo!: () => void;
+    const held = holdConnectionInTransaction(new Promise<void>((r) => (letGo = r)));
+    const heldAt = Date.now();
+    const [fields, message] = await waitFor('a leak report', () => reports()[0], { timeoutMs: 3000, intervalMs: 20 });
+    expect(Date.now() - heldAt).toBeGreaterThanOrEqual(300);
+    expect(message).toMatch(/checked out of the pool for longer than the leak detection threshold/);
+    expect(fields).toMatchObject({ pool: 'postgres-connection-spec-leaks', thresholdMs: 300, statementInFlight: null, poolTotal: 1 });
+    expect(fields.heldMs as number).toBeGreaterThanOrEqual(300);
+    expect((fields.acquiredBy as string[]).some((frame) => frame.includes('holdConnectionInTransaction') && frame.includes('postgres-connection.spec.ts'))).toBe(true);
+    expect(detector.stats()).toEqual({ checkedOut: 1, leaks: 1 });
+    // Reported once, however long it is held: a further threshold later, still one report.
+    await waitFor('a second threshold of holding', () => Date.now() - heldAt >= 700, { timeoutMs: 2000, intervalMs: 20 });
+    expect(reports()).toHaveLength(1);
+    letGo();
+    await held;
+    expect(detector.stats()).toEqual({ checkedOut: 0, leaks: 1 });
+    expect(returns()).toHaveLength(1);
+    expect(returns()[0][1]).toMatch(/went back to the pool/);
+    expect(returns()[0][0].heldMs as number).toBeGreaterThanOrEqual(700);
+  }, 20000);
+
+  it('names the statement in flight when the connection is held by a slow statement', async () => {
+    const { detector, reports } = await watched(300);
+    const slow = db!.query('SELECT pg_sleep(1)');
+    const [fields] = await waitFor('a leak report', () => reports()[0], { timeoutMs: 3000, intervalMs: 20 });
+    expect(fields.statementInFlight).toBe('SELECT pg_sleep(1)');
+    await slow;
+    expect(detector.stats()).toEqual({ checkedOut: 0, leaks: 1 });
+  }, 20000);
+
+  it('is off unless configured: no detector, the pool as pg makes it', async () => {
+    db = createDataSource({ ...pg, poolSize: 1, leakDetectionThresholdMs: 0 }, 'postgres-connection-spec-no-leaks');
+    await db.initialize();
+    expect(poolLeakDetectorOf(db)).toBeUndefined();
+    expect(await db.query('SELECT 1 AS n')).toEqual([{ n: 1 }]);
   }, 20000);
 });

@@ -31,6 +31,32 @@ describe('WorkerHost (real Temporal, Postgres, Kafka)', () => {
     await closeDependencies(deps);
   });
 
+  it('renews the dispatch run on the dispatch loops\' own pool while every connection of the main pool is held', async () => {
+    const renewedAt = async () => {
+      const rows: { renewed_at: Date }[] = await deps.dispatchDb.query('SELECT renewed_at FROM dispatch_runs WHERE instance_id = $1', [instanceId]);
+      return rows[0]?.renewed_at.getTime();
+    };
+    await waitFor('the dispatch run claimed', renewedAt, { timeoutMs: 30000 });
+    // The main pool's users (the gateway, presence, A2A, dead letters) took every connection and keep them.
+    let letGo!: () => void;
+    const held = new Promise<void>((r) => (letGo = r));
+    const holders = Array.from({ length: config.postgres.poolSize }, () => deps.db.transaction(() => held));
+    try {
+      await waitFor('the main pool exhausted', () => (deps.db.driver as unknown as { master: { totalCount: number; idleCount: number } }).master.idleCount === 0 &&
+        (deps.db.driver as unknown as { master: { totalCount: number } }).master.totalCount === config.postgres.poolSize, { timeoutMs: 5000 });
+      const before = (await renewedAt())!;
+      // Renewals come every fifth of the lease TTL: two of them within a lease TTL.
+      const after = await waitFor('two renewals while the main pool is held', async () => {
+        const at = (await renewedAt())!;
+        return at > before + config.delivery.leaseTtlMs / 5 && at;
+      }, { timeoutMs: config.delivery.leaseTtlMs, intervalMs: 100 });
+      expect(after).toBeGreaterThan(before);
+    } finally {
+      letGo();
+      await Promise.all(holders);
+    }
+  }, 60000);
+
   it('reports a worker that stopped while the instance runs as fatal', async () => {
     const workers = (host as unknown as { workers: Worker[] }).workers;
     workers[0].shutdown();

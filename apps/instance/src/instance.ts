@@ -4,7 +4,7 @@ import { createLogger } from '../../../libs/logging';
 import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
 import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '../../../libs/security';
 import type { RequestReplyService } from '../../../libs/request-reply';
-import { StoredCountsReader, StreamPresenceStore } from '../../../libs/storage';
+import { poolLeakDetectorOf, StoredCountsReader, StreamPresenceStore } from '../../../libs/storage';
 import { RunningLoops } from '../../../libs/delivery';
 import { RuntimeMetrics } from '../../../libs/metrics';
 import { ClusterCredential, ClusterStreamRouter, holderIdOf, PeerChannels, PresenceReader, StreamHub } from '../../../libs/streams';
@@ -58,6 +58,11 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   if (metrics) {
     metrics.sources.producer = () => deps.producer.depth();
     metrics.sources.loops = running;
+    // Both pools' leaks, the main one's and the dispatch loops' (leak detection is on for both or neither).
+    metrics.sources.postgresPool = () => {
+      const [main, dispatch] = [deps.db, deps.dispatchDb].map((db) => poolLeakDetectorOf(db)?.stats());
+      return main && dispatch && { checkedOut: main.checkedOut + dispatch.checkedOut, leaks: main.leaks + dispatch.leaks };
+    };
     const stored = new StoredCountsReader(deps.db);
     metrics.readStoredCounts(() => stored.read());
   }

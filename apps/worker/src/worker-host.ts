@@ -174,11 +174,14 @@ export class WorkerHost {
     } catch (e) {
       throw new BootError(`cannot reach Temporal at ${config.temporal.address} (EVENTMESH_TEMPORAL_ADDRESS): ${reasonOf(e)}`);
     }
-    const offsets = new OffsetStore(deps.db);
-    const deadLetters = new DeadLetterStore(deps.db);
-    const retries = new RetryStore(deps.db, deadLetters);
-    const skipped = new SkippedRangeStore(deps.db);
-    const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
+    // The dispatch loops' stores use their own pool (createDispatchDataSource): the main pool's other users can
+    // neither starve nor strand delivery.
+    const loopDb = deps.dispatchDb;
+    const offsets = new OffsetStore(loopDb);
+    const deadLetters = new DeadLetterStore(loopDb);
+    const retries = new RetryStore(loopDb, deadLetters);
+    const skipped = new SkippedRangeStore(loopDb);
+    const subscriptions = SubscriptionService.forInstance(loopDb, deps.topics, config);
     const webhooks = WebhookSender.forInstance(config);
     const sender = new SinkRouter(webhooks, streams, 0, deps.tracing);
     const reader = new PartitionReader(deps.kafka);
@@ -222,7 +225,7 @@ export class WorkerHost {
       replays: new DeadLetterReplayStore(deps.db),
       subscription: async (id) => (await deps.db.manager.findOneBy(SubscriptionEntity, { id })) ?? undefined,
       sender,
-      purgeExpired: (retentionDays) => new DeadLetterRetention(deadLetters, { retentionDays }).purge(),
+      purgeExpired: (retentionDays) => new DeadLetterRetention(new DeadLetterStore(deps.db), { retentionDays }).purge(),
       deliveryTimeoutMs: config.delivery.webhookTimeoutMs,
       shutdownSignal: shutdown.signal,
     });
@@ -257,7 +260,7 @@ export class WorkerHost {
         instanceId: config.instance.id,
         shutdownSignal: shutdown.signal,
         leaseTtlMs: config.delivery.leaseTtlMs,
-        runs: new DispatchRunStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
+        runs: new DispatchRunStore(loopDb, Math.floor(config.delivery.leaseTtlMs / 2)),
         createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
       });
       // No workflow cache, so no sticky queue: after a crash, the restarted process reads the previous dispatch
@@ -300,7 +303,7 @@ export class WorkerHost {
       instanceId: config.instance.id,
       leaseTtlMs: config.delivery.leaseTtlMs,
       shutdownSignal: shutdown.signal,
-      leases: new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
+      leases: new LeaseStore(loopDb, Math.floor(config.delivery.leaseTtlMs / 2)),
       membership: agent,
       openPartitionLoop: async (scope: PartitionLoopScope) => {
         const own = new PartitionReader(deps.kafka);
