@@ -16,6 +16,7 @@ import { taskToFrame } from './a2a-frame.adaptor';
 import type { StoredAgent } from './agent-store';
 import { PushConfigMethods } from './push-config-methods';
 import type { PushConfigStore } from './push-configs';
+import { decodePageToken, encodePageToken } from './page-token';
 import { requestTopicOf } from './request-topic';
 import { AgentUnreachable, agentMessage, TaskRelay } from './task-relay';
 import { taskJsonOf } from './task-events';
@@ -364,21 +365,6 @@ export class MeshTaskHandler implements A2ARequestHandler {
 export function toWireTask(task: StoredTask, historyLength?: number): Task {
   const history = historyLength === undefined ? task.history : historyLength <= 0 ? [] : task.history.slice(-historyLength);
   return Task.fromJSON({ ...taskJsonOf(task), history });
-}
-
-/** ListTasks page tokens: opaque to clients, the id of the last task of the page. */
-function encodePageToken(id: string): string {
-  return Buffer.from(JSON.stringify({ after: id })).toString('base64url');
-}
-
-function decodePageToken(token: string): string {
-  try {
-    const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { after?: unknown };
-    if (typeof decoded.after === 'string' && decoded.after !== '') return decoded.after;
-  } catch {
-    // falls through to the refusal
-  }
-  throw new RequestMalformedError('pageToken: not a token this server issued');
 }
 
 export type { A2AState };

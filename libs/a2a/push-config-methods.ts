@@ -5,6 +5,7 @@ import { checkPushUrl, PushConfigInput, pushConfigInputOf, PushConfigStore, toWi
 import { SETTLED } from './task-relay';
 import type { StoredTask } from './task-store';
 import type { TaskWorkflows } from './task-workflows';
+import { decodePageToken, encodePageToken } from './page-token';
 
 type Params<M extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[M]>[0];
 
@@ -67,7 +68,7 @@ export class PushConfigMethods {
     if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) throw new RequestMalformedError(`pageSize: 1 to ${MAX_PAGE_SIZE}`);
     const page = await this.scope.configs.list(task.tenant, task.id, { size, after: params.pageToken ? decodePageToken(params.pageToken) : undefined });
     const last = page.configs[page.configs.length - 1];
-    return { configs: page.configs.map(toWirePushConfig), nextPageToken: page.more && last ? Buffer.from(JSON.stringify({ after: last.id })).toString('base64url') : '' };
+    return { configs: page.configs.map(toWirePushConfig), nextPageToken: page.more && last ? encodePageToken(last.id) : '' };
   }
 
   async delete(params: Params<'deleteTaskPushNotificationConfig'>): Promise<void> {
@@ -76,14 +77,4 @@ export class PushConfigMethods {
       throw new TaskNotFoundError(`task ${task.id} has no push notification config ${params.id}`);
     }
   }
-}
-
-function decodePageToken(token: string): string {
-  try {
-    const decoded = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as { after?: unknown };
-    if (typeof decoded.after === 'string' && decoded.after !== '') return decoded.after;
-  } catch {
-    // falls through to the refusal
-  }
-  throw new RequestMalformedError('pageToken: not a token this server issued');
 }
