@@ -1,7 +1,7 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
-import { toHttpError } from './http-error';
+import { answerError } from './raw-answer';
 
 /**
  * The cap on open HTTP connections of one gateway process (`EVENTMESH_HTTP_MAX_CONNECTIONS`). Node's own
@@ -53,16 +53,8 @@ export class ConnectionCap {
   /** Answers a request on a connection past the cap and closes the connection (true); false for any other. */
   refuse(request: IncomingMessage, response: ServerResponse): boolean {
     if (!this.over.has(request.socket)) return false;
-    const { status, body, headers } = toHttpError(this.error());
-    const json = JSON.stringify(body);
     // The request body is not read; the connection closes after the answer.
-    response.writeHead(status, {
-      'content-type': 'application/json; charset=utf-8',
-      'content-length': Buffer.byteLength(json),
-      connection: 'close',
-      ...headers,
-    });
-    response.end(json);
+    answerError(response, this.error(), { connection: 'close' });
     return true;
   }
 }

@@ -7,7 +7,7 @@ import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './cont
 import { z } from 'zod';
 import { errors, GATED, RouteDoc } from './api-route';
 import { publishAnswerSchema, structuredEventSchema } from './api-schemas';
-import { toHttpError } from './http-error';
+import { answerError, answerJson } from './raw-answer';
 import { requestIdOfRequest } from './request-log';
 
 export const PUBLISH_PATH = '/events/publish';
@@ -97,7 +97,7 @@ export class PublishRoute {
       admission.release();
       // Each event's Kafka record names the request (EventFrame.requestId): its delivery logs do.
       const results = await this.deps.ingress.publish(topic, publish, (frame) => (frame.requestId = requestId));
-      send(response, 202, publish.mode === 'batch' ? { results } : results[0], this.closing);
+      answerJson(response, 202, publish.mode === 'batch' ? { results } : results[0], closing(this.closing));
       metrics?.published(results.length, raw?.length ?? 0, (performance.now() - started) / 1000);
     } catch (e) {
       // The client left (mid-body, or its connection is gone): nobody to answer, and nothing to report. A
@@ -106,12 +106,11 @@ export class PublishRoute {
         metrics?.publishFailed(undefined, 0, 0);
         return;
       }
-      const { status, body, headers } = toHttpError(e);
-      metrics?.publishFailed(body.code, status, (performance.now() - started) / 1000);
       // A body over the limit is left unread and the connection closes after the answer; any other refused body
       // was read whole, and the connection stays reusable.
       const tooLarge = e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge;
-      send(response, status, body, this.closing || tooLarge, headers);
+      const { status, code } = answerError(response, e, closing(this.closing || tooLarge));
+      metrics?.publishFailed(code, status, (performance.now() - started) / 1000);
     }
   }
 }
@@ -163,14 +162,6 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer | und
 const tooLarge = (limit: number) =>
   new EventMeshError(ErrorCode.PayloadTooLarge, `request body is larger than the limit of ${limit} bytes`, { limitBytes: limit });
 
-function send(response: ServerResponse, status: number, body: unknown, closeConnection: boolean, headers?: Record<string, string>): void {
-  if (response.headersSent) return;
-  const json = JSON.stringify(body);
-  response.writeHead(status, {
-    'content-type': 'application/json; charset=utf-8',
-    'content-length': Buffer.byteLength(json),
-    ...(closeConnection ? { connection: 'close' } : {}),
-    ...headers,
-  });
-  response.end(json);
-}
+/** The header that closes the connection after the answer, when it must close. */
+const CLOSE = { connection: 'close' };
+const closing = (close: boolean): Record<string, string> | undefined => (close ? CLOSE : undefined);

@@ -4,7 +4,7 @@ import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { HealthService } from '../../../libs/health';
 import type { RuntimeMetrics } from '../../../libs/metrics';
 import type { SecurityGate } from '../../../libs/security';
-import { toHttpError } from '../../gateway/src/http-error';
+import { answerError, answerJson } from '../../gateway/src/raw-answer';
 import { REQUEST_ID_HEADER, RequestLog } from '../../gateway/src/request-log';
 
 export interface OpsServerOptions {
@@ -55,14 +55,14 @@ async function serve(options: OpsServerOptions, request: IncomingMessage, respon
   if (request.method !== 'GET' && request.method !== 'HEAD') throw notFound(request.method ?? '', path);
   switch (path) {
     case '/health/live':
-      return answerJson(response, 200, options.health.live());
+      return answerJson(response, 200, options.health.live(), NO_STORE);
     case '/health/ready': {
       const report = await options.health.ready();
-      return answerJson(response, report.status === 'up' ? 200 : 503, report);
+      return answerJson(response, report.status === 'up' ? 200 : 503, report, NO_STORE);
     }
     case '/health': {
       const report = await options.health.check();
-      return answerJson(response, report.status === 'up' ? 200 : 503, report);
+      return answerJson(response, report.status === 'up' ? 200 : 503, report, NO_STORE);
     }
     case '/metrics': {
       if (!options.metrics) throw notFound('GET', path);
@@ -87,23 +87,10 @@ async function serve(options: OpsServerOptions, request: IncomingMessage, respon
   }
 }
 
+const NO_STORE = { 'cache-control': 'no-store' };
+
 const notFound = (method: string, path: string) =>
   new EventMeshError(ErrorCode.NotFound, `${method} ${path} is not served by a worker-only process (GET /health/live, /health/ready, /health, /metrics)`);
-
-function answerJson(response: ServerResponse, status: number, body: unknown): void {
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store' });
-  response.end(JSON.stringify(body));
-}
-
-function answerError(response: ServerResponse, e: unknown): void {
-  if (response.headersSent) {
-    response.destroy();
-    return;
-  }
-  const { status, body, headers } = toHttpError(e);
-  response.writeHead(status, { 'content-type': 'application/json; charset=utf-8', ...headers });
-  response.end(JSON.stringify(body));
-}
 
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {
