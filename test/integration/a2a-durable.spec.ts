@@ -7,7 +7,6 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import { requestTopicOf, TASK_POLICY_EXTENSION, taskFromFrame } from '../../libs/a2a';
 import { frameFromKafkaRecord } from '../../libs/frame';
 import { PartitionReader } from '../../libs/kafka';
-import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 import { A2ATaskEntity } from '../../libs/storage';
 import { a2aSearchAttributes, a2aTaskWorkflowIdOf } from '../../workflows';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
@@ -15,15 +14,7 @@ import { endTaskWorkflows } from '../support/a2a-tasks';
 import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
-
-class HeaderTenantFilter implements GateFilter {
-  readonly name = 'token';
-  check({ request }: GateContext): Verdict {
-    const tenant = request.headers['x-test-tenant'];
-    if (typeof tenant !== 'string') return ALLOW;
-    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
-  }
-}
+import { headerTenantGate } from '../support/header-tenant-gate';
 
 /** A loopback port nothing listens on (taken and released), where an agent can be started later. */
 async function freePort(): Promise<number> {
@@ -53,7 +44,7 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     EVENTMESH_AGENTS_HEARTBEAT_TTL_MS: '3000',
   };
   const config = testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-d-${suffix}` });
-  const gate = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const gate = (name: string) => headerTenantGate(name);
   const agent = new EchoAgent();
   const started: EchoAgent[] = [agent];
   let instance: RunningInstance;

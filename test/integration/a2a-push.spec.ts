@@ -6,23 +6,14 @@ import { ServerCallContext } from '@a2a-js/sdk/server';
 import { Webhook } from 'standardwebhooks';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ATaskStore, PushConfigMethods, PushConfigStore, TaskWorkflows } from '../../libs/a2a';
-import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, SinkGuard, Verdict } from '../../libs/security';
+import { SinkGuard } from '../../libs/security';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
-
-/** The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (as in a2a.spec.ts). */
-class HeaderTenantFilter implements GateFilter {
-  readonly name = 'token';
-  check({ request }: GateContext): Verdict {
-    const tenant = request.headers['x-test-tenant'];
-    if (typeof tenant !== 'string') return ALLOW;
-    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
-  }
-}
+import { headerTenantGate } from '../support/header-tenant-gate';
 
 /** What a push carried: the task (v1.0 `StreamResponse.task`, or the v0.3 `Task`), its version (from `webhook-id`). */
 interface Push {
@@ -54,7 +45,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     EVENTMESH_DELIVERY_MAX_ATTEMPTS: '5',
   };
   const config = testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-push-${suffix}` });
-  const gateOf = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const gateOf = (name: string) => headerTenantGate(name);
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   const agent = new EchoAgent();
   const receiver = new WebhookReceiver();

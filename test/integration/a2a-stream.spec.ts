@@ -4,21 +4,11 @@ import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactor
 import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ABroker } from '../../libs/a2a';
-import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
-
-/** The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (as in a2a.spec.ts). */
-class HeaderTenantFilter implements GateFilter {
-  readonly name = 'token';
-  check({ request }: GateContext): Verdict {
-    const tenant = request.headers['x-test-tenant'];
-    if (typeof tenant !== 'string') return ALLOW;
-    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
-  }
-}
+import { headerTenantGate } from '../support/header-tenant-gate';
 
 interface SseEvent {
   id?: string;
@@ -75,7 +65,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     EVENTMESH_AGENTS_STREAM_POLL_MS: '50',
     EVENTMESH_AGENTS_HEARTBEAT_TTL_MS: '600000',
   };
-  const gateOf = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const gateOf = (name: string) => headerTenantGate(name);
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   const echo = new EchoAgent();
   let a: RunningInstance;

@@ -3,22 +3,12 @@ import { AgentCard, Message, SendMessageRequest, Task, TaskState } from '@a2a-js
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 import { A2ATaskEntity } from '../../libs/storage';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
-
-/** The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (as in tenant-isolation.spec.ts). */
-class HeaderTenantFilter implements GateFilter {
-  readonly name = 'token';
-  check({ request }: GateContext): Verdict {
-    const tenant = request.headers['x-test-tenant'];
-    if (typeof tenant !== 'string') return ALLOW;
-    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
-  }
-}
+import { headerTenantGate } from '../support/header-tenant-gate';
 
 /**
  * The A2A broker on a real instance (gateway and worker: the task workflows run on it) with Postgres, Kafka and
@@ -37,7 +27,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
     EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '5000',
     EVENTMESH_AGENTS_SEND_WAIT_MS: '1500',
   });
-  const gateOf = (name: string) => new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const gateOf = (name: string) => headerTenantGate(name);
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   const agent = new EchoAgent();
   let instance: RunningInstance;

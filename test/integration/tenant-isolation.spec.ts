@@ -1,26 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 import { A2ATaskEntity, DeadLetterStore, SkippedRangeStore } from '../../libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
+import { headerTenantGate } from '../support/header-tenant-gate';
 
 /**
  * The gate's TokenAuth stand-in for this test: the caller's tenant and principal come from `x-test-tenant` and
  * `x-test-principal` (the real TokenAuth, from verified tokens, is tested with its own helper). No header: the
  * caller stays ANONYMOUS, tenant `default`.
  */
-class HeaderTenantFilter implements GateFilter {
-  readonly name = 'token';
-  check({ request }: GateContext): Verdict {
-    const tenant = request.headers['x-test-tenant'];
-    if (typeof tenant !== 'string') return ALLOW;
-    const principal = request.headers['x-test-principal'];
-    return { allow: true, caller: { principal: typeof principal === 'string' ? principal : `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
-  }
-}
-
 interface Answer {
   status: number;
   body: Record<string, unknown> | null;
@@ -42,7 +32,7 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     EVENTMESH_HTTP_PORT: '0',
   });
   const gateOf = (name: string) =>
-    new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+    headerTenantGate(name);
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   let instance: RunningInstance;
 
