@@ -133,6 +133,28 @@ interface Outcome {
   stuck: string;
 }
 
+/**
+ * One row of the failure table for a case of A2A sends: the lines every case prints (sends, refusals, how the
+ * acknowledged tasks ended, one that did not, what the instance logged) around the case's own, and the columns.
+ */
+function reportTasks(
+  title: string,
+  c: { sends: SendLoad; outcome: Outcome; duplicates: number; instance: { id: string; warnings(): Record<string, number> }; since: string; lines: string[]; summary: string },
+): void {
+  const refusals = c.sends.refusals();
+  reportRow(
+    title,
+    [
+      `sends ${c.sends.sent.length}; acknowledged ${c.outcome.acknowledged.length}; refused ${JSON.stringify(refusals)}`,
+      ...c.lines,
+      `every acknowledged task terminal: ${c.outcome.ended} (${c.outcome.endedMs} ms after the ${c.since}); not completed: ${JSON.stringify(c.outcome.notCompleted)}`,
+      `a task not completed: ${c.outcome.stuck}`,
+      `${c.instance.id}: logged ${JSON.stringify(c.instance.warnings())}`,
+    ].join('\n'),
+    [c.outcome.acknowledged.length, c.outcome.completed, c.outcome.lost, c.duplicates, '-', JSON.stringify({ acknowledged: c.outcome.acknowledged.length, ...refusals }), c.summary],
+  );
+}
+
 /** Reads every acknowledged task (GetTask) until all are terminal, bounded by `timeoutMs`. */
 async function outcomeOf(client: Client, load: SendLoad, sinceMs: number, timeoutMs = 45000): Promise<Outcome> {
   const acknowledged = load.acknowledged();
@@ -381,7 +403,6 @@ describe('faults: A2A tasks', () => {
 
     const outcome = await outcomeOf(client, sends, healedAt);
     const { receipts, duplicated, duplicates } = duplicatesOf(agent.received);
-    const refusals = sends.refusals();
     const startedInCut = sends.sent.filter((s) => s.startedAt >= cutAt && s.startedAt < healedAt);
     const refusedInCut = startedInCut.filter((s) => s.refusal);
     const acknowledgedInCut = startedInCut.filter((s) => s.taskId);
@@ -391,26 +412,18 @@ describe('faults: A2A tasks', () => {
     const takenThoughRefused = sends.sent.filter((s) => s.refusal && receipts.has(s.text)).length;
 
     const label = { postgres: 'Postgres', kafka: 'Kafka', temporal: 'Temporal' }[link];
-    reportRow(
-      `A2A tasks: ${label} link cut ${CUT_MS / 1000} s (proxy) under ${RATE} sends/s, agent works ${WORK_MS / 1000} s per task; 1 instance`,
-      [
-        `sends ${sends.sent.length} in ${loadMs} ms; acknowledged ${outcome.acknowledged.length}; refused ${JSON.stringify(refusals)}`,
-        `started during the cut: ${startedInCut.length}; refused ${refusedInCut.length} (answered in ${answeredInCut(refusedInCut)}); acknowledged ${acknowledgedInCut.length} (answered in ${answeredInCut(acknowledgedInCut)}, the last ${acknowledgedInCut.length === 0 ? '-' : Math.max(...acknowledgedInCut.map((s) => s.answeredAt! - healedAt))} ms after the heal); in flight at the cut: ${inFlightAtCut}`,
-        `every acknowledged task terminal: ${outcome.ended} (${outcome.endedMs} ms after the heal); not completed: ${JSON.stringify(outcome.notCompleted)}`,
+    reportTasks(`A2A tasks: ${label} link cut ${CUT_MS / 1000} s (proxy) under ${RATE} sends/s, agent works ${WORK_MS / 1000} s per task; 1 instance`, {
+      sends,
+      outcome,
+      duplicates,
+      instance: at,
+      since: 'heal',
+      lines: [
+        `sent in ${loadMs} ms; started during the cut: ${startedInCut.length}; refused ${refusedInCut.length} (answered in ${answeredInCut(refusedInCut)}); acknowledged ${acknowledgedInCut.length} (answered in ${answeredInCut(acknowledgedInCut)}, the last ${acknowledgedInCut.length === 0 ? '-' : Math.max(...acknowledgedInCut.map((s) => s.answeredAt! - healedAt))} ms after the heal); in flight at the cut: ${inFlightAtCut}`,
         `agent received ${agent.received.length} (${receipts.size} distinct; ${duplicated} more than once); refused sends the agent got anyway: ${takenThoughRefused}`,
-        `a task not completed: ${outcome.stuck}`,
-        `${at.id}: logged ${JSON.stringify(at.warnings())}`,
-      ].join('\n'),
-      [
-        outcome.acknowledged.length,
-        outcome.completed,
-        outcome.lost,
-        duplicates,
-        '-',
-        JSON.stringify({ acknowledged: outcome.acknowledged.length, ...refusals }),
-        `in flight at the cut ${inFlightAtCut}; all ended ${outcome.endedMs} ms after the heal`,
       ],
-    );
+      summary: `in flight at the cut ${inFlightAtCut}; all ended ${outcome.endedMs} ms after the heal`,
+    });
 
     // The fault took effect: tasks were in flight when it came, sends were started during it and none of them was
     // acknowledged before the heal.
@@ -527,7 +540,6 @@ describe('faults: A2A tasks', () => {
     const completedTimes = acknowledgedIds.map((t) => completions.get(t) ?? 0);
     const notOnce = acknowledgedIds.filter((t) => completions.get(t) !== 1);
     const byReplica = replicas.map((r) => `${r.name} ${r.lines.filter((l) => l.event === 'completed' && l.status === 200).length}`).join(', ');
-    const refusals = sends.refusals();
     taskIds = [...receipts.keys()];
     // Stream deliveries that failed (the replicas nack none: each is one held past the ack timeout, by the victim).
     const metrics = parsePrometheusText(await (await fetch(`${at.url}/metrics`, { signal: AbortSignal.timeout(5000) })).text());
@@ -535,26 +547,21 @@ describe('faults: A2A tasks', () => {
       .filter((m) => m.name === 'eventmesh_delivery_attempts_total' && m.labels.transport === 'stream' && m.labels.outcome === 'failed')
       .reduce((sum, m) => sum + m.value, 0);
 
-    reportRow(
+    reportTasks(
       `A2A tasks: mesh-subscriber agent, 2 replicas (long-poll, LOAD_BALANCE, window 3, 1 s per task, ack timeout ${ackTimeoutMs / 1000} s), one SIGKILLed with tasks in hand, under ${rate} sends/s; 1 instance`,
-      [
-        `sends ${sends.sent.length} in ${loadMs} ms; acknowledged ${outcome.acknowledged.length}; refused ${JSON.stringify(refusals)}`,
-        `the victim held at the kill: working ${working.length}, completed and not acked ${completedUnacked.length}; all delivered again to the survivor: ${redelivered === undefined ? 'NO' : `the last ${redelivered} ms after the kill`}`,
-        `every acknowledged task terminal: ${outcome.ended} (${outcome.endedMs} ms after the kill); not completed: ${JSON.stringify(outcome.notCompleted)}`,
-        `completed (200) by replica: ${byReplica}; tasks completed other than once: ${notOnce.length} (most ${Math.max(0, ...completedTimes)}); completions refused: ${JSON.stringify(refusedUpdates)}; found ended (409): ${endedFound.length}`,
-        `receipts ${[...receipts.values()].reduce((a, b) => a + b, 0)} of ${receipts.size} tasks (${duplicates} more than once); stream deliveries failed (not acked within the ack timeout): ${timedOut}`,
-        `a task not completed: ${outcome.stuck}`,
-        `${at.id}: logged ${JSON.stringify(at.warnings())}`,
-      ].join('\n'),
-      [
-        outcome.acknowledged.length,
-        outcome.completed,
-        outcome.lost,
+      {
+        sends,
+        outcome,
         duplicates,
-        '-',
-        JSON.stringify({ acknowledged: outcome.acknowledged.length, ...refusals }),
-        `victim held ${working.length} working + ${completedUnacked.length} completed-unacked; the last redelivered ${redelivered ?? 'NO'} ms after the kill; each task completed once: ${notOnce.length === 0}`,
-      ],
+        instance: at,
+        since: 'kill',
+        lines: [
+          `sent in ${loadMs} ms; the victim held at the kill: working ${working.length}, completed and not acked ${completedUnacked.length}; all delivered again to the survivor: ${redelivered === undefined ? 'NO' : `the last ${redelivered} ms after the kill`}`,
+          `completed (200) by replica: ${byReplica}; tasks completed other than once: ${notOnce.length} (most ${Math.max(0, ...completedTimes)}); completions refused: ${JSON.stringify(refusedUpdates)}; found ended (409): ${endedFound.length}`,
+          `receipts ${[...receipts.values()].reduce((a, b) => a + b, 0)} of ${receipts.size} tasks (${duplicates} more than once); stream deliveries failed (not acked within the ack timeout): ${timedOut}`,
+        ],
+        summary: `victim held ${working.length} working + ${completedUnacked.length} completed-unacked; the last redelivered ${redelivered ?? 'NO'} ms after the kill; each task completed once: ${notOnce.length === 0}`,
+      },
     );
 
     // The kill came with tasks in hand in both stages.
