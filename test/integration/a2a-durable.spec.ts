@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
-import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { Client } from '@a2a-js/sdk/client';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { requestTopicOf, TASK_POLICY_EXTENSION, taskFromFrame } from '../../libs/a2a';
 import { frameFromKafkaRecord } from '../../libs/frame';
@@ -14,7 +14,7 @@ import { endTaskWorkflows } from '../support/a2a-tasks';
 import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
-import { headerTenantGate } from '../support/header-tenant-gate';
+import { headerTenantGate, stockClientOf } from '../support/header-tenant-gate';
 
 /** A loopback port nothing listens on (taken and released), where an agent can be started later. */
 async function freePort(): Promise<number> {
@@ -72,13 +72,7 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const text = await response.text();
     return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
   };
-  const fetchAs: typeof fetch = ((input: string | URL | Request, init?: RequestInit) =>
-    fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), ...headers } })) as typeof fetch;
-  const clientOf = (name: string): Promise<Client> =>
-    new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs }) }).createFromUrl(
-      `${instance.url}/a2a/agents/${name}/.well-known/agent-card.json`,
-      '',
-    );
+  const clientOf = (name: string): Promise<Client> => stockClientOf(`${instance.url}/a2a/agents/${name}/.well-known/agent-card.json`, tenant);
   const send = (text: string, configuration: Record<string, unknown> = {}): SendMessageRequest =>
     SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration });
   const asTask = (answer: Message | Task): Task => {

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SendMessageRequest, Task, TaskPushNotificationConfig, TaskState } from '@a2a-js/sdk';
-import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { Client } from '@a2a-js/sdk/client';
 import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { ServerCallContext } from '@a2a-js/sdk/server';
 import { Webhook } from 'standardwebhooks';
@@ -13,7 +13,7 @@ import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
-import { headerTenantGate } from '../support/header-tenant-gate';
+import { headerTenantGate, stockClientOf, tenantFetch } from '../support/header-tenant-gate';
 
 /** What a push carried: the task (v1.0 `StreamResponse.task`, or the v0.3 `Task`), its version (from `webhook-id`). */
 interface Push {
@@ -71,13 +71,10 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     receiver.gate = undefined;
   });
 
-  const fetchAs = (tenant: string): typeof fetch => ((input: string | URL | Request, init?: RequestInit) =>
-    fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), 'x-test-tenant': tenant } })) as typeof fetch;
+  const fetchAs = tenantFetch;
   const cardUrl = () => `${instance.url}/a2a/agents/echo/.well-known/agent-card.json`;
-  const clientOf = (tenant: string): Promise<Client> =>
-    new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(tenant) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenant) }) }).createFromUrl(cardUrl(), '');
-  const restClientOf = (tenant: string): Promise<Client> =>
-    new ClientFactory({ transports: [new RestTransportFactory({ fetchImpl: fetchAs(tenant) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenant) }) }).createFromUrl(cardUrl(), '');
+  const clientOf = (tenant: string): Promise<Client> => stockClientOf(cardUrl(), tenant);
+  const restClientOf = (tenant: string): Promise<Client> => stockClientOf(cardUrl(), tenant, 'rest');
   const rpc = async (tenant: string, method: string, params: unknown, version?: string) => {
     const response = await fetchAs(tenant)(`${instance.url}/a2a/agents/echo/rpc`, {
       method: 'POST',

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { AgentCard, Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
-import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
+import { Client, ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ABroker } from '../../libs/a2a';
@@ -8,7 +8,7 @@ import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
-import { headerTenantGate } from '../support/header-tenant-gate';
+import { headerTenantGate, stockClientOf, tenantFetch } from '../support/header-tenant-gate';
 
 interface SseEvent {
   id?: string;
@@ -99,14 +99,11 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     const text = await response.text();
     return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
   };
-  const fetchAs = (as: string): typeof fetch => ((input: string | URL | Request, init?: RequestInit) =>
-    fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), 'x-test-tenant': as } })) as typeof fetch;
+  const fetchAs = tenantFetch;
   const cardUrl = (on: RunningInstance, agent: string) => `${on.url}/a2a/agents/${agent}/.well-known/agent-card.json`;
   /** The stock v1.0 JSON-RPC client of an agent at an instance, built from the card URL alone. */
-  const clientOf = (on: RunningInstance, agent = 'steps', as = tenant): Promise<Client> =>
-    new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(as) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(as) }) }).createFromUrl(cardUrl(on, agent), '');
-  const restClientOf = (on: RunningInstance, agent = 'steps'): Promise<Client> =>
-    new ClientFactory({ transports: [new RestTransportFactory({ fetchImpl: fetchAs(tenant) })], cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenant) }) }).createFromUrl(cardUrl(on, agent), '');
+  const clientOf = (on: RunningInstance, agent = 'steps', as = tenant): Promise<Client> => stockClientOf(cardUrl(on, agent), as);
+  const restClientOf = (on: RunningInstance, agent = 'steps'): Promise<Client> => stockClientOf(cardUrl(on, agent), tenant, 'rest');
   /** The stock v0.3 client: the card's v0.3 interface, the SDK's compat transport. */
   const legacyClientOf = async (on: RunningInstance, agent = 'steps'): Promise<Client> => {
     const card = AgentCard.fromJSON(await (await fetchAs(tenant)(cardUrl(on, agent))).json());

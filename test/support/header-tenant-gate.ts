@@ -1,3 +1,4 @@
+import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
 import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 
 /** The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (every action allowed to it). */
@@ -13,4 +14,17 @@ export class HeaderTenantFilter implements GateFilter {
 /** A fail-closed gate of that one filter, auditing its refusals to the log. */
 export function headerTenantGate(name: string): SecurityGate {
   return new SecurityGate({ name, filters: [new HeaderTenantFilter()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+}
+
+/** `fetch` as the tenant: every request carries its `x-test-tenant` header (the stock A2A client's transport). */
+export function tenantFetch(tenant: string): typeof fetch {
+  return ((input: string | URL | Request, init?: RequestInit) =>
+    fetch(input, { ...init, headers: { ...Object.fromEntries(new Headers(init?.headers).entries()), 'x-test-tenant': tenant } })) as typeof fetch;
+}
+
+/** The stock A2A v1.0 client of the agent whose card the mesh serves at `cardUrl`, calling as the tenant. */
+export function stockClientOf(cardUrl: string, tenant: string, transport: 'jsonrpc' | 'rest' = 'jsonrpc'): Promise<Client> {
+  const fetchImpl = tenantFetch(tenant);
+  const transports = [transport === 'rest' ? new RestTransportFactory({ fetchImpl }) : new JsonRpcTransportFactory({ fetchImpl })];
+  return new ClientFactory({ transports, cardResolver: new DefaultAgentCardResolver({ fetchImpl }) }).createFromUrl(cardUrl, '');
 }
