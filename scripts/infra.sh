@@ -9,7 +9,8 @@
 # Addresses come from the same environment variables the runtime reads (see docs/configuration.md):
 #   EVENTMESH_POSTGRES_HOST/PORT/USER/PASSWORD/DATABASE, EVENTMESH_KAFKA_BROKERS (first entry),
 #   EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_UI_URL.
-# A server that already answers at its configured address is used as it is and not started.
+# A server that already answers at its configured address is used as it is and not started, unless another
+# checkout of this project started it: then `start` stops with a message naming that checkout.
 set -euo pipefail
 
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -57,6 +58,29 @@ die() { printf '[infra] ERROR: %s\n' "$*" >&2; exit 1; }
 
 # port_open HOST PORT: true when a TCP connection succeeds within a second.
 port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
+
+# foreign_checkout PATTERN: the root of another checkout of this project whose server (a process whose command
+# line matches PATTERN and names a file under that checkout's .data) is running; fails when there is none. A
+# server another checkout started must not be taken for this one's: its stop, and the fault tests that kill and
+# restart servers, act on this checkout's files (.tools, .data) and would miss it.
+foreign_checkout() {
+  local own pid cmd data
+  own=$(realpath -m "$DATA")
+  for pid in $(pgrep -f -- "$1" 2>/dev/null); do
+    cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
+    data=$(grep -oE '/[^ ]*/\.data/' <<<"$cmd" | head -1) || continue
+    [[ -n $data && $(realpath -m "$data") != "$own" ]] || continue
+    printf '%s\n' "${data%/.data/}"; return 0
+  done
+  return 1
+}
+
+# refuse_foreign NAME PATTERN ADDRESS: stops the start when ADDRESS is served by another checkout's server.
+refuse_foreign() {
+  local other
+  other=$(foreign_checkout "$2") || return 0
+  die "$1: $3 is served by the $1 another checkout of this project started ($other); stop it there (cd $other && bash scripts/infra.sh stop $1), or give this checkout other addresses (docs/configuration.md)"
+}
 
 # wait_until NAME LOG CMD...: run CMD until it succeeds or READY_TIMEOUT passes.
 wait_until() {
@@ -163,6 +187,7 @@ start_postgres() {
   local dir log
   dir=$(pg_dir); log=$dir/postgres.log
   if [[ ! -f $dir/pgdata/postmaster.pid ]] && port_open "$PG_HOST" "$PG_PORT"; then
+    refuse_foreign postgres 'postgres -D' "$PG_HOST:$PG_PORT"
     say "postgres: already reachable at $PG_HOST:$PG_PORT, using it"
     ensure_pg_database || say "postgres: WARNING: could not make sure database $PG_DATABASE exists; the runtime will say if it cannot connect"
     return 0
@@ -238,7 +263,9 @@ start_kafka() {
     wait_until kafka "$log" port_open "$KAFKA_HOST" "$KAFKA_PORT"
     say "kafka: already running at $KAFKA_HOST:$KAFKA_PORT"; return 0
   fi
-  if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then say "kafka: already reachable at $KAFKA_HOST:$KAFKA_PORT, using it"; return 0; fi
+  if port_open "$KAFKA_HOST" "$KAFKA_PORT"; then
+    refuse_foreign kafka 'kafka\.Kafka' "$KAFKA_HOST:$KAFKA_PORT"
+    say "kafka: already reachable at $KAFKA_HOST:$KAFKA_PORT, using it"; return 0; fi
   provision_kafka
   local libs=$TOOLS/kafka/$KAFKA_VERSION/libs
   mkdir -p "$dir/logs" "$LOGS"
@@ -324,6 +351,7 @@ start_temporal() {
     say "temporal: already running at $TEMPORAL_ADDRESS (UI $TEMPORAL_UI_URL)"; return 0
   fi
   if port_open "$TEMPORAL_HOST" "$TEMPORAL_PORT"; then
+    refuse_foreign temporal 'temporal server start-dev' "$TEMPORAL_ADDRESS"
     say "temporal: already reachable at $TEMPORAL_ADDRESS, using it"
     ensure_temporal_namespaces
     ensure_temporal_search_attributes

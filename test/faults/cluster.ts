@@ -151,6 +151,32 @@ export class FaultInstance {
     return lines.slice(-limit);
   }
 
+  /**
+   * The instance's warnings and errors as a compact timeline (`time level logger: message [error]`), the last
+   * `limit` entries: a run of the same message is one entry with its count, and the Kafka client's reconnect
+   * attempts (one per retry while a broker is down) are left out, so a failed case shows what happened when.
+   */
+  timeline(limit = 40): string[] {
+    const entries: { at: string; text: string; count: number }[] = [];
+    for (const line of this.output().split('\n')) {
+      if (!line.startsWith('{')) continue;
+      let entry: { level?: number; time?: string; logger?: string; msg?: string; error?: unknown };
+      try {
+        entry = JSON.parse(line) as typeof entry;
+      } catch {
+        continue;
+      }
+      const msg = entry.msg ?? '';
+      if ((entry.level ?? 0) < 40 || entry.logger === 'OrphanTakeover' || /ECONNREFUSED|Failed to connect to seed broker/.test(msg)) continue;
+      const error = entry.error === undefined ? '' : ` [${(typeof entry.error === 'string' ? entry.error : JSON.stringify(entry.error)).slice(0, 120)}]`;
+      const text = `${entry.level === 40 ? 'W' : 'E'} ${entry.logger ?? '-'}: ${msg.slice(0, 120)}${error}`;
+      const last = entries[entries.length - 1];
+      if (last && last.text === text) last.count++;
+      else entries.push({ at: String(entry.time ?? '').slice(11, 23), text, count: 1 });
+    }
+    return entries.slice(-limit).map((e) => `${e.at} ${e.text}${e.count > 1 ? ` (x${e.count})` : ''}`);
+  }
+
   /** Warnings and errors the instance logged (every process it ran), counted by message: what an operator sees. */
   warnings(): Record<string, number> {
     const counts: Record<string, number> = {};

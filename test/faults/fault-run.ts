@@ -2,8 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { check, CheckResult, formatTable } from './checker';
-import { endDispatchWorkflows, FaultInstance, KAFKA_FAULTS_ADVERTISED_PORT, KAFKA_FAULTS_TARGET } from './cluster';
+import { dispatchActivityOf, endDispatchWorkflows, FaultInstance, KAFKA_FAULTS_ADVERTISED_PORT, KAFKA_FAULTS_TARGET } from './cluster';
 import { FaultProxy } from './fault-proxy';
+import { parsePrometheusText } from '../support/prometheus-text';
 import { deadLetterCount, drain, LongPollSubscriber, SseSubscriber, Subscriber, WebhookSubscriber, WebSocketSubscriber } from './subscribers';
 import { sleep, Workload } from './workload';
 
@@ -168,8 +169,26 @@ export class FaultRun {
       `stream sessions ended: ${JSON.stringify(sessions)}`,
       `publish answers: ${JSON.stringify(answers)}; drained: ${drained}; dead letters: ${JSON.stringify(deadLetters)}`,
       ...this.instances.map((i) => `${i.id}: /health ${JSON.stringify(this.health[i.id] ?? {})}; logged ${JSON.stringify(i.warnings())}`),
+      ...(result.lost > 0 || !drained ? await this.diagnosis() : []),
     ].join('\n');
     return { ...result, answers, drained, deadLetters, table };
+  }
+
+  /**
+   * What a case that lost events or did not drain prints of each instance, so a failure far away (CI) can be read
+   * from its output alone: its dispatch activity as Temporal sees it, what its /metrics say of the loops and the
+   * lanes, and its warning timeline.
+   */
+  private async diagnosis(): Promise<string[]> {
+    const env = this.options.env ?? {};
+    const out: string[] = [];
+    for (const i of this.instances) {
+      const activity = await dispatchActivityOf(env, i.id).catch((e: unknown) => `unreadable: ${(e as Error).message}`);
+      out.push(`${i.id}: dispatch activity ${JSON.stringify(activity ?? 'none pending')}`);
+      out.push(`${i.id}: metrics ${i.api ? await dispatchMetricsOf(i.api) : 'instance down'}`);
+      out.push(`${i.id}: timeline (warnings and errors, the last 40):`, ...i.timeline(40).map((l) => `  ${l}`));
+    }
+    return out;
   }
 
   /** Ends everything the run started: publishers, subscribers, instances, proxies, dispatch workflows. */
@@ -183,5 +202,29 @@ export class FaultRun {
     }
     await this.kafka?.stop();
     await endDispatchWorkflows(this.options.env ?? {}, this.instances.map((i) => i.id)).catch(() => undefined);
+  }
+}
+
+/** What an instance's /metrics say of its dispatch loops and lanes (summed over subscriptions and partitions). */
+async function dispatchMetricsOf(api: string): Promise<string> {
+  try {
+    const response = await fetch(`${api}/metrics`, { signal: AbortSignal.timeout(3000) });
+    if (!response.ok) return `HTTP ${response.status}`;
+    const { samples } = parsePrometheusText(await response.text());
+    const sum = (name: string) => samples.filter((x) => x.name === name).reduce((n, x) => n + x.value, 0);
+    const attempts: Record<string, number> = {};
+    for (const x of samples.filter((y) => y.name === 'eventmesh_delivery_attempts_total')) {
+      attempts[x.labels.outcome ?? '?'] = (attempts[x.labels.outcome ?? '?'] ?? 0) + x.value;
+    }
+    return JSON.stringify({
+      loops: sum('eventmesh_dispatch_loops'),
+      lastRoundAgeS: Math.max(0, ...samples.filter((x) => x.name === 'eventmesh_dispatch_last_round_age_seconds').map((x) => x.value)),
+      lag: sum('eventmesh_delivery_lag_events'),
+      circuitsNotClosed: samples.filter((x) => x.name === 'eventmesh_delivery_circuit_state' && x.value !== 0).length,
+      retryParked: sum('eventmesh_delivery_retry_parked'),
+      attempts,
+    });
+  } catch (e) {
+    return `unreadable: ${(e as Error).message}`;
   }
 }
