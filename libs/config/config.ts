@@ -318,7 +318,7 @@ const SETTINGS = {
     'The Standard Webhooks secret (whsec_...) A2A push notifications are signed with (webhook-id, webhook-timestamp, webhook-signature; docs/a2a.md): the clients\' webhooks verify them with it. Unset: pushes go unsigned (the config\'s token or authentication still authenticates them).'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
     integer(1, 100000), () => 100,
-    'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
+    'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute, or until a delivery queued for it passes the ack timeout with no poll since); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
   temporalAddress: setting('EVENTMESH_TEMPORAL_ADDRESS', 'eventmesh.temporal.address', hostPort,
     () => '127.0.0.1:7233', 'Temporal frontend address.'),
   temporalNamespace: setting('EVENTMESH_TEMPORAL_NAMESPACE', 'eventmesh.temporal.namespace', text,

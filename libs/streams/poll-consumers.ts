@@ -11,6 +11,12 @@ class PollConsumer implements StreamMember {
   idleTimer?: NodeJS.Timeout;
   /** Set by PollConsumers: forgets the consumer's name when an operator disconnects it. */
   close?: () => void;
+  /** Set by PollConsumers: lets the consumer go (the hub and its name) when it fell silent. */
+  evict?: () => void;
+  /** How many polls had started when each queued delivery was queued, until a poll takes it. */
+  private readonly queuedAfter = new Map<string, number>();
+  /** Polls started so far. */
+  private polls = 0;
 
   constructor(
     readonly id: string,
@@ -21,11 +27,26 @@ class PollConsumer implements StreamMember {
 
   push(delivery: StreamDelivery): void {
     this.queue.push(delivery);
+    this.queuedAfter.set(delivery.deliveryId, this.polls);
     this.wake?.();
+  }
+
+  /**
+   * A delivery passed its ack timeout still queued, and no poll came since it was queued: the client is gone (a
+   * killed process) or polls slower than the subscription's ack timeout. It is let go at once, rather than after a
+   * minute of idleness, so the hub stops handing it deliveries that can only time out; what it held is delivered
+   * again to the members that poll, and its next poll, if any, joins afresh. A client that keeps polling is never
+   * let go here, however many of its queued deliveries wait past the timeout.
+   */
+  expired(deliveryId: string): void {
+    const pollsThen = this.queuedAfter.get(deliveryId);
+    if (pollsThen === undefined) return; // a poll took it: the client answers late, it is not silent
+    if (this.polls === pollsThen) this.evict?.();
   }
 
   /** Up to `max` deliveries: at once if any are queued, else the first to arrive within `waitMs`. */
   async take(max: number, waitMs: number, signal: AbortSignal): Promise<StreamDelivery[]> {
+    this.polls++;
     if (this.queue.length === 0 && waitMs > 0 && !signal.aborted) {
       await new Promise<void>((resolve) => {
         const done = () => {
@@ -39,14 +60,17 @@ class PollConsumer implements StreamMember {
         this.wake = done;
       });
     }
-    return this.queue.splice(0, max);
+    const taken = this.queue.splice(0, max);
+    for (const d of taken) this.queuedAfter.delete(d.deliveryId);
+    return taken;
   }
 }
 
 /**
  * Long-poll consumers: a client names itself (`consumer`) and polls; between polls it stays a member of the
  * subscription, holding the deliveries it has not answered (up to its window), until it has not polled for a
- * minute. Then it is disconnected and what it held is delivered again. A subscription has at most
+ * minute, or until a delivery queued for it passes the subscription's ack timeout with no poll since it was
+ * queued (a client that was killed). Then it is disconnected and what it held is delivered again. A subscription has at most
  * `maxPerSubscription` names at once (a poll without a name takes a fresh one, held for that minute too): a poll
  * with a new name past it is refused with 429 `TOO_MANY_CONSUMERS`, and known names keep polling.
  */
@@ -89,15 +113,19 @@ export class PollConsumers {
       this.perSubscription.set(subscriptionId, held + 1);
       member = new PollConsumer(`poll:${consumer}`, subscriptionId, window, filter);
       const created = member;
-      // An operator's disconnect (the hub already let it go): the name is free, its next poll starts afresh.
-      created.close = () => {
+      // Frees the name (its next poll starts afresh); the hub lets it go unless it already has.
+      const release = () => {
         clearTimeout(created.idleTimer);
         if (this.consumers.get(key) !== created) return;
         this.consumers.delete(key);
         const left = (this.perSubscription.get(subscriptionId) ?? 1) - 1;
         if (left > 0) this.perSubscription.set(subscriptionId, left);
         else this.perSubscription.delete(subscriptionId);
+        this.hub.disconnect(created);
       };
+      // An operator's disconnect (the hub already let it go), or the client fell silent (PollConsumer.expired).
+      created.close = release;
+      created.evict = release;
       this.consumers.set(key, member);
       this.hub.connect(member);
     }
@@ -106,14 +134,10 @@ export class PollConsumers {
       return await member.take(max, waitMs, signal);
     } finally {
       const m = member;
-      m.idleTimer = setTimeout(() => {
-        this.consumers.delete(key);
-        const left = (this.perSubscription.get(subscriptionId) ?? 1) - 1;
-        if (left > 0) this.perSubscription.set(subscriptionId, left);
-        else this.perSubscription.delete(subscriptionId);
-        this.hub.disconnect(m);
-      }, IDLE_MS);
-      m.idleTimer.unref();
+      if (this.consumers.get(key) === m) {
+        m.idleTimer = setTimeout(() => m.evict?.(), IDLE_MS);
+        m.idleTimer.unref();
+      }
     }
   }
 

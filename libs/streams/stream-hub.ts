@@ -43,6 +43,8 @@ export interface StreamMember {
   readonly filter?: CompiledFilter;
   /** Ends the client's connection (an operator disconnected it); the hub has already let it go. */
   close?(): void;
+  /** A delivery it held passed its ack timeout unanswered (already settled as a timeout, to be delivered again). */
+  expired?(deliveryId: string): void;
 }
 
 interface Pending {
@@ -207,7 +209,9 @@ export class StreamHub implements StreamDeliverer {
   private send(member: StreamMember, frame: EventFrame, ackTimeoutMs: number, epoch: number, cancel?: AbortSignal): Promise<StreamOutcome> {
     const deliveryId = `${epoch}.${this.nonce}.${++this.sequence}`;
     return new Promise<StreamOutcome>((resolve) => {
-      const timer = setTimeout(() => this.settle(deliveryId, { kind: 'timeout' }), ackTimeoutMs);
+      const timer = setTimeout(() => {
+        if (this.settle(deliveryId, { kind: 'timeout' })) member.expired?.(deliveryId);
+      }, ackTimeoutMs);
       this.pending.set(deliveryId, { member, resolve, timer });
       if (cancel) {
         const onAbort = () => this.settle(deliveryId, { kind: 'gone' });
