@@ -299,7 +299,7 @@ const SETTINGS = {
   kafkaPublishTimeoutMs: setting('EVENTMESH_KAFKA_PUBLISH_TIMEOUT_MS', 'eventmesh.kafka.publishTimeoutMs', integer(100, 120000),
     () => 5000, 'Longest a publish waits for Kafka to acknowledge its events; then 503 KAFKA_UNAVAILABLE (never 202).'),
   kafkaRequestTimeoutMs: setting('EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS', 'eventmesh.kafka.requestTimeoutMs', integer(1000, 300000),
-    () => 10000, 'Longest the Kafka client waits for the answer to one request (and a broker for the replicas of a produce) before it retries.'),
+    () => 10000, 'Longest the Kafka client waits for the answer to one request (and a broker for the replicas of a produce) before it retries; a connection that answered nothing for that long and a second more after a request is dropped and a new one opened (a link gone silent).'),
   agentsCallTimeoutMs: setting('EVENTMESH_AGENTS_CALL_TIMEOUT_MS', 'eventmesh.agents.callTimeoutMs', integer(100, 600000),
     () => 30000, 'Deadline of one call of the A2A broker to an agent (a send, a GetTask while it follows the agent\'s task, a cancel; docs/a2a.md). A call past it is tried again, within the task\'s timeout.'),
   agentsTaskTimeoutMs: setting('EVENTMESH_AGENTS_TASK_TIMEOUT_MS', 'eventmesh.agents.taskTimeoutMs', integer(1000, 7 * 24 * 3600 * 1000),

@@ -1,6 +1,7 @@
 import { Kafka, logLevel as KafkaLogLevel, LogEntry } from 'kafkajs';
 import type { EventMeshConfig } from '../config';
 import { createLogger } from '../logging';
+import { socketFactoryDroppingSilentLinks } from './silent-links';
 
 /** One kafkajs client per process, logging through the structured logger. */
 export function createKafka(config: EventMeshConfig['kafka'], clientSuffix: string): Kafka {
@@ -11,6 +12,9 @@ export function createKafka(config: EventMeshConfig['kafka'], clientSuffix: stri
     connectionTimeout: config.connectTimeoutMs,
     // Each request to a broker is bounded (and enforced: kafkajs' enforceRequestTimeout, on by default).
     requestTimeout: config.requestTimeoutMs,
+    // A connection that answers nothing for a request timeout (and a second more, so a broker's own answer at that
+    // deadline, a produce's acknowledgement timeout, is not raced) after a request is dropped, not kept for the next.
+    socketFactory: socketFactoryDroppingSilentLinks(config.requestTimeoutMs + 1000),
     retry: { retries: 5, initialRetryTime: 200, maxRetryTime: 5000 },
     logLevel: KafkaLogLevel.WARN,
     logCreator:

@@ -72,6 +72,34 @@ describe('faults: Kafka', () => {
     expect(slowestAnswerMs).toBeLessThan(publishTimeoutMs + 1200);
   }, 150000);
 
+  it('open connections to the broker stranded (silent for good, new ones pass) under load: publishing and delivery resume on new connections, nothing acknowledged is lost', async () => {
+    const requestTimeoutMs = 3000;
+    run = new FaultRun({
+      name: 'kafka-strand',
+      instances: [{ kafkaViaProxy: true }],
+      subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
+      ...CI_LOAD,
+      env: { EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS: String(requestTimeoutMs) },
+    });
+    await run.start();
+    await run.acknowledgedMore(100);
+    const acknowledgedBefore = run.workload.acknowledged;
+    run.kafka!.strand();
+    const strandedAt = Date.now();
+    // Publishing resumes: the producer gives up the silent connections and opens new ones.
+    await run.acknowledgedMore(100, 40000);
+    const resumedMs = Date.now() - strandedAt;
+    // Delivery resumes: the dispatch loop's reader does the same (libs/kafka/partition-reader.ts), so everything
+    // acknowledged after the strand reaches the sinks too.
+    const result = await run.finish(40000);
+    reportCase(
+      `Kafka connections stranded (proxy), request timeout ${requestTimeoutMs / 1000} s, 1 instance, 100/s`,
+      result,
+      `100 more acknowledged ${resumedMs} ms after the strand (${acknowledgedBefore} before it); stranded connections still open: ${run.kafka!.strandedOpen}`,
+    );
+    expectNothingLost(result);
+  }, 150000);
+
   it('broker kill -9 and restart under load: nothing acknowledged is lost, delivery resumes', async () => {
     run = new FaultRun({
       name: 'kafka-kill',

@@ -1,6 +1,8 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createKafka, PartitionReader } from '../../libs/kafka';
 import { testConfig, uniqueTopic } from '../support/env';
+import { TcpProxy } from '../support/tcp-proxy';
+import { waitFor } from '../support/wait-for';
 
 describe('PartitionReader (real Kafka)', () => {
   const config = testConfig();
@@ -73,6 +75,29 @@ describe('PartitionReader (real Kafka)', () => {
     const byPartition = new Map(fetched.map((f) => [f.partition, f]));
     expect(byPartition.get(0)!.outOfRange).toBe(true);
     expect(byPartition.get(1)!.records.map((r) => r.offset)).toEqual([1, 2]);
+  });
+
+  it('drops a connection whose fetch timed out (a link that went silent) and reads through a new one', async () => {
+    // The broker's fault listener (127.0.0.1:9094) advertises 127.0.0.1:9095: a reader that bootstraps at the proxy
+    // there sends every request through it, and the proxy black-holes the connections open when it strands them.
+    const proxy = new TcpProxy('127.0.0.1', 9094, 9095);
+    await proxy.start();
+    const viaProxy = new PartitionReader(createKafka({ ...config.kafka, brokers: [proxy.address], requestTimeoutMs: 1000 }, 'reader-spec-stranded'));
+    try {
+      await viaProxy.connect();
+      const read = () => viaProxy.fetch([{ topic, partition: 1, offset: 0 }], { maxWaitMs: 0 });
+      expect((await read())[0].records).toHaveLength(3);
+      const connectionsBefore = proxy.counters.connections;
+      proxy.strand();
+      // Nothing answers on the connection the reader holds: the fetch times out (the request timeout, 1 s)...
+      await expect(read()).rejects.toThrow(/timed out/);
+      // ...the silent connection is dropped (libs/kafka/silent-links.ts), and a fetch goes through a new one.
+      await waitFor('a fetch answered through a new connection', async () => ((await read().catch(() => []))[0]?.records.length ?? 0) === 3, { timeoutMs: 8000 });
+      expect(proxy.counters.connections).toBeGreaterThan(connectionsBefore);
+    } finally {
+      await viaProxy.disconnect().catch(() => undefined);
+      await proxy.stop();
+    }
   });
 
   it('leaves no consumer group and no committed offset in Kafka', async () => {
