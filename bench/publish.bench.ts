@@ -24,7 +24,7 @@ import { benchConfig, benchEnv, brokerPid, meterCpu, printTable, RunResult, star
  * (default 3); the figures are each path's median round. BENCH_PATHS picks paths by key (comma-separated; default
  * all): `http1`, `gated-all`, `gated-denials`, `traced`, `metrics-off`, `http2`, `send`, `batch`, `http-batch`.
  * `traced` is the open gateway with tracing on and no exporter (EVENTMESH_TRACING_ENABLED=true, no OTLP endpoint:
- * a publish span per request, made and dropped), the same requests as `http1`, against which it is compared.
+ * a publish span context per request, not recorded), the same requests as `http1`, against which it is compared.
  * `metrics-off` is the `http1` gateway with EVENTMESH_METRICS_ENABLED=false (the others record metrics, the default),
  * measured back to back with `http1` in each round: the cost of metrics (goal: at most 5% of throughput).
  */
@@ -146,7 +146,7 @@ async function main(): Promise<void> {
   const multi = selected('http2') ? await gateway(os.cpus().length) : undefined;
   const gated = selected('gated-all') ? await gatedGateway(topic, 'ALL') : undefined;
   const gatedDenials = selected('gated-denials') ? await gatedGateway(topic, 'DENIALS') : undefined;
-  // Tracing configured without an exporter: spans made, sampled, never sent (docs/operations.md#tracing).
+  // Tracing configured without an exporter: span contexts made and carried, spans not recorded (docs/operations.md#tracing).
   const traced = selected('traced')
     ? await gateway(1, { EVENTMESH_TRACING_ENABLED: 'true', EVENTMESH_TRACING_OTLP_ENDPOINT: '', EVENTMESH_INSTANCE_ID: 'bench-publish-traced' })
     : undefined;

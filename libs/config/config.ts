@@ -338,7 +338,7 @@ const SETTINGS = {
   tracingEnabled: setting('EVENTMESH_TRACING_ENABLED', 'eventmesh.tracing.enabled', bool, () => false,
     'true: OpenTelemetry spans for each publish request and each delivery attempt, and the Temporal SDK\'s tracing interceptors on the client and the workers (docs/operations.md#tracing). false: no spans; a publisher\'s `traceparent` still travels with its events to their sinks unchanged.'),
   tracingOtlpEndpoint: setting('EVENTMESH_TRACING_OTLP_ENDPOINT', 'eventmesh.tracing.otlpEndpoint', optionalHttpUrl, () => '',
-    'Base URL of an OTLP/HTTP collector (e.g. http://127.0.0.1:4318): spans are sent, batched, to <url>/v1/traces as OTLP JSON. Unset: spans are made (and their context propagated) but not exported. Used only while EVENTMESH_TRACING_ENABLED=true.',
+    'Base URL of an OTLP/HTTP collector (e.g. http://127.0.0.1:4318): spans are sent, batched, to <url>/v1/traces as OTLP JSON. Unset: nothing is exported, and the publish and delivery spans are not recorded; their context (a span id of their own, the sampler\'s decision) still travels with the events and webhooks. Used only while EVENTMESH_TRACING_ENABLED=true.',
     '(none: not exported)'),
   tracingServiceName: setting('EVENTMESH_TRACING_SERVICE_NAME', 'eventmesh.tracing.serviceName', text, () => 'eventmesh',
     'The `service.name` resource attribute of this instance\'s spans (the instance id is `service.instance.id`).'),

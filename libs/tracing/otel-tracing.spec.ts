@@ -109,4 +109,43 @@ describe('OtelTracing', () => {
     await tracing.shutdown();
     expect(collector.spans.find((s) => s.name === 'publish orders')?.status).toMatchObject({ code: 2, message: 'broker down' });
   });
+
+  describe('without an exporter (spans not recorded, contexts carried on)', () => {
+    const unexported = (sampleRatio: number) => OtelTracing.start({ enabled: true, otlpEndpoint: '', serviceName: 'spec', sampleRatio }, 'spec-instance');
+
+    it.each([
+      ['sampled', '01'],
+      ['not sampled', '00'],
+    ])('continues a %s caller: the events carry its trace and flag under a span id of the publish, a webhook under one of the delivery', async (_, flags) => {
+      const tracing = unexported(1);
+      const caller = { traceId: hex(16), spanId: hex(8) };
+      const events = [frame('e1'), frame('e2')];
+      await tracing.publish('orders', events, { traceparent: `00-${caller.traceId}-${caller.spanId}-${flags}`, tracestate: 'v=1' }, async () => 'acked');
+      const stamped = parseTraceparent(events[0].extensions.traceparent)!;
+      expect(stamped).toMatchObject({ traceId: caller.traceId, flags: parseInt(flags, 16) });
+      expect(stamped.spanId).not.toBe(caller.spanId);
+      expect(events[1].extensions).toEqual({ traceparent: events[0].extensions.traceparent, tracestate: 'v=1' });
+      const delivery = tracing.startDelivery({ id: 'sub-1', topic: 'orders' }, events[0], 'webhook')!;
+      const header = parseTraceparent(delivery.headers.traceparent)!;
+      expect(header).toMatchObject({ traceId: caller.traceId, flags: parseInt(flags, 16) });
+      expect([caller.spanId, stamped.spanId]).not.toContain(header.spanId);
+      expect(delivery.headers.tracestate).toBe('v=1');
+      delivery.end('delivered');
+      await tracing.shutdown();
+    });
+
+    it.each([
+      [1, 1],
+      [0, 0],
+    ])('starts a trace for a request without one, sampled as the ratio %s says', async (ratio, flags) => {
+      const tracing = unexported(ratio);
+      const event = frame('e1');
+      await tracing.publish('orders', [event], undefined, async () => 'acked');
+      const stamped = parseTraceparent(event.extensions.traceparent)!;
+      expect(stamped.traceId).toMatch(/^[0-9a-f]{32}$/);
+      expect(stamped.traceId).not.toBe('0'.repeat(32));
+      expect(stamped.flags).toBe(flags);
+      await tracing.shutdown();
+    });
+  });
 });

@@ -1,4 +1,4 @@
-import { context, Context, Link, propagation, ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, trace, TraceFlags, Tracer } from '@opentelemetry/api';
+import { Attributes, context, Context, Link, propagation, ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, trace, TraceFlags, Tracer } from '@opentelemetry/api';
 import { TraceState, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
@@ -7,6 +7,9 @@ import {
   BatchSpanProcessor,
   NoopSpanProcessor,
   ParentBasedSampler,
+  RandomIdGenerator,
+  Sampler,
+  SamplingDecision,
   SpanProcessor,
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
@@ -38,8 +41,10 @@ function installGlobals(): void {
 
 /**
  * Tracing on: OpenTelemetry spans, sampled parent-based (a caller's sampled flag is followed; a new trace is
- * sampled at EVENTMESH_TRACING_SAMPLE_RATIO), exported in batches over OTLP/HTTP when an endpoint is configured
- * and made but not exported otherwise. Spans carry names and ids, never event data.
+ * sampled at EVENTMESH_TRACING_SAMPLE_RATIO), exported in batches over OTLP/HTTP when an endpoint is configured.
+ * Without one, the publish and delivery spans are not recorded (nothing would receive them): each is only a context,
+ * its own span id and the sampler's decision, which the events and webhooks carry on, so the spans of processes
+ * that do export continue the trace. Spans carry names and ids, never event data.
  */
 export class OtelTracing implements Tracing {
   readonly enabled = true;
@@ -52,8 +57,27 @@ export class OtelTracing implements Tracing {
     /** Where finished spans go: the OTLP batch exporter, or nowhere. The Temporal workflow span sink uses it too. */
     readonly spanProcessor: SpanProcessor,
     readonly resource: Resource,
+    private readonly sampler: Sampler,
+    /** Spans are exported: record them. Else the runtime's own spans are contexts only ({@link spanFor}). */
+    private readonly recording: boolean,
   ) {
     this.temporal = temporalTracingOf(this);
+  }
+
+  private readonly ids = new RandomIdGenerator();
+
+  /** A span of the runtime's own: recorded when spans are exported, else a context that records nothing. */
+  private spanFor(name: string, kind: SpanKind, parent: Context, attributes: () => Attributes): Span {
+    if (this.recording) return this.tracer.startSpan(name, { kind, attributes: attributes() }, parent);
+    const parentContext = trace.getSpanContext(parent);
+    const traceId = parentContext?.traceId ?? this.ids.generateTraceId();
+    const sampled = this.sampler.shouldSample(parent, traceId, name, kind, {}, []).decision === SamplingDecision.RECORD_AND_SAMPLED;
+    return trace.wrapSpanContext({
+      traceId,
+      spanId: this.ids.generateSpanId(),
+      traceFlags: sampled ? TraceFlags.SAMPLED : TraceFlags.NONE,
+      ...(parentContext?.traceState ? { traceState: parentContext.traceState } : {}),
+    });
   }
 
   static start(config: EventMeshConfig['tracing'], instanceId: string): OtelTracing {
@@ -63,12 +87,9 @@ export class OtelTracing implements Tracing {
     // configuration is read in one place (libs/config).
     const spanProcessor: SpanProcessor =
       config.otlpEndpoint === '' ? new NoopSpanProcessor() : new BatchSpanProcessor(new OTLPTraceExporter({ url: `${config.otlpEndpoint}/v1/traces` }));
-    const provider = new BasicTracerProvider({
-      resource,
-      sampler: new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) }),
-      spanProcessors: [spanProcessor],
-    });
-    const tracing = new OtelTracing(provider, provider.getTracer(SCOPE), spanProcessor, resource);
+    const sampler = new ParentBasedSampler({ root: new TraceIdRatioBasedSampler(config.sampleRatio) });
+    const provider = new BasicTracerProvider({ resource, sampler, spanProcessors: [spanProcessor] });
+    const tracing = new OtelTracing(provider, provider.getTracer(SCOPE), spanProcessor, resource, sampler, config.otlpEndpoint !== '');
     tracing.log.info(
       { otlpEndpoint: config.otlpEndpoint || undefined, exported: config.otlpEndpoint !== '', sampleRatio: config.sampleRatio, serviceName: config.serviceName },
       config.otlpEndpoint === '' ? 'tracing on; spans are not exported (no EVENTMESH_TRACING_OTLP_ENDPOINT)' : 'tracing on; spans exported over OTLP/HTTP',
@@ -81,27 +102,21 @@ export class OtelTracing implements Tracing {
     // (a binary-mode ce-traceparent, a structured event's traceparent) continues that one.
     const incoming = request ?? (frames.length === 1 ? eventTraceOf(frames[0]) : undefined);
     const single = frames.length === 1 ? frames[0] : undefined;
-    const span = this.tracer.startSpan(
-      `publish ${topic}`,
-      {
-        kind: SpanKind.PRODUCER,
-        attributes: {
-          'messaging.system': 'kafka',
-          'messaging.operation.type': 'send',
-          'messaging.destination.name': topic,
-          'messaging.batch.message_count': frames.length,
-          ...(single ? { 'cloudevents.event_id': single.id, 'cloudevents.event_type': single.type } : {}),
-        },
-      },
-      contextOf(incoming),
-    );
+    const span = this.spanFor(`publish ${topic}`, SpanKind.PRODUCER, contextOf(incoming), () => ({
+      'messaging.system': 'kafka',
+      'messaging.operation.type': 'send',
+      'messaging.destination.name': topic,
+      'messaging.batch.message_count': frames.length,
+      ...(single ? { 'cloudevents.event_id': single.id, 'cloudevents.event_type': single.type } : {}),
+    }));
     const own = headersOf(span);
     const links: Link[] = [];
     for (const frame of frames) {
       const kept = settleEventTrace(frame, own);
       // An event that keeps its own creation context is linked, so the publish that carried it can be found from
-      // it; unless that context is the span's parent already (one event, no request context).
-      if (kept && (request !== undefined || frames.length > 1)) {
+      // it; unless that context is the span's parent already (one event, no request context). A span not recorded
+      // keeps no links.
+      if (kept && this.recording && (request !== undefined || frames.length > 1)) {
         const creation = spanContextOf(eventTraceOf(frame));
         if (creation) links.push({ context: creation });
       }
@@ -120,22 +135,15 @@ export class OtelTracing implements Tracing {
   }
 
   startDelivery(target: DeliveryTarget, frame: EventFrame, transport: DeliveryTransport): DeliverySpan {
-    const span = this.tracer.startSpan(
-      `deliver ${target.topic}`,
-      {
-        kind: SpanKind.CLIENT,
-        attributes: {
-          'messaging.system': 'eventmesh',
-          'messaging.operation.type': 'process',
-          'messaging.destination.name': target.topic,
-          'eventmesh.subscription.id': target.id,
-          'eventmesh.delivery.transport': transport,
-          'cloudevents.event_id': frame.id,
-          'cloudevents.event_type': frame.type,
-        },
-      },
-      contextOf(eventTraceOf(frame)),
-    );
+    const span = this.spanFor(`deliver ${target.topic}`, SpanKind.CLIENT, contextOf(eventTraceOf(frame)), () => ({
+      'messaging.system': 'eventmesh',
+      'messaging.operation.type': 'process',
+      'messaging.destination.name': target.topic,
+      'eventmesh.subscription.id': target.id,
+      'eventmesh.delivery.transport': transport,
+      'cloudevents.event_id': frame.id,
+      'cloudevents.event_type': frame.type,
+    }));
     return {
       headers: headersOf(span),
       end(outcome: DeliveryOutcome, detail?: { status?: number; error?: string }) {
