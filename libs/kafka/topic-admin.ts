@@ -92,14 +92,19 @@ export class TopicAdmin {
 
   private readonly refreshing = new Map<string, Promise<number[]>>();
 
-  /** One read at a time per topic. */
+  /**
+   * One read at a time per topic, from the cluster's metadata: the partitions exist once the topic does, whether or
+   * not each has a leader yet (reading offsets instead, as this did, fails with NOT_LEADER_FOR_PARTITION right after
+   * a topic is created or a broker restarts).
+   */
   private readPartitions(topic: string): Promise<number[]> {
     let reading = this.refreshing.get(topic);
     if (!reading) {
       reading = this.admin
-        .fetchTopicOffsets(topic)
-        .then((offsets) => {
-          const partitions = offsets.map((o) => o.partition).sort((a, b) => a - b);
+        .fetchTopicMetadata({ topics: [topic] })
+        .then(({ topics }) => {
+          const partitions = (topics.find((t) => t.name === topic)?.partitions ?? []).map((p) => p.partitionId).sort((a, b) => a - b);
+          if (partitions.length === 0) throw new Error(`the cluster's metadata lists no partition of topic ${topic}`);
           this.partitionCache.set(topic, { partitions, at: Date.now() });
           return partitions;
         })

@@ -1,0 +1,35 @@
+import { KafkaJSProtocolError } from 'kafkajs';
+import type { Admin, Kafka } from 'kafkajs';
+import { loadConfig } from '../config';
+import { TopicAdmin } from './topic-admin';
+
+/**
+ * Right after a topic is created (or a broker restarts), its partitions may have no leader yet: a ListOffsets on
+ * them fails with NOT_LEADER_FOR_PARTITION (seen in CI: an agent's registration answered 500), while the cluster's
+ * metadata already lists them. The admin here answers as the real one did then.
+ */
+describe('TopicAdmin', () => {
+  const leaderless = () => Promise.reject(new KafkaJSProtocolError('This server is not the leader for that topic-partition'));
+  const admin = {
+    createTopics: jest.fn(async () => true),
+    fetchTopicOffsets: jest.fn(leaderless),
+    fetchTopicMetadata: jest.fn(async ({ topics }: { topics: string[] }) => ({
+      topics: topics.map((name) => ({ name, partitions: [2, 0, 1].map((partitionId) => ({ partitionId, leader: -1, partitionErrorCode: 5, replicas: [1], isr: [] })) })),
+    })),
+  };
+  const kafka = { admin: () => admin as unknown as Admin } as unknown as Kafka;
+
+  it('knows a topic it just created by its partitions, even before they have leaders', async () => {
+    const topics = new TopicAdmin(kafka, loadConfig({}).kafka);
+    await expect(topics.ensureTopic('a2a.t.agent.requests')).resolves.toEqual({ created: true });
+    await expect(topics.partitionsOf('a2a.t.agent.requests')).resolves.toEqual([0, 1, 2]);
+    expect(admin.fetchTopicMetadata).toHaveBeenCalledTimes(1);
+  });
+
+  it('refuses a topic the metadata lists no partition of, and caches nothing for it', async () => {
+    admin.fetchTopicMetadata.mockResolvedValueOnce({ topics: [] });
+    const topics = new TopicAdmin(kafka, loadConfig({}).kafka);
+    await expect(topics.partitionsOf('gone')).rejects.toThrow('lists no partition of topic gone');
+    expect(topics.knownPartitionsOf('gone')).toBeUndefined();
+  });
+});
