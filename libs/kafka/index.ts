@@ -2,3 +2,4 @@ export * from './kafka-client';
 export * from './topic-admin';
 export * from './event-producer';
 export * from './partition-reader';
+export * from './kafka-unavailable';

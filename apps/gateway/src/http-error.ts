@@ -3,6 +3,7 @@ import type { FastifyReply } from 'fastify';
 import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
 import { GateRefusal } from '../../../libs/security';
+import { isKafkaUnavailable } from '../../../libs/kafka';
 import { isPostgresUnavailable } from '../../../libs/storage';
 
 export interface HttpErrorBody {
@@ -53,6 +54,12 @@ export function toHttpError(e: unknown): { status: number; body: HttpErrorBody; 
     const status = e.getStatus();
     const code = STATUS_CODES[status] ?? (status < 500 ? ErrorCode.InvalidRequest : ErrorCode.Internal);
     return { status, body: { code, message: e.message } };
+  }
+  // Before Postgres: a kafkajs connection error carries the socket's code (ECONNREFUSED) too.
+  if (isKafkaUnavailable(e)) {
+    log.warn({ error: (e as Error).message }, 'Kafka unavailable; answered 503');
+    const code = ErrorCode.KafkaUnavailable;
+    return { status: HTTP_STATUS_BY_CODE[code], body: { code, message: 'Kafka is unavailable; try again', retryAfterSeconds: 1 }, headers: { 'retry-after': '1' } };
   }
   if (isPostgresUnavailable(e)) {
     // The request may be repeated: 503 with a wait, not a 500 that reads as a bug.
