@@ -9,10 +9,8 @@ class PollConsumer implements StreamMember {
   readonly queue: StreamDelivery[] = [];
   private wake?: () => void;
   idleTimer?: NodeJS.Timeout;
-  /** Set by PollConsumers: forgets the consumer's name when an operator disconnects it. */
+  /** Set by PollConsumers: lets the consumer go (the hub, unless it already did, and its name). */
   close?: () => void;
-  /** Set by PollConsumers: lets the consumer go (the hub and its name) when it fell silent. */
-  evict?: () => void;
   /** How many polls had started when each queued delivery was queued, until a poll takes it. */
   private readonly queuedAfter = new Map<string, number>();
   /** Polls started so far. */
@@ -41,7 +39,7 @@ class PollConsumer implements StreamMember {
   expired(deliveryId: string): void {
     const pollsThen = this.queuedAfter.get(deliveryId);
     if (pollsThen === undefined) return; // a poll took it: the client answers late, it is not silent
-    if (this.polls === pollsThen) this.evict?.();
+    if (this.polls === pollsThen) this.close?.();
   }
 
   /** Up to `max` deliveries: at once if any are queued, else the first to arrive within `waitMs`. */
@@ -113,8 +111,9 @@ export class PollConsumers {
       this.perSubscription.set(subscriptionId, held + 1);
       member = new PollConsumer(`poll:${consumer}`, subscriptionId, window, filter);
       const created = member;
-      // Frees the name (its next poll starts afresh); the hub lets it go unless it already has.
-      const release = () => {
+      // An operator's disconnect (the hub already let it go), the client fell silent (PollConsumer.expired), or it
+      // has not polled for a minute: the name is free, its next poll starts afresh.
+      created.close = () => {
         clearTimeout(created.idleTimer);
         if (this.consumers.get(key) !== created) return;
         this.consumers.delete(key);
@@ -123,9 +122,6 @@ export class PollConsumers {
         else this.perSubscription.delete(subscriptionId);
         this.hub.disconnect(created);
       };
-      // An operator's disconnect (the hub already let it go), or the client fell silent (PollConsumer.expired).
-      created.close = release;
-      created.evict = release;
       this.consumers.set(key, member);
       this.hub.connect(member);
     }
@@ -135,7 +131,7 @@ export class PollConsumers {
     } finally {
       const m = member;
       if (this.consumers.get(key) === m) {
-        m.idleTimer = setTimeout(() => m.evict?.(), IDLE_MS);
+        m.idleTimer = setTimeout(() => m.close?.(), IDLE_MS);
         m.idleTimer.unref();
       }
     }

@@ -24,6 +24,15 @@ export interface InstanceOptions {
   kafkaProxy?: FaultProxy;
 }
 
+/** One structured log line of an instance (pino). */
+interface LogEntry {
+  level?: number;
+  time?: string | number;
+  logger?: string;
+  msg?: string;
+  error?: unknown;
+}
+
 export type InstanceState = 'up' | 'paused' | 'killed' | 'stopped';
 
 /** A free loopback port (the instance keeps it across restarts, so its clients keep their URL). */
@@ -133,41 +142,43 @@ export class FaultInstance {
     return this.earlierOutput + (this.process ? this.process.stdout + this.process.stderr : '');
   }
 
-  /** The warning and error lines the instance logged since `sinceMs` (epoch ms), the last `limit` of them. */
-  warningLines(sinceMs: number, limit = 80): string[] {
-    const lines: string[] = [];
+  /** The warnings and errors (level 40 and up) the instance logged, each with its raw line, in order. */
+  private warningEntries(): { line: string; entry: LogEntry }[] {
+    const out: { line: string; entry: LogEntry }[] = [];
     for (const line of this.output().split('\n')) {
       if (!line.startsWith('{')) continue;
+      let entry: LogEntry;
       try {
-        const entry = JSON.parse(line) as { level?: number; time?: string | number; logger?: string };
-        // The orphans of the suite's earlier tests (other instances' subscriptions in the shared database) say
-        // nothing of this instance and would crowd out what does.
-        if (entry.logger === 'OrphanTakeover') continue;
-        if ((entry.level ?? 0) >= 40 && new Date(entry.time ?? 0).getTime() >= sinceMs) lines.push(line.slice(0, 1200));
+        entry = JSON.parse(line) as LogEntry;
       } catch {
-        /* not a log line */
+        continue; // not a log line
       }
+      if ((entry.level ?? 0) >= 40) out.push({ line, entry });
     }
-    return lines.slice(-limit);
+    return out;
+  }
+
+  /** The warning and error lines the instance logged since `sinceMs` (epoch ms), the last `limit` of them. */
+  warningLines(sinceMs: number, limit = 80): string[] {
+    return this.warningEntries()
+      // The orphans of the suite's earlier tests (other instances' subscriptions in the shared database) say
+      // nothing of this instance and would crowd out what does.
+      .filter(({ entry }) => entry.logger !== 'OrphanTakeover' && new Date(entry.time ?? 0).getTime() >= sinceMs)
+      .map(({ line }) => line.slice(0, 1200))
+      .slice(-limit);
   }
 
   /**
    * The instance's warnings and errors as a compact timeline (`time level logger: message [error]`), the last
    * `limit` entries: a run of the same message is one entry with its count, and the Kafka client's reconnect
-   * attempts (one per retry while a broker is down) are left out, so a failed case shows what happened when.
+   * attempts (one per retry while a broker is down) and the orphans of earlier tests are left out, so a failed case
+   * shows what happened when.
    */
   timeline(limit = 40): string[] {
     const entries: { at: string; text: string; count: number }[] = [];
-    for (const line of this.output().split('\n')) {
-      if (!line.startsWith('{')) continue;
-      let entry: { level?: number; time?: string; logger?: string; msg?: string; error?: unknown };
-      try {
-        entry = JSON.parse(line) as typeof entry;
-      } catch {
-        continue;
-      }
+    for (const { entry } of this.warningEntries()) {
       const msg = entry.msg ?? '';
-      if ((entry.level ?? 0) < 40 || entry.logger === 'OrphanTakeover' || /ECONNREFUSED|Failed to connect to seed broker/.test(msg)) continue;
+      if (entry.logger === 'OrphanTakeover' || /ECONNREFUSED|Failed to connect to seed broker/.test(msg)) continue;
       const error = entry.error === undefined ? '' : ` [${(typeof entry.error === 'string' ? entry.error : JSON.stringify(entry.error)).slice(0, 120)}]`;
       const text = `${entry.level === 40 ? 'W' : 'E'} ${entry.logger ?? '-'}: ${msg.slice(0, 120)}${error}`;
       const last = entries[entries.length - 1];
@@ -180,18 +191,9 @@ export class FaultInstance {
   /** Warnings and errors the instance logged (every process it ran), counted by message: what an operator sees. */
   warnings(): Record<string, number> {
     const counts: Record<string, number> = {};
-    const text = this.output();
-    for (const line of text.split('\n')) {
-      if (!line.startsWith('{')) continue;
-      try {
-        const entry = JSON.parse(line) as { level?: number; msg?: string };
-        if ((entry.level ?? 0) >= 40) {
-          const key = `${entry.level === 40 ? 'warn' : 'error'}: ${(entry.msg ?? '').slice(0, 100)}`;
-          counts[key] = (counts[key] ?? 0) + 1;
-        }
-      } catch {
-        // not a log line
-      }
+    for (const { entry } of this.warningEntries()) {
+      const key = `${entry.level === 40 ? 'warn' : 'error'}: ${(entry.msg ?? '').slice(0, 100)}`;
+      counts[key] = (counts[key] ?? 0) + 1;
     }
     return counts;
   }

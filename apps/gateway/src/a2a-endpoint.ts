@@ -2,8 +2,8 @@ import type { FastifyRequest } from 'fastify';
 import { A2ABroker, MeshTaskHandler } from '../../../libs/a2a';
 import { EventMeshError, HTTP_STATUS_BY_CODE } from '../../../libs/errors';
 import type { Caller } from '../../../libs/security';
-import { isPostgresUnavailable } from '../../../libs/storage';
 import { a2aUrlsOf } from './a2a-paths';
+import { outageOf } from './http-error';
 import type { Gates } from './gate-route';
 
 /** The request handler of one call to an agent's endpoint (JSON-RPC or HTTP+JSON), for the caller's tenant. */
@@ -25,5 +25,5 @@ export function headerOf(request: FastifyRequest, name: string): string | undefi
  * rather than answer it in the protocol as an internal error: the client learns it may send again.
  */
 export function isUnavailable(e: unknown): boolean {
-  return isPostgresUnavailable(e) || (e instanceof EventMeshError && HTTP_STATUS_BY_CODE[e.code] === 503);
+  return outageOf(e) !== undefined || (e instanceof EventMeshError && HTTP_STATUS_BY_CODE[e.code] === 503);
 }

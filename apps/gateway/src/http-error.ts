@@ -55,20 +55,32 @@ export function toHttpError(e: unknown): { status: number; body: HttpErrorBody; 
     const code = STATUS_CODES[status] ?? (status < 500 ? ErrorCode.InvalidRequest : ErrorCode.Internal);
     return { status, body: { code, message: e.message } };
   }
-  // Before Postgres: a kafkajs connection error carries the socket's code (ECONNREFUSED) too.
-  if (isKafkaUnavailable(e)) {
-    log.warn({ error: (e as Error).message }, 'Kafka unavailable; answered 503');
-    const code = ErrorCode.KafkaUnavailable;
-    return { status: HTTP_STATUS_BY_CODE[code], body: { code, message: 'Kafka is unavailable; try again', retryAfterSeconds: 1 }, headers: { 'retry-after': '1' } };
-  }
-  if (isPostgresUnavailable(e)) {
+  const outage = outageOf(e);
+  if (outage) {
     // The request may be repeated: 503 with a wait, not a 500 that reads as a bug.
-    log.warn({ error: (e as Error).message }, 'Postgres unavailable; answered 503');
-    const code = ErrorCode.DependencyUnavailable;
-    return { status: HTTP_STATUS_BY_CODE[code], body: { code, message: 'Postgres is unavailable; try again', dependency: 'postgres' }, headers: { 'retry-after': '1' } };
+    log.warn({ error: (e as Error).message }, `${outage.dependency} unavailable; answered 503`);
+    return outage.answer;
   }
   log.error({ err: e }, 'unhandled error');
   return { status: 500, body: { code: ErrorCode.Internal, message: 'internal error' } };
+}
+
+/**
+ * A dependency that could not serve the request now (Kafka, Postgres), and the 503 with `Retry-After` that answers
+ * it; undefined for any other error. Kafka first: a kafkajs connection error carries the socket's code
+ * (ECONNREFUSED) as a Postgres one does.
+ */
+export function outageOf(e: unknown): { dependency: 'Kafka' | 'Postgres'; answer: { status: number; body: HttpErrorBody; headers: Record<string, string> } } | undefined {
+  const headers = { 'retry-after': '1' };
+  if (isKafkaUnavailable(e)) {
+    const code = ErrorCode.KafkaUnavailable;
+    return { dependency: 'Kafka', answer: { status: HTTP_STATUS_BY_CODE[code], body: { code, message: 'Kafka is unavailable; try again', retryAfterSeconds: 1 }, headers } };
+  }
+  if (isPostgresUnavailable(e)) {
+    const code = ErrorCode.DependencyUnavailable;
+    return { dependency: 'Postgres', answer: { status: HTTP_STATUS_BY_CODE[code], body: { code, message: 'Postgres is unavailable; try again', dependency: 'postgres' }, headers } };
+  }
+  return undefined;
 }
 
 @Catch()
