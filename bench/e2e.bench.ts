@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
+import { createTopicsAndWait } from '../libs/kafka/topic-creation';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
 import { frameToKafkaMessage } from '../libs/frame';
@@ -192,7 +193,7 @@ async function main(): Promise<void> {
   await admin.connect();
   const ours = `bench-e2e-${randomUUID().slice(0, 8)}`;
   const raw = `bench-e2e-raw-${randomUUID().slice(0, 8)}`;
-  await admin.createTopics({ waitForLeaders: true, topics: [ours, raw].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })) });
+  await createTopicsAndWait(admin, [ours, raw].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })));
   const paths: Path[] = [];
   try {
     paths.push(await runtimePath(ours), await rawPath(raw));

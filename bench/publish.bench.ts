@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Kafka, logLevel, Message, Partitioners, Producer } from 'kafkajs';
+import { createTopicsAndWait } from '../libs/kafka/topic-creation';
 import { Pool } from 'undici';
 import { frameToKafkaMessage } from '../libs/frame';
 import { benchConfig, benchEnv, brokerPid, meterCpu, printTable, RunResult, startInstanceProcess, summarize } from './support';
@@ -127,7 +128,7 @@ async function main(): Promise<void> {
   const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench', logLevel: logLevel.NOTHING });
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 6, replicationFactor: 1 }] });
+  await createTopicsAndWait(admin, [{ topic, numPartitions: 6, replicationFactor: 1 }]);
 
   // The runtime twice: one gateway process, and one per core (EVENTMESH_HTTP_PROCESSES, a gateway-only instance).
   const gateway = (processes: number, extra: Record<string, string> = {}) =>

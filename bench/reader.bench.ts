@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
-import { createKafka, PartitionReader } from '../libs/kafka';
+import { createKafka, createTopicsAndWait, PartitionReader } from '../libs/kafka';
 import { benchConfig } from './support';
 
 /**
@@ -19,7 +19,7 @@ async function main(): Promise<void> {
   const admin = kafka.admin();
   await admin.connect();
   const topic = `bench-reader-${randomUUID().slice(0, 8)}`;
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }] });
+  await createTopicsAndWait(admin, [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }]);
   const producer = kafka.producer();
   await producer.connect();
   const value = Buffer.alloc(1024, 120);

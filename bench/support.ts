@@ -5,6 +5,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
 import { loadConfig } from '../libs/config';
+import { createTopicsAndWait } from '../libs/kafka/topic-creation';
 import { endOwnershipWorkflows } from '../libs/ownership';
 
 export const ROOT = path.resolve(__dirname, '../..');
@@ -39,7 +40,7 @@ export async function createTopics(kafka: Kafka, topics: string[], partitions: n
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await admin.createTopics({ waitForLeaders: true, topics: topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })) });
+    await createTopicsAndWait(admin, topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })));
   } finally {
     await admin.disconnect();
   }

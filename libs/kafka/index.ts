@@ -3,3 +3,4 @@ export * from './topic-admin';
 export * from './event-producer';
 export * from './partition-reader';
 export * from './kafka-unavailable';
+export * from './topic-creation';

@@ -19,11 +19,26 @@ describe('TopicAdmin', () => {
   };
   const kafka = { admin: () => admin as unknown as Admin } as unknown as Kafka;
 
-  it('knows a topic it just created by its partitions, even before they have leaders', async () => {
+  it('knows a topic by its partitions even before they have leaders', async () => {
     const topics = new TopicAdmin(kafka, loadConfig({}).kafka);
-    await expect(topics.ensureTopic('a2a.t.agent.requests')).resolves.toEqual({ created: true });
     await expect(topics.partitionsOf('a2a.t.agent.requests')).resolves.toEqual([0, 1, 2]);
     expect(admin.fetchTopicMetadata).toHaveBeenCalledTimes(1);
+    expect(admin.fetchTopicOffsets).not.toHaveBeenCalled();
+  });
+
+  it('creates a topic and answers once its partitions have leaders', async () => {
+    admin.fetchTopicMetadata.mockClear();
+    // Leaderless on the first read, led on the next (createTopicsAndWait waits), then as the cluster has it.
+    admin.fetchTopicMetadata.mockImplementationOnce(async ({ topics }: { topics: string[] }) => ({
+      topics: topics.map((name) => ({ name, partitions: [0, 1].map((partitionId) => ({ partitionId, leader: -1, partitionErrorCode: 5, replicas: [1], isr: [] })) })),
+    }));
+    admin.fetchTopicMetadata.mockImplementation(async ({ topics }: { topics: string[] }) => ({
+      topics: topics.map((name) => ({ name, partitions: [1, 0].map((partitionId) => ({ partitionId, leader: 1, partitionErrorCode: 0, replicas: [1], isr: [1] })) })),
+    }));
+    const topics = new TopicAdmin(kafka, loadConfig({}).kafka);
+    await expect(topics.ensureTopic('a2a.t.agent.requests')).resolves.toEqual({ created: true });
+    expect(admin.fetchTopicMetadata).toHaveBeenCalledTimes(3);
+    await expect(topics.partitionsOf('a2a.t.agent.requests')).resolves.toEqual([0, 1]);
   });
 
   it('refuses a topic the metadata lists no partition of, and caches nothing for it', async () => {

@@ -2,6 +2,7 @@ import type { Admin, Kafka } from 'kafkajs';
 import { isRequestTopic } from '../a2a/request-topic';
 import type { EventMeshConfig } from '../config';
 import { createLogger } from '../logging';
+import { createTopicsAndWait } from './topic-creation';
 
 /** Topic metadata and lifecycle: the topics the runtime serves exist, and their partitions and ends are known. */
 export class TopicAdmin {
@@ -31,14 +32,10 @@ export class TopicAdmin {
     const existing = new Set(await this.admin.listTopics());
     const missing = this.config.topics.filter((t) => !existing.has(t));
     if (missing.length > 0) {
-      await this.admin.createTopics({
-        waitForLeaders: true,
-        topics: missing.map((topic) => ({
-          topic,
-          numPartitions: this.config.topicPartitions,
-          replicationFactor: this.config.replicationFactor,
-        })),
-      });
+      await createTopicsAndWait(
+        this.admin,
+        missing.map((topic) => ({ topic, numPartitions: this.config.topicPartitions, replicationFactor: this.config.replicationFactor })),
+      );
       this.log.info({ topics: missing, partitions: this.config.topicPartitions }, 'created topics');
     }
     // Known before the first publish, which then never waits for them (knownPartitionsOf).
@@ -55,10 +52,7 @@ export class TopicAdmin {
    * the configured partitions and replication; `created` says whether this call created it.
    */
   async ensureTopic(topic: string): Promise<{ created: boolean }> {
-    const created = await this.admin.createTopics({
-      waitForLeaders: true,
-      topics: [{ topic, numPartitions: this.config.topicPartitions, replicationFactor: this.config.replicationFactor }],
-    });
+    const created = await createTopicsAndWait(this.admin, [{ topic, numPartitions: this.config.topicPartitions, replicationFactor: this.config.replicationFactor }]);
     if (created) this.log.info({ topic, partitions: this.config.topicPartitions }, 'created topic');
     await this.readPartitions(topic);
     return { created };

@@ -1,5 +1,5 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
-import { createKafka, PartitionReader } from '../../libs/kafka';
+import { createKafka, createTopicsAndWait, PartitionReader } from '../../libs/kafka';
 import { testConfig, uniqueTopic } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait-for';
@@ -18,7 +18,7 @@ describe('PartitionReader (real Kafka)', () => {
     admin = kafka.admin();
     await admin.connect();
     groupsBefore = (await admin.listGroups()).groups.map((g) => g.groupId);
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2, replicationFactor: 1 }] });
+    await createTopicsAndWait(admin, [{ topic, numPartitions: 2, replicationFactor: 1 }]);
     producer = kafka.producer();
     await producer.connect();
     await producer.send({

@@ -2,7 +2,7 @@ import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../../libs/config';
 import { WebhookSender } from '../../libs/delivery';
-import { createKafka, TopicAdmin } from '../../libs/kafka';
+import { createKafka, createTopicsAndWait, TopicAdmin } from '../../libs/kafka';
 import { createDataSource, DeadLetterStore, DispatchRunStore, OffsetStore, RetryStore } from '../../libs/storage';
 import { SubscriptionService } from '../../libs/subscriptions';
 import { testConfig } from './env';
@@ -33,7 +33,7 @@ export async function openDeliveryStack(name: string, topic: string, partitions:
   const kafka = createKafka(config.kafka, name);
   const admin = kafka.admin();
   await admin.connect();
-  await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: partitions, replicationFactor: 1 }] });
+  await createTopicsAndWait(admin, [{ topic, numPartitions: partitions, replicationFactor: 1 }]);
   const producer = kafka.producer();
   await producer.connect();
   const topics = new TopicAdmin(kafka, config.kafka);
