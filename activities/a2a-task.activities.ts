@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NotATaskFrame, RequestRecordGone, type A2AState, type PushOutcome, type TaskIds, type TaskPusher, type TaskRelay } from '../libs/a2a';
+import { NotATaskFrame, RequestRecordGone, SETTLED, type A2AState, type PushOutcome, type TaskIds, type TaskPusher, type TaskRelay, type TaskSettlements } from '../libs/a2a';
 import type { CancelOutcome, TaskRequestRecord, TaskStep } from '../workflows/a2a-task.definitions';
 
 export interface A2ATaskActivityDeps {
@@ -9,9 +9,11 @@ export interface A2ATaskActivityDeps {
   pusher: TaskPusher;
   /** Aborted when the instance shuts down: a delivery stops at once and Temporal runs it again on another instance. */
   shutdownSignal: AbortSignal;
+  /** Told of each task a step left settled, for the blocking sends waiting in this process (libs/a2a/task-settlements.ts). */
+  settlements?: TaskSettlements;
 }
 
-/** How often a delivery heartbeats (so a cancel of the task reaches it at once, and a dead worker is noticed). */
+/** How often a delivery heartbeats (so a cancel of the task reaches it soon, and a dead worker is noticed). */
 const HEARTBEAT_MS = 1000;
 
 /**
@@ -21,15 +23,21 @@ const HEARTBEAT_MS = 1000;
  * thrown for Temporal to retry (within the task's timeout).
  */
 export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
+  /** Passes the state on, telling the waiters in this process first when it is settled. */
+  const told = (ids: TaskIds, state: A2AState): A2AState => {
+    if (SETTLED.has(state)) deps.settlements?.settled(ids.taskId);
+    return state;
+  };
   return {
     async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number; returnOnChange?: boolean; turn?: number }): Promise<TaskStep> {
       const ctx = Context.current();
-      ctx.heartbeat();
+      // The first heartbeat a second in, not at once: a delivery that ends sooner (most: the agent answers at once)
+      // costs Temporal no heartbeat call; a cancel reaches a longer one at its next heartbeat.
       const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       try {
         const { request, callTimeoutMs, returnOnChange, turn, ...ids } = input;
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
-        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn) };
+        return { state: told(ids, await deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn)) };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
         if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');
@@ -52,12 +60,14 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
     },
 
     async cancelTask(ids: TaskIds): Promise<CancelOutcome> {
-      return deps.relay.cancel(ids);
+      const outcome = await deps.relay.cancel(ids);
+      if (outcome.state) told(ids, outcome.state);
+      return outcome;
     },
 
     async failTask(input: TaskIds & { reason: string }): Promise<{ state: A2AState }> {
       const { reason, ...ids } = input;
-      return deps.relay.fail(ids, reason);
+      return { state: told(ids, (await deps.relay.fail(ids, reason)).state) };
     },
   };
 }

@@ -52,6 +52,16 @@ TEMPORAL_BIN=$TOOLS/bin/temporal
 # Custom search attributes used by the partition workflows (docs/topologies.md).
 TEMPORAL_SEARCH_ATTRIBUTES=(EventMeshTopic=Keyword EventMeshPartition=Int EventMeshOwner=Keyword EventMeshEpoch=Int
   EventMeshAgent=Keyword EventMeshTaskState=Keyword EventMeshTenant=Keyword)
+# The dev server's store and dynamic configuration (docs/a2a.md#where-the-time-goes):
+# - SQLite in write-ahead-log mode, synced at checkpoints: in its default rollback-journal mode every commit of the
+#   server waits for fsyncs of the journal and the database. A killed server loses nothing either way; a host that
+#   loses power may lose the last commits (a local server for development and tests; production runs Temporal on
+#   Postgres, docker/compose.yaml).
+# - Eager workflow start and eager activity execution: a workflow's first task is answered to a starter that runs
+#   a worker on the same connection, and an activity scheduled on the worker's own task queue is handed to it
+#   with its workflow task's completion, neither through a task queue.
+TEMPORAL_SERVER_OPTIONS=(--sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal
+  --dynamic-config-value system.enableEagerWorkflowStart=true --dynamic-config-value system.enableActivityEagerExecution=true)
 
 say() { printf '[infra] %s\n' "$*"; }
 die() { printf '[infra] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -361,7 +371,7 @@ start_temporal() {
   mkdir -p "$dir" "$LOGS"
   local args=(server start-dev --ip "$TEMPORAL_HOST" --port "$TEMPORAL_PORT" --ui-port "$TEMPORAL_UI_PORT"
     --db-filename "$dir/temporal.db" --namespace "$TEMPORAL_NAMESPACE" --namespace "$TEMPORAL_TEST_NAMESPACE"
-    --log-level warn)
+    --log-level warn "${TEMPORAL_SERVER_OPTIONS[@]}")
   local sa; for sa in "${TEMPORAL_SEARCH_ATTRIBUTES[@]}"; do args+=(--search-attribute "$sa"); done
   setsid nohup "$TEMPORAL_BIN" "${args[@]}" >>"$log" 2>&1 </dev/null &
   echo $! >"$pidfile"

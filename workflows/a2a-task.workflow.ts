@@ -1,4 +1,4 @@
-import { ActivityFailure } from '@temporalio/common';
+import { ActivityFailure, ActivityOptions, RetryState } from '@temporalio/common';
 import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { A2ATaskActivities } from '../activities';
 import {
@@ -33,15 +33,31 @@ const retry = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval
  * delivery (which then answers after each change it records); the workflow ends once every change is pushed.
  * At the timeout the task fails (and the agent is asked to cancel its task). Only ids and states are in the
  * history; the state is also a search attribute (`EventMeshTaskState`, beside `EventMeshAgent` and
- * `EventMeshTenant` set at the start), so operators filter tasks in the Temporal UI.
+ * `EventMeshTenant` set at the start), so operators filter tasks in the Temporal UI. The task's deadline bounds each
+ * delivery as the activity's own schedule-to-close timeout (no timer per delivery).
+ */
+export async function a2aTaskWorkflowV2(input: A2ATaskInput): Promise<TaskStateName> {
+  return runTask(input, { pushable: true, deadlineAsTimeout: true });
+}
+
+/**
+ * The type of the task workflows started before {@link a2aTaskWorkflowV2}: no longer started, kept so that the
+ * runs of that type still open go on and their histories replay. It bounds each delivery with a timer (a
+ * cancellation scope's timeout), and pushes notifications only in runs that recorded the `a2a-push-notifications`
+ * patch. A new type rather than another patch: a patch is a marker and a search attribute upsert in every run.
  */
 export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateName> {
+  // Histories recorded before push notifications replay without them.
+  return runTask(input, { pushable: patched('a2a-push-notifications'), deadlineAsTimeout: false });
+}
+
+async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout }: { pushable: boolean; deadlineAsTimeout: boolean }): Promise<TaskStateName> {
   const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
   const deadline = Date.now() + input.timeoutMs;
   const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: input.callTimeoutMs + 10_000, retry });
   // The agent's retry policy (its card's task-policy extension, libs/a2a/task-policy.ts), else the default.
   const agentRetry = input.retry ?? DEFAULT_DELIVERY_RETRY;
-  const delivering = proxyActivities<A2ATaskActivities>({
+  const deliveryOptions: ActivityOptions = {
     startToCloseTimeout: input.timeoutMs,
     // A delivery heartbeats at least once a second; its calls to the agent last at most callTimeoutMs.
     heartbeatTimeout: input.callTimeoutMs + 10_000,
@@ -51,10 +67,9 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
       maximumInterval: agentRetry.maximumIntervalMs,
       ...(agentRetry.maximumAttempts > 0 ? { maximumAttempts: agentRetry.maximumAttempts } : {}),
     },
-  });
+  };
+  const delivering = proxyActivities<A2ATaskActivities>(deliveryOptions);
 
-  // Histories recorded before push notifications replay without them.
-  const pushable = patched('a2a-push-notifications');
   const pushes = proxyActivities<A2ATaskActivities>({ scheduleToCloseTimeout: '1 hour', heartbeatTimeout: '10s', retry });
 
   const turn = input.turn ?? 1;
@@ -119,13 +134,21 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
     while (!settled(state) && Date.now() < deadline) {
       await condition(() => !cancelling);
       if (settled(state)) break;
-      delivery = new CancellationScope({ cancellable: true, timeout: deadline - Date.now() });
+      const left = deadline - Date.now();
+      delivery = new CancellationScope({ cancellable: true, ...(deadlineAsTimeout ? {} : { timeout: left }) });
+      const deliverer = deadlineAsTimeout ? proxyActivities<A2ATaskActivities>({ ...deliveryOptions, scheduleToCloseTimeout: left }) : delivering;
       try {
         const returnOnChange = pushing ? { returnOnChange: true } : {};
-        settle((await delivery.run(() => delivering.deliverTask({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...returnOnChange, ...(turn > 1 ? { turn } : {}) }))).state);
+        settle((await delivery.run(() => deliverer.deliverTask({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...returnOnChange, ...(turn > 1 ? { turn } : {}) }))).state);
         changed();
       } catch (e) {
         if (isCancellation(e)) continue; // a cancel (the update decides), or the deadline (the loop ends)
+        // The deadline, as the activity's timeout, or its retries stopped because no further attempt fits before
+        // it: the task fails below, at its deadline (a cancel may still come until then).
+        if (deadlineAsTimeout && (Date.now() >= deadline || (e instanceof ActivityFailure && e.retryState === RetryState.TIMEOUT))) {
+          await condition(() => settled(state), Math.max(0, deadline - Date.now()));
+          break;
+        }
         const reason = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
         settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reason}` })).state);
         changed();

@@ -16,7 +16,7 @@ import { requestTopicOf } from './request-topic';
 import { TaskRelay } from './task-relay';
 import { A2ATaskStore } from './task-store';
 import { TaskStreams } from './task-stream';
-import { TaskWorkflows } from './task-workflows';
+import { LocalA2AWorker, TaskWorkflows } from './task-workflows';
 
 /** An agent as the registry API shows it. */
 export interface AgentView {
@@ -86,9 +86,10 @@ export class A2ABroker {
     sinks: { check(url: string): Promise<void>; agent(): UndiciAgent },
     agents: EventMeshConfig['agents'],
     kafka: BrokerKafka,
-    temporal: TemporalClient,
+    /** The client that starts and steers task workflows; `worker`: the process's own A2A worker, if it runs one. */
+    temporal: { client: TemporalClient; worker?: LocalA2AWorker },
   ): A2ABroker {
-    const workflows = new TaskWorkflows(temporal, { timeoutMs: agents.taskTimeoutMs, callTimeoutMs: agents.callTimeoutMs });
+    const workflows = new TaskWorkflows(temporal.client, { timeoutMs: agents.taskTimeoutMs, callTimeoutMs: agents.callTimeoutMs, worker: temporal.worker });
     return new A2ABroker(
       db,
       new AgentClients(sinks.agent(), agents.callTimeoutMs),
@@ -99,6 +100,11 @@ export class A2ABroker {
       agents.heartbeatTtlMs,
       agents,
     );
+  }
+
+  /** The task workflows this process started, and how many of them the server started eagerly on its own worker. */
+  workflowStarts(): { total: number; eager: number } {
+    return { ...this.workflows.starts };
   }
 
   /** Ends the open task streams (the gateway closes). */

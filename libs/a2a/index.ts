@@ -17,3 +17,4 @@ export * from './task-stream';
 export * from './push-configs';
 export * from './push-config-methods';
 export * from './task-pushes';
+export * from './task-settlements';

@@ -111,7 +111,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
   private async send(params: Params<'sendMessage'>, context: ServerCallContext): Promise<Message | Task> {
     const created = await this.take(params, context);
     if (params.configuration?.returnImmediately) return toWireTask(created, params.configuration.historyLength);
-    await this.scope.workflows.waitSettled(created.id, this.scope.sendWaitMs);
+    await this.scope.workflows.waitSettled(created.id, this.scope.sendWaitMs, { orSettledHere: true });
     const now = (await this.scope.tasks.get(this.scope.tenant, created.id)) ?? created;
     // An agent that answered a Message (no task of its own): the message is the answer, as the agent gave it.
     if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage) return Message.fromJSON({ ...now.statusMessage, taskId: '' });

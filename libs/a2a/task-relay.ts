@@ -23,6 +23,12 @@ const CAS_ATTEMPTS = 3;
 /** Following an agent's task: the first GetTask after this long, then twice as long each time, at most the max. */
 const FOLLOW_FIRST_MS = 25;
 const FOLLOW_MAX_MS = 1000;
+/**
+ * Right after the send, the delivery follows the agent's task itself for this long (its first GetTask at once), so a
+ * task the agent finishes quickly settles within one activity; one still running then is returned to the workflow,
+ * which records its state (the operators' search attribute) and delivers again to follow it on.
+ */
+const FOLLOW_INLINE_MS = 1000;
 
 /** The record of a task's request on its agent's request topic, read back (libs/kafka PartitionReader). */
 export interface RequestRecords {
@@ -70,7 +76,7 @@ export class TaskRelay {
    * GetTask until it settles. Answers the state recorded last. A continuing turn names the agent's task and context.
    */
   async deliver(ids: TaskIds, request: TaskRequestRecord, ctx: DeliveryContext, turn = 1): Promise<A2AState> {
-    let task = await this.tasks.get(ids.tenant, ids.taskId);
+    const task = await this.tasks.get(ids.tenant, ids.taskId);
     if (!task) return 'failed';
     if (SETTLED.has(task.state)) return task.state;
     const agent = await this.agents.get(ids.tenant, ids.agent);
@@ -112,14 +118,33 @@ export class TaskRelay {
         }
         return result.task.state;
       }
-      // The agent has the task: the workflow records the state it answered (a search attribute) and delivers
-      // again, which follows the agent's task from here (the turn is recorded as sent: nothing is sent twice).
-      return result.task.state;
+      // The agent has the task (the turn is recorded as sent: nothing is sent twice). It is followed here for a
+      // moment; one that has not settled by then goes back to the workflow, which records the state it is in and
+      // delivers again to follow it on. A task with push configs goes back at once: each change is pushed.
+      if (SETTLED.has(result.task.state) || ctx.returnOnChange) return result.task.state;
+      return this.follow(result.task, client, ctx, opts, { firstWaitMs: 0, untilMs: Date.now() + FOLLOW_INLINE_MS });
     }
-    let wait = FOLLOW_FIRST_MS;
+    return this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
+  }
+
+  /**
+   * Follows the agent's task with GetTask, waiting `firstWaitMs` before the first and twice as long each time (at
+   * most {@link FOLLOW_MAX_MS}), recording each change, until it settles (or, with `returnOnChange`, changes; or
+   * `untilMs` passes). Answers the state recorded last.
+   */
+  private async follow(
+    from: StoredTask,
+    client: Client,
+    ctx: DeliveryContext,
+    opts: () => { signal: AbortSignal },
+    { firstWaitMs, untilMs = Infinity }: { firstWaitMs: number; untilMs?: number },
+  ): Promise<A2AState> {
+    let task = from;
+    let wait = firstWaitMs;
     while (!SETTLED.has(task.state)) {
-      await sleep(wait, undefined, { signal: ctx.signal });
-      wait = Math.min(wait * 2, FOLLOW_MAX_MS);
+      if (Date.now() + wait > untilMs) return task.state;
+      if (wait > 0) await sleep(wait, undefined, { signal: ctx.signal });
+      wait = Math.min(Math.max(wait * 2, FOLLOW_FIRST_MS), FOLLOW_MAX_MS);
       let answer: Task;
       try {
         answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, opts());

@@ -2,7 +2,7 @@ import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Clien
 import {
   A2A_TASK_QUEUE,
   a2aSearchAttributes,
-  a2aTaskWorkflow,
+  a2aTaskWorkflowV2,
   a2aTaskWorkflowIdOf,
   CancelOutcome,
   cancelTaskUpdate,
@@ -13,6 +13,7 @@ import {
 import type { A2AState } from './task-states';
 import { TaskPolicy, taskPolicyOf } from './task-policy';
 import type { RegisteredCard } from './agent-card';
+import type { TaskSettlements } from './task-settlements';
 
 /** How long a continuing turn waits for the run of the turn before to end (it settled, and is returning). */
 const RUN_ENDING_WAIT_MS = 5000;
@@ -22,6 +23,21 @@ export interface TaskWorkflowOptions {
   timeoutMs: number;
   /** One call to an agent (EVENTMESH_AGENTS_CALL_TIMEOUT_MS). */
   callTimeoutMs: number;
+  /** The A2A worker of the same process, if it runs one (WorkerHost.a2a). */
+  worker?: LocalA2AWorker;
+}
+
+/** The A2A worker of the gateway's own process (apps/worker/src/worker-host.ts). */
+export interface LocalA2AWorker {
+  /**
+   * A client on the worker's own connection: a workflow started through it with eager start has its first workflow
+   * task handed back in the start call's answer and run by that worker at once, not through the task queue.
+   */
+  client: Client;
+  /** Whether the worker still runs (its connection closes when it stops). */
+  running(): boolean;
+  /** News of the tasks the worker settled, for a blocking send to answer at once (task-settlements.ts). */
+  settlements: TaskSettlements;
 }
 
 /**
@@ -30,6 +46,9 @@ export interface TaskWorkflowOptions {
  * waits for one to settle; sends it a cancel (an update) or a change (a signal).
  */
 export class TaskWorkflows {
+  /** Workflows started by this process, and how many of them the server started eagerly on its worker (/health). */
+  readonly starts = { total: 0, eager: 0 };
+
   constructor(
     private readonly client: Client,
     private readonly options: TaskWorkflowOptions,
@@ -55,8 +74,10 @@ export class TaskWorkflows {
     { turn = 1, push = false }: { turn?: number; push?: boolean } = {},
   ): Promise<void> {
     const policy = this.policyOf(card);
-    const start = () =>
-      this.client.workflow.start(a2aTaskWorkflow, {
+    // A continuing turn: the task settled before (it asked for input), and settles anew.
+    this.options.worker?.settlements.forget(task.id);
+    const startWith = (client: Client, eager: boolean) =>
+      client.workflow.start(a2aTaskWorkflowV2, {
         workflowId: a2aTaskWorkflowIdOf(task.id),
         taskQueue: A2A_TASK_QUEUE,
         args: [
@@ -78,9 +99,25 @@ export class TaskWorkflows {
           { key: a2aSearchAttributes.tenant, value: task.tenant },
           { key: a2aSearchAttributes.state, value: turn > 1 ? 'working' : 'submitted' },
         ],
+        ...(eager ? { requestEagerStart: true } : {}),
         workflowIdConflictPolicy: 'FAIL',
         workflowIdReusePolicy: turn > 1 ? 'ALLOW_DUPLICATE' : 'REJECT_DUPLICATE',
       });
+    const start = async () => {
+      const local = this.options.worker;
+      if (local?.running()) {
+        try {
+          const handle = await startWith(local.client, true);
+          this.starts.total++;
+          if (handle.eagerlyStarted) this.starts.eager++;
+          return;
+        } catch (e) {
+          if (local.running()) throw e; // else the worker stopped meanwhile: through the gateway's client
+        }
+      }
+      await startWith(this.client, false);
+      this.starts.total++;
+    };
     try {
       await start();
     } catch (e) {
@@ -91,19 +128,25 @@ export class TaskWorkflows {
   }
 
   /**
-   * Resolves when the task's workflow ended (the task settled), or after `boundMs`, whichever comes first; never
-   * rejects. The long poll of the result is aborted at the bound, so a send that stopped waiting leaves no call behind.
+   * Resolves when the task's workflow ended (the task settled), or after `boundMs`, whichever comes first (with
+   * `orSettledHere`, also when this process's worker settled the task: a blocking send); never rejects. The long
+   * poll of the result is aborted at the bound, so a send that stopped waiting leaves no call behind.
    */
-  async waitSettled(taskId: string, boundMs: number): Promise<void> {
+  async waitSettled(taskId: string, boundMs: number, { orSettledHere = false }: { orSettledHere?: boolean } = {}): Promise<void> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), boundMs);
     try {
-      await this.client.connection.withAbortSignal(controller.signal, () => this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).result());
-    } catch {
-      // The bound, or a workflow that failed or was terminated, or Temporal unreachable: the caller answers the
-      // task as recorded in Postgres, whichever it was.
+      const ended = this.client.connection
+        .withAbortSignal(controller.signal, () => this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).result())
+        // The bound, or a workflow that failed or was terminated, or Temporal unreachable: the caller answers the
+        // task as recorded in Postgres, whichever it was.
+        .catch(() => undefined);
+      // With `orSettledHere`, also the news that this process's worker settled the task (task-settlements.ts).
+      const here = orSettledHere && this.options.worker ? [this.options.worker.settlements.wait(taskId, controller.signal)] : [];
+      await Promise.race([ended, ...here]);
     } finally {
       clearTimeout(timer);
+      controller.abort(); // the long poll of a result no longer waited for
     }
   }
 

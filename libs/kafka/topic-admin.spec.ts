@@ -14,7 +14,7 @@ describe('TopicAdmin', () => {
     createTopics: jest.fn(async () => true),
     fetchTopicOffsets: jest.fn(leaderless),
     fetchTopicMetadata: jest.fn(async ({ topics }: { topics: string[] }) => ({
-      topics: topics.map((name) => ({ name, partitions: [2, 0, 1].map((partitionId) => ({ partitionId, leader: -1, partitionErrorCode: 5, replicas: [1], isr: [] })) })),
+      topics: topics.map((name) => ({ name, partitions: [2, 0, 1].map((partitionId) => ({ partitionId, leader: -1, partitionErrorCode: 5, replicas: [1], isr: [] as number[] })) })),
     })),
   };
   const kafka = { admin: () => admin as unknown as Admin } as unknown as Kafka;
@@ -30,7 +30,7 @@ describe('TopicAdmin', () => {
     admin.fetchTopicMetadata.mockClear();
     // Leaderless on the first read, led on the next (createTopicsAndWait waits), then as the cluster has it.
     admin.fetchTopicMetadata.mockImplementationOnce(async ({ topics }: { topics: string[] }) => ({
-      topics: topics.map((name) => ({ name, partitions: [0, 1].map((partitionId) => ({ partitionId, leader: -1, partitionErrorCode: 5, replicas: [1], isr: [] })) })),
+      topics: topics.map((name) => ({ name, partitions: [0, 1].map((partitionId) => ({ partitionId, leader: -1, partitionErrorCode: 5, replicas: [1], isr: [] as number[] })) })),
     }));
     admin.fetchTopicMetadata.mockImplementation(async ({ topics }: { topics: string[] }) => ({
       topics: topics.map((name) => ({ name, partitions: [1, 0].map((partitionId) => ({ partitionId, leader: 1, partitionErrorCode: 0, replicas: [1], isr: [1] })) })),

@@ -90,8 +90,20 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
 
     const handle = workflowOf(task.id);
     expect(await handle.result()).toBe('completed');
+    // What Temporal did for it: one delivery, which followed the agent's task to its end itself (the agent answered
+    // the send `submitted`); no timer (the task's deadline is the activity's own timeout); two workflow tasks.
+    const events = (await handle.fetchHistory()).events ?? [];
+    const count = (has: (e: (typeof events)[number]) => unknown) => events.filter(has).length;
+    expect({
+      activities: count((e) => e.activityTaskScheduledEventAttributes),
+      timers: count((e) => e.timerStartedEventAttributes),
+      workflowTasks: count((e) => e.workflowTaskCompletedEventAttributes),
+    }).toEqual({ activities: 1, timers: 0, workflowTasks: 2 });
+    // Started eagerly: the server answered the start with the first workflow task, for this instance's own worker.
+    const health = (await (await fetch(`${instance.url}/health`)).json()) as { stats: { a2aWorkflowStarts: { total: number; eager: number } } };
+    expect(health.stats.a2aWorkflowStarts.eager).toBeGreaterThanOrEqual(1);
     const description = await handle.describe();
-    expect(description.type).toBe('a2aTaskWorkflow');
+    expect(description.type).toBe('a2aTaskWorkflowV2');
     expect(description.taskQueue).toBe('eventmesh-a2a');
     const attribute = (key: (typeof a2aSearchAttributes)[keyof typeof a2aSearchAttributes]) => description.typedSearchAttributes.get(key);
     expect([attribute(a2aSearchAttributes.agent), attribute(a2aSearchAttributes.tenant), attribute(a2aSearchAttributes.state)]).toEqual(['echo', tenant, 'completed']);
@@ -206,8 +218,12 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     // Each turn reached the agent once, as a message of the agent's one task.
     for (const text of ['ask:which colour?', 'ask:light or dark?', 'dark blue']) expect(agent.received.filter((r) => r === text)).toHaveLength(1);
     // Three runs of a2a-task/<id>, one per turn, each ended where its turn settled.
-    const runs: { status: string; runId: string }[] = [];
-    for await (const run of instance.deps.temporal.client.workflow.list({ query: `WorkflowId = '${a2aTaskWorkflowIdOf(asked.id)}'` })) runs.push({ status: run.status.name, runId: run.runId });
+    // A send is answered once the turn's outcome is recorded; its run completes right after (visibility lags too).
+    const runs = await waitFor('three completed runs', async () => {
+      const listed: { status: string; runId: string }[] = [];
+      for await (const run of instance.deps.temporal.client.workflow.list({ query: `WorkflowId = '${a2aTaskWorkflowIdOf(asked.id)}'` })) listed.push({ status: run.status.name, runId: run.runId });
+      return listed.length === 3 && listed.every((r) => r.status === 'COMPLETED') && listed;
+    });
     expect(runs.map((r) => r.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
     expect(await workflowOf(asked.id).result()).toBe('completed');
 

@@ -4,7 +4,7 @@ import { temporalClient } from './temporal';
 export async function endTaskWorkflows(tenants: string[]): Promise<void> {
   const { client, close } = await temporalClient();
   try {
-    const query = `WorkflowType = 'a2aTaskWorkflow' AND ExecutionStatus = 'Running' AND EventMeshTenant IN (${tenants.map((t) => `'${t}'`).join(', ')})`;
+    const query = `WorkflowType IN ('a2aTaskWorkflow', 'a2aTaskWorkflowV2') AND ExecutionStatus = 'Running' AND EventMeshTenant IN (${tenants.map((t) => `'${t}'`).join(', ')})`;
     for await (const run of client.workflow.list({ query })) {
       await client.workflow.getHandle(run.workflowId).terminate('test finished').catch(() => undefined);
     }

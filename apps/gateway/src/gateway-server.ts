@@ -2,7 +2,7 @@ import { createServer } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
-import { A2ABroker } from '../../../libs/a2a';
+import { A2ABroker, LocalA2AWorker } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
 import { HealthService, skippedEventsFinding } from '../../../libs/health';
@@ -51,6 +51,12 @@ export interface GatewayOptions {
   metrics?: RuntimeMetrics;
   /** The instance's running dispatch loops, for /health/ready. */
   running?: RunningLoops;
+  /**
+   * The A2A worker of the same process (WorkerHost.a2a): task workflows are started through its client, on its own
+   * connection, with eager start, and a blocking send hears at once of a task it settled. Absent (a gateway-only
+   * process), task workflows are started through the gateway's client.
+   */
+  a2aWorker?: LocalA2AWorker;
 }
 
 /**
@@ -105,7 +111,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       SinkGuard.fromConfig(config),
       config.agents,
       { publish: (topic, frame) => deps.producer.publish(topic, frame), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
-      deps.temporal.client,
+      { client: deps.temporal.client, worker: options.a2aWorker },
     );
     a2aStarted = a2a;
     const routes = new RouteTable();
@@ -124,6 +130,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
           pollConsumers: polls.size,
           a2aStreams: a2a.streams.stats(),
+          a2aWorkflowStarts: a2a.workflowStarts(),
           security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
           ...options.workerStats?.(),
         }), findings: [

@@ -105,6 +105,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
         metrics,
         running,
         workerStats: () => workerStatsOf(instance),
+        a2aWorker: instance.worker?.a2a,
       });
       instance.app = gateway.app;
       instance.url = gateway.url;

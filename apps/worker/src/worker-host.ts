@@ -1,9 +1,9 @@
-import { WorkflowNotFoundError } from '@temporalio/client';
+import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createA2ATaskActivities, createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, PushConfigStore, TaskPusher, TaskRelay } from '../../../libs/a2a';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PushConfigStore, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import { SinkGuard } from '../../../libs/security';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
@@ -145,6 +145,14 @@ export class WorkerHost {
   agent?: OwnershipAgent;
   /** LOCAL_STICKY_PULL only. */
   orphans?: OrphanTakeover;
+  /**
+   * For the gateway of the same process (docs/a2a.md#where-the-time-goes): a client on this worker's own connection,
+   * to start A2A task workflows with eager start (the server hands a workflow's first task back in the start call's
+   * answer, to this process's A2A worker, instead of through a task queue); and the news of the tasks this worker's
+   * deliveries settled, which a blocking send waiting here answers at once.
+   */
+  readonly a2a: LocalA2AWorker;
+  private stopped = false;
 
   private constructor(
     private readonly workers: Worker[],
@@ -155,7 +163,13 @@ export class WorkerHost {
     readonly taskQueue: string,
     /** The reader of the A2A agents' request topics (the task workflows' deliveries). */
     private readonly a2aReader: PartitionReader,
-  ) {}
+    config: EventMeshConfig,
+    deps: Dependencies,
+    settlements: TaskSettlements,
+  ) {
+    const client = new Client({ connection, namespace: config.temporal.namespace, interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] } });
+    this.a2a = { client, settlements, running: () => !this.stopped };
+  }
 
   /** `onFatal` hears of a worker that stopped by itself (the instance can no longer dispatch). */
   static async start(
@@ -253,7 +267,8 @@ export class WorkerHost {
       signingSecret: config.agents.pushSigningSecret || null,
       retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
     });
-    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay, pusher, shutdownSignal: shutdown.signal }), ...(await workflowSource(deps.tracing.temporal)) });
+    const settlements = new TaskSettlements();
+    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay, pusher, shutdownSignal: shutdown.signal, settlements }), ...(await workflowSource(deps.tracing.temporal)) });
 
     if (config.delivery.topology === 'LOCAL_STICKY_PULL') {
       const activities = createDispatchActivities({
@@ -268,7 +283,7 @@ export class WorkerHost {
       // sticky timeout (10 s), longer than the read may take.
       const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(await workflowSource(deps.tracing.temporal)), maxCachedWorkflows: 0 });
       const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
-      const host = new WorkerHost([worker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
+      const host = new WorkerHost([worker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader, config, deps, settlements);
       host.run(onFatal);
       await host.ensureRetentionSchedule(config, deps);
       try {
@@ -334,7 +349,7 @@ export class WorkerHost {
       maxCachedWorkflows: 0,
     });
     const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
-    const host = new WorkerHost([activityWorker, controlWorker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader);
+    const host = new WorkerHost([activityWorker, controlWorker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader, config, deps, settlements);
     host.run(onFatal);
     await host.ensureRetentionSchedule(config, deps);
     try {
@@ -424,6 +439,7 @@ export class WorkerHost {
   }
 
   async stop(): Promise<void> {
+    this.stopped = true;
     this.shutdown.abort();
     await this.agent?.stop();
     await this.orphans?.stop();

@@ -1,0 +1,41 @@
+import { TaskSettlements } from './task-settlements';
+
+describe('TaskSettlements', () => {
+  it('wakes every waiter of a task when it settles, and no other', async () => {
+    const settlements = new TaskSettlements();
+    const woke: string[] = [];
+    const never = new AbortController().signal;
+    const a1 = settlements.wait('a', never).then(() => woke.push('a1'));
+    const a2 = settlements.wait('a', never).then(() => woke.push('a2'));
+    void settlements.wait('b', never).then(() => woke.push('b'));
+    settlements.settled('a');
+    await Promise.all([a1, a2]);
+    await new Promise(setImmediate);
+    expect(woke.sort()).toEqual(['a1', 'a2']);
+    expect(settlements.waiting).toBe(1);
+  });
+
+  it('does not wait for a task that settled before the waiter came, until a new turn of it starts', async () => {
+    const settlements = new TaskSettlements();
+    settlements.settled('a');
+    await expect(settlements.wait('a', new AbortController().signal)).resolves.toBeUndefined();
+    settlements.forget('a');
+    let woke = false;
+    void settlements.wait('a', new AbortController().signal).then(() => (woke = true));
+    await new Promise(setImmediate);
+    expect(woke).toBe(false);
+    settlements.settled('a');
+    await new Promise(setImmediate);
+    expect(woke).toBe(true);
+  });
+
+  it('lets a waiter go when its signal aborts, leaving nothing registered', async () => {
+    const settlements = new TaskSettlements();
+    const controller = new AbortController();
+    const waiting = settlements.wait('a', controller.signal);
+    expect(settlements.waiting).toBe(1);
+    controller.abort();
+    await waiting;
+    expect(settlements.waiting).toBe(0);
+  });
+});

@@ -1,0 +1,56 @@
+/** How many settled task ids are remembered for a waiter that comes after the news. */
+const MAX_RECENT = 10_000;
+
+/**
+ * News, inside one process, of the tasks this process's A2A worker settled: a blocking send waiting in the same
+ * process answers as soon as the delivery recorded the outcome in Postgres, instead of when the task's workflow has
+ * completed (its next workflow task and the result's long poll). With eager workflow start and eager activities the
+ * delivery of a task usually runs in the process that took it. Only a hint: the waiter reads the task from
+ * Postgres, and also waits for the workflow's result, which is what answers when the delivery ran elsewhere.
+ */
+export class TaskSettlements {
+  private readonly waiters = new Map<string, Set<() => void>>();
+  /** Ids settled lately, oldest first: a waiter that comes after the news does not wait. */
+  private readonly recent = new Set<string>();
+
+  /** The delivery recorded a settled state of the task (terminal, or waiting for the client). */
+  settled(taskId: string): void {
+    this.recent.add(taskId);
+    if (this.recent.size > MAX_RECENT) this.recent.delete(this.recent.values().next().value!);
+    const waiting = this.waiters.get(taskId);
+    if (!waiting) return;
+    this.waiters.delete(taskId);
+    for (const wake of waiting) wake();
+  }
+
+  /**
+   * Forgets that the task settled: a new turn of it starts (a message continuing it after it asked for input),
+   * whose settling is news again.
+   */
+  forget(taskId: string): void {
+    this.recent.delete(taskId);
+  }
+
+  /** Resolves when the task is settled here (or was lately), or when `signal` aborts; never rejects. */
+  wait(taskId: string, signal: AbortSignal): Promise<void> {
+    if (this.recent.has(taskId) || signal.aborted) return Promise.resolve();
+    return new Promise((resolve) => {
+      let waiting = this.waiters.get(taskId);
+      if (!waiting) this.waiters.set(taskId, (waiting = new Set()));
+      const set = waiting;
+      const done = () => {
+        set.delete(done);
+        if (set.size === 0 && this.waiters.get(taskId) === set) this.waiters.delete(taskId);
+        signal.removeEventListener('abort', done);
+        resolve();
+      };
+      set.add(done);
+      signal.addEventListener('abort', done, { once: true });
+    });
+  }
+
+  /** Tasks waited for now (for tests and stats). */
+  get waiting(): number {
+    return this.waiters.size;
+  }
+}
