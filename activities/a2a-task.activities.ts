@@ -32,8 +32,9 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
     async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number; returnOnChange?: boolean; turn?: number }): Promise<TaskStep> {
       const ctx = Context.current();
       // The first heartbeat a second in, not at once: a delivery that ends sooner (most: the agent answers at once)
-      // costs Temporal no heartbeat call; a cancel reaches a longer one at its next heartbeat.
-      const beat = setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+      // costs Temporal no heartbeat call; a cancel reaches a longer one at its next heartbeat. A local activity
+      // (a task's first attempt, run within its workflow task) has no heartbeat: a cancel reaches it directly.
+      const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
       try {
         const { request, callTimeoutMs, returnOnChange, turn, ...ids } = input;
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);

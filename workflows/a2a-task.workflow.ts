@@ -1,5 +1,5 @@
-import { ActivityFailure, ActivityOptions, RetryState } from '@temporalio/common';
-import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, proxyActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import { ActivityFailure, ActivityOptions, ApplicationFailure, RetryState } from '@temporalio/common';
+import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { A2ATaskActivities } from '../activities';
 import {
   A2ATaskInput,
@@ -37,7 +37,7 @@ const retry = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval
  * delivery as the activity's own schedule-to-close timeout (no timer per delivery).
  */
 export async function a2aTaskWorkflowV2(input: A2ATaskInput): Promise<TaskStateName> {
-  return runTask(input, { pushable: true, deadlineAsTimeout: true });
+  return runTask(input, { pushable: true, deadlineAsTimeout: true, firstAttemptLocal: true });
 }
 
 /**
@@ -48,10 +48,28 @@ export async function a2aTaskWorkflowV2(input: A2ATaskInput): Promise<TaskStateN
  */
 export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateName> {
   // Histories recorded before push notifications replay without them.
-  return runTask(input, { pushable: patched('a2a-push-notifications'), deadlineAsTimeout: false });
+  return runTask(input, { pushable: patched('a2a-push-notifications'), deadlineAsTimeout: false, firstAttemptLocal: false });
 }
 
-async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout }: { pushable: boolean; deadlineAsTimeout: boolean }): Promise<TaskStateName> {
+/** How each type runs a task (see the types above). */
+interface TaskRunMode {
+  /** Push notifications are sent for tasks with push configs. */
+  pushable: boolean;
+  /** The deadline is each delivery's schedule-to-close timeout (else a timer per delivery). */
+  deadlineAsTimeout: boolean;
+  /**
+   * An agent at a URL: the turn's first delivery attempt is a local activity, run by the worker within the first
+   * workflow task (no activity task through Temporal); it sends the request and follows the agent's task for a
+   * moment (libs/a2a/task-relay.ts), which is all most tasks need. What it leaves (a failure to reach the agent, a
+   * task still running) goes on in deliveries as activities, with the agent's retry policy less the attempt made.
+   */
+  firstAttemptLocal: boolean;
+}
+
+/** Most a first, local delivery attempt may take: a send, a moment of following, and a last call to the agent. */
+const firstAttemptTimeoutMs = (callTimeoutMs: number) => 2 * callTimeoutMs + 5_000;
+
+async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, firstAttemptLocal }: TaskRunMode): Promise<TaskStateName> {
   const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
   const deadline = Date.now() + input.timeoutMs;
   const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: input.callTimeoutMs + 10_000, retry });
@@ -130,16 +148,44 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout }: { p
     }
   });
 
+  const deliveryOf = () => ({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...(pushing ? { returnOnChange: true } : {}), ...(turn > 1 ? { turn } : {}) });
+  const failed = async (e: unknown) => {
+    const reason = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
+    settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reason}` })).state);
+    changed();
+  };
+
   if (input.style === 'url') {
+    // Attempts at the agent left to the deliveries as activities (0: no limit but the deadline).
+    let attemptsLeft = agentRetry.maximumAttempts;
+    if (firstAttemptLocal) {
+      delivery = new CancellationScope({ cancellable: true });
+      try {
+        const first = proxyLocalActivities<A2ATaskActivities>({
+          scheduleToCloseTimeout: Math.max(1, Math.min(deadline - Date.now(), firstAttemptTimeoutMs(input.callTimeoutMs))),
+          retry: { maximumAttempts: 1 },
+        });
+        settle((await delivery.run(() => first.deliverTask(deliveryOf()))).state);
+        changed();
+      } catch (e) {
+        if (!isCancellation(e)) {
+          const undeliverable = e instanceof ActivityFailure && e.cause instanceof ApplicationFailure && e.cause.nonRetryable;
+          if (undeliverable || attemptsLeft === 1) await failed(e);
+          else if (attemptsLeft > 1) attemptsLeft--;
+        }
+      } finally {
+        delivery = undefined;
+      }
+    }
     while (!settled(state) && Date.now() < deadline) {
       await condition(() => !cancelling);
       if (settled(state)) break;
       const left = deadline - Date.now();
       delivery = new CancellationScope({ cancellable: true, ...(deadlineAsTimeout ? {} : { timeout: left }) });
-      const deliverer = deadlineAsTimeout ? proxyActivities<A2ATaskActivities>({ ...deliveryOptions, scheduleToCloseTimeout: left }) : delivering;
+      const retry = { ...deliveryOptions.retry, ...(attemptsLeft > 0 ? { maximumAttempts: attemptsLeft } : {}) };
+      const deliverer = deadlineAsTimeout ? proxyActivities<A2ATaskActivities>({ ...deliveryOptions, retry, scheduleToCloseTimeout: left }) : delivering;
       try {
-        const returnOnChange = pushing ? { returnOnChange: true } : {};
-        settle((await delivery.run(() => deliverer.deliverTask({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...returnOnChange, ...(turn > 1 ? { turn } : {}) }))).state);
+        settle((await delivery.run(() => deliverer.deliverTask(deliveryOf()))).state);
         changed();
       } catch (e) {
         if (isCancellation(e)) continue; // a cancel (the update decides), or the deadline (the loop ends)
@@ -149,9 +195,7 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout }: { p
           await condition(() => settled(state), Math.max(0, deadline - Date.now()));
           break;
         }
-        const reason = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
-        settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reason}` })).state);
-        changed();
+        await failed(e);
       } finally {
         delivery = undefined;
       }

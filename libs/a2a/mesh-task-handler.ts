@@ -132,20 +132,28 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const { tenant, agent } = this.scope;
     const id = randomUUID();
     const contextId = message.contextId || randomUUID();
-    const created = await this.scope.tasks.create({
-      id,
-      tenant,
-      agent: agent.name,
-      contextId,
-      history: [Message.toJSON({ ...message, taskId: id, contextId }) as Json],
-      metadata: params.metadata ?? {},
-    });
     const topic = requestTopicOf(tenant, agent.name);
+    // The push config (its token) stays in Postgres: the request travels without it.
+    const request = push && params.configuration ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } } : params;
+    // The task's row and its request record are written at once: no workflow runs the task until both are, so a
+    // record written for a row that failed is delivered by nobody.
+    const [row, record] = await Promise.allSettled([
+      this.scope.tasks.create({
+        id,
+        tenant,
+        agent: agent.name,
+        contextId,
+        history: [Message.toJSON({ ...message, taskId: id, contextId }) as Json],
+        metadata: params.metadata ?? {},
+      }),
+      this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, request, new Date())),
+    ]);
+    if (row.status === 'rejected') throw row.reason;
+    const created = row.value;
     try {
+      if (record.status === 'rejected') throw record.reason;
+      const receipt = record.value;
       if (push) await this.scope.pushConfigs.put(created, push);
-      // The push config (its token) stays in Postgres: the request travels without it.
-      const request = push && params.configuration ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } } : params;
-      const receipt = await this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, request, created.createdAt));
       await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, { push: push !== undefined });
     } catch (e) {
       // Not taken: the task fails at once (a record already written is delivered by nobody: no workflow runs it).

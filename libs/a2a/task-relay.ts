@@ -24,9 +24,9 @@ const CAS_ATTEMPTS = 3;
 const FOLLOW_FIRST_MS = 25;
 const FOLLOW_MAX_MS = 1000;
 /**
- * Right after the send, the delivery follows the agent's task itself for this long (its first GetTask at once), so a
- * task the agent finishes quickly settles within one activity; one still running then is returned to the workflow,
- * which records its state (the operators' search attribute) and delivers again to follow it on.
+ * Right after the send, the delivery follows the agent's task itself for this long (its first GetTask at once, before
+ * the send is recorded), so a task the agent finishes quickly settles within one delivery; one still running then is
+ * returned to the workflow, which records its state (the operators' search attribute) and delivers again to follow it.
  */
 const FOLLOW_INLINE_MS = 1000;
 
@@ -103,7 +103,13 @@ export class TaskRelay {
           change = { state: 'completed', statusMessage: reply, history: [...task.history, reply] };
         } else {
           agentTask = answer;
-          change = changeOf(task, answer);
+          // A task the agent answered still running is asked about at once (one that finishes quickly has by
+          // now), so that the send and its outcome are one change. Until that change is recorded, a delivery tried
+          // again would send the turn again, as it would between any send and its record.
+          if (!ctx.returnOnChange && !SETTLED.has(stateOf(answer.status?.state) ?? 'failed')) {
+            agentTask = await client.getTask({ tenant: '', id: answer.id, historyLength: undefined }, opts()).catch(() => answer);
+          }
+          change = changeOf(task, agentTask);
         }
       } catch (e) {
         if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
@@ -122,7 +128,7 @@ export class TaskRelay {
       // moment; one that has not settled by then goes back to the workflow, which records the state it is in and
       // delivers again to follow it on. A task with push configs goes back at once: each change is pushed.
       if (SETTLED.has(result.task.state) || ctx.returnOnChange) return result.task.state;
-      return this.follow(result.task, client, ctx, opts, { firstWaitMs: 0, untilMs: Date.now() + FOLLOW_INLINE_MS });
+      return this.follow(result.task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS, untilMs: Date.now() + FOLLOW_INLINE_MS });
     }
     return this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
   }
