@@ -22,6 +22,8 @@ export const SETTLED: ReadonlySet<A2AState> = new Set<A2AState>([...TERMINAL, 'i
 const CAS_ATTEMPTS = 3;
 /** Following an agent's task: the first GetTask after this long, then twice as long each time, at most the max. */
 const FOLLOW_FIRST_MS = 25;
+/** Following right after the send (the first moment, FOLLOW_INLINE_MS): the first GetTask after this long, doubling. */
+const FOLLOW_INLINE_FIRST_MS = 5;
 const FOLLOW_MAX_MS = 1000;
 /**
  * Right after the send, the delivery follows the agent's task itself for this long (its first GetTask at once, before
@@ -128,7 +130,7 @@ export class TaskRelay {
       // moment; one that has not settled by then goes back to the workflow, which records the state it is in and
       // delivers again to follow it on. A task with push configs goes back at once: each change is pushed.
       if (SETTLED.has(result.task.state) || ctx.returnOnChange) return result.task.state;
-      return this.follow(result.task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS, untilMs: Date.now() + FOLLOW_INLINE_MS });
+      return this.follow(result.task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs: Date.now() + FOLLOW_INLINE_MS });
     }
     return this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
   }
@@ -149,8 +151,8 @@ export class TaskRelay {
     let wait = firstWaitMs;
     while (!SETTLED.has(task.state)) {
       if (Date.now() + wait > untilMs) return task.state;
-      if (wait > 0) await sleep(wait, undefined, { signal: ctx.signal });
-      wait = Math.min(Math.max(wait * 2, FOLLOW_FIRST_MS), FOLLOW_MAX_MS);
+      await sleep(wait, undefined, { signal: ctx.signal });
+      wait = Math.min(wait * 2, FOLLOW_MAX_MS);
       let answer: Task;
       try {
         answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, opts());
@@ -164,7 +166,7 @@ export class TaskRelay {
       const result = await this.tasks.transition(task, change);
       if (result.changed) {
         task = result.task;
-        wait = FOLLOW_FIRST_MS;
+        wait = firstWaitMs;
         if (ctx.returnOnChange) return task.state;
       } else if (result.reason === 'missing') return 'failed';
       else task = result.task;
