@@ -146,7 +146,7 @@ export class WorkerHost {
   /** LOCAL_STICKY_PULL only. */
   orphans?: OrphanTakeover;
   /**
-   * For the gateway of the same process (docs/a2a.md#where-the-time-goes): a client on this worker's own connection,
+   * For the gateway of the same process (docs/a2a.md#the-model): a client on this worker's own connection,
    * to start A2A task workflows with eager start (the server hands a workflow's first task back in the start call's
    * answer, to this process's A2A worker, instead of through a task queue); and the news of the tasks this worker's
    * deliveries settled, which a blocking send waiting here answers at once.
