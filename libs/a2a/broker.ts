@@ -12,6 +12,7 @@ import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
 import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agent-store';
 import { MeshTaskHandler } from './mesh-task-handler';
 import { PushConfigStore } from './push-configs';
+import type { SecretBox } from '../security/secret-box';
 import { requestTopicOf } from './request-topic';
 import { TaskRelay } from './task-relay';
 import { A2ATaskStore } from './task-store';
@@ -72,12 +73,14 @@ export class A2ABroker {
     private readonly heartbeatTtlMs: number,
     /** The bounds of the task streams (EVENTMESH_AGENTS_MAX_STREAMS, EVENTMESH_AGENTS_STREAM_POLL_MS). */
     streams: { maxStreams: number; streamPollMs: number; streamHeartbeatMs: number } = { maxStreams: 1000, streamPollMs: 200, streamHeartbeatMs: 15000 },
+    /** Seals the push configs' tokens and credentials at rest. */
+    secrets?: SecretBox,
   ) {
     this.streamHeartbeatMs = streams.streamHeartbeatMs;
     this.agents = new A2AAgentStore(db);
     this.tasks = new A2ATaskStore(db);
     this.streams = new TaskStreams(db, { maxStreams: streams.maxStreams, pollMs: streams.streamPollMs });
-    this.pushConfigs = new PushConfigStore(db);
+    this.pushConfigs = new PushConfigStore(db, secrets);
     this.relay = new TaskRelay(this.tasks, this.agents, clients);
   }
 
@@ -88,6 +91,8 @@ export class A2ABroker {
     kafka: BrokerKafka,
     /** The client that starts and steers task workflows; `worker`: the process's own A2A worker, if it runs one. */
     temporal: { client: TemporalClient; worker?: LocalA2AWorker },
+    /** The box of the instance's secrets at rest: push configs' tokens and credentials are sealed with it. */
+    secrets: SecretBox,
   ): A2ABroker {
     const workflows = new TaskWorkflows(temporal.client, { timeoutMs: agents.taskTimeoutMs, callTimeoutMs: agents.callTimeoutMs, worker: temporal.worker });
     return new A2ABroker(
@@ -99,6 +104,7 @@ export class A2ABroker {
       agents.sendWaitMs,
       agents.heartbeatTtlMs,
       agents,
+      secrets,
     );
   }
 

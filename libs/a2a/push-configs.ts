@@ -3,6 +3,7 @@ import type { TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { DataSource } from 'typeorm';
 import { EventMeshError } from '../errors';
+import { SecretBox } from '../security/secret-box';
 
 /** A2A `AuthenticationInfo`: sent as `Authorization: <scheme> <credentials>`. */
 export interface PushAuthentication {
@@ -50,13 +51,29 @@ interface RawPushConfig {
 
 const COLUMNS = 'task_id, id, tenant, url, token, authentication, wire_version, pushed_version, created_at';
 
-const configOf = (r: RawPushConfig): StoredPushConfig => ({
+/**
+ * The config's secrets (its token, its authentication's credentials) as stored: sealed by the box; a value an
+ * earlier version stored in the clear is kept as it is until the next boot seals it (libs/security/secret-sealer.ts).
+ */
+interface PushSecrets {
+  seal(value: string): string;
+  open(stored: string): string;
+}
+
+const CLEAR: PushSecrets = { seal: (value) => value, open: (stored) => stored };
+
+function secretsOf(box: SecretBox | undefined): PushSecrets {
+  if (!box) return CLEAR;
+  return { seal: (value) => box.seal(value), open: (stored) => (SecretBox.isSealed(stored) ? box.open(stored) : stored) };
+}
+
+const configOf = (r: RawPushConfig, secrets: PushSecrets): StoredPushConfig => ({
   taskId: r.task_id,
   id: r.id,
   tenant: r.tenant,
   url: r.url,
-  token: r.token,
-  authentication: r.authentication,
+  token: r.token === null ? null : secrets.open(r.token),
+  authentication: r.authentication === null ? null : { scheme: r.authentication.scheme, credentials: secrets.open(r.authentication.credentials) },
   wireVersion: r.wire_version,
   pushedVersion: r.pushed_version,
   createdAt: r.created_at,
@@ -74,7 +91,20 @@ const MAX_URL_CHARS = 2048;
  * ({@link advance}), so a push never repeats an acknowledged version nor goes back to an older one.
  */
 export class PushConfigStore {
-  constructor(private readonly db: DataSource) {}
+  private readonly secrets: PushSecrets;
+
+  /**
+   * `box`: seals each config's token and credentials at rest (AES-256-GCM, the box of the webhook signing secrets),
+   * and opens them when read. Without one (tests reading versions and ids), they are read as stored.
+   */
+  constructor(
+    private readonly db: DataSource,
+    box?: SecretBox,
+  ) {
+    this.secrets = secretsOf(box);
+  }
+
+  private readonly configOf = (r: RawPushConfig): StoredPushConfig => configOf(r, this.secrets);
 
   /**
    * Sets a config of the task (a config of the same id is replaced, its pushed version kept); a new one starts at
@@ -89,15 +119,25 @@ export class PushConfigStore {
          authentication = EXCLUDED.authentication, wire_version = EXCLUDED.wire_version
         WHERE a2a_push_configs.tenant = EXCLUDED.tenant
        RETURNING ${COLUMNS}`,
-      [task.id, config.id, task.tenant, config.url, config.token, config.authentication === null ? null : JSON.stringify(config.authentication), config.wireVersion, task.version, MAX_CONFIGS_PER_TASK],
+      [
+        task.id,
+        config.id,
+        task.tenant,
+        config.url,
+        config.token === null ? null : this.secrets.seal(config.token),
+        config.authentication === null ? null : JSON.stringify({ scheme: config.authentication.scheme, credentials: this.secrets.seal(config.authentication.credentials) }),
+        config.wireVersion,
+        task.version,
+        MAX_CONFIGS_PER_TASK,
+      ],
     );
     if (rows.length === 0) throw new RequestMalformedError(`a task has at most ${MAX_CONFIGS_PER_TASK} push notification configs`);
-    return configOf(rows[0]);
+    return this.configOf(rows[0]);
   }
 
   async get(tenant: string, taskId: string, id: string): Promise<StoredPushConfig | undefined> {
     const rows: RawPushConfig[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_configs WHERE task_id = $1 AND id = $2 AND tenant = $3`, [taskId, id, tenant]);
-    return rows.length === 0 ? undefined : configOf(rows[0]);
+    return rows.length === 0 ? undefined : this.configOf(rows[0]);
   }
 
   /** The task's configs, oldest first (by creation, then id); `after` is the id of the last of the previous page. */
@@ -112,13 +152,13 @@ export class PushConfigStore {
       `SELECT ${COLUMNS} FROM a2a_push_configs WHERE task_id = $1 AND tenant = $2${cursor} ORDER BY created_at, id LIMIT $3`,
       params,
     );
-    return { configs: rows.slice(0, page.size).map(configOf), more: rows.length > page.size };
+    return { configs: rows.slice(0, page.size).map(this.configOf), more: rows.length > page.size };
   }
 
   /** Every config of the task (what a push goes to). */
   async ofTask(tenant: string, taskId: string): Promise<StoredPushConfig[]> {
     const rows: RawPushConfig[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_configs WHERE task_id = $1 AND tenant = $2 ORDER BY created_at, id`, [taskId, tenant]);
-    return rows.map(configOf);
+    return rows.map(this.configOf);
   }
 
   /** Removes a config; false when the tenant's task has none of that id. */

@@ -63,8 +63,63 @@ export async function sealStoredSecrets(db: DataSource, box: SecretBox, options:
       }
     }
   }
+  budget = await sealPushConfigs(db, box, { batch, budget, activePrefix, report, log });
   if (report.sealed + report.resealed + report.unreadable > 0 || report.more) {
     log.info({ ...report, activeKey: box.activeKey }, report.more ? 'stored secrets partly brought to the active key; the next boot goes on' : 'stored secrets brought to the active key');
   }
   return report;
+}
+
+/**
+ * The A2A push configs' secrets (`a2a_push_configs`: the token, and the authentication's credentials inside its
+ * jsonb), keyed by task and config id: the same pass as the other columns, both values of a row written together.
+ * Returns the budget left.
+ */
+async function sealPushConfigs(
+  db: DataSource,
+  box: SecretBox,
+  pass: { batch: number; budget: number; activePrefix: string; report: SealReport; log: ReturnType<typeof createLogger> },
+): Promise<number> {
+  const { batch, activePrefix, report, log } = pass;
+  let budget = pass.budget;
+  const stale = (value: string | null | undefined) => value !== null && value !== undefined && !value.startsWith(activePrefix);
+  let after = { taskId: '', id: '' };
+  for (;;) {
+    if (budget <= 0) {
+      report.more = true;
+      return budget;
+    }
+    const rows: { task_id: string; id: string; token: string | null; credentials: string | null }[] = await db.query(
+      `SELECT task_id, id, token, authentication->>'credentials' AS credentials FROM a2a_push_configs
+        WHERE ((token IS NOT NULL AND left(token, $1) <> $2) OR (authentication->>'credentials' IS NOT NULL AND left(authentication->>'credentials', $1) <> $2))
+          AND (task_id, id) > ($3, $4) ORDER BY task_id, id LIMIT $5`,
+      [activePrefix.length, activePrefix, after.taskId, after.id, Math.min(batch, budget)],
+    );
+    if (rows.length === 0) return budget;
+    budget -= rows.length;
+    const last = rows[rows.length - 1];
+    after = { taskId: last.task_id, id: last.id };
+    for (const row of rows) {
+      const bring = (value: string | null) => (stale(value) ? (SecretBox.isSealed(value!) ? box.reseal(value!) : box.seal(value!)) : value);
+      let token: string | null;
+      let credentials: string | null;
+      try {
+        token = bring(row.token);
+        credentials = bring(row.credentials);
+      } catch (e) {
+        report.unreadable++;
+        log.error({ table: 'a2a_push_configs', id: `${row.task_id}/${row.id}`, error: (e as Error).message }, 'stored secret cannot be opened; left as it is');
+        continue;
+      }
+      const [, changed]: [unknown, number] = await db.query(
+        `UPDATE a2a_push_configs SET token = $3,
+            authentication = CASE WHEN authentication IS NULL THEN NULL ELSE jsonb_set(authentication, '{credentials}', to_jsonb($4::text)) END
+          WHERE task_id = $1 AND id = $2 AND token IS NOT DISTINCT FROM $5 AND authentication->>'credentials' IS NOT DISTINCT FROM $6`,
+        [row.task_id, row.id, token, credentials, row.token, row.credentials],
+      );
+      if (changed !== 1) continue;
+      if ([row.token, row.credentials].some((v) => v !== null && !SecretBox.isSealed(v))) report.sealed++;
+      else report.resealed++;
+    }
+  }
 }

@@ -6,7 +6,8 @@ import { ServerCallContext } from '@a2a-js/sdk/server';
 import { Webhook } from 'standardwebhooks';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ATaskStore, PushConfigMethods, PushConfigStore, TaskWorkflows } from '../../libs/a2a';
-import { SinkGuard } from '../../libs/security';
+import { SecretBox, sealStoredSecrets, SinkGuard } from '../../libs/security';
+import { a2aTaskWorkflowIdOf, pushConfiguredSignal } from '../../workflows';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
@@ -145,6 +146,36 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(pushes.map((p) => p.state)).toEqual(['TASK_STATE_COMPLETED']);
     expect(pushes[0].request.headers.authorization).toBe('Bearer sekrit');
     expect(pushes[0].request.headers['x-a2a-notification-token']).toBeUndefined();
+    // At rest the credentials are sealed (the box of the instance's secrets): the row holds no 'sekrit'.
+    const [row] = await instance.deps.db.query('SELECT token, authentication FROM a2a_push_configs WHERE task_id = $1', [task.id]);
+    expect(SecretBox.isSealed(row.authentication.credentials)).toBe(true);
+    expect(JSON.stringify(row)).not.toContain('sekrit');
+  });
+
+  it('seals at boot a config stored in the clear by an earlier version, which is pushed as before', async () => {
+    const client = await clientOf(tenantA);
+    const key = randomUUID();
+    const task = await started(client, `hold:${key}`);
+    await waitFor('the task working at the mesh', async () => agent.isHeld(key) && (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state === TaskState.TASK_STATE_WORKING);
+    // As an earlier version stored it: token and credentials in the clear.
+    await instance.deps.db.query(
+      `INSERT INTO a2a_push_configs (task_id, id, tenant, url, token, authentication, wire_version, pushed_version)
+       SELECT id, 'clear', tenant, $2, 'clear-token', '{"scheme":"Basic","credentials":"clear-creds"}', '1.0', version FROM a2a_tasks WHERE id = $1`,
+      [task.id, receiver.url],
+    );
+    const box = SecretBox.fromConfig(config);
+    const report = await sealStoredSecrets(instance.deps.db, box);
+    expect(report.sealed).toBeGreaterThanOrEqual(1);
+    const [row] = await instance.deps.db.query("SELECT token, authentication FROM a2a_push_configs WHERE task_id = $1 AND id = 'clear'", [task.id]);
+    expect([SecretBox.isSealed(row.token), SecretBox.isSealed(row.authentication.credentials), row.authentication.scheme]).toEqual([true, true, 'Basic']);
+    expect(await new PushConfigStore(instance.deps.db, box).get(tenantA, task.id, 'clear')).toMatchObject({ token: 'clear-token', authentication: { scheme: 'Basic', credentials: 'clear-creds' } });
+    await instance.deps.temporal.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).signal(pushConfiguredSignal);
+    agent.release(key);
+    const pushes = await settled(task.id, 'TASK_STATE_COMPLETED');
+    // A config with authentication sends it (its token is not sent: task-pushes.ts).
+    expect(pushes[pushes.length - 1].request.headers.authorization).toBe('Basic clear-creds');
+    // Nothing left to seal: a second pass changes nothing.
+    expect(await sealStoredSecrets(instance.deps.db, box)).toMatchObject({ sealed: 0, resealed: 0, unreadable: 0 });
   });
 
   it('retries a receiver that fails (500 twice), with the same webhook-id, and still delivers every update in order', async () => {

@@ -112,6 +112,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       config.agents,
       { publish: (topic, frame) => deps.producer.publish(topic, frame), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
       { client: deps.temporal.client, worker: options.a2aWorker },
+      SecretBox.fromConfig(config),
     );
     a2aStarted = a2a;
     const routes = new RouteTable();

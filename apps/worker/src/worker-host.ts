@@ -4,7 +4,7 @@ import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createA2ATaskActivities, createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
 import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PushConfigStore, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
-import { SinkGuard } from '../../../libs/security';
+import { SecretBox, SinkGuard } from '../../../libs/security';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
 import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
@@ -263,7 +263,7 @@ export class WorkerHost {
       new KafkaRequestRecords(a2aReader),
     );
     // A2A push notifications go through the runtime's webhook sender (signed, SSRF-guarded) with its retry policy.
-    const pusher = new TaskPusher(a2aTasks, new PushConfigStore(deps.db), webhooks, {
+    const pusher = new TaskPusher(a2aTasks, new PushConfigStore(deps.db, SecretBox.fromConfig(config)), webhooks, {
       signingSecret: config.agents.pushSigningSecret || null,
       retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
     });
