@@ -461,6 +461,55 @@ describe('faults: A2A tasks', () => {
     expect(startedInCut.filter((s) => s.answeredAt! < healedAt)).toEqual([]);
   }, 180000);
 
+  it('an instance delivering to an agent at a URL SIGKILLed with tasks in hand: another instance completes every acknowledged task', async () => {
+    const victim = await startInstance('killed');
+    const survivor = new FaultInstance({ id: `faults-a2a-${runId}-survivor`, env: { ...baseEnv, EVENTMESH_KAFKA_TOPICS: `faults-a2a-${runId}-killed` } });
+    await survivor.start();
+    try {
+      agent = new EchoAgent();
+      await agent.start();
+      const agentName = `echo-${runId}-killed`;
+      await register(victim, agentName, agent.card());
+      // Sends through the victim: with eager start, its own worker runs each task's first attempt (a local activity
+      // within the first workflow task) and, for these 2 s tasks, the delivery activity that follows them.
+      const sends = new SendLoad(await clientOf(victim, agentName), (n) => `work:${WORK_MS}:${runId}-k${n}`);
+      load = sends;
+      const loadStartedAt = Date.now();
+      sends.start();
+      await sends.acknowledgedAtLeast(3 * RATE, 20000);
+      await victim.kill();
+      const killedAt = Date.now();
+      await sends.stop();
+      const loadMs = Date.now() - loadStartedAt;
+      // Acknowledged within the agent's working time before the kill: in flight at the agent when it came.
+      const inFlightAtKill = sends.acknowledged().filter((s) => s.answeredAt! > killedAt - WORK_MS && s.answeredAt! <= killedAt).length;
+
+      const outcome = await outcomeOf(await clientOf(survivor, agentName), sends, killedAt, 90000);
+      const { duplicated, duplicates } = duplicatesOf(agent.received);
+      reportTasks(`A2A tasks: the instance delivering to an agent at a URL SIGKILLed under ${RATE} sends/s, agent works ${WORK_MS / 1000} s per task; a second instance`, {
+        sends,
+        outcome,
+        duplicates,
+        instance: survivor,
+        since: 'kill',
+        lines: [
+          `sent through the victim in ${loadMs} ms; in flight at the agent at the kill: ${inFlightAtKill}`,
+          `agent received ${agent.received.length} (${duplicated} tasks more than once: sent again by a delivery that died before it recorded the agent's answer)`,
+        ],
+        summary: `in flight at the kill ${inFlightAtKill}; all ended ${outcome.endedMs} ms after the kill`,
+      });
+
+      expect(inFlightAtKill).toBeGreaterThan(0);
+      // Nothing acknowledged is lost: the survivor's worker took over the tasks the victim was running.
+      expect(outcome.notCompleted).toEqual({});
+      expect(outcome.lost).toBe(0);
+      expect(survivor.process!.child.exitCode).toBeNull();
+    } finally {
+      await survivor.stop();
+      await endDispatchWorkflows(survivor.options.env, [survivor.id]);
+    }
+  }, 180000);
+
   it('a mesh-subscriber agent of two replicas (long-poll, LOAD_BALANCE), one SIGKILLed with tasks in hand: every acknowledged task is completed exactly once', async () => {
     const rate = 4;
     const ackTimeoutMs = 3000;
