@@ -35,6 +35,8 @@ describe('TopicAdmin', () => {
     admin.fetchTopicMetadata.mockImplementation(async ({ topics }: { topics: string[] }) => ({
       topics: topics.map((name) => ({ name, partitions: [1, 0].map((partitionId) => ({ partitionId, leader: 1, partitionErrorCode: 0, replicas: [1], isr: [1] })) })),
     }));
+    // Led, the partitions' offsets can be read (createTopicsAndWait reads them before answering).
+    admin.fetchTopicOffsets.mockImplementationOnce(async () => [] as never);
     const topics = new TopicAdmin(kafka, loadConfig({}).kafka);
     await expect(topics.ensureTopic('a2a.t.agent.requests')).resolves.toEqual({ created: true });
     expect(admin.fetchTopicMetadata).toHaveBeenCalledTimes(3);

@@ -20,7 +20,12 @@ describe('createTopicsAndWait', () => {
       const next = answers.length > 1 ? answers.shift()! : answers[0];
       return next();
     });
-    return { createTopics: jest.fn(async () => true), fetchTopicMetadata } as unknown as Admin & { fetchTopicMetadata: jest.Mock; createTopics: jest.Mock };
+    const fetchTopicOffsets = jest.fn(async () => [{ partition: 0, offset: '0', high: '0', low: '0' }]);
+    return { createTopics: jest.fn(async () => true), fetchTopicMetadata, fetchTopicOffsets } as unknown as Admin & {
+      fetchTopicMetadata: jest.Mock;
+      fetchTopicOffsets: jest.Mock;
+      createTopics: jest.Mock;
+    };
   }
 
   it('waits through an unknown topic and leaderless partitions until every partition has a leader', async () => {
@@ -33,6 +38,13 @@ describe('createTopicsAndWait', () => {
     await expect(createTopicsAndWait(admin, [{ topic: 't', numPartitions: 2 }], { pollMs: 1 })).resolves.toBe(true);
     expect(admin.fetchTopicMetadata).toHaveBeenCalledTimes(4);
     expect(admin.createTopics).toHaveBeenCalledWith({ waitForLeaders: false, topics: [{ topic: 't', numPartitions: 2 }] });
+  });
+
+  it('waits until the offsets can be read, through a broker not yet leading what the metadata says it leads', async () => {
+    const admin = adminAnswering(() => ({ topics: [partitionsOf('t', 1)] }));
+    admin.fetchTopicOffsets.mockRejectedValueOnce(protocolError('NOT_LEADER_FOR_PARTITION', 'This server is not the leader for that topic-partition'));
+    await expect(createTopicsAndWait(admin, [{ topic: 't' }], { pollMs: 1 })).resolves.toBe(true);
+    expect(admin.fetchTopicOffsets).toHaveBeenCalledTimes(2);
   });
 
   it('gives up at its deadline, naming what it waited for', async () => {
