@@ -74,7 +74,7 @@ export class A2ABroker {
     /** The bounds of the task streams (EVENTMESH_AGENTS_MAX_STREAMS, EVENTMESH_AGENTS_STREAM_POLL_MS). */
     streams: { maxStreams: number; streamPollMs: number; streamHeartbeatMs: number } = { maxStreams: 1000, streamPollMs: 200, streamHeartbeatMs: 15000 },
     /** Seals the push configs' tokens and credentials at rest. */
-    secrets?: SecretBox,
+    secrets: SecretBox,
   ) {
     this.streamHeartbeatMs = streams.streamHeartbeatMs;
     this.agents = new A2AAgentStore(db);

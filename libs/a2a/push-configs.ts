@@ -51,33 +51,6 @@ interface RawPushConfig {
 
 const COLUMNS = 'task_id, id, tenant, url, token, authentication, wire_version, pushed_version, created_at';
 
-/**
- * The config's secrets (its token, its authentication's credentials) as stored: sealed by the box; a value an
- * earlier version stored in the clear is kept as it is until the next boot seals it (libs/security/secret-sealer.ts).
- */
-interface PushSecrets {
-  seal(value: string): string;
-  open(stored: string): string;
-}
-
-const CLEAR: PushSecrets = { seal: (value) => value, open: (stored) => stored };
-
-function secretsOf(box: SecretBox | undefined): PushSecrets {
-  if (!box) return CLEAR;
-  return { seal: (value) => box.seal(value), open: (stored) => (SecretBox.isSealed(stored) ? box.open(stored) : stored) };
-}
-
-const configOf = (r: RawPushConfig, secrets: PushSecrets): StoredPushConfig => ({
-  taskId: r.task_id,
-  id: r.id,
-  tenant: r.tenant,
-  url: r.url,
-  token: r.token === null ? null : secrets.open(r.token),
-  authentication: r.authentication === null ? null : { scheme: r.authentication.scheme, credentials: secrets.open(r.authentication.credentials) },
-  wireVersion: r.wire_version,
-  pushedVersion: r.pushed_version,
-  createdAt: r.created_at,
-});
 
 /** Most configs one task may have; a `Create` past it is refused (-32602). */
 export const MAX_CONFIGS_PER_TASK = 10;
@@ -91,20 +64,31 @@ const MAX_URL_CHARS = 2048;
  * ({@link advance}), so a push never repeats an acknowledged version nor goes back to an older one.
  */
 export class PushConfigStore {
-  private readonly secrets: PushSecrets;
-
   /**
    * `box`: seals each config's token and credentials at rest (AES-256-GCM, the box of the webhook signing secrets),
-   * and opens them when read. Without one (tests reading versions and ids), they are read as stored.
+   * and opens them when read; a value an earlier version stored in the clear is read as it is until the next boot
+   * seals it (libs/security/secret-sealer.ts).
    */
   constructor(
     private readonly db: DataSource,
-    box?: SecretBox,
-  ) {
-    this.secrets = secretsOf(box);
+    private readonly box: SecretBox,
+  ) {}
+
+  private open(stored: string): string {
+    return SecretBox.isSealed(stored) ? this.box.open(stored) : stored;
   }
 
-  private readonly configOf = (r: RawPushConfig): StoredPushConfig => configOf(r, this.secrets);
+  private readonly configOf = (r: RawPushConfig): StoredPushConfig => ({
+    taskId: r.task_id,
+    id: r.id,
+    tenant: r.tenant,
+    url: r.url,
+    token: r.token === null ? null : this.open(r.token),
+    authentication: r.authentication === null ? null : { scheme: r.authentication.scheme, credentials: this.open(r.authentication.credentials) },
+    wireVersion: r.wire_version,
+    pushedVersion: r.pushed_version,
+    createdAt: r.created_at,
+  });
 
   /**
    * Sets a config of the task (a config of the same id is replaced, its pushed version kept); a new one starts at
@@ -124,8 +108,8 @@ export class PushConfigStore {
         config.id,
         task.tenant,
         config.url,
-        config.token === null ? null : this.secrets.seal(config.token),
-        config.authentication === null ? null : JSON.stringify({ scheme: config.authentication.scheme, credentials: this.secrets.seal(config.authentication.credentials) }),
+        config.token === null ? null : this.box.seal(config.token),
+        config.authentication === null ? null : JSON.stringify({ scheme: config.authentication.scheme, credentials: this.box.seal(config.authentication.credentials) }),
         config.wireVersion,
         task.version,
         MAX_CONFIGS_PER_TASK,

@@ -214,7 +214,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     await waitFor('the task working at the mesh', async () => (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state === TaskState.TASK_STATE_WORKING);
     await client.createTaskPushNotificationConfig({ tenant: '', id: 'gone', taskId: task.id, url: `${receiver.url}?gone`, token: '', authentication: undefined });
     await release(key);
-    const configs = new PushConfigStore(instance.deps.db);
+    const configs = new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config));
     // The 410 removes its config; the failing one is given up for the completion after its 5 attempts.
     const completed = await waitFor('the completion given up', async () => {
       const [down] = await configs.ofTask(tenantA, task.id);
@@ -303,7 +303,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     await expect(other.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'mine' })).rejects.toBeInstanceOf(TaskNotFoundError);
     const rest = await fetchAs(tenantB)(`${instance.url}/a2a/agents/echo/rest/tasks/${task.id}/pushNotificationConfigs/mine`, { headers: { 'a2a-version': '1.0' } });
     expect(rest.status).toBe(404);
-    expect((await new PushConfigStore(instance.deps.db).ofTask(tenantA, task.id)).map((c) => c.id)).toEqual(['mine']);
+    expect((await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).map((c) => c.id)).toEqual(['mine']);
   });
 
   it('refuses a bad config with -32602 (REST 400): not http(s), no URL, half an authentication, a sink range refused', async () => {
@@ -321,7 +321,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const before = (await rpc(tenantA, 'ListTasks', {}, '1.0')).result?.totalSize;
     await expect(client.sendMessage(send('echo:x', { url: 'http://169.254.169.254/' }))).rejects.toBeInstanceOf(RequestMalformedError);
     expect((await rpc(tenantA, 'ListTasks', {}, '1.0')).result?.totalSize).toBe(before);
-    expect(await new PushConfigStore(instance.deps.db).ofTask(tenantA, task.id)).toEqual([]);
+    expect(await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).toEqual([]);
   });
 
   it('refuses a URL whose host resolves to a private address before connecting anywhere', async () => {
@@ -333,7 +333,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     });
     const tasks = new A2ATaskStore(instance.deps.db);
     const task = await tasks.create({ id: randomUUID(), tenant: tenantA, agent: 'echo', contextId: randomUUID(), history: [], metadata: {} });
-    const configs = new PushConfigStore(instance.deps.db);
+    const configs = new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config));
     const methods = new PushConfigMethods({
       find: async (id) => (await tasks.get(tenantA, id))!,
       configs,
@@ -372,7 +372,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
       const again = await waitFor('the completion pushed again', () => receiver.requests.filter(isCompletion).length >= 2 && receiver.requests.filter(isCompletion), { timeoutMs: 30_000 });
       expect(again.map((r) => r.headers['webhook-id'])).toEqual(again.map(() => taken.headers['webhook-id']));
       await waitFor('the completion recorded as pushed', async () => {
-        const [pushed] = await new PushConfigStore(instance.deps.db).ofTask(tenantA, task.id);
+        const [pushed] = await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id);
         return pushed.pushedVersion === (await new A2ATaskStore(instance.deps.db).get(tenantA, task.id))!.version;
       });
     } finally {

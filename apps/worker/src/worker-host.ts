@@ -1,10 +1,9 @@
-import { Client, WorkflowNotFoundError } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
 import { existsSync } from 'node:fs';
 import path from 'node:path';
-import { createA2ATaskActivities, createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PushConfigStore, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
-import { SecretBox, SinkGuard } from '../../../libs/security';
+import { createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
+import type { LocalA2AWorker } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
 import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
@@ -29,9 +28,9 @@ import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
 import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions';
 import { DEAD_LETTER_TASK_QUEUE, dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { TemporalTracing, TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE } from '../../../libs/tracing';
+import { A2AWorker, createA2AWorker } from './a2a-worker';
 import { ensureRetentionSchedule } from './dead-letter-schedule';
 import {
-  A2A_TASK_QUEUE,
   CONTROL_TASK_QUEUE,
   dispatchStatusQuery,
   instanceDispatchWorkflow,
@@ -145,14 +144,9 @@ export class WorkerHost {
   agent?: OwnershipAgent;
   /** LOCAL_STICKY_PULL only. */
   orphans?: OrphanTakeover;
-  /**
-   * For the gateway of the same process (docs/a2a.md#the-model): a client on this worker's own connection,
-   * to start A2A task workflows with eager start (the server hands a workflow's first task back in the start call's
-   * answer, to this process's A2A worker, instead of through a task queue); and the news of the tasks this worker's
-   * deliveries settled, which a blocking send waiting here answers at once.
-   */
+  /** What the gateway of the same process uses of the A2A worker (a2a-worker.ts). */
   readonly a2a: LocalA2AWorker;
-  private stopped = false;
+  private readonly a2aReader: PartitionReader;
 
   private constructor(
     private readonly workers: Worker[],
@@ -161,14 +155,10 @@ export class WorkerHost {
     private readonly webhooks: WebhookSender,
     private readonly shutdown: AbortController,
     readonly taskQueue: string,
-    /** The reader of the A2A agents' request topics (the task workflows' deliveries). */
-    private readonly a2aReader: PartitionReader,
-    config: EventMeshConfig,
-    deps: Dependencies,
-    settlements: TaskSettlements,
+    a2a: A2AWorker,
   ) {
-    const client = new Client({ connection, namespace: config.temporal.namespace, interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] } });
-    this.a2a = { client, settlements, running: () => !this.stopped };
+    this.a2a = a2a.local;
+    this.a2aReader = a2a.reader;
   }
 
   /** `onFatal` hears of a worker that stopped by itself (the instance can no longer dispatch). */
@@ -252,23 +242,12 @@ export class WorkerHost {
       shutdownGraceTime: 10_000,
     };
 
-    // A2A tasks (docs/a2a.md): every instance runs the task workflows and their deliveries, on the shared queue.
-    const a2aReader = new PartitionReader(deps.kafka);
-    await a2aReader.connect();
-    const a2aTasks = new A2ATaskStore(deps.db);
-    const relay = new TaskRelay(
-      a2aTasks,
-      new A2AAgentStore(deps.db),
-      new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
-      new KafkaRequestRecords(a2aReader),
-    );
-    // A2A push notifications go through the runtime's webhook sender (signed, SSRF-guarded) with its retry policy.
-    const pusher = new TaskPusher(a2aTasks, new PushConfigStore(deps.db, SecretBox.fromConfig(config)), webhooks, {
-      signingSecret: config.agents.pushSigningSecret || null,
-      retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
+    const a2a = await createA2AWorker(config, deps, {
+      connection,
+      webhooks,
+      shutdown: shutdown.signal,
+      options: { ...workerOptions, ...(await workflowSource(deps.tracing.temporal)) },
     });
-    const settlements = new TaskSettlements();
-    const a2aWorker = await Worker.create({ ...workerOptions, taskQueue: A2A_TASK_QUEUE, activities: createA2ATaskActivities({ relay, pusher, shutdownSignal: shutdown.signal, settlements }), ...(await workflowSource(deps.tracing.temporal)) });
 
     if (config.delivery.topology === 'LOCAL_STICKY_PULL') {
       const activities = createDispatchActivities({
@@ -283,7 +262,7 @@ export class WorkerHost {
       // sticky timeout (10 s), longer than the read may take.
       const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(await workflowSource(deps.tracing.temporal)), maxCachedWorkflows: 0 });
       const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
-      const host = new WorkerHost([worker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader, config, deps, settlements);
+      const host = new WorkerHost([worker, a2a.worker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2a);
       host.run(onFatal);
       await host.ensureRetentionSchedule(config, deps);
       try {
@@ -349,7 +328,7 @@ export class WorkerHost {
       maxCachedWorkflows: 0,
     });
     const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
-    const host = new WorkerHost([activityWorker, controlWorker, a2aWorker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2aReader, config, deps, settlements);
+    const host = new WorkerHost([activityWorker, controlWorker, a2a.worker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2a);
     host.run(onFatal);
     await host.ensureRetentionSchedule(config, deps);
     try {
@@ -439,7 +418,6 @@ export class WorkerHost {
   }
 
   async stop(): Promise<void> {
-    this.stopped = true;
     this.shutdown.abort();
     await this.agent?.stop();
     await this.orphans?.stop();

@@ -1,0 +1,61 @@
+import { Client } from '@temporalio/client';
+import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
+import { createA2ATaskActivities } from '../../../activities';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PushConfigStore, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import type { EventMeshConfig } from '../../../libs/config';
+import type { WebhookSender } from '../../../libs/delivery';
+import { PartitionReader } from '../../../libs/kafka';
+import type { Dependencies } from '../../../libs/runtime';
+import { SecretBox, SinkGuard } from '../../../libs/security';
+import { A2A_TASK_QUEUE } from '../../../workflows';
+
+/** The A2A part of an instance's worker: its Temporal worker, the reader it closes, and what the gateway uses of it. */
+export interface A2AWorker {
+  worker: Worker;
+  /** The reader of the agents' request topics (the deliveries read each task's request back). */
+  reader: PartitionReader;
+  /**
+   * For the gateway of the same process (docs/a2a.md#the-model): a client on this worker's own connection, to start
+   * task workflows with eager start (the server hands a workflow's first task back in the start call's answer, to
+   * this worker, instead of through the task queue); and the news of the tasks its deliveries settled, which a
+   * blocking send waiting here answers at once.
+   */
+  local: LocalA2AWorker;
+}
+
+/**
+ * A2A tasks (docs/a2a.md): every instance runs the task workflows and their deliveries, on the shared queue. The
+ * deliveries read requests from Kafka and call agents through the sink guard; pushes go through the runtime's
+ * webhook sender (signed, SSRF-guarded) with its retry policy. `running` is false once the instance's worker stops.
+ */
+export async function createA2AWorker(
+  config: EventMeshConfig,
+  deps: Dependencies,
+  common: { connection: NativeConnection; webhooks: WebhookSender; shutdown: AbortSignal; options: Omit<WorkerOptions, 'taskQueue'> },
+): Promise<A2AWorker> {
+  const reader = new PartitionReader(deps.kafka);
+  await reader.connect();
+  const tasks = new A2ATaskStore(deps.db);
+  const relay = new TaskRelay(
+    tasks,
+    new A2AAgentStore(deps.db),
+    new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
+    new KafkaRequestRecords(reader),
+  );
+  const pusher = new TaskPusher(tasks, new PushConfigStore(deps.db, SecretBox.fromConfig(config)), common.webhooks, {
+    signingSecret: config.agents.pushSigningSecret || null,
+    retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
+  });
+  const settlements = new TaskSettlements();
+  const worker = await Worker.create({
+    ...common.options,
+    taskQueue: A2A_TASK_QUEUE,
+    activities: createA2ATaskActivities({ relay, pusher, shutdownSignal: common.shutdown, settlements }),
+  });
+  const client = new Client({
+    connection: common.connection,
+    namespace: config.temporal.namespace,
+    interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] },
+  });
+  return { worker, reader, local: { client, settlements, running: () => !common.shutdown.aborted } };
+}
