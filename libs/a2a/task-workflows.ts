@@ -17,6 +17,12 @@ import type { TaskSettlements } from './task-settlements';
 
 /** How long a continuing turn waits for the run of the turn before to end (it settled, and is returning). */
 const RUN_ENDING_WAIT_MS = 5000;
+/**
+ * How long a blocking send waits for this process's worker alone before it also long-polls the workflow's result:
+ * about a first delivery attempt (a send and a moment of following). A task that a worker elsewhere settles sooner
+ * is answered up to this much late.
+ */
+const LOCAL_NEWS_GRACE_MS = 1000;
 
 export interface TaskWorkflowOptions {
   /** A task's deadline (EVENTMESH_AGENTS_TASK_TIMEOUT_MS). */
@@ -135,17 +141,26 @@ export class TaskWorkflows {
   async waitSettled(taskId: string, boundMs: number, { orSettledHere = false }: { orSettledHere?: boolean } = {}): Promise<void> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), boundMs);
-    try {
-      const ended = this.client.connection
+    let grace: NodeJS.Timeout | undefined;
+    const ended = () =>
+      this.client.connection
         .withAbortSignal(controller.signal, () => this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).result())
         // The bound, or a workflow that failed or was terminated, or Temporal unreachable: the caller answers the
         // task as recorded in Postgres, whichever it was.
         .catch(() => undefined);
-      // With `orSettledHere`, also the news that this process's worker settled the task (task-settlements.ts).
-      const here = orSettledHere && this.options.worker ? [this.options.worker.settlements.wait(taskId, controller.signal)] : [];
-      await Promise.race([ended, ...here]);
+    try {
+      const local = orSettledHere ? this.options.worker : undefined;
+      if (!local) return await ended();
+      // With eager start this process's worker usually delivers the task: its news (task-settlements.ts, which also
+      // resolves at the bound) is waited for alone at first, and the workflow's result is long-polled only for a
+      // task not settled here within LOCAL_NEWS_GRACE_MS: no Temporal call per send for a task done at once.
+      const here = local.settlements.wait(taskId, controller.signal).then(() => true);
+      const late = new Promise<false>((resolve) => (grace = setTimeout(() => resolve(false), LOCAL_NEWS_GRACE_MS)));
+      if (await Promise.race([here, late])) return;
+      await Promise.race([here, ended()]);
     } finally {
       clearTimeout(timer);
+      clearTimeout(grace);
       controller.abort(); // the long poll of a result no longer waited for
     }
   }
