@@ -1,4 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { testEnv } from './env';
 
@@ -24,8 +25,20 @@ export class InstanceProcess {
     child.stdout!.on('data', (d: Buffer) => (this.stdout += d.toString()));
     child.stderr!.on('data', (d: Buffer) => (this.stderr += d.toString()));
     this.exited = new Promise((resolve) =>
-      child.once('exit', (code, signal) => resolve({ code, signal, stdout: this.stdout, stderr: this.stderr })),
+      child.once('exit', (code, signal) => {
+        this.keepLogs(code, signal);
+        resolve({ code, signal, stdout: this.stdout, stderr: this.stderr });
+      }),
     );
+  }
+
+  /** With EVENTMESH_TEST_INSTANCE_LOG_DIR set, each instance's output is kept there when it exits, for a failure's post-mortem. */
+  private keepLogs(code: number | null, signal: NodeJS.Signals | null): void {
+    const dir = process.env.EVENTMESH_TEST_INSTANCE_LOG_DIR;
+    if (!dir) return;
+    mkdirSync(dir, { recursive: true });
+    const name = `${new Date().toISOString().replace(/[:.]/g, '-')}-${this.child.pid}-${code ?? signal}.log`;
+    writeFileSync(path.join(dir, name), `${this.stdout}\n--- stderr ---\n${this.stderr}`);
   }
 
   /** `main`: another built entry point, e.g. the worker's (`dist/apps/instance/src/worker-main.js`). */
