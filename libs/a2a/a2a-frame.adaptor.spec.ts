@@ -1,7 +1,7 @@
 import { SendMessageRequest } from '@a2a-js/sdk';
 import { frameFromKafkaRecord, frameToKafkaMessage } from '../frame';
 import { A2A_TASK_FRAME_TYPE, NotATaskFrame, taskFromFrame, taskToFrame } from './a2a-frame.adaptor';
-import { isRequestTopic, requestTopicOf } from './request-topic';
+import { isAgentTopic, requestTopicOf } from './request-topic';
 
 describe('A2A frame adaptor', () => {
   const request = SendMessageRequest.fromJSON({
@@ -35,7 +35,7 @@ describe('A2A frame adaptor', () => {
     expect(requestTopicOf('acme', 'echo.v2')).toBe('a2a.acme.echo.v2.requests');
     expect(requestTopicOf('a.b', 'c')).toMatch(/^a2a\.x-[0-9a-f]{16}\.c\.requests$/);
     expect(requestTopicOf('x-1', 'c')).not.toBe('a2a.x-1.c.requests');
-    expect(isRequestTopic(requestTopicOf('a b', 'c'))).toBe(true);
-    expect(isRequestTopic('a2a.acme.requests')).toBe(false);
+    expect(isAgentTopic(requestTopicOf('a b', 'c'))).toBe(true);
+    expect(isAgentTopic('a2a.acme.requests')).toBe(false);
   });
 });

@@ -13,7 +13,8 @@ import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } fro
 import { MeshTaskHandler } from './mesh-task-handler';
 import { PushConfigStore } from './push-configs';
 import type { SecretBox } from '../security/secret-box';
-import { requestTopicOf } from './request-topic';
+import { eventsTopicOf, requestTopicOf } from './request-topic';
+import { TaskEventPublisher } from './task-event-publisher';
 import { TaskRelay } from './task-relay';
 import { A2ATaskStore } from './task-store';
 import { TaskStreams } from './task-stream';
@@ -42,6 +43,7 @@ const viewOf = (agent: StoredAgent): AgentView => ({
 /** What the broker writes tasks to and makes topics with (the gateway's Kafka producer and topic admin). */
 export interface BrokerKafka {
   publish(topic: string, frame: EventFrame): Promise<PublishReceipt>;
+  publishAll(topic: string, frames: EventFrame[]): Promise<unknown>;
   ensureTopic(topic: string): Promise<unknown>;
 }
 
@@ -60,6 +62,8 @@ export class A2ABroker {
   readonly streamHeartbeatMs: number;
   readonly pushConfigs: PushConfigStore;
   private readonly relay: TaskRelay;
+  /** Copies the task events this gateway commits to the agents' events topics (task-event-publisher.ts). */
+  readonly events: TaskEventPublisher;
 
   constructor(
     db: DataSource,
@@ -78,10 +82,12 @@ export class A2ABroker {
   ) {
     this.streamHeartbeatMs = streams.streamHeartbeatMs;
     this.agents = new A2AAgentStore(db);
-    this.tasks = new A2ATaskStore(db);
+    // The changes this gateway commits (a task taken, a subscriber agent's update) go to the events topics from here.
+    this.events = new TaskEventPublisher(db, kafka);
+    this.tasks = new A2ATaskStore(db, (taskId) => this.events.changed(taskId));
     this.streams = new TaskStreams(db, { maxStreams: streams.maxStreams, pollMs: streams.streamPollMs });
     this.pushConfigs = new PushConfigStore(db, secrets);
-    this.relay = new TaskRelay(this.tasks, this.agents, clients);
+    this.relay = new TaskRelay(this.tasks, this.agents, clients, undefined, kafka);
   }
 
   static create(
@@ -113,9 +119,10 @@ export class A2ABroker {
     return { ...this.workflows.starts };
   }
 
-  /** Ends the open task streams (the gateway closes). */
-  close(): void {
+  /** Ends the open task streams, and waits for the task events being published (the gateway closes). */
+  async close(): Promise<void> {
     this.streams.close();
+    await this.events.close();
   }
 
   /** Registers an agent of a style (`url` when absent; a 400 naming the legal values otherwise). */
@@ -130,6 +137,7 @@ export class A2ABroker {
     if (style === 'url') for (const i of card.supportedInterfaces) await this.checkUrl(i.url);
     // The topic first: an agent is registered only once its tasks have somewhere to travel.
     await this.kafka.ensureTopic(requestTopicOf(tenant, name));
+    await this.kafka.ensureTopic(eventsTopicOf(tenant, name));
     const { agent, created } = await this.agents.put(tenant, name, card, style as AgentStyle);
     return { agent: viewOf(agent), created };
   }

@@ -18,3 +18,4 @@ export * from './push-configs';
 export * from './push-config-methods';
 export * from './task-pushes';
 export * from './task-settlements';
+export * from './task-event-publisher';

@@ -6,9 +6,10 @@ import { A2AError, InvalidAgentResponseError, TaskNotCancelableError } from '@a2
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
 import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
-import { taskFromFrame } from './a2a-frame.adaptor';
+import { cancelToFrame, taskFromFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
+import { requestTopicOf } from './request-topic';
 import { A2AState, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
@@ -35,6 +36,11 @@ const FOLLOW_INLINE_MS = 1000;
 /** The record of a task's request on its agent's request topic, read back (libs/kafka PartitionReader). */
 export interface RequestRecords {
   read(record: TaskRequestRecord): Promise<EventFrame>;
+}
+
+/** Writes a frame to an agent's request topic (a producer of the process: the gateway's, or the worker's). */
+export interface RequestTopicWriter {
+  publish(topic: string, frame: EventFrame): Promise<unknown>;
 }
 
 /** A call to the agent that got no answer (network, deadline): retried by the caller (Temporal), never recorded. */
@@ -68,7 +74,9 @@ export class TaskRelay {
     private readonly agents: A2AAgentStore,
     private readonly clients: AgentClients,
     /** Only where tasks are delivered (the worker); the gateway cancels and fails tasks without it. */
-    private readonly records?: RequestRecords,
+    private readonly records: RequestRecords | undefined,
+    /** Where a mesh-subscriber agent is told that a task it may hold was canceled or failed (its request topic). */
+    private readonly notices: RequestTopicWriter,
   ) {}
 
   /**
@@ -181,11 +189,15 @@ export class TaskRelay {
    */
   async cancel(ids: TaskIds): Promise<CancelOutcome> {
     let task = await this.tasks.get(ids.tenant, ids.taskId);
+    let noticed = false;
     for (let attempt = 0; task && attempt < CAS_ATTEMPTS; attempt++) {
       if (TERMINAL.has(task.state)) return { outcome: 'not-cancelable', state: task.state };
       let change: TaskChange = { state: 'canceled', statusMessage: null };
-      const agent = task.agentTaskId ? await this.agents.get(ids.tenant, ids.agent) : undefined;
-      if (agent && task.agentTaskId) {
+      const agent = await this.agents.get(ids.tenant, ids.agent);
+      if (agent?.style === 'subscriber') {
+        if (!noticed) await this.notice(task, 'canceled');
+        noticed = true;
+      } else if (agent && task.agentTaskId) {
         const client = await this.clients.clientFor(agent);
         try {
           const answer = await client.cancelTask({ tenant: '', id: task.agentTaskId, metadata: undefined }, this.clients.callOptions());
@@ -209,8 +221,11 @@ export class TaskRelay {
   /** Fails the task with a status message saying why (a deadline, a delivery that cannot succeed); a task that settled first stays. */
   async fail(ids: TaskIds, reason: string): Promise<{ state: A2AState }> {
     let task = await this.tasks.get(ids.tenant, ids.taskId);
+    let noticed = false;
     for (let attempt = 0; task && attempt < CAS_ATTEMPTS; attempt++) {
       if (TERMINAL.has(task.state)) return { state: task.state };
+      if (!noticed && (await this.agents.get(ids.tenant, ids.agent))?.style === 'subscriber') await this.notice(task, 'failed');
+      noticed = true;
       const result = await this.tasks.transition(task, { state: 'failed', statusMessage: agentMessage(task, reason) });
       if (result.changed) {
         log.warn({ agent: ids.agent, task: ids.taskId, reason }, 'task failed');
@@ -226,6 +241,17 @@ export class TaskRelay {
       task = result.task;
     }
     return { state: task?.state ?? 'failed' };
+  }
+
+  /**
+   * Tells a mesh-subscriber agent to stop working on the task: a cancel frame on its request topic
+   * (a2a-frame.adaptor.ts), written before the task is canceled or failed in Postgres, so that a crash in between
+   * leaves a step that is tried again (by Temporal, or by the client) rather than an agent never told. A notice for a
+   * task that then settles otherwise (it completed first) is harmless: the agent's updates to it are refused anyway.
+   */
+  private async notice(task: StoredTask, reason: 'canceled' | 'failed'): Promise<void> {
+    const frame = cancelToFrame({ taskId: task.id, contextId: task.contextId, agent: task.agent }, reason, new Date());
+    await this.notices.publish(requestTopicOf(task.tenant, task.agent), frame);
   }
 
   private async record(task: StoredTask, change: TaskChange): Promise<A2AState> {

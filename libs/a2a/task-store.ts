@@ -101,11 +101,15 @@ export interface NewTask {
  * task's history in the order the changes committed (what SSE streams read, from any instance).
  */
 export class A2ATaskStore {
-  constructor(private readonly db: DataSource) {}
+  constructor(
+    private readonly db: DataSource,
+    /** Told of each task whose change (and its events) committed: the events topic's publisher (task-event-publisher.ts). */
+    private readonly committed?: (taskId: string) => void,
+  ) {}
 
   /** A new task, `submitted`, version 0; its log begins with it (event 1, a `task` snapshot). */
   async create(task: NewTask): Promise<StoredTask> {
-    return this.db.transaction(async (manager) => {
+    const created = await this.db.transaction(async (manager) => {
       const [row]: RawTask[] = await manager.query(
         `INSERT INTO a2a_tasks (id, tenant, agent, context_id, state, history, metadata, event_seq) VALUES ($1, $2, $3, $4, 'submitted', $5, $6, 1) RETURNING ${COLUMNS}`,
         [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata)],
@@ -114,6 +118,8 @@ export class A2ATaskStore {
       await appendEvents(manager, [createdEventOf(created)]);
       return created;
     });
+    this.committed?.(created.id);
+    return created;
   }
 
   async get(tenant: string, id: string): Promise<StoredTask | undefined> {
@@ -166,7 +172,10 @@ export class A2ATaskStore {
       await appendEvents(manager, eventsOf(drafts, task, task.eventSeq - countOf(drafts) + 1));
       return task;
     });
-    if (changed) return { changed: true, task: changed };
+    if (changed) {
+      this.committed?.(changed.id);
+      return { changed: true, task: changed };
+    }
     const now = await this.get(read.tenant, read.id);
     return now ? { changed: false, reason: 'stale', task: now } : { changed: false, reason: 'missing' };
   }

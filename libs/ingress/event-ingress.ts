@@ -1,4 +1,4 @@
-import { isRequestTopic } from '../a2a/request-topic';
+import { isAgentTopic } from '../a2a/request-topic';
 import { ErrorCode, EventMeshError } from '../errors';
 import { EventFrame, frameFromBinary, frameFromStructured, framesFromBatch } from '../frame';
 import type { EventProducer, PublishReceipt, TopicAdmin } from '../kafka';
@@ -39,7 +39,7 @@ export class EventIngress {
   async publish(topic: string | undefined, request: PublishRequest, amend?: (frame: EventFrame) => void): Promise<PublishResult[]> {
     const target = topic ?? this.defaultTopic;
     // An A2A agent's request topic takes tasks only through the agent's A2A endpoints, never as published events.
-    if (!this.topics.isServed(target) || isRequestTopic(target)) {
+    if (!this.topics.isServed(target) || isAgentTopic(target)) {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${target}" is not served by this runtime`, {
         topic: target,
       });

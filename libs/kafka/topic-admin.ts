@@ -1,5 +1,5 @@
 import type { Admin, Kafka } from 'kafkajs';
-import { isRequestTopic } from '../a2a/request-topic';
+import { isAgentTopic } from '../a2a/request-topic';
 import type { EventMeshConfig } from '../config';
 import { createLogger } from '../logging';
 import { createTopicsAndWait } from './topic-creation';
@@ -60,7 +60,7 @@ export class TopicAdmin {
 
   /** The configured topics, and the A2A agents' request topics (made at registration; libs/a2a/request-topic.ts). */
   isServed(topic: string): boolean {
-    return this.config.topics.includes(topic) || isRequestTopic(topic);
+    return this.config.topics.includes(topic) || isAgentTopic(topic);
   }
 
   async partitionsOf(topic: string): Promise<number[]> {

@@ -8,6 +8,7 @@ import { connectTemporal, TemporalHandle } from '../temporal';
 import { startTracing, Tracing } from '../tracing';
 import { BootError, reasonOf } from './boot-error';
 import { withDeadline } from './deadline';
+import { shutdownInOrder } from './shutdown';
 
 /** The connected outside world of one instance. */
 export interface Dependencies {
@@ -101,11 +102,13 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
 }
 
 export async function closeDependencies(deps: Dependencies): Promise<void> {
-  await deps.temporal.connection.close().catch(() => undefined);
-  await deps.producer.disconnect().catch(() => undefined);
-  await deps.topics.disconnect().catch(() => undefined);
-  await deps.dispatchDb.destroy().catch(() => undefined);
-  await deps.db.destroy().catch(() => undefined);
-  // Last: the spans of the shutdown itself are exported too.
-  await deps.tracing.shutdown();
+  await shutdownInOrder('dependencies', [
+    ['Temporal connection', () => deps.temporal.connection.close()],
+    ['Kafka producer', () => deps.producer.disconnect()],
+    ['Kafka admin', () => deps.topics.disconnect()],
+    ['Postgres pool of the dispatch loops', () => deps.dispatchDb.destroy()],
+    ['Postgres pool', () => deps.db.destroy()],
+    // Last: the spans of the shutdown itself are exported too.
+    ['tracing', () => deps.tracing.shutdown()],
+  ]);
 }

@@ -2,3 +2,4 @@ export * from './boot-error';
 export * from './dependencies';
 export * from './deadline';
 export * from './shared-read';
+export * from './shutdown';

@@ -1,4 +1,4 @@
-import { isRequestTopic, isRequestTopicOf } from '../a2a/request-topic';
+import { isAgentTopic, isAgentTopicOf } from '../a2a/request-topic';
 import { orderingOf } from '../delivery/ordering';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
@@ -65,9 +65,9 @@ export class SubscriptionService {
    * An A2A agent's request topic (libs/a2a/request-topic.ts) is served once the agent is registered, and only to its
    * own tenant: another tenant's, or one no agent was registered for, is an unknown topic.
    */
-  private async checkRequestTopic(topic: string, tenant: string): Promise<void> {
-    if (!isRequestTopic(topic)) return;
-    const known = isRequestTopicOf(topic, tenant) && (await this.topics.partitionsOf(topic).then((p) => p.length > 0, () => false));
+  private async checkAgentTopic(topic: string, tenant: string): Promise<void> {
+    if (!isAgentTopic(topic)) return;
+    const known = isAgentTopicOf(topic, tenant) && (await this.topics.partitionsOf(topic).then((p) => p.length > 0, () => false));
     if (!known) throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
   }
 
@@ -95,7 +95,7 @@ export class SubscriptionService {
   async create(body: unknown, tenant: string): Promise<SubscriptionView> {
     const request = this.parse(body);
     const topic = request.topic;
-    await this.checkRequestTopic(topic, tenant);
+    await this.checkAgentTopic(topic, tenant);
     if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.config.trusted === true);
     const startFrom = request.config.startFrom;
     const starts =

@@ -4,7 +4,7 @@ import { createServer } from 'node:http';
 import { Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { Client } from '@a2a-js/sdk/client';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { requestTopicOf, TASK_POLICY_EXTENSION, taskFromFrame } from '../../libs/a2a';
+import { eventsTopicOf, requestTopicOf, TASK_POLICY_EXTENSION, taskFromFrame } from '../../libs/a2a';
 import { frameFromKafkaRecord } from '../../libs/frame';
 import { PartitionReader } from '../../libs/kafka';
 import { A2ATaskEntity } from '../../libs/storage';
@@ -81,6 +81,31 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
   };
   const stateOf = async (client: Client, id: string) => (await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state;
   const workflowOf = (id: string) => instance.deps.temporal.client.workflow.getHandle(a2aTaskWorkflowIdOf(id));
+  /** An agent's topic (requests or events): another tenant may not subscribe to it, and nobody may publish to it. */
+  const expectClosedToOthers = async (topic: string) => {
+    expect(await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE' } }, `intruder-${suffix}`)).toMatchObject({ status: 404, body: { code: 'UNKNOWN_TOPIC' } });
+    const published = await fetch(`${instance.url}/events/publish?topic=${encodeURIComponent(topic)}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({ specversion: '1.0', id: 'x', source: '/x', type: 'x' }),
+    });
+    expect([published.status, ((await published.json()) as { code: string }).code]).toEqual([404, 'UNKNOWN_TOPIC']);
+  };
+  /** A STREAM subscription of the tenant to a topic from its start, long-polled: `poll` adds what it gets to `frames`, acknowledged. */
+  const collectorOf = async <F>(topic: string) => {
+    const subscription = await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+    expect(subscription.status).toBe(201);
+    const id = subscription.body!.id as string;
+    const frames: F[] = [];
+    const poll = async () => {
+      const polled = await call('GET', `/subscriptions/${id}/poll?consumer=c1&window=50&max=50&waitMs=200`);
+      for (const d of (polled.body?.deliveries ?? []) as { deliveryId: string; event: F }[]) {
+        frames.push(d.event);
+        expect((await call('POST', `/subscriptions/${id}/acks`, { deliveryId: d.deliveryId, action: 'ack' })).status).toBe(200);
+      }
+    };
+    return { frames, poll };
+  };
 
   it('writes the task to the agent\'s request topic as a frame and runs it as workflow a2a-task/<id>, found by its search attributes', async () => {
     const client = await clientOf('echo');
@@ -267,14 +292,7 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     it('two replicas share 20 tasks through the agent\'s subscription (LOAD_BALANCE), each done once, answered by updates', async () => {
       expect((await register('worker?style=subscriber', subscriberCard())).status).toBe(201);
       const topic = requestTopicOf(tenant, 'worker');
-      // Only the agent's tenant may subscribe to its request topic, and nobody may publish to it.
-      expect(await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE' } }, `intruder-${suffix}`)).toMatchObject({ status: 404, body: { code: 'UNKNOWN_TOPIC' } });
-      const published = await fetch(`${instance.url}/events/publish?topic=${encodeURIComponent(topic)}`, {
-        method: 'POST',
-        headers: { ...headers, 'content-type': 'application/cloudevents+json' },
-        body: JSON.stringify({ specversion: '1.0', id: 'x', source: '/x', type: 'x' }),
-      });
-      expect([published.status, ((await published.json()) as { code: string }).code]).toEqual([404, 'UNKNOWN_TOPIC']);
+      await expectClosedToOthers(topic);
       const subscription = await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
       expect(subscription.status).toBe(201);
       const id = subscription.body!.id as string;
@@ -320,6 +338,35 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       }
     });
 
+    it('a task canceled by its client, and one failed at its deadline, reach the agent\'s replicas as cancel frames after their requests', async () => {
+      const card = { ...subscriberCard(), name: 'stopper', capabilities: { ...(agent.card().capabilities as object), extensions: [{ uri: TASK_POLICY_EXTENSION, params: { timeoutMs: 2000 } }] } };
+      expect((await register('stopper?style=subscriber', card)).status).toBe(201);
+      const { frames, poll } = await collectorOf<{ id: string; type: string; a2ataskid: string; a2areason?: string; data: unknown }>(requestTopicOf(tenant, 'stopper'));
+      const framesOf = (taskId: string) => frames.filter((f) => f.a2ataskid === taskId).map((f) => [f.id, f.type, f.a2areason, f.data]);
+
+      const client = await clientOf('stopper');
+      const canceled = asTask(await client.sendMessage(send('a long job', { returnImmediately: true })));
+      await waitFor('the request at the agent', async () => (await poll(), framesOf(canceled.id).length === 1));
+      expect((await call('POST', `/a2a/agents/stopper/tasks/${canceled.id}/updates`, { state: 'working' })).status).toBe(200);
+      expect((await client.cancelTask({ tenant: '', id: canceled.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      await waitFor('the cancel at the agent', async () => (await poll(), framesOf(canceled.id).length === 2));
+      expect(framesOf(canceled.id)).toEqual([
+        [canceled.id, 'a2a.task.send', undefined, expect.objectContaining({ message: expect.objectContaining({ taskId: canceled.id }) })],
+        [`${canceled.id}.cancel`, 'a2a.task.cancel', 'canceled', { id: canceled.id }],
+      ]);
+      expect(await call('POST', `/a2a/agents/stopper/tasks/${canceled.id}/updates`, { state: 'completed' })).toMatchObject({ status: 409, body: { code: 'ILLEGAL_TRANSITION' } });
+
+      // Nobody answers this one: its workflow fails it at its deadline (2 s), and the agent is told.
+      const abandoned = asTask(await client.sendMessage(send('a job nobody finishes', { returnImmediately: true })));
+      await waitFor('the task failed and the agent told', async () => (await poll(), framesOf(abandoned.id).length === 2), { timeoutMs: 15_000 });
+      expect(framesOf(abandoned.id).map((f) => f.slice(0, 3))).toEqual([
+        [abandoned.id, 'a2a.task.send', undefined],
+        [`${abandoned.id}.cancel`, 'a2a.task.cancel', 'failed'],
+      ]);
+      // (Read from Postgres: the agent's card may have expired meanwhile, its heartbeat TTL being 3 s here.)
+      expect(await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: abandoned.id })).toMatchObject({ state: 'failed' });
+    });
+
     it('a subscriber\'s card expires without a heartbeat, and is back with one', async () => {
       expect((await register('sleepy?style=subscriber', { ...subscriberCard(), name: 'sleepy' })).status).toBe(201);
       expect((await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status).toBe(200);
@@ -330,6 +377,32 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       expect((await call('POST', '/a2a/agents/echo/heartbeat')).status).toBe(404);
       expect(await call('PUT', '/a2a/agents/x?style=pull', subscriberCard())).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'style' } });
     });
+  });
+
+  it('observers subscribe to an agent\'s events topic: every event of each task\'s log, in seq order, as A2A JSON; the sweep republishes what was left unpublished', async () => {
+    const topic = eventsTopicOf(tenant, 'echo');
+    await expectClosedToOthers(topic);
+    // From the topic's start: the agent's earlier tasks' events come too (each frame names its task).
+    const { frames, poll } = await collectorOf<{ id: string; type: string; a2ataskid: string; a2aseq: string; a2astate?: string; data: Record<string, unknown> }>(topic);
+    const client = await clientOf('echo');
+    const task = asTask(await client.sendMessage(send('echo:observed')));
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    const log: { seq: number; kind: string; payload: Record<string, unknown> }[] = await instance.deps.db.query('SELECT seq, kind, payload FROM a2a_task_events WHERE task_id = $1 ORDER BY seq', [task.id]);
+    const ofTask = () => frames.filter((f) => f.a2ataskid === task.id);
+    await waitFor('every event of the task at the observer', async () => (await poll(), ofTask().length >= log.length));
+    const kinds: Record<string, string> = { task: 'a2a.task.snapshot', 'status-update': 'a2a.task.status', 'artifact-update': 'a2a.task.artifact' };
+    expect(ofTask().map((f) => [f.id, f.type, f.a2aseq, f.data])).toEqual(log.map((e) => [`${task.id}.${e.seq}`, kinds[e.kind], String(e.seq), e.payload]));
+    expect(ofTask()[0].a2astate).toBe('TASK_STATE_SUBMITTED');
+    expect(ofTask()[ofTask().length - 1]).toMatchObject({ type: 'a2a.task.status', a2astate: 'TASK_STATE_COMPLETED' });
+    expect(log.map((e) => e.kind)).toContain('artifact-update');
+
+    // A crash between a change's commit and its publication (the task's events marked unpublished, its last change
+    // 10 s ago): a worker's sweep (every 5 s) writes them again. The observer sees each again, same ids.
+    await instance.deps.db.query(`UPDATE a2a_tasks SET published_seq = 0, updated_at = now() - interval '10 seconds' WHERE id = $1`, [task.id]);
+    await waitFor('the sweep to publish the events again', async () => (await poll(), ofTask().length >= 2 * log.length), { timeoutMs: 20_000 });
+    expect(ofTask().slice(log.length).map((f) => f.id)).toEqual(log.map((e) => `${task.id}.${e.seq}`));
+    const [{ published_seq: publishedSeq }]: { published_seq: number }[] = await instance.deps.db.query('SELECT published_seq FROM a2a_tasks WHERE id = $1', [task.id]);
+    expect(publishedSeq).toBe(log.length);
   });
 
   it('a task outlives the worker that was delivering it: another instance follows it to completion, sending nothing twice', async () => {

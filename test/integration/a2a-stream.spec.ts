@@ -8,7 +8,9 @@ import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
-import { headerTenantGate, stockClientOf, tenantFetch } from '../support/header-tenant-gate';
+import { HeaderTenantFilter, headerTenantGate, stockClientOf, tenantFetch } from '../support/header-tenant-gate';
+import { LoggingAuditSink, SecurityGate, TenantQuotaFilter } from '../../libs/security';
+import { createDataSource, QuotaUsageStore, TenantQuotaStore } from '../../libs/storage';
 
 interface SseEvent {
   id?: string;
@@ -67,13 +69,25 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
   };
   const gateOf = (name: string) => headerTenantGate(name);
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
+  // Instance A's ingress gate also holds tenants to their quotas (the real filter; only the quota tenant has one).
+  const streamer = `a2a-s-q-${suffix}`;
+  let quota: TenantQuotaFilter;
+  let closeQuotaDb: (() => Promise<void>) | undefined;
   const echo = new EchoAgent();
   let a: RunningInstance;
   let b: RunningInstance;
 
   beforeAll(async () => {
     await echo.start();
-    a = await startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-s-a-${suffix}` }), { roles: ['gateway', 'worker'], gates });
+    const aConfig = testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-s-a-${suffix}` });
+    const quotaDb = createDataSource(aConfig.postgres, `a2a-s-quota-${suffix}`);
+    await quotaDb.initialize();
+    closeQuotaDb = () => quotaDb.destroy();
+    await new TenantQuotaStore(quotaDb).put(streamer, { eventsPerSecond: null, bytesPerSecond: null, burstSeconds: null, subscriptions: null, streamConnections: 1 });
+    const unlimited = { eventsPerSecond: Number.MAX_SAFE_INTEGER, bytesPerSecond: Number.MAX_SAFE_INTEGER, burstSeconds: 1, streamConnections: 1_000_000, subscriptions: 1_000_000 };
+    quota = new TenantQuotaFilter(new TenantQuotaStore(quotaDb), new QuotaUsageStore(quotaDb), { instanceId: aConfig.instance.id, defaults: unlimited, syncMs: 200, refreshMs: 200 });
+    const ingress = new SecurityGate({ name: 'ingress', filters: [new HeaderTenantFilter(), quota], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+    a = await startInstance(aConfig, { roles: ['gateway', 'worker'], gates: { ...gates, ingress } });
     b = await startInstance(
       testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-s-b-${suffix}`, EVENTMESH_AGENTS_MAX_STREAMS: '2', EVENTMESH_AGENTS_STREAM_HEARTBEAT_MS: '300' }),
       { roles: ['gateway'], gates },
@@ -87,6 +101,8 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     await endTaskWorkflows([tenant, other]);
     await b?.close();
     await a?.close();
+    await quota?.close();
+    await closeQuotaDb?.();
     await echo.close();
   });
 
@@ -291,6 +307,38 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     const response = await subscribeRaw(taskId);
     expect(response.status).toBe(200);
     await response.body?.cancel();
+  });
+
+  it('counts A2A streams against the tenant\'s stream quota (JSON-RPC and HTTP+JSON); other methods pass while one is held', async () => {
+    const card = { ...echo.card(), name: 'steps', supportedInterfaces: [] };
+    expect((await call(a, 'PUT', '/a2a/agents/steps?style=subscriber', card, streamer)).status).toBe(201);
+    const taskId = await submitted(await clientOf(a, 'steps', streamer));
+    const rpc = (method: string, signal?: AbortSignal) =>
+      fetch(`${a.url}/a2a/agents/steps/rpc`, {
+        method: 'POST',
+        headers: { 'x-test-tenant': streamer, 'content-type': 'application/json', 'a2a-version': '1.0' },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { id: taskId } }),
+        signal,
+      });
+    const held = new AbortController();
+    const first = await rpc('SubscribeToTask', held.signal);
+    expect([first.status, first.headers.get('content-type')]).toEqual([200, expect.stringMatching(/^text\/event-stream/)]);
+    const over = await rpc('SubscribeToTask');
+    expect(over.status).toBe(429);
+    expect(await over.json()).toMatchObject({ code: 'QUOTA_EXCEEDED', quota: 'stream_connections' });
+    const overRest = await fetch(`${a.url}/a2a/agents/steps/rest/tasks/${taskId}:subscribe`, { method: 'POST', headers: { 'x-test-tenant': streamer, 'a2a-version': '1.0' } });
+    expect(overRest.status).toBe(429);
+    expect(await overRest.json()).toMatchObject({ code: 'QUOTA_EXCEEDED', quota: 'stream_connections' });
+    const read = await rpc('GetTask');
+    expect(read.status).toBe(200);
+    expect(await read.json()).toMatchObject({ result: { id: taskId } });
+    held.abort();
+    await waitFor('the stream slot back', async () => {
+      const again = new AbortController();
+      const response = await rpc('SubscribeToTask', again.signal);
+      again.abort();
+      return response.status === 200;
+    });
   });
 
   it('appends each change\'s events in the change\'s transaction: an append that fails leaves the task unchanged', async () => {

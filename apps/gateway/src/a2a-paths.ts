@@ -15,3 +15,22 @@ export function a2aUrlsOf(request: FastifyRequest, name: string): { rpcUrl: stri
   const base = `${request.protocol}://${request.headers.host ?? request.hostname}/a2a/agents/${encodeURIComponent(name)}`;
   return { rpcUrl: `${base}/rpc`, restUrl: `${base}/rest` };
 }
+
+/** The JSON-RPC methods answered with an SSE stream (v1.0 and v0.3 names). */
+export const RPC_STREAM_METHODS: ReadonlySet<string> = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/stream', 'tasks/resubscribe']);
+
+/** Whether a JSON-RPC request body calls a streaming method (the gate counts the stream against the tenant's quota). */
+export function callsRpcStream({ raw }: { raw?: Buffer }): boolean {
+  if (!raw || raw.length === 0) return false;
+  try {
+    const method = (JSON.parse(raw.toString('utf8')) as { method?: unknown } | null)?.method;
+    return typeof method === 'string' && RPC_STREAM_METHODS.has(method);
+  } catch {
+    return false;
+  }
+}
+
+/** Whether an HTTP+JSON route path (after `/rest/`) is one of the binding's streams: `message:stream`, `tasks/{id}:subscribe`. */
+export function isRestStream(rest: string): boolean {
+  return rest === 'message:stream' || /^tasks\/[^/]+:subscribe$/.test(rest);
+}

@@ -9,6 +9,7 @@ import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
 import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
+import { isRestStream } from './a2a-paths';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 import { openStream, StreamLease, writeSse } from './a2a-sse';
 import { z } from 'zod';
@@ -92,7 +93,7 @@ export class A2ARestController {
 
   @Get(':name/rest/tasks/:id')
   @ApiRoute({ summary: 'A2A HTTP+JSON: one task (`{id}:subscribe`: its stream, SSE)', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
-  @GateRoute({ action: 'publish' })
+  @GateRoute({ action: 'publish', stream: (r) => r.params?.id?.endsWith(':subscribe') === true })
   async get(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Query('historyLength') historyLength: string | undefined, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     if (id.endsWith(':subscribe')) {
       const taskId = id.slice(0, -':subscribe'.length);
@@ -112,7 +113,7 @@ export class A2ARestController {
     body: { schema: z.looseObject({}), required: false },
     responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
   })
-  @GateRoute({ action: 'publish' })
+  @GateRoute({ action: 'publish', stream: (r) => isRestStream(r.params?.['*'] ?? '') })
   async post(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const rest = (request.params as Record<string, string>)['*'] ?? '';
     if (rest === 'message:stream') {

@@ -7,6 +7,7 @@ import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a'
 import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
 import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
+import { callsRpcStream, RPC_STREAM_METHODS } from './a2a-paths';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 import { openStream, SseEvents, StreamLease, writeSse } from './a2a-sse';
@@ -24,8 +25,6 @@ interface RpcAnswer {
 
 const log = createLogger('A2ARpc');
 
-/** The methods answered with an SSE stream (v1.0 and v0.3 names). */
-const STREAM_METHODS = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/stream', 'tasks/resubscribe']);
 
 /** A streaming call whose first event is read: the route writes it as SSE. */
 interface RpcStream {
@@ -62,7 +61,7 @@ export class A2ARpcController {
     body: { schema: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }), description: 'a JSON-RPC 2.0 request' },
     responses: { 200: { description: 'the JSON-RPC answer (a protocol error too); the streaming methods (SendStreamingMessage, SubscribeToTask, message/stream, tasks/resubscribe) answer `text/event-stream`, each event `id: <seq>` and a JSON-RPC answer', schema: jsonRpcAnswerSchema }, ...errors(404), ...GATED },
   })
-  @GateRoute({ action: 'publish' })
+  @GateRoute({ action: 'publish', stream: callsRpcStream })
   async rpc(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
     const answer = await this.answer(caller, handler, request);
@@ -91,7 +90,7 @@ export class A2ARpcController {
       const mapped = e instanceof VersionNotSupportedError ? JsonRpcTransportHandler.mapToJSONRPCError(e) : { code: A2A_ERROR_CODE.INTERNAL_ERROR, message: 'internal error' };
       return { jsonrpc: '2.0', id, error: mapped };
     }
-    let lease: StreamLease | undefined = STREAM_METHODS.has(rpc.method) ? openStream(this.broker.streams, context, headerOf(request, 'last-event-id')) : undefined;
+    let lease: StreamLease | undefined = RPC_STREAM_METHODS.has(rpc.method) ? openStream(this.broker.streams, context, headerOf(request, 'last-event-id')) : undefined;
     try {
       const answered = legacy
         ? await new LegacyJsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context)

@@ -1,6 +1,6 @@
 import { CanActivate, createParamDecorator, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
-import type { FastifyRequest } from 'fastify';
+import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { Action, ANONYMOUS, Caller, GateRequest, SecurityGate } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
@@ -23,8 +23,11 @@ export type GateRouteSpec =
       topic?: TopicSource;
       /** The body is a publish (signature, publish quota). */
       publishes?: boolean;
-      /** The request holds a stream connection while it is open (stream quota). */
-      stream?: boolean;
+      /**
+       * The request holds a stream connection while it is open (stream quota): always, or when the predicate says so
+       * (a route that answers some requests with a stream: an A2A agent's JSON-RPC endpoint, by the method).
+       */
+      stream?: boolean | ((r: RouteRequest) => boolean);
       createsSubscription?: boolean;
       /** A runtime-wide admin route (partitions, instances, orphans): the operator tenant's admins only. */
       operator?: boolean;
@@ -69,7 +72,7 @@ export class GateGuard implements CanActivate {
     if (!spec) throw new EventMeshError(ErrorCode.Internal, 'route has no gate declaration');
     if ('public' in spec) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
-    const raw = spec.publishes ? rawBodyOf(request) : undefined;
+    const raw = spec.publishes || typeof spec.stream === 'function' ? rawBodyOf(request) : undefined;
     const admission = await (spec.admin ? this.gates.admin : this.gates.ingress).admit(
       gateRequestOf(this.gates, spec, {
         route: `${request.method} ${request.routeOptions.url ?? request.url}`,
@@ -83,7 +86,11 @@ export class GateGuard implements CanActivate {
       }),
     );
     (request as unknown as Record<symbol, Caller>)[CALLER] = admission.caller;
-    request.raw.once('close', admission.release);
+    // What the admission holds (a stream connection) is given back when the answer ends or its connection closes:
+    // the response's close, not the request's, which a request with a body has emitted once the body was read.
+    const response = context.switchToHttp().getResponse<FastifyReply>().raw;
+    if (response.closed) admission.release();
+    else response.once('close', admission.release);
     return true;
   }
 }
@@ -108,7 +115,7 @@ export function gateRequestOf(gates: Gates, spec: Exclude<GateRouteSpec, { publi
     action: spec.action,
     headers: r.headers,
     remoteAddress: r.remoteAddress,
-    ...(spec.stream ? { stream: true } : {}),
+    ...((typeof spec.stream === 'function' ? spec.stream(r) : spec.stream) ? { stream: true } : {}),
     ...(spec.createsSubscription ? { createsSubscription: true } : {}),
     ...(spec.operator ? { operatorOnly: true } : {}),
     ...(spec.publishes ? { body: r.raw, publish: { events: 1, bytes: r.raw?.length ?? 0 } } : {}),

@@ -76,7 +76,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   const peers = new PeerChannels(options.cluster.credential, options.cluster.holder);
   const close = async () => {
     await presence?.close();
-    a2aStarted?.close();
+    await a2aStarted?.close();
     peers.close();
     publish?.close();
     await started?.close().catch(() => undefined);
@@ -110,7 +110,11 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       deps.db,
       SinkGuard.fromConfig(config),
       config.agents,
-      { publish: (topic, frame) => deps.producer.publish(topic, frame), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
+      {
+        publish: (topic, frame) => deps.producer.publish(topic, frame),
+        publishAll: (topic, frames) => deps.producer.publishAll(topic, frames),
+        ensureTopic: (topic) => deps.topics.ensureTopic(topic),
+      },
       { client: deps.temporal.client, worker: options.a2aWorker },
       SecretBox.fromConfig(config),
     );

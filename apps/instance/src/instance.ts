@@ -1,7 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
 import { createLogger } from '../../../libs/logging';
-import { closeDependencies, connectDependencies, Dependencies } from '../../../libs/runtime';
+import { closeDependencies, connectDependencies, Dependencies, shutdownInOrder } from '../../../libs/runtime';
 import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '../../../libs/security';
 import type { RequestReplyService } from '../../../libs/request-reply';
 import { poolLeakDetectorOf, StoredCountsReader, StreamPresenceStore } from '../../../libs/storage';
@@ -79,12 +79,14 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     deps,
     metrics,
     async close() {
-      await gateway?.close();
-      await ops?.close();
-      await gates?.close();
-      await instance.worker?.stop();
-      peers.close();
-      await closeDependencies(deps);
+      await shutdownInOrder('instance', [
+        ['gateway', () => gateway?.close()],
+        ['ops server', () => ops?.close()],
+        ['gates', () => gates?.close()],
+        ['worker', () => instance.worker?.stop()],
+        ['peer channels', () => peers.close()],
+        ['dependencies', () => closeDependencies(deps)],
+      ]);
     },
   };
   try {

@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PushConfigStore, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PushConfigStore, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
@@ -9,11 +9,16 @@ import type { Dependencies } from '../../../libs/runtime';
 import { SecretBox, SinkGuard } from '../../../libs/security';
 import { A2A_TASK_QUEUE } from '../../../workflows';
 
+/** How often a worker sweeps for task events left unpublished, and how old their task's last change must be. */
+const EVENTS_SWEEP_MS = 5000;
+
 /** The A2A part of an instance's worker: its Temporal worker, the reader it closes, and what the gateway uses of it. */
 export interface A2AWorker {
   worker: Worker;
   /** The reader of the agents' request topics (the deliveries read each task's request back). */
   reader: PartitionReader;
+  /** Copies the task events the deliveries commit to the agents' events topics, and sweeps what others left. */
+  events: TaskEventPublisher;
   /**
    * For the gateway of the same process (docs/a2a.md#the-model): a client on this worker's own connection, to start
    * task workflows with eager start (the server hands a workflow's first task back in the start call's answer, to
@@ -35,12 +40,19 @@ export async function createA2AWorker(
 ): Promise<A2AWorker> {
   const reader = new PartitionReader(deps.kafka);
   await reader.connect();
-  const tasks = new A2ATaskStore(deps.db);
+  // The changes the deliveries commit go to the agents' events topics from here; the sweep takes what a crash left.
+  const events = new TaskEventPublisher(
+    deps.db,
+    { publishAll: (topic, frames) => deps.producer.publishAll(topic, frames), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
+    { sweepMs: EVENTS_SWEEP_MS, sweepAfterMs: EVENTS_SWEEP_MS },
+  );
+  const tasks = new A2ATaskStore(deps.db, (taskId) => events.changed(taskId));
   const relay = new TaskRelay(
     tasks,
     new A2AAgentStore(deps.db),
     new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
     new KafkaRequestRecords(reader),
+    deps.producer,
   );
   const pusher = new TaskPusher(tasks, new PushConfigStore(deps.db, SecretBox.fromConfig(config)), common.webhooks, {
     signingSecret: config.agents.pushSigningSecret || null,
@@ -57,5 +69,5 @@ export async function createA2AWorker(
     namespace: config.temporal.namespace,
     interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] },
   });
-  return { worker, reader, local: { client, settlements, running: () => !common.shutdown.aborted } };
+  return { worker, reader, events, local: { client, settlements, running: () => !common.shutdown.aborted } };
 }

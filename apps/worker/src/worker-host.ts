@@ -3,12 +3,12 @@ import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, W
 import { existsSync } from 'node:fs';
 import path from 'node:path';
 import { createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
-import type { LocalA2AWorker } from '../../../libs/a2a';
+import type { LocalA2AWorker, TaskEventPublisher } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
 import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
 import { createLogger, Logger } from '../../../libs/logging';
-import { BootError, Dependencies, reasonOf, withDeadline } from '../../../libs/runtime';
+import { BootError, Dependencies, reasonOf, shutdownInOrder, withDeadline } from '../../../libs/runtime';
 import { OwnershipAgent } from '../../../libs/ownership';
 import {
   DeadLetterReplayStore,
@@ -147,6 +147,7 @@ export class WorkerHost {
   /** What the gateway of the same process uses of the A2A worker (a2a-worker.ts). */
   readonly a2a: LocalA2AWorker;
   private readonly a2aReader: PartitionReader;
+  private readonly a2aEvents: TaskEventPublisher;
 
   private constructor(
     private readonly workers: Worker[],
@@ -159,6 +160,7 @@ export class WorkerHost {
   ) {
     this.a2a = a2a.local;
     this.a2aReader = a2a.reader;
+    this.a2aEvents = a2a.events;
   }
 
   /** `onFatal` hears of a worker that stopped by itself (the instance can no longer dispatch). */
@@ -240,6 +242,10 @@ export class WorkerHost {
       maxHeartbeatThrottleInterval: throttle,
       defaultHeartbeatThrottleInterval: throttle,
       shutdownGraceTime: 10_000,
+      // A shutdown is bounded even when Temporal does not answer (a stalled server holds the workers' polls): past
+      // this, the workers stop without their cleanup and the instance's shutdown goes on (a replaced process's
+      // activities time out by their heartbeats, as after a crash).
+      shutdownForceTime: 25_000,
     };
 
     const a2a = await createA2AWorker(config, deps, {
@@ -419,13 +425,17 @@ export class WorkerHost {
 
   async stop(): Promise<void> {
     this.shutdown.abort();
-    await this.agent?.stop();
-    await this.orphans?.stop();
-    for (const worker of this.workers) if (worker.getState() === 'RUNNING') worker.shutdown();
-    await Promise.all(this.running);
-    await this.connection.close().catch(() => undefined);
-    await this.reader.disconnect().catch(() => undefined);
-    await this.a2aReader.disconnect().catch(() => undefined);
-    await this.webhooks.close().catch(() => undefined);
+    await shutdownInOrder('worker', [
+      ['ownership agent', () => this.agent?.stop()],
+      ['orphan takeover', () => this.orphans?.stop()],
+      ['Temporal workers asked to stop', () => this.workers.forEach((w) => w.getState() === 'RUNNING' && w.shutdown())],
+      // Each Temporal worker ends once its polls are answered and its activities returned (shutdownGraceTime).
+      ...this.workers.map((worker, i) => [`Temporal worker of task queue ${worker.options.taskQueue}`, () => this.running[i]] as const),
+      ['Temporal worker connection', () => this.connection.close()],
+      ['Kafka reader', () => this.reader.disconnect()],
+      ['Kafka reader of the A2A request topics', () => this.a2aReader.disconnect()],
+      ['publisher of the A2A task events', () => this.a2aEvents.close()],
+      ['webhook sender', () => this.webhooks.close()],
+    ]);
   }
 }

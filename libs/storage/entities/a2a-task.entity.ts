@@ -5,6 +5,8 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 @Index('a2a_tasks_context_idx', ['contextId'])
 @Index('a2a_tasks_tenant_context_idx', ['tenant', 'contextId'])
 @Index('a2a_tasks_tenant_agent_created_idx', ['tenant', 'agent', 'createdAt', 'id'])
+// The tasks whose events are not all on their agent's events topic yet (the publisher's sweep, libs/a2a).
+@Index('a2a_tasks_unpublished_idx', ['updatedAt'], { where: '"event_seq" > "published_seq"' })
 export class A2ATaskEntity {
   @PrimaryColumn({ type: 'text' })
   id!: string;
@@ -53,6 +55,10 @@ export class A2ATaskEntity {
   /** The `seq` of the task's last event in `a2a_task_events` (0: none yet), moved on by the change that appends. */
   @Column({ name: 'event_seq', type: 'integer', default: 0 })
   eventSeq!: number;
+
+  /** The `seq` of the task's last event written to its agent's events topic (libs/a2a/task-event-publisher.ts). */
+  @Column({ name: 'published_seq', type: 'integer', default: 0 })
+  publishedSeq!: number;
 
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;

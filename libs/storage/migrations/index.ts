@@ -20,6 +20,7 @@ import { A2AAgentStyle1796630000001 } from './1796630000001-A2AAgentStyle';
 import { A2ATaskEvents1796700000000 } from './1796700000000-A2ATaskEvents';
 import { A2APushConfigs1796710000000 } from './1796710000000-A2APushConfigs';
 import { A2ATaskTurns1796720000000 } from './1796720000000-A2ATaskTurns';
+import { A2ATaskEventsPublished1796800000000 } from './1796800000000-A2ATaskEventsPublished';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -45,4 +46,5 @@ export const MIGRATIONS = [
   A2ATaskEvents1796700000000,
   A2APushConfigs1796710000000,
   A2ATaskTurns1796720000000,
+  A2ATaskEventsPublished1796800000000,
 ];

@@ -1,0 +1,171 @@
+import type { DataSource, EntityManager } from 'typeorm';
+import type { EventFrame } from '../frame';
+import { createLogger } from '../logging';
+import { taskEventToFrame } from './a2a-frame.adaptor';
+import { eventsTopicOf } from './request-topic';
+import type { TaskEventKind } from './task-events';
+
+/** What the publisher writes with: a producer, and the topic admin that makes an agent's events topic when missing. */
+export interface EventsTopicWriter {
+  publishAll(topic: string, frames: EventFrame[]): Promise<unknown>;
+  ensureTopic(topic: string): Promise<unknown>;
+}
+
+export interface TaskEventPublisherOptions {
+  /** How often the sweep looks for tasks whose events were left unpublished (0: no sweep, e.g. a gateway). */
+  sweepMs: number;
+  /** How old a task's last change must be for the sweep to take it (younger ones are the changer's to publish). */
+  sweepAfterMs: number;
+}
+
+/** Most events one publish reads and writes at once. */
+const PAGE = 100;
+/** The seed of the advisory lock keys of task publishes (`hashtextextended(taskId, seed)`), apart from other locks. */
+const LOCK_NAMESPACE = 7221;
+
+interface Row {
+  tenant: string;
+  agent: string;
+  seq: number;
+  kind: TaskEventKind;
+  payload: Record<string, unknown>;
+  created_at: Date;
+}
+
+/**
+ * Copies each task's event log (task-events.ts, in Postgres) to its agent's events topic in Kafka, for observers
+ * (docs/a2a.md#observers): at least once, and for each task in seq order. `a2a_tasks.published_seq` is the last seq
+ * written to Kafka: the process that committed a change publishes what follows it, right after the commit
+ * ({@link changed}, in the background, one run per task at a time); and the workers' sweep takes the tasks a crash,
+ * or Kafka being down, left behind. A task's events are read from `published_seq`, written in one produce request,
+ * then `published_seq` is moved on (forwards only), under the task's advisory lock: one writer per task at a time
+ * on all instances, each going on from where the last one left. A crash between the write to Kafka and the move of
+ * `published_seq` writes those events again: an observer may see an event twice (same id, `<taskId>.<seq>`), never
+ * a gap, and the first copy of each event comes after the first copy of the one before.
+ */
+export class TaskEventPublisher {
+  private readonly log = createLogger('A2AEventPublisher');
+  /** The tasks being published in this process, and whether another change came meanwhile. */
+  private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
+  private readonly ensured = new Set<string>();
+  private timer: NodeJS.Timeout | undefined;
+  private sweeping: Promise<void> | undefined;
+  private closed = false;
+  private readonly counts = { published: 0, failures: 0, swept: 0 };
+
+  constructor(
+    private readonly db: DataSource,
+    private readonly writer: EventsTopicWriter,
+    private readonly options: TaskEventPublisherOptions = { sweepMs: 0, sweepAfterMs: 5000 },
+  ) {
+    if (options.sweepMs > 0) this.schedule();
+  }
+
+  /** A change of the task committed: its new events go to Kafka, in the background. */
+  changed(taskId: string): void {
+    if (this.closed) return;
+    const run = this.running.get(taskId);
+    if (run) {
+      run.again = true;
+      return;
+    }
+    const state = { again: false, done: Promise.resolve() };
+    state.done = (async () => {
+      do {
+        state.again = false;
+        try {
+          await this.publish(taskId);
+        } catch (e) {
+          // Left for the sweep (a worker's, within sweepMs once the task is sweepAfterMs old).
+          this.counts.failures++;
+          this.log.warn({ task: taskId, error: (e as Error).message }, 'could not publish the task\'s events; the sweep will');
+          return;
+        }
+      } while (state.again && !this.closed);
+    })().finally(() => this.running.delete(taskId));
+    this.running.set(taskId, state);
+  }
+
+  /**
+   * Publishes the task's events not yet published; answers how many it wrote. One writer per task at a time, on
+   * every instance: the publish holds the task's advisory lock (a transaction of its own; the task's row is not
+   * locked, so its changes go on meanwhile), and the next writer reads `published_seq` once the lock is its own.
+   */
+  async publish(taskId: string): Promise<number> {
+    return this.db.transaction(async (manager) => {
+      await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, $2))', [taskId, LOCK_NAMESPACE]);
+      return this.publishLocked(manager, taskId);
+    });
+  }
+
+  private async publishLocked(db: EntityManager, taskId: string): Promise<number> {
+    let written = 0;
+    for (;;) {
+      const rows: Row[] = await db.query(
+        `SELECT t.tenant, t.agent, e.seq, e.kind, e.payload, e.created_at FROM a2a_tasks t
+           JOIN a2a_task_events e ON e.task_id = t.id AND e.seq > t.published_seq
+          WHERE t.id = $1 ORDER BY e.seq LIMIT ${PAGE}`,
+        [taskId],
+      );
+      if (rows.length === 0) return written;
+      const topic = eventsTopicOf(rows[0].tenant, rows[0].agent);
+      await this.ensure(topic);
+      await this.writer.publishAll(
+        topic,
+        rows.map((r) => taskEventToFrame({ taskId, seq: r.seq, kind: r.kind, payload: r.payload }, r.agent, r.created_at)),
+      );
+      const last = rows[rows.length - 1].seq;
+      await db.query('UPDATE a2a_tasks SET published_seq = GREATEST(published_seq, $2) WHERE id = $1', [taskId, last]);
+      written += rows.length;
+      this.counts.published += rows.length;
+      if (rows.length < PAGE) return written;
+    }
+  }
+
+  /** Publishes the events of the tasks left behind (their last change older than sweepAfterMs); answers how many tasks. */
+  async sweep(): Promise<number> {
+    const rows: { id: string }[] = await this.db.query(
+      `SELECT id FROM a2a_tasks WHERE event_seq > published_seq AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
+        ORDER BY updated_at LIMIT ${PAGE}`,
+      [this.options.sweepAfterMs],
+    );
+    for (const { id } of rows) {
+      if (this.closed) break;
+      if (this.running.has(id)) continue;
+      await this.publish(id);
+      this.counts.swept++;
+    }
+    return rows.length;
+  }
+
+  stats(): { published: number; failures: number; swept: number; running: number } {
+    return { ...this.counts, running: this.running.size };
+  }
+
+  /** Stops the sweep and waits for the publishes under way. */
+  async close(): Promise<void> {
+    this.closed = true;
+    if (this.timer) clearTimeout(this.timer);
+    await this.sweeping;
+    await Promise.all([...this.running.values()].map((r) => r.done));
+  }
+
+  private async ensure(topic: string): Promise<void> {
+    if (this.ensured.has(topic)) return;
+    // An agent registered before events topics existed has none yet: made on first use, as at registration.
+    await this.writer.ensureTopic(topic);
+    this.ensured.add(topic);
+  }
+
+  private schedule(): void {
+    this.timer = setTimeout(() => {
+      this.sweeping = this.sweep()
+        .then(() => undefined, (e: Error) => void this.log.warn({ error: e.message }, 'task events sweep failed; next in sweepMs'))
+        .finally(() => {
+          this.sweeping = undefined;
+          if (!this.closed) this.schedule();
+        });
+    }, this.options.sweepMs);
+    this.timer.unref();
+  }
+}
