@@ -23,6 +23,11 @@ class PollConsumer implements StreamMember {
     readonly filter?: CompiledFilter,
   ) {}
 
+  /** Answers the poll waiting now, if any, with what is queued (the gateway closes). */
+  answerNow(): void {
+    this.wake?.();
+  }
+
   push(delivery: StreamDelivery): void {
     this.queue.push(delivery);
     this.queuedAfter.set(delivery.deliveryId, this.polls);
@@ -137,8 +142,10 @@ export class PollConsumers {
     }
   }
 
+  /** The gateway closes: each poll waiting is answered at once, with what it holds (nothing), and every name is let go. */
   close(): void {
     for (const m of this.consumers.values()) {
+      m.answerNow();
       clearTimeout(m.idleTimer);
       this.hub.disconnect(m);
     }

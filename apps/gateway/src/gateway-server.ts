@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
@@ -10,10 +10,10 @@ import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
 import type { RunningLoops } from '../../../libs/delivery';
 import type { RuntimeMetrics } from '../../../libs/metrics';
-import { createAccessLog, NestPinoLogger } from '../../../libs/logging';
+import { createAccessLog, createLogger, NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
 import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, StreamPresenceStore, TenantQuotaStore } from '../../../libs/storage';
-import type { Dependencies } from '../../../libs/runtime';
+import { shutdownInOrder, type Dependencies } from '../../../libs/runtime';
 import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, SinkGuard, TenantQuotaAdmin } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
 import { ClusterCredential, derivedAddress, PeerChannels, PollConsumers, StreamClients, StreamHub, StreamPresence } from '../../../libs/streams';
@@ -59,6 +59,30 @@ export interface GatewayOptions {
   a2aWorker?: LocalA2AWorker;
 }
 
+const log = createLogger('Gateway');
+
+/** How long the HTTP server's close waits for the answers under way before it closes their connections. */
+const HTTP_CLOSE_GRACE_MS = 5000;
+
+/**
+ * Closes the Nest application (its modules, then the HTTP server, which waits for the answers under way). An answer
+ * still not done after HTTP_CLOSE_GRACE_MS (a client that does not read its response, a stream that did not end)
+ * has its connection closed, so a shutdown never waits on a client.
+ */
+async function closeHttp(app: NestFastifyApplication | undefined): Promise<void> {
+  if (!app) return;
+  const server = app.getHttpServer() as Server;
+  const timer = setTimeout(() => {
+    log.warn({ graceMs: HTTP_CLOSE_GRACE_MS }, 'answers still under way at shutdown; closing their connections');
+    server.closeAllConnections();
+  }, HTTP_CLOSE_GRACE_MS);
+  try {
+    await app.close();
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 /**
  * Starts the gateway role on dependencies the instance connected: subscriptions, publish, request-reply,
  * streams, admin and health routes, listening on EVENTMESH_HTTP_HOST:PORT. On a failure it closes what it
@@ -74,15 +98,17 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   let a2aStarted: A2ABroker | undefined;
   // The channels an operator's disconnect of a client held by another gateway process goes over.
   const peers = new PeerChannels(options.cluster.credential, options.cluster.holder);
-  const close = async () => {
-    await presence?.close();
-    await a2aStarted?.close();
-    peers.close();
-    publish?.close();
-    await started?.close().catch(() => undefined);
-    polling?.close();
-    await requestReplyStarted?.close();
-  };
+  const close = () =>
+    shutdownInOrder('gateway', [
+      ['stream presence', () => presence?.close()],
+      ['A2A broker', () => a2aStarted?.close()],
+      ['peer channels', () => peers.close()],
+      ['publish route', () => publish?.close()],
+      // Before the HTTP server: the polls waiting are answered now rather than at the end of their waitMs.
+      ['long-poll consumers', () => polling?.close()],
+      ['HTTP server', () => closeHttp(started)],
+      ['request-reply', () => requestReplyStarted?.close()],
+    ]);
   try {
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
     const placement = SubscriptionPlacement.forInstance(deps.db, config);
