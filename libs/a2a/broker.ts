@@ -62,8 +62,8 @@ export class A2ABroker {
   readonly streamHeartbeatMs: number;
   readonly pushConfigs: PushConfigStore;
   private readonly relay: TaskRelay;
-  /** Copies the task events this gateway commits to the agents' events topics (task-event-publisher.ts). */
-  readonly events: TaskEventPublisher;
+  /** Copies the task events this gateway commits to the agents' events topics, when no worker of this process does. */
+  private readonly ownEvents: TaskEventPublisher | undefined;
 
   constructor(
     db: DataSource,
@@ -82,9 +82,12 @@ export class A2ABroker {
   ) {
     this.streamHeartbeatMs = streams.streamHeartbeatMs;
     this.agents = new A2AAgentStore(db);
-    // The changes this gateway commits (a task taken, a subscriber agent's update) go to the events topics from here.
-    this.events = new TaskEventPublisher(db, kafka);
-    this.tasks = new A2ATaskStore(db, (taskId) => this.events.changed(taskId));
+    // The changes this gateway commits (a task taken, a subscriber agent's update) go to the events topics through
+    // the publisher of this process's worker when it runs one (one run per task for both), else its own.
+    const local = workflows.localEvents();
+    this.ownEvents = local ? undefined : new TaskEventPublisher(db, kafka);
+    const events = (local ?? this.ownEvents)!;
+    this.tasks = new A2ATaskStore(db, (task) => events.changed(task));
     this.streams = new TaskStreams(db, { maxStreams: streams.maxStreams, pollMs: streams.streamPollMs });
     this.pushConfigs = new PushConfigStore(db, secrets);
     this.relay = new TaskRelay(this.tasks, this.agents, clients, undefined, kafka);
@@ -122,7 +125,7 @@ export class A2ABroker {
   /** Ends the open task streams, and waits for the task events being published (the gateway closes). */
   async close(): Promise<void> {
     this.streams.close();
-    await this.events.close();
+    await this.ownEvents?.close();
   }
 
   /** Registers an agent of a style (`url` when absent; a 400 naming the legal values otherwise). */

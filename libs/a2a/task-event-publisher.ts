@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
@@ -12,12 +13,21 @@ export interface EventsTopicWriter {
 }
 
 export interface TaskEventPublisherOptions {
+  /**
+   * How long after a task's change its publish starts: the task's further changes meanwhile go in the same run (a task
+   * the agent finishes at once is one run), and the run is off the path of the change's caller.
+   */
+  delayMs: number;
   /** How often the sweep looks for tasks whose events were left unpublished (0: no sweep, e.g. a gateway). */
   sweepMs: number;
   /** How old a task's last change must be for the sweep to take it (younger ones are the changer's to publish). */
   sweepAfterMs: number;
 }
 
+/** How long after a task's change its events are published, by default (see TaskEventPublisherOptions.delayMs). */
+export const PUBLISH_DELAY_MS = 50;
+/** How long whether an events topic has a subscription is taken as known: a new observer's events start within it. */
+const OBSERVED_TTL_MS = 2000;
 /** Most events one publish reads and writes at once. */
 const PAGE = 100;
 /** The seed of the advisory lock keys of task publishes (`hashtextextended(taskId, seed)`), apart from other locks. */
@@ -34,9 +44,10 @@ interface Row {
 
 /**
  * Copies each task's event log (task-events.ts, in Postgres) to its agent's events topic in Kafka, for observers
- * (docs/a2a.md#observers): at least once, and for each task in seq order. `a2a_tasks.published_seq` is the last seq
- * written to Kafka: the process that committed a change publishes what follows it, right after the commit
- * ({@link changed}, in the background, one run per task at a time); and the workers' sweep takes the tasks a crash,
+ * (docs/a2a.md#observers): at least once, and for each task in seq order, while the topic has a subscription (the
+ * events of a task changed while nobody observed its agent are not written). `a2a_tasks.published_seq` is the last seq
+ * written to Kafka: the process that committed a change publishes what follows it, shortly after the commit
+ * ({@link changed}: in the background, `delayMs` later, one run per task at a time); and the workers' sweep takes the tasks a crash,
  * or Kafka being down, left behind. A task's events are read from `published_seq`, written in one produce request,
  * then `published_seq` is moved on (forwards only), under the task's advisory lock: one writer per task at a time
  * on all instances, each going on from where the last one left. A crash between the write to Kafka and the move of
@@ -48,6 +59,8 @@ export class TaskEventPublisher {
   /** The tasks being published in this process, and whether another change came meanwhile. */
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly ensured = new Set<string>();
+  /** Whether each events topic had a subscription when last asked, and when. */
+  private readonly observed = new Map<string, { at: number; value: boolean }>();
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private closed = false;
@@ -56,13 +69,31 @@ export class TaskEventPublisher {
   constructor(
     private readonly db: DataSource,
     private readonly writer: EventsTopicWriter,
-    private readonly options: TaskEventPublisherOptions = { sweepMs: 0, sweepAfterMs: 5000 },
+    private readonly options: TaskEventPublisherOptions = { delayMs: PUBLISH_DELAY_MS, sweepMs: 0, sweepAfterMs: 5000 },
   ) {
     if (options.sweepMs > 0) this.schedule();
   }
 
-  /** A change of the task committed: its new events go to Kafka, in the background. */
-  changed(taskId: string): void {
+  /**
+   * A change of the task committed: its new events go to Kafka, in the background, if its agent's events topic has
+   * an observer (a subscription; known for OBSERVED_TTL_MS). Those of an agent nobody observes are left to the sweep,
+   * which marks them published in bulk: a task change costs nothing here while nobody watches.
+   */
+  changed(task: { id: string; tenant: string; agent: string }): void {
+    if (this.closed) return;
+    const topic = eventsTopicOf(task.tenant, task.agent);
+    const known = this.observed.get(topic);
+    if (known && Date.now() - known.at < OBSERVED_TTL_MS) {
+      if (known.value) this.start(task.id);
+      return;
+    }
+    void this.isObserved(topic).then(
+      (observed) => observed && this.start(task.id),
+      () => undefined, // left for the sweep
+    );
+  }
+
+  private start(taskId: string): void {
     if (this.closed) return;
     const run = this.running.get(taskId);
     if (run) {
@@ -71,6 +102,7 @@ export class TaskEventPublisher {
     }
     const state = { again: false, done: Promise.resolve() };
     state.done = (async () => {
+      await sleep(this.options.delayMs);
       do {
         state.again = false;
         try {
@@ -122,20 +154,39 @@ export class TaskEventPublisher {
     }
   }
 
-  /** Publishes the events of the tasks left behind (their last change older than sweepAfterMs); answers how many tasks. */
+  /**
+   * The tasks left behind (their last change older than sweepAfterMs, events not all published): those of an observed
+   * agent are published, the others marked published (nobody was watching). Answers how many tasks it took.
+   */
   async sweep(): Promise<number> {
-    const rows: { id: string }[] = await this.db.query(
-      `SELECT id FROM a2a_tasks WHERE event_seq > published_seq AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
+    const rows: { id: string; tenant: string; agent: string }[] = await this.db.query(
+      `SELECT id, tenant, agent FROM a2a_tasks WHERE event_seq > published_seq AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
         ORDER BY updated_at LIMIT ${PAGE}`,
       [this.options.sweepAfterMs],
     );
-    for (const { id } of rows) {
+    const unobserved: string[] = [];
+    for (const { id, tenant, agent } of rows) {
       if (this.closed) break;
       if (this.running.has(id)) continue;
+      if (!(await this.isObserved(eventsTopicOf(tenant, agent)))) {
+        unobserved.push(id);
+        continue;
+      }
       await this.publish(id);
       this.counts.swept++;
     }
+    if (unobserved.length > 0) await this.db.query('UPDATE a2a_tasks SET published_seq = event_seq WHERE id = ANY($1::text[])', [unobserved]);
     return rows.length;
+  }
+
+  /** Whether any subscription reads the topic (asked of Postgres at most once per OBSERVED_TTL_MS per topic). */
+  private async isObserved(topic: string): Promise<boolean> {
+    const known = this.observed.get(topic);
+    if (known && Date.now() - known.at < OBSERVED_TTL_MS) return known.value;
+    const at = Date.now();
+    const [{ observed }]: { observed: boolean }[] = await this.db.query('SELECT EXISTS (SELECT 1 FROM subscriptions WHERE topic = $1) AS observed', [topic]);
+    this.observed.set(topic, { at, value: observed });
+    return observed;
   }
 
   stats(): { published: number; failures: number; swept: number; running: number } {

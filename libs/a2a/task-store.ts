@@ -104,7 +104,7 @@ export class A2ATaskStore {
   constructor(
     private readonly db: DataSource,
     /** Told of each task whose change (and its events) committed: the events topic's publisher (task-event-publisher.ts). */
-    private readonly committed?: (taskId: string) => void,
+    private readonly committed?: (task: StoredTask) => void,
   ) {}
 
   /** A new task, `submitted`, version 0; its log begins with it (event 1, a `task` snapshot). */
@@ -118,7 +118,7 @@ export class A2ATaskStore {
       await appendEvents(manager, [createdEventOf(created)]);
       return created;
     });
-    this.committed?.(created.id);
+    this.committed?.(created);
     return created;
   }
 
@@ -173,7 +173,7 @@ export class A2ATaskStore {
       return task;
     });
     if (changed) {
-      this.committed?.(changed.id);
+      this.committed?.(changed);
       return { changed: true, task: changed };
     }
     const now = await this.get(read.tenant, read.id);

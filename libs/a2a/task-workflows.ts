@@ -13,6 +13,7 @@ import {
 import type { A2AState } from './task-states';
 import { TaskPolicy, taskPolicyOf } from './task-policy';
 import type { RegisteredCard } from './agent-card';
+import type { TaskEventPublisher } from './task-event-publisher';
 import type { TaskSettlements } from './task-settlements';
 
 /** How long a continuing turn waits for the run of the turn before to end (it settled, and is returning). */
@@ -44,6 +45,8 @@ export interface LocalA2AWorker {
   running(): boolean;
   /** News of the tasks the worker settled, for a blocking send to answer at once (task-settlements.ts). */
   settlements: TaskSettlements;
+  /** The worker's publisher of task events: the gateway of the same process publishes through it (one run per task). */
+  events?: TaskEventPublisher;
 }
 
 /**
@@ -59,6 +62,11 @@ export class TaskWorkflows {
     private readonly client: Client,
     private readonly options: TaskWorkflowOptions,
   ) {}
+
+  /** The task events publisher of this process's worker, if it runs one. */
+  localEvents(): TaskEventPublisher | undefined {
+    return this.options.worker?.events;
+  }
 
   /** The task policy of an agent of this card (task-policy.ts): its extension's, on top of the configured timeout. */
   policyOf(card: RegisteredCard): TaskPolicy {

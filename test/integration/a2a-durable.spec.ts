@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { In } from 'typeorm';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
 import { Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
@@ -13,6 +14,7 @@ import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { topicEndOffset } from '../support/topic-offsets';
 import { waitFor } from '../support/wait-for';
 import { headerTenantGate, stockClientOf } from '../support/header-tenant-gate';
 
@@ -365,6 +367,12 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       ]);
       // (Read from Postgres: the agent's card may have expired meanwhile, its heartbeat TTL being 3 s here.)
       expect(await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: abandoned.id })).toMatchObject({ state: 'failed' });
+      // Nobody observes this agent: its tasks' events are marked published by a worker's sweep, never written.
+      await waitFor('the sweep to mark the unobserved events', async () => {
+        const rows = await instance.deps.db.getRepository(A2ATaskEntity).findBy({ id: In([canceled.id, abandoned.id]) });
+        return rows.length === 2 && rows.every((r) => r.publishedSeq === r.eventSeq);
+      });
+      expect(await topicEndOffset(instance.deps.kafka, eventsTopicOf(tenant, 'stopper'))).toBe(0);
     });
 
     it('a subscriber\'s card expires without a heartbeat, and is back with one', async () => {
@@ -389,7 +397,8 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     const log: { seq: number; kind: string; payload: Record<string, unknown> }[] = await instance.deps.db.query('SELECT seq, kind, payload FROM a2a_task_events WHERE task_id = $1 ORDER BY seq', [task.id]);
     const ofTask = () => frames.filter((f) => f.a2ataskid === task.id);
-    await waitFor('every event of the task at the observer', async () => (await poll(), ofTask().length >= log.length));
+    // At once once the publisher knows the topic is observed (it asks every 2 s); by the sweep (5 s) otherwise.
+    await waitFor('every event of the task at the observer', async () => (await poll(), ofTask().length >= log.length), { timeoutMs: 20_000 });
     const kinds: Record<string, string> = { task: 'a2a.task.snapshot', 'status-update': 'a2a.task.status', 'artifact-update': 'a2a.task.artifact' };
     expect(ofTask().map((f) => [f.id, f.type, f.a2aseq, f.data])).toEqual(log.map((e) => [`${task.id}.${e.seq}`, kinds[e.kind], String(e.seq), e.payload]));
     expect(ofTask()[0].a2astate).toBe('TASK_STATE_SUBMITTED');

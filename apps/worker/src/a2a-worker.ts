@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PushConfigStore, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, PushConfigStore, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
@@ -44,9 +44,9 @@ export async function createA2AWorker(
   const events = new TaskEventPublisher(
     deps.db,
     { publishAll: (topic, frames) => deps.producer.publishAll(topic, frames), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
-    { sweepMs: EVENTS_SWEEP_MS, sweepAfterMs: EVENTS_SWEEP_MS },
+    { delayMs: PUBLISH_DELAY_MS, sweepMs: EVENTS_SWEEP_MS, sweepAfterMs: EVENTS_SWEEP_MS },
   );
-  const tasks = new A2ATaskStore(deps.db, (taskId) => events.changed(taskId));
+  const tasks = new A2ATaskStore(deps.db, (task) => events.changed(task));
   const relay = new TaskRelay(
     tasks,
     new A2AAgentStore(deps.db),
@@ -69,5 +69,5 @@ export async function createA2AWorker(
     namespace: config.temporal.namespace,
     interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] },
   });
-  return { worker, reader, events, local: { client, settlements, running: () => !common.shutdown.aborted } };
+  return { worker, reader, events, local: { client, settlements, events, running: () => !common.shutdown.aborted } };
 }
