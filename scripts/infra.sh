@@ -5,6 +5,8 @@
 #
 #   scripts/infra.sh start|stop|status|logs [postgres|kafka|temporal|all]
 #   scripts/infra.sh provision [postgres|kafka|temporal|all]
+#   scripts/infra.sh reset temporal   (stops the dev server, deletes its database: every workflow's history, then
+#                                      starts it afresh; its SQLite file grows with every run and slows the server)
 #
 # Addresses come from the same environment variables the runtime reads (see docs/configuration.md):
 #   EVENTMESH_POSTGRES_HOST/PORT/USER/PASSWORD/DATABASE, EVENTMESH_KAFKA_BROKERS (first entry),
@@ -416,7 +418,7 @@ status_temporal() {
 
 # ---------------------------------------------------------------- dispatch
 
-usage() { sed -n '2,12p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2; }
 
 action=${1:-}; target=${2:-all}
 case $target in postgres|kafka|temporal) servers=("$target") ;; all) servers=(postgres kafka temporal) ;; *) usage ;; esac
@@ -430,5 +432,11 @@ case $action in
   stop) for s in "${servers[@]}"; do "stop_$s"; done ;;
   status) for s in "${servers[@]}"; do "status_$s"; done ;;
   logs) for s in "${servers[@]}"; do echo "$LOGS/$s.log"; done ;;
+  reset)
+    [[ $target == temporal ]] || { say "reset: only the Temporal dev server's state can be reset (reset temporal); legal values: temporal"; exit 2; }
+    stop_temporal
+    rm -f "$DATA/temporal/temporal.db" "$DATA/temporal/temporal.db-wal" "$DATA/temporal/temporal.db-shm"
+    say "temporal: database deleted"
+    start_temporal ;;
   *) usage ;;
 esac
