@@ -122,6 +122,11 @@ export class A2ABroker {
     return { ...this.workflows.starts };
   }
 
+  /** The requests this gateway handed to its process's worker instead of Kafka, and those the deliveries took. */
+  requestHandoff(): { handed: number; taken: number; held: number } | undefined {
+    return this.workflows.requestHandoff();
+  }
+
   /** Ends the open task streams, and waits for the task events being published (the gateway closes). */
   async close(): Promise<void> {
     this.streams.close();

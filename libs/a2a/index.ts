@@ -19,3 +19,4 @@ export * from './push-config-methods';
 export * from './task-pushes';
 export * from './task-settlements';
 export * from './task-event-publisher';
+export * from './request-handoff';

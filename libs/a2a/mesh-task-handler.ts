@@ -135,6 +135,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const topic = requestTopicOf(tenant, agent.name);
     // The push config (its token) stays in Postgres: the request travels without it.
     const request = push && params.configuration ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } } : params;
+    const frame = taskToFrame({ taskId: id, contextId, agent: agent.name }, request, new Date());
     // The task's row and its request record are written at once: no workflow runs the task until both are, so a
     // record written for a row that failed is delivered by nobody.
     const [row, record] = await Promise.allSettled([
@@ -146,7 +147,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
         history: [Message.toJSON({ ...message, taskId: id, contextId }) as Json],
         metadata: params.metadata ?? {},
       }),
-      this.scope.publish(topic, taskToFrame({ taskId: id, contextId, agent: agent.name }, request, new Date())),
+      this.scope.publish(topic, frame),
     ]);
     if (row.status === 'rejected') throw row.reason;
     const created = row.value;
@@ -154,7 +155,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
       if (record.status === 'rejected') throw record.reason;
       const receipt = record.value;
       if (push) await this.scope.pushConfigs.put(created, push);
-      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, { push: push !== undefined });
+      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, { push: push !== undefined, frame });
     } catch (e) {
       // Not taken: the task fails at once (a record already written is delivered by nobody: no workflow runs it).
       log.warn({ agent: agent.name, task: id, error: (e as Error).message }, 'the task could not be handed to the mesh; it fails');

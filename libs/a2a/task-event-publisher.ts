@@ -28,6 +28,10 @@ export interface TaskEventPublisherOptions {
 export const PUBLISH_DELAY_MS = 50;
 /** How long whether an events topic has a subscription is taken as known: a new observer's events start within it. */
 const OBSERVED_TTL_MS = 2000;
+/** Most publishes at once per process (each holds a pool connection while Kafka answers). */
+const MAX_CONCURRENT_PUBLISHES = 2;
+/** Most tasks with a publish waiting or under way per process; a change past it is left to the sweep. */
+const MAX_WAITING_RUNS = 1000;
 /** Most events one publish reads and writes at once. */
 const PAGE = 100;
 /** The seed of the advisory lock keys of task publishes (`hashtextextended(taskId, seed)`), apart from other locks. */
@@ -59,8 +63,12 @@ export class TaskEventPublisher {
   /** The tasks being published in this process, and whether another change came meanwhile. */
   private readonly running = new Map<string, { again: boolean; done: Promise<void> }>();
   private readonly ensured = new Set<string>();
-  /** Whether each events topic had a subscription when last asked, and when. */
+  /** Whether each events topic had a subscription when last asked, and when; the questions under way. */
   private readonly observed = new Map<string, { at: number; value: boolean }>();
+  private readonly asking = new Map<string, Promise<boolean>>();
+  /** Publishes holding a connection now, and those waiting for one of the MAX_CONCURRENT_PUBLISHES. */
+  private active = 0;
+  private readonly slots: (() => void)[] = [];
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private closed = false;
@@ -100,6 +108,8 @@ export class TaskEventPublisher {
       run.again = true;
       return;
     }
+    // Kafka slow or down: the runs waiting pile up to a bound, past which a change is left to the sweep.
+    if (this.running.size >= MAX_WAITING_RUNS) return;
     const state = { again: false, done: Promise.resolve() };
     state.done = (async () => {
       await sleep(this.options.delayMs);
@@ -124,10 +134,19 @@ export class TaskEventPublisher {
    * locked, so its changes go on meanwhile), and the next writer reads `published_seq` once the lock is its own.
    */
   async publish(taskId: string): Promise<number> {
-    return this.db.transaction(async (manager) => {
-      await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, $2))', [taskId, LOCK_NAMESPACE]);
-      return this.publishLocked(manager, taskId);
-    });
+    // A publish holds a pool connection while Kafka answers: at most MAX_CONCURRENT_PUBLISHES at once, so that a
+    // slow Kafka never takes the pool the gateway and the deliveries share.
+    while (this.active >= MAX_CONCURRENT_PUBLISHES) await new Promise<void>((resolve) => this.slots.push(resolve));
+    this.active++;
+    try {
+      return await this.db.transaction(async (manager) => {
+        await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, $2))', [taskId, LOCK_NAMESPACE]);
+        return this.publishLocked(manager, taskId);
+      });
+    } finally {
+      this.active--;
+      this.slots.shift()?.();
+    }
   }
 
   private async publishLocked(db: EntityManager, taskId: string): Promise<number> {
@@ -180,13 +199,22 @@ export class TaskEventPublisher {
   }
 
   /** Whether any subscription reads the topic (asked of Postgres at most once per OBSERVED_TTL_MS per topic). */
-  private async isObserved(topic: string): Promise<boolean> {
+  private isObserved(topic: string): Promise<boolean> {
     const known = this.observed.get(topic);
-    if (known && Date.now() - known.at < OBSERVED_TTL_MS) return known.value;
-    const at = Date.now();
-    const [{ observed }]: { observed: boolean }[] = await this.db.query('SELECT EXISTS (SELECT 1 FROM subscriptions WHERE topic = $1) AS observed', [topic]);
-    this.observed.set(topic, { at, value: observed });
-    return observed;
+    if (known && Date.now() - known.at < OBSERVED_TTL_MS) return Promise.resolve(known.value);
+    let asking = this.asking.get(topic);
+    if (!asking) {
+      const at = Date.now();
+      asking = this.db
+        .query('SELECT EXISTS (SELECT 1 FROM subscriptions WHERE topic = $1) AS observed', [topic])
+        .then(([{ observed }]: { observed: boolean }[]) => {
+          this.observed.set(topic, { at, value: observed });
+          return observed;
+        })
+        .finally(() => this.asking.delete(topic));
+      this.asking.set(topic, asking);
+    }
+    return asking;
   }
 
   stats(): { published: number; failures: number; swept: number; running: number } {

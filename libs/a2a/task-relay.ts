@@ -86,10 +86,10 @@ export class TaskRelay {
    * GetTask until it settles. Answers the state recorded last. A continuing turn names the agent's task and context.
    */
   async deliver(ids: TaskIds, request: TaskRequestRecord, ctx: DeliveryContext, turn = 1): Promise<A2AState> {
-    const task = await this.tasks.get(ids.tenant, ids.taskId);
+    // Both at once: the task as it is now, and where its agent is.
+    const [task, agent] = await Promise.all([this.tasks.get(ids.tenant, ids.taskId), this.agents.get(ids.tenant, ids.agent)]);
     if (!task) return 'failed';
     if (SETTLED.has(task.state)) return task.state;
-    const agent = await this.agents.get(ids.tenant, ids.agent);
     if (!agent) return (await this.fail(ids, `the agent ${ids.agent} was removed`)).state;
     const client = await this.clients.clientFor(agent);
     const opts = () => ({ signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.callTimeoutMs)]) });

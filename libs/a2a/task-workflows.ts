@@ -13,6 +13,8 @@ import {
 import type { A2AState } from './task-states';
 import { TaskPolicy, taskPolicyOf } from './task-policy';
 import type { RegisteredCard } from './agent-card';
+import type { EventFrame } from '../frame';
+import type { RequestHandoff } from './request-handoff';
 import type { TaskEventPublisher } from './task-event-publisher';
 import type { TaskSettlements } from './task-settlements';
 
@@ -47,6 +49,8 @@ export interface LocalA2AWorker {
   settlements: TaskSettlements;
   /** The worker's publisher of task events: the gateway of the same process publishes through it (one run per task). */
   events?: TaskEventPublisher;
+  /** The requests the gateway of the same process hands to the worker's deliveries (request-handoff.ts). */
+  requests?: RequestHandoff;
 }
 
 /**
@@ -62,6 +66,11 @@ export class TaskWorkflows {
     private readonly client: Client,
     private readonly options: TaskWorkflowOptions,
   ) {}
+
+  /** The requests handed to this process's worker's deliveries, and those they took, if it runs one. */
+  requestHandoff(): { handed: number; taken: number; held: number } | undefined {
+    return this.options.worker?.requests?.stats();
+  }
 
   /** The task events publisher of this process's worker, if it runs one. */
   localEvents(): TaskEventPublisher | undefined {
@@ -85,7 +94,7 @@ export class TaskWorkflows {
     style: 'url' | 'subscriber',
     request: TaskRequestRecord,
     card: RegisteredCard,
-    { turn = 1, push = false }: { turn?: number; push?: boolean } = {},
+    { turn = 1, push = false, frame }: { turn?: number; push?: boolean; frame?: EventFrame } = {},
   ): Promise<void> {
     const policy = this.policyOf(card);
     // A continuing turn: the task settled before (it asked for input), and settles anew.
@@ -120,6 +129,8 @@ export class TaskWorkflows {
     const start = async () => {
       const local = this.options.worker;
       if (local?.running()) {
+        // The request as written, for this worker's delivery (started eagerly here) to take instead of reading Kafka.
+        if (frame && style === 'url') local.requests?.put(request, frame);
         try {
           const handle = await startWith(local.client, true);
           this.starts.total++;

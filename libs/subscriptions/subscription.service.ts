@@ -237,6 +237,15 @@ export class SubscriptionService {
     return this.db.manager.find(SubscriptionEntity, { where: { topic, status: 'ACTIVE' } });
   }
 
+  /**
+   * The A2A agents' topics (requests, events: libs/a2a/request-topic.ts) that an active subscription reads, any tenant's:
+   * in PARTITION_OWNED_PULL their partitions are owned beside the configured topics' (apps/worker).
+   */
+  async subscribedAgentTopics(): Promise<string[]> {
+    const rows: { topic: string }[] = await this.db.query(`SELECT DISTINCT topic FROM subscriptions WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%' ORDER BY topic`);
+    return rows.map((r) => r.topic).filter(isAgentTopic);
+  }
+
   /** Active subscriptions this instance dispatches (LOCAL_STICKY_PULL). */
   async activeFor(instanceId: string): Promise<SubscriptionEntity[]> {
     return this.db.manager.find(SubscriptionEntity, { where: { instanceId, status: 'ACTIVE' } });

@@ -28,3 +28,20 @@ export function stockClientOf(cardUrl: string, tenant: string, transport: 'jsonr
   const transports = [transport === 'rest' ? new RestTransportFactory({ fetchImpl }) : new JsonRpcTransportFactory({ fetchImpl })];
   return new ClientFactory({ transports, cardResolver: new DefaultAgentCardResolver({ fetchImpl }) }).createFromUrl(cardUrl, '');
 }
+
+/** A JSON call to a gateway as the tenant: the status, and the body parsed (null when empty). */
+export async function callAs(
+  tenant: string,
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> | null }> {
+  const response = await fetch(`${baseUrl}${path}`, {
+    method,
+    headers: { 'x-test-tenant': tenant, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const text = await response.text();
+  return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
+}

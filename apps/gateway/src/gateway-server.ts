@@ -162,6 +162,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           pollConsumers: polls.size,
           a2aStreams: a2a.streams.stats(),
           a2aWorkflowStarts: a2a.workflowStarts(),
+          a2aRequestHandoff: a2a.requestHandoff(),
           security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
           ...options.workerStats?.(),
         }), findings: [

@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, PushConfigStore, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, PushConfigStore, RequestHandoff, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
@@ -47,11 +47,13 @@ export async function createA2AWorker(
     { delayMs: PUBLISH_DELAY_MS, sweepMs: EVENTS_SWEEP_MS, sweepAfterMs: EVENTS_SWEEP_MS },
   );
   const tasks = new A2ATaskStore(deps.db, (task) => events.changed(task));
+  // What the gateway of this process writes to the request topics, handed to the deliveries this worker runs.
+  const requests = new RequestHandoff();
   const relay = new TaskRelay(
     tasks,
     new A2AAgentStore(deps.db),
     new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
-    new KafkaRequestRecords(reader),
+    new KafkaRequestRecords(reader, requests),
     deps.producer,
   );
   const pusher = new TaskPusher(tasks, new PushConfigStore(deps.db, SecretBox.fromConfig(config)), common.webhooks, {
@@ -69,5 +71,5 @@ export async function createA2AWorker(
     namespace: config.temporal.namespace,
     interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] },
   });
-  return { worker, reader, events, local: { client, settlements, events, running: () => !common.shutdown.aborted } };
+  return { worker, reader, events, local: { client, settlements, events, requests, running: () => !common.shutdown.aborted } };
 }
