@@ -66,6 +66,9 @@ interface TaskRunMode {
   firstAttemptLocal: boolean;
 }
 
+/** The patch of the wait between a failed local first attempt and the delivery activity that tries again. */
+const LOCAL_ATTEMPT_BACKOFF = 'a2a-local-attempt-backoff';
+
 /** Most a first, local delivery attempt may take: a send, a moment of following, and a last call to the agent. */
 const firstAttemptTimeoutMs = (callTimeoutMs: number) => 2 * callTimeoutMs + 5_000;
 
@@ -158,6 +161,7 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
   if (input.style === 'url') {
     // Attempts at the agent left to the deliveries as activities (0: no limit but the deadline).
     let attemptsLeft = agentRetry.maximumAttempts;
+    let retryAfterLocal = false;
     if (firstAttemptLocal) {
       delivery = new CancellationScope({ cancellable: true });
       try {
@@ -171,10 +175,18 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
         if (!isCancellation(e)) {
           const undeliverable = e instanceof ActivityFailure && e.cause instanceof ApplicationFailure && e.cause.nonRetryable;
           if (undeliverable || attemptsLeft === 1) await failed(e);
-          else if (attemptsLeft > 1) attemptsLeft--;
+          else {
+            if (attemptsLeft > 1) attemptsLeft--;
+            retryAfterLocal = true;
+          }
         }
       } finally {
         delivery = undefined;
+      }
+      // The next attempt waits the policy's first interval, as Temporal's retry does between attempts (a cancel or a
+      // change ends the wait). Runs recorded before this wait replay without it.
+      if (retryAfterLocal && !settled(state) && patched(LOCAL_ATTEMPT_BACKOFF)) {
+        await condition(() => settled(state) || cancelling, Math.max(1, Math.min(agentRetry.initialIntervalMs, deadline - Date.now())));
       }
     }
     while (!settled(state) && Date.now() < deadline) {

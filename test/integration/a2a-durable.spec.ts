@@ -223,6 +223,9 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     expect(history.events?.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(1);
     const scheduled = history.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask');
     expect(scheduled?.map((e) => e.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts)).toEqual([1]);
+    // Between them, the policy's first interval (200 ms), as between two attempts of Temporal's own retry.
+    const kinds = (history.events ?? []).map((e) => (e.markerRecordedEventAttributes?.markerName === 'core_local_activity' ? 'local' : e.timerStartedEventAttributes ? `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.nanos ?? 0) / 1e6 + Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0) * 1000}ms` : e.activityTaskScheduledEventAttributes ? 'activity' : undefined)).filter(Boolean);
+    expect(kinds.slice(0, 3)).toEqual(['local', 'timer 200ms', 'activity']);
     expect(history.events?.find((e) => e.activityTaskStartedEventAttributes)?.activityTaskStartedEventAttributes?.attempt).toBe(1);
   });
 
