@@ -273,11 +273,10 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     await waitFor('every event to be delivered with 4 owners', () => delivered(events), { timeoutMs: 30000 });
   });
 
-  it('a paused owner (SIGSTOP past the TTL, then SIGCONT) has its writes rejected by the epoch check and delivers nothing after it wakes', async () => {
+  it('a paused owner (SIGSTOP past the TTL, then SIGCONT) delivers nothing after it wakes, no epoch goes back, and it joins again', async () => {
     const before = await owners();
     const paused = Object.keys(before).map(Number).filter((p) => before[p].owner === 'o4');
     expect(paused.length).toBeGreaterThan(0);
-    const rejectedBefore = new Map((await leases.list([topic])).map((l) => [l.partition, l.rejectedWrites]));
     const o4 = instances.get('o4')!;
     o4.child.kill('SIGSTOP');
     const after = await settled(['o1', 'o2', 'o3']);
@@ -288,12 +287,13 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     const receivedBeforeWake = receiver.requests.length;
 
     o4.child.kill('SIGCONT');
-    await waitFor(
-      'the woken owner to be refused by the epoch check',
-      async () => (await leases.list([topic])).filter((l) => paused.includes(l.partition)).every((l) => l.rejectedWrites > rejectedBefore.get(l.partition)!),
-      { timeoutMs: 30000, intervalMs: 200 },
-    );
+    // A woken run of a paused partition stops one of two ways, whichever comes first: its lease renewal (or a write)
+    // is refused by the epoch check, counted on the lease row; or Temporal's answer to its heartbeat (the attempt
+    // timed out) cancels it before it writes. Either way its gate stays shut (its epoch was last confirmed before
+    // the pause), it rejoins, and it delivers nothing.
     await waitFor('o4 to join again', async () => (await healthOf(o4)).stats.ownership.joins >= 2, { timeoutMs: 60000, intervalMs: 250 });
+    // No epoch went back: the rows are the new owners' (or, handed back to o4 as it rejoined, newer still).
+    for (const l of (await leases.list([topic])).filter((row) => paused.includes(row.partition))) expect(l.epoch).toBeGreaterThanOrEqual(after[l.partition].epoch);
     await settled(['o1', 'o2', 'o3', 'o4']);
     // Nothing reached the sink since the wake: every event was delivered and committed before it, so neither the
     // woken owner nor the handover of partitions back to it had anything to send.

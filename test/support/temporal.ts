@@ -1,4 +1,5 @@
 import { Client, Connection } from '@temporalio/client';
+import { Client as PgClient } from 'pg';
 import { endOwnershipWorkflows } from '../../libs/ownership';
 import { testConfig } from './env';
 
@@ -16,7 +17,19 @@ export async function terminateWorkflows(client: Client, workflowIds: string[]):
   );
 }
 
-/** Ends every ownership workflow of the test namespace, so a test starts from no members and no assignment. */
+/**
+ * A clean start for PARTITION_OWNED_PULL: ends every ownership workflow of the test namespace (no members, no
+ * assignment), and disables the subscriptions other suites left on A2A agents' topics, whose partitions every
+ * owned-mode instance would otherwise own beside the suite's own topic (docs/a2a.md).
+ */
 export async function resetOwnership(client: Client): Promise<void> {
   await endOwnershipWorkflows(client, 'test reset');
+  const pg = testConfig().postgres;
+  const db = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database });
+  await db.connect();
+  try {
+    await db.query(`UPDATE subscriptions SET status = 'DISABLED', updated_at = now() WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%'`);
+  } finally {
+    await db.end();
+  }
 }
