@@ -370,8 +370,9 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
         [abandoned.id, 'a2a.task.send', undefined],
         [`${abandoned.id}.cancel`, 'a2a.task.cancel', 'failed'],
       ]);
+      // The notice is written before the task fails (so that a crash between them tries again): the failure follows.
       // (Read from Postgres: the agent's card may have expired meanwhile, its heartbeat TTL being 3 s here.)
-      expect(await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: abandoned.id })).toMatchObject({ state: 'failed' });
+      await waitFor('the abandoned task failed', async () => (await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: abandoned.id })).state === 'failed');
       // Nobody observes this agent: its tasks' events are marked published by a worker's sweep, never written.
       await waitFor('the sweep to mark the unobserved events', async () => {
         const rows = await instance.deps.db.getRepository(A2ATaskEntity).findBy({ id: In([canceled.id, abandoned.id]) });
