@@ -32,6 +32,8 @@ const OBSERVED_TTL_MS = 2000;
 const MAX_CONCURRENT_PUBLISHES = 2;
 /** Most tasks with a publish waiting or under way per process; a change past it is left to the sweep. */
 const MAX_WAITING_RUNS = 1000;
+/** Most pages one sweep round takes (PAGE tasks each). */
+const SWEEP_PAGES = 50;
 /** Most events one publish reads and writes at once. */
 const PAGE = 100;
 /** The seed of the advisory lock keys of task publishes (`hashtextextended(taskId, seed)`), apart from other locks. */
@@ -72,7 +74,6 @@ export class TaskEventPublisher {
   private timer: NodeJS.Timeout | undefined;
   private sweeping: Promise<void> | undefined;
   private closed = false;
-  private readonly counts = { published: 0, failures: 0, swept: 0 };
 
   constructor(
     private readonly db: DataSource,
@@ -89,13 +90,7 @@ export class TaskEventPublisher {
    */
   changed(task: { id: string; tenant: string; agent: string }): void {
     if (this.closed) return;
-    const topic = eventsTopicOf(task.tenant, task.agent);
-    const known = this.observed.get(topic);
-    if (known && Date.now() - known.at < OBSERVED_TTL_MS) {
-      if (known.value) this.start(task.id);
-      return;
-    }
-    void this.isObserved(topic).then(
+    void this.isObserved(eventsTopicOf(task.tenant, task.agent)).then(
       (observed) => observed && this.start(task.id),
       () => undefined, // left for the sweep
     );
@@ -119,7 +114,6 @@ export class TaskEventPublisher {
           await this.publish(taskId);
         } catch (e) {
           // Left for the sweep (a worker's, within sweepMs once the task is sweepAfterMs old).
-          this.counts.failures++;
           this.log.warn({ task: taskId, error: (e as Error).message }, 'could not publish the task\'s events; the sweep will');
           return;
         }
@@ -168,7 +162,6 @@ export class TaskEventPublisher {
       const last = rows[rows.length - 1].seq;
       await db.query('UPDATE a2a_tasks SET published_seq = GREATEST(published_seq, $2) WHERE id = $1', [taskId, last]);
       written += rows.length;
-      this.counts.published += rows.length;
       if (rows.length < PAGE) return written;
     }
   }
@@ -192,10 +185,17 @@ export class TaskEventPublisher {
         continue;
       }
       await this.publish(id);
-      this.counts.swept++;
     }
     if (unobserved.length > 0) await this.db.query('UPDATE a2a_tasks SET published_seq = event_seq WHERE id = ANY($1::text[])', [unobserved]);
     return rows.length;
+  }
+
+  /**
+   * Sweeps page after page while pages come full (at most SWEEP_PAGES a round): every task a worker sees change
+   * passes here when its agent has no observer, so one page per round would fall behind past PAGE / sweepMs tasks/s.
+   */
+  private async sweepAll(): Promise<void> {
+    for (let page = 0; page < SWEEP_PAGES && !this.closed && (await this.sweep()) === PAGE; page++);
   }
 
   /** Whether any subscription reads the topic (asked of Postgres at most once per OBSERVED_TTL_MS per topic). */
@@ -217,10 +217,6 @@ export class TaskEventPublisher {
     return asking;
   }
 
-  stats(): { published: number; failures: number; swept: number; running: number } {
-    return { ...this.counts, running: this.running.size };
-  }
-
   /** Stops the sweep and waits for the publishes under way. */
   async close(): Promise<void> {
     this.closed = true;
@@ -238,7 +234,7 @@ export class TaskEventPublisher {
 
   private schedule(): void {
     this.timer = setTimeout(() => {
-      this.sweeping = this.sweep()
+      this.sweeping = this.sweepAll()
         .then(() => undefined, (e: Error) => void this.log.warn({ error: e.message }, 'task events sweep failed; next in sweepMs'))
         .finally(() => {
           this.sweeping = undefined;
