@@ -188,12 +188,13 @@ export class TaskRelay {
    * be asked (nothing recorded: the task runs on at the agent).
    */
   async cancel(ids: TaskIds): Promise<CancelOutcome> {
-    let task = await this.tasks.get(ids.tenant, ids.taskId);
+    // The task and its agent at once; the agent is the same for every compare-and-set attempt below.
+    const [read, agent] = await Promise.all([this.tasks.get(ids.tenant, ids.taskId), this.agents.get(ids.tenant, ids.agent)]);
+    let task = read;
     let noticed = false;
     for (let attempt = 0; task && attempt < CAS_ATTEMPTS; attempt++) {
       if (TERMINAL.has(task.state)) return { outcome: 'not-cancelable', state: task.state };
       let change: TaskChange = { state: 'canceled', statusMessage: null };
-      const agent = await this.agents.get(ids.tenant, ids.agent);
       if (agent?.style === 'subscriber') {
         if (!noticed) await this.notice(task, 'canceled');
         noticed = true;
