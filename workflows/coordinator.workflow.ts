@@ -2,8 +2,8 @@ import { WorkflowExecutionAlreadyStartedError } from '@temporalio/common';
 import {
   allHandlersFinished,
   condition,
-  continueAsNew,
   getExternalWorkflowHandle,
+  makeContinueAsNewFunc,
   setHandler,
   startChild,
   workflowInfo,
@@ -13,6 +13,7 @@ import {
   assignmentQuery,
   AssignmentView,
   assignOwnerSignal,
+  controlWorkflowTaskTimeoutMs,
   drainUpdate,
   joinSignal,
   leaveSignal,
@@ -151,7 +152,8 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
     if (!dirty && (info.continueAsNewSuggested || info.historyLength > (input.maxHistoryEvents ?? MAX_HISTORY_EVENTS))) break;
   }
   await condition(allHandlersFinished);
-  await continueAsNew<typeof coordinatorWorkflow>({ ...input, state });
+  // The next run gets this version's task timeout even when the first run was started without it.
+  await makeContinueAsNewFunc<typeof coordinatorWorkflow>({ workflowTaskTimeout: controlWorkflowTaskTimeoutMs(input.leaseTtlMs) })({ ...input, state });
 
   async function handOver(move: PartitionMove, graceful: boolean): Promise<void> {
     const { topic, partition } = parsePartitionKey(move.partition);
@@ -176,6 +178,7 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
         workflowId: partitionWorkflowIdOf(topic, partition),
         args: [{ topic, partition, leaseTtlMs: input.leaseTtlMs, runMs: input.runMs, owner, epoch: 0 }],
         parentClosePolicy: 'ABANDON',
+        workflowTaskTimeout: controlWorkflowTaskTimeoutMs(input.leaseTtlMs),
         typedSearchAttributes: [
           { key: searchAttributes.topic, value: topic },
           { key: searchAttributes.partition, value: partition },

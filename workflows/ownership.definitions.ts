@@ -15,6 +15,14 @@ export const instanceWorkflowIdOf = (instanceId: string) => `instance/${instance
 /** An instance's own task queue: its activities (the lease, and the poll loops of the partitions it owns). */
 export const instanceTaskQueueOf = (instanceId: string) => `eventmesh-${instanceId}`;
 
+/**
+ * The workflow task timeout of the coordinator, partition and instance-lease workflows: half the lease TTL, within
+ * 2-10 s. A task handed to an instance that is paused (SIGSTOP, a long GC, a frozen VM) is lost until this timeout
+ * (Temporal's default is 10 s); every live instance's worker polls the control queue, so without it each step of
+ * a takeover could wait that long behind the very instance being replaced.
+ */
+export const controlWorkflowTaskTimeoutMs = (leaseTtlMs: number): number => Math.min(10_000, Math.max(2_000, Math.floor(leaseTtlMs / 2)));
+
 /** Registered by `npm run infra -- start temporal` (scripts/infra.sh); the Temporal UI filters on them. */
 export const searchAttributes = {
   topic: defineSearchAttributeKey('EventMeshTopic', SearchAttributeType.KEYWORD),

@@ -3,7 +3,7 @@ import {
   allHandlersFinished,
   CancellationScope,
   condition,
-  continueAsNew,
+  makeContinueAsNewFunc,
   proxyActivities,
   setHandler,
   sleep,
@@ -13,6 +13,7 @@ import {
 import type { OwnershipActivities } from '../activities';
 import {
   assignOwnerSignal,
+  controlWorkflowTaskTimeoutMs,
   EPOCH_BEHIND,
   instanceTaskQueueOf,
   partitionProgressSignal,
@@ -156,7 +157,15 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     polling = false;
   }
   await condition(allHandlersFinished);
-  await continueAsNew<typeof partitionWorkflow>({ ...input, owner, epoch, cleanOwner, delivered, ownerChanges, progress });
+  await makeContinueAsNewFunc<typeof partitionWorkflow>({ workflowTaskTimeout: controlWorkflowTaskTimeoutMs(leaseTtlMs) })({
+    ...input,
+    owner,
+    epoch,
+    cleanOwner,
+    delivered,
+    ownerChanges,
+    progress,
+  });
 }
 
 function failureCause(error: unknown): unknown {

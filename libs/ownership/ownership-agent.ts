@@ -5,6 +5,7 @@ import { reasonOf, withDeadline } from '../runtime';
 import {
   COORDINATOR_WORKFLOW_ID,
   CONTROL_TASK_QUEUE,
+  controlWorkflowTaskTimeoutMs,
   coordinatorWorkflow,
   instanceLeaseWorkflow,
   instanceWorkflowIdOf,
@@ -112,6 +113,7 @@ export class OwnershipAgent {
       taskQueue: CONTROL_TASK_QUEUE,
       args: [{ instanceId, leaseTtlMs, partitions }],
       workflowIdConflictPolicy: conflict,
+      workflowTaskTimeout: controlWorkflowTaskTimeoutMs(leaseTtlMs),
     });
     if (lease.firstExecutionRunId !== this.leaseRunId) this.joins++;
     this.leaseRunId = lease.firstExecutionRunId;
@@ -126,6 +128,7 @@ export class OwnershipAgent {
       taskQueue: CONTROL_TASK_QUEUE,
       args: [{ leaseTtlMs: this.options.leaseTtlMs, runMs: this.options.partitionRunMs }],
       workflowIdConflictPolicy: 'USE_EXISTING',
+      workflowTaskTimeout: controlWorkflowTaskTimeoutMs(this.options.leaseTtlMs),
     });
     const changed = this.coordinatorRunId !== undefined && handle.firstExecutionRunId !== this.coordinatorRunId;
     this.coordinatorRunId = handle.firstExecutionRunId;

@@ -3,6 +3,7 @@ import { Kafka, logLevel, Partitioners, PartitionerArgs } from 'kafkajs';
 import { frameToKafkaMessage } from '../../libs/frame';
 import { createDataSource, LeaseStore } from '../../libs/storage';
 import type { PartitionsView } from '../../libs/ownership';
+import { controlWorkflowTaskTimeoutMs } from '../../workflows/ownership.definitions';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { resetOwnership, temporalClient } from '../support/temporal';
@@ -23,6 +24,13 @@ const TTL_MS = 4000;
 const PARTITIONS = 6;
 
 type Owners = Record<number, { owner: string | null; epoch: number }>;
+
+/** A protobuf timestamp or duration in ms (seconds may come as a Long). */
+const msOf = (ts: { seconds?: unknown; nanos?: number | null } | null | undefined): number =>
+  ts ? Number(String(ts.seconds ?? 0)) * 1000 + Math.floor((ts.nanos ?? 0) / 1e6) : NaN;
+
+// Above the sum of each case's bounded waits, so that a slow step fails with the wait that named it.
+jest.setTimeout(240_000);
 
 describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
   const topic = uniqueTopic('owned');
@@ -278,27 +286,46 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     const paused = Object.keys(before).map(Number).filter((p) => before[p].owner === 'o4');
     expect(paused.length).toBeGreaterThan(0);
     const o4 = instances.get('o4')!;
+    const pausedAt = new Date();
     o4.child.kill('SIGSTOP');
-    const after = await settled(['o1', 'o2', 'o3']);
-    for (const p of paused) expect(after[p].epoch).toBeGreaterThan(before[p].epoch);
-    const events = await publish(keysFor(paused, 5), instances.get('o1'));
-    expect(events).toHaveLength(paused.length * 5);
-    await waitFor('the new owners to deliver what was published during the pause', () => delivered(events), { timeoutMs: 30000 });
+    let after: Owners;
+    let events: { id: string }[];
+    try {
+      after = await settled(['o1', 'o2', 'o3'], PARTITIONS, 30000);
+      for (const p of paused) expect(after[p].epoch).toBeGreaterThan(before[p].epoch);
+      events = await publish(keysFor(paused, 5), instances.get('o1'));
+      expect(events).toHaveLength(paused.length * 5);
+      await waitFor('the new owners to deliver what was published during the pause', () => delivered(events), { timeoutMs: 30000 });
+    } finally {
+      // Woken whatever happened, so that a failure here does not leave the next cases a stopped member.
+      o4.child.kill('SIGCONT');
+    }
     const receivedBeforeWake = receiver.requests.length;
 
-    o4.child.kill('SIGCONT');
     // A woken run of a paused partition stops one of two ways, whichever comes first: its lease renewal (or a write)
     // is refused by the epoch check, counted on the lease row; or Temporal's answer to its heartbeat (the attempt
     // timed out) cancels it before it writes. Either way its gate stays shut (its epoch was last confirmed before
     // the pause), it rejoins, and it delivers nothing.
-    await waitFor('o4 to join again', async () => (await healthOf(o4)).stats.ownership.joins >= 2, { timeoutMs: 60000, intervalMs: 250 });
+    await waitFor('o4 to join again', async () => (await healthOf(o4)).stats.ownership.joins >= 2, { timeoutMs: 30000, intervalMs: 250 });
     // No epoch went back: the rows are the new owners' (or, handed back to o4 as it rejoined, newer still).
     for (const l of (await leases.list([topic])).filter((row) => paused.includes(row.partition))) expect(l.epoch).toBeGreaterThanOrEqual(after[l.partition].epoch);
-    await settled(['o1', 'o2', 'o3', 'o4']);
+    await settled(['o1', 'o2', 'o3', 'o4'], PARTITIONS, 30000);
     // Nothing reached the sink since the wake: every event was delivered and committed before it, so neither the
     // woken owner nor the handover of partitions back to it had anything to send.
     expect(receiver.requests.slice(receivedBeforeWake).map((r) => r.headers['ce-id'])).toEqual([]);
     for (const e of events) expect(deliveries(e.id)).toHaveLength(1);
+
+    // The paused process held polls on the shared control queue: a workflow task Temporal handed to one was lost
+    // until its task timeout, which the ownership workflows keep at half the TTL (Temporal's default is 10 s).
+    const taskTimeoutMs = controlWorkflowTaskTimeoutMs(TTL_MS);
+    const ids = ['eventmesh-coordinator', 'instance/o1', ...Object.keys(before).map((p) => `partition/${topic}/${p}`)];
+    for (const id of ids) {
+      const d = await temporal.client.workflow.getHandle(id).describe();
+      expect({ id, taskTimeoutMs: msOf(d.raw.executionConfig?.defaultWorkflowTaskTimeout) }).toEqual({ id, taskTimeoutMs });
+    }
+    const lost = await lostWorkflowTasks(ids, pausedAt);
+    console.log(`paused owner: ${lost.length} workflow task(s) lost to the paused process, waited ${JSON.stringify(lost.map((l) => l.waitedMs))} ms`);
+    for (const l of lost) expect(l.waitedMs).toBeLessThan(taskTimeoutMs + 1000);
   });
 
   it('operators move a partition and drain an instance through the admin API; planned moves hand over without redelivery', async () => {
@@ -365,6 +392,21 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
       await Promise.all([admin.disconnect(), producer.disconnect()]);
     }
   });
+
+  /** Workflow tasks of these workflows that timed out since `since`, with how long each was held before it did. */
+  async function lostWorkflowTasks(ids: string[], since: Date): Promise<{ id: string; waitedMs: number }[]> {
+    const lost: { id: string; waitedMs: number }[] = [];
+    for (const id of ids) {
+      const history = await temporal.client.workflow.getHandle(id).fetchHistory();
+      const timeOf = (eventId: unknown) => history.events?.find((e) => String(e.eventId) === String(eventId))?.eventTime;
+      for (const e of history.events ?? []) {
+        const timedOut = e.workflowTaskTimedOutEventAttributes;
+        if (!timedOut || msOf(e.eventTime) < since.getTime()) continue;
+        lost.push({ id, waitedMs: msOf(e.eventTime) - msOf(timeOf(timedOut.startedEventId)) });
+      }
+    }
+    return lost;
+  }
 
   async function receiverUrl(): Promise<string> {
     return receiver.url!;

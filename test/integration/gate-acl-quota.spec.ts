@@ -257,7 +257,8 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
   const run = randomUUID().slice(0, 6);
   const topic = `quota-${run}`;
   const SYNC_MS = 250;
-  const RATE = 200;
+  // Low enough that the test's own publishers (in this process, with both gateways) exceed it on a slow machine.
+  const RATE = 100;
   const BURST_SECONDS = 1;
   const configOf = (id: string) =>
     testConfig({
@@ -416,8 +417,8 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
         `ideal ${ideal.toFixed(0)}, ratio ${(accepted / ideal).toFixed(3)}, bound ${bound.toFixed(0)}`,
     );
     expect(other).toBe(0);
-    // The load really was over the quota, or the figure says nothing.
-    expect(refused).toBeGreaterThan(accepted);
+    // The load really was over the quota (by half again at least), or the figure says nothing.
+    expect(refused).toBeGreaterThan(0.5 * accepted);
     expect(accepted).toBeLessThanOrEqual(bound);
     expect(accepted).toBeGreaterThanOrEqual(0.9 * RATE * elapsed);
   });

@@ -338,6 +338,9 @@ export class WorkerHost {
       // worker can run every task at once; the price is replaying the history each time, which the workflows
       // keep short (continue-as-new).
       maxCachedWorkflows: 0,
+      // Two polls, not ten: a poll waiting in a paused process (SIGSTOP, a long GC) takes a task it cannot run until
+      // the task times out (controlWorkflowTaskTimeoutMs), so the fewer it holds, the fewer tasks it can catch.
+      workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: 2 },
     });
     const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
     const host = new WorkerHost([activityWorker, controlWorker, a2a.worker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2a);
