@@ -6,6 +6,7 @@ import type { LeaseStore, WriteFence } from '../libs/storage';
 import {
   EPOCH_BEHIND,
   FENCED,
+  LEASE_RUN_ENDED,
   PartitionProgress,
   PollPartitionInput,
   PollPartitionResult,
@@ -97,9 +98,18 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
         leaseRun ??= deps.membership.currentLeaseRun();
         return deps.membership.confirmedFor(leaseRun) && Date.now() - epochConfirmedAt < windowMs;
       };
+      // Its gate never opens again once the instance holds a newer lease run, confirmed. The run then ends, and the
+      // workflow starts the next one if the partition is still this instance's: a run that started before the
+      // instance heard the answer to its join (it was declared lost and joined again, and the coordinator gave the
+      // partition back at once) is not left holding it shut for the rest of its run.
+      const superseded = new AbortController();
+      const checkLeaseRun = () => {
+        const current = deps.membership.currentLeaseRun();
+        if (leaseRun !== undefined && current !== undefined && current !== leaseRun && deps.membership.confirmedFor(current)) superseded.abort();
+      };
       const { loop, close } = await deps.openPartitionLoop({ topic, partition, fence: deps.leases.fenceFor(topic, partition, epoch), gate });
       const fenced = new AbortController();
-      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal]);
+      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal, superseded.signal]);
 
       let renewing = false;
       let renewAskedAt = Date.now();
@@ -115,6 +125,7 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
         reportedAt: new Date().toISOString(),
       });
       const beat = setInterval(() => {
+        checkLeaseRun();
         const progress = loop.snapshot;
         // A loop stuck for a whole TTL (a hung dependency) loses its heartbeat, and the workflow starts it afresh.
         if (Date.now() - loop.lastRoundAt < deps.leaseTtlMs) ctx.heartbeat({ epoch, ...progress, gateOpen: gate() });
@@ -151,6 +162,12 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
       }
       if (fenced.signal.aborted) {
         throw ApplicationFailure.nonRetryable(`${topic}#${partition} is held under a newer epoch than ${epoch}; this run stopped`, FENCED);
+      }
+      if (superseded.signal.aborted) {
+        throw ApplicationFailure.nonRetryable(
+          `this run of ${topic}#${partition} belongs to lease run ${leaseRun}; the instance holds ${deps.membership.currentLeaseRun()} now`,
+          LEASE_RUN_ENDED,
+        );
       }
       await deps.reportProgress(topic, partition, report(progress)).catch(() => undefined);
       if (ctx.cancellationSignal.aborted) {

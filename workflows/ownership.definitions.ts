@@ -138,3 +138,5 @@ export interface PollPartitionResult {
 export const EPOCH_BEHIND = 'EpochBehind';
 export const FENCED = 'Fenced';
 export const WRONG_INSTANCE = 'WrongInstance';
+/** The run belongs to a lease run the instance no longer holds, while it holds a newer one, confirmed. */
+export const LEASE_RUN_ENDED = 'LeaseRunEnded';

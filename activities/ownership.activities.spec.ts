@@ -1,0 +1,103 @@
+import { ApplicationFailure } from '@temporalio/common';
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { newProgress, type DispatchLoop, type DispatchProgress } from '../libs/delivery';
+import type { LeaseStore, WriteFence } from '../libs/storage';
+import { LEASE_RUN_ENDED } from '../workflows/ownership.definitions';
+import { createOwnershipActivities, type OwnershipActivityDeps } from './ownership.activities';
+
+const progress: DispatchProgress = newProgress();
+
+/** Partition leases that take every claim and renewal (the epoch fence is not what these cases are about). */
+const leases = {
+  claim: async () => ({ claimed: true as const }),
+  renew: async () => true,
+  fenceFor: (): WriteFence => ({ epoch: 1, rowEpoch: 1, run: (work) => work(undefined) }),
+} as unknown as LeaseStore;
+
+/** The instance's membership as its OwnershipAgent would answer: the lease run it holds, and which one Temporal confirmed. */
+class Membership {
+  constructor(
+    public current: string | undefined,
+    public confirmed: string | undefined,
+  ) {}
+  currentLeaseRun() {
+    return this.current;
+  }
+  confirmedFor(leaseRunId: string | undefined) {
+    return leaseRunId !== undefined && leaseRunId === this.confirmed;
+  }
+}
+
+function setup(membership: Membership) {
+  const gates: (() => boolean)[] = [];
+  const shutdown = new AbortController();
+  const deps: OwnershipActivityDeps = {
+    instanceId: 'o1',
+    leaseTtlMs: 1000,
+    shutdownSignal: shutdown.signal,
+    leases,
+    membership,
+    async openPartitionLoop(scope) {
+      gates.push(scope.gate);
+      const loop = {
+        lastRoundAt: Date.now(),
+        snapshot: progress,
+        async run(stop: AbortSignal, deadline: number) {
+          while (!stop.aborted && Date.now() < deadline) {
+            await new Promise((r) => setTimeout(r, 10));
+            loop.lastRoundAt = Date.now();
+          }
+          return progress;
+        },
+      };
+      return { loop: loop as unknown as DispatchLoop, close: async () => undefined };
+    },
+    reportProgress: async () => undefined,
+  };
+  return { activities: createOwnershipActivities(deps), gates, shutdown };
+}
+
+const input = { topic: 't', partition: 0, owner: 'o1', epoch: 1, runMs: 60_000 };
+
+describe('pollPartition and the lease run it belongs to', () => {
+  it('ends with LeaseRunEnded once the instance holds a newer lease run, confirmed (a run that started before the answer to a join)', async () => {
+    const membership = new Membership('L1', undefined);
+    const { activities, gates } = setup(membership);
+    const env = new MockActivityEnvironment();
+    const run = env.run(activities.pollPartition, input);
+    const outcome = run.then(
+      () => 'returned',
+      (e: unknown) => e,
+    );
+    await new Promise((r) => setTimeout(r, 300));
+    expect(gates[0]()).toBe(false);
+    // The answer to the join arrives: the instance holds L2, confirmed by Temporal. L1 will never open again.
+    membership.current = 'L2';
+    membership.confirmed = 'L2';
+    let timer: NodeJS.Timeout | undefined;
+    const ended = await Promise.race([outcome, new Promise((r) => (timer = setTimeout(() => r('still running after 3 s'), 3000)))]);
+    clearTimeout(timer);
+    env.cancel();
+    expect(ended).toBeInstanceOf(ApplicationFailure);
+    expect((ended as ApplicationFailure).type).toBe(LEASE_RUN_ENDED);
+    expect((ended as ApplicationFailure).nonRetryable).toBe(true);
+  });
+
+  it('goes on while its own lease run is the one confirmed, and while a newer one is not confirmed yet', async () => {
+    const membership = new Membership('L1', 'L1');
+    const { activities, gates, shutdown } = setup(membership);
+    const env = new MockActivityEnvironment();
+    let settled = false;
+    const run = env.run(activities.pollPartition, input).finally(() => (settled = true));
+    await new Promise((r) => setTimeout(r, 300));
+    expect(gates[0]()).toBe(true);
+    // Joined again (declared lost), the answer not yet confirmed: the run holds, shut, and does not end.
+    membership.current = 'L2';
+    membership.confirmed = undefined;
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(settled).toBe(false);
+    expect(gates[0]()).toBe(false);
+    shutdown.abort();
+    await expect(run).resolves.toMatchObject({ stoppedBy: 'shutdown' });
+  });
+});
