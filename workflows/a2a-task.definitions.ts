@@ -53,6 +53,20 @@ export interface A2ATaskInput {
   push?: boolean;
 }
 
+/**
+ * The input of {@link a2aTaskCancelWorkflow}'s run: a cancel of a task whose workflow ended (it waits for the client),
+ * started with the cancel itself (update-with-start).
+ */
+export interface A2ATaskCancelInput {
+  taskId: string;
+  tenant: string;
+  agent: string;
+  /** The task's state when the cancel was asked (the run's state until the cancel answers). */
+  state: TaskStateName;
+  /** The deadline of one call to the agent (the cancel at the agent). */
+  callTimeoutMs: number;
+}
+
 /** How the delivery to an agent is tried again (Temporal's retry of the delivery activity). */
 export interface DeliveryRetryPolicy {
   initialIntervalMs: number;

@@ -2,8 +2,10 @@ import { ActivityFailure, ActivityOptions, ApplicationFailure, RetryState } from
 import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { A2ATaskActivities } from '../activities';
 import {
+  A2ATaskCancelInput,
   A2ATaskInput,
   a2aSearchAttributes,
+  CancelOutcome,
   cancelTaskUpdate,
   pushConfiguredSignal,
   DEFAULT_DELIVERY_RETRY,
@@ -49,6 +51,39 @@ export async function a2aTaskWorkflowV2(input: A2ATaskInput): Promise<TaskStateN
 export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateName> {
   // Histories recorded before push notifications replay without them.
   return runTask(input, { pushable: patched('a2a-push-notifications'), deadlineAsTimeout: false, firstAttemptLocal: false });
+}
+
+/**
+ * A cancel of a task whose workflow ended because the task waits for the client (`input-required`,
+ * `auth-required`): a run of `a2a-task/<taskId>` of its own, started by the gateway together with the cancel update
+ * (update-with-start; a run of the task still going gets the update instead). It cancels at the agent and in
+ * Postgres, as a running task's cancel does, then pushes the change to the task's push notification configs (none:
+ * nothing is sent), and ends. Only ids and states in its history.
+ */
+export async function a2aTaskCancelWorkflow(input: A2ATaskCancelInput): Promise<TaskStateName> {
+  const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
+  const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: input.callTimeoutMs + 10_000, retry });
+  const pushes = proxyActivities<A2ATaskActivities>({ scheduleToCloseTimeout: '1 hour', heartbeatTimeout: '10s', retry });
+  let state = input.state;
+  let cancel: Promise<CancelOutcome> | undefined;
+  setHandler(taskStateQuery, () => state);
+  // A second cancel while the first runs answers as the first does.
+  setHandler(cancelTaskUpdate, () => (cancel ??= steps.cancelTask(ids)));
+  await condition(() => cancel !== undefined);
+  const outcome = await cancel!;
+  if (outcome.state && outcome.state !== state) {
+    state = outcome.state;
+    upsertSearchAttributes([{ key: a2aSearchAttributes.state, value: state }]);
+  }
+  if (outcome.outcome === 'canceled') {
+    try {
+      await pushes.pushTask(ids);
+    } catch {
+      // Given up by Temporal (an hour of failures to reach Postgres), as a running task's pusher gives up.
+    }
+  }
+  await condition(allHandlersFinished);
+  return state;
 }
 
 /** How each type runs a task (see the types above). */

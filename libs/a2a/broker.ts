@@ -15,7 +15,6 @@ import { PushConfigStore } from './push-configs';
 import type { SecretBox } from '../security/secret-box';
 import { eventsTopicOf, requestTopicOf } from './request-topic';
 import { TaskEventPublisher } from './task-event-publisher';
-import { TaskRelay } from './task-relay';
 import { A2ATaskStore } from './task-store';
 import { TaskStreams } from './task-stream';
 import { LocalA2AWorker, TaskWorkflows } from './task-workflows';
@@ -61,7 +60,6 @@ export class A2ABroker {
   /** How long an idle stream waits before a keep-alive comment (EVENTMESH_AGENTS_STREAM_HEARTBEAT_MS). */
   readonly streamHeartbeatMs: number;
   readonly pushConfigs: PushConfigStore;
-  private readonly relay: TaskRelay;
   /** Copies the task events this gateway commits to the agents' events topics, when no worker of this process does. */
   private readonly ownEvents: TaskEventPublisher | undefined;
 
@@ -90,7 +88,6 @@ export class A2ABroker {
     this.tasks = new A2ATaskStore(db, (task) => events.changed(task));
     this.streams = new TaskStreams(db, { maxStreams: streams.maxStreams, pollMs: streams.streamPollMs });
     this.pushConfigs = new PushConfigStore(db, secrets);
-    this.relay = new TaskRelay(this.tasks, this.agents, clients, undefined, kafka);
   }
 
   static create(
@@ -213,7 +210,6 @@ export class A2ABroker {
       card,
       tasks: this.tasks,
       workflows: this.workflows,
-      relay: this.relay,
       publish: (topic, frame) => this.kafka.publish(topic, frame),
       sendWaitMs: this.sendWaitMs,
       streams: this.streams,

@@ -18,7 +18,7 @@ import { PushConfigMethods } from './push-config-methods';
 import type { PushConfigStore } from './push-configs';
 import { decodePageToken, encodePageToken } from './page-token';
 import { requestTopicOf } from './request-topic';
-import { AgentUnreachable, agentMessage, TaskRelay } from './task-relay';
+import { AgentUnreachable, agentMessage } from './task-relay';
 import { taskJsonOf } from './task-events';
 import { A2AState, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask } from './task-store';
@@ -50,8 +50,6 @@ export interface MeshTaskScope {
   card: Json;
   tasks: A2ATaskStore;
   workflows: TaskWorkflows;
-  /** Cancels a task whose workflow no longer runs (it settled, e.g. `input-required`) in this process. */
-  relay: TaskRelay;
   /** Writes a frame to Kafka (the gateway's producer). */
   publish(topic: string, frame: EventFrame): Promise<PublishReceipt>;
   /** How long a blocking send waits for its task to settle (EVENTMESH_AGENTS_SEND_WAIT_MS). */
@@ -111,8 +109,8 @@ export class MeshTaskHandler implements A2ARequestHandler {
   private async send(params: Params<'sendMessage'>, context: ServerCallContext): Promise<Message | Task> {
     const created = await this.take(params, context);
     if (params.configuration?.returnImmediately) return toWireTask(created, params.configuration.historyLength);
-    await this.scope.workflows.waitSettled(created.id, this.scope.sendWaitMs, { orSettledHere: true });
-    const now = (await this.scope.tasks.get(this.scope.tenant, created.id)) ?? created;
+    const settled = await this.scope.workflows.waitSettled(created.id, this.scope.sendWaitMs, { orSettledHere: true });
+    const now = settled ?? (await this.scope.tasks.get(this.scope.tenant, created.id)) ?? created;
     // An agent that answered a Message (no task of its own): the message is the answer, as the agent gave it.
     if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage) return Message.fromJSON({ ...now.statusMessage, taskId: '' });
     return toWireTask(now, params.configuration?.historyLength);
@@ -224,7 +222,8 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const task = await this.find(params.id);
     if (TERMINAL.has(task.state)) throw new TaskNotCancelableError(`task ${task.id} is ${task.state}`);
     let outcome = await this.scope.workflows.cancel(task.id);
-    if (outcome === 'not-running') outcome = await this.scope.relay.cancel({ taskId: task.id, tenant: task.tenant, agent: task.agent });
+    // The task's workflow ended (the task waits for the client): a run of its own cancels it, and pushes the change.
+    if (outcome === 'not-running') outcome = await this.scope.workflows.cancelEnded(task);
     switch (outcome.outcome) {
       case 'canceled':
         return toWireTask(await this.find(task.id));

@@ -1,5 +1,5 @@
 import { StreamResponse, TaskState } from '@a2a-js/sdk';
-import { countOf, createdEventOf, draftsOf, eventsOf, TaskVersion } from './task-events';
+import { createdEventOf, draftsOf, eventsOf, TaskVersion } from './task-events';
 import { parseLastEventId, stateOfEvent, streamResponseOf } from './task-stream';
 
 const at = new Date('2026-12-01T10:00:00.000Z');
@@ -22,7 +22,6 @@ describe('A2A task events', () => {
     const before = task({ artifacts: [artifact('a', 'one'), artifact('b', 'two')] });
     const after = task({ state: 'completed', statusMessage: message('done'), artifacts: [artifact('a', 'one'), artifact('b', 'TWO'), artifact('c', 'three')] });
     const drafts = draftsOf(before, after);
-    expect(countOf(drafts)).toBe(3);
     const events = eventsOf(drafts, after, 7);
     expect(events.map((e) => [e.seq, e.kind])).toEqual([
       [7, 'artifact-update'],

@@ -66,10 +66,6 @@ export function draftsOf(before: Pick<TaskVersion, 'state' | 'statusMessage' | '
   return { artifacts, status: statusChanged || artifacts.length === 0 };
 }
 
-export function countOf(drafts: EventDrafts): number {
-  return drafts.artifacts.length + (drafts.status ? 1 : 0);
-}
-
 /** The drafts as events of the task as changed (`after`, its new row), numbered from `firstSeq`. */
 export function eventsOf(drafts: EventDrafts, after: TaskVersion, firstSeq: number): TaskEvent[] {
   const events: TaskEvent[] = drafts.artifacts.map((artifact, i) => ({
@@ -87,21 +83,6 @@ export function eventsOf(drafts: EventDrafts, after: TaskVersion, firstSeq: numb
 /** The first event of every task: the task as created. */
 export function createdEventOf(task: TaskVersion): TaskEvent {
   return { taskId: task.id, seq: 1, kind: 'task', payload: taskJsonOf(task) };
-}
-
-/**
- * Appends events to their task's log, in the caller's transaction (the one that made the change: task-store.ts is
- * the only caller). The seqs were reserved by that change (`a2a_tasks.event_seq`, under the task's row lock), so two
- * changes never write the same seq; the primary key (task_id, seq) refuses one that would.
- */
-export async function appendEvents(manager: EntityManager, events: TaskEvent[]): Promise<void> {
-  if (events.length === 0) return;
-  const values: unknown[] = [];
-  const rows = events.map((e, i) => {
-    values.push(e.taskId, e.seq, e.kind, JSON.stringify(e.payload));
-    return `($${i * 4 + 1}, $${i * 4 + 2}, $${i * 4 + 3}, $${i * 4 + 4}::jsonb)`;
-  });
-  await manager.query(`INSERT INTO a2a_task_events (task_id, seq, kind, payload) VALUES ${rows.join(', ')}`, values);
 }
 
 /** Reads a task's log: the events after `afterSeq`, oldest first, at most `limit`. */

@@ -38,7 +38,7 @@ export interface RequestRecords {
   read(record: TaskRequestRecord): Promise<EventFrame>;
 }
 
-/** Writes a frame to an agent's request topic (a producer of the process: the gateway's, or the worker's). */
+/** Writes a frame to an agent's request topic (the worker's producer). */
 export interface RequestTopicWriter {
   publish(topic: string, frame: EventFrame): Promise<unknown>;
 }
@@ -73,8 +73,8 @@ export class TaskRelay {
     private readonly tasks: A2ATaskStore,
     private readonly agents: A2AAgentStore,
     private readonly clients: AgentClients,
-    /** Only where tasks are delivered (the worker); the gateway cancels and fails tasks without it. */
-    private readonly records: RequestRecords | undefined,
+    /** Where the requests are read from (the agents' request topics). */
+    private readonly records: RequestRecords,
     /** Where a mesh-subscriber agent is told that a task it may hold was canceled or failed (its request topic). */
     private readonly notices: RequestTopicWriter,
   ) {}
@@ -94,7 +94,6 @@ export class TaskRelay {
     const client = await this.clients.clientFor(agent);
     const opts = () => ({ signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.callTimeoutMs)]) });
     if (task.deliveredTurn < turn) {
-      if (!this.records) throw new Error('this relay does not deliver tasks (no reader of the request topics)');
       const { request: sent } = taskFromFrame(await this.records.read(request));
       // The first turn starts a task at the agent; a later one continues the agent's task, in its context.
       const continues = turn > 1 && task.agentTaskId ? { taskId: task.agentTaskId, contextId: task.contextId } : { taskId: '' };

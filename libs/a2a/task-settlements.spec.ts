@@ -1,4 +1,5 @@
 import { TaskSettlements } from './task-settlements';
+import type { StoredTask } from './task-store';
 
 describe('TaskSettlements', () => {
   it('wakes every waiter of a task when it settles, and no other', async () => {
@@ -13,6 +14,19 @@ describe('TaskSettlements', () => {
     await new Promise(setImmediate);
     expect(woke.sort()).toEqual(['a1', 'a2']);
     expect(settlements.waiting).toBe(1);
+  });
+
+  it('hands its waiters the task as committed when the news carries it; one that came after the news gets none (it reads the task)', async () => {
+    const settlements = new TaskSettlements();
+    const committed = { id: 'a', state: 'completed', version: 2 } as StoredTask;
+    const waiting = settlements.wait('a', new AbortController().signal);
+    settlements.settled('a', committed);
+    await expect(waiting).resolves.toBe(committed);
+    await expect(settlements.wait('a', new AbortController().signal)).resolves.toBeUndefined();
+    const aborted = new AbortController();
+    const gaveUp = settlements.wait('b', aborted.signal);
+    aborted.abort();
+    await expect(gaveUp).resolves.toBeUndefined();
   });
 
   it('does not wait for a task that settled before the waiter came, until a new turn of it starts', async () => {

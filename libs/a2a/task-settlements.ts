@@ -1,3 +1,5 @@
+import type { StoredTask } from './task-store';
+
 /** How many settled task ids are remembered for a waiter that comes after the news. */
 const MAX_RECENT = 10_000;
 
@@ -5,22 +7,24 @@ const MAX_RECENT = 10_000;
  * News, inside one process, of the tasks this process's A2A worker settled: a blocking send waiting in the same
  * process answers as soon as the delivery recorded the outcome in Postgres, instead of when the task's workflow has
  * completed (its next workflow task and the result's long poll). With eager workflow start and eager activities the
- * delivery of a task usually runs in the process that took it. Only a hint: the waiter reads the task from
- * Postgres, and also waits for the workflow's result, which is what answers when the delivery ran elsewhere.
+ * delivery of a task usually runs in the process that took it. The news carries the task as committed when the
+ * change was committed here (the waiter then reads nothing back); a waiter that came after the news, or was told
+ * without the task, reads the task from Postgres. The waiter also waits for the workflow's result, which is what
+ * answers when the delivery ran elsewhere.
  */
 export class TaskSettlements {
-  private readonly waiters = new Map<string, Set<() => void>>();
+  private readonly waiters = new Map<string, Set<(task?: StoredTask) => void>>();
   /** Ids settled lately, oldest first: a waiter that comes after the news does not wait. */
   private readonly recent = new Set<string>();
 
-  /** The delivery recorded a settled state of the task (terminal, or waiting for the client). */
-  settled(taskId: string): void {
+  /** The task was recorded in a settled state (terminal, or waiting for the client): `task`, when committed here. */
+  settled(taskId: string, task?: StoredTask): void {
     this.recent.add(taskId);
     if (this.recent.size > MAX_RECENT) this.recent.delete(this.recent.values().next().value!);
     const waiting = this.waiters.get(taskId);
     if (!waiting) return;
     this.waiters.delete(taskId);
-    for (const wake of waiting) wake();
+    for (const wake of waiting) wake(task);
   }
 
   /**
@@ -31,21 +35,25 @@ export class TaskSettlements {
     this.recent.delete(taskId);
   }
 
-  /** Resolves when the task is settled here (or was lately), or when `signal` aborts; never rejects. */
-  wait(taskId: string, signal: AbortSignal): Promise<void> {
-    if (this.recent.has(taskId) || signal.aborted) return Promise.resolve();
+  /**
+   * Resolves when the task is settled here (with the task as committed, when the news carried it) or was lately, or
+   * when `signal` aborts; never rejects.
+   */
+  wait(taskId: string, signal: AbortSignal): Promise<StoredTask | undefined> {
+    if (this.recent.has(taskId) || signal.aborted) return Promise.resolve(undefined);
     return new Promise((resolve) => {
       let waiting = this.waiters.get(taskId);
       if (!waiting) this.waiters.set(taskId, (waiting = new Set()));
       const set = waiting;
-      const done = () => {
+      const done = (task?: StoredTask) => {
         set.delete(done);
         if (set.size === 0 && this.waiters.get(taskId) === set) this.waiters.delete(taskId);
-        signal.removeEventListener('abort', done);
-        resolve();
+        signal.removeEventListener('abort', aborted);
+        resolve(task);
       };
+      const aborted = () => done();
       set.add(done);
-      signal.addEventListener('abort', done, { once: true });
+      signal.addEventListener('abort', aborted, { once: true });
     });
   }
 

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { appendEvents, countOf, createdEventOf, draftsOf, eventsOf } from './task-events';
+import { createdEventOf, draftsOf, eventsOf, TaskVersion } from './task-events';
 import { A2AState, isLegalTransition } from './task-states';
 
 /** A task as the mesh stores it (`a2a_tasks`). Messages, parts and artifacts are A2A v1.0 JSON. */
@@ -65,6 +65,17 @@ interface RawTask {
 
 const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, context_id, state, status_message, history, artifacts, metadata, version, event_seq, created_at, updated_at';
 
+/**
+ * The insert of a change's events (task-events.ts), as a data-modifying CTE beside the statement that writes the task
+ * (`written`, another CTE of it): it inserts only if that statement wrote the row. `events` names the parameter
+ * holding the events as a JSON array. The seqs were reserved by the write itself (`a2a_tasks.event_seq`, under the
+ * task's row lock), so two changes never write the same seq; the primary key (task_id, seq) refuses one that would.
+ */
+const INSERT_EVENTS = (events: string, written: string) =>
+  `INSERT INTO a2a_task_events (task_id, seq, kind, payload)
+   SELECT e."taskId", e.seq, e.kind, e.payload FROM jsonb_to_recordset(${events}::jsonb) AS e("taskId" text, seq int, kind text, payload jsonb)
+   WHERE EXISTS (SELECT 1 FROM ${written})`;
+
 const taskOf = (r: RawTask): StoredTask => ({
   id: r.id,
   tenant: r.tenant,
@@ -109,15 +120,19 @@ export class A2ATaskStore {
 
   /** A new task, `submitted`, version 0; its log begins with it (event 1, a `task` snapshot). */
   async create(task: NewTask): Promise<StoredTask> {
-    const created = await this.db.transaction(async (manager) => {
-      const [row]: RawTask[] = await manager.query(
-        `INSERT INTO a2a_tasks (id, tenant, agent, context_id, state, history, metadata, event_seq) VALUES ($1, $2, $3, $4, 'submitted', $5, $6, 1) RETURNING ${COLUMNS}`,
-        [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata)],
-      );
-      const created = taskOf(row);
-      await appendEvents(manager, [createdEventOf(created)]);
-      return created;
-    });
+    const at = new Date();
+    // The row and its first event in one statement (one round trip, atomic as any statement is): the event is the
+    // task as created, which is known before the insert, timestamps included (they are given, not defaulted).
+    const event = createdEventOf({ ...task, state: 'submitted', statusMessage: null, artifacts: [], updatedAt: at });
+    const [row]: RawTask[] = await this.db.query(
+      `WITH created AS (
+         INSERT INTO a2a_tasks (id, tenant, agent, context_id, state, history, metadata, event_seq, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, 'submitted', $5, $6, 1, $7, $7) RETURNING ${COLUMNS}
+       ), logged AS (${INSERT_EVENTS('$8', 'created')})
+       SELECT * FROM created`,
+      [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata), at, JSON.stringify([event])],
+    );
+    const created = taskOf(row);
     this.committed?.(created);
     return created;
   }
@@ -135,43 +150,52 @@ export class A2ATaskStore {
    */
   async transition(read: StoredTask, change: TaskChange): Promise<TransitionResult> {
     if (!isLegalTransition(read.state, change.state)) return { changed: false, reason: 'illegal', task: read };
-    // What the change logs follows from the task as read, which is the task as it is if the compare-and-set holds.
-    const drafts = draftsOf(read, {
+    // The row's new version is known before the write (the compare-and-set holds only if the row is still `read`),
+    // and so are its events, numbered after the read's last: the update and the events' insert are one statement
+    // (one round trip; atomic, as any statement is), the insert taking effect only if the update found the row.
+    const at = new Date();
+    const after: TaskVersion = {
+      id: read.id,
+      contextId: change.contextId ?? read.contextId,
       state: change.state,
       statusMessage: change.statusMessage === undefined ? read.statusMessage : change.statusMessage,
+      history: change.history ?? read.history,
       artifacts: change.artifacts ?? read.artifacts,
-    });
-    const changed = await this.db.transaction(async (manager) => {
-      // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
-      const [rows]: [RawTask[], number] = await manager.query(
-        `UPDATE a2a_tasks SET state = $4,
+      metadata: read.metadata,
+      updatedAt: at,
+    };
+    const drafts = draftsOf(read, after);
+    const events = eventsOf(drafts, after, read.eventSeq + 1);
+    const rows: RawTask[] = await this.db.query(
+      `WITH updated AS (
+         UPDATE a2a_tasks SET state = $4,
            status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
            history = COALESCE($7::jsonb, history), artifacts = COALESCE($8::jsonb, artifacts),
            agent_task_id = COALESCE($9, agent_task_id), context_id = COALESCE($10, context_id),
            delivered_turn = COALESCE($12, delivered_turn),
-           version = version + 1, event_seq = event_seq + $11, updated_at = now()
+           version = version + 1, event_seq = event_seq + $11, updated_at = $13
          WHERE id = $1 AND tenant = $2 AND version = $3
-         RETURNING ${COLUMNS}`,
-        [
-          read.id,
-          read.tenant,
-          read.version,
-          change.state,
-          change.statusMessage !== undefined,
-          change.statusMessage == null ? null : JSON.stringify(change.statusMessage),
-          change.history === undefined ? null : JSON.stringify(change.history),
-          change.artifacts === undefined ? null : JSON.stringify(change.artifacts),
-          change.agentTaskId ?? null,
-          change.contextId ?? null,
-          countOf(drafts),
-          change.deliveredTurn ?? null,
-        ],
-      );
-      if (rows.length !== 1) return undefined;
-      const task = taskOf(rows[0]);
-      await appendEvents(manager, eventsOf(drafts, task, task.eventSeq - countOf(drafts) + 1));
-      return task;
-    });
+         RETURNING ${COLUMNS}
+       ), logged AS (${INSERT_EVENTS('$14', 'updated')})
+       SELECT * FROM updated`,
+      [
+        read.id,
+        read.tenant,
+        read.version,
+        change.state,
+        change.statusMessage !== undefined,
+        change.statusMessage == null ? null : JSON.stringify(change.statusMessage),
+        change.history === undefined ? null : JSON.stringify(change.history),
+        change.artifacts === undefined ? null : JSON.stringify(change.artifacts),
+        change.agentTaskId ?? null,
+        change.contextId ?? null,
+        events.length,
+        change.deliveredTurn ?? null,
+        at,
+        JSON.stringify(events),
+      ],
+    );
+    const changed = rows.length === 1 ? taskOf(rows[0]) : undefined;
     if (changed) {
       this.committed?.(changed);
       return { changed: true, task: changed };

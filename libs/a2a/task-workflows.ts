@@ -1,6 +1,7 @@
-import { WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import {
   A2A_TASK_QUEUE,
+  a2aTaskCancelWorkflow,
   a2aSearchAttributes,
   a2aTaskWorkflowV2,
   a2aTaskWorkflowIdOf,
@@ -17,6 +18,7 @@ import type { EventFrame } from '../frame';
 import type { RequestHandoff } from './request-handoff';
 import type { TaskEventPublisher } from './task-event-publisher';
 import type { TaskSettlements } from './task-settlements';
+import type { StoredTask } from './task-store';
 
 /** How long a continuing turn waits for the run of the turn before to end (it settled, and is returning). */
 const RUN_ENDING_WAIT_MS = 5000;
@@ -154,10 +156,11 @@ export class TaskWorkflows {
 
   /**
    * Resolves when the task's workflow ended (the task settled), or after `boundMs`, whichever comes first (with
-   * `orSettledHere`, also when this process's worker settled the task: a blocking send); never rejects. The long
-   * poll of the result is aborted at the bound, so a send that stopped waiting leaves no call behind.
+   * `orSettledHere`, also when this process's worker settled the task: a blocking send, answered the task as
+   * committed when this process committed it); never rejects. The long poll of the result is aborted at the bound, so
+   * a send that stopped waiting leaves no call behind.
    */
-  async waitSettled(taskId: string, boundMs: number, { orSettledHere = false }: { orSettledHere?: boolean } = {}): Promise<void> {
+  async waitSettled(taskId: string, boundMs: number, { orSettledHere = false }: { orSettledHere?: boolean } = {}): Promise<StoredTask | undefined> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), boundMs);
     let grace: NodeJS.Timeout | undefined;
@@ -166,17 +169,21 @@ export class TaskWorkflows {
         .withAbortSignal(controller.signal, () => this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).result())
         // The bound, or a workflow that failed or was terminated, or Temporal unreachable: the caller answers the
         // task as recorded in Postgres, whichever it was.
-        .catch(() => undefined);
+        .then(
+          () => undefined,
+          () => undefined,
+        );
     try {
       const local = orSettledHere ? this.options.worker : undefined;
       if (!local) return await ended();
       // With eager start this process's worker usually delivers the task: its news (task-settlements.ts, which also
       // resolves at the bound) is waited for alone at first, and the workflow's result is long-polled only for a
       // task not settled here within LOCAL_NEWS_GRACE_MS: no Temporal call per send for a task done at once.
-      const here = local.settlements.wait(taskId, controller.signal).then(() => true);
-      const late = new Promise<false>((resolve) => (grace = setTimeout(() => resolve(false), LOCAL_NEWS_GRACE_MS)));
-      if (await Promise.race([here, late])) return;
-      await Promise.race([here, ended()]);
+      const here = local.settlements.wait(taskId, controller.signal).then((task) => ({ task }));
+      const late = new Promise<undefined>((resolve) => (grace = setTimeout(() => resolve(undefined), LOCAL_NEWS_GRACE_MS)));
+      const news = await Promise.race([here, late]);
+      if (news) return news.task;
+      return (await Promise.race([here, ended()]))?.task;
     } finally {
       clearTimeout(timer);
       clearTimeout(grace);
@@ -192,6 +199,28 @@ export class TaskWorkflows {
       if (e instanceof WorkflowNotFoundError || isCompleted(e)) return 'not-running';
       throw e;
     }
+  }
+
+  /**
+   * The cancel of a task whose workflow ended (it waits for the client): a run of `a2a-task/<taskId>` of its own
+   * (a2aTaskCancelWorkflow), started with the cancel update in one call (update-with-start), so that the cancel is
+   * made, and pushed, by a workflow like every other change; a run of the task that started meanwhile (a new turn)
+   * gets the update instead.
+   */
+  async cancelEnded(task: StoredTask): Promise<CancelOutcome> {
+    return this.client.workflow.executeUpdateWithStart(cancelTaskUpdate, {
+      startWorkflowOperation: new WithStartWorkflowOperation(a2aTaskCancelWorkflow, {
+        workflowId: a2aTaskWorkflowIdOf(task.id),
+        taskQueue: A2A_TASK_QUEUE,
+        args: [{ taskId: task.id, tenant: task.tenant, agent: task.agent, state: task.state, callTimeoutMs: this.options.callTimeoutMs }],
+        workflowIdConflictPolicy: 'USE_EXISTING',
+        typedSearchAttributes: [
+          { key: a2aSearchAttributes.agent, value: task.agent },
+          { key: a2aSearchAttributes.tenant, value: task.tenant },
+          { key: a2aSearchAttributes.state, value: task.state },
+        ],
+      }),
+    });
   }
 
   /** Tells the task's workflow of a change recorded by someone else (a mesh-subscriber agent's update). */

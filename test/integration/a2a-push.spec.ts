@@ -1,13 +1,13 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { SendMessageRequest, Task, TaskPushNotificationConfig, TaskState } from '@a2a-js/sdk';
 import { Client } from '@a2a-js/sdk/client';
-import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { ServerCallContext } from '@a2a-js/sdk/server';
 import { Webhook } from 'standardwebhooks';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ATaskStore, PushConfigMethods, PushConfigStore, TaskWorkflows } from '../../libs/a2a';
 import { SecretBox, sealStoredSecrets, SinkGuard } from '../../libs/security';
-import { a2aTaskWorkflowIdOf, pushConfiguredSignal } from '../../workflows';
+import { a2aSearchAttributes, a2aTaskWorkflowIdOf, pushConfiguredSignal } from '../../workflows';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
@@ -150,6 +150,29 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const [row] = await instance.deps.db.query('SELECT token, authentication FROM a2a_push_configs WHERE task_id = $1', [task.id]);
     expect(SecretBox.isSealed(row.authentication.credentials)).toBe(true);
     expect(JSON.stringify(row)).not.toContain('sekrit');
+  });
+
+  it('pushes the cancel of a task that waits for input (its workflow ended): a run of its own cancels it and pushes', async () => {
+    const client = await clientOf(tenantA);
+    const task = await started(client, 'ask:which one?', { url: receiver.url!, token: 'tok-ask' });
+    await settled(task.id, 'TASK_STATE_INPUT_REQUIRED');
+    const workflows = await temporalClient();
+    try {
+      const first = workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id));
+      await waitFor('the task\'s workflow to end', async () => (await first.describe()).status.name === 'COMPLETED');
+      const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
+      expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      const pushes = await settled(task.id, 'TASK_STATE_CANCELED');
+      expect(pushes.map((p) => p.state).slice(-2)).toEqual(['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_CANCELED']);
+      expect(pushes[pushes.length - 1].request.headers['x-a2a-notification-token']).toBe('tok-ask');
+      // The cancel ran as a run of the task's workflow, of its own type, listed with the task's search attributes.
+      const run = await workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).describe();
+      expect(run).toMatchObject({ type: 'a2aTaskCancelWorkflow', status: { name: 'COMPLETED' } });
+      expect(run.typedSearchAttributes.get(a2aSearchAttributes.state)).toBe('canceled');
+      await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
+    } finally {
+      await workflows.close();
+    }
   });
 
   it('seals at boot a config stored in the clear by an earlier version, which is pushed as before', async () => {

@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, PushConfigStore, RequestHandoff, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, PushConfigStore, RequestHandoff, SETTLED, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
@@ -46,7 +46,12 @@ export async function createA2AWorker(
     { publishAll: (topic, frames) => deps.producer.publishAll(topic, frames), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
     { delayMs: PUBLISH_DELAY_MS, sweepMs: EVENTS_SWEEP_MS, sweepAfterMs: EVENTS_SWEEP_MS },
   );
-  const tasks = new A2ATaskStore(deps.db, (task) => events.changed(task));
+  const settlements = new TaskSettlements();
+  const tasks = new A2ATaskStore(deps.db, (task) => {
+    events.changed(task);
+    // A blocking send of this process waiting for the task answers with the task as committed, without reading it back.
+    if (SETTLED.has(task.state)) settlements.settled(task.id, task);
+  });
   // What the gateway of this process writes to the request topics, handed to the deliveries this worker runs.
   const requests = new RequestHandoff();
   const relay = new TaskRelay(
@@ -60,7 +65,6 @@ export async function createA2AWorker(
     signingSecret: config.agents.pushSigningSecret || null,
     retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
   });
-  const settlements = new TaskSettlements();
   const worker = await Worker.create({
     ...common.options,
     taskQueue: A2A_TASK_QUEUE,
