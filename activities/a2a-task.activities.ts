@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NotATaskFrame, RequestRecordGone, SETTLED, type A2AState, type PushOutcome, type TaskIds, type TaskPusher, type TaskRelay, type TaskSettlements } from '../libs/a2a';
+import { NotATaskFrame, RequestRecordGone, type A2AState, type PushOutcome, type TaskIds, type TaskPusher, type TaskRelay } from '../libs/a2a';
 import type { CancelOutcome, TaskRequestRecord, TaskStep } from '../workflows/a2a-task.definitions';
 
 export interface A2ATaskActivityDeps {
@@ -9,8 +9,6 @@ export interface A2ATaskActivityDeps {
   pusher: TaskPusher;
   /** Aborted when the instance shuts down: a delivery stops at once and Temporal runs it again on another instance. */
   shutdownSignal: AbortSignal;
-  /** Told of each task a step left settled, for the blocking sends waiting in this process (libs/a2a/task-settlements.ts). */
-  settlements?: TaskSettlements;
 }
 
 /** How often a delivery heartbeats (so a cancel of the task reaches it soon, and a dead worker is noticed). */
@@ -23,11 +21,6 @@ const HEARTBEAT_MS = 1000;
  * thrown for Temporal to retry (within the task's timeout).
  */
 export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
-  /** Passes the state on, telling the waiters in this process first when it is settled. */
-  const told = (ids: TaskIds, state: A2AState): A2AState => {
-    if (SETTLED.has(state)) deps.settlements?.settled(ids.taskId);
-    return state;
-  };
   return {
     async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number; returnOnChange?: boolean; turn?: number }): Promise<TaskStep> {
       const ctx = Context.current();
@@ -38,7 +31,7 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
       try {
         const { request, callTimeoutMs, returnOnChange, turn, ...ids } = input;
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
-        return { state: told(ids, await deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn)) };
+        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn) };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
         if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');
@@ -61,14 +54,12 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
     },
 
     async cancelTask(ids: TaskIds): Promise<CancelOutcome> {
-      const outcome = await deps.relay.cancel(ids);
-      if (outcome.state) told(ids, outcome.state);
-      return outcome;
+      return deps.relay.cancel(ids);
     },
 
     async failTask(input: TaskIds & { reason: string }): Promise<{ state: A2AState }> {
       const { reason, ...ids } = input;
-      return { state: told(ids, (await deps.relay.fail(ids, reason)).state) };
+      return { state: (await deps.relay.fail(ids, reason)).state };
     },
   };
 }

@@ -62,13 +62,24 @@ export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateNam
  */
 export async function a2aTaskCancelWorkflow(input: A2ATaskCancelInput): Promise<TaskStateName> {
   const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
-  const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: input.callTimeoutMs + 10_000, retry });
+  // Tried again, as every step, but within a bound: a client waits for this answer (a running task's cancel waits
+  // on its delivery's end too, this one on nothing else).
+  const attemptMs = input.callTimeoutMs + 10_000;
+  const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: attemptMs, scheduleToCloseTimeout: 3 * attemptMs, retry });
   const pushes = proxyActivities<A2ATaskActivities>({ scheduleToCloseTimeout: '1 hour', heartbeatTimeout: '10s', retry });
   let state = input.state;
   let cancel: Promise<CancelOutcome> | undefined;
+  const cancelOnce = async (): Promise<CancelOutcome> => {
+    try {
+      return await steps.cancelTask(ids);
+    } catch (e) {
+      const cause = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
+      return { outcome: 'unreachable', reason: `the cancel could not be made within ${3 * attemptMs} ms: ${cause}` };
+    }
+  };
   setHandler(taskStateQuery, () => state);
   // A second cancel while the first runs answers as the first does.
-  setHandler(cancelTaskUpdate, () => (cancel ??= steps.cancelTask(ids)));
+  setHandler(cancelTaskUpdate, () => (cancel ??= cancelOnce()));
   await condition(() => cancel !== undefined);
   const outcome = await cancel!;
   if (outcome.state && outcome.state !== state) {

@@ -153,7 +153,9 @@ export class A2ATaskStore {
     // The row's new version is known before the write (the compare-and-set holds only if the row is still `read`),
     // and so are its events, numbered after the read's last: the update and the events' insert are one statement
     // (one round trip; atomic, as any statement is), the insert taking effect only if the update found the row.
-    const at = new Date();
+    // The time is this process's clock, never before the change read (instances' clocks may differ a little): a
+    // task's changes keep their order in time, which `ListTasks` filters on.
+    const at = new Date(Math.max(Date.now(), read.updatedAt.getTime() + 1));
     const after: TaskVersion = {
       id: read.id,
       contextId: change.contextId ?? read.contextId,

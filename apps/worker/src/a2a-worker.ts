@@ -68,7 +68,7 @@ export async function createA2AWorker(
   const worker = await Worker.create({
     ...common.options,
     taskQueue: A2A_TASK_QUEUE,
-    activities: createA2ATaskActivities({ relay, pusher, shutdownSignal: common.shutdown, settlements }),
+    activities: createA2ATaskActivities({ relay, pusher, shutdownSignal: common.shutdown }),
   });
   const client = new Client({
     connection: common.connection,
