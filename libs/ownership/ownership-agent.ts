@@ -77,10 +77,15 @@ export class OwnershipAgent {
     return this.leaseRunId;
   }
 
-  /** What /health shows: whether partition loops may work now, and how often this instance joined. */
-  status(): { confirmed: boolean; confirmedAgoMs: number | null; joins: number; leaseRunId?: string } {
+  /**
+   * What /health shows: whether partition loops may work now, when the last confirmation was asked (epoch ms; the
+   * loops hold from then plus {@link windowMs}), and how often this instance joined.
+   */
+  status(): { confirmed: boolean; confirmedAt: number | null; confirmedAgoMs: number | null; windowMs: number; joins: number; leaseRunId?: string } {
     return {
       confirmed: this.confirmed(),
+      confirmedAt: this.confirmedAt > 0 ? this.confirmedAt : null,
+      windowMs: this.windowMs,
       confirmedAgoMs: this.confirmedAt > 0 ? Date.now() - this.confirmedAt : null,
       joins: this.joins,
       leaseRunId: this.leaseRunId,
