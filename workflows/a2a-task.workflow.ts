@@ -18,6 +18,11 @@ import {
 const settled = (state: TaskStateName) => SETTLED_STATES.includes(state);
 /** The mesh's own steps (Postgres writes, a cancel at the agent): tried again until they succeed. */
 const retry = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval: '5s' } as const;
+/** The push of a task's change (an hour of failures to reach Postgres at most; the next change pushes again). */
+const pushOptions: ActivityOptions = { scheduleToCloseTimeout: '1 hour', heartbeatTimeout: '10s', retry };
+
+/** What an activity's failure says: its cause's message. */
+const reasonOf = (e: unknown): string => (e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message);
 
 /**
  * One per A2A task, id `a2a-task/<taskId>`, on the shared A2A task queue (any instance runs it). The gateway took
@@ -66,15 +71,14 @@ export async function a2aTaskCancelWorkflow(input: A2ATaskCancelInput): Promise<
   // on its delivery's end too, this one on nothing else).
   const attemptMs = input.callTimeoutMs + 10_000;
   const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: attemptMs, scheduleToCloseTimeout: 3 * attemptMs, retry });
-  const pushes = proxyActivities<A2ATaskActivities>({ scheduleToCloseTimeout: '1 hour', heartbeatTimeout: '10s', retry });
+  const pushes = proxyActivities<A2ATaskActivities>(pushOptions);
   let state = input.state;
   let cancel: Promise<CancelOutcome> | undefined;
   const cancelOnce = async (): Promise<CancelOutcome> => {
     try {
       return await steps.cancelTask(ids);
     } catch (e) {
-      const cause = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
-      return { outcome: 'unreachable', reason: `the cancel could not be made within ${3 * attemptMs} ms: ${cause}` };
+      return { outcome: 'unreachable', reason: `the cancel could not be made within ${3 * attemptMs} ms: ${reasonOf(e)}` };
     }
   };
   setHandler(taskStateQuery, () => state);
@@ -137,7 +141,7 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
   };
   const delivering = proxyActivities<A2ATaskActivities>(deliveryOptions);
 
-  const pushes = proxyActivities<A2ATaskActivities>({ scheduleToCloseTimeout: '1 hour', heartbeatTimeout: '10s', retry });
+  const pushes = proxyActivities<A2ATaskActivities>(pushOptions);
 
   const turn = input.turn ?? 1;
   let state: TaskStateName = turn > 1 ? 'working' : 'submitted';
@@ -199,8 +203,7 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
 
   const deliveryOf = () => ({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...(pushing ? { returnOnChange: true } : {}), ...(turn > 1 ? { turn } : {}) });
   const failed = async (e: unknown) => {
-    const reason = e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
-    settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reason}` })).state);
+    settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reasonOf(e)}` })).state);
     changed();
   };
 

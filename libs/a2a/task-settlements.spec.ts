@@ -1,6 +1,8 @@
 import { TaskSettlements } from './task-settlements';
 import type { StoredTask } from './task-store';
 
+const task = (id: string) => ({ id, state: 'completed' }) as StoredTask;
+
 describe('TaskSettlements', () => {
   it('wakes every waiter of a task when it settles, and no other', async () => {
     const settlements = new TaskSettlements();
@@ -9,7 +11,7 @@ describe('TaskSettlements', () => {
     const a1 = settlements.wait('a', never).then(() => woke.push('a1'));
     const a2 = settlements.wait('a', never).then(() => woke.push('a2'));
     void settlements.wait('b', never).then(() => woke.push('b'));
-    settlements.settled('a');
+    settlements.settled(task('a'));
     await Promise.all([a1, a2]);
     await new Promise(setImmediate);
     expect(woke.sort()).toEqual(['a1', 'a2']);
@@ -20,7 +22,7 @@ describe('TaskSettlements', () => {
     const settlements = new TaskSettlements();
     const committed = { id: 'a', state: 'completed', version: 2 } as StoredTask;
     const waiting = settlements.wait('a', new AbortController().signal);
-    settlements.settled('a', committed);
+    settlements.settled(committed);
     await expect(waiting).resolves.toBe(committed);
     await expect(settlements.wait('a', new AbortController().signal)).resolves.toBeUndefined();
     const aborted = new AbortController();
@@ -31,14 +33,14 @@ describe('TaskSettlements', () => {
 
   it('does not wait for a task that settled before the waiter came, until a new turn of it starts', async () => {
     const settlements = new TaskSettlements();
-    settlements.settled('a');
+    settlements.settled(task('a'));
     await expect(settlements.wait('a', new AbortController().signal)).resolves.toBeUndefined();
     settlements.forget('a');
     let woke = false;
     void settlements.wait('a', new AbortController().signal).then(() => (woke = true));
     await new Promise(setImmediate);
     expect(woke).toBe(false);
-    settlements.settled('a');
+    settlements.settled(task('a'));
     await new Promise(setImmediate);
     expect(woke).toBe(true);
   });

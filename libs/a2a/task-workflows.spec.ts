@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { TaskSettlements } from './task-settlements';
+import type { StoredTask } from './task-store';
 import { TaskWorkflows } from './task-workflows';
 
 /** A blocking send's wait: this process's worker's news first, the workflow's result long-polled only past a grace. */
@@ -15,7 +16,7 @@ describe('TaskWorkflows.waitSettled', () => {
   it('answers on the worker\'s news without long-polling the workflow', async () => {
     const { workflows, settlements, result } = withWorker();
     const waiting = workflows.waitSettled('t', 10_000, { orSettledHere: true });
-    setTimeout(() => settlements.settled('t'), 20);
+    setTimeout(() => settlements.settled({ id: 't', state: 'completed' } as StoredTask), 20);
     await waiting;
     expect(result).not.toHaveBeenCalled();
   });

@@ -21,8 +21,8 @@ export const RPC_STREAM_METHODS: ReadonlySet<string> = new Set(['SendStreamingMe
 
 /** Whether a JSON-RPC request body calls a streaming method (the gate counts the stream against the tenant's quota). */
 export function callsRpcStream({ raw }: { raw?: Buffer }): boolean {
-  // Every streaming method's name holds one of these: the other calls (most: SendMessage) are not parsed twice.
-  if (!raw || !(raw.includes('Stream') || raw.includes('Subscribe') || raw.includes('stream') || raw.includes('resubscribe'))) return false;
+  // A body that names no streaming method is not one: the other calls (most: SendMessage) are not parsed twice.
+  if (!raw || ![...RPC_STREAM_METHODS].some((method) => raw.includes(method))) return false;
   try {
     const method = (JSON.parse(raw.toString('utf8')) as { method?: unknown } | null)?.method;
     return typeof method === 'string' && RPC_STREAM_METHODS.has(method);

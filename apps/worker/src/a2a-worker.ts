@@ -50,7 +50,7 @@ export async function createA2AWorker(
   const tasks = new A2ATaskStore(deps.db, (task) => {
     events.changed(task);
     // A blocking send of this process waiting for the task answers with the task as committed, without reading it back.
-    if (SETTLED.has(task.state)) settlements.settled(task.id, task);
+    if (SETTLED.has(task.state)) settlements.settled(task);
   });
   // What the gateway of this process writes to the request topics, handed to the deliveries this worker runs.
   const requests = new RequestHandoff();
