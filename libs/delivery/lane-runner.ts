@@ -120,23 +120,24 @@ export class LaneRunner {
       if (before >= refill && lane.buffer.length < refill) this.ctx.wake();
       if (!halted && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
         for (const work of startable(lane, ordering, depth - out.size, Date.now())) {
-          const delivery: Promise<void> = this.start(lane, work)
-            .then(
-              (outcome) => {
-                halted ||= outcome === 'halt';
-              },
-              (e: unknown) => {
-                halted = true;
-                failure ??= e;
-              },
-            )
-            .finally(() => out.delete(delivery));
+          const delivery: Promise<void> = this.start(lane, work).then(
+            (outcome) => {
+              halted ||= outcome === 'halt';
+              out.delete(delivery);
+            },
+            (e: unknown) => {
+              halted = true;
+              failure ??= e;
+              out.delete(delivery);
+            },
+          );
           out.add(delivery);
         }
       }
       if (out.size === 0) break;
       if (out.size >= depth) {
-        await Promise.race(out);
+        // A `partition` lane has one delivery out: awaited as it is, without a race around it.
+        await (out.size === 1 ? out.values().next().value! : Promise.race(out));
       } else {
         // A delivery ends, or records arrive (the feed); either may let the lane start more.
         await Promise.race([...out, new Promise<void>((resolve) => (lane.nudge = resolve))]);

@@ -1,6 +1,7 @@
 import { createServer, IncomingHttpHeaders, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
+import { getEventListeners } from 'node:events';
 import { Webhook } from 'standardwebhooks';
 import type { EventFrame } from '../frame';
 import { SecretBox, SinkGuard, SinkResolver } from '../security';
@@ -115,6 +116,30 @@ describe('WebhookSender', () => {
       ]);
       expect(result).toMatchObject({ ok: false, error: expect.stringMatching(/abort/i) });
       expect(Date.now() - abortedAt).toBeLessThan(1000);
+    } finally {
+      await patient.close();
+    }
+  });
+
+  it('ends every send in flight on one signal when it aborts, with one listener on it however many they are', async () => {
+    const patient = new WebhookSender(30_000, guard);
+    answer = () => undefined;
+    const abort = new AbortController();
+    const before = received.length;
+    try {
+      const sending = [1, 2, 3].map((n) => patient.send({ sink, signingSecret: null }, frame, `msg-s${n}`, abort.signal));
+      await waitFor('the sink to hold the three requests', () => received.length >= before + 3, { timeoutMs: 5000, intervalMs: 5 });
+      expect(getEventListeners(abort.signal, 'abort')).toHaveLength(1);
+      abort.abort();
+      const results = await Promise.race([
+        Promise.all(sending),
+        new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 1000).unref()),
+      ]);
+      expect(results).toEqual([1, 2, 3].map(() => expect.objectContaining({ ok: false, error: expect.stringMatching(/abort/i) })));
+      // A signal that has aborted already: the send is refused before anything is written.
+      const after = received.length;
+      expect(await patient.send({ sink, signingSecret: null }, frame, 'msg-s4', abort.signal)).toMatchObject({ ok: false, error: expect.stringMatching(/abort/i) });
+      expect(received.length).toBe(after);
     } finally {
       await patient.close();
     }

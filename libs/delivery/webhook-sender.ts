@@ -1,5 +1,5 @@
 import { createHmac } from 'node:crypto';
-import { Agent, errors } from 'undici';
+import { Agent, Dispatcher, errors } from 'undici';
 import type { EventMeshConfig } from '../config';
 import { EventFrame, frameToHttpBinary } from '../frame';
 import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '../security';
@@ -83,7 +83,7 @@ export class WebhookSender {
    * `messageId` is stable across retries of the same delivery, as the Standard Webhooks scheme asks. `trace`: the
    * delivery span's context (tracing on); absent, the event's own trace context goes as it is.
    */
-  async send(target: WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal, trace?: TraceHeaders): Promise<WebhookResult> {
+  send(target: WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal, trace?: TraceHeaders): Promise<WebhookResult> {
     const { headers, body } = frameToHttpBinary(frame);
     const context = trace ?? eventTraceOf(frame);
     if (context) {
@@ -98,7 +98,7 @@ export class WebhookSender {
    * event: signed, through the SSRF guard, with the timeouts; `headers` are the caller's (its content type, the
    * receiver's token). `messageId` is stable across retries of the same delivery.
    */
-  async sendBody(target: WebhookTarget, body: Buffer, headers: Record<string, string>, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
+  sendBody(target: WebhookTarget, body: Buffer, headers: Record<string, string>, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
     return this.post(target, { ...headers }, body, messageId, signal);
   }
 
@@ -116,34 +116,35 @@ export class WebhookSender {
       headers['webhook-timestamp'] = timestamp;
       headers['webhook-signature'] = sign(key, messageId, timestamp, body);
     }
+    let origin: string;
+    let path: string;
     try {
-      // The timeouts bound the wait for the answer's headers and for each chunk of its body.
-      const { origin, path } = this.targetOf(target.sink);
-      const response = await this.agent.request({
-        origin,
-        path,
-        method: 'POST',
-        headers,
-        body,
-        signal,
-        headersTimeout: this.timeoutMs,
-        bodyTimeout: this.timeoutMs,
-      });
-      await response.body.dump();
-      const status = response.statusCode;
-      if (status >= 200 && status < 300) return { ok: true, status };
-      const result: WebhookResult = { ok: false, status, error: `HTTP ${status}` };
-      if (status === 410) result.gone = true;
-      if (status === 429 || status === 503) {
-        const retryAfter = response.headers['retry-after'];
-        result.retryAfterMs = parseRetryAfter(Array.isArray(retryAfter) ? retryAfter[0] : (retryAfter ?? null));
-      }
-      return result;
+      ({ origin, path } = this.targetOf(target.sink));
     } catch (e) {
+      return { ok: false, error: describe(e) };
+    }
+    const answer = await new Promise<Answer>((resolve) => {
+      const post = new Post(resolve, signal);
+      if (post.settled) return;
+      try {
+        // The timeouts bound the wait for the answer's headers and for each chunk of its body.
+        this.agent.dispatch({ origin, path, method: 'POST', headers, body, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs }, post);
+      } catch (e) {
+        post.onError(e as Error);
+      }
+    });
+    if (answer.error) {
+      const e = answer.error;
       if (e instanceof SinkNotAllowed) return { ok: false, error: e.message };
       const timedOut = e instanceof errors.HeadersTimeoutError || e instanceof errors.BodyTimeoutError;
       return { ok: false, error: timedOut ? `no answer within ${this.timeoutMs} ms` : describe(e) };
     }
+    const status = answer.status;
+    if (status >= 200 && status < 300) return { ok: true, status };
+    const result: WebhookResult = { ok: false, status, error: `HTTP ${status}` };
+    if (status === 410) result.gone = true;
+    if (status === 429 || status === 503) result.retryAfterMs = parseRetryAfter(answer.retryAfter);
+    return result;
   }
 
   /** The HMAC key of a stored secret, opened once and remembered (in memory only). */
@@ -162,6 +163,102 @@ export class WebhookSender {
     await this.agent.close();
   }
 
+}
+
+/** What a POST came to: the final status (and Retry-After), or the error that ended it. */
+interface Answer {
+  status: number;
+  retryAfter: string | null;
+  error?: Error;
+}
+
+/**
+ * Sends in flight by the signal that aborts them. A lane's sends share one signal (built once per lane and gate
+ * period), so each signal gets one listener however many sends it covers, rather than one per send.
+ */
+const inFlight = new WeakMap<AbortSignal, Set<Post>>();
+
+function abortAll(this: AbortSignal): void {
+  const posts = inFlight.get(this);
+  if (!posts) return;
+  inFlight.delete(this);
+  for (const post of posts) post.cancel(abortReason(this));
+}
+
+const abortReason = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new errors.RequestAbortedError());
+
+/**
+ * One POST on undici's dispatch API: the answer's status, its Retry-After when it matters, and nothing of its body
+ * (read and dropped). `Agent.request` does the same with an `AsyncResource`, a body stream and an abort listener
+ * per request; this costs none of them (docs/benchmarks.md#delivery-one-instance-against-a-consumer-group-npm-run-benchdelivery).
+ * Aborted by `signal`: before the request has a connection it is never written; after, its connection is
+ * destroyed, as undici's own abort does.
+ */
+class Post implements Dispatcher.DispatchHandlers {
+  settled = false;
+  private abort?: (e?: Error) => void;
+  private reason?: Error;
+  private status = 0;
+  private retryAfter: string | null = null;
+
+  constructor(
+    private readonly resolve: (answer: Answer) => void,
+    private readonly signal?: AbortSignal,
+  ) {
+    if (!signal) return;
+    if (signal.aborted) {
+      this.onError(abortReason(signal));
+      return;
+    }
+    let posts = inFlight.get(signal);
+    if (!posts) {
+      posts = new Set();
+      inFlight.set(signal, posts);
+      signal.addEventListener('abort', abortAll, { once: true });
+    }
+    posts.add(this);
+  }
+
+  cancel(reason: Error): void {
+    if (this.settled || this.reason) return;
+    this.reason = reason;
+    if (this.abort) this.abort(reason);
+  }
+
+  onConnect(abort: (e?: Error) => void): void {
+    if (this.reason) abort(this.reason);
+    else this.abort = abort;
+  }
+
+  onHeaders(statusCode: number, headers: Buffer[]): boolean {
+    // 1xx answers come first, each with its headers; the last call has the final status.
+    this.status = statusCode;
+    if (statusCode === 429 || statusCode === 503) {
+      for (let i = 0; i + 1 < headers.length; i += 2) {
+        if (headers[i].length === 11 && headers[i].toString('latin1').toLowerCase() === 'retry-after') this.retryAfter = headers[i + 1].toString('latin1');
+      }
+    }
+    return true;
+  }
+
+  onData(): boolean {
+    return true;
+  }
+
+  onComplete(): void {
+    this.end({ status: this.status, retryAfter: this.retryAfter });
+  }
+
+  onError(error: Error): void {
+    this.end({ status: 0, retryAfter: null, error });
+  }
+
+  private end(answer: Answer): void {
+    if (this.settled) return;
+    this.settled = true;
+    if (this.signal) inFlight.get(this.signal)?.delete(this);
+    this.resolve(answer);
+  }
 }
 
 /** Most opened signing keys remembered (one per subscription this process delivers). */

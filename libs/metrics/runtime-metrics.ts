@@ -37,6 +37,9 @@ export class RuntimeMetrics {
   // The children of the hot paths' label sets, made once.
   private readonly accepted;
   private readonly publishAccepted;
+  /** Per delivery attempt: the children by transport and outcome (a few of each), made at first use. */
+  private readonly attemptsBy = new Map<string, ReturnType<EventMeshMetricSet['deliveryAttempts']['labels']>>();
+  private readonly publishToAckBy = new Map<string, ReturnType<EventMeshMetricSet['publishToAck']['labels']>>();
 
   /** `storedCountsTtlMs`: how long one read of the stored counts serves scrapes (tests shorten it). */
   constructor(private readonly storedCountsTtlMs = STORED_COUNTS_TTL_MS) {
@@ -97,8 +100,15 @@ export class RuntimeMetrics {
   attempted(protocol: string, answer: AttemptAnswer, publishedAt?: number): void {
     const transport = protocol === 'STREAM' ? 'stream' : protocol === 'HTTP' ? 'webhook' : protocol.toLowerCase();
     const outcome = answer.ok ? 'delivered' : answer.gone ? 'gone' : answer.notAttempted ? 'not_attempted' : answer.rejected ? 'rejected' : 'failed';
-    this.m.deliveryAttempts.inc({ transport, outcome });
-    if (answer.ok && publishedAt !== undefined && publishedAt > 0) this.m.publishToAck.observe({ transport }, Math.max(0, Date.now() - publishedAt) / 1000);
+    const key = `${transport}/${outcome}`;
+    let attempts = this.attemptsBy.get(key);
+    if (!attempts) this.attemptsBy.set(key, (attempts = this.m.deliveryAttempts.labels({ transport, outcome })));
+    attempts.inc();
+    if (answer.ok && publishedAt !== undefined && publishedAt > 0) {
+      let acks = this.publishToAckBy.get(transport);
+      if (!acks) this.publishToAckBy.set(transport, (acks = this.m.publishToAck.labels({ transport })));
+      acks.observe(Math.max(0, Date.now() - publishedAt) / 1000);
+    }
   }
 
   parked(): void {

@@ -25,10 +25,22 @@ export class SinkRouter {
     return new SinkRouter(this.webhooks, this.streams, epoch, this.tracing);
   }
 
-  async send(target: SubscriptionEntity, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
+  /** Not an async function: untraced, the sink's own promise is the answer (no wrapper on every delivery). */
+  send(target: SubscriptionEntity, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
     const webhook = target.protocol !== 'STREAM';
     const span = this.tracing.startDelivery(target, frame, webhook ? 'webhook' : 'stream');
     if (!span) return this.route(webhook, target, frame, messageId, signal);
+    return this.traced(span, webhook, target, frame, messageId, signal);
+  }
+
+  private async traced(
+    span: NonNullable<ReturnType<Tracing['startDelivery']>>,
+    webhook: boolean,
+    target: SubscriptionEntity,
+    frame: EventFrame,
+    messageId: string,
+    signal: AbortSignal | undefined,
+  ): Promise<WebhookResult> {
     try {
       const result = await this.route(webhook, target, frame, messageId, signal, span.headers);
       span.end(outcomeOf(result), { status: result.status, error: result.error });
@@ -39,7 +51,7 @@ export class SinkRouter {
     }
   }
 
-  private async route(
+  private route(
     webhook: boolean,
     target: SubscriptionEntity,
     frame: EventFrame,
@@ -47,7 +59,10 @@ export class SinkRouter {
     signal: AbortSignal | undefined,
     trace?: TraceHeaders,
   ): Promise<WebhookResult> {
-    if (webhook) return this.webhooks.send(target, frame, messageId, signal, trace);
+    return webhook ? this.webhooks.send(target, frame, messageId, signal, trace) : this.toStream(target, frame, signal);
+  }
+
+  private async toStream(target: SubscriptionEntity, frame: EventFrame, signal: AbortSignal | undefined): Promise<WebhookResult> {
     const outcome = await this.streams.deliver(target, frame, signal, { epoch: this.epoch });
     switch (outcome.kind) {
       case 'ack':
