@@ -1,10 +1,15 @@
 import { Kafka, logLevel as KafkaLogLevel, LogEntry } from 'kafkajs';
 import type { EventMeshConfig } from '../config';
 import { createLogger } from '../logging';
+import { installIdleRequestQueueFix } from './kafkajs-request-queue';
 import { socketFactoryDroppingSilentLinks } from './silent-links';
 
-/** One kafkajs client per process, logging through the structured logger. */
+/**
+ * One kafkajs client per process, logging through the structured logger. kafkajs's request queues stop polling
+ * themselves while idle (kafkajs-request-queue.ts) from the first client on.
+ */
 export function createKafka(config: EventMeshConfig['kafka'], clientSuffix: string): Kafka {
+  installIdleRequestQueueFix();
   const log = createLogger('kafkajs');
   return new Kafka({
     clientId: `${config.clientId}-${clientSuffix}`,

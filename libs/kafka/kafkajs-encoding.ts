@@ -37,6 +37,15 @@ export interface FastKafkajsEncoding {
 
 let installed: FastKafkajsEncoding | undefined;
 
+/** Whether the kafkajs loaded is the pinned release that `change` (a replacement of its internals) mirrors; logged when not. */
+export function isPinnedKafkajs(change: string): boolean {
+  // eslint-disable-next-line @typescript-eslint/no-require-imports
+  const version = (require('kafkajs/package.json') as { version: string }).version;
+  if (version === KAFKAJS_VERSION) return true;
+  createLogger('kafka').warn({ version, expected: KAFKAJS_VERSION }, `kafkajs is not the release ${change} was written for; it is left as it is`);
+  return false;
+}
+
 /**
  * Makes kafkajs's record encoding cheaper without forking it, by replacing two methods of its protocol
  * `Encoder` with ones that write the same bytes:
@@ -66,13 +75,7 @@ let installed: FastKafkajsEncoding | undefined;
  */
 export function installFastKafkajsEncoding(): FastKafkajsEncoding {
   if (installed !== undefined) return installed;
-  // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const version = (require('kafkajs/package.json') as { version: string }).version;
-  if (version !== KAFKAJS_VERSION) {
-    createLogger('kafka').warn({ version, expected: KAFKAJS_VERSION }, 'kafkajs is not the release the faster record encoding was written for; it is left as it is');
-    installed = { encoder: false, crc32c: false };
-    return installed;
-  }
+  if (!isPinnedKafkajs('the faster record encoding')) return (installed = { encoder: false, crc32c: false });
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const Encoder = require('kafkajs/src/protocol/encoder') as KafkajsEncoderClass;
   Encoder.prototype.ensureAvailable = function ensureAvailable(this: KafkajsEncoder, length: number): void {

@@ -9,6 +9,7 @@ import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../
 import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
 import { createLogger, Logger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, shutdownInOrder, withDeadline } from '../../../libs/runtime';
+import { SharedRead } from '../../../libs/runtime/shared-read';
 import { OwnershipAgent } from '../../../libs/ownership';
 import {
   DeadLetterReplayStore,
@@ -52,6 +53,11 @@ async function deadLetterWorkerOptions<T extends object>(common: T, activities: 
 
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
+/**
+ * How long one read of a topic's active subscriptions serves its partitions' loops. A change (a new subscription,
+ * a pause) is seen at most this much later than the loops' one-second refresh.
+ */
+const ACTIVE_ON_TOPIC_SHARED_MS = 250;
 
 /** Installed once per process: the Temporal core's metrics exporter address, if it has one. */
 let runtimeInstall: Promise<string | undefined> | undefined;
@@ -305,6 +311,14 @@ export class WorkerHost {
         return keys;
       },
     });
+    // Each owned partition's loop re-reads its topic's subscriptions every second; the loops of one topic share a
+    // read made within ACTIVE_ON_TOPIC_SHARED_MS (one query a second per topic, not one per partition).
+    const activeReads = new Map<string, SharedRead<SubscriptionEntity[]>>();
+    const activeOnTopic = (topic: string): Promise<SubscriptionEntity[]> => {
+      let read = activeReads.get(topic);
+      if (!read) activeReads.set(topic, (read = new SharedRead(() => subscriptions.activeOnTopic(topic), ACTIVE_ON_TOPIC_SHARED_MS)));
+      return read.get();
+    };
     const activities = createOwnershipActivities({
       instanceId: config.instance.id,
       leaseTtlMs: config.delivery.leaseTtlMs,
@@ -316,7 +330,7 @@ export class WorkerHost {
         await own.connect();
         const loop = new DispatchLoop(
           loopDeps(own, scope.fence, {
-            subscriptions: { activeFor: () => subscriptions.activeOnTopic(scope.topic), disable: (id, why, m) => subscriptions.disable(id, why, m) },
+            subscriptions: { activeFor: () => activeOnTopic(scope.topic), disable: (id, why, m) => subscriptions.disable(id, why, m) },
             scope: { topic: scope.topic, partition: scope.partition },
             gate: scope.gate,
           }),
