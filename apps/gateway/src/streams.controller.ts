@@ -11,6 +11,7 @@ import { CallerParam, GateRoute } from './gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 import { ackAnswerSchema, ackBodySchema, pollAnswerSchema } from './api-schemas';
+import { writeInTurn } from './turn-writes';
 
 const MAX_WINDOW = 1000;
 const MAX_WAIT_MS = 60000;
@@ -90,7 +91,7 @@ export class StreamsController {
       subscriptionId: id,
       window: size,
       filter: own,
-      push: (d: StreamDelivery) => raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${JSON.stringify(toWire(d))}\n\n`),
+      push: (d: StreamDelivery) => writeInTurn(raw, () => raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${JSON.stringify(toWire(d))}\n\n`)),
       // An operator's disconnect: the stream ends (the client may connect again).
       close: () => raw.end(),
     };

@@ -2,6 +2,7 @@ import websocket from '@fastify/websocket';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
+import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
@@ -12,6 +13,7 @@ import { z } from 'zod';
 import { apiRouteConfig, errors, GATED } from './api-route';
 import { Gates, gateRequestOf } from './gate-route';
 import { toHttpError } from './http-error';
+import { writeInTurn } from './turn-writes';
 import { clientFilter, intParam, outcomeOf, toWire } from './streams.controller';
 
 const log = createLogger('WebSocketStreams');
@@ -21,6 +23,16 @@ const WS_ROUTE = 'GET /subscriptions/:id/ws';
 const WS_GATE = { action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true } as const;
 /** The admission of each handshake, until its socket closes. */
 const admissions = new WeakMap<object, Admission>();
+
+/**
+ * Sends a message; those sent to one client in one turn of the event loop leave in one write (turn-writes.ts).
+ * `_socket` is ws's own field for the client's TCP socket (ws 8); without it each message is written at once.
+ */
+function sendInTurn(socket: WebSocket, data: string): void {
+  const tcp = (socket as unknown as { _socket?: Socket | null })._socket;
+  if (tcp) writeInTurn(tcp, () => socket.send(data));
+  else socket.send(data);
+}
 
 /**
  * The WebSocket stream transport, `GET /subscriptions/{id}/ws?window=N`. The server sends
@@ -74,7 +86,7 @@ export async function registerWebSocketStreams(
         subscriptionId,
         window: intParam(request.query.window, 'window', 10, 1, 1000),
         filter: clientFilter(request.query.filter),
-        push: (d: StreamDelivery) => socket.send(JSON.stringify({ type: 'event', ...toWire(d) })),
+        push: (d: StreamDelivery) => sendInTurn(socket, JSON.stringify({ type: 'event', ...toWire(d) })),
         // An operator's disconnect: close code 4001 (the client may connect again).
         close: () => socket.close(4001, 'disconnected by an operator'),
       };
@@ -88,7 +100,7 @@ export async function registerWebSocketStreams(
           }
           const outcome = outcomeOf({ ...message, action: message.type }, 0);
           const accepted = deps.hub.subscriptionOf(message.deliveryId) === subscriptionId && deps.hub.answer(message.deliveryId, outcome);
-          socket.send(JSON.stringify({ type: 'answered', deliveryId: message.deliveryId, accepted }));
+          sendInTurn(socket, JSON.stringify({ type: 'answered', deliveryId: message.deliveryId, accepted }));
         } catch (e) {
           const { body } = toHttpError(e instanceof SyntaxError ? new EventMeshError(ErrorCode.MalformedJson, 'message is not valid JSON') : e);
           socket.send(JSON.stringify({ type: 'error', ...body }));
