@@ -47,6 +47,7 @@ describe('agent cards', () => {
       { url: 'http://mesh/a2a/agents/echo/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url: 'http://mesh/a2a/agents/echo/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       { url: 'http://mesh/a2a/agents/echo/rpc', protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      { url: 'http://mesh/a2a/agents/echo/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
     ]);
     expect(JSON.stringify(served)).not.toContain('agent.example');
     expect(served.signatures).toBeUndefined();

@@ -82,7 +82,7 @@ export interface GateAuthentication {
 
 /**
  * The card the mesh serves for an agent: the registered card with its interfaces replaced by the mesh's own
- * endpoints for the agent (JSON-RPC, A2A v1.0 and v0.3 selected by the `A2A-Version` header; HTTP+JSON, v1.0), the capabilities the
+ * endpoints for the agent (JSON-RPC, A2A v1.0 and v0.3 selected by the `A2A-Version` header; HTTP+JSON, v1.0 at its base and v0.3 under `v1/`), the capabilities the
  * mesh offers (streaming from its task event logs; push notifications: the mesh pushes the task's updates itself,
  * whatever the agent supports), and the security schemes the request gate enforces. The
  * agent's own signatures are dropped: they sign a card that is no longer the one served.
@@ -103,6 +103,7 @@ export function meshCardOf(card: RegisteredCard, urls: { rpcUrl: string; restUrl
       { url: urls.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url: urls.restUrl, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
       { url: urls.rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+      { url: urls.restUrl, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
     ],
     capabilities: { ...card.capabilities, streaming: true, pushNotifications: true, extendedAgentCard: false },
     ...security,

@@ -2,6 +2,7 @@ import type { WebSocket } from 'ws';
 import { attributesOf, EventFrame, frameFromAttributes } from '../frame';
 import { createLogger } from '../logging';
 import type { StreamHub, StreamOutcome, StreamPolicy } from './stream-hub';
+import { sendInTurn } from './turn-writes';
 
 /**
  * The internal stream channel between instances (docs/topologies.md#streams-in-every-topology): the instance
@@ -129,6 +130,6 @@ export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): v
   function answer(id: number, outcome: StreamOutcome): void {
     if (socket.readyState !== socket.OPEN) return;
     const message: HolderMessage = { type: 'answer', id, outcome };
-    socket.send(JSON.stringify(message));
+    sendInTurn(socket, JSON.stringify(message));
   }
 }

@@ -8,3 +8,4 @@ export * from './cluster-channel';
 export * from './peer-channels';
 export * from './stream-presence';
 export * from './cluster-stream-router';
+export * from './turn-writes';

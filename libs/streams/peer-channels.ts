@@ -4,6 +4,7 @@ import { createLogger } from '../logging';
 import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, frameToWire, HOLDER_QUERY, OwnerMessage, parseHolderMessage } from './cluster-channel';
 import type { ClusterCredential } from './cluster-credential';
 import { ackTimeoutOf, StreamOutcome, StreamPolicy, StreamTarget } from './stream-hub';
+import { sendInTurn } from './turn-writes';
 
 /** How long past the ack timeout the owner waits for a holder's answer (the holder's own timer answers first). */
 const ANSWER_SLACK_MS = 5000;
@@ -153,7 +154,7 @@ class Peer {
       this.pending.set(id, { subscriptionId: target.id, finish });
       this.perSubscription.set(target.id, (this.perSubscription.get(target.id) ?? 0) + 1);
       signal?.addEventListener('abort', onAbort, { once: true });
-      socket.send(JSON.stringify(message), (error) => {
+      sendInTurn(socket, JSON.stringify(message), (error) => {
         if (error) finish({ kind: 'gone' });
       });
     });

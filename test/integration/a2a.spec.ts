@@ -132,6 +132,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
           { url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
           { url: `${instance.url}/a2a/agents/echo/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
           { url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '0.3' },
+          { url: `${instance.url}/a2a/agents/echo/rest`, protocolBinding: 'HTTP+JSON', protocolVersion: '0.3' },
         ],
         securitySchemes: { bearer: { httpAuthSecurityScheme: { scheme: 'Bearer' } }, apiKey: { apiKeySecurityScheme: { name: 'x-api-key' } } },
         skills: [{ id: 'echo' }],
@@ -318,6 +319,67 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       const v1 = JSON.stringify({ jsonrpc: '2.0', id: 'x', method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'echo:v1' }] } } });
       expect(await rpc(tenantA, v1, '1.0')).toMatchObject({ body: { id: 'x', result: { task: { status: { state: 'TASK_STATE_COMPLETED' } } } } });
       expect(await rpc(tenantA, v1)).toMatchObject({ body: { id: 'x', error: { code: -32601 } } });
+    });
+  });
+
+  describe('HTTP+JSON v0.3 (the card\'s v0.3 HTTP+JSON interface, `{base}/v1/...`)', () => {
+    /** A stock v0.3 client of the HTTP+JSON binding: the card's v0.3 interfaces, the SDK's compat REST transport. */
+    const legacyRestClientOf = async (tenant: string): Promise<Client> => {
+      const card = AgentCard.fromJSON(await (await fetchAs(tenant)(cardUrl())).json());
+      card.supportedInterfaces = card.supportedInterfaces.filter((i) => i.protocolVersion === '0.3' && i.protocolBinding === 'HTTP+JSON');
+      return new ClientFactory({ transports: [new RestTransportFactory({ fetchImpl: fetchAs(tenant), legacyCompat: { enabled: true } })] }).createFromAgentCard(card);
+    };
+
+    it('sends, gets, streams and cancels through the stock client\'s v0.3 REST transport; unknown and ended tasks get their errors', async () => {
+      const client = await legacyRestClientOf(tenantA);
+      expect(client.protocolVersion).toBe('0.3');
+      const task = asTask(await client.sendMessage(send('echo:legacy-rest')));
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+      expect(artifactText(task)).toEqual(['legacy-rest']);
+      expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).id).toBe(task.id);
+      await expect(client.getTask({ tenant: '', id: randomUUID(), historyLength: undefined })).rejects.toBeInstanceOf(TaskNotFoundError);
+      await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
+      const parked = asTask(await client.sendMessage(send('park')));
+      expect((await client.cancelTask({ tenant: '', id: parked.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      // Another tenant's task is as missing as one that never was.
+      const other = await legacyRestClientOf(tenantB);
+      await expect(other.getTask({ tenant: '', id: task.id, historyLength: undefined })).rejects.toBeInstanceOf(TaskNotFoundError);
+      const events: string[] = [];
+      for await (const { payload } of client.sendMessageStream(send('echo:legacy-stream'))) {
+        if (payload?.$case === 'task') events.push(`task:${payload.value.status?.state}`);
+        else if (payload?.$case === 'statusUpdate') events.push(`status:${payload.value.status?.state}`);
+        else if (payload?.$case === 'artifactUpdate') events.push(`artifact:${artifactText({ artifacts: [payload.value.artifact!] } as Task).join()}`);
+      }
+      expect(events[0]).toBe(`task:${TaskState.TASK_STATE_SUBMITTED}`);
+      expect(events.slice(-2)).toEqual(['artifact:legacy-stream', `status:${TaskState.TASK_STATE_COMPLETED}`]);
+    });
+
+    it('keeps push notification configs through v0.3 routes', async () => {
+      const client = await legacyRestClientOf(tenantA);
+      const parked = asTask(await client.sendMessage(send('park')));
+      const config = { tenant: '', taskId: parked.id, id: 'legacy-hook', url: 'http://127.0.0.1:9/hook', token: 't', authentication: undefined };
+      expect(await client.createTaskPushNotificationConfig(config)).toMatchObject({ taskId: parked.id, id: 'legacy-hook', url: config.url });
+      expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: parked.id, id: 'legacy-hook' })).toMatchObject({ id: 'legacy-hook', url: config.url });
+      expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: parked.id, pageSize: 0, pageToken: '' })).configs.map((c) => c.id)).toEqual(['legacy-hook']);
+      await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: parked.id, id: 'legacy-hook' });
+      expect((await client.listTaskPushNotificationConfig({ tenant: '', taskId: parked.id, pageSize: 0, pageToken: '' })).configs).toEqual([]);
+      await client.cancelTask({ tenant: '', id: parked.id, metadata: undefined });
+    });
+
+    it('answers a malformed body, an unknown route and a v1.0 request on a v0.3 path in the v0.3 error shape; a missing agent 404', async () => {
+      const post = (path: string, body: string, headers: Record<string, string> = {}) =>
+        fetch(`${instance.url}/a2a/agents/echo/rest/v1/${path}`, { method: 'POST', headers: { ...headersOf(tenantA), 'content-type': 'application/json', ...headers }, body });
+      const malformed = await post('message:send', '{');
+      expect(malformed.status).toBe(400);
+      expect(await malformed.json()).toMatchObject({ code: -32700 });
+      const unknown = await post('frobnicate', '{}');
+      expect(unknown.status).toBe(404);
+      expect(await unknown.json()).toMatchObject({ code: -32601 });
+      const v1 = await post('message:send', JSON.stringify({ message: { messageId: randomUUID(), role: 'ROLE_USER', content: [{ text: 'x' }] } }), { 'a2a-version': '1.0' });
+      expect(v1.status).toBe(404);
+      const missing = await fetch(`${instance.url}/a2a/agents/nope/rest/v1/tasks/x`, { headers: headersOf(tenantA) });
+      expect(missing.status).toBe(404);
+      expect(await missing.json()).toMatchObject({ code: 'AGENT_NOT_FOUND' });
     });
   });
 

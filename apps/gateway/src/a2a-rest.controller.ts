@@ -1,7 +1,7 @@
 import { Controller, Delete, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ListTaskPushNotificationConfigsResponse, ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, taskStateFromJSON, TaskState } from '@a2a-js/sdk';
-import { RequestMalformedError, restStatusFor, toRestErrorBody } from '@a2a-js/sdk/errors';
+import { RequestMalformedError, restStatusFor, toRestErrorBody, VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
@@ -12,12 +12,25 @@ import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
 import { isRestStream } from './a2a-paths';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 import { openStream, StreamLease, writeSse } from './a2a-sse';
+import { isLegacyRestStream, serveLegacyRest } from './a2a-rest-v03';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 
 const A2A_ANSWER = { 200: { description: 'the answer', schema: z.looseObject({}), contentType: 'application/a2a+json' }, 400: { description: 'the binding\'s error', schema: z.looseObject({}), contentType: 'application/a2a+json' } };
 
 const log = createLogger('A2ARest');
+
+/** The OpenAPI entry of the v0.3 binding's routes (a2a-rest-v03.ts), by method. */
+const LEGACY_ROUTE = (method: 'GET' | 'POST' | 'DELETE') => ({
+  summary: {
+    GET: 'A2A HTTP+JSON v0.3: `v1/tasks/{id}`, `v1/tasks/{id}:subscribe` (SSE), `v1/tasks/{id}/pushNotificationConfigs[/{configId}]`, `v1/card`',
+    POST: 'A2A HTTP+JSON v0.3: `v1/message:send` (201), `v1/message:stream` (SSE), `v1/tasks/{id}:cancel`, `v1/tasks/{id}:subscribe` (SSE), `v1/tasks/{id}/pushNotificationConfigs` (201)',
+    DELETE: 'A2A HTTP+JSON v0.3: `v1/tasks/{id}/pushNotificationConfigs/{configId}` (204)',
+  }[method],
+  tags: ['a2a'],
+  params: { name: 'the agent\'s name', '*': 'the v0.3 route after `v1/`' },
+  responses: { 200: { description: 'the answer (v0.3 JSON)', schema: z.looseObject({}) }, ...errors(404), ...GATED },
+});
 
 /** The A2A content type of the HTTP+JSON binding's answers. */
 const A2A_JSON = 'application/a2a+json';
@@ -104,6 +117,27 @@ export class A2ARestController {
     });
   }
 
+  @Get(':name/rest/v1/*')
+  @ApiRoute(LEGACY_ROUTE('GET'))
+  @GateRoute({ action: 'publish', stream: (r) => isLegacyRestStream(r.params?.['*'] ?? '') })
+  async legacyGet(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await serveLegacyRest(await meshHandlerOf(this.broker, this.gates, caller, name, request), caller, this.broker.streams, request, reply);
+  }
+
+  @Post(':name/rest/v1/*')
+  @ApiRoute({ ...LEGACY_ROUTE('POST'), body: { schema: z.looseObject({}), required: false } })
+  @GateRoute({ action: 'publish', stream: (r) => isLegacyRestStream(r.params?.['*'] ?? '') })
+  async legacyPost(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await serveLegacyRest(await meshHandlerOf(this.broker, this.gates, caller, name, request), caller, this.broker.streams, request, reply);
+  }
+
+  @Delete(':name/rest/v1/*')
+  @ApiRoute(LEGACY_ROUTE('DELETE'))
+  @GateRoute({ action: 'publish' })
+  async legacyDelete(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+    await serveLegacyRest(await meshHandlerOf(this.broker, this.gates, caller, name, request), caller, this.broker.streams, request, reply);
+  }
+
   /** The binding's POST routes: `message:send`, `tasks/{id}:cancel` (and the unsupported ones). */
   @Post(':name/rest/*')
   @ApiRoute({
@@ -150,7 +184,7 @@ export class A2ARestController {
     const version = headerOf(request, 'a2a-version') ?? '0.3';
     const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
     try {
-      validateVersion(version, await handler.getAgentCard(), 'HTTP+JSON');
+      await checkVersion(handler, version);
       const body = await work(handler, context);
       if (body === NO_CONTENT) await reply.status(204).send();
       else if (body instanceof Created) await reply.status(201).header('content-type', A2A_JSON).send(body.body);
@@ -176,7 +210,7 @@ export class A2ARestController {
     const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
     let lease: StreamLease | undefined;
     try {
-      validateVersion(version, await handler.getAgentCard(), 'HTTP+JSON');
+      await checkVersion(handler, version);
       lease = openStream(this.broker.streams, context, headerOf(request, 'last-event-id'));
       const events = open(handler, context);
       const first = await events.next();
@@ -215,6 +249,15 @@ async function refuse(handler: MeshTaskHandler, reply: FastifyReply, e: unknown)
   }
   const status = restStatusFor(e);
   await reply.status(status).header('content-type', A2A_JSON).send(toRestErrorBody(e, status));
+}
+
+/**
+ * The version check of the v1.0 routes: one the card names, and not v0.3, whose routes are under `{base}/v1/`
+ * (a2a-rest-v03.ts; the card names v0.3 for them).
+ */
+async function checkVersion(handler: MeshTaskHandler, version: string): Promise<void> {
+  if (/^0\./.test(version)) throw new VersionNotSupportedError(`A2A-Version ${version}: this is the v1.0 HTTP+JSON binding (send A2A-Version: 1.0); v0.3's routes are under v1/`);
+  validateVersion(version, await handler.getAgentCard(), 'HTTP+JSON');
 }
 
 /** What a route answers 204 (no body) with. */

@@ -15,18 +15,22 @@ export type StreamLease = NonNullable<ReturnType<TaskStreams['acquire']>>;
  * and the client's `Last-Event-ID`. Past EVENTMESH_AGENTS_MAX_STREAMS: 503 `OVERLOADED` with Retry-After.
  */
 export function openStream(streams: TaskStreams, context: ServerCallContext, lastEventId: string | undefined): StreamLease {
-  const lease = streams.acquire();
-  if (!lease) {
-    throw new EventMeshError(
-      ErrorCode.Overloaded,
-      `this gateway process holds ${streams.size} A2A streams, its most (EVENTMESH_AGENTS_MAX_STREAMS); subscribe again later`,
-      { limit: 'a2aStreams', maxStreams: streams.maxStreams, retryAfterSeconds: 1 },
-      true,
-    );
-  }
+  const lease = streamSlot(streams);
   context.state.set(STREAM_STATE.signal, lease.signal);
   if (lastEventId !== undefined) context.state.set(STREAM_STATE.lastEventId, lastEventId);
   return lease;
+}
+
+/** A slot of the process's stream cap; past EVENTMESH_AGENTS_MAX_STREAMS, 503 `OVERLOADED` with Retry-After. */
+export function streamSlot(streams: TaskStreams): StreamLease {
+  const lease = streams.acquire();
+  if (lease) return lease;
+  throw new EventMeshError(
+    ErrorCode.Overloaded,
+    `this gateway process holds ${streams.size} A2A streams, its most (EVENTMESH_AGENTS_MAX_STREAMS); subscribe again later`,
+    { limit: 'a2aStreams', maxStreams: streams.maxStreams, retryAfterSeconds: 1 },
+    true,
+  );
 }
 
 export interface SseEvents {

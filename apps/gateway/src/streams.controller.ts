@@ -4,14 +4,13 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { CompiledFilter, compileFilters } from '../../../libs/filter';
 import { frameToStructured } from '../../../libs/frame';
-import { assertStreamHere, PollConsumers, StreamDelivery, StreamHub, StreamOutcome } from '../../../libs/streams';
+import { assertStreamHere, PollConsumers, StreamDelivery, StreamHub, StreamOutcome, writeInTurn } from '../../../libs/streams';
 import type { Caller } from '../../../libs/security';
 import { SubscriptionService, subscriptionNotFound } from '../../../libs/subscriptions';
 import { CallerParam, GateRoute } from './gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 import { ackAnswerSchema, ackBodySchema, pollAnswerSchema } from './api-schemas';
-import { writeInTurn } from './turn-writes';
 
 const MAX_WINDOW = 1000;
 const MAX_WAIT_MS = 60000;

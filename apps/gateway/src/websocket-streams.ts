@@ -2,18 +2,16 @@ import websocket from '@fastify/websocket';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import type { Socket } from 'node:net';
 import type { WebSocket } from 'ws';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
 import type { Admission } from '../../../libs/security';
-import { assertStreamHere, StreamDelivery, StreamHub } from '../../../libs/streams';
+import { assertStreamHere, sendInTurn, StreamDelivery, StreamHub } from '../../../libs/streams';
 import type { SubscriptionService } from '../../../libs/subscriptions';
 import { z } from 'zod';
 import { apiRouteConfig, errors, GATED } from './api-route';
 import { Gates, gateRequestOf } from './gate-route';
 import { toHttpError } from './http-error';
-import { writeInTurn } from './turn-writes';
 import { clientFilter, intParam, outcomeOf, toWire } from './streams.controller';
 
 const log = createLogger('WebSocketStreams');
@@ -24,15 +22,6 @@ const WS_GATE = { action: 'subscribe', topic: { subscriptionParam: 'id' }, strea
 /** The admission of each handshake, until its socket closes. */
 const admissions = new WeakMap<object, Admission>();
 
-/**
- * Sends a message; those sent to one client in one turn of the event loop leave in one write (turn-writes.ts).
- * `_socket` is ws's own field for the client's TCP socket (ws 8); without it each message is written at once.
- */
-function sendInTurn(socket: WebSocket, data: string): void {
-  const tcp = (socket as unknown as { _socket?: Socket | null })._socket;
-  if (tcp) writeInTurn(tcp, () => socket.send(data));
-  else socket.send(data);
-}
 
 /**
  * The WebSocket stream transport, `GET /subscriptions/{id}/ws?window=N`. The server sends

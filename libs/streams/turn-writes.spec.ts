@@ -1,6 +1,6 @@
 import { createServer, Server, Socket } from 'node:net';
 import type { AddressInfo } from 'node:net';
-import { waitFor } from '../../../test/support/wait-for';
+import { waitFor } from '../../test/support/wait-for';
 import { writeInTurn } from './turn-writes';
 
 /** Writes to one client in one turn of the event loop leave together, on a real loopback TCP connection. */

@@ -1,0 +1,91 @@
+import { legacyRestRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
+import { ServerCallContext } from '@a2a-js/sdk/server';
+import express from 'express';
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { STREAM_STATE, TaskStreams, type MeshTaskHandler } from '../../../libs/a2a';
+import type { Caller } from '../../../libs/security';
+import { rawBodyOf } from './body-parsers';
+import { streamSlot } from './a2a-sse';
+
+/** The v0.3 binding's routes answered with a stream (Server-Sent Events), after `{base}/v1/`. */
+export function isLegacyRestStream(rest: string): boolean {
+  return rest === 'message:stream' || /^tasks\/[^/]+:subscribe$/.test(rest);
+}
+
+/** What one request hands the Express app: the SDK's router for its agent and caller, and its parsed body. */
+interface LegacyCall extends IncomingMessage {
+  legacyRouter?: express.RequestHandler;
+  body?: unknown;
+  _body?: boolean;
+}
+
+/**
+ * Runs the SDK's v0.3 router for the agent of the request. Mounted at every agent's REST base: the router sees
+ * `/v1/...`. What it does not route (an unknown path, a request whose `A2A-Version` is not 0.3) is 404 in the v0.3
+ * binding's error shape.
+ */
+const app = express();
+app.disable('x-powered-by');
+app.use('/a2a/agents/:name/rest', (req, res, next) => (req as unknown as LegacyCall).legacyRouter!(req, res, next));
+app.use((req, res) => {
+  res.status(404).json({ code: -32601, message: `no A2A v0.3 HTTP+JSON route ${req.method} ${req.path}` });
+});
+
+/**
+ * An agent's A2A HTTP+JSON binding in its v0.3 form, at `{base}/v1/...` with `{base}` = `/a2a/agents/{name}/rest`:
+ * `POST /v1/message:send`, `POST /v1/message:stream`, `GET /v1/tasks/{id}`, `POST /v1/tasks/{id}:cancel`,
+ * `GET|POST /v1/tasks/{id}:subscribe`, `POST|GET /v1/tasks/{id}/pushNotificationConfigs`,
+ * `GET|DELETE /v1/tasks/{id}/pushNotificationConfigs/{configId}` and `GET /v1/card`.
+ *
+ * Served by the SDK's own v0.3 router (`legacyRestRouter` of `@a2a-js/sdk/compat/v0_3/server/express`): the v0.3
+ * binding is the JSON form of v0.3's protocol buffers, and the SDK keeps its codecs for it inside that router (an
+ * Express router; nothing else of the SDK exports them). It runs on the request handler every binding of the
+ * agent uses (MeshTaskHandler), after the request gate, on the request's own socket (the reply is hijacked). Its
+ * streams take a slot of EVENTMESH_AGENTS_MAX_STREAMS like the other bindings' and end when the client goes away;
+ * they carry no event ids (the SDK's v0.3 stream writer writes none), so a v0.3 REST stream is not resumable
+ * (`Last-Event-ID` works on the v1.0 bindings and on v0.3 JSON-RPC).
+ */
+export async function serveLegacyRest(
+  handler: MeshTaskHandler,
+  caller: Caller,
+  streams: TaskStreams,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<void> {
+  const rest = (request.params as Record<string, string>)['*'] ?? '';
+  const lease = isLegacyRestStream(rest) ? streamSlot(streams) : undefined;
+  const user = { isAuthenticated: caller.via !== 'none', userName: caller.principal };
+  const call = request.raw as LegacyCall;
+  // The route read the body (a2a-paths.ts): handed over parsed, as Express's JSON parser would have left it.
+  const raw = rawBodyOf(request);
+  if (raw && raw.length > 0) {
+    try {
+      call.body = JSON.parse(raw.toString('utf8'));
+    } catch {
+      lease?.release();
+      await reply.status(400).header('content-type', 'application/json').send({ code: -32700, message: 'Invalid JSON payload.' });
+      return;
+    }
+  }
+  call._body = true;
+  call.legacyRouter = legacyRestRouter({
+    requestHandler: handler,
+    userBuilder: async () => user,
+    contextBuilder: ({ requestedVersion, extensions }) => {
+      const context = new ServerCallContext({ requestedVersion, requestedExtensions: extensions, user });
+      if (lease) context.state.set(STREAM_STATE.signal, lease.signal);
+      return context;
+    },
+  });
+  reply.hijack();
+  const response: ServerResponse = reply.raw;
+  await new Promise<void>((resolve) => {
+    response.once('close', () => {
+      lease?.abort();
+      lease?.release();
+      resolve();
+    });
+    app(call as express.Request, response as express.Response);
+  });
+}
