@@ -39,6 +39,38 @@ describe('LeaseStore: epochs of PARTITION_OWNED_PULL (real Postgres)', () => {
     expect(await row(t)).toMatchObject({ epoch: 2, rejectedWrites: 1 });
   });
 
+  it('renews the partitions asked together in one transaction, each answered by its own row (held, stale, or missing)', async () => {
+    const batched = new LeaseStore(db, 5000, 100);
+    const t = topic();
+    for (let p = 0; p < 8; p++) await leases.claim(t, p, 'a', 1);
+    await leases.claim(t, 7, 'b', 2);
+    const before = await leases.list([t]);
+    const transactions = jest.spyOn(db, 'transaction');
+    try {
+      const answers = await Promise.all([
+        ...Array.from({ length: 8 }, (_, p) => batched.renew(t, p, 1)),
+        // The newer owner of partition 7 in the same batch, and a partition nobody claimed.
+        batched.renew(t, 7, 2),
+        batched.renew(t, 8, 1),
+      ]);
+      expect(answers).toEqual([true, true, true, true, true, true, true, false, true, false]);
+      expect(transactions).toHaveBeenCalledTimes(1);
+    } finally {
+      transactions.mockRestore();
+    }
+    const after = await leases.list([t]);
+    for (let p = 0; p < 8; p++) expect(after[p].renewedAt!.getTime()).toBeGreaterThan(before[p].renewedAt!.getTime());
+    expect(after.map((r) => r.rejectedWrites)).toEqual([0, 0, 0, 0, 0, 0, 0, 1]);
+    // Asked apart: each in a batch of its own.
+    expect(await batched.renew(t, 0, 1)).toBe(true);
+    const seven = (await leases.list([t]))[7].renewedAt!.getTime();
+    expect(await batched.renew(t, 7, 1)).toBe(false);
+    // A stale renewal leaves the newer owner's row as it was, but for the count.
+    expect((await leases.list([t]))[7].renewedAt!.getTime()).toBe(seven);
+    expect((await row(t)).rejectedWrites).toBe(0);
+    expect((await leases.list([t]))[7].rejectedWrites).toBe(2);
+  });
+
   it('runs a fenced write only under the held epoch; a stale one changes nothing and is counted', async () => {
     const t = topic();
     const id = randomUUID();

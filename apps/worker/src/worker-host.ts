@@ -323,7 +323,8 @@ export class WorkerHost {
       instanceId: config.instance.id,
       leaseTtlMs: config.delivery.leaseTtlMs,
       shutdownSignal: shutdown.signal,
-      leases: new LeaseStore(loopDb, Math.floor(config.delivery.leaseTtlMs / 2)),
+      // Renewals of the instance's partitions within a fortieth of the TTL (at most 250 ms) go as one statement.
+      leases: new LeaseStore(loopDb, Math.floor(config.delivery.leaseTtlMs / 2), Math.min(250, Math.floor(config.delivery.leaseTtlMs / 40))),
       membership: agent,
       openPartitionLoop: async (scope: PartitionLoopScope) => {
         const own = new PartitionReader(deps.kafka);
