@@ -252,6 +252,13 @@ export class WorkerHost {
       // this, the workers stop without their cleanup and the instance's shutdown goes on (a replaced process's
       // activities time out by their heartbeats, as after a crash).
       shutdownForceTime: 25_000,
+      // How long one workflow activation may run before its thread terminates it (the SDK's default is 5 s). That
+      // timeout is wall-clock (Node's vm `timeout`): a process paused in the middle of an activation (a long GC, a
+      // frozen VM, SIGSTOP) has it terminated as it wakes, and a termination mid-activation can bring the process
+      // down: in a CI run, a paused owner woken after ~15 s exited with "async hook stack has become corrupted" from
+      // its workflow thread (V8's TerminateExecution inside the SDK's promise hooks). The workflows are this
+      // runtime's own and short; the bound is only against a runaway loop in them.
+      isolateExecutionTimeout: '5m',
     };
 
     const a2a = await createA2AWorker(config, deps, {
