@@ -1,17 +1,53 @@
 import { legacyRestRouter } from '@a2a-js/sdk/compat/v0_3/server/express';
+import { A2AError } from '@a2a-js/sdk/errors';
 import { ServerCallContext } from '@a2a-js/sdk/server';
 import express from 'express';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { STREAM_STATE, TaskStreams, type MeshTaskHandler } from '../../../libs/a2a';
+import { AgentUnreachable, STREAM_STATE, TaskStreams, type MeshTaskHandler } from '../../../libs/a2a';
+import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
 import { streamSlot } from './a2a-sse';
+
+/**
+ * The handler as the SDK's router gets it: a failure of the runtime's own (Postgres, a bug) reaches the client as
+ * `internal error`, logged here with its detail; the router would put its message in the answer. The protocol's
+ * errors, and an agent that cannot be reached, go through as they are.
+ */
+export function withoutInternalDetail(handler: MeshTaskHandler): MeshTaskHandler {
+  const hide = (e: unknown): never => {
+    if (e instanceof A2AError || e instanceof AgentUnreachable) throw e;
+    log.error({ err: e }, 'A2A v0.3 REST call failed');
+    throw new Error('internal error');
+  };
+  async function* guarded(events: AsyncGenerator<unknown>): AsyncGenerator<unknown> {
+    try {
+      yield* events;
+    } catch (e) {
+      hide(e);
+    }
+  }
+  return new Proxy(handler, {
+    get(target, property, receiver) {
+      const value: unknown = Reflect.get(target, property, receiver);
+      if (typeof value !== 'function') return value;
+      return (...args: unknown[]) => {
+        const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
+        if (result instanceof Promise) return result.catch(hide);
+        if (result && typeof (result as AsyncGenerator)[Symbol.asyncIterator] === 'function') return guarded(result as AsyncGenerator);
+        return result;
+      };
+    },
+  });
+}
 
 /** The v0.3 binding's routes answered with a stream (Server-Sent Events), after `{base}/v1/`. */
 export function isLegacyRestStream(rest: string): boolean {
   return rest === 'message:stream' || /^tasks\/[^/]+:subscribe$/.test(rest);
 }
+
+const log = createLogger('A2ARest');
 
 /** What one request hands the Express app: the SDK's router for its agent and caller, and its parsed body. */
 interface LegacyCall extends IncomingMessage {
@@ -70,7 +106,7 @@ export async function serveLegacyRest(
   }
   call._body = true;
   call.legacyRouter = legacyRestRouter({
-    requestHandler: handler,
+    requestHandler: withoutInternalDetail(handler),
     userBuilder: async () => user,
     contextBuilder: ({ requestedVersion, extensions }) => {
       const context = new ServerCallContext({ requestedVersion, requestedExtensions: extensions, user });
