@@ -228,6 +228,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
       case 'canceled':
         return toWireTask(await this.find(task.id));
       case 'not-cancelable':
+        // Canceled since this call read it (not before: that is refused above), by this very cancel or by one racing
+        // it: the workflow's cancel stops the task's delivery, which records the task canceled as it stops, and the
+        // cancel step after it then finds the task canceled already (a CI run's history showed that order). What was
+        // asked is done: the canceled task is the answer.
+        if (outcome.state === 'canceled') return toWireTask(await this.find(task.id));
         throw new TaskNotCancelableError(`task ${task.id} is ${outcome.state ?? 'settled'}`);
       case 'unreachable':
         throw new AgentUnreachable(outcome.reason ?? 'the agent could not be reached to cancel its task');
