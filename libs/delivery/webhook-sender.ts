@@ -116,17 +116,11 @@ export class WebhookSender {
       headers['webhook-timestamp'] = timestamp;
       headers['webhook-signature'] = sign(key, messageId, timestamp, body);
     }
-    let origin: string;
-    let path: string;
-    try {
-      ({ origin, path } = this.targetOf(target.sink));
-    } catch (e) {
-      return { ok: false, error: describe(e) };
-    }
     const answer = await new Promise<Answer>((resolve) => {
       const post = new Post(resolve, signal);
       if (post.settled) return;
       try {
+        const { origin, path } = this.targetOf(target.sink);
         // The timeouts bound the wait for the answer's headers and for each chunk of its body.
         this.agent.dispatch({ origin, path, method: 'POST', headers, body, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs }, post);
       } catch (e) {

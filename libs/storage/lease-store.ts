@@ -30,8 +30,8 @@ export interface LeaseRow {
 export class LeaseStore {
   private readonly fence: EpochFence<{ topic: string; partition: number }>;
 
-  /** Renewals asked and not yet sent, and the timer that sends them. */
-  private batch?: { asks: RenewalAsk[]; timer: NodeJS.Timeout };
+  /** Renewals asked and not yet sent (a timer sends them). */
+  private batch?: RenewalAsk[];
 
   /**
    * `waitLimitMs` bounds every wait of a lease transaction (see {@link EpochFence}): half the lease TTL.
@@ -83,14 +83,17 @@ export class LeaseStore {
   renew(topic: string, partition: number, epoch: number): Promise<boolean> {
     if (this.renewBatchMs <= 0) return this.fence.renew({ topic, partition }, epoch);
     return new Promise<boolean>((resolve, reject) => {
-      this.batch ??= { asks: [], timer: setTimeout(() => void this.renewBatch(), this.renewBatchMs) };
-      this.batch.asks.push({ topic, partition, epoch, resolve, reject });
+      if (!this.batch) {
+        this.batch = [];
+        setTimeout(() => void this.renewBatch(), this.renewBatchMs);
+      }
+      this.batch.push({ topic, partition, epoch, resolve, reject });
     });
   }
 
   /** The renewals asked since the batch opened, in one statement; each answered with its own row's outcome. */
   private async renewBatch(): Promise<void> {
-    const asks = this.batch?.asks ?? [];
+    const asks = this.batch ?? [];
     this.batch = undefined;
     try {
       const renewed: { topic: string; partition: number; epoch: string }[] = await this.fence.transaction(async (manager) => {
