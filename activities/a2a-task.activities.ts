@@ -1,10 +1,12 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NotATaskFrame, RequestRecordGone, type A2AState, type PushOutcome, type TaskIds, type TaskPusher, type TaskRelay } from '../libs/a2a';
+import { NotATaskFrame, RequestRecordGone, type A2AState, type FirstAttempts, type PushOutcome, type TaskIds, type TaskPusher, type TaskRelay } from '../libs/a2a';
 import type { CancelOutcome, TaskRequestRecord, TaskStep } from '../workflows/a2a-task.definitions';
 
 export interface A2ATaskActivityDeps {
   relay: TaskRelay;
+  /** The first attempts the gateway of this process began (libs/a2a/first-attempts.ts): a local activity adopts its own. */
+  firstAttempts?: FirstAttempts;
   /** Pushes a task's updates to its push notification configs. */
   pusher: TaskPusher;
   /** Aborted when the instance shuts down: a delivery stops at once and Temporal runs it again on another instance. */
@@ -31,7 +33,10 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
       try {
         const { request, callTimeoutMs, returnOnChange, turn, ...ids } = input;
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
-        return { state: await deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn) };
+        // A turn's first attempt (the local activity) may be under way already, begun by the gateway of this process
+        // as the workflow started here: its outcome is this activity's, and the turn is not sent a second time.
+        const begun = ctx.info.isLocal ? deps.firstAttempts?.adopt(ids.taskId, turn ?? 1, request, signal) : undefined;
+        return { state: await (begun ?? deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn)) };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
         if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');

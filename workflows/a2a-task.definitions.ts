@@ -77,6 +77,13 @@ export interface DeliveryRetryPolicy {
 }
 
 /** The retry of a delivery when the agent's card names none: 0.5 s doubling to 5 s, until the task's timeout. */
+/**
+ * Most a turn's first delivery attempt may take (a send, a moment of following, and a last call to the agent): the
+ * local activity's bound in the workflow, and that of the attempt the process that took the task begins at once
+ * (libs/a2a/first-attempts.ts).
+ */
+export const firstAttemptTimeoutMs = (callTimeoutMs: number) => 2 * callTimeoutMs + 5_000;
+
 export const DEFAULT_DELIVERY_RETRY: DeliveryRetryPolicy = { initialIntervalMs: 500, backoffCoefficient: 2, maximumIntervalMs: 5000, maximumAttempts: 0 };
 
 /** What one step of the task's activities says: the state the task is in now (in Postgres). */

@@ -9,6 +9,7 @@ import {
   cancelTaskUpdate,
   pushConfiguredSignal,
   DEFAULT_DELIVERY_RETRY,
+  firstAttemptTimeoutMs,
   SETTLED_STATES,
   taskChangedSignal,
   TaskStateName,
@@ -118,9 +119,6 @@ interface TaskRunMode {
 
 /** The patch of the wait between a failed local first attempt and the delivery activity that tries again. */
 const LOCAL_ATTEMPT_BACKOFF = 'a2a-local-attempt-backoff';
-
-/** Most a first, local delivery attempt may take: a send, a moment of following, and a last call to the agent. */
-const firstAttemptTimeoutMs = (callTimeoutMs: number) => 2 * callTimeoutMs + 5_000;
 
 async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, firstAttemptLocal }: TaskRunMode): Promise<TaskStateName> {
   const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };

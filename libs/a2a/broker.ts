@@ -119,6 +119,11 @@ export class A2ABroker {
     return { ...this.workflows.starts };
   }
 
+  /** The first attempts this gateway began for its process's worker, and those the worker's local activities adopted. */
+  firstAttempts(): { begun: number; adopted: number; refused: number; held: number } | undefined {
+    return this.workflows.firstAttempts();
+  }
+
   /** The requests this gateway handed to its process's worker instead of Kafka, and those the deliveries took. */
   requestHandoff(): { handed: number; taken: number; held: number } | undefined {
     return this.workflows.requestHandoff();

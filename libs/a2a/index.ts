@@ -20,3 +20,4 @@ export * from './task-pushes';
 export * from './task-settlements';
 export * from './task-event-publisher';
 export * from './request-handoff';
+export * from './first-attempts';

@@ -153,7 +153,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
       if (record.status === 'rejected') throw record.reason;
       const receipt = record.value;
       if (push) await this.scope.pushConfigs.put(created, push);
-      await this.scope.workflows.start(created, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, { push: push !== undefined, frame });
+      await this.scope.workflows.start(created, agent, { topic, partition: receipt.partition, offset: receipt.offset }, { push: push !== undefined, frame });
     } catch (e) {
       // Not taken: the task fails at once (a record already written is delivered by nobody: no workflow runs it).
       log.warn({ agent: agent.name, task: id, error: (e as Error).message }, 'the task could not be handed to the mesh; it fails');
@@ -195,9 +195,10 @@ export class MeshTaskHandler implements A2ARequestHandler {
     if (!continued) throw new UnsupportedOperationError(`task ${task.id} kept changing; send the message again`);
     const topic = requestTopicOf(tenant, agent.name);
     try {
-      const receipt = await this.scope.publish(topic, taskToFrame({ taskId: continued.id, contextId: continued.contextId, agent: agent.name }, { ...params, message }, new Date(), turn));
+      const frame = taskToFrame({ taskId: continued.id, contextId: continued.contextId, agent: agent.name }, { ...params, message }, new Date(), turn);
+      const receipt = await this.scope.publish(topic, frame);
       const push = (await this.scope.pushConfigs.ofTask(tenant, continued.id)).length > 0;
-      await this.scope.workflows.start(continued, agent.style, { topic, partition: receipt.partition, offset: receipt.offset }, agent.card, { turn, push });
+      await this.scope.workflows.start(continued, agent, { topic, partition: receipt.partition, offset: receipt.offset }, { turn, push, frame });
     } catch (e) {
       log.warn({ agent: agent.name, task: continued.id, turn, error: (e as Error).message }, 'the message continuing the task could not be handed to the mesh; the task fails');
       await this.scope.tasks.transition(continued, { state: 'failed', statusMessage: agentMessage(continued, 'the mesh could not take the message') }).catch(() => undefined);

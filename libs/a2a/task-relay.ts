@@ -58,6 +58,11 @@ export interface DeliveryContext {
   callTimeoutMs: number;
   /** Answer after each change recorded (the task has push configs: the workflow pushes it before following on). */
   returnOnChange?: boolean;
+  /**
+   * The task and its agent as the caller has just read or written them (the process that took the task), so the
+   * delivery reads neither again. A task changed since is no harm: its first change is a compare-and-set.
+   */
+  known?: { task: StoredTask; agent: StoredAgent };
 }
 
 /**
@@ -86,8 +91,8 @@ export class TaskRelay {
    * GetTask until it settles. Answers the state recorded last. A continuing turn names the agent's task and context.
    */
   async deliver(ids: TaskIds, request: TaskRequestRecord, ctx: DeliveryContext, turn = 1): Promise<A2AState> {
-    // Both at once: the task as it is now, and where its agent is.
-    const [task, agent] = await Promise.all([this.tasks.get(ids.tenant, ids.taskId), this.agents.get(ids.tenant, ids.agent)]);
+    // Both at once: the task as it is now, and where its agent is (unless the caller has them).
+    const [task, agent] = ctx.known ? [ctx.known.task, ctx.known.agent] : await Promise.all([this.tasks.get(ids.tenant, ids.taskId), this.agents.get(ids.tenant, ids.agent)]);
     if (!task) return 'failed';
     if (SETTLED.has(task.state)) return task.state;
     if (!agent) return (await this.fail(ids, `the agent ${ids.agent} was removed`)).state;

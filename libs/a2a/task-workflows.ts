@@ -14,6 +14,8 @@ import {
 import type { A2AState } from './task-states';
 import { TaskPolicy, taskPolicyOf } from './task-policy';
 import type { RegisteredCard } from './agent-card';
+import type { StoredAgent } from './agent-store';
+import type { FirstAttempts } from './first-attempts';
 import type { EventFrame } from '../frame';
 import type { RequestHandoff } from './request-handoff';
 import type { TaskEventPublisher } from './task-event-publisher';
@@ -53,6 +55,8 @@ export interface LocalA2AWorker {
   events?: TaskEventPublisher;
   /** The requests the gateway of the same process hands to the worker's deliveries (request-handoff.ts). */
   requests?: RequestHandoff;
+  /** The turns' first attempts the gateway of the same process begins, for the worker's local activities to adopt. */
+  firstAttempts?: FirstAttempts;
 }
 
 /**
@@ -68,6 +72,11 @@ export class TaskWorkflows {
     private readonly client: Client,
     private readonly options: TaskWorkflowOptions,
   ) {}
+
+  /** The first attempts begun here for this process's worker, and those its local activities adopted, if it runs one. */
+  firstAttempts(): { begun: number; adopted: number; refused: number; held: number } | undefined {
+    return this.options.worker?.firstAttempts?.stats();
+  }
 
   /** The requests handed to this process's worker's deliveries, and those they took, if it runs one. */
   requestHandoff(): { handed: number; taken: number; held: number } | undefined {
@@ -88,16 +97,18 @@ export class TaskWorkflows {
    * Starts the task's workflow for the client's turn `turn`: 1, the task's first message (a workflow id never used);
    * more, a message continuing the task after the agent asked for input: a new run of the same workflow id, once the
    * run of the turn before has ended (it ends when the task settles; a run still finishing is waited for, bounded).
-   * `card`: the agent's, whose task-policy extension (task-policy.ts) sets the task's timeout and delivery retry;
-   * `push`: the task has push notification configs.
+   * `task`: as the gateway wrote it for this turn; `agent`: as it read it, whose card's task-policy extension
+   * (task-policy.ts) sets the task's timeout and delivery retry; `push`: the task has push notification configs.
+   * Started eagerly on this process's worker, a task for an agent at a URL has its turn's first attempt begun here
+   * at once (first-attempts.ts).
    */
   async start(
-    task: { id: string; tenant: string; agent: string },
-    style: 'url' | 'subscriber',
+    task: StoredTask,
+    agent: StoredAgent,
     request: TaskRequestRecord,
-    card: RegisteredCard,
     { turn = 1, push = false, frame }: { turn?: number; push?: boolean; frame?: EventFrame } = {},
   ): Promise<void> {
+    const { style, card } = agent;
     const policy = this.policyOf(card);
     // A continuing turn: the task settled before (it asked for input), and settles anew.
     this.options.worker?.settlements.forget(task.id);
@@ -136,7 +147,12 @@ export class TaskWorkflows {
         try {
           const handle = await startWith(local.client, true);
           this.starts.total++;
-          if (handle.eagerlyStarted) this.starts.eager++;
+          if (handle.eagerlyStarted) {
+            this.starts.eager++;
+            if (style === 'url') {
+              local.firstAttempts?.begin({ ids: { taskId: task.id, tenant: task.tenant, agent: task.agent }, request, turn, callTimeoutMs: this.options.callTimeoutMs, timeoutMs: policy.timeoutMs, returnOnChange: push, task, agent });
+            }
+          }
           return;
         } catch (e) {
           if (local.running()) throw e; // else the worker stopped meanwhile: through the gateway's client

@@ -129,10 +129,16 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       workflowTasks: count((e) => e.workflowTaskCompletedEventAttributes),
     }).toEqual({ localActivities: 1, activities: 0, timers: 0, workflowTasks: 1 });
     // Started eagerly: the server answered the start with the first workflow task, for this instance's own worker.
-    const health = (await (await fetch(`${instance.url}/health`)).json()) as { stats: { a2aWorkflowStarts: { total: number; eager: number }; a2aRequestHandoff: { handed: number; taken: number } } };
+    const health = (await (await fetch(`${instance.url}/health`)).json()) as {
+      stats: { a2aWorkflowStarts: { total: number; eager: number }; a2aRequestHandoff: { handed: number; taken: number }; a2aFirstAttempts: { begun: number; adopted: number } };
+    };
     expect(health.stats.a2aWorkflowStarts.eager).toBeGreaterThanOrEqual(1);
     // Its delivery took the request from the gateway of its own process, not from Kafka (the record is there too: below).
     expect(health.stats.a2aRequestHandoff).toMatchObject({ handed: 1, taken: 1 });
+    // The gateway began the first attempt as the workflow started here, and the workflow's local activity adopted
+    // it: the agent was sent the task once.
+    expect(health.stats.a2aFirstAttempts).toMatchObject({ begun: 1, adopted: 1 });
+    expect(agent.received.filter((text) => text === 'echo:visible')).toHaveLength(1);
     const description = await handle.describe();
     expect(description.type).toBe('a2aTaskWorkflowV2');
     expect(description.taskQueue).toBe('eventmesh-a2a');

@@ -163,6 +163,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           a2aStreams: a2a.streams.stats(),
           a2aWorkflowStarts: a2a.workflowStarts(),
           a2aRequestHandoff: a2a.requestHandoff(),
+          a2aFirstAttempts: a2a.firstAttempts(),
           security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
           ...options.workerStats?.(),
         }), findings: [

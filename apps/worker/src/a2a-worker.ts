@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, PushConfigStore, RequestHandoff, SETTLED, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import { A2AAgentStore, A2ATaskStore, AgentClients, FirstAttempts, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, PushConfigStore, RequestHandoff, SETTLED, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
@@ -22,8 +22,9 @@ export interface A2AWorker {
   /**
    * For the gateway of the same process (docs/a2a.md#the-model): a client on this worker's own connection, to start
    * task workflows with eager start (the server hands a workflow's first task back in the start call's answer, to
-   * this worker, instead of through the task queue); and the news of the tasks its deliveries settled, which a
-   * blocking send waiting here answers at once.
+   * this worker, instead of through the task queue); the first attempts it begins for such a workflow, which its
+   * local activity adopts; and the news of the tasks its deliveries settled, which a blocking send waiting here
+   * answers at once.
    */
   local: LocalA2AWorker;
 }
@@ -65,15 +66,17 @@ export async function createA2AWorker(
     signingSecret: config.agents.pushSigningSecret || null,
     retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
   });
+  // The first attempts the gateway of this process begins as it starts a task's workflow here; its local activity adopts them.
+  const firstAttempts = new FirstAttempts(relay, common.shutdown);
   const worker = await Worker.create({
     ...common.options,
     taskQueue: A2A_TASK_QUEUE,
-    activities: createA2ATaskActivities({ relay, pusher, shutdownSignal: common.shutdown }),
+    activities: createA2ATaskActivities({ relay, firstAttempts, pusher, shutdownSignal: common.shutdown }),
   });
   const client = new Client({
     connection: common.connection,
     namespace: config.temporal.namespace,
     interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] },
   });
-  return { worker, reader, events, local: { client, settlements, events, requests, running: () => !common.shutdown.aborted } };
+  return { worker, reader, events, local: { client, settlements, events, requests, firstAttempts, running: () => !common.shutdown.aborted } };
 }
