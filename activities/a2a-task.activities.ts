@@ -24,7 +24,7 @@ const HEARTBEAT_MS = 1000;
  */
 export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
   return {
-    async deliverTask(input: TaskIds & { request: TaskRequestRecord; callTimeoutMs: number; returnOnChange?: boolean; turn?: number }): Promise<TaskStep> {
+    async deliverTask(input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; returnOnChange?: boolean; turn?: number }): Promise<TaskStep> {
       const ctx = Context.current();
       // The first heartbeat a second in, not at once: a delivery that ends sooner (most: the agent answers at once)
       // costs Temporal no heartbeat call; a cancel reaches a longer one at its next heartbeat. A local activity
@@ -34,9 +34,9 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
         const { request, callTimeoutMs, returnOnChange, turn, ...ids } = input;
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
         // A turn's first attempt (the local activity) may be under way already, begun by the gateway of this process
-        // as the workflow started here: its outcome is this activity's, and the turn is not sent a second time.
-        const begun = ctx.info.isLocal ? deps.firstAttempts?.adopt(ids.taskId, turn ?? 1, request, signal) : undefined;
-        return { state: await (begun ?? deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn)) };
+        // as the workflow started here (or about to be): its outcome is this activity's, and the turn is not sent twice.
+        const deliver = () => deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn);
+        return { state: await (ctx.info.isLocal && deps.firstAttempts ? deps.firstAttempts.run(ids.taskId, turn ?? 1, signal, deliver) : deliver()) };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
         if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');

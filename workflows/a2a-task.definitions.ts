@@ -37,7 +37,11 @@ export interface A2ATaskInput {
   agent: string;
   /** `url`: the mesh delivers the request to the agent's A2A server; `subscriber`: the agent's subscription does. */
   style: 'url' | 'subscriber';
-  request: TaskRequestRecord;
+  /**
+   * Where the turn's request is in the agent's request topic. Absent for a task's first turn taken since the task row
+   * records it (`a2a_tasks.request_record`): the gateway starts the workflow while it writes the record and the row.
+   */
+  request?: TaskRequestRecord;
   /** The task's deadline from its start; then it fails (and the agent is asked to cancel it). */
   timeoutMs: number;
   /** The deadline of one call to the agent; the delivery activity's heartbeat timeout is derived from it. */

@@ -1,3 +1,4 @@
+import type { EventFrame } from '../frame';
 import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 import type { StoredAgent } from './agent-store';
 import { FirstAttempt, FirstAttempts } from './first-attempts';
@@ -7,19 +8,19 @@ import type { StoredTask } from './task-store';
 
 /** A relay whose deliveries end when the test says: each call is kept with its context. */
 class HeldRelay {
-  readonly calls: { ids: TaskIds; ctx: DeliveryContext; turn?: number; end: (state: A2AState) => void; fail: (e: Error) => void }[] = [];
-  deliver(ids: TaskIds, _request: TaskRequestRecord, ctx: DeliveryContext, turn?: number): Promise<A2AState> {
-    return new Promise((resolve, reject) => this.calls.push({ ids, ctx, turn, end: resolve, fail: reject }));
+  readonly calls: { ids: TaskIds; request?: TaskRequestRecord; ctx: DeliveryContext; turn?: number; end: (state: A2AState) => void; fail: (e: Error) => void }[] = [];
+  deliver(ids: TaskIds, request: TaskRequestRecord | undefined, ctx: DeliveryContext, turn?: number): Promise<A2AState> {
+    return new Promise((resolve, reject) => this.calls.push({ ids, request, ctx, turn, end: resolve, fail: reject }));
   }
 }
 
-const record: TaskRequestRecord = { topic: 'a2a.t.echo.requests', partition: 0, offset: 7 };
+const frame = { id: 'task-1', source: '/a2a', type: 'a2a.task', specversion: '1.0', extensions: {} } as EventFrame;
 const task = { id: 'task-1', tenant: 't', agent: 'echo', state: 'submitted' } as StoredTask;
 const agent = { tenant: 't', name: 'echo', style: 'url' } as StoredAgent;
-const attempt = (over: Partial<FirstAttempt> = {}): FirstAttempt => ({
-  ids: { taskId: 'task-1', tenant: 't', agent: 'echo' },
-  request: record,
+const attempt = (taskId = 'task-1', over: Partial<FirstAttempt> = {}): FirstAttempt => ({
+  ids: { taskId, tenant: 't', agent: 'echo' },
   turn: 1,
+  frame,
   callTimeoutMs: 1000,
   timeoutMs: 60_000,
   returnOnChange: false,
@@ -27,119 +28,174 @@ const attempt = (over: Partial<FirstAttempt> = {}): FirstAttempt => ({
   agent,
   ...over,
 });
+const never = () => new AbortController().signal;
+/** The local activity's own delivery: a state that tells it apart from the attempt's. */
+const itself = jest.fn(() => Promise.resolve<A2AState>('working'));
+const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('FirstAttempts', () => {
+  beforeEach(() => itself.mockClear());
   afterEach(() => jest.useRealTimers());
 
-  it('begins the delivery at once with the task and agent it was given, and hands its outcome to one local activity', async () => {
+  it('begins the delivery with the task, agent and frame it was given, and hands its outcome to the local activity', async () => {
     const relay = new HeldRelay();
-    const attempts = new FirstAttempts(relay, new AbortController().signal);
-    attempts.begin(attempt({ returnOnChange: true }));
-    attempts.begin(attempt()); // the same turn again: not a second delivery
+    const attempts = new FirstAttempts(relay, never());
+    expect(attempts.expect('task-1', 1)).toBe(true);
+    expect(attempts.expect('task-1', 1)).toBe(false); // announced once
+    attempts.begin(attempt('task-1', { returnOnChange: true }));
+    attempts.begin(attempt()); // begun once
     expect(relay.calls).toHaveLength(1);
-    expect(relay.calls[0].ctx).toMatchObject({ callTimeoutMs: 1000, returnOnChange: true, known: { task, agent } });
-    expect(relay.calls[0].turn).toBe(1);
+    expect(relay.calls[0].ctx).toMatchObject({ callTimeoutMs: 1000, returnOnChange: true, known: { task, agent, frame } });
+    expect([relay.calls[0].turn, relay.calls[0].request]).toEqual([1, undefined]);
 
-    const adopted = attempts.adopt('task-1', 1, record, new AbortController().signal);
-    expect(adopted).toBeDefined();
-    expect(attempts.adopt('task-1', 1, record, new AbortController().signal)).toBeUndefined();
+    const adopted = attempts.run('task-1', 1, never(), itself);
     relay.calls[0].end('completed');
     await expect(adopted).resolves.toBe('completed');
+    expect(itself).not.toHaveBeenCalled();
+    // Adopted once: a second local activity of the turn (the workflow task tried again) delivers itself.
+    await expect(attempts.run('task-1', 1, never(), itself)).resolves.toBe('working');
     expect(attempts.stats()).toEqual({ begun: 1, adopted: 1, refused: 0, held: 0 });
   });
 
-  it('is not adopted for another turn or another request record', () => {
+  it('makes a local activity that runs before the attempt begins wait for it, and deliver itself when it is withdrawn', async () => {
     const relay = new HeldRelay();
-    const attempts = new FirstAttempts(relay, new AbortController().signal);
+    const attempts = new FirstAttempts(relay, never());
+    attempts.expect('task-1', 1);
+    const waiting = attempts.run('task-1', 1, never(), itself);
+    await settle();
+    expect(itself).not.toHaveBeenCalled();
     attempts.begin(attempt());
-    expect(attempts.adopt('task-1', 2, record, new AbortController().signal)).toBeUndefined();
-    expect(attempts.adopt('task-1', 1, { ...record, offset: 8 }, new AbortController().signal)).toBeUndefined();
-    expect(attempts.adopt('task-2', 1, record, new AbortController().signal)).toBeUndefined();
-    expect(attempts.stats()).toMatchObject({ adopted: 0, held: 1 });
+    relay.calls[0].end('completed');
+    await expect(waiting).resolves.toBe('completed');
+    expect(itself).not.toHaveBeenCalled();
+
+    attempts.expect('task-2', 1);
+    const withdrawn = attempts.run('task-2', 1, never(), itself);
+    attempts.withdraw('task-2', 1);
+    await expect(withdrawn).resolves.toBe('working');
+    expect(itself).toHaveBeenCalledTimes(1);
+    expect(relay.calls).toHaveLength(1);
   });
 
-  it('aborts the delivery when its local activity is canceled, also when it was canceled before it adopted', async () => {
+  it('lets a local activity with no attempt announced, or of another turn, deliver itself', async () => {
     const relay = new HeldRelay();
-    const attempts = new FirstAttempts(relay, new AbortController().signal);
+    const attempts = new FirstAttempts(relay, never());
+    attempts.expect('task-1', 1);
+    attempts.begin(attempt());
+    await expect(attempts.run('task-1', 2, never(), itself)).resolves.toBe('working');
+    await expect(attempts.run('task-9', 1, never(), itself)).resolves.toBe('working');
+    expect(itself).toHaveBeenCalledTimes(2);
+    expect(attempts.stats()).toMatchObject({ adopted: 0, held: 1 });
+    relay.calls[0].end('completed');
+  });
+
+  it('aborts the delivery when its local activity is canceled; one canceled while it waited sends nothing', async () => {
+    const relay = new HeldRelay();
+    const attempts = new FirstAttempts(relay, never());
+    attempts.expect('task-1', 1);
     attempts.begin(attempt());
     const activity = new AbortController();
-    const adopted = attempts.adopt('task-1', 1, record, activity.signal)!;
+    const adopted = attempts.run('task-1', 1, activity.signal, itself);
+    await settle();
     expect(relay.calls[0].ctx.signal.aborted).toBe(false);
     activity.abort(new Error('canceled'));
     expect(relay.calls[0].ctx.signal.aborted).toBe(true);
     relay.calls[0].fail(new Error('aborted'));
     await expect(adopted).rejects.toThrow('aborted');
 
-    attempts.begin(attempt({ ids: { taskId: 'task-2', tenant: 't', agent: 'echo' } }));
+    attempts.expect('task-2', 1);
     const canceled = new AbortController();
-    canceled.abort();
-    void attempts.adopt('task-2', 1, record, canceled.signal)?.catch(() => undefined);
-    expect(relay.calls[1].ctx.signal.aborted).toBe(true);
+    const waiting = attempts.run('task-2', 1, canceled.signal, itself);
+    canceled.abort(new Error('canceled while waiting'));
+    await expect(waiting).rejects.toThrow('canceled while waiting');
+    attempts.begin(attempt('task-2'));
+    expect(relay.calls).toHaveLength(1);
+    expect(itself).not.toHaveBeenCalled();
   });
 
   it('hands a failure to the local activity (the workflow retries), and a failure nobody adopts is no unhandled rejection', async () => {
     const relay = new HeldRelay();
-    const attempts = new FirstAttempts(relay, new AbortController().signal);
-    attempts.begin(attempt());
-    attempts.begin(attempt({ ids: { taskId: 'task-2', tenant: 't', agent: 'echo' } }));
+    const attempts = new FirstAttempts(relay, never());
+    for (const id of ['task-1', 'task-2']) {
+      attempts.expect(id, 1);
+      attempts.begin(attempt(id));
+    }
     relay.calls[0].fail(new Error('the agent could not be reached'));
     relay.calls[1].fail(new Error('never adopted'));
-    await new Promise((resolve) => setImmediate(resolve));
-    await expect(attempts.adopt('task-1', 1, record, new AbortController().signal)).rejects.toThrow('the agent could not be reached');
+    await settle();
+    await expect(attempts.run('task-1', 1, never(), itself)).rejects.toThrow('the agent could not be reached');
   });
 
   it('keeps an outcome that ended for 10 s for its local activity, then drops it', async () => {
     jest.useFakeTimers();
     const relay = new HeldRelay();
-    const attempts = new FirstAttempts(relay, new AbortController().signal);
-    attempts.begin(attempt());
-    attempts.begin(attempt({ ids: { taskId: 'task-2', tenant: 't', agent: 'echo' } }));
+    const attempts = new FirstAttempts(relay, never());
+    for (const id of ['task-1', 'task-2']) {
+      attempts.expect(id, 1);
+      attempts.begin(attempt(id));
+    }
     relay.calls[0].end('completed');
     relay.calls[1].end('working');
     await Promise.resolve();
     await Promise.resolve();
     jest.advanceTimersByTime(9_999);
-    await expect(attempts.adopt('task-1', 1, record, new AbortController().signal)).resolves.toBe('completed');
+    await expect(attempts.run('task-1', 1, never(), itself)).resolves.toBe('completed');
     jest.advanceTimersByTime(1);
-    expect(attempts.adopt('task-2', 1, record, new AbortController().signal)).toBeUndefined();
+    expect(attempts.stats().held).toBe(0);
+    await expect(attempts.run('task-2', 1, never(), itself)).resolves.toBe('working');
+    expect(itself).toHaveBeenCalledTimes(1);
+  });
+
+  it('lets the local activity deliver itself when an announced attempt is neither begun nor withdrawn within 10 s', async () => {
+    jest.useFakeTimers();
+    const attempts = new FirstAttempts(new HeldRelay(), never());
+    attempts.expect('task-1', 1);
+    const waiting = attempts.run('task-1', 1, never(), itself);
+    jest.advanceTimersByTime(10_000);
+    await expect(waiting).resolves.toBe('working');
     expect(attempts.stats().held).toBe(0);
   });
 
   it('bounds the delivery by the task\'s deadline when that comes before the first attempt\'s bound', async () => {
     const relay = new HeldRelay();
-    const attempts = new FirstAttempts(relay, new AbortController().signal);
-    attempts.begin(attempt({ timeoutMs: 30 }));
+    const attempts = new FirstAttempts(relay, never());
+    attempts.expect('task-1', 1);
+    attempts.begin(attempt('task-1', { timeoutMs: 30 }));
     const signal = relay.calls[0].ctx.signal;
-    const started = Date.now();
     await new Promise<void>((resolve, reject) => {
       signal.addEventListener('abort', () => resolve());
       setTimeout(() => reject(new Error('the delivery was not aborted within 5 s')), 5000).unref();
     });
-    expect(Date.now() - started).toBeLessThan(5000);
+    expect(signal.aborted).toBe(true);
   });
 
-  it('stops every delivery when the instance shuts down, and begins none after', () => {
+  it('stops every delivery when the instance shuts down, and announces none after', () => {
     const relay = new HeldRelay();
     const shutdown = new AbortController();
     const attempts = new FirstAttempts(relay, shutdown.signal);
+    attempts.expect('task-1', 1);
     attempts.begin(attempt());
     shutdown.abort();
     expect(relay.calls[0].ctx.signal.aborted).toBe(true);
-    attempts.begin(attempt({ ids: { taskId: 'task-2', tenant: 't', agent: 'echo' } }));
+    expect(attempts.expect('task-2', 1)).toBe(false);
+    attempts.begin(attempt('task-2'));
     expect(relay.calls).toHaveLength(1);
   });
 
-  it('holds at most 1000: an ended one goes to make room, running ones are never dropped (no new one begins)', async () => {
+  it('holds at most 1000: an ended one goes to make room, the others are never dropped (no new one is announced)', async () => {
     const relay = new HeldRelay();
-    const attempts = new FirstAttempts(relay, new AbortController().signal);
-    for (let i = 0; i < 1000; i++) attempts.begin(attempt({ ids: { taskId: `t${i}`, tenant: 't', agent: 'echo' } }));
-    attempts.begin(attempt({ ids: { taskId: 'one-more', tenant: 't', agent: 'echo' } }));
+    const attempts = new FirstAttempts(relay, never());
+    for (let i = 0; i < 1000; i++) {
+      attempts.expect(`t${i}`, 1);
+      attempts.begin(attempt(`t${i}`));
+    }
+    expect(attempts.expect('one-more', 1)).toBe(false);
     expect(attempts.stats()).toMatchObject({ begun: 1000, refused: 1, held: 1000 });
     relay.calls[0].end('completed');
-    await new Promise((resolve) => setImmediate(resolve));
-    attempts.begin(attempt({ ids: { taskId: 'one-more', tenant: 't', agent: 'echo' } }));
-    expect(attempts.stats()).toMatchObject({ begun: 1001, refused: 1, held: 1000 });
-    expect(attempts.adopt('t0', 1, record, new AbortController().signal)).toBeUndefined();
+    await settle();
+    expect(attempts.expect('one-more', 1)).toBe(true);
+    expect(attempts.stats()).toMatchObject({ refused: 1, held: 1000 });
+    await expect(attempts.run('t0', 1, never(), itself)).resolves.toBe('working');
     for (const call of relay.calls) call.end('completed');
   });
 });

@@ -24,6 +24,7 @@ import { A2AState, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask } from './task-store';
 import { parseLastEventId, STREAM_ENDS, STREAM_STATE, streamResponseOf, TaskStreams } from './task-stream';
 import type { TaskWorkflows } from './task-workflows';
+import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 
 type Json = Record<string, unknown>;
 type Params<M extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[M]>[0];
@@ -134,33 +135,68 @@ export class MeshTaskHandler implements A2ARequestHandler {
     // The push config (its token) stays in Postgres: the request travels without it.
     const request = push && params.configuration ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } } : params;
     const frame = taskToFrame({ taskId: id, contextId, agent: agent.name }, request, new Date());
-    // The task's row and its request record are written at once: no workflow runs the task until both are, so a
-    // record written for a row that failed is delivered by nobody.
-    const [row, record] = await Promise.allSettled([
-      this.scope.tasks.create({
+    const ids = { taskId: id, tenant, agent: agent.name };
+    const local = agent.style === 'url' ? this.scope.workflows.localWorker() : undefined;
+    // This process's worker may run the workflow's first local activity before the task is written: it waits for
+    // the first attempt announced here (begun below, or withdrawn).
+    const expected = local?.firstAttempts?.expect(id, 1) ?? false;
+    let begun = false;
+    let written: StoredTask | undefined;
+    const create = async (requestRecord?: TaskRequestRecord) => {
+      written = await this.scope.tasks.create({
         id,
         tenant,
         agent: agent.name,
         contextId,
         history: [Message.toJSON({ ...message, taskId: id, contextId }) as Json],
         metadata: params.metadata ?? {},
-      }),
-      this.scope.publish(topic, frame),
-    ]);
-    if (row.status === 'rejected') throw row.reason;
-    const created = row.value;
+        requestRecord,
+      });
+      return written;
+    };
+    // While the workflow starts: for an agent at a URL, the request record, then the task's row naming it, which
+    // the deliveries read it by (no delivery sends the task before its row is written; one elsewhere that reads
+    // sooner tries again); for a mesh subscriber, whose subscription delivers the record, both at once. Then the
+    // push config.
+    const write = async (): Promise<StoredTask> => {
+      let row: StoredTask;
+      if (agent.style === 'url') {
+        const receipt = await this.scope.publish(topic, frame);
+        const requestRecord = { topic, partition: receipt.partition, offset: receipt.offset };
+        // The request as written, for a delivery of this process's worker to take instead of reading Kafka.
+        local?.requests?.put(requestRecord, frame);
+        row = await create(requestRecord);
+      } else {
+        // Both settled before either failure is answered: a row written is then failed, never left behind.
+        const [created, record] = await Promise.allSettled([create(), this.scope.publish(topic, frame)]);
+        if (created.status === 'rejected') throw created.reason;
+        if (record.status === 'rejected') throw record.reason;
+        row = created.value;
+      }
+      if (push) await this.scope.pushConfigs.put(row, push);
+      return row;
+    };
     try {
-      if (record.status === 'rejected') throw record.reason;
-      const receipt = record.value;
-      if (push) await this.scope.pushConfigs.put(created, push);
-      await this.scope.workflows.start(created, agent, { topic, partition: receipt.partition, offset: receipt.offset }, { push: push !== undefined, frame });
-    } catch (e) {
-      // Not taken: the task fails at once (a record already written is delivered by nobody: no workflow runs it).
-      log.warn({ agent: agent.name, task: id, error: (e as Error).message }, 'the task could not be handed to the mesh; it fails');
-      await this.scope.tasks.transition(created, { state: 'failed', statusMessage: agentMessage(created, 'the mesh could not take the task') }).catch(() => undefined);
-      throw e;
+      const [row, start] = await Promise.allSettled([write(), this.scope.workflows.start(ids, agent, undefined, { push: push !== undefined })]);
+      if (row.status === 'fulfilled' && start.status === 'fulfilled') {
+        if (start.value && expected) {
+          // The attempt takes the request handed off above (none is left for another delivery to take).
+          local!.requests?.take(row.value.requestRecord!);
+          local!.firstAttempts!.begin({ ids, turn: 1, frame, callTimeoutMs: this.scope.workflows.callTimeoutMs, timeoutMs: this.scope.workflows.policyOf(agent.card).timeoutMs, returnOnChange: push !== undefined, task: row.value, agent });
+          begun = true;
+        }
+        return row.value;
+      }
+      // Not taken: the task fails at once. A workflow started for it is ended (else it finds no row and fails at the
+      // task's deadline); a record written is delivered by nobody.
+      const error = row.status === 'rejected' ? (row.reason as Error) : ((start as PromiseRejectedResult).reason as Error);
+      log.warn({ agent: agent.name, task: id, error: error.message }, 'the task could not be handed to the mesh; it fails');
+      if (start.status === 'fulfilled') await this.scope.workflows.abandon(id, `the mesh could not take the task: ${error.message}`);
+      if (written) await this.scope.tasks.transition(written, { state: 'failed', statusMessage: agentMessage(written, 'the mesh could not take the task') }).catch(() => undefined);
+      throw error;
+    } finally {
+      if (expected && !begun) local?.firstAttempts?.withdraw(id, 1);
     }
-    return created;
   }
 
   /**
@@ -194,15 +230,27 @@ export class MeshTaskHandler implements A2ARequestHandler {
     }
     if (!continued) throw new UnsupportedOperationError(`task ${task.id} kept changing; send the message again`);
     const topic = requestTopicOf(tenant, agent.name);
+    const ids = { taskId: continued.id, tenant, agent: agent.name };
+    const local = agent.style === 'url' ? this.scope.workflows.localWorker() : undefined;
+    const expected = local?.firstAttempts?.expect(continued.id, turn) ?? false;
+    let begun = false;
     try {
       const frame = taskToFrame({ taskId: continued.id, contextId: continued.contextId, agent: agent.name }, { ...params, message }, new Date(), turn);
       const receipt = await this.scope.publish(topic, frame);
+      const request = { topic, partition: receipt.partition, offset: receipt.offset };
+      local?.requests?.put(request, frame);
       const push = (await this.scope.pushConfigs.ofTask(tenant, continued.id)).length > 0;
-      await this.scope.workflows.start(continued, agent, { topic, partition: receipt.partition, offset: receipt.offset }, { turn, push, frame });
+      if ((await this.scope.workflows.start(ids, agent, request, { turn, push })) && expected) {
+        local!.requests?.take(request);
+        local!.firstAttempts!.begin({ ids, turn, request, frame, callTimeoutMs: this.scope.workflows.callTimeoutMs, timeoutMs: this.scope.workflows.policyOf(agent.card).timeoutMs, returnOnChange: push, task: continued, agent });
+        begun = true;
+      }
     } catch (e) {
       log.warn({ agent: agent.name, task: continued.id, turn, error: (e as Error).message }, 'the message continuing the task could not be handed to the mesh; the task fails');
       await this.scope.tasks.transition(continued, { state: 'failed', statusMessage: agentMessage(continued, 'the mesh could not take the message') }).catch(() => undefined);
       throw e;
+    } finally {
+      if (expected && !begun) local?.firstAttempts?.withdraw(continued.id, turn);
     }
     return continued;
   }

@@ -6,7 +6,7 @@ import { A2AError, InvalidAgentResponseError, TaskNotCancelableError } from '@a2
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
 import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
-import { cancelToFrame, taskFromFrame } from './a2a-frame.adaptor';
+import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
@@ -62,8 +62,15 @@ export interface DeliveryContext {
    * The task and its agent as the caller has just read or written them (the process that took the task), so the
    * delivery reads neither again. A task changed since is no harm: its first change is a compare-and-set.
    */
-  known?: { task: StoredTask; agent: StoredAgent };
+  known?: { task: StoredTask; agent: StoredAgent; frame?: EventFrame };
 }
+
+/**
+ * The task's row is not in Postgres (yet): the gateway starts a task's workflow while it writes the row, so a
+ * delivery elsewhere may read before the row committed. Tried again (by Temporal) until the task's deadline; a row
+ * never written (the gateway could not take the task, and ended the workflow if it could) fails the task then.
+ */
+export class TaskNotRecorded extends Error {}
 
 /**
  * What the mesh does with an agent at a URL for one task, each step a unit the task's workflow runs as an activity
@@ -90,16 +97,20 @@ export class TaskRelay {
    * that turn is recorded as sent (a delivery tried again does not send it again), follows the agent's task with
    * GetTask until it settles. Answers the state recorded last. A continuing turn names the agent's task and context.
    */
-  async deliver(ids: TaskIds, request: TaskRequestRecord, ctx: DeliveryContext, turn = 1): Promise<A2AState> {
+  async deliver(ids: TaskIds, request: TaskRequestRecord | undefined, ctx: DeliveryContext, turn = 1): Promise<A2AState> {
     // Both at once: the task as it is now, and where its agent is (unless the caller has them).
     const [task, agent] = ctx.known ? [ctx.known.task, ctx.known.agent] : await Promise.all([this.tasks.get(ids.tenant, ids.taskId), this.agents.get(ids.tenant, ids.agent)]);
-    if (!task) return 'failed';
+    if (!task) throw new TaskNotRecorded(`task ${ids.taskId} is not recorded (yet)`);
     if (SETTLED.has(task.state)) return task.state;
     if (!agent) return (await this.fail(ids, `the agent ${ids.agent} was removed`)).state;
     const client = await this.clients.clientFor(agent);
     const opts = () => ({ signal: AbortSignal.any([ctx.signal, AbortSignal.timeout(ctx.callTimeoutMs)]) });
     if (task.deliveredTurn < turn) {
-      const { request: sent } = taskFromFrame(await this.records.read(request));
+      // The turn's request: as the gateway wrote it (it began this attempt), else read back from the agent's topic,
+      // where the workflow's input or (a first turn) the task's row says it is.
+      const record = request ?? task.requestRecord;
+      if (!ctx.known?.frame && !record) throw new NotATaskFrame(`task ${task.id} names no request record for turn ${turn}`);
+      const { request: sent } = taskFromFrame(ctx.known?.frame ?? (await this.records.read(record!)));
       // The first turn starts a task at the agent; a later one continues the agent's task, in its context.
       const continues = turn > 1 && task.agentTaskId ? { taskId: task.agentTaskId, contextId: task.contextId } : { taskId: '' };
       const outbound: SendMessageRequest = {

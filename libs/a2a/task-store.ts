@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 import { createdEventOf, draftsOf, eventsOf, TaskVersion } from './task-events';
 import { A2AState, isLegalTransition } from './task-states';
 
@@ -10,6 +11,8 @@ export interface StoredTask {
   agentTaskId: string | null;
   /** The last of the client's turns sent to an agent at a URL (0: none yet; a message continuing the task is the next). */
   deliveredTurn: number;
+  /** Where the task's first request is in Kafka (null: taken before this was recorded; its workflow's input names it). */
+  requestRecord: TaskRequestRecord | null;
   contextId: string;
   state: A2AState;
   statusMessage: Record<string, unknown> | null;
@@ -51,6 +54,7 @@ interface RawTask {
   agent: string;
   agent_task_id: string | null;
   delivered_turn: number;
+  request_record: TaskRequestRecord | null;
   context_id: string;
   state: A2AState;
   status_message: Record<string, unknown> | null;
@@ -63,7 +67,7 @@ interface RawTask {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, context_id, state, status_message, history, artifacts, metadata, version, event_seq, created_at, updated_at';
+const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, request_record, context_id, state, status_message, history, artifacts, metadata, version, event_seq, created_at, updated_at';
 
 /**
  * The insert of a change's events (task-events.ts), as a data-modifying CTE beside the statement that writes the task
@@ -82,6 +86,7 @@ const taskOf = (r: RawTask): StoredTask => ({
   agent: r.agent,
   agentTaskId: r.agent_task_id,
   deliveredTurn: r.delivered_turn,
+  requestRecord: r.request_record,
   contextId: r.context_id,
   state: r.state,
   statusMessage: r.status_message,
@@ -101,6 +106,8 @@ export interface NewTask {
   contextId: string;
   history: Record<string, unknown>[];
   metadata: Record<string, unknown>;
+  /** Where its request was written in the agent's request topic. */
+  requestRecord?: TaskRequestRecord;
 }
 
 /**
@@ -126,11 +133,11 @@ export class A2ATaskStore {
     const event = createdEventOf({ ...task, state: 'submitted', statusMessage: null, artifacts: [], updatedAt: at });
     const [row]: RawTask[] = await this.db.query(
       `WITH created AS (
-         INSERT INTO a2a_tasks (id, tenant, agent, context_id, state, history, metadata, event_seq, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, 'submitted', $5, $6, 1, $7, $7) RETURNING ${COLUMNS}
+         INSERT INTO a2a_tasks (id, tenant, agent, context_id, state, history, metadata, event_seq, created_at, updated_at, request_record)
+         VALUES ($1, $2, $3, $4, 'submitted', $5, $6, 1, $7, $7, $9) RETURNING ${COLUMNS}
        ), logged AS (${INSERT_EVENTS('$8', 'created')})
        SELECT * FROM created`,
-      [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata), at, JSON.stringify([event])],
+      [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata), at, JSON.stringify([event]), task.requestRecord ? JSON.stringify(task.requestRecord) : null],
     );
     const created = taskOf(row);
     this.committed?.(created);

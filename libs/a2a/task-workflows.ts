@@ -16,11 +16,11 @@ import { TaskPolicy, taskPolicyOf } from './task-policy';
 import type { RegisteredCard } from './agent-card';
 import type { StoredAgent } from './agent-store';
 import type { FirstAttempts } from './first-attempts';
-import type { EventFrame } from '../frame';
 import type { RequestHandoff } from './request-handoff';
 import type { TaskEventPublisher } from './task-event-publisher';
 import type { TaskSettlements } from './task-settlements';
 import type { StoredTask } from './task-store';
+import type { TaskIds } from './task-relay';
 
 /** How long a continuing turn waits for the run of the turn before to end (it settled, and is returning). */
 const RUN_ENDING_WAIT_MS = 5000;
@@ -73,6 +73,11 @@ export class TaskWorkflows {
     private readonly options: TaskWorkflowOptions,
   ) {}
 
+  /** One call to an agent (EVENTMESH_AGENTS_CALL_TIMEOUT_MS). */
+  get callTimeoutMs(): number {
+    return this.options.callTimeoutMs;
+  }
+
   /** The first attempts begun here for this process's worker, and those its local activities adopted, if it runs one. */
   firstAttempts(): { begun: number; adopted: number; refused: number; held: number } | undefined {
     return this.options.worker?.firstAttempts?.stats();
@@ -97,32 +102,32 @@ export class TaskWorkflows {
    * Starts the task's workflow for the client's turn `turn`: 1, the task's first message (a workflow id never used);
    * more, a message continuing the task after the agent asked for input: a new run of the same workflow id, once the
    * run of the turn before has ended (it ends when the task settles; a run still finishing is waited for, bounded).
-   * `task`: as the gateway wrote it for this turn; `agent`: as it read it, whose card's task-policy extension
-   * (task-policy.ts) sets the task's timeout and delivery retry; `push`: the task has push notification configs.
-   * Started eagerly on this process's worker, a task for an agent at a URL has its turn's first attempt begun here
-   * at once (first-attempts.ts).
+   * `agent`: as the gateway read it, whose card's task-policy extension (task-policy.ts) sets the task's timeout and
+   * delivery retry; `request`: where the turn's request is in Kafka (absent: the task's row says, once written);
+   * `push`: the task has push notification configs. Answers whether the server started it eagerly on this process's
+   * worker (its first workflow task runs here: the gateway may begin its first attempt, first-attempts.ts).
    */
   async start(
-    task: StoredTask,
+    task: TaskIds,
     agent: StoredAgent,
-    request: TaskRequestRecord,
-    { turn = 1, push = false, frame }: { turn?: number; push?: boolean; frame?: EventFrame } = {},
-  ): Promise<void> {
+    request: TaskRequestRecord | undefined,
+    { turn = 1, push = false }: { turn?: number; push?: boolean } = {},
+  ): Promise<boolean> {
     const { style, card } = agent;
     const policy = this.policyOf(card);
     // A continuing turn: the task settled before (it asked for input), and settles anew.
-    this.options.worker?.settlements.forget(task.id);
+    this.options.worker?.settlements.forget(task.taskId);
     const startWith = (client: Client, eager: boolean) =>
       client.workflow.start(a2aTaskWorkflowV2, {
-        workflowId: a2aTaskWorkflowIdOf(task.id),
+        workflowId: a2aTaskWorkflowIdOf(task.taskId),
         taskQueue: A2A_TASK_QUEUE,
         args: [
           {
-            taskId: task.id,
+            taskId: task.taskId,
             tenant: task.tenant,
             agent: task.agent,
             style,
-            request,
+            ...(request ? { request } : {}),
             timeoutMs: policy.timeoutMs,
             callTimeoutMs: this.options.callTimeoutMs,
             retry: policy.retry,
@@ -139,35 +144,46 @@ export class TaskWorkflows {
         workflowIdConflictPolicy: 'FAIL',
         workflowIdReusePolicy: turn > 1 ? 'ALLOW_DUPLICATE' : 'REJECT_DUPLICATE',
       });
-    const start = async () => {
+    const start = async (): Promise<boolean> => {
       const local = this.options.worker;
       if (local?.running()) {
-        // The request as written, for this worker's delivery (started eagerly here) to take instead of reading Kafka.
-        if (frame && style === 'url') local.requests?.put(request, frame);
         try {
           const handle = await startWith(local.client, true);
           this.starts.total++;
-          if (handle.eagerlyStarted) {
-            this.starts.eager++;
-            if (style === 'url') {
-              local.firstAttempts?.begin({ ids: { taskId: task.id, tenant: task.tenant, agent: task.agent }, request, turn, callTimeoutMs: this.options.callTimeoutMs, timeoutMs: policy.timeoutMs, returnOnChange: push, task, agent });
-            }
-          }
-          return;
+          if (handle.eagerlyStarted) this.starts.eager++;
+          return handle.eagerlyStarted;
         } catch (e) {
           if (local.running()) throw e; // else the worker stopped meanwhile: through the gateway's client
         }
       }
       await startWith(this.client, false);
       this.starts.total++;
+      return false;
     };
     try {
-      await start();
+      return await start();
     } catch (e) {
       if (turn === 1 || !(e instanceof WorkflowExecutionAlreadyStartedError)) throw e;
-      await this.waitSettled(task.id, RUN_ENDING_WAIT_MS);
-      await start();
+      await this.waitSettled(task.taskId, RUN_ENDING_WAIT_MS);
+      return await start();
     }
+  }
+
+  /**
+   * Ends the workflow of a task the gateway could not take (its request record or its row was not written while the
+   * workflow started): terminated, best effort. One left running (Temporal unreachable) finds no row to deliver and
+   * fails the task at its deadline.
+   */
+  async abandon(taskId: string, reason: string): Promise<void> {
+    await this.client.workflow
+      .getHandle(a2aTaskWorkflowIdOf(taskId))
+      .terminate(reason)
+      .catch(() => undefined);
+  }
+
+  /** This process's A2A worker while it runs (the gateway hands it requests and first attempts), else undefined. */
+  localWorker(): LocalA2AWorker | undefined {
+    return this.options.worker?.running() ? this.options.worker : undefined;
   }
 
   /**

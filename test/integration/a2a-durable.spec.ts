@@ -154,15 +154,19 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     });
     expect(found).toContain(`a2a-task/${task.id}`);
 
-    // The request on the agent's topic: one frame, the task's id, the message with the mesh's ids.
+    // The request on the agent's topic: one frame, the task's id, the message with the mesh's ids. The task's row
+    // says where (the workflow was started while the record and the row were written: its input names no record).
     const args = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
-    const input = JSON.parse(Buffer.from(args as Uint8Array).toString('utf8')) as { request: { topic: string; partition: number; offset: number } };
-    expect(input.request.topic).toBe(requestTopicOf(tenant, 'echo'));
+    const input = JSON.parse(Buffer.from(args as Uint8Array).toString('utf8')) as { taskId: string; request?: unknown };
+    expect([input.taskId, input.request]).toEqual([task.id, undefined]);
+    const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: task.id });
+    const position = row.requestRecord!;
+    expect(position.topic).toBe(requestTopicOf(tenant, 'echo'));
     const reader = new PartitionReader(instance.deps.kafka);
     await reader.connect();
     try {
-      const [fetched] = await reader.fetch([input.request], { maxWaitMs: 0 });
-      const record = fetched.records.find((r) => r.offset === input.request.offset)!;
+      const [fetched] = await reader.fetch([position], { maxWaitMs: 0 });
+      const record = fetched.records.find((r) => r.offset === position.offset)!;
       const carried = taskFromFrame(frameFromKafkaRecord(record.headers, record.value));
       expect(carried).toMatchObject({ taskId: task.id, agent: 'echo' });
       expect(textOf(carried.request.message)).toBe('echo:visible');

@@ -30,6 +30,13 @@ export class A2ATaskEntity {
   @Column({ name: 'delivered_turn', type: 'integer', default: 0 })
   deliveredTurn!: number;
 
+  /**
+   * Where the task's first request is in its agent's request topic (topic, partition, offset): a delivery of the
+   * first turn reads it from there. Null for tasks taken before it was recorded (their workflow's input names it).
+   */
+  @Column({ name: 'request_record', type: 'jsonb', nullable: true })
+  requestRecord!: { topic: string; partition: number; offset: number } | null;
+
   @Column({ name: 'context_id', type: 'text' })
   contextId!: string;
 

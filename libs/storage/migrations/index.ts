@@ -21,6 +21,7 @@ import { A2ATaskEvents1796700000000 } from './1796700000000-A2ATaskEvents';
 import { A2APushConfigs1796710000000 } from './1796710000000-A2APushConfigs';
 import { A2ATaskTurns1796720000000 } from './1796720000000-A2ATaskTurns';
 import { A2ATaskEventsPublished1796800000000 } from './1796800000000-A2ATaskEventsPublished';
+import { A2ATaskRequestRecord1796900000000 } from './1796900000000-A2ATaskRequestRecord';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -47,4 +48,5 @@ export const MIGRATIONS = [
   A2APushConfigs1796710000000,
   A2ATaskTurns1796720000000,
   A2ATaskEventsPublished1796800000000,
+  A2ATaskRequestRecord1796900000000,
 ];
