@@ -1,7 +1,8 @@
 import { AgentCard } from '@a2a-js/sdk';
 import { Client, ClientFactory, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
-import { fetch as undiciFetch, type Agent as UndiciAgent } from 'undici';
+import type { Agent as UndiciAgent } from 'undici';
 import type { StoredAgent } from './agent-store';
+import { requestFetch } from './request-fetch';
 
 /**
  * The mesh's A2A clients of the registered agents: the SDK's stock client, built from each agent's registered card
@@ -14,7 +15,7 @@ export class AgentClients {
   private readonly factory: ClientFactory;
 
   constructor(dispatcher: UndiciAgent, readonly timeoutMs: number) {
-    const fetchImpl = ((input: string | URL, init?: RequestInit) => undiciFetch(input, { ...(init as object), dispatcher })) as unknown as typeof fetch;
+    const fetchImpl = requestFetch(dispatcher);
     const legacyCompat = { enabled: true };
     this.factory = new ClientFactory({
       transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],
