@@ -136,11 +136,9 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const request = push && params.configuration ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } } : params;
     const frame = taskToFrame({ taskId: id, contextId, agent: agent.name }, request, new Date());
     const ids = { taskId: id, tenant, agent: agent.name };
-    const local = agent.style === 'url' ? this.scope.workflows.localWorker() : undefined;
     // This process's worker may run the workflow's first local activity before the task is written: it waits for
     // the first attempt announced here (begun below, or withdrawn).
-    const expected = local?.firstAttempts?.expect(id, 1) ?? false;
-    let begun = false;
+    const attempt = this.scope.workflows.announceFirstAttempt(agent, ids, 1);
     let written: StoredTask | undefined;
     const create = async (requestRecord?: TaskRequestRecord) => {
       written = await this.scope.tasks.create({
@@ -163,8 +161,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
       if (agent.style === 'url') {
         const receipt = await this.scope.publish(topic, frame);
         const requestRecord = { topic, partition: receipt.partition, offset: receipt.offset };
-        // The request as written, for a delivery of this process's worker to take instead of reading Kafka.
-        local?.requests?.put(requestRecord, frame);
+        this.scope.workflows.handOff(requestRecord, frame);
         row = await create(requestRecord);
       } else {
         // Both settled before either failure is answered: a row written is then failed, never left behind.
@@ -179,12 +176,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
     try {
       const [row, start] = await Promise.allSettled([write(), this.scope.workflows.start(ids, agent, undefined, { push: push !== undefined })]);
       if (row.status === 'fulfilled' && start.status === 'fulfilled') {
-        if (start.value && expected) {
-          // The attempt takes the request handed off above (none is left for another delivery to take).
-          local!.requests?.take(row.value.requestRecord!);
-          local!.firstAttempts!.begin({ ids, turn: 1, frame, callTimeoutMs: this.scope.workflows.callTimeoutMs, timeoutMs: this.scope.workflows.policyOf(agent.card).timeoutMs, returnOnChange: push !== undefined, task: row.value, agent });
-          begun = true;
-        }
+        if (start.value) attempt?.begin(row.value, frame, { push: push !== undefined });
         return row.value;
       }
       // Not taken: the task fails at once. A workflow started for it is ended (else it finds no row and fails at the
@@ -195,7 +187,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
       if (written) await this.scope.tasks.transition(written, { state: 'failed', statusMessage: agentMessage(written, 'the mesh could not take the task') }).catch(() => undefined);
       throw error;
     } finally {
-      if (expected && !begun) local?.firstAttempts?.withdraw(id, 1);
+      attempt?.end();
     }
   }
 
@@ -231,26 +223,20 @@ export class MeshTaskHandler implements A2ARequestHandler {
     if (!continued) throw new UnsupportedOperationError(`task ${task.id} kept changing; send the message again`);
     const topic = requestTopicOf(tenant, agent.name);
     const ids = { taskId: continued.id, tenant, agent: agent.name };
-    const local = agent.style === 'url' ? this.scope.workflows.localWorker() : undefined;
-    const expected = local?.firstAttempts?.expect(continued.id, turn) ?? false;
-    let begun = false;
+    const attempt = this.scope.workflows.announceFirstAttempt(agent, ids, turn);
     try {
       const frame = taskToFrame({ taskId: continued.id, contextId: continued.contextId, agent: agent.name }, { ...params, message }, new Date(), turn);
       const receipt = await this.scope.publish(topic, frame);
       const request = { topic, partition: receipt.partition, offset: receipt.offset };
-      local?.requests?.put(request, frame);
+      if (agent.style === 'url') this.scope.workflows.handOff(request, frame);
       const push = (await this.scope.pushConfigs.ofTask(tenant, continued.id)).length > 0;
-      if ((await this.scope.workflows.start(ids, agent, request, { turn, push })) && expected) {
-        local!.requests?.take(request);
-        local!.firstAttempts!.begin({ ids, turn, request, frame, callTimeoutMs: this.scope.workflows.callTimeoutMs, timeoutMs: this.scope.workflows.policyOf(agent.card).timeoutMs, returnOnChange: push, task: continued, agent });
-        begun = true;
-      }
+      if (await this.scope.workflows.start(ids, agent, request, { turn, push })) attempt?.begin(continued, frame, { request, push });
     } catch (e) {
       log.warn({ agent: agent.name, task: continued.id, turn, error: (e as Error).message }, 'the message continuing the task could not be handed to the mesh; the task fails');
       await this.scope.tasks.transition(continued, { state: 'failed', statusMessage: agentMessage(continued, 'the mesh could not take the message') }).catch(() => undefined);
       throw e;
     } finally {
-      if (expected && !begun) local?.firstAttempts?.withdraw(continued.id, turn);
+      attempt?.end();
     }
     return continued;
   }

@@ -1,9 +1,12 @@
 import { Role } from '@a2a-js/sdk';
+import type { Client } from '@temporalio/client';
 import { ServerCallContext } from '@a2a-js/sdk/server';
 import type { StoredAgent } from './agent-store';
 import { FirstAttempts } from './first-attempts';
 import { MeshTaskHandler, MeshTaskScope } from './mesh-task-handler';
 import { RequestHandoff } from './request-handoff';
+import { TaskSettlements } from './task-settlements';
+import { TaskWorkflows } from './task-workflows';
 import type { A2AState } from './task-states';
 import type { NewTask, StoredTask } from './task-store';
 
@@ -33,23 +36,23 @@ describe('MeshTaskHandler take', () => {
       }),
       transition: jest.fn(async (task: StoredTask, change: { state: A2AState }) => ({ changed: true, task: { ...task, state: change.state } })),
     };
+    // The real gateway side of the workflows (its first attempts and handoff on this process's worker), with the
+    // Temporal calls stood in for.
+    const real = new TaskWorkflows({} as Client, { timeoutMs: 60_000, callTimeoutMs: 1000, worker: { client: {} as Client, settlements: new TaskSettlements(), running: () => true, firstAttempts, requests } });
     const workflows = {
-      start: jest.fn(async (..._args: unknown[]) => {
+      start: jest.spyOn(real, 'start').mockImplementation(async (..._args: unknown[]) => {
         order.push('start');
         if (fail.start) throw new Error('Temporal is down');
         return eager;
       }),
-      abandon: jest.fn(async (..._args: unknown[]) => undefined),
-      localWorker: () => ({ firstAttempts, requests }),
-      callTimeoutMs: 1000,
-      policyOf: () => ({ timeoutMs: 60_000 }),
+      abandon: jest.spyOn(real, 'abandon').mockImplementation(async (..._args: unknown[]) => undefined),
     };
     const publish = jest.fn(async () => {
       order.push('record');
       if (fail.publish) throw new Error('Kafka is down');
       return { partition: 0, offset: 41 };
     });
-    const scope = { tenant: 'acme', agent: { tenant: 'acme', name: 'echo', style, card: {} }, tasks, workflows, publish } as unknown as MeshTaskScope;
+    const scope = { tenant: 'acme', agent: { tenant: 'acme', name: 'echo', style, card: {} }, tasks, workflows: real, publish } as unknown as MeshTaskScope;
     return { handler: new MeshTaskHandler(scope), tasks, workflows, publish, firstAttempts, requests, delivered, order };
   };
   const send = (handler: MeshTaskHandler) =>

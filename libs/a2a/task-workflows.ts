@@ -14,6 +14,7 @@ import {
 import type { A2AState } from './task-states';
 import { TaskPolicy, taskPolicyOf } from './task-policy';
 import type { RegisteredCard } from './agent-card';
+import type { EventFrame } from '../frame';
 import type { StoredAgent } from './agent-store';
 import type { FirstAttempts } from './first-attempts';
 import type { RequestHandoff } from './request-handoff';
@@ -59,6 +60,14 @@ export interface LocalA2AWorker {
   firstAttempts?: FirstAttempts;
 }
 
+/** A turn's first attempt as the gateway holds it between its announcement and the workflow's start. */
+export interface AnnouncedAttempt {
+  /** Begins it: the workflow started eagerly on this process's worker, and `task` is written. */
+  begin(task: StoredTask, frame: EventFrame, turn: { request?: TaskRequestRecord; push: boolean }): void;
+  /** Withdraws it unless it began (the local activity then delivers itself). */
+  end(): void;
+}
+
 /**
  * The gateway's side of the task workflows (workflows/a2a-task.workflow.ts): starts `a2a-task/<taskId>` with the
  * task's ids, its agent's style and task policy, the record of its request, and the search attributes operators filter on;
@@ -72,11 +81,6 @@ export class TaskWorkflows {
     private readonly client: Client,
     private readonly options: TaskWorkflowOptions,
   ) {}
-
-  /** One call to an agent (EVENTMESH_AGENTS_CALL_TIMEOUT_MS). */
-  get callTimeoutMs(): number {
-    return this.options.callTimeoutMs;
-  }
 
   /** The first attempts begun here for this process's worker, and those its local activities adopted, if it runs one. */
   firstAttempts(): { begun: number; adopted: number; refused: number; held: number } | undefined {
@@ -181,9 +185,34 @@ export class TaskWorkflows {
       .catch(() => undefined);
   }
 
-  /** This process's A2A worker while it runs (the gateway hands it requests and first attempts), else undefined. */
-  localWorker(): LocalA2AWorker | undefined {
-    return this.options.worker?.running() ? this.options.worker : undefined;
+  /**
+   * Announces the first attempt of a task's turn (first-attempts.ts) before its workflow starts, for an agent at a
+   * URL when this process runs a worker: its local activity then waits for the attempt. Undefined when none is
+   * announced (the local activity delivers itself). The caller begins it once the workflow started eagerly here and
+   * the task is written, and ends it either way: an attempt not begun is withdrawn.
+   */
+  announceFirstAttempt(agent: StoredAgent, task: TaskIds, turn: number): AnnouncedAttempt | undefined {
+    const local = this.options.worker;
+    const attempts = agent.style === 'url' && local?.running() ? local.firstAttempts : undefined;
+    if (!attempts?.expect(task.taskId, turn)) return undefined;
+    let begun = false;
+    return {
+      begin: (stored, frame, { request, push }) => {
+        begun = true;
+        // The attempt has the frame: the one handed off for this record is not left for another delivery to take.
+        const record = request ?? stored.requestRecord;
+        if (record) local!.requests?.take(record);
+        attempts.begin({ ids: task, turn, request, frame, callTimeoutMs: this.options.callTimeoutMs, timeoutMs: this.policyOf(agent.card).timeoutMs, returnOnChange: push, task: stored, agent });
+      },
+      end: () => {
+        if (!begun) attempts.withdraw(task.taskId, turn);
+      },
+    };
+  }
+
+  /** Hands a request as written to this process's worker, for a delivery there to take instead of reading Kafka. */
+  handOff(record: TaskRequestRecord, frame: EventFrame): void {
+    if (this.options.worker?.running()) this.options.worker.requests?.put(record, frame);
   }
 
   /**
