@@ -68,7 +68,15 @@ export class OwnershipAdmin {
       view = await withDeadline(QUERY_DEADLINE_MS, this.client.workflow.getHandle(COORDINATOR_WORKFLOW_ID).query(assignmentQuery));
     } catch (e) {
       if (e instanceof WorkflowNotFoundError) return { members: [], drained: [], pins: {}, generation: 0, partitions: [] };
-      throw e;
+      // No worker answered the query in time (each is down, paused, or busy replaying), or Temporal refused it: the
+      // request may be repeated, and the reason is the answer's (a 503, not an opaque 500).
+      throw new EventMeshError(
+        ErrorCode.DependencyUnavailable,
+        `the coordinator workflow did not answer the assignment query: ${(e as Error).message}; try again`,
+        { dependency: 'temporal', retryAfterSeconds: 1 },
+        true,
+        { cause: e },
+      );
     }
     const keys = Object.keys(view.owners).sort();
     const leases = new Map((await this.leases.list()).map((l) => [partitionKeyOf(l.topic, l.partition), l]));
