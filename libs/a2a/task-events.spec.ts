@@ -1,5 +1,5 @@
 import { StreamResponse, TaskState } from '@a2a-js/sdk';
-import { createdEventOf, draftsOf, eventsOf, TaskVersion } from './task-events';
+import { createdEventOf, draftsOf, eventsOf, sameJson, TaskVersion } from './task-events';
 import { parseLastEventId, stateOfEvent, streamResponseOf } from './task-stream';
 
 const at = new Date('2026-12-01T10:00:00.000Z');
@@ -38,6 +38,14 @@ describe('A2A task events', () => {
     expect(draftsOf(task(), task({ artifacts: [artifact('a', 'x')] }))).toEqual({ artifacts: [artifact('a', 'x')], status: false });
     // Nothing the stream shows changed (an agent task id recorded): still one event, so every change leaves a trace.
     expect(draftsOf(task({ statusMessage: message('m') }), task({ statusMessage: message('m') }))).toEqual({ artifacts: [], status: true });
+  });
+
+  it('a message or artifact read back from Postgres (jsonb orders keys its own way) is the same as one built from the agent\'s answer', () => {
+    const stored = (v: Record<string, unknown>) => Object.fromEntries(Object.entries(v).reverse());
+    const before = task({ statusMessage: stored(message('step 2')), artifacts: [stored(artifact('a', 'forty-'))] });
+    const after = task({ statusMessage: message('step 2'), artifacts: [artifact('a', 'forty-'), artifact('b', 'two')] });
+    expect(draftsOf(before, after)).toEqual({ artifacts: [artifact('b', 'two')], status: false });
+    expect([sameJson(stored(message('m')), message('m')), sameJson(null, undefined), sameJson(message('m'), message('n'))]).toEqual([true, true, false]);
   });
 
   it('begins every log with the task as created (seq 1), which the SDK reads as a Task', () => {

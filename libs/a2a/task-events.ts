@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from 'node:util';
 import { taskStateToJSON } from '@a2a-js/sdk';
 import type { EntityManager } from 'typeorm';
 import { A2AState, wireStateOf } from './task-states';
@@ -54,15 +55,23 @@ export interface EventDrafts {
 }
 
 /**
+ * Whether two JSON values say the same, whatever the order of their keys (a task read back from Postgres has its
+ * jsonb's order, one built from an agent's answer the SDK's); absent and null are the same.
+ */
+export function sameJson(a: unknown, b: unknown): boolean {
+  return isDeepStrictEqual(a ?? null, b ?? null);
+}
+
+/**
  * The events a change of `before` into `after` logs: one `artifact-update` per artifact it added or replaced (the
  * whole artifact: `append` false, `lastChunk` true), then one `status-update` when the state or its message changed,
  * or when the change logs nothing else (a change always leaves a trace). Artifacts come first, so a terminal status
  * is the last event of its change, and of the task.
  */
 export function draftsOf(before: Pick<TaskVersion, 'state' | 'statusMessage' | 'artifacts'>, after: Pick<TaskVersion, 'state' | 'statusMessage' | 'artifacts'>): EventDrafts {
-  const old = new Map(before.artifacts.map((a) => [a.artifactId, JSON.stringify(a)]));
-  const artifacts = after.artifacts.filter((a) => old.get(a.artifactId) !== JSON.stringify(a));
-  const statusChanged = before.state !== after.state || JSON.stringify(before.statusMessage ?? null) !== JSON.stringify(after.statusMessage ?? null);
+  const old = new Map(before.artifacts.map((a) => [a.artifactId, a]));
+  const artifacts = after.artifacts.filter((a) => !sameJson(old.get(a.artifactId), a));
+  const statusChanged = before.state !== after.state || !sameJson(before.statusMessage, after.statusMessage);
   return { artifacts, status: statusChanged || artifacts.length === 0 };
 }
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { Artifact, Message, SendMessageRequest, Task } from '@a2a-js/sdk';
+import { Artifact, Message, SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { A2AError, InvalidAgentResponseError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import type { EventFrame } from '../frame';
@@ -8,9 +8,11 @@ import { createLogger } from '../logging';
 import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
+import { AgentStream, applyEvent, StreamRead } from './agent-stream';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
 import { A2AState, stateOf, TERMINAL } from './task-states';
+import { sameJson } from './task-events';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
 type Json = Record<string, unknown>;
@@ -94,8 +96,8 @@ export class TaskRelay {
   /**
    * Sends the client's turn `turn` (its first message is turn 1; each message continuing the task, after the agent
    * asked for input, one more) to the agent, asking it to answer at once, and answers the state it recorded; or, once
-   * that turn is recorded as sent (a delivery tried again does not send it again), follows the agent's task with
-   * GetTask until it settles. Answers the state recorded last. A continuing turn names the agent's task and context.
+   * that turn is recorded as sent (a delivery tried again does not send it again), follows the agent's task until it
+   * settles: on the agent's stream when its card says it streams (`capabilities.streaming`), else with GetTask. Answers the state recorded last. A continuing turn names the agent's task and context.
    */
   async deliver(ids: TaskIds, request: TaskRequestRecord | undefined, ctx: DeliveryContext, turn = 1): Promise<A2AState> {
     // Both at once: the task as it is now, and where its agent is (unless the caller has them).
@@ -121,8 +123,11 @@ export class TaskRelay {
       };
       let change: TaskChange;
       let agentTask: Task | undefined;
+      // An agent whose card says it streams is sent the turn on its stream and followed on it, so each status and
+      // artifact it reports is recorded (none missed between two GetTask).
+      const live = streamsOf(agent) ? new AgentStream(ctx.signal) : undefined;
       try {
-        const answer = await client.sendMessage(outbound, opts());
+        const answer = live ? await this.firstOfStream(live.open(client.sendMessageStream(outbound, { signal: live.signal })), ctx) : await client.sendMessage(outbound, opts());
         if ('messageId' in answer) {
           const reply = Message.toJSON({ ...answer, taskId: task.id, contextId: task.contextId }) as Json;
           change = { state: 'completed', statusMessage: reply, history: [...task.history, reply] };
@@ -131,7 +136,7 @@ export class TaskRelay {
           // A task the agent answered still running is asked about at once (one that finishes quickly has by
           // now), so that the send and its outcome are one change. Until that change is recorded, a delivery tried
           // again would send the turn again, as it would between any send and its record.
-          if (!ctx.returnOnChange && !SETTLED.has(stateOf(answer.status?.state) ?? 'failed')) {
+          if (!live && !ctx.returnOnChange && !SETTLED.has(stateOf(answer.status?.state) ?? 'failed')) {
             agentTask = await client.getTask({ tenant: '', id: answer.id, historyLength: undefined }, opts()).catch(() => answer);
           }
           change = changeOf(task, agentTask);
@@ -140,22 +145,134 @@ export class TaskRelay {
         if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
         change = { state: 'failed', statusMessage: agentMessage(task, e instanceof InvalidAgentResponseError ? 'the agent answered what is not an A2A task' : `the agent refused the task: ${(e as Error).message}`) };
       }
-      const result = await this.tasks.transition(task, { ...change, deliveredTurn: turn });
-      if (!result.changed) {
-        if (result.reason === 'missing') return 'failed';
-        // Another change won (a cancel, or a deadline): it stands; the agent is told, best effort, if its task runs.
-        if (agentTask && TERMINAL.has(result.task.state) && !TERMINAL.has(stateOf(agentTask.status?.state) ?? 'completed')) {
-          await client.cancelTask({ tenant: '', id: agentTask.id, metadata: undefined }, opts()).catch(() => undefined);
-        }
-        return result.task.state;
+      try {
+        return await this.recordSend(task, { change, turn, agentTask, live }, client, ctx, opts);
+      } finally {
+        live?.close();
       }
-      // The agent has the task (the turn is recorded as sent: nothing is sent twice). It is followed here for a
-      // moment; one that has not settled by then goes back to the workflow, which records the state it is in and
-      // delivers again to follow it on. A task with push configs goes back at once: each change is pushed.
-      if (SETTLED.has(result.task.state) || ctx.returnOnChange) return result.task.state;
-      return this.follow(result.task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs: Date.now() + FOLLOW_INLINE_MS });
     }
-    return this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
+    return streamsOf(agent) ? this.followStream(task, client, ctx, opts) : this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
+  }
+
+  /**
+   * Records what the agent answered the turn's send (the turn recorded as sent: a delivery tried again does not send
+   * it again), then follows the agent's task for a moment: on its stream (`live`) when it streams, else with GetTask.
+   */
+  private async recordSend(
+    task: StoredTask,
+    { change, turn, agentTask, live }: { change: TaskChange; turn: number; agentTask?: Task; live?: AgentStream },
+    client: Client,
+    ctx: DeliveryContext,
+    opts: () => { signal: AbortSignal },
+  ): Promise<A2AState> {
+    const result = await this.tasks.transition(task, { ...change, deliveredTurn: turn });
+    if (!result.changed) {
+      if (result.reason === 'missing') return 'failed';
+      // Another change won (a cancel, or a deadline): it stands; the agent is told, best effort, if its task runs.
+      if (agentTask && TERMINAL.has(result.task.state) && !TERMINAL.has(stateOf(agentTask.status?.state) ?? 'completed')) {
+        await client.cancelTask({ tenant: '', id: agentTask.id, metadata: undefined }, opts()).catch(() => undefined);
+      }
+      return result.task.state;
+    }
+    // The agent has the task (the turn is recorded as sent: nothing is sent twice). It is followed here for a
+    // moment; one that has not settled by then goes back to the workflow, which records the state it is in and
+    // delivers again to follow it on. A task with push configs goes back at once: each change is pushed.
+    if (SETTLED.has(result.task.state) || ctx.returnOnChange) return result.task.state;
+    const untilMs = Date.now() + FOLLOW_INLINE_MS;
+    if (live) {
+      const on = await this.onStream(result.task, live, agentTask, ctx, untilMs);
+      if (typeof on === 'string') return on;
+      // The stream ended or broke before the task settled: GetTask for the rest of the moment.
+      return this.follow(on.unsettled, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs });
+    }
+    return this.follow(result.task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs });
+  }
+
+  /**
+   * The first event of the agent's stream of a send, as `sendMessage` would answer it: a task (or an event of one,
+   * made a task), or a message. No event within the call timeout is a call unanswered; a stream ended without one
+   * is not an A2A answer.
+   */
+  private async firstOfStream(live: AgentStream, ctx: DeliveryContext): Promise<Task | Message> {
+    const first = await live.next(ctx.callTimeoutMs);
+    if ('timedOut' in first) throw new AgentUnreachable(`the agent sent no event within ${ctx.callTimeoutMs} ms`);
+    const event = 'event' in first ? first.event : undefined;
+    if (event?.payload?.$case === 'message') return event.payload.value;
+    const task = event && applyEvent(undefined, event);
+    if (!task) throw new InvalidAgentResponseError('the agent ended its stream without a task or message');
+    return task;
+  }
+
+  /**
+   * Follows the agent's task on the agent's stream (`SubscribeToTask`) until it settles (or, with `returnOnChange`,
+   * changes). A stream that breaks after its first event is subscribed again; one the agent refuses (a task that
+   * ended, or that it does not know), or that ends with the task unsettled, leaves the rest to GetTask, whose answer
+   * says which.
+   */
+  private async followStream(from: StoredTask, client: Client, ctx: DeliveryContext, opts: () => { signal: AbortSignal }): Promise<A2AState> {
+    let task = from;
+    for (let wait = 0; ; wait = Math.min(Math.max(wait * 2, FOLLOW_FIRST_MS), FOLLOW_MAX_MS)) {
+      if (wait > 0) await sleep(wait, undefined, { signal: ctx.signal });
+      const live = new AgentStream(ctx.signal);
+      try {
+        live.open(client.resubscribeTask({ tenant: '', id: task.agentTaskId! }, { signal: live.signal }));
+        const first = await live.next(ctx.callTimeoutMs).catch((e: unknown) => {
+          if (ctx.signal.aborted) throw e;
+          return { done: true } as const;
+        });
+        if (!('event' in first)) return await this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS });
+        const on = await this.onStream(task, live, undefined, ctx, Infinity, first.event);
+        if (typeof on === 'string') return on;
+        if (!on.broken) return await this.follow(on.unsettled, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
+        task = on.unsettled;
+      } finally {
+        live.close();
+      }
+    }
+  }
+
+  /**
+   * Reads the agent's stream (after `pending`, an event read already), recording each change of the agent's task it
+   * reports, until the task settles (or, with `returnOnChange`, changes; or `untilMs` passes): answers the state
+   * recorded last. A stream that ends (or breaks: `broken`) first answers the task as recorded last, unsettled.
+   */
+  private async onStream(
+    from: StoredTask,
+    live: AgentStream,
+    snapshot: Task | undefined,
+    ctx: DeliveryContext,
+    untilMs: number,
+    pending?: StreamResponse,
+  ): Promise<A2AState | { unsettled: StoredTask; broken: boolean }> {
+    let task = from;
+    let agentTask = snapshot;
+    let next = pending;
+    while (!SETTLED.has(task.state)) {
+      if (!next) {
+        let read: StreamRead;
+        try {
+          read = await live.next(untilMs - Date.now());
+        } catch (e) {
+          if (ctx.signal.aborted) throw e;
+          return { unsettled: task, broken: true };
+        }
+        if ('timedOut' in read) return task.state;
+        if ('done' in read) return { unsettled: task, broken: false };
+        next = read.event;
+      }
+      agentTask = applyEvent(agentTask, next);
+      next = undefined;
+      if (!agentTask) continue;
+      const change = changeOf(task, agentTask);
+      if (!differs(task, change)) continue;
+      const result = await this.tasks.transition(task, change);
+      if (result.changed) {
+        task = result.task;
+        if (ctx.returnOnChange) return task.state;
+      } else if (result.reason === 'missing') return 'failed';
+      else task = result.task;
+    }
+    return task.state;
   }
 
   /**
@@ -286,12 +403,17 @@ export class TaskRelay {
   }
 }
 
+/** Whether the agent's card says it streams (`capabilities.streaming`): the mesh then follows its tasks on its streams. */
+function streamsOf(agent: StoredAgent): boolean {
+  return (agent.card.capabilities as { streaming?: boolean } | undefined)?.streaming === true;
+}
+
 /** Whether a change says something the task does not (state, status message, artifacts): only those are recorded. */
 function differs(task: StoredTask, change: TaskChange): boolean {
   return (
     change.state !== task.state ||
-    JSON.stringify(change.statusMessage ?? null) !== JSON.stringify(task.statusMessage) ||
-    JSON.stringify(change.artifacts ?? task.artifacts) !== JSON.stringify(task.artifacts)
+    !sameJson(change.statusMessage, task.statusMessage) ||
+    !sameJson(change.artifacts ?? task.artifacts, task.artifacts)
   );
 }
 

@@ -74,11 +74,14 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
   let quota: TenantQuotaFilter;
   let closeQuotaDb: (() => Promise<void>) | undefined;
   const echo = new EchoAgent();
+  /** A URL agent whose card says it streams: the mesh sends it tasks on its stream and follows them there. */
+  const streamingAgent = new EchoAgent({ streaming: true });
   let a: RunningInstance;
   let b: RunningInstance;
 
   beforeAll(async () => {
     await echo.start();
+    await streamingAgent.start();
     const aConfig = testConfig({ ...env, EVENTMESH_INSTANCE_ID: `a2a-s-a-${suffix}` });
     const quotaDb = createDataSource(aConfig.postgres, `a2a-s-quota-${suffix}`);
     await quotaDb.initialize();
@@ -96,6 +99,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     expect((await call(a, 'PUT', '/a2a/agents/steps?style=subscriber', card)).status).toBe(201);
     expect((await call(a, 'PUT', '/a2a/agents/steps?style=subscriber', card, other)).status).toBe(201);
     expect((await call(a, 'PUT', '/a2a/agents/echo', echo.card())).status).toBe(201);
+    expect((await call(a, 'PUT', '/a2a/agents/streamer', { ...streamingAgent.card(), name: 'streamer' })).status).toBe(201);
   });
   afterAll(async () => {
     await endTaskWorkflows([tenant, other]);
@@ -104,6 +108,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     await quota?.close();
     await closeQuotaDb?.();
     await echo.close();
+    await streamingAgent.close();
   });
 
   const call = async (on: RunningInstance, method: string, path: string, body?: unknown, as = tenant): Promise<{ status: number; body: Record<string, unknown> | null }> => {
@@ -215,6 +220,39 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     for await (const event of (await clientOf(b, 'echo')).sendMessageStream(send('echo:streamed'))) events.push(describe_(event));
     expect(events[0]).toBe('task:TASK_STATE_SUBMITTED');
     expect(events.slice(-2)).toEqual(['artifact:streamed', 'status:TASK_STATE_COMPLETED:echoed streamed']);
+  });
+
+  it('follows a URL agent that streams on its own stream: each status it reports (two at once, then one after a resubscribe), the artifact\'s chunks appended; never GetTask', async () => {
+    const client = await clientOf(b, 'streamer');
+    const taskId = ((await client.sendMessage(send('steps:s1', { returnImmediately: true }))) as Task).id;
+    // The first attempt follows the agent's stream for a moment (1 s); the delivery after it subscribes again.
+    await waitFor('the agent to hold the task, followed by a SubscribeToTask', () => streamingAgent.isHeld('s1') && streamingAgent.methods.includes('SubscribeToTask'), { timeoutMs: 20000 });
+    expect(streamingAgent.release('s1')).toBe(true);
+    const done = await waitFor('the task to complete', async () => {
+      const task = await client.getTask({ tenant: '', id: taskId, historyLength: undefined });
+      return task.status?.state === TaskState.TASK_STATE_COMPLETED && task;
+    }, { timeoutMs: 20000 });
+    expect(textOf(done.status?.message)).toBe('done');
+    expect(done.artifacts.map((x) => x.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')))).toEqual([['forty-', 'two']]);
+    // Every status the agent reported is in the task's log, in order: step 1 and step 2 came within a microsecond of
+    // each other, which no GetTask would have told apart.
+    const statuses = (await logOf(taskId))
+      .filter((e) => e.kind === 'status-update')
+      .map((e) => ((e.payload.status as { message?: { parts?: { text?: string }[] } }).message?.parts ?? []).map((p) => p.text).join(''));
+    expect(statuses.filter(Boolean)).toEqual(['step 1', 'step 2', 'step 3', 'done']);
+    expect(streamingAgent.methods).toEqual(['SendStreamingMessage', 'SubscribeToTask']);
+  });
+
+  it('a cancel of a task followed on the agent\'s stream is made at the agent (CancelTask) and recorded', async () => {
+    const client = await clientOf(a, 'streamer');
+    const calls = streamingAgent.methods.length;
+    const taskId = ((await client.sendMessage(send('steps:s2', { returnImmediately: true }))) as Task).id;
+    await waitFor('the agent to hold the task', () => streamingAgent.isHeld('s2'), { timeoutMs: 20000 });
+    const canceled = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
+    expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+    expect(streamingAgent.canceled.size).toBe(1);
+    expect(streamingAgent.methods.slice(calls).filter((m) => m !== 'SubscribeToTask')).toEqual(['SendStreamingMessage', 'CancelTask']);
+    expect((await client.getTask({ tenant: '', id: taskId, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
   });
 
   it('a client that disconnects mid-stream and reconnects with Last-Event-ID gets the rest: no gap, no repeat', async () => {

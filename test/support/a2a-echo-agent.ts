@@ -5,6 +5,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentCard, Message, Role, TaskState } from '@a2a-js/sdk';
 import {
   AgentEvent,
+  AgentExecutionEvent,
   AgentExecutor,
   DefaultRequestHandler,
   ExecutionEventBus,
@@ -25,9 +26,16 @@ import {
  * - `work:<ms>:<text>`: reports `working`, works `<ms>` ms, then completes with an artifact holding `<text>` (a
  *   load of tasks that are in flight for a while);
  * - `ask:<question>`: asks for input (`input-required`, its status message `<question>`); the message continuing the
- *   task (any text) completes it with an artifact holding `answered <text>`, or asks again if that text is `ask:...`.
+ *   task (any text) completes it with an artifact holding `answered <text>`, or asks again if that text is `ask:...`;
+ * - `steps:<key>`: reports `working` with status messages `step 1` and `step 2` at once, an artifact `result` in two
+ *   chunks (`forty-`, then `two` appended), then waits for `release(key)`, reports `step 3` and completes (`done`).
+ * With `streaming` its card says it streams, and it serves the streaming methods (SSE); else it serves JSON only.
  */
 export class EchoAgent {
+  constructor(private readonly options: { streaming?: boolean } = {}) {}
+
+  /** The JSON-RPC methods it was called with, in order (`SendMessage`, `SendStreamingMessage`, `GetTask`, ...). */
+  readonly methods: string[] = [];
   private server?: Server;
   private readonly held = new Map<string, () => void>();
   /** Keys of the `hold:` tasks that reached their completion (after their release). */
@@ -44,7 +52,7 @@ export class EchoAgent {
       description: 'echoes what it is sent',
       version: '1.0.0',
       supportedInterfaces: [{ url: this.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
-      capabilities: { streaming: false, pushNotifications: false },
+      capabilities: { streaming: this.options.streaming === true, pushNotifications: false },
       defaultInputModes: ['text/plain'],
       defaultOutputModes: ['text/plain'],
       skills: [{ id: 'echo', name: 'Echo', description: 'echoes text', tags: ['text', 'test'] }],
@@ -65,10 +73,14 @@ export class EchoAgent {
   /** Listens on `port` (0: any free one; a fixed one to come back where a registered card says the agent is). */
   async start(port = 0): Promise<string> {
     const server = createServer((request, response) => {
-      void this.serve(request).then(
-        (answer) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer)),
-        (e: unknown) => response.writeHead(500).end(String(e)),
-      );
+      void this.serve(request)
+        .then(async (answer) => {
+          if (!isStream(answer)) return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+          response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+          for await (const event of answer) response.write(`data: ${JSON.stringify(event)}\n\n`);
+          response.end();
+        })
+        .catch((e: unknown) => (response.headersSent ? response.destroy() : response.writeHead(500).end(String(e))));
     });
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
     this.server = server;
@@ -93,7 +105,31 @@ export class EchoAgent {
     for await (const chunk of request) chunks.push(chunk as Buffer);
     const version = (request.headers['a2a-version'] as string | undefined) ?? '0.3';
     validateVersion(version, this.agentCard!, 'JSONRPC');
-    return this.transport!.handle(Buffer.concat(chunks).toString('utf8'), new ServerCallContext({ requestedVersion: version }));
+    const body = Buffer.concat(chunks).toString('utf8');
+    this.methods.push(String((JSON.parse(body) as { method?: unknown }).method));
+    return this.transport!.handle(body, new ServerCallContext({ requestedVersion: version }));
+  }
+
+  /** The `steps:<key>` task (see the class). */
+  private async steps(ctx: RequestContext, bus: ExecutionEventBus, key: string, status: (ctx: RequestContext, state: TaskState, text?: string) => AgentExecutionEvent): Promise<void> {
+    bus.publish(status(ctx, TaskState.TASK_STATE_WORKING, 'step 1'));
+    bus.publish(status(ctx, TaskState.TASK_STATE_WORKING, 'step 2'));
+    const chunk = (text: string, append: boolean) =>
+      AgentEvent.artifactUpdate({
+        taskId: ctx.taskId,
+        contextId: ctx.contextId,
+        artifact: { artifactId: 'result', name: 'result', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+        append,
+        lastChunk: append,
+        metadata: undefined,
+      });
+    bus.publish(chunk('forty-', false));
+    bus.publish(chunk('two', true));
+    await new Promise<void>((resume) => this.held.set(key, resume));
+    this.held.delete(key);
+    this.completed.add(key);
+    bus.publish(status(ctx, TaskState.TASK_STATE_WORKING, 'step 3'));
+    bus.publish(status(ctx, TaskState.TASK_STATE_COMPLETED, 'done'));
   }
 
   private executor(): AgentExecutor {
@@ -148,6 +184,7 @@ export class EchoAgent {
           return;
         }
         if (text === 'park') return;
+        if (text.startsWith('steps:')) return this.steps(ctx, bus, text.slice('steps:'.length), status);
         if (text.startsWith('hold:')) {
           const key = text.slice('hold:'.length);
           await new Promise<void>((resume) => this.held.set(key, resume));
@@ -178,6 +215,10 @@ export class EchoAgent {
       },
     };
   }
+}
+
+function isStream(answer: unknown): answer is AsyncGenerator<unknown> {
+  return typeof (answer as AsyncGenerator<unknown> | null)?.[Symbol.asyncIterator] === 'function';
 }
 
 function textPart(text: string) {
