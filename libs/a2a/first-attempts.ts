@@ -52,14 +52,14 @@ interface Held {
 const keyOf = (taskId: string, turn: number) => `${taskId}.${turn}`;
 
 /**
- * The first delivery attempt of a task's turn, begun by the process that took the task as soon as the task is
- * written (a new task: while the call starting its workflow may still be under way; a continuing turn: once its
- * workflow started eagerly on this process's worker), and adopted by that workflow's first local activity
- * (activities/a2a-task.activities.ts) when it runs here.
+ * The first delivery attempt of a task's turn, begun by the process that took the task as soon as the server has
+ * started the task's workflow eagerly on this process's worker and the task is written, and adopted by that
+ * workflow's first local activity (activities/a2a-task.activities.ts) when it runs.
  *
- * Why: the start call, then the workflow's first activation and the dispatch of its local activity, take several
- * milliseconds each; the attempt waits for none of them. The task's row and its request record exist before the
- * attempt begins; a start that fails aborts it ({@link abort}). The workflow still owns the attempt: its local activity waits for the attempt's outcome and answers it (an
+ * Why: the workflow's first activation and the dispatch of its local activity take several milliseconds of the
+ * worker's time after the start call returns; the attempt does not wait for them. What is durable is the same as
+ * when the activity begins it: the task's row, its request record and its workflow all exist before the attempt
+ * begins. The workflow still owns the attempt: its local activity waits for the attempt's outcome and answers it (an
  * error too: the workflow retries as after any failed first attempt), and a cancel of the local activity aborts it.
  *
  * The gateway announces the attempt before it starts the workflow ({@link expect}), and then begins or withdraws it:
@@ -134,14 +134,6 @@ export class FirstAttempts {
     if (!entry) return;
     this.held.delete(key);
     entry.settle(undefined);
-  }
-
-  /** Stops the attempt, begun or not (the task's workflow did not start after all): its calls are aborted. */
-  abort(taskId: string, turn: number, reason: string): void {
-    const entry = this.held.get(keyOf(taskId, turn));
-    if (!entry) return;
-    entry.controller.abort(new Error(reason));
-    if (!entry.started) this.withdraw(taskId, turn);
   }
 
   /**

@@ -137,7 +137,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const frame = taskToFrame({ taskId: id, contextId, agent: agent.name }, request, new Date());
     const ids = { taskId: id, tenant, agent: agent.name };
     // This process's worker may run the workflow's first local activity before the task is written: it waits for
-    // the first attempt announced here (begun once the task is written, or withdrawn).
+    // the first attempt announced here (begun below, or withdrawn).
     const attempt = this.scope.workflows.announceFirstAttempt(agent, ids, 1);
     let written: StoredTask | undefined;
     const create = async (requestRecord?: TaskRequestRecord) => {
@@ -155,10 +155,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
     // While the workflow starts: for an agent at a URL, the request record, then the task's row naming it, which
     // the deliveries read it by (no delivery sends the task before its row is written; one elsewhere that reads
     // sooner tries again); for a mesh subscriber, whose subscription delivers the record, both at once. Then the
-    // push config. Then, for an agent at a URL, the turn's first attempt begins, while the start call may still be
-    // under way: the workflow's first local activity adopts it when it runs here (or, the start declined eagerly
-    // and run elsewhere, delivers beside it: the turn recorded as sent first wins, and the other follows or, having
-    // read the task before that, sends again: at least once). A start that fails aborts it.
+    // push config.
     const write = async (): Promise<StoredTask> => {
       let row: StoredTask;
       if (agent.style === 'url') {
@@ -174,17 +171,18 @@ export class MeshTaskHandler implements A2ARequestHandler {
         row = created.value;
       }
       if (push) await this.scope.pushConfigs.put(row, push);
-      attempt?.begin(row, frame, { push: push !== undefined });
       return row;
     };
     try {
       const [row, start] = await Promise.allSettled([write(), this.scope.workflows.start(ids, agent, undefined, { push: push !== undefined })]);
-      if (row.status === 'fulfilled' && start.status === 'fulfilled') return row.value;
+      if (row.status === 'fulfilled' && start.status === 'fulfilled') {
+        if (start.value) attempt?.begin(row.value, frame, { push: push !== undefined });
+        return row.value;
+      }
       // Not taken: the task fails at once. A workflow started for it is ended (else it finds no row and fails at the
       // task's deadline); a record written is delivered by nobody.
       const error = row.status === 'rejected' ? (row.reason as Error) : ((start as PromiseRejectedResult).reason as Error);
       log.warn({ agent: agent.name, task: id, error: error.message }, 'the task could not be handed to the mesh; it fails');
-      attempt?.abort(`the mesh could not take the task: ${error.message}`);
       if (start.status === 'fulfilled') await this.scope.workflows.abandon(id, `the mesh could not take the task: ${error.message}`);
       if (written) await this.scope.tasks.transition(written, { state: 'failed', statusMessage: agentMessage(written, 'the mesh could not take the task') }).catch(() => undefined);
       throw error;

@@ -13,20 +13,17 @@ import type { NewTask, StoredTask } from './task-store';
 /**
  * How a new task is taken (stand-ins for Kafka, Postgres and Temporal): the workflow starts while the request record
  * and then the row naming it are written; a task not taken leaves no workflow running and no row `submitted`; the
- * first attempt begins as soon as the row is written, without waiting for the start, and is aborted if the start
- * fails (withdrawn if the row was not written).
+ * first attempt is begun only for a workflow started here with its row written, and withdrawn otherwise.
  */
 describe('MeshTaskHandler take', () => {
   const storedOf = (task: NewTask): StoredTask => ({
     ...task, agentTaskId: null, deliveredTurn: 0, requestRecord: task.requestRecord ?? null, state: 'submitted', statusMessage: null,
     artifacts: [], version: 0, eventSeq: 1, createdAt: new Date(0), updatedAt: new Date(0),
   });
-  const setup = (fail: { publish?: boolean; create?: boolean; start?: boolean } = {}, eager = true, style: StoredAgent['style'] = 'url', startAnswers: Promise<unknown> = Promise.resolve()) => {
+  const setup = (fail: { publish?: boolean; create?: boolean; start?: boolean } = {}, eager = true, style: StoredAgent['style'] = 'url') => {
     const delivered: string[] = [];
-    /** The signal of each attempt begun (aborted when the attempt is). */
-    const signals: AbortSignal[] = [];
     const firstAttempts = new FirstAttempts(
-      { deliver: async (ids, _request, ctx) => (delivered.push(ids.taskId), signals.push(ctx.signal), 'completed' as A2AState) },
+      { deliver: async (ids) => (delivered.push(ids.taskId), 'completed' as A2AState) },
       new AbortController().signal,
     );
     const requests = new RequestHandoff();
@@ -45,7 +42,6 @@ describe('MeshTaskHandler take', () => {
     const workflows = {
       start: jest.spyOn(real, 'start').mockImplementation(async (..._args: unknown[]) => {
         order.push('start');
-        await startAnswers;
         if (fail.start) throw new Error('Temporal is down');
         return eager;
       }),
@@ -57,7 +53,7 @@ describe('MeshTaskHandler take', () => {
       return { partition: 0, offset: 41 };
     });
     const scope = { tenant: 'acme', agent: { tenant: 'acme', name: 'echo', style, card: {} }, tasks, workflows: real, publish } as unknown as MeshTaskScope;
-    return { handler: new MeshTaskHandler(scope), tasks, workflows, publish, firstAttempts, requests, delivered, signals, order };
+    return { handler: new MeshTaskHandler(scope), tasks, workflows, publish, firstAttempts, requests, delivered, order };
   };
   const send = (handler: MeshTaskHandler) =>
     handler.sendMessage(
@@ -84,20 +80,12 @@ describe('MeshTaskHandler take', () => {
     expect(t.firstAttempts.stats()).toMatchObject({ begun: 1, held: 1 });
   });
 
-  it('begins the first attempt once the row is written, before the start answers; a local activity here adopts it even when the start was not eager', async () => {
-    let answer!: () => void;
-    const t = setup({}, false, 'url', new Promise<void>((resolve) => (answer = resolve)));
-    const sent = send(t.handler);
-    // The row is written and the attempt under way while the start call has not answered.
-    for (let i = 0; i < 20 && t.delivered.length === 0; i++) await settle();
-    expect(t.order).toEqual(['record', 'start', 'row']);
-    expect(t.delivered).toHaveLength(1);
-    answer();
-    const task = await sent;
+  it('begins no first attempt for a workflow that did not start here, and lets its local activity deliver', async () => {
+    const t = setup({}, false);
+    const task = await send(t.handler);
     const id = 'id' in task ? task.id : '';
-    expect(t.delivered).toEqual([id]);
-    await expect(t.firstAttempts.run(id, 1, new AbortController().signal, async () => 'working')).resolves.toBe('completed');
-    expect(t.firstAttempts.stats()).toMatchObject({ begun: 1, adopted: 1 });
+    expect(t.firstAttempts.stats()).toMatchObject({ begun: 0, held: 0 });
+    await expect(t.firstAttempts.run(id, 1, new AbortController().signal, async () => 'working')).resolves.toBe('working');
   });
 
   it('writes a mesh subscriber\'s row and record at once (its subscription delivers the record), and begins no attempt', async () => {
@@ -125,17 +113,13 @@ describe('MeshTaskHandler take', () => {
     expect(t.firstAttempts.stats()).toMatchObject({ begun: 0, held: 0 });
   });
 
-  it('fails the row it wrote when the workflow could not start (no workflow to end), and aborts the attempt begun for it', async () => {
-    let answer!: () => void;
-    const t = setup({ start: true }, true, 'url', new Promise<void>((resolve) => (answer = resolve)));
-    const sent = send(t.handler);
-    for (let i = 0; i < 20 && t.delivered.length === 0; i++) await settle();
-    expect(t.signals.map((s) => s.aborted)).toEqual([false]);
-    answer();
-    await expect(sent).rejects.toThrow('Temporal is down');
-    expect(t.signals.map((s) => s.aborted)).toEqual([true]);
+  it('fails the row it wrote when the workflow could not start (no workflow to end)', async () => {
+    const t = setup({ start: true });
+    await expect(send(t.handler)).rejects.toThrow('Temporal is down');
     expect(t.workflows.abandon).not.toHaveBeenCalled();
     expect(t.tasks.transition).toHaveBeenCalledTimes(1);
     expect(t.tasks.transition.mock.calls[0][1]).toMatchObject({ state: 'failed' });
+    expect(t.firstAttempts.stats()).toMatchObject({ begun: 0, held: 0 });
+    expect(t.delivered).toEqual([]);
   });
 });

@@ -62,10 +62,8 @@ export interface LocalA2AWorker {
 
 /** A turn's first attempt as the gateway holds it between its announcement and the workflow's start. */
 export interface AnnouncedAttempt {
-  /** Begins it: `task` is written (its workflow may still be starting). */
+  /** Begins it: the workflow started eagerly on this process's worker, and `task` is written. */
   begin(task: StoredTask, frame: EventFrame, turn: { request?: TaskRequestRecord; push: boolean }): void;
-  /** Stops it, begun or not: the task's workflow did not start. */
-  abort(reason: string): void;
   /** Withdraws it unless it began (the local activity then delivers itself). */
   end(): void;
 }
@@ -206,7 +204,6 @@ export class TaskWorkflows {
         if (record) local!.requests?.take(record);
         attempts.begin({ ids: task, turn, request, frame, callTimeoutMs: this.options.callTimeoutMs, timeoutMs: this.policyOf(agent.card).timeoutMs, returnOnChange: push, task: stored, agent });
       },
-      abort: (reason) => attempts.abort(task.taskId, turn, reason),
       end: () => {
         if (!begun) attempts.withdraw(task.taskId, turn);
       },
