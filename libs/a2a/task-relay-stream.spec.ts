@@ -4,7 +4,7 @@ import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { taskToFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
 import type { A2AAgentStore } from './agent-store';
-import { TaskRelay } from './task-relay';
+import { AgentUnreachable, TaskRelay } from './task-relay';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
 const part = (text: string) => ({ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' });
@@ -128,6 +128,20 @@ describe('TaskRelay with an agent that streams', () => {
     expect(client.resubscribeTask).toHaveBeenCalledTimes(2);
     expect(client.getTask).toHaveBeenCalledTimes(1);
     expect(changes.map(summary)).toEqual(['working / halfway /  / ', 'completed / done /  / ']);
+  });
+
+  it('an agent unreachable on the send\'s stream is tried again (AgentUnreachable), with the stream\'s call aborted', async () => {
+    let signal: AbortSignal | undefined;
+    const client = {
+      sendMessageStream: jest.fn((_params: unknown, options: { signal: AbortSignal }) => {
+        signal = options.signal;
+        return events([], new TypeError('fetch failed'));
+      }),
+    };
+    const { deliver, changes } = setup(client);
+    await expect(deliver()).rejects.toBeInstanceOf(AgentUnreachable);
+    expect(signal?.aborted).toBe(true);
+    expect(changes).toEqual([]);
   });
 
   it('an agent whose card does not say it streams is sent the turn with SendMessage, never a stream', async () => {

@@ -142,6 +142,7 @@ export class TaskRelay {
           change = changeOf(task, agentTask);
         }
       } catch (e) {
+        live?.close();
         if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
         change = { state: 'failed', statusMessage: agentMessage(task, e instanceof InvalidAgentResponseError ? 'the agent answered what is not an A2A task' : `the agent refused the task: ${(e as Error).message}`) };
       }
