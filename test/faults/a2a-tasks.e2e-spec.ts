@@ -1,5 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
@@ -9,10 +9,11 @@ import ts from 'typescript';
 import { requestTopicOf } from '../../libs/a2a';
 import { a2aTaskWorkflowIdOf } from '../../workflows';
 import { EchoAgent } from '../support/a2a-echo-agent';
+import { WebhookReceiver } from '../support/webhook-receiver';
 import { parsePrometheusText } from '../support/prometheus-text';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
-import { endDispatchWorkflows, FaultInstance, KAFKA_FAULTS_ADVERTISED_PORT, KAFKA_FAULTS_TARGET } from './cluster';
+import { endDispatchWorkflows, FaultInstance, KAFKA_FAULTS_ADVERTISED_PORT, KAFKA_FAULTS_TARGET, queryPostgres } from './cluster';
 import { FaultProxy } from './fault-proxy';
 import { reportRow } from './report';
 
@@ -505,6 +506,69 @@ describe('faults: A2A tasks', () => {
       expect(outcome.lost).toBe(0);
       expect(survivor.process!.child.exitCode).toBeNull();
     } finally {
+      await survivor.stop();
+      await endDispatchWorkflows(survivor.options.env, [survivor.id]);
+    }
+  }, 180000);
+
+  it('a worker SIGKILLed while it pushes a task\'s completion: another instance pushes it again (same webhook-id) and records it pushed', async () => {
+    // Signed pushes: the Standard Webhooks headers carry the push's id (webhook-id), the same on every attempt.
+    const env = { ...baseEnv, EVENTMESH_KAFKA_TOPICS: `faults-a2a-${runId}-push-killed`, EVENTMESH_AGENTS_PUSH_SIGNING_SECRET: `whsec_${randomBytes(32).toString('base64')}` };
+    const victim = (instance = new FaultInstance({ id: `faults-a2a-${runId}-push-killed`, env }));
+    await victim.start();
+    const survivor = new FaultInstance({ id: `faults-a2a-${runId}-push-survivor`, env });
+    const receiver = new WebhookReceiver();
+    await receiver.start();
+    let answer: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    try {
+      agent = new EchoAgent();
+      await agent.start();
+      const agentName = `echo-${runId}-push`;
+      await register(victim, agentName, agent.card());
+      const key = randomUUID();
+      const sent = await (await clientOf(victim, agentName)).sendMessage(
+        SendMessageRequest.fromJSON({
+          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: `hold:${key}` }] },
+          configuration: { returnImmediately: true, taskPushNotificationConfig: { url: receiver.url!, token: 'crash' } },
+        }),
+      );
+      const taskId = (sent as { id: string }).id;
+      taskIds.push(taskId);
+      // The receiver takes the first push of the completion and never answers it: the push is in flight, on the
+      // victim (the only worker yet), when the victim is killed.
+      const completions = () => receiver.requests.filter((r) => String(r.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) && r.body.toString('utf8').includes('TASK_STATE_COMPLETED'));
+      receiver.gate = (r) => (completions().length === 1 && completions()[0] === r ? held : undefined);
+      await waitFor('the agent holding the task', () => agent!.isHeld(key), { timeoutMs: 20000 });
+      agent.release(key);
+      const [first] = await waitFor('the completion push taken by the receiver', () => completions().length === 1 && completions(), { timeoutMs: 20000 });
+      await victim.kill();
+      const killedAt = Date.now();
+      await survivor.start();
+      // Temporal runs the push activity again on the survivor once the victim's heartbeats stop (10 s).
+      const again = await waitFor('the completion pushed again', () => completions().length >= 2 && completions(), { timeoutMs: 60000 });
+      const pushedAgainMs = again[1].receivedAt - killedAt;
+      expect(again.map((r) => r.headers['webhook-id'])).toEqual(again.map(() => first.headers['webhook-id']));
+      expect(again[1].headers['x-a2a-notification-token']).toBe('crash');
+      const [recorded] = await waitFor(
+        'the completion recorded as pushed',
+        async () => {
+          const rows = await queryPostgres<{ pushed: number; version: number; state: string }>(
+            victim.options.env,
+            'SELECT c.pushed_version AS pushed, t.version, t.state FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id WHERE c.task_id = $1',
+            [taskId],
+          );
+          return rows.length === 1 && rows[0].pushed === rows[0].version && rows;
+        },
+        { timeoutMs: 30000 },
+      );
+      expect(recorded.state).toBe('completed');
+      const title = 'A2A push: the worker pushing a task\'s completion SIGKILLed (the receiver holding the push), a second instance started after';
+      const summary = `pushed again ${pushedAgainMs} ms after the kill, under the same webhook-id (${again.length} pushes of the completion); recorded pushed at version ${recorded.version}`;
+      reportRow(title, summary, [1, 1, 0, again.length - 1, '-', JSON.stringify({ acknowledged: 1 }), summary]);
+    } finally {
+      answer();
+      await receiver.stop();
       await survivor.stop();
       await endDispatchWorkflows(survivor.options.env, [survivor.id]);
     }

@@ -223,12 +223,17 @@ export async function endDispatchWorkflows(env: Record<string, string>, instance
  * proxy): each attempt of the dispatch activity claims the next one, so a change says a new attempt ran.
  */
 export async function dispatchEpochOf(env: Record<string, string>, instanceId: string): Promise<number> {
+  const rows = await queryPostgres<{ epoch: string }>(env, 'SELECT epoch FROM dispatch_runs WHERE instance_id = $1', [instanceId]);
+  return rows[0] ? Number(rows[0].epoch) : 0;
+}
+
+/** One query of the instances' database, made directly (not through any fault proxy), on a connection of its own. */
+export async function queryPostgres<T extends object>(env: Record<string, string>, sql: string, params: unknown[]): Promise<T[]> {
   const pg = loadConfig(testEnv(env)).postgres;
   const client = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, connectionTimeoutMillis: 5000 });
   await client.connect();
   try {
-    const { rows } = await client.query<{ epoch: string }>('SELECT epoch FROM dispatch_runs WHERE instance_id = $1', [instanceId]);
-    return rows[0] ? Number(rows[0].epoch) : 0;
+    return (await client.query<T>(sql, params)).rows;
   } finally {
     await client.end();
   }
