@@ -51,6 +51,14 @@ async function deadLetterWorkerOptions<T extends object>(common: T, activities: 
   return { ...common, taskQueue: DEAD_LETTER_TASK_QUEUE, activities, ...(await workflowSource(tracing)), maxCachedWorkflows: 0 };
 }
 
+/**
+ * How long a boot waits to read the previous dispatch run of its instance (its pause, its totals) before it keeps
+ * that run instead of replacing it. A workflow task Temporal handed to the process that just stopped is held until
+ * its task timeout (10 s, Temporal's default) before the query is answered: CI saw the read answered after 7.0 s, past
+ * the 5 s it had, and an operator's pause kept only because the old run was.
+ */
+const PREVIOUS_RUN_READ_MS = 15_000;
+
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
 /**
@@ -426,7 +434,7 @@ export class WorkerHost {
     try {
       const handle = client.workflow.getHandle(workflowId);
       if ((await handle.describe()).status.name === 'RUNNING') {
-        previous = await withDeadline(5000, handle.query(dispatchStatusQuery));
+        previous = await withDeadline(PREVIOUS_RUN_READ_MS, handle.query(dispatchStatusQuery));
       }
     } catch (e) {
       if (!(e instanceof WorkflowNotFoundError)) {
