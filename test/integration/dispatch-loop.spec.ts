@@ -109,13 +109,13 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
 
   /**
    * The writes of a loop from `from` on (its count of writes when a claim resolved: each of those started after
-   * the claim committed), once one of them finished.
+   * the claim committed), once one of them finished. Bounded at 30 s: a CI run on a loaded host passed 10 s here.
    */
   const writesAfter = (writes: FencedWrite[], from: number) =>
     waitFor('the loop to try a write after the claim', () => {
       const after = writes.slice(from);
       return after.some((w) => w.done) && after;
-    }, { timeoutMs: 10000, intervalMs: 20 });
+    }, { timeoutMs: 30000, intervalMs: 20 });
 
   /** A loop of the instance under `epoch`, delivering to `sink`, with a record of its fenced writes. */
   async function loopOf(instanceId: string, epoch: number, sink: WebhookReceiver, fenceFor = (e: number) => runs.fenceFor(instanceId, e)) {
