@@ -21,3 +21,5 @@ export * from './task-settlements';
 export * from './task-event-publisher';
 export * from './request-handoff';
 export * from './first-attempts';
+export * from './push-dead-letters';
+export * from './push-dead-letter-service';

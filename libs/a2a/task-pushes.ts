@@ -1,13 +1,17 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { StreamResponse } from '@a2a-js/sdk';
+import type { DataSource } from 'typeorm';
 import { V03PushNotificationSerializer } from '@a2a-js/sdk/compat/v0_3/server';
 import { V1PushNotificationSerializer } from '@a2a-js/sdk/server';
+import type { EventMeshConfig } from '../config';
 import { backoff, RetryPolicy } from '../delivery/failure-policy';
 import type { WebhookResult, WebhookTarget } from '../delivery/webhook-sender';
 import { createLogger } from '../logging';
+import { SecretBox } from '../security/secret-box';
 import { toWireTask } from './mesh-task-handler';
-import type { PushConfigStore, PushWireVersion, StoredPushConfig } from './push-configs';
-import type { A2ATaskStore, StoredTask } from './task-store';
+import { PushConfigStore, PushWireVersion, StoredPushConfig } from './push-configs';
+import { PushDeadLetterStore } from './push-dead-letters';
+import { A2ATaskStore, StoredTask } from './task-store';
 
 const log = createLogger('A2APushes');
 
@@ -46,8 +50,9 @@ const serializers: Record<PushWireVersion, { serialize(r: StreamResponse, task?:
  * config's `Authorization: <scheme> <credentials>` or its token in `X-A2A-Notification-Token`, signed and sent by
  * the runtime's webhook sender (its SSRF guard, its timeouts), retried with the webhook deliveries' backoff (never
  * sooner than a Retry-After) up to their attempt limit. Delivered, the config's version moves on (compare-and-set,
- * forwards only: never an older version after a newer one); given up, it moves on too (the next change brings the
- * whole task again); a 410 removes the config.
+ * forwards only: never an older version after a newer one), and its dead letters up to that version are resolved
+ * (`superseded`: the receiver has the whole task since); given up, the push is dead-lettered (push-dead-letters.ts)
+ * and the version moves on too (the next change brings the whole task again); a 410 removes the config.
  */
 export class TaskPusher {
   constructor(
@@ -55,7 +60,23 @@ export class TaskPusher {
     private readonly configs: PushConfigStore,
     private readonly webhooks: PushWebhooks,
     private readonly options: TaskPusherOptions,
+    /** Where a push given up is recorded (`a2a_push_dead_letters`). */
+    private readonly letters: PushDeadLetterStore,
   ) {}
+
+  /** The pusher of an instance: its webhook retries, the pushes' signing secret, the push configs and dead letters in `db`. */
+  static forInstance(db: DataSource, config: EventMeshConfig, webhooks: PushWebhooks): TaskPusher {
+    return new TaskPusher(
+      new A2ATaskStore(db),
+      new PushConfigStore(db, SecretBox.fromConfig(config)),
+      webhooks,
+      {
+        signingSecret: config.agents.pushSigningSecret || null,
+        retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
+      },
+      new PushDeadLetterStore(db),
+    );
+  }
 
   async push(ids: { taskId: string; tenant: string }, signal: AbortSignal): Promise<PushOutcome> {
     const outcome: PushOutcome = { delivered: 0, givenUp: 0, gone: 0 };
@@ -66,17 +87,25 @@ export class TaskPusher {
     return outcome;
   }
 
+  /**
+   * One attempt, now, to push the task as it is to the config (an operator's redelivery of a push dead letter):
+   * acknowledged, the config's version moves on to the task's and the config's dead letters up to it are resolved as
+   * `redelivered`; a 410 removes the config. Answers the receiver's result.
+   */
+  async pushOnce(config: StoredPushConfig, task: StoredTask, signal: AbortSignal): Promise<WebhookResult> {
+    const result = await this.send(config, task, signal);
+    if (result.ok) await this.acknowledged(config, task.version, 'redelivered');
+    else if (result.gone) await this.configs.delete(config.tenant, config.taskId, config.id);
+    return result;
+  }
+
   private async deliver(config: StoredPushConfig, task: StoredTask, signal: AbortSignal): Promise<keyof PushOutcome> {
-    const { body, contentType } = serializers[config.wireVersion].serialize({ payload: { $case: 'task', value: toWireTask(task) } });
-    const headers: Record<string, string> = { 'content-type': contentType, ...authHeadersOf(config) };
-    // The same id on every attempt of this version to this config: a receiver drops a repeat by it.
-    const messageId = `${task.id}:${config.id}:${task.version}`;
-    const target = { sink: config.url, signingSecret: this.options.signingSecret };
     for (let attempt = 1; ; attempt++) {
       signal.throwIfAborted();
-      const result = await this.webhooks.sendBody(target, Buffer.from(body), headers, messageId, signal);
+      const result = await this.send(config, task, signal);
       if (result.ok) {
-        await this.configs.advance(config, task.version);
+        // The receiver has the whole task at this version: what it missed before (dead letters) it has since.
+        await this.acknowledged(config, task.version, 'superseded');
         return 'delivered';
       }
       if (result.gone) {
@@ -85,12 +114,40 @@ export class TaskPusher {
         return 'gone';
       }
       if (attempt >= this.options.retry.maxAttempts) {
+        // Dead-lettered before the config moves on: a crash in between pushes this version again (at least once),
+        // and records it once.
+        await this.letters.record({
+          tenant: task.tenant,
+          taskId: task.id,
+          agent: task.agent,
+          configId: config.id,
+          url: config.url,
+          taskVersion: task.version,
+          taskState: task.state,
+          attempts: attempt,
+          lastError: result.error ?? `HTTP ${result.status ?? '?'}`,
+          lastHttpStatus: result.status ?? null,
+        });
         await this.configs.advance(config, task.version);
-        log.warn({ task: task.id, config: config.id, version: task.version, attempts: attempt, error: result.error }, 'push notification given up');
+        log.warn({ task: task.id, config: config.id, version: task.version, attempts: attempt, error: result.error }, 'push notification given up; dead-lettered');
         return 'givenUp';
       }
       await sleep(Math.max(backoff(this.options.retry, attempt), result.retryAfterMs ?? 0), undefined, { signal });
     }
+  }
+
+  /** The task at `version` as a v1.0 `StreamResponse` or a v0.3 `Task`, per the config, signed and sent once. */
+  private send(config: StoredPushConfig, task: StoredTask, signal: AbortSignal): Promise<WebhookResult> {
+    const { body, contentType } = serializers[config.wireVersion].serialize({ payload: { $case: 'task', value: toWireTask(task) } });
+    const headers: Record<string, string> = { 'content-type': contentType, ...authHeadersOf(config) };
+    // The same id on every attempt of this version to this config: a receiver drops a repeat by it.
+    const messageId = `${task.id}:${config.id}:${task.version}`;
+    return this.webhooks.sendBody({ sink: config.url, signingSecret: this.options.signingSecret }, Buffer.from(body), headers, messageId, signal);
+  }
+
+  private async acknowledged(config: StoredPushConfig, version: number, how: 'redelivered' | 'superseded'): Promise<void> {
+    await this.configs.advance(config, version);
+    await this.letters.resolve(config, version, how);
   }
 }
 

@@ -26,6 +26,12 @@ export enum ErrorCode {
   /** An A2A agent card that fails validation (libs/a2a/agent-card.ts). */
   InvalidAgentCard = 'INVALID_AGENT_CARD',
   AgentNotFound = 'AGENT_NOT_FOUND',
+  /** A redelivery of an A2A push dead letter already resolved (redelivered, or superseded by a later push). */
+  DeadLetterResolved = 'DEAD_LETTER_RESOLVED',
+  /** A redelivery of an A2A push dead letter whose push config was removed (by the client, or a 410 Gone). */
+  PushConfigGone = 'PUSH_CONFIG_GONE',
+  /** A redelivery of an A2A push dead letter its receiver did not acknowledge (it stays dead). */
+  PushNotDelivered = 'PUSH_NOT_DELIVERED',
   TaskNotFound = 'TASK_NOT_FOUND',
   IllegalTransition = 'ILLEGAL_TRANSITION',
   RequestTimeout = 'REQUEST_TIMEOUT',
@@ -89,6 +95,9 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.ConfirmationRequired]: 400,
   [ErrorCode.InvalidAgentCard]: 400,
   [ErrorCode.AgentNotFound]: 404,
+  [ErrorCode.DeadLetterResolved]: 409,
+  [ErrorCode.PushConfigGone]: 409,
+  [ErrorCode.PushNotDelivered]: 502,
   [ErrorCode.TaskNotFound]: 404,
   [ErrorCode.IllegalTransition]: 409,
   [ErrorCode.RequestTimeout]: 408,

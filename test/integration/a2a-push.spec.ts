@@ -14,7 +14,7 @@ import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
-import { headerTenantGate, stockClientOf, tenantFetch } from '../support/header-tenant-gate';
+import { callAs, headerTenantGate, stockClientOf, tenantFetch } from '../support/header-tenant-gate';
 
 /** What a push carried: the task (v1.0 `StreamResponse.task`, or the v0.3 `Task`), its version (from `webhook-id`). */
 interface Push {
@@ -253,6 +253,112 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(attempts.get(`${task.id}:down:${completed.pushedVersion}`)).toBe(5);
     expect([...attempts.values()].every((n) => n === 5)).toBe(true);
     expect(pushesOf(task.id).filter((p) => p.request.path.includes('gone'))).toHaveLength(1);
+  });
+
+  /** The tenant's push dead letters of a task (`state`: dead, resolved or all), through the gateway's API. */
+  const api = (tenant: string, method: string, path: string) => callAs(tenant, instance.url!, method, path);
+  const lettersOf = async (tenant: string, taskId: string, state = 'all') => {
+    const page = await api(tenant, 'GET', `/a2a/push-dead-letters?taskId=${taskId}&state=${state}`);
+    expect(page.status).toBe(200);
+    return page.body!.items as { id: string; configId: string; taskVersion: number; taskState: string; attempts: number; lastHttpStatus: number | null; resolution: string | null; resolvedVersion: number | null }[];
+  };
+
+  it('dead-letters a push given up; a redelivery sends the task as it is now and resolves the letters up to it', async () => {
+    const client = await clientOf(tenantA);
+    const key = randomUUID();
+    let up = false;
+    receiver.status = (request) => (request.path.includes('dl') && !up ? 500 : 200);
+    const task = await started(client, `hold:${key}`, { id: 'dl', url: `${receiver.url}?dl` });
+    await release(key);
+    const store = new A2ATaskStore(instance.deps.db);
+    // Every change's push is given up (5 attempts each); the completion's last.
+    const final = await waitFor('the completion dead-lettered', async () => {
+      const now = await store.get(tenantA, task.id);
+      const letters = await lettersOf(tenantA, task.id);
+      return now?.state === 'completed' && letters.some((l) => l.taskVersion === now.version) && { now, letters };
+    });
+    expect(final.letters.length).toBeGreaterThanOrEqual(2);
+    for (const letter of final.letters) {
+      expect(letter).toMatchObject({ configId: 'dl', attempts: 5, lastHttpStatus: 500, resolution: null, resolvedVersion: null });
+    }
+    expect(final.letters.map((l) => l.taskVersion)).toEqual([...final.letters.map((l) => l.taskVersion)].sort((a, b) => a - b));
+    expect(final.letters.find((l) => l.taskVersion === final.now.version)!.taskState).toBe('completed');
+    // Pages of one, oldest first, with cursors: every letter once.
+    const paged: string[] = [];
+    for (let cursor = '', pages = 0; ; pages++) {
+      expect(pages).toBeLessThanOrEqual(final.letters.length);
+      const page = await api(tenantA, 'GET', `/a2a/push-dead-letters?taskId=${task.id}&limit=1${cursor}`);
+      expect(page.status).toBe(200);
+      paged.push(...(page.body!.items as { id: string }[]).map((l) => l.id));
+      if (page.body!.next === null) break;
+      cursor = `&cursor=${String(page.body!.next)}`;
+    }
+    expect(paged).toEqual(final.letters.map((l) => l.id));
+    const oldest = final.letters[0]!;
+
+    // Still down: the redelivery is refused with the receiver's status, and the letter stays dead, one attempt more.
+    const refused = await api(tenantA, 'POST', `/a2a/push-dead-letters/${oldest.id}/redeliver`);
+    expect(refused).toMatchObject({ status: 502, body: { code: 'PUSH_NOT_DELIVERED', httpStatus: 500 } });
+    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${oldest.id}`)).toMatchObject({ status: 200, body: { attempts: 6, resolution: null } });
+
+    // Up again: the oldest letter's redelivery sends the task as it is now (completed), which resolves every letter.
+    up = true;
+    const before = pushesOf(task.id).length;
+    const redelivered = await api(tenantA, 'POST', `/a2a/push-dead-letters/${oldest.id}/redeliver`);
+    expect(redelivered).toMatchObject({ status: 200, body: { id: oldest.id, resolution: 'redelivered', resolvedVersion: final.now.version } });
+    const sent = pushesOf(task.id).slice(before);
+    expect(sent.map((p) => [p.state, p.version])).toEqual([['TASK_STATE_COMPLETED', final.now.version]]);
+    expect(new Webhook(signingSecret).verify(sent[0].request.body.toString('utf8'), sent[0].request.headers as Record<string, string>)).toBeTruthy();
+    expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
+    expect((await lettersOf(tenantA, task.id, 'resolved')).map((l) => [l.resolution, l.resolvedVersion])).toEqual(final.letters.map(() => ['redelivered', final.now.version]));
+    const [dlConfig] = await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id);
+    expect(dlConfig!.pushedVersion).toBe(final.now.version);
+    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${oldest.id}/redeliver`)).toMatchObject({ status: 409, body: { code: 'DEAD_LETTER_RESOLVED' } });
+
+    // Another tenant sees none of them; a removed letter is gone.
+    expect(await api(tenantB, 'GET', `/a2a/push-dead-letters/${oldest.id}`)).toMatchObject({ status: 404, body: { code: 'DEAD_LETTER_NOT_FOUND' } });
+    expect(await lettersOf(tenantB, task.id)).toEqual([]);
+    expect((await api(tenantB, 'DELETE', `/a2a/push-dead-letters/${oldest.id}`)).status).toBe(404);
+    expect((await api(tenantA, 'DELETE', `/a2a/push-dead-letters/${oldest.id}`)).status).toBe(204);
+    expect((await api(tenantA, 'GET', `/a2a/push-dead-letters/${oldest.id}`)).status).toBe(404);
+  });
+
+  it('resolves a dead letter as superseded once its receiver acknowledges a later version of the task', async () => {
+    const client = await clientOf(tenantA);
+    const key = randomUUID();
+    let up = false;
+    receiver.status = (request) => (request.path.includes('sup') && !up ? 500 : 200);
+    const task = await started(client, `hold:${key}`, { id: 'sup', url: `${receiver.url}?sup` });
+    const [dead] = await waitFor('a push of the task dead-lettered', async () => {
+      const letters = await lettersOf(tenantA, task.id, 'dead');
+      return letters.length > 0 && letters;
+    });
+    up = true;
+    await release(key);
+    const completed = await settled(task.id, 'TASK_STATE_COMPLETED');
+    const version = completed.find((p) => p.state === 'TASK_STATE_COMPLETED')!.version;
+    const resolved = await waitFor('the letter superseded', async () => {
+      const letters = await lettersOf(tenantA, task.id, 'resolved');
+      return letters.some((l) => l.id === dead.id) && letters;
+    });
+    // Resolved by the first version its receiver acknowledged after the letter's (the working state, or the completion).
+    const letter = resolved.find((l) => l.id === dead.id)!;
+    expect(letter.resolution).toBe('superseded');
+    expect(letter.resolvedVersion).toBeGreaterThan(dead.taskVersion);
+    expect(letter.resolvedVersion).toBeLessThanOrEqual(version);
+    expect(pushesOf(task.id).some((p) => p.version === letter.resolvedVersion)).toBe(true);
+    expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
+  });
+
+  it('refuses a bad browse of the push dead letters with 400 naming the parameter, and an unknown letter with 404', async () => {
+    for (const [query, field] of [['state=bogus', 'state'], ['limit=0', 'limit'], ['limit=1001', 'limit'], ['limit=ten', 'limit'], ['cursor=nope', 'cursor'], [`cursor=${randomUUID()}`, 'cursor'], ['colour=red', 'colour']]) {
+      const answer = await api(tenantA, 'GET', `/a2a/push-dead-letters?${query}`);
+      expect({ query, status: answer.status, code: answer.body?.code, field: answer.body?.field }).toEqual({ query, status: 400, code: 'INVALID_REQUEST', field });
+    }
+    for (const id of ['not-a-uuid', randomUUID()]) {
+      expect((await api(tenantA, 'GET', `/a2a/push-dead-letters/${id}`)).body).toMatchObject({ code: 'DEAD_LETTER_NOT_FOUND' });
+      expect((await api(tenantA, 'POST', `/a2a/push-dead-letters/${id}/redeliver`)).status).toBe(404);
+    }
   });
 
   it('creates, reads, lists, pages and deletes configs: JSON-RPC v1.0 (stock client), the REST binding, v0.3 names', async () => {

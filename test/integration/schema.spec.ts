@@ -26,6 +26,7 @@ describe('schema (real Postgres)', () => {
     expect(rows.map((r) => r.table_name)).toEqual([
       'a2a_agents',
       'a2a_push_configs',
+      'a2a_push_dead_letters',
       'a2a_task_events',
       'a2a_tasks',
       'acl_rules',

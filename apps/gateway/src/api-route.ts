@@ -63,6 +63,7 @@ const ERROR_MEANINGS: Record<number, string> = {
   415: 'a content type the route does not take',
   421: 'another gateway process than the one named',
   429: 'over a quota (`QUOTA_EXCEEDED`, with `Retry-After`)',
+  502: 'a receiver the mesh called did not acknowledge (`httpStatus` and `error` say how)',
   503: 'a dependency or a bound is unavailable for now (`Retry-After`)',
 };
 

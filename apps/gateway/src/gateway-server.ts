@@ -2,13 +2,13 @@ import { createServer, type Server } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
-import { A2ABroker, LocalA2AWorker } from '../../../libs/a2a';
+import { A2ABroker, LocalA2AWorker, PushDeadLetters } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
 import { HealthService, skippedEventsFinding } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
 import { RequestReplyService } from '../../../libs/request-reply';
-import type { RunningLoops } from '../../../libs/delivery';
+import { type RunningLoops, WebhookSender } from '../../../libs/delivery';
 import type { RuntimeMetrics } from '../../../libs/metrics';
 import { createAccessLog, createLogger, NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
@@ -181,6 +181,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
         publisherSecrets: new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
         a2a,
+        pushDeadLetters: PushDeadLetters.forInstance(deps.db, config, WebhookSender.forInstance(config)),
         deadLetters: new DeadLetterService(deps.db, (id, tenant) => subscriptions.get(id, tenant)),
         replays: new DeadLetterReplays(deps.db, deps.temporal.client, (id, tenant) => subscriptions.get(id, tenant), {
           defaultRatePerSecond: config.delivery.deadLetterReplayRate,

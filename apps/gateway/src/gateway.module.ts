@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
-import { A2ABroker } from '../../../libs/a2a';
+import { A2ABroker, PushDeadLetters } from '../../../libs/a2a';
 import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
 import { HealthService } from '../../../libs/health';
 import { RuntimeMetrics } from '../../../libs/metrics';
@@ -12,6 +12,7 @@ import { PollConsumers, StreamClients, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { A2AAgentsController } from './a2a-agents.controller';
+import { A2APushDeadLettersController } from './a2a-push-dead-letters.controller';
 import { A2ARestController } from './a2a-rest.controller';
 import { A2ARpcController } from './a2a-rpc.controller';
 import { AclController } from './acl.controller';
@@ -59,6 +60,8 @@ export interface GatewayServices {
   publisherSecrets: PublisherSecretStore;
   /** The A2A broker: agents registry and the agents' JSON-RPC endpoints (docs/a2a.md). */
   a2a: A2ABroker;
+  /** A2A pushes given up: browse, read, redeliver, remove (docs/a2a.md, "Push dead letters"). */
+  pushDeadLetters: PushDeadLetters;
   /** GET /metrics and whether it passes the admin gate; absent when metrics are off (the route is not registered). */
   metrics?: { metrics: RuntimeMetrics; adminGate: boolean };
   /** The routes the gateway serves, which the API document is made from (filled as the app registers them). */
@@ -89,6 +92,7 @@ export class GatewayModule {
         AclController,
         TenantQuotaController,
         A2AAgentsController,
+        A2APushDeadLettersController,
         A2ARpcController,
         A2ARestController,
         ApiDocsController,
@@ -113,6 +117,7 @@ export class GatewayModule {
         { provide: ApiKeyService, useValue: services.apiKeys },
         { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: A2ABroker, useValue: services.a2a },
+        { provide: PushDeadLetters, useValue: services.pushDeadLetters },
         ...(services.metrics ? [{ provide: RuntimeMetrics, useValue: services.metrics.metrics }] : []),
         { provide: RouteTable, useValue: services.routes },
         { provide: APP_GUARD, useClass: GateGuard },

@@ -1,12 +1,12 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, FirstAttempts, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, PushConfigStore, RequestHandoff, SETTLED, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import { A2AAgentStore, A2ATaskStore, AgentClients, FirstAttempts, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, RequestHandoff, SETTLED, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
 import type { Dependencies } from '../../../libs/runtime';
-import { SecretBox, SinkGuard } from '../../../libs/security';
+import { SinkGuard } from '../../../libs/security';
 import { A2A_TASK_QUEUE } from '../../../workflows';
 
 /** How often a worker sweeps for task events left unpublished, and how old their task's last change must be. */
@@ -62,10 +62,7 @@ export async function createA2AWorker(
     new KafkaRequestRecords(reader, requests),
     deps.producer,
   );
-  const pusher = new TaskPusher(tasks, new PushConfigStore(deps.db, SecretBox.fromConfig(config)), common.webhooks, {
-    signingSecret: config.agents.pushSigningSecret || null,
-    retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
-  });
+  const pusher = TaskPusher.forInstance(deps.db, config, common.webhooks);
   // The first attempts the gateway of this process begins as it starts a task's workflow here; its local activity adopts them.
   const firstAttempts = new FirstAttempts(relay, common.shutdown);
   const worker = await Worker.create({

@@ -1,5 +1,6 @@
 import { A2AAgentEntity } from './a2a-agent.entity';
 import { A2APushConfigEntity } from './a2a-push-config.entity';
+import { A2APushDeadLetterEntity } from './a2a-push-dead-letter.entity';
 import { A2ATaskEntity } from './a2a-task.entity';
 import { A2ATaskEventEntity } from './a2a-task-event.entity';
 import { ApiKeyEntity } from './api-key.entity';
@@ -22,6 +23,7 @@ import { TenantQuotaEntity } from './tenant-quota.entity';
 export {
   A2AAgentEntity,
   A2APushConfigEntity,
+  A2APushDeadLetterEntity,
   A2ATaskEntity,
   A2ATaskEventEntity,
   AclRuleEntity,
@@ -63,4 +65,5 @@ export const ENTITIES = [
   QuotaUsageEntity,
   StreamPresenceEntity,
   A2APushConfigEntity,
+  A2APushDeadLetterEntity,
 ];

@@ -22,6 +22,7 @@ import { A2APushConfigs1796710000000 } from './1796710000000-A2APushConfigs';
 import { A2ATaskTurns1796720000000 } from './1796720000000-A2ATaskTurns';
 import { A2ATaskEventsPublished1796800000000 } from './1796800000000-A2ATaskEventsPublished';
 import { A2ATaskRequestRecord1796900000000 } from './1796900000000-A2ATaskRequestRecord';
+import { A2APushDeadLetters1797000000000 } from './1797000000000-A2APushDeadLetters';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -49,4 +50,5 @@ export const MIGRATIONS = [
   A2ATaskTurns1796720000000,
   A2ATaskEventsPublished1796800000000,
   A2ATaskRequestRecord1796900000000,
+  A2APushDeadLetters1797000000000,
 ];

@@ -1,0 +1,197 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { ErrorCode, EventMeshError } from '../errors';
+
+/** A push given up after the webhook deliveries' last attempt, as stored (`a2a_push_dead_letters`). */
+export interface PushDeadLetter {
+  id: string;
+  tenant: string;
+  taskId: string;
+  agent: string;
+  configId: string;
+  url: string;
+  /** The task version the push carried, and the task's state in it. */
+  taskVersion: number;
+  taskState: string;
+  attempts: number;
+  lastError: string;
+  lastHttpStatus: number | null;
+  deadLetteredAt: Date;
+  /** `redelivered` (an operator's redelivery was acknowledged), `superseded` (a later version was); null: dead. */
+  resolution: 'redelivered' | 'superseded' | null;
+  resolvedAt: Date | null;
+  /** The task version the resolution delivered. */
+  resolvedVersion: number | null;
+}
+
+/** What a push given up records: the config, the version, how its last attempt failed. */
+export type GivenUpPush = Omit<PushDeadLetter, 'id' | 'deadLetteredAt' | 'resolution' | 'resolvedAt' | 'resolvedVersion'>;
+
+/** The browse's filters: the letters' state (dead by default), the agent, the task. */
+export interface PushDeadLetterFilter {
+  state: 'dead' | 'resolved' | 'all';
+  agent?: string;
+  taskId?: string;
+}
+
+interface RawLetter {
+  id: string;
+  tenant: string;
+  task_id: string;
+  agent: string;
+  config_id: string;
+  url: string;
+  task_version: number;
+  task_state: string;
+  attempts: number;
+  last_error: string;
+  last_http_status: number | null;
+  dead_lettered_at: Date;
+  resolution: 'redelivered' | 'superseded' | null;
+  resolved_at: Date | null;
+  resolved_version: number | null;
+}
+
+const COLUMNS =
+  'id, tenant, task_id, agent, config_id, url, task_version, task_state, attempts, last_error, last_http_status, dead_lettered_at, resolution, resolved_at, resolved_version';
+
+const letterOf = (r: RawLetter): PushDeadLetter => ({
+  id: r.id,
+  tenant: r.tenant,
+  taskId: r.task_id,
+  agent: r.agent,
+  configId: r.config_id,
+  url: r.url,
+  taskVersion: r.task_version,
+  taskState: r.task_state,
+  attempts: r.attempts,
+  lastError: r.last_error,
+  lastHttpStatus: r.last_http_status,
+  deadLetteredAt: r.dead_lettered_at,
+  resolution: r.resolution,
+  resolvedAt: r.resolved_at,
+  resolvedVersion: r.resolved_version,
+});
+
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A letter id, or a 404 (an id that is no UUID names no letter). */
+export const isPushLetterId = (id: string): boolean => UUID.test(id);
+
+/**
+ * The A2A push dead letters (docs/a2a.md, "Push dead letters"): one per task version and config whose push was given
+ * up, kept with the task (removed with it). A letter is resolved when its receiver acknowledges the task at that
+ * version or later: by an operator's redelivery, or by the push of a later change (the receiver has the whole task
+ * since: `superseded`).
+ */
+export class PushDeadLetterStore {
+  constructor(private readonly db: DataSource) {}
+
+  /** Records a push given up; once per task version and config (a push tried again records nothing more). */
+  async record(push: GivenUpPush): Promise<void> {
+    await this.db.query(
+      `INSERT INTO a2a_push_dead_letters (id, tenant, task_id, agent, config_id, url, task_version, task_state, attempts, last_error, last_http_status)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       ON CONFLICT (task_id, config_id, task_version) DO NOTHING`,
+      [randomUUID(), push.tenant, push.taskId, push.agent, push.configId, push.url, push.taskVersion, push.taskState, push.attempts, push.lastError.slice(0, 2000), push.lastHttpStatus],
+    );
+  }
+
+  /**
+   * The receiver of the config acknowledged the task at `version`: its dead letters of that version and before are
+   * resolved, `how` (a redelivery, or the push of a later change). Answers how many.
+   */
+  async resolve(config: { tenant: string; taskId: string; id: string }, version: number, how: 'redelivered' | 'superseded'): Promise<number> {
+    const [, affected]: [unknown, number] = await this.db.query(
+      `UPDATE a2a_push_dead_letters SET resolution = $5, resolved_at = now(), resolved_version = $4
+        WHERE task_id = $1 AND config_id = $2 AND tenant = $3 AND task_version <= $4 AND resolution IS NULL`,
+      [config.taskId, config.id, config.tenant, version, how],
+    );
+    return affected;
+  }
+
+  /** A redelivery that failed: its attempt and error are added to the letter (still dead). */
+  async failedAgain(tenant: string, id: string, error: string, httpStatus: number | null): Promise<PushDeadLetter | undefined> {
+    const rows: RawLetter[] = await this.db.query(
+      `UPDATE a2a_push_dead_letters SET attempts = attempts + 1, last_error = $3, last_http_status = $4
+        WHERE id = $1 AND tenant = $2 RETURNING ${COLUMNS}`,
+      [id, tenant, error.slice(0, 2000), httpStatus],
+    );
+    return rows.length === 0 ? undefined : letterOf(rows[0]);
+  }
+
+  async get(tenant: string, id: string): Promise<PushDeadLetter | undefined> {
+    if (!isPushLetterId(id)) return undefined;
+    const rows: RawLetter[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2`, [id, tenant]);
+    return rows.length === 0 ? undefined : letterOf(rows[0]);
+  }
+
+  /**
+   * A page of the tenant's letters, oldest first (by when they were dead-lettered, then id); `after` is the id of the
+   * last letter of the previous page (undefined when it is no longer there: the caller answers 400).
+   */
+  async page(tenant: string, filter: PushDeadLetterFilter, page: { limit: number; after?: string }): Promise<{ letters: PushDeadLetter[]; more: boolean } | undefined> {
+    const where = ['tenant = $1'];
+    const params: unknown[] = [tenant];
+    const add = (sql: string, value: unknown) => {
+      params.push(value);
+      where.push(sql.replace('?', `$${params.length}`));
+    };
+    if (filter.state === 'dead') where.push('resolution IS NULL');
+    if (filter.state === 'resolved') where.push('resolution IS NOT NULL');
+    if (filter.agent !== undefined) add('agent = ?', filter.agent);
+    if (filter.taskId !== undefined) add('task_id = ?', filter.taskId);
+    if (page.after !== undefined) {
+      const known: unknown[] = await this.db.query('SELECT 1 FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2', [page.after, tenant]);
+      if (known.length === 0) return undefined;
+      // Compared in Postgres: its timestamps have microseconds, a JavaScript Date only milliseconds.
+      params.push(page.after);
+      where.push(`(dead_lettered_at, id) > (SELECT dead_lettered_at, id FROM a2a_push_dead_letters WHERE id = $${params.length})`);
+    }
+    params.push(page.limit + 1);
+    const rows: RawLetter[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_dead_letters WHERE ${where.join(' AND ')} ORDER BY dead_lettered_at, id LIMIT $${params.length}`, params);
+    return { letters: rows.slice(0, page.limit).map(letterOf), more: rows.length > page.limit };
+  }
+
+  /** Removes a letter; false when the tenant has none of that id. */
+  async delete(tenant: string, id: string): Promise<boolean> {
+    if (!isPushLetterId(id)) return false;
+    const [, affected]: [unknown, number] = await this.db.query('DELETE FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2', [id, tenant]);
+    return affected > 0;
+  }
+}
+
+/** A push dead letter as the API shows it (docs/a2a.md): its times as ISO 8601, without the tenant. */
+export type PushDeadLetterView = Omit<PushDeadLetter, 'tenant' | 'deadLetteredAt' | 'resolvedAt'> & { deadLetteredAt: string; resolvedAt: string | null };
+
+export const pushLetterViewOf = ({ tenant: _tenant, deadLetteredAt, resolvedAt, ...rest }: PushDeadLetter): PushDeadLetterView => ({
+  ...rest,
+  deadLetteredAt: deadLetteredAt.toISOString(),
+  resolvedAt: resolvedAt?.toISOString() ?? null,
+});
+
+const STATES = ['dead', 'resolved', 'all'] as const;
+const MAX_LIMIT = 1000;
+
+/** The browse's query (`state`, `agent`, `taskId`, `limit`, `cursor`), validated: a 400 naming the parameter. */
+export function parsePushLetterQuery(query: unknown): { filter: PushDeadLetterFilter; limit: number; after?: string } {
+  const q = (query ?? {}) as Record<string, unknown>;
+  const bad = (field: string, message: string): never => {
+    throw new EventMeshError(ErrorCode.InvalidRequest, `${field}: ${message}`, { field });
+  };
+  const text = (field: string): string | undefined => {
+    const v = q[field];
+    if (v === undefined || v === '') return undefined;
+    if (typeof v !== 'string') bad(field, 'give it once');
+    return v as string;
+  };
+  const known = new Set(['state', 'agent', 'taskId', 'limit', 'cursor']);
+  for (const key of Object.keys(q)) if (!known.has(key)) bad(key, `unknown parameter; the parameters are ${[...known].join(', ')}`);
+  const state = text('state') ?? 'dead';
+  if (!(STATES as readonly string[]).includes(state)) bad('state', `one of ${STATES.join(', ')}`);
+  const limitText = text('limit');
+  const limit = limitText === undefined ? 100 : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT || !/^\d+$/.test(limitText ?? '1')) bad('limit', `an integer from 1 to ${MAX_LIMIT}`);
+  const after = text('cursor');
+  if (after !== undefined && !isPushLetterId(after)) bad('cursor', 'the `next` of the previous page');
+  return { filter: { state: state as PushDeadLetterFilter['state'], agent: text('agent'), taskId: text('taskId') }, limit, after };
+}
