@@ -574,6 +574,91 @@ describe('faults: A2A tasks', () => {
     }
   }, 180000);
 
+  it('Postgres link cut while a push is being given up: after the heal it is pushed again and dead-lettered once, and its config moves on', async () => {
+    // A receiver that always fails: each version's push is given up after 5 attempts (fast retries here). Signed
+    // pushes: the push's id is in their webhook-id header.
+    const at = (instance = new FaultInstance({
+      id: `faults-a2a-${runId}-push-dlq`,
+      env: {
+        ...baseEnv,
+        EVENTMESH_KAFKA_TOPICS: `faults-a2a-${runId}-push-dlq`,
+        EVENTMESH_AGENTS_PUSH_SIGNING_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+        EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '100',
+        EVENTMESH_DELIVERY_RETRY_MAX_MS: '200',
+        EVENTMESH_DELIVERY_MAX_ATTEMPTS: '5',
+      },
+      proxyPostgres: true,
+    }));
+    await at.start();
+    const receiver = new WebhookReceiver();
+    await receiver.start();
+    receiver.status = () => 500;
+    let answer: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (answer = resolve));
+    try {
+      agent = new EchoAgent();
+      await agent.start();
+      const agentName = `echo-${runId}-push-dlq`;
+      await register(at, agentName, agent.card());
+      const key = randomUUID();
+      const sent = await (await clientOf(at, agentName)).sendMessage(
+        SendMessageRequest.fromJSON({
+          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: `hold:${key}` }] },
+          configuration: { returnImmediately: true, taskPushNotificationConfig: { url: receiver.url!, token: 'dlq' } },
+        }),
+      );
+      const taskId = (sent as { id: string }).id;
+      taskIds.push(taskId);
+      // The completion's last attempt is held by the receiver until Postgres is cut, then answered 500: the push is
+      // given up while nothing can be recorded.
+      const completions = () => receiver.requests.filter((r) => String(r.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) && r.body.toString('utf8').includes('TASK_STATE_COMPLETED'));
+      receiver.gate = (r) => (completions().length === 5 && completions()[4] === r ? held : undefined);
+      await waitFor('the agent holding the task', () => agent!.isHeld(key), { timeoutMs: 20000 });
+      agent.release(key);
+      await waitFor('the completion\'s last attempt taken by the receiver', () => completions().length === 5, { timeoutMs: 30000 });
+      at.postgres!.cut();
+      const cutAt = Date.now();
+      answer();
+      await waitFor(`${CUT_MS} ms of cut`, () => Date.now() - cutAt >= CUT_MS, { timeoutMs: CUT_MS + 5000 });
+      expect(completions()).toHaveLength(5);
+      at.postgres!.heal();
+      const healedAt = Date.now();
+      // Temporal runs the push again after the heal: 5 attempts more, then the letter and the config's version.
+      const [recorded] = await waitFor(
+        'the completion dead-lettered and the config moved on',
+        async () => {
+          const rows = await queryPostgres<{ pushed: number; version: number; state: string; letters: string }>(
+            at.options.env,
+            `SELECT c.pushed_version AS pushed, t.version, t.state,
+                    (SELECT count(*) FROM a2a_push_dead_letters l WHERE l.task_id = t.id AND l.config_id = c.id AND l.task_version = t.version) AS letters
+               FROM a2a_push_configs c JOIN a2a_tasks t ON t.id = c.task_id WHERE c.task_id = $1`,
+            [taskId],
+          );
+          return rows.length === 1 && rows[0].pushed === rows[0].version && rows;
+        },
+        { timeoutMs: 60000 },
+      );
+      const recordedMs = Date.now() - healedAt;
+      expect(recorded.state).toBe('completed');
+      expect(Number(recorded.letters)).toBe(1);
+      const [letter] = await queryPostgres<{ attempts: number; last_http_status: number; resolution: string | null }>(
+        at.options.env,
+        'SELECT attempts, last_http_status, resolution FROM a2a_push_dead_letters WHERE task_id = $1 AND task_version = $2',
+        [taskId, recorded.version],
+      );
+      expect(letter).toEqual({ attempts: 5, last_http_status: 500, resolution: null });
+      // Pushed again from its first attempt, under the same webhook-id.
+      expect(completions().length).toBe(10);
+      expect(new Set(completions().map((r) => r.headers['webhook-id'])).size).toBe(1);
+      const title = 'A2A push: Postgres link cut 5 s as a push is given up (the receiver failing every attempt)';
+      const summary = `pushed again after the heal (${completions().length} attempts of the completion, one webhook-id); dead-lettered once and the config moved on ${recordedMs} ms after the heal`;
+      reportRow(title, summary, [1, 1, 0, 0, '-', JSON.stringify({ acknowledged: 1 }), summary]);
+    } finally {
+      answer();
+      await receiver.stop();
+    }
+  }, 180000);
+
   it('a mesh-subscriber agent of two replicas (long-poll, LOAD_BALANCE), one SIGKILLed with tasks in hand: every acknowledged task is completed exactly once', async () => {
     const rate = 4;
     const ackTimeoutMs = 3000;
