@@ -9,16 +9,21 @@ import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
 import { streamSlot } from './a2a-sse';
+import { isUnavailable } from './a2a-endpoint';
+import { toHttpError } from './http-error';
 
 /**
  * The handler as the SDK's router gets it: a failure of the runtime's own (Postgres, a bug) reaches the client as
  * `internal error`, logged here with its detail; the router would put its message in the answer. The protocol's
- * errors, and an agent that cannot be reached, go through as they are.
+ * errors, and an agent that cannot be reached, go through as they are. An outage (Postgres or Kafka unavailable, a
+ * bound on held work reached: `isUnavailable`) is handed to `unavailable` first, so the answer can say 503 (see
+ * {@link serveLegacyRest}).
  */
-export function withoutInternalDetail(handler: MeshTaskHandler): MeshTaskHandler {
+export function withoutInternalDetail(handler: MeshTaskHandler, unavailable: (e: unknown) => void = () => undefined): MeshTaskHandler {
   const hide = (e: unknown): never => {
     if (e instanceof A2AError || e instanceof AgentUnreachable) throw e;
-    log.error({ err: e }, 'A2A v0.3 REST call failed');
+    if (isUnavailable(e)) unavailable(e);
+    else log.error({ err: e }, 'A2A v0.3 REST call failed');
     throw new Error('internal error');
   };
   async function* guarded(events: AsyncGenerator<unknown>): AsyncGenerator<unknown> {
@@ -80,7 +85,8 @@ app.use((req, res) => {
  * agent uses (MeshTaskHandler), after the request gate, on the request's own socket (the reply is hijacked). Its
  * streams take a slot of EVENTMESH_AGENTS_MAX_STREAMS like the other bindings' and end when the client goes away;
  * they carry no event ids (the SDK's v0.3 stream writer writes none), so a v0.3 REST stream is not resumable
- * (`Last-Event-ID` works on the v1.0 bindings and on v0.3 JSON-RPC).
+ * (`Last-Event-ID` works on the v1.0 bindings and on v0.3 JSON-RPC). An outage before the answer began (a stream's
+ * before its first event) is 503 with `Retry-After`; one in a stream ends it with the SDK's error event.
  */
 export async function serveLegacyRest(
   handler: MeshTaskHandler,
@@ -105,8 +111,24 @@ export async function serveLegacyRest(
     }
   }
   call._body = true;
+  // An outage answered by the router as its internal error (500) is answered 503 with Retry-After instead, as on
+  // every other route, in v0.3's error shape with the runtime's code in `data`: the client learns it may retry.
+  let outage: unknown;
+  const response: ServerResponse = reply.raw;
+  Object.defineProperty(response, 'json', {
+    configurable: true,
+    value(this: express.Response, body: unknown) {
+      const json = (Object.getPrototypeOf(this) as express.Response).json;
+      if (outage === undefined || this.statusCode !== 500) return json.call(this, body);
+      const { status, body: runtime, headers } = toHttpError(outage);
+      this.status(status);
+      for (const [name, value] of Object.entries(headers ?? {})) this.setHeader(name, value);
+      const { code, message, ...data } = runtime;
+      return json.call(this, { code: -32603, message, data: { code, ...data } });
+    },
+  });
   call.legacyRouter = legacyRestRouter({
-    requestHandler: withoutInternalDetail(handler),
+    requestHandler: withoutInternalDetail(handler, (e) => (outage = e)),
     userBuilder: async () => user,
     contextBuilder: ({ requestedVersion, extensions }) => {
       const context = new ServerCallContext({ requestedVersion, requestedExtensions: extensions, user });
@@ -115,7 +137,6 @@ export async function serveLegacyRest(
     },
   });
   reply.hijack();
-  const response: ServerResponse = reply.raw;
   await new Promise<void>((resolve) => {
     response.once('close', () => {
       lease?.abort();
