@@ -172,6 +172,33 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
       signal,
     });
 
+  /**
+   * A stream of B (`subscribe`) of a task at its first step: two events taken (step 2 posted after the first), then
+   * the client goes away and B ends the stream; the task moves on to completion meanwhile; then a stream resumed
+   * with `Last-Event-ID` of the last event taken, to its end.
+   */
+  const disconnectAndResume = async (taskId: string, subscribe: (lastEventId?: string, signal?: AbortSignal) => Promise<Response>) => {
+    await update(taskId, STEPS[0]);
+    const aborted = new AbortController();
+    const seen: SseEvent[] = [];
+    const response = await subscribe(undefined, aborted.signal);
+    expect([response.status, response.headers.get('content-type')]).toEqual([200, 'text/event-stream']);
+    for await (const e of sseOf(response)) {
+      if (e.data === undefined) continue;
+      seen.push(e);
+      if (seen.length === 1) await update(taskId, STEPS[1]);
+      if (seen.length === 2) break;
+    }
+    aborted.abort();
+    // The server ends the stream it held (no poller left behind).
+    await waitFor('B\'s stream closed after the disconnect', () => streamsOf(b).stats().open === 0 && streamsOf(b).stats().waiting === 0);
+    // While the client is away, the task moves on and completes.
+    await work(taskId, STEPS.slice(2));
+    const resumed: SseEvent[] = [];
+    for await (const e of sseOf(await subscribe(seen[seen.length - 1].id))) if (e.data !== undefined) resumed.push(e);
+    return { seen, resumed };
+  };
+
   it('SendStreamingMessage (stock client, v1.0): the task, each status update and the artifact, to completion, as logged', async () => {
     const client = await clientOf(a);
     const stream = client.sendMessageStream(send('job'));
@@ -257,25 +284,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
 
   it('a client that disconnects mid-stream and reconnects with Last-Event-ID gets the rest: no gap, no repeat', async () => {
     const taskId = await submitted(await clientOf(a));
-    await update(taskId, STEPS[0]);
-    const aborted = new AbortController();
-    const seen: SseEvent[] = [];
-    const response = await subscribeRaw(taskId, undefined, aborted.signal);
-    expect([response.status, response.headers.get('content-type')]).toEqual([200, 'text/event-stream']);
-    for await (const e of sseOf(response)) {
-      if (e.data === undefined) continue;
-      seen.push(e);
-      if (seen.length === 1) await update(taskId, STEPS[1]);
-      if (seen.length === 2) break;
-    }
-    aborted.abort();
-    // The server ends the stream it held (no poller left behind).
-    await waitFor('B\'s stream closed after the disconnect', () => streamsOf(b).stats().open === 0 && streamsOf(b).stats().waiting === 0);
-    // While the client is away, the task moves on and completes.
-    await work(taskId, STEPS.slice(2));
-    const resumed: SseEvent[] = [];
-    const again = await subscribeRaw(taskId, seen[seen.length - 1].id);
-    for await (const e of sseOf(again)) if (e.data !== undefined) resumed.push(e);
+    const { seen, resumed } = await disconnectAndResume(taskId, (lastEventId, signal) => subscribeRaw(taskId, lastEventId, signal));
     const log = await logOf(taskId);
     // The snapshot's id is the seq of the last event it holds (2: created, step 1); then 3 (step 2); resumed after 3.
     expect(seen.map((e) => Number(e.id))).toEqual([2, 3]);
@@ -298,6 +307,23 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     expect(await refusal('5')).toBe(-32004);
     expect(await refusal('6')).toBe(-32602);
     expect(await refusal('x')).toBe(-32602);
+  });
+
+  it('v0.3 REST :subscribe carries the same event ids and resumes with Last-Event-ID: no gap, no repeat', async () => {
+    const taskId = await submitted(await clientOf(a));
+    const { seen, resumed } = await disconnectAndResume(taskId, (lastEventId, signal) =>
+      fetch(`${b.url}/a2a/agents/steps/rest/v1/tasks/${taskId}:subscribe`, {
+        headers: { 'x-test-tenant': tenant, accept: 'text/event-stream', ...(lastEventId === undefined ? {} : { 'last-event-id': lastEventId }) },
+        signal,
+      }),
+    );
+    // The ids of the v1.0 bindings (the log's seqs), on the v0.3 binding's events (its StreamResponse JSON).
+    expect(seen.map((e) => Number(e.id))).toEqual([2, 3]);
+    expect(resumed.map((e) => Number(e.id))).toEqual([4, 5]);
+    const kinds = (events: SseEvent[]) => events.map((e) => Object.keys(JSON.parse(e.data!) as Record<string, unknown>));
+    expect(kinds(seen)).toEqual([['task'], ['statusUpdate']]);
+    expect(kinds(resumed)).toEqual([['artifactUpdate'], ['statusUpdate']]);
+    expect(JSON.stringify(JSON.parse(resumed[1].data!))).toContain('TASK_STATE_COMPLETED');
   });
 
   it('refuses a stream of an unknown task and of another tenant\'s task (TaskNotFound), and SubscribeToTask of a terminal task (UnsupportedOperation)', async () => {

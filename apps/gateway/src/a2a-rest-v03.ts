@@ -4,12 +4,12 @@ import { ServerCallContext } from '@a2a-js/sdk/server';
 import express from 'express';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { AgentUnreachable, STREAM_STATE, TaskStreams, type MeshTaskHandler } from '../../../libs/a2a';
+import { AgentUnreachable, STREAM_STATE, streamSeqOf, TaskStreams, type MeshTaskHandler } from '../../../libs/a2a';
 import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
 import { streamSlot } from './a2a-sse';
-import { isUnavailable } from './a2a-endpoint';
+import { headerOf, isUnavailable } from './a2a-endpoint';
 import { toHttpError } from './http-error';
 
 /**
@@ -84,8 +84,8 @@ app.use((req, res) => {
  * Express router; nothing else of the SDK exports them). It runs on the request handler every binding of the
  * agent uses (MeshTaskHandler), after the request gate, on the request's own socket (the reply is hijacked). Its
  * streams take a slot of EVENTMESH_AGENTS_MAX_STREAMS like the other bindings' and end when the client goes away;
- * they carry no event ids (the SDK's v0.3 stream writer writes none), so a v0.3 REST stream is not resumable
- * (`Last-Event-ID` works on the v1.0 bindings and on v0.3 JSON-RPC). An outage before the answer began (a stream's
+ * each event gets the `id: <seq>` of the other bindings (the SDK's v0.3 stream writer writes none: added here), and
+ * `Last-Event-ID` resumes a `:subscribe` after it, nothing lost or repeated. An outage before the answer began (a stream's
  * before its first event) is 503 with `Retry-After`; one in a stream ends it with the SDK's error event.
  */
 export async function serveLegacyRest(
@@ -114,6 +114,7 @@ export async function serveLegacyRest(
   // An outage answered by the router as its internal error (500) is answered 503 with Retry-After instead, as on
   // every other route, in v0.3's error shape with the runtime's code in `data`: the client learns it may retry.
   let outage: unknown;
+  let streamContext: ServerCallContext | undefined;
   const response: ServerResponse = reply.raw;
   Object.defineProperty(response, 'json', {
     configurable: true,
@@ -132,10 +133,26 @@ export async function serveLegacyRest(
     userBuilder: async () => user,
     contextBuilder: ({ requestedVersion, extensions }) => {
       const context = new ServerCallContext({ requestedVersion, requestedExtensions: extensions, user });
-      if (lease) context.state.set(STREAM_STATE.signal, lease.signal);
+      if (lease) {
+        context.state.set(STREAM_STATE.signal, lease.signal);
+        const lastEventId = headerOf(request, 'last-event-id');
+        if (lastEventId !== undefined) context.state.set(STREAM_STATE.lastEventId, lastEventId);
+        streamContext = context;
+      }
       return context;
     },
   });
+  if (lease) {
+    // Each event the SDK's stream writer writes (`data: ...`, no id) gets the seq of the event the handler yielded
+    // last, as on the other bindings: the handler tells it before it yields, and the writer writes an event before
+    // it asks for the next, so the two are the same event. A client resumes with `Last-Event-ID`.
+    const write = response.write.bind(response) as (chunk: unknown, ...rest: unknown[]) => boolean;
+    response.write = ((chunk: unknown, ...rest: unknown[]) => {
+      const seq = streamContext && streamSeqOf(streamContext);
+      const event = typeof chunk === 'string' && chunk.startsWith('data: ') && seq !== undefined;
+      return write(event ? `id: ${seq}\n${chunk as string}` : chunk, ...rest);
+    }) as ServerResponse['write'];
+  }
   reply.hijack();
   await new Promise<void>((resolve) => {
     response.once('close', () => {
