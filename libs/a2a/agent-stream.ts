@@ -52,6 +52,15 @@ export class AgentStream {
 const asRead = (r: IteratorResult<StreamResponse, void>): StreamRead => (r.done ? { done: true } : { event: r.value });
 
 /**
+ * The SDK client's refusal of an answer to a streaming call that came back, but not as an event stream (JSON with a
+ * result, say: a JSON-RPC error is thrown as the protocol's error instead). The agent answered: it took the call,
+ * whatever its card says of streaming. The SDK says so only in the message (both of its transports).
+ */
+export function isNotAnEventStream(e: unknown): boolean {
+  return e instanceof Error && /Invalid response Content-Type for SSE stream/.test(e.message);
+}
+
+/**
  * The agent's task after one event of its stream: a task replaces it, a status update sets its status, an artifact
  * update adds the artifact, replaces the one with its id, or (`append`) adds its parts to that one. A message is not
  * a change of a task (the stream of a send answered by a message is that message alone). Never mutates `task`.

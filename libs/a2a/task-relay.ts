@@ -8,7 +8,7 @@ import { createLogger } from '../logging';
 import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
-import { AgentStream, applyEvent, StreamRead } from './agent-stream';
+import { AgentStream, applyEvent, isNotAnEventStream, StreamRead } from './agent-stream';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
 import { A2AState, stateOf, TERMINAL } from './task-states';
@@ -143,8 +143,12 @@ export class TaskRelay {
         }
       } catch (e) {
         live?.close();
-        if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
-        change = { state: 'failed', statusMessage: agentMessage(task, e instanceof InvalidAgentResponseError ? 'the agent answered what is not an A2A task' : `the agent refused the task: ${(e as Error).message}`) };
+        if (live && !ctx.signal.aborted && isNotAnEventStream(e)) {
+          // The agent took the turn but answered it without a stream: sent again, it would take it again (at each
+          // retry until the timeout). Recorded as an invalid answer instead; the card is what needs fixing.
+          change = { state: 'failed', statusMessage: agentMessage(task, 'the agent\'s card says it streams (capabilities.streaming), but it answered the send with no event stream: fix the card') };
+        } else if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
+        else change = { state: 'failed', statusMessage: agentMessage(task, e instanceof InvalidAgentResponseError ? 'the agent answered what is not an A2A task' : `the agent refused the task: ${(e as Error).message}`) };
       }
       try {
         return await this.recordSend(task, { change, turn, agentTask, live }, client, ctx, opts);

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { AgentCard, Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { Client, ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
@@ -268,6 +270,34 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
       .map((e) => ((e.payload.status as { message?: { parts?: { text?: string }[] } }).message?.parts ?? []).map((p) => p.text).join(''));
     expect(statuses.filter(Boolean)).toEqual(['step 1', 'step 2', 'step 3', 'done']);
     expect(streamingAgent.methods).toEqual(['SendStreamingMessage', 'SubscribeToTask']);
+  });
+
+  it('fails at once, and sends once, a task for an agent whose card says it streams but that answers the send with JSON', async () => {
+    // An agent that answers every call with a JSON-RPC result as JSON, never an event stream.
+    const calls: string[] = [];
+    const server = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk: Buffer) => (body += chunk.toString('utf8')));
+      request.on('end', () => {
+        const rpc = JSON.parse(body) as { id: number; method: string };
+        calls.push(rpc.method);
+        response.writeHead(200, { 'content-type': 'application/json' });
+        response.end(JSON.stringify({ jsonrpc: '2.0', id: rpc.id, result: { task: { id: randomUUID(), contextId: randomUUID(), status: { state: 'TASK_STATE_WORKING' } } } }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
+      const card = { ...echo.card(), name: 'json-streamer', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }], capabilities: { streaming: true, pushNotifications: false } };
+      expect((await call(a, 'PUT', '/a2a/agents/json-streamer', card)).status).toBe(201);
+      const answer = (await (await clientOf(a, 'json-streamer')).sendMessage(send('hello'))) as Task;
+      expect(answer.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+      expect(textOf(answer.status?.message)).toContain('card says it streams');
+      expect(calls).toEqual(['SendStreamingMessage']);
+    } finally {
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 
   it('a cancel of a task followed on the agent\'s stream is made at the agent (CancelTask) and recorded', async () => {
