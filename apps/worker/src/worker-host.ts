@@ -1,15 +1,12 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker, WorkerOptions } from '@temporalio/worker';
-import { existsSync } from 'node:fs';
-import path from 'node:path';
+import { NativeConnection, Worker } from '@temporalio/worker';
 import { createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
 import type { LocalA2AWorker, TaskEventPublisher } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
-import { DispatchLoop, DispatchLoopDeps, RunningLoops, WebhookSender } from '../../../libs/delivery';
-import { RuntimeMetrics, temporalTelemetryFor } from '../../../libs/metrics';
-import { createLogger, Logger } from '../../../libs/logging';
+import { DispatchLoop, RunningLoops, WebhookSender } from '../../../libs/delivery';
+import type { RuntimeMetrics } from '../../../libs/metrics';
+import { createLogger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, shutdownInOrder, withDeadline } from '../../../libs/runtime';
-import { SharedRead } from '../../../libs/runtime/shared-read';
 import { OwnershipAgent } from '../../../libs/ownership';
 import {
   DeadLetterReplayStore,
@@ -17,19 +14,17 @@ import {
   DeadLetterStore,
   DispatchRunStore,
   LeaseStore,
-  OffsetStore,
   PlacementStore,
-  RetryStore,
-  SkippedRangeStore,
   SubscriptionEntity,
-  WriteFence,
 } from '../../../libs/storage';
 import { PartitionReader } from '../../../libs/kafka';
-import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
-import { OrphanTakeover, SubscriptionService } from '../../../libs/subscriptions';
+import type { StreamDeliverer } from '../../../libs/streams';
+import { OrphanTakeover } from '../../../libs/subscriptions';
 import { DEAD_LETTER_TASK_QUEUE, dispatchWorkflowIdOf } from '../../../libs/temporal';
-import { TemporalTracing, TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE } from '../../../libs/tracing';
+import type { TemporalTracing } from '../../../libs/tracing';
 import { A2AWorker, createA2AWorker } from './a2a-worker';
+import { createDispatchLoops } from './dispatch-loops';
+import { installTemporalRuntime, workflowSource } from './temporal-runtime';
 import { ensureRetentionSchedule } from './dead-letter-schedule';
 import {
   CONTROL_TASK_QUEUE,
@@ -61,81 +56,10 @@ const PREVIOUS_RUN_READ_MS = 15_000;
 
 /** How long one dispatch (or partition poll) activity run lasts before its workflow starts the next one. */
 const DISPATCH_RUN_MS = 10 * 60 * 1000;
-/**
- * How long one read of a topic's active subscriptions serves its partitions' loops. A change (a new subscription,
- * a pause) is seen at most this much later than the loops' one-second refresh.
- */
-const ACTIVE_ON_TOPIC_SHARED_MS = 250;
-
-/** Installed once per process: the Temporal core's metrics exporter address, if it has one. */
-let runtimeInstall: Promise<string | undefined> | undefined;
-
-/**
- * The process's Temporal core runtime: its logger, no signal handling, and (metrics on) its Prometheus exporter,
- * which /metrics merges (libs/metrics/temporal-telemetry.ts). It must be installed before any worker or native
- * connection exists (the SDK makes a default runtime on first use and refuses a later install), so WorkerHost
- * installs it first thing; a second instance in the same process (tests) shares the first one's. An exporter the
- * core cannot start (its address taken) costs the Temporal series, not the instance: the runtime is installed
- * without it, and the log says so.
- */
-function installTemporalRuntime(log: Logger, metrics: EventMeshConfig['metrics']): Promise<string | undefined> {
-  runtimeInstall ??= (async () => {
-    const options = {
-      logger: new DefaultLogger('WARN', (entry) => {
-        const fields = { ...(entry.meta ?? {}) };
-        if (entry.level === 'ERROR') log.error(fields, entry.message);
-        else log.warn(fields, entry.message);
-      }),
-      // The process entry (run-main.ts) owns the signals: by default the SDK also shuts every worker down on
-      // SIGINT, SIGTERM, SIGQUIT and SIGUSR2, which would stop dispatch while the gateway answers on.
-      shutdownSignals: [],
-    };
-    const telemetry = metrics.enabled ? await temporalTelemetryFor(metrics.temporalAddress) : undefined;
-    if (telemetry) {
-      try {
-        Runtime.install({ ...options, telemetryOptions: { metrics: telemetry.metrics } });
-        return telemetry.bindAddress;
-      } catch (e) {
-        log.warn({ address: telemetry.bindAddress, error: reasonOf(e) }, 'the Temporal metrics exporter could not start; no temporal_* series');
-      }
-    }
-    Runtime.install(options);
-    return undefined;
-  })();
-  return runtimeInstall;
-}
-
 /** What the instance watches of its worker: its metrics (absent: off) and its running dispatch loops. */
 export interface WorkerObservers {
   metrics?: RuntimeMetrics;
   running?: RunningLoops;
-}
-
-/** The workflow sources bundled in this process (no built bundle), plain and traced, each once. */
-const sourceBundles = new Map<boolean, Promise<{ code: string }>>();
-
-/**
- * The bundle `npm run build` wrote next to the compiled code; else the workflow sources, bundled once per process
- * and shared by every worker that runs workflows (the dispatch or control worker, and the A2A task worker). With
- * tracing on, the bundle with the SDK's OpenTelemetry workflow interceptors (libs/tracing/workflow-bundle.ts), their
- * sink for the sandbox's spans, and the activity interceptors.
- */
-async function workflowSource(tracing: TemporalTracing | undefined): Promise<Pick<WorkerOptions, 'workflowBundle' | 'interceptors' | 'sinks'>> {
-  const traced = tracing ? { sinks: tracing.sinks, interceptors: { activity: tracing.activityInterceptors } } : {};
-  const built = path.resolve(__dirname, '../../..', tracing ? TRACED_WORKFLOW_BUNDLE : WORKFLOW_BUNDLE);
-  if (existsSync(built)) return { workflowBundle: { codePath: built }, ...traced };
-  const key = tracing !== undefined;
-  let bundle = sourceBundles.get(key);
-  if (!bundle) {
-    bundle = bundleWorkflowCode({
-      workflowsPath: require.resolve(path.resolve(__dirname, '../../../workflows')),
-      workflowInterceptorModules: tracing?.workflowModules ?? [],
-      logger: new DefaultLogger('WARN'),
-    });
-    sourceBundles.set(key, bundle);
-    bundle.catch(() => sourceBundles.delete(key));
-  }
-  return { workflowBundle: await bundle, ...traced };
 }
 
 /**
@@ -185,7 +109,7 @@ export class WorkerHost {
     streams: StreamDeliverer,
     observers: WorkerObservers = {},
   ): Promise<WorkerHost> {
-    const { metrics, running } = observers;
+    const { metrics } = observers;
     metrics?.setTemporalAddress(await installTemporalRuntime(createLogger('temporal'), config.metrics));
     const taskQueue = instanceTaskQueueOf(config.instance.id);
     let connection: NativeConnection;
@@ -194,51 +118,10 @@ export class WorkerHost {
     } catch (e) {
       throw new BootError(`cannot reach Temporal at ${config.temporal.address} (EVENTMESH_TEMPORAL_ADDRESS): ${reasonOf(e)}`);
     }
-    // The dispatch loops' stores use their own pool (createDispatchDataSource): the main pool's other users can
-    // neither starve nor strand delivery.
     const loopDb = deps.dispatchDb;
-    const offsets = new OffsetStore(loopDb);
-    const deadLetters = new DeadLetterStore(loopDb);
-    const retries = new RetryStore(loopDb, deadLetters);
-    const skipped = new SkippedRangeStore(loopDb);
-    const subscriptions = SubscriptionService.forInstance(loopDb, deps.topics, config);
-    const webhooks = WebhookSender.forInstance(config);
-    const sender = new SinkRouter(webhooks, streams, 0, deps.tracing);
-    const reader = new PartitionReader(deps.kafka);
-    await reader.connect();
+    const loops = await createDispatchLoops(config, deps, streams, observers);
+    const { subscriptions, webhooks, sender, reader } = loops;
     const shutdown = new AbortController();
-    const loopDeps = (reader: PartitionReader, fence: WriteFence, extra: Partial<DispatchLoopDeps> = {}): DispatchLoopDeps => ({
-      fence,
-      instanceId: config.instance.id,
-      subscriptions,
-      offsets,
-      deadLetters,
-      retries,
-      skipped,
-      reader,
-      topics: deps.topics,
-      sender: sender.withEpoch(fence.epoch),
-      options: {
-        pollMaxWaitMs: 500,
-        batchMaxEvents: config.delivery.pollBatchMaxEvents,
-        concurrency: config.delivery.concurrency,
-        refreshIntervalMs: 1000,
-        retryInitialMs: config.delivery.retryInitialMs,
-        retryMaxMs: config.delivery.retryMaxMs,
-        maxAttempts: config.delivery.maxAttempts,
-        breaker: {
-          failureThreshold: config.delivery.breakerFailureThreshold,
-          openMs: config.delivery.breakerOpenMs,
-          maxOpenMs: config.delivery.breakerMaxOpenMs,
-        },
-        maxParked: config.delivery.retryMaxParked,
-        filterMaxAttributeChars: config.filter.maxAttributeChars,
-        sinkFailureSummaryMs: config.log.sinkFailureSummaryMs,
-      },
-      metrics,
-      running,
-      ...extra,
-    });
     const throttle = Math.floor(config.delivery.leaseTtlMs / 3);
     // Dead-letter replays and the retention purge: any instance's worker runs them (workflows/dlq-replay.workflow.ts).
     const deadLetterActivities = createDeadLetterActivities({
@@ -282,7 +165,7 @@ export class WorkerHost {
         shutdownSignal: shutdown.signal,
         leaseTtlMs: config.delivery.leaseTtlMs,
         runs: new DispatchRunStore(loopDb, Math.floor(config.delivery.leaseTtlMs / 2)),
-        createLoop: (fence) => new DispatchLoop(loopDeps(reader, fence)),
+        createLoop: (fence) => new DispatchLoop(loops.depsFor(reader, fence)),
       });
       // No workflow cache, so no sticky queue: after a crash, the restarted process reads the previous dispatch
       // run (startDispatchWorkflow) with a query, which a sticky queue would hold for the dead worker until the
@@ -326,14 +209,6 @@ export class WorkerHost {
         return keys;
       },
     });
-    // Each owned partition's loop re-reads its topic's subscriptions every second; the loops of one topic share a
-    // read made within ACTIVE_ON_TOPIC_SHARED_MS (one query a second per topic, not one per partition).
-    const activeReads = new Map<string, SharedRead<SubscriptionEntity[]>>();
-    const activeOnTopic = (topic: string): Promise<SubscriptionEntity[]> => {
-      let read = activeReads.get(topic);
-      if (!read) activeReads.set(topic, (read = new SharedRead(() => subscriptions.activeOnTopic(topic), ACTIVE_ON_TOPIC_SHARED_MS)));
-      return read.get();
-    };
     const activities = createOwnershipActivities({
       instanceId: config.instance.id,
       leaseTtlMs: config.delivery.leaseTtlMs,
@@ -345,8 +220,8 @@ export class WorkerHost {
         const own = new PartitionReader(deps.kafka);
         await own.connect();
         const loop = new DispatchLoop(
-          loopDeps(own, scope.fence, {
-            subscriptions: { activeFor: () => activeOnTopic(scope.topic), disable: (id, why, m) => subscriptions.disable(id, why, m) },
+          loops.depsFor(own, scope.fence, {
+            subscriptions: { activeFor: () => loops.activeOnTopic(scope.topic), disable: (id, why, m) => subscriptions.disable(id, why, m) },
             scope: { topic: scope.topic, partition: scope.partition },
             gate: scope.gate,
           }),
