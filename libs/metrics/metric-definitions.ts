@@ -180,6 +180,15 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
         if (counts) this.set(counts.deadLetters);
       },
     }),
+    pushDeadLetters: new Gauge({
+      name: 'eventmesh_a2a_push_dead_letters',
+      help: 'A2A push notifications given up and not resolved since (dead push letters), runtime-wide (read from Postgres, at most every 10 s).',
+      registers,
+      async collect() {
+        const counts = await sources.storedCounts?.();
+        if (counts) this.set(counts.pushDeadLetters);
+      },
+    }),
     // Ownership (epoch fences, PARTITION_OWNED_PULL leases, LOCAL_STICKY_PULL orphan takeover).
     partitionEpoch: new Gauge({
       name: 'eventmesh_ownership_partition_epoch',

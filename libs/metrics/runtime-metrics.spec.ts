@@ -53,12 +53,12 @@ describe('RuntimeMetrics', () => {
     let reads = 0;
     m.readStoredCounts(() =>
       ++reads === 1
-        ? Promise.resolve({ parked: 3, deadLetters: 7, rejectedWrites: { partitionLeases: 2, dispatchRuns: 1 }, partitions: [{ topic: 't', partition: 0, epoch: 4, owned: true }] })
+        ? Promise.resolve({ parked: 3, deadLetters: 7, pushDeadLetters: 2, rejectedWrites: { partitionLeases: 2, dispatchRuns: 1 }, partitions: [{ topic: 't', partition: 0, epoch: 4, owned: true }] })
         : Promise.reject(new Error('connection refused')),
     );
     const first = await scrape(m);
     expect(reads).toBe(1);
-    expect([sampleOf(first, 'eventmesh_delivery_retry_parked'), sampleOf(first, 'eventmesh_delivery_dead_letters')]).toEqual([3, 7]);
+    expect([sampleOf(first, 'eventmesh_delivery_retry_parked'), sampleOf(first, 'eventmesh_delivery_dead_letters'), sampleOf(first, 'eventmesh_a2a_push_dead_letters')]).toEqual([3, 7, 2]);
     expect(sampleOf(first, 'eventmesh_ownership_rejected_writes_total', { table: 'partition_leases' })).toBe(2);
     expect(sampleOf(first, 'eventmesh_ownership_partition_epoch', { topic: 't', partition: '0', owned: 'true' })).toBe(4);
     const failed = await scrape(m);

@@ -120,8 +120,11 @@ describe('GET /metrics (real servers)', () => {
     expect(sampleOf(scraped, 'eventmesh_dispatch_loops')).toBe(1);
     expect(sampleOf(scraped, 'eventmesh_delivery_parked_total')).toBe(0);
     // Runtime-wide counts read from Postgres (this spec runs alone on the test database).
-    const [stored] = (await instance.deps.db.query('SELECT (SELECT count(*) FROM dead_letters)::int AS dead, (SELECT count(*) FROM delivery_retries)::int AS parked')) as { dead: number; parked: number }[];
+    const [stored] = (await instance.deps.db.query(
+      'SELECT (SELECT count(*) FROM dead_letters)::int AS dead, (SELECT count(*) FROM delivery_retries)::int AS parked, (SELECT count(*) FROM a2a_push_dead_letters WHERE resolution IS NULL)::int AS pushes',
+    )) as { dead: number; parked: number; pushes: number }[];
     expect(sampleOf(scraped, 'eventmesh_delivery_dead_letters')).toBe(stored.dead);
+    expect(sampleOf(scraped, 'eventmesh_a2a_push_dead_letters')).toBe(stored.pushes);
     expect(sampleOf(scraped, 'eventmesh_delivery_retry_parked')).toBe(stored.parked);
     // The gate: the subscription, the N publishes and the invalid one (refused after the gate) allowed; one denied.
     expect(sampleOf(scraped, 'eventmesh_gate_decisions_total', { gate: 'ingress', decision: 'allow' })).toBe(N + 2);
