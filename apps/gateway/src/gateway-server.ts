@@ -96,6 +96,8 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
   let started: NestFastifyApplication | undefined;
   let presence: StreamPresence | undefined;
   let a2aStarted: A2ABroker | undefined;
+  /** The webhook sender of operators' push redeliveries (the worker's pushes have the worker's). */
+  let pushWebhooks: WebhookSender | undefined;
   // The channels an operator's disconnect of a client held by another gateway process goes over.
   const peers = new PeerChannels(options.cluster.credential, options.cluster.holder);
   const close = () =>
@@ -107,6 +109,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       // Before the HTTP server: the polls waiting are answered now rather than at the end of their waitMs.
       ['long-poll consumers', () => polling?.close()],
       ['HTTP server', () => closeHttp(started)],
+      ['push redelivery sender', () => pushWebhooks?.close()],
       ['request-reply', () => requestReplyStarted?.close()],
     ]);
   try {
@@ -181,7 +184,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
         publisherSecrets: new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
         a2a,
-        pushDeadLetters: PushDeadLetters.forInstance(deps.db, config, WebhookSender.forInstance(config)),
+        pushDeadLetters: PushDeadLetters.forInstance(deps.db, config, (pushWebhooks = WebhookSender.forInstance(config))),
         deadLetters: new DeadLetterService(deps.db, (id, tenant) => subscriptions.get(id, tenant)),
         replays: new DeadLetterReplays(deps.db, deps.temporal.client, (id, tenant) => subscriptions.get(id, tenant), {
           defaultRatePerSecond: config.delivery.deadLetterReplayRate,
