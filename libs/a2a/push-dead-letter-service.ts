@@ -67,7 +67,11 @@ export class PushDeadLetters {
       return pushLetterViewOf(await this.letterOf(tenant, id));
     }
     const error = result.error ?? `HTTP ${result.status ?? '?'}`;
-    await this.letters.failedAgain(tenant, id, error, result.status ?? null);
+    if (!(await this.letters.failedAgain(tenant, id, error, result.status ?? null))) {
+      // Resolved meanwhile (the worker's push of a later change was acknowledged): that answer stands.
+      const now = await this.letterOf(tenant, id);
+      throw new EventMeshError(ErrorCode.DeadLetterResolved, `the letter was resolved meanwhile (${now.resolution} at task version ${now.resolvedVersion})`, { resolution: now.resolution, resolvedVersion: now.resolvedVersion });
+    }
     if (result.gone) throw new EventMeshError(ErrorCode.PushConfigGone, 'the receiver answered 410 Gone: the push config is removed', { configId: config.id, httpStatus: 410 });
     throw new EventMeshError(ErrorCode.PushNotDelivered, `the receiver did not acknowledge the push: ${error}`, { httpStatus: result.status ?? null, error });
   }

@@ -86,11 +86,15 @@ export const isPushLetterId = (id: string): boolean => UUID.test(id);
 export class PushDeadLetterStore {
   constructor(private readonly db: DataSource) {}
 
-  /** Records a push given up; once per task version and config (a push tried again records nothing more). */
+  /**
+   * Records a push given up; once per task version and config (a push tried again records nothing more), and only
+   * while the config is behind that version (a redelivery, or another attempt of the push, may have delivered it).
+   */
   async record(push: GivenUpPush): Promise<void> {
     await this.db.query(
       `INSERT INTO a2a_push_dead_letters (id, tenant, task_id, agent, config_id, url, task_version, task_state, attempts, last_error, last_http_status)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)
+       SELECT $1::uuid, $2, $3, $4, $5, $6, $7::int, $8, $9::int, $10, $11::int
+        WHERE EXISTS (SELECT 1 FROM a2a_push_configs WHERE task_id = $3 AND id = $5 AND tenant = $2 AND pushed_version < $7::int)
        ON CONFLICT (task_id, config_id, task_version) DO NOTHING`,
       [randomUUID(), push.tenant, push.taskId, push.agent, push.configId, push.url, push.taskVersion, push.taskState, push.attempts, push.lastError.slice(0, 2000), push.lastHttpStatus],
     );
@@ -109,11 +113,11 @@ export class PushDeadLetterStore {
     return affected;
   }
 
-  /** A redelivery that failed: its attempt and error are added to the letter (still dead). */
+  /** A redelivery that failed: its attempt and error are added to the letter, if it is still dead. */
   async failedAgain(tenant: string, id: string, error: string, httpStatus: number | null): Promise<PushDeadLetter | undefined> {
     const rows: RawLetter[] = await this.db.query(
       `UPDATE a2a_push_dead_letters SET attempts = attempts + 1, last_error = $3, last_http_status = $4
-        WHERE id = $1 AND tenant = $2 RETURNING ${COLUMNS}`,
+        WHERE id = $1 AND tenant = $2 AND resolution IS NULL RETURNING ${COLUMNS}`,
       [id, tenant, error.slice(0, 2000), httpStatus],
     );
     return rows.length === 0 ? undefined : letterOf(rows[0]);

@@ -146,8 +146,10 @@ export class TaskPusher {
   }
 
   private async acknowledged(config: StoredPushConfig, version: number, how: 'redelivered' | 'superseded'): Promise<void> {
-    await this.configs.advance(config, version);
+    // The letters first: a failure between the two writes leaves the config behind, so the push runs again (the
+    // receiver drops the repeat by its webhook-id) and both are written then.
     await this.letters.resolve(config, version, how);
+    await this.configs.advance(config, version);
   }
 }
 

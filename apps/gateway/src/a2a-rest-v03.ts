@@ -22,8 +22,10 @@ import { toHttpError } from './http-error';
 export function withoutInternalDetail(handler: MeshTaskHandler, unavailable: (e: unknown) => void = () => undefined): MeshTaskHandler {
   const hide = (e: unknown): never => {
     if (e instanceof A2AError || e instanceof AgentUnreachable) throw e;
-    if (isUnavailable(e)) unavailable(e);
-    else log.error({ err: e }, 'A2A v0.3 REST call failed');
+    if (isUnavailable(e)) {
+      log.warn({ error: (e as Error).message }, 'A2A v0.3 REST call: a dependency is unavailable');
+      unavailable(e);
+    } else log.error({ err: e }, 'A2A v0.3 REST call failed');
     throw new Error('internal error');
   };
   async function* guarded(events: AsyncGenerator<unknown>): AsyncGenerator<unknown> {
