@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
+import { BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT } from '../dead-letters/dead-letter-query';
 import { ErrorCode, EventMeshError } from '../errors';
 
 /** A push given up after the webhook deliveries' last attempt, as stored (`a2a_push_dead_letters`). */
@@ -174,7 +175,6 @@ export const pushLetterViewOf = ({ tenant: _tenant, deadLetteredAt, resolvedAt, 
 });
 
 const STATES = ['dead', 'resolved', 'all'] as const;
-const MAX_LIMIT = 1000;
 
 /** The browse's query (`state`, `agent`, `taskId`, `limit`, `cursor`), validated: a 400 naming the parameter. */
 export function parsePushLetterQuery(query: unknown): { filter: PushDeadLetterFilter; limit: number; after?: string } {
@@ -193,8 +193,8 @@ export function parsePushLetterQuery(query: unknown): { filter: PushDeadLetterFi
   const state = text('state') ?? 'dead';
   if (!(STATES as readonly string[]).includes(state)) bad('state', `one of ${STATES.join(', ')}`);
   const limitText = text('limit');
-  const limit = limitText === undefined ? 100 : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > MAX_LIMIT || !/^\d+$/.test(limitText ?? '1')) bad('limit', `an integer from 1 to ${MAX_LIMIT}`);
+  const limit = limitText === undefined ? BROWSE_DEFAULT_LIMIT : Number(limitText);
+  if (!Number.isInteger(limit) || limit < 1 || limit > BROWSE_MAX_LIMIT || !/^\d+$/.test(limitText ?? '1')) bad('limit', `an integer from 1 to ${BROWSE_MAX_LIMIT}`);
   const after = text('cursor');
   if (after !== undefined && !isPushLetterId(after)) bad('cursor', 'the `next` of the previous page');
   return { filter: { state: state as PushDeadLetterFilter['state'], agent: text('agent'), taskId: text('taskId') }, limit, after };
