@@ -1,6 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NotATaskFrame, RequestRecordGone, type A2AState, type FirstAttempts, type PushOutcome, type TaskIds, type TaskPusher, type TaskRelay } from '../libs/a2a';
+import { NotATaskFrame, RequestRecordGone, TaskChangeNotices, type A2AState, type FirstAttempts, type PushOutcome, type TaskChangeSignals, type TaskIds, type TaskPusher, type TaskRelay } from '../libs/a2a';
 import type { CancelOutcome, TaskRequestRecord, TaskStep } from '../workflows/a2a-task.definitions';
 
 export interface A2ATaskActivityDeps {
@@ -11,7 +11,12 @@ export interface A2ATaskActivityDeps {
   pusher: TaskPusher;
   /** Aborted when the instance shuts down: a delivery stops at once and Temporal runs it again on another instance. */
   shutdownSignal: AbortSignal;
+  /** Tells a task's workflow of each change a delivery (an activity) records, so the delivery follows on. */
+  changes: TaskChangeSignals;
 }
+
+/** How long a delivery that ends waits for its last change to be signalled, so that its workflow sees it first. */
+const LAST_SIGNAL_WAIT_MS = 5000;
 
 /** How often a delivery heartbeats (so a cancel of the task reaches it soon, and a dead worker is noticed). */
 const HEARTBEAT_MS = 1000;
@@ -24,25 +29,34 @@ const HEARTBEAT_MS = 1000;
  */
 export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
   return {
-    async deliverTask(input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; returnOnChange?: boolean; turn?: number }): Promise<TaskStep> {
+    async deliverTask(input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; turn?: number }): Promise<TaskStep> {
       const ctx = Context.current();
       // The first heartbeat a second in, not at once: a delivery that ends sooner (most: the agent answers at once)
       // costs Temporal no heartbeat call; a cancel reaches a longer one at its next heartbeat. A local activity
       // (a task's first attempt, run within its workflow task) has no heartbeat: a cancel reaches it directly.
       const beat = ctx.info.isLocal ? undefined : setInterval(() => ctx.heartbeat(), HEARTBEAT_MS);
+      const { request, callTimeoutMs, turn, ...ids } = input;
+      // A delivery as an activity tells its workflow of each change and follows the task to the end; the first
+      // attempt (local: its workflow cannot hear a signal before it answers) follows for a moment and answers.
+      const notices = ctx.info.isLocal ? undefined : new TaskChangeNotices(ids.taskId, deps.changes);
+      let lastSignalWaitMs = 0;
       try {
-        const { request, callTimeoutMs, returnOnChange, turn, ...ids } = input;
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
         // A turn's first attempt (the local activity) may be under way already, begun by the gateway of this process
         // as the workflow started here (or about to be): its outcome is this activity's, and the turn is not sent twice.
-        const deliver = () => deps.relay.deliver(ids, request, { signal, callTimeoutMs, returnOnChange }, turn);
-        return { state: await (ctx.info.isLocal && deps.firstAttempts ? deps.firstAttempts.run(ids.taskId, turn ?? 1, signal, deliver) : deliver()) };
+        const deliver = () => deps.relay.deliver(ids, request, { signal, callTimeoutMs, onChange: notices && ((task) => notices.changed(task)) }, turn);
+        const state = await (ctx.info.isLocal && deps.firstAttempts ? deps.firstAttempts.run(ids.taskId, turn ?? 1, signal, deliver) : deliver());
+        lastSignalWaitMs = LAST_SIGNAL_WAIT_MS;
+        return { state };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
         if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');
         throw e;
       } finally {
         clearInterval(beat);
+        // Answered: the last change is signalled first (the workflow sees the signal, then the answer). Failed: the
+        // next attempt tells its own.
+        await notices?.close(lastSignalWaitMs);
       }
     },
 

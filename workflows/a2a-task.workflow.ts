@@ -36,9 +36,11 @@ const reasonOf = (e: unknown): string => (e instanceof ActivityFailure ? (e.caus
  * - a mesh subscriber: the agent's subscription delivers the record; the agent's updates are recorded by the
  *   gateway, which signals each change here.
  * A cancel is an update: it stops the delivery, cancels at the agent and in Postgres, and answers how it went.
+ * A delivery run as an activity signals each change it records (`changed`, as a mesh subscriber's updates are)
+ * and follows on, never ceasing to listen to the agent: the workflow records the state and pushes the change.
  * A task with push notification configs (given with the send, or set later: a signal) has each change the workflow
  * sees pushed by an activity (libs/a2a/task-pushes.ts) that reads the task and its configs from Postgres, beside the
- * delivery (which then answers after each change it records); the workflow ends once every change is pushed.
+ * delivery; the workflow ends once every change is pushed.
  * At the timeout the task fails (and the agent is asked to cancel its task). Only ids and states are in the
  * history; the state is also a search attribute (`EventMeshTaskState`, beside `EventMeshAgent` and
  * `EventMeshTenant` set at the start), so operators filter tasks in the Temporal UI. The task's deadline bounds each
@@ -119,6 +121,8 @@ interface TaskRunMode {
 
 /** The patch of the wait between a failed local first attempt and the delivery activity that tries again. */
 const LOCAL_ATTEMPT_BACKOFF = 'a2a-local-attempt-backoff';
+/** The patch of the check that a change of a running task, signalled after the task settled, is ignored. */
+const LATE_CHANGE_IGNORED = 'a2a-late-change-ignored';
 
 async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, firstAttemptLocal }: TaskRunMode): Promise<TaskStateName> {
   const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
@@ -177,6 +181,10 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
   setHandler(taskStateQuery, () => state);
   setHandler(taskChangedSignal, (next) => {
     if (next.version <= version) return; // an older change, arrived late
+    // A change of a task still running, told after the task settled (the delivery that recorded it was canceled
+    // with its signal in flight, or timed out waiting for it): the settled state stands. Runs recorded before this
+    // check replay without it.
+    if (settled(state) && !settled(next.state) && patched(LATE_CHANGE_IGNORED)) return;
     version = next.version;
     settle(next.state);
     changed();
@@ -199,7 +207,7 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
     }
   });
 
-  const deliveryOf = () => ({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...(pushing ? { returnOnChange: true } : {}), ...(turn > 1 ? { turn } : {}) });
+  const deliveryOf = () => ({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...(turn > 1 ? { turn } : {}) });
   const failed = async (e: unknown) => {
     settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reasonOf(e)}` })).state);
     changed();

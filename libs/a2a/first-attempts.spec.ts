@@ -23,7 +23,6 @@ const attempt = (taskId = 'task-1', over: Partial<FirstAttempt> = {}): FirstAtte
   frame,
   callTimeoutMs: 1000,
   timeoutMs: 60_000,
-  returnOnChange: false,
   task,
   agent,
   ...over,
@@ -42,10 +41,10 @@ describe('FirstAttempts', () => {
     const attempts = new FirstAttempts(relay, never());
     expect(attempts.expect('task-1', 1)).toBe(true);
     expect(attempts.expect('task-1', 1)).toBe(false); // announced once
-    attempts.begin(attempt('task-1', { returnOnChange: true }));
+    attempts.begin(attempt('task-1', { callTimeoutMs: 1000 }));
     attempts.begin(attempt()); // begun once
     expect(relay.calls).toHaveLength(1);
-    expect(relay.calls[0].ctx).toMatchObject({ callTimeoutMs: 1000, returnOnChange: true, known: { task, agent, frame } });
+    expect(relay.calls[0].ctx).toMatchObject({ callTimeoutMs: 1000, known: { task, agent, frame } });
     expect([relay.calls[0].turn, relay.calls[0].request]).toEqual([1, undefined]);
 
     const adopted = attempts.run('task-1', 1, never(), itself);

@@ -28,8 +28,6 @@ export interface FirstAttempt {
   callTimeoutMs: number;
   /** Bounds the attempt together with {@link firstAttemptTimeoutMs}: the task's deadline, from now. */
   timeoutMs: number;
-  /** The task has push configs: the attempt answers after its first change, as the workflow's would. */
-  returnOnChange: boolean;
   /** The task as the gateway wrote it, and its agent as it read it: the attempt reads neither again. */
   task: StoredTask;
   agent: StoredAgent;
@@ -115,7 +113,7 @@ export class FirstAttempts {
     const bound = Math.max(1, Math.min(attempt.timeoutMs, firstAttemptTimeoutMs(attempt.callTimeoutMs)));
     const signal = AbortSignal.any([entry.controller.signal, this.shutdown, AbortSignal.timeout(bound)]);
     const known = { task: attempt.task, agent: attempt.agent, frame: attempt.frame };
-    const outcome = this.relay.deliver(attempt.ids, attempt.request, { signal, callTimeoutMs: attempt.callTimeoutMs, returnOnChange: attempt.returnOnChange, known }, attempt.turn);
+    const outcome = this.relay.deliver(attempt.ids, attempt.request, { signal, callTimeoutMs: attempt.callTimeoutMs, known }, attempt.turn);
     this.counts.begun++;
     entry.started = true;
     entry.settle({ outcome });

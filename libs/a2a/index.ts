@@ -23,3 +23,4 @@ export * from './request-handoff';
 export * from './first-attempts';
 export * from './push-dead-letters';
 export * from './push-dead-letter-service';
+export * from './task-change-notices';

@@ -176,7 +176,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
     try {
       const [row, start] = await Promise.allSettled([write(), this.scope.workflows.start(ids, agent, undefined, { push: push !== undefined })]);
       if (row.status === 'fulfilled' && start.status === 'fulfilled') {
-        if (start.value) attempt?.begin(row.value, frame, { push: push !== undefined });
+        if (start.value) attempt?.begin(row.value, frame, {});
         return row.value;
       }
       // Not taken: the task fails at once. A workflow started for it is ended (else it finds no row and fails at the
@@ -230,7 +230,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
       const request = { topic, partition: receipt.partition, offset: receipt.offset };
       if (agent.style === 'url') this.scope.workflows.handOff(request, frame);
       const push = (await this.scope.pushConfigs.ofTask(tenant, continued.id)).length > 0;
-      if (await this.scope.workflows.start(ids, agent, request, { turn, push })) attempt?.begin(continued, frame, { request, push });
+      if (await this.scope.workflows.start(ids, agent, request, { turn, push })) attempt?.begin(continued, frame, { request });
     } catch (e) {
       log.warn({ agent: agent.name, task: continued.id, turn, error: (e as Error).message }, 'the message continuing the task could not be handed to the mesh; the task fails');
       await this.scope.tasks.transition(continued, { state: 'failed', statusMessage: agentMessage(continued, 'the mesh could not take the message') }).catch(() => undefined);

@@ -45,7 +45,7 @@ describe('TaskRelay with an agent that streams', () => {
     new Date(0),
   );
 
-  const setup = (client: Partial<Record<keyof Client, jest.Mock>>, from: Partial<StoredTask> = {}, streaming = true) => {
+  const setup = (client: Partial<Record<keyof Client, jest.Mock>>, from: Partial<StoredTask> = {}, streaming = true, onChange?: (task: StoredTask) => void) => {
     const changes: TaskChange[] = [];
     let version = 0;
     const tasks = {
@@ -66,7 +66,7 @@ describe('TaskRelay with an agent that streams', () => {
       { publish: async () => undefined },
     );
     const deliver = () =>
-      relay.deliver(ids, undefined, { signal: new AbortController().signal, callTimeoutMs: 1000, known: { task, agent: agent as never, frame } });
+      relay.deliver(ids, undefined, { signal: new AbortController().signal, callTimeoutMs: 1000, known: { task, agent: agent as never, frame }, onChange });
     return { deliver, changes };
   };
 
@@ -142,6 +142,69 @@ describe('TaskRelay with an agent that streams', () => {
     await expect(deliver()).rejects.toBeInstanceOf(AgentUnreachable);
     expect(signal?.aborted).toBe(true);
     expect(changes).toEqual([]);
+  });
+
+  describe('a delivery told of each change (an activity: it signals its workflow)', () => {
+    afterEach(() => jest.useRealTimers());
+    /** The send's stream: the task, step 1, then nothing until `go()`, then step 2 and the completion. */
+    const paused = () => {
+      let go!: () => void;
+      const gate = new Promise<void>((resolve) => (go = resolve));
+      async function* stream(): AsyncGenerator<StreamResponse, void, undefined> {
+        yield taskEvent(TaskState.TASK_STATE_SUBMITTED);
+        yield status(TaskState.TASK_STATE_WORKING, 'step 1');
+        await gate;
+        yield status(TaskState.TASK_STATE_WORKING, 'step 2');
+        yield status(TaskState.TASK_STATE_COMPLETED, 'done');
+      }
+      return { go, client: { sendMessageStream: jest.fn(() => stream()), resubscribeTask: jest.fn(), getTask: jest.fn() } };
+    };
+
+    it('keeps listening on the send\'s stream past the first attempt\'s moment, telling each change that did not settle the task', async () => {
+      jest.useFakeTimers();
+      const { go, client } = paused();
+      const told: string[] = [];
+      const { deliver, changes } = setup(client, {}, true, (task) => told.push(`${task.state}@${task.version}`));
+      let answered: string | undefined;
+      const delivery = deliver().then((state) => (answered = state));
+      await jest.advanceTimersByTimeAsync(5000);
+      expect(answered).toBeUndefined();
+      expect(told).toEqual(['submitted@1', 'working@2']);
+      go();
+      await delivery;
+      expect(answered).toBe('completed');
+      expect(changes.map(summary)).toEqual(['submitted /  /  / 1', 'working / step 1 /  / ', 'working / step 2 /  / ', 'completed / done /  / ']);
+      // The settled change is the delivery's answer, not a signal.
+      expect(told).toEqual(['submitted@1', 'working@2', 'working@3']);
+      expect(client.resubscribeTask).not.toHaveBeenCalled();
+      expect(client.getTask).not.toHaveBeenCalled();
+    });
+
+    it('(a first attempt, told nothing, answers once its moment has passed: the workflow follows on)', async () => {
+      jest.useFakeTimers();
+      const { go, client } = paused();
+      const { deliver, changes } = setup(client);
+      const delivery = deliver();
+      await jest.advanceTimersByTimeAsync(1500);
+      await expect(delivery).resolves.toBe('working');
+      go();
+      expect(changes.map(summary)).toEqual(['submitted /  /  / 1', 'working / step 1 /  / ']);
+    });
+
+    it('subscribes again when the send\'s stream ends before the task settled (no GetTask)', async () => {
+      const client = {
+        sendMessageStream: jest.fn(() => events([taskEvent(TaskState.TASK_STATE_SUBMITTED), status(TaskState.TASK_STATE_WORKING, 'step 1')])),
+        resubscribeTask: jest.fn(() => events([taskEvent(TaskState.TASK_STATE_WORKING), status(TaskState.TASK_STATE_COMPLETED, 'done')])),
+        getTask: jest.fn(),
+      };
+      const told: string[] = [];
+      const { deliver } = setup(client, {}, true, (task) => told.push(task.state));
+      await expect(deliver()).resolves.toBe('completed');
+      expect(client.resubscribeTask).toHaveBeenCalledTimes(1);
+      expect(client.getTask).not.toHaveBeenCalled();
+      // The snapshot (working, no status message) is a change too.
+      expect(told).toEqual(['submitted', 'working', 'working']);
+    });
   });
 
   it('an agent whose card does not say it streams is sent the turn with SendMessage, never a stream', async () => {

@@ -29,9 +29,10 @@ const FOLLOW_FIRST_MS = 25;
 const FOLLOW_INLINE_FIRST_MS = 5;
 const FOLLOW_MAX_MS = 1000;
 /**
- * Right after the send, the delivery follows the agent's task itself for this long (its first GetTask at once, before
- * the send is recorded), so a task the agent finishes quickly settles within one delivery; one still running then is
- * returned to the workflow, which records its state (the operators' search attribute) and delivers again to follow it.
+ * Right after the send, a first attempt follows the agent's task itself for this long (its first GetTask at once,
+ * before the send is recorded), so a task the agent finishes quickly settles within one delivery; one still running
+ * then is returned to the workflow, which records its state (the operators' search attribute) and delivers again, as
+ * an activity, to follow it to the end.
  */
 const FOLLOW_INLINE_MS = 1000;
 
@@ -58,8 +59,13 @@ export interface DeliveryContext {
   /** Aborted when the delivery is canceled (a cancel of the task, its deadline, the worker shutting down). */
   signal: AbortSignal;
   callTimeoutMs: number;
-  /** Answer after each change recorded (the task has push configs: the workflow pushes it before following on). */
-  returnOnChange?: boolean;
+  /**
+   * Told each change the delivery records while the task has not settled (a delivery run as an activity: it signals
+   * the task's workflow, which records the state and pushes the change, task-change-notices.ts). A delivery told so
+   * follows the agent's task until it settles; one without it (the first attempt, run within the workflow's task)
+   * follows it for a moment ({@link FOLLOW_INLINE_MS}) and answers, and the workflow delivers again to follow on.
+   */
+  onChange?: (task: StoredTask) => void;
   /**
    * The task and its agent as the caller has just read or written them (the process that took the task), so the
    * delivery reads neither again. A task changed since is no harm: its first change is a compare-and-set.
@@ -136,7 +142,7 @@ export class TaskRelay {
           // A task the agent answered still running is asked about at once (one that finishes quickly has by
           // now), so that the send and its outcome are one change. Until that change is recorded, a delivery tried
           // again would send the turn again, as it would between any send and its record.
-          if (!live && !ctx.returnOnChange && !SETTLED.has(stateOf(answer.status?.state) ?? 'failed')) {
+          if (!live && !SETTLED.has(stateOf(answer.status?.state) ?? 'failed')) {
             agentTask = await client.getTask({ tenant: '', id: answer.id, historyLength: undefined }, opts()).catch(() => answer);
           }
           change = changeOf(task, agentTask);
@@ -179,15 +185,18 @@ export class TaskRelay {
       }
       return result.task.state;
     }
-    // The agent has the task (the turn is recorded as sent: nothing is sent twice). It is followed here for a
-    // moment; one that has not settled by then goes back to the workflow, which records the state it is in and
-    // delivers again to follow it on. A task with push configs goes back at once: each change is pushed.
-    if (SETTLED.has(result.task.state) || ctx.returnOnChange) return result.task.state;
-    const untilMs = Date.now() + FOLLOW_INLINE_MS;
+    // The agent has the task (the turn is recorded as sent: nothing is sent twice). A first attempt follows it here
+    // for a moment; one that has not settled by then goes back to the workflow, which records the state it is in and
+    // delivers again to follow it on. A delivery that tells its workflow of each change follows it to the end.
+    if (SETTLED.has(result.task.state)) return result.task.state;
+    ctx.onChange?.(result.task);
+    const untilMs = ctx.onChange ? Infinity : Date.now() + FOLLOW_INLINE_MS;
     if (live) {
       const on = await this.onStream(result.task, live, agentTask, ctx, untilMs);
       if (typeof on === 'string') return on;
-      // The stream ended or broke before the task settled: GetTask for the rest of the moment.
+      // The stream ended or broke before the task settled: a delivery that follows to the end subscribes again; a
+      // first attempt asks with GetTask for the rest of its moment.
+      if (ctx.onChange) return this.followStream(on.unsettled, client, ctx, opts);
       return this.follow(on.unsettled, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs });
     }
     return this.follow(result.task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs });
@@ -209,8 +218,7 @@ export class TaskRelay {
   }
 
   /**
-   * Follows the agent's task on the agent's stream (`SubscribeToTask`) until it settles (or, with `returnOnChange`,
-   * changes). A stream that breaks after its first event is subscribed again; one the agent refuses (a task that
+   * Follows the agent's task on the agent's stream (`SubscribeToTask`) until it settles. A stream that breaks after its first event is subscribed again; one the agent refuses (a task that
    * ended, or that it does not know), or that ends with the task unsettled, leaves the rest to GetTask, whose answer
    * says which.
    */
@@ -238,7 +246,7 @@ export class TaskRelay {
 
   /**
    * Reads the agent's stream (after `pending`, an event read already), recording each change of the agent's task it
-   * reports, until the task settles (or, with `returnOnChange`, changes; or `untilMs` passes): answers the state
+   * reports, until the task settles (or `untilMs` passes): answers the state
    * recorded last. A stream that ends (or breaks: `broken`) first answers the task as recorded last, unsettled.
    */
   private async onStream(
@@ -273,7 +281,7 @@ export class TaskRelay {
       const result = await this.tasks.transition(task, change);
       if (result.changed) {
         task = result.task;
-        if (ctx.returnOnChange) return task.state;
+        if (!SETTLED.has(task.state)) ctx.onChange?.(task);
       } else if (result.reason === 'missing') return 'failed';
       else task = result.task;
     }
@@ -282,8 +290,7 @@ export class TaskRelay {
 
   /**
    * Follows the agent's task with GetTask, waiting `firstWaitMs` before the first and twice as long each time (at
-   * most {@link FOLLOW_MAX_MS}), recording each change, until it settles (or, with `returnOnChange`, changes; or
-   * `untilMs` passes). Answers the state recorded last.
+   * most {@link FOLLOW_MAX_MS}), recording each change, until it settles (or `untilMs` passes). Answers the state recorded last.
    */
   private async follow(
     from: StoredTask,
@@ -312,7 +319,7 @@ export class TaskRelay {
       if (result.changed) {
         task = result.task;
         wait = firstWaitMs;
-        if (ctx.returnOnChange) return task.state;
+        if (!SETTLED.has(task.state)) ctx.onChange?.(task);
       } else if (result.reason === 'missing') return 'failed';
       else task = result.task;
     }

@@ -63,7 +63,7 @@ export interface LocalA2AWorker {
 /** A turn's first attempt as the gateway holds it between its announcement and the workflow's start. */
 export interface AnnouncedAttempt {
   /** Begins it: the workflow started eagerly on this process's worker, and `task` is written. */
-  begin(task: StoredTask, frame: EventFrame, turn: { request?: TaskRequestRecord; push: boolean }): void;
+  begin(task: StoredTask, frame: EventFrame, turn: { request?: TaskRequestRecord }): void;
   /** Withdraws it unless it began (the local activity then delivers itself). */
   end(): void;
 }
@@ -197,12 +197,12 @@ export class TaskWorkflows {
     if (!attempts?.expect(task.taskId, turn)) return undefined;
     let begun = false;
     return {
-      begin: (stored, frame, { request, push }) => {
+      begin: (stored, frame, { request }) => {
         begun = true;
         // The attempt has the frame: the one handed off for this record is not left for another delivery to take.
         const record = request ?? stored.requestRecord;
         if (record) local!.requests?.take(record);
-        attempts.begin({ ids: task, turn, request, frame, callTimeoutMs: this.options.callTimeoutMs, timeoutMs: this.policyOf(agent.card).timeoutMs, returnOnChange: push, task: stored, agent });
+        attempts.begin({ ids: task, turn, request, frame, callTimeoutMs: this.options.callTimeoutMs, timeoutMs: this.policyOf(agent.card).timeoutMs, task: stored, agent });
       },
       end: () => {
         if (!begun) attempts.withdraw(task.taskId, turn);
@@ -285,13 +285,8 @@ export class TaskWorkflows {
   }
 
   /** Tells the task's workflow of a change recorded by someone else (a mesh-subscriber agent's update). */
-  async changed(taskId: string, state: A2AState, version: number): Promise<void> {
-    try {
-      await this.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).signal(taskChangedSignal, { state, version });
-    } catch (e) {
-      // A workflow that ended (the task settled before, e.g. input-required) has nothing to follow.
-      if (!(e instanceof WorkflowNotFoundError) && !isCompleted(e)) throw e;
-    }
+  changed(taskId: string, state: A2AState, version: number): Promise<void> {
+    return signalTaskChanged(this.client, taskId, state, version);
   }
 
   /** Tells the task's workflow a push notification config was set (it pushes from then on); a workflow that ended has nothing to push. */
@@ -301,6 +296,19 @@ export class TaskWorkflows {
     } catch (e) {
       if (!(e instanceof WorkflowNotFoundError) && !isCompleted(e)) throw e;
     }
+  }
+}
+
+/**
+ * Tells the task's workflow of a change recorded in Postgres (the `changed` signal: ids, state, version), by a
+ * mesh subscriber's update or by a delivery that follows on; a workflow that ended has nothing to follow.
+ */
+export async function signalTaskChanged(client: Client, taskId: string, state: A2AState, version: number): Promise<void> {
+  try {
+    await client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).signal(taskChangedSignal, { state, version });
+  } catch (e) {
+    // A workflow that ended (the task settled before, e.g. input-required) has nothing to follow.
+    if (!(e instanceof WorkflowNotFoundError) && !isCompleted(e)) throw e;
   }
 }
 

@@ -49,22 +49,28 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
   const gateOf = (name: string) => headerTenantGate(name);
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   const agent = new EchoAgent();
+  /** A URL agent whose card says it streams (the mesh follows its tasks on its streams); one case uses it. */
+  const streamer = new EchoAgent({ streaming: true });
   const receiver = new WebhookReceiver();
   let instance: RunningInstance;
 
   beforeAll(async () => {
     await agent.start();
+    await streamer.start();
     await receiver.start();
     instance = await startInstance(config, { roles: ['gateway', 'worker'], gates });
     for (const tenant of [tenantA, tenantB]) {
       const response = await fetch(`${instance.url}/a2a/agents/echo`, { method: 'PUT', headers: { 'x-test-tenant': tenant, 'content-type': 'application/json' }, body: JSON.stringify(agent.card()) });
       expect(response.status).toBe(201);
     }
+    const response = await fetch(`${instance.url}/a2a/agents/streamer`, { method: 'PUT', headers: { 'x-test-tenant': tenantA, 'content-type': 'application/json' }, body: JSON.stringify({ ...streamer.card(), name: 'streamer' }) });
+    expect(response.status).toBe(201);
   });
   afterAll(async () => {
     await endTaskWorkflows([tenantA, tenantB]);
     await instance?.close();
     await agent.close();
+    await streamer.close();
     await receiver.stop();
   });
   beforeEach(() => {
@@ -150,6 +156,38 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const [row] = await instance.deps.db.query('SELECT token, authentication FROM a2a_push_configs WHERE task_id = $1', [task.id]);
     expect(SecretBox.isSealed(row.authentication.credentials)).toBe(true);
     expect(JSON.stringify(row)).not.toContain('sekrit');
+  });
+
+  it('an agent that streams, with a push config, is listened to without a break: every status in the task\'s log, pushes while it runs', async () => {
+    const client = await stockClientOf(`${instance.url}/a2a/agents/streamer/.well-known/agent-card.json`, tenantA);
+    const key = randomUUID();
+    // `steps:`: step 1 and step 2 at once, the artifact in two chunks, then (once released) step 3 and the completion.
+    const task = await started(client, `steps:${key}`, { url: receiver.url!, token: 'tok-steps' });
+    // Pushed while the delivery follows the agent (the task working, its artifact whole), before the agent goes on.
+    const working = await waitFor('a push of the working task with its artifact', () =>
+      pushesOf(task.id).find((p) => p.state === 'TASK_STATE_WORKING' && JSON.stringify(p.body).includes('"text":"two"')),
+    );
+    expect(streamer.isHeld(key)).toBe(true);
+    expect(working.request.headers['x-a2a-notification-token']).toBe('tok-steps');
+    expect(streamer.release(key)).toBe(true);
+    const pushes = await settled(task.id, 'TASK_STATE_COMPLETED');
+    expect(pushes[pushes.length - 1].body).toMatchObject({ task: { status: { state: 'TASK_STATE_COMPLETED', message: { parts: [{ text: 'done' }] } } } });
+    // Every status the agent reported is in the task's log, in order (step 1 and step 2 came within a microsecond).
+    const log = (await instance.deps.db.query("SELECT payload FROM a2a_task_events WHERE task_id = $1 AND kind = 'status-update' ORDER BY seq", [task.id])) as { payload: { status: { message?: { parts?: { text?: string }[] } } } }[];
+    const statuses = log.map((e) => (e.payload.status.message?.parts ?? []).map((p) => p.text).join('')).filter(Boolean);
+    expect(statuses).toEqual(['step 1', 'step 2', 'step 3', 'done']);
+    // One stream for the send (the first attempt's moment), one subscription after it (the delivery), which told
+    // the workflow of each change by signal instead of answering it: one delivery activity.
+    expect(streamer.methods).toEqual(['SendStreamingMessage', 'SubscribeToTask']);
+    const workflows = await temporalClient();
+    try {
+      const history = await workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).fetchHistory();
+      const scheduled = history.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask');
+      expect(scheduled).toHaveLength(1);
+      expect(history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'changed').length).toBeGreaterThanOrEqual(1);
+    } finally {
+      await workflows.close();
+    }
   });
 
   it('pushes the cancel of a task that waits for input (its workflow ended): a run of its own cancels it and pushes', async () => {
@@ -269,6 +307,8 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     let up = false;
     receiver.status = (request) => (request.path.includes('dl') && !up ? 500 : 200);
     const task = await started(client, `hold:${key}`, { id: 'dl', url: `${receiver.url}?dl` });
+    // The working task's push given up first, then the completion's (changes close together are pushed as one).
+    await waitFor('the working task dead-lettered', async () => (await lettersOf(tenantA, task.id)).some((l) => l.taskState === 'working'));
     await release(key);
     const store = new A2ATaskStore(instance.deps.db);
     // Every change's push is given up (5 attempts each); the completion's last.

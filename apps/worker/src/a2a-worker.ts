@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, A2ATaskStore, AgentClients, FirstAttempts, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, RequestHandoff, SETTLED, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import { A2AAgentStore, type A2AState, A2ATaskStore, AgentClients, FirstAttempts, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, RequestHandoff, SETTLED, signalTaskChanged, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
@@ -65,15 +65,17 @@ export async function createA2AWorker(
   const pusher = TaskPusher.forInstance(deps.db, config, common.webhooks);
   // The first attempts the gateway of this process begins as it starts a task's workflow here; its local activity adopts them.
   const firstAttempts = new FirstAttempts(relay, common.shutdown);
-  const worker = await Worker.create({
-    ...common.options,
-    taskQueue: A2A_TASK_QUEUE,
-    activities: createA2ATaskActivities({ relay, firstAttempts, pusher, shutdownSignal: common.shutdown }),
-  });
   const client = new Client({
     connection: common.connection,
     namespace: config.temporal.namespace,
     interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] },
+  });
+  // A delivery tells its task's workflow of each change it records, on this worker's connection.
+  const changes = { changed: (taskId: string, state: A2AState, version: number) => signalTaskChanged(client, taskId, state, version) };
+  const worker = await Worker.create({
+    ...common.options,
+    taskQueue: A2A_TASK_QUEUE,
+    activities: createA2ATaskActivities({ relay, firstAttempts, pusher, shutdownSignal: common.shutdown, changes }),
   });
   return { worker, reader, events, local: { client, settlements, events, requests, firstAttempts, running: () => !common.shutdown.aborted } };
 }
