@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT } from '../dead-letters/dead-letter-query';
 import { ErrorCode, EventMeshError } from '../errors';
+import { DEAD_LETTER_PURGE_BATCH } from '../storage/dead-letter-store';
 
 /** A push given up after the webhook deliveries' last attempt, as stored (`a2a_push_dead_letters`). */
 export interface PushDeadLetter {
@@ -155,6 +156,20 @@ export class PushDeadLetterStore {
     params.push(page.limit + 1);
     const rows: RawLetter[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_dead_letters WHERE ${where.join(' AND ')} ORDER BY dead_lettered_at, id LIMIT $${params.length}`, params);
     return { letters: rows.slice(0, page.limit).map(letterOf), more: rows.length > page.limit };
+  }
+
+  /**
+   * Deletes at most `limit` letters, dead or resolved, dead-lettered before `cutoff`, oldest first (the retention of
+   * the dead letters, libs/storage/dead-letter-retention.ts); rows another purge holds are skipped. Answers how many.
+   */
+  async purgeOlderThan(cutoff: Date, limit = DEAD_LETTER_PURGE_BATCH): Promise<number> {
+    const [, affected]: [unknown, number] = await this.db.query(
+      `DELETE FROM a2a_push_dead_letters WHERE id IN (
+         SELECT id FROM a2a_push_dead_letters WHERE dead_lettered_at < $1 ORDER BY dead_lettered_at LIMIT $2 FOR UPDATE SKIP LOCKED
+       )`,
+      [cutoff, limit],
+    );
+    return affected;
   }
 
   /** Removes a letter; false when the tenant has none of that id. */

@@ -245,7 +245,7 @@ const SETTINGS = {
     'LOCAL_STICKY_PULL: AUTOMATIC, live instances take orphaned subscriptions over; MANUAL, orphans are only reported and moved by POST /admin/subscriptions/{id}/move.'),
   deadLetterRetentionDays: setting('EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS',
     'eventmesh.delivery.deadLetterRetentionDays', integer(0, 3650), () => 30,
-    'Days a dead letter is kept; the Temporal schedule `dlq-retention` deletes older ones every ten minutes, in small batches (the last instance to boot sets the days). 0 keeps them until their subscription is deleted (and removes the schedule).'),
+    'Days a dead letter (and an A2A push dead letter) is kept; the Temporal schedule `dlq-retention` deletes older ones every ten minutes, in small batches (the last instance to boot sets the days). 0 keeps them until their subscription (or task) is deleted (and removes the schedule).'),
   deadLetterReplayRate: setting('EVENTMESH_DELIVERY_DEAD_LETTER_REPLAY_RATE', 'eventmesh.delivery.deadLetterReplayRate',
     integer(1, 1000), () => 50,
     'Events per second a dead-letter replay sends to its subscription when the request names no `ratePerSecond` (a request may ask for 1 to 1000; docs/operations.md).'),

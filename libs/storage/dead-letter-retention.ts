@@ -1,5 +1,5 @@
 import { createLogger } from '../logging';
-import { DEAD_LETTER_PURGE_BATCH, DeadLetterStore } from './dead-letter-store';
+import { DEAD_LETTER_PURGE_BATCH } from './dead-letter-store';
 
 const DAY_MS = 24 * 60 * 60 * 1000;
 
@@ -10,6 +10,13 @@ export interface DeadLetterRetentionOptions {
   batchSize?: number;
   /** Most batches one purge runs; what is left waits for the next purge. */
   maxBatches?: number;
+  /** What the store keeps, for the log (`dead letters`, `A2A push dead letters`). */
+  what?: string;
+}
+
+/** A store of letters that deletes at most `limit` of those older than the cutoff, oldest first, and answers how many. */
+export interface PurgeableLetters {
+  purgeOlderThan(cutoff: Date, limit?: number): Promise<number>;
 }
 
 /**
@@ -23,7 +30,7 @@ export class DeadLetterRetention {
   private readonly log = createLogger('DeadLetterRetention');
 
   constructor(
-    private readonly store: Pick<DeadLetterStore, 'purgeOlderThan'>,
+    private readonly store: PurgeableLetters,
     private readonly options: DeadLetterRetentionOptions,
   ) {}
 
@@ -38,7 +45,7 @@ export class DeadLetterRetention {
       deleted += n;
       if (n < size) break;
     }
-    if (deleted > 0) this.log.info({ deleted, before: cutoff.toISOString() }, 'deleted dead letters past their retention');
+    if (deleted > 0) this.log.info({ deleted, before: cutoff.toISOString() }, `deleted ${this.options.what ?? 'dead letters'} past their retention`);
     return deleted;
   }
 }

@@ -11,6 +11,7 @@ import { a2aSearchAttributes, a2aTaskWorkflowIdOf, pushConfiguredSignal } from '
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
+import { DLQ_RETENTION_SCHEDULE_ID } from '../../libs/temporal';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
@@ -388,6 +389,18 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(letter.resolvedVersion).toBeLessThanOrEqual(version);
     expect(pushesOf(task.id).some((p) => p.version === letter.resolvedVersion)).toBe(true);
     expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
+  });
+
+  it('purges push dead letters past the dead letters\' retention, with the schedule dlq-retention', async () => {
+    const client = await clientOf(tenantA);
+    receiver.status = (request) => (request.path.includes('aged') ? 500 : 200);
+    const [old, kept] = [await started(client, 'echo:aged 1', { id: 'aged', url: `${receiver.url}?aged` }), await started(client, 'echo:aged 2', { id: 'aged', url: `${receiver.url}?aged` })];
+    for (const task of [old, kept]) await waitFor(`the completion of ${task.id} dead-lettered`, async () => (await lettersOf(tenantA, task.id)).some((l) => l.taskState === 'completed'));
+    // One task's letters dead-lettered 31 days ago (the retention is 30), the other's now.
+    await instance.deps.db.query(`UPDATE a2a_push_dead_letters SET dead_lettered_at = now() - interval '31 days' WHERE task_id = $1`, [old.id]);
+    await instance.deps.temporal.client.schedule.getHandle(DLQ_RETENTION_SCHEDULE_ID).trigger();
+    await waitFor('the old letters purged', async () => (await lettersOf(tenantA, old.id)).length === 0, { timeoutMs: 30000, intervalMs: 250 });
+    expect((await lettersOf(tenantA, kept.id)).length).toBeGreaterThan(0);
   });
 
   it('refuses a bad browse of the push dead letters with 400 naming the parameter, and an unknown letter with 404', async () => {

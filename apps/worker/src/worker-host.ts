@@ -1,7 +1,7 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
-import type { LocalA2AWorker, TaskEventPublisher } from '../../../libs/a2a';
+import { PushDeadLetterStore, type LocalA2AWorker, type TaskEventPublisher } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, RunningLoops, WebhookSender } from '../../../libs/delivery';
 import type { RuntimeMetrics } from '../../../libs/metrics';
@@ -128,7 +128,10 @@ export class WorkerHost {
       replays: new DeadLetterReplayStore(deps.db),
       subscription: async (id) => (await deps.db.manager.findOneBy(SubscriptionEntity, { id })) ?? undefined,
       sender,
-      purgeExpired: (retentionDays) => new DeadLetterRetention(new DeadLetterStore(deps.db), { retentionDays }).purge(),
+      // The retention covers the delivery's dead letters and the A2A pushes' alike.
+      purgeExpired: async (retentionDays) =>
+        (await new DeadLetterRetention(new DeadLetterStore(deps.db), { retentionDays }).purge()) +
+        (await new DeadLetterRetention(new PushDeadLetterStore(deps.db), { retentionDays, what: 'A2A push dead letters' }).purge()),
       deliveryTimeoutMs: config.delivery.webhookTimeoutMs,
       shutdownSignal: shutdown.signal,
     });

@@ -10,6 +10,8 @@ import { A2ATaskEntity } from './a2a-task.entity';
 @Entity({ name: 'a2a_push_dead_letters' })
 @Unique('a2a_push_dead_letters_version_key', ['taskId', 'configId', 'taskVersion'])
 @Index('a2a_push_dead_letters_tenant_idx', ['tenant', 'deadLetteredAt'])
+// The retention's purge: the oldest letters first, whatever their tenant.
+@Index('a2a_push_dead_letters_age_idx', ['deadLetteredAt'])
 export class A2APushDeadLetterEntity {
   /** Chosen by the mesh when the push is given up. */
   @PrimaryColumn({ type: 'uuid' })

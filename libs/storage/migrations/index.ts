@@ -23,6 +23,7 @@ import { A2ATaskTurns1796720000000 } from './1796720000000-A2ATaskTurns';
 import { A2ATaskEventsPublished1796800000000 } from './1796800000000-A2ATaskEventsPublished';
 import { A2ATaskRequestRecord1796900000000 } from './1796900000000-A2ATaskRequestRecord';
 import { A2APushDeadLetters1797000000000 } from './1797000000000-A2APushDeadLetters';
+import { A2APushDeadLetterAge1797100000000 } from './1797100000000-A2APushDeadLetterAge';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -51,4 +52,5 @@ export const MIGRATIONS = [
   A2ATaskEventsPublished1796800000000,
   A2ATaskRequestRecord1796900000000,
   A2APushDeadLetters1797000000000,
+  A2APushDeadLetterAge1797100000000,
 ];
