@@ -8,6 +8,7 @@ export * from './task-store';
 export * from './a2a-frame.adaptor';
 export * from './request-topic';
 export * from './task-relay';
+export * from './agent-task-follower';
 export * from './task-workflows';
 export * from './request-records';
 export * from './agent-updates';

@@ -18,7 +18,7 @@ import { PushConfigMethods } from './push-config-methods';
 import type { PushConfigStore } from './push-configs';
 import { decodePageToken, encodePageToken } from './page-token';
 import { requestTopicOf } from './request-topic';
-import { AgentUnreachable, agentMessage } from './task-relay';
+import { AgentUnreachable, agentMessage } from './agent-task-follower';
 import { taskJsonOf } from './task-events';
 import { A2AState, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask } from './task-store';

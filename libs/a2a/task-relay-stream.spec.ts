@@ -4,7 +4,8 @@ import { UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { taskToFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
 import type { A2AAgentStore } from './agent-store';
-import { AgentUnreachable, TaskRelay } from './task-relay';
+import { AgentUnreachable } from './agent-task-follower';
+import { TaskRelay } from './task-relay';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
 const part = (text: string) => ({ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' });

@@ -1,6 +1,4 @@
-import { randomUUID } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { Artifact, Message, SendMessageRequest, StreamResponse, Task } from '@a2a-js/sdk';
+import { Message, SendMessageRequest, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { A2AError, InvalidAgentResponseError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import type { EventFrame } from '../frame';
@@ -8,33 +6,19 @@ import { createLogger } from '../logging';
 import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
-import { AgentStream, applyEvent, isNotAnEventStream, StreamRead } from './agent-stream';
+import { AgentStream, isNotAnEventStream } from './agent-stream';
+import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, SETTLED, unreachable } from './agent-task-follower';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
 import { A2AState, stateOf, TERMINAL } from './task-states';
-import { sameJson } from './task-events';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
 type Json = Record<string, unknown>;
 
 const log = createLogger('A2ARelay');
 
-/** States where the mesh stops following the agent's task: terminal, or waiting for the client. */
-export const SETTLED: ReadonlySet<A2AState> = new Set<A2AState>([...TERMINAL, 'input-required', 'auth-required']);
 /** How often a change tries again after another change won the compare-and-set. */
 const CAS_ATTEMPTS = 3;
-/** Following an agent's task: the first GetTask after this long, then twice as long each time, at most the max. */
-const FOLLOW_FIRST_MS = 25;
-/** Following right after the send (the first moment, FOLLOW_INLINE_MS): the first GetTask after this long, doubling. */
-const FOLLOW_INLINE_FIRST_MS = 5;
-const FOLLOW_MAX_MS = 1000;
-/**
- * Right after the send, a first attempt follows the agent's task itself for this long (its first GetTask at once,
- * before the send is recorded), so a task the agent finishes quickly settles within one delivery; one still running
- * then is returned to the workflow, which records its state (the operators' search attribute) and delivers again, as
- * an activity, to follow it to the end.
- */
-const FOLLOW_INLINE_MS = 1000;
 
 /** The record of a task's request on its agent's request topic, read back (libs/kafka PartitionReader). */
 export interface RequestRecords {
@@ -46,8 +30,6 @@ export interface RequestTopicWriter {
   publish(topic: string, frame: EventFrame): Promise<unknown>;
 }
 
-/** A call to the agent that got no answer (network, deadline): retried by the caller (Temporal), never recorded. */
-export class AgentUnreachable extends Error {}
 
 export interface TaskIds {
   taskId: string;
@@ -55,10 +37,7 @@ export interface TaskIds {
   agent: string;
 }
 
-export interface DeliveryContext {
-  /** Aborted when the delivery is canceled (a cancel of the task, its deadline, the worker shutting down). */
-  signal: AbortSignal;
-  callTimeoutMs: number;
+export interface DeliveryContext extends FollowContext {
   /**
    * Told each change the delivery records while the task has not settled (a delivery run as an activity: it signals
    * the task's workflow, which records the state and pushes the change, task-change-notices.ts). A delivery told so
@@ -97,7 +76,12 @@ export class TaskRelay {
     private readonly records: RequestRecords,
     /** Where a mesh-subscriber agent is told that a task it may hold was canceled or failed (its request topic). */
     private readonly notices: RequestTopicWriter,
-  ) {}
+  ) {
+    this.following = new AgentTaskFollower(tasks);
+  }
+
+  /** Follows the agent's task once it has the turn (agent-task-follower.ts). */
+  private readonly following: AgentTaskFollower;
 
   /**
    * Sends the client's turn `turn` (its first message is turn 1; each message continuing the task, after the agent
@@ -133,7 +117,7 @@ export class TaskRelay {
       // artifact it reports is recorded (none missed between two GetTask).
       const live = streamsOf(agent) ? new AgentStream(ctx.signal) : undefined;
       try {
-        const answer = live ? await this.firstOfStream(live.open(client.sendMessageStream(outbound, { signal: live.signal })), ctx) : await client.sendMessage(outbound, opts());
+        const answer = live ? await this.following.firstOfStream(live.open(client.sendMessageStream(outbound, { signal: live.signal })), ctx) : await client.sendMessage(outbound, opts());
         if ('messageId' in answer) {
           const reply = Message.toJSON({ ...answer, taskId: task.id, contextId: task.contextId }) as Json;
           change = { state: 'completed', statusMessage: reply, history: [...task.history, reply] };
@@ -162,7 +146,7 @@ export class TaskRelay {
         live?.close();
       }
     }
-    return streamsOf(agent) ? this.followStream(task, client, ctx, opts) : this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
+    return streamsOf(agent) ? this.following.followStream(task, client, ctx, opts) : this.following.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
   }
 
   /**
@@ -192,138 +176,14 @@ export class TaskRelay {
     ctx.onChange?.(result.task);
     const untilMs = ctx.onChange ? Infinity : Date.now() + FOLLOW_INLINE_MS;
     if (live) {
-      const on = await this.onStream(result.task, live, agentTask, ctx, untilMs);
+      const on = await this.following.onStream(result.task, live, agentTask, ctx, untilMs);
       if (typeof on === 'string') return on;
       // The stream ended or broke before the task settled: a delivery that follows to the end subscribes again; a
       // first attempt asks with GetTask for the rest of its moment.
-      if (ctx.onChange) return this.followStream(on.unsettled, client, ctx, opts);
-      return this.follow(on.unsettled, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs });
+      if (ctx.onChange) return this.following.followStream(on.unsettled, client, ctx, opts);
+      return this.following.follow(on.unsettled, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs });
     }
-    return this.follow(result.task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs });
-  }
-
-  /**
-   * The first event of the agent's stream of a send, as `sendMessage` would answer it: a task (or an event of one,
-   * made a task), or a message. No event within the call timeout is a call unanswered; a stream ended without one
-   * is not an A2A answer.
-   */
-  private async firstOfStream(live: AgentStream, ctx: DeliveryContext): Promise<Task | Message> {
-    const first = await live.next(ctx.callTimeoutMs);
-    if ('timedOut' in first) throw new AgentUnreachable(`the agent sent no event within ${ctx.callTimeoutMs} ms`);
-    const event = 'event' in first ? first.event : undefined;
-    if (event?.payload?.$case === 'message') return event.payload.value;
-    const task = event && applyEvent(undefined, event);
-    if (!task) throw new InvalidAgentResponseError('the agent ended its stream without a task or message');
-    return task;
-  }
-
-  /**
-   * Follows the agent's task on the agent's stream (`SubscribeToTask`) until it settles. A stream that breaks after its first event is subscribed again; one the agent refuses (a task that
-   * ended, or that it does not know), or that ends with the task unsettled, leaves the rest to GetTask, whose answer
-   * says which.
-   */
-  private async followStream(from: StoredTask, client: Client, ctx: DeliveryContext, opts: () => { signal: AbortSignal }): Promise<A2AState> {
-    let task = from;
-    for (let wait = 0; ; wait = Math.min(Math.max(wait * 2, FOLLOW_FIRST_MS), FOLLOW_MAX_MS)) {
-      if (wait > 0) await sleep(wait, undefined, { signal: ctx.signal });
-      const live = new AgentStream(ctx.signal);
-      try {
-        live.open(client.resubscribeTask({ tenant: '', id: task.agentTaskId! }, { signal: live.signal }));
-        const first = await live.next(ctx.callTimeoutMs).catch((e: unknown) => {
-          if (ctx.signal.aborted) throw e;
-          return { done: true } as const;
-        });
-        if (!('event' in first)) return await this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS });
-        const on = await this.onStream(task, live, undefined, ctx, Infinity, first.event);
-        if (typeof on === 'string') return on;
-        if (!on.broken) return await this.follow(on.unsettled, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
-        task = on.unsettled;
-      } finally {
-        live.close();
-      }
-    }
-  }
-
-  /**
-   * Reads the agent's stream (after `pending`, an event read already), recording each change of the agent's task it
-   * reports, until the task settles (or `untilMs` passes): answers the state
-   * recorded last. A stream that ends (or breaks: `broken`) first answers the task as recorded last, unsettled.
-   */
-  private async onStream(
-    from: StoredTask,
-    live: AgentStream,
-    snapshot: Task | undefined,
-    ctx: DeliveryContext,
-    untilMs: number,
-    pending?: StreamResponse,
-  ): Promise<A2AState | { unsettled: StoredTask; broken: boolean }> {
-    let task = from;
-    let agentTask = snapshot;
-    let next = pending;
-    while (!SETTLED.has(task.state)) {
-      if (!next) {
-        let read: StreamRead;
-        try {
-          read = await live.next(untilMs - Date.now());
-        } catch (e) {
-          if (ctx.signal.aborted) throw e;
-          return { unsettled: task, broken: true };
-        }
-        if ('timedOut' in read) return task.state;
-        if ('done' in read) return { unsettled: task, broken: false };
-        next = read.event;
-      }
-      agentTask = applyEvent(agentTask, next);
-      next = undefined;
-      if (!agentTask) continue;
-      const change = changeOf(task, agentTask);
-      if (!differs(task, change)) continue;
-      const result = await this.tasks.transition(task, change);
-      if (result.changed) {
-        task = result.task;
-        if (!SETTLED.has(task.state)) ctx.onChange?.(task);
-      } else if (result.reason === 'missing') return 'failed';
-      else task = result.task;
-    }
-    return task.state;
-  }
-
-  /**
-   * Follows the agent's task with GetTask, waiting `firstWaitMs` before the first and twice as long each time (at
-   * most {@link FOLLOW_MAX_MS}), recording each change, until it settles (or `untilMs` passes). Answers the state recorded last.
-   */
-  private async follow(
-    from: StoredTask,
-    client: Client,
-    ctx: DeliveryContext,
-    opts: () => { signal: AbortSignal },
-    { firstWaitMs, untilMs = Infinity }: { firstWaitMs: number; untilMs?: number },
-  ): Promise<A2AState> {
-    let task = from;
-    let wait = firstWaitMs;
-    while (!SETTLED.has(task.state)) {
-      if (Date.now() + wait > untilMs) return task.state;
-      await sleep(wait, undefined, { signal: ctx.signal });
-      wait = Math.min(wait * 2, FOLLOW_MAX_MS);
-      let answer: Task;
-      try {
-        answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, opts());
-      } catch (e) {
-        if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
-        const result = await this.tasks.transition(task, { state: 'failed', statusMessage: agentMessage(task, `the agent lost the task: ${e.message}`) });
-        return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
-      }
-      const change = changeOf(task, answer);
-      if (!differs(task, change)) continue;
-      const result = await this.tasks.transition(task, change);
-      if (result.changed) {
-        task = result.task;
-        wait = firstWaitMs;
-        if (!SETTLED.has(task.state)) ctx.onChange?.(task);
-      } else if (result.reason === 'missing') return 'failed';
-      else task = result.task;
-    }
-    return task.state;
+    return this.following.follow(result.task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS, untilMs });
   }
 
   /**
@@ -420,40 +280,8 @@ function streamsOf(agent: StoredAgent): boolean {
   return (agent.card.capabilities as { streaming?: boolean } | undefined)?.streaming === true;
 }
 
-/** Whether a change says something the task does not (state, status message, artifacts): only those are recorded. */
-function differs(task: StoredTask, change: TaskChange): boolean {
-  return (
-    change.state !== task.state ||
-    !sameJson(change.statusMessage, task.statusMessage) ||
-    !sameJson(change.artifacts ?? task.artifacts, task.artifacts)
-  );
-}
 
-function unreachable(e: unknown, signal: AbortSignal): Error {
-  if (signal.aborted) return e as Error;
-  return new AgentUnreachable(`the agent could not be reached: ${(e as Error).message}`);
-}
 
-/** What an agent's task says, as a change of the mesh's task (ids rewritten to the mesh's). */
-export function changeOf(task: StoredTask, answer: Task): TaskChange {
-  const state = stateOf(answer.status?.state);
-  if (!state) {
-    return { state: 'failed', statusMessage: agentMessage(task, `the agent answered an invalid task state (${String(answer.status?.state)})`), agentTaskId: answer.id || undefined };
-  }
-  const rewrite = (m: Message): Json => Message.toJSON({ ...m, taskId: task.id, contextId: answer.contextId || task.contextId }) as Json;
-  return {
-    state,
-    statusMessage: answer.status?.message ? rewrite(answer.status.message) : null,
-    history: answer.history.length > 0 ? answer.history.map(rewrite) : task.history,
-    artifacts: answer.artifacts.map((a) => Artifact.toJSON(a) as Json),
-    agentTaskId: answer.id,
-    contextId: answer.contextId || undefined,
-  };
-}
 
-/** A status message from the mesh, in the agent's role, about the task. */
-export function agentMessage(task: StoredTask, text: string): Json {
-  return { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 'ROLE_AGENT', parts: [{ text }] };
-}
 
 export type { StoredAgent };
