@@ -13,6 +13,8 @@ export interface A2ATaskActivityDeps {
   shutdownSignal: AbortSignal;
   /** Tells a task's workflow of each change a delivery (an activity) records, so the delivery follows on. */
   changes: TaskChangeSignals;
+  /** One retention purge of the tasks that ended (RetentionPurge over A2ATaskStore); `retentionDays` from the schedule's input. */
+  purgeExpiredTasks: (retentionDays: number) => Promise<number>;
 }
 
 /** How long a delivery that ends waits for its last change to be signalled, so that its workflow sees it first. */
@@ -74,6 +76,11 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
 
     async cancelTask(ids: TaskIds): Promise<CancelOutcome> {
       return deps.relay.cancel(ids);
+    },
+
+    /** The retention's purge (workflows/a2a-task-retention.workflow.ts): how many tasks it deleted. */
+    async purgeExpiredTasks(input: { retentionDays: number }): Promise<number> {
+      return deps.purgeExpiredTasks(input.retentionDays);
     },
 
     async failTask(input: TaskIds & { reason: string }): Promise<{ state: A2AState }> {

@@ -35,7 +35,7 @@ export interface DeadLetterActivityDeps {
   subscription(id: string): Promise<SubscriptionEntity | undefined>;
   /** The subscription's sink path: its webhook, or its stream clients wherever they are connected. */
   sender: { send(target: SubscriptionEntity, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> };
-  /** One retention purge (DeadLetterRetention); `retentionDays` from the schedule's input. */
+  /** One retention purge (RetentionPurge); `retentionDays` from the schedule's input. */
   purgeExpired(retentionDays: number): Promise<number>;
   /** How long one delivery may take (the webhook timeout): a claim outlasts its batch by this much per letter. */
   deliveryTimeoutMs: number;

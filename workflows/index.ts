@@ -9,3 +9,4 @@ export * from './a2a-task.definitions';
 export * from './a2a-task.workflow';
 export * from './dlq-replay.workflow';
 export * from './dlq-retention.workflow';
+export * from './a2a-task-retention.workflow';

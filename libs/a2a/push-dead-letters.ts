@@ -160,7 +160,7 @@ export class PushDeadLetterStore {
 
   /**
    * Deletes at most `limit` letters, dead or resolved, dead-lettered before `cutoff`, oldest first (the retention of
-   * the dead letters, libs/storage/dead-letter-retention.ts); rows another purge holds are skipped. Answers how many.
+   * the dead letters, libs/storage/retention-purge.ts); rows another purge holds are skipped. Answers how many.
    */
   async purgeOlderThan(cutoff: Date, limit = DEAD_LETTER_PURGE_BATCH): Promise<number> {
     const [, affected]: [unknown, number] = await this.db.query(

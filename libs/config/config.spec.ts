@@ -60,6 +60,14 @@ describe('loadConfig', () => {
     expect(config.instance.roles).toEqual(['worker']);
   });
 
+  it('reads the A2A task retention (30 days by default, 0 keeps them) and refuses values out of range', () => {
+    expect(loadConfig({}).agents.taskRetentionDays).toBe(30);
+    expect(loadConfig({ EVENTMESH_AGENTS_TASK_RETENTION_DAYS: '0' }).agents.taskRetentionDays).toBe(0);
+    expect(() => loadConfig({ EVENTMESH_AGENTS_TASK_RETENTION_DAYS: '3651' })).toThrow(
+      'EVENTMESH_AGENTS_TASK_RETENTION_DAYS (eventmesh.agents.taskRetentionDays) = "3651" is not valid; legal values: an integer from 0 to 3650',
+    );
+  });
+
   it('reads the dead-letter retention and the CESQL string bound, and refuses values out of range', () => {
     expect(loadConfig({}).delivery.deadLetterRetentionDays).toBe(30);
     expect(loadConfig({}).filter.maxAttributeChars).toBe(16384);

@@ -112,7 +112,7 @@ export interface EventMeshConfig {
   };
   streams: { pollMaxConsumers: number };
   /** `pushSigningSecret`: the Standard Webhooks secret A2A push notifications are signed with ('' = unsigned). */
-  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string };
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -316,6 +316,8 @@ const SETTINGS = {
     () => 15000, 'An A2A SSE stream that wrote nothing for this long gets an SSE comment (`: keep-alive`), so proxies and clients keep an idle stream open.'),
   agentsPushSigningSecret: setting('EVENTMESH_AGENTS_PUSH_SIGNING_SECRET', 'eventmesh.agents.pushSigningSecret', optionalWebhookSecret, () => '',
     'The Standard Webhooks secret (whsec_...) A2A push notifications are signed with (webhook-id, webhook-timestamp, webhook-signature; docs/a2a.md): the clients\' webhooks verify them with it. Unset: pushes go unsigned (the config\'s token or authentication still authenticates them).'),
+  agentsTaskRetentionDays: setting('EVENTMESH_AGENTS_TASK_RETENTION_DAYS', 'eventmesh.agents.taskRetentionDays', integer(0, 3650), () => 30,
+    'Days an A2A task that ended (completed, failed, canceled, rejected) is kept after its last change, with its event log, push configs and push dead letters; the Temporal schedule `a2a-task-retention` deletes older ones every ten minutes, in small batches (the last instance to boot sets the days). A task that waits for its client (input-required, auth-required) is kept. 0 keeps them all (and removes the schedule).'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
     integer(1, 100000), () => 100,
     'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute, or until a delivery queued for it passes the ack timeout with no poll since); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
@@ -579,6 +581,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       streamPollMs: v.agentsStreamPollMs,
       streamHeartbeatMs: v.agentsStreamHeartbeatMs,
       pushSigningSecret: v.agentsPushSigningSecret,
+      taskRetentionDays: v.agentsTaskRetentionDays,
     },
     temporal: {
       address: v.temporalAddress,

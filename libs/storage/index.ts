@@ -4,7 +4,7 @@ export * from './pool-leak-detection';
 export * from './entities';
 export * from './offset-store';
 export * from './dead-letter-store';
-export * from './dead-letter-retention';
+export * from './retention-purge';
 export * from './dead-letter-filter';
 export * from './dead-letter-replay-store';
 export * from './retry-store';

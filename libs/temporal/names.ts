@@ -6,3 +6,5 @@ export const DEAD_LETTER_TASK_QUEUE = 'eventmesh-dead-letters';
 export const dlqReplayWorkflowIdOf = (replayId: string) => `dlq-replay/${replayId}`;
 /** The Temporal schedule that runs the dead-letter retention purge (workflows/dlq-retention.workflow.ts). */
 export const DLQ_RETENTION_SCHEDULE_ID = 'dlq-retention';
+/** The Temporal schedule that runs the A2A task retention purge (workflows/a2a-task-retention.workflow.ts). */
+export const A2A_TASK_RETENTION_SCHEDULE_ID = 'a2a-task-retention';

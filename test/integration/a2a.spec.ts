@@ -4,6 +4,7 @@ import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactor
 import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ATaskEntity } from '../../libs/storage';
+import { A2A_TASK_RETENTION_SCHEDULE_ID } from '../../libs/temporal';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
@@ -224,6 +225,19 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       expect(completed.tasks.map((t) => [t.id, t.history.length, t.artifacts.length])).toEqual([...sent].reverse().map((id) => [id, 0, 0]));
       const other = await (await clientOf(tenantB)).listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false });
       expect(other.tasks.map((t) => t.id)).not.toEqual(expect.arrayContaining([sent[0]]));
+    });
+
+    it('purges a task that ended longer ago than its retention, with the schedule a2a-task-retention', async () => {
+      const schedule = instance.deps.temporal.client.schedule.getHandle(A2A_TASK_RETENTION_SCHEDULE_ID);
+      expect((await schedule.describe()).action).toMatchObject({ type: 'startWorkflow', workflowType: 'a2aTaskRetentionWorkflow', taskQueue: 'eventmesh-a2a', args: [{ retentionDays: 30 }] });
+      const client = await clientOf(tenantA);
+      const [old, recent] = [asTask(await client.sendMessage(send('echo:old'))), asTask(await client.sendMessage(send('echo:recent')))];
+      // Its events on the events topic (or marked so by the sweep), the old task's last change 31 days ago.
+      await waitFor('the tasks\' events published', async () => (await instance.deps.db.query('SELECT count(*) AS n FROM a2a_tasks WHERE id = ANY($1) AND event_seq <= published_seq', [[old.id, recent.id]]))[0].n === '2', { timeoutMs: 30000 });
+      await instance.deps.db.query(`UPDATE a2a_tasks SET updated_at = now() - interval '31 days' WHERE id = $1`, [old.id]);
+      await schedule.trigger();
+      await waitFor('the old task purged', () => client.getTask({ tenant: '', id: old.id, historyLength: undefined }).then(() => false, (e: unknown) => e instanceof TaskNotFoundError), { timeoutMs: 30000, intervalMs: 250 });
+      expect((await client.getTask({ tenant: '', id: recent.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     });
 
     it("keeps tenants apart: another tenant's task id is not found, nor cancelable", async () => {

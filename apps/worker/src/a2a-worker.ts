@@ -6,6 +6,7 @@ import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
 import type { Dependencies } from '../../../libs/runtime';
+import { RetentionPurge } from '../../../libs/storage';
 import { SinkGuard } from '../../../libs/security';
 import { A2A_TASK_QUEUE } from '../../../workflows';
 
@@ -75,7 +76,14 @@ export async function createA2AWorker(
   const worker = await Worker.create({
     ...common.options,
     taskQueue: A2A_TASK_QUEUE,
-    activities: createA2ATaskActivities({ relay, firstAttempts, pusher, shutdownSignal: common.shutdown, changes }),
+    activities: createA2ATaskActivities({
+      relay,
+      firstAttempts,
+      pusher,
+      shutdownSignal: common.shutdown,
+      changes,
+      purgeExpiredTasks: (retentionDays) => new RetentionPurge(tasks, { retentionDays, what: 'A2A tasks' }).purge(),
+    }),
   });
   return { worker, reader, events, local: { client, settlements, events, requests, firstAttempts, running: () => !common.shutdown.aborted } };
 }

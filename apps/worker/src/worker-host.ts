@@ -10,7 +10,7 @@ import { BootError, Dependencies, reasonOf, shutdownInOrder, withDeadline } from
 import { OwnershipAgent } from '../../../libs/ownership';
 import {
   DeadLetterReplayStore,
-  DeadLetterRetention,
+  RetentionPurge,
   DeadLetterStore,
   DispatchRunStore,
   LeaseStore,
@@ -25,7 +25,7 @@ import type { TemporalTracing } from '../../../libs/tracing';
 import { A2AWorker, createA2AWorker } from './a2a-worker';
 import { createDispatchLoops } from './dispatch-loops';
 import { installTemporalRuntime, workflowSource } from './temporal-runtime';
-import { ensureRetentionSchedule } from './dead-letter-schedule';
+import { A2A_TASK_RETENTION, DLQ_RETENTION, ensureRetentionSchedule, RetentionSchedule } from './retention-schedules';
 import {
   CONTROL_TASK_QUEUE,
   dispatchStatusQuery,
@@ -130,8 +130,8 @@ export class WorkerHost {
       sender,
       // The retention covers the delivery's dead letters and the A2A pushes' alike.
       purgeExpired: async (retentionDays) =>
-        (await new DeadLetterRetention(new DeadLetterStore(deps.db), { retentionDays }).purge()) +
-        (await new DeadLetterRetention(new PushDeadLetterStore(deps.db), { retentionDays, what: 'A2A push dead letters' }).purge()),
+        (await new RetentionPurge(new DeadLetterStore(deps.db), { retentionDays }).purge()) +
+        (await new RetentionPurge(new PushDeadLetterStore(deps.db), { retentionDays, what: 'A2A push dead letters' }).purge()),
       deliveryTimeoutMs: config.delivery.webhookTimeoutMs,
       shutdownSignal: shutdown.signal,
     });
@@ -267,16 +267,21 @@ export class WorkerHost {
   }
 
   /**
-   * The dead-letter retention runs as the Temporal schedule `dlq-retention`, written at every boot with this
-   * instance's retention. Not fatal when it fails: delivery goes on, and the next boot writes it again.
+   * The retentions run as Temporal schedules, written at every boot with this instance's retentions: `dlq-retention`
+   * (the dead letters, the delivery's and the A2A pushes') and `a2a-task-retention` (the A2A tasks that ended). Not
+   * fatal when one fails: delivery goes on, and the next boot writes it again.
    */
   private async ensureRetentionSchedule(config: EventMeshConfig, deps: Dependencies): Promise<void> {
-    try {
-      const outcome = await withDeadline(10_000, ensureRetentionSchedule(deps.temporal.client, config.delivery.deadLetterRetentionDays));
-      this.log.info({ schedule: outcome.scheduleId, outcome: outcome.action, retentionDays: config.delivery.deadLetterRetentionDays }, 'dead-letter retention schedule');
-    } catch (e) {
-      this.log.error({ error: reasonOf(e) }, 'could not write the dead-letter retention schedule; dead letters are not purged until an instance writes it');
-    }
+    const write = async (retention: RetentionSchedule, retentionDays: number, what: string) => {
+      try {
+        const outcome = await withDeadline(10_000, ensureRetentionSchedule(deps.temporal.client, retention, retentionDays));
+        this.log.info({ schedule: outcome.scheduleId, outcome: outcome.action, retentionDays }, `${what} retention schedule`);
+      } catch (e) {
+        this.log.error({ error: reasonOf(e), schedule: retention.scheduleId }, `could not write the ${what} retention schedule; ${what} are not purged until an instance writes it`);
+      }
+    };
+    await write(DLQ_RETENTION, config.delivery.deadLetterRetentionDays, 'dead letters');
+    await write(A2A_TASK_RETENTION, config.agents.taskRetentionDays, 'A2A tasks');
   }
 
   private run(onFatal: (reason: string) => void): void {

@@ -24,6 +24,7 @@ import { A2ATaskEventsPublished1796800000000 } from './1796800000000-A2ATaskEven
 import { A2ATaskRequestRecord1796900000000 } from './1796900000000-A2ATaskRequestRecord';
 import { A2APushDeadLetters1797000000000 } from './1797000000000-A2APushDeadLetters';
 import { A2APushDeadLetterAge1797100000000 } from './1797100000000-A2APushDeadLetterAge';
+import { A2ATaskRetention1797200000000 } from './1797200000000-A2ATaskRetention';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -53,4 +54,5 @@ export const MIGRATIONS = [
   A2ATaskRequestRecord1796900000000,
   A2APushDeadLetters1797000000000,
   A2APushDeadLetterAge1797100000000,
+  A2ATaskRetention1797200000000,
 ];

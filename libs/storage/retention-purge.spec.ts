@@ -1,4 +1,4 @@
-import { DeadLetterRetention } from './dead-letter-retention';
+import { RetentionPurge } from './retention-purge';
 
 /** The store's contract: deletes at most `limit` letters older than the cutoff and answers how many. */
 class FakeStore {
@@ -21,10 +21,10 @@ const DAY = 86400000;
 const now = Date.parse('2026-12-01T00:00:00Z');
 const aged = (days: number, n: number) => Array.from({ length: n }, (_, i) => new Date(now - days * DAY - i));
 
-describe('DeadLetterRetention', () => {
+describe('RetentionPurge', () => {
   it('deletes the letters older than the retention period, in batches, and nothing newer', async () => {
     const store = new FakeStore([...aged(31, 25), ...aged(29, 5)]);
-    const retention = new DeadLetterRetention(store, { retentionDays: 30, batchSize: 10 });
+    const retention = new RetentionPurge(store, { retentionDays: 30, batchSize: 10 });
     expect(await retention.purge(now)).toBe(25);
     expect(store.created).toHaveLength(5);
     // 10 + 10 + 5: the short batch ends the purge.
@@ -34,7 +34,7 @@ describe('DeadLetterRetention', () => {
 
   it('stops a purge after its last batch and leaves the rest for the next one', async () => {
     const store = new FakeStore(aged(40, 50));
-    const retention = new DeadLetterRetention(store, { retentionDays: 30, batchSize: 10, maxBatches: 2 });
+    const retention = new RetentionPurge(store, { retentionDays: 30, batchSize: 10, maxBatches: 2 });
     expect(await retention.purge(now)).toBe(20);
     expect(await retention.purge(now)).toBe(20);
     expect(store.created).toHaveLength(10);
@@ -43,14 +43,14 @@ describe('DeadLetterRetention', () => {
   it('throws a failed purge (its activity is retried), and the next purge goes on', async () => {
     const store = new FakeStore(aged(40, 3));
     store.failNext = true;
-    const retention = new DeadLetterRetention(store, { retentionDays: 30 });
+    const retention = new RetentionPurge(store, { retentionDays: 30 });
     await expect(retention.purge(now)).rejects.toThrow('connection terminated');
     expect(await retention.purge(now)).toBe(3);
   });
 
   it('deletes nothing when retention is 0 (kept until the subscription is deleted)', async () => {
     const store = new FakeStore(aged(4000, 3));
-    expect(await new DeadLetterRetention(store, { retentionDays: 0 }).purge(now)).toBe(0);
+    expect(await new RetentionPurge(store, { retentionDays: 0 }).purge(now)).toBe(0);
     expect(store.calls).toHaveLength(0);
   });
 });
