@@ -5,18 +5,39 @@ export type StreamRead = { event: StreamResponse } | { done: true } | { timedOut
 
 /**
  * One stream of an agent's events (`SendStreamingMessage`, `SubscribeToTask`), read by the mesh as its A2A client:
- * each read bounded by a wait, and the connection closed by {@link close} (or by `outer`, the delivery's cancel)
- * whatever the reader is doing. Every read that ends early closes the stream: a generator's pending read is never
- * left behind.
+ * each read bounded by a wait, and the connection closed by {@link close} (or by `outer`, the cancel of the delivery
+ * reading it) whatever the reader is doing. Every read that ends early closes the stream: a generator's pending read
+ * is never left behind. A stream can change hands ({@link adopt}): the delivery that takes it over reads on, and its
+ * cancel closes it from then on.
  */
 export class AgentStream {
   private readonly stop = new AbortController();
-  /** The signal of the stream's call: the delivery's cancel, or this stream closed. */
-  readonly signal: AbortSignal;
+  /** The signal of the stream's call: aborted once the stream is closed (by its reader's cancel, or {@link close}). */
+  readonly signal: AbortSignal = this.stop.signal;
   private events?: AsyncGenerator<StreamResponse, void, undefined>;
+  private outer: AbortSignal;
+  private readonly closeOnAbort = () => this.close();
 
   constructor(outer: AbortSignal) {
-    this.signal = AbortSignal.any([outer, this.stop.signal]);
+    this.outer = outer;
+    this.follow(outer);
+  }
+
+  /** From now on the stream is closed by `outer` (the cancel of the delivery that takes it over), no longer by the one before. */
+  adopt(outer: AbortSignal): this {
+    this.outer.removeEventListener('abort', this.closeOnAbort);
+    this.outer = outer;
+    this.follow(outer);
+    return this;
+  }
+
+  get closed(): boolean {
+    return this.stop.signal.aborted;
+  }
+
+  private follow(outer: AbortSignal): void {
+    if (outer.aborted) this.close();
+    else outer.addEventListener('abort', this.closeOnAbort, { once: true });
   }
 
   /** The stream's events (the SDK client's generator, called with {@link signal}). */
@@ -25,26 +46,41 @@ export class AgentStream {
     return this;
   }
 
-  /** The next event, the stream's end, or `timedOut` after `withinMs` (the stream is then closed). Throws what the stream throws. */
-  async next(withinMs = Infinity): Promise<StreamRead> {
-    const read = this.events!.next().then(asRead);
-    if (withinMs === Infinity) return read;
+  /**
+   * The next event, the stream's end, or `timedOut` after `withinMs`: the stream is then closed, or (`keepOnTimeout`)
+   * left open with its read pending, which the next call (of this reader or of the one it hands the stream to)
+   * answers. Throws what the stream throws.
+   */
+  async next(withinMs = Infinity, { keepOnTimeout = false }: { keepOnTimeout?: boolean } = {}): Promise<StreamRead> {
+    const read = this.pending ?? this.events!.next().then(asRead);
+    this.pending = read;
+    // A read left pending whose stream then breaks is not an unhandled rejection: its next reader gets the error.
+    read.catch(() => undefined);
+    const answered = () => {
+      if (this.pending === read) this.pending = undefined;
+    };
+    if (withinMs === Infinity) return read.finally(answered);
     let timer: NodeJS.Timeout | undefined;
     const timedOut = new Promise<{ timedOut: true }>((resolve) => (timer = setTimeout(() => resolve({ timedOut: true }), Math.max(0, withinMs))));
     try {
       const first = await Promise.race([read, timedOut]);
-      if ('timedOut' in first) {
-        read.catch(() => undefined); // ends with the close below
-        this.close();
-      }
+      if (!('timedOut' in first)) answered();
+      else if (!keepOnTimeout) this.close(); // the pending read ends with the close
       return first;
+    } catch (e) {
+      answered();
+      throw e;
     } finally {
       clearTimeout(timer);
     }
   }
 
+  /** A read begun and not answered yet (it timed out, the stream kept open). */
+  private pending?: Promise<StreamRead>;
+
   /** Closes the connection (idempotent). */
   close(): void {
+    this.outer.removeEventListener('abort', this.closeOnAbort);
     this.stop.abort();
   }
 }

@@ -4,6 +4,7 @@ import { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { A2AError, InvalidAgentResponseError } from '@a2a-js/sdk/errors';
 import { AgentStream, applyEvent, StreamRead } from './agent-stream';
+import type { ParkedStream } from './parked-streams';
 import { A2AState, stateOf, TERMINAL } from './task-states';
 import { sameJson } from './task-events';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
@@ -65,23 +66,30 @@ export class AgentTaskFollower {
   }
 
   /**
-   * Follows the agent's task on the agent's stream (`SubscribeToTask`) until it settles. A stream that breaks after
-   * its first event is subscribed again; one the agent refuses (a task that ended, or that it does not know), or that
-   * ends with the task unsettled, leaves the rest to GetTask, whose answer says which.
+   * Follows the agent's task on the agent's stream until it settles: on `parked`, the stream an earlier delivery left
+   * open (parked-streams.ts), where it stopped, else on a `SubscribeToTask`. A stream that breaks after its first
+   * event is subscribed again; one the agent refuses (a task that ended, or that it does not know), or that ends
+   * with the task unsettled, leaves the rest to GetTask, whose answer says which.
    */
-  async followStream(from: StoredTask, client: Client, ctx: FollowContext, opts: CallOptions): Promise<A2AState> {
+  async followStream(from: StoredTask, client: Client, ctx: FollowContext, opts: CallOptions, parked?: ParkedStream): Promise<A2AState> {
     let task = from;
     for (let wait = 0; ; wait = Math.min(Math.max(wait * 2, FOLLOW_FIRST_MS), FOLLOW_MAX_MS)) {
       if (wait > 0) await sleep(wait, undefined, { signal: ctx.signal });
-      const live = new AgentStream(ctx.signal);
+      const taken = parked;
+      parked = undefined;
+      const live = taken ? taken.live.adopt(ctx.signal) : new AgentStream(ctx.signal);
       try {
-        live.open(client.resubscribeTask({ tenant: '', id: task.agentTaskId! }, { signal: live.signal }));
-        const first = await live.next(ctx.callTimeoutMs).catch((e: unknown) => {
-          if (ctx.signal.aborted) throw e;
-          return { done: true } as const;
-        });
-        if (!('event' in first)) return await this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS });
-        const on = await this.onStream(task, live, undefined, ctx, Infinity, first.event);
+        let first: StreamResponse | undefined;
+        if (!taken) {
+          live.open(client.resubscribeTask({ tenant: '', id: task.agentTaskId! }, { signal: live.signal }));
+          const read = await live.next(ctx.callTimeoutMs).catch((e: unknown) => {
+            if (ctx.signal.aborted) throw e;
+            return { done: true } as const;
+          });
+          if (!('event' in read)) return await this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS });
+          first = read.event;
+        }
+        const on = await this.onStream(task, live, taken?.snapshot, ctx, Infinity, first);
         if (typeof on === 'string') return on;
         if (!on.broken) return await this.follow(on.unsettled, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
         task = on.unsettled;
@@ -93,7 +101,9 @@ export class AgentTaskFollower {
 
   /**
    * Reads the agent's stream (after `pending`, an event read already), recording each change of the agent's task it
-   * reports, until the task settles (or `untilMs` passes): answers the state recorded last. A stream that ends (or breaks: `broken`) first answers the task as recorded last, unsettled.
+   * reports, until the task settles: answers the state recorded last. A stream that ends (or breaks: `broken`) first
+   * answers the task as recorded last, unsettled; so does one still open when `untilMs` passes (`paused`: the agent's
+   * task as the stream told it so far, the stream's next read pending, for a delivery after this one to read on).
    */
   async onStream(
     from: StoredTask,
@@ -102,7 +112,7 @@ export class AgentTaskFollower {
     ctx: FollowContext,
     untilMs: number,
     pending?: StreamResponse,
-  ): Promise<A2AState | { unsettled: StoredTask; broken: boolean }> {
+  ): Promise<A2AState | { unsettled: StoredTask; broken: boolean; paused?: { snapshot: Task | undefined } }> {
     let task = from;
     let agentTask = snapshot;
     let next = pending;
@@ -110,12 +120,12 @@ export class AgentTaskFollower {
       if (!next) {
         let read: StreamRead;
         try {
-          read = await live.next(untilMs - Date.now());
+          read = await live.next(untilMs - Date.now(), { keepOnTimeout: true });
         } catch (e) {
           if (ctx.signal.aborted) throw e;
           return { unsettled: task, broken: true };
         }
-        if ('timedOut' in read) return task.state;
+        if ('timedOut' in read) return { unsettled: task, broken: false, paused: { snapshot: agentTask } };
         if ('done' in read) return { unsettled: task, broken: false };
         next = read.event;
       }

@@ -25,3 +25,4 @@ export * from './first-attempts';
 export * from './push-dead-letters';
 export * from './push-dead-letter-service';
 export * from './task-change-notices';
+export * from './parked-streams';

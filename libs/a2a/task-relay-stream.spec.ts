@@ -49,12 +49,14 @@ describe('TaskRelay with an agent that streams', () => {
   const setup = (client: Partial<Record<keyof Client, jest.Mock>>, from: Partial<StoredTask> = {}, streaming = true, onChange?: (task: StoredTask) => void) => {
     const changes: TaskChange[] = [];
     let version = 0;
+    let latest: StoredTask | undefined;
     const tasks = {
       transition: jest.fn(async (read: StoredTask, change: TaskChange) => {
         changes.push(change);
         // As Postgres answers it: the status message's keys in the jsonb's order, not the change's.
         const statusMessage = change.statusMessage === undefined ? read.statusMessage : change.statusMessage && Object.fromEntries(Object.entries(change.statusMessage).reverse());
-        return { changed: true, task: { ...read, ...change, statusMessage, version: ++version } };
+        latest = { ...read, ...change, statusMessage, version: ++version } as StoredTask;
+        return { changed: true, task: latest };
       }),
     };
     const task = { id: 't1', tenant: 'acme', agent: 'echo', state: 'submitted', deliveredTurn: 0, agentTaskId: null, contextId: 'c1', statusMessage: null, history: [], artifacts: [], version, ...from } as StoredTask;
@@ -68,7 +70,10 @@ describe('TaskRelay with an agent that streams', () => {
     );
     const deliver = () =>
       relay.deliver(ids, undefined, { signal: new AbortController().signal, callTimeoutMs: 1000, known: { task, agent: agent as never, frame }, onChange });
-    return { deliver, changes };
+    /** The delivery after the first one (an activity, told of each change), from the task as last recorded. */
+    const deliverAgain = (told: (task: StoredTask) => void) =>
+      relay.deliver(ids, undefined, { signal: new AbortController().signal, callTimeoutMs: 1000, known: { task: latest!, agent: agent as never, frame }, onChange: told });
+    return { deliver, deliverAgain, changes };
   };
 
   it('records the send and then each event of the stream, in order: every status, each artifact chunk appended; no GetTask', async () => {
@@ -190,6 +195,25 @@ describe('TaskRelay with an agent that streams', () => {
       await expect(delivery).resolves.toBe('working');
       go();
       expect(changes.map(summary)).toEqual(['submitted /  /  / 1', 'working / step 1 /  / ']);
+    });
+
+    it('a first attempt\'s stream left open is read on by the delivery after it: what the agent sent in between is recorded, no subscribe', async () => {
+      jest.useFakeTimers();
+      const { go, client } = paused();
+      const { deliver, deliverAgain, changes } = setup(client);
+      const first = deliver();
+      await jest.advanceTimersByTimeAsync(1500);
+      await expect(first).resolves.toBe('working');
+      // The agent goes on while no delivery reads its stream (the workflow between the two deliveries).
+      go();
+      jest.useRealTimers();
+      const told: string[] = [];
+      await expect(deliverAgain((task) => told.push(task.state))).resolves.toBe('completed');
+      expect(changes.map(summary)).toEqual(['submitted /  /  / 1', 'working / step 1 /  / ', 'working / step 2 /  / ', 'completed / done /  / ']);
+      expect(told).toEqual(['working']);
+      expect(client.sendMessageStream).toHaveBeenCalledTimes(1);
+      expect(client.resubscribeTask).not.toHaveBeenCalled();
+      expect(client.getTask).not.toHaveBeenCalled();
     });
 
     it('subscribes again when the send\'s stream ends before the task settled (no GetTask)', async () => {

@@ -6,6 +6,7 @@ import { createLogger } from '../logging';
 import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
+import { ParkedStreams } from './parked-streams';
 import { AgentStream, isNotAnEventStream } from './agent-stream';
 import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, SETTLED, unreachable } from './agent-task-follower';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
@@ -76,6 +77,8 @@ export class TaskRelay {
     private readonly records: RequestRecords,
     /** Where a mesh-subscriber agent is told that a task it may hold was canceled or failed (its request topic). */
     private readonly notices: RequestTopicWriter,
+    /** The agents' streams a first attempt leaves open for the delivery that follows it on this worker. */
+    private readonly parked = new ParkedStreams(),
   ) {
     this.following = new AgentTaskFollower(tasks);
   }
@@ -143,10 +146,12 @@ export class TaskRelay {
       try {
         return await this.recordSend(task, { change, turn, agentTask, live }, client, ctx, opts);
       } finally {
-        live?.close();
+        if (!this.parked.holds(live)) live?.close();
       }
     }
-    return streamsOf(agent) ? this.following.followStream(task, client, ctx, opts) : this.following.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
+    // The turn was sent: the agent's task is followed on; on the stream the first attempt left here, if it did.
+    if (streamsOf(agent)) return this.following.followStream(task, client, ctx, opts, this.parked.take(task.id, turn));
+    return this.following.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_FIRST_MS });
   }
 
   /**
@@ -178,6 +183,11 @@ export class TaskRelay {
     if (live) {
       const on = await this.following.onStream(result.task, live, agentTask, ctx, untilMs);
       if (typeof on === 'string') return on;
+      if (on.paused) {
+        // The moment passed with the stream open: it is left for the delivery that follows on this worker.
+        this.parked.park(task.id, turn, { live, snapshot: on.paused.snapshot });
+        return on.unsettled.state;
+      }
       // The stream ended or broke before the task settled: a delivery that follows to the end subscribes again; a
       // first attempt asks with GetTask for the rest of its moment.
       if (ctx.onChange) return this.following.followStream(on.unsettled, client, ctx, opts);

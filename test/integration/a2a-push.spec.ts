@@ -177,9 +177,9 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const log = (await instance.deps.db.query("SELECT payload FROM a2a_task_events WHERE task_id = $1 AND kind = 'status-update' ORDER BY seq", [task.id])) as { payload: { status: { message?: { parts?: { text?: string }[] } } } }[];
     const statuses = log.map((e) => (e.payload.status.message?.parts ?? []).map((p) => p.text).join('')).filter(Boolean);
     expect(statuses).toEqual(['step 1', 'step 2', 'step 3', 'done']);
-    // One stream for the send (the first attempt's moment), one subscription after it (the delivery), which told
-    // the workflow of each change by signal instead of answering it: one delivery activity.
-    expect(streamer.methods).toEqual(['SendStreamingMessage', 'SubscribeToTask']);
+    // One stream for the whole task: the first attempt's, left open for the delivery after it on the same worker,
+    // which read on and told the workflow of each change by signal instead of answering it: one delivery activity.
+    expect(streamer.methods).toEqual(['SendStreamingMessage']);
     const workflows = await temporalClient();
     try {
       const history = await workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).fetchHistory();

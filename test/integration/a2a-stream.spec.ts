@@ -251,11 +251,17 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     expect(events.slice(-2)).toEqual(['artifact:streamed', 'status:TASK_STATE_COMPLETED:echoed streamed']);
   });
 
-  it('follows a URL agent that streams on its own stream: each status it reports (two at once, then one after a resubscribe), the artifact\'s chunks appended; never GetTask', async () => {
+  it('follows a URL agent that streams on its own stream: each status it reports (two at once, then one after the stream is cut and subscribed again), the artifact\'s chunks appended; never GetTask', async () => {
     const client = await clientOf(b, 'streamer');
     const taskId = ((await client.sendMessage(send('steps:s1', { returnImmediately: true }))) as Task).id;
-    // The first attempt follows the agent's stream for a moment (1 s); the delivery after it subscribes again.
-    await waitFor('the agent to hold the task, followed by a SubscribeToTask', () => streamingAgent.isHeld('s1') && streamingAgent.methods.includes('SubscribeToTask'), { timeoutMs: 20000 });
+    // The first attempt follows the agent's stream for a moment (1 s) and leaves it to the delivery after it (the
+    // same worker: A's); the stream is then cut, and the delivery subscribes again.
+    await waitFor('the agent to hold the task', () => streamingAgent.isHeld('s1'), { timeoutMs: 20000 });
+    // The first attempt answered (the delivery after it is scheduled), leaving the stream: then it is cut.
+    const workflow = a.deps.temporal.client.workflow.getHandle(`a2a-task/${taskId}`);
+    await waitFor('the delivery after the first attempt scheduled', async () => (await workflow.fetchHistory()).events?.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask'));
+    streamingAgent.dropConnections();
+    await waitFor('a SubscribeToTask after the cut', () => streamingAgent.methods.includes('SubscribeToTask'), { timeoutMs: 20000 });
     expect(streamingAgent.release('s1')).toBe(true);
     const done = await waitFor('the task to complete', async () => {
       const task = await client.getTask({ tenant: '', id: taskId, historyLength: undefined });

@@ -70,6 +70,11 @@ export class EchoAgent {
     return this.held.has(key);
   }
 
+  /** Cuts every connection open to it (a stream of its events breaks mid-task); it goes on listening. */
+  dropConnections(): void {
+    this.server?.closeAllConnections();
+  }
+
   /** Listens on `port` (0: any free one; a fixed one to come back where a registered card says the agent is). */
   async start(port = 0): Promise<string> {
     const server = createServer((request, response) => {

@@ -1,7 +1,7 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, type A2AState, A2ATaskStore, AgentClients, FirstAttempts, KafkaRequestRecords, LocalA2AWorker, PUBLISH_DELAY_MS, RequestHandoff, SETTLED, signalTaskChanged, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import { A2AAgentStore, type A2AState, A2ATaskStore, AgentClients, FirstAttempts, KafkaRequestRecords, LocalA2AWorker, ParkedStreams, PUBLISH_DELAY_MS, RequestHandoff, SETTLED, signalTaskChanged, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
@@ -62,6 +62,8 @@ export async function createA2AWorker(
     new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
     new KafkaRequestRecords(reader, requests),
     deps.producer,
+    // A first attempt's stream of an agent that streams, left open for the delivery after it on this worker.
+    new ParkedStreams({ shutdown: common.shutdown }),
   );
   const pusher = TaskPusher.forInstance(deps.db, config, common.webhooks);
   // The first attempts the gateway of this process begins as it starts a task's workflow here; its local activity adopts them.
