@@ -17,6 +17,7 @@ import type { RegisteredCard } from './agent-card';
 import type { EventFrame } from '../frame';
 import type { StoredAgent } from './agent-store';
 import type { FirstAttempts } from './first-attempts';
+import type { ParkedStreams } from './parked-streams';
 import type { RequestHandoff } from './request-handoff';
 import type { TaskEventPublisher } from './task-event-publisher';
 import type { TaskSettlements } from './task-settlements';
@@ -58,6 +59,8 @@ export interface LocalA2AWorker {
   requests?: RequestHandoff;
   /** The turns' first attempts the gateway of the same process begins, for the worker's local activities to adopt. */
   firstAttempts?: FirstAttempts;
+  /** The agents' streams the worker's first attempts leave for the deliveries after them (/health `a2aParkedStreams`). */
+  parkedStreams?: ParkedStreams;
 }
 
 /** A turn's first attempt as the gateway holds it between its announcement and the workflow's start. */

@@ -180,6 +180,8 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     // One stream for the whole task: the first attempt's, left open for the delivery after it on the same worker,
     // which read on and told the workflow of each change by signal instead of answering it: one delivery activity.
     expect(streamer.methods).toEqual(['SendStreamingMessage']);
+    const health = (await (await fetch(`${instance.url}/health`)).json()) as { stats: { a2aParkedStreams: { parked: number; taken: number; held: number } } };
+    expect(health.stats.a2aParkedStreams.taken).toBeGreaterThanOrEqual(1);
     const workflows = await temporalClient();
     try {
       const history = await workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).fetchHistory();

@@ -147,10 +147,11 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
   return instance;
 }
 
-/** What the worker adds to /health's stats (ownership, orphan takeover), if this process runs it. */
+/** What the worker adds to /health's stats (ownership, orphan takeover, the A2A streams it hands over), if this process runs it. */
 function workerStatsOf(instance: RunningInstance): Record<string, unknown> {
   return {
     ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
     ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
+    ...(instance.worker?.a2a.parkedStreams ? { a2aParkedStreams: instance.worker.a2a.parkedStreams.stats() } : {}),
   };
 }

@@ -56,6 +56,7 @@ export async function createA2AWorker(
   });
   // What the gateway of this process writes to the request topics, handed to the deliveries this worker runs.
   const requests = new RequestHandoff();
+  const parkedStreams = new ParkedStreams({ shutdown: common.shutdown });
   const relay = new TaskRelay(
     tasks,
     new A2AAgentStore(deps.db),
@@ -63,7 +64,7 @@ export async function createA2AWorker(
     new KafkaRequestRecords(reader, requests),
     deps.producer,
     // A first attempt's stream of an agent that streams, left open for the delivery after it on this worker.
-    new ParkedStreams({ shutdown: common.shutdown }),
+    parkedStreams,
   );
   const pusher = TaskPusher.forInstance(deps.db, config, common.webhooks);
   // The first attempts the gateway of this process begins as it starts a task's workflow here; its local activity adopts them.
@@ -87,5 +88,5 @@ export async function createA2AWorker(
       purgeExpiredTasks: (retentionDays) => new RetentionPurge(tasks, { retentionDays, what: 'A2A tasks' }).purge(),
     }),
   });
-  return { worker, reader, events, local: { client, settlements, events, requests, firstAttempts, running: () => !common.shutdown.aborted } };
+  return { worker, reader, events, local: { client, settlements, events, requests, firstAttempts, parkedStreams, running: () => !common.shutdown.aborted } };
 }
