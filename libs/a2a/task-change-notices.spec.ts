@@ -17,7 +17,7 @@ class HeldSignals {
 describe('TaskChangeNotices', () => {
   it('sends at most one signal at a time, the next one with the latest change recorded meanwhile', async () => {
     const signals = new HeldSignals();
-    const notices = new TaskChangeNotices('t1', signals);
+    const notices = new TaskChangeNotices('t1', signals, 0);
     notices.changed(at(1));
     notices.changed(at(2));
     notices.changed(at(3, 'input-required'));
@@ -36,7 +36,7 @@ describe('TaskChangeNotices', () => {
 
   it('never tells an older change after a newer one', async () => {
     const signals = new HeldSignals();
-    const notices = new TaskChangeNotices('t1', signals);
+    const notices = new TaskChangeNotices('t1', signals, 0);
     notices.changed(at(5));
     notices.changed(at(4));
     await tick();
@@ -47,7 +47,7 @@ describe('TaskChangeNotices', () => {
 
   it('tries a failed signal again, with the latest change', async () => {
     const signals = new HeldSignals();
-    const notices = new TaskChangeNotices('t1', signals);
+    const notices = new TaskChangeNotices('t1', signals, 0);
     notices.changed(at(1));
     await tick();
     notices.changed(at(2));
@@ -60,7 +60,7 @@ describe('TaskChangeNotices', () => {
 
   it('closing waits for the signal in flight (the workflow hears it before the delivery\'s answer), then sends nothing more', async () => {
     const signals = new HeldSignals();
-    const notices = new TaskChangeNotices('t1', signals);
+    const notices = new TaskChangeNotices('t1', signals, 0);
     notices.changed(at(1));
     await tick();
     let closed = false;
@@ -74,9 +74,28 @@ describe('TaskChangeNotices', () => {
     expect(signals.calls.map((c) => c.version)).toEqual([1]);
   });
 
+  it('waits the gap after a signal before the next, and none when the delivery ends', async () => {
+    const signals = new HeldSignals();
+    const notices = new TaskChangeNotices('t1', signals, 60_000);
+    notices.changed(at(1));
+    await tick();
+    signals.calls[0].resolve();
+    await tick();
+    notices.changed(at(2));
+    await tick();
+    // Within the gap (a minute here): not sent yet.
+    expect(signals.calls.map((c) => c.version)).toEqual([1]);
+    // The delivery ends: the last change goes at once.
+    const closing = notices.close(10_000);
+    await waitFor('the last change signalled', () => signals.calls.length === 2, { timeoutMs: 2000, intervalMs: 10 });
+    expect(signals.calls[1].version).toBe(2);
+    signals.calls[1].resolve();
+    await closing;
+  });
+
   it('closing stops a signal that keeps failing once its wait is over', async () => {
     const signals = { changed: jest.fn(() => Promise.reject(new Error('UNAVAILABLE'))) };
-    const notices = new TaskChangeNotices('t1', signals);
+    const notices = new TaskChangeNotices('t1', signals, 0);
     notices.changed(at(1));
     await notices.close(50);
     const calls = signals.changed.mock.calls.length;

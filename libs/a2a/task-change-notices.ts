@@ -13,24 +13,31 @@ export interface TaskChangeSignals {
 /** The wait after a signal that failed (Temporal unreachable), doubling up to the max. */
 const RETRY_FIRST_MS = 100;
 const RETRY_MAX_MS = 2000;
+/** The least time between two signals of one delivery: an agent that reports many changes a second costs Temporal at most this many workflow tasks. */
+export const SIGNAL_GAP_MS = 100;
 
 /**
  * The changes one delivery records, told to the task's workflow while the delivery follows on (activities/a2a-task.
  * activities.ts): the workflow records each state as its search attribute and pushes the task to its push configs,
- * and the delivery never stops listening to the agent to let it. Coalesced: at most one signal in flight, and the
- * next one carries the latest change recorded meanwhile (each push sends the task as it is then, so nothing is
- * lost by skipping the ones between); a signal that fails is tried again with backoff, the latest change again.
- * Only ids, a state and a version are sent.
+ * and the delivery never stops listening to the agent to let it. Coalesced: at most one signal in flight, at least
+ * {@link SIGNAL_GAP_MS} after the one before (but at once when the delivery ends), and the next one carries the
+ * latest change recorded meanwhile (each push sends the task as it is then, so nothing is lost by skipping the ones
+ * between); a signal that fails is tried again with backoff, the latest change again. Only ids, a state and a
+ * version are sent.
  */
 export class TaskChangeNotices {
   private latest?: { state: A2AState; version: number };
   private sentVersion = 0;
   private draining?: Promise<void>;
   private readonly stop = new AbortController();
+  /** Aborted when the delivery ends: the last change is told without waiting for the gap. */
+  private readonly hurry = new AbortController();
+  private lastSentAt = -Infinity;
 
   constructor(
     private readonly taskId: string,
     private readonly signals: TaskChangeSignals,
+    private readonly gapMs = SIGNAL_GAP_MS,
   ) {}
 
   /** A change of the task the delivery recorded (it has not settled: the delivery's own answer says that). */
@@ -45,16 +52,21 @@ export class TaskChangeNotices {
    * answers its workflow only after this, so the workflow sees its signals before its answer.
    */
   async close(waitMs: number): Promise<void> {
+    this.hurry.abort();
     if (this.draining && waitMs > 0) await Promise.race([this.draining, sleep(waitMs, undefined, { ref: false })]);
     this.stop.abort();
   }
 
   private async drain(): Promise<void> {
     for (let failures = 0; this.latest && this.latest.version > this.sentVersion && !this.stop.signal.aborted; ) {
+      const gap = this.lastSentAt + this.gapMs - Date.now();
+      if (gap > 0 && !this.hurry.signal.aborted) await sleep(gap, undefined, { signal: this.hurry.signal }).catch(() => undefined);
+      if (this.stop.signal.aborted) return;
       const change = this.latest;
       try {
         await this.signals.changed(this.taskId, change.state, change.version);
         this.sentVersion = change.version;
+        this.lastSentAt = Date.now();
         failures = 0;
       } catch (e) {
         failures++;

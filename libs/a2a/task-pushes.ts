@@ -103,6 +103,9 @@ export class TaskPusher {
     for (let attempt = 1; ; attempt++) {
       signal.throwIfAborted();
       const result = await this.send(config, task, signal);
+      // Cut by its own cancel (the worker stopping, the activity timed out): not the receiver's failure. The push runs
+      // again (Temporal), and nothing is dead-lettered for this attempt.
+      signal.throwIfAborted();
       if (result.ok) {
         // The receiver has the whole task at this version: what it missed before (dead letters) it has since.
         await this.acknowledged(config, task.version, 'superseded');

@@ -321,9 +321,10 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
       return now?.state === 'completed' && letters.some((l) => l.taskVersion === now.version) && { now, letters };
     });
     expect(final.letters.length).toBeGreaterThanOrEqual(2);
-    for (const letter of final.letters) {
-      expect(letter).toMatchObject({ configId: 'dl', attempts: 5, lastHttpStatus: 500, resolution: null, resolvedVersion: null });
-    }
+    // Each: 5 attempts, the last answered HTTP 500 (its error shown if not), unresolved.
+    expect(final.letters.map((l) => [l.configId, l.attempts, l.lastHttpStatus, (l as { lastError?: string }).lastError, l.resolution, l.resolvedVersion])).toEqual(
+      final.letters.map(() => ['dl', 5, 500, 'HTTP 500', null, null]),
+    );
     expect(final.letters.map((l) => l.taskVersion)).toEqual([...final.letters.map((l) => l.taskVersion)].sort((a, b) => a - b));
     expect(final.letters.find((l) => l.taskVersion === final.now.version)!.taskState).toBe('completed');
     // Pages of one, oldest first, with cursors: every letter once.
