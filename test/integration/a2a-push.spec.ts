@@ -206,8 +206,12 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
       const pushes = await settled(task.id, 'TASK_STATE_CANCELED');
       expect(pushes.map((p) => p.state).slice(-2)).toEqual(['TASK_STATE_INPUT_REQUIRED', 'TASK_STATE_CANCELED']);
       expect(pushes[pushes.length - 1].request.headers['x-a2a-notification-token']).toBe('tok-ask');
-      // The cancel ran as a run of the task's workflow, of its own type, listed with the task's search attributes.
-      const run = await workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).describe();
+      // The cancel ran as a run of the task's workflow, of its own type, listed with the task's search attributes; it
+      // completes once its push activity returns (the receiver has the push a moment before).
+      const run = await waitFor('the cancel\'s run to complete', async () => {
+        const described = await workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).describe();
+        return described.type === 'a2aTaskCancelWorkflow' && described.status.name !== 'RUNNING' && described;
+      });
       expect(run).toMatchObject({ type: 'a2aTaskCancelWorkflow', status: { name: 'COMPLETED' } });
       expect(run.typedSearchAttributes.get(a2aSearchAttributes.state)).toBe('canceled');
       await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
