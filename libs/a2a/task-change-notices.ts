@@ -1,4 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
+import { backoff, RetryPolicy } from '../delivery/failure-policy';
 import { createLogger } from '../logging';
 import type { A2AState } from './task-states';
 import type { StoredTask } from './task-store';
@@ -10,9 +11,8 @@ export interface TaskChangeSignals {
   changed(taskId: string, state: A2AState, version: number): Promise<void>;
 }
 
-/** The wait after a signal that failed (Temporal unreachable), doubling up to the max. */
-const RETRY_FIRST_MS = 100;
-const RETRY_MAX_MS = 2000;
+/** The wait after a signal that failed (Temporal unreachable): the deliveries' backoff, 100 ms doubling to 2 s, no attempt limit. */
+const SIGNAL_RETRY: RetryPolicy = { initialMs: 100, maxMs: 2000, maxAttempts: Infinity };
 /** The least time between two signals of one delivery: an agent that reports many changes a second costs Temporal at most this many workflow tasks. */
 export const SIGNAL_GAP_MS = 100;
 
@@ -71,7 +71,7 @@ export class TaskChangeNotices {
       } catch (e) {
         failures++;
         log.warn({ task: this.taskId, version: change.version, failures, error: (e as Error).message }, 'could not tell the task\'s workflow of a change; trying again');
-        await sleep(Math.min(RETRY_FIRST_MS * 2 ** (failures - 1), RETRY_MAX_MS), undefined, { signal: this.stop.signal }).catch(() => undefined);
+        await sleep(backoff(SIGNAL_RETRY, failures), undefined, { signal: this.stop.signal }).catch(() => undefined);
       }
     }
   }

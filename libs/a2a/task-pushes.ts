@@ -103,9 +103,9 @@ export class TaskPusher {
     for (let attempt = 1; ; attempt++) {
       signal.throwIfAborted();
       const result = await this.send(config, task, signal);
-      // Cut by its own cancel (the worker stopping, the activity timed out): not the receiver's failure. The push runs
-      // again (Temporal), and nothing is dead-lettered for this attempt.
-      signal.throwIfAborted();
+      // A failure that is its own cancel (the worker stopping, the activity timed out) is not the receiver's: the push
+      // runs again (Temporal), and nothing is dead-lettered for it. An acknowledgement is recorded whatever came after.
+      if (!result.ok) signal.throwIfAborted();
       if (result.ok) {
         // The receiver has the whole task at this version: what it missed before (dead letters) it has since.
         await this.acknowledged(config, task.version, 'superseded');
