@@ -38,12 +38,14 @@ module.exports = {
       displayName: 'integration',
       testMatch: ['<rootDir>/test/integration/**/*.spec.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
+      setupFilesAfterEnv: ['<rootDir>/test/support/suite-cleanup.ts'],
     },
     {
       ...base,
       displayName: 'e2e',
       testMatch: ['<rootDir>/test/e2e/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
+      setupFilesAfterEnv: ['<rootDir>/test/support/suite-cleanup.ts'],
     },
     {
       // Fault injection under load (docs/failure-matrix.md): real instance processes, a fault proxy in front of
@@ -52,6 +54,7 @@ module.exports = {
       displayName: 'faults',
       testMatch: ['<rootDir>/test/faults/**/*.e2e-spec.ts'],
       globalSetup: '<rootDir>/test/support/global-setup.ts',
+      setupFilesAfterEnv: ['<rootDir>/test/support/suite-cleanup.ts'],
     },
   ],
 };

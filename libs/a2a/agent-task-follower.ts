@@ -5,14 +5,14 @@ import type { Client } from '@a2a-js/sdk/client';
 import { A2AError, InvalidAgentResponseError } from '@a2a-js/sdk/errors';
 import { AgentStream, applyEvent, StreamRead } from './agent-stream';
 import type { ParkedStream } from './parked-streams';
-import { A2AState, stateOf, TERMINAL } from './task-states';
+import { A2AState, SETTLED, stateOf } from './task-states';
 import { sameJson } from './task-events';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
 type Json = Record<string, unknown>;
 
-/** States where the mesh stops following the agent's task: terminal, or waiting for the client. */
-export const SETTLED: ReadonlySet<A2AState> = new Set<A2AState>([...TERMINAL, 'input-required', 'auth-required']);
+/** The mesh stops following the agent's task once it is settled: terminal, or waiting for the client. */
+export { SETTLED };
 /** Following an agent's task: the first GetTask after this long, then twice as long each time, at most the max. */
 export const FOLLOW_FIRST_MS = 25;
 /** Following right after the send (the first moment, FOLLOW_INLINE_MS): the first GetTask after this long, doubling. */

@@ -20,7 +20,7 @@ import { decodePageToken, encodePageToken } from './page-token';
 import { requestTopicOf } from './request-topic';
 import { AgentUnreachable, agentMessage } from './agent-task-follower';
 import { taskJsonOf } from './task-events';
-import { A2AState, stateOf, TERMINAL } from './task-states';
+import { A2AState, AWAITING_CLIENT, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask } from './task-store';
 import { parseLastEventId, STREAM_ENDS, STREAM_STATE, streamResponseOf, TaskStreams } from './task-stream';
 import type { TaskWorkflows } from './task-workflows';
@@ -32,7 +32,6 @@ type Params<M extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[M]
 const log = createLogger('A2ATasks');
 
 /** The states in which a task takes a message continuing it. */
-const AWAITING_CLIENT: ReadonlySet<A2AState> = new Set<A2AState>(['input-required', 'auth-required']);
 /** How often a continuing message tries its compare-and-set again after another change won. */
 const CONTINUE_ATTEMPTS = 3;
 

@@ -145,10 +145,23 @@ export class PushConfigStore {
     return rows.map(this.configOf);
   }
 
-  /** Removes a config; false when the tenant's task has none of that id. */
+  /**
+   * Removes a config; false when the tenant's task has none of that id. Its dead letters still dead are resolved
+   * `config-removed` in the same statement: they stay to be read until their retention, and a config set again
+   * under the same id starts with none of them (nothing the old receiver missed is sent to the new one).
+   */
   async delete(tenant: string, taskId: string, id: string): Promise<boolean> {
-    const [, affected]: [unknown, number] = await this.db.query('DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2 AND tenant = $3', [taskId, id, tenant]);
-    return affected > 0;
+    const rows: { removed: number }[] = await this.db.query(
+      `WITH removed AS (
+         DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2 AND tenant = $3 RETURNING 1
+       ), letters AS (
+         UPDATE a2a_push_dead_letters SET resolution = 'config-removed', resolved_at = now()
+          WHERE task_id = $1 AND config_id = $2 AND tenant = $3 AND resolution IS NULL AND EXISTS (SELECT 1 FROM removed)
+       )
+       SELECT count(*)::int AS removed FROM removed`,
+      [taskId, id, tenant],
+    );
+    return rows[0].removed > 0;
   }
 
   /**

@@ -4,6 +4,9 @@ import { BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT } from '../dead-letters/dead-let
 import { ErrorCode, EventMeshError } from '../errors';
 import { DEAD_LETTER_PURGE_BATCH } from '../storage/dead-letter-store';
 
+/** How a push dead letter stopped being dead. */
+export type PushLetterResolution = 'redelivered' | 'superseded' | 'config-removed';
+
 /** A push given up after the webhook deliveries' last attempt, as stored (`a2a_push_dead_letters`). */
 export interface PushDeadLetter {
   id: string;
@@ -19,8 +22,11 @@ export interface PushDeadLetter {
   lastError: string;
   lastHttpStatus: number | null;
   deadLetteredAt: Date;
-  /** `redelivered` (an operator's redelivery was acknowledged), `superseded` (a later version was); null: dead. */
-  resolution: 'redelivered' | 'superseded' | null;
+  /**
+   * `redelivered` (an operator's redelivery was acknowledged), `superseded` (a later version was), `config-removed`
+   * (the client removed the config: nothing is sent for it any more); null: dead.
+   */
+  resolution: PushLetterResolution | null;
   resolvedAt: Date | null;
   /** The task version the resolution delivered. */
   resolvedVersion: number | null;
@@ -49,7 +55,7 @@ interface RawLetter {
   last_error: string;
   last_http_status: number | null;
   dead_lettered_at: Date;
-  resolution: 'redelivered' | 'superseded' | null;
+  resolution: PushLetterResolution | null;
   resolved_at: Date | null;
   resolved_version: number | null;
 }

@@ -6,6 +6,12 @@ export type A2AState = 'submitted' | 'working' | 'input-required' | 'auth-requir
 /** The states a task never leaves (A2A specification, TaskState). */
 export const TERMINAL: ReadonlySet<A2AState> = new Set<A2AState>(['completed', 'failed', 'canceled', 'rejected']);
 
+/** The interrupted states: the task waits for its client (a message with input, or credentials). */
+export const AWAITING_CLIENT: ReadonlySet<A2AState> = new Set<A2AState>(['input-required', 'auth-required']);
+
+/** Terminal or interrupted: the agent has nothing more to do until the client sends again. */
+export const SETTLED: ReadonlySet<A2AState> = new Set<A2AState>([...TERMINAL, ...AWAITING_CLIENT]);
+
 const BY_WIRE: ReadonlyMap<TaskState, A2AState> = new Map<TaskState, A2AState>([
   [TaskState.TASK_STATE_SUBMITTED, 'submitted'],
   [TaskState.TASK_STATE_WORKING, 'working'],

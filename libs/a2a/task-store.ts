@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 import { DEAD_LETTER_PURGE_BATCH } from '../storage/dead-letter-store';
 import { createdEventOf, draftsOf, eventsOf, TaskVersion } from './task-events';
-import { A2AState, isLegalTransition, TERMINAL } from './task-states';
+import { A2AState, isLegalTransition, SETTLED } from './task-states';
 
 /** A task as the mesh stores it (`a2a_tasks`). Messages, parts and artifacts are A2A v1.0 JSON. */
 export interface StoredTask {
@@ -146,8 +146,9 @@ export class A2ATaskStore {
   }
 
   /**
-   * Deletes at most `limit` tasks that ended (a terminal state) with their last change before `cutoff`, oldest first,
-   * each with its event log (its push configs and push dead letters cascade); a task whose events are not all on its
+   * Deletes at most `limit` settled tasks whose last change was before `cutoff`, oldest first: tasks that ended (a
+   * terminal state), and tasks left waiting for their client (input-required, auth-required: the client never sent
+   * the input or credentials the agent asked for, and no workflow runs for them). Each goes with its event log (its push configs and push dead letters cascade); a task whose events are not all on its
    * agent's events topic yet is kept until they are. Rows another purge holds are skipped. Answers how many tasks
    * (the retention, libs/storage/retention-purge.ts).
    */
@@ -155,7 +156,7 @@ export class A2ATaskStore {
     const rows: unknown[] = await this.db.query(
       `WITH doomed AS (
          SELECT id FROM a2a_tasks
-          WHERE state IN (${[...TERMINAL].map((s) => `'${s}'`).join(', ')}) AND updated_at < $1 AND event_seq <= published_seq
+          WHERE state IN (${[...SETTLED].map((s) => `'${s}'`).join(', ')}) AND updated_at < $1 AND event_seq <= published_seq
           ORDER BY updated_at LIMIT $2 FOR UPDATE SKIP LOCKED
        ), events AS (
          DELETE FROM a2a_task_events WHERE task_id IN (SELECT id FROM doomed)

@@ -3,12 +3,12 @@ import type { ServerCallContext } from '@a2a-js/sdk/server';
 import type { DataSource } from 'typeorm';
 import { createLogger } from '../logging';
 import { readEvents, TaskEvent } from './task-events';
-import { A2AState, stateOf, TERMINAL } from './task-states';
+import { A2AState, SETTLED, stateOf } from './task-states';
 
 const log = createLogger('A2AStreams');
 
 /** States where a stream of a task ends (A2A: terminal, or interrupted: the client has to act). */
-export const STREAM_ENDS: ReadonlySet<A2AState> = new Set<A2AState>([...TERMINAL, 'input-required', 'auth-required']);
+export const STREAM_ENDS: ReadonlySet<A2AState> = SETTLED;
 
 /** Events read from a log at once; a stream behind by more reads again at once. */
 const BATCH = 100;

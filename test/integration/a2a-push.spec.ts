@@ -398,6 +398,29 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
   });
 
+  it('resolves a config\'s dead letters as config-removed when the client removes it; set again under the same id, it starts with none', async () => {
+    const client = await clientOf(tenantA);
+    const key = randomUUID();
+    receiver.status = (request) => (request.path.includes('rm-old') ? 500 : 200);
+    const task = await started(client, `hold:${key}`, { id: 'rm', url: `${receiver.url}?rm-old` });
+    const [dead] = await waitFor('a push to the old receiver dead-lettered', async () => {
+      const letters = await lettersOf(tenantA, task.id, 'dead');
+      return letters.length > 0 && letters;
+    });
+    await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'rm' });
+    expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
+    expect((await lettersOf(tenantA, task.id, 'resolved')).map((l) => [l.id, l.configId, l.resolution, l.resolvedVersion])).toEqual([[dead.id, 'rm', 'config-removed', null]]);
+    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${dead.id}/redeliver`)).toMatchObject({ status: 409, body: { code: 'DEAD_LETTER_RESOLVED', resolution: 'config-removed' } });
+
+    // The same id again, at a receiver that answers: it gets the changes from now on, and none of the old letters.
+    await client.createTaskPushNotificationConfig({ tenant: '', id: 'rm', taskId: task.id, url: `${receiver.url}?rm-new`, token: '', authentication: undefined });
+    await release(key);
+    const pushes = await settled(task.id, 'TASK_STATE_COMPLETED');
+    expect(pushes.filter((p) => p.state === 'TASK_STATE_COMPLETED').map((p) => p.request.path)).toEqual([expect.stringContaining('rm-new')]);
+    expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
+    expect((await lettersOf(tenantA, task.id)).map((l) => l.id)).toEqual([dead.id]);
+  });
+
   it('purges push dead letters past the dead letters\' retention, with the schedule dlq-retention', async () => {
     const client = await clientOf(tenantA);
     receiver.status = (request) => (request.path.includes('aged') ? 500 : 200);

@@ -83,8 +83,8 @@ describe('A2ATaskStore (real Postgres)', () => {
     expect([...first.tasks, ...second.tasks, ...third.tasks].map((t) => t.id)).toEqual([...ids].reverse());
     expect((await store.list('someone-else', agent, { size: 10 })).total).toBe(0);
   });
-  it('purges the tasks that ended before the cutoff, with their events, push configs and push dead letters; keeps the others', async () => {
-    const ended = async (state: 'completed' | 'failed' | 'canceled' | 'working', daysAgo: number, published = true) => {
+  it('purges the tasks that ended or waited for their client since before the cutoff, with their events, push configs and push dead letters; keeps the others', async () => {
+    const ended = async (state: 'completed' | 'failed' | 'canceled' | 'working' | 'input-required', daysAgo: number, published = true) => {
       let task = await created();
       if (state !== 'working') task = (await store.transition(task, { state: 'working' }) as { task: StoredTask }).task;
       task = (await store.transition(task, { state }) as { task: StoredTask }).task;
@@ -96,20 +96,21 @@ describe('A2ATaskStore (real Postgres)', () => {
       );
       return task.id;
     };
-    const old = [await ended('completed', 31), await ended('failed', 40), await ended('canceled', 31)];
-    const kept = [await ended('completed', 29), await ended('working', 60), await ended('completed', 31, false)];
+    const old = [await ended('completed', 31), await ended('failed', 40), await ended('canceled', 31), await ended('input-required', 31)];
+    const kept = [await ended('completed', 29), await ended('working', 60), await ended('completed', 31, false), await ended('input-required', 29)];
     const cutoff = new Date(Date.now() - 30 * 86400000);
     // In batches of at most two, until none is left (the database is shared: other suites' old tasks would go too).
     const batches: number[] = [];
     for (let n = -1; n !== 0 && batches.length < 100; ) batches.push((n = await store.purgeOlderThan(cutoff, 2)));
-    expect(batches.every((n) => n <= 2) && batches.reduce((a, b) => a + b, 0) >= 3 && batches[0] === 2).toBe(true);
+    expect(batches.every((n) => n <= 2) && batches.reduce((a, b) => a + b, 0) >= old.length && batches[0] === 2).toBe(true);
     const count = async (table: string, ids: string[]) => Number((await db.query(`SELECT count(*) AS n FROM ${table} WHERE task_id = ANY($1)`, [ids]))[0].n);
     for (const table of ['a2a_task_events', 'a2a_push_configs', 'a2a_push_dead_letters']) {
       expect([table, await count(table, old)]).toEqual([table, 0]);
       expect([table, await count(table, kept) > 0]).toEqual([table, true]);
     }
     for (const id of old) expect(await store.get(tenant, id)).toBeUndefined();
-    // Kept: one that ended 29 days ago, one still working (60 days idle), one whose events are not all published.
+    // Kept: one that ended 29 days ago, one still working (60 days idle), one whose events are not all published, one
+    // waiting for its client for 29 days.
     for (const id of kept) expect(await store.get(tenant, id)).toBeDefined();
   });
 });

@@ -23,7 +23,10 @@ const letterView = z.object({
   lastError: z.string(),
   lastHttpStatus: z.number().int().nullable(),
   deadLetteredAt: z.string(),
-  resolution: z.enum(['redelivered', 'superseded']).nullable().describe('null while dead; superseded: the receiver acknowledged a later version'),
+  resolution: z
+    .enum(['redelivered', 'superseded', 'config-removed'])
+    .nullable()
+    .describe('null while dead; superseded: the receiver acknowledged a later version; config-removed: the client removed the config'),
   resolvedAt: z.string().nullable(),
   resolvedVersion: z.number().int().nullable(),
 });

@@ -59,7 +59,8 @@ export class A2APushDeadLetterEntity {
 
   /**
    * How the letter was resolved: `redelivered` (an operator's redelivery was acknowledged), `superseded` (the receiver
-   * acknowledged a later version of the task: it has the whole task since); null while it is dead.
+   * acknowledged a later version of the task: it has the whole task since), `config-removed` (the client removed the
+   * config); null while it is dead.
    */
   @Column({ type: 'text', nullable: true })
   resolution!: string | null;

@@ -25,6 +25,7 @@ import { A2ATaskRequestRecord1796900000000 } from './1796900000000-A2ATaskReques
 import { A2APushDeadLetters1797000000000 } from './1797000000000-A2APushDeadLetters';
 import { A2APushDeadLetterAge1797100000000 } from './1797100000000-A2APushDeadLetterAge';
 import { A2ATaskRetention1797200000000 } from './1797200000000-A2ATaskRetention';
+import { A2ATaskIdleRetention1797300000000 } from './1797300000000-A2ATaskIdleRetention';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -55,4 +56,5 @@ export const MIGRATIONS = [
   A2APushDeadLetters1797000000000,
   A2APushDeadLetterAge1797100000000,
   A2ATaskRetention1797200000000,
+  A2ATaskIdleRetention1797300000000,
 ];
