@@ -31,7 +31,6 @@ type Params<M extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[M]
 
 const log = createLogger('A2ATasks');
 
-/** The states in which a task takes a message continuing it. */
 /** How often a continuing message tries its compare-and-set again after another change won. */
 const CONTINUE_ATTEMPTS = 3;
 

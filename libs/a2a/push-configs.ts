@@ -150,16 +150,21 @@ export class PushConfigStore {
    * `config-removed` in the same statement: they stay to be read until their retention, and a config set again
    * under the same id starts with none of them (nothing the old receiver missed is sent to the new one).
    */
-  async delete(tenant: string, taskId: string, id: string): Promise<boolean> {
+  async delete(tenant: string, taskId: string, id: string, incarnation?: Date): Promise<boolean> {
+    // `incarnation`: only the config created then (a push answered 410 removes the config it pushed to, not one set
+    // again under its id since). A JavaScript Date has milliseconds, Postgres microseconds: compared within 1 ms.
+    const params: unknown[] = [taskId, id, tenant];
+    if (incarnation) params.push(incarnation);
+    const created = incarnation ? ` AND created_at BETWEEN $4::timestamptz - interval '1 millisecond' AND $4::timestamptz + interval '1 millisecond'` : '';
     const rows: { removed: number }[] = await this.db.query(
       `WITH removed AS (
-         DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2 AND tenant = $3 RETURNING 1
+         DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2 AND tenant = $3${created} RETURNING 1
        ), letters AS (
          UPDATE a2a_push_dead_letters SET resolution = 'config-removed', resolved_at = now()
           WHERE task_id = $1 AND config_id = $2 AND tenant = $3 AND resolution IS NULL AND EXISTS (SELECT 1 FROM removed)
        )
        SELECT count(*)::int AS removed FROM removed`,
-      [taskId, id, tenant],
+      params,
     );
     return rows[0].removed > 0;
   }

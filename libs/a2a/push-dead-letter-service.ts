@@ -4,7 +4,7 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { createLogger } from '../logging';
 import { SecretBox } from '../security/secret-box';
 import { PushConfigStore } from './push-configs';
-import { parsePushLetterQuery, PushDeadLetterStore, PushDeadLetterView, pushLetterViewOf } from './push-dead-letters';
+import { parsePushLetterQuery, PushDeadLetter, PushDeadLetterStore, PushDeadLetterView, pushLetterViewOf } from './push-dead-letters';
 import { PushWebhooks, TaskPusher } from './task-pushes';
 import { A2ATaskStore } from './task-store';
 
@@ -56,23 +56,24 @@ export class PushDeadLetters {
    */
   async redeliver(tenant: string, id: string): Promise<PushDeadLetterView> {
     const letter = await this.letterOf(tenant, id);
-    if (letter.resolution) {
-      throw new EventMeshError(ErrorCode.DeadLetterResolved, `the letter is resolved already (${letter.resolution} at task version ${letter.resolvedVersion})`, { resolution: letter.resolution, resolvedVersion: letter.resolvedVersion });
-    }
+    if (letter.resolution) throw resolved(letter, 'already');
     const [config, task] = await Promise.all([this.configs.get(tenant, letter.taskId, letter.configId), this.tasks.get(tenant, letter.taskId)]);
-    if (!config || !task) throw new EventMeshError(ErrorCode.PushConfigGone, `the task's push config ${letter.configId} was removed: there is nowhere to deliver to`, { configId: letter.configId });
+    const gone = () => new EventMeshError(ErrorCode.PushConfigGone, `the task's push config ${letter.configId} was removed: there is nowhere to deliver to`, { configId: letter.configId });
+    if (!config || !task) throw gone();
+    // A letter of the config removed before this one was set under its id: resolved as such, nothing sent.
+    if (await this.letters.resolveIfOfRemovedConfig(tenant, id)) throw gone();
     const result = await this.pusher.pushOnce(config, task, AbortSignal.timeout(REDELIVERY_BOUND_MS));
     if (result.ok) {
       log.info({ task: task.id, config: config.id, letter: id, version: task.version }, 'push dead letter redelivered');
       return pushLetterViewOf(await this.letterOf(tenant, id));
     }
+    // The receiver answered 410: the config is removed, and its letters with it (resolved `config-removed`).
+    if (result.gone) throw new EventMeshError(ErrorCode.PushConfigGone, 'the receiver answered 410 Gone: the push config is removed', { configId: config.id, httpStatus: 410 });
     const error = result.error ?? `HTTP ${result.status ?? '?'}`;
     if (!(await this.letters.failedAgain(tenant, id, error, result.status ?? null))) {
-      // Resolved meanwhile (the worker's push of a later change was acknowledged): that answer stands.
-      const now = await this.letterOf(tenant, id);
-      throw new EventMeshError(ErrorCode.DeadLetterResolved, `the letter was resolved meanwhile (${now.resolution} at task version ${now.resolvedVersion})`, { resolution: now.resolution, resolvedVersion: now.resolvedVersion });
+      // Resolved meanwhile (the worker's push of a later change was acknowledged, or the config removed): that stands.
+      throw resolved(await this.letterOf(tenant, id), 'meanwhile');
     }
-    if (result.gone) throw new EventMeshError(ErrorCode.PushConfigGone, 'the receiver answered 410 Gone: the push config is removed', { configId: config.id, httpStatus: 410 });
     throw new EventMeshError(ErrorCode.PushNotDelivered, `the receiver did not acknowledge the push: ${error}`, { httpStatus: result.status ?? null, error });
   }
 
@@ -85,6 +86,13 @@ export class PushDeadLetters {
     if (!letter) throw notFound(id);
     return letter;
   }
+}
+
+/** 409 DEAD_LETTER_RESOLVED, saying how (and, when a push resolved it, at which task version). */
+function resolved(letter: PushDeadLetter, when: 'already' | 'meanwhile'): EventMeshError {
+  const how = letter.resolvedVersion === null ? `${letter.resolution}` : `${letter.resolution} at task version ${letter.resolvedVersion}`;
+  const what = when === 'already' ? 'is resolved already' : 'was resolved meanwhile';
+  return new EventMeshError(ErrorCode.DeadLetterResolved, `the letter ${what} (${how})`, { resolution: letter.resolution, resolvedVersion: letter.resolvedVersion });
 }
 
 const notFound = (id: string) => new EventMeshError(ErrorCode.DeadLetterNotFound, `no push dead letter ${id}`, { id });

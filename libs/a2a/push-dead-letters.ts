@@ -121,9 +121,27 @@ export class PushDeadLetterStore {
     return affected;
   }
 
+  /**
+   * Resolves the letter `config-removed` if it is dead and older than the config now under its config's id: it was
+   * recorded for a config since removed (a push given up as its config was removed records its letter after the
+   * removal's statement began, which cannot see it), and what that receiver missed is not the new one's. True when
+   * it did.
+   */
+  async resolveIfOfRemovedConfig(tenant: string, id: string): Promise<boolean> {
+    const [, affected]: [unknown, number] = await this.db.query(
+      `UPDATE a2a_push_dead_letters l SET resolution = 'config-removed', resolved_at = now()
+         FROM a2a_push_configs c
+        WHERE l.id = $1 AND l.tenant = $2 AND l.resolution IS NULL
+          AND c.task_id = l.task_id AND c.id = l.config_id AND c.tenant = l.tenant AND c.created_at > l.dead_lettered_at`,
+      [id, tenant],
+    );
+    return affected > 0;
+  }
+
   /** A redelivery that failed: its attempt and error are added to the letter, if it is still dead. */
   async failedAgain(tenant: string, id: string, error: string, httpStatus: number | null): Promise<PushDeadLetter | undefined> {
-    const rows: RawLetter[] = await this.db.query(
+    // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
+    const [rows]: [RawLetter[], number] = await this.db.query(
       `UPDATE a2a_push_dead_letters SET attempts = attempts + 1, last_error = $3, last_http_status = $4
         WHERE id = $1 AND tenant = $2 AND resolution IS NULL RETURNING ${COLUMNS}`,
       [id, tenant, error.slice(0, 2000), httpStatus],

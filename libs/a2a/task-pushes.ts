@@ -95,7 +95,7 @@ export class TaskPusher {
   async pushOnce(config: StoredPushConfig, task: StoredTask, signal: AbortSignal): Promise<WebhookResult> {
     const result = await this.send(config, task, signal);
     if (result.ok) await this.acknowledged(config, task.version, 'redelivered');
-    else if (result.gone) await this.configs.delete(config.tenant, config.taskId, config.id);
+    else if (result.gone) await this.configs.delete(config.tenant, config.taskId, config.id, config.createdAt);
     return result;
   }
 
@@ -112,7 +112,7 @@ export class TaskPusher {
         return 'delivered';
       }
       if (result.gone) {
-        await this.configs.delete(config.tenant, config.taskId, config.id);
+        await this.configs.delete(config.tenant, config.taskId, config.id, config.createdAt);
         log.info({ task: task.id, config: config.id }, 'the push receiver answered 410 Gone; its config is removed');
         return 'gone';
       }

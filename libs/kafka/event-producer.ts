@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, Message, PartitionerArgs, Partitioners, Producer } from 'kafkajs';
 import { ErrorCode, EventMeshError } from '../errors';
 import { EventFrame, frameToKafkaMessage } from '../frame';
@@ -77,6 +78,9 @@ interface Unit {
   reject(e: unknown): void;
 }
 
+/** How long a disconnect waits for the produce requests in flight. */
+const DISCONNECT_WAIT_MS = 5000;
+
 /**
  * Writes frames to Kafka as binary-mode CloudEvents records and resolves each publish only after the broker
  * acknowledged it from all in-sync replicas (acks = -1). Concurrent publishes are coalesced: they queue while a
@@ -104,6 +108,8 @@ export class EventProducer {
   private inFlight = 0;
   /** Produce requests not yet finished, oldest first (their units are older than any queued one). */
   private readonly sending = new Set<Unit[]>();
+  /** The produce requests in flight, for {@link disconnect} to wait for. */
+  private readonly sends = new Set<Promise<void>>();
   private heldEvents = 0;
   private heldBytes = 0;
   private expiryTimer?: NodeJS.Timeout;
@@ -131,8 +137,18 @@ export class EventProducer {
     await this.producer.connect();
   }
 
+  /**
+   * Waits for the produce requests in flight (their publishers were answered by their deadline already), at most
+   * `DISCONNECT_WAIT_MS`, then disconnects. kafkajs goes on retrying a request whose producer disconnected (it
+   * connects again for it), so a request left in flight would outlive the producer.
+   */
   async disconnect(): Promise<void> {
     clearTimeout(this.expiryTimer);
+    if (this.sends.size > 0) {
+      const waited = new AbortController();
+      await Promise.race([Promise.allSettled([...this.sends]), sleep(DISCONNECT_WAIT_MS, undefined, { signal: waited.signal }).catch(() => undefined)]);
+      waited.abort();
+    }
     await this.producer.disconnect();
   }
 
@@ -292,13 +308,15 @@ export class EventProducer {
     this.queuedEvents -= events;
     this.inFlight++;
     this.sending.add(batch);
-    void this.send(batch).finally(() => {
+    const sent: Promise<void> = this.send(batch).finally(() => {
       this.inFlight--;
       this.sending.delete(batch);
+      this.sends.delete(sent);
       this.heldEvents -= events;
       this.heldBytes -= bytes;
       this.schedule(true);
     });
+    this.sends.add(sent);
     this.schedule();
   }
 

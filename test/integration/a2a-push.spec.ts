@@ -419,6 +419,36 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(pushes.filter((p) => p.state === 'TASK_STATE_COMPLETED').map((p) => p.request.path)).toEqual([expect.stringContaining('rm-new')]);
     expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
     expect((await lettersOf(tenantA, task.id)).map((l) => l.id)).toEqual([dead.id]);
+
+    // A letter the old config's push recorded as the config was removed (the removal's statement cannot see it) is
+    // older than the config now under the id: its redelivery sends nothing, and resolves it config-removed.
+    const late = randomUUID();
+    await instance.deps.db.query(
+      `INSERT INTO a2a_push_dead_letters (id, tenant, task_id, agent, config_id, url, task_version, task_state, attempts, last_error, dead_lettered_at)
+       VALUES ($1, $2, $3, 'echo', 'rm', $4, 0, 'working', 5, 'HTTP 500', now() - interval '1 minute')`,
+      [late, tenantA, task.id, `${receiver.url}?rm-old`],
+    );
+    const before = pushesOf(task.id).length;
+    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${late}/redeliver`)).toMatchObject({ status: 409, body: { code: 'PUSH_CONFIG_GONE' } });
+    expect(pushesOf(task.id)).toHaveLength(before);
+    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${late}`)).toMatchObject({ status: 200, body: { resolution: 'config-removed' } });
+  });
+
+  it('a redelivery answered 410 removes the config: 409 PUSH_CONFIG_GONE, its letters resolved config-removed', async () => {
+    const client = await clientOf(tenantA);
+    const key = randomUUID();
+    let answer = 500;
+    receiver.status = (request) => (request.path.includes('g410') ? answer : 200);
+    const task = await started(client, `hold:${key}`, { id: 'g410', url: `${receiver.url}?g410` });
+    const [dead] = await waitFor('a push dead-lettered', async () => {
+      const letters = await lettersOf(tenantA, task.id, 'dead');
+      return letters.length > 0 && letters;
+    });
+    answer = 410;
+    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${dead.id}/redeliver`)).toMatchObject({ status: 409, body: { code: 'PUSH_CONFIG_GONE', httpStatus: 410 } });
+    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${dead.id}`)).toMatchObject({ status: 200, body: { resolution: 'config-removed', attempts: dead.attempts } });
+    expect(await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).toEqual([]);
+    await release(key);
   });
 
   it('purges push dead letters past the dead letters\' retention, with the schedule dlq-retention', async () => {
