@@ -11,8 +11,6 @@ import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
 type Json = Record<string, unknown>;
 
-/** The mesh stops following the agent's task once it is settled: terminal, or waiting for the client. */
-export { SETTLED };
 /** Following an agent's task: the first GetTask after this long, then twice as long each time, at most the max. */
 export const FOLLOW_FIRST_MS = 25;
 /** Following right after the send (the first moment, FOLLOW_INLINE_MS): the first GetTask after this long, doubling. */

@@ -20,9 +20,9 @@ import { decodePageToken, encodePageToken } from './page-token';
 import { requestTopicOf } from './request-topic';
 import { AgentUnreachable, agentMessage } from './agent-task-follower';
 import { taskJsonOf } from './task-events';
-import { A2AState, AWAITING_CLIENT, stateOf, TERMINAL } from './task-states';
+import { A2AState, AWAITING_CLIENT, SETTLED, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask } from './task-store';
-import { parseLastEventId, STREAM_ENDS, STREAM_STATE, streamResponseOf, TaskStreams } from './task-stream';
+import { parseLastEventId, STREAM_STATE, streamResponseOf, TaskStreams } from './task-stream';
 import type { TaskWorkflows } from './task-workflows';
 import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
 
@@ -337,11 +337,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
       if (TERMINAL.has(task.state)) throw new UnsupportedOperationError(`task ${task.id} is ${task.state}: a terminal task has no updates to subscribe to`);
       context.state.set(STREAM_STATE.seq, task.eventSeq);
       yield StreamResponse.fromJSON({ task: Task.toJSON(toWireTask(task)) });
-      if (STREAM_ENDS.has(task.state)) return;
+      if (SETTLED.has(task.state)) return;
       yield* this.follow(task.id, task.eventSeq, context);
       return;
     }
-    if (last === task.eventSeq && STREAM_ENDS.has(task.state)) {
+    if (last === task.eventSeq && SETTLED.has(task.state)) {
       if (TERMINAL.has(task.state)) throw new UnsupportedOperationError(`task ${task.id} is ${task.state} and has no events after ${last}`);
       return;
     }

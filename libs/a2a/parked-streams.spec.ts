@@ -19,7 +19,7 @@ describe('ParkedStreams', () => {
     const first = new AbortController();
     const live = streamOf(first.signal);
     parked.park('t1', 1, { live, snapshot: undefined });
-    expect(parked.holds(live)).toBe(true);
+    expect(parked.holds('t1', 1, live)).toBe(true);
     first.abort();
     expect(live.closed).toBe(false);
     expect(parked.take('t1', 2)).toBeUndefined();

@@ -63,9 +63,9 @@ export class ParkedStreams {
     return entry.stream;
   }
 
-  /** Whether this stream is one left here (its reader must not close it). */
-  holds(live: AgentStream | undefined): boolean {
-    return live !== undefined && [...this.held.values()].some((e) => e.stream.live === live);
+  /** Whether `live` is the stream left here for the task's turn (its reader must not close it). */
+  holds(taskId: string, turn: number, live: AgentStream | undefined): boolean {
+    return live !== undefined && this.held.get(keyOf(taskId, turn))?.stream.live === live;
   }
 
   stats(): { held: number; parked: number; taken: number; expired: number } {

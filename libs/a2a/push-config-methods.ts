@@ -2,7 +2,7 @@ import type { ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfi
 import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import { checkPushUrl, PushConfigInput, pushConfigInputOf, PushConfigStore, toWirePushConfig, wireVersionOf } from './push-configs';
-import { SETTLED } from './agent-task-follower';
+import { SETTLED } from './task-states';
 import type { StoredTask } from './task-store';
 import type { TaskWorkflows } from './task-workflows';
 import { decodePageToken, encodePageToken } from './page-token';

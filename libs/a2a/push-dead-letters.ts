@@ -5,7 +5,8 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { DEAD_LETTER_PURGE_BATCH } from '../storage/dead-letter-store';
 
 /** How a push dead letter stopped being dead. */
-export type PushLetterResolution = 'redelivered' | 'superseded' | 'config-removed';
+export const PUSH_LETTER_RESOLUTIONS = ['redelivered', 'superseded', 'config-removed'] as const;
+export type PushLetterResolution = (typeof PUSH_LETTER_RESOLUTIONS)[number];
 
 /** A push given up after the webhook deliveries' last attempt, as stored (`a2a_push_dead_letters`). */
 export interface PushDeadLetter {

@@ -8,10 +8,10 @@ import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor
 import type { AgentClients } from './agent-clients';
 import { ParkedStreams } from './parked-streams';
 import { AgentStream, isNotAnEventStream } from './agent-stream';
-import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, SETTLED, unreachable } from './agent-task-follower';
+import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, unreachable } from './agent-task-follower';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
-import { A2AState, stateOf, TERMINAL } from './task-states';
+import { A2AState, SETTLED, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
 type Json = Record<string, unknown>;
@@ -146,7 +146,7 @@ export class TaskRelay {
       try {
         return await this.recordSend(task, { change, turn, agentTask, live }, client, ctx, opts);
       } finally {
-        if (!this.parked.holds(live)) live?.close();
+        if (!this.parked.holds(task.id, turn, live)) live?.close();
       }
     }
     // The turn was sent: the agent's task is followed on; on the stream the first attempt left here, if it did.

@@ -7,8 +7,6 @@ import { A2AState, SETTLED, stateOf } from './task-states';
 
 const log = createLogger('A2AStreams');
 
-/** States where a stream of a task ends (A2A: terminal, or interrupted: the client has to act). */
-export const STREAM_ENDS: ReadonlySet<A2AState> = SETTLED;
 
 /** Events read from a log at once; a stream behind by more reads again at once. */
 const BATCH = 100;
@@ -127,7 +125,7 @@ export class TaskStreams {
         cursor = event.seq;
         yield event;
         const state = stateOfEvent(event);
-        if (state && STREAM_ENDS.has(state)) return;
+        if (state && SETTLED.has(state)) return;
       }
       if (events.length === BATCH) continue;
       if (!(await this.waitFor(taskId, cursor, signal))) return;

@@ -105,11 +105,8 @@ export class EventProducer {
   private queue: Unit[] = [];
   private queuedEvents = 0;
   private timer?: NodeJS.Timeout;
-  private inFlight = 0;
-  /** Produce requests not yet finished, oldest first (their units are older than any queued one). */
-  private readonly sending = new Set<Unit[]>();
-  /** The produce requests in flight, for {@link disconnect} to wait for. */
-  private readonly sends = new Set<Promise<void>>();
+  /** Produce requests not yet finished, oldest first (their units are older than any queued one), each with its send. */
+  private readonly sending = new Map<Unit[], Promise<void>>();
   private heldEvents = 0;
   private heldBytes = 0;
   private expiryTimer?: NodeJS.Timeout;
@@ -144,11 +141,7 @@ export class EventProducer {
    */
   async disconnect(): Promise<void> {
     clearTimeout(this.expiryTimer);
-    if (this.sends.size > 0) {
-      const waited = new AbortController();
-      await Promise.race([Promise.allSettled([...this.sends]), sleep(DISCONNECT_WAIT_MS, undefined, { signal: waited.signal }).catch(() => undefined)]);
-      waited.abort();
-    }
+    if (this.sending.size > 0) await Promise.race([Promise.allSettled(this.sending.values()), sleep(DISCONNECT_WAIT_MS, undefined, { ref: false })]);
     await this.producer.disconnect();
   }
 
@@ -157,7 +150,7 @@ export class EventProducer {
       events: this.heldEvents,
       bytes: this.heldBytes,
       queuedEvents: this.queuedEvents,
-      inFlightRequests: this.inFlight,
+      inFlightRequests: this.sending.size,
       maxEvents: this.options.maxHeldEvents,
       maxBytes: this.options.maxHeldBytes,
       ...this.depthStats,
@@ -227,7 +220,7 @@ export class EventProducer {
   /** The timer for the oldest pending publish's deadline, if any is pending. */
   private armExpiry(): NodeJS.Timeout | undefined {
     let next: number | undefined;
-    for (const batch of this.sending) {
+    for (const batch of this.sending.keys()) {
       const unit = batch.find((u) => !u.done);
       if (unit) {
         next = unit.deadline;
@@ -245,7 +238,7 @@ export class EventProducer {
   private readonly expire = (): void => {
     this.expiryTimer = undefined;
     const now = performance.now();
-    for (const batch of this.sending) {
+    for (const batch of this.sending.keys()) {
       for (const unit of batch) {
         if (unit.done || unit.deadline > now) continue;
         unit.done = true;
@@ -281,7 +274,7 @@ export class EventProducer {
 
   /** `waited`: the queued events already waited for a request in flight, so they need no linger. */
   private schedule(waited = false): void {
-    if (this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
+    if (this.sending.size >= this.options.maxInFlight || this.queue.length === 0) return;
     if (waited || this.queuedEvents >= this.options.maxBatchEvents || this.options.lingerMs === 0) {
       this.flushSoon();
     } else {
@@ -292,7 +285,7 @@ export class EventProducer {
   private flushSoon(): void {
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.inFlight >= this.options.maxInFlight || this.queue.length === 0) return;
+    if (this.sending.size >= this.options.maxInFlight || this.queue.length === 0) return;
     const batch: Unit[] = [];
     let events = 0;
     let bytes = 0;
@@ -306,17 +299,13 @@ export class EventProducer {
       batch.push(unit);
     }
     this.queuedEvents -= events;
-    this.inFlight++;
-    this.sending.add(batch);
     const sent: Promise<void> = this.send(batch).finally(() => {
-      this.inFlight--;
       this.sending.delete(batch);
-      this.sends.delete(sent);
       this.heldEvents -= events;
       this.heldBytes -= bytes;
       this.schedule(true);
     });
-    this.sends.add(sent);
+    this.sending.set(batch, sent);
     this.schedule();
   }
 

@@ -17,8 +17,8 @@ async function endLeftovers(deadline: AbortSignal): Promise<void> {
   try {
     const ids: string[] = [];
     for await (const run of temporal.client.workflow.list({ query: LEFTOVERS })) {
-      ids.push(run.workflowId);
       if (deadline.aborted) break;
+      ids.push(run.workflowId);
     }
     await Promise.all(ids.map((id) => temporal.client.workflow.getHandle(id).terminate('suite finished').catch(() => undefined)));
   } finally {
@@ -28,16 +28,11 @@ async function endLeftovers(deadline: AbortSignal): Promise<void> {
 
 afterAll(async () => {
   const deadline = AbortSignal.timeout(DEADLINE_MS);
-  let timer: NodeJS.Timeout | undefined;
-  const late = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`not done within ${DEADLINE_MS} ms`)), DEADLINE_MS);
-  });
+  const late = new Promise<never>((_, reject) => deadline.addEventListener('abort', () => reject(new Error(`not done within ${DEADLINE_MS} ms`)), { once: true }));
   try {
     await Promise.race([endLeftovers(deadline), late]);
   } catch (e) {
     // The servers may be down at the end of a fault suite that failed; the suite's own result says why.
     process.stderr.write(`[suite-cleanup] leftover workflows not ended: ${(e as Error).message}\n`);
-  } finally {
-    clearTimeout(timer);
   }
 }, DEADLINE_MS + 5000);

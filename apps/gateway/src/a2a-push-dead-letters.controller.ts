@@ -1,6 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { z } from 'zod';
-import { PushDeadLetterPage, PushDeadLetters, PushDeadLetterView } from '../../../libs/a2a';
+import { PUSH_LETTER_RESOLUTIONS, PushDeadLetterPage, PushDeadLetters, PushDeadLetterView } from '../../../libs/a2a';
 import type { Caller } from '../../../libs/security';
 import { ApiRoute, errors, GATED } from './api-route';
 import { CallerParam, GateRoute } from './gate-route';
@@ -24,7 +24,7 @@ const letterView = z.object({
   lastHttpStatus: z.number().int().nullable(),
   deadLetteredAt: z.string(),
   resolution: z
-    .enum(['redelivered', 'superseded', 'config-removed'])
+    .enum(PUSH_LETTER_RESOLUTIONS)
     .nullable()
     .describe('null while dead; superseded: the receiver acknowledged a later version; config-removed: the client removed the config'),
   resolvedAt: z.string().nullable(),
