@@ -62,8 +62,12 @@ TEMPORAL_SEARCH_ATTRIBUTES=(EventMeshTopic=Keyword EventMeshPartition=Int EventM
 # - Eager workflow start and eager activity execution: a workflow's first task is answered to a starter that runs
 #   a worker on the same connection, and an activity scheduled on the worker's own task queue is handed to it
 #   with its workflow task's completion, neither through a task queue.
+# - One partition per task queue (the server's default is 4): with a few pollers, a task written to a partition no
+#   poller is on waited about 2 s for one (a bare workflow on this server, 4 in flight: p95 2,000 ms with 4
+#   partitions, 63 ms with 1; docs/benchmarks.md). A queue needs more partitions only past a few hundred tasks a second.
 TEMPORAL_SERVER_OPTIONS=(--sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal
-  --dynamic-config-value system.enableEagerWorkflowStart=true --dynamic-config-value system.enableActivityEagerExecution=true)
+  --dynamic-config-value system.enableEagerWorkflowStart=true --dynamic-config-value system.enableActivityEagerExecution=true
+  --dynamic-config-value matching.numTaskqueueReadPartitions=1 --dynamic-config-value matching.numTaskqueueWritePartitions=1)
 
 say() { printf '[infra] %s\n' "$*"; }
 die() { printf '[infra] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -355,8 +359,18 @@ temporal_ready() {
     && port_open "$TEMPORAL_HOST" "$TEMPORAL_UI_PORT"
 }
 
+# temporal_has_options PID: whether the server PID runs with every option of TEMPORAL_SERVER_OPTIONS.
+temporal_has_options() {
+  local cmdline opt; cmdline=$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null) || return 1
+  for opt in "${TEMPORAL_SERVER_OPTIONS[@]}"; do grep -qxF -- "$opt" <<<"$cmdline" || return 1; done
+}
+
 start_temporal() {
   local dir=$DATA/temporal log=$LOGS/temporal.log pidfile=$DATA/temporal/temporal.pid
+  if pid_alive "$pidfile" && ! temporal_has_options "$(cat "$pidfile")"; then
+    say "temporal: restarting a server started with other options than TEMPORAL_SERVER_OPTIONS"
+    stop_temporal
+  fi
   if pid_alive "$pidfile"; then
     wait_until temporal "$log" temporal_ready
     ensure_temporal_search_attributes
