@@ -15,7 +15,7 @@ import {
 } from '@a2a-js/sdk/server';
 
 /**
- * The echo agent of `npm run bench:a2a`: an A2A server built from the SDK's own server classes
+ * The echo agent of `npm run bench:a2a` and `npm run agent:echo` (scripts/echo-agent.ts): an A2A server built from the SDK's own server classes
  * (DefaultRequestHandler, InMemoryTaskStore, JsonRpcTransportHandler, A2A v1.0 JSON-RPC) on a loopback HTTP server,
  * which also serves its card at `/.well-known/agent-card.json`. Each task completes at once with an artifact
  * holding the text it was sent. It counts the texts it answered a completion for (each text is unique per task
@@ -27,7 +27,7 @@ import {
  */
 export class BenchEchoAgent {
   private server?: Server;
-  private port = 0;
+  private port: number;
   private readonly store = new InMemoryTaskStore();
   private transport?: JsonRpcTransportHandler;
   private agentCard?: AgentCard;
@@ -36,9 +36,14 @@ export class BenchEchoAgent {
   completions = 0;
   url = '';
 
+  /** `port`: where it listens on loopback (0, the default: a free port); `name`: its card's name. */
+  constructor(private readonly options: { port?: number; name?: string } = {}) {
+    this.port = options.port ?? 0;
+  }
+
   card(): Record<string, unknown> {
     return {
-      name: 'bench-echo',
+      name: this.options.name ?? 'bench-echo',
       description: 'echoes what it is sent',
       version: '1.0.0',
       supportedInterfaces: [{ url: this.url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
