@@ -7,8 +7,9 @@ import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from
  * registered agent through the mesh with `@a2a-js/sdk`'s stock client, made from nothing but the card URL the mesh
  * serves for the agent, as a blocking `SendMessage`; prints the task the mesh answers (its id, state and artifacts'
  * text) and a link to its workflow `a2a-task/<id>` in the Temporal UI (EVENTMESH_TEMPORAL_UI_URL, default
- * http://127.0.0.1:8233; EVENTMESH_TEMPORAL_NAMESPACE, default `default`). Exit code 0 when the task completed, 1
- * otherwise, 64 on bad arguments.
+ * http://127.0.0.1:8233; EVENTMESH_TEMPORAL_NAMESPACE, default `default`). Exit code 0 when the task completed (or
+ * the agent answered with a message, which ends the exchange), 1 otherwise, 64 on bad arguments. After `--`, every
+ * argument is positional (a text that begins with `--`).
  */
 const USAGE = 'usage: npm run a2a:send -- <agent> <text> [--mesh http://127.0.0.1:8080] [--token <bearer token>]';
 
@@ -16,6 +17,10 @@ function parse(argv: string[]): { agent: string; text: string; mesh: string; tok
   const positional: string[] = [];
   const flags: Record<string, string> = {};
   for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === '--') {
+      positional.push(...argv.slice(i + 1));
+      break;
+    }
     if (argv[i] === '--mesh' || argv[i] === '--token') {
       if (argv[i + 1] === undefined) usage(`${argv[i]} needs a value`);
       flags[argv[i].slice(2)] = argv[++i];
@@ -55,7 +60,8 @@ async function main(): Promise<void> {
     process.stdout.write(`the agent answered a message: ${JSON.stringify(Message.toJSON(answer))}\n`);
     return;
   }
-  const state = taskStateToJSON(answer.status!.state);
+  if (!answer.status) throw new Error(`the mesh answered task ${answer.id} without a status`);
+  const state = taskStateToJSON(answer.status.state);
   const ui = (process.env.EVENTMESH_TEMPORAL_UI_URL ?? 'http://127.0.0.1:8233').replace(/\/+$/, '');
   const namespace = process.env.EVENTMESH_TEMPORAL_NAMESPACE ?? 'default';
   process.stdout.write(

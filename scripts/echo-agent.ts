@@ -7,14 +7,16 @@ import { BenchEchoAgent } from '../bench/a2a-echo-agent';
  * `/.well-known/agent-card.json`. Ctrl-C stops it.
  */
 function portArg(argv: string[]): number {
-  const i = argv.indexOf('--port');
-  if (i < 0) return 9000;
-  const port = Number(argv[i + 1]);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) {
-    process.stderr.write(`--port: ${JSON.stringify(argv[i + 1] ?? '')} is not a port (an integer from 1 to 65535)\n`);
-    process.exit(64);
-  }
+  if (argv.length === 0) return 9000;
+  const port = Number(argv[1]);
+  if (argv[0] !== '--port' || argv.length !== 2) refuse(`unexpected arguments: ${argv.join(' ')}`);
+  if (!Number.isInteger(port) || port < 1 || port > 65535) refuse(`--port: ${JSON.stringify(argv[1])} is not a port (an integer from 1 to 65535)`);
   return port;
+}
+
+function refuse(problem: string): never {
+  process.stderr.write(`${problem}\nusage: npm run agent:echo [-- --port 9000]\n`);
+  process.exit(64);
 }
 
 async function main(): Promise<void> {

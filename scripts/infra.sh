@@ -62,12 +62,13 @@ TEMPORAL_SEARCH_ATTRIBUTES=(EventMeshTopic=Keyword EventMeshPartition=Int EventM
 # - Eager workflow start and eager activity execution: a workflow's first task is answered to a starter that runs
 #   a worker on the same connection, and an activity scheduled on the worker's own task queue is handed to it
 #   with its workflow task's completion, neither through a task queue.
-# - One partition per task queue (the server's default is 4): with a few pollers, a task written to a partition no
-#   poller is on waited about 2 s for one (a bare workflow on this server, 4 in flight: p95 2,000 ms with 4
-#   partitions, 63 ms with 1; docs/benchmarks.md). A queue needs more partitions only past a few hundred tasks a second.
+# - Tasks written to one partition of each task queue (the server's default writes to 4): with a few pollers, a
+#   task written to a partition no poller was on waited about 2 s for one (a bare workflow, 4 in flight: the slow
+#   ones 1,855-2,045 ms, p95 148-209 ms; with one write partition p95 63-64 ms; docs/benchmarks.md). Pollers still
+#   read all 4 partitions, so no task already written to another is left unread when this changes.
 TEMPORAL_SERVER_OPTIONS=(--sqlite-pragma journal_mode=wal --sqlite-pragma synchronous=normal
   --dynamic-config-value system.enableEagerWorkflowStart=true --dynamic-config-value system.enableActivityEagerExecution=true
-  --dynamic-config-value matching.numTaskqueueReadPartitions=1 --dynamic-config-value matching.numTaskqueueWritePartitions=1)
+  --dynamic-config-value matching.numTaskqueueWritePartitions=1)
 
 say() { printf '[infra] %s\n' "$*"; }
 die() { printf '[infra] ERROR: %s\n' "$*" >&2; exit 1; }
@@ -359,10 +360,17 @@ temporal_ready() {
     && port_open "$TEMPORAL_HOST" "$TEMPORAL_UI_PORT"
 }
 
-# temporal_has_options PID: whether the server PID runs with every option of TEMPORAL_SERVER_OPTIONS.
+# temporal_settings: the store and dynamic-config settings (the values of --sqlite-pragma and --dynamic-config-value)
+# among the arguments on stdin, one per line, sorted.
+temporal_settings() { awk 'take { print; take = 0; next } $0 == "--sqlite-pragma" || $0 == "--dynamic-config-value" { take = 1 }' | sort; }
+
+# temporal_has_options PID: whether the server PID runs with exactly the settings of TEMPORAL_SERVER_OPTIONS (none
+# missing, none more).
 temporal_has_options() {
-  local cmdline opt; cmdline=$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null) || return 1
-  for opt in "${TEMPORAL_SERVER_OPTIONS[@]}"; do grep -qxF -- "$opt" <<<"$cmdline" || return 1; done
+  local running wanted
+  running=$(tr '\0' '\n' <"/proc/$1/cmdline" 2>/dev/null | temporal_settings) || return 1
+  wanted=$(printf '%s\n' "${TEMPORAL_SERVER_OPTIONS[@]}" | temporal_settings)
+  [[ $running == "$wanted" ]]
 }
 
 start_temporal() {
