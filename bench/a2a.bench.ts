@@ -9,9 +9,9 @@ import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Kafka, logLevel } from 'kafkajs';
 import { requestTopicOf } from '../libs/a2a/request-topic';
-import { a2aTaskWorkflowIdOf } from '../workflows/a2a-task.definitions';
 import { BenchEchoAgent, textOf } from './a2a-echo-agent';
-import { benchConfig, benchEnv, brokerPid, createTopics, meterCpu, percentile, ROOT, sleep, startInstanceProcess, until } from './support';
+import { medianTimeline, summarize } from './a2a-timeline';
+import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, percentile, ROOT, sleep, startInstanceProcess, until } from './support';
 
 /**
  * A2A through the mesh against its two references, in the same run (`npm run bench:a2a`), with an echo agent (an
@@ -79,6 +79,8 @@ const TERMINAL: ReadonlySet<TaskState> = new Set([TaskState.TASK_STATE_COMPLETED
 
 /** One task on one path: resolves with the mesh's task id (mesh path) once the answer is checked; throws otherwise. */
 type Op = (n: number) => Promise<string | undefined>;
+/** The paths, numbered (1) to (4) in this order. */
+const PATHS = ['direct', 'temporal', 'mesh', 'queued'] as const;
 
 interface Run {
   path: string;
@@ -181,7 +183,6 @@ async function openLoop(pathName: string, op: Op, rate: number, seconds: number)
   return { path: pathName, offeredPerSecond: rate, done: latencies.length, errors, firstError, seconds: elapsed, perSecond: latencies.length / elapsed, latencies, cpu: cpu(), taskIds };
 }
 
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 const p = (r: Run, q: number) => percentile([...r.latencies].sort((a, b) => a - b), q);
 const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
 
@@ -206,71 +207,6 @@ function pidFrom(file: string): number | undefined {
   } catch {
     return undefined;
   }
-}
-
-// --- where the mesh's time goes: the task workflows' histories ----------------------------------------------
-
-interface Step {
-  label: string;
-  ms: number;
-}
-
-/** One task workflow's history as a timeline: each event's time after the workflow's start. */
-async function timelineOf(temporal: TemporalClient, taskId: string): Promise<Step[]> {
-  const history = await temporal.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).fetchHistory();
-  const events = history.events ?? [];
-  const at = (e: (typeof events)[number]) => Number(e.eventTime?.seconds ?? 0) * 1000 + (e.eventTime?.nanos ?? 0) / 1e6;
-  const start = at(events[0]);
-  return events.map((e) => ({ label: eventName(e.eventType), ms: at(e) - start }));
-}
-
-function eventName(type: unknown): string {
-  // EventType enum numbers of temporal.api.enums.v1 (the ones a task workflow's history holds).
-  const names: Record<number, string> = {
-    1: 'workflow started', 2: 'workflow completed', 5: 'workflow task scheduled', 6: 'workflow task started', 7: 'workflow task completed',
-    10: 'activity scheduled', 11: 'activity started', 12: 'activity completed', 13: 'activity failed', 17: 'timer started (the task deadline)',
-    18: 'timer fired', 19: 'timer canceled', 25: 'marker recorded (the local activity: the first attempt)', 40: 'search attributes upserted',
-  };
-  return names[Number(type)] ?? `event ${String(type)}`;
-}
-
-/** The median timeline of the sampled tasks whose histories have the most common shape. */
-async function medianTimeline(temporal: TemporalClient, taskIds: string[]): Promise<{ steps: Step[]; of: number; sampled: number }> {
-  const timelines = await Promise.all(taskIds.map((id) => timelineOf(temporal, id).catch(() => undefined)));
-  const shapes = new Map<string, Step[][]>();
-  for (const t of timelines) {
-    if (!t) continue;
-    const key = t.map((s) => s.label).join('|');
-    shapes.set(key, [...(shapes.get(key) ?? []), t]);
-  }
-  const [common] = [...shapes.values()].sort((a, b) => b.length - a.length);
-  if (!common) return { steps: [], of: 0, sampled: taskIds.length };
-  return { steps: common[0].map((s, i) => ({ label: s.label, ms: median(common.map((t) => t[i].ms)) })), of: common.length, sampled: taskIds.length };
-}
-
-/** A timeline's time waiting for a worker (scheduled to started) and running (started to completed), by kind. */
-function summarize(steps: Step[]): { queued: number; workflowTaskRun: number; activityRun: number; workflowTasks: number; activities: number } {
-  const out = { queued: 0, workflowTaskRun: 0, activityRun: 0, workflowTasks: 0, activities: 0 };
-  let scheduled: Record<string, number> = {};
-  let startedAt: Record<string, number> = {};
-  for (const s of steps) {
-    const kind = s.label.startsWith('workflow task') ? 'workflowTask' : s.label.startsWith('activity') ? 'activity' : undefined;
-    if (!kind) continue;
-    if (s.label.endsWith('scheduled')) scheduled = { ...scheduled, [kind]: s.ms };
-    else if (s.label.endsWith('started')) {
-      out.queued += s.ms - (scheduled[kind] ?? s.ms);
-      startedAt = { ...startedAt, [kind]: s.ms };
-    } else if (s.label.endsWith('completed')) {
-      if (kind === 'workflowTask') {
-        out.workflowTaskRun += s.ms - (startedAt[kind] ?? s.ms);
-        out.workflowTasks++;
-      } else {
-        out.activityRun += s.ms - (startedAt[kind] ?? s.ms);
-        out.activities++;
-      }
-    }
-  }
-  return out;
 }
 
 // --- the burst: an agent killed and restarted in the middle --------------------------------------------------
@@ -401,6 +337,18 @@ async function main(): Promise<void> {
   // call's answer (eager start), as the mesh's instance does with its task workflows.
   const baseline = new TemporalClient({ connection: workerConnection, namespace: config.temporal.namespace });
   const baselineStarts = { total: 0, eager: 0 };
+  /** (2) and (4): the bare workflow started (eagerly or through the task queue) and awaited; its result is its input. */
+  const bareWorkflow = async (client: TemporalClient, prefix: string, eager: boolean): Promise<undefined> => {
+    const id = `${prefix}-${randomUUID().slice(0, 4)}`;
+    const handle = await client.workflow.start('benchA2aBaseline', { taskQueue, workflowId: id, args: [id], workflowExecutionTimeout: OP_TIMEOUT_MS, requestEagerStart: eager });
+    if (eager) {
+      baselineStarts.total++;
+      if (handle.eagerlyStarted) baselineStarts.eager++;
+    }
+    const result: unknown = await handle.result();
+    if (result !== id) throw new Error(`workflow ${id} returned ${String(result)}`);
+    return undefined;
+  };
   const connection = await Connection.connect({ address: config.temporal.address });
   const temporal = new TemporalClient({ connection, namespace: config.temporal.namespace });
 
@@ -424,36 +372,23 @@ async function main(): Promise<void> {
     const direct = await factory.createFromUrl(agent.url);
     const mesh = await factory.createFromUrl(`${instance.url}/a2a/agents/${agentName}/.well-known/agent-card.json`, '');
     const signal = () => AbortSignal.timeout(OP_TIMEOUT_MS);
-    const ops: Record<'direct' | 'temporal' | 'mesh' | 'queued', Op> = {
+    const ops: Record<(typeof PATHS)[number], Op> = {
       direct: async (n) => {
         const text = `direct-${run}-${n}-${randomUUID().slice(0, 4)}`;
         checkEcho(await direct.sendMessage(sendRequest(text), { signal: signal() }), text);
         return undefined;
       },
-      temporal: async (n) => {
-        const id = `bench-a2a-base-${run}-${n}-${randomUUID().slice(0, 4)}`;
-        const handle = await baseline.workflow.start('benchA2aBaseline', { taskQueue, workflowId: id, args: [id], workflowExecutionTimeout: OP_TIMEOUT_MS, requestEagerStart: true });
-        baselineStarts.total++;
-        if (handle.eagerlyStarted) baselineStarts.eager++;
-        const result = await handle.result();
-        if (result !== id) throw new Error(`workflow ${id} returned ${String(result)}`);
-        return undefined;
-      },
+      temporal: (n) => bareWorkflow(baseline, `bench-a2a-base-${run}-${n}`, true),
       mesh: async (n) => {
         const text = `mesh-${run}-${n}-${randomUUID().slice(0, 4)}`;
         return checkEcho(await mesh.sendMessage(sendRequest(text), { signal: signal() }), text);
       },
-      queued: async (n) => {
-        const id = `bench-a2a-queued-${run}-${n}-${randomUUID().slice(0, 4)}`;
-        const result = await temporal.workflow.execute('benchA2aBaseline', { taskQueue, workflowId: id, args: [id], workflowExecutionTimeout: OP_TIMEOUT_MS });
-        if (result !== id) throw new Error(`workflow ${id} returned ${String(result)}`);
-        return undefined;
-      },
+      queued: (n) => bareWorkflow(temporal, `bench-a2a-queued-${run}-${n}`, false),
     };
 
     if (PHASES.includes('load')) {
       // Warm-up: connections, the workers' caches, JIT.
-      for (const name of ['direct', 'temporal', 'mesh', 'queued'] as const) await closedLoop(name, ops[name], 4, 1.5);
+      for (const name of PATHS) await closedLoop(name, ops[name], 4, 1.5);
 
       // (3)'s maximum throughput: the concurrency ramped until two steps in a row gain less than 5%.
       let best = { concurrency: FIXED_CONCURRENCY ?? 1, perSecond: 0 };
@@ -476,13 +411,12 @@ async function main(): Promise<void> {
       const halfRate = best.perSecond / 2;
 
       const rounds: { full: Record<string, Run>; half: Record<string, Run> }[] = [];
-      const order = ['direct', 'temporal', 'mesh', 'queued'] as const;
       for (let round = 0; round < ROUNDS; round++) {
         const full: Record<string, Run> = {};
         const half: Record<string, Run> = {};
         // The paths take turns, starting one further each round: the host's other load changes over a round.
-        for (let i = 0; i < order.length; i++) {
-          const name = order[(i + round) % order.length];
+        for (let i = 0; i < PATHS.length; i++) {
+          const name = PATHS[(i + round) % PATHS.length];
           full[name] = await closedLoop(name, ops[name], concurrency, DURATION_S);
         }
         for (const name of round % 2 === 0 ? (['direct', 'mesh'] as const) : (['mesh', 'direct'] as const)) {
@@ -507,11 +441,11 @@ async function main(): Promise<void> {
       console.log(`\nThe round with the median (3)/(2) ratio; throughput at concurrency ${concurrency}, latency at ${f(halfRate, 0)} tasks/s offered (half of (3)'s maximum):\n`);
       console.log('| path | tasks/s (concurrency ' + concurrency + ') | p50 ms | p95 ms | p99 ms | half load: p50 ms | p95 ms | p99 ms | CPU per task at full load |');
       console.log('|---|---|---|---|---|---|---|---|---|');
-      for (const name of order) {
+      for (const name of PATHS) {
         const fr = mid.full[name];
         const hr = mid.half[name];
         const halfCols = hr ? `${f(p(hr, 50))} | ${f(p(hr, 95))} | ${f(p(hr, 99))}` : '- | - | -';
-        console.log(`| (${order.indexOf(name) + 1}) ${name} | ${f(fr.perSecond, 0)} | ${f(p(fr, 50))} | ${f(p(fr, 95))} | ${f(p(fr, 99))} | ${halfCols} | ${cpuPerTask(fr)} |`);
+        console.log(`| (${PATHS.indexOf(name) + 1}) ${name} | ${f(fr.perSecond, 0)} | ${f(p(fr, 50))} | ${f(p(fr, 95))} | ${f(p(fr, 99))} | ${halfCols} | ${cpuPerTask(fr)} |`);
       }
       const errors = rounds.reduce((n, r) => n + [...Object.values(r.full), ...Object.values(r.half)].reduce((m, x) => m + x.errors, 0), 0);
       console.log(`\n(3)/(2) throughput: median ${f(median(ratio32), 2)}x (goal >= 0.5x: ${median(ratio32) >= 0.5 ? 'met' : 'NOT met'}); per round ${ratio32.map((x) => f(x, 3)).join(', ')}`);

@@ -7,7 +7,7 @@ import path from 'node:path';
 import { Kafka, logLevel, Producer } from 'kafkajs';
 import { frameToKafkaMessage } from '../libs/frame';
 import type { PartitionsView } from '../libs/ownership';
-import { benchConfig, benchEnv, brokerPid, createTopics, meterCpu, percentile, resetOwnership, ROOT, sleep, startInstanceProcess, until } from './support';
+import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, percentile, resetOwnership, ROOT, sleep, startInstanceProcess, until } from './support';
 
 /**
  * Webhook delivery of ONE instance against a kafkajs consumer group on the same host, the same sink and the same
@@ -236,8 +236,6 @@ async function settled(instance: Instance, topics: string[]): Promise<void> {
     return mine.length === topics.length * PARTITIONS && mine.every((p) => p.owner && p.polling) ? true : undefined;
   }, 120000);
 }
-
-const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 async function main(): Promise<void> {
   const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-delivery', logLevel: logLevel.NOTHING });

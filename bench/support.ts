@@ -57,6 +57,9 @@ export async function resetOwnership(): Promise<void> {
   }
 }
 
+/** The median of `xs` (the upper one of an even count), which is one of them: a round's figures can be found by it. */
+export const median = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+
 export function percentile(sorted: number[], p: number): number {
   if (sorted.length === 0) return NaN;
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { Message, Role, Task, taskStateToJSON } from '@a2a-js/sdk';
+import { Message, Role, taskStateToJSON } from '@a2a-js/sdk';
 import { ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
+import { textOf } from '../bench/a2a-echo-agent';
 
 /**
  * `npm run a2a:send -- <agent> <text> [--mesh http://127.0.0.1:8080] [--token <bearer token>]`: sends one task to a
@@ -38,10 +39,6 @@ function usage(problem: string): never {
   process.exit(64);
 }
 
-function texts(task: Task): string[] {
-  return task.artifacts.flatMap((a) => a.parts.flatMap((p) => (p.content?.$case === 'text' ? [p.content.value] : [])));
-}
-
 async function main(): Promise<void> {
   const { agent, text, mesh, token } = parse(process.argv.slice(2));
   const fetchImpl: typeof fetch = token
@@ -66,7 +63,7 @@ async function main(): Promise<void> {
   const namespace = process.env.EVENTMESH_TEMPORAL_NAMESPACE ?? 'default';
   process.stdout.write(
     `task ${answer.id}: ${state}\n` +
-      `  artifacts: ${JSON.stringify(texts(answer))}\n` +
+      `  artifacts: ${JSON.stringify(answer.artifacts.map(textOf))}\n` +
       `  its workflow a2a-task/${answer.id} in the Temporal UI: ${ui}/namespaces/${namespace}/workflows?query=${encodeURIComponent(`WorkflowId="a2a-task/${answer.id}"`)}\n`,
   );
   if (state !== 'TASK_STATE_COMPLETED') process.exitCode = 1;
