@@ -453,6 +453,10 @@ async function main(): Promise<void> {
       console.log(`added p50 of (3) over (1) at half load: median ${f(median(added))} ms (goal <= 25 ms: ${median(added) <= 25 ? 'met' : 'NOT met'}); per round ${added.map((x) => f(x)).join(', ')}`);
       console.log(`(3)/(1): throughput median ${f(median(ratio31), 2)}x (per round ${ratio31.map((x) => f(x, 2)).join(', ')}); p50 at half load median ${f(median(p50ratio), 1)}x`);
       console.log(`(2)'s workflows started eagerly: ${baselineStarts.eager} of ${baselineStarts.total}`);
+      // The mesh's own count, over the whole run (warm-up and ramp included): a start that found no free slot on the
+      // instance's worker went through the task queue (EVENTMESH_AGENTS_WORKER_SLOTS).
+      const meshStarts = ((await (await fetch(`${instance.url}/health`)).json()) as { stats?: { a2aWorkflowStarts?: { total: number; eager: number } } }).stats?.a2aWorkflowStarts;
+      console.log(`(3)'s task workflows started eagerly: ${meshStarts ? `${meshStarts.eager} of ${meshStarts.total}` : 'not reported by /health'}`);
       console.log(`errors (tasks not answered as sent, or past ${OP_TIMEOUT_MS} ms): ${errors}`);
 
       // Where a mesh task's time goes: its workflow's history (Temporal's event times), against the client's view.

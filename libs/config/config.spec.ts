@@ -68,6 +68,14 @@ describe('loadConfig', () => {
     );
   });
 
+  it('reads the A2A worker slots (200 by default) and refuses values out of range', () => {
+    expect(loadConfig({}).agents.workerSlots).toBe(200);
+    expect(loadConfig({ EVENTMESH_AGENTS_WORKER_SLOTS: '2' }).agents.workerSlots).toBe(2);
+    expect(() => loadConfig({ EVENTMESH_AGENTS_WORKER_SLOTS: '1' })).toThrow(
+      'EVENTMESH_AGENTS_WORKER_SLOTS (eventmesh.agents.workerSlots) = "1" is not valid; legal values: an integer from 2 to 10000',
+    );
+  });
+
   it('reads the dead-letter retention and the CESQL string bound, and refuses values out of range', () => {
     expect(loadConfig({}).delivery.deadLetterRetentionDays).toBe(30);
     expect(loadConfig({}).filter.maxAttributeChars).toBe(16384);

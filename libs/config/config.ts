@@ -112,7 +112,7 @@ export interface EventMeshConfig {
   };
   streams: { pollMaxConsumers: number };
   /** `pushSigningSecret`: the Standard Webhooks secret A2A push notifications are signed with ('' = unsigned). */
-  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number };
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number; workerSlots: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -318,6 +318,8 @@ const SETTINGS = {
     'The Standard Webhooks secret (whsec_...) A2A push notifications are signed with (webhook-id, webhook-timestamp, webhook-signature; docs/a2a.md): the clients\' webhooks verify them with it. Unset: pushes go unsigned (the config\'s token or authentication still authenticates them).'),
   agentsTaskRetentionDays: setting('EVENTMESH_AGENTS_TASK_RETENTION_DAYS', 'eventmesh.agents.taskRetentionDays', integer(0, 3650), () => 30,
     'Days an A2A task that ended (completed, failed, canceled, rejected) or waits for its client (input-required, auth-required) is kept after its last change, with its event log, push configs and push dead letters; the Temporal schedule `a2a-task-retention` deletes older ones every ten minutes, in small batches (the last instance to boot sets the days). A running task is kept. 0 keeps them all (and removes the schedule).'),
+  agentsWorkerSlots: setting('EVENTMESH_AGENTS_WORKER_SLOTS', 'eventmesh.agents.workerSlots', integer(2, 10000), () => 200,
+    'Most A2A task workflow tasks an instance\'s worker runs at once, and as many local activities. A task\'s first workflow task holds its slot while the task\'s first delivery attempt runs (docs/a2a.md); while every slot is taken, a new task\'s workflow starts through the task queue instead of eagerly on the instance that took it, a slower start that costs the Temporal server more.'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
     integer(1, 100000), () => 100,
     'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute, or until a delivery queued for it passes the ack timeout with no poll since); a new name past it gets 429 TOO_MANY_CONSUMERS.'),
@@ -582,6 +584,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       streamHeartbeatMs: v.agentsStreamHeartbeatMs,
       pushSigningSecret: v.agentsPushSigningSecret,
       taskRetentionDays: v.agentsTaskRetentionDays,
+      workerSlots: v.agentsWorkerSlots,
     },
     temporal: {
       address: v.temporalAddress,

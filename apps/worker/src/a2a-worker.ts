@@ -79,6 +79,13 @@ export async function createA2AWorker(
   const worker = await Worker.create({
     ...common.options,
     taskQueue: A2A_TASK_QUEUE,
+    // A task's first workflow task holds its slot (and a local activity's) for the whole first delivery attempt, and
+    // a start is eager only while a slot is free: with the SDK's 40, a loaded instance ran out of them and a quarter
+    // of its tasks started through the task queue (docs/benchmarks.md). The SDK lowers the slots to the workflow
+    // cache's size when that is smaller; the cache keeps as many tasks between their workflow tasks as run.
+    maxConcurrentWorkflowTaskExecutions: config.agents.workerSlots,
+    maxConcurrentLocalActivityExecutions: config.agents.workerSlots,
+    maxCachedWorkflows: 2 * config.agents.workerSlots,
     activities: createA2ATaskActivities({
       relay,
       firstAttempts,
