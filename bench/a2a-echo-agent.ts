@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { appendFileSync } from 'node:fs';
 import { createServer, IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { AgentCard, Message, Role, TaskState } from '@a2a-js/sdk';
@@ -23,7 +24,9 @@ import {
  *
  * `kill()` closes the server abruptly (every open connection destroyed, requests in flight unanswered) and
  * `start()` again listens on the same port; its task store survives, as that of an agent whose tasks are kept
- * outside its server process would.
+ * outside its server process would. With `answersFile`, each text it answers a completion for is also appended to
+ * that file (a line each, written before the answer is sent), so that another process counts them across a kill of
+ * this one (the benchmark's burst, bench/a2a.bench.ts).
  */
 export class BenchEchoAgent {
   private server?: Server;
@@ -37,7 +40,7 @@ export class BenchEchoAgent {
   url = '';
 
   /** `port`: where it listens on loopback (0, the default: a free port); `name`: its card's name. */
-  constructor(private readonly options: { port?: number; name?: string } = {}) {
+  constructor(private readonly options: { port?: number; name?: string; answersFile?: string } = {}) {
     this.port = options.port ?? 0;
   }
 
@@ -137,6 +140,7 @@ export class BenchEchoAgent {
         );
         this.answered.set(text, (this.answered.get(text) ?? 0) + 1);
         this.completions++;
+        if (this.options.answersFile) appendFileSync(this.options.answersFile, `${text}\n`);
         return Promise.resolve();
       },
       cancelTask: (taskId: string, bus: ExecutionEventBus) => {

@@ -9,6 +9,7 @@ import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Kafka, logLevel } from 'kafkajs';
 import { requestTopicOf } from '../libs/a2a/request-topic';
+import { EchoAgentProcess } from './a2a-agent-process';
 import { BenchEchoAgent, textOf } from './a2a-echo-agent';
 import { medianTimeline, summarize } from './a2a-timeline';
 import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, percentile, ROOT, sleep, startInstanceProcess, until } from './support';
@@ -37,8 +38,9 @@ import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, perce
  * the half-load tasks' workflow histories, as a timeline, and the CPU per task of each process (from /proc).
  *
  * Burst: BENCH_BURST_TASKS (1,000) non-blocking sends (`returnImmediately`) through the mesh,
- * BENCH_BURST_CONCURRENCY at a time; once the agent has answered half of them its server is closed abruptly (every
- * open connection destroyed), and listens again on the same port BENCH_AGENT_DOWN_MS later. Every task the mesh
+ * BENCH_BURST_CONCURRENCY at a time, to the echo agent in a process of its own (bench/a2a-agent-process.ts,
+ * registered in place of the in-process one); once it has answered half of them its process is SIGKILLed, and a new
+ * one listens on the same port BENCH_AGENT_DOWN_MS later. Every task the mesh
  * acknowledged must reach `completed` (read back with `GetTask`) with its own text, and the agent must have
  * completed each text once: lost tasks and duplicates are counted. BENCH_PHASES=load,burst picks the phases.
  *
@@ -219,11 +221,26 @@ interface BurstTask {
   echoed?: string;
 }
 
-async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
+/**
+ * The burst's agent is the echo agent in a process of its own (bench/a2a-agent-process.ts), registered under the
+ * run's agent name in place of the in-process one (`register`): its kill is a SIGKILL of that process.
+ */
+async function burst(register: (card: Record<string, unknown>) => Promise<void>, mesh: A2AClient, agentName: string): Promise<void> {
+  const agent = new EchoAgentProcess(agentName);
+  try {
+    await agent.start();
+    await register(await agent.card());
+    await burstAgainst(agent, mesh);
+  } finally {
+    await agent.close();
+  }
+}
+
+async function burstAgainst(agent: EchoAgentProcess, mesh: A2AClient): Promise<void> {
   const prefix = `burst-${run}-`;
   const tasks: BurstTask[] = Array.from({ length: BURST }, (_, n) => ({ text: `${prefix}${n}` }));
-  const answeredBefore = () => [...agent.answered.keys()].filter((t) => t.startsWith(prefix)).length;
-  console.log(`\nburst: ${BURST} non-blocking sends through the mesh, ${BURST_CONCURRENCY} at a time; the agent's server closed abruptly once it answered ${Math.floor(BURST / 2)}, back ${DOWN_MS} ms later`);
+  const answeredBefore = () => [...agent.answered().keys()].filter((t) => t.startsWith(prefix)).length;
+  console.log(`\nburst: ${BURST} non-blocking sends through the mesh, ${BURST_CONCURRENCY} at a time; the agent's process SIGKILLed once it answered ${Math.floor(BURST / 2)}, started again ${DOWN_MS} ms later`);
   const startedAt = Date.now();
   let next = 0;
   const sending = Promise.all(
@@ -254,7 +271,7 @@ async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
   const backAt = Date.now();
   await sending;
   const sentMs = Date.now() - startedAt;
-  console.log(`  killed ${killedAt - startedAt} ms into the burst (the agent had answered ${answeredAtKill}, the mesh acknowledged ${ackedAtKill} sends), listening again after ${backAt - killedAt} ms; every send answered after ${sentMs} ms`);
+  console.log(`  killed ${killedAt - startedAt} ms into the burst (the agent had answered ${answeredAtKill}, the mesh acknowledged ${ackedAtKill} sends), a new process listening after ${backAt - killedAt} ms; every send answered after ${sentMs} ms`);
 
   // Every acknowledged task read back until it is terminal (GetTask through the mesh), bounded.
   const acknowledged = tasks.filter((t) => t.taskId);
@@ -290,7 +307,8 @@ async function burst(agent: BenchEchoAgent, mesh: A2AClient): Promise<void> {
   }
   const refusals: Record<string, number> = {};
   for (const t of tasks.filter((x) => x.refusal)) refusals[t.refusal!] = (refusals[t.refusal!] ?? 0) + 1;
-  const atAgent = tasks.filter((t) => (agent.answered.get(t.text) ?? 0) > 0).length;
+  const answered = agent.answered();
+  const atAgent = tasks.filter((t) => (answered.get(t.text) ?? 0) > 0).length;
   const duplicates = agent.duplicates(prefix);
   const stillOpen = open().length;
   const lost = acknowledged.length - completed.length - stillOpen;
@@ -474,7 +492,11 @@ async function main(): Promise<void> {
       );
     }
 
-    if (PHASES.includes('burst')) await burst(agent, mesh);
+    const register = async (card: Record<string, unknown>) => {
+      const replaced = await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(card) });
+      if (replaced.status !== 200) throw new Error(`registering the burst's agent: ${replaced.status} ${await replaced.text()}`);
+    };
+    if (PHASES.includes('burst')) await burst(register, mesh, agentName);
     await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'DELETE' });
   } finally {
     await instance.stop();

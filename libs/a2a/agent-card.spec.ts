@@ -41,7 +41,7 @@ describe('agent cards', () => {
     expect(refusal(body)).toEqual({ code: 'INVALID_AGENT_CARD', field });
   });
 
-  it("serves the card at the mesh's endpoints, v1.0 and v0.3, without the agent's URL or signatures, advertising streaming (no push notifications)", () => {
+  it("serves the card at the mesh's endpoints, v1.0 and v0.3, without the agent's URL or signatures, advertising streaming and push notifications (the mesh keeps push configs for every agent)", () => {
     const served = meshCardOf(validateAgentCard(card()), { rpcUrl: 'http://mesh/a2a/agents/echo/rpc', restUrl: 'http://mesh/a2a/agents/echo/rest' }, { tokens: false });
     expect(served.supportedInterfaces).toEqual([
       { url: 'http://mesh/a2a/agents/echo/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },

@@ -164,8 +164,9 @@ export class AgentTaskFollower {
       try {
         answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, opts());
       } catch (e) {
-        if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
-        const result = await this.tasks.transition(task, { state: 'failed', statusMessage: agentMessage(task, `the agent lost the task: ${e.message}`) });
+        if (!(e instanceof A2AError) && !isInvalidAnswer(e)) throw unreachable(e, ctx.signal);
+        const change = isInvalidAnswer(e) ? invalidAnswer(task, (e as Error).message) : { state: 'failed' as const, statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`) };
+        const result = await this.tasks.transition(task, change);
         return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
       }
       const change = changeOf(task, answer);
@@ -215,6 +216,35 @@ export function changeOf(task: StoredTask, answer: Task): TaskChange {
 }
 
 /** A status message from the mesh, in the agent's role, about the task. */
-export function agentMessage(task: StoredTask, text: string): Json {
-  return { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 'ROLE_AGENT', parts: [{ text }] };
+export function agentMessage(task: StoredTask, text: string, metadata?: Json): Json {
+  return { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 'ROLE_AGENT', parts: [{ text }], ...(metadata ? { metadata } : {}) };
+}
+
+/**
+ * The status message's metadata key that says why the mesh failed a task itself; `INVALID_AGENT_RESPONSE`: the agent
+ * answered what is not an A2A answer (a blocking send of such a task is answered -32006, mesh-task-handler.ts).
+ */
+export const FAILURE_REASON_KEY = 'urn:eventmesh:a2a:failure';
+export const INVALID_AGENT_RESPONSE = 'INVALID_AGENT_RESPONSE';
+
+/** The task failed because the agent answered what is not an A2A answer (`why`), its status message says so. */
+export function invalidAnswer(task: StoredTask, why: string): TaskChange {
+  return { state: 'failed', statusMessage: agentMessage(task, `the agent's answer is not a valid A2A answer: ${why}`, { [FAILURE_REASON_KEY]: INVALID_AGENT_RESPONSE }) };
+}
+
+export function failedOnInvalidAnswer(task: Pick<StoredTask, 'state' | 'statusMessage'>): boolean {
+  const metadata = task.statusMessage?.metadata as Json | undefined;
+  return task.state === 'failed' && metadata?.[FAILURE_REASON_KEY] === INVALID_AGENT_RESPONSE;
+}
+
+/**
+ * Whether a call's failure is an answer of the agent that is not A2A (a body that is not JSON, not JSON-RPC 2.0,
+ * another request's id, a result with neither task nor message), rather than an agent not reached: the SDK's client
+ * throws InvalidAgentResponseError for some of these and plain errors for the others. Sent again, such an answer
+ * would come again (and the agent would take the turn again), so the task fails instead.
+ */
+export function isInvalidAnswer(e: unknown): boolean {
+  if (e instanceof InvalidAgentResponseError || e instanceof SyntaxError) return true;
+  const message = e instanceof Error ? e.message : '';
+  return /^(Invalid response|Invalid JSON-RPC response|JSON-RPC response ID mismatch)/.test(message);
 }

@@ -3,6 +3,7 @@ import { AgentCard, Message, StreamResponse, Task, TaskState } from '@a2a-js/sdk
 import {
   A2AError,
   ExtendedAgentCardNotConfiguredError,
+  InvalidAgentResponseError,
   RequestMalformedError,
   TaskNotCancelableError,
   TaskNotFoundError,
@@ -14,11 +15,12 @@ import type { PublishReceipt } from '../kafka';
 import { createLogger } from '../logging';
 import { taskToFrame } from './a2a-frame.adaptor';
 import type { StoredAgent } from './agent-store';
+import { checkInputModes } from './input-modes';
 import { PushConfigMethods } from './push-config-methods';
 import type { PushConfigStore } from './push-configs';
 import { decodePageToken, encodePageToken } from './page-token';
 import { requestTopicOf } from './request-topic';
-import { AgentUnreachable, agentMessage } from './agent-task-follower';
+import { AgentUnreachable, agentMessage, failedOnInvalidAnswer } from './agent-task-follower';
 import { taskJsonOf } from './task-events';
 import { A2AState, AWAITING_CLIENT, SETTLED, stateOf, TERMINAL } from './task-states';
 import type { A2ATaskStore, StoredTask } from './task-store';
@@ -112,6 +114,8 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const now = settled ?? (await this.scope.tasks.get(this.scope.tenant, created.id)) ?? created;
     // An agent that answered a Message (no task of its own): the message is the answer, as the agent gave it.
     if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage) return Message.fromJSON({ ...now.statusMessage, taskId: '' });
+    // An agent whose answer was not A2A: the client gets the protocol's error for it, naming the task (failed).
+    if (failedOnInvalidAnswer(now)) throw new InvalidAgentResponseError({ message: `${textOfStatus(now)} (task ${now.id}, failed)`, metadata: { taskId: now.id } });
     return toWireTask(now, params.configuration?.historyLength);
   }
 
@@ -123,6 +127,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
     this.checkTenant(context);
     const message = params.message;
     if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
+    checkInputModes(message.parts, this.scope.agent.card);
     if (message.taskId) return this.continueTask(params, message);
     const pushConfig = params.configuration?.taskPushNotificationConfig;
     const push = pushConfig ? await this.pushes.validate(pushConfig, context) : undefined;
@@ -414,3 +419,9 @@ export function toWireTask(task: StoredTask, historyLength?: number): Task {
 }
 
 export type { A2AState };
+
+/** The text of a task's status message (its text parts, joined). */
+function textOfStatus(task: StoredTask): string {
+  const parts = (task.statusMessage?.parts ?? []) as { text?: unknown }[];
+  return parts.map((p) => (typeof p.text === 'string' ? p.text : '')).join('');
+}

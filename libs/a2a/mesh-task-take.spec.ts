@@ -52,7 +52,7 @@ describe('MeshTaskHandler take', () => {
       if (fail.publish) throw new Error('Kafka is down');
       return { partition: 0, offset: 41 };
     });
-    const scope = { tenant: 'acme', agent: { tenant: 'acme', name: 'echo', style, card: {} }, tasks, workflows: real, publish } as unknown as MeshTaskScope;
+    const scope = { tenant: 'acme', agent: { tenant: 'acme', name: 'echo', style, card: { defaultInputModes: ['text/plain'], skills: [] } }, tasks, workflows: real, publish } as unknown as MeshTaskScope;
     return { handler: new MeshTaskHandler(scope), tasks, workflows, publish, firstAttempts, requests, delivered, order };
   };
   const send = (handler: MeshTaskHandler) =>

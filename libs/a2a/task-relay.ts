@@ -1,6 +1,6 @@
 import { Message, SendMessageRequest, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { A2AError, InvalidAgentResponseError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
+import { A2AError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
 import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
@@ -8,7 +8,7 @@ import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor
 import type { AgentClients } from './agent-clients';
 import { ParkedStreams } from './parked-streams';
 import { AgentStream, isNotAnEventStream } from './agent-stream';
-import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, unreachable } from './agent-task-follower';
+import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, invalidAnswer, isInvalidAnswer, unreachable } from './agent-task-follower';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
 import { A2AState, SETTLED, stateOf, TERMINAL } from './task-states';
@@ -139,9 +139,10 @@ export class TaskRelay {
         if (live && !ctx.signal.aborted && isNotAnEventStream(e)) {
           // The agent took the turn but answered it without a stream: sent again, it would take it again (at each
           // retry until the timeout). Recorded as an invalid answer instead; the card is what needs fixing.
-          change = { state: 'failed', statusMessage: agentMessage(task, 'the agent\'s card says it streams (capabilities.streaming), but it answered the send with no event stream: fix the card') };
-        } else if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
-        else change = { state: 'failed', statusMessage: agentMessage(task, e instanceof InvalidAgentResponseError ? 'the agent answered what is not an A2A task' : `the agent refused the task: ${(e as Error).message}`) };
+          change = invalidAnswer(task, 'its card says it streams (capabilities.streaming), but it answered the send with no event stream: fix the card');
+        } else if (isInvalidAnswer(e)) change = invalidAnswer(task, (e as Error).message);
+        else if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
+        else change = { state: 'failed', statusMessage: agentMessage(task, `the agent refused the task: ${(e as Error).message}`) };
       }
       try {
         return await this.recordSend(task, { change, turn, agentTask, live }, client, ctx, opts);

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { In } from 'typeorm';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:http';
+import WebSocket from 'ws';
 import { Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { Client } from '@a2a-js/sdk/client';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
@@ -16,6 +17,7 @@ import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { topicEndOffset } from '../support/topic-offsets';
 import { waitFor } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
 import { headerTenantGate, stockClientOf } from '../support/header-tenant-gate';
 
 /** A loopback port nothing listens on (taken and released), where an agent can be started later. */
@@ -352,6 +354,81 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       } finally {
         stopped = true;
         await Promise.allSettled(replicas);
+      }
+    });
+
+    /**
+     * One agent per way of receiving its tasks other than long-poll (above): a WebSocket replica (acks on its socket),
+     * an SSE replica (acks by POST), and a webhook (the mesh pushes each task; the sink answers 200 after its update).
+     * Each completes its tasks with updates; each task a blocking send, answered completed by the agent's replica.
+     */
+    it('agents receiving their tasks over WebSocket, SSE and a webhook complete blocking sends, each task once', async () => {
+      type Frame = { a2ataskid: string; data: { message: { parts: { text: string }[] } } };
+      const done: Record<string, string[]> = { ws: [], sse: [], hook: [] };
+      const complete = async (name: string, frame: Frame) => {
+        const answer = await call('POST', `/a2a/agents/${name}/tasks/${frame.a2ataskid}/updates`, {
+          state: 'TASK_STATE_COMPLETED',
+          artifacts: [{ artifactId: randomUUID(), name: 'result', parts: [{ text: `${name}:${frame.data.message.parts[0].text}` }] }],
+        });
+        expect(answer).toMatchObject({ status: 200, body: { state: 'completed' } });
+        done[name].push(frame.a2ataskid);
+      };
+      const subscribe = async (name: string, body: Record<string, unknown>): Promise<string> => {
+        expect((await register(`${name}?style=subscriber`, { ...subscriberCard(), name })).status).toBe(201);
+        const created = await call('POST', '/subscriptions', { topic: requestTopicOf(tenant, name), ...body });
+        expect(created.status).toBe(201);
+        return created.body!.id as string;
+      };
+      const wsId = await subscribe('ws', { protocol: 'STREAM', config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+      const sseId = await subscribe('sse', { protocol: 'STREAM', config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+      const receiver = new WebhookReceiver();
+      await receiver.start();
+      receiver.gate = (request) => complete('hook', { a2ataskid: String(request.headers['ce-a2ataskid']), data: JSON.parse(request.body.toString()) as Frame['data'] });
+      await subscribe('hook', { sink: receiver.url, config: { startFrom: 'earliest' } });
+
+      const stop = new AbortController();
+      const socket = new WebSocket(`${instance.url!.replace('http', 'ws')}/subscriptions/${wsId}/ws?window=1`, { headers });
+      socket.on('message', (m) => {
+        const message = JSON.parse(String(m)) as { type: string; deliveryId: string; event: Frame };
+        if (message.type !== 'event') return;
+        void complete('ws', message.event).then(() => socket.send(JSON.stringify({ type: 'ack', deliveryId: message.deliveryId })));
+      });
+      const sse = (async () => {
+        const response = await fetch(`${instance.url}/subscriptions/${sseId}/events?window=1`, { headers, signal: stop.signal });
+        expect(response.status).toBe(200);
+        let text = '';
+        for await (const chunk of response.body!) {
+          text += Buffer.from(chunk as Uint8Array).toString();
+          let end: number;
+          while ((end = text.indexOf('\n\n')) >= 0) {
+            const message = text.slice(0, end);
+            text = text.slice(end + 2);
+            const data = /^data: (.*)$/m.exec(message);
+            if (!/^event: cloudevent$/m.test(message) || !data) continue;
+            const delivery = JSON.parse(data[1]) as { deliveryId: string; event: Frame };
+            await complete('sse', delivery.event);
+            expect((await call('POST', `/subscriptions/${sseId}/acks`, { deliveryId: delivery.deliveryId, action: 'ack' })).status).toBe(200);
+          }
+        }
+      })().catch((e: unknown) => {
+        if (!stop.signal.aborted) throw e;
+      });
+      const heartbeats = setInterval(() => void Promise.all(['ws', 'sse', 'hook'].map((name) => call('POST', `/a2a/agents/${name}/heartbeat`))), 500);
+      try {
+        await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+        for (const name of ['ws', 'sse', 'hook']) {
+          const client = await clientOf(name);
+          const tasks = await Promise.all([1, 2, 3].map(async (i) => asTask(await client.sendMessage(send(`job ${i}`)))));
+          expect(tasks.map((t) => t.status?.state)).toEqual(tasks.map(() => TaskState.TASK_STATE_COMPLETED));
+          expect(tasks.map((t) => t.artifacts.map((a) => textOf({ parts: a.parts } as Message)))).toEqual(tasks.map(() => [expect.stringMatching(new RegExp(`^${name}:job [123]$`))]));
+          expect([...done[name]].sort()).toEqual(tasks.map((t) => t.id).sort());
+        }
+      } finally {
+        clearInterval(heartbeats);
+        stop.abort();
+        socket.terminate();
+        await sse;
+        await receiver.stop();
       }
     });
 

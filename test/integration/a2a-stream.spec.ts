@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { AgentCard, Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { Client, ClientFactory, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
-import { TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
+import { InvalidAgentResponseError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ABroker } from '../../libs/a2a';
 import { endTaskWorkflows } from '../support/a2a-tasks';
@@ -278,7 +279,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     expect(streamingAgent.methods).toEqual(['SendStreamingMessage', 'SubscribeToTask']);
   });
 
-  it('fails at once, and sends once, a task for an agent whose card says it streams but that answers the send with JSON', async () => {
+  it('fails at once (-32006 to a blocking send), and sends once, a task for an agent whose card says it streams but that answers the send with JSON', async () => {
     // An agent that answers every call with a JSON-RPC result as JSON, never an event stream.
     const calls: string[] = [];
     const server = createServer((request, response) => {
@@ -296,10 +297,19 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
       const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
       const card = { ...echo.card(), name: 'json-streamer', supportedInterfaces: [{ url, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }], capabilities: { streaming: true, pushNotifications: false } };
       expect((await call(a, 'PUT', '/a2a/agents/json-streamer', card)).status).toBe(201);
-      const answer = (await (await clientOf(a, 'json-streamer')).sendMessage(send('hello'))) as Task;
-      expect(answer.status?.state).toBe(TaskState.TASK_STATE_FAILED);
-      expect(textOf(answer.status?.message)).toContain('card says it streams');
-      expect(calls).toEqual(['SendStreamingMessage']);
+      const client = await clientOf(a, 'json-streamer');
+      // A blocking send: -32006, naming the task, which failed saying why.
+      const error = await client.sendMessage(send('hello')).then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(InvalidAgentResponseError);
+      expect((error as Error).message).toContain('card says it streams');
+      const taskId = /task ([0-9a-f-]{36}), failed/.exec((error as Error).message)?.[1];
+      const task = await client.getTask({ tenant: '', id: taskId!, historyLength: undefined });
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+      expect(textOf(task.status?.message)).toContain('card says it streams');
+      // A returnImmediately send: the task, which fails behind it.
+      const later = (await client.sendMessage(send('hello again', { returnImmediately: true }))) as Task;
+      await waitFor('the task failed', async () => (await client.getTask({ tenant: '', id: later.id, historyLength: undefined })).status?.state === TaskState.TASK_STATE_FAILED);
+      expect(calls).toEqual(['SendStreamingMessage', 'SendStreamingMessage']);
     } finally {
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -385,6 +395,51 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     expect(await raw('tasks/resubscribe', '1.0')).toBe(-32601);
     expect(await raw('SubscribeToTask')).toBe(-32601);
     expect(await raw('tasks/resubscribe')).toBe(-32004);
+  });
+
+  /**
+   * A cancel and the agent's completion sent at the same moment, each to another instance (the cancel through the
+   * stock client on B, the agent's update on A, 0 to 110 ms after it), over a dozen tasks: whichever wins, both instances read the same
+   * outcome, the loser is refused (409 for the update, TaskNotCancelableError for the cancel), the task's log has
+   * exactly one terminal status and nothing after it, and its workflow ended in that state.
+   */
+  it('a cancel racing the completion, on two instances at once, ends one way everywhere; the loser is refused', async () => {
+    const [onA, onB] = [await clientOf(a), await clientOf(b)];
+    const outcomes: Record<string, number> = {};
+    const terminal = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED', 'TASK_STATE_REJECTED']);
+    for (let i = 0; i < 12; i++) {
+      const task = (await onA.sendMessage(send(`race ${i}`, { returnImmediately: true }))) as Task;
+      expect((await call(b, 'POST', `/a2a/agents/steps/tasks/${task.id}/updates`, { state: 'working' })).status).toBe(200);
+      const [cancel, update] = await Promise.all([
+        onB.cancelTask({ tenant: '', id: task.id, metadata: undefined }).then(
+          (t) => ({ state: t.status?.state, error: undefined }),
+          (e: unknown) => ({ state: undefined, error: e }),
+        ),
+        // The completion given a head start of 0 to 110 ms less than the cancel, task by task, so that both orders and the
+        // moments in between are tried (the cancel takes a Temporal update; the completion a compare-and-set).
+        sleep(i * 10).then(() => call(a, 'POST', `/a2a/agents/steps/tasks/${task.id}/updates`, { state: 'TASK_STATE_COMPLETED', artifacts: [{ artifactId: randomUUID(), name: 'r', parts: [{ text: `done ${i}` }] }] })),
+      ]);
+      const result = await a.deps.temporal.client.workflow.getHandle(`a2a-task/${task.id}`).result();
+      const [readA, readB] = await Promise.all([onA.getTask({ tenant: '', id: task.id, historyLength: undefined }), onB.getTask({ tenant: '', id: task.id, historyLength: undefined })]);
+      expect(readB.status?.state).toBe(readA.status?.state);
+      if (readA.status?.state === TaskState.TASK_STATE_CANCELED) {
+        expect(cancel).toEqual({ state: TaskState.TASK_STATE_CANCELED, error: undefined });
+        expect(update).toMatchObject({ status: 409, body: { code: 'ILLEGAL_TRANSITION' } });
+        expect(readA.artifacts).toEqual([]);
+      } else {
+        expect(readA.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+        expect(update).toMatchObject({ status: 200, body: { state: 'completed' } });
+        expect(cancel.error).toBeInstanceOf(TaskNotCancelableError);
+      }
+      const state = readA.status!.state === TaskState.TASK_STATE_CANCELED ? 'canceled' : 'completed';
+      expect(result).toBe(state);
+      const log = (await a.deps.db.query(`SELECT kind, payload FROM a2a_task_events WHERE task_id = $1 ORDER BY seq`, [task.id])) as { kind: string; payload: { status?: { state: string } } }[];
+      const ends = log.map((e, at) => ({ at, state: e.payload.status?.state })).filter((e) => e.state !== undefined && terminal.has(e.state));
+      expect(ends.map((e) => e.state)).toEqual([state === 'canceled' ? 'TASK_STATE_CANCELED' : 'TASK_STATE_COMPLETED']);
+      expect(ends[0].at).toBe(log.length - 1);
+      outcomes[state] = (outcomes[state] ?? 0) + 1;
+    }
+    process.stdout.write(`a2a-stream.spec: cancel racing completion over 12 tasks: ${JSON.stringify(outcomes)}\n`);
   });
 
   it('sends keep-alive comments on an idle stream, refuses a stream past EVENTMESH_AGENTS_MAX_STREAMS (503), and frees the slots on disconnect', async () => {

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { AgentCard, Message, SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
-import { TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { ContentTypeNotSupportedError, InvalidAgentResponseError, TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ATaskEntity } from '../../libs/storage';
 import { A2A_TASK_RETENTION_SCHEDULE_ID } from '../../libs/temporal';
@@ -155,6 +155,27 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       expect(row).toMatchObject({ tenant: tenantA, agent: 'echo', state: 'completed' });
       expect(row.agentTaskId).toBeTruthy();
       expect(row.agentTaskId).not.toBe(task.id);
+    });
+
+    it('answers -32006 to a blocking send whose agent answered what is not A2A; the task failed, saying why, sent once', async () => {
+      const client = await clientOf(tenantA);
+      const sent = agent.received.length;
+      await expect(client.sendMessage(send('garble:one'))).rejects.toBeInstanceOf(InvalidAgentResponseError);
+      const raw = await rpc(tenantA, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: SendMessageRequest.toJSON(send('garble:two')) }), '1.0');
+      expect(raw.body.error).toMatchObject({ code: -32006, message: expect.stringContaining("the agent's answer is not a valid A2A answer: Invalid response") });
+      const taskId = /"taskId":"([0-9a-f-]{36})"/.exec(JSON.stringify(raw.body.error))?.[1];
+      expect(taskId).toBeDefined();
+      const task = await client.getTask({ tenant: '', id: taskId!, historyLength: undefined });
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+      expect(textOf(task.status?.message)).toContain('not a valid A2A answer');
+      // Failed at the first answer, not sent again until the task's timeout: the agent got each send once.
+      const rest = await fetch(`${instance.url}/a2a/agents/echo/rest/message:send`, { method: 'POST', headers: { ...headersOf(tenantA), 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify(SendMessageRequest.toJSON(send('garble:four'))) });
+      expect(rest.status).toBe(500);
+      expect(JSON.stringify(await rest.json())).toContain('INVALID_AGENT_RESPONSE');
+      expect(agent.received.slice(sent)).toEqual(['garble:one', 'garble:two', 'garble:four']);
+      // returnImmediately: the task is the answer; it fails behind it.
+      const later = asTask(await client.sendMessage(send('garble:three', { returnImmediately: true })));
+      await waitFor('the task failed', async () => (await client.getTask({ tenant: '', id: later.id, historyLength: undefined })).status?.state === TaskState.TASK_STATE_FAILED);
     });
 
     it('relays a Message answer as a Message', async () => {
@@ -422,6 +443,24 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       expect(answer.status).toBe(200);
       expect(answer.body.error?.code).toBe(code);
       expect(typeof answer.body.error?.message).toBe('string');
+    });
+
+    it('refuses a part of a media type the agent takes none of with -32005 (REST 400), in v1.0 and v0.3, storing nothing', async () => {
+      const tasksOf = async () => Number((await instance.deps.db.query(`SELECT count(*)::int AS n FROM a2a_tasks WHERE tenant = $1`, [tenantA]))[0].n);
+      const before = await tasksOf();
+      const png = () => ({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'echo:look' }, { url: 'http://127.0.0.1:9/a.png', mediaType: 'image/png' }] });
+      const raw = await rpc(tenantA, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: png() } }), '1.0');
+      expect(raw).toMatchObject({ status: 200, body: { error: { code: -32005, message: "message.parts.1: media type image/png is not among the agent's input modes (text/plain)" } } });
+      for (const client of [await clientOf(tenantA), await restClientOf(tenantA)]) {
+        await expect(client.sendMessage(SendMessageRequest.fromJSON({ message: png() }))).rejects.toBeInstanceOf(ContentTypeNotSupportedError);
+      }
+      const v03 = { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'file', file: { uri: 'http://127.0.0.1:9/a.png', mimeType: 'image/png' } }] };
+      expect((await rpc(tenantA, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'message/send', params: { message: v03 } }))).body.error?.code).toBe(-32005);
+      const rest = await fetch(`${instance.url}/a2a/agents/echo/rest/message:send`, { method: 'POST', headers: { ...headersOf(tenantA), 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify({ message: png() }) });
+      expect(rest.status).toBe(400);
+      expect(await tasksOf()).toBe(before);
+      // A text part, which the card takes, still goes through.
+      expect(asTask(await (await clientOf(tenantA)).sendMessage(send('echo:plain'))).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
     });
 
     it('answers an agent the tenant has not registered with 404 AGENT_NOT_FOUND', async () => {

@@ -7,7 +7,7 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import { hashApiKeySecret, newApiKeyCredential } from '../../libs/security';
 import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
 import { ApiKeyStore, createDataSource } from '../../libs/storage';
-import { testConfig, uniqueTopic } from '../support/env';
+import { testConfig, tokenGateEnv, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 
 const API_KEY_CACHE_MS = 1000;
@@ -85,14 +85,7 @@ describe('API keys through the token gate (real gateway)', () => {
         EVENTMESH_INSTANCE_ID: `apikeys-${randomUUID().slice(0, 8)}`,
         EVENTMESH_KAFKA_TOPICS: topic,
         EVENTMESH_HTTP_PORT: '0',
-        EVENTMESH_SECURITY_GATE_FILTERS: 'token',
-        EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
-        EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
-        EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
-        EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT: 'ops',
-        EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE: signing.jwksPath,
-        EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: 'eventmesh-dev',
-        EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: 'eventmesh',
+        ...tokenGateEnv(signing.jwksPath),
         EVENTMESH_SECURITY_GATE_TOKEN_API_KEY_CACHE_MS: String(API_KEY_CACHE_MS),
       }),
       { roles: ['gateway'] },

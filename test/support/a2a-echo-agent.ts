@@ -27,6 +27,7 @@ import {
  *   load of tasks that are in flight for a while);
  * - `ask:<question>`: asks for input (`input-required`, its status message `<question>`); the message continuing the
  *   task (any text) completes it with an artifact holding `answered <text>`, or asks again if that text is `ask:...`;
+ * - `garble:<text>`: answers the send with a JSON-RPC result that is neither a task nor a message (not A2A);
  * - `steps:<key>`: reports `working` with status messages `step 1` and `step 2` at once, an artifact `result` in two
  *   chunks (`forty-`, then `two` appended), then waits for `release(key)`, reports `step 3` and completes (`done`).
  * With `streaming` its card says it streams, and it serves the streaming methods (SSE); else it serves JSON only.
@@ -111,7 +112,13 @@ export class EchoAgent {
     const version = (request.headers['a2a-version'] as string | undefined) ?? '0.3';
     validateVersion(version, this.agentCard!, 'JSONRPC');
     const body = Buffer.concat(chunks).toString('utf8');
-    this.methods.push(String((JSON.parse(body) as { method?: unknown }).method));
+    const rpc = JSON.parse(body) as { id?: unknown; method?: unknown; params?: { message?: { parts?: { text?: unknown }[] } } };
+    this.methods.push(String(rpc.method));
+    const first = rpc.params?.message?.parts?.[0]?.text;
+    if (rpc.method === 'SendMessage' && typeof first === 'string' && first.startsWith('garble:')) {
+      this.received.push(first);
+      return { jsonrpc: '2.0', id: rpc.id, result: {} };
+    }
     return this.transport!.handle(body, new ServerCallContext({ requestedVersion: version }));
   }
 

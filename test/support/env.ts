@@ -29,6 +29,23 @@ export function testEnv(overrides: Record<string, string> = {}): Record<string, 
   };
 }
 
+/**
+ * The real token gate, enforcing and fail-closed on the ingress and the admin API, JWTs checked against the dev
+ * signing key's JWKS (libs/security/dev-token.ts: issuer `eventmesh-dev`, audience `eventmesh`); operator tenant `ops`.
+ */
+export function tokenGateEnv(jwksPath: string): Record<string, string> {
+  return {
+    EVENTMESH_SECURITY_GATE_FILTERS: 'token',
+    EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
+    EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
+    EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
+    EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT: 'ops',
+    EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE: jwksPath,
+    EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: 'eventmesh-dev',
+    EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: 'eventmesh',
+  };
+}
+
 export function testConfig(overrides: Record<string, string> = {}): EventMeshConfig {
   return loadConfig(testEnv(overrides));
 }

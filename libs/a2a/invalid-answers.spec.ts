@@ -1,0 +1,32 @@
+import { InvalidAgentResponseError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { failedOnInvalidAnswer, invalidAnswer, isInvalidAnswer } from './agent-task-follower';
+import type { StoredTask } from './task-store';
+
+/** What counts as an agent's answer that is not A2A (the task fails, -32006), and what as an agent not reached. */
+describe('invalid agent answers', () => {
+  it("counts the SDK client's errors for an answer that is not A2A, and nothing that says the agent was not reached", () => {
+    for (const e of [
+      new InvalidAgentResponseError('Invalid SSE event'),
+      new SyntaxError('Unexpected token < in JSON at position 0'),
+      new Error('Invalid response: missing payload'),
+      new Error("Invalid JSON-RPC response for SendMessage: expected 'jsonrpc' to be exactly '2.0', got undefined."),
+      new Error('JSON-RPC response ID mismatch for method SendMessage. Expected 3, got 4.'),
+    ]) expect(isInvalidAnswer(e)).toBe(true);
+    for (const e of [
+      new TypeError('fetch failed'),
+      new Error('HTTP error for SendMessage! Status: 503 Service Unavailable. Response: busy'),
+      new TaskNotFoundError('no task'),
+      'a string',
+    ]) expect(isInvalidAnswer(e)).toBe(false);
+  });
+
+  it('marks the failure in the status message, which the blocking send reads back', () => {
+    const task = { id: 't1', contextId: 'c1', state: 'working', statusMessage: null } as StoredTask;
+    const change = invalidAnswer(task, 'Invalid response: missing payload');
+    expect(change).toMatchObject({ state: 'failed', statusMessage: { role: 'ROLE_AGENT', taskId: 't1', parts: [{ text: "the agent's answer is not a valid A2A answer: Invalid response: missing payload" }] } });
+    expect(failedOnInvalidAnswer({ state: 'failed', statusMessage: change.statusMessage! })).toBe(true);
+    expect(failedOnInvalidAnswer({ state: 'working', statusMessage: change.statusMessage! })).toBe(false);
+    expect(failedOnInvalidAnswer({ state: 'failed', statusMessage: { parts: [{ text: 'the agent refused the task' }] } })).toBe(false);
+    expect(failedOnInvalidAnswer({ state: 'failed', statusMessage: null })).toBe(false);
+  });
+});
