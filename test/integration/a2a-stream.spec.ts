@@ -399,7 +399,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
 
   /**
    * A cancel and the agent's completion sent at the same moment, each to another instance (the cancel through the
-   * stock client on B, the agent's update on A, 0 to 110 ms after it), over a dozen tasks: whichever wins, both instances read the same
+   * stock client on B, the agent's update on A, 0 to 78 ms after it), over 40 tasks: whichever wins, both instances read the same
    * outcome, the loser is refused (409 for the update, TaskNotCancelableError for the cancel), the task's log has
    * exactly one terminal status and nothing after it, and its workflow ended in that state.
    */
@@ -407,7 +407,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     const [onA, onB] = [await clientOf(a), await clientOf(b)];
     const outcomes: Record<string, number> = {};
     const terminal = new Set(['TASK_STATE_COMPLETED', 'TASK_STATE_CANCELED', 'TASK_STATE_FAILED', 'TASK_STATE_REJECTED']);
-    for (let i = 0; i < 12; i++) {
+    for (let i = 0; i < 40; i++) {
       const task = (await onA.sendMessage(send(`race ${i}`, { returnImmediately: true }))) as Task;
       expect((await call(b, 'POST', `/a2a/agents/steps/tasks/${task.id}/updates`, { state: 'working' })).status).toBe(200);
       const [cancel, update] = await Promise.all([
@@ -415,9 +415,9 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
           (t) => ({ state: t.status?.state, error: undefined }),
           (e: unknown) => ({ state: undefined, error: e }),
         ),
-        // The completion given a head start of 0 to 110 ms less than the cancel, task by task, so that both orders and the
-        // moments in between are tried (the cancel takes a Temporal update; the completion a compare-and-set).
-        sleep(i * 10).then(() => call(a, 'POST', `/a2a/agents/steps/tasks/${task.id}/updates`, { state: 'TASK_STATE_COMPLETED', artifacts: [{ artifactId: randomUUID(), name: 'r', parts: [{ text: `done ${i}` }] }] })),
+        // The completion sent 0 to 78 ms after the cancel, 2 ms later task by task, so that both orders and the moments
+        // in between are tried (the cancel takes a Temporal update, tens of ms here; the completion a compare-and-set).
+        sleep(i * 2).then(() => call(a, 'POST', `/a2a/agents/steps/tasks/${task.id}/updates`, { state: 'TASK_STATE_COMPLETED', artifacts: [{ artifactId: randomUUID(), name: 'r', parts: [{ text: `done ${i}` }] }] })),
       ]);
       const result = await a.deps.temporal.client.workflow.getHandle(`a2a-task/${task.id}`).result();
       const [readA, readB] = await Promise.all([onA.getTask({ tenant: '', id: task.id, historyLength: undefined }), onB.getTask({ tenant: '', id: task.id, historyLength: undefined })]);
@@ -439,7 +439,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
       expect(ends[0].at).toBe(log.length - 1);
       outcomes[state] = (outcomes[state] ?? 0) + 1;
     }
-    process.stdout.write(`a2a-stream.spec: cancel racing completion over 12 tasks: ${JSON.stringify(outcomes)}\n`);
+    process.stdout.write(`a2a-stream.spec: cancel racing completion over 40 tasks: ${JSON.stringify(outcomes)}\n`);
   });
 
   it('sends keep-alive comments on an idle stream, refuses a stream past EVENTMESH_AGENTS_MAX_STREAMS (503), and frees the slots on disconnect', async () => {
