@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { A2AError, InvalidAgentResponseError } from '@a2a-js/sdk/errors';
+import { A2AError, InvalidAgentResponseError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { AgentStream, applyEvent, StreamRead } from './agent-stream';
 import type { ParkedStream } from './parked-streams';
 import { A2AState, SETTLED, stateOf } from './task-states';
@@ -142,6 +142,13 @@ export class AgentTaskFollower {
     return task.state;
   }
 
+  /** See {@link AgentLostTask}: throws it once the turn is recorded as not sent (or when another change won). */
+  private async sendAgain(task: StoredTask): Promise<never> {
+    const result = await this.tasks.transition(task, { state: task.state, deliveredTurn: 0 });
+    const why = result.changed ? 'its first turn is sent again' : 'the task changed meanwhile; the delivery looks again';
+    throw new AgentLostTask(`the agent does not know its task ${task.agentTaskId} (it restarted without it?): ${why}`);
+  }
+
   /**
    * Follows the agent's task with GetTask, waiting `firstWaitMs` before the first and twice as long each time (at
    * most {@link FOLLOW_MAX_MS}), recording each change, until it settles (or `untilMs` passes). Answers the state
@@ -165,6 +172,7 @@ export class AgentTaskFollower {
         answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, opts());
       } catch (e) {
         if (!(e instanceof A2AError) && !isInvalidAnswer(e)) throw unreachable(e, ctx.signal);
+        if (e instanceof TaskNotFoundError && task.deliveredTurn === 1) await this.sendAgain(task);
         const change = isInvalidAnswer(e) ? invalidAnswer(task, (e as Error).message) : { state: 'failed' as const, statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`) };
         const result = await this.tasks.transition(task, change);
         return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
@@ -182,6 +190,15 @@ export class AgentTaskFollower {
     return task.state;
   }
 }
+
+/**
+ * The agent does not know the task it took the first turn of (it restarted and kept its tasks in memory, say): the
+ * turn is recorded as not sent (`deliveredTurn` 0, a compare-and-set) and the delivery fails as an agent unreached,
+ * so that the delivery tried again sends the turn again, as a new task at the agent (within the task's timeout and
+ * its retry policy; at least once: the agent may have done the lost task). A later turn continued the agent's task,
+ * which is gone with it: such a task fails ("the agent lost the task").
+ */
+export class AgentLostTask extends AgentUnreachable {}
 
 /** Whether a change says something the task does not (state, status message, artifacts): only those are recorded. */
 export function differs(task: StoredTask, change: TaskChange): boolean {

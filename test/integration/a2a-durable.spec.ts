@@ -195,6 +195,29 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     expect(await workflowOf(task.id).result()).toBe('completed');
   });
 
+  it('sends the first turn again to an agent that restarted without the task (GetTask: not found); the task completes', async () => {
+    const port = await freePort();
+    const first = new EchoAgent();
+    started.push(first);
+    await first.start(port);
+    expect((await register('forgetful', first.card())).status).toBe(201);
+    const client = await clientOf('forgetful');
+    const key = randomUUID();
+    const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
+    await waitFor('the agent holding the task', () => first.isHeld(key));
+    await waitFor('the task recorded working', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING);
+    // The agent dies with the task in its memory; another process of it listens where the card says.
+    await first.crash();
+    const second = new EchoAgent();
+    started.push(second);
+    await second.start(port);
+    await waitFor('the turn sent again to the restarted agent', () => second.isHeld(key), { timeoutMs: 10_000 });
+    second.release(key);
+    await waitFor('the task completed', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 10_000 });
+    expect([first.received, second.received]).toEqual([[`hold:${key}`], [`hold:${key}`]]);
+    expect(await workflowOf(task.id).result()).toBe('completed');
+  });
+
   it('fails a task whose agent does not come back within the task timeout', async () => {
     const never = { ...agent.card(), supportedInterfaces: [{ url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
     expect((await register('never', never)).status).toBe(201);

@@ -97,6 +97,14 @@ export class EchoAgent {
     return this.url;
   }
 
+  /** Dies as a process would: its connections cut, its tasks (held ones too) gone with it, never completed. */
+  async crash(): Promise<void> {
+    this.held.clear();
+    this.server?.closeAllConnections();
+    await new Promise<void>((resolve) => (this.server ? this.server.close(() => resolve()) : resolve()));
+    this.server = undefined;
+  }
+
   async close(): Promise<void> {
     for (const resume of this.held.values()) resume();
     this.server?.closeAllConnections();
