@@ -41,16 +41,20 @@ export class EchoAgentProcess {
         child.kill('SIGKILL');
         reject(e);
       };
-      child.once('exit', (code, signal) => fail(new Error(`the echo agent's process exited (${code ?? signal}) before it listened: ${stderr}`)));
-      child.stdout!.on('data', (c: Buffer) => {
+      const exited = (code: number | null, signal: string | null) => fail(new Error(`the echo agent's process exited (${code ?? signal}) before it listened: ${stderr}`));
+      child.once('exit', exited);
+      const listening = (c: Buffer) => {
         out += c.toString();
         const m = /JSON-RPC at (http:\/\/127\.0\.0\.1:(\d+)\/)/.exec(out);
         if (!m) return;
         clearTimeout(timer);
-        child.removeAllListeners('exit');
+        child.off('exit', exited);
+        child.stdout!.off('data', listening);
+        child.stdout!.resume();
         this.port = Number(m[2]);
         resolve(m[1]);
-      });
+      };
+      child.stdout!.on('data', listening);
     });
     return this.url;
   }

@@ -324,7 +324,7 @@ async function burstAgainst(agent: EchoAgentProcess, mesh: A2AClient): Promise<v
       'tasks the agent had done and forgot when its process was killed, before the mesh heard of them, sent to it again: at least once, docs/a2a.md, "Not supported")' : ''}`,
   );
   if (stillOpen > 0) console.log(`  still open when the run's bound came (BENCH_BUDGET_SECONDS, BENCH_BURST_SETTLE_MS): ${stillOpen}, neither lost nor completed yet`);
-  const verdict = lost > 0 || wrongEcho.length > 0 || twiceInMesh > 0 ? 'NOT met' : stillOpen > 0 ? 'not shown (tasks still open at the bound)' : 'met';
+  const verdict = lost > 0 || wrongEcho.length > 0 || twiceInMesh > 0 || completionsInMesh.size !== completed.length ? 'NOT met' : stillOpen > 0 ? 'not shown (tasks still open at the bound)' : 'met';
   console.log(`  lost (acknowledged, ended other than completed): ${lost}; goal 0 lost and each completed once (by the mesh): ${verdict}; each done once by the agent too: ${duplicates.length === 0 ? 'yes' : 'no'}`);
 }
 

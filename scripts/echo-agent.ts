@@ -17,7 +17,7 @@ function optionsOf(argv: string[]): { port: number; name: string; answersFile?: 
   } catch (e) {
     refuse((e as Error).message);
   }
-  const port = values.port === undefined ? 9000 : Number(values.port);
+  const port = values.port === undefined ? 9000 : /^\d{1,5}$/.test(values.port) ? Number(values.port) : NaN;
   if (!Number.isInteger(port) || port < 0 || port > 65535) refuse(`--port: ${JSON.stringify(values.port)} is not a port (an integer from 0, any free one, to 65535)`);
   if (values.name !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(values.name)) refuse(`--name: ${JSON.stringify(values.name)} is not a name (letters, digits, '.', '_', '-', at most 64)`);
   if (values.answers === '') refuse('--answers: a file path is needed');

@@ -142,10 +142,13 @@ export class AgentTaskFollower {
     return task.state;
   }
 
-  /** See {@link AgentLostTask}: throws it once the turn is recorded as not sent (or when another change won). */
+  /**
+   * See {@link AgentLostTask}: records the first turn as not sent, the lost task's id and artifacts gone, and throws
+   * it (also when another change won: the delivery tried again looks at the task as it is then).
+   */
   private async sendAgain(task: StoredTask): Promise<never> {
-    const result = await this.tasks.transition(task, { state: task.state, deliveredTurn: 0 });
-    const why = result.changed ? 'its first turn is sent again' : 'the task changed meanwhile; the delivery looks again';
+    const result = await this.tasks.transition(task, { state: task.state, deliveredTurn: 0, agentTaskId: null, artifacts: [], agentResends: task.agentResends + 1 });
+    const why = result.changed ? 'its first turn is recorded as not sent, for the delivery tried next' : 'the task changed meanwhile';
     throw new AgentLostTask(`the agent does not know its task ${task.agentTaskId} (it restarted without it?): ${why}`);
   }
 
@@ -172,7 +175,7 @@ export class AgentTaskFollower {
         answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, opts());
       } catch (e) {
         if (!(e instanceof A2AError) && !isInvalidAnswer(e)) throw unreachable(e, ctx.signal);
-        if (e instanceof TaskNotFoundError && task.deliveredTurn === 1) await this.sendAgain(task);
+        if (e instanceof TaskNotFoundError && task.deliveredTurn === 1 && task.agentResends === 0) await this.sendAgain(task);
         const change = isInvalidAnswer(e) ? invalidAnswer(task, (e as Error).message) : { state: 'failed' as const, statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`) };
         const result = await this.tasks.transition(task, change);
         return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
@@ -193,10 +196,12 @@ export class AgentTaskFollower {
 
 /**
  * The agent does not know the task it took the first turn of (it restarted and kept its tasks in memory, say): the
- * turn is recorded as not sent (`deliveredTurn` 0, a compare-and-set) and the delivery fails as an agent unreached,
- * so that the delivery tried again sends the turn again, as a new task at the agent (within the task's timeout and
- * its retry policy; at least once: the agent may have done the lost task). A later turn continued the agent's task,
- * which is gone with it: such a task fails ("the agent lost the task").
+ * turn is recorded as not sent (`deliveredTurn` 0, the agent's task id and artifacts cleared, a compare-and-set) and
+ * the delivery fails as an agent unreached, so that the delivery tried again sends the turn again, as a new task at
+ * the agent (within the task's timeout and its retry policy; at least once: the agent may have done the lost task).
+ * Once only (`agentResends`): an agent that loses the task again (replicas that do not share their tasks, an agent
+ * that keeps none) fails it ("the agent lost the task"), as does one that lost a later turn, which continued the
+ * agent's task, gone with it.
  */
 export class AgentLostTask extends AgentUnreachable {}
 
@@ -261,7 +266,13 @@ export function failedOnInvalidAnswer(task: Pick<StoredTask, 'state' | 'statusMe
  * would come again (and the agent would take the turn again), so the task fails instead.
  */
 export function isInvalidAnswer(e: unknown): boolean {
-  if (e instanceof InvalidAgentResponseError || e instanceof SyntaxError) return true;
+  if (e instanceof InvalidAgentResponseError) return true;
   const message = e instanceof Error ? e.message : '';
-  return /^(Invalid response|Invalid JSON-RPC response|JSON-RPC response ID mismatch)/.test(message);
+  // A body that is not JSON; but an empty one (a proxy's, an agent stopping mid-answer) is tried again.
+  if (e instanceof SyntaxError) return !/end of JSON input/.test(message);
+  return INVALID_ANSWER_MESSAGES.test(message);
 }
+
+/** The messages of the SDK client's errors (1.3) for an answer that is not A2A, JSON-RPC and HTTP+JSON, plain and SSE. */
+const INVALID_ANSWER_MESSAGES =
+  /^(Invalid response|Invalid JSON-RPC response|JSON-RPC response ID mismatch|Invalid SendMessageResponse|Failed to parse SSE event data|SSE event JSON-RPC response is missing 'result' field|Attempted to process empty SSE event data)/;

@@ -1,4 +1,4 @@
-import { InvalidAgentResponseError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { A2AError, InvalidAgentResponseError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { failedOnInvalidAnswer, invalidAnswer, isInvalidAnswer } from './agent-task-follower';
 import type { StoredTask } from './task-store';
 
@@ -11,9 +11,14 @@ describe('invalid agent answers', () => {
       new Error('Invalid response: missing payload'),
       new Error("Invalid JSON-RPC response for SendMessage: expected 'jsonrpc' to be exactly '2.0', got undefined."),
       new Error('JSON-RPC response ID mismatch for method SendMessage. Expected 3, got 4.'),
+      new A2AError('Invalid SendMessageResponse: missing result'),
+      new Error('Failed to parse SSE event data: "<html>...". Original error: Unexpected token'),
+      new Error("SSE event JSON-RPC response is missing 'result' field. Data: {}"),
+      new Error('Attempted to process empty SSE event data.'),
     ]) expect(isInvalidAnswer(e)).toBe(true);
     for (const e of [
       new TypeError('fetch failed'),
+      new SyntaxError('Unexpected end of JSON input'),
       new Error('HTTP error for SendMessage! Status: 503 Service Unavailable. Response: busy'),
       new TaskNotFoundError('no task'),
       'a string',

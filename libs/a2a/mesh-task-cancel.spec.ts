@@ -12,7 +12,7 @@ import type { StoredTask } from './task-store';
  */
 describe('MeshTaskHandler cancel', () => {
   const stored = (state: StoredTask['state']): StoredTask => ({
-    id: 't1', tenant: 'acme', agent: 'echo', agentTaskId: null, deliveredTurn: 1, requestRecord: null, contextId: 'c1', state, statusMessage: null,
+    id: 't1', tenant: 'acme', agent: 'echo', agentTaskId: null, deliveredTurn: 1, agentResends: 0, requestRecord: null, contextId: 'c1', state, statusMessage: null,
     history: [], artifacts: [], metadata: {}, version: 1, eventSeq: 1, createdAt: new Date(0), updatedAt: new Date(0),
   });
   const handlerWith = (reads: StoredTask['state'][], running: CancelOutcome | 'not-running', ended: CancelOutcome) => {

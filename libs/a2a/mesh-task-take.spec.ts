@@ -17,7 +17,7 @@ import type { NewTask, StoredTask } from './task-store';
  */
 describe('MeshTaskHandler take', () => {
   const storedOf = (task: NewTask): StoredTask => ({
-    ...task, agentTaskId: null, deliveredTurn: 0, requestRecord: task.requestRecord ?? null, state: 'submitted', statusMessage: null,
+    ...task, agentTaskId: null, deliveredTurn: 0, agentResends: 0, requestRecord: task.requestRecord ?? null, state: 'submitted', statusMessage: null,
     artifacts: [], version: 0, eventSeq: 1, createdAt: new Date(0), updatedAt: new Date(0),
   });
   const setup = (fail: { publish?: boolean; create?: boolean; start?: boolean } = {}, eager = true, style: StoredAgent['style'] = 'url') => {

@@ -1,6 +1,6 @@
 import { Message, SendMessageRequest, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
-import { A2AError, TaskNotCancelableError } from '@a2a-js/sdk/errors';
+import { A2AError, TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
 import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
@@ -140,7 +140,7 @@ export class TaskRelay {
           // The agent took the turn but answered it without a stream: sent again, it would take it again (at each
           // retry until the timeout). Recorded as an invalid answer instead; the card is what needs fixing.
           change = invalidAnswer(task, 'its card says it streams (capabilities.streaming), but it answered the send with no event stream: fix the card');
-        } else if (isInvalidAnswer(e)) change = invalidAnswer(task, (e as Error).message);
+        } else if (!ctx.signal.aborted && isInvalidAnswer(e)) change = invalidAnswer(task, (e as Error).message);
         else if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
         else change = { state: 'failed', statusMessage: agentMessage(task, `the agent refused the task: ${(e as Error).message}`) };
       }
@@ -221,8 +221,10 @@ export class TaskRelay {
           if (change.state !== 'canceled') return { outcome: 'not-cancelable', state: await this.record(task, change) };
         } catch (e) {
           if (e instanceof TaskNotCancelableError) return { outcome: 'not-cancelable', state: await this.refresh(task, client) };
-          if (!(e instanceof A2AError)) return { outcome: 'unreachable', state: task.state, reason: `the agent could not be reached to cancel its task: ${(e as Error).message}` };
-          throw e;
+          // The agent does not know the task (it lost it): nothing runs there to stop; the mesh's task is canceled.
+          if (e instanceof TaskNotFoundError) change = { state: 'canceled', statusMessage: null };
+          else if (!(e instanceof A2AError)) return { outcome: 'unreachable', state: task.state, reason: `the agent could not be reached to cancel its task: ${(e as Error).message}` };
+          else throw e;
         }
       }
       const result = await this.tasks.transition(task, change);

@@ -12,6 +12,8 @@ export interface StoredTask {
   agentTaskId: string | null;
   /** The last of the client's turns sent to an agent at a URL (0: none yet; a message continuing the task is the next). */
   deliveredTurn: number;
+  /** How often the first turn was sent again after the agent lost the task (at most once: agent-task-follower.ts). */
+  agentResends: number;
   /** Where the task's first request is in Kafka (null: taken before this was recorded; its workflow's input names it). */
   requestRecord: TaskRequestRecord | null;
   contextId: string;
@@ -34,10 +36,12 @@ export interface TaskChange {
   statusMessage?: Record<string, unknown> | null;
   history?: Record<string, unknown>[];
   artifacts?: Record<string, unknown>[];
-  agentTaskId?: string;
+  /** The agent's task id; null clears it (the agent lost its task). */
+  agentTaskId?: string | null;
   contextId?: string;
   /** The turn this change recorded as sent to the agent. */
   deliveredTurn?: number;
+  agentResends?: number;
 }
 
 /** A transition's outcome: the task as changed, or why nothing changed and the task as it is now. */
@@ -55,6 +59,7 @@ interface RawTask {
   agent: string;
   agent_task_id: string | null;
   delivered_turn: number;
+  agent_resends: number;
   request_record: TaskRequestRecord | null;
   context_id: string;
   state: A2AState;
@@ -68,7 +73,7 @@ interface RawTask {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, request_record, context_id, state, status_message, history, artifacts, metadata, version, event_seq, created_at, updated_at';
+const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, agent_resends, request_record, context_id, state, status_message, history, artifacts, metadata, version, event_seq, created_at, updated_at';
 
 /**
  * The insert of a change's events (task-events.ts), as a data-modifying CTE beside the statement that writes the task
@@ -87,6 +92,7 @@ const taskOf = (r: RawTask): StoredTask => ({
   agent: r.agent,
   agentTaskId: r.agent_task_id,
   deliveredTurn: r.delivered_turn,
+  agentResends: r.agent_resends,
   requestRecord: r.request_record,
   contextId: r.context_id,
   state: r.state,
@@ -204,8 +210,8 @@ export class A2ATaskStore {
          UPDATE a2a_tasks SET state = $4,
            status_message = CASE WHEN $5::boolean THEN $6::jsonb ELSE status_message END,
            history = COALESCE($7::jsonb, history), artifacts = COALESCE($8::jsonb, artifacts),
-           agent_task_id = COALESCE($9, agent_task_id), context_id = COALESCE($10, context_id),
-           delivered_turn = COALESCE($12, delivered_turn),
+           agent_task_id = CASE WHEN $15::boolean THEN NULL ELSE COALESCE($9, agent_task_id) END, context_id = COALESCE($10, context_id),
+           delivered_turn = COALESCE($12, delivered_turn), agent_resends = COALESCE($16, agent_resends),
            version = version + 1, event_seq = event_seq + $11, updated_at = $13
          WHERE id = $1 AND tenant = $2 AND version = $3
          RETURNING ${COLUMNS}
@@ -226,6 +232,8 @@ export class A2ATaskStore {
         change.deliveredTurn ?? null,
         at,
         JSON.stringify(events),
+        change.agentTaskId === null,
+        change.agentResends ?? null,
       ],
     );
     const changed = rows.length === 1 ? taskOf(rows[0]) : undefined;

@@ -216,6 +216,21 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     await waitFor('the task completed', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 10_000 });
     expect([first.received, second.received]).toEqual([[`hold:${key}`], [`hold:${key}`]]);
     expect(await workflowOf(task.id).result()).toBe('completed');
+
+    // Once only: an agent that loses the task again (here, restarted again) fails it, its turn not sent a third time.
+    const again = randomUUID();
+    const lost = asTask(await client.sendMessage(send(`hold:${again}`, { returnImmediately: true })));
+    let current = second;
+    for (let death = 0; death < 2; death++) {
+      await waitFor('the agent holding the task', () => current.isHeld(again), { timeoutMs: 10_000 });
+      await current.crash();
+      current = new EchoAgent();
+      started.push(current);
+      await current.start(port);
+    }
+    await waitFor('the task failed', async () => (await stateOf(client, lost.id)) === TaskState.TASK_STATE_FAILED, { timeoutMs: 10_000 });
+    expect(textOf((await client.getTask({ tenant: '', id: lost.id, historyLength: undefined })).status?.message)).toContain('the agent lost the task');
+    expect(current.received).toEqual([]);
   });
 
   it('fails a task whose agent does not come back within the task timeout', async () => {
@@ -388,14 +403,17 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     it('agents receiving their tasks over WebSocket, SSE and a webhook complete blocking sends, each task once', async () => {
       type Frame = { a2ataskid: string; data: { message: { parts: { text: string }[] } } };
       const done: Record<string, string[]> = { ws: [], sse: [], hook: [] };
+      /** What went wrong in a replica's callbacks (asserted at the end: they run outside the test's own awaits). */
+      const failures: string[] = [];
       const complete = async (name: string, frame: Frame) => {
+        done[name].push(frame.a2ataskid);
         const answer = await call('POST', `/a2a/agents/${name}/tasks/${frame.a2ataskid}/updates`, {
           state: 'TASK_STATE_COMPLETED',
           artifacts: [{ artifactId: randomUUID(), name: 'result', parts: [{ text: `${name}:${frame.data.message.parts[0].text}` }] }],
         });
-        expect(answer).toMatchObject({ status: 200, body: { state: 'completed' } });
-        done[name].push(frame.a2ataskid);
+        if (answer.status !== 200 || answer.body?.state !== 'completed') failures.push(`${name}: the update answered ${answer.status} ${JSON.stringify(answer.body)}`);
       };
+      const recorded = (what: string) => (e: unknown) => void failures.push(`${what}: ${(e as Error).message}`);
       const subscribe = async (name: string, body: Record<string, unknown>): Promise<string> => {
         expect((await register(`${name}?style=subscriber`, { ...subscriberCard(), name })).status).toBe(201);
         const created = await call('POST', '/subscriptions', { topic: requestTopicOf(tenant, name), ...body });
@@ -405,51 +423,60 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       const wsId = await subscribe('ws', { protocol: 'STREAM', config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
       const sseId = await subscribe('sse', { protocol: 'STREAM', config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
       const receiver = new WebhookReceiver();
-      await receiver.start();
-      receiver.gate = (request) => complete('hook', { a2ataskid: String(request.headers['ce-a2ataskid']), data: JSON.parse(request.body.toString()) as Frame['data'] });
-      await subscribe('hook', { sink: receiver.url, config: { startFrom: 'earliest' } });
-
       const stop = new AbortController();
-      const socket = new WebSocket(`${instance.url!.replace('http', 'ws')}/subscriptions/${wsId}/ws?window=1`, { headers });
-      socket.on('message', (m) => {
-        const message = JSON.parse(String(m)) as { type: string; deliveryId: string; event: Frame };
-        if (message.type !== 'event') return;
-        void complete('ws', message.event).then(() => socket.send(JSON.stringify({ type: 'ack', deliveryId: message.deliveryId })));
-      });
-      const sse = (async () => {
-        const response = await fetch(`${instance.url}/subscriptions/${sseId}/events?window=1`, { headers, signal: stop.signal });
-        expect(response.status).toBe(200);
-        let text = '';
-        for await (const chunk of response.body!) {
-          text += Buffer.from(chunk as Uint8Array).toString();
-          let end: number;
-          while ((end = text.indexOf('\n\n')) >= 0) {
-            const message = text.slice(0, end);
-            text = text.slice(end + 2);
-            const data = /^data: (.*)$/m.exec(message);
-            if (!/^event: cloudevent$/m.test(message) || !data) continue;
-            const delivery = JSON.parse(data[1]) as { deliveryId: string; event: Frame };
-            await complete('sse', delivery.event);
-            expect((await call('POST', `/subscriptions/${sseId}/acks`, { deliveryId: delivery.deliveryId, action: 'ack' })).status).toBe(200);
-          }
-        }
-      })().catch((e: unknown) => {
-        if (!stop.signal.aborted) throw e;
-      });
-      const heartbeats = setInterval(() => void Promise.all(['ws', 'sse', 'hook'].map((name) => call('POST', `/a2a/agents/${name}/heartbeat`))), 500);
+      let socket: WebSocket | undefined;
+      let sse: Promise<void> | undefined;
+      const heartbeats = setInterval(() => void Promise.all(['ws', 'sse', 'hook'].map((name) => call('POST', `/a2a/agents/${name}/heartbeat`))).catch(recorded('heartbeat')), 500);
       try {
-        await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+        await receiver.start();
+        receiver.gate = (request) =>
+          complete('hook', { a2ataskid: String(request.headers['ce-a2ataskid']), data: JSON.parse(request.body.toString()) as Frame['data'] }).catch(recorded('webhook'));
+        await subscribe('hook', { sink: receiver.url, config: { startFrom: 'earliest' } });
+
+        const ws = new WebSocket(`${instance.url!.replace('http', 'ws')}/subscriptions/${wsId}/ws?window=1`, { headers });
+        socket = ws;
+        ws.on('message', (m) => {
+          const message = JSON.parse(String(m)) as { type: string; deliveryId: string; event: Frame };
+          if (message.type !== 'event') return;
+          void complete('ws', message.event)
+            .then(() => ws.send(JSON.stringify({ type: 'ack', deliveryId: message.deliveryId })))
+            .catch(recorded('websocket'));
+        });
+        sse = (async () => {
+          const response = await fetch(`${instance.url}/subscriptions/${sseId}/events?window=1`, { headers, signal: stop.signal });
+          if (response.status !== 200) throw new Error(`the SSE stream answered ${response.status}`);
+          let text = '';
+          for await (const chunk of response.body!) {
+            text += Buffer.from(chunk as Uint8Array).toString();
+            let end: number;
+            while ((end = text.indexOf('\n\n')) >= 0) {
+              const message = text.slice(0, end);
+              text = text.slice(end + 2);
+              const data = /^data: (.*)$/m.exec(message);
+              if (!/^event: cloudevent$/m.test(message) || !data) continue;
+              const delivery = JSON.parse(data[1]) as { deliveryId: string; event: Frame };
+              await complete('sse', delivery.event);
+              const acked = await call('POST', `/subscriptions/${sseId}/acks`, { deliveryId: delivery.deliveryId, action: 'ack' });
+              if (acked.status !== 200) failures.push(`sse: the ack answered ${acked.status}`);
+            }
+          }
+        })().catch((e: unknown) => {
+          if (!stop.signal.aborted) recorded('sse')(e);
+        });
+        await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
         for (const name of ['ws', 'sse', 'hook']) {
           const client = await clientOf(name);
           const tasks = await Promise.all([1, 2, 3].map(async (i) => asTask(await client.sendMessage(send(`job ${i}`)))));
+          expect(failures).toEqual([]);
           expect(tasks.map((t) => t.status?.state)).toEqual(tasks.map(() => TaskState.TASK_STATE_COMPLETED));
           expect(tasks.map((t) => t.artifacts.map((a) => textOf({ parts: a.parts } as Message)))).toEqual(tasks.map(() => [expect.stringMatching(new RegExp(`^${name}:job [123]$`))]));
           expect([...done[name]].sort()).toEqual(tasks.map((t) => t.id).sort());
         }
+        expect(failures).toEqual([]);
       } finally {
         clearInterval(heartbeats);
         stop.abort();
-        socket.terminate();
+        socket?.terminate();
         await sse;
         await receiver.stop();
       }

@@ -42,10 +42,13 @@ describe('A2A through the token gate (real gateway and worker, stock @a2a-js/sdk
     );
   });
   afterAll(async () => {
-    await endTaskWorkflows([ACME, BETA]);
-    await instance?.close();
-    await agent.close();
-    rmSync(dir, { recursive: true, force: true });
+    try {
+      await endTaskWorkflows([ACME, BETA]);
+    } finally {
+      await instance?.close();
+      await agent.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   const request = (method: string, path: string, headers: Record<string, string>, body?: unknown) =>
@@ -97,6 +100,8 @@ describe('A2A through the token gate (real gateway and worker, stock @a2a-js/sdk
     }
     await expect(clientWith({})).rejects.toThrow(/401/);
     expect(await tasksOf(ACME)).toBe(before);
+    expect(agent.received).not.toContain('echo:unseen');
+    expect(Number((await instance.deps.db.query(`SELECT count(*)::int AS n FROM a2a_tasks WHERE history::text LIKE '%echo:unseen%'`))[0].n)).toBe(0);
   });
 
   it("serves the card with the gate's schemes; the stock client sends with a JWT (JSON-RPC) and with an API key (REST)", async () => {
@@ -124,6 +129,7 @@ describe('A2A through the token gate (real gateway and worker, stock @a2a-js/sdk
     expect(response.status).toBe(403);
     expect(response.headers.get('www-authenticate')).toBe('Bearer error="insufficient_scope", scope="publish"');
     expect(await tasksOf(ACME)).toBe(before);
+    expect(agent.received).not.toContain('echo:unseen');
   });
 
   it("shows each tenant only its own tasks, by the token's tenant: another's is not found, not listed, not cancelable", async () => {

@@ -32,6 +32,10 @@ export class A2ATaskEntity {
   @Column({ name: 'delivered_turn', type: 'integer', default: 0 })
   deliveredTurn!: number;
 
+  /** How often the first turn was sent again after the agent lost the task (libs/a2a/agent-task-follower.ts; at most once). */
+  @Column({ name: 'agent_resends', type: 'integer', default: 0 })
+  agentResends!: number;
+
   /**
    * Where the task's first request is in its agent's request topic (topic, partition, offset): a delivery of the
    * first turn reads it from there. Null for tasks taken before it was recorded (their workflow's input names it).

@@ -26,6 +26,7 @@ import { A2APushDeadLetters1797000000000 } from './1797000000000-A2APushDeadLett
 import { A2APushDeadLetterAge1797100000000 } from './1797100000000-A2APushDeadLetterAge';
 import { A2ATaskRetention1797200000000 } from './1797200000000-A2ATaskRetention';
 import { A2ATaskIdleRetention1797300000000 } from './1797300000000-A2ATaskIdleRetention';
+import { A2ATaskAgentResends1797400000000 } from './1797400000000-A2ATaskAgentResends';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -57,4 +58,5 @@ export const MIGRATIONS = [
   A2APushDeadLetterAge1797100000000,
   A2ATaskRetention1797200000000,
   A2ATaskIdleRetention1797300000000,
+  A2ATaskAgentResends1797400000000,
 ];
