@@ -82,11 +82,6 @@ export class EchoAgentProcess {
     return counts;
   }
 
-  /** Texts (starting with `prefix`) answered more than once, and how often. */
-  duplicates(prefix: string): [string, number][] {
-    return [...this.answered()].filter(([text, n]) => text.startsWith(prefix) && n > 1);
-  }
-
   async close(): Promise<void> {
     await this.kill();
     rmSync(this.dir, { recursive: true, force: true });

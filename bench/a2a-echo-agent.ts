@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
 import { createServer, IncomingMessage, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { AgentCard, Message, Role, TaskState } from '@a2a-js/sdk';
+import { AgentCard, Message, Role, SendMessageRequest, TaskState } from '@a2a-js/sdk';
 import {
   AgentEvent,
   AgentExecutor,
@@ -165,4 +165,9 @@ function agentText(ctx: RequestContext, text: string): Message {
 export function textOf(message: Pick<Message, 'parts'> | undefined): string {
   for (const part of message?.parts ?? []) if (part.content?.$case === 'text') return part.content.value;
   return '';
+}
+
+/** A send of one text part to the echo agent (blocking, or answered at once with `returnImmediately`). */
+export function echoRequest(text: string, returnImmediately = false): SendMessageRequest {
+  return SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration: { returnImmediately } });
 }

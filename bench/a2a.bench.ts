@@ -3,17 +3,16 @@ import { readFileSync } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import { performance } from 'node:perf_hooks';
-import { Message, SendMessageRequest, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
-import { Client as A2AClient, ClientFactory } from '@a2a-js/sdk/client';
+import { Message, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
+import { ClientFactory } from '@a2a-js/sdk/client';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Kafka, logLevel } from 'kafkajs';
-import { Client as PgClient } from 'pg';
 import { requestTopicOf } from '../libs/a2a/request-topic';
-import { EchoAgentProcess } from './a2a-agent-process';
-import { BenchEchoAgent, textOf } from './a2a-echo-agent';
+import { BURST_SETTLE_MS, runBurst } from './a2a-burst';
+import { BenchEchoAgent, echoRequest, textOf } from './a2a-echo-agent';
 import { medianTimeline, summarize } from './a2a-timeline';
-import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, percentile, ROOT, sleep, startInstanceProcess, until } from './support';
+import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, percentile, ROOT, sleep, startInstanceProcess } from './support';
 
 /**
  * A2A through the mesh against its two references, in the same run (`npm run bench:a2a`), with an echo agent (an
@@ -38,13 +37,8 @@ import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, perce
  * p50 added by (3) over (1) at half load; the ratio (3)/(1) is reported too. Where the mesh's time goes: a sample of
  * the half-load tasks' workflow histories, as a timeline, and the CPU per task of each process (from /proc).
  *
- * Burst: BENCH_BURST_TASKS (1,000) non-blocking sends (`returnImmediately`) through the mesh,
- * BENCH_BURST_CONCURRENCY at a time, to the echo agent in a process of its own (bench/a2a-agent-process.ts,
- * registered in place of the in-process one); once it has answered half of them its process is SIGKILLed, and a new
- * one listens on the same port BENCH_AGENT_DOWN_MS later. Every task the mesh
- * acknowledged must reach `completed` (read back with `GetTask`) with its own text, completed once by the mesh (one
- * `completed` status in its event log); the texts the agent did more than once (it forgot them when killed, and
- * was sent them again) are counted beside. BENCH_PHASES=load,burst picks the phases.
+ * Burst (bench/a2a-burst.ts): 1,000 non-blocking sends through the mesh to the echo agent in a process of its own,
+ * SIGKILLed half-way and started again; 0 lost, each task completed once. BENCH_PHASES=load,burst picks the phases.
  *
  * The whole run is bounded by BENCH_BUDGET_SECONDS (300): the burst's waits end then, and tasks still open are
  * reported as such (neither lost nor completed). On SIGINT or SIGTERM, and after a failure, the run cleans up: the
@@ -55,11 +49,6 @@ const DURATION_S = Number(process.env.BENCH_DURATION_SECONDS ?? 5);
 const RAMP_S = Number(process.env.BENCH_RAMP_SECONDS ?? 3);
 const FIXED_CONCURRENCY = process.env.BENCH_CONCURRENCY ? Number(process.env.BENCH_CONCURRENCY) : undefined;
 const MAX_CONCURRENCY = Number(process.env.BENCH_MAX_CONCURRENCY ?? 64);
-const BURST = Number(process.env.BENCH_BURST_TASKS ?? 1000);
-const BURST_CONCURRENCY = Number(process.env.BENCH_BURST_CONCURRENCY ?? 32);
-const DOWN_MS = Number(process.env.BENCH_AGENT_DOWN_MS ?? 3000);
-/** How long the burst's tasks may take to settle after the last send. */
-const BURST_SETTLE_MS = Number(process.env.BENCH_BURST_SETTLE_MS ?? 120000);
 /** The whole run's bound: the burst's waits end by then (less the time to clean up), whatever is still open is reported so. */
 const BUDGET_MS = Number(process.env.BENCH_BUDGET_SECONDS ?? 300) * 1000;
 const CLEANUP_MS = 20000;
@@ -79,7 +68,6 @@ const TIMELINE_SAMPLE = 30;
 
 const config = benchConfig();
 const run = randomUUID().slice(0, 6);
-const TERMINAL: ReadonlySet<TaskState> = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
 
 /** One task on one path: resolves with the mesh's task id (mesh path) once the answer is checked; throws otherwise. */
 type Op = (n: number) => Promise<string | undefined>;
@@ -101,8 +89,6 @@ interface Run {
   taskIds: string[];
 }
 
-const sendRequest = (text: string, returnImmediately = false): SendMessageRequest =>
-  SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration: { returnImmediately } });
 
 /** A blocking send's answer must be the completed task, its artifact the text sent. */
 function checkEcho(answer: Message | Task, text: string): string {
@@ -213,138 +199,6 @@ function pidFrom(file: string): number | undefined {
   }
 }
 
-// --- the burst: an agent killed and restarted in the middle --------------------------------------------------
-
-interface BurstTask {
-  text: string;
-  taskId?: string;
-  refusal?: string;
-  state?: TaskState;
-  echoed?: string;
-}
-
-/**
- * The burst's agent is the echo agent in a process of its own (bench/a2a-agent-process.ts), registered under the
- * run's agent name in place of the in-process one (`register`): its kill is a SIGKILL of that process.
- */
-async function burst(register: (card: Record<string, unknown>) => Promise<void>, mesh: A2AClient, agentName: string): Promise<void> {
-  const agent = new EchoAgentProcess(agentName);
-  try {
-    await agent.start();
-    await register(await agent.card());
-    await burstAgainst(agent, mesh);
-  } finally {
-    await agent.close();
-  }
-}
-
-async function burstAgainst(agent: EchoAgentProcess, mesh: A2AClient): Promise<void> {
-  const prefix = `burst-${run}-`;
-  const tasks: BurstTask[] = Array.from({ length: BURST }, (_, n) => ({ text: `${prefix}${n}` }));
-  const answeredBefore = () => [...agent.answered().keys()].filter((t) => t.startsWith(prefix)).length;
-  console.log(`\nburst: ${BURST} non-blocking sends through the mesh, ${BURST_CONCURRENCY} at a time; the agent's process SIGKILLed once it answered ${Math.floor(BURST / 2)}, started again ${DOWN_MS} ms later`);
-  const startedAt = Date.now();
-  let next = 0;
-  const sending = Promise.all(
-    Array.from({ length: BURST_CONCURRENCY }, async () => {
-      for (let n = next++; n < BURST && !stopping(); n = next++) {
-        const task = tasks[n];
-        try {
-          const answer = await mesh.sendMessage(sendRequest(task.text, true), { signal: AbortSignal.timeout(OP_TIMEOUT_MS) });
-          if ('status' in answer && answer.id) task.taskId = answer.id;
-          else task.refusal = 'answered without a task';
-        } catch (e) {
-          task.refusal = (e as Error).message.slice(0, 120);
-        }
-      }
-    }),
-  );
-  // The kill: once the agent has answered half of the burst (bounded: the sends may outrun the deliveries).
-  await until('the agent to answer half of the burst', () => (answeredBefore() >= BURST / 2 || stopping() ? true : undefined), Math.max(1000, budgetLeft() - DOWN_MS), 5).catch(() =>
-    console.log(`  the agent had not answered half of the burst by the run's bound: killed now`),
-  );
-  checkStop();
-  const killedAt = Date.now();
-  const answeredAtKill = answeredBefore();
-  const ackedAtKill = tasks.filter((t) => t.taskId).length;
-  await agent.kill();
-  await sleep(DOWN_MS);
-  await agent.start();
-  const backAt = Date.now();
-  await sending;
-  const sentMs = Date.now() - startedAt;
-  console.log(`  killed ${killedAt - startedAt} ms into the burst (the agent had answered ${answeredAtKill}, the mesh acknowledged ${ackedAtKill} sends), a new process listening after ${backAt - killedAt} ms; every send answered after ${sentMs} ms`);
-
-  // Every acknowledged task read back until it is terminal (GetTask through the mesh), bounded.
-  const acknowledged = tasks.filter((t) => t.taskId);
-  const open = () => acknowledged.filter((t) => !TERMINAL.has(t.state ?? TaskState.TASK_STATE_UNSPECIFIED));
-  const deadline = Date.now() + Math.min(BURST_SETTLE_MS, budgetLeft());
-  while (open().length > 0 && Date.now() < deadline && !stopping()) {
-    const batch = open();
-    let i = 0;
-    await Promise.all(
-      Array.from({ length: 16 }, async () => {
-        for (let k = i++; k < batch.length; k = i++) {
-          const t = batch[k];
-          try {
-            const task = await mesh.getTask({ tenant: '', id: t.taskId!, historyLength: 0 }, { signal: AbortSignal.timeout(10000) });
-            t.state = task.status?.state;
-            t.echoed = task.artifacts.map((a) => textOf(a)).join('');
-          } catch {
-            // read again next time
-          }
-        }
-      }),
-    );
-    if (open().length > 0) await sleep(500);
-  }
-  checkStop();
-  const settledMs = Date.now() - startedAt;
-  const completed = acknowledged.filter((t) => t.state === TaskState.TASK_STATE_COMPLETED);
-  const wrongEcho = completed.filter((t) => t.echoed !== t.text);
-  const states: Record<string, number> = {};
-  for (const t of acknowledged) {
-    const s = taskStateToJSON(t.state ?? TaskState.TASK_STATE_UNSPECIFIED);
-    states[s] = (states[s] ?? 0) + 1;
-  }
-  const refusals: Record<string, number> = {};
-  for (const t of tasks.filter((x) => x.refusal)) refusals[t.refusal!] = (refusals[t.refusal!] ?? 0) + 1;
-  const answered = agent.answered();
-  const atAgent = tasks.filter((t) => (answered.get(t.text) ?? 0) > 0).length;
-  const duplicates = agent.duplicates(prefix);
-  const completionsInMesh = await completionsRecorded(acknowledged.map((t) => t.taskId!));
-  const twiceInMesh = [...completionsInMesh.values()].filter((n) => n > 1).length;
-  const stillOpen = open().length;
-  const lost = acknowledged.length - completed.length - stillOpen;
-  console.log(`  sent ${BURST}: acknowledged ${acknowledged.length}, refused ${BURST - acknowledged.length}${Object.keys(refusals).length > 0 ? ` ${JSON.stringify(refusals)}` : ''}`);
-  console.log(`  acknowledged tasks by state after ${settledMs} ms: ${JSON.stringify(states)}; completed with the text sent: ${completed.length - wrongEcho.length}`);
-  console.log(`  the mesh recorded a completion of ${completionsInMesh.size} tasks, of none more than once: ${twiceInMesh === 0 ? 'yes' : `no (${twiceInMesh} twice)`} (each task's event log in Postgres)`);
-  console.log(
-    `  the agent completed ${atAgent} distinct tasks of the burst; more than once: ${duplicates.length}${duplicates.length > 0 ? ` (${duplicates.slice(0, 5).map(([t, n]) => `${t} x${n}`).join(', ')}: ` +
-      'tasks the agent had done and forgot when its process was killed, before the mesh heard of them, sent to it again: at least once, docs/a2a.md, "Not supported")' : ''}`,
-  );
-  if (stillOpen > 0) console.log(`  still open when the run's bound came (BENCH_BUDGET_SECONDS, BENCH_BURST_SETTLE_MS): ${stillOpen}, neither lost nor completed yet`);
-  const verdict = lost > 0 || wrongEcho.length > 0 || twiceInMesh > 0 || completionsInMesh.size !== completed.length ? 'NOT met' : stillOpen > 0 ? 'not shown (tasks still open at the bound)' : 'met';
-  console.log(`  lost (acknowledged, ended other than completed): ${lost}; goal 0 lost and each completed once (by the mesh): ${verdict}; each done once by the agent too: ${duplicates.length === 0 ? 'yes' : 'no'}`);
-}
-
-/** How many completions the mesh recorded for each task (`completed` status events in its event log, Postgres). */
-async function completionsRecorded(taskIds: string[]): Promise<Map<string, number>> {
-  const db = new PgClient({ host: config.postgres.host, port: config.postgres.port, user: config.postgres.user, password: config.postgres.password, database: config.postgres.database });
-  await db.connect();
-  try {
-    const { rows } = await db.query<{ task_id: string; n: number }>(
-      `SELECT task_id, count(*)::int AS n FROM a2a_task_events
-        WHERE task_id = ANY($1::text[]) AND kind = 'status-update' AND payload->'status'->>'state' = 'TASK_STATE_COMPLETED'
-        GROUP BY task_id`,
-      [taskIds],
-    );
-    return new Map(rows.map((r) => [r.task_id, r.n]));
-  } finally {
-    await db.end();
-  }
-}
-
 /** Terminates the task workflows of the run's agent still running (a run that failed or was cut short): nobody would answer them. */
 async function endTaskWorkflows(temporal: TemporalClient, agentName: string): Promise<void> {
   try {
@@ -418,13 +272,13 @@ async function main(): Promise<void> {
     const ops: Record<(typeof PATHS)[number], Op> = {
       direct: async (n) => {
         const text = `direct-${run}-${n}-${randomUUID().slice(0, 4)}`;
-        checkEcho(await direct.sendMessage(sendRequest(text), { signal: signal() }), text);
+        checkEcho(await direct.sendMessage(echoRequest(text), { signal: signal() }), text);
         return undefined;
       },
       temporal: (n) => bareWorkflow(baseline, `bench-a2a-base-${run}-${n}`, true),
       mesh: async (n) => {
         const text = `mesh-${run}-${n}-${randomUUID().slice(0, 4)}`;
-        return checkEcho(await mesh.sendMessage(sendRequest(text), { signal: signal() }), text);
+        return checkEcho(await mesh.sendMessage(echoRequest(text), { signal: signal() }), text);
       },
       queued: (n) => bareWorkflow(temporal, `bench-a2a-queued-${run}-${n}`, false),
     };
@@ -521,7 +375,7 @@ async function main(): Promise<void> {
       const replaced = await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(card) });
       if (replaced.status !== 200) throw new Error(`registering the burst's agent: ${replaced.status} ${await replaced.text()}`);
     };
-    if (PHASES.includes('burst')) await burst(register, mesh, agentName);
+    if (PHASES.includes('burst')) await runBurst({ run, mesh, agentName, register, postgres: config.postgres, stopping, budgetLeft, opTimeoutMs: OP_TIMEOUT_MS });
     await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'DELETE' });
   } finally {
     await instance.stop();

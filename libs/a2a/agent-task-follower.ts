@@ -3,6 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { A2AError, InvalidAgentResponseError, TaskNotFoundError } from '@a2a-js/sdk/errors';
+import { INVALID_ANSWER_METADATA, isInvalidAnswer } from './invalid-answers';
 import { AgentStream, applyEvent, StreamRead } from './agent-stream';
 import type { ParkedStream } from './parked-streams';
 import { A2AState, SETTLED, stateOf } from './task-states';
@@ -174,9 +175,10 @@ export class AgentTaskFollower {
       try {
         answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, opts());
       } catch (e) {
-        if (!(e instanceof A2AError) && !isInvalidAnswer(e)) throw unreachable(e, ctx.signal);
+        const invalid = !ctx.signal.aborted && isInvalidAnswer(e);
+        if (!(e instanceof A2AError) && !invalid) throw unreachable(e, ctx.signal);
         if (e instanceof TaskNotFoundError && task.deliveredTurn === 1 && task.agentResends === 0) await this.sendAgain(task);
-        const change = isInvalidAnswer(e) ? invalidAnswer(task, (e as Error).message) : { state: 'failed' as const, statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`) };
+        const change = invalid ? invalidAnswer(task, (e as Error).message) : { state: 'failed' as const, statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`) };
         const result = await this.tasks.transition(task, change);
         return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
       }
@@ -242,37 +244,7 @@ export function agentMessage(task: StoredTask, text: string, metadata?: Json): J
   return { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 'ROLE_AGENT', parts: [{ text }], ...(metadata ? { metadata } : {}) };
 }
 
-/**
- * The status message's metadata key that says why the mesh failed a task itself; `INVALID_AGENT_RESPONSE`: the agent
- * answered what is not an A2A answer (a blocking send of such a task is answered -32006, mesh-task-handler.ts).
- */
-export const FAILURE_REASON_KEY = 'urn:eventmesh:a2a:failure';
-export const INVALID_AGENT_RESPONSE = 'INVALID_AGENT_RESPONSE';
-
-/** The task failed because the agent answered what is not an A2A answer (`why`), its status message says so. */
+/** The task failed because the agent answered what is not an A2A answer (`why`), its status message says so (invalid-answers.ts). */
 export function invalidAnswer(task: StoredTask, why: string): TaskChange {
-  return { state: 'failed', statusMessage: agentMessage(task, `the agent's answer is not a valid A2A answer: ${why}`, { [FAILURE_REASON_KEY]: INVALID_AGENT_RESPONSE }) };
+  return { state: 'failed', statusMessage: agentMessage(task, `the agent's answer is not a valid A2A answer: ${why}`, INVALID_ANSWER_METADATA) };
 }
-
-export function failedOnInvalidAnswer(task: Pick<StoredTask, 'state' | 'statusMessage'>): boolean {
-  const metadata = task.statusMessage?.metadata as Json | undefined;
-  return task.state === 'failed' && metadata?.[FAILURE_REASON_KEY] === INVALID_AGENT_RESPONSE;
-}
-
-/**
- * Whether a call's failure is an answer of the agent that is not A2A (a body that is not JSON, not JSON-RPC 2.0,
- * another request's id, a result with neither task nor message), rather than an agent not reached: the SDK's client
- * throws InvalidAgentResponseError for some of these and plain errors for the others. Sent again, such an answer
- * would come again (and the agent would take the turn again), so the task fails instead.
- */
-export function isInvalidAnswer(e: unknown): boolean {
-  if (e instanceof InvalidAgentResponseError) return true;
-  const message = e instanceof Error ? e.message : '';
-  // A body that is not JSON; but an empty one (a proxy's, an agent stopping mid-answer) is tried again.
-  if (e instanceof SyntaxError) return !/end of JSON input/.test(message);
-  return INVALID_ANSWER_MESSAGES.test(message);
-}
-
-/** The messages of the SDK client's errors (1.3) for an answer that is not A2A, JSON-RPC and HTTP+JSON, plain and SSE. */
-const INVALID_ANSWER_MESSAGES =
-  /^(Invalid response|Invalid JSON-RPC response|JSON-RPC response ID mismatch|Invalid SendMessageResponse|Failed to parse SSE event data|SSE event JSON-RPC response is missing 'result' field|Attempted to process empty SSE event data)/;

@@ -1,5 +1,6 @@
 import { A2AError, InvalidAgentResponseError, TaskNotFoundError } from '@a2a-js/sdk/errors';
-import { failedOnInvalidAnswer, invalidAnswer, isInvalidAnswer } from './agent-task-follower';
+import { invalidAnswer } from './agent-task-follower';
+import { failedOnInvalidAnswer, isInvalidAnswer } from './invalid-answers';
 import type { StoredTask } from './task-store';
 
 /** What counts as an agent's answer that is not A2A (the task fails, -32006), and what as an agent not reached. */

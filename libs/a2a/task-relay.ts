@@ -8,7 +8,8 @@ import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor
 import type { AgentClients } from './agent-clients';
 import { ParkedStreams } from './parked-streams';
 import { AgentStream, isNotAnEventStream } from './agent-stream';
-import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, invalidAnswer, isInvalidAnswer, unreachable } from './agent-task-follower';
+import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, invalidAnswer, unreachable } from './agent-task-follower';
+import { isInvalidAnswer } from './invalid-answers';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
 import { A2AState, SETTLED, stateOf, TERMINAL } from './task-states';

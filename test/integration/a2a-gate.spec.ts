@@ -7,7 +7,7 @@ import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactor
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
-import { endTaskWorkflows } from '../support/a2a-tasks';
+import { endTaskWorkflows, taskCountOf } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, tokenGateEnv, uniqueTopic } from '../support/env';
 
@@ -70,7 +70,7 @@ describe('A2A through the token gate (real gateway and worker, stock @a2a-js/sdk
   const send = (text: string): SendMessageRequest => SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] } });
   const rpcSend = (headers: Record<string, string>) =>
     request('POST', '/a2a/agents/echo/rpc', { ...headers, 'a2a-version': '1.0' }, { jsonrpc: '2.0', id: 1, method: 'SendMessage', params: SendMessageRequest.toJSON(send('echo:unseen')) });
-  const tasksOf = async (tenant: string): Promise<number> => Number((await instance.deps.db.query(`SELECT count(*)::int AS n FROM a2a_tasks WHERE tenant = $1`, [tenant]))[0].n);
+  const tasksOf = (tenant: string) => taskCountOf(instance.deps.db, tenant);
   const asTask = (answer: Message | Task): Task => {
     expect('status' in answer).toBe(true);
     return answer as Task;

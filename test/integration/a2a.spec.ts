@@ -5,7 +5,7 @@ import { ContentTypeNotSupportedError, InvalidAgentResponseError, TaskNotCancela
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { A2ATaskEntity } from '../../libs/storage';
 import { A2A_TASK_RETENTION_SCHEDULE_ID } from '../../libs/temporal';
-import { endTaskWorkflows } from '../support/a2a-tasks';
+import { endTaskWorkflows, taskCountOf } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
@@ -446,7 +446,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
     });
 
     it('refuses a part of a media type the agent takes none of with -32005 (REST 400), in v1.0 and v0.3, storing nothing', async () => {
-      const tasksOf = async () => Number((await instance.deps.db.query(`SELECT count(*)::int AS n FROM a2a_tasks WHERE tenant = $1`, [tenantA]))[0].n);
+      const tasksOf = () => taskCountOf(instance.deps.db, tenantA);
       const before = await tasksOf();
       const png = () => ({ messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'echo:look' }, { url: 'http://127.0.0.1:9/a.png', mediaType: 'image/png' }] });
       const raw = await rpc(tenantA, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: png() } }), '1.0');

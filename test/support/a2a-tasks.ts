@@ -1,3 +1,4 @@
+import type { DataSource } from 'typeorm';
 import { temporalClient } from './temporal';
 
 /** Ends the task workflows of the tenants a test used that still run (parked tasks wait out their timeout otherwise). */
@@ -11,4 +12,10 @@ export async function endTaskWorkflows(tenants: string[]): Promise<void> {
   } finally {
     await close();
   }
+}
+
+/** How many tasks the tenant has in Postgres (a request refused must leave it unchanged). */
+export async function taskCountOf(db: DataSource, tenant: string): Promise<number> {
+  const rows = (await db.query(`SELECT count(*)::int AS n FROM a2a_tasks WHERE tenant = $1`, [tenant])) as { n: number }[];
+  return rows[0].n;
 }
