@@ -126,15 +126,25 @@ describe('replayDeadLetters activity', () => {
   });
 
   it('heartbeats while one slow delivery is out, so Temporal never takes the batch for dead', async () => {
-    const { activities } = setup(letters(1), () => new Promise((resolve) => setTimeout(() => resolve({ ok: true }), 400)));
-    const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 300 });
-    const beats: unknown[] = [];
-    env.on('heartbeat', (d: unknown) => beats.push(d));
-    await env.run(activities.replayDeadLetters, input());
-    // Before the delivery came back (the only per-letter heartbeat is the last one).
-    expect(beats.length).toBeGreaterThanOrEqual(3);
-    expect(beats[0]).toEqual({ lastId: undefined });
-    expect(beats[beats.length - 1]).toEqual({ lastId: '1' });
+    // On a fake clock: how many beats fit in the delivery's 400 ms is then the activity's schedule (one every third
+    // of the heartbeat timeout), not how late a busy machine runs its timers.
+    jest.useFakeTimers();
+    try {
+      const { activities } = setup(letters(1), () => new Promise((resolve) => setTimeout(() => resolve({ ok: true }), 400)));
+      const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 300 });
+      const beats: unknown[] = [];
+      env.on('heartbeat', (d: unknown) => beats.push(d));
+      let settled = false;
+      const run = env.run(activities.replayDeadLetters, input()).finally(() => (settled = true));
+      while (!settled) await jest.advanceTimersByTimeAsync(50);
+      await run;
+      // Before the delivery came back (the only per-letter heartbeat is the last one).
+      expect(beats.length).toBeGreaterThanOrEqual(3);
+      expect(beats[0]).toEqual({ lastId: undefined });
+      expect(beats[beats.length - 1]).toEqual({ lastId: '1' });
+    } finally {
+      jest.useRealTimers();
+    }
   });
 
   it('resumes a retried attempt after the last letter its heartbeat names, sending nothing twice', async () => {

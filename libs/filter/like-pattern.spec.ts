@@ -1,5 +1,6 @@
 import fc from 'fast-check';
-import { compileLikePattern, LikePart, likeMatches, LikePatternError } from './like-pattern';
+import { costRatio, growthFrom, GROWTH_LIMIT } from '../../test/support/growth';
+import { compileLikeMatcher, compileLikePattern, LikePart, likeMatches, LikePatternError } from './like-pattern';
 
 /** The meaning of a LIKE pattern as a regular expression over code points: the reference the matcher must agree with. */
 function reference(parts: LikePart[], text: string): boolean {
@@ -11,13 +12,6 @@ function reference(parts: LikePart[], text: string): boolean {
 
 function matches(pattern: string, text: string): boolean {
   return likeMatches(compileLikePattern(pattern), text);
-}
-
-/** Milliseconds one call takes. */
-function timed(run: () => void): number {
-  const start = performance.now();
-  run();
-  return performance.now() - start;
 }
 
 describe('LIKE pattern matching', () => {
@@ -64,22 +58,32 @@ describe('LIKE pattern matching', () => {
 
   // The old matcher widened the last `%` one character at a time and re-compared the segment after it: pattern
   // length x text length, ~10^9 steps here (seconds). Segments matched greedily with bit-parallel search are
-  // linear in the text for a fixed pattern. 1 s is a generous cap for a 1 MiB text on a loaded CI machine.
+  // linear in the text for a fixed pattern, and a segment costs a 32-bit word operation per 32 of its characters.
+  // Two guards, each a comparison of two sizes on this machine rather than a clock bound (test/support/growth.ts):
+  // the text 4 times longer costs about 4 times as much (a quadratic matcher: 16), and against a 1 MiB text the
+  // long segment costs less than NOT_PER_CHARACTER times what a one-character segment does (measured: about 7; it
+  // can be no more than its 32 words; the old matcher's ratio was about 400: a thousand comparisons for one).
+  const NOT_PER_CHARACTER = 100;
+  const oneCharacter = compileLikeMatcher(compileLikePattern('%b%'));
+  const refuses = (matcher: ReturnType<typeof compileLikeMatcher>) => (text: string) => {
+    if (likeMatches(matcher, text)) throw new Error('a near miss matched');
+  };
+
   it('matches a 1 MiB text against a long near-miss segment in linear time', () => {
     const text = 'a'.repeat(1 << 20);
     const pattern = `%${'a'.repeat(1000)}b%`;
-    let result = true;
-    const ms = timed(() => (result = matches(pattern, text)));
-    expect(result).toBe(false);
-    expect(ms).toBeLessThan(1000);
+    expect(matches(pattern, text)).toBe(false);
+    const matcher = compileLikeMatcher(compileLikePattern(pattern));
+    expect(growthFrom(1 << 18, (n) => 'a'.repeat(n), refuses(matcher))).toBeLessThan(GROWTH_LIMIT);
+    expect(costRatio(oneCharacter, matcher, (m) => refuses(m)(text))).toBeLessThan(NOT_PER_CHARACTER);
   });
 
   it('matches a 1 MiB text against a near-miss segment full of `_` in linear time', () => {
     const text = 'a'.repeat(1 << 20);
     const pattern = `%${'a_'.repeat(500)}b%`;
-    let result = true;
-    const ms = timed(() => (result = matches(pattern, text)));
-    expect(result).toBe(false);
-    expect(ms).toBeLessThan(1000);
+    expect(matches(pattern, text)).toBe(false);
+    const matcher = compileLikeMatcher(compileLikePattern(pattern));
+    expect(growthFrom(1 << 18, (n) => 'a'.repeat(n), refuses(matcher))).toBeLessThan(GROWTH_LIMIT);
+    expect(costRatio(oneCharacter, matcher, (m) => refuses(m)(text))).toBeLessThan(NOT_PER_CHARACTER);
   });
 });

@@ -239,8 +239,11 @@ export async function queryPostgres<T extends object>(env: Record<string, string
   }
 }
 
-/** The dispatch workflow's pending activity, as the Temporal server sees it: its attempt and heartbeat age. */
-export async function dispatchActivityOf(env: Record<string, string>, instanceId: string): Promise<{ attempt: number; state: string; heartbeatAgeMs?: number } | undefined> {
+/**
+ * The dispatch workflow's pending activity, as the Temporal server sees it: its attempt, and its last heartbeat
+ * (when the server recorded it, and how long ago that is by this host's clock).
+ */
+export async function dispatchActivityOf(env: Record<string, string>, instanceId: string): Promise<{ attempt: number; state: string; heartbeatAt?: number; heartbeatAgeMs?: number } | undefined> {
   const config = loadConfig(testEnv(env)).temporal;
   const connection = await Connection.connect({ address: config.address });
   try {
@@ -251,7 +254,7 @@ export async function dispatchActivityOf(env: Record<string, string>, instanceId
     const beat = pending.lastHeartbeatTime;
     const beatMs = beat?.seconds ? Number(beat.seconds) * 1000 + Math.floor((beat.nanos ?? 0) / 1e6) : undefined;
     const states = ['UNSPECIFIED', 'SCHEDULED', 'STARTED', 'CANCEL_REQUESTED', 'PAUSED', 'PAUSE_REQUESTED'];
-    return { attempt: pending.attempt ?? 0, state: states[pending.state ?? 0] ?? String(pending.state), heartbeatAgeMs: beatMs === undefined ? undefined : Date.now() - beatMs };
+    return { attempt: pending.attempt ?? 0, state: states[pending.state ?? 0] ?? String(pending.state), heartbeatAt: beatMs, heartbeatAgeMs: beatMs === undefined ? undefined : Date.now() - beatMs };
   } finally {
     await connection.close();
   }

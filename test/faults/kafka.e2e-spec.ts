@@ -69,6 +69,10 @@ describe('faults: Kafka', () => {
     // Every attempt was answered (no client timeout), by the publish deadline, with 202 or 503 KAFKA_UNAVAILABLE.
     expect(Object.keys(result.answers).filter((a) => a !== '202' && a !== '503')).toEqual([]);
     expect(Object.keys(refusals)).toEqual(['503 KAFKA_UNAVAILABLE']);
+    // The publish deadline is the promise, so the answer time is asserted. It is measured by the publishers (the
+    // instance's own histogram has no bucket between 2.5 s and 5 s), so it includes the instance's and this
+    // process's timer lateness under load: the 1.2 s margin is for that, and is the widest that still fails a
+    // publish answered by the broker rather than the deadline (2 s up + 2 s down through the slow link, 4 s).
     expect(slowestAnswerMs).toBeLessThan(publishTimeoutMs + 1200);
   }, 150000);
 

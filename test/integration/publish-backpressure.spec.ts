@@ -100,6 +100,13 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
 
   const depth = (): ProducerDepth => instance.deps.producer.depth();
 
+  /** How many of `publishes` have been answered (or failed) so far. */
+  const answeredOf = (publishes: Promise<unknown>[]): (() => number) => {
+    let answered = 0;
+    for (const p of publishes) p.then(() => answered++, () => answered++);
+    return () => answered;
+  };
+
   it('sheds while Kafka is cut off: 503 with Retry-After within the publish timeout, never 202 unacknowledged; heals to 202', async () => {
     const warm = await publish(`warm-${randomUUID()}`);
     expect(warm.status).toBe(202);
@@ -108,11 +115,14 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     const run = randomUUID().slice(0, 8);
     // As many publishes as the cap: the producer holds them all, waiting for Kafka.
     const held = Array.from({ length: QUEUE_MAX_EVENTS }, (_, i) => publish(`cut-${run}-${i}`));
+    const heldAnswered = answeredOf(held);
     await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, { timeoutMs: PUBLISH_TIMEOUT_MS / 2 });
-    // One more is refused at once, without waiting for Kafka.
+    // One more is refused at once, without waiting for Kafka: while the producer still holds every one of the
+    // others and none of them has been answered (each waits for Kafka until the publish timeout), so the refusal
+    // waited neither for Kafka nor for room. How many milliseconds it took is bench:publish's to measure.
     const past = await publish(`past-${run}`);
     expect(past).toMatchObject({ status: 503, retryAfter: String(RETRY_AFTER_SECONDS), body: { code: 'OVERLOADED' } });
-    expect(past.ms).toBeLessThan(PUBLISH_TIMEOUT_MS / 6);
+    expect({ answered: heldAnswered(), held: depth().events }).toEqual({ answered: 0, held: QUEUE_MAX_EVENTS });
     // What /health shows an operator meanwhile.
     const health = (await (await fetch(`${instance.url}/health`)).json()) as { stats: { producer: ProducerDepth } };
     expect(health.stats.producer).toMatchObject({ events: QUEUE_MAX_EVENTS, maxEvents: QUEUE_MAX_EVENTS });
@@ -130,7 +140,9 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     expect(overloaded.length).toBeGreaterThan(0);
     expect(unavailable.length).toBeGreaterThan(0);
     expect(refused.filter((a) => a.retryAfter !== String(RETRY_AFTER_SECONDS))).toEqual([]);
-    // Bounded waits: past the cap at once; otherwise within the publish timeout.
+    // Bounded waits: within the publish timeout, which is the promise, so it is timed (by the client: the instance's
+    // histogram has no bucket between 2.5 s and 5 s), with ANSWER_SLACK_MS for a loaded host; past the cap without
+    // waiting out that timeout (typically in milliseconds: the bound only means it did not wait for Kafka).
     const slowest = Math.max(...answers.map((a) => a.ms));
     expect(slowest).toBeLessThan(PUBLISH_TIMEOUT_MS + ANSWER_SLACK_MS);
     expect(Math.max(...overloaded.map((a) => a.ms))).toBeLessThan(PUBLISH_TIMEOUT_MS);
@@ -179,12 +191,13 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     proxy.cut();
     // Batches up to the cap: the producer holds them, waiting for Kafka.
     const held = Array.from({ length: QUEUE_MAX_EVENTS / BATCH }, (_, i) => publishBatch(`bcut-${run}-${i}`, BATCH));
+    const heldAnswered = answeredOf(held);
     await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, { timeoutMs: PUBLISH_TIMEOUT_MS / 2 });
-    // One more batch is refused whole, at once.
+    // One more batch is refused whole, at once: while the held batches are all still held and unanswered, as above.
     const past = await publishBatch(`bpast-${run}`, BATCH);
     expect(past).toMatchObject({ status: 503, retryAfter: String(RETRY_AFTER_SECONDS), body: { code: 'OVERLOADED' } });
     expect(past.body.results).toBeUndefined();
-    expect(past.ms).toBeLessThan(PUBLISH_TIMEOUT_MS / 6);
+    expect({ answered: heldAnswered(), held: depth().events }).toEqual({ answered: 0, held: QUEUE_MAX_EVENTS });
     // The held ones: Kafka never answered, so none is 202.
     const answers = await Promise.all(held);
     expect(answers.map((a) => `${a.status} ${a.body.code}`)).toEqual(answers.map(() => '503 KAFKA_UNAVAILABLE'));

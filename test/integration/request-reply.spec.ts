@@ -65,6 +65,9 @@ describe('request-reply deadline (real Postgres, Kafka behind a proxy)', () => {
       const elapsed = performance.now() - started;
       const body = (await answer.json()) as { code: string; correlationId: string };
       expect({ status: answer.status, body }).toMatchObject({ status: 408, body: { code: 'REQUEST_TIMEOUT' } });
+      // At its deadline is the promise, so it is timed: not before it (a timer cannot fire early), and not much after
+      // it (SLACK_MS, for the answer's trip through one loaded process that serves it and asks it); a request that
+      // waited for Kafka's acknowledgement instead would end at the publish timeout, 15 s.
       expect(elapsed).toBeGreaterThanOrEqual(1500);
       expect(elapsed).toBeLessThan(1500 + SLACK_MS);
       const { correlationId } = body;
