@@ -80,9 +80,11 @@ port_open() { timeout 1 bash -c "exec 3<>/dev/tcp/$1/$2" 2>/dev/null; }
 # line matches PATTERN and names a file under that checkout's .data) is running; fails when there is none. A
 # server another checkout started must not be taken for this one's: its stop, and the fault tests that kill and
 # restart servers, act on this checkout's files (.tools, .data) and would miss it.
+# A server of this checkout keeps its state under this checkout's .data, whichever folder there (EVENTMESH_INFRA_DATA_DIR
+# may name one: scripts/test.sh runs the fault tier against a second set of servers in .data/lanes/faults).
 foreign_checkout() {
   local own pid cmd data
-  own=$(realpath -m "$DATA")
+  own=$(realpath -m "$ROOT/.data")
   for pid in $(pgrep -f -- "$1" 2>/dev/null); do
     cmd=$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null) || continue
     data=$(grep -oE '/[^ ]*/\.data/' <<<"$cmd" | head -1) || continue
@@ -161,12 +163,13 @@ as_postgres() { if [[ $(id -u) == 0 ]]; then runuser -u postgres -- "$@"; else "
 
 # The cluster lives in .data/postgres. Postgres refuses to run as root, so as root the server runs as the
 # `postgres` user, which must be able to reach that folder; when a parent folder shuts it out, the cluster goes
-# to /var/tmp/eventmesh-postgres-<hash of this checkout> instead (said once, at start).
+# to /var/tmp/eventmesh-postgres-<hash of this checkout, or of EVENTMESH_INFRA_DATA_DIR when set> instead (said once, at start).
 pg_dir() {
   if [[ $(id -u) != 0 ]] || runuser -u postgres -- test -x "$DATA" 2>/dev/null || ! id postgres >/dev/null 2>&1; then
     echo "$DATA/postgres"
   else
-    echo "/var/tmp/eventmesh-postgres-$(printf '%s' "$ROOT" | md5sum | cut -c1-8)"
+    local key=$ROOT; [[ $(realpath -m "$DATA") == $(realpath -m "$ROOT/.data") ]] || key=$DATA
+    echo "/var/tmp/eventmesh-postgres-$(printf '%s' "$key" | md5sum | cut -c1-8)"
   fi
 }
 

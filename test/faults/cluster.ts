@@ -5,14 +5,15 @@ import { Client, Connection } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import { loadConfig } from '../../libs/config';
 import { dispatchWorkflowIdOf } from '../../libs/temporal/names';
-import { testEnv } from '../support/env';
+import { kafkaFaultListener, testEnv } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { FaultProxy } from './fault-proxy';
 import { INSTANCE_ENTRY } from './repo-root';
 
 /** The broker's fault-test listener (scripts/infra.sh) and the address it advertises, where the Kafka proxy listens. */
-export const KAFKA_FAULTS_TARGET = { host: '127.0.0.1', port: 9094 };
-export const KAFKA_FAULTS_ADVERTISED_PORT = 9095;
+const faultListener = kafkaFaultListener();
+export const KAFKA_FAULTS_TARGET = { host: faultListener.host, port: faultListener.port };
+export const KAFKA_FAULTS_ADVERTISED_PORT = faultListener.advertisedPort;
 
 export interface InstanceOptions {
   id: string;

@@ -20,9 +20,11 @@ import { REPO_ROOT } from './repo-root';
 const ROOT = REPO_ROOT;
 /**
  * The servers' state and tools by their real paths: in a worktree, .data and .tools are links to the main
- * checkout's, and a server restarted through a link would depend on this worktree staying where it is.
+ * checkout's, and a server restarted through a link would depend on this worktree staying where it is. The state
+ * is where scripts/infra.sh keeps it for these settings: EVENTMESH_INFRA_DATA_DIR when set (scripts/test.sh runs
+ * the fault tier against a second set of servers of its own there), .data otherwise.
  */
-const DATA = realpathSync(path.join(ROOT, '.data'));
+const DATA = realpathSync(process.env.EVENTMESH_INFRA_DATA_DIR ?? path.join(ROOT, '.data'));
 const TOOLS = realpathSync(path.join(ROOT, '.tools'));
 const run = promisify(execFile);
 

@@ -1,6 +1,6 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import { createKafka, createTopicsAndWait, PartitionReader } from '../../libs/kafka';
-import { testConfig, uniqueTopic } from '../support/env';
+import { kafkaFaultListener, testConfig, uniqueTopic } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait-for';
 
@@ -78,9 +78,10 @@ describe('PartitionReader (real Kafka)', () => {
   });
 
   it('drops a connection whose fetch timed out (a link that went silent) and reads through a new one', async () => {
-    // The broker's fault listener (127.0.0.1:9094) advertises 127.0.0.1:9095: a reader that bootstraps at the proxy
+    const faults = kafkaFaultListener();
+    // The broker's fault listener (by default 127.0.0.1:9094) advertises the port after it: a reader that bootstraps at the proxy
     // there sends every request through it, and the proxy black-holes the connections open when it strands them.
-    const proxy = new TcpProxy('127.0.0.1', 9094, 9095);
+    const proxy = new TcpProxy(faults.host, faults.port, faults.advertisedPort);
     await proxy.start();
     const viaProxy = new PartitionReader(createKafka({ ...config.kafka, brokers: [proxy.address], requestTimeoutMs: 1000 }, 'reader-spec-stranded'));
     try {

@@ -2,13 +2,12 @@ import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { createKafka, PartitionReader, ProducerDepth, TopicAdmin } from '../../libs/kafka';
-import { testConfig, uniqueTopic } from '../support/env';
+import { kafkaFaultListener, testConfig, uniqueTopic } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait-for';
 
 /** The broker's fault-test listener, and the port it advertises (where the proxy listens). */
-const FAULT_LISTENER = 9094;
-const ADVERTISED = 9095;
+const { port: FAULT_LISTENER, advertisedPort: ADVERTISED } = kafkaFaultListener();
 
 const PUBLISH_TIMEOUT_MS = 3000;
 const QUEUE_MAX_EVENTS = 200;
@@ -33,7 +32,7 @@ interface Answer {
  */
 describe('publish backpressure (real Kafka behind a proxy)', () => {
   const topic = uniqueTopic('shed');
-  const proxy = new TcpProxy('127.0.0.1', FAULT_LISTENER, ADVERTISED);
+  const proxy = new TcpProxy(kafkaFaultListener().host, FAULT_LISTENER, ADVERTISED);
   const direct = testConfig({ EVENTMESH_KAFKA_TOPICS: topic });
   let instance: RunningInstance;
   let kafka: Kafka;
@@ -45,7 +44,7 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     instance = await startInstance(
       testConfig({
         EVENTMESH_INSTANCE_ID: `shed-${randomUUID().slice(0, 8)}`,
-        EVENTMESH_KAFKA_BROKERS: `127.0.0.1:${ADVERTISED}`,
+        EVENTMESH_KAFKA_BROKERS: `${kafkaFaultListener().host}:${ADVERTISED}`,
         EVENTMESH_KAFKA_TOPICS: topic,
         EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2',
         EVENTMESH_HTTP_PORT: '0',

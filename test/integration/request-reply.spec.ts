@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { testConfig, uniqueTopic } from '../support/env';
+import { kafkaFaultListener, testConfig, uniqueTopic } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait-for';
 
 /** The broker's fault-test listener, and the port it advertises (where the proxy listens). */
-const FAULT_LISTENER = 9094;
-const ADVERTISED = 9095;
+const { port: FAULT_LISTENER, advertisedPort: ADVERTISED } = kafkaFaultListener();
 /** Time for the answer itself on a loaded machine, on top of a deadline. */
 const SLACK_MS = 700;
 
@@ -18,7 +17,7 @@ const SLACK_MS = 700;
 describe('request-reply deadline (real Postgres, Kafka behind a proxy)', () => {
   const topic = uniqueTopic('rrd');
   const instanceId = `rrd-${randomUUID().slice(0, 8)}`;
-  const proxy = new TcpProxy('127.0.0.1', FAULT_LISTENER, ADVERTISED);
+  const proxy = new TcpProxy(kafkaFaultListener().host, FAULT_LISTENER, ADVERTISED);
   let instance: RunningInstance;
 
   beforeAll(async () => {
@@ -26,7 +25,7 @@ describe('request-reply deadline (real Postgres, Kafka behind a proxy)', () => {
     instance = await startInstance(
       testConfig({
         EVENTMESH_INSTANCE_ID: instanceId,
-        EVENTMESH_KAFKA_BROKERS: `127.0.0.1:${ADVERTISED}`,
+        EVENTMESH_KAFKA_BROKERS: `${kafkaFaultListener().host}:${ADVERTISED}`,
         EVENTMESH_KAFKA_TOPICS: topic,
         EVENTMESH_HTTP_PORT: '0',
         // Longer than the requests' deadlines: here the request's own deadline must bound the wait.

@@ -54,3 +54,20 @@ export function testConfig(overrides: Record<string, string> = {}): EventMeshCon
 export function uniqueTopic(prefix = 'test'): string {
   return `${prefix}-${randomUUID().slice(0, 8)}`;
 }
+
+/**
+ * The broker's fault-test listener and the address it advertises (scripts/infra.sh: the client port + 2 and + 3
+ * unless EVENTMESH_INFRA_KAFKA_FAULTS_PORT / _ADVERTISED_PORT say otherwise): a proxy listening on
+ * `advertisedPort` and forwarding to `port` carries every request of a client that bootstraps at
+ * `host:advertisedPort`. Derived from the settings, so a second set of servers (scripts/test.sh's fault lane)
+ * has its own.
+ */
+export function kafkaFaultListener(env: NodeJS.ProcessEnv = process.env): { host: string; port: number; advertisedPort: number } {
+  const [host, port] = (env.EVENTMESH_KAFKA_BROKERS ?? '127.0.0.1:9092').split(',')[0].split(':');
+  const client = Number(port);
+  return {
+    host,
+    port: Number(env.EVENTMESH_INFRA_KAFKA_FAULTS_PORT ?? client + 2),
+    advertisedPort: Number(env.EVENTMESH_INFRA_KAFKA_FAULTS_ADVERTISED_PORT ?? client + 3),
+  };
+}
