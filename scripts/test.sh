@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # `npm test`: the whole suite, the way CI runs it. Installs npm dependencies and builds when needed (the build
-# bundles the workflows: a forbidden import fails there), then runs two lanes side by side, each against its own
-# real Postgres, Kafka and Temporal (scripts/infra.sh provisions and starts what is missing):
+# bundles the workflows: a forbidden import fails there), then runs three lanes side by side, each serially against
+# real Postgres, Kafka and Temporal servers of its own (scripts/infra.sh provisions and starts what is missing):
 #
-#   servers lane: the integration and end-to-end tiers, serially, against the servers `npm start` uses (the test
-#                 database and Temporal namespace of their own);
-#   checks lane:  type-check, lint and the compose check, the unit tier (no servers), then the fault tier,
-#                 serially, against a second set of servers in .data/lanes/faults (ports: Postgres +1, Kafka +100,
-#                 Temporal +100), started while the unit tier runs and stopped at the end. The fault tier kills
-#                 and restarts servers, so it never shares them with another tier.
+#   lane 0: the integration tier, on the servers `npm start` uses (a test database and Temporal namespace of its own);
+#   lane 1: type-check, lint, the compose file and the unit tier (no servers) while its servers start, then part of
+#           the fault tier;
+#   lane 2: the end-to-end tier, then the rest of the fault tier (FAULTS_OF_LANE_2).
 #
-# Each lane prints with its name in front. At the end: per tier the spec files, cases and seconds, the totals, the
-# case names in .data/test-report/cases.txt, and the time of each lane and of the whole run.
+# Lanes 1 and 2 run on second sets of servers, under .data/lanes/N, on the main settings' ports moved by N (Postgres)
+# or 100N (Kafka, Temporal), stopped when the lane ends. The fault tier kills and restarts servers, so each part of
+# it has a set to itself. Each lane prints with its number in front. At the end: per tier the spec files, cases and
+# seconds, the totals, every case's name in .data/test-report/cases.txt, and the time of each lane and the run.
 # Extra arguments run one jest, serially, against the servers `npm start` uses, with those arguments (for example
 # `npm test -- --selectProjects integration --testPathPattern ingress`).
 set -euo pipefail
@@ -32,17 +32,21 @@ reports=$ROOT/.data/test-report
 rm -rf "$reports"
 mkdir -p "$reports"
 
-# The fault lane's servers: the main settings' ports moved by a fixed offset, state under .data/lanes/faults.
-pg_port=${EVENTMESH_POSTGRES_PORT:-5432}
-kafka=${EVENTMESH_KAFKA_BROKERS:-127.0.0.1:9092}; kafka=${kafka%%,*}
-temporal=${EVENTMESH_TEMPORAL_ADDRESS:-127.0.0.1:7233}
-fault_env=(
-  EVENTMESH_INFRA_DATA_DIR="$ROOT/.data/lanes/faults"
-  EVENTMESH_POSTGRES_PORT=$((pg_port + 1))
-  EVENTMESH_KAFKA_BROKERS="${kafka%:*}:$((${kafka##*:} + 100))"
-  EVENTMESH_TEMPORAL_ADDRESS="${temporal%:*}:$((${temporal##*:} + 100))"
-  EVENTMESH_TEMPORAL_UI_URL="http://${temporal%:*}:$((${temporal##*:} + 1100))"
-)
+# lane_env N: the settings of the Nth second set of servers: the main settings' ports moved (Postgres +N, Kafka and
+# Temporal +100N, the Temporal UI with them), state under .data/lanes/N.
+lane_env() {
+  local n=$1 pg_port=${EVENTMESH_POSTGRES_PORT:-5432} kafka=${EVENTMESH_KAFKA_BROKERS:-127.0.0.1:9092}
+  local temporal=${EVENTMESH_TEMPORAL_ADDRESS:-127.0.0.1:7233}
+  kafka=${kafka%%,*}
+  printf '%s\n' EVENTMESH_INFRA_DATA_DIR="$ROOT/.data/lanes/$n" EVENTMESH_POSTGRES_PORT=$((pg_port + n)) \
+    EVENTMESH_KAFKA_BROKERS="${kafka%:*}:$((${kafka##*:} + 100 * n))" \
+    EVENTMESH_TEMPORAL_ADDRESS="${temporal%:*}:$((${temporal##*:} + 100 * n))" \
+    EVENTMESH_TEMPORAL_UI_URL="http://${temporal%:*}:$((${temporal##*:} + 100 * n + 1000))"
+}
+mapfile -t lane1_env < <(lane_env 1)
+mapfile -t lane2_env < <(lane_env 2)
+# The fault tier's files, split between the two lanes that have servers of their own: these in lane 2, the rest in 1.
+FAULTS_OF_LANE_2='test/faults/(temporal|kafka)\.e2e-spec\.ts$'
 
 # step NAME CMD...: runs CMD, says how long it took, and records a failure without ending the lane.
 step() {
@@ -51,43 +55,62 @@ step() {
   else echo "[test] $name: FAILED (exit $?) after $((SECONDS - t0))s"; echo "$name" >>"$reports/failed-steps"; fi
 }
 
-servers_lane() {
-  step "servers (main)" bash scripts/infra.sh start all
-  step "integration and e2e tiers" npx jest --runInBand --ci --selectProjects integration e2e --json --outputFile="$reports/integration-e2e.json"
+# own_servers N: starts lane N's servers in the background; `servers_ready N` waits for them.
+own_servers() { env "${@:2}" bash scripts/infra.sh start all >"$reports/lane-$1-servers.log" 2>&1 & echo $! >"$reports/lane-$1-servers.pid"; }
+servers_ready() {
+  if wait "$(cat "$reports/lane-$1-servers.pid")"; then echo "[test] lane $1 servers: ready"; return 0; fi
+  echo "[test] lane $1 servers: FAILED to start:"; cat "$reports/lane-$1-servers.log"; echo "lane $1 servers" >>"$reports/failed-steps"; return 1
+}
+stop_servers() { env "${@:2}" bash scripts/infra.sh stop all >>"$reports/lane-$1-servers.log" 2>&1 || true; }
+
+jest_lane() { local out=$1; shift; npx jest --runInBand --ci --json --outputFile="$reports/$out.json" "$@"; }
+# with_env ARRAY CMD...: CMD (a function too) with the settings ARRAY names exported.
+with_env() { local -n settings=$1; shift; ( export "${settings[@]}"; "$@" ); }
+
+# Lane 0, the servers `npm start` uses: the integration tier.
+lane0() {
+  step "servers" bash scripts/infra.sh start all
+  step "integration tier" jest_lane integration --selectProjects integration
 }
 
-checks_lane() {
-  local servers_log=$reports/fault-servers.log
-  env "${fault_env[@]}" bash scripts/infra.sh start all >"$servers_log" 2>&1 &
-  local servers=$!
+# Lane 1: type-check, lint, the compose file and the unit tier (no servers) while its servers start; then its
+# part of the fault tier.
+lane1() {
+  own_servers 1 "${lane1_env[@]}"
   step "type-check" npm run --silent typecheck
   step "lint" npm run --silent lint
   step "compose file" npm run --silent docker:check
-  step "unit tier" npx jest --runInBand --ci --selectProjects unit --json --outputFile="$reports/unit.json"
-  if wait "$servers"; then echo "[test] fault lane servers: ready ($(grep -c 'ready at\|already running' "$servers_log") of 3)"
-  else echo "[test] fault lane servers: FAILED to start:"; cat "$servers_log"; echo "fault lane servers" >>"$reports/failed-steps"; return 0; fi
-  step "fault tier" env "${fault_env[@]}" npx jest --runInBand --ci --selectProjects faults --json --outputFile="$reports/faults.json"
-  env "${fault_env[@]}" bash scripts/infra.sh stop all >>"$servers_log" 2>&1 || true
+  step "unit tier" jest_lane unit --selectProjects unit
+  servers_ready 1 || return 0
+  step "fault tier, lane 1's part" with_env lane1_env jest_lane faults-1 --selectProjects faults --testPathIgnorePatterns "$FAULTS_OF_LANE_2"
+  stop_servers 1 "${lane1_env[@]}"
 }
 
-# lane NAME FUNCTION: the lane's output, each line with the lane's name in front; its time at the end.
+# Lane 2: the end-to-end tier, then its part of the fault tier.
+lane2() {
+  own_servers 2 "${lane2_env[@]}"
+  servers_ready 2 || return 0
+  step "e2e tier" with_env lane2_env jest_lane e2e --selectProjects e2e
+  step "fault tier, lane 2's part" with_env lane2_env jest_lane faults-2 --selectProjects faults --testPathPattern "$FAULTS_OF_LANE_2"
+  stop_servers 2 "${lane2_env[@]}"
+}
+
+# lane N: the lane's output, each line with its number in front; its time at the end.
 lane() {
-  local name=$1 t0=$SECONDS
-  "$2" 2>&1 | sed -u "s/^/[$name] /"
-  echo "[$name] lane done in $((SECONDS - t0))s"
+  local t0=$SECONDS
+  "lane$1" 2>&1 | sed -u "s/^/[lane $1] /"
+  echo "[lane $1] done in $((SECONDS - t0))s"
 }
 
-lane servers servers_lane &
-servers_pid=$!
-lane checks checks_lane &
-checks_pid=$!
-wait "$servers_pid" "$checks_pid"
+pids=()
+for n in 0 1 2; do lane "$n" & pids+=($!); done
+wait "${pids[@]}"
 
 status=0
 if [[ -f $reports/failed-steps ]]; then
   status=1
   echo "[test] failed steps: $(paste -sd, "$reports/failed-steps")"
 fi
-node dist/scripts/test-report.js "$reports" "$reports/unit.json" "$reports/integration-e2e.json" "$reports/faults.json" || status=1
+node dist/scripts/test-report.js "$reports" "$reports"/{unit,integration,e2e,faults-1,faults-2}.json || status=1
 echo "[test] done in $((SECONDS - started))s"
 exit $status

@@ -5,7 +5,7 @@ import type { Client } from '@temporalio/client';
 import { withDeadline } from '../../libs/runtime/deadline';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { a2aSearchAttributes, a2aTaskWorkflowIdOf } from '../../workflows/a2a-task.definitions';
-import { testEnv, TEST_NAMESPACE, uniqueTopic } from '../support/env';
+import { testConfig, testEnv, TEST_NAMESPACE, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 
@@ -29,6 +29,9 @@ const freePort = () => String(18000 + Math.floor(Math.random() * 1000));
  * walkthrough: `npm run agent:echo`, the card registered with curl's request, `npm run a2a:send` (the SDK's stock
  * client through the mesh), the task's workflow in Temporal.
  */
+/** The Temporal Web UI of the servers these tests run against (scripts/test.sh may give a lane servers of its own). */
+const TEMPORAL_UI = testConfig().temporal.uiUrl;
+
 describe('the run command', () => {
   let temporal: { client: Client; close(): Promise<void> };
   const instanceId = `run-${randomUUID().slice(0, 6)}`;
@@ -50,10 +53,10 @@ describe('the run command', () => {
       const out = instance.output();
       expect(out).toContain(`API          http://127.0.0.1:${port}`);
       expect(out).toContain(`Health       http://127.0.0.1:${port}/health`);
-      expect(out).toMatch(/Temporal UI {2}http:\/\/127\.0\.0\.1:8233\/namespaces\/eventmesh-test\/workflows/);
+      expect(out).toContain(`Temporal UI  ${TEMPORAL_UI}/namespaces/${TEST_NAMESPACE}/workflows`);
       const health = await fetch(`http://127.0.0.1:${port}/health`);
       expect(health.status).toBe(200);
-      const ui = await fetch('http://127.0.0.1:8233/namespaces/eventmesh-test/workflows');
+      const ui = await fetch(`${TEMPORAL_UI}/namespaces/${TEST_NAMESPACE}/workflows`);
       expect(ui.status).toBe(200);
     } finally {
       process.kill(-instance.child.pid!, 'SIGINT');
@@ -93,7 +96,7 @@ describe('the run command', () => {
       const printed = /^task (\S+): TASK_STATE_COMPLETED\n {2}artifacts: \["hello"\]\n {2}its workflow a2a-task\/\1 in the Temporal UI: (\S+)\n$/.exec(send.output());
       expect(printed).not.toBeNull();
       const [, taskId, link] = printed!;
-      expect(link).toBe(`http://127.0.0.1:8233/namespaces/${TEST_NAMESPACE}/workflows?query=${encodeURIComponent(`WorkflowId="a2a-task/${taskId}"`)}`);
+      expect(link).toBe(`${TEMPORAL_UI}/namespaces/${TEST_NAMESPACE}/workflows?query=${encodeURIComponent(`WorkflowId="a2a-task/${taskId}"`)}`);
       // A blocking send is answered once the outcome is recorded; the workflow ends just after.
       const handle = temporal.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId));
       const description = await waitFor('the task workflow completed', async () => {
