@@ -8,14 +8,14 @@ import { requestFetch } from './request-fetch';
  * The mesh's A2A clients of the registered agents: the SDK's stock client, built from each agent's registered card
  * (JSON-RPC or HTTP+JSON, v1.0 or v0.3 as the card's interfaces say), one per agent and card version. Every
  * connection goes through `dispatcher` (the sink guard's pinned connector: the SSRF rules of webhook sinks apply to
- * agent URLs too), and every call is bounded by `timeoutMs`.
+ * agent URLs too), every call is bounded by `timeoutMs`, and every answer by `maxAnswerBytes` (request-fetch.ts).
  */
 export class AgentClients {
   private readonly clients = new Map<string, { updatedAt: number; client: Promise<Client> }>();
   private readonly factory: ClientFactory;
 
-  constructor(dispatcher: UndiciAgent, readonly timeoutMs: number) {
-    const fetchImpl = requestFetch(dispatcher);
+  constructor(dispatcher: UndiciAgent, readonly timeoutMs: number, maxAnswerBytes: number) {
+    const fetchImpl = requestFetch(dispatcher, maxAnswerBytes);
     const legacyCompat = { enabled: true };
     this.factory = new ClientFactory({
       transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],

@@ -3,7 +3,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Artifact, Message, StreamResponse, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { A2AError, InvalidAgentResponseError, TaskNotFoundError } from '@a2a-js/sdk/errors';
-import { INVALID_ANSWER_METADATA, isInvalidAnswer } from './invalid-answers';
+import { INVALID_ANSWER_METADATA, isAnswerTooLarge, isInvalidAnswer, tooLargeReason } from './invalid-answers';
 import { AgentStream, applyEvent, StreamRead } from './agent-stream';
 import type { ParkedStream } from './parked-streams';
 import { A2AState, SETTLED, stateOf } from './task-states';
@@ -122,6 +122,11 @@ export class AgentTaskFollower {
           read = await live.next(untilMs - Date.now(), { keepOnTimeout: true });
         } catch (e) {
           if (ctx.signal.aborted) throw e;
+          // An event larger than the mesh reads would come again on a stream opened again: the task fails now.
+          if (isAnswerTooLarge(e)) {
+            const result = await this.tasks.transition(task, invalidAnswerOf(task, e));
+            return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
+          }
           return { unsettled: task, broken: true };
         }
         if ('timedOut' in read) return { unsettled: task, broken: false, paused: { snapshot: agentTask } };
@@ -178,7 +183,7 @@ export class AgentTaskFollower {
         const invalid = !ctx.signal.aborted && isInvalidAnswer(e);
         if (!(e instanceof A2AError) && !invalid) throw unreachable(e, ctx.signal);
         if (e instanceof TaskNotFoundError && task.deliveredTurn === 1 && task.agentResends === 0) await this.sendAgain(task);
-        const change = invalid ? invalidAnswer(task, (e as Error).message) : { state: 'failed' as const, statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`) };
+        const change = invalid ? invalidAnswerOf(task, e) : { state: 'failed' as const, statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`) };
         const result = await this.tasks.transition(task, change);
         return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
       }
@@ -242,6 +247,15 @@ export function changeOf(task: StoredTask, answer: Task): TaskChange {
 /** A status message from the mesh, in the agent's role, about the task. */
 export function agentMessage(task: StoredTask, text: string, metadata?: Json): Json {
   return { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 'ROLE_AGENT', parts: [{ text }], ...(metadata ? { metadata } : {}) };
+}
+
+/**
+ * The task failed on the agent's answer `e` (isInvalidAnswer): one larger than the mesh reads says so, any other
+ * that it is not a valid A2A answer. Both carry the invalid-answer metadata (a blocking send of it is -32006).
+ */
+export function invalidAnswerOf(task: StoredTask, e: unknown): TaskChange {
+  if (isAnswerTooLarge(e)) return { state: 'failed', statusMessage: agentMessage(task, tooLargeReason(e), INVALID_ANSWER_METADATA) };
+  return invalidAnswer(task, (e as Error).message);
 }
 
 /** The task failed because the agent answered what is not an A2A answer (`why`), its status message says so (invalid-answers.ts). */

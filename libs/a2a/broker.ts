@@ -103,7 +103,7 @@ export class A2ABroker {
     const workflows = new TaskWorkflows(temporal.client, { timeoutMs: agents.taskTimeoutMs, callTimeoutMs: agents.callTimeoutMs, worker: temporal.worker });
     return new A2ABroker(
       db,
-      new AgentClients(sinks.agent(), agents.callTimeoutMs),
+      new AgentClients(sinks.agent(), agents.callTimeoutMs, agents.maxAnswerBytes),
       (url) => sinks.check(url),
       kafka,
       workflows,

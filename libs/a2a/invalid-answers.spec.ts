@@ -1,6 +1,7 @@
 import { A2AError, InvalidAgentResponseError, TaskNotFoundError } from '@a2a-js/sdk/errors';
-import { invalidAnswer } from './agent-task-follower';
-import { failedOnInvalidAnswer, isInvalidAnswer } from './invalid-answers';
+import { invalidAnswer, invalidAnswerOf } from './agent-task-follower';
+import { failedOnInvalidAnswer, isAnswerTooLarge, isInvalidAnswer } from './invalid-answers';
+import { AgentAnswerTooLarge } from './request-fetch';
 import type { StoredTask } from './task-store';
 
 /** What counts as an agent's answer that is not A2A (the task fails, -32006), and what as an agent not reached. */
@@ -34,5 +35,17 @@ describe('invalid agent answers', () => {
     expect(failedOnInvalidAnswer({ state: 'working', statusMessage: change.statusMessage! })).toBe(false);
     expect(failedOnInvalidAnswer({ state: 'failed', statusMessage: { parts: [{ text: 'the agent refused the task' }] } })).toBe(false);
     expect(failedOnInvalidAnswer({ state: 'failed', statusMessage: null })).toBe(false);
+  });
+
+  it('counts an answer too large to read as one (the task fails at once), saying why: the cap, or the SDK\'s stream event limit', () => {
+    const task = { id: 't1', contextId: 'c1', state: 'working', statusMessage: null } as StoredTask;
+    const ours = new AgentAnswerTooLarge(1024, 'answer');
+    const sdks = new Error('SSE event data exceeded the maximum allowed size of 4194304 bytes. Pass maxEventSizeBytes to raise the limit, or prefer FileWithUri parts for large payloads.');
+    for (const e of [ours, sdks]) expect([isAnswerTooLarge(e), isInvalidAnswer(e)]).toEqual([true, true]);
+    expect(isAnswerTooLarge(new Error('fetch failed'))).toBe(false);
+    const change = invalidAnswerOf(task, ours);
+    expect(change).toMatchObject({ state: 'failed', statusMessage: { parts: [{ text: "the agent's answer is larger than the mesh reads (EVENTMESH_AGENTS_MAX_ANSWER_BYTES = 1024 bytes); the read was aborted" }] } });
+    expect(failedOnInvalidAnswer({ state: 'failed', statusMessage: change.statusMessage! })).toBe(true);
+    expect(invalidAnswerOf(task, sdks)).toMatchObject({ statusMessage: { parts: [{ text: "the agent's stream event is larger than the A2A client reads (4194304 bytes); the read was aborted" }] } });
   });
 });

@@ -1,7 +1,7 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { Agent } from 'undici';
-import { requestFetch } from './request-fetch';
+import { AgentAnswerTooLarge, requestFetch } from './request-fetch';
 
 /** The fetch the mesh's A2A clients use, against a loopback server. */
 describe('requestFetch', () => {
@@ -9,7 +9,8 @@ describe('requestFetch', () => {
   let base: string;
   let handle: (req: IncomingMessage, body: string, res: ServerResponse) => void;
   const dispatcher = new Agent();
-  const fetchImpl = requestFetch(dispatcher);
+  const LIMIT = 64 * 1024;
+  const fetchImpl = requestFetch(dispatcher, LIMIT);
 
   beforeAll(async () => {
     server = createServer((req, res) => {
@@ -75,6 +76,44 @@ describe('requestFetch', () => {
     const pending = fetchImpl(`${base}/x`, { signal: later.signal });
     setTimeout(() => later.abort(), 20);
     await expect(pending).rejects.toThrow();
+  });
+
+  it('reads a JSON answer up to the cap, and aborts the read of a larger one with AgentAnswerTooLarge', async () => {
+    let closed!: Promise<void>;
+    handle = (_req, _body, res) => {
+      closed = new Promise((resolve) => res.once('close', () => resolve()));
+      res.writeHead(200, { 'content-type': 'application/json' });
+      // Written in pieces and never ended when too large: only the cap can end the read.
+      res.write('"');
+      res.write('x'.repeat(LIMIT - 2));
+      if (size === LIMIT) res.end('"');
+      else res.write('x'.repeat(LIMIT));
+    };
+    let size = LIMIT;
+    const fits = await fetchImpl(`${base}/fits`, { method: 'POST', body: '{}' });
+    expect((await fits.text()).length).toBe(LIMIT);
+    size = LIMIT + 1;
+    await expect(fetchImpl(`${base}/large`, { method: 'POST', body: '{}' })).rejects.toBeInstanceOf(AgentAnswerTooLarge);
+    // The agent's connection is closed: nothing more of it is read.
+    await closed;
+  });
+
+  it('caps each event of an event stream, not the stream', async () => {
+    let writeLarge!: () => void;
+    handle = (_req, _body, res) => {
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      // Many events that fit, CRLF and LF: more than the cap in all.
+      for (let i = 0; i < 4; i++) res.write(`data: ${'y'.repeat(LIMIT / 2)}\r\n\r\n`);
+      writeLarge = () => res.write(`data: ${'z'.repeat(LIMIT)}\n`);
+    };
+    const answer = await fetchImpl(`${base}/stream`, { method: 'POST', body: '{}' });
+    const reader = answer.body!.getReader();
+    let read = 0;
+    while (read < 4 * (LIMIT / 2 + 10)) read += (await reader.read()).value!.length;
+    writeLarge();
+    await expect((async () => {
+      for (;;) if ((await reader.read()).done) return;
+    })()).rejects.toBeInstanceOf(AgentAnswerTooLarge);
   });
 
   it('rejects when nothing listens', async () => {

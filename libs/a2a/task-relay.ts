@@ -8,7 +8,7 @@ import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor
 import type { AgentClients } from './agent-clients';
 import { ParkedStreams } from './parked-streams';
 import { AgentStream, isNotAnEventStream } from './agent-stream';
-import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, invalidAnswer, unreachable } from './agent-task-follower';
+import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, invalidAnswer, invalidAnswerOf, unreachable } from './agent-task-follower';
 import { isInvalidAnswer } from './invalid-answers';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
@@ -141,7 +141,7 @@ export class TaskRelay {
           // The agent took the turn but answered it without a stream: sent again, it would take it again (at each
           // retry until the timeout). Recorded as an invalid answer instead; the card is what needs fixing.
           change = invalidAnswer(task, 'its card says it streams (capabilities.streaming), but it answered the send with no event stream: fix the card');
-        } else if (!ctx.signal.aborted && isInvalidAnswer(e)) change = invalidAnswer(task, (e as Error).message);
+        } else if (!ctx.signal.aborted && isInvalidAnswer(e)) change = invalidAnswerOf(task, e);
         else if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
         else change = { state: 'failed', statusMessage: agentMessage(task, `the agent refused the task: ${(e as Error).message}`) };
       }

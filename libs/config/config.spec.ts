@@ -220,7 +220,18 @@ describe('loadConfig', () => {
   it('bounds what a gateway holds: defaults, and caps that can always take one whole request', () => {
     const config = loadConfig({});
     expect(config.kafka).toMatchObject({ produceQueueMaxEvents: 20000, produceQueueMaxBytes: 64 * 1024 * 1024, publishTimeoutMs: 5000, requestTimeoutMs: 10000 });
-    expect(config.http).toMatchObject({ maxConnections: 10000, maxPendingRequests: 1000, retryAfterSeconds: 1 });
+    expect(config.http).toMatchObject({ maxConnections: 10000, maxPendingRequests: 1000, maxPendingRequestsPerTenant: 100, retryAfterSeconds: 1 });
+    expect(config.agents.maxAnswerBytes).toBe(16 * 1024 * 1024);
+    expect(loadConfig({ EVENTMESH_HTTP_MAX_PENDING_REQUESTS_PER_TENANT: '5', EVENTMESH_AGENTS_MAX_ANSWER_BYTES: '65536' })).toMatchObject({
+      http: { maxPendingRequestsPerTenant: 5 },
+      agents: { maxAnswerBytes: 65536 },
+    });
+    expect(() => loadConfig({ EVENTMESH_HTTP_MAX_PENDING_REQUESTS_PER_TENANT: '0' })).toThrow(
+      'EVENTMESH_HTTP_MAX_PENDING_REQUESTS_PER_TENANT (eventmesh.http.maxPendingRequestsPerTenant) = "0" is not valid; legal values: an integer from 1 to 1000000',
+    );
+    expect(() => loadConfig({ EVENTMESH_AGENTS_MAX_ANSWER_BYTES: '1MiB' })).toThrow(
+      'EVENTMESH_AGENTS_MAX_ANSWER_BYTES (eventmesh.agents.maxAnswerBytes) = "1MiB" is not valid; legal values: an integer from 1024 to 1073741824',
+    );
     expect(config.streams.pollMaxConsumers).toBe(100);
     expect(() => loadConfig({ EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS: '100', EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS: '500' })).toThrow(
       'EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS (eventmesh.kafka.produceQueueMaxEvents) = 100 is below EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS (500)',

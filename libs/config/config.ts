@@ -71,7 +71,7 @@ export type AccessLogMode = (typeof ACCESS_LOGS)[number];
 export interface EventMeshConfig {
   /** `advertisedUrl`: where other instances reach this one's internal channel; '' = derived from the listen address at boot. */
   instance: { id: string; roles: InstanceRole[]; advertisedUrl: string };
-  http: { host: string; port: number; bodyLimitBytes: number; processes: number; maxConnections: number; maxPendingRequests: number; retryAfterSeconds: number };
+  http: { host: string; port: number; bodyLimitBytes: number; processes: number; maxConnections: number; maxPendingRequests: number; maxPendingRequestsPerTenant: number; retryAfterSeconds: number };
   delivery: {
     topology: DeliveryTopology;
     leaseTtlMs: number;
@@ -112,7 +112,7 @@ export interface EventMeshConfig {
   };
   streams: { pollMaxConsumers: number };
   /** `pushSigningSecret`: the Standard Webhooks secret A2A push notifications are signed with ('' = unsigned). */
-  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number; workerSlots: number };
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number; workerSlots: number; maxAnswerBytes: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -203,6 +203,9 @@ const SETTINGS = {
   httpMaxPendingRequests: setting('EVENTMESH_HTTP_MAX_PENDING_REQUESTS', 'eventmesh.http.maxPendingRequests',
     integer(1, 1000000), () => 1000,
     'Most request-replies (POST /events/request) a gateway process holds waiting at once; one more gets 503 OVERLOADED.'),
+  httpMaxPendingRequestsPerTenant: setting('EVENTMESH_HTTP_MAX_PENDING_REQUESTS_PER_TENANT', 'eventmesh.http.maxPendingRequestsPerTenant',
+    integer(1, 1000000), () => 100,
+    'Most request-replies one tenant has waiting in a gateway process at once, so one tenant cannot take the whole EVENTMESH_HTTP_MAX_PENDING_REQUESTS; one more gets 429 TOO_MANY_PENDING_REQUESTS (nothing published).'),
   httpRetryAfterSeconds: setting('EVENTMESH_HTTP_RETRY_AFTER_SECONDS', 'eventmesh.http.retryAfterSeconds', integer(1, 3600),
     () => 1, 'The Retry-After of a 503 for shed work (OVERLOADED, KAFKA_UNAVAILABLE).'),
   topology: setting('EVENTMESH_DELIVERY_TOPOLOGY', 'eventmesh.delivery.topology', oneOf(DELIVERY_TOPOLOGIES),
@@ -318,6 +321,8 @@ const SETTINGS = {
     'The Standard Webhooks secret (whsec_...) A2A push notifications are signed with (webhook-id, webhook-timestamp, webhook-signature; docs/a2a.md): the clients\' webhooks verify them with it. Unset: pushes go unsigned (the config\'s token or authentication still authenticates them).'),
   agentsTaskRetentionDays: setting('EVENTMESH_AGENTS_TASK_RETENTION_DAYS', 'eventmesh.agents.taskRetentionDays', integer(0, 3650), () => 30,
     'Days an A2A task that ended (completed, failed, canceled, rejected) or waits for its client (input-required, auth-required) is kept after its last change, with its event log, push configs and push dead letters; the Temporal schedule `a2a-task-retention` deletes older ones every ten minutes, in small batches (the last instance to boot sets the days). A running task is kept. 0 keeps them all (and removes the schedule).'),
+  agentsMaxAnswerBytes: setting('EVENTMESH_AGENTS_MAX_ANSWER_BYTES', 'eventmesh.agents.maxAnswerBytes', integer(1024, 1024 * 1024 * 1024),
+    () => 16 * 1024 * 1024, 'Largest answer the A2A broker reads from an agent: a JSON answer whole, or one event of an event stream. Past it the read is aborted and the task fails, its status message saying the answer was too large (an agent sent the same turn again would answer the same).'),
   agentsWorkerSlots: setting('EVENTMESH_AGENTS_WORKER_SLOTS', 'eventmesh.agents.workerSlots', integer(2, 10000), () => 200,
     'Most A2A task workflow tasks an instance\'s worker runs at once, and as many local activities. A task\'s first workflow task holds its slot while the task\'s first delivery attempt runs (docs/a2a.md); while every slot is taken, a new task\'s workflow starts through the task queue instead of eagerly on the instance that took it, a slower start that costs the Temporal server more.'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
@@ -525,6 +530,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       processes: v.httpProcesses,
       maxConnections: v.httpMaxConnections,
       maxPendingRequests: v.httpMaxPendingRequests,
+      maxPendingRequestsPerTenant: v.httpMaxPendingRequestsPerTenant,
       retryAfterSeconds: v.httpRetryAfterSeconds,
     },
     delivery: {
@@ -585,6 +591,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       pushSigningSecret: v.agentsPushSigningSecret,
       taskRetentionDays: v.agentsTaskRetentionDays,
       workerSlots: v.agentsWorkerSlots,
+      maxAnswerBytes: v.agentsMaxAnswerBytes,
     },
     temporal: {
       address: v.temporalAddress,

@@ -53,6 +53,15 @@ export enum ErrorCode {
   Unauthenticated = 'UNAUTHENTICATED',
   Forbidden = 'FORBIDDEN',
   QuotaExceeded = 'QUOTA_EXCEEDED',
+  /**
+   * A publish larger than the tenant's whole burst (events or bytes): it could never pass, however long the caller
+   * waited, so it is not a 429; the body names the largest publish allowed.
+   */
+  BatchExceedsBurst = 'BATCH_EXCEEDS_BURST',
+  /** A tenant holds its most request-replies waiting in this gateway process (another tenant's are not held back). */
+  TooManyPendingRequests = 'TOO_MANY_PENDING_REQUESTS',
+  /** A plain HTTP request to a WebSocket-only route (no `Upgrade: websocket`). */
+  UpgradeRequired = 'UPGRADE_REQUIRED',
   KafkaUnavailable = 'KAFKA_UNAVAILABLE',
   /** A bound on held work (producer queue, connections, pending requests) is reached; nothing was taken. */
   Overloaded = 'OVERLOADED',
@@ -113,6 +122,9 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.QuotaExceeded]: 429,
+  [ErrorCode.BatchExceedsBurst]: 413,
+  [ErrorCode.TooManyPendingRequests]: 429,
+  [ErrorCode.UpgradeRequired]: 426,
   [ErrorCode.KafkaUnavailable]: 503,
   [ErrorCode.Overloaded]: 503,
   [ErrorCode.TooManyConsumers]: 429,

@@ -310,7 +310,7 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     }),
     requestReplyOutcomes: new Counter({
       name: 'eventmesh_request_reply_total',
-      help: 'Request-replies by outcome: replied, timed_out, refused (at EVENTMESH_HTTP_MAX_PENDING_REQUESTS).',
+      help: 'Request-replies by outcome: replied, timed_out, refused (at EVENTMESH_HTTP_MAX_PENDING_REQUESTS), refused_tenant (at EVENTMESH_HTTP_MAX_PENDING_REQUESTS_PER_TENANT).',
       labelNames: ['outcome'] as const,
       registers,
       collect() {
@@ -319,6 +319,7 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
         setCounter(this, stats.replied, { outcome: 'replied' });
         setCounter(this, stats.timedOut, { outcome: 'timed_out' }, false);
         setCounter(this, stats.refused, { outcome: 'refused' }, false);
+        setCounter(this, stats.refusedForTenant ?? 0, { outcome: 'refused_tenant' }, false);
       },
     }),
     lateReplies: new Counter({

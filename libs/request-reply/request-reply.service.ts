@@ -24,6 +24,11 @@ export const REPLY_HOLDER_LOCK_SPACE = 1_919_250_544;
 export interface RequestReplyOptions {
   /** Most requests this process holds waiting at once; one more is refused (503 OVERLOADED). */
   maxPending: number;
+  /**
+   * Most requests of one tenant this process holds waiting at once; one more is refused (429
+   * TOO_MANY_PENDING_REQUESTS), so one tenant cannot take every slot of `maxPending` from the others.
+   */
+  maxPendingPerTenant: number;
   /** The wait a refused requester is told (Retry-After). */
   retryAfterSeconds: number;
 }
@@ -38,6 +43,8 @@ export interface RequestReplyStats {
   requesterGone: number;
   /** Requests refused because `maxPending` were waiting. */
   refused: number;
+  /** Requests refused because their tenant had `maxPendingPerTenant` waiting. */
+  refusedForTenant: number;
 }
 
 /** Why a reply was not delivered (the `reason` of its 404 `REQUEST_NOT_PENDING`). */
@@ -63,6 +70,8 @@ export type UndeliveredReason = 'unknown' | 'expired' | 'already-replied' | 'req
 export class RequestReplyService {
   private readonly log = createLogger('RequestReply');
   private readonly waiters = new Map<string, (reply: EventFrame) => void>();
+  /** Requests waiting in this process, by tenant (a tenant with none has no entry). */
+  private readonly pendingByTenant = new Map<string, number>();
   private listener?: Client;
   private poller?: NodeJS.Timeout;
   private pinger?: NodeJS.Timeout;
@@ -70,7 +79,7 @@ export class RequestReplyService {
   private closed = false;
   /** This process's liveness key (see the class comment); held on the reply connection. */
   private holderKey = randomInt(1, 2 ** 31 - 1);
-  readonly stats: RequestReplyStats = { pending: 0, replied: 0, timedOut: 0, lateReplies: 0, requesterGone: 0, refused: 0 };
+  readonly stats: RequestReplyStats = { pending: 0, replied: 0, timedOut: 0, lateReplies: 0, requesterGone: 0, refused: 0, refusedForTenant: 0 };
 
   constructor(
     private readonly db: DataSource,
@@ -180,7 +189,20 @@ export class RequestReplyService {
         true,
       );
     }
+    // The tenant's own cap, after the process's: a process at its cap is everybody's 503, a tenant at its cap is its
+    // own 429 while the others go on.
+    const tenantPending = this.pendingByTenant.get(tenant) ?? 0;
+    if (tenantPending >= this.options.maxPendingPerTenant) {
+      this.stats.refusedForTenant++;
+      throw new EventMeshError(
+        ErrorCode.TooManyPendingRequests,
+        `this tenant has ${tenantPending} requests waiting for replies in this gateway process, its most; nothing was published, ask again when one is answered`,
+        { limit: 'tenantPendingRequests', maxPendingPerTenant: this.options.maxPendingPerTenant, retryAfterSeconds: this.options.retryAfterSeconds },
+        true,
+      );
+    }
     this.stats.pending++;
+    this.pendingByTenant.set(tenant, tenantPending + 1);
     const correlationId = randomUUID();
     // The one deadline, set now: the timer runs from here, and the row's deadline from its INSERT just below.
     let timer: NodeJS.Timeout | undefined;
@@ -221,6 +243,9 @@ export class RequestReplyService {
       clearTimeout(timer);
       this.waiters.delete(correlationId);
       this.stats.pending--;
+      const left = (this.pendingByTenant.get(tenant) ?? 1) - 1;
+      if (left > 0) this.pendingByTenant.set(tenant, left);
+      else this.pendingByTenant.delete(tenant);
       await this.db.query(`DELETE FROM pending_requests WHERE correlation_id = $1`, [correlationId]).catch(() => undefined);
     }
   }

@@ -39,7 +39,7 @@ export interface GateRequest {
  */
 export class GateRefusal extends EventMeshError {
   constructor(
-    code: ErrorCode.Unauthenticated | ErrorCode.Forbidden | ErrorCode.QuotaExceeded,
+    code: ErrorCode.Unauthenticated | ErrorCode.Forbidden | ErrorCode.QuotaExceeded | ErrorCode.BatchExceedsBurst,
     message: string,
     /** The reason audited and counted (a stable word: `expired`, `bad_signature`, `acl_deny`, ...). */
     readonly reason: string,
@@ -51,10 +51,14 @@ export class GateRefusal extends EventMeshError {
 }
 
 /**
- * What one filter decided. An allow may name the caller (TokenAuth) and hold a resource until released (quota); a
- * refusal may name the caller too, when it is known though refused (a verified token lacking the route's scope).
+ * What one filter decided. An allow may name the caller (TokenAuth), hold a resource until released (quota's
+ * stream connections), and say how to give back what it charged (quota's events and bytes) when the request is
+ * refused after the gate; a refusal may name the caller too, when it is known though refused (a verified token
+ * lacking the route's scope).
  */
-export type Verdict = { allow: true; caller?: Caller; release?: () => void } | { allow: false; refusal: GateRefusal; caller?: Caller };
+export type Verdict =
+  | { allow: true; caller?: Caller; release?: () => void; refund?: () => void }
+  | { allow: false; refusal: GateRefusal; caller?: Caller };
 
 export const ALLOW: Verdict = Object.freeze({ allow: true as const });
 

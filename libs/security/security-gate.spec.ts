@@ -132,6 +132,20 @@ describe('SecurityGate', () => {
     expect(released).toBe(2);
   });
 
+  it('refunds what filters charged when a later one refuses, and on the admission\'s refund, once only', async () => {
+    let refunded = 0;
+    const charging = () => filter('quota', () => ({ allow: true, refund: () => refunded++ }));
+    const gate = new SecurityGate({ name: 'ingress', filters: [charging(), filter('acl', () => deny('acl_deny', ErrorCode.Forbidden))], failClosed: true, audit: new Recorded(), auditAllows: false });
+    await expect(gate.admit(request())).rejects.toBeInstanceOf(GateRefusal);
+    expect(refunded).toBe(1);
+    const admission = await new SecurityGate({ name: 'ingress', filters: [charging()], failClosed: true, audit: new Recorded(), auditAllows: false }).admit(request());
+    admission.release();
+    expect(refunded).toBe(1);
+    admission.refund();
+    admission.refund();
+    expect(refunded).toBe(2);
+  });
+
   it('proceeds when the audit sink throws, and counts the failure', async () => {
     const gate = new SecurityGate({
       name: 'ingress',

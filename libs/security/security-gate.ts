@@ -9,6 +9,12 @@ export interface Admission {
   caller: Caller;
   /** Releases what the admission holds (an open stream connection of the tenant's quota). Idempotent. */
   release(): void;
+  /**
+   * Gives back what the admission charged (the events and bytes of a publish) when the route refuses the request
+   * after the gate (invalid events, an unknown topic, shed before anything was written): a refused request is not
+   * charged. Idempotent; a no-op for what charged nothing.
+   */
+  refund(): void;
 }
 
 export interface SecurityGateOptions {
@@ -35,6 +41,7 @@ export interface GateStats {
 }
 
 const NOTHING_HELD = () => undefined;
+const OPEN_ADMISSION: Admission = Object.freeze({ caller: ANONYMOUS, release: NOTHING_HELD, refund: NOTHING_HELD });
 
 /**
  * The request's id, made when first needed (an audit record or a log line), and the same one after: most admitted
@@ -75,15 +82,21 @@ export class SecurityGate {
   }
 
   async admit(request: GateRequest): Promise<Admission> {
-    if (this.open) return { caller: ANONYMOUS, release: NOTHING_HELD };
+    if (this.open) return OPEN_ADMISSION;
     let caller = ANONYMOUS;
     // What filters hold (a stream connection of the quota): most requests hold nothing, and allocate nothing here.
     let held: (() => void)[] | undefined;
+    let charged: (() => void)[] | undefined;
     let refused: { filter: string; refusal: GateRefusal } | undefined;
     const release = () => {
       const holding = held;
       held = undefined;
       holding?.forEach((r) => r());
+    };
+    const refund = () => {
+      const owed = charged;
+      charged = undefined;
+      owed?.forEach((r) => r());
     };
     for (const filter of this.options.filters) {
       let verdict: Verdict;
@@ -101,6 +114,7 @@ export class SecurityGate {
         this.log.error({ gate: this.name, filter: filter.name, route: request.route, requestId: idOf(request), error: (e as Error).message }, 'gate filter could not decide');
         if (this.options.failClosed) {
           release();
+          refund();
           this.audit(request, caller, { filter: filter.name, reason: 'filter_error' });
           throw e;
         }
@@ -109,6 +123,7 @@ export class SecurityGate {
       if (verdict.allow) {
         if (verdict.caller) caller = verdict.caller;
         if (verdict.release) (held ??= []).push(verdict.release);
+        if (verdict.refund) (charged ??= []).push(verdict.refund);
         continue;
       }
       if (verdict.caller) caller = verdict.caller;
@@ -121,13 +136,14 @@ export class SecurityGate {
       this.audit(request, caller, { filter: refused.filter, reason: refused.refusal.reason });
       if (this.options.failClosed) {
         release();
+        refund();
         throw refused.refusal;
       }
     } else {
       this.allowed++;
       if (this.options.auditAllows) this.audit(request, caller);
     }
-    return { caller, release: held ? release : NOTHING_HELD };
+    return { caller, release: held ? release : NOTHING_HELD, refund: charged ? refund : NOTHING_HELD };
   }
 
   stats(): GateStats {

@@ -137,14 +137,48 @@ describe('TenantQuotaFilter across instances (simulated time, a usage table that
         headers: { 'retry-after': '1', 'ratelimit-policy': '"events";q=200;w=1', ratelimit: '"events";r=0;t=1' },
       },
     });
-    // A publish above the byte burst passes on a full bucket and leaves a debt the next ones wait for.
+    // A publish above the byte burst could never pass: 413 BATCH_EXCEEDS_BURST, not a 429, and nothing charged.
     now = 1000;
     const big = await f.check({ request: publish(2 * 1024 * 1024), caller });
-    expect(big).toMatchObject({ allow: true });
+    expect(big).toMatchObject({
+      allow: false,
+      refusal: { code: 'BATCH_EXCEEDS_BURST', reason: 'batch_exceeds_burst_bytes', headers: {}, details: { quota: 'bytes_per_second', maxBatchBytes: 1024 * 1024, bytes: 2 * 1024 * 1024 } },
+    });
+    expect(await f.check({ request: publish(1024 * 1024), caller })).toMatchObject({ allow: true });
     expect(await f.check({ request: publish(1024), caller })).toMatchObject({
       allow: false,
-      refusal: { reason: 'bytes_per_second', headers: { 'retry-after': '2', 'ratelimit-policy': '"bytes";q=1048576;qu="content-bytes";w=1' } },
+      refusal: { reason: 'bytes_per_second', headers: { 'retry-after': '1', 'ratelimit-policy': '"bytes";q=1048576;qu="content-bytes";w=1' } },
     });
+  });
+
+  it('charges a batch per event, and refuses one above the tenant\'s burst 413 BATCH_EXCEEDS_BURST with the largest allowed, charging nothing', async () => {
+    const now = 0;
+    const f = new TenantQuotaFilter(noOverrides, usageTable(() => now), { instanceId: 'a', defaults: { ...LIMITS, eventsPerSecond: 5, burstSeconds: 2 }, syncMs: SYNC_MS, refreshMs: 1000, clock: () => now });
+    filters = [f];
+    const batch = (events: number): GateRequest => ({ ...publish(), publish: { events, bytes: 100 } });
+    const tooLarge = await f.check({ request: batch(500), caller });
+    expect(tooLarge).toMatchObject({
+      allow: false,
+      refusal: { code: 'BATCH_EXCEEDS_BURST', reason: 'batch_exceeds_burst_events', details: { quota: 'events_per_second', maxBatchEvents: 10, events: 500 } },
+    });
+    expect((tooLarge as { refusal: { headers: Record<string, string> } }).refusal.headers['retry-after']).toBeUndefined();
+    // The refused batch took nothing: the whole burst is there, batch by batch, each event counted.
+    expect(await f.check({ request: batch(10), caller })).toMatchObject({ allow: true });
+    expect(await f.check({ request: batch(1), caller })).toMatchObject({ allow: false, refusal: { code: 'QUOTA_EXCEEDED', reason: 'events_per_second' } });
+  });
+
+  it('gives a publish\'s charge back when the route refuses it after the gate, once', async () => {
+    const now = 0;
+    const f = new TenantQuotaFilter(noOverrides, usageTable(() => now), { instanceId: 'a', defaults: { ...LIMITS, eventsPerSecond: 5, burstSeconds: 1 }, syncMs: SYNC_MS, refreshMs: 1000, clock: () => now });
+    filters = [f];
+    const batch: GateRequest = { ...publish(), publish: { events: 5, bytes: 100 } };
+    const admitted = (await f.check({ request: batch, caller })) as Extract<Verdict, { allow: true }>;
+    expect(admitted.allow).toBe(true);
+    expect(await f.check({ request: batch, caller })).toMatchObject({ allow: false });
+    admitted.refund!();
+    admitted.refund!();
+    expect(await f.check({ request: batch, caller })).toMatchObject({ allow: true });
+    expect(await f.check({ request: publish(), caller })).toMatchObject({ allow: false });
   });
 
   it('counts stream connections runtime-wide, and gives one back on release', async () => {

@@ -50,6 +50,8 @@ export interface TenantQuotaOptions {
 
 /** The quota's reasons, audited and counted by the gate. */
 export type QuotaReason = 'events_per_second' | 'bytes_per_second' | 'stream_connections' | 'subscriptions';
+/** The reasons of a publish larger than the tenant's whole burst (413 BATCH_EXCEEDS_BURST). */
+export type BurstReason = 'batch_exceeds_burst_events' | 'batch_exceeds_burst_bytes';
 
 /** What this instance holds of one tenant. */
 interface TenantState {
@@ -102,7 +104,10 @@ const PRESENCE = '';
  *
  * Over quota: 429 QUOTA_EXCEEDED with `Retry-After` (seconds until the bucket has room), and the `RateLimit-Policy`
  * and `RateLimit` fields of the IETF httpapi draft (draft-ietf-httpapi-ratelimit-headers), e.g.
- * `RateLimit-Policy: "events";q=200;w=1` and `RateLimit: "events";r=0;t=1`.
+ * `RateLimit-Policy: "events";q=200;w=1` and `RateLimit: "events";r=0;t=1`. A publish is charged per event (a
+ * batch of n costs n); one larger than the tenant's whole burst is 413 BATCH_EXCEEDS_BURST with the largest publish
+ * allowed, never a 429. The charge of an admitted publish the route then refuses (an invalid event, an unknown topic,
+ * shed before anything was written) is given back (the admission's refund).
  */
 export class TenantQuotaFilter implements GateFilter {
   readonly name = 'quota' as const;
@@ -203,8 +208,13 @@ export class TenantQuotaFilter implements GateFilter {
     const now = this.clock();
     const state = this.stateOf(tenant, now);
     state.lastUsed = now;
+    let refund: (() => void) | undefined;
     if (request.publish) {
       const { events, bytes } = request.publish;
+      // A publish above the tenant's whole burst could never pass, however long it waited: refused as such (not a
+      // 429 whose Retry-After would be a lie), and not counted as demand, since it asks for nothing it can get.
+      const tooLarge = burstRefusal(state.limits, events, bytes);
+      if (tooLarge) return tooLarge;
       state.askedEvents += events;
       state.askedBytes += bytes;
       // Both buckets must have room before either is charged.
@@ -212,6 +222,14 @@ export class TenantQuotaFilter implements GateFilter {
       if (!state.bytes.has(bytes, now)) return this.rateRefusal('bytes_per_second', state, bytes, now);
       state.events.take(events, now);
       state.bytes.take(bytes, now);
+      let refunded = false;
+      refund = () => {
+        if (refunded) return;
+        refunded = true;
+        const at = this.clock();
+        state.events.give(events, at);
+        state.bytes.give(bytes, at);
+      };
     }
     if (request.createsSubscription) {
       return this.quotas.subscriptionCount(tenant).then((count) => {
@@ -224,7 +242,8 @@ export class TenantQuotaFilter implements GateFilter {
         );
       });
     }
-    return request.stream ? this.openStream(state) : ALLOW;
+    if (request.stream) return this.openStream(state);
+    return refund ? { allow: true, refund } : ALLOW;
   }
 
   /** Holds one of the tenant's stream connections until the admission is released. */
@@ -334,6 +353,31 @@ export class TenantQuotaFilter implements GateFilter {
     }, this.options.syncMs);
     this.timer.unref();
   }
+}
+
+/**
+ * The refusal of a publish larger than the tenant's runtime-wide burst (rate x burstSeconds), in events or in
+ * bytes; undefined when it fits. The body names the largest publish the tenant may send (`maxBatchEvents`,
+ * `maxBatchBytes`) so a client can split its batch without guessing. A batch within the burst but above this
+ * instance's share of it is left to the bucket, which admits it when full and carries the debt.
+ */
+function burstRefusal(limits: QuotaLimits, events: number, bytes: number): Verdict | undefined {
+  const maxBatchEvents = Math.floor(limits.eventsPerSecond * limits.burstSeconds);
+  const maxBatchBytes = Math.floor(limits.bytesPerSecond * limits.burstSeconds);
+  if (events <= maxBatchEvents && bytes <= maxBatchBytes) return undefined;
+  const byEvents = events > maxBatchEvents;
+  return {
+    allow: false,
+    refusal: new GateRefusal(
+      ErrorCode.BatchExceedsBurst,
+      byEvents
+        ? `this publish holds ${events} events; this tenant's burst is ${maxBatchEvents} (${limits.eventsPerSecond} events/s x ${limits.burstSeconds} s), so it can never pass: send at most ${maxBatchEvents} events per publish`
+        : `this publish is ${bytes} bytes; this tenant's burst is ${maxBatchBytes} bytes (${limits.bytesPerSecond} bytes/s x ${limits.burstSeconds} s), so it can never pass: send at most ${maxBatchBytes} bytes per publish`,
+      byEvents ? 'batch_exceeds_burst_events' : 'batch_exceeds_burst_bytes',
+      {},
+      { quota: byEvents ? 'events_per_second' : 'bytes_per_second', maxBatchEvents, maxBatchBytes, ...(byEvents ? { events } : { bytes }) },
+    ),
+  };
 }
 
 function refusal(reason: QuotaReason, message: string, policy: string, limit: string, retryAfterSeconds?: number): Verdict {

@@ -3,9 +3,10 @@ export type BucketTake = { taken: true; remaining: number } | { taken: false; re
 
 /**
  * A token bucket: it refills at `rate` tokens a second up to `capacity` (the burst), and a take of n tokens
- * succeeds when the bucket holds min(n, capacity) of them. A take larger than the whole bucket (a batch above the
- * burst) is admitted when the bucket is full and leaves it in debt, repaid by the refill before the next take: so
- * a large batch is not refused forever, and the long-run rate still holds. Time is passed in (milliseconds),
+ * succeeds when the bucket holds min(n, capacity) of them. A take larger than the whole bucket is admitted when the
+ * bucket is full and leaves it in debt, repaid by the refill before the next take: the quota filter lets that
+ * happen only for a batch within the tenant's runtime-wide burst that is larger than this instance's share of it
+ * (a batch above the whole burst is refused before it gets here), so the long-run rate still holds. Time is passed in (milliseconds),
  * so the arithmetic is a pure function of the calls.
  */
 export class TokenBucket {
@@ -57,6 +58,15 @@ export class TokenBucket {
     this.rate = rate;
     this.capacity = capacity;
     this.tokens = Math.min(this.tokens, capacity);
+  }
+
+  /**
+   * Gives back n tokens taken for a request that was refused after all (invalid, or shed before anything was
+   * written): a refused request costs nothing. Never above the capacity.
+   */
+  give(n: number, now: number): void {
+    this.refill(now);
+    this.tokens = Math.min(this.capacity, this.tokens + n);
   }
 
   level(now: number): number {

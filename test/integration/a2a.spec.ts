@@ -17,6 +17,9 @@ import { headerTenantGate } from '../support/header-tenant-gate';
  * built from the SDK's server pieces on loopback (test/support/a2a-echo-agent.ts). A blocking send waits at most
  * EVENTMESH_AGENTS_SEND_WAIT_MS (1.5 s here) for its task to settle, so a `park` task is answered `working`.
  */
+/** The most the broker reads of an agent's answer here: far above any answer of these tests but `huge:`'s. */
+const MAX_ANSWER_BYTES = 64 * 1024;
+
 describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
   const suffix = randomUUID().slice(0, 8);
   const [tenantA, tenantB, tenantC] = [`a2a-a-${suffix}`, `a2a-b-${suffix}`, `a2a-c-${suffix}`];
@@ -27,6 +30,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
     EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
     EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '5000',
     EVENTMESH_AGENTS_SEND_WAIT_MS: '1500',
+    EVENTMESH_AGENTS_MAX_ANSWER_BYTES: String(MAX_ANSWER_BYTES),
   });
   const gateOf = (name: string) => headerTenantGate(name);
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
@@ -176,6 +180,21 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       // returnImmediately: the task is the answer; it fails behind it.
       const later = asTask(await client.sendMessage(send('garble:three', { returnImmediately: true })));
       await waitFor('the task failed', async () => (await client.getTask({ tenant: '', id: later.id, historyLength: undefined })).status?.state === TaskState.TASK_STATE_FAILED);
+    });
+
+    it('aborts the read of an answer larger than EVENTMESH_AGENTS_MAX_ANSWER_BYTES: the task failed, saying so, sent once', async () => {
+      const client = await clientOf(tenantA);
+      const sent = agent.received.length;
+      const raw = await rpc(tenantA, JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: SendMessageRequest.toJSON(send(`huge:${4 * MAX_ANSWER_BYTES}`)) }), '1.0');
+      const why = `the agent's answer is larger than the mesh reads (EVENTMESH_AGENTS_MAX_ANSWER_BYTES = ${MAX_ANSWER_BYTES} bytes); the read was aborted`;
+      expect(raw.body.error).toMatchObject({ code: -32006, message: expect.stringContaining(why) });
+      const taskId = /"taskId":"([0-9a-f-]{36})"/.exec(JSON.stringify(raw.body.error))?.[1];
+      expect(taskId).toBeDefined();
+      const task = await client.getTask({ tenant: '', id: taskId!, historyLength: undefined });
+      expect(task.status?.state).toBe(TaskState.TASK_STATE_FAILED);
+      expect(textOf(task.status?.message)).toBe(why);
+      // Failed at once, not sent again (the agent would answer the same).
+      expect(agent.received.slice(sent)).toEqual([`huge:${4 * MAX_ANSWER_BYTES}`]);
     });
 
     it('relays a Message answer as a Message', async () => {

@@ -28,6 +28,7 @@ import {
  * - `ask:<question>`: asks for input (`input-required`, its status message `<question>`); the message continuing the
  *   task (any text) completes it with an artifact holding `answered <text>`, or asks again if that text is `ask:...`;
  * - `garble:<text>`: answers the send with a JSON-RPC result that is neither a task nor a message (not A2A);
+ * - `huge:<bytes>`: answers the send as `garble:` does, padded to more than <bytes> bytes (an answer too large to read);
  * - `steps:<key>`: reports `working` with status messages `step 1` and `step 2` at once, an artifact `result` in two
  *   chunks (`forty-`, then `two` appended), then waits for `release(key)`, reports `step 3` and completes (`done`).
  * With `streaming` its card says it streams, and it serves the streaming methods (SSE); else it serves JSON only.
@@ -126,6 +127,10 @@ export class EchoAgent {
     if (rpc.method === 'SendMessage' && typeof first === 'string' && first.startsWith('garble:')) {
       this.received.push(first);
       return { jsonrpc: '2.0', id: rpc.id, result: {} };
+    }
+    if (rpc.method === 'SendMessage' && typeof first === 'string' && first.startsWith('huge:')) {
+      this.received.push(first);
+      return { jsonrpc: '2.0', id: rpc.id, result: {}, padding: 'x'.repeat(Number(first.slice('huge:'.length))) };
     }
     return this.transport!.handle(body, new ServerCallContext({ requestedVersion: version }));
   }

@@ -59,10 +59,11 @@ const ERROR_MEANINGS: Record<number, string> = {
   404: 'not found (or another tenant\'s: the same answer)',
   408: 'no reply within the time asked',
   409: 'the current state refuses this',
-  413: 'the body is over the limit',
+  413: 'the body is over the limit (`PAYLOAD_TOO_LARGE`), or a publish is larger than the tenant\'s whole burst (`BATCH_EXCEEDS_BURST`, with `maxBatchEvents` and `maxBatchBytes`: it can never pass, split it)',
   415: 'a content type the route does not take',
   421: 'another gateway process than the one named',
-  429: 'over a quota (`QUOTA_EXCEEDED`, with `Retry-After`)',
+  426: 'a WebSocket route asked without `Upgrade: websocket` (`UPGRADE_REQUIRED`); nothing is held',
+  429: 'over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant\'s request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`)',
   502: 'a receiver the mesh called did not acknowledge (`httpStatus` and `error` say how)',
   503: 'a dependency or a bound is unavailable for now (`Retry-After`)',
 };

@@ -4,6 +4,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { Action, ANONYMOUS, Caller, GateRequest, SecurityGate } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
+import { wroteNothing } from './publish-route';
 import { requestIdOfRequest } from './request-log';
 
 /**
@@ -91,6 +92,14 @@ export class GateGuard implements CanActivate {
     const response = context.switchToHttp().getResponse<FastifyReply>().raw;
     if (response.closed) admission.release();
     else response.once('close', admission.release);
+    // A publish the route refuses after the gate charged it (bad input, a reply for no pending request, the
+    // tenant's pending requests at their cap) gets its charge back: a refused request is not charged. Not a 408:
+    // a request-reply that timed out published its event.
+    if (spec.publishes) {
+      response.once('finish', () => {
+        if (response.statusCode !== 408 && wroteNothing(response.statusCode, undefined)) admission.refund();
+      });
+    }
     return true;
   }
 }

@@ -119,6 +119,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents, deps.tracing);
     const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id, {
       maxPending: config.http.maxPendingRequests,
+      maxPendingPerTenant: config.http.maxPendingRequestsPerTenant,
       retryAfterSeconds: config.http.retryAfterSeconds,
     });
     await requestReply.start();
@@ -158,7 +159,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         subscriptions,
         metrics: metrics && { metrics, adminGate: config.metrics.adminGate },
         health: new HealthService(deps, config, { loops: options.running, stats: () => ({
-          requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests },
+          requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests, maxPendingPerTenant: config.http.maxPendingRequestsPerTenant },
           // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
           producer: deps.producer.depth(),
           http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { EventIngress, PublishRequest } from '../../../libs/ingress';
 import type { RuntimeMetrics } from '../../../libs/metrics';
-import type { SecurityGate } from '../../../libs/security';
+import type { Admission, SecurityGate } from '../../../libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
 import { z } from 'zod';
 import { errors, GATED, RouteDoc } from './api-route';
@@ -74,6 +74,7 @@ export class PublishRoute {
   private async serve(request: IncomingMessage, response: ServerResponse, query: string): Promise<void> {
     const metrics = this.deps.metrics;
     const started = metrics ? performance.now() : 0;
+    let admission: Admission | undefined;
     try {
       if (this.closing) throw new EventMeshError(ErrorCode.ShuttingDown, 'this gateway is shutting down; publish again', {}, true);
       const topic = topicOf(query);
@@ -84,7 +85,7 @@ export class PublishRoute {
       // The gate decides on the whole request (the signature covers the body, the quota counts its events), before
       // anything is written.
       const requestId = requestIdOfRequest(request);
-      const admission = await this.deps.gate.admit({
+      admission = await this.deps.gate.admit({
         route: ROUTE,
         requestId,
         action: 'publish',
@@ -110,9 +111,20 @@ export class PublishRoute {
       // was read whole, and the connection stays reusable.
       const tooLarge = e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge;
       const { status, code } = answerError(response, e, closing(this.closing || tooLarge));
+      // Refused after the gate charged it, with nothing written: the tenant's quota gets the events back.
+      if (wroteNothing(status, code)) admission?.refund();
       metrics?.publishFailed(code, status, (performance.now() - started) / 1000);
     }
   }
+}
+
+/**
+ * Whether a failed publish wrote nothing, so the quota's charge goes back: every 4xx (the events were refused
+ * before any was written), and the 503s that say nothing was taken (shed at the producer's cap, shutting down).
+ * Not KAFKA_UNAVAILABLE: the deadline passed while Kafka may have written the events.
+ */
+export function wroteNothing(status: number, code: string | undefined): boolean {
+  return (status >= 400 && status < 500) || code === ErrorCode.Overloaded || code === ErrorCode.ShuttingDown;
 }
 
 /** How many events a publish carries (a batch's array length; a malformed batch is refused later, as one). */

@@ -49,15 +49,27 @@ export async function registerWebSocketStreams(
           window: z.string().regex(/^\d+$/).optional().describe('unanswered deliveries the client holds at most, 1 to 1000 (10 when absent)'),
           filter: z.string().optional().describe('a CESQL expression: this client\'s own filter (MULTICAST)'),
         }),
-        responses: { 101: { description: 'switched to the WebSocket protocol' }, ...errors(400, 404, 409), ...GATED },
+        responses: { 101: { description: 'switched to the WebSocket protocol' }, ...errors(400, 404, 409, 426), ...GATED },
       }),
       preValidation: async (request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>, reply: FastifyReply) => {
+        // A plain GET (or HEAD) is no handshake: the WebSocket plugin would answer it 404 after the gate took a
+        // stream connection that no socket would ever give back. Refused before the gate, holding nothing.
+        // Node's HTTP parser marks the request it hands to the server's 'upgrade' listener (`upgrade`, untyped).
+        if ((request.raw as { upgrade?: boolean }).upgrade !== true) {
+          const { status, body } = toHttpError(
+            new EventMeshError(ErrorCode.UpgradeRequired, 'this route is a WebSocket stream: connect with Upgrade: websocket (or use /events for SSE, /poll for long-poll)', { upgrade: 'websocket' }),
+          );
+          return reply.code(status).headers({ upgrade: 'websocket', connection: 'Upgrade' }).send(body);
+        }
         let admission: Admission | undefined;
         try {
           admission = await deps.gates.ingress.admit(
             gateRequestOf(deps.gates, WS_GATE, { route: WS_ROUTE, headers: request.headers, remoteAddress: request.ip, params: request.params }),
           );
           admissions.set(request, admission);
+          // The connection's own end gives the slot back too: a handshake the WebSocket server refuses (a bad or
+          // missing Sec-WebSocket-Key) never reaches the socket handler below, whose close would.
+          request.raw.socket.once('close', admission.release);
           intParam(request.query.window, 'window', 10, 1, 1000);
           clientFilter(request.query.filter);
           await assertStreamHere(deps.subscriptions, request.params.id, admission.caller.tenant);

@@ -60,7 +60,7 @@ export async function createA2AWorker(
   const relay = new TaskRelay(
     tasks,
     new A2AAgentStore(deps.db),
-    new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs),
+    new AgentClients(SinkGuard.fromConfig(config).agent(), config.agents.callTimeoutMs, config.agents.maxAnswerBytes),
     new KafkaRequestRecords(reader, requests),
     deps.producer,
     // A first attempt's stream of an agent that streams, left open for the delivery after it on this worker.
