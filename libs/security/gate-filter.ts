@@ -45,6 +45,11 @@ export class GateRefusal extends EventMeshError {
     readonly reason: string,
     readonly headers: Record<string, string> = {},
     details: Record<string, unknown> = {},
+    /**
+     * Refused in report-only mode too: the refusal of a rule the runtime cannot read (a malformed ACL rule), which
+     * the contract denies to fail safe rather than let through while nobody is watching the audit.
+     */
+    readonly failSafe = false,
   ) {
     super(code, message, details);
   }
