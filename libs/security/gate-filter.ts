@@ -39,7 +39,7 @@ export interface GateRequest {
  */
 export class GateRefusal extends EventMeshError {
   constructor(
-    code: ErrorCode.Unauthenticated | ErrorCode.Forbidden | ErrorCode.QuotaExceeded,
+    code: ErrorCode.Unauthenticated | ErrorCode.Forbidden | ErrorCode.QuotaExceeded | ErrorCode.InvalidRequest,
     message: string,
     /** The reason audited and counted (a stable word: `expired`, `bad_signature`, `acl_deny`, ...). */
     readonly reason: string,

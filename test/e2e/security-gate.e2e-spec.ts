@@ -54,7 +54,7 @@ describe('security gate, end to end', () => {
 
   function token(claims: Record<string, unknown>, expiresIn: string | number = '10m'): Promise<string> {
     return new SignJWT({ tenant: 'acme', scope: 'publish subscribe admin', ...claims })
-      .setProtectedHeader({ alg: 'ES256', kid: 'e2e-1' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'e2e-1', typ: 'at+jwt' })
       .setIssuer(ISSUER)
       .setAudience(AUDIENCE)
       .setSubject('alice')
