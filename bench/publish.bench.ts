@@ -255,7 +255,7 @@ async function gatedGateway(topic: string, audit: 'ALL' | 'DENIALS') {
   writeFileSync(keysFile, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' }] }));
   const mint = (scope: string) =>
     new SignJWT({ tenant: 'bench', scope })
-      .setProtectedHeader({ alg: 'ES256', kid: 'bench' })
+      .setProtectedHeader({ alg: 'ES256', kid: 'bench', typ: 'at+jwt' })
       .setIssuer('eventmesh-bench')
       .setAudience('eventmesh')
       .setSubject('bench-publisher')

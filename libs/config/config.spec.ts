@@ -121,6 +121,16 @@ describe('loadConfig', () => {
     );
   });
 
+  it('accepts JWT types at+jwt and JWT by default, reads others case-insensitively, and refuses a bad list naming the key and the legal values', () => {
+    expect(loadConfig({}).security.gate.token.types).toEqual(['at+jwt', 'jwt']);
+    expect(loadConfig({ EVENTMESH_SECURITY_GATE_TOKEN_TYPES: 'Application/AT+JWT, secevent+jwt' }).security.gate.token.types).toEqual(['at+jwt', 'secevent+jwt']);
+    for (const raw of ['at jwt', ',', 'application/', 'a"b']) {
+      expect(() => loadConfig({ EVENTMESH_SECURITY_GATE_TOKEN_TYPES: raw })).toThrow(
+        new RegExp(`EVENTMESH_SECURITY_GATE_TOKEN_TYPES \\(eventmesh\\.security\\.gate\\.token\\.types\\) = .* is not valid; legal values: a comma-separated list of JWT types \\(typ\\)`),
+      );
+    }
+  });
+
   it('refuses a retry ceiling below the first retry delay', () => {
     expect(() => loadConfig({ EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '5000', EVENTMESH_DELIVERY_RETRY_MAX_MS: '100' })).toThrow(
       'EVENTMESH_DELIVERY_RETRY_MAX_MS (eventmesh.delivery.retryMaxMs) must be at least EVENTMESH_DELIVERY_RETRY_INITIAL_MS',

@@ -12,6 +12,7 @@ import {
   text,
   bool,
   claimName,
+  tokenType,
   tenantName,
   secretKeys,
   optionalWebhookSecret,
@@ -144,6 +145,8 @@ export interface SecurityConfig {
       issuer: string;
       audience: string;
       algorithms: TokenAlgorithm[];
+      /** `typ` header values accepted, lowercased and without `application/` (RFC 8725 §3.11, RFC 9068 §4). */
+      types: string[];
       clockSkewSeconds: number;
       principalClaim: string;
       tenantClaim: string;
@@ -389,6 +392,10 @@ const SETTINGS = {
   tokenAlgorithms: setting('EVENTMESH_SECURITY_GATE_TOKEN_ALGORITHMS', 'eventmesh.security.gate.token.algorithms',
     listOf(oneOf(TOKEN_ALGORITHMS), TOKEN_ALGORITHMS.join(', ')), (): TokenAlgorithm[] => ['RS256', 'PS256', 'ES256', 'EdDSA'],
     'JWS algorithms a token may use (asymmetric only: never none, never HMAC).'),
+  tokenTypes: setting('EVENTMESH_SECURITY_GATE_TOKEN_TYPES', 'eventmesh.security.gate.token.types',
+    listOf(tokenType, 'JWT types (typ) such as at+jwt or JWT'), (): string[] => ['at+jwt', 'jwt'],
+    'The `typ` header values a token may carry (RFC 8725, RFC 9068), compared case-insensitively and with or without `application/`; a token without `typ`, or with another (an ID token, a logout token), is refused.',
+    'at+jwt,JWT'),
   tokenClockSkewSeconds: setting('EVENTMESH_SECURITY_GATE_TOKEN_CLOCK_SKEW_SECONDS', 'eventmesh.security.gate.token.clockSkewSeconds',
     integer(0, 300), () => 30, 'Clock skew tolerated on exp and nbf.'),
   tokenPrincipalClaim: setting('EVENTMESH_SECURITY_GATE_TOKEN_PRINCIPAL_CLAIM', 'eventmesh.security.gate.token.principalClaim',
@@ -620,6 +627,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
           issuer: v.tokenIssuer,
           audience: v.tokenAudience,
           algorithms: v.tokenAlgorithms,
+          types: v.tokenTypes,
           clockSkewSeconds: v.tokenClockSkewSeconds,
           principalClaim: v.tokenPrincipalClaim,
           tenantClaim: v.tokenTenantClaim,

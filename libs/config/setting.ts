@@ -73,6 +73,15 @@ export const text = (raw: string): string => raw;
 
 export const bool = (raw: string): boolean => (raw === 'true' ? true : raw === 'false' ? false : invalid('true or false'));
 
+/**
+ * A JWT `typ` (a media type's subtype, RFC 6838 restricted-name characters), lowercased and without `application/`:
+ * how RFC 8725 §3.11 says to compare it.
+ */
+export const tokenType = (raw: string): string => {
+  const bare = raw.toLowerCase().replace(/^application\//, '');
+  return /^[a-z0-9][a-z0-9!#$&^_.+-]{0,63}$/.test(bare) ? bare : invalid('a comma-separated list of JWT types (typ) such as at+jwt or JWT, each 1 to 64 characters of [A-Za-z0-9!#$&^_.+-]');
+};
+
 export const claimName = (raw: string): string => (/^[A-Za-z0-9_:./-]{1,128}$/.test(raw) ? raw : invalid('a claim name of [A-Za-z0-9_:./-]'));
 
 /** What a tenant name may be: in configuration, in a token's tenant claim, in an API key. */

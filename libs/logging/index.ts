@@ -1,3 +1,4 @@
 export * from './logger';
 export * from './access-log';
 export * from './iso-now';
+export * from './redact-url';

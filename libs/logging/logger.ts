@@ -1,13 +1,20 @@
 import pino, { Logger } from 'pino';
 import { prettyFactory } from 'pino-pretty';
 import type { LoggerService } from '@nestjs/common';
+import { redactUrl } from './redact-url';
 
 /**
  * Structured logs (pino): JSON lines, or human-readable ones (pino-pretty) on a terminal. One root logger per
  * process; each class takes a child named after itself, and adds topic/partition/offset, subscription and
  * correlation ids as fields where they apply.
  */
-let root: Logger = pino({ level: 'info', base: undefined, timestamp: pino.stdTimeFunctions.isoTime });
+/**
+ * Fields every logger redacts, whoever logs them: a webhook sink's URL (`sink`) loses its userinfo and its query
+ * values (redact-url.ts), so no log line carries the credentials a tenant put in its sink URL.
+ */
+const serializers = { sink: redactUrl };
+
+let root: Logger = pino({ level: 'info', base: undefined, timestamp: pino.stdTimeFunctions.isoTime, serializers });
 
 export type { Logger };
 
@@ -51,7 +58,7 @@ export function prettyLines(out: LineOutput = process.stdout, colorize?: boolean
 export function configureLogging(level: string, base: Record<string, unknown> = {}, audit = 'info', format: 'json' | 'pretty' | 'auto' = 'json'): Logger {
   const pretty = resolveLogFormat(format) === 'pretty';
   lines = pretty ? prettyLines() : process.stdout;
-  const options = { level, base, timestamp: pino.stdTimeFunctions.isoTime };
+  const options = { level, base, timestamp: pino.stdTimeFunctions.isoTime, serializers };
   root = pretty ? pino(options, lines) : pino(options);
   rootBase = base;
   auditLevel = audit;

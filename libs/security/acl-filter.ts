@@ -98,7 +98,8 @@ export class AclFilter implements GateFilter {
     if (decision.allow) return ALLOW;
     if (decision.reason === 'malformed_rule') this.malformedDenies++;
     const what = topic === undefined ? VERB[action].replace(/ to$/, '') : `${VERB[action]} topic "${topic}"`;
-    return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, `not allowed to ${what}`, decision.reason) };
+    // A malformed rule's refusal is enforced even by a report-only gate (docs/security.md: fail safe).
+    return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, `not allowed to ${what}`, decision.reason, {}, {}, decision.reason === 'malformed_rule') };
   }
 
   /** Loads and compiles every rule; concurrent callers share one load. */

@@ -2,7 +2,10 @@ import { growthFrom, GROWTH_LIMIT } from '../../test/support/growth';
 import type { Action, Caller } from './caller';
 import { AclFilter } from './acl-filter';
 import { AclPolicy, problemOf, StoredAclRule } from './acl-rules';
-import type { GateRequest } from './gate-filter';
+import { ErrorCode } from '../errors';
+import type { AuditRecord } from './audit-sink';
+import { GateFilter, GateRefusal, GateRequest } from './gate-filter';
+import { SecurityGate } from './security-gate';
 import { compileTopicPattern, TopicPatternError } from './topic-pattern';
 
 const caller = (principal: string, tenant = 'acme'): Caller => ({ principal, tenant, scopes: ['publish', 'subscribe', 'admin'], via: 'jwt' });
@@ -163,6 +166,41 @@ describe('AclFilter', () => {
     rules.set([{ ...bad, topic: 'orders/eu' }, ...rules.rules.slice(1)]);
     await filter.refresh();
     expect(warn).toHaveBeenCalledTimes(2);
+  });
+
+  it.each([
+    ['enforcing', true],
+    ['report-only', false],
+  ])('%s: a gate refuses (403) what a malformed rule concerns (fail safe), counts it, audits it enforced, warns once per rule', async (_, failClosed) => {
+    const rules = new Rules();
+    rules.set([rule('principal:alice', 'publsh', 'orders', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')]);
+    filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'DENY' });
+    const warn = jest.spyOn((filter as unknown as { log: { warn: (...a: unknown[]) => void } }).log, 'warn');
+    const records: AuditRecord[] = [];
+    const alice = caller('alice');
+    const token: GateFilter = { name: 'token', check: () => ({ allow: true, caller: alice }) };
+    const gate = new SecurityGate({ name: 'ingress', filters: [token, filter], failClosed, audit: { record: (r) => records.push(r) }, auditAllows: false });
+    for (let i = 0; i < 3; i++) {
+      await expect(gate.admit(publish('orders'))).rejects.toMatchObject({ code: 'FORBIDDEN', reason: 'malformed_rule' });
+      await filter.refresh();
+    }
+    // What the rule does not concern passes, in both modes.
+    await expect(gate.admit(publish('payments'))).resolves.toMatchObject({ caller: alice });
+    expect(gate.stats().denied).toEqual({ 'acl:malformed_rule': 3 });
+    expect(records).toHaveLength(3);
+    expect(records.every((r) => r.enforced && r.reason === 'malformed_rule')).toBe(true);
+    expect(warn).toHaveBeenCalledTimes(1);
+  });
+
+  it('report-only: a malformed rule\'s refusal is answered even after an earlier filter\'s refusal was let through', async () => {
+    const rules = new Rules();
+    // The caller TokenAuth refused proceeds as ANONYMOUS, of tenant default: the malformed rule is that tenant's.
+    rules.set([rule('tenant:*', 'publsh', '*', 'ALLOW', 'default')]);
+    filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'ALLOW' });
+    const token: GateFilter = { name: 'token', check: () => ({ allow: false, refusal: new GateRefusal(ErrorCode.Unauthenticated, 'no', 'missing') }) };
+    const gate = new SecurityGate({ name: 'ingress', filters: [token, filter], failClosed: false, audit: { record: () => undefined }, auditAllows: false });
+    await expect(gate.admit(publish('orders'))).rejects.toMatchObject({ code: 'FORBIDDEN', reason: 'malformed_rule' });
+    expect(gate.stats().denied).toEqual({ 'token:missing': 1, 'acl:malformed_rule': 1 });
   });
 
   it('always allows an authenticated super user, never an unauthenticated caller of the same name', async () => {

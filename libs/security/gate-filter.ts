@@ -39,12 +39,17 @@ export interface GateRequest {
  */
 export class GateRefusal extends EventMeshError {
   constructor(
-    code: ErrorCode.Unauthenticated | ErrorCode.Forbidden | ErrorCode.QuotaExceeded | ErrorCode.BatchExceedsBurst,
+    code: ErrorCode.Unauthenticated | ErrorCode.Forbidden | ErrorCode.QuotaExceeded | ErrorCode.BatchExceedsBurst | ErrorCode.InvalidRequest,
     message: string,
     /** The reason audited and counted (a stable word: `expired`, `bad_signature`, `acl_deny`, ...). */
     readonly reason: string,
     readonly headers: Record<string, string> = {},
     details: Record<string, unknown> = {},
+    /**
+     * Refused in report-only mode too: the refusal of a rule the runtime cannot read (a malformed ACL rule), which
+     * the contract denies to fail safe rather than let through while nobody is watching the audit.
+     */
+    readonly failSafe = false,
   ) {
     super(code, message, details);
   }

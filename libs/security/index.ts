@@ -2,6 +2,7 @@ export * from './api-key-credential';
 export * from './api-key-service';
 export * from './audit-sink';
 export * from './caller';
+export { gateHeadersOf } from './bearer-credential';
 export * from './cloudevents-audit-sink';
 export * from './gate-filter';
 export * from './gates';

@@ -12,8 +12,8 @@ type TokenConfig = EventMeshConfig['security']['gate']['token'];
 /**
  * Bearer JWTs (RFC 7519, with the RFC 8725 practices): the signature with a trusted key (`keys`, from the keys
  * file or the JWKS URL) by an allowed algorithm only (the configured list: asymmetric, never `none`, never HMAC,
- * so a public key can never be used as an HMAC secret); `iss` and `aud` as configured and `exp` required; `nbf`
- * honoured; both with `clockSkewSeconds` of tolerance. A verified token's caller is cached until its `exp`.
+ * so a public key can never be used as an HMAC secret); the `typ` header one of `types` (explicit typing);
+ * `iss` and `aud` as configured and `exp` required; `nbf` honoured; both with `clockSkewSeconds` of tolerance. A verified token's caller is cached until its `exp`.
  *
  * `verify` answers synchronously from the cache, or with a promise; it throws only when the key set cannot be
  * read (TokenAuth cannot decide: 503 when the gate enforces).
@@ -39,8 +39,9 @@ export class JwtVerifier {
   private async verifyAndCache(token: string): Promise<Authentication> {
     if (!this.keys) return notAuthenticated('unknown_key', 'this runtime trusts no token issuer; use an API key');
     let payload;
+    let protectedHeader;
     try {
-      ({ payload } = await jwtVerify(token, this.keys, {
+      ({ payload, protectedHeader } = await jwtVerify(token, this.keys, {
         algorithms: this.config.algorithms,
         issuer: this.config.issuer,
         audience: this.config.audience,
@@ -52,6 +53,12 @@ export class JwtVerifier {
         throw new EventMeshError(ErrorCode.DependencyUnavailable, 'the token issuer\'s keys cannot be read; try again', { dependency: 'jwks' }, true, { cause: e });
       }
       return refusalOf(e);
+    }
+    // Explicit typing (RFC 8725 §3.11): a token of another kind signed by the same issuer (an ID token, a logout
+    // token) is not an access token, though its signature, iss and aud check out.
+    const typ = typeof protectedHeader.typ === 'string' ? protectedHeader.typ.toLowerCase().replace(/^application\//, '') : undefined;
+    if (typ === undefined || !this.config.types.includes(typ)) {
+      return notAuthenticated('bad_type', `the token's typ header is not one this runtime accepts (${this.config.types.join(', ')})`);
     }
     const authentication = callerOfClaims(payload, this.config);
     if (authentication.ok) this.cache.set(token, authentication.caller, (payload.exp as number) * 1000);

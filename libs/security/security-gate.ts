@@ -55,7 +55,8 @@ function idOf(request: GateRequest): string {
  * The one request gate: runs its filters in order for every request of the routes it guards, then audits the
  * decision. Fail-closed, the first refusal ends the chain and is thrown (the route answers it and writes nothing).
  * Report-only, every filter runs, each refusal is counted and audited, and the request proceeds, as the caller
- * the chain established (`ANONYMOUS`, tenant `default`, when TokenAuth refused). A filter that cannot decide
+ * the chain established (`ANONYMOUS`, tenant `default`, when TokenAuth refused); a fail-safe refusal (a malformed
+ * ACL rule) is answered in both modes, since letting it through would grant what nobody wrote. A filter that cannot decide
  * throws: fail-closed, the request fails with that error (503 when its store is down); report-only, it is counted
  * and the request proceeds.
  */
@@ -115,7 +116,7 @@ export class SecurityGate {
         if (this.options.failClosed) {
           release();
           refund();
-          this.audit(request, caller, { filter: filter.name, reason: 'filter_error' });
+          this.audit(request, caller, { filter: filter.name, reason: 'filter_error', enforced: true });
           throw e;
         }
         continue;
@@ -129,12 +130,15 @@ export class SecurityGate {
       if (verdict.caller) caller = verdict.caller;
       const key = `${filter.name}:${verdict.refusal.reason}`;
       this.denied.set(key, (this.denied.get(key) ?? 0) + 1);
-      refused ??= { filter: filter.name, refusal: verdict.refusal };
-      if (this.options.failClosed) break;
+      // A fail-safe refusal is answered whatever the mode, and is the one answered even after a report-only one.
+      if (verdict.refusal.failSafe) refused = { filter: filter.name, refusal: verdict.refusal };
+      else refused ??= { filter: filter.name, refusal: verdict.refusal };
+      if (this.options.failClosed || verdict.refusal.failSafe) break;
     }
     if (refused) {
-      this.audit(request, caller, { filter: refused.filter, reason: refused.refusal.reason });
-      if (this.options.failClosed) {
+      const enforced = this.options.failClosed || refused.refusal.failSafe;
+      this.audit(request, caller, { filter: refused.filter, reason: refused.refusal.reason, enforced });
+      if (enforced) {
         release();
         refund();
         throw refused.refusal;
@@ -162,7 +166,7 @@ export class SecurityGate {
     await this.options.audit.close?.();
   }
 
-  private audit(request: GateRequest, caller: Caller, deny?: { filter: string; reason: string }): void {
+  private audit(request: GateRequest, caller: Caller, deny?: { filter: string; reason: string; enforced: boolean }): void {
     const record: AuditRecord = {
       time: isoNow(),
       gate: this.name,
@@ -173,7 +177,7 @@ export class SecurityGate {
       action: request.action,
       topic: request.topic,
       decision: deny ? 'deny' : 'allow',
-      enforced: deny !== undefined && this.options.failClosed,
+      enforced: deny?.enforced ?? false,
       filter: deny?.filter,
       reason: deny?.reason,
       remoteAddress: request.remoteAddress,

@@ -102,6 +102,32 @@ describe('SinkGuard', () => {
     expect(spy.attempts).toEqual([]);
   });
 
+  it('refuses a URL with a user name or password 400 (reason userinfo) before resolving it, never repeating it', async () => {
+    const resolver = fixedResolver('93.184.216.34');
+    const guard = new SinkGuard([], resolver);
+    for (const sink of ['http://user:s3cr3t@hooks.example.test/x', 'https://user@hooks.example.test/x', 'http://:s3cr3t@hooks.example.test/x']) {
+      const refusal = await guard.check(sink).then(() => undefined, (e: unknown) => e);
+      expect(refusal).toBeInstanceOf(SinkNotAllowed);
+      expect(refusal).toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink', reason: 'userinfo' } });
+      expect(JSON.stringify([(refusal as Error).message, (refusal as SinkNotAllowed).details])).not.toMatch(/s3cr3t|hooks/);
+    }
+    expect(resolver.calls).toBe(0);
+    await expect(guard.check('http://hooks.example.test/x?user=a')).resolves.toBeUndefined();
+  });
+
+  it("refuses this runtime's own publish routes (a name that resolves to loopback, at its port), not its other paths nor other ports", async () => {
+    const guard = new SinkGuard(['loopback'], fixedResolver('127.0.0.1'), { port: 8080, advertisedUrl: 'https://mesh.example.test' });
+    for (const sink of ['http://mesh.internal.test:8080/events/publish', 'http://mesh.internal.test:8080/events/publish?topic=orders', 'http://127.0.0.1:8080/events/request', 'http://[::1]:8080/events/reply', 'https://mesh.example.test/events/publish']) {
+      await expect(guard.check(sink)).rejects.toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink', reason: 'own_publish_route' } });
+    }
+    for (const sink of ['http://mesh.internal.test:8080/hook', 'http://mesh.internal.test:8081/events/publish', 'http://mesh.internal.test/events/publish']) {
+      await expect(guard.check(sink)).resolves.toBeUndefined();
+    }
+    // The port a gateway picked at listen (EVENTMESH_HTTP_PORT=0).
+    guard.listeningOn(41234);
+    await expect(guard.check('http://mesh.internal.test:41234/events/publish')).rejects.toMatchObject({ details: { reason: 'own_publish_route' } });
+  });
+
   it('refuses what is not an http(s) URL, and a host that does not resolve', async () => {
     const failing: SinkResolver = async () => {
       throw Object.assign(new Error('getaddrinfo ENOTFOUND'), { code: 'ENOTFOUND' });

@@ -1,5 +1,6 @@
 import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
+import { networkInterfaces } from 'node:os';
 import { Agent, buildConnector } from 'undici';
 import type { EventMeshConfig, SinkRange } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
@@ -35,9 +36,19 @@ const CONFIGURABLE: [RefusedRange & SinkRange, BlockList][] = [
 
 /** A sink the guard refuses: 400 `SINK_NOT_ALLOWED`, field `sink`. The message names the range, never the address. */
 export class SinkNotAllowed extends EventMeshError {
-  constructor(message: string, readonly range?: RefusedRange) {
-    super(ErrorCode.SinkNotAllowed, message, { field: 'sink', ...(range ? { range } : {}) });
+  constructor(message: string, readonly range?: RefusedRange, reason?: 'userinfo' | 'own_publish_route') {
+    super(ErrorCode.SinkNotAllowed, message, { field: 'sink', ...(range ? { range } : {}), ...(reason ? { reason } : {}) });
   }
+}
+
+/** The gateway's routes that write what they are sent into a topic: a sink there feeds its own events back in. */
+export const PUBLISH_PATHS: readonly string[] = ['/events/publish', '/events/request', '/events/reply'];
+
+/** Where this runtime serves its publish routes: its gateway's listen port and the URL it advertises. */
+export interface OwnRoutes {
+  port: number;
+  /** EVENTMESH_INSTANCE_ADVERTISED_URL ('' when unset): the name other machines reach this instance by. */
+  advertisedUrl: string;
 }
 
 /**
@@ -53,12 +64,22 @@ export class SinkGuard {
   private readonly log = createLogger('SinkGuard');
   private readonly allowed: ReadonlySet<SinkRange>;
 
-  constructor(allowedRanges: readonly SinkRange[], private readonly resolver: SinkResolver = systemResolver) {
+  constructor(
+    allowedRanges: readonly SinkRange[],
+    private readonly resolver: SinkResolver = systemResolver,
+    /** This runtime's own publish routes, which no sink may point at; undefined: none known (a worker's guard). */
+    private own?: OwnRoutes,
+  ) {
     this.allowed = new Set(allowedRanges);
   }
 
   static fromConfig(config: EventMeshConfig, resolver?: SinkResolver): SinkGuard {
-    return new SinkGuard(config.security.sinks.allowedRanges, resolver);
+    return new SinkGuard(config.security.sinks.allowedRanges, resolver, { port: config.http.port, advertisedUrl: config.instance.advertisedUrl });
+  }
+
+  /** The port the gateway listens on, once it does (EVENTMESH_HTTP_PORT=0 picks one at listen). */
+  listeningOn(port: number): void {
+    this.own = { advertisedUrl: '', ...this.own, port };
   }
 
   /** The range that refuses `address`, or undefined when a sink may reach it. */
@@ -79,7 +100,40 @@ export class SinkGuard {
       throw new SinkNotAllowed('sink: not a URL');
     }
     if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SinkNotAllowed('sink: only http and https sinks are allowed');
-    await this.pin(hostOf(url.hostname));
+    // Credentials in a URL end up wherever the URL is shown (logs, the subscription's view, proxies' logs); the
+    // message does not repeat them.
+    if (url.username !== '' || url.password !== '') {
+      throw new SinkNotAllowed('sink: a sink URL may not carry a user name or password (user:password@host); send credentials some other way', undefined, 'userinfo');
+    }
+    const addresses = await this.checked(hostOf(url.hostname));
+    if (this.isOwnPublishRoute(url, addresses)) {
+      this.log.warn({ sink, port: this.own?.port }, 'webhook sink refused: it is this runtime\'s own publish route');
+      throw new SinkNotAllowed(
+        'sink: the sink is this runtime\'s own publish route; every event delivered there would be published again, in a loop',
+        undefined,
+        'own_publish_route',
+      );
+    }
+  }
+
+  /**
+   * Whether `url` is one of this runtime's publish routes: its path is a publish path, and either its host and
+   * port are the advertised URL's, or its port is the gateway's and its host resolves to this machine (loopback,
+   * or an address of one of its interfaces).
+   */
+  private isOwnPublishRoute(url: URL, addresses: readonly string[]): boolean {
+    if (!this.own || !PUBLISH_PATHS.includes(url.pathname)) return false;
+    const port = url.port !== '' ? Number(url.port) : url.protocol === 'https:' ? 443 : 80;
+    if (this.own.advertisedUrl !== '') {
+      const advertised = new URL(this.own.advertisedUrl);
+      if (advertised.protocol === url.protocol && advertised.host === url.host) return true;
+    }
+    if (port !== this.own.port) return false;
+    const local = localAddresses();
+    return addresses.some((address) => {
+      const ip = normalize(address);
+      return ip !== undefined && (LOOPBACK.check(ip.address, ip.type) || local.has(ip.address));
+    });
   }
 
   /**
@@ -87,6 +141,11 @@ export class SinkGuard {
    * {@link SinkNotAllowed} when any address is refused or none is found.
    */
   async pin(hostname: string): Promise<string> {
+    return (await this.checked(hostname))[0];
+  }
+
+  /** Every address `hostname` resolves to, each checked; a {@link SinkNotAllowed} when one is refused or none is found. */
+  private async checked(hostname: string): Promise<string[]> {
     const name = hostname.toLowerCase().replace(/\.$/, '');
     if (METADATA_NAMES.has(name)) return this.refuse(hostname, 'cloud-metadata');
     let addresses: { address: string }[];
@@ -103,7 +162,7 @@ export class SinkGuard {
       const range = this.refusedRangeOf(address);
       if (range) return this.refuse(hostname, range, address);
     }
-    return addresses[0].address;
+    return addresses.map((a) => a.address);
   }
 
   /**
@@ -135,6 +194,16 @@ export class SinkGuard {
       range,
     );
   }
+}
+
+/** Loopback, where a sink's host is this machine whatever the interfaces say. */
+const LOOPBACK = CONFIGURABLE.find(([range]) => range === 'loopback')![1];
+
+/** The addresses of this machine's interfaces (and the unspecified ones a sink could name to reach it). */
+function localAddresses(): Set<string> {
+  const local = new Set(['0.0.0.0', '::']);
+  for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) local.add(normalize(i.address)?.address ?? i.address);
+  return local;
 }
 
 /** A URL's hostname without the brackets of an IPv6 literal. */

@@ -36,8 +36,13 @@ function rsaKey(kid: string): SigningKey {
 
 const GOOD_CLAIMS = { sub: 'alice', tenant: 'acme', scope: 'publish subscribe' };
 
-function sign(key: SigningKey, claims: Record<string, unknown> = GOOD_CLAIMS, over: { iss?: string; aud?: string; exp?: number; nbf?: number; noExp?: boolean } = {}): Promise<string> {
-  const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid }).setIssuer(over.iss ?? ISSUER).setAudience(over.aud ?? AUDIENCE).setIssuedAt();
+function sign(
+  key: SigningKey,
+  claims: Record<string, unknown> = GOOD_CLAIMS,
+  over: { iss?: string; aud?: string; exp?: number; nbf?: number; noExp?: boolean; typ?: string | null } = {},
+): Promise<string> {
+  const typ = over.typ === undefined ? 'at+jwt' : over.typ;
+  const jwt = new SignJWT(claims).setProtectedHeader({ alg: 'RS256', kid: key.kid, ...(typ === null ? {} : { typ }) }).setIssuer(over.iss ?? ISSUER).setAudience(over.aud ?? AUDIENCE).setIssuedAt();
   if (!over.noExp) jwt.setExpirationTime(over.exp ?? now() + 3600);
   if (over.nbf !== undefined) jwt.setNotBefore(over.nbf);
   return jwt.sign(key.privateKey);
@@ -148,6 +153,9 @@ describe('TokenAuth', () => {
       'alg_not_allowed',
       /error="invalid_token"/,
     ],
+    ['a token without a typ header', () => sign(k1, GOOD_CLAIMS, { typ: null }), 401, 'bad_type', /error="invalid_token", error_description="the token's typ header/],
+    ['an ID token-like typ', () => sign(k1, GOOD_CLAIMS, { typ: 'id_token+jwt' }), 401, 'bad_type', /error="invalid_token"/],
+    ['a logout token (typ logout+jwt)', () => sign(k1, GOOD_CLAIMS, { typ: 'logout+jwt' }), 401, 'bad_type', /error="invalid_token"/],
     ['a token without a tenant', () => sign(k1, { sub: 'alice', scope: 'publish' }), 401, 'no_tenant', /error="invalid_token"/],
     ['a token with an invalid tenant', () => sign(k1, { sub: 'alice', tenant: 'a b', scope: 'publish' }), 401, 'no_tenant', /error="invalid_token"/],
     ['an unknown API key id', () => bearer(newApiKeyCredential().token), 401, 'unknown_key_id', /error="invalid_token"/],
@@ -184,6 +192,36 @@ describe('TokenAuth', () => {
     // What the caller is told never repeats the credential.
     const sent = String(headers.authorization ?? headers['x-api-key'] ?? '');
     if (sent.length > 20) expect(JSON.stringify([verdict.refusal.message, verdict.refusal.headers])).not.toContain(sent.slice(-20));
+  });
+
+  it.each(['at+jwt', 'AT+JWT', 'application/at+jwt', 'JWT', 'jwt', 'Application/JWT'])('admits typ %s (RFC 8725: case-insensitive, application/ optional)', async (typ) => {
+    expect(await check(request(bearer(await sign(k1, GOOD_CLAIMS, { typ }))))).toMatchObject({ allow: true, caller: { principal: 'alice' } });
+  });
+
+  it('refuses a credential header sent twice with 400 invalid_request naming it, before looking at either', async () => {
+    const token = await sign(k1);
+    for (const [header, values] of [['authorization', [`Bearer ${token}`, `Bearer ${token}`]], ['x-api-key', [keys.add(['publish']), keys.add(['publish'])]]] as const) {
+      const verdict = await check(request({ [header]: [...values] }));
+      expect(verdict).toMatchObject({
+        allow: false,
+        refusal: { code: ErrorCode.InvalidRequest, reason: 'duplicate_credential', details: { field: header, reason: 'duplicate_credential' } },
+      });
+      if (!verdict.allow) expect(verdict.refusal.headers['www-authenticate']).toMatch(/^Bearer error="invalid_request"/);
+    }
+  });
+
+  it('accepts only the configured typ values (EVENTMESH_SECURITY_GATE_TOKEN_TYPES)', async () => {
+    const config = loadConfig({
+      EVENTMESH_SECURITY_GATE_TOKEN_JWKS_URL: jwks.url,
+      EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: ISSUER,
+      EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: AUDIENCE,
+      EVENTMESH_SECURITY_GATE_TOKEN_TYPES: 'application/at+jwt',
+    });
+    const token = config.security.gate.token;
+    expect(token.types).toEqual(['at+jwt']);
+    const strict = new JwtVerifier(token, tokenKeySource(token));
+    expect(await strict.verify(await sign(k1, GOOD_CLAIMS, { typ: 'at+JWT' }))).toMatchObject({ ok: true });
+    expect(await strict.verify(await sign(k1, GOOD_CLAIMS, { typ: 'JWT' }))).toMatchObject({ ok: false, reason: 'bad_type' });
   });
 
   it('admits a good token as its caller, and a repeated one from the cache without a promise', async () => {

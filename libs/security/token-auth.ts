@@ -7,7 +7,7 @@ import { credentialOf } from './bearer-credential';
 import type { GateContext, GateFilter, GateRequest, Verdict } from './gate-filter';
 import { tokenKeySource } from './jwt-key-source';
 import { JwtVerifier } from './jwt-verifier';
-import { Authentication, insufficientScope, invalidToken, missingCredential, notOperator } from './token-refusals';
+import { Authentication, duplicateCredential, insufficientScope, invalidToken, missingCredential, notOperator } from './token-refusals';
 
 export interface TokenAuthOptions {
   jwt: JwtVerifier;
@@ -51,6 +51,8 @@ export class TokenAuth implements GateFilter {
         return { allow: false, refusal: missingCredential() };
       case 'malformed':
         return { allow: false, refusal: invalidToken('malformed', credential.description) };
+      case 'duplicate':
+        return { allow: false, refusal: duplicateCredential(credential.header) };
       case 'jwt':
         authentication = this.options.jwt.verify(credential.token);
         break;

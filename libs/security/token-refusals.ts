@@ -12,6 +12,7 @@ export type InvalidTokenReason =
   | 'bad_signature'
   | 'unknown_key'
   | 'alg_not_allowed'
+  | 'bad_type'
   | 'no_tenant'
   | 'revoked_key'
   | 'unknown_key_id';
@@ -40,6 +41,17 @@ export function invalidToken(reason: InvalidTokenReason, description: string): G
   return new GateRefusal(ErrorCode.Unauthenticated, description, reason, {
     'www-authenticate': `Bearer error="invalid_token", error_description="${description.replace(/["\\]/g, "'")}"`,
   });
+}
+
+/**
+ * The same credential header sent twice: 400 `invalid_request` (RFC 6750 §3.1: a request that is malformed),
+ * naming the header, before either credential is looked at.
+ */
+export function duplicateCredential(header: 'authorization' | 'x-api-key'): GateRefusal {
+  const description = `send one ${header === 'authorization' ? 'Authorization' : 'x-api-key'} header, not several`;
+  return new GateRefusal(ErrorCode.InvalidRequest, description, 'duplicate_credential', {
+    'www-authenticate': `Bearer error="invalid_request", error_description="${description}"`,
+  }, { field: header, reason: 'duplicate_credential' });
 }
 
 /** A good credential without the scope the route's action needs: 403 `insufficient_scope` naming it. */

@@ -7,7 +7,7 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { compileFilters } from '../filter';
 import type { TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import { SecretBox, SinkGuard } from '../security';
+import { Caller, SecretBox, SinkGuard } from '../security';
 import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
 import { CreateSubscriptionRequest, createSubscriptionSchema, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
@@ -40,6 +40,8 @@ export class SubscriptionService {
       secrets: SecretBox;
       /** The SSRF guard: a sink is checked before the validation handshake sends anything. */
       sinks: SinkGuard;
+      /** EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT: only its admins may skip the validation handshake (`config.trusted`). */
+      operatorTenant: string;
     },
   ) {}
 
@@ -49,7 +51,7 @@ export class SubscriptionService {
   }
 
   /** The service as an instance runs it, from its configuration. */
-  static forInstance(db: DataSource, topics: TopicAdmin, config: EventMeshConfig): SubscriptionService {
+  static forInstance(db: DataSource, topics: TopicAdmin, config: EventMeshConfig, sinks: SinkGuard = SinkGuard.fromConfig(config)): SubscriptionService {
     return new SubscriptionService(db, topics, {
       instanceId: config.instance.id,
       defaultTopic: config.kafka.topics[0],
@@ -57,7 +59,8 @@ export class SubscriptionService {
       webhookTimeoutMs: config.delivery.webhookTimeoutMs,
       topology: config.delivery.topology,
       secrets: SecretBox.fromConfig(config),
-      sinks: SinkGuard.fromConfig(config),
+      sinks,
+      operatorTenant: config.admin.security.operatorTenant,
     });
   }
 
@@ -91,9 +94,25 @@ export class SubscriptionService {
     return { ...request, topic };
   }
 
-  /** Creates a subscription owned by `tenant` (the caller's). */
-  async create(body: unknown, tenant: string): Promise<SubscriptionView> {
+  /**
+   * `config.trusted` skips the validation handshake, the sink's consent to be sent events: only an admin of the
+   * operator tenant may set it, or a tenant could aim the runtime's deliveries at any server that does not want
+   * them. Refused with 403 before anything is checked, sent or written.
+   */
+  private checkTrusted(request: CreateSubscriptionRequest, caller: SubscriptionCaller, kept = false): void {
+    if (request.config.trusted !== true || kept) return;
+    if (caller.tenant === this.options.operatorTenant && caller.scopes.includes('admin')) return;
+    throw new EventMeshError(ErrorCode.Forbidden, 'config.trusted: only an admin of the operator tenant may skip the webhook validation handshake', {
+      field: 'config.trusted',
+      reason: 'operator_only',
+    });
+  }
+
+  /** Creates a subscription owned by the caller's tenant. */
+  async create(body: unknown, caller: SubscriptionCaller): Promise<SubscriptionView> {
+    const tenant = caller.tenant;
     const request = this.parse(body);
+    this.checkTrusted(request, caller);
     const topic = request.topic;
     await this.checkAgentTopic(topic, tenant);
     if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.config.trusted === true);
@@ -161,7 +180,8 @@ export class SubscriptionService {
    * and cannot change; a new sink is validated like a new subscription's. The dispatch loop picks the change up
    * at its next refresh (within a second); the signing secret stays.
    */
-  async replace(id: string, body: unknown, tenant: string): Promise<SubscriptionView> {
+  async replace(id: string, body: unknown, caller: SubscriptionCaller): Promise<SubscriptionView> {
+    const tenant = caller.tenant;
     const current = await this.row(id, tenant);
     const request = this.parse({ topic: current.topic, protocol: current.protocol, ...(body as object) });
     if (request.topic !== current.topic) {
@@ -177,6 +197,8 @@ export class SubscriptionService {
     if (request.protocol !== current.protocol) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'protocol: a subscription keeps its protocol', { field: 'protocol' });
     }
+    // A tenant may keep the trust an operator gave its subscription, for the sink the operator trusted only.
+    this.checkTrusted(request, caller, current.config.trusted === true && request.sink === current.sink);
     if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.sink === current.sink || request.config.trusted === true);
     const result = await this.db.manager.update(SubscriptionEntity, { id, tenant }, {
       sink: request.sink ?? '',
@@ -251,6 +273,9 @@ export class SubscriptionService {
     return this.db.manager.find(SubscriptionEntity, { where: { instanceId, status: 'ACTIVE' } });
   }
 }
+
+/** Who creates or replaces a subscription: its tenant owns it, its scopes say whether it may set `config.trusted`. */
+export type SubscriptionCaller = Pick<Caller, 'tenant' | 'scopes'>;
 
 const TOPIC_MEMORY = 10000;
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;

@@ -8,6 +8,7 @@ import type { EventProducer } from '../../libs/kafka';
 import { ACTIONS, buildGates, GateContext, GateFilter, GateRefusal, Verdict } from '../../libs/security';
 import { AclRuleStore, createDataSource, TenantQuotaStore } from '../../libs/storage';
 import { testConfig } from '../support/env';
+import { parsePrometheusText, sampleOf } from '../support/prometheus-text';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -240,6 +241,7 @@ describe('ACL filter (real Postgres, two gateways)', () => {
     await refused(await publish(b, orders, bob), 'publish');
     const health = (await (await fetch(`${b.url}/health`)).json()) as { stats: { security: { ingress: { denied: Record<string, number> } } } };
     expect(health.stats.security.ingress.denied['acl:malformed_rule']).toBeGreaterThanOrEqual(2);
+    expect(await malformedDenials(b.url)).toBeGreaterThanOrEqual(2);
     await a.db.query(`DELETE FROM acl_rules WHERE id = $1`, [id]);
     await waitFor('alice to publish again on b', async () => (await publish(b, orders, alice)).status === 202, { timeoutMs: REFRESH_MS + 2000, intervalMs: 20 });
   });
@@ -271,6 +273,64 @@ describe('ACL filter (real Postgres, two gateways)', () => {
     expect(answer.status).toBe(404);
     expect(await answer.json()).toMatchObject({ code: 'NOT_FOUND' });
     expect((await rules.list(tenant)).map((r) => r.id)).toContain(mine[0].id);
+  });
+});
+
+/** The ingress gate's refusals for a malformed ACL rule, as GET /metrics counts them. */
+async function malformedDenials(url: string): Promise<number> {
+  const exposition = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
+  return sampleOf(exposition, 'eventmesh_gate_decisions_total', { gate: 'ingress', decision: 'deny', filter: 'acl', reason: 'malformed_rule' });
+}
+
+/**
+ * A malformed rule fails safe in report-only mode too: the requests it concerns are refused 403, not let through
+ * with an audit line like every other refusal of a report-only gate (docs/security.md#acl).
+ */
+describe('ACL filter, report-only (real Postgres, one gateway)', () => {
+  const run = randomUUID().slice(0, 6);
+  const topic = `acl-ro-${run}`;
+  const tenant = `acme-ro-${run}`;
+  let g: GatedInstance;
+  beforeAll(async () => {
+    g = await startGated(
+      testConfig({
+        EVENTMESH_INSTANCE_ID: `acl-ro-${run}`,
+        EVENTMESH_KAFKA_TOPICS: topic,
+        EVENTMESH_HTTP_PORT: '0',
+        EVENTMESH_SECURITY_GATE_FILTERS: 'token,acl',
+        EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'false',
+        EVENTMESH_SECURITY_GATE_ACL_REFRESH_MS: '200',
+        EVENTMESH_SECURITY_GATE_ACL_DEFAULT: 'DENY',
+      }),
+    );
+  });
+  afterAll(() => stopGated(g));
+
+  const publishAs = (principal: string) =>
+    fetch(`${g.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { ...as(principal, tenant), 'content-type': 'application/cloudevents+json' }, body: event() });
+
+  it('refuses 403 what a malformed rule concerns, counts it in /metrics, and lets the other refusals through as report-only does', async () => {
+    // No rule, default DENY: report-only lets alice through.
+    expect((await publishAs('alice')).status).toBe(202);
+    const [{ id }]: { id: string }[] = await g.db.query(
+      `INSERT INTO acl_rules (id, tenant, subject, action, topic, effect) VALUES ($1, $2, 'principal:alice', 'publsh', $3, 'ALLOW') RETURNING id`,
+      [randomUUID(), tenant, topic],
+    );
+    const denied = await waitFor('the malformed rule to apply', async () => {
+      const r = await publishAs('alice');
+      return r.status === 403 ? r : undefined;
+    }, { timeoutMs: 10_000, intervalMs: 20 });
+    expect(await denied.json()).toMatchObject({ code: 'FORBIDDEN' });
+    // A refused publish writes nothing.
+    const endOffsets = async () => [...(await g.instance.deps.topics.endOffsets(topic)).values()].reduce((x, y) => x + Number(y), 0);
+    const before = await endOffsets();
+    expect((await publishAs('alice')).status).toBe(403);
+    expect(await endOffsets()).toBe(before);
+    // Bob is not concerned by the rule: his refusal (no rule, default DENY) is only reported.
+    expect((await publishAs('bob')).status).toBe(202);
+    expect(await malformedDenials(g.url)).toBeGreaterThanOrEqual(1);
+    await g.db.query(`DELETE FROM acl_rules WHERE id = $1`, [id]);
+    await waitFor('alice to publish again', async () => (await publishAs('alice')).status === 202, { timeoutMs: 10_000, intervalMs: 20 });
   });
 });
 

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import { SecretBox, sealStoredSecrets, SinkGuard, SinkResolver } from '../../libs/security';
+import { ANONYMOUS, SecretBox, sealStoredSecrets, SinkGuard, SinkResolver } from '../../libs/security';
 import { SubscriptionService } from '../../libs/subscriptions';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
@@ -106,10 +106,11 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
       webhookTimeoutMs: 2000,
       secrets: rotated,
       sinks: SinkGuard.fromConfig(config),
+      operatorTenant: config.admin.security.operatorTenant,
     });
     try {
       expect(SecretBox.keyIdOf(await storedSecretOf(id))).toBe('test');
-      await service.replace(id, { sink: receiver.url, config: { trusted: true } }, 'default');
+      await service.replace(id, { sink: receiver.url, config: { trusted: true } }, ANONYMOUS);
       const stored = await storedSecretOf(id);
       expect(SecretBox.keyIdOf(stored)).toBe('next');
       expect(rotated.open(stored)).toBe(created.body.secret);
@@ -157,8 +158,9 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
       webhookTimeoutMs: 2000,
       secrets: SecretBox.fromConfig(config),
       sinks: spying,
+      operatorTenant: config.admin.security.operatorTenant,
     });
-    await expect(service.create({ sink: 'http://hooks.example.test/hook', topic }, 'default')).rejects.toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink' } });
+    await expect(service.create({ sink: 'http://hooks.example.test/hook', topic }, ANONYMOUS)).rejects.toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink' } });
     expect(resolutions).toBe(1);
     expect(attempts).toEqual([]);
   });

@@ -4,6 +4,7 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import { A2ATaskEntity, DeadLetterStore, SkippedRangeStore } from '../../libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
+import { WebhookReceiver } from '../support/webhook-receiver';
 import { headerTenantGate } from '../support/header-tenant-gate';
 
 /**
@@ -36,10 +37,16 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   let instance: RunningInstance;
 
+  const receiver = new WebhookReceiver();
+
   beforeAll(async () => {
+    await receiver.start();
     instance = await startInstance(config, { roles: ['gateway'], gates });
   });
-  afterAll(() => instance?.close());
+  afterAll(async () => {
+    await instance?.close();
+    await receiver.stop();
+  });
 
   const as = (tenant: string | undefined, headers: Record<string, string> = {}) => ({
     ...(tenant ? { 'x-test-tenant': tenant, 'x-test-principal': `alice@${tenant}` } : {}),
@@ -64,7 +71,8 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     expect(answer.status).toBe(201);
     return answer.body!.id as string;
   };
-  const webhook = (tenant: string | undefined) => create(tenant, { sink: 'http://127.0.0.1:9/hook', config: { trusted: true } });
+  // Tenants may not skip the validation handshake (config.trusted is the operator's): the sink answers it.
+  const webhook = (tenant: string | undefined) => create(tenant, { sink: receiver.url });
   const stream = (tenant: string | undefined) => create(tenant, { protocol: 'STREAM' });
 
   /** The answer with the id it names replaced: what must be identical for another tenant's id and a missing one. */
@@ -96,7 +104,7 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
   it("answers B's read, replace and delete of A's subscription exactly like a missing one, and changes nothing", async () => {
     const a = await webhook(tenantA);
     const missing = randomUUID();
-    const replacement = { sink: 'http://127.0.0.1:9/elsewhere', config: { trusted: true } };
+    const replacement = { sink: `${receiver.url}/elsewhere` };
 
     expectSameAsMissing(await call(tenantB, 'GET', `/subscriptions/${a}`), a, await call(tenantB, 'GET', `/subscriptions/${missing}`), missing);
     expectSameAsMissing(
@@ -116,7 +124,7 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     expect(await call(undefined, 'GET', `/subscriptions/${a}`)).toMatchObject({ status: 404, body: { code: 'SUBSCRIPTION_NOT_FOUND' } });
 
     const own = await call(tenantA, 'GET', `/subscriptions/${a}`);
-    expect(own).toMatchObject({ status: 200, body: { id: a, sink: 'http://127.0.0.1:9/hook' } });
+    expect(own).toMatchObject({ status: 200, body: { id: a, sink: receiver.url } });
     expect(await call(tenantA, 'PUT', `/subscriptions/${a}`, replacement)).toMatchObject({ status: 200, body: { id: a, sink: replacement.sink } });
     expect(await call(tenantA, 'DELETE', `/subscriptions/${a}`)).toEqual({ status: 204, body: null });
     expect(await call(tenantA, 'GET', `/subscriptions/${a}`)).toMatchObject({ status: 404 });

@@ -1,5 +1,5 @@
 import { createHmac, generateKeyPairSync, randomUUID } from 'node:crypto';
-import { createServer, Server } from 'node:http';
+import { createServer, request as httpRequest, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, importPKCS8, JWK, KeyLike, SignJWT } from 'jose';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
@@ -70,9 +70,9 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
   });
 
   const now = () => Math.floor(Date.now() / 1000);
-  const sign = (key: Awaited<ReturnType<typeof rsaKey>>, claims: Record<string, unknown> = {}, exp: number = now() + 600) =>
+  const sign = (key: Awaited<ReturnType<typeof rsaKey>>, claims: Record<string, unknown> = {}, exp: number = now() + 600, typ = 'at+jwt') =>
     new SignJWT({ tenant: 'acme', scope: 'publish', ...claims })
-      .setProtectedHeader({ alg: 'RS256', kid: key.kid })
+      .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ })
       .setIssuer(String(claims.iss ?? ISSUER))
       .setAudience(String(claims.aud ?? AUDIENCE))
       .setSubject('alice')
@@ -103,6 +103,7 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
     ['HS256 signed with the RSA public key as its secret', async () => `Bearer ${forged('HS256', (input) => createHmac('sha256', first.publicPem).update(input).digest('base64url'))}`, /invalid_token/],
     ['a token signed by a key the JWKS does not hold', () => sign({ ...second, kid: 'k1' }).then((t) => `Bearer ${t}`), /invalid_token/],
     ['an unknown API key', async () => `Bearer ${newApiKeyCredential().token}`, /invalid_token/],
+    ['a token of another type (typ logout+jwt)', () => sign(first, {}, now() + 600, 'logout+jwt').then((t) => `Bearer ${t}`), /invalid_token/],
   ])('refuses %s with 401 and WWW-Authenticate, writing nothing', async (_, authorization, challenge) => {
     const before = await endOffset();
     const response = await publish(await authorization());
@@ -110,6 +111,40 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
     expect(response.headers.get('www-authenticate')).toMatch(challenge);
     expect(await response.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
     expect(await endOffset()).toBe(before);
+  });
+
+  it('refuses a request with two Authorization headers 400 INVALID_REQUEST, writing nothing, though each is a good token', async () => {
+    const token = `Bearer ${await sign(first)}`;
+    const before = await endOffset();
+    // fetch joins repeated headers into one; node:http sends them as given.
+    const answer = await new Promise<{ status: number; challenge: string | undefined; body: string }>((resolve, reject) => {
+      const url = new URL(`${instance.url}/events/publish?topic=${topic}`);
+      // Headers given as a list are sent as they are: Host and the body's length too.
+      const body = JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/token-gate', type: 'token.checked' });
+      const headers = ['host', url.host, 'content-type', 'application/cloudevents+json', 'content-length', String(Buffer.byteLength(body)), 'authorization', token, 'Authorization', token];
+      const sent = httpRequest(url, { method: 'POST', headers }, (response) => {
+        let body = '';
+        response.setEncoding('utf8').on('data', (c: string) => (body += c));
+        response.on('end', () => resolve({ status: response.statusCode!, challenge: response.headers['www-authenticate'], body }));
+      });
+      sent.on('error', reject);
+      sent.end(body);
+    });
+    expect(answer.status).toBe(400);
+    expect(JSON.parse(answer.body)).toMatchObject({ code: 'INVALID_REQUEST', field: 'authorization', reason: 'duplicate_credential' });
+    expect(answer.challenge).toMatch(/^Bearer error="invalid_request"/);
+    expect(await endOffset()).toBe(before);
+    // Routes behind Fastify see the same gate.
+    const listing = await new Promise<number>((resolve, reject) => {
+      const url = new URL(`${instance.url}/subscriptions`);
+      const sent = httpRequest(url, { headers: ['host', url.host, 'authorization', token, 'authorization', 'Bearer other'] }, (response) => {
+        response.resume();
+        resolve(response.statusCode!);
+      });
+      sent.on('error', reject);
+      sent.end();
+    });
+    expect(listing).toBe(400);
   });
 
   it('accepts a good token, and refuses it 403 insufficient_scope where its scopes do not reach', async () => {

@@ -105,7 +105,7 @@ export class EventsController {
   @GateRoute({ action: 'subscribe', topic: { body: 'topic' }, createsSubscription: true })
   @HttpCode(201)
   subscribe(@Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
-    return this.subscriptions.create(body, caller.tenant);
+    return this.subscriptions.create(body, caller);
   }
 
   /** Alias of `DELETE /subscriptions/{id}`: `{ "id": "..." }`. */

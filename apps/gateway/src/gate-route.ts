@@ -2,7 +2,7 @@ import { CanActivate, createParamDecorator, ExecutionContext, Injectable, SetMet
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
-import { Action, ANONYMOUS, Caller, GateRequest, SecurityGate } from '../../../libs/security';
+import { Action, ANONYMOUS, Caller, gateHeadersOf, GateRequest, SecurityGate } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
 import { wroteNothing } from './publish-route';
 import { requestIdOfRequest } from './request-log';
@@ -78,7 +78,7 @@ export class GateGuard implements CanActivate {
       gateRequestOf(this.gates, spec, {
         route: `${request.method} ${request.routeOptions.url ?? request.url}`,
         requestId: requestIdOfRequest(request.raw),
-        headers: request.headers,
+        headers: gateHeadersOf(request.raw),
         remoteAddress: request.ip,
         query: request.query as Record<string, unknown>,
         params: request.params as Record<string, string>,

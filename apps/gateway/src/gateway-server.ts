@@ -113,7 +113,9 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       ['request-reply', () => requestReplyStarted?.close()],
     ]);
   try {
-    const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config);
+    // Told the port once the server listens: a sink at this gateway's own publish route is refused.
+    const sinks = SinkGuard.fromConfig(config);
+    const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config, sinks);
     const placement = SubscriptionPlacement.forInstance(deps.db, config);
     const skippedRanges = new SkippedRangeStore(deps.db);
     const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents, deps.tracing);
@@ -235,6 +237,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     await app.listen(config.http.port, config.http.host);
     const address = app.getHttpServer().address();
     const port = typeof address === 'object' && address ? address.port : config.http.port;
+    sinks.listeningOn(port);
     const host = config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host;
     presence = new StreamPresence(new StreamPresenceStore(deps.db), streams, {
       holder: options.cluster.holder,

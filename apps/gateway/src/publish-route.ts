@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { EventIngress, PublishRequest } from '../../../libs/ingress';
 import type { RuntimeMetrics } from '../../../libs/metrics';
-import type { Admission, SecurityGate } from '../../../libs/security';
+import { gateHeadersOf, type Admission, type SecurityGate } from '../../../libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
 import { z } from 'zod';
 import { errors, GATED, RouteDoc } from './api-route';
@@ -90,7 +90,7 @@ export class PublishRoute {
         requestId,
         action: 'publish',
         topic: topic ?? this.deps.defaultTopic,
-        headers: request.headers,
+        headers: gateHeadersOf(request),
         remoteAddress: request.socket.remoteAddress ?? '',
         body: raw,
         publish: { events: eventsIn(publish), bytes: raw?.length ?? 0 },

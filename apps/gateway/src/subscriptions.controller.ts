@@ -27,7 +27,7 @@ export class SubscriptionsController {
   @GateRoute({ action: 'subscribe', topic: { body: 'topic' }, createsSubscription: true })
   @HttpCode(201)
   create(@Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
-    return this.subscriptions.create(body, caller.tenant);
+    return this.subscriptions.create(body, caller);
   }
 
   @Get()
@@ -48,7 +48,7 @@ export class SubscriptionsController {
   @ApiRoute({ summary: 'Replace a subscription', params: ID, body: { schema: createSubscriptionSchema }, responses: { 200: VIEW, ...errors(400, 404), ...GATED } })
   @GateRoute(BY_ID)
   replace(@Param('id') id: string, @Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
-    return this.subscriptions.replace(id, body, caller.tenant);
+    return this.subscriptions.replace(id, body, caller);
   }
 
   @Delete(':id')

@@ -5,7 +5,7 @@ import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
-import type { Admission } from '../../../libs/security';
+import { gateHeadersOf, type Admission } from '../../../libs/security';
 import { assertStreamHere, sendInTurn, StreamDelivery, StreamHub } from '../../../libs/streams';
 import type { SubscriptionService } from '../../../libs/subscriptions';
 import { z } from 'zod';
@@ -64,7 +64,7 @@ export async function registerWebSocketStreams(
         let admission: Admission | undefined;
         try {
           admission = await deps.gates.ingress.admit(
-            gateRequestOf(deps.gates, WS_GATE, { route: WS_ROUTE, headers: request.headers, remoteAddress: request.ip, params: request.params }),
+            gateRequestOf(deps.gates, WS_GATE, { route: WS_ROUTE, headers: gateHeadersOf(request.raw), remoteAddress: request.ip, params: request.params }),
           );
           admissions.set(request, admission);
           // The connection's own end gives the slot back too: a handshake the WebSocket server refuses (a bad or

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { HealthService } from '../../../libs/health';
 import type { RuntimeMetrics } from '../../../libs/metrics';
-import type { SecurityGate } from '../../../libs/security';
+import { gateHeadersOf, type SecurityGate } from '../../../libs/security';
 import { answerError, answerJson } from '../../gateway/src/raw-answer';
 import { REQUEST_ID_HEADER, RequestLog } from '../../gateway/src/request-log';
 
@@ -71,7 +71,7 @@ async function serve(options: OpsServerOptions, request: IncomingMessage, respon
           route: 'GET /metrics',
           action: 'admin',
           operatorOnly: true,
-          headers: request.headers,
+          headers: gateHeadersOf(request),
           remoteAddress: request.socket.remoteAddress ?? '',
           requestId: response.getHeader(REQUEST_ID_HEADER) as string | undefined,
         });
