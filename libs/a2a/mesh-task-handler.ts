@@ -158,8 +158,9 @@ export class MeshTaskHandler implements A2ARequestHandler {
     };
     // While the workflow starts: for an agent at a URL, the request record, then the task's row naming it, which
     // the deliveries read it by (no delivery sends the task before its row is written; one elsewhere that reads
-    // sooner tries again); for a mesh subscriber, whose subscription delivers the record, both at once. Then the
-    // push config.
+    // sooner tries again); for a mesh subscriber, whose subscription delivers the record, the row, then the record:
+    // the agent may answer the moment its record arrives, and an update of a task whose row is not yet written is
+    // refused 404 (seen under load with both written at once). Then the push config.
     const write = async (): Promise<StoredTask> => {
       let row: StoredTask;
       if (agent.style === 'url') {
@@ -168,11 +169,9 @@ export class MeshTaskHandler implements A2ARequestHandler {
         this.scope.workflows.handOff(requestRecord, frame);
         row = await create(requestRecord);
       } else {
-        // Both settled before either failure is answered: a row written is then failed, never left behind.
-        const [created, record] = await Promise.allSettled([create(), this.scope.publish(topic, frame)]);
-        if (created.status === 'rejected') throw created.reason;
-        if (record.status === 'rejected') throw record.reason;
-        row = created.value;
+        // A record not written after the row: the row is failed below (`written`), never left behind.
+        row = await create();
+        await this.scope.publish(topic, frame);
       }
       if (push) await this.scope.pushConfigs.put(row, push);
       return row;

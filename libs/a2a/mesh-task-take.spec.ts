@@ -96,6 +96,31 @@ describe('MeshTaskHandler take', () => {
     expect(t.firstAttempts.stats()).toMatchObject({ begun: 0, held: 0 });
   });
 
+  it('publishes a mesh subscriber\'s record only once its row is written, so an update the agent posts on receipt finds the task', async () => {
+    const t = setup({}, true, 'subscriber');
+    let written!: () => void;
+    const rowWritten = new Promise<void>((resolve) => (written = resolve));
+    t.tasks.create.mockImplementationOnce(async (task: NewTask) => {
+      await rowWritten;
+      t.order.push('row');
+      return storedOf(task);
+    });
+    const sent = send(t.handler);
+    await settle();
+    expect(t.publish).not.toHaveBeenCalled();
+    written();
+    await sent;
+    expect(t.order.filter((step) => step !== 'start')).toEqual(['row', 'record']);
+  });
+
+  it('fails a mesh subscriber\'s row when its record could not be written after it', async () => {
+    const t = setup({ publish: true }, true, 'subscriber');
+    await expect(send(t.handler)).rejects.toThrow('Kafka is down');
+    expect(t.tasks.transition).toHaveBeenCalledTimes(1);
+    expect(t.tasks.transition.mock.calls[0][1]).toMatchObject({ state: 'failed' });
+    expect(t.workflows.abandon).toHaveBeenCalledTimes(1);
+  });
+
   it('ends the workflow it started when the record could not be written, and writes no row', async () => {
     const t = setup({ publish: true });
     await expect(send(t.handler)).rejects.toThrow('Kafka is down');
