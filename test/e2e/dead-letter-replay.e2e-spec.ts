@@ -97,7 +97,7 @@ describe('dead-letter replay across an instance crash', () => {
     await waitFor('the sink to hold the 20th replayed event', () => held !== undefined);
 
     instance.child.kill('SIGKILL');
-    expect((await instance.exit(20000)).signal).toBe('SIGKILL');
+    expect((await instance.exit(60000)).signal).toBe('SIGKILL');
     instance = await start();
 
     const progress = await waitFor(
@@ -120,5 +120,5 @@ describe('dead-letter replay across an instance crash', () => {
     expect(times.get(String(held!.headers['ce-id']))).toBe(1);
     expect(progress).toMatchObject({ replayed: 50, failed: 0, remaining: 0 });
     expect(await deadLetters(instance.url!)).toBe(0);
-  });
+  }, 240000);
 });

@@ -169,7 +169,7 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     if (signal === 'SIGTERM') expect((await first.stop()).code).toBe(0);
     else {
       first.child.kill('SIGKILL');
-      expect((await first.exit(10000)).signal).toBe('SIGKILL');
+      expect((await first.exit(60000)).signal).toBe('SIGKILL');
     }
 
     await start(id);
@@ -179,7 +179,7 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     expect((await after.query(dispatchStatusQuery)).paused).toBe(true);
     await after.signal(pauseDispatchSignal, false);
     await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(id)]);
-  });
+  }, 180000);
 
   it('loses no acknowledged event when an instance is killed with SIGKILL mid-stream and restarted', async () => {
     const worker = await start(`${ids.x}-crash`);
@@ -210,7 +210,7 @@ describe('instances in LOCAL_STICKY_PULL', () => {
         [...(await committedOffsets())].some(([partition, next]) => next > (createdAt.get(partition) ?? Infinity)),
       );
       worker.child.kill('SIGKILL');
-      const killed = await worker.exit(10000);
+      const killed = await worker.exit(60000);
       expect(killed.signal).toBe('SIGKILL');
       const deliveredBeforeKill = idsAt(receiver).size;
       expect(deliveredBeforeKill).toBeLessThan(300);
@@ -240,5 +240,5 @@ describe('instances in LOCAL_STICKY_PULL', () => {
       await pg.end();
       await receiver.stop();
     }
-  });
+  }, 240000);
 });

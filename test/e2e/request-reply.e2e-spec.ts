@@ -71,16 +71,17 @@ describe('request-reply across instances', () => {
     });
 
   it('holds the request on one instance until the reply arrives through another', async () => {
-    const response = await ask('rr.ask', 20000);
+    const response = await ask('rr.ask', 60000);
     expect(response.status).toBe(200);
     expect(response.headers.get('content-type')).toContain('application/cloudevents+json');
     const reply = (await response.json()) as Record<string, unknown>;
     expect(reply).toMatchObject({ type: 'rr.answer', source: '/responder', data: { question: 42 } });
     expect(reply.correlationid).toEqual(expect.any(String));
-  });
+  }, 120000);
 
   it('answers 408 when no reply comes in time, and drops and counts a reply that comes late', async () => {
     const started = Date.now();
+    // Nobody answers it: its 408 at 800 ms is the promise, with no race for a loaded host to lose.
     const response = await ask('rr.unanswered', 800);
     expect(response.status).toBe(408);
     expect(Date.now() - started).toBeGreaterThanOrEqual(800);
@@ -118,7 +119,7 @@ describe('request-reply across instances', () => {
         return rows[0]?.correlation_id;
       });
       holder.child.kill('SIGKILL');
-      await holder.exit(10000);
+      await holder.exit(60000);
       // The request fails with the connection (fetch's TypeError comes from Node's realm, not jest's: no instanceof).
       expect(await held).toMatchObject({ message: expect.stringMatching(/fetch failed/) });
       // Postgres has seen the process go (its sessions ended); the row itself is still there, deadline ahead.
@@ -142,7 +143,7 @@ describe('request-reply across instances', () => {
     } finally {
       await db.end();
     }
-  });
+  }, 180000);
 
   it('refuses a reply without a correlation id, and a bad timeout', async () => {
     const reply = await fetch(`${b}/events/reply`, {

@@ -47,7 +47,7 @@ describe('tracing, end to end', () => {
     return id;
   };
   const deliveryOf = (id: string) => waitFor(`the sink to receive event ${id}`, () => receiver.requests.find((r: ReceivedRequest) => r.headers['ce-id'] === id));
-  const span = (what: string, test: (s: ReceivedSpan) => boolean, timeoutMs = 20000) =>
+  const span = (what: string, test: (s: ReceivedSpan) => boolean, timeoutMs = 60000) =>
     waitFor(`the collector to receive ${what}`, () => collector.spans.find(test), { timeoutMs });
 
   beforeAll(async () => {
@@ -139,7 +139,7 @@ describe('tracing, end to end', () => {
       expect(published.attributes).toMatchObject({ 'messaging.destination.name': tracedTopic, 'cloudevents.event_id': id });
       // No payloads: no attribute holds the event's data.
       for (const s of [delivery, published]) expect(JSON.stringify(s.attributes)).not.toContain('"n":1');
-    });
+    }, 180000);
 
     it('starts a trace for an event published without trace context, and still delivers in it', async () => {
       const id = await publish(tracedApi, tracedTopic, { traceparent: 'garbage' });
@@ -149,15 +149,15 @@ describe('tracing, end to end', () => {
       const delivery = await span('the delivery span of the untraced event', (s) => s.spanId === header!.spanId);
       const published = await span('its publish span', (s) => s.spanId === delivery.parentSpanId);
       expect(published.parentSpanId ?? '').toBe('');
-    });
+    }, 180000);
 
     it('traces the instance\'s Temporal calls: the dispatch workflow start and, in the same trace, its activity', async () => {
       const start = await span('the client\'s StartWorkflow span', (s) => s.name === 'StartWorkflow:instanceDispatchWorkflow' && s.resource['service.instance.id'] === tracedId);
       // The activity runs until the instance stops; its span is exported when it ends, at the latest at shutdown.
       const exit = await traced.stop();
       expect(exit.code).toBe(0);
-      const activity = await span('the dispatch activity\'s RunActivity span', (s) => s.name.startsWith('RunActivity:') && s.traceId === start.traceId, 5000);
+      const activity = await span('the dispatch activity\'s RunActivity span', (s) => s.name.startsWith('RunActivity:') && s.traceId === start.traceId, 60000);
       expect(activity.parentSpanId).toBeTruthy();
-    });
+    }, 180000);
   });
 });

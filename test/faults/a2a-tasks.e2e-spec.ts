@@ -389,7 +389,7 @@ describe('faults: A2A tasks', () => {
     const loadStartedAt = Date.now();
     sends.start();
     // 3 s of load: with 2 s of work per task, about 16 tasks are in flight at the agent when the link is cut.
-    await sends.acknowledgedAtLeast(3 * RATE, 20000);
+    await sends.acknowledgedAtLeast(3 * RATE, 60000);
     const proxy = { postgres: at.postgres, kafka, temporal: at.temporal }[link]!;
     proxy.cut();
     const cutAt = Date.now();
@@ -444,7 +444,7 @@ describe('faults: A2A tasks', () => {
     const refused = startedInCut.filter((s) => s.refusal);
     expect(refused.length).toBeGreaterThan(0);
     expect([...new Set(refused.map((s) => s.refusal))]).toEqual(['HTTP 503 DEPENDENCY_UNAVAILABLE']);
-  }, 180000);
+  }, 240000);
 
   it('Kafka link cut 5 s under a load of sends: every acknowledged task completes, a send not taken is refused with an error', async () => {
     const { startedInCut } = await linkCut('kafka');
@@ -453,14 +453,14 @@ describe('faults: A2A tasks', () => {
     const refused = startedInCut.filter((s) => s.refusal);
     expect(refused.length).toBeGreaterThan(0);
     expect([...new Set(refused.map((s) => s.refusal))]).toEqual(['HTTP 503 KAFKA_UNAVAILABLE']);
-  }, 180000);
+  }, 240000);
 
   it('Temporal link cut 5 s under a load of sends: every acknowledged task completes, a send in the cut waits for Temporal', async () => {
     const { startedInCut, healedAt } = await linkCut('temporal');
     // A send is answered once its workflow started: in the cut it waits (the Temporal client retries the start), and
     // is answered after the heal, or not within the client's deadline; never before the heal.
     expect(startedInCut.filter((s) => s.answeredAt! < healedAt)).toEqual([]);
-  }, 180000);
+  }, 240000);
 
   it('an instance delivering to an agent at a URL SIGKILLed with tasks in hand: another instance completes every acknowledged task', async () => {
     const victim = await startInstance('killed');
@@ -477,7 +477,7 @@ describe('faults: A2A tasks', () => {
       load = sends;
       const loadStartedAt = Date.now();
       sends.start();
-      await sends.acknowledgedAtLeast(3 * RATE, 20000);
+      await sends.acknowledgedAtLeast(3 * RATE, 60000);
       await victim.kill();
       const killedAt = Date.now();
       await sends.stop();
@@ -509,7 +509,7 @@ describe('faults: A2A tasks', () => {
       await survivor.stop();
       await endDispatchWorkflows(survivor.options.env, [survivor.id]);
     }
-  }, 180000);
+  }, 240000);
 
   it('a worker SIGKILLed while it pushes a task\'s completion: another instance pushes it again (same webhook-id) and records it pushed', async () => {
     // Signed pushes: the Standard Webhooks headers carry the push's id (webhook-id), the same on every attempt.
@@ -539,9 +539,9 @@ describe('faults: A2A tasks', () => {
       // victim (the only worker yet), when the victim is killed.
       const completions = () => receiver.requests.filter((r) => String(r.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) && r.body.toString('utf8').includes('TASK_STATE_COMPLETED'));
       receiver.gate = (r) => (completions().length === 1 && completions()[0] === r ? held : undefined);
-      await waitFor('the agent holding the task', () => agent!.isHeld(key), { timeoutMs: 20000 });
+      await waitFor('the agent holding the task', () => agent!.isHeld(key), { timeoutMs: 60000 });
       agent.release(key);
-      const [first] = await waitFor('the completion push taken by the receiver', () => completions().length === 1 && completions(), { timeoutMs: 20000 });
+      const [first] = await waitFor('the completion push taken by the receiver', () => completions().length === 1 && completions(), { timeoutMs: 60000 });
       await victim.kill();
       const killedAt = Date.now();
       await survivor.start();
@@ -572,7 +572,7 @@ describe('faults: A2A tasks', () => {
       await survivor.stop();
       await endDispatchWorkflows(survivor.options.env, [survivor.id]);
     }
-  }, 180000);
+  }, 270000);
 
   it('Postgres link cut while a push is being given up: after the heal it is pushed again and dead-lettered once, and its config moves on', async () => {
     // A receiver that always fails: each version's push is given up after 5 attempts (fast retries here). Signed
@@ -613,7 +613,7 @@ describe('faults: A2A tasks', () => {
       // given up while nothing can be recorded.
       const completions = () => receiver.requests.filter((r) => String(r.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) && r.body.toString('utf8').includes('TASK_STATE_COMPLETED'));
       receiver.gate = (r) => (completions().length === 5 && completions()[4] === r ? held : undefined);
-      await waitFor('the agent holding the task', () => agent!.isHeld(key), { timeoutMs: 20000 });
+      await waitFor('the agent holding the task', () => agent!.isHeld(key), { timeoutMs: 60000 });
       agent.release(key);
       await waitFor('the completion\'s last attempt taken by the receiver', () => completions().length === 5, { timeoutMs: 30000 });
       at.postgres!.cut();
@@ -657,7 +657,7 @@ describe('faults: A2A tasks', () => {
       answer();
       await receiver.stop();
     }
-  }, 180000);
+  }, 240000);
 
   it('a mesh-subscriber agent of two replicas (long-poll, LOAD_BALANCE), one SIGKILLed with tasks in hand: every acknowledged task is completed exactly once', async () => {
     const rate = 4;
@@ -692,7 +692,7 @@ describe('faults: A2A tasks', () => {
     const settings = { mesh: at.url, agent: agentName, subscription, window: 3, workMs: 1000, ackEveryMs: 1000 };
     replicas = [new Replica('r1', settings), new Replica('r2', settings)];
     const [victim, survivor] = replicas;
-    await waitFor('both replicas polling', () => replicas.every((r) => r.lines.some((l) => l.event === 'polling')), { timeoutMs: 15000 });
+    await waitFor('both replicas polling', () => replicas.every((r) => r.lines.some((l) => l.event === 'polling')), { timeoutMs: 60000 });
     const client = await clientOf(at, agentName);
 
     const sends = new SendLoad(client, (n) => `job ${runId}-${n}`, rate);
@@ -701,7 +701,7 @@ describe('faults: A2A tasks', () => {
     sends.start();
     // Killed with tasks in hand in both stages: one it works on (not completed), one it completed and has not acked.
     await waitFor('the victim working on a task and holding a completed one unacked', () => victim.unfinished().length > 0 && victim.completedUnacked().length > 0, {
-      timeoutMs: 20000,
+      timeoutMs: 60000,
       intervalMs: 20,
     });
     await victim.kill();
@@ -709,7 +709,7 @@ describe('faults: A2A tasks', () => {
     const working = victim.unfinished();
     const completedUnacked = victim.completedUnacked();
     const acknowledgedAtKill = sends.acknowledged().length;
-    await sends.acknowledgedAtLeast(acknowledgedAtKill + 4 * rate, 20000);
+    await sends.acknowledgedAtLeast(acknowledgedAtKill + 4 * rate, 60000);
     await sends.stop();
     const loadMs = Date.now() - loadStartedAt;
 
@@ -777,5 +777,5 @@ describe('faults: A2A tasks', () => {
     // the minute a silent consumer used to stay.
     expect(timedOut).toBeLessThanOrEqual(2 * settings.window);
     expect(at.process!.child.exitCode).toBeNull();
-  }, 180000);
+  }, 330000);
 });

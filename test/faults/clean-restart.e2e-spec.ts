@@ -36,8 +36,8 @@ describe('faults: clean stop and start of the servers', () => {
       await stopPostgresFast();
       const downAt = Date.now();
       // Publishing does not need Postgres: it goes on while the server is down.
-      await run.acknowledgedMore(50, 20000);
-      await waitFor('3 s of Postgres down', () => Date.now() - downAt >= 3000, { timeoutMs: 10000 });
+      await run.acknowledgedMore(50, 60000);
+      await waitFor('3 s of Postgres down', () => Date.now() - downAt >= 3000, { timeoutMs: 60000 });
       await startPostgres();
       await run.acknowledgedMore(100, 60000);
       const result = await run.finish(60000);
@@ -46,7 +46,7 @@ describe('faults: clean stop and start of the servers', () => {
     } finally {
       await restoreServers();
     }
-  }, 300000);
+  }, 390000);
 
   it('Temporal SIGTERM and start under load: delivery goes on while it is down, the dispatch activity heartbeats again, nothing acknowledged is lost', async () => {
     const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' };
@@ -66,8 +66,8 @@ describe('faults: clean stop and start of the servers', () => {
       await stopTemporal();
       const stoppedAt = Date.now();
       // Publishing and delivery need no Temporal: while it is down, 2 s of events are published and delivered.
-      await run.acknowledgedMore(200, 20000);
-      const deliveredWhileDown = await run.delivered(5000);
+      await run.acknowledgedMore(200, 60000);
+      const deliveredWhileDown = await run.delivered(60000);
       const deliveredDownMs = Date.now() - stoppedAt;
       await startTemporal();
       const backAt = Date.now();
@@ -92,5 +92,5 @@ describe('faults: clean stop and start of the servers', () => {
     } finally {
       await restoreServers();
     }
-  }, 180000);
+  }, 300000);
 });

@@ -108,7 +108,7 @@ export class FaultInstance {
   async kill(): Promise<void> {
     this.state = 'killed';
     this.process?.child.kill('SIGKILL');
-    await this.process?.exit(10000);
+    await this.process?.exit(60000);
   }
 
   /** SIGSTOP: the process holds its connections and does nothing until {@link resume}. */

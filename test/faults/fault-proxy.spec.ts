@@ -77,16 +77,16 @@ describe('fault proxy', () => {
     const sent = Date.now();
     c.socket.write('a');
     c.socket.write('b');
-    await waitFor('the echo', () => c.received() === 'ab', { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor('the echo', () => c.received() === 'ab', { timeoutMs: 60000, intervalMs: 10 });
     // Up and down are each delayed: at least two latencies for the round trip.
     expect(Date.now() - sent).toBeGreaterThanOrEqual(2 * latencyMs - 10);
     proxy.heal();
     expect(proxy.state).toMatchObject({ chunkLatencyMs: 0, connectLatencyMs: 0 });
     const again = Date.now();
     c.socket.write('c');
-    await waitFor('the echo', () => c.received() === 'abc', { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor('the echo', () => c.received() === 'abc', { timeoutMs: 60000, intervalMs: 10 });
     expect(Date.now() - again).toBeLessThan(latencyMs);
-  });
+  }, 180000);
 
   it('delays only the opening of new connections with a per-connection latency', async () => {
     const latencyMs = 400;
@@ -95,13 +95,13 @@ describe('fault proxy', () => {
     const opened = Date.now();
     const c = await open();
     c.socket.write('x');
-    await waitFor('the echo', () => c.received() === 'x', { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor('the echo', () => c.received() === 'x', { timeoutMs: 60000, intervalMs: 10 });
     expect(Date.now() - opened).toBeGreaterThanOrEqual(latencyMs - 10);
     const next = Date.now();
     c.socket.write('y');
-    await waitFor('the echo', () => c.received() === 'xy', { timeoutMs: 5000, intervalMs: 10 });
+    await waitFor('the echo', () => c.received() === 'xy', { timeoutMs: 60000, intervalMs: 10 });
     expect(Date.now() - next).toBeLessThan(latencyMs);
-  });
+  }, 180000);
 
   it('cut drops open connections and refuses new ones until healed', async () => {
     const c = await open();

@@ -57,7 +57,7 @@ const alive = (pid: number) => {
 
 /** `kill -9` of the broker scripts/infra.sh started; resolves once the process is gone. */
 export async function killKafka(): Promise<void> {
-  await signalServer('kafka', 'SIGKILL', 10000);
+  await signalServer('kafka', 'SIGKILL', 60000);
 }
 
 /**
@@ -116,7 +116,7 @@ export async function startPostgres(): Promise<void> {
 
 /** `kill -9` of the Temporal dev server scripts/infra.sh started; resolves once the process is gone. */
 export async function killTemporal(): Promise<void> {
-  await signalServer('temporal', 'SIGKILL', 10000);
+  await signalServer('temporal', 'SIGKILL', 60000);
 }
 
 /**

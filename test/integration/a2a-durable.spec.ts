@@ -190,10 +190,10 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     await waitFor('the delivery retried', async () => ((await workflowOf(task.id).describe()).raw.pendingActivities?.[0]?.attempt ?? 0) >= 2);
     expect(await stateOf(client, task.id)).toBe(TaskState.TASK_STATE_SUBMITTED);
     await late.start(port);
-    await waitFor('the task completed after the agent came back', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 15_000 });
+    await waitFor('the task completed after the agent came back', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 60_000 });
     expect(late.received).toEqual(['echo:waited']);
     expect(await workflowOf(task.id).result()).toBe('completed');
-  });
+  }, 120_000);
 
   it('sends the first turn again to an agent that restarted without the task (GetTask: not found); the task completes', async () => {
     const port = await freePort();
@@ -211,9 +211,9 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const second = new EchoAgent();
     started.push(second);
     await second.start(port);
-    await waitFor('the turn sent again to the restarted agent', () => second.isHeld(key), { timeoutMs: 10_000 });
+    await waitFor('the turn sent again to the restarted agent', () => second.isHeld(key), { timeoutMs: 60_000 });
     second.release(key);
-    await waitFor('the task completed', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 10_000 });
+    await waitFor('the task completed', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 60_000 });
     expect([first.received, second.received]).toEqual([[`hold:${key}`], [`hold:${key}`]]);
     expect(await workflowOf(task.id).result()).toBe('completed');
 
@@ -222,16 +222,16 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const lost = asTask(await client.sendMessage(send(`hold:${again}`, { returnImmediately: true })));
     let current = second;
     for (let death = 0; death < 2; death++) {
-      await waitFor('the agent holding the task', () => current.isHeld(again), { timeoutMs: 10_000 });
+      await waitFor('the agent holding the task', () => current.isHeld(again), { timeoutMs: 60_000 });
       await current.crash();
       current = new EchoAgent();
       started.push(current);
       await current.start(port);
     }
-    await waitFor('the task failed', async () => (await stateOf(client, lost.id)) === TaskState.TASK_STATE_FAILED, { timeoutMs: 10_000 });
+    await waitFor('the task failed', async () => (await stateOf(client, lost.id)) === TaskState.TASK_STATE_FAILED, { timeoutMs: 60_000 });
     expect(textOf((await client.getTask({ tenant: '', id: lost.id, historyLength: undefined })).status?.message)).toContain('the agent lost the task');
     expect(current.received).toEqual([]);
-  });
+  }, 360_000);
 
   it('fails a task whose agent does not come back within the task timeout', async () => {
     const never = { ...agent.card(), supportedInterfaces: [{ url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
@@ -502,7 +502,7 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
 
       // Nobody answers this one: its workflow fails it at its deadline (2 s), and the agent is told.
       const abandoned = asTask(await client.sendMessage(send('a job nobody finishes', { returnImmediately: true })));
-      await waitFor('the task failed and the agent told', async () => (await poll(), framesOf(abandoned.id).length === 2), { timeoutMs: 15_000 });
+      await waitFor('the task failed and the agent told', async () => (await poll(), framesOf(abandoned.id).length === 2), { timeoutMs: 60_000 });
       expect(framesOf(abandoned.id).map((f) => f.slice(0, 3))).toEqual([
         [abandoned.id, 'a2a.task.send', undefined],
         [`${abandoned.id}.cancel`, 'a2a.task.cancel', 'failed'],
@@ -516,11 +516,12 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
         return rows.length === 2 && rows.every((r) => r.publishedSeq === r.eventSeq);
       });
       expect(await topicEndOffset(instance.deps.kafka, eventsTopicOf(tenant, 'stopper'))).toBe(0);
-    });
+    }, 180_000);
 
     it('a subscriber\'s card expires without a heartbeat, and is back with one', async () => {
       expect((await register('sleepy?style=subscriber', { ...subscriberCard(), name: 'sleepy' })).status).toBe(201);
       expect((await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status).toBe(200);
+      // The TTL is the promise: liveness is judged at each read (last heartbeat + 3 s), so 10 s leaves 7 s for slow requests on a loaded host.
       await waitFor('the card expired', async () => (await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status === 404, { timeoutMs: 10_000 });
       expect(((await call('GET', '/a2a/agents')).body!.agents as { name: string }[]).map((a) => a.name)).not.toContain('sleepy');
       expect((await call('POST', '/a2a/agents/sleepy/heartbeat')).status).toBe(204);
@@ -541,7 +542,7 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const log: { seq: number; kind: string; payload: Record<string, unknown> }[] = await instance.deps.db.query('SELECT seq, kind, payload FROM a2a_task_events WHERE task_id = $1 ORDER BY seq', [task.id]);
     const ofTask = () => frames.filter((f) => f.a2ataskid === task.id);
     // At once once the publisher knows the topic is observed (it asks every 2 s); by the sweep (5 s) otherwise.
-    await waitFor('every event of the task at the observer', async () => (await poll(), ofTask().length >= log.length), { timeoutMs: 20_000 });
+    await waitFor('every event of the task at the observer', async () => (await poll(), ofTask().length >= log.length), { timeoutMs: 60_000 });
     const kinds: Record<string, string> = { task: 'a2a.task.snapshot', 'status-update': 'a2a.task.status', 'artifact-update': 'a2a.task.artifact' };
     expect(ofTask().map((f) => [f.id, f.type, f.a2aseq, f.data])).toEqual(log.map((e) => [`${task.id}.${e.seq}`, kinds[e.kind], String(e.seq), e.payload]));
     expect(ofTask()[0].a2astate).toBe('TASK_STATE_SUBMITTED');
@@ -551,13 +552,13 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     // A crash between a change's commit and its publication (the task's events marked unpublished, its last change
     // 10 s ago): a worker's sweep (every 5 s) writes them again. The observer sees each again, same ids.
     await instance.deps.db.query(`UPDATE a2a_tasks SET published_seq = 0, updated_at = now() - interval '10 seconds' WHERE id = $1`, [task.id]);
-    await waitFor('the sweep to publish the events again', async () => (await poll(), ofTask().length >= 2 * log.length), { timeoutMs: 20_000 });
+    await waitFor('the sweep to publish the events again', async () => (await poll(), ofTask().length >= 2 * log.length), { timeoutMs: 60_000 });
     expect(ofTask().slice(log.length).map((f) => f.id)).toEqual(log.map((e) => `${task.id}.${e.seq}`));
     // Marked published once Kafka took them, a moment after the observer may have read them.
     const publishedSeq = async () =>
       ((await instance.deps.db.query('SELECT published_seq FROM a2a_tasks WHERE id = $1', [task.id])) as { published_seq: number }[])[0].published_seq;
-    await waitFor('the events marked published again', async () => (await publishedSeq()) === log.length, { timeoutMs: 10_000 });
-  });
+    await waitFor('the events marked published again', async () => (await publishedSeq()) === log.length, { timeoutMs: 60_000 });
+  }, 240_000);
 
   it('a task outlives the worker that was delivering it: another instance follows it to completion, sending nothing twice', async () => {
     // The last case: only worker instances of this case deliver from here on (the first instance keeps its gateway).
@@ -577,7 +578,7 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       await first.close();
       second = await workerOnly('a2a-d-w2');
       agent.release(key);
-      await waitFor('the task completed by the other instance', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 15_000 });
+      await waitFor('the task completed by the other instance', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 60_000 });
       expect(await workflowOf(task.id).result()).toBe('completed');
       expect(agent.received.filter((t) => t === `hold:${key}`)).toHaveLength(1);
     } finally {
@@ -587,5 +588,5 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       await terminateWorkflows(client, [`dispatch/a2a-d-w1-${suffix}`, `dispatch/a2a-d-w2-${suffix}`]);
       await close();
     }
-  });
+  }, 180_000);
 });

@@ -257,17 +257,17 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     const taskId = ((await client.sendMessage(send('steps:s1', { returnImmediately: true }))) as Task).id;
     // The first attempt follows the agent's stream for a moment (1 s) and leaves it to the delivery after it (the
     // same worker: A's); the stream is then cut, and the delivery subscribes again.
-    await waitFor('the agent to hold the task', () => streamingAgent.isHeld('s1'), { timeoutMs: 20000 });
+    await waitFor('the agent to hold the task', () => streamingAgent.isHeld('s1'), { timeoutMs: 60000 });
     // The first attempt answered (the delivery after it is scheduled), leaving the stream: then it is cut.
     const workflow = a.deps.temporal.client.workflow.getHandle(`a2a-task/${taskId}`);
     await waitFor('the delivery after the first attempt scheduled', async () => (await workflow.fetchHistory()).events?.some((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask'));
     streamingAgent.dropConnections();
-    await waitFor('a SubscribeToTask after the cut', () => streamingAgent.methods.includes('SubscribeToTask'), { timeoutMs: 20000 });
+    await waitFor('a SubscribeToTask after the cut', () => streamingAgent.methods.includes('SubscribeToTask'), { timeoutMs: 60000 });
     expect(streamingAgent.release('s1')).toBe(true);
     const done = await waitFor('the task to complete', async () => {
       const task = await client.getTask({ tenant: '', id: taskId, historyLength: undefined });
       return task.status?.state === TaskState.TASK_STATE_COMPLETED && task;
-    }, { timeoutMs: 20000 });
+    }, { timeoutMs: 60000 });
     expect(textOf(done.status?.message)).toBe('done');
     expect(done.artifacts.map((x) => x.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')))).toEqual([['forty-', 'two']]);
     // Every status the agent reported is in the task's log, in order: step 1 and step 2 came within a microsecond of
@@ -277,7 +277,7 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
       .map((e) => ((e.payload.status as { message?: { parts?: { text?: string }[] } }).message?.parts ?? []).map((p) => p.text).join(''));
     expect(statuses.filter(Boolean)).toEqual(['step 1', 'step 2', 'step 3', 'done']);
     expect(streamingAgent.methods).toEqual(['SendStreamingMessage', 'SubscribeToTask']);
-  });
+  }, 240000);
 
   it('fails at once (-32006 to a blocking send), and sends once, a task for an agent whose card says it streams but that answers the send with JSON', async () => {
     // An agent that answers every call with a JSON-RPC result as JSON, never an event stream.
@@ -320,13 +320,13 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     const client = await clientOf(a, 'streamer');
     const calls = streamingAgent.methods.length;
     const taskId = ((await client.sendMessage(send('steps:s2', { returnImmediately: true }))) as Task).id;
-    await waitFor('the agent to hold the task', () => streamingAgent.isHeld('s2'), { timeoutMs: 20000 });
+    await waitFor('the agent to hold the task', () => streamingAgent.isHeld('s2'), { timeoutMs: 60000 });
     const canceled = await client.cancelTask({ tenant: '', id: taskId, metadata: undefined });
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
     expect(streamingAgent.canceled.size).toBe(1);
     expect(streamingAgent.methods.slice(calls).filter((m) => m !== 'SubscribeToTask')).toEqual(['SendStreamingMessage', 'CancelTask']);
     expect((await client.getTask({ tenant: '', id: taskId, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-  });
+  }, 120000);
 
   it('a client that disconnects mid-stream and reconnects with Last-Event-ID gets the rest: no gap, no repeat', async () => {
     const taskId = await submitted(await clientOf(a));

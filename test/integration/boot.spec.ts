@@ -182,7 +182,7 @@ describe('instance boot', () => {
     // it reconnects; the late request below meets it every time).
     expect(answers.filter((a) => a.status !== 202 && !(a.status === 503 && a.code === 'SHUTTING_DOWN'))).toEqual([]);
     expect(late).toMatchObject({ status: 503, body: { code: 'SHUTTING_DOWN' }, connection: 'close' });
-  });
+  }, 180000);
 
   it('refuses EVENTMESH_HTTP_PROCESSES=2 for the worker entry point, naming the key', async () => {
     const line = await failsWithOneLine(start({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' }, WORKER_MAIN), 78);
@@ -264,7 +264,7 @@ function refusesConnections(url: string): Promise<boolean> {
 
 /**
  * An HTTP/1.1 request sent in two parts over a raw connection: `firstLine` now, the headers and body on
- * `finish`, which resolves with the answer (within 10 s).
+ * `finish`, which resolves with the answer (within 60 s).
  */
 async function startRequest(url: string, firstLine: string) {
   const { hostname, port } = new URL(url);
@@ -272,7 +272,7 @@ async function startRequest(url: string, firstLine: string) {
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   let raw = Buffer.alloc(0);
   const answered = new Promise<{ head: string; payload: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within 10 s; got ${JSON.stringify(raw.toString())}`)), 10000);
+    const timer = setTimeout(() => reject(new Error(`no answer within 60 s; got ${JSON.stringify(raw.toString())}`)), 60000);
     const done = (value: { head: string; payload: string }) => {
       clearTimeout(timer);
       socket.destroy();

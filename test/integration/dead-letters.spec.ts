@@ -279,7 +279,7 @@ describe('dead letters (real servers)', () => {
       const ended = await waitFor('the replay to stop', async () => {
         const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${started.replayId}`);
         return answer.body.state === 'CANCELLED' ? answer.body : undefined;
-      }, { timeoutMs: 20000, intervalMs: 250 });
+      }, { timeoutMs: 60000, intervalMs: 250 });
       // Rate 2/s: a batch is 4 letters; it stopped after the one in flight when the cancel came (the first, or
       // the second on a slow machine), and every letter it delivered is marked.
       expect(ended.replayed).toBeLessThanOrEqual(8);
@@ -287,7 +287,7 @@ describe('dead letters (real servers)', () => {
       const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body.items as unknown[];
       expect(marked).toHaveLength(ended.replayed as number);
       expect(await call('GET', `/subscriptions/${sub}/dead-letters/replays/${randomUUID()}`)).toMatchObject({ status: 404, body: { code: 'REPLAY_NOT_FOUND' } });
-    });
+    }, 120000);
 
     it('stops at once when cancelled from the Temporal UI, lets its claims go, and every letter it delivered is marked', async () => {
       await instance.deps.db.query(`UPDATE dead_letters SET replayed_at = NULL, replay_id = NULL, replay_claimed_until = NULL WHERE subscription_id = $1`, [sub]);
@@ -299,20 +299,20 @@ describe('dead letters (real servers)', () => {
       const ended = await waitFor('the replay to end cancelled', async () => {
         const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${started.replayId}`);
         return answer.body.state === 'CANCELLED' ? answer.body : undefined;
-      }, { timeoutMs: 20000, intervalMs: 250 });
+      }, { timeoutMs: 60000, intervalMs: 250 });
       expect(ended.remaining).toBe(0);
       // The batch in flight hears of it at its next heartbeat, lets its unsent letters go, and stops.
       await waitFor('no letter left claimed', async () => {
         const [row] = await instance.deps.db.query(`SELECT count(*)::int AS n FROM dead_letters WHERE subscription_id = $1 AND replay_claimed_until IS NOT NULL`, [sub]);
         return row.n === 0;
-      }, { timeoutMs: 20000, intervalMs: 250 });
+      }, { timeoutMs: 60000, intervalMs: 250 });
       const delivered = receiver.requests.length - before;
       const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body.items as unknown[];
       expect(marked).toHaveLength(delivered);
       expect(delivered).toBeLessThan(50);
       const dead = (await call('GET', `/subscriptions/${sub}/dead-letters?limit=100`)).body.items as unknown[];
       expect(dead).toHaveLength(50 - delivered);
-    });
+    }, 180000);
   });
 
   it('continues a long replay as new, carrying its progress, and ends with every letter replayed once', async () => {

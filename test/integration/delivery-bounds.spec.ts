@@ -153,7 +153,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     const parked = sampleParked(subscription.id);
     await publish(run);
     // Four openings: the first after eight failures, then one failed probe each (200, 400, 800 ms...).
-    await waitFor('the breaker to open four times', () => loop.progress().breakerOpenings >= 4, { timeoutMs: 20_000 });
+    await waitFor('the breaker to open four times', () => loop.progress().breakerOpenings >= 4, { timeoutMs: 60_000 });
     const attemptsWhileDown = receiver.requests.length;
     const parkedWhenBack = await parkedRows(subscription.id);
     parked.stop();
@@ -165,7 +165,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     expect(parkedWhenBack).toBeGreaterThan(0);
 
     await expectAllDelivered(receiver, subscription, run, true, loop.progress);
-  });
+  }, 180_000);
 
   it('holds events in their lanes at the parking cap: parked rows never pass it, then every event arrives, none lost', async () => {
     const CAP = 5;
@@ -179,7 +179,7 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     await waitFor('lanes to hold failing events at the cap', async () => {
       if (loop.progress().heldAtParkingCap >= PARTITIONS) return true;
       throw new Error(`${await parkedRows(subscription.id)} parked; progress ${JSON.stringify(loop.progress())}`);
-    }, { timeoutMs: 20_000 });
+    }, { timeoutMs: 60_000 });
     const rowsAtCap = await parkedRows(subscription.id);
     parked.stop();
     expect(rowsAtCap).toBe(CAP);
@@ -190,5 +190,5 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     expect(loop.progress().delivered).toBe(0);
 
     await expectAllDelivered(receiver, subscription, run, false, loop.progress);
-  });
+  }, 180_000);
 });

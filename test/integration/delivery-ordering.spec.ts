@@ -110,18 +110,18 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
     sink.gate = (r) => (idOf(r).startsWith('k1-0-') ? held : undefined);
     const ids = await publish(['k0', 'k1', 'k2', 'k3'], 3);
     // Every event of the other keys arrives while k1-0 (offset from + 1) waits for its answer; k1's later ones wait.
-    await waitFor('the events of k0, k2 and k3', () => ['k0', 'k2', 'k3'].every((k) => ofKey(arrivals(), k).length === 3), { timeoutMs: 15000 });
+    await waitFor('the events of k0, k2 and k3', () => ['k0', 'k2', 'k3'].every((k) => ofKey(arrivals(), k).length === 3), { timeoutMs: 60000 });
     expect(ofKey(arrivals(), 'k1')).toEqual([ids[1]]);
     // The offset is stored up to k1-0, and stays there through later commits of the loop.
-    await waitFor('the offset stored up to k1-0', async () => (await stored()) === from + 1, { timeoutMs: 10000 });
+    await waitFor('the offset stored up to k1-0', async () => (await stored()) === from + 1, { timeoutMs: 60000 });
     const rounds = progress()!.rounds;
-    await waitFor('a few more rounds of the loop', () => progress()!.rounds >= rounds + 5, { timeoutMs: 10000 });
+    await waitFor('a few more rounds of the loop', () => progress()!.rounds >= rounds + 5, { timeoutMs: 60000 });
     expect(await stored()).toBe(from + 1);
     release();
-    await waitFor('every event', () => new Set(arrivals()).size === 12, { timeoutMs: 15000 });
+    await waitFor('every event', () => new Set(arrivals()).size === 12, { timeoutMs: 60000 });
     for (const k of ['k0', 'k1', 'k2', 'k3']) expect(ofKey(arrivals(), k)).toEqual(ofKey(ids, k));
-    await waitFor('the offset stored past every event', async () => (await stored()) === from + 12, { timeoutMs: 10000 });
-  });
+    await waitFor('the offset stored past every event', async () => (await stored()) === from + 12, { timeoutMs: 60000 });
+  }, 360000);
 
   it('parks a failing key alone: its later events wait in the retry table behind it, the other key goes on, and the key keeps its order', async () => {
     // Retries at least 150 ms apart: the good key's four events all go out while bad-0 waits for its second attempt.
@@ -143,6 +143,6 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
     expect(progress()!.parked).toBe(1);
     expect(progress()!.parkedBehind).toBe(3);
     await waitFor('the retry table emptied and the offset stored past every event', async () =>
-      (await db.manager.count(DeliveryRetryEntity, { where: { subscriptionId: id } })) === 0 && (await stored()) === from + 8, { timeoutMs: 10000 });
-  });
+      (await db.manager.count(DeliveryRetryEntity, { where: { subscriptionId: id } })) === 0 && (await stored()) === from + 8, { timeoutMs: 60000 });
+  }, 120000);
 });

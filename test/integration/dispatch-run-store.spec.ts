@@ -141,7 +141,7 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
     await waitFor('a claim to get through', async () => {
       epoch = await short.claim(i, 'b').catch(() => undefined);
       return epoch !== undefined;
-    }, { timeoutMs: 5000 });
+    }, { timeoutMs: 60000 });
     // The bound is the promise, so it is timed: the claim gets through about one wait limit in (the stuck session
     // ended, a try or two of the lock). Ten wait limits leave a loaded host's Postgres and this process seconds to
     // spare, and still fail a limit not applied (the store's default is 5 s; none, and the claim waits for good).
@@ -149,5 +149,5 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
     expect(epoch).toBe(2);
     release();
     await stuck.catch(() => undefined);
-  });
+  }, 120000);
 });

@@ -228,6 +228,7 @@ describe('ACL filter (real Postgres, two gateways)', () => {
       `INSERT INTO acl_rules (id, tenant, subject, action, topic, effect) VALUES ($1, $2, 'principal:alice', 'publsh', $3, 'ALLOW') RETURNING id`,
       [randomUUID(), tenant, orders],
     );
+    // Within the refresh period is the promise, as above: 2 s over its 300 ms is the margin for a loaded 2-core host.
     const denied = await waitFor('the malformed rule to apply on b', async () => {
       const r = await publish(b, orders, alice);
       return r.status === 403 ? r : undefined;

@@ -93,7 +93,7 @@ describe('GET /metrics (real servers)', () => {
       const delivered = s.samples.find((x) => x.name === 'eventmesh_delivery_attempts_total' && x.labels.outcome === 'delivered')?.value;
       const lag = s.samples.find((x) => x.name === 'eventmesh_delivery_lag_events' && x.labels.subscription === subscription)?.value;
       return delivered === N && lag === 0 && s;
-    }, { timeoutMs: 20000 });
+    }, { timeoutMs: 60000 });
 
     // Publishing.
     expect(sampleOf(scraped, 'eventmesh_publish_requests_total', { outcome: 'accepted' })).toBe(N);
@@ -142,7 +142,7 @@ describe('GET /metrics (real servers)', () => {
     const exported = seriesNamesOf(scraped);
     const queried = new Set(dashboard.panels.flatMap((p) => (p.targets ?? []).flatMap((t) => metricNamesOf(t.expr))));
     expect([...queried].filter((n) => !exported.has(n))).toEqual([]);
-  });
+  }, 120000);
 
   it('is not served when metrics are off, and passes the admin gate when EVENTMESH_METRICS_ADMIN_GATE=true', async () => {
     const gateway = (env: Record<string, string>) =>

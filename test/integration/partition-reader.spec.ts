@@ -93,13 +93,13 @@ describe('PartitionReader (real Kafka)', () => {
       // Nothing answers on the connection the reader holds: the fetch times out (the request timeout, 1 s)...
       await expect(read()).rejects.toThrow(/timed out/);
       // ...the silent connection is dropped (libs/kafka/silent-links.ts), and a fetch goes through a new one.
-      await waitFor('a fetch answered through a new connection', async () => ((await read().catch(() => []))[0]?.records.length ?? 0) === 3, { timeoutMs: 8000 });
+      await waitFor('a fetch answered through a new connection', async () => ((await read().catch(() => []))[0]?.records.length ?? 0) === 3, { timeoutMs: 60000 });
       expect(proxy.counters.connections).toBeGreaterThan(connectionsBefore);
     } finally {
       await viaProxy.disconnect().catch(() => undefined);
       await proxy.stop();
     }
-  });
+  }, 120000);
 
   it('leaves no consumer group and no committed offset in Kafka', async () => {
     const groupsAfter = (await admin.listGroups()).groups.map((g) => g.groupId);

@@ -61,7 +61,7 @@ describe('stream clients: list and disconnect across instances (real servers)', 
 
   it('lists the clients of every instance, and disconnects one held by another instance over the internal channel', async () => {
     const onA = await sse(a, 7);
-    await waitFor('the SSE client of A listed by B', async () => (await clients(b)).clients.length === 1, { timeoutMs: 5000 });
+    await waitFor('the SSE client of A listed by B', async () => (await clients(b)).clients.length === 1, { timeoutMs: 60000 });
     const [listed] = (await clients(b)).clients;
     expect(listed).toEqual({
       clientId: expect.stringMatching(/^sse:/),
@@ -78,7 +78,7 @@ describe('stream clients: list and disconnect across instances (real servers)', 
     const socket = new WebSocket(`${b.url!.replace('http', 'ws')}/subscriptions/${subscription}/ws?window=3`);
     closers.push(() => socket.terminate());
     const socketClosed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
-    await waitFor('both clients listed by A', async () => (await clients(a)).clients.length === 2, { timeoutMs: 5000 });
+    await waitFor('both clients listed by A', async () => (await clients(a)).clients.length === 2, { timeoutMs: 60000 });
     const ws = (await clients(a)).clients.find((c) => c.transport === 'websocket')!;
     expect(ws).toMatchObject({ instance: `clients-b-${suffix}`, window: 3, inFlight: 0 });
 
@@ -86,18 +86,18 @@ describe('stream clients: list and disconnect across instances (real servers)', 
     const removed = await fetch(`${b.url}/subscriptions/${subscription}/clients/${encodeURIComponent(listed.clientId)}`, { method: 'DELETE' });
     expect(removed.status).toBe(200);
     expect(await removed.json()).toEqual({ subscriptionId: subscription, clientId: listed.clientId, instance: `clients-a-${suffix}`, disconnected: true });
-    await waitFor('the SSE stream ended by A', () => onA.ended(), { timeoutMs: 5000 });
+    await waitFor('the SSE stream ended by A', () => onA.ended(), { timeoutMs: 60000 });
 
     // Through B, its own WebSocket client: closed with 4001.
     const own = await fetch(`${b.url}/subscriptions/${subscription}/clients/${encodeURIComponent(ws.clientId)}`, { method: 'DELETE' });
     expect(await own.json()).toEqual({ subscriptionId: subscription, clientId: ws.clientId, instance: `clients-b-${suffix}`, disconnected: true });
     expect(await socketClosed).toBe(4001);
-    await waitFor('no client listed', async () => (await clients(a)).clients.length === 0 && (await clients(b)).clients.length === 0, { timeoutMs: 5000 });
+    await waitFor('no client listed', async () => (await clients(a)).clients.length === 0 && (await clients(b)).clients.length === 0, { timeoutMs: 60000 });
 
     const gone = await fetch(`${a.url}/subscriptions/${subscription}/clients/${encodeURIComponent(ws.clientId)}`, { method: 'DELETE' });
     expect(gone.status).toBe(404);
     expect(await gone.json()).toMatchObject({ code: 'NOT_FOUND' });
     const unknown = await fetch(`${a.url}/subscriptions/${randomUUID()}/clients`);
     expect(unknown.status).toBe(404);
-  });
+  }, 300000);
 });

@@ -25,6 +25,8 @@ describe('StreamPresenceStore and StreamPresence (real Postgres)', () => {
     const sub = randomUUID();
     const holder = `p-${randomUUID().slice(0, 6)}/1`;
     await store.renew(holder, 'p', 'http://127.0.0.1:1', [{ subscriptionId: sub, members: 2, window: 15 }]);
+    // The readers' freshness (5 s) is the promise: rows renewed a moment ago count and rows 10 s old do not, seconds
+    // of margin either side even on a loaded host.
     expect(await store.holdersOf(sub, 5000)).toEqual([{ subscriptionId: sub, holder, instanceId: 'p', address: 'http://127.0.0.1:1', members: 2, window: 15 }]);
     await store.renew(holder, 'p', 'http://127.0.0.1:1', [{ subscriptionId: sub, members: 1, window: 5 }]);
     expect((await store.holdersOf(sub, 5000)).map((r) => [r.members, r.window])).toEqual([[1, 5]]);

@@ -163,6 +163,7 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
     // Not served yet: refused (and the refetch it causes finds nothing new).
     expect((await publish(rotated)).status).toBe(401);
     served = [first.jwk, second.jwk];
+    // Within a cooldown (1 s here) is the promise: 10 s leaves 9 s for a loaded host, and a kid not refetched would wait out the 10 min max age.
     const accepted = await waitFor('the rotated key to be accepted (one refetch per cooldown)', async () => ((await publish(rotated)).status === 202 ? true : undefined), {
       timeoutMs: 10000,
       intervalMs: 250,
@@ -177,6 +178,7 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
     await store.create({ id: credential.id, tenant: 'acme', principal: 'billing', name: 'billing', scopes: ['publish'], secretHash: credential.secretHash });
     expect((await publish(`Bearer ${credential.token}`)).status).toBe(202);
     await store.revoke(credential.id, 'acme');
+    // Within the API key cache (1 s here) is the promise: 5 s leaves 4 s for a loaded host's requests.
     const refused = await waitFor('the revoked key to be refused', async () => {
       const response = await publish(`Bearer ${credential.token}`);
       return response.status === 401 ? response : undefined;

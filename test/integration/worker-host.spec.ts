@@ -43,9 +43,9 @@ describe('WorkerHost (real Temporal, Postgres, Kafka)', () => {
     const holders = Array.from({ length: config.postgres.poolSize }, () => deps.db.transaction(() => held));
     try {
       await waitFor('the main pool exhausted', () => (deps.db.driver as unknown as { master: { totalCount: number; idleCount: number } }).master.idleCount === 0 &&
-        (deps.db.driver as unknown as { master: { totalCount: number } }).master.totalCount === config.postgres.poolSize, { timeoutMs: 5000 });
+        (deps.db.driver as unknown as { master: { totalCount: number } }).master.totalCount === config.postgres.poolSize, { timeoutMs: 60000 });
       const before = (await renewedAt())!;
-      // Renewals come every fifth of the lease TTL: two of them within a lease TTL.
+      // Renewals come every fifth of the lease TTL: two of them within a lease TTL, the promise (they take two fifths of it: three fifths of margin for a loaded host).
       const after = await waitFor('two renewals while the main pool is held', async () => {
         const at = (await renewedAt())!;
         return at > before + config.delivery.leaseTtlMs / 5 && at;
@@ -55,7 +55,7 @@ describe('WorkerHost (real Temporal, Postgres, Kafka)', () => {
       letGo();
       await Promise.all(holders);
     }
-  }, 60000);
+  }, 120000);
 
   it('reports a worker that stopped while the instance runs as fatal', async () => {
     const workers = (host as unknown as { workers: Worker[] }).workers;
