@@ -12,8 +12,14 @@ const { port: FAULT_LISTENER, advertisedPort: ADVERTISED } = kafkaFaultListener(
 const PUBLISH_TIMEOUT_MS = 3000;
 const QUEUE_MAX_EVENTS = 200;
 const RETRY_AFTER_SECONDS = 2;
-/** Time for the answer itself (a loaded 2-core machine), on top of the publish timeout. */
-const ANSWER_SLACK_MS = 1000;
+/**
+ * Time for the answer itself, on top of the publish timeout, as the client times it: the client shares this jest
+ * process's event loop with the instance, and the host's two cores with two other test lanes, and 400 answers come
+ * in one burst (1,090 ms past the timeout seen under three lanes). The bound still fails a runtime that waits for
+ * Kafka instead of its timeout: the producer's request timeout is also 3 s and it tries a failed request again up to
+ * five times (libs/kafka/event-producer.ts), so a publish let wait for Kafka through the cut takes several of those.
+ */
+const ANSWER_SLACK_MS = 2500;
 
 interface Answer {
   id: string;
