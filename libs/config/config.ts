@@ -527,6 +527,13 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
     problems.push(`${SETTINGS.secretActiveKey.env} (${SETTINGS.secretActiveKey.key}) = "${v.secretActiveKey}" names no key; legal values: ` +
       v.secretKeys.map((k) => k.id).join(', '));
   }
+  // An open admin API beside an enforcing ingress gate lets anyone mint the credentials the ingress gate then
+  // accepts: the enforcement would be a formality.
+  if (problems.length === 0 && v.gateFilters.length > 0 && v.gateFailClosed && v.adminFilters.length === 0) {
+    problems.push(`${SETTINGS.adminFilters.env} (${SETTINGS.adminFilters.key}) is empty (the admin API is open) while ` +
+      `${SETTINGS.gateFilters.env}=${v.gateFilters.join(',')} and ${SETTINGS.gateFailClosed.env}=true enforce the request gate: anyone could ` +
+      `mint the credentials it accepts; legal values: token or token,acl (or ${SETTINGS.gateFailClosed.env}=false)`);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
   return {
     instance: { id: v.instanceId, roles: v.instanceRoles, advertisedUrl: v.instanceAdvertisedUrl },
