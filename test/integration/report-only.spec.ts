@@ -1,10 +1,11 @@
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
-import { testConfig, uniqueTopic } from '../support/env';
+import { testConfig, testEnv, uniqueTopic } from '../support/env';
 
 /**
  * A report-only gate hands out no power (docs/security.md, Modes): both gates run TokenAuth without enforcing and
@@ -94,8 +95,35 @@ describe('report-only gates (real gateway)', () => {
     expect(await count(`SELECT count(*) AS n FROM subscriptions WHERE topic = $1`, [topic])).toBe(before);
   });
 
+  it('bootstraps the first operator credential once with `npm run key:bootstrap` beside the database', async () => {
+    // The built script (npm run build), with the runtime's settings, as an operator runs it.
+    const run = () =>
+      new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
+        execFile('node', [join(__dirname, '..', '..', 'dist', 'scripts', 'bootstrap-key.js')], { env: { ...process.env, ...testEnv() } }, (error, stdout, stderr) =>
+          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        );
+      });
+    const first = await run();
+    expect(first).toMatchObject({ code: 0, stdout: expect.stringMatching(/^emk_\S+\n$/) });
+    const key = first.stdout.trim();
+    expect(first.stderr).not.toContain(key);
+    const operator = { authorization: `Bearer ${key}` };
+    expect((await call('PUT', `/admin/tenants/${VICTIM}/quota`, operator, { eventsPerSecond: 7 })).status).toBe(200);
+
+    const second = await run();
+    expect(second.code).toBe(1);
+    expect(second.stdout).toBe('');
+    expect(second.stderr).toMatch(/^key:bootstrap: a bootstrap key \(\S+\) of tenant default is not revoked/);
+    const id = key.split('_')[1];
+    expect((await call('DELETE', `/admin/api-keys/${id}`, operator)).status).toBe(204);
+  });
+
   it('still lets the data path through report-only: a refused token publishes as before (202)', async () => {
-    const published = await call('POST', `/events/publish?topic=${topic}`, { ...GARBAGE, 'content-type': 'application/cloudevents+json' });
-    expect([202, 400]).toContain(published.status);
+    const published = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { ...GARBAGE, 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/report-only', type: 'test.published', data: { n: 1 } }),
+    });
+    expect(published.status).toBe(202);
   });
 });
