@@ -131,6 +131,15 @@ describe('loadConfig', () => {
     }
   });
 
+  it('refuses an enforcing ingress gate behind an open admin gate, naming both keys; any other combination boots', () => {
+    expect(() => loadConfig({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true' })).toThrow(
+      /EVENTMESH_ADMIN_SECURITY_FILTERS \(eventmesh\.admin\.security\.filters\) is empty .*EVENTMESH_SECURITY_GATE_FAIL_CLOSED=true.*legal values: token or token,acl/,
+    );
+    expect(loadConfig({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true', EVENTMESH_ADMIN_SECURITY_FILTERS: 'token' }).admin.security.filters).toEqual(['token']);
+    expect(loadConfig({ EVENTMESH_SECURITY_GATE_FILTERS: 'token' }).admin.security.filters).toEqual([]);
+    expect(loadConfig({}).security.gate.filters).toEqual([]);
+  });
+
   it('refuses a retry ceiling below the first retry delay', () => {
     expect(() => loadConfig({ EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '5000', EVENTMESH_DELIVERY_RETRY_MAX_MS: '100' })).toThrow(
       'EVENTMESH_DELIVERY_RETRY_MAX_MS (eventmesh.delivery.retryMaxMs) must be at least EVENTMESH_DELIVERY_RETRY_INITIAL_MS',

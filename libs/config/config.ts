@@ -374,7 +374,7 @@ const SETTINGS = {
     'Filters of the request gate, run in the order token, signature, acl, quota whatever order they are listed in. Unset: the gate is open (admits all; the boot log and /health say so).',
     '(none: open)'),
   gateFailClosed: setting('EVENTMESH_SECURITY_GATE_FAIL_CLOSED', 'eventmesh.security.gate.failClosed', bool, () => false,
-    'true: a failed filter answers 401/403/429 and nothing is written. false: every filter runs, its verdict is audited and counted, and the request proceeds (report-only rollout).'),
+    'true: a failed filter answers 401/403/429 and nothing is written (needs EVENTMESH_ADMIN_SECURITY_FILTERS). false: every filter runs, its verdict is audited and counted, and a data-path request proceeds (report-only rollout); admin routes still want an authenticated caller.'),
   gateAuditSink: setting('EVENTMESH_SECURITY_GATE_AUDIT_SINK', 'eventmesh.security.gate.audit.sink', oneOf(AUDIT_SINKS),
     (): AuditSinkKind => 'LOG', 'Where gate decisions are recorded: LOG (structured log lines) or CLOUDEVENTS (one CloudEvent per decision, published to the audit topic).'),
   gateAuditTopic: setting('EVENTMESH_SECURITY_GATE_AUDIT_TOPIC', 'eventmesh.security.gate.audit.topic', topicName, () => '',
@@ -436,7 +436,7 @@ const SETTINGS = {
     () => 250, 'How often an instance shares its tenants\' usage with the others through Postgres; the runtime-wide overshoot is bounded by it.'),
   adminFilters: setting('EVENTMESH_ADMIN_SECURITY_FILTERS', 'eventmesh.admin.security.filters',
     listOf(oneOf(ADMIN_GATE_FILTERS), ADMIN_GATE_FILTERS.join(', ')), (): AdminGateFilterName[] => [],
-    'Filters of the admin API\'s gate (token: the admin scope is required; acl: the admin action). Unset: the admin API is open (said at boot and in /health).',
+    'Filters of the admin API\'s gate (token: the admin scope is required, in report-only mode too; acl: the admin action). Unset: the admin API is open (said at boot and in /health), which an enforcing request gate refuses at boot.',
     '(none: open)'),
   adminFailClosed: setting('EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED', 'eventmesh.admin.security.failClosed', bool, () => false,
     'As EVENTMESH_SECURITY_GATE_FAIL_CLOSED, for the admin API.'),
@@ -526,6 +526,13 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
   if (problems.length === 0 && v.secretKeys.length > 0 && v.secretActiveKey !== '' && !v.secretKeys.some((k) => k.id === v.secretActiveKey)) {
     problems.push(`${SETTINGS.secretActiveKey.env} (${SETTINGS.secretActiveKey.key}) = "${v.secretActiveKey}" names no key; legal values: ` +
       v.secretKeys.map((k) => k.id).join(', '));
+  }
+  // An open admin API beside an enforcing ingress gate lets anyone mint the credentials the ingress gate then
+  // accepts: the enforcement would be a formality.
+  if (problems.length === 0 && v.gateFilters.length > 0 && v.gateFailClosed && v.adminFilters.length === 0) {
+    problems.push(`${SETTINGS.adminFilters.env} (${SETTINGS.adminFilters.key}) is empty (the admin API is open) while ` +
+      `${SETTINGS.gateFilters.env}=${v.gateFilters.join(',')} and ${SETTINGS.gateFailClosed.env}=true enforce the request gate: anyone could ` +
+      `mint the credentials it accepts; legal values: token or token,acl (or ${SETTINGS.gateFailClosed.env}=false)`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return {

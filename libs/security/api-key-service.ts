@@ -10,10 +10,10 @@ export const createApiKeySchema = z
   .object({
     /** What the key is for, for people. */
     name: z.string().trim().min(1).max(128),
-    /** Who the key acts as (audited); `api-key:<id>` when absent. */
+    /** Who the key acts as (audited): the caller's own principal, the only one allowed; absent means the same. */
     principal: z.string().trim().min(1).max(256).optional(),
     scopes: z.array(z.enum(ACTIONS)).min(1),
-    /** Another tenant than the caller's: the operator tenant's admins only. */
+    /** The caller's own tenant, the only one allowed (kept so an older client naming it still works). */
     tenant: z.string().regex(TENANT_NAME, 'a tenant: 1 to 64 characters of [A-Za-z0-9._-]').optional(),
   })
   .strict();
@@ -38,8 +38,9 @@ export interface CreatedApiKey extends ApiKeyResource {
 }
 
 /**
- * The admin API's API keys: created for the caller's tenant (or, by an admin of the operator tenant, for a tenant
- * it names), listed and revoked within a tenant; another tenant's key answers 404, as no key at all.
+ * The admin API's API keys: created for the caller's tenant, within its scopes and as its principal; listed and
+ * revoked within a tenant (an admin of the operator tenant may name another); another tenant's key answers 404, as
+ * no key at all.
  */
 export class ApiKeyService {
   constructor(
@@ -47,13 +48,28 @@ export class ApiKeyService {
     private readonly operatorTenant: string,
   ) {}
 
+  /**
+   * A key is bounded by whoever mints it: its tenant, at most its scopes, and its principal (so a DENY rule naming
+   * the caller holds its keys too). Anything wider would let a key do what its minter may not; even the operator
+   * tenant's admins mint only their own tenant's keys (another tenant's come from its own admins, or a JWT).
+   */
   async create(caller: Caller, request: CreateApiKeyRequest): Promise<CreatedApiKey> {
-    const tenant = this.tenantFor(caller, request.tenant);
+    if (request.tenant !== undefined && request.tenant !== caller.tenant) {
+      throw new EventMeshError(ErrorCode.Forbidden, 'an API key is minted for the caller\'s own tenant only', { field: 'tenant', reason: 'beyond_caller' });
+    }
+    const wider = request.scopes.filter((s) => !caller.scopes.includes(s));
+    if (wider.length > 0) {
+      throw new EventMeshError(ErrorCode.Forbidden, `scopes: the caller does not hold ${wider.join(', ')}`, { field: 'scopes', reason: 'beyond_caller' });
+    }
+    if (request.principal !== undefined && request.principal !== caller.principal) {
+      throw new EventMeshError(ErrorCode.Forbidden, 'principal: an API key acts as the caller that minted it', { field: 'principal', reason: 'beyond_caller' });
+    }
+    const tenant = caller.tenant;
     const credential = newApiKeyCredential();
     const stored = await this.store.create({
       id: credential.id,
       tenant,
-      principal: request.principal ?? `api-key:${credential.id}`,
+      principal: caller.principal,
       name: request.name,
       scopes: ACTIONS.filter((a) => request.scopes.includes(a)),
       secretHash: credential.secretHash,

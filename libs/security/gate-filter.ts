@@ -30,6 +30,11 @@ export interface GateRequest {
   createsSubscription?: boolean;
   /** A runtime-wide admin route: only an admin of the operator tenant (EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT) may call it. */
   operatorOnly?: boolean;
+  /**
+   * A route that hands out power (credentials, ACL rules, quotas, operator actions: every admin route): a gate that
+   * is not open answers it only for a caller TokenAuth authenticated with the route's scope, in report-only mode too.
+   */
+  privileged?: boolean;
 }
 
 /**
@@ -69,7 +74,7 @@ export const ALLOW: Verdict = Object.freeze({ allow: true as const });
 
 export interface GateContext {
   request: GateRequest;
-  /** The caller as far as the chain knows it: `ANONYMOUS` until TokenAuth names one. */
+  /** The caller as far as the chain knows it: `UNAUTHENTICATED` until TokenAuth names one. */
   caller: Caller;
 }
 

@@ -23,6 +23,18 @@ describe('describeGates', () => {
     expect(described.warnings).toEqual([expect.stringContaining('the request gate is open')]);
     expect(describeGates({ ingress: gate('ingress', true), admin: gate('admin', true) }, host).warnings).toHaveLength(2);
   });
+
+  it.each(['0.0.0.0', '10.1.2.3'])('warns of a report-only gate on the non-loopback address %s exactly as of an open one', (host) => {
+    const reportOnly = (name: string) =>
+      new SecurityGate({ name, filters: [{ name: 'token', check: () => ({ allow: true }) }], failClosed: false, audit: new LoggingAuditSink(), auditAllows: false });
+    const described = describeGates({ ingress: reportOnly('ingress'), admin: reportOnly('admin') }, host);
+    expect(described).toMatchObject({ gate: 'report-only', admin: 'report-only' });
+    expect(described.warnings).toEqual([
+      expect.stringContaining('the request gate is report-only'),
+      expect.stringContaining('the admin API\'s gate is report-only'),
+    ]);
+    expect(describeGates({ ingress: reportOnly('ingress'), admin: reportOnly('admin') }, '127.0.0.1').warnings).toEqual([]);
+  });
 });
 
 describe('buildGates: what each gate audits', () => {

@@ -93,9 +93,16 @@ function auditSinkOf(config: EventMeshConfig, deps: GateDependencies): AuditSink
 export function describeGates(gates: { ingress: SecurityGate; admin: SecurityGate }, listenHost: string): { gate: string; admin: string; warnings: string[] } {
   const warnings: string[] = [];
   const exposed = !isLoopbackHost(listenHost);
-  if (exposed && gates.ingress.open) warnings.push(`the request gate is open and the gateway listens on ${listenHost}: anyone who can reach it may publish and subscribe`);
-  if (exposed && gates.admin.open) warnings.push(`the admin API's gate is open and the gateway listens on ${listenHost}: anyone who can reach it may administer the runtime`);
-  return { gate: gates.ingress.stats().mode, admin: gates.admin.stats().mode, warnings };
+  // Report-only lets refused requests through, so to whoever can reach the gateway it is as open as no gate at all
+  // (but for the admin routes, which want an authenticated caller in every mode): warned of alike.
+  const ingress = gates.ingress.stats().mode;
+  const admin = gates.admin.stats().mode;
+  if (exposed && ingress !== 'enforcing') warnings.push(`the request gate is ${ingress} and the gateway listens on ${listenHost}: anyone who can reach it may publish and subscribe`);
+  if (exposed && admin === 'open') warnings.push(`the admin API's gate is open and the gateway listens on ${listenHost}: anyone who can reach it may administer the runtime`);
+  if (exposed && admin === 'report-only') {
+    warnings.push(`the admin API's gate is report-only and the gateway listens on ${listenHost}: its ACL refusals are only reported, so any authenticated admin may administer its tenant`);
+  }
+  return { gate: ingress, admin, warnings };
 }
 
 export function isLoopbackHost(host: string): boolean {

@@ -1,6 +1,6 @@
 import { ErrorCode } from '../errors';
 import type { AuditRecord, AuditSink } from './audit-sink';
-import { ANONYMOUS, Caller } from './caller';
+import { ANONYMOUS, Caller, UNAUTHENTICATED } from './caller';
 import { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';
 import { SecurityGate } from './security-gate';
 
@@ -65,10 +65,29 @@ describe('SecurityGate', () => {
     const acl = filter('acl', () => deny('acl_deny', ErrorCode.Forbidden));
     const gate = new SecurityGate({ name: 'ingress', filters: [filter('token', () => deny('expired')), acl], failClosed: false, audit, auditAllows: false });
     const admission = await gate.admit(request());
-    expect(admission.caller).toBe(ANONYMOUS);
+    // Tenant `default` for the data path, never the admin scope: a refused token is no operator.
+    expect(admission.caller).toBe(UNAUTHENTICATED);
     expect(acl.calls).toBe(1);
     expect(gate.stats()).toMatchObject({ mode: 'report-only', denied: { 'token:expired': 1, 'acl:acl_deny': 1 } });
     expect(audit.records).toEqual([expect.objectContaining({ decision: 'deny', enforced: false, filter: 'token', reason: 'expired' })]);
+  });
+
+  it('report-only: answers TokenAuth\'s refusal of a privileged route, audited as enforced; lets an authenticated admin through', async () => {
+    const audit = new Recorded();
+    const gate = new SecurityGate({ name: 'admin', filters: [filter('token', () => deny('malformed'))], failClosed: false, audit, auditAllows: false });
+    const admin = request({ route: 'PUT /admin/tenants/:tenant/quota', action: 'admin', privileged: true });
+    await expect(gate.admit(admin)).rejects.toMatchObject({ code: ErrorCode.Unauthenticated, reason: 'malformed' });
+    expect(audit.records).toEqual([expect.objectContaining({ decision: 'deny', enforced: true, filter: 'token', reason: 'malformed' })]);
+    const ops: Caller = { principal: 'root', tenant: 'default', scopes: ['admin'], via: 'jwt' };
+    const authenticated = new SecurityGate({ name: 'admin', filters: [filter('token', () => ({ allow: true, caller: ops }))], failClosed: false, audit, auditAllows: false });
+    expect((await authenticated.admit({ ...admin })).caller).toEqual(ops);
+  });
+
+  it('refuses a privileged route on a gate without TokenAuth, whatever the mode: nobody is authenticated', async () => {
+    for (const failClosed of [true, false]) {
+      const gate = new SecurityGate({ name: 'admin', filters: [filter('acl', () => ({ allow: true }))], failClosed, audit: new Recorded(), auditAllows: false });
+      await expect(gate.admit(request({ action: 'admin', privileged: true }))).rejects.toMatchObject({ code: ErrorCode.Unauthenticated, reason: 'missing' });
+    }
   });
 
   it('carries the caller TokenAuth names to the later filters and to the audit', async () => {
@@ -163,7 +182,7 @@ describe('SecurityGate', () => {
     const closed = new SecurityGate({ name: 'ingress', filters: [broken()], failClosed: true, audit: new Recorded(), auditAllows: false });
     await expect(closed.admit(request())).rejects.toThrow('postgres down');
     const reporting = new SecurityGate({ name: 'ingress', filters: [broken()], failClosed: false, audit: new Recorded(), auditAllows: false });
-    await expect(reporting.admit(request())).resolves.toMatchObject({ caller: ANONYMOUS });
+    await expect(reporting.admit(request())).resolves.toMatchObject({ caller: UNAUTHENTICATED });
     expect(reporting.stats().errors).toEqual({ acl: 1 });
   });
 });

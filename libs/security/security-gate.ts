@@ -1,8 +1,9 @@
 import { createLogger, isoNow } from '../logging';
 import type { AuditRecord, AuditSink } from './audit-sink';
-import { ANONYMOUS, Caller } from './caller';
+import { ANONYMOUS, Caller, UNAUTHENTICATED } from './caller';
 import type { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';
 import { requestIdOf } from './request-id';
+import { missingCredential } from './token-refusals';
 
 /** What the gate let through: who the caller is, and what to release when the request ends (stream quota). */
 export interface Admission {
@@ -55,8 +56,9 @@ function idOf(request: GateRequest): string {
  * The one request gate: runs its filters in order for every request of the routes it guards, then audits the
  * decision. Fail-closed, the first refusal ends the chain and is thrown (the route answers it and writes nothing).
  * Report-only, every filter runs, each refusal is counted and audited, and the request proceeds, as the caller
- * the chain established (`ANONYMOUS`, tenant `default`, when TokenAuth refused); a fail-safe refusal (a malformed
- * ACL rule) is answered in both modes, since letting it through would grant what nobody wrote. A filter that cannot decide
+ * the chain established (`UNAUTHENTICATED`, tenant `default` without the admin scope, when TokenAuth refused); a
+ * fail-safe refusal (a malformed ACL rule; TokenAuth's on a privileged route) is answered in both modes, since
+ * letting it through would grant what nobody wrote. A filter that cannot decide
  * throws: fail-closed, the request fails with that error (503 when its store is down); report-only, it is counted
  * and the request proceeds.
  */
@@ -84,11 +86,11 @@ export class SecurityGate {
 
   async admit(request: GateRequest): Promise<Admission> {
     if (this.open) return OPEN_ADMISSION;
-    let caller = ANONYMOUS;
+    let caller = UNAUTHENTICATED;
     // What filters hold (a stream connection of the quota): most requests hold nothing, and allocate nothing here.
     let held: (() => void)[] | undefined;
     let charged: (() => void)[] | undefined;
-    let refused: { filter: string; refusal: GateRefusal } | undefined;
+    let refused: { filter: string; refusal: GateRefusal; failSafe: boolean } | undefined;
     const release = () => {
       const holding = held;
       held = undefined;
@@ -130,13 +132,24 @@ export class SecurityGate {
       if (verdict.caller) caller = verdict.caller;
       const key = `${filter.name}:${verdict.refusal.reason}`;
       this.denied.set(key, (this.denied.get(key) ?? 0) + 1);
+      // A privileged route's TokenAuth refusal is answered whatever the mode: report-only would otherwise run the
+      // request as tenant `default` (the operator tenant unless configured otherwise), and hand credentials, quotas
+      // and operator actions to whoever sent a garbage token.
+      const failSafe = verdict.refusal.failSafe || (request.privileged === true && filter.name === 'token');
       // A fail-safe refusal is answered whatever the mode, and is the one answered even after a report-only one.
-      if (verdict.refusal.failSafe) refused = { filter: filter.name, refusal: verdict.refusal };
-      else refused ??= { filter: filter.name, refusal: verdict.refusal };
-      if (this.options.failClosed || verdict.refusal.failSafe) break;
+      if (failSafe) refused = { filter: filter.name, refusal: verdict.refusal, failSafe };
+      else refused ??= { filter: filter.name, refusal: verdict.refusal, failSafe };
+      if (this.options.failClosed || failSafe) break;
+    }
+    // A gate without TokenAuth authenticates nobody: a privileged route is refused as if nothing was sent.
+    if (!refused && request.privileged && caller.via === 'none') {
+      const refusal = missingCredential();
+      const key = `token:${refusal.reason}`;
+      this.denied.set(key, (this.denied.get(key) ?? 0) + 1);
+      refused = { filter: 'token', refusal, failSafe: true };
     }
     if (refused) {
-      const enforced = this.options.failClosed || refused.refusal.failSafe;
+      const enforced = this.options.failClosed || refused.failSafe;
       this.audit(request, caller, { filter: refused.filter, reason: refused.refusal.reason, enforced });
       if (enforced) {
         release();

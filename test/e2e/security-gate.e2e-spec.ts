@@ -147,7 +147,7 @@ describe('security gate, end to end', () => {
   });
 
   it('fail-closed: a bad token is refused 401 with WWW-Authenticate and the topic does not move; a good one is accepted', async () => {
-    const api = await start({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true' });
+    const api = await start({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true', EVENTMESH_ADMIN_SECURITY_FILTERS: 'token' });
     const before = await endOffsets();
     const expired = await publish(api, `Bearer ${await token({}, Math.floor(Date.now() / 1000) - 3600)}`);
     expect(expired.status).toBe(401);

@@ -131,11 +131,12 @@ describe('API keys through the token gate (real gateway)', () => {
   });
 
   it('creates a key shown once, publishes with it (202), revokes it (204), and refuses it (401) within apiKeyCacheMs', async () => {
-    const acme = await jwt(ACME, 'admin');
+    // A key is bounded by its minter: an admin who may publish mints a publishing key, acting as the admin itself.
+    const acme = await jwt(ACME, 'admin,publish');
     const created = await admin('POST', '', acme, { name: 'billing', scopes: ['publish'] });
     expect(created.status).toBe(201);
     const key = (await created.json()) as { id: string; key: string; tenant: string; scopes: string[]; principal: string };
-    expect(key).toMatchObject({ tenant: ACME, scopes: ['publish'], principal: `api-key:${key.id}` });
+    expect(key).toMatchObject({ tenant: ACME, scopes: ['publish'], principal: `${ACME}-admin` });
     expect(key.key).toMatch(new RegExp(`^emk_${key.id}_[A-Za-z0-9_-]{43}$`));
 
     const listed = await (await admin('GET', '', acme)).json() as { apiKeys: Record<string, unknown>[] };
@@ -173,12 +174,34 @@ describe('API keys through the token gate (real gateway)', () => {
     expect(after.apiKeys[0].revokedAt).not.toBeNull();
   });
 
-  it('lets the operator tenant\'s admin act on another tenant\'s keys', async () => {
-    const ops = await jwt('ops', 'admin');
-    const created = await admin('POST', '', ops, { name: 'gamma-feed', scopes: ['publish', 'subscribe'], tenant: 'gamma', principal: 'feeder' });
+  it('lets the operator tenant\'s admin list and revoke another tenant\'s keys', async () => {
+    const acme = await jwt(ACME, 'admin,publish');
+    const created = await admin('POST', '', acme, { name: 'acme-feed', scopes: ['publish'] });
     expect(created.status).toBe(201);
-    const key = (await created.json()) as { id: string; tenant: string; principal: string };
-    expect(key).toMatchObject({ tenant: 'gamma', principal: 'feeder' });
-    expect((await admin('DELETE', `/${key.id}?tenant=gamma`, ops)).status).toBe(204);
+    const key = (await created.json()) as { id: string };
+    const ops = await jwt('ops', 'admin');
+    const listed = (await (await admin('GET', `?tenant=${ACME}`, ops)).json()) as { apiKeys: { id: string }[] };
+    expect(listed.apiKeys.map((k) => k.id)).toContain(key.id);
+    expect((await admin('DELETE', `/${key.id}?tenant=${ACME}`, ops)).status).toBe(204);
+  });
+
+  it('bounds a minted key by the caller: its own tenant, scopes and principal (403, nothing written)', async () => {
+    const before = (await instance.deps.db.query('SELECT count(*) AS n FROM api_keys WHERE tenant IN ($1, $2)', [ACME, 'gamma'])) as { n: string }[];
+    const ops = await jwt('ops', 'admin,publish,subscribe');
+    const acme = await jwt(ACME, 'admin,publish');
+    const refusals = [
+      [await admin('POST', '', ops, { name: 'gamma-feed', scopes: ['publish'], tenant: 'gamma' }), 'tenant'],
+      [await admin('POST', '', acme, { name: 'wider', scopes: ['publish', 'subscribe'] }), 'scopes'],
+      [await admin('POST', '', acme, { name: 'someone-else', scopes: ['publish'], principal: 'billing-service' }), 'principal'],
+    ] as const;
+    for (const [response, field] of refusals) {
+      expect(response.status).toBe(403);
+      expect(await response.json()).toMatchObject({ code: 'FORBIDDEN', field });
+    }
+    const after = (await instance.deps.db.query('SELECT count(*) AS n FROM api_keys WHERE tenant IN ($1, $2)', [ACME, 'gamma'])) as { n: string }[];
+    expect(after[0].n).toBe(before[0].n);
+    const own = await admin('POST', '', acme, { name: 'own', scopes: ['publish'] });
+    expect(own.status).toBe(201);
+    expect(await own.json()).toMatchObject({ tenant: ACME, scopes: ['publish'], principal: `${ACME}-admin` });
   });
 });

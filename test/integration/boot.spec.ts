@@ -57,6 +57,11 @@ describe('instance boot', () => {
     );
   });
 
+  it('refuses an enforcing ingress gate behind an open admin gate, naming both keys and the legal values', async () => {
+    const line = await failsWithOneLine(start({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true' }), 78);
+    expect(line).toMatch(/^eventmesh: invalid configuration: EVENTMESH_ADMIN_SECURITY_FILTERS \(eventmesh\.admin\.security\.filters\) is empty .*EVENTMESH_SECURITY_GATE_FAIL_CLOSED=true.*legal values: token or token,acl/);
+  });
+
   it('refuses to start without a secrets key, naming the key and the legal values', async () => {
     const line = await failsWithOneLine(start({ EVENTMESH_SECURITY_SECRETS_KEYS: '' }), 78);
     expect(line).toMatch(/^eventmesh: invalid configuration: EVENTMESH_SECURITY_SECRETS_KEYS \(eventmesh\.security\.secrets\.keys\) is not set; .*Legal values: a comma-separated list of id:key/);

@@ -3,7 +3,7 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
 import { ErrorCode } from '../../libs/errors';
-import { GateContext, GateFilter, GateRefusal, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { ACTIONS, DEFAULT_TENANT, GateContext, GateFilter, GateRefusal, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { Exposition, parsePrometheusText, sampleOf, seriesNamesOf } from '../support/prometheus-text';
@@ -43,7 +43,10 @@ describe('GET /metrics (real servers)', () => {
     EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
     EVENTMESH_HTTP_PORT: '0',
   });
-  const gateOf = (name: string) => new SecurityGate({ name, filters: [new DenyMarked()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  // A TokenAuth stand-in that authenticates everyone as tenant default's admin: the admin gate answers only an
+  // authenticated caller (docs/security.md, Modes).
+  const authenticated: GateFilter = { name: 'token', check: () => ({ allow: true, caller: { principal: 'anonymous', tenant: DEFAULT_TENANT, scopes: ACTIONS, via: 'jwt' } }) };
+  const gateOf = (name: string) => new SecurityGate({ name, filters: [authenticated, new DenyMarked()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
   const receiver = new WebhookReceiver();
   let instance: RunningInstance;
 

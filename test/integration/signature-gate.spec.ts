@@ -1,12 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { SignatureReplayLedger } from '../../libs/security';
+import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**
  * The SignatureVerifier on two gateways sharing Postgres (EVENTMESH_SECURITY_GATE_FILTERS=signature, fail-closed):
- * publisher secrets registered through the admin API of one instance, a signed publish accepted there, the same
+ * publisher secrets registered through the admin API of one instance (behind its token gate, by an admin of tenant
+ * `default`, the unauthenticated publishers' tenant), a signed publish accepted there, the same
  * `webhook-id` replayed on the other instance refused with 401 and nothing written to the topic.
  */
 describe('signature gate across instances (real servers)', () => {
@@ -19,18 +24,31 @@ describe('signature gate across instances (real servers)', () => {
       EVENTMESH_HTTP_PORT: '0',
       EVENTMESH_SECURITY_GATE_FILTERS: 'signature',
       EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
+      // An enforcing ingress gate boots only behind a gated admin API.
+      EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
+      EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
+      EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE: signing.jwksPath,
+      EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: 'eventmesh-dev',
+      EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: 'eventmesh',
     });
   let a: RunningInstance;
   let b: RunningInstance;
   let secret: string;
   let secretId: string;
+  let dir: string;
+  let signing: DevSigningKey;
+  let adminHeaders: Record<string, string>;
 
   beforeAll(async () => {
+    dir = mkdtempSync(join(tmpdir(), 'signature-gate-spec-'));
+    signing = await ensureDevSigningKey(dir);
+    adminHeaders = { authorization: `Bearer ${await mintDevToken(signing, parseMintArgs(['--tenant', 'default', '--scopes', 'admin', '--sub', 'ops']))}` };
     [a, b] = await Promise.all([startInstance(configOf('sig-a'), { roles: ['gateway'] }), startInstance(configOf('sig-b'), { roles: ['gateway'] })]);
   });
   afterAll(async () => {
     await a?.deps.db.query(`DELETE FROM publisher_secrets WHERE tenant = 'default' AND principal = 'anonymous'`);
     await Promise.all([a?.close(), b?.close()]);
+    if (dir) rmSync(dir, { recursive: true, force: true });
   });
 
   /** Every event on the topic: the sum of its partitions' end offsets. */
@@ -52,13 +70,13 @@ describe('signature gate across instances (real servers)', () => {
   const secretsUrl = (instance: RunningInstance, principal = 'anonymous') => `${instance.url}/admin/publishers/${principal}/secrets`;
 
   it('registers publisher secrets through the admin API: shown once, sealed at rest, two at most', async () => {
-    const created = await fetch(secretsUrl(a), { method: 'POST' });
+    const created = await fetch(secretsUrl(a), { method: 'POST', headers: adminHeaders });
     expect(created.status).toBe(201);
     const body = (await created.json()) as { id: string; principal: string; createdAt: string; secret: string };
     expect(body).toEqual({ id: expect.any(String), principal: 'anonymous', createdAt: expect.any(String), secret: expect.stringMatching(/^whsec_/) });
     [secret, secretId] = [body.secret, body.id];
 
-    const listed = (await (await fetch(secretsUrl(b))).json()) as Record<string, unknown>[];
+    const listed = (await (await fetch(secretsUrl(b), { headers: adminHeaders })).json()) as Record<string, unknown>[];
     expect(listed).toEqual([{ id: secretId, principal: 'anonymous', createdAt: body.createdAt }]);
 
     const [row] = (await a.deps.db.query('SELECT tenant, secret FROM publisher_secrets WHERE id = $1', [secretId])) as { tenant: string; secret: string }[];
@@ -66,14 +84,14 @@ describe('signature gate across instances (real servers)', () => {
     expect(row.secret).toMatch(/^v1:test:/);
     expect(row.secret).not.toContain(secret.slice('whsec_'.length));
 
-    const second = await fetch(secretsUrl(a), { method: 'POST' });
+    const second = await fetch(secretsUrl(a), { method: 'POST', headers: adminHeaders });
     expect(second.status).toBe(201);
-    const third = await fetch(secretsUrl(a), { method: 'POST' });
+    const third = await fetch(secretsUrl(a), { method: 'POST', headers: adminHeaders });
     expect(third.status).toBe(409);
     expect(((await third.json()) as { code: string }).code).toBe('SECRET_LIMIT_REACHED');
     const secondId = ((await second.json()) as { id: string }).id;
-    expect((await fetch(`${secretsUrl(a)}/${secondId}`, { method: 'DELETE' })).status).toBe(204);
-    expect((await fetch(`${secretsUrl(a)}/${secondId}`, { method: 'DELETE' })).status).toBe(404);
+    expect((await fetch(`${secretsUrl(a)}/${secondId}`, { method: 'DELETE', headers: adminHeaders })).status).toBe(204);
+    expect((await fetch(`${secretsUrl(a)}/${secondId}`, { method: 'DELETE', headers: adminHeaders })).status).toBe(404);
   });
 
   it('accepts a signed publish on A; the same webhook-id replayed on B is refused 401 and the topic does not move', async () => {

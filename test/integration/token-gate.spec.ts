@@ -56,6 +56,9 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
       EVENTMESH_HTTP_PORT: '0',
       EVENTMESH_SECURITY_GATE_FILTERS: 'token',
       EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
+      // An enforcing ingress gate boots only behind a gated admin API.
+      EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
+      EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
       EVENTMESH_SECURITY_GATE_TOKEN_JWKS_URL: `http://127.0.0.1:${(jwks.address() as AddressInfo).port}/jwks`,
       EVENTMESH_SECURITY_GATE_TOKEN_JWKS_COOLDOWN_MS: '1000',
       EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: ISSUER,

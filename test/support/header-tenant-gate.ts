@@ -1,13 +1,16 @@
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
-import { ACTIONS, ALLOW, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { ACTIONS, DEFAULT_TENANT, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 
-/** The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (every action allowed to it). */
+/**
+ * The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (every action allowed to it). It
+ * authenticates everyone: without the header the caller is tenant `default`'s admin, as an open gate's is.
+ */
 export class HeaderTenantFilter implements GateFilter {
   readonly name = 'token';
   check({ request }: GateContext): Verdict {
-    const tenant = request.headers['x-test-tenant'];
-    if (typeof tenant !== 'string') return ALLOW;
-    return { allow: true, caller: { principal: `svc-${tenant}`, tenant, scopes: ACTIONS, via: 'jwt' } };
+    const header = request.headers['x-test-tenant'];
+    const tenant = typeof header === 'string' ? header : DEFAULT_TENANT;
+    return { allow: true, caller: { principal: typeof header === 'string' ? `svc-${tenant}` : 'anonymous', tenant, scopes: ACTIONS, via: 'jwt' } };
   }
 }
 

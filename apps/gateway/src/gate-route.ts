@@ -127,6 +127,8 @@ export function gateRequestOf(gates: Gates, spec: Exclude<GateRouteSpec, { publi
     ...((typeof spec.stream === 'function' ? spec.stream(r) : spec.stream) ? { stream: true } : {}),
     ...(spec.createsSubscription ? { createsSubscription: true } : {}),
     ...(spec.operator ? { operatorOnly: true } : {}),
+    // Every admin route hands out power (credentials, ACL rules, quotas, operator actions): an authenticated caller only.
+    ...(spec.admin || spec.operator ? { privileged: true } : {}),
     ...(spec.publishes ? { body: r.raw, publish: { events: 1, bytes: r.raw?.length ?? 0 } } : {}),
   };
   const source = spec.topic;

@@ -71,6 +71,7 @@ async function serve(options: OpsServerOptions, request: IncomingMessage, respon
           route: 'GET /metrics',
           action: 'admin',
           operatorOnly: true,
+          privileged: true,
           headers: gateHeadersOf(request),
           remoteAddress: request.socket.remoteAddress ?? '',
           requestId: response.getHeader(REQUEST_ID_HEADER) as string | undefined,
