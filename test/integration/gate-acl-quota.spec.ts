@@ -3,27 +3,14 @@ import type { DataSource } from 'typeorm';
 import WebSocket from 'ws';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import type { EventMeshConfig } from '../../libs/config';
-import { ErrorCode } from '../../libs/errors';
 import type { EventProducer } from '../../libs/kafka';
-import { ACTIONS, buildGates, GateContext, GateFilter, GateRefusal, Verdict } from '../../libs/security';
+import { buildGates } from '../../libs/security';
 import { AclRuleStore, createDataSource, TenantQuotaStore } from '../../libs/storage';
 import { testConfig } from '../support/env';
+import { HeaderToken } from '../support/header-tenant-gate';
 import { parsePrometheusText, sampleOf } from '../support/prometheus-text';
 import { waitFor } from '../support/wait-for';
 
-/**
- * A stand-in for TokenAuth (built elsewhere): the caller is whoever the `x-test-principal` and `x-test-tenant`
- * headers say; no principal is a 401. First in the chain, like TokenAuth.
- */
-class HeaderToken implements GateFilter {
-  readonly name = 'token' as const;
-  check({ request }: GateContext): Verdict {
-    const principal = request.headers['x-test-principal'];
-    const tenant = request.headers['x-test-tenant'];
-    if (typeof principal !== 'string') return { allow: false, refusal: new GateRefusal(ErrorCode.Unauthenticated, 'no principal', 'no_token') };
-    return { allow: true, caller: { principal, tenant: typeof tenant === 'string' ? tenant : 'default', scopes: ACTIONS, via: 'jwt' } };
-  }
-}
 
 /** The logging audit sink (the one configured here) never produces to Kafka. */
 const NO_PRODUCER = {} as EventProducer;

@@ -3,23 +3,13 @@ import { request as httpRequest } from 'node:http';
 import type { DataSource } from 'typeorm';
 import WebSocket from 'ws';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { ErrorCode } from '../../libs/errors';
 import type { EventProducer } from '../../libs/kafka';
-import { ACTIONS, buildGates, GateContext, GateFilter, GateRefusal, Verdict } from '../../libs/security';
+import { buildGates } from '../../libs/security';
 import { createDataSource, TenantQuotaStore } from '../../libs/storage';
 import { testConfig } from '../support/env';
+import { HeaderToken } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';
 
-/** TokenAuth stood in for: the caller is whoever `x-test-principal` and `x-test-tenant` say; no principal is a 401. */
-class HeaderToken implements GateFilter {
-  readonly name = 'token' as const;
-  check({ request }: GateContext): Verdict {
-    const principal = request.headers['x-test-principal'];
-    const tenant = request.headers['x-test-tenant'];
-    if (typeof principal !== 'string') return { allow: false, refusal: new GateRefusal(ErrorCode.Unauthenticated, 'no principal', 'no_token') };
-    return { allow: true, caller: { principal, tenant: typeof tenant === 'string' ? tenant : 'default', scopes: ACTIONS, via: 'jwt' } };
-  }
-}
 
 const as = (tenant: string) => ({ 'x-test-principal': 'p', 'x-test-tenant': tenant });
 const event = (id = randomUUID()) => ({ specversion: '1.0', id, source: '/limits-spec', type: 'limits.test', data: { n: 1 } });

@@ -1,5 +1,6 @@
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory } from '@a2a-js/sdk/client';
-import { ACTIONS, DEFAULT_TENANT, GateContext, GateFilter, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { ErrorCode } from '../../libs/errors';
+import { ACTIONS, DEFAULT_TENANT, GateContext, GateFilter, GateRefusal, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
 
 /**
  * The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (every action allowed to it). It
@@ -11,6 +12,20 @@ export class HeaderTenantFilter implements GateFilter {
     const header = request.headers['x-test-tenant'];
     const tenant = typeof header === 'string' ? header : DEFAULT_TENANT;
     return { allow: true, caller: { principal: typeof header === 'string' ? `svc-${tenant}` : 'anonymous', tenant, scopes: ACTIONS, via: 'jwt' } };
+  }
+}
+
+/**
+ * A stand-in for TokenAuth that can also refuse: the caller is whoever the `x-test-principal` and `x-test-tenant`
+ * headers say (every action allowed); no principal is a 401. First in the chain, like TokenAuth.
+ */
+export class HeaderToken implements GateFilter {
+  readonly name = 'token' as const;
+  check({ request }: GateContext): Verdict {
+    const principal = request.headers['x-test-principal'];
+    const tenant = request.headers['x-test-tenant'];
+    if (typeof principal !== 'string') return { allow: false, refusal: new GateRefusal(ErrorCode.Unauthenticated, 'no principal', 'no_token') };
+    return { allow: true, caller: { principal, tenant: typeof tenant === 'string' ? tenant : DEFAULT_TENANT, scopes: ACTIONS, via: 'jwt' } };
   }
 }
 
