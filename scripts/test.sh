@@ -28,6 +28,10 @@ if (($#)); then
   exit
 fi
 
+# What the servers run from (.tools: the Temporal CLI, the Kafka jars; the Postgres package), once, before the
+# lanes: three lanes provisioning at once would build and fetch into the same folders together.
+bash scripts/infra.sh provision all
+
 reports=$ROOT/.data/test-report
 rm -rf "$reports"
 mkdir -p "$reports"

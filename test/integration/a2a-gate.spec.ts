@@ -115,7 +115,7 @@ describe('A2A through the token gate (real gateway and worker, stock @a2a-js/sdk
     const [row] = (await instance.deps.db.query(`SELECT tenant, agent FROM a2a_tasks WHERE id = $1`, [task.id])) as { tenant: string; agent: string }[];
     expect(row).toEqual({ tenant: ACME, agent: 'echo' });
 
-    const created = await request('POST', '/admin/api-keys', bearer(await jwt(ACME, 'admin')), { name: 'agent-caller', scopes: ['publish'] });
+    const created = await request('POST', '/admin/api-keys', bearer(await jwt(ACME, 'admin,publish')), { name: 'agent-caller', scopes: ['publish'] });
     expect(created.status).toBe(201);
     const { key } = (await created.json()) as { key: string };
     const viaKey = asTask(await (await clientWith({ 'x-api-key': key }, 'rest')).sendMessage(send('echo:with a key')));
