@@ -174,7 +174,8 @@ describe('API keys through the token gate (real gateway)', () => {
     expect(after.apiKeys[0].revokedAt).not.toBeNull();
   });
 
-  it('lets the operator tenant\'s admin list and revoke another tenant\'s keys', async () => {
+  // It acts by listing and revoking them: minting a key for another tenant is refused, the caller's bound (below).
+  it('lets the operator tenant\'s admin act on another tenant\'s keys', async () => {
     const acme = await jwt(ACME, 'admin,publish');
     const created = await admin('POST', '', acme, { name: 'acme-feed', scopes: ['publish'] });
     expect(created.status).toBe(201);
