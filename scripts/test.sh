@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `npm test`: the whole suite, the way CI runs it. Installs npm dependencies and builds when needed (the build
-# bundles the workflows: a forbidden import fails there), then runs two lanes side by side, each serially against
-# real Postgres, Kafka and Temporal servers of its own (scripts/infra.sh provisions and starts what is missing):
+# bundles the workflows: a forbidden import fails there), provisions the servers' tools, then runs type-check,
+# lint, the compose file and every tier serially against the real Postgres, Kafka and Temporal `npm start` uses.
+# With EVENTMESH_TEST_LANES=2 it runs two lanes side by side instead, each serially against servers of its own:
 #
 #   lane 0: the integration tier, then the end-to-end tier, on the servers `npm start` uses (a test database and
 #           Temporal namespace of their own);
@@ -97,15 +98,30 @@ lane() {
   echo "[lane $1] done in $((SECONDS - t0))s"
 }
 
-pids=()
-for n in 0 1; do lane "$n" & pids+=($!); done
-wait "${pids[@]}"
+# One lane, serially, unless EVENTMESH_TEST_LANES=2: under the second lane's load, cases of the integration tier
+# still fail that pass serially (docs/operations.md#the-test-suite), so the lanes are not the default yet.
+serial() {
+  step "servers" bash scripts/infra.sh start all
+  step "type-check" npm run --silent typecheck
+  step "lint" npm run --silent lint
+  step "compose file" npm run --silent docker:check
+  step "all tiers" jest_lane all
+}
+
+if [[ ${EVENTMESH_TEST_LANES:-1} == 2 ]]; then
+  pids=()
+  for n in 0 1; do lane "$n" & pids+=($!); done
+  wait "${pids[@]}"
+else
+  serial
+fi
 
 status=0
 if [[ -f $reports/failed-steps ]]; then
   status=1
   echo "[test] failed steps: $(paste -sd, "$reports/failed-steps")"
 fi
-node dist/scripts/test-report.js "$reports" "$reports"/{unit,integration,e2e,faults}.json || status=1
+if [[ ${EVENTMESH_TEST_LANES:-1} == 2 ]]; then lane_reports=("$reports"/{unit,integration,e2e,faults}.json); else lane_reports=("$reports/all.json"); fi
+node dist/scripts/test-report.js "$reports" "${lane_reports[@]}" || status=1
 echo "[test] done in $((SECONDS - started))s"
 exit $status
