@@ -1,6 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import WebSocket from 'ws';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import type { EventMeshConfig } from '../../libs/config';
 import type { EventProducer } from '../../libs/kafka';
@@ -10,6 +9,7 @@ import { testConfig } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
 import { parsePrometheusText, sampleOf } from '../support/prometheus-text';
 import { waitFor } from '../support/wait-for';
+import { handshakeStatus } from '../support/websocket-handshake';
 
 
 /** The logging audit sink (the one configured here) never produces to Kafka. */
@@ -158,19 +158,7 @@ describe('ACL filter (real Postgres, two gateways)', () => {
   });
 
   it('WebSocket handshake: allowed for alice, refused 403 for bob', async () => {
-    const handshake = (headers: Record<string, string>) =>
-      new Promise<number>((resolve, reject) => {
-        const ws = new WebSocket(`${a.url.replace('http', 'ws')}/subscriptions/${streamId}/ws`, { headers });
-        ws.once('open', () => {
-          ws.close();
-          resolve(101);
-        });
-        ws.once('unexpected-response', (_req, res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
-        ws.once('error', reject);
-      });
+    const handshake = (headers: Record<string, string>) => handshakeStatus(`${a.url.replace('http', 'ws')}/subscriptions/${streamId}/ws`, headers);
     expect(await handshake(alice)).toBe(101);
     expect(await handshake(bob)).toBe(403);
   });

@@ -9,6 +9,7 @@ import { createDataSource, TenantQuotaStore } from '../../libs/storage';
 import { testConfig } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';
+import { handshakeStatus } from '../support/websocket-handshake';
 
 
 const as = (tenant: string) => ({ 'x-test-principal': 'p', 'x-test-tenant': tenant });
@@ -142,17 +143,7 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
       }),
     );
     // And it is the tenant's only one: a second is over the quota.
-    const second = await new Promise<number>((resolve) => {
-      const ws = new WebSocket(`${url.replace('http', 'ws')}${wsPath}`, { headers: as(tenant) });
-      ws.once('open', () => {
-        ws.close();
-        resolve(101);
-      });
-      ws.once('unexpected-response', (_req, res) => {
-        res.resume();
-        resolve(res.statusCode ?? 0);
-      });
-    });
+    const second = await handshakeStatus(`${url.replace('http', 'ws')}${wsPath}`, as(tenant));
     expect(second).toBe(429);
     socket.close();
   });
