@@ -112,7 +112,7 @@ describe('CESQL properties (fast-check, fixed seeds)', () => {
 
   // Linear, by comparing two sizes on this machine rather than by a clock bound (test/support/growth.ts): the 16 KiB
   // attribute (the default bound) costs about 4 times what a 4 KiB one does; a quadratic evaluation, 16 times.
-  it('evaluates in time linear in the attribute: 64 LIKEs over a 16 KiB attribute in well under a second', () => {
+  it('evaluates in time linear in the attribute: 64 LIKEs over a 16 KiB attribute cost about 4 times what they do over 4 KiB', () => {
     fc.assert(
       fc.property(fc.array(likePattern, { minLength: 64, maxLength: 64 }), fc.constantFrom('a', 'ab', '\u{1F600}a'), (patterns, unit) => {
         const expression = parseCesql(patterns.map((p) => `subject LIKE ${p}`).join(' OR '));

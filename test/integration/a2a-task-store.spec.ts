@@ -73,14 +73,19 @@ describe('A2ATaskStore (real Postgres)', () => {
 
   it('pages an agent\'s tasks newest first by a cursor', async () => {
     const agent = `pager-${randomUUID().slice(0, 8)}`;
-    const ids: string[] = [];
-    for (let i = 0; i < 5; i++) ids.push((await created(agent)).id);
+    const tasks: StoredTask[] = [];
+    for (let i = 0; i < 5; i++) tasks.push(await created(agent));
+    // Newest first by creation time, to the millisecond; tasks created within one millisecond come in descending
+    // id order (the cursor's key is the pair), so the expected order is the store's key, not the loop's.
+    const newestFirst = [...tasks]
+      .sort((a, b) => b.createdAt.getTime() - a.createdAt.getTime() || (a.id < b.id ? 1 : a.id > b.id ? -1 : 0))
+      .map((t) => t.id);
     const first = await store.list(tenant, agent, { size: 2 });
     expect(first).toMatchObject({ total: 5, more: true });
     const second = await store.list(tenant, agent, { size: 2, after: first.tasks[1].id });
     const third = await store.list(tenant, agent, { size: 2, after: second.tasks[1].id });
     expect(third.more).toBe(false);
-    expect([...first.tasks, ...second.tasks, ...third.tasks].map((t) => t.id)).toEqual([...ids].reverse());
+    expect([...first.tasks, ...second.tasks, ...third.tasks].map((t) => t.id)).toEqual(newestFirst);
     expect((await store.list('someone-else', agent, { size: 10 })).total).toBe(0);
   });
   it('purges the tasks that ended or waited for their client since before the cutoff, with their events, push configs and push dead letters; keeps the others', async () => {
