@@ -79,7 +79,7 @@ const input = (overrides: Partial<ReplayBatchInput> = {}): ReplayBatchInput => (
   ...overrides,
 });
 
-function setup(rows: Row[], answer: (frame: EventFrame) => Promise<WebhookResult> | WebhookResult = () => ({ ok: true, status: 200 })) {
+function setup(rows: Row[], answer: (frame: EventFrame, signal: AbortSignal) => Promise<WebhookResult> | WebhookResult = () => ({ ok: true, status: 200 })) {
   const replays = new FakeReplays(rows);
   const sent: string[] = [];
   const shutdown = new AbortController();
@@ -87,9 +87,9 @@ function setup(rows: Row[], answer: (frame: EventFrame) => Promise<WebhookResult
     replays,
     subscription: async (id) => (id === 'sub-1' ? subscription : undefined),
     sender: {
-      send: async (_target, frame) => {
+      send: async (_target, frame, _messageId, signal) => {
         sent.push(frame.id);
-        return answer(frame);
+        return answer(frame, signal ?? new AbortController().signal);
       },
     },
     purgeExpired: async () => 0,
@@ -166,6 +166,23 @@ describe('replayDeadLetters activity', () => {
     expect(await new MockActivityEnvironment().run(activities.replayDeadLetters, input())).toMatchObject({ heldElsewhere: 1, replayed: 1, lastId: '2' });
     expect(sent).toEqual(['e-2']);
     expect(await new MockActivityEnvironment().run(activities.replayDeadLetters, input({ afterId: '2' }))).toEqual({ done: true, replayed: 0, failed: 0, heldElsewhere: 0 });
+  });
+
+  it('cancelled (from the Temporal UI) with a letter in flight: that send is not aborted, its answer is marked, the unsent letters go', async () => {
+    const env = new MockActivityEnvironment();
+    // The sink may have the letter in flight already: aborting its request would leave a delivered letter unmarked.
+    const { activities, replays, sent } = setup(letters(3), async (_frame, signal) => {
+      env.cancel();
+      await new Promise((resolve) => setImmediate(resolve));
+      return signal.aborted ? { ok: false, error: 'aborted' } : { ok: true, status: 200 };
+    });
+    await expect(env.run(activities.replayDeadLetters, input({ ratePerSecond: 10 }))).rejects.toMatchObject({ name: 'CancelledFailure' });
+    expect(sent).toEqual(['e-1']);
+    expect(replays.rows.map((r) => [r.replayedAt !== undefined, r.replayId ?? null])).toEqual([
+      [true, 'r1'],
+      [false, null],
+      [false, null],
+    ]);
   });
 
   it('on shutdown lets the unsent letters go and fails retryably, to resume elsewhere', async () => {

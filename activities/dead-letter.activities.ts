@@ -84,7 +84,11 @@ export function createDeadLetterActivities(deps: DeadLetterActivityDeps) {
           }
           next = Math.max(next + intervalMs, Date.now());
           const letter = batch.letters[i];
-          const result = await send(deps, subscription, letter, stop);
+          // A cancel does not abort the letter in flight: its sink may have it already, and a delivered letter
+          // must be marked (or it would stay dead and be sent again by the next replay). It ends within the webhook
+          // timeout; the batch stops after it. A shutdown does abort it: the letter is let go and resumed elsewhere
+          // (at least once, as a delivery cut by a crash).
+          const result = await send(deps, subscription, letter, deps.shutdownSignal);
           if (result.ok) await deps.replays.markReplayed(input.replayId, letter.id);
           else if (stop.aborted) {
             await deps.replays.release(input.replayId, batch.letters.slice(i).map((l) => l.id));

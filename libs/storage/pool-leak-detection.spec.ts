@@ -40,6 +40,18 @@ describe('PoolLeakDetector', () => {
     expect(d.stats()).toEqual({ checkedOut: 0, leaks: 1 });
   });
 
+  it('reports only once the threshold has passed by the monotonic clock, when the timer fires early by the event loop\'s', () => {
+    const { d, warn } = detector();
+    // The checkout reads the clock 3 ms after the event loop did (its timers count from the loop's reading).
+    const clock = performance.now.bind(performance);
+    jest.spyOn(performance, 'now').mockImplementationOnce(() => clock() + 3);
+    d.checkedOut(client(), takeConnectionForALongTime(d), counts);
+    jest.advanceTimersByTime(1000);
+    expect(warn).not.toHaveBeenCalled();
+    jest.advanceTimersByTime(3);
+    expect(warn).toHaveBeenCalledWith(expect.objectContaining({ heldMs: 1000, thresholdMs: 1000 }), expect.any(String));
+  });
+
   it('reports nothing for a checkout returned within the threshold, and forgets it', () => {
     const { d, warn, info } = detector();
     const c = client();

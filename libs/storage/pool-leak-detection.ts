@@ -57,9 +57,8 @@ export class PoolLeakDetector {
   /** `client` was handed to the code whose stack `acquirer` holds; `counts` reads the pool's counts when reporting. */
   checkedOut(client: PoolClient, acquirer: { stack?: string }, counts: () => Record<string, number>): void {
     this.returned(client);
-    const checkout: Checkout = { since: Date.now(), acquirer, reported: false, timer: undefined as unknown as NodeJS.Timeout };
-    checkout.timer = setTimeout(() => this.report(client, checkout, counts()), this.thresholdMs);
-    checkout.timer.unref();
+    const checkout: Checkout = { since: performance.now(), acquirer, reported: false, timer: undefined as unknown as NodeJS.Timeout };
+    this.watch(client, checkout, counts, this.thresholdMs);
     this.out.set(client, checkout);
   }
 
@@ -71,7 +70,7 @@ export class PoolLeakDetector {
     this.out.delete(client);
     if (checkout.reported) {
       this.log.info(
-        { pool: this.pool, heldMs: Date.now() - checkout.since, releasedWithError: error instanceof Error ? error.message : undefined },
+        { pool: this.pool, heldMs: heldFor(checkout), releasedWithError: error instanceof Error ? error.message : undefined },
         'a Postgres connection reported as held past the leak detection threshold went back to the pool',
       );
     }
@@ -83,6 +82,20 @@ export class PoolLeakDetector {
     this.out.clear();
   }
 
+  /**
+   * Reports `checkout` once it has been held for the threshold. A timer fires by the event loop's clock, read once per
+   * turn of the loop, which may lag the moment of the checkout by a few milliseconds: one that fires before the
+   * threshold has passed by the monotonic clock is set again for the rest, so no report says less than the threshold.
+   */
+  private watch(client: PoolClient, checkout: Checkout, counts: () => Record<string, number>, ms: number): void {
+    checkout.timer = setTimeout(() => {
+      const rest = this.thresholdMs - (performance.now() - checkout.since);
+      if (rest > 0) this.watch(client, checkout, counts, Math.ceil(rest));
+      else this.report(client, checkout, counts());
+    }, ms);
+    checkout.timer.unref();
+  }
+
   private report(client: PoolClient, checkout: Checkout, counts: Record<string, number>): void {
     checkout.reported = true;
     this.leaks++;
@@ -91,7 +104,7 @@ export class PoolLeakDetector {
     this.log.warn(
       {
         pool: this.pool,
-        heldMs: Date.now() - checkout.since,
+        heldMs: heldFor(checkout),
         thresholdMs: this.thresholdMs,
         statementInFlight: active ? (active.text ?? '(a prepared or non-text statement)').slice(0, 200) : null,
         ...counts,
@@ -144,4 +157,9 @@ export function leakDetectingPool(detector: PoolLeakDetector): typeof Pool {
 /** The pg module as TypeORM's `driver` option takes it, with `Pool` replaced (everything else read through to pg). */
 export function pgWithPool(PoolClass: typeof Pool): typeof pg {
   return Object.create(pg, { Pool: { value: PoolClass, enumerable: true } }) as typeof pg;
+}
+
+/** Whole milliseconds `checkout` has been held, by the monotonic clock (a wall clock that steps back cannot shorten it). */
+function heldFor(checkout: Checkout): number {
+  return Math.floor(performance.now() - checkout.since);
 }

@@ -200,12 +200,27 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const first = new EchoAgent();
     started.push(first);
     await first.start(port);
-    expect((await register('forgetful', first.card())).status).toBe(201);
+    // Its own task timeout, far beyond what the test takes: the task ends by the lost-task rule, never by a timeout
+    // that a loaded host's restarts and retries could reach first (the suite's 12 s).
+    const card = { ...first.card(), capabilities: { streaming: false, pushNotifications: false, extensions: [{ uri: TASK_POLICY_EXTENSION, params: { timeoutMs: 300_000 } }] } };
+    expect((await register('forgetful', card)).status).toBe(201);
     const client = await clientOf('forgetful');
+    // The mesh recorded the turn as taken by the agent (its task id, at the agent now running): only a task the
+    // mesh knows the agent took can be lost by it. An agent killed before the mesh read its answer did not take the
+    // turn as far as the mesh knows, and gets it again (at least once), which is not this rule.
+    const recordedAt = async (id: string, before: string | null): Promise<string> => {
+      let taken: string | null = null;
+      await waitFor('the mesh recording the turn taken by the agent', async () => {
+        const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id });
+        taken = row.deliveredTurn === 1 && row.agentTaskId !== before ? row.agentTaskId : null;
+        return taken !== null;
+      }, { timeoutMs: 60_000 });
+      return taken!;
+    };
     const key = randomUUID();
     const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
     await waitFor('the agent holding the task', () => first.isHeld(key));
-    await waitFor('the task recorded working', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING);
+    await recordedAt(task.id, null);
     // The agent dies with the task in its memory; another process of it listens where the card says.
     await first.crash();
     const second = new EchoAgent();
@@ -221,8 +236,10 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const again = randomUUID();
     const lost = asTask(await client.sendMessage(send(`hold:${again}`, { returnImmediately: true })));
     let current = second;
+    let taken: string | null = null;
     for (let death = 0; death < 2; death++) {
       await waitFor('the agent holding the task', () => current.isHeld(again), { timeoutMs: 60_000 });
+      taken = await recordedAt(lost.id, taken);
       await current.crash();
       current = new EchoAgent();
       started.push(current);
