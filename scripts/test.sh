@@ -1,20 +1,21 @@
 #!/usr/bin/env bash
 # `npm test`: the whole suite, the way CI runs it. Installs npm dependencies and builds when needed (the build
-# bundles the workflows: a forbidden import fails there), provisions the servers' tools, then runs type-check,
-# lint, the compose file and every tier serially against the real Postgres, Kafka and Temporal `npm start` uses.
-# With EVENTMESH_TEST_LANES=2 it runs two lanes side by side instead, each serially against servers of its own:
+# bundles the workflows: a forbidden import fails there), provisions the servers' tools, then runs the checks
+# (type-check, lint, the compose file) and every tier against real Postgres, Kafka and Temporal, in lanes side by
+# side, each lane serially against servers of its own (EVENTMESH_TEST_LANES=3; 1, serially, is the default):
 #
-#   lane 0: the integration tier, then the end-to-end tier, on the servers `npm start` uses (a test database and
-#           Temporal namespace of their own);
-#   lane 1: type-check, lint, the compose file and the unit tier (no servers) while its servers start, then the
-#           fault tier.
+#   lane 0: the integration tier, on the servers `npm start` uses (a test database and Temporal namespace of their
+#           own);
+#   lane 1: the checks and the unit tier (no servers) while its servers start, then the fault tier but for
+#           FAULTS_OF_LANE_2;
+#   lane 2: the end-to-end tier, then FAULTS_OF_LANE_2.
 #
-# Lane 1 runs on a second set of servers, under .data/lanes/1, on the main settings' ports moved by 1 (Postgres) or
-# 100 (Kafka, Temporal), stopped when the lane ends: the fault tier kills and restarts servers, so it has a set to
-# itself. (A third lane, e2e and half the fault tier on a third set, was tried: 575 s, but under its load the
-# integration tier's waits failed in 2 of 4 clean clones.) Each lane prints with its number in front. At the end:
-# per tier the spec files, cases and seconds, the totals, every case's name in .data/test-report/cases.txt, and the
-# time of each lane and the run.
+# Lanes 1 and 2 run on sets of servers of their own, under .data/lanes/N, on the main settings' ports moved by N
+# (Postgres) or 100N (Kafka, Temporal), stopped when the lane ends: the fault tier kills and restarts servers, so a
+# fault spec has its set to itself. EVENTMESH_TEST_LANES=2 runs lane 0 with the end-to-end tier after the
+# integration tier and lane 1 with the whole fault tier; EVENTMESH_TEST_LANES=1 runs everything serially on the
+# servers `npm start` uses. Each lane prints with its number in front. At the end: per tier the spec files, cases
+# and seconds, the totals, every case's name in .data/test-report/cases.txt, and the time of each lane and the run.
 # Extra arguments run one jest, serially, against the servers `npm start` uses, with those arguments (for example
 # `npm test -- --selectProjects integration --testPathPattern ingress`).
 set -euo pipefail
@@ -51,6 +52,11 @@ lane_env() {
     EVENTMESH_TEMPORAL_UI_URL="http://${temporal%:*}:$((${temporal##*:} + 100 * n + 1000))"
 }
 mapfile -t lane1_env < <(lane_env 1)
+mapfile -t lane2_env < <(lane_env 2)
+LANES=${EVENTMESH_TEST_LANES:-1}
+[[ $LANES =~ ^[123]$ ]] || { echo "[test] EVENTMESH_TEST_LANES=$LANES: legal values are 1, 2 and 3" >&2; exit 2; }
+# The fault specs lane 2 runs after the end-to-end tier (with three lanes): about half the fault tier's time.
+FAULTS_OF_LANE_2='test/faults/(temporal|kafka)\.e2e-spec\.ts$'
 
 # step NAME CMD...: runs CMD, says how long it took, and records a failure without ending the lane.
 step() {
@@ -71,24 +77,39 @@ jest_lane() { local out=$1; shift; npx jest --runInBand --ci --json --outputFile
 # with_env ARRAY CMD...: CMD (a function too) with the settings ARRAY names exported.
 with_env() { local -n settings=$1; shift; ( export "${settings[@]}"; "$@" ); }
 
-# Lane 0, the servers `npm start` uses: the integration tier, then the end-to-end tier.
-lane0() {
-  step "servers" bash scripts/infra.sh start all
-  step "integration tier" jest_lane integration --selectProjects integration
-  step "e2e tier" jest_lane e2e --selectProjects e2e
-}
-
-# Lane 1: type-check, lint, the compose file and the unit tier (no servers) while its servers start; then the fault
-# tier.
-lane1() {
-  own_servers 1 "${lane1_env[@]}"
+# checks: what needs no servers but the build.
+checks() {
   step "type-check" npm run --silent typecheck
   step "lint" npm run --silent lint
   step "compose file" npm run --silent docker:check
+}
+
+# Lane 0, the servers `npm start` uses: the integration tier (then, with two lanes, the end-to-end tier).
+lane0() {
+  step "servers" bash scripts/infra.sh start all
+  step "integration tier" jest_lane integration --selectProjects integration
+  if ((LANES == 2)); then step "e2e tier" jest_lane e2e --selectProjects e2e; fi
+}
+
+# Lane 1: the checks and the unit tier (no servers) while its servers start; then the fault tier (with three lanes,
+# but for FAULTS_OF_LANE_2).
+lane1() {
+  own_servers 1 "${lane1_env[@]}"
+  checks
   step "unit tier" jest_lane unit --selectProjects unit
   servers_ready 1 || return 0
-  step "fault tier" with_env lane1_env jest_lane faults --selectProjects faults
+  if ((LANES == 2)); then step "fault tier" with_env lane1_env jest_lane faults --selectProjects faults
+  else step "fault tier, lane 1's part" with_env lane1_env jest_lane faults-1 --selectProjects faults --testPathIgnorePatterns "$FAULTS_OF_LANE_2"; fi
   stop_servers 1 "${lane1_env[@]}"
+}
+
+# Lane 2 (three lanes): the end-to-end tier, then FAULTS_OF_LANE_2.
+lane2() {
+  own_servers 2 "${lane2_env[@]}"
+  servers_ready 2 || return 0
+  step "e2e tier" with_env lane2_env jest_lane e2e --selectProjects e2e
+  step "fault tier, lane 2's part" with_env lane2_env jest_lane faults-2 --selectProjects faults --testPathPattern "$FAULTS_OF_LANE_2"
+  stop_servers 2 "${lane2_env[@]}"
 }
 
 # lane N: the lane's output, each line with its number in front; its time at the end.
@@ -98,30 +119,26 @@ lane() {
   echo "[lane $1] done in $((SECONDS - t0))s"
 }
 
-# One lane, serially, unless EVENTMESH_TEST_LANES=2: under the second lane's load, cases of the integration tier
-# still fail that pass serially (docs/operations.md#the-test-suite), so the lanes are not the default yet.
+# One lane: everything serially on the servers `npm start` uses.
 serial() {
   step "servers" bash scripts/infra.sh start all
-  step "type-check" npm run --silent typecheck
-  step "lint" npm run --silent lint
-  step "compose file" npm run --silent docker:check
+  checks
   step "all tiers" jest_lane all
 }
 
-if [[ ${EVENTMESH_TEST_LANES:-1} == 2 ]]; then
-  pids=()
-  for n in 0 1; do lane "$n" & pids+=($!); done
-  wait "${pids[@]}"
-else
-  serial
-fi
+case $LANES in
+  1) serial; lane_reports=("$reports/all.json") ;;
+  2) pids=(); for n in 0 1; do lane "$n" & pids+=($!); done; wait "${pids[@]}"
+     lane_reports=("$reports"/{unit,integration,e2e,faults}.json) ;;
+  3) pids=(); for n in 0 1 2; do lane "$n" & pids+=($!); done; wait "${pids[@]}"
+     lane_reports=("$reports"/{unit,integration,e2e,faults-1,faults-2}.json) ;;
+esac
 
 status=0
 if [[ -f $reports/failed-steps ]]; then
   status=1
   echo "[test] failed steps: $(paste -sd, "$reports/failed-steps")"
 fi
-if [[ ${EVENTMESH_TEST_LANES:-1} == 2 ]]; then lane_reports=("$reports"/{unit,integration,e2e,faults}.json); else lane_reports=("$reports/all.json"); fi
 node dist/scripts/test-report.js "$reports" "${lane_reports[@]}" || status=1
 echo "[test] done in $((SECONDS - started))s"
 exit $status
