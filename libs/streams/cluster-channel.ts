@@ -12,6 +12,8 @@ import { sendInTurn } from './turn-writes';
  * (the clients' windows, delivery ids carrying the owner's epoch) and sends back one `answer` when the client
  * acks, nacks, rejects, times out or leaves. `cancel` withdraws a delivery the owner no longer waits for.
  * `disconnect` (any instance may send it) ends one client's connection for an operator (stream-clients.ts).
+ * `settle` (any instance may send it) hands the holder a client's answer (ack, nack, reject) that reached another
+ * instance: an SSE or long-poll client behind a load balancer posts its answers wherever the balancer sends them.
  */
 export const CHANNEL_PATH = '/internal/streams/channel';
 /** The handshake header carrying the cluster token (cluster-credential.ts). */
@@ -29,7 +31,12 @@ export type OwnerMessage =
   | { type: 'deliver'; id: number; subscriptionId: string; ownerEpoch: number; policy: StreamPolicy; ackTimeoutMs: number; frame: WireFrame }
   | { type: 'cancel'; id: number }
   /** An operator disconnects a client this holder holds; answered `ack` (done) or `gone` (no such client here). */
-  | { type: 'disconnect'; id: number; subscriptionId: string; clientId: string };
+  | { type: 'disconnect'; id: number; subscriptionId: string; clientId: string }
+  /** A client's answer for a delivery this holder may hold; answered `ack` (it did, and settled it) or `gone`. */
+  | { type: 'settle'; id: number; subscriptionId: string; deliveryId: string; outcome: ClientAnswer };
+
+/** What a client answers for a delivery. */
+export type ClientAnswer = Extract<StreamOutcome, { kind: 'ack' | 'nack' | 'reject' }>;
 
 export interface HolderMessage {
   type: 'answer';
@@ -58,12 +65,20 @@ export function parseHolderMessage(raw: string): HolderMessage | undefined {
   }
 }
 
+function isClientAnswer(outcome: unknown): outcome is ClientAnswer {
+  const o = outcome as Partial<Record<string, unknown>> | null | undefined;
+  if (o?.kind === 'ack') return true;
+  if (o?.kind === 'nack') return Number.isSafeInteger(o.delayMs) && (o.delayMs as number) >= 0;
+  return o?.kind === 'reject' && typeof o.reason === 'string';
+}
+
 export function parseOwnerMessage(raw: string): OwnerMessage | undefined {
   try {
     const m = JSON.parse(raw) as Partial<OwnerMessage> & Record<string, unknown>;
     if (!Number.isSafeInteger(m.id)) return undefined;
     if (m.type === 'cancel') return m as OwnerMessage;
     if (m.type === 'disconnect' && typeof m.subscriptionId === 'string' && typeof m.clientId === 'string') return m as OwnerMessage;
+    if (m.type === 'settle' && typeof m.subscriptionId === 'string' && typeof m.deliveryId === 'string' && isClientAnswer(m.outcome)) return m as OwnerMessage;
     if (
       m.type === 'deliver' &&
       typeof m.subscriptionId === 'string' &&
@@ -103,6 +118,11 @@ export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): v
       const kicked = hub.kick(message.subscriptionId, message.clientId);
       if (kicked) log.info({ peer, subscription: message.subscriptionId, client: message.clientId }, 'stream client disconnected by an operator (asked by another instance)');
       answer(message.id, kicked ? { kind: 'ack' } : { kind: 'gone' });
+      return;
+    }
+    if (message.type === 'settle') {
+      const settled = hub.subscriptionOf(message.deliveryId) === message.subscriptionId && hub.answer(message.deliveryId, message.outcome);
+      answer(message.id, settled ? { kind: 'ack' } : { kind: 'gone' });
       return;
     }
     if (inflight.has(message.id)) return;

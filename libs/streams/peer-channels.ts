@@ -1,7 +1,7 @@
 import { WebSocket } from 'ws';
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
-import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, frameToWire, HOLDER_QUERY, OwnerMessage, parseHolderMessage } from './cluster-channel';
+import { CHANNEL_PATH, ClientAnswer, CLUSTER_TOKEN_HEADER, frameToWire, HOLDER_QUERY, OwnerMessage, parseHolderMessage } from './cluster-channel';
 import type { ClusterCredential } from './cluster-credential';
 import { ackTimeoutOf, StreamOutcome, StreamPolicy, StreamTarget } from './stream-hub';
 import { sendInTurn } from './turn-writes';
@@ -13,8 +13,8 @@ const FIRST_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 5000;
 /** A channel with no pong for this long is dead (a silent peer): it is closed, and what it carried is `gone`. */
 const HEARTBEAT_MS = 5000;
-/** How long an operator's disconnect waits for the holder's answer. */
-const DISCONNECT_ANSWER_MS = 5000;
+/** How long a request to a holder (an operator's disconnect, a client's answer handed on) waits for its reply. */
+const REQUEST_ANSWER_MS = 5000;
 /** Handshakes that met another process of the holder's instance (421) before giving up for this round. */
 const MISDIRECTED_TRIES = 32;
 
@@ -55,25 +55,28 @@ export class PeerChannels {
   }
 
   deliver(to: PeerAddress, target: StreamTarget, frame: EventFrame, ownerEpoch: number, signal?: AbortSignal): Promise<StreamOutcome> {
-    let peer = this.peers.get(to.holder);
-    if (!peer || peer.address !== to.address) {
-      peer?.close();
-      this.prune();
-      peer = new Peer(to, this.credential, this.self, this.log);
-      this.peers.set(to.holder, peer);
-    }
-    return peer.deliver(target, frame, ownerEpoch, signal);
+    return this.peerOf(to, true).deliver(target, frame, ownerEpoch, signal);
   }
 
   /** Asks `to` to disconnect one client of a subscription; true when it held it and did. */
   disconnect(to: PeerAddress, subscriptionId: string, clientId: string): Promise<boolean> {
+    return this.peerOf(to).request((id) => ({ type: 'disconnect', id, subscriptionId, clientId }), subscriptionId);
+  }
+
+  /** Hands `to` a client's answer for a delivery; true when it held the delivery and settled it. */
+  settle(to: PeerAddress, subscriptionId: string, deliveryId: string, outcome: ClientAnswer): Promise<boolean> {
+    return this.peerOf(to).request((id) => ({ type: 'settle', id, subscriptionId, deliveryId, outcome }), subscriptionId);
+  }
+
+  private peerOf(to: PeerAddress, prune = false): Peer {
     let peer = this.peers.get(to.holder);
     if (!peer || peer.address !== to.address) {
       peer?.close();
+      if (prune) this.prune();
       peer = new Peer(to, this.credential, this.self, this.log);
       this.peers.set(to.holder, peer);
     }
-    return peer.disconnect(subscriptionId, clientId);
+    return peer;
   }
 
   close(): void {
@@ -160,8 +163,8 @@ class Peer {
     });
   }
 
-  /** One `disconnect` request, answered `ack` (done) or `gone`; false too when the channel fails or no answer comes in time. */
-  async disconnect(subscriptionId: string, clientId: string): Promise<boolean> {
+  /** One request the holder answers `ack` (done) or `gone`; false too when the channel fails or no answer comes in time. */
+  async request(message: (id: number) => OwnerMessage, subscriptionId: string): Promise<boolean> {
     let socket: WebSocket;
     try {
       socket = await this.open();
@@ -172,14 +175,14 @@ class Peer {
     }
     const id = ++this.nextId;
     return new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => finish({ kind: 'timeout' }), DISCONNECT_ANSWER_MS);
+      const timer = setTimeout(() => finish({ kind: 'timeout' }), REQUEST_ANSWER_MS);
       const finish = (outcome: StreamOutcome) => {
         if (!this.pending.delete(id)) return;
         clearTimeout(timer);
         resolve(outcome.kind === 'ack');
       };
       this.pending.set(id, { subscriptionId, finish });
-      socket.send(JSON.stringify({ type: 'disconnect', id, subscriptionId, clientId } satisfies OwnerMessage), (error) => {
+      socket.send(JSON.stringify(message(id)), (error) => {
         if (error) finish({ kind: 'gone' });
       });
     });

@@ -1,6 +1,7 @@
 import { ErrorCode, EventMeshError } from '../errors';
 import { createLogger } from '../logging';
 import type { StreamPresenceStore } from '../storage';
+import type { ClientAnswer } from './cluster-channel';
 import type { PeerChannels } from './peer-channels';
 import { PRESENCE_FRESH_MS } from './stream-presence';
 import type { StreamClientView, StreamHub } from './stream-hub';
@@ -26,7 +27,10 @@ export interface DisconnectView {
  * in-flight counts are up to a second old), and disconnecting one wherever it is held: here through the hub, on
  * another process over the internal stream channel (cluster-channel.ts, a `disconnect` message), whose holder
  * closes the connection the same way. A disconnected client's unanswered deliveries are `gone` and delivered
- * again, to it if it reconnects or to another client, as when it leaves by itself.
+ * again, to it if it reconnects or to another client, as when it leaves by itself. And a client's answer for a
+ * delivery, wherever it is posted: to this process's hub when it holds the delivery, else to the processes that hold
+ * clients of the subscription, over the same channel (a `settle` message), so an SSE or long-poll client behind a
+ * load balancer may post its acks to any instance.
  */
 export class StreamClients {
   private readonly log = createLogger('StreamClients');
@@ -58,6 +62,19 @@ export class StreamClients {
       }
     }
     throw new EventMeshError(ErrorCode.NotFound, `no stream client ${clientId} of subscription ${subscriptionId} is connected`, { subscriptionId, clientId });
+  }
+
+  /**
+   * Settles the delivery with a client's answer wherever it is held: here, or on another gateway process holding
+   * clients of the subscription (asked together; delivery ids are unique to the process that made them, so at most
+   * one settles it). False when none holds it: unknown, stale (settled already, timed out, its client gone), or held
+   * by a process that cannot be reached.
+   */
+  async answer(subscriptionId: string, deliveryId: string, outcome: ClientAnswer): Promise<boolean> {
+    if (this.hub.subscriptionOf(deliveryId) !== undefined) return this.hub.subscriptionOf(deliveryId) === subscriptionId && this.hub.answer(deliveryId, outcome);
+    const rows = (await this.presence.clientsOf(subscriptionId, PRESENCE_FRESH_MS)).filter((r) => r.holder !== this.me.holder && r.clients.length > 0);
+    const settled = await Promise.all(rows.map((r) => this.peers.settle({ holder: r.holder, address: r.address }, subscriptionId, deliveryId, outcome)));
+    return settled.includes(true);
   }
 
   private done(subscriptionId: string, clientId: string, instance: string, actor: string): DisconnectView {

@@ -223,6 +223,46 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     expect(again.deliveries).toEqual([]);
   }, 90000);
 
+  it('takes answers posted to an instance other than the one holding the client (a load balancer in front): ack and nack reach the holder, a stale one is 409', async () => {
+    const sub = await createStream(a.url!, topic);
+    await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=0`);
+    const sent = await publish(a.url!, 4);
+    const answer = (url: string, deliveryId: string, action: string) =>
+      fetch(`${url}/subscriptions/${sub}/acks`, { method: 'POST', headers: json, body: JSON.stringify({ deliveryId, action, delayMs: 0 }) });
+    const held: Delivery[] = [];
+    await waitFor(
+      'the events by long-poll on A',
+      async () => {
+        const response = await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=2000&max=10`);
+        held.push(...((await response.json()) as { deliveries: Delivery[] }).deliveries);
+        return sent.every((id) => held.some((d) => d.event.id === id));
+      },
+      { timeoutMs: 60000 },
+    );
+    // The first event nacked through B: it comes again on A, and that delivery is acked through C; the rest acked
+    // through B and C in turn.
+    const [nacked, ...rest] = held;
+    expect((await answer(b.url!, nacked.deliveryId, 'nack')).status).toBe(200);
+    for (const [i, d] of rest.entries()) {
+      const ack = await answer([b, c][i % 2].url!, d.deliveryId, 'ack');
+      expect([ack.status, await ack.json()]).toEqual([200, { deliveryId: d.deliveryId, accepted: true }]);
+    }
+    const again = await waitFor(
+      'the nacked event again on A',
+      async () => {
+        const response = await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=2000&max=10`);
+        return ((await response.json()) as { deliveries: Delivery[] }).deliveries.find((d) => d.event.id === nacked.event.id);
+      },
+      { timeoutMs: 60000 },
+    );
+    expect((await answer(c.url!, again.deliveryId, 'ack')).status).toBe(200);
+    // Settled: a second answer, wherever posted, is stale; and nothing comes again.
+    const stale = await answer(b.url!, again.deliveryId, 'ack');
+    expect([stale.status, await stale.json()]).toEqual([409, expect.objectContaining({ code: 'UNKNOWN_DELIVERY', deliveryId: again.deliveryId })]);
+    const after = (await (await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=1500&max=10`)).json()) as { deliveries: Delivery[] };
+    expect(after.deliveries).toEqual([]);
+  }, 120000);
+
   it('hands the unacked events of a killed client instance to a client on another instance', async () => {
     const sub = await createStream(c.url!, topic, { ackTimeoutMs: 120000 });
     const holding = await WsClient.open(a.url!, sub, 10);

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { CompiledFilter, compileFilters } from '../../../libs/filter';
 import { frameToStructured } from '../../../libs/frame';
-import { assertStreamHere, PollConsumers, StreamDelivery, StreamHub, StreamOutcome, writeInTurn } from '../../../libs/streams';
+import { assertStreamHere, ClientAnswer, PollConsumers, StreamClients, StreamDelivery, StreamHub, writeInTurn } from '../../../libs/streams';
 import type { Caller } from '../../../libs/security';
 import { SubscriptionService, subscriptionNotFound } from '../../../libs/subscriptions';
 import { CallerParam, GateRoute } from './gate-route';
@@ -55,6 +55,7 @@ export class StreamsController {
     private readonly hub: StreamHub,
     private readonly subscriptions: SubscriptionService,
     private readonly polls: PollConsumers,
+    private readonly clients: StreamClients,
   ) {}
 
   private streamOf(id: string, caller: Caller): Promise<void> {
@@ -144,9 +145,9 @@ export class StreamsController {
 
   /**
    * Answers for deliveries: `{ deliveryId, action: "ack" | "nack" | "reject", delayMs?, reason? }`, or an array of
-   * them. An id this instance did not hand out, or already settled (a stale answer), is refused: 409 for a single
-   * answer, `accepted: false` in a list. A subscription the caller's tenant has not is 404 before any answer is
-   * looked at.
+   * them, posted to any instance: one held by another gateway process is handed to it (stream-clients.ts). An id no
+   * process holds (unknown, already settled: a stale answer) is refused: 409 for a single answer, `accepted: false`
+   * in a list. A subscription the caller's tenant has not is 404 before any answer is looked at.
    */
   @Post(':id/acks')
   @ApiRoute({
@@ -167,13 +168,10 @@ export class StreamsController {
     if ((await this.subscriptions.topicFor(id, caller.tenant)) === undefined) throw subscriptionNotFound(id);
     const answers = (Array.isArray(body) ? body : [body]) as Answer[];
     const outcomes = answers.map((a, index) => ({ deliveryId: this.checkId(a, index), outcome: outcomeOf(a, index) }));
-    const results = outcomes.map(({ deliveryId, outcome }) => ({
-      deliveryId,
-      accepted: this.hub.subscriptionOf(deliveryId) === id && this.hub.answer(deliveryId, outcome),
-    }));
+    const results = await Promise.all(outcomes.map(async ({ deliveryId, outcome }) => ({ deliveryId, accepted: await this.clients.answer(id, deliveryId, outcome) })));
     if (Array.isArray(body)) return results;
     if (!results[0].accepted) {
-      throw new EventMeshError(ErrorCode.UnknownDelivery, `delivery ${results[0].deliveryId} is not pending here (unknown, stale, or already answered)`, {
+      throw new EventMeshError(ErrorCode.UnknownDelivery, `delivery ${results[0].deliveryId} is not pending (unknown, stale, or already answered)`, {
         deliveryId: results[0].deliveryId,
       });
     }
@@ -189,7 +187,7 @@ export class StreamsController {
 }
 
 /** An answer's action as the hub's outcome; a 400 for an unknown action or a bad delay. */
-export function outcomeOf(a: Answer, index: number): StreamOutcome {
+export function outcomeOf(a: Answer, index: number): ClientAnswer {
   switch (a.action) {
     case 'ack':
       return { kind: 'ack' };
