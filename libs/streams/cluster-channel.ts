@@ -1,7 +1,7 @@
 import type { WebSocket } from 'ws';
 import { attributesOf, EventFrame, frameFromAttributes } from '../frame';
 import { createLogger } from '../logging';
-import type { StreamHub, StreamOutcome, StreamPolicy } from './stream-hub';
+import { ClientAction, MAX_ACK_DEADLINE_MS, StreamHub, StreamOutcome, StreamPolicy } from './stream-hub';
 import { sendInTurn } from './turn-writes';
 
 /**
@@ -32,17 +32,13 @@ export type OwnerMessage =
   | { type: 'cancel'; id: number }
   /** An operator disconnects a client this holder holds; answered `ack` (done) or `gone` (no such client here). */
   | { type: 'disconnect'; id: number; subscriptionId: string; clientId: string }
-  /** A client's answer for a delivery this holder may hold; answered `ack` (it did, and settled it) or `gone`. */
-  | { type: 'settle'; id: number; subscriptionId: string; deliveryId: string; outcome: ClientAnswer };
+  /** A client's answer (or extension) for a delivery this holder may hold; answered `ack` (it held it) or `gone`. */
+  | { type: 'settle'; id: number; subscriptionId: string; deliveryId: string; outcome: ClientAction };
 
-/** What a client answers for a delivery. */
-export type ClientAnswer = Extract<StreamOutcome, { kind: 'ack' | 'nack' | 'reject' }>;
-
-export interface HolderMessage {
-  type: 'answer';
-  id: number;
-  outcome: StreamOutcome;
-}
+export type HolderMessage =
+  | { type: 'answer'; id: number; outcome: StreamOutcome }
+  /** The client extended the delivery's ack deadline to `deadlineMs` from now: the owner waits that long (and the slack). */
+  | { type: 'extend'; id: number; deadlineMs: number };
 
 export function frameToWire(frame: EventFrame): WireFrame {
   return { attributes: attributesOf(frame), data: frame.data === undefined ? null : frame.data.toString('base64') };
@@ -57,17 +53,24 @@ const OUTCOME_KINDS = new Set(['ack', 'nack', 'reject', 'timeout', 'gone']);
 /** A holder's answer, or undefined for anything that is not one (a peer of another version, a damaged message). */
 export function parseHolderMessage(raw: string): HolderMessage | undefined {
   try {
-    const m = JSON.parse(raw) as Partial<HolderMessage>;
-    if (m.type !== 'answer' || !Number.isSafeInteger(m.id) || !OUTCOME_KINDS.has(m.outcome?.kind as string)) return undefined;
+    const m = JSON.parse(raw) as Partial<Record<string, unknown>> & { outcome?: { kind?: unknown } };
+    if (!Number.isSafeInteger(m.id)) return undefined;
+    if (m.type === 'extend') return isDeadline(m.deadlineMs) ? (m as HolderMessage) : undefined;
+    if (m.type !== 'answer' || !OUTCOME_KINDS.has(m.outcome?.kind as string)) return undefined;
     return m as HolderMessage;
   } catch {
     return undefined;
   }
 }
 
-function isClientAnswer(outcome: unknown): outcome is ClientAnswer {
+function isDeadline(ms: unknown): boolean {
+  return Number.isSafeInteger(ms) && (ms as number) >= 1 && (ms as number) <= MAX_ACK_DEADLINE_MS;
+}
+
+function isClientAction(outcome: unknown): outcome is ClientAction {
   const o = outcome as Partial<Record<string, unknown>> | null | undefined;
   if (o?.kind === 'ack') return true;
+  if (o?.kind === 'extend') return isDeadline(o.deadlineMs);
   if (o?.kind === 'nack') return Number.isSafeInteger(o.delayMs) && (o.delayMs as number) >= 0;
   return o?.kind === 'reject' && typeof o.reason === 'string';
 }
@@ -78,7 +81,7 @@ export function parseOwnerMessage(raw: string): OwnerMessage | undefined {
     if (!Number.isSafeInteger(m.id)) return undefined;
     if (m.type === 'cancel') return m as OwnerMessage;
     if (m.type === 'disconnect' && typeof m.subscriptionId === 'string' && typeof m.clientId === 'string') return m as OwnerMessage;
-    if (m.type === 'settle' && typeof m.subscriptionId === 'string' && typeof m.deliveryId === 'string' && isClientAnswer(m.outcome)) return m as OwnerMessage;
+    if (m.type === 'settle' && typeof m.subscriptionId === 'string' && typeof m.deliveryId === 'string' && isClientAction(m.outcome)) return m as OwnerMessage;
     if (
       m.type === 'deliver' &&
       typeof m.subscriptionId === 'string' &&
@@ -121,8 +124,7 @@ export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): v
       return;
     }
     if (message.type === 'settle') {
-      const settled = hub.subscriptionOf(message.deliveryId) === message.subscriptionId && hub.answer(message.deliveryId, message.outcome);
-      answer(message.id, settled ? { kind: 'ack' } : { kind: 'gone' });
+      answer(message.id, hub.act(message.subscriptionId, message.deliveryId, message.outcome) ? { kind: 'ack' } : { kind: 'gone' });
       return;
     }
     if (inflight.has(message.id)) return;
@@ -137,7 +139,8 @@ export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): v
       answer(message.id, { kind: 'reject', reason: `the forwarded event is unreadable: ${(e as Error).message}` });
       return;
     }
-    void hub.deliver(target, frame, abort.signal, { epoch: message.ownerEpoch, onlyIfConnected: true, withdrawOnAbort: true }).then((outcome) => {
+    const onExtend = (deadlineMs: number) => send({ type: 'extend', id: message.id, deadlineMs });
+    void hub.deliver(target, frame, abort.signal, { epoch: message.ownerEpoch, onlyIfConnected: true, withdrawOnAbort: true, onExtend }).then((outcome) => {
       if (inflight.delete(message.id)) answer(message.id, outcome);
     });
   });
@@ -148,8 +151,11 @@ export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): v
   socket.on('error', (e) => log.warn({ peer, error: e.message }, 'stream channel error'));
 
   function answer(id: number, outcome: StreamOutcome): void {
+    send({ type: 'answer', id, outcome });
+  }
+
+  function send(message: HolderMessage): void {
     if (socket.readyState !== socket.OPEN) return;
-    const message: HolderMessage = { type: 'answer', id, outcome };
     sendInTurn(socket, JSON.stringify(message));
   }
 }

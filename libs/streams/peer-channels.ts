@@ -1,9 +1,9 @@
 import { WebSocket } from 'ws';
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
-import { CHANNEL_PATH, ClientAnswer, CLUSTER_TOKEN_HEADER, frameToWire, HOLDER_QUERY, OwnerMessage, parseHolderMessage } from './cluster-channel';
+import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, frameToWire, HOLDER_QUERY, OwnerMessage, parseHolderMessage } from './cluster-channel';
 import type { ClusterCredential } from './cluster-credential';
-import { ackTimeoutOf, StreamOutcome, StreamPolicy, StreamTarget } from './stream-hub';
+import { ackTimeoutOf, ClientAction, StreamOutcome, StreamPolicy, StreamTarget } from './stream-hub';
 import { sendInTurn } from './turn-writes';
 
 /** How long past the ack timeout the owner waits for a holder's answer (the holder's own timer answers first). */
@@ -26,6 +26,8 @@ export interface PeerAddress {
 interface InFlight {
   subscriptionId: string;
   finish(outcome: StreamOutcome): void;
+  /** The holder's client extended the delivery's deadline. */
+  extend?(deadlineMs: number): void;
 }
 
 /**
@@ -63,8 +65,8 @@ export class PeerChannels {
     return this.peerOf(to).request((id) => ({ type: 'disconnect', id, subscriptionId, clientId }), subscriptionId);
   }
 
-  /** Hands `to` a client's answer for a delivery; true when it held the delivery and settled it. */
-  settle(to: PeerAddress, subscriptionId: string, deliveryId: string, outcome: ClientAnswer): Promise<boolean> {
+  /** Hands `to` a client's answer (or extension) for a delivery; true when it held the delivery. */
+  settle(to: PeerAddress, subscriptionId: string, deliveryId: string, outcome: ClientAction): Promise<boolean> {
     return this.peerOf(to).request((id) => ({ type: 'settle', id, subscriptionId, deliveryId, outcome }), subscriptionId);
   }
 
@@ -141,10 +143,15 @@ class Peer {
         withdraw();
         finish({ kind: 'gone' });
       };
-      const timer = setTimeout(() => {
+      const expire = () => {
         withdraw();
         finish({ kind: 'timeout' });
-      }, message.ackTimeoutMs + ANSWER_SLACK_MS);
+      };
+      let timer = setTimeout(expire, message.ackTimeoutMs + ANSWER_SLACK_MS);
+      const extend = (deadlineMs: number) => {
+        clearTimeout(timer);
+        timer = setTimeout(expire, deadlineMs + ANSWER_SLACK_MS);
+      };
       const finish = (outcome: StreamOutcome) => {
         if (!this.pending.delete(id)) return;
         clearTimeout(timer);
@@ -154,7 +161,7 @@ class Peer {
         else this.perSubscription.delete(target.id);
         resolve(outcome);
       };
-      this.pending.set(id, { subscriptionId: target.id, finish });
+      this.pending.set(id, { subscriptionId: target.id, finish, extend });
       this.perSubscription.set(target.id, (this.perSubscription.get(target.id) ?? 0) + 1);
       signal?.addEventListener('abort', onAbort, { once: true });
       sendInTurn(socket, JSON.stringify(message), (error) => {
@@ -251,8 +258,9 @@ class Peer {
     }, HEARTBEAT_MS);
     this.heartbeat.unref();
     socket.on('message', (raw) => {
-      const answer = parseHolderMessage(String(raw));
-      if (answer) this.pending.get(answer.id)?.finish(answer.outcome);
+      const message = parseHolderMessage(String(raw));
+      if (message?.type === 'answer') this.pending.get(message.id)?.finish(message.outcome);
+      else if (message?.type === 'extend') this.pending.get(message.id)?.extend?.(message.deadlineMs);
     });
     socket.on('error', (e) => this.log.warn({ holder: this.holder, error: e.message }, 'stream channel error'));
     socket.on('close', () => {

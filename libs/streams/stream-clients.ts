@@ -1,10 +1,9 @@
 import { ErrorCode, EventMeshError } from '../errors';
 import { createLogger } from '../logging';
 import type { StreamPresenceStore } from '../storage';
-import type { ClientAnswer } from './cluster-channel';
 import type { PeerChannels } from './peer-channels';
 import { PRESENCE_FRESH_MS } from './stream-presence';
-import type { StreamClientView, StreamHub } from './stream-hub';
+import type { ClientAction, StreamClientView, StreamHub } from './stream-hub';
 
 /** A connected stream client as an operator sees it: where it is held, and its flow-control state. */
 export interface ClusterClientView extends StreamClientView {
@@ -70,8 +69,8 @@ export class StreamClients {
    * one settles it). False when none holds it: unknown, stale (settled already, timed out, its client gone), or held
    * by a process that cannot be reached.
    */
-  async answer(subscriptionId: string, deliveryId: string, outcome: ClientAnswer): Promise<boolean> {
-    if (this.hub.subscriptionOf(deliveryId) !== undefined) return this.hub.subscriptionOf(deliveryId) === subscriptionId && this.hub.answer(deliveryId, outcome);
+  async answer(subscriptionId: string, deliveryId: string, outcome: ClientAction): Promise<boolean> {
+    if (this.hub.subscriptionOf(deliveryId) !== undefined) return this.hub.act(subscriptionId, deliveryId, outcome);
     const rows = (await this.presence.clientsOf(subscriptionId, PRESENCE_FRESH_MS)).filter((r) => r.holder !== this.me.holder && r.clients.length > 0);
     const settled = await Promise.all(rows.map((r) => this.peers.settle({ holder: r.holder, address: r.address }, subscriptionId, deliveryId, outcome)));
     return settled.includes(true);

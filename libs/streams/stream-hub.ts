@@ -12,6 +12,15 @@ export type StreamOutcome =
   | { kind: 'timeout' }
   | { kind: 'gone' };
 
+/**
+ * What a client may send for a delivery it holds: an answer that settles it, or `extend`, which sets its ack
+ * deadline to `deadlineMs` from now (a handler that needs longer than the ack timeout keeps its delivery).
+ */
+export type ClientAction = Extract<StreamOutcome, { kind: 'ack' | 'nack' | 'reject' }> | { kind: 'extend'; deadlineMs: number };
+
+/** The longest a client may set a delivery's ack deadline to, from now (the most a subscription's ack timeout is). */
+export const MAX_ACK_DEADLINE_MS = 3_600_000;
+
 export interface StreamDelivery {
   deliveryId: string;
   frame: EventFrame;
@@ -51,6 +60,9 @@ interface Pending {
   member: StreamMember;
   resolve(outcome: StreamOutcome): void;
   timer: NodeJS.Timeout;
+  /** Times the delivery out; `extend` sets it again. */
+  expire(): void;
+  extended?(deadlineMs: number): void;
 }
 
 export type StreamPolicy = 'LOAD_BALANCE' | 'BROADCAST' | 'MULTICAST';
@@ -73,6 +85,8 @@ export interface DeliverOptions {
    * forwarded delivery the owner withdrew, or whose channel closed.
    */
   withdrawOnAbort?: boolean;
+  /** Told when the client extends a delivery's deadline (a forwarded delivery: the owner waits as long). */
+  onExtend?(deadlineMs: number): void;
 }
 
 /** How many clients of a subscription are connected here, their windows added up, and the deliveries they hold. */
@@ -184,6 +198,25 @@ export class StreamHub implements StreamDeliverer {
     return this.settle(deliveryId, outcome);
   }
 
+  /**
+   * Sets a pending delivery's ack deadline to `deadlineMs` from now (its ack timeout starts again, with that length);
+   * false when the id is unknown here or already settled.
+   */
+  extend(deliveryId: string, deadlineMs: number): boolean {
+    const p = this.pending.get(deliveryId);
+    if (!p) return false;
+    clearTimeout(p.timer);
+    p.timer = setTimeout(p.expire, deadlineMs);
+    p.extended?.(deadlineMs);
+    return true;
+  }
+
+  /** What a client sent for a delivery of `subscriptionId`: false when no such delivery is pending here. */
+  act(subscriptionId: string, deliveryId: string, action: ClientAction): boolean {
+    if (this.subscriptionOf(deliveryId) !== subscriptionId) return false;
+    return action.kind === 'extend' ? this.extend(deliveryId, action.deadlineMs) : this.answer(deliveryId, action);
+  }
+
   /** Which subscription a pending delivery belongs to, if it is pending. */
   subscriptionOf(deliveryId: string): string | undefined {
     return this.pending.get(deliveryId)?.member.subscriptionId;
@@ -193,7 +226,7 @@ export class StreamHub implements StreamDeliverer {
     const config = subscription.config as { policy?: StreamPolicy; ackTimeoutMs?: number };
     const ackTimeoutMs = ackTimeoutOf(subscription);
     const nobody = () => options.onlyIfConnected === true && this.connected(subscription.id) === 0;
-    const send = (m: StreamMember) => this.send(m, frame, ackTimeoutMs, options.epoch ?? this.epoch, options.withdrawOnAbort ? signal : undefined);
+    const send = (m: StreamMember) => this.send(m, frame, ackTimeoutMs, options.epoch ?? this.epoch, options.withdrawOnAbort ? signal : undefined, options.onExtend);
     if (config.policy === 'BROADCAST' || config.policy === 'MULTICAST') {
       // MULTICAST: the connected clients whose filter matches; when none does, the event is nobody's and settled.
       const wanted = config.policy === 'MULTICAST' ? (m: StreamMember) => m.filter?.matches(frame) ?? true : () => true;
@@ -206,13 +239,20 @@ export class StreamHub implements StreamDeliverer {
     return send(member);
   }
 
-  private send(member: StreamMember, frame: EventFrame, ackTimeoutMs: number, epoch: number, cancel?: AbortSignal): Promise<StreamOutcome> {
+  private send(
+    member: StreamMember,
+    frame: EventFrame,
+    ackTimeoutMs: number,
+    epoch: number,
+    cancel?: AbortSignal,
+    extended?: (deadlineMs: number) => void,
+  ): Promise<StreamOutcome> {
     const deliveryId = `${epoch}.${this.nonce}.${++this.sequence}`;
     return new Promise<StreamOutcome>((resolve) => {
-      const timer = setTimeout(() => {
+      const expire = () => {
         if (this.settle(deliveryId, { kind: 'timeout' })) member.expired?.(deliveryId);
-      }, ackTimeoutMs);
-      this.pending.set(deliveryId, { member, resolve, timer });
+      };
+      this.pending.set(deliveryId, { member, resolve, timer: setTimeout(expire, ackTimeoutMs), expire, extended });
       if (cancel) {
         const onAbort = () => this.settle(deliveryId, { kind: 'gone' });
         if (cancel.aborted) return onAbort();

@@ -37,20 +37,26 @@ abstract class StreamClient {
 
 class WsClient extends StreamClient {
   private socket!: WebSocket;
+  /** The server's `answered` messages, in order: a delivery id and whether its answer (or extension) was accepted. */
+  readonly answered: { deliveryId: string; accepted: boolean }[] = [];
   static async open(api: string, sub: string, window = 5): Promise<WsClient> {
     const client = new WsClient(api, sub);
     client.socket = new WebSocket(`${api.replace('http', 'ws')}/subscriptions/${sub}/ws?window=${window}`);
     client.socket.on('message', (m) => {
       const message = JSON.parse(String(m)) as Delivery & { type: string };
       if (message.type === 'event') client.take(message);
+      if (message.type === 'answered') client.answered.push({ deliveryId: message.deliveryId, accepted: (message as unknown as { accepted: boolean }).accepted });
     });
     client.socket.on('error', () => undefined);
     await new Promise<void>((resolve, reject) => client.socket.once('open', () => resolve()).once('error', reject));
     return client;
   }
   ack(d: Delivery): Promise<void> {
-    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify({ type: 'ack', deliveryId: d.deliveryId }));
+    this.send({ type: 'ack', deliveryId: d.deliveryId });
     return Promise.resolve();
+  }
+  send(message: Record<string, unknown>): void {
+    if (this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify(message));
   }
   close(): void {
     this.socket.terminate();
@@ -261,6 +267,28 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     expect([stale.status, await stale.json()]).toEqual([409, expect.objectContaining({ code: 'UNKNOWN_DELIVERY', deliveryId: again.deliveryId })]);
     const after = (await (await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=1500&max=10`)).json()) as { deliveries: Delivery[] };
     expect(after.deliveries).toEqual([]);
+  }, 120000);
+
+  it("keeps a delivery held on A while its client extends it, past its ack timeout and the owner's wait: delivered once, its ack accepted", async () => {
+    const sub = await createStream(a.url!, topic, { ackTimeoutMs: 1000 });
+    const ws = await WsClient.open(a.url!, sub);
+    clients.push(ws);
+    ws.acking = false;
+    const [id] = await publish(a.url!, 1);
+    const held = await waitFor('the event on A', () => ws.received.find((d) => d.event.id === id), { timeoutMs: 60000 });
+    // 10 s held, extended every second to 5 s ahead: past the ack timeout (1 s), and past how long the owner (B or
+    // C) waits for a forwarded delivery's answer (the ack timeout and 5 s) unless the extensions reach it too.
+    const extensions = 10;
+    for (let i = 0; i < extensions; i++) {
+      ws.send({ type: 'extend', deliveryId: held.deliveryId, deadlineMs: 5000 });
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+    }
+    ws.send({ type: 'ack', deliveryId: held.deliveryId });
+    await waitFor('the ack answered', () => ws.answered.length === extensions + 1, { timeoutMs: 60000 });
+    expect(ws.answered).toEqual(Array.from({ length: extensions + 1 }, () => ({ deliveryId: held.deliveryId, accepted: true })));
+    // Settled by the ack: nothing comes again.
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    expect(ws.received.filter((d) => d.event.id === id)).toHaveLength(1);
   }, 120000);
 
   it('hands the unacked events of a killed client instance to a client on another instance', async () => {

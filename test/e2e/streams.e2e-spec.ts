@@ -77,6 +77,8 @@ describe('stream transports', () => {
     const id = await publish('s.nack');
     const firstDelivery = await waitFor('the event', async () => (await poll(sub, 'c2'))[0]);
     expect(firstDelivery.event.id).toBe(id);
+    // An extension settles nothing: the nack after it is accepted.
+    expect((await answer(sub, { deliveryId: firstDelivery.deliveryId, action: 'extend', deadlineMs: 60_000 })).status).toBe(200);
     expect((await answer(sub, { deliveryId: firstDelivery.deliveryId, action: 'nack', delayMs: 200 })).status).toBe(200);
     const again = await waitFor('the redelivery', async () => (await poll(sub, 'c2'))[0]);
     expect(again.event.id).toBe(id);
@@ -210,6 +212,11 @@ describe('stream transports', () => {
     expect((await fetch(`${api}/subscriptions/${id}/poll?waitMs=0`)).status).toBe(400);
     const sub = await createStream();
     expect((await answer(sub, { deliveryId: 'x', action: 'maybe' })).status).toBe(400);
+    for (const deadlineMs of [undefined, 0, 3_600_001, 1.5, '1000']) {
+      const bad = await answer(sub, { deliveryId: 'x', action: 'extend', deadlineMs });
+      expect([bad.status, await bad.json()]).toEqual([400, expect.objectContaining({ code: 'INVALID_REQUEST', field: 'deadlineMs' })]);
+    }
+    expect((await answer(sub, { deliveryId: '0.nope.1', action: 'extend', deadlineMs: 1000 })).status).toBe(409);
     expect((await answer(sub, { deliveryId: '0.nope.1', action: 'ack' })).status).toBe(409);
     expect((await fetch(`${api}/subscriptions`, { method: 'POST', headers: json, body: JSON.stringify({ protocol: 'STREAM', topic, sink: 'http://x' }) })).status).toBe(400);
   });

@@ -53,9 +53,10 @@ export const ackAnswerSchema = z.union([ackResultSchema, z.array(ackResultSchema
 /** One answer to a stream delivery (`POST /subscriptions/{id}/acks`, also in an array). */
 export const ackBodySchema = z.object({
   deliveryId: z.string().min(1),
-  action: z.enum(['ack', 'nack', 'reject']),
+  action: z.enum(['ack', 'nack', 'reject', 'extend']),
   delayMs: z.number().int().min(0).max(3600000).optional().describe('nack: when to retry (1000 when absent)'),
   reason: z.string().optional().describe('reject: why (first 500 characters kept)'),
+  deadlineMs: z.number().int().min(1).max(3600000).optional().describe("extend (required there): the delivery's ack deadline, this long from now"),
 });
 
 export const replyAnswerSchema = z.object({ correlationId: z.string(), delivered: z.literal(true) }).strict();

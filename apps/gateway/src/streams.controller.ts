@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { CompiledFilter, compileFilters } from '../../../libs/filter';
 import { frameToStructured } from '../../../libs/frame';
-import { assertStreamHere, ClientAnswer, PollConsumers, StreamClients, StreamDelivery, StreamHub, writeInTurn } from '../../../libs/streams';
+import { assertStreamHere, ClientAction, MAX_ACK_DEADLINE_MS, PollConsumers, StreamClients, StreamDelivery, StreamHub, writeInTurn } from '../../../libs/streams';
 import type { Caller } from '../../../libs/security';
 import { SubscriptionService, subscriptionNotFound } from '../../../libs/subscriptions';
 import { CallerParam, GateRoute } from './gate-route';
@@ -24,6 +24,7 @@ export interface Answer {
   action?: unknown;
   delayMs?: unknown;
   reason?: unknown;
+  deadlineMs?: unknown;
 }
 
 export function intParam(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
@@ -144,7 +145,8 @@ export class StreamsController {
   }
 
   /**
-   * Answers for deliveries: `{ deliveryId, action: "ack" | "nack" | "reject", delayMs?, reason? }`, or an array of
+   * Answers for deliveries: `{ deliveryId, action: "ack" | "nack" | "reject", delayMs?, reason? }`, or `extend`
+   * with `deadlineMs` (the delivery's ack deadline set to that long from now, settling nothing), or an array of
    * them, posted to any instance: one held by another gateway process is handed to it (stream-clients.ts). An id no
    * process holds (unknown, already settled: a stale answer) is refused: 409 for a single answer, `accepted: false`
    * in a list. A subscription the caller's tenant has not is 404 before any answer is looked at.
@@ -187,7 +189,7 @@ export class StreamsController {
 }
 
 /** An answer's action as the hub's outcome; a 400 for an unknown action or a bad delay. */
-export function outcomeOf(a: Answer, index: number): ClientAnswer {
+export function outcomeOf(a: Answer, index: number): ClientAction {
   switch (a.action) {
     case 'ack':
       return { kind: 'ack' };
@@ -200,7 +202,14 @@ export function outcomeOf(a: Answer, index: number): ClientAnswer {
     }
     case 'reject':
       return { kind: 'reject', reason: typeof a.reason === 'string' ? a.reason.slice(0, 500) : 'rejected' };
+    case 'extend': {
+      const deadlineMs = a.deadlineMs;
+      if (typeof deadlineMs !== 'number' || !Number.isInteger(deadlineMs) || deadlineMs < 1 || deadlineMs > MAX_ACK_DEADLINE_MS) {
+        throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: extend needs deadlineMs, an integer from 1 to ${MAX_ACK_DEADLINE_MS}`, { field: 'deadlineMs', index });
+      }
+      return { kind: 'extend', deadlineMs };
+    }
     default:
-      throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: action must be ack, nack or reject`, { field: 'action', index });
+      throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: action must be ack, nack, reject or extend`, { field: 'action', index });
   }
 }

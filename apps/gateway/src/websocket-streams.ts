@@ -26,7 +26,7 @@ const admissions = new WeakMap<object, Admission>();
 /**
  * The WebSocket stream transport, `GET /subscriptions/{id}/ws?window=N`. The server sends
  * `{"type":"event","deliveryId","event"}`; the client answers `{"type":"ack"|"nack"|"reject","deliveryId",
- * "delayMs"?,"reason"?}` and hears `{"type":"answered","deliveryId","accepted"}` (false for an unknown or stale
+ * "delayMs"?,"reason"?}` (or extends a delivery's ack deadline, `{"type":"extend","deliveryId","deadlineMs"}`) and hears `{"type":"answered","deliveryId","accepted"}` (false for an unknown or stale
  * id) or `{"type":"error","code","message"}`. The handshake passes the request gate and the same checks as the
  * other transports (another tenant's subscription is 404 like a missing one), and fails as plain HTTP in the
  * runtime's error shape.
@@ -42,7 +42,7 @@ export async function registerWebSocketStreams(
     {
       websocket: true,
       config: apiRouteConfig({
-        summary: 'WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject",deliveryId}`',
+        summary: 'WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject"|"extend",deliveryId}`',
         tags: ['subscriptions'],
         params: { id: 'a STREAM subscription id' },
         query: z.object({
@@ -93,14 +93,14 @@ export async function registerWebSocketStreams(
       };
       deps.hub.connect(member);
       socket.on('message', (raw) => {
-        let message: { type?: unknown; deliveryId?: unknown; delayMs?: unknown; reason?: unknown };
+        let message: { type?: unknown; deliveryId?: unknown; delayMs?: unknown; reason?: unknown; deadlineMs?: unknown };
         try {
           message = JSON.parse(String(raw)) as typeof message;
           if (typeof message.deliveryId !== 'string') {
             throw new EventMeshError(ErrorCode.InvalidRequest, 'deliveryId is required', { field: 'deliveryId' });
           }
           const outcome = outcomeOf({ ...message, action: message.type }, 0);
-          const accepted = deps.hub.subscriptionOf(message.deliveryId) === subscriptionId && deps.hub.answer(message.deliveryId, outcome);
+          const accepted = deps.hub.act(subscriptionId, message.deliveryId, outcome);
           sendInTurn(socket, JSON.stringify({ type: 'answered', deliveryId: message.deliveryId, accepted }));
         } catch (e) {
           const { body } = toHttpError(e instanceof SyntaxError ? new EventMeshError(ErrorCode.MalformedJson, 'message is not valid JSON') : e);
