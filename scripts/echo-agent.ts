@@ -4,7 +4,7 @@ import { BenchEchoAgent } from '../bench/a2a-echo-agent';
 const USAGE = 'usage: npm run agent:echo [-- --port 9000] [--name echo] [--answers FILE]';
 
 /**
- * `npm run agent:echo [-- --port 9000]`: an A2A agent to try the broker with (README, "An A2A agent"): the echo agent
+ * `npm run agent:echo [-- --port 9000]`: an A2A agent to try the broker with (docs/a2a.md, "Try it"): the echo agent
  * of `npm run bench:a2a`, an A2A v1.0 JSON-RPC server built from `@a2a-js/sdk`'s own server classes, on loopback.
  * Each task it is sent completes at once with an artifact holding the text it was sent. Its card is at
  * `/.well-known/agent-card.json`. Ctrl-C stops it. `--name` names its card (`echo`); `--answers FILE` appends each
