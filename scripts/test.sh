@@ -84,6 +84,7 @@ lane1() {
   own_servers 1 "${lane1_env[@]}"
   step "type-check" npm run --silent typecheck
   step "lint" npm run --silent lint
+  step "boundaries" npm run --silent lint:boundaries
   step "compose file" npm run --silent docker:check
   step "unit tier" jest_lane unit --selectProjects unit
   servers_ready 1 || return 0
@@ -104,6 +105,7 @@ serial() {
   step "servers" bash scripts/infra.sh start all
   step "type-check" npm run --silent typecheck
   step "lint" npm run --silent lint
+  step "boundaries" npm run --silent lint:boundaries
   step "compose file" npm run --silent docker:check
   step "all tiers" jest_lane all
 }
