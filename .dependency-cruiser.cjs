@@ -1,12 +1,15 @@
 // Boundary lint (`npm run lint:boundaries`, docs/architecture.md#boundaries). A "unit" is a top-level folder
-// (workflows, activities, scripts, bench) or one folder of apps/, libs/ or packages/. The layers, from the top:
+// (contracts, workflows, activities, scripts, bench) or one folder of apps/, libs/ or packages/. The layers, from the top:
 //
 //   scripts, bench            entry points: may import anything below
 //   apps/instance             composes the other two apps
 //   apps/gateway, apps/worker may import libs, activities and workflows
-//   activities                may import libs and the Temporal contracts, never a workflow
-//   libs                      may import other libs (through their index.ts), never apps, activities or workflows
-//   workflows                 deterministic code for the Temporal sandbox: imports nothing of this tree outside it
+//   activities                may import libs and contracts, never a workflow
+//   libs                      may import other libs (through their index.ts) and contracts; never apps, activities
+//                             or workflows
+//   workflows                 deterministic code for the Temporal sandbox: imports contracts only
+//   contracts                 the Temporal contracts (names, signals, queries, updates, search attributes, inputs,
+//                             results, activity interfaces): import nothing of this tree
 //   packages/*                client packages: import nothing of the server
 //
 // Type-only imports count everywhere (tsPreCompilationDeps): a type import is a dependency a reader has to follow.
@@ -15,7 +18,7 @@
 // a violation not listed there. Regenerate the list when a restructuring step removes some:
 //   npx depcruise-baseline --config .dependency-cruiser.cjs .
 const UNIT = '((?:apps|libs|packages)/[^/]+|[^/]+)';
-const UNIT_FOLDER = '((apps|libs|packages)/[^/]+|workflows|activities|scripts|bench)';
+const UNIT_FOLDER = '((apps|libs|packages)/[^/]+|contracts|workflows|activities|scripts|bench)';
 
 /** @type {import('dependency-cruiser').IConfiguration} */
 module.exports = {
@@ -47,13 +50,20 @@ module.exports = {
       to: { path: '^libs/[^/]+/', pathNot: ['^$1/', '^libs/[^/]+/index\\.ts$'] },
     },
     {
-      name: 'workflows-import-only-workflows',
+      name: 'workflows-import-only-contracts',
       comment:
-        'Workflow code is bundled for the Temporal sandbox and replayed: it imports nothing of this tree outside ' +
-        'workflows/ (npm packages are checked by eslint.config.mjs).',
+        'Workflow code is bundled for the Temporal sandbox and replayed: it imports nothing of this tree but ' +
+        'contracts/ (npm packages are checked by eslint.config.mjs).',
       severity: 'error',
       from: { path: '^workflows/' },
       to: { path: '^(apps|libs|activities|packages|scripts|bench|test)/' },
+    },
+    {
+      name: 'contracts-import-nothing',
+      comment: 'The Temporal contracts are the bottom layer, imported by workflows, activities, libs and apps.',
+      severity: 'error',
+      from: { path: '^contracts/' },
+      to: { path: '^(apps|libs|workflows|activities|packages|scripts|bench|test)/' },
     },
     {
       name: 'only-apps-import-workflows',
@@ -88,7 +98,7 @@ module.exports = {
       name: 'nothing-imports-entry-points',
       comment: 'scripts/, bench/ and test/ sit on top: no server or client code imports them.',
       severity: 'error',
-      from: { path: '^(apps|libs|workflows|activities|packages)/' },
+      from: { path: '^(apps|libs|contracts|workflows|activities|packages)/' },
       to: { path: '^(scripts|bench|test)/' },
     },
     {
@@ -96,7 +106,7 @@ module.exports = {
       comment: 'A client package is published on its own: it imports nothing of the server.',
       severity: 'error',
       from: { path: '^packages/' },
-      to: { path: '^(apps|libs|workflows|activities|scripts|bench|test)/' },
+      to: { path: '^(apps|libs|contracts|workflows|activities|scripts|bench|test)/' },
     },
     {
       name: 'packages-apart',
@@ -114,7 +124,7 @@ module.exports = {
     },
   ],
   options: {
-    includeOnly: '^(apps|libs|packages|workflows|activities|scripts|bench)/',
+    includeOnly: '^(apps|libs|packages|contracts|workflows|activities|scripts|bench)/',
     doNotFollow: { path: 'node_modules' },
     exclude: { path: ['(^|/)test/', '\\.(e2e-)?spec\\.ts$', '(^|/)dist/', '(^|/)node_modules/'] },
     tsPreCompilationDeps: true,

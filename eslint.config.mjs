@@ -22,7 +22,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['workflows/**/*.ts'],
+    files: ['workflows/**/*.ts', 'contracts/**/*.ts'],
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',

@@ -8,7 +8,7 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import { Assignment, assignPartitions, movedPartitions, parsePartitionKey, PartitionKey, partitionKeyOf } from './assignment';
+import { Assignment, assignPartitions, movedPartitions } from './assignment';
 import {
   assignmentQuery,
   AssignmentView,
@@ -18,10 +18,13 @@ import {
   joinSignal,
   leaveSignal,
   moveUpdate,
+  PartitionKey,
+  partitionKeyOf,
   PartitionMove,
+  parsePartitionKey,
   partitionWorkflowIdOf,
   searchAttributes,
-} from './ownership.definitions';
+} from '../contracts';
 import { partitionWorkflow } from './partition.workflow';
 
 /**

@@ -1,8 +1,7 @@
 import { ActivityFailure } from '@temporalio/common';
 import { getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { OwnershipActivities } from '../activities';
-import type { PartitionKey } from './assignment';
-import { COORDINATOR_WORKFLOW_ID, instanceTaskQueueOf, joinSignal, leaveSignal, LeaveNotice, rejoinSignal } from './ownership.definitions';
+import type { OwnershipActivities } from '../contracts';
+import { COORDINATOR_WORKFLOW_ID, instanceTaskQueueOf, joinSignal, leaveSignal, LeaveNotice, PartitionKey, rejoinSignal } from '../contracts';
 
 /**
  * One per live instance in PARTITION_OWNED_PULL, id `instance/<instanceId>`, on the shared control queue. It joins

@@ -22,7 +22,7 @@ import type { RequestHandoff } from './request-handoff';
 import type { TaskEventPublisher } from './task-event-publisher';
 import type { TaskSettlements } from './task-settlements';
 import type { StoredTask } from './task-store';
-import type { TaskIds } from './task-relay';
+import type { TaskIds } from '../../contracts';
 
 /** How long a continuing turn waits for the run of the turn before to end (it settled, and is returning). */
 const RUN_ENDING_WAIT_MS = 5000;
