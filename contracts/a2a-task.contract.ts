@@ -138,3 +138,9 @@ export interface A2ATaskActivities {
   purgeExpiredTasks(input: { retentionDays: number }): Promise<number>;
   failTask(input: TaskIds & { reason: string }): Promise<TaskStep>;
 }
+
+/** The A2A task workflows' types and signatures: a client starts them by these names, without their code. */
+export const A2A_TASK_WORKFLOW = 'a2aTaskWorkflowV2';
+export type A2ATaskWorkflow = (input: A2ATaskInput) => Promise<TaskStateName>;
+export const A2A_TASK_CANCEL_WORKFLOW = 'a2aTaskCancelWorkflow';
+export type A2ATaskCancelWorkflow = (input: A2ATaskCancelInput) => Promise<TaskStateName>;

@@ -76,6 +76,10 @@ export interface DlqReplayProgress {
   requestedAt: string;
 }
 
+/** The replay workflow's type and signature: a client starts it by this name, without its code. */
+export const DLQ_REPLAY_WORKFLOW = 'dlqReplayWorkflow';
+export type DlqReplayWorkflow = (input: DlqReplayInput) => Promise<DlqReplayProgress>;
+
 export const dlqReplayProgressQuery = defineQuery<DlqReplayProgress>('progress');
 /** Stops the replay after the batch in flight (a few seconds at most): what it delivered stays delivered. */
 export const cancelDlqReplaySignal = defineSignal('cancel');

@@ -42,6 +42,32 @@ export const searchAttributes = {
 
 // --- coordinator -------------------------------------------------------------------------------------------
 
+/** Owner per partition; `undefined` when no instance is eligible. */
+export type Assignment = Record<PartitionKey, string | undefined>;
+
+export interface CoordinatorInput {
+  leaseTtlMs: number;
+  runMs: number;
+  state?: CoordinatorState;
+  /** History length after which it continues as new (default 2,000). */
+  maxHistoryEvents?: number;
+}
+
+export interface CoordinatorState {
+  members: Record<string, { leaseRunId: string }>;
+  drained: string[];
+  pins: Record<PartitionKey, string>;
+  partitions: PartitionKey[];
+  assignment: Assignment;
+  /** Partitions whose workflow this coordinator started (it is signalled from then on). */
+  started: PartitionKey[];
+  generation: number;
+}
+
+/** The coordinator workflow's type and signature: a client starts it by this name, without its code. */
+export const COORDINATOR_WORKFLOW = 'coordinatorWorkflow';
+export type CoordinatorWorkflow = (input: CoordinatorInput) => Promise<void>;
+
 export interface JoinRequest {
   instanceId: string;
   /** The run of `instance/<instanceId>` that holds this membership; a leave from another run is ignored. */
@@ -156,3 +182,16 @@ export interface OwnershipActivities {
   holdInstanceLease(input: { instanceId: string }): Promise<{ stoppedBy: 'shutdown' | 'cancelled' }>;
   pollPartition(input: PollPartitionInput): Promise<PollPartitionResult>;
 }
+
+// --- instance lease ----------------------------------------------------------------------------------------
+
+export interface InstanceLeaseInput {
+  instanceId: string;
+  leaseTtlMs: number;
+  /** The partitions this instance serves; absent in runs started before the workflow joined by itself. */
+  partitions?: PartitionKey[];
+}
+
+/** The instance-lease workflow's type and signature: a client starts it by this name, without its code. */
+export const INSTANCE_LEASE_WORKFLOW = 'instanceLeaseWorkflow';
+export type InstanceLeaseWorkflow = (input: InstanceLeaseInput) => Promise<LeaveNotice>;

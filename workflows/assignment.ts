@@ -1,4 +1,4 @@
-import type { PartitionKey } from '../contracts';
+import type { Assignment, PartitionKey } from '../contracts';
 
 /**
  * The partition assignment of PARTITION_OWNED_PULL, as a pure function the coordinator workflow calls (so it is
@@ -20,9 +20,6 @@ export interface AssignmentInput {
   /** Operator moves: a partition that must stay with a named instance while that instance is eligible. */
   pins?: Record<PartitionKey, string>;
 }
-
-/** Owner per partition; `undefined` when no instance is eligible. */
-export type Assignment = Record<PartitionKey, string | undefined>;
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 

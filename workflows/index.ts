@@ -8,6 +8,5 @@ export * from './a2a-task.workflow';
 export * from './dlq-replay.workflow';
 export * from './dlq-retention.workflow';
 export * from './a2a-task-retention.workflow';
-// The Temporal contracts, for the code outside workflows/ that still imports them from here: apps, and libs/a2a,
-// libs/ownership and libs/dead-letters (known violations of the boundary lint, docs/architecture.md#boundaries).
+// The Temporal contracts, for the apps and tests that still import them from here.
 export * from '../contracts';
