@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NotATaskFrame, RequestRecordGone, TaskChangeNotices, type A2AState, type FirstAttempts, type PushOutcome, type TaskChangeSignals, type TaskIds, type TaskPusher, type TaskRelay } from '../libs/a2a';
-import type { CancelOutcome, TaskRequestRecord, TaskStep } from '../workflows/a2a-task.definitions';
+import { NotATaskFrame, RequestRecordGone, TaskChangeNotices, type FirstAttempts, type TaskChangeSignals, type TaskPusher, type TaskRelay } from '../libs/a2a';
+import type { A2ATaskActivities, CancelOutcome, PushOutcome, TaskIds, TaskRequestRecord, TaskStep } from '../contracts';
 
 export interface A2ATaskActivityDeps {
   relay: TaskRelay;
@@ -29,7 +29,7 @@ const HEARTBEAT_MS = 1000;
  * agent's request topic, what it answers is written to Postgres. Failures to reach the agent, Kafka or Postgres are
  * thrown for Temporal to retry (within the task's timeout).
  */
-export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
+export function createA2ATaskActivities(deps: A2ATaskActivityDeps): A2ATaskActivities {
   return {
     async deliverTask(input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; turn?: number }): Promise<TaskStep> {
       const ctx = Context.current();
@@ -83,11 +83,9 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps) {
       return deps.purgeExpiredTasks(input.retentionDays);
     },
 
-    async failTask(input: TaskIds & { reason: string }): Promise<{ state: A2AState }> {
+    async failTask(input: TaskIds & { reason: string }): Promise<TaskStep> {
       const { reason, ...ids } = input;
       return { state: (await deps.relay.fail(ids, reason)).state };
     },
   };
 }
-
-export type A2ATaskActivities = ReturnType<typeof createA2ATaskActivities>;

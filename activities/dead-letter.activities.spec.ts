@@ -2,7 +2,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { WebhookResult } from '../libs/delivery/webhook-sender';
 import type { EventFrame } from '../libs/frame';
 import type { ClaimedBatch, ReplayScope, SubscriptionEntity } from '../libs/storage';
-import { createDeadLetterActivities, REPLAY_BATCH_INTERRUPTED, ReplayBatchInput } from './dead-letter.activities';
+import { REPLAY_BATCH_INTERRUPTED, type ReplayBatchInput } from '../contracts';
+import { createDeadLetterActivities } from './dead-letter.activities';
 
 interface Row {
   id: number;

@@ -3,31 +3,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { WebhookResult } from '../libs/delivery/webhook-sender';
 import { messageIdOf } from '../libs/delivery/failure-policy';
 import { EventFrame, frameFromAttributes } from '../libs/frame';
-import type { ClaimedBatch, ClaimedLetter, DeadLetterReplayStore, ReplaySelection, SubscriptionEntity } from '../libs/storage';
-
-export interface ReplayBatchInput {
-  replayId: string;
-  subscriptionId: string;
-  selection: ReplaySelection;
-  upToId: string;
-  /** The batch starts after this letter id. */
-  afterId: string;
-  limit: number;
-  ratePerSecond: number;
-}
-
-export interface ReplayBatchResult {
-  /** The last letter id this batch covered; absent when it covered none. */
-  lastId?: string;
-  /** No letter of the replay is left after `lastId`. */
-  done: boolean;
-  /** Letters of the batch delivered (and marked) by this replay. */
-  replayed: number;
-  /** Letters of the batch whose replay failed: still dead letters, with the new error. */
-  failed: number;
-  /** Letters of the batch another replay held. */
-  heldElsewhere: number;
-}
+import type { ClaimedBatch, ClaimedLetter, DeadLetterReplayStore, SubscriptionEntity } from '../libs/storage';
+import { REPLAY_BATCH_INTERRUPTED, type DeadLetterActivities, type ReplayBatchInput, type ReplayBatchResult } from '../contracts';
 
 export interface DeadLetterActivityDeps {
   replays: Pick<DeadLetterReplayStore, 'claim' | 'markReplayed' | 'markFailed' | 'release' | 'countIn'>;
@@ -43,9 +20,6 @@ export interface DeadLetterActivityDeps {
   shutdownSignal: AbortSignal;
 }
 
-/** The failure type of a batch stopped by its instance's shutdown: retried, on another worker if there is one. */
-export const REPLAY_BATCH_INTERRUPTED = 'ReplayBatchInterrupted';
-
 /**
  * The dead-letter activities: one batch of a replay (dlq-replay workflow), and one retention purge (dlq-retention
  * schedule). A batch claims its letters, sends them one at a time, paced at the replay's rate, through the
@@ -54,7 +28,7 @@ export const REPLAY_BATCH_INTERRUPTED = 'ReplayBatchInterrupted';
  * error). It heartbeats the last letter done, so a retried attempt resumes after it; the counts it returns are
  * read back from Postgres for its whole id range, so a crash and a retry never count a letter twice.
  */
-export function createDeadLetterActivities(deps: DeadLetterActivityDeps) {
+export function createDeadLetterActivities(deps: DeadLetterActivityDeps): DeadLetterActivities {
   return {
     async replayDeadLetters(input: ReplayBatchInput): Promise<ReplayBatchResult> {
       const ctx = Context.current();
@@ -110,8 +84,6 @@ export function createDeadLetterActivities(deps: DeadLetterActivityDeps) {
     },
   };
 }
-
-export type DeadLetterActivities = ReturnType<typeof createDeadLetterActivities>;
 
 /** One letter to its subscription; a letter that holds no event (a record that was not one) cannot be sent. */
 async function send(deps: DeadLetterActivityDeps, subscription: SubscriptionEntity, letter: ClaimedLetter, signal: AbortSignal): Promise<WebhookResult> {

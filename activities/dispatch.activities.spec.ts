@@ -3,7 +3,8 @@ import { MockActivityEnvironment } from '@temporalio/testing';
 import type { EntityManager } from 'typeorm';
 import { newProgress, type DispatchLoop, type DispatchProgress } from '../libs/delivery';
 import { StaleEpochError, WriteFence } from '../libs/storage';
-import { createDispatchActivities, DISPATCH_RUN_FENCED, type DispatchRunResult } from './dispatch.activities';
+import { DISPATCH_RUN_FENCED, type DispatchRunResult } from '../contracts';
+import { createDispatchActivities } from './dispatch.activities';
 
 /** The dispatch_runs contract (dispatch-run-store.ts): each claim takes the next epoch; renewals and writes only under the current one. */
 class FakeRuns {

@@ -1,20 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { DispatchLoop, DispatchProgress, isFenced } from '../libs/delivery';
+import { DispatchLoop, isFenced } from '../libs/delivery';
 import type { WriteFence } from '../libs/storage';
-
-export interface DispatchRunInput {
-  instanceId: string;
-  /** How long this run dispatches before it returns. */
-  runMs: number;
-}
-
-export interface DispatchRunResult extends DispatchProgress {
-  stoppedBy: 'deadline' | 'shutdown';
-}
-
-/** The failure type of an attempt whose dispatch run was fenced; retryable: the next attempt claims a newer epoch. */
-export const DISPATCH_RUN_FENCED = 'DispatchRunFenced';
+import { DISPATCH_RUN_FENCED, type DispatchActivities, type DispatchProgress, type DispatchRunInput, type DispatchRunResult } from '../contracts';
 
 export interface DispatchActivityDeps {
   instanceId: string;
@@ -44,7 +32,7 @@ export interface DispatchActivityDeps {
  * timeout ({@link stoppingCancellation}): the loop needs no Temporal, so a link to Temporal that stops answering
  * does not stop delivery.
  */
-export function createDispatchActivities(deps: DispatchActivityDeps) {
+export function createDispatchActivities(deps: DispatchActivityDeps): DispatchActivities {
   const tickMs = Math.max(100, Math.floor(deps.leaseTtlMs / 5));
   return {
     async pollAndDispatch(input: DispatchRunInput): Promise<DispatchRunResult> {
@@ -139,5 +127,3 @@ export function stoppingCancellation(ctx: Context): AbortSignal {
   else ctx.cancellationSignal.addEventListener('abort', onCancel, { once: true });
   return stop.signal;
 }
-
-export type DispatchActivities = ReturnType<typeof createDispatchActivities>;

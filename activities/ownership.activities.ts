@@ -7,11 +7,12 @@ import {
   EPOCH_BEHIND,
   FENCED,
   LEASE_RUN_ENDED,
+  OwnershipActivities,
   PartitionProgress,
   PollPartitionInput,
   PollPartitionResult,
   WRONG_INSTANCE,
-} from '../workflows/ownership.definitions';
+} from '../contracts';
 
 export interface PartitionLoopScope {
   topic: string;
@@ -53,7 +54,7 @@ export interface OwnershipActivityDeps {
  * an owner that is cut off, or was paused past the TTL, stops before a successor starts and sends nothing when it
  * wakes. Cancellation (a planned move) stops polling, settles or parks what is in flight, commits, and returns.
  */
-export function createOwnershipActivities(deps: OwnershipActivityDeps) {
+export function createOwnershipActivities(deps: OwnershipActivityDeps): OwnershipActivities {
   const beatEveryMs = Math.max(200, Math.min(1000, Math.floor(deps.leaseTtlMs / 5)));
   const windowMs = Math.floor(deps.leaseTtlMs / 2);
   /** How often a run renews its epoch in Postgres: two or more renewals per window. */
@@ -182,5 +183,3 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps) {
     },
   };
 }
-
-export type OwnershipActivities = ReturnType<typeof createOwnershipActivities>;

@@ -1,5 +1,5 @@
 import type { Client as TemporalClient } from '@temporalio/client';
-import { a2aTaskWorkflowIdOf } from '../workflows/a2a-task.definitions';
+import { a2aTaskWorkflowIdOf } from '../contracts';
 import { median } from './support';
 
 /**

@@ -81,6 +81,7 @@ with_env() { local -n settings=$1; shift; ( export "${settings[@]}"; "$@" ); }
 checks() {
   step "type-check" npm run --silent typecheck
   step "lint" npm run --silent lint
+  step "boundaries" npm run --silent lint:boundaries
   step "compose file" npm run --silent docker:check
 }
 

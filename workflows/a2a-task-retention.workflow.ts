@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { A2ATaskActivities } from '../activities';
+import type { A2ATaskActivities } from '../contracts';
 
 export interface A2ATaskRetentionInput {
   /** Tasks that ended longer ago than this many days go (EVENTMESH_AGENTS_TASK_RETENTION_DAYS of the instance that wrote the schedule). */

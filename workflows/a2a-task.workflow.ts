@@ -1,6 +1,6 @@
 import { ActivityFailure, ActivityOptions, ApplicationFailure, RetryState } from '@temporalio/common';
 import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
-import type { A2ATaskActivities } from '../activities';
+import type { A2ATaskActivities } from '../contracts';
 import {
   A2ATaskCancelInput,
   A2ATaskInput,
@@ -14,7 +14,7 @@ import {
   taskChangedSignal,
   TaskStateName,
   taskStateQuery,
-} from './a2a-task.definitions';
+} from '../contracts';
 
 const settled = (state: TaskStateName) => SETTLED_STATES.includes(state);
 /** The mesh's own steps (Postgres writes, a cancel at the agent): tried again until they succeed. */

@@ -1,3 +1,5 @@
+import type { Assignment, PartitionKey } from '../contracts';
+
 /**
  * The partition assignment of PARTITION_OWNED_PULL, as a pure function the coordinator workflow calls (so it is
  * deterministic, and unit-tested on its own).
@@ -7,16 +9,6 @@
  * the most already, so a join or a loss moves only the partitions needed to rebalance. Deterministic: the same
  * input gives the same output (ties break on names).
  */
-
-/** `topic#partition`, the key of a partition everywhere in the ownership protocol. */
-export type PartitionKey = string;
-
-export const partitionKeyOf = (topic: string, partition: number): PartitionKey => `${topic}#${partition}`;
-
-export function parsePartitionKey(key: PartitionKey): { topic: string; partition: number } {
-  const at = key.lastIndexOf('#');
-  return { topic: key.slice(0, at), partition: Number(key.slice(at + 1)) };
-}
 
 export interface AssignmentInput {
   /** Every partition to place. */
@@ -28,9 +20,6 @@ export interface AssignmentInput {
   /** Operator moves: a partition that must stay with a named instance while that instance is eligible. */
   pins?: Record<PartitionKey, string>;
 }
-
-/** Owner per partition; `undefined` when no instance is eligible. */
-export type Assignment = Record<PartitionKey, string | undefined>;
 
 const byName = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 

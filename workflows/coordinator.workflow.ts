@@ -8,21 +8,27 @@ import {
   startChild,
   workflowInfo,
 } from '@temporalio/workflow';
-import { Assignment, assignPartitions, movedPartitions, parsePartitionKey, PartitionKey, partitionKeyOf } from './assignment';
+import { assignPartitions, movedPartitions } from './assignment';
 import {
   assignmentQuery,
   AssignmentView,
   assignOwnerSignal,
+  CoordinatorInput,
+  CoordinatorState,
   controlWorkflowTaskTimeoutMs,
   drainUpdate,
   joinSignal,
   leaveSignal,
   moveUpdate,
+  partitionKeyOf,
   PartitionMove,
+  parsePartitionKey,
   partitionWorkflowIdOf,
   searchAttributes,
-} from './ownership.definitions';
+} from '../contracts';
 import { partitionWorkflow } from './partition.workflow';
+
+const MAX_HISTORY_EVENTS = 2000;
 
 /**
  * The one coordinator of PARTITION_OWNED_PULL, id `eventmesh-coordinator`. It holds the membership (instances
@@ -32,27 +38,6 @@ import { partitionWorkflow } from './partition.workflow';
  * gracefully when the old owner is alive (join, drain, operator move), at once when it is gone. Operators drain
  * an instance or move a partition through updates, which answer with the moves they caused.
  */
-export interface CoordinatorInput {
-  leaseTtlMs: number;
-  runMs: number;
-  state?: CoordinatorState;
-  /** History length after which it continues as new (default 2,000). */
-  maxHistoryEvents?: number;
-}
-
-export interface CoordinatorState {
-  members: Record<string, { leaseRunId: string }>;
-  drained: string[];
-  pins: Record<PartitionKey, string>;
-  partitions: PartitionKey[];
-  assignment: Assignment;
-  /** Partitions whose workflow this coordinator started (it is signalled from then on). */
-  started: PartitionKey[];
-  generation: number;
-}
-
-const MAX_HISTORY_EVENTS = 2000;
-
 export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void> {
   const state: CoordinatorState = input.state ?? {
     members: {},

@@ -1,5 +1,5 @@
-import { condition, continueAsNew, defineQuery, defineSignal, proxyActivities, setHandler } from '@temporalio/workflow';
-import type { DispatchActivities, DispatchRunResult } from '../activities';
+import { condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
+import { DispatchActivities, DispatchRunResult, DispatchTotals, dispatchStatusQuery, InstanceDispatchInput, pauseDispatchSignal } from '../contracts';
 
 /**
  * One per runtime instance in LOCAL_STICKY_PULL, id `dispatch/<instanceId>`, on the instance's own task queue.
@@ -8,34 +8,6 @@ import type { DispatchActivities, DispatchRunResult } from '../activities';
  * queue. Events never pass through here: the activity reports counts and the workflow keeps totals. The
  * workflow continues as new every `runsPerExecution` runs so its history stays small.
  */
-export interface InstanceDispatchInput {
-  instanceId: string;
-  leaseTtlMs: number;
-  /** How long one activity run lasts before it returns and is started again. */
-  runMs: number;
-  runsPerExecution?: number;
-  /** Carried across continue-as-new, so a pause survives it. */
-  totals?: DispatchTotals;
-  paused?: boolean;
-}
-
-export interface DispatchTotals {
-  runs: number;
-  delivered: number;
-  failedAttempts: number;
-}
-
-export interface InstanceDispatchStatus {
-  instanceId: string;
-  paused: boolean;
-  totals: DispatchTotals;
-  lastRun?: DispatchRunResult;
-}
-
-export const dispatchStatusQuery = defineQuery<InstanceDispatchStatus>('status');
-/** Operator control: stop dispatching after the current run (true) or resume (false). */
-export const pauseDispatchSignal = defineSignal<[boolean]>('pause');
-
 export async function instanceDispatchWorkflow(input: InstanceDispatchInput): Promise<void> {
   const { pollAndDispatch } = proxyActivities<DispatchActivities>({
     startToCloseTimeout: input.runMs + 4 * input.leaseTtlMs,

@@ -1,6 +1,14 @@
-import { continueAsNew, defineQuery, defineSignal, isCancellation, proxyActivities, setHandler, upsertMemo } from '@temporalio/workflow';
-import type { DeadLetterActivities, ReplayBatchResult } from '../activities';
-import type { ReplaySelection } from '../libs/storage/dead-letter-replay-store';
+import { continueAsNew, isCancellation, proxyActivities, setHandler, upsertMemo } from '@temporalio/workflow';
+import {
+  cancelDlqReplaySignal,
+  DeadLetterActivities,
+  DlqReplayCounts,
+  DlqReplayInput,
+  DlqReplayProgress,
+  dlqReplayProgressQuery,
+  DlqReplayState,
+  ReplayBatchResult,
+} from '../contracts';
 
 /**
  * A replay of dead letters to their subscription, id `dlq-replay/<replayId>`, on the dead-letter task queue
@@ -12,53 +20,6 @@ import type { ReplaySelection } from '../libs/storage/dead-letter-replay-store';
  * `cancel` signal stops it after the batch in flight; a cancellation from the Temporal UI stops it at once. It
  * continues as new every `batchesPerRun` batches.
  */
-export interface DlqReplayInput {
-  replayId: string;
-  subscriptionId: string;
-  selection: ReplaySelection;
-  /** The highest letter id when the replay was asked for ('0': none matched). */
-  upToId: string;
-  /** The letters it covers: dead (not replayed) and matching, when it was asked for. */
-  total: number;
-  ratePerSecond: number;
-  batchSize: number;
-  /** The batch activity's heartbeat timeout: how soon a crashed instance's batch moves to another worker. */
-  heartbeatTimeoutMs: number;
-  requestedAt: string;
-  batchesPerRun?: number;
-  /** Carried across continue-as-new. */
-  progress?: DlqReplayCounts;
-}
-
-export interface DlqReplayCounts {
-  /** The last letter id a batch covered; the next one starts after it. */
-  afterId: string;
-  replayed: number;
-  failed: number;
-  /** Letters of the replay it did not send: replayed or purged by something else first. */
-  skipped: number;
-  batches: number;
-}
-
-export type DlqReplayState = 'RUNNING' | 'COMPLETED' | 'CANCELLED';
-
-export interface DlqReplayProgress {
-  replayId: string;
-  subscriptionId: string;
-  state: DlqReplayState;
-  total: number;
-  replayed: number;
-  failed: number;
-  skipped: number;
-  remaining: number;
-  ratePerSecond: number;
-  requestedAt: string;
-}
-
-export const dlqReplayProgressQuery = defineQuery<DlqReplayProgress>('progress');
-/** Stops the replay after the batch in flight (a few seconds at most): what it delivered stays delivered. */
-export const cancelDlqReplaySignal = defineSignal('cancel');
-
 export async function dlqReplayWorkflow(input: DlqReplayInput): Promise<DlqReplayProgress> {
   const { replayDeadLetters } = proxyActivities<DeadLetterActivities>({
     startToCloseTimeout: '30m',

@@ -1,5 +1,5 @@
 import { proxyActivities } from '@temporalio/workflow';
-import type { DeadLetterActivities } from '../activities';
+import type { DeadLetterActivities } from '../contracts';
 
 export interface DlqRetentionInput {
   /** Dead letters older than this many days go (EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS of the instance that wrote the schedule). */

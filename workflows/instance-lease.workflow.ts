@@ -1,8 +1,7 @@
 import { ActivityFailure } from '@temporalio/common';
 import { getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
-import type { OwnershipActivities } from '../activities';
-import type { PartitionKey } from './assignment';
-import { COORDINATOR_WORKFLOW_ID, instanceTaskQueueOf, joinSignal, leaveSignal, LeaveNotice, rejoinSignal } from './ownership.definitions';
+import type { OwnershipActivities } from '../contracts';
+import { COORDINATOR_WORKFLOW_ID, InstanceLeaseInput, instanceTaskQueueOf, joinSignal, leaveSignal, LeaveNotice, rejoinSignal } from '../contracts';
 
 /**
  * One per live instance in PARTITION_OWNED_PULL, id `instance/<instanceId>`, on the shared control queue. It joins
@@ -12,13 +11,6 @@ import { COORDINATOR_WORKFLOW_ID, instanceTaskQueueOf, joinSignal, leaveSignal, 
  * picked up, the instance is lost: the workflow tells the coordinator and ends. A clean shutdown ends the
  * activity, and the coordinator hears `stopped`. Heartbeats do not add to the history.
  */
-export interface InstanceLeaseInput {
-  instanceId: string;
-  leaseTtlMs: number;
-  /** The partitions this instance serves; absent in runs started before the workflow joined by itself. */
-  partitions?: PartitionKey[];
-}
-
 export async function instanceLeaseWorkflow(input: InstanceLeaseInput): Promise<LeaveNotice> {
   const { holdInstanceLease } = proxyActivities<OwnershipActivities>({
     taskQueue: instanceTaskQueueOf(input.instanceId),

@@ -10,7 +10,7 @@ import {
   upsertSearchAttributes,
   workflowInfo,
 } from '@temporalio/workflow';
-import type { OwnershipActivities } from '../activities';
+import type { OwnershipActivities } from '../contracts';
 import {
   assignOwnerSignal,
   controlWorkflowTaskTimeoutMs,
@@ -21,7 +21,7 @@ import {
   PartitionStatus,
   partitionStatusQuery,
   searchAttributes,
-} from './ownership.definitions';
+} from '../contracts';
 
 /**
  * One per `topic#partition` in PARTITION_OWNED_PULL, id `partition/<topic>/<partition>`, started by the

@@ -1,8 +1,8 @@
 import type { EventFrame } from '../frame';
-import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import type { TaskIds, TaskRequestRecord } from '../../contracts';
 import type { StoredAgent } from './agent-store';
 import { FirstAttempt, FirstAttempts } from './first-attempts';
-import type { DeliveryContext, TaskIds } from './task-relay';
+import type { DeliveryContext } from './task-relay';
 import type { A2AState } from './task-states';
 import type { StoredTask } from './task-store';
 

@@ -1,8 +1,8 @@
 import type { EventFrame } from '../frame';
-import { firstAttemptTimeoutMs, type TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import { firstAttemptTimeoutMs, type TaskIds, type TaskRequestRecord } from '../../contracts';
 import type { StoredAgent } from './agent-store';
 import type { A2AState } from './task-states';
-import type { DeliveryContext, TaskIds } from './task-relay';
+import type { DeliveryContext } from './task-relay';
 import type { StoredTask } from './task-store';
 
 /** How long an attempt that ended waits to be adopted by its local activity before it is dropped. */

@@ -1,7 +1,7 @@
 import { TaskState } from '@a2a-js/sdk';
 import { TaskNotCancelableError } from '@a2a-js/sdk/errors';
 import { ServerCallContext } from '@a2a-js/sdk/server';
-import type { CancelOutcome } from '../../workflows/a2a-task.definitions';
+import type { CancelOutcome } from '../../contracts';
 import { MeshTaskHandler, MeshTaskScope } from './mesh-task-handler';
 import type { StoredTask } from './task-store';
 

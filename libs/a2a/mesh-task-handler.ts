@@ -27,7 +27,7 @@ import { A2AState, AWAITING_CLIENT, SETTLED, stateOf, TERMINAL } from './task-st
 import type { A2ATaskStore, StoredTask } from './task-store';
 import { parseLastEventId, STREAM_STATE, streamResponseOf, TaskStreams } from './task-stream';
 import type { TaskWorkflows } from './task-workflows';
-import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import type { TaskRequestRecord } from '../../contracts';
 
 type Json = Record<string, unknown>;
 type Params<M extends keyof A2ARequestHandler> = Parameters<A2ARequestHandler[M]>[0];

@@ -1,5 +1,5 @@
 import type { EventFrame } from '../frame';
-import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import type { TaskRequestRecord } from '../../contracts';
 
 /** How long a handed-off request waits for its delivery before it is dropped (the delivery then reads Kafka). */
 const HANDOFF_TTL_MS = 10_000;

@@ -1,6 +1,6 @@
 import { frameFromKafkaRecord, type EventFrame } from '../frame';
 import type { PartitionReader } from '../kafka';
-import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import type { TaskRequestRecord } from '../../contracts';
 import type { RequestHandoff } from './request-handoff';
 import type { RequestRecords } from './task-relay';
 

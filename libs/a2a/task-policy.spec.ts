@@ -1,5 +1,5 @@
 import { EventMeshError } from '../errors';
-import { DEFAULT_DELIVERY_RETRY } from '../../workflows/a2a-task.definitions';
+import { DEFAULT_DELIVERY_RETRY } from '../../contracts';
 import { TASK_POLICY_EXTENSION, taskPolicyOf } from './task-policy';
 
 const cardWith = (params: unknown, extra: unknown[] = []) => ({ capabilities: { extensions: [...extra, { uri: TASK_POLICY_EXTENSION, params }] } });

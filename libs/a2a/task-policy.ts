@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DEFAULT_DELIVERY_RETRY, DeliveryRetryPolicy } from '../../workflows/a2a-task.definitions';
+import { DEFAULT_DELIVERY_RETRY, DeliveryRetryPolicy } from '../../contracts';
 import { ErrorCode, EventMeshError } from '../errors';
 
 /**

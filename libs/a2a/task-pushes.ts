@@ -12,6 +12,7 @@ import { toWireTask } from './mesh-task-handler';
 import { PushConfigStore, PushWireVersion, StoredPushConfig } from './push-configs';
 import { PushDeadLetterStore } from './push-dead-letters';
 import { A2ATaskStore, StoredTask } from './task-store';
+import type { PushOutcome } from '../../contracts';
 
 const log = createLogger('A2APushes');
 
@@ -28,13 +29,6 @@ export interface TaskPusherOptions {
   signingSecret: string | null;
   /** The webhook deliveries' retry policy (EVENTMESH_DELIVERY_RETRY_INITIAL_MS, _MAX_MS, _MAX_ATTEMPTS). */
   retry: RetryPolicy;
-}
-
-/** What one push of a task did, per config: delivered, given up after the last attempt, or the config gone (410). */
-export interface PushOutcome {
-  delivered: number;
-  givenUp: number;
-  gone: number;
 }
 
 const serializers: Record<PushWireVersion, { serialize(r: StreamResponse, task?: never): { body: string; contentType: string } }> = {

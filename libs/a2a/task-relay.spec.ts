@@ -1,4 +1,4 @@
-import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import type { TaskRequestRecord } from '../../contracts';
 import type { AgentClients } from './agent-clients';
 import type { A2AAgentStore } from './agent-store';
 import { TaskNotRecorded, TaskRelay } from './task-relay';

@@ -3,7 +3,7 @@ import type { Client } from '@a2a-js/sdk/client';
 import { A2AError, TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
-import type { CancelOutcome, TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import type { CancelOutcome, TaskIds, TaskRequestRecord } from '../../contracts';
 import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';
 import { ParkedStreams } from './parked-streams';
@@ -32,12 +32,6 @@ export interface RequestTopicWriter {
   publish(topic: string, frame: EventFrame): Promise<unknown>;
 }
 
-
-export interface TaskIds {
-  taskId: string;
-  tenant: string;
-  agent: string;
-}
 
 export interface DeliveryContext extends FollowContext {
   /**

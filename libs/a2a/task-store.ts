@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import type { TaskRequestRecord } from '../../workflows/a2a-task.definitions';
+import type { TaskRequestRecord } from '../../contracts';
 import { DEAD_LETTER_PURGE_BATCH } from '../storage/dead-letter-store';
 import { createdEventOf, draftsOf, eventsOf, TaskVersion } from './task-events';
 import { A2AState, isLegalTransition, SETTLED } from './task-states';

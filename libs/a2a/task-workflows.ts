@@ -1,16 +1,18 @@
 import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
 import {
   A2A_TASK_QUEUE,
-  a2aTaskCancelWorkflow,
+  A2A_TASK_CANCEL_WORKFLOW,
+  A2A_TASK_WORKFLOW,
+  A2ATaskCancelWorkflow,
+  A2ATaskWorkflow,
   a2aSearchAttributes,
-  a2aTaskWorkflowV2,
   a2aTaskWorkflowIdOf,
   CancelOutcome,
   cancelTaskUpdate,
   pushConfiguredSignal,
   taskChangedSignal,
   TaskRequestRecord,
-} from '../../workflows';
+} from '../../contracts';
 import type { A2AState } from './task-states';
 import { TaskPolicy, taskPolicyOf } from './task-policy';
 import type { RegisteredCard } from './agent-card';
@@ -22,7 +24,7 @@ import type { RequestHandoff } from './request-handoff';
 import type { TaskEventPublisher } from './task-event-publisher';
 import type { TaskSettlements } from './task-settlements';
 import type { StoredTask } from './task-store';
-import type { TaskIds } from './task-relay';
+import type { TaskIds } from '../../contracts';
 
 /** How long a continuing turn waits for the run of the turn before to end (it settled, and is returning). */
 const RUN_ENDING_WAIT_MS = 5000;
@@ -125,7 +127,7 @@ export class TaskWorkflows {
     // A continuing turn: the task settled before (it asked for input), and settles anew.
     this.options.worker?.settlements.forget(task.taskId);
     const startWith = (client: Client, eager: boolean) =>
-      client.workflow.start(a2aTaskWorkflowV2, {
+      client.workflow.start<A2ATaskWorkflow>(A2A_TASK_WORKFLOW, {
         workflowId: a2aTaskWorkflowIdOf(task.taskId),
         taskQueue: A2A_TASK_QUEUE,
         args: [
@@ -273,7 +275,7 @@ export class TaskWorkflows {
    */
   async cancelEnded(task: StoredTask): Promise<CancelOutcome> {
     return this.client.workflow.executeUpdateWithStart(cancelTaskUpdate, {
-      startWorkflowOperation: new WithStartWorkflowOperation(a2aTaskCancelWorkflow, {
+      startWorkflowOperation: new WithStartWorkflowOperation<A2ATaskCancelWorkflow>(A2A_TASK_CANCEL_WORKFLOW, {
         workflowId: a2aTaskWorkflowIdOf(task.id),
         taskQueue: A2A_TASK_QUEUE,
         args: [{ taskId: task.id, tenant: task.tenant, agent: task.agent, state: task.state, callTimeoutMs: this.options.callTimeoutMs }],

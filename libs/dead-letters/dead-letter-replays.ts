@@ -6,7 +6,7 @@ import { createLogger } from '../logging';
 import { withDeadline } from '../runtime/deadline';
 import { DeadLetterReplayStore } from '../storage';
 import { DEAD_LETTER_TASK_QUEUE, dlqReplayWorkflowIdOf } from '../temporal';
-import { cancelDlqReplaySignal, DlqReplayInput, DlqReplayProgress, dlqReplayProgressQuery, dlqReplayWorkflow } from '../../workflows';
+import { cancelDlqReplaySignal, DLQ_REPLAY_WORKFLOW, DlqReplayInput, DlqReplayProgress, dlqReplayProgressQuery, DlqReplayWorkflow } from '../../contracts';
 import { parseReplayRequest } from './dead-letter-query';
 
 /** A replay as the API shows it: the workflow's progress, and where to see it in Temporal. */
@@ -76,7 +76,7 @@ export class DeadLetterReplays {
       requestedAt: input.requestedAt,
     };
     const workflowId = dlqReplayWorkflowIdOf(replayId);
-    await this.client.workflow.start(dlqReplayWorkflow, {
+    await this.client.workflow.start<DlqReplayWorkflow>(DLQ_REPLAY_WORKFLOW, {
       workflowId,
       taskQueue: DEAD_LETTER_TASK_QUEUE,
       args: [input],

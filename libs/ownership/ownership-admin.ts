@@ -14,7 +14,7 @@ import {
   PartitionStatus,
   partitionStatusQuery,
   partitionWorkflowIdOf,
-} from '../../workflows';
+} from '../../contracts';
 
 export interface PartitionView {
   topic: string;

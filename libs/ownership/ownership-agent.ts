@@ -6,12 +6,14 @@ import {
   COORDINATOR_WORKFLOW_ID,
   CONTROL_TASK_QUEUE,
   controlWorkflowTaskTimeoutMs,
-  coordinatorWorkflow,
-  instanceLeaseWorkflow,
+  COORDINATOR_WORKFLOW,
+  CoordinatorWorkflow,
+  INSTANCE_LEASE_WORKFLOW,
+  InstanceLeaseWorkflow,
   instanceWorkflowIdOf,
   PartitionKey,
   rejoinSignal,
-} from '../../workflows';
+} from '../../contracts';
 
 export interface OwnershipAgentOptions {
   instanceId: string;
@@ -113,7 +115,7 @@ export class OwnershipAgent {
     const { instanceId, leaseTtlMs } = this.options;
     await this.ensureCoordinator();
     const partitions = await this.options.partitions();
-    const lease = await this.client.workflow.start(instanceLeaseWorkflow, {
+    const lease = await this.client.workflow.start<InstanceLeaseWorkflow>(INSTANCE_LEASE_WORKFLOW, {
       workflowId: instanceWorkflowIdOf(instanceId),
       taskQueue: CONTROL_TASK_QUEUE,
       args: [{ instanceId, leaseTtlMs, partitions }],
@@ -128,7 +130,7 @@ export class OwnershipAgent {
 
   /** Starts the coordinator if no instance has yet; answers whether its run changed since last seen. */
   private async ensureCoordinator(): Promise<boolean> {
-    const handle = await this.client.workflow.start(coordinatorWorkflow, {
+    const handle = await this.client.workflow.start<CoordinatorWorkflow>(COORDINATOR_WORKFLOW, {
       workflowId: COORDINATOR_WORKFLOW_ID,
       taskQueue: CONTROL_TASK_QUEUE,
       args: [{ leaseTtlMs: this.options.leaseTtlMs, runMs: this.options.partitionRunMs }],

@@ -1,27 +1,8 @@
-/**
- * Which dead letters of one subscription a browse, a replay or a purge is about. Every field given narrows the
- * selection; none given selects every dead letter not replayed yet. Plain values only (strings and numbers), so
- * a filter can travel in a replay workflow's input: it names letters, it never carries one.
- */
-export interface DeadLetterFilter {
-  /** The event's `type`, exactly. */
-  type?: string;
-  /** The event's `source`, exactly. */
-  source?: string;
-  /** Dead-lettered at or after this instant (ISO 8601). */
-  from?: string;
-  /** Dead-lettered before this instant (ISO 8601). */
-  to?: string;
-  /** Part of the last error, case-insensitive (`timeout`, `ECONNREFUSED`). */
-  lastError?: string;
-  /** The last attempt was answered with this HTTP status (the last error reads `HTTP <status>`). */
-  httpStatus?: number;
-  /** `dead` (default): not replayed; `replayed`: delivered by a replay; `all`. */
-  state?: DeadLetterState;
-}
+import { DEAD_LETTER_STATES, type DeadLetterFilter, type DeadLetterState } from '../../contracts';
 
-export const DEAD_LETTER_STATES = ['dead', 'replayed', 'all'] as const;
-export type DeadLetterState = (typeof DEAD_LETTER_STATES)[number];
+// Declared with the Temporal contracts (a replay workflow's input carries a filter); exported here for the stores.
+export { DEAD_LETTER_STATES };
+export type { DeadLetterFilter, DeadLetterState };
 
 /** `%`, `_` and `\` of a LIKE pattern taken literally. */
 const likeLiteral = (s: string) => s.replace(/[\\%_]/g, (c) => `\\${c}`);

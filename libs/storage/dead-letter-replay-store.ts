@@ -1,8 +1,9 @@
 import type { DataSource } from 'typeorm';
-import { DeadLetterFilter, deadLetterFilterSql } from './dead-letter-filter';
+import type { ReplaySelection } from '../../contracts';
+import { deadLetterFilterSql } from './dead-letter-filter';
 
-/** What a replay sends again: the letters named by id, or every dead letter matching a filter. */
-export type ReplaySelection = { ids: string[] } | { filter: DeadLetterFilter };
+// Declared with the Temporal contracts (a replay workflow's input carries it).
+export type { ReplaySelection };
 
 /** One replay's letters: its subscription's, matching its selection, none written after it started (`upToId`). */
 export interface ReplayScope {

@@ -3,7 +3,7 @@ import { Kafka, logLevel, Partitioners, PartitionerArgs } from 'kafkajs';
 import { frameToKafkaMessage } from '../../libs/frame';
 import { createDataSource, LeaseStore } from '../../libs/storage';
 import type { PartitionsView } from '../../libs/ownership';
-import { controlWorkflowTaskTimeoutMs } from '../../workflows/ownership.definitions';
+import { controlWorkflowTaskTimeoutMs } from '../../contracts';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { resetOwnership, temporalClient } from '../support/temporal';

@@ -4,7 +4,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { withDeadline } from '../../libs/runtime/deadline';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
-import { a2aSearchAttributes, a2aTaskWorkflowIdOf } from '../../workflows/a2a-task.definitions';
+import { a2aSearchAttributes, a2aTaskWorkflowIdOf } from '../../contracts';
 import { testConfig, testEnv, TEST_NAMESPACE, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { A2ATaskActivities } from '../../activities';
+import type { A2ATaskActivities } from '../../contracts';
 import { a2aSearchAttributes, a2aTaskWorkflowV2, a2aTaskWorkflowIdOf, taskChangedSignal, taskStateQuery, TaskStateName } from '../../workflows';
 import { testConfig } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';

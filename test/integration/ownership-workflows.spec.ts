@@ -3,7 +3,7 @@ import { Context } from '@temporalio/activity';
 import { WorkflowUpdateFailedError, type Client } from '@temporalio/client';
 import { ApplicationFailure } from '@temporalio/common';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import type { OwnershipActivities } from '../../activities';
+import type { OwnershipActivities } from '../../contracts';
 import {
   assignmentQuery,
   assignOwnerSignal,

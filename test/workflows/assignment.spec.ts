@@ -1,4 +1,5 @@
-import { assignPartitions, Assignment, movedPartitions, partitionKeyOf } from '../../workflows/assignment';
+import { Assignment, partitionKeyOf } from '../../contracts';
+import { assignPartitions, movedPartitions } from '../../workflows/assignment';
 
 const partitions = (n: number, topic = 'orders') => Array.from({ length: n }, (_, p) => partitionKeyOf(topic, p));
 

@@ -1,4 +1,4 @@
-import { controlWorkflowTaskTimeoutMs } from '../../workflows/ownership.definitions';
+import { controlWorkflowTaskTimeoutMs } from '../../contracts';
 
 describe('controlWorkflowTaskTimeoutMs', () => {
   it('is half the lease TTL, within 2-10 s', () => {

@@ -24,6 +24,13 @@ export type TaskStateName = 'submitted' | 'working' | 'input-required' | 'auth-r
 /** Where a task's workflow stops: a terminal state, or one that waits for the client (multi-turn is not built). */
 export const SETTLED_STATES: readonly TaskStateName[] = ['completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required'];
 
+/** A task, as its activities name it. */
+export interface TaskIds {
+  taskId: string;
+  tenant: string;
+  agent: string;
+}
+
 /** The record of the task's request on its agent's request topic. */
 export interface TaskRequestRecord {
   topic: string;
@@ -115,3 +122,25 @@ export const taskChangedSignal = defineSignal<[TaskChanged]>('changed');
 export const pushConfiguredSignal = defineSignal('push-configured');
 /** The task's state as the workflow knows it. */
 export const taskStateQuery = defineQuery<TaskStateName>('state');
+
+/** What one push of a task did, per config: delivered, given up after the last attempt, or the config gone (410). */
+export interface PushOutcome {
+  delivered: number;
+  givenUp: number;
+  gone: number;
+}
+
+/** The activities of an A2A task's workflows (activities/a2a-task.activities.ts), as the workflows call them. */
+export interface A2ATaskActivities {
+  deliverTask(input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; turn?: number }): Promise<TaskStep>;
+  pushTask(ids: TaskIds): Promise<PushOutcome>;
+  cancelTask(ids: TaskIds): Promise<CancelOutcome>;
+  purgeExpiredTasks(input: { retentionDays: number }): Promise<number>;
+  failTask(input: TaskIds & { reason: string }): Promise<TaskStep>;
+}
+
+/** The A2A task workflows' types and signatures: a client starts them by these names, without their code. */
+export const A2A_TASK_WORKFLOW = 'a2aTaskWorkflowV2';
+export type A2ATaskWorkflow = (input: A2ATaskInput) => Promise<TaskStateName>;
+export const A2A_TASK_CANCEL_WORKFLOW = 'a2aTaskCancelWorkflow';
+export type A2ATaskCancelWorkflow = (input: A2ATaskCancelInput) => Promise<TaskStateName>;

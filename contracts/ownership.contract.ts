@@ -1,11 +1,20 @@
 import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { defineQuery, defineSignal, defineUpdate } from '@temporalio/workflow';
-import type { PartitionKey } from './assignment';
 
 /**
  * Names, messages and shapes of the PARTITION_OWNED_PULL protocol, shared by its three workflows, the activities,
  * and the instance side that starts and steers them (docs/topologies.md).
  */
+
+/** `topic#partition`, the key of a partition everywhere in the ownership protocol. */
+export type PartitionKey = string;
+
+export const partitionKeyOf = (topic: string, partition: number): PartitionKey => `${topic}#${partition}`;
+
+export function parsePartitionKey(key: PartitionKey): { topic: string; partition: number } {
+  const at = key.lastIndexOf('#');
+  return { topic: key.slice(0, at), partition: Number(key.slice(at + 1)) };
+}
 
 /** The task queue every instance's workflow worker polls: coordinator, partition and instance-lease workflows. */
 export const CONTROL_TASK_QUEUE = 'eventmesh-control';
@@ -32,6 +41,32 @@ export const searchAttributes = {
 };
 
 // --- coordinator -------------------------------------------------------------------------------------------
+
+/** Owner per partition; `undefined` when no instance is eligible. */
+export type Assignment = Record<PartitionKey, string | undefined>;
+
+export interface CoordinatorInput {
+  leaseTtlMs: number;
+  runMs: number;
+  state?: CoordinatorState;
+  /** History length after which it continues as new (default 2,000). */
+  maxHistoryEvents?: number;
+}
+
+export interface CoordinatorState {
+  members: Record<string, { leaseRunId: string }>;
+  drained: string[];
+  pins: Record<PartitionKey, string>;
+  partitions: PartitionKey[];
+  assignment: Assignment;
+  /** Partitions whose workflow this coordinator started (it is signalled from then on). */
+  started: PartitionKey[];
+  generation: number;
+}
+
+/** The coordinator workflow's type and signature: a client starts it by this name, without its code. */
+export const COORDINATOR_WORKFLOW = 'coordinatorWorkflow';
+export type CoordinatorWorkflow = (input: CoordinatorInput) => Promise<void>;
 
 export interface JoinRequest {
   instanceId: string;
@@ -140,3 +175,23 @@ export const FENCED = 'Fenced';
 export const WRONG_INSTANCE = 'WrongInstance';
 /** The run belongs to a lease run the instance no longer holds, while it holds a newer one, confirmed. */
 export const LEASE_RUN_ENDED = 'LeaseRunEnded';
+
+/** The activities of the ownership protocol (activities/ownership.activities.ts), as its workflows call them. */
+export interface OwnershipActivities {
+  /** Holds the instance's lease while the instance runs: returns on its shutdown, or when the workflow cancels it. */
+  holdInstanceLease(input: { instanceId: string }): Promise<{ stoppedBy: 'shutdown' | 'cancelled' }>;
+  pollPartition(input: PollPartitionInput): Promise<PollPartitionResult>;
+}
+
+// --- instance lease ----------------------------------------------------------------------------------------
+
+export interface InstanceLeaseInput {
+  instanceId: string;
+  leaseTtlMs: number;
+  /** The partitions this instance serves; absent in runs started before the workflow joined by itself. */
+  partitions?: PartitionKey[];
+}
+
+/** The instance-lease workflow's type and signature: a client starts it by this name, without its code. */
+export const INSTANCE_LEASE_WORKFLOW = 'instanceLeaseWorkflow';
+export type InstanceLeaseWorkflow = (input: InstanceLeaseInput) => Promise<LeaveNotice>;

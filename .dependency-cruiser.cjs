@@ -1,0 +1,135 @@
+// Boundary lint (`npm run lint:boundaries`, docs/architecture.md#boundaries). A "unit" is a top-level folder
+// (contracts, workflows, activities, scripts, bench) or one folder of apps/, libs/ or packages/. The layers, from the top:
+//
+//   scripts, bench            entry points: may import anything below
+//   apps/instance             composes the other two apps
+//   apps/gateway, apps/worker may import libs, activities and workflows
+//   activities                may import libs and contracts, never a workflow
+//   libs                      may import other libs (through their index.ts) and contracts; never apps, activities
+//                             or workflows
+//   workflows                 deterministic code for the Temporal sandbox: imports contracts only
+//   contracts                 the Temporal contracts (names, signals, queries, updates, search attributes, inputs,
+//                             results, activity interfaces): import nothing of this tree
+//   packages/*                client packages: import nothing of the server
+//
+// Type-only imports count everywhere (tsPreCompilationDeps): a type import is a dependency a reader has to follow.
+// Test files (test/, *.spec.ts) are not cruised: they may reach into what they test.
+// Known violations are listed in .dependency-cruiser-known-violations.json; `npm run lint:boundaries` fails only on
+// a violation not listed there. Regenerate the list when a restructuring step removes some:
+//   npx depcruise-baseline --config .dependency-cruiser.cjs .
+const UNIT = '((?:apps|libs|packages)/[^/]+|[^/]+)';
+const UNIT_FOLDER = '((apps|libs|packages)/[^/]+|contracts|workflows|activities|scripts|bench)';
+
+/** @type {import('dependency-cruiser').IConfiguration} */
+module.exports = {
+  forbidden: [
+    {
+      name: 'no-cycle-between-units',
+      comment:
+        'Units that import each other, directly or around a circle (type-only imports counted), whatever files the ' +
+        'imports are in: none of them can be read, tested or moved on its own.',
+      severity: 'error',
+      scope: 'folder',
+      from: { path: `^${UNIT_FOLDER}$` },
+      to: { path: `^${UNIT_FOLDER}$`, circular: true },
+    },
+    {
+      name: 'no-cycle-across-units',
+      comment:
+        'The same at the level of files: an import cycle that leaves its unit, with the files it runs through. A ' +
+        'cycle inside one unit is that unit’s own business.',
+      severity: 'error',
+      from: { path: `^${UNIT}/` },
+      to: { circular: true, via: { pathNot: '^$1/' } },
+    },
+    {
+      name: 'no-lib-internals',
+      comment: 'Another lib is imported through its index.ts only: the rest of its files are its internals.',
+      severity: 'error',
+      from: { path: `^${UNIT}/` },
+      to: { path: '^libs/[^/]+/', pathNot: ['^$1/', '^libs/[^/]+/index\\.ts$'] },
+    },
+    {
+      name: 'workflows-import-only-contracts',
+      comment:
+        'Workflow code is bundled for the Temporal sandbox and replayed: it imports nothing of this tree but ' +
+        'contracts/ (npm packages are checked by eslint.config.mjs).',
+      severity: 'error',
+      from: { path: '^workflows/' },
+      to: { path: '^(apps|libs|activities|packages|scripts|bench|test)/' },
+    },
+    {
+      name: 'contracts-import-nothing',
+      comment: 'The Temporal contracts are the bottom layer, imported by workflows, activities, libs and apps.',
+      severity: 'error',
+      from: { path: '^contracts/' },
+      to: { path: '^(apps|libs|workflows|activities|packages|scripts|bench|test)/' },
+    },
+    {
+      name: 'only-apps-import-workflows',
+      comment:
+        'A workflow file is imported by the worker that bundles it and by code that starts or steers it from the ' +
+        'apps; libs and activities use the contracts only.',
+      severity: 'error',
+      from: { path: '^(libs|activities|packages)/' },
+      to: { path: '^workflows/' },
+    },
+    {
+      name: 'libs-below-apps-and-activities',
+      comment: 'libs are the lowest server layer: they import no app and no activity.',
+      severity: 'error',
+      from: { path: '^libs/' },
+      to: { path: '^(apps|activities)/' },
+    },
+    {
+      name: 'activities-below-apps',
+      severity: 'error',
+      from: { path: '^activities/' },
+      to: { path: '^apps/' },
+    },
+    {
+      name: 'apps-gateway-and-worker-apart',
+      comment: 'apps/instance composes the gateway and the worker; they do not import each other or the instance.',
+      severity: 'error',
+      from: { path: '^apps/(gateway|worker)/' },
+      to: { path: '^apps/', pathNot: '^apps/$1/' },
+    },
+    {
+      name: 'nothing-imports-entry-points',
+      comment: 'scripts/, bench/ and test/ sit on top: no server or client code imports them.',
+      severity: 'error',
+      from: { path: '^(apps|libs|contracts|workflows|activities|packages)/' },
+      to: { path: '^(scripts|bench|test)/' },
+    },
+    {
+      name: 'packages-import-no-server',
+      comment: 'A client package is published on its own: it imports nothing of the server.',
+      severity: 'error',
+      from: { path: '^packages/' },
+      to: { path: '^(apps|libs|contracts|workflows|activities|scripts|bench|test)/' },
+    },
+    {
+      name: 'packages-apart',
+      comment: 'Each client package imports another only as a package (its name, through node_modules).',
+      severity: 'error',
+      from: { path: '^packages/([^/]+)/' },
+      to: { path: '^packages/', pathNot: '^packages/$1/' },
+    },
+    {
+      name: 'not-to-unresolvable',
+      comment: 'An import that resolves to nothing: a typo, or a dependency missing from package.json.',
+      severity: 'error',
+      from: {},
+      to: { couldNotResolve: true },
+    },
+  ],
+  options: {
+    includeOnly: '^(apps|libs|packages|contracts|workflows|activities|scripts|bench)/',
+    doNotFollow: { path: 'node_modules' },
+    exclude: { path: ['(^|/)test/', '\\.(e2e-)?spec\\.ts$', '(^|/)dist/', '(^|/)node_modules/'] },
+    tsPreCompilationDeps: true,
+    tsConfig: { fileName: 'tsconfig.json' },
+    enhancedResolveOptions: { extensions: ['.ts', '.js', '.json', '.d.ts'] },
+    reporterOptions: { text: { highlightFocused: true } },
+  },
+};
