@@ -314,8 +314,10 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
   const run = randomUUID().slice(0, 6);
   const topic = `quota-${run}`;
   const SYNC_MS = 250;
-  // Low enough that the test's own publishers (in this process, with both gateways) exceed it on a slow machine.
-  const RATE = 100;
+  // Low enough that the test's own publishers (in this process, with both gateways) exceed it on a slow machine: a
+  // host loaded by three lanes of the suite admitted 50 a second through its 12 publishers, each waiting on Kafka,
+  // and the quota never bit (once it bites, a refusal is answered without Kafka, and the publishers ask far faster).
+  const RATE = 25;
   const BURST_SECONDS = 1;
   const configOf = (id: string) =>
     testConfig({
