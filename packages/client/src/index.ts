@@ -1,0 +1,22 @@
+export { EventMeshClient, type RequestOptions, type ReplyResult } from './client';
+export type { EventMeshClientOptions, PublishOptions, TokenSource } from './options';
+export type { PublishResult, PublishCallOptions } from './publisher';
+export type { EventInput } from './events';
+export type { RetryOptions } from './retry';
+export { Subscriptions, type Subscription, type SubscriptionSpec, type SubscriptionFilter } from './subscriptions';
+export type { Consumer, ConsumeOptions, ConsumerState, ConsumerStats, Delivery, Handler, HandlerContext, StateChange, Transport } from './consumer-types';
+export {
+  EventMeshError,
+  AuthError,
+  ValidationError,
+  NotFoundError,
+  ConflictError,
+  RequestTimeoutError,
+  PayloadTooLargeError,
+  UnavailableError,
+  ConnectionError,
+  RejectError,
+} from './errors';
+export { type DedupeStore, type DedupeBounds } from './dedupe/dedupe-store';
+export { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
+export { CloudEvent } from 'cloudevents';
