@@ -79,13 +79,17 @@ export class Publisher {
     const topic = call.topic ?? this.defaultTopic;
     const key = `${topic ?? ''}\n${call.traceparent ?? ''}\n${call.tracestate ?? ''}`;
     let lane = this.lanes.get(key);
-    if (!lane) this.lanes.set(key, (lane = { call: { ...call, topic }, items: [], bytes: 0 }));
-    if (lane.items.length > 0 && lane.bytes + item.bytes + 1 > this.options.maxBatchBytes) this.flush(key, lane);
+    if (lane && lane.bytes + item.bytes + 1 > this.options.maxBatchBytes) {
+      this.flush(key, lane);
+      lane = undefined;
+    }
+    if (!lane) this.lanes.set(key, (lane = { call: { ...call, topic }, items: [], bytes: 1 }));
     lane.items.push(item);
     lane.bytes += item.bytes + 1;
     if (lane.items.length >= this.options.maxBatchEvents) this.flush(key, lane);
     else if (!lane.timer) {
-      lane.timer = this.options.lingerMs > 0 ? setTimeout(() => this.flush(key, lane), this.options.lingerMs) : setImmediate(() => this.flush(key, lane));
+      const open = lane;
+      lane.timer = this.options.lingerMs > 0 ? setTimeout(() => this.flush(key, open), this.options.lingerMs) : setImmediate(() => this.flush(key, open));
     }
   }
 
