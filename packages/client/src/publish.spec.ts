@@ -5,7 +5,7 @@ import { fakeFetch, type SentRequest } from './testing/fake-fetch';
 
 const ok = (req: SentRequest) => {
   const body: unknown = JSON.parse(req.body);
-  const result = (e: { id: string }, i: number) => ({ id: e.id, topic: 't', partition: 0, offset: String(i) });
+  const result = (e: { id: string }, i: number) => ({ id: e.id, topic: 't', partition: 0, offset: i });
   return { status: 202, body: Array.isArray(body) ? { results: body.map(result) } : result(body as { id: string }, 0) };
 };
 const client = (f: typeof fetch, extra: object = {}) =>
@@ -49,10 +49,10 @@ describe('publish', () => {
       { status: 503, body: { code: 'KAFKA_UNAVAILABLE', maybeWritten: true }, headers: { 'retry-after': '0' } },
       { status: 429, body: { code: 'QUOTA_EXCEEDED' }, headers: { 'retry-after': '0' } },
       { reset: true },
-      { status: 202, body: { id: 'x', topic: 't', partition: 1, offset: '9' } },
+      { status: 202, body: { id: 'x', topic: 't', partition: 1, offset: 9 } },
     ]);
     const r = await client(fetch).publish({ id: 'x', source: '/s', type: 't' });
-    expect(r).toEqual({ id: 'x', topic: 't', partition: 1, offset: '9' });
+    expect(r).toEqual({ id: 'x', topic: 't', partition: 1, offset: 9 });
     expect(sent.map((s) => s.body)).toEqual(Array(4).fill(sent[0].body));
   });
 

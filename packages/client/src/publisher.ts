@@ -1,15 +1,8 @@
 import { ValidationError } from './errors';
 import { FlowControl } from './flow-control';
 import type { HttpClient } from './http';
+import type { BatchPublishAnswer, PublishResult } from './api-types';
 import type { PublishOptions } from './options';
-
-/** Where the runtime wrote one event: its Kafka topic, partition and offset. */
-export interface PublishResult {
-  id: string;
-  topic: string;
-  partition: number;
-  offset: string;
-}
 
 /** Per-call options of `publish` and `publishMany`. */
 export interface PublishCallOptions {
@@ -130,7 +123,7 @@ export class Publisher {
       body: batch ? `[${items.map((i) => i.json).join(',')}]` : items[0].json,
       idempotent: true,
     });
-    const body = JSON.parse(answer.text) as PublishResult | { results: PublishResult[] };
+    const body = JSON.parse(answer.text) as PublishResult | BatchPublishAnswer;
     return 'results' in body ? body.results : [body];
   }
 }
