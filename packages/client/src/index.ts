@@ -20,4 +20,5 @@ export {
 } from './errors';
 export { type DedupeStore, type DedupeBounds } from './dedupe/dedupe-store';
 export { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
+export { PostgresDedupeStore, type PostgresDedupeOptions, type Queryable } from './dedupe/postgres-dedupe-store';
 export { CloudEvent } from 'cloudevents';
