@@ -45,6 +45,16 @@ export default tseslint.config(
     },
   },
   {
+    // The SDK is a package users install: it may not reach into the server's code (or anything outside itself).
+    files: ['packages/client/src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'], message: 'The SDK imports nothing outside packages/client.' }] },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', '**/*.spec.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
     rules: { 'no-console': 'off' },
   },

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { Pool } from 'pg';
 import { EventMeshClient, PostgresDedupeStore, type Consumer } from '@eventmesh/client';
@@ -7,16 +6,8 @@ import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { freePort } from '../support/free-port';
 import { waitFor } from '../support/wait-for';
-
-/** A port free now, for an instance that must come back on the same address after a restart. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /**
  * At least once, handled once: the SDK's consumer across an instance SIGKILLed mid-stream and restarted, and across
