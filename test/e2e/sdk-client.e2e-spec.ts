@@ -98,37 +98,21 @@ describe('@eventmesh/client against a real instance', () => {
     expect(consumer.stats).toMatchObject({ handled: 10, duplicates: 0, nacked: 0, rejected: 0 });
   });
 
-  it('falls back to SSE by itself when a proxy refuses the WebSocket upgrade', async () => {
-    const proxy = new NoUpgradeProxy(instance.url!);
+  it.each([
+    { refuses: 'WebSocket upgrades', refuseEventStreams: false, transport: 'sse', refused: [1, 0] },
+    { refuses: 'WebSocket upgrades and event streams', refuseEventStreams: true, transport: 'long-poll', refused: [1, 1] },
+  ])('falls back to $transport by itself when a proxy refuses $refuses', async ({ refuseEventStreams, transport, refused }) => {
+    const proxy = new NoUpgradeProxy(instance.url!, { refuseEventStreams });
     const viaProxy = new EventMeshClient({ url: await proxy.listen(), topic, source: '/sdk-e2e' });
     try {
       const type = `sdk.fallback.${randomUUID().slice(0, 6)}`;
       const sub = await streamOf([{ exact: { type } }]);
       const { ids, consumer } = collect(viaProxy, sub);
       await connected(consumer);
-      expect(consumer.transport).toBe('sse');
-      expect(proxy.upgradesRefused).toBe(1);
+      expect(consumer.transport).toBe(transport);
+      expect([proxy.upgradesRefused, proxy.eventStreamsRefused]).toEqual(refused);
       const sent = (await viaProxy.publishMany(Array.from({ length: 5 }, () => ({ type })))).map((r) => r.id);
-      await waitFor('5 events through the proxy', () => consumer.stats.acked === 5, { timeoutMs: 60000 });
-      expect(ids.sort()).toEqual(sent.sort());
-      await consumer.close();
-    } finally {
-      await proxy.close();
-    }
-  });
-
-  it('falls back to long-poll by itself when the proxy refuses WebSocket upgrades and event streams', async () => {
-    const proxy = new NoUpgradeProxy(instance.url!, { refuseEventStreams: true });
-    const viaProxy = new EventMeshClient({ url: await proxy.listen(), topic, source: '/sdk-e2e' });
-    try {
-      const type = `sdk.fallback2.${randomUUID().slice(0, 6)}`;
-      const sub = await streamOf([{ exact: { type } }]);
-      const { ids, consumer } = collect(viaProxy, sub);
-      await connected(consumer);
-      expect(consumer.transport).toBe('long-poll');
-      expect([proxy.upgradesRefused, proxy.eventStreamsRefused]).toEqual([1, 1]);
-      const sent = (await viaProxy.publishMany(Array.from({ length: 5 }, () => ({ type })))).map((r) => r.id);
-      await waitFor('5 events by long-poll through the proxy', () => consumer.stats.acked === 5, { timeoutMs: 60000 });
+      await waitFor(`5 events over ${transport} through the proxy`, () => consumer.stats.acked === 5, { timeoutMs: 60000 });
       expect(ids.sort()).toEqual(sent.sort());
       await consumer.close();
     } finally {
