@@ -9,7 +9,7 @@ const ioLibraries = ['kafkajs', 'pg', 'typeorm', 'fastify', 'pino', 'cloudevents
   '@temporalio/client', '@temporalio/activity', '@temporalio/testing', '**/libs/**', '**/apps/**'];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js', '.dependency-cruiser.cjs'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js', '.dependency-cruiser.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -41,6 +41,16 @@ export default tseslint.config(
         'error',
         { name: 'setInterval', message: 'Use workflow timers (sleep, condition).' },
         { name: 'process', message: 'Workflow code has no process.' },
+      ],
+    },
+  },
+  {
+    // The SDK is a package users install: it may not reach into the server's code (or anything outside itself).
+    files: ['packages/client/src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'], message: 'The SDK imports nothing outside packages/client.' }] },
       ],
     },
   },

@@ -31,6 +31,7 @@ module.exports = {
         '<rootDir>/test/replay/**/*.spec.ts',
         '<rootDir>/test/workflows/**/*.spec.ts',
         '<rootDir>/test/faults/**/*.spec.ts',
+        '<rootDir>/packages/*/src/**/*.spec.ts',
       ],
     },
     {

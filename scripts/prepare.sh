@@ -9,7 +9,7 @@ if [[ ! -f node_modules/.package-lock.json || package-lock.json -nt node_modules
   npm ci --no-audit --no-fund --loglevel=error
 fi
 stamp=dist/.build-stamp
-if [[ ! -f $stamp ]] || [[ -n $(find apps libs workflows activities scripts bench package.json tsconfig*.json -newer "$stamp" -type f -print -quit) ]]; then
+if [[ ! -f $stamp ]] || [[ -n $(find apps libs workflows activities scripts bench packages/*/src packages/*/package.json package.json tsconfig*.json -newer "$stamp" -type f -print -quit) ]]; then
   echo "[prepare] building"
   npm run --silent build
   touch "$stamp"

@@ -1,0 +1,98 @@
+import type { CloudEvent } from 'cloudevents';
+import type { Consumer, ConsumeOptions, Handler } from './consumer-types';
+import { StreamConsumer } from './consumer';
+import { cloudEventOf, structuredJson, type EventInput } from './events';
+import { HttpClient, parseBody } from './http';
+import type { EventMeshClientOptions } from './options';
+import type { PublishResult, ReplyResult } from './api-types';
+import { Publisher, traceHeaders, type PublishCallOptions } from './publisher';
+import { Subscriptions } from './subscriptions';
+
+export interface RequestOptions extends PublishCallOptions {
+  /** How long the runtime waits for the reply (default 30 000, at most 300 000); then `RequestTimeoutError`. */
+  timeoutMs?: number;
+}
+
+/**
+ * The event mesh from TypeScript: publish CloudEvents (batched, retried with the same ids, flow-controlled),
+ * request-reply, manage subscriptions, and consume stream subscriptions.
+ *
+ * ```ts
+ * const mesh = new EventMeshClient({ url: 'http://127.0.0.1:3000', token });
+ * await mesh.publish({ type: 'order.created', source: '/shop', data: { id: 7 } });
+ * ```
+ */
+export class EventMeshClient {
+  /** The caller's tenant's subscriptions. */
+  readonly subscriptions: Subscriptions;
+  private readonly http: HttpClient;
+  private readonly publisher: Publisher;
+  private readonly consumers = new Set<Consumer>();
+
+  constructor(private readonly options: EventMeshClientOptions) {
+    this.http = new HttpClient(options);
+    this.publisher = new Publisher(this.http, options.publish, options.topic);
+    this.subscriptions = new Subscriptions(this.http);
+  }
+
+  /**
+   * Publishes one event; resolves once Kafka acknowledged it, with where it was written. Publishes made together
+   * share one HTTP request (see `publish.lingerMs`). Waits while `publish.maxEventsInFlight`/`maxBytesInFlight`
+   * are reached.
+   */
+  publish(event: EventInput, call?: PublishCallOptions): Promise<PublishResult> {
+    return this.publisher.publish(structuredJson(event, this.options.source), call);
+  }
+
+  /** Publishes many events, in batch requests cut at the batch bounds; resolves with each event's result in order. */
+  publishMany(events: EventInput[], call?: PublishCallOptions): Promise<PublishResult[]> {
+    return Promise.all(events.map((e) => this.publish(e, call)));
+  }
+
+  /** Publishes `event` as a request and resolves with the reply event; rejects with `RequestTimeoutError` on the runtime's 408. */
+  async request(event: EventInput, options: RequestOptions = {}): Promise<CloudEvent<unknown>> {
+    const answer = await this.http.send({
+      method: 'POST',
+      path: '/events/request',
+      query: { topic: options.topic ?? this.options.topic, timeoutMs: options.timeoutMs },
+      headers: { 'content-type': 'application/cloudevents+json', ...traceHeaders(options) },
+      body: structuredJson(event, this.options.source),
+      idempotent: true,
+    });
+    return cloudEventOf(parseBody(answer.text));
+  }
+
+  /** Answers `request` (an event a responder consumed) with `reply`: the reply carries the request's `correlationid`. */
+  async reply(request: CloudEvent<unknown>, reply: EventInput): Promise<ReplyResult> {
+    const correlationid = request.correlationid;
+    const body = JSON.parse(structuredJson(reply, this.options.source)) as Record<string, unknown>;
+    const answer = await this.http.send({
+      method: 'POST',
+      path: '/events/reply',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({ ...body, correlationid }),
+      idempotent: true,
+    });
+    return JSON.parse(answer.text) as ReplyResult;
+  }
+
+  /**
+   * Consumes a STREAM subscription. With a handler, each event is handed to it (ack on success, nack on a throw,
+   * reject on `RejectError`); without one, iterate the consumer and answer each delivery.
+   */
+  consume(subscriptionId: string, handler: Handler, options?: ConsumeOptions): Consumer;
+  consume(subscriptionId: string, options?: ConsumeOptions): Consumer;
+  consume(subscriptionId: string, handlerOrOptions?: Handler | ConsumeOptions, options?: ConsumeOptions): Consumer {
+    const handler = typeof handlerOrOptions === 'function' ? handlerOrOptions : undefined;
+    const opts = (typeof handlerOrOptions === 'function' ? options : handlerOrOptions) ?? {};
+    const consumer = new StreamConsumer(this.http, subscriptionId, handler, opts);
+    this.consumers.add(consumer);
+    consumer.on('state', (s) => s.state === 'closed' && this.consumers.delete(consumer));
+    return consumer;
+  }
+
+  /** Drains every consumer of this client. Publishes still in flight finish on their own. */
+  async close(): Promise<void> {
+    await Promise.all([...this.consumers].map((c) => c.drain()));
+  }
+}

@@ -1,0 +1,83 @@
+import type { CloudEvent } from 'cloudevents';
+import type { DedupeStore } from './dedupe/dedupe-store';
+import type { RetryOptions } from './retry';
+
+/** How a stream consumer reaches its deliveries. */
+export type Transport = 'websocket' | 'sse' | 'long-poll';
+
+/** `connecting` (first time), `connected`, `reconnecting` (after a drop, waiting for its backoff), `draining`, `closed`. */
+export type ConsumerState = 'connecting' | 'connected' | 'reconnecting' | 'draining' | 'closed';
+
+/** One state change: the transport in use and, for a drop or a fatal refusal, why. */
+export interface StateChange {
+  state: ConsumerState;
+  transport?: Transport;
+  error?: Error;
+}
+
+/** What the handler learns beside its event. */
+export interface HandlerContext {
+  /** The runtime's id of this delivery (a redelivery has another). */
+  deliveryId: string;
+  transport: Transport;
+}
+
+/** A consumer's handler: resolving acks the event, throwing nacks it (retried later), throwing `RejectError` dead-letters it. */
+export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<void> | void;
+
+/** One delivery as the async iterator yields it: the caller answers it. */
+export interface Delivery extends HandlerContext {
+  event: CloudEvent<unknown>;
+  /** Settles the event (and records it in the dedupe store). */
+  ack(): Promise<void>;
+  /** A failed attempt: the runtime delivers it again after `delayMs` (default: the consumer's `nackDelayMs`). */
+  nack(delayMs?: number): Promise<void>;
+  /** Sends it to the subscription's dead letters. */
+  reject(reason?: string): Promise<void>;
+}
+
+export interface ConsumeOptions {
+  /** Default: WebSocket, falling back to SSE when the upgrade is refused, and to long-poll when SSE is. */
+  transport?: Transport;
+  /** Deliveries held unanswered at once, at most (the runtime's `window`, default 10, at most 1000). */
+  window?: number;
+  /** Handlers running at once, at most (default: `window`). */
+  concurrency?: number;
+  /** Where handled events are remembered by (source, id); default a `MemoryDedupeStore`; `false` turns dedupe off. */
+  dedupe?: DedupeStore | false;
+  /** MULTICAST: this client's CESQL filter. */
+  filter?: string;
+  /** Long-poll: the consumer name (default a fresh one per consumer). */
+  consumerName?: string;
+  /** The retry delay a `nack` asks for when the handler threw (default 1000 ms). */
+  nackDelayMs?: number;
+  /** Backoff of reconnects (attempts are unbounded; `maxAttempts` is ignored). Default 200 ms doubling to 10 s, jittered. */
+  reconnect?: Omit<RetryOptions, 'maxAttempts'>;
+}
+
+/** Counters of one consumer. */
+export interface ConsumerStats {
+  /** Handler calls that succeeded. */
+  handled: number;
+  /** Deliveries of events already handled: acked without calling the handler. */
+  duplicates: number;
+  acked: number;
+  nacked: number;
+  rejected: number;
+  /** Connections opened after the first. */
+  reconnects: number;
+}
+
+/** A running stream consumer: a callback consumer runs by itself; without a handler, iterate it. */
+export interface Consumer extends AsyncIterable<Delivery> {
+  readonly stats: Readonly<ConsumerStats>;
+  readonly state: ConsumerState;
+  /** The transport in use (after a fallback, the one fallen back to). */
+  readonly transport: Transport | undefined;
+  /** Stops taking deliveries, waits for the running handlers and their answers, then closes. */
+  drain(): Promise<void>;
+  /** Closes now: deliveries not yet answered are given back by the runtime and delivered again. */
+  close(): Promise<void>;
+  on(event: 'state', listener: (change: StateChange) => void): this;
+  off(event: 'state', listener: (change: StateChange) => void): this;
+}
