@@ -9,7 +9,7 @@ const ioLibraries = ['kafkajs', 'pg', 'typeorm', 'fastify', 'pino', 'cloudevents
   '@temporalio/client', '@temporalio/activity', '@temporalio/testing', '**/libs/**', '**/apps/**'];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'packages/nestjs/health.*', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -45,7 +45,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', '**/*.spec.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
+    files: ['test/**/*.ts', '**/*.spec.ts', 'scripts/**/*.ts', 'bench/**/*.ts', 'examples/**/*.ts'],
     rules: { 'no-console': 'off' },
   },
 );
