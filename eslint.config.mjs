@@ -9,7 +9,7 @@ const ioLibraries = ['kafkajs', 'pg', 'typeorm', 'fastify', 'pino', 'cloudevents
   '@temporalio/client', '@temporalio/activity', '@temporalio/testing', '**/libs/**', '**/apps/**'];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'packages/*/dist/**', 'packages/nestjs/health.*', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'examples/*/dist/**', 'packages/nestjs/health.*', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

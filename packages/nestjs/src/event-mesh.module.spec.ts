@@ -15,7 +15,7 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { EventMeshClient, RejectError } from '@eventmesh/client';
 import { CloudEvent } from 'cloudevents';
 import { tap } from 'rxjs';
-import { EVENT_MESH_OPTIONS, EventMeshModule, EventMeshTestingModule, InMemoryEventMeshClient, MESH_CONTEXT_TYPE, MeshData, MeshResponder, OnMeshEvent } from './index';
+import { EVENT_MESH_OPTIONS, EventMeshModule, EventMeshTestingModule, InMemoryEventMeshClient, MESH_CONTEXT_TYPE, MeshData, MeshHandlerExplorer, MeshResponder, OnMeshEvent } from './index';
 
 /** A pipe that proves pipes run on `@MeshData()`: it doubles the order's amount. */
 class DoubleAmount implements PipeTransform {
@@ -158,12 +158,14 @@ describe('EventMeshModule with the in-memory client', () => {
     const { nest, mesh, orders } = await app();
     orders.held = new Promise((resolve) => (orders.release = resolve));
     await mesh.publish(created({ amount: 3 }));
-    let closed = false;
-    const closing = nest.close().then(() => (closed = true));
-    await new Promise((r) => setImmediate(r));
-    expect(closed).toBe(false);
+    // The handler is let go once the module drains (or the app closed without waiting for it).
+    let finishedWhenClosed: boolean | undefined;
+    const closing = nest.close().then(() => (finishedWhenClosed = orders.seen.length === 1));
+    const draining = () => nest.get(MeshHandlerExplorer).consumerStates().some((c) => c.state === 'draining');
+    while (!draining() && finishedWhenClosed === undefined) await new Promise((r) => setImmediate(r));
     orders.release!();
     await closing;
+    expect(finishedWhenClosed).toBe(true);
     expect(mesh.answers.find((a) => a.subscription === 'OrdersHandler.onCreated')).toMatchObject({ action: 'ack', attempt: 1 });
   });
 });
