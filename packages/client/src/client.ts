@@ -4,18 +4,13 @@ import { StreamConsumer } from './consumer';
 import { cloudEventOf, structuredJson, type EventInput } from './events';
 import { HttpClient, parseBody } from './http';
 import type { EventMeshClientOptions } from './options';
-import { Publisher, traceHeaders, type PublishCallOptions, type PublishResult } from './publisher';
+import type { PublishResult, ReplyResult } from './api-types';
+import { Publisher, traceHeaders, type PublishCallOptions } from './publisher';
 import { Subscriptions } from './subscriptions';
 
 export interface RequestOptions extends PublishCallOptions {
   /** How long the runtime waits for the reply (default 30 000, at most 300 000); then `RequestTimeoutError`. */
   timeoutMs?: number;
-}
-
-/** What `reply` got: whether a waiting request took it. */
-export interface ReplyResult {
-  correlationId: string;
-  delivered: boolean;
 }
 
 /**

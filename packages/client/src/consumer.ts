@@ -54,6 +54,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     private readonly subscriptionId: string,
     private readonly handler: Handler | undefined,
     private readonly options: ConsumeOptions,
+    private readonly connect: Record<Transport, Connect> = CONNECT,
   ) {
     super();
     this.window = options.window ?? 10;
@@ -108,7 +109,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     while (!this.stopped) {
       let why: Error | undefined;
       try {
-        const connection: Connection = await CONNECT[order[next]]({
+        const connection: Connection = await this.connect[order[next]]({
           http: this.http,
           subscriptionId: this.subscriptionId,
           window: this.window,

@@ -1,9 +1,10 @@
-export { EventMeshClient, type RequestOptions, type ReplyResult } from './client';
+export { EventMeshClient, type RequestOptions } from './client';
+export type { PublishResult, ReplyResult, Subscription, SubscriptionSpec } from './api-types';
 export type { EventMeshClientOptions, PublishOptions, TokenSource } from './options';
-export type { PublishResult, PublishCallOptions } from './publisher';
+export type { PublishCallOptions } from './publisher';
 export type { EventInput } from './events';
 export type { RetryOptions } from './retry';
-export { Subscriptions, type Subscription, type SubscriptionSpec, type SubscriptionFilter } from './subscriptions';
+export { Subscriptions, type SubscriptionFilter } from './subscriptions';
 export type { Consumer, ConsumeOptions, ConsumerState, ConsumerStats, Delivery, Handler, HandlerContext, StateChange, Transport } from './consumer-types';
 export {
   EventMeshError,
@@ -19,4 +20,5 @@ export {
 } from './errors';
 export { type DedupeStore, type DedupeBounds } from './dedupe/dedupe-store';
 export { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
+export { PostgresDedupeStore, type PostgresDedupeOptions, type Queryable } from './dedupe/postgres-dedupe-store';
 export { CloudEvent } from 'cloudevents';

@@ -1,15 +1,8 @@
 import { ValidationError } from './errors';
 import { FlowControl } from './flow-control';
 import type { HttpClient } from './http';
+import type { BatchPublishAnswer, PublishResult } from './api-types';
 import type { PublishOptions } from './options';
-
-/** Where the runtime wrote one event: its Kafka topic, partition and offset. */
-export interface PublishResult {
-  id: string;
-  topic: string;
-  partition: number;
-  offset: string;
-}
 
 /** Per-call options of `publish` and `publishMany`. */
 export interface PublishCallOptions {
@@ -79,13 +72,17 @@ export class Publisher {
     const topic = call.topic ?? this.defaultTopic;
     const key = `${topic ?? ''}\n${call.traceparent ?? ''}\n${call.tracestate ?? ''}`;
     let lane = this.lanes.get(key);
-    if (!lane) this.lanes.set(key, (lane = { call: { ...call, topic }, items: [], bytes: 0 }));
-    if (lane.items.length > 0 && lane.bytes + item.bytes + 1 > this.options.maxBatchBytes) this.flush(key, lane);
+    if (lane && lane.bytes + item.bytes + 1 > this.options.maxBatchBytes) {
+      this.flush(key, lane);
+      lane = undefined;
+    }
+    if (!lane) this.lanes.set(key, (lane = { call: { ...call, topic }, items: [], bytes: 1 }));
     lane.items.push(item);
     lane.bytes += item.bytes + 1;
     if (lane.items.length >= this.options.maxBatchEvents) this.flush(key, lane);
     else if (!lane.timer) {
-      lane.timer = this.options.lingerMs > 0 ? setTimeout(() => this.flush(key, lane), this.options.lingerMs) : setImmediate(() => this.flush(key, lane));
+      const open = lane;
+      lane.timer = this.options.lingerMs > 0 ? setTimeout(() => this.flush(key, open), this.options.lingerMs) : setImmediate(() => this.flush(key, open));
     }
   }
 
@@ -126,7 +123,7 @@ export class Publisher {
       body: batch ? `[${items.map((i) => i.json).join(',')}]` : items[0].json,
       idempotent: true,
     });
-    const body = JSON.parse(answer.text) as PublishResult | { results: PublishResult[] };
+    const body = JSON.parse(answer.text) as PublishResult | BatchPublishAnswer;
     return 'results' in body ? body.results : [body];
   }
 }

@@ -1,36 +1,9 @@
 import { NotFoundError } from './errors';
+import type { Subscription, SubscriptionSpec } from './api-types';
 import type { HttpClient } from './http';
 
 /** A filter of the CloudEvents Subscriptions API dialects (`exact`, `prefix`, `suffix`, `all`, `any`, `not`, `sql`). */
 export type SubscriptionFilter = Record<string, unknown>;
-
-/** What a subscription is: a webhook (`HTTP`, with a `sink`) or a `STREAM` its clients pull. */
-export interface SubscriptionSpec {
-  protocol?: 'HTTP' | 'STREAM';
-  sink?: string;
-  topic?: string;
-  filters?: SubscriptionFilter[];
-  config?: {
-    startFrom?: string;
-    trusted?: boolean;
-    retry?: { maxAttempts?: number; initialDelayMs?: number; maxDelayMs?: number };
-    ordering?: 'partition' | 'key' | 'none';
-    concurrency?: number;
-    policy?: 'LOAD_BALANCE' | 'BROADCAST' | 'MULTICAST';
-    ackTimeoutMs?: number;
-  };
-}
-
-/** A subscription as the runtime shows it. `secret` (the webhook signing secret) is in the create's answer only. */
-export interface Subscription extends Required<Pick<SubscriptionSpec, 'protocol' | 'topic' | 'filters'>> {
-  id: string;
-  sink?: string;
-  config: Record<string, unknown>;
-  instance: string;
-  status: 'ACTIVE' | 'PAUSED' | 'DISABLED';
-  createdAt: string;
-  secret?: string;
-}
 
 /** The subscriptions resource of the caller's tenant: `POST|GET /subscriptions`, `GET|PUT|DELETE /subscriptions/{id}`. */
 export class Subscriptions {
@@ -88,6 +61,6 @@ function sameSpec(s: Subscription, spec: SubscriptionSpec): boolean {
     (spec.topic === undefined || s.topic === spec.topic) &&
     s.sink === spec.sink &&
     JSON.stringify(s.filters) === JSON.stringify(spec.filters ?? []) &&
-    (s.config.policy ?? 'LOAD_BALANCE') === (spec.config?.policy ?? 'LOAD_BALANCE')
+    ((s.config.policy as string | undefined) ?? 'LOAD_BALANCE') === (spec.config?.policy ?? 'LOAD_BALANCE')
   );
 }

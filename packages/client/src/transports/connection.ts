@@ -2,18 +2,9 @@ import type { Transport } from '../consumer-types';
 import { ConflictError, EventMeshError } from '../errors';
 import type { HttpClient } from '../http';
 
-/** A delivery as every transport carries it: the runtime's delivery id and the structured CloudEvent. */
-export interface WireDelivery {
-  deliveryId: string;
-  event: Record<string, unknown>;
-}
+import type { Answer, WireDelivery } from '../api-types';
 
-export interface Answer {
-  deliveryId: string;
-  action: 'ack' | 'nack' | 'reject';
-  delayMs?: number;
-  reason?: string;
-}
+export type { Answer, WireDelivery };
 
 /** One open connection of a consumer to a stream subscription, whichever its transport. */
 export interface Connection {

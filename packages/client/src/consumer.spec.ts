@@ -1,0 +1,204 @@
+import { StreamConsumer } from './consumer';
+import type { ConsumeOptions, Handler, Transport } from './consumer-types';
+import { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
+import { NotFoundError, RejectError } from './errors';
+import { HttpClient } from './http';
+import { fakeConnects, type FakeConnection } from './testing/fake-connection';
+import { TransportRefusedError } from './transports/connection';
+
+const http = new HttpClient({ url: 'http://mesh' });
+const until = async (what: string, probe: () => boolean): Promise<void> => {
+  for (let i = 0; i < 500 && !probe(); i++) await new Promise((r) => setTimeout(r, 2));
+  if (!probe()) throw new Error(`never: ${what}`);
+};
+const start = (handler: Handler | undefined, options: ConsumeOptions = {}, refuse?: (t: Transport) => Error | undefined) => {
+  const { connections, connect } = fakeConnects(refuse);
+  const consumer = new StreamConsumer(http, 'sub', handler, { reconnect: { initialDelayMs: 1, maxDelayMs: 2 }, ...options }, connect);
+  return { consumer, connections, conn: async (n = 0): Promise<FakeConnection> => (await until(`connection ${n}`, () => connections.length > n), connections[n]) };
+};
+const gate = () => {
+  let open!: () => void;
+  const opened = new Promise<void>((r) => (open = r));
+  return { open, opened };
+};
+
+describe('stream consumer', () => {
+  it('acks only after the handler resolved', async () => {
+    const g = gate();
+    const { consumer, conn } = start(() => g.opened);
+    const c = await conn();
+    c.deliver('d1', { id: 'e1' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(c.answers).toEqual([]);
+    g.open();
+    await until('acked', () => c.answers.length === 1);
+    expect(c.answers).toEqual([{ deliveryId: 'd1', action: 'ack' }]);
+    expect(consumer.stats).toMatchObject({ handled: 1, acked: 1 });
+    await consumer.close();
+  });
+
+  it('nacks (with nackDelayMs) when the handler throws, and rejects on RejectError', async () => {
+    const { consumer, conn } = start(
+      async (e) => {
+        if (e.id === 'bad') throw new RejectError('poison');
+        throw new Error('flaky');
+      },
+      { nackDelayMs: 250 },
+    );
+    const c = await conn();
+    c.deliver('d1', { id: 'e1' });
+    c.deliver('d2', { id: 'bad' });
+    await until('answered', () => c.answers.length === 2);
+    expect(c.answers).toEqual(
+      expect.arrayContaining([
+        { deliveryId: 'd1', action: 'nack', delayMs: 250 },
+        { deliveryId: 'd2', action: 'reject', reason: 'poison' },
+      ]),
+    );
+    expect(consumer.stats).toMatchObject({ handled: 0, acked: 0, nacked: 1, rejected: 1 });
+    await consumer.close();
+  });
+
+  it('hands a redelivery of an event whose handler failed to the handler again (recorded only after success)', async () => {
+    let calls = 0;
+    const { consumer, conn } = start(async () => {
+      if (++calls === 1) throw new Error('first attempt fails');
+    });
+    const c = await conn();
+    c.deliver('d1', { id: 'e1' });
+    await until('nacked', () => c.answers.length === 1);
+    c.deliver('d2', { id: 'e1' });
+    await until('answered again', () => c.answers.length === 2);
+    expect(calls).toBe(2);
+    expect(c.answers[1]).toEqual({ deliveryId: 'd2', action: 'ack' });
+    expect(consumer.stats).toMatchObject({ handled: 1, duplicates: 0 });
+    await consumer.close();
+  });
+
+  it('acks a redelivery of a handled event without calling the handler, and counts it', async () => {
+    const seen: string[] = [];
+    const { consumer, conn } = start(async (e) => void seen.push(e.id));
+    const c = await conn();
+    c.deliver('d1', { id: 'e1' });
+    await until('acked', () => c.answers.length === 1);
+    c.deliver('d2', { id: 'e1' });
+    c.deliver('d3', { id: 'e1', source: '/other' });
+    await until('answered', () => c.answers.length === 3);
+    expect(seen).toEqual(['e1', 'e1']);
+    expect(consumer.stats).toMatchObject({ handled: 2, duplicates: 1, acked: 3 });
+    await consumer.close();
+  });
+
+  it('holds a redelivery that comes while the same event\'s handler runs, then acks it as a duplicate', async () => {
+    const g = gate();
+    let calls = 0;
+    const { consumer, conn } = start(async () => {
+      calls++;
+      await g.opened;
+    });
+    const first = await conn();
+    first.deliver('d1', { id: 'e1' });
+    await until('running', () => calls === 1);
+    first.drop();
+    const second = await conn(1);
+    second.deliver('d2', { id: 'e1' });
+    await new Promise((r) => setTimeout(r, 20));
+    expect(calls).toBe(1);
+    g.open();
+    await until('the redelivery acked', () => second.answers.length === 1);
+    expect(second.answers).toEqual([{ deliveryId: 'd2', action: 'ack' }]);
+    expect(first.answers).toEqual([]);
+    expect(consumer.stats).toMatchObject({ handled: 1, duplicates: 1, acked: 1, reconnects: 1 });
+    await consumer.close();
+  });
+
+  it('reconnects after a drop, with state events', async () => {
+    const states: string[] = [];
+    const { consumer, conn } = start(async () => undefined);
+    consumer.on('state', (s) => states.push(s.state));
+    (await conn()).drop();
+    (await conn(1)).drop();
+    const third = await conn(2);
+    third.deliver('d1', { id: 'e1' });
+    await until('acked on the third connection', () => third.answers.length === 1);
+    expect(consumer.stats.reconnects).toBe(2);
+    await consumer.close();
+    expect(states).toEqual(['connected', 'reconnecting', 'connected', 'reconnecting', 'connected', 'closed']);
+  });
+
+  it('falls back WebSocket -> SSE -> long-poll on refused transports, and stops on a fatal refusal', async () => {
+    const refused = new TransportRefusedError('UPGRADE_REFUSED', 'no');
+    const a = start(async () => undefined, {}, (t) => (t === 'long-poll' ? undefined : refused));
+    expect((await a.conn()).transport).toBe('long-poll');
+    expect(a.consumer.transport).toBe('long-poll');
+    await a.consumer.close();
+    const states: { state: string; error?: Error }[] = [];
+    const b = start(async () => undefined, {}, () => new NotFoundError('SUBSCRIPTION_NOT_FOUND', 'gone', 404));
+    b.consumer.on('state', (s) => states.push(s));
+    await until('closed', () => b.consumer.state === 'closed');
+    expect(states.at(-1)?.error).toBeInstanceOf(NotFoundError);
+  });
+
+  it('drain: takes nothing new, waits for running handlers and their acks, then closes', async () => {
+    const g = gate();
+    const seen: string[] = [];
+    const { consumer, conn } = start(async (e) => {
+      seen.push(e.id);
+      await g.opened;
+    });
+    const c = await conn();
+    c.deliver('d1', { id: 'e1' });
+    await until('running', () => seen.length === 1);
+    const drained = consumer.drain();
+    c.deliver('d2', { id: 'e2' });
+    g.open();
+    await drained;
+    expect(seen).toEqual(['e1']);
+    expect(c.answers).toEqual([{ deliveryId: 'd1', action: 'ack' }]);
+    expect(consumer.state).toBe('closed');
+  });
+
+  it('as an async iterator: yields deliveries the caller answers; an ack records the event', async () => {
+    const { consumer, conn } = start(undefined);
+    const c = await conn();
+    c.deliver('d1', { id: 'e1' });
+    c.deliver('d2', { id: 'e2' });
+    const got: string[] = [];
+    for await (const d of consumer) {
+      got.push(d.event.id);
+      if (d.event.id === 'e1') await d.ack();
+      else await d.nack(5);
+      if (got.length === 2) break;
+    }
+    c.deliver('d3', { id: 'e1' });
+    await until('the duplicate acked', () => c.answers.length === 3);
+    expect(c.answers).toEqual([
+      { deliveryId: 'd1', action: 'ack' },
+      { deliveryId: 'd2', action: 'nack', delayMs: 5 },
+      { deliveryId: 'd3', action: 'ack' },
+    ]);
+    expect(consumer.stats.duplicates).toBe(1);
+    await consumer.close();
+  });
+});
+
+describe('MemoryDedupeStore', () => {
+  it('forgets the oldest past maxEntries and any older than maxAgeMs', async () => {
+    let now = 0;
+    const store = new MemoryDedupeStore({ maxEntries: 2, maxAgeMs: 100 }, () => now);
+    await store.record('/s', 'a');
+    await store.record('/s', 'b');
+    await store.record('/s', 'c');
+    expect([await store.seen('/s', 'a'), await store.seen('/s', 'b'), await store.seen('/s', 'c')]).toEqual([false, true, true]);
+    now = 150;
+    await store.record('/s', 'd');
+    expect([await store.seen('/s', 'b'), await store.seen('/s', 'd'), store.size]).toEqual([false, true, 1]);
+  });
+
+  it('keys by (source, id): the same id from another source is another event', async () => {
+    const store = new MemoryDedupeStore();
+    await store.record('/a', 'x');
+    expect(await store.seen('/b', 'x')).toBe(false);
+    expect(await store.seen('/a', 'x')).toBe(true);
+  });
+});

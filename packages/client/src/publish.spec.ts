@@ -1,0 +1,117 @@
+import { CloudEvent } from 'cloudevents';
+import { EventMeshClient } from './client';
+import { AuthError, ConnectionError, UnavailableError, ValidationError } from './errors';
+import { fakeFetch, type SentRequest } from './testing/fake-fetch';
+
+const ok = (req: SentRequest) => {
+  const body: unknown = JSON.parse(req.body);
+  const result = (e: { id: string }, i: number) => ({ id: e.id, topic: 't', partition: 0, offset: i });
+  return { status: 202, body: Array.isArray(body) ? { results: body.map(result) } : result(body as { id: string }, 0) };
+};
+const client = (f: typeof fetch, extra: object = {}) =>
+  new EventMeshClient({ url: 'http://mesh', fetch: f, retry: { initialDelayMs: 1, maxDelayMs: 2 }, ...extra });
+const ids = (req: SentRequest): string[] => ([] as { id: string }[]).concat(JSON.parse(req.body)).map((e) => e.id);
+
+describe('publish', () => {
+  it('gives an event without an id a fresh one, and keeps one it has', async () => {
+    const { fetch, sent } = fakeFetch(ok);
+    const r = await client(fetch).publish({ source: '/s', type: 't' });
+    await client(fetch).publish(new CloudEvent({ id: 'mine', source: '/s', type: 't' }));
+    expect(r.id).toMatch(/^[0-9a-f-]{36}$/);
+    expect(JSON.parse(sent[0].body)).toMatchObject({ id: r.id, specversion: '1.0', source: '/s', type: 't' });
+    expect(ids(sent[1])).toEqual(['mine']);
+    expect(sent[0].headers['content-type']).toBe('application/cloudevents+json');
+  });
+
+  it('shares one batch request between publishes of the same tick, each caller getting its own result', async () => {
+    const { fetch, sent } = fakeFetch(ok);
+    const mesh = client(fetch);
+    const results = await Promise.all(['a', 'b', 'c'].map((id) => mesh.publish({ id, source: '/s', type: 't' })));
+    expect(sent).toHaveLength(1);
+    expect(sent[0].headers['content-type']).toBe('application/cloudevents-batch+json');
+    expect(results.map((r) => r.id)).toEqual(['a', 'b', 'c']);
+  });
+
+  it('cuts batches at maxBatchEvents and maxBatchBytes', async () => {
+    const { fetch, sent } = fakeFetch(ok);
+    const byCount = client(fetch, { publish: { maxBatchEvents: 2 } });
+    await byCount.publishMany([1, 2, 3, 4, 5].map((n) => ({ id: `e${n}`, source: '/s', type: 't' })));
+    expect(sent.map(ids)).toEqual([['e1', 'e2'], ['e3', 'e4'], ['e5']]);
+    sent.length = 0;
+    const byBytes = client(fetch, { publish: { maxBatchBytes: 300 } });
+    await byBytes.publishMany([1, 2, 3].map((n) => ({ id: `b${n}`, source: '/s', type: 't', data: 'x'.repeat(80) })));
+    expect(sent.map(ids)).toEqual([['b1', 'b2'], ['b3']]);
+    for (const req of sent) expect(Buffer.byteLength(req.body)).toBeLessThanOrEqual(300);
+  });
+
+  it('retries 503 (maybeWritten), 429 with Retry-After and a connection reset with the same ids, then succeeds', async () => {
+    const { fetch, sent } = fakeFetch([
+      { status: 503, body: { code: 'KAFKA_UNAVAILABLE', maybeWritten: true }, headers: { 'retry-after': '0' } },
+      { status: 429, body: { code: 'QUOTA_EXCEEDED' }, headers: { 'retry-after': '0' } },
+      { reset: true },
+      { status: 202, body: { id: 'x', topic: 't', partition: 1, offset: 9 } },
+    ]);
+    const r = await client(fetch).publish({ id: 'x', source: '/s', type: 't' });
+    expect(r).toEqual({ id: 'x', topic: 't', partition: 1, offset: 9 });
+    expect(sent.map((s) => s.body)).toEqual(Array(4).fill(sent[0].body));
+  });
+
+  it('gives up after maxAttempts with the last typed error', async () => {
+    const { fetch, sent } = fakeFetch(() => ({ status: 503, body: { code: 'OVERLOADED', message: 'full', limit: 'producerQueue' } }));
+    const failure = client(fetch, { retry: { maxAttempts: 3, initialDelayMs: 1 } }).publish({ source: '/s', type: 't' });
+    await expect(failure).rejects.toBeInstanceOf(UnavailableError);
+    await expect(failure).rejects.toMatchObject({ code: 'OVERLOADED', status: 503, body: { limit: 'producerQueue' } });
+    expect(sent).toHaveLength(3);
+    const { fetch: down } = fakeFetch(() => ({ reset: true }));
+    await expect(client(down, { retry: { maxAttempts: 2, initialDelayMs: 1 } }).publish({ source: '/s', type: 't' })).rejects.toBeInstanceOf(ConnectionError);
+  });
+
+  it('never retries another 4xx or a 429 without Retry-After, and surfaces the runtime\'s body', async () => {
+    const { fetch, sent } = fakeFetch([
+      { status: 400, body: { code: 'INVALID_CLOUDEVENT', message: 'type is required', attribute: 'type', field: 'type' } },
+      { status: 401, body: { code: 'UNAUTHENTICATED', message: 'no token' } },
+      { status: 429, body: { code: 'TOO_MANY_CONSUMERS', message: 'full' } },
+    ]);
+    const mesh = client(fetch);
+    await expect(mesh.publish({ source: '/s' })).rejects.toMatchObject({ name: 'ValidationError', code: 'INVALID_CLOUDEVENT', field: 'type', status: 400 });
+    await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toBeInstanceOf(AuthError);
+    await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toMatchObject({ code: 'TOO_MANY_CONSUMERS' });
+    expect(sent).toHaveLength(3);
+  });
+
+  it('fails only the event a batch\'s 400 names, and sends the others again', async () => {
+    const { fetch, sent } = fakeFetch((req) =>
+      ids(req).includes('bad') ? { status: 400, body: { code: 'INVALID_CLOUDEVENT', index: ids(req).indexOf('bad') } } : ok(req),
+    );
+    const mesh = client(fetch);
+    const outcomes = await Promise.allSettled(['a', 'bad', 'c'].map((id) => mesh.publish({ id, source: '/s', type: 't' })));
+    expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
+    expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(ValidationError);
+    expect(sent.map(ids)).toEqual([['a', 'bad', 'c'], ['a', 'c']]);
+  });
+
+  it('waits for room when maxEventsInFlight events are unanswered', async () => {
+    const held: { ids: string[]; go: () => void }[] = [];
+    const { fetch: inner } = fakeFetch(ok);
+    const slow = ((url: string, init: RequestInit) =>
+      new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() => inner(url, init))) as typeof fetch;
+    const mesh = client(slow, { publish: { maxEventsInFlight: 2 } });
+    const all = ['a', 'b', 'c'].map((id) => mesh.publish({ id, source: '/s', type: 't' }));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b']]);
+    held[0].go();
+    await Promise.all(all.slice(0, 2));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['c']]);
+    held[1].go();
+    expect((await all[2]).id).toBe('c');
+  });
+
+  it('sends traceparent with the call and the topic as a query parameter', async () => {
+    const { fetch, sent } = fakeFetch(ok);
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    await client(fetch).publish({ source: '/s', type: 't' }, { topic: 'orders', traceparent });
+    expect(sent[0].headers.traceparent).toBe(traceparent);
+    expect(new URL(sent[0].url).searchParams.get('topic')).toBe('orders');
+  });
+});

@@ -1,0 +1,117 @@
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { EventMeshClient, RequestTimeoutError, type Consumer, type Transport } from '@eventmesh/client';
+import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { uniqueTopic } from '../support/env';
+import { InstanceProcess } from '../support/instance-process';
+import { NoUpgradeProxy } from '../support/no-upgrade-proxy';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
+
+/**
+ * The SDK (`@eventmesh/client`, imported through the workspace) against a real instance process: publish one,
+ * many (batched) and request-reply with its 408; a stream consumer on each transport; and the fallback to SSE
+ * through a proxy that refuses WebSocket upgrades, with no transport option set.
+ */
+describe('@eventmesh/client against a real instance', () => {
+  const topic = uniqueTopic('sdk');
+  const instanceId = `sdk-${randomUUID().slice(0, 6)}`;
+  let instance: InstanceProcess;
+  let temporal: { client: Client; close(): Promise<void> };
+  let mesh: EventMeshClient;
+  const publishRequests: string[] = [];
+  const consumers: Consumer[] = [];
+
+  beforeAll(async () => {
+    temporal = await temporalClient();
+    instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3' });
+    const url = await instance.ready();
+    const counting: typeof fetch = (input, init) => {
+      if (String(input).includes('/events/publish')) publishRequests.push(String(init?.headers && (init.headers as Record<string, string>)['content-type']));
+      return fetch(input, init);
+    };
+    mesh = new EventMeshClient({ url, topic, source: '/sdk-e2e', fetch: counting });
+  });
+  afterAll(async () => {
+    await Promise.all(consumers.map((c) => c.close()));
+    await instance.stop();
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId)]);
+    await temporal.close();
+  });
+
+  const streamOf = async (filters: Record<string, unknown>[] = []) =>
+    (await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters })).id;
+  const collect = (client: EventMeshClient, sub: string, transport?: Transport) => {
+    const ids: string[] = [];
+    const consumer = client.consume(sub, async (event) => void ids.push(event.id), { transport });
+    consumers.push(consumer);
+    return { ids, consumer };
+  };
+  const connected = (consumer: Consumer) => waitFor('the consumer connected', () => consumer.state === 'connected', { timeoutMs: 30000 });
+
+  it('publishes one event and a batch; publishMany shares batch requests; a consumer gets them all', async () => {
+    const type = `sdk.pub.${randomUUID().slice(0, 6)}`;
+    const sub = await streamOf([{ exact: { type } }]);
+    const { ids, consumer } = collect(mesh, sub);
+    await connected(consumer);
+    publishRequests.length = 0;
+    const one = await mesh.publish({ type, data: { n: 0 } });
+    expect(one).toMatchObject({ topic, id: expect.any(String) });
+    expect(publishRequests).toEqual(['application/cloudevents+json']);
+    const many = await mesh.publishMany(Array.from({ length: 40 }, (_, n) => ({ type, data: { n: n + 1 } })));
+    expect(publishRequests).toEqual(['application/cloudevents+json', 'application/cloudevents-batch+json']);
+    expect(new Set(many.map((r) => r.id)).size).toBe(40);
+    for (const r of many) expect(r).toEqual({ id: r.id, topic, partition: expect.any(Number), offset: expect.any(Number) });
+    const sent = [one.id, ...many.map((r) => r.id)];
+    await waitFor('all 41 consumed', () => sent.every((id) => ids.includes(id)), { timeoutMs: 60000 });
+    expect(ids.sort()).toEqual(sent.sort());
+    await waitFor('all 41 acked', () => consumer.stats.acked === 41);
+  });
+
+  it('answers a request with its responder\'s reply, and a request nobody answers with RequestTimeoutError (408)', async () => {
+    const type = `sdk.req.${randomUUID().slice(0, 6)}`;
+    const sub = await streamOf([{ exact: { type } }]);
+    const responder = mesh.consume(sub, async (event) => {
+      await mesh.reply(event, { type: `${type}.reply`, data: { echo: event.data } });
+    });
+    consumers.push(responder);
+    await connected(responder);
+    const reply = await mesh.request({ type, data: { q: 42 } }, { timeoutMs: 30000 });
+    expect(reply.type).toBe(`${type}.reply`);
+    expect(reply.data).toEqual({ echo: { q: 42 } });
+    const unanswered = mesh.request({ type: `sdk.nobody.${randomUUID()}` }, { timeoutMs: 500 });
+    await expect(unanswered).rejects.toBeInstanceOf(RequestTimeoutError);
+    await expect(unanswered).rejects.toMatchObject({ code: 'REQUEST_TIMEOUT', status: 408, body: { correlationId: expect.any(String) } });
+  });
+
+  it.each<Transport>(['websocket', 'sse', 'long-poll'])('consumes over %s and acks each event after its handler', async (transport) => {
+    const type = `sdk.${transport}.${randomUUID().slice(0, 6)}`;
+    const sub = await streamOf([{ exact: { type } }]);
+    const { ids, consumer } = collect(mesh, sub, transport);
+    await connected(consumer);
+    expect(consumer.transport).toBe(transport);
+    const sent = (await mesh.publishMany(Array.from({ length: 10 }, () => ({ type })))).map((r) => r.id);
+    await waitFor(`10 events over ${transport}`, () => consumer.stats.acked === 10, { timeoutMs: 60000 });
+    expect(ids.sort()).toEqual(sent.sort());
+    expect(consumer.stats).toMatchObject({ handled: 10, duplicates: 0, nacked: 0, rejected: 0 });
+  });
+
+  it('falls back to SSE by itself when a proxy refuses the WebSocket upgrade', async () => {
+    const proxy = new NoUpgradeProxy(instance.url!);
+    const viaProxy = new EventMeshClient({ url: await proxy.listen(), topic, source: '/sdk-e2e' });
+    try {
+      const type = `sdk.fallback.${randomUUID().slice(0, 6)}`;
+      const sub = await streamOf([{ exact: { type } }]);
+      const { ids, consumer } = collect(viaProxy, sub);
+      await connected(consumer);
+      expect(consumer.transport).toBe('sse');
+      expect(proxy.upgradesRefused).toBe(1);
+      const sent = (await viaProxy.publishMany(Array.from({ length: 5 }, () => ({ type })))).map((r) => r.id);
+      await waitFor('5 events through the proxy', () => consumer.stats.acked === 5, { timeoutMs: 60000 });
+      expect(ids.sort()).toEqual(sent.sort());
+      await consumer.close();
+    } finally {
+      await proxy.close();
+    }
+  });
+});

@@ -1,0 +1,38 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+
+/**
+ * An HTTP reverse proxy on a loopback port that passes every request (streamed both ways, so SSE and long-poll
+ * work through it) but refuses every WebSocket upgrade with a 502, as proxies that do not carry WebSockets do.
+ * `upgradesRefused` counts the refusals.
+ */
+export class NoUpgradeProxy {
+  upgradesRefused = 0;
+  private readonly server: http.Server;
+
+  constructor(private readonly target: string) {
+    this.server = http.createServer((req, res) => {
+      const upstream = http.request(new URL(req.url ?? '/', this.target), { method: req.method, headers: req.headers }, (answer) => {
+        res.writeHead(answer.statusCode ?? 502, answer.headers);
+        answer.pipe(res);
+      });
+      upstream.on('error', () => res.destroy());
+      res.on('close', () => upstream.destroy());
+      req.pipe(upstream);
+    });
+    this.server.on('upgrade', (_req, socket) => {
+      this.upgradesRefused++;
+      socket.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\nconnection: close\r\n\r\n');
+    });
+  }
+
+  async listen(): Promise<string> {
+    await new Promise<void>((resolve) => this.server.listen(0, '127.0.0.1', resolve));
+    return `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
+  }
+
+  async close(): Promise<void> {
+    this.server.closeAllConnections();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+}
