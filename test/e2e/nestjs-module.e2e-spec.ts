@@ -1,4 +1,4 @@
-import { Injectable, INestApplication } from '@nestjs/common';
+import { Injectable, INestApplication, Type } from '@nestjs/common';
 import { ConfigModule, ConfigService } from '@nestjs/config';
 import { FastifyAdapter } from '@nestjs/platform-fastify';
 import { Test } from '@nestjs/testing';
@@ -41,6 +41,13 @@ class Handlers {
   }
 }
 
+/** A handler of a topic the instance does not serve. */
+@Injectable()
+class UnservedTopicHandler {
+  @OnMeshEvent({ topic: uniqueTopic('nest-unserved') })
+  handle() {}
+}
+
 /**
  * The NestJS module against a real instance process: a Nest app configured through ConfigService, its decorated
  * handler consuming a stream subscription the module created, its responder answering request-reply, a throw
@@ -56,7 +63,7 @@ describe('@eventmesh/nestjs against a real instance', () => {
   let handlers: Handlers;
   let mesh: EventMeshClient;
 
-  const boot = async () => {
+  const boot = async (providers: Type[] = [Handlers]) => {
     const moduleRef = await Test.createTestingModule({
       imports: [
         ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ MESH_URL: url })] }),
@@ -66,7 +73,7 @@ describe('@eventmesh/nestjs against a real instance', () => {
           useFactory: (config: ConfigService) => ({ url: config.getOrThrow<string>('MESH_URL') }),
         }),
       ],
-      providers: [Handlers],
+      providers,
     }).compile();
     const nest = moduleRef.createNestApplication(new FastifyAdapter(), { logger: false });
     await nest.init();
@@ -103,6 +110,10 @@ describe('@eventmesh/nestjs against a real instance', () => {
     const second = await boot();
     await second.close();
     expect(await ours()).toHaveLength(2);
+  });
+
+  it('fails the bootstrap when the runtime refuses a handler\'s subscription (a topic it does not serve)', async () => {
+    await expect(boot([UnservedTopicHandler])).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC', status: 404 });
   });
 
   it('delivers an event published through the injected client to the decorated handler', async () => {

@@ -36,7 +36,7 @@ export const MeshData = (property?: string | Pipe, ...pipes: Pipe[]): ParameterD
 /** The whole CloudEvent, through the given pipes. */
 export const MeshCloudEvent = (...pipes: Pipe[]): ParameterDecorator => meshParam(MeshParamType.EVENT, undefined, pipes);
 
-/** The delivery the event came in (its id and attempt), as the client hands it to the handler. */
+/** The SDK's `HandlerContext` of the delivery (`deliveryId`, `transport`); the in-memory client adds `attempt`. */
 export const MeshDelivery = (): ParameterDecorator => meshParam(MeshParamType.DELIVERY, undefined, []);
 
 /** Maps the handler's call arguments, `(event, delivery)`, to what each decorated parameter asked for. */

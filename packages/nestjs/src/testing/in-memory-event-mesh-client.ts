@@ -190,7 +190,8 @@ class InMemoryConsumer {
 
   private async run(delivery: Delivery): Promise<void> {
     try {
-      await this.handler(delivery.event, { attempt: delivery.attempt });
+      // The SDK's HandlerContext (deliveryId, transport), plus the attempt a test may want to see.
+      await this.handler(delivery.event, { deliveryId: randomUUID(), transport: 'in-memory', attempt: delivery.attempt });
       this.answer(delivery, 'ack');
     } catch (error) {
       this.answer(delivery, error instanceof RejectError ? 'reject' : 'nack', error);
