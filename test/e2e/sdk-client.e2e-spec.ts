@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
-import { EventMeshClient, RequestTimeoutError, type Consumer, type Transport } from '@eventmesh/client';
+import { EventMeshClient, RequestTimeoutError, webhookReceiver, type Consumer, type Transport } from '@eventmesh/client';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
@@ -112,6 +114,29 @@ describe('@eventmesh/client against a real instance', () => {
       await consumer.close();
     } finally {
       await proxy.close();
+    }
+  });
+
+  it('receives a webhook subscription\'s events with webhookReceiver: handshake, signatures checked with the secret of the create', async () => {
+    let secret = '';
+    const got: unknown[] = [];
+    const receiver = webhookReceiver({ secret: () => secret, handler: (e) => void got.push([e.id, e.data]) });
+    const server = http.createServer(receiver.node);
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const type = `sdk.hook.${randomUUID().slice(0, 6)}`;
+      const sink = `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`;
+      const created = await mesh.subscriptions.create({ sink, topic, filters: [{ exact: { type } }] });
+      expect(created.secret).toMatch(/^whsec_/);
+      secret = created.secret!;
+      const sent = await mesh.publishMany([1, 2, 3].map((n) => ({ type, data: { n } })));
+      await waitFor('3 events at the webhook', () => got.length === 3, { timeoutMs: 60000 });
+      expect(got).toEqual(expect.arrayContaining(sent.map((r, n) => [r.id, { n: n + 1 }])));
+      expect(receiver.stats.refused).toBe(0);
+      expect(await mesh.subscriptions.delete(created.id)).toBe(true);
+      expect(await mesh.subscriptions.delete(created.id)).toBe(false);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
     }
   });
 });

@@ -22,3 +22,4 @@ export { type DedupeStore, type DedupeBounds } from './dedupe/dedupe-store';
 export { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
 export { PostgresDedupeStore, type PostgresDedupeOptions, type Queryable } from './dedupe/postgres-dedupe-store';
 export { CloudEvent } from 'cloudevents';
+export { webhookReceiver, verifySignature, type WebhookReceiver, type WebhookReceiverOptions, type WebhookRequest, type WebhookAnswer } from './webhook';
