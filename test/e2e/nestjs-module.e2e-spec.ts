@@ -41,6 +41,17 @@ class Handlers {
   }
 }
 
+/** A second handler with the same topic and filter as `Handlers.onOrder`, under its own name: its own subscription. */
+@Injectable()
+class AuditHandler {
+  seen: string[] = [];
+
+  @OnMeshEvent({ topic, filter: { exact: { type: 'order.created' } }, name: 'audit' })
+  onOrder(event: CloudEvent<unknown>) {
+    this.seen.push(event.id);
+  }
+}
+
 /** A handler of a topic the instance does not serve. */
 @Injectable()
 class UnservedTopicHandler {
@@ -63,7 +74,7 @@ describe('@eventmesh/nestjs against a real instance', () => {
   let handlers: Handlers;
   let mesh: EventMeshClient;
 
-  const boot = async (providers: Type[] = [Handlers]) => {
+  const boot = async (providers: Type[] = [Handlers, AuditHandler]) => {
     const moduleRef = await Test.createTestingModule({
       imports: [
         ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ MESH_URL: url })] }),
@@ -80,12 +91,15 @@ describe('@eventmesh/nestjs against a real instance', () => {
     return nest;
   };
 
-  /** The lag of the subscription the module created for `Handlers.onOrder` (found by its name filter). */
+  /** The lag of the subscriptions of `topic` (those of `Handlers.onOrder` and `AuditHandler.onOrder`), summed. */
   const lag = async () => {
     const list = (await (await fetch(`${url}/subscriptions`)).json()) as { id: string; topic: string }[];
-    const subscription = list.find((s) => s.topic === topic)!;
-    const offsets = (await (await fetch(`${url}/subscriptions/${subscription.id}/offsets`)).json()) as { partitions: { lag: number | null }[] };
-    return offsets.partitions.reduce((sum, p) => sum + (p.lag ?? 0), 0);
+    let sum = 0;
+    for (const subscription of list.filter((s) => s.topic === topic)) {
+      const offsets = (await (await fetch(`${url}/subscriptions/${subscription.id}/offsets`)).json()) as { partitions: { lag: number | null }[] };
+      sum += offsets.partitions.reduce((n, p) => n + (p.lag ?? 0), 0);
+    }
+    return sum;
   };
 
   beforeAll(async () => {
@@ -104,21 +118,21 @@ describe('@eventmesh/nestjs against a real instance', () => {
     await temporal.close();
   });
 
-  it('created one stream subscription per decorated method, and a second boot finds them instead of creating more', async () => {
+  it('created one stream subscription per decorated method (two with the same topic and filter, by name), and a second boot finds them instead of creating more', async () => {
     const ours = async () => ((await (await fetch(`${url}/subscriptions`)).json()) as { topic: string; protocol: string }[]).filter((s) => s.topic === topic || s.topic === prices);
-    expect((await ours()).map((s) => [s.topic, s.protocol]).sort()).toEqual([[topic, 'STREAM'], [prices, 'STREAM']].sort());
+    expect((await ours()).map((s) => [s.topic, s.protocol]).sort()).toEqual([[topic, 'STREAM'], [topic, 'STREAM'], [prices, 'STREAM']].sort());
     const second = await boot();
     await second.close();
-    expect(await ours()).toHaveLength(2);
+    expect(await ours()).toHaveLength(3);
   });
 
   it('fails the bootstrap when the runtime refuses a handler\'s subscription (a topic it does not serve)', async () => {
     await expect(boot([UnservedTopicHandler])).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC', status: 404 });
   });
 
-  it('delivers an event published through the injected client to the decorated handler', async () => {
+  it('delivers an event published through the injected client to each decorated handler of its topic', async () => {
     const { id } = await mesh.publish({ type: 'order.created', source: '/e2e', data: { n: 1 } }, { topic });
-    await waitFor('the handler to finish the event', () => handlers.finished.includes(id), { timeoutMs: 60000 });
+    await waitFor('both handlers to finish the event', () => handlers.finished.includes(id) && app.get(AuditHandler).seen.includes(id), { timeoutMs: 60000 });
     expect(handlers.orders.filter((o) => o.id === id)).toEqual([{ id, attempt: 1 }]);
   }, 120000);
 
