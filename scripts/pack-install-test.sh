@@ -49,6 +49,6 @@ cat >tsconfig.json <<'JSON'
   "include": ["src"]
 }
 JSON
-npm install --silent --no-audit --no-fund
+npm install --silent --no-audit --no-fund --prefer-offline
 npx --no-install tsc -p tsconfig.json
 echo "pack-install: app ready in $work/app"

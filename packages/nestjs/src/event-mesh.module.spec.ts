@@ -2,11 +2,14 @@ import 'reflect-metadata';
 import {
   CallHandler,
   CanActivate,
+  Catch,
+  ExceptionFilter,
   ExecutionContext,
   Injectable,
   Module,
   NestInterceptor,
   PipeTransform,
+  UseFilters,
   UseGuards,
   UseInterceptors,
 } from '@nestjs/common';
@@ -67,6 +70,27 @@ class OrdersHandler {
   }
 }
 
+/** An error a handler may throw for an event it chose to skip. */
+class AlreadyShipped extends Error {}
+
+/** An exception filter that turns `AlreadyShipped` into a normal return (so the event is acked). */
+@Catch(AlreadyShipped)
+class SkipShipped implements ExceptionFilter {
+  catch() {
+    return 'skipped';
+  }
+}
+
+@Injectable()
+class ShippingHandler {
+  @OnMeshEvent({ topic: 'shipments' })
+  @UseFilters(SkipShipped)
+  ship(@MeshData('shipped') shipped: boolean) {
+    if (shipped) throw new AlreadyShipped();
+    throw new Error('not shipped yet');
+  }
+}
+
 @Injectable()
 @UseGuards(NotBlocked)
 class AuditHandler {
@@ -81,7 +105,7 @@ class AuditHandler {
 async function app() {
   const moduleRef = await Test.createTestingModule({
     imports: [EventMeshTestingModule.forRoot({ topic: 'orders', maxAttempts: 3 })],
-    providers: [OrdersHandler, AuditHandler],
+    providers: [OrdersHandler, AuditHandler, ShippingHandler],
   }).compile();
   moduleRef.useLogger(false);
   const nest = await moduleRef.init();
@@ -141,6 +165,17 @@ describe('EventMeshModule with the in-memory client', () => {
     await mesh.settled();
     expect(audit.seen).toEqual([]);
     expect(mesh.answers.filter((a) => a.subscription === 'audit').map((a) => a.action)).toEqual(['nack', 'nack', 'nack']);
+    await nest.close();
+  });
+
+  it('runs exception filters: an error a filter handles acks the event, any other still nacks it', async () => {
+    const { nest, mesh } = await app();
+    await mesh.publish({ type: 's', source: '/test', data: { shipped: true } }, { topic: 'shipments' });
+    await mesh.publish({ type: 's', source: '/test', data: { shipped: false } }, { topic: 'shipments' });
+    await mesh.settled();
+    const answers = mesh.answers.filter((a) => a.subscription === 'ShippingHandler.ship');
+    expect(answers.filter((a) => (a.event.data as { shipped: boolean }).shipped).map((a) => a.action)).toEqual(['ack']);
+    expect(answers.filter((a) => !(a.event.data as { shipped: boolean }).shipped).map((a) => a.action)).toEqual(['nack', 'nack', 'nack']);
     await nest.close();
   });
 
