@@ -15,7 +15,7 @@ import {
 } from '@nestjs/common';
 import { Test } from '@nestjs/testing';
 import { ConfigModule, ConfigService } from '@nestjs/config';
-import { EventMeshClient, RejectError } from '@eventmesh/client';
+import { EventMeshClient, RejectError, RequestTimeoutError } from '@eventmesh/client';
 import { CloudEvent } from 'cloudevents';
 import { tap } from 'rxjs';
 import { EVENT_MESH_OPTIONS, EventMeshModule, EventMeshTestingModule, InMemoryEventMeshClient, MESH_CONTEXT_TYPE, MeshData, MeshHandlerExplorer, MeshResponder, OnMeshEvent } from './index';
@@ -186,6 +186,13 @@ describe('EventMeshModule with the in-memory client', () => {
     await mesh.publish({ type: 'price.asked', source: '/test', data: { sku: 'x' } }, { topic: 'prices' });
     await mesh.settled();
     expect(mesh.deadLetters.map((d) => [d.subscription, d.action])).toEqual([['OrdersHandler.price', 'reject']]);
+    await nest.close();
+  });
+
+  it('rejects a request nobody answers with RequestTimeoutError, and refuses an sql filter it cannot evaluate', async () => {
+    const { nest, mesh } = await app();
+    await expect(mesh.request({ type: 'q', source: '/test' }, { topic: 'nobody', timeoutMs: 50 })).rejects.toBeInstanceOf(RequestTimeoutError);
+    await expect(mesh.ensureStreamSubscription({ name: 'sql', topic: 'orders', filters: [{ sql: "type = 'x'" }] })).rejects.toThrow(/sql filters are not supported/);
     await nest.close();
   });
 
