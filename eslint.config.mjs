@@ -45,6 +45,26 @@ export default tseslint.config(
     },
   },
   {
+    // The SDK is a package users install: it may not reach into the server's code (or anything outside itself).
+    files: ['packages/client/src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'], message: 'The SDK imports nothing outside packages/client.' }] },
+      ],
+    },
+  },
+  {
+    // The NestJS module is a package too: the SDK through '@eventmesh/client', nothing of the server's.
+    files: ['packages/nestjs/src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'], message: 'The NestJS module imports nothing outside packages/nestjs.' }] },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', '**/*.spec.ts', 'scripts/**/*.ts', 'bench/**/*.ts', 'examples/**/*.ts'],
     rules: { 'no-console': 'off' },
   },

@@ -139,4 +139,23 @@ describe('@eventmesh/client against a real instance', () => {
       await new Promise((resolve) => server.close(resolve));
     }
   });
+
+  it('does not call a handler again while it runs past the ack timeout: the redelivery waits for it, then is acked as a duplicate', async () => {
+    const type = `sdk.slow.${randomUUID().slice(0, 6)}`;
+    const sub = (
+      await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }], config: { ackTimeoutMs: 300, retry: { initialDelayMs: 10 } } })
+    ).id;
+    let calls = 0;
+    const consumer = mesh.consume(sub, async () => {
+      calls++;
+      // The handler's work outlasts the ack timeout many times over, so the runtime delivers the event again meanwhile.
+      await new Promise((r) => setTimeout(r, 3000));
+    });
+    consumers.push(consumer);
+    await connected(consumer);
+    await mesh.publish({ type });
+    await waitFor('the redelivery acked as a duplicate', () => consumer.stats.duplicates >= 1, { timeoutMs: 60000 });
+    expect(calls).toBe(1);
+    expect(consumer.stats.handled).toBe(1);
+  });
 });

@@ -1,5 +1,4 @@
 import { randomUUID } from 'node:crypto';
-import { createServer, type AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import { Pool } from 'pg';
 import { EventMeshClient, PostgresDedupeStore, type Consumer } from '@eventmesh/client';
@@ -7,16 +6,9 @@ import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { freePort } from '../support/free-port';
+import { SwitchProxy } from '../support/switch-proxy';
 import { waitFor } from '../support/wait-for';
-
-/** A port free now, for an instance that must come back on the same address after a restart. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /**
  * At least once, handled once: the SDK's consumer across an instance SIGKILLed mid-stream and restarted, and across
@@ -26,6 +18,7 @@ async function freePort(): Promise<number> {
 describe('@eventmesh/client across restarts', () => {
   const topic = uniqueTopic('sdk-restart');
   const instanceId = `sdk-restart-${randomUUID().slice(0, 6)}`;
+  const otherId = `sdk-other-${randomUUID().slice(0, 6)}`;
   let port: number;
   let instance: InstanceProcess;
   let temporal: { client: Client; close(): Promise<void> };
@@ -46,7 +39,7 @@ describe('@eventmesh/client across restarts', () => {
   afterAll(async () => {
     await Promise.all(consumers.map((c) => c.close()));
     await instance.stop();
-    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId)]);
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId), dispatchWorkflowIdOf(otherId)]);
     await temporal.close();
     await pool.end();
   });
@@ -118,5 +111,32 @@ describe('@eventmesh/client across restarts', () => {
     expect(calledMoreThanOnce(state.calls)).toEqual([]);
     await second.close();
     await secondStore.close();
+  }, 300000);
+
+  it('moves to another instance when its connection is moved there: nothing lost, nothing handed twice', async () => {
+    const other = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: otherId, EVENTMESH_KAFKA_TOPICS: topic });
+    const proxy = new SwitchProxy(port);
+    try {
+      const otherUrl = new URL(await other.ready());
+      const type = `sdk.move.${randomUUID().slice(0, 6)}`;
+      const sub = (await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }] })).id;
+      const { state, handler } = slowHandler(300);
+      const consumer = new EventMeshClient({ url: await proxy.listen() }).consume(sub, handler, { window: 10, reconnect: { initialDelayMs: 100, maxDelayMs: 1000 } });
+      consumers.push(consumer);
+      await waitFor('connected', () => consumer.state === 'connected', { timeoutMs: 30000 });
+      const sent = await publishN(type, 60);
+      await waitFor('20 handled and handlers running', () => consumer.stats.handled >= 20 && state.running > 0, { timeoutMs: 60000, intervalMs: 10 });
+      proxy.moveTo(Number(otherUrl.port));
+      await waitFor('every event handled', () => sent.every((id) => state.calls.has(id)), { timeoutMs: 120000 });
+      await waitFor('the stranded ones acked as duplicates', () => consumer.stats.duplicates >= 1, { timeoutMs: 60000 });
+      expect(calledMoreThanOnce(state.calls)).toEqual([]);
+      expect(consumer.stats.reconnects).toBeGreaterThanOrEqual(1);
+      const clients = (await (await fetch(`${instance.url}/subscriptions/${sub}/clients`)).json()) as { clients: { instance: string }[] };
+      expect(clients.clients.map((c) => c.instance)).toEqual([otherId]);
+      await consumer.close();
+    } finally {
+      await proxy.close();
+      await other.stop();
+    }
   }, 300000);
 });

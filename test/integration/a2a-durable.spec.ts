@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
 import { In } from 'typeorm';
-import type { AddressInfo } from 'node:net';
-import { createServer } from 'node:http';
 import WebSocket from 'ws';
 import { Message, SendMessageRequest, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import { Client } from '@a2a-js/sdk/client';
@@ -16,18 +14,10 @@ import { endTaskWorkflows } from '../support/a2a-tasks';
 import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { topicEndOffset } from '../support/topic-offsets';
+import { freePort } from '../support/free-port';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';
 import { headerTenantGate, stockClientOf } from '../support/header-tenant-gate';
-
-/** A loopback port nothing listens on (taken and released), where an agent can be started later. */
-async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /**
  * The durable core of the A2A broker on a real instance (gateway and worker), Postgres, Kafka and Temporal, through

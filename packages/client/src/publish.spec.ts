@@ -1,3 +1,5 @@
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { CloudEvent } from 'cloudevents';
 import { EventMeshClient } from './client';
 import { AuthError, ConnectionError, UnavailableError, ValidationError } from './errors';
@@ -113,5 +115,28 @@ describe('publish', () => {
     await client(fetch).publish({ source: '/s', type: 't' }, { topic: 'orders', traceparent });
     expect(sent[0].headers.traceparent).toBe(traceparent);
     expect(new URL(sent[0].url).searchParams.get('topic')).toBe('orders');
+  });
+
+  it('retries, with the same body, a publish whose connection a real server reset before answering', async () => {
+    const bodies: string[] = [];
+    const server = http.createServer((req, res) => {
+      let body = '';
+      req.on('data', (c: Buffer) => (body += c.toString()));
+      req.on('end', () => {
+        bodies.push(body);
+        if (bodies.length === 1) return req.socket.destroy();
+        res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'r1', topic: 't', partition: 0, offset: 1 }));
+      });
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    try {
+      const mesh = new EventMeshClient({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, retry: { initialDelayMs: 1 } });
+      expect(await mesh.publish({ id: 'r1', source: '/s', type: 't' })).toMatchObject({ id: 'r1', offset: 1 });
+      expect(bodies).toHaveLength(2);
+      expect(bodies[1]).toBe(bodies[0]);
+    } finally {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 });
