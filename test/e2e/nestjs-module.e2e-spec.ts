@@ -74,7 +74,8 @@ describe('@eventmesh/nestjs against a real instance', () => {
   let handlers: Handlers;
   let mesh: EventMeshClient;
 
-  const boot = async (providers: Type[] = [Handlers, AuditHandler]) => {
+  /** The app, not yet initialized (`init()` runs the bootstrap: subscriptions and consumers). */
+  const create = async (providers: Type[]) => {
     const moduleRef = await Test.createTestingModule({
       imports: [
         ConfigModule.forRoot({ ignoreEnvFile: true, load: [() => ({ MESH_URL: url })] }),
@@ -86,10 +87,9 @@ describe('@eventmesh/nestjs against a real instance', () => {
       ],
       providers,
     }).compile();
-    const nest = moduleRef.createNestApplication(new FastifyAdapter(), { logger: false });
-    await nest.init();
-    return nest;
+    return moduleRef.createNestApplication(new FastifyAdapter(), { logger: false });
   };
+  const boot = async (providers: Type[] = [Handlers, AuditHandler]) => (await create(providers)).init();
 
   /** The lag of the subscriptions of `topic` (those of `Handlers.onOrder` and `AuditHandler.onOrder`), summed. */
   const lag = async () => {
@@ -126,8 +126,15 @@ describe('@eventmesh/nestjs against a real instance', () => {
     expect(await ours()).toHaveLength(3);
   });
 
-  it('fails the bootstrap when the runtime refuses a handler\'s subscription (a topic it does not serve)', async () => {
-    await expect(boot([UnservedTopicHandler])).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC', status: 404 });
+  it('fails the bootstrap when the runtime refuses a handler\'s subscription (a topic it does not serve), and closes the consumers it started', async () => {
+    const failed = await create([Handlers, AuditHandler, UnservedTopicHandler]);
+    // The app's own handlers start first (their consumers connect), then the unserved topic's fails.
+    await expect(failed.init()).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC', status: 404 });
+    expect(failed.get(MeshHandlerExplorer).consumerStates().map((c) => [c.subscription, c.state])).toEqual([
+      ['Handlers.onOrder', 'closed'],
+      ['Handlers.price', 'closed'],
+      ['audit', 'closed'],
+    ]);
   });
 
   it('delivers an event published through the injected client to each decorated handler of its topic', async () => {

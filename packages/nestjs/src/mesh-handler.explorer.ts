@@ -43,8 +43,18 @@ export class MeshHandlerExplorer implements OnApplicationBootstrap, BeforeApplic
     @Inject(MESH_CLIENT_PORT) private readonly client: MeshClientPort,
   ) {}
 
+  /**
+   * A handler whose subscription cannot be had fails the bootstrap, and Nest then runs no shutdown hook: the
+   * consumers started before it are drained and the client closed here, so the failed app holds no connection.
+   */
   async onApplicationBootstrap(): Promise<void> {
-    for (const handler of this.discover()) await this.start(handler);
+    try {
+      for (const handler of this.discover()) await this.start(handler);
+    } catch (e) {
+      await this.beforeApplicationShutdown();
+      await this.onApplicationShutdown();
+      throw e;
+    }
   }
 
   async beforeApplicationShutdown(): Promise<void> {
