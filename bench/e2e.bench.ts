@@ -4,8 +4,9 @@ import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { createTopicsAndWait } from '../libs/kafka/topic-creation';
 import { Pool } from 'undici';
 import WebSocket from 'ws';
+import { EventMeshClient, type Consumer } from '@eventmesh/client';
 import { frameToKafkaMessage } from '../libs/frame';
-import { benchConfig, benchEnv, percentile, startInstanceProcess } from './support';
+import { benchConfig, benchEnv, percentile, startInstanceProcess, until } from './support';
 
 /**
  * End to end: HTTP publish -> Kafka -> dispatch -> a WebSocket subscriber that acknowledges every event, against
@@ -13,6 +14,10 @@ import { benchConfig, benchEnv, percentile, startInstanceProcess } from './suppo
  * `eachMessage`). Two measurements per path: throughput at full speed (`BENCH_CONCURRENCY` publishers), and the
  * latency from publish to delivery at half of the runtime's full-speed rate. The paths take turns for BENCH_ROUNDS
  * rounds (default 3); the figures are the median round's. `npm run bench:e2e`.
+ *
+ * The SDK's path: the same publishers, the subscriber `@eventmesh/client`'s stream consumer (WebSocket, window 1000,
+ * a handler per event, ack after it, the in-memory dedupe) instead of the raw WebSocket client; it is held to the
+ * raw client's throughput and p99 at the same offered half load.
  */
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -94,7 +99,7 @@ interface Path {
   close(): Promise<void>;
 }
 
-async function runtimePath(topic: string): Promise<Path> {
+async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' = 'raw'): Promise<Path> {
   const instance = await startInstanceProcess(
     benchEnv({ EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS), EVENTMESH_HTTP_PORT: '0', EVENTMESH_INSTANCE_ID: `bench-e2e-${randomUUID().slice(0, 6)}` }),
   );
@@ -114,14 +119,7 @@ async function runtimePath(topic: string): Promise<Path> {
     const created = await fetch(`${instance.url}/subscriptions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
     const { id: sub } = (await created.json()) as { id: string };
     const deliveredAt = new Map<string, number>();
-    const socket = new WebSocket(`${client.url.replace('http', 'ws')}/subscriptions/${sub}/ws?window=1000`);
-    socket.on('message', (raw) => {
-      const m = JSON.parse(String(raw)) as { type: string; deliveryId: string; event: { id: string } };
-      if (m.type !== 'event') return;
-      deliveredAt.set(m.event.id, performance.now());
-      socket.send(JSON.stringify({ type: 'ack', deliveryId: m.deliveryId }));
-    });
-    await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+    const stop = subscriber === 'sdk' ? await sdkSubscriber(client.url!, sub, deliveredAt) : await rawSubscriber(client.url!, sub, deliveredAt);
     const sentAt = new Map<string, number>();
     const publish = (prefix: string) => async (n: number) => {
       const id = `${prefix}-${n}`;
@@ -139,7 +137,7 @@ async function runtimePath(topic: string): Promise<Path> {
       sentAt,
       deliveredAt,
       async close() {
-        socket.close();
+        await stop();
         await http.close();
         await gateway?.stop();
         await instance.stop();
@@ -151,6 +149,29 @@ async function runtimePath(topic: string): Promise<Path> {
     await instance.stop();
     throw e;
   }
+}
+
+/** The raw WebSocket client: ack each event as it comes. Resolves with its close. */
+async function rawSubscriber(url: string, sub: string, deliveredAt: Map<string, number>): Promise<() => Promise<void>> {
+  const socket = new WebSocket(`${url.replace('http', 'ws')}/subscriptions/${sub}/ws?window=1000`);
+  socket.on('message', (raw) => {
+    const m = JSON.parse(String(raw)) as { type: string; deliveryId: string; event: { id: string } };
+    if (m.type !== 'event') return;
+    deliveredAt.set(m.event.id, performance.now());
+    socket.send(JSON.stringify({ type: 'ack', deliveryId: m.deliveryId }));
+  });
+  await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+  return async () => socket.close();
+}
+
+/** The SDK's consumer: a handler per event, acked after it. Resolves with its close. */
+async function sdkSubscriber(url: string, sub: string, deliveredAt: Map<string, number>): Promise<() => Promise<void>> {
+  const consumer: Consumer = new EventMeshClient({ url }).consume(sub, (event) => void deliveredAt.set(event.id, performance.now()), {
+    transport: 'websocket',
+    window: 1000,
+  });
+  await until('the SDK consumer connected', () => (consumer.state === 'connected' ? true : undefined), 60000);
+  return () => consumer.close();
 }
 
 async function rawPath(topic: string): Promise<Path> {
@@ -193,16 +214,18 @@ async function main(): Promise<void> {
   await admin.connect();
   const ours = `bench-e2e-${randomUUID().slice(0, 8)}`;
   const raw = `bench-e2e-raw-${randomUUID().slice(0, 8)}`;
-  await createTopicsAndWait(admin, [ours, raw].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })));
+  const sdk = `bench-e2e-sdk-${randomUUID().slice(0, 8)}`;
+  await createTopicsAndWait(admin, [ours, raw, sdk].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })));
   const paths: Path[] = [];
   try {
-    paths.push(await runtimePath(ours), await rawPath(raw));
-    const rounds: { runtime: { full: Run; half: Run }; baseline: { full: Run; half: Run } }[] = [];
+    paths.push(await runtimePath(ours), await rawPath(raw), await runtimePath(sdk, 'sdk'));
+    const rounds: { runtime: { full: Run; half: Run }; baseline: { full: Run; half: Run }; sdk: { full: Run; half: Run } }[] = [];
     // The paths take turns, round after round; the baseline is offered the rate the runtime was offered at half load.
     for (let round = 0; round < ROUNDS; round++) {
       const runtime = await measureRuns(paths[0], round);
       const baseline = await measureRuns(paths[1], round, runtime.full.perSecond / 2);
-      rounds.push({ runtime, baseline });
+      const sdkRuns = await measureRuns(paths[2], round, runtime.full.perSecond / 2);
+      rounds.push({ runtime, baseline, sdk: sdkRuns });
     }
     const p99 = (r: Run) => percentile(r.latencies, 99);
     const throughputRatio = (r: (typeof rounds)[number]) => r.runtime.full.perSecond / r.baseline.full.perSecond;
@@ -221,14 +244,24 @@ async function main(): Promise<void> {
     console.log(row('kafkajs send() -> consumer eachMessage, full speed', medianRound.baseline.full));
     console.log(row('eventmesh, half load', medianRound.runtime.half));
     console.log(row('kafkajs, same offered load', medianRound.baseline.half));
+    console.log(row('eventmesh -> @eventmesh/client consumer (WebSocket, handler, ack), full speed', medianRound.sdk.full));
+    console.log(row('@eventmesh/client consumer, same offered load', medianRound.sdk.half));
     console.log(`\nthroughput ratio: median ${throughputRatio(medianRound).toFixed(2)}x (goal >= ${VIA === 'forwarded' ? '0.6' : '0.8'}x); per round ${rounds.map((r) => throughputRatio(r).toFixed(2)).join(', ')}`);
     console.log(
       `added p99 latency at half load: median ${addedP99(byLatency[Math.floor(rounds.length / 2)]).toFixed(1)} ms (goal <= 5 ms); ` +
         `per round ${rounds.map((r) => `${addedP99(r).toFixed(1)} (${p99(r.runtime.half).toFixed(1)} vs ${p99(r.baseline.half).toFixed(1)})`).join(', ')}`,
     );
+    const sdkRatio = (r: (typeof rounds)[number]) => r.sdk.full.perSecond / r.runtime.full.perSecond;
+    const sdkAddedP99 = (r: (typeof rounds)[number]) => p99(r.sdk.half) - p99(r.runtime.half);
+    const mid = <T>(xs: T[], by: (x: T) => number) => [...xs].sort((x, y) => by(x) - by(y))[Math.floor(xs.length / 2)];
+    console.log(`SDK consumer against the raw WebSocket client: throughput median ${sdkRatio(mid(rounds, sdkRatio)).toFixed(2)}x (goal >= 0.95x); per round ${rounds.map((r) => sdkRatio(r).toFixed(2)).join(', ')}`);
+    console.log(
+      `SDK consumer's added p99 at half load: median ${sdkAddedP99(mid(rounds, sdkAddedP99)).toFixed(1)} ms (goal <= 2 ms); ` +
+        `per round ${rounds.map((r) => `${sdkAddedP99(r).toFixed(1)} (${p99(r.sdk.half).toFixed(1)} vs ${p99(r.runtime.half).toFixed(1)})`).join(', ')}`,
+    );
   } finally {
     for (const path of paths) await path.close();
-    await admin.deleteTopics({ topics: [ours, raw] }).catch(() => undefined);
+    await admin.deleteTopics({ topics: [ours, raw, sdk] }).catch(() => undefined);
     await admin.disconnect();
   }
 }

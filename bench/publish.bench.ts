@@ -6,6 +6,7 @@ import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Kafka, logLevel, Message, Partitioners, Producer } from 'kafkajs';
 import { createTopicsAndWait } from '../libs/kafka/topic-creation';
 import { Pool } from 'undici';
+import { EventMeshClient } from '@eventmesh/client';
 import { frameToKafkaMessage } from '../libs/frame';
 import { benchConfig, benchEnv, brokerPid, meterCpu, printTable, RunResult, startInstanceProcess, summarize } from './support';
 
@@ -23,7 +24,10 @@ import { benchConfig, benchEnv, brokerPid, meterCpu, printTable, RunResult, star
  * 1 KiB events, 64 concurrent clients, acks from all in-sync replicas. `npm run bench:publish`
  * (BENCH_EVENTS, BENCH_CONCURRENCY, BENCH_ROUNDS to change the size). The paths take turns for BENCH_ROUNDS rounds
  * (default 3); the figures are each path's median round. BENCH_PATHS picks paths by key (comma-separated; default
- * all): `http1`, `gated-all`, `gated-denials`, `traced`, `metrics-off`, `http2`, `send`, `batch`, `http-batch`.
+ * all): `http1`, `gated-all`, `gated-denials`, `traced`, `metrics-off`, `http2`, `send`, `batch`, `http-batch`, `sdk`
+ * (`@eventmesh/client`'s `publish`, BENCH_CONCURRENCY callers, against `http1`), `sdk-batch` (`publishMany` of
+ * every event, batched by the SDK into requests of up to 500 with BENCH_BATCH_CONCURRENCY x 500 events in flight,
+ * against `http-batch`).
  * `traced` is the open gateway with tracing on and no exporter (EVENTMESH_TRACING_ENABLED=true, no OTLP endpoint:
  * a publish span context per request, not recorded), the same requests as `http1`, against which it is compared.
  * `metrics-off` is the `http1` gateway with EVENTMESH_METRICS_ENABLED=false (the others record metrics, the default),
@@ -36,7 +40,7 @@ const WARMUP = Math.min(2000, Math.floor(EVENTS / 5));
 const DATA = 'x'.repeat(1024);
 const BATCH = 500;
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 4);
-const PATHS = ['http1', 'http2', 'send', 'batch', 'gated-all', 'gated-denials', 'http-batch', 'traced', 'metrics-off'] as const;
+const PATHS = ['http1', 'http2', 'send', 'batch', 'gated-all', 'gated-denials', 'http-batch', 'traced', 'metrics-off', 'sdk', 'sdk-batch'] as const;
 type PathKey = (typeof PATHS)[number];
 const SELECTED = new Set<string>(process.env.BENCH_PATHS ? process.env.BENCH_PATHS.split(',').map((p) => p.trim()) : PATHS);
 for (const p of SELECTED) if (!(PATHS as readonly string[]).includes(p)) throw new Error(`BENCH_PATHS: unknown path "${p}"; legal: ${PATHS.join(', ')}`);
@@ -111,6 +115,28 @@ async function viaHttpBatch(name: string, url: string, gatewayPid: number | unde
   return result;
 }
 
+/**
+ * The SDK: `each`, CONCURRENCY callers awaiting `publish` one event at a time (the SDK may put events of callers of
+ * one tick into one request); `many`, one `publishMany` of every event, cut by the SDK into requests of up to
+ * {@link BATCH}, BENCH_BATCH_CONCURRENCY requests' worth of events in flight.
+ */
+async function viaSdk(name: string, url: string, gatewayPid: number | undefined, topic: string, total: number, mode: 'each' | 'many'): Promise<RunResult> {
+  const inFlight = mode === 'each' ? CONCURRENCY : BATCH * BATCH_CONCURRENCY;
+  const mesh = new EventMeshClient({ url, topic, publish: { maxEventsInFlight: inFlight, maxBatchEvents: BATCH, maxBatchBytes: 1000 * 1000 } });
+  const run = async (events: number): Promise<number[]> => {
+    if (mode === 'each') return pool(events, CONCURRENCY, async (n) => void (await mesh.publish(event(n))));
+    const t0 = process.hrtime.bigint();
+    const latencies: number[] = [];
+    await Promise.all(Array.from({ length: events }, (_, n) => mesh.publish(event(n)).then(() => void latencies.push(Number(process.hrtime.bigint() - t0) / 1e6))));
+    return latencies;
+  };
+  await run(WARMUP);
+  const cpu = meterCpu({ client: 'self', gateway: gatewayPid, broker: brokerPid() });
+  const started = process.hrtime.bigint();
+  const latencies = await run(total);
+  return { ...summarize(name, total, started, latencies), cpu: cpu() };
+}
+
 function rawMessage(n: number): Message {
   const e = event(n);
   return frameToKafkaMessage({ id: e.id, source: e.source, type: e.type, specversion: '1.0', datacontenttype: 'application/json',
@@ -142,7 +168,7 @@ async function main(): Promise<void> {
         ...extra,
       }),
     );
-  const single = selected('http1') || selected('http-batch') ? await gateway(1) : undefined;
+  const single = ['http1', 'http-batch', 'sdk', 'sdk-batch'].some((p) => SELECTED.has(p)) ? await gateway(1) : undefined;
   const metricsOff = selected('metrics-off') ? await gateway(1, { EVENTMESH_METRICS_ENABLED: 'false', EVENTMESH_INSTANCE_ID: 'bench-publish-metrics-off' }) : undefined;
   const multi = selected('http2') ? await gateway(os.cpus().length) : undefined;
   const gated = selected('gated-all') ? await gatedGateway(topic, 'ALL') : undefined;
@@ -153,7 +179,7 @@ async function main(): Promise<void> {
     : undefined;
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
-  const rounds: RunResult[][] = [[], [], [], [], [], [], [], [], []];
+  const rounds: RunResult[][] = PATHS.map(() => []);
   try {
     // The paths take turns, round after round, so a slow moment of the shared host hits them alike.
     for (let round = 0; round < ROUNDS; round++) {
@@ -182,6 +208,9 @@ async function main(): Promise<void> {
       if (selected('batch')) rounds[3].push(await batchSends(producer, topic));
       // Right after (b), its baseline.
       if (single && selected('http-batch')) rounds[6].push(await viaHttpBatch(`eventmesh HTTP batch mode (${BATCH} events a request, ${BATCH_CONCURRENCY} at once), 1 gateway process`, single.url, single.child.pid, topic, EVENTS));
+      // The SDK's paths right after the raw ones they are held to.
+      if (single && selected('sdk')) rounds[9].push(await viaSdk(`@eventmesh/client publish, ${CONCURRENCY} callers, 1 gateway process`, single.url, single.child.pid, topic, EVENTS, 'each'));
+      if (single && selected('sdk-batch')) rounds[10].push(await viaSdk(`@eventmesh/client publishMany (batched by the SDK), 1 gateway process`, single.url, single.child.pid, topic, EVENTS, 'many'));
     }
   } finally {
     await single?.stop();
@@ -220,6 +249,8 @@ async function main(): Promise<void> {
     console.log(`\n${medians[6]!.name}:`);
     console.log(`- vs (b) batches of 500: ${ratio(6, 3)} (goal >= 0.8x)`);
   }
+  if (measured(9) && measured(0)) console.log(`\n${medians[9]!.name}:\n- vs the raw HTTP client at the same concurrency: ${ratio(9, 0)} (goal >= 0.95x)`);
+  if (measured(10) && measured(6)) console.log(`\n${medians[10]!.name}:\n- vs the raw batch mode: ${ratio(10, 6)} (goal >= 0.9x)`);
   const gatewayCpu = (r: RunResult) => (r.cpu?.gateway ?? NaN) / r.events;
   if (measured(7) && measured(0)) {
     console.log(`\n${medians[7]!.name}:`);

@@ -117,6 +117,25 @@ describe('@eventmesh/client against a real instance', () => {
     }
   });
 
+  it('falls back to long-poll by itself when the proxy refuses WebSocket upgrades and event streams', async () => {
+    const proxy = new NoUpgradeProxy(instance.url!, { refuseEventStreams: true });
+    const viaProxy = new EventMeshClient({ url: await proxy.listen(), topic, source: '/sdk-e2e' });
+    try {
+      const type = `sdk.fallback2.${randomUUID().slice(0, 6)}`;
+      const sub = await streamOf([{ exact: { type } }]);
+      const { ids, consumer } = collect(viaProxy, sub);
+      await connected(consumer);
+      expect(consumer.transport).toBe('long-poll');
+      expect([proxy.upgradesRefused, proxy.eventStreamsRefused]).toEqual([1, 1]);
+      const sent = (await viaProxy.publishMany(Array.from({ length: 5 }, () => ({ type })))).map((r) => r.id);
+      await waitFor('5 events by long-poll through the proxy', () => consumer.stats.acked === 5, { timeoutMs: 60000 });
+      expect(ids.sort()).toEqual(sent.sort());
+      await consumer.close();
+    } finally {
+      await proxy.close();
+    }
+  });
+
   it('receives a webhook subscription\'s events with webhookReceiver: handshake, signatures checked with the secret of the create', async () => {
     let secret = '';
     const got: unknown[] = [];

@@ -6,7 +6,9 @@
 export class FlowControl {
   private events = 0;
   private bytes = 0;
-  private readonly waiters: { events: number; bytes: number; go: () => void }[] = [];
+  /** Waiting publishes, first come first served: `waiters[head]` is next (an index, not `shift()`, which copies a long queue). */
+  private waiters: { events: number; bytes: number; go: () => void }[] = [];
+  private head = 0;
 
   constructor(private readonly maxEvents: number, private readonly maxBytes: number) {}
 
@@ -16,7 +18,7 @@ export class FlowControl {
 
   /** Resolves once `events` and `bytes` fit; the caller must `release` the same amounts when answered. */
   acquire(events: number, bytes: number): Promise<void> {
-    if (this.waiters.length === 0 && this.fits(events, bytes)) {
+    if (this.head === this.waiters.length && this.fits(events, bytes)) {
       this.take(events, bytes);
       return Promise.resolve();
     }
@@ -26,10 +28,14 @@ export class FlowControl {
   release(events: number, bytes: number): void {
     this.events -= events;
     this.bytes -= bytes;
-    while (this.waiters.length > 0 && this.fits(this.waiters[0].events, this.waiters[0].bytes)) {
-      const next = this.waiters.shift()!;
+    while (this.head < this.waiters.length && this.fits(this.waiters[this.head].events, this.waiters[this.head].bytes)) {
+      const next = this.waiters[this.head++];
       this.take(next.events, next.bytes);
       next.go();
+    }
+    if (this.head === this.waiters.length || this.head > 1024) {
+      this.waiters = this.waiters.slice(this.head);
+      this.head = 0;
     }
   }
 

@@ -36,6 +36,12 @@ export class TransportRefusedError extends EventMeshError {
   override readonly name = 'TransportRefusedError';
 }
 
+/**
+ * The statuses the runtime itself refuses a stream with (docs/api.md): its typed errors, never a reason to fall back.
+ * Any other answer to a stream request (a 405, 501, 502 of a proxy) means the transport does not get through.
+ */
+export const RUNTIME_REFUSALS = [400, 401, 403, 404, 429, 503];
+
 /** A refusal no reconnect can change: the credential, the subscription, or the request itself. */
 export const isFatal = (e: unknown): boolean => e instanceof EventMeshError && [400, 401, 403, 404].includes(e.status ?? 0);
 

@@ -1,21 +1,21 @@
-import { ConnectionError } from '../errors';
-import { postAnswer, streamPath, streamQuery, TransportRefusedError, type Connect, type WireDelivery } from './connection';
+import { ConnectionError, EventMeshError } from '../errors';
+import { postAnswer, RUNTIME_REFUSALS, streamPath, streamQuery, TransportRefusedError, type Connect, type WireDelivery } from './connection';
 
 /**
  * `GET /subscriptions/{id}/events` (Server-Sent Events): one `cloudevent` message per delivery, answers posted to
- * `/acks`. An answer that is not an event stream (a proxy that buffers or rewrites it) is `TransportRefusedError`.
+ * `/acks`. An answer that is not an event stream, or a status the runtime does not refuse streams with (a proxy that
+ * does not pass event streams), is `TransportRefusedError`.
  */
 export const connectSse: Connect = async (p) => {
   const aborter = new AbortController();
-  const answer = await p.http.send({
-    method: 'GET',
-    path: streamPath(p, 'events'),
-    query: streamQuery(p),
-    headers: { accept: 'text/event-stream' },
-    idempotent: true,
-    signal: aborter.signal,
-    stream: true,
-  });
+  const answer = await p.http
+    .send({ method: 'GET', path: streamPath(p, 'events'), query: streamQuery(p), headers: { accept: 'text/event-stream' }, idempotent: true, signal: aborter.signal, stream: true })
+    .catch((e: unknown) => {
+      if (e instanceof EventMeshError && e.status !== undefined && !RUNTIME_REFUSALS.includes(e.status)) {
+        throw new TransportRefusedError('SSE_REFUSED', `SSE answered ${e.status}`, e.status, e.body);
+      }
+      throw e;
+    });
   if (!answer.body || !(answer.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     aborter.abort();
     throw new TransportRefusedError('SSE_REFUSED', `SSE answered ${answer.status} ${answer.headers.get('content-type') ?? ''}`, answer.status);

@@ -2,12 +2,12 @@ import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { errorOf, ConnectionError } from '../errors';
 import { parseBody } from '../http';
-import { streamPath, streamQuery, TransportRefusedError, type Answer, type Connect, type Connection, type WireDelivery } from './connection';
+import { RUNTIME_REFUSALS, streamPath, streamQuery, TransportRefusedError, type Answer, type Connect, type Connection, type WireDelivery } from './connection';
 
 /**
  * `GET /subscriptions/{id}/ws`: deliveries in as `{type:"event",deliveryId,event}`, answers out on the same socket,
  * each confirmed by `{type:"answered",deliveryId,accepted}`. A handshake answered with anything but 101 is the
- * runtime's typed error when it is one of its refusals (401, 403, 404, 400, 429); any other answer, or a connection
+ * runtime's typed error when it is one of its refusals (`RUNTIME_REFUSALS`); any other answer, or a connection
  * reset during the handshake, means something between refuses upgrades: `TransportRefusedError`.
  */
 export const connectWebSocket: Connect = async (p) => {
@@ -65,6 +65,6 @@ export const connectWebSocket: Connect = async (p) => {
 };
 
 function refusal(status: number, text: string): Error {
-  if ([400, 401, 403, 404, 429].includes(status)) return errorOf(status, parseBody(text));
+  if (RUNTIME_REFUSALS.includes(status)) return errorOf(status, parseBody(text));
   return new TransportRefusedError('UPGRADE_REFUSED', `WebSocket upgrade answered ${status}`, status, parseBody(text));
 }
