@@ -9,7 +9,7 @@ const ioLibraries = ['kafkajs', 'pg', 'typeorm', 'fastify', 'pino', 'cloudevents
   '@temporalio/client', '@temporalio/activity', '@temporalio/testing', '**/libs/**', '**/apps/**'];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'packages/*/dist/**', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js', '.dependency-cruiser.cjs'] },
+  { ignores: ['dist/**', 'packages/*/dist/**', 'examples/*/dist/**', 'packages/nestjs/health.*', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js', '.dependency-cruiser.cjs'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -55,7 +55,17 @@ export default tseslint.config(
     },
   },
   {
-    files: ['test/**/*.ts', '**/*.spec.ts', 'scripts/**/*.ts', 'bench/**/*.ts'],
+    // The NestJS module is a package too: the SDK through '@eventmesh/client', nothing of the server's.
+    files: ['packages/nestjs/src/**/*.ts'],
+    rules: {
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        { patterns: [{ group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'], message: 'The NestJS module imports nothing outside packages/nestjs.' }] },
+      ],
+    },
+  },
+  {
+    files: ['test/**/*.ts', '**/*.spec.ts', 'scripts/**/*.ts', 'bench/**/*.ts', 'examples/**/*.ts'],
     rules: { 'no-console': 'off' },
   },
 );

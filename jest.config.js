@@ -16,6 +16,11 @@ const base = {
   transformIgnorePatterns: [`^(?!.*${sdkJose}).*/node_modules/`],
   moduleFileExtensions: ['ts', 'js', 'json'],
   setupFiles: ['<rootDir>/test/support/quiet-logs.ts'],
+  // The repo's own packages from their sources, as tsconfig.json's paths resolve them (no build needed to test).
+  moduleNameMapper: {
+    '^@eventmesh/client$': '<rootDir>/packages/client/src',
+    '^@eventmesh/nestjs$': '<rootDir>/packages/nestjs/src',
+  },
 };
 
 module.exports = {

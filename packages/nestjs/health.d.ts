@@ -1,0 +1,1 @@
+export * from './dist/health/event-mesh.health';

@@ -1,0 +1,10 @@
+export { EventMeshModule } from './event-mesh.module';
+export { EVENT_MESH_OPTIONS } from './event-mesh.module-definition';
+export type { EventMeshModuleOptions } from './event-mesh.module-definition';
+export { MeshResponder, OnMeshEvent } from './mesh-handler.decorators';
+export type { MeshFilter, MeshPolicy, MeshResponderOptions, OnMeshEventOptions } from './mesh-handler.decorators';
+export { MeshCloudEvent, MeshData, MeshDelivery } from './mesh-param.decorators';
+export { MESH_CONTEXT_TYPE, MeshHandlerExplorer } from './mesh-handler.explorer';
+export { EventMeshTestingModule } from './testing/event-mesh-testing.module';
+export { InMemoryEventMeshClient } from './testing/in-memory-event-mesh-client';
+export type { InMemoryAnswer, InMemoryEventMeshClientOptions } from './testing/in-memory-event-mesh-client';

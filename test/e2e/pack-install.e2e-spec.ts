@@ -1,0 +1,86 @@
+import { ChildProcess, execFile, spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, realpathSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { uniqueTopic } from '../support/env';
+import { InstanceProcess } from '../support/instance-process';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
+
+const ROOT = path.resolve(__dirname, '../..');
+
+/**
+ * The packages as a new user installs them: scripts/pack-install-test.sh packs both and installs the tarballs into
+ * a fresh NestJS app (the orders example's sources) in a temporary folder outside the repo, with Nest from the
+ * registry. The app boots against a real instance; its controller publishes, its decorated handler receives, its
+ * responder answers a request, and SIGTERM drains and ends it with code 0.
+ */
+describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs', () => {
+  const instanceId = `pack-${randomUUID().slice(0, 6)}`;
+  const topics = { orders: uniqueTopic('pack-orders'), prices: uniqueTopic('pack-prices') };
+  const work = realpathSync(mkdtempSync(path.join(tmpdir(), 'eventmesh-pack-')));
+  let instance: InstanceProcess;
+  let temporal: { client: Client; close(): Promise<void> };
+  let app: ChildProcess | undefined;
+  let appOut = '';
+
+  beforeAll(async () => {
+    temporal = await temporalClient();
+    instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: `${topics.orders},${topics.prices}` });
+    await Promise.all([instance.ready(), promisify(execFile)('bash', [path.join(ROOT, 'scripts/pack-install-test.sh'), work], { cwd: ROOT, timeout: 600000 })]);
+  }, 660000);
+
+  afterAll(async () => {
+    if (app?.exitCode === null) app.kill('SIGKILL');
+    await instance?.stop();
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId)]);
+    await temporal.close();
+    rmSync(work, { recursive: true, force: true });
+  });
+
+  it('installed both packages from the tarballs into an app outside the repo', () => {
+    expect(work.startsWith(`${ROOT}/`)).toBe(false);
+    const appDir = path.join(work, 'app');
+    for (const name of ['@eventmesh/client', '@eventmesh/nestjs', '@nestjs/core']) {
+      const manifest = require.resolve(`${name}/package.json`, { paths: [appDir] });
+      expect(manifest).toBe(path.join(appDir, 'node_modules', name, 'package.json'));
+    }
+    const lock = JSON.parse(readFileSync(path.join(appDir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { resolved?: string }> };
+    expect(lock.packages['node_modules/@eventmesh/nestjs'].resolved).toMatch(/^file:.*eventmesh-nestjs-.*\.tgz$/);
+    // The SDK the module uses is the one tarball, not a second copy under the module.
+    expect(lock.packages['node_modules/@eventmesh/nestjs/node_modules/@eventmesh/client']).toBeUndefined();
+  });
+
+  it('boots, publishes from the controller, receives in the decorated handler, answers a request, and drains on SIGTERM', async () => {
+    app = spawn(process.execPath, ['dist/main.js'], {
+      cwd: path.join(work, 'app'),
+      env: { PATH: process.env.PATH ?? '', PORT: '0', EVENTMESH_URL: instance.url!, ORDERS_TOPIC: topics.orders, PRICES_TOPIC: topics.prices },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    app.stdout!.on('data', (d: Buffer) => (appOut += d.toString()));
+    app.stderr!.on('data', (d: Buffer) => (appOut += d.toString()));
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => app!.once('exit', (code, signal) => resolve({ code, signal })));
+    const url = await waitFor('the app to listen', () => /listening on (http:\/\/\S+)/.exec(appOut)?.[1], { timeoutMs: 60000 }).catch((e: Error) => {
+      throw new Error(`${e.message}\n${appOut}`);
+    });
+
+    const created = await fetch(`${url}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sku: 'abc', quantity: 2 }) });
+    expect(created.status).toBe(201);
+    const { id } = (await created.json()) as { id: string };
+    await waitFor('the decorated handler to receive the order', async () => ((await (await fetch(`${url}/orders/handled`)).json()) as string[]).includes(id), { timeoutMs: 60000 });
+
+    const price = await fetch(`${url}/orders/price/abcd`);
+    expect(price.status).toBe(200);
+    expect(await price.json()).toEqual({ sku: 'abcd', unitPrice: 104 });
+
+    // enableShutdownHooks: Nest closes the app (the module drains both consumers, then closes the client), then
+    // ends the process with the signal it got.
+    app.kill('SIGTERM');
+    expect(await exited).toEqual({ code: null, signal: 'SIGTERM' });
+    expect(appOut).toContain('drained 2 consumers');
+  }, 180000);
+});
