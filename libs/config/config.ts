@@ -72,7 +72,24 @@ export type AccessLogMode = (typeof ACCESS_LOGS)[number];
 export interface EventMeshConfig {
   /** `advertisedUrl`: where other instances reach this one's internal channel; '' = derived from the listen address at boot. */
   instance: { id: string; roles: InstanceRole[]; advertisedUrl: string };
-  http: { host: string; port: number; bodyLimitBytes: number; processes: number; maxConnections: number; maxPendingRequests: number; maxPendingRequestsPerTenant: number; retryAfterSeconds: number };
+  /**
+   * `headersTimeoutMs`, `requestTimeoutMs`: how long a client may take to send a request's headers, and the whole
+   * request with its body; `keepAliveTimeoutMs`: how long an idle connection between two requests stays open. None
+   * cuts an answer under way (a long-poll, a request-reply, a stream): they stop once the request is read.
+   */
+  http: {
+    host: string;
+    port: number;
+    bodyLimitBytes: number;
+    processes: number;
+    maxConnections: number;
+    maxPendingRequests: number;
+    maxPendingRequestsPerTenant: number;
+    retryAfterSeconds: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+  };
   delivery: {
     topology: DeliveryTopology;
     leaseTtlMs: number;
@@ -211,6 +228,12 @@ const SETTINGS = {
     'Most request-replies one tenant has waiting in a gateway process at once, so one tenant cannot take the whole EVENTMESH_HTTP_MAX_PENDING_REQUESTS; one more gets 429 TOO_MANY_PENDING_REQUESTS (nothing published).'),
   httpRetryAfterSeconds: setting('EVENTMESH_HTTP_RETRY_AFTER_SECONDS', 'eventmesh.http.retryAfterSeconds', integer(1, 3600),
     () => 1, 'The Retry-After of a 503 for shed work (OVERLOADED, KAFKA_UNAVAILABLE).'),
+  httpHeadersTimeoutMs: setting('EVENTMESH_HTTP_HEADERS_TIMEOUT_MS', 'eventmesh.http.headersTimeoutMs', integer(1000, 600000), () => 10000,
+    'Longest a client may take to send a request\'s headers (from its first byte, or from the connection for a first request); past it the gateway answers 408 and closes the connection (a slow client holds no connection for long). Checked every second (a quarter of the timeout when shorter). At most EVENTMESH_HTTP_REQUEST_TIMEOUT_MS.'),
+  httpRequestTimeoutMs: setting('EVENTMESH_HTTP_REQUEST_TIMEOUT_MS', 'eventmesh.http.requestTimeoutMs', integer(1000, 3600000), () => 60000,
+    'Longest a client may take to send a whole request, headers and body; past it the gateway answers 408 and closes the connection. It ends once the request is read: an answer the gateway holds (a long-poll\'s waitMs, a request-reply\'s timeout, an SSE or WebSocket stream) is never cut by it.'),
+  httpKeepAliveTimeoutMs: setting('EVENTMESH_HTTP_KEEP_ALIVE_TIMEOUT_MS', 'eventmesh.http.keepAliveTimeoutMs', integer(1000, 600000), () => 72000,
+    'How long an idle keep-alive connection (an answer sent, no next request begun) stays open. Longer than the idle timeout of a load balancer in front (60 s on most), so the balancer closes first.'),
   topology: setting('EVENTMESH_DELIVERY_TOPOLOGY', 'eventmesh.delivery.topology', oneOf(DELIVERY_TOPOLOGIES),
     (): DeliveryTopology => 'LOCAL_STICKY_PULL', 'Delivery topology (docs/topologies.md).'),
   leaseTtlMs: setting('EVENTMESH_DELIVERY_LEASE_TTL_MS', 'eventmesh.delivery.leaseTtlMs', integer(3000, 600000),
@@ -498,6 +521,11 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       `${SETTINGS.leaseTtlMs.env} (${v.leaseTtlMs}): a lease or dispatch-run transaction lets each statement run a lease TTL; legal values: ` +
       `${2 * v.leaseTtlMs} to 3600000`);
   }
+  // Node refuses a server whose headers timeout is longer than its request timeout (the headers are part of it).
+  if (problems.length === 0 && v.httpHeadersTimeoutMs > v.httpRequestTimeoutMs) {
+    problems.push(`${SETTINGS.httpHeadersTimeoutMs.env} (${SETTINGS.httpHeadersTimeoutMs.key}) = ${v.httpHeadersTimeoutMs} is longer than ` +
+      `${SETTINGS.httpRequestTimeoutMs.env} (${v.httpRequestTimeoutMs}), which includes the headers; legal values: an integer from 1000 to ${v.httpRequestTimeoutMs}`);
+  }
   if (problems.length === 0 && v.httpProcesses > 1 && v.instanceRoles.join() !== 'gateway') {
     problems.push(`${SETTINGS.httpProcesses.env} (${SETTINGS.httpProcesses.key}) = ${v.httpProcesses} needs ` +
       `${SETTINGS.instanceRoles.env}=gateway (got "${v.instanceRoles.join(',')}"): the worker role runs once per instance; legal values: 1, ` +
@@ -546,6 +574,9 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       maxPendingRequests: v.httpMaxPendingRequests,
       maxPendingRequestsPerTenant: v.httpMaxPendingRequestsPerTenant,
       retryAfterSeconds: v.httpRetryAfterSeconds,
+      headersTimeoutMs: v.httpHeadersTimeoutMs,
+      requestTimeoutMs: v.httpRequestTimeoutMs,
+      keepAliveTimeoutMs: v.httpKeepAliveTimeoutMs,
     },
     delivery: {
       topology: v.topology,

@@ -62,6 +62,8 @@ export enum ErrorCode {
   TooManyPendingRequests = 'TOO_MANY_PENDING_REQUESTS',
   /** A plain HTTP request to a WebSocket-only route (no `Upgrade: websocket`). */
   UpgradeRequired = 'UPGRADE_REQUIRED',
+  /** A client did not send its request's headers, or the whole request, within the HTTP server's timeouts. */
+  ClientTimeout = 'CLIENT_TIMEOUT',
   KafkaUnavailable = 'KAFKA_UNAVAILABLE',
   /** A bound on held work (producer queue, connections, pending requests) is reached; nothing was taken. */
   Overloaded = 'OVERLOADED',
@@ -125,6 +127,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.BatchExceedsBurst]: 413,
   [ErrorCode.TooManyPendingRequests]: 429,
   [ErrorCode.UpgradeRequired]: 426,
+  [ErrorCode.ClientTimeout]: 408,
   [ErrorCode.KafkaUnavailable]: 503,
   [ErrorCode.Overloaded]: 503,
   [ErrorCode.TooManyConsumers]: 429,
