@@ -249,6 +249,17 @@ describe('loadConfig', () => {
     );
   });
 
+  it('takes a scrape secret of 32 characters or more, never echoed, and not beside the admin gate on /metrics', () => {
+    expect(loadConfig({}).metrics).toMatchObject({ scrapeSecret: '', subscriptionLabels: false });
+    expect(loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'a'.repeat(32) }).metrics.scrapeSecret).toBe('a'.repeat(32));
+    expect(() => loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'short' })).toThrow(
+      'EVENTMESH_METRICS_SCRAPE_SECRET (eventmesh.metrics.scrapeSecret) = (hidden) is not valid; legal values: 32 to 256 visible ASCII characters',
+    );
+    expect(() => loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'a'.repeat(32), EVENTMESH_METRICS_ADMIN_GATE: 'true' })).toThrow(
+      'EVENTMESH_METRICS_SCRAPE_SECRET (eventmesh.metrics.scrapeSecret) is set while EVENTMESH_METRICS_ADMIN_GATE=true',
+    );
+  });
+
   it('bounds what a gateway holds: defaults, and caps that can always take one whole request', () => {
     const config = loadConfig({});
     expect(config.kafka).toMatchObject({ produceQueueMaxEvents: 20000, produceQueueMaxBytes: 64 * 1024 * 1024, publishTimeoutMs: 5000, requestTimeoutMs: 10000 });

@@ -16,6 +16,7 @@ import {
   tenantName,
   secretKeys,
   optionalWebhookSecret,
+  scrapeSecret,
   superUser,
   optionalHttpUrl,
   hostPort,
@@ -141,7 +142,7 @@ export interface EventMeshConfig {
    * where the Temporal core's own Prometheus exporter listens ('' = a free loopback port, merged into /metrics;
    * 'off' = none).
    */
-  metrics: { enabled: boolean; adminGate: boolean; temporalAddress: string };
+  metrics: { enabled: boolean; adminGate: boolean; temporalAddress: string; scrapeSecret: string; subscriptionLabels: boolean };
   /** `/health/ready` and `/health`: how long a dependency check is reused, and when a dispatch loop counts as stalled. */
   health: { checkCacheMs: number; dispatchStaleMs: number };
   filter: { maxAttributeChars: number };
@@ -383,6 +384,11 @@ const SETTINGS = {
     'Serve GET /metrics (Prometheus text format) and record the runtime\'s metrics; false records nothing and /metrics answers 404 (docs/operations.md#metrics).'),
   metricsAdminGate: setting('EVENTMESH_METRICS_ADMIN_GATE', 'eventmesh.metrics.adminGate', bool, () => false,
     'true: GET /metrics passes the admin API\'s gate (an operator-tenant admin, like the runtime-wide admin routes). false: it is public, as /health is (scrape it on a network only Prometheus reaches).'),
+  metricsScrapeSecret: setting('EVENTMESH_METRICS_SCRAPE_SECRET', 'eventmesh.metrics.scrapeSecret', scrapeSecret, () => '',
+    'A credential for GET /metrics alone (Prometheus\'s `authorization: { credentials: ... }`): set, a scrape must send Authorization: Bearer <it> (401 otherwise); it opens nothing else, and an admin token does not replace it. Not with EVENTMESH_METRICS_ADMIN_GATE=true.',
+    '(none)'),
+  metricsSubscriptionLabels: setting('EVENTMESH_METRICS_SUBSCRIPTION_LABELS', 'eventmesh.metrics.subscriptionLabels', bool, () => false,
+    'true: /metrics shows the series labelled with subscription ids (eventmesh_delivery_lag_events, eventmesh_delivery_circuit_state) while a gate is on. false: they are left out while either gate is on (a subscription id is a tenant\'s), and shown while both are open.'),
   metricsTemporalAddress: setting('EVENTMESH_METRICS_TEMPORAL_ADDRESS', 'eventmesh.metrics.temporalAddress',
     (raw: string): string => (raw === 'off' ? 'off' : hostPort(raw)), () => '',
     'Where the Temporal SDK core\'s Prometheus exporter (the worker\'s own metrics) listens, as host:port; its series are merged into GET /metrics. Unset: a free loopback port chosen at boot. off: no Temporal worker metrics.',
@@ -521,6 +527,10 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       `${SETTINGS.leaseTtlMs.env} (${v.leaseTtlMs}): a lease or dispatch-run transaction lets each statement run a lease TTL; legal values: ` +
       `${2 * v.leaseTtlMs} to 3600000`);
   }
+  if (problems.length === 0 && v.metricsScrapeSecret !== '' && v.metricsAdminGate) {
+    problems.push(`${SETTINGS.metricsScrapeSecret.env} (${SETTINGS.metricsScrapeSecret.key}) is set while ${SETTINGS.metricsAdminGate.env}=true: ` +
+      '/metrics takes one credential; legal values: one of them');
+  }
   // Node refuses a server whose headers timeout is longer than its request timeout (the headers are part of it).
   if (problems.length === 0 && v.httpHeadersTimeoutMs > v.httpRequestTimeoutMs) {
     problems.push(`${SETTINGS.httpHeadersTimeoutMs.env} (${SETTINGS.httpHeadersTimeoutMs.key}) = ${v.httpHeadersTimeoutMs} is longer than ` +
@@ -651,7 +661,13 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       serviceName: v.tracingServiceName,
       sampleRatio: v.tracingSampleRatio,
     },
-    metrics: { enabled: v.metricsEnabled, adminGate: v.metricsAdminGate, temporalAddress: v.metricsTemporalAddress },
+    metrics: {
+      enabled: v.metricsEnabled,
+      adminGate: v.metricsAdminGate,
+      temporalAddress: v.metricsTemporalAddress,
+      scrapeSecret: v.metricsScrapeSecret,
+      subscriptionLabels: v.metricsSubscriptionLabels,
+    },
     health: { checkCacheMs: v.healthCheckCacheMs, dispatchStaleMs: v.healthDispatchStaleMs },
     filter: { maxAttributeChars: v.filterMaxAttributeChars },
     security: {

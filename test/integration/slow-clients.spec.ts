@@ -5,7 +5,7 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import type { EventProducer } from '../../libs/kafka';
 import { buildGates } from '../../libs/security';
 import { createDataSource } from '../../libs/storage';
-import { testConfig } from '../support/env';
+import { GATES_ENFORCING_TOKEN, testConfig } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
 
 const HEADERS_TIMEOUT_MS = 1000;
@@ -88,10 +88,7 @@ describe('slow clients (real gateway, timeouts configured)', () => {
     EVENTMESH_HTTP_HEADERS_TIMEOUT_MS: String(HEADERS_TIMEOUT_MS),
     EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: String(REQUEST_TIMEOUT_MS),
     EVENTMESH_HTTP_KEEP_ALIVE_TIMEOUT_MS: String(KEEP_ALIVE_TIMEOUT_MS),
-    EVENTMESH_SECURITY_GATE_FILTERS: 'token',
-    EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
-    EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
-    EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
+    ...GATES_ENFORCING_TOKEN,
   });
   const as = { 'x-test-principal': 'p', 'x-test-tenant': `slow-${run}` };
   const event = () => JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/slow-spec', type: 'slow.test' });

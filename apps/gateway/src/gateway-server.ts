@@ -24,6 +24,7 @@ import { ConnectionCap } from './connection-cap';
 import { Gates } from './gate-route';
 import { GatewayModule } from './gateway.module';
 import { toHttpError } from './http-error';
+import { MetricsAccess } from './metrics-access';
 import { PUBLISH_DOC, PUBLISH_PATH, PublishRoute } from './publish-route';
 import { RequestLog } from './request-log';
 import { RouteTable } from './route-table';
@@ -160,7 +161,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         streams,
         polls,
         subscriptions,
-        metrics: metrics && { metrics, adminGate: config.metrics.adminGate },
+        metrics: metrics && { metrics, adminGate: config.metrics.adminGate, access: MetricsAccess.fromConfig(config, !(options.gates.ingress.open && options.gates.admin.open)) },
         health: new HealthService(deps, config, { loops: options.running, stats: () => ({
           requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests, maxPendingPerTenant: config.http.maxPendingRequestsPerTenant },
           // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).

@@ -15,6 +15,7 @@ import { createAccessLog } from '../../../libs/logging';
 import { RunningGateway, startGateway } from '../../gateway/src/gateway-server';
 import { RequestLog } from '../../gateway/src/request-log';
 import { WorkerHost } from '../../worker/src/worker-host';
+import { MetricsAccess } from '../../gateway/src/metrics-access';
 import { RunningOpsServer, startOpsServer } from './ops-server';
 
 export interface RunningInstance {
@@ -121,6 +122,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
         health: new HealthService(deps, config, { loops: running, stats: () => workerStatsOf(instance) }),
         metrics,
         metricsGate: gates?.admin,
+        metricsAccess: MetricsAccess.fromConfig(config, gatesOn(gates ?? options.gates, config)),
         requests: new RequestLog(createAccessLog(config.log.access)),
       });
       instance.opsUrl = ops.url;
@@ -154,4 +156,10 @@ function workerStatsOf(instance: RunningInstance): Record<string, unknown> {
     ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
     ...(instance.worker?.a2a.parkedStreams ? { a2aParkedStreams: instance.worker.a2a.parkedStreams.stats() } : {}),
   };
+}
+
+/** Whether either gate is on: the gates' own word, or (no gate built in a worker-only process) the configuration's. */
+function gatesOn(gates: BuiltGates | undefined, config: EventMeshConfig): boolean {
+  if (gates) return !(gates.ingress.open && gates.admin.open);
+  return config.security.gate.filters.length > 0 || config.admin.security.filters.length > 0;
 }
