@@ -1,5 +1,5 @@
 import { createLogger, isoNow } from '../logging';
-import type { AuditRecord, AuditSink } from './audit-sink';
+import type { AuditRecord, AuditSink, AuditSinkStats } from './audit-sink';
 import { ANONYMOUS, Caller, UNAUTHENTICATED } from './caller';
 import type { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';
 import { requestIdOf } from './request-id';
@@ -39,6 +39,8 @@ export interface GateStats {
   /** Filters that could not decide (a store down), by filter. */
   errors: Record<string, number>;
   auditFailures: number;
+  /** The audit sink's writes (shared by both gates of an instance), when the sink reports them. */
+  audit?: AuditSinkStats;
 }
 
 const NOTHING_HELD = () => undefined;
@@ -186,6 +188,7 @@ export class SecurityGate {
       denied: Object.fromEntries(this.denied),
       errors: Object.fromEntries(this.errors),
       auditFailures: this.auditFailures,
+      audit: this.options.audit.stats?.(),
     };
   }
 

@@ -179,6 +179,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           // /health is public: subscription ids (tenants' data) are listed only while both gates are open.
           skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs, options.gates.ingress.open && options.gates.admin.open),
           gateFinding(options.gates, config.http.host),
+          auditFinding(options.gates),
         ], gate: () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode }) }),
         placement,
         subscriptionOffsets: SubscriptionOffsets.forInstance(deps.db, deps.topics, config),
@@ -264,6 +265,23 @@ export function slowClientTimeouts(http: EventMeshConfig['http']): ServerOptions
     requestTimeout: http.requestTimeoutMs,
     keepAliveTimeout: http.keepAliveTimeoutMs,
     connectionsCheckingInterval: Math.min(1000, Math.floor(http.headersTimeoutMs / 4)),
+  };
+}
+
+/**
+ * `AUDIT_DEGRADED` while the audit sink's last write failed: gate decisions are being lost (the requests are
+ * served). The status stays `up`: a load balancer must not take the instance out for it.
+ */
+function auditFinding(gates: GatewayOptions['gates']): HealthFinding {
+  return {
+    unknownCode: 'AUDIT_UNKNOWN',
+    read: () => {
+      const audit = gates.ingress.stats().audit ?? gates.admin.stats().audit;
+      if (audit?.status !== 'degraded') return Promise.resolve({ warnings: [] });
+      const { sink, failed, dropped, lastFailure } = audit;
+      const message = `audit records are not being written (${sink} sink): ${lastFailure?.reason ?? 'unknown'}`;
+      return Promise.resolve({ warnings: [{ code: 'AUDIT_DEGRADED', message, sink, failed, dropped, lastFailureAt: lastFailure?.at }] });
+    },
   };
 }
 
