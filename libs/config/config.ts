@@ -131,7 +131,7 @@ export interface EventMeshConfig {
   };
   streams: { pollMaxConsumers: number };
   /** `pushSigningSecret`: the Standard Webhooks secret A2A push notifications are signed with ('' = unsigned). */
-  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number; workerSlots: number; maxAnswerBytes: number };
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number; workerSlots: number; maxAnswerBytes: number; maxPerTenant: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -350,6 +350,8 @@ const SETTINGS = {
     'Days an A2A task that ended (completed, failed, canceled, rejected) or waits for its client (input-required, auth-required) is kept after its last change, with its event log, push configs and push dead letters; the Temporal schedule `a2a-task-retention` deletes older ones every ten minutes, in small batches (the last instance to boot sets the days). A running task is kept. 0 keeps them all (and removes the schedule).'),
   agentsMaxAnswerBytes: setting('EVENTMESH_AGENTS_MAX_ANSWER_BYTES', 'eventmesh.agents.maxAnswerBytes', integer(1024, 1024 * 1024 * 1024),
     () => 16 * 1024 * 1024, 'Largest answer the A2A broker reads from an agent: a JSON answer whole, or one event of an event stream. Past it the read is aborted and the task fails, its status message saying the answer was too large (an agent sent the same turn again would answer the same).'),
+  agentsMaxPerTenant: setting('EVENTMESH_AGENTS_MAX_PER_TENANT', 'eventmesh.agents.maxPerTenant', integer(1, 100000), () => 100,
+    'Most A2A agents one tenant may register (each has two Kafka topics: its requests and its task events); one more is 409 AGENT_LIMIT_REACHED, nothing created. Replacing a registered agent\'s card always passes. Registrations at once on several instances may pass it by a few.'),
   agentsWorkerSlots: setting('EVENTMESH_AGENTS_WORKER_SLOTS', 'eventmesh.agents.workerSlots', integer(2, 10000), () => 200,
     'Most A2A task workflow tasks an instance\'s worker runs at once, and as many local activities. A task\'s first workflow task holds its slot while the task\'s first delivery attempt runs (docs/a2a.md); while every slot is taken, a new task\'s workflow starts through the task queue instead of eagerly on the instance that took it, a slower start that costs the Temporal server more.'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
@@ -647,6 +649,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       taskRetentionDays: v.agentsTaskRetentionDays,
       workerSlots: v.agentsWorkerSlots,
       maxAnswerBytes: v.agentsMaxAnswerBytes,
+      maxPerTenant: v.agentsMaxPerTenant,
     },
     temporal: {
       address: v.temporalAddress,

@@ -50,6 +50,8 @@ export enum ErrorCode {
   PlacementConflict = 'PLACEMENT_CONFLICT',
   /** A principal already has its most active publisher secrets (two, for rotation): delete one first. */
   SecretLimitReached = 'SECRET_LIMIT_REACHED',
+  /** A tenant has its most A2A agents (EVENTMESH_AGENTS_MAX_PER_TENANT); nothing was created. */
+  AgentLimitReached = 'AGENT_LIMIT_REACHED',
   Unauthenticated = 'UNAUTHENTICATED',
   Forbidden = 'FORBIDDEN',
   QuotaExceeded = 'QUOTA_EXCEEDED',
@@ -121,6 +123,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.InstanceNotLive]: 409,
   [ErrorCode.PlacementConflict]: 409,
   [ErrorCode.SecretLimitReached]: 409,
+  [ErrorCode.AgentLimitReached]: 409,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.QuotaExceeded]: 429,
