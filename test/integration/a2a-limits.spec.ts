@@ -4,10 +4,9 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import type { EventProducer } from '../../libs/kafka';
 import { buildGates, PublisherSecretStore, SecretBox } from '../../libs/security';
 import { createDataSource, TenantQuotaStore } from '../../libs/storage';
-import { testConfig } from '../support/env';
+import { GATES_ENFORCING_TOKEN, NO_QUOTA as NONE, testConfig } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
 
-const NONE = { eventsPerSecond: null, bytesPerSecond: null, burstSeconds: null, streamConnections: null, subscriptions: null };
 const BURST_BYTES = 400;
 const card = (name: string, pad = '') => ({
   name,
@@ -32,10 +31,8 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
   const config = testConfig({
     EVENTMESH_INSTANCE_ID: `a2a-limits-${run}`,
     EVENTMESH_KAFKA_TOPICS: `a2a-limits-${run}`,
+    ...GATES_ENFORCING_TOKEN,
     EVENTMESH_SECURITY_GATE_FILTERS: 'token,signature,quota',
-    EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
-    EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
-    EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
     EVENTMESH_AGENTS_MAX_PER_TENANT: '2',
   });
   const tenants = { bytes: `bytes-${run}`, capped: `capped-${run}`, signer: `signer-${run}` };

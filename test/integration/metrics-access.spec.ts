@@ -4,11 +4,10 @@ import { RunningInstance, startInstance } from '../../apps/instance/src/instance
 import type { EventProducer } from '../../libs/kafka';
 import { buildGates } from '../../libs/security';
 import { createDataSource } from '../../libs/storage';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { GATES_ENFORCING_TOKEN, testConfig, uniqueTopic } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
 import { parsePrometheusText } from '../support/prometheus-text';
-import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { terminateDispatch } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';
 
@@ -48,9 +47,7 @@ describe('GET /metrics: the scrape secret and subscription labels (gates on, rea
     await instance?.close();
     await receiver.stop();
     await db?.destroy();
-    const temporal = await temporalClient();
-    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(config.instance.id)]);
-    await temporal.close();
+    await terminateDispatch(config.instance.id);
   });
 
   const scrape = (headers: Record<string, string> = {}) => fetch(`${instance.url}/metrics`, { headers });

@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
-import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { terminateDispatch } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
 
@@ -36,9 +35,7 @@ describe('a request is delivered at most once (real servers)', () => {
   afterAll(async () => {
     await instance?.close();
     await receiver.stop();
-    const temporal = await temporalClient();
-    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(config.instance.id)]);
-    await temporal.close();
+    await terminateDispatch(config.instance.id);
   });
 
   it('attempts a failing request once, answers its requester 408, and delivers the events behind it', async () => {

@@ -21,6 +21,9 @@ export const GATES_ENFORCING_TOKEN = {
   EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
 };
 
+/** A tenant quota that sets nothing (each limit the configured default): spread, then set the limits a test wants. */
+export const NO_QUOTA = { eventsPerSecond: null, bytesPerSecond: null, burstSeconds: null, streamConnections: null, subscriptions: null };
+
 /** Settings for a test: the machine's EVENTMESH_* addresses, the test database, and the given overrides. */
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};
