@@ -170,7 +170,6 @@ export class FailurePolicy {
     // repeat: delivered at most once to each subscription, the one exception to at-least-once. Its requester gets
     // 408 at its deadline.
     if (frame.extensions[CORRELATION_ATTRIBUTE] !== undefined) {
-      ctx.progress.requestsDropped = (ctx.progress.requestsDropped ?? 0) + 1;
       this.failures.failed(lane.subscription.id, lane.subscription.sink, 'requestDropped', where, 'a request\'s delivery failed; not retried (requests are delivered at most once)');
       return 'settled';
     }

@@ -7,8 +7,6 @@ export interface DispatchProgress {
   failedAttempts: number;
   parked: number;
   deadLettered: number;
-  /** Requests (events of POST /events/request) whose one delivery failed: not retried, parked or dead-lettered. */
-  requestsDropped?: number;
   /** Events a subscription's filters passed over. */
   filteredOut: number;
   /** Replayed events that were dead-lettered before (by a run that crashed before its commit): passed over. */
