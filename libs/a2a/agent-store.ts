@@ -44,19 +44,33 @@ export interface AgentFilter {
   tag?: string;
 }
 
+/** The tenant ($1) has fewer agents than $3, or has the agent $2 (a replacement). */
+const FITS = '((SELECT count(*) FROM a2a_agents WHERE tenant = $1) < $3 OR EXISTS (SELECT 1 FROM a2a_agents WHERE tenant = $1 AND name = $2))';
+
 /** The `a2a_agents` table: each tenant's registered agents and their cards. Every read and write names the tenant. */
 export class A2AAgentStore {
   constructor(private readonly db: DataSource) {}
 
-  /** Registers the agent, or replaces its card and style; `created` says which. A subscriber's registration is a heartbeat. */
-  async put(tenant: string, name: string, card: RegisteredCard, style: AgentStyle): Promise<{ agent: StoredAgent; created: boolean }> {
-    const [row]: (RawAgent & { inserted: boolean })[] = await this.db.query(
-      `INSERT INTO a2a_agents (tenant, name, card, style, heartbeat_at) VALUES ($1, $2, $3, $4, CASE WHEN $4 = 'subscriber' THEN now() END)
+  /**
+   * Registers the agent, or replaces its card and style; `created` says which. A subscriber's registration is a
+   * heartbeat. Undefined when the tenant has `maxPerTenant` agents and this is not one of them (nothing written).
+   */
+  async put(tenant: string, name: string, card: RegisteredCard, style: AgentStyle, maxPerTenant: number): Promise<{ agent: StoredAgent; created: boolean } | undefined> {
+    const rows: (RawAgent & { inserted: boolean })[] = await this.db.query(
+      `INSERT INTO a2a_agents (tenant, name, card, style, heartbeat_at)
+       SELECT $1, $2, $3, $4, CASE WHEN $4 = 'subscriber' THEN now() END
+       WHERE ${FITS.replace('$3', '$5')}
        ON CONFLICT (tenant, name) DO UPDATE SET card = EXCLUDED.card, style = EXCLUDED.style, heartbeat_at = EXCLUDED.heartbeat_at, updated_at = now()
        RETURNING ${COLUMNS}, (xmax = 0) AS inserted`,
-      [tenant, name, JSON.stringify(card), style],
+      [tenant, name, JSON.stringify(card), style, maxPerTenant],
     );
-    return { agent: agentOf(row), created: row.inserted };
+    return rows.length === 0 ? undefined : { agent: agentOf(rows[0]), created: rows[0].inserted };
+  }
+
+  /** Whether the tenant may register this agent: it has fewer than `maxPerTenant`, or this one is among them. */
+  async fits(tenant: string, name: string, maxPerTenant: number): Promise<boolean> {
+    const [row]: { fits: boolean }[] = await this.db.query(`SELECT ${FITS} AS fits`, [tenant, name, maxPerTenant]);
+    return row.fits;
   }
 
   async get(tenant: string, name: string): Promise<StoredAgent | undefined> {

@@ -59,6 +59,7 @@ export class A2ABroker {
   readonly streams: TaskStreams;
   /** How long an idle stream waits before a keep-alive comment (EVENTMESH_AGENTS_STREAM_HEARTBEAT_MS). */
   readonly streamHeartbeatMs: number;
+  private readonly maxAgentsPerTenant: number;
   readonly pushConfigs: PushConfigStore;
   /** Copies the task events this gateway commits to the agents' events topics, when no worker of this process does. */
   private readonly ownEvents: TaskEventPublisher | undefined;
@@ -73,12 +74,16 @@ export class A2ABroker {
     private readonly sendWaitMs: number,
     /** How long a subscriber agent's card lives after its last heartbeat (EVENTMESH_AGENTS_HEARTBEAT_TTL_MS). */
     private readonly heartbeatTtlMs: number,
-    /** The bounds of the task streams (EVENTMESH_AGENTS_MAX_STREAMS, EVENTMESH_AGENTS_STREAM_POLL_MS). */
-    streams: { maxStreams: number; streamPollMs: number; streamHeartbeatMs: number } = { maxStreams: 1000, streamPollMs: 200, streamHeartbeatMs: 15000 },
+    /**
+     * The bounds of the task streams (EVENTMESH_AGENTS_MAX_STREAMS, EVENTMESH_AGENTS_STREAM_POLL_MS) and of a tenant's
+     * agents (EVENTMESH_AGENTS_MAX_PER_TENANT).
+     */
+    streams: { maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; maxPerTenant: number },
     /** Seals the push configs' tokens and credentials at rest. */
     secrets: SecretBox,
   ) {
     this.streamHeartbeatMs = streams.streamHeartbeatMs;
+    this.maxAgentsPerTenant = streams.maxPerTenant;
     this.agents = new A2AAgentStore(db);
     // The changes this gateway commits (a task taken, a subscriber agent's update) go to the events topics through
     // the publisher of this process's worker when it runs one (one run per task for both), else its own.
@@ -145,11 +150,19 @@ export class A2ABroker {
     // Its task policy (a card extension) is checked now, so a card stored is one every send can apply.
     this.workflows.policyOf(card);
     if (style === 'url') for (const i of card.supportedInterfaces) await this.checkUrl(i.url);
+    // Within the tenant's cap before its topics are made (the put checks again, atomically).
+    if (!(await this.agents.fits(tenant, name, this.maxAgentsPerTenant))) throw this.agentLimit();
     // The topic first: an agent is registered only once its tasks have somewhere to travel.
     await this.kafka.ensureTopic(requestTopicOf(tenant, name));
     await this.kafka.ensureTopic(eventsTopicOf(tenant, name));
-    const { agent, created } = await this.agents.put(tenant, name, card, style as AgentStyle);
-    return { agent: viewOf(agent), created };
+    const stored = await this.agents.put(tenant, name, card, style as AgentStyle, this.maxAgentsPerTenant);
+    if (!stored) throw this.agentLimit();
+    return { agent: viewOf(stored.agent), created: stored.created };
+  }
+
+  private agentLimit(): EventMeshError {
+    const max = this.maxAgentsPerTenant;
+    return new EventMeshError(ErrorCode.AgentLimitReached, `the tenant has ${max} agents, its most (EVENTMESH_AGENTS_MAX_PER_TENANT); remove one first`, { maxAgentsPerTenant: max });
   }
 
   async get(tenant: string, name: string): Promise<AgentView> {

@@ -236,6 +236,30 @@ describe('loadConfig', () => {
     );
   });
 
+  it('limits a slow client by default, takes legal timeouts, and refuses a headers timeout longer than the request\'s', () => {
+    expect(loadConfig({}).http).toMatchObject({ headersTimeoutMs: 10000, requestTimeoutMs: 60000, keepAliveTimeoutMs: 72000 });
+    expect(loadConfig({ EVENTMESH_HTTP_HEADERS_TIMEOUT_MS: '2000', EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: '2000', EVENTMESH_HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000' }).http)
+      .toMatchObject({ headersTimeoutMs: 2000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 5000 });
+    expect(() => loadConfig({ EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: '0' })).toThrow(
+      'EVENTMESH_HTTP_REQUEST_TIMEOUT_MS (eventmesh.http.requestTimeoutMs) = "0" is not valid; legal values: an integer from 1000 to 3600000',
+    );
+    expect(() => loadConfig({ EVENTMESH_HTTP_HEADERS_TIMEOUT_MS: '30000', EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: '20000' })).toThrow(
+      'EVENTMESH_HTTP_HEADERS_TIMEOUT_MS (eventmesh.http.headersTimeoutMs) = 30000 is longer than EVENTMESH_HTTP_REQUEST_TIMEOUT_MS (20000), ' +
+        'which includes the headers; legal values: an integer from 1000 to 20000',
+    );
+  });
+
+  it('takes a scrape secret of 32 characters or more, never echoed, and not beside the admin gate on /metrics', () => {
+    expect(loadConfig({}).metrics).toMatchObject({ scrapeSecret: '', subscriptionLabels: false });
+    expect(loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'a'.repeat(32) }).metrics.scrapeSecret).toBe('a'.repeat(32));
+    expect(() => loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'short' })).toThrow(
+      'EVENTMESH_METRICS_SCRAPE_SECRET (eventmesh.metrics.scrapeSecret) = (hidden) is not valid; legal values: 32 to 256 visible ASCII characters',
+    );
+    expect(() => loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'a'.repeat(32), EVENTMESH_METRICS_ADMIN_GATE: 'true' })).toThrow(
+      'EVENTMESH_METRICS_SCRAPE_SECRET (eventmesh.metrics.scrapeSecret) is set while EVENTMESH_METRICS_ADMIN_GATE=true',
+    );
+  });
+
   it('bounds what a gateway holds: defaults, and caps that can always take one whole request', () => {
     const config = loadConfig({});
     expect(config.kafka).toMatchObject({ produceQueueMaxEvents: 20000, produceQueueMaxBytes: 64 * 1024 * 1024, publishTimeoutMs: 5000, requestTimeoutMs: 10000 });

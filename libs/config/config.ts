@@ -16,6 +16,7 @@ import {
   tenantName,
   secretKeys,
   optionalWebhookSecret,
+  scrapeSecret,
   superUser,
   optionalHttpUrl,
   hostPort,
@@ -72,7 +73,24 @@ export type AccessLogMode = (typeof ACCESS_LOGS)[number];
 export interface EventMeshConfig {
   /** `advertisedUrl`: where other instances reach this one's internal channel; '' = derived from the listen address at boot. */
   instance: { id: string; roles: InstanceRole[]; advertisedUrl: string };
-  http: { host: string; port: number; bodyLimitBytes: number; processes: number; maxConnections: number; maxPendingRequests: number; maxPendingRequestsPerTenant: number; retryAfterSeconds: number };
+  /**
+   * `headersTimeoutMs`, `requestTimeoutMs`: how long a client may take to send a request's headers, and the whole
+   * request with its body; `keepAliveTimeoutMs`: how long an idle connection between two requests stays open. None
+   * cuts an answer under way (a long-poll, a request-reply, a stream): they stop once the request is read.
+   */
+  http: {
+    host: string;
+    port: number;
+    bodyLimitBytes: number;
+    processes: number;
+    maxConnections: number;
+    maxPendingRequests: number;
+    maxPendingRequestsPerTenant: number;
+    retryAfterSeconds: number;
+    headersTimeoutMs: number;
+    requestTimeoutMs: number;
+    keepAliveTimeoutMs: number;
+  };
   delivery: {
     topology: DeliveryTopology;
     leaseTtlMs: number;
@@ -113,7 +131,7 @@ export interface EventMeshConfig {
   };
   streams: { pollMaxConsumers: number };
   /** `pushSigningSecret`: the Standard Webhooks secret A2A push notifications are signed with ('' = unsigned). */
-  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number; workerSlots: number; maxAnswerBytes: number };
+  agents: { callTimeoutMs: number; taskTimeoutMs: number; sendWaitMs: number; heartbeatTtlMs: number; maxStreams: number; streamPollMs: number; streamHeartbeatMs: number; pushSigningSecret: string; taskRetentionDays: number; workerSlots: number; maxAnswerBytes: number; maxPerTenant: number };
   temporal: { address: string; namespace: string; uiUrl: string; connectTimeoutMs: number };
   /** `sinkFailureSummaryMs`: how often the repeated failures of one sink are summarised in one line. */
   log: { level: LogLevel; format: LogFormat; access: AccessLogMode; sinkFailureSummaryMs: number };
@@ -124,7 +142,7 @@ export interface EventMeshConfig {
    * where the Temporal core's own Prometheus exporter listens ('' = a free loopback port, merged into /metrics;
    * 'off' = none).
    */
-  metrics: { enabled: boolean; adminGate: boolean; temporalAddress: string };
+  metrics: { enabled: boolean; adminGate: boolean; temporalAddress: string; scrapeSecret: string; subscriptionLabels: boolean };
   /** `/health/ready` and `/health`: how long a dependency check is reused, and when a dispatch loop counts as stalled. */
   health: { checkCacheMs: number; dispatchStaleMs: number };
   filter: { maxAttributeChars: number };
@@ -211,6 +229,12 @@ const SETTINGS = {
     'Most request-replies one tenant has waiting in a gateway process at once, so one tenant cannot take the whole EVENTMESH_HTTP_MAX_PENDING_REQUESTS; one more gets 429 TOO_MANY_PENDING_REQUESTS (nothing published).'),
   httpRetryAfterSeconds: setting('EVENTMESH_HTTP_RETRY_AFTER_SECONDS', 'eventmesh.http.retryAfterSeconds', integer(1, 3600),
     () => 1, 'The Retry-After of a 503 for shed work (OVERLOADED, KAFKA_UNAVAILABLE).'),
+  httpHeadersTimeoutMs: setting('EVENTMESH_HTTP_HEADERS_TIMEOUT_MS', 'eventmesh.http.headersTimeoutMs', integer(1000, 600000), () => 10000,
+    'Longest a client may take to send a request\'s headers (from its first byte, or from the connection for a first request); past it the gateway answers 408 and closes the connection (a slow client holds no connection for long). Checked every second (a quarter of the timeout when shorter). At most EVENTMESH_HTTP_REQUEST_TIMEOUT_MS.'),
+  httpRequestTimeoutMs: setting('EVENTMESH_HTTP_REQUEST_TIMEOUT_MS', 'eventmesh.http.requestTimeoutMs', integer(1000, 3600000), () => 60000,
+    'Longest a client may take to send a whole request, headers and body; past it the gateway answers 408 and closes the connection. It ends once the request is read: an answer the gateway holds (a long-poll\'s waitMs, a request-reply\'s timeout, an SSE or WebSocket stream) is never cut by it.'),
+  httpKeepAliveTimeoutMs: setting('EVENTMESH_HTTP_KEEP_ALIVE_TIMEOUT_MS', 'eventmesh.http.keepAliveTimeoutMs', integer(1000, 600000), () => 72000,
+    'How long an idle keep-alive connection (an answer sent, no next request begun) stays open. Longer than the idle timeout of a load balancer in front (60 s on most), so the balancer closes first.'),
   topology: setting('EVENTMESH_DELIVERY_TOPOLOGY', 'eventmesh.delivery.topology', oneOf(DELIVERY_TOPOLOGIES),
     (): DeliveryTopology => 'LOCAL_STICKY_PULL', 'Delivery topology (docs/topologies.md).'),
   leaseTtlMs: setting('EVENTMESH_DELIVERY_LEASE_TTL_MS', 'eventmesh.delivery.leaseTtlMs', integer(3000, 600000),
@@ -326,6 +350,8 @@ const SETTINGS = {
     'Days an A2A task that ended (completed, failed, canceled, rejected) or waits for its client (input-required, auth-required) is kept after its last change, with its event log, push configs and push dead letters; the Temporal schedule `a2a-task-retention` deletes older ones every ten minutes, in small batches (the last instance to boot sets the days). A running task is kept. 0 keeps them all (and removes the schedule).'),
   agentsMaxAnswerBytes: setting('EVENTMESH_AGENTS_MAX_ANSWER_BYTES', 'eventmesh.agents.maxAnswerBytes', integer(1024, 1024 * 1024 * 1024),
     () => 16 * 1024 * 1024, 'Largest answer the A2A broker reads from an agent: a JSON answer whole, or one event of an event stream. Past it the read is aborted and the task fails, its status message saying the answer was too large (an agent sent the same turn again would answer the same).'),
+  agentsMaxPerTenant: setting('EVENTMESH_AGENTS_MAX_PER_TENANT', 'eventmesh.agents.maxPerTenant', integer(1, 100000), () => 100,
+    'Most A2A agents one tenant may register (each has two Kafka topics: its requests and its task events); one more is 409 AGENT_LIMIT_REACHED, nothing created. Replacing a registered agent\'s card always passes. Registrations at once on several instances may pass it by a few.'),
   agentsWorkerSlots: setting('EVENTMESH_AGENTS_WORKER_SLOTS', 'eventmesh.agents.workerSlots', integer(2, 10000), () => 200,
     'Most A2A task workflow tasks an instance\'s worker runs at once, and as many local activities. A task\'s first workflow task holds its slot while the task\'s first delivery attempt runs (docs/a2a.md); while every slot is taken, a new task\'s workflow starts through the task queue instead of eagerly on the instance that took it, a slower start that costs the Temporal server more.'),
   streamsPollMaxConsumers: setting('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS', 'eventmesh.streams.pollMaxConsumers',
@@ -360,6 +386,11 @@ const SETTINGS = {
     'Serve GET /metrics (Prometheus text format) and record the runtime\'s metrics; false records nothing and /metrics answers 404 (docs/operations.md#metrics).'),
   metricsAdminGate: setting('EVENTMESH_METRICS_ADMIN_GATE', 'eventmesh.metrics.adminGate', bool, () => false,
     'true: GET /metrics passes the admin API\'s gate (an operator-tenant admin, like the runtime-wide admin routes). false: it is public, as /health is (scrape it on a network only Prometheus reaches).'),
+  metricsScrapeSecret: setting('EVENTMESH_METRICS_SCRAPE_SECRET', 'eventmesh.metrics.scrapeSecret', scrapeSecret, () => '',
+    'A credential for GET /metrics alone (Prometheus\'s `authorization: { credentials: ... }`): set, a scrape must send Authorization: Bearer <it> (401 otherwise); it opens nothing else, and an admin token does not replace it. Not with EVENTMESH_METRICS_ADMIN_GATE=true.',
+    '(none)'),
+  metricsSubscriptionLabels: setting('EVENTMESH_METRICS_SUBSCRIPTION_LABELS', 'eventmesh.metrics.subscriptionLabels', bool, () => false,
+    'true: /metrics shows the series labelled with subscription ids (eventmesh_delivery_lag_events, eventmesh_delivery_circuit_state) while a gate is on. false: they are left out while either gate is on (a subscription id is a tenant\'s), and shown while both are open.'),
   metricsTemporalAddress: setting('EVENTMESH_METRICS_TEMPORAL_ADDRESS', 'eventmesh.metrics.temporalAddress',
     (raw: string): string => (raw === 'off' ? 'off' : hostPort(raw)), () => '',
     'Where the Temporal SDK core\'s Prometheus exporter (the worker\'s own metrics) listens, as host:port; its series are merged into GET /metrics. Unset: a free loopback port chosen at boot. off: no Temporal worker metrics.',
@@ -498,6 +529,15 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       `${SETTINGS.leaseTtlMs.env} (${v.leaseTtlMs}): a lease or dispatch-run transaction lets each statement run a lease TTL; legal values: ` +
       `${2 * v.leaseTtlMs} to 3600000`);
   }
+  if (problems.length === 0 && v.metricsScrapeSecret !== '' && v.metricsAdminGate) {
+    problems.push(`${SETTINGS.metricsScrapeSecret.env} (${SETTINGS.metricsScrapeSecret.key}) is set while ${SETTINGS.metricsAdminGate.env}=true: ` +
+      '/metrics takes one credential; legal values: one of them');
+  }
+  // Node refuses a server whose headers timeout is longer than its request timeout (the headers are part of it).
+  if (problems.length === 0 && v.httpHeadersTimeoutMs > v.httpRequestTimeoutMs) {
+    problems.push(`${SETTINGS.httpHeadersTimeoutMs.env} (${SETTINGS.httpHeadersTimeoutMs.key}) = ${v.httpHeadersTimeoutMs} is longer than ` +
+      `${SETTINGS.httpRequestTimeoutMs.env} (${v.httpRequestTimeoutMs}), which includes the headers; legal values: an integer from 1000 to ${v.httpRequestTimeoutMs}`);
+  }
   if (problems.length === 0 && v.httpProcesses > 1 && v.instanceRoles.join() !== 'gateway') {
     problems.push(`${SETTINGS.httpProcesses.env} (${SETTINGS.httpProcesses.key}) = ${v.httpProcesses} needs ` +
       `${SETTINGS.instanceRoles.env}=gateway (got "${v.instanceRoles.join(',')}"): the worker role runs once per instance; legal values: 1, ` +
@@ -546,6 +586,9 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       maxPendingRequests: v.httpMaxPendingRequests,
       maxPendingRequestsPerTenant: v.httpMaxPendingRequestsPerTenant,
       retryAfterSeconds: v.httpRetryAfterSeconds,
+      headersTimeoutMs: v.httpHeadersTimeoutMs,
+      requestTimeoutMs: v.httpRequestTimeoutMs,
+      keepAliveTimeoutMs: v.httpKeepAliveTimeoutMs,
     },
     delivery: {
       topology: v.topology,
@@ -606,6 +649,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       taskRetentionDays: v.agentsTaskRetentionDays,
       workerSlots: v.agentsWorkerSlots,
       maxAnswerBytes: v.agentsMaxAnswerBytes,
+      maxPerTenant: v.agentsMaxPerTenant,
     },
     temporal: {
       address: v.temporalAddress,
@@ -620,7 +664,13 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       serviceName: v.tracingServiceName,
       sampleRatio: v.tracingSampleRatio,
     },
-    metrics: { enabled: v.metricsEnabled, adminGate: v.metricsAdminGate, temporalAddress: v.metricsTemporalAddress },
+    metrics: {
+      enabled: v.metricsEnabled,
+      adminGate: v.metricsAdminGate,
+      temporalAddress: v.metricsTemporalAddress,
+      scrapeSecret: v.metricsScrapeSecret,
+      subscriptionLabels: v.metricsSubscriptionLabels,
+    },
     health: { checkCacheMs: v.healthCheckCacheMs, dispatchStaleMs: v.healthDispatchStaleMs },
     filter: { maxAttributeChars: v.filterMaxAttributeChars },
     security: {

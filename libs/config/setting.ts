@@ -113,6 +113,10 @@ export const optionalWebhookSecret = (raw: string): string => {
   return bytes >= 24 && bytes <= 64 ? raw : invalid('whsec_ and 24 to 64 bytes in base64 (echo whsec_$(openssl rand -base64 32))');
 };
 
+/** A bearer credential: 32 to 256 visible ASCII characters, so it cannot be guessed (openssl rand -hex 32). */
+export const scrapeSecret = (raw: string): string =>
+  /^[\x21-\x7e]{32,256}$/.test(raw) ? raw : invalid('32 to 256 visible ASCII characters (openssl rand -hex 32)');
+
 export const superUser = (raw: string): string =>
   /^[A-Za-z0-9._-]{1,64}\/[^\s,]{1,256}$/.test(raw) ? raw : invalid('tenant/principal, the tenant 1 to 64 characters of [A-Za-z0-9._-]');
 

@@ -1,4 +1,5 @@
 import { attributesOf, EventFrame } from '../frame';
+import { CORRELATION_ATTRIBUTE } from '../request-reply/correlation';
 import { createLogger } from '../logging';
 import { DEFAULT_SINK_FAILURE_SUMMARY_MS, SinkFailureLog } from './sink-failure-log';
 import type { DeadLetter, ParkedDelivery, SubscriptionEntity } from '../storage';
@@ -165,6 +166,13 @@ export class FailurePolicy {
     ctx.progress.failedAttempts++;
     const at = { subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset };
     const where = { subscription: at.subscriptionId, topic: at.topic, partition: at.partition, offset, eventId: frame.id, requestId: frame.requestId, attempt: verdict.attempts, error };
+    // A request (POST /events/request: the event carries its correlationid) is an RPC whose side effects must not
+    // repeat: delivered at most once to each subscription, the one exception to at-least-once. Its requester gets
+    // 408 at its deadline.
+    if (frame.extensions[CORRELATION_ATTRIBUTE] !== undefined) {
+      this.failures.failed(lane.subscription.id, lane.subscription.sink, 'requestDropped', where, 'a request\'s delivery failed; not retried (requests are delivered at most once)');
+      return 'settled';
+    }
     if (verdict.kind === 'dead-letter') {
       const letter = deadLetterOf(at, frame, verdict.attempts, error, firstFailedAt);
       await ctx.fence.run((m) => ctx.deps.deadLetters.add([letter], m));

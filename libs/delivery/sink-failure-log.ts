@@ -1,7 +1,7 @@
 import type { Logger } from '../logging';
 
 /** What became of one failed delivery attempt. */
-export type FailureOutcome = 'retrying' | 'parked' | 'held' | 'deadLettered';
+export type FailureOutcome = 'retrying' | 'parked' | 'held' | 'deadLettered' | 'requestDropped';
 
 /** The default period of the summary lines (EVENTMESH_LOG_SINK_FAILURE_SUMMARY_MS). */
 export const DEFAULT_SINK_FAILURE_SUMMARY_MS = 60_000;
@@ -17,7 +17,7 @@ interface SinkFailures {
   last?: Record<string, unknown>;
 }
 
-const noCounts = (): Record<FailureOutcome, number> => ({ retrying: 0, parked: 0, held: 0, deadLettered: 0 });
+const noCounts = (): Record<FailureOutcome, number> => ({ retrying: 0, parked: 0, held: 0, deadLettered: 0, requestDropped: 0 });
 
 /**
  * The delivery failure log of one dispatch loop: a sink that keeps failing is not logged once per attempt. The

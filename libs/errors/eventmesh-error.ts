@@ -50,6 +50,8 @@ export enum ErrorCode {
   PlacementConflict = 'PLACEMENT_CONFLICT',
   /** A principal already has its most active publisher secrets (two, for rotation): delete one first. */
   SecretLimitReached = 'SECRET_LIMIT_REACHED',
+  /** A tenant has its most A2A agents (EVENTMESH_AGENTS_MAX_PER_TENANT); nothing was created. */
+  AgentLimitReached = 'AGENT_LIMIT_REACHED',
   Unauthenticated = 'UNAUTHENTICATED',
   Forbidden = 'FORBIDDEN',
   QuotaExceeded = 'QUOTA_EXCEEDED',
@@ -62,6 +64,8 @@ export enum ErrorCode {
   TooManyPendingRequests = 'TOO_MANY_PENDING_REQUESTS',
   /** A plain HTTP request to a WebSocket-only route (no `Upgrade: websocket`). */
   UpgradeRequired = 'UPGRADE_REQUIRED',
+  /** A client did not send its request's headers, or the whole request, within the HTTP server's timeouts. */
+  ClientTimeout = 'CLIENT_TIMEOUT',
   KafkaUnavailable = 'KAFKA_UNAVAILABLE',
   /** A bound on held work (producer queue, connections, pending requests) is reached; nothing was taken. */
   Overloaded = 'OVERLOADED',
@@ -119,12 +123,14 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.InstanceNotLive]: 409,
   [ErrorCode.PlacementConflict]: 409,
   [ErrorCode.SecretLimitReached]: 409,
+  [ErrorCode.AgentLimitReached]: 409,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.QuotaExceeded]: 429,
   [ErrorCode.BatchExceedsBurst]: 413,
   [ErrorCode.TooManyPendingRequests]: 429,
   [ErrorCode.UpgradeRequired]: 426,
+  [ErrorCode.ClientTimeout]: 408,
   [ErrorCode.KafkaUnavailable]: 503,
   [ErrorCode.Overloaded]: 503,
   [ErrorCode.TooManyConsumers]: 429,

@@ -298,6 +298,27 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
         for (const [gate, stats] of Object.entries(gates)) for (const [filter, n] of Object.entries(stats.errors)) this.inc({ gate, filter }, n);
       },
     }),
+    auditRecords: new Counter({
+      name: 'eventmesh_audit_records_total',
+      help: 'Audit records by what became of them: written, failed (the sink threw, or Kafka refused or did not acknowledge), dropped (too many waiting for Kafka).',
+      labelNames: ['sink', 'outcome'] as const,
+      registers,
+      collect() {
+        const audit = auditOf(sources);
+        if (!audit) return;
+        this.reset();
+        for (const outcome of ['written', 'failed', 'dropped'] as const) this.inc({ sink: audit.sink, outcome }, audit[outcome]);
+      },
+    }),
+    auditDegraded: new Gauge({
+      name: 'eventmesh_audit_degraded',
+      help: '1 while the audit sink\'s last write failed (records are being lost; /health says why), 0 once a write succeeds again.',
+      registers,
+      collect() {
+        const audit = auditOf(sources);
+        if (audit) this.set(audit.status === 'degraded' ? 1 : 0);
+      },
+    }),
     // Request-reply (POST /events/request).
     requestReplyPending: new Gauge({
       name: 'eventmesh_request_reply_pending',
@@ -347,6 +368,12 @@ export type EventMeshMetricSet = ReturnType<typeof defineMetrics>;
  * A counter read from a total another component keeps: prom-client counters only go up, so it is reset and set
  * (once per scrape). `reset`: false for the second and later label sets of the same counter.
  */
+/** The audit sink's stats (both gates share the sink: either one's). */
+function auditOf(sources: MetricSources) {
+  const gates = sources.gates?.();
+  return gates?.ingress.audit ?? gates?.admin.audit;
+}
+
 function setCounter<L extends string>(counter: Counter<L>, total: number, labels?: Partial<Record<L, string>>, reset = true): void {
   if (reset) counter.reset();
   if (labels) counter.inc(labels, total);

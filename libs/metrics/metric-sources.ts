@@ -14,7 +14,7 @@ import type { OrphanTakeoverStatus } from '../subscriptions/orphan-takeover';
 export interface MetricSources {
   producer?: () => ProducerDepth;
   loops?: { values(): ObservedLoop[] };
-  gates?: () => Record<'ingress' | 'admin', Pick<GateStats, 'allowed' | 'denied' | 'errors'>>;
+  gates?: () => Record<'ingress' | 'admin', Pick<GateStats, 'allowed' | 'denied' | 'errors' | 'audit'>>;
   requestReply?: () => RequestReplyStats;
   ownership?: () => { confirmed: boolean; joins: number };
   orphans?: () => Pick<OrphanTakeoverStatus, 'orphans' | 'taken'>;

@@ -127,8 +127,11 @@ export class RuntimeMetrics {
     return this.registry.contentType;
   }
 
-  /** The Prometheus text of this instance, the Temporal core's series appended (left out, and counted, when it does not answer). */
-  async scrape(): Promise<string> {
+  /**
+   * The Prometheus text of this instance, the Temporal core's series appended (left out, and counted, when it does
+   * not answer). `subscriptionLabels` false: the samples labelled with a subscription id (a tenant's) are left out.
+   */
+  async scrape({ subscriptionLabels = true }: { subscriptionLabels?: boolean } = {}): Promise<string> {
     let temporal = '';
     if (this.temporalAddress) {
       try {
@@ -142,7 +145,8 @@ export class RuntimeMetrics {
     // and a failed read is counted in this scrape's error series (the collectors render concurrently).
     const stored = await this.readStored?.();
     this.sources.storedCounts = () => Promise.resolve(stored);
-    const own = await this.registry.metrics();
+    const all = await this.registry.metrics();
+    const own = subscriptionLabels ? all : withoutSubscriptionSamples(all);
     if (temporal === '') return own;
     return `${own.endsWith('\n') ? own : `${own}\n`}${temporal.endsWith('\n') ? temporal : `${temporal}\n`}`;
   }
@@ -158,4 +162,12 @@ export class RuntimeMetrics {
     }
     return names;
   }
+}
+
+/** The text without its samples labelled `subscription` (their HELP and TYPE lines stay: the series exist, empty). */
+function withoutSubscriptionSamples(text: string): string {
+  return text
+    .split('\n')
+    .filter((line) => line.startsWith('#') || !/[{,]subscription="/.test(line))
+    .join('\n');
 }

@@ -7,9 +7,9 @@ import { attributesOf, EventFrame, frameFromAttributes } from '../frame';
 import type { EventIngress, PublishRequest } from '../ingress';
 import { createLogger } from '../logging';
 import { createPostgresClient } from '../storage/postgres-connection';
+import { CORRELATION_ATTRIBUTE } from './correlation';
 
-/** The extension attribute that ties a reply to its request. */
-export const CORRELATION_ATTRIBUTE = 'correlationid';
+export { CORRELATION_ATTRIBUTE };
 const CHANNEL = 'eventmesh_replies';
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30000;
 export const MAX_REQUEST_TIMEOUT_MS = 300000;

@@ -57,17 +57,7 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
 
     const kafka = createKafka(config.kafka, `${config.instance.id}-${role}`);
     const topics = new TopicAdmin(kafka, config.kafka);
-    const producer = new EventProducer(kafka, topics, {
-      lingerMs: config.kafka.produceLingerMs,
-      maxBatchEvents: config.kafka.produceMaxBatchEvents,
-      maxInFlight: config.kafka.produceMaxInFlight,
-      maxHeldEvents: config.kafka.produceQueueMaxEvents,
-      maxHeldBytes: config.kafka.produceQueueMaxBytes,
-      publishTimeoutMs: config.kafka.publishTimeoutMs,
-      ackTimeoutMs: config.kafka.requestTimeoutMs,
-      retryAfterSeconds: config.http.retryAfterSeconds,
-      metrics,
-    });
+    const producer = new EventProducer(kafka, topics, producerOptionsOf(config, metrics));
     try {
       await withDeadline(config.kafka.connectTimeoutMs * 2, topics.connect());
       opened.push({ close: () => topics.disconnect() });
@@ -111,4 +101,19 @@ export async function closeDependencies(deps: Dependencies): Promise<void> {
     // Last: the spans of the shutdown itself are exported too.
     ['tracing', () => deps.tracing.shutdown()],
   ]);
+}
+
+/** The producer settings of an instance (EVENTMESH_KAFKA_PRODUCE_*, the publish timeout). */
+export function producerOptionsOf(config: EventMeshConfig, metrics?: ProducerOptions['metrics']): ProducerOptions {
+  return {
+    lingerMs: config.kafka.produceLingerMs,
+    maxBatchEvents: config.kafka.produceMaxBatchEvents,
+    maxInFlight: config.kafka.produceMaxInFlight,
+    maxHeldEvents: config.kafka.produceQueueMaxEvents,
+    maxHeldBytes: config.kafka.produceQueueMaxBytes,
+    publishTimeoutMs: config.kafka.publishTimeoutMs,
+    ackTimeoutMs: config.kafka.requestTimeoutMs,
+    retryAfterSeconds: config.http.retryAfterSeconds,
+    metrics,
+  };
 }

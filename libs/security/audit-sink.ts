@@ -1,4 +1,4 @@
-import { createAuditLog } from '../logging';
+import { createAuditLog, isoNow } from '../logging';
 import type { Action } from './caller';
 
 /** One gate decision, as audited. Never a body, a token or a secret. */
@@ -28,7 +28,52 @@ export interface AuditRecord {
  */
 export interface AuditSink {
   record(record: AuditRecord): void;
+  /** What its writes came to (/metrics, /health); a sink that does not say is taken as writing every record. */
+  stats?(): AuditSinkStats;
   close?(): Promise<void>;
+}
+
+/** What an audit sink's writes came to: `degraded` from a failed write until the next one succeeds, and why. */
+export interface AuditSinkStats {
+  sink: 'LOG' | 'CLOUDEVENTS';
+  status: 'up' | 'degraded';
+  written: number;
+  /** Writes that failed (the sink threw; Kafka refused or did not acknowledge). */
+  failed: number;
+  /** Records shed without a write (too many waiting for Kafka). */
+  dropped: number;
+  /** Records handed to the writer and not settled yet. */
+  pending: number;
+  lastFailure?: { at: string; reason: string };
+}
+
+/** The counts behind AuditSinkStats, kept by a sink as its writes settle. */
+export class AuditOutcomes {
+  private written = 0;
+  private failed = 0;
+  private dropped = 0;
+  private failing = false;
+  private lastFailure?: { at: string; reason: string };
+
+  constructor(private readonly sink: AuditSinkStats['sink']) {}
+
+  wrote(): void {
+    this.written++;
+    this.failing = false;
+  }
+
+  /** A write failed (`dropped`: the record was shed unwritten). */
+  lost(reason: string, dropped = false): void {
+    if (dropped) this.dropped++;
+    else this.failed++;
+    this.failing = true;
+    this.lastFailure = { at: isoNow(), reason };
+  }
+
+  stats(pending = 0): AuditSinkStats {
+    const { sink, written, failed, dropped, lastFailure } = this;
+    return { sink, status: this.failing ? 'degraded' : 'up', written, failed, dropped, pending, ...(lastFailure ? { lastFailure } : {}) };
+  }
 }
 
 /**
@@ -37,9 +82,22 @@ export interface AuditSink {
  */
 export class LoggingAuditSink implements AuditSink {
   private readonly audit = createAuditLog();
+  private readonly outcomes = new AuditOutcomes('LOG');
 
+  /** A write that throws is counted and thrown on: the gate logs it at ERROR and the request proceeds. */
   record(record: AuditRecord): void {
-    if (this.audit.enabled) this.audit.write(record.time, auditRecordJson(record));
+    if (!this.audit.enabled) return;
+    try {
+      this.audit.write(record.time, auditRecordJson(record));
+    } catch (e) {
+      this.outcomes.lost((e as Error).message);
+      throw e;
+    }
+    this.outcomes.wrote();
+  }
+
+  stats(): AuditSinkStats {
+    return this.outcomes.stats();
   }
 
   /** Writes the audit lines still held (they are written in batches). */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { EventFrame } from '../frame';
 import type { EventProducer } from '../kafka';
 import { createLogger } from '../logging';
-import type { AuditRecord, AuditSink } from './audit-sink';
+import { AuditOutcomes, type AuditRecord, type AuditSink, type AuditSinkStats } from './audit-sink';
 
 /** The CloudEvents type of an audit record. */
 export const AUDIT_EVENT_TYPE = 'io.eventmesh.audit.decision.v1';
@@ -11,13 +11,6 @@ export const AUDIT_EVENT_TYPE = 'io.eventmesh.audit.decision.v1';
 const MAX_PENDING = 10000;
 /** At most one ERROR line per this many milliseconds for failed audit writes (the count is exact). */
 const LOG_EVERY_MS = 5000;
-
-export interface AuditSinkStats {
-  published: number;
-  failed: number;
-  dropped: number;
-  pending: number;
-}
 
 /**
  * Publishes each audit record as a CloudEvent to the audit topic, through the runtime's own producer, so audits
@@ -33,7 +26,7 @@ export interface AuditSinkStats {
  */
 export class CloudEventsAuditSink implements AuditSink {
   private readonly log = createLogger('CloudEventsAuditSink');
-  private readonly counts = { published: 0, failed: 0, dropped: 0 };
+  private readonly outcomes = new AuditOutcomes('CLOUDEVENTS');
   private pending = 0;
   private lastLogged = 0;
   private readonly settled = new Set<Promise<unknown>>();
@@ -46,19 +39,19 @@ export class CloudEventsAuditSink implements AuditSink {
 
   record(record: AuditRecord): void {
     if (this.pending >= MAX_PENDING) {
-      this.counts.dropped++;
-      this.complain(`more than ${MAX_PENDING} audit events wait for Kafka; record dropped`, record);
+      const reason = `more than ${MAX_PENDING} audit events wait for Kafka; record dropped`;
+      this.outcomes.lost(reason, true);
+      this.complain(reason, record);
       return;
     }
     this.pending++;
     const write = this.producer
       .publish(this.topic, this.frameOf(record))
-      .then(() => {
-        this.counts.published++;
-      })
+      .then(() => this.outcomes.wrote())
       .catch((e: unknown) => {
-        this.counts.failed++;
-        this.complain(`audit event not written: ${(e as Error).message}`, record);
+        const reason = `audit event not written to ${this.topic}: ${(e as Error).message}`;
+        this.outcomes.lost(reason);
+        this.complain(reason, record);
       })
       .finally(() => {
         this.pending--;
@@ -68,7 +61,7 @@ export class CloudEventsAuditSink implements AuditSink {
   }
 
   stats(): AuditSinkStats {
-    return { ...this.counts, pending: this.pending };
+    return this.outcomes.stats(this.pending);
   }
 
   /** Waits for the records already handed to the producer (shutdown, before the producer disconnects). */
@@ -94,6 +87,7 @@ export class CloudEventsAuditSink implements AuditSink {
     const now = Date.now();
     if (now - this.lastLogged < LOG_EVERY_MS) return;
     this.lastLogged = now;
-    this.log.error({ topic: this.topic, requestId: record.requestId, ...this.counts }, message);
+    const { failed, dropped } = this.outcomes.stats();
+    this.log.error({ topic: this.topic, requestId: record.requestId, failed, dropped }, message);
   }
 }

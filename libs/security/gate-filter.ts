@@ -20,6 +20,11 @@ export interface GateRequest {
    * (an open gate makes none).
    */
   requestId?: string;
+  /**
+   * TokenAuth's verdict, decided from the headers before the body was read (SecurityGate.authenticate): the gate
+   * does not ask TokenAuth again.
+   */
+  authenticated?: Promise<Verdict>;
   /** The exact body bytes, for the SignatureVerifier (publish, request, reply). */
   body?: Buffer;
   /** What a publish costs the tenant's quota. */

@@ -50,6 +50,26 @@ describe('SecurityGate', () => {
     expect(gate.stats().mode).toBe('open');
   });
 
+  it('authenticates on the headers alone when enforcing: refuses there (counted, audited), and admit asks TokenAuth no more', async () => {
+    const audit = new Recorded();
+    const token = filter('token', (r) => (r.headers.authorization ? { allow: true, caller: ALICE } : deny('no_token')));
+    const signature = filter('signature', (r) => (r.body ? { allow: true } : deny('no_body', ErrorCode.Forbidden)));
+    const gate = new SecurityGate({ name: 'ingress', filters: [token, signature], failClosed: true, audit, auditAllows: false });
+    await expect(gate.authenticate(request())).rejects.toMatchObject({ code: ErrorCode.Unauthenticated, reason: 'no_token' });
+    expect(signature.calls).toBe(0);
+    expect(audit.records).toEqual([expect.objectContaining({ decision: 'deny', enforced: true, filter: 'token', reason: 'no_token' })]);
+    const known = request({ headers: { authorization: 'x' } });
+    await gate.authenticate(known);
+    known.body = Buffer.from('{}');
+    expect((await gate.admit(known)).caller).toBe(ALICE);
+    expect(token.calls).toBe(2);
+    expect(gate.stats()).toMatchObject({ allowed: 1, denied: { 'token:no_token': 1 } });
+    // Report-only, nothing is decided before the body: admit decides on the whole request.
+    const reporting = new SecurityGate({ name: 'ingress', filters: [filter('token', () => deny('no_token'))], failClosed: false, audit, auditAllows: false });
+    await expect(reporting.authenticate(request())).resolves.toBeUndefined();
+    expect(reporting.stats().denied).toEqual({});
+  });
+
   it('fail-closed: throws the first refusal, runs no later filter, and audits the enforced deny', async () => {
     const audit = new Recorded();
     const acl = filter('acl', () => ({ allow: true }));

@@ -1,5 +1,5 @@
 import { createLogger, isoNow } from '../logging';
-import type { AuditRecord, AuditSink } from './audit-sink';
+import type { AuditRecord, AuditSink, AuditSinkStats } from './audit-sink';
 import { ANONYMOUS, Caller, UNAUTHENTICATED } from './caller';
 import type { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';
 import { requestIdOf } from './request-id';
@@ -39,6 +39,8 @@ export interface GateStats {
   /** Filters that could not decide (a store down), by filter. */
   errors: Record<string, number>;
   auditFailures: number;
+  /** The audit sink's writes (shared by both gates of an instance), when the sink reports them. */
+  audit?: AuditSinkStats;
 }
 
 const NOTHING_HELD = () => undefined;
@@ -110,7 +112,7 @@ export class SecurityGate {
           request.topic = await resolve(caller);
         }
         // A filter that decides from memory answers at once: no promise to wait for on the hot path.
-        const decided = filter.check({ request, caller });
+        const decided = filter.name === 'token' && request.authenticated ? request.authenticated : filter.check({ request, caller });
         verdict = decided instanceof Promise ? await decided : decided;
       } catch (e) {
         this.errors.set(filter.name, (this.errors.get(filter.name) ?? 0) + 1);
@@ -163,6 +165,21 @@ export class SecurityGate {
     return { caller, release: held ? release : NOTHING_HELD, refund: charged ? refund : NOTHING_HELD };
   }
 
+  /**
+   * Runs TokenAuth on the request's headers alone, before its body is read (a publish): when the gate enforces, a
+   * caller TokenAuth refuses (or cannot decide on) is refused here, counted and audited as by `admit`, so the body
+   * of an unauthenticated request is never read. The verdict stays on the request for `admit`. Report-only, or
+   * without TokenAuth first, it decides nothing: the request goes on and `admit` decides on the whole of it.
+   */
+  async authenticate(request: GateRequest): Promise<void> {
+    const token = this.options.filters[0];
+    if (!this.options.failClosed || token?.name !== 'token') return;
+    const verdict = (request.authenticated = new Promise<Verdict>((resolve) => resolve(token.check({ request, caller: UNAUTHENTICATED }))));
+    const decided = await verdict.catch(() => undefined);
+    // Refused or undecided: `admit` throws its answer now, with the count and the audit record.
+    if (!decided?.allow) await this.admit(request);
+  }
+
   stats(): GateStats {
     return {
       mode: this.open ? 'open' : this.options.failClosed ? 'enforcing' : 'report-only',
@@ -171,6 +188,7 @@ export class SecurityGate {
       denied: Object.fromEntries(this.denied),
       errors: Object.fromEntries(this.errors),
       auditFailures: this.auditFailures,
+      audit: this.options.audit.stats?.(),
     };
   }
 

@@ -42,6 +42,8 @@ describe('GET /metrics (real servers)', () => {
     EVENTMESH_KAFKA_TOPICS: topic,
     EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
     EVENTMESH_HTTP_PORT: '0',
+    // The gates are on: the subscription-labelled series are shown because the operator asks for them.
+    EVENTMESH_METRICS_SUBSCRIPTION_LABELS: 'true',
   });
   // A TokenAuth stand-in that authenticates everyone as tenant default's admin: the admin gate answers only an
   // authenticated caller (docs/security.md, Modes).

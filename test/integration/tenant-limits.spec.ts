@@ -6,7 +6,7 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import type { EventProducer } from '../../libs/kafka';
 import { buildGates } from '../../libs/security';
 import { createDataSource, TenantQuotaStore } from '../../libs/storage';
-import { testConfig } from '../support/env';
+import { NO_QUOTA as NONE, testConfig } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';
 import { handshakeStatus } from '../support/websocket-handshake';
@@ -14,7 +14,6 @@ import { handshakeStatus } from '../support/websocket-handshake';
 
 const as = (tenant: string) => ({ 'x-test-principal': 'p', 'x-test-tenant': tenant });
 const event = (id = randomUUID()) => ({ specversion: '1.0', id, source: '/limits-spec', type: 'limits.test', data: { n: 1 } });
-const NONE = { eventsPerSecond: null, bytesPerSecond: null, burstSeconds: null, streamConnections: null, subscriptions: null };
 
 /**
  * The limits that hold per tenant, on a real gateway with the gate's quota enforcing (real Postgres and Kafka): a

@@ -13,6 +13,17 @@ export const TEST_NAMESPACE = process.env.EVENTMESH_TEST_TEMPORAL_NAMESPACE ?? '
  */
 export const TEST_SECRETS_KEYS = `test:${Buffer.alloc(32, 'eventmesh test secrets key').toString('base64')}`;
 
+/** Both gates on and enforcing, TokenAuth alone (an enforcing ingress gate boots only behind a gated admin API). */
+export const GATES_ENFORCING_TOKEN = {
+  EVENTMESH_SECURITY_GATE_FILTERS: 'token',
+  EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
+  EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
+  EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
+};
+
+/** A tenant quota that sets nothing (each limit the configured default): spread, then set the limits a test wants. */
+export const NO_QUOTA = { eventsPerSecond: null, bytesPerSecond: null, burstSeconds: null, streamConnections: null, subscriptions: null };
+
 /** Settings for a test: the machine's EVENTMESH_* addresses, the test database, and the given overrides. */
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
   const env: Record<string, string> = {};

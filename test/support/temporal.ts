@@ -1,6 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import { endOwnershipWorkflows } from '../../libs/ownership';
+import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig } from './env';
 
 /** A Temporal client for assertions and clean-up in tests. */
@@ -31,5 +32,15 @@ export async function resetOwnership(client: Client): Promise<void> {
     await db.query(`UPDATE subscriptions SET status = 'DISABLED', updated_at = now() WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%'`);
   } finally {
     await db.end();
+  }
+}
+
+/** Terminates an instance's dispatch workflow, which outlives the instance a test closed. */
+export async function terminateDispatch(instanceId: string): Promise<void> {
+  const temporal = await temporalClient();
+  try {
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId)]);
+  } finally {
+    await temporal.close();
   }
 }

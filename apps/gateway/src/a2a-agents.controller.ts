@@ -36,9 +36,10 @@ export class A2AAgentsController {
     summary: 'Register (or replace) an A2A agent by its card',
     params: NAME,
     body: { schema: agentCardSchema },
-    responses: { 200: { ...AGENT, description: 'replaced' }, 201: { ...AGENT, description: 'registered' }, ...errors(400), ...GATED },
+    responses: { 200: { ...AGENT, description: 'replaced' }, 201: { ...AGENT, description: 'registered' }, ...errors(400, 409, 413), ...GATED },
   })
-  @GateRoute({ action: 'subscribe' })
+  // A registration is charged as a publish (one event, the card's bytes) and signed like one.
+  @GateRoute({ action: 'subscribe', publishes: true })
   async put(
     @CallerParam() caller: Caller,
     @Param('name') name: string,

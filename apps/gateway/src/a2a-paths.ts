@@ -21,14 +21,31 @@ export const RPC_STREAM_METHODS: ReadonlySet<string> = new Set(['SendStreamingMe
 
 /** Whether a JSON-RPC request body calls a streaming method (the gate counts the stream against the tenant's quota). */
 export function callsRpcStream({ raw }: { raw?: Buffer }): boolean {
-  // A body that names no streaming method is not one: the other calls (most: SendMessage) are not parsed twice.
-  if (!raw || ![...RPC_STREAM_METHODS].some((method) => raw.includes(method))) return false;
+  return callsOneOf(raw, RPC_STREAM_METHODS);
+}
+
+function callsOneOf(raw: Buffer | undefined, methods: ReadonlySet<string>): boolean {
+  // A body that names none of them does not call one: it is not parsed (the endpoint parses it once, after).
+  if (!raw || ![...methods].some((method) => raw.includes(method))) return false;
   try {
     const method = (JSON.parse(raw.toString('utf8')) as { method?: unknown } | null)?.method;
-    return typeof method === 'string' && RPC_STREAM_METHODS.has(method);
+    return typeof method === 'string' && methods.has(method);
   } catch {
     return false;
   }
+}
+
+/** The JSON-RPC methods that send a message to the agent: publishes (the tenant's quota, a publisher's signature). */
+export const RPC_SEND_METHODS: ReadonlySet<string> = new Set(['SendMessage', 'SendStreamingMessage', 'message/send', 'message/stream']);
+
+/** Whether a JSON-RPC request body calls a method that sends a message. */
+export function callsRpcSend({ raw }: { raw?: Buffer }): boolean {
+  return callsOneOf(raw, RPC_SEND_METHODS);
+}
+
+/** Whether an HTTP+JSON route path (after `/rest/` or `/rest/v1/`) sends a message: `message:send`, `message:stream`. */
+export function isRestSend(rest: string): boolean {
+  return rest === 'message:send' || rest === 'message:stream';
 }
 
 /** Whether an HTTP+JSON route path (after `/rest/`) is one of the binding's streams: `message:stream`, `tasks/{id}:subscribe`. */

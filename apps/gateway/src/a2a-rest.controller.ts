@@ -9,7 +9,7 @@ import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
 import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
-import { isRestStream } from './a2a-paths';
+import { isRestSend, isRestStream } from './a2a-paths';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 import { openStream, StreamLease, writeSse } from './a2a-sse';
 import { isLegacyRestStream, serveLegacyRest } from './a2a-rest-v03';
@@ -126,7 +126,7 @@ export class A2ARestController {
 
   @Post(':name/rest/v1/*')
   @ApiRoute({ ...LEGACY_ROUTE('POST'), body: { schema: z.looseObject({}), required: false } })
-  @GateRoute({ action: 'publish', stream: (r) => isLegacyRestStream(r.params?.['*'] ?? '') })
+  @GateRoute({ action: 'publish', stream: (r) => isLegacyRestStream(r.params?.['*'] ?? ''), publishes: (r) => isRestSend(r.params?.['*'] ?? '') })
   async legacyPost(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     await serveLegacyRest(await meshHandlerOf(this.broker, this.gates, caller, name, request), caller, this.broker.streams, request, reply);
   }
@@ -147,7 +147,7 @@ export class A2ARestController {
     body: { schema: z.looseObject({}), required: false },
     responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
   })
-  @GateRoute({ action: 'publish', stream: (r) => isRestStream(r.params?.['*'] ?? '') })
+  @GateRoute({ action: 'publish', stream: (r) => isRestStream(r.params?.['*'] ?? ''), publishes: (r) => isRestSend(r.params?.['*'] ?? '') })
   async post(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const rest = (request.params as Record<string, string>)['*'] ?? '';
     if (rest === 'message:stream') {

@@ -7,7 +7,7 @@ import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a'
 import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
 import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
-import { callsRpcStream, RPC_STREAM_METHODS } from './a2a-paths';
+import { callsRpcSend, callsRpcStream, RPC_STREAM_METHODS } from './a2a-paths';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 import { openStream, SseEvents, StreamLease, writeSse } from './a2a-sse';
@@ -61,7 +61,7 @@ export class A2ARpcController {
     body: { schema: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }), description: 'a JSON-RPC 2.0 request' },
     responses: { 200: { description: 'the JSON-RPC answer (a protocol error too); the streaming methods (SendStreamingMessage, SubscribeToTask, message/stream, tasks/resubscribe) answer `text/event-stream`, each event `id: <seq>` and a JSON-RPC answer', schema: jsonRpcAnswerSchema }, ...errors(404), ...GATED },
   })
-  @GateRoute({ action: 'publish', stream: callsRpcStream })
+  @GateRoute({ action: 'publish', stream: callsRpcStream, publishes: callsRpcSend })
   async rpc(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
     const answer = await this.answer(caller, handler, request);

@@ -22,8 +22,11 @@ export type GateRouteSpec =
       /** The admin API's own gate rather than the ingress gate. */
       admin?: boolean;
       topic?: TopicSource;
-      /** The body is a publish (signature, publish quota). */
-      publishes?: boolean;
+      /**
+       * The body is a publish (signature, publish quota, one event): always, or when the predicate says so (an A2A
+       * agent's endpoint: a send is, a read is not).
+       */
+      publishes?: boolean | ((r: RouteRequest) => boolean);
       /**
        * The request holds a stream connection while it is open (stream quota): always, or when the predicate says so
        * (a route that answers some requests with a stream: an A2A agent's JSON-RPC endpoint, by the method).
@@ -74,8 +77,7 @@ export class GateGuard implements CanActivate {
     if ('public' in spec) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const raw = spec.publishes || typeof spec.stream === 'function' ? rawBodyOf(request) : undefined;
-    const admission = await (spec.admin ? this.gates.admin : this.gates.ingress).admit(
-      gateRequestOf(this.gates, spec, {
+    const gated = gateRequestOf(this.gates, spec, {
         route: `${request.method} ${request.routeOptions.url ?? request.url}`,
         requestId: requestIdOfRequest(request.raw),
         headers: gateHeadersOf(request.raw),
@@ -84,8 +86,8 @@ export class GateGuard implements CanActivate {
         params: request.params as Record<string, string>,
         body: request.body,
         raw,
-      }),
-    );
+      });
+    const admission = await (spec.admin ? this.gates.admin : this.gates.ingress).admit(gated);
     (request as unknown as Record<symbol, Caller>)[CALLER] = admission.caller;
     // What the admission holds (a stream connection) is given back when the answer ends or its connection closes:
     // the response's close, not the request's, which a request with a body has emitted once the body was read.
@@ -95,7 +97,7 @@ export class GateGuard implements CanActivate {
     // A publish the route refuses after the gate charged it (bad input, a reply for no pending request, the
     // tenant's pending requests at their cap) gets its charge back: a refused request is not charged. Not a 408:
     // a request-reply that timed out published its event.
-    if (spec.publishes) {
+    if (gated.publish) {
       response.once('finish', () => {
         if (response.statusCode !== 408 && wroteNothing(response.statusCode, undefined)) admission.refund();
       });
@@ -129,7 +131,7 @@ export function gateRequestOf(gates: Gates, spec: Exclude<GateRouteSpec, { publi
     ...(spec.operator ? { operatorOnly: true } : {}),
     // Every admin route hands out power (credentials, ACL rules, quotas, operator actions): an authenticated caller only.
     ...(spec.admin || spec.operator ? { privileged: true } : {}),
-    ...(spec.publishes ? { body: r.raw, publish: { events: 1, bytes: r.raw?.length ?? 0 } } : {}),
+    ...((typeof spec.publishes === 'function' ? spec.publishes(r) : spec.publishes) ? { body: r.raw, publish: { events: 1, bytes: r.raw?.length ?? 0 } } : {}),
   };
   const source = spec.topic;
   if (!source) return request;

@@ -1,7 +1,7 @@
-import { createServer, type Server } from 'node:http';
+import { createServer, type Server, type ServerOptions } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { FastifyServerFactoryHandler, FastifyServerOptions } from 'fastify';
+import type { FastifyServerFactoryHandler } from 'fastify';
 import { A2ABroker, LocalA2AWorker, PushDeadLetters } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
@@ -19,10 +19,12 @@ import type { HealthFinding } from '../../../libs/health';
 import { ClusterCredential, derivedAddress, PeerChannels, PollConsumers, StreamClients, StreamHub, StreamPresence } from '../../../libs/streams';
 import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
 import { registerBodyParsers } from './body-parsers';
+import { answerClientError } from './client-errors';
 import { ConnectionCap } from './connection-cap';
 import { Gates } from './gate-route';
 import { GatewayModule } from './gateway.module';
 import { toHttpError } from './http-error';
+import { MetricsAccess } from './metrics-access';
 import { PUBLISH_DOC, PUBLISH_PATH, PublishRoute } from './publish-route';
 import { RequestLog } from './request-log';
 import { RouteTable } from './route-table';
@@ -159,7 +161,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         streams,
         polls,
         subscriptions,
-        metrics: metrics && { metrics, adminGate: config.metrics.adminGate },
+        metrics: metrics && { metrics, adminGate: config.metrics.adminGate, access: MetricsAccess.fromConfig(config, !(options.gates.ingress.open && options.gates.admin.open)) },
         health: new HealthService(deps, config, { loops: options.running, stats: () => ({
           requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests, maxPendingPerTenant: config.http.maxPendingRequestsPerTenant },
           // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
@@ -177,6 +179,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
           // /health is public: subscription ids (tenants' data) are listed only while both gates are open.
           skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs, options.gates.ingress.open && options.gates.admin.open),
           gateFinding(options.gates, config.http.host),
+          auditFinding(options.gates),
         ], gate: () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode }) }),
         placement,
         subscriptionOffsets: SubscriptionOffsets.forInstance(deps.db, deps.topics, config),
@@ -201,17 +204,14 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       }),
       new FastifyAdapter({
         bodyLimit: config.http.bodyLimitBytes,
+        clientErrorHandler: answerClientError,
         // POST /events/publish is answered on the HTTP server itself (publish-route.ts); the rest goes to Fastify.
-        serverFactory: (fastify: FastifyServerFactoryHandler, options: FastifyServerOptions) => {
-          const server = createServer((request, response) => {
+        serverFactory: (fastify: FastifyServerFactoryHandler) => {
+          const server = createServer(slowClientTimeouts(config.http), (request, response) => {
             requests.begin(request, response);
             return connections.refuse(request, response) || route.handle(request, response) || fastify(request, response);
           });
           connections.attach(server);
-          // What Fastify sets on a server it creates itself, and leaves to a server factory.
-          server.keepAliveTimeout = options.keepAliveTimeout ?? 72_000;
-          server.requestTimeout = options.requestTimeout ?? 0;
-          server.setTimeout(options.connectionTimeout ?? 0);
           return server;
         },
       }),
@@ -250,6 +250,39 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     await close();
     throw e;
   }
+}
+
+/**
+ * The HTTP server's limits on a slow client (EVENTMESH_HTTP_*_TIMEOUT_MS): its headers, its whole request, its idle
+ * keep-alive connection. Node ends the headers and request timers once the request is read, so an answer held on
+ * purpose (long-poll, request-reply, streams) is never cut, and no socket inactivity timeout is set for the same
+ * reason. Node checks the timers every `connectionsCheckingInterval` (30 s by default): every second here, or a
+ * quarter of a shorter headers timeout, so a slow client is cut within that much past its timeout.
+ */
+export function slowClientTimeouts(http: EventMeshConfig['http']): ServerOptions {
+  return {
+    headersTimeout: http.headersTimeoutMs,
+    requestTimeout: http.requestTimeoutMs,
+    keepAliveTimeout: http.keepAliveTimeoutMs,
+    connectionsCheckingInterval: Math.min(1000, Math.floor(http.headersTimeoutMs / 4)),
+  };
+}
+
+/**
+ * `AUDIT_DEGRADED` while the audit sink's last write failed: gate decisions are being lost (the requests are
+ * served). The status stays `up`: a load balancer must not take the instance out for it.
+ */
+function auditFinding(gates: GatewayOptions['gates']): HealthFinding {
+  return {
+    unknownCode: 'AUDIT_UNKNOWN',
+    read: () => {
+      const audit = gates.ingress.stats().audit ?? gates.admin.stats().audit;
+      if (audit?.status !== 'degraded') return Promise.resolve({ warnings: [] });
+      const { sink, failed, dropped, lastFailure } = audit;
+      const message = `audit records are not being written (${sink} sink): ${lastFailure?.reason ?? 'unknown'}`;
+      return Promise.resolve({ warnings: [{ code: 'AUDIT_DEGRADED', message, sink, failed, dropped, lastFailureAt: lastFailure?.at }] });
+    },
+  };
 }
 
 /** `GATE_OPEN` while a gate is open on a non-loopback listen address. */

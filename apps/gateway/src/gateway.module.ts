@@ -22,6 +22,7 @@ import { DeadLettersController } from './dead-letters.controller';
 import { ApiKeysController } from './api-keys.controller';
 import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
+import { MetricsAccess } from './metrics-access';
 import { AdminMetricsController, MetricsController } from './metrics.controller';
 import { HttpErrorFilter } from './http-error';
 import { GateGuard, Gates } from './gate-route';
@@ -62,8 +63,11 @@ export interface GatewayServices {
   a2a: A2ABroker;
   /** A2A pushes given up: browse, read, redeliver, remove (docs/a2a.md, "Push dead letters"). */
   pushDeadLetters: PushDeadLetters;
-  /** GET /metrics and whether it passes the admin gate; absent when metrics are off (the route is not registered). */
-  metrics?: { metrics: RuntimeMetrics; adminGate: boolean };
+  /**
+   * GET /metrics, whether it passes the admin gate, and its scrape secret and labels; absent when metrics are off (the
+   * route is not registered).
+   */
+  metrics?: { metrics: RuntimeMetrics; adminGate: boolean; access: MetricsAccess };
   /** The routes the gateway serves, which the API document is made from (filled as the app registers them). */
   routes: RouteTable;
   /** Subscriptions' dead letters: browse, read, purge; and their replays (Temporal workflows). */
@@ -118,7 +122,12 @@ export class GatewayModule {
         { provide: PublisherSecretStore, useValue: services.publisherSecrets },
         { provide: A2ABroker, useValue: services.a2a },
         { provide: PushDeadLetters, useValue: services.pushDeadLetters },
-        ...(services.metrics ? [{ provide: RuntimeMetrics, useValue: services.metrics.metrics }] : []),
+        ...(services.metrics
+          ? [
+              { provide: RuntimeMetrics, useValue: services.metrics.metrics },
+              { provide: MetricsAccess, useValue: services.metrics.access },
+            ]
+          : []),
         { provide: RouteTable, useValue: services.routes },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { EventIngress, PublishRequest } from '../../../libs/ingress';
 import type { RuntimeMetrics } from '../../../libs/metrics';
-import { gateHeadersOf, type Admission, type SecurityGate } from '../../../libs/security';
+import { gateHeadersOf, type Admission, type GateRequest, type SecurityGate } from '../../../libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
 import { z } from 'zod';
 import { errors, GATED, RouteDoc } from './api-route';
@@ -75,26 +75,31 @@ export class PublishRoute {
     const metrics = this.deps.metrics;
     const started = metrics ? performance.now() : 0;
     let admission: Admission | undefined;
+    let bodyRead = false;
     try {
       if (this.closing) throw new EventMeshError(ErrorCode.ShuttingDown, 'this gateway is shutting down; publish again', {}, true);
       const topic = topicOf(query);
-      const raw = await readBody(request, this.deps.bodyLimitBytes);
-      const binary = request.headers['ce-specversion'] !== undefined;
-      const json = !binary && JSON_TYPES.includes(mediaTypeOf(request.headers['content-type']));
-      const publish = publishRequestOf(request.headers, json ? parseJsonBody(raw ?? Buffer.alloc(0)) : raw, raw, true);
-      // The gate decides on the whole request (the signature covers the body, the quota counts its events), before
-      // anything is written.
       const requestId = requestIdOfRequest(request);
-      admission = await this.deps.gate.admit({
+      const gated: GateRequest = {
         route: ROUTE,
         requestId,
         action: 'publish',
         topic: topic ?? this.deps.defaultTopic,
         headers: gateHeadersOf(request),
         remoteAddress: request.socket.remoteAddress ?? '',
-        body: raw,
-        publish: { events: eventsIn(publish), bytes: raw?.length ?? 0 },
-      });
+      };
+      // The credential is in the headers: a caller the gate does not know is refused before its body is read.
+      await this.deps.gate.authenticate(gated);
+      const raw = await readBody(request, this.deps.bodyLimitBytes);
+      bodyRead = true;
+      const binary = request.headers['ce-specversion'] !== undefined;
+      const json = !binary && JSON_TYPES.includes(mediaTypeOf(request.headers['content-type']));
+      const publish = publishRequestOf(request.headers, json ? parseJsonBody(raw ?? Buffer.alloc(0)) : raw, raw, true);
+      // The gate decides on the whole request (the signature covers the body, the quota counts its events), before
+      // anything is written.
+      gated.body = raw;
+      gated.publish = { events: eventsIn(publish), bytes: raw?.length ?? 0 };
+      admission = await this.deps.gate.admit(gated);
       admission.release();
       // Each event's Kafka record names the request (EventFrame.requestId): its delivery logs do.
       const results = await this.deps.ingress.publish(topic, publish, (frame) => (frame.requestId = requestId));
@@ -107,10 +112,9 @@ export class PublishRoute {
         metrics?.publishFailed(undefined, 0, 0);
         return;
       }
-      // A body over the limit is left unread and the connection closes after the answer; any other refused body
-      // was read whole, and the connection stays reusable.
-      const tooLarge = e instanceof EventMeshError && e.code === ErrorCode.PayloadTooLarge;
-      const { status, code } = answerError(response, e, closing(this.closing || tooLarge));
+      // A body left unread (over the limit, or refused before it was read) is not read after the answer either: the
+      // connection closes. Any other refused body was read whole, and the connection stays reusable.
+      const { status, code } = answerError(response, e, closing(this.closing || !bodyRead));
       // Refused after the gate charged it, with nothing written: the tenant's quota gets the events back.
       if (wroteNothing(status, code)) admission?.refund();
       metrics?.publishFailed(code, status, (performance.now() - started) / 1000);

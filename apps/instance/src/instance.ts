@@ -1,7 +1,8 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
 import { createLogger } from '../../../libs/logging';
-import { closeDependencies, connectDependencies, Dependencies, shutdownInOrder } from '../../../libs/runtime';
+import { closeDependencies, connectDependencies, Dependencies, producerOptionsOf, shutdownInOrder } from '../../../libs/runtime';
+import { EventProducer } from '../../../libs/kafka';
 import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '../../../libs/security';
 import type { RequestReplyService } from '../../../libs/request-reply';
 import { poolLeakDetectorOf, StoredCountsReader, StreamPresenceStore } from '../../../libs/storage';
@@ -15,6 +16,7 @@ import { createAccessLog } from '../../../libs/logging';
 import { RunningGateway, startGateway } from '../../gateway/src/gateway-server';
 import { RequestLog } from '../../gateway/src/request-log';
 import { WorkerHost } from '../../worker/src/worker-host';
+import { MetricsAccess } from '../../gateway/src/metrics-access';
 import { RunningOpsServer, startOpsServer } from './ops-server';
 
 export interface RunningInstance {
@@ -97,7 +99,7 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), router, { metrics, running });
     }
     if (roles.includes('gateway')) {
-      gates = options.gates ?? buildGates(config, { db: deps.db, producer: deps.producer, instanceId: config.instance.id });
+      gates = options.gates ?? (await gatesOf(config, deps));
       const described = describeGates(gates, config.http.host);
       for (const warning of described.warnings) log.warn({ host: config.http.host }, warning);
       gateway = await startGateway(config, deps, {
@@ -114,13 +116,14 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       instance.requestReply = gateway.requestReply;
     } else {
       // No gateway in this process: it still answers probes and scrapes (ops-server.ts).
-      if (metrics && config.metrics.adminGate) gates = options.gates ?? buildGates(config, { db: deps.db, producer: deps.producer, instanceId: config.instance.id });
+      if (metrics && config.metrics.adminGate) gates = options.gates ?? (await gatesOf(config, deps));
       ops = await startOpsServer({
         host: config.http.host,
         port: config.http.port,
         health: new HealthService(deps, config, { loops: running, stats: () => workerStatsOf(instance) }),
         metrics,
         metricsGate: gates?.admin,
+        metricsAccess: MetricsAccess.fromConfig(config, gatesOn(gates ?? options.gates, config)),
         requests: new RequestLog(createAccessLog(config.log.access)),
       });
       instance.opsUrl = ops.url;
@@ -153,5 +156,33 @@ function workerStatsOf(instance: RunningInstance): Record<string, unknown> {
     ...(instance.worker?.agent ? { ownership: instance.worker.agent.status() } : {}),
     ...(instance.worker?.orphans ? { orphanTakeover: instance.worker.orphans.status() } : {}),
     ...(instance.worker?.a2a.parkedStreams ? { a2aParkedStreams: instance.worker.a2a.parkedStreams.stats() } : {}),
+  };
+}
+
+/** Whether either gate is on: the gates' own word, or (no gate built in a worker-only process) the configuration's. */
+function gatesOn(gates: BuiltGates | undefined, config: EventMeshConfig): boolean {
+  if (gates) return !(gates.ingress.open && gates.admin.open);
+  return config.security.gate.filters.length > 0 || config.admin.security.filters.length > 0;
+}
+
+/**
+ * The instance's gates. A CloudEvents audit sink writes through a producer of its own, never the publishes': Kafka
+ * fails a produce request whole when one of its topics cannot be written, so audit records batched with publishes
+ * would fail every publish while the audit topic is unavailable (and the client's metadata of a topic gone fails
+ * its other sends too).
+ */
+async function gatesOf(config: EventMeshConfig, deps: Dependencies): Promise<BuiltGates> {
+  const own = { db: deps.db, instanceId: config.instance.id };
+  if (config.security.gate.audit.sink !== 'CLOUDEVENTS') return buildGates(config, { ...own, producer: deps.producer });
+  const producer = new EventProducer(deps.kafka, deps.topics, producerOptionsOf(config));
+  await producer.connect();
+  const gates = buildGates(config, { ...own, producer });
+  return {
+    ingress: gates.ingress,
+    admin: gates.admin,
+    async close() {
+      await gates.close();
+      await producer.disconnect();
+    },
   };
 }

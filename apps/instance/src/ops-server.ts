@@ -4,6 +4,7 @@ import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { HealthService } from '../../../libs/health';
 import type { RuntimeMetrics } from '../../../libs/metrics';
 import { gateHeadersOf, type SecurityGate } from '../../../libs/security';
+import { MetricsAccess } from '../../gateway/src/metrics-access';
 import { answerError, answerJson } from '../../gateway/src/raw-answer';
 import { REQUEST_ID_HEADER, RequestLog } from '../../gateway/src/request-log';
 
@@ -15,6 +16,8 @@ export interface OpsServerOptions {
   metrics?: RuntimeMetrics;
   /** EVENTMESH_METRICS_ADMIN_GATE=true: the admin gate `/metrics` passes (an admin of the operator tenant). */
   metricsGate?: SecurityGate;
+  /** The scrape secret `/metrics` wants, and whether it shows subscription ids. */
+  metricsAccess: MetricsAccess;
   requests: RequestLog;
 }
 
@@ -78,7 +81,8 @@ async function serve(options: OpsServerOptions, request: IncomingMessage, respon
         });
         admission.release();
       }
-      const text = await options.metrics.scrape();
+      options.metricsAccess.check(request.headers);
+      const text = await options.metrics.scrape({ subscriptionLabels: options.metricsAccess.subscriptionLabels });
       response.writeHead(200, { 'content-type': options.metrics.contentType, 'cache-control': 'no-store' });
       response.end(text);
       return;

@@ -1,0 +1,104 @@
+import { randomUUID } from 'node:crypto';
+import type { DataSource } from 'typeorm';
+import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
+import type { EventProducer } from '../../libs/kafka';
+import { buildGates, PublisherSecretStore, SecretBox } from '../../libs/security';
+import { createDataSource, TenantQuotaStore } from '../../libs/storage';
+import { GATES_ENFORCING_TOKEN, NO_QUOTA as NONE, testConfig } from '../support/env';
+import { HeaderToken } from '../support/header-tenant-gate';
+
+const BURST_BYTES = 400;
+const card = (name: string, pad = '') => ({
+  name,
+  description: `an agent of the limits spec${pad}`,
+  version: '1.0.0',
+  supportedInterfaces: [{ url: 'http://127.0.0.1:1/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+  capabilities: { streaming: false, pushNotifications: false },
+  defaultInputModes: ['text/plain'],
+  defaultOutputModes: ['text/plain'],
+  skills: [{ id: 'echo', name: 'Echo', description: 'echoes text', tags: ['test'] }],
+});
+
+/**
+ * A2A registrations and sends under the same rules as publishes, and the tenant's cap on agents, on a real gateway
+ * (real Postgres, Kafka and Temporal; the gate enforcing TokenAuth, SignatureVerifier and TenantQuota): a
+ * registration or a send larger than the tenant's byte burst is 413 BATCH_EXCEEDS_BURST (a read is not charged),
+ * a publisher that signs must sign its registration, and one agent past EVENTMESH_AGENTS_MAX_PER_TENANT is 409
+ * AGENT_LIMIT_REACHED; nothing refused is stored.
+ */
+describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
+  const run = randomUUID().slice(0, 6);
+  const config = testConfig({
+    EVENTMESH_INSTANCE_ID: `a2a-limits-${run}`,
+    EVENTMESH_KAFKA_TOPICS: `a2a-limits-${run}`,
+    ...GATES_ENFORCING_TOKEN,
+    EVENTMESH_SECURITY_GATE_FILTERS: 'token,signature,quota',
+    EVENTMESH_AGENTS_MAX_PER_TENANT: '2',
+  });
+  const tenants = { bytes: `bytes-${run}`, capped: `capped-${run}`, signer: `signer-${run}` };
+  const as = (tenant: string, principal = 'p') => ({ 'x-test-principal': principal, 'x-test-tenant': tenant, 'content-type': 'application/json' });
+  let db: DataSource;
+  let instance: RunningInstance;
+  let url: string;
+
+  beforeAll(async () => {
+    db = createDataSource(config.postgres, `a2a-limits-${run}`);
+    await db.initialize();
+    // 400 bytes of burst (and of rate): a body larger than that can never pass.
+    await new TenantQuotaStore(db).put(tenants.bytes, { ...NONE, bytesPerSecond: BURST_BYTES, burstSeconds: 1 });
+    await new PublisherSecretStore(db, SecretBox.fromConfig(config)).create(tenants.signer, 'signing-publisher');
+    const gates = buildGates(config, { db, producer: {} as EventProducer, instanceId: config.instance.id, filters: { token: new HeaderToken() } });
+    instance = await startInstance(config, { roles: ['gateway'], gates });
+    url = instance.url!;
+  });
+  afterAll(async () => {
+    await instance?.close();
+    await db?.destroy();
+  });
+
+  const register = (tenant: string, name: string, body: unknown, principal?: string) =>
+    fetch(`${url}/a2a/agents/${name}`, { method: 'PUT', headers: as(tenant, principal), body: JSON.stringify(body) });
+  const rpc = (tenant: string, name: string, method: string, params: unknown) =>
+    fetch(`${url}/a2a/agents/${name}/rpc`, { method: 'POST', headers: { ...as(tenant), 'a2a-version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+
+  it('charges a registration and a send as publishes (413 past the byte burst), and not a read', async () => {
+    const tenant = tenants.bytes;
+    const large = await register(tenant, 'large', card('large', ' '.repeat(BURST_BYTES)));
+    expect(large.status).toBe(413);
+    expect(await large.json()).toMatchObject({ code: 'BATCH_EXCEEDS_BURST', quota: 'bytes_per_second', maxBatchBytes: BURST_BYTES });
+    expect((await fetch(`${url}/a2a/agents/large`, { headers: as(tenant) })).status).toBe(404);
+    // A registration within the burst passes (the quota of bytes only limits bytes).
+    const small = { name: 's', description: 'd', version: '1', supportedInterfaces: [{ url: 'http://127.0.0.1:1/r', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }], capabilities: {}, defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [] };
+    expect(JSON.stringify(small).length).toBeLessThan(BURST_BYTES);
+    expect((await register(tenant, 'small', small)).status).toBe(201);
+    const text = 'x'.repeat(BURST_BYTES);
+    const send = await rpc(tenant, 'small', 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] } });
+    expect(send.status).toBe(413);
+    expect(await send.json()).toMatchObject({ code: 'BATCH_EXCEEDS_BURST' });
+    // A read of the same size is not a publish: the agent's endpoint answers it (no such task).
+    const read = await rpc(tenant, 'small', 'GetTask', { id: randomUUID(), padding: text });
+    expect(read.status).toBe(200);
+  });
+
+  it('refuses an unsigned registration of a publisher that signs its publishes, storing nothing', async () => {
+    const unsigned = await register(tenants.signer, 'signed', card('signed'), 'signing-publisher');
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
+    expect((await fetch(`${url}/a2a/agents/signed`, { headers: as(tenants.signer) })).status).toBe(404);
+  });
+
+  it('refuses an agent past the tenant\'s cap 409 AGENT_LIMIT_REACHED, and still replaces a registered one', async () => {
+    const tenant = tenants.capped;
+    expect((await register(tenant, 'one', card('one'))).status).toBe(201);
+    expect((await register(tenant, 'two', card('two'))).status).toBe(201);
+    const third = await register(tenant, 'three', card('three'));
+    expect(third.status).toBe(409);
+    expect(await third.json()).toMatchObject({ code: 'AGENT_LIMIT_REACHED', maxAgentsPerTenant: 2 });
+    expect((await register(tenant, 'two', card('two', ' again'))).status).toBe(200);
+    const listed = (await (await fetch(`${url}/a2a/agents`, { headers: as(tenant) })).json()) as { name: string }[] | { agents: { name: string }[] };
+    const names = (Array.isArray(listed) ? listed : listed.agents).map((a) => a.name);
+    expect(names).toEqual(['one', 'two']);
+    // Another tenant's agents are not counted.
+    expect((await register(tenants.signer, 'three', card('three'))).status).toBe(201);
+  });
+});
