@@ -12,6 +12,22 @@ describe('LoggingAuditSink', () => {
     configureLogging('warn', {}, 'silent');
     expect((new LoggingAuditSink() as unknown as { audit: { enabled: boolean } }).audit.enabled).toBe(false);
   });
+
+  it('counts a write that throws, is degraded with its reason until a write succeeds, and throws it on', () => {
+    const sink = new LoggingAuditSink();
+    const audit = (sink as unknown as { audit: { enabled: boolean; write: (time: string, line: string) => void } }).audit;
+    const write = audit.write.bind(audit);
+    const record: AuditRecord = { time: '2026-01-01T00:00:00.000Z', gate: 'ingress', requestId: 'r', principal: 'p', tenant: 't', route: 'POST /events/publish', action: 'publish', decision: 'deny', enforced: true, remoteAddress: '127.0.0.1' };
+    audit.write = () => {
+      throw new Error('stdout closed');
+    };
+    expect(() => sink.record(record)).toThrow('stdout closed');
+    expect(sink.stats()).toMatchObject({ sink: 'LOG', status: 'degraded', written: 0, failed: 1, lastFailure: { reason: 'stdout closed' } });
+    audit.write = () => undefined;
+    sink.record(record);
+    expect(sink.stats()).toMatchObject({ status: 'up', written: 1, failed: 1 });
+    audit.write = write;
+  });
 });
 
 describe('createAuditLog', () => {
