@@ -8,14 +8,15 @@ export const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 /** The bindings the mesh can call an agent on (the SDK's client transports the mesh builds, see agent-clients.ts). */
 const CALLABLE_BINDINGS = ['JSONRPC', 'HTTP+JSON'];
 
-const nonEmpty = z.string().trim().min(1);
+// The `meta` of these schemas states their refinements in the API document's JSON Schema.
+const nonEmpty = z.string().trim().min(1).meta({ pattern: '\\S' });
 const httpUrl = z.string().refine((value) => {
   try {
     return ['http:', 'https:'].includes(new URL(value).protocol);
   } catch {
     return false;
   }
-}, 'must be an absolute http(s) URL');
+}, 'must be an absolute http(s) URL').meta({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
 
 /**
  * What a registered agent card must hold (A2A v1.0 `AgentCard`, JSON): the fields the specification marks required,
@@ -32,7 +33,8 @@ export const agentCardSchema = z.looseObject({
     .min(1)
     .refine((interfaces) => interfaces.some((i) => CALLABLE_BINDINGS.includes(i.protocolBinding)), {
       message: `needs an interface with protocolBinding ${CALLABLE_BINDINGS.join(' or ')}`,
-    }),
+    })
+    .meta({ contains: { properties: { protocolBinding: { enum: CALLABLE_BINDINGS } } } }),
   capabilities: z.looseObject({ streaming: z.boolean().optional(), pushNotifications: z.boolean().optional() }),
   defaultInputModes: z.array(nonEmpty),
   defaultOutputModes: z.array(nonEmpty),

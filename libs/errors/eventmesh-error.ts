@@ -40,6 +40,8 @@ export enum ErrorCode {
   /** The internal stream channel's handshake reached another gateway process of the instance than the one it names. */
   Misdirected = 'MISDIRECTED',
   NotFound = 'NOT_FOUND',
+  /** A method the path does not serve (405, with `Allow` and `allow`: the methods it serves). */
+  MethodNotAllowed = 'METHOD_NOT_ALLOWED',
   /** The request needs the other delivery topology (docs/topologies.md). */
   WrongTopology = 'WRONG_TOPOLOGY',
   /** An operator command the current ownership state refuses (an unknown instance, a drained target). */
@@ -114,6 +116,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.UnknownDelivery]: 409,
   [ErrorCode.Misdirected]: 421,
   [ErrorCode.NotFound]: 404,
+  [ErrorCode.MethodNotAllowed]: 405,
   [ErrorCode.WrongTopology]: 409,
   [ErrorCode.OwnershipConflict]: 409,
   [ErrorCode.InstanceNotLive]: 409,

@@ -23,7 +23,10 @@ describe('API route declarations', () => {
     const { doc, gate, route } = r as (typeof routes)[number];
     expect(doc).toBeDefined();
     const { params } = openApiPathOf(route.split(' ')[1]);
-    for (const name of params) expect([name, doc?.params?.[name === 'rest' ? '*' : name]]).toEqual([name, expect.any(String)]);
+    for (const name of params) {
+      const param = doc?.params?.[name === 'rest' ? '*' : name];
+      expect([name, typeof param === 'string' ? param : param?.description]).toEqual([name, expect.any(String)]);
+    }
     const statuses = Object.keys(doc?.responses ?? {}).map(Number);
     expect(statuses.some((s) => s >= 100 && s < 300)).toBe(true);
     if (gate && !('public' in gate)) expect(statuses).toEqual(expect.arrayContaining([401, 403]));
@@ -35,7 +38,7 @@ describe('API route declarations', () => {
       { method: 'GET', url: '/a/:id', doc },
       { method: 'POST', url: '/a/:id/rest/*' },
     ];
-    const document = openApiDocument(served, '0');
+    const document = openApiDocument(served, '0', { ingress: { mode: 'open', filters: [] }, admin: { mode: 'open', filters: [] } });
     expect(Object.keys(document.paths)).toEqual(['/a/{id}']);
     expect(undocumented(served, document)).toEqual(['POST /a/:id/rest/*']);
   });

@@ -24,6 +24,7 @@ import { EventsController } from './events.controller';
 import { HealthController } from './health.controller';
 import { AdminMetricsController, MetricsController } from './metrics.controller';
 import { HttpErrorFilter } from './http-error';
+import { LimitsController, RUNTIME_LIMITS, RuntimeLimits } from './limits.controller';
 import { GateGuard, Gates } from './gate-route';
 import { PublisherSecretsController } from './publisher-secrets.controller';
 import { RouteTable } from './route-table';
@@ -64,6 +65,8 @@ export interface GatewayServices {
   pushDeadLetters: PushDeadLetters;
   /** GET /metrics and whether it passes the admin gate; absent when metrics are off (the route is not registered). */
   metrics?: { metrics: RuntimeMetrics; adminGate: boolean };
+  /** The body and batch bounds of the runtime (GET /limits). */
+  limits: RuntimeLimits;
   /** The routes the gateway serves, which the API document is made from (filled as the app registers them). */
   routes: RouteTable;
   /** Subscriptions' dead letters: browse, read, purge; and their replays (Temporal workflows). */
@@ -96,6 +99,7 @@ export class GatewayModule {
         A2ARpcController,
         A2ARestController,
         ApiDocsController,
+        LimitsController,
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
@@ -120,6 +124,7 @@ export class GatewayModule {
         { provide: PushDeadLetters, useValue: services.pushDeadLetters },
         ...(services.metrics ? [{ provide: RuntimeMetrics, useValue: services.metrics.metrics }] : []),
         { provide: RouteTable, useValue: services.routes },
+        { provide: RUNTIME_LIMITS, useValue: services.limits },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],
