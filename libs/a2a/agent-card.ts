@@ -76,6 +76,9 @@ export function validateAgentName(name: string): string {
   return name;
 }
 
+/** The card's lists the A2A specification requires, `[]` included. */
+const REQUIRED_LISTS = ['skills', 'defaultInputModes', 'defaultOutputModes'] as const;
+
 /** How the gate authenticates callers, for the security schemes of the cards the mesh serves. */
 export interface GateAuthentication {
   /** TokenAuth runs: a bearer JWT (or API key) in `Authorization`, or an API key in `x-api-key`. */
@@ -112,5 +115,8 @@ export function meshCardOf(card: RegisteredCard, urls: { rpcUrl: string; restUrl
     signatures: [],
   };
   // Through the SDK's own codec: what is served is a well-formed v1.0 card whatever extra fields were registered.
-  return AgentCard.toJSON(AgentCard.fromJSON(served)) as Record<string, unknown>;
+  // The codec leaves out an empty list; the fields the specification requires are served even when empty.
+  const json = AgentCard.toJSON(AgentCard.fromJSON(served)) as Record<string, unknown>;
+  for (const field of REQUIRED_LISTS) json[field] ??= [];
+  return json;
 }

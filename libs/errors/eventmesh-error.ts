@@ -17,6 +17,8 @@ export enum ErrorCode {
   OffsetOutOfRange = 'OFFSET_OUT_OF_RANGE',
   /** A pause or resume of a subscription its sink disabled (410 Gone): it is not delivered either way. */
   SubscriptionDisabled = 'SUBSCRIPTION_DISABLED',
+  /** A stream client of a subscription that is not ACTIVE (paused, disabled): its state refuses it, not the request. */
+  SubscriptionNotActive = 'SUBSCRIPTION_NOT_ACTIVE',
   /** A dead letter (or some of the ones a replay names) the subscription has not. */
   DeadLetterNotFound = 'DEAD_LETTER_NOT_FOUND',
   /** A dead-letter replay the subscription has not. */
@@ -101,6 +103,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.SubscriptionNotFound]: 404,
   [ErrorCode.OffsetOutOfRange]: 400,
   [ErrorCode.SubscriptionDisabled]: 409,
+  [ErrorCode.SubscriptionNotActive]: 409,
   [ErrorCode.DeadLetterNotFound]: 404,
   [ErrorCode.ReplayNotFound]: 404,
   [ErrorCode.ConfirmationRequired]: 400,

@@ -32,6 +32,25 @@ describe('API route declarations', () => {
     if (gate && !('public' in gate)) expect(statuses).toEqual(expect.arrayContaining([401, 403]));
   });
 
+  it.each([
+    ['open', [], [], []],
+    ['enforcing', ['token', 'quota'], 'credential', 'credential'],
+    ['report-only', ['token', 'quota'], 'credential', 'credential or none'],
+    ['enforcing', ['quota'], 'credential', []],
+  ] as const)('a %s gate running %j: admin routes want %j, data routes %j, public routes nothing', (mode, filters, admin, data) => {
+    const credential = [{ bearer: [] }, { apiKey: [] }];
+    const wanted = (w: string | readonly never[]) => (w === 'credential' ? credential : w === 'credential or none' ? [...credential, {}] : []);
+    const doc: RouteDoc = { summary: 's', responses: { 200: { description: 'ok' } } };
+    const served = [
+      { method: 'GET', url: '/admin/x', doc, gate: { action: 'admin', admin: true } as const },
+      { method: 'GET', url: '/data', doc, gate: { action: 'subscribe' } as const },
+      { method: 'GET', url: '/public', doc, gate: { public: true } as const },
+    ];
+    const gate = { mode, filters: [...filters] };
+    const document = openApiDocument(served, '0', { ingress: gate, admin: gate });
+    expect([document.paths['/admin/x'].get.security, document.paths['/data'].get.security, document.paths['/public'].get.security]).toEqual([wanted(admin), wanted(data), []]);
+  });
+
   it('a route without a doc is named as undocumented', () => {
     const doc: RouteDoc = { summary: 's', responses: { 200: { description: 'ok' } } };
     const served = [

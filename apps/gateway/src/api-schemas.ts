@@ -55,26 +55,28 @@ const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$
  * lowercase alphanumeric names with a string, integer or boolean value; `data` or `data_base64`, not both; no
  * `schemaurl` (0.3); and `data` is a string unless the data content type is JSON.
  */
-export const publishedEventSchema = z
-  .object({
-    specversion: z.literal('1.0'),
-    id: attribute,
-    source: attribute.meta({ format: 'uri-reference' }),
-    type: attribute,
-    datacontenttype: attribute.optional(),
-    dataschema: attribute.meta({ format: 'uri' }).optional(),
-    subject: attribute.optional(),
-    time: z.iso.datetime({ offset: true }).optional(),
-    data: z.unknown().optional(),
-    data_base64: z.string().regex(BASE64).optional(),
-  })
-  .catchall(z.union([z.string(), z.number().int(), z.boolean()]))
-  .meta({
-    propertyNames: { pattern: '^(?:[a-z0-9]+|data_base64)$' },
-    not: { anyOf: [{ required: ['data', 'data_base64'] }, { required: ['schemaurl'] }] },
-    if: { required: ['datacontenttype'], properties: { datacontenttype: { not: { pattern: '[/+]json(;|$)' } } } },
-    then: { properties: { data: { type: 'string' } } },
-  });
+const eventAttributes = {
+  specversion: z.literal('1.0'),
+  id: attribute,
+  source: attribute.meta({ format: 'uri-reference' }),
+  type: attribute,
+  datacontenttype: attribute.optional(),
+  dataschema: attribute.meta({ format: 'uri' }).optional(),
+  subject: attribute.optional(),
+  time: z.iso.datetime({ offset: true }).optional(),
+  data: z.unknown().optional(),
+  data_base64: z.string().regex(BASE64).optional(),
+};
+const eventRules = {
+  propertyNames: { pattern: '^(?:[a-z0-9]+|data_base64)$' },
+  not: { anyOf: [{ required: ['data', 'data_base64'] }, { required: ['schemaurl'] }] },
+  if: { required: ['datacontenttype'], properties: { datacontenttype: { not: { pattern: '[/+]json(;|$)' } } } },
+  then: { properties: { data: { type: 'string' } } },
+};
+const extension = z.union([z.string(), z.number().int(), z.boolean()]);
+export const publishedEventSchema = z.object(eventAttributes).catchall(extension).meta(eventRules);
+/** A reply (`POST /events/reply`): a published event that names its request in the `correlationid` extension. */
+export const replyEventSchema = z.object({ ...eventAttributes, correlationid: attribute }).catchall(extension).meta(eventRules);
 
 export const streamDeliverySchema = z.object({ deliveryId: z.string(), event: structuredEventSchema }).strict();
 export const pollAnswerSchema = z.object({ consumer: z.string(), deliveries: z.array(streamDeliverySchema) }).strict();

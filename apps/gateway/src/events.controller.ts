@@ -10,7 +10,7 @@ import { z } from 'zod';
 import { rawBodyOf } from './body-parsers';
 import { publishRequestOf } from './content-mode';
 import { ApiRoute, errors, GATED } from './api-route';
-import { publishedEventSchema, replyAnswerSchema, structuredEventSchema, subscriptionViewSchema } from './api-schemas';
+import { publishedEventSchema, replyAnswerSchema, replyEventSchema, structuredEventSchema, subscriptionViewSchema } from './api-schemas';
 import { CallerParam, GateRoute } from './gate-route';
 import { parseQuery } from './parse-body';
 
@@ -76,7 +76,7 @@ export class EventsController {
   @Post('reply')
   @ApiRoute({
     summary: 'Reply to a pending request (its `correlationid` names it)',
-    body: EVENT_BODY,
+    body: { ...EVENT_BODY, schema: replyEventSchema },
     responses: { 202: { description: 'stored for the process holding the request', schema: replyAnswerSchema }, ...errors(400, 404, 413, 415), ...GATED },
   })
   @GateRoute({ action: 'publish', publishes: true })
