@@ -195,8 +195,16 @@ describe('the HTTP contract (real gateway)', () => {
       const tenant = `q-${randomUUID().slice(0, 8)}`;
       const answer = await sample('PUT', '/admin/tenants/:tenant/quota', `/admin/tenants/${tenant}/quota`, { headers: { authorization: `Bearer ${await operator()}` } });
       expect([answer.status, answer.body?.code, answer.body?.field]).toEqual([400, 'INVALID_REQUEST', 'body']);
+      const asNull = await sample('PUT', '/admin/tenants/:tenant/quota', `/admin/tenants/${tenant}/quota`, { raw: 'null', headers: { authorization: `Bearer ${await operator()}` } });
+      expect([asNull.status, asNull.body?.field]).toEqual([400, 'body']);
       const rows: unknown[] = await instance.deps.db.query('SELECT tenant FROM tenant_quotas WHERE tenant = $1', [tenant]);
       expect(rows).toEqual([]);
+    });
+
+    it('seeks a subscription to a time before 1970 as to the log\'s start (Kafka takes no negative time)', async () => {
+      const id = (await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } })).body!.id as string;
+      const seek = await sample('POST', '/subscriptions/:id/offsets/seek', `/subscriptions/${id}/offsets/seek`, { body: { to: '0020-02-29T00:00:00Z' }, headers: { authorization: `Bearer ${await operator()}` } });
+      expect(seek.status).toBe(200);
     });
 
     it('answers a method a path does not serve with 405, Allow and a machine-readable body; an unknown path stays 404', async () => {

@@ -26,6 +26,6 @@ export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
 
 /** A body the route cannot do without (a `PUT` that replaces): 400 when the request sent none. */
 export function requiredBody(body: unknown): unknown {
-  if (body === undefined) throw new EventMeshError(ErrorCode.InvalidRequest, 'body: required (a JSON object)', { field: 'body' });
+  if (body === undefined || body === null) throw new EventMeshError(ErrorCode.InvalidRequest, 'body: required (a JSON object)', { field: 'body' });
   return body;
 }
