@@ -74,7 +74,6 @@ with_env() { local -n settings=$1; shift; ( export "${settings[@]}"; "$@" ); }
 # Lane 0, the servers `npm start` uses: the integration tier, then the end-to-end tier.
 lane0() {
   step "servers" bash scripts/infra.sh start all
-  step "API fuzz" bash scripts/fuzz-api.sh
   step "integration tier" jest_lane integration --selectProjects integration
   step "e2e tier" jest_lane e2e --selectProjects e2e
 }
@@ -105,7 +104,6 @@ serial() {
   step "servers" bash scripts/infra.sh start all
   step "type-check" npm run --silent typecheck
   step "lint" npm run --silent lint
-  step "API fuzz" bash scripts/fuzz-api.sh
   step "compose file" npm run --silent docker:check
   step "all tiers" jest_lane all
 }
