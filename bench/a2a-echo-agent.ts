@@ -66,7 +66,7 @@ export class BenchEchoAgent {
       }
       void this.serve(request).then(
         (answer) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer)),
-        (e: unknown) => response.writeHead(500).end(String(e)),
+        (e: unknown) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jsonRpcErrorOf(e))),
       );
     });
     server.keepAliveTimeout = 60000;
@@ -100,9 +100,15 @@ export class BenchEchoAgent {
   private async serve(request: IncomingMessage): Promise<unknown> {
     const chunks: Buffer[] = [];
     for await (const chunk of request) chunks.push(chunk as Buffer);
+    const body = Buffer.concat(chunks).toString('utf8');
+    // A request without A2A-Version is a v0.3 one (A2A v1.0, "Versioning"): this agent speaks 1.0 only.
     const version = (request.headers['a2a-version'] as string | undefined) ?? '0.3';
-    validateVersion(version, this.agentCard!, 'JSONRPC');
-    return this.transport!.handle(Buffer.concat(chunks).toString('utf8'), new ServerCallContext({ requestedVersion: version }));
+    try {
+      validateVersion(version, this.agentCard!, 'JSONRPC');
+    } catch (e) {
+      throw Object.assign(e as Error, { id: idOf(body) });
+    }
+    return this.transport!.handle(body, new ServerCallContext({ requestedVersion: version }));
   }
 
   private executor(): AgentExecutor {
@@ -170,4 +176,25 @@ export function textOf(message: Pick<Message, 'parts'> | undefined): string {
 /** A send of one text part to the echo agent (blocking, or answered at once with `returnImmediately`). */
 export function echoRequest(text: string, returnImmediately = false): SendMessageRequest {
   return SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration: { returnImmediately } });
+}
+
+/** A2A v1.0's JSON-RPC code of `VersionNotSupportedError` (the SDK's A2A_ERROR_CODE, not exported). */
+const VERSION_NOT_SUPPORTED = -32009;
+const INTERNAL_ERROR = -32603;
+
+/** The request's JSON-RPC id, when its body has one. */
+function idOf(body: string): string | number | null {
+  try {
+    const id = (JSON.parse(body) as { id?: unknown }).id;
+    return typeof id === 'string' || typeof id === 'number' ? id : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A request the agent cannot serve, answered as JSON-RPC says (an error object, the request's id), never as a bare 500. */
+function jsonRpcErrorOf(e: unknown): { jsonrpc: '2.0'; id: string | number | null; error: { code: number; message: string } } {
+  const error = e as { name?: string; message?: string; id?: string | number | null };
+  const code = error.name === 'VersionNotSupportedError' ? VERSION_NOT_SUPPORTED : INTERNAL_ERROR;
+  return { jsonrpc: '2.0', id: error.id ?? null, error: { code, message: error.message ?? String(e) } };
 }

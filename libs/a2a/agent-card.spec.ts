@@ -55,6 +55,11 @@ describe('agent cards', () => {
     expect(served.securitySchemes).toBeUndefined();
   });
 
+  it('serves the lists the specification requires even when the registered card has them empty (the codec drops empty lists)', () => {
+    const served = meshCardOf(validateAgentCard({ ...card(), skills: [], defaultInputModes: [], defaultOutputModes: [] }), { rpcUrl: 'http://mesh/rpc', restUrl: 'http://mesh/rest' }, { tokens: false });
+    expect([served.skills, served.defaultInputModes, served.defaultOutputModes]).toEqual([[], [], []]);
+  });
+
   it('names the security schemes the gate enforces when it authenticates', () => {
     const served = meshCardOf(validateAgentCard(card()), { rpcUrl: 'http://mesh/rpc', restUrl: 'http://mesh/rest' }, { tokens: true });
     expect(Object.keys(served.securitySchemes as object)).toEqual(['bearer', 'apiKey']);

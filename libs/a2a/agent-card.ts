@@ -8,14 +8,15 @@ export const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;
 /** The bindings the mesh can call an agent on (the SDK's client transports the mesh builds, see agent-clients.ts). */
 const CALLABLE_BINDINGS = ['JSONRPC', 'HTTP+JSON'];
 
-const nonEmpty = z.string().trim().min(1);
+// The `meta` of these schemas states their refinements in the API document's JSON Schema.
+const nonEmpty = z.string().trim().min(1).meta({ pattern: '\\S' });
 const httpUrl = z.string().refine((value) => {
   try {
     return ['http:', 'https:'].includes(new URL(value).protocol);
   } catch {
     return false;
   }
-}, 'must be an absolute http(s) URL');
+}, 'must be an absolute http(s) URL').meta({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
 
 /**
  * What a registered agent card must hold (A2A v1.0 `AgentCard`, JSON): the fields the specification marks required,
@@ -32,7 +33,8 @@ export const agentCardSchema = z.looseObject({
     .min(1)
     .refine((interfaces) => interfaces.some((i) => CALLABLE_BINDINGS.includes(i.protocolBinding)), {
       message: `needs an interface with protocolBinding ${CALLABLE_BINDINGS.join(' or ')}`,
-    }),
+    })
+    .meta({ contains: { properties: { protocolBinding: { enum: CALLABLE_BINDINGS } } } }),
   capabilities: z.looseObject({ streaming: z.boolean().optional(), pushNotifications: z.boolean().optional() }),
   defaultInputModes: z.array(nonEmpty),
   defaultOutputModes: z.array(nonEmpty),
@@ -74,6 +76,9 @@ export function validateAgentName(name: string): string {
   return name;
 }
 
+/** The card's lists the A2A specification requires, `[]` included. */
+const REQUIRED_LISTS = ['skills', 'defaultInputModes', 'defaultOutputModes'] as const;
+
 /** How the gate authenticates callers, for the security schemes of the cards the mesh serves. */
 export interface GateAuthentication {
   /** TokenAuth runs: a bearer JWT (or API key) in `Authorization`, or an API key in `x-api-key`. */
@@ -110,5 +115,8 @@ export function meshCardOf(card: RegisteredCard, urls: { rpcUrl: string; restUrl
     signatures: [],
   };
   // Through the SDK's own codec: what is served is a well-formed v1.0 card whatever extra fields were registered.
-  return AgentCard.toJSON(AgentCard.fromJSON(served)) as Record<string, unknown>;
+  // The codec leaves out an empty list; the fields the specification requires are served even when empty.
+  const json = AgentCard.toJSON(AgentCard.fromJSON(served)) as Record<string, unknown>;
+  for (const field of REQUIRED_LISTS) json[field] ??= [];
+  return json;
 }

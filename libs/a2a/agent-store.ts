@@ -96,6 +96,8 @@ export class A2AAgentStore {
 
   /** The tenant's agents by name, filtered by a skill id or a skill tag. */
   async list(tenant: string, filter: AgentFilter = {}): Promise<StoredAgent[]> {
+    // jsonb holds no NUL (`\u0000`): a filter with one matches no card (and Postgres would refuse the query).
+    if ([filter.skill, filter.tag].some((v) => v?.includes('\0'))) return [];
     const where = ['tenant = $1'];
     const params: unknown[] = [tenant];
     if (filter.skill !== undefined) {

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { AgentCard, Message, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
+import { AgentCard, Message, Role, StreamResponse, Task, TaskState } from '@a2a-js/sdk';
 import {
   A2AError,
   ExtendedAgentCardNotConfiguredError,
@@ -128,6 +128,9 @@ export class MeshTaskHandler implements A2ARequestHandler {
     this.checkTenant(context);
     const message = params.message;
     if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
+    // The specification requires the sender's role; a message without one (ROLE_UNSPECIFIED) is malformed.
+    if (message.role === Role.ROLE_UNSPECIFIED) throw new RequestMalformedError('message.role: ROLE_USER or ROLE_AGENT is required');
+    checkHistoryLength(params.configuration?.historyLength);
     checkInputModes(message.parts, this.scope.agent.card);
     if (message.taskId) return this.continueTask(params, message);
     const pushConfig = params.configuration?.taskPushNotificationConfig;
@@ -247,6 +250,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
   getTask(params: Params<'getTask'>, context: ServerCallContext): Promise<Task> {
     return this.guard(async () => {
       this.checkTenant(context);
+      checkHistoryLength(params.historyLength);
       return toWireTask(await this.find(params.id), params.historyLength);
     });
   }
@@ -290,8 +294,12 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const after = params.pageToken ? decodePageToken(params.pageToken) : undefined;
     const state = params.status === TaskState.TASK_STATE_UNSPECIFIED ? undefined : stateOf(params.status);
     if (params.status !== TaskState.TASK_STATE_UNSPECIFIED && state === undefined) throw new RequestMalformedError('status: not a task state');
+    checkHistoryLength(params.historyLength);
     const changedAfter = params.statusTimestampAfter === undefined ? undefined : new Date(params.statusTimestampAfter);
-    if (changedAfter && Number.isNaN(changedAfter.getTime())) throw new RequestMalformedError('statusTimestampAfter: not a timestamp');
+    // An ISO 8601 instant (`new Date` alone reads "-1" as the year -1).
+    if (changedAfter && (!INSTANT.test(params.statusTimestampAfter!) || Number.isNaN(changedAfter.getTime()))) {
+      throw new RequestMalformedError('statusTimestampAfter: an ISO 8601 timestamp, e.g. 2026-12-01T13:00:00Z');
+    }
     const page = await this.scope.tasks.list(this.scope.tenant, this.scope.agent.name, { size, after, contextId: params.contextId || undefined, state, changedAfter });
     const last = page.tasks[page.tasks.length - 1];
     return {
@@ -413,6 +421,16 @@ export class MeshTaskHandler implements A2ARequestHandler {
 }
 
 /** The stored task as the A2A v1.0 `Task` the SDK serialises; `historyLength` as the spec says (0: none). */
+/** An ISO 8601 instant with its offset (RFC 3339). */
+const INSTANT = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d+)?(?:Z|[+-]\d{2}:\d{2})$/i;
+
+/** `historyLength`, when given: a non-negative integer (A2A v1.0); RequestMalformedError otherwise. */
+function checkHistoryLength(historyLength: number | undefined): void {
+  if (historyLength !== undefined && (!Number.isInteger(historyLength) || historyLength < 0)) {
+    throw new RequestMalformedError('historyLength: a non-negative integer');
+  }
+}
+
 export function toWireTask(task: StoredTask, historyLength?: number): Task {
   const history = historyLength === undefined ? task.history : historyLength <= 0 ? [] : task.history.slice(-historyLength);
   return Task.fromJSON({ ...taskJsonOf(task), history });

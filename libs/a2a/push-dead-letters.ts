@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT } from '../dead-letters/dead-letter-query';
-import { ErrorCode, EventMeshError } from '../errors';
+import { z } from 'zod';
+import { ErrorCode, EventMeshError, queryInt } from '../errors';
 import { DEAD_LETTER_PURGE_BATCH } from '../storage/dead-letter-store';
 
 /** How a push dead letter stopped being dead. */
@@ -215,27 +216,29 @@ export const pushLetterViewOf = ({ tenant: _tenant, deadLetteredAt, resolvedAt, 
 });
 
 const STATES = ['dead', 'resolved', 'all'] as const;
+/** Postgres text holds no NUL: a filter naming one is refused rather than sent. */
+const filterText = z.string().refine((v) => !v.includes('\0'), 'no NUL character').meta({ pattern: '^[^\\u0000]*$' });
+
+/** The browse's query parameters (the API document shows them). */
+export const pushLetterQuerySchema = z
+  .object({
+    state: z.enum(STATES).optional().describe('dead (the default), resolved, or all'),
+    agent: filterText.optional().describe('the task\'s agent'),
+    taskId: filterText.optional().describe('the task'),
+    limit: queryInt(1, BROWSE_MAX_LIMIT).describe(`the page size (${BROWSE_DEFAULT_LIMIT} when absent)`),
+    cursor: z.string().regex(UUID).optional().describe('the `next` of the previous page'),
+  })
+  .strict();
 
 /** The browse's query (`state`, `agent`, `taskId`, `limit`, `cursor`), validated: a 400 naming the parameter. */
 export function parsePushLetterQuery(query: unknown): { filter: PushDeadLetterFilter; limit: number; after?: string } {
-  const q = (query ?? {}) as Record<string, unknown>;
-  const bad = (field: string, message: string): never => {
+  const parsed = pushLetterQuerySchema.safeParse(query ?? {});
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const field = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path.join('.');
+    const message = issue.code === 'unrecognized_keys' ? `unknown parameter; the parameters are ${Object.keys(pushLetterQuerySchema.shape).join(', ')}` : issue.message;
     throw new EventMeshError(ErrorCode.InvalidRequest, `${field}: ${message}`, { field });
-  };
-  const text = (field: string): string | undefined => {
-    const v = q[field];
-    if (v === undefined || v === '') return undefined;
-    if (typeof v !== 'string') bad(field, 'give it once');
-    return v as string;
-  };
-  const known = new Set(['state', 'agent', 'taskId', 'limit', 'cursor']);
-  for (const key of Object.keys(q)) if (!known.has(key)) bad(key, `unknown parameter; the parameters are ${[...known].join(', ')}`);
-  const state = text('state') ?? 'dead';
-  if (!(STATES as readonly string[]).includes(state)) bad('state', `one of ${STATES.join(', ')}`);
-  const limitText = text('limit');
-  const limit = limitText === undefined ? BROWSE_DEFAULT_LIMIT : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 1 || limit > BROWSE_MAX_LIMIT || !/^\d+$/.test(limitText ?? '1')) bad('limit', `an integer from 1 to ${BROWSE_MAX_LIMIT}`);
-  const after = text('cursor');
-  if (after !== undefined && !isPushLetterId(after)) bad('cursor', 'the `next` of the previous page');
-  return { filter: { state: state as PushDeadLetterFilter['state'], agent: text('agent'), taskId: text('taskId') }, limit, after };
+  }
+  const q = parsed.data;
+  return { filter: { state: q.state ?? 'dead', agent: q.agent || undefined, taskId: q.taskId || undefined }, limit: q.limit ?? BROWSE_DEFAULT_LIMIT, after: q.cursor };
 }

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError, queryInt } from '../errors';
 import { DEAD_LETTER_STATES, DeadLetterFilter, ReplaySelection } from '../storage';
 
 /** Page sizes of a browse: `limit` 1 to 1000, 100 when absent. */
@@ -11,16 +11,16 @@ export const REPLAY_MAX_RATE = 1000;
 export const REPLAY_MAX_IDS = 1000;
 
 const LETTER_ID = /^[1-9]\d{0,18}$/;
-const instant = z.string().refine((s) => /^\d{4}-\d{2}-\d{2}T/.test(s) && !Number.isNaN(Date.parse(s)), 'expected an ISO 8601 instant, e.g. 2026-12-01T13:00:00Z');
+const instant = z.iso.datetime({ offset: true, error: 'expected an ISO 8601 instant, e.g. 2026-12-01T13:00:00Z' }).refine((s) => !Number.isNaN(Date.parse(s)), 'expected an ISO 8601 instant, e.g. 2026-12-01T13:00:00Z');
 const text = z.string().min(1).max(1024);
 
 /** The filter fields, as query parameters (all text) or as a replay body's `filter` (httpStatus a number). */
 const filterFields = {
-  type: text.optional(),
-  source: text.optional(),
-  from: instant.optional(),
-  to: instant.optional(),
-  lastError: text.optional(),
+  type: text.optional().describe('the event type'),
+  source: text.optional().describe('the event source'),
+  from: instant.optional().describe('dead-lettered at or after'),
+  to: instant.optional().describe('dead-lettered before, after `from`'),
+  lastError: text.optional().describe('a substring of the last error'),
 };
 const httpStatus = z.number().int().min(100).max(599);
 
@@ -32,26 +32,24 @@ const checkRange = (f: { from?: string; to?: string }, ctx: z.RefinementCtx) => 
 
 const queryFilter = z.object({
   ...filterFields,
-  httpStatus: z.string().regex(/^\d{3}$/, 'expected an HTTP status, e.g. 500').transform(Number).pipe(httpStatus).optional(),
-  state: z.enum(DEAD_LETTER_STATES).optional(),
+  httpStatus: queryInt(100, 599).describe('the sink\'s last HTTP status'),
+  state: z.enum(DEAD_LETTER_STATES).optional().describe('dead (not replayed, the default), replayed, or all'),
 });
 
-const browseQuery = queryFilter
+/** The browse's query parameters (the API document shows them). */
+export const browseQuerySchema = queryFilter
   .extend({
-    limit: z
-      .string()
-      .regex(/^\d+$/, `expected an integer from 1 to ${BROWSE_MAX_LIMIT}`)
-      .transform(Number)
-      .pipe(z.number().int().min(1).max(BROWSE_MAX_LIMIT))
-      .optional(),
-    cursor: z.string().min(1).max(200).optional(),
+    limit: queryInt(1, BROWSE_MAX_LIMIT).describe(`the page size (${BROWSE_DEFAULT_LIMIT} when absent)`),
+    cursor: z.string().min(1).max(200).optional().describe('the `next` of the previous page'),
   })
   .strict()
   .superRefine(checkRange);
 
-const purgeQuery = queryFilter.extend({ confirm: z.string().optional() }).strict().superRefine(checkRange);
+/** The purge's query parameters (the API document shows them). */
+export const purgeQuerySchema = queryFilter.extend({ confirm: z.string().describe('the subscription\'s id, repeated: a purge is never an accident') }).strict().superRefine(checkRange);
 
-const replayBody = z
+/** A replay's body (the API document shows it). */
+export const replayBodySchema = z
   .object({
     ids: z.array(z.string().regex(LETTER_ID, 'expected a dead letter id')).min(1).max(REPLAY_MAX_IDS).optional(),
     filter: z
@@ -66,7 +64,9 @@ const replayBody = z
     if ((b.ids === undefined) === (b.filter === undefined)) {
       ctx.addIssue({ code: 'custom', path: ['ids'], message: 'name the letters to replay: either `ids` or `filter` (`{}` for all), not both' });
     }
-  });
+  })
+  // The refinement above, as the API document's JSON Schema states it.
+  .meta({ oneOf: [{ required: ['ids'] }, { required: ['filter'] }] });
 
 /** A schema's value, or 400 INVALID_REQUEST naming the first bad field. */
 function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
@@ -104,7 +104,7 @@ function afterIdOf(cursor: string): string {
 
 /** `GET .../dead-letters` query: the filter and the page. */
 export function parseBrowseQuery(query: unknown): { filter: DeadLetterFilter; limit: number; afterId?: string } {
-  const q = parse(browseQuery, query);
+  const q = parse(browseQuerySchema, query);
   return { filter: filterOf(q), limit: q.limit ?? BROWSE_DEFAULT_LIMIT, afterId: q.cursor === undefined ? undefined : afterIdOf(q.cursor) };
 }
 
@@ -113,20 +113,19 @@ export function parseBrowseQuery(query: unknown): { filter: DeadLetterFilter; li
  * CONFIRMATION_REQUIRED): a purge is never the accident of a bare DELETE.
  */
 export function parsePurgeQuery(query: unknown, subscriptionId: string): DeadLetterFilter {
-  const q = parse(purgeQuery, query);
-  if (q.confirm !== subscriptionId) {
+  if ((query as { confirm?: unknown } | undefined)?.confirm !== subscriptionId) {
     throw new EventMeshError(
       ErrorCode.ConfirmationRequired,
       'confirm: a purge deletes dead letters for good; repeat the subscription id as `?confirm=<subscription id>`',
       { field: 'confirm' },
     );
   }
-  return filterOf(q);
+  return filterOf(parse(purgeQuerySchema, query));
 }
 
 /** `POST .../dead-letters/replays` body: which letters, and the rate (the configured default when absent). */
 export function parseReplayRequest(body: unknown): { selection: ReplaySelection; ratePerSecond?: number } {
-  const b = parse(replayBody, body);
+  const b = parse(replayBodySchema, body);
   const selection: ReplaySelection = b.ids ? { ids: [...new Set(b.ids)] } : { filter: filterOf(b.filter!) };
   return { selection, ratePerSecond: b.ratePerSecond };
 }

@@ -17,6 +17,8 @@ export enum ErrorCode {
   OffsetOutOfRange = 'OFFSET_OUT_OF_RANGE',
   /** A pause or resume of a subscription its sink disabled (410 Gone): it is not delivered either way. */
   SubscriptionDisabled = 'SUBSCRIPTION_DISABLED',
+  /** A stream client of a subscription that is not ACTIVE (paused, disabled): its state refuses it, not the request. */
+  SubscriptionNotActive = 'SUBSCRIPTION_NOT_ACTIVE',
   /** A dead letter (or some of the ones a replay names) the subscription has not. */
   DeadLetterNotFound = 'DEAD_LETTER_NOT_FOUND',
   /** A dead-letter replay the subscription has not. */
@@ -40,6 +42,8 @@ export enum ErrorCode {
   /** The internal stream channel's handshake reached another gateway process of the instance than the one it names. */
   Misdirected = 'MISDIRECTED',
   NotFound = 'NOT_FOUND',
+  /** A method the path does not serve (405, with `Allow` and `allow`: the methods it serves). */
+  MethodNotAllowed = 'METHOD_NOT_ALLOWED',
   /** The request needs the other delivery topology (docs/topologies.md). */
   WrongTopology = 'WRONG_TOPOLOGY',
   /** An operator command the current ownership state refuses (an unknown instance, a drained target). */
@@ -103,6 +107,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.SubscriptionNotFound]: 404,
   [ErrorCode.OffsetOutOfRange]: 400,
   [ErrorCode.SubscriptionDisabled]: 409,
+  [ErrorCode.SubscriptionNotActive]: 409,
   [ErrorCode.DeadLetterNotFound]: 404,
   [ErrorCode.ReplayNotFound]: 404,
   [ErrorCode.ConfirmationRequired]: 400,
@@ -118,6 +123,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.UnknownDelivery]: 409,
   [ErrorCode.Misdirected]: 421,
   [ErrorCode.NotFound]: 404,
+  [ErrorCode.MethodNotAllowed]: 405,
   [ErrorCode.WrongTopology]: 409,
   [ErrorCode.OwnershipConflict]: 409,
   [ErrorCode.InstanceNotLive]: 409,

@@ -1,1 +1,2 @@
 export * from './eventmesh-error';
+export * from './query-params';

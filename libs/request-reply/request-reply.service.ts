@@ -277,8 +277,9 @@ export class RequestReplyService {
         attribute: CORRELATION_ATTRIBUTE,
       });
     }
-    // Checking, storing the reply and waking the holder are one statement: all happen, or none.
-    const rows: { open: boolean; replied: boolean; live: boolean; delivered: number }[] = await this.db.query(
+    // Checking, storing the reply and waking the holder are one statement: all happen, or none. Postgres text
+    // holds no NUL: a correlation id with one names no request (and is not sent to Postgres).
+    const rows: { open: boolean; replied: boolean; live: boolean; delivered: number }[] = correlationId.includes('\0') ? [] : await this.db.query(
       `WITH target AS (
          SELECT correlation_id, deadline > now() AS open, reply_attributes IS NOT NULL AS replied,
                 (holder_key IS NULL OR EXISTS (

@@ -1,3 +1,4 @@
+import { z } from 'zod';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { ErrorCode, EventMeshError } from '../errors';
@@ -104,8 +105,14 @@ export class PublisherSecretStore {
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
+/** A publisher's principal in the admin API's paths: 1 to 256 characters (code points), no control characters. */
+export const publisherPrincipalSchema = z
+  .string()
+  .regex(new RegExp(`^[^\\x00-\\x1f]{1,${MAX_PRINCIPAL_CHARS}}$`, 'u'))
+  .describe(`the publisher (its principal): 1 to ${MAX_PRINCIPAL_CHARS} characters, no control characters`);
+
 function checkPrincipal(principal: string): void {
-  if (principal.length === 0 || principal.length > MAX_PRINCIPAL_CHARS || [...principal].some((c) => c.charCodeAt(0) < 0x20)) {
+  if (!publisherPrincipalSchema.safeParse(principal).success) {
     throw new EventMeshError(ErrorCode.InvalidRequest, `principal: 1 to ${MAX_PRINCIPAL_CHARS} characters, no control characters`, { field: 'principal' });
   }
 }

@@ -12,5 +12,5 @@ export async function assertStreamHere(subscriptions: SubscriptionService, id: s
   if (s.protocol !== 'STREAM') {
     throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is not a STREAM subscription`, { field: 'protocol' });
   }
-  if (s.status !== 'ACTIVE') throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is ${s.status}`, { status: s.status });
+  if (s.status !== 'ACTIVE') throw new EventMeshError(ErrorCode.SubscriptionNotActive, `subscription ${id} is ${s.status}`, { status: s.status });
 }

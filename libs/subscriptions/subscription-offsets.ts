@@ -177,7 +177,8 @@ export class SubscriptionOffsets {
           ? await this.topics.startOffsets(topic)
           : request.to === 'latest'
             ? await this.topics.endOffsets(topic)
-            : await this.topics.offsetsAt(topic, Date.parse(request.to));
+            : // Kafka takes no time before 1970 (-1 and -2 mean latest and earliest): such a time is the log's start.
+              await this.topics.offsetsAt(topic, Math.max(0, Date.parse(request.to)));
       return [...at].map(([partition, nextOffset]) => ({ topic, partition, nextOffset }));
     }
     const [starts, ends] = await Promise.all([this.topics.startOffsets(topic), this.topics.endOffsets(topic)]);

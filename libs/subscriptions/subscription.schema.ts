@@ -8,7 +8,8 @@ import { ORDERINGS } from '../delivery/ordering';
 const httpUrl = z
   .string()
   .url()
-  .refine((s) => /^https?:\/\//i.test(s), 'sink must be an http(s) URL');
+  .refine((s) => /^https?:\/\//i.test(s), 'sink must be an http(s) URL')
+  .meta({ pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
 
 /** Where a new subscription starts: the end of the topic, its beginning, or the first event at a time. */
 export const startFromSchema = z.union([
@@ -16,6 +17,18 @@ export const startFromSchema = z.union([
   z.literal('earliest'),
   z.string().datetime({ offset: true }),
 ]);
+
+const absent = (...names: string[]) => ({ not: { anyOf: names.map((n) => ({ required: [n] })) } });
+/** STREAM: no sink, no ordering or concurrency; HTTP: a sink, no policy or ackTimeoutMs. */
+const STREAM_RULES = { ...absent('sink'), properties: { config: absent('ordering', 'concurrency') } };
+const HTTP_RULES = { required: ['sink'], properties: { config: absent('policy', 'ackTimeoutMs') } };
+const isProtocol = (protocol: string) => ({ properties: { protocol: { const: protocol } }, required: ['protocol'] });
+/** A create's: HTTP when the protocol is absent. */
+const PROTOCOL_RULES = { if: isProtocol('STREAM'), then: STREAM_RULES, else: HTTP_RULES };
+/** `concurrency` only with ordering `key` or `none`. */
+const CONCURRENCY_RULE = {
+  properties: { config: { if: { required: ['concurrency'] }, then: { required: ['ordering'], properties: { ordering: { enum: ['key', 'none'] } } } } },
+};
 
 export const createSubscriptionSchema = z
   .object({
@@ -70,7 +83,17 @@ export const createSubscriptionSchema = z
     if (r.config.concurrency !== undefined && (r.config.ordering ?? 'partition') === 'partition') {
       ctx.addIssue({ code: 'custom', path: ['config', 'concurrency'], message: 'concurrency applies to ordering key or none; ordering partition delivers one event at a time' });
     }
-  });
+  })
+  // The refinement above, as JSON Schema states it (the API document's): so a client reads it there.
+  .meta({ allOf: [PROTOCOL_RULES, CONCURRENCY_RULE] });
+
+/**
+ * A replace's body, as the API document states it: the create's, but the protocol and topic default to the
+ * subscription's own, so a sink is required only of a body that names protocol HTTP.
+ */
+export const replaceSubscriptionSchema = createSubscriptionSchema.meta({
+  allOf: [{ if: isProtocol('STREAM'), then: STREAM_RULES }, { if: isProtocol('HTTP'), then: HTTP_RULES }, CONCURRENCY_RULE],
+});
 
 export type CreateSubscriptionRequest = z.infer<typeof createSubscriptionSchema>;
 

@@ -183,7 +183,10 @@ export class SubscriptionService {
   async replace(id: string, body: unknown, caller: SubscriptionCaller): Promise<SubscriptionView> {
     const tenant = caller.tenant;
     const current = await this.row(id, tenant);
-    const request = this.parse({ topic: current.topic, protocol: current.protocol, ...(body as object) });
+    if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'body: expected a JSON object, the subscription as it is to be', { field: 'body' });
+    }
+    const request = this.parse({ topic: current.topic, protocol: current.protocol, ...body });
     if (request.topic !== current.topic) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: a subscription cannot move to another topic', { field: 'topic' });
     }

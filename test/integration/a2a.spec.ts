@@ -437,6 +437,31 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
     });
   });
 
+  describe('what the official clients and the TCK check', () => {
+    const listTasks = (client: Client, params: { historyLength?: number; statusTimestampAfter?: string }) =>
+      client.listTasks({ tenant: '', contextId: '', status: TaskState.TASK_STATE_UNSPECIFIED, pageSize: 10, pageToken: '', historyLength: undefined, statusTimestampAfter: undefined, includeArtifacts: false, ...params });
+
+    it('refuses ListTasks with a negative historyLength or a statusTimestampAfter that is no timestamp', async () => {
+      const client = await clientOf(tenantA);
+      await expect(listTasks(client, { historyLength: -1 })).rejects.toThrow(/historyLength/);
+      await expect(listTasks(client, { statusTimestampAfter: '-1' })).rejects.toThrow(/statusTimestampAfter/);
+      expect(Array.isArray((await listTasks(client, { historyLength: 0, statusTimestampAfter: '2026-01-01T00:00:00Z' })).tasks)).toBe(true);
+    });
+
+    it('refuses SendMessage without the sender\'s role, and takes no task', async () => {
+      const before = await taskCountOf(instance.deps.db, tenantB);
+      const roleless = SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), parts: [{ text: 'echo:no role' }] } });
+      await expect((await clientOf(tenantB)).sendMessage(roleless)).rejects.toThrow(/role/);
+      expect(await taskCountOf(instance.deps.db, tenantB)).toBe(before);
+    });
+
+    it('serves a card registered with "skills": [] with the field', async () => {
+      expect((await call(tenantC, 'PUT', '/a2a/agents/skillless', { ...agent.card(), skills: [] })).status).toBe(201);
+      const served = (await (await fetchAs(tenantC)(cardUrl('skillless'))).json()) as Record<string, unknown>;
+      expect(served.skills).toEqual([]);
+    });
+  });
+
   describe('JSON-RPC errors', () => {
     const getTask = (id: string) => JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'GetTask', params: { id } });
     it.each([

@@ -1,11 +1,12 @@
 import Ajv2020 from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
 import { randomUUID } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import type { OpenApiDocument } from '../../apps/gateway/src/openapi';
+import type { OpenApiDocument, OpenApiOperation } from '../../apps/gateway/src/openapi';
 import { openApiPathOf, undocumented } from '../../apps/gateway/src/openapi';
 import { RouteTable } from '../../apps/gateway/src/route-table';
 import { frameFromKafkaRecord } from '../../libs/frame';
@@ -133,6 +134,114 @@ describe('the HTTP contract (real gateway)', () => {
     expect(page.headers.get('content-type')).toMatch(/^text\/html/);
     const html = await page.text();
     for (const path of Object.keys(document.paths)) expect(html).toContain(`<code>${path}</code>`);
+  });
+
+  describe('the document is the contract', () => {
+    const operator = () => mintDevToken(signing, parseMintArgs(['--tenant', 'default', '--scopes', 'admin', '--sub', 'contract-operator']));
+    const operation = (method: string, path: string) => document.paths[path]?.[method] as (OpenApiOperation & Record<string, unknown>) | undefined;
+    const requestSchema = (method: string, path: string) =>
+      (operation(method, path)!.requestBody as { content: Record<string, { schema: object }> }).content['application/json'].schema;
+    const queryParam = (method: string, path: string, name: string) => (operation(method, path)!.parameters as { name: string; in: string; schema: Record<string, unknown> }[]).find((p) => p.name === name && p.in === 'query');
+
+    it('says which credential each operation takes, as the running gates decide', () => {
+      expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['apiKey', 'bearer', 'clusterToken']);
+      const credential = [{ bearer: [] }, { apiKey: [] }];
+      // This gateway: the admin gate enforcing with TokenAuth, the ingress gate open.
+      expect(operation('get', '/admin/api-keys')!.security).toEqual(credential);
+      expect(operation('put', '/admin/tenants/{tenant}/quota')!.security).toEqual(credential);
+      expect(operation('get', '/subscriptions')!.security).toEqual([]);
+      expect(operation('get', '/health')!.security).toEqual([]);
+      expect(operation('get', '/internal/streams/channel')!.security).toEqual([{ clusterToken: [] }]);
+      for (const [path, methods] of Object.entries(document.paths)) {
+        for (const [method, op] of Object.entries(methods)) expect([method, path, Array.isArray(op.security)]).toEqual([method, path, true]);
+      }
+    });
+
+    it('states the limits the routes enforce, and the routes enforce what it states', async () => {
+      expect(queryParam('get', '/subscriptions/{id}/poll', 'max')!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
+      expect(queryParam('get', '/subscriptions/{id}/poll', 'waitMs')!.schema).toMatchObject({ type: 'integer', minimum: 0, maximum: 60000 });
+      expect(queryParam('get', '/subscriptions/{id}/events', 'window')!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
+      const created = await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } });
+      const id = created.body!.id as string;
+      for (const query of ['max=0', 'max=1001', 'window=0', 'waitMs=60001', 'max=1.5', 'max=']) {
+        const refused = await sample('GET', '/subscriptions/:id/poll', `/subscriptions/${id}/poll?waitMs=0&${query}`);
+        expect([query, refused.status, refused.body?.code]).toEqual([query, 400, 'INVALID_REQUEST']);
+      }
+      expect((await sample('GET', '/subscriptions/:id/poll', `/subscriptions/${id}/poll?waitMs=0&max=1000&window=1000`)).status).toBe(200);
+      const sse = await sample('GET', '/subscriptions/:id/events', `/subscriptions/${id}/events?window=0`);
+      expect([sse.status, sse.body?.field]).toEqual([400, 'window']);
+    });
+
+    it('requires a sink of an HTTP subscription, and none of a STREAM one, as the route does', async () => {
+      const validate = ajv.compile(requestSchema('post', '/subscriptions'));
+      const bodies = [{}, { protocol: 'HTTP', topic }, { protocol: 'STREAM', topic, sink: 'http://127.0.0.1:9/x' }, { protocol: 'STREAM', topic, config: { ordering: 'key' } }, { protocol: 'STREAM', topic }];
+      const verdicts = [];
+      for (const body of bodies) {
+        const answer = await sample('POST', '/subscriptions', '/subscriptions', { body });
+        verdicts.push([body, validate(body), answer.status]);
+      }
+      expect(verdicts).toEqual(bodies.map((body, i) => [body, i === 4, i === 4 ? 201 : 400]));
+    });
+
+    it('documents the 400s of the admin routes\' parameters', async () => {
+      const auth = { authorization: `Bearer ${await operator()}` };
+      const keys = await sample('GET', '/admin/api-keys', '/admin/api-keys?tenant=%C2%A2', { headers: auth });
+      expect([keys.status, keys.body?.field]).toEqual([400, 'tenant']);
+      const secrets = await sample('GET', '/admin/publishers/:principal/secrets', '/admin/publishers/%0F/secrets', { headers: auth });
+      expect([secrets.status, secrets.body?.field]).toEqual([400, 'principal']);
+    });
+
+    it('refuses a quota PUT without a body and writes nothing', async () => {
+      const tenant = `q-${randomUUID().slice(0, 8)}`;
+      const answer = await sample('PUT', '/admin/tenants/:tenant/quota', `/admin/tenants/${tenant}/quota`, { headers: { authorization: `Bearer ${await operator()}` } });
+      expect([answer.status, answer.body?.code, answer.body?.field]).toEqual([400, 'INVALID_REQUEST', 'body']);
+      const asNull = await sample('PUT', '/admin/tenants/:tenant/quota', `/admin/tenants/${tenant}/quota`, { raw: 'null', headers: { authorization: `Bearer ${await operator()}` } });
+      expect([asNull.status, asNull.body?.field]).toEqual([400, 'body']);
+      const rows: unknown[] = await instance.deps.db.query('SELECT tenant FROM tenant_quotas WHERE tenant = $1', [tenant]);
+      expect(rows).toEqual([]);
+    });
+
+    it('seeks a subscription to a time before 1970 as to the log\'s start (Kafka takes no negative time)', async () => {
+      const id = (await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } })).body!.id as string;
+      const seek = await sample('POST', '/subscriptions/:id/offsets/seek', `/subscriptions/${id}/offsets/seek`, { body: { to: '0020-02-29T00:00:00Z' }, headers: { authorization: `Bearer ${await operator()}` } });
+      expect(seek.status).toBe(200);
+    });
+
+    it('answers a method a path does not serve with 405, Allow and a machine-readable body; an unknown path stays 404', async () => {
+      const auth = { authorization: `Bearer ${await operator()}` };
+      const cases: [string, string, string[]][] = [
+        ['TRACE', '/admin/api-keys', ['GET', 'HEAD', 'POST']],
+        ['QUERY', '/admin/api-keys/some-id', ['DELETE']],
+        ['PATCH', '/subscriptions', ['GET', 'HEAD', 'POST']],
+        ['GET', '/events/publish', ['POST']],
+      ];
+      // node:http: fetch refuses TRACE (and QUERY is newer than it).
+      const send = (method: string, path: string) =>
+        new Promise<{ status: number; allow: string | undefined; body: Record<string, unknown> }>((resolve, reject) => {
+          const req = httpRequest(`${instance.url}${path}`, { method, headers: auth }, (res) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => (text += chunk.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, body: JSON.parse(text) as Record<string, unknown> }));
+          });
+          req.on('error', reject);
+          req.end();
+        });
+      for (const [method, path, allow] of cases) {
+        const answer = await send(method, path);
+        expect([method, path, answer.status, answer.allow, answer.body.code, answer.body.allow]).toEqual([method, path, 405, allow.join(', '), 'METHOD_NOT_ALLOWED', allow]);
+      }
+      expect((await send('TRACE', '/no/such/path')).status).toBe(404);
+    });
+
+    it('serves the limits a client sizes its publishes by, as documented', async () => {
+      const limits = await sample('GET', '/limits', '/limits');
+      expect(limits.status).toBe(200);
+      const config = instance.config;
+      expect(limits.body).toMatchObject({ maxBodyBytes: config.http.bodyLimitBytes, maxBatchEvents: config.kafka.produceMaxBatchEvents, burst: null });
+      expect(limits.body!.maxPublish).toEqual({ events: config.kafka.produceMaxBatchEvents, bytes: config.http.bodyLimitBytes });
+      const batch = (operation('post', '/events/publish')!.requestBody as { content: Record<string, { schema: Record<string, unknown> }> }).content['application/cloudevents-batch+json'].schema;
+      expect(batch).toMatchObject({ type: 'array', minItems: 1, maxItems: config.kafka.produceMaxBatchEvents });
+    });
   });
 
   describe('request ids', () => {

@@ -1,6 +1,6 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { z } from 'zod';
-import { PUSH_LETTER_RESOLUTIONS, PushDeadLetterPage, PushDeadLetters, PushDeadLetterView } from '../../../libs/a2a';
+import { PUSH_LETTER_RESOLUTIONS, PushDeadLetterPage, PushDeadLetters, PushDeadLetterView, pushLetterQuerySchema } from '../../../libs/a2a';
 import type { Caller } from '../../../libs/security';
 import { ApiRoute, errors, GATED } from './api-route';
 import { CallerParam, GateRoute } from './gate-route';
@@ -31,13 +31,6 @@ const letterView = z.object({
   resolvedVersion: z.number().int().nullable(),
 });
 const LETTER = { description: 'the letter', schema: letterView };
-const browseQuery = z.object({
-  state: z.string().optional().describe('dead (the default), resolved, or all'),
-  agent: z.string().optional().describe('the task\'s agent'),
-  taskId: z.string().optional().describe('the task'),
-  limit: z.string().optional().describe('1 to 1000, default 100'),
-  cursor: z.string().optional().describe('the `next` of the previous page'),
-});
 
 /**
  * The A2A push notifications given up after the webhook deliveries' last attempt (docs/a2a.md, "Push dead
@@ -49,7 +42,7 @@ export class A2APushDeadLettersController {
   constructor(private readonly letters: PushDeadLetters) {}
 
   @Get()
-  @ApiRoute({ summary: 'Browse the tenant\'s A2A push dead letters, oldest first, a page at a time', query: browseQuery, responses: { 200: { description: 'a page', schema: z.object({ items: z.array(letterView), next: z.string().nullable() }) }, ...errors(400), ...GATED } })
+  @ApiRoute({ summary: 'Browse the tenant\'s A2A push dead letters, oldest first, a page at a time', query: pushLetterQuerySchema, responses: { 200: { description: 'a page', schema: z.object({ items: z.array(letterView), next: z.string().nullable() }) }, ...errors(400), ...GATED } })
   @GateRoute(READ)
   browse(@CallerParam() caller: Caller, @Query() query: unknown): Promise<PushDeadLetterPage> {
     return this.letters.browse(caller.tenant, query);

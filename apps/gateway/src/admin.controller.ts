@@ -18,6 +18,9 @@ export const OWNERSHIP_ADMIN = Symbol('OwnershipAdmin');
 const drainBody = z.object({ drained: z.boolean().default(true) }).strict();
 const moveBody = z.object({ to: z.string().min(1) }).strict();
 
+/** A partition number in a path: its digits (anything else is a 400). */
+const PARTITION = z.string().regex(/^\d+$/).describe('the partition number');
+
 /**
  * Operator endpoints (docs/api.md). PARTITION_OWNED_PULL (docs/topologies.md): the current assignment, draining an
  * instance, moving a partition; each calls the coordinator workflow, the same as the Temporal UI would.
@@ -64,14 +67,14 @@ export class AdminController {
   @ApiRoute({
     summary: 'PARTITION_OWNED_PULL: move a partition to an instance',
     tags: ['admin'],
-    params: { topic: 'the topic', partition: 'the partition number' },
+    params: { topic: 'the topic', partition: PARTITION },
     body: { schema: moveBody },
     responses: { 200: { description: 'the partition moves', schema: partitionMovesSchema }, ...errors(400, 409), ...GATED },
   })
   @HttpCode(200)
   async move(@Param('topic') topic: string, @Param('partition') partition: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
     const { to } = parseBody(moveBody, body);
-    if (!/^\d+$/.test(partition)) {
+    if (!PARTITION.safeParse(partition).success) {
       throw new EventMeshError(ErrorCode.InvalidRequest, `partition: expected a partition number, got "${partition}"`, { field: 'partition' });
     }
     return { moves: await this.ownership().move(topic, Number(partition), to) };

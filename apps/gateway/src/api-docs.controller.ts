@@ -1,6 +1,6 @@
 import { Controller, Get, Header } from '@nestjs/common';
 import { ApiRoute } from './api-route';
-import { GateRoute } from './gate-route';
+import { GateRoute, Gates } from './gate-route';
 import { OpenApiDocument, openApiDocument } from './openapi';
 import { openApiPage } from './openapi-page';
 import { RouteTable } from './route-table';
@@ -19,12 +19,15 @@ export class ApiDocsController {
   private document?: OpenApiDocument;
   private page?: string;
 
-  constructor(private readonly routes: RouteTable) {}
+  constructor(
+    private readonly routes: RouteTable,
+    private readonly gates: Gates,
+  ) {}
 
   @Get('openapi.json')
   @ApiRoute({ summary: 'This document (OpenAPI 3.1)', tags: ['docs'], responses: { 200: { description: 'the OpenAPI document' } } })
   openApi(): OpenApiDocument {
-    return (this.document ??= openApiDocument(this.routes.routes(), API_VERSION));
+    return (this.document ??= openApiDocument(this.routes.routes(), API_VERSION, { ingress: this.gates.ingress.stats(), admin: this.gates.admin.stats() }));
   }
 
   @Get('docs')

@@ -1,5 +1,6 @@
 import { RouteConfig } from '@nestjs/platform-fastify';
 import { z } from 'zod';
+import type { GateRouteSpec } from './gate-route';
 
 /**
  * What the API document (`/openapi.json`, openapi.ts) says of one route, declared next to the route: on a Nest
@@ -13,11 +14,15 @@ export interface RouteDoc {
   description?: string;
   /** Groups in the document; the path's first segment when absent. */
   tags?: string[];
-  /** Path parameters by name (each route parameter must have one): what it names. */
-  params?: Record<string, string>;
+  /**
+   * Path parameters by name (each route parameter must have one): what it names, or a schema (described) where the
+   * route refuses some values with 400 rather than 404.
+   */
+  params?: Record<string, string | z.ZodType>;
   /** Query parameters (an object schema: each property is one parameter). */
   query?: z.ZodObject;
-  body?: { schema: z.ZodType; contentTypes?: string[]; required?: boolean; description?: string };
+  /** The body: `schema` under each of `contentTypes` (JSON when absent), and under `contentSchemas`' types their own. */
+  body?: { schema: z.ZodType; contentTypes?: string[]; contentSchemas?: Record<string, z.ZodType>; required?: boolean; description?: string };
   /** Every status the route answers with, and its body. */
   responses: Record<number, ResponseDoc>;
   /** Not for tenants (the internal stream channel). */
@@ -32,12 +37,13 @@ export interface ResponseDoc {
   contentType?: string;
 }
 
-/** The key of a route's doc in its Fastify route config. */
+/** The keys of a route's doc, and of its gate, in its Fastify route config. */
 export const API_DOC = 'eventmesh:api-doc';
+export const API_GATE = 'eventmesh:api-gate';
 
-/** A Fastify route's `config` carrying its doc (routes registered on Fastify directly). */
-export function apiRouteConfig(doc: RouteDoc): Record<string, unknown> {
-  return { [API_DOC]: doc };
+/** A Fastify route's `config` carrying its doc and its gate (routes registered on Fastify directly). */
+export function apiRouteConfig(doc: RouteDoc, gate?: GateRouteSpec): Record<string, unknown> {
+  return { [API_DOC]: doc, ...(gate ? { [API_GATE]: gate } : {}) };
 }
 
 /**

@@ -42,8 +42,41 @@ export const skippedRangeViewSchema = z
   })
   .strict();
 
-/** A CloudEvent in the structured JSON mode. */
+/** A CloudEvent in the structured JSON mode, as the gateway answers with one. */
 export const structuredEventSchema = z.looseObject({ specversion: z.string(), id: z.string(), source: z.string(), type: z.string() });
+
+const attribute = z.string().min(1);
+/** What `atob` decodes (the `cloudevents` library's check of `data_base64`). */
+const BASE64 = /^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$/;
+
+/**
+ * A CloudEvent in the structured JSON mode as a publish takes one: the rules of the adaptor
+ * (libs/frame/cloudevent.adaptor.ts, the `cloudevents` library's), as JSON Schema states them. Extensions are
+ * lowercase alphanumeric names with a string, integer or boolean value; `data` or `data_base64`, not both; no
+ * `schemaurl` (0.3); and `data` is a string unless the data content type is JSON.
+ */
+const eventAttributes = {
+  specversion: z.literal('1.0'),
+  id: attribute,
+  source: attribute.meta({ format: 'uri-reference' }),
+  type: attribute,
+  datacontenttype: attribute.optional(),
+  dataschema: attribute.meta({ format: 'uri' }).optional(),
+  subject: attribute.optional(),
+  time: z.iso.datetime({ offset: true }).optional(),
+  data: z.unknown().optional(),
+  data_base64: z.string().regex(BASE64).optional(),
+};
+const eventRules = {
+  propertyNames: { pattern: '^(?:[a-z0-9]+|data_base64)$' },
+  not: { anyOf: [{ required: ['data', 'data_base64'] }, { required: ['schemaurl'] }] },
+  if: { required: ['datacontenttype'], properties: { datacontenttype: { not: { pattern: '[/+]json(;|$)' } } } },
+  then: { properties: { data: { type: 'string' } } },
+};
+const extension = z.union([z.string(), z.number().int(), z.boolean()]);
+export const publishedEventSchema = z.object(eventAttributes).catchall(extension).meta(eventRules);
+/** A reply (`POST /events/reply`): a published event that names its request in the `correlationid` extension. */
+export const replyEventSchema = z.object({ ...eventAttributes, correlationid: attribute }).catchall(extension).meta(eventRules);
 
 export const streamDeliverySchema = z.object({ deliveryId: z.string(), event: structuredEventSchema }).strict();
 export const pollAnswerSchema = z.object({ consumer: z.string(), deliveries: z.array(streamDeliverySchema) }).strict();
@@ -88,9 +121,10 @@ export const readinessReportSchema = z.looseObject({
 
 export const aclRuleBodySchema = z
   .object({
-    subject: z.string().describe('a principal, `tenant:<name>`-style subject or `*`'),
+    // The checks of libs/security/acl-rules.ts (parseSubject) and topic-pattern.ts, as patterns.
+    subject: z.string().regex(/^(?:tenant:\*|principal:\*|principal:[^\s*?]{1,256})$/u).describe('`principal:<name>`, or `principal:*` / `tenant:*` for every principal of the tenant'),
     action: z.enum([...ACTIONS, '*']),
-    topic: z.string().describe('a topic or a pattern'),
+    topic: z.string().regex(/^[A-Za-z0-9._\-*?]{1,249}$/).describe('a topic, or a pattern with the wildcards `*` and `?`'),
     effect: z.enum(ACL_EFFECTS),
   })
   .strict();

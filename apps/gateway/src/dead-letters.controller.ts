@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { DeadLetterDetail, DeadLetterPage, DeadLetterReplays, DeadLetterService, ReplayView } from '../../../libs/dead-letters';
+import { browseQuerySchema, DeadLetterDetail, DeadLetterPage, DeadLetterReplays, DeadLetterService, purgeQuerySchema, replayBodySchema, ReplayView } from '../../../libs/dead-letters';
 import type { Caller } from '../../../libs/security';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
@@ -12,18 +12,6 @@ const OPERATE = { action: 'admin', admin: true, topic: { subscriptionParam: 'id'
 
 const ID = { id: 'the subscription\'s id' };
 const REPLAY_ID = { ...ID, replayId: 'the replay\'s id (its workflow is dlq-replay/<replayId>)' };
-/** The filters libs/dead-letters/dead-letter-query.ts accepts, as query parameters. */
-const FILTER_FIELDS = {
-  type: z.string().optional().describe('the event type'),
-  source: z.string().optional().describe('the event source'),
-  from: z.string().optional().describe('dead-lettered at or after (ISO 8601)'),
-  to: z.string().optional().describe('dead-lettered before (ISO 8601), after `from`'),
-  lastError: z.string().optional().describe('a substring of the last error'),
-  httpStatus: z.string().optional().describe('the sink\'s last HTTP status, e.g. 500'),
-  state: z.string().optional().describe('dead (not replayed, the default), replayed, or all'),
-};
-const browseQuery = z.object({ ...FILTER_FIELDS, limit: z.string().optional().describe('1 to 1000, default 100'), cursor: z.string().optional().describe('the `next` of the previous page') });
-const purgeQuery = z.object({ ...FILTER_FIELDS, confirm: z.string().optional().describe('the subscription\'s id: required') });
 const letterView = z.looseObject({
   id: z.string(),
   topic: z.string(),
@@ -41,11 +29,6 @@ const letterView = z.looseObject({
 });
 const pageSchema = z.looseObject({ items: z.array(letterView), next: z.string().nullable() });
 const detailSchema = letterView.extend({ event: z.looseObject({}).nullable(), dataBase64: z.string().nullable() });
-const replayBody = z.object({
-  ids: z.array(z.string()).optional().describe('the letters to replay (1 to 1000 ids); or `filter`'),
-  filter: z.looseObject({}).optional().describe('the browse filters (httpStatus a number); `{}` for all'),
-  ratePerSecond: z.number().int().optional().describe('1 to 1000'),
-});
 const replayView = z.looseObject({
   replayId: z.string(),
   subscriptionId: z.string(),
@@ -74,14 +57,14 @@ export class DeadLettersController {
   ) {}
 
   @Get(':id/dead-letters')
-  @ApiRoute({ summary: 'Browse the dead letters, filtered, a page at a time', params: ID, query: browseQuery, responses: { 200: { description: 'a page', schema: pageSchema }, ...errors(400, 404), ...GATED } })
+  @ApiRoute({ summary: 'Browse the dead letters, filtered, a page at a time', params: ID, query: browseQuerySchema, responses: { 200: { description: 'a page', schema: pageSchema }, ...errors(400, 404), ...GATED } })
   @GateRoute(READ)
   browse(@Param('id') id: string, @Query() query: unknown, @CallerParam() caller: Caller): Promise<DeadLetterPage> {
     return this.deadLetters.browse(id, caller.tenant, query);
   }
 
   @Delete(':id/dead-letters')
-  @ApiRoute({ summary: 'Purge the dead letters matching the filters (confirm=<subscription id>)', params: ID, query: purgeQuery, responses: { 200: { description: 'how many were deleted', schema: z.object({ deleted: z.number().int() }) }, ...errors(400, 404), ...GATED } })
+  @ApiRoute({ summary: 'Purge the dead letters matching the filters (confirm=<subscription id>)', params: ID, query: purgeQuerySchema, responses: { 200: { description: 'how many were deleted', schema: z.object({ deleted: z.number().int() }) }, ...errors(400, 404), ...GATED } })
   @GateRoute(OPERATE)
   @HttpCode(200)
   purge(@Param('id') id: string, @Query() query: unknown, @CallerParam() caller: Caller): Promise<{ deleted: number }> {
@@ -89,7 +72,7 @@ export class DeadLettersController {
   }
 
   @Post(':id/dead-letters/replays')
-  @ApiRoute({ summary: 'Replay dead letters to this subscription (the workflow dlq-replay/<replayId>)', params: ID, body: { schema: replayBody }, responses: { 202: { description: 'started', schema: replayView }, ...errors(400, 404), ...GATED } })
+  @ApiRoute({ summary: 'Replay dead letters to this subscription (the workflow dlq-replay/<replayId>)', params: ID, body: { schema: replayBodySchema }, responses: { 202: { description: 'started', schema: replayView }, ...errors(400, 404), ...GATED } })
   @GateRoute(OPERATE)
   @HttpCode(202)
   replay(@Param('id') id: string, @Body() body: unknown, @CallerParam() caller: Caller): Promise<ReplayView> {

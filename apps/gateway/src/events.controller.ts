@@ -1,6 +1,6 @@
 import { Body, Controller, Headers, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { ErrorCode, EventMeshError, queryInt } from '../../../libs/errors';
 import { frameToStructured } from '../../../libs/frame';
 import { toFrames } from '../../../libs/ingress';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_TIMEOUT_MS, RequestReplyService } from '../../../libs/request-reply';
@@ -10,22 +10,22 @@ import { z } from 'zod';
 import { rawBodyOf } from './body-parsers';
 import { publishRequestOf } from './content-mode';
 import { ApiRoute, errors, GATED } from './api-route';
-import { replyAnswerSchema, structuredEventSchema, subscriptionViewSchema } from './api-schemas';
+import { publishedEventSchema, replyAnswerSchema, replyEventSchema, structuredEventSchema, subscriptionViewSchema } from './api-schemas';
 import { CallerParam, GateRoute } from './gate-route';
+import { parseQuery } from './parse-body';
 
-function timeoutOf(raw: string | undefined): number {
-  if (raw === undefined || raw === '') return DEFAULT_REQUEST_TIMEOUT_MS;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < 1 || n > MAX_REQUEST_TIMEOUT_MS) {
-    throw new EventMeshError(ErrorCode.InvalidRequest, `timeoutMs must be an integer from 1 to ${MAX_REQUEST_TIMEOUT_MS}`, {
-      field: 'timeoutMs',
-    });
-  }
-  return n;
-}
+/** The request-reply route's query: it validates with it, the API document shows it. */
+const requestQuerySchema = z.object({
+  topic: z.string().optional().describe('the topic (the runtime\'s default when absent)'),
+  timeoutMs: queryInt(1, MAX_REQUEST_TIMEOUT_MS).describe(`how long to wait, in milliseconds (${DEFAULT_REQUEST_TIMEOUT_MS} when absent)`),
+});
 
 /** A CloudEvent body: structured JSON, or any bytes with `ce-*` headers (binary mode). */
-const EVENT_BODY = { schema: structuredEventSchema, contentTypes: ['application/cloudevents+json', 'application/json', '*/*'], description: 'a CloudEvent: structured JSON, or binary mode (`ce-*` headers, the body is the data)' };
+const EVENT_BODY = {
+  schema: publishedEventSchema,
+  contentTypes: ['application/cloudevents+json', 'application/json'],
+  description: 'a CloudEvent, structured JSON; or in binary mode: any content type with `ce-*` headers (the body is the data)',
+};
 
 @Controller('events')
 export class EventsController {
@@ -44,10 +44,7 @@ export class EventsController {
   @Post('request')
   @ApiRoute({
     summary: 'Publish one event and wait for its reply',
-    query: z.object({
-      topic: z.string().optional().describe('the topic (the runtime\'s default when absent)'),
-      timeoutMs: z.string().regex(/^\d+$/).optional().describe(`how long to wait, 1 to ${MAX_REQUEST_TIMEOUT_MS} ms (${DEFAULT_REQUEST_TIMEOUT_MS} when absent)`),
-    }),
+    query: requestQuerySchema,
     body: EVENT_BODY,
     responses: {
       200: { description: 'the reply, in the structured mode', schema: structuredEventSchema, contentType: 'application/cloudevents+json' },
@@ -57,17 +54,16 @@ export class EventsController {
   })
   @GateRoute({ action: 'publish', topic: { query: 'topic' }, publishes: true })
   async request(
-    @Query('topic') topic: string | undefined,
-    @Query('timeoutMs') timeoutMs: string | undefined,
+    @Query() query: unknown,
     @Headers() headers: Record<string, string | undefined>,
     @Body() body: unknown,
     @Req() request: FastifyRequest,
     @Res({ passthrough: true }) reply: FastifyReply,
     @CallerParam() caller: Caller,
   ): Promise<Record<string, unknown>> {
-    const timeout = timeoutOf(timeoutMs);
+    const { topic, timeoutMs } = parseQuery(requestQuerySchema, query);
     const publish = publishRequestOf(headers, body, rawBodyOf(request), false);
-    const answer = await this.requestReply.request(topic || undefined, publish, timeout, caller.tenant);
+    const answer = await this.requestReply.request(topic || undefined, publish, timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, caller.tenant);
     void reply.status(200).header('content-type', 'application/cloudevents+json; charset=utf-8');
     return frameToStructured(answer);
   }
@@ -80,7 +76,7 @@ export class EventsController {
   @Post('reply')
   @ApiRoute({
     summary: 'Reply to a pending request (its `correlationid` names it)',
-    body: EVENT_BODY,
+    body: { ...EVENT_BODY, schema: replyEventSchema },
     responses: { 202: { description: 'stored for the process holding the request', schema: replyAnswerSchema }, ...errors(400, 404, 413, 415), ...GATED },
   })
   @GateRoute({ action: 'publish', publishes: true })

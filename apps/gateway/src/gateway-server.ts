@@ -23,9 +23,11 @@ import { answerClientError } from './client-errors';
 import { ConnectionCap } from './connection-cap';
 import { Gates } from './gate-route';
 import { GatewayModule } from './gateway.module';
+import { registerMethodNotAllowed } from './method-not-allowed';
+import { nestRoutesOf } from './nest-routes';
 import { toHttpError } from './http-error';
 import { MetricsAccess } from './metrics-access';
-import { PUBLISH_DOC, PUBLISH_PATH, PublishRoute } from './publish-route';
+import { publishDoc, PUBLISH_GATE, PUBLISH_PATH, PublishRoute } from './publish-route';
 import { RequestLog } from './request-log';
 import { RouteTable } from './route-table';
 import { registerClusterChannel } from './cluster-channel-route';
@@ -154,54 +156,58 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     );
     a2aStarted = a2a;
     const routes = new RouteTable();
-    routes.addAheadOfRouter('POST', PUBLISH_PATH, PUBLISH_DOC);
-    const app = await NestFactory.create<NestFastifyApplication>(
-      GatewayModule.register({
-        requestReply,
-        streams,
-        polls,
-        subscriptions,
-        metrics: metrics && { metrics, adminGate: config.metrics.adminGate, access: MetricsAccess.fromConfig(config, !(options.gates.ingress.open && options.gates.admin.open)) },
-        health: new HealthService(deps, config, { loops: options.running, stats: () => ({
-          requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests, maxPendingPerTenant: config.http.maxPendingRequestsPerTenant },
-          // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
-          producer: deps.producer.depth(),
-          http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
-          pollConsumers: polls.size,
-          a2aStreams: a2a.streams.stats(),
-          a2aWorkflowStarts: a2a.workflowStarts(),
-          a2aRequestHandoff: a2a.requestHandoff(),
-          a2aFirstAttempts: a2a.firstAttempts(),
-          security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
-          ...options.workerStats?.(),
-        }), findings: [
-          { unknownCode: 'ORPHANS_UNKNOWN', read: () => placement.health() },
-          // /health is public: subscription ids (tenants' data) are listed only while both gates are open.
-          skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs, options.gates.ingress.open && options.gates.admin.open),
-          gateFinding(options.gates, config.http.host),
-          auditFinding(options.gates),
-        ], gate: () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode }) }),
-        placement,
-        subscriptionOffsets: SubscriptionOffsets.forInstance(deps.db, deps.topics, config),
-        deliveryState: new SubscriptionDeliveryState(deps.db),
-        streamClients: new StreamClients(streams, new StreamPresenceStore(deps.db), peers, { holder: options.cluster.holder, instanceId: config.instance.id }),
-        skippedRanges,
-        gates,
-        apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
-        publisherSecrets: new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
-        a2a,
-        pushDeadLetters: PushDeadLetters.forInstance(deps.db, config, (pushWebhooks = WebhookSender.forInstance(config))),
-        deadLetters: new DeadLetterService(deps.db, (id, tenant) => subscriptions.get(id, tenant)),
-        replays: new DeadLetterReplays(deps.db, deps.temporal.client, (id, tenant) => subscriptions.get(id, tenant), {
-          defaultRatePerSecond: config.delivery.deadLetterReplayRate,
-          heartbeatTimeoutMs: config.delivery.leaseTtlMs,
-        }),
-        acl: new AclAdmin(new AclRuleStore(deps.db)),
-        quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
-        ownership:
-          config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2))) : undefined,
-        routes,
+    routes.addAheadOfRouter('POST', PUBLISH_PATH, publishDoc(config.kafka.produceMaxBatchEvents), PUBLISH_GATE);
+    const gateway = GatewayModule.register({
+      requestReply,
+      streams,
+      polls,
+      subscriptions,
+      metrics: metrics && { metrics, adminGate: config.metrics.adminGate, access: MetricsAccess.fromConfig(config, !(options.gates.ingress.open && options.gates.admin.open)) },
+      health: new HealthService(deps, config, { loops: options.running, stats: () => ({
+        requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests, maxPendingPerTenant: config.http.maxPendingRequestsPerTenant },
+        // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
+        producer: deps.producer.depth(),
+        http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
+        pollConsumers: polls.size,
+        a2aStreams: a2a.streams.stats(),
+        a2aWorkflowStarts: a2a.workflowStarts(),
+        a2aRequestHandoff: a2a.requestHandoff(),
+        a2aFirstAttempts: a2a.firstAttempts(),
+        security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
+        ...options.workerStats?.(),
+      }), findings: [
+        { unknownCode: 'ORPHANS_UNKNOWN', read: () => placement.health() },
+        // /health is public: subscription ids (tenants' data) are listed only while both gates are open.
+        skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs, options.gates.ingress.open && options.gates.admin.open),
+        gateFinding(options.gates, config.http.host),
+        auditFinding(options.gates),
+      ], gate: () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode }) }),
+      placement,
+      subscriptionOffsets: SubscriptionOffsets.forInstance(deps.db, deps.topics, config),
+      deliveryState: new SubscriptionDeliveryState(deps.db),
+      streamClients: new StreamClients(streams, new StreamPresenceStore(deps.db), peers, { holder: options.cluster.holder, instanceId: config.instance.id }),
+      skippedRanges,
+      gates,
+      apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
+      publisherSecrets: new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
+      a2a,
+      pushDeadLetters: PushDeadLetters.forInstance(deps.db, config, (pushWebhooks = WebhookSender.forInstance(config))),
+      deadLetters: new DeadLetterService(deps.db, (id, tenant) => subscriptions.get(id, tenant)),
+      replays: new DeadLetterReplays(deps.db, deps.temporal.client, (id, tenant) => subscriptions.get(id, tenant), {
+        defaultRatePerSecond: config.delivery.deadLetterReplayRate,
+        heartbeatTimeoutMs: config.delivery.leaseTtlMs,
       }),
+      acl: new AclAdmin(new AclRuleStore(deps.db)),
+      quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
+      ownership:
+        config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2))) : undefined,
+      routes,
+      limits: { maxBodyBytes: config.http.bodyLimitBytes, maxBatchEvents: config.kafka.produceMaxBatchEvents },
+    });
+    // Nest's routes' gates, for the API document's `security` (a Fastify route's config carries no `@GateRoute`).
+    routes.declareGates(nestRoutesOf(gateway.controllers ?? []));
+    const app = await NestFactory.create<NestFastifyApplication>(
+      gateway,
       new FastifyAdapter({
         bodyLimit: config.http.bodyLimitBytes,
         clientErrorHandler: answerClientError,
@@ -232,6 +238,7 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         // An upgrade's socket is not the server's to close after the answer: close it here (after the write).
         request.raw.socket.end();
       });
+    registerMethodNotAllowed(app.getHttpAdapter().getInstance(), routes);
     await registerWebSocketStreams(app, { hub: streams, subscriptions, gates });
     registerClusterChannel(app, { hub: streams, ...options.cluster });
     await app.listen(config.http.port, config.http.host);

@@ -25,6 +25,7 @@ import { HealthController } from './health.controller';
 import { MetricsAccess } from './metrics-access';
 import { AdminMetricsController, MetricsController } from './metrics.controller';
 import { HttpErrorFilter } from './http-error';
+import { LimitsController, RUNTIME_LIMITS, RuntimeLimits } from './limits.controller';
 import { GateGuard, Gates } from './gate-route';
 import { PublisherSecretsController } from './publisher-secrets.controller';
 import { RouteTable } from './route-table';
@@ -68,6 +69,8 @@ export interface GatewayServices {
    * route is not registered).
    */
   metrics?: { metrics: RuntimeMetrics; adminGate: boolean; access: MetricsAccess };
+  /** The body and batch bounds of the runtime (GET /limits). */
+  limits: RuntimeLimits;
   /** The routes the gateway serves, which the API document is made from (filled as the app registers them). */
   routes: RouteTable;
   /** Subscriptions' dead letters: browse, read, purge; and their replays (Temporal workflows). */
@@ -100,6 +103,7 @@ export class GatewayModule {
         A2ARpcController,
         A2ARestController,
         ApiDocsController,
+        LimitsController,
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
@@ -129,6 +133,7 @@ export class GatewayModule {
             ]
           : []),
         { provide: RouteTable, useValue: services.routes },
+        { provide: RUNTIME_LIMITS, useValue: services.limits },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },
       ],

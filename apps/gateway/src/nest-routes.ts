@@ -25,8 +25,13 @@ export interface NestRoute {
  * as EVENTMESH_METRICS_ADMIN_GATE says).
  */
 export function gatewayNestRoutes(): NestRoute[] {
+  return nestRoutesOf([...(GatewayModule.register({} as never).controllers ?? []), MetricsController, AdminMetricsController]);
+}
+
+/** The handlers of these controllers (a module's), read from their decorators' metadata. */
+export function nestRoutesOf(classes: unknown[]): NestRoute[] {
   const reflector = new Reflector();
-  const controllers = [...(GatewayModule.register({} as never).controllers ?? []), MetricsController, AdminMetricsController] as ControllerClass[];
+  const controllers = classes as ControllerClass[];
   return controllers.flatMap((controller) =>
     Object.getOwnPropertyNames(controller.prototype)
       .filter((name) => name !== 'constructor')

@@ -1,4 +1,6 @@
 import { z } from 'zod';
+import type { GateStats } from '../../../libs/security';
+import { CLUSTER_TOKEN_HEADER } from '../../../libs/streams';
 import type { ResponseDoc, RouteDoc } from './api-route';
 import type { ServedRoute } from './route-table';
 
@@ -11,12 +13,17 @@ export type OpenApiDocument = {
   jsonSchemaDialect: string;
   tags: { name: string }[];
   paths: Record<string, Record<string, OpenApiOperation>>;
+  components: { securitySchemes: typeof SECURITY_SCHEMES };
 };
+
+/** Which credentials an operation takes: any one of the requirements (`{}`: none needed). */
+type SecurityRequirement = Record<string, string[]>;
 
 export interface OpenApiOperation {
   summary: string;
   description?: string;
   tags: string[];
+  security: SecurityRequirement[];
   parameters?: Record<string, unknown>[];
   requestBody?: Record<string, unknown>;
   responses: Record<string, { description: string; headers?: Record<string, object>; content?: Record<string, { schema: object }> }>;
@@ -49,6 +56,38 @@ export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<
   return json;
 }
 
+/** The credentials the gates read (libs/security/bearer-credential.ts), and the internal channel's. */
+export const SECURITY_SCHEMES = {
+  bearer: { type: 'http', scheme: 'bearer', description: 'a JWT of the configured issuer, or an API key (`emk_<id>_<secret>`)' },
+  apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'an API key (`emk_<id>_<secret>`); not with `Authorization` too' },
+  clusterToken: { type: 'apiKey', in: 'header', name: CLUSTER_TOKEN_HEADER, description: 'a cluster token of this runtime: its instances only' },
+} as const;
+
+/** How the running gates admit: the ingress gate's and the admin API's mode and filters (SecurityGate.stats). */
+export interface GateModes {
+  ingress: Pick<GateStats, 'mode' | 'filters'>;
+  admin: Pick<GateStats, 'mode' | 'filters'>;
+}
+
+/**
+ * What a route's gate wants, as the running gates decide it (libs/security/security-gate.ts): nothing on an open
+ * gate or a public route; a credential (either header) where TokenAuth runs enforcing, or on a privileged route
+ * (admin, operator) whatever the mode; report-only, a data route proceeds without one too.
+ */
+function securityOf(route: ServedRoute, gates: GateModes): SecurityRequirement[] {
+  if (route.doc?.internal) return [{ clusterToken: [] }];
+  const gate = route.gate;
+  if (!gate || 'public' in gate) return [];
+  const privileged = gate.admin === true || gate.operator === true;
+  const { mode, filters } = gate.admin ? gates.admin : gates.ingress;
+  if (mode === 'open') return [];
+  const credential: SecurityRequirement[] = [{ bearer: [] }, { apiKey: [] }];
+  if (privileged) return credential;
+  // A gate without TokenAuth authenticates nobody, and admits anonymous callers to its data routes.
+  if (!filters.includes('token')) return [];
+  return mode === 'report-only' ? [...credential, {}] : credential;
+}
+
 /** On every answer but a WebSocket upgrade's (apps/gateway/src/request-log.ts). */
 const REQUEST_ID_HEADER = {
   'x-request-id': { description: 'the request\'s id: the caller\'s own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID', schema: { type: 'string' } },
@@ -66,14 +105,13 @@ function responsesOf(responses: Record<number, ResponseDoc>): OpenApiOperation['
   return out;
 }
 
-function operationOf(route: ServedRoute, doc: RouteDoc, params: string[]): OpenApiOperation {
-  const parameters: Record<string, unknown>[] = params.map((name) => ({
-    name,
-    in: 'path',
-    required: true,
-    schema: { type: 'string' },
-    description: doc.params?.[name === WILDCARD_PARAM ? '*' : name] ?? '',
-  }));
+function operationOf(route: ServedRoute, doc: RouteDoc, params: string[], gates: GateModes): OpenApiOperation {
+  const parameters: Record<string, unknown>[] = params.map((name) => {
+    const param = doc.params?.[name === WILDCARD_PARAM ? '*' : name] ?? '';
+    return typeof param === 'string'
+      ? { name, in: 'path', required: true, schema: { type: 'string' }, description: param }
+      : { name, in: 'path', required: true, schema: jsonSchemaOf(param, 'input'), description: param.description ?? '' };
+  });
   for (const [name, schema] of Object.entries(doc.query?.shape ?? {})) {
     const s = schema as z.ZodType;
     parameters.push({
@@ -89,13 +127,17 @@ function operationOf(route: ServedRoute, doc: RouteDoc, params: string[]): OpenA
     summary: doc.summary,
     ...(doc.description ? { description: doc.description } : {}),
     tags: doc.tags ?? [tagOf(route.url)],
+    security: securityOf(route, gates),
     ...(parameters.length > 0 ? { parameters } : {}),
     ...(body
       ? {
           requestBody: {
             required: body.required ?? true,
             ...(body.description ? { description: body.description } : {}),
-            content: Object.fromEntries((body.contentTypes ?? ['application/json']).map((type) => [type, { schema: jsonSchemaOf(body.schema, 'input') }])),
+            content: Object.fromEntries([
+              ...(body.contentTypes ?? ['application/json']).map((type) => [type, { schema: jsonSchemaOf(body.schema, 'input') }]),
+              ...Object.entries(body.contentSchemas ?? {}).map(([type, schema]) => [type, { schema: jsonSchemaOf(schema, 'input') }]),
+            ]),
           },
         }
       : {}),
@@ -111,13 +153,13 @@ const tagOf = (url: string): string => url.split('/').filter((s) => s !== '')[0]
  * The OpenAPI 3.1 document of the routes the gateway serves: one operation per route that declared its doc
  * (api-route.ts). A route that declared none is left out, and named by `undocumented`.
  */
-export function openApiDocument(routes: ServedRoute[], version: string): OpenApiDocument {
+export function openApiDocument(routes: ServedRoute[], version: string, gates: GateModes): OpenApiDocument {
   const paths: OpenApiDocument['paths'] = {};
   const tags = new Set<string>();
   for (const route of routes) {
     if (!route.doc) continue;
     const { path, params } = openApiPathOf(route.url);
-    const operation = operationOf(route, route.doc, params);
+    const operation = operationOf(route, route.doc, params, gates);
     operation.tags.forEach((t) => tags.add(t));
     (paths[path] ??= {})[route.method.toLowerCase()] = operation;
   }
@@ -132,6 +174,7 @@ export function openApiDocument(routes: ServedRoute[], version: string): OpenApi
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
     tags: [...tags].sort().map((name) => ({ name })),
     paths,
+    components: { securitySchemes: SECURITY_SCHEMES },
   };
 }
 

@@ -1,12 +1,31 @@
 import type { z } from 'zod';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 
-/** A request body checked against its schema: the value, or 400 INVALID_REQUEST naming the first bad field. */
-export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
-  const parsed = schema.safeParse(body ?? {});
+/** A value checked against its schema: the value, or 400 INVALID_REQUEST naming the first bad field. */
+function parseInput<T>(schema: z.ZodType<T>, value: unknown, whole: string): T {
+  const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || 'body'}: ${issue.message}`, { field: issue.path.join('.') });
+    throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || whole}: ${issue.message}`, { field: issue.path.join('.') });
   }
   return parsed.data;
+}
+
+/** A request body checked against its schema (an absent body read as `{}`). */
+export function parseBody<T>(schema: z.ZodType<T>, body: unknown): T {
+  return parseInput(schema, body ?? {}, 'body');
+}
+
+/**
+ * Query parameters checked against the schema the route's entry of the API document shows (its `query`), so the
+ * document states the limits the route enforces.
+ */
+export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
+  return parseInput(schema, query ?? {}, 'query');
+}
+
+/** A body the route cannot do without (a `PUT` that replaces): 400 when the request sent none. */
+export function requiredBody(body: unknown): unknown {
+  if (body === undefined || body === null) throw new EventMeshError(ErrorCode.InvalidRequest, 'body: required (a JSON object)', { field: 'body' });
+  return body;
 }

@@ -6,29 +6,39 @@ import { gateHeadersOf, type Admission, type GateRequest, type SecurityGate } fr
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from './content-mode';
 import { z } from 'zod';
 import { errors, GATED, RouteDoc } from './api-route';
-import { publishAnswerSchema, structuredEventSchema } from './api-schemas';
+import type { GateRouteSpec } from './gate-route';
+import { publishAnswerSchema, publishedEventSchema } from './api-schemas';
 import { answerError, answerJson } from './raw-answer';
 import { requestIdOfRequest } from './request-log';
 
 export const PUBLISH_PATH = '/events/publish';
 const ROUTE = `POST ${PUBLISH_PATH}`;
 
-/** The route's entry in the API document (the gateway adds it to the route table: it is served ahead of Fastify). */
-export const PUBLISH_DOC: RouteDoc = {
-  summary: 'Publish one event, or a batch',
-  tags: ['events'],
-  query: z.object({ topic: z.string().optional().describe('the topic (the runtime\'s default when absent)') }),
-  body: {
-    schema: z.union([structuredEventSchema, z.array(structuredEventSchema)]),
-    contentTypes: ['application/cloudevents+json', 'application/json', 'application/cloudevents-batch+json', '*/*'],
-    description: 'a CloudEvent (structured JSON), a batch (`application/cloudevents-batch+json`), or binary mode (`ce-*` headers, the body is the data)',
-  },
-  responses: {
-    202: { description: 'written to Kafka: where (`results`, in order, for a batch)', schema: publishAnswerSchema },
-    ...errors(400, 404, 413, 415),
-    ...GATED,
-  },
-};
+/** How the gate treats a publish (the document's `security`): the ingress gate, as a publish. */
+export const PUBLISH_GATE: GateRouteSpec = { action: 'publish', topic: { query: 'topic' }, publishes: true };
+
+/**
+ * The route's entry in the API document (the gateway adds it to the route table: it is served ahead of Fastify),
+ * with the runtime's most events in a batch.
+ */
+export function publishDoc(maxBatchEvents: number): RouteDoc {
+  return {
+    summary: 'Publish one event, or a batch',
+    tags: ['events'],
+    query: z.object({ topic: z.string().optional().describe('the topic (the runtime\'s default when absent)') }),
+    body: {
+      schema: publishedEventSchema,
+      contentTypes: ['application/cloudevents+json', 'application/json'],
+      contentSchemas: { 'application/cloudevents-batch+json': z.array(publishedEventSchema).min(1).max(maxBatchEvents) },
+      description: 'a CloudEvent (structured JSON), a batch (`application/cloudevents-batch+json`, `GET /limits` says how large), or binary mode (any content type with `ce-*` headers, the body is the data)',
+    },
+    responses: {
+      202: { description: 'written to Kafka: where (`results`, in order, for a batch)', schema: publishAnswerSchema },
+      ...errors(400, 404, 413, 415),
+      ...GATED,
+    },
+  };
+}
 
 export interface PublishRouteDeps {
   ingress: EventIngress;

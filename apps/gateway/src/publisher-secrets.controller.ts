@@ -1,11 +1,11 @@
 import { Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { Caller, PublisherSecretStore, PublisherSecretView } from '../../../libs/security';
+import { Caller, publisherPrincipalSchema, PublisherSecretStore, PublisherSecretView } from '../../../libs/security';
 import { CallerParam, GateRoute } from './gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 import { publisherSecretViewSchema } from './api-schemas';
 
-const PRINCIPAL = { principal: 'the publisher (its principal)' };
+const PRINCIPAL = { principal: publisherPrincipalSchema };
 
 /**
  * Publisher signing secrets (docs/security.md, SignatureVerifier): `POST` creates one and shows it once
@@ -31,13 +31,13 @@ export class PublisherSecretsController {
   }
 
   @Get()
-  @ApiRoute({ summary: 'A publisher\'s signing secrets (ids only)', tags: ['admin'], params: PRINCIPAL, responses: { 200: { description: 'the secrets', schema: z.array(publisherSecretViewSchema) }, ...GATED } })
+  @ApiRoute({ summary: 'A publisher\'s signing secrets (ids only)', tags: ['admin'], params: PRINCIPAL, responses: { 200: { description: 'the secrets', schema: z.array(publisherSecretViewSchema) }, ...errors(400), ...GATED } })
   list(@CallerParam() caller: Caller, @Param('principal') principal: string): Promise<PublisherSecretView[]> {
     return this.secrets.list(caller.tenant, principal);
   }
 
   @Delete(':id')
-  @ApiRoute({ summary: 'Delete a publisher signing secret', tags: ['admin'], params: { ...PRINCIPAL, id: 'the secret id' }, responses: { 204: { description: 'deleted' }, ...errors(404), ...GATED } })
+  @ApiRoute({ summary: 'Delete a publisher signing secret', tags: ['admin'], params: { ...PRINCIPAL, id: 'the secret id' }, responses: { 204: { description: 'deleted' }, ...errors(400, 404), ...GATED } })
   @HttpCode(204)
   async delete(@CallerParam() caller: Caller, @Param('principal') principal: string, @Param('id') id: string): Promise<void> {
     await this.secrets.delete(caller.tenant, principal, id);

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
-import { API_DOC, RouteDoc } from './api-route';
+import { API_DOC, API_GATE, RouteDoc } from './api-route';
+import type { GateRouteSpec } from './gate-route';
 
 /** One route the gateway serves, with the doc it declared (undefined: it declared none). */
 export interface ServedRoute {
@@ -7,6 +8,8 @@ export interface ServedRoute {
   /** The route's path as registered (`/subscriptions/:id`). */
   url: string;
   doc?: RouteDoc;
+  /** How the gate treats it (the document's `security`); undefined: no gate of the runtime's (the internal channel). */
+  gate?: GateRouteSpec;
   /** Served on the HTTP server ahead of Fastify (publish-route.ts), not by Fastify's router. */
   aheadOfRouter?: boolean;
 }
@@ -18,19 +21,28 @@ export interface ServedRoute {
  */
 export class RouteTable {
   private readonly served: ServedRoute[] = [];
+  /** The gates of Nest's routes by `METHOD /path` (their `@GateRoute`, which Fastify's route config does not carry). */
+  private readonly gates = new Map<string, GateRouteSpec | undefined>();
 
   /** Records every route registered on `fastify` from now on (call before the app registers its routes). */
   attach(fastify: FastifyInstance): void {
     fastify.addHook('onRoute', (route) => {
       const methods = Array.isArray(route.method) ? route.method : [route.method];
-      const doc = (route.config as Record<string, unknown> | undefined)?.[API_DOC] as RouteDoc | undefined;
-      for (const method of methods) this.served.push({ method: method.toUpperCase(), url: route.url, doc });
+      const config = route.config as Record<string, unknown> | undefined;
+      const doc = config?.[API_DOC] as RouteDoc | undefined;
+      const gate = config?.[API_GATE] as GateRouteSpec | undefined;
+      for (const method of methods) this.served.push({ method: method.toUpperCase(), url: route.url, doc, gate });
     });
   }
 
   /** A route served ahead of Fastify's router. */
-  addAheadOfRouter(method: string, url: string, doc: RouteDoc): void {
-    this.served.push({ method, url, doc, aheadOfRouter: true });
+  addAheadOfRouter(method: string, url: string, doc: RouteDoc, gate: GateRouteSpec): void {
+    this.served.push({ method, url, doc, gate, aheadOfRouter: true });
+  }
+
+  /** The gates of Nest's routes (nest-routes.ts, `nestRoutesOf`), as `METHOD /path`. */
+  declareGates(routes: { route: string; gate: GateRouteSpec | undefined }[]): void {
+    for (const { route, gate } of routes) this.gates.set(route, gate);
   }
 
   /**
@@ -45,6 +57,6 @@ export class RouteTable {
       if ((r.method === 'HEAD' && gets.has(r.url)) || seen.has(key)) return false;
       seen.add(key);
       return true;
-    });
+    }).map((r) => (r.gate || !this.gates.has(`${r.method} ${r.url}`) ? r : { ...r, gate: this.gates.get(`${r.method} ${r.url}`) }));
   }
 }

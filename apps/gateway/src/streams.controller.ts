@@ -1,7 +1,7 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, EventMeshError } from '../../../libs/errors';
+import { ErrorCode, EventMeshError, queryInt } from '../../../libs/errors';
 import { CompiledFilter, compileFilters } from '../../../libs/filter';
 import { frameToStructured } from '../../../libs/frame';
 import { assertStreamHere, ClientAction, MAX_ACK_DEADLINE_MS, PollConsumers, StreamClients, StreamDelivery, StreamHub, writeInTurn } from '../../../libs/streams';
@@ -11,13 +11,24 @@ import { CallerParam, GateRoute } from './gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 import { ackAnswerSchema, ackBodySchema, pollAnswerSchema } from './api-schemas';
+import { parseQuery } from './parse-body';
 
 const MAX_WINDOW = 1000;
 const MAX_WAIT_MS = 60000;
 
 const ID = { id: 'a STREAM subscription id' };
-const window = z.string().regex(/^\d+$/).optional().describe(`unanswered deliveries the client holds at most, 1 to ${MAX_WINDOW} (10 when absent)`);
+const window = queryInt(1, MAX_WINDOW).describe('unanswered deliveries the client holds at most (10 when absent)');
 const filter = z.string().optional().describe('a CESQL expression: this client\'s own filter (MULTICAST)');
+
+/** The query of the SSE and WebSocket transports: the routes validate with it, the API document shows it. */
+export const streamQuerySchema = z.object({ window, filter });
+const pollQuerySchema = z.object({
+  consumer: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional().describe('names the client (a fresh one when absent)'),
+  window,
+  max: queryInt(1, MAX_WINDOW).describe('deliveries in this answer at most (window when absent)'),
+  waitMs: queryInt(0, MAX_WAIT_MS).describe('how long to wait for the first, in milliseconds (20000 when absent)'),
+  filter,
+});
 
 export interface Answer {
   deliveryId?: unknown;
@@ -27,14 +38,8 @@ export interface Answer {
   deadlineMs?: unknown;
 }
 
-export function intParam(raw: string | undefined, name: string, fallback: number, min: number, max: number): number {
-  if (raw === undefined || raw === '') return fallback;
-  const n = Number(raw);
-  if (!Number.isInteger(n) || n < min || n > max) {
-    throw new EventMeshError(ErrorCode.InvalidRequest, `${name} must be an integer from ${min} to ${max}`, { field: name });
-  }
-  return n;
-}
+/** The window a stream client asked for (10 when absent). */
+export const windowOf = (q: { window?: number }): number => q.window ?? 10;
 
 /** A client's own MULTICAST filter: a CESQL expression in the `filter` query parameter. */
 export function clientFilter(raw: string | undefined): CompiledFilter | undefined {
@@ -68,20 +73,20 @@ export class StreamsController {
   @ApiRoute({
     summary: 'Server-Sent Events: one `cloudevent` message per delivery, `{ deliveryId, event }`',
     params: ID,
-    query: z.object({ window, filter }),
+    query: streamQuerySchema,
     responses: { 200: { description: 'the event stream, open as long as the client stays', schema: z.string(), contentType: 'text/event-stream' }, ...errors(400, 404, 409), ...GATED },
   })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true })
   async sse(
     @Param('id') id: string,
-    @Query('window') window: string | undefined,
-    @Query('filter') filter: string | undefined,
+    @Query() query: unknown,
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
     @CallerParam() caller: Caller,
   ): Promise<void> {
-    const size = intParam(window, 'window', 10, 1, MAX_WINDOW);
-    const own = clientFilter(filter);
+    const q = parseQuery(streamQuerySchema, query);
+    const size = windowOf(q);
+    const own = clientFilter(q.filter);
     await this.streamOf(id, caller);
     reply.hijack();
     const raw = reply.raw;
@@ -109,33 +114,16 @@ export class StreamsController {
   @ApiRoute({
     summary: 'Long-poll: up to `max` deliveries, waiting up to `waitMs` for the first',
     params: ID,
-    query: z.object({
-      consumer: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional().describe('names the client (a fresh one when absent)'),
-      window,
-      max: z.string().regex(/^\d+$/).optional().describe(`deliveries in this answer at most, 1 to ${MAX_WINDOW} (window when absent)`),
-      waitMs: z.string().regex(/^\d+$/).optional().describe(`how long to wait for the first, 0 to ${MAX_WAIT_MS} (20000 when absent)`),
-      filter,
-    }),
+    query: pollQuerySchema,
     responses: { 200: { description: 'the deliveries (maybe none)', schema: pollAnswerSchema }, ...errors(400, 404, 409), ...GATED },
   })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true })
-  async poll(
-    @Param('id') id: string,
-    @Query('consumer') consumer: string | undefined,
-    @Query('window') window: string | undefined,
-    @Query('max') max: string | undefined,
-    @Query('waitMs') waitMs: string | undefined,
-    @Query('filter') filter: string | undefined,
-    @Req() request: FastifyRequest,
-    @CallerParam() caller: Caller,
-  ): Promise<{ consumer: string; deliveries: ReturnType<typeof toWire>[] }> {
+  async poll(@Param('id') id: string, @Query() query: unknown, @Req() request: FastifyRequest, @CallerParam() caller: Caller): Promise<{ consumer: string; deliveries: ReturnType<typeof toWire>[] }> {
+    const { consumer, window, max, waitMs, filter } = parseQuery(pollQuerySchema, query);
     const own = clientFilter(filter);
-    const size = intParam(window, 'window', 10, 1, MAX_WINDOW);
-    const take = intParam(max, 'max', size, 1, MAX_WINDOW);
-    const wait = intParam(waitMs, 'waitMs', 20000, 0, MAX_WAIT_MS);
-    if (consumer !== undefined && !/^[A-Za-z0-9._-]{1,64}$/.test(consumer)) {
-      throw new EventMeshError(ErrorCode.InvalidRequest, 'consumer: 1 to 64 characters of [A-Za-z0-9._-]', { field: 'consumer' });
-    }
+    const size = windowOf({ window });
+    const take = max ?? size;
+    const wait = waitMs ?? 20000;
     await this.streamOf(id, caller);
     const name = consumer ?? randomUUID();
     const closed = new AbortController();

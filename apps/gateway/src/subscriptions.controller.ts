@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import type { Caller } from '../../../libs/security';
 import { z } from 'zod';
-import { createSubscriptionSchema, SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
+import { createSubscriptionSchema, replaceSubscriptionSchema, SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
 import { ApiRoute, errors, GATED } from './api-route';
 import { subscriptionViewSchema } from './api-schemas';
 import { CallerParam, GateRoute } from './gate-route';
@@ -45,7 +45,7 @@ export class SubscriptionsController {
   }
 
   @Put(':id')
-  @ApiRoute({ summary: 'Replace a subscription', params: ID, body: { schema: createSubscriptionSchema }, responses: { 200: VIEW, ...errors(400, 404), ...GATED } })
+  @ApiRoute({ summary: 'Replace a subscription', params: ID, body: { schema: replaceSubscriptionSchema }, responses: { 200: VIEW, ...errors(400, 404), ...GATED } })
   @GateRoute(BY_ID)
   replace(@Param('id') id: string, @Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
     return this.subscriptions.replace(id, body, caller);

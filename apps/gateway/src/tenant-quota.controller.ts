@@ -2,7 +2,10 @@ import { Body, Controller, Get, Param, Put } from '@nestjs/common';
 import { Caller, TenantQuotaAdmin, TenantQuotaView } from '../../../libs/security';
 import { CallerParam, GateRoute } from './gate-route';
 import { tenantQuotaOverridesSchema } from '../../../libs/security';
+import { z } from 'zod';
+import { TENANT_NAME } from '../../../libs/config';
 import { ApiRoute, errors, GATED } from './api-route';
+import { requiredBody } from './parse-body';
 import { tenantQuotaViewSchema } from './api-schemas';
 
 /** A tenant's quota: its own admins read it, the operator tenant's admins set it (libs/security/tenant-quota-admin.ts). */
@@ -21,11 +24,11 @@ export class TenantQuotaController {
   @ApiRoute({
     summary: 'Set a tenant\'s quota overrides (operator tenant\'s admins)',
     tags: ['admin'],
-    params: { tenant: 'the tenant' },
+    params: { tenant: z.string().regex(TENANT_NAME).describe('the tenant') },
     body: { schema: tenantQuotaOverridesSchema },
-    responses: { 200: { description: 'the quota', schema: tenantQuotaViewSchema }, ...errors(400), ...GATED },
+    responses: { 200: { description: 'the quota', schema: tenantQuotaViewSchema }, ...errors(400, 404), ...GATED },
   })
   put(@CallerParam() caller: Caller, @Param('tenant') tenant: string, @Body() body: unknown): Promise<TenantQuotaView> {
-    return this.quotas.put(caller, tenant, body);
+    return this.quotas.put(caller, tenant, requiredBody(body));
   }
 }

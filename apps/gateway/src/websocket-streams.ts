@@ -8,11 +8,11 @@ import { createLogger } from '../../../libs/logging';
 import { gateHeadersOf, type Admission } from '../../../libs/security';
 import { assertStreamHere, sendInTurn, StreamDelivery, StreamHub } from '../../../libs/streams';
 import type { SubscriptionService } from '../../../libs/subscriptions';
-import { z } from 'zod';
 import { apiRouteConfig, errors, GATED } from './api-route';
 import { Gates, gateRequestOf } from './gate-route';
 import { toHttpError } from './http-error';
-import { clientFilter, intParam, outcomeOf, toWire } from './streams.controller';
+import { parseQuery } from './parse-body';
+import { clientFilter, outcomeOf, streamQuerySchema, toWire, windowOf } from './streams.controller';
 
 const log = createLogger('WebSocketStreams');
 
@@ -45,12 +45,9 @@ export async function registerWebSocketStreams(
         summary: 'WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject"|"extend",deliveryId}`',
         tags: ['subscriptions'],
         params: { id: 'a STREAM subscription id' },
-        query: z.object({
-          window: z.string().regex(/^\d+$/).optional().describe('unanswered deliveries the client holds at most, 1 to 1000 (10 when absent)'),
-          filter: z.string().optional().describe('a CESQL expression: this client\'s own filter (MULTICAST)'),
-        }),
+        query: streamQuerySchema,
         responses: { 101: { description: 'switched to the WebSocket protocol' }, ...errors(400, 404, 409, 426), ...GATED },
-      }),
+      }, WS_GATE),
       preValidation: async (request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>, reply: FastifyReply) => {
         // A plain GET (or HEAD) is no handshake: the WebSocket plugin would answer it 404 after the gate took a
         // stream connection that no socket would ever give back. Refused before the gate, holding nothing.
@@ -70,8 +67,7 @@ export async function registerWebSocketStreams(
           // The connection's own end gives the slot back too: a handshake the WebSocket server refuses (a bad or
           // missing Sec-WebSocket-Key) never reaches the socket handler below, whose close would.
           request.raw.socket.once('close', admission.release);
-          intParam(request.query.window, 'window', 10, 1, 1000);
-          clientFilter(request.query.filter);
+          clientFilter(parseQuery(streamQuerySchema, request.query).filter);
           await assertStreamHere(deps.subscriptions, request.params.id, admission.caller.tenant);
         } catch (e) {
           admission?.release();
@@ -85,7 +81,7 @@ export async function registerWebSocketStreams(
       const member = {
         id: `ws:${randomUUID()}`,
         subscriptionId,
-        window: intParam(request.query.window, 'window', 10, 1, 1000),
+        window: windowOf(parseQuery(streamQuerySchema, request.query)),
         filter: clientFilter(request.query.filter),
         push: (d: StreamDelivery) => sendInTurn(socket, JSON.stringify({ type: 'event', ...toWire(d) })),
         // An operator's disconnect: close code 4001 (the client may connect again).

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# `npm run test:fuzz`: schemathesis against the API document of a running instance. It makes (once) and reuses a
+# Python virtual environment with schemathesis 4 under .tools/schemathesis-4, migrates the test database, starts
+# one instance (gateway and worker) on a free port with the token gate enforcing on the ingress and the admin API,
+# mints an operator token (tenant `ops`, every scope: the operator-only routes take no other), and runs every operation
+# of /openapi.json with every check, FUZZ_MAX_EXAMPLES generated cases per operation (default 25). It prints the
+# counts and exits non-zero on any failure. FUZZ_TIMEOUT (seconds, default 900) bounds schemathesis' run;
+# FUZZ_SEED (default 31) fixes the generated cases, so a run repeats the last one.
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$ROOT"
+started=$SECONDS
+
+bash scripts/prepare.sh
+
+venv=.tools/schemathesis-4
+if [[ ! -f $venv/.installed ]]; then
+  echo "[fuzz] making $venv (pip install schemathesis==4.*)"
+  rm -rf "$venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'schemathesis==4.*'
+  touch "$venv/.installed"
+fi
+
+work=$(mktemp -d)
+pid=
+cleanup() {
+  if [[ -n $pid ]] && kill -0 "$pid" 2>/dev/null; then kill -TERM "$pid"; wait "$pid" || true; fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+# The test database and Temporal namespace (as the test tiers use them), the dev token key of this run only.
+export EVENTMESH_POSTGRES_DATABASE=${EVENTMESH_TEST_POSTGRES_DATABASE:-eventmesh_test}
+export EVENTMESH_TEMPORAL_NAMESPACE=${EVENTMESH_TEST_TEMPORAL_NAMESPACE:-eventmesh-test}
+bash scripts/infra.sh start all >/dev/null
+node dist/scripts/migrate.js
+mint() { node dist/scripts/mint-token.js --dir "$work/keys" --ttl 3600 "$@" 2>/dev/null; }
+operator=$(mint --tenant ops --sub fuzz-operator --scopes publish,subscribe,admin)
+
+EVENTMESH_HTTP_PORT=0 EVENTMESH_HTTP_HOST=127.0.0.1 EVENTMESH_LOG_LEVEL=error \
+  EVENTMESH_INSTANCE_ID="fuzz-$$" \
+  EVENTMESH_SECURITY_SECRETS_KEYS="fuzz:$(openssl rand -base64 32)" \
+  EVENTMESH_SECURITY_GATE_FILTERS=token EVENTMESH_SECURITY_GATE_FAIL_CLOSED=true \
+  EVENTMESH_ADMIN_SECURITY_FILTERS=token EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED=true \
+  EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT=ops \
+  EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE="$work/keys/jwks.json" \
+  EVENTMESH_SECURITY_GATE_TOKEN_ISSUER=eventmesh-dev EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE=eventmesh \
+  node dist/apps/instance/src/main.js >"$work/instance.log" 2>&1 &
+pid=$!
+# The instance's log, when the run failed, for the answers' causes.
+trap 'status=$?; ((status == 0)) || { echo "[fuzz] instance log (last 40 lines):"; tail -40 "$work/instance.log"; }; cleanup' EXIT
+deadline=$((SECONDS + 60))
+until url=$(grep -om1 'listening on http://[^ ]*' "$work/instance.log" 2>/dev/null | cut -d' ' -f3) && [[ -n $url ]]; do
+  if ! kill -0 "$pid" 2>/dev/null || ((SECONDS >= deadline)); then
+    echo "[fuzz] the instance did not start:"; cat "$work/instance.log"; exit 1
+  fi
+  sleep 0.3
+done
+echo "[fuzz] instance at $url (booted in $((SECONDS - started))s)"
+
+# What a schema cannot state is the state a request meets or relations between values: those operations also take, as valid input's
+# answer, the status that refusal has (each named below). The WebSocket route answers plain HTTP (all schemathesis
+# sends) 426.
+entry() { # entry METHOD PATH-REGEX POSITIVE-STATUSES [NEGATIVE-STATUSES]
+  printf '[[operations]]\n%sinclude-path-regex = "%s"\n' "${1:+include-method = \"$1\"$'\n'}" "$2"
+  printf '[operations.checks.positive_data_acceptance]\nexpected-statuses = [%s]\n' "$3"
+  [[ -z ${4:-} ]] || printf '[operations.checks.negative_data_rejection]\nexpected-statuses = [%s]\n' "$4"
+}
+ok='"2xx", "3xx", "401", "403", "404", "409", "429"'
+{
+  # Long enough for a long-poll's longest wait (60 s); an SSE stream is open as long as its client stays: read
+  # for a few seconds, its first event at most.
+  echo 'request-timeout = 70.0'
+  printf '[[operations]]\ninclude-method = "GET"\ninclude-path-regex = "%s"\nrequest-timeout = 5.0\nmax-stream-events = 1\n' '^/subscriptions/[^/]+/events$'
+  # The credential, as the document's `bearer` scheme (so that schemathesis sends no `x-api-key` beside it: the
+  # gate refuses a request with both). Per-operation auth takes basic only: the operator's token on every route.
+  printf '[auth.openapi.bearer]\nbearer = "%s"\n' "$operator"
+  # A sink or an agent's URL must resolve to an address sinks may reach (400 SINK_NOT_ALLOWED) and answer the
+  # webhook handshake; a replace keeps the stored subscription's protocol and topic.
+  entry POST '^/subscriptions$' "$ok, \"400\""
+  entry POST '^/events/subscribe$' "$ok, \"400\""
+  entry PUT '^/subscriptions/[^/]+$' "$ok, \"400\""
+  entry PUT '^/a2a/agents/[^/]+$' "$ok, \"400\""
+  # A seek's offsets must lie in the partition's log (400 OFFSET_OUT_OF_RANGE).
+  entry POST '/offsets/seek$' "$ok, \"400\""
+  # Dead letters: `to` after `from`; a purge's `confirm` repeats the subscription id; a cursor names a stored letter.
+  entry '' '^/subscriptions/[^/]+/dead-letters$' "$ok, \"400\""
+  entry GET '^/a2a/push-dead-letters$' "$ok, \"400\""
+  # A request nobody replies to is answered 408 after its timeout.
+  entry POST '^/events/request$' "$ok, \"408\""
+  entry GET '/ws$' '"426"' '"400", "426"'
+} >"$work/schemathesis.toml"
+
+# The internal stream channel is left out: a WebSocket between the runtime's own instances, with a cluster token
+# (no tenant has one). The timeout bounds the run, whatever schemathesis meets. Run from the run's own folder:
+# schemathesis keeps its example database (.schemathesis/) where it runs.
+cd "$work"
+t0=$SECONDS
+status=0
+timeout --signal=INT "${FUZZ_TIMEOUT:-900}" "$ROOT/$venv/bin/schemathesis" --config-file "$work/schemathesis.toml" run "$url/openapi.json" \
+  --exclude-path-regex '^/internal/' --checks all --max-examples "${FUZZ_MAX_EXAMPLES:-25}" --seed "${FUZZ_SEED:-31}" \
+  --max-response-time 65 --no-color --report junit --report-dir "$work/report" "$@" || status=$?
+echo "[fuzz] schemathesis: exit $status in $((SECONDS - t0))s; whole step $((SECONDS - started))s"
+exit $status
