@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startInstance } from '../apps/instance/src/instance';
@@ -10,7 +11,9 @@ import { loadConfig } from '../libs/config';
  * instance on a free port against the configured servers, reads `/openapi.json`, and stops it.
  */
 export async function servedOpenApiDocument(env: NodeJS.ProcessEnv): Promise<unknown> {
-  const instance = await startInstance(loadConfig({ ...env, EVENTMESH_HTTP_PORT: '0' }), { roles: ['gateway'] });
+  // The document does not depend on the sealing key; a throwaway one when none is set (nothing is sealed here).
+  const keys = env.EVENTMESH_SECURITY_SECRETS_KEYS ?? `openapi:${randomBytes(32).toString('base64')}`;
+  const instance = await startInstance(loadConfig({ ...env, EVENTMESH_HTTP_PORT: '0', EVENTMESH_SECURITY_SECRETS_KEYS: keys }), { roles: ['gateway'] });
   try {
     const response = await fetch(`${instance.url}/openapi.json`);
     if (response.status !== 200) throw new Error(`/openapi.json answered ${response.status}`);

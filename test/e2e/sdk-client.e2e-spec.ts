@@ -143,17 +143,43 @@ describe('@eventmesh/client against a real instance', () => {
     }
   });
 
-  it('does not call a handler again while it runs past the ack timeout: the redelivery waits for it, then is acked as a duplicate', async () => {
+  it('keeps the delivery of a handler that runs past the ack timeout (extended while it runs): called once, acked, never delivered again', async () => {
+    const type = `sdk.extended.${randomUUID().slice(0, 6)}`;
+    const sub = (
+      await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }], config: { ackTimeoutMs: 300, retry: { initialDelayMs: 10 } } })
+    ).id;
+    let calls = 0;
+    // The handler's work outlasts the ack timeout ten times over; the consumer extends the delivery every 100 ms.
+    const consumer = mesh.consume(sub, async () => {
+      calls++;
+      await new Promise((r) => setTimeout(r, 3000));
+    });
+    consumers.push(consumer);
+    await connected(consumer);
+    await mesh.publish({ type });
+    await waitFor('the event handled and acked', () => consumer.stats.acked >= 1, { timeoutMs: 60000 });
+    // A redelivery during the handler (had the deadline passed) would be waiting for it, and acked as a duplicate
+    // right after it.
+    await new Promise((r) => setTimeout(r, 1000));
+    expect(calls).toBe(1);
+    expect(consumer.stats).toMatchObject({ handled: 1, acked: 1, duplicates: 0 });
+  });
+
+  it('without extensions, does not call a handler again while it runs past the ack timeout: the redelivery waits for it, then is acked as a duplicate', async () => {
     const type = `sdk.slow.${randomUUID().slice(0, 6)}`;
     const sub = (
       await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }], config: { ackTimeoutMs: 300, retry: { initialDelayMs: 10 } } })
     ).id;
     let calls = 0;
-    const consumer = mesh.consume(sub, async () => {
-      calls++;
-      // The handler's work outlasts the ack timeout many times over, so the runtime delivers the event again meanwhile.
-      await new Promise((r) => setTimeout(r, 3000));
-    });
+    const consumer = mesh.consume(
+      sub,
+      async () => {
+        calls++;
+        // The handler's work outlasts the ack timeout many times over, so the runtime delivers the event again meanwhile.
+        await new Promise((r) => setTimeout(r, 3000));
+      },
+      { ackDeadlineMs: false },
+    );
     consumers.push(consumer);
     await connected(consumer);
     await mesh.publish({ type });

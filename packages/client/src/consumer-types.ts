@@ -49,6 +49,13 @@ export interface ConsumeOptions {
   filter?: string;
   /** Long-poll: the consumer name (default a fresh one per consumer). */
   consumerName?: string;
+  /**
+   * While a handler runs, its delivery's ack deadline is extended every third of this, to this long ahead, so a
+   * handler slower than the subscription's ack timeout keeps its delivery (the runtime neither times it out nor
+   * hands it to another client). Default: the subscription's `config.ackTimeoutMs` (30 000 when it has none), read
+   * once when the consumer starts; `false`: never extended.
+   */
+  ackDeadlineMs?: number | false;
   /** The retry delay a `nack` asks for when the handler threw (default 1000 ms). */
   nackDelayMs?: number;
   /** Backoff of reconnects (attempts are unbounded; `maxAttempts` is ignored). Default 200 ms doubling to 10 s, jittered. */

@@ -13,7 +13,7 @@ const until = async (what: string, probe: () => boolean): Promise<void> => {
 };
 const start = (handler: Handler | undefined, options: ConsumeOptions = {}, refuse?: (t: Transport) => Error | undefined) => {
   const { connections, connect } = fakeConnects(refuse);
-  const consumer = new StreamConsumer(http, 'sub', handler, { reconnect: { initialDelayMs: 1, maxDelayMs: 2 }, ...options }, connect);
+  const consumer = new StreamConsumer(http, 'sub', handler, { reconnect: { initialDelayMs: 1, maxDelayMs: 2 }, ackDeadlineMs: false, ...options }, connect);
   return { consumer, connections, conn: async (n = 0): Promise<FakeConnection> => (await until(`connection ${n}`, () => connections.length > n), connections[n]) };
 };
 const gate = () => {
@@ -34,6 +34,22 @@ describe('stream consumer', () => {
     await until('acked', () => c.answers.length === 1);
     expect(c.answers).toEqual([{ deliveryId: 'd1', action: 'ack' }]);
     expect(consumer.stats).toMatchObject({ handled: 1, acked: 1 });
+    await consumer.close();
+  });
+
+  it('extends the delivery every third of the ack deadline while the handler runs, and stops when it ended', async () => {
+    const g = gate();
+    const { consumer, conn } = start(() => g.opened, { ackDeadlineMs: 30 });
+    const c = await conn();
+    c.deliver('d1', { id: 'e1' });
+    await until('three extensions', () => c.answers.length >= 3);
+    g.open();
+    await until('acked', () => c.answers.some((a) => a.action === 'ack'));
+    const settled = c.answers.length;
+    await new Promise((r) => setTimeout(r, 60));
+    expect(c.answers.slice(0, 3)).toEqual(Array.from({ length: 3 }, () => ({ deliveryId: 'd1', action: 'extend', deadlineMs: 30 })));
+    expect(c.answers.at(-1)).toEqual({ deliveryId: 'd1', action: 'ack' });
+    expect(c.answers).toHaveLength(settled);
     await consumer.close();
   });
 

@@ -17,6 +17,8 @@ import { connectWebSocket } from './transports/websocket';
 const CONNECT: Record<Transport, Connect> = { websocket: connectWebSocket, sse: connectSse, 'long-poll': connectLongPoll };
 const FALLBACK_ORDER: Transport[] = ['websocket', 'sse', 'long-poll'];
 const RECONNECT_DEFAULTS = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10000 };
+/** A subscription's ack timeout when its config names none (the runtime's default). */
+const DEFAULT_ACK_TIMEOUT_MS = 30_000;
 
 /**
  * A stream subscription's consumer. It keeps one connection open (reconnecting after a drop with backoff and
@@ -27,7 +29,8 @@ const RECONNECT_DEFAULTS = { maxAttempts: Infinity, initialDelayMs: 200, maxDela
  * delivery ids). The dedupe store remembers (source, id) only after the handler succeeded, so a redelivery of a
  * handled event is acked without calling the handler (counted in `stats.duplicates`), while one whose handler
  * failed is handled again. A redelivery that comes while the same event's handler still runs (a drop, or the
- * subscription's ack timeout passing) waits for that handler, then is acked as a duplicate or handled.
+ * subscription's ack timeout passing) waits for that handler, then is acked as a duplicate or handled. While a
+ * handler runs, its delivery's ack deadline is extended (`ackDeadlineMs`), so the ack timeout does not pass.
  */
 export class StreamConsumer extends EventEmitter implements Consumer {
   readonly stats: ConsumerStats = { handled: 0, duplicates: 0, acked: 0, nacked: 0, rejected: 0, reconnects: 0 };
@@ -48,6 +51,8 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   private readonly done: Promise<void>;
   private readonly window: number;
   private readonly consumerName: string;
+  /** How far ahead a running handler's delivery is extended; undefined: not extended. */
+  private ackDeadline: Promise<number | undefined>;
 
   constructor(
     private readonly http: HttpClient,
@@ -61,6 +66,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     this.slots = new Semaphore(options.concurrency ?? this.window);
     this.dedupe = options.dedupe === false ? undefined : (options.dedupe ?? new MemoryDedupeStore());
     this.consumerName = options.consumerName ?? `sdk-${randomUUID()}`;
+    this.ackDeadline = this.ackDeadlineOf(options.ackDeadlineMs);
     this.done = this.run();
   }
 
@@ -178,6 +184,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     if (await this.isDuplicate(connection, deliveryId, event)) return;
     await this.slots.acquire();
     let outcome: Answer;
+    const stopExtending = this.keepExtended(connection, deliveryId);
     try {
       await this.handler!(event, { deliveryId, transport: connection.transport });
       this.stats.handled++;
@@ -189,9 +196,43 @@ export class StreamConsumer extends EventEmitter implements Consumer {
           ? { deliveryId, action: 'reject', reason: e.message }
           : { deliveryId, action: 'nack', delayMs: this.options.nackDelayMs ?? 1000 };
     } finally {
+      stopExtending();
       this.slots.release();
     }
     await this.answer(connection, outcome);
+  }
+
+  /** The deadline to extend running deliveries to: the option, or the subscription's ack timeout (read once). */
+  private async ackDeadlineOf(option: number | false | undefined): Promise<number | undefined> {
+    if (option === false) return undefined;
+    if (option !== undefined) return option;
+    try {
+      const answer = await this.http.send({ method: 'GET', path: `/subscriptions/${encodeURIComponent(this.subscriptionId)}`, idempotent: true });
+      const config = (JSON.parse(answer.text) as { config?: { ackTimeoutMs?: unknown } }).config;
+      return typeof config?.ackTimeoutMs === 'number' ? config.ackTimeoutMs : DEFAULT_ACK_TIMEOUT_MS;
+    } catch {
+      // Not readable (a credential allowed to subscribe but not to read it): the runtime's default.
+      return DEFAULT_ACK_TIMEOUT_MS;
+    }
+  }
+
+  /**
+   * Extends the delivery every third of the deadline while its handler runs (from when the deadline is known: the
+   * handler does not wait for it); answers what stops the extending when the handler ended.
+   */
+  private keepExtended(connection: Connection, deliveryId: string): () => void {
+    let ended = false;
+    let timer: NodeJS.Timeout | undefined;
+    void this.ackDeadline.then((deadlineMs) => {
+      if (ended || deadlineMs === undefined) return;
+      const extend = () => void connection.answer({ deliveryId, action: 'extend', deadlineMs }).catch(() => false);
+      timer = setInterval(extend, Math.max(1, Math.floor(deadlineMs / 3)));
+      timer.unref();
+    });
+    return () => {
+      ended = true;
+      clearInterval(timer);
+    };
   }
 
   /** Iterator mode: the caller answers; an ack records the event in the dedupe store first. */

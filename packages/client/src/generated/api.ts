@@ -24,68 +24,62 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            /** @description a CloudEvent (structured JSON), a batch (`application/cloudevents-batch+json`), or binary mode (`ce-*` headers, the body is the data) */
+            /** @description a CloudEvent (structured JSON), a batch (`application/cloudevents-batch+json`, `GET /limits` says how large), or binary mode (any content type with `ce-*` headers, the body is the data) */
             requestBody: {
                 content: {
-                    "application/cloudevents+json": ({
-                        specversion: string;
+                    "application/cloudevents+json": {
+                        /** @constant */
+                        specversion: "1.0";
                         id: string;
+                        /** Format: uri-reference */
                         source: string;
                         type: string;
+                        datacontenttype?: string;
+                        /** Format: uri */
+                        dataschema?: string;
+                        subject?: string;
+                        /** Format: date-time */
+                        time?: string;
+                        data?: unknown;
+                        data_base64?: string;
                     } & {
-                        [key: string]: unknown;
-                    }) | ({
-                        specversion: string;
+                        [key: string]: string | number | boolean;
+                    };
+                    "application/json": {
+                        /** @constant */
+                        specversion: "1.0";
                         id: string;
+                        /** Format: uri-reference */
                         source: string;
                         type: string;
+                        datacontenttype?: string;
+                        /** Format: uri */
+                        dataschema?: string;
+                        subject?: string;
+                        /** Format: date-time */
+                        time?: string;
+                        data?: unknown;
+                        data_base64?: string;
                     } & {
-                        [key: string]: unknown;
-                    })[];
-                    "application/json": ({
-                        specversion: string;
-                        id: string;
-                        source: string;
-                        type: string;
-                    } & {
-                        [key: string]: unknown;
-                    }) | ({
-                        specversion: string;
-                        id: string;
-                        source: string;
-                        type: string;
-                    } & {
-                        [key: string]: unknown;
-                    })[];
+                        [key: string]: string | number | boolean;
+                    };
                     "application/cloudevents-batch+json": ({
-                        specversion: string;
+                        /** @constant */
+                        specversion: "1.0";
                         id: string;
+                        /** Format: uri-reference */
                         source: string;
                         type: string;
+                        datacontenttype?: string;
+                        /** Format: uri */
+                        dataschema?: string;
+                        subject?: string;
+                        /** Format: date-time */
+                        time?: string;
+                        data?: unknown;
+                        data_base64?: string;
                     } & {
-                        [key: string]: unknown;
-                    }) | ({
-                        specversion: string;
-                        id: string;
-                        source: string;
-                        type: string;
-                    } & {
-                        [key: string]: unknown;
-                    })[];
-                    "*/*": ({
-                        specversion: string;
-                        id: string;
-                        source: string;
-                        type: string;
-                    } & {
-                        [key: string]: unknown;
-                    }) | ({
-                        specversion: string;
-                        id: string;
-                        source: string;
-                        type: string;
-                    } & {
-                        [key: string]: unknown;
+                        [key: string]: string | number | boolean;
                     })[];
                 };
             };
@@ -264,12 +258,12 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject",deliveryId}` */
+        /** WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject"|"extend",deliveryId}` */
         get: {
             parameters: {
                 query?: {
-                    /** @description unanswered deliveries the client holds at most, 1 to 1000 (10 when absent) */
-                    window?: string;
+                    /** @description unanswered deliveries the client holds at most (10 when absent) */
+                    window?: number;
                     /** @description a CESQL expression: this client's own filter (MULTICAST) */
                     filter?: string;
                 };
@@ -518,39 +512,51 @@ export interface paths {
                 query?: {
                     /** @description the topic (the runtime's default when absent) */
                     topic?: string;
-                    /** @description how long to wait, 1 to 300000 ms (30000 when absent) */
-                    timeoutMs?: string;
+                    /** @description how long to wait, in milliseconds (30000 when absent) */
+                    timeoutMs?: number;
                 };
                 header?: never;
                 path?: never;
                 cookie?: never;
             };
-            /** @description a CloudEvent: structured JSON, or binary mode (`ce-*` headers, the body is the data) */
+            /** @description a CloudEvent, structured JSON; or in binary mode: any content type with `ce-*` headers (the body is the data) */
             requestBody: {
                 content: {
                     "application/cloudevents+json": {
-                        specversion: string;
+                        /** @constant */
+                        specversion: "1.0";
                         id: string;
+                        /** Format: uri-reference */
                         source: string;
                         type: string;
+                        datacontenttype?: string;
+                        /** Format: uri */
+                        dataschema?: string;
+                        subject?: string;
+                        /** Format: date-time */
+                        time?: string;
+                        data?: unknown;
+                        data_base64?: string;
                     } & {
-                        [key: string]: unknown;
+                        [key: string]: string | number | boolean;
                     };
                     "application/json": {
-                        specversion: string;
+                        /** @constant */
+                        specversion: "1.0";
                         id: string;
+                        /** Format: uri-reference */
                         source: string;
                         type: string;
+                        datacontenttype?: string;
+                        /** Format: uri */
+                        dataschema?: string;
+                        subject?: string;
+                        /** Format: date-time */
+                        time?: string;
+                        data?: unknown;
+                        data_base64?: string;
                     } & {
-                        [key: string]: unknown;
-                    };
-                    "*/*": {
-                        specversion: string;
-                        id: string;
-                        source: string;
-                        type: string;
-                    } & {
-                        [key: string]: unknown;
+                        [key: string]: string | number | boolean;
                     };
                 };
             };
@@ -751,32 +757,46 @@ export interface paths {
                 path?: never;
                 cookie?: never;
             };
-            /** @description a CloudEvent: structured JSON, or binary mode (`ce-*` headers, the body is the data) */
+            /** @description a CloudEvent, structured JSON; or in binary mode: any content type with `ce-*` headers (the body is the data) */
             requestBody: {
                 content: {
                     "application/cloudevents+json": {
-                        specversion: string;
+                        /** @constant */
+                        specversion: "1.0";
                         id: string;
+                        /** Format: uri-reference */
                         source: string;
                         type: string;
+                        datacontenttype?: string;
+                        /** Format: uri */
+                        dataschema?: string;
+                        subject?: string;
+                        /** Format: date-time */
+                        time?: string;
+                        data?: unknown;
+                        data_base64?: string;
+                        correlationid: string;
                     } & {
-                        [key: string]: unknown;
+                        [key: string]: string | number | boolean;
                     };
                     "application/json": {
-                        specversion: string;
+                        /** @constant */
+                        specversion: "1.0";
                         id: string;
+                        /** Format: uri-reference */
                         source: string;
                         type: string;
+                        datacontenttype?: string;
+                        /** Format: uri */
+                        dataschema?: string;
+                        subject?: string;
+                        /** Format: date-time */
+                        time?: string;
+                        data?: unknown;
+                        data_base64?: string;
+                        correlationid: string;
                     } & {
-                        [key: string]: unknown;
-                    };
-                    "*/*": {
-                        specversion: string;
-                        id: string;
-                        source: string;
-                        type: string;
-                    } & {
-                        [key: string]: unknown;
+                        [key: string]: string | number | boolean;
                     };
                 };
             };
@@ -993,7 +1013,9 @@ export interface paths {
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
                         };
-                    };
+                    } & (unknown & {
+                        config?: unknown;
+                    });
                 };
             };
             responses: {
@@ -1437,7 +1459,9 @@ export interface paths {
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
                         };
-                    };
+                    } & (unknown & {
+                        config?: unknown;
+                    });
                 };
             };
             responses: {
@@ -1759,7 +1783,9 @@ export interface paths {
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
                         };
-                    };
+                    } & (unknown & unknown & {
+                        config?: unknown;
+                    });
                 };
             };
             responses: {
@@ -2918,18 +2944,18 @@ export interface paths {
                     type?: string;
                     /** @description the event source */
                     source?: string;
-                    /** @description dead-lettered at or after (ISO 8601) */
+                    /** @description dead-lettered at or after */
                     from?: string;
-                    /** @description dead-lettered before (ISO 8601), after `from` */
+                    /** @description dead-lettered before, after `from` */
                     to?: string;
                     /** @description a substring of the last error */
                     lastError?: string;
-                    /** @description the sink's last HTTP status, e.g. 500 */
-                    httpStatus?: string;
+                    /** @description the sink's last HTTP status */
+                    httpStatus?: number;
                     /** @description dead (not replayed, the default), replayed, or all */
-                    state?: string;
-                    /** @description 1 to 1000, default 100 */
-                    limit?: string;
+                    state?: "dead" | "replayed" | "all";
+                    /** @description the page size (100 when absent) */
+                    limit?: number;
                     /** @description the `next` of the previous page */
                     cursor?: string;
                 };
@@ -3085,23 +3111,23 @@ export interface paths {
         /** Purge the dead letters matching the filters (confirm=<subscription id>) */
         delete: {
             parameters: {
-                query?: {
+                query: {
                     /** @description the event type */
                     type?: string;
                     /** @description the event source */
                     source?: string;
-                    /** @description dead-lettered at or after (ISO 8601) */
+                    /** @description dead-lettered at or after */
                     from?: string;
-                    /** @description dead-lettered before (ISO 8601), after `from` */
+                    /** @description dead-lettered before, after `from` */
                     to?: string;
                     /** @description a substring of the last error */
                     lastError?: string;
-                    /** @description the sink's last HTTP status, e.g. 500 */
-                    httpStatus?: string;
+                    /** @description the sink's last HTTP status */
+                    httpStatus?: number;
                     /** @description dead (not replayed, the default), replayed, or all */
-                    state?: string;
-                    /** @description the subscription's id: required */
-                    confirm?: string;
+                    state?: "dead" | "replayed" | "all";
+                    /** @description the subscription's id, repeated: a purge is never an accident */
+                    confirm: string;
                 };
                 header?: never;
                 path: {
@@ -3257,15 +3283,28 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description the letters to replay (1 to 1000 ids); or `filter` */
                         ids?: string[];
-                        /** @description the browse filters (httpStatus a number); `{}` for all */
                         filter?: {
-                            [key: string]: unknown;
+                            /** @description the event type */
+                            type?: string;
+                            /** @description the event source */
+                            source?: string;
+                            /**
+                             * Format: date-time
+                             * @description dead-lettered at or after
+                             */
+                            from?: string;
+                            /**
+                             * Format: date-time
+                             * @description dead-lettered before, after `from`
+                             */
+                            to?: string;
+                            /** @description a substring of the last error */
+                            lastError?: string;
+                            httpStatus?: number;
                         };
-                        /** @description 1 to 1000 */
                         ratePerSecond?: number;
-                    };
+                    } & (unknown | unknown);
                 };
             };
             responses: {
@@ -3970,8 +4009,8 @@ export interface paths {
         get: {
             parameters: {
                 query?: {
-                    /** @description unanswered deliveries the client holds at most, 1 to 1000 (10 when absent) */
-                    window?: string;
+                    /** @description unanswered deliveries the client holds at most (10 when absent) */
+                    window?: number;
                     /** @description a CESQL expression: this client's own filter (MULTICAST) */
                     filter?: string;
                 };
@@ -4137,12 +4176,12 @@ export interface paths {
                 query?: {
                     /** @description names the client (a fresh one when absent) */
                     consumer?: string;
-                    /** @description unanswered deliveries the client holds at most, 1 to 1000 (10 when absent) */
-                    window?: string;
-                    /** @description deliveries in this answer at most, 1 to 1000 (window when absent) */
-                    max?: string;
-                    /** @description how long to wait for the first, 0 to 60000 (20000 when absent) */
-                    waitMs?: string;
+                    /** @description unanswered deliveries the client holds at most (10 when absent) */
+                    window?: number;
+                    /** @description deliveries in this answer at most (window when absent) */
+                    max?: number;
+                    /** @description how long to wait for the first, in milliseconds (20000 when absent) */
+                    waitMs?: number;
                     /** @description a CESQL expression: this client's own filter (MULTICAST) */
                     filter?: string;
                 };
@@ -4333,19 +4372,23 @@ export interface paths {
                     "application/json": {
                         deliveryId: string;
                         /** @enum {string} */
-                        action: "ack" | "nack" | "reject";
+                        action: "ack" | "nack" | "reject" | "extend";
                         /** @description nack: when to retry (1000 when absent) */
                         delayMs?: number;
                         /** @description reject: why (first 500 characters kept) */
                         reason?: string;
+                        /** @description extend (required there): the delivery's ack deadline, this long from now */
+                        deadlineMs?: number;
                     } | {
                         deliveryId: string;
                         /** @enum {string} */
-                        action: "ack" | "nack" | "reject";
+                        action: "ack" | "nack" | "reject" | "extend";
                         /** @description nack: when to retry (1000 when absent) */
                         delayMs?: number;
                         /** @description reject: why (first 500 characters kept) */
                         reason?: string;
+                        /** @description extend (required there): the delivery's ack deadline, this long from now */
+                        deadlineMs?: number;
                     }[];
                 };
             };
@@ -4797,6 +4840,23 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
                 };
             };
         };
@@ -5582,6 +5642,23 @@ export interface paths {
                         };
                     };
                 };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
                 401: {
                     headers: {
@@ -5823,6 +5900,23 @@ export interface paths {
                     };
                     content?: never;
                 };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
                 401: {
                     headers: {
@@ -5928,7 +6022,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description the publisher (its principal) */
+                    /** @description the publisher (its principal): 1 to 256 characters, no control characters */
                     principal: string;
                 };
                 cookie?: never;
@@ -5949,6 +6043,23 @@ export interface paths {
                             /** @description ISO 8601 */
                             createdAt: string;
                         }[];
+                    };
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
                     };
                 };
                 /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
@@ -6028,7 +6139,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description the publisher (its principal) */
+                    /** @description the publisher (its principal): 1 to 256 characters, no control characters */
                     principal: string;
                 };
                 cookie?: never;
@@ -6178,7 +6289,7 @@ export interface paths {
                 query?: never;
                 header?: never;
                 path: {
-                    /** @description the publisher (its principal) */
+                    /** @description the publisher (its principal): 1 to 256 characters, no control characters */
                     principal: string;
                     /** @description the secret id */
                     id: string;
@@ -6195,6 +6306,23 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
                 };
                 /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
                 401: {
@@ -6408,11 +6536,11 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
-                        /** @description a principal, `tenant:<name>`-style subject or `*` */
+                        /** @description `principal:<name>`, or `principal:*` / `tenant:*` for every principal of the tenant */
                         subject: string;
                         /** @enum {string} */
                         action: "publish" | "subscribe" | "admin" | "*";
-                        /** @description a topic or a pattern */
+                        /** @description a topic, or a pattern with the wildcards `*` and `?` */
                         topic: string;
                         /** @enum {string} */
                         effect: "ALLOW" | "DENY";
@@ -6882,6 +7010,23 @@ export interface paths {
                         };
                     };
                 };
+                /** @description not found (or another tenant's: the same answer) */
+                404: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
                 429: {
                     headers: {
@@ -7070,6 +7215,7 @@ export interface paths {
                         description: string;
                         version: string;
                         supportedInterfaces: ({
+                            /** Format: uri */
                             url: string;
                             protocolBinding: string;
                             protocolVersion: string;
@@ -7178,6 +7324,40 @@ export interface paths {
                 };
                 /** @description the credential may not do this (the gate, `FORBIDDEN`) */
                 403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the current state refuses this */
+                409: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the body is over the limit (`PAYLOAD_TOO_LARGE`), or a publish is larger than the tenant's whole burst (`BATCH_EXCEEDS_BURST`, with `maxBatchEvents` and `maxBatchBytes`: it can never pass, split it) */
+                413: {
                     headers: {
                         /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
                         "x-request-id"?: string;
@@ -7911,13 +8091,13 @@ export interface paths {
             parameters: {
                 query?: {
                     /** @description dead (the default), resolved, or all */
-                    state?: string;
+                    state?: "dead" | "resolved" | "all";
                     /** @description the task's agent */
                     agent?: string;
                     /** @description the task */
                     taskId?: string;
-                    /** @description 1 to 1000, default 100 */
-                    limit?: string;
+                    /** @description the page size (100 when absent) */
+                    limit?: number;
                     /** @description the `next` of the previous page */
                     cursor?: string;
                 };
@@ -9885,6 +10065,133 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The runtime's request limits and the caller tenant's publish burst */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the limits */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant: string;
+                            /** @description a request body's bytes at most (413 PAYLOAD_TOO_LARGE above) */
+                            maxBodyBytes: number;
+                            /** @description events in one `application/cloudevents-batch+json` publish at most (400 above) */
+                            maxBatchEvents: number;
+                            /** @description the tenant's publish burst (413 BATCH_EXCEEDS_BURST above); null when the gate runs no quota */
+                            burst: {
+                                /** @description events per publish at most: eventsPerSecond x burstSeconds */
+                                events: number;
+                                /** @description bytes per publish at most: bytesPerSecond x burstSeconds */
+                                bytes: number;
+                                eventsPerSecond: number;
+                                bytesPerSecond: number;
+                                burstSeconds: number;
+                            } | null;
+                            /** @description the largest publish that can pass: the least of the above */
+                            maxPublish: {
+                                events: number;
+                                bytes: number;
+                            };
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
                 };
             };
         };

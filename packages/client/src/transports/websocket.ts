@@ -13,7 +13,8 @@ import { RUNTIME_REFUSALS, streamPath, streamQuery, TransportRefusedError, type 
 export const connectWebSocket: Connect = async (p) => {
   const url = p.http.urlOf(streamPath(p, 'ws'), streamQuery(p)).replace(/^http/, 'ws');
   const socket = new WebSocket(url, { headers: await p.http.authHeaders() });
-  const answers = new Map<string, (accepted: boolean) => void>();
+  // The runtime confirms a delivery's answers in the order they were sent (an extension, then the ack, say).
+  const answers = new Map<string, ((accepted: boolean) => void)[]>();
   let resolveEnded!: (e: Error | undefined) => void;
   const ended = new Promise<Error | undefined>((r) => (resolveEnded = r));
   await new Promise<void>((resolve, reject) => {
@@ -37,13 +38,14 @@ export const connectWebSocket: Connect = async (p) => {
     const message = JSON.parse(String(raw)) as { type: string; deliveryId: string; accepted?: boolean } & WireDelivery;
     if (message.type === 'event') p.onDelivery({ deliveryId: message.deliveryId, event: message.event });
     else if (message.type === 'answered') {
-      answers.get(message.deliveryId)?.(message.accepted === true);
-      answers.delete(message.deliveryId);
+      const waiting = answers.get(message.deliveryId);
+      waiting?.shift()?.(message.accepted === true);
+      if (waiting?.length === 0) answers.delete(message.deliveryId);
     }
   });
   let closing = false;
   socket.once('close', (code, reason) => {
-    for (const settle of answers.values()) settle(false);
+    for (const settle of [...answers.values()].flat()) settle(false);
     answers.clear();
     resolveEnded(closing ? undefined : new ConnectionError('STREAM_CLOSED', `WebSocket closed (${code} ${reason.toString()})`));
   });
@@ -53,8 +55,8 @@ export const connectWebSocket: Connect = async (p) => {
     answer: (a: Answer) =>
       new Promise<boolean>((resolve) => {
         if (socket.readyState !== WebSocket.OPEN) return resolve(false);
-        answers.set(a.deliveryId, resolve);
-        socket.send(JSON.stringify({ type: a.action, deliveryId: a.deliveryId, delayMs: a.delayMs, reason: a.reason }));
+        answers.set(a.deliveryId, [...(answers.get(a.deliveryId) ?? []), resolve]);
+        socket.send(JSON.stringify({ type: a.action, deliveryId: a.deliveryId, delayMs: a.delayMs, reason: a.reason, deadlineMs: a.deadlineMs }));
       }),
     close: () => {
       closing = true;
