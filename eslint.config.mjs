@@ -5,11 +5,39 @@ import tseslint from 'typescript-eslint';
 import { builtinModules } from 'node:module';
 
 const nodeBuiltins = builtinModules.flatMap((m) => [m, `node:${m}`]);
-const ioLibraries = ['kafkajs', 'pg', 'typeorm', 'fastify', 'pino', 'cloudevents', 'zod', '@nestjs/*', '@temporalio/worker',
-  '@temporalio/client', '@temporalio/activity', '@temporalio/testing', '**/libs/**', '**/apps/**'];
+const ioLibraries = [
+  'kafkajs',
+  'pg',
+  'typeorm',
+  'fastify',
+  'pino',
+  'cloudevents',
+  'zod',
+  '@nestjs/*',
+  '@temporalio/worker',
+  '@temporalio/client',
+  '@temporalio/activity',
+  '@temporalio/testing',
+  '**/libs/**',
+  '**/apps/**',
+];
 
 export default tseslint.config(
-  { ignores: ['dist/**', 'packages/*/dist/**', 'examples/*/dist/**', 'packages/nestjs/health.*', 'node_modules/**', '.tools/**', '.data/**', 'coverage/**', 'eslint.config.mjs', 'jest.config.js', '.dependency-cruiser.cjs'] },
+  {
+    ignores: [
+      'dist/**',
+      'packages/*/dist/**',
+      'examples/*/dist/**',
+      'packages/nestjs/health.*',
+      'node_modules/**',
+      '.tools/**',
+      '.data/**',
+      'coverage/**',
+      'eslint.config.mjs',
+      'jest.config.js',
+      '.dependency-cruiser.cjs',
+    ],
+  },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {
@@ -50,7 +78,14 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'], message: 'The SDK imports nothing outside packages/client.' }] },
+        {
+          patterns: [
+            {
+              group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'],
+              message: 'The SDK imports nothing outside packages/client.',
+            },
+          ],
+        },
       ],
     },
   },
@@ -60,7 +95,14 @@ export default tseslint.config(
     rules: {
       '@typescript-eslint/no-restricted-imports': [
         'error',
-        { patterns: [{ group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'], message: 'The NestJS module imports nothing outside packages/nestjs.' }] },
+        {
+          patterns: [
+            {
+              group: ['**/libs/**', '**/apps/**', '**/workflows/**', '**/activities/**', '../../*'],
+              message: 'The NestJS module imports nothing outside packages/nestjs.',
+            },
+          ],
+        },
       ],
     },
   },

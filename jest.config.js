@@ -8,7 +8,10 @@
 const sdkJose = '/@a2a-js/sdk/node_modules/jose/';
 const transform = {
   '^.+\\.ts$': ['ts-jest', { tsconfig: 'tsconfig.json', diagnostics: false }],
-  [`^.+${sdkJose}.+\\.js$`]: ['ts-jest', { tsconfig: { allowJs: true, module: 'commonjs', target: 'es2022' }, diagnostics: false }],
+  [`^.+${sdkJose}.+\\.js$`]: [
+    'ts-jest',
+    { tsconfig: { allowJs: true, module: 'commonjs', target: 'es2022' }, diagnostics: false },
+  ],
 };
 const base = {
   testEnvironment: 'node',

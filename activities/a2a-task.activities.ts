@@ -1,6 +1,14 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { NotATaskFrame, RequestRecordGone, TaskChangeNotices, type FirstAttempts, type TaskChangeSignals, type TaskPusher, type TaskRelay } from '../libs/a2a';
+import {
+  NotATaskFrame,
+  RequestRecordGone,
+  TaskChangeNotices,
+  type FirstAttempts,
+  type TaskChangeSignals,
+  type TaskPusher,
+  type TaskRelay,
+} from '../libs/a2a';
 import type { A2ATaskActivities, CancelOutcome, PushOutcome, TaskIds, TaskRequestRecord, TaskStep } from '../contracts';
 
 export interface A2ATaskActivityDeps {
@@ -31,7 +39,9 @@ const HEARTBEAT_MS = 1000;
  */
 export function createA2ATaskActivities(deps: A2ATaskActivityDeps): A2ATaskActivities {
   return {
-    async deliverTask(input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; turn?: number }): Promise<TaskStep> {
+    async deliverTask(
+      input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; turn?: number },
+    ): Promise<TaskStep> {
       const ctx = Context.current();
       // The first heartbeat a second in, not at once: a delivery that ends sooner (most: the agent answers at once)
       // costs Temporal no heartbeat call; a cancel reaches a longer one at its next heartbeat. A local activity
@@ -46,13 +56,22 @@ export function createA2ATaskActivities(deps: A2ATaskActivityDeps): A2ATaskActiv
         const signal = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
         // A turn's first attempt (the local activity) may be under way already, begun by the gateway of this process
         // as the workflow started here (or about to be): its outcome is this activity's, and the turn is not sent twice.
-        const deliver = () => deps.relay.deliver(ids, request, { signal, callTimeoutMs, onChange: notices && ((task) => notices.changed(task)) }, turn);
-        const state = await (ctx.info.isLocal && deps.firstAttempts ? deps.firstAttempts.run(ids.taskId, turn ?? 1, signal, deliver) : deliver());
+        const deliver = () =>
+          deps.relay.deliver(
+            ids,
+            request,
+            { signal, callTimeoutMs, onChange: notices && ((task) => notices.changed(task)) },
+            turn,
+          );
+        const state = await (ctx.info.isLocal && deps.firstAttempts
+          ? deps.firstAttempts.run(ids.taskId, turn ?? 1, signal, deliver)
+          : deliver());
         lastSignalWaitMs = LAST_SIGNAL_WAIT_MS;
         return { state };
       } catch (e) {
         // A request that cannot be read as a task, or is gone from Kafka, never will be: the task fails.
-        if (e instanceof RequestRecordGone || e instanceof NotATaskFrame) throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');
+        if (e instanceof RequestRecordGone || e instanceof NotATaskFrame)
+          throw ApplicationFailure.nonRetryable((e as Error).message, 'UndeliverableTask');
         throw e;
       } finally {
         clearInterval(beat);

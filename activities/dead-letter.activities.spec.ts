@@ -24,13 +24,28 @@ class FakeReplays {
   async claim(scope: ReplayScope, afterId: string, limit: number, claimMs: number): Promise<ClaimedBatch> {
     const ids = 'ids' in scope.selection ? new Set(scope.selection.ids.map(Number)) : undefined;
     const candidates = this.rows
-      .filter((r) => r.id > Number(afterId) && r.id <= Number(scope.upToId) && r.replayedAt === undefined && (!ids || ids.has(r.id)))
+      .filter(
+        (r) =>
+          r.id > Number(afterId) &&
+          r.id <= Number(scope.upToId) &&
+          r.replayedAt === undefined &&
+          (!ids || ids.has(r.id)),
+      )
       .slice(0, limit);
     const now = Date.now();
-    const claimed = candidates.filter((r) => r.claimedUntil === undefined || r.claimedUntil < now || r.replayId === scope.replayId);
+    const claimed = candidates.filter(
+      (r) => r.claimedUntil === undefined || r.claimedUntil < now || r.replayId === scope.replayId,
+    );
     for (const r of claimed) Object.assign(r, { replayId: scope.replayId, claimedUntil: now + claimMs });
     return {
-      letters: claimed.map((r) => ({ id: String(r.id), topic: 't', partition: 0, offset: r.id * 10, attributes: { id: `e-${r.id}`, source: '/s', type: 't', specversion: '1.0' }, data: null })),
+      letters: claimed.map((r) => ({
+        id: String(r.id),
+        topic: 't',
+        partition: 0,
+        offset: r.id * 10,
+        attributes: { id: `e-${r.id}`, source: '/s', type: 't', specversion: '1.0' },
+        data: null,
+      })),
       heldElsewhere: candidates.length - claimed.length,
       lastId: candidates.length ? String(candidates[candidates.length - 1].id) : undefined,
     };
@@ -67,7 +82,8 @@ class FakeReplays {
   }
 }
 
-const letters = (n: number): Row[] => Array.from({ length: n }, (_, i) => ({ id: i + 1, lastError: 'HTTP 500', attempts: 2 }));
+const letters = (n: number): Row[] =>
+  Array.from({ length: n }, (_, i) => ({ id: i + 1, lastError: 'HTTP 500', attempts: 2 }));
 const subscription = { id: 'sub-1', protocol: 'HTTP', sink: 'http://127.0.0.1:1/hook' } as SubscriptionEntity;
 const input = (overrides: Partial<ReplayBatchInput> = {}): ReplayBatchInput => ({
   replayId: 'r1',
@@ -80,7 +96,13 @@ const input = (overrides: Partial<ReplayBatchInput> = {}): ReplayBatchInput => (
   ...overrides,
 });
 
-function setup(rows: Row[], answer: (frame: EventFrame, signal: AbortSignal) => Promise<WebhookResult> | WebhookResult = () => ({ ok: true, status: 200 })) {
+function setup(
+  rows: Row[],
+  answer: (frame: EventFrame, signal: AbortSignal) => Promise<WebhookResult> | WebhookResult = () => ({
+    ok: true,
+    status: 200,
+  }),
+) {
   const replays = new FakeReplays(rows);
   const sent: string[] = [];
   const shutdown = new AbortController();
@@ -110,7 +132,9 @@ describe('replayDeadLetters activity', () => {
   });
 
   it('keeps a letter the sink refuses as a dead letter with the new error, counted failed', async () => {
-    const { activities, replays } = setup(letters(2), (frame) => (frame.id === 'e-2' ? { ok: false, status: 503, error: 'HTTP 503' } : { ok: true }));
+    const { activities, replays } = setup(letters(2), (frame) =>
+      frame.id === 'e-2' ? { ok: false, status: 503, error: 'HTTP 503' } : { ok: true },
+    );
     const result = await new MockActivityEnvironment().run(activities.replayDeadLetters, input());
     expect(result).toMatchObject({ replayed: 1, failed: 1, lastId: '2' });
     expect(replays.rows[1]).toMatchObject({ lastError: 'HTTP 503', attempts: 3, replayId: 'r1' });
@@ -131,7 +155,10 @@ describe('replayDeadLetters activity', () => {
     // of the heartbeat timeout), not how late a busy machine runs its timers.
     jest.useFakeTimers();
     try {
-      const { activities } = setup(letters(1), () => new Promise((resolve) => setTimeout(() => resolve({ ok: true }), 400)));
+      const { activities } = setup(
+        letters(1),
+        () => new Promise((resolve) => setTimeout(() => resolve({ ok: true }), 400)),
+      );
       const env = new MockActivityEnvironment({ heartbeatTimeoutMs: 300 });
       const beats: unknown[] = [];
       env.on('heartbeat', (d: unknown) => beats.push(d));
@@ -155,7 +182,10 @@ describe('replayDeadLetters activity', () => {
     Object.assign(rows[0], { replayedAt: 1, claimedUntil: undefined });
     Object.assign(rows[1], { replayedAt: 2, claimedUntil: undefined });
     const { activities, sent } = setup(rows);
-    const result = await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { lastId: '2' } }).run(activities.replayDeadLetters, input());
+    const result = await new MockActivityEnvironment({ attempt: 2, heartbeatDetails: { lastId: '2' } }).run(
+      activities.replayDeadLetters,
+      input(),
+    );
     expect(sent).toEqual(['e-3', 'e-4']);
     expect(result).toEqual({ lastId: '4', done: false, replayed: 4, failed: 0, heldElsewhere: 0 });
   });
@@ -164,9 +194,18 @@ describe('replayDeadLetters activity', () => {
     const rows = letters(2);
     Object.assign(rows[0], { replayId: 'other', claimedUntil: Date.now() + 60_000 });
     const { activities, sent } = setup(rows);
-    expect(await new MockActivityEnvironment().run(activities.replayDeadLetters, input())).toMatchObject({ heldElsewhere: 1, replayed: 1, lastId: '2' });
+    expect(await new MockActivityEnvironment().run(activities.replayDeadLetters, input())).toMatchObject({
+      heldElsewhere: 1,
+      replayed: 1,
+      lastId: '2',
+    });
     expect(sent).toEqual(['e-2']);
-    expect(await new MockActivityEnvironment().run(activities.replayDeadLetters, input({ afterId: '2' }))).toEqual({ done: true, replayed: 0, failed: 0, heldElsewhere: 0 });
+    expect(await new MockActivityEnvironment().run(activities.replayDeadLetters, input({ afterId: '2' }))).toEqual({
+      done: true,
+      replayed: 0,
+      failed: 0,
+      heldElsewhere: 0,
+    });
   });
 
   it('cancelled (from the Temporal UI) with a letter in flight: that send is not aborted, its answer is marked, the unsent letters go', async () => {
@@ -177,7 +216,9 @@ describe('replayDeadLetters activity', () => {
       await new Promise((resolve) => setImmediate(resolve));
       return signal.aborted ? { ok: false, error: 'aborted' } : { ok: true, status: 200 };
     });
-    await expect(env.run(activities.replayDeadLetters, input({ ratePerSecond: 10 }))).rejects.toMatchObject({ name: 'CancelledFailure' });
+    await expect(env.run(activities.replayDeadLetters, input({ ratePerSecond: 10 }))).rejects.toMatchObject({
+      name: 'CancelledFailure',
+    });
     expect(sent).toEqual(['e-1']);
     expect(replays.rows.map((r) => [r.replayedAt !== undefined, r.replayId ?? null])).toEqual([
       [true, 'r1'],
@@ -191,7 +232,9 @@ describe('replayDeadLetters activity', () => {
       shutdown.abort();
       return { ok: true };
     });
-    await expect(new MockActivityEnvironment().run(activities.replayDeadLetters, input({ ratePerSecond: 10 }))).rejects.toMatchObject({
+    await expect(
+      new MockActivityEnvironment().run(activities.replayDeadLetters, input({ ratePerSecond: 10 })),
+    ).rejects.toMatchObject({
       type: REPLAY_BATCH_INTERRUPTED,
       nonRetryable: false,
     });

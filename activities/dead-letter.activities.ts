@@ -4,14 +4,26 @@ import type { WebhookResult } from '../libs/delivery/webhook-sender';
 import { messageIdOf } from '../libs/delivery/failure-policy';
 import { EventFrame, frameFromAttributes } from '../libs/frame';
 import type { ClaimedBatch, ClaimedLetter, DeadLetterReplayStore, SubscriptionEntity } from '../libs/storage';
-import { REPLAY_BATCH_INTERRUPTED, type DeadLetterActivities, type ReplayBatchInput, type ReplayBatchResult } from '../contracts';
+import {
+  REPLAY_BATCH_INTERRUPTED,
+  type DeadLetterActivities,
+  type ReplayBatchInput,
+  type ReplayBatchResult,
+} from '../contracts';
 
 export interface DeadLetterActivityDeps {
   replays: Pick<DeadLetterReplayStore, 'claim' | 'markReplayed' | 'markFailed' | 'release' | 'countIn'>;
   /** The subscription a replay delivers to (any status); undefined once deleted (its letters went with it). */
   subscription(id: string): Promise<SubscriptionEntity | undefined>;
   /** The subscription's sink path: its webhook, or its stream clients wherever they are connected. */
-  sender: { send(target: SubscriptionEntity, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> };
+  sender: {
+    send(
+      target: SubscriptionEntity,
+      frame: EventFrame,
+      messageId: string,
+      signal?: AbortSignal,
+    ): Promise<WebhookResult>;
+  };
   /** One retention purge (RetentionPurge); `retentionDays` from the schedule's input. */
   purgeExpired(retentionDays: number): Promise<number>;
   /** How long one delivery may take (the webhook timeout): a claim outlasts its batch by this much per letter. */
@@ -35,25 +47,38 @@ export function createDeadLetterActivities(deps: DeadLetterActivityDeps): DeadLe
       const resumed = (ctx.info.heartbeatDetails as { lastId?: string } | undefined)?.lastId;
       const subscription = await deps.subscription(input.subscriptionId);
       if (!subscription) {
-        ctx.log.warn('replay ends: its subscription was deleted, and its dead letters with it', { replayId: input.replayId });
+        ctx.log.warn('replay ends: its subscription was deleted, and its dead letters with it', {
+          replayId: input.replayId,
+        });
         return { done: true, replayed: 0, failed: 0, heldElsewhere: 0 };
       }
       const intervalMs = 1000 / input.ratePerSecond;
       const claimMs = Math.ceil(input.limit * (intervalMs + deps.deliveryTimeoutMs)) + 60_000;
-      const scope = { replayId: input.replayId, subscriptionId: input.subscriptionId, selection: input.selection, upToId: input.upToId };
+      const scope = {
+        replayId: input.replayId,
+        subscriptionId: input.subscriptionId,
+        selection: input.selection,
+        upToId: input.upToId,
+      };
       const batch: ClaimedBatch = await deps.replays.claim(scope, resumed ?? input.afterId, input.limit, claimMs);
       const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal]);
       let lastDone = resumed;
       // A heartbeat on a clock, not only per letter: one slow delivery (up to the webhook timeout) must not pass
       // for a dead batch and have Temporal start a second attempt beside this one.
-      const beat = setInterval(() => ctx.heartbeat({ lastId: lastDone }), Math.max(100, Math.floor((ctx.info.heartbeatTimeoutMs ?? 10_000) / 3)));
+      const beat = setInterval(
+        () => ctx.heartbeat({ lastId: lastDone }),
+        Math.max(100, Math.floor((ctx.info.heartbeatTimeoutMs ?? 10_000) / 3)),
+      );
       try {
         let next = Date.now();
         for (let i = 0; i < batch.letters.length; i++) {
           const wait = next - Date.now();
           if (wait > 0) await pause(wait, stop);
           if (stop.aborted) {
-            await deps.replays.release(input.replayId, batch.letters.slice(i).map((l) => l.id));
+            await deps.replays.release(
+              input.replayId,
+              batch.letters.slice(i).map((l) => l.id),
+            );
             return await interrupted(ctx, lastDone);
           }
           next = Math.max(next + intervalMs, Date.now());
@@ -65,7 +90,10 @@ export function createDeadLetterActivities(deps: DeadLetterActivityDeps): DeadLe
           const result = await send(deps, subscription, letter, deps.shutdownSignal);
           if (result.ok) await deps.replays.markReplayed(input.replayId, letter.id);
           else if (stop.aborted) {
-            await deps.replays.release(input.replayId, batch.letters.slice(i).map((l) => l.id));
+            await deps.replays.release(
+              input.replayId,
+              batch.letters.slice(i).map((l) => l.id),
+            );
             return await interrupted(ctx, lastDone);
           } else await deps.replays.markFailed(input.replayId, letter.id, result.error ?? 'failed');
           lastDone = letter.id;
@@ -75,7 +103,10 @@ export function createDeadLetterActivities(deps: DeadLetterActivityDeps): DeadLe
         clearInterval(beat);
       }
       const lastId = batch.lastId ?? resumed;
-      const counts = lastId === undefined ? { replayed: 0, failed: 0 } : await deps.replays.countIn(input.replayId, input.afterId, lastId);
+      const counts =
+        lastId === undefined
+          ? { replayed: 0, failed: 0 }
+          : await deps.replays.countIn(input.replayId, input.afterId, lastId);
       return { lastId, done: batch.lastId === undefined, ...counts, heldElsewhere: batch.heldElsewhere };
     },
 
@@ -86,12 +117,29 @@ export function createDeadLetterActivities(deps: DeadLetterActivityDeps): DeadLe
 }
 
 /** One letter to its subscription; a letter that holds no event (a record that was not one) cannot be sent. */
-async function send(deps: DeadLetterActivityDeps, subscription: SubscriptionEntity, letter: ClaimedLetter, signal: AbortSignal): Promise<WebhookResult> {
-  if (typeof letter.attributes.id !== 'string' || typeof letter.attributes.source !== 'string' || typeof letter.attributes.type !== 'string') {
-    return { ok: false, error: 'replay: the dead letter holds no CloudEvent (its record was not one); nothing to send' };
+async function send(
+  deps: DeadLetterActivityDeps,
+  subscription: SubscriptionEntity,
+  letter: ClaimedLetter,
+  signal: AbortSignal,
+): Promise<WebhookResult> {
+  if (
+    typeof letter.attributes.id !== 'string' ||
+    typeof letter.attributes.source !== 'string' ||
+    typeof letter.attributes.type !== 'string'
+  ) {
+    return {
+      ok: false,
+      error: 'replay: the dead letter holds no CloudEvent (its record was not one); nothing to send',
+    };
   }
   const frame = frameFromAttributes(letter.attributes, letter.data);
-  const messageId = messageIdOf({ subscriptionId: subscription.id, topic: letter.topic, partition: letter.partition, offset: letter.offset });
+  const messageId = messageIdOf({
+    subscriptionId: subscription.id,
+    topic: letter.topic,
+    partition: letter.partition,
+    offset: letter.offset,
+  });
   try {
     return await deps.sender.send(subscription, frame, messageId, signal);
   } catch (e) {
@@ -104,7 +152,11 @@ async function interrupted(ctx: Context, lastDone: string | undefined): Promise<
   if (ctx.cancellationSignal.aborted) {
     await ctx.cancelled;
   }
-  throw ApplicationFailure.retryable('the instance is shutting down; the batch resumes elsewhere', REPLAY_BATCH_INTERRUPTED, { lastId: lastDone });
+  throw ApplicationFailure.retryable(
+    'the instance is shutting down; the batch resumes elsewhere',
+    REPLAY_BATCH_INTERRUPTED,
+    { lastId: lastDone },
+  );
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

@@ -115,17 +115,25 @@ describe('pollAndDispatch: one dispatch run per attempt, fenced by its epoch', (
     const run = env.run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 10000 });
     await new Promise((r) => setTimeout(r, 30));
     await runs.claim('i1', 'a newer attempt');
-    const failure = await run.then(() => undefined, (e: unknown) => e);
+    const failure = await run.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(failure).toBeInstanceOf(ApplicationFailure);
     expect(failure).toMatchObject({ type: DISPATCH_RUN_FENCED, nonRetryable: false });
-    expect((failure as Error).message).toContain('the dispatch run of instance i1 is held under epoch 2; a write under epoch 1 was refused');
+    expect((failure as Error).message).toContain(
+      'the dispatch run of instance i1 is held under epoch 2; a write under epoch 1 was refused',
+    );
   });
 
   it('fails retryably when its renewal is refused, even before its loop writes', async () => {
     const { runs, activities } = setup(500, true);
     const run = new MockActivityEnvironment().run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 10000 });
     await runs.claim('i1', 'a newer attempt');
-    const failure = await run.then(() => undefined, (e: unknown) => e);
+    const failure = await run.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(failure).toMatchObject({ type: DISPATCH_RUN_FENCED, nonRetryable: false });
     expect((failure as Error).message).toContain('moved past epoch 1');
   });
@@ -154,7 +162,10 @@ describe('pollAndDispatch: one dispatch run per attempt, fenced by its epoch', (
     const run = env.run(activities.pollAndDispatch, { instanceId: 'i1', runMs: 10000 });
     await new Promise((r) => setTimeout(r, 30));
     env.cancel(reason, new ActivityCancellationDetails(details));
-    const failure = await run.then(() => undefined, (e: unknown) => e);
+    const failure = await run.then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(failure).toBeInstanceOf(CancelledFailure);
     // Stopped by the cancellation, not by running out its 10 s: the loop saw its stop signal.
     expect(loops.map((l) => l.endedBy)).toEqual(['stop']);

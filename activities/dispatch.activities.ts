@@ -2,7 +2,13 @@ import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { DispatchLoop, isFenced } from '../libs/delivery';
 import type { WriteFence } from '../libs/storage';
-import { DISPATCH_RUN_FENCED, type DispatchActivities, type DispatchProgress, type DispatchRunInput, type DispatchRunResult } from '../contracts';
+import {
+  DISPATCH_RUN_FENCED,
+  type DispatchActivities,
+  type DispatchProgress,
+  type DispatchRunInput,
+  type DispatchRunResult,
+} from '../contracts';
 
 export interface DispatchActivityDeps {
   instanceId: string;
@@ -68,7 +74,10 @@ export function createDispatchActivities(deps: DispatchActivityDeps): DispatchAc
           // means something waits outside one, and takeovers read this run as dead meanwhile: say so.
           if (!slowRenewalReported && Date.now() - renewingSince >= deps.leaseTtlMs) {
             slowRenewalReported = true;
-            ctx.log.warn('dispatch run renewal pending for more than a lease TTL', { epoch, pendingMs: Date.now() - renewingSince });
+            ctx.log.warn('dispatch run renewal pending for more than a lease TTL', {
+              epoch,
+              pendingMs: Date.now() - renewingSince,
+            });
           }
           return;
         }
@@ -118,7 +127,9 @@ export function stoppingCancellation(ctx: Context): AbortSignal {
   const stop = new AbortController();
   const onCancel = () => {
     if (ctx.cancellationDetails?.timedOut) {
-      ctx.log.warn('Temporal confirmed no heartbeat within the heartbeat timeout and the SDK timed this dispatch attempt out; its loop goes on until a newer attempt fences it');
+      ctx.log.warn(
+        'Temporal confirmed no heartbeat within the heartbeat timeout and the SDK timed this dispatch attempt out; its loop goes on until a newer attempt fences it',
+      );
       return;
     }
     stop.abort(ctx.cancellationSignal.reason);

@@ -75,7 +75,10 @@ describe('pollPartition and the lease run it belongs to', () => {
     membership.current = 'L2';
     membership.confirmed = 'L2';
     let timer: NodeJS.Timeout | undefined;
-    const ended = await Promise.race([outcome, new Promise((r) => (timer = setTimeout(() => r('still running after 3 s'), 3000)))]);
+    const ended = await Promise.race([
+      outcome,
+      new Promise((r) => (timer = setTimeout(() => r('still running after 3 s'), 3000))),
+    ]);
     clearTimeout(timer);
     env.cancel();
     expect(ended).toBeInstanceOf(ApplicationFailure);

@@ -62,7 +62,10 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps): Ownershi
 
   function checkInstance(instanceId: string) {
     if (instanceId !== deps.instanceId) {
-      throw ApplicationFailure.nonRetryable(`this worker is instance ${deps.instanceId}, not ${instanceId}`, WRONG_INSTANCE);
+      throw ApplicationFailure.nonRetryable(
+        `this worker is instance ${deps.instanceId}, not ${instanceId}`,
+        WRONG_INSTANCE,
+      );
     }
   }
 
@@ -106,9 +109,20 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps): Ownershi
       const superseded = new AbortController();
       const checkLeaseRun = () => {
         const current = deps.membership.currentLeaseRun();
-        if (leaseRun !== undefined && current !== undefined && current !== leaseRun && deps.membership.confirmedFor(current)) superseded.abort();
+        if (
+          leaseRun !== undefined &&
+          current !== undefined &&
+          current !== leaseRun &&
+          deps.membership.confirmedFor(current)
+        )
+          superseded.abort();
       };
-      const { loop, close } = await deps.openPartitionLoop({ topic, partition, fence: deps.leases.fenceFor(topic, partition, epoch), gate });
+      const { loop, close } = await deps.openPartitionLoop({
+        topic,
+        partition,
+        fence: deps.leases.fenceFor(topic, partition, epoch),
+        gate,
+      });
       const fenced = new AbortController();
       const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal, superseded.signal]);
 
@@ -140,7 +154,9 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps): Ownershi
               if (held) epochConfirmedAt = Math.max(epochConfirmedAt, askedAt);
               else fenced.abort();
             })
-            .catch((e: unknown) => ctx.log.warn('lease renewal failed', { topic, partition, error: (e as Error).message }))
+            .catch((e: unknown) =>
+              ctx.log.warn('lease renewal failed', { topic, partition, error: (e as Error).message }),
+            )
             .finally(() => (renewing = false));
         }
         const key = `${progress.committedOffset}/${progress.lag}/${progress.delivered}/${progress.subscriptions}`;
@@ -162,7 +178,10 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps): Ownershi
         await close().catch(() => undefined);
       }
       if (fenced.signal.aborted) {
-        throw ApplicationFailure.nonRetryable(`${topic}#${partition} is held under a newer epoch than ${epoch}; this run stopped`, FENCED);
+        throw ApplicationFailure.nonRetryable(
+          `${topic}#${partition} is held under a newer epoch than ${epoch}; this run stopped`,
+          FENCED,
+        );
       }
       if (superseded.signal.aborted) {
         throw ApplicationFailure.nonRetryable(
@@ -172,7 +191,12 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps): Ownershi
       }
       await deps.reportProgress(topic, partition, report(progress)).catch(() => undefined);
       if (ctx.cancellationSignal.aborted) {
-        ctx.log.info('partition run cancelled after committing its progress', { topic, partition, epoch, delivered: progress.delivered });
+        ctx.log.info('partition run cancelled after committing its progress', {
+          topic,
+          partition,
+          epoch,
+          delivered: progress.delivered,
+        });
         await ctx.cancelled;
       }
       return {

@@ -27,21 +27,37 @@ export class EchoAgentProcess {
 
   /** Starts the process (on the port it had before, after a kill); resolves with its URL once it listens. */
   async start(): Promise<string> {
-    const child = spawn(process.execPath, [path.join(ROOT, 'dist/scripts/echo-agent.js'), '--port', String(this.port), '--name', this.name, '--answers', this.answersFile], {
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      [
+        path.join(ROOT, 'dist/scripts/echo-agent.js'),
+        '--port',
+        String(this.port),
+        '--name',
+        this.name,
+        '--answers',
+        this.answersFile,
+      ],
+      {
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     this.child = child;
     let stderr = '';
     child.stderr!.on('data', (c: Buffer) => (stderr += c.toString()));
     this.url = await new Promise<string>((resolve, reject) => {
       let out = '';
-      const timer = setTimeout(() => fail(new Error(`the echo agent's process did not listen within ${START_TIMEOUT_MS} ms: ${stderr}`)), START_TIMEOUT_MS);
+      const timer = setTimeout(
+        () => fail(new Error(`the echo agent's process did not listen within ${START_TIMEOUT_MS} ms: ${stderr}`)),
+        START_TIMEOUT_MS,
+      );
       const fail = (e: Error) => {
         clearTimeout(timer);
         child.kill('SIGKILL');
         reject(e);
       };
-      const exited = (code: number | null, signal: string | null) => fail(new Error(`the echo agent's process exited (${code ?? signal}) before it listened: ${stderr}`));
+      const exited = (code: number | null, signal: string | null) =>
+        fail(new Error(`the echo agent's process exited (${code ?? signal}) before it listened: ${stderr}`));
       child.once('exit', exited);
       const listening = (c: Buffer) => {
         out += c.toString();
@@ -78,7 +94,8 @@ export class EchoAgentProcess {
   /** How many completions it answered for each text, over all its processes. */
   answered(): Map<string, number> {
     const counts = new Map<string, number>();
-    for (const text of readFileSync(this.answersFile, 'utf8').split('\n')) if (text !== '') counts.set(text, (counts.get(text) ?? 0) + 1);
+    for (const text of readFileSync(this.answersFile, 'utf8').split('\n'))
+      if (text !== '') counts.set(text, (counts.get(text) ?? 0) + 1);
     return counts;
   }
 

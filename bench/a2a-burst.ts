@@ -18,7 +18,12 @@ const BURST_CONCURRENCY = Number(process.env.BENCH_BURST_CONCURRENCY ?? 32);
 const DOWN_MS = Number(process.env.BENCH_AGENT_DOWN_MS ?? 3000);
 /** How long the burst's tasks may take to settle after the last send (the run's task timeout is set past it). */
 export const BURST_SETTLE_MS = Number(process.env.BENCH_BURST_SETTLE_MS ?? 120000);
-const TERMINAL: ReadonlySet<TaskState> = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+const TERMINAL: ReadonlySet<TaskState> = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+]);
 
 interface BurstTask {
   text: string;
@@ -62,14 +67,19 @@ export async function runBurst(r: BurstRun): Promise<void> {
   }
 }
 
-async function burstAgainst(agent: EchoAgentProcess, { run, mesh, postgres, stopping, budgetLeft, opTimeoutMs }: BurstRun): Promise<void> {
+async function burstAgainst(
+  agent: EchoAgentProcess,
+  { run, mesh, postgres, stopping, budgetLeft, opTimeoutMs }: BurstRun,
+): Promise<void> {
   const checkStop = () => {
     if (stopping()) throw new Error('interrupted');
   };
   const prefix = `burst-${run}-`;
   const tasks: BurstTask[] = Array.from({ length: BURST }, (_, n) => ({ text: `${prefix}${n}` }));
   const answeredBefore = () => [...agent.answered().keys()].filter((t) => t.startsWith(prefix)).length;
-  console.log(`\nburst: ${BURST} non-blocking sends through the mesh, ${BURST_CONCURRENCY} at a time; the agent's process SIGKILLed once it answered ${Math.floor(BURST / 2)}, started again ${DOWN_MS} ms later`);
+  console.log(
+    `\nburst: ${BURST} non-blocking sends through the mesh, ${BURST_CONCURRENCY} at a time; the agent's process SIGKILLed once it answered ${Math.floor(BURST / 2)}, started again ${DOWN_MS} ms later`,
+  );
   const startedAt = Date.now();
   let next = 0;
   const sending = Promise.all(
@@ -77,7 +87,9 @@ async function burstAgainst(agent: EchoAgentProcess, { run, mesh, postgres, stop
       for (let n = next++; n < BURST && !stopping(); n = next++) {
         const task = tasks[n];
         try {
-          const answer = await mesh.sendMessage(echoRequest(task.text, true), { signal: AbortSignal.timeout(opTimeoutMs) });
+          const answer = await mesh.sendMessage(echoRequest(task.text, true), {
+            signal: AbortSignal.timeout(opTimeoutMs),
+          });
           if ('status' in answer && answer.id) task.taskId = answer.id;
           else task.refusal = 'answered without a task';
         } catch (e) {
@@ -87,9 +99,12 @@ async function burstAgainst(agent: EchoAgentProcess, { run, mesh, postgres, stop
     }),
   );
   // The kill: once the agent has answered half of the burst (bounded: the sends may outrun the deliveries).
-  await until('the agent to answer half of the burst', () => (answeredBefore() >= BURST / 2 || stopping() ? true : undefined), Math.max(1000, budgetLeft() - DOWN_MS), 5).catch(() =>
-    console.log(`  the agent had not answered half of the burst by the run's bound: killed now`),
-  );
+  await until(
+    'the agent to answer half of the burst',
+    () => (answeredBefore() >= BURST / 2 || stopping() ? true : undefined),
+    Math.max(1000, budgetLeft() - DOWN_MS),
+    5,
+  ).catch(() => console.log(`  the agent had not answered half of the burst by the run's bound: killed now`));
   checkStop();
   const killedAt = Date.now();
   const answeredAtKill = answeredBefore();
@@ -100,7 +115,9 @@ async function burstAgainst(agent: EchoAgentProcess, { run, mesh, postgres, stop
   const backAt = Date.now();
   await sending;
   const sentMs = Date.now() - startedAt;
-  console.log(`  killed ${killedAt - startedAt} ms into the burst (the agent had answered ${answeredAtKill}, the mesh acknowledged ${ackedAtKill} sends), a new process listening after ${backAt - killedAt} ms; every send answered after ${sentMs} ms`);
+  console.log(
+    `  killed ${killedAt - startedAt} ms into the burst (the agent had answered ${answeredAtKill}, the mesh acknowledged ${ackedAtKill} sends), a new process listening after ${backAt - killedAt} ms; every send answered after ${sentMs} ms`,
+  );
 
   // Every acknowledged task read back until it is terminal (GetTask through the mesh), bounded.
   const acknowledged = tasks.filter((t) => t.taskId);
@@ -114,7 +131,10 @@ async function burstAgainst(agent: EchoAgentProcess, { run, mesh, postgres, stop
         for (let k = i++; k < batch.length; k = i++) {
           const t = batch[k];
           try {
-            const task = await mesh.getTask({ tenant: '', id: t.taskId!, historyLength: 0 }, { signal: AbortSignal.timeout(10000) });
+            const task = await mesh.getTask(
+              { tenant: '', id: t.taskId!, historyLength: 0 },
+              { signal: AbortSignal.timeout(10000) },
+            );
             t.state = task.status?.state;
             t.echoed = task.artifacts.map((a) => textOf(a)).join('');
           } catch {
@@ -139,20 +159,46 @@ async function burstAgainst(agent: EchoAgentProcess, { run, mesh, postgres, stop
   const answered = agent.answered();
   const atAgent = tasks.filter((t) => (answered.get(t.text) ?? 0) > 0).length;
   const duplicates = [...answered].filter(([text, n]) => text.startsWith(prefix) && n > 1);
-  const completionsInMesh = await completionsRecorded(postgres, acknowledged.map((t) => t.taskId!));
+  const completionsInMesh = await completionsRecorded(
+    postgres,
+    acknowledged.map((t) => t.taskId!),
+  );
   const twiceInMesh = [...completionsInMesh.values()].filter((n) => n > 1).length;
   const stillOpen = open().length;
   const lost = acknowledged.length - completed.length - stillOpen;
-  console.log(`  sent ${BURST}: acknowledged ${acknowledged.length}, refused ${BURST - acknowledged.length}${Object.keys(refusals).length > 0 ? ` ${JSON.stringify(refusals)}` : ''}`);
-  console.log(`  acknowledged tasks by state after ${settledMs} ms: ${JSON.stringify(states)}; completed with the text sent: ${completed.length - wrongEcho.length}`);
-  console.log(`  the mesh recorded a completion of ${completionsInMesh.size} tasks, of none more than once: ${twiceInMesh === 0 ? 'yes' : `no (${twiceInMesh} twice)`} (each task's event log in Postgres)`);
   console.log(
-    `  the agent completed ${atAgent} distinct tasks of the burst; more than once: ${duplicates.length}${duplicates.length > 0 ? ` (${duplicates.slice(0, 5).map(([t, n]) => `${t} x${n}`).join(', ')}: ` +
-      'tasks the agent had done and forgot when its process was killed, before the mesh heard of them, sent to it again: at least once, docs/a2a.md, "Not supported")' : ''}`,
+    `  sent ${BURST}: acknowledged ${acknowledged.length}, refused ${BURST - acknowledged.length}${Object.keys(refusals).length > 0 ? ` ${JSON.stringify(refusals)}` : ''}`,
   );
-  if (stillOpen > 0) console.log(`  still open when the run's bound came (BENCH_BUDGET_SECONDS, BENCH_BURST_SETTLE_MS): ${stillOpen}, neither lost nor completed yet`);
-  const verdict = lost > 0 || wrongEcho.length > 0 || twiceInMesh > 0 || completionsInMesh.size !== completed.length ? 'NOT met' : stillOpen > 0 ? 'not shown (tasks still open at the bound)' : 'met';
-  console.log(`  lost (acknowledged, ended other than completed): ${lost}; goal 0 lost and each completed once (by the mesh): ${verdict}; each done once by the agent too: ${duplicates.length === 0 ? 'yes' : 'no'}`);
+  console.log(
+    `  acknowledged tasks by state after ${settledMs} ms: ${JSON.stringify(states)}; completed with the text sent: ${completed.length - wrongEcho.length}`,
+  );
+  console.log(
+    `  the mesh recorded a completion of ${completionsInMesh.size} tasks, of none more than once: ${twiceInMesh === 0 ? 'yes' : `no (${twiceInMesh} twice)`} (each task's event log in Postgres)`,
+  );
+  console.log(
+    `  the agent completed ${atAgent} distinct tasks of the burst; more than once: ${duplicates.length}${
+      duplicates.length > 0
+        ? ` (${duplicates
+            .slice(0, 5)
+            .map(([t, n]) => `${t} x${n}`)
+            .join(', ')}: ` +
+          'tasks the agent had done and forgot when its process was killed, before the mesh heard of them, sent to it again: at least once, docs/a2a.md, "Not supported")'
+        : ''
+    }`,
+  );
+  if (stillOpen > 0)
+    console.log(
+      `  still open when the run's bound came (BENCH_BUDGET_SECONDS, BENCH_BURST_SETTLE_MS): ${stillOpen}, neither lost nor completed yet`,
+    );
+  const verdict =
+    lost > 0 || wrongEcho.length > 0 || twiceInMesh > 0 || completionsInMesh.size !== completed.length
+      ? 'NOT met'
+      : stillOpen > 0
+        ? 'not shown (tasks still open at the bound)'
+        : 'met';
+  console.log(
+    `  lost (acknowledged, ended other than completed): ${lost}; goal 0 lost and each completed once (by the mesh): ${verdict}; each done once by the agent too: ${duplicates.length === 0 ? 'yes' : 'no'}`,
+  );
 }
 
 /** How many completions the mesh recorded for each task (`completed` status events in its event log, Postgres). */

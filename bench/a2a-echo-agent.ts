@@ -66,7 +66,8 @@ export class BenchEchoAgent {
       }
       void this.serve(request).then(
         (answer) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer)),
-        (e: unknown) => response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jsonRpcErrorOf(e))),
+        (e: unknown) =>
+          response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(jsonRpcErrorOf(e))),
       );
     });
     server.keepAliveTimeout = 60000;
@@ -130,7 +131,14 @@ export class BenchEchoAgent {
           AgentEvent.artifactUpdate({
             taskId: ctx.taskId,
             contextId: ctx.contextId,
-            artifact: { artifactId: randomUUID(), name: 'echo', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+            artifact: {
+              artifactId: randomUUID(),
+              name: 'echo',
+              description: '',
+              parts: [textPart(text)],
+              metadata: undefined,
+              extensions: [],
+            },
             append: false,
             lastChunk: true,
             metadata: undefined,
@@ -151,7 +159,12 @@ export class BenchEchoAgent {
       },
       cancelTask: (taskId: string, bus: ExecutionEventBus) => {
         bus.publish(
-          AgentEvent.statusUpdate({ taskId, contextId: '', status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }),
+          AgentEvent.statusUpdate({
+            taskId,
+            contextId: '',
+            status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+            metadata: undefined,
+          }),
         );
         return Promise.resolve();
       },
@@ -160,11 +173,25 @@ export class BenchEchoAgent {
 }
 
 function textPart(text: string) {
-  return { content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+  return {
+    content: { $case: 'text' as const, value: text },
+    metadata: undefined,
+    filename: '',
+    mediaType: 'text/plain',
+  };
 }
 
 function agentText(ctx: RequestContext, text: string): Message {
-  return { messageId: randomUUID(), contextId: ctx.contextId, taskId: ctx.taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId: ctx.contextId,
+    taskId: ctx.taskId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 /** The first text part of a message ('' when it has none). */
@@ -175,7 +202,10 @@ export function textOf(message: Pick<Message, 'parts'> | undefined): string {
 
 /** A send of one text part to the echo agent (blocking, or answered at once with `returnImmediately`). */
 export function echoRequest(text: string, returnImmediately = false): SendMessageRequest {
-  return SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration: { returnImmediately } });
+  return SendMessageRequest.fromJSON({
+    message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
+    configuration: { returnImmediately },
+  });
 }
 
 /** A2A v1.0's JSON-RPC code of `VersionNotSupportedError` (the SDK's A2A_ERROR_CODE, not exported). */
@@ -193,7 +223,11 @@ function idOf(body: string): string | number | null {
 }
 
 /** A request the agent cannot serve, answered as JSON-RPC says (an error object, the request's id), never as a bare 500. */
-function jsonRpcErrorOf(e: unknown): { jsonrpc: '2.0'; id: string | number | null; error: { code: number; message: string } } {
+function jsonRpcErrorOf(e: unknown): {
+  jsonrpc: '2.0';
+  id: string | number | null;
+  error: { code: number; message: string };
+} {
   const error = e as { name?: string; message?: string; id?: string | number | null };
   const code = error.name === 'VersionNotSupportedError' ? VERSION_NOT_SUPPORTED : INTERNAL_ERROR;
   return { jsonrpc: '2.0', id: error.id ?? null, error: { code, message: error.message ?? String(e) } };

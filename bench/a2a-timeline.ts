@@ -25,15 +25,29 @@ async function timelineOf(temporal: TemporalClient, taskId: string): Promise<Ste
 function eventName(type: unknown): string {
   // EventType enum numbers of temporal.api.enums.v1 (the ones a task workflow's history holds).
   const names: Record<number, string> = {
-    1: 'workflow started', 2: 'workflow completed', 5: 'workflow task scheduled', 6: 'workflow task started', 7: 'workflow task completed',
-    10: 'activity scheduled', 11: 'activity started', 12: 'activity completed', 13: 'activity failed', 17: 'timer started (the task deadline)',
-    18: 'timer fired', 19: 'timer canceled', 25: 'marker recorded (the local activity: the first attempt)', 40: 'search attributes upserted',
+    1: 'workflow started',
+    2: 'workflow completed',
+    5: 'workflow task scheduled',
+    6: 'workflow task started',
+    7: 'workflow task completed',
+    10: 'activity scheduled',
+    11: 'activity started',
+    12: 'activity completed',
+    13: 'activity failed',
+    17: 'timer started (the task deadline)',
+    18: 'timer fired',
+    19: 'timer canceled',
+    25: 'marker recorded (the local activity: the first attempt)',
+    40: 'search attributes upserted',
   };
   return names[Number(type)] ?? `event ${String(type)}`;
 }
 
 /** The median timeline of the sampled tasks whose histories have the most common shape. */
-export async function medianTimeline(temporal: TemporalClient, taskIds: string[]): Promise<{ steps: Step[]; of: number; sampled: number }> {
+export async function medianTimeline(
+  temporal: TemporalClient,
+  taskIds: string[],
+): Promise<{ steps: Step[]; of: number; sampled: number }> {
   const timelines = await Promise.all(taskIds.map((id) => timelineOf(temporal, id).catch(() => undefined)));
   const shapes = new Map<string, Step[][]>();
   for (const t of timelines) {
@@ -43,16 +57,30 @@ export async function medianTimeline(temporal: TemporalClient, taskIds: string[]
   }
   const [common] = [...shapes.values()].sort((a, b) => b.length - a.length);
   if (!common) return { steps: [], of: 0, sampled: taskIds.length };
-  return { steps: common[0].map((s, i) => ({ label: s.label, ms: median(common.map((t) => t[i].ms)) })), of: common.length, sampled: taskIds.length };
+  return {
+    steps: common[0].map((s, i) => ({ label: s.label, ms: median(common.map((t) => t[i].ms)) })),
+    of: common.length,
+    sampled: taskIds.length,
+  };
 }
 
 /** A timeline's time waiting for a worker (scheduled to started) and running (started to completed), by kind. */
-export function summarize(steps: Step[]): { queued: number; workflowTaskRun: number; activityRun: number; workflowTasks: number; activities: number } {
+export function summarize(steps: Step[]): {
+  queued: number;
+  workflowTaskRun: number;
+  activityRun: number;
+  workflowTasks: number;
+  activities: number;
+} {
   const out = { queued: 0, workflowTaskRun: 0, activityRun: 0, workflowTasks: 0, activities: 0 };
   let scheduled: Record<string, number> = {};
   let startedAt: Record<string, number> = {};
   for (const s of steps) {
-    const kind = s.label.startsWith('workflow task') ? 'workflowTask' : s.label.startsWith('activity') ? 'activity' : undefined;
+    const kind = s.label.startsWith('workflow task')
+      ? 'workflowTask'
+      : s.label.startsWith('activity')
+        ? 'activity'
+        : undefined;
     if (!kind) continue;
     if (s.label.endsWith('scheduled')) scheduled = { ...scheduled, [kind]: s.ms };
     else if (s.label.endsWith('started')) {

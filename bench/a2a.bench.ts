@@ -12,7 +12,18 @@ import { requestTopicOf } from '../libs/a2a/request-topic';
 import { BURST_SETTLE_MS, runBurst } from './a2a-burst';
 import { BenchEchoAgent, echoRequest, textOf } from './a2a-echo-agent';
 import { medianTimeline, summarize } from './a2a-timeline';
-import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, percentile, ROOT, sleep, startInstanceProcess } from './support';
+import {
+  benchConfig,
+  benchEnv,
+  brokerPid,
+  createTopics,
+  median,
+  meterCpu,
+  percentile,
+  ROOT,
+  sleep,
+  startInstanceProcess,
+} from './support';
 
 /**
  * A2A through the mesh against its two references, in the same run (`npm run bench:a2a`), with an echo agent (an
@@ -89,14 +100,15 @@ interface Run {
   taskIds: string[];
 }
 
-
 /** A blocking send's answer must be the completed task, its artifact the text sent. */
 function checkEcho(answer: Message | Task, text: string): string {
   if (!('status' in answer)) throw new Error('answered a Message, not a task');
   const state = answer.status?.state;
-  if (state !== TaskState.TASK_STATE_COMPLETED) throw new Error(`task ${answer.id} answered ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED)}`);
+  if (state !== TaskState.TASK_STATE_COMPLETED)
+    throw new Error(`task ${answer.id} answered ${taskStateToJSON(state ?? TaskState.TASK_STATE_UNSPECIFIED)}`);
   const echoed = answer.artifacts.map((a) => textOf(a)).join('');
-  if (echoed !== text) throw new Error(`task ${answer.id} echoed ${JSON.stringify(echoed)} for ${JSON.stringify(text)}`);
+  if (echoed !== text)
+    throw new Error(`task ${answer.id} echoed ${JSON.stringify(echoed)} for ${JSON.stringify(text)}`);
   return answer.id;
 }
 
@@ -136,7 +148,18 @@ async function closedLoop(pathName: string, op: Op, concurrency: number, seconds
   );
   checkStop();
   const elapsed = (performance.now() - started) / 1000;
-  return { path: pathName, concurrency, done: latencies.length, errors, firstError, seconds: elapsed, perSecond: latencies.length / elapsed, latencies, cpu: cpu(), taskIds };
+  return {
+    path: pathName,
+    concurrency,
+    done: latencies.length,
+    errors,
+    firstError,
+    seconds: elapsed,
+    perSecond: latencies.length / elapsed,
+    latencies,
+    cpu: cpu(),
+    taskIds,
+  };
 }
 
 /** Tasks sent at `rate` a second for `seconds`, each timed from the moment it was due (no coordinated omission). */
@@ -170,24 +193,46 @@ async function openLoop(pathName: string, op: Op, rate: number, seconds: number)
   await Promise.all(inFlight);
   checkStop();
   const elapsed = (performance.now() - started) / 1000;
-  return { path: pathName, offeredPerSecond: rate, done: latencies.length, errors, firstError, seconds: elapsed, perSecond: latencies.length / elapsed, latencies, cpu: cpu(), taskIds };
+  return {
+    path: pathName,
+    offeredPerSecond: rate,
+    done: latencies.length,
+    errors,
+    firstError,
+    seconds: elapsed,
+    perSecond: latencies.length / elapsed,
+    latencies,
+    cpu: cpu(),
+    taskIds,
+  };
 }
 
-const p = (r: Run, q: number) => percentile([...r.latencies].sort((a, b) => a - b), q);
+const p = (r: Run, q: number) =>
+  percentile(
+    [...r.latencies].sort((a, b) => a - b),
+    q,
+  );
 const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
 
 function cpuPerTask(r: Run): string {
-  return Object.entries(r.cpu)
-    // A process tree's CPU counts its live processes only: one that exited in between (a Postgres backend) can
-    // make it negative, which is shown as unknown.
-    .map(([name, s]) => `${name} ${Number.isFinite(s) && s >= 0 && r.done > 0 ? Math.round((s / r.done) * 1e6) : '?'} µs`)
-    .join(', ');
+  return (
+    Object.entries(r.cpu)
+      // A process tree's CPU counts its live processes only: one that exited in between (a Postgres backend) can
+      // make it negative, which is shown as unknown.
+      .map(
+        ([name, s]) =>
+          `${name} ${Number.isFinite(s) && s >= 0 && r.done > 0 ? Math.round((s / r.done) * 1e6) : '?'} µs`,
+      )
+      .join(', ')
+  );
 }
 
 function line(r: Run): string {
   const load = r.concurrency !== undefined ? `concurrency ${r.concurrency}` : `offered ${f(r.offeredPerSecond!, 0)}/s`;
-  return `${r.path} (${load}): ${r.done} tasks in ${f(r.seconds, 2)} s, ${f(r.perSecond, 0)}/s, p50 ${f(p(r, 50))} p95 ${f(p(r, 95))} p99 ${f(p(r, 99))} ms` +
-    (r.errors > 0 ? `, ${r.errors} errors (first: ${r.firstError})` : '');
+  return (
+    `${r.path} (${load}): ${r.done} tasks in ${f(r.seconds, 2)} s, ${f(r.perSecond, 0)}/s, p50 ${f(p(r, 50))} p95 ${f(p(r, 95))} p99 ${f(p(r, 99))} ms` +
+    (r.errors > 0 ? `, ${r.errors} errors (first: ${r.firstError})` : '')
+  );
 }
 
 /** The pid in the first line of a file (a server's pid file), if any. */
@@ -202,8 +247,13 @@ function pidFrom(file: string): number | undefined {
 /** Terminates the task workflows of the run's agent still running (a run that failed or was cut short): nobody would answer them. */
 async function endTaskWorkflows(temporal: TemporalClient, agentName: string): Promise<void> {
   try {
-    for await (const wf of temporal.workflow.list({ query: `EventMeshAgent = '${agentName}' AND ExecutionStatus = 'Running'` })) {
-      await temporal.workflow.getHandle(wf.workflowId).terminate('bench:a2a ended').catch(() => undefined);
+    for await (const wf of temporal.workflow.list({
+      query: `EventMeshAgent = '${agentName}' AND ExecutionStatus = 'Running'`,
+    })) {
+      await temporal.workflow
+        .getHandle(wf.workflowId)
+        .terminate('bench:a2a ended')
+        .catch(() => undefined);
     }
   } catch (e) {
     console.error(`could not end the run's task workflows: ${(e as Error).message}`);
@@ -214,7 +264,12 @@ async function endTaskWorkflows(temporal: TemporalClient, agentName: string): Pr
 
 async function main(): Promise<void> {
   console.log(`A2A benchmark: ${ROUNDS} rounds of ${DURATION_S} s per path; phases ${PHASES.join(', ')}`);
-  console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   const agent = new BenchEchoAgent();
   await agent.start();
   const agentName = `bench-echo-${run}`;
@@ -225,10 +280,22 @@ async function main(): Promise<void> {
   const taskQueue = `bench-a2a-${run}`;
   const { code } = await bundleWorkflowCode({
     workflowsPath: require.resolve('./a2a-baseline.workflows'),
-    logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => process.stderr.write(`${m}\n`) },
+    logger: {
+      log: () => undefined,
+      trace: () => undefined,
+      debug: () => undefined,
+      info: () => undefined,
+      warn: () => undefined,
+      error: (m: string) => process.stderr.write(`${m}\n`),
+    },
   });
   const workerConnection = await NativeConnection.connect({ address: config.temporal.address });
-  const worker = await Worker.create({ connection: workerConnection, namespace: config.temporal.namespace, taskQueue, workflowBundle: { code } });
+  const worker = await Worker.create({
+    connection: workerConnection,
+    namespace: config.temporal.namespace,
+    taskQueue,
+    workflowBundle: { code },
+  });
   const workerRun = worker.run();
   // (2)'s starter shares the worker's connection, so the server hands each workflow's first task back in the start
   // call's answer (eager start), as the mesh's instance does with its task workflows.
@@ -237,7 +304,13 @@ async function main(): Promise<void> {
   /** (2) and (4): the bare workflow started (eagerly or through the task queue) and awaited; its result is its input. */
   const bareWorkflow = async (client: TemporalClient, prefix: string, eager: boolean): Promise<undefined> => {
     const id = `${prefix}-${randomUUID().slice(0, 4)}`;
-    const handle = await client.workflow.start('benchA2aBaseline', { taskQueue, workflowId: id, args: [id], workflowExecutionTimeout: OP_TIMEOUT_MS, requestEagerStart: eager });
+    const handle = await client.workflow.start('benchA2aBaseline', {
+      taskQueue,
+      workflowId: id,
+      args: [id],
+      workflowExecutionTimeout: OP_TIMEOUT_MS,
+      requestEagerStart: eager,
+    });
     if (eager) {
       baselineStarts.total++;
       if (handle.eagerlyStarted) baselineStarts.eager++;
@@ -261,9 +334,19 @@ async function main(): Promise<void> {
       EVENTMESH_AGENTS_TASK_TIMEOUT_MS: String(BURST_SETTLE_MS + 60000),
     }),
   );
-  pids = { bench: 'self', instance: instance.child.pid, temporal: pidFrom('.data/temporal/temporal.pid'), postgres: pidFrom('.data/postgres/pgdata/postmaster.pid'), broker: brokerPid() };
+  pids = {
+    bench: 'self',
+    instance: instance.child.pid,
+    temporal: pidFrom('.data/temporal/temporal.pid'),
+    postgres: pidFrom('.data/postgres/pgdata/postmaster.pid'),
+    broker: brokerPid(),
+  };
   try {
-    const put = await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(agent.card()) });
+    const put = await fetch(`${instance.url}/a2a/agents/${agentName}`, {
+      method: 'PUT',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(agent.card()),
+    });
     if (put.status !== 201) throw new Error(`registering the agent: ${put.status} ${await put.text()}`);
     const factory = new ClientFactory();
     const direct = await factory.createFromUrl(agent.url);
@@ -335,31 +418,58 @@ async function main(): Promise<void> {
       const added = rounds.map((r) => p(r.half.mesh, 50) - p(r.half.direct, 50));
       const p50ratio = rounds.map((r) => p(r.half.mesh, 50) / p(r.half.direct, 50));
       const mid = rounds[ratio32.indexOf(median(ratio32))];
-      console.log(`\nThe round with the median (3)/(2) ratio; throughput at concurrency ${concurrency}, latency at ${f(halfRate, 0)} tasks/s offered (half of (3)'s maximum):\n`);
-      console.log('| path | tasks/s (concurrency ' + concurrency + ') | p50 ms | p95 ms | p99 ms | half load: p50 ms | p95 ms | p99 ms | CPU per task at full load |');
+      console.log(
+        `\nThe round with the median (3)/(2) ratio; throughput at concurrency ${concurrency}, latency at ${f(halfRate, 0)} tasks/s offered (half of (3)'s maximum):\n`,
+      );
+      console.log(
+        '| path | tasks/s (concurrency ' +
+          concurrency +
+          ') | p50 ms | p95 ms | p99 ms | half load: p50 ms | p95 ms | p99 ms | CPU per task at full load |',
+      );
       console.log('|---|---|---|---|---|---|---|---|---|');
       for (const name of PATHS) {
         const fr = mid.full[name];
         const hr = mid.half[name];
         const halfCols = hr ? `${f(p(hr, 50))} | ${f(p(hr, 95))} | ${f(p(hr, 99))}` : '- | - | -';
-        console.log(`| (${PATHS.indexOf(name) + 1}) ${name} | ${f(fr.perSecond, 0)} | ${f(p(fr, 50))} | ${f(p(fr, 95))} | ${f(p(fr, 99))} | ${halfCols} | ${cpuPerTask(fr)} |`);
+        console.log(
+          `| (${PATHS.indexOf(name) + 1}) ${name} | ${f(fr.perSecond, 0)} | ${f(p(fr, 50))} | ${f(p(fr, 95))} | ${f(p(fr, 99))} | ${halfCols} | ${cpuPerTask(fr)} |`,
+        );
       }
-      const errors = rounds.reduce((n, r) => n + [...Object.values(r.full), ...Object.values(r.half)].reduce((m, x) => m + x.errors, 0), 0);
-      console.log(`\n(3)/(2) throughput: median ${f(median(ratio32), 2)}x (goal >= 0.5x: ${median(ratio32) >= 0.5 ? 'met' : 'NOT met'}); per round ${ratio32.map((x) => f(x, 3)).join(', ')}`);
-      console.log(`(3)/(4), against the workflow started through the task queue (for reference): median ${f(median(ratio34), 2)}x; per round ${ratio34.map((x) => f(x, 3)).join(', ')}`);
-      console.log(`added p50 of (3) over (1) at half load: median ${f(median(added))} ms (goal <= 25 ms: ${median(added) <= 25 ? 'met' : 'NOT met'}); per round ${added.map((x) => f(x)).join(', ')}`);
-      console.log(`(3)/(1): throughput median ${f(median(ratio31), 2)}x (per round ${ratio31.map((x) => f(x, 2)).join(', ')}); p50 at half load median ${f(median(p50ratio), 1)}x`);
+      const errors = rounds.reduce(
+        (n, r) => n + [...Object.values(r.full), ...Object.values(r.half)].reduce((m, x) => m + x.errors, 0),
+        0,
+      );
+      console.log(
+        `\n(3)/(2) throughput: median ${f(median(ratio32), 2)}x (goal >= 0.5x: ${median(ratio32) >= 0.5 ? 'met' : 'NOT met'}); per round ${ratio32.map((x) => f(x, 3)).join(', ')}`,
+      );
+      console.log(
+        `(3)/(4), against the workflow started through the task queue (for reference): median ${f(median(ratio34), 2)}x; per round ${ratio34.map((x) => f(x, 3)).join(', ')}`,
+      );
+      console.log(
+        `added p50 of (3) over (1) at half load: median ${f(median(added))} ms (goal <= 25 ms: ${median(added) <= 25 ? 'met' : 'NOT met'}); per round ${added.map((x) => f(x)).join(', ')}`,
+      );
+      console.log(
+        `(3)/(1): throughput median ${f(median(ratio31), 2)}x (per round ${ratio31.map((x) => f(x, 2)).join(', ')}); p50 at half load median ${f(median(p50ratio), 1)}x`,
+      );
       console.log(`(2)'s workflows started eagerly: ${baselineStarts.eager} of ${baselineStarts.total}`);
       // The mesh's own count, over the whole run (warm-up and ramp included): a start that found no free slot on the
       // instance's worker went through the task queue (EVENTMESH_AGENTS_WORKER_SLOTS).
-      const meshStarts = ((await (await fetch(`${instance.url}/health`)).json()) as { stats?: { a2aWorkflowStarts?: { total: number; eager: number } } }).stats?.a2aWorkflowStarts;
-      console.log(`(3)'s task workflows started eagerly: ${meshStarts ? `${meshStarts.eager} of ${meshStarts.total}` : 'not reported by /health'}`);
+      const meshStarts = (
+        (await (await fetch(`${instance.url}/health`)).json()) as {
+          stats?: { a2aWorkflowStarts?: { total: number; eager: number } };
+        }
+      ).stats?.a2aWorkflowStarts;
+      console.log(
+        `(3)'s task workflows started eagerly: ${meshStarts ? `${meshStarts.eager} of ${meshStarts.total}` : 'not reported by /health'}`,
+      );
       console.log(`errors (tasks not answered as sent, or past ${OP_TIMEOUT_MS} ms): ${errors}`);
 
       // Where a mesh task's time goes: its workflow's history (Temporal's event times), against the client's view.
       const sample = mid.half.mesh.taskIds.slice(-TIMELINE_SAMPLE);
       const timeline = await medianTimeline(temporal, sample);
-      console.log(`\nA mesh task's workflow at half load (median event times after the workflow's start, ${timeline.of} of ${timeline.sampled} sampled histories of this shape); the client's p50 was ${f(p(mid.half.mesh, 50))} ms:`);
+      console.log(
+        `\nA mesh task's workflow at half load (median event times after the workflow's start, ${timeline.of} of ${timeline.sampled} sampled histories of this shape); the client's p50 was ${f(p(mid.half.mesh, 50))} ms:`,
+      );
       for (const s of timeline.steps) console.log(`  ${f(s.ms)} ms  ${s.label}`);
       const sum = summarize(timeline.steps);
       const workflowMs = timeline.steps.at(-1)?.ms ?? NaN;
@@ -372,10 +482,25 @@ async function main(): Promise<void> {
     }
 
     const register = async (card: Record<string, unknown>) => {
-      const replaced = await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(card) });
-      if (replaced.status !== 200) throw new Error(`registering the burst's agent: ${replaced.status} ${await replaced.text()}`);
+      const replaced = await fetch(`${instance.url}/a2a/agents/${agentName}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(card),
+      });
+      if (replaced.status !== 200)
+        throw new Error(`registering the burst's agent: ${replaced.status} ${await replaced.text()}`);
     };
-    if (PHASES.includes('burst')) await runBurst({ run, mesh, agentName, register, postgres: config.postgres, stopping, budgetLeft, opTimeoutMs: OP_TIMEOUT_MS });
+    if (PHASES.includes('burst'))
+      await runBurst({
+        run,
+        mesh,
+        agentName,
+        register,
+        postgres: config.postgres,
+        stopping,
+        budgetLeft,
+        opTimeoutMs: OP_TIMEOUT_MS,
+      });
     await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'DELETE' });
   } finally {
     await instance.stop();
@@ -387,7 +512,9 @@ async function main(): Promise<void> {
     await agent.kill();
     const admin = kafka.admin();
     await admin.connect();
-    await admin.deleteTopics({ topics: [`bench-a2a-${run}`, requestTopicOf('default', agentName)] }).catch(() => undefined);
+    await admin
+      .deleteTopics({ topics: [`bench-a2a-${run}`, requestTopicOf('default', agentName)] })
+      .catch(() => undefined);
     await admin.disconnect();
   }
 }

@@ -7,7 +7,20 @@ import path from 'node:path';
 import { Kafka, logLevel, Producer } from 'kafkajs';
 import { frameToKafkaMessage } from '../libs/frame';
 import type { PartitionsView } from '../libs/ownership';
-import { benchConfig, benchEnv, brokerPid, createTopics, median, meterCpu, percentile, resetOwnership, ROOT, sleep, startInstanceProcess, until } from './support';
+import {
+  benchConfig,
+  benchEnv,
+  brokerPid,
+  createTopics,
+  median,
+  meterCpu,
+  percentile,
+  resetOwnership,
+  ROOT,
+  sleep,
+  startInstanceProcess,
+  until,
+} from './support';
 
 /**
  * Webhook delivery of ONE instance against a kafkajs consumer group on the same host, the same sink and the same
@@ -96,7 +109,9 @@ class Sink {
     const id = req.headers['webhook-id'];
     const timestamp = req.headers['webhook-timestamp'];
     const signature = String(req.headers['webhook-signature'] ?? '');
-    const expected = Buffer.from(`v1,${createHmac('sha256', this.key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`);
+    const expected = Buffer.from(
+      `v1,${createHmac('sha256', this.key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`,
+    );
     const got = Buffer.from(signature);
     return got.length === expected.length && timingSafeEqual(got, expected);
   }
@@ -149,9 +164,19 @@ interface Measured {
 
 /** The drain rate of `ids` (first to last delivery), then the latency of a steady load into the same topic. */
 async function measure(sink: Sink, producer: Producer, topic: string, ids: string[], pid: number): Promise<Measured> {
-  await until(`the first delivery of ${topic}`, () => (sink.firstAt.has(ids[0]) || ids.some((id) => sink.firstAt.has(id)) ? true : undefined), DRAIN_WAIT_MS, 20);
+  await until(
+    `the first delivery of ${topic}`,
+    () => (sink.firstAt.has(ids[0]) || ids.some((id) => sink.firstAt.has(id)) ? true : undefined),
+    DRAIN_WAIT_MS,
+    20,
+  );
   const cpu = meterCpu({ path: pid, broker: brokerPid() });
-  await until(`${ids.length} deliveries of ${topic}`, () => (ids.every((id) => sink.firstAt.has(id)) ? true : undefined), DRAIN_WAIT_MS, 20);
+  await until(
+    `${ids.length} deliveries of ${topic}`,
+    () => (ids.every((id) => sink.firstAt.has(id)) ? true : undefined),
+    DRAIN_WAIT_MS,
+    20,
+  );
   const used = cpu();
   const times = ids.map((id) => sink.firstAt.get(id)!);
   const perSecond = (ids.length - 1) / ((Math.max(...times) - Math.min(...times)) / 1000);
@@ -165,7 +190,12 @@ async function measure(sink: Sink, producer: Producer, topic: string, ids: strin
     await producer.send({ topic, acks: -1, messages: batch });
     await sleep(Math.max(0, every - (Date.now() - started)));
   }
-  await until(`the latency events of ${topic}`, () => ([...producedAt.keys()].every((id) => sink.firstAt.has(id)) ? true : undefined), DRAIN_WAIT_MS, 20);
+  await until(
+    `the latency events of ${topic}`,
+    () => ([...producedAt.keys()].every((id) => sink.firstAt.has(id)) ? true : undefined),
+    DRAIN_WAIT_MS,
+    20,
+  );
   const latencies = [...producedAt].map(([id, at]) => sink.firstAt.get(id)! - at).sort((a, b) => a - b);
   return {
     perSecond,
@@ -180,7 +210,12 @@ async function measure(sink: Sink, producer: Producer, topic: string, ids: strin
 
 type Instance = Awaited<ReturnType<typeof startInstanceProcess>>;
 
-async function subscribe(instance: Instance, sink: string, topic: string, ordering: string): Promise<{ id: string; secret: string }> {
+async function subscribe(
+  instance: Instance,
+  sink: string,
+  topic: string,
+  ordering: string,
+): Promise<{ id: string; secret: string }> {
   const response = await fetch(`${instance.url}/subscriptions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
@@ -190,7 +225,14 @@ async function subscribe(instance: Instance, sink: string, topic: string, orderi
   return (await response.json()) as { id: string; secret: string };
 }
 
-async function ours(instance: Instance, sink: Sink, producer: Producer, topic: string, ids: string[], ordering: string): Promise<Measured> {
+async function ours(
+  instance: Instance,
+  sink: Sink,
+  producer: Producer,
+  topic: string,
+  ids: string[],
+  ordering: string,
+): Promise<Measured> {
   const subscription = await subscribe(instance, sink.url, topic, ordering);
   sink.key = Buffer.from(subscription.secret.replace(/^whsec_/, ''), 'base64');
   try {
@@ -230,11 +272,15 @@ async function group(sink: Sink, producer: Producer, topic: string, ids: string[
 
 /** PARTITION_OWNED_PULL: every partition of `topics` owned by the instance and polling. */
 async function settled(instance: Instance, topics: string[]): Promise<void> {
-  await until('the instance to own every partition', async () => {
-    const v = (await (await fetch(`${instance.url}/admin/partitions`)).json()) as PartitionsView;
-    const mine = v.partitions.filter((p) => topics.includes(p.topic));
-    return mine.length === topics.length * PARTITIONS && mine.every((p) => p.owner && p.polling) ? true : undefined;
-  }, 120000);
+  await until(
+    'the instance to own every partition',
+    async () => {
+      const v = (await (await fetch(`${instance.url}/admin/partitions`)).json()) as PartitionsView;
+      const mine = v.partitions.filter((p) => topics.includes(p.topic));
+      return mine.length === topics.length * PARTITIONS && mine.every((p) => p.owner && p.polling) ? true : undefined;
+    },
+    120000,
+  );
 }
 
 async function main(): Promise<void> {
@@ -244,14 +290,23 @@ async function main(): Promise<void> {
   const sink = new Sink();
   await sink.start();
   const run = randomUUID().slice(0, 6);
-  const topicOf = (round: number, scenario: string, path: 'ours' | 'base' | 'group') => `bench-dlv-${run}-${round}-${scenario}-${path}`;
-  const topicsOf = (path: 'ours' | 'base' | 'group') => SCENARIOS.flatMap((s) => Array.from({ length: ROUNDS }, (_, r) => topicOf(r, s.name, path)));
+  const topicOf = (round: number, scenario: string, path: 'ours' | 'base' | 'group') =>
+    `bench-dlv-${run}-${round}-${scenario}-${path}`;
+  const topicsOf = (path: 'ours' | 'base' | 'group') =>
+    SCENARIOS.flatMap((s) => Array.from({ length: ROUNDS }, (_, r) => topicOf(r, s.name, path)));
   const ourTopics = topicsOf('ours');
   const groupTopics = topicsOf('group');
   const baseTopics = BASELINE_ROOT ? topicsOf('base') : [];
   await createTopics(kafka, [...ourTopics, ...groupTopics, ...baseTopics], PARTITIONS);
-  console.log(`delivery benchmark: ${ROUNDS} rounds, ${EVENTS} events of 1 KiB over ${PARTITIONS} partitions and ${KEYS} keys, then ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s; ${TOPOLOGY}`);
-  console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os.loadavg().map((l) => l.toFixed(1)).join(' ')}`);
+  console.log(
+    `delivery benchmark: ${ROUNDS} rounds, ${EVENTS} events of 1 KiB over ${PARTITIONS} partitions and ${KEYS} keys, then ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s; ${TOPOLOGY}`,
+  );
+  console.log(
+    `machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os
+      .loadavg()
+      .map((l) => l.toFixed(1))
+      .join(' ')}`,
+  );
   if (TOPOLOGY === 'PARTITION_OWNED_PULL') await resetOwnership();
   const instance = await startInstanceProcess(
     benchEnv({
@@ -292,29 +347,44 @@ async function main(): Promise<void> {
           async () => void (mine = await ours(instance, sink, producer, oursTopic, oursIds, scenario.name)),
           async () => void (theirs = await group(sink, producer, groupTopic, groupIds)),
         ];
-        if (baseline) paths.push(async () => void (base = await ours(baseline, sink, producer, baseTopic, baseIds, scenario.name)));
+        if (baseline)
+          paths.push(async () => void (base = await ours(baseline, sink, producer, baseTopic, baseIds, scenario.name)));
         let mine!: Measured;
         let theirs!: Measured;
         let base: Measured | undefined;
         // Rotate which path goes first: the host's other load changes over a round.
         for (let i = 0; i < paths.length; i++) await paths[(i + round) % paths.length]();
         rows.push({ round, ours: mine, group: theirs, base });
-        console.log(`  ${scenario.name} round ${round + 1}/${ROUNDS}: ours ${f(mine.perSecond)} events/s, group ${f(theirs.perSecond)} events/s, ratio ${(mine.perSecond / theirs.perSecond).toFixed(2)}x` +
-          (base ? `; baseline ${f(base.perSecond)} events/s, ratio ${(base.perSecond / theirs.perSecond).toFixed(2)}x, CPU µs/event ours ${f(mine.cpuUs)} baseline ${f(base.cpuUs)} group ${f(theirs.cpuUs)}` : ''));
+        console.log(
+          `  ${scenario.name} round ${round + 1}/${ROUNDS}: ours ${f(mine.perSecond)} events/s, group ${f(theirs.perSecond)} events/s, ratio ${(mine.perSecond / theirs.perSecond).toFixed(2)}x` +
+            (base
+              ? `; baseline ${f(base.perSecond)} events/s, ratio ${(base.perSecond / theirs.perSecond).toFixed(2)}x, CPU µs/event ours ${f(mine.cpuUs)} baseline ${f(base.cpuUs)} group ${f(theirs.cpuUs)}`
+              : ''),
+        );
       }
-      console.log(`\n| ordering \`${scenario.name}\`, sink answers in ${scenario.sinkDelayMs} ms | round | eventmesh events/s | group events/s | ratio | eventmesh p50/p95/p99 ms | group p50/p95/p99 ms | CPU µs/event ours / group | broker CPU µs/event ours / group | host CPU µs/event ours / group |`);
+      console.log(
+        `\n| ordering \`${scenario.name}\`, sink answers in ${scenario.sinkDelayMs} ms | round | eventmesh events/s | group events/s | ratio | eventmesh p50/p95/p99 ms | group p50/p95/p99 ms | CPU µs/event ours / group | broker CPU µs/event ours / group | host CPU µs/event ours / group |`,
+      );
       console.log('|---|---|---|---|---|---|---|---|---|---|');
       for (const r of rows) {
         const l = (m: Measured) => `${m.latency.p50}/${m.latency.p95}/${m.latency.p99}`;
-        console.log(`| | ${r.round + 1} | ${f(r.ours.perSecond)} | ${f(r.group.perSecond)} | ${(r.ours.perSecond / r.group.perSecond).toFixed(2)}x | ${l(r.ours)} | ${l(r.group)} | ${f(r.ours.cpuUs)} / ${f(r.group.cpuUs)} | ${f(r.ours.brokerCpuUs)} / ${f(r.group.brokerCpuUs)} | ${f(r.ours.hostCpuUs)} / ${f(r.group.hostCpuUs)} |`);
+        console.log(
+          `| | ${r.round + 1} | ${f(r.ours.perSecond)} | ${f(r.group.perSecond)} | ${(r.ours.perSecond / r.group.perSecond).toFixed(2)}x | ${l(r.ours)} | ${l(r.group)} | ${f(r.ours.cpuUs)} / ${f(r.group.cpuUs)} | ${f(r.ours.brokerCpuUs)} / ${f(r.group.brokerCpuUs)} | ${f(r.ours.hostCpuUs)} / ${f(r.group.hostCpuUs)} |`,
+        );
       }
       const ratios = rows.map((r) => r.ours.perSecond / r.group.perSecond);
       const m = median(ratios);
-      console.log(`| **median** | | ${f(median(rows.map((r) => r.ours.perSecond)))} | ${f(median(rows.map((r) => r.group.perSecond)))} | **${m.toFixed(2)}x** | | | | | |`);
-      console.log(`\nordering ${scenario.name}: median ratio ${m.toFixed(2)}x, per round ${ratios.map((x) => x.toFixed(2)).join(', ')}; goal >= ${scenario.goal}x: ${m >= scenario.goal ? 'met' : 'NOT met'}`);
+      console.log(
+        `| **median** | | ${f(median(rows.map((r) => r.ours.perSecond)))} | ${f(median(rows.map((r) => r.group.perSecond)))} | **${m.toFixed(2)}x** | | | | | |`,
+      );
+      console.log(
+        `\nordering ${scenario.name}: median ratio ${m.toFixed(2)}x, per round ${ratios.map((x) => x.toFixed(2)).join(', ')}; goal >= ${scenario.goal}x: ${m >= scenario.goal ? 'met' : 'NOT met'}`,
+      );
       if (baseline) {
         const baseRatios = rows.map((r) => r.base!.perSecond / r.group.perSecond);
-        console.log(`baseline build: median ratio ${median(baseRatios).toFixed(2)}x, per round ${baseRatios.map((x) => x.toFixed(2)).join(', ')}; ours/baseline per round ${rows.map((r) => (r.ours.perSecond / r.base!.perSecond).toFixed(2)).join(', ')}`);
+        console.log(
+          `baseline build: median ratio ${median(baseRatios).toFixed(2)}x, per round ${baseRatios.map((x) => x.toFixed(2)).join(', ')}; ours/baseline per round ${rows.map((r) => (r.ours.perSecond / r.base!.perSecond).toFixed(2)).join(', ')}`,
+        );
       }
       console.log('');
     }

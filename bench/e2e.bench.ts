@@ -36,7 +36,11 @@ interface Run {
 }
 
 /** Publishes `total` events through `send`, `concurrency` at a time, or paced at `rate` per second. */
-async function drive(total: number, send: (n: number) => Promise<void>, opts: { concurrency?: number; rate?: number }): Promise<void> {
+async function drive(
+  total: number,
+  send: (n: number) => Promise<void>,
+  opts: { concurrency?: number; rate?: number },
+): Promise<void> {
   if (opts.rate) {
     const started = performance.now();
     const inFlight: Promise<void>[] = [];
@@ -61,7 +65,8 @@ async function drive(total: number, send: (n: number) => Promise<void>, opts: { 
 async function settle(deliveredAt: Map<string, number>, ids: string[], deadlineMs: number): Promise<void> {
   const deadline = Date.now() + deadlineMs;
   while (ids.some((id) => !deliveredAt.has(id))) {
-    if (Date.now() > deadline) throw new Error(`only ${ids.filter((id) => deliveredAt.has(id)).length} of ${ids.length} delivered in time`);
+    if (Date.now() > deadline)
+      throw new Error(`only ${ids.filter((id) => deliveredAt.has(id)).length} of ${ids.length} delivered in time`);
     await new Promise((r) => setTimeout(r, 20));
   }
 }
@@ -101,12 +106,23 @@ interface Path {
 
 async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' = 'raw'): Promise<Path> {
   const instance = await startInstanceProcess(
-    benchEnv({ EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS), EVENTMESH_HTTP_PORT: '0', EVENTMESH_INSTANCE_ID: `bench-e2e-${randomUUID().slice(0, 6)}` }),
+    benchEnv({
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
+      EVENTMESH_HTTP_PORT: '0',
+      EVENTMESH_INSTANCE_ID: `bench-e2e-${randomUUID().slice(0, 6)}`,
+    }),
   );
   const gateway =
     VIA === 'forwarded'
       ? await startInstanceProcess(
-          benchEnv({ EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS), EVENTMESH_HTTP_PORT: '0', EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_INSTANCE_ID: `bench-e2e-gw-${randomUUID().slice(0, 6)}` }),
+          benchEnv({
+            EVENTMESH_KAFKA_TOPICS: topic,
+            EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
+            EVENTMESH_HTTP_PORT: '0',
+            EVENTMESH_INSTANCE_ROLES: 'gateway',
+            EVENTMESH_INSTANCE_ID: `bench-e2e-gw-${randomUUID().slice(0, 6)}`,
+          }),
         ).catch(async (e: unknown) => {
           await instance.stop();
           throw e;
@@ -116,10 +132,17 @@ async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' = 'raw'): Pr
   const http = new Pool(client.url, { connections: CONCURRENCY });
   try {
     // Created on the dispatching instance: in LOCAL_STICKY_PULL it is pinned to the instance that creates it.
-    const created = await fetch(`${instance.url}/subscriptions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
+    const created = await fetch(`${instance.url}/subscriptions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ protocol: 'STREAM', topic }),
+    });
     const { id: sub } = (await created.json()) as { id: string };
     const deliveredAt = new Map<string, number>();
-    const stop = subscriber === 'sdk' ? await sdkSubscriber(client.url!, sub, deliveredAt) : await rawSubscriber(client.url!, sub, deliveredAt);
+    const stop =
+      subscriber === 'sdk'
+        ? await sdkSubscriber(client.url!, sub, deliveredAt)
+        : await rawSubscriber(client.url!, sub, deliveredAt);
     const sentAt = new Map<string, number>();
     const publish = (prefix: string) => async (n: number) => {
       const id = `${prefix}-${n}`;
@@ -128,7 +151,14 @@ async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' = 'raw'): Pr
         path: `/events/publish?topic=${topic}`,
         method: 'POST',
         headers: { 'content-type': 'application/cloudevents+json' },
-        body: JSON.stringify({ specversion: '1.0', id, source: '/bench', type: 'bench.e2e', partitionkey: `k${n % 97}`, data: 'x'.repeat(1024) }),
+        body: JSON.stringify({
+          specversion: '1.0',
+          id,
+          source: '/bench',
+          type: 'bench.e2e',
+          partitionkey: `k${n % 97}`,
+          data: 'x'.repeat(1024),
+        }),
       });
       await r.body.dump();
     };
@@ -166,10 +196,14 @@ async function rawSubscriber(url: string, sub: string, deliveredAt: Map<string, 
 
 /** The SDK's consumer: a handler per event, acked after it. Resolves with its close. */
 async function sdkSubscriber(url: string, sub: string, deliveredAt: Map<string, number>): Promise<() => Promise<void>> {
-  const consumer: Consumer = new EventMeshClient({ url }).consume(sub, (event) => void deliveredAt.set(event.id, performance.now()), {
-    transport: 'websocket',
-    window: 1000,
-  });
+  const consumer: Consumer = new EventMeshClient({ url }).consume(
+    sub,
+    (event) => void deliveredAt.set(event.id, performance.now()),
+    {
+      transport: 'websocket',
+      window: 1000,
+    },
+  );
   await until('the SDK consumer connected', () => (consumer.state === 'connected' ? true : undefined), 60000);
   return () => consumer.close();
 }
@@ -193,8 +227,15 @@ async function rawPath(topic: string): Promise<Path> {
   const send = (prefix: string) => async (n: number) => {
     const id = `${prefix}-${n}`;
     sentAt.set(id, performance.now());
-    const message = frameToKafkaMessage({ id, source: '/bench', type: 'bench.e2e', specversion: '1.0', datacontenttype: 'application/json',
-      extensions: { partitionkey: `k${n % 97}` }, data: Buffer.from(JSON.stringify('x'.repeat(1024))) });
+    const message = frameToKafkaMessage({
+      id,
+      source: '/bench',
+      type: 'bench.e2e',
+      specversion: '1.0',
+      datacontenttype: 'application/json',
+      extensions: { partitionkey: `k${n % 97}` },
+      data: Buffer.from(JSON.stringify('x'.repeat(1024))),
+    });
     await producer.send({ topic, acks: -1, messages: [message] });
   };
   return {
@@ -210,16 +251,27 @@ async function rawPath(topic: string): Promise<Path> {
 
 async function main(): Promise<void> {
   const config = benchConfig();
-  const admin = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-e2e-admin', logLevel: logLevel.NOTHING }).admin();
+  const admin = new Kafka({
+    brokers: config.kafka.brokers,
+    clientId: 'bench-e2e-admin',
+    logLevel: logLevel.NOTHING,
+  }).admin();
   await admin.connect();
   const ours = `bench-e2e-${randomUUID().slice(0, 8)}`;
   const raw = `bench-e2e-raw-${randomUUID().slice(0, 8)}`;
   const sdk = `bench-e2e-sdk-${randomUUID().slice(0, 8)}`;
-  await createTopicsAndWait(admin, [ours, raw, sdk].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })));
+  await createTopicsAndWait(
+    admin,
+    [ours, raw, sdk].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })),
+  );
   const paths: Path[] = [];
   try {
     paths.push(await runtimePath(ours), await rawPath(raw), await runtimePath(sdk, 'sdk'));
-    const rounds: { runtime: { full: Run; half: Run }; baseline: { full: Run; half: Run }; sdk: { full: Run; half: Run } }[] = [];
+    const rounds: {
+      runtime: { full: Run; half: Run };
+      baseline: { full: Run; half: Run };
+      sdk: { full: Run; half: Run };
+    }[] = [];
     // The paths take turns, round after round; the baseline is offered the rate the runtime was offered at half load.
     for (let round = 0; round < ROUNDS; round++) {
       const runtime = await measureRuns(paths[0], round);
@@ -235,18 +287,28 @@ async function main(): Promise<void> {
     const medianRound = byThroughput[Math.floor(rounds.length / 2)];
     const row = (name: string, r: Run) =>
       `| ${name} | ${r.perSecond.toFixed(0)} | ${percentile(r.latencies, 50).toFixed(1)} | ${percentile(r.latencies, 95).toFixed(1)} | ${p99(r).toFixed(1)} |`;
-    console.log(`\nend-to-end benchmark (${VIA === 'forwarded' ? 'client and publishers on a gateway-only instance, forwarded from the dispatching one' : 'one instance'}): ${EVENTS} events of 1 KiB per run, ${ROUNDS} rounds, ${CONCURRENCY} concurrent publishers at full speed, topic of ${PARTITIONS} partitions`);
-    console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0].model}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; everything on one host\n`);
-    console.log(`The round with the median throughput ratio (half load: ${(medianRound.runtime.full.perSecond / 2).toFixed(0)} events/s offered to both paths):\n`);
+    console.log(
+      `\nend-to-end benchmark (${VIA === 'forwarded' ? 'client and publishers on a gateway-only instance, forwarded from the dispatching one' : 'one instance'}): ${EVENTS} events of 1 KiB per run, ${ROUNDS} rounds, ${CONCURRENCY} concurrent publishers at full speed, topic of ${PARTITIONS} partitions`,
+    );
+    console.log(
+      `machine: ${os.cpus().length} cores (${os.cpus()[0].model}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; everything on one host\n`,
+    );
+    console.log(
+      `The round with the median throughput ratio (half load: ${(medianRound.runtime.full.perSecond / 2).toFixed(0)} events/s offered to both paths):\n`,
+    );
     console.log('| path | events/s | p50 ms | p95 ms | p99 ms |');
     console.log('|---|---|---|---|---|');
     console.log(row('eventmesh HTTP publish -> WebSocket + ack, full speed', medianRound.runtime.full));
     console.log(row('kafkajs send() -> consumer eachMessage, full speed', medianRound.baseline.full));
     console.log(row('eventmesh, half load', medianRound.runtime.half));
     console.log(row('kafkajs, same offered load', medianRound.baseline.half));
-    console.log(row('eventmesh -> @eventmesh/client consumer (WebSocket, handler, ack), full speed', medianRound.sdk.full));
+    console.log(
+      row('eventmesh -> @eventmesh/client consumer (WebSocket, handler, ack), full speed', medianRound.sdk.full),
+    );
     console.log(row('@eventmesh/client consumer, same offered load', medianRound.sdk.half));
-    console.log(`\nthroughput ratio: median ${throughputRatio(medianRound).toFixed(2)}x (goal >= ${VIA === 'forwarded' ? '0.6' : '0.8'}x); per round ${rounds.map((r) => throughputRatio(r).toFixed(2)).join(', ')}`);
+    console.log(
+      `\nthroughput ratio: median ${throughputRatio(medianRound).toFixed(2)}x (goal >= ${VIA === 'forwarded' ? '0.6' : '0.8'}x); per round ${rounds.map((r) => throughputRatio(r).toFixed(2)).join(', ')}`,
+    );
     console.log(
       `added p99 latency at half load: median ${addedP99(byLatency[Math.floor(rounds.length / 2)]).toFixed(1)} ms (goal <= 5 ms); ` +
         `per round ${rounds.map((r) => `${addedP99(r).toFixed(1)} (${p99(r.runtime.half).toFixed(1)} vs ${p99(r.baseline.half).toFixed(1)})`).join(', ')}`,
@@ -254,7 +316,9 @@ async function main(): Promise<void> {
     const sdkRatio = (r: (typeof rounds)[number]) => r.sdk.full.perSecond / r.runtime.full.perSecond;
     const sdkAddedP99 = (r: (typeof rounds)[number]) => p99(r.sdk.half) - p99(r.runtime.half);
     const mid = <T>(xs: T[], by: (x: T) => number) => [...xs].sort((x, y) => by(x) - by(y))[Math.floor(xs.length / 2)];
-    console.log(`SDK consumer against the raw WebSocket client: throughput median ${sdkRatio(mid(rounds, sdkRatio)).toFixed(2)}x (goal >= 0.95x); per round ${rounds.map((r) => sdkRatio(r).toFixed(2)).join(', ')}`);
+    console.log(
+      `SDK consumer against the raw WebSocket client: throughput median ${sdkRatio(mid(rounds, sdkRatio)).toFixed(2)}x (goal >= 0.95x); per round ${rounds.map((r) => sdkRatio(r).toFixed(2)).join(', ')}`,
+    );
     console.log(
       `SDK consumer's added p99 at half load: median ${sdkAddedP99(mid(rounds, sdkAddedP99)).toFixed(1)} ms (goal <= 2 ms); ` +
         `per round ${rounds.map((r) => `${sdkAddedP99(r).toFixed(1)} (${p99(r.sdk.half).toFixed(1)} vs ${p99(r.runtime.half).toFixed(1)})`).join(', ')}`,

@@ -23,7 +23,11 @@ async function main(): Promise<void> {
   const concurrency = Number(process.env.BENCH_GROUP_CONCURRENCY ?? 6);
   const secret = process.env.BENCH_GROUP_SIGNING_SECRET;
   const key = secret ? Buffer.from(secret.replace(/^whsec_/, ''), 'base64') : undefined;
-  const kafka = new Kafka({ brokers: env('BENCH_GROUP_BROKERS').split(','), clientId: env('BENCH_GROUP_MEMBER'), logLevel: logLevel.NOTHING });
+  const kafka = new Kafka({
+    brokers: env('BENCH_GROUP_BROKERS').split(','),
+    clientId: env('BENCH_GROUP_MEMBER'),
+    logLevel: logLevel.NOTHING,
+  });
   const consumer = kafka.consumer({
     groupId: env('BENCH_GROUP_ID'),
     sessionTimeout,

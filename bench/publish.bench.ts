@@ -8,7 +8,16 @@ import { createTopicsAndWait } from '../libs/kafka/topic-creation';
 import { Pool } from 'undici';
 import { EventMeshClient } from '@eventmesh/client';
 import { frameToKafkaMessage } from '../libs/frame';
-import { benchConfig, benchEnv, brokerPid, meterCpu, printTable, RunResult, startInstanceProcess, summarize } from './support';
+import {
+  benchConfig,
+  benchEnv,
+  brokerPid,
+  meterCpu,
+  printTable,
+  RunResult,
+  startInstanceProcess,
+  summarize,
+} from './support';
 
 /**
  * Publish throughput and latency: HTTP `POST /events/publish` through a real instance process against two raw
@@ -40,14 +49,37 @@ const WARMUP = Math.min(2000, Math.floor(EVENTS / 5));
 const DATA = 'x'.repeat(1024);
 const BATCH = 500;
 const BATCH_CONCURRENCY = Number(process.env.BENCH_BATCH_CONCURRENCY ?? 4);
-const PATHS = ['http1', 'http2', 'send', 'batch', 'gated-all', 'gated-denials', 'http-batch', 'traced', 'metrics-off', 'sdk', 'sdk-batch'] as const;
+const PATHS = [
+  'http1',
+  'http2',
+  'send',
+  'batch',
+  'gated-all',
+  'gated-denials',
+  'http-batch',
+  'traced',
+  'metrics-off',
+  'sdk',
+  'sdk-batch',
+] as const;
 type PathKey = (typeof PATHS)[number];
-const SELECTED = new Set<string>(process.env.BENCH_PATHS ? process.env.BENCH_PATHS.split(',').map((p) => p.trim()) : PATHS);
-for (const p of SELECTED) if (!(PATHS as readonly string[]).includes(p)) throw new Error(`BENCH_PATHS: unknown path "${p}"; legal: ${PATHS.join(', ')}`);
+const SELECTED = new Set<string>(
+  process.env.BENCH_PATHS ? process.env.BENCH_PATHS.split(',').map((p) => p.trim()) : PATHS,
+);
+for (const p of SELECTED)
+  if (!(PATHS as readonly string[]).includes(p))
+    throw new Error(`BENCH_PATHS: unknown path "${p}"; legal: ${PATHS.join(', ')}`);
 const selected = (p: PathKey) => SELECTED.has(p);
 
 function event(n: number) {
-  return { specversion: '1.0', id: randomUUID(), source: '/bench', type: 'bench.published', partitionkey: `k${n % 97}`, data: DATA };
+  return {
+    specversion: '1.0',
+    id: randomUUID(),
+    source: '/bench',
+    type: 'bench.published',
+    partitionkey: `k${n % 97}`,
+    data: DATA,
+  };
 }
 
 async function pool(total: number, concurrency: number, task: (n: number) => Promise<void>): Promise<number[]> {
@@ -66,7 +98,14 @@ async function pool(total: number, concurrency: number, task: (n: number) => Pro
   return latencies;
 }
 
-async function viaHttp(name: string, url: string, gatewayPid: number | undefined, topic: string, total: number, authorization?: string): Promise<RunResult> {
+async function viaHttp(
+  name: string,
+  url: string,
+  gatewayPid: number | undefined,
+  topic: string,
+  total: number,
+  authorization?: string,
+): Promise<RunResult> {
   // undici's pool: keep-alive connections, one per concurrent client, and little client-side CPU per request.
   const client = new Pool(url, { connections: CONCURRENCY, pipelining: 1 });
   const path = `/events/publish?topic=${topic}`;
@@ -93,12 +132,23 @@ async function viaHttp(name: string, url: string, gatewayPid: number | undefined
  * The batch content mode: requests of {@link BATCH} events, BENCH_BATCH_CONCURRENCY at once, each answered with
  * one result per event (checked: a result with an offset for every event sent).
  */
-async function viaHttpBatch(name: string, url: string, gatewayPid: number | undefined, topic: string, total: number): Promise<RunResult> {
+async function viaHttpBatch(
+  name: string,
+  url: string,
+  gatewayPid: number | undefined,
+  topic: string,
+  total: number,
+): Promise<RunResult> {
   const client = new Pool(url, { connections: BATCH_CONCURRENCY, pipelining: 1 });
   const path = `/events/publish?topic=${topic}`;
   const post = async (first: number, size: number) => {
     const body = JSON.stringify(Array.from({ length: size }, (_, i) => event(first + i)));
-    const { statusCode, body: response } = await client.request({ path, method: 'POST', headers: { 'content-type': 'application/cloudevents-batch+json' }, body });
+    const { statusCode, body: response } = await client.request({
+      path,
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents-batch+json' },
+      body,
+    });
     const answer = (await response.json()) as { results?: { offset?: unknown }[] };
     if (statusCode !== 202) throw new Error(`HTTP ${statusCode}: ${JSON.stringify(answer)}`);
     if (answer.results?.length !== size || answer.results.some((r) => typeof r.offset !== 'number')) {
@@ -120,14 +170,29 @@ async function viaHttpBatch(name: string, url: string, gatewayPid: number | unde
  * one tick into one request); `many`, one `publishMany` of every event, cut by the SDK into requests of up to
  * {@link BATCH}, BENCH_BATCH_CONCURRENCY requests' worth of events in flight.
  */
-async function viaSdk(name: string, url: string, gatewayPid: number | undefined, topic: string, total: number, mode: 'each' | 'many'): Promise<RunResult> {
+async function viaSdk(
+  name: string,
+  url: string,
+  gatewayPid: number | undefined,
+  topic: string,
+  total: number,
+  mode: 'each' | 'many',
+): Promise<RunResult> {
   const inFlight = mode === 'each' ? CONCURRENCY : BATCH * BATCH_CONCURRENCY;
-  const mesh = new EventMeshClient({ url, topic, publish: { maxEventsInFlight: inFlight, maxBatchEvents: BATCH, maxBatchBytes: 1000 * 1000 } });
+  const mesh = new EventMeshClient({
+    url,
+    topic,
+    publish: { maxEventsInFlight: inFlight, maxBatchEvents: BATCH, maxBatchBytes: 1000 * 1000 },
+  });
   const run = async (events: number): Promise<number[]> => {
     if (mode === 'each') return pool(events, CONCURRENCY, async (n) => void (await mesh.publish(event(n))));
     const t0 = process.hrtime.bigint();
     const latencies: number[] = [];
-    await Promise.all(Array.from({ length: events }, (_, n) => mesh.publish(event(n)).then(() => void latencies.push(Number(process.hrtime.bigint() - t0) / 1e6))));
+    await Promise.all(
+      Array.from({ length: events }, (_, n) =>
+        mesh.publish(event(n)).then(() => void latencies.push(Number(process.hrtime.bigint() - t0) / 1e6)),
+      ),
+    );
     return latencies;
   };
   await run(WARMUP);
@@ -139,8 +204,15 @@ async function viaSdk(name: string, url: string, gatewayPid: number | undefined,
 
 function rawMessage(n: number): Message {
   const e = event(n);
-  return frameToKafkaMessage({ id: e.id, source: e.source, type: e.type, specversion: '1.0', datacontenttype: 'application/json',
-    extensions: { partitionkey: e.partitionkey }, data: Buffer.from(JSON.stringify(e.data)) });
+  return frameToKafkaMessage({
+    id: e.id,
+    source: e.source,
+    type: e.type,
+    specversion: '1.0',
+    datacontenttype: 'application/json',
+    extensions: { partitionkey: e.partitionkey },
+    data: Buffer.from(JSON.stringify(e.data)),
+  });
 }
 
 /** The run with the median throughput of each path's rounds. */
@@ -168,14 +240,22 @@ async function main(): Promise<void> {
         ...extra,
       }),
     );
-  const single = ['http1', 'http-batch', 'sdk', 'sdk-batch'].some((p) => SELECTED.has(p)) ? await gateway(1) : undefined;
-  const metricsOff = selected('metrics-off') ? await gateway(1, { EVENTMESH_METRICS_ENABLED: 'false', EVENTMESH_INSTANCE_ID: 'bench-publish-metrics-off' }) : undefined;
+  const single = ['http1', 'http-batch', 'sdk', 'sdk-batch'].some((p) => SELECTED.has(p))
+    ? await gateway(1)
+    : undefined;
+  const metricsOff = selected('metrics-off')
+    ? await gateway(1, { EVENTMESH_METRICS_ENABLED: 'false', EVENTMESH_INSTANCE_ID: 'bench-publish-metrics-off' })
+    : undefined;
   const multi = selected('http2') ? await gateway(os.cpus().length) : undefined;
   const gated = selected('gated-all') ? await gatedGateway(topic, 'ALL') : undefined;
   const gatedDenials = selected('gated-denials') ? await gatedGateway(topic, 'DENIALS') : undefined;
   // Tracing configured without an exporter: span contexts made and carried, spans not recorded (docs/operations.md#tracing).
   const traced = selected('traced')
-    ? await gateway(1, { EVENTMESH_TRACING_ENABLED: 'true', EVENTMESH_TRACING_OTLP_ENDPOINT: '', EVENTMESH_INSTANCE_ID: 'bench-publish-traced' })
+    ? await gateway(1, {
+        EVENTMESH_TRACING_ENABLED: 'true',
+        EVENTMESH_TRACING_OTLP_ENDPOINT: '',
+        EVENTMESH_INSTANCE_ID: 'bench-publish-traced',
+      })
     : undefined;
   const producer = kafka.producer({ createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
@@ -187,30 +267,109 @@ async function main(): Promise<void> {
       // to round, so none is always the one that follows the previous round's Kafka writes.
       const gatePaths = [
         async () => {
-          if (single && selected('http1')) rounds[0].push(await viaHttp('eventmesh HTTP publish, 1 gateway process', single.url, single.child.pid, topic, EVENTS));
+          if (single && selected('http1'))
+            rounds[0].push(
+              await viaHttp('eventmesh HTTP publish, 1 gateway process', single.url, single.child.pid, topic, EVENTS),
+            );
         },
         async () => {
-          if (gated) rounds[4].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), every decision audited, 1 gateway process', gated.url, gated.child.pid, topic, EVENTS, gated.authorization));
+          if (gated)
+            rounds[4].push(
+              await viaHttp(
+                'eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), every decision audited, 1 gateway process',
+                gated.url,
+                gated.child.pid,
+                topic,
+                EVENTS,
+                gated.authorization,
+              ),
+            );
         },
         async () => {
-          if (traced) rounds[7].push(await viaHttp('eventmesh HTTP publish, tracing on without an exporter, 1 gateway process', traced.url, traced.child.pid, topic, EVENTS));
+          if (traced)
+            rounds[7].push(
+              await viaHttp(
+                'eventmesh HTTP publish, tracing on without an exporter, 1 gateway process',
+                traced.url,
+                traced.child.pid,
+                topic,
+                EVENTS,
+              ),
+            );
         },
         async () => {
-          if (metricsOff) rounds[8].push(await viaHttp('eventmesh HTTP publish, metrics off, 1 gateway process', metricsOff.url, metricsOff.child.pid, topic, EVENTS));
+          if (metricsOff)
+            rounds[8].push(
+              await viaHttp(
+                'eventmesh HTTP publish, metrics off, 1 gateway process',
+                metricsOff.url,
+                metricsOff.child.pid,
+                topic,
+                EVENTS,
+              ),
+            );
         },
         async () => {
-          if (gatedDenials) rounds[5].push(await viaHttp('eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), refusals audited, 1 gateway process', gatedDenials.url, gatedDenials.child.pid, topic, EVENTS, gatedDenials.authorization));
+          if (gatedDenials)
+            rounds[5].push(
+              await viaHttp(
+                'eventmesh HTTP publish, gate on (JWT ES256, ACL, quota), refusals audited, 1 gateway process',
+                gatedDenials.url,
+                gatedDenials.child.pid,
+                topic,
+                EVENTS,
+                gatedDenials.authorization,
+              ),
+            );
         },
       ];
       for (const path of round % 2 === 0 ? gatePaths : [...gatePaths].reverse()) await path();
-      if (multi) rounds[1].push(await viaHttp(`eventmesh HTTP publish, ${os.cpus().length} gateway processes`, multi.url, multi.child.pid, topic, EVENTS));
+      if (multi)
+        rounds[1].push(
+          await viaHttp(
+            `eventmesh HTTP publish, ${os.cpus().length} gateway processes`,
+            multi.url,
+            multi.child.pid,
+            topic,
+            EVENTS,
+          ),
+        );
       if (selected('send')) rounds[2].push(await perEventSends(producer, topic));
       if (selected('batch')) rounds[3].push(await batchSends(producer, topic));
       // Right after (b), its baseline.
-      if (single && selected('http-batch')) rounds[6].push(await viaHttpBatch(`eventmesh HTTP batch mode (${BATCH} events a request, ${BATCH_CONCURRENCY} at once), 1 gateway process`, single.url, single.child.pid, topic, EVENTS));
+      if (single && selected('http-batch'))
+        rounds[6].push(
+          await viaHttpBatch(
+            `eventmesh HTTP batch mode (${BATCH} events a request, ${BATCH_CONCURRENCY} at once), 1 gateway process`,
+            single.url,
+            single.child.pid,
+            topic,
+            EVENTS,
+          ),
+        );
       // The SDK's paths right after the raw ones they are held to.
-      if (single && selected('sdk')) rounds[9].push(await viaSdk(`@eventmesh/client publish, ${CONCURRENCY} callers, 1 gateway process`, single.url, single.child.pid, topic, EVENTS, 'each'));
-      if (single && selected('sdk-batch')) rounds[10].push(await viaSdk(`@eventmesh/client publishMany (batched by the SDK), 1 gateway process`, single.url, single.child.pid, topic, EVENTS, 'many'));
+      if (single && selected('sdk'))
+        rounds[9].push(
+          await viaSdk(
+            `@eventmesh/client publish, ${CONCURRENCY} callers, 1 gateway process`,
+            single.url,
+            single.child.pid,
+            topic,
+            EVENTS,
+            'each',
+          ),
+        );
+      if (single && selected('sdk-batch'))
+        rounds[10].push(
+          await viaSdk(
+            `@eventmesh/client publishMany (batched by the SDK), 1 gateway process`,
+            single.url,
+            single.child.pid,
+            topic,
+            EVENTS,
+            'many',
+          ),
+        );
     }
   } finally {
     await single?.stop();
@@ -224,14 +383,19 @@ async function main(): Promise<void> {
     await admin.disconnect();
   }
 
-  console.log(`\npublish benchmark: ${EVENTS} events of 1 KiB per path and round, ${ROUNDS} rounds, ${CONCURRENCY} concurrent clients, acks=-1, topic of 6 partitions`);
-  console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0].model}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; everything on one host\n`);
+  console.log(
+    `\npublish benchmark: ${EVENTS} events of 1 KiB per path and round, ${ROUNDS} rounds, ${CONCURRENCY} concurrent clients, acks=-1, topic of 6 partitions`,
+  );
+  console.log(
+    `machine: ${os.cpus().length} cores (${os.cpus()[0].model}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; everything on one host\n`,
+  );
   const medians = rounds.map((runs) => (runs.length > 0 ? median(runs) : undefined));
   const measured = (i: number) => rounds[i].length > 0;
   console.log('The round with the median throughput of each path:\n');
   printTable(medians.filter((r): r is RunResult => r !== undefined));
   console.log('\nevents/s of every round:');
-  for (const runs of rounds) if (runs.length > 0) console.log(`- ${runs[0].name}: ${runs.map((r) => Math.round(r.perSecond)).join(', ')}`);
+  for (const runs of rounds)
+    if (runs.length > 0) console.log(`- ${runs[0].name}: ${runs.map((r) => Math.round(r.perSecond)).join(', ')}`);
   // Each round's paths ran back to back on the same host: the median of the per-round ratios is the steadier
   // figure when the host's speed drifts from round to round.
   const ratio = (ours: number, base: number) => {
@@ -249,8 +413,12 @@ async function main(): Promise<void> {
     console.log(`\n${medians[6]!.name}:`);
     console.log(`- vs (b) batches of 500: ${ratio(6, 3)} (goal >= 0.8x)`);
   }
-  if (measured(9) && measured(0)) console.log(`\n${medians[9]!.name}:\n- vs the raw HTTP client at the same concurrency: ${ratio(9, 0)} (goal >= 0.95x)`);
-  if (measured(10) && measured(6)) console.log(`\n${medians[10]!.name}:\n- vs the raw batch mode: ${ratio(10, 6)} (goal >= 0.9x)`);
+  if (measured(9) && measured(0))
+    console.log(
+      `\n${medians[9]!.name}:\n- vs the raw HTTP client at the same concurrency: ${ratio(9, 0)} (goal >= 0.95x)`,
+    );
+  if (measured(10) && measured(6))
+    console.log(`\n${medians[10]!.name}:\n- vs the raw batch mode: ${ratio(10, 6)} (goal >= 0.9x)`);
   const gatewayCpu = (r: RunResult) => (r.cpu?.gateway ?? NaN) / r.events;
   if (measured(7) && measured(0)) {
     console.log(`\n${medians[7]!.name}:`);
@@ -269,7 +437,9 @@ async function main(): Promise<void> {
     console.log(`\n${medians[gatedPath]!.name}:`);
     console.log(`- vs the same gateway with the gate open: ${ratio(gatedPath, 0)} (goal >= 0.9x)`);
     const cpuRatio = rounds[0].map((r, i) => gatewayCpu(r) / gatewayCpu(rounds[gatedPath][i]));
-    console.log(`- gateway CPU per event, open / gated (the throughput a CPU-bound gateway keeps): per round ${cpuRatio.map((x) => x.toFixed(2)).join(', ')}`);
+    console.log(
+      `- gateway CPU per event, open / gated (the throughput a CPU-bound gateway keeps): per round ${cpuRatio.map((x) => x.toFixed(2)).join(', ')}`,
+    );
   }
 }
 
@@ -283,7 +453,10 @@ async function main(): Promise<void> {
 async function gatedGateway(topic: string, audit: 'ALL' | 'DENIALS') {
   const { privateKey, publicKey } = await generateKeyPair('ES256');
   const keysFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'eventmesh-bench-')), 'jwks.json');
-  writeFileSync(keysFile, JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' }] }));
+  writeFileSync(
+    keysFile,
+    JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' }] }),
+  );
   const mint = (scope: string) =>
     new SignJWT({ tenant: 'bench', scope })
       .setProtectedHeader({ alg: 'ES256', kid: 'bench', typ: 'at+jwt' })
@@ -329,7 +502,8 @@ async function gatedGateway(topic: string, audit: 'ALL' | 'DENIALS') {
       body: JSON.stringify(event(0)),
     });
     if (probe.status === 202) break;
-    if (Date.now() > deadline) throw new Error(`the gated gateway still refuses the publisher: ${probe.status} ${await probe.text()}`);
+    if (Date.now() > deadline)
+      throw new Error(`the gated gateway still refuses the publisher: ${probe.status} ${await probe.text()}`);
     await new Promise((r) => setTimeout(r, 100));
   }
   return { ...instance, authorization };
@@ -349,7 +523,10 @@ async function batchSends(producer: Producer, topic: string): Promise<RunResult>
   const started = process.hrtime.bigint();
   for (let sent = 0; sent < EVENTS; sent += 500) {
     const size = Math.min(500, EVENTS - sent);
-    await producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages: Array.from({ length: size }, (_, i) => rawMessage(sent + i)) }] });
+    await producer.sendBatch({
+      acks: -1,
+      topicMessages: [{ topic, messages: Array.from({ length: size }, (_, i) => rawMessage(sent + i)) }],
+    });
   }
   return { ...summarize('(b) kafkajs sendBatch of 500', EVENTS, started), cpu: cpu() };
 }

@@ -24,7 +24,10 @@ async function main(): Promise<void> {
   await producer.connect();
   const value = Buffer.alloc(1024, 120);
   for (let sent = 0; sent < EVENTS; sent += 1000) {
-    await producer.sendBatch({ acks: -1, topicMessages: [{ topic, messages: Array.from({ length: 1000 }, (_, i) => ({ key: `k${sent + i}`, value })) }] });
+    await producer.sendBatch({
+      acks: -1,
+      topicMessages: [{ topic, messages: Array.from({ length: 1000 }, (_, i) => ({ key: `k${sent + i}`, value })) }],
+    });
   }
   await producer.disconnect();
 
@@ -36,7 +39,10 @@ async function main(): Promise<void> {
   let read = 0;
   let firstAt = 0;
   while (read < EVENTS) {
-    const fetched = await reader.fetch([...positions].map(([partition, offset]) => ({ topic, partition, offset })), { maxWaitMs: 100 });
+    const fetched = await reader.fetch(
+      [...positions].map(([partition, offset]) => ({ topic, partition, offset })),
+      { maxWaitMs: 100 },
+    );
     for (const f of fetched) {
       if (f.records.length === 0) continue;
       if (!firstAt) firstAt = performance.now() - started;
@@ -69,12 +75,20 @@ async function main(): Promise<void> {
   await admin.disconnect();
 
   console.log(`\nreader benchmark: ${EVENTS} records of 1 KiB in ${PARTITIONS} partitions, read from offset 0`);
-  console.log(`machine: ${os.cpus().length} cores (${os.cpus()[0].model}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; everything on one host\n`);
+  console.log(
+    `machine: ${os.cpus().length} cores (${os.cpus()[0].model}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; everything on one host\n`,
+  );
   console.log('| reader | first record ms | total s | records/s |');
   console.log('|---|---|---|---|');
-  console.log(`| PartitionReader (no group) | ${ours.firstMs.toFixed(0)} | ${ours.seconds.toFixed(2)} | ${(EVENTS / ours.seconds).toFixed(0)} |`);
-  console.log(`| kafkajs consumer, new group | ${theirs.firstMs.toFixed(0)} | ${theirs.seconds.toFixed(2)} | ${(EVENTS / theirs.seconds).toFixed(0)} |`);
-  console.log(`\nthroughput ratio: ${(theirs.seconds / ours.seconds).toFixed(2)}x; first record ${(theirs.firstMs - ours.firstMs).toFixed(0)} ms sooner`);
+  console.log(
+    `| PartitionReader (no group) | ${ours.firstMs.toFixed(0)} | ${ours.seconds.toFixed(2)} | ${(EVENTS / ours.seconds).toFixed(0)} |`,
+  );
+  console.log(
+    `| kafkajs consumer, new group | ${theirs.firstMs.toFixed(0)} | ${theirs.seconds.toFixed(2)} | ${(EVENTS / theirs.seconds).toFixed(0)} |`,
+  );
+  console.log(
+    `\nthroughput ratio: ${(theirs.seconds / ours.seconds).toFixed(2)}x; first record ${(theirs.firstMs - ours.firstMs).toFixed(0)} ms sooner`,
+  );
 }
 
 main().then(

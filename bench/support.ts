@@ -25,7 +25,12 @@ export const benchConfig = (overrides: Record<string, string> = {}) => loadConfi
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Polls `probe` until it answers something other than undefined (a throw counts as undefined), with a deadline. */
-export async function until<T>(what: string, probe: () => Promise<T | undefined> | T | undefined, timeoutMs = 120000, everyMs = 50): Promise<T> {
+export async function until<T>(
+  what: string,
+  probe: () => Promise<T | undefined> | T | undefined,
+  timeoutMs = 120000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const value = await Promise.resolve(probe()).catch(() => undefined);
@@ -40,7 +45,10 @@ export async function createTopics(kafka: Kafka, topics: string[], partitions: n
   const admin = kafka.admin();
   await admin.connect();
   try {
-    await createTopicsAndWait(admin, topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })));
+    await createTopicsAndWait(
+      admin,
+      topics.map((topic) => ({ topic, numPartitions: partitions, replicationFactor: 1 })),
+    );
   } finally {
     await admin.disconnect();
   }
@@ -96,7 +104,9 @@ export function printTable(results: RunResult[]): void {
   console.log('|---|---|---|---|---|---|---|---|');
   for (const r of results) {
     const l = r.latencyMs;
-    console.log(`| ${r.name} | ${r.events} | ${f(r.seconds, 2)} | ${f(r.perSecond, 0)} | ${f(l?.p50, 2)} | ${f(l?.p95, 2)} | ${f(l?.p99, 2)} | ${f(l?.max, 2)} |`);
+    console.log(
+      `| ${r.name} | ${r.events} | ${f(r.seconds, 2)} | ${f(r.perSecond, 0)} | ${f(l?.p50, 2)} | ${f(l?.p95, 2)} | ${f(l?.p99, 2)} | ${f(l?.max, 2)} |`,
+    );
   }
   const metered = results.filter((r) => r.cpu);
   if (metered.length > 0) {
@@ -146,7 +156,8 @@ export async function startInstanceProcess(
           }),
       };
     }
-    if (child.exitCode !== null) throw new Error(`instance exited: ${err}\n${readFileSync(logFile, 'utf8').slice(-4000)}`);
+    if (child.exitCode !== null)
+      throw new Error(`instance exited: ${err}\n${readFileSync(logFile, 'utf8').slice(-4000)}`);
     if (Date.now() > deadline) throw new Error(`instance not ready in 60 s: ${err}`);
     await new Promise((r) => setTimeout(r, 100));
   }

@@ -7,7 +7,17 @@ import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel, Producer } from 'kafkajs';
 import { frameToKafkaMessage } from '../libs/frame';
 import type { PartitionsView } from '../libs/ownership';
-import { benchConfig, benchEnv, createTopics, percentile, resetOwnership, ROOT, sleep, startInstanceProcess, until } from './support';
+import {
+  benchConfig,
+  benchEnv,
+  createTopics,
+  percentile,
+  resetOwnership,
+  ROOT,
+  sleep,
+  startInstanceProcess,
+  until,
+} from './support';
 
 /**
  * PARTITION_OWNED_PULL under failure and load, each against a kafkajs consumer group in the same run.
@@ -103,7 +113,6 @@ class Load {
     this.running = false;
     await this.loop;
   }
-
 }
 
 /**
@@ -136,7 +145,13 @@ const message = (id: string) =>
 
 function stats(values: number[]) {
   const sorted = [...values].sort((a, b) => a - b);
-  return { n: sorted.length, p50: percentile(sorted, 50), p95: percentile(sorted, 95), p99: percentile(sorted, 99), max: sorted[sorted.length - 1] };
+  return {
+    n: sorted.length,
+    p50: percentile(sorted, 50),
+    p95: percentile(sorted, 95),
+    p99: percentile(sorted, 99),
+    max: sorted[sorted.length - 1],
+  };
 }
 
 // --- our path: instances -----------------------------------------------------------------------------------
@@ -198,7 +213,11 @@ class Cluster {
   }
 
   async stop(): Promise<void> {
-    await Promise.all([...this.instances.values()].map((i) => (i.child.exitCode === null && i.child.signalCode === null ? i.stop() : undefined)));
+    await Promise.all(
+      [...this.instances.values()].map((i) =>
+        i.child.exitCode === null && i.child.signalCode === null ? i.stop() : undefined,
+      ),
+    );
   }
 }
 
@@ -255,7 +274,9 @@ class Group {
     await until('the group to settle', () => {
       const live = [...this.members.values()].filter((m) => m.child.exitCode === null && m.child.signalCode === null);
       const all = live.flatMap((m) => m.assigned);
-      return live.every((m) => m.joinedAt > since) && all.length === PARTITIONS && new Set(all).size === PARTITIONS ? true : undefined;
+      return live.every((m) => m.joinedAt > since) && all.length === PARTITIONS && new Set(all).size === PARTITIONS
+        ? true
+        : undefined;
     });
   }
 
@@ -282,14 +303,25 @@ async function takeoverOurs(kafka: Kafka, producer: Producer, sink: Sink): Promi
     for (let round = 0; round < KILLS; round++) {
       const victim = names[round % names.length];
       const view = await cluster.settled(names);
-      const owned = view.partitions.filter((p) => p.topic === topic && p.owner === cluster.id(victim)).map((p) => p.partition);
+      const owned = view.partitions
+        .filter((p) => p.topic === topic && p.owner === cluster.id(victim))
+        .map((p) => p.partition);
       const t0 = Date.now();
       cluster.instances.get(victim)!.child.kill('SIGKILL');
-      const firsts = await Promise.all(owned.map((p) => until(`partition ${p} to be delivered again`, () => firstDeliveryAfter(sink, p, t0))));
+      const firsts = await Promise.all(
+        owned.map((p) => until(`partition ${p} to be delivered again`, () => firstDeliveryAfter(sink, p, t0))),
+      );
       const took = firsts.map((at) => at - t0);
       times.push(...took);
-      console.log(`  ours  kill ${round + 1}/${KILLS}: ${victim} owned [${owned.join(', ')}], first delivery by the new owner after ${took.join(', ')} ms`);
-      await until('the killed instance to exit', () => (cluster.instances.get(victim)!.child.exitCode !== null || cluster.instances.get(victim)!.child.signalCode !== null ? true : undefined));
+      console.log(
+        `  ours  kill ${round + 1}/${KILLS}: ${victim} owned [${owned.join(', ')}], first delivery by the new owner after ${took.join(', ')} ms`,
+      );
+      await until('the killed instance to exit', () =>
+        cluster.instances.get(victim)!.child.exitCode !== null ||
+        cluster.instances.get(victim)!.child.signalCode !== null
+          ? true
+          : undefined,
+      );
       await cluster.start(victim);
     }
   } finally {
@@ -317,10 +349,14 @@ async function takeoverGroup(kafka: Kafka, producer: Producer, sink: Sink): Prom
       const owned = [...group.members.get(victim)!.assigned];
       const t0 = Date.now();
       group.members.get(victim)!.child.kill('SIGKILL');
-      const firsts = await Promise.all(owned.map((p) => until(`partition ${p} to be delivered again`, () => firstDeliveryAfter(sink, p, t0))));
+      const firsts = await Promise.all(
+        owned.map((p) => until(`partition ${p} to be delivered again`, () => firstDeliveryAfter(sink, p, t0))),
+      );
       const took = firsts.map((at) => at - t0);
       times.push(...took);
-      console.log(`  group kill ${round + 1}/${KILLS}: ${victim} owned [${owned.join(', ')}], first delivery by the new member after ${took.join(', ')} ms`);
+      console.log(
+        `  group kill ${round + 1}/${KILLS}: ${victim} owned [${owned.join(', ')}], first delivery by the new member after ${took.join(', ')} ms`,
+      );
       const restarted = Date.now();
       group.start(victim);
       await group.settled(restarted);
@@ -387,8 +423,12 @@ async function main(): Promise<void> {
   await producer.connect();
   const sink = new Sink();
   await sink.start();
-  console.log(`takeover benchmark: TTL ${TTL_MS} ms, ${KILLS} SIGKILLs per path, load ${LOAD_PER_SECOND} events/s over ${PARTITIONS} partitions`);
-  console.log(`machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`);
+  console.log(
+    `takeover benchmark: TTL ${TTL_MS} ms, ${KILLS} SIGKILLs per path, load ${LOAD_PER_SECOND} events/s over ${PARTITIONS} partitions`,
+  );
+  console.log(
+    `machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}`,
+  );
   try {
     await resetOwnership();
     const f = (n: number) => n.toFixed(0);
@@ -397,11 +437,19 @@ async function main(): Promise<void> {
       const group = stats(await takeoverGroup(kafka, producer, sink));
       console.log('\n| takeover, kill -> first delivery by the new owner | n | p50 ms | p95 ms | p99 ms | max ms |');
       console.log('|---|---|---|---|---|---|');
-      console.log(`| eventmesh PARTITION_OWNED_PULL (lease TTL ${TTL_MS} ms) | ${ours.n} | ${f(ours.p50)} | ${f(ours.p95)} | ${f(ours.p99)} | ${f(ours.max)} |`);
-      console.log(`| kafkajs consumer group (session timeout ${TTL_MS} ms) | ${group.n} | ${f(group.p50)} | ${f(group.p95)} | ${f(group.p99)} | ${f(group.max)} |`);
-      console.log(`\np99 ratio ours/group: ${(ours.p99 / group.p99).toFixed(2)}x; goal p99 <= TTL + 3 s = ${TTL_MS + 3000} ms: ${ours.p99 <= TTL_MS + 3000 ? 'met' : 'NOT met'}; goal no worse than the group: ${ours.p99 <= group.p99 ? 'met' : 'NOT met'}`);
+      console.log(
+        `| eventmesh PARTITION_OWNED_PULL (lease TTL ${TTL_MS} ms) | ${ours.n} | ${f(ours.p50)} | ${f(ours.p95)} | ${f(ours.p99)} | ${f(ours.max)} |`,
+      );
+      console.log(
+        `| kafkajs consumer group (session timeout ${TTL_MS} ms) | ${group.n} | ${f(group.p50)} | ${f(group.p95)} | ${f(group.p99)} | ${f(group.max)} |`,
+      );
+      console.log(
+        `\np99 ratio ours/group: ${(ours.p99 / group.p99).toFixed(2)}x; goal p99 <= TTL + 3 s = ${TTL_MS + 3000} ms: ${ours.p99 <= TTL_MS + 3000 ? 'met' : 'NOT met'}; goal no worse than the group: ${ours.p99 <= group.p99 ? 'met' : 'NOT met'}`,
+      );
     }
-    console.log(`\n| throughput, ${THROUGHPUT_EVENTS} events of 1 KiB, webhook delivery | eventmesh events/s | consumer group events/s | ratio |`);
+    console.log(
+      `\n| throughput, ${THROUGHPUT_EVENTS} events of 1 KiB, webhook delivery | eventmesh events/s | consumer group events/s | ratio |`,
+    );
     console.log('|---|---|---|---|');
     for (const count of [1, 2, 3]) {
       const mine = await throughputOurs(kafka, producer, sink, count);

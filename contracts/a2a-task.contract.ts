@@ -19,10 +19,18 @@ export const a2aSearchAttributes = {
 };
 
 /** A task's state, as stored (libs/a2a/task-states.ts: the A2A specification's names). */
-export type TaskStateName = 'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
+export type TaskStateName =
+  'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
 
 /** Where a task's workflow stops: a terminal state, or one that waits for the client (multi-turn is not built). */
-export const SETTLED_STATES: readonly TaskStateName[] = ['completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required'];
+export const SETTLED_STATES: readonly TaskStateName[] = [
+  'completed',
+  'failed',
+  'canceled',
+  'rejected',
+  'input-required',
+  'auth-required',
+];
 
 /** A task, as its activities name it. */
 export interface TaskIds {
@@ -95,7 +103,12 @@ export interface DeliveryRetryPolicy {
  */
 export const firstAttemptTimeoutMs = (callTimeoutMs: number) => 2 * callTimeoutMs + 5_000;
 
-export const DEFAULT_DELIVERY_RETRY: DeliveryRetryPolicy = { initialIntervalMs: 500, backoffCoefficient: 2, maximumIntervalMs: 5000, maximumAttempts: 0 };
+export const DEFAULT_DELIVERY_RETRY: DeliveryRetryPolicy = {
+  initialIntervalMs: 500,
+  backoffCoefficient: 2,
+  maximumIntervalMs: 5000,
+  maximumAttempts: 0,
+};
 
 /** What one step of the task's activities says: the state the task is in now (in Postgres). */
 export interface TaskStep {
@@ -132,7 +145,9 @@ export interface PushOutcome {
 
 /** The activities of an A2A task's workflows (activities/a2a-task.activities.ts), as the workflows call them. */
 export interface A2ATaskActivities {
-  deliverTask(input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; turn?: number }): Promise<TaskStep>;
+  deliverTask(
+    input: TaskIds & { request?: TaskRequestRecord; callTimeoutMs: number; turn?: number },
+  ): Promise<TaskStep>;
   pushTask(ids: TaskIds): Promise<PushOutcome>;
   cancelTask(ids: TaskIds): Promise<CancelOutcome>;
   purgeExpiredTasks(input: { retentionDays: number }): Promise<number>;

@@ -30,7 +30,8 @@ export const instanceTaskQueueOf = (instanceId: string) => `eventmesh-${instance
  * (Temporal's default is 10 s); every live instance's worker polls the control queue, so without it each step of
  * a takeover could wait that long behind the very instance being replaced.
  */
-export const controlWorkflowTaskTimeoutMs = (leaseTtlMs: number): number => Math.min(10_000, Math.max(2_000, Math.floor(leaseTtlMs / 2)));
+export const controlWorkflowTaskTimeoutMs = (leaseTtlMs: number): number =>
+  Math.min(10_000, Math.max(2_000, Math.floor(leaseTtlMs / 2)));
 
 /** Registered by `npm run infra -- start temporal` (scripts/infra.sh); the Temporal UI filters on them. */
 export const searchAttributes = {

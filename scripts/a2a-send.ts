@@ -49,10 +49,25 @@ async function main(): Promise<void> {
       }
     : fetch;
   const cardUrl = `${mesh}/a2a/agents/${encodeURIComponent(agent)}/.well-known/agent-card.json`;
-  const factory = new ClientFactory({ transports: [new JsonRpcTransportFactory({ fetchImpl })], cardResolver: new DefaultAgentCardResolver({ fetchImpl }) });
+  const factory = new ClientFactory({
+    transports: [new JsonRpcTransportFactory({ fetchImpl })],
+    cardResolver: new DefaultAgentCardResolver({ fetchImpl }),
+  });
   const client = await factory.createFromUrl(cardUrl, '');
-  const message: Message = { messageId: randomUUID(), role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }], contextId: '', taskId: '', metadata: undefined, extensions: [], referenceTaskIds: [] };
-  const answer = await client.sendMessage({ tenant: '', message, configuration: undefined, metadata: undefined }, { signal: AbortSignal.timeout(60000) });
+  const message: Message = {
+    messageId: randomUUID(),
+    role: Role.ROLE_USER,
+    parts: [{ content: { $case: 'text', value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' }],
+    contextId: '',
+    taskId: '',
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
+  const answer = await client.sendMessage(
+    { tenant: '', message, configuration: undefined, metadata: undefined },
+    { signal: AbortSignal.timeout(60000) },
+  );
   if (!('status' in answer)) {
     process.stdout.write(`the agent answered a message: ${JSON.stringify(Message.toJSON(answer))}\n`);
     return;

@@ -27,10 +27,22 @@ async function main(): Promise<void> {
   try {
     const store = new ApiKeyStore(db);
     const live = (await store.list(tenant)).find((k) => k.name === BOOTSTRAP_NAME && k.revokedAt === null);
-    if (live) throw new Error(`a bootstrap key (${live.id}) of tenant ${tenant} is not revoked; revoke it first (DELETE /admin/api-keys/${live.id})`);
+    if (live)
+      throw new Error(
+        `a bootstrap key (${live.id}) of tenant ${tenant} is not revoked; revoke it first (DELETE /admin/api-keys/${live.id})`,
+      );
     const credential = newApiKeyCredential();
-    await store.create({ id: credential.id, tenant, principal: BOOTSTRAP_NAME, name: BOOTSTRAP_NAME, scopes: ['publish', 'subscribe', 'admin'], secretHash: credential.secretHash });
-    process.stderr.write(`key:bootstrap: an admin API key ${credential.id} of the operator tenant ${tenant} (database ${pg.database}); shown this once\n`);
+    await store.create({
+      id: credential.id,
+      tenant,
+      principal: BOOTSTRAP_NAME,
+      name: BOOTSTRAP_NAME,
+      scopes: ['publish', 'subscribe', 'admin'],
+      secretHash: credential.secretHash,
+    });
+    process.stderr.write(
+      `key:bootstrap: an admin API key ${credential.id} of the operator tenant ${tenant} (database ${pg.database}); shown this once\n`,
+    );
     process.stdout.write(`${credential.token}\n`);
   } finally {
     await db.destroy();

@@ -1,7 +1,11 @@
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE, WORKFLOW_TRACING_INTERCEPTORS } from '../libs/tracing/workflow-bundle';
+import {
+  TRACED_WORKFLOW_BUNDLE,
+  WORKFLOW_BUNDLE,
+  WORKFLOW_TRACING_INTERCEPTORS,
+} from '../libs/tracing/workflow-bundle';
 
 /**
  * Bundles workflows/ into dist/workflow-bundle.js, the code the worker loads, and into
@@ -12,13 +16,22 @@ import { TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE, WORKFLOW_TRACING_INTERCEPTORS 
  */
 async function main(): Promise<void> {
   const root = path.resolve(__dirname, '../..');
-  for (const [file, workflowInterceptorModules] of [[WORKFLOW_BUNDLE, []], [TRACED_WORKFLOW_BUNDLE, [WORKFLOW_TRACING_INTERCEPTORS]]] as const) {
+  for (const [file, workflowInterceptorModules] of [
+    [WORKFLOW_BUNDLE, []],
+    [TRACED_WORKFLOW_BUNDLE, [WORKFLOW_TRACING_INTERCEPTORS]],
+  ] as const) {
     const out = path.join(root, 'dist', file);
     const { code } = await bundleWorkflowCode({
       workflowsPath: path.join(root, 'workflows', 'index.ts'),
       workflowInterceptorModules: [...workflowInterceptorModules],
-      logger: { log: () => undefined, trace: () => undefined, debug: () => undefined, info: () => undefined,
-        warn: (m: string) => process.stderr.write(`${m}\n`), error: (m: string) => process.stderr.write(`${m}\n`) },
+      logger: {
+        log: () => undefined,
+        trace: () => undefined,
+        debug: () => undefined,
+        info: () => undefined,
+        warn: (m: string) => process.stderr.write(`${m}\n`),
+        error: (m: string) => process.stderr.write(`${m}\n`),
+      },
     });
     mkdirSync(path.dirname(out), { recursive: true });
     writeFileSync(out, code);

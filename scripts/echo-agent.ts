@@ -13,13 +13,20 @@ const USAGE = 'usage: npm run agent:echo [-- --port 9000] [--name echo] [--answe
 function optionsOf(argv: string[]): { port: number; name: string; answersFile?: string } {
   let values: { port?: string; name?: string; answers?: string };
   try {
-    ({ values } = parseArgs({ args: argv, options: { port: { type: 'string' }, name: { type: 'string' }, answers: { type: 'string' } }, strict: true, allowPositionals: false }));
+    ({ values } = parseArgs({
+      args: argv,
+      options: { port: { type: 'string' }, name: { type: 'string' }, answers: { type: 'string' } },
+      strict: true,
+      allowPositionals: false,
+    }));
   } catch (e) {
     refuse((e as Error).message);
   }
   const port = values.port === undefined ? 9000 : /^\d{1,5}$/.test(values.port) ? Number(values.port) : NaN;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) refuse(`--port: ${JSON.stringify(values.port)} is not a port (an integer from 0, any free one, to 65535)`);
-  if (values.name !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(values.name)) refuse(`--name: ${JSON.stringify(values.name)} is not a name (letters, digits, '.', '_', '-', at most 64)`);
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    refuse(`--port: ${JSON.stringify(values.port)} is not a port (an integer from 0, any free one, to 65535)`);
+  if (values.name !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/.test(values.name))
+    refuse(`--name: ${JSON.stringify(values.name)} is not a name (letters, digits, '.', '_', '-', at most 64)`);
   if (values.answers === '') refuse('--answers: a file path is needed');
   return { port, name: values.name ?? 'echo', answersFile: values.answers };
 }
@@ -35,7 +42,9 @@ async function main(): Promise<void> {
     process.stderr.write(`echo agent: cannot listen: ${(e as Error).message}\n`);
     process.exit(1);
   });
-  process.stdout.write(`echo agent: A2A v1.0 JSON-RPC at ${url} (its card: ${url}.well-known/agent-card.json); Ctrl-C stops it\n`);
+  process.stdout.write(
+    `echo agent: A2A v1.0 JSON-RPC at ${url} (its card: ${url}.well-known/agent-card.json); Ctrl-C stops it\n`,
+  );
   const stop = () => void agent.kill().then(() => process.exit(0));
   process.once('SIGINT', stop).once('SIGTERM', stop);
 }

@@ -16,7 +16,9 @@ async function main(): Promise<void> {
   try {
     const ran = await db.runMigrations({ transaction: 'each' });
     const names = ran.map((m) => m.name).join(', ');
-    process.stdout.write(`migrations: ${ran.length === 0 ? 'schema up to date' : `applied ${names}`} (database ${pg.database})\n`);
+    process.stdout.write(
+      `migrations: ${ran.length === 0 ? 'schema up to date' : `applied ${names}`} (database ${pg.database})\n`,
+    );
   } finally {
     await db.destroy();
   }

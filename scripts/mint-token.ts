@@ -15,7 +15,9 @@ async function main(): Promise<void> {
   if (key.created) process.stderr.write(`token:mint: made a dev signing key pair in ${dir}\n`);
   process.stderr.write(
     `token:mint: a ${args.scopes.join('+')} token for ${args.sub} of tenant ${args.tenant}, valid ${args.ttlSeconds} s. ` +
-      `A runtime trusts it with:\n${devTrustEnv(key, args).map((line) => `  ${line}`).join('\n')}\n`,
+      `A runtime trusts it with:\n${devTrustEnv(key, args)
+        .map((line) => `  ${line}`)
+        .join('\n')}\n`,
   );
   process.stdout.write(`${token}\n`);
 }

@@ -54,7 +54,8 @@ export function summarize(root: string, reports: JestReport[]): Summary {
       tier.seconds += (file.endTime - file.startTime) / 1000;
       summary.tiers.set(tierOf(name), tier);
       // A file that failed outside its cases (a hook, a compile error) has no failed case to count.
-      if (file.status === 'failed' && file.assertionResults.every((a) => a.status !== 'failed')) summary.brokenFiles.push(name);
+      if (file.status === 'failed' && file.assertionResults.every((a) => a.status !== 'failed'))
+        summary.brokenFiles.push(name);
       for (const a of file.assertionResults) {
         summary.cases.push(`${name} :: ${a.fullName}`);
         if (a.status === 'passed') summary.passed += 1;
@@ -86,9 +87,14 @@ if (require.main === module) {
   out.write('\n[test] tier          files  cases  seconds (sum of its files)\n');
   for (const tier of ['unit', 'integration', 'e2e', 'faults']) {
     const t = s.tiers.get(tier);
-    if (t) out.write(`[test] ${tier.padEnd(12)} ${String(t.files).padStart(6)} ${String(t.cases).padStart(6)} ${t.seconds.toFixed(1).padStart(8)}\n`);
+    if (t)
+      out.write(
+        `[test] ${tier.padEnd(12)} ${String(t.files).padStart(6)} ${String(t.cases).padStart(6)} ${t.seconds.toFixed(1).padStart(8)}\n`,
+      );
   }
-  out.write(`[test] jest: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped; case names in ${path.relative(process.cwd(), path.join(outDir, 'cases.txt'))}\n`);
+  out.write(
+    `[test] jest: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped; case names in ${path.relative(process.cwd(), path.join(outDir, 'cases.txt'))}\n`,
+  );
   for (const f of s.brokenFiles) out.write(`[test] FAILED outside its cases: ${f}\n`);
   for (const f of missing) out.write(`[test] no jest report at ${f} (the lane did not get as far as jest)\n`);
   process.exitCode = s.failed > 0 || s.skipped > 0 || s.brokenFiles.length > 0 || missing.length > 0 ? 1 : 0;

@@ -4,7 +4,9 @@ import { describeSettings } from '../libs/config';
 
 /** Rewrites the settings table of docs/configuration.md from the configuration code (`npm run docs:config`). */
 export function settingsTable(): string {
-  const rows = describeSettings().map((s) => `| \`${s.env}\` | \`${s.key}\` | \`${s.default || '(empty)'}\` | ${s.doc} |`);
+  const rows = describeSettings().map(
+    (s) => `| \`${s.env}\` | \`${s.key}\` | \`${s.default || '(empty)'}\` | ${s.doc} |`,
+  );
   return ['| Environment variable | Name | Default | Meaning |', '|---|---|---|---|', ...rows].join('\n');
 }
 

@@ -13,7 +13,10 @@ import { loadConfig } from '../libs/config';
 export async function servedOpenApiDocument(env: NodeJS.ProcessEnv): Promise<unknown> {
   // The document does not depend on the sealing key; a throwaway one when none is set (nothing is sealed here).
   const keys = env.EVENTMESH_SECURITY_SECRETS_KEYS ?? `openapi:${randomBytes(32).toString('base64')}`;
-  const instance = await startInstance(loadConfig({ ...env, EVENTMESH_HTTP_PORT: '0', EVENTMESH_SECURITY_SECRETS_KEYS: keys }), { roles: ['gateway'] });
+  const instance = await startInstance(
+    loadConfig({ ...env, EVENTMESH_HTTP_PORT: '0', EVENTMESH_SECURITY_SECRETS_KEYS: keys }),
+    { roles: ['gateway'] },
+  );
   try {
     const response = await fetch(`${instance.url}/openapi.json`);
     if (response.status !== 200) throw new Error(`/openapi.json answered ${response.status}`);

@@ -1,5 +1,15 @@
 import { ActivityFailure, ActivityOptions, ApplicationFailure, RetryState } from '@temporalio/common';
-import { allHandlersFinished, CancellationScope, condition, isCancellation, patched, proxyActivities, proxyLocalActivities, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
+import {
+  allHandlersFinished,
+  CancellationScope,
+  condition,
+  isCancellation,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  upsertSearchAttributes,
+} from '@temporalio/workflow';
 import type { A2ATaskActivities } from '../contracts';
 import {
   A2ATaskCancelInput,
@@ -23,7 +33,8 @@ const retry = { initialInterval: '500ms', backoffCoefficient: 2, maximumInterval
 const pushOptions: ActivityOptions = { scheduleToCloseTimeout: '1 hour', heartbeatTimeout: '10s', retry };
 
 /** What an activity's failure says: its cause's message. */
-const reasonOf = (e: unknown): string => (e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message);
+const reasonOf = (e: unknown): string =>
+  e instanceof ActivityFailure ? (e.cause?.message ?? e.message) : (e as Error).message;
 
 /**
  * One per A2A task, id `a2a-task/<taskId>`, on the shared A2A task queue (any instance runs it). The gateway took
@@ -58,7 +69,11 @@ export async function a2aTaskWorkflowV2(input: A2ATaskInput): Promise<TaskStateN
  */
 export async function a2aTaskWorkflow(input: A2ATaskInput): Promise<TaskStateName> {
   // Histories recorded before push notifications replay without them.
-  return runTask(input, { pushable: patched('a2a-push-notifications'), deadlineAsTimeout: false, firstAttemptLocal: false });
+  return runTask(input, {
+    pushable: patched('a2a-push-notifications'),
+    deadlineAsTimeout: false,
+    firstAttemptLocal: false,
+  });
 }
 
 /**
@@ -73,7 +88,11 @@ export async function a2aTaskCancelWorkflow(input: A2ATaskCancelInput): Promise<
   // Tried again, as every step, but within a bound: a client waits for this answer (a running task's cancel waits
   // on its delivery's end too, this one on nothing else).
   const attemptMs = input.callTimeoutMs + 10_000;
-  const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: attemptMs, scheduleToCloseTimeout: 3 * attemptMs, retry });
+  const steps = proxyActivities<A2ATaskActivities>({
+    startToCloseTimeout: attemptMs,
+    scheduleToCloseTimeout: 3 * attemptMs,
+    retry,
+  });
   const pushes = proxyActivities<A2ATaskActivities>(pushOptions);
   let state = input.state;
   let cancel: Promise<CancelOutcome> | undefined;
@@ -81,7 +100,10 @@ export async function a2aTaskCancelWorkflow(input: A2ATaskCancelInput): Promise<
     try {
       return await steps.cancelTask(ids);
     } catch (e) {
-      return { outcome: 'unreachable', reason: `the cancel could not be made within ${3 * attemptMs} ms: ${reasonOf(e)}` };
+      return {
+        outcome: 'unreachable',
+        reason: `the cancel could not be made within ${3 * attemptMs} ms: ${reasonOf(e)}`,
+      };
     }
   };
   setHandler(taskStateQuery, () => state);
@@ -124,7 +146,10 @@ const LOCAL_ATTEMPT_BACKOFF = 'a2a-local-attempt-backoff';
 /** The patch of the check that a change of a running task, signalled after the task settled, is ignored. */
 const LATE_CHANGE_IGNORED = 'a2a-late-change-ignored';
 
-async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, firstAttemptLocal }: TaskRunMode): Promise<TaskStateName> {
+async function runTask(
+  input: A2ATaskInput,
+  { pushable, deadlineAsTimeout, firstAttemptLocal }: TaskRunMode,
+): Promise<TaskStateName> {
   const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
   const deadline = Date.now() + input.timeoutMs;
   const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: input.callTimeoutMs + 10_000, retry });
@@ -207,7 +232,12 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
     }
   });
 
-  const deliveryOf = () => ({ ...ids, request: input.request, callTimeoutMs: input.callTimeoutMs, ...(turn > 1 ? { turn } : {}) });
+  const deliveryOf = () => ({
+    ...ids,
+    request: input.request,
+    callTimeoutMs: input.callTimeoutMs,
+    ...(turn > 1 ? { turn } : {}),
+  });
   const failed = async (e: unknown) => {
     settle((await steps.failTask({ ...ids, reason: `the delivery to the agent failed: ${reasonOf(e)}` })).state);
     changed();
@@ -221,14 +251,18 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
       delivery = new CancellationScope({ cancellable: true });
       try {
         const first = proxyLocalActivities<A2ATaskActivities>({
-          scheduleToCloseTimeout: Math.max(1, Math.min(deadline - Date.now(), firstAttemptTimeoutMs(input.callTimeoutMs))),
+          scheduleToCloseTimeout: Math.max(
+            1,
+            Math.min(deadline - Date.now(), firstAttemptTimeoutMs(input.callTimeoutMs)),
+          ),
           retry: { maximumAttempts: 1 },
         });
         settle((await delivery.run(() => first.deliverTask(deliveryOf()))).state);
         changed();
       } catch (e) {
         if (!isCancellation(e)) {
-          const undeliverable = e instanceof ActivityFailure && e.cause instanceof ApplicationFailure && e.cause.nonRetryable;
+          const undeliverable =
+            e instanceof ActivityFailure && e.cause instanceof ApplicationFailure && e.cause.nonRetryable;
           if (undeliverable || attemptsLeft === 1) await failed(e);
           else {
             if (attemptsLeft > 1) attemptsLeft--;
@@ -241,7 +275,10 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
       // The next attempt waits the policy's first interval, as Temporal's retry does between attempts (a cancel or a
       // change ends the wait). Runs recorded before this wait replay without it.
       if (retryAfterLocal && !settled(state) && patched(LOCAL_ATTEMPT_BACKOFF)) {
-        await condition(() => settled(state) || cancelling, Math.max(1, Math.min(agentRetry.initialIntervalMs, deadline - Date.now())));
+        await condition(
+          () => settled(state) || cancelling,
+          Math.max(1, Math.min(agentRetry.initialIntervalMs, deadline - Date.now())),
+        );
       }
     }
     while (!settled(state) && Date.now() < deadline) {
@@ -250,7 +287,9 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
       const left = deadline - Date.now();
       delivery = new CancellationScope({ cancellable: true, ...(deadlineAsTimeout ? {} : { timeout: left }) });
       const retry = { ...deliveryOptions.retry, ...(attemptsLeft > 0 ? { maximumAttempts: attemptsLeft } : {}) };
-      const deliverer = deadlineAsTimeout ? proxyActivities<A2ATaskActivities>({ ...deliveryOptions, retry, scheduleToCloseTimeout: left }) : delivering;
+      const deliverer = deadlineAsTimeout
+        ? proxyActivities<A2ATaskActivities>({ ...deliveryOptions, retry, scheduleToCloseTimeout: left })
+        : delivering;
       try {
         settle((await delivery.run(() => deliverer.deliverTask(deliveryOf()))).state);
         changed();
@@ -258,7 +297,10 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
         if (isCancellation(e)) continue; // a cancel (the update decides), or the deadline (the loop ends)
         // The deadline, as the activity's timeout, or its retries stopped because no further attempt fits before
         // it: the task fails below, at its deadline (a cancel may still come until then).
-        if (deadlineAsTimeout && (Date.now() >= deadline || (e instanceof ActivityFailure && e.retryState === RetryState.TIMEOUT))) {
+        if (
+          deadlineAsTimeout &&
+          (Date.now() >= deadline || (e instanceof ActivityFailure && e.retryState === RetryState.TIMEOUT))
+        ) {
           await condition(() => settled(state), Math.max(0, deadline - Date.now()));
           break;
         }
@@ -277,7 +319,10 @@ async function runTask(input: A2ATaskInput, { pushable, deadlineAsTimeout, first
   // as it did. Histories replay the same (test/replay).
   if (cancelling || !settled(state)) await condition(() => !cancelling);
   if (!settled(state)) {
-    settle((await steps.failTask({ ...ids, reason: `the task did not settle within its timeout of ${input.timeoutMs} ms` })).state);
+    settle(
+      (await steps.failTask({ ...ids, reason: `the task did not settle within its timeout of ${input.timeoutMs} ms` }))
+        .state,
+    );
     changed();
   }
   if (!allHandlersFinished()) await condition(allHandlersFinished);

@@ -68,7 +68,10 @@ export function assignPartitions(input: AssignmentInput): Assignment {
   // The rest go, in order, to the instance furthest below its share.
   for (const p of homeless) {
     const target = [...eligible].sort(
-      (a, b) => owned.get(a)! - share.get(a)! - (owned.get(b)! - share.get(b)!) || owned.get(a)! - owned.get(b)! || byName(a, b),
+      (a, b) =>
+        owned.get(a)! - share.get(a)! - (owned.get(b)! - share.get(b)!) ||
+        owned.get(a)! - owned.get(b)! ||
+        byName(a, b),
     )[0];
     take(p, target);
   }

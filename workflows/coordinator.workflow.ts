@@ -70,13 +70,16 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
   setHandler(
     drainUpdate,
     async ({ instanceId, drained }) => {
-      state.drained = drained ? [...new Set([...state.drained, instanceId])].sort() : state.drained.filter((d) => d !== instanceId);
+      state.drained = drained
+        ? [...new Set([...state.drained, instanceId])].sort()
+        : state.drained.filter((d) => d !== instanceId);
       if (drained) for (const [p, to] of Object.entries(state.pins)) if (to === instanceId) delete state.pins[p];
       return applied();
     },
     {
       validator: ({ instanceId, drained }) => {
-        if (typeof instanceId !== 'string' || typeof drained !== 'boolean') throw new Error('expected { instanceId: string, drained: boolean }');
+        if (typeof instanceId !== 'string' || typeof drained !== 'boolean')
+          throw new Error('expected { instanceId: string, drained: boolean }');
         if (drained && !(instanceId in state.members)) throw new Error(`instance ${instanceId} is not a member`);
       },
     },
@@ -125,20 +128,28 @@ export async function coordinatorWorkflow(input: CoordinatorInput): Promise<void
       current: state.assignment,
       pins: state.pins,
     });
-    const moves = movedPartitions(state.assignment, next).map((p) => ({ partition: p, from: state.assignment[p], to: next[p] }));
+    const moves = movedPartitions(state.assignment, next).map((p) => ({
+      partition: p,
+      from: state.assignment[p],
+      to: next[p],
+    }));
     const before = state.assignment;
     state.assignment = next;
-    const alive = (owner: string | undefined) => owner !== undefined && (owner in state.members || stopped.includes(owner));
+    const alive = (owner: string | undefined) =>
+      owner !== undefined && (owner in state.members || stopped.includes(owner));
     await Promise.all(moves.map((m) => handOver(m, alive(before[m.partition]))));
     lastMoves = moves;
     state.generation++;
     roundInProgress = false;
     const info = workflowInfo();
-    if (!dirty && (info.continueAsNewSuggested || info.historyLength > (input.maxHistoryEvents ?? MAX_HISTORY_EVENTS))) break;
+    if (!dirty && (info.continueAsNewSuggested || info.historyLength > (input.maxHistoryEvents ?? MAX_HISTORY_EVENTS)))
+      break;
   }
   await condition(allHandlersFinished);
   // The next run gets this version's task timeout even when the first run was started without it.
-  await makeContinueAsNewFunc<typeof coordinatorWorkflow>({ workflowTaskTimeout: controlWorkflowTaskTimeoutMs(input.leaseTtlMs) })({ ...input, state });
+  await makeContinueAsNewFunc<typeof coordinatorWorkflow>({
+    workflowTaskTimeout: controlWorkflowTaskTimeoutMs(input.leaseTtlMs),
+  })({ ...input, state });
 
   async function handOver(move: PartitionMove, graceful: boolean): Promise<void> {
     const { topic, partition } = parsePartitionKey(move.partition);

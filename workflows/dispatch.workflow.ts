@@ -1,5 +1,12 @@
 import { condition, continueAsNew, proxyActivities, setHandler } from '@temporalio/workflow';
-import { DispatchActivities, DispatchRunResult, DispatchTotals, dispatchStatusQuery, InstanceDispatchInput, pauseDispatchSignal } from '../contracts';
+import {
+  DispatchActivities,
+  DispatchRunResult,
+  DispatchTotals,
+  dispatchStatusQuery,
+  InstanceDispatchInput,
+  pauseDispatchSignal,
+} from '../contracts';
 
 /**
  * One per runtime instance in LOCAL_STICKY_PULL, id `dispatch/<instanceId>`, on the instance's own task queue.

@@ -1,7 +1,15 @@
 import { ActivityFailure } from '@temporalio/common';
 import { getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
 import type { OwnershipActivities } from '../contracts';
-import { COORDINATOR_WORKFLOW_ID, InstanceLeaseInput, instanceTaskQueueOf, joinSignal, leaveSignal, LeaveNotice, rejoinSignal } from '../contracts';
+import {
+  COORDINATOR_WORKFLOW_ID,
+  InstanceLeaseInput,
+  instanceTaskQueueOf,
+  joinSignal,
+  leaveSignal,
+  LeaveNotice,
+  rejoinSignal,
+} from '../contracts';
 
 /**
  * One per live instance in PARTITION_OWNED_PULL, id `instance/<instanceId>`, on the shared control queue. It joins
@@ -23,11 +31,17 @@ export async function instanceLeaseWorkflow(input: InstanceLeaseInput): Promise<
   const coordinator = getExternalWorkflowHandle(COORDINATOR_WORKFLOW_ID);
   // Only a running lease can join: a completed one cannot be signalled, so no join outlives its lease.
   setHandler(rejoinSignal, async (partitions) => {
-    await coordinator.signal(joinSignal, { instanceId: input.instanceId, leaseRunId, partitions }).catch(() => undefined);
+    await coordinator
+      .signal(joinSignal, { instanceId: input.instanceId, leaseRunId, partitions })
+      .catch(() => undefined);
   });
   if (patched('lease-joins-coordinator')) {
     try {
-      await coordinator.signal(joinSignal, { instanceId: input.instanceId, leaseRunId, partitions: input.partitions ?? [] });
+      await coordinator.signal(joinSignal, {
+        instanceId: input.instanceId,
+        leaseRunId,
+        partitions: input.partitions ?? [],
+      });
     } catch (e) {
       // No coordinator to join: the instance sees this run end and joins again (starting the coordinator).
       return { instanceId: input.instanceId, leaseRunId, reason: 'lost', detail: `could not join: ${describe(e)}` };

@@ -81,22 +81,19 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     progress = p;
     delivered = deliveredBeforeRun + p.delivered;
   });
-  setHandler(
-    partitionStatusQuery,
-    (): PartitionStatus => ({
-      topic,
-      partition,
-      owner,
-      epoch,
-      polling,
-      committedOffset: progress?.committedOffset,
-      lag: progress?.lag,
-      delivered,
-      progressAt: progress?.reportedAt,
-      ownerChanges,
-      lastFailure,
-    }),
-  );
+  setHandler(partitionStatusQuery, (): PartitionStatus => ({
+    topic,
+    partition,
+    owner,
+    epoch,
+    polling,
+    committedOffset: progress?.committedOffset,
+    lag: progress?.lag,
+    delivered,
+    progressAt: progress?.reportedAt,
+    ownerChanges,
+    lastFailure,
+  }));
 
   let failures = 0;
   for (let run = 0; run < (input.runsPerExecution ?? RUNS_PER_EXECUTION); run++) {
@@ -122,7 +119,9 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     deliveredBeforeRun = delivered;
     polling = true;
     const runScope = new CancellationScope();
-    const pollRun = runScope.run(() => pollPartition({ topic, partition, owner: target, epoch: runEpoch, runMs: input.runMs }));
+    const pollRun = runScope.run(() =>
+      pollPartition({ topic, partition, owner: target, epoch: runEpoch, runMs: input.runMs }),
+    );
     const watchScope = new CancellationScope();
     const moved = watchScope.run(() => condition(() => owner !== target));
     const outcome = await Promise.race([
@@ -157,7 +156,9 @@ export async function partitionWorkflow(input: PartitionWorkflowInput): Promise<
     polling = false;
   }
   await condition(allHandlersFinished);
-  await makeContinueAsNewFunc<typeof partitionWorkflow>({ workflowTaskTimeout: controlWorkflowTaskTimeoutMs(leaseTtlMs) })({
+  await makeContinueAsNewFunc<typeof partitionWorkflow>({
+    workflowTaskTimeout: controlWorkflowTaskTimeoutMs(leaseTtlMs),
+  })({
     ...input,
     owner,
     epoch,

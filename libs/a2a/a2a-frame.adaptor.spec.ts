@@ -14,7 +14,12 @@ describe('A2A frame adaptor', () => {
 
   it('turns a SendMessage into a frame with the mesh ids, and back, through the Kafka record codec', () => {
     const frame = taskToFrame(ids, request, new Date('2026-01-01T00:00:00Z'));
-    expect(frame).toMatchObject({ id: 't-1', type: A2A_TASK_FRAME_TYPE, source: '/a2a/agents/echo', extensions: { a2ataskid: 't-1', partitionkey: 't-1' } });
+    expect(frame).toMatchObject({
+      id: 't-1',
+      type: A2A_TASK_FRAME_TYPE,
+      source: '/a2a/agents/echo',
+      extensions: { a2ataskid: 't-1', partitionkey: 't-1' },
+    });
     const record = frameToKafkaMessage(frame);
     expect(record.key).toBe('t-1');
     const back = taskFromFrame(frameFromKafkaRecord(record.headers, record.value as Buffer));

@@ -35,7 +35,13 @@ export function taskToFrame(ids: TaskFrameIds, request: SendMessageRequest, time
     specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
-    extensions: { a2ataskid: ids.taskId, a2acontextid: ids.contextId, a2aagent: ids.agent, a2aturn: String(turn), partitionkey: ids.taskId },
+    extensions: {
+      a2ataskid: ids.taskId,
+      a2acontextid: ids.contextId,
+      a2aagent: ids.agent,
+      a2aturn: String(turn),
+      partitionkey: ids.taskId,
+    },
     data: Buffer.from(JSON.stringify(data)),
   };
 }
@@ -43,7 +49,13 @@ export function taskToFrame(ids: TaskFrameIds, request: SendMessageRequest, time
 /** The inverse of {@link taskToFrame}; a frame that is not a task frame is refused. */
 export function taskFromFrame(frame: EventFrame): TaskFrameIds & { request: SendMessageRequest } {
   const { a2ataskid, a2acontextid, a2aagent } = frame.extensions;
-  if (frame.type !== A2A_TASK_FRAME_TYPE || typeof a2ataskid !== 'string' || typeof a2acontextid !== 'string' || typeof a2aagent !== 'string' || !frame.data) {
+  if (
+    frame.type !== A2A_TASK_FRAME_TYPE ||
+    typeof a2ataskid !== 'string' ||
+    typeof a2acontextid !== 'string' ||
+    typeof a2aagent !== 'string' ||
+    !frame.data
+  ) {
     throw new NotATaskFrame(`frame ${frame.id} is not an A2A task frame (type ${frame.type})`);
   }
   let json: unknown;
@@ -73,7 +85,13 @@ export function cancelToFrame(ids: TaskFrameIds, reason: 'canceled' | 'failed', 
     specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
-    extensions: { a2ataskid: ids.taskId, a2acontextid: ids.contextId, a2aagent: ids.agent, a2areason: reason, partitionkey: ids.taskId },
+    extensions: {
+      a2ataskid: ids.taskId,
+      a2acontextid: ids.contextId,
+      a2aagent: ids.agent,
+      a2areason: reason,
+      partitionkey: ids.taskId,
+    },
     data: Buffer.from(JSON.stringify({ id: ids.taskId })),
   };
 }

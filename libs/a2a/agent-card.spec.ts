@@ -32,8 +32,16 @@ describe('agent cards', () => {
   it.each([
     ['no name', { ...card(), name: '' }, 'name'],
     ['no interfaces', { ...card(), supportedInterfaces: [] }, 'supportedInterfaces'],
-    ['an interface without a URL', { ...card(), supportedInterfaces: [{ protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] }, 'supportedInterfaces.0.url'],
-    ['only gRPC', { ...card(), supportedInterfaces: [{ url: 'https://a/', protocolBinding: 'GRPC', protocolVersion: '1.0' }] }, 'supportedInterfaces'],
+    [
+      'an interface without a URL',
+      { ...card(), supportedInterfaces: [{ protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] },
+      'supportedInterfaces.0.url',
+    ],
+    [
+      'only gRPC',
+      { ...card(), supportedInterfaces: [{ url: 'https://a/', protocolBinding: 'GRPC', protocolVersion: '1.0' }] },
+      'supportedInterfaces',
+    ],
     ['a skill without tags', { ...card(), skills: [{ id: 's', name: 'S', description: 'd' }] }, 'skills.0.tags'],
     ['no capabilities', { ...card(), capabilities: undefined }, 'capabilities'],
     ['not an object', [], 'card'],
@@ -42,7 +50,11 @@ describe('agent cards', () => {
   });
 
   it("serves the card at the mesh's endpoints, v1.0 and v0.3, without the agent's URL or signatures, advertising streaming and push notifications (the mesh keeps push configs for every agent)", () => {
-    const served = meshCardOf(validateAgentCard(card()), { rpcUrl: 'http://mesh/a2a/agents/echo/rpc', restUrl: 'http://mesh/a2a/agents/echo/rest' }, { tokens: false });
+    const served = meshCardOf(
+      validateAgentCard(card()),
+      { rpcUrl: 'http://mesh/a2a/agents/echo/rpc', restUrl: 'http://mesh/a2a/agents/echo/rest' },
+      { tokens: false },
+    );
     expect(served.supportedInterfaces).toEqual([
       { url: 'http://mesh/a2a/agents/echo/rpc', protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
       { url: 'http://mesh/a2a/agents/echo/rest', protocolBinding: 'HTTP+JSON', protocolVersion: '1.0' },
@@ -56,12 +68,20 @@ describe('agent cards', () => {
   });
 
   it('serves the lists the specification requires even when the registered card has them empty (the codec drops empty lists)', () => {
-    const served = meshCardOf(validateAgentCard({ ...card(), skills: [], defaultInputModes: [], defaultOutputModes: [] }), { rpcUrl: 'http://mesh/rpc', restUrl: 'http://mesh/rest' }, { tokens: false });
+    const served = meshCardOf(
+      validateAgentCard({ ...card(), skills: [], defaultInputModes: [], defaultOutputModes: [] }),
+      { rpcUrl: 'http://mesh/rpc', restUrl: 'http://mesh/rest' },
+      { tokens: false },
+    );
     expect([served.skills, served.defaultInputModes, served.defaultOutputModes]).toEqual([[], [], []]);
   });
 
   it('names the security schemes the gate enforces when it authenticates', () => {
-    const served = meshCardOf(validateAgentCard(card()), { rpcUrl: 'http://mesh/rpc', restUrl: 'http://mesh/rest' }, { tokens: true });
+    const served = meshCardOf(
+      validateAgentCard(card()),
+      { rpcUrl: 'http://mesh/rpc', restUrl: 'http://mesh/rest' },
+      { tokens: true },
+    );
     expect(Object.keys(served.securitySchemes as object)).toEqual(['bearer', 'apiKey']);
     expect(served.securityRequirements).toHaveLength(2);
   });

@@ -10,20 +10,28 @@ const CALLABLE_BINDINGS = ['JSONRPC', 'HTTP+JSON'];
 
 // The `meta` of these schemas states their refinements in the API document's JSON Schema.
 const nonEmpty = z.string().trim().min(1).meta({ pattern: '\\S' });
-const httpUrl = z.string().refine((value) => {
-  try {
-    return ['http:', 'https:'].includes(new URL(value).protocol);
-  } catch {
-    return false;
-  }
-}, 'must be an absolute http(s) URL').meta({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
+const httpUrl = z
+  .string()
+  .refine((value) => {
+    try {
+      return ['http:', 'https:'].includes(new URL(value).protocol);
+    } catch {
+      return false;
+    }
+  }, 'must be an absolute http(s) URL')
+  .meta({ format: 'uri', pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' });
 
 /**
  * What a registered agent card must hold (A2A v1.0 `AgentCard`, JSON): the fields the specification marks required,
  * and at least one interface the mesh can call. Other fields (provider, security schemes, icon, ...) are kept as
  * given.
  */
-const agentInterface = z.looseObject({ url: httpUrl, protocolBinding: nonEmpty, protocolVersion: nonEmpty, tenant: z.string().optional() });
+const agentInterface = z.looseObject({
+  url: httpUrl,
+  protocolBinding: nonEmpty,
+  protocolVersion: nonEmpty,
+  tenant: z.string().optional(),
+});
 export const agentCardSchema = z.looseObject({
   name: nonEmpty,
   description: nonEmpty,
@@ -72,7 +80,8 @@ export function validateAgentCard(body: unknown, style: 'url' | 'subscriber' = '
 
 /** An agent name from a path, or a 400. */
 export function validateAgentName(name: string): string {
-  if (!AGENT_NAME.test(name)) throw new EventMeshError(ErrorCode.InvalidRequest, 'name: 1 to 64 characters of [A-Za-z0-9._-]', { field: 'name' });
+  if (!AGENT_NAME.test(name))
+    throw new EventMeshError(ErrorCode.InvalidRequest, 'name: 1 to 64 characters of [A-Za-z0-9._-]', { field: 'name' });
   return name;
 }
 
@@ -92,12 +101,24 @@ export interface GateAuthentication {
  * whatever the agent supports), and the security schemes the request gate enforces. The
  * agent's own signatures are dropped: they sign a card that is no longer the one served.
  */
-export function meshCardOf(card: RegisteredCard, urls: { rpcUrl: string; restUrl: string }, gate: GateAuthentication): Record<string, unknown> {
+export function meshCardOf(
+  card: RegisteredCard,
+  urls: { rpcUrl: string; restUrl: string },
+  gate: GateAuthentication,
+): Record<string, unknown> {
   const security = gate.tokens
     ? {
         securitySchemes: {
-          bearer: { httpAuthSecurityScheme: { scheme: 'Bearer', bearerFormat: 'JWT', description: 'a token the gate verifies, or an API key (emk_...)' } },
-          apiKey: { apiKeySecurityScheme: { location: 'header', name: 'x-api-key', description: 'an API key (emk_...)' } },
+          bearer: {
+            httpAuthSecurityScheme: {
+              scheme: 'Bearer',
+              bearerFormat: 'JWT',
+              description: 'a token the gate verifies, or an API key (emk_...)',
+            },
+          },
+          apiKey: {
+            apiKeySecurityScheme: { location: 'header', name: 'x-api-key', description: 'an API key (emk_...)' },
+          },
         },
         securityRequirements: [{ schemes: { bearer: { list: [] } } }, { schemes: { apiKey: { list: [] } } }],
       }

@@ -14,11 +14,18 @@ export class AgentClients {
   private readonly clients = new Map<string, { updatedAt: number; client: Promise<Client> }>();
   private readonly factory: ClientFactory;
 
-  constructor(dispatcher: UndiciAgent, readonly timeoutMs: number, maxAnswerBytes: number) {
+  constructor(
+    dispatcher: UndiciAgent,
+    readonly timeoutMs: number,
+    maxAnswerBytes: number,
+  ) {
     const fetchImpl = requestFetch(dispatcher, maxAnswerBytes);
     const legacyCompat = { enabled: true };
     this.factory = new ClientFactory({
-      transports: [new JsonRpcTransportFactory({ fetchImpl, legacyCompat }), new RestTransportFactory({ fetchImpl, legacyCompat })],
+      transports: [
+        new JsonRpcTransportFactory({ fetchImpl, legacyCompat }),
+        new RestTransportFactory({ fetchImpl, legacyCompat }),
+      ],
     });
   }
 

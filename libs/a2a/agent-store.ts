@@ -45,7 +45,8 @@ export interface AgentFilter {
 }
 
 /** The tenant ($1) has fewer agents than $3, or has the agent $2 (a replacement). */
-const FITS = '((SELECT count(*) FROM a2a_agents WHERE tenant = $1) < $3 OR EXISTS (SELECT 1 FROM a2a_agents WHERE tenant = $1 AND name = $2))';
+const FITS =
+  '((SELECT count(*) FROM a2a_agents WHERE tenant = $1) < $3 OR EXISTS (SELECT 1 FROM a2a_agents WHERE tenant = $1 AND name = $2))';
 
 /** The `a2a_agents` table: each tenant's registered agents and their cards. Every read and write names the tenant. */
 export class A2AAgentStore {
@@ -55,7 +56,13 @@ export class A2AAgentStore {
    * Registers the agent, or replaces its card and style; `created` says which. A subscriber's registration is a
    * heartbeat. Undefined when the tenant has `maxPerTenant` agents and this is not one of them (nothing written).
    */
-  async put(tenant: string, name: string, card: RegisteredCard, style: AgentStyle, maxPerTenant: number): Promise<{ agent: StoredAgent; created: boolean } | undefined> {
+  async put(
+    tenant: string,
+    name: string,
+    card: RegisteredCard,
+    style: AgentStyle,
+    maxPerTenant: number,
+  ): Promise<{ agent: StoredAgent; created: boolean } | undefined> {
     const rows: (RawAgent & { inserted: boolean })[] = await this.db.query(
       `INSERT INTO a2a_agents (tenant, name, card, style, heartbeat_at)
        SELECT $1, $2, $3, $4, CASE WHEN $4 = 'subscriber' THEN now() END
@@ -74,7 +81,10 @@ export class A2AAgentStore {
   }
 
   async get(tenant: string, name: string): Promise<StoredAgent | undefined> {
-    const rows: RawAgent[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_agents WHERE tenant = $1 AND name = $2`, [tenant, name]);
+    const rows: RawAgent[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_agents WHERE tenant = $1 AND name = $2`, [
+      tenant,
+      name,
+    ]);
     return rows.length === 0 ? undefined : agentOf(rows[0]);
   }
 
@@ -90,7 +100,10 @@ export class A2AAgentStore {
   /** Removes the agent; false when the tenant has none by that name. Its tasks stay (readable by id). */
   async delete(tenant: string, name: string): Promise<boolean> {
     // TypeORM answers a DELETE on Postgres with [rows, affected].
-    const [, affected]: [unknown[], number] = await this.db.query(`DELETE FROM a2a_agents WHERE tenant = $1 AND name = $2`, [tenant, name]);
+    const [, affected]: [unknown[], number] = await this.db.query(
+      `DELETE FROM a2a_agents WHERE tenant = $1 AND name = $2`,
+      [tenant, name],
+    );
     return affected > 0;
   }
 

@@ -61,7 +61,9 @@ export class AgentStream {
     };
     if (withinMs === Infinity) return read.finally(answered);
     let timer: NodeJS.Timeout | undefined;
-    const timedOut = new Promise<{ timedOut: true }>((resolve) => (timer = setTimeout(() => resolve({ timedOut: true }), Math.max(0, withinMs))));
+    const timedOut = new Promise<{ timedOut: true }>(
+      (resolve) => (timer = setTimeout(() => resolve({ timedOut: true }), Math.max(0, withinMs))),
+    );
     try {
       const first = await Promise.race([read, timedOut]);
       if (!('timedOut' in first)) answered();
@@ -105,13 +107,23 @@ export function applyEvent(task: Task | undefined, event: StreamResponse): Task 
   const p = event.payload;
   if (!p || p.$case === 'message') return task;
   if (p.$case === 'task') return p.value;
-  const base: Task = task ?? { id: p.value.taskId, contextId: p.value.contextId, status: undefined, artifacts: [], history: [], metadata: undefined };
+  const base: Task = task ?? {
+    id: p.value.taskId,
+    contextId: p.value.contextId,
+    status: undefined,
+    artifacts: [],
+    history: [],
+    metadata: undefined,
+  };
   if (p.$case === 'statusUpdate') return { ...base, status: p.value.status };
   const artifact = p.value.artifact;
   if (!artifact) return base;
   const at = base.artifacts.findIndex((a) => a.artifactId === artifact.artifactId);
   const artifacts = [...base.artifacts];
   if (at < 0) artifacts.push(artifact);
-  else artifacts[at] = p.value.append ? { ...artifacts[at], parts: [...artifacts[at].parts, ...artifact.parts] } : artifact;
+  else
+    artifacts[at] = p.value.append
+      ? { ...artifacts[at], parts: [...artifacts[at].parts, ...artifact.parts] }
+      : artifact;
   return { ...base, artifacts };
 }

@@ -70,7 +70,13 @@ export class AgentTaskFollower {
    * event is subscribed again; one the agent refuses (a task that ended, or that it does not know), or that ends
    * with the task unsettled, leaves the rest to GetTask, whose answer says which.
    */
-  async followStream(from: StoredTask, client: Client, ctx: FollowContext, opts: CallOptions, parked?: ParkedStream): Promise<A2AState> {
+  async followStream(
+    from: StoredTask,
+    client: Client,
+    ctx: FollowContext,
+    opts: CallOptions,
+    parked?: ParkedStream,
+  ): Promise<A2AState> {
     let task = from;
     for (let wait = 0; ; wait = Math.min(Math.max(wait * 2, FOLLOW_FIRST_MS), FOLLOW_MAX_MS)) {
       if (wait > 0) await sleep(wait, undefined, { signal: ctx.signal });
@@ -85,7 +91,8 @@ export class AgentTaskFollower {
             if (ctx.signal.aborted) throw e;
             return { done: true } as const;
           });
-          if (!('event' in read)) return await this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS });
+          if (!('event' in read))
+            return await this.follow(task, client, ctx, opts, { firstWaitMs: FOLLOW_INLINE_FIRST_MS });
           first = read.event;
         }
         const on = await this.onStream(task, live, taken?.snapshot, ctx, Infinity, first);
@@ -153,8 +160,16 @@ export class AgentTaskFollower {
    * it (also when another change won: the delivery tried again looks at the task as it is then).
    */
   private async sendAgain(task: StoredTask): Promise<never> {
-    const result = await this.tasks.transition(task, { state: task.state, deliveredTurn: 0, agentTaskId: null, artifacts: [], agentResends: task.agentResends + 1 });
-    const why = result.changed ? 'its first turn is recorded as not sent, for the delivery tried next' : 'the task changed meanwhile';
+    const result = await this.tasks.transition(task, {
+      state: task.state,
+      deliveredTurn: 0,
+      agentTaskId: null,
+      artifacts: [],
+      agentResends: task.agentResends + 1,
+    });
+    const why = result.changed
+      ? 'its first turn is recorded as not sent, for the delivery tried next'
+      : 'the task changed meanwhile';
     throw new AgentLostTask(`the agent does not know its task ${task.agentTaskId} (it restarted without it?): ${why}`);
   }
 
@@ -182,8 +197,14 @@ export class AgentTaskFollower {
       } catch (e) {
         const invalid = !ctx.signal.aborted && isInvalidAnswer(e);
         if (!(e instanceof A2AError) && !invalid) throw unreachable(e, ctx.signal);
-        if (e instanceof TaskNotFoundError && task.deliveredTurn === 1 && task.agentResends === 0) await this.sendAgain(task);
-        const change = invalid ? invalidAnswerOf(task, e) : { state: 'failed' as const, statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`) };
+        if (e instanceof TaskNotFoundError && task.deliveredTurn === 1 && task.agentResends === 0)
+          await this.sendAgain(task);
+        const change = invalid
+          ? invalidAnswerOf(task, e)
+          : {
+              state: 'failed' as const,
+              statusMessage: agentMessage(task, `the agent lost the task: ${(e as Error).message}`),
+            };
         const result = await this.tasks.transition(task, change);
         return result.changed || result.reason !== 'missing' ? result.task.state : 'failed';
       }
@@ -231,9 +252,14 @@ export function unreachable(e: unknown, signal: AbortSignal): Error {
 export function changeOf(task: StoredTask, answer: Task): TaskChange {
   const state = stateOf(answer.status?.state);
   if (!state) {
-    return { state: 'failed', statusMessage: agentMessage(task, `the agent answered an invalid task state (${String(answer.status?.state)})`), agentTaskId: answer.id || undefined };
+    return {
+      state: 'failed',
+      statusMessage: agentMessage(task, `the agent answered an invalid task state (${String(answer.status?.state)})`),
+      agentTaskId: answer.id || undefined,
+    };
   }
-  const rewrite = (m: Message): Json => Message.toJSON({ ...m, taskId: task.id, contextId: answer.contextId || task.contextId }) as Json;
+  const rewrite = (m: Message): Json =>
+    Message.toJSON({ ...m, taskId: task.id, contextId: answer.contextId || task.contextId }) as Json;
   return {
     state,
     statusMessage: answer.status?.message ? rewrite(answer.status.message) : null,
@@ -246,7 +272,14 @@ export function changeOf(task: StoredTask, answer: Task): TaskChange {
 
 /** A status message from the mesh, in the agent's role, about the task. */
 export function agentMessage(task: StoredTask, text: string, metadata?: Json): Json {
-  return { messageId: randomUUID(), contextId: task.contextId, taskId: task.id, role: 'ROLE_AGENT', parts: [{ text }], ...(metadata ? { metadata } : {}) };
+  return {
+    messageId: randomUUID(),
+    contextId: task.contextId,
+    taskId: task.id,
+    role: 'ROLE_AGENT',
+    parts: [{ text }],
+    ...(metadata ? { metadata } : {}),
+  };
 }
 
 /**
@@ -254,11 +287,15 @@ export function agentMessage(task: StoredTask, text: string, metadata?: Json): J
  * that it is not a valid A2A answer. Both carry the invalid-answer metadata (a blocking send of it is -32006).
  */
 export function invalidAnswerOf(task: StoredTask, e: unknown): TaskChange {
-  if (isAnswerTooLarge(e)) return { state: 'failed', statusMessage: agentMessage(task, tooLargeReason(e), INVALID_ANSWER_METADATA) };
+  if (isAnswerTooLarge(e))
+    return { state: 'failed', statusMessage: agentMessage(task, tooLargeReason(e), INVALID_ANSWER_METADATA) };
   return invalidAnswer(task, (e as Error).message);
 }
 
 /** The task failed because the agent answered what is not an A2A answer (`why`), its status message says so (invalid-answers.ts). */
 export function invalidAnswer(task: StoredTask, why: string): TaskChange {
-  return { state: 'failed', statusMessage: agentMessage(task, `the agent's answer is not a valid A2A answer: ${why}`, INVALID_ANSWER_METADATA) };
+  return {
+    state: 'failed',
+    statusMessage: agentMessage(task, `the agent's answer is not a valid A2A answer: ${why}`, INVALID_ANSWER_METADATA),
+  };
 }

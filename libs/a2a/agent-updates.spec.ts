@@ -1,7 +1,7 @@
 import { EventMeshError } from '../errors';
 import { parseAgentUpdate } from './agent-updates';
 
-describe('a subscriber agent\'s update', () => {
+describe("a subscriber agent's update", () => {
   it('reads the state in either spelling, a status message and artifacts', () => {
     expect(parseAgentUpdate({ state: 'TASK_STATE_COMPLETED' }).state).toBe('completed');
     expect(parseAgentUpdate({ state: 'input-required' }).state).toBe('input-required');
@@ -19,7 +19,11 @@ describe('a subscriber agent\'s update', () => {
     ['no state', {}, 'state'],
     ['an unknown state', { state: 'done' }, 'state'],
     ['submitted (where tasks start)', { state: 'submitted' }, 'state'],
-    ['a message without parts', { state: 'working', message: { messageId: 'm', role: 'ROLE_AGENT', parts: [] } }, 'message.parts'],
+    [
+      'a message without parts',
+      { state: 'working', message: { messageId: 'm', role: 'ROLE_AGENT', parts: [] } },
+      'message.parts',
+    ],
     ['artifacts that are not a list', { state: 'working', artifacts: {} }, 'artifacts'],
     ['an artifact without id', { state: 'working', artifacts: [{ parts: [{ text: 'x' }] }] }, 'artifacts.0'],
   ])('refuses %s, naming the field', (_, body, field) => {

@@ -25,10 +25,20 @@ function invalid(field: string, message: string): EventMeshError {
 
 /** An update's body, validated (a 400 naming the first bad field otherwise). */
 export function parseAgentUpdate(body: unknown): AgentUpdate {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) throw invalid('body', 'an object { state, message?, artifacts? }');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    throw invalid('body', 'an object { state, message?, artifacts? }');
   const { state: rawState, message, artifacts } = body as Json;
-  const state = typeof rawState !== 'string' ? undefined : isA2AState(rawState) ? rawState : stateOf(TaskState[rawState as keyof typeof TaskState]);
-  if (state === undefined || state === 'submitted') throw invalid('state', 'a task state the agent may report: working, input-required, auth-required, completed, failed, canceled, rejected (or TASK_STATE_*)');
+  const state =
+    typeof rawState !== 'string'
+      ? undefined
+      : isA2AState(rawState)
+        ? rawState
+        : stateOf(TaskState[rawState as keyof typeof TaskState]);
+  if (state === undefined || state === 'submitted')
+    throw invalid(
+      'state',
+      'a task state the agent may report: working, input-required, auth-required, completed, failed, canceled, rejected (or TASK_STATE_*)',
+    );
   const update: AgentUpdate = { state, artifacts: [] };
   if (message !== undefined) {
     const decoded = Message.fromJSON(message);
@@ -39,7 +49,8 @@ export function parseAgentUpdate(body: unknown): AgentUpdate {
     if (!Array.isArray(artifacts)) throw invalid('artifacts', 'an array of A2A artifacts');
     artifacts.forEach((a, i) => {
       const decoded = Artifact.fromJSON(a);
-      if (decoded.artifactId === '' || decoded.parts.length === 0) throw invalid(`artifacts.${i}`, 'an artifact needs an artifactId and at least one part');
+      if (decoded.artifactId === '' || decoded.parts.length === 0)
+        throw invalid(`artifacts.${i}`, 'an artifact needs an artifactId and at least one part');
       update.artifacts.push(Artifact.toJSON(decoded) as Json);
     });
   }
@@ -51,10 +62,19 @@ export function parseAgentUpdate(body: unknown): AgentUpdate {
  * read when another change won. A transition the rules refuse (the task already ended, or back to submitted) is a
  * 409 `ILLEGAL_TRANSITION` naming the task's state; a task that is not the tenant's and the agent's, a 404.
  */
-export async function applyAgentUpdate(tasks: A2ATaskStore, tenant: string, agent: string, taskId: string, update: AgentUpdate): Promise<StoredTask> {
+export async function applyAgentUpdate(
+  tasks: A2ATaskStore,
+  tenant: string,
+  agent: string,
+  taskId: string,
+  update: AgentUpdate,
+): Promise<StoredTask> {
   let task = await tasks.get(tenant, taskId);
   for (let attempt = 0; task && task.agent === agent && attempt < CAS_ATTEMPTS; attempt++) {
-    const artifacts = [...task.artifacts.filter((a) => !update.artifacts.some((n) => n.artifactId === a.artifactId)), ...update.artifacts];
+    const artifacts = [
+      ...task.artifacts.filter((a) => !update.artifacts.some((n) => n.artifactId === a.artifactId)),
+      ...update.artifacts,
+    ];
     const change: TaskChange = { state: update.state, artifacts };
     if (update.message) {
       const message = { ...update.message, taskId: task.id, contextId: task.contextId };
@@ -64,10 +84,20 @@ export async function applyAgentUpdate(tasks: A2ATaskStore, tenant: string, agen
     const result = await tasks.transition(task, change);
     if (result.changed) return result.task;
     if (result.reason === 'illegal') {
-      throw new EventMeshError(ErrorCode.IllegalTransition, `task ${taskId} is ${task.state}: it cannot move to ${update.state}`, { state: task.state });
+      throw new EventMeshError(
+        ErrorCode.IllegalTransition,
+        `task ${taskId} is ${task.state}: it cannot move to ${update.state}`,
+        { state: task.state },
+      );
     }
     task = result.reason === 'stale' ? result.task : undefined;
   }
-  if (!task || task.agent !== agent) throw new EventMeshError(ErrorCode.TaskNotFound, `no task ${taskId} of agent ${agent}`);
-  throw new EventMeshError(ErrorCode.IllegalTransition, `task ${taskId} kept changing; post the update again`, { state: task.state }, true);
+  if (!task || task.agent !== agent)
+    throw new EventMeshError(ErrorCode.TaskNotFound, `no task ${taskId} of agent ${agent}`);
+  throw new EventMeshError(
+    ErrorCode.IllegalTransition,
+    `task ${taskId} kept changing; post the update again`,
+    { state: task.state },
+    true,
+  );
 }

@@ -6,7 +6,14 @@ import { ErrorCode, EventMeshError } from '../errors';
 import type { EventFrame } from '../frame';
 import type { PublishReceipt } from '../kafka';
 import { createLogger } from '../logging';
-import { AGENT_NAME, GateAuthentication, meshCardOf, RegisteredCard, validateAgentCard, validateAgentName } from './agent-card';
+import {
+  AGENT_NAME,
+  GateAuthentication,
+  meshCardOf,
+  RegisteredCard,
+  validateAgentCard,
+  validateAgentName,
+} from './agent-card';
 import { AgentClients } from './agent-clients';
 import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
 import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agent-store';
@@ -105,7 +112,11 @@ export class A2ABroker {
     /** The box of the instance's secrets at rest: push configs' tokens and credentials are sealed with it. */
     secrets: SecretBox,
   ): A2ABroker {
-    const workflows = new TaskWorkflows(temporal.client, { timeoutMs: agents.taskTimeoutMs, callTimeoutMs: agents.callTimeoutMs, worker: temporal.worker });
+    const workflows = new TaskWorkflows(temporal.client, {
+      timeoutMs: agents.taskTimeoutMs,
+      callTimeoutMs: agents.callTimeoutMs,
+      worker: temporal.worker,
+    });
     return new A2ABroker(
       db,
       new AgentClients(sinks.agent(), agents.callTimeoutMs, agents.maxAnswerBytes),
@@ -141,10 +152,17 @@ export class A2ABroker {
   }
 
   /** Registers an agent of a style (`url` when absent; a 400 naming the legal values otherwise). */
-  async register(tenant: string, name: string, body: unknown, style: string = 'url'): Promise<{ agent: AgentView; created: boolean }> {
+  async register(
+    tenant: string,
+    name: string,
+    body: unknown,
+    style: string = 'url',
+  ): Promise<{ agent: AgentView; created: boolean }> {
     validateAgentName(name);
     if (!(AGENT_STYLES as readonly string[]).includes(style)) {
-      throw new EventMeshError(ErrorCode.InvalidRequest, `style: one of ${AGENT_STYLES.join(', ')}`, { field: 'style' });
+      throw new EventMeshError(ErrorCode.InvalidRequest, `style: one of ${AGENT_STYLES.join(', ')}`, {
+        field: 'style',
+      });
     }
     const card = validateAgentCard(body, style as AgentStyle);
     // Its task policy (a card extension) is checked now, so a card stored is one every send can apply.
@@ -162,7 +180,11 @@ export class A2ABroker {
 
   private agentLimit(): EventMeshError {
     const max = this.maxAgentsPerTenant;
-    return new EventMeshError(ErrorCode.AgentLimitReached, `the tenant has ${max} agents, its most (EVENTMESH_AGENTS_MAX_PER_TENANT); remove one first`, { maxAgentsPerTenant: max });
+    return new EventMeshError(
+      ErrorCode.AgentLimitReached,
+      `the tenant has ${max} agents, its most (EVENTMESH_AGENTS_MAX_PER_TENANT); remove one first`,
+      { maxAgentsPerTenant: max },
+    );
   }
 
   async get(tenant: string, name: string): Promise<AgentView> {
@@ -183,21 +205,34 @@ export class A2ABroker {
    * A mesh-subscriber agent's update of one of its tasks, recorded (compare-and-set), then told to the task's
    * workflow (which ends when the task settles). Answers the task's state and version.
    */
-  async update(tenant: string, name: string, taskId: string, body: unknown): Promise<{ taskId: string; state: string; version: number }> {
+  async update(
+    tenant: string,
+    name: string,
+    taskId: string,
+    body: unknown,
+  ): Promise<{ taskId: string; state: string; version: number }> {
     const agent = await this.agent(tenant, name);
     const update = parseAgentUpdate(body);
     const task = await applyAgentUpdate(this.tasks, tenant, agent.name, taskId, update);
     // The update is recorded: a workflow that does not hear of it (Temporal unreachable) still ends, at the task's
     // timeout at the latest, with the state recorded.
-    await this.workflows.changed(task.id, task.state, task.version).catch((e: unknown) =>
-      this.log.warn({ agent: agent.name, task: task.id, error: (e as Error).message }, 'could not tell the task workflow of an update'),
-    );
+    await this.workflows
+      .changed(task.id, task.state, task.version)
+      .catch((e: unknown) =>
+        this.log.warn(
+          { agent: agent.name, task: task.id, error: (e as Error).message },
+          'could not tell the task workflow of an update',
+        ),
+      );
     return { taskId: task.id, state: task.state, version: task.version };
   }
 
   /** An agent at a URL always; a subscriber while its last heartbeat is within the TTL. */
   private live(agent: StoredAgent): boolean {
-    return agent.style === 'url' || (agent.heartbeatAt !== null && Date.now() - agent.heartbeatAt.getTime() <= this.heartbeatTtlMs);
+    return (
+      agent.style === 'url' ||
+      (agent.heartbeatAt !== null && Date.now() - agent.heartbeatAt.getTime() <= this.heartbeatTtlMs)
+    );
   }
 
   async remove(tenant: string, name: string): Promise<void> {
@@ -216,7 +251,11 @@ export class A2ABroker {
   }
 
   /** The card served for the agent, its interfaces at the mesh's endpoints. */
-  cardOf(agent: StoredAgent, urls: { rpcUrl: string; restUrl: string }, gate: GateAuthentication): Record<string, unknown> {
+  cardOf(
+    agent: StoredAgent,
+    urls: { rpcUrl: string; restUrl: string },
+    gate: GateAuthentication,
+  ): Record<string, unknown> {
     return meshCardOf(agent.card, urls, gate);
   }
 

@@ -8,8 +8,20 @@ import type { StoredTask } from './task-store';
 
 /** A relay whose deliveries end when the test says: each call is kept with its context. */
 class HeldRelay {
-  readonly calls: { ids: TaskIds; request?: TaskRequestRecord; ctx: DeliveryContext; turn?: number; end: (state: A2AState) => void; fail: (e: Error) => void }[] = [];
-  deliver(ids: TaskIds, request: TaskRequestRecord | undefined, ctx: DeliveryContext, turn?: number): Promise<A2AState> {
+  readonly calls: {
+    ids: TaskIds;
+    request?: TaskRequestRecord;
+    ctx: DeliveryContext;
+    turn?: number;
+    end: (state: A2AState) => void;
+    fail: (e: Error) => void;
+  }[] = [];
+  deliver(
+    ids: TaskIds,
+    request: TaskRequestRecord | undefined,
+    ctx: DeliveryContext,
+    turn?: number,
+  ): Promise<A2AState> {
     return new Promise((resolve, reject) => this.calls.push({ ids, request, ctx, turn, end: resolve, fail: reject }));
   }
 }
@@ -155,7 +167,7 @@ describe('FirstAttempts', () => {
     expect(attempts.stats().held).toBe(0);
   });
 
-  it('bounds the delivery by the task\'s deadline when that comes before the first attempt\'s bound', async () => {
+  it("bounds the delivery by the task's deadline when that comes before the first attempt's bound", async () => {
     const relay = new HeldRelay();
     const attempts = new FirstAttempts(relay, never());
     attempts.expect('task-1', 1);

@@ -113,7 +113,12 @@ export class FirstAttempts {
     const bound = Math.max(1, Math.min(attempt.timeoutMs, firstAttemptTimeoutMs(attempt.callTimeoutMs)));
     const signal = AbortSignal.any([entry.controller.signal, this.shutdown, AbortSignal.timeout(bound)]);
     const known = { task: attempt.task, agent: attempt.agent, frame: attempt.frame };
-    const outcome = this.relay.deliver(attempt.ids, attempt.request, { signal, callTimeoutMs: attempt.callTimeoutMs, known }, attempt.turn);
+    const outcome = this.relay.deliver(
+      attempt.ids,
+      attempt.request,
+      { signal, callTimeoutMs: attempt.callTimeoutMs, known },
+      attempt.turn,
+    );
     this.counts.begun++;
     entry.started = true;
     entry.settle({ outcome });

@@ -2,9 +2,24 @@ import { Part } from '@a2a-js/sdk';
 import { ContentTypeNotSupportedError } from '@a2a-js/sdk/errors';
 import { checkInputModes } from './input-modes';
 
-const text = (value: string, mediaType = ''): Part => ({ content: { $case: 'text', value }, metadata: undefined, filename: '', mediaType });
-const data = (value: unknown, mediaType = ''): Part => ({ content: { $case: 'data', value }, metadata: undefined, filename: '', mediaType });
-const file = (mediaType = ''): Part => ({ content: { $case: 'url', value: 'https://files.example/a' }, metadata: undefined, filename: 'a', mediaType });
+const text = (value: string, mediaType = ''): Part => ({
+  content: { $case: 'text', value },
+  metadata: undefined,
+  filename: '',
+  mediaType,
+});
+const data = (value: unknown, mediaType = ''): Part => ({
+  content: { $case: 'data', value },
+  metadata: undefined,
+  filename: '',
+  mediaType,
+});
+const file = (mediaType = ''): Part => ({
+  content: { $case: 'url', value: 'https://files.example/a' },
+  metadata: undefined,
+  filename: 'a',
+  mediaType,
+});
 const card = (defaultInputModes: string[], skillModes?: string[]) => ({
   defaultInputModes,
   skills: [{ id: 's', name: 'S', description: 'd', tags: [], ...(skillModes ? { inputModes: skillModes } : {}) }],
@@ -12,7 +27,9 @@ const card = (defaultInputModes: string[], skillModes?: string[]) => ({
 
 describe('checkInputModes', () => {
   it('accepts parts whose media type (given or implied) a mode names exactly, ignoring case and parameters', () => {
-    expect(() => checkInputModes([text('hi'), text('hi', 'Text/Plain; charset=utf-8')], card(['text/plain']))).not.toThrow();
+    expect(() =>
+      checkInputModes([text('hi'), text('hi', 'Text/Plain; charset=utf-8')], card(['text/plain'])),
+    ).not.toThrow();
     expect(() => checkInputModes([data({ a: 1 })], card(['application/json']))).not.toThrow();
   });
 
@@ -26,12 +43,16 @@ describe('checkInputModes', () => {
       }
       throw new Error('accepted');
     };
-    expect(refuse([text('hi'), file('image/png')], ['text/plain'])).toBe("message.parts.1: media type image/png is not among the agent's input modes (text/plain)");
-    expect(refuse([data({})], ['text/plain', 'text/plain'])).toBe("message.parts.0: media type application/json is not among the agent's input modes (text/plain)");
+    expect(refuse([text('hi'), file('image/png')], ['text/plain'])).toBe(
+      "message.parts.1: media type image/png is not among the agent's input modes (text/plain)",
+    );
+    expect(refuse([data({})], ['text/plain', 'text/plain'])).toBe(
+      "message.parts.0: media type application/json is not among the agent's input modes (text/plain)",
+    );
     expect(refuse([text('hi')], ['application/pdf'])).toContain('media type text/plain');
   });
 
-  it('takes the skills\' input modes too, and wildcards', () => {
+  it("takes the skills' input modes too, and wildcards", () => {
     expect(() => checkInputModes([file('image/png')], card(['text/plain'], ['image/png']))).not.toThrow();
     expect(() => checkInputModes([file('image/webp')], card(['image/*']))).not.toThrow();
     expect(() => checkInputModes([file('application/pdf')], card(['image/*']))).toThrow(ContentTypeNotSupportedError);

@@ -15,8 +15,13 @@ import type { RegisteredCard } from './agent-card';
  *   wrote them: `text` (text parts, and any `text/` type), `data` (data parts), `file` (file parts).
  * - A card that names no mode at all accepts anything (the agent did not say).
  */
-export function checkInputModes(parts: readonly Part[], card: Pick<RegisteredCard, 'defaultInputModes' | 'skills'>): void {
-  const modes = [...card.defaultInputModes, ...card.skills.flatMap((s) => s.inputModes ?? [])].map(normalize).filter((m) => m !== '');
+export function checkInputModes(
+  parts: readonly Part[],
+  card: Pick<RegisteredCard, 'defaultInputModes' | 'skills'>,
+): void {
+  const modes = [...card.defaultInputModes, ...card.skills.flatMap((s) => s.inputModes ?? [])]
+    .map(normalize)
+    .filter((m) => m !== '');
   if (modes.length === 0) return;
   parts.forEach((part, i) => {
     const kind = kindOf(part);

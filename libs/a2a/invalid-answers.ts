@@ -12,7 +12,9 @@ import type { StoredTask } from './task-store';
 /** The metadata of the status message of a task the mesh failed on an invalid answer. */
 export const FAILURE_REASON_KEY = 'urn:eventmesh:a2a:failure';
 export const INVALID_AGENT_RESPONSE = 'INVALID_AGENT_RESPONSE';
-export const INVALID_ANSWER_METADATA: Readonly<Record<string, string>> = { [FAILURE_REASON_KEY]: INVALID_AGENT_RESPONSE };
+export const INVALID_ANSWER_METADATA: Readonly<Record<string, string>> = {
+  [FAILURE_REASON_KEY]: INVALID_AGENT_RESPONSE,
+};
 
 export function failedOnInvalidAnswer(task: Pick<StoredTask, 'state' | 'statusMessage'>): boolean {
   const metadata = task.statusMessage?.metadata as Record<string, unknown> | undefined;

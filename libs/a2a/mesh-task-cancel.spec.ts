@@ -12,8 +12,23 @@ import type { StoredTask } from './task-store';
  */
 describe('MeshTaskHandler cancel', () => {
   const stored = (state: StoredTask['state']): StoredTask => ({
-    id: 't1', tenant: 'acme', agent: 'echo', agentTaskId: null, deliveredTurn: 1, agentResends: 0, requestRecord: null, contextId: 'c1', state, statusMessage: null,
-    history: [], artifacts: [], metadata: {}, version: 1, eventSeq: 1, createdAt: new Date(0), updatedAt: new Date(0),
+    id: 't1',
+    tenant: 'acme',
+    agent: 'echo',
+    agentTaskId: null,
+    deliveredTurn: 1,
+    agentResends: 0,
+    requestRecord: null,
+    contextId: 'c1',
+    state,
+    statusMessage: null,
+    history: [],
+    artifacts: [],
+    metadata: {},
+    version: 1,
+    eventSeq: 1,
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
   });
   const handlerWith = (reads: StoredTask['state'][], running: CancelOutcome | 'not-running', ended: CancelOutcome) => {
     const states = [...reads];
@@ -26,17 +41,31 @@ describe('MeshTaskHandler cancel', () => {
     return new MeshTaskHandler(scope);
   };
   const cancel = (handler: MeshTaskHandler) =>
-    handler.cancelTask({ tenant: '', id: 't1', metadata: undefined }, new ServerCallContext({ requestedVersion: '1.0', user: { isAuthenticated: false, userName: '' } }));
+    handler.cancelTask(
+      { tenant: '', id: 't1', metadata: undefined },
+      new ServerCallContext({ requestedVersion: '1.0', user: { isAuthenticated: false, userName: '' } }),
+    );
 
   it('answers the canceled task when the task was canceled after this call read it', async () => {
-    const running = handlerWith(['working', 'canceled'], { outcome: 'not-cancelable', state: 'canceled' }, { outcome: 'missing' });
+    const running = handlerWith(
+      ['working', 'canceled'],
+      { outcome: 'not-cancelable', state: 'canceled' },
+      { outcome: 'missing' },
+    );
     expect((await cancel(running)).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
-    const ended = handlerWith(['input-required', 'canceled'], 'not-running', { outcome: 'not-cancelable', state: 'canceled' });
+    const ended = handlerWith(['input-required', 'canceled'], 'not-running', {
+      outcome: 'not-cancelable',
+      state: 'canceled',
+    });
     expect((await cancel(ended)).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
   });
 
   it('still refuses a task that settled otherwise meanwhile, and one that was canceled before this call read it', async () => {
-    await expect(cancel(handlerWith(['working', 'completed'], 'not-running', { outcome: 'not-cancelable', state: 'completed' }))).rejects.toBeInstanceOf(TaskNotCancelableError);
-    await expect(cancel(handlerWith(['canceled'], { outcome: 'canceled' }, { outcome: 'canceled' }))).rejects.toBeInstanceOf(TaskNotCancelableError);
+    await expect(
+      cancel(handlerWith(['working', 'completed'], 'not-running', { outcome: 'not-cancelable', state: 'completed' })),
+    ).rejects.toBeInstanceOf(TaskNotCancelableError);
+    await expect(
+      cancel(handlerWith(['canceled'], { outcome: 'canceled' }, { outcome: 'canceled' })),
+    ).rejects.toBeInstanceOf(TaskNotCancelableError);
   });
 });

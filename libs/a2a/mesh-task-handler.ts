@@ -84,7 +84,12 @@ export class MeshTaskHandler implements A2ARequestHandler {
   private readonly pushes: PushConfigMethods;
 
   constructor(private readonly scope: MeshTaskScope) {
-    this.pushes = new PushConfigMethods({ find: (id) => this.find(id), configs: scope.pushConfigs, checkUrl: scope.checkUrl, workflows: scope.workflows });
+    this.pushes = new PushConfigMethods({
+      find: (id) => this.find(id),
+      configs: scope.pushConfigs,
+      checkUrl: scope.checkUrl,
+      workflows: scope.workflows,
+    });
   }
 
   private async guard<T>(work: () => Promise<T>): Promise<T> {
@@ -114,9 +119,14 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const settled = await this.scope.workflows.waitSettled(created.id, this.scope.sendWaitMs, { orSettledHere: true });
     const now = settled ?? (await this.scope.tasks.get(this.scope.tenant, created.id)) ?? created;
     // An agent that answered a Message (no task of its own): the message is the answer, as the agent gave it.
-    if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage) return Message.fromJSON({ ...now.statusMessage, taskId: '' });
+    if (now.state === 'completed' && now.agentTaskId === null && now.statusMessage)
+      return Message.fromJSON({ ...now.statusMessage, taskId: '' });
     // An agent whose answer was not A2A: the client gets the protocol's error for it, naming the task (failed).
-    if (failedOnInvalidAnswer(now)) throw new InvalidAgentResponseError({ message: `${textOfStatus(now)} (task ${now.id}, failed)`, metadata: { taskId: now.id } });
+    if (failedOnInvalidAnswer(now))
+      throw new InvalidAgentResponseError({
+        message: `${textOfStatus(now)} (task ${now.id}, failed)`,
+        metadata: { taskId: now.id },
+      });
     return toWireTask(now, params.configuration?.historyLength);
   }
 
@@ -127,9 +137,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
   private async take(params: Params<'sendMessage'>, context: ServerCallContext): Promise<StoredTask> {
     this.checkTenant(context);
     const message = params.message;
-    if (!message || message.parts.length === 0 || message.messageId === '') throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
+    if (!message || message.parts.length === 0 || message.messageId === '')
+      throw new RequestMalformedError('message: a message with a messageId and at least one part is required');
     // The specification requires the sender's role; a message without one (ROLE_UNSPECIFIED) is malformed.
-    if (message.role === Role.ROLE_UNSPECIFIED) throw new RequestMalformedError('message.role: ROLE_USER or ROLE_AGENT is required');
+    if (message.role === Role.ROLE_UNSPECIFIED)
+      throw new RequestMalformedError('message.role: ROLE_USER or ROLE_AGENT is required');
     checkHistoryLength(params.configuration?.historyLength);
     checkInputModes(message.parts, this.scope.agent.card);
     if (message.taskId) return this.continueTask(params, message);
@@ -140,7 +152,10 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const contextId = message.contextId || randomUUID();
     const topic = requestTopicOf(tenant, agent.name);
     // The push config (its token) stays in Postgres: the request travels without it.
-    const request = push && params.configuration ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } } : params;
+    const request =
+      push && params.configuration
+        ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } }
+        : params;
     const frame = taskToFrame({ taskId: id, contextId, agent: agent.name }, request, new Date());
     const ids = { taskId: id, tenant, agent: agent.name };
     // This process's worker may run the workflow's first local activity before the task is written: it waits for
@@ -180,17 +195,31 @@ export class MeshTaskHandler implements A2ARequestHandler {
       return row;
     };
     try {
-      const [row, start] = await Promise.allSettled([write(), this.scope.workflows.start(ids, agent, undefined, { push: push !== undefined })]);
+      const [row, start] = await Promise.allSettled([
+        write(),
+        this.scope.workflows.start(ids, agent, undefined, { push: push !== undefined }),
+      ]);
       if (row.status === 'fulfilled' && start.status === 'fulfilled') {
         if (start.value) attempt?.begin(row.value, frame, {});
         return row.value;
       }
       // Not taken: the task fails at once. A workflow started for it is ended (else it finds no row and fails at the
       // task's deadline); a record written is delivered by nobody.
-      const error = row.status === 'rejected' ? (row.reason as Error) : ((start as PromiseRejectedResult).reason as Error);
-      log.warn({ agent: agent.name, task: id, error: error.message }, 'the task could not be handed to the mesh; it fails');
-      if (start.status === 'fulfilled') await this.scope.workflows.abandon(id, `the mesh could not take the task: ${error.message}`);
-      if (written) await this.scope.tasks.transition(written, { state: 'failed', statusMessage: agentMessage(written, 'the mesh could not take the task') }).catch(() => undefined);
+      const error =
+        row.status === 'rejected' ? (row.reason as Error) : ((start as PromiseRejectedResult).reason as Error);
+      log.warn(
+        { agent: agent.name, task: id, error: error.message },
+        'the task could not be handed to the mesh; it fails',
+      );
+      if (start.status === 'fulfilled')
+        await this.scope.workflows.abandon(id, `the mesh could not take the task: ${error.message}`);
+      if (written)
+        await this.scope.tasks
+          .transition(written, {
+            state: 'failed',
+            statusMessage: agentMessage(written, 'the mesh could not take the task'),
+          })
+          .catch(() => undefined);
       throw error;
     } finally {
       attempt?.end();
@@ -231,15 +260,29 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const ids = { taskId: continued.id, tenant, agent: agent.name };
     const attempt = this.scope.workflows.announceFirstAttempt(agent, ids, turn);
     try {
-      const frame = taskToFrame({ taskId: continued.id, contextId: continued.contextId, agent: agent.name }, { ...params, message }, new Date(), turn);
+      const frame = taskToFrame(
+        { taskId: continued.id, contextId: continued.contextId, agent: agent.name },
+        { ...params, message },
+        new Date(),
+        turn,
+      );
       const receipt = await this.scope.publish(topic, frame);
       const request = { topic, partition: receipt.partition, offset: receipt.offset };
       if (agent.style === 'url') this.scope.workflows.handOff(request, frame);
       const push = (await this.scope.pushConfigs.ofTask(tenant, continued.id)).length > 0;
-      if (await this.scope.workflows.start(ids, agent, request, { turn, push })) attempt?.begin(continued, frame, { request });
+      if (await this.scope.workflows.start(ids, agent, request, { turn, push }))
+        attempt?.begin(continued, frame, { request });
     } catch (e) {
-      log.warn({ agent: agent.name, task: continued.id, turn, error: (e as Error).message }, 'the message continuing the task could not be handed to the mesh; the task fails');
-      await this.scope.tasks.transition(continued, { state: 'failed', statusMessage: agentMessage(continued, 'the mesh could not take the message') }).catch(() => undefined);
+      log.warn(
+        { agent: agent.name, task: continued.id, turn, error: (e as Error).message },
+        'the message continuing the task could not be handed to the mesh; the task fails',
+      );
+      await this.scope.tasks
+        .transition(continued, {
+          state: 'failed',
+          statusMessage: agentMessage(continued, 'the mesh could not take the message'),
+        })
+        .catch(() => undefined);
       throw e;
     } finally {
       attempt?.end();
@@ -287,20 +330,31 @@ export class MeshTaskHandler implements A2ARequestHandler {
     return this.guard(() => this.list(params, context));
   }
 
-  private async list(params: Params<'listTasks'>, context: ServerCallContext): Promise<Awaited<ReturnType<A2ARequestHandler['listTasks']>>> {
+  private async list(
+    params: Params<'listTasks'>,
+    context: ServerCallContext,
+  ): Promise<Awaited<ReturnType<A2ARequestHandler['listTasks']>>> {
     this.checkTenant(context);
     const size = params.pageSize ?? DEFAULT_PAGE_SIZE;
-    if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) throw new RequestMalformedError(`pageSize: 1 to ${MAX_PAGE_SIZE}`);
+    if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE)
+      throw new RequestMalformedError(`pageSize: 1 to ${MAX_PAGE_SIZE}`);
     const after = params.pageToken ? decodePageToken(params.pageToken) : undefined;
     const state = params.status === TaskState.TASK_STATE_UNSPECIFIED ? undefined : stateOf(params.status);
-    if (params.status !== TaskState.TASK_STATE_UNSPECIFIED && state === undefined) throw new RequestMalformedError('status: not a task state');
+    if (params.status !== TaskState.TASK_STATE_UNSPECIFIED && state === undefined)
+      throw new RequestMalformedError('status: not a task state');
     checkHistoryLength(params.historyLength);
     const changedAfter = params.statusTimestampAfter === undefined ? undefined : new Date(params.statusTimestampAfter);
     // An ISO 8601 instant (`new Date` alone reads "-1" as the year -1).
     if (changedAfter && (!INSTANT.test(params.statusTimestampAfter!) || Number.isNaN(changedAfter.getTime()))) {
       throw new RequestMalformedError('statusTimestampAfter: an ISO 8601 timestamp, e.g. 2026-12-01T13:00:00Z');
     }
-    const page = await this.scope.tasks.list(this.scope.tenant, this.scope.agent.name, { size, after, contextId: params.contextId || undefined, state, changedAfter });
+    const page = await this.scope.tasks.list(this.scope.tenant, this.scope.agent.name, {
+      size,
+      after,
+      contextId: params.contextId || undefined,
+      state,
+      changedAfter,
+    });
     const last = page.tasks[page.tasks.length - 1];
     return {
       tasks: page.tasks.map((t) => {
@@ -318,7 +372,10 @@ export class MeshTaskHandler implements A2ARequestHandler {
    * (the task as created) to the event that ends the stream (terminal, or interrupted). A `Last-Event-ID` is not
    * read here: a client that lost this stream resumes it with SubscribeToTask and the id of the last event it got.
    */
-  async *sendMessageStream(params: Params<'sendMessage'>, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+  async *sendMessageStream(
+    params: Params<'sendMessage'>,
+    context: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
     const taken = await this.guard(() => this.take(params, context));
     if (!params.message?.taskId) {
       yield* this.follow(taken.id, 0, context);
@@ -336,7 +393,10 @@ export class MeshTaskHandler implements A2ARequestHandler {
    * `Last-Event-ID: <seq>`: exactly the events after that seq (a terminal task too, while events are left to give;
    * an id past the task's last event is refused as malformed).
    */
-  async *resubscribe(params: Params<'resubscribe'>, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+  async *resubscribe(
+    params: Params<'resubscribe'>,
+    context: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
     const task = await this.guard(async () => {
       this.checkTenant(context);
       return this.find(params.id);
@@ -347,7 +407,10 @@ export class MeshTaskHandler implements A2ARequestHandler {
       throw new RequestMalformedError(`Last-Event-ID: the seq of an event of task ${task.id} (0 to ${task.eventSeq})`);
     }
     if (last === undefined) {
-      if (TERMINAL.has(task.state)) throw new UnsupportedOperationError(`task ${task.id} is ${task.state}: a terminal task has no updates to subscribe to`);
+      if (TERMINAL.has(task.state))
+        throw new UnsupportedOperationError(
+          `task ${task.id} is ${task.state}: a terminal task has no updates to subscribe to`,
+        );
       context.state.set(STREAM_STATE.seq, task.eventSeq);
       yield StreamResponse.fromJSON({ task: Task.toJSON(toWireTask(task)) });
       if (SETTLED.has(task.state)) return;
@@ -355,17 +418,26 @@ export class MeshTaskHandler implements A2ARequestHandler {
       return;
     }
     if (last === task.eventSeq && SETTLED.has(task.state)) {
-      if (TERMINAL.has(task.state)) throw new UnsupportedOperationError(`task ${task.id} is ${task.state} and has no events after ${last}`);
+      if (TERMINAL.has(task.state))
+        throw new UnsupportedOperationError(`task ${task.id} is ${task.state} and has no events after ${last}`);
       return;
     }
     yield* this.follow(task.id, last, context);
   }
 
   /** The task's log after `afterSeq`, each event's seq told to the route (STREAM_STATE.seq) as it is yielded. */
-  private async *follow(taskId: string, afterSeq: number, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
+  private async *follow(
+    taskId: string,
+    afterSeq: number,
+    context: ServerCallContext,
+  ): AsyncGenerator<StreamResponse, void, undefined> {
     // The route's signal (a2a-sse.ts: the client gone, the gateway closing); a caller without one reads to the end.
     const signal = context.state.get(STREAM_STATE.signal);
-    const events = this.scope.streams.events(taskId, afterSeq, signal instanceof AbortSignal ? signal : new AbortController().signal);
+    const events = this.scope.streams.events(
+      taskId,
+      afterSeq,
+      signal instanceof AbortSignal ? signal : new AbortController().signal,
+    );
     try {
       for await (const event of events) {
         context.state.set(STREAM_STATE.seq, event.seq);
@@ -377,28 +449,40 @@ export class MeshTaskHandler implements A2ARequestHandler {
     }
   }
 
-  createTaskPushNotificationConfig(params: Params<'createTaskPushNotificationConfig'>, context: ServerCallContext): ReturnType<A2ARequestHandler['createTaskPushNotificationConfig']> {
+  createTaskPushNotificationConfig(
+    params: Params<'createTaskPushNotificationConfig'>,
+    context: ServerCallContext,
+  ): ReturnType<A2ARequestHandler['createTaskPushNotificationConfig']> {
     return this.guard(async () => {
       this.checkTenant(context);
       return this.pushes.create(params, context);
     });
   }
 
-  getTaskPushNotificationConfig(params: Params<'getTaskPushNotificationConfig'>, context: ServerCallContext): ReturnType<A2ARequestHandler['getTaskPushNotificationConfig']> {
+  getTaskPushNotificationConfig(
+    params: Params<'getTaskPushNotificationConfig'>,
+    context: ServerCallContext,
+  ): ReturnType<A2ARequestHandler['getTaskPushNotificationConfig']> {
     return this.guard(async () => {
       this.checkTenant(context);
       return this.pushes.get(params);
     });
   }
 
-  listTaskPushNotificationConfigs(params: Params<'listTaskPushNotificationConfigs'>, context: ServerCallContext): ReturnType<A2ARequestHandler['listTaskPushNotificationConfigs']> {
+  listTaskPushNotificationConfigs(
+    params: Params<'listTaskPushNotificationConfigs'>,
+    context: ServerCallContext,
+  ): ReturnType<A2ARequestHandler['listTaskPushNotificationConfigs']> {
     return this.guard(async () => {
       this.checkTenant(context);
       return this.pushes.list(params);
     });
   }
 
-  deleteTaskPushNotificationConfig(params: Params<'deleteTaskPushNotificationConfig'>, context: ServerCallContext): Promise<void> {
+  deleteTaskPushNotificationConfig(
+    params: Params<'deleteTaskPushNotificationConfig'>,
+    context: ServerCallContext,
+  ): Promise<void> {
     return this.guard(async () => {
       this.checkTenant(context);
       await this.pushes.delete(params);
@@ -408,7 +492,7 @@ export class MeshTaskHandler implements A2ARequestHandler {
   /** The tenant is the gate's: a `tenant` parameter naming another one is refused (the SDK sets it from params). */
   private checkTenant(context: ServerCallContext): void {
     if (context.tenant !== undefined && context.tenant !== '' && context.tenant !== this.scope.tenant) {
-      throw new RequestMalformedError('tenant: the caller\'s credentials decide the tenant; leave it empty');
+      throw new RequestMalformedError("tenant: the caller's credentials decide the tenant; leave it empty");
     }
   }
 
@@ -432,7 +516,8 @@ function checkHistoryLength(historyLength: number | undefined): void {
 }
 
 export function toWireTask(task: StoredTask, historyLength?: number): Task {
-  const history = historyLength === undefined ? task.history : historyLength <= 0 ? [] : task.history.slice(-historyLength);
+  const history =
+    historyLength === undefined ? task.history : historyLength <= 0 ? [] : task.history.slice(-historyLength);
   return Task.fromJSON({ ...taskJsonOf(task), history });
 }
 

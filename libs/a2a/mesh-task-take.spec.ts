@@ -17,10 +17,24 @@ import type { NewTask, StoredTask } from './task-store';
  */
 describe('MeshTaskHandler take', () => {
   const storedOf = (task: NewTask): StoredTask => ({
-    ...task, agentTaskId: null, deliveredTurn: 0, agentResends: 0, requestRecord: task.requestRecord ?? null, state: 'submitted', statusMessage: null,
-    artifacts: [], version: 0, eventSeq: 1, createdAt: new Date(0), updatedAt: new Date(0),
+    ...task,
+    agentTaskId: null,
+    deliveredTurn: 0,
+    agentResends: 0,
+    requestRecord: task.requestRecord ?? null,
+    state: 'submitted',
+    statusMessage: null,
+    artifacts: [],
+    version: 0,
+    eventSeq: 1,
+    createdAt: new Date(0),
+    updatedAt: new Date(0),
   });
-  const setup = (fail: { publish?: boolean; create?: boolean; start?: boolean } = {}, eager = true, style: StoredAgent['style'] = 'url') => {
+  const setup = (
+    fail: { publish?: boolean; create?: boolean; start?: boolean } = {},
+    eager = true,
+    style: StoredAgent['style'] = 'url',
+  ) => {
     const delivered: string[] = [];
     const firstAttempts = new FirstAttempts(
       { deliver: async (ids) => (delivered.push(ids.taskId), 'completed' as A2AState) },
@@ -34,11 +48,24 @@ describe('MeshTaskHandler take', () => {
         if (fail.create) throw new Error('Postgres is down');
         return storedOf(task);
       }),
-      transition: jest.fn(async (task: StoredTask, change: { state: A2AState }) => ({ changed: true, task: { ...task, state: change.state } })),
+      transition: jest.fn(async (task: StoredTask, change: { state: A2AState }) => ({
+        changed: true,
+        task: { ...task, state: change.state },
+      })),
     };
     // The real gateway side of the workflows (its first attempts and handoff on this process's worker), with the
     // Temporal calls stood in for.
-    const real = new TaskWorkflows({} as Client, { timeoutMs: 60_000, callTimeoutMs: 1000, worker: { client: {} as Client, settlements: new TaskSettlements(), running: () => true, firstAttempts, requests } });
+    const real = new TaskWorkflows({} as Client, {
+      timeoutMs: 60_000,
+      callTimeoutMs: 1000,
+      worker: {
+        client: {} as Client,
+        settlements: new TaskSettlements(),
+        running: () => true,
+        firstAttempts,
+        requests,
+      },
+    });
     const workflows = {
       start: jest.spyOn(real, 'start').mockImplementation(async (..._args: unknown[]) => {
         order.push('start');
@@ -52,15 +79,46 @@ describe('MeshTaskHandler take', () => {
       if (fail.publish) throw new Error('Kafka is down');
       return { partition: 0, offset: 41 };
     });
-    const scope = { tenant: 'acme', agent: { tenant: 'acme', name: 'echo', style, card: { defaultInputModes: ['text/plain'], skills: [] } }, tasks, workflows: real, publish } as unknown as MeshTaskScope;
-    return { handler: new MeshTaskHandler(scope), tasks, workflows, publish, firstAttempts, requests, delivered, order };
+    const scope = {
+      tenant: 'acme',
+      agent: { tenant: 'acme', name: 'echo', style, card: { defaultInputModes: ['text/plain'], skills: [] } },
+      tasks,
+      workflows: real,
+      publish,
+    } as unknown as MeshTaskScope;
+    return {
+      handler: new MeshTaskHandler(scope),
+      tasks,
+      workflows,
+      publish,
+      firstAttempts,
+      requests,
+      delivered,
+      order,
+    };
   };
   const send = (handler: MeshTaskHandler) =>
     handler.sendMessage(
       {
         tenant: '',
-        message: { messageId: 'm1', contextId: '', taskId: '', role: Role.ROLE_USER, parts: [{ content: { $case: 'text', value: 'hi' }, metadata: undefined, filename: '', mediaType: 'text/plain' }], metadata: undefined, extensions: [], referenceTaskIds: [] },
-        configuration: { acceptedOutputModes: [], historyLength: undefined, returnImmediately: true, taskPushNotificationConfig: undefined },
+        message: {
+          messageId: 'm1',
+          contextId: '',
+          taskId: '',
+          role: Role.ROLE_USER,
+          parts: [
+            { content: { $case: 'text', value: 'hi' }, metadata: undefined, filename: '', mediaType: 'text/plain' },
+          ],
+          metadata: undefined,
+          extensions: [],
+          referenceTaskIds: [],
+        },
+        configuration: {
+          acceptedOutputModes: [],
+          historyLength: undefined,
+          returnImmediately: true,
+          taskPushNotificationConfig: undefined,
+        },
         metadata: undefined,
       },
       new ServerCallContext({ requestedVersion: '1.0', user: { isAuthenticated: false, userName: '' } }),
@@ -73,7 +131,11 @@ describe('MeshTaskHandler take', () => {
     // The start did not wait for the writes; the row came after the record.
     expect(t.order).toEqual(['record', 'start', 'row']);
     expect(t.workflows.start.mock.calls[0][2]).toBeUndefined();
-    expect(t.tasks.create.mock.calls[0][0].requestRecord).toEqual({ topic: 'a2a.acme.echo.requests', partition: 0, offset: 41 });
+    expect(t.tasks.create.mock.calls[0][0].requestRecord).toEqual({
+      topic: 'a2a.acme.echo.requests',
+      partition: 0,
+      offset: 41,
+    });
     expect(t.requests.stats()).toMatchObject({ handed: 1, taken: 1, held: 0 });
     await settle();
     expect(t.delivered).toEqual(['id' in task ? task.id : '']);
@@ -85,10 +147,12 @@ describe('MeshTaskHandler take', () => {
     const task = await send(t.handler);
     const id = 'id' in task ? task.id : '';
     expect(t.firstAttempts.stats()).toMatchObject({ begun: 0, held: 0 });
-    await expect(t.firstAttempts.run(id, 1, new AbortController().signal, async () => 'working')).resolves.toBe('working');
+    await expect(t.firstAttempts.run(id, 1, new AbortController().signal, async () => 'working')).resolves.toBe(
+      'working',
+    );
   });
 
-  it('writes a mesh subscriber\'s row and record at once (its subscription delivers the record), and begins no attempt', async () => {
+  it("writes a mesh subscriber's row and record at once (its subscription delivers the record), and begins no attempt", async () => {
     const t = setup({}, true, 'subscriber');
     await send(t.handler);
     expect(t.tasks.create.mock.calls[0][0].requestRecord).toBeUndefined();
@@ -96,7 +160,7 @@ describe('MeshTaskHandler take', () => {
     expect(t.firstAttempts.stats()).toMatchObject({ begun: 0, held: 0 });
   });
 
-  it('publishes a mesh subscriber\'s record only once its row is written, so an update the agent posts on receipt finds the task', async () => {
+  it("publishes a mesh subscriber's record only once its row is written, so an update the agent posts on receipt finds the task", async () => {
     const t = setup({}, true, 'subscriber');
     let written!: () => void;
     const rowWritten = new Promise<void>((resolve) => (written = resolve));
@@ -113,7 +177,7 @@ describe('MeshTaskHandler take', () => {
     expect(t.order.filter((step) => step !== 'start')).toEqual(['row', 'record']);
   });
 
-  it('fails a mesh subscriber\'s row when its record could not be written after it', async () => {
+  it("fails a mesh subscriber's row when its record could not be written after it", async () => {
     const t = setup({ publish: true }, true, 'subscriber');
     await expect(send(t.handler)).rejects.toThrow('Kafka is down');
     expect(t.tasks.transition).toHaveBeenCalledTimes(1);
@@ -126,7 +190,10 @@ describe('MeshTaskHandler take', () => {
     await expect(send(t.handler)).rejects.toThrow('Kafka is down');
     expect(t.tasks.create).not.toHaveBeenCalled();
     expect(t.workflows.abandon).toHaveBeenCalledTimes(1);
-    expect(t.workflows.abandon.mock.calls[0]).toEqual([expect.any(String), 'the mesh could not take the task: Kafka is down']);
+    expect(t.workflows.abandon.mock.calls[0]).toEqual([
+      expect.any(String),
+      'the mesh could not take the task: Kafka is down',
+    ]);
     expect(t.firstAttempts.stats()).toMatchObject({ begun: 0, held: 0 });
   });
 

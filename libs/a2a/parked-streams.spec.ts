@@ -14,7 +14,7 @@ const streamOf = (outer: AbortSignal) => {
 describe('ParkedStreams', () => {
   afterEach(() => jest.useRealTimers());
 
-  it('hands a stream to the next delivery of the task\'s turn, once; the cancel of the delivery that left it no longer closes it', () => {
+  it("hands a stream to the next delivery of the task's turn, once; the cancel of the delivery that left it no longer closes it", () => {
     const parked = new ParkedStreams();
     const first = new AbortController();
     const live = streamOf(first.signal);

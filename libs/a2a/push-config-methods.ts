@@ -1,7 +1,14 @@
 import type { ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { RequestMalformedError, TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import { checkPushUrl, PushConfigInput, pushConfigInputOf, PushConfigStore, toWirePushConfig, wireVersionOf } from './push-configs';
+import {
+  checkPushUrl,
+  PushConfigInput,
+  pushConfigInputOf,
+  PushConfigStore,
+  toWirePushConfig,
+  wireVersionOf,
+} from './push-configs';
 import { SETTLED } from './task-states';
 import type { StoredTask } from './task-store';
 import type { TaskWorkflows } from './task-workflows';
@@ -38,7 +45,10 @@ export class PushConfigMethods {
     return input;
   }
 
-  async create(params: Params<'createTaskPushNotificationConfig'>, context: ServerCallContext): Promise<TaskPushNotificationConfig> {
+  async create(
+    params: Params<'createTaskPushNotificationConfig'>,
+    context: ServerCallContext,
+  ): Promise<TaskPushNotificationConfig> {
     const task = await this.scope.find(params.taskId);
     const input = await this.validate(params, context);
     const existed = (await this.scope.configs.get(task.tenant, task.id, input.id)) !== undefined;
@@ -65,10 +75,17 @@ export class PushConfigMethods {
   async list(params: Params<'listTaskPushNotificationConfigs'>): Promise<ListTaskPushNotificationConfigsResponse> {
     const task = await this.scope.find(params.taskId);
     const size = params.pageSize || MAX_PAGE_SIZE;
-    if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE) throw new RequestMalformedError(`pageSize: 1 to ${MAX_PAGE_SIZE}`);
-    const page = await this.scope.configs.list(task.tenant, task.id, { size, after: params.pageToken ? decodePageToken(params.pageToken) : undefined });
+    if (!Number.isInteger(size) || size < 1 || size > MAX_PAGE_SIZE)
+      throw new RequestMalformedError(`pageSize: 1 to ${MAX_PAGE_SIZE}`);
+    const page = await this.scope.configs.list(task.tenant, task.id, {
+      size,
+      after: params.pageToken ? decodePageToken(params.pageToken) : undefined,
+    });
     const last = page.configs[page.configs.length - 1];
-    return { configs: page.configs.map(toWirePushConfig), nextPageToken: page.more && last ? encodePageToken(last.id) : '' };
+    return {
+      configs: page.configs.map(toWirePushConfig),
+      nextPageToken: page.more && last ? encodePageToken(last.id) : '',
+    };
   }
 
   async delete(params: Params<'deleteTaskPushNotificationConfig'>): Promise<void> {

@@ -51,7 +51,6 @@ interface RawPushConfig {
 
 const COLUMNS = 'task_id, id, tenant, url, token, authentication, wire_version, pushed_version, created_at';
 
-
 /** Most configs one task may have; a `Create` past it is refused (-32602). */
 export const MAX_CONFIGS_PER_TASK = 10;
 /** Longest config id and URL accepted. */
@@ -84,7 +83,10 @@ export class PushConfigStore {
     tenant: r.tenant,
     url: r.url,
     token: r.token === null ? null : this.open(r.token),
-    authentication: r.authentication === null ? null : { scheme: r.authentication.scheme, credentials: this.open(r.authentication.credentials) },
+    authentication:
+      r.authentication === null
+        ? null
+        : { scheme: r.authentication.scheme, credentials: this.open(r.authentication.credentials) },
     wireVersion: r.wire_version,
     pushedVersion: r.pushed_version,
     createdAt: r.created_at,
@@ -109,28 +111,42 @@ export class PushConfigStore {
         task.tenant,
         config.url,
         config.token === null ? null : this.box.seal(config.token),
-        config.authentication === null ? null : JSON.stringify({ scheme: config.authentication.scheme, credentials: this.box.seal(config.authentication.credentials) }),
+        config.authentication === null
+          ? null
+          : JSON.stringify({
+              scheme: config.authentication.scheme,
+              credentials: this.box.seal(config.authentication.credentials),
+            }),
         config.wireVersion,
         task.version,
         MAX_CONFIGS_PER_TASK,
       ],
     );
-    if (rows.length === 0) throw new RequestMalformedError(`a task has at most ${MAX_CONFIGS_PER_TASK} push notification configs`);
+    if (rows.length === 0)
+      throw new RequestMalformedError(`a task has at most ${MAX_CONFIGS_PER_TASK} push notification configs`);
     return this.configOf(rows[0]);
   }
 
   async get(tenant: string, taskId: string, id: string): Promise<StoredPushConfig | undefined> {
-    const rows: RawPushConfig[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_configs WHERE task_id = $1 AND id = $2 AND tenant = $3`, [taskId, id, tenant]);
+    const rows: RawPushConfig[] = await this.db.query(
+      `SELECT ${COLUMNS} FROM a2a_push_configs WHERE task_id = $1 AND id = $2 AND tenant = $3`,
+      [taskId, id, tenant],
+    );
     return rows.length === 0 ? undefined : this.configOf(rows[0]);
   }
 
   /** The task's configs, oldest first (by creation, then id); `after` is the id of the last of the previous page. */
-  async list(tenant: string, taskId: string, page: { size: number; after?: string }): Promise<{ configs: StoredPushConfig[]; more: boolean }> {
+  async list(
+    tenant: string,
+    taskId: string,
+    page: { size: number; after?: string },
+  ): Promise<{ configs: StoredPushConfig[]; more: boolean }> {
     const params: unknown[] = [taskId, tenant, page.size + 1];
     let cursor = '';
     if (page.after !== undefined) {
       params.push(page.after);
-      cursor = ' AND (created_at, id) > (SELECT created_at, id FROM a2a_push_configs WHERE task_id = $1 AND tenant = $2 AND id = $4)';
+      cursor =
+        ' AND (created_at, id) > (SELECT created_at, id FROM a2a_push_configs WHERE task_id = $1 AND tenant = $2 AND id = $4)';
     }
     const rows: RawPushConfig[] = await this.db.query(
       `SELECT ${COLUMNS} FROM a2a_push_configs WHERE task_id = $1 AND tenant = $2${cursor} ORDER BY created_at, id LIMIT $3`,
@@ -141,7 +157,10 @@ export class PushConfigStore {
 
   /** Every config of the task (what a push goes to). */
   async ofTask(tenant: string, taskId: string): Promise<StoredPushConfig[]> {
-    const rows: RawPushConfig[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_configs WHERE task_id = $1 AND tenant = $2 ORDER BY created_at, id`, [taskId, tenant]);
+    const rows: RawPushConfig[] = await this.db.query(
+      `SELECT ${COLUMNS} FROM a2a_push_configs WHERE task_id = $1 AND tenant = $2 ORDER BY created_at, id`,
+      [taskId, tenant],
+    );
     return rows.map(this.configOf);
   }
 
@@ -155,7 +174,9 @@ export class PushConfigStore {
     // again under its id since). A JavaScript Date has milliseconds, Postgres microseconds: compared within 1 ms.
     const params: unknown[] = [taskId, id, tenant];
     if (incarnation) params.push(incarnation);
-    const created = incarnation ? ` AND created_at BETWEEN $4::timestamptz - interval '1 millisecond' AND $4::timestamptz + interval '1 millisecond'` : '';
+    const created = incarnation
+      ? ` AND created_at BETWEEN $4::timestamptz - interval '1 millisecond' AND $4::timestamptz + interval '1 millisecond'`
+      : '';
     const rows: { removed: number }[] = await this.db.query(
       `WITH removed AS (
          DELETE FROM a2a_push_configs WHERE task_id = $1 AND id = $2 AND tenant = $3${created} RETURNING 1
@@ -190,7 +211,8 @@ export class PushConfigStore {
  */
 export function pushConfigInputOf(config: TaskPushNotificationConfig, wireVersion: PushWireVersion): PushConfigInput {
   const url = config.url ?? '';
-  if (url === '') throw new RequestMalformedError('url: a push notification config needs the URL of the client\'s webhook');
+  if (url === '')
+    throw new RequestMalformedError("url: a push notification config needs the URL of the client's webhook");
   if (url.length > MAX_URL_CHARS) throw new RequestMalformedError(`url: at most ${MAX_URL_CHARS} characters`);
   let parsed: URL;
   try {
@@ -198,15 +220,20 @@ export function pushConfigInputOf(config: TaskPushNotificationConfig, wireVersio
   } catch {
     throw new RequestMalformedError('url: not a URL');
   }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') throw new RequestMalformedError('url: an http or https URL');
-  if (parsed.username !== '' || parsed.password !== '') throw new RequestMalformedError('url: no credentials in the URL (use token or authentication)');
+  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')
+    throw new RequestMalformedError('url: an http or https URL');
+  if (parsed.username !== '' || parsed.password !== '')
+    throw new RequestMalformedError('url: no credentials in the URL (use token or authentication)');
   const id = config.id || randomUUID();
-  if (id.length > MAX_ID_CHARS || /[\s/]/.test(id)) throw new RequestMalformedError(`id: at most ${MAX_ID_CHARS} characters, no spaces or slashes`);
+  if (id.length > MAX_ID_CHARS || /[\s/]/.test(id))
+    throw new RequestMalformedError(`id: at most ${MAX_ID_CHARS} characters, no spaces or slashes`);
   const auth = config.authentication;
   let authentication: PushAuthentication | null = null;
   if (auth && (auth.scheme || auth.credentials)) {
-    if (!auth.scheme || !auth.credentials) throw new RequestMalformedError('authentication: both scheme and credentials');
-    if (/[\s\r\n]/.test(auth.scheme) || /[\r\n]/.test(auth.credentials)) throw new RequestMalformedError('authentication: a scheme without spaces and credentials on one line');
+    if (!auth.scheme || !auth.credentials)
+      throw new RequestMalformedError('authentication: both scheme and credentials');
+    if (/[\s\r\n]/.test(auth.scheme) || /[\r\n]/.test(auth.credentials))
+      throw new RequestMalformedError('authentication: a scheme without spaces and credentials on one line');
     authentication = { scheme: auth.scheme, credentials: auth.credentials };
   }
   if (config.token && /[\r\n]/.test(config.token)) throw new RequestMalformedError('token: one line');
@@ -215,7 +242,14 @@ export function pushConfigInputOf(config: TaskPushNotificationConfig, wireVersio
 
 /** The stored config as the A2A v1.0 `TaskPushNotificationConfig` the SDK serialises (the tenant left empty, as sent). */
 export function toWirePushConfig(config: StoredPushConfig): TaskPushNotificationConfig {
-  return { tenant: '', id: config.id, taskId: config.taskId, url: config.url, token: config.token ?? '', authentication: config.authentication ?? undefined };
+  return {
+    tenant: '',
+    id: config.id,
+    taskId: config.taskId,
+    url: config.url,
+    token: config.token ?? '',
+    authentication: config.authentication ?? undefined,
+  };
 }
 
 /**

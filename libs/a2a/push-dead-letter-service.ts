@@ -4,7 +4,13 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { createLogger } from '../logging';
 import { SecretBox } from '../security/secret-box';
 import { PushConfigStore } from './push-configs';
-import { parsePushLetterQuery, PushDeadLetter, PushDeadLetterStore, PushDeadLetterView, pushLetterViewOf } from './push-dead-letters';
+import {
+  parsePushLetterQuery,
+  PushDeadLetter,
+  PushDeadLetterStore,
+  PushDeadLetterView,
+  pushLetterViewOf,
+} from './push-dead-letters';
 import { PushWebhooks, TaskPusher } from './task-pushes';
 import { A2ATaskStore } from './task-store';
 
@@ -27,7 +33,12 @@ export interface PushDeadLetterPage {
 export class PushDeadLetters {
   /** The instance's: its push configs, tasks and letters in `db`, pushed by a pusher of its own (`webhooks`). */
   static forInstance(db: DataSource, config: EventMeshConfig, webhooks: PushWebhooks): PushDeadLetters {
-    return new PushDeadLetters(new PushDeadLetterStore(db), new A2ATaskStore(db), new PushConfigStore(db, SecretBox.fromConfig(config)), TaskPusher.forInstance(db, config, webhooks));
+    return new PushDeadLetters(
+      new PushDeadLetterStore(db),
+      new A2ATaskStore(db),
+      new PushConfigStore(db, SecretBox.fromConfig(config)),
+      TaskPusher.forInstance(db, config, webhooks),
+    );
   }
 
   constructor(
@@ -40,8 +51,16 @@ export class PushDeadLetters {
   async browse(tenant: string, query: unknown): Promise<PushDeadLetterPage> {
     const { filter, limit, after } = parsePushLetterQuery(query);
     const page = await this.letters.page(tenant, filter, { limit, after });
-    if (!page) throw new EventMeshError(ErrorCode.InvalidRequest, 'cursor: no such letter (removed since?); browse again from the start', { field: 'cursor' });
-    return { items: page.letters.map(pushLetterViewOf), next: page.more ? page.letters[page.letters.length - 1].id : null };
+    if (!page)
+      throw new EventMeshError(
+        ErrorCode.InvalidRequest,
+        'cursor: no such letter (removed since?); browse again from the start',
+        { field: 'cursor' },
+      );
+    return {
+      items: page.letters.map(pushLetterViewOf),
+      next: page.more ? page.letters[page.letters.length - 1].id : null,
+    };
   }
 
   async get(tenant: string, id: string): Promise<PushDeadLetterView> {
@@ -57,8 +76,16 @@ export class PushDeadLetters {
   async redeliver(tenant: string, id: string): Promise<PushDeadLetterView> {
     const letter = await this.letterOf(tenant, id);
     if (letter.resolution) throw resolved(letter, 'already');
-    const [config, task] = await Promise.all([this.configs.get(tenant, letter.taskId, letter.configId), this.tasks.get(tenant, letter.taskId)]);
-    const gone = () => new EventMeshError(ErrorCode.PushConfigGone, `the task's push config ${letter.configId} was removed: there is nowhere to deliver to`, { configId: letter.configId });
+    const [config, task] = await Promise.all([
+      this.configs.get(tenant, letter.taskId, letter.configId),
+      this.tasks.get(tenant, letter.taskId),
+    ]);
+    const gone = () =>
+      new EventMeshError(
+        ErrorCode.PushConfigGone,
+        `the task's push config ${letter.configId} was removed: there is nowhere to deliver to`,
+        { configId: letter.configId },
+      );
     if (!config || !task) throw gone();
     // A letter of the config removed before this one was set under its id: resolved as such, nothing sent.
     if (await this.letters.resolveIfOfRemovedConfig(tenant, id)) throw gone();
@@ -68,13 +95,20 @@ export class PushDeadLetters {
       return pushLetterViewOf(await this.letterOf(tenant, id));
     }
     // The receiver answered 410: the config is removed, and its letters with it (resolved `config-removed`).
-    if (result.gone) throw new EventMeshError(ErrorCode.PushConfigGone, 'the receiver answered 410 Gone: the push config is removed', { configId: config.id, httpStatus: 410 });
+    if (result.gone)
+      throw new EventMeshError(ErrorCode.PushConfigGone, 'the receiver answered 410 Gone: the push config is removed', {
+        configId: config.id,
+        httpStatus: 410,
+      });
     const error = result.error ?? `HTTP ${result.status ?? '?'}`;
     if (!(await this.letters.failedAgain(tenant, id, error, result.status ?? null))) {
       // Resolved meanwhile (the worker's push of a later change was acknowledged, or the config removed): that stands.
       throw resolved(await this.letterOf(tenant, id), 'meanwhile');
     }
-    throw new EventMeshError(ErrorCode.PushNotDelivered, `the receiver did not acknowledge the push: ${error}`, { httpStatus: result.status ?? null, error });
+    throw new EventMeshError(ErrorCode.PushNotDelivered, `the receiver did not acknowledge the push: ${error}`, {
+      httpStatus: result.status ?? null,
+      error,
+    });
   }
 
   async remove(tenant: string, id: string): Promise<void> {
@@ -90,9 +124,15 @@ export class PushDeadLetters {
 
 /** 409 DEAD_LETTER_RESOLVED, saying how (and, when a push resolved it, at which task version). */
 function resolved(letter: PushDeadLetter, when: 'already' | 'meanwhile'): EventMeshError {
-  const how = letter.resolvedVersion === null ? `${letter.resolution}` : `${letter.resolution} at task version ${letter.resolvedVersion}`;
+  const how =
+    letter.resolvedVersion === null
+      ? `${letter.resolution}`
+      : `${letter.resolution} at task version ${letter.resolvedVersion}`;
   const what = when === 'already' ? 'is resolved already' : 'was resolved meanwhile';
-  return new EventMeshError(ErrorCode.DeadLetterResolved, `the letter ${what} (${how})`, { resolution: letter.resolution, resolvedVersion: letter.resolvedVersion });
+  return new EventMeshError(ErrorCode.DeadLetterResolved, `the letter ${what} (${how})`, {
+    resolution: letter.resolution,
+    resolvedVersion: letter.resolvedVersion,
+  });
 }
 
 const notFound = (id: string) => new EventMeshError(ErrorCode.DeadLetterNotFound, `no push dead letter ${id}`, { id });

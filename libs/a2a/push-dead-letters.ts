@@ -35,7 +35,10 @@ export interface PushDeadLetter {
 }
 
 /** What a push given up records: the config, the version, how its last attempt failed. */
-export type GivenUpPush = Omit<PushDeadLetter, 'id' | 'deadLetteredAt' | 'resolution' | 'resolvedAt' | 'resolvedVersion'>;
+export type GivenUpPush = Omit<
+  PushDeadLetter,
+  'id' | 'deadLetteredAt' | 'resolution' | 'resolvedAt' | 'resolvedVersion'
+>;
 
 /** The browse's filters: the letters' state (dead by default), the agent, the task. */
 export interface PushDeadLetterFilter {
@@ -106,7 +109,19 @@ export class PushDeadLetterStore {
        SELECT $1::uuid, $2, $3, $4, $5, $6, $7::int, $8, $9::int, $10, $11::int
         WHERE EXISTS (SELECT 1 FROM a2a_push_configs WHERE task_id = $3 AND id = $5 AND tenant = $2 AND pushed_version < $7::int)
        ON CONFLICT (task_id, config_id, task_version) DO NOTHING`,
-      [randomUUID(), push.tenant, push.taskId, push.agent, push.configId, push.url, push.taskVersion, push.taskState, push.attempts, push.lastError.slice(0, 2000), push.lastHttpStatus],
+      [
+        randomUUID(),
+        push.tenant,
+        push.taskId,
+        push.agent,
+        push.configId,
+        push.url,
+        push.taskVersion,
+        push.taskState,
+        push.attempts,
+        push.lastError.slice(0, 2000),
+        push.lastHttpStatus,
+      ],
     );
   }
 
@@ -114,7 +129,11 @@ export class PushDeadLetterStore {
    * The receiver of the config acknowledged the task at `version`: its dead letters of that version and before are
    * resolved, `how` (a redelivery, or the push of a later change). Answers how many.
    */
-  async resolve(config: { tenant: string; taskId: string; id: string }, version: number, how: 'redelivered' | 'superseded'): Promise<number> {
+  async resolve(
+    config: { tenant: string; taskId: string; id: string },
+    version: number,
+    how: 'redelivered' | 'superseded',
+  ): Promise<number> {
     const [, affected]: [unknown, number] = await this.db.query(
       `UPDATE a2a_push_dead_letters SET resolution = $5, resolved_at = now(), resolved_version = $4
         WHERE task_id = $1 AND config_id = $2 AND tenant = $3 AND task_version <= $4 AND resolution IS NULL`,
@@ -141,7 +160,12 @@ export class PushDeadLetterStore {
   }
 
   /** A redelivery that failed: its attempt and error are added to the letter, if it is still dead. */
-  async failedAgain(tenant: string, id: string, error: string, httpStatus: number | null): Promise<PushDeadLetter | undefined> {
+  async failedAgain(
+    tenant: string,
+    id: string,
+    error: string,
+    httpStatus: number | null,
+  ): Promise<PushDeadLetter | undefined> {
     // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
     const [rows]: [RawLetter[], number] = await this.db.query(
       `UPDATE a2a_push_dead_letters SET attempts = attempts + 1, last_error = $3, last_http_status = $4
@@ -153,7 +177,10 @@ export class PushDeadLetterStore {
 
   async get(tenant: string, id: string): Promise<PushDeadLetter | undefined> {
     if (!isPushLetterId(id)) return undefined;
-    const rows: RawLetter[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2`, [id, tenant]);
+    const rows: RawLetter[] = await this.db.query(
+      `SELECT ${COLUMNS} FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2`,
+      [id, tenant],
+    );
     return rows.length === 0 ? undefined : letterOf(rows[0]);
   }
 
@@ -161,7 +188,11 @@ export class PushDeadLetterStore {
    * A page of the tenant's letters, oldest first (by when they were dead-lettered, then id); `after` is the id of the
    * last letter of the previous page (undefined when it is no longer there: the caller answers 400).
    */
-  async page(tenant: string, filter: PushDeadLetterFilter, page: { limit: number; after?: string }): Promise<{ letters: PushDeadLetter[]; more: boolean } | undefined> {
+  async page(
+    tenant: string,
+    filter: PushDeadLetterFilter,
+    page: { limit: number; after?: string },
+  ): Promise<{ letters: PushDeadLetter[]; more: boolean } | undefined> {
     const where = ['tenant = $1'];
     const params: unknown[] = [tenant];
     const add = (sql: string, value: unknown) => {
@@ -173,14 +204,22 @@ export class PushDeadLetterStore {
     if (filter.agent !== undefined) add('agent = ?', filter.agent);
     if (filter.taskId !== undefined) add('task_id = ?', filter.taskId);
     if (page.after !== undefined) {
-      const known: unknown[] = await this.db.query('SELECT 1 FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2', [page.after, tenant]);
+      const known: unknown[] = await this.db.query(
+        'SELECT 1 FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2',
+        [page.after, tenant],
+      );
       if (known.length === 0) return undefined;
       // Compared in Postgres: its timestamps have microseconds, a JavaScript Date only milliseconds.
       params.push(page.after);
-      where.push(`(dead_lettered_at, id) > (SELECT dead_lettered_at, id FROM a2a_push_dead_letters WHERE id = $${params.length})`);
+      where.push(
+        `(dead_lettered_at, id) > (SELECT dead_lettered_at, id FROM a2a_push_dead_letters WHERE id = $${params.length})`,
+      );
     }
     params.push(page.limit + 1);
-    const rows: RawLetter[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_push_dead_letters WHERE ${where.join(' AND ')} ORDER BY dead_lettered_at, id LIMIT $${params.length}`, params);
+    const rows: RawLetter[] = await this.db.query(
+      `SELECT ${COLUMNS} FROM a2a_push_dead_letters WHERE ${where.join(' AND ')} ORDER BY dead_lettered_at, id LIMIT $${params.length}`,
+      params,
+    );
     return { letters: rows.slice(0, page.limit).map(letterOf), more: rows.length > page.limit };
   }
 
@@ -201,15 +240,26 @@ export class PushDeadLetterStore {
   /** Removes a letter; false when the tenant has none of that id. */
   async delete(tenant: string, id: string): Promise<boolean> {
     if (!isPushLetterId(id)) return false;
-    const [, affected]: [unknown, number] = await this.db.query('DELETE FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2', [id, tenant]);
+    const [, affected]: [unknown, number] = await this.db.query(
+      'DELETE FROM a2a_push_dead_letters WHERE id = $1 AND tenant = $2',
+      [id, tenant],
+    );
     return affected > 0;
   }
 }
 
 /** A push dead letter as the API shows it (docs/a2a.md): its times as ISO 8601, without the tenant. */
-export type PushDeadLetterView = Omit<PushDeadLetter, 'tenant' | 'deadLetteredAt' | 'resolvedAt'> & { deadLetteredAt: string; resolvedAt: string | null };
+export type PushDeadLetterView = Omit<PushDeadLetter, 'tenant' | 'deadLetteredAt' | 'resolvedAt'> & {
+  deadLetteredAt: string;
+  resolvedAt: string | null;
+};
 
-export const pushLetterViewOf = ({ tenant: _tenant, deadLetteredAt, resolvedAt, ...rest }: PushDeadLetter): PushDeadLetterView => ({
+export const pushLetterViewOf = ({
+  tenant: _tenant,
+  deadLetteredAt,
+  resolvedAt,
+  ...rest
+}: PushDeadLetter): PushDeadLetterView => ({
   ...rest,
   deadLetteredAt: deadLetteredAt.toISOString(),
   resolvedAt: resolvedAt?.toISOString() ?? null,
@@ -217,13 +267,16 @@ export const pushLetterViewOf = ({ tenant: _tenant, deadLetteredAt, resolvedAt, 
 
 const STATES = ['dead', 'resolved', 'all'] as const;
 /** Postgres text holds no NUL: a filter naming one is refused rather than sent. */
-const filterText = z.string().refine((v) => !v.includes('\0'), 'no NUL character').meta({ pattern: '^[^\\u0000]*$' });
+const filterText = z
+  .string()
+  .refine((v) => !v.includes('\0'), 'no NUL character')
+  .meta({ pattern: '^[^\\u0000]*$' });
 
 /** The browse's query parameters (the API document shows them). */
 export const pushLetterQuerySchema = z
   .object({
     state: z.enum(STATES).optional().describe('dead (the default), resolved, or all'),
-    agent: filterText.optional().describe('the task\'s agent'),
+    agent: filterText.optional().describe("the task's agent"),
     taskId: filterText.optional().describe('the task'),
     limit: queryInt(1, BROWSE_MAX_LIMIT).describe(`the page size (${BROWSE_DEFAULT_LIMIT} when absent)`),
     cursor: z.string().regex(UUID).optional().describe('the `next` of the previous page'),
@@ -236,9 +289,16 @@ export function parsePushLetterQuery(query: unknown): { filter: PushDeadLetterFi
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
     const field = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path.join('.');
-    const message = issue.code === 'unrecognized_keys' ? `unknown parameter; the parameters are ${Object.keys(pushLetterQuerySchema.shape).join(', ')}` : issue.message;
+    const message =
+      issue.code === 'unrecognized_keys'
+        ? `unknown parameter; the parameters are ${Object.keys(pushLetterQuerySchema.shape).join(', ')}`
+        : issue.message;
     throw new EventMeshError(ErrorCode.InvalidRequest, `${field}: ${message}`, { field });
   }
   const q = parsed.data;
-  return { filter: { state: q.state ?? 'dead', agent: q.agent || undefined, taskId: q.taskId || undefined }, limit: q.limit ?? BROWSE_DEFAULT_LIMIT, after: q.cursor };
+  return {
+    filter: { state: q.state ?? 'dead', agent: q.agent || undefined, taskId: q.taskId || undefined },
+    limit: q.limit ?? BROWSE_DEFAULT_LIMIT,
+    after: q.cursor,
+  };
 }

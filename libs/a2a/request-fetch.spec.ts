@@ -34,9 +34,18 @@ describe('requestFetch', () => {
       res.setHeader('set-cookie', ['a=1', 'b=2']);
       res.writeHead(201, { 'content-type': 'application/json' }).end('{"jsonrpc":"2.0","id":1,"result":{}}');
     };
-    const answer = await fetchImpl(`${base}/rpc`, { method: 'POST', headers: { authorization: 'Bearer t', 'content-type': 'application/json' }, body: '{"x":1}' });
+    const answer = await fetchImpl(`${base}/rpc`, {
+      method: 'POST',
+      headers: { authorization: 'Bearer t', 'content-type': 'application/json' },
+      body: '{"x":1}',
+    });
     expect(seen).toEqual({ method: 'POST', auth: 'Bearer t', body: '{"x":1}' });
-    expect([answer.status, answer.ok, answer.headers.get('content-type'), answer.headers.get('set-cookie')]).toEqual([201, true, 'application/json', 'a=1, b=2']);
+    expect([answer.status, answer.ok, answer.headers.get('content-type'), answer.headers.get('set-cookie')]).toEqual([
+      201,
+      true,
+      'application/json',
+      'a=1, b=2',
+    ]);
     expect(await answer.json()).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
     // A GET, and a URL object.
     handle = (req, _body, res) => res.writeHead(404, { 'content-type': 'text/plain' }).end(`no ${req.url}`);
@@ -57,7 +66,8 @@ describe('requestFetch', () => {
     expect(Buffer.from(first.value!).toString('utf8')).toBe('data: {"n":1}\n\n');
     end();
     let rest = '';
-    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read()) rest += Buffer.from(chunk.value).toString('utf8');
+    for (let chunk = await reader.read(); !chunk.done; chunk = await reader.read())
+      rest += Buffer.from(chunk.value).toString('utf8');
     expect(rest).toBe('data: {"n":2}\n\n');
   });
 
@@ -93,7 +103,9 @@ describe('requestFetch', () => {
     const fits = await fetchImpl(`${base}/fits`, { method: 'POST', body: '{}' });
     expect((await fits.text()).length).toBe(LIMIT);
     size = LIMIT + 1;
-    await expect(fetchImpl(`${base}/large`, { method: 'POST', body: '{}' })).rejects.toBeInstanceOf(AgentAnswerTooLarge);
+    await expect(fetchImpl(`${base}/large`, { method: 'POST', body: '{}' })).rejects.toBeInstanceOf(
+      AgentAnswerTooLarge,
+    );
     // The agent's connection is closed: nothing more of it is read.
     await closed;
   });
@@ -111,9 +123,11 @@ describe('requestFetch', () => {
     let read = 0;
     while (read < 4 * (LIMIT / 2 + 10)) read += (await reader.read()).value!.length;
     writeLarge();
-    await expect((async () => {
-      for (;;) if ((await reader.read()).done) return;
-    })()).rejects.toBeInstanceOf(AgentAnswerTooLarge);
+    await expect(
+      (async () => {
+        for (;;) if ((await reader.read()).done) return;
+      })(),
+    ).rejects.toBeInstanceOf(AgentAnswerTooLarge);
   });
 
   it('rejects when nothing listens', async () => {

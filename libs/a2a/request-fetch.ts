@@ -7,8 +7,13 @@ import { request, type Dispatcher } from 'undici';
  * (invalid-answers.ts).
  */
 export class AgentAnswerTooLarge extends Error {
-  constructor(readonly limitBytes: number, what: 'answer' | 'stream event') {
-    super(`the agent's ${what} is larger than the mesh reads (EVENTMESH_AGENTS_MAX_ANSWER_BYTES = ${limitBytes} bytes); the read was aborted`);
+  constructor(
+    readonly limitBytes: number,
+    what: 'answer' | 'stream event',
+  ) {
+    super(
+      `the agent's ${what} is larger than the mesh reads (EVENTMESH_AGENTS_MAX_ANSWER_BYTES = ${limitBytes} bytes); the read was aborted`,
+    );
     this.name = 'AgentAnswerTooLarge';
   }
 }
@@ -46,7 +51,10 @@ export function requestFetch(dispatcher: Dispatcher, maxAnswerBytes: number): ty
       return new Response(null, { status, headers });
     }
     if ((headers.get('content-type') ?? '').includes('text/event-stream')) {
-      return new Response(Readable.toWeb(cappedEvents(answer.body, maxAnswerBytes)) as ReadableStream<Uint8Array>, { status, headers });
+      return new Response(Readable.toWeb(cappedEvents(answer.body, maxAnswerBytes)) as ReadableStream<Uint8Array>, {
+        status,
+        headers,
+      });
     }
     return new Response(await readCapped(answer.body, maxAnswerBytes), { status, headers });
   }) as typeof fetch;

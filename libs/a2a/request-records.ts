@@ -21,9 +21,15 @@ export class KafkaRequestRecords implements RequestRecords {
     const handed = this.handoff?.take(record);
     if (handed) return handed;
     const [fetched] = await this.reader.fetch([record], { maxWaitMs: 0 });
-    if (fetched?.outOfRange) throw new RequestRecordGone(`the request of the task at ${record.topic}#${record.partition}@${record.offset} is no longer in Kafka`);
+    if (fetched?.outOfRange)
+      throw new RequestRecordGone(
+        `the request of the task at ${record.topic}#${record.partition}@${record.offset} is no longer in Kafka`,
+      );
     const found = fetched?.records.find((r) => r.offset === record.offset);
-    if (!found) throw new Error(`the request of the task at ${record.topic}#${record.partition}@${record.offset} was not read (high watermark ${fetched?.highWatermark ?? 'unknown'})`);
+    if (!found)
+      throw new Error(
+        `the request of the task at ${record.topic}#${record.partition}@${record.offset} was not read (high watermark ${fetched?.highWatermark ?? 'unknown'})`,
+      );
     return frameFromKafkaRecord(found.headers, found.value);
   }
 }

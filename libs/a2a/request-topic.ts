@@ -14,7 +14,9 @@ export function requestTopicOf(tenant: string, agent: string): string {
 }
 
 function tenantPartOf(tenant: string): string {
-  return PLAIN_TENANT.test(tenant) && !tenant.startsWith('x-') ? tenant : `x-${createHash('sha256').update(tenant).digest('hex').slice(0, 16)}`;
+  return PLAIN_TENANT.test(tenant) && !tenant.startsWith('x-')
+    ? tenant
+    : `x-${createHash('sha256').update(tenant).digest('hex').slice(0, 16)}`;
 }
 
 /**

@@ -58,7 +58,7 @@ describe('TaskChangeNotices', () => {
     await notices.close(1000);
   });
 
-  it('closing waits for the signal in flight (the workflow hears it before the delivery\'s answer), then sends nothing more', async () => {
+  it("closing waits for the signal in flight (the workflow hears it before the delivery's answer), then sends nothing more", async () => {
     const signals = new HeldSignals();
     const notices = new TaskChangeNotices('t1', signals, 0);
     notices.changed(at(1));

@@ -58,9 +58,10 @@ export class TaskChangeNotices {
   }
 
   private async drain(): Promise<void> {
-    for (let failures = 0; this.latest && this.latest.version > this.sentVersion && !this.stop.signal.aborted; ) {
+    for (let failures = 0; this.latest && this.latest.version > this.sentVersion && !this.stop.signal.aborted;) {
       const gap = this.lastSentAt + this.gapMs - Date.now();
-      if (gap > 0 && !this.hurry.signal.aborted) await sleep(gap, undefined, { signal: this.hurry.signal }).catch(() => undefined);
+      if (gap > 0 && !this.hurry.signal.aborted)
+        await sleep(gap, undefined, { signal: this.hurry.signal }).catch(() => undefined);
       if (this.stop.signal.aborted) return;
       const change = this.latest;
       try {
@@ -70,7 +71,10 @@ export class TaskChangeNotices {
         failures = 0;
       } catch (e) {
         failures++;
-        log.warn({ task: this.taskId, version: change.version, failures, error: (e as Error).message }, 'could not tell the task\'s workflow of a change; trying again');
+        log.warn(
+          { task: this.taskId, version: change.version, failures, error: (e as Error).message },
+          "could not tell the task's workflow of a change; trying again",
+        );
         await sleep(backoff(SIGNAL_RETRY, failures), undefined, { signal: this.stop.signal }).catch(() => undefined);
       }
     }

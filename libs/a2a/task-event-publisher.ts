@@ -114,7 +114,10 @@ export class TaskEventPublisher {
           await this.publish(taskId);
         } catch (e) {
           // Left for the sweep (a worker's, within sweepMs once the task is sweepAfterMs old).
-          this.log.warn({ task: taskId, error: (e as Error).message }, 'could not publish the task\'s events; the sweep will');
+          this.log.warn(
+            { task: taskId, error: (e as Error).message },
+            "could not publish the task's events; the sweep will",
+          );
           return;
         }
       } while (state.again && !this.closed);
@@ -157,7 +160,9 @@ export class TaskEventPublisher {
       await this.ensure(topic);
       await this.writer.publishAll(
         topic,
-        rows.map((r) => taskEventToFrame({ taskId, seq: r.seq, kind: r.kind, payload: r.payload }, r.agent, r.created_at)),
+        rows.map((r) =>
+          taskEventToFrame({ taskId, seq: r.seq, kind: r.kind, payload: r.payload }, r.agent, r.created_at),
+        ),
       );
       const last = rows[rows.length - 1].seq;
       await db.query('UPDATE a2a_tasks SET published_seq = GREATEST(published_seq, $2) WHERE id = $1', [taskId, last]);
@@ -186,7 +191,8 @@ export class TaskEventPublisher {
       }
       await this.publish(id);
     }
-    if (unobserved.length > 0) await this.db.query('UPDATE a2a_tasks SET published_seq = event_seq WHERE id = ANY($1::text[])', [unobserved]);
+    if (unobserved.length > 0)
+      await this.db.query('UPDATE a2a_tasks SET published_seq = event_seq WHERE id = ANY($1::text[])', [unobserved]);
     return rows.length;
   }
 
@@ -235,7 +241,10 @@ export class TaskEventPublisher {
   private schedule(): void {
     this.timer = setTimeout(() => {
       this.sweeping = this.sweepAll()
-        .then(() => undefined, (e: Error) => void this.log.warn({ error: e.message }, 'task events sweep failed; next in sweepMs'))
+        .then(
+          () => undefined,
+          (e: Error) => void this.log.warn({ error: e.message }, 'task events sweep failed; next in sweepMs'),
+        )
         .finally(() => {
           this.sweeping = undefined;
           if (!this.closed) this.schedule();

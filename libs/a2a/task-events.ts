@@ -43,7 +43,11 @@ export function taskJsonOf(task: TaskVersion): Json {
 }
 
 function statusJsonOf(task: TaskVersion): Json {
-  return { state: taskStateToJSON(wireStateOf(task.state)), timestamp: task.updatedAt.toISOString(), ...(task.statusMessage ? { message: task.statusMessage } : {}) };
+  return {
+    state: taskStateToJSON(wireStateOf(task.state)),
+    timestamp: task.updatedAt.toISOString(),
+    ...(task.statusMessage ? { message: task.statusMessage } : {}),
+  };
 }
 
 /** A change's events before it is applied: their kinds and artifacts, so that the change can reserve their seqs. */
@@ -68,7 +72,10 @@ export function sameJson(a: unknown, b: unknown): boolean {
  * or when the change logs nothing else (a change always leaves a trace). Artifacts come first, so a terminal status
  * is the last event of its change, and of the task.
  */
-export function draftsOf(before: Pick<TaskVersion, 'state' | 'statusMessage' | 'artifacts'>, after: Pick<TaskVersion, 'state' | 'statusMessage' | 'artifacts'>): EventDrafts {
+export function draftsOf(
+  before: Pick<TaskVersion, 'state' | 'statusMessage' | 'artifacts'>,
+  after: Pick<TaskVersion, 'state' | 'statusMessage' | 'artifacts'>,
+): EventDrafts {
   const old = new Map(before.artifacts.map((a) => [a.artifactId, a]));
   const artifacts = after.artifacts.filter((a) => !sameJson(old.get(a.artifactId), a));
   const statusChanged = before.state !== after.state || !sameJson(before.statusMessage, after.statusMessage);
@@ -84,7 +91,12 @@ export function eventsOf(drafts: EventDrafts, after: TaskVersion, firstSeq: numb
     payload: { taskId: after.id, contextId: after.contextId, artifact, append: false, lastChunk: true },
   }));
   if (drafts.status) {
-    events.push({ taskId: after.id, seq: firstSeq + events.length, kind: 'status-update', payload: { taskId: after.id, contextId: after.contextId, status: statusJsonOf(after) } });
+    events.push({
+      taskId: after.id,
+      seq: firstSeq + events.length,
+      kind: 'status-update',
+      payload: { taskId: after.id, contextId: after.contextId, status: statusJsonOf(after) },
+    });
   }
   return events;
 }
@@ -95,7 +107,12 @@ export function createdEventOf(task: TaskVersion): TaskEvent {
 }
 
 /** Reads a task's log: the events after `afterSeq`, oldest first, at most `limit`. */
-export async function readEvents(db: Pick<EntityManager, 'query'>, taskId: string, afterSeq: number, limit: number): Promise<TaskEvent[]> {
+export async function readEvents(
+  db: Pick<EntityManager, 'query'>,
+  taskId: string,
+  afterSeq: number,
+  limit: number,
+): Promise<TaskEvent[]> {
   const rows: { task_id: string; seq: number; kind: TaskEventKind; payload: Json }[] = await db.query(
     'SELECT task_id, seq, kind, payload FROM a2a_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
     [taskId, afterSeq, limit],

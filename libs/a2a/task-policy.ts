@@ -11,7 +11,11 @@ export const TASK_POLICY_EXTENSION = 'urn:eventmesh:a2a:task-policy:v1';
 
 /** A task's deadline at most a week: the workflow's timers and the blocking sends are bounded by it. */
 const MAX_TIMEOUT_MS = 7 * 24 * 3600 * 1000;
-const intervalMs = z.number().int().min(100).max(3600 * 1000);
+const intervalMs = z
+  .number()
+  .int()
+  .min(100)
+  .max(3600 * 1000);
 
 const taskPolicySchema = z.strictObject({
   timeoutMs: z.number().int().min(1000).max(MAX_TIMEOUT_MS).optional(),
@@ -52,7 +56,11 @@ export function taskPolicyOf(card: Card, defaultTimeoutMs: number): TaskPolicy {
   const retry = { ...DEFAULT_DELIVERY_RETRY, ...parsed.data.retry };
   if (retry.maximumIntervalMs < retry.initialIntervalMs) {
     const field = `capabilities.extensions.${at}.params.retry.maximumIntervalMs`;
-    throw new EventMeshError(ErrorCode.InvalidAgentCard, `${field}: must be at least initialIntervalMs (${retry.initialIntervalMs})`, { field });
+    throw new EventMeshError(
+      ErrorCode.InvalidAgentCard,
+      `${field}: must be at least initialIntervalMs (${retry.initialIntervalMs})`,
+      { field },
+    );
   }
   return { timeoutMs: parsed.data.timeoutMs ?? defaultTimeoutMs, retry };
 }

@@ -21,7 +21,13 @@ export const PUSH_TOKEN_HEADER = 'X-A2A-Notification-Token';
 
 /** The runtime's webhook sender (libs/delivery/webhook-sender.ts): signed, SSRF-guarded, with its timeouts. */
 export interface PushWebhooks {
-  sendBody(target: WebhookTarget, body: Buffer, headers: Record<string, string>, messageId: string, signal?: AbortSignal): Promise<WebhookResult>;
+  sendBody(
+    target: WebhookTarget,
+    body: Buffer,
+    headers: Record<string, string>,
+    messageId: string,
+    signal?: AbortSignal,
+  ): Promise<WebhookResult>;
 }
 
 export interface TaskPusherOptions {
@@ -31,7 +37,10 @@ export interface TaskPusherOptions {
   retry: RetryPolicy;
 }
 
-const serializers: Record<PushWireVersion, { serialize(r: StreamResponse, task?: never): { body: string; contentType: string } }> = {
+const serializers: Record<
+  PushWireVersion,
+  { serialize(r: StreamResponse, task?: never): { body: string; contentType: string } }
+> = {
   '1.0': new V1PushNotificationSerializer(),
   '0.3': new V03PushNotificationSerializer(),
 };
@@ -66,7 +75,11 @@ export class TaskPusher {
       webhooks,
       {
         signingSecret: config.agents.pushSigningSecret || null,
-        retry: { initialMs: config.delivery.retryInitialMs, maxMs: config.delivery.retryMaxMs, maxAttempts: config.delivery.maxAttempts },
+        retry: {
+          initialMs: config.delivery.retryInitialMs,
+          maxMs: config.delivery.retryMaxMs,
+          maxAttempts: config.delivery.maxAttempts,
+        },
       },
       new PushDeadLetterStore(db),
     );
@@ -126,7 +139,10 @@ export class TaskPusher {
           lastHttpStatus: result.status ?? null,
         });
         await this.configs.advance(config, task.version);
-        log.warn({ task: task.id, config: config.id, version: task.version, attempts: attempt, error: result.error }, 'push notification given up; dead-lettered');
+        log.warn(
+          { task: task.id, config: config.id, version: task.version, attempts: attempt, error: result.error },
+          'push notification given up; dead-lettered',
+        );
         return 'givenUp';
       }
       await sleep(Math.max(backoff(this.options.retry, attempt), result.retryAfterMs ?? 0), undefined, { signal });
@@ -135,14 +151,26 @@ export class TaskPusher {
 
   /** The task at `version` as a v1.0 `StreamResponse` or a v0.3 `Task`, per the config, signed and sent once. */
   private send(config: StoredPushConfig, task: StoredTask, signal: AbortSignal): Promise<WebhookResult> {
-    const { body, contentType } = serializers[config.wireVersion].serialize({ payload: { $case: 'task', value: toWireTask(task) } });
+    const { body, contentType } = serializers[config.wireVersion].serialize({
+      payload: { $case: 'task', value: toWireTask(task) },
+    });
     const headers: Record<string, string> = { 'content-type': contentType, ...authHeadersOf(config) };
     // The same id on every attempt of this version to this config: a receiver drops a repeat by it.
     const messageId = `${task.id}:${config.id}:${task.version}`;
-    return this.webhooks.sendBody({ sink: config.url, signingSecret: this.options.signingSecret }, Buffer.from(body), headers, messageId, signal);
+    return this.webhooks.sendBody(
+      { sink: config.url, signingSecret: this.options.signingSecret },
+      Buffer.from(body),
+      headers,
+      messageId,
+      signal,
+    );
   }
 
-  private async acknowledged(config: StoredPushConfig, version: number, how: 'redelivered' | 'superseded'): Promise<void> {
+  private async acknowledged(
+    config: StoredPushConfig,
+    version: number,
+    how: 'redelivered' | 'superseded',
+  ): Promise<void> {
     // The letters first: a failure between the two writes leaves the config behind, so the push runs again (the
     // receiver drops the repeat by its webhook-id) and both are written then.
     await this.letters.resolve(config, version, how);
@@ -152,7 +180,8 @@ export class TaskPusher {
 
 /** `Authorization: <scheme> <credentials>` when the config has authentication; else its token in the A2A header. */
 function authHeadersOf(config: StoredPushConfig): Record<string, string> {
-  if (config.authentication) return { authorization: `${config.authentication.scheme} ${config.authentication.credentials}` };
+  if (config.authentication)
+    return { authorization: `${config.authentication.scheme} ${config.authentication.credentials}` };
   if (config.token) return { [PUSH_TOKEN_HEADER.toLowerCase()]: config.token };
   return {};
 }

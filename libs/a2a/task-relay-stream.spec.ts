@@ -8,18 +8,61 @@ import { AgentUnreachable } from './agent-task-follower';
 import { TaskRelay } from './task-relay';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 
-const part = (text: string) => ({ content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' });
-const message = (text: string) => ({ messageId: `m-${text}`, contextId: 'c1', taskId: 'a1', role: 2, parts: [part(text)], metadata: undefined, extensions: [], referenceTaskIds: [] });
+const part = (text: string) => ({
+  content: { $case: 'text' as const, value: text },
+  metadata: undefined,
+  filename: '',
+  mediaType: 'text/plain',
+});
+const message = (text: string) => ({
+  messageId: `m-${text}`,
+  contextId: 'c1',
+  taskId: 'a1',
+  role: 2,
+  parts: [part(text)],
+  metadata: undefined,
+  extensions: [],
+  referenceTaskIds: [],
+});
 const status = (state: TaskState, text?: string): StreamResponse => ({
-  payload: { $case: 'statusUpdate', value: { taskId: 'a1', contextId: 'c1', status: { state, message: text === undefined ? undefined : message(text), timestamp: undefined }, metadata: undefined } },
+  payload: {
+    $case: 'statusUpdate',
+    value: {
+      taskId: 'a1',
+      contextId: 'c1',
+      status: { state, message: text === undefined ? undefined : message(text), timestamp: undefined },
+      metadata: undefined,
+    },
+  },
 });
 const artifact = (text: string, append: boolean): StreamResponse => ({
   payload: {
     $case: 'artifactUpdate',
-    value: { taskId: 'a1', contextId: 'c1', artifact: { artifactId: 'r', name: 'result', description: '', parts: [part(text)], metadata: undefined, extensions: [] }, append, lastChunk: append, metadata: undefined },
+    value: {
+      taskId: 'a1',
+      contextId: 'c1',
+      artifact: {
+        artifactId: 'r',
+        name: 'result',
+        description: '',
+        parts: [part(text)],
+        metadata: undefined,
+        extensions: [],
+      },
+      append,
+      lastChunk: append,
+      metadata: undefined,
+    },
   },
 });
-const agentTask = (state: TaskState): Task => ({ id: 'a1', contextId: 'c1', status: { state, message: undefined, timestamp: undefined }, artifacts: [], history: [], metadata: undefined });
+const agentTask = (state: TaskState): Task => ({
+  id: 'a1',
+  contextId: 'c1',
+  status: { state, message: undefined, timestamp: undefined },
+  artifacts: [],
+  history: [],
+  metadata: undefined,
+});
 const taskEvent = (state: TaskState): StreamResponse => ({ payload: { $case: 'task', value: agentTask(state) } });
 
 async function* events(list: StreamResponse[], thenThrow?: Error): AsyncGenerator<StreamResponse, void, undefined> {
@@ -30,7 +73,12 @@ async function* events(list: StreamResponse[], thenThrow?: Error): AsyncGenerato
 /** What a recorded change says, short: `state`, its status text, its artifacts' texts, and the turn it recorded as sent. */
 const summary = (c: TaskChange) => {
   const text = (m: unknown) => ((m as { parts?: { text?: string }[] } | null)?.parts ?? []).map((p) => p.text).join('');
-  return [c.state, text(c.statusMessage), (c.artifacts ?? []).map((a) => text(a)).join('|'), c.deliveredTurn ?? ''].join(' / ');
+  return [
+    c.state,
+    text(c.statusMessage),
+    (c.artifacts ?? []).map((a) => text(a)).join('|'),
+    c.deliveredTurn ?? '',
+  ].join(' / ');
 };
 
 /**
@@ -46,7 +94,12 @@ describe('TaskRelay with an agent that streams', () => {
     new Date(0),
   );
 
-  const setup = (client: Partial<Record<keyof Client, jest.Mock>>, from: Partial<StoredTask> = {}, streaming = true, onChange?: (task: StoredTask) => void) => {
+  const setup = (
+    client: Partial<Record<keyof Client, jest.Mock>>,
+    from: Partial<StoredTask> = {},
+    streaming = true,
+    onChange?: (task: StoredTask) => void,
+  ) => {
     const changes: TaskChange[] = [];
     let version = 0;
     let latest: StoredTask | undefined;
@@ -54,13 +107,35 @@ describe('TaskRelay with an agent that streams', () => {
       transition: jest.fn(async (read: StoredTask, change: TaskChange) => {
         changes.push(change);
         // As Postgres answers it: the status message's keys in the jsonb's order, not the change's.
-        const statusMessage = change.statusMessage === undefined ? read.statusMessage : change.statusMessage && Object.fromEntries(Object.entries(change.statusMessage).reverse());
+        const statusMessage =
+          change.statusMessage === undefined
+            ? read.statusMessage
+            : change.statusMessage && Object.fromEntries(Object.entries(change.statusMessage).reverse());
         latest = { ...read, ...change, statusMessage, version: ++version } as StoredTask;
         return { changed: true, task: latest };
       }),
     };
-    const task = { id: 't1', tenant: 'acme', agent: 'echo', state: 'submitted', deliveredTurn: 0, agentTaskId: null, contextId: 'c1', statusMessage: null, history: [], artifacts: [], version, ...from } as StoredTask;
-    const agent = { tenant: 'acme', name: 'echo', style: 'url', updatedAt: new Date(0), card: { capabilities: { streaming } } };
+    const task = {
+      id: 't1',
+      tenant: 'acme',
+      agent: 'echo',
+      state: 'submitted',
+      deliveredTurn: 0,
+      agentTaskId: null,
+      contextId: 'c1',
+      statusMessage: null,
+      history: [],
+      artifacts: [],
+      version,
+      ...from,
+    } as StoredTask;
+    const agent = {
+      tenant: 'acme',
+      name: 'echo',
+      style: 'url',
+      updatedAt: new Date(0),
+      card: { capabilities: { streaming } },
+    };
     const relay = new TaskRelay(
       tasks as unknown as A2ATaskStore,
       {} as A2AAgentStore,
@@ -69,10 +144,20 @@ describe('TaskRelay with an agent that streams', () => {
       { publish: async () => undefined },
     );
     const deliver = () =>
-      relay.deliver(ids, undefined, { signal: new AbortController().signal, callTimeoutMs: 1000, known: { task, agent: agent as never, frame }, onChange });
+      relay.deliver(ids, undefined, {
+        signal: new AbortController().signal,
+        callTimeoutMs: 1000,
+        known: { task, agent: agent as never, frame },
+        onChange,
+      });
     /** The delivery after the first one (an activity, told of each change), from the task as last recorded. */
     const deliverAgain = (told: (task: StoredTask) => void) =>
-      relay.deliver(ids, undefined, { signal: new AbortController().signal, callTimeoutMs: 1000, known: { task: latest!, agent: agent as never, frame }, onChange: told });
+      relay.deliver(ids, undefined, {
+        signal: new AbortController().signal,
+        callTimeoutMs: 1000,
+        known: { task: latest!, agent: agent as never, frame },
+        onChange: told,
+      });
     return { deliver, deliverAgain, changes };
   };
 
@@ -102,7 +187,13 @@ describe('TaskRelay with an agent that streams', () => {
 
   it('follows a task already sent with SubscribeToTask: its snapshot, then its events, to the end', async () => {
     const client = {
-      resubscribeTask: jest.fn(() => events([taskEvent(TaskState.TASK_STATE_WORKING), status(TaskState.TASK_STATE_WORKING, 'halfway'), status(TaskState.TASK_STATE_COMPLETED, 'done')])),
+      resubscribeTask: jest.fn(() =>
+        events([
+          taskEvent(TaskState.TASK_STATE_WORKING),
+          status(TaskState.TASK_STATE_WORKING, 'halfway'),
+          status(TaskState.TASK_STATE_COMPLETED, 'done'),
+        ]),
+      ),
       getTask: jest.fn(),
     };
     const { deliver, changes } = setup(client, { state: 'working', deliveredTurn: 1, agentTaskId: 'a1' });
@@ -114,8 +205,19 @@ describe('TaskRelay with an agent that streams', () => {
 
   it('records nothing for an event that repeats what is recorded (the snapshot of a task subscribed again), whatever the key order Postgres keeps', async () => {
     const halfway = status(TaskState.TASK_STATE_WORKING, 'halfway');
-    const snapshot = { ...agentTask(TaskState.TASK_STATE_WORKING), status: (halfway.payload!.value as { status: Task['status'] }).status };
-    const client = { resubscribeTask: jest.fn(() => events([halfway, { payload: { $case: 'task', value: snapshot } }, status(TaskState.TASK_STATE_COMPLETED, 'done')])) };
+    const snapshot = {
+      ...agentTask(TaskState.TASK_STATE_WORKING),
+      status: (halfway.payload!.value as { status: Task['status'] }).status,
+    };
+    const client = {
+      resubscribeTask: jest.fn(() =>
+        events([
+          halfway,
+          { payload: { $case: 'task', value: snapshot } },
+          status(TaskState.TASK_STATE_COMPLETED, 'done'),
+        ]),
+      ),
+    };
     const { deliver, changes } = setup(client, { state: 'working', deliveredTurn: 1, agentTaskId: 'a1' });
     await expect(deliver()).resolves.toBe('completed');
     expect(changes.map(summary)).toEqual(['working / halfway /  / ', 'completed / done /  / ']);
@@ -125,9 +227,17 @@ describe('TaskRelay with an agent that streams', () => {
     const client = {
       resubscribeTask: jest
         .fn()
-        .mockImplementationOnce(() => events([taskEvent(TaskState.TASK_STATE_WORKING), status(TaskState.TASK_STATE_WORKING, 'halfway')], new Error('socket hang up')))
+        .mockImplementationOnce(() =>
+          events(
+            [taskEvent(TaskState.TASK_STATE_WORKING), status(TaskState.TASK_STATE_WORKING, 'halfway')],
+            new Error('socket hang up'),
+          ),
+        )
         .mockImplementationOnce(() => events([], new UnsupportedOperationError('the task ended'))),
-      getTask: jest.fn(async () => ({ ...agentTask(TaskState.TASK_STATE_COMPLETED), status: { state: TaskState.TASK_STATE_COMPLETED, message: message('done'), timestamp: undefined } })),
+      getTask: jest.fn(async () => ({
+        ...agentTask(TaskState.TASK_STATE_COMPLETED),
+        status: { state: TaskState.TASK_STATE_COMPLETED, message: message('done'), timestamp: undefined },
+      })),
     };
     const { deliver, changes } = setup(client, { state: 'working', deliveredTurn: 1, agentTaskId: 'a1' });
     await expect(deliver()).resolves.toBe('completed');
@@ -136,7 +246,7 @@ describe('TaskRelay with an agent that streams', () => {
     expect(changes.map(summary)).toEqual(['working / halfway /  / ', 'completed / done /  / ']);
   });
 
-  it('an agent unreachable on the send\'s stream is tried again (AgentUnreachable), with the stream\'s call aborted', async () => {
+  it("an agent unreachable on the send's stream is tried again (AgentUnreachable), with the stream's call aborted", async () => {
     let signal: AbortSignal | undefined;
     const client = {
       sendMessageStream: jest.fn((_params: unknown, options: { signal: AbortSignal }) => {
@@ -163,10 +273,13 @@ describe('TaskRelay with an agent that streams', () => {
         yield status(TaskState.TASK_STATE_WORKING, 'step 2');
         yield status(TaskState.TASK_STATE_COMPLETED, 'done');
       }
-      return { go, client: { sendMessageStream: jest.fn(() => stream()), resubscribeTask: jest.fn(), getTask: jest.fn() } };
+      return {
+        go,
+        client: { sendMessageStream: jest.fn(() => stream()), resubscribeTask: jest.fn(), getTask: jest.fn() },
+      };
     };
 
-    it('keeps listening on the send\'s stream past the first attempt\'s moment, telling each change that did not settle the task', async () => {
+    it("keeps listening on the send's stream past the first attempt's moment, telling each change that did not settle the task", async () => {
       jest.useFakeTimers();
       const { go, client } = paused();
       const told: string[] = [];
@@ -179,7 +292,12 @@ describe('TaskRelay with an agent that streams', () => {
       go();
       await delivery;
       expect(answered).toBe('completed');
-      expect(changes.map(summary)).toEqual(['submitted /  /  / 1', 'working / step 1 /  / ', 'working / step 2 /  / ', 'completed / done /  / ']);
+      expect(changes.map(summary)).toEqual([
+        'submitted /  /  / 1',
+        'working / step 1 /  / ',
+        'working / step 2 /  / ',
+        'completed / done /  / ',
+      ]);
       // The settled change is the delivery's answer, not a signal.
       expect(told).toEqual(['submitted@1', 'working@2', 'working@3']);
       expect(client.resubscribeTask).not.toHaveBeenCalled();
@@ -197,7 +315,7 @@ describe('TaskRelay with an agent that streams', () => {
       expect(changes.map(summary)).toEqual(['submitted /  /  / 1', 'working / step 1 /  / ']);
     });
 
-    it('a first attempt\'s stream left open is read on by the delivery after it: what the agent sent in between is recorded, no subscribe', async () => {
+    it("a first attempt's stream left open is read on by the delivery after it: what the agent sent in between is recorded, no subscribe", async () => {
       jest.useFakeTimers();
       const { go, client } = paused();
       const { deliver, deliverAgain, changes } = setup(client);
@@ -209,17 +327,26 @@ describe('TaskRelay with an agent that streams', () => {
       jest.useRealTimers();
       const told: string[] = [];
       await expect(deliverAgain((task) => told.push(task.state))).resolves.toBe('completed');
-      expect(changes.map(summary)).toEqual(['submitted /  /  / 1', 'working / step 1 /  / ', 'working / step 2 /  / ', 'completed / done /  / ']);
+      expect(changes.map(summary)).toEqual([
+        'submitted /  /  / 1',
+        'working / step 1 /  / ',
+        'working / step 2 /  / ',
+        'completed / done /  / ',
+      ]);
       expect(told).toEqual(['working']);
       expect(client.sendMessageStream).toHaveBeenCalledTimes(1);
       expect(client.resubscribeTask).not.toHaveBeenCalled();
       expect(client.getTask).not.toHaveBeenCalled();
     });
 
-    it('subscribes again when the send\'s stream ends before the task settled (no GetTask)', async () => {
+    it("subscribes again when the send's stream ends before the task settled (no GetTask)", async () => {
       const client = {
-        sendMessageStream: jest.fn(() => events([taskEvent(TaskState.TASK_STATE_SUBMITTED), status(TaskState.TASK_STATE_WORKING, 'step 1')])),
-        resubscribeTask: jest.fn(() => events([taskEvent(TaskState.TASK_STATE_WORKING), status(TaskState.TASK_STATE_COMPLETED, 'done')])),
+        sendMessageStream: jest.fn(() =>
+          events([taskEvent(TaskState.TASK_STATE_SUBMITTED), status(TaskState.TASK_STATE_WORKING, 'step 1')]),
+        ),
+        resubscribeTask: jest.fn(() =>
+          events([taskEvent(TaskState.TASK_STATE_WORKING), status(TaskState.TASK_STATE_COMPLETED, 'done')]),
+        ),
         getTask: jest.fn(),
       };
       const told: string[] = [];
@@ -233,7 +360,10 @@ describe('TaskRelay with an agent that streams', () => {
   });
 
   it('an agent whose card does not say it streams is sent the turn with SendMessage, never a stream', async () => {
-    const client = { sendMessage: jest.fn(async () => agentTask(TaskState.TASK_STATE_COMPLETED)), sendMessageStream: jest.fn() };
+    const client = {
+      sendMessage: jest.fn(async () => agentTask(TaskState.TASK_STATE_COMPLETED)),
+      sendMessageStream: jest.fn(),
+    };
     const { deliver } = setup(client, {}, false);
     await expect(deliver()).resolves.toBe('completed');
     expect(client.sendMessageStream).not.toHaveBeenCalled();

@@ -16,8 +16,13 @@ describe('TaskRelay deliver', () => {
       throw new Error('read stops here');
     });
     const relay = new TaskRelay(
-      { get: async () => task && ({ id: 't1', state: 'submitted', deliveredTurn: 0, requestRecord: null, ...task } as StoredTask) } as unknown as A2ATaskStore,
-      { get: async () => ({ tenant: 'acme', name: 'echo', style: 'url', updatedAt: new Date(0) }) } as unknown as A2AAgentStore,
+      {
+        get: async () =>
+          task && ({ id: 't1', state: 'submitted', deliveredTurn: 0, requestRecord: null, ...task } as StoredTask),
+      } as unknown as A2ATaskStore,
+      {
+        get: async () => ({ tenant: 'acme', name: 'echo', style: 'url', updatedAt: new Date(0) }),
+      } as unknown as A2AAgentStore,
       { clientFor: async () => ({}) } as unknown as AgentClients,
       { read },
       { publish: async () => undefined },
@@ -31,7 +36,7 @@ describe('TaskRelay deliver', () => {
     await expect(relay.deliver(ids, undefined, ctx)).rejects.toBeInstanceOf(TaskNotRecorded);
   });
 
-  it('reads a first turn\'s request where the task\'s row says when the workflow\'s input names none, and where the input says otherwise', async () => {
+  it("reads a first turn's request where the task's row says when the workflow's input names none, and where the input says otherwise", async () => {
     const fromRow = relayWith({ requestRecord: position });
     await expect(fromRow.relay.deliver(ids, undefined, ctx)).rejects.toThrow('read stops here');
     expect(fromRow.read).toHaveBeenCalledWith(position);

@@ -8,7 +8,18 @@ import { cancelToFrame, NotATaskFrame, taskFromFrame } from './a2a-frame.adaptor
 import type { AgentClients } from './agent-clients';
 import { ParkedStreams } from './parked-streams';
 import { AgentStream, isNotAnEventStream } from './agent-stream';
-import { agentMessage, AgentTaskFollower, changeOf, FOLLOW_FIRST_MS, FOLLOW_INLINE_FIRST_MS, FOLLOW_INLINE_MS, FollowContext, invalidAnswer, invalidAnswerOf, unreachable } from './agent-task-follower';
+import {
+  agentMessage,
+  AgentTaskFollower,
+  changeOf,
+  FOLLOW_FIRST_MS,
+  FOLLOW_INLINE_FIRST_MS,
+  FOLLOW_INLINE_MS,
+  FollowContext,
+  invalidAnswer,
+  invalidAnswerOf,
+  unreachable,
+} from './agent-task-follower';
 import { isInvalidAnswer } from './invalid-answers';
 import type { A2AAgentStore, StoredAgent } from './agent-store';
 import { requestTopicOf } from './request-topic';
@@ -31,7 +42,6 @@ export interface RequestRecords {
 export interface RequestTopicWriter {
   publish(topic: string, frame: EventFrame): Promise<unknown>;
 }
-
 
 export interface DeliveryContext extends FollowContext {
   /**
@@ -87,9 +97,16 @@ export class TaskRelay {
    * that turn is recorded as sent (a delivery tried again does not send it again), follows the agent's task until it
    * settles: on the agent's stream when its card says it streams (`capabilities.streaming`), else with GetTask. Answers the state recorded last. A continuing turn names the agent's task and context.
    */
-  async deliver(ids: TaskIds, request: TaskRequestRecord | undefined, ctx: DeliveryContext, turn = 1): Promise<A2AState> {
+  async deliver(
+    ids: TaskIds,
+    request: TaskRequestRecord | undefined,
+    ctx: DeliveryContext,
+    turn = 1,
+  ): Promise<A2AState> {
     // Both at once: the task as it is now, and where its agent is (unless the caller has them).
-    const [task, agent] = ctx.known ? [ctx.known.task, ctx.known.agent] : await Promise.all([this.tasks.get(ids.tenant, ids.taskId), this.agents.get(ids.tenant, ids.agent)]);
+    const [task, agent] = ctx.known
+      ? [ctx.known.task, ctx.known.agent]
+      : await Promise.all([this.tasks.get(ids.tenant, ids.taskId), this.agents.get(ids.tenant, ids.agent)]);
     if (!task) throw new TaskNotRecorded(`task ${ids.taskId} is not recorded (yet)`);
     if (SETTLED.has(task.state)) return task.state;
     if (!agent) return (await this.fail(ids, `the agent ${ids.agent} was removed`)).state;
@@ -99,15 +116,23 @@ export class TaskRelay {
       // The turn's request: as the gateway wrote it (it began this attempt), else read back from the agent's topic,
       // where the workflow's input or (a first turn) the task's row says it is.
       const record = request ?? task.requestRecord;
-      if (!ctx.known?.frame && !record) throw new NotATaskFrame(`task ${task.id} names no request record for turn ${turn}`);
+      if (!ctx.known?.frame && !record)
+        throw new NotATaskFrame(`task ${task.id} names no request record for turn ${turn}`);
       const { request: sent } = taskFromFrame(ctx.known?.frame ?? (await this.records.read(record!)));
       // The first turn starts a task at the agent; a later one continues the agent's task, in its context.
-      const continues = turn > 1 && task.agentTaskId ? { taskId: task.agentTaskId, contextId: task.contextId } : { taskId: '' };
+      const continues =
+        turn > 1 && task.agentTaskId ? { taskId: task.agentTaskId, contextId: task.contextId } : { taskId: '' };
       const outbound: SendMessageRequest = {
         ...sent,
         tenant: '',
         message: sent.message && { ...sent.message, ...continues },
-        configuration: { acceptedOutputModes: [], historyLength: undefined, ...sent.configuration, returnImmediately: true, taskPushNotificationConfig: undefined },
+        configuration: {
+          acceptedOutputModes: [],
+          historyLength: undefined,
+          ...sent.configuration,
+          returnImmediately: true,
+          taskPushNotificationConfig: undefined,
+        },
       };
       let change: TaskChange;
       let agentTask: Task | undefined;
@@ -115,7 +140,12 @@ export class TaskRelay {
       // artifact it reports is recorded (none missed between two GetTask).
       const live = streamsOf(agent) ? new AgentStream(ctx.signal) : undefined;
       try {
-        const answer = live ? await this.following.firstOfStream(live.open(client.sendMessageStream(outbound, { signal: live.signal })), ctx) : await client.sendMessage(outbound, opts());
+        const answer = live
+          ? await this.following.firstOfStream(
+              live.open(client.sendMessageStream(outbound, { signal: live.signal })),
+              ctx,
+            )
+          : await client.sendMessage(outbound, opts());
         if ('messageId' in answer) {
           const reply = Message.toJSON({ ...answer, taskId: task.id, contextId: task.contextId }) as Json;
           change = { state: 'completed', statusMessage: reply, history: [...task.history, reply] };
@@ -125,7 +155,9 @@ export class TaskRelay {
           // now), so that the send and its outcome are one change. Until that change is recorded, a delivery tried
           // again would send the turn again, as it would between any send and its record.
           if (!live && !SETTLED.has(stateOf(answer.status?.state) ?? 'failed')) {
-            agentTask = await client.getTask({ tenant: '', id: answer.id, historyLength: undefined }, opts()).catch(() => answer);
+            agentTask = await client
+              .getTask({ tenant: '', id: answer.id, historyLength: undefined }, opts())
+              .catch(() => answer);
           }
           change = changeOf(task, agentTask);
         }
@@ -134,10 +166,17 @@ export class TaskRelay {
         if (live && !ctx.signal.aborted && isNotAnEventStream(e)) {
           // The agent took the turn but answered it without a stream: sent again, it would take it again (at each
           // retry until the timeout). Recorded as an invalid answer instead; the card is what needs fixing.
-          change = invalidAnswer(task, 'its card says it streams (capabilities.streaming), but it answered the send with no event stream: fix the card');
+          change = invalidAnswer(
+            task,
+            'its card says it streams (capabilities.streaming), but it answered the send with no event stream: fix the card',
+          );
         } else if (!ctx.signal.aborted && isInvalidAnswer(e)) change = invalidAnswerOf(task, e);
         else if (!(e instanceof A2AError)) throw unreachable(e, ctx.signal);
-        else change = { state: 'failed', statusMessage: agentMessage(task, `the agent refused the task: ${(e as Error).message}`) };
+        else
+          change = {
+            state: 'failed',
+            statusMessage: agentMessage(task, `the agent refused the task: ${(e as Error).message}`),
+          };
       }
       try {
         return await this.recordSend(task, { change, turn, agentTask, live }, client, ctx, opts);
@@ -165,7 +204,11 @@ export class TaskRelay {
     if (!result.changed) {
       if (result.reason === 'missing') return 'failed';
       // Another change won (a cancel, or a deadline): it stands; the agent is told, best effort, if its task runs.
-      if (agentTask && TERMINAL.has(result.task.state) && !TERMINAL.has(stateOf(agentTask.status?.state) ?? 'completed')) {
+      if (
+        agentTask &&
+        TERMINAL.has(result.task.state) &&
+        !TERMINAL.has(stateOf(agentTask.status?.state) ?? 'completed')
+      ) {
         await client.cancelTask({ tenant: '', id: agentTask.id, metadata: undefined }, opts()).catch(() => undefined);
       }
       return result.task.state;
@@ -199,7 +242,10 @@ export class TaskRelay {
    */
   async cancel(ids: TaskIds): Promise<CancelOutcome> {
     // The task and its agent at once; the agent is the same for every compare-and-set attempt below.
-    const [read, agent] = await Promise.all([this.tasks.get(ids.tenant, ids.taskId), this.agents.get(ids.tenant, ids.agent)]);
+    const [read, agent] = await Promise.all([
+      this.tasks.get(ids.tenant, ids.taskId),
+      this.agents.get(ids.tenant, ids.agent),
+    ]);
     let task = read;
     let noticed = false;
     for (let attempt = 0; task && attempt < CAS_ATTEMPTS; attempt++) {
@@ -211,14 +257,23 @@ export class TaskRelay {
       } else if (agent && task.agentTaskId) {
         const client = await this.clients.clientFor(agent);
         try {
-          const answer = await client.cancelTask({ tenant: '', id: task.agentTaskId, metadata: undefined }, this.clients.callOptions());
+          const answer = await client.cancelTask(
+            { tenant: '', id: task.agentTaskId, metadata: undefined },
+            this.clients.callOptions(),
+          );
           change = changeOf(task, answer);
           if (change.state !== 'canceled') return { outcome: 'not-cancelable', state: await this.record(task, change) };
         } catch (e) {
-          if (e instanceof TaskNotCancelableError) return { outcome: 'not-cancelable', state: await this.refresh(task, client) };
+          if (e instanceof TaskNotCancelableError)
+            return { outcome: 'not-cancelable', state: await this.refresh(task, client) };
           // The agent does not know the task (it lost it): nothing runs there to stop; the mesh's task is canceled.
           if (e instanceof TaskNotFoundError) change = { state: 'canceled', statusMessage: null };
-          else if (!(e instanceof A2AError)) return { outcome: 'unreachable', state: task.state, reason: `the agent could not be reached to cancel its task: ${(e as Error).message}` };
+          else if (!(e instanceof A2AError))
+            return {
+              outcome: 'unreachable',
+              state: task.state,
+              reason: `the agent could not be reached to cancel its task: ${(e as Error).message}`,
+            };
           else throw e;
         }
       }
@@ -237,7 +292,8 @@ export class TaskRelay {
     let noticed = false;
     for (let attempt = 0; task && attempt < CAS_ATTEMPTS; attempt++) {
       if (TERMINAL.has(task.state)) return { state: task.state };
-      if (!noticed && (await this.agents.get(ids.tenant, ids.agent))?.style === 'subscriber') await this.notice(task, 'failed');
+      if (!noticed && (await this.agents.get(ids.tenant, ids.agent))?.style === 'subscriber')
+        await this.notice(task, 'failed');
       noticed = true;
       const result = await this.tasks.transition(task, { state: 'failed', statusMessage: agentMessage(task, reason) });
       if (result.changed) {
@@ -246,7 +302,9 @@ export class TaskRelay {
         const agent = agentTaskId ? await this.agents.get(ids.tenant, ids.agent) : undefined;
         if (agent && agentTaskId) {
           const client = await this.clients.clientFor(agent);
-          await client.cancelTask({ tenant: '', id: agentTaskId, metadata: undefined }, this.clients.callOptions()).catch(() => undefined);
+          await client
+            .cancelTask({ tenant: '', id: agentTaskId, metadata: undefined }, this.clients.callOptions())
+            .catch(() => undefined);
         }
         return { state: 'failed' };
       }
@@ -275,7 +333,10 @@ export class TaskRelay {
   /** The task as the agent has it now, recorded; as recorded when the agent cannot be asked. */
   private async refresh(task: StoredTask, client: Client): Promise<A2AState> {
     try {
-      const answer = await client.getTask({ tenant: '', id: task.agentTaskId!, historyLength: undefined }, this.clients.callOptions());
+      const answer = await client.getTask(
+        { tenant: '', id: task.agentTaskId!, historyLength: undefined },
+        this.clients.callOptions(),
+      );
       return await this.record(task, changeOf(task, answer));
     } catch {
       return task.state;
@@ -287,9 +348,5 @@ export class TaskRelay {
 function streamsOf(agent: StoredAgent): boolean {
   return (agent.card.capabilities as { streaming?: boolean } | undefined)?.streaming === true;
 }
-
-
-
-
 
 export type { StoredAgent };

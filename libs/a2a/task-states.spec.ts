@@ -1,7 +1,16 @@
 import { TaskState } from '@a2a-js/sdk';
 import { A2AState, isLegalTransition, stateOf, TERMINAL, wireStateOf } from './task-states';
 
-const ALL: A2AState[] = ['submitted', 'working', 'input-required', 'auth-required', 'completed', 'failed', 'canceled', 'rejected'];
+const ALL: A2AState[] = [
+  'submitted',
+  'working',
+  'input-required',
+  'auth-required',
+  'completed',
+  'failed',
+  'canceled',
+  'rejected',
+];
 
 describe('A2A task states', () => {
   it('round-trips every state through the wire enum; UNSPECIFIED and unknown values have none', () => {
@@ -12,7 +21,12 @@ describe('A2A task states', () => {
 
   it('never leaves a terminal state, never returns to submitted, and lets a live task move anywhere else', () => {
     for (const from of ALL)
-      for (const to of ALL) expect([from, to, isLegalTransition(from, to)]).toEqual([from, to, !TERMINAL.has(from) && (to !== 'submitted' || from === 'submitted')]);
+      for (const to of ALL)
+        expect([from, to, isLegalTransition(from, to)]).toEqual([
+          from,
+          to,
+          !TERMINAL.has(from) && (to !== 'submitted' || from === 'submitted'),
+        ]);
     expect(isLegalTransition('working', 'submitted')).toBe(false);
     expect(isLegalTransition('submitted', 'submitted')).toBe(true);
     expect([...TERMINAL].sort()).toEqual(['canceled', 'completed', 'failed', 'rejected']);

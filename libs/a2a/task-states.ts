@@ -1,7 +1,8 @@
 import { TaskState } from '@a2a-js/sdk';
 
 /** A task's state as stored (`a2a_tasks.state`): the A2A specification's names. */
-export type A2AState = 'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
+export type A2AState =
+  'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
 
 /** The states a task never leaves (A2A specification, TaskState). */
 export const TERMINAL: ReadonlySet<A2AState> = new Set<A2AState>(['completed', 'failed', 'canceled', 'rejected']);

@@ -73,7 +73,8 @@ interface RawTask {
   updated_at: Date;
 }
 
-const COLUMNS = 'id, tenant, agent, agent_task_id, delivered_turn, agent_resends, request_record, context_id, state, status_message, history, artifacts, metadata, version, event_seq, created_at, updated_at';
+const COLUMNS =
+  'id, tenant, agent, agent_task_id, delivered_turn, agent_resends, request_record, context_id, state, status_message, history, artifacts, metadata, version, event_seq, created_at, updated_at';
 
 /**
  * The insert of a change's events (task-events.ts), as a data-modifying CTE beside the statement that writes the task
@@ -144,7 +145,17 @@ export class A2ATaskStore {
          VALUES ($1, $2, $3, $4, 'submitted', $5, $6, 1, $7, $7, $9) RETURNING ${COLUMNS}
        ), logged AS (${INSERT_EVENTS('$8', 'created')})
        SELECT * FROM created`,
-      [task.id, task.tenant, task.agent, task.contextId, JSON.stringify(task.history), JSON.stringify(task.metadata), at, JSON.stringify([event]), task.requestRecord ? JSON.stringify(task.requestRecord) : null],
+      [
+        task.id,
+        task.tenant,
+        task.agent,
+        task.contextId,
+        JSON.stringify(task.history),
+        JSON.stringify(task.metadata),
+        at,
+        JSON.stringify([event]),
+        task.requestRecord ? JSON.stringify(task.requestRecord) : null,
+      ],
     );
     const created = taskOf(row);
     this.committed?.(created);
@@ -175,7 +186,10 @@ export class A2ATaskStore {
   }
 
   async get(tenant: string, id: string): Promise<StoredTask | undefined> {
-    const rows: RawTask[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_tasks WHERE id = $1 AND tenant = $2`, [id, tenant]);
+    const rows: RawTask[] = await this.db.query(`SELECT ${COLUMNS} FROM a2a_tasks WHERE id = $1 AND tenant = $2`, [
+      id,
+      tenant,
+    ]);
     return rows.length === 0 ? undefined : taskOf(rows[0]);
   }
 
@@ -269,7 +283,10 @@ export class A2ATaskStore {
       where.push(`updated_at > $${params.length}`);
     }
     const filtered = where.join(' AND ');
-    const [{ total }]: { total: number }[] = await this.db.query(`SELECT count(*)::int AS total FROM a2a_tasks WHERE ${filtered}`, params);
+    const [{ total }]: { total: number }[] = await this.db.query(
+      `SELECT count(*)::int AS total FROM a2a_tasks WHERE ${filtered}`,
+      params,
+    );
     const pageParams = [...params];
     let cursor = '';
     if (page.after !== undefined) {

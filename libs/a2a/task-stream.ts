@@ -7,7 +7,6 @@ import { A2AState, SETTLED, stateOf } from './task-states';
 
 const log = createLogger('A2AStreams');
 
-
 /** Events read from a log at once; a stream behind by more reads again at once. */
 const BATCH = 100;
 
@@ -165,7 +164,10 @@ export class TaskStreams {
     try {
       const ids = [...this.waiting.keys()];
       if (ids.length === 0) return;
-      const rows: { id: string; event_seq: number }[] = await this.db.query('SELECT id, event_seq FROM a2a_tasks WHERE id = ANY($1)', [ids]);
+      const rows: { id: string; event_seq: number }[] = await this.db.query(
+        'SELECT id, event_seq FROM a2a_tasks WHERE id = ANY($1)',
+        [ids],
+      );
       if (this.failing) log.info('the task logs streams wait on can be looked at again');
       this.failing = false;
       for (const row of rows) {
@@ -173,7 +175,11 @@ export class TaskStreams {
       }
     } catch (e) {
       // Postgres unavailable: the streams stay open and the next tick looks again.
-      if (!this.failing) log.warn({ error: (e as Error).message }, 'could not look at the task logs streams wait on; trying again every tick');
+      if (!this.failing)
+        log.warn(
+          { error: (e as Error).message },
+          'could not look at the task logs streams wait on; trying again every tick',
+        );
       this.failing = true;
     } finally {
       this.timer = undefined;

@@ -7,13 +7,20 @@ import { TaskWorkflows } from './task-workflows';
 describe('TaskWorkflows.waitSettled', () => {
   function withWorker() {
     const result = jest.fn(() => new Promise<never>(() => undefined));
-    const client = { connection: { withAbortSignal: (_: AbortSignal, fn: () => Promise<unknown>) => fn() }, workflow: { getHandle: () => ({ result }) } } as unknown as Client;
+    const client = {
+      connection: { withAbortSignal: (_: AbortSignal, fn: () => Promise<unknown>) => fn() },
+      workflow: { getHandle: () => ({ result }) },
+    } as unknown as Client;
     const settlements = new TaskSettlements();
-    const workflows = new TaskWorkflows(client, { timeoutMs: 10_000, callTimeoutMs: 1000, worker: { client, settlements, running: () => true } });
+    const workflows = new TaskWorkflows(client, {
+      timeoutMs: 10_000,
+      callTimeoutMs: 1000,
+      worker: { client, settlements, running: () => true },
+    });
     return { workflows, settlements, result };
   }
 
-  it('answers on the worker\'s news without long-polling the workflow', async () => {
+  it("answers on the worker's news without long-polling the workflow", async () => {
     const { workflows, settlements, result } = withWorker();
     const waiting = workflows.waitSettled('t', 10_000, { orSettledHere: true });
     setTimeout(() => settlements.settled({ id: 't', state: 'completed' } as StoredTask), 20);

@@ -1,4 +1,9 @@
-import { WithStartWorkflowOperation, WorkflowExecutionAlreadyStartedError, WorkflowNotFoundError, type Client } from '@temporalio/client';
+import {
+  WithStartWorkflowOperation,
+  WorkflowExecutionAlreadyStartedError,
+  WorkflowNotFoundError,
+  type Client,
+} from '@temporalio/client';
 import {
   A2A_TASK_QUEUE,
   A2A_TASK_CANCEL_WORKFLOW,
@@ -207,7 +212,16 @@ export class TaskWorkflows {
         // The attempt has the frame: the one handed off for this record is not left for another delivery to take.
         const record = request ?? stored.requestRecord;
         if (record) local!.requests?.take(record);
-        attempts.begin({ ids: task, turn, request, frame, callTimeoutMs: this.options.callTimeoutMs, timeoutMs: this.policyOf(agent.card).timeoutMs, task: stored, agent });
+        attempts.begin({
+          ids: task,
+          turn,
+          request,
+          frame,
+          callTimeoutMs: this.options.callTimeoutMs,
+          timeoutMs: this.policyOf(agent.card).timeoutMs,
+          task: stored,
+          agent,
+        });
       },
       end: () => {
         if (!begun) attempts.withdraw(task.taskId, turn);
@@ -226,7 +240,11 @@ export class TaskWorkflows {
    * committed when this process committed it); never rejects. The long poll of the result is aborted at the bound, so
    * a send that stopped waiting leaves no call behind.
    */
-  async waitSettled(taskId: string, boundMs: number, { orSettledHere = false }: { orSettledHere?: boolean } = {}): Promise<StoredTask | undefined> {
+  async waitSettled(
+    taskId: string,
+    boundMs: number,
+    { orSettledHere = false }: { orSettledHere?: boolean } = {},
+  ): Promise<StoredTask | undefined> {
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(), boundMs);
     let grace: NodeJS.Timeout | undefined;
@@ -246,7 +264,9 @@ export class TaskWorkflows {
       // resolves at the bound) is waited for alone at first, and the workflow's result is long-polled only for a
       // task not settled here within LOCAL_NEWS_GRACE_MS: no Temporal call per send for a task done at once.
       const here = local.settlements.wait(taskId, controller.signal).then((task) => ({ task }));
-      const late = new Promise<undefined>((resolve) => (grace = setTimeout(() => resolve(undefined), LOCAL_NEWS_GRACE_MS)));
+      const late = new Promise<undefined>(
+        (resolve) => (grace = setTimeout(() => resolve(undefined), LOCAL_NEWS_GRACE_MS)),
+      );
       const news = await Promise.race([here, late]);
       if (news) return news.task;
       return (await Promise.race([here, ended()]))?.task;
@@ -278,7 +298,15 @@ export class TaskWorkflows {
       startWorkflowOperation: new WithStartWorkflowOperation<A2ATaskCancelWorkflow>(A2A_TASK_CANCEL_WORKFLOW, {
         workflowId: a2aTaskWorkflowIdOf(task.id),
         taskQueue: A2A_TASK_QUEUE,
-        args: [{ taskId: task.id, tenant: task.tenant, agent: task.agent, state: task.state, callTimeoutMs: this.options.callTimeoutMs }],
+        args: [
+          {
+            taskId: task.id,
+            tenant: task.tenant,
+            agent: task.agent,
+            state: task.state,
+            callTimeoutMs: this.options.callTimeoutMs,
+          },
+        ],
         workflowIdConflictPolicy: 'USE_EXISTING',
         typedSearchAttributes: [
           { key: a2aSearchAttributes.agent, value: task.agent },
@@ -308,7 +336,12 @@ export class TaskWorkflows {
  * Tells the task's workflow of a change recorded in Postgres (the `changed` signal: ids, state, version), by a
  * mesh subscriber's update or by a delivery that follows on; a workflow that ended has nothing to follow.
  */
-export async function signalTaskChanged(client: Client, taskId: string, state: A2AState, version: number): Promise<void> {
+export async function signalTaskChanged(
+  client: Client,
+  taskId: string,
+  state: A2AState,
+  version: number,
+): Promise<void> {
   try {
     await client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).signal(taskChangedSignal, { state, version });
   } catch (e) {

@@ -35,15 +35,23 @@ describe('loadConfig', () => {
 
   it('lists every bad setting at once', () => {
     try {
-      loadConfig({ EVENTMESH_HTTP_PORT: '80a', EVENTMESH_KAFKA_BROKERS: 'nohost', EVENTMESH_INSTANCE_ROLES: 'gateway,db' });
+      loadConfig({
+        EVENTMESH_HTTP_PORT: '80a',
+        EVENTMESH_KAFKA_BROKERS: 'nohost',
+        EVENTMESH_INSTANCE_ROLES: 'gateway,db',
+      });
       throw new Error('expected a ConfigError');
     } catch (e) {
       expect(e).toBeInstanceOf(ConfigError);
       const problems = (e as ConfigError).problems;
       expect(problems).toHaveLength(3);
       expect(problems[0]).toContain('EVENTMESH_INSTANCE_ROLES (eventmesh.instance.roles) = "gateway,db"');
-      expect(problems[1]).toContain('EVENTMESH_HTTP_PORT (eventmesh.http.port) = "80a" is not valid; legal values: an integer from 0 to 65535');
-      expect(problems[2]).toContain('EVENTMESH_KAFKA_BROKERS (eventmesh.kafka.brokers) = "nohost" is not valid; legal values: host:port');
+      expect(problems[1]).toContain(
+        'EVENTMESH_HTTP_PORT (eventmesh.http.port) = "80a" is not valid; legal values: an integer from 0 to 65535',
+      );
+      expect(problems[2]).toContain(
+        'EVENTMESH_KAFKA_BROKERS (eventmesh.kafka.brokers) = "nohost" is not valid; legal values: host:port',
+      );
     }
   });
 
@@ -79,7 +87,10 @@ describe('loadConfig', () => {
   it('reads the dead-letter retention and the CESQL string bound, and refuses values out of range', () => {
     expect(loadConfig({}).delivery.deadLetterRetentionDays).toBe(30);
     expect(loadConfig({}).filter.maxAttributeChars).toBe(16384);
-    const config = loadConfig({ EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS: '0', EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS: '1048576' });
+    const config = loadConfig({
+      EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS: '0',
+      EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS: '1048576',
+    });
     expect(config.delivery.deadLetterRetentionDays).toBe(0);
     expect(config.filter.maxAttributeChars).toBe(1048576);
     expect(() => loadConfig({ EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS: '-1' })).toThrow(
@@ -102,7 +113,12 @@ describe('loadConfig', () => {
   });
 
   it('leaves tracing off by default, reads its settings, and refuses a bad sample ratio or endpoint naming the key', () => {
-    expect(loadConfig({}).tracing).toEqual({ enabled: false, otlpEndpoint: '', serviceName: 'eventmesh', sampleRatio: 1 });
+    expect(loadConfig({}).tracing).toEqual({
+      enabled: false,
+      otlpEndpoint: '',
+      serviceName: 'eventmesh',
+      sampleRatio: 1,
+    });
     expect(
       loadConfig({
         EVENTMESH_TRACING_ENABLED: 'true',
@@ -123,25 +139,39 @@ describe('loadConfig', () => {
 
   it('accepts JWT types at+jwt and JWT by default, reads others case-insensitively, and refuses a bad list naming the key and the legal values', () => {
     expect(loadConfig({}).security.gate.token.types).toEqual(['at+jwt', 'jwt']);
-    expect(loadConfig({ EVENTMESH_SECURITY_GATE_TOKEN_TYPES: 'Application/AT+JWT, secevent+jwt' }).security.gate.token.types).toEqual(['at+jwt', 'secevent+jwt']);
+    expect(
+      loadConfig({ EVENTMESH_SECURITY_GATE_TOKEN_TYPES: 'Application/AT+JWT, secevent+jwt' }).security.gate.token.types,
+    ).toEqual(['at+jwt', 'secevent+jwt']);
     for (const raw of ['at jwt', ',', 'application/', 'a"b']) {
       expect(() => loadConfig({ EVENTMESH_SECURITY_GATE_TOKEN_TYPES: raw })).toThrow(
-        new RegExp(`EVENTMESH_SECURITY_GATE_TOKEN_TYPES \\(eventmesh\\.security\\.gate\\.token\\.types\\) = .* is not valid; legal values: a comma-separated list of JWT types \\(typ\\)`),
+        new RegExp(
+          `EVENTMESH_SECURITY_GATE_TOKEN_TYPES \\(eventmesh\\.security\\.gate\\.token\\.types\\) = .* is not valid; legal values: a comma-separated list of JWT types \\(typ\\)`,
+        ),
       );
     }
   });
 
   it('refuses an enforcing ingress gate behind an open admin gate, naming both keys; any other combination boots', () => {
-    expect(() => loadConfig({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true' })).toThrow(
+    expect(() =>
+      loadConfig({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true' }),
+    ).toThrow(
       /EVENTMESH_ADMIN_SECURITY_FILTERS \(eventmesh\.admin\.security\.filters\) is empty .*EVENTMESH_SECURITY_GATE_FAIL_CLOSED=true.*legal values: token or token,acl/,
     );
-    expect(loadConfig({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true', EVENTMESH_ADMIN_SECURITY_FILTERS: 'token' }).admin.security.filters).toEqual(['token']);
+    expect(
+      loadConfig({
+        EVENTMESH_SECURITY_GATE_FILTERS: 'token',
+        EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
+        EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
+      }).admin.security.filters,
+    ).toEqual(['token']);
     expect(loadConfig({ EVENTMESH_SECURITY_GATE_FILTERS: 'token' }).admin.security.filters).toEqual([]);
     expect(loadConfig({}).security.gate.filters).toEqual([]);
   });
 
   it('refuses a retry ceiling below the first retry delay', () => {
-    expect(() => loadConfig({ EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '5000', EVENTMESH_DELIVERY_RETRY_MAX_MS: '100' })).toThrow(
+    expect(() =>
+      loadConfig({ EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '5000', EVENTMESH_DELIVERY_RETRY_MAX_MS: '100' }),
+    ).toThrow(
       'EVENTMESH_DELIVERY_RETRY_MAX_MS (eventmesh.delivery.retryMaxMs) must be at least EVENTMESH_DELIVERY_RETRY_INITIAL_MS',
     );
   });
@@ -162,27 +192,52 @@ describe('loadConfig', () => {
         EVENTMESH_DELIVERY_RETRY_MAX_PARKED: '20',
         EVENTMESH_DELIVERY_SKIP_WARNING_MS: '3600000',
       }).delivery,
-    ).toMatchObject({ breakerFailureThreshold: 3, breakerOpenMs: 500, breakerMaxOpenMs: 500, retryMaxParked: 20, skipWarningMs: 3600000 });
+    ).toMatchObject({
+      breakerFailureThreshold: 3,
+      breakerOpenMs: 500,
+      breakerMaxOpenMs: 500,
+      retryMaxParked: 20,
+      skipWarningMs: 3600000,
+    });
   });
 
   it.each([
-    ['EVENTMESH_DELIVERY_BREAKER_FAILURE_THRESHOLD', 'eventmesh.delivery.breakerFailureThreshold', '0', 'an integer from 1 to 100000'],
+    [
+      'EVENTMESH_DELIVERY_BREAKER_FAILURE_THRESHOLD',
+      'eventmesh.delivery.breakerFailureThreshold',
+      '0',
+      'an integer from 1 to 100000',
+    ],
     ['EVENTMESH_DELIVERY_BREAKER_OPEN_MS', 'eventmesh.delivery.breakerOpenMs', '50', 'an integer from 100 to 3600000'],
-    ['EVENTMESH_DELIVERY_RETRY_MAX_PARKED', 'eventmesh.delivery.retryMaxParked', 'many', 'an integer from 1 to 10000000'],
-    ['EVENTMESH_DELIVERY_SKIP_WARNING_MS', 'eventmesh.delivery.skipWarningMs', '-1', 'an integer from 60000 to 31536000000'],
+    [
+      'EVENTMESH_DELIVERY_RETRY_MAX_PARKED',
+      'eventmesh.delivery.retryMaxParked',
+      'many',
+      'an integer from 1 to 10000000',
+    ],
+    [
+      'EVENTMESH_DELIVERY_SKIP_WARNING_MS',
+      'eventmesh.delivery.skipWarningMs',
+      '-1',
+      'an integer from 60000 to 31536000000',
+    ],
   ])('refuses %s = %j, naming the key and the legal values', (env, key, raw, legal) => {
     expect(() => loadConfig({ [env]: raw })).toThrow(`${env} (${key}) = "${raw}" is not valid; legal values: ${legal}`);
   });
 
   it('refuses a breaker whose longest open period is shorter than its first', () => {
-    expect(() => loadConfig({ EVENTMESH_DELIVERY_BREAKER_OPEN_MS: '5000', EVENTMESH_DELIVERY_BREAKER_MAX_OPEN_MS: '1000' })).toThrow(
+    expect(() =>
+      loadConfig({ EVENTMESH_DELIVERY_BREAKER_OPEN_MS: '5000', EVENTMESH_DELIVERY_BREAKER_MAX_OPEN_MS: '1000' }),
+    ).toThrow(
       'EVENTMESH_DELIVERY_BREAKER_MAX_OPEN_MS (eventmesh.delivery.breakerMaxOpenMs) must be at least EVENTMESH_DELIVERY_BREAKER_OPEN_MS (5000)',
     );
   });
 
   it('takes an advertised URL for the internal stream channel, derived at boot when unset', () => {
     expect(loadConfig({}).instance.advertisedUrl).toBe('');
-    expect(loadConfig({ EVENTMESH_INSTANCE_ADVERTISED_URL: 'http://10.0.0.7:8080/' }).instance.advertisedUrl).toBe('http://10.0.0.7:8080');
+    expect(loadConfig({ EVENTMESH_INSTANCE_ADVERTISED_URL: 'http://10.0.0.7:8080/' }).instance.advertisedUrl).toBe(
+      'http://10.0.0.7:8080',
+    );
     expect(() => loadConfig({ EVENTMESH_INSTANCE_ADVERTISED_URL: 'ws://x:1' })).toThrow(
       'EVENTMESH_INSTANCE_ADVERTISED_URL (eventmesh.instance.advertisedUrl) = "ws://x:1" is not valid; legal values: an http(s) URL',
     );
@@ -201,7 +256,10 @@ describe('loadConfig', () => {
 
   it('takes orphaned subscriptions over automatically after three minutes unless told otherwise', () => {
     expect(loadConfig({}).delivery).toMatchObject({ orphanGraceMs: 180000, orphanTakeover: 'AUTOMATIC' });
-    expect(loadConfig({ EVENTMESH_DELIVERY_ORPHAN_TAKEOVER: 'MANUAL', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '20000' }).delivery).toMatchObject({
+    expect(
+      loadConfig({ EVENTMESH_DELIVERY_ORPHAN_TAKEOVER: 'MANUAL', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '20000' })
+        .delivery,
+    ).toMatchObject({
       orphanGraceMs: 20000,
       orphanTakeover: 'MANUAL',
     });
@@ -217,7 +275,10 @@ describe('loadConfig', () => {
   it('bounds every Postgres statement at 30 s, or two lease TTLs if more, and refuses a bound a fenced statement could outlive', () => {
     expect(loadConfig({}).postgres.queryTimeoutMs).toBe(30000);
     expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '60000' }).postgres.queryTimeoutMs).toBe(120000);
-    expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000' }).postgres.queryTimeoutMs).toBe(8000);
+    expect(
+      loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000' }).postgres
+        .queryTimeoutMs,
+    ).toBe(8000);
     expect(() => loadConfig({ EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '15000' })).toThrow(
       'EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS (eventmesh.postgres.queryTimeoutMs) = 15000 must be at least twice EVENTMESH_DELIVERY_LEASE_TTL_MS (10000): ' +
         'a lease or dispatch-run transaction lets each statement run a lease TTL; legal values: 20000 to 3600000',
@@ -229,21 +290,37 @@ describe('loadConfig', () => {
 
   it('refuses an orphan grace shorter than two lease TTLs, when a live run could look dead', () => {
     expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '120000' }).delivery.orphanGraceMs).toBe(240000);
-    expect(loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '3000', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '6000' }).delivery.orphanGraceMs).toBe(6000);
-    expect(() => loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '10000', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '15000' })).toThrow(
+    expect(
+      loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '3000', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '6000' }).delivery
+        .orphanGraceMs,
+    ).toBe(6000);
+    expect(() =>
+      loadConfig({ EVENTMESH_DELIVERY_LEASE_TTL_MS: '10000', EVENTMESH_DELIVERY_ORPHAN_GRACE_MS: '15000' }),
+    ).toThrow(
       'EVENTMESH_DELIVERY_ORPHAN_GRACE_MS (eventmesh.delivery.orphanGraceMs) = 15000 must be at least twice EVENTMESH_DELIVERY_LEASE_TTL_MS (10000): ' +
         'a live dispatch run renews itself within a lease TTL; legal values: 20000 to 86400000',
     );
   });
 
-  it('limits a slow client by default, takes legal timeouts, and refuses a headers timeout longer than the request\'s', () => {
-    expect(loadConfig({}).http).toMatchObject({ headersTimeoutMs: 10000, requestTimeoutMs: 60000, keepAliveTimeoutMs: 72000 });
-    expect(loadConfig({ EVENTMESH_HTTP_HEADERS_TIMEOUT_MS: '2000', EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: '2000', EVENTMESH_HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000' }).http)
-      .toMatchObject({ headersTimeoutMs: 2000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 5000 });
+  it("limits a slow client by default, takes legal timeouts, and refuses a headers timeout longer than the request's", () => {
+    expect(loadConfig({}).http).toMatchObject({
+      headersTimeoutMs: 10000,
+      requestTimeoutMs: 60000,
+      keepAliveTimeoutMs: 72000,
+    });
+    expect(
+      loadConfig({
+        EVENTMESH_HTTP_HEADERS_TIMEOUT_MS: '2000',
+        EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: '2000',
+        EVENTMESH_HTTP_KEEP_ALIVE_TIMEOUT_MS: '5000',
+      }).http,
+    ).toMatchObject({ headersTimeoutMs: 2000, requestTimeoutMs: 2000, keepAliveTimeoutMs: 5000 });
     expect(() => loadConfig({ EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: '0' })).toThrow(
       'EVENTMESH_HTTP_REQUEST_TIMEOUT_MS (eventmesh.http.requestTimeoutMs) = "0" is not valid; legal values: an integer from 1000 to 3600000',
     );
-    expect(() => loadConfig({ EVENTMESH_HTTP_HEADERS_TIMEOUT_MS: '30000', EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: '20000' })).toThrow(
+    expect(() =>
+      loadConfig({ EVENTMESH_HTTP_HEADERS_TIMEOUT_MS: '30000', EVENTMESH_HTTP_REQUEST_TIMEOUT_MS: '20000' }),
+    ).toThrow(
       'EVENTMESH_HTTP_HEADERS_TIMEOUT_MS (eventmesh.http.headersTimeoutMs) = 30000 is longer than EVENTMESH_HTTP_REQUEST_TIMEOUT_MS (20000), ' +
         'which includes the headers; legal values: an integer from 1000 to 20000',
     );
@@ -255,17 +332,31 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'short' })).toThrow(
       'EVENTMESH_METRICS_SCRAPE_SECRET (eventmesh.metrics.scrapeSecret) = (hidden) is not valid; legal values: 32 to 256 visible ASCII characters',
     );
-    expect(() => loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'a'.repeat(32), EVENTMESH_METRICS_ADMIN_GATE: 'true' })).toThrow(
+    expect(() =>
+      loadConfig({ EVENTMESH_METRICS_SCRAPE_SECRET: 'a'.repeat(32), EVENTMESH_METRICS_ADMIN_GATE: 'true' }),
+    ).toThrow(
       'EVENTMESH_METRICS_SCRAPE_SECRET (eventmesh.metrics.scrapeSecret) is set while EVENTMESH_METRICS_ADMIN_GATE=true',
     );
   });
 
   it('bounds what a gateway holds: defaults, and caps that can always take one whole request', () => {
     const config = loadConfig({});
-    expect(config.kafka).toMatchObject({ produceQueueMaxEvents: 20000, produceQueueMaxBytes: 64 * 1024 * 1024, publishTimeoutMs: 5000, requestTimeoutMs: 10000 });
-    expect(config.http).toMatchObject({ maxConnections: 10000, maxPendingRequests: 1000, maxPendingRequestsPerTenant: 100, retryAfterSeconds: 1 });
+    expect(config.kafka).toMatchObject({
+      produceQueueMaxEvents: 20000,
+      produceQueueMaxBytes: 64 * 1024 * 1024,
+      publishTimeoutMs: 5000,
+      requestTimeoutMs: 10000,
+    });
+    expect(config.http).toMatchObject({
+      maxConnections: 10000,
+      maxPendingRequests: 1000,
+      maxPendingRequestsPerTenant: 100,
+      retryAfterSeconds: 1,
+    });
     expect(config.agents.maxAnswerBytes).toBe(16 * 1024 * 1024);
-    expect(loadConfig({ EVENTMESH_HTTP_MAX_PENDING_REQUESTS_PER_TENANT: '5', EVENTMESH_AGENTS_MAX_ANSWER_BYTES: '65536' })).toMatchObject({
+    expect(
+      loadConfig({ EVENTMESH_HTTP_MAX_PENDING_REQUESTS_PER_TENANT: '5', EVENTMESH_AGENTS_MAX_ANSWER_BYTES: '65536' }),
+    ).toMatchObject({
       http: { maxPendingRequestsPerTenant: 5 },
       agents: { maxAnswerBytes: 65536 },
     });
@@ -276,10 +367,14 @@ describe('loadConfig', () => {
       'EVENTMESH_AGENTS_MAX_ANSWER_BYTES (eventmesh.agents.maxAnswerBytes) = "1MiB" is not valid; legal values: an integer from 1024 to 1073741824',
     );
     expect(config.streams.pollMaxConsumers).toBe(100);
-    expect(() => loadConfig({ EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS: '100', EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS: '500' })).toThrow(
+    expect(() =>
+      loadConfig({ EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS: '100', EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS: '500' }),
+    ).toThrow(
       'EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS (eventmesh.kafka.produceQueueMaxEvents) = 100 is below EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS (500)',
     );
-    expect(() => loadConfig({ EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_BYTES: '2048', EVENTMESH_HTTP_BODY_LIMIT_BYTES: '4096' })).toThrow(
+    expect(() =>
+      loadConfig({ EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_BYTES: '2048', EVENTMESH_HTTP_BODY_LIMIT_BYTES: '4096' }),
+    ).toThrow(
       'EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_BYTES (eventmesh.kafka.produceQueueMaxBytes) = 2048 is below EVENTMESH_HTTP_BODY_LIMIT_BYTES (4096)',
     );
     expect(() => loadConfig({ EVENTMESH_KAFKA_PUBLISH_TIMEOUT_MS: '0' })).toThrow(
@@ -288,10 +383,18 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS: '0' })).toThrow(
       'EVENTMESH_KAFKA_REQUEST_TIMEOUT_MS (eventmesh.kafka.requestTimeoutMs) = "0" is not valid; legal values: an integer from 1000 to 300000',
     );
-    expect(() => loadConfig({ EVENTMESH_HTTP_MAX_CONNECTIONS: '0' })).toThrow('EVENTMESH_HTTP_MAX_CONNECTIONS (eventmesh.http.maxConnections) = "0" is not valid');
-    expect(() => loadConfig({ EVENTMESH_HTTP_MAX_PENDING_REQUESTS: 'x' })).toThrow('EVENTMESH_HTTP_MAX_PENDING_REQUESTS (eventmesh.http.maxPendingRequests) = "x" is not valid');
-    expect(() => loadConfig({ EVENTMESH_STREAMS_POLL_MAX_CONSUMERS: '0' })).toThrow('EVENTMESH_STREAMS_POLL_MAX_CONSUMERS (eventmesh.streams.pollMaxConsumers) = "0" is not valid');
-    expect(() => loadConfig({ EVENTMESH_HTTP_RETRY_AFTER_SECONDS: '0' })).toThrow('EVENTMESH_HTTP_RETRY_AFTER_SECONDS (eventmesh.http.retryAfterSeconds) = "0" is not valid');
+    expect(() => loadConfig({ EVENTMESH_HTTP_MAX_CONNECTIONS: '0' })).toThrow(
+      'EVENTMESH_HTTP_MAX_CONNECTIONS (eventmesh.http.maxConnections) = "0" is not valid',
+    );
+    expect(() => loadConfig({ EVENTMESH_HTTP_MAX_PENDING_REQUESTS: 'x' })).toThrow(
+      'EVENTMESH_HTTP_MAX_PENDING_REQUESTS (eventmesh.http.maxPendingRequests) = "x" is not valid',
+    );
+    expect(() => loadConfig({ EVENTMESH_STREAMS_POLL_MAX_CONSUMERS: '0' })).toThrow(
+      'EVENTMESH_STREAMS_POLL_MAX_CONSUMERS (eventmesh.streams.pollMaxConsumers) = "0" is not valid',
+    );
+    expect(() => loadConfig({ EVENTMESH_HTTP_RETRY_AFTER_SECONDS: '0' })).toThrow(
+      'EVENTMESH_HTTP_RETRY_AFTER_SECONDS (eventmesh.http.retryAfterSeconds) = "0" is not valid',
+    );
   });
 
   it('documents every setting with an environment variable and an eventmesh.* key', () => {

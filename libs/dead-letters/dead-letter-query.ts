@@ -11,7 +11,9 @@ export const REPLAY_MAX_RATE = 1000;
 export const REPLAY_MAX_IDS = 1000;
 
 const LETTER_ID = /^[1-9]\d{0,18}$/;
-const instant = z.iso.datetime({ offset: true, error: 'expected an ISO 8601 instant, e.g. 2026-12-01T13:00:00Z' }).refine((s) => !Number.isNaN(Date.parse(s)), 'expected an ISO 8601 instant, e.g. 2026-12-01T13:00:00Z');
+const instant = z.iso
+  .datetime({ offset: true, error: 'expected an ISO 8601 instant, e.g. 2026-12-01T13:00:00Z' })
+  .refine((s) => !Number.isNaN(Date.parse(s)), 'expected an ISO 8601 instant, e.g. 2026-12-01T13:00:00Z');
 const text = z.string().min(1).max(1024);
 
 /** The filter fields, as query parameters (all text) or as a replay body's `filter` (httpStatus a number). */
@@ -32,7 +34,7 @@ const checkRange = (f: { from?: string; to?: string }, ctx: z.RefinementCtx) => 
 
 const queryFilter = z.object({
   ...filterFields,
-  httpStatus: queryInt(100, 599).describe('the sink\'s last HTTP status'),
+  httpStatus: queryInt(100, 599).describe("the sink's last HTTP status"),
   state: z.enum(DEAD_LETTER_STATES).optional().describe('dead (not replayed, the default), replayed, or all'),
 });
 
@@ -46,7 +48,10 @@ export const browseQuerySchema = queryFilter
   .superRefine(checkRange);
 
 /** The purge's query parameters (the API document shows them). */
-export const purgeQuerySchema = queryFilter.extend({ confirm: z.string().describe('the subscription\'s id, repeated: a purge is never an accident') }).strict().superRefine(checkRange);
+export const purgeQuerySchema = queryFilter
+  .extend({ confirm: z.string().describe("the subscription's id, repeated: a purge is never an accident") })
+  .strict()
+  .superRefine(checkRange);
 
 /** A replay's body (the API document shows it). */
 export const replayBodySchema = z
@@ -62,7 +67,11 @@ export const replayBodySchema = z
   .strict()
   .superRefine((b, ctx) => {
     if ((b.ids === undefined) === (b.filter === undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['ids'], message: 'name the letters to replay: either `ids` or `filter` (`{}` for all), not both' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['ids'],
+        message: 'name the letters to replay: either `ids` or `filter` (`{}` for all), not both',
+      });
     }
   })
   // The refinement above, as the API document's JSON Schema states it.
@@ -74,7 +83,10 @@ function parse<S extends z.ZodType>(schema: S, input: unknown): z.output<S> {
   if (parsed.success) return parsed.data;
   const issue = parsed.error.issues[0];
   const field = issue.code === 'unrecognized_keys' ? issue.keys[0] : issue.path.join('.');
-  const message = issue.code === 'unrecognized_keys' ? `unknown parameter; the filters are type, source, from, to, lastError, httpStatus, state` : issue.message;
+  const message =
+    issue.code === 'unrecognized_keys'
+      ? `unknown parameter; the filters are type, source, from, to, lastError, httpStatus, state`
+      : issue.message;
   throw new EventMeshError(ErrorCode.InvalidRequest, `${field || 'request'}: ${message}`, { field });
 }
 
@@ -99,13 +111,21 @@ function afterIdOf(cursor: string): string {
   } catch {
     // below
   }
-  throw new EventMeshError(ErrorCode.InvalidRequest, 'cursor: not a cursor this API gave out (use `next` of the previous page)', { field: 'cursor' });
+  throw new EventMeshError(
+    ErrorCode.InvalidRequest,
+    'cursor: not a cursor this API gave out (use `next` of the previous page)',
+    { field: 'cursor' },
+  );
 }
 
 /** `GET .../dead-letters` query: the filter and the page. */
 export function parseBrowseQuery(query: unknown): { filter: DeadLetterFilter; limit: number; afterId?: string } {
   const q = parse(browseQuerySchema, query);
-  return { filter: filterOf(q), limit: q.limit ?? BROWSE_DEFAULT_LIMIT, afterId: q.cursor === undefined ? undefined : afterIdOf(q.cursor) };
+  return {
+    filter: filterOf(q),
+    limit: q.limit ?? BROWSE_DEFAULT_LIMIT,
+    afterId: q.cursor === undefined ? undefined : afterIdOf(q.cursor),
+  };
 }
 
 /**

@@ -6,7 +6,14 @@ import { createLogger } from '../logging';
 import { withDeadline } from '../runtime/deadline';
 import { DeadLetterReplayStore } from '../storage';
 import { DEAD_LETTER_TASK_QUEUE, dlqReplayWorkflowIdOf } from '../temporal';
-import { cancelDlqReplaySignal, DLQ_REPLAY_WORKFLOW, DlqReplayInput, DlqReplayProgress, dlqReplayProgressQuery, DlqReplayWorkflow } from '../../contracts';
+import {
+  cancelDlqReplaySignal,
+  DLQ_REPLAY_WORKFLOW,
+  DlqReplayInput,
+  DlqReplayProgress,
+  dlqReplayProgressQuery,
+  DlqReplayWorkflow,
+} from '../../contracts';
 import { parseReplayRequest } from './dead-letter-query';
 
 /** A replay as the API shows it: the workflow's progress, and where to see it in Temporal. */
@@ -45,10 +52,14 @@ export class DeadLetterReplays {
     await this.subscriptionOf(subscriptionId, tenant);
     const scope = await this.store.scope(subscriptionId, request.selection);
     if (scope.missing.length > 0) {
-      throw new EventMeshError(ErrorCode.DeadLetterNotFound, `subscription ${subscriptionId} has no dead letter ${scope.missing.join(', ')}`, {
-        field: 'ids',
-        missing: scope.missing,
-      });
+      throw new EventMeshError(
+        ErrorCode.DeadLetterNotFound,
+        `subscription ${subscriptionId} has no dead letter ${scope.missing.join(', ')}`,
+        {
+          field: 'ids',
+          missing: scope.missing,
+        },
+      );
     }
     const ratePerSecond = request.ratePerSecond ?? this.options.defaultRatePerSecond;
     const replayId = randomUUID();
@@ -82,7 +93,10 @@ export class DeadLetterReplays {
       args: [input],
       memo: { progress },
     });
-    this.log.info({ subscription: subscriptionId, tenant, replayId, workflowId, total: scope.total, ratePerSecond }, 'dead-letter replay started');
+    this.log.info(
+      { subscription: subscriptionId, tenant, replayId, workflowId, total: scope.total, ratePerSecond },
+      'dead-letter replay started',
+    );
     return { ...progress, workflowId };
   }
 
@@ -90,7 +104,10 @@ export class DeadLetterReplays {
   async get(subscriptionId: string, tenant: string, replayId: string): Promise<ReplayView> {
     await this.subscriptionOf(subscriptionId, tenant);
     const workflowId = dlqReplayWorkflowIdOf(replayId);
-    const notFound = () => new EventMeshError(ErrorCode.ReplayNotFound, `subscription ${subscriptionId} has no replay ${replayId}`, { replayId });
+    const notFound = () =>
+      new EventMeshError(ErrorCode.ReplayNotFound, `subscription ${subscriptionId} has no replay ${replayId}`, {
+        replayId,
+      });
     const handle = this.client.workflow.getHandle(workflowId);
     let progress: DlqReplayProgress | undefined;
     let state: string | undefined;

@@ -63,7 +63,11 @@ export class DeadLetterService {
     await this.subscriptionOf(subscriptionId, tenant);
     const row = isLetterId(letterId) ? await this.store.findOne(subscriptionId, tenant, letterId) : undefined;
     if (!row) {
-      throw new EventMeshError(ErrorCode.DeadLetterNotFound, `subscription ${subscriptionId} has no dead letter ${letterId}`, { id: letterId });
+      throw new EventMeshError(
+        ErrorCode.DeadLetterNotFound,
+        `subscription ${subscriptionId} has no dead letter ${letterId}`,
+        { id: letterId },
+      );
     }
     const isEvent = typeof row.attributes.id === 'string';
     return {

@@ -63,7 +63,7 @@ export class CircuitBreaker {
     private readonly now: () => number = Date.now,
   ) {
     if (options.failureThreshold < 1) throw new Error('a breaker opens after at least one failure');
-    if (options.maxOpenMs < options.openMs) throw new Error('a breaker\'s longest open period is at least its first');
+    if (options.maxOpenMs < options.openMs) throw new Error("a breaker's longest open period is at least its first");
   }
 
   get state(): BreakerState {
@@ -158,7 +158,11 @@ export class CircuitBreaker {
  * or a reject: it is there and decided) is a success; an error, a timeout or another status is a failure; an
  * attempt nobody took (no stream client) or a 410 (the subscription is disabled) has no outcome.
  */
-export function reportAnswer(breaker: CircuitBreaker, permit: BreakerPermit, result: WebhookResult): BreakerTransition | undefined {
+export function reportAnswer(
+  breaker: CircuitBreaker,
+  permit: BreakerPermit,
+  result: WebhookResult,
+): BreakerTransition | undefined {
   if (result.notAttempted || result.gone) {
     breaker.release(permit);
     return undefined;

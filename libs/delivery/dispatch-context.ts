@@ -2,7 +2,14 @@ import type { EventFrame } from '../frame';
 import type { PartitionReader, TopicAdmin } from '../kafka';
 import { StaleEpochError } from '../storage';
 import type { EntityManager } from 'typeorm';
-import type { DeadLetterStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity, WriteFence } from '../storage';
+import type {
+  DeadLetterStore,
+  OffsetStore,
+  RetryStore,
+  SkippedRangeStore,
+  SubscriptionEntity,
+  WriteFence,
+} from '../storage';
 import type { CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker';
 import type { RunningLoops } from './running-loops';
 import type { RuntimeMetrics } from '../metrics';
@@ -13,7 +20,12 @@ import type { WebhookResult, WebhookTarget } from './webhook-sender';
 
 /** Delivers one event to a subscription's sink: its webhook, or its stream clients (libs/streams). */
 export interface Deliverer {
-  send(target: SubscriptionEntity & WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult>;
+  send(
+    target: SubscriptionEntity & WebhookTarget,
+    frame: EventFrame,
+    messageId: string,
+    signal?: AbortSignal,
+  ): Promise<WebhookResult>;
 }
 
 export interface DispatchLoopOptions {

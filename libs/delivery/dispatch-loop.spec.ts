@@ -3,7 +3,23 @@ import { frameToKafkaMessage } from '../frame';
 import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
 import type { EntityManager } from 'typeorm';
 import { StaleEpochError } from '../storage';
-import type { DeadLetter, DeadLetterPosition, DeadLetterStore, DeadLetterWriteResult, LaneStart, OffsetCommitResult, OffsetPosition, OffsetStore, ParkedDelivery, ParkResult, RetryStore, SkippedRange, SkipRecordResult, SubscriptionEntity, WriteFence } from '../storage';
+import type {
+  DeadLetter,
+  DeadLetterPosition,
+  DeadLetterStore,
+  DeadLetterWriteResult,
+  LaneStart,
+  OffsetCommitResult,
+  OffsetPosition,
+  OffsetStore,
+  ParkedDelivery,
+  ParkResult,
+  RetryStore,
+  SkippedRange,
+  SkipRecordResult,
+  SubscriptionEntity,
+  WriteFence,
+} from '../storage';
 import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import { SinkFailureLog } from './sink-failure-log';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
@@ -32,7 +48,14 @@ class FakeLog {
     return positions.map((p) => {
       const log = this.partitions.get(p.partition)!;
       if (p.offset < this.logStart || p.offset > log.length) {
-        return { topic: p.topic, partition: p.partition, fetchOffset: p.offset, records: [], highWatermark: -1, outOfRange: true };
+        return {
+          topic: p.topic,
+          partition: p.partition,
+          fetchOffset: p.offset,
+          records: [],
+          highWatermark: -1,
+          outOfRange: true,
+        };
       }
       const records = log.slice(p.offset).map((entry, i) => {
         if ('garbage' in entry) {
@@ -70,10 +93,17 @@ class FakeOffsets {
       const row = this.rows.get(k);
       const current = row && { nextOffset: row.nextOffset, epoch: row.epoch, generation: row.generation ?? 0 };
       if (this.rejectWith) return { position, applied: false, rejected: this.rejectWith, current };
-      if (row && position.epoch > 0 && row.epoch > position.epoch) return { position, applied: false, rejected: 'STALE_EPOCH', current };
-      if (row && (row.generation ?? 0) > (position.generation ?? 0)) return { position, applied: false, rejected: 'SEEKED', current };
-      if (row && row.nextOffset > position.nextOffset) return { position, applied: false, rejected: 'BACKWARDS', current };
-      this.rows.set(k, { ...position, epoch: Math.max(row?.epoch ?? 0, position.epoch), generation: Math.max(row?.generation ?? 0, position.generation ?? 0) });
+      if (row && position.epoch > 0 && row.epoch > position.epoch)
+        return { position, applied: false, rejected: 'STALE_EPOCH', current };
+      if (row && (row.generation ?? 0) > (position.generation ?? 0))
+        return { position, applied: false, rejected: 'SEEKED', current };
+      if (row && row.nextOffset > position.nextOffset)
+        return { position, applied: false, rejected: 'BACKWARDS', current };
+      this.rows.set(k, {
+        ...position,
+        epoch: Math.max(row?.epoch ?? 0, position.epoch),
+        generation: Math.max(row?.generation ?? 0, position.generation ?? 0),
+      });
       return { position, applied: true, current };
     });
     this.refused.push(...results.filter((r) => !r.applied));
@@ -144,7 +174,8 @@ class FakeSender {
 class FakeDeadLetters {
   readonly added: DeadLetter[] = [];
   readonly refused: DeadLetterWriteResult[] = [];
-  private key = (l: { subscriptionId: string; topic: string; partition: number; offset: number }) => `${l.subscriptionId}#${l.topic}#${l.partition}#${l.offset}`;
+  private key = (l: { subscriptionId: string; topic: string; partition: number; offset: number }) =>
+    `${l.subscriptionId}#${l.topic}#${l.partition}#${l.offset}`;
   async add(letters: DeadLetter[]): Promise<DeadLetterWriteResult[]> {
     return letters.map((l) => {
       const position = { subscriptionId: l.subscriptionId, topic: l.topic, partition: l.partition, offset: l.offset };
@@ -159,7 +190,15 @@ class FakeDeadLetters {
   }
   async deadLetteredFrom(starts: LaneStart[]): Promise<DeadLetterPosition[]> {
     return this.added
-      .filter((l) => starts.some((s) => s.subscriptionId === l.subscriptionId && s.topic === l.topic && s.partition === l.partition && l.offset >= s.nextOffset))
+      .filter((l) =>
+        starts.some(
+          (s) =>
+            s.subscriptionId === l.subscriptionId &&
+            s.topic === l.topic &&
+            s.partition === l.partition &&
+            l.offset >= s.nextOffset,
+        ),
+      )
       .map((l) => ({ subscriptionId: l.subscriptionId, topic: l.topic, partition: l.partition, offset: l.offset }));
   }
 }
@@ -170,7 +209,8 @@ class FakeRetries {
   /** The wait each park or reschedule set, from the moment it was written. */
   readonly scheduledDelays: number[] = [];
   constructor(private readonly deadLetters: FakeDeadLetters) {}
-  private key = (k: { subscriptionId: string; partition: number; offset: number }) => `${k.subscriptionId}#${k.partition}#${k.offset}`;
+  private key = (k: { subscriptionId: string; partition: number; offset: number }) =>
+    `${k.subscriptionId}#${k.partition}#${k.offset}`;
   /** Parks written, and parks refused at the cap (retry-store.ts: the first parking stands; none past the cap). */
   parks = 0;
   refusedAtCap = 0;
@@ -186,14 +226,22 @@ class FakeRetries {
     this.parks++;
     return { delivery: d, applied: true, outcome: 'PARKED', parked: count + 1 };
   }
-  async backlogOf(lane: { subscriptionId: string; topic: string; partition: number }, limit: number, afterOffset = -1): Promise<ParkedDelivery[]> {
+  async backlogOf(
+    lane: { subscriptionId: string; topic: string; partition: number },
+    limit: number,
+    afterOffset = -1,
+  ): Promise<ParkedDelivery[]> {
     return [...this.rows.values()]
-      .filter((r) => r.subscriptionId === lane.subscriptionId && r.partition === lane.partition && r.offset > afterOffset)
+      .filter(
+        (r) => r.subscriptionId === lane.subscriptionId && r.partition === lane.partition && r.offset > afterOffset,
+      )
       .sort((a, b) => a.offset - b.offset)
       .slice(0, limit);
   }
   async due(ids: string[], limit: number): Promise<ParkedDelivery[]> {
-    return [...this.rows.values()].filter((r) => ids.includes(r.subscriptionId) && r.nextAttemptAt.getTime() <= Date.now()).slice(0, limit);
+    return [...this.rows.values()]
+      .filter((r) => ids.includes(r.subscriptionId) && r.nextAttemptAt.getTime() <= Date.now())
+      .slice(0, limit);
   }
   async reschedule(k: ParkedDelivery, attempts: number, nextAttemptAt: Date, lastError: string): Promise<void> {
     this.scheduledDelays.push(nextAttemptAt.getTime() - Date.now());
@@ -212,7 +260,8 @@ class FakeRetries {
     for (const p of positions) await this.forgetFrom(p.subscriptionId, '', p.partition, p.nextOffset);
   }
   async forgetFrom(subscriptionId: string, _topic: string, partition: number, offset: number): Promise<void> {
-    for (const [k, r] of this.rows) if (r.subscriptionId === subscriptionId && r.partition === partition && r.offset >= offset) this.rows.delete(k);
+    for (const [k, r] of this.rows)
+      if (r.subscriptionId === subscriptionId && r.partition === partition && r.offset >= offset) this.rows.delete(k);
   }
 }
 
@@ -223,10 +272,17 @@ class FakeSkipped {
     if (range.toOffset <= range.fromOffset) return { range, applied: false, rejected: 'EMPTY_RANGE', newlySkipped: 0 };
     const k = `${range.subscriptionId}#${range.partition}#${range.fromOffset}`;
     const prior = this.ranges.get(k);
-    if (prior && prior.toOffset >= range.toOffset) return { range, applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0, previousToOffset: prior.toOffset };
+    if (prior && prior.toOffset >= range.toOffset)
+      return { range, applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0, previousToOffset: prior.toOffset };
     this.ranges.set(k, { ...range });
     if (!prior) return { range, applied: true, outcome: 'RECORDED', newlySkipped: range.toOffset - range.fromOffset };
-    return { range, applied: true, outcome: 'EXTENDED', newlySkipped: range.toOffset - prior.toOffset, previousToOffset: prior.toOffset };
+    return {
+      range,
+      applied: true,
+      outcome: 'EXTENDED',
+      newlySkipped: range.toOffset - prior.toOffset,
+      previousToOffset: prior.toOffset,
+    };
   }
 }
 
@@ -253,7 +309,12 @@ const subscription = (id: string, sink = `http://${id}`) =>
   ({ id, topic: TOPIC, sink, instanceId: 'i1', status: 'ACTIVE' }) as SubscriptionEntity;
 const stream = (id: string) => ({ ...subscription(id, `stream:${id}`), protocol: 'STREAM' }) as SubscriptionEntity;
 
-function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], maxAttempts = 1000, batchMaxEvents = 100, bounds: Partial<DispatchLoopOptions> = {}) {
+function setup(
+  subscriptions: SubscriptionEntity[] = [subscription('sub-1')],
+  maxAttempts = 1000,
+  batchMaxEvents = 100,
+  bounds: Partial<DispatchLoopOptions> = {},
+) {
   const log = new FakeLog();
   const offsets = new FakeOffsets();
   const sender = new FakeSender();
@@ -266,7 +327,13 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], ma
   const disabledIn: (EntityManager | undefined)[] = [];
   for (const s of subscriptions) {
     for (const partition of [0, 1]) {
-      offsets.rows.set(`${s.id}#${partition}`, { subscriptionId: s.id, topic: TOPIC, partition, nextOffset: 0, epoch: 0 });
+      offsets.rows.set(`${s.id}#${partition}`, {
+        subscriptionId: s.id,
+        topic: TOPIC,
+        partition,
+        nextOffset: 0,
+        epoch: 0,
+      });
     }
   }
   const loop = new DispatchLoop({
@@ -287,14 +354,42 @@ function setup(subscriptions: SubscriptionEntity[] = [subscription('sub-1')], ma
     topics: {
       isServed: (t: string) => t === TOPIC,
       partitionsOf: async () => [0, 1],
-      startOffsets: async () => new Map([[0, log.logStart], [1, log.logStart]]),
-      endOffsets: async () => new Map([[0, log.partitions.get(0)!.length], [1, log.partitions.get(1)!.length]]),
+      startOffsets: async () =>
+        new Map([
+          [0, log.logStart],
+          [1, log.logStart],
+        ]),
+      endOffsets: async () =>
+        new Map([
+          [0, log.partitions.get(0)!.length],
+          [1, log.partitions.get(1)!.length],
+        ]),
     } as unknown as TopicAdmin,
     sender: sender as unknown as WebhookSender,
-    options: { pollMaxWaitMs: 5, batchMaxEvents, refreshIntervalMs: 10, retryInitialMs: 1, retryMaxMs: 4, maxAttempts, ...bounds },
+    options: {
+      pollMaxWaitMs: 5,
+      batchMaxEvents,
+      refreshIntervalMs: 10,
+      retryInitialMs: 1,
+      retryMaxMs: 4,
+      maxAttempts,
+      ...bounds,
+    },
     fence,
   });
-  return { log, offsets, sender, deadLetters, retries, skipped, loop, disabled, disabledIn, fence, setActive: (s: SubscriptionEntity[]) => (active = s) };
+  return {
+    log,
+    offsets,
+    sender,
+    deadLetters,
+    retries,
+    skipped,
+    loop,
+    disabled,
+    disabledIn,
+    fence,
+    setActive: (s: SubscriptionEntity[]) => (active = s),
+  };
 }
 
 /** Runs the loop until `done` says so (or 5 s pass), then stops it and returns its last progress. */
@@ -314,7 +409,11 @@ describe('DispatchLoop', () => {
     const progress = await runUntil(loop, (p) => p.delivered >= 5);
 
     expect(progress.delivered).toBe(5);
-    expect(sender.idsFor('http://sub-1').filter((id) => ['e-1', 'e-2', 'e-3'].includes(id))).toEqual(['e-1', 'e-2', 'e-3']);
+    expect(sender.idsFor('http://sub-1').filter((id) => ['e-1', 'e-2', 'e-3'].includes(id))).toEqual([
+      'e-1',
+      'e-2',
+      'e-3',
+    ]);
     expect(sender.idsFor('http://sub-1').filter((id) => ['e-4', 'e-5'].includes(id))).toEqual(['e-4', 'e-5']);
     expect(offsets.at('sub-1', 0)).toBe(3);
     expect(offsets.at('sub-1', 1)).toBe(2);
@@ -325,8 +424,17 @@ describe('DispatchLoop', () => {
     [1, 2, 3].forEach((n) => log.append(0, frame(n)));
     // The previous run dead-lettered offsets 0 and 2 and died before committing: the stored offset is still 0.
     const letter = (offset: number): DeadLetter => ({
-      subscriptionId: 'sub-1', topic: TOPIC, partition: 0, offset, eventId: `e-${offset + 1}`, attributes: {}, data: null,
-      attempts: 10, lastError: 'HTTP 503', firstFailedAt: new Date(), lastFailedAt: new Date(),
+      subscriptionId: 'sub-1',
+      topic: TOPIC,
+      partition: 0,
+      offset,
+      eventId: `e-${offset + 1}`,
+      attributes: {},
+      data: null,
+      attempts: 10,
+      lastError: 'HTTP 503',
+      firstFailedAt: new Date(),
+      lastFailedAt: new Date(),
     });
     await deadLetters.add([letter(0), letter(2)]);
 
@@ -344,8 +452,22 @@ describe('DispatchLoop', () => {
     [1, 2, 3].forEach((n) => log.append(0, frame(n)));
     // The seek (OffsetStore.seek): partition 0 back to offset 0 under generation 1, the subscription's generation too.
     offsets.beforeNextCommit = () => {
-      offsets.rows.set('sub-1#0', { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, nextOffset: 0, epoch: 0, generation: 1 });
-      offsets.rows.set('sub-1#1', { subscriptionId: 'sub-1', topic: TOPIC, partition: 1, nextOffset: 0, epoch: 0, generation: 1 });
+      offsets.rows.set('sub-1#0', {
+        subscriptionId: 'sub-1',
+        topic: TOPIC,
+        partition: 0,
+        nextOffset: 0,
+        epoch: 0,
+        generation: 1,
+      });
+      offsets.rows.set('sub-1#1', {
+        subscriptionId: 'sub-1',
+        topic: TOPIC,
+        partition: 1,
+        nextOffset: 0,
+        epoch: 0,
+        generation: 1,
+      });
     };
 
     const progress = await runUntil(loop, (p) => p.delivered >= 6 && offsets.at('sub-1', 0) === 3);
@@ -364,7 +486,14 @@ describe('DispatchLoop', () => {
       if (!seeked && p.delivered === 2 && offsets.at('sub-1', 1) === 2) {
         // Caught up and committed; now the seek: partition 1 back to 1, and the subscription's generation raised.
         seeked = true;
-        offsets.rows.set('sub-1#1', { subscriptionId: 'sub-1', topic: TOPIC, partition: 1, nextOffset: 1, epoch: 0, generation: 1 });
+        offsets.rows.set('sub-1#1', {
+          subscriptionId: 'sub-1',
+          topic: TOPIC,
+          partition: 1,
+          nextOffset: 1,
+          epoch: 0,
+          generation: 1,
+        });
         offsets.rows.set('sub-1#0', { ...offsets.rows.get('sub-1#0')!, generation: 1 });
         setActive([{ ...subscription('sub-1'), offsetsGeneration: 1 } as SubscriptionEntity]);
       }
@@ -389,7 +518,7 @@ describe('DispatchLoop', () => {
     expect(offsets.at('sub-1', 0)).toBe(1);
   });
 
-  it('names the request that published an event (its Kafka record\'s id) in the failure lines of its delivery', async () => {
+  it("names the request that published an event (its Kafka record's id) in the failure lines of its delivery", async () => {
     const failed = jest.spyOn(SinkFailureLog.prototype, 'failed');
     try {
       const { log, sender, loop } = setup();
@@ -398,7 +527,9 @@ describe('DispatchLoop', () => {
 
       await runUntil(loop, (p) => p.delivered >= 1);
 
-      expect(failed.mock.calls.map(([id, sink, outcome, fields]) => [id, sink, outcome, fields.eventId, fields.requestId])).toEqual([
+      expect(
+        failed.mock.calls.map(([id, sink, outcome, fields]) => [id, sink, outcome, fields.eventId, fields.requestId]),
+      ).toEqual([
         ['sub-1', 'http://sub-1', 'retrying', 'e-1', 'req-42'],
         ['sub-1', 'http://sub-1', 'retrying', 'e-1', 'req-42'],
       ]);
@@ -409,7 +540,10 @@ describe('DispatchLoop', () => {
 
   it('keeps an unacknowledged event uncommitted when stopped mid-retry, so the next run redelivers it', async () => {
     // Retries at least 100 ms apart: the loop is stopped well before a third attempt would park the event.
-    const slow = { ...subscription('sub-1'), config: { retry: { initialDelayMs: 200, maxDelayMs: 200 } } } as unknown as SubscriptionEntity;
+    const slow = {
+      ...subscription('sub-1'),
+      config: { retry: { initialDelayMs: 200, maxDelayMs: 200 } },
+    } as unknown as SubscriptionEntity;
     const { log, offsets, sender, loop } = setup([slow]);
     log.append(0, frame(1));
     log.append(0, frame(2));
@@ -443,7 +577,14 @@ describe('DispatchLoop', () => {
 
     expect(progress.failedAttempts).toBe(5);
     expect(deadLetters.added).toHaveLength(1);
-    expect(deadLetters.added[0]).toMatchObject({ subscriptionId: 'sub-1', partition: 0, offset: 0, eventId: 'e-1', attempts: 5, lastError: 'HTTP 503' });
+    expect(deadLetters.added[0]).toMatchObject({
+      subscriptionId: 'sub-1',
+      partition: 0,
+      offset: 0,
+      eventId: 'e-1',
+      attempts: 5,
+      lastError: 'HTTP 503',
+    });
     expect(deadLetters.added[0].data).toEqual(Buffer.from('1'));
     expect(retries.rows.size).toBe(0);
     expect(offsets.at('sub-1', 0)).toBe(1);
@@ -499,7 +640,10 @@ describe('DispatchLoop', () => {
     try {
       await waitFor('e-0 out', () => sender.held.has('e-0'), { timeoutMs: 5000, intervalMs: 5 });
       log.append(0, frame(1));
-      await waitFor('e-1 out while e-0 is', () => sender.held.has('e-1') && sender.held.has('e-0'), { timeoutMs: 5000, intervalMs: 5 });
+      await waitFor('e-1 out while e-0 is', () => sender.held.has('e-1') && sender.held.has('e-0'), {
+        timeoutMs: 5000,
+        intervalMs: 5,
+      });
     } finally {
       for (const release of sender.held.values()) release();
       abort.abort();
@@ -538,7 +682,8 @@ describe('DispatchLoop', () => {
     expect(sender.idsFor('http://down')).toEqual([]);
     expect([offsets.at('up', 0), offsets.at('up', 1)]).toEqual([2, 2]);
     // The failing subscription's offsets move only over what it parked (after three attempts), never further.
-    const parkedIn = (p: number) => [...retries.rows.values()].filter((r) => r.subscriptionId === 'down' && r.partition === p).length;
+    const parkedIn = (p: number) =>
+      [...retries.rows.values()].filter((r) => r.subscriptionId === 'down' && r.partition === p).length;
     expect([offsets.at('down', 0), offsets.at('down', 1)]).toEqual([parkedIn(0), parkedIn(1)]);
   });
 
@@ -571,7 +716,12 @@ describe('DispatchLoop', () => {
     expect(sender.idsFor('http://sub-1')).toEqual(['e-1', 'e-3']);
     expect(progress.deadLettered).toBe(1);
     expect(deadLetters.added).toHaveLength(1);
-    expect(deadLetters.added[0]).toMatchObject({ subscriptionId: 'sub-1', partition: 0, offset: 1, data: Buffer.from('not an event') });
+    expect(deadLetters.added[0]).toMatchObject({
+      subscriptionId: 'sub-1',
+      partition: 0,
+      offset: 1,
+      data: Buffer.from('not an event'),
+    });
     expect(deadLetters.added[0].lastError).toContain('not a CloudEvent');
     expect(offsets.at('sub-1', 0)).toBe(3);
   });
@@ -657,7 +807,10 @@ describe('DispatchLoop', () => {
     retries.park = async () => {
       throw Object.assign(new Error('violates foreign key constraint'), { driverError: { code: '23503' } });
     };
-    const progress = await runUntil(loop, () => loop.snapshot.failedAttempts >= 3 && sender.attempts.get('http://sub-1') === 3);
+    const progress = await runUntil(
+      loop,
+      () => loop.snapshot.failedAttempts >= 3 && sender.attempts.get('http://sub-1') === 3,
+    );
     expect(progress.parked).toBe(0);
     expect(sender.attempts.get('http://sub-1')).toBe(3);
   });
@@ -673,7 +826,10 @@ describe('DispatchLoop', () => {
       return send(target, f, id);
     };
 
-    await runUntil(loop, () => sender.idsFor('http://slow').length >= total && sender.idsFor('http://fast').length >= total);
+    await runUntil(
+      loop,
+      () => sender.idsFor('http://slow').length >= total && sender.idsFor('http://fast').length >= total,
+    );
 
     expect(new Set(sender.idsFor('http://slow')).size).toBe(total);
     expect(sender.idsFor('http://slow')).toEqual(Array.from({ length: total }, (_, n) => `e-${n}`));
@@ -684,8 +840,17 @@ describe('DispatchLoop', () => {
     const { log, retries, sender, loop } = setup();
     log.append(0, frame(1));
     await retries.park({
-      subscriptionId: 'sub-1', topic: TOPIC, partition: 0, offset: 0, attributes: { id: 'e-1', source: '/t', type: 't', specversion: '1.0' },
-      data: null, attempts: 3, lastError: 'HTTP 503', firstFailedAt: new Date(), nextAttemptAt: new Date(0), epoch: 0,
+      subscriptionId: 'sub-1',
+      topic: TOPIC,
+      partition: 0,
+      offset: 0,
+      attributes: { id: 'e-1', source: '/t', type: 't', specversion: '1.0' },
+      data: null,
+      attempts: 3,
+      lastError: 'HTTP 503',
+      firstFailedAt: new Date(),
+      nextAttemptAt: new Date(0),
+      epoch: 0,
     });
     await runUntil(loop, (p) => p.delivered >= 1 && p.rounds > 1200 / 10);
     expect(sender.idsFor('http://sub-1')).toEqual(['e-1']);
@@ -705,13 +870,20 @@ describe('DispatchLoop', () => {
     const send = sender.send.bind(sender);
     sender.send = async (target, f, id) => {
       // Another writer (an operator, the subscription's previous instance) moved the stored offset on meanwhile.
-      if (f.id === 'e-0') offsets.rows.set('sub-1#0', { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, nextOffset: 4, epoch: 0 });
+      if (f.id === 'e-0')
+        offsets.rows.set('sub-1#0', { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, nextOffset: 4, epoch: 0 });
       // The lane stays behind the stored offset until it has tried to commit there.
-      if (f.id === 'e-2') await waitFor('a commit behind the stored offset', () => offsets.refused.length > 0, { timeoutMs: 3000, intervalMs: 5 });
+      if (f.id === 'e-2')
+        await waitFor('a commit behind the stored offset', () => offsets.refused.length > 0, {
+          timeoutMs: 3000,
+          intervalMs: 5,
+        });
       return send(target, f, id);
     };
     const progress = await runUntil(loop, () => offsets.at('sub-1', 0) === 6);
-    expect(offsets.refused.map((r) => [r.rejected, r.position.nextOffset, r.current?.nextOffset])).toEqual([['BACKWARDS', 2, 4]]);
+    expect(offsets.refused.map((r) => [r.rejected, r.position.nextOffset, r.current?.nextOffset])).toEqual([
+      ['BACKWARDS', 2, 4],
+    ]);
     expect(progress.commitsBehind).toBe(1);
     expect(sender.idsFor('http://sub-1')).toEqual(['e-0', 'e-1', 'e-2', 'e-3', 'e-4', 'e-5']);
   });
@@ -767,14 +939,32 @@ describe('DispatchLoop bounds: circuit breaker, parking cap, ordered recovery, s
     expect(sender.idsFor(SINK)).toEqual(['e-4', 'e-5']);
     // The fake log starts both partitions at 3 (the empty one too: its first three events are gone as well).
     expect([...skipped.ranges.values()].sort((a, b) => a.partition - b.partition)).toEqual([
-      { subscriptionId: 'sub-1', topic: TOPIC, partition: 0, fromOffset: 0, toOffset: 3, reason: 'RETENTION', epoch: 0 },
-      { subscriptionId: 'sub-1', topic: TOPIC, partition: 1, fromOffset: 0, toOffset: 3, reason: 'RETENTION', epoch: 0 },
+      {
+        subscriptionId: 'sub-1',
+        topic: TOPIC,
+        partition: 0,
+        fromOffset: 0,
+        toOffset: 3,
+        reason: 'RETENTION',
+        epoch: 0,
+      },
+      {
+        subscriptionId: 'sub-1',
+        topic: TOPIC,
+        partition: 1,
+        fromOffset: 0,
+        toOffset: 3,
+        reason: 'RETENTION',
+        epoch: 0,
+      },
     ]);
     expect(progress).toMatchObject({ skippedRanges: 2, skippedEvents: 6 });
   });
 
   it('opens the breaker of a failing sink: its lanes stop sending and parking, and one probe goes out per open period', async () => {
-    const { log, sender, retries, loop } = setup(undefined, 1000, 100, { breaker: { failureThreshold: 3, openMs: 20, maxOpenMs: 40 } });
+    const { log, sender, retries, loop } = setup(undefined, 1000, 100, {
+      breaker: { failureThreshold: 3, openMs: 20, maxOpenMs: 40 },
+    });
     for (let n = 0; n < 40; n++) log.append(n % 2, frame(n));
     sender.failing.add(SINK);
     const progress = await runUntil(loop, (p) => p.breakerOpenings >= 4);
@@ -804,9 +994,11 @@ describe('DispatchLoop bounds: circuit breaker, parking cap, ordered recovery, s
     expect(offsets.at('sub-1', 1)).toBe(10);
   });
 
-  it('drains the parked backlog first, in offset order, at the sink\'s pace, when the breaker closes', async () => {
+  it("drains the parked backlog first, in offset order, at the sink's pace, when the breaker closes", async () => {
     // The breaker opens at the 7th failure in a row: the first two events are parked by then (3 attempts each).
-    const { log, sender, retries, loop } = setup(undefined, 1000, 100, { breaker: { failureThreshold: 7, openMs: 20, maxOpenMs: 20 } });
+    const { log, sender, retries, loop } = setup(undefined, 1000, 100, {
+      breaker: { failureThreshold: 7, openMs: 20, maxOpenMs: 20 },
+    });
     for (let n = 1; n <= 6; n++) log.append(0, frame(n));
     sender.failing.add(SINK);
     let parkedWhenOpened: number[] | undefined;
@@ -825,13 +1017,22 @@ describe('DispatchLoop bounds: circuit breaker, parking cap, ordered recovery, s
     expect(retries.rows.size).toBe(0);
   });
 
-  it('delivers a lane\'s parked backlog first when a run starts (parked ones before newer ones across restarts)', async () => {
+  it("delivers a lane's parked backlog first when a run starts (parked ones before newer ones across restarts)", async () => {
     const { log, sender, retries, offsets, loop } = setup();
     for (let n = 1; n <= 4; n++) log.append(0, frame(n));
     // e-1 and e-2 were parked by an earlier run, which committed past them; not due for a minute.
     const parkedAt = (offset: number): ParkedDelivery => ({
-      subscriptionId: 'sub-1', topic: TOPIC, partition: 0, offset, attributes: { id: `e-${offset + 1}`, source: '/t', type: 't', specversion: '1.0' },
-      data: Buffer.from(String(offset + 1)), attempts: 3, lastError: 'HTTP 503', firstFailedAt: new Date(), nextAttemptAt: new Date(Date.now() + 60_000), epoch: 0,
+      subscriptionId: 'sub-1',
+      topic: TOPIC,
+      partition: 0,
+      offset,
+      attributes: { id: `e-${offset + 1}`, source: '/t', type: 't', specversion: '1.0' },
+      data: Buffer.from(String(offset + 1)),
+      attempts: 3,
+      lastError: 'HTTP 503',
+      firstFailedAt: new Date(),
+      nextAttemptAt: new Date(Date.now() + 60_000),
+      epoch: 0,
     });
     await retries.park(parkedAt(0));
     await retries.park(parkedAt(1));
@@ -844,9 +1045,19 @@ describe('DispatchLoop bounds: circuit breaker, parking cap, ordered recovery, s
 
 describe('DispatchLoop ordering', () => {
   /** An event of partition key `key`; its id names both. */
-  const keyed = (key: string, n: number): EventFrame => ({ id: `${key}-${n}`, source: '/t', type: 't', specversion: '1.0', extensions: { partitionkey: key }, data: Buffer.from(String(n)) });
+  const keyed = (key: string, n: number): EventFrame => ({
+    id: `${key}-${n}`,
+    source: '/t',
+    type: 't',
+    specversion: '1.0',
+    extensions: { partitionkey: key },
+    data: Buffer.from(String(n)),
+  });
   const ordered = (id: string, ordering: 'key' | 'none', concurrency?: number) =>
-    ({ ...subscription(id), config: { ordering, ...(concurrency ? { concurrency } : {}) } }) as unknown as SubscriptionEntity;
+    ({
+      ...subscription(id),
+      config: { ordering, ...(concurrency ? { concurrency } : {}) },
+    }) as unknown as SubscriptionEntity;
   const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 5 });
   const idsOfKey = (ids: string[], key: string) => ids.filter((id) => id.startsWith(`${key}-`));
 
@@ -866,7 +1077,8 @@ describe('DispatchLoop ordering', () => {
         return sender.idsFor('http://k').length === 18;
       });
       expect(sender.maxHeld).toBe(4);
-      for (const key of keys) expect(idsOfKey(sender.idsFor('http://k'), key)).toEqual([0, 1, 2].map((n) => `${key}-${n}`));
+      for (const key of keys)
+        expect(idsOfKey(sender.idsFor('http://k'), key)).toEqual([0, 1, 2].map((n) => `${key}-${n}`));
       await until('a commit over all 18', () => offsets.at('k', 0) === 18);
     } finally {
       for (const release of sender.held.values()) release();
@@ -931,12 +1143,27 @@ describe('DispatchLoop ordering', () => {
 
   it('key: parked deliveries of an earlier run are loaded as held keys; their keys wait, the others do not', async () => {
     const { log, sender, retries, offsets, loop } = setup([ordered('k', 'key')]);
-    for (const [key, n] of [['a', 0], ['b', 0], ['a', 1], ['b', 1]] as const) log.append(0, keyed(key, n));
+    for (const [key, n] of [
+      ['a', 0],
+      ['b', 0],
+      ['a', 1],
+      ['b', 1],
+    ] as const)
+      log.append(0, keyed(key, n));
     // a-0 was parked by an earlier run, which committed past it: a-1 (offset 2) comes after it.
     const f = keyed('a', 0);
     await retries.park({
-      subscriptionId: 'k', topic: TOPIC, partition: 0, offset: 0, attributes: { id: f.id, source: f.source, type: f.type, specversion: '1.0', partitionkey: 'a' },
-      data: f.data!, attempts: 3, lastError: 'HTTP 503', firstFailedAt: new Date(), nextAttemptAt: new Date(Date.now() + 60_000), epoch: 0,
+      subscriptionId: 'k',
+      topic: TOPIC,
+      partition: 0,
+      offset: 0,
+      attributes: { id: f.id, source: f.source, type: f.type, specversion: '1.0', partitionkey: 'a' },
+      data: f.data!,
+      attempts: 3,
+      lastError: 'HTTP 503',
+      firstFailedAt: new Date(),
+      nextAttemptAt: new Date(Date.now() + 60_000),
+      epoch: 0,
     });
     offsets.rows.set('k#0', { subscriptionId: 'k', topic: TOPIC, partition: 0, nextOffset: 1, epoch: 0 });
     sender.failIds.set('a-0', 2);

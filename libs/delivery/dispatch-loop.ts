@@ -125,7 +125,11 @@ export class DispatchLoop implements ObservedLoop {
   }
 
   /** Runs until `stopSignal` aborts or `deadline` (epoch ms) passes; commits what was settled before it returns. */
-  async run(stopSignal: AbortSignal, deadline: number, report: (p: DispatchProgress) => void): Promise<DispatchProgress> {
+  async run(
+    stopSignal: AbortSignal,
+    deadline: number,
+    report: (p: DispatchProgress) => void,
+  ): Promise<DispatchProgress> {
     const signal = AbortSignal.any([stopSignal, AbortSignal.timeout(Math.max(0, deadline - Date.now()))]);
     // Every run starts from what Postgres holds.
     this.lanes.clear();
@@ -172,7 +176,10 @@ export class DispatchLoop implements ObservedLoop {
       await stopped;
       // What was counted and not yet said (sink-failure-log.ts).
       this.failures.failures.flush();
-      if (!this.fencedBy) await this.committer.commit().catch((e: unknown) => { if (!this.noteFenced(e)) throw e; });
+      if (!this.fencedBy)
+        await this.committer.commit().catch((e: unknown) => {
+          if (!this.noteFenced(e)) throw e;
+        });
     }
     if (this.fencedBy) throw this.fencedBy;
     return this.snapshot;
@@ -213,7 +220,10 @@ export class DispatchLoop implements ObservedLoop {
       if (this.deps.topics.isServed(s.topic)) return true;
       if (!this.ignoredTopics.has(s.topic)) {
         this.ignoredTopics.add(s.topic);
-        this.log.error({ subscription: s.id, topic: s.topic }, 'subscription reads a topic this runtime does not serve; not dispatched');
+        this.log.error(
+          { subscription: s.id, topic: s.topic },
+          'subscription reads a topic this runtime does not serve; not dispatched',
+        );
       }
       return false;
     });
@@ -224,7 +234,10 @@ export class DispatchLoop implements ObservedLoop {
         this.lanes.close(lane);
         this.breakers.forget(lane.subscription.id);
         closed.push(lane);
-        this.log.info({ subscription: lane.subscription.id, partition: lane.partition }, 'subscription no longer active here; lane closed');
+        this.log.info(
+          { subscription: lane.subscription.id, partition: lane.partition },
+          'subscription no longer active here; lane closed',
+        );
       }
     }
     // What a closed lane settled still counts (a disabled subscription may be enabled again).
@@ -286,7 +299,10 @@ export class DispatchLoop implements ObservedLoop {
         lane.recovering = true;
         this.lanes.add(lane);
       });
-      this.log.info({ lanes: missing.length, deadLetteredAhead: replayed.dead.length }, 'dispatching new subscription partitions');
+      this.log.info(
+        { lanes: missing.length, deadLetteredAhead: replayed.dead.length },
+        'dispatching new subscription partitions',
+      );
     }
     this.progress.subscriptions = activeIds.size;
     this.refreshedAt = Date.now();
@@ -297,7 +313,9 @@ export class DispatchLoop implements ObservedLoop {
     const version = subscription.updatedAt?.getTime() ?? 0;
     const cached = this.filters.get(subscription.id);
     if (cached && cached.version === version) return cached.filter;
-    const filter = compileFilters(subscription.filters, { maxAttributeChars: this.deps.options.filterMaxAttributeChars });
+    const filter = compileFilters(subscription.filters, {
+      maxAttributeChars: this.deps.options.filterMaxAttributeChars,
+    });
     this.filters.set(subscription.id, { version, filter });
     return filter;
   }

@@ -21,7 +21,11 @@ export interface RetryPolicy {
 
 /** The subscription's `config.retry`, each value over the loop's default. */
 export function retryPolicyOf(subscription: SubscriptionEntity, defaults: DispatchLoopOptions): RetryPolicy {
-  const own = (subscription.config?.retry ?? {}) as Partial<{ maxAttempts: number; initialDelayMs: number; maxDelayMs: number }>;
+  const own = (subscription.config?.retry ?? {}) as Partial<{
+    maxAttempts: number;
+    initialDelayMs: number;
+    maxDelayMs: number;
+  }>;
   return {
     initialMs: own.initialDelayMs ?? defaults.retryInitialMs,
     maxMs: own.maxDelayMs ?? defaults.retryMaxMs,
@@ -60,7 +64,12 @@ export type Verdict =
  * The one failure decision, for a delivery in its lane and for a parked one alike. `failedBefore` is how many
  * attempts failed before this answer.
  */
-export function verdictOf(result: WebhookResult, failedBefore: number, policy: RetryPolicy, from: 'lane' | 'parked'): Verdict {
+export function verdictOf(
+  result: WebhookResult,
+  failedBefore: number,
+  policy: RetryPolicy,
+  from: 'lane' | 'parked',
+): Verdict {
   if (result.ok) return { kind: 'delivered' };
   if (result.gone) return { kind: 'gone' };
   if (result.notAttempted) return { kind: 'not-attempted' };
@@ -109,7 +118,10 @@ export class FailurePolicy {
   readonly failures: SinkFailureLog;
 
   constructor(private readonly ctx: DispatchContext) {
-    this.failures = new SinkFailureLog(this.log, ctx.deps.options.sinkFailureSummaryMs ?? DEFAULT_SINK_FAILURE_SUMMARY_MS);
+    this.failures = new SinkFailureLog(
+      this.log,
+      ctx.deps.options.sinkFailureSummaryMs ?? DEFAULT_SINK_FAILURE_SUMMARY_MS,
+    );
   }
 
   /**
@@ -145,7 +157,12 @@ export class FailurePolicy {
    * for its next attempt in the lane), or `halt`: nobody was there to take it, or the subscription was disabled,
    * and the lane starts nothing more for now.
    */
-  async inLane(lane: Lane, record: LaneRecord, frame: EventFrame, result: WebhookResult): Promise<'settled' | 'retry' | 'halt'> {
+  async inLane(
+    lane: Lane,
+    record: LaneRecord,
+    frame: EventFrame,
+    result: WebhookResult,
+  ): Promise<'settled' | 'retry' | 'halt'> {
     const { ctx } = this;
     const verdict = verdictOf(result, record.attempts ?? 0, retryPolicyOf(lane.subscription, ctx.deps.options), 'lane');
     const offset = record.offset;
@@ -165,12 +182,27 @@ export class FailurePolicy {
     const firstFailedAt = (record.firstFailedAt ??= new Date());
     ctx.progress.failedAttempts++;
     const at = { subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset };
-    const where = { subscription: at.subscriptionId, topic: at.topic, partition: at.partition, offset, eventId: frame.id, requestId: frame.requestId, attempt: verdict.attempts, error };
+    const where = {
+      subscription: at.subscriptionId,
+      topic: at.topic,
+      partition: at.partition,
+      offset,
+      eventId: frame.id,
+      requestId: frame.requestId,
+      attempt: verdict.attempts,
+      error,
+    };
     // A request (POST /events/request: the event carries its correlationid) is an RPC whose side effects must not
     // repeat: delivered at most once to each subscription, the one exception to at-least-once. Its requester gets
     // 408 at its deadline.
     if (frame.extensions[CORRELATION_ATTRIBUTE] !== undefined) {
-      this.failures.failed(lane.subscription.id, lane.subscription.sink, 'requestDropped', where, 'a request\'s delivery failed; not retried (requests are delivered at most once)');
+      this.failures.failed(
+        lane.subscription.id,
+        lane.subscription.sink,
+        'requestDropped',
+        where,
+        "a request's delivery failed; not retried (requests are delivered at most once)",
+      );
       return 'settled';
     }
     if (verdict.kind === 'dead-letter') {
@@ -178,7 +210,13 @@ export class FailurePolicy {
       await ctx.fence.run((m) => ctx.deps.deadLetters.add([letter], m));
       ctx.progress.deadLettered++;
       ctx.deps.metrics?.deadLettered();
-      this.failures.failed(lane.subscription.id, lane.subscription.sink, 'deadLettered', where, 'delivery failed for the last time; moved to the dead-letter queue');
+      this.failures.failed(
+        lane.subscription.id,
+        lane.subscription.sink,
+        'deadLettered',
+        where,
+        'delivery failed for the last time; moved to the dead-letter queue',
+      );
       return 'settled';
     }
     if (verdict.kind === 'park') {
@@ -206,18 +244,35 @@ export class FailurePolicy {
         record.retryAt = Date.now() + verdict.delayMs;
         // Its partition's parked deliveries go first (ordered recovery), so order holds when the sink is back.
         lane.recovering = true;
-        this.failures.failed(lane.subscription.id, lane.subscription.sink, 'held', { ...where, parked: written.parked, retryInMs: Math.round(verdict.delayMs) },
-          'delivery failed and the subscription holds its cap of parked deliveries; held in the lane');
+        this.failures.failed(
+          lane.subscription.id,
+          lane.subscription.sink,
+          'held',
+          { ...where, parked: written.parked, retryInMs: Math.round(verdict.delayMs) },
+          'delivery failed and the subscription holds its cap of parked deliveries; held in the lane',
+        );
         return 'retry';
       }
       ctx.progress.parked++;
       ctx.deps.metrics?.parked();
       record.parked = parked;
-      this.failures.failed(lane.subscription.id, lane.subscription.sink, 'parked', { ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; parked for a later attempt');
+      this.failures.failed(
+        lane.subscription.id,
+        lane.subscription.sink,
+        'parked',
+        { ...where, retryInMs: Math.round(verdict.delayMs) },
+        'delivery failed; parked for a later attempt',
+      );
       return 'settled';
     }
     record.retryAt = Date.now() + verdict.delayMs;
-    this.failures.failed(lane.subscription.id, lane.subscription.sink, 'retrying', { ...where, retryInMs: Math.round(verdict.delayMs) }, 'delivery failed; retrying');
+    this.failures.failed(
+      lane.subscription.id,
+      lane.subscription.sink,
+      'retrying',
+      { ...where, retryInMs: Math.round(verdict.delayMs) },
+      'delivery failed; retrying',
+    );
     return 'retry';
   }
 
@@ -227,7 +282,12 @@ export class FailurePolicy {
    * `retry` when the subscription holds its cap of parked deliveries (it waits in the lane, and the offset with it),
    * or `halt` when the subscription is gone.
    */
-  async parkBehind(lane: Lane, record: LaneRecord, frame: EventFrame, aheadOffset: number): Promise<'settled' | 'retry' | 'halt'> {
+  async parkBehind(
+    lane: Lane,
+    record: LaneRecord,
+    frame: EventFrame,
+    aheadOffset: number,
+  ): Promise<'settled' | 'retry' | 'halt'> {
     const { ctx } = this;
     const parked: ParkedDelivery = {
       subscriptionId: lane.subscription.id,
@@ -261,7 +321,12 @@ export class FailurePolicy {
    * A parked delivery and its sink's answer: delivered (the row goes), rescheduled, dead-lettered, or the
    * subscription disabled. Returns the verdict (ordered recovery waits out a rescheduled one's delay).
    */
-  async parked(parked: ParkedDelivery, subscription: SubscriptionEntity, frame: EventFrame, result: WebhookResult): Promise<Verdict> {
+  async parked(
+    parked: ParkedDelivery,
+    subscription: SubscriptionEntity,
+    frame: EventFrame,
+    result: WebhookResult,
+  ): Promise<Verdict> {
     const { ctx } = this;
     const verdict = verdictOf(result, parked.attempts, retryPolicyOf(subscription, ctx.deps.options), 'parked');
     switch (verdict.kind) {
@@ -277,31 +342,62 @@ export class FailurePolicy {
     }
     const error = result.error ?? 'failed';
     ctx.progress.failedAttempts++;
-    const where = { subscription: parked.subscriptionId, topic: parked.topic, partition: parked.partition, offset: parked.offset, eventId: frame.id, attempt: verdict.attempts, error };
+    const where = {
+      subscription: parked.subscriptionId,
+      topic: parked.topic,
+      partition: parked.partition,
+      offset: parked.offset,
+      eventId: frame.id,
+      attempt: verdict.attempts,
+      error,
+    };
     if (verdict.kind === 'dead-letter') {
       const letter = deadLetterOf(parked, frame, verdict.attempts, error, parked.firstFailedAt);
       await ctx.fence.run((m) => ctx.deps.retries.deadLetter(letter, m));
       ctx.progress.deadLettered++;
       ctx.deps.metrics?.deadLettered();
-      this.failures.failed(subscription.id, subscription.sink, 'deadLettered', where, 'parked delivery failed for the last time; moved to the dead-letter queue');
+      this.failures.failed(
+        subscription.id,
+        subscription.sink,
+        'deadLettered',
+        where,
+        'parked delivery failed for the last time; moved to the dead-letter queue',
+      );
       return verdict;
     }
     const next = new Date(Date.now() + verdict.delayMs);
     await ctx.fence.run((m) => ctx.deps.retries.reschedule(parked, verdict.attempts, next, error, m));
-    this.failures.failed(subscription.id, subscription.sink, 'parked', { ...where, retryInMs: Math.round(verdict.delayMs) }, 'parked delivery failed; rescheduled');
+    this.failures.failed(
+      subscription.id,
+      subscription.sink,
+      'parked',
+      { ...where, retryInMs: Math.round(verdict.delayMs) },
+      'parked delivery failed; rescheduled',
+    );
     return verdict;
   }
 
   /** A record that is not a CloudEvent is kept in the dead-letter queue before the lane moves past it. */
   async unreadable(lane: Lane, record: LaneRecord): Promise<void> {
     const { ctx } = this;
-    const at = { subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset };
+    const at = {
+      subscriptionId: lane.subscription.id,
+      topic: lane.topic,
+      partition: lane.partition,
+      offset: record.offset,
+    };
     const letter = deadLetterOf(at, { raw: record.value }, 0, `not a CloudEvent: ${record.error}`, new Date());
     await ctx.fence.run((m) => ctx.deps.deadLetters.add([letter], m));
     ctx.progress.deadLettered++;
     ctx.deps.metrics?.deadLettered();
     this.log.error(
-      { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset, error: record.error },
+      {
+        subscription: lane.subscription.id,
+        topic: lane.topic,
+        partition: lane.partition,
+        offset: record.offset,
+        error: record.error,
+      },
       'record is not a CloudEvent; moved to the dead-letter queue',
     );
   }

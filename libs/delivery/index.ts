@@ -4,5 +4,11 @@ export { messageIdOf, retryPolicyOf, verdictOf } from './failure-policy';
 export type { RetryPolicy, Verdict } from './failure-policy';
 export { newProgress } from './progress';
 export { CircuitBreaker, CircuitBreakers } from './circuit-breaker';
-export type { BreakerPermit, BreakerSnapshot, BreakerState, BreakerTransition, CircuitBreakerOptions } from './circuit-breaker';
+export type {
+  BreakerPermit,
+  BreakerSnapshot,
+  BreakerState,
+  BreakerTransition,
+  CircuitBreakerOptions,
+} from './circuit-breaker';
 export * from './running-loops';

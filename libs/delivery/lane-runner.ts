@@ -35,7 +35,13 @@ export class LaneRunner {
   kick(): void {
     const now = Date.now();
     for (const lane of this.ctx.lanes.values()) {
-      if (lane.busy || (lane.buffer.length === 0 && !lane.recovering && lane.held.size === 0) || lane.retryAt > now || lane.abort.signal.aborted) continue;
+      if (
+        lane.busy ||
+        (lane.buffer.length === 0 && !lane.recovering && lane.held.size === 0) ||
+        lane.retryAt > now ||
+        lane.abort.signal.aborted
+      )
+        continue;
       if (!this.ctx.breakers.of(lane.subscription.id).admitting) continue;
       lane.busy = true;
       void this.drain(lane)
@@ -55,7 +61,8 @@ export class LaneRunner {
       const halfOpensAt = this.ctx.breakers.of(lane.subscription.id).halfOpensAt;
       if (halfOpensAt !== undefined && halfOpensAt > now) due.push(halfOpensAt - now);
       for (const r of lane.buffer) if (r.state === undefined && (r.retryAt ?? 0) > now) due.push(r.retryAt! - now);
-      for (const h of lane.held.values()) if (!h.sending && h.queue[0].nextAttemptAt.getTime() > now) due.push(h.queue[0].nextAttemptAt.getTime() - now);
+      for (const h of lane.held.values())
+        if (!h.sending && h.queue[0].nextAttemptAt.getTime() > now) due.push(h.queue[0].nextAttemptAt.getTime() - now);
     }
     return due;
   }
@@ -84,12 +91,23 @@ export class LaneRunner {
     if (this.ctx.noteFenced(e)) return;
     if ((e as { driverError?: { code?: string }; code?: string }).driverError?.code === '23503') {
       this.ctx.lanes.close(lane);
-      this.log.info({ subscription: lane.subscription.id, partition: lane.partition }, 'subscription deleted during delivery; lane closed');
+      this.log.info(
+        { subscription: lane.subscription.id, partition: lane.partition },
+        'subscription deleted during delivery; lane closed',
+      );
       return;
     }
     lane.retryAt = Date.now() + this.ctx.deps.options.retryMaxMs;
-    this.log.error({ subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: lane.nextOffset, error: (e as Error).message },
-      'could not record a failed delivery; trying the event again later');
+    this.log.error(
+      {
+        subscription: lane.subscription.id,
+        topic: lane.topic,
+        partition: lane.partition,
+        offset: lane.nextOffset,
+        error: (e as Error).message,
+      },
+      'could not record a failed delivery; trying the event again later',
+    );
   }
 
   /**
@@ -115,7 +133,8 @@ export class LaneRunner {
     const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
     for (;;) {
       const before = lane.buffer.length;
-      while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled') lane.nextOffset = lane.buffer.shift()!.offset + 1;
+      while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled')
+        lane.nextOffset = lane.buffer.shift()!.offset + 1;
       // Running low: the loop fetches the next batch while the lane delivers the rest.
       if (before >= refill && lane.buffer.length < refill) this.ctx.wake();
       if (!halted && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
@@ -157,9 +176,11 @@ export class LaneRunner {
     const { record } = work;
     record.state = 'sending';
     try {
-      const outcome = work.kind === 'send' ? await this.deliver(lane, record) : await this.parkBehind(lane, record, work.key);
+      const outcome =
+        work.kind === 'send' ? await this.deliver(lane, record) : await this.parkBehind(lane, record, work.key);
       // `key` ordering: a record parked now holds its key; the key's later events are parked behind it.
-      if (outcome === 'settled' && record.parked && orderingOf(lane.subscription) === 'key') holdKey(lane, work.kind === 'send' ? keyOf(record) : work.key, record.parked);
+      if (outcome === 'settled' && record.parked && orderingOf(lane.subscription) === 'key')
+        holdKey(lane, work.kind === 'send' ? keyOf(record) : work.key, record.parked);
       record.state = outcome === 'settled' ? 'settled' : undefined;
       return outcome;
     } catch (e) {
@@ -172,7 +193,8 @@ export class LaneRunner {
   private async parkBehind(lane: Lane, record: LaneRecord, key: string): Promise<'settled' | 'retry' | 'halt'> {
     const frame = record.frame;
     // Not an event, or one its filters pass over: settled as in any lane (neither is delivered).
-    if (!frame || !lane.filter.matches(frame) || lane.deadLettered.has(record.offset)) return this.deliver(lane, record);
+    if (!frame || !lane.filter.matches(frame) || lane.deadLettered.has(record.offset))
+      return this.deliver(lane, record);
     const held = lane.held.get(key);
     return this.failures.parkBehind(lane, record, frame, held?.queue[held.queue.length - 1].offset ?? -1);
   }
@@ -231,7 +253,12 @@ export class LaneRunner {
       this.ctx.progress.filteredOut++;
       return 'settled';
     }
-    const messageId = messageIdOf({ subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: record.offset });
+    const messageId = messageIdOf({
+      subscriptionId: lane.subscription.id,
+      topic: lane.topic,
+      partition: lane.partition,
+      offset: record.offset,
+    });
     // No outcome: the breaker is open (nothing went out), or the lane closed or the gate shut mid-send.
     const result = await this.attempt(lane, frame, messageId, this.sendSignalOf(lane), record.timestamp);
     if (!result) return 'halt';
@@ -247,7 +274,13 @@ export class LaneRunner {
    * One attempt under a permit of the subscription's breaker, its answer reported to it: undefined when the
    * breaker gives no permit or the send was aborted (no outcome).
    */
-  private async attempt(lane: Lane, frame: EventFrame, messageId: string, signal: AbortSignal, publishedAt?: number): Promise<WebhookResult | undefined> {
+  private async attempt(
+    lane: Lane,
+    frame: EventFrame,
+    messageId: string,
+    signal: AbortSignal,
+    publishedAt?: number,
+  ): Promise<WebhookResult | undefined> {
     const breaker = this.ctx.breakers.of(lane.subscription.id);
     const permit = breaker.acquire();
     if (!permit) return undefined;

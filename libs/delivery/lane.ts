@@ -101,7 +101,8 @@ export function newLane(
 }
 
 /** The first offset a lane lacks: after its buffer, or its next offset when the buffer is empty. */
-export const lacksFrom = (lane: Lane): number => (lane.buffer.length > 0 ? lane.buffer[lane.buffer.length - 1].offset + 1 : lane.nextOffset);
+export const lacksFrom = (lane: Lane): number =>
+  lane.buffer.length > 0 ? lane.buffer[lane.buffer.length - 1].offset + 1 : lane.nextOffset;
 
 const laneKey = (subscriptionId: string, topic: string, partition: number) => `${subscriptionId}#${topic}#${partition}`;
 

@@ -65,18 +65,35 @@ export class OffsetCommitter {
         // starts it again from the new offsets.
         ctx.lanes.close(lane);
         this.log.info(
-          { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, at: lane.nextOffset, generation: lane.generation },
+          {
+            subscription: lane.subscription.id,
+            topic: lane.topic,
+            partition: lane.partition,
+            at: lane.nextOffset,
+            generation: lane.generation,
+          },
           'the offsets were moved by a seek since this lane started; lane closed, it restarts from the new offsets',
         );
-      }
-      else if (r.rejected === 'BACKWARDS' && r.current) {
+      } else if (r.rejected === 'BACKWARDS' && r.current) {
         ctx.progress.commitsBehind++;
         lane.committed = r.current.nextOffset;
         this.log.warn(
-          { subscription: lane.subscription.id, topic: lane.topic, partition: lane.partition, at: lane.nextOffset, stored: r.current.nextOffset },
+          {
+            subscription: lane.subscription.id,
+            topic: lane.topic,
+            partition: lane.partition,
+            at: lane.nextOffset,
+            stored: r.current.nextOffset,
+          },
           'the stored offset is already past this lane; keeping it, and delivering on from the lane (events in between may be delivered twice)',
         );
-      } else fenced.push({ subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, reason: r.rejected! });
+      } else
+        fenced.push({
+          subscriptionId: lane.subscription.id,
+          topic: lane.topic,
+          partition: lane.partition,
+          reason: r.rejected!,
+        });
     });
     ctx.progress.committedAt = new Date().toISOString();
     if (fenced.length > 0) throw new FencedError(fenced);

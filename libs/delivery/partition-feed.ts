@@ -45,9 +45,15 @@ export class PartitionFeed {
   }
 
   /** `maxWaitMs` (at most the configured fetch wait) lets the loop keep its next refresh on time. */
-  async fetch(positions: PartitionPosition[], signal: AbortSignal, maxWaitMs = this.ctx.deps.options.pollMaxWaitMs): Promise<FetchedPartition[]> {
+  async fetch(
+    positions: PartitionPosition[],
+    signal: AbortSignal,
+    maxWaitMs = this.ctx.deps.options.pollMaxWaitMs,
+  ): Promise<FetchedPartition[]> {
     try {
-      return await this.ctx.deps.reader.fetch(positions, { maxWaitMs: Math.max(0, Math.min(maxWaitMs, this.ctx.deps.options.pollMaxWaitMs)) });
+      return await this.ctx.deps.reader.fetch(positions, {
+        maxWaitMs: Math.max(0, Math.min(maxWaitMs, this.ctx.deps.options.pollMaxWaitMs)),
+      });
     } catch (e) {
       this.log.warn({ error: (e as Error).message }, 'fetch failed; backing off');
       await pause(this.ctx.deps.options.pollMaxWaitMs, signal);
@@ -102,7 +108,15 @@ export class PartitionFeed {
       const target = lane.nextOffset < start ? start : lane.nextOffset > end ? end : lane.nextOffset;
       if (target === lane.nextOffset) continue;
       if (target > lane.nextOffset) {
-        const range = { subscriptionId: lane.subscription.id, topic, partition, fromOffset: lane.nextOffset, toOffset: target, reason: 'RETENTION' as const, epoch: ctx.fence.rowEpoch };
+        const range = {
+          subscriptionId: lane.subscription.id,
+          topic,
+          partition,
+          fromOffset: lane.nextOffset,
+          toOffset: target,
+          reason: 'RETENTION' as const,
+          epoch: ctx.fence.rowEpoch,
+        };
         const recorded = await ctx.fence.run((m) => ctx.deps.skipped.record(range, m));
         if (recorded.rejected === 'SUBSCRIPTION_GONE') {
           ctx.lanes.close(lane);
@@ -112,7 +126,15 @@ export class PartitionFeed {
         ctx.progress.skippedEvents += recorded.newlySkipped;
       }
       this.log.error(
-        { subscription: lane.subscription.id, topic, partition, from: lane.nextOffset, to: target, logStart: start, logEnd: end },
+        {
+          subscription: lane.subscription.id,
+          topic,
+          partition,
+          from: lane.nextOffset,
+          to: target,
+          logStart: start,
+          logEnd: end,
+        },
         lane.nextOffset < start
           ? 'events were deleted by Kafka retention before delivery; resuming at the first stored offset'
           : 'the stored offset is past the end of the log (was the topic recreated?); resuming at its end',
@@ -122,7 +144,14 @@ export class PartitionFeed {
       lane.deadLettered.clear();
       if (target < lane.committed) {
         // The log itself went backwards: the stored offset points at events that no longer exist.
-        const position = { subscriptionId: lane.subscription.id, topic, partition, nextOffset: target, epoch: ctx.fence.rowEpoch, generation: lane.generation };
+        const position = {
+          subscriptionId: lane.subscription.id,
+          topic,
+          partition,
+          nextOffset: target,
+          epoch: ctx.fence.rowEpoch,
+          generation: lane.generation,
+        };
         await ctx.fence.run(async (m) => {
           await ctx.deps.offsets.rewind(position, m);
           // Parked deliveries at those offsets belong to the old log; new events will take their offsets.
@@ -137,7 +166,12 @@ export class PartitionFeed {
 
 function decode(record: FetchedRecord): LaneRecord {
   try {
-    return { offset: record.offset, frame: frameFromKafkaRecord(record.headers, record.value), value: record.value, timestamp: record.timestamp };
+    return {
+      offset: record.offset,
+      frame: frameFromKafkaRecord(record.headers, record.value),
+      value: record.value,
+      timestamp: record.timestamp,
+    };
   } catch (e) {
     return { offset: record.offset, error: (e as Error).message, value: record.value };
   }

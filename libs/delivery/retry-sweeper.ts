@@ -44,7 +44,11 @@ export class RetrySweeper {
     // Not the parked deliveries of a subscription whose breaker is not closed (its sink is down), nor of one whose
     // lanes deliver their backlog in order now (ordered recovery, lane-runner.ts), nor of a `key`-ordered one (its
     // lanes deliver each key's parked deliveries in order, held-keys.ts).
-    const held = new Set([...ctx.lanes.values()].filter((l) => l.recovering || orderingOf(l.subscription) === 'key').map((l) => l.subscription.id));
+    const held = new Set(
+      [...ctx.lanes.values()]
+        .filter((l) => l.recovering || orderingOf(l.subscription) === 'key')
+        .map((l) => l.subscription.id),
+    );
     const subscriptions = new Map(
       [...ctx.lanes.values()]
         .filter((l) => !held.has(l.subscription.id) && ctx.breakers.of(l.subscription.id).state === 'CLOSED')
@@ -61,10 +65,15 @@ export class RetrySweeper {
       .then((results) => {
         const failed = results.filter((r) => r.status === 'rejected' && !ctx.noteFenced(r.reason));
         if (failed.length > 0) {
-          this.log.warn({ failed: failed.length, error: String((failed[0] as PromiseRejectedResult).reason) }, 'some parked deliveries could not be recorded; they stay parked');
+          this.log.warn(
+            { failed: failed.length, error: String((failed[0] as PromiseRejectedResult).reason) },
+            'some parked deliveries could not be recorded; they stay parked',
+          );
         }
       })
-      .catch((e: unknown) => this.log.warn({ error: (e as Error).message }, 'retry sweep failed; next sweep tries again'))
+      .catch((e: unknown) =>
+        this.log.warn({ error: (e as Error).message }, 'retry sweep failed; next sweep tries again'),
+      )
       .finally(() => (this.sweeping = undefined));
   }
 

@@ -4,7 +4,10 @@ import { SinkFailureLog } from './sink-failure-log';
 /** A real pino logger whose lines are kept. */
 function capture() {
   const lines: Record<string, unknown>[] = [];
-  const log = pino({ level: 'info', base: undefined }, { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) });
+  const log = pino(
+    { level: 'info', base: undefined },
+    { write: (line: string) => lines.push(JSON.parse(line) as Record<string, unknown>) },
+  );
   return { lines, log };
 }
 
@@ -12,13 +15,20 @@ describe('SinkFailureLog', () => {
   const PERIOD = 60_000;
   let now = 1_000_000;
   const clock = () => now;
-  const at = (offset: number) => ({ subscription: 's-1', topic: 't', partition: 0, offset, eventId: `e-${offset}`, error: 'HTTP 503' });
+  const at = (offset: number) => ({
+    subscription: 's-1',
+    topic: 't',
+    partition: 0,
+    offset,
+    eventId: `e-${offset}`,
+    error: 'HTTP 503',
+  });
 
   beforeEach(() => {
     now = 1_000_000;
   });
 
-  it('logs a sink\'s first failure in full, then one summary line per period with the counts', () => {
+  it("logs a sink's first failure in full, then one summary line per period with the counts", () => {
     const { lines, log } = capture();
     const failures = new SinkFailureLog(log, PERIOD, clock);
     for (let i = 0; i < 100; i++) {
@@ -28,13 +38,34 @@ describe('SinkFailureLog', () => {
     }
     // 100 attempts over 10 s: the first only.
     expect(lines).toHaveLength(1);
-    expect(lines[0]).toMatchObject({ level: 40, msg: 'delivery failed; retrying', offset: 0, sink: 'http://sink', outcome: 'retrying' });
+    expect(lines[0]).toMatchObject({
+      level: 40,
+      msg: 'delivery failed; retrying',
+      offset: 0,
+      sink: 'http://sink',
+      outcome: 'retrying',
+    });
     now = 1_000_000 + PERIOD;
     failures.tick();
     expect(lines).toHaveLength(2);
-    expect(lines[1]).toMatchObject({ level: 40, subscription: 's-1', sink: 'http://sink', failures: 99, retrying: 98, parked: 1, deadLettered: 0, last: { offset: 99 } });
+    expect(lines[1]).toMatchObject({
+      level: 40,
+      subscription: 's-1',
+      sink: 'http://sink',
+      failures: 99,
+      retrying: 98,
+      parked: 1,
+      deadLettered: 0,
+      last: { offset: 99 },
+    });
     // Still failing: counted again, summarised at the end of the next period.
-    failures.failed('s-1', 'http://sink', 'deadLettered', at(100), 'delivery failed for the last time; moved to the dead-letter queue');
+    failures.failed(
+      's-1',
+      'http://sink',
+      'deadLettered',
+      at(100),
+      'delivery failed for the last time; moved to the dead-letter queue',
+    );
     failures.tick();
     expect(lines).toHaveLength(2);
     now += PERIOD;
@@ -55,7 +86,7 @@ describe('SinkFailureLog', () => {
     expect(lines[1]).toMatchObject({ msg: 'delivery failed; retrying', offset: 1 });
   });
 
-  it('keeps each subscription\'s sink apart, and says what is pending when flushed', () => {
+  it("keeps each subscription's sink apart, and says what is pending when flushed", () => {
     const { lines, log } = capture();
     const failures = new SinkFailureLog(log, PERIOD, clock);
     for (let i = 0; i < 3; i++) {

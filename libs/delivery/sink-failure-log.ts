@@ -17,7 +17,13 @@ interface SinkFailures {
   last?: Record<string, unknown>;
 }
 
-const noCounts = (): Record<FailureOutcome, number> => ({ retrying: 0, parked: 0, held: 0, deadLettered: 0, requestDropped: 0 });
+const noCounts = (): Record<FailureOutcome, number> => ({
+  retrying: 0,
+  parked: 0,
+  held: 0,
+  deadLettered: 0,
+  requestDropped: 0,
+});
 
 /**
  * The delivery failure log of one dispatch loop: a sink that keeps failing is not logged once per attempt. The
@@ -39,7 +45,13 @@ export class SinkFailureLog {
    * One failed attempt of `subscription`'s sink: `fields` (subscription, topic, partition, offset, eventId, error,
    * ...) and `message` are the full line, written when it is the sink's first failure of the period.
    */
-  failed(subscription: string, sink: string | null, outcome: FailureOutcome, fields: Record<string, unknown>, message: string): void {
+  failed(
+    subscription: string,
+    sink: string | null,
+    outcome: FailureOutcome,
+    fields: Record<string, unknown>,
+    message: string,
+  ): void {
     const known = this.sinks.get(subscription);
     if (!known) {
       this.sinks.set(subscription, { subscription, sink, since: this.now(), counts: noCounts(), unlogged: 0 });

@@ -52,7 +52,12 @@ describe('WebhookSender', () => {
     answer = (res) => res.writeHead(204).end();
     expect(await sender.send({ sink, signingSecret: sealed }, frame, 'msg-1')).toEqual({ ok: true, status: 204 });
     const { headers, body } = received.at(-1)!;
-    expect(headers).toMatchObject({ 'ce-id': 'evt-1', 'ce-type': 'order.created', 'ce-partitionkey': 'o-1', 'content-type': 'application/json' });
+    expect(headers).toMatchObject({
+      'ce-id': 'evt-1',
+      'ce-type': 'order.created',
+      'ce-partitionkey': 'o-1',
+      'content-type': 'application/json',
+    });
     expect(body).toBe('{"total":12}');
     const verified = new Webhook(secret).verify(body, {
       'webhook-id': String(headers['webhook-id']),
@@ -69,12 +74,16 @@ describe('WebhookSender', () => {
     ).toThrow();
   });
 
-  it('continues the event\'s trace: its own traceparent and tracestate, or the delivery span\'s context when given', async () => {
+  it("continues the event's trace: its own traceparent and tracestate, or the delivery span's context when given", async () => {
     answer = (res) => res.writeHead(200).end();
     const traceparent = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
     const traced = { ...frame, extensions: { ...frame.extensions, traceparent, tracestate: 'congo=1' } };
     await sender.send({ sink, signingSecret: null }, traced, 'msg-t1');
-    expect(received.at(-1)!.headers).toMatchObject({ traceparent, tracestate: 'congo=1', 'ce-traceparent': traceparent });
+    expect(received.at(-1)!.headers).toMatchObject({
+      traceparent,
+      tracestate: 'congo=1',
+      'ce-traceparent': traceparent,
+    });
     const span = { traceparent: '00-4bf92f3577b34da6a3ce929d0e0e4736-b7ad6b7169203331-01' };
     await sender.send({ sink, signingSecret: null }, traced, 'msg-t2', undefined, span);
     expect(received.at(-1)!.headers).toMatchObject({ traceparent: span.traceparent, 'ce-traceparent': traceparent });
@@ -85,9 +94,17 @@ describe('WebhookSender', () => {
 
   it('reports 410 as gone and 503 with Retry-After as a pause', async () => {
     answer = (res) => res.writeHead(410).end();
-    expect(await sender.send({ sink, signingSecret: null }, frame, 'msg-2')).toMatchObject({ ok: false, status: 410, gone: true });
+    expect(await sender.send({ sink, signingSecret: null }, frame, 'msg-2')).toMatchObject({
+      ok: false,
+      status: 410,
+      gone: true,
+    });
     answer = (res) => res.writeHead(503, { 'retry-after': '7' }).end();
-    expect(await sender.send({ sink, signingSecret: null }, frame, 'msg-3')).toMatchObject({ ok: false, status: 503, retryAfterMs: 7000 });
+    expect(await sender.send({ sink, signingSecret: null }, frame, 'msg-3')).toMatchObject({
+      ok: false,
+      status: 503,
+      retryAfterMs: 7000,
+    });
   });
 
   it('gives up on a sink that does not answer within the timeout', async () => {
@@ -131,8 +148,13 @@ describe('WebhookSender', () => {
     const abort = new AbortController();
     const before = received.length;
     try {
-      const sending = [1, 2, 3].map((n) => patient.send({ sink, signingSecret: null }, frame, `msg-s${n}`, abort.signal));
-      await waitFor('the sink to hold the three requests', () => received.length >= before + 3, { timeoutMs: 5000, intervalMs: 5 });
+      const sending = [1, 2, 3].map((n) =>
+        patient.send({ sink, signingSecret: null }, frame, `msg-s${n}`, abort.signal),
+      );
+      await waitFor('the sink to hold the three requests', () => received.length >= before + 3, {
+        timeoutMs: 5000,
+        intervalMs: 5,
+      });
       expect(getEventListeners(abort.signal, 'abort')).toHaveLength(1);
       abort.abort();
       // As above: a deadline that means "hung", a tenth of the 30 s timeout a send ignoring the abort waits for.
@@ -140,10 +162,15 @@ describe('WebhookSender', () => {
         Promise.all(sending),
         new Promise<'still waiting'>((resolve) => setTimeout(() => resolve('still waiting'), 3000).unref()),
       ]);
-      expect(results).toEqual([1, 2, 3].map(() => expect.objectContaining({ ok: false, error: expect.stringMatching(/abort/i) })));
+      expect(results).toEqual(
+        [1, 2, 3].map(() => expect.objectContaining({ ok: false, error: expect.stringMatching(/abort/i) })),
+      );
       // A signal that has aborted already: the send is refused before anything is written.
       const after = received.length;
-      expect(await patient.send({ sink, signingSecret: null }, frame, 'msg-s4', abort.signal)).toMatchObject({ ok: false, error: expect.stringMatching(/abort/i) });
+      expect(await patient.send({ sink, signingSecret: null }, frame, 'msg-s4', abort.signal)).toMatchObject({
+        ok: false,
+        error: expect.stringMatching(/abort/i),
+      });
       expect(received.length).toBe(after);
     } finally {
       await patient.close();
@@ -160,7 +187,10 @@ describe('WebhookSender', () => {
     try {
       const location = `http://127.0.0.1:${(other.address() as AddressInfo).port}/elsewhere`;
       answer = (res) => res.writeHead(307, { location }).end();
-      expect(await sender.send({ sink, signingSecret: null }, frame, 'msg-6')).toMatchObject({ ok: false, status: 307 });
+      expect(await sender.send({ sink, signingSecret: null }, frame, 'msg-6')).toMatchObject({
+        ok: false,
+        status: 307,
+      });
       expect(elsewhere).toBe(0);
     } finally {
       other.closeAllConnections();
@@ -174,15 +204,20 @@ describe('WebhookSender', () => {
     const guarded = new SinkGuard(['loopback'], rebound);
     // A spy in place of undici's connector: it counts connection attempts and makes none.
     const spying = Object.assign(Object.create(guarded) as SinkGuard, {
-      agent: (options: object) => guarded.agent(options, (o, callback) => {
-        attempts.push(o.hostname);
-        callback(new Error('spy: no connection'), null);
-      }),
+      agent: (options: object) =>
+        guarded.agent(options, (o, callback) => {
+          attempts.push(o.hostname);
+          callback(new Error('spy: no connection'), null);
+        }),
     });
     const rebinding = new WebhookSender(300, { secrets: box, sinks: spying });
     try {
       const before = received.length;
-      const result = await rebinding.send({ sink: `http://hooks.example.test:${new URL(sink).port}/hook`, signingSecret: sealed }, frame, 'msg-7');
+      const result = await rebinding.send(
+        { sink: `http://hooks.example.test:${new URL(sink).port}/hook`, signingSecret: sealed },
+        frame,
+        'msg-7',
+      );
       expect(result).toMatchObject({ ok: false, error: expect.stringContaining('cloud-metadata') });
       expect(attempts).toEqual([]);
       expect(received.length).toBe(before);

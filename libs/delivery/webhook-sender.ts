@@ -76,14 +76,23 @@ export class WebhookSender {
 
   /** The sender of an instance: its webhook timeout, secrets and sink ranges from the configuration. */
   static forInstance(config: EventMeshConfig): WebhookSender {
-    return new WebhookSender(config.delivery.webhookTimeoutMs, { secrets: SecretBox.fromConfig(config), sinks: SinkGuard.fromConfig(config) });
+    return new WebhookSender(config.delivery.webhookTimeoutMs, {
+      secrets: SecretBox.fromConfig(config),
+      sinks: SinkGuard.fromConfig(config),
+    });
   }
 
   /**
    * `messageId` is stable across retries of the same delivery, as the Standard Webhooks scheme asks. `trace`: the
    * delivery span's context (tracing on); absent, the event's own trace context goes as it is.
    */
-  send(target: WebhookTarget, frame: EventFrame, messageId: string, signal?: AbortSignal, trace?: TraceHeaders): Promise<WebhookResult> {
+  send(
+    target: WebhookTarget,
+    frame: EventFrame,
+    messageId: string,
+    signal?: AbortSignal,
+    trace?: TraceHeaders,
+  ): Promise<WebhookResult> {
     const { headers, body } = frameToHttpBinary(frame);
     const context = trace ?? eventTraceOf(frame);
     if (context) {
@@ -98,11 +107,23 @@ export class WebhookSender {
    * event: signed, through the SSRF guard, with the timeouts; `headers` are the caller's (its content type, the
    * receiver's token). `messageId` is stable across retries of the same delivery.
    */
-  sendBody(target: WebhookTarget, body: Buffer, headers: Record<string, string>, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
+  sendBody(
+    target: WebhookTarget,
+    body: Buffer,
+    headers: Record<string, string>,
+    messageId: string,
+    signal?: AbortSignal,
+  ): Promise<WebhookResult> {
     return this.post(target, { ...headers }, body, messageId, signal);
   }
 
-  private async post(target: WebhookTarget, headers: Record<string, string>, body: Buffer | undefined, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
+  private async post(
+    target: WebhookTarget,
+    headers: Record<string, string>,
+    body: Buffer | undefined,
+    messageId: string,
+    signal?: AbortSignal,
+  ): Promise<WebhookResult> {
     if (target.signingSecret) {
       let key: Buffer;
       try {
@@ -122,7 +143,10 @@ export class WebhookSender {
       try {
         const { origin, path } = this.targetOf(target.sink);
         // The timeouts bound the wait for the answer's headers and for each chunk of its body.
-        this.agent.dispatch({ origin, path, method: 'POST', headers, body, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs }, post);
+        this.agent.dispatch(
+          { origin, path, method: 'POST', headers, body, headersTimeout: this.timeoutMs, bodyTimeout: this.timeoutMs },
+          post,
+        );
       } catch (e) {
         post.onError(e as Error);
       }
@@ -156,7 +180,6 @@ export class WebhookSender {
   async close(): Promise<void> {
     await this.agent.close();
   }
-
 }
 
 /** What a POST came to: the final status (and Retry-After), or the error that ended it. */
@@ -179,7 +202,8 @@ function abortAll(this: AbortSignal): void {
   for (const post of posts) post.cancel(abortReason(this));
 }
 
-const abortReason = (signal: AbortSignal): Error => (signal.reason instanceof Error ? signal.reason : new errors.RequestAbortedError());
+const abortReason = (signal: AbortSignal): Error =>
+  signal.reason instanceof Error ? signal.reason : new errors.RequestAbortedError();
 
 /**
  * One POST on undici's dispatch API: the answer's status, its Retry-After when it matters, and nothing of its body
@@ -229,7 +253,8 @@ class Post implements Dispatcher.DispatchHandlers {
     this.status = statusCode;
     if (statusCode === 429 || statusCode === 503) {
       for (let i = 0; i + 1 < headers.length; i += 2) {
-        if (headers[i].length === 11 && headers[i].toString('latin1').toLowerCase() === 'retry-after') this.retryAfter = headers[i + 1].toString('latin1');
+        if (headers[i].length === 11 && headers[i].toString('latin1').toLowerCase() === 'retry-after')
+          this.retryAfter = headers[i + 1].toString('latin1');
       }
     }
     return true;

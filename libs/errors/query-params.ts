@@ -6,5 +6,10 @@ import { z } from 'zod';
  * document's) is the integer's with its range, so a route that validates with it is documented with its limits.
  */
 export function queryInt(min: number, max: number) {
-  return z.preprocess((v) => (typeof v === 'string' && /^-?\d{1,16}$/.test(v) ? Number(v) : v), z.number().int().min(min).max(max)).optional();
+  return z
+    .preprocess(
+      (v) => (typeof v === 'string' && /^-?\d{1,16}$/.test(v) ? Number(v) : v),
+      z.number().int().min(min).max(max),
+    )
+    .optional();
 }

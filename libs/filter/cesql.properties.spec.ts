@@ -28,15 +28,21 @@ const expressions = fc.letrec((tie) => ({
   ),
   predicate: fc.oneof(
     { depthSize: 'small', withCrossShrink: true },
-    fc.tuple(tie('value'), fc.constantFrom('=', '!=', '<>', '<', '<=', '>', '>='), tie('value')).map(([a, op, b]) => `${a as string} ${op} ${b as string}`),
-    fc.tuple(tie('value'), fc.boolean(), likePattern).map(([v, not, p]) => `${v as string} ${not ? 'NOT ' : ''}LIKE ${p}`),
-    fc.tuple(tie('value'), fc.boolean(), fc.array(tie('value'), { minLength: 1, maxLength: 3 })).map(
-      ([v, not, set]) => `${v as string} ${not ? 'NOT ' : ''}IN (${(set as string[]).join(', ')})`,
-    ),
+    fc
+      .tuple(tie('value'), fc.constantFrom('=', '!=', '<>', '<', '<=', '>', '>='), tie('value'))
+      .map(([a, op, b]) => `${a as string} ${op} ${b as string}`),
+    fc
+      .tuple(tie('value'), fc.boolean(), likePattern)
+      .map(([v, not, p]) => `${v as string} ${not ? 'NOT ' : ''}LIKE ${p}`),
+    fc
+      .tuple(tie('value'), fc.boolean(), fc.array(tie('value'), { minLength: 1, maxLength: 3 }))
+      .map(([v, not, set]) => `${v as string} ${not ? 'NOT ' : ''}IN (${(set as string[]).join(', ')})`),
     fc.constantFrom(...NAMES).map((n) => `EXISTS ${n}`),
     fc.constantFrom(...NAMES),
     tie('predicate').map((p) => `NOT (${p as string})`),
-    fc.tuple(tie('predicate'), fc.constantFrom('AND', 'or', 'XOR'), tie('predicate')).map(([a, op, b]) => `(${a as string}) ${op} (${b as string})`),
+    fc
+      .tuple(tie('predicate'), fc.constantFrom('AND', 'or', 'XOR'), tie('predicate'))
+      .map(([a, op, b]) => `(${a as string}) ${op} (${b as string})`),
   ),
 }));
 
@@ -45,7 +51,9 @@ const frames: fc.Arbitrary<EventFrame> = fc.record({
   source: fc.string({ minLength: 1, maxLength: 8 }),
   type: fc.string({ minLength: 1, maxLength: 8 }),
   specversion: fc.constant('1.0' as const),
-  subject: fc.option(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('true', '10', '-7', 'ab\u{1F600}')), { nil: undefined }),
+  subject: fc.option(fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('true', '10', '-7', 'ab\u{1F600}')), {
+    nil: undefined,
+  }),
   extensions: fc.record(
     {
       count: fc.oneof(fc.integer(), fc.double(), fc.constantFrom('12', '+3', 'x')),
@@ -68,25 +76,66 @@ function parseOrRefusal(text: string): ReturnType<typeof parseCesql> | undefined
   }
 }
 
-const TOKENS = ['(', ')', ',', '-', '=', '<>', '<', '>=', "'a'", '"b"', "'", '12', '2147483648', 'AND', 'OR', 'XOR', 'NOT',
-  'LIKE', 'IN', 'EXISTS', 'TRUE', 'subject', 'count', 'LENGTH', 'CONCAT', 'Subject', '+', '*', '\\', '%', ' '];
+const TOKENS = [
+  '(',
+  ')',
+  ',',
+  '-',
+  '=',
+  '<>',
+  '<',
+  '>=',
+  "'a'",
+  '"b"',
+  "'",
+  '12',
+  '2147483648',
+  'AND',
+  'OR',
+  'XOR',
+  'NOT',
+  'LIKE',
+  'IN',
+  'EXISTS',
+  'TRUE',
+  'subject',
+  'count',
+  'LENGTH',
+  'CONCAT',
+  'Subject',
+  '+',
+  '*',
+  '\\',
+  '%',
+  ' ',
+];
 
 describe('CESQL properties (fast-check, fixed seeds)', () => {
   it('parses any text to an expression or a CesqlParseError, never anything else', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string({ maxLength: 40 }), fc.array(fc.constantFrom(...TOKENS), { maxLength: 30 }).map((t) => t.join(' '))), (text) => {
-        parseOrRefusal(text);
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string({ maxLength: 40 }),
+          fc.array(fc.constantFrom(...TOKENS), { maxLength: 30 }).map((t) => t.join(' ')),
+        ),
+        (text) => {
+          parseOrRefusal(text);
+        },
+      ),
       { seed: 90051, numRuns: 1000 },
     );
   });
 
   it('parses every generated well-formed predicate, and evaluates it on any event to a boolean without throwing', () => {
     fc.assert(
-      fc.property(expressions.predicate as fc.Arbitrary<string>, fc.array(frames, { minLength: 1, maxLength: 3 }), (text, events) => {
-        const expression = parseCesql(text);
-        for (const event of events) expect(typeof evaluateCesql(expression, event)).toBe('boolean');
-      }),
+      fc.property(
+        expressions.predicate as fc.Arbitrary<string>,
+        fc.array(frames, { minLength: 1, maxLength: 3 }),
+        (text, events) => {
+          const expression = parseCesql(text);
+          for (const event of events) expect(typeof evaluateCesql(expression, event)).toBe('boolean');
+        },
+      ),
       { seed: 90052, numRuns: 1000 },
     );
   });
@@ -114,11 +163,22 @@ describe('CESQL properties (fast-check, fixed seeds)', () => {
   // attribute (the default bound) costs about 4 times what a 4 KiB one does; a quadratic evaluation, 16 times.
   it('evaluates in time linear in the attribute: 64 LIKEs over a 16 KiB attribute cost about 4 times what they do over 4 KiB', () => {
     fc.assert(
-      fc.property(fc.array(likePattern, { minLength: 64, maxLength: 64 }), fc.constantFrom('a', 'ab', '\u{1F600}a'), (patterns, unit) => {
-        const expression = parseCesql(patterns.map((p) => `subject LIKE ${p}`).join(' OR '));
-        const event = (chars: number): EventFrame => ({ id: '1', source: 's', type: 't', specversion: '1.0', subject: unit.repeat(Math.floor(chars / unit.length)), extensions: {} });
-        expect(growthFrom(4096, event, (e) => evaluateCesql(expression, e))).toBeLessThan(GROWTH_LIMIT);
-      }),
+      fc.property(
+        fc.array(likePattern, { minLength: 64, maxLength: 64 }),
+        fc.constantFrom('a', 'ab', '\u{1F600}a'),
+        (patterns, unit) => {
+          const expression = parseCesql(patterns.map((p) => `subject LIKE ${p}`).join(' OR '));
+          const event = (chars: number): EventFrame => ({
+            id: '1',
+            source: 's',
+            type: 't',
+            specversion: '1.0',
+            subject: unit.repeat(Math.floor(chars / unit.length)),
+            extensions: {},
+          });
+          expect(growthFrom(4096, event, (e) => evaluateCesql(expression, e))).toBeLessThan(GROWTH_LIMIT);
+        },
+      ),
       { seed: 90054, numRuns: 10 },
     );
   });

@@ -1,6 +1,13 @@
 import { costRatio, growthFrom, GROWTH_LIMIT } from '../../test/support/growth';
 import type { EventFrame } from '../frame';
-import { CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS, CESQL_MAX_DEPTH, CESQL_MAX_LENGTH, CesqlParseError, evaluateCesql, parseCesql } from './cesql';
+import {
+  CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS,
+  CESQL_MAX_DEPTH,
+  CESQL_MAX_LENGTH,
+  CesqlParseError,
+  evaluateCesql,
+  parseCesql,
+} from './cesql';
 
 function frame(overrides: Partial<EventFrame> = {}): EventFrame {
   return {
@@ -29,13 +36,12 @@ function parseError(text: string): CesqlParseError {
 }
 
 describe('CESQL literals and attributes', () => {
-  it.each([
-    [`'it''s' = "it's"`],
-    [`"say ""hi""" = 'say "hi"'`],
-    [`'' = ""`],
-  ])('reads quoted strings with doubled-quote escapes: %s', (text) => {
-    expect(evaluate(text)).toBe(true);
-  });
+  it.each([[`'it''s' = "it's"`], [`"say ""hi""" = 'say "hi"'`], [`'' = ""`]])(
+    'reads quoted strings with doubled-quote escapes: %s',
+    (text) => {
+      expect(evaluate(text)).toBe(true);
+    },
+  );
 
   it('reads every context attribute and extensions by name', () => {
     const event = frame({
@@ -164,7 +170,8 @@ describe('CESQL logical operators', () => {
 
   it('reads keywords and function names in any case', () => {
     expect(evaluate("true and not false xor False or subject like 'x'")).toBe(true);
-    const mixedCase = "Exists subject AND length(subject) = 8 AND lower(priority) In ('high') AND subject NoT LiKe 'x%'";
+    const mixedCase =
+      "Exists subject AND length(subject) = 8 AND lower(priority) In ('high') AND subject NoT LiKe 'x%'";
     expect(evaluate(mixedCase)).toBe(true);
   });
 });
@@ -271,10 +278,14 @@ describe('CESQL string bound (maxAttributeChars)', () => {
     for (const maxAttributeChars of [CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS, 1 << 20]) {
       const expression = parseCesql(text, { maxAttributeChars });
       expect(evaluateCesql(expression, huge)).toBe(false);
-      expect(growthFrom(1 << 18, (n) => frame({ subject: 'a'.repeat(n) }), refused(expression))).toBeLessThan(GROWTH_LIMIT);
+      expect(growthFrom(1 << 18, (n) => frame({ subject: 'a'.repeat(n) }), refused(expression))).toBeLessThan(
+        GROWTH_LIMIT,
+      );
     }
     const allowed = (pattern: string) => parseCesql(`subject LIKE '${pattern}'`, { maxAttributeChars: 1 << 20 });
-    expect(costRatio(allowed('%b%'), allowed(`%${'a'.repeat(1000)}b%`), (expression) => refused(expression)(huge), 100)).toBeLessThan(100);
+    expect(
+      costRatio(allowed('%b%'), allowed(`%${'a'.repeat(1000)}b%`), (expression) => refused(expression)(huge), 100),
+    ).toBeLessThan(100);
   });
 });
 

@@ -1,6 +1,13 @@
 import type { EventFrame } from '../frame';
 import { ATTRIBUTE_NAME, attributeOf } from './attributes';
-import { compileLikeMatcher, compileLikePattern, LikeMatcher, LikePart, likeMatches, LikePatternError } from './like-pattern';
+import {
+  compileLikeMatcher,
+  compileLikePattern,
+  LikeMatcher,
+  LikePart,
+  likeMatches,
+  LikePatternError,
+} from './like-pattern';
 
 /**
  * A subset of the CloudEvents SQL Expression Language (CESQL 1.0), the `sql` filter dialect: a hand-written
@@ -247,7 +254,8 @@ class Parser {
     try {
       return compileLikePattern(token.text);
     } catch (e) {
-      if (e instanceof LikePatternError) throw new CesqlParseError(`invalid LIKE pattern: ${e.message}`, token.position);
+      if (e instanceof LikePatternError)
+        throw new CesqlParseError(`invalid LIKE pattern: ${e.message}`, token.position);
       throw e;
     }
   }

@@ -119,8 +119,12 @@ describe('compileFilters: matching', () => {
   it('passes its options to every sql filter, nested ones included', () => {
     const filters = [{ all: [{ sql: "subject LIKE 'orders/%'" }] }];
     expect(compileFilters(filters).matches(frame())).toBe(true);
-    expect(compileFilters(filters, { maxAttributeChars: 256 }).matches(frame({ subject: `orders/${'x'.repeat(250)}` }))).toBe(false);
-    expect(compileFilters(filters, { maxAttributeChars: 256 }).matches(frame({ subject: `orders/${'x'.repeat(249)}` }))).toBe(true);
+    expect(
+      compileFilters(filters, { maxAttributeChars: 256 }).matches(frame({ subject: `orders/${'x'.repeat(250)}` })),
+    ).toBe(false);
+    expect(
+      compileFilters(filters, { maxAttributeChars: 256 }).matches(frame({ subject: `orders/${'x'.repeat(249)}` })),
+    ).toBe(true);
   });
 
   it('keeps a validated copy of the filters that later edits of the input do not change', () => {
@@ -222,12 +226,7 @@ describe('compileFilters: validation', () => {
       'filters[0].all',
       'filters[0].all: must be an array of filter objects, found an object',
     ],
-    [
-      'an empty any',
-      [{ any: [] }],
-      'filters[0].any',
-      'filters[0].any: must contain at least one filter',
-    ],
+    ['an empty any', [{ any: [] }], 'filters[0].any', 'filters[0].any: must contain at least one filter'],
     [
       'a not holding an array',
       [{ not: [{ exact: { type: 'a' } }] }],

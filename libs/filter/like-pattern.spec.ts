@@ -5,7 +5,9 @@ import { compileLikeMatcher, compileLikePattern, LikePart, likeMatches, LikePatt
 /** The meaning of a LIKE pattern as a regular expression over code points: the reference the matcher must agree with. */
 function reference(parts: LikePart[], text: string): boolean {
   const source = parts
-    .map((p) => (p === 'any' ? '[\\s\\S]*' : p === 'one' ? '[\\s\\S]' : p.literal.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&')))
+    .map((p) =>
+      p === 'any' ? '[\\s\\S]*' : p === 'one' ? '[\\s\\S]' : p.literal.replace(/[.*+?^${}()|[\]\\/-]/g, '\\$&'),
+    )
     .join('');
   return new RegExp(`^${source}$`, 'u').test(text);
 }
@@ -75,7 +77,9 @@ describe('LIKE pattern matching', () => {
     expect(matches(pattern, text)).toBe(false);
     const matcher = compileLikeMatcher(compileLikePattern(pattern));
     expect(growthFrom(1 << 18, (n) => 'a'.repeat(n), refuses(matcher))).toBeLessThan(GROWTH_LIMIT);
-    expect(costRatio(oneCharacter, matcher, (m) => refuses(m)(text), NOT_PER_CHARACTER)).toBeLessThan(NOT_PER_CHARACTER);
+    expect(costRatio(oneCharacter, matcher, (m) => refuses(m)(text), NOT_PER_CHARACTER)).toBeLessThan(
+      NOT_PER_CHARACTER,
+    );
   });
 
   it('matches a 1 MiB text against a near-miss segment full of `_` in linear time', () => {
@@ -84,6 +88,8 @@ describe('LIKE pattern matching', () => {
     expect(matches(pattern, text)).toBe(false);
     const matcher = compileLikeMatcher(compileLikePattern(pattern));
     expect(growthFrom(1 << 18, (n) => 'a'.repeat(n), refuses(matcher))).toBeLessThan(GROWTH_LIMIT);
-    expect(costRatio(oneCharacter, matcher, (m) => refuses(m)(text), NOT_PER_CHARACTER)).toBeLessThan(NOT_PER_CHARACTER);
+    expect(costRatio(oneCharacter, matcher, (m) => refuses(m)(text), NOT_PER_CHARACTER)).toBeLessThan(
+      NOT_PER_CHARACTER,
+    );
   });
 });

@@ -13,11 +13,14 @@ import { OPTIONAL_ATTRIBUTES, REQUIRED_ATTRIBUTES } from './event-frame';
 function reference(input: Record<string, unknown>): unknown {
   for (const name of REQUIRED_ATTRIBUTES) {
     const value = input[name];
-    if (value === undefined || value === null || value === '') throw invalid(`missing required attribute "${name}"`, { attribute: name });
+    if (value === undefined || value === null || value === '')
+      throw invalid(`missing required attribute "${name}"`, { attribute: name });
     if (typeof value !== 'string') throw invalid(`attribute "${name}" must be a string`, { attribute: name });
   }
   if (input.specversion !== '1.0') {
-    throw invalid(`unsupported specversion "${String(input.specversion)}"; this runtime accepts "1.0"`, { attribute: 'specversion' });
+    throw invalid(`unsupported specversion "${String(input.specversion)}"; this runtime accepts "1.0"`, {
+      attribute: 'specversion',
+    });
   }
   for (const [name, value] of Object.entries(input)) {
     if (name !== 'data' && typeof value === 'string' && /\p{Surrogate}/u.test(value)) {
@@ -41,10 +44,17 @@ function reference(input: Record<string, unknown>): unknown {
   }
   for (const name of OPTIONAL_ATTRIBUTES) {
     const value = input[name];
-    if (value !== undefined && typeof value !== 'string') throw invalid(`attribute "${name}" must be a string`, { attribute: name });
+    if (value !== undefined && typeof value !== 'string')
+      throw invalid(`attribute "${name}" must be a string`, { attribute: name });
   }
   const type = input.datacontenttype as string | undefined;
-  if (input.data_base64 === undefined && input.data !== undefined && type !== undefined && !/[/+]json(;|$)/.test(type) && typeof input.data !== 'string') {
+  if (
+    input.data_base64 === undefined &&
+    input.data !== undefined &&
+    type !== undefined &&
+    !/[/+]json(;|$)/.test(type) &&
+    typeof input.data !== 'string'
+  ) {
     throw invalid(`"data" must be a string when datacontenttype is "${type}"`, { attribute: 'data' });
   }
   return 'accepted';
@@ -62,7 +72,8 @@ function fromValidationError(e: unknown): EventMeshError {
   return invalid(e instanceof Error ? e.message : String(e), {});
 }
 
-const invalid = (message: string, details: Record<string, unknown>) => new EventMeshError(ErrorCode.InvalidCloudEvent, message, details);
+const invalid = (message: string, details: Record<string, unknown>) =>
+  new EventMeshError(ErrorCode.InvalidCloudEvent, message, details);
 
 function verdict(run: () => unknown): unknown {
   try {
@@ -76,8 +87,27 @@ function verdict(run: () => unknown): unknown {
 
 /** Values that sit on either side of the library's rules. */
 const tricky = fc.oneof(
-  fc.constantFrom('', 'x', '/s', 'https://example.com/a?b#c', 'urn:a:b', 'not a uri', ':::', 'a\nb', 'x\u00e9', '%zz', '1.0', '0.3'),
-  fc.constantFrom('2026-01-01T00:00:00Z', '2026-01-01T00:00:00.123+02:00', '2026-13-01T00:00:00Z', 'yesterday', '2026-01-01'),
+  fc.constantFrom(
+    '',
+    'x',
+    '/s',
+    'https://example.com/a?b#c',
+    'urn:a:b',
+    'not a uri',
+    ':::',
+    'a\nb',
+    'x\u00e9',
+    '%zz',
+    '1.0',
+    '0.3',
+  ),
+  fc.constantFrom(
+    '2026-01-01T00:00:00Z',
+    '2026-01-01T00:00:00.123+02:00',
+    '2026-13-01T00:00:00Z',
+    'yesterday',
+    '2026-01-01',
+  ),
   fc.constantFrom('AQID', 'AQI', 'A===', '****', '  AQID  ', 'Zm9vYg=='),
   fc.constantFrom('application/json', 'text/plain', 'application/cloudevents+json'),
   fc.string({ maxLength: 6 }),
@@ -88,17 +118,34 @@ const tricky = fc.oneof(
   fc.jsonValue({ maxDepth: 2 }),
 );
 const name = fc.oneof(
-  fc.constantFrom(...REQUIRED_ATTRIBUTES, ...OPTIONAL_ATTRIBUTES, 'data', 'data_base64', 'schemaurl', 'datacontentencoding', 'partitionkey', '__proto__'),
+  fc.constantFrom(
+    ...REQUIRED_ATTRIBUTES,
+    ...OPTIONAL_ATTRIBUTES,
+    'data',
+    'data_base64',
+    'schemaurl',
+    'datacontentencoding',
+    'partitionkey',
+    '__proto__',
+  ),
   fc.constantFrom('Upper', 'with_underscore', 'with-dash', 'a\nb', 'averyveryverylongextensionname', 'ext1'),
   fc.stringMatching(/^[a-z0-9]{1,8}$/),
 );
 const event = fc
-  .record({ id: fc.constant('e-1'), source: fc.constant('/orders'), type: fc.constant('order.created'), specversion: fc.constant('1.0') })
-  .chain((base) => fc.array(fc.tuple(name, tricky), { maxLength: 5 }).map((pairs) => {
-    const out: Record<string, unknown> = { ...base };
-    for (const [k, v] of pairs) Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
-    return out;
-  }));
+  .record({
+    id: fc.constant('e-1'),
+    source: fc.constant('/orders'),
+    type: fc.constant('order.created'),
+    specversion: fc.constant('1.0'),
+  })
+  .chain((base) =>
+    fc.array(fc.tuple(name, tricky), { maxLength: 5 }).map((pairs) => {
+      const out: Record<string, unknown> = { ...base };
+      for (const [k, v] of pairs)
+        Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true });
+      return out;
+    }),
+  );
 
 describe('frameFromStructured agrees with the cloudevents library (fast-check, fixed seed)', () => {
   it('accepts what the library accepts and refuses the rest with the same code, message and details', () => {

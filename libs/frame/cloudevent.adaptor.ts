@@ -17,7 +17,12 @@ const LIBRARY_PROPERTIES = new Set<string>([...NOT_EXTENSIONS, 'datacontentencod
 /** The library's rule for an extension name and value (`CloudEvent` constructor, strict). */
 const EXTENSION_NAME = /^[a-z0-9]+$/;
 const libraryAcceptsExtensionValue = (v: unknown) =>
-  typeof v === 'boolean' || Number.isInteger(v) || typeof v === 'string' || typeof v === 'object' || v instanceof Date || ArrayBuffer.isView(v);
+  typeof v === 'boolean' ||
+  Number.isInteger(v) ||
+  typeof v === 'string' ||
+  typeof v === 'object' ||
+  v instanceof Date ||
+  ArrayBuffer.isView(v);
 
 /**
  * Adaptor: a CloudEvent in the HTTP structured JSON mode (the parsed body of an
@@ -125,7 +130,8 @@ function validateAsTheLibrary(input: Record<string, unknown>): void {
     // The library's messages run over several lines; the first is the reason.
     if (!EXTENSION_NAME.test(name)) throw invalid(`invalid extension name: ${name}`.split('\n')[0], {});
     const value = input[name];
-    if (!libraryAcceptsExtensionValue(value)) throw invalid(`invalid extension value: ${String(value)}`.split('\n')[0], {});
+    if (!libraryAcceptsExtensionValue(value))
+      throw invalid(`invalid extension value: ${String(value)}`.split('\n')[0], {});
   }
   // The attributes as the constructor holds them: a missing or empty `time` becomes the current time (valid).
   const attributes = {
@@ -140,7 +146,8 @@ function validateAsTheLibrary(input: Record<string, unknown>): void {
     data_base64: input.data_base64,
   };
   if (!validateV1Schema(attributes)) {
-    const first = (validateV1Schema as unknown as { errors?: { instancePath?: string; message?: string }[] }).errors?.[0];
+    const first = (validateV1Schema as unknown as { errors?: { instancePath?: string; message?: string }[] })
+      .errors?.[0];
     const attribute = (first?.instancePath ?? '').replace(/^\//, '') || undefined;
     throw invalid(`attribute "${attribute ?? '?'}" ${first?.message ?? 'is invalid'}`, { attribute });
   }
@@ -150,7 +157,10 @@ function validateAsTheLibrary(input: Record<string, unknown>): void {
  * Adaptor: the HTTP binary content mode. Context attributes come from `ce-*` headers (percent-decoded), the data
  * content type from `content-type`, the data is the body as it is.
  */
-export function frameFromBinary(headers: Record<string, string | string[] | undefined>, body: Buffer | undefined): EventFrame {
+export function frameFromBinary(
+  headers: Record<string, string | string[] | undefined>,
+  body: Buffer | undefined,
+): EventFrame {
   const attributes: Record<string, unknown> = {};
   for (const [name, raw] of Object.entries(headers)) {
     const lower = name.toLowerCase();
@@ -182,7 +192,9 @@ export function framesFromBatch(body: unknown, maxEvents: number): EventFrame[] 
   if (!Array.isArray(body)) throw invalid('a CloudEvents batch must be a JSON array of events', {});
   if (body.length === 0) throw invalid('a CloudEvents batch must hold at least one event', {});
   if (body.length > maxEvents) {
-    throw invalid(`a CloudEvents batch holds at most ${maxEvents} events; this one holds ${body.length}`, { limit: maxEvents });
+    throw invalid(`a CloudEvents batch holds at most ${maxEvents} events; this one holds ${body.length}`, {
+      limit: maxEvents,
+    });
   }
   return body.map((event, index) => {
     try {

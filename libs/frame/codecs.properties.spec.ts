@@ -11,7 +11,17 @@ import { frameFromKafkaRecord, frameToKafkaMessage } from './kafka-record.codec'
  * in a fraction of a second).
  */
 
-const RESERVED = new Set(['id', 'source', 'type', 'specversion', 'subject', 'time', 'datacontenttype', 'dataschema', 'data']);
+const RESERVED = new Set([
+  'id',
+  'source',
+  'type',
+  'specversion',
+  'subject',
+  'time',
+  'datacontenttype',
+  'dataschema',
+  'data',
+]);
 
 /** CloudEvents strings: any Unicode characters but controls, and surrogates only in pairs (fast-check's `string`
  * with the full-Unicode unit never makes a lone surrogate). */
@@ -28,8 +38,15 @@ function frameArbitrary(extensionValue: fc.Arbitrary<string | number | boolean>)
         source: fc.oneof(fc.webUrl(), fc.stringMatching(/^\/[a-z0-9/._-]{0,12}$/)),
         type: ceString(1),
         subject: ceString(1),
-        time: fc.date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true }).map((d) => d.toISOString()),
-        datacontenttype: fc.constantFrom('application/json', 'text/plain', 'application/octet-stream', 'application/cloudevents+json'),
+        time: fc
+          .date({ min: new Date('1970-01-01T00:00:00Z'), max: new Date('9999-12-31T23:59:59Z'), noInvalidDate: true })
+          .map((d) => d.toISOString()),
+        datacontenttype: fc.constantFrom(
+          'application/json',
+          'text/plain',
+          'application/octet-stream',
+          'application/cloudevents+json',
+        ),
         dataschema: fc.webUrl(),
         extensions: fc.dictionary(extensionName, extensionValue, { maxKeys: 4 }),
         data: fc.uint8Array({ maxLength: 32 }).map((b) => Buffer.from(b)),
@@ -40,14 +57,17 @@ function frameArbitrary(extensionValue: fc.Arbitrary<string | number | boolean>)
 }
 
 /** kafkajs hands headers to a consumer as bytes. */
-const asReceived = (headers: IHeaders) => Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Buffer.from(String(v))]));
+const asReceived = (headers: IHeaders) =>
+  Object.fromEntries(Object.entries(headers).map(([k, v]) => [k, Buffer.from(String(v))]));
 
 describe('frame codec round trips (fast-check, fixed seeds)', () => {
   it('frame -> Kafka record -> frame is the identity (binary mode carries extensions as strings)', () => {
     fc.assert(
       fc.property(frameArbitrary(ceString()), (frame) => {
         const message = frameToKafkaMessage(frame);
-        expect(frameFromKafkaRecord(asReceived(message.headers!), (message.value as Buffer | null) ?? null)).toEqual(frame);
+        expect(frameFromKafkaRecord(asReceived(message.headers!), (message.value as Buffer | null) ?? null)).toEqual(
+          frame,
+        );
       }),
       { seed: 90061, numRuns: 300 },
     );
@@ -121,20 +141,44 @@ describe('ingress adaptors on arbitrary input (fast-check, fixed seeds)', () => 
     }
   }
 
-  const attribute = fc.constantFrom('id', 'source', 'type', 'specversion', 'subject', 'time', 'datacontenttype', 'dataschema', 'data', 'data_base64', 'ext', '__proto__', 'constructor');
-  const loose = fc.dictionary(attribute, fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom('1.0', '/s', 'x', '2026-01-01T00:00:00Z')), { maxKeys: 10 });
-  const near = fc.record({ specversion: fc.constant('1.0'), id: fc.string(), source: fc.constant('/s'), type: fc.string() }).chain((base) => loose.map((rest) => ({ ...base, ...rest })));
+  const attribute = fc.constantFrom(
+    'id',
+    'source',
+    'type',
+    'specversion',
+    'subject',
+    'time',
+    'datacontenttype',
+    'dataschema',
+    'data',
+    'data_base64',
+    'ext',
+    '__proto__',
+    'constructor',
+  );
+  const loose = fc.dictionary(
+    attribute,
+    fc.oneof(fc.jsonValue({ maxDepth: 2 }), fc.constantFrom('1.0', '/s', 'x', '2026-01-01T00:00:00Z')),
+    { maxKeys: 10 },
+  );
+  const near = fc
+    .record({ specversion: fc.constant('1.0'), id: fc.string(), source: fc.constant('/s'), type: fc.string() })
+    .chain((base) => loose.map((rest) => ({ ...base, ...rest })));
 
   it('structured: any JSON is a frame or an InvalidCloudEvent refusal', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.jsonValue({ maxDepth: 3 }), loose, near), (body) => acceptsOrRefuses(() => frameFromStructured(body))),
+      fc.property(fc.oneof(fc.jsonValue({ maxDepth: 3 }), loose, near), (body) =>
+        acceptsOrRefuses(() => frameFromStructured(body)),
+      ),
       { seed: 90065, numRuns: 1000 },
     );
   });
 
   it('structured: what the adaptor accepts survives the Kafka round trip unchanged', () => {
     // Any UTF-16 units, lone surrogates among them (JSON.parse makes one from "\ud800").
-    const unit = fc.oneof(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0xd800, max: 0xdfff })).map((c) => String.fromCharCode(c));
+    const unit = fc
+      .oneof(fc.integer({ min: 0, max: 0xffff }), fc.integer({ min: 0xd800, max: 0xdfff }))
+      .map((c) => String.fromCharCode(c));
     const text = fc.string({ unit, minLength: 1, maxLength: 6 });
     const body = fc.record({ subject: text, ext: text, type: text, id: text });
     fc.assert(
@@ -163,11 +207,29 @@ describe('ingress adaptors on arbitrary input (fast-check, fixed seeds)', () => 
   });
 
   it('binary: any headers and body are a frame or an InvalidCloudEvent refusal', () => {
-    const header = fc.oneof(attribute.map((a) => `ce-${a}`), fc.constantFrom('content-type', 'CE-ID', 'x-other'));
-    const value = fc.oneof(fc.string({ maxLength: 12 }), fc.constantFrom('%', '%E0%A4%A', '%zz', '1.0', '/s'), fc.array(fc.string(), { maxLength: 2 }));
+    const header = fc.oneof(
+      attribute.map((a) => `ce-${a}`),
+      fc.constantFrom('content-type', 'CE-ID', 'x-other'),
+    );
+    const value = fc.oneof(
+      fc.string({ maxLength: 12 }),
+      fc.constantFrom('%', '%E0%A4%A', '%zz', '1.0', '/s'),
+      fc.array(fc.string(), { maxLength: 2 }),
+    );
     fc.assert(
-      fc.property(fc.dictionary(header, value, { maxKeys: 8 }), fc.option(fc.uint8Array({ maxLength: 8 }).map((b) => Buffer.from(b)), { nil: undefined }), (headers, body) =>
-        acceptsOrRefuses(() => frameFromBinary({ 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', ...headers }, body)),
+      fc.property(
+        fc.dictionary(header, value, { maxKeys: 8 }),
+        fc.option(
+          fc.uint8Array({ maxLength: 8 }).map((b) => Buffer.from(b)),
+          { nil: undefined },
+        ),
+        (headers, body) =>
+          acceptsOrRefuses(() =>
+            frameFromBinary(
+              { 'ce-specversion': '1.0', 'ce-id': '1', 'ce-source': '/s', 'ce-type': 't', ...headers },
+              body,
+            ),
+          ),
       ),
       { seed: 90067, numRuns: 1000 },
     );

@@ -57,7 +57,7 @@ describe('HTTP binary codec', () => {
   });
 });
 
-describe('the publishing request id (EventFrame.requestId, the runtime\'s own)', () => {
+describe("the publishing request id (EventFrame.requestId, the runtime's own)", () => {
   const published: EventFrame = { ...frame, requestId: 'req-7' };
 
   it('travels in the Kafka record and comes back from it', () => {

@@ -75,8 +75,10 @@ export function frameFromAttributes(attributes: Record<string, unknown>, data: B
   };
   for (const [name, value] of Object.entries(attributes)) {
     if (name === 'id' || name === 'source' || name === 'type' || name === 'specversion') continue;
-    if ((OPTIONAL_ATTRIBUTES as readonly string[]).includes(name)) frame[name as (typeof OPTIONAL_ATTRIBUTES)[number]] = String(value);
-    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean') frame.extensions[name] = value;
+    if ((OPTIONAL_ATTRIBUTES as readonly string[]).includes(name))
+      frame[name as (typeof OPTIONAL_ATTRIBUTES)[number]] = String(value);
+    else if (typeof value === 'string' || typeof value === 'number' || typeof value === 'boolean')
+      frame.extensions[name] = value;
   }
   if (data !== null) frame.data = data;
   return frame;

@@ -17,7 +17,8 @@ function percentEncode(value: string): string {
   for (const ch of value) {
     const code = ch.codePointAt(0) ?? 0;
     if (code > 0x20 && code < 0x7f && ch !== '"' && ch !== '%') out += ch;
-    else out += Array.from(Buffer.from(ch, 'utf8'), (b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
+    else
+      out += Array.from(Buffer.from(ch, 'utf8'), (b) => `%${b.toString(16).toUpperCase().padStart(2, '0')}`).join('');
   }
   return out;
 }

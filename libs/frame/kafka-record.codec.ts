@@ -13,7 +13,12 @@ export const REQUEST_ID_RECORD_HEADER = 'eventmesh_requestid';
 export function frameToKafkaMessage(frame: EventFrame): Message {
   // The headers in contextAttributes' order, written straight into one object (no pairs in between): this runs
   // once per published event.
-  const headers: IHeaders = { ce_specversion: frame.specversion, ce_id: frame.id, ce_source: frame.source, ce_type: frame.type };
+  const headers: IHeaders = {
+    ce_specversion: frame.specversion,
+    ce_id: frame.id,
+    ce_source: frame.source,
+    ce_type: frame.type,
+  };
   if (frame.subject !== undefined) headers.ce_subject = frame.subject;
   if (frame.time !== undefined) headers.ce_time = frame.time;
   if (frame.dataschema !== undefined) headers.ce_dataschema = frame.dataschema;

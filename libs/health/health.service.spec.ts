@@ -11,9 +11,19 @@ describe('HealthService', () => {
   const calls = { postgres: 0, kafka: 0, temporal: 0 };
   let postgresUp = true;
   const deps = {
-    db: { query: () => (calls.postgres++, postgresUp ? Promise.resolve([{ '?column?': 1 }]) : Promise.reject(new Error('connection refused'))) },
+    db: {
+      query: () => (
+        calls.postgres++,
+        postgresUp ? Promise.resolve([{ '?column?': 1 }]) : Promise.reject(new Error('connection refused'))
+      ),
+    },
     topics: { describeCluster: () => (calls.kafka++, Promise.resolve({ brokers: [{ nodeId: 1 }] })) },
-    temporal: { connection: { withDeadline: (_: number, f: () => Promise<unknown>) => f(), healthService: { check: () => (calls.temporal++, Promise.resolve({ status: 1 })) } } },
+    temporal: {
+      connection: {
+        withDeadline: (_: number, f: () => Promise<unknown>) => f(),
+        healthService: { check: () => (calls.temporal++, Promise.resolve({ status: 1 })) },
+      },
+    },
   } as unknown as Dependencies;
   const config = (env: Record<string, string> = {}) => loadConfig({ EVENTMESH_INSTANCE_ID: 'h1', ...env });
 
@@ -40,13 +50,18 @@ describe('HealthService', () => {
     postgresUp = false;
     const ready = await new HealthService(deps, config({ EVENTMESH_HEALTH_CHECK_CACHE_MS: '0' })).ready();
     expect(ready.status).toBe('down');
-    expect(ready.dependencies.postgres).toMatchObject({ status: 'down', error: expect.stringContaining('connection refused') as string });
+    expect(ready.dependencies.postgres).toMatchObject({
+      status: 'down',
+      error: expect.stringContaining('connection refused') as string,
+    });
     expect(ready.dependencies.kafka.status).toBe('up');
   });
 
   it('is not ready while a running dispatch loop has not completed a round within the stale limit', async () => {
     const loops = [{ lastRoundAt: Date.now() }, { lastRoundAt: Date.now() - 45_000 }];
-    const health = new HealthService(deps, config({ EVENTMESH_HEALTH_DISPATCH_STALE_MS: '30000' }), { loops: { values: () => loops } });
+    const health = new HealthService(deps, config({ EVENTMESH_HEALTH_DISPATCH_STALE_MS: '30000' }), {
+      loops: { values: () => loops },
+    });
     const stalled = await health.ready();
     expect(stalled.status).toBe('down');
     expect(stalled.delivery).toMatchObject({ status: 'stalled', loops: 2, staleAfterMs: 30000 });

@@ -120,7 +120,12 @@ export class HealthService {
   }
 
   live(): LivenessReport {
-    return { status: 'up', instance: this.config.instance.id, pid: process.pid, uptimeSeconds: Math.round((performance.now() - this.started) / 1000) };
+    return {
+      status: 'up',
+      instance: this.config.instance.id,
+      pid: process.pid,
+      uptimeSeconds: Math.round((performance.now() - this.started) / 1000),
+    };
   }
 
   async ready(): Promise<ReadinessReport> {
@@ -162,7 +167,12 @@ export class HealthService {
     const rounds = (this.options.loops?.values() ?? []).map((l) => l.lastRoundAt);
     if (rounds.length === 0) return { status: 'up', loops: 0, staleAfterMs };
     const lastRoundAgeMs = Math.max(0, Date.now() - Math.min(...rounds));
-    return { status: lastRoundAgeMs > staleAfterMs ? 'stalled' : 'up', loops: rounds.length, lastRoundAgeMs, staleAfterMs };
+    return {
+      status: lastRoundAgeMs > staleAfterMs ? 'stalled' : 'up',
+      loops: rounds.length,
+      lastRoundAgeMs,
+      staleAfterMs,
+    };
   }
 
   private async checkRound(): Promise<CheckRound> {

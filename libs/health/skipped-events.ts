@@ -13,7 +13,11 @@ const LISTED = 20;
  * `/health` is public: with `listSubscriptions` false (a gate is on, so tenants are told apart) the warning gives
  * the totals only, and each tenant reads its own subscriptions' ranges at GET /subscriptions/{id}/skipped-ranges.
  */
-export function skippedEventsFinding(store: SkippedRangeStore, windowMs: number, listSubscriptions = true): HealthFinding {
+export function skippedEventsFinding(
+  store: SkippedRangeStore,
+  windowMs: number,
+  listSubscriptions = true,
+): HealthFinding {
   return {
     unknownCode: 'SKIPPED_EVENTS_UNKNOWN',
     read: async () => {
@@ -23,7 +27,12 @@ export function skippedEventsFinding(store: SkippedRangeStore, windowMs: number,
   };
 }
 
-async function skippedEventsWarning(store: SkippedRangeStore, windowMs: number, listSubscriptions: boolean, now = Date.now()): Promise<HealthWarning | undefined> {
+async function skippedEventsWarning(
+  store: SkippedRangeStore,
+  windowMs: number,
+  listSubscriptions: boolean,
+  now = Date.now(),
+): Promise<HealthWarning | undefined> {
   const report = await store.recordedSince(new Date(now - windowMs), LISTED);
   if (report.subscriptions === 0) return undefined;
   const since = new Date(Math.min(...report.latest.map((s) => s.since.getTime())));

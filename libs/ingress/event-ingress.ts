@@ -36,7 +36,11 @@ export class EventIngress {
   ) {}
 
   /** `amend` may add attributes to each frame before it is written (request-reply sets its correlation id). */
-  async publish(topic: string | undefined, request: PublishRequest, amend?: (frame: EventFrame) => void): Promise<PublishResult[]> {
+  async publish(
+    topic: string | undefined,
+    request: PublishRequest,
+    amend?: (frame: EventFrame) => void,
+  ): Promise<PublishResult[]> {
     const target = topic ?? this.defaultTopic;
     // An A2A agent's request topic takes tasks only through the agent's A2A endpoints, never as published events.
     if (!this.topics.isServed(target) || isAgentTopic(target)) {
@@ -46,7 +50,9 @@ export class EventIngress {
     }
     const frames = toFrames(request, this.maxBatchEvents);
     if (amend) frames.forEach(amend);
-    const receipts = await this.tracing.publish(target, frames, request.trace, () => this.producer.publishAll(target, frames));
+    const receipts = await this.tracing.publish(target, frames, request.trace, () =>
+      this.producer.publishAll(target, frames),
+    );
     return receipts.map((receipt, i) => ({ id: frames[i].id, ...receipt }));
   }
 }

@@ -56,7 +56,9 @@ export interface ProducerDepth {
 const DEFAULT_MAX_BATCH_BYTES = 900 * 1024;
 
 function sizeOf(m: Message): number {
-  let n = (m.value ? Buffer.byteLength(m.value as Buffer | string) : 0) + (m.key ? Buffer.byteLength(m.key as Buffer | string) : 0);
+  let n =
+    (m.value ? Buffer.byteLength(m.value as Buffer | string) : 0) +
+    (m.key ? Buffer.byteLength(m.key as Buffer | string) : 0);
   const headers = m.headers;
   for (const k in headers) {
     const v = headers[k];
@@ -141,7 +143,11 @@ export class EventProducer {
    */
   async disconnect(): Promise<void> {
     clearTimeout(this.expiryTimer);
-    if (this.sending.size > 0) await Promise.race([Promise.allSettled(this.sending.values()), sleep(DISCONNECT_WAIT_MS, undefined, { ref: false })]);
+    if (this.sending.size > 0)
+      await Promise.race([
+        Promise.allSettled(this.sending.values()),
+        sleep(DISCONNECT_WAIT_MS, undefined, { ref: false }),
+      ]);
     await this.producer.disconnect();
   }
 
@@ -174,12 +180,21 @@ export class EventProducer {
       bytes += sizeOf(message);
     }
     // The shed check: an empty producer takes any publish (the config keeps the caps above one request).
-    if (this.heldEvents > 0 && (this.heldEvents + messages.length > this.options.maxHeldEvents || this.heldBytes + bytes > this.options.maxHeldBytes)) {
+    if (
+      this.heldEvents > 0 &&
+      (this.heldEvents + messages.length > this.options.maxHeldEvents ||
+        this.heldBytes + bytes > this.options.maxHeldBytes)
+    ) {
       this.depthStats.shed++;
       throw new EventMeshError(
         ErrorCode.Overloaded,
         `the gateway holds ${this.heldEvents} events (${this.heldBytes} bytes) for Kafka, its most; nothing was written, publish again later`,
-        { limit: 'producerQueue', heldEvents: this.heldEvents, heldBytes: this.heldBytes, retryAfterSeconds: this.options.retryAfterSeconds },
+        {
+          limit: 'producerQueue',
+          heldEvents: this.heldEvents,
+          heldBytes: this.heldBytes,
+          retryAfterSeconds: this.options.retryAfterSeconds,
+        },
         true,
       );
     }
@@ -188,7 +203,15 @@ export class EventProducer {
     if (this.heldEvents > this.depthStats.peakEvents) this.depthStats.peakEvents = this.heldEvents;
     if (this.heldBytes > this.depthStats.peakBytes) this.depthStats.peakBytes = this.heldBytes;
     return new Promise<PublishReceipt[]>((resolve, reject) => {
-      this.queue.push({ topic, messages, bytes, deadline: performance.now() + this.options.publishTimeoutMs, done: false, resolve, reject });
+      this.queue.push({
+        topic,
+        messages,
+        bytes,
+        deadline: performance.now() + this.options.publishTimeoutMs,
+        done: false,
+        resolve,
+        reject,
+      });
       this.queuedEvents += messages.length;
       this.schedule();
       this.expiryTimer ??= this.armExpiry();
@@ -202,7 +225,9 @@ export class EventProducer {
     try {
       return await Promise.race([
         this.topics.partitionsOf(topic),
-        new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms))),
+        new Promise<never>(
+          (_, reject) => (timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms)),
+        ),
       ]);
     } catch (e) {
       throw new EventMeshError(
@@ -321,7 +346,13 @@ export class EventProducer {
     this.stats.events += events;
     const metrics = this.options.metrics;
     const started = metrics ? performance.now() : 0;
-    const measured = (acked: boolean) => metrics?.produced(events, batch.reduce((n, u) => n + u.bytes, 0), (performance.now() - started) / 1000, acked);
+    const measured = (acked: boolean) =>
+      metrics?.produced(
+        events,
+        batch.reduce((n, u) => n + u.bytes, 0),
+        (performance.now() - started) / 1000,
+        acked,
+      );
     let metadata;
     try {
       metadata = await this.producer.sendBatch({
@@ -351,14 +382,13 @@ export class EventProducer {
       const late = unit.done;
       unit.done = true;
       try {
-        const receipts =
-          unit.messages.map((m) => {
-            const k = `${unit.topic}#${m.partition}`;
-            const offset = next.get(k);
-            if (offset === undefined) throw new Error(`no acknowledgement for partition ${m.partition} of ${unit.topic}`);
-            next.set(k, offset + 1);
-            return { topic: unit.topic, partition: m.partition, offset };
-          });
+        const receipts = unit.messages.map((m) => {
+          const k = `${unit.topic}#${m.partition}`;
+          const offset = next.get(k);
+          if (offset === undefined) throw new Error(`no acknowledgement for partition ${m.partition} of ${unit.topic}`);
+          next.set(k, offset + 1);
+          return { topic: unit.topic, partition: m.partition, offset };
+        });
         // Answered already (its deadline passed): the offsets still advance for the units after it.
         if (!late) unit.resolve(receipts);
       } catch (e) {

@@ -15,7 +15,14 @@ interface Encoded {
 interface Protocol {
   Record: (record: Record<string, unknown>) => Encoded;
   RecordBatch: (batch: Record<string, unknown>) => Promise<Encoded>;
-  Encoder: { new (): Encoded & { writeVarInt(v: number): Encoded; writeUVarInt(v: number): Encoded; writeVarIntBytes(v: unknown): Encoded }; prototype: object };
+  Encoder: {
+    new (): Encoded & {
+      writeVarInt(v: number): Encoded;
+      writeUVarInt(v: number): Encoded;
+      writeVarIntBytes(v: unknown): Encoded;
+    };
+    prototype: object;
+  };
 }
 const load = (): Protocol => ({
   Record: require('kafkajs/src/protocol/recordBatch/record/v0'),
@@ -43,7 +50,10 @@ const record = fc.record({
   key: fc.oneof(text, bytes(64), fc.constant(null)),
   // Up to 5 KiB: past the encoder's first buffer (512 bytes) and several growth steps.
   value: fc.oneof(bytes(5000), fc.string({ maxLength: 1500 }), fc.constant(null)),
-  headers: fc.dictionary(fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }), fc.oneof(text, bytes(300), fc.array(text, { maxLength: 3 }))),
+  headers: fc.dictionary(
+    fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }),
+    fc.oneof(text, bytes(300), fc.array(text, { maxLength: 3 })),
+  ),
   offsetDelta: fc.integer({ min: 0, max: 1 << 20 }),
   timestampDelta: fc.integer({ min: 0, max: 2 ** 40 }),
 });
@@ -69,7 +79,12 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
     await fc.assert(
       fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 12 }), async (records) => {
         const batch = (p: Protocol) =>
-          p.RecordBatch({ records: records.map((r, i) => p.Record({ ...r, offsetDelta: i })), firstTimestamp: 1764547200000, maxTimestamp: 1764547200000, lastOffsetDelta: records.length - 1 });
+          p.RecordBatch({
+            records: records.map((r, i) => p.Record({ ...r, offsetDelta: i })),
+            firstTimestamp: 1764547200000,
+            maxTimestamp: 1764547200000,
+            lastOffsetDelta: records.length - 1,
+          });
         expect((await batch(fast)).buffer.equals((await batch(pristine)).buffer)).toBe(true);
       }),
       { seed: 90071, numRuns: 100 },
@@ -96,10 +111,24 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
         process.stdout.write('\\n' + JSON.stringify({ installed, ours: require('kafkajs/src/protocol/recordBatch/crc32C') === crc32c, batch: batch.buffer.toString('base64') })));
     `;
     // The last line is the result (a warning may be logged before it).
-    return JSON.parse(execFileSync(process.execPath, ['-e', script], { cwd: path.join(__dirname, '../..'), encoding: 'utf8', timeout: 30000 }).split('\n').pop()!);
+    return JSON.parse(
+      execFileSync(process.execPath, ['-e', script], {
+        cwd: path.join(__dirname, '../..'),
+        encoding: 'utf8',
+        timeout: 30000,
+      })
+        .split('\n')
+        .pop()!,
+    );
   }
   const kafkajsBatch = async () =>
-    (await pristine.RecordBatch({ records: [pristine.Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })], firstTimestamp: 1, maxTimestamp: 1 })).buffer.toString('base64');
+    (
+      await pristine.RecordBatch({
+        records: [pristine.Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })],
+        firstTimestamp: 1,
+        maxTimestamp: 1,
+      })
+    ).buffer.toString('base64');
 
   it("puts its CRC32C in the place of kafkajs's in a Node process, and kafkajs's record batches carry it", async () => {
     const out = inNode(false);
@@ -132,18 +161,22 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
 
   it('writes every varint as kafkajs does', () => {
     fc.assert(
-      fc.property(fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }), fc.integer({ min: 0, max: 2 ** 32 - 1 }), (signed, unsigned) => {
-        const encode = (p: Protocol) => {
-          const e = new p.Encoder();
-          e.writeVarInt(signed);
-          e.writeUVarInt(unsigned);
-          // A first write past the initial buffer grows it mid-varint.
-          e.writeVarIntBytes(Buffer.alloc(509, 7));
-          e.writeUVarInt(unsigned);
-          return e.buffer;
-        };
-        expect(encode(fast).equals(encode(pristine))).toBe(true);
-      }),
+      fc.property(
+        fc.integer({ min: -(2 ** 31), max: 2 ** 31 - 1 }),
+        fc.integer({ min: 0, max: 2 ** 32 - 1 }),
+        (signed, unsigned) => {
+          const encode = (p: Protocol) => {
+            const e = new p.Encoder();
+            e.writeVarInt(signed);
+            e.writeUVarInt(unsigned);
+            // A first write past the initial buffer grows it mid-varint.
+            e.writeVarIntBytes(Buffer.alloc(509, 7));
+            e.writeUVarInt(unsigned);
+            return e.buffer;
+          };
+          expect(encode(fast).equals(encode(pristine))).toBe(true);
+        },
+      ),
       { seed: 90072, numRuns: 2000 },
     );
   });

@@ -42,7 +42,10 @@ export function isPinnedKafkajs(change: string): boolean {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const version = (require('kafkajs/package.json') as { version: string }).version;
   if (version === KAFKAJS_VERSION) return true;
-  createLogger('kafka').warn({ version, expected: KAFKAJS_VERSION }, `kafkajs is not the release ${change} was written for; it is left as it is`);
+  createLogger('kafka').warn(
+    { version, expected: KAFKAJS_VERSION },
+    `kafkajs is not the release ${change} was written for; it is left as it is`,
+  );
   return false;
 }
 
@@ -99,7 +102,8 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
     return this;
   };
   installed = { encoder: true, crc32c: installChecksum() };
-  if (!installed.crc32c) createLogger('kafka').warn('kafkajs had loaded its record batch encoder already; it keeps its own CRC32C');
+  if (!installed.crc32c)
+    createLogger('kafka').warn('kafkajs had loaded its record batch encoder already; it keeps its own CRC32C');
   return installed;
 }
 

@@ -18,7 +18,14 @@ describe('kafkajs request queue fix', () => {
   beforeAll(() => expect(installIdleRequestQueueFix()).toBe(true));
 
   const queueOf = () => {
-    const queue = new RequestQueue({ maxInFlightRequests: 1, requestTimeout: 30_000, enforceRequestTimeout: false, clientId: 'spec', broker: 'b:9092', logger: silent });
+    const queue = new RequestQueue({
+      maxInFlightRequests: 1,
+      requestTimeout: 30_000,
+      enforceRequestTimeout: false,
+      clientId: 'spec',
+      broker: 'b:9092',
+      logger: silent,
+    });
     const sent: number[] = [];
     let checks = 0;
     const check = queue.checkPendingRequests.bind(queue);
@@ -28,11 +35,19 @@ describe('kafkajs request queue fix', () => {
     };
     const push = (correlationId: number) =>
       queue.push({
-        entry: { correlationId, apiKey: 1, apiName: 'Fetch', apiVersion: 11, resolve: () => undefined, reject: () => undefined },
+        entry: {
+          correlationId,
+          apiKey: 1,
+          apiName: 'Fetch',
+          apiVersion: 11,
+          resolve: () => undefined,
+          reject: () => undefined,
+        },
         expectResponse: true,
         sendRequest: () => sent.push(correlationId),
       });
-    const answer = (correlationId: number) => queue.fulfillRequest({ correlationId, payload: Buffer.alloc(0), size: 0 });
+    const answer = (correlationId: number) =>
+      queue.fulfillRequest({ correlationId, payload: Buffer.alloc(0), size: 0 });
     return { queue, sent, push, answer, checks: () => checks };
   };
 

@@ -33,7 +33,9 @@ export function installIdleRequestQueueFix(): boolean {
   if (!isPinnedKafkajs('the request queue fix')) return (installed = false);
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const RequestQueue = require('kafkajs/src/network/requestQueue') as { prototype: KafkajsRequestQueue };
-  RequestQueue.prototype.scheduleCheckPendingRequests = function scheduleCheckPendingRequests(this: KafkajsRequestQueue): void {
+  RequestQueue.prototype.scheduleCheckPendingRequests = function scheduleCheckPendingRequests(
+    this: KafkajsRequestQueue,
+  ): void {
     if (this.throttleCheckTimeoutId) return;
     const untilUnthrottled = this.throttledUntil - Date.now();
     let delay: number;

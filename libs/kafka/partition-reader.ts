@@ -142,7 +142,14 @@ export class PartitionReader {
         out.push(...(await this.fetchAll([p], { ...options, maxWaitMs: 0 })));
       } catch (e) {
         if ((e as { type?: string }).type !== 'OFFSET_OUT_OF_RANGE') throw e;
-        out.push({ topic: p.topic, partition: p.partition, fetchOffset: p.offset, records: [], highWatermark: -1, outOfRange: true });
+        out.push({
+          topic: p.topic,
+          partition: p.partition,
+          fetchOffset: p.offset,
+          records: [],
+          highWatermark: -1,
+          outOfRange: true,
+        });
       }
     }
     return out;
@@ -152,7 +159,10 @@ export class PartitionReader {
     const byLeader = new Map<string, PartitionPosition[]>();
     let unknown = 0;
     for (const [topic, list] of groupBy(positions, (p) => p.topic)) {
-      const leaders = this.cluster.findLeaderForPartitions(topic, list.map((p) => p.partition));
+      const leaders = this.cluster.findLeaderForPartitions(
+        topic,
+        list.map((p) => p.partition),
+      );
       unknown += list.length - Object.values(leaders).reduce((n, ps) => n + ps.length, 0);
       for (const [nodeId, partitions] of Object.entries(leaders)) {
         const entries = byLeader.get(nodeId) ?? [];
@@ -168,7 +178,11 @@ export class PartitionReader {
     return results.flat();
   }
 
-  private async fetchFromLeader(nodeId: string, list: PartitionPosition[], options: FetchOptions): Promise<FetchedPartition[]> {
+  private async fetchFromLeader(
+    nodeId: string,
+    list: PartitionPosition[],
+    options: FetchOptions,
+  ): Promise<FetchedPartition[]> {
     const broker = await this.cluster.findBroker({ nodeId });
     const maxBytes = options.maxBytesPerPartition ?? 1024 * 1024;
     const wanted = new Map(list.map((p) => [`${p.topic}#${p.partition}`, p.offset]));
@@ -192,7 +206,13 @@ export class PartitionReader {
           if (offset < fetchOffset || m.isControlRecord) continue;
           records.push({ offset, key: m.key, value: m.value, headers: m.headers, timestamp: Number(m.timestamp) });
         }
-        return { topic: topicName, partition: data.partition, fetchOffset, records, highWatermark: Number(data.highWatermark) };
+        return {
+          topic: topicName,
+          partition: data.partition,
+          fetchOffset,
+          records,
+          highWatermark: Number(data.highWatermark),
+        };
       }),
     );
   }

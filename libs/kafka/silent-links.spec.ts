@@ -49,7 +49,7 @@ describe('dropWhenSilent', () => {
     expect(drops).toBe(0);
   });
 
-  it('counts the silence from the first request after the last answer, not from the connection\'s start', () => {
+  it("counts the silence from the first request after the last answer, not from the connection's start", () => {
     socket.bytesWritten = 10;
     jest.advanceTimersByTime(SILENCE_MS / 2);
     socket.bytesRead = 10;

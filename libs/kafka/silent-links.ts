@@ -26,7 +26,12 @@ export function socketFactoryDroppingSilentLinks(silenceMs: number): ISocketFact
       ? tls.connect({ host, port, ...(net.isIP(host) ? {} : { servername: host }), ...ssl }, onConnect)
       : net.connect({ host, port }, onConnect);
     socket.setKeepAlive(true, KEEP_ALIVE_DELAY_MS);
-    dropWhenSilent(socket, silenceMs, () => log.warn({ broker: `${host}:${port}`, silenceMs }, 'no answer on a Kafka connection since a request was written to it; dropping it'));
+    dropWhenSilent(socket, silenceMs, () =>
+      log.warn(
+        { broker: `${host}:${port}`, silenceMs },
+        'no answer on a Kafka connection since a request was written to it; dropping it',
+      ),
+    );
     return socket;
   };
 }
@@ -40,22 +45,27 @@ export function dropWhenSilent(socket: net.Socket, silenceMs: number, onDrop: ()
   let writtenAtRead = 0;
   /** Since when something written waits for its first byte back (0: nothing waits). */
   let waitingSince = 0;
-  const check = setInterval(() => {
-    if (socket.bytesRead !== read) {
-      read = socket.bytesRead;
-      writtenAtRead = socket.bytesWritten;
-      waitingSince = 0;
-      return;
-    }
-    if (socket.bytesWritten === writtenAtRead) return;
-    const now = Date.now();
-    if (waitingSince === 0) waitingSince = now;
-    else if (now - waitingSince >= silenceMs) {
-      clearInterval(check);
-      onDrop();
-      socket.destroy(new Error(`no answer within ${silenceMs} ms on a connection a request was written to; dropped as silent`));
-    }
-  }, Math.max(10, Math.floor(silenceMs / 8)));
+  const check = setInterval(
+    () => {
+      if (socket.bytesRead !== read) {
+        read = socket.bytesRead;
+        writtenAtRead = socket.bytesWritten;
+        waitingSince = 0;
+        return;
+      }
+      if (socket.bytesWritten === writtenAtRead) return;
+      const now = Date.now();
+      if (waitingSince === 0) waitingSince = now;
+      else if (now - waitingSince >= silenceMs) {
+        clearInterval(check);
+        onDrop();
+        socket.destroy(
+          new Error(`no answer within ${silenceMs} ms on a connection a request was written to; dropped as silent`),
+        );
+      }
+    },
+    Math.max(10, Math.floor(silenceMs / 8)),
+  );
   check.unref();
   socket.once('close', () => clearInterval(check));
 }

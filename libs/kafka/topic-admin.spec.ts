@@ -9,12 +9,22 @@ import { TopicAdmin } from './topic-admin';
  * metadata already lists them. The admin here answers as the real one did then.
  */
 describe('TopicAdmin', () => {
-  const leaderless = () => Promise.reject(new KafkaJSProtocolError('This server is not the leader for that topic-partition'));
+  const leaderless = () =>
+    Promise.reject(new KafkaJSProtocolError('This server is not the leader for that topic-partition'));
   const admin = {
     createTopics: jest.fn(async () => true),
     fetchTopicOffsets: jest.fn(leaderless),
     fetchTopicMetadata: jest.fn(async ({ topics }: { topics: string[] }) => ({
-      topics: topics.map((name) => ({ name, partitions: [2, 0, 1].map((partitionId) => ({ partitionId, leader: -1, partitionErrorCode: 5, replicas: [1], isr: [] as number[] })) })),
+      topics: topics.map((name) => ({
+        name,
+        partitions: [2, 0, 1].map((partitionId) => ({
+          partitionId,
+          leader: -1,
+          partitionErrorCode: 5,
+          replicas: [1],
+          isr: [] as number[],
+        })),
+      })),
     })),
   };
   const kafka = { admin: () => admin as unknown as Admin } as unknown as Kafka;
@@ -30,10 +40,28 @@ describe('TopicAdmin', () => {
     admin.fetchTopicMetadata.mockClear();
     // Leaderless on the first read, led on the next (createTopicsAndWait waits), then as the cluster has it.
     admin.fetchTopicMetadata.mockImplementationOnce(async ({ topics }: { topics: string[] }) => ({
-      topics: topics.map((name) => ({ name, partitions: [0, 1].map((partitionId) => ({ partitionId, leader: -1, partitionErrorCode: 5, replicas: [1], isr: [] as number[] })) })),
+      topics: topics.map((name) => ({
+        name,
+        partitions: [0, 1].map((partitionId) => ({
+          partitionId,
+          leader: -1,
+          partitionErrorCode: 5,
+          replicas: [1],
+          isr: [] as number[],
+        })),
+      })),
     }));
     admin.fetchTopicMetadata.mockImplementation(async ({ topics }: { topics: string[] }) => ({
-      topics: topics.map((name) => ({ name, partitions: [1, 0].map((partitionId) => ({ partitionId, leader: 1, partitionErrorCode: 0, replicas: [1], isr: [1] })) })),
+      topics: topics.map((name) => ({
+        name,
+        partitions: [1, 0].map((partitionId) => ({
+          partitionId,
+          leader: 1,
+          partitionErrorCode: 0,
+          replicas: [1],
+          isr: [1],
+        })),
+      })),
     }));
     // Led, the partitions' offsets can be read (createTopicsAndWait reads them before answering).
     admin.fetchTopicOffsets.mockImplementationOnce(async () => [] as never);

@@ -34,14 +34,21 @@ export class TopicAdmin {
     if (missing.length > 0) {
       await createTopicsAndWait(
         this.admin,
-        missing.map((topic) => ({ topic, numPartitions: this.config.topicPartitions, replicationFactor: this.config.replicationFactor })),
+        missing.map((topic) => ({
+          topic,
+          numPartitions: this.config.topicPartitions,
+          replicationFactor: this.config.replicationFactor,
+        })),
       );
       this.log.info({ topics: missing, partitions: this.config.topicPartitions }, 'created topics');
     }
     // Known before the first publish, which then never waits for them (knownPartitionsOf).
     for (const topic of this.config.topics) {
       await this.partitionsOf(topic).catch((e: Error) =>
-        this.log.warn({ topic, error: e.message }, 'could not read the partitions of the topic yet; the first publish reads them'),
+        this.log.warn(
+          { topic, error: e.message },
+          'could not read the partitions of the topic yet; the first publish reads them',
+        ),
       );
     }
     return missing;
@@ -52,7 +59,9 @@ export class TopicAdmin {
    * the configured partitions and replication; `created` says whether this call created it.
    */
   async ensureTopic(topic: string): Promise<{ created: boolean }> {
-    const created = await createTopicsAndWait(this.admin, [{ topic, numPartitions: this.config.topicPartitions, replicationFactor: this.config.replicationFactor }]);
+    const created = await createTopicsAndWait(this.admin, [
+      { topic, numPartitions: this.config.topicPartitions, replicationFactor: this.config.replicationFactor },
+    ]);
     if (created) this.log.info({ topic, partitions: this.config.topicPartitions }, 'created topic');
     await this.readPartitions(topic);
     return { created };
@@ -78,7 +87,10 @@ export class TopicAdmin {
     const cached = this.partitionCache.get(topic);
     if (cached && Date.now() - cached.at >= TopicAdmin.PARTITIONS_TTL_MS && !this.refreshing.has(topic)) {
       this.readPartitions(topic).catch((e: Error) =>
-        this.log.warn({ topic, error: e.message }, 'could not refresh the partitions of the topic; the last list stays in use'),
+        this.log.warn(
+          { topic, error: e.message },
+          'could not refresh the partitions of the topic; the last list stays in use',
+        ),
       );
     }
     return cached?.partitions;
@@ -97,7 +109,9 @@ export class TopicAdmin {
       reading = this.admin
         .fetchTopicMetadata({ topics: [topic] })
         .then(({ topics }) => {
-          const partitions = (topics.find((t) => t.name === topic)?.partitions ?? []).map((p) => p.partitionId).sort((a, b) => a - b);
+          const partitions = (topics.find((t) => t.name === topic)?.partitions ?? [])
+            .map((p) => p.partitionId)
+            .sort((a, b) => a - b);
           if (partitions.length === 0) throw new Error(`the cluster's metadata lists no partition of topic ${topic}`);
           this.partitionCache.set(topic, { partitions, at: Date.now() });
           return partitions;

@@ -9,10 +9,17 @@ import { createTopicsAndWait } from './topic-creation';
  */
 describe('createTopicsAndWait', () => {
   const protocolError = (type: string, message: string) => Object.assign(new KafkaJSProtocolError(message), { type });
-  const unknownTopic = () => protocolError('UNKNOWN_TOPIC_OR_PARTITION', 'This server does not host this topic-partition');
+  const unknownTopic = () =>
+    protocolError('UNKNOWN_TOPIC_OR_PARTITION', 'This server does not host this topic-partition');
   const partitionsOf = (name: string, leader: number) => ({
     name,
-    partitions: [0, 1].map((partitionId) => ({ partitionId, leader, partitionErrorCode: leader < 0 ? 5 : 0, replicas: [1], isr: leader < 0 ? [] : [1] })),
+    partitions: [0, 1].map((partitionId) => ({
+      partitionId,
+      leader,
+      partitionErrorCode: leader < 0 ? 5 : 0,
+      replicas: [1],
+      isr: leader < 0 ? [] : [1],
+    })),
   });
 
   function adminAnswering(...answers: Array<() => unknown>) {
@@ -37,12 +44,17 @@ describe('createTopicsAndWait', () => {
     );
     await expect(createTopicsAndWait(admin, [{ topic: 't', numPartitions: 2 }], { pollMs: 1 })).resolves.toBe(true);
     expect(admin.fetchTopicMetadata).toHaveBeenCalledTimes(4);
-    expect(admin.createTopics).toHaveBeenCalledWith({ waitForLeaders: false, topics: [{ topic: 't', numPartitions: 2 }] });
+    expect(admin.createTopics).toHaveBeenCalledWith({
+      waitForLeaders: false,
+      topics: [{ topic: 't', numPartitions: 2 }],
+    });
   });
 
   it('waits until the offsets can be read, through a broker not yet leading what the metadata says it leads', async () => {
     const admin = adminAnswering(() => ({ topics: [partitionsOf('t', 1)] }));
-    admin.fetchTopicOffsets.mockRejectedValueOnce(protocolError('NOT_LEADER_FOR_PARTITION', 'This server is not the leader for that topic-partition'));
+    admin.fetchTopicOffsets.mockRejectedValueOnce(
+      protocolError('NOT_LEADER_FOR_PARTITION', 'This server is not the leader for that topic-partition'),
+    );
     await expect(createTopicsAndWait(admin, [{ topic: 't' }], { pollMs: 1 })).resolves.toBe(true);
     expect(admin.fetchTopicOffsets).toHaveBeenCalledTimes(2);
   });
@@ -55,7 +67,9 @@ describe('createTopicsAndWait', () => {
   });
 
   it('passes on an error that does not mean "not yet"', async () => {
-    const admin = adminAnswering(() => Promise.reject(protocolError('TOPIC_AUTHORIZATION_FAILED', 'Not authorized to access topics')));
+    const admin = adminAnswering(() =>
+      Promise.reject(protocolError('TOPIC_AUTHORIZATION_FAILED', 'Not authorized to access topics')),
+    );
     await expect(createTopicsAndWait(admin, [{ topic: 't' }], { pollMs: 1 })).rejects.toThrow('Not authorized');
     expect(admin.fetchTopicMetadata).toHaveBeenCalledTimes(1);
   });

@@ -18,7 +18,11 @@ export interface TopicCreationOptions {
  * with a broker just started); and a broker may answer NOT_LEADER_FOR_PARTITION to a ListOffsets for a partition
  * the metadata already shows it leading. Here these mean "not yet", up to `timeoutMs`.
  */
-export async function createTopicsAndWait(admin: Admin, topics: ITopicConfig[], options: TopicCreationOptions = {}): Promise<boolean> {
+export async function createTopicsAndWait(
+  admin: Admin,
+  topics: ITopicConfig[],
+  options: TopicCreationOptions = {},
+): Promise<boolean> {
   const { timeoutMs = 10_000, pollMs = 100 } = options;
   const created = await admin.createTopics({ waitForLeaders: false, topics });
   const names = topics.map((t) => t.topic);
@@ -45,14 +49,19 @@ export async function createTopicsAndWait(admin: Admin, topics: ITopicConfig[], 
       if (!type || !NOT_YET.has(type)) throw e;
       waitingFor = `${waitingFor} (${type})`;
     }
-    if (Date.now() + pollMs > deadline) throw new Error(`created topics ${names.join(', ')}, but waited ${timeoutMs} ms for ${waitingFor}`);
+    if (Date.now() + pollMs > deadline)
+      throw new Error(`created topics ${names.join(', ')}, but waited ${timeoutMs} ms for ${waitingFor}`);
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 }
 
 /** A kafkajs protocol error's type, also when kafkajs wrapped it after its retries. */
 function errorTypeOf(e: unknown): string | undefined {
-  for (let error = e as { type?: string; cause?: unknown } | undefined, depth = 0; error && depth < 4; error = error.cause as typeof error, depth++) {
+  for (
+    let error = e as { type?: string; cause?: unknown } | undefined, depth = 0;
+    error && depth < 4;
+    error = error.cause as typeof error, depth++
+  ) {
     if (typeof error.type === 'string') return error.type;
   }
   return undefined;

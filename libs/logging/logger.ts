@@ -28,7 +28,10 @@ interface LineOutput {
 let lines: LineOutput = process.stdout;
 
 /** `auto`: pretty when standard output is a terminal (`npm start` in a shell), JSON otherwise (a pipe, a file, a container log). */
-export function resolveLogFormat(format: 'json' | 'pretty' | 'auto', isTerminal = process.stdout.isTTY === true): 'json' | 'pretty' {
+export function resolveLogFormat(
+  format: 'json' | 'pretty' | 'auto',
+  isTerminal = process.stdout.isTTY === true,
+): 'json' | 'pretty' {
   return format === 'auto' ? (isTerminal ? 'pretty' : 'json') : format;
 }
 
@@ -55,7 +58,12 @@ export function prettyLines(out: LineOutput = process.stdout, colorize?: boolean
  * an audit is not a diagnostic. Only tests turn it down. `format`: EVENTMESH_LOG_FORMAT; every line of the process
  * (logs, audit and access lines) is written in it.
  */
-export function configureLogging(level: string, base: Record<string, unknown> = {}, audit = 'info', format: 'json' | 'pretty' | 'auto' = 'json'): Logger {
+export function configureLogging(
+  level: string,
+  base: Record<string, unknown> = {},
+  audit = 'info',
+  format: 'json' | 'pretty' | 'auto' = 'json',
+): Logger {
   const pretty = resolveLogFormat(format) === 'pretty';
   lines = pretty ? prettyLines() : process.stdout;
   const options = { level, base, timestamp: pino.stdTimeFunctions.isoTime, serializers };
@@ -140,13 +148,16 @@ export interface AuditLog {
  */
 export function createAuditLog(): AuditLog {
   const lines = sharedLines();
-  const enabled = pino.levels.values[auditLevel] !== undefined && pino.levels.values[auditLevel] <= pino.levels.values.info;
+  const enabled =
+    pino.levels.values[auditLevel] !== undefined && pino.levels.values[auditLevel] <= pino.levels.values.info;
   const base = rootBaseJson();
   return {
     enabled,
     write(time, recordJson) {
       if (!enabled) return;
-      lines.write(`{"level":30,"time":${JSON.stringify(time)},${base}"logger":"Audit","audit":${recordJson},"msg":"gate decision"}\n`);
+      lines.write(
+        `{"level":30,"time":${JSON.stringify(time)},${base}"logger":"Audit","audit":${recordJson},"msg":"gate decision"}\n`,
+      );
     },
     flush: () => lines.flush(),
   };

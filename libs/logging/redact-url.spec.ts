@@ -4,7 +4,10 @@ import { redactUrl } from './redact-url';
 describe('redactUrl', () => {
   it.each([
     ['http://user:s3cr3t@hooks.example.test/x', 'http://hooks.example.test/x'],
-    ['https://hooks.example.test/x?token=s3cr3t&region=eu', 'https://hooks.example.test/x?token=REDACTED&region=REDACTED'],
+    [
+      'https://hooks.example.test/x?token=s3cr3t&region=eu',
+      'https://hooks.example.test/x?token=REDACTED&region=REDACTED',
+    ],
     ['https://u@hooks.example.test:8443/x?token=s3cr3t#frag', 'https://hooks.example.test:8443/x?token=REDACTED'],
     ['http://hooks.example.test/x', 'http://hooks.example.test/x'],
     ['not a url s3cr3t', '(not a URL)'],
@@ -27,7 +30,10 @@ describe('the loggers', () => {
     });
     // The pretty format writes through process.stdout.write, synchronously: what a line says can be read here.
     configureLogging('info', {}, 'silent', 'pretty');
-    createLogger('SubscriptionService').info({ subscription: 's-1', sink: 'https://user:pw-s3cr3t@hooks.example.test/in?token=tok-s3cr3t' }, 'subscription created');
+    createLogger('SubscriptionService').info(
+      { subscription: 's-1', sink: 'https://user:pw-s3cr3t@hooks.example.test/in?token=tok-s3cr3t' },
+      'subscription created',
+    );
     const line = written.join('');
     expect(line).toContain('https://hooks.example.test/in?token=REDACTED');
     expect(line).not.toMatch(/s3cr3t|user/);

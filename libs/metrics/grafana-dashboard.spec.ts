@@ -9,7 +9,9 @@ interface Panel {
   targets?: { expr: string }[];
 }
 
-const dashboard = JSON.parse(readFileSync(path.resolve(__dirname, '../../docs/grafana-dashboard.json'), 'utf8')) as { panels: Panel[] };
+const dashboard = JSON.parse(readFileSync(path.resolve(__dirname, '../../docs/grafana-dashboard.json'), 'utf8')) as {
+  panels: Panel[];
+};
 const queries = dashboard.panels.flatMap((p) => (p.targets ?? []).map((t) => ({ panel: p.title, expr: t.expr })));
 
 /**
@@ -26,7 +28,9 @@ describe('the Grafana dashboard', () => {
 
   it('has queries, and every panel has one', () => {
     expect(queries.length).toBeGreaterThan(30);
-    expect(dashboard.panels.filter((p) => p.type !== 'row' && (p.targets ?? []).length === 0).map((p) => p.title)).toEqual([]);
+    expect(
+      dashboard.panels.filter((p) => p.type !== 'row' && (p.targets ?? []).length === 0).map((p) => p.title),
+    ).toEqual([]);
   });
 
   it.each(queries.map((q) => [q.panel, q.expr]))('%s: %s names only exported series', (_, expr) => {
@@ -37,7 +41,11 @@ describe('the Grafana dashboard', () => {
   });
 
   it('reads what the expressions name, and refuses what is not PromQL', () => {
-    expect(metricNamesOf('histogram_quantile(0.99, sum by (le, transport) (rate(a_bucket{x="1"}[5m]))) / on (instance) group_left b')).toEqual(['a_bucket', 'b']);
+    expect(
+      metricNamesOf(
+        'histogram_quantile(0.99, sum by (le, transport) (rate(a_bucket{x="1"}[5m]))) / on (instance) group_left b',
+      ),
+    ).toEqual(['a_bucket', 'b']);
     expect(() => metricNamesOf('sum(rate(a[5m])')).toThrow(/unbalanced/);
     expect(() => metricNamesOf('rates(a[5m])')).toThrow(/unknown function rates/);
     expect(() => metricNamesOf('a{x=1}')).toThrow(/bad label matchers/);

@@ -19,8 +19,16 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
       labelNames: ['outcome'] as const,
       registers,
     }),
-    publishEvents: new Counter({ name: 'eventmesh_publish_events_total', help: 'Events accepted (written to Kafka and acknowledged).', registers }),
-    publishBytes: new Counter({ name: 'eventmesh_publish_bytes_total', help: 'Request body bytes of accepted publishes.', registers }),
+    publishEvents: new Counter({
+      name: 'eventmesh_publish_events_total',
+      help: 'Events accepted (written to Kafka and acknowledged).',
+      registers,
+    }),
+    publishBytes: new Counter({
+      name: 'eventmesh_publish_bytes_total',
+      help: 'Request body bytes of accepted publishes.',
+      registers,
+    }),
     publishDuration: new Histogram({
       name: 'eventmesh_publish_duration_seconds',
       help: 'Publish request duration, from the request to its answer; result: accepted, refused (4xx) or failed (5xx).',
@@ -48,7 +56,11 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
       buckets: [1, 5, 10, 25, 50, 100, 250, 500, 1000, 5000],
       registers,
     }),
-    produceBytes: new Counter({ name: 'eventmesh_kafka_produce_bytes_total', help: 'Record bytes (keys, values, headers) sent in produce requests.', registers }),
+    produceBytes: new Counter({
+      name: 'eventmesh_kafka_produce_bytes_total',
+      help: 'Record bytes (keys, values, headers) sent in produce requests.',
+      registers,
+    }),
     producerHeldEvents: new Gauge({
       name: 'eventmesh_kafka_producer_held_events',
       help: 'Events the producer holds (queued, or in a produce request not yet finished); publishes past EVENTMESH_KAFKA_PRODUCE_QUEUE_MAX_EVENTS are shed.',
@@ -112,14 +124,26 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     }),
     publishToAck: new Histogram({
       name: 'eventmesh_delivery_publish_to_ack_seconds',
-      help: 'From the event\'s Kafka record time to its sink\'s acknowledgement, for deliveries acknowledged in their lane (parked deliveries are not timed).',
+      help: "From the event's Kafka record time to its sink's acknowledgement, for deliveries acknowledged in their lane (parked deliveries are not timed).",
       labelNames: ['transport'] as const,
       buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
       registers,
     }),
-    deliveryParked: new Counter({ name: 'eventmesh_delivery_parked_total', help: 'Failing deliveries moved to the retry table.', registers }),
-    deliveryDeadLettered: new Counter({ name: 'eventmesh_delivery_dead_lettered_total', help: 'Deliveries moved to the dead-letter queue (attempts exhausted, rejected, or not a CloudEvent).', registers }),
-    breakerOpenings: new Counter({ name: 'eventmesh_delivery_circuit_openings_total', help: 'Times a subscription\'s circuit breaker opened (from closed, or again after a failed probe).', registers }),
+    deliveryParked: new Counter({
+      name: 'eventmesh_delivery_parked_total',
+      help: 'Failing deliveries moved to the retry table.',
+      registers,
+    }),
+    deliveryDeadLettered: new Counter({
+      name: 'eventmesh_delivery_dead_lettered_total',
+      help: 'Deliveries moved to the dead-letter queue (attempts exhausted, rejected, or not a CloudEvent).',
+      registers,
+    }),
+    breakerOpenings: new Counter({
+      name: 'eventmesh_delivery_circuit_openings_total',
+      help: "Times a subscription's circuit breaker opened (from closed, or again after a failed probe).",
+      registers,
+    }),
     lag: new Gauge({
       name: 'eventmesh_delivery_lag_events',
       help: 'Events in Kafka a subscription has not settled yet, per partition, for the lanes this instance dispatches now.',
@@ -128,19 +152,21 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
       collect() {
         this.reset();
         for (const loop of sources.loops?.values() ?? []) {
-          for (const l of loop.laneLags()) this.set({ subscription: l.subscriptionId, topic: l.topic, partition: String(l.partition) }, l.lag);
+          for (const l of loop.laneLags())
+            this.set({ subscription: l.subscriptionId, topic: l.topic, partition: String(l.partition) }, l.lag);
         }
       },
     }),
     circuitState: new Gauge({
       name: 'eventmesh_delivery_circuit_state',
-      help: 'The circuit breaker of each subscription\'s sink this instance dispatches: 0 closed, 1 half-open, 2 open.',
+      help: "The circuit breaker of each subscription's sink this instance dispatches: 0 closed, 1 half-open, 2 open.",
       labelNames: ['subscription'] as const,
       registers,
       collect() {
         this.reset();
         for (const loop of sources.loops?.values() ?? []) {
-          for (const b of loop.breakerStates()) this.set({ subscription: b.subscriptionId }, b.state === 'OPEN' ? 2 : b.state === 'HALF_OPEN' ? 1 : 0);
+          for (const b of loop.breakerStates())
+            this.set({ subscription: b.subscriptionId }, b.state === 'OPEN' ? 2 : b.state === 'HALF_OPEN' ? 1 : 0);
         }
       },
     }),
@@ -192,14 +218,15 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     // Ownership (epoch fences, PARTITION_OWNED_PULL leases, LOCAL_STICKY_PULL orphan takeover).
     partitionEpoch: new Gauge({
       name: 'eventmesh_ownership_partition_epoch',
-      help: 'PARTITION_OWNED_PULL: each partition\'s lease epoch (it grows by one at every claim: a change is a takeover); owned: whether an owner holds it.',
+      help: "PARTITION_OWNED_PULL: each partition's lease epoch (it grows by one at every claim: a change is a takeover); owned: whether an owner holds it.",
       labelNames: ['topic', 'partition', 'owned'] as const,
       registers,
       async collect() {
         const counts = await sources.storedCounts?.();
         if (!counts) return;
         this.reset();
-        for (const p of counts.partitions) this.set({ topic: p.topic, partition: String(p.partition), owned: String(p.owned) }, p.epoch);
+        for (const p of counts.partitions)
+          this.set({ topic: p.topic, partition: String(p.partition), owned: String(p.owned) }, p.epoch);
       },
     }),
     rejectedWrites: new Counter({
@@ -216,7 +243,7 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     }),
     postgresPoolLeaks: new Counter({
       name: 'eventmesh_postgres_pool_leaks_total',
-      help: 'Postgres connections held out of the pool past EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS (each logged with its acquirer\'s stack); 0 while leak detection is off.',
+      help: "Postgres connections held out of the pool past EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS (each logged with its acquirer's stack); 0 while leak detection is off.",
       registers,
       collect() {
         const pool = sources.postgresPool?.();
@@ -233,7 +260,7 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     }),
     membershipConfirmed: new Gauge({
       name: 'eventmesh_ownership_membership_confirmed',
-      help: 'PARTITION_OWNED_PULL: 1 while Temporal confirmed this instance\'s membership within half a lease TTL (its partition loops may work).',
+      help: "PARTITION_OWNED_PULL: 1 while Temporal confirmed this instance's membership within half a lease TTL (its partition loops may work).",
       registers,
       collect() {
         const agent = sources.ownership?.();
@@ -251,7 +278,7 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     }),
     orphans: new Gauge({
       name: 'eventmesh_ownership_orphaned_subscriptions',
-      help: 'LOCAL_STICKY_PULL: orphaned subscriptions (their instance\'s dispatch run unrenewed past the grace) seen in the last round.',
+      help: "LOCAL_STICKY_PULL: orphaned subscriptions (their instance's dispatch run unrenewed past the grace) seen in the last round.",
       registers,
       collect() {
         const orphans = sources.orphans?.();
@@ -288,14 +315,15 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     }),
     gateErrors: new Counter({
       name: 'eventmesh_gate_filter_errors_total',
-      help: 'Gate filters that could not decide (failed closed or skipped, as the gate\'s fail-closed setting says).',
+      help: "Gate filters that could not decide (failed closed or skipped, as the gate's fail-closed setting says).",
       labelNames: ['gate', 'filter'] as const,
       registers,
       collect() {
         const gates = sources.gates?.();
         if (!gates) return;
         this.reset();
-        for (const [gate, stats] of Object.entries(gates)) for (const [filter, n] of Object.entries(stats.errors)) this.inc({ gate, filter }, n);
+        for (const [gate, stats] of Object.entries(gates))
+          for (const [filter, n] of Object.entries(stats.errors)) this.inc({ gate, filter }, n);
       },
     }),
     auditRecords: new Counter({
@@ -307,12 +335,13 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
         const audit = auditOf(sources);
         if (!audit) return;
         this.reset();
-        for (const outcome of ['written', 'failed', 'dropped'] as const) this.inc({ sink: audit.sink, outcome }, audit[outcome]);
+        for (const outcome of ['written', 'failed', 'dropped'] as const)
+          this.inc({ sink: audit.sink, outcome }, audit[outcome]);
       },
     }),
     auditDegraded: new Gauge({
       name: 'eventmesh_audit_degraded',
-      help: '1 while the audit sink\'s last write failed (records are being lost; /health says why), 0 once a write succeeds again.',
+      help: "1 while the audit sink's last write failed (records are being lost; /health says why), 0 once a write succeeds again.",
       registers,
       collect() {
         const audit = auditOf(sources);
@@ -355,7 +384,7 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
     // The metrics themselves.
     scrapeErrors: new Counter({
       name: 'eventmesh_metrics_source_errors_total',
-      help: 'Reads of a source that failed: postgres (the stored counts, which keep their last values) or temporal (the Temporal core\'s exporter, whose series are left out of that scrape).',
+      help: "Reads of a source that failed: postgres (the stored counts, which keep their last values) or temporal (the Temporal core's exporter, whose series are left out of that scrape).",
       labelNames: ['source'] as const,
       registers,
     }),
@@ -374,7 +403,12 @@ function auditOf(sources: MetricSources) {
   return gates?.ingress.audit ?? gates?.admin.audit;
 }
 
-function setCounter<L extends string>(counter: Counter<L>, total: number, labels?: Partial<Record<L, string>>, reset = true): void {
+function setCounter<L extends string>(
+  counter: Counter<L>,
+  total: number,
+  labels?: Partial<Record<L, string>>,
+  reset = true,
+): void {
   if (reset) counter.reset();
   if (labels) counter.inc(labels, total);
   else counter.inc(total);

@@ -58,7 +58,10 @@ export class RuntimeMetrics {
       () =>
         read().catch((e: unknown) => {
           this.m.scrapeErrors.inc({ source: 'postgres' });
-          this.log.warn({ error: reasonOf(e) }, 'stored counts could not be read; their series keep the last values read');
+          this.log.warn(
+            { error: reasonOf(e) },
+            'stored counts could not be read; their series keep the last values read',
+          );
           return undefined;
         }),
       this.storedCountsTtlMs,
@@ -99,7 +102,15 @@ export class RuntimeMetrics {
    */
   attempted(protocol: string, answer: AttemptAnswer, publishedAt?: number): void {
     const transport = protocol === 'STREAM' ? 'stream' : protocol === 'HTTP' ? 'webhook' : protocol.toLowerCase();
-    const outcome = answer.ok ? 'delivered' : answer.gone ? 'gone' : answer.notAttempted ? 'not_attempted' : answer.rejected ? 'rejected' : 'failed';
+    const outcome = answer.ok
+      ? 'delivered'
+      : answer.gone
+        ? 'gone'
+        : answer.notAttempted
+          ? 'not_attempted'
+          : answer.rejected
+            ? 'rejected'
+            : 'failed';
     const key = `${transport}/${outcome}`;
     let attempts = this.attemptsBy.get(key);
     if (!attempts) this.attemptsBy.set(key, (attempts = this.m.deliveryAttempts.labels({ transport, outcome })));
@@ -138,7 +149,10 @@ export class RuntimeMetrics {
         temporal = await scrapeTemporal(this.temporalAddress, TEMPORAL_SCRAPE_TIMEOUT_MS);
       } catch (e) {
         this.m.scrapeErrors.inc({ source: 'temporal' });
-        this.log.warn({ address: this.temporalAddress, error: reasonOf(e) }, 'the Temporal core\'s metrics could not be read; left out of this scrape');
+        this.log.warn(
+          { address: this.temporalAddress, error: reasonOf(e) },
+          "the Temporal core's metrics could not be read; left out of this scrape",
+        );
       }
     }
     // The stored counts are read (or reused) once per scrape, before the collectors run: they all see that answer,

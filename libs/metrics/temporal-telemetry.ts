@@ -22,7 +22,10 @@ export interface TemporalTelemetry {
 export async function temporalTelemetryFor(setting: string): Promise<TemporalTelemetry | undefined> {
   if (setting === 'off') return undefined;
   const bindAddress = setting !== '' ? setting : `127.0.0.1:${await freeLoopbackPort()}`;
-  return { bindAddress, metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true } } };
+  return {
+    bindAddress,
+    metrics: { prometheus: { bindAddress, countersTotalSuffix: true, useSecondsForDurations: true } },
+  };
 }
 
 function freeLoopbackPort(): Promise<number> {

@@ -52,7 +52,14 @@ export async function endOwnershipWorkflows(client: Client, reason: string): Pro
   const query = `WorkflowType IN ('coordinatorWorkflow', 'partitionWorkflow', 'instanceLeaseWorkflow') AND ExecutionStatus = 'Running'`;
   const ids: string[] = [];
   for await (const w of client.workflow.list({ query })) ids.push(w.workflowId);
-  await Promise.all(ids.map((id) => client.workflow.getHandle(id).terminate(reason).catch(() => undefined)));
+  await Promise.all(
+    ids.map((id) =>
+      client.workflow
+        .getHandle(id)
+        .terminate(reason)
+        .catch(() => undefined),
+    ),
+  );
 }
 
 /** What `/admin/partitions` and the drain and move endpoints do: queries and updates of the ownership workflows. */
@@ -65,9 +72,13 @@ export class OwnershipAdmin {
   async partitions(): Promise<PartitionsView> {
     let view: AssignmentView;
     try {
-      view = await withDeadline(QUERY_DEADLINE_MS, this.client.workflow.getHandle(COORDINATOR_WORKFLOW_ID).query(assignmentQuery));
+      view = await withDeadline(
+        QUERY_DEADLINE_MS,
+        this.client.workflow.getHandle(COORDINATOR_WORKFLOW_ID).query(assignmentQuery),
+      );
     } catch (e) {
-      if (e instanceof WorkflowNotFoundError) return { members: [], drained: [], pins: {}, generation: 0, partitions: [] };
+      if (e instanceof WorkflowNotFoundError)
+        return { members: [], drained: [], pins: {}, generation: 0, partitions: [] };
       // No worker answered the query in time (each is down, paused, or busy replaying), or Temporal refused it: the
       // request may be repeated, and the reason is the answer's (a 503, not an opaque 500).
       throw new EventMeshError(
@@ -84,7 +95,9 @@ export class OwnershipAdmin {
       keys.map(async (key) => {
         const { topic, partition } = parsePartitionKey(key);
         const handle = this.client.workflow.getHandle(partitionWorkflowIdOf(topic, partition));
-        return withDeadline(QUERY_DEADLINE_MS, handle.query(partitionStatusQuery)).catch((): PartitionStatus | undefined => undefined);
+        return withDeadline(QUERY_DEADLINE_MS, handle.query(partitionStatusQuery)).catch(
+          (): PartitionStatus | undefined => undefined,
+        );
       }),
     );
     return {
@@ -107,7 +120,12 @@ export class OwnershipAdmin {
           delivered: status?.delivered ?? null,
           progressAt: status?.progressAt ?? null,
           lease: lease
-            ? { owner: lease.owner, epoch: lease.epoch, renewedAt: lease.renewedAt?.toISOString() ?? null, rejectedWrites: lease.rejectedWrites }
+            ? {
+                owner: lease.owner,
+                epoch: lease.epoch,
+                renewedAt: lease.renewedAt?.toISOString() ?? null,
+                rejectedWrites: lease.rejectedWrites,
+              }
             : null,
         };
       }),
@@ -117,7 +135,9 @@ export class OwnershipAdmin {
   /** Moves every partition away from an instance (or lets it own partitions again); answers with the moves. */
   drain(instanceId: string, drained: boolean): Promise<PartitionMove[]> {
     return this.update(() =>
-      this.client.workflow.getHandle(COORDINATOR_WORKFLOW_ID).executeUpdate(drainUpdate, { args: [{ instanceId, drained }] }),
+      this.client.workflow
+        .getHandle(COORDINATOR_WORKFLOW_ID)
+        .executeUpdate(drainUpdate, { args: [{ instanceId, drained }] }),
     );
   }
 
@@ -139,7 +159,10 @@ export class OwnershipAdmin {
         throw new EventMeshError(ErrorCode.OwnershipConflict, reason);
       }
       if (e instanceof WorkflowNotFoundError) {
-        throw new EventMeshError(ErrorCode.OwnershipConflict, 'no partition owner has joined yet (the coordinator is not running)');
+        throw new EventMeshError(
+          ErrorCode.OwnershipConflict,
+          'no partition owner has joined yet (the coordinator is not running)',
+        );
       }
       throw e;
     }

@@ -83,7 +83,14 @@ export class OwnershipAgent {
    * What /health shows: whether partition loops may work now, when the last confirmation was asked (epoch ms; the
    * loops hold from then plus {@link windowMs}), and how often this instance joined.
    */
-  status(): { confirmed: boolean; confirmedAt: number | null; confirmedAgoMs: number | null; windowMs: number; joins: number; leaseRunId?: string } {
+  status(): {
+    confirmed: boolean;
+    confirmedAt: number | null;
+    confirmedAgoMs: number | null;
+    windowMs: number;
+    joins: number;
+    leaseRunId?: string;
+  } {
     return {
       confirmed: this.confirmed(),
       confirmedAt: this.confirmedAt > 0 ? this.confirmedAt : null,
@@ -157,7 +164,11 @@ export class OwnershipAgent {
       const now = this.confirmed();
       if (now !== wasConfirmed) {
         if (now) this.log.info('lease confirmed by Temporal again; partition loops resume');
-        else this.log.warn({ windowMs: this.windowMs }, 'lease not confirmed by Temporal within the window; partition loops hold');
+        else
+          this.log.warn(
+            { windowMs: this.windowMs },
+            'lease not confirmed by Temporal within the window; partition loops hold',
+          );
         wasConfirmed = now;
       }
     }
@@ -192,8 +203,13 @@ export class OwnershipAgent {
     const restarted = await this.ensureCoordinator();
     const partitions = await this.options.partitions();
     if (!restarted && partitions.join(',') === this.announced) return;
-    await this.client.workflow.getHandle(instanceWorkflowIdOf(this.options.instanceId), this.leaseRunId).signal(rejoinSignal, partitions);
+    await this.client.workflow
+      .getHandle(instanceWorkflowIdOf(this.options.instanceId), this.leaseRunId)
+      .signal(rejoinSignal, partitions);
     this.announced = partitions.join(',');
-    this.log.info({ partitions: partitions.length, coordinatorRestarted: restarted }, 'announced this instance to the coordinator again');
+    this.log.info(
+      { partitions: partitions.length, coordinatorRestarted: restarted },
+      'announced this instance to the coordinator again',
+    );
   }
 }

@@ -79,7 +79,15 @@ export class RequestReplyService {
   private closed = false;
   /** This process's liveness key (see the class comment); held on the reply connection. */
   private holderKey = randomInt(1, 2 ** 31 - 1);
-  readonly stats: RequestReplyStats = { pending: 0, replied: 0, timedOut: 0, lateReplies: 0, requesterGone: 0, refused: 0, refusedForTenant: 0 };
+  readonly stats: RequestReplyStats = {
+    pending: 0,
+    replied: 0,
+    timedOut: 0,
+    lateReplies: 0,
+    requesterGone: 0,
+    refused: 0,
+    refusedForTenant: 0,
+  };
 
   constructor(
     private readonly db: DataSource,
@@ -109,7 +117,8 @@ export class RequestReplyService {
     this.poller = setInterval(() => void this.poll(), POLL_INTERVAL_MS);
     // An idle LISTEN connection whose link went dead (no RST) reports nothing: a ping four times per query timeout
     // runs into the query's deadline there, which drops the connection, and the listener reconnects.
-    if (this.pg.queryTimeoutMs > 0) this.pinger = setInterval(() => void this.ping(), Math.max(1000, Math.floor(this.pg.queryTimeoutMs / 4)));
+    if (this.pg.queryTimeoutMs > 0)
+      this.pinger = setInterval(() => void this.ping(), Math.max(1000, Math.floor(this.pg.queryTimeoutMs / 4)));
   }
 
   private async ping(): Promise<void> {
@@ -130,14 +139,15 @@ export class RequestReplyService {
       await client.connect();
       // After a dropped connection the old session may still hold the key until Postgres notices it is gone:
       // the reconnect loop tries again.
-      const locked: { rows: { locked: boolean }[] } = await client.query('SELECT pg_try_advisory_lock($1, $2) AS locked', [
-        REPLY_HOLDER_LOCK_SPACE,
-        this.holderKey,
-      ]);
+      const locked: { rows: { locked: boolean }[] } = await client.query(
+        'SELECT pg_try_advisory_lock($1, $2) AS locked',
+        [REPLY_HOLDER_LOCK_SPACE, this.holderKey],
+      );
       if (!locked.rows[0].locked) throw new HolderKeyTaken(this.holderKey);
       // The server ends this session when it hears nothing for a query timeout (pings keep a live one busy), so
       // a session whose client vanished behind a dead link lets the holder key go and the reconnect can take it.
-      if (this.pg.queryTimeoutMs > 0) await client.query(`SELECT set_config('idle_session_timeout', $1, false)`, [`${this.pg.queryTimeoutMs}ms`]);
+      if (this.pg.queryTimeoutMs > 0)
+        await client.query(`SELECT set_config('idle_session_timeout', $1, false)`, [`${this.pg.queryTimeoutMs}ms`]);
       await client.query(`LISTEN ${CHANNEL}`);
     } catch (e) {
       await client.end().catch(() => undefined);
@@ -179,13 +189,22 @@ export class RequestReplyService {
   }
 
   /** Publishes a request of `tenant` (the caller's) and waits for its reply; only a reply of that tenant answers it. */
-  async request(topic: string | undefined, publish: PublishRequest, timeoutMs: number, tenant: string): Promise<EventFrame> {
+  async request(
+    topic: string | undefined,
+    publish: PublishRequest,
+    timeoutMs: number,
+    tenant: string,
+  ): Promise<EventFrame> {
     if (this.stats.pending >= this.options.maxPending) {
       this.stats.refused++;
       throw new EventMeshError(
         ErrorCode.Overloaded,
         `this gateway process holds ${this.stats.pending} requests waiting for replies, its most; nothing was published, ask again later`,
-        { limit: 'pendingRequests', maxPending: this.options.maxPending, retryAfterSeconds: this.options.retryAfterSeconds },
+        {
+          limit: 'pendingRequests',
+          maxPending: this.options.maxPending,
+          retryAfterSeconds: this.options.retryAfterSeconds,
+        },
         true,
       );
     }
@@ -197,7 +216,11 @@ export class RequestReplyService {
       throw new EventMeshError(
         ErrorCode.TooManyPendingRequests,
         `this tenant has ${tenantPending} requests waiting for replies in this gateway process, its most; nothing was published, ask again when one is answered`,
-        { limit: 'tenantPendingRequests', maxPendingPerTenant: this.options.maxPendingPerTenant, retryAfterSeconds: this.options.retryAfterSeconds },
+        {
+          limit: 'tenantPendingRequests',
+          maxPendingPerTenant: this.options.maxPendingPerTenant,
+          retryAfterSeconds: this.options.retryAfterSeconds,
+        },
         true,
       );
     }
@@ -231,14 +254,18 @@ export class RequestReplyService {
         );
       const outcome = await Promise.race([published, deadline]);
       // Whatever ended the wait, a reply stored until now (its replier was told "delivered") is the answer.
-      const reply = (outcome === true ? await Promise.race([replied, deadline]) : undefined) ?? (await this.take(correlationId));
+      const reply =
+        (outcome === true ? await Promise.race([replied, deadline]) : undefined) ?? (await this.take(correlationId));
       if (reply) {
         this.stats.replied++;
         return reply;
       }
       if (outcome === false) throw publishError;
       this.stats.timedOut++;
-      throw new EventMeshError(ErrorCode.RequestTimeout, `no reply within ${timeoutMs} ms`, { correlationId, timeoutMs });
+      throw new EventMeshError(ErrorCode.RequestTimeout, `no reply within ${timeoutMs} ms`, {
+        correlationId,
+        timeoutMs,
+      });
     } finally {
       clearTimeout(timer);
       this.waiters.delete(correlationId);
@@ -246,7 +273,9 @@ export class RequestReplyService {
       const left = (this.pendingByTenant.get(tenant) ?? 1) - 1;
       if (left > 0) this.pendingByTenant.set(tenant, left);
       else this.pendingByTenant.delete(tenant);
-      await this.db.query(`DELETE FROM pending_requests WHERE correlation_id = $1`, [correlationId]).catch(() => undefined);
+      await this.db
+        .query(`DELETE FROM pending_requests WHERE correlation_id = $1`, [correlationId])
+        .catch(() => undefined);
     }
   }
 
@@ -273,14 +302,20 @@ export class RequestReplyService {
   async reply(frame: EventFrame, tenant: string): Promise<{ correlationId: string; delivered: true }> {
     const correlationId = frame.extensions[CORRELATION_ATTRIBUTE];
     if (typeof correlationId !== 'string' || correlationId === '') {
-      throw new EventMeshError(ErrorCode.InvalidCloudEvent, `a reply needs the "${CORRELATION_ATTRIBUTE}" extension attribute`, {
-        attribute: CORRELATION_ATTRIBUTE,
-      });
+      throw new EventMeshError(
+        ErrorCode.InvalidCloudEvent,
+        `a reply needs the "${CORRELATION_ATTRIBUTE}" extension attribute`,
+        {
+          attribute: CORRELATION_ATTRIBUTE,
+        },
+      );
     }
     // Checking, storing the reply and waking the holder are one statement: all happen, or none. Postgres text
     // holds no NUL: a correlation id with one names no request (and is not sent to Postgres).
-    const rows: { open: boolean; replied: boolean; live: boolean; delivered: number }[] = correlationId.includes('\0') ? [] : await this.db.query(
-      `WITH target AS (
+    const rows: { open: boolean; replied: boolean; live: boolean; delivered: number }[] = correlationId.includes('\0')
+      ? []
+      : await this.db.query(
+          `WITH target AS (
          SELECT correlation_id, deadline > now() AS open, reply_attributes IS NOT NULL AS replied,
                 (holder_key IS NULL OR EXISTS (
                    SELECT 1 FROM pg_locks l
@@ -296,19 +331,29 @@ export class RequestReplyService {
           RETURNING p.correlation_id),
        notified AS (SELECT pg_notify('${CHANNEL}', correlation_id) FROM stored)
        SELECT t.open, t.replied, t.live, (SELECT count(*)::integer FROM notified) AS delivered FROM target t`,
-      [correlationId, attributesOf(frame), frame.data ?? null, REPLY_HOLDER_LOCK_SPACE, tenant],
-    );
+          [correlationId, attributesOf(frame), frame.data ?? null, REPLY_HOLDER_LOCK_SPACE, tenant],
+        );
     const row = rows[0];
     if (row?.delivered === 1) return { correlationId, delivered: true };
-    const reason: UndeliveredReason = !row ? 'unknown' : !row.open ? 'expired' : row.replied ? 'already-replied' : 'requester-gone';
+    const reason: UndeliveredReason = !row
+      ? 'unknown'
+      : !row.open
+        ? 'expired'
+        : row.replied
+          ? 'already-replied'
+          : 'requester-gone';
     this.stats.lateReplies++;
     if (reason === 'requester-gone') this.stats.requesterGone++;
     this.log.info({ correlationId, reason }, 'reply found no request waiting; dropped');
-    throw new EventMeshError(ErrorCode.RequestNotPending, `no request is waiting for correlation id ${correlationId} (${reason})`, {
-      correlationId,
-      reason,
-      delivered: false,
-    });
+    throw new EventMeshError(
+      ErrorCode.RequestNotPending,
+      `no request is waiting for correlation id ${correlationId} (${reason})`,
+      {
+        correlationId,
+        reason,
+        delivered: false,
+      },
+    );
   }
 
   /** Hands stored replies to the requests of this instance that wait for them. Never throws. */
@@ -322,7 +367,8 @@ export class RequestReplyService {
             WHERE correlation_id = ANY($1) AND reply_attributes IS NOT NULL`,
           [mine],
         );
-      for (const row of rows) this.waiters.get(row.correlation_id)?.(frameFromAttributes(row.reply_attributes, row.reply_data));
+      for (const row of rows)
+        this.waiters.get(row.correlation_id)?.(frameFromAttributes(row.reply_attributes, row.reply_data));
     } catch (e) {
       this.log.warn({ error: (e as Error).message }, 'could not read stored replies; the next poll tries again');
     }
@@ -334,7 +380,9 @@ export class RequestReplyService {
     // the request path.
     if (Date.now() - this.sweptAt > CLEANUP_INTERVAL_MS) {
       this.sweptAt = Date.now();
-      await this.db.query(`DELETE FROM pending_requests WHERE deadline < now() - interval '1 minute'`).catch(() => undefined);
+      await this.db
+        .query(`DELETE FROM pending_requests WHERE deadline < now() - interval '1 minute'`)
+        .catch(() => undefined);
     }
   }
 }

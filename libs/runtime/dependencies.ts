@@ -27,7 +27,11 @@ export interface Dependencies {
  * Connects Postgres, Kafka and Temporal in that order. `metrics` hears of the producer's requests (libs/metrics). Each failure becomes a {@link BootError} that names the
  * server, its address, the settings that point at it, and the reason, in one line.
  */
-export async function connectDependencies(config: EventMeshConfig, role: string, metrics?: ProducerOptions['metrics']): Promise<Dependencies> {
+export async function connectDependencies(
+  config: EventMeshConfig,
+  role: string,
+  metrics?: ProducerOptions['metrics'],
+): Promise<Dependencies> {
   const log = createLogger('Dependencies');
   const opened: { close(): Promise<unknown> }[] = [];
   const tracing = await startTracing(config);
@@ -75,7 +79,10 @@ export async function connectDependencies(config: EventMeshConfig, role: string,
 
     let temporal: TemporalHandle;
     try {
-      temporal = await withDeadline(config.temporal.connectTimeoutMs * 2, connectTemporal(config.temporal, tracing.temporal?.clientInterceptors));
+      temporal = await withDeadline(
+        config.temporal.connectTimeoutMs * 2,
+        connectTemporal(config.temporal, tracing.temporal?.clientInterceptors),
+      );
     } catch (e) {
       throw new BootError(
         `cannot reach Temporal at ${config.temporal.address} namespace "${config.temporal.namespace}" ` +

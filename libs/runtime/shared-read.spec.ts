@@ -7,10 +7,14 @@ describe('SharedRead', () => {
   it('shares one read between the callers while it runs, and its answer for the TTL', async () => {
     let reads = 0;
     let finish: (v: number) => void = () => undefined;
-    const shared = new SharedRead(() => {
-      reads++;
-      return new Promise<number>((resolve) => (finish = resolve));
-    }, 1000, clock);
+    const shared = new SharedRead(
+      () => {
+        reads++;
+        return new Promise<number>((resolve) => (finish = resolve));
+      },
+      1000,
+      clock,
+    );
     const waiting = [shared.get(), shared.get(), shared.get()];
     expect(reads).toBe(1);
     finish(7);
@@ -27,7 +31,11 @@ describe('SharedRead', () => {
 
   it('keeps no failure: the callers that waited get it, the next caller reads again', async () => {
     let reads = 0;
-    const shared = new SharedRead(() => (++reads === 1 ? Promise.reject(new Error('down')) : Promise.resolve(reads)), 1000, clock);
+    const shared = new SharedRead(
+      () => (++reads === 1 ? Promise.reject(new Error('down')) : Promise.resolve(reads)),
+      1000,
+      clock,
+    );
     await expect(Promise.all([shared.get(), shared.get()])).rejects.toThrow('down');
     expect(reads).toBe(1);
     expect(await shared.get()).toBe(2);

@@ -16,20 +16,29 @@ describe('shutdownInOrder', () => {
     const ran: string[] = [];
     await shutdownInOrder('instance', [
       ['a', () => void ran.push('a')],
-      ['b', async () => {
-        ran.push('b');
-        throw new Error('refused');
-      }],
+      [
+        'b',
+        async () => {
+          ran.push('b');
+          throw new Error('refused');
+        },
+      ],
       ['c', async () => void ran.push('c')],
     ]);
     expect(ran).toEqual(['a', 'b', 'c']);
-    expect(logged).toEqual([{ level: 'warn', fields: { scope: 'instance', step: 'b', error: 'refused' }, msg: 'shutdown step failed' }]);
+    expect(logged).toEqual([
+      { level: 'warn', fields: { scope: 'instance', step: 'b', error: 'refused' }, msg: 'shutdown step failed' },
+    ]);
   });
 
   it('names a step still running after slowMs, every slowMs, and stops once it ends', async () => {
     jest.useFakeTimers();
     let finish!: () => void;
-    const done = shutdownInOrder('worker', [['Temporal worker of task queue q', () => new Promise<void>((r) => (finish = r))]], 1000);
+    const done = shutdownInOrder(
+      'worker',
+      [['Temporal worker of task queue q', () => new Promise<void>((r) => (finish = r))]],
+      1000,
+    );
     await jest.advanceTimersByTimeAsync(999);
     expect(logged).toEqual([]);
     await jest.advanceTimersByTimeAsync(2001);

@@ -13,7 +13,10 @@ const log = createLogger('Shutdown');
 export async function shutdownInOrder(scope: string, steps: readonly ShutdownStep[], slowMs = 10_000): Promise<void> {
   for (const [name, close] of steps) {
     const started = Date.now();
-    const slow = setInterval(() => log.error({ scope, step: name, runningMs: Date.now() - started }, 'shutdown step still running'), slowMs);
+    const slow = setInterval(
+      () => log.error({ scope, step: name, runningMs: Date.now() - started }, 'shutdown step still running'),
+      slowMs,
+    );
     try {
       await close();
     } catch (e) {

@@ -40,10 +40,13 @@ export class AclAdmin {
 
   async add(caller: Caller, body: unknown): Promise<AclRuleView> {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) {
-      throw new EventMeshError(ErrorCode.InvalidRequest, 'body: expected an object {subject, action, topic, effect}', { field: 'body' });
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'body: expected an object {subject, action, topic, effect}', {
+        field: 'body',
+      });
     }
     const unknown = Object.keys(body).find((k) => !(FIELDS as readonly string[]).includes(k));
-    if (unknown !== undefined) throw new EventMeshError(ErrorCode.InvalidRequest, `${unknown}: not a field of a rule`, { field: unknown });
+    if (unknown !== undefined)
+      throw new EventMeshError(ErrorCode.InvalidRequest, `${unknown}: not a field of a rule`, { field: unknown });
     const rule = body as Record<(typeof FIELDS)[number], unknown>;
     const problem = problemOf(rule);
     if (problem) throw new EventMeshError(ErrorCode.InvalidRequest, problem.message, { field: problem.field });
@@ -52,6 +55,7 @@ export class AclAdmin {
   }
 
   async delete(caller: Caller, id: string): Promise<void> {
-    if (!(await this.store.delete(caller.tenant, id))) throw new EventMeshError(ErrorCode.NotFound, `no ACL rule ${id}`);
+    if (!(await this.store.delete(caller.tenant, id)))
+      throw new EventMeshError(ErrorCode.NotFound, `no ACL rule ${id}`);
   }
 }

@@ -99,7 +99,17 @@ export class AclFilter implements GateFilter {
     if (decision.reason === 'malformed_rule') this.malformedDenies++;
     const what = topic === undefined ? VERB[action].replace(/ to$/, '') : `${VERB[action]} topic "${topic}"`;
     // A malformed rule's refusal is enforced even by a report-only gate (docs/security.md: fail safe).
-    return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, `not allowed to ${what}`, decision.reason, {}, {}, decision.reason === 'malformed_rule') };
+    return {
+      allow: false,
+      refusal: new GateRefusal(
+        ErrorCode.Forbidden,
+        `not allowed to ${what}`,
+        decision.reason,
+        {},
+        {},
+        decision.reason === 'malformed_rule',
+      ),
+    };
   }
 
   /** Loads and compiles every rule; concurrent callers share one load. */
@@ -139,7 +149,10 @@ export class AclFilter implements GateFilter {
       this.refresh()
         .catch((e: Error) => {
           this.refreshFailures++;
-          this.log.warn({ error: e.message, version: this.version }, 'ACL refresh failed; the rules in memory stay in force');
+          this.log.warn(
+            { error: e.message, version: this.version },
+            'ACL refresh failed; the rules in memory stay in force',
+          );
         })
         .finally(() => this.schedule());
     }, this.options.refreshMs);

@@ -8,7 +8,12 @@ import { GateFilter, GateRefusal, GateRequest } from './gate-filter';
 import { SecurityGate } from './security-gate';
 import { compileTopicPattern, TopicPatternError } from './topic-pattern';
 
-const caller = (principal: string, tenant = 'acme'): Caller => ({ principal, tenant, scopes: ['publish', 'subscribe', 'admin'], via: 'jwt' });
+const caller = (principal: string, tenant = 'acme'): Caller => ({
+  principal,
+  tenant,
+  scopes: ['publish', 'subscribe', 'admin'],
+  via: 'jwt',
+});
 
 let seq = 0;
 const rule = (subject: string, action: string, topic: string, effect: string, tenant = 'acme'): StoredAclRule => ({
@@ -54,39 +59,200 @@ describe('topic patterns', () => {
     // A backtracking matcher takes exponential time here (it never finishes); a linear one takes 4 times as long for
     // a topic 4 times longer, a quadratic one 16 times. Compared on this machine, not against a clock bound
     // (test/support/growth.ts): the longest topic name (249) and 4 times that.
-    const growth = growthFrom(249, (n) => 'a'.repeat(n), (topic) => {
-      if (pattern.matches(topic)) throw new Error('a near miss matched');
-    });
+    const growth = growthFrom(
+      249,
+      (n) => 'a'.repeat(n),
+      (topic) => {
+        if (pattern.matches(topic)) throw new Error('a near miss matched');
+      },
+    );
     expect(growth).toBeLessThan(GROWTH_LIMIT);
   });
 });
 
 describe('ACL decisions', () => {
-  type Case = [string, StoredAclRule[], Caller, Action, string | undefined, 'allow' | 'acl_deny' | 'malformed_rule', ('ALLOW' | 'DENY')?];
+  type Case = [
+    string,
+    StoredAclRule[],
+    Caller,
+    Action,
+    string | undefined,
+    'allow' | 'acl_deny' | 'malformed_rule',
+    ('ALLOW' | 'DENY')?,
+  ];
   const cases: Case[] = [
     ['no rule: the default DENY', [], caller('alice'), 'publish', 'orders', 'acl_deny'],
     ['no rule: the default ALLOW', [], caller('alice'), 'publish', 'orders', 'allow', 'ALLOW'],
-    ['an ALLOW for the principal', [rule('principal:alice', 'publish', 'orders', 'ALLOW')], caller('alice'), 'publish', 'orders', 'allow'],
-    ['an ALLOW for another principal', [rule('principal:bob', 'publish', 'orders', 'ALLOW')], caller('alice'), 'publish', 'orders', 'acl_deny'],
-    ['an ALLOW for another action', [rule('principal:alice', 'subscribe', 'orders', 'ALLOW')], caller('alice'), 'publish', 'orders', 'acl_deny'],
-    ['an ALLOW with action *', [rule('principal:alice', '*', 'orders', 'ALLOW')], caller('alice'), 'admin', 'orders', 'allow'],
-    ['an ALLOW for tenant:*', [rule('tenant:*', 'publish', 'orders.*', 'ALLOW')], caller('carol'), 'publish', 'orders.eu', 'allow'],
-    ['an ALLOW for principal:*', [rule('principal:*', 'publish', '*', 'ALLOW')], caller('carol'), 'publish', 'x', 'allow'],
-    ['another tenant\'s ALLOW does not apply', [rule('tenant:*', '*', '*', 'ALLOW', 'other')], caller('alice'), 'publish', 'orders', 'acl_deny'],
-    ['another tenant\'s DENY does not apply', [rule('tenant:*', '*', '*', 'DENY', 'other')], caller('alice'), 'publish', 'orders', 'allow', 'ALLOW'],
-    ['DENY wins over ALLOW (DENY first)', [rule('tenant:*', 'publish', 'orders.*', 'DENY'), rule('principal:alice', 'publish', 'orders.eu', 'ALLOW')], caller('alice'), 'publish', 'orders.eu', 'acl_deny'],
-    ['DENY wins over ALLOW (ALLOW first)', [rule('principal:alice', 'publish', 'orders.eu', 'ALLOW'), rule('tenant:*', 'publish', 'orders.*', 'DENY')], caller('alice'), 'publish', 'orders.eu', 'acl_deny'],
-    ['DENY wins over the default ALLOW', [rule('principal:alice', '*', '*', 'DENY')], caller('alice'), 'subscribe', 'x', 'acl_deny', 'ALLOW'],
-    ['a DENY on another topic leaves the ALLOW', [rule('tenant:*', 'publish', 'payments', 'DENY'), rule('tenant:*', 'publish', '*', 'ALLOW')], caller('alice'), 'publish', 'orders', 'allow'],
-    ['no topic: a glob does not match', [rule('principal:alice', 'subscribe', 'orders.*', 'ALLOW')], caller('alice'), 'subscribe', undefined, 'acl_deny'],
-    ['no topic: * matches', [rule('principal:alice', 'admin', '*', 'ALLOW')], caller('alice'), 'admin', undefined, 'allow'],
-    ['malformed action: denies what it may concern', [rule('principal:alice', 'publsh', 'orders', 'ALLOW'), rule('principal:alice', 'publish', 'orders', 'ALLOW')], caller('alice'), 'publish', 'orders', 'malformed_rule'],
-    ['malformed effect', [rule('principal:alice', 'publish', 'orders', 'PERMIT'), rule('tenant:*', '*', '*', 'ALLOW')], caller('alice'), 'publish', 'orders', 'malformed_rule'],
-    ['malformed pattern: concerns every topic', [rule('principal:alice', 'publish', 'orders/eu', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')], caller('alice'), 'publish', 'anything', 'malformed_rule'],
-    ['malformed subject: concerns every principal', [rule('user:alice', 'publish', 'orders', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')], caller('bob'), 'publish', 'orders', 'malformed_rule'],
-    ['a malformed rule for another principal does not concern alice', [rule('principal:bob', 'publsh', 'orders', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')], caller('alice'), 'publish', 'orders', 'allow'],
-    ['a malformed rule for another action does not concern the request', [rule('principal:alice', 'subscribe', 'orders/x', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')], caller('alice'), 'publish', 'orders', 'allow'],
-    ['a malformed rule of another tenant does not concern it', [rule('principal:alice', 'publsh', 'orders', 'ALLOW', 'other'), rule('tenant:*', '*', '*', 'ALLOW')], caller('alice'), 'publish', 'orders', 'allow'],
+    [
+      'an ALLOW for the principal',
+      [rule('principal:alice', 'publish', 'orders', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'allow',
+    ],
+    [
+      'an ALLOW for another principal',
+      [rule('principal:bob', 'publish', 'orders', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'acl_deny',
+    ],
+    [
+      'an ALLOW for another action',
+      [rule('principal:alice', 'subscribe', 'orders', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'acl_deny',
+    ],
+    [
+      'an ALLOW with action *',
+      [rule('principal:alice', '*', 'orders', 'ALLOW')],
+      caller('alice'),
+      'admin',
+      'orders',
+      'allow',
+    ],
+    [
+      'an ALLOW for tenant:*',
+      [rule('tenant:*', 'publish', 'orders.*', 'ALLOW')],
+      caller('carol'),
+      'publish',
+      'orders.eu',
+      'allow',
+    ],
+    [
+      'an ALLOW for principal:*',
+      [rule('principal:*', 'publish', '*', 'ALLOW')],
+      caller('carol'),
+      'publish',
+      'x',
+      'allow',
+    ],
+    [
+      "another tenant's ALLOW does not apply",
+      [rule('tenant:*', '*', '*', 'ALLOW', 'other')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'acl_deny',
+    ],
+    [
+      "another tenant's DENY does not apply",
+      [rule('tenant:*', '*', '*', 'DENY', 'other')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'allow',
+      'ALLOW',
+    ],
+    [
+      'DENY wins over ALLOW (DENY first)',
+      [rule('tenant:*', 'publish', 'orders.*', 'DENY'), rule('principal:alice', 'publish', 'orders.eu', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders.eu',
+      'acl_deny',
+    ],
+    [
+      'DENY wins over ALLOW (ALLOW first)',
+      [rule('principal:alice', 'publish', 'orders.eu', 'ALLOW'), rule('tenant:*', 'publish', 'orders.*', 'DENY')],
+      caller('alice'),
+      'publish',
+      'orders.eu',
+      'acl_deny',
+    ],
+    [
+      'DENY wins over the default ALLOW',
+      [rule('principal:alice', '*', '*', 'DENY')],
+      caller('alice'),
+      'subscribe',
+      'x',
+      'acl_deny',
+      'ALLOW',
+    ],
+    [
+      'a DENY on another topic leaves the ALLOW',
+      [rule('tenant:*', 'publish', 'payments', 'DENY'), rule('tenant:*', 'publish', '*', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'allow',
+    ],
+    [
+      'no topic: a glob does not match',
+      [rule('principal:alice', 'subscribe', 'orders.*', 'ALLOW')],
+      caller('alice'),
+      'subscribe',
+      undefined,
+      'acl_deny',
+    ],
+    [
+      'no topic: * matches',
+      [rule('principal:alice', 'admin', '*', 'ALLOW')],
+      caller('alice'),
+      'admin',
+      undefined,
+      'allow',
+    ],
+    [
+      'malformed action: denies what it may concern',
+      [rule('principal:alice', 'publsh', 'orders', 'ALLOW'), rule('principal:alice', 'publish', 'orders', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'malformed_rule',
+    ],
+    [
+      'malformed effect',
+      [rule('principal:alice', 'publish', 'orders', 'PERMIT'), rule('tenant:*', '*', '*', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'malformed_rule',
+    ],
+    [
+      'malformed pattern: concerns every topic',
+      [rule('principal:alice', 'publish', 'orders/eu', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'anything',
+      'malformed_rule',
+    ],
+    [
+      'malformed subject: concerns every principal',
+      [rule('user:alice', 'publish', 'orders', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')],
+      caller('bob'),
+      'publish',
+      'orders',
+      'malformed_rule',
+    ],
+    [
+      'a malformed rule for another principal does not concern alice',
+      [rule('principal:bob', 'publsh', 'orders', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'allow',
+    ],
+    [
+      'a malformed rule for another action does not concern the request',
+      [rule('principal:alice', 'subscribe', 'orders/x', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'allow',
+    ],
+    [
+      'a malformed rule of another tenant does not concern it',
+      [rule('principal:alice', 'publsh', 'orders', 'ALLOW', 'other'), rule('tenant:*', '*', '*', 'ALLOW')],
+      caller('alice'),
+      'publish',
+      'orders',
+      'allow',
+    ],
   ];
 
   it.each(cases)('%s', (_, rules, who, action, topic, expected, fallback = 'DENY') => {
@@ -132,7 +298,14 @@ describe('AclFilter', () => {
       },
     };
   }
-  const publish = (topic?: string): GateRequest => ({ route: 'POST /events/publish', action: 'publish', topic, headers: {}, remoteAddress: '127.0.0.1', requestId: 'r' });
+  const publish = (topic?: string): GateRequest => ({
+    route: 'POST /events/publish',
+    action: 'publish',
+    topic,
+    headers: {},
+    remoteAddress: '127.0.0.1',
+    requestId: 'r',
+  });
   let filter: AclFilter | undefined;
   afterEach(() => filter?.close());
 
@@ -140,9 +313,14 @@ describe('AclFilter', () => {
     const rules = new Rules();
     rules.set([rule('principal:alice', 'publish', 'orders', 'ALLOW')]);
     filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'DENY' });
-    await expect(Promise.resolve(filter.check({ request: publish('orders'), caller: caller('alice') }))).resolves.toMatchObject({ allow: true });
+    await expect(
+      Promise.resolve(filter.check({ request: publish('orders'), caller: caller('alice') })),
+    ).resolves.toMatchObject({ allow: true });
     const verdict = await filter.check({ request: publish('payments'), caller: caller('alice') });
-    expect(verdict).toMatchObject({ allow: false, refusal: { code: 'FORBIDDEN', reason: 'acl_deny', message: 'not allowed to publish to topic "payments"' } });
+    expect(verdict).toMatchObject({
+      allow: false,
+      refusal: { code: 'FORBIDDEN', reason: 'acl_deny', message: 'not allowed to publish to topic "payments"' },
+    });
     await filter.refresh();
     expect(rules.snapshots).toBe(1);
     rules.set([rule('principal:alice', 'publish', '*', 'ALLOW')]);
@@ -158,7 +336,10 @@ describe('AclFilter', () => {
     filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'DENY' });
     const warn = jest.spyOn((filter as unknown as { log: { warn: (...a: unknown[]) => void } }).log, 'warn');
     const verdict = await filter.check({ request: publish('orders'), caller: caller('alice') });
-    expect(verdict).toMatchObject({ allow: false, refusal: { code: 'FORBIDDEN', reason: 'malformed_rule', message: 'not allowed to publish to topic "orders"' } });
+    expect(verdict).toMatchObject({
+      allow: false,
+      refusal: { code: 'FORBIDDEN', reason: 'malformed_rule', message: 'not allowed to publish to topic "orders"' },
+    });
     expect(filter.stats()).toMatchObject({ malformedRules: 1, malformedDenies: 1 });
     rules.set([...rules.rules, rule('principal:bob', 'publish', 'x', 'ALLOW')]);
     await filter.refresh();
@@ -171,34 +352,55 @@ describe('AclFilter', () => {
   it.each([
     ['enforcing', true],
     ['report-only', false],
-  ])('%s: a gate refuses (403) what a malformed rule concerns (fail safe), counts it, audits it enforced, warns once per rule', async (_, failClosed) => {
-    const rules = new Rules();
-    rules.set([rule('principal:alice', 'publsh', 'orders', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')]);
-    filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'DENY' });
-    const warn = jest.spyOn((filter as unknown as { log: { warn: (...a: unknown[]) => void } }).log, 'warn');
-    const records: AuditRecord[] = [];
-    const alice = caller('alice');
-    const token: GateFilter = { name: 'token', check: () => ({ allow: true, caller: alice }) };
-    const gate = new SecurityGate({ name: 'ingress', filters: [token, filter], failClosed, audit: { record: (r) => records.push(r) }, auditAllows: false });
-    for (let i = 0; i < 3; i++) {
-      await expect(gate.admit(publish('orders'))).rejects.toMatchObject({ code: 'FORBIDDEN', reason: 'malformed_rule' });
-      await filter.refresh();
-    }
-    // What the rule does not concern passes, in both modes.
-    await expect(gate.admit(publish('payments'))).resolves.toMatchObject({ caller: alice });
-    expect(gate.stats().denied).toEqual({ 'acl:malformed_rule': 3 });
-    expect(records).toHaveLength(3);
-    expect(records.every((r) => r.enforced && r.reason === 'malformed_rule')).toBe(true);
-    expect(warn).toHaveBeenCalledTimes(1);
-  });
+  ])(
+    '%s: a gate refuses (403) what a malformed rule concerns (fail safe), counts it, audits it enforced, warns once per rule',
+    async (_, failClosed) => {
+      const rules = new Rules();
+      rules.set([rule('principal:alice', 'publsh', 'orders', 'ALLOW'), rule('tenant:*', '*', '*', 'ALLOW')]);
+      filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'DENY' });
+      const warn = jest.spyOn((filter as unknown as { log: { warn: (...a: unknown[]) => void } }).log, 'warn');
+      const records: AuditRecord[] = [];
+      const alice = caller('alice');
+      const token: GateFilter = { name: 'token', check: () => ({ allow: true, caller: alice }) };
+      const gate = new SecurityGate({
+        name: 'ingress',
+        filters: [token, filter],
+        failClosed,
+        audit: { record: (r) => records.push(r) },
+        auditAllows: false,
+      });
+      for (let i = 0; i < 3; i++) {
+        await expect(gate.admit(publish('orders'))).rejects.toMatchObject({
+          code: 'FORBIDDEN',
+          reason: 'malformed_rule',
+        });
+        await filter.refresh();
+      }
+      // What the rule does not concern passes, in both modes.
+      await expect(gate.admit(publish('payments'))).resolves.toMatchObject({ caller: alice });
+      expect(gate.stats().denied).toEqual({ 'acl:malformed_rule': 3 });
+      expect(records).toHaveLength(3);
+      expect(records.every((r) => r.enforced && r.reason === 'malformed_rule')).toBe(true);
+      expect(warn).toHaveBeenCalledTimes(1);
+    },
+  );
 
-  it('report-only: a malformed rule\'s refusal is answered even after an earlier filter\'s refusal was let through', async () => {
+  it("report-only: a malformed rule's refusal is answered even after an earlier filter's refusal was let through", async () => {
     const rules = new Rules();
     // The caller TokenAuth refused proceeds as ANONYMOUS, of tenant default: the malformed rule is that tenant's.
     rules.set([rule('tenant:*', 'publsh', '*', 'ALLOW', 'default')]);
     filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'ALLOW' });
-    const token: GateFilter = { name: 'token', check: () => ({ allow: false, refusal: new GateRefusal(ErrorCode.Unauthenticated, 'no', 'missing') }) };
-    const gate = new SecurityGate({ name: 'ingress', filters: [token, filter], failClosed: false, audit: { record: () => undefined }, auditAllows: false });
+    const token: GateFilter = {
+      name: 'token',
+      check: () => ({ allow: false, refusal: new GateRefusal(ErrorCode.Unauthenticated, 'no', 'missing') }),
+    };
+    const gate = new SecurityGate({
+      name: 'ingress',
+      filters: [token, filter],
+      failClosed: false,
+      audit: { record: () => undefined },
+      auditAllows: false,
+    });
     await expect(gate.admit(publish('orders'))).rejects.toMatchObject({ code: 'FORBIDDEN', reason: 'malformed_rule' });
     expect(gate.stats().denied).toEqual({ 'token:missing': 1, 'acl:malformed_rule': 1 });
   });
@@ -208,7 +410,11 @@ describe('AclFilter', () => {
     filter = new AclFilter(rules.source, { refreshMs: 60_000, default: 'DENY', superUsers: ['acme/root'] });
     const root = { ...caller('root'), tenant: 'acme', via: 'jwt' as const };
     expect(await filter.check({ request: publish(), caller: root })).toMatchObject({ allow: true });
-    expect(await filter.check({ request: publish(), caller: { ...root, via: 'none' } })).toMatchObject({ allow: false });
-    expect(await filter.check({ request: publish(), caller: { ...root, tenant: 'other' } })).toMatchObject({ allow: false });
+    expect(await filter.check({ request: publish(), caller: { ...root, via: 'none' } })).toMatchObject({
+      allow: false,
+    });
+    expect(await filter.check({ request: publish(), caller: { ...root, tenant: 'other' } })).toMatchObject({
+      allow: false,
+    });
   });
 });

@@ -36,16 +36,21 @@ type Subject = { principal: string } | 'everyone';
 
 function parseSubject(raw: string): Subject | AclRuleProblem {
   if (raw === 'tenant:*' || raw === 'principal:*') return 'everyone';
-  if (raw.startsWith('principal:') && PRINCIPAL.test(raw.slice('principal:'.length))) return { principal: raw.slice('principal:'.length) };
+  if (raw.startsWith('principal:') && PRINCIPAL.test(raw.slice('principal:'.length)))
+    return { principal: raw.slice('principal:'.length) };
   return { field: 'subject', message: 'subject: expected principal:<name>, principal:* or tenant:*' };
 }
 
 function parseAction(raw: string): AclAction | AclRuleProblem {
-  return raw === '*' || (ACTIONS as readonly string[]).includes(raw) ? (raw as AclAction) : { field: 'action', message: `action: expected one of ${[...ACTIONS, '*'].join(', ')}` };
+  return raw === '*' || (ACTIONS as readonly string[]).includes(raw)
+    ? (raw as AclAction)
+    : { field: 'action', message: `action: expected one of ${[...ACTIONS, '*'].join(', ')}` };
 }
 
 function parseEffect(raw: string): AclEffect | AclRuleProblem {
-  return (ACL_EFFECTS as readonly string[]).includes(raw) ? (raw as AclEffect) : { field: 'effect', message: `effect: expected one of ${ACL_EFFECTS.join(', ')}` };
+  return (ACL_EFFECTS as readonly string[]).includes(raw)
+    ? (raw as AclEffect)
+    : { field: 'effect', message: `effect: expected one of ${ACL_EFFECTS.join(', ')}` };
 }
 
 function parsePattern(raw: string): TopicPattern | AclRuleProblem {
@@ -57,10 +62,16 @@ function parsePattern(raw: string): TopicPattern | AclRuleProblem {
   }
 }
 
-const isProblem = (x: unknown): x is AclRuleProblem => typeof x === 'object' && x !== null && 'field' in x && 'message' in x;
+const isProblem = (x: unknown): x is AclRuleProblem =>
+  typeof x === 'object' && x !== null && 'field' in x && 'message' in x;
 
 /** The first thing wrong with a rule, or undefined when it is well formed (the admin API refuses the former). */
-export function problemOf(rule: { subject: unknown; action: unknown; topic: unknown; effect: unknown }): AclRuleProblem | undefined {
+export function problemOf(rule: {
+  subject: unknown;
+  action: unknown;
+  topic: unknown;
+  effect: unknown;
+}): AclRuleProblem | undefined {
   for (const [field, parse] of [
     ['subject', parseSubject],
     ['action', parseAction],
@@ -150,6 +161,8 @@ export class AclPolicy {
     }
     if (denied !== undefined) return { allow: false, reason: 'acl_deny', by: 'rule', ruleId: denied };
     if (allowed) return { allow: true, by: 'rule' };
-    return this.fallback === 'ALLOW' ? { allow: true, by: 'default' } : { allow: false, reason: 'acl_deny', by: 'default' };
+    return this.fallback === 'ALLOW'
+      ? { allow: true, by: 'default' }
+      : { allow: false, reason: 'acl_deny', by: 'default' };
   }
 }

@@ -55,14 +55,23 @@ export class ApiKeyService {
    */
   async create(caller: Caller, request: CreateApiKeyRequest): Promise<CreatedApiKey> {
     if (request.tenant !== undefined && request.tenant !== caller.tenant) {
-      throw new EventMeshError(ErrorCode.Forbidden, 'an API key is minted for the caller\'s own tenant only', { field: 'tenant', reason: 'beyond_caller' });
+      throw new EventMeshError(ErrorCode.Forbidden, "an API key is minted for the caller's own tenant only", {
+        field: 'tenant',
+        reason: 'beyond_caller',
+      });
     }
     const wider = request.scopes.filter((s) => !caller.scopes.includes(s));
     if (wider.length > 0) {
-      throw new EventMeshError(ErrorCode.Forbidden, `scopes: the caller does not hold ${wider.join(', ')}`, { field: 'scopes', reason: 'beyond_caller' });
+      throw new EventMeshError(ErrorCode.Forbidden, `scopes: the caller does not hold ${wider.join(', ')}`, {
+        field: 'scopes',
+        reason: 'beyond_caller',
+      });
     }
     if (request.principal !== undefined && request.principal !== caller.principal) {
-      throw new EventMeshError(ErrorCode.Forbidden, 'principal: an API key acts as the caller that minted it', { field: 'principal', reason: 'beyond_caller' });
+      throw new EventMeshError(ErrorCode.Forbidden, 'principal: an API key acts as the caller that minted it', {
+        field: 'principal',
+        reason: 'beyond_caller',
+      });
     }
     const tenant = caller.tenant;
     const credential = newApiKeyCredential();
@@ -83,7 +92,9 @@ export class ApiKeyService {
 
   async revoke(caller: Caller, id: string, tenant?: string): Promise<void> {
     const owner = this.tenantFor(caller, tenant);
-    const result = isApiKeyId(id) ? await this.store.revoke(id, owner) : { applied: false, rejected: 'NOT_FOUND' as const };
+    const result = isApiKeyId(id)
+      ? await this.store.revoke(id, owner)
+      : { applied: false, rejected: 'NOT_FOUND' as const };
     // Revoked now or before, the answer is the same: the key authenticates nothing any more once every instance's
     // cached read of it is older than apiKeyCacheMs.
     if (result.rejected === 'NOT_FOUND') throw new EventMeshError(ErrorCode.NotFound, `no API key ${id}`, { id });
@@ -92,9 +103,16 @@ export class ApiKeyService {
   /** The tenant a request acts on: the caller's, or the one it names if it is the operator's admin. */
   private tenantFor(caller: Caller, named: string | undefined): string {
     if (named === undefined || named === caller.tenant) return caller.tenant;
-    if (!TENANT_NAME.test(named)) throw new EventMeshError(ErrorCode.InvalidRequest, 'tenant: 1 to 64 characters of [A-Za-z0-9._-]', { field: 'tenant' });
+    if (!TENANT_NAME.test(named))
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'tenant: 1 to 64 characters of [A-Za-z0-9._-]', {
+        field: 'tenant',
+      });
     if (caller.tenant !== this.operatorTenant) {
-      throw new EventMeshError(ErrorCode.Forbidden, 'only an admin of the operator tenant may act on another tenant\'s API keys', { field: 'tenant' });
+      throw new EventMeshError(
+        ErrorCode.Forbidden,
+        "only an admin of the operator tenant may act on another tenant's API keys",
+        { field: 'tenant' },
+      );
     }
     return named;
   }

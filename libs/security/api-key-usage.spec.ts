@@ -22,7 +22,12 @@ describe('ApiKeyUsage', () => {
     for (let i = 0; i < 1000; i++) usage.used(i % 2 ? 'a' : 'b');
     expect(writer.batches).toEqual([]);
     await usage.flush();
-    expect(writer.batches).toEqual([[{ id: 'b', at: new Date(now) }, { id: 'a', at: new Date(now) }]]);
+    expect(writer.batches).toEqual([
+      [
+        { id: 'b', at: new Date(now) },
+        { id: 'a', at: new Date(now) },
+      ],
+    ]);
     now += 59_999;
     usage.used('a');
     await usage.flush();

@@ -50,7 +50,8 @@ export class ApiKeyUsage {
 
   private async write(): Promise<void> {
     const now = (this.options.now ?? Date.now)();
-    for (const [id, at] of this.queuedAt) if (now - at >= API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000) this.queuedAt.delete(id);
+    for (const [id, at] of this.queuedAt)
+      if (now - at >= API_KEY_LAST_USED_RESOLUTION_SECONDS * 1000) this.queuedAt.delete(id);
     if (this.pending.size === 0) return;
     const batch = [...this.pending].map(([id, at]) => ({ id, at }));
     this.pending.clear();
@@ -58,7 +59,10 @@ export class ApiKeyUsage {
       await this.writer.recordUse(batch);
     } catch (e) {
       for (const use of batch) if (!this.pending.has(use.id)) this.pending.set(use.id, use.at);
-      this.log.warn({ keys: batch.length, error: (e as Error).message }, 'API key last-used times not written; kept for the next flush');
+      this.log.warn(
+        { keys: batch.length, error: (e as Error).message },
+        'API key last-used times not written; kept for the next flush',
+      );
     }
   }
 }

@@ -18,17 +18,34 @@ class Store implements ApiKeyLookup {
 function setup(cacheMs = 5000) {
   const store = new Store();
   const c = newApiKeyCredential();
-  store.rows.set(c.id, { id: c.id, tenant: 'acme', principal: 'billing', name: 'billing', scopes: ['publish', 'bogus'], secretHash: c.secretHash, createdAt: new Date(), revokedAt: null, lastUsedAt: null });
+  store.rows.set(c.id, {
+    id: c.id,
+    tenant: 'acme',
+    principal: 'billing',
+    name: 'billing',
+    scopes: ['publish', 'bogus'],
+    secretHash: c.secretHash,
+    createdAt: new Date(),
+    revokedAt: null,
+    lastUsedAt: null,
+  });
   let now = 1_000_000;
   const used: string[] = [];
-  const verifier = new ApiKeyVerifier(store, { used: (id) => used.push(id) }, { cacheMs, maxEntries: 10, now: () => now });
+  const verifier = new ApiKeyVerifier(
+    store,
+    { used: (id) => used.push(id) },
+    { cacheMs, maxEntries: 10, now: () => now },
+  );
   return { store, credential: parseApiKey(c.token)!, verifier, used, advance: (ms: number) => (now += ms) };
 }
 
 describe('ApiKeyVerifier', () => {
   it('reads a key once per cacheMs: a busy key costs no query, and answers without a promise', async () => {
     const { store, credential, verifier, used, advance } = setup();
-    expect(await verifier.verify(credential)).toEqual({ ok: true, caller: { principal: 'billing', tenant: 'acme', scopes: ['publish'], via: 'api-key' } });
+    expect(await verifier.verify(credential)).toEqual({
+      ok: true,
+      caller: { principal: 'billing', tenant: 'acme', scopes: ['publish'], via: 'api-key' },
+    });
     for (let i = 0; i < 100; i++) expect(verifier.verify(credential)).toMatchObject({ ok: true });
     expect(store.finds).toBe(1);
     expect(used).toHaveLength(101);
@@ -44,7 +61,11 @@ describe('ApiKeyVerifier', () => {
     advance(4999);
     expect(await verifier.verify(credential)).toMatchObject({ ok: true });
     advance(1);
-    expect(await verifier.verify(credential)).toEqual({ ok: false, reason: 'revoked_key', description: 'the API key has been revoked' });
+    expect(await verifier.verify(credential)).toEqual({
+      ok: false,
+      reason: 'revoked_key',
+      description: 'the API key has been revoked',
+    });
   });
 
   it('reads every time with cacheMs 0', async () => {
@@ -67,8 +88,14 @@ describe('ApiKeyVerifier', () => {
 
   it('refuses a wrong secret like an unknown id, and notes no use', async () => {
     const { credential, verifier, used } = setup();
-    expect(await verifier.verify({ id: credential.id, secret: 'A'.repeat(43) })).toMatchObject({ ok: false, reason: 'unknown_key_id' });
-    expect(await verifier.verify({ id: '0'.repeat(24), secret: credential.secret })).toMatchObject({ ok: false, reason: 'unknown_key_id' });
+    expect(await verifier.verify({ id: credential.id, secret: 'A'.repeat(43) })).toMatchObject({
+      ok: false,
+      reason: 'unknown_key_id',
+    });
+    expect(await verifier.verify({ id: '0'.repeat(24), secret: credential.secret })).toMatchObject({
+      ok: false,
+      reason: 'unknown_key_id',
+    });
     expect(used).toEqual([]);
   });
 

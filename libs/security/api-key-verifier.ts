@@ -72,7 +72,8 @@ export class ApiKeyVerifier {
   private remember(id: string, read: Read): void {
     this.reads.delete(id);
     this.reads.set(id, read);
-    while (this.reads.size > Math.max(1, this.options.maxEntries)) this.reads.delete(this.reads.keys().next().value as string);
+    while (this.reads.size > Math.max(1, this.options.maxEntries))
+      this.reads.delete(this.reads.keys().next().value as string);
   }
 
   private now(): number {

@@ -15,14 +15,32 @@ describe('LoggingAuditSink', () => {
 
   it('counts a write that throws, is degraded with its reason until a write succeeds, and throws it on', () => {
     const sink = new LoggingAuditSink();
-    const audit = (sink as unknown as { audit: { enabled: boolean; write: (time: string, line: string) => void } }).audit;
+    const audit = (sink as unknown as { audit: { enabled: boolean; write: (time: string, line: string) => void } })
+      .audit;
     const write = audit.write.bind(audit);
-    const record: AuditRecord = { time: '2026-01-01T00:00:00.000Z', gate: 'ingress', requestId: 'r', principal: 'p', tenant: 't', route: 'POST /events/publish', action: 'publish', decision: 'deny', enforced: true, remoteAddress: '127.0.0.1' };
+    const record: AuditRecord = {
+      time: '2026-01-01T00:00:00.000Z',
+      gate: 'ingress',
+      requestId: 'r',
+      principal: 'p',
+      tenant: 't',
+      route: 'POST /events/publish',
+      action: 'publish',
+      decision: 'deny',
+      enforced: true,
+      remoteAddress: '127.0.0.1',
+    };
     audit.write = () => {
       throw new Error('stdout closed');
     };
     expect(() => sink.record(record)).toThrow('stdout closed');
-    expect(sink.stats()).toMatchObject({ sink: 'LOG', status: 'degraded', written: 0, failed: 1, lastFailure: { reason: 'stdout closed' } });
+    expect(sink.stats()).toMatchObject({
+      sink: 'LOG',
+      status: 'degraded',
+      written: 0,
+      failed: 1,
+      lastFailure: { reason: 'stdout closed' },
+    });
     audit.write = () => undefined;
     sink.record(record);
     expect(sink.stats()).toMatchObject({ status: 'up', written: 1, failed: 1 });
@@ -33,13 +51,18 @@ describe('LoggingAuditSink', () => {
 describe('createAuditLog', () => {
   afterEach(() => configureLogging('info'));
 
-  it('writes a line of the root logger\'s shape: JSON, level, time, base fields, logger, the record, msg', () => {
+  it("writes a line of the root logger's shape: JSON, level, time, base fields, logger, the record, msg", () => {
     configureLogging('warn', { instance: 'i-1' });
     const written: string[] = [];
     const log = createAuditLog();
-    const spy = jest.spyOn(BatchedLines.prototype, 'write').mockImplementation((line: string) => void written.push(line));
+    const spy = jest
+      .spyOn(BatchedLines.prototype, 'write')
+      .mockImplementation((line: string) => void written.push(line));
     try {
-      log.write('2026-12-01T09:00:00.000Z', JSON.stringify({ time: '2026-12-01T09:00:00.000Z', decision: 'allow', route: 'POST /events/publish "x"' }));
+      log.write(
+        '2026-12-01T09:00:00.000Z',
+        JSON.stringify({ time: '2026-12-01T09:00:00.000Z', decision: 'allow', route: 'POST /events/publish "x"' }),
+      );
     } finally {
       spy.mockRestore();
     }
@@ -93,7 +116,20 @@ describe('auditRecordJson', () => {
       reason: fc.option(text, { nil: undefined }),
       remoteAddress: text,
     },
-    { requiredKeys: ['time', 'gate', 'requestId', 'principal', 'tenant', 'route', 'action', 'decision', 'enforced', 'remoteAddress'] },
+    {
+      requiredKeys: [
+        'time',
+        'gate',
+        'requestId',
+        'principal',
+        'tenant',
+        'route',
+        'action',
+        'decision',
+        'enforced',
+        'remoteAddress',
+      ],
+    },
   );
 
   it('is JSON.stringify of the record, whatever its strings hold (quotes, control characters, lone surrogates)', () => {
@@ -103,7 +139,20 @@ describe('auditRecordJson', () => {
       }),
       { numRuns: 2000 },
     );
-    const tricky = { time: 't', gate: 'ingress', requestId: 'a"b\\c\n', principal: '\u2028\ud800', tenant: 'é', route: '\u007f', action: 'publish', decision: 'deny', enforced: true, filter: 'acl', reason: '\u0000', remoteAddress: '::1' } as const;
+    const tricky = {
+      time: 't',
+      gate: 'ingress',
+      requestId: 'a"b\\c\n',
+      principal: '\u2028\ud800',
+      tenant: 'é',
+      route: '\u007f',
+      action: 'publish',
+      decision: 'deny',
+      enforced: true,
+      filter: 'acl',
+      reason: '\u0000',
+      remoteAddress: '::1',
+    } as const;
     expect(auditRecordJson(tricky)).toBe(JSON.stringify(tricky));
   });
 });

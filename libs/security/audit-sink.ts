@@ -72,7 +72,15 @@ export class AuditOutcomes {
 
   stats(pending = 0): AuditSinkStats {
     const { sink, written, failed, dropped, lastFailure } = this;
-    return { sink, status: this.failing ? 'degraded' : 'up', written, failed, dropped, pending, ...(lastFailure ? { lastFailure } : {}) };
+    return {
+      sink,
+      status: this.failing ? 'degraded' : 'up',
+      written,
+      failed,
+      dropped,
+      pending,
+      ...(lastFailure ? { lastFailure } : {}),
+    };
   }
 }
 
@@ -118,7 +126,19 @@ const NEEDS_STRINGIFY = /["\\\u0000-\u001f\u007f-\uffff]/;
  * the generic `JSON.stringify`, 1.2 µs). A record with any value that might is left to JSON.stringify whole.
  */
 export function auditRecordJson(r: AuditRecord): string {
-  const values = r.time + r.gate + r.requestId + r.principal + r.tenant + r.route + r.action + (r.topic ?? '') + r.decision + (r.filter ?? '') + (r.reason ?? '') + r.remoteAddress;
+  const values =
+    r.time +
+    r.gate +
+    r.requestId +
+    r.principal +
+    r.tenant +
+    r.route +
+    r.action +
+    (r.topic ?? '') +
+    r.decision +
+    (r.filter ?? '') +
+    (r.reason ?? '') +
+    r.remoteAddress;
   if (NEEDS_STRINGIFY.test(values)) return JSON.stringify(r);
   let out = `{"time":"${r.time}","gate":"${r.gate}","requestId":"${r.requestId}","principal":"${r.principal}","tenant":"${r.tenant}","route":"${r.route}","action":"${r.action}"`;
   if (r.topic !== undefined) out += `,"topic":"${r.topic}"`;

@@ -27,7 +27,8 @@ export function credentialOf(headers: Record<string, string | string[] | undefin
   if (authorization === undefined && apiKey === undefined) return NONE;
   if (Array.isArray(authorization)) return { kind: 'duplicate', header: 'authorization' };
   if (Array.isArray(apiKey)) return { kind: 'duplicate', header: 'x-api-key' };
-  if (authorization !== undefined && apiKey !== undefined) return malformed('send either Authorization or x-api-key, not both');
+  if (authorization !== undefined && apiKey !== undefined)
+    return malformed('send either Authorization or x-api-key, not both');
   if (apiKey !== undefined) {
     const key = apiKey.length <= MAX_TOKEN_CHARS ? parseApiKey(apiKey.trim()) : undefined;
     return key ? { kind: 'api-key', key } : malformed('x-api-key is not an API key (emk_<id>_<secret>)');
@@ -51,11 +52,15 @@ const CREDENTIAL_HEADERS = ['authorization', 'x-api-key'] as const;
  * ", "), so without this a second credential would go unseen, and a proxy that reads the last one would
  * authenticate someone else than the gate did. Most requests have no duplicate, and keep their headers object.
  */
-export function gateHeadersOf(message: { headers: Record<string, string | string[] | undefined>; rawHeaders: string[] }): Record<string, string | string[] | undefined> {
+export function gateHeadersOf(message: {
+  headers: Record<string, string | string[] | undefined>;
+  rawHeaders: string[];
+}): Record<string, string | string[] | undefined> {
   let headers = message.headers;
   for (const name of CREDENTIAL_HEADERS) {
     const values: string[] = [];
-    for (let i = 0; i < message.rawHeaders.length; i += 2) if (message.rawHeaders[i].toLowerCase() === name) values.push(message.rawHeaders[i + 1]);
+    for (let i = 0; i < message.rawHeaders.length; i += 2)
+      if (message.rawHeaders[i].toLowerCase() === name) values.push(message.rawHeaders[i + 1]);
     if (values.length > 1) headers = { ...headers, [name]: values };
   }
   return headers;

@@ -17,11 +17,21 @@ export interface Caller {
 }
 
 /** The caller of every request of an open gate (the development default): it may do anything, as before a gate existed. */
-export const ANONYMOUS: Caller = Object.freeze({ principal: 'anonymous', tenant: DEFAULT_TENANT, scopes: ACTIONS, via: 'none' as const });
+export const ANONYMOUS: Caller = Object.freeze({
+  principal: 'anonymous',
+  tenant: DEFAULT_TENANT,
+  scopes: ACTIONS,
+  via: 'none' as const,
+});
 
 /**
  * The caller of a gate that is on but did not authenticate the request (report-only mode after a refusal, or a
  * gate without TokenAuth): it keeps the data path (publish, subscribe) of tenant `default`, never the admin scope,
  * so a garbage token cannot reach what only an admin of the operator tenant may do (`config.trusted`).
  */
-export const UNAUTHENTICATED: Caller = Object.freeze({ principal: 'anonymous', tenant: DEFAULT_TENANT, scopes: Object.freeze(['publish', 'subscribe'] as Action[]), via: 'none' as const });
+export const UNAUTHENTICATED: Caller = Object.freeze({
+  principal: 'anonymous',
+  tenant: DEFAULT_TENANT,
+  scopes: Object.freeze(['publish', 'subscribe'] as Action[]),
+  via: 'none' as const,
+});

@@ -12,10 +12,21 @@ describe('dev token minter', () => {
   afterAll(() => rmSync(join(dir, '..'), { recursive: true, force: true }));
 
   it('parses its arguments, with defaults', () => {
-    expect(parseMintArgs(['--tenant', 'acme', '--scopes', 'subscribe,publish', '--sub', 'alice', '--ttl', '60'])).toEqual({
-      tenant: 'acme', scopes: ['publish', 'subscribe'], sub: 'alice', ttlSeconds: 60, issuer: 'eventmesh-dev', audience: 'eventmesh',
+    expect(
+      parseMintArgs(['--tenant', 'acme', '--scopes', 'subscribe,publish', '--sub', 'alice', '--ttl', '60']),
+    ).toEqual({
+      tenant: 'acme',
+      scopes: ['publish', 'subscribe'],
+      sub: 'alice',
+      ttlSeconds: 60,
+      issuer: 'eventmesh-dev',
+      audience: 'eventmesh',
     });
-    expect(parseMintArgs(['--tenant', 'acme'])).toMatchObject({ scopes: ['publish', 'subscribe'], sub: 'dev', ttlSeconds: 3600 });
+    expect(parseMintArgs(['--tenant', 'acme'])).toMatchObject({
+      scopes: ['publish', 'subscribe'],
+      sub: 'dev',
+      ttlSeconds: 3600,
+    });
   });
 
   it.each([
@@ -49,7 +60,10 @@ describe('dev token minter', () => {
     });
     const token = loadConfig(env).security.gate.token;
     const verifier = new JwtVerifier(token, tokenKeySource(token));
-    expect(await verifier.verify(await mintDevToken(again, args))).toEqual({ ok: true, caller: { principal: 'alice', tenant: 'acme', scopes: ['publish'], via: 'jwt' } });
+    expect(await verifier.verify(await mintDevToken(again, args))).toEqual({
+      ok: true,
+      caller: { principal: 'alice', tenant: 'acme', scopes: ['publish'], via: 'jwt' },
+    });
     const expired = await mintDevToken(again, { ...args, ttlSeconds: 60 }, Math.floor(Date.now() / 1000) - 3600);
     expect(await verifier.verify(expired)).toMatchObject({ ok: false, reason: 'expired' });
   });

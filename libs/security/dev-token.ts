@@ -35,7 +35,8 @@ export function parseMintArgs(argv: string[]): MintArgs {
   const values = new Map<string, string>();
   for (let i = 0; i < argv.length; i++) {
     const flag = argv[i];
-    if (!['--tenant', '--scopes', '--sub', '--ttl', '--issuer', '--audience', '--dir'].includes(flag)) throw new Error(`unknown argument ${flag}\n${MINT_USAGE}`);
+    if (!['--tenant', '--scopes', '--sub', '--ttl', '--issuer', '--audience', '--dir'].includes(flag))
+      throw new Error(`unknown argument ${flag}\n${MINT_USAGE}`);
     const value = argv[++i];
     if (value === undefined || value.startsWith('--')) throw new Error(`${flag} needs a value\n${MINT_USAGE}`);
     values.set(flag, value);
@@ -43,11 +44,18 @@ export function parseMintArgs(argv: string[]): MintArgs {
   const tenant = values.get('--tenant');
   if (tenant === undefined) throw new Error(`--tenant is required\n${MINT_USAGE}`);
   if (!TENANT_NAME.test(tenant)) throw new Error(`--tenant ${tenant}: 1 to 64 characters of [A-Za-z0-9._-]`);
-  const scopes = (values.get('--scopes') ?? 'publish,subscribe').split(',').map((s) => s.trim()).filter((s) => s !== '');
+  const scopes = (values.get('--scopes') ?? 'publish,subscribe')
+    .split(',')
+    .map((s) => s.trim())
+    .filter((s) => s !== '');
   const unknown = scopes.filter((s) => !(ACTIONS as readonly string[]).includes(s));
-  if (scopes.length === 0 || unknown.length > 0) throw new Error(`--scopes: a comma-separated list of ${ACTIONS.join(', ')}${unknown.length ? ` (not ${unknown.join(', ')})` : ''}`);
+  if (scopes.length === 0 || unknown.length > 0)
+    throw new Error(
+      `--scopes: a comma-separated list of ${ACTIONS.join(', ')}${unknown.length ? ` (not ${unknown.join(', ')})` : ''}`,
+    );
   const ttl = values.get('--ttl') ?? '3600';
-  if (!/^\d+$/.test(ttl) || Number(ttl) < 1 || Number(ttl) > 7 * 86400) throw new Error(`--ttl ${ttl}: seconds, from 1 to ${7 * 86400}`);
+  if (!/^\d+$/.test(ttl) || Number(ttl) < 1 || Number(ttl) > 7 * 86400)
+    throw new Error(`--ttl ${ttl}: seconds, from 1 to ${7 * 86400}`);
   const sub = values.get('--sub') ?? 'dev';
   if (sub === '' || sub.length > 256) throw new Error('--sub: 1 to 256 characters');
   return {
@@ -92,13 +100,19 @@ export async function ensureDevSigningKey(dir: string): Promise<DevSigningKey> {
   void d;
   const kid = await calculateJwkThumbprint(publicJwk);
   if (created || !existsSync(jwksPath)) {
-    writeFileSync(jwksPath, `${JSON.stringify({ keys: [{ ...publicJwk, kid, alg: ALG, use: 'sig' }] }, null, 2)}\n`, { mode: 0o644 });
+    writeFileSync(jwksPath, `${JSON.stringify({ keys: [{ ...publicJwk, kid, alg: ALG, use: 'sig' }] }, null, 2)}\n`, {
+      mode: 0o644,
+    });
   }
   return { privateKey, kid, jwksPath, created };
 }
 
 /** A token signed with the dev key: sub, tenant, scope (space-separated), iss, aud, iat, exp, jti. */
-export function mintDevToken(key: DevSigningKey, args: MintArgs, nowSeconds = Math.floor(Date.now() / 1000)): Promise<string> {
+export function mintDevToken(
+  key: DevSigningKey,
+  args: MintArgs,
+  nowSeconds = Math.floor(Date.now() / 1000),
+): Promise<string> {
   return new SignJWT({ tenant: args.tenant, scope: args.scopes.join(' ') })
     .setProtectedHeader({ alg: ALG, kid: key.kid, typ: 'JWT' })
     .setSubject(args.sub)

@@ -49,7 +49,12 @@ export interface GateRequest {
  */
 export class GateRefusal extends EventMeshError {
   constructor(
-    code: ErrorCode.Unauthenticated | ErrorCode.Forbidden | ErrorCode.QuotaExceeded | ErrorCode.BatchExceedsBurst | ErrorCode.InvalidRequest,
+    code:
+      | ErrorCode.Unauthenticated
+      | ErrorCode.Forbidden
+      | ErrorCode.QuotaExceeded
+      | ErrorCode.BatchExceedsBurst
+      | ErrorCode.InvalidRequest,
     message: string,
     /** The reason audited and counted (a stable word: `expired`, `bad_signature`, `acl_deny`, ...). */
     readonly reason: string,

@@ -50,7 +50,12 @@ export function buildGates(config: EventMeshConfig, deps: GateDependencies): Bui
   // (each is an operator's action); the ingress gate its refusals, or every decision when configured so.
   const gate = (name: string, names: readonly FilterName[], failClosed: boolean, auditAllows: boolean) =>
     new SecurityGate({ name, filters: names.map(filterOf), failClosed, audit, auditAllows });
-  const ingress = gate('ingress', config.security.gate.filters, config.security.gate.failClosed, config.security.gate.audit.record === 'ALL');
+  const ingress = gate(
+    'ingress',
+    config.security.gate.filters,
+    config.security.gate.failClosed,
+    config.security.gate.audit.record === 'ALL',
+  );
   const admin = gate('admin', config.admin.security.filters, config.admin.security.failClosed, true);
   return {
     ingress,
@@ -78,29 +83,46 @@ function createFilter(name: FilterName, config: EventMeshConfig, deps: GateDepen
     case 'token':
       return TokenAuth.fromConfig(config, deps.db);
     case 'signature':
-      return new SignatureVerifier(new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)), new SignatureReplayLedger(deps.db), {
-        toleranceSeconds: config.security.gate.signature.toleranceSeconds,
-      });
+      return new SignatureVerifier(
+        new PublisherSecretStore(deps.db, SecretBox.fromConfig(config)),
+        new SignatureReplayLedger(deps.db),
+        {
+          toleranceSeconds: config.security.gate.signature.toleranceSeconds,
+        },
+      );
   }
 }
 
 function auditSinkOf(config: EventMeshConfig, deps: GateDependencies): AuditSink {
   const { sink, topic } = config.security.gate.audit;
-  return sink === 'CLOUDEVENTS' ? new CloudEventsAuditSink(deps.producer, topic, deps.instanceId) : new LoggingAuditSink();
+  return sink === 'CLOUDEVENTS'
+    ? new CloudEventsAuditSink(deps.producer, topic, deps.instanceId)
+    : new LoggingAuditSink();
 }
 
 /** The boot log's and /health's plain statement of what the gates do. */
-export function describeGates(gates: { ingress: SecurityGate; admin: SecurityGate }, listenHost: string): { gate: string; admin: string; warnings: string[] } {
+export function describeGates(
+  gates: { ingress: SecurityGate; admin: SecurityGate },
+  listenHost: string,
+): { gate: string; admin: string; warnings: string[] } {
   const warnings: string[] = [];
   const exposed = !isLoopbackHost(listenHost);
   // Report-only lets refused requests through, so to whoever can reach the gateway it is as open as no gate at all
   // (but for the admin routes, which want an authenticated caller in every mode): warned of alike.
   const ingress = gates.ingress.stats().mode;
   const admin = gates.admin.stats().mode;
-  if (exposed && ingress !== 'enforcing') warnings.push(`the request gate is ${ingress} and the gateway listens on ${listenHost}: anyone who can reach it may publish and subscribe`);
-  if (exposed && admin === 'open') warnings.push(`the admin API's gate is open and the gateway listens on ${listenHost}: anyone who can reach it may administer the runtime`);
+  if (exposed && ingress !== 'enforcing')
+    warnings.push(
+      `the request gate is ${ingress} and the gateway listens on ${listenHost}: anyone who can reach it may publish and subscribe`,
+    );
+  if (exposed && admin === 'open')
+    warnings.push(
+      `the admin API's gate is open and the gateway listens on ${listenHost}: anyone who can reach it may administer the runtime`,
+    );
   if (exposed && admin === 'report-only') {
-    warnings.push(`the admin API's gate is report-only and the gateway listens on ${listenHost}: its ACL refusals are only reported, so any authenticated admin may administer its tenant`);
+    warnings.push(
+      `the admin API's gate is report-only and the gateway listens on ${listenHost}: its ACL refusals are only reported, so any authenticated admin may administer its tenant`,
+    );
   }
   return { gate: ingress, admin, warnings };
 }

@@ -25,7 +25,10 @@ export function tokenKeySource(token: TokenConfig): JWTVerifyGetKey | undefined 
   const local = token.keysFile !== '' ? createLocalJWKSet(readKeysFile(token.keysFile)) : undefined;
   const remote =
     token.jwksUrl !== ''
-      ? createRemoteJWKSet(new URL(token.jwksUrl), { cooldownDuration: token.jwksCooldownMs, cacheMaxAge: token.jwksMaxAgeMs })
+      ? createRemoteJWKSet(new URL(token.jwksUrl), {
+          cooldownDuration: token.jwksCooldownMs,
+          cacheMaxAge: token.jwksMaxAgeMs,
+        })
       : undefined;
   if (!remote) return local;
   // A failed fetch is not tried again for a cooldown either: an issuer that is down is not asked on every request.
@@ -67,7 +70,9 @@ function fetchFailure(e: unknown): boolean {
  */
 export function readKeysFile(path: string): JSONWebKeySet {
   const bad = (why: string): never => {
-    throw new ConfigError([`${KEYS_FILE} = "${path}" ${why}; legal values: the path of a readable file holding a JWK Set ({"keys": [...]}) of public RSA, EC or OKP keys`]);
+    throw new ConfigError([
+      `${KEYS_FILE} = "${path}" ${why}; legal values: the path of a readable file holding a JWK Set ({"keys": [...]}) of public RSA, EC or OKP keys`,
+    ]);
   };
   let text = '';
   try {
@@ -86,7 +91,8 @@ export function readKeysFile(path: string): JSONWebKeySet {
   (keys as unknown[]).forEach((key, i) => {
     const jwk = key as Record<string, unknown> | null;
     if (typeof jwk !== 'object' || jwk === null) return bad(`key ${i} is not a JWK object`);
-    if (!['RSA', 'EC', 'OKP'].includes(String(jwk.kty))) return bad(`key ${i} has kty ${JSON.stringify(jwk.kty)}, not RSA, EC or OKP (symmetric keys are never trusted)`);
+    if (!['RSA', 'EC', 'OKP'].includes(String(jwk.kty)))
+      return bad(`key ${i} has kty ${JSON.stringify(jwk.kty)}, not RSA, EC or OKP (symmetric keys are never trusted)`);
     if ('d' in jwk) return bad(`key ${i} is a private key; the file must hold public keys only`);
     try {
       createPublicKey({ key: jwk as never, format: 'jwk' });

@@ -50,15 +50,27 @@ export class JwtVerifier {
       }));
     } catch (e) {
       if (e instanceof KeySetUnavailable) {
-        throw new EventMeshError(ErrorCode.DependencyUnavailable, 'the token issuer\'s keys cannot be read; try again', { dependency: 'jwks' }, true, { cause: e });
+        throw new EventMeshError(
+          ErrorCode.DependencyUnavailable,
+          "the token issuer's keys cannot be read; try again",
+          { dependency: 'jwks' },
+          true,
+          { cause: e },
+        );
       }
       return refusalOf(e);
     }
     // Explicit typing (RFC 8725 §3.11): a token of another kind signed by the same issuer (an ID token, a logout
     // token) is not an access token, though its signature, iss and aud check out.
-    const typ = typeof protectedHeader.typ === 'string' ? protectedHeader.typ.toLowerCase().replace(/^application\//, '') : undefined;
+    const typ =
+      typeof protectedHeader.typ === 'string'
+        ? protectedHeader.typ.toLowerCase().replace(/^application\//, '')
+        : undefined;
     if (typ === undefined || !this.config.types.includes(typ)) {
-      return notAuthenticated('bad_type', `the token's typ header is not one this runtime accepts (${this.config.types.join(', ')})`);
+      return notAuthenticated(
+        'bad_type',
+        `the token's typ header is not one this runtime accepts (${this.config.types.join(', ')})`,
+      );
     }
     const authentication = callerOfClaims(payload, this.config);
     if (authentication.ok) this.cache.set(token, authentication.caller, (payload.exp as number) * 1000);
@@ -71,14 +83,20 @@ function refusalOf(e: unknown): Authentication {
   if (e instanceof errors.JWTExpired) return notAuthenticated('expired', 'the token has expired');
   if (e instanceof errors.JWTClaimValidationFailed) {
     if (e.reason === 'missing') return notAuthenticated('malformed', `the token has no ${e.claim} claim`);
-    if (e.claim === 'iss') return notAuthenticated('bad_issuer', 'the token was issued by an issuer this runtime does not trust');
+    if (e.claim === 'iss')
+      return notAuthenticated('bad_issuer', 'the token was issued by an issuer this runtime does not trust');
     if (e.claim === 'aud') return notAuthenticated('bad_audience', 'the token is not meant for this runtime (aud)');
-    if (e.claim === 'nbf' && e.reason === 'check_failed') return notAuthenticated('not_yet_valid', 'the token is not valid yet (nbf)');
+    if (e.claim === 'nbf' && e.reason === 'check_failed')
+      return notAuthenticated('not_yet_valid', 'the token is not valid yet (nbf)');
     return notAuthenticated('malformed', `the token's ${e.claim} claim is invalid`);
   }
-  if (e instanceof errors.JOSEAlgNotAllowed) return notAuthenticated('alg_not_allowed', 'the token is signed with an algorithm this runtime does not accept');
-  if (e instanceof errors.JWSSignatureVerificationFailed) return notAuthenticated('bad_signature', 'the token signature is not valid');
-  if (e instanceof errors.JWKSMultipleMatchingKeys) return notAuthenticated('unknown_key', 'the token names no key id (kid) and several trusted keys match');
-  if (e instanceof errors.JWKSNoMatchingKey) return notAuthenticated('unknown_key', 'the token is signed with a key this runtime does not trust');
+  if (e instanceof errors.JOSEAlgNotAllowed)
+    return notAuthenticated('alg_not_allowed', 'the token is signed with an algorithm this runtime does not accept');
+  if (e instanceof errors.JWSSignatureVerificationFailed)
+    return notAuthenticated('bad_signature', 'the token signature is not valid');
+  if (e instanceof errors.JWKSMultipleMatchingKeys)
+    return notAuthenticated('unknown_key', 'the token names no key id (kid) and several trusted keys match');
+  if (e instanceof errors.JWKSNoMatchingKey)
+    return notAuthenticated('unknown_key', 'the token is signed with a key this runtime does not trust');
   return notAuthenticated('malformed', 'the token is not a well-formed signed JWT');
 }

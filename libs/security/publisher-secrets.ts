@@ -46,7 +46,9 @@ export class PublisherSecretStore {
     const id = randomUUID();
     const createdAt = await this.db.transaction(async (tx) => {
       // Two creates for one principal at once must not both pass the count: they take turns.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [JSON.stringify(['publisher-secrets', tenant, principal])]);
+      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
+        JSON.stringify(['publisher-secrets', tenant, principal]),
+      ]);
       const count = await tx.count(PublisherSecretEntity, { where: { tenant, principal } });
       if (count >= MAX_PUBLISHER_SECRETS) {
         throw new EventMeshError(
@@ -78,7 +80,9 @@ export class PublisherSecretStore {
   /** Deletes one secret of the principal; 404 when this tenant's principal has none by that id. */
   async delete(tenant: string, principal: string, id: string): Promise<void> {
     checkPrincipal(principal);
-    const result = UUID.test(id) ? await this.db.manager.delete(PublisherSecretEntity, { id, tenant, principal }) : { affected: 0 };
+    const result = UUID.test(id)
+      ? await this.db.manager.delete(PublisherSecretEntity, { id, tenant, principal })
+      : { affected: 0 };
     if (!result.affected) {
       throw new EventMeshError(ErrorCode.NotFound, `principal ${principal} has no secret ${id}`, { principal, id });
     }
@@ -90,13 +94,19 @@ export class PublisherSecretStore {
    * EVENTMESH_SECURITY_SECRETS_KEYS) is logged and left out: its signatures fail, nothing passes unsigned.
    */
   async keysOf(tenant: string, principal: string): Promise<{ count: number; keys: Buffer[] }> {
-    const rows = await this.db.manager.find(PublisherSecretEntity, { select: { id: true, secret: true }, where: { tenant, principal } });
+    const rows = await this.db.manager.find(PublisherSecretEntity, {
+      select: { id: true, secret: true },
+      where: { tenant, principal },
+    });
     const keys: Buffer[] = [];
     for (const row of rows) {
       try {
         keys.push(signingKeyOf(this.box.open(row.secret)));
       } catch (e) {
-        this.log.error({ tenant, principal, secretId: row.id, error: (e as Error).message }, 'publisher secret cannot be opened; its signatures are refused');
+        this.log.error(
+          { tenant, principal, secretId: row.id, error: (e as Error).message },
+          'publisher secret cannot be opened; its signatures are refused',
+        );
       }
     }
     return { count: rows.length, keys };
@@ -113,6 +123,10 @@ export const publisherPrincipalSchema = z
 
 function checkPrincipal(principal: string): void {
   if (!publisherPrincipalSchema.safeParse(principal).success) {
-    throw new EventMeshError(ErrorCode.InvalidRequest, `principal: 1 to ${MAX_PRINCIPAL_CHARS} characters, no control characters`, { field: 'principal' });
+    throw new EventMeshError(
+      ErrorCode.InvalidRequest,
+      `principal: 1 to ${MAX_PRINCIPAL_CHARS} characters, no control characters`,
+      { field: 'principal' },
+    );
   }
 }

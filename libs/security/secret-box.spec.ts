@@ -31,7 +31,9 @@ describe('SecretBox', () => {
 
   it('names an unknown key id clearly', () => {
     const sealed = new SecretBox([oldKey], 'old').seal(secret);
-    expect(() => new SecretBox([newKey], 'new').open(sealed)).toThrow('sealed with key "old", which EVENTMESH_SECURITY_SECRETS_KEYS does not hold (it holds new)');
+    expect(() => new SecretBox([newKey], 'new').open(sealed)).toThrow(
+      'sealed with key "old", which EVENTMESH_SECURITY_SECRETS_KEYS does not hold (it holds new)',
+    );
     expect(() => new SecretBox([newKey], 'new').open('whsec_plain')).toThrow('not a sealed secret');
   });
 
@@ -50,8 +52,13 @@ describe('SecretBox', () => {
   it('is required by an instance: no key is a ConfigError naming the setting and its legal values', () => {
     const config = loadConfig({ EVENTMESH_SECURITY_SECRETS_KEYS: '' });
     expect(() => SecretBox.fromConfig(config)).toThrow(ConfigError);
-    expect(() => SecretBox.fromConfig(config)).toThrow(/EVENTMESH_SECURITY_SECRETS_KEYS .*Legal values: a comma-separated list of id:key/);
-    const configured = loadConfig({ EVENTMESH_SECURITY_SECRETS_KEYS: `a:${oldKey.key.toString('base64')},b:${newKey.key.toString('base64')}`, EVENTMESH_SECURITY_SECRETS_ACTIVE_KEY: 'b' });
+    expect(() => SecretBox.fromConfig(config)).toThrow(
+      /EVENTMESH_SECURITY_SECRETS_KEYS .*Legal values: a comma-separated list of id:key/,
+    );
+    const configured = loadConfig({
+      EVENTMESH_SECURITY_SECRETS_KEYS: `a:${oldKey.key.toString('base64')},b:${newKey.key.toString('base64')}`,
+      EVENTMESH_SECURITY_SECRETS_ACTIVE_KEY: 'b',
+    });
     expect(SecretBox.keyIdOf(SecretBox.fromConfig(configured).seal('x'))).toBe('b');
   });
 });

@@ -25,13 +25,21 @@ export class SecretBoxError extends Error {
 export class SecretBox {
   private readonly keys: ReadonlyMap<string, Buffer>;
 
-  constructor(keys: readonly { id: string; key: Buffer }[], readonly activeKey: string) {
+  constructor(
+    keys: readonly { id: string; key: Buffer }[],
+    readonly activeKey: string,
+  ) {
     for (const k of keys) {
-      if (k.key.length !== KEY_BYTES) throw new SecretBoxError(`key "${k.id}" is ${k.key.length} bytes; AES-256-GCM needs ${KEY_BYTES}`);
-      if (!/^[A-Za-z0-9._-]{1,32}$/.test(k.id)) throw new SecretBoxError(`key id "${k.id}" is not 1 to 32 characters of [A-Za-z0-9._-]`);
+      if (k.key.length !== KEY_BYTES)
+        throw new SecretBoxError(`key "${k.id}" is ${k.key.length} bytes; AES-256-GCM needs ${KEY_BYTES}`);
+      if (!/^[A-Za-z0-9._-]{1,32}$/.test(k.id))
+        throw new SecretBoxError(`key id "${k.id}" is not 1 to 32 characters of [A-Za-z0-9._-]`);
     }
     this.keys = new Map(keys.map((k) => [k.id, k.key]));
-    if (!this.keys.has(activeKey)) throw new SecretBoxError(`the active key "${activeKey}" is not among the keys (${[...this.keys.keys()].join(', ')})`);
+    if (!this.keys.has(activeKey))
+      throw new SecretBoxError(
+        `the active key "${activeKey}" is not among the keys (${[...this.keys.keys()].join(', ')})`,
+      );
   }
 
   /** The box of an instance. An instance cannot run without one: no key is a configuration error (exit 78). */
@@ -77,9 +85,13 @@ export class SecretBox {
     const decipher = createDecipheriv('aes-256-gcm', key, iv);
     decipher.setAuthTag(data.subarray(data.length - TAG_BYTES));
     try {
-      return Buffer.concat([decipher.update(data.subarray(0, data.length - TAG_BYTES)), decipher.final()]).toString('utf8');
+      return Buffer.concat([decipher.update(data.subarray(0, data.length - TAG_BYTES)), decipher.final()]).toString(
+        'utf8',
+      );
     } catch {
-      throw new SecretBoxError(`the secret sealed with key "${keyId}" does not authenticate: it was changed, or the key "${keyId}" is not the one that sealed it`);
+      throw new SecretBoxError(
+        `the secret sealed with key "${keyId}" does not authenticate: it was changed, or the key "${keyId}" is not the one that sealed it`,
+      );
     }
   }
 
@@ -96,10 +108,12 @@ export class SecretBox {
 
 function parse(sealed: string): { keyId: string; iv: Buffer; data: Buffer } {
   const parts = sealed.split(':');
-  if (parts.length !== 4 || parts[0] !== VERSION) throw new SecretBoxError(`not a sealed secret (expected ${VERSION}:<keyId>:<iv>:<ciphertext>)`);
+  if (parts.length !== 4 || parts[0] !== VERSION)
+    throw new SecretBoxError(`not a sealed secret (expected ${VERSION}:<keyId>:<iv>:<ciphertext>)`);
   const [, keyId, ivText, dataText] = parts;
   const iv = Buffer.from(ivText, 'base64');
   const data = Buffer.from(dataText, 'base64');
-  if (iv.length !== IV_BYTES || data.length < TAG_BYTES) throw new SecretBoxError(`the secret sealed with key "${keyId}" is damaged (bad IV or ciphertext length)`);
+  if (iv.length !== IV_BYTES || data.length < TAG_BYTES)
+    throw new SecretBoxError(`the secret sealed with key "${keyId}" is damaged (bad IV or ciphertext length)`);
   return { keyId, iv, data };
 }

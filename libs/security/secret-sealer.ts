@@ -33,7 +33,10 @@ function sealedColumn(table: string, column: string): SealedSecrets {
       return rows.map((r) => ({ key: [r.id], values: [r.value] }));
     },
     async write(db, row, [value]) {
-      const [, changed]: [unknown, number] = await db.query(`UPDATE ${table} SET ${column} = $1 WHERE id = $2 AND ${column} = $3`, [value, row.key[0], row.values[0]]);
+      const [, changed]: [unknown, number] = await db.query(
+        `UPDATE ${table} SET ${column} = $1 WHERE id = $2 AND ${column} = $3`,
+        [value, row.key[0], row.values[0]],
+      );
       return changed === 1;
     },
   };
@@ -63,7 +66,11 @@ const PUSH_CONFIG_SECRETS: SealedSecrets = {
 };
 
 /** Everywhere secrets sealed by the SecretBox are stored. */
-const SEALED: readonly SealedSecrets[] = [sealedColumn('subscriptions', 'signing_secret'), sealedColumn('publisher_secrets', 'secret'), PUSH_CONFIG_SECRETS];
+const SEALED: readonly SealedSecrets[] = [
+  sealedColumn('subscriptions', 'signing_secret'),
+  sealedColumn('publisher_secrets', 'secret'),
+  PUSH_CONFIG_SECRETS,
+];
 
 export interface SealReport {
   /** Values stored in the clear (by an earlier version) now sealed. */
@@ -83,14 +90,23 @@ export interface SealReport {
  * only if it still holds what was read, so instances booting together never seal a value twice. A value that
  * does not open is left alone and logged: its key is missing from EVENTMESH_SECURITY_SECRETS_KEYS.
  */
-export async function sealStoredSecrets(db: DataSource, box: SecretBox, options: { batch?: number; maxRows?: number } = {}): Promise<SealReport> {
+export async function sealStoredSecrets(
+  db: DataSource,
+  box: SecretBox,
+  options: { batch?: number; maxRows?: number } = {},
+): Promise<SealReport> {
   const log = createLogger('SecretSealer');
   const batch = options.batch ?? 200;
   let budget = options.maxRows ?? 5000;
   const report: SealReport = { sealed: 0, resealed: 0, unreadable: 0, more: false };
   const activePrefix = `v1:${box.activeKey}:`;
   // A value already under the active key stays; one in the clear is sealed, one under an older key sealed again.
-  const bring = (value: string | null) => (value === null || value.startsWith(activePrefix) ? value : SecretBox.isSealed(value) ? box.reseal(value) : box.seal(value));
+  const bring = (value: string | null) =>
+    value === null || value.startsWith(activePrefix)
+      ? value
+      : SecretBox.isSealed(value)
+        ? box.reseal(value)
+        : box.seal(value);
   for (const secrets of SEALED) {
     let after: string[] | undefined;
     while (!report.more) {
@@ -108,7 +124,10 @@ export async function sealStoredSecrets(db: DataSource, box: SecretBox, options:
           values = row.values.map(bring);
         } catch (e) {
           report.unreadable++;
-          log.error({ table: secrets.table, id: row.key.join('/'), error: (e as Error).message }, 'stored secret cannot be opened; left as it is');
+          log.error(
+            { table: secrets.table, id: row.key.join('/'), error: (e as Error).message },
+            'stored secret cannot be opened; left as it is',
+          );
           continue;
         }
         if (!(await secrets.write(db, row, values))) continue;
@@ -118,7 +137,12 @@ export async function sealStoredSecrets(db: DataSource, box: SecretBox, options:
     }
   }
   if (report.sealed + report.resealed + report.unreadable > 0 || report.more) {
-    log.info({ ...report, activeKey: box.activeKey }, report.more ? 'stored secrets partly brought to the active key; the next boot goes on' : 'stored secrets brought to the active key');
+    log.info(
+      { ...report, activeKey: box.activeKey },
+      report.more
+        ? 'stored secrets partly brought to the active key; the next boot goes on'
+        : 'stored secrets brought to the active key',
+    );
   }
   return report;
 }

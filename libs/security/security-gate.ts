@@ -112,11 +112,21 @@ export class SecurityGate {
           request.topic = await resolve(caller);
         }
         // A filter that decides from memory answers at once: no promise to wait for on the hot path.
-        const decided = filter.name === 'token' && request.authenticated ? request.authenticated : filter.check({ request, caller });
+        const decided =
+          filter.name === 'token' && request.authenticated ? request.authenticated : filter.check({ request, caller });
         verdict = decided instanceof Promise ? await decided : decided;
       } catch (e) {
         this.errors.set(filter.name, (this.errors.get(filter.name) ?? 0) + 1);
-        this.log.error({ gate: this.name, filter: filter.name, route: request.route, requestId: idOf(request), error: (e as Error).message }, 'gate filter could not decide');
+        this.log.error(
+          {
+            gate: this.name,
+            filter: filter.name,
+            route: request.route,
+            requestId: idOf(request),
+            error: (e as Error).message,
+          },
+          'gate filter could not decide',
+        );
         if (this.options.failClosed) {
           release();
           refund();
@@ -174,7 +184,9 @@ export class SecurityGate {
   async authenticate(request: GateRequest): Promise<void> {
     const token = this.options.filters[0];
     if (!this.options.failClosed || token?.name !== 'token') return;
-    const verdict = (request.authenticated = new Promise<Verdict>((resolve) => resolve(token.check({ request, caller: UNAUTHENTICATED }))));
+    const verdict = (request.authenticated = new Promise<Verdict>((resolve) =>
+      resolve(token.check({ request, caller: UNAUTHENTICATED })),
+    ));
     const decided = await verdict.catch(() => undefined);
     // Refused or undecided: `admit` throws its answer now, with the count and the audit record.
     if (!decided?.allow) await this.admit(request);
@@ -197,7 +209,11 @@ export class SecurityGate {
     await this.options.audit.close?.();
   }
 
-  private audit(request: GateRequest, caller: Caller, deny?: { filter: string; reason: string; enforced: boolean }): void {
+  private audit(
+    request: GateRequest,
+    caller: Caller,
+    deny?: { filter: string; reason: string; enforced: boolean },
+  ): void {
     const record: AuditRecord = {
       time: isoNow(),
       gate: this.name,

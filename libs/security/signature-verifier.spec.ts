@@ -56,15 +56,28 @@ describe('SignatureVerifier', () => {
     secrets = new MemorySecrets();
     secrets.secrets.set('acme/orders-service', [current]);
     ledger = new MemoryLedger(() => clock);
-    verifier = new SignatureVerifier(secrets, ledger, { toleranceSeconds: 300, cacheMs: 5000, purgeIntervalMs: 0, now: () => clock });
+    verifier = new SignatureVerifier(secrets, ledger, {
+      toleranceSeconds: 300,
+      cacheMs: 5000,
+      purgeIntervalMs: 0,
+      now: () => clock,
+    });
   });
 
   /** Standard Webhooks headers made by the official library. */
   function signed(secret: string, id: string, at = new Date(clock), payload = body): Record<string, string> {
-    return { 'webhook-id': id, 'webhook-timestamp': String(Math.floor(at.getTime() / 1000)), 'webhook-signature': new Webhook(secret).sign(id, at, payload) };
+    return {
+      'webhook-id': id,
+      'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+      'webhook-signature': new Webhook(secret).sign(id, at, payload),
+    };
   }
 
-  function publish(headers: Record<string, string>, payload: Buffer | null = body, caller = publisher): Promise<Verdict> {
+  function publish(
+    headers: Record<string, string>,
+    payload: Buffer | null = body,
+    caller = publisher,
+  ): Promise<Verdict> {
     const request: GateRequest = {
       route: 'POST /events/publish',
       action: 'publish',
@@ -84,18 +97,52 @@ describe('SignatureVerifier', () => {
   it.each<[string, () => Record<string, string>, string]>([
     ['a valid signature', () => signed(current, 'msg-valid'), 'allow'],
     ['a signature by another secret', () => signed(newSecret(), 'msg-other'), 'bad_signature'],
-    ['a signature of another body', () => signed(current, 'msg-body', new Date(clock), Buffer.from('{}')), 'bad_signature'],
-    ['a signature whose id was changed', () => ({ ...signed(current, 'msg-a'), 'webhook-id': 'msg-b' }), 'bad_signature'],
-    ['a timestamp changed after signing', () => ({ ...signed(current, 'msg-ts'), 'webhook-timestamp': String(Math.floor(clock / 1000) - 1) }), 'bad_signature'],
+    [
+      'a signature of another body',
+      () => signed(current, 'msg-body', new Date(clock), Buffer.from('{}')),
+      'bad_signature',
+    ],
+    [
+      'a signature whose id was changed',
+      () => ({ ...signed(current, 'msg-a'), 'webhook-id': 'msg-b' }),
+      'bad_signature',
+    ],
+    [
+      'a timestamp changed after signing',
+      () => ({ ...signed(current, 'msg-ts'), 'webhook-timestamp': String(Math.floor(clock / 1000) - 1) }),
+      'bad_signature',
+    ],
     ['a timestamp 301 s old', () => signed(current, 'msg-old', new Date(clock - 301_000)), 'stale_timestamp'],
     ['a timestamp 301 s ahead', () => signed(current, 'msg-ahead', new Date(clock + 301_000)), 'stale_timestamp'],
     ['a timestamp 299 s old', () => signed(current, 'msg-299', new Date(clock - 299_000)), 'allow'],
     ['no signature headers', () => ({}), 'missing_signature'],
-    ['no webhook-signature', () => ({ 'webhook-id': 'x', 'webhook-timestamp': String(Math.floor(clock / 1000)) }), 'missing_signature'],
-    ['a timestamp in milliseconds text', () => ({ ...signed(current, 'msg-ms'), 'webhook-timestamp': 'yesterday' }), 'malformed_signature'],
+    [
+      'no webhook-signature',
+      () => ({ 'webhook-id': 'x', 'webhook-timestamp': String(Math.floor(clock / 1000)) }),
+      'missing_signature',
+    ],
+    [
+      'a timestamp in milliseconds text',
+      () => ({ ...signed(current, 'msg-ms'), 'webhook-timestamp': 'yesterday' }),
+      'malformed_signature',
+    ],
     ['an id with a space', () => ({ ...signed(current, 'msg-sp'), 'webhook-id': 'a b' }), 'malformed_signature'],
-    ['a v2 signature only', () => ({ ...signed(current, 'msg-v2'), 'webhook-signature': signed(current, 'msg-v2')['webhook-signature'].replace('v1,', 'v2,') }), 'bad_signature'],
-    ['a bad and a good signature', () => ({ ...signed(current, 'msg-two'), 'webhook-signature': `v1,${randomBytes(32).toString('base64')} ${signed(current, 'msg-two')['webhook-signature']}` }), 'allow'],
+    [
+      'a v2 signature only',
+      () => ({
+        ...signed(current, 'msg-v2'),
+        'webhook-signature': signed(current, 'msg-v2')['webhook-signature'].replace('v1,', 'v2,'),
+      }),
+      'bad_signature',
+    ],
+    [
+      'a bad and a good signature',
+      () => ({
+        ...signed(current, 'msg-two'),
+        'webhook-signature': `v1,${randomBytes(32).toString('base64')} ${signed(current, 'msg-two')['webhook-signature']}`,
+      }),
+      'allow',
+    ],
   ])('%s', async (_, headers, expected) => {
     expect(reasonOf(await publish(headers()))).toBe(expected);
   });
@@ -107,7 +154,9 @@ describe('SignatureVerifier', () => {
     expect(reasonOf(await publish(signed(current, 'msg-once')))).toBe('replayed');
     // Another principal's id space is its own.
     secrets.secrets.set('acme/billing', [current]);
-    expect(reasonOf(await publish(signed(current, 'msg-once'), body, { ...publisher, principal: 'billing' }))).toBe('allow');
+    expect(reasonOf(await publish(signed(current, 'msg-once'), body, { ...publisher, principal: 'billing' }))).toBe(
+      'allow',
+    );
   });
 
   it('records an id only once its signature is good: a forged request cannot burn the id', async () => {
@@ -141,7 +190,13 @@ describe('SignatureVerifier', () => {
 
   it('lets a principal without secrets through unsigned, and requests without a body', async () => {
     expect(reasonOf(await publish({}, body, ANONYMOUS))).toBe('allow');
-    const subscribe: GateRequest = { route: 'POST /subscriptions', action: 'subscribe', headers: {}, remoteAddress: '127.0.0.1', requestId: 'r-2' };
+    const subscribe: GateRequest = {
+      route: 'POST /subscriptions',
+      action: 'subscribe',
+      headers: {},
+      remoteAddress: '127.0.0.1',
+      requestId: 'r-2',
+    };
     expect(reasonOf(await verifier.check({ request: subscribe, caller: publisher }))).toBe('allow');
   });
 

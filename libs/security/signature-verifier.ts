@@ -76,16 +76,23 @@ export class SignatureVerifier implements GateFilter {
     const timestamp = header(request.headers, 'webhook-timestamp');
     const signatures = header(request.headers, 'webhook-signature');
     if (id === undefined || timestamp === undefined || signatures === undefined) {
-      return refuse('missing_signature', 'this publisher signs its requests: webhook-id, webhook-timestamp and webhook-signature are required (Standard Webhooks)');
+      return refuse(
+        'missing_signature',
+        'this publisher signs its requests: webhook-id, webhook-timestamp and webhook-signature are required (Standard Webhooks)',
+      );
     }
     if (id.length === 0 || id.length > MAX_ID_CHARS || /[^\x21-\x7e]/.test(id)) {
       return refuse('malformed_signature', `webhook-id: 1 to ${MAX_ID_CHARS} printable characters without spaces`);
     }
-    if (!/^\d{1,12}$/.test(timestamp)) return refuse('malformed_signature', 'webhook-timestamp: seconds since the epoch');
+    if (!/^\d{1,12}$/.test(timestamp))
+      return refuse('malformed_signature', 'webhook-timestamp: seconds since the epoch');
     const seconds = Number(timestamp);
     const nowSeconds = Math.floor(this.now() / 1000);
     if (Math.abs(nowSeconds - seconds) > this.options.toleranceSeconds) {
-      return refuse('stale_timestamp', `webhook-timestamp is more than ${this.options.toleranceSeconds} s from the gateway's clock`);
+      return refuse(
+        'stale_timestamp',
+        `webhook-timestamp is more than ${this.options.toleranceSeconds} s from the gateway's clock`,
+      );
     }
     if (!matches(keys, id, timestamp, request.body ?? EMPTY, signatures)) {
       return refuse('bad_signature', 'webhook-signature matches no secret of this publisher');
@@ -145,12 +152,20 @@ function header(headers: Record<string, string | string[] | undefined>, name: st
 function refuse(reason: string, message: string): Verdict {
   return {
     allow: false,
-    refusal: new GateRefusal(ErrorCode.Unauthenticated, message, reason, { 'www-authenticate': 'Bearer error="invalid_token"' }),
+    refusal: new GateRefusal(ErrorCode.Unauthenticated, message, reason, {
+      'www-authenticate': 'Bearer error="invalid_token"',
+    }),
   };
 }
 
 /** True when one of the `v1,` signatures is the HMAC of `id.timestamp.body` under one of the keys (constant time). */
-export function matches(keys: readonly Buffer[], id: string, timestamp: string, body: Buffer, signatures: string): boolean {
+export function matches(
+  keys: readonly Buffer[],
+  id: string,
+  timestamp: string,
+  body: Buffer,
+  signatures: string,
+): boolean {
   const offered = signatures
     .split(' ')
     .filter((s) => s.startsWith('v1,'))

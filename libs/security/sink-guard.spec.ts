@@ -83,8 +83,13 @@ describe('SinkGuard', () => {
   it('refuses a sink when ANY address of its host is refused, before connecting', async () => {
     const guard = new SinkGuard(['loopback'], fixedResolver('127.0.0.1', '10.0.0.1'));
     const spy = spyConnector();
-    await expect(guard.check('http://mixed.example.test/')).rejects.toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink', range: 'private' } });
-    await expect(request('http://mixed.example.test/', { dispatcher: guard.agent({}, spy) })).rejects.toThrow(SinkNotAllowed);
+    await expect(guard.check('http://mixed.example.test/')).rejects.toMatchObject({
+      code: 'SINK_NOT_ALLOWED',
+      details: { field: 'sink', range: 'private' },
+    });
+    await expect(request('http://mixed.example.test/', { dispatcher: guard.agent({}, spy) })).rejects.toThrow(
+      SinkNotAllowed,
+    );
     expect(spy.attempts).toEqual([]);
   });
 
@@ -98,34 +103,63 @@ describe('SinkGuard', () => {
     await expect(guard.check('http://[fd00:ec2::254]/')).rejects.toThrow('cloud-metadata');
     expect(resolver.calls).toBe(0);
     const spy = spyConnector();
-    await expect(request('http://169.254.169.254/latest/meta-data/', { dispatcher: guard.agent({}, spy) })).rejects.toThrow('cloud-metadata');
+    await expect(
+      request('http://169.254.169.254/latest/meta-data/', { dispatcher: guard.agent({}, spy) }),
+    ).rejects.toThrow('cloud-metadata');
     expect(spy.attempts).toEqual([]);
   });
 
   it('refuses a URL with a user name or password 400 (reason userinfo) before resolving it, never repeating it', async () => {
     const resolver = fixedResolver('93.184.216.34');
     const guard = new SinkGuard([], resolver);
-    for (const sink of ['http://user:s3cr3t@hooks.example.test/x', 'https://user@hooks.example.test/x', 'http://:s3cr3t@hooks.example.test/x']) {
-      const refusal = await guard.check(sink).then(() => undefined, (e: unknown) => e);
+    for (const sink of [
+      'http://user:s3cr3t@hooks.example.test/x',
+      'https://user@hooks.example.test/x',
+      'http://:s3cr3t@hooks.example.test/x',
+    ]) {
+      const refusal = await guard.check(sink).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(refusal).toBeInstanceOf(SinkNotAllowed);
       expect(refusal).toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink', reason: 'userinfo' } });
-      expect(JSON.stringify([(refusal as Error).message, (refusal as SinkNotAllowed).details])).not.toMatch(/s3cr3t|hooks/);
+      expect(JSON.stringify([(refusal as Error).message, (refusal as SinkNotAllowed).details])).not.toMatch(
+        /s3cr3t|hooks/,
+      );
     }
     expect(resolver.calls).toBe(0);
     await expect(guard.check('http://hooks.example.test/x?user=a')).resolves.toBeUndefined();
   });
 
   it("refuses this runtime's own publish routes (a name that resolves to loopback, at its port), not its other paths nor other ports", async () => {
-    const guard = new SinkGuard(['loopback'], fixedResolver('127.0.0.1'), { port: 8080, advertisedUrl: 'https://mesh.example.test' });
-    for (const sink of ['http://mesh.internal.test:8080/events/publish', 'http://mesh.internal.test:8080/events/publish?topic=orders', 'http://127.0.0.1:8080/events/request', 'http://[::1]:8080/events/reply', 'https://mesh.example.test/events/publish']) {
-      await expect(guard.check(sink)).rejects.toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink', reason: 'own_publish_route' } });
+    const guard = new SinkGuard(['loopback'], fixedResolver('127.0.0.1'), {
+      port: 8080,
+      advertisedUrl: 'https://mesh.example.test',
+    });
+    for (const sink of [
+      'http://mesh.internal.test:8080/events/publish',
+      'http://mesh.internal.test:8080/events/publish?topic=orders',
+      'http://127.0.0.1:8080/events/request',
+      'http://[::1]:8080/events/reply',
+      'https://mesh.example.test/events/publish',
+    ]) {
+      await expect(guard.check(sink)).rejects.toMatchObject({
+        code: 'SINK_NOT_ALLOWED',
+        details: { field: 'sink', reason: 'own_publish_route' },
+      });
     }
-    for (const sink of ['http://mesh.internal.test:8080/hook', 'http://mesh.internal.test:8081/events/publish', 'http://mesh.internal.test/events/publish']) {
+    for (const sink of [
+      'http://mesh.internal.test:8080/hook',
+      'http://mesh.internal.test:8081/events/publish',
+      'http://mesh.internal.test/events/publish',
+    ]) {
       await expect(guard.check(sink)).resolves.toBeUndefined();
     }
     // The port a gateway picked at listen (EVENTMESH_HTTP_PORT=0).
     guard.listeningOn(41234);
-    await expect(guard.check('http://mesh.internal.test:41234/events/publish')).rejects.toMatchObject({ details: { reason: 'own_publish_route' } });
+    await expect(guard.check('http://mesh.internal.test:41234/events/publish')).rejects.toMatchObject({
+      details: { reason: 'own_publish_route' },
+    });
   });
 
   it('refuses what is not an http(s) URL, and a host that does not resolve', async () => {
@@ -136,7 +170,9 @@ describe('SinkGuard', () => {
     await expect(guard.check('ftp://127.0.0.1/')).rejects.toThrow('only http and https');
     await expect(guard.check('not a url')).rejects.toThrow('not a URL');
     await expect(guard.check('http://nowhere.example.test/')).rejects.toThrow('does not resolve (ENOTFOUND)');
-    await expect(new SinkGuard(['loopback'], fixedResolver()).check('http://empty.example.test/')).rejects.toThrow('does not resolve');
+    await expect(new SinkGuard(['loopback'], fixedResolver()).check('http://empty.example.test/')).rejects.toThrow(
+      'does not resolve',
+    );
   });
 
   describe('against a loopback sink', () => {
@@ -159,12 +195,16 @@ describe('SinkGuard', () => {
     it('connects to the address it checked: a name that rebinds to metadata after the check reaches nothing', async () => {
       // The first answer (at create) is loopback; every later one is the metadata service (DNS rebinding).
       let answers = 0;
-      const rebinding: SinkResolver = async () => [{ address: answers++ === 0 ? '127.0.0.1' : '169.254.169.254', family: 4 }];
+      const rebinding: SinkResolver = async () => [
+        { address: answers++ === 0 ? '127.0.0.1' : '169.254.169.254', family: 4 },
+      ];
       const guard = new SinkGuard(['loopback'], rebinding);
       const sink = `http://rebind.example.test:${port}/hook`;
       await guard.check(sink);
       const spy = spyConnector();
-      await expect(request(sink, { method: 'POST', body: 'x', dispatcher: guard.agent({}, spy) })).rejects.toThrow('cloud-metadata');
+      await expect(request(sink, { method: 'POST', body: 'x', dispatcher: guard.agent({}, spy) })).rejects.toThrow(
+        'cloud-metadata',
+      );
       expect(spy.attempts).toEqual([]);
       expect(hits).toBe(0);
     });
@@ -177,10 +217,15 @@ describe('SinkGuard', () => {
       const handed: string[] = [];
       const agent = guard.agent({}, (options, callback) => {
         handed.push(options.hostname);
-        if (!isIP(options.hostname)) return callback(new Error(`handed a name (${options.hostname}), not an address`), null);
+        if (!isIP(options.hostname))
+          return callback(new Error(`handed a name (${options.hostname}), not an address`), null);
         return real(options, callback);
       });
-      const response = await request(`http://sink.example.test:${port}/hook`, { method: 'POST', body: 'x', dispatcher: agent });
+      const response = await request(`http://sink.example.test:${port}/hook`, {
+        method: 'POST',
+        body: 'x',
+        dispatcher: agent,
+      });
       await response.body.dump();
       expect(response.statusCode).toBe(204);
       expect(hits).toBe(1);

@@ -10,34 +10,91 @@ import { createLogger } from '../logging';
 export type SinkResolver = (hostname: string) => Promise<{ address: string; family: number }[]>;
 
 /** Why an address is refused: the range it is in. */
-export type RefusedRange = 'link-local' | 'cloud-metadata' | 'unspecified' | 'multicast' | 'reserved' | 'private' | 'loopback';
+export type RefusedRange =
+  'link-local' | 'cloud-metadata' | 'unspecified' | 'multicast' | 'reserved' | 'private' | 'loopback';
 
 const systemResolver: SinkResolver = (hostname) => lookup(hostname, { all: true, verbatim: true });
 
 /** Host names of cloud metadata services: refused before they are resolved. */
-const METADATA_NAMES = new Set(['metadata.google.internal', 'metadata.goog', 'metadata', 'instance-data', 'instance-data.ec2.internal']);
+const METADATA_NAMES = new Set([
+  'metadata.google.internal',
+  'metadata.goog',
+  'metadata',
+  'instance-data',
+  'instance-data.ec2.internal',
+]);
 
 /** Ranges a sink may never reach, whatever the configuration says. Checked in this order (metadata first). */
 const ALWAYS: [RefusedRange, BlockList][] = [
-  ['cloud-metadata', ranges([['169.254.169.254', 32, 'ipv4'], ['100.100.100.200', 32, 'ipv4'], ['192.0.0.192', 32, 'ipv4'], ['fd00:ec2::254', 128, 'ipv6']])],
-  ['link-local', ranges([['169.254.0.0', 16, 'ipv4'], ['fe80::', 10, 'ipv6']])],
-  ['unspecified', ranges([['0.0.0.0', 8, 'ipv4'], ['::', 128, 'ipv6']])],
-  ['multicast', ranges([['224.0.0.0', 4, 'ipv4'], ['ff00::', 8, 'ipv6']])],
+  [
+    'cloud-metadata',
+    ranges([
+      ['169.254.169.254', 32, 'ipv4'],
+      ['100.100.100.200', 32, 'ipv4'],
+      ['192.0.0.192', 32, 'ipv4'],
+      ['fd00:ec2::254', 128, 'ipv6'],
+    ]),
+  ],
+  [
+    'link-local',
+    ranges([
+      ['169.254.0.0', 16, 'ipv4'],
+      ['fe80::', 10, 'ipv6'],
+    ]),
+  ],
+  [
+    'unspecified',
+    ranges([
+      ['0.0.0.0', 8, 'ipv4'],
+      ['::', 128, 'ipv6'],
+    ]),
+  ],
+  [
+    'multicast',
+    ranges([
+      ['224.0.0.0', 4, 'ipv4'],
+      ['ff00::', 8, 'ipv6'],
+    ]),
+  ],
   // 240.0.0.0/4 holds the limited broadcast address 255.255.255.255; none of it is routable.
   ['reserved', ranges([['240.0.0.0', 4, 'ipv4']])],
 ];
 
 /** Ranges a sink may reach only when EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES names them. */
 const CONFIGURABLE: [RefusedRange & SinkRange, BlockList][] = [
-  ['loopback', ranges([['127.0.0.0', 8, 'ipv4'], ['::1', 128, 'ipv6']])],
+  [
+    'loopback',
+    ranges([
+      ['127.0.0.0', 8, 'ipv4'],
+      ['::1', 128, 'ipv6'],
+    ]),
+  ],
   // RFC 1918, carrier-grade NAT (RFC 6598), unique local and the deprecated site-local IPv6 ranges.
-  ['private', ranges([['10.0.0.0', 8, 'ipv4'], ['172.16.0.0', 12, 'ipv4'], ['192.168.0.0', 16, 'ipv4'], ['100.64.0.0', 10, 'ipv4'], ['fc00::', 7, 'ipv6'], ['fec0::', 10, 'ipv6']])],
+  [
+    'private',
+    ranges([
+      ['10.0.0.0', 8, 'ipv4'],
+      ['172.16.0.0', 12, 'ipv4'],
+      ['192.168.0.0', 16, 'ipv4'],
+      ['100.64.0.0', 10, 'ipv4'],
+      ['fc00::', 7, 'ipv6'],
+      ['fec0::', 10, 'ipv6'],
+    ]),
+  ],
 ];
 
 /** A sink the guard refuses: 400 `SINK_NOT_ALLOWED`, field `sink`. The message names the range, never the address. */
 export class SinkNotAllowed extends EventMeshError {
-  constructor(message: string, readonly range?: RefusedRange, reason?: 'userinfo' | 'own_publish_route') {
-    super(ErrorCode.SinkNotAllowed, message, { field: 'sink', ...(range ? { range } : {}), ...(reason ? { reason } : {}) });
+  constructor(
+    message: string,
+    readonly range?: RefusedRange,
+    reason?: 'userinfo' | 'own_publish_route',
+  ) {
+    super(ErrorCode.SinkNotAllowed, message, {
+      field: 'sink',
+      ...(range ? { range } : {}),
+      ...(reason ? { reason } : {}),
+    });
   }
 }
 
@@ -74,7 +131,10 @@ export class SinkGuard {
   }
 
   static fromConfig(config: EventMeshConfig, resolver?: SinkResolver): SinkGuard {
-    return new SinkGuard(config.security.sinks.allowedRanges, resolver, { port: config.http.port, advertisedUrl: config.instance.advertisedUrl });
+    return new SinkGuard(config.security.sinks.allowedRanges, resolver, {
+      port: config.http.port,
+      advertisedUrl: config.instance.advertisedUrl,
+    });
   }
 
   /** The port the gateway listens on, once it does (EVENTMESH_HTTP_PORT=0 picks one at listen). */
@@ -87,7 +147,8 @@ export class SinkGuard {
     const ip = normalize(address);
     if (!ip) return 'reserved';
     for (const [range, list] of ALWAYS) if (list.check(ip.address, ip.type)) return range;
-    for (const [range, list] of CONFIGURABLE) if (list.check(ip.address, ip.type) && !this.allowed.has(range)) return range;
+    for (const [range, list] of CONFIGURABLE)
+      if (list.check(ip.address, ip.type) && !this.allowed.has(range)) return range;
     return undefined;
   }
 
@@ -99,17 +160,22 @@ export class SinkGuard {
     } catch {
       throw new SinkNotAllowed('sink: not a URL');
     }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new SinkNotAllowed('sink: only http and https sinks are allowed');
+    if (url.protocol !== 'http:' && url.protocol !== 'https:')
+      throw new SinkNotAllowed('sink: only http and https sinks are allowed');
     // Credentials in a URL end up wherever the URL is shown (logs, the subscription's view, proxies' logs); the
     // message does not repeat them.
     if (url.username !== '' || url.password !== '') {
-      throw new SinkNotAllowed('sink: a sink URL may not carry a user name or password (user:password@host); send credentials some other way', undefined, 'userinfo');
+      throw new SinkNotAllowed(
+        'sink: a sink URL may not carry a user name or password (user:password@host); send credentials some other way',
+        undefined,
+        'userinfo',
+      );
     }
     const addresses = await this.checked(hostOf(url.hostname));
     if (this.isOwnPublishRoute(url, addresses)) {
-      this.log.warn({ sink, port: this.own?.port }, 'webhook sink refused: it is this runtime\'s own publish route');
+      this.log.warn({ sink, port: this.own?.port }, "webhook sink refused: it is this runtime's own publish route");
       throw new SinkNotAllowed(
-        'sink: the sink is this runtime\'s own publish route; every event delivered there would be published again, in a loop',
+        "sink: the sink is this runtime's own publish route; every event delivered there would be published again, in a loop",
         undefined,
         'own_publish_route',
       );
@@ -154,7 +220,9 @@ export class SinkGuard {
       try {
         addresses = await this.resolver(name);
       } catch (e) {
-        throw new SinkNotAllowed(`sink: the host ${hostname} does not resolve (${(e as NodeJS.ErrnoException).code ?? 'no address'})`);
+        throw new SinkNotAllowed(
+          `sink: the host ${hostname} does not resolve (${(e as NodeJS.ErrnoException).code ?? 'no address'})`,
+        );
       }
     }
     if (addresses.length === 0) throw new SinkNotAllowed(`sink: the host ${hostname} does not resolve`);
@@ -202,7 +270,8 @@ const LOOPBACK = CONFIGURABLE.find(([range]) => range === 'loopback')![1];
 /** The addresses of this machine's interfaces (and the unspecified ones a sink could name to reach it). */
 function localAddresses(): Set<string> {
   const local = new Set(['0.0.0.0', '::']);
-  for (const list of Object.values(networkInterfaces())) for (const i of list ?? []) local.add(normalize(i.address)?.address ?? i.address);
+  for (const list of Object.values(networkInterfaces()))
+    for (const i of list ?? []) local.add(normalize(i.address)?.address ?? i.address);
   return local;
 }
 

@@ -50,7 +50,10 @@ export class TenantQuotaAdmin {
     if (caller.tenant !== this.operatorTenant) {
       throw new EventMeshError(ErrorCode.Forbidden, "only the operator tenant's admins may set a tenant's quota");
     }
-    if (!TENANT.test(tenant)) throw new EventMeshError(ErrorCode.InvalidRequest, 'tenant: 1 to 64 characters of [A-Za-z0-9._-]', { field: 'tenant' });
+    if (!TENANT.test(tenant))
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'tenant: 1 to 64 characters of [A-Za-z0-9._-]', {
+        field: 'tenant',
+      });
     const parsed = tenantQuotaOverridesSchema.safeParse(body ?? {});
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -62,11 +65,18 @@ export class TenantQuotaAdmin {
   }
 
   private assertVisible(caller: Caller, tenant: string): void {
-    if (caller.tenant !== this.operatorTenant && caller.tenant !== tenant) throw new EventMeshError(ErrorCode.NotFound, `no tenant ${tenant}`);
+    if (caller.tenant !== this.operatorTenant && caller.tenant !== tenant)
+      throw new EventMeshError(ErrorCode.NotFound, `no tenant ${tenant}`);
   }
 
   private viewOf(tenant: string, overrides: QuotaOverrides | undefined): TenantQuotaView {
-    const none: QuotaOverrides = { eventsPerSecond: null, bytesPerSecond: null, burstSeconds: null, streamConnections: null, subscriptions: null };
+    const none: QuotaOverrides = {
+      eventsPerSecond: null,
+      bytesPerSecond: null,
+      burstSeconds: null,
+      streamConnections: null,
+      subscriptions: null,
+    };
     return { tenant, quota: effectiveLimits(this.defaults, overrides), overrides: overrides ?? none };
   }
 }

@@ -162,7 +162,11 @@ export class TenantQuotaFilter implements GateFilter {
     const mine: { tenant: string; eventsDemand: number; bytesDemand: number; streams: number }[] = [];
     for (const [tenant, state] of this.tenants) {
       // A tenant idle here for a while (no publish, no stream) is forgotten: its row stops being written and expires.
-      if (state.streams === 0 && state.askedEvents === 0 && now - state.lastUsed > Math.max(30_000, 20 * this.options.syncMs)) {
+      if (
+        state.streams === 0 &&
+        state.askedEvents === 0 &&
+        now - state.lastUsed > Math.max(30_000, 20 * this.options.syncMs)
+      ) {
         this.tenants.delete(tenant);
         continue;
       }
@@ -200,7 +204,9 @@ export class TenantQuotaFilter implements GateFilter {
     this.closed = true;
     if (this.timer) clearTimeout(this.timer);
     // This instance's demand and streams stop counting now rather than when its rows go stale.
-    await this.usage.forget(this.options.instanceId).catch((e: Error) => this.log.warn({ error: e.message }, 'could not remove this instance\'s quota usage'));
+    await this.usage
+      .forget(this.options.instanceId)
+      .catch((e: Error) => this.log.warn({ error: e.message }, "could not remove this instance's quota usage"));
   }
 
   private decide({ request, caller }: GateContext): Verdict | Promise<Verdict> {
@@ -270,7 +276,12 @@ export class TenantQuotaFilter implements GateFilter {
     };
   }
 
-  private rateRefusal(reason: 'events_per_second' | 'bytes_per_second', state: TenantState, n: number, now: number): Verdict {
+  private rateRefusal(
+    reason: 'events_per_second' | 'bytes_per_second',
+    state: TenantState,
+    n: number,
+    now: number,
+  ): Verdict {
     const events = reason === 'events_per_second';
     const bucket = events ? state.events : state.bytes;
     const rate = events ? state.limits.eventsPerSecond : state.limits.bytesPerSecond;
@@ -293,12 +304,34 @@ export class TenantQuotaFilter implements GateFilter {
     const peers = this.peers.get(tenant) ?? [];
     // A tenant nobody reported yet: an even share among the live instances (several may start serving it at
     // once); else a newcomer's share beside those already serving it.
-    const eventsShare = peers.length === 0 ? 1 / this.liveInstances : shareOf(0, peers.map((p) => p.eventsDemand), limits.eventsPerSecond);
-    const bytesShare = peers.length === 0 ? 1 / this.liveInstances : shareOf(0, peers.map((p) => p.bytesDemand), limits.bytesPerSecond);
+    const eventsShare =
+      peers.length === 0
+        ? 1 / this.liveInstances
+        : shareOf(
+            0,
+            peers.map((p) => p.eventsDemand),
+            limits.eventsPerSecond,
+          );
+    const bytesShare =
+      peers.length === 0
+        ? 1 / this.liveInstances
+        : shareOf(
+            0,
+            peers.map((p) => p.bytesDemand),
+            limits.bytesPerSecond,
+          );
     state = {
       limits,
-      events: new TokenBucket(eventsShare * limits.eventsPerSecond, eventsShare * limits.eventsPerSecond * limits.burstSeconds, now),
-      bytes: new TokenBucket(bytesShare * limits.bytesPerSecond, bytesShare * limits.bytesPerSecond * limits.burstSeconds, now),
+      events: new TokenBucket(
+        eventsShare * limits.eventsPerSecond,
+        eventsShare * limits.eventsPerSecond * limits.burstSeconds,
+        now,
+      ),
+      bytes: new TokenBucket(
+        bytesShare * limits.bytesPerSecond,
+        bytesShare * limits.bytesPerSecond * limits.burstSeconds,
+        now,
+      ),
       askedEvents: 0,
       askedBytes: 0,
       eventsDemand: 0,
@@ -317,8 +350,16 @@ export class TenantQuotaFilter implements GateFilter {
   private reshape(tenant: string, state: TenantState, now: number): void {
     const peers = this.peers.get(tenant) ?? [];
     state.limits = effectiveLimits(this.options.defaults, this.overrides.get(tenant));
-    state.eventsShare = shareOf(state.eventsDemand, peers.map((p) => p.eventsDemand), state.limits.eventsPerSecond);
-    state.bytesShare = shareOf(state.bytesDemand, peers.map((p) => p.bytesDemand), state.limits.bytesPerSecond);
+    state.eventsShare = shareOf(
+      state.eventsDemand,
+      peers.map((p) => p.eventsDemand),
+      state.limits.eventsPerSecond,
+    );
+    state.bytesShare = shareOf(
+      state.bytesDemand,
+      peers.map((p) => p.bytesDemand),
+      state.limits.bytesPerSecond,
+    );
     state.peerStreams = peers.reduce((sum, p) => sum + p.streams, 0);
     const { eventsPerSecond, bytesPerSecond, burstSeconds } = state.limits;
     state.events.reshape(state.eventsShare * eventsPerSecond, state.eventsShare * eventsPerSecond * burstSeconds, now);
@@ -375,19 +416,34 @@ function burstRefusal(limits: QuotaLimits, events: number, bytes: number): Verdi
         : `this publish is ${bytes} bytes; this tenant's burst is ${maxBatchBytes} bytes (${limits.bytesPerSecond} bytes/s x ${limits.burstSeconds} s), so it can never pass: send at most ${maxBatchBytes} bytes per publish`,
       byEvents ? 'batch_exceeds_burst_events' : 'batch_exceeds_burst_bytes',
       {},
-      { quota: byEvents ? 'events_per_second' : 'bytes_per_second', maxBatchEvents, maxBatchBytes, ...(byEvents ? { events } : { bytes }) },
+      {
+        quota: byEvents ? 'events_per_second' : 'bytes_per_second',
+        maxBatchEvents,
+        maxBatchBytes,
+        ...(byEvents ? { events } : { bytes }),
+      },
     ),
   };
 }
 
-function refusal(reason: QuotaReason, message: string, policy: string, limit: string, retryAfterSeconds?: number): Verdict {
+function refusal(
+  reason: QuotaReason,
+  message: string,
+  policy: string,
+  limit: string,
+  retryAfterSeconds?: number,
+): Verdict {
   return {
     allow: false,
     refusal: new GateRefusal(
       ErrorCode.QuotaExceeded,
       message,
       reason,
-      { ...(retryAfterSeconds !== undefined ? { 'retry-after': String(retryAfterSeconds) } : {}), 'ratelimit-policy': policy, ratelimit: limit },
+      {
+        ...(retryAfterSeconds !== undefined ? { 'retry-after': String(retryAfterSeconds) } : {}),
+        'ratelimit-policy': policy,
+        ratelimit: limit,
+      },
       { quota: reason },
     ),
   };

@@ -7,7 +7,14 @@ import { credentialOf } from './bearer-credential';
 import type { GateContext, GateFilter, GateRequest, Verdict } from './gate-filter';
 import { tokenKeySource } from './jwt-key-source';
 import { JwtVerifier } from './jwt-verifier';
-import { Authentication, duplicateCredential, insufficientScope, invalidToken, missingCredential, notOperator } from './token-refusals';
+import {
+  Authentication,
+  duplicateCredential,
+  insufficientScope,
+  invalidToken,
+  missingCredential,
+  notOperator,
+} from './token-refusals';
 
 export interface TokenAuthOptions {
   jwt: JwtVerifier;
@@ -60,7 +67,9 @@ export class TokenAuth implements GateFilter {
         authentication = this.options.apiKeys.verify(credential.key);
         break;
     }
-    return authentication instanceof Promise ? authentication.then((a) => this.decide(request, a)) : this.decide(request, authentication);
+    return authentication instanceof Promise
+      ? authentication.then((a) => this.decide(request, a))
+      : this.decide(request, authentication);
   }
 
   async close(): Promise<void> {
@@ -68,11 +77,14 @@ export class TokenAuth implements GateFilter {
   }
 
   private decide(request: GateRequest, authentication: Authentication): Verdict {
-    if (!authentication.ok) return { allow: false, refusal: invalidToken(authentication.reason, authentication.description) };
+    if (!authentication.ok)
+      return { allow: false, refusal: invalidToken(authentication.reason, authentication.description) };
     const caller = authentication.caller;
     // The caller is known though refused: audited as itself, and report-only mode proceeds as it.
-    if (!caller.scopes.includes(request.action)) return { allow: false, refusal: insufficientScope(request.action), caller };
-    if (request.operatorOnly && caller.tenant !== this.options.operatorTenant) return { allow: false, refusal: notOperator(), caller };
+    if (!caller.scopes.includes(request.action))
+      return { allow: false, refusal: insufficientScope(request.action), caller };
+    if (request.operatorOnly && caller.tenant !== this.options.operatorTenant)
+      return { allow: false, refusal: notOperator(), caller };
     return { allow: true, caller };
   }
 }

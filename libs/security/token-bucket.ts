@@ -1,5 +1,6 @@
 /** What a take from a bucket found. */
-export type BucketTake = { taken: true; remaining: number } | { taken: false; remaining: number; retryAfterSeconds: number };
+export type BucketTake =
+  { taken: true; remaining: number } | { taken: false; remaining: number; retryAfterSeconds: number };
 
 /**
  * A token bucket: it refills at `rate` tokens a second up to `capacity` (the burst), and a take of n tokens
@@ -32,7 +33,11 @@ export class TokenBucket {
       this.tokens -= n;
       return { taken: true, remaining: Math.max(0, Math.floor(this.tokens)) };
     }
-    return { taken: false, remaining: Math.max(0, Math.floor(this.tokens)), retryAfterSeconds: this.secondsUntil(needed) };
+    return {
+      taken: false,
+      remaining: Math.max(0, Math.floor(this.tokens)),
+      retryAfterSeconds: this.secondsUntil(needed),
+    };
   }
 
   /** Whether n tokens could be taken now, without taking them (a publish needs both its buckets). */

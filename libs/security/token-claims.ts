@@ -24,13 +24,21 @@ export function callerOfClaims(payload: JWTPayload, names: ClaimNames): Authenti
   }
   const tenant = payload[names.tenantClaim];
   if (typeof tenant !== 'string' || !TENANT_NAME.test(tenant)) {
-    return notAuthenticated('no_tenant', `the token has no valid ${names.tenantClaim} claim (1 to 64 characters of [A-Za-z0-9._-])`);
+    return notAuthenticated(
+      'no_tenant',
+      `the token has no valid ${names.tenantClaim} claim (1 to 64 characters of [A-Za-z0-9._-])`,
+    );
   }
   return authenticated({ principal, tenant, scopes: scopesOf(payload[names.scopesClaim]), via: 'jwt' });
 }
 
 /** The known actions among the scopes a claim lists, once each, in the order of ACTIONS. */
 export function scopesOf(claim: unknown): Action[] {
-  const listed = typeof claim === 'string' ? claim.split(/\s+/) : Array.isArray(claim) ? claim.filter((s): s is string => typeof s === 'string') : [];
+  const listed =
+    typeof claim === 'string'
+      ? claim.split(/\s+/)
+      : Array.isArray(claim)
+        ? claim.filter((s): s is string => typeof s === 'string')
+        : [];
   return ACTIONS.filter((action) => listed.includes(action));
 }

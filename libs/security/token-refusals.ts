@@ -18,19 +18,29 @@ export type InvalidTokenReason =
   | 'unknown_key_id';
 
 /** What a verifier found: the caller, or why not, in words for the caller (never a secret, never the token). */
-export type Authentication = { ok: true; caller: Caller } | { ok: false; reason: InvalidTokenReason; description: string };
+export type Authentication =
+  { ok: true; caller: Caller } | { ok: false; reason: InvalidTokenReason; description: string };
 
 export const authenticated = (caller: Caller): Authentication => ({ ok: true, caller });
-export const notAuthenticated = (reason: InvalidTokenReason, description: string): Authentication => ({ ok: false, reason, description });
+export const notAuthenticated = (reason: InvalidTokenReason, description: string): Authentication => ({
+  ok: false,
+  reason,
+  description,
+});
 
 /** RFC 6750 §3: no error attribute when the request carried no credential. */
 const CHALLENGE = 'Bearer';
 
 /** Nothing was sent: 401 and a bare `Bearer` challenge. */
 export function missingCredential(): GateRefusal {
-  return new GateRefusal(ErrorCode.Unauthenticated, 'authentication required: send Authorization: Bearer <token> or an API key', 'missing', {
-    'www-authenticate': CHALLENGE,
-  });
+  return new GateRefusal(
+    ErrorCode.Unauthenticated,
+    'authentication required: send Authorization: Bearer <token> or an API key',
+    'missing',
+    {
+      'www-authenticate': CHALLENGE,
+    },
+  );
 }
 
 /**
@@ -49,16 +59,28 @@ export function invalidToken(reason: InvalidTokenReason, description: string): G
  */
 export function duplicateCredential(header: 'authorization' | 'x-api-key'): GateRefusal {
   const description = `send one ${header === 'authorization' ? 'Authorization' : 'x-api-key'} header, not several`;
-  return new GateRefusal(ErrorCode.InvalidRequest, description, 'duplicate_credential', {
-    'www-authenticate': `Bearer error="invalid_request", error_description="${description}"`,
-  }, { field: header, reason: 'duplicate_credential' });
+  return new GateRefusal(
+    ErrorCode.InvalidRequest,
+    description,
+    'duplicate_credential',
+    {
+      'www-authenticate': `Bearer error="invalid_request", error_description="${description}"`,
+    },
+    { field: header, reason: 'duplicate_credential' },
+  );
 }
 
 /** A good credential without the scope the route's action needs: 403 `insufficient_scope` naming it. */
 export function insufficientScope(action: Action): GateRefusal {
-  return new GateRefusal(ErrorCode.Forbidden, `the credential does not grant the ${action} scope`, 'insufficient_scope', {
-    'www-authenticate': `Bearer error="insufficient_scope", scope="${action}"`,
-  }, { scope: action });
+  return new GateRefusal(
+    ErrorCode.Forbidden,
+    `the credential does not grant the ${action} scope`,
+    'insufficient_scope',
+    {
+      'www-authenticate': `Bearer error="insufficient_scope", scope="${action}"`,
+    },
+    { scope: action },
+  );
 }
 
 /** A runtime-wide admin route, called by an admin of another tenant than the operator's. */

@@ -24,8 +24,10 @@ export interface TopicPattern {
 
 export function compileTopicPattern(source: string): TopicPattern {
   if (source.length === 0) throw new TopicPatternError('the topic pattern is empty');
-  if (source.length > TOPIC_PATTERN_MAX_LENGTH) throw new TopicPatternError(`the topic pattern is longer than ${TOPIC_PATTERN_MAX_LENGTH} characters`);
-  if (!PATTERN_CHARS.test(source)) throw new TopicPatternError('a topic pattern holds [A-Za-z0-9._-] and the wildcards * and ?');
+  if (source.length > TOPIC_PATTERN_MAX_LENGTH)
+    throw new TopicPatternError(`the topic pattern is longer than ${TOPIC_PATTERN_MAX_LENGTH} characters`);
+  if (!PATTERN_CHARS.test(source))
+    throw new TopicPatternError('a topic pattern holds [A-Za-z0-9._-] and the wildcards * and ?');
   const parts: LikePart[] = Array.from(source, (c) => (c === '*' ? 'any' : c === '?' ? 'one' : { literal: c }));
   const everything = /^\*+$/.test(source);
   const literal = !/[*?]/.test(source);

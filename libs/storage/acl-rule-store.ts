@@ -56,7 +56,10 @@ export class AclRuleStore {
   }
 
   /** Adds a rule (validated by the caller); the version moves with it. */
-  async add(tenant: string, rule: { subject: string; action: string; topic: string; effect: string }): Promise<AclRuleRow> {
+  async add(
+    tenant: string,
+    rule: { subject: string; action: string; topic: string; effect: string },
+  ): Promise<AclRuleRow> {
     const [row]: AclRuleRow[] = await this.db.query(
       `INSERT INTO acl_rules (id, tenant, subject, action, topic, effect) VALUES ($1, $2, $3, $4, $5, $6)
        RETURNING ${COLUMNS}`,
@@ -71,7 +74,10 @@ export class AclRuleStore {
    */
   async delete(tenant: string, id: string): Promise<boolean> {
     if (!UUID.test(id)) return false;
-    const [deleted]: [{ id: string }[], number] = await this.db.query(`DELETE FROM acl_rules WHERE id = $1 AND tenant = $2 RETURNING id`, [id, tenant]);
+    const [deleted]: [{ id: string }[], number] = await this.db.query(
+      `DELETE FROM acl_rules WHERE id = $1 AND tenant = $2 RETURNING id`,
+      [id, tenant],
+    );
     return deleted.length > 0;
   }
 }

@@ -92,7 +92,10 @@ export class ApiKeyStore {
 
   /** The tenant's keys, revoked ones included, oldest first; never a hash. */
   async list(tenant: string): Promise<ApiKeyView[]> {
-    const rows: Row[] = await this.db.query(`SELECT ${COLUMNS} FROM api_keys WHERE tenant = $1 ORDER BY created_at, id`, [tenant]);
+    const rows: Row[] = await this.db.query(
+      `SELECT ${COLUMNS} FROM api_keys WHERE tenant = $1 ORDER BY created_at, id`,
+      [tenant],
+    );
     return rows.map((r) => view(stored(r)));
   }
 

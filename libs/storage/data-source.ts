@@ -13,7 +13,8 @@ const detectors = new WeakMap<DataSource, PoolLeakDetector>();
  * `leakDetectionThresholdMs` its checkouts are watched ({@link PoolLeakDetector}).
  */
 export function createDataSource(pg: EventMeshConfig['postgres'], applicationName = 'eventmesh'): DataSource {
-  const detector = pg.leakDetectionThresholdMs > 0 ? new PoolLeakDetector(pg.leakDetectionThresholdMs, applicationName) : undefined;
+  const detector =
+    pg.leakDetectionThresholdMs > 0 ? new PoolLeakDetector(pg.leakDetectionThresholdMs, applicationName) : undefined;
   const db = new DataSource({
     type: 'postgres',
     ...(detector && { driver: pgWithPool(leakDetectingPool(detector)) }),

@@ -21,7 +21,8 @@ export function deadLetterFilterSql(filter: DeadLetterFilter, params: unknown[])
   if (filter.source !== undefined) sql += ` AND d.attributes->>'source' = ${at(filter.source)}`;
   if (filter.from !== undefined) sql += ` AND d.created_at >= ${at(filter.from)}::timestamptz`;
   if (filter.to !== undefined) sql += ` AND d.created_at < ${at(filter.to)}::timestamptz`;
-  if (filter.lastError !== undefined) sql += ` AND d.last_error ILIKE '%' || ${at(likeLiteral(filter.lastError))} || '%'`;
+  if (filter.lastError !== undefined)
+    sql += ` AND d.last_error ILIKE '%' || ${at(likeLiteral(filter.lastError))} || '%'`;
   if (filter.httpStatus !== undefined) sql += ` AND d.last_error = 'HTTP ' || ${at(String(filter.httpStatus))}`;
   const state = filter.state ?? 'dead';
   if (state === 'dead') sql += ' AND d.replayed_at IS NULL';

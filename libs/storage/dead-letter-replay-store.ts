@@ -54,7 +54,10 @@ export class DeadLetterReplayStore {
    * What a replay starting now would cover: how many letters are dead (not replayed) and the highest id among
    * them (absent: none). With ids, also the ids the subscription has no letter by.
    */
-  async scope(subscriptionId: string, selection: ReplaySelection): Promise<{ total: number; upToId?: string; missing: string[] }> {
+  async scope(
+    subscriptionId: string,
+    selection: ReplaySelection,
+  ): Promise<{ total: number; upToId?: string; missing: string[] }> {
     const params: unknown[] = [subscriptionId];
     const where = this.selectionSql(selection, params);
     const [row]: { total: number; up_to: string | null }[] = await this.db.query(
@@ -82,9 +85,16 @@ export class DeadLetterReplayStore {
   async claim(scope: ReplayScope, afterId: string, limit: number, claimMs: number): Promise<ClaimedBatch> {
     const params: unknown[] = [scope.subscriptionId, afterId, scope.upToId, limit, scope.replayId, claimMs];
     const where = this.selectionSql(scope.selection, params);
-    const rows: { candidate: string; id: string | null; topic: string; partition: number; offset: string; attributes: Record<string, unknown>; data: Buffer | null }[] =
-      await this.db.query(
-        `WITH candidates AS (
+    const rows: {
+      candidate: string;
+      id: string | null;
+      topic: string;
+      partition: number;
+      offset: string;
+      attributes: Record<string, unknown>;
+      data: Buffer | null;
+    }[] = await this.db.query(
+      `WITH candidates AS (
            SELECT d.id FROM dead_letters d
             WHERE d.subscription_id = $1 AND d.id > $2::bigint AND d.id <= $3::bigint AND d.replayed_at IS NULL ${where}
             ORDER BY d.id LIMIT $4
@@ -98,12 +108,23 @@ export class DeadLetterReplayStore {
          SELECT c.id::text AS candidate, cl.id::text AS id, cl.topic, cl.partition, cl.kafka_offset::text AS "offset", cl.attributes, cl.data
            FROM candidates c LEFT JOIN claimed cl ON cl.id = c.id
           ORDER BY c.id`,
-        params,
-      );
+      params,
+    );
     const letters = rows
       .filter((r) => r.id !== null)
-      .map((r) => ({ id: r.id!, topic: r.topic, partition: r.partition, offset: Number(r.offset), attributes: r.attributes, data: r.data }));
-    return { letters, heldElsewhere: rows.length - letters.length, lastId: rows.length > 0 ? rows[rows.length - 1].candidate : undefined };
+      .map((r) => ({
+        id: r.id!,
+        topic: r.topic,
+        partition: r.partition,
+        offset: Number(r.offset),
+        attributes: r.attributes,
+        data: r.data,
+      }));
+    return {
+      letters,
+      heldElsewhere: rows.length - letters.length,
+      lastId: rows.length > 0 ? rows[rows.length - 1].candidate : undefined,
+    };
   }
 
   /** The sink acknowledged the letter: it is replayed, for good. False (`NOT_CLAIMED`): deleted, or not this replay's. */
@@ -120,7 +141,11 @@ export class DeadLetterReplayStore {
    * The replay of the letter failed: it stays a dead letter with this error, one attempt more, unclaimed (free for
    * the next replay); `replay_id` keeps naming the replay that tried it last, for its counts ({@link countIn}).
    */
-  async markFailed(replayId: string, id: string, error: string): Promise<{ marked: boolean; rejected?: ReplayMarkRejection }> {
+  async markFailed(
+    replayId: string,
+    id: string,
+    error: string,
+  ): Promise<{ marked: boolean; rejected?: ReplayMarkRejection }> {
     const rows: unknown[] = await this.db.query(
       `UPDATE dead_letters SET last_error = $3, last_failed_at = now(), attempts = attempts + 1, replay_claimed_until = NULL
         WHERE id = $1::bigint AND replay_id = $2 AND replayed_at IS NULL RETURNING 1`,

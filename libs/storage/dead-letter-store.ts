@@ -60,8 +60,9 @@ export class DeadLetterStore {
    */
   async add(letters: DeadLetter[], manager: EntityManager = this.db.manager): Promise<DeadLetterWriteResult[]> {
     if (letters.length === 0) return [];
-    const written: { subscription_id: string; topic: string; partition: number; kafka_offset: string }[] = await manager.query(
-      `WITH input AS (
+    const written: { subscription_id: string; topic: string; partition: number; kafka_offset: string }[] =
+      await manager.query(
+        `WITH input AS (
          SELECT * FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bigint[], $5::text[], $6::jsonb[], $7::bytea[],
                               $8::int[], $9::text[], $10::timestamptz[], $11::timestamptz[]) WITH ORDINALITY
            AS t(subscription_id, topic, partition, kafka_offset, event_id, attributes, data, attempts, last_error,
@@ -79,22 +80,29 @@ export class DeadLetterStore {
          FOR KEY SHARE OF s
        ON CONFLICT (subscription_id, topic, partition, kafka_offset) DO NOTHING
        RETURNING subscription_id, topic, partition, kafka_offset`,
-      [
-        letters.map((l) => l.subscriptionId),
-        letters.map((l) => l.topic),
-        letters.map((l) => l.partition),
-        letters.map((l) => l.offset),
-        letters.map((l) => l.eventId),
-        letters.map((l) => JSON.stringify(l.attributes)),
-        letters.map((l) => l.data),
-        letters.map((l) => l.attempts),
-        letters.map((l) => l.lastError),
-        letters.map((l) => l.firstFailedAt),
-        letters.map((l) => l.lastFailedAt),
-      ],
-    );
+        [
+          letters.map((l) => l.subscriptionId),
+          letters.map((l) => l.topic),
+          letters.map((l) => l.partition),
+          letters.map((l) => l.offset),
+          letters.map((l) => l.eventId),
+          letters.map((l) => JSON.stringify(l.attributes)),
+          letters.map((l) => l.data),
+          letters.map((l) => l.attempts),
+          letters.map((l) => l.lastError),
+          letters.map((l) => l.firstFailedAt),
+          letters.map((l) => l.lastFailedAt),
+        ],
+      );
     const done = new Set(
-      written.map((r) => key({ subscriptionId: r.subscription_id, topic: r.topic, partition: r.partition, offset: Number(r.kafka_offset) })),
+      written.map((r) =>
+        key({
+          subscriptionId: r.subscription_id,
+          topic: r.topic,
+          partition: r.partition,
+          offset: Number(r.kafka_offset),
+        }),
+      ),
     );
     const missing = letters.filter((l) => !done.has(key(l)));
     const gone = missing.length === 0 ? new Set<string>() : await this.missingSubscriptions(missing, manager);
@@ -106,13 +114,19 @@ export class DeadLetterStore {
       const first = !seen.has(k);
       seen.add(k);
       if (done.has(k) && first) return { position, written: true };
-      return { position, written: false, rejected: gone.has(l.subscriptionId) ? 'SUBSCRIPTION_GONE' : 'ALREADY_DEAD_LETTERED' };
+      return {
+        position,
+        written: false,
+        rejected: gone.has(l.subscriptionId) ? 'SUBSCRIPTION_GONE' : 'ALREADY_DEAD_LETTERED',
+      };
     });
   }
 
   private async missingSubscriptions(letters: DeadLetter[], manager: EntityManager): Promise<Set<string>> {
     const ids = [...new Set(letters.map((l) => l.subscriptionId))];
-    const found: { id: string }[] = await manager.query(`SELECT id FROM subscriptions WHERE id = ANY($1::uuid[])`, [ids]);
+    const found: { id: string }[] = await manager.query(`SELECT id FROM subscriptions WHERE id = ANY($1::uuid[])`, [
+      ids,
+    ]);
     const present = new Set(found.map((r) => r.id));
     return new Set(ids.filter((id) => !present.has(id)));
   }
@@ -124,15 +138,26 @@ export class DeadLetterStore {
    */
   async deadLetteredFrom(starts: LaneStart[], manager: EntityManager = this.db.manager): Promise<DeadLetterPosition[]> {
     if (starts.length === 0) return [];
-    const rows: { subscription_id: string; topic: string; partition: number; kafka_offset: string }[] = await manager.query(
-      `SELECT d.subscription_id, d.topic, d.partition, d.kafka_offset
+    const rows: { subscription_id: string; topic: string; partition: number; kafka_offset: string }[] =
+      await manager.query(
+        `SELECT d.subscription_id, d.topic, d.partition, d.kafka_offset
          FROM unnest($1::uuid[], $2::text[], $3::int[], $4::bigint[]) AS p(subscription_id, topic, partition, next_offset)
          JOIN dead_letters d ON d.subscription_id = p.subscription_id AND d.topic = p.topic
                             AND d.partition = p.partition AND d.kafka_offset >= p.next_offset
         ORDER BY d.subscription_id, d.topic, d.partition, d.kafka_offset`,
-      [starts.map((s) => s.subscriptionId), starts.map((s) => s.topic), starts.map((s) => s.partition), starts.map((s) => s.nextOffset)],
-    );
-    return rows.map((r) => ({ subscriptionId: r.subscription_id, topic: r.topic, partition: r.partition, offset: Number(r.kafka_offset) }));
+        [
+          starts.map((s) => s.subscriptionId),
+          starts.map((s) => s.topic),
+          starts.map((s) => s.partition),
+          starts.map((s) => s.nextOffset),
+        ],
+      );
+    return rows.map((r) => ({
+      subscriptionId: r.subscription_id,
+      topic: r.topic,
+      partition: r.partition,
+      offset: Number(r.kafka_offset),
+    }));
   }
 
   /**
@@ -174,7 +199,11 @@ export class DeadLetterStore {
   }
 
   /** One dead letter of a subscription of `tenant`, with its data; undefined when it has none by that id. */
-  async findOne(subscriptionId: string, tenant: string, id: string): Promise<(DeadLetterRow & { data: Buffer | null }) | undefined> {
+  async findOne(
+    subscriptionId: string,
+    tenant: string,
+    id: string,
+  ): Promise<(DeadLetterRow & { data: Buffer | null }) | undefined> {
     if (!/^\d{1,19}$/.test(id)) return undefined;
     const rows: (DeadLetterRow & { data: Buffer | null })[] = await this.db.query(
       `SELECT ${ROW_COLUMNS}, d.data FROM dead_letters d WHERE d.subscription_id = $1 AND d.tenant = $2 AND d.id = $3::bigint`,
@@ -188,7 +217,12 @@ export class DeadLetterStore {
    * at most `batch` rows, each its own statement; answers how many it deleted. A letter a replay is sending at the
    * moment may go too: the replay then counts it as skipped.
    */
-  async purgeMatching(subscriptionId: string, tenant: string, filter: DeadLetterFilter, batch = DEAD_LETTER_PURGE_BATCH): Promise<number> {
+  async purgeMatching(
+    subscriptionId: string,
+    tenant: string,
+    filter: DeadLetterFilter,
+    batch = DEAD_LETTER_PURGE_BATCH,
+  ): Promise<number> {
     let deleted = 0;
     for (;;) {
       const params: unknown[] = [subscriptionId, tenant, batch];
@@ -207,7 +241,11 @@ export class DeadLetterStore {
 
   /** A subscription's dead letters of `tenant`, oldest first (in the order written). */
   async listFor(subscriptionId: string, tenant: string, limit = 1000): Promise<DeadLetterEntity[]> {
-    return this.db.manager.find(DeadLetterEntity, { where: { subscriptionId, tenant }, order: { createdAt: 'ASC', id: 'ASC' }, take: limit });
+    return this.db.manager.find(DeadLetterEntity, {
+      where: { subscriptionId, tenant },
+      order: { createdAt: 'ASC', id: 'ASC' },
+      take: limit,
+    });
   }
 }
 

@@ -72,11 +72,17 @@ export class DispatchRunStore {
   }
 
   async get(instanceId: string): Promise<DispatchRunRow | undefined> {
-    const rows: { instance_id: string; epoch: string; owner: string | null; claimed_at: Date | null; renewed_at: Date | null; rejected_writes: string }[] =
-      await this.db.query(
-        `SELECT instance_id, epoch, owner, claimed_at, renewed_at, rejected_writes FROM dispatch_runs WHERE instance_id = $1`,
-        [instanceId],
-      );
+    const rows: {
+      instance_id: string;
+      epoch: string;
+      owner: string | null;
+      claimed_at: Date | null;
+      renewed_at: Date | null;
+      rejected_writes: string;
+    }[] = await this.db.query(
+      `SELECT instance_id, epoch, owner, claimed_at, renewed_at, rejected_writes FROM dispatch_runs WHERE instance_id = $1`,
+      [instanceId],
+    );
     const r = rows[0];
     if (!r) return undefined;
     return {

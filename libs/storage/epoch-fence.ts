@@ -4,10 +4,13 @@ import type { DataSource, EntityManager } from 'typeorm';
  * What an epoch fences: one partition (PARTITION_OWNED_PULL, `partition_leases`) or the dispatch run of one
  * instance (LOCAL_STICKY_PULL, `dispatch_runs`). Named in every refusal, so a log line says which it was.
  */
-export type FencedScope = { kind: 'partition'; topic: string; partition: number } | { kind: 'dispatch-run'; instanceId: string };
+export type FencedScope =
+  { kind: 'partition'; topic: string; partition: number } | { kind: 'dispatch-run'; instanceId: string };
 
 export function describeScope(scope: FencedScope): string {
-  return scope.kind === 'partition' ? `partition ${scope.topic}#${scope.partition}` : `the dispatch run of instance ${scope.instanceId}`;
+  return scope.kind === 'partition'
+    ? `partition ${scope.topic}#${scope.partition}`
+    : `the dispatch run of instance ${scope.instanceId}`;
 }
 
 /** A write refused because the fenced row holds a newer epoch than the writer's: the writer is stale and must stop. */
@@ -17,7 +20,9 @@ export class StaleEpochError extends Error {
     readonly epoch: number,
     readonly current: number | undefined,
   ) {
-    super(`${describeScope(fenced)} is held under epoch ${current ?? 'none'}; a write under epoch ${epoch} was refused`);
+    super(
+      `${describeScope(fenced)} is held under epoch ${current ?? 'none'}; a write under epoch ${epoch} was refused`,
+    );
     this.name = 'StaleEpochError';
   }
 }
@@ -114,10 +119,10 @@ export class EpochFence<K> {
   async renew(key: K, epoch: number): Promise<boolean> {
     const n = this.rows.keyColumns.length;
     const result: unknown[] = await this.transaction((manager) =>
-      manager.query(`UPDATE ${this.rows.table} SET renewed_at = now() WHERE ${this.where} AND epoch = $${n + 1} RETURNING 1`, [
-        ...this.rows.keyValues(key),
-        epoch,
-      ]),
+      manager.query(
+        `UPDATE ${this.rows.table} SET renewed_at = now() WHERE ${this.where} AND epoch = $${n + 1} RETURNING 1`,
+        [...this.rows.keyValues(key), epoch],
+      ),
     );
     // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
     if (Number(result[1] ?? 0) > 0) return true;
@@ -126,6 +131,9 @@ export class EpochFence<K> {
   }
 
   private async countRejected(key: K): Promise<void> {
-    await this.db.query(`UPDATE ${this.rows.table} SET rejected_writes = rejected_writes + 1 WHERE ${this.where}`, this.rows.keyValues(key));
+    await this.db.query(
+      `UPDATE ${this.rows.table} SET rejected_writes = rejected_writes + 1 WHERE ${this.where}`,
+      this.rows.keyValues(key),
+    );
   }
 }

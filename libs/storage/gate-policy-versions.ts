@@ -10,6 +10,8 @@ export type GatePolicy = 'acl_rules' | 'tenant_quotas';
 
 /** A policy's version: 0 before its first change. One primary-key row read, what each instance polls. */
 export async function policyVersion(db: DataSource | EntityManager, policy: GatePolicy): Promise<number> {
-  const rows: { version: string }[] = await db.query(`SELECT version FROM gate_policy_versions WHERE policy = $1`, [policy]);
+  const rows: { version: string }[] = await db.query(`SELECT version FROM gate_policy_versions WHERE policy = $1`, [
+    policy,
+  ]);
   return rows.length === 0 ? 0 : Number(rows[0].version);
 }

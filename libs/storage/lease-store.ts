@@ -42,19 +42,23 @@ export class LeaseStore {
     waitLimitMs = 5000,
     private readonly renewBatchMs = 0,
   ) {
-    this.fence = new EpochFence(db, {
-      table: 'partition_leases',
-      keyColumns: ['topic', 'partition'],
-      keyValues: (k) => [k.topic, k.partition],
-      scopeOf: (k) => ({ kind: 'partition', topic: k.topic, partition: k.partition }),
-      rowsCarryEpoch: true,
-    }, waitLimitMs);
+    this.fence = new EpochFence(
+      db,
+      {
+        table: 'partition_leases',
+        keyColumns: ['topic', 'partition'],
+        keyValues: (k) => [k.topic, k.partition],
+        scopeOf: (k) => ({ kind: 'partition', topic: k.topic, partition: k.partition }),
+        rowsCarryEpoch: true,
+      },
+      waitLimitMs,
+    );
   }
 
   async claim(topic: string, partition: number, owner: string, epoch: number): Promise<ClaimResult> {
     const rows: { epoch: string; owner: string | null; claimed: boolean }[] = await this.fence.transaction((manager) =>
       manager.query(
-      `WITH claimed AS (
+        `WITH claimed AS (
          INSERT INTO partition_leases AS l (topic, partition, owner, epoch, renewed_at, updated_at)
          VALUES ($1, $2, $3, $4, now(), now())
          ON CONFLICT (topic, partition) DO UPDATE
@@ -96,16 +100,18 @@ export class LeaseStore {
     const asks = this.batch ?? [];
     this.batch = undefined;
     try {
-      const renewed: { topic: string; partition: number; epoch: string }[] = await this.fence.transaction(async (manager) => {
-        const [rows] = (await manager.query(
-          `UPDATE partition_leases l SET renewed_at = now()
+      const renewed: { topic: string; partition: number; epoch: string }[] = await this.fence.transaction(
+        async (manager) => {
+          const [rows] = (await manager.query(
+            `UPDATE partition_leases l SET renewed_at = now()
              FROM unnest($1::text[], $2::int[], $3::bigint[]) AS r(topic, partition, epoch)
             WHERE l.topic = r.topic AND l.partition = r.partition AND l.epoch = r.epoch
             RETURNING l.topic, l.partition, l.epoch`,
-          [asks.map((a) => a.topic), asks.map((a) => a.partition), asks.map((a) => a.epoch)],
-        )) as [{ topic: string; partition: number; epoch: string }[], number];
-        return rows;
-      });
+            [asks.map((a) => a.topic), asks.map((a) => a.partition), asks.map((a) => a.epoch)],
+          )) as [{ topic: string; partition: number; epoch: string }[], number];
+          return rows;
+        },
+      );
       const held = new Set(renewed.map((r) => `${r.topic}#${r.partition}#${r.epoch}`));
       const refused = asks.filter((a) => !held.has(`${a.topic}#${a.partition}#${a.epoch}`));
       if (refused.length > 0) {
@@ -128,12 +134,18 @@ export class LeaseStore {
   }
 
   async list(topics?: string[]): Promise<LeaseRow[]> {
-    const rows: { topic: string; partition: number; owner: string | null; epoch: string; renewed_at: Date | null; rejected_writes: string }[] =
-      await this.db.query(
-        `SELECT topic, partition, owner, epoch, renewed_at, rejected_writes FROM partition_leases
+    const rows: {
+      topic: string;
+      partition: number;
+      owner: string | null;
+      epoch: string;
+      renewed_at: Date | null;
+      rejected_writes: string;
+    }[] = await this.db.query(
+      `SELECT topic, partition, owner, epoch, renewed_at, rejected_writes FROM partition_leases
           WHERE $1::text[] IS NULL OR topic = ANY($1::text[]) ORDER BY topic, partition`,
-        [topics ?? null],
-      );
+      [topics ?? null],
+    );
     return rows.map((r) => ({
       topic: r.topic,
       partition: r.partition,

@@ -34,10 +34,19 @@ export interface SeekMove {
   to: number;
 }
 
-export type SeekResult = { applied: true; generation: number; moves: SeekMove[] } | { applied: false; rejected: 'SUBSCRIPTION_GONE' };
+export type SeekResult =
+  { applied: true; generation: number; moves: SeekMove[] } | { applied: false; rejected: 'SUBSCRIPTION_GONE' };
 
 const byRow = (a: OffsetPosition, b: OffsetPosition): number =>
-  a.subscriptionId < b.subscriptionId ? -1 : a.subscriptionId > b.subscriptionId ? 1 : a.topic < b.topic ? -1 : a.topic > b.topic ? 1 : a.partition - b.partition;
+  a.subscriptionId < b.subscriptionId
+    ? -1
+    : a.subscriptionId > b.subscriptionId
+      ? 1
+      : a.topic < b.topic
+        ? -1
+        : a.topic > b.topic
+          ? 1
+          : a.partition - b.partition;
 
 const key = (p: { subscriptionId: string; topic: string; partition: number }) =>
   `${p.subscriptionId}\u0000${p.topic}\u0000${p.partition}`;
@@ -66,7 +75,8 @@ export class OffsetStore {
     if (positions.length === 0) return [];
     // A statement cannot touch the same row twice; one batch carries one position per subscription partition.
     const keys = new Set(positions.map(key));
-    if (keys.size !== positions.length) throw new Error('offset commit batch holds the same subscription partition twice');
+    if (keys.size !== positions.length)
+      throw new Error('offset commit batch holds the same subscription partition twice');
     // Rows are locked in one order (subscription, topic, partition), the order a seek locks them in: a commit and a
     // seek of the same subscription wait for each other instead of deadlocking.
     const rows = [...positions].sort(byRow);
@@ -112,14 +122,20 @@ export class OffsetStore {
         rows.map((r) => r.generation ?? 0),
       ],
     );
-    const byKey = new Map(result.map((r) => [key({ subscriptionId: r.subscription_id, topic: r.topic, partition: r.partition }), r]));
+    const byKey = new Map(
+      result.map((r) => [key({ subscriptionId: r.subscription_id, topic: r.topic, partition: r.partition }), r]),
+    );
     return positions.map((position) => {
       const r = byKey.get(key(position));
       if (!r) throw new Error(`offset commit returned no row for ${key(position)}`);
       const current =
         r.current_offset === null
           ? undefined
-          : { nextOffset: Number(r.current_offset), epoch: Number(r.current_epoch), generation: Number(r.current_generation) };
+          : {
+              nextOffset: Number(r.current_offset),
+              epoch: Number(r.current_epoch),
+              generation: Number(r.current_generation),
+            };
       if (r.applied) return { position, applied: true, current };
       // `current` is read in the statement's snapshot: a seek that committed while the upsert waited for the row is
       // not in it. The refusal then reads BACKWARDS, and the loop's next refresh sees the new generation anyway.
@@ -143,7 +159,14 @@ export class OffsetStore {
     const result: unknown[] = await manager.query(
       `UPDATE subscription_offsets SET next_offset = $4, epoch = GREATEST(epoch, $5), updated_at = now()
         WHERE subscription_id = $1 AND topic = $2 AND partition = $3 AND ($5 = 0 OR epoch <= $5) AND generation <= $6 RETURNING 1`,
-      [position.subscriptionId, position.topic, position.partition, position.nextOffset, position.epoch, position.generation ?? 0],
+      [
+        position.subscriptionId,
+        position.topic,
+        position.partition,
+        position.nextOffset,
+        position.epoch,
+        position.generation ?? 0,
+      ],
     );
     // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
     return Number(result[1] ?? 0) > 0;
@@ -157,13 +180,19 @@ export class OffsetStore {
    */
   async positionsOf(subscriptionIds: string[], manager: EntityManager = this.db.manager): Promise<OffsetPosition[]> {
     if (subscriptionIds.length === 0) return [];
-    const rows: { subscription_id: string; topic: string; partition: number; next_offset: string; epoch: string; generation: string }[] =
-      await manager.query(
-        `SELECT o.subscription_id, o.topic, o.partition, o.next_offset, o.epoch, s.offsets_generation AS generation
+    const rows: {
+      subscription_id: string;
+      topic: string;
+      partition: number;
+      next_offset: string;
+      epoch: string;
+      generation: string;
+    }[] = await manager.query(
+      `SELECT o.subscription_id, o.topic, o.partition, o.next_offset, o.epoch, s.offsets_generation AS generation
            FROM subscription_offsets o JOIN subscriptions s ON s.id = o.subscription_id
           WHERE o.subscription_id = ANY($1::uuid[])`,
-        [subscriptionIds],
-      );
+      [subscriptionIds],
+    );
     return rows.map((r) => ({
       subscriptionId: r.subscription_id,
       topic: r.topic,
@@ -206,9 +235,20 @@ export class OffsetStore {
          FROM unnest($2::text[], $3::int[], $4::bigint[]) AS t(topic, partition, next_offset)
        ON CONFLICT (subscription_id, topic, partition) DO UPDATE
          SET next_offset = EXCLUDED.next_offset, generation = EXCLUDED.generation, updated_at = now()`,
-      [subscriptionId, targets.map((t) => t.topic), targets.map((t) => t.partition), targets.map((t) => t.nextOffset), generation],
+      [
+        subscriptionId,
+        targets.map((t) => t.topic),
+        targets.map((t) => t.partition),
+        targets.map((t) => t.nextOffset),
+        generation,
+      ],
     );
-    const moves = targets.map((t) => ({ topic: t.topic, partition: t.partition, from: was.get(`${t.topic}#${t.partition}`) ?? null, to: t.nextOffset }));
+    const moves = targets.map((t) => ({
+      topic: t.topic,
+      partition: t.partition,
+      from: was.get(`${t.topic}#${t.partition}`) ?? null,
+      to: t.nextOffset,
+    }));
     return { applied: true, generation, moves };
   }
 }

@@ -71,15 +71,21 @@ export class PlacementStore {
 
   /** Every orphan, longest orphaned first. */
   async orphans(graceMs: number): Promise<OrphanRow[]> {
-    const rows: { id: string; topic: string; protocol: string; instance_id: string; renewed_at: Date | null; orphaned_since: Date }[] =
-      await this.db.query(
-        `SELECT s.id, s.topic, s.protocol, s.instance_id, r.renewed_at,
+    const rows: {
+      id: string;
+      topic: string;
+      protocol: string;
+      instance_id: string;
+      renewed_at: Date | null;
+      orphaned_since: Date;
+    }[] = await this.db.query(
+      `SELECT s.id, s.topic, s.protocol, s.instance_id, r.renewed_at,
                 GREATEST(r.renewed_at, s.updated_at) + ${GRACE} AS orphaned_since
            FROM subscriptions s LEFT JOIN dispatch_runs r ON r.instance_id = s.instance_id
           WHERE s.status = 'ACTIVE' AND GREATEST(r.renewed_at, s.updated_at) < now() - ${GRACE}
           ORDER BY orphaned_since, s.id`,
-        [graceMs],
-      );
+      [graceMs],
+    );
     return rows.map((r) => ({
       subscriptionId: r.id,
       topic: r.topic,
@@ -104,7 +110,12 @@ export class PlacementStore {
    * subscription is gone, no longer on `from` (another move won), or, unless `force`, when `to` has no live
    * dispatch run (nobody would deliver it).
    */
-  async move(subscriptionId: string, from: string, to: string, options: { graceMs: number; force: boolean }): Promise<MoveResult> {
+  async move(
+    subscriptionId: string,
+    from: string,
+    to: string,
+    options: { graceMs: number; force: boolean },
+  ): Promise<MoveResult> {
     return this.transaction(async (manager): Promise<MoveResult> => {
       if (!options.force && !(await this.isLive(manager, to, options.graceMs))) {
         return { moved: false, rejected: 'TARGET_NOT_LIVE', current: from };
@@ -115,9 +126,16 @@ export class PlacementStore {
         [subscriptionId, from, to],
       );
       if (Number(moved[1] ?? 0) === 0) {
-        const found: { instance_id: string }[] = await manager.query(`SELECT instance_id FROM subscriptions WHERE id = $1`, [subscriptionId]);
+        const found: { instance_id: string }[] = await manager.query(
+          `SELECT instance_id FROM subscriptions WHERE id = $1`,
+          [subscriptionId],
+        );
         // The fence taken above is rolled back with the transaction.
-        throw new MoveRefused(found[0] ? { moved: false, rejected: 'MOVED_CONCURRENTLY', current: found[0].instance_id } : { moved: false, rejected: 'SUBSCRIPTION_GONE' });
+        throw new MoveRefused(
+          found[0]
+            ? { moved: false, rejected: 'MOVED_CONCURRENTLY', current: found[0].instance_id }
+            : { moved: false, rejected: 'SUBSCRIPTION_GONE' },
+        );
       }
       return { moved: true, move: { subscriptionId, from, to, fencedEpoch } };
     }).catch((e: unknown): MoveResult => {
@@ -148,7 +166,10 @@ export class PlacementStore {
       if (room <= 0) break;
       const taken = await this.transaction(async (manager) => {
         // A row to lock (and to fence) even for an instance that never ran.
-        await manager.query(`INSERT INTO dispatch_runs (instance_id) VALUES ($1) ON CONFLICT (instance_id) DO NOTHING`, [from]);
+        await manager.query(
+          `INSERT INTO dispatch_runs (instance_id) VALUES ($1) ON CONFLICT (instance_id) DO NOTHING`,
+          [from],
+        );
         const run: { renewed_at: Date | null }[] = await manager.query(
           `SELECT renewed_at FROM dispatch_runs WHERE instance_id = $1 FOR UPDATE SKIP LOCKED`,
           [from],

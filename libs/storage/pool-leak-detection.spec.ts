@@ -13,34 +13,51 @@ describe('PoolLeakDetector', () => {
     const d = new PoolLeakDetector(thresholdMs, 'spec-pool', { warn, info } as unknown as Logger);
     return { d, warn, info };
   }
-  const client = (activeText?: string) => ({ _getActiveQuery: () => (activeText ? { text: activeText } : null) }) as unknown as PoolClient;
+  const client = (activeText?: string) =>
+    ({ _getActiveQuery: () => (activeText ? { text: activeText } : null) }) as unknown as PoolClient;
   const counts = () => ({ poolTotal: 3, poolIdle: 0, poolWaiting: 2 });
 
   function takeConnectionForALongTime(d: PoolLeakDetector) {
     return d.acquirer(takeConnectionForALongTime);
   }
 
-  it('reports a checkout held past the threshold once, with the acquirer\'s stack and the pool\'s counts, and counts it', () => {
+  it("reports a checkout held past the threshold once, with the acquirer's stack and the pool's counts, and counts it", () => {
     const { d, warn, info } = detector();
     const c = client('SELECT 1');
-    d.checkedOut(c, (function theAcquirer() { return takeConnectionForALongTime(d); })(), counts);
+    d.checkedOut(
+      c,
+      (function theAcquirer() {
+        return takeConnectionForALongTime(d);
+      })(),
+      counts,
+    );
     jest.advanceTimersByTime(999);
     expect(warn).not.toHaveBeenCalled();
     jest.advanceTimersByTime(1);
     expect(warn).toHaveBeenCalledTimes(1);
     const [fields] = warn.mock.calls[0] as [Record<string, unknown>];
-    expect(fields).toMatchObject({ pool: 'spec-pool', heldMs: 1000, thresholdMs: 1000, statementInFlight: 'SELECT 1', poolTotal: 3, poolWaiting: 2 });
+    expect(fields).toMatchObject({
+      pool: 'spec-pool',
+      heldMs: 1000,
+      thresholdMs: 1000,
+      statementInFlight: 'SELECT 1',
+      poolTotal: 3,
+      poolWaiting: 2,
+    });
     // The frame that called `acquirer` is left out; its caller is the first frame.
     expect((fields.acquiredBy as string[])[0]).toMatch(/theAcquirer/);
     expect(d.stats()).toEqual({ checkedOut: 1, leaks: 1 });
     jest.advanceTimersByTime(10_000);
     expect(warn).toHaveBeenCalledTimes(1);
     d.returned(c);
-    expect(info).toHaveBeenCalledWith(expect.objectContaining({ heldMs: 11_000 }), expect.stringMatching(/went back to the pool/));
+    expect(info).toHaveBeenCalledWith(
+      expect.objectContaining({ heldMs: 11_000 }),
+      expect.stringMatching(/went back to the pool/),
+    );
     expect(d.stats()).toEqual({ checkedOut: 0, leaks: 1 });
   });
 
-  it('reports only once the threshold has passed by the monotonic clock, when the timer fires early by the event loop\'s', () => {
+  it("reports only once the threshold has passed by the monotonic clock, when the timer fires early by the event loop's", () => {
     const { d, warn } = detector();
     // The checkout reads the clock 3 ms after the event loop did (its timers count from the loop's reading).
     const clock = performance.now.bind(performance);
@@ -74,7 +91,10 @@ describe('PoolLeakDetector', () => {
     jest.advanceTimersByTime(600);
     expect(warn).not.toHaveBeenCalled();
     jest.advanceTimersByTime(400);
-    expect(warn).toHaveBeenCalledWith(expect.objectContaining({ statementInFlight: null, heldMs: 1000 }), expect.any(String));
+    expect(warn).toHaveBeenCalledWith(
+      expect.objectContaining({ statementInFlight: null, heldMs: 1000 }),
+      expect.any(String),
+    );
   });
 
   it('forgets every checkout when its pool ends', () => {

@@ -57,7 +57,12 @@ export class PoolLeakDetector {
   /** `client` was handed to the code whose stack `acquirer` holds; `counts` reads the pool's counts when reporting. */
   checkedOut(client: PoolClient, acquirer: { stack?: string }, counts: () => Record<string, number>): void {
     this.returned(client);
-    const checkout: Checkout = { since: performance.now(), acquirer, reported: false, timer: undefined as unknown as NodeJS.Timeout };
+    const checkout: Checkout = {
+      since: performance.now(),
+      acquirer,
+      reported: false,
+      timer: undefined as unknown as NodeJS.Timeout,
+    };
     this.watch(client, checkout, counts, this.thresholdMs);
     this.out.set(client, checkout);
   }
@@ -70,7 +75,11 @@ export class PoolLeakDetector {
     this.out.delete(client);
     if (checkout.reported) {
       this.log.info(
-        { pool: this.pool, heldMs: heldFor(checkout), releasedWithError: error instanceof Error ? error.message : undefined },
+        {
+          pool: this.pool,
+          heldMs: heldFor(checkout),
+          releasedWithError: error instanceof Error ? error.message : undefined,
+        },
         'a Postgres connection reported as held past the leak detection threshold went back to the pool',
       );
     }
@@ -100,7 +109,9 @@ export class PoolLeakDetector {
     checkout.reported = true;
     this.leaks++;
     // pg keeps the statement on the wire here (no public accessor); undefined: nothing in flight on this connection.
-    const active = (client as unknown as { _getActiveQuery?: () => { text?: string } | null | undefined })._getActiveQuery?.();
+    const active = (
+      client as unknown as { _getActiveQuery?: () => { text?: string } | null | undefined }
+    )._getActiveQuery?.();
     this.log.warn(
       {
         pool: this.pool,
@@ -108,7 +119,10 @@ export class PoolLeakDetector {
         thresholdMs: this.thresholdMs,
         statementInFlight: active ? (active.text ?? '(a prepared or non-text statement)').slice(0, 200) : null,
         ...counts,
-        acquiredBy: (checkout.acquirer.stack ?? '').split('\n').slice(1).map((l) => l.trim()),
+        acquiredBy: (checkout.acquirer.stack ?? '')
+          .split('\n')
+          .slice(1)
+          .map((l) => l.trim()),
       },
       'a Postgres connection has been checked out of the pool for longer than the leak detection threshold; acquiredBy is the stack of the code that took it',
     );
@@ -131,7 +145,8 @@ export function leakDetectingPool(detector: PoolLeakDetector): typeof Pool {
     override connect(...args: any[]): any {
       const acquirer = detector.acquirer(LeakDetectingPool.prototype.connect);
       const counts = () => ({ poolTotal: this.totalCount, poolIdle: this.idleCount, poolWaiting: this.waitingCount });
-      const callback = args[0] as ((err: Error | undefined, client?: PoolClient, done?: (release?: unknown) => void) => void) | undefined;
+      const callback = args[0] as
+        ((err: Error | undefined, client?: PoolClient, done?: (release?: unknown) => void) => void) | undefined;
       if (typeof callback === 'function') {
         super.connect((err, client, done) => {
           if (!err && client) detector.checkedOut(client, acquirer, counts);

@@ -15,7 +15,9 @@ export const POSTGRES_DEADLINE_GRACE_MS = 1000;
 export class QueryDeadlineError extends Error {
   readonly code = 'ETIMEDOUT';
   constructor(deadlineMs: number) {
-    super(`no answer from Postgres within ${deadlineMs} ms (EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS plus ${POSTGRES_DEADLINE_GRACE_MS} ms); its connection was dropped`);
+    super(
+      `no answer from Postgres within ${deadlineMs} ms (EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS plus ${POSTGRES_DEADLINE_GRACE_MS} ms); its connection was dropped`,
+    );
     this.name = 'QueryDeadlineError';
   }
 }
@@ -78,7 +80,10 @@ export function deadlineClient(deadlineMs: number): typeof Client {
       const last: unknown = args[args.length - 1];
       if (typeof last === 'function') {
         const callback = last as (err: Error | null, result?: unknown) => void;
-        (this.query(...args.slice(0, -1)) as Promise<unknown>).then((r) => callback(null, r), (e: Error) => callback(e));
+        (this.query(...args.slice(0, -1)) as Promise<unknown>).then(
+          (r) => callback(null, r),
+          (e: Error) => callback(e),
+        );
         return undefined;
       }
       if (this.inFlight === 0 && Date.now() - this.heardAt > POSTGRES_IDLE_PROBE_AFTER_MS) this.probe();

@@ -27,7 +27,13 @@ export class QuotaUsageStore {
    * per sync, whatever the number of tenants).
    */
   async exchange(instanceId: string, mine: readonly QuotaUsage[], freshMs: number): Promise<PeerQuotaUsage[]> {
-    const rows: { tenant: string; instance_id: string; events_demand: number; bytes_demand: number; streams: number }[] = await this.db.query(
+    const rows: {
+      tenant: string;
+      instance_id: string;
+      events_demand: number;
+      bytes_demand: number;
+      streams: number;
+    }[] = await this.db.query(
       `WITH written AS (
          INSERT INTO quota_usage (tenant, instance_id, events_demand, bytes_demand, streams, updated_at)
          SELECT u.tenant, $1, u.events_demand, u.bytes_demand, u.streams, now()
@@ -38,9 +44,22 @@ export class QuotaUsageStore {
        )
        SELECT tenant, instance_id, events_demand, bytes_demand, streams FROM quota_usage
         WHERE instance_id <> $1 AND updated_at > now() - make_interval(secs => $6::float8 / 1000)`,
-      [instanceId, mine.map((u) => u.tenant), mine.map((u) => u.eventsDemand), mine.map((u) => u.bytesDemand), mine.map((u) => u.streams), freshMs],
+      [
+        instanceId,
+        mine.map((u) => u.tenant),
+        mine.map((u) => u.eventsDemand),
+        mine.map((u) => u.bytesDemand),
+        mine.map((u) => u.streams),
+        freshMs,
+      ],
     );
-    return rows.map((r) => ({ tenant: r.tenant, instanceId: r.instance_id, eventsDemand: r.events_demand, bytesDemand: r.bytes_demand, streams: r.streams }));
+    return rows.map((r) => ({
+      tenant: r.tenant,
+      instanceId: r.instance_id,
+      eventsDemand: r.events_demand,
+      bytesDemand: r.bytes_demand,
+      streams: r.streams,
+    }));
   }
 
   /** Deletes this instance's rows (a clean shutdown: its streams and demand stop counting now, not when they expire). */
@@ -50,7 +69,10 @@ export class QuotaUsageStore {
 
   /** Deletes rows not rewritten for `olderThanMs`; returns how many. */
   async expire(olderThanMs: number): Promise<number> {
-    const [, deleted]: [unknown, number] = await this.db.query(`DELETE FROM quota_usage WHERE updated_at < now() - make_interval(secs => $1::float8 / 1000)`, [olderThanMs]);
+    const [, deleted]: [unknown, number] = await this.db.query(
+      `DELETE FROM quota_usage WHERE updated_at < now() - make_interval(secs => $1::float8 / 1000)`,
+      [olderThanMs],
+    );
     return deleted;
   }
 }

@@ -49,7 +49,11 @@ export class RetentionPurge {
       deleted += n;
       if (n < size) break;
     }
-    if (deleted > 0) this.log.info({ deleted, before: cutoff.toISOString() }, `deleted ${this.options.what ?? 'dead letters'} past their retention`);
+    if (deleted > 0)
+      this.log.info(
+        { deleted, before: cutoff.toISOString() },
+        `deleted ${this.options.what ?? 'dead letters'} past their retention`,
+      );
     return deleted;
   }
 }

@@ -37,7 +37,12 @@ export interface ParkResult {
 
 type Key = Pick<ParkedDelivery, 'subscriptionId' | 'topic' | 'partition' | 'offset'>;
 
-const where = (k: Key) => ({ subscriptionId: k.subscriptionId, topic: k.topic, partition: k.partition, kafkaOffset: k.offset });
+const where = (k: Key) => ({
+  subscriptionId: k.subscriptionId,
+  topic: k.topic,
+  partition: k.partition,
+  kafkaOffset: k.offset,
+});
 
 /**
  * The retry table: deliveries that failed and wait for a later attempt. A delivery is parked durably before the
@@ -61,7 +66,10 @@ export class RetryStore {
   async park(delivery: ParkedDelivery, manager?: EntityManager, maxParked = Infinity): Promise<ParkResult> {
     const write = async (tx: EntityManager): Promise<ParkResult> => {
       const cap = Number.isFinite(maxParked) ? maxParked : null;
-      const held: { tenant: string }[] = await tx.query(`SELECT tenant FROM subscriptions WHERE id = $1 FOR NO KEY UPDATE`, [delivery.subscriptionId]);
+      const held: { tenant: string }[] = await tx.query(
+        `SELECT tenant FROM subscriptions WHERE id = $1 FOR NO KEY UPDATE`,
+        [delivery.subscriptionId],
+      );
       if (held.length === 0) return { delivery, applied: false, rejected: 'SUBSCRIPTION_GONE', parked: 0 };
       // A parked delivery belongs to its subscription's tenant.
       const tenant = held[0].tenant;
@@ -149,7 +157,13 @@ export class RetryStore {
     return rows.map(parkedOf);
   }
 
-  async reschedule(key: Key, attempts: number, nextAttemptAt: Date, lastError: string, manager: EntityManager = this.db.manager): Promise<void> {
+  async reschedule(
+    key: Key,
+    attempts: number,
+    nextAttemptAt: Date,
+    lastError: string,
+    manager: EntityManager = this.db.manager,
+  ): Promise<void> {
     await manager.update(DeliveryRetryEntity, where(key), { attempts, nextAttemptAt, lastError });
   }
 
@@ -168,8 +182,19 @@ export class RetryStore {
   }
 
   /** Forgets the parked deliveries of a subscription partition from an offset on (the log itself was rewound). */
-  async forgetFrom(subscriptionId: string, topic: string, partition: number, offset: number, manager: EntityManager = this.db.manager): Promise<void> {
-    await manager.delete(DeliveryRetryEntity, { subscriptionId, topic, partition, kafkaOffset: MoreThanOrEqual(offset) });
+  async forgetFrom(
+    subscriptionId: string,
+    topic: string,
+    partition: number,
+    offset: number,
+    manager: EntityManager = this.db.manager,
+  ): Promise<void> {
+    await manager.delete(DeliveryRetryEntity, {
+      subscriptionId,
+      topic,
+      partition,
+      kafkaOffset: MoreThanOrEqual(offset),
+    });
   }
 
   /**

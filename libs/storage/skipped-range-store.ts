@@ -98,8 +98,10 @@ export class SkippedRangeStore {
     );
     if (!row.exists) return { range, applied: false, rejected: 'SUBSCRIPTION_GONE', newlySkipped: 0 };
     const prior = row.prior_to === null ? undefined : Number(row.prior_to);
-    if (row.written_to === null) return { range, applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0, previousToOffset: prior };
-    if (prior === undefined) return { range, applied: true, outcome: 'RECORDED', newlySkipped: range.toOffset - range.fromOffset };
+    if (row.written_to === null)
+      return { range, applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0, previousToOffset: prior };
+    if (prior === undefined)
+      return { range, applied: true, outcome: 'RECORDED', newlySkipped: range.toOffset - range.fromOffset };
     return { range, applied: true, outcome: 'EXTENDED', newlySkipped: range.toOffset - prior, previousToOffset: prior };
   }
 

@@ -22,7 +22,13 @@ export class StoredCountsReader {
   constructor(private readonly db: DataSource) {}
 
   async read(): Promise<StoredCounts> {
-    const [totals]: { parked: string; dead_letters: string; push_dead_letters: string; lease_rejected: string; run_rejected: string }[] = await this.db.query(
+    const [totals]: {
+      parked: string;
+      dead_letters: string;
+      push_dead_letters: string;
+      lease_rejected: string;
+      run_rejected: string;
+    }[] = await this.db.query(
       `SELECT (SELECT count(*) FROM delivery_retries) AS parked,
               (SELECT count(*) FROM dead_letters) AS dead_letters,
               (SELECT count(*) FROM a2a_push_dead_letters WHERE resolution IS NULL) AS push_dead_letters,
@@ -37,7 +43,12 @@ export class StoredCountsReader {
       deadLetters: Number(totals.dead_letters),
       pushDeadLetters: Number(totals.push_dead_letters),
       rejectedWrites: { partitionLeases: Number(totals.lease_rejected), dispatchRuns: Number(totals.run_rejected) },
-      partitions: partitions.map((p) => ({ topic: p.topic, partition: Number(p.partition), epoch: Number(p.epoch), owned: p.owner !== null })),
+      partitions: partitions.map((p) => ({
+        topic: p.topic,
+        partition: Number(p.partition),
+        epoch: Number(p.epoch),
+        owned: p.owner !== null,
+      })),
     };
   }
 }

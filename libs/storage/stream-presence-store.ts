@@ -59,12 +59,27 @@ export class StreamPresenceStore {
 
   /** The fresh rows of a subscription with their clients: renewed within `freshMs`. */
   async clientsOf(subscriptionId: string, freshMs: number): Promise<(PresenceRow & { clients: PresenceClient[] })[]> {
-    const rows: { holder: string; instance_id: string; address: string; members: number; window: number; clients: PresenceClient[] }[] = await this.db.query(
+    const rows: {
+      holder: string;
+      instance_id: string;
+      address: string;
+      members: number;
+      window: number;
+      clients: PresenceClient[];
+    }[] = await this.db.query(
       `SELECT holder, instance_id, address, members, "window", clients FROM stream_presence
         WHERE subscription_id = $1 AND renewed_at > now() - make_interval(secs => $2::float8 / 1000)`,
       [subscriptionId, freshMs],
     );
-    return rows.map((r) => ({ subscriptionId, holder: r.holder, instanceId: r.instance_id, address: r.address, members: r.members, window: r.window, clients: r.clients }));
+    return rows.map((r) => ({
+      subscriptionId,
+      holder: r.holder,
+      instanceId: r.instance_id,
+      address: r.address,
+      members: r.members,
+      window: r.window,
+      clients: r.clients,
+    }));
   }
 
   /** Deletes this holder's rows of `subscriptionIds` (their last client left), or all of its rows (a clean shutdown). */
@@ -72,18 +87,29 @@ export class StreamPresenceStore {
     if (subscriptionIds === undefined) {
       await this.db.query(`DELETE FROM stream_presence WHERE holder = $1`, [holder]);
     } else if (subscriptionIds.length > 0) {
-      await this.db.query(`DELETE FROM stream_presence WHERE holder = $1 AND subscription_id = ANY($2::uuid[])`, [holder, subscriptionIds]);
+      await this.db.query(`DELETE FROM stream_presence WHERE holder = $1 AND subscription_id = ANY($2::uuid[])`, [
+        holder,
+        subscriptionIds,
+      ]);
     }
   }
 
   /** The fresh rows of a subscription: renewed within `freshMs`. */
   async holdersOf(subscriptionId: string, freshMs: number): Promise<PresenceRow[]> {
-    const rows: { holder: string; instance_id: string; address: string; members: number; window: number }[] = await this.db.query(
-      `SELECT holder, instance_id, address, members, "window" FROM stream_presence
+    const rows: { holder: string; instance_id: string; address: string; members: number; window: number }[] =
+      await this.db.query(
+        `SELECT holder, instance_id, address, members, "window" FROM stream_presence
         WHERE subscription_id = $1 AND renewed_at > now() - make_interval(secs => $2::float8 / 1000)`,
-      [subscriptionId, freshMs],
-    );
-    return rows.map((r) => ({ subscriptionId, holder: r.holder, instanceId: r.instance_id, address: r.address, members: r.members, window: r.window }));
+        [subscriptionId, freshMs],
+      );
+    return rows.map((r) => ({
+      subscriptionId,
+      holder: r.holder,
+      instanceId: r.instance_id,
+      address: r.address,
+      members: r.members,
+      window: r.window,
+    }));
   }
 
   /** Deletes rows not renewed for `olderThanMs`; returns how many. */

@@ -26,7 +26,8 @@ interface RawQuota {
   updated_at: Date;
 }
 
-const COLUMNS = 'tenant, events_per_second, bytes_per_second, burst_seconds, stream_connections, subscriptions, updated_at';
+const COLUMNS =
+  'tenant, events_per_second, bytes_per_second, burst_seconds, stream_connections, subscriptions, updated_at';
 
 const quotaOf = (r: RawQuota): StoredTenantQuota => ({
   tenant: r.tenant,
@@ -75,7 +76,14 @@ export class TenantQuotaStore {
          burst_seconds = EXCLUDED.burst_seconds, stream_connections = EXCLUDED.stream_connections,
          subscriptions = EXCLUDED.subscriptions, updated_at = now()
        RETURNING ${COLUMNS}`,
-      [tenant, overrides.eventsPerSecond, overrides.bytesPerSecond, overrides.burstSeconds, overrides.streamConnections, overrides.subscriptions],
+      [
+        tenant,
+        overrides.eventsPerSecond,
+        overrides.bytesPerSecond,
+        overrides.burstSeconds,
+        overrides.streamConnections,
+        overrides.subscriptions,
+      ],
     );
     return quotaOf(row);
   }
@@ -85,7 +93,10 @@ export class TenantQuotaStore {
    * of the multi-tenant schema).
    */
   async subscriptionCount(tenant: string): Promise<number> {
-    const [row]: { n: number }[] = await this.db.query(`SELECT count(*)::int AS n FROM subscriptions WHERE tenant = $1`, [tenant]);
+    const [row]: { n: number }[] = await this.db.query(
+      `SELECT count(*)::int AS n FROM subscriptions WHERE tenant = $1`,
+      [tenant],
+    );
     return row.n;
   }
 }

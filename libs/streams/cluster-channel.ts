@@ -28,7 +28,15 @@ export interface WireFrame {
 }
 
 export type OwnerMessage =
-  | { type: 'deliver'; id: number; subscriptionId: string; ownerEpoch: number; policy: StreamPolicy; ackTimeoutMs: number; frame: WireFrame }
+  | {
+      type: 'deliver';
+      id: number;
+      subscriptionId: string;
+      ownerEpoch: number;
+      policy: StreamPolicy;
+      ackTimeoutMs: number;
+      frame: WireFrame;
+    }
   | { type: 'cancel'; id: number }
   /** An operator disconnects a client this holder holds; answered `ack` (done) or `gone` (no such client here). */
   | { type: 'disconnect'; id: number; subscriptionId: string; clientId: string }
@@ -80,8 +88,15 @@ export function parseOwnerMessage(raw: string): OwnerMessage | undefined {
     const m = JSON.parse(raw) as Partial<OwnerMessage> & Record<string, unknown>;
     if (!Number.isSafeInteger(m.id)) return undefined;
     if (m.type === 'cancel') return m as OwnerMessage;
-    if (m.type === 'disconnect' && typeof m.subscriptionId === 'string' && typeof m.clientId === 'string') return m as OwnerMessage;
-    if (m.type === 'settle' && typeof m.subscriptionId === 'string' && typeof m.deliveryId === 'string' && isClientAction(m.outcome)) return m as OwnerMessage;
+    if (m.type === 'disconnect' && typeof m.subscriptionId === 'string' && typeof m.clientId === 'string')
+      return m as OwnerMessage;
+    if (
+      m.type === 'settle' &&
+      typeof m.subscriptionId === 'string' &&
+      typeof m.deliveryId === 'string' &&
+      isClientAction(m.outcome)
+    )
+      return m as OwnerMessage;
     if (
       m.type === 'deliver' &&
       typeof m.subscriptionId === 'string' &&
@@ -119,18 +134,28 @@ export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): v
     }
     if (message.type === 'disconnect') {
       const kicked = hub.kick(message.subscriptionId, message.clientId);
-      if (kicked) log.info({ peer, subscription: message.subscriptionId, client: message.clientId }, 'stream client disconnected by an operator (asked by another instance)');
+      if (kicked)
+        log.info(
+          { peer, subscription: message.subscriptionId, client: message.clientId },
+          'stream client disconnected by an operator (asked by another instance)',
+        );
       answer(message.id, kicked ? { kind: 'ack' } : { kind: 'gone' });
       return;
     }
     if (message.type === 'settle') {
-      answer(message.id, hub.act(message.subscriptionId, message.deliveryId, message.outcome) ? { kind: 'ack' } : { kind: 'gone' });
+      answer(
+        message.id,
+        hub.act(message.subscriptionId, message.deliveryId, message.outcome) ? { kind: 'ack' } : { kind: 'gone' },
+      );
       return;
     }
     if (inflight.has(message.id)) return;
     const abort = new AbortController();
     inflight.set(message.id, abort);
-    const target = { id: message.subscriptionId, config: { policy: message.policy, ackTimeoutMs: message.ackTimeoutMs } };
+    const target = {
+      id: message.subscriptionId,
+      config: { policy: message.policy, ackTimeoutMs: message.ackTimeoutMs },
+    };
     let frame: EventFrame;
     try {
       frame = frameFromWire(message.frame);
@@ -140,9 +165,16 @@ export function serveChannel(socket: WebSocket, hub: StreamHub, peer: string): v
       return;
     }
     const onExtend = (deadlineMs: number) => send({ type: 'extend', id: message.id, deadlineMs });
-    void hub.deliver(target, frame, abort.signal, { epoch: message.ownerEpoch, onlyIfConnected: true, withdrawOnAbort: true, onExtend }).then((outcome) => {
-      if (inflight.delete(message.id)) answer(message.id, outcome);
-    });
+    void hub
+      .deliver(target, frame, abort.signal, {
+        epoch: message.ownerEpoch,
+        onlyIfConnected: true,
+        withdrawOnAbort: true,
+        onExtend,
+      })
+      .then((outcome) => {
+        if (inflight.delete(message.id)) answer(message.id, outcome);
+      });
   });
   socket.on('close', () => {
     for (const abort of inflight.values()) abort.abort();

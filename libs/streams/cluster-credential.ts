@@ -46,11 +46,13 @@ export class ClusterCredential {
     const [, keyId, fromEncoded, atText, mac] = parts;
     if (!this.keys.has(keyId)) return { ok: false, reason: `unknown key ${keyId}` };
     const at = Number(atText);
-    if (!Number.isSafeInteger(at) || Math.abs(this.now() - at) > TOKEN_SKEW_MS) return { ok: false, reason: 'token expired' };
+    if (!Number.isSafeInteger(at) || Math.abs(this.now() - at) > TOKEN_SKEW_MS)
+      return { ok: false, reason: 'token expired' };
     const from = decode(fromEncoded);
     const expected = Buffer.from(this.mac(keyId, from, self, at), 'hex');
     const given = Buffer.from(mac, 'hex');
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return { ok: false, reason: 'bad signature' };
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      return { ok: false, reason: 'bad signature' };
     return { ok: true, from };
   }
 

@@ -11,7 +11,14 @@ import type { PresenceReader } from './stream-presence';
 import { StreamDelivery, StreamHub, StreamMember, StreamOutcome } from './stream-hub';
 
 const KEY = { id: 'k1', key: Buffer.alloc(32, 7) };
-const frame: EventFrame = { id: 'e1', source: '/t', type: 't.one', specversion: '1.0', extensions: { tenantkey: 'x' }, data: Buffer.from('{"n":1}') };
+const frame: EventFrame = {
+  id: 'e1',
+  source: '/t',
+  type: 't.one',
+  specversion: '1.0',
+  extensions: { tenantkey: 'x' },
+  data: Buffer.from('{"n":1}'),
+};
 const SUB = '00000000-0000-4000-8000-000000000001';
 
 /** A client of a hub: records what it is handed. */
@@ -37,7 +44,10 @@ class Holder {
     this.server = createServer((_, res) => res.writeHead(404).end());
     this.server.on('upgrade', (request, socket, head) => {
       const url = new URL(request.url ?? '/', 'http://x');
-      const verified = credential.verify(request.headers[CLUSTER_TOKEN_HEADER] as string | undefined, url.searchParams.get(HOLDER_QUERY) ?? holder);
+      const verified = credential.verify(
+        request.headers[CLUSTER_TOKEN_HEADER] as string | undefined,
+        url.searchParams.get(HOLDER_QUERY) ?? holder,
+      );
       if (url.pathname !== CHANNEL_PATH || !verified.ok) {
         socket.end('HTTP/1.1 401 Unauthorized\r\ncontent-length: 0\r\n\r\n');
         return;
@@ -53,7 +63,14 @@ class Holder {
   }
 
   row(members = 1, window = 5): PresenceRow {
-    return { subscriptionId: SUB, holder: this.holder, instanceId: this.holder.split('/')[0], address: this.address, members, window };
+    return {
+      subscriptionId: SUB,
+      holder: this.holder,
+      instanceId: this.holder.split('/')[0],
+      address: this.address,
+      members,
+      window,
+    };
   }
 
   /** Every channel to this holder breaks (its process died). */
@@ -95,9 +112,14 @@ describe('ClusterCredential', () => {
     expect(a.verify(token, 'holder/2')).toEqual({ ok: true, from: 'owner/1' });
     expect(a.verify(token, 'holder/3')).toMatchObject({ ok: false, reason: 'bad signature' });
     expect(a.verify(undefined, 'holder/2')).toMatchObject({ ok: false });
-    expect(a.verify(token.slice(0, -2) + (token.endsWith('00') ? '11' : '00'), 'holder/2')).toMatchObject({ ok: false });
+    expect(a.verify(token.slice(0, -2) + (token.endsWith('00') ? '11' : '00'), 'holder/2')).toMatchObject({
+      ok: false,
+    });
     const outsider = new ClusterCredential([{ id: 'k1', key: Buffer.alloc(32, 8) }], 'k1', () => now);
-    expect(a.verify(outsider.sign('owner/1', 'holder/2'), 'holder/2')).toMatchObject({ ok: false, reason: 'bad signature' });
+    expect(a.verify(outsider.sign('owner/1', 'holder/2'), 'holder/2')).toMatchObject({
+      ok: false,
+      reason: 'bad signature',
+    });
     // Rotation: a verifier holding the old and the new key takes tokens of either.
     const rotated = new ClusterCredential([{ id: 'k2', key: Buffer.alloc(32, 9) }, KEY], 'k2', () => now);
     expect(a.verify(rotated.sign('o', 'h'), 'h')).toMatchObject({ ok: false, reason: 'unknown key k2' });
@@ -201,7 +223,10 @@ describe('ClusterStreamRouter over the internal channel', () => {
   it('is gone at once on a holder whose clients left (a stale row), and refuses a handshake without the shared key', async () => {
     presence.rows = [remote.row()];
     expect(await router.deliver(target(), frame)).toEqual({ kind: 'gone' });
-    const outsiderPeers = new PeerChannels(new ClusterCredential([{ id: 'k1', key: Buffer.alloc(32, 1) }], 'k1'), 'x/9');
+    const outsiderPeers = new PeerChannels(
+      new ClusterCredential([{ id: 'k1', key: Buffer.alloc(32, 1) }], 'k1'),
+      'x/9',
+    );
     try {
       expect(await outsiderPeers.deliver(remote.row(), target(), frame, 0)).toEqual({ kind: 'gone' });
       expect(outsiderPeers.available('b/2')).toBe(false);
@@ -230,7 +255,7 @@ describe('ClusterStreamRouter over the internal channel', () => {
     expect([await two, await three]).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
   });
 
-  it('BROADCAST: every holder, the answers combined as one hub combines its clients\'', async () => {
+  it("BROADCAST: every holder, the answers combined as one hub combines its clients'", async () => {
     const near = member('sse:near');
     const far = member('ws:far');
     localHub.connect(near);
@@ -239,14 +264,20 @@ describe('ClusterStreamRouter over the internal channel', () => {
     const answers = async (nearAnswer: StreamOutcome, farAnswer: StreamOutcome) => {
       const n = near.got.length;
       const sending = router.deliver(target({ policy: 'BROADCAST' }), frame);
-      const [dn, df] = await until('both deliveries', () => near.got.length > n && far.got.length > n && [near.got[n], far.got[n]]);
+      const [dn, df] = await until(
+        'both deliveries',
+        () => near.got.length > n && far.got.length > n && [near.got[n], far.got[n]],
+      );
       localHub.answer(dn.deliveryId, nearAnswer);
       remote.hub.answer(df.deliveryId, farAnswer);
       return sending;
     };
     expect(await answers({ kind: 'ack' }, { kind: 'ack' })).toEqual({ kind: 'ack' });
     expect(await answers({ kind: 'ack' }, { kind: 'nack', delayMs: 5 })).toEqual({ kind: 'nack', delayMs: 5 });
-    expect(await answers({ kind: 'nack', delayMs: 5 }, { kind: 'reject', reason: 'no' })).toEqual({ kind: 'reject', reason: 'no' });
+    expect(await answers({ kind: 'nack', delayMs: 5 }, { kind: 'reject', reason: 'no' })).toEqual({
+      kind: 'reject',
+      reason: 'no',
+    });
   });
 
   it('waits, with nobody connected anywhere, until a client connects', async () => {

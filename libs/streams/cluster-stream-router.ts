@@ -2,7 +2,16 @@ import type { EventFrame } from '../frame';
 import type { PresenceRow } from '../storage';
 import type { PeerChannels } from './peer-channels';
 import type { PresenceReader } from './stream-presence';
-import { combineOutcomes, DeliverOptions, HubLoad, StreamDeliverer, StreamHub, StreamOutcome, StreamPolicy, StreamTarget } from './stream-hub';
+import {
+  combineOutcomes,
+  DeliverOptions,
+  HubLoad,
+  StreamDeliverer,
+  StreamHub,
+  StreamOutcome,
+  StreamPolicy,
+  StreamTarget,
+} from './stream-hub';
 
 /** How long the router waits before looking again when no holder has a client, or none has room. */
 const LOOK_AGAIN_MS = 250;
@@ -31,10 +40,16 @@ export class ClusterStreamRouter implements StreamDeliverer {
     private readonly self: string,
   ) {}
 
-  async deliver(target: StreamTarget, frame: EventFrame, signal?: AbortSignal, options: DeliverOptions = {}): Promise<StreamOutcome> {
+  async deliver(
+    target: StreamTarget,
+    frame: EventFrame,
+    signal?: AbortSignal,
+    options: DeliverOptions = {},
+  ): Promise<StreamOutcome> {
     const epoch = options.epoch ?? 0;
     const policy = (target.config as { policy?: StreamPolicy }).policy ?? 'LOAD_BALANCE';
-    const here = (): Promise<StreamOutcome> => this.hub.deliver(target, frame, signal, { epoch, onlyIfConnected: true });
+    const here = (): Promise<StreamOutcome> =>
+      this.hub.deliver(target, frame, signal, { epoch, onlyIfConnected: true });
     const there = async (row: PresenceRow): Promise<StreamOutcome> => {
       const outcome = await this.peers.deliver(row, target, frame, epoch, signal);
       if (outcome.kind === 'gone') this.presence.forget(target.id);
@@ -42,7 +57,9 @@ export class ClusterStreamRouter implements StreamDeliverer {
     };
     for (;;) {
       if (signal?.aborted) return { kind: 'gone' };
-      const remote = (await this.presence.holdersOf(target.id)).filter((r) => r.holder !== this.self && this.peers.available(r.holder));
+      const remote = (await this.presence.holdersOf(target.id)).filter(
+        (r) => r.holder !== this.self && this.peers.available(r.holder),
+      );
       const local = this.hub.load(target.id);
       if (policy === 'LOAD_BALANCE') {
         const pick = this.pickOne(target.id, local, remote);
@@ -57,7 +74,8 @@ export class ClusterStreamRouter implements StreamDeliverer {
   /** The holder with room and the least load; undefined when nobody is connected or nobody has room. */
   private pickOne(subscriptionId: string, local: HubLoad, remote: PresenceRow[]): Candidate | undefined {
     const candidates: Candidate[] = [];
-    if (local.members > 0 && local.held < local.window) candidates.push({ local: true, load: local.held / local.window });
+    if (local.members > 0 && local.held < local.window)
+      candidates.push({ local: true, load: local.held / local.window });
     for (const row of remote) {
       const held = this.peers.inFlight(row.holder, subscriptionId);
       if (held < row.window) candidates.push({ local: false, load: held / row.window, row });

@@ -1,7 +1,14 @@
 import { WebSocket } from 'ws';
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
-import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, frameToWire, HOLDER_QUERY, OwnerMessage, parseHolderMessage } from './cluster-channel';
+import {
+  CHANNEL_PATH,
+  CLUSTER_TOKEN_HEADER,
+  frameToWire,
+  HOLDER_QUERY,
+  OwnerMessage,
+  parseHolderMessage,
+} from './cluster-channel';
 import type { ClusterCredential } from './cluster-credential';
 import { ackTimeoutOf, ClientAction, StreamOutcome, StreamPolicy, StreamTarget } from './stream-hub';
 import { sendInTurn } from './turn-writes';
@@ -56,7 +63,13 @@ export class PeerChannels {
     return this.peers.get(holder)?.perSubscription.get(subscriptionId) ?? 0;
   }
 
-  deliver(to: PeerAddress, target: StreamTarget, frame: EventFrame, ownerEpoch: number, signal?: AbortSignal): Promise<StreamOutcome> {
+  deliver(
+    to: PeerAddress,
+    target: StreamTarget,
+    frame: EventFrame,
+    ownerEpoch: number,
+    signal?: AbortSignal,
+  ): Promise<StreamOutcome> {
     return this.peerOf(to, true).deliver(target, frame, ownerEpoch, signal);
   }
 
@@ -67,7 +80,10 @@ export class PeerChannels {
 
   /** Hands `to` a client's answer (or extension) for a delivery; true when it held the delivery. */
   settle(to: PeerAddress, subscriptionId: string, deliveryId: string, outcome: ClientAction): Promise<boolean> {
-    return this.peerOf(to).request((id) => ({ type: 'settle', id, subscriptionId, deliveryId, outcome }), subscriptionId);
+    return this.peerOf(to).request(
+      (id) => ({ type: 'settle', id, subscriptionId, deliveryId, outcome }),
+      subscriptionId,
+    );
   }
 
   private peerOf(to: PeerAddress, prune = false): Peer {
@@ -115,12 +131,20 @@ class Peer {
     this.address = to.address;
   }
 
-  async deliver(target: StreamTarget, frame: EventFrame, ownerEpoch: number, signal?: AbortSignal): Promise<StreamOutcome> {
+  async deliver(
+    target: StreamTarget,
+    frame: EventFrame,
+    ownerEpoch: number,
+    signal?: AbortSignal,
+  ): Promise<StreamOutcome> {
     let socket: WebSocket;
     try {
       socket = await this.open();
     } catch (e) {
-      this.log.warn({ holder: this.holder, address: this.address, error: (e as Error).message, retryInMs: this.backoffMs }, 'cannot open the stream channel');
+      this.log.warn(
+        { holder: this.holder, address: this.address, error: (e as Error).message, retryInMs: this.backoffMs },
+        'cannot open the stream channel',
+      );
       this.down();
       return { kind: 'gone' };
     }
@@ -131,13 +155,14 @@ class Peer {
       id,
       subscriptionId: target.id,
       ownerEpoch,
-      policy: ((target.config as { policy?: StreamPolicy }).policy ?? 'LOAD_BALANCE'),
+      policy: (target.config as { policy?: StreamPolicy }).policy ?? 'LOAD_BALANCE',
       ackTimeoutMs: ackTimeoutOf(target),
       frame: frameToWire(frame),
     };
     return new Promise<StreamOutcome>((resolve) => {
       const withdraw = () => {
-        if (socket.readyState === WebSocket.OPEN) socket.send(JSON.stringify({ type: 'cancel', id } satisfies OwnerMessage));
+        if (socket.readyState === WebSocket.OPEN)
+          socket.send(JSON.stringify({ type: 'cancel', id } satisfies OwnerMessage));
       };
       const onAbort = () => {
         withdraw();
@@ -176,7 +201,10 @@ class Peer {
     try {
       socket = await this.open();
     } catch (e) {
-      this.log.warn({ holder: this.holder, address: this.address, error: (e as Error).message }, 'cannot open the stream channel');
+      this.log.warn(
+        { holder: this.holder, address: this.address, error: (e as Error).message },
+        'cannot open the stream channel',
+      );
       this.down();
       return false;
     }
@@ -237,7 +265,8 @@ class Peer {
         this.attach(result);
         return result;
       }
-      if (attempt >= MISDIRECTED_TRIES) throw new Error(`${MISDIRECTED_TRIES} handshakes met other processes of the holder's instance`);
+      if (attempt >= MISDIRECTED_TRIES)
+        throw new Error(`${MISDIRECTED_TRIES} handshakes met other processes of the holder's instance`);
     }
   }
 
@@ -266,7 +295,11 @@ class Peer {
     socket.on('close', () => {
       clearInterval(this.heartbeat);
       if (this.socket === socket) this.socket = undefined;
-      if (this.pending.size > 0) this.log.warn({ holder: this.holder, inFlight: this.pending.size }, 'stream channel lost; its deliveries are gone');
+      if (this.pending.size > 0)
+        this.log.warn(
+          { holder: this.holder, inFlight: this.pending.size },
+          'stream channel lost; its deliveries are gone',
+        );
       for (const p of [...this.pending.values()]) p.finish({ kind: 'gone' });
       if (!this.closed) this.down();
     });

@@ -22,7 +22,10 @@ describe('PollConsumers', () => {
       (e: unknown) => e,
     );
     expect(refused).toBeInstanceOf(EventMeshError);
-    expect(refused).toMatchObject({ code: ErrorCode.TooManyConsumers, details: { subscriptionId: 's1', maxConsumers: 2 } });
+    expect(refused).toMatchObject({
+      code: ErrorCode.TooManyConsumers,
+      details: { subscriptionId: 's1', maxConsumers: 2 },
+    });
     expect(hub.connected('s1')).toBe(2);
     await expect(polls.poll('s1', 'a', 10, 10, 0, signal)).resolves.toEqual([]);
     await expect(polls.poll('s2', 'c', 10, 10, 0, signal)).resolves.toEqual([]);
@@ -34,7 +37,9 @@ describe('PollConsumers', () => {
     try {
       await polls.poll('s1', 'a', 10, 10, 0, signal);
       await polls.poll('s1', 'b', 10, 10, 0, signal);
-      await expect(polls.poll('s1', 'c', 10, 10, 0, signal)).rejects.toMatchObject({ code: ErrorCode.TooManyConsumers });
+      await expect(polls.poll('s1', 'c', 10, 10, 0, signal)).rejects.toMatchObject({
+        code: ErrorCode.TooManyConsumers,
+      });
       jest.advanceTimersByTime(60000);
       expect(hub.connected('s1')).toBe(0);
       await expect(polls.poll('s1', 'c', 10, 10, 0, signal)).resolves.toEqual([]);
@@ -44,7 +49,14 @@ describe('PollConsumers', () => {
   });
 
   describe('a consumer that fell silent', () => {
-    const frame: EventFrame = { id: 'e1', source: '/t', type: 't.one', specversion: '1.0', extensions: {}, data: Buffer.from('{}') };
+    const frame: EventFrame = {
+      id: 'e1',
+      source: '/t',
+      type: 't.one',
+      specversion: '1.0',
+      extensions: {},
+      data: Buffer.from('{}'),
+    };
     const target = { id: 's1', config: { policy: 'LOAD_BALANCE', ackTimeoutMs: 3000 } };
     beforeEach(() => jest.useFakeTimers());
     afterEach(() => jest.useRealTimers());

@@ -5,8 +5,20 @@ import { DeliveryOutcome, TRACING_OFF, Tracing } from '../tracing';
 import { SinkRouter } from './sink-router';
 import type { StreamDeliverer, StreamOutcome } from './stream-hub';
 
-const frame: EventFrame = { id: 'e1', source: '/s', type: 't', specversion: '1.0', extensions: { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` } };
-const webhookTarget = { id: 'sub-w', topic: 'orders', protocol: 'HTTP', sink: 'http://127.0.0.1:9/hook', signingSecret: null } as unknown as SubscriptionEntity;
+const frame: EventFrame = {
+  id: 'e1',
+  source: '/s',
+  type: 't',
+  specversion: '1.0',
+  extensions: { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
+};
+const webhookTarget = {
+  id: 'sub-w',
+  topic: 'orders',
+  protocol: 'HTTP',
+  sink: 'http://127.0.0.1:9/hook',
+  signingSecret: null,
+} as unknown as SubscriptionEntity;
 const streamTarget = { id: 'sub-s', topic: 'orders', protocol: 'STREAM', config: {} } as unknown as SubscriptionEntity;
 
 /** A tracing that records the delivery spans asked of it (the OpenTelemetry one is otel-tracing.spec.ts's). */
@@ -31,17 +43,20 @@ describe('SinkRouter tracing', () => {
   const sent: { trace: unknown }[] = [];
   let webhookResult: WebhookResult = { ok: true, status: 200 };
   const webhooks = {
-    send: async (_t: unknown, _f: unknown, _m: unknown, _s: unknown, trace: unknown) => (sent.push({ trace }), webhookResult),
+    send: async (_t: unknown, _f: unknown, _m: unknown, _s: unknown, trace: unknown) => (
+      sent.push({ trace }),
+      webhookResult
+    ),
   } as unknown as WebhookSender;
   let streamOutcome: StreamOutcome = { kind: 'ack' };
   const streams: StreamDeliverer = { deliver: async () => streamOutcome };
 
-  it('off: the webhook gets no span context (the sender then sends the event\'s own)', async () => {
+  it("off: the webhook gets no span context (the sender then sends the event's own)", async () => {
     await new SinkRouter(webhooks, streams).send(webhookTarget, frame, 'm1');
     expect(sent.at(-1)).toEqual({ trace: undefined });
   });
 
-  it('on: each attempt is a span with its transport and outcome, and the webhook carries the span\'s context', async () => {
+  it("on: each attempt is a span with its transport and outcome, and the webhook carries the span's context", async () => {
     const { tracing, spans } = recordingTracing();
     const router = new SinkRouter(webhooks, streams, 0, tracing).withEpoch(3);
     await router.send(webhookTarget, frame, 'm1');

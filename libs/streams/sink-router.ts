@@ -62,7 +62,11 @@ export class SinkRouter {
     return webhook ? this.webhooks.send(target, frame, messageId, signal, trace) : this.toStream(target, frame, signal);
   }
 
-  private async toStream(target: SubscriptionEntity, frame: EventFrame, signal: AbortSignal | undefined): Promise<WebhookResult> {
+  private async toStream(
+    target: SubscriptionEntity,
+    frame: EventFrame,
+    signal: AbortSignal | undefined,
+  ): Promise<WebhookResult> {
     const outcome = await this.streams.deliver(target, frame, signal, { epoch: this.epoch });
     switch (outcome.kind) {
       case 'ack':

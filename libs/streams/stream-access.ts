@@ -10,7 +10,12 @@ import type { SubscriptionService } from '../subscriptions';
 export async function assertStreamHere(subscriptions: SubscriptionService, id: string, tenant: string): Promise<void> {
   const s = await subscriptions.get(id, tenant);
   if (s.protocol !== 'STREAM') {
-    throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is not a STREAM subscription`, { field: 'protocol' });
+    throw new EventMeshError(ErrorCode.InvalidRequest, `subscription ${id} is not a STREAM subscription`, {
+      field: 'protocol',
+    });
   }
-  if (s.status !== 'ACTIVE') throw new EventMeshError(ErrorCode.SubscriptionNotActive, `subscription ${id} is ${s.status}`, { status: s.status });
+  if (s.status !== 'ACTIVE')
+    throw new EventMeshError(ErrorCode.SubscriptionNotActive, `subscription ${id} is ${s.status}`, {
+      status: s.status,
+    });
 }

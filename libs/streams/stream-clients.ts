@@ -42,7 +42,9 @@ export class StreamClients {
   ) {}
 
   async list(subscriptionId: string): Promise<ClusterClientView[]> {
-    const local = this.hub.clients(subscriptionId).map((c) => ({ ...c, instance: this.me.instanceId, holder: this.me.holder }));
+    const local = this.hub
+      .clients(subscriptionId)
+      .map((c) => ({ ...c, instance: this.me.instanceId, holder: this.me.holder }));
     const rows = await this.presence.clientsOf(subscriptionId, PRESENCE_FRESH_MS);
     const remote = rows
       .filter((r) => r.holder !== this.me.holder)
@@ -60,7 +62,11 @@ export class StreamClients {
         return this.done(subscriptionId, clientId, row.instanceId, actor);
       }
     }
-    throw new EventMeshError(ErrorCode.NotFound, `no stream client ${clientId} of subscription ${subscriptionId} is connected`, { subscriptionId, clientId });
+    throw new EventMeshError(
+      ErrorCode.NotFound,
+      `no stream client ${clientId} of subscription ${subscriptionId} is connected`,
+      { subscriptionId, clientId },
+    );
   }
 
   /**
@@ -71,13 +77,20 @@ export class StreamClients {
    */
   async answer(subscriptionId: string, deliveryId: string, outcome: ClientAction): Promise<boolean> {
     if (this.hub.subscriptionOf(deliveryId) !== undefined) return this.hub.act(subscriptionId, deliveryId, outcome);
-    const rows = (await this.presence.clientsOf(subscriptionId, PRESENCE_FRESH_MS)).filter((r) => r.holder !== this.me.holder && r.clients.length > 0);
-    const settled = await Promise.all(rows.map((r) => this.peers.settle({ holder: r.holder, address: r.address }, subscriptionId, deliveryId, outcome)));
+    const rows = (await this.presence.clientsOf(subscriptionId, PRESENCE_FRESH_MS)).filter(
+      (r) => r.holder !== this.me.holder && r.clients.length > 0,
+    );
+    const settled = await Promise.all(
+      rows.map((r) => this.peers.settle({ holder: r.holder, address: r.address }, subscriptionId, deliveryId, outcome)),
+    );
     return settled.includes(true);
   }
 
   private done(subscriptionId: string, clientId: string, instance: string, actor: string): DisconnectView {
-    this.log.info({ subscription: subscriptionId, client: clientId, instance, actor }, 'stream client disconnected by an operator');
+    this.log.info(
+      { subscription: subscriptionId, client: clientId, instance, actor },
+      'stream client disconnected by an operator',
+    );
     return { subscriptionId, clientId, instance, disconnected: true };
   }
 }

@@ -3,7 +3,14 @@ import { StreamDelivery, StreamHub, StreamMember } from './stream-hub';
 
 /** A delivery's ack deadline, extended by its client while a long handler runs (fake clock). */
 describe('StreamHub: extending a delivery', () => {
-  const frame: EventFrame = { id: 'e1', source: '/t', type: 't.one', specversion: '1.0', extensions: {}, data: Buffer.from('{}') };
+  const frame: EventFrame = {
+    id: 'e1',
+    source: '/t',
+    type: 't.one',
+    specversion: '1.0',
+    extensions: {},
+    data: Buffer.from('{}'),
+  };
   const target = { id: 's1', config: { policy: 'LOAD_BALANCE', ackTimeoutMs: 1000 } };
   let hub: StreamHub;
   let received: StreamDelivery[];

@@ -16,7 +16,8 @@ export type StreamOutcome =
  * What a client may send for a delivery it holds: an answer that settles it, or `extend`, which sets its ack
  * deadline to `deadlineMs` from now (a handler that needs longer than the ack timeout keeps its delivery).
  */
-export type ClientAction = Extract<StreamOutcome, { kind: 'ack' | 'nack' | 'reject' }> | { kind: 'extend'; deadlineMs: number };
+export type ClientAction =
+  Extract<StreamOutcome, { kind: 'ack' | 'nack' | 'reject' }> | { kind: 'extend'; deadlineMs: number };
 
 /** The longest a client may set a delivery's ack deadline to, from now (the most a subscription's ack timeout is). */
 export const MAX_ACK_DEADLINE_MS = 3_600_000;
@@ -69,7 +70,12 @@ export type StreamPolicy = 'LOAD_BALANCE' | 'BROADCAST' | 'MULTICAST';
 
 /** Whatever delivers an event of a STREAM subscription: this process's hub, or the cluster router over all of them. */
 export interface StreamDeliverer {
-  deliver(subscription: StreamTarget, frame: EventFrame, signal?: AbortSignal, options?: DeliverOptions): Promise<StreamOutcome>;
+  deliver(
+    subscription: StreamTarget,
+    frame: EventFrame,
+    signal?: AbortSignal,
+    options?: DeliverOptions,
+  ): Promise<StreamOutcome>;
 }
 
 /** What a delivery needs of its subscription: its id, policy and ack timeout (a forwarded delivery carries only these). */
@@ -124,7 +130,10 @@ export class StreamHub implements StreamDeliverer {
     list.push(member);
     this.members.set(member.subscriptionId, list);
     this.since.set(member, new Date());
-    this.log.info({ subscription: member.subscriptionId, member: member.id, window: member.window }, 'stream client connected');
+    this.log.info(
+      { subscription: member.subscriptionId, member: member.id, window: member.window },
+      'stream client connected',
+    );
     this.wakeAll();
     this.changed(member.subscriptionId);
   }
@@ -222,11 +231,24 @@ export class StreamHub implements StreamDeliverer {
     return this.pending.get(deliveryId)?.member.subscriptionId;
   }
 
-  async deliver(subscription: StreamTarget, frame: EventFrame, signal?: AbortSignal, options: DeliverOptions = {}): Promise<StreamOutcome> {
+  async deliver(
+    subscription: StreamTarget,
+    frame: EventFrame,
+    signal?: AbortSignal,
+    options: DeliverOptions = {},
+  ): Promise<StreamOutcome> {
     const config = subscription.config as { policy?: StreamPolicy; ackTimeoutMs?: number };
     const ackTimeoutMs = ackTimeoutOf(subscription);
     const nobody = () => options.onlyIfConnected === true && this.connected(subscription.id) === 0;
-    const send = (m: StreamMember) => this.send(m, frame, ackTimeoutMs, options.epoch ?? this.epoch, options.withdrawOnAbort ? signal : undefined, options.onExtend);
+    const send = (m: StreamMember) =>
+      this.send(
+        m,
+        frame,
+        ackTimeoutMs,
+        options.epoch ?? this.epoch,
+        options.withdrawOnAbort ? signal : undefined,
+        options.onExtend,
+      );
     if (config.policy === 'BROADCAST' || config.policy === 'MULTICAST') {
       // MULTICAST: the connected clients whose filter matches; when none does, the event is nobody's and settled.
       const wanted = config.policy === 'MULTICAST' ? (m: StreamMember) => m.filter?.matches(frame) ?? true : () => true;
@@ -290,7 +312,11 @@ export class StreamHub implements StreamDeliverer {
    * Members with room: one (round robin), or `all` the connected ones `wanted` picks, once every one of them has
    * room. Undefined means wait (nobody connected, or no room yet).
    */
-  private withRoom(subscriptionId: string, which: 'one' | 'all', wanted: (m: StreamMember) => boolean = () => true): StreamMember[] | undefined {
+  private withRoom(
+    subscriptionId: string,
+    which: 'one' | 'all',
+    wanted: (m: StreamMember) => boolean = () => true,
+  ): StreamMember[] | undefined {
     const list = this.members.get(subscriptionId) ?? [];
     if (list.length === 0) return undefined;
     if (which === 'all') {
@@ -308,7 +334,11 @@ export class StreamHub implements StreamDeliverer {
   }
 
   /** Waits until `pick` finds something (a member connected, or room freed), or the signal aborts. */
-  private async waitFor<T>(pick: () => T | undefined, signal?: AbortSignal, giveUp: () => boolean = () => false): Promise<T | undefined> {
+  private async waitFor<T>(
+    pick: () => T | undefined,
+    signal?: AbortSignal,
+    giveUp: () => boolean = () => false,
+  ): Promise<T | undefined> {
     for (;;) {
       const found = pick();
       if (found !== undefined) return found;

@@ -55,7 +55,9 @@ export class StreamPresence {
     clearInterval(this.timer);
     this.unlisten?.();
     await this.writing;
-    await this.store.remove(this.me.holder).catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the stream presence rows'));
+    await this.store
+      .remove(this.me.holder)
+      .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the stream presence rows'));
   }
 
   /** One write at a time; a change during a write is written right after it. */
@@ -78,7 +80,11 @@ export class StreamPresence {
   private async write(): Promise<void> {
     const held = this.hub.subscriptions();
     const rows = held
-      .map((subscriptionId) => ({ subscriptionId, ...this.hub.load(subscriptionId), clients: this.hub.clients(subscriptionId) }))
+      .map((subscriptionId) => ({
+        subscriptionId,
+        ...this.hub.load(subscriptionId),
+        clients: this.hub.clients(subscriptionId),
+      }))
       .filter((r) => r.members > 0);
     const left = [...this.published].filter((id) => !rows.some((r) => r.subscriptionId === id));
     await this.store.remove(this.me.holder, left);
@@ -97,7 +103,9 @@ export class PresenceReader {
   holdersOf(subscriptionId: string): Promise<PresenceRow[]> {
     const known = this.memory.get(subscriptionId);
     if (known && Date.now() - known.at < READ_MEMORY_MS) return known.rows;
-    const rows = this.store.holdersOf(subscriptionId, PRESENCE_FRESH_MS).catch(() => known?.rows ?? Promise.resolve([]));
+    const rows = this.store
+      .holdersOf(subscriptionId, PRESENCE_FRESH_MS)
+      .catch(() => known?.rows ?? Promise.resolve([]));
     this.memory.set(subscriptionId, { at: Date.now(), rows });
     return rows;
   }

@@ -34,12 +34,18 @@ describe('writeInTurn', () => {
     // Nothing has left during the turn.
     expect(writes).not.toHaveBeenCalled();
     expect(writevs).not.toHaveBeenCalled();
-    await waitFor('the first turn\'s messages', () => received === messages.join(''), { timeoutMs: 5000, intervalMs: 5 });
+    await waitFor("the first turn's messages", () => received === messages.join(''), {
+      timeoutMs: 5000,
+      intervalMs: 5,
+    });
     expect(writevs).toHaveBeenCalledTimes(1);
     expect(writes).not.toHaveBeenCalled();
     writeInTurn(peer, () => peer.write('next;'));
     writeInTurn(peer, () => peer.write('last;'));
-    await waitFor('the second turn\'s messages', () => received.endsWith('next;last;'), { timeoutMs: 5000, intervalMs: 5 });
+    await waitFor("the second turn's messages", () => received.endsWith('next;last;'), {
+      timeoutMs: 5000,
+      intervalMs: 5,
+    });
     expect(writevs).toHaveBeenCalledTimes(2);
   });
 });

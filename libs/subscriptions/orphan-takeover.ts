@@ -56,7 +56,10 @@ export class OrphanTakeover {
   }
 
   start(): void {
-    this.log.info({ mode: this.options.mode, graceMs: this.options.graceMs, intervalMs: this.intervalMs }, 'watching for orphaned subscriptions');
+    this.log.info(
+      { mode: this.options.mode, graceMs: this.options.graceMs, intervalMs: this.intervalMs },
+      'watching for orphaned subscriptions',
+    );
     this.schedule();
   }
 
@@ -110,7 +113,11 @@ export class OrphanTakeover {
     if (mode !== 'AUTOMATIC' || takeable.length === 0) return [];
     const live = await this.store.liveInstances(graceMs);
     if (!live.includes(instanceId)) {
-      if (!this.notLiveReported) this.log.warn({ instance: instanceId, graceMs }, "not taking orphans over: this instance's own dispatch run is not live");
+      if (!this.notLiveReported)
+        this.log.warn(
+          { instance: instanceId, graceMs },
+          "not taking orphans over: this instance's own dispatch run is not live",
+        );
       this.notLiveReported = true;
       return [];
     }
@@ -123,7 +130,11 @@ export class OrphanTakeover {
         "took over an orphaned subscription; the old instance's dispatch run is fenced at this epoch",
       );
     }
-    if (skippedInstances.length > 0) this.log.info({ instances: skippedInstances }, 'orphans of these instances left for a later round (their dispatch run row is held)');
+    if (skippedInstances.length > 0)
+      this.log.info(
+        { instances: skippedInstances },
+        'orphans of these instances left for a later round (their dispatch run row is held)',
+      );
     this.counts.taken += moves.length;
     return moves;
   }

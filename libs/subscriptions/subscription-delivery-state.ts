@@ -42,10 +42,16 @@ export class SubscriptionDeliveryState {
     );
     // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
     if (Number(moved[1] ?? 0) > 0) {
-      this.log.info({ subscription: id, tenant, actor, from, to }, to === 'PAUSED' ? 'subscription paused by an operator' : 'subscription resumed by an operator');
+      this.log.info(
+        { subscription: id, tenant, actor, from, to },
+        to === 'PAUSED' ? 'subscription paused by an operator' : 'subscription resumed by an operator',
+      );
       return { subscriptionId: id, status: to, changed: true };
     }
-    const rows: { status: string }[] = await this.db.query(`SELECT status FROM subscriptions WHERE id = $1 AND tenant = $2`, [id, tenant]);
+    const rows: { status: string }[] = await this.db.query(
+      `SELECT status FROM subscriptions WHERE id = $1 AND tenant = $2`,
+      [id, tenant],
+    );
     if (rows.length === 0) throw subscriptionNotFound(id);
     if (rows[0].status === to) return { subscriptionId: id, status: to, changed: false };
     throw new EventMeshError(

@@ -124,13 +124,30 @@ export class SubscriptionOffsets {
         const start = starts.get(partition) ?? 0;
         const at = committed.get(partition) ?? null;
         const { owner, epoch } = ownerOf(partition);
-        return { partition, committed: at, start, end, lag: Math.max(0, end - Math.max(at ?? start, start)), owner, epoch };
+        return {
+          partition,
+          committed: at,
+          start,
+          end,
+          lag: Math.max(0, end - Math.max(at ?? start, start)),
+          owner,
+          epoch,
+        };
       });
-    return { subscriptionId: s.id, topic: s.topic, status: s.status, topology: this.owners.topology, generation: Number(s.offsetsGeneration), partitions };
+    return {
+      subscriptionId: s.id,
+      topic: s.topic,
+      status: s.status,
+      topology: this.owners.topology,
+      generation: Number(s.offsetsGeneration),
+      partitions,
+    };
   }
 
   /** Who delivers each partition of the subscription, and under which epoch. */
-  private async ownersOf(s: SubscriptionEntity): Promise<(partition: number) => { owner: string | null; epoch: number | null }> {
+  private async ownersOf(
+    s: SubscriptionEntity,
+  ): Promise<(partition: number) => { owner: string | null; epoch: number | null }> {
     if (this.owners.topology === 'PARTITION_OWNED_PULL') {
       const leases = new Map((await this.owners.leases.list([s.topic])).map((l) => [l.partition, l]));
       return (partition) => {
@@ -155,7 +172,12 @@ export class SubscriptionOffsets {
       const result = await this.offsets.seek(s.id, targets, m);
       if (!result.applied) throw subscriptionNotFound(id);
       const forgotten = await this.retries.forgetReplayed(
-        result.moves.map((move) => ({ subscriptionId: s.id, topic: move.topic, partition: move.partition, nextOffset: move.to })),
+        result.moves.map((move) => ({
+          subscriptionId: s.id,
+          topic: move.topic,
+          partition: move.partition,
+          nextOffset: move.to,
+        })),
         m,
       );
       return { ...result, forgotten };
@@ -163,14 +185,33 @@ export class SubscriptionOffsets {
     const to = 'to' in request ? request.to : 'offsets';
     const partitions = done.moves.map((move) => ({ partition: move.partition, from: move.from, to: move.to }));
     this.log.info(
-      { subscription: s.id, tenant, topic: s.topic, actor, to, generation: done.generation, partitions, parkedForgotten: done.forgotten },
+      {
+        subscription: s.id,
+        tenant,
+        topic: s.topic,
+        actor,
+        to,
+        generation: done.generation,
+        partitions,
+        parkedForgotten: done.forgotten,
+      },
       'subscription offsets moved by an operator seek; its lanes restart from the new offsets',
     );
-    return { subscriptionId: s.id, topic: s.topic, to, generation: done.generation, partitions, parkedForgotten: done.forgotten };
+    return {
+      subscriptionId: s.id,
+      topic: s.topic,
+      to,
+      generation: done.generation,
+      partitions,
+      parkedForgotten: done.forgotten,
+    };
   }
 
   /** The next offset of each partition the seek moves, checked against the log. */
-  private async targetsOf(topic: string, request: SeekRequest): Promise<{ topic: string; partition: number; nextOffset: number }[]> {
+  private async targetsOf(
+    topic: string,
+    request: SeekRequest,
+  ): Promise<{ topic: string; partition: number; nextOffset: number }[]> {
     if ('to' in request) {
       const at =
         request.to === 'earliest'
@@ -185,10 +226,14 @@ export class SubscriptionOffsets {
     return request.offsets.map(({ partition, offset }, i) => {
       const end = ends.get(partition);
       if (end === undefined) {
-        throw new EventMeshError(ErrorCode.OffsetOutOfRange, `offsets.${i}.partition: topic "${topic}" has no partition ${partition}`, {
-          field: `offsets.${i}.partition`,
-          partitions: [...ends.keys()].sort((a, b) => a - b),
-        });
+        throw new EventMeshError(
+          ErrorCode.OffsetOutOfRange,
+          `offsets.${i}.partition: topic "${topic}" has no partition ${partition}`,
+          {
+            field: `offsets.${i}.partition`,
+            partitions: [...ends.keys()].sort((a, b) => a - b),
+          },
+        );
       }
       const start = starts.get(partition) ?? 0;
       if (offset < start || offset > end) {

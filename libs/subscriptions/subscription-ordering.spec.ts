@@ -17,11 +17,17 @@ describe('subscription ordering', () => {
   });
 
   it('refuses an unknown ordering, a concurrency out of range or without key/none, and either on a STREAM subscription', () => {
-    expect(refusal(http({ ordering: 'fifo' }))).toBe('config.ordering: Invalid option: expected one of "partition"|"key"|"none"');
+    expect(refusal(http({ ordering: 'fifo' }))).toBe(
+      'config.ordering: Invalid option: expected one of "partition"|"key"|"none"',
+    );
     expect(refusal(http({ ordering: 'key', concurrency: 0 }))).toMatch(/^config\.concurrency: /);
     expect(refusal(http({ ordering: 'key', concurrency: 257 }))).toMatch(/^config\.concurrency: /);
-    expect(refusal(http({ concurrency: 4 }))).toBe('config.concurrency: concurrency applies to ordering key or none; ordering partition delivers one event at a time');
-    expect(refusal({ protocol: 'STREAM', config: { ordering: 'key' } })).toMatch(/^config\.ordering: ordering and concurrency apply to HTTP subscriptions/);
+    expect(refusal(http({ concurrency: 4 }))).toBe(
+      'config.concurrency: concurrency applies to ordering key or none; ordering partition delivers one event at a time',
+    );
+    expect(refusal({ protocol: 'STREAM', config: { ordering: 'key' } })).toMatch(
+      /^config\.ordering: ordering and concurrency apply to HTTP subscriptions/,
+    );
   });
 
   it('defaults to partition for a webhook subscription', () => {

@@ -63,7 +63,11 @@ export class SubscriptionPlacement {
   ) {}
 
   static forInstance(db: DataSource, config: EventMeshConfig): SubscriptionPlacement {
-    return new SubscriptionPlacement(db, new PlacementStore(db, Math.floor(config.delivery.leaseTtlMs / 2)), config.delivery);
+    return new SubscriptionPlacement(
+      db,
+      new PlacementStore(db, Math.floor(config.delivery.leaseTtlMs / 2)),
+      config.delivery,
+    );
   }
 
   private sticky(): void {
@@ -78,7 +82,10 @@ export class SubscriptionPlacement {
 
   async orphans(): Promise<OrphansView> {
     this.sticky();
-    const [rows, liveInstances] = await Promise.all([this.store.orphans(this.options.orphanGraceMs), this.store.liveInstances(this.options.orphanGraceMs)]);
+    const [rows, liveInstances] = await Promise.all([
+      this.store.orphans(this.options.orphanGraceMs),
+      this.store.liveInstances(this.options.orphanGraceMs),
+    ]);
     return {
       graceMs: this.options.orphanGraceMs,
       takeover: this.options.orphanTakeover,
@@ -95,12 +102,22 @@ export class SubscriptionPlacement {
   }
 
   /** What `/health` says about orphans: their count, and a warning while there are any (LOCAL_STICKY_PULL only). */
-  async health(): Promise<{ stats: Record<string, unknown>; warnings: { code: string; message: string; [detail: string]: unknown }[] }> {
+  async health(): Promise<{
+    stats: Record<string, unknown>;
+    warnings: { code: string; message: string; [detail: string]: unknown }[];
+  }> {
     if (this.options.topology !== 'LOCAL_STICKY_PULL') return { stats: {}, warnings: [] };
     const orphans = await this.store.orphans(this.options.orphanGraceMs);
     const instances = [...new Set(orphans.map((o) => o.instanceId))];
     return {
-      stats: { orphans: { count: orphans.length, instances, graceMs: this.options.orphanGraceMs, takeover: this.options.orphanTakeover } },
+      stats: {
+        orphans: {
+          count: orphans.length,
+          instances,
+          graceMs: this.options.orphanGraceMs,
+          takeover: this.options.orphanTakeover,
+        },
+      },
       warnings:
         orphans.length === 0
           ? []
@@ -126,16 +143,25 @@ export class SubscriptionPlacement {
    */
   async move(id: string, request: MoveSubscriptionRequest): Promise<MoveView> {
     this.sticky();
-    const rows: { instance_id: string }[] = UUID.test(id) ? await this.db.query(`SELECT instance_id FROM subscriptions WHERE id = $1`, [id]) : [];
-    if (rows.length === 0) throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
+    const rows: { instance_id: string }[] = UUID.test(id)
+      ? await this.db.query(`SELECT instance_id FROM subscriptions WHERE id = $1`, [id])
+      : [];
+    if (rows.length === 0)
+      throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
     const current = rows[0].instance_id;
     const from = request.from ?? current;
     if (from !== current) throw conflict(id, from, current);
     if (from === request.to) return { subscription: id, from, to: request.to, moved: false, fencedEpoch: null };
-    const result = await this.store.move(id, from, request.to, { graceMs: this.options.orphanGraceMs, force: request.force });
+    const result = await this.store.move(id, from, request.to, {
+      graceMs: this.options.orphanGraceMs,
+      force: request.force,
+    });
     if (result.moved) {
       const { move } = result;
-      this.log.warn({ subscription: id, from: move.from, to: move.to, epoch: move.fencedEpoch, forced: request.force }, 'subscription moved by an operator; the old instance\'s dispatch run is fenced');
+      this.log.warn(
+        { subscription: id, from: move.from, to: move.to, epoch: move.fencedEpoch, forced: request.force },
+        "subscription moved by an operator; the old instance's dispatch run is fenced",
+      );
       return { subscription: id, from: move.from, to: move.to, moved: true, fencedEpoch: move.fencedEpoch };
     }
     switch (result.rejected) {

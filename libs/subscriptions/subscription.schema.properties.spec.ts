@@ -29,7 +29,13 @@ function validate(body: unknown): 'accepted' | 'refused' {
 const name = fc.stringMatching(/^[a-z0-9]{1,8}$/);
 const values = fc.dictionary(name, fc.string({ minLength: 1, maxLength: 6 }), { minKeys: 1, maxKeys: 3 });
 const sql = fc.oneof(
-  fc.constantFrom("type = 'a'", 'EXISTS subject', "subject LIKE 'o%r_%'", 'count > 3 AND NOT flag', "lower(type) IN ('a', 'b')"),
+  fc.constantFrom(
+    "type = 'a'",
+    'EXISTS subject',
+    "subject LIKE 'o%r_%'",
+    'count > 3 AND NOT flag',
+    "lower(type) IN ('a', 'b')",
+  ),
   fc.stringMatching(/^[a-z%_]{0,8}$/).map((p) => `subject NOT LIKE '${p}'`),
 );
 
@@ -49,10 +55,23 @@ const filters = fc.letrec<{ filter: Filter }>((tie) => ({
 
 const validBody = fc.oneof(
   fc.record(
-    { protocol: fc.constant('HTTP'), sink: fc.webUrl(), topic: fc.constant('events'), filters: fc.array(filters, { maxLength: 3 }), config: fc.record({ trusted: fc.boolean() }) },
+    {
+      protocol: fc.constant('HTTP'),
+      sink: fc.webUrl(),
+      topic: fc.constant('events'),
+      filters: fc.array(filters, { maxLength: 3 }),
+      config: fc.record({ trusted: fc.boolean() }),
+    },
     { requiredKeys: ['sink'] },
   ),
-  fc.record({ protocol: fc.constant('STREAM'), filters: fc.array(filters, { maxLength: 3 }), config: fc.record({ policy: fc.constantFrom('LOAD_BALANCE', 'BROADCAST') }) }, { requiredKeys: ['protocol'] }),
+  fc.record(
+    {
+      protocol: fc.constant('STREAM'),
+      filters: fc.array(filters, { maxLength: 3 }),
+      config: fc.record({ policy: fc.constantFrom('LOAD_BALANCE', 'BROADCAST') }),
+    },
+    { requiredKeys: ['protocol'] },
+  ),
 );
 
 const frames: fc.Arbitrary<EventFrame> = fc.record({
@@ -92,10 +111,14 @@ describe('subscription schema properties (fast-check, fixed seeds)', () => {
 
   it('compiles filters whose matching never throws, on any event', () => {
     fc.assert(
-      fc.property(fc.array(filters, { maxLength: 3 }), fc.array(frames, { minLength: 1, maxLength: 3 }), (list, events) => {
-        const compiled = compileFilters(list);
-        for (const event of events) expect(typeof compiled.matches(event)).toBe('boolean');
-      }),
+      fc.property(
+        fc.array(filters, { maxLength: 3 }),
+        fc.array(frames, { minLength: 1, maxLength: 3 }),
+        (list, events) => {
+          const compiled = compileFilters(list);
+          for (const event of events) expect(typeof compiled.matches(event)).toBe('boolean');
+        },
+      ),
       { seed: 90073, numRuns: 500 },
     );
   });

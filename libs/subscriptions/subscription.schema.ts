@@ -27,7 +27,12 @@ const isProtocol = (protocol: string) => ({ properties: { protocol: { const: pro
 const PROTOCOL_RULES = { if: isProtocol('STREAM'), then: STREAM_RULES, else: HTTP_RULES };
 /** `concurrency` only with ordering `key` or `none`. */
 const CONCURRENCY_RULE = {
-  properties: { config: { if: { required: ['concurrency'] }, then: { required: ['ordering'], properties: { ordering: { enum: ['key', 'none'] } } } } },
+  properties: {
+    config: {
+      if: { required: ['concurrency'] },
+      then: { required: ['ordering'], properties: { ordering: { enum: ['key', 'none'] } } },
+    },
+  },
 };
 
 export const createSubscriptionSchema = z
@@ -51,9 +56,12 @@ export const createSubscriptionSchema = z
             maxDelayMs: z.number().int().min(10).max(86400000).optional(),
           })
           .strict()
-          .refine((r) => r.maxDelayMs === undefined || r.initialDelayMs === undefined || r.maxDelayMs >= r.initialDelayMs, {
-            message: 'maxDelayMs must be at least initialDelayMs',
-          })
+          .refine(
+            (r) => r.maxDelayMs === undefined || r.initialDelayMs === undefined || r.maxDelayMs >= r.initialDelayMs,
+            {
+              message: 'maxDelayMs must be at least initialDelayMs',
+            },
+          )
           .optional(),
         /**
          * HTTP: how the subscription's events may overtake each other within a partition (libs/delivery/ordering.ts):
@@ -72,16 +80,35 @@ export const createSubscriptionSchema = z
   })
   .strict()
   .superRefine((r, ctx) => {
-    if (r.protocol === 'HTTP' && r.sink === undefined) ctx.addIssue({ code: 'custom', path: ['sink'], message: 'an HTTP subscription needs a sink' });
-    if (r.protocol === 'STREAM' && r.sink !== undefined) ctx.addIssue({ code: 'custom', path: ['sink'], message: 'a STREAM subscription has no sink: its clients connect to it' });
+    if (r.protocol === 'HTTP' && r.sink === undefined)
+      ctx.addIssue({ code: 'custom', path: ['sink'], message: 'an HTTP subscription needs a sink' });
+    if (r.protocol === 'STREAM' && r.sink !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['sink'],
+        message: 'a STREAM subscription has no sink: its clients connect to it',
+      });
     if (r.protocol === 'HTTP' && (r.config.policy !== undefined || r.config.ackTimeoutMs !== undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['config'], message: 'policy and ackTimeoutMs apply to STREAM subscriptions' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['config'],
+        message: 'policy and ackTimeoutMs apply to STREAM subscriptions',
+      });
     }
     if (r.protocol === 'STREAM' && (r.config.ordering !== undefined || r.config.concurrency !== undefined)) {
-      ctx.addIssue({ code: 'custom', path: ['config', 'ordering'], message: 'ordering and concurrency apply to HTTP subscriptions (a STREAM subscription\'s clients answer in any order)' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['config', 'ordering'],
+        message:
+          "ordering and concurrency apply to HTTP subscriptions (a STREAM subscription's clients answer in any order)",
+      });
     }
     if (r.config.concurrency !== undefined && (r.config.ordering ?? 'partition') === 'partition') {
-      ctx.addIssue({ code: 'custom', path: ['config', 'concurrency'], message: 'concurrency applies to ordering key or none; ordering partition delivers one event at a time' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['config', 'concurrency'],
+        message: 'concurrency applies to ordering key or none; ordering partition delivers one event at a time',
+      });
     }
   })
   // The refinement above, as JSON Schema states it (the API document's): so a client reads it there.
@@ -92,7 +119,11 @@ export const createSubscriptionSchema = z
  * subscription's own, so a sink is required only of a body that names protocol HTTP.
  */
 export const replaceSubscriptionSchema = createSubscriptionSchema.meta({
-  allOf: [{ if: isProtocol('STREAM'), then: STREAM_RULES }, { if: isProtocol('HTTP'), then: HTTP_RULES }, CONCURRENCY_RULE],
+  allOf: [
+    { if: isProtocol('STREAM'), then: STREAM_RULES },
+    { if: isProtocol('HTTP'), then: HTTP_RULES },
+    CONCURRENCY_RULE,
+  ],
 });
 
 export type CreateSubscriptionRequest = z.infer<typeof createSubscriptionSchema>;

@@ -51,7 +51,12 @@ export class SubscriptionService {
   }
 
   /** The service as an instance runs it, from its configuration. */
-  static forInstance(db: DataSource, topics: TopicAdmin, config: EventMeshConfig, sinks: SinkGuard = SinkGuard.fromConfig(config)): SubscriptionService {
+  static forInstance(
+    db: DataSource,
+    topics: TopicAdmin,
+    config: EventMeshConfig,
+    sinks: SinkGuard = SinkGuard.fromConfig(config),
+  ): SubscriptionService {
     return new SubscriptionService(db, topics, {
       instanceId: config.instance.id,
       defaultTopic: config.kafka.topics[0],
@@ -70,8 +75,14 @@ export class SubscriptionService {
    */
   private async checkAgentTopic(topic: string, tenant: string): Promise<void> {
     if (!isAgentTopic(topic)) return;
-    const known = isAgentTopicOf(topic, tenant) && (await this.topics.partitionsOf(topic).then((p) => p.length > 0, () => false));
-    if (!known) throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
+    const known =
+      isAgentTopicOf(topic, tenant) &&
+      (await this.topics.partitionsOf(topic).then(
+        (p) => p.length > 0,
+        () => false,
+      ));
+    if (!known)
+      throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
   }
 
   /** Parses and checks a create or replace request: schema, filters, topic. Nothing is written. */
@@ -102,10 +113,14 @@ export class SubscriptionService {
   private checkTrusted(request: CreateSubscriptionRequest, caller: SubscriptionCaller, kept = false): void {
     if (request.config.trusted !== true || kept) return;
     if (caller.tenant === this.options.operatorTenant && caller.scopes.includes('admin')) return;
-    throw new EventMeshError(ErrorCode.Forbidden, 'config.trusted: only an admin of the operator tenant may skip the webhook validation handshake', {
-      field: 'config.trusted',
-      reason: 'operator_only',
-    });
+    throw new EventMeshError(
+      ErrorCode.Forbidden,
+      'config.trusted: only an admin of the operator tenant may skip the webhook validation handshake',
+      {
+        field: 'config.trusted',
+        reason: 'operator_only',
+      },
+    );
   }
 
   /** Creates a subscription owned by the caller's tenant. */
@@ -144,7 +159,10 @@ export class SubscriptionService {
         [...starts].map(([partition, nextOffset]) => ({ subscriptionId: id, topic, partition, nextOffset, epoch: 0 })),
       );
     });
-    this.log.info({ subscription: id, tenant, topic, protocol: request.protocol, sink: request.sink, startFrom }, 'subscription created');
+    this.log.info(
+      { subscription: id, tenant, topic, protocol: request.protocol, sink: request.sink, startFrom },
+      'subscription created',
+    );
     return request.protocol === 'HTTP' ? { ...(await this.get(id, tenant)), secret } : this.get(id, tenant);
   }
 
@@ -184,11 +202,17 @@ export class SubscriptionService {
     const tenant = caller.tenant;
     const current = await this.row(id, tenant);
     if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-      throw new EventMeshError(ErrorCode.InvalidRequest, 'body: expected a JSON object, the subscription as it is to be', { field: 'body' });
+      throw new EventMeshError(
+        ErrorCode.InvalidRequest,
+        'body: expected a JSON object, the subscription as it is to be',
+        { field: 'body' },
+      );
     }
     const request = this.parse({ topic: current.topic, protocol: current.protocol, ...body });
     if (request.topic !== current.topic) {
-      throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: a subscription cannot move to another topic', { field: 'topic' });
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: a subscription cannot move to another topic', {
+        field: 'topic',
+      });
     }
     const fixedStart = String(current.config.startFrom ?? 'latest');
     const askedStart = (body as { config?: { startFrom?: unknown } } | null)?.config?.startFrom;
@@ -198,19 +222,26 @@ export class SubscriptionService {
       });
     }
     if (request.protocol !== current.protocol) {
-      throw new EventMeshError(ErrorCode.InvalidRequest, 'protocol: a subscription keeps its protocol', { field: 'protocol' });
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'protocol: a subscription keeps its protocol', {
+        field: 'protocol',
+      });
     }
     // A tenant may keep the trust an operator gave its subscription, for the sink the operator trusted only.
     this.checkTrusted(request, caller, current.config.trusted === true && request.sink === current.sink);
-    if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.sink === current.sink || request.config.trusted === true);
-    const result = await this.db.manager.update(SubscriptionEntity, { id, tenant }, {
-      sink: request.sink ?? '',
-      // A write seals the secret again with the active key (key rotation).
-      ...(current.signingSecret ? { signingSecret: this.resealed(current.signingSecret) } : {}),
-      filters: request.filters as object[],
-      config: { ...request.config, startFrom: fixedStart },
-      updatedAt: new Date(),
-    });
+    if (request.protocol === 'HTTP')
+      await this.checkSink(request.sink!, request.sink === current.sink || request.config.trusted === true);
+    const result = await this.db.manager.update(
+      SubscriptionEntity,
+      { id, tenant },
+      {
+        sink: request.sink ?? '',
+        // A write seals the secret again with the active key (key rotation).
+        ...(current.signingSecret ? { signingSecret: this.resealed(current.signingSecret) } : {}),
+        filters: request.filters as object[],
+        config: { ...request.config, startFrom: fixedStart },
+        updatedAt: new Date(),
+      },
+    );
     // Deleted while the new sink was being validated.
     if (!result.affected) throw subscriptionNotFound(id);
     this.log.info({ subscription: id, tenant, sink: request.sink }, 'subscription replaced');
@@ -267,7 +298,9 @@ export class SubscriptionService {
    * in PARTITION_OWNED_PULL their partitions are owned beside the configured topics' (apps/worker).
    */
   async subscribedAgentTopics(): Promise<string[]> {
-    const rows: { topic: string }[] = await this.db.query(`SELECT DISTINCT topic FROM subscriptions WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%' ORDER BY topic`);
+    const rows: { topic: string }[] = await this.db.query(
+      `SELECT DISTINCT topic FROM subscriptions WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%' ORDER BY topic`,
+    );
     return rows.map((r) => r.topic).filter(isAgentTopic);
   }
 

@@ -12,7 +12,12 @@ const log = createLogger('WebhookHandshake');
  * `*`. The asynchronous variant (`WebHook-Request-Callback`) is not offered. `dispatcher` connects (the SSRF
  * guard's pinned agent); a redirect is an answer like any other non-2xx, never followed.
  */
-export async function validateWebhookTarget(sink: string, origin: string, timeoutMs: number, dispatcher: Dispatcher): Promise<void> {
+export async function validateWebhookTarget(
+  sink: string,
+  origin: string,
+  timeoutMs: number,
+  dispatcher: Dispatcher,
+): Promise<void> {
   let status: number;
   let allowedHeader: string | string[] | undefined;
   try {
@@ -31,7 +36,10 @@ export async function validateWebhookTarget(sink: string, origin: string, timeou
     // One answer for every way of not answering: a refused connection, a reset and a timeout told apart would let
     // a tenant scan ports of any host the guard allows through this runtime. The operator reads which in the log.
     const error = e as NodeJS.ErrnoException & { cause?: NodeJS.ErrnoException };
-    log.info({ sink, error: error.message, code: error.code ?? error.cause?.code ?? error.name }, 'webhook sink did not answer the validation request');
+    log.info(
+      { sink, error: error.message, code: error.code ?? error.cause?.code ?? error.name },
+      'webhook sink did not answer the validation request',
+    );
     throw refused(sink, 'the sink did not answer the validation request');
   }
   if (status < 200 || status >= 300) {

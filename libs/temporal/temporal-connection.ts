@@ -10,7 +10,10 @@ export interface TemporalHandle {
  * Connects to the Temporal frontend and checks the namespace exists; fails within the configured deadline.
  * `interceptors`: the client's workflow interceptors (tracing, when on: libs/tracing/temporal-tracing.ts).
  */
-export async function connectTemporal(config: EventMeshConfig['temporal'], interceptors: WorkflowClientInterceptor[] = []): Promise<TemporalHandle> {
+export async function connectTemporal(
+  config: EventMeshConfig['temporal'],
+  interceptors: WorkflowClientInterceptor[] = [],
+): Promise<TemporalHandle> {
   const connection = await Connection.connect({
     address: config.address,
     connectTimeout: config.connectTimeoutMs,
@@ -23,7 +26,10 @@ export async function connectTemporal(config: EventMeshConfig['temporal'], inter
     await connection.close();
     throw e;
   }
-  return { connection, client: new Client({ connection, namespace: config.namespace, interceptors: { workflow: interceptors } }) };
+  return {
+    connection,
+    client: new Client({ connection, namespace: config.namespace, interceptors: { workflow: interceptors } }),
+  };
 }
 
 /** Cheap liveness probe for /health. */

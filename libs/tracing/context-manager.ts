@@ -15,7 +15,12 @@ export class AsyncLocalStorageContextManager implements ContextManager {
     return this.storage.getStore() ?? ROOT_CONTEXT;
   }
 
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(context: Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    context: Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     const bound = thisArg === undefined ? fn : fn.bind(thisArg);
     return this.storage.run(context, bound as (...args: A) => ReturnType<F>, ...args);
   }

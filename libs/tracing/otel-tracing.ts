@@ -1,4 +1,17 @@
-import { Attributes, context, Context, Link, propagation, ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, trace, TraceFlags, Tracer } from '@opentelemetry/api';
+import {
+  Attributes,
+  context,
+  Context,
+  Link,
+  propagation,
+  ROOT_CONTEXT,
+  Span,
+  SpanKind,
+  SpanStatusCode,
+  trace,
+  TraceFlags,
+  Tracer,
+} from '@opentelemetry/api';
 import { TraceState, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { Resource } from '@opentelemetry/resources';
@@ -73,7 +86,8 @@ export class OtelTracing implements Tracing {
     if (this.recording) return this.tracer.startSpan(name, { kind, attributes: attributes() }, parent);
     const parentContext = trace.getSpanContext(parent);
     const traceId = parentContext?.traceId ?? this.ids.generateTraceId();
-    const sampled = this.sampler.shouldSample(parent, traceId, name, kind, {}, []).decision === SamplingDecision.RECORD_AND_SAMPLED;
+    const sampled =
+      this.sampler.shouldSample(parent, traceId, name, kind, {}, []).decision === SamplingDecision.RECORD_AND_SAMPLED;
     return trace.wrapSpanContext({
       traceId,
       spanId: this.ids.generateSpanId(),
@@ -88,21 +102,48 @@ export class OtelTracing implements Tracing {
     // Always one processor given: with none, the SDK would pick an exporter from OTEL_* variables itself, and
     // configuration is read in one place (libs/config).
     const spanProcessor: SpanProcessor =
-      config.otlpEndpoint === '' ? new NoopSpanProcessor() : new BatchSpanProcessor(new OTLPTraceExporter({ url: `${config.otlpEndpoint}/v1/traces` }));
+      config.otlpEndpoint === ''
+        ? new NoopSpanProcessor()
+        : new BatchSpanProcessor(new OTLPTraceExporter({ url: `${config.otlpEndpoint}/v1/traces` }));
     // A ratio of 1 (or 0) decides without reading the trace id: the same decision as the ratio sampler's, for less.
-    const root = config.sampleRatio >= 1 ? new AlwaysOnSampler() : config.sampleRatio <= 0 ? new AlwaysOffSampler() : new TraceIdRatioBasedSampler(config.sampleRatio);
+    const root =
+      config.sampleRatio >= 1
+        ? new AlwaysOnSampler()
+        : config.sampleRatio <= 0
+          ? new AlwaysOffSampler()
+          : new TraceIdRatioBasedSampler(config.sampleRatio);
     const sampler = new ParentBasedSampler({ root });
     const ids = new PooledIdGenerator();
     const provider = new BasicTracerProvider({ resource, sampler, spanProcessors: [spanProcessor], idGenerator: ids });
-    const tracing = new OtelTracing(provider, provider.getTracer(SCOPE), spanProcessor, resource, sampler, config.otlpEndpoint !== '', ids);
+    const tracing = new OtelTracing(
+      provider,
+      provider.getTracer(SCOPE),
+      spanProcessor,
+      resource,
+      sampler,
+      config.otlpEndpoint !== '',
+      ids,
+    );
     tracing.log.info(
-      { otlpEndpoint: config.otlpEndpoint || undefined, exported: config.otlpEndpoint !== '', sampleRatio: config.sampleRatio, serviceName: config.serviceName },
-      config.otlpEndpoint === '' ? 'tracing on; spans are not exported (no EVENTMESH_TRACING_OTLP_ENDPOINT)' : 'tracing on; spans exported over OTLP/HTTP',
+      {
+        otlpEndpoint: config.otlpEndpoint || undefined,
+        exported: config.otlpEndpoint !== '',
+        sampleRatio: config.sampleRatio,
+        serviceName: config.serviceName,
+      },
+      config.otlpEndpoint === ''
+        ? 'tracing on; spans are not exported (no EVENTMESH_TRACING_OTLP_ENDPOINT)'
+        : 'tracing on; spans exported over OTLP/HTTP',
     );
     return tracing;
   }
 
-  async publish<T>(topic: string, frames: EventFrame[], request: TraceHeaders | undefined, produce: () => Promise<T>): Promise<T> {
+  async publish<T>(
+    topic: string,
+    frames: EventFrame[],
+    request: TraceHeaders | undefined,
+    produce: () => Promise<T>,
+  ): Promise<T> {
     // The request's context is the parent; a request without one that carries one event with its own context
     // (a binary-mode ce-traceparent, a structured event's traceparent) continues that one.
     const incoming = request ?? (frames.length === 1 ? eventTraceOf(frames[0]) : undefined);
@@ -165,7 +206,10 @@ export class OtelTracing implements Tracing {
     try {
       await this.provider.shutdown();
     } catch (e) {
-      this.log.warn({ error: e instanceof Error ? e.message : String(e) }, 'pending spans could not be exported at shutdown');
+      this.log.warn(
+        { error: e instanceof Error ? e.message : String(e) },
+        'pending spans could not be exported at shutdown',
+      );
     }
   }
 }

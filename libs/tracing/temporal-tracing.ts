@@ -29,7 +29,12 @@ export function temporalTracingOf(tracing: OtelTracing): TemporalTracing {
   const tracer = tracing.tracer;
   return {
     clientInterceptors: [new OpenTelemetryWorkflowClientInterceptor({ tracer })],
-    activityInterceptors: [(ctx) => ({ inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }), outbound: new OpenTelemetryActivityOutboundInterceptor(ctx) })],
+    activityInterceptors: [
+      (ctx) => ({
+        inbound: new OpenTelemetryActivityInboundInterceptor(ctx, { tracer }),
+        outbound: new OpenTelemetryActivityOutboundInterceptor(ctx),
+      }),
+    ],
     workflowModules: [WORKFLOW_TRACING_INTERCEPTORS],
     sinks: { exporter: makeWorkflowExporter(tracing.spanProcessor, tracing.resource) },
   };

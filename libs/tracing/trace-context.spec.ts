@@ -14,7 +14,13 @@ const TRACE_ID = '4bf92f3577b34da6a3ce929d0e0e4736';
 const SPAN_ID = '00f067aa0ba902b7';
 const VALID = `00-${TRACE_ID}-${SPAN_ID}-01`;
 
-const frameWith = (extensions: EventFrame['extensions']): EventFrame => ({ id: 'e1', source: '/s', type: 't', specversion: '1.0', extensions: { ...extensions } });
+const frameWith = (extensions: EventFrame['extensions']): EventFrame => ({
+  id: 'e1',
+  source: '/s',
+  type: 't',
+  specversion: '1.0',
+  extensions: { ...extensions },
+});
 
 describe('traceparent (W3C trace-context)', () => {
   it('reads the fields of a valid version-00 value', () => {
@@ -46,7 +52,12 @@ describe('traceparent (W3C trace-context)', () => {
   });
 
   it('reads a later version by its first four fields, what follows a "-" ignored', () => {
-    expect(parseTraceparent(`01-${TRACE_ID}-${SPAN_ID}-03-whatever`)).toEqual({ version: '01', traceId: TRACE_ID, spanId: SPAN_ID, flags: 3 });
+    expect(parseTraceparent(`01-${TRACE_ID}-${SPAN_ID}-03-whatever`)).toEqual({
+      version: '01',
+      traceId: TRACE_ID,
+      spanId: SPAN_ID,
+      flags: 3,
+    });
     expect(parseTraceparent(`01-${TRACE_ID}-${SPAN_ID}-03whatever`)).toBeUndefined();
   });
 
@@ -55,7 +66,12 @@ describe('traceparent (W3C trace-context)', () => {
     fc.assert(
       fc.property(hex(32), hex(16), fc.integer({ min: 0, max: 255 }), (traceId, spanId, flags) => {
         fc.pre(/[1-9a-f]/.test(traceId) && /[1-9a-f]/.test(spanId));
-        expect(parseTraceparent(formatTraceparent(traceId, spanId, flags))).toEqual({ version: '00', traceId, spanId, flags });
+        expect(parseTraceparent(formatTraceparent(traceId, spanId, flags))).toEqual({
+          version: '00',
+          traceId,
+          spanId,
+          flags,
+        });
       }),
     );
   });
@@ -87,25 +103,28 @@ describe('tracestate (W3C trace-context)', () => {
   });
 });
 
-describe('a request\'s trace context', () => {
+describe("a request's trace context", () => {
   it('is its traceparent header with its tracestate, each only when valid', () => {
-    expect(requestTraceOf({ traceparent: VALID, tracestate: 'congo=1' })).toEqual({ traceparent: VALID, tracestate: 'congo=1' });
+    expect(requestTraceOf({ traceparent: VALID, tracestate: 'congo=1' })).toEqual({
+      traceparent: VALID,
+      tracestate: 'congo=1',
+    });
     expect(requestTraceOf({ traceparent: VALID, tracestate: 'Bad' })).toEqual({ traceparent: VALID });
     expect(requestTraceOf({ traceparent: 'garbage', tracestate: 'congo=1' })).toBeUndefined();
     expect(requestTraceOf({})).toBeUndefined();
   });
 });
 
-describe('an event\'s trace context (settleEventTrace)', () => {
+describe("an event's trace context (settleEventTrace)", () => {
   const request = { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01`, tracestate: 'req=1' };
 
-  it('gives an event without one the request\'s', () => {
+  it("gives an event without one the request's", () => {
     const frame = frameWith({ partitionkey: 'k' });
     expect(settleEventTrace(frame, request)).toBe(false);
     expect(frame.extensions).toEqual({ partitionkey: 'k', traceparent: request.traceparent, tracestate: 'req=1' });
   });
 
-  it('keeps an event\'s own valid one: the extension wins over the request\'s header', () => {
+  it("keeps an event's own valid one: the extension wins over the request's header", () => {
     const frame = frameWith({ traceparent: VALID, tracestate: 'own=1' });
     expect(settleEventTrace(frame, request)).toBe(true);
     expect(eventTraceOf(frame)).toEqual({ traceparent: VALID, tracestate: 'own=1' });
@@ -117,7 +136,7 @@ describe('an event\'s trace context (settleEventTrace)', () => {
     expect(frame.extensions).toEqual({ traceparent: VALID });
   });
 
-  it('replaces a malformed traceparent extension (and its tracestate) by the request\'s, or removes it', () => {
+  it("replaces a malformed traceparent extension (and its tracestate) by the request's, or removes it", () => {
     const replaced = frameWith({ traceparent: 'garbage', tracestate: 'own=1' });
     expect(settleEventTrace(replaced, request)).toBe(false);
     expect(replaced.extensions).toEqual({ traceparent: request.traceparent, tracestate: 'req=1' });

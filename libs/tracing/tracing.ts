@@ -35,7 +35,12 @@ export interface Tracing {
    * request's) and runs `produce`. With tracing on, under a publish span, child of the request's `traceparent`,
    * whose context the events without their own are stamped with.
    */
-  publish<T>(topic: string, frames: EventFrame[], request: TraceHeaders | undefined, produce: () => Promise<T>): Promise<T>;
+  publish<T>(
+    topic: string,
+    frames: EventFrame[],
+    request: TraceHeaders | undefined,
+    produce: () => Promise<T>,
+  ): Promise<T>;
   /** A delivery attempt's span, child of the event's trace context; undefined when tracing is off. */
   startDelivery(target: DeliveryTarget, frame: EventFrame, transport: DeliveryTransport): DeliverySpan | undefined;
   /** The Temporal SDK's OpenTelemetry interceptors and sinks (temporal-tracing.ts); undefined when tracing is off. */
@@ -47,7 +52,12 @@ export interface Tracing {
 /** Tracing off: the request's trace context goes into the events that have none, and nothing else happens. */
 export const TRACING_OFF: Tracing = {
   enabled: false,
-  publish<T>(_topic: string, frames: EventFrame[], request: TraceHeaders | undefined, produce: () => Promise<T>): Promise<T> {
+  publish<T>(
+    _topic: string,
+    frames: EventFrame[],
+    request: TraceHeaders | undefined,
+    produce: () => Promise<T>,
+  ): Promise<T> {
     for (const frame of frames) settleEventTrace(frame, request);
     return produce();
   },

@@ -7,4 +7,5 @@ export const WORKFLOW_BUNDLE = 'workflow-bundle.js';
 export const TRACED_WORKFLOW_BUNDLE = 'workflow-bundle-traced.js';
 
 /** The module of the SDK's workflow interceptors (resolved only: loading it outside the sandbox is useless). */
-export const WORKFLOW_TRACING_INTERCEPTORS = require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
+export const WORKFLOW_TRACING_INTERCEPTORS =
+  require.resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');

@@ -47,7 +47,10 @@ describe('dead-letter replay across an instance crash', () => {
   afterAll(async () => {
     release();
     await Promise.all(running.map((i) => i.stop()));
-    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId), ...(replayId ? [dlqReplayWorkflowIdOf(replayId)] : [])]);
+    await terminateWorkflows(temporal.client, [
+      dispatchWorkflowIdOf(instanceId),
+      ...(replayId ? [dlqReplayWorkflowIdOf(replayId)] : []),
+    ]);
     await temporal.close();
     await receiver.stop();
   });
@@ -68,14 +71,27 @@ describe('dead-letter replay across an instance crash', () => {
       const response = await fetch(`${api}/events/publish?topic=${topic}`, {
         method: 'POST',
         headers: { 'content-type': 'application/cloudevents+json' },
-        body: JSON.stringify({ specversion: '1.0', id: `c-${n}`, source: '/crash', type: 'crash.n', partitionkey: `k${n % 5}` }),
+        body: JSON.stringify({
+          specversion: '1.0',
+          id: `c-${n}`,
+          source: '/crash',
+          type: 'crash.n',
+          partitionkey: `k${n % 5}`,
+        }),
       });
       expect(response.status).toBe(202);
       published.add(`c-${n}`);
     }
     const deadLetters = async (base: string) =>
-      ((await (await fetch(`${base}/subscriptions/${subscriptionId}/dead-letters?limit=100`)).json()) as { items: unknown[] }).items.length;
-    await waitFor('50 dead letters', async () => (await deadLetters(api)) === 50, { timeoutMs: 60000, intervalMs: 250 });
+      (
+        (await (await fetch(`${base}/subscriptions/${subscriptionId}/dead-letters?limit=100`)).json()) as {
+          items: unknown[];
+        }
+      ).items.length;
+    await waitFor('50 dead letters', async () => (await deadLetters(api)) === 50, {
+      timeoutMs: 60000,
+      intervalMs: 250,
+    });
 
     // The sink is fixed, but holds the 20th replayed event unanswered: the instance dies while it waits.
     receiver.status = () => 200;
@@ -103,7 +119,9 @@ describe('dead-letter replay across an instance crash', () => {
     const progress = await waitFor(
       'the replay to complete on the restarted instance',
       async () => {
-        const response = await fetch(`${instance.url}/subscriptions/${subscriptionId}/dead-letters/replays/${replayId}`);
+        const response = await fetch(
+          `${instance.url}/subscriptions/${subscriptionId}/dead-letters/replays/${replayId}`,
+        );
         const body = (await response.json()) as { state: string; replayed: number; failed: number; remaining: number };
         return body.state === 'COMPLETED' ? body : undefined;
       },
@@ -111,7 +129,10 @@ describe('dead-letter replay across an instance crash', () => {
     );
 
     // Acknowledged by the sink: every replay request but the one held when the instance died.
-    const acknowledged = receiver.requests.slice(replayFrom).filter((r) => r !== held).map((r) => String(r.headers['ce-id']));
+    const acknowledged = receiver.requests
+      .slice(replayFrom)
+      .filter((r) => r !== held)
+      .map((r) => String(r.headers['ce-id']));
     const times = new Map<string, number>();
     for (const id of acknowledged) times.set(id, (times.get(id) ?? 0) + 1);
     expect([...published].filter((id) => times.get(id) !== 1)).toEqual([]);

@@ -117,14 +117,18 @@ describe('first event, end to end', () => {
       'webhook-signature': String(delivery.headers['webhook-signature']),
     };
     expect(() => new Webhook(subscription.secret).verify(delivery.body, signed)).not.toThrow();
-    expect(() => new Webhook(`whsec_${Buffer.from('another secret').toString('base64')}`).verify(delivery.body, signed)).toThrow();
+    expect(() =>
+      new Webhook(`whsec_${Buffer.from('another secret').toString('base64')}`).verify(delivery.body, signed),
+    ).toThrow();
 
     const committed = await waitFor('the offset commit in Postgres', async () => {
       const { rows } = await pg.query(
         'SELECT next_offset FROM subscription_offsets WHERE subscription_id = $1 AND topic = $2 AND partition = $3',
         [subscription.id, topic, receipt.partition],
       );
-      return rows.length === 1 && Number(rows[0].next_offset) === receipt.offset + 1 ? Number(rows[0].next_offset) : undefined;
+      return rows.length === 1 && Number(rows[0].next_offset) === receipt.offset + 1
+        ? Number(rows[0].next_offset)
+        : undefined;
     });
     expect(committed).toBe(receipt.offset + 1);
     expect(receiver.requests.filter((r) => r.headers['ce-id'] === eventId)).toHaveLength(1);
@@ -172,18 +176,25 @@ describe('first event, end to end', () => {
       const partitioner = Partitioners.DefaultPartitioner();
       const partitionMetadata = [0, 1, 2].map((partitionId) => ({ partitionId, leader: 0 }));
       const probeKey = Array.from({ length: 100 }, (_, k) => `probe-${k}`).find(
-        (key) => partitioner({ topic, partitionMetadata, message: { key, value: null } } as PartitionerArgs) !== held.partition,
+        (key) =>
+          partitioner({ topic, partitionMetadata, message: { key, value: null } } as PartitionerArgs) !==
+          held.partition,
       )!;
       const probe = await publish(randomUUID(), probeKey);
       expect(probe.partition).not.toBe(held.partition);
-      await waitFor('the commit of an event of another partition', async () => (await offsetOf(probe.partition)) === probe.offset + 1);
+      await waitFor(
+        'the commit of an event of another partition',
+        async () => (await offsetOf(probe.partition)) === probe.offset + 1,
+      );
       samples.push((await offsetOf(held.partition)) ?? -1);
       sampling = false;
       await sampler;
       expect(samples.length).toBeGreaterThan(1);
       expect(samples.filter((offset) => offset > held.offset)).toEqual([]);
       release();
-      expect(await waitFor('the commit after the answer', async () => (await offsetOf(held.partition)) === held.offset + 1)).toBe(true);
+      expect(
+        await waitFor('the commit after the answer', async () => (await offsetOf(held.partition)) === held.offset + 1),
+      ).toBe(true);
     } finally {
       sampling = false;
       await sampler;
@@ -200,7 +211,11 @@ describe('first event, end to end', () => {
       const created = await fetch(`${api}/subscriptions`, {
         method: 'POST',
         headers: { 'content-type': 'application/json' },
-        body: JSON.stringify({ sink: failingUrl, topic, config: { retry: { maxAttempts: 4, initialDelayMs: 10, maxDelayMs: 20 } } }),
+        body: JSON.stringify({
+          sink: failingUrl,
+          topic,
+          config: { retry: { maxAttempts: 4, initialDelayMs: 10, maxDelayMs: 20 } },
+        }),
       });
       expect(created.status).toBe(201);
       const { id: failingId } = (await created.json()) as { id: string };
@@ -210,21 +225,43 @@ describe('first event, end to end', () => {
         headers: { 'content-type': 'application/cloudevents+json' },
         body: JSON.stringify({ specversion: '1.0', id: eventId, source: '/e2e', type: 'e2e.doomed', data: 'x' }),
       });
-      await waitFor('the healthy subscription to get the event', () => receiver.requests.some((r) => r.headers['ce-id'] === eventId));
-      const letter = await waitFor('the dead letter', async () => {
-        const { rows } = await pg.query('SELECT event_id, attempts, last_error FROM dead_letters WHERE subscription_id = $1', [failingId]);
-        return rows[0] as { event_id: string; attempts: number; last_error: string } | undefined;
-      }, { timeoutMs: 30000 });
+      await waitFor('the healthy subscription to get the event', () =>
+        receiver.requests.some((r) => r.headers['ce-id'] === eventId),
+      );
+      const letter = await waitFor(
+        'the dead letter',
+        async () => {
+          const { rows } = await pg.query(
+            'SELECT event_id, attempts, last_error FROM dead_letters WHERE subscription_id = $1',
+            [failingId],
+          );
+          return rows[0] as { event_id: string; attempts: number; last_error: string } | undefined;
+        },
+        { timeoutMs: 30000 },
+      );
       expect(letter).toEqual({ event_id: eventId, attempts: 4, last_error: 'HTTP 500' });
       expect(failing.requests.filter((r) => r.headers['ce-id'] === eventId)).toHaveLength(4);
-      const { rows: parked } = await pg.query('SELECT count(*)::int AS n FROM delivery_retries WHERE subscription_id = $1', [failingId]);
+      const { rows: parked } = await pg.query(
+        'SELECT count(*)::int AS n FROM delivery_retries WHERE subscription_id = $1',
+        [failingId],
+      );
       expect(parked[0].n).toBe(0);
-      const { items: listed, next } = (await (await fetch(`${api}/subscriptions/${failingId}/dead-letters`)).json()) as { items: Record<string, unknown>[]; next: string | null };
+      const { items: listed, next } = (await (
+        await fetch(`${api}/subscriptions/${failingId}/dead-letters`)
+      ).json()) as { items: Record<string, unknown>[]; next: string | null };
       expect([listed.length, next]).toEqual([1, null]);
       expect(listed[0]).toMatchObject({ eventId, attempts: 4, lastError: 'HTTP 500', replayedAt: null });
       // The event's own attributes only: the publishing request's id is the runtime's, not an attribute.
-      expect(Object.keys(listed[0].attributes as object).sort()).toEqual(['datacontenttype', 'id', 'source', 'specversion', 'type']);
-      const read = (await (await fetch(`${api}/subscriptions/${failingId}/dead-letters/${String(listed[0].id)}`)).json()) as Record<string, unknown>;
+      expect(Object.keys(listed[0].attributes as object).sort()).toEqual([
+        'datacontenttype',
+        'id',
+        'source',
+        'specversion',
+        'type',
+      ]);
+      const read = (await (
+        await fetch(`${api}/subscriptions/${failingId}/dead-letters/${String(listed[0].id)}`)
+      ).json()) as Record<string, unknown>;
       expect(read).toMatchObject({ eventId, event: { id: eventId, type: 'e2e.doomed', source: '/e2e', data: 'x' } });
       await fetch(`${api}/subscriptions/${failingId}`, { method: 'DELETE' });
     } finally {
@@ -251,9 +288,13 @@ describe('first event, end to end', () => {
 
   it('lists the dispatch workflow in the Temporal Web UI', async () => {
     const query = encodeURIComponent(`WorkflowId="${dispatchWorkflowIdOf(instanceId)}"`);
-    const response = await fetch(`${config.temporal.uiUrl}/api/v1/namespaces/${config.temporal.namespace}/workflows?query=${query}`);
+    const response = await fetch(
+      `${config.temporal.uiUrl}/api/v1/namespaces/${config.temporal.namespace}/workflows?query=${query}`,
+    );
     expect(response.status).toBe(200);
-    const body = (await response.json()) as { executions: { execution: { workflowId: string }; status: string; type: { name: string } }[] };
+    const body = (await response.json()) as {
+      executions: { execution: { workflowId: string }; status: string; type: { name: string } }[];
+    };
     expect(body.executions[0]).toMatchObject({
       execution: { workflowId: dispatchWorkflowIdOf(instanceId) },
       status: 'WORKFLOW_EXECUTION_STATUS_RUNNING',
@@ -287,7 +328,14 @@ describe('first event, end to end', () => {
         fetch(`${api}/events/publish?topic=${topic}`, {
           method: 'POST',
           headers: { 'content-type': 'application/cloudevents+json' },
-          body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/e2e', type, partitionkey: 'one-lane', ...extra }),
+          body: JSON.stringify({
+            specversion: '1.0',
+            id: randomUUID(),
+            source: '/e2e',
+            type,
+            partitionkey: 'one-lane',
+            ...extra,
+          }),
         });
       // Same partition key, so one lane sees them in this order: by the time the last arrives, the others were judged.
       await publish('e2e.drop', { tenant: 'a' });
@@ -303,7 +351,11 @@ describe('first event, end to end', () => {
 
   it('replaces a subscription with PUT and keeps the aliases /events/subscribe and /events/unsubscribe', async () => {
     const json = { 'content-type': 'application/json' };
-    const created = await fetch(`${api}/events/subscribe`, { method: 'POST', headers: json, body: JSON.stringify({ sink, topic }) });
+    const created = await fetch(`${api}/events/subscribe`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ sink, topic }),
+    });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
 
@@ -313,16 +365,32 @@ describe('first event, end to end', () => {
       body: JSON.stringify({ sink, filters: [{ prefix: { type: 'e2e.' } }], config: { retry: { maxAttempts: 3 } } }),
     });
     expect(replaced.status).toBe(200);
-    expect(await replaced.json()).toMatchObject({ id, topic, filters: [{ prefix: { type: 'e2e.' } }], config: { startFrom: 'latest', retry: { maxAttempts: 3 } } });
+    expect(await replaced.json()).toMatchObject({
+      id,
+      topic,
+      filters: [{ prefix: { type: 'e2e.' } }],
+      config: { startFrom: 'latest', retry: { maxAttempts: 3 } },
+    });
 
-    const moved = await fetch(`${api}/subscriptions/${id}`, { method: 'PUT', headers: json, body: JSON.stringify({ sink, topic: 'elsewhere' }) });
+    const moved = await fetch(`${api}/subscriptions/${id}`, {
+      method: 'PUT',
+      headers: json,
+      body: JSON.stringify({ sink, topic: 'elsewhere' }),
+    });
     expect(moved.status).toBe(404);
-    const restarted = await fetch(`${api}/subscriptions/${id}`, { method: 'PUT', headers: json, body: JSON.stringify({ sink, config: { startFrom: 'earliest' } }) });
+    const restarted = await fetch(`${api}/subscriptions/${id}`, {
+      method: 'PUT',
+      headers: json,
+      body: JSON.stringify({ sink, config: { startFrom: 'earliest' } }),
+    });
     expect(restarted.status).toBe(400);
     expect(await restarted.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'config.startFrom' });
 
     expect((await fetch(`${api}/events/unsubscribe`, { method: 'POST', headers: json, body: '{}' })).status).toBe(400);
-    expect((await fetch(`${api}/events/unsubscribe`, { method: 'POST', headers: json, body: JSON.stringify({ id }) })).status).toBe(204);
+    expect(
+      (await fetch(`${api}/events/unsubscribe`, { method: 'POST', headers: json, body: JSON.stringify({ id }) }))
+        .status,
+    ).toBe(204);
     expect((await fetch(`${api}/subscriptions/${id}`)).status).toBe(404);
   });
 

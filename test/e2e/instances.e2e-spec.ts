@@ -17,7 +17,11 @@ import { WebhookReceiver } from '../support/webhook-receiver';
  */
 describe('instances in LOCAL_STICKY_PULL', () => {
   const topic = uniqueTopic('sticky');
-  const ids = { x: `x-${randomUUID().slice(0, 6)}`, y: `y-${randomUUID().slice(0, 6)}`, pub: `pub-${randomUUID().slice(0, 6)}` };
+  const ids = {
+    x: `x-${randomUUID().slice(0, 6)}`,
+    y: `y-${randomUUID().slice(0, 6)}`,
+    pub: `pub-${randomUUID().slice(0, 6)}`,
+  };
   const running: InstanceProcess[] = [];
   let temporal: { client: TemporalClient; close(): Promise<void> };
 
@@ -60,7 +64,13 @@ describe('instances in LOCAL_STICKY_PULL', () => {
       const response = await fetch(`${api}/events/publish?topic=${topic}`, {
         method: 'POST',
         headers: { 'content-type': 'application/cloudevents+json' },
-        body: JSON.stringify({ specversion: '1.0', id, source: '/sticky', type: 'sticky.n', partitionkey: `k${n % 5}` }),
+        body: JSON.stringify({
+          specversion: '1.0',
+          id,
+          source: '/sticky',
+          type: 'sticky.n',
+          partitionkey: `k${n % 5}`,
+        }),
       }).catch(() => undefined);
       if (response?.status === 202) {
         acknowledged.push(id);
@@ -78,7 +88,10 @@ describe('instances in LOCAL_STICKY_PULL', () => {
 
   afterAll(async () => {
     await Promise.all(running.map((i) => i.stop()));
-    await terminateWorkflows(temporal.client, [...Object.values(ids), `${ids.x}-crash`, `${ids.x}-tier`].map(dispatchWorkflowIdOf));
+    await terminateWorkflows(
+      temporal.client,
+      [...Object.values(ids), `${ids.x}-crash`, `${ids.x}-tier`].map(dispatchWorkflowIdOf),
+    );
     await temporal.close();
   });
 
@@ -90,12 +103,16 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     const subY = await subscribe(y.url!, await atY.start());
     expect([subX.instance, subY.instance]).toEqual([ids.x, ids.y]);
     for (const id of [ids.x, ids.y]) {
-      expect((await temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id)).describe()).status.name).toBe('RUNNING');
+      expect((await temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id)).describe()).status.name).toBe(
+        'RUNNING',
+      );
     }
 
     const first = await publish(x.url!, 20, 'both');
     expect(first).toHaveLength(20);
-    await waitFor('both subscribers to get all 20', () => first.every((id) => idsAt(atX).has(id) && idsAt(atY).has(id)));
+    await waitFor('both subscribers to get all 20', () =>
+      first.every((id) => idsAt(atX).has(id) && idsAt(atY).has(id)),
+    );
 
     // Y stops: its subscriber waits (its subscription is pinned to Y), X's goes on.
     expect((await y.stop()).code).toBe(0);
@@ -114,16 +131,25 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     const id = `${ids.x}-tier`;
     const gateway = await start(id, 'gateway', { EVENTMESH_HTTP_PROCESSES: '2' });
     const worker = spawn(id, 'worker');
-    await waitFor('the worker to run its dispatch workflow', async () => {
-      const description = await temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id)).describe().catch(() => undefined);
-      return description?.status.name === 'RUNNING';
-    }, { timeoutMs: 60000 });
+    await waitFor(
+      'the worker to run its dispatch workflow',
+      async () => {
+        const description = await temporal.client.workflow
+          .getHandle(dispatchWorkflowIdOf(id))
+          .describe()
+          .catch(() => undefined);
+        return description?.status.name === 'RUNNING';
+      },
+      { timeoutMs: 60000 },
+    );
     const [atA, atB] = [new WebhookReceiver(), new WebhookReceiver()];
     /** A subscription made over one new connection, and the gateway process that made it (its /health pid). */
     const subscribeVia = async (sink: string) => {
       const client = new Client(gateway.url!);
       try {
-        const health = (await (await client.request({ path: '/health', method: 'GET' })).body.json()) as { pid: number };
+        const health = (await (await client.request({ path: '/health', method: 'GET' })).body.json()) as {
+          pid: number;
+        };
         const created = await client.request({
           path: '/subscriptions',
           method: 'POST',
@@ -148,9 +174,13 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     expect([first.instance, second.instance]).toEqual([id, id]);
     const published = await publish(gateway.url!, 20, 'tier');
     expect(published).toHaveLength(20);
-    await waitFor('both subscribers to get all 20 from the worker', () => published.every((e) => idsAt(atA).has(e) && idsAt(atB).has(e)), {
-      timeoutMs: 30000,
-    });
+    await waitFor(
+      'both subscribers to get all 20 from the worker',
+      () => published.every((e) => idsAt(atA).has(e) && idsAt(atB).has(e)),
+      {
+        timeoutMs: 30000,
+      },
+    );
     // Stopped here, so the tests after this one do not share the host with three more processes.
     expect((await gateway.stop()).code).toBe(0);
     expect((await worker.stop()).code).toBe(0);
@@ -159,27 +189,31 @@ describe('instances in LOCAL_STICKY_PULL', () => {
 
   // After a crash too: the restarted process reads the old run at once (a sticky queue held that read for the
   // dead worker until the sticky timeout, past the read's deadline, and the old run was kept).
-  it.each(['SIGTERM', 'SIGKILL'] as const)("keeps an operator's pause of the dispatch workflow across a restart of the instance after %s", async (signal) => {
-    const id = `${ids.x}-pause-${signal}`;
-    const first = await start(id);
-    const handle = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id));
-    await handle.signal(pauseDispatchSignal, true);
-    await waitFor('the pause to be seen', async () => (await handle.query(dispatchStatusQuery)).paused);
-    const runBefore = (await handle.describe()).runId;
-    if (signal === 'SIGTERM') expect((await first.stop()).code).toBe(0);
-    else {
-      first.child.kill('SIGKILL');
-      expect((await first.exit(60000)).signal).toBe('SIGKILL');
-    }
+  it.each(['SIGTERM', 'SIGKILL'] as const)(
+    "keeps an operator's pause of the dispatch workflow across a restart of the instance after %s",
+    async (signal) => {
+      const id = `${ids.x}-pause-${signal}`;
+      const first = await start(id);
+      const handle = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id));
+      await handle.signal(pauseDispatchSignal, true);
+      await waitFor('the pause to be seen', async () => (await handle.query(dispatchStatusQuery)).paused);
+      const runBefore = (await handle.describe()).runId;
+      if (signal === 'SIGTERM') expect((await first.stop()).code).toBe(0);
+      else {
+        first.child.kill('SIGKILL');
+        expect((await first.exit(60000)).signal).toBe('SIGKILL');
+      }
 
-    await start(id);
-    const after = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id));
-    const description = await after.describe();
-    expect(description.runId).not.toBe(runBefore);
-    expect((await after.query(dispatchStatusQuery)).paused).toBe(true);
-    await after.signal(pauseDispatchSignal, false);
-    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(id)]);
-  }, 180000);
+      await start(id);
+      const after = temporal.client.workflow.getHandle(dispatchWorkflowIdOf(id));
+      const description = await after.describe();
+      expect(description.runId).not.toBe(runBefore);
+      expect((await after.query(dispatchStatusQuery)).paused).toBe(true);
+      await after.signal(pauseDispatchSignal, false);
+      await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(id)]);
+    },
+    180000,
+  );
 
   it('loses no acknowledged event when an instance is killed with SIGKILL mid-stream and restarted', async () => {
     const worker = await start(`${ids.x}-crash`);
@@ -194,11 +228,13 @@ describe('instances in LOCAL_STICKY_PULL', () => {
     // A failure must not leave the sink or the client open: jest would not exit.
     try {
       const committedOffsets = async () => {
-        const { rows } = await pg.query('SELECT partition, next_offset FROM subscription_offsets WHERE subscription_id = $1 AND topic = $2', [
-          subscription.id,
-          topic,
-        ]);
-        return new Map((rows as { partition: number; next_offset: string }[]).map((r) => [r.partition, Number(r.next_offset)]));
+        const { rows } = await pg.query(
+          'SELECT partition, next_offset FROM subscription_offsets WHERE subscription_id = $1 AND topic = $2',
+          [subscription.id, topic],
+        );
+        return new Map(
+          (rows as { partition: number; next_offset: string }[]).map((r) => [r.partition, Number(r.next_offset)]),
+        );
       };
       const createdAt = await committedOffsets();
 
@@ -220,16 +256,23 @@ describe('instances in LOCAL_STICKY_PULL', () => {
       await start(`${ids.x}-crash`);
       const acknowledged = await publishing;
       expect(acknowledged).toHaveLength(300);
-      await waitFor('every acknowledged event to be delivered', () => acknowledged.every((id) => idsAt(receiver).has(id)), {
-        timeoutMs: 60000,
-      });
+      await waitFor(
+        'every acknowledged event to be delivered',
+        () => acknowledged.every((id) => idsAt(receiver).has(id)),
+        {
+          timeoutMs: 60000,
+        },
+      );
       const received = receiver.requests.length;
       const distinct = idsAt(receiver).size;
       expect(distinct).toBe(300);
       // Redelivery after the crash is allowed (at least once), only of what was not committed; it is reported.
       const countOf = new Map<string, number>();
-      for (const r of receiver.requests) countOf.set(String(r.headers['ce-id']), (countOf.get(String(r.headers['ce-id'])) ?? 0) + 1);
-      const committedBefore = acknowledged.filter((id) => receipts.get(id)!.offset < (committedAtKill.get(receipts.get(id)!.partition) ?? 0));
+      for (const r of receiver.requests)
+        countOf.set(String(r.headers['ce-id']), (countOf.get(String(r.headers['ce-id'])) ?? 0) + 1);
+      const committedBefore = acknowledged.filter(
+        (id) => receipts.get(id)!.offset < (committedAtKill.get(receipts.get(id)!.partition) ?? 0),
+      );
       process.stdout.write(
         `crash test: ${deliveredBeforeKill} delivered before SIGKILL, ${committedBefore.length} committed, 300 acknowledged, ` +
           `${distinct} distinct delivered, ${received - distinct} duplicates\n`,

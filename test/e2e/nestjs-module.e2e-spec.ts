@@ -96,7 +96,9 @@ describe('@eventmesh/nestjs against a real instance', () => {
     const list = (await (await fetch(`${url}/subscriptions`)).json()) as { id: string; topic: string }[];
     let sum = 0;
     for (const subscription of list.filter((s) => s.topic === topic)) {
-      const offsets = (await (await fetch(`${url}/subscriptions/${subscription.id}/offsets`)).json()) as { partitions: { lag: number | null }[] };
+      const offsets = (await (await fetch(`${url}/subscriptions/${subscription.id}/offsets`)).json()) as {
+        partitions: { lag: number | null }[];
+      };
       sum += offsets.partitions.reduce((n, p) => n + (p.lag ?? 0), 0);
     }
     return sum;
@@ -104,7 +106,10 @@ describe('@eventmesh/nestjs against a real instance', () => {
 
   beforeAll(async () => {
     temporal = await temporalClient();
-    instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: `${topic},${prices}` });
+    instance = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: instanceId,
+      EVENTMESH_KAFKA_TOPICS: `${topic},${prices}`,
+    });
     url = await instance.ready();
     app = await boot();
     handlers = app.get(Handlers);
@@ -119,18 +124,32 @@ describe('@eventmesh/nestjs against a real instance', () => {
   });
 
   it('created one stream subscription per decorated method (two with the same topic and filter, by name), and a second boot finds them instead of creating more', async () => {
-    const ours = async () => ((await (await fetch(`${url}/subscriptions`)).json()) as { topic: string; protocol: string }[]).filter((s) => s.topic === topic || s.topic === prices);
-    expect((await ours()).map((s) => [s.topic, s.protocol]).sort()).toEqual([[topic, 'STREAM'], [topic, 'STREAM'], [prices, 'STREAM']].sort());
+    const ours = async () =>
+      ((await (await fetch(`${url}/subscriptions`)).json()) as { topic: string; protocol: string }[]).filter(
+        (s) => s.topic === topic || s.topic === prices,
+      );
+    expect((await ours()).map((s) => [s.topic, s.protocol]).sort()).toEqual(
+      [
+        [topic, 'STREAM'],
+        [topic, 'STREAM'],
+        [prices, 'STREAM'],
+      ].sort(),
+    );
     const second = await boot();
     await second.close();
     expect(await ours()).toHaveLength(3);
   });
 
-  it('fails the bootstrap when the runtime refuses a handler\'s subscription (a topic it does not serve), and closes the consumers it started', async () => {
+  it("fails the bootstrap when the runtime refuses a handler's subscription (a topic it does not serve), and closes the consumers it started", async () => {
     const failed = await create([Handlers, AuditHandler, UnservedTopicHandler]);
     // The app's own handlers start first (their consumers connect), then the unserved topic's fails.
     await expect(failed.init()).rejects.toMatchObject({ code: 'UNKNOWN_TOPIC', status: 404 });
-    expect(failed.get(MeshHandlerExplorer).consumerStates().map((c) => [c.subscription, c.state])).toEqual([
+    expect(
+      failed
+        .get(MeshHandlerExplorer)
+        .consumerStates()
+        .map((c) => [c.subscription, c.state]),
+    ).toEqual([
       ['Handlers.onOrder', 'closed'],
       ['Handlers.price', 'closed'],
       ['audit', 'closed'],
@@ -139,12 +158,19 @@ describe('@eventmesh/nestjs against a real instance', () => {
 
   it('delivers an event published through the injected client to each decorated handler of its topic', async () => {
     const { id } = await mesh.publish({ type: 'order.created', source: '/e2e', data: { n: 1 } }, { topic });
-    await waitFor('both handlers to finish the event', () => handlers.finished.includes(id) && app.get(AuditHandler).seen.includes(id), { timeoutMs: 60000 });
+    await waitFor(
+      'both handlers to finish the event',
+      () => handlers.finished.includes(id) && app.get(AuditHandler).seen.includes(id),
+      { timeoutMs: 60000 },
+    );
     expect(handlers.orders.filter((o) => o.id === id)).toEqual([{ id, attempt: 1 }]);
   }, 120000);
 
-  it('answers a request with the responder method\'s return value', async () => {
-    const reply = await mesh.request({ type: 'price.asked', source: '/e2e', data: { sku: 'abc' } }, { topic: prices, timeoutMs: 60000 });
+  it("answers a request with the responder method's return value", async () => {
+    const reply = await mesh.request(
+      { type: 'price.asked', source: '/e2e', data: { sku: 'abc' } },
+      { topic: prices, timeoutMs: 60000 },
+    );
     expect(reply).toMatchObject({ type: 'price.asked.reply', data: { sku: 'abc', price: 30 } });
   }, 120000);
 
@@ -152,7 +178,9 @@ describe('@eventmesh/nestjs against a real instance', () => {
     const id = randomUUID();
     handlers.failFirst.add(id);
     await mesh.publish({ id, type: 'order.created', source: '/e2e', data: { n: 2 } }, { topic });
-    await waitFor('the handler to finish the event on its second attempt', () => handlers.finished.includes(id), { timeoutMs: 60000 });
+    await waitFor('the handler to finish the event on its second attempt', () => handlers.finished.includes(id), {
+      timeoutMs: 60000,
+    });
     expect(handlers.orders.filter((o) => o.id === id).map((o) => o.attempt)).toEqual([1, 2]);
   }, 120000);
 
@@ -167,8 +195,14 @@ describe('@eventmesh/nestjs against a real instance', () => {
     let finishedWhenClosed: boolean | undefined;
     const closing = app.close().then(() => (finishedWhenClosed = handlers.finished.includes(id)));
     closed = true;
-    const draining = () => app.get(MeshHandlerExplorer).consumerStates().some((c) => c.state === 'draining');
-    await waitFor('the module to drain, or the app to close', () => draining() || finishedWhenClosed !== undefined, { timeoutMs: 60000 });
+    const draining = () =>
+      app
+        .get(MeshHandlerExplorer)
+        .consumerStates()
+        .some((c) => c.state === 'draining');
+    await waitFor('the module to drain, or the app to close', () => draining() || finishedWhenClosed !== undefined, {
+      timeoutMs: 60000,
+    });
     release();
     await closing;
     expect(finishedWhenClosed).toBe(true);

@@ -41,7 +41,13 @@ describe('orphan takeover in LOCAL_STICKY_PULL', () => {
       const response = await fetch(`${api}/events/publish?topic=${topic}`, {
         method: 'POST',
         headers: { 'content-type': 'application/cloudevents+json' },
-        body: JSON.stringify({ specversion: '1.0', id, source: '/orphans', type: 'orphan.n', partitionkey: `k${n % 7}` }),
+        body: JSON.stringify({
+          specversion: '1.0',
+          id,
+          source: '/orphans',
+          type: 'orphan.n',
+          partitionkey: `k${n % 7}`,
+        }),
       }).catch(() => undefined);
       if (response?.status === 202) acknowledged.push(id);
     }
@@ -106,12 +112,21 @@ describe('orphan takeover in LOCAL_STICKY_PULL', () => {
     expect(b.stdout).toContain('orphaned subscription: its instance has no live dispatch run');
     const takeover = b.stdout.split('\n').find((line) => line.includes('took over an orphaned subscription'));
     expect(takeover).toBeDefined();
-    expect(JSON.parse(takeover!)).toMatchObject({ subscription: subscription.id, from: ids.a, to: ids.b, epoch: expect.any(Number) });
-    const orphans = (await (await fetch(`${b.url}/admin/subscriptions/orphans`)).json()) as { orphans: { subscription: string }[] };
+    expect(JSON.parse(takeover!)).toMatchObject({
+      subscription: subscription.id,
+      from: ids.a,
+      to: ids.b,
+      epoch: expect.any(Number),
+    });
+    const orphans = (await (await fetch(`${b.url}/admin/subscriptions/orphans`)).json()) as {
+      orphans: { subscription: string }[];
+    };
     expect(orphans.orphans.map((o) => o.subscription)).not.toContain(subscription.id);
 
     const acknowledged = [...before, ...after];
-    await waitFor('every acknowledged event to be delivered', () => acknowledged.every((id) => delivered().has(id)), { timeoutMs: 60000 });
+    await waitFor('every acknowledged event to be delivered', () => acknowledged.every((id) => delivered().has(id)), {
+      timeoutMs: 60000,
+    });
     const lost = acknowledged.filter((id) => !delivered().has(id));
     expect(lost).toEqual([]);
     const received = receiver.requests.length;

@@ -30,8 +30,17 @@ describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs'
 
   beforeAll(async () => {
     temporal = await temporalClient();
-    instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: `${topics.orders},${topics.prices}` });
-    await Promise.all([instance.ready(), promisify(execFile)('bash', [path.join(ROOT, 'scripts/pack-install-test.sh'), work], { cwd: ROOT, timeout: 600000 })]);
+    instance = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: instanceId,
+      EVENTMESH_KAFKA_TOPICS: `${topics.orders},${topics.prices}`,
+    });
+    await Promise.all([
+      instance.ready(),
+      promisify(execFile)('bash', [path.join(ROOT, 'scripts/pack-install-test.sh'), work], {
+        cwd: ROOT,
+        timeout: 600000,
+      }),
+    ]);
   }, 660000);
 
   afterAll(async () => {
@@ -49,7 +58,9 @@ describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs'
       const manifest = require.resolve(`${name}/package.json`, { paths: [appDir] });
       expect(manifest).toBe(path.join(appDir, 'node_modules', name, 'package.json'));
     }
-    const lock = JSON.parse(readFileSync(path.join(appDir, 'package-lock.json'), 'utf8')) as { packages: Record<string, { resolved?: string }> };
+    const lock = JSON.parse(readFileSync(path.join(appDir, 'package-lock.json'), 'utf8')) as {
+      packages: Record<string, { resolved?: string }>;
+    };
     expect(lock.packages['node_modules/@eventmesh/nestjs'].resolved).toMatch(/^file:.*eventmesh-nestjs-.*\.tgz$/);
     // The SDK the module uses is the one tarball, not a second copy under the module.
     expect(lock.packages['node_modules/@eventmesh/nestjs/node_modules/@eventmesh/client']).toBeUndefined();
@@ -58,20 +69,38 @@ describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs'
   it('boots, publishes from the controller, receives in the decorated handler, answers a request, and drains on SIGTERM', async () => {
     app = spawn(process.execPath, ['dist/main.js'], {
       cwd: path.join(work, 'app'),
-      env: { PATH: process.env.PATH ?? '', PORT: '0', EVENTMESH_URL: instance.url!, ORDERS_TOPIC: topics.orders, PRICES_TOPIC: topics.prices },
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: '0',
+        EVENTMESH_URL: instance.url!,
+        ORDERS_TOPIC: topics.orders,
+        PRICES_TOPIC: topics.prices,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     app.stdout!.on('data', (d: Buffer) => (appOut += d.toString()));
     app.stderr!.on('data', (d: Buffer) => (appOut += d.toString()));
-    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) => app!.once('exit', (code, signal) => resolve({ code, signal })));
-    const url = await waitFor('the app to listen', () => /listening on (http:\/\/\S+)/.exec(appOut)?.[1], { timeoutMs: 60000 }).catch((e: Error) => {
+    const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
+      app!.once('exit', (code, signal) => resolve({ code, signal })),
+    );
+    const url = await waitFor('the app to listen', () => /listening on (http:\/\/\S+)/.exec(appOut)?.[1], {
+      timeoutMs: 60000,
+    }).catch((e: Error) => {
       throw new Error(`${e.message}\n${appOut}`);
     });
 
-    const created = await fetch(`${url}/orders`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sku: 'abc', quantity: 2 }) });
+    const created = await fetch(`${url}/orders`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sku: 'abc', quantity: 2 }),
+    });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
-    await waitFor('the decorated handler to receive the order', async () => ((await (await fetch(`${url}/orders/handled`)).json()) as string[]).includes(id), { timeoutMs: 60000 });
+    await waitFor(
+      'the decorated handler to receive the order',
+      async () => ((await (await fetch(`${url}/orders/handled`)).json()) as string[]).includes(id),
+      { timeoutMs: 60000 },
+    );
 
     const price = await fetch(`${url}/orders/price/abcd`);
     expect(price.status).toBe(200);

@@ -42,7 +42,8 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
   let leases: LeaseStore;
   const partitioner = Partitioners.DefaultPartitioner();
   const partitionMetadata = Array.from({ length: PARTITIONS }, (_, partitionId) => ({ partitionId, leader: 0 }));
-  const partitionOfKey = (key: string) => partitioner({ topic, partitionMetadata, message: { key, value: null } } as PartitionerArgs);
+  const partitionOfKey = (key: string) =>
+    partitioner({ topic, partitionMetadata, message: { key, value: null } } as PartitionerArgs);
   let eventSeq = 0;
 
   const start = async (id: string, temporalAddress?: string): Promise<InstanceProcess> => {
@@ -58,7 +59,8 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     await instance.ready();
     return instance;
   };
-  const live = () => [...instances.values()].find((i) => i.child.exitCode === null && i.child.signalCode === null && i.url)!;
+  const live = () =>
+    [...instances.values()].find((i) => i.child.exitCode === null && i.child.signalCode === null && i.url)!;
 
   const view = async (via = live()): Promise<PartitionsView> => {
     const response = await fetch(`${via.url}/admin/partitions`);
@@ -85,7 +87,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
         const ok =
           JSON.stringify(v.members) === JSON.stringify([...members].sort()) &&
           v.partitions.length === partitions &&
-          v.partitions.every((p) => p.owner && p.polling && o[p.partition]?.owner === p.owner && p.epoch === o[p.partition]?.epoch);
+          v.partitions.every(
+            (p) => p.owner && p.polling && o[p.partition]?.owner === p.owner && p.epoch === o[p.partition]?.epoch,
+          );
         return ok ? o : false;
       },
       { timeoutMs, intervalMs: 250 },
@@ -101,20 +105,24 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
         headers: { 'content-type': 'application/cloudevents+json' },
         body: JSON.stringify({ specversion: '1.0', id, source: '/owned', type: 'owned.n', partitionkey: key }),
       }).catch(() => undefined);
-      if (response?.status === 202) acked.push({ id, partition: ((await response.json()) as { partition: number }).partition });
+      if (response?.status === 202)
+        acked.push({ id, partition: ((await response.json()) as { partition: number }).partition });
     }
     return acked;
   };
   const keysFor = (partitions: number[], perPartition: number) => {
     const keys: string[] = [];
-    for (let k = 0; keys.length < partitions.length * perPartition; k++) if (partitions.includes(partitionOfKey(`k${k}`))) keys.push(`k${k}`);
+    for (let k = 0; keys.length < partitions.length * perPartition; k++)
+      if (partitions.includes(partitionOfKey(`k${k}`))) keys.push(`k${k}`);
     return keys;
   };
   const allKeys = keysFor([0, 1, 2, 3, 4, 5], 2);
   const deliveries = (id: string) => receiver.requests.filter((r) => r.headers['ce-id'] === id);
   const delivered = (events: { id: string }[]) => events.every((e) => deliveries(e.id).length > 0);
   const healthOf = async (instance: InstanceProcess) =>
-    (await (await fetch(`${instance.url}/health`)).json()) as { stats: { ownership: { confirmed: boolean; confirmedAt: number | null; windowMs: number; joins: number } } };
+    (await (await fetch(`${instance.url}/health`)).json()) as {
+      stats: { ownership: { confirmed: boolean; confirmedAt: number | null; windowMs: number; joins: number } };
+    };
 
   beforeAll(async () => {
     temporal = await temporalClient();
@@ -164,7 +172,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
 
     // Operators find each partition workflow in the Temporal UI by its search attributes.
     const listed: string[] = [];
-    for await (const w of temporal.client.workflow.list({ query: `EventMeshTopic = '${topic}' AND EventMeshOwner = 'o2' AND ExecutionStatus = 'Running'` })) {
+    for await (const w of temporal.client.workflow.list({
+      query: `EventMeshTopic = '${topic}' AND EventMeshOwner = 'o2' AND ExecutionStatus = 'Running'`,
+    })) {
       listed.push(w.workflowId);
     }
     expect(listed.sort()).toEqual(
@@ -177,7 +187,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
 
   it('2. crash: SIGKILL of an owner under load; the survivors take its partitions after the TTL and deliver every acknowledged event', async () => {
     const before = await owners();
-    const victims = Object.keys(before).map(Number).filter((p) => before[p].owner === 'o2');
+    const victims = Object.keys(before)
+      .map(Number)
+      .filter((p) => before[p].owner === 'o2');
     let loading = true;
     const load = (async () => {
       const acked: { id: string; partition: number }[] = [];
@@ -200,7 +212,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
       if (victims.includes(p)) expect(after[p].epoch).toBeGreaterThan(before[p].epoch);
       else expect(after[p]).toEqual(before[p]);
     }
-    await waitFor('every acknowledged event to be delivered at least once', () => delivered(acked), { timeoutMs: 60000 });
+    await waitFor('every acknowledged event to be delivered at least once', () => delivered(acked), {
+      timeoutMs: 60000,
+    });
     expect(acked.length).toBeGreaterThan(0);
   });
 
@@ -209,7 +223,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     await start('o2');
     const after = await settled(['o1', 'o2', 'o3']);
     expect(countsOf(after)).toEqual({ o1: 2, o2: 2, o3: 2 });
-    const moved = Object.keys(after).map(Number).filter((p) => after[p].owner !== before[p].owner);
+    const moved = Object.keys(after)
+      .map(Number)
+      .filter((p) => after[p].owner !== before[p].owner);
     expect(moved).toHaveLength(2);
     for (const p of Object.keys(after).map(Number)) if (!moved.includes(p)) expect(after[p]).toEqual(before[p]);
   });
@@ -218,7 +234,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
 
   it('4. Temporal partition: a cut-off owner stops polling within the lease window; its partitions move after the TTL', async () => {
     beforeCut = await owners();
-    const cutOff = Object.keys(beforeCut).map(Number).filter((p) => beforeCut[p].owner === 'o3');
+    const cutOff = Object.keys(beforeCut)
+      .map(Number)
+      .filter((p) => beforeCut[p].owner === 'o3');
     expect(cutOff).toHaveLength(2);
     const o3 = instances.get('o3')!;
     expect((await healthOf(o3)).stats.ownership.confirmed).toBe(true);
@@ -226,10 +244,14 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     const cutAt = Date.now();
     proxy.cut();
     // Holding within a lease TTL is the promise (timed below by o3's own figures): twice the TTL is the margin for a loaded host.
-    const held = await waitFor('o3 to hold its partition loops', async () => {
-      const { ownership } = (await healthOf(o3)).stats;
-      return !ownership.confirmed && ownership;
-    }, { timeoutMs: 2 * TTL_MS, intervalMs: 50 });
+    const held = await waitFor(
+      'o3 to hold its partition loops',
+      async () => {
+        const { ownership } = (await healthOf(o3)).stats;
+        return !ownership.confirmed && ownership;
+      },
+      { timeoutMs: 2 * TTL_MS, intervalMs: 50 },
+    );
     // When the loops held, by o3's own figures (not when this test saw it: on a busy machine its polls come late):
     // its last confirmation was asked before the cut, and the loops hold half a TTL after that, before the TTL after
     // which the others take its partitions.
@@ -260,10 +282,15 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     const before = await owners();
     proxy.heal();
     const o3 = instances.get('o3')!;
-    await waitFor('o3 to join again', async () => (await healthOf(o3)).stats.ownership.joins >= 2, { timeoutMs: 60000, intervalMs: 250 });
+    await waitFor('o3 to join again', async () => (await healthOf(o3)).stats.ownership.joins >= 2, {
+      timeoutMs: 60000,
+      intervalMs: 250,
+    });
     const after = await settled(['o1', 'o2', 'o3']);
     expect(countsOf(after)).toEqual({ o1: 2, o2: 2, o3: 2 });
-    const moved = Object.keys(after).map(Number).filter((p) => after[p].owner !== before[p].owner);
+    const moved = Object.keys(after)
+      .map(Number)
+      .filter((p) => after[p].owner !== before[p].owner);
     expect(moved).toHaveLength(2);
     for (const p of moved) expect(after[p].owner).toBe('o3');
     for (const p of Object.keys(after).map(Number)) if (!moved.includes(p)) expect(after[p]).toEqual(before[p]);
@@ -278,7 +305,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     await start('o4');
     const after = await settled(['o1', 'o2', 'o3', 'o4']);
     expect(Object.values(countsOf(after)).sort()).toEqual([1, 1, 2, 2]);
-    const changed = Object.keys(after).map(Number).filter((p) => after[p].owner !== before[p].owner || after[p].epoch !== before[p].epoch);
+    const changed = Object.keys(after)
+      .map(Number)
+      .filter((p) => after[p].owner !== before[p].owner || after[p].epoch !== before[p].epoch);
     expect(changed).toHaveLength(1);
     expect(after[changed[0]].owner).toBe('o4');
     const events = await publish(allKeys);
@@ -288,7 +317,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
 
   it('a paused owner (SIGSTOP past the TTL, then SIGCONT) delivers nothing after it wakes, no epoch goes back, and it joins again', async () => {
     const before = await owners();
-    const paused = Object.keys(before).map(Number).filter((p) => before[p].owner === 'o4');
+    const paused = Object.keys(before)
+      .map(Number)
+      .filter((p) => before[p].owner === 'o4');
     expect(paused.length).toBeGreaterThan(0);
     const o4 = instances.get('o4')!;
     const pausedAt = new Date();
@@ -300,7 +331,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
       for (const p of paused) expect(after[p].epoch).toBeGreaterThan(before[p].epoch);
       events = await publish(keysFor(paused, 5), instances.get('o1'));
       expect(events).toHaveLength(paused.length * 5);
-      await waitFor('the new owners to deliver what was published during the pause', () => delivered(events), { timeoutMs: 30000 });
+      await waitFor('the new owners to deliver what was published during the pause', () => delivered(events), {
+        timeoutMs: 30000,
+      });
     } finally {
       // Woken whatever happened, so that a failure here does not leave the next cases a stopped member.
       o4.child.kill('SIGCONT');
@@ -311,9 +344,13 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     // is refused by the epoch check, counted on the lease row; or Temporal's answer to its heartbeat (the attempt
     // timed out) cancels it before it writes. Either way its gate stays shut (its epoch was last confirmed before
     // the pause), it rejoins, and it delivers nothing.
-    await waitFor('o4 to join again', async () => (await healthOf(o4)).stats.ownership.joins >= 2, { timeoutMs: 30000, intervalMs: 250 });
+    await waitFor('o4 to join again', async () => (await healthOf(o4)).stats.ownership.joins >= 2, {
+      timeoutMs: 30000,
+      intervalMs: 250,
+    });
     // No epoch went back: the rows are the new owners' (or, handed back to o4 as it rejoined, newer still).
-    for (const l of (await leases.list([topic])).filter((row) => paused.includes(row.partition))) expect(l.epoch).toBeGreaterThanOrEqual(after[l.partition].epoch);
+    for (const l of (await leases.list([topic])).filter((row) => paused.includes(row.partition)))
+      expect(l.epoch).toBeGreaterThanOrEqual(after[l.partition].epoch);
     await settled(['o1', 'o2', 'o3', 'o4'], PARTITIONS, 30000);
     // Nothing reached the sink since the wake: every event was delivered and committed before it, so neither the
     // woken owner nor the handover of partitions back to it had anything to send.
@@ -326,10 +363,15 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     const ids = ['eventmesh-coordinator', 'instance/o1', ...Object.keys(before).map((p) => `partition/${topic}/${p}`)];
     for (const id of ids) {
       const d = await temporal.client.workflow.getHandle(id).describe();
-      expect({ id, taskTimeoutMs: msOf(d.raw.executionConfig?.defaultWorkflowTaskTimeout) }).toEqual({ id, taskTimeoutMs });
+      expect({ id, taskTimeoutMs: msOf(d.raw.executionConfig?.defaultWorkflowTaskTimeout) }).toEqual({
+        id,
+        taskTimeoutMs,
+      });
     }
     const lost = await lostWorkflowTasks(ids, pausedAt);
-    console.log(`paused owner: ${lost.length} workflow task(s) lost to the paused process, waited ${JSON.stringify(lost.map((l) => l.waitedMs))} ms`);
+    console.log(
+      `paused owner: ${lost.length} workflow task(s) lost to the paused process, waited ${JSON.stringify(lost.map((l) => l.waitedMs))} ms`,
+    );
     // The task timeout is the promise, so the wait is timed, on the Temporal server's own clock (its history's
     // event times, not this host's polling); the margin is for the server's timer queue on a loaded host, and a
     // task lost for Temporal's default (10 s) still fails.
@@ -344,7 +386,11 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     const deliveredBefore = receiver.requests.length;
 
     const post = (path: string, body: unknown) =>
-      fetch(`${live().url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+      fetch(`${live().url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
     const fromO2 = Number(Object.keys(before).find((p) => before[Number(p)].owner === 'o2'));
     const bad = await post(`/admin/partitions/${topic}/${fromO2}/move`, { to: 'nobody' });
     expect(bad.status).toBe(409);
@@ -354,7 +400,11 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
 
     const moved = await post(`/admin/partitions/${topic}/${fromO2}/move`, { to: 'o1' });
     expect(moved.status).toBe(200);
-    expect(((await moved.json()) as { moves: unknown[] }).moves).toContainEqual({ partition: `${topic}#${fromO2}`, from: 'o2', to: 'o1' });
+    expect(((await moved.json()) as { moves: unknown[] }).moves).toContainEqual({
+      partition: `${topic}#${fromO2}`,
+      from: 'o2',
+      to: 'o1',
+    });
     const afterMove = await settled(['o1', 'o2', 'o3', 'o4']);
     expect(afterMove[fromO2].owner).toBe('o1');
 
@@ -395,7 +445,9 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
           partition: PARTITIONS + i,
         })),
       });
-      await waitFor('the events of the new partitions to be delivered', () => delivered(ids.map((id) => ({ id }))), { timeoutMs: 30000 });
+      await waitFor('the events of the new partitions to be delivered', () => delivered(ids.map((id) => ({ id }))), {
+        timeoutMs: 30000,
+      });
     } finally {
       await Promise.all([admin.disconnect(), producer.disconnect()]);
     }
@@ -406,7 +458,8 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
     const lost: { id: string; waitedMs: number }[] = [];
     for (const id of ids) {
       const history = await temporal.client.workflow.getHandle(id).fetchHistory();
-      const timeOf = (eventId: unknown) => history.events?.find((e) => String(e.eventId) === String(eventId))?.eventTime;
+      const timeOf = (eventId: unknown) =>
+        history.events?.find((e) => String(e.eventId) === String(eventId))?.eventTime;
       for (const e of history.events ?? []) {
         const timedOut = e.workflowTaskTimedOutEventAttributes;
         if (!timedOut || msOf(e.eventTime) < since.getTime()) continue;

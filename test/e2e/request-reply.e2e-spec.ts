@@ -23,7 +23,11 @@ describe('request-reply across instances', () => {
   let temporal: { client: Client; close(): Promise<void> };
 
   const spawn = async (id: string, roles: string) => {
-    const instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: id, EVENTMESH_INSTANCE_ROLES: roles, EVENTMESH_KAFKA_TOPICS: topic });
+    const instance = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: id,
+      EVENTMESH_INSTANCE_ROLES: roles,
+      EVENTMESH_KAFKA_TOPICS: topic,
+    });
     instances.push(instance);
     return instance.ready();
   };
@@ -92,7 +96,13 @@ describe('request-reply across instances', () => {
     const late = await fetch(`${b}/events/reply`, {
       method: 'POST',
       headers: { 'content-type': 'application/cloudevents+json' },
-      body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/late', type: 't', correlationid: body.correlationId }),
+      body: JSON.stringify({
+        specversion: '1.0',
+        id: randomUUID(),
+        source: '/late',
+        type: 't',
+        correlationid: body.correlationId,
+      }),
     });
     expect(late.status).toBe(404);
     expect(await late.json()).toMatchObject({ code: 'REQUEST_NOT_PENDING', correlationId: body.correlationId });
@@ -102,7 +112,11 @@ describe('request-reply across instances', () => {
 
   it('refuses a reply to a request whose holding process died, rather than answer it "delivered" and drop it', async () => {
     const id = `rr-c-${randomUUID().slice(0, 6)}`;
-    const holder = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: id, EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_KAFKA_TOPICS: topic });
+    const holder = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: id,
+      EVENTMESH_INSTANCE_ROLES: 'gateway',
+      EVENTMESH_KAFKA_TOPICS: topic,
+    });
     instances.push(holder);
     const url = await holder.ready();
     const db = new PgClient(testConfig().postgres);
@@ -115,7 +129,10 @@ describe('request-reply across instances', () => {
         body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/asker', type: 'rr.crash' }),
       }).catch((e: Error) => e);
       const correlationId = await waitFor('the request pending', async () => {
-        const { rows } = await db.query<{ correlation_id: string }>(`SELECT correlation_id FROM pending_requests WHERE instance_id = $1`, [id]);
+        const { rows } = await db.query<{ correlation_id: string }>(
+          `SELECT correlation_id FROM pending_requests WHERE instance_id = $1`,
+          [id],
+        );
         return rows[0]?.correlation_id;
       });
       holder.child.kill('SIGKILL');
@@ -124,21 +141,41 @@ describe('request-reply across instances', () => {
       expect(await held).toMatchObject({ message: expect.stringMatching(/fetch failed/) });
       // Postgres has seen the process go (its sessions ended); the row itself is still there, deadline ahead.
       await waitFor('the dead process to have no Postgres session', async () => {
-        const { rows } = await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1`, [`eventmesh-${id}-%`]);
+        const { rows } = await db.query<{ n: number }>(
+          `SELECT count(*)::int AS n FROM pg_stat_activity WHERE application_name LIKE $1`,
+          [`eventmesh-${id}-%`],
+        );
         return rows[0].n === 0;
       });
-      const { rows } = await db.query(`SELECT 1 FROM pending_requests WHERE correlation_id = $1 AND deadline > now()`, [correlationId]);
+      const { rows } = await db.query(`SELECT 1 FROM pending_requests WHERE correlation_id = $1 AND deadline > now()`, [
+        correlationId,
+      ]);
       expect(rows).toHaveLength(1);
 
-      const before = (await (await fetch(`${b}/health`)).json()) as { stats: { requestReply: { requesterGone: number } } };
+      const before = (await (await fetch(`${b}/health`)).json()) as {
+        stats: { requestReply: { requesterGone: number } };
+      };
       const reply = await fetch(`${b}/events/reply`, {
         method: 'POST',
         headers: { 'content-type': 'application/cloudevents+json' },
-        body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/responder', type: 'rr.answer', correlationid: correlationId }),
+        body: JSON.stringify({
+          specversion: '1.0',
+          id: randomUUID(),
+          source: '/responder',
+          type: 'rr.answer',
+          correlationid: correlationId,
+        }),
       });
       expect(reply.status).toBe(404);
-      expect(await reply.json()).toMatchObject({ code: 'REQUEST_NOT_PENDING', correlationId, delivered: false, reason: 'requester-gone' });
-      const after = (await (await fetch(`${b}/health`)).json()) as { stats: { requestReply: { requesterGone: number } } };
+      expect(await reply.json()).toMatchObject({
+        code: 'REQUEST_NOT_PENDING',
+        correlationId,
+        delivered: false,
+        reason: 'requester-gone',
+      });
+      const after = (await (await fetch(`${b}/health`)).json()) as {
+        stats: { requestReply: { requesterGone: number } };
+      };
       expect(after.stats.requestReply.requesterGone).toBe(before.stats.requestReply.requesterGone + 1);
     } finally {
       await db.end();

@@ -12,8 +12,17 @@ import { waitFor } from '../support/wait-for';
 const ROOT = path.resolve(__dirname, '../..');
 
 /** A command of the README, run as a user runs it (its own process group), its output collected. */
-function run(command: string, args: string[], env: Record<string, string>): { child: ChildProcess; output(): string; exited: Promise<number | null> } {
-  const child = spawn(command, args, { cwd: ROOT, env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+function run(
+  command: string,
+  args: string[],
+  env: Record<string, string>,
+): { child: ChildProcess; output(): string; exited: Promise<number | null> } {
+  const child = spawn(command, args, {
+    cwd: ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+    detached: true,
+  });
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
@@ -47,7 +56,15 @@ describe('the run command', () => {
 
   it('starts an instance, prints the API, health and Temporal UI URLs, and stops on SIGINT', async () => {
     const port = freePort();
-    const instance = run('bash', ['scripts/run.sh'], testEnv({ EVENTMESH_HTTP_PORT: port, EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: uniqueTopic('run') }));
+    const instance = run(
+      'bash',
+      ['scripts/run.sh'],
+      testEnv({
+        EVENTMESH_HTTP_PORT: port,
+        EVENTMESH_INSTANCE_ID: instanceId,
+        EVENTMESH_KAFKA_TOPICS: uniqueTopic('run'),
+      }),
+    );
     try {
       await waitFor('the banner', () => instance.output().includes('eventmesh is running'), { timeoutMs: 120000 });
       const out = instance.output();
@@ -69,11 +86,24 @@ describe('the run command', () => {
     const port = freePort();
     const agentPort = String(19000 + Math.floor(Math.random() * 1000));
     const mesh = `http://127.0.0.1:${port}`;
-    const instance = run('bash', ['scripts/run.sh'], testEnv({ EVENTMESH_HTTP_PORT: port, EVENTMESH_INSTANCE_ID: a2aInstanceId, EVENTMESH_KAFKA_TOPICS: uniqueTopic('run'), EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback' }));
+    const instance = run(
+      'bash',
+      ['scripts/run.sh'],
+      testEnv({
+        EVENTMESH_HTTP_PORT: port,
+        EVENTMESH_INSTANCE_ID: a2aInstanceId,
+        EVENTMESH_KAFKA_TOPICS: uniqueTopic('run'),
+        EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
+      }),
+    );
     const agent = run('npm', ['run', '--silent', 'agent:echo', '--', '--port', agentPort], {});
     try {
       await waitFor('the banner', () => instance.output().includes('eventmesh is running'), { timeoutMs: 120000 });
-      await waitFor('the echo agent', () => agent.output().includes(`A2A v1.0 JSON-RPC at http://127.0.0.1:${agentPort}/`), { timeoutMs: 30000 });
+      await waitFor(
+        'the echo agent',
+        () => agent.output().includes(`A2A v1.0 JSON-RPC at http://127.0.0.1:${agentPort}/`),
+        { timeoutMs: 30000 },
+      );
       const name = `echo-${randomUUID().slice(0, 6)}`;
       const put = await fetch(`${mesh}/a2a/agents/${name}`, {
         method: 'PUT',
@@ -86,17 +116,26 @@ describe('the run command', () => {
           defaultInputModes: ['text/plain'],
           defaultOutputModes: ['text/plain'],
           skills: [],
-          supportedInterfaces: [{ url: `http://127.0.0.1:${agentPort}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+          supportedInterfaces: [
+            { url: `http://127.0.0.1:${agentPort}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+          ],
         }),
       });
       expect(put.status).toBe(201);
 
-      const send = run('npm', ['run', '--silent', 'a2a:send', '--', name, 'hello', '--mesh', mesh], { EVENTMESH_TEMPORAL_NAMESPACE: TEST_NAMESPACE });
+      const send = run('npm', ['run', '--silent', 'a2a:send', '--', name, 'hello', '--mesh', mesh], {
+        EVENTMESH_TEMPORAL_NAMESPACE: TEST_NAMESPACE,
+      });
       expect(await withDeadline(60000, send.exited)).toBe(0);
-      const printed = /^task (\S+): TASK_STATE_COMPLETED\n {2}artifacts: \["hello"\]\n {2}its workflow a2a-task\/\1 in the Temporal UI: (\S+)\n$/.exec(send.output());
+      const printed =
+        /^task (\S+): TASK_STATE_COMPLETED\n {2}artifacts: \["hello"\]\n {2}its workflow a2a-task\/\1 in the Temporal UI: (\S+)\n$/.exec(
+          send.output(),
+        );
       expect(printed).not.toBeNull();
       const [, taskId, link] = printed!;
-      expect(link).toBe(`${TEMPORAL_UI}/namespaces/${TEST_NAMESPACE}/workflows?query=${encodeURIComponent(`WorkflowId="a2a-task/${taskId}"`)}`);
+      expect(link).toBe(
+        `${TEMPORAL_UI}/namespaces/${TEST_NAMESPACE}/workflows?query=${encodeURIComponent(`WorkflowId="a2a-task/${taskId}"`)}`,
+      );
       // A blocking send is answered once the outcome is recorded; the workflow ends just after.
       const handle = temporal.client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId));
       const description = await waitFor('the task workflow completed', async () => {
@@ -112,7 +151,8 @@ describe('the run command', () => {
       expect(bad.output()).toContain('usage: npm run a2a:send -- <agent> <text>');
     } finally {
       // Both stopped whatever failed; a process group already gone (its command ended early) is not an error.
-      for (const group of [agent, instance]) if (group.child.exitCode === null && group.child.signalCode === null) process.kill(-group.child.pid!, 'SIGINT');
+      for (const group of [agent, instance])
+        if (group.child.exitCode === null && group.child.signalCode === null) process.kill(-group.child.pid!, 'SIGINT');
     }
     expect(await withDeadline(30000, instance.exited)).toBe(0);
     // Ctrl-C stops the agent (npm, in its group too, ends by the signal: no exit code); a hang fails the deadline.

@@ -2,7 +2,13 @@ import { randomUUID } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
-import { EventMeshClient, RequestTimeoutError, webhookReceiver, type Consumer, type Transport } from '@eventmesh/client';
+import {
+  EventMeshClient,
+  RequestTimeoutError,
+  webhookReceiver,
+  type Consumer,
+  type Transport,
+} from '@eventmesh/client';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
@@ -26,10 +32,15 @@ describe('@eventmesh/client against a real instance', () => {
 
   beforeAll(async () => {
     temporal = await temporalClient();
-    instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3' });
+    instance = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: instanceId,
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3',
+    });
     const url = await instance.ready();
     const counting: typeof fetch = (input, init) => {
-      if (String(input).includes('/events/publish')) publishRequests.push(String(init?.headers && (init.headers as Record<string, string>)['content-type']));
+      if (String(input).includes('/events/publish'))
+        publishRequests.push(String(init?.headers && (init.headers as Record<string, string>)['content-type']));
       return fetch(input, init);
     };
     mesh = new EventMeshClient({ url, topic, source: '/sdk-e2e', fetch: counting });
@@ -49,7 +60,8 @@ describe('@eventmesh/client against a real instance', () => {
     consumers.push(consumer);
     return { ids, consumer };
   };
-  const connected = (consumer: Consumer) => waitFor('the consumer connected', () => consumer.state === 'connected', { timeoutMs: 30000 });
+  const connected = (consumer: Consumer) =>
+    waitFor('the consumer connected', () => consumer.state === 'connected', { timeoutMs: 30000 });
 
   it('publishes one event and a batch; publishMany shares batch requests; a consumer gets them all', async () => {
     const type = `sdk.pub.${randomUUID().slice(0, 6)}`;
@@ -63,14 +75,15 @@ describe('@eventmesh/client against a real instance', () => {
     const many = await mesh.publishMany(Array.from({ length: 40 }, (_, n) => ({ type, data: { n: n + 1 } })));
     expect(publishRequests).toEqual(['application/cloudevents+json', 'application/cloudevents-batch+json']);
     expect(new Set(many.map((r) => r.id)).size).toBe(40);
-    for (const r of many) expect(r).toEqual({ id: r.id, topic, partition: expect.any(Number), offset: expect.any(Number) });
+    for (const r of many)
+      expect(r).toEqual({ id: r.id, topic, partition: expect.any(Number), offset: expect.any(Number) });
     const sent = [one.id, ...many.map((r) => r.id)];
     await waitFor('all 41 consumed', () => sent.every((id) => ids.includes(id)), { timeoutMs: 60000 });
     expect(ids.sort()).toEqual(sent.sort());
     await waitFor('all 41 acked', () => consumer.stats.acked === 41);
   });
 
-  it('answers a request with its responder\'s reply, and a request nobody answers with RequestTimeoutError (408)', async () => {
+  it("answers a request with its responder's reply, and a request nobody answers with RequestTimeoutError (408)", async () => {
     const type = `sdk.req.${randomUUID().slice(0, 6)}`;
     const sub = await streamOf([{ exact: { type } }]);
     const responder = mesh.consume(sub, async (event) => {
@@ -83,44 +96,61 @@ describe('@eventmesh/client against a real instance', () => {
     expect(reply.data).toEqual({ echo: { q: 42 } });
     const unanswered = mesh.request({ type: `sdk.nobody.${randomUUID()}` }, { timeoutMs: 500 });
     await expect(unanswered).rejects.toBeInstanceOf(RequestTimeoutError);
-    await expect(unanswered).rejects.toMatchObject({ code: 'REQUEST_TIMEOUT', status: 408, body: { correlationId: expect.any(String) } });
+    await expect(unanswered).rejects.toMatchObject({
+      code: 'REQUEST_TIMEOUT',
+      status: 408,
+      body: { correlationId: expect.any(String) },
+    });
   });
 
-  it.each<Transport>(['websocket', 'sse', 'long-poll'])('consumes over %s and acks each event after its handler', async (transport) => {
-    const type = `sdk.${transport}.${randomUUID().slice(0, 6)}`;
-    const sub = await streamOf([{ exact: { type } }]);
-    const { ids, consumer } = collect(mesh, sub, transport);
-    await connected(consumer);
-    expect(consumer.transport).toBe(transport);
-    const sent = (await mesh.publishMany(Array.from({ length: 10 }, () => ({ type })))).map((r) => r.id);
-    await waitFor(`10 events over ${transport}`, () => consumer.stats.acked === 10, { timeoutMs: 60000 });
-    expect(ids.sort()).toEqual(sent.sort());
-    expect(consumer.stats).toMatchObject({ handled: 10, duplicates: 0, nacked: 0, rejected: 0 });
-  });
+  it.each<Transport>(['websocket', 'sse', 'long-poll'])(
+    'consumes over %s and acks each event after its handler',
+    async (transport) => {
+      const type = `sdk.${transport}.${randomUUID().slice(0, 6)}`;
+      const sub = await streamOf([{ exact: { type } }]);
+      const { ids, consumer } = collect(mesh, sub, transport);
+      await connected(consumer);
+      expect(consumer.transport).toBe(transport);
+      const sent = (await mesh.publishMany(Array.from({ length: 10 }, () => ({ type })))).map((r) => r.id);
+      await waitFor(`10 events over ${transport}`, () => consumer.stats.acked === 10, { timeoutMs: 60000 });
+      expect(ids.sort()).toEqual(sent.sort());
+      expect(consumer.stats).toMatchObject({ handled: 10, duplicates: 0, nacked: 0, rejected: 0 });
+    },
+  );
 
   it.each([
     { refuses: 'WebSocket upgrades', refuseEventStreams: false, transport: 'sse', refused: [1, 0] },
-    { refuses: 'WebSocket upgrades and event streams', refuseEventStreams: true, transport: 'long-poll', refused: [1, 1] },
-  ])('falls back to $transport by itself when a proxy refuses $refuses', async ({ refuseEventStreams, transport, refused }) => {
-    const proxy = new NoUpgradeProxy(instance.url!, { refuseEventStreams });
-    const viaProxy = new EventMeshClient({ url: await proxy.listen(), topic, source: '/sdk-e2e' });
-    try {
-      const type = `sdk.fallback.${randomUUID().slice(0, 6)}`;
-      const sub = await streamOf([{ exact: { type } }]);
-      const { ids, consumer } = collect(viaProxy, sub);
-      await connected(consumer);
-      expect(consumer.transport).toBe(transport);
-      expect([proxy.upgradesRefused, proxy.eventStreamsRefused]).toEqual(refused);
-      const sent = (await viaProxy.publishMany(Array.from({ length: 5 }, () => ({ type })))).map((r) => r.id);
-      await waitFor(`5 events over ${transport} through the proxy`, () => consumer.stats.acked === 5, { timeoutMs: 60000 });
-      expect(ids.sort()).toEqual(sent.sort());
-      await consumer.close();
-    } finally {
-      await proxy.close();
-    }
-  });
+    {
+      refuses: 'WebSocket upgrades and event streams',
+      refuseEventStreams: true,
+      transport: 'long-poll',
+      refused: [1, 1],
+    },
+  ])(
+    'falls back to $transport by itself when a proxy refuses $refuses',
+    async ({ refuseEventStreams, transport, refused }) => {
+      const proxy = new NoUpgradeProxy(instance.url!, { refuseEventStreams });
+      const viaProxy = new EventMeshClient({ url: await proxy.listen(), topic, source: '/sdk-e2e' });
+      try {
+        const type = `sdk.fallback.${randomUUID().slice(0, 6)}`;
+        const sub = await streamOf([{ exact: { type } }]);
+        const { ids, consumer } = collect(viaProxy, sub);
+        await connected(consumer);
+        expect(consumer.transport).toBe(transport);
+        expect([proxy.upgradesRefused, proxy.eventStreamsRefused]).toEqual(refused);
+        const sent = (await viaProxy.publishMany(Array.from({ length: 5 }, () => ({ type })))).map((r) => r.id);
+        await waitFor(`5 events over ${transport} through the proxy`, () => consumer.stats.acked === 5, {
+          timeoutMs: 60000,
+        });
+        expect(ids.sort()).toEqual(sent.sort());
+        await consumer.close();
+      } finally {
+        await proxy.close();
+      }
+    },
+  );
 
-  it('receives a webhook subscription\'s events with webhookReceiver: handshake, signatures checked with the secret of the create', async () => {
+  it("receives a webhook subscription's events with webhookReceiver: handshake, signatures checked with the secret of the create", async () => {
     let secret = '';
     const got: unknown[] = [];
     const receiver = webhookReceiver({ secret: () => secret, handler: (e) => void got.push([e.id, e.data]) });
@@ -146,7 +176,12 @@ describe('@eventmesh/client against a real instance', () => {
   it('keeps the delivery of a handler that runs past the ack timeout (extended while it runs): called once, acked, never delivered again', async () => {
     const type = `sdk.extended.${randomUUID().slice(0, 6)}`;
     const sub = (
-      await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }], config: { ackTimeoutMs: 300, retry: { initialDelayMs: 10 } } })
+      await mesh.subscriptions.create({
+        protocol: 'STREAM',
+        topic,
+        filters: [{ exact: { type } }],
+        config: { ackTimeoutMs: 300, retry: { initialDelayMs: 10 } },
+      })
     ).id;
     let calls = 0;
     // The handler's work outlasts the ack timeout ten times over; the consumer extends the delivery every 100 ms.
@@ -168,7 +203,12 @@ describe('@eventmesh/client against a real instance', () => {
   it('without extensions, does not call a handler again while it runs past the ack timeout: the redelivery waits for it, then is acked as a duplicate', async () => {
     const type = `sdk.slow.${randomUUID().slice(0, 6)}`;
     const sub = (
-      await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }], config: { ackTimeoutMs: 300, retry: { initialDelayMs: 10 } } })
+      await mesh.subscriptions.create({
+        protocol: 'STREAM',
+        topic,
+        filters: [{ exact: { type } }],
+        config: { ackTimeoutMs: 300, retry: { initialDelayMs: 10 } },
+      })
     ).id;
     let calls = 0;
     const consumer = mesh.consume(

@@ -25,9 +25,21 @@ describe('@eventmesh/client across restarts', () => {
   let mesh: EventMeshClient;
   const consumers: Consumer[] = [];
   const pg = testConfig().postgres;
-  const pool = new Pool({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, max: 2 });
+  const pool = new Pool({
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: pg.database,
+    max: 2,
+  });
 
-  const start = () => InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: String(port) });
+  const start = () =>
+    InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: instanceId,
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_HTTP_PORT: String(port),
+    });
 
   beforeAll(async () => {
     temporal = await temporalClient();
@@ -56,7 +68,8 @@ describe('@eventmesh/client across restarts', () => {
     };
     return { state, handler };
   };
-  const publishN = async (type: string, n: number) => (await mesh.publishMany(Array.from({ length: n }, (_, i) => ({ type, data: { i } })))).map((r) => r.id);
+  const publishN = async (type: string, n: number) =>
+    (await mesh.publishMany(Array.from({ length: n }, (_, i) => ({ type, data: { i } })))).map((r) => r.id);
   const calledMoreThanOnce = (calls: Map<string, number>) => [...calls].filter(([, n]) => n !== 1);
 
   it('loses nothing and hands no event twice when the instance is SIGKILLed mid-stream and restarted', async () => {
@@ -69,7 +82,10 @@ describe('@eventmesh/client across restarts', () => {
     consumers.push(consumer);
     await waitFor('connected', () => consumer.state === 'connected', { timeoutMs: 30000 });
     const first = await publishN(type, 60);
-    await waitFor('30 handled and handlers running', () => consumer.stats.handled >= 30 && state.running > 0, { timeoutMs: 60000, intervalMs: 10 });
+    await waitFor('30 handled and handlers running', () => consumer.stats.handled >= 30 && state.running > 0, {
+      timeoutMs: 60000,
+      intervalMs: 10,
+    });
     instance.child.kill('SIGKILL');
     expect((await instance.exit(60000)).signal).toBe('SIGKILL');
     instance = start();
@@ -95,7 +111,10 @@ describe('@eventmesh/client across restarts', () => {
     const first = mesh.consume(sub, handler, { window: 10, dedupe: firstStore });
     await waitFor('connected', () => first.state === 'connected', { timeoutMs: 30000 });
     const sent = await publishN(type, 40);
-    await waitFor('15 handled and handlers running', () => first.stats.handled >= 15 && state.running > 0, { timeoutMs: 60000, intervalMs: 10 });
+    await waitFor('15 handled and handlers running', () => first.stats.handled >= 15 && state.running > 0, {
+      timeoutMs: 60000,
+      intervalMs: 10,
+    });
     // The consumer goes away while handlers run: they finish and are recorded, but their acks have no connection.
     await first.close();
     const stranded = state.running;
@@ -104,7 +123,10 @@ describe('@eventmesh/client across restarts', () => {
 
     const url = `postgres://${pg.user}:${pg.password}@${pg.host}:${pg.port}/${pg.database}`;
     const secondStore = new PostgresDedupeStore({ connectionString: url, table });
-    const second = new EventMeshClient({ url: instance.url! }).consume(sub, handler, { window: 10, dedupe: secondStore });
+    const second = new EventMeshClient({ url: instance.url! }).consume(sub, handler, {
+      window: 10,
+      dedupe: secondStore,
+    });
     consumers.push(second);
     await waitFor('every event handled', () => sent.every((id) => state.calls.has(id)), { timeoutMs: 120000 });
     await waitFor('the stranded ones acked as duplicates', () => second.stats.duplicates >= 1, { timeoutMs: 60000 });
@@ -121,17 +143,27 @@ describe('@eventmesh/client across restarts', () => {
       const type = `sdk.move.${randomUUID().slice(0, 6)}`;
       const sub = (await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }] })).id;
       const { state, handler } = slowHandler(300);
-      const consumer = new EventMeshClient({ url: await proxy.listen() }).consume(sub, handler, { window: 10, reconnect: { initialDelayMs: 100, maxDelayMs: 1000 } });
+      const consumer = new EventMeshClient({ url: await proxy.listen() }).consume(sub, handler, {
+        window: 10,
+        reconnect: { initialDelayMs: 100, maxDelayMs: 1000 },
+      });
       consumers.push(consumer);
       await waitFor('connected', () => consumer.state === 'connected', { timeoutMs: 30000 });
       const sent = await publishN(type, 60);
-      await waitFor('20 handled and handlers running', () => consumer.stats.handled >= 20 && state.running > 0, { timeoutMs: 60000, intervalMs: 10 });
+      await waitFor('20 handled and handlers running', () => consumer.stats.handled >= 20 && state.running > 0, {
+        timeoutMs: 60000,
+        intervalMs: 10,
+      });
       proxy.moveTo(Number(otherUrl.port));
       await waitFor('every event handled', () => sent.every((id) => state.calls.has(id)), { timeoutMs: 120000 });
-      await waitFor('the stranded ones acked as duplicates', () => consumer.stats.duplicates >= 1, { timeoutMs: 60000 });
+      await waitFor('the stranded ones acked as duplicates', () => consumer.stats.duplicates >= 1, {
+        timeoutMs: 60000,
+      });
       expect(calledMoreThanOnce(state.calls)).toEqual([]);
       expect(consumer.stats.reconnects).toBeGreaterThanOrEqual(1);
-      const clients = (await (await fetch(`${instance.url}/subscriptions/${sub}/clients`)).json()) as { clients: { instance: string }[] };
+      const clients = (await (await fetch(`${instance.url}/subscriptions/${sub}/clients`)).json()) as {
+        clients: { instance: string }[];
+      };
       expect(clients.clients.map((c) => c.instance)).toEqual([otherId]);
       await consumer.close();
     } finally {

@@ -82,7 +82,8 @@ describe('security gate, end to end', () => {
 
   const endOffsets = () => topicEndOffset(kafka, topic);
 
-  const event = () => JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/gate-e2e', type: 'gate.checked' });
+  const event = () =>
+    JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/gate-e2e', type: 'gate.checked' });
   const publish = (api: string, authorization?: string) =>
     fetch(`${api}/events/publish?topic=${topic}`, {
       method: 'POST',
@@ -126,7 +127,10 @@ describe('security gate, end to end', () => {
 
     const delivered = await waitFor(
       'the audit event of the expired token at the audit topic subscriber',
-      () => receiver.requests.find((r) => r.body.length > 0 && (JSON.parse(r.body.toString()) as { requestId?: string }).requestId === requestId),
+      () =>
+        receiver.requests.find(
+          (r) => r.body.length > 0 && (JSON.parse(r.body.toString()) as { requestId?: string }).requestId === requestId,
+        ),
       { timeoutMs: 30000 },
     );
     expect(delivered.headers['ce-type']).toBe('io.eventmesh.audit.decision.v1');
@@ -147,7 +151,11 @@ describe('security gate, end to end', () => {
   });
 
   it('fail-closed: a bad token is refused 401 with WWW-Authenticate and the topic does not move; a good one is accepted', async () => {
-    const api = await start({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true', EVENTMESH_ADMIN_SECURITY_FILTERS: 'token' });
+    const api = await start({
+      EVENTMESH_SECURITY_GATE_FILTERS: 'token',
+      EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
+      EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
+    });
     const before = await endOffsets();
     const expired = await publish(api, `Bearer ${await token({}, Math.floor(Date.now() / 1000) - 3600)}`);
     expect(expired.status).toBe(401);

@@ -45,7 +45,11 @@ class WsClient extends StreamClient {
     client.socket.on('message', (m) => {
       const message = JSON.parse(String(m)) as Delivery & { type: string };
       if (message.type === 'event') client.take(message);
-      if (message.type === 'answered') client.answered.push({ deliveryId: message.deliveryId, accepted: (message as unknown as { accepted: boolean }).accepted });
+      if (message.type === 'answered')
+        client.answered.push({
+          deliveryId: message.deliveryId,
+          accepted: (message as unknown as { accepted: boolean }).accepted,
+        });
     });
     client.socket.on('error', () => undefined);
     await new Promise<void>((resolve, reject) => client.socket.once('open', () => resolve()).once('error', reject));
@@ -67,7 +71,9 @@ class SseClient extends StreamClient {
   private readonly abort = new AbortController();
   static async open(api: string, sub: string, window = 5): Promise<SseClient> {
     const client = new SseClient(api, sub);
-    const response = await fetch(`${api}/subscriptions/${sub}/events?window=${window}`, { signal: client.abort.signal });
+    const response = await fetch(`${api}/subscriptions/${sub}/events?window=${window}`, {
+      signal: client.abort.signal,
+    });
     expect(response.headers.get('content-type')).toBe('text/event-stream');
     const reader = response.body!.getReader();
     void (async () => {
@@ -76,7 +82,11 @@ class SseClient extends StreamClient {
         const { value, done } = await reader.read().catch(() => ({ value: undefined, done: true }));
         if (done) return;
         text += Buffer.from(value ?? new Uint8Array()).toString();
-        for (let m = /event: cloudevent\ndata: (.+)\n\n/.exec(text); m; m = /event: cloudevent\ndata: (.+)\n\n/.exec(text)) {
+        for (
+          let m = /event: cloudevent\ndata: (.+)\n\n/.exec(text);
+          m;
+          m = /event: cloudevent\ndata: (.+)\n\n/.exec(text)
+        ) {
           text = text.slice(m.index + m[0].length);
           client.take(JSON.parse(m[1]) as Delivery);
         }
@@ -85,9 +95,11 @@ class SseClient extends StreamClient {
     return client;
   }
   async ack(d: Delivery): Promise<void> {
-    await fetch(`${this.api}/subscriptions/${this.sub}/acks`, { method: 'POST', headers: json, body: JSON.stringify({ deliveryId: d.deliveryId, action: 'ack' }) }).catch(
-      () => undefined,
-    );
+    await fetch(`${this.api}/subscriptions/${this.sub}/acks`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ deliveryId: d.deliveryId, action: 'ack' }),
+    }).catch(() => undefined);
   }
   close(): void {
     this.abort.abort();
@@ -103,7 +115,13 @@ const publisher = (topic: string) => {
       const response = await fetch(`${via}/events/publish?topic=${topic}`, {
         method: 'POST',
         headers: { 'content-type': 'application/cloudevents+json' },
-        body: JSON.stringify({ specversion: '1.0', id, source: '/cluster', type: 'cluster.n', partitionkey: `k${seq}` }),
+        body: JSON.stringify({
+          specversion: '1.0',
+          id,
+          source: '/cluster',
+          type: 'cluster.n',
+          partitionkey: `k${seq}`,
+        }),
       }).catch(() => undefined);
       if (response?.status === 202) acked.push(id);
     }
@@ -112,7 +130,11 @@ const publisher = (topic: string) => {
 };
 
 const createStream = async (api: string, topic: string, config: Record<string, unknown> = {}): Promise<string> => {
-  const response = await fetch(`${api}/subscriptions`, { method: 'POST', headers: json, body: JSON.stringify({ protocol: 'STREAM', topic, config }) });
+  const response = await fetch(`${api}/subscriptions`, {
+    method: 'POST',
+    headers: json,
+    body: JSON.stringify({ protocol: 'STREAM', topic, config }),
+  });
   expect(response.status).toBe(201);
   return ((await response.json()) as { id: string }).id;
 };
@@ -129,7 +151,12 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
   const publish = publisher(topic);
   const run = randomUUID().slice(0, 6);
   const ids = { a: `sa-${run}`, b: `sb-${run}`, c: `sc-${run}` };
-  const owned = { EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL', EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '4' };
+  const owned = {
+    EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL',
+    EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000',
+    EVENTMESH_KAFKA_TOPICS: topic,
+    EVENTMESH_KAFKA_TOPIC_PARTITIONS: '4',
+  };
   let a: InstanceProcess;
   let b: InstanceProcess;
   let c: InstanceProcess;
@@ -142,7 +169,11 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
       `the partitions to be owned by ${members.join(', ')}`,
       async () => {
         const v = await view(via);
-        return v.partitions.length === 4 && v.partitions.every((p) => p.polling && members.includes(p.owner ?? '')) && new Set(v.partitions.map((p) => p.owner)).size === members.length ? v : false;
+        return v.partitions.length === 4 &&
+          v.partitions.every((p) => p.polling && members.includes(p.owner ?? '')) &&
+          new Set(v.partitions.map((p) => p.owner)).size === members.length
+          ? v
+          : false;
       },
       { timeoutMs: 60000, intervalMs: 250 },
     );
@@ -182,7 +213,11 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     const sse = await SseClient.open(a.url!, sub);
     clients.push(ws, sse);
     const first = await publish(a.url!, 10);
-    await waitFor('the first events to be delivered', () => first.every((id) => ws.ids().includes(id) || sse.ids().includes(id)), { timeoutMs: 60000 });
+    await waitFor(
+      'the first events to be delivered',
+      () => first.every((id) => ws.ids().includes(id) || sse.ids().includes(id)),
+      { timeoutMs: 60000 },
+    );
     // Both transports got events; every delivery id carries a partition lease's epoch (1 or more), not the hub's 0.
     expect(ws.received.length).toBeGreaterThan(0);
     expect(sse.received.length).toBeGreaterThan(0);
@@ -191,7 +226,10 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     // B dies while events are published and in flight: publishing goes on, and B is killed once 20 more arrived.
     const publishing = publish(a.url!, 60);
     const seen = ws.received.length + sse.received.length;
-    await waitFor('deliveries under way', () => ws.received.length + sse.received.length >= seen + 20, { timeoutMs: 60000, intervalMs: 20 });
+    await waitFor('deliveries under way', () => ws.received.length + sse.received.length >= seen + 20, {
+      timeoutMs: 60000,
+      intervalMs: 20,
+    });
     b.child.kill('SIGKILL');
     const acked = [...first, ...(await publishing)];
     await ownedBy(c.url!, [ids.c]);
@@ -201,7 +239,9 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
       { timeoutMs: 90000, intervalMs: 250 },
     );
     const all = [...ws.ids(), ...sse.ids()];
-    console.log(`owner SIGKILL: ${acked.length} acknowledged, ${new Set(all).size} delivered, ${duplicatesOf(all)} duplicates (ws ${ws.received.length}, sse ${sse.received.length})`);
+    console.log(
+      `owner SIGKILL: ${acked.length} acknowledged, ${new Set(all).size} delivered, ${duplicatesOf(all)} duplicates (ws ${ws.received.length}, sse ${sse.received.length})`,
+    );
     expect(acked.filter((id) => !all.includes(id))).toEqual([]);
   }, 180000);
 
@@ -217,7 +257,11 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
         const { deliveries } = (await response.json()) as { deliveries: Delivery[] };
         for (const d of deliveries) {
           got.push(d.event.id);
-          const ack = await fetch(`${a.url}/subscriptions/${sub}/acks`, { method: 'POST', headers: json, body: JSON.stringify({ deliveryId: d.deliveryId, action: 'ack' }) });
+          const ack = await fetch(`${a.url}/subscriptions/${sub}/acks`, {
+            method: 'POST',
+            headers: json,
+            body: JSON.stringify({ deliveryId: d.deliveryId, action: 'ack' }),
+          });
           expect(ack.status).toBe(200);
         }
         return sent.every((id) => got.includes(id));
@@ -225,7 +269,9 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
       { timeoutMs: 60000 },
     );
     // Acked: nothing comes again.
-    const again = (await (await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lp&waitMs=1500&max=10`)).json()) as { deliveries: Delivery[] };
+    const again = (await (await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lp&waitMs=1500&max=10`)).json()) as {
+      deliveries: Delivery[];
+    };
     expect(again.deliveries).toEqual([]);
   }, 90000);
 
@@ -234,7 +280,11 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=0`);
     const sent = await publish(a.url!, 4);
     const answer = (url: string, deliveryId: string, action: string) =>
-      fetch(`${url}/subscriptions/${sub}/acks`, { method: 'POST', headers: json, body: JSON.stringify({ deliveryId, action, delayMs: 0 }) });
+      fetch(`${url}/subscriptions/${sub}/acks`, {
+        method: 'POST',
+        headers: json,
+        body: JSON.stringify({ deliveryId, action, delayMs: 0 }),
+      });
     const held: Delivery[] = [];
     await waitFor(
       'the events by long-poll on A',
@@ -257,15 +307,22 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
       'the nacked event again on A',
       async () => {
         const response = await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=2000&max=10`);
-        return ((await response.json()) as { deliveries: Delivery[] }).deliveries.find((d) => d.event.id === nacked.event.id);
+        return ((await response.json()) as { deliveries: Delivery[] }).deliveries.find(
+          (d) => d.event.id === nacked.event.id,
+        );
       },
       { timeoutMs: 60000 },
     );
     expect((await answer(c.url!, again.deliveryId, 'ack')).status).toBe(200);
     // Settled: a second answer, wherever posted, is stale; and nothing comes again.
     const stale = await answer(c.url!, again.deliveryId, 'ack');
-    expect([stale.status, await stale.json()]).toEqual([409, expect.objectContaining({ code: 'UNKNOWN_DELIVERY', deliveryId: again.deliveryId })]);
-    const after = (await (await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=1500&max=10`)).json()) as { deliveries: Delivery[] };
+    expect([stale.status, await stale.json()]).toEqual([
+      409,
+      expect.objectContaining({ code: 'UNKNOWN_DELIVERY', deliveryId: again.deliveryId }),
+    ]);
+    const after = (await (await fetch(`${a.url}/subscriptions/${sub}/poll?consumer=lb&waitMs=1500&max=10`)).json()) as {
+      deliveries: Delivery[];
+    };
     expect(after.deliveries).toEqual([]);
   }, 120000);
 
@@ -275,7 +332,9 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     clients.push(ws);
     ws.acking = false;
     const [id] = await publish(a.url!, 1);
-    const held = await waitFor('the event on A', () => ws.received.find((d) => d.event.id === id), { timeoutMs: 60000 });
+    const held = await waitFor('the event on A', () => ws.received.find((d) => d.event.id === id), {
+      timeoutMs: 60000,
+    });
     // 10 s held, extended every second to 5 s ahead: past the ack timeout (1 s), and past how long the owner (C)
     // waits for a forwarded delivery's answer (the ack timeout and 5 s) unless the extensions reach it too.
     const extensions = 10;
@@ -285,7 +344,9 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     }
     ws.send({ type: 'ack', deliveryId: held.deliveryId });
     await waitFor('the ack answered', () => ws.answered.length === extensions + 1, { timeoutMs: 60000 });
-    expect(ws.answered).toEqual(Array.from({ length: extensions + 1 }, () => ({ deliveryId: held.deliveryId, accepted: true })));
+    expect(ws.answered).toEqual(
+      Array.from({ length: extensions + 1 }, () => ({ deliveryId: held.deliveryId, accepted: true })),
+    );
     // Settled by the ack: nothing comes again.
     await new Promise((resolve) => setTimeout(resolve, 2000));
     expect(ws.received.filter((d) => d.event.id === id)).toHaveLength(1);
@@ -297,14 +358,20 @@ describe('streams across instances: PARTITION_OWNED_PULL', () => {
     holding.acking = false;
     clients.push(holding);
     const held = await publish(c.url!, 4);
-    await waitFor('A\'s client to hold the events unacked', () => held.every((id) => holding.ids().includes(id)), { timeoutMs: 60000 });
+    await waitFor("A's client to hold the events unacked", () => held.every((id) => holding.ids().includes(id)), {
+      timeoutMs: 60000,
+    });
     const onC = await WsClient.open(c.url!, sub, 10);
     clients.push(onC);
     a.child.kill('SIGKILL');
     // Far sooner than the ack timeout (120 s): the lost channel settles them as gone, and they go to C's client.
-    await waitFor('A\'s unacked events to reach the client on C', () => held.every((id) => onC.ids().includes(id)), { timeoutMs: 30000 });
+    await waitFor("A's unacked events to reach the client on C", () => held.every((id) => onC.ids().includes(id)), {
+      timeoutMs: 30000,
+    });
     const later = await publish(c.url!, 3);
-    await waitFor('new events to reach the client on C', () => later.every((id) => onC.ids().includes(id)), { timeoutMs: 30000 });
+    await waitFor('new events to reach the client on C', () => later.every((id) => onC.ids().includes(id)), {
+      timeoutMs: 30000,
+    });
   }, 120000);
 });
 
@@ -322,8 +389,16 @@ describe('streams across instances: LOCAL_STICKY_PULL', () => {
 
   beforeAll(async () => {
     temporal = await temporalClient();
-    pinned = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: ids[0], EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2' });
-    other = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: ids[1], EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2' });
+    pinned = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: ids[0],
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2',
+    });
+    other = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: ids[1],
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2',
+    });
     await Promise.all([pinned.ready(), other.ready()]);
   }, 90000);
   afterAll(async () => {
@@ -340,23 +415,40 @@ describe('streams across instances: LOCAL_STICKY_PULL', () => {
     expect(view.instance).toBe(ids[0]);
     client = await WsClient.open(other.url!, sub);
     const sent = await publish(pinned.url!, 6);
-    await waitFor('the events on the other instance', () => sent.every((id) => client!.ids().includes(id)), { timeoutMs: 60000 });
+    await waitFor('the events on the other instance', () => sent.every((id) => client!.ids().includes(id)), {
+      timeoutMs: 60000,
+    });
     expect(duplicatesOf(client.ids())).toBe(0);
   }, 90000);
 
   it('serves clients spread over the processes of a gateway-only instance with several gateway processes', async () => {
-    const gateways = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: ids[2], EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2', EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' });
+    const gateways = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: ids[2],
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2',
+      EVENTMESH_INSTANCE_ROLES: 'gateway',
+      EVENTMESH_HTTP_PROCESSES: '2',
+    });
     try {
       const url = await gateways.ready();
       const sub = await createStream(pinned.url!, topic);
       for (let n = 0; n < 4; n++) more.push(await WsClient.open(url, sub, 2));
       const pg = testConfig().postgres;
-      const db = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database });
+      const db = new PgClient({
+        host: pg.host,
+        port: pg.port,
+        user: pg.user,
+        password: pg.password,
+        database: pg.database,
+      });
       await db.connect();
       try {
         // The port's round robin spread the four connections over both processes: two holders of one instance.
         await waitFor('both gateway processes to hold clients', async () => {
-          const { rows } = await db.query<{ holder: string }>('SELECT holder FROM stream_presence WHERE subscription_id = $1 AND instance_id = $2', [sub, ids[2]]);
+          const { rows } = await db.query<{ holder: string }>(
+            'SELECT holder FROM stream_presence WHERE subscription_id = $1 AND instance_id = $2',
+            [sub, ids[2]],
+          );
           return rows.length === 2;
         });
       } finally {
@@ -364,7 +456,9 @@ describe('streams across instances: LOCAL_STICKY_PULL', () => {
       }
       const sent = await publish(pinned.url!, 12);
       const got = () => more.flatMap((c) => c.ids());
-      await waitFor('the events at the clients of both processes', () => sent.every((id) => got().includes(id)), { timeoutMs: 60000 });
+      await waitFor('the events at the clients of both processes', () => sent.every((id) => got().includes(id)), {
+        timeoutMs: 60000,
+      });
       expect(more.filter((c) => c.received.length > 0).length).toBeGreaterThan(1);
     } finally {
       for (const c of more) c.close();

@@ -26,7 +26,11 @@ describe('stream transports', () => {
 
   beforeAll(async () => {
     temporal = await temporalClient();
-    instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3' });
+    instance = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: instanceId,
+      EVENTMESH_KAFKA_TOPICS: topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3',
+    });
     api = await instance.ready();
   });
   afterAll(async () => {
@@ -36,7 +40,11 @@ describe('stream transports', () => {
   });
 
   const createStream = async (config: Record<string, unknown> = {}) => {
-    const response = await fetch(`${api}/subscriptions`, { method: 'POST', headers: json, body: JSON.stringify({ protocol: 'STREAM', topic, config }) });
+    const response = await fetch(`${api}/subscriptions`, {
+      method: 'POST',
+      headers: json,
+      body: JSON.stringify({ protocol: 'STREAM', topic, config }),
+    });
     expect(response.status).toBe(201);
     return ((await response.json()) as { id: string }).id;
   };
@@ -56,7 +64,8 @@ describe('stream transports', () => {
     expect(response.status).toBe(200);
     return ((await response.json()) as { deliveries: Delivery[] }).deliveries;
   };
-  const answer = (sub: string, body: unknown) => fetch(`${api}/subscriptions/${sub}/acks`, { method: 'POST', headers: json, body: JSON.stringify(body) });
+  const answer = (sub: string, body: unknown) =>
+    fetch(`${api}/subscriptions/${sub}/acks`, { method: 'POST', headers: json, body: JSON.stringify(body) });
 
   it('delivers by long-poll, takes acks, and moves on only after them', async () => {
     const sub = await createStream();
@@ -78,8 +87,12 @@ describe('stream transports', () => {
     const firstDelivery = await waitFor('the event', async () => (await poll(sub, 'c2'))[0]);
     expect(firstDelivery.event.id).toBe(id);
     // An extension settles nothing: the nack after it is accepted.
-    expect((await answer(sub, { deliveryId: firstDelivery.deliveryId, action: 'extend', deadlineMs: 60_000 })).status).toBe(200);
-    expect((await answer(sub, { deliveryId: firstDelivery.deliveryId, action: 'nack', delayMs: 200 })).status).toBe(200);
+    expect(
+      (await answer(sub, { deliveryId: firstDelivery.deliveryId, action: 'extend', deadlineMs: 60_000 })).status,
+    ).toBe(200);
+    expect((await answer(sub, { deliveryId: firstDelivery.deliveryId, action: 'nack', delayMs: 200 })).status).toBe(
+      200,
+    );
     const again = await waitFor('the redelivery', async () => (await poll(sub, 'c2'))[0]);
     expect(again.event.id).toBe(id);
     expect(again.deliveryId).not.toBe(firstDelivery.deliveryId);
@@ -93,9 +106,13 @@ describe('stream transports', () => {
     const sub = await createStream();
     const id = await publish('s.reject');
     const d = await waitFor('the event', async () => (await poll(sub, 'c3'))[0]);
-    expect((await answer(sub, { deliveryId: d.deliveryId, action: 'reject', reason: 'malformed order' })).status).toBe(200);
+    expect((await answer(sub, { deliveryId: d.deliveryId, action: 'reject', reason: 'malformed order' })).status).toBe(
+      200,
+    );
     const letters = await waitFor('the dead letter', async () => {
-      const { items } = (await (await fetch(`${api}/subscriptions/${sub}/dead-letters`)).json()) as { items: { eventId: string; lastError: string }[] };
+      const { items } = (await (await fetch(`${api}/subscriptions/${sub}/dead-letters`)).json()) as {
+        items: { eventId: string; lastError: string }[];
+      };
       return items.length > 0 ? items : undefined;
     });
     expect(letters[0]).toMatchObject({ eventId: id, lastError: 'rejected by the stream client: malformed order' });
@@ -112,21 +129,31 @@ describe('stream transports', () => {
     expect(first).toHaveLength(1);
     expect(await poll(sub, 'narrow', { window: '1', max: '10', waitMs: '300' })).toEqual([]);
     expect((await answer(sub, [{ deliveryId: first[0].deliveryId, action: 'ack' }])).status).toBe(200);
-    expect(await waitFor('the next one after the ack', async () => {
-      const list = await poll(sub, 'narrow', { window: '1', max: '10' });
-      return list.length > 0 ? list : undefined;
-    })).toHaveLength(1);
+    expect(
+      await waitFor('the next one after the ack', async () => {
+        const list = await poll(sub, 'narrow', { window: '1', max: '10' });
+        return list.length > 0 ? list : undefined;
+      }),
+    ).toHaveLength(1);
   });
 
   it('sends every event to every client under BROADCAST, and to one of them under LOAD_BALANCE', async () => {
     const broadcast = await createStream({ policy: 'BROADCAST' });
     const balanced = await createStream({ policy: 'LOAD_BALANCE' });
     // Both clients connect before the event exists.
-    await Promise.all([poll(broadcast, 'a', { waitMs: '0' }), poll(broadcast, 'b', { waitMs: '0' }), poll(balanced, 'a', { waitMs: '0' }), poll(balanced, 'b', { waitMs: '0' })]);
+    await Promise.all([
+      poll(broadcast, 'a', { waitMs: '0' }),
+      poll(broadcast, 'b', { waitMs: '0' }),
+      poll(balanced, 'a', { waitMs: '0' }),
+      poll(balanced, 'b', { waitMs: '0' }),
+    ]);
     const id = await publish('s.policy');
     const [atA, atB] = await Promise.all([poll(broadcast, 'a'), poll(broadcast, 'b')]);
     expect([atA[0]?.event.id, atB[0]?.event.id]).toEqual([id, id]);
-    const [balancedA, balancedB] = await Promise.all([poll(balanced, 'a', { waitMs: '2000' }), poll(balanced, 'b', { waitMs: '2000' })]);
+    const [balancedA, balancedB] = await Promise.all([
+      poll(balanced, 'a', { waitMs: '2000' }),
+      poll(balanced, 'b', { waitMs: '2000' }),
+    ]);
     expect([...balancedA, ...balancedB].map((d) => d.event.id)).toEqual([id]);
   });
 
@@ -139,7 +166,10 @@ describe('stream transports', () => {
     const a = await publish('s.mc.a', same);
     const [atA, atAny] = await Promise.all([poll(sub, 'fa'), poll(sub, 'fany')]);
     expect([atA.map((d) => d.event.id), atAny.map((d) => d.event.id)]).toEqual([[a], [a]]);
-    await answer(sub, [...atA, ...atAny].map((d) => ({ deliveryId: d.deliveryId, action: 'ack' })));
+    await answer(
+      sub,
+      [...atA, ...atAny].map((d) => ({ deliveryId: d.deliveryId, action: 'ack' })),
+    );
     // Nobody's filter matches this one: it is settled without a delivery, and the lane moves on.
     await publish('s.other', same);
     const b = await publish('s.mc.b', same);
@@ -177,15 +207,24 @@ describe('stream transports', () => {
     await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
     try {
       const id = await publish('s.ws');
-      const event = await waitFor('the event on the socket', () => messages.find((m) => m.type === 'event') as (Delivery & { type: string }) | undefined);
+      const event = await waitFor(
+        'the event on the socket',
+        () => messages.find((m) => m.type === 'event') as (Delivery & { type: string }) | undefined,
+      );
       expect(event.event.id).toBe(id);
       socket.send(JSON.stringify({ type: 'ack', deliveryId: event.deliveryId }));
-      expect(await waitFor('the answer', () => messages.find((m) => m.type === 'answered'))).toEqual({ type: 'answered', deliveryId: event.deliveryId, accepted: true });
+      expect(await waitFor('the answer', () => messages.find((m) => m.type === 'answered'))).toEqual({
+        type: 'answered',
+        deliveryId: event.deliveryId,
+        accepted: true,
+      });
       socket.send(JSON.stringify({ type: 'ack', deliveryId: event.deliveryId }));
       await waitFor('the stale answer refused', () => messages.filter((m) => m.type === 'answered').length === 2);
       expect(messages.filter((m) => m.type === 'answered')[1]).toMatchObject({ accepted: false });
       socket.send('not json');
-      expect(await waitFor('an error message', () => messages.find((m) => m.type === 'error'))).toMatchObject({ code: 'MALFORMED_JSON' });
+      expect(await waitFor('an error message', () => messages.find((m) => m.type === 'error'))).toMatchObject({
+        code: 'MALFORMED_JSON',
+      });
     } finally {
       socket.close();
     }
@@ -214,10 +253,21 @@ describe('stream transports', () => {
     expect((await answer(sub, { deliveryId: 'x', action: 'maybe' })).status).toBe(400);
     for (const deadlineMs of [undefined, 0, 3_600_001, 1.5, '1000']) {
       const bad = await answer(sub, { deliveryId: 'x', action: 'extend', deadlineMs });
-      expect([bad.status, await bad.json()]).toEqual([400, expect.objectContaining({ code: 'INVALID_REQUEST', field: 'deadlineMs' })]);
+      expect([bad.status, await bad.json()]).toEqual([
+        400,
+        expect.objectContaining({ code: 'INVALID_REQUEST', field: 'deadlineMs' }),
+      ]);
     }
     expect((await answer(sub, { deliveryId: '0.nope.1', action: 'extend', deadlineMs: 1000 })).status).toBe(409);
     expect((await answer(sub, { deliveryId: '0.nope.1', action: 'ack' })).status).toBe(409);
-    expect((await fetch(`${api}/subscriptions`, { method: 'POST', headers: json, body: JSON.stringify({ protocol: 'STREAM', topic, sink: 'http://x' }) })).status).toBe(400);
+    expect(
+      (
+        await fetch(`${api}/subscriptions`, {
+          method: 'POST',
+          headers: json,
+          body: JSON.stringify({ protocol: 'STREAM', topic, sink: 'http://x' }),
+        })
+      ).status,
+    ).toBe(400);
   });
 });

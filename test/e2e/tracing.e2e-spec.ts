@@ -32,28 +32,51 @@ describe('tracing, end to end', () => {
   let temporal: { client: Client; close(): Promise<void> };
 
   const subscribe = async (api: string, topic: string) => {
-    const created = await fetch(`${api}/subscriptions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sink: receiver.url, topic }) });
+    const created = await fetch(`${api}/subscriptions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sink: receiver.url, topic }),
+    });
     expect(created.status).toBe(201);
     return ((await created.json()) as { id: string }).id;
   };
-  const publish = async (api: string, topic: string, headers: Record<string, string>, event: Record<string, unknown> = {}) => {
+  const publish = async (
+    api: string,
+    topic: string,
+    headers: Record<string, string>,
+    event: Record<string, unknown> = {},
+  ) => {
     const id = randomUUID();
     const response = await fetch(`${api}/events/publish?topic=${topic}`, {
       method: 'POST',
       headers: { 'content-type': 'application/cloudevents+json', ...headers },
-      body: JSON.stringify({ specversion: '1.0', id, source: '/e2e/tracing', type: 'e2e.traced', data: { n: 1 }, ...event }),
+      body: JSON.stringify({
+        specversion: '1.0',
+        id,
+        source: '/e2e/tracing',
+        type: 'e2e.traced',
+        data: { n: 1 },
+        ...event,
+      }),
     });
     expect(response.status).toBe(202);
     return id;
   };
-  const deliveryOf = (id: string) => waitFor(`the sink to receive event ${id}`, () => receiver.requests.find((r: ReceivedRequest) => r.headers['ce-id'] === id));
+  const deliveryOf = (id: string) =>
+    waitFor(`the sink to receive event ${id}`, () =>
+      receiver.requests.find((r: ReceivedRequest) => r.headers['ce-id'] === id),
+    );
   const span = (what: string, test: (s: ReceivedSpan) => boolean, timeoutMs = 60000) =>
     waitFor(`the collector to receive ${what}`, () => collector.spans.find(test), { timeoutMs });
 
   beforeAll(async () => {
     await receiver.start();
     await collector.start();
-    plain = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: plainId, EVENTMESH_KAFKA_TOPICS: plainTopic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1' });
+    plain = InstanceProcess.spawn({
+      EVENTMESH_INSTANCE_ID: plainId,
+      EVENTMESH_KAFKA_TOPICS: plainTopic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
+    });
     traced = InstanceProcess.spawn({
       EVENTMESH_INSTANCE_ID: tracedId,
       EVENTMESH_KAFKA_TOPICS: tracedTopic,
@@ -80,25 +103,47 @@ describe('tracing, end to end', () => {
       await subscribe(plainApi, plainTopic);
     });
 
-    it('carries the publisher\'s traceparent and tracestate to the webhook unchanged', async () => {
+    it("carries the publisher's traceparent and tracestate to the webhook unchanged", async () => {
       const traceparent = `00-${hex(16)}-${hex(8)}-01`;
       const id = await publish(plainApi, plainTopic, { traceparent, tracestate: 'vendor=abc,other=1' });
       const delivery = await deliveryOf(id);
-      expect(delivery.headers).toMatchObject({ traceparent, tracestate: 'vendor=abc,other=1', 'ce-traceparent': traceparent });
+      expect(delivery.headers).toMatchObject({
+        traceparent,
+        tracestate: 'vendor=abc,other=1',
+        'ce-traceparent': traceparent,
+      });
     });
 
-    it('prefers the event\'s own traceparent extension over the request\'s header', async () => {
+    it("prefers the event's own traceparent extension over the request's header", async () => {
       const own = `00-${hex(16)}-${hex(8)}-01`;
-      const id = await publish(plainApi, plainTopic, { traceparent: `00-${hex(16)}-${hex(8)}-01` }, { traceparent: own });
+      const id = await publish(
+        plainApi,
+        plainTopic,
+        { traceparent: `00-${hex(16)}-${hex(8)}-01` },
+        { traceparent: own },
+      );
       expect((await deliveryOf(id)).headers).toMatchObject({ traceparent: own, 'ce-traceparent': own });
     });
 
     it('ignores a malformed traceparent (header or extension): the event is accepted and carries none', async () => {
-      const header = await publish(plainApi, plainTopic, { traceparent: `00-${'0'.repeat(32)}-${hex(8)}-01`, tracestate: 'vendor=abc' });
-      const extension = await publish(plainApi, plainTopic, {}, { traceparent: 'not-a-traceparent', tracestate: 'vendor=abc' });
+      const header = await publish(plainApi, plainTopic, {
+        traceparent: `00-${'0'.repeat(32)}-${hex(8)}-01`,
+        tracestate: 'vendor=abc',
+      });
+      const extension = await publish(
+        plainApi,
+        plainTopic,
+        {},
+        { traceparent: 'not-a-traceparent', tracestate: 'vendor=abc' },
+      );
       for (const id of [header, extension]) {
         const { headers } = await deliveryOf(id);
-        expect([headers.traceparent, headers.tracestate, headers['ce-traceparent'], headers['ce-tracestate']]).toEqual([undefined, undefined, undefined, undefined]);
+        expect([headers.traceparent, headers.tracestate, headers['ce-traceparent'], headers['ce-tracestate']]).toEqual([
+          undefined,
+          undefined,
+          undefined,
+          undefined,
+        ]);
       }
     });
   });
@@ -108,9 +153,12 @@ describe('tracing, end to end', () => {
       tracedSubscription = await subscribe(tracedApi, tracedTopic);
     });
 
-    it('continues the publisher\'s trace: the webhook carries the delivery span, child of the publish span, child of the caller', async () => {
+    it("continues the publisher's trace: the webhook carries the delivery span, child of the publish span, child of the caller", async () => {
       const caller = { traceId: hex(16), spanId: hex(8) };
-      const id = await publish(tracedApi, tracedTopic, { traceparent: `00-${caller.traceId}-${caller.spanId}-01`, tracestate: 'vendor=abc' });
+      const id = await publish(tracedApi, tracedTopic, {
+        traceparent: `00-${caller.traceId}-${caller.spanId}-01`,
+        tracestate: 'vendor=abc',
+      });
       const { headers } = await deliveryOf(id);
       const header = parseTraceparent(headers.traceparent);
       const event = parseTraceparent(headers['ce-traceparent']);
@@ -135,8 +183,16 @@ describe('tracing, end to end', () => {
       });
       // The chain: delivery -> the event's context (the publish span) -> the caller's span.
       const published = await span('the publish span', (s) => s.spanId === delivery.parentSpanId);
-      expect(published).toMatchObject({ traceId: caller.traceId, name: `publish ${tracedTopic}`, parentSpanId: caller.spanId, spanId: event!.spanId });
-      expect(published.attributes).toMatchObject({ 'messaging.destination.name': tracedTopic, 'cloudevents.event_id': id });
+      expect(published).toMatchObject({
+        traceId: caller.traceId,
+        name: `publish ${tracedTopic}`,
+        parentSpanId: caller.spanId,
+        spanId: event!.spanId,
+      });
+      expect(published.attributes).toMatchObject({
+        'messaging.destination.name': tracedTopic,
+        'cloudevents.event_id': id,
+      });
       // No payloads: no attribute holds the event's data.
       for (const s of [delivery, published]) expect(JSON.stringify(s.attributes)).not.toContain('"n":1');
     }, 180000);
@@ -151,12 +207,19 @@ describe('tracing, end to end', () => {
       expect(published.parentSpanId ?? '').toBe('');
     }, 180000);
 
-    it('traces the instance\'s Temporal calls: the dispatch workflow start and, in the same trace, its activity', async () => {
-      const start = await span('the client\'s StartWorkflow span', (s) => s.name === 'StartWorkflow:instanceDispatchWorkflow' && s.resource['service.instance.id'] === tracedId);
+    it("traces the instance's Temporal calls: the dispatch workflow start and, in the same trace, its activity", async () => {
+      const start = await span(
+        "the client's StartWorkflow span",
+        (s) => s.name === 'StartWorkflow:instanceDispatchWorkflow' && s.resource['service.instance.id'] === tracedId,
+      );
       // The activity runs until the instance stops; its span is exported when it ends, at the latest at shutdown.
       const exit = await traced.stop();
       expect(exit.code).toBe(0);
-      const activity = await span('the dispatch activity\'s RunActivity span', (s) => s.name.startsWith('RunActivity:') && s.traceId === start.traceId, 60000);
+      const activity = await span(
+        "the dispatch activity's RunActivity span",
+        (s) => s.name.startsWith('RunActivity:') && s.traceId === start.traceId,
+        60000,
+      );
       expect(activity.parentSpanId).toBeTruthy();
     }, 180000);
   });

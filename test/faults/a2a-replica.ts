@@ -37,10 +37,15 @@ const windowSize = Number(setting('REPLICA_WINDOW'));
 const workMs = Number(setting('REPLICA_WORK_MS'));
 const ackEveryMs = Number(setting('REPLICA_ACK_EVERY_MS'));
 
-const say = (line: Record<string, unknown>) => process.stdout.write(`${JSON.stringify({ replica: name, at: Date.now(), ...line })}\n`);
+const say = (line: Record<string, unknown>) =>
+  process.stdout.write(`${JSON.stringify({ replica: name, at: Date.now(), ...line })}\n`);
 const pause = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
-async function call(method: string, path: string, body?: unknown): Promise<{ status: number; body: Record<string, unknown> | null }> {
+async function call(
+  method: string,
+  path: string,
+  body?: unknown,
+): Promise<{ status: number; body: Record<string, unknown> | null }> {
   const response = await fetch(`${mesh}${path}`, {
     method,
     headers: body === undefined ? {} : { 'content-type': 'application/json' },
@@ -91,9 +96,18 @@ async function flushAnswers(): Promise<void> {
   const answered = await call(
     'POST',
     `/subscriptions/${subscription}/acks`,
-    batch.map((a) => ({ deliveryId: a.deliveryId, action: a.action, ...(a.action === 'nack' ? { delayMs: 500 } : {}) })),
+    batch.map((a) => ({
+      deliveryId: a.deliveryId,
+      action: a.action,
+      ...(a.action === 'nack' ? { delayMs: 500 } : {}),
+    })),
   ).catch((e: Error) => ({ status: 0, body: { error: e.message } }));
-  say({ event: 'answered', status: answered.status, acked: batch.filter((a) => a.action === 'ack').map((a) => a.task), nacked: batch.filter((a) => a.action === 'nack').map((a) => a.task) });
+  say({
+    event: 'answered',
+    status: answered.status,
+    acked: batch.filter((a) => a.action === 'ack').map((a) => a.task),
+    nacked: batch.filter((a) => a.action === 'nack').map((a) => a.task),
+  });
 }
 
 async function main(): Promise<void> {
@@ -103,7 +117,10 @@ async function main(): Promise<void> {
   let first = true;
   for (;;) {
     try {
-      const polled = await call('GET', `/subscriptions/${subscription}/poll?consumer=${name}&window=${windowSize}&max=${windowSize}&waitMs=500`);
+      const polled = await call(
+        'GET',
+        `/subscriptions/${subscription}/poll?consumer=${name}&window=${windowSize}&max=${windowSize}&waitMs=500`,
+      );
       if (polled.status !== 200) throw new Error(`poll: ${polled.status} ${JSON.stringify(polled.body)}`);
       if (first) say({ event: 'polling' });
       first = false;

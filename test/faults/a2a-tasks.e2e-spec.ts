@@ -13,7 +13,13 @@ import { WebhookReceiver } from '../support/webhook-receiver';
 import { parsePrometheusText } from '../support/prometheus-text';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
-import { endDispatchWorkflows, FaultInstance, KAFKA_FAULTS_ADVERTISED_PORT, KAFKA_FAULTS_TARGET, queryPostgres } from './cluster';
+import {
+  endDispatchWorkflows,
+  FaultInstance,
+  KAFKA_FAULTS_ADVERTISED_PORT,
+  KAFKA_FAULTS_TARGET,
+  queryPostgres,
+} from './cluster';
 import { FaultProxy } from './fault-proxy';
 import { reportRow } from './report';
 
@@ -23,7 +29,12 @@ const WORK_MS = 2000;
 const CUT_MS = 5000;
 /** Client deadline of one send; no answer by then is not an acknowledgement. */
 const SEND_TIMEOUT_MS = 10000;
-const TERMINAL: ReadonlySet<TaskState> = new Set([TaskState.TASK_STATE_COMPLETED, TaskState.TASK_STATE_FAILED, TaskState.TASK_STATE_CANCELED, TaskState.TASK_STATE_REJECTED]);
+const TERMINAL: ReadonlySet<TaskState> = new Set([
+  TaskState.TASK_STATE_COMPLETED,
+  TaskState.TASK_STATE_FAILED,
+  TaskState.TASK_STATE_CANCELED,
+  TaskState.TASK_STATE_REJECTED,
+]);
 /** The tenant of the anonymous caller (the fault instances run without a gate). */
 const TENANT = 'default';
 
@@ -43,7 +54,9 @@ function refusalOf(e: unknown): string {
   if (error.name === 'TimeoutError' || error.name === 'AbortError') return `no answer in ${SEND_TIMEOUT_MS} ms`;
   const status = /\b(4\d\d|5\d\d)\b/.exec(error.message)?.[1];
   const code = /"code":\s*"([A-Z_]+)"/.exec(error.message)?.[1];
-  return status ? `HTTP ${status}${code ? ` ${code}` : ''}` : `${error.constructor.name}: ${error.message.replace(/[0-9a-f-]{36}/g, '<id>').slice(0, 80)}`;
+  return status
+    ? `HTTP ${status}${code ? ` ${code}` : ''}`
+    : `${error.constructor.name}: ${error.message.replace(/[0-9a-f-]{36}/g, '<id>').slice(0, 80)}`;
 }
 
 /** A task workflow's status and pending activity as the Temporal server has them (attempt, state, last failure). */
@@ -52,7 +65,14 @@ async function describeDelivery(taskId: string): Promise<string> {
   try {
     const d = await client.workflow.getHandle(a2aTaskWorkflowIdOf(taskId)).describe();
     const a = d.raw.pendingActivities?.[0];
-    return JSON.stringify({ status: d.status.name, activity: a?.activityType?.name, attempt: a?.attempt, state: a?.state, lastFailure: a?.lastFailure?.message, lastWorker: a?.lastWorkerIdentity });
+    return JSON.stringify({
+      status: d.status.name,
+      activity: a?.activityType?.name,
+      attempt: a?.attempt,
+      state: a?.state,
+      lastFailure: a?.lastFailure?.message,
+      lastWorker: a?.lastWorkerIdentity,
+    });
   } finally {
     await close();
   }
@@ -78,7 +98,10 @@ class SendLoad {
   private sendOne(): void {
     const entry: Sent = { text: this.textOf(this.sent.length), startedAt: Date.now() };
     this.sent.push(entry);
-    const request = SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: entry.text }] }, configuration: { returnImmediately: true } });
+    const request = SendMessageRequest.fromJSON({
+      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: entry.text }] },
+      configuration: { returnImmediately: true },
+    });
     const sending = this.client
       .sendMessage(request, { signal: AbortSignal.timeout(SEND_TIMEOUT_MS) })
       .then(
@@ -140,7 +163,15 @@ interface Outcome {
  */
 function reportTasks(
   title: string,
-  c: { sends: SendLoad; outcome: Outcome; duplicates: number; instance: { id: string; warnings(): Record<string, number> }; since: string; lines: string[]; summary: string },
+  c: {
+    sends: SendLoad;
+    outcome: Outcome;
+    duplicates: number;
+    instance: { id: string; warnings(): Record<string, number> };
+    since: string;
+    lines: string[];
+    summary: string;
+  },
 ): void {
   const refusals = c.sends.refusals();
   reportRow(
@@ -152,7 +183,15 @@ function reportTasks(
       `a task not completed: ${c.outcome.stuck}`,
       `${c.instance.id}: logged ${JSON.stringify(c.instance.warnings())}`,
     ].join('\n'),
-    [c.outcome.acknowledged.length, c.outcome.completed, c.outcome.lost, c.duplicates, '-', JSON.stringify({ acknowledged: c.outcome.acknowledged.length, ...refusals }), c.summary],
+    [
+      c.outcome.acknowledged.length,
+      c.outcome.completed,
+      c.outcome.lost,
+      c.duplicates,
+      '-',
+      JSON.stringify({ acknowledged: c.outcome.acknowledged.length, ...refusals }),
+      c.summary,
+    ],
   );
 }
 
@@ -160,12 +199,16 @@ function reportTasks(
 async function outcomeOf(client: Client, load: SendLoad, sinceMs: number, timeoutMs = 45000): Promise<Outcome> {
   const acknowledged = load.acknowledged();
   const states = new Map<string, TaskState | undefined>();
-  const open = () => acknowledged.filter((s) => !TERMINAL.has(states.get(s.taskId!) ?? TaskState.TASK_STATE_UNSPECIFIED));
+  const open = () =>
+    acknowledged.filter((s) => !TERMINAL.has(states.get(s.taskId!) ?? TaskState.TASK_STATE_UNSPECIFIED));
   const ended = await waitFor(
     'every acknowledged task in a terminal state',
     async () => {
       for (const s of open()) {
-        const task = await client.getTask({ tenant: '', id: s.taskId!, historyLength: 0 }, { signal: AbortSignal.timeout(5000) });
+        const task = await client.getTask(
+          { tenant: '', id: s.taskId!, historyLength: 0 },
+          { signal: AbortSignal.timeout(5000) },
+        );
         states.set(s.taskId!, task.status?.state);
       }
       return open().length === 0;
@@ -182,7 +225,15 @@ async function outcomeOf(client: Client, load: SendLoad, sinceMs: number, timeou
   const completed = acknowledged.filter((s) => states.get(s.taskId!) === TaskState.TASK_STATE_COMPLETED).length;
   const stuckOne = acknowledged.find((s) => states.get(s.taskId!) !== TaskState.TASK_STATE_COMPLETED);
   const stuck = stuckOne ? await describeDelivery(stuckOne.taskId!).catch((e: Error) => e.message) : 'none';
-  return { acknowledged, completed, lost: acknowledged.length - completed, notCompleted, ended: ended === true, endedMs, stuck };
+  return {
+    acknowledged,
+    completed,
+    lost: acknowledged.length - completed,
+    notCompleted,
+    ended: ended === true,
+    endedMs,
+    stuck,
+  };
 }
 
 /** How many times each text (one per task) came more than once: the duplicates at the agent. */
@@ -198,7 +249,9 @@ let replicaScript: string | undefined;
 function replicaScriptPath(): string {
   if (replicaScript) return replicaScript;
   const source = readFileSync(path.join(__dirname, 'a2a-replica.ts'), 'utf8');
-  const js = ts.transpileModule(source, { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 } }).outputText;
+  const js = ts.transpileModule(source, {
+    compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022 },
+  }).outputText;
   replicaScript = path.join(mkdtempSync(path.join(tmpdir(), 'a2a-replica-')), 'a2a-replica.js');
   writeFileSync(replicaScript, js);
   return replicaScript;
@@ -256,14 +309,20 @@ class Replica {
 
   /** Tasks it received and has not finished (completed, or found ended). */
   unfinished(): string[] {
-    const finished = new Set(this.lines.filter((l) => l.event === 'completed' || l.event === 'ended').map((l) => l.task));
+    const finished = new Set(
+      this.lines.filter((l) => l.event === 'completed' || l.event === 'ended').map((l) => l.task),
+    );
     return this.lines.filter((l) => l.event === 'received' && !finished.has(l.task)).map((l) => l.task!);
   }
 
   /** Tasks it completed (200) and has not acked yet. */
   completedUnacked(): string[] {
-    const acked = new Set(this.lines.filter((l) => l.event === 'answered' && l.status === 200).flatMap((l) => l.acked ?? []));
-    return this.lines.filter((l) => l.event === 'completed' && l.status === 200 && !acked.has(l.task!)).map((l) => l.task!);
+    const acked = new Set(
+      this.lines.filter((l) => l.event === 'answered' && l.status === 200).flatMap((l) => l.acked ?? []),
+    );
+    return this.lines
+      .filter((l) => l.event === 'completed' && l.status === 200 && !acked.has(l.task!))
+      .map((l) => l.task!);
   }
 
   async kill(): Promise<void> {
@@ -325,7 +384,8 @@ describe('faults: A2A tasks', () => {
     await kafka?.stop();
     if (process.env.FAULTS_LOG_DIR) {
       if (instance) writeFileSync(path.join(process.env.FAULTS_LOG_DIR, `${instance.id}.log`), instance.output());
-      for (const r of replicas) writeFileSync(path.join(process.env.FAULTS_LOG_DIR, `${instance?.id}-${r.name}.log`), r.output());
+      for (const r of replicas)
+        writeFileSync(path.join(process.env.FAULTS_LOG_DIR, `${instance?.id}-${r.name}.log`), r.output());
     }
     await agent?.close();
     const ids = [...taskIds, ...(load?.acknowledged() ?? []).map((s) => s.taskId!)];
@@ -342,7 +402,9 @@ describe('faults: A2A tasks', () => {
   /** The case's instance, its link to `link` through a fault proxy (Kafka: the shared fault listener's proxy). */
   const startInstance = async (name: string, link?: Link): Promise<FaultInstance> => {
     if (link === 'kafka') {
-      kafka = new FaultProxy(KAFKA_FAULTS_TARGET.host, KAFKA_FAULTS_TARGET.port, { listenPort: KAFKA_FAULTS_ADVERTISED_PORT });
+      kafka = new FaultProxy(KAFKA_FAULTS_TARGET.host, KAFKA_FAULTS_TARGET.port, {
+        listenPort: KAFKA_FAULTS_ADVERTISED_PORT,
+      });
       await kafka.start();
     }
     instance = new FaultInstance({
@@ -356,7 +418,12 @@ describe('faults: A2A tasks', () => {
     return instance;
   };
 
-  const register = async (at: FaultInstance, name: string, card: Record<string, unknown>, style = 'url'): Promise<void> => {
+  const register = async (
+    at: FaultInstance,
+    name: string,
+    card: Record<string, unknown>,
+    style = 'url',
+  ): Promise<void> => {
     const put = await fetch(`${at.url}/a2a/agents/${name}?style=${style}`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
@@ -367,10 +434,10 @@ describe('faults: A2A tasks', () => {
   };
 
   const clientOf = (at: FaultInstance, name: string): Promise<Client> =>
-    new ClientFactory({ transports: [new JsonRpcTransportFactory()], cardResolver: new DefaultAgentCardResolver() }).createFromUrl(
-      `${at.url}/a2a/agents/${name}/.well-known/agent-card.json`,
-      '',
-    );
+    new ClientFactory({
+      transports: [new JsonRpcTransportFactory()],
+      cardResolver: new DefaultAgentCardResolver(),
+    }).createFromUrl(`${at.url}/a2a/agents/${name}/.well-known/agent-card.json`, '');
 
   /**
    * The link to `link` cut for 5 s under the load of sends, then healed: every acknowledged task completes (those
@@ -407,24 +474,32 @@ describe('faults: A2A tasks', () => {
     const startedInCut = sends.sent.filter((s) => s.startedAt >= cutAt && s.startedAt < healedAt);
     const refusedInCut = startedInCut.filter((s) => s.refusal);
     const acknowledgedInCut = startedInCut.filter((s) => s.taskId);
-    const answeredInCut = (sent: Sent[]) => (sent.length === 0 ? '-' : `${Math.min(...sent.map((s) => s.answeredAt! - s.startedAt))}-${Math.max(...sent.map((s) => s.answeredAt! - s.startedAt))} ms`);
+    const answeredInCut = (sent: Sent[]) =>
+      sent.length === 0
+        ? '-'
+        : `${Math.min(...sent.map((s) => s.answeredAt! - s.startedAt))}-${Math.max(...sent.map((s) => s.answeredAt! - s.startedAt))} ms`;
     // Acknowledged within the agent's working time before the cut: in flight at the agent when the link was cut.
-    const inFlightAtCut = outcome.acknowledged.filter((s) => s.answeredAt! > cutAt - WORK_MS && s.answeredAt! <= cutAt).length;
+    const inFlightAtCut = outcome.acknowledged.filter(
+      (s) => s.answeredAt! > cutAt - WORK_MS && s.answeredAt! <= cutAt,
+    ).length;
     const takenThoughRefused = sends.sent.filter((s) => s.refusal && receipts.has(s.text)).length;
 
     const label = { postgres: 'Postgres', kafka: 'Kafka', temporal: 'Temporal' }[link];
-    reportTasks(`A2A tasks: ${label} link cut ${CUT_MS / 1000} s (proxy) under ${RATE} sends/s, agent works ${WORK_MS / 1000} s per task; 1 instance`, {
-      sends,
-      outcome,
-      duplicates,
-      instance: at,
-      since: 'heal',
-      lines: [
-        `sent in ${loadMs} ms; started during the cut: ${startedInCut.length}; refused ${refusedInCut.length} (answered in ${answeredInCut(refusedInCut)}); acknowledged ${acknowledgedInCut.length} (answered in ${answeredInCut(acknowledgedInCut)}, the last ${acknowledgedInCut.length === 0 ? '-' : Math.max(...acknowledgedInCut.map((s) => s.answeredAt! - healedAt))} ms after the heal); in flight at the cut: ${inFlightAtCut}`,
-        `agent received ${agent.received.length} (${receipts.size} distinct; ${duplicated} more than once); refused sends the agent got anyway: ${takenThoughRefused}`,
-      ],
-      summary: `in flight at the cut ${inFlightAtCut}; all ended ${outcome.endedMs} ms after the heal`,
-    });
+    reportTasks(
+      `A2A tasks: ${label} link cut ${CUT_MS / 1000} s (proxy) under ${RATE} sends/s, agent works ${WORK_MS / 1000} s per task; 1 instance`,
+      {
+        sends,
+        outcome,
+        duplicates,
+        instance: at,
+        since: 'heal',
+        lines: [
+          `sent in ${loadMs} ms; started during the cut: ${startedInCut.length}; refused ${refusedInCut.length} (answered in ${answeredInCut(refusedInCut)}); acknowledged ${acknowledgedInCut.length} (answered in ${answeredInCut(acknowledgedInCut)}, the last ${acknowledgedInCut.length === 0 ? '-' : Math.max(...acknowledgedInCut.map((s) => s.answeredAt! - healedAt))} ms after the heal); in flight at the cut: ${inFlightAtCut}`,
+          `agent received ${agent.received.length} (${receipts.size} distinct; ${duplicated} more than once); refused sends the agent got anyway: ${takenThoughRefused}`,
+        ],
+        summary: `in flight at the cut ${inFlightAtCut}; all ended ${outcome.endedMs} ms after the heal`,
+      },
+    );
 
     // The fault took effect: tasks were in flight when it came, sends were started during it and none of them was
     // acknowledged before the heal.
@@ -464,7 +539,10 @@ describe('faults: A2A tasks', () => {
 
   it('an instance delivering to an agent at a URL SIGKILLed with tasks in hand: another instance completes every acknowledged task', async () => {
     const victim = await startInstance('killed');
-    const survivor = new FaultInstance({ id: `faults-a2a-${runId}-survivor`, env: { ...baseEnv, EVENTMESH_KAFKA_TOPICS: `faults-a2a-${runId}-killed` } });
+    const survivor = new FaultInstance({
+      id: `faults-a2a-${runId}-survivor`,
+      env: { ...baseEnv, EVENTMESH_KAFKA_TOPICS: `faults-a2a-${runId}-killed` },
+    });
     await survivor.start();
     try {
       agent = new EchoAgent();
@@ -483,22 +561,27 @@ describe('faults: A2A tasks', () => {
       await sends.stop();
       const loadMs = Date.now() - loadStartedAt;
       // Acknowledged within the agent's working time before the kill: in flight at the agent when it came.
-      const inFlightAtKill = sends.acknowledged().filter((s) => s.answeredAt! > killedAt - WORK_MS && s.answeredAt! <= killedAt).length;
+      const inFlightAtKill = sends
+        .acknowledged()
+        .filter((s) => s.answeredAt! > killedAt - WORK_MS && s.answeredAt! <= killedAt).length;
 
       const outcome = await outcomeOf(await clientOf(survivor, agentName), sends, killedAt, 90000);
       const { duplicated, duplicates } = duplicatesOf(agent.received);
-      reportTasks(`A2A tasks: the instance delivering to an agent at a URL SIGKILLed under ${RATE} sends/s, agent works ${WORK_MS / 1000} s per task; a second instance`, {
-        sends,
-        outcome,
-        duplicates,
-        instance: survivor,
-        since: 'kill',
-        lines: [
-          `sent through the victim in ${loadMs} ms; in flight at the agent at the kill: ${inFlightAtKill}`,
-          `agent received ${agent.received.length} (${duplicated} tasks more than once: sent again by a delivery that died before it recorded the agent's answer)`,
-        ],
-        summary: `in flight at the kill ${inFlightAtKill}; all ended ${outcome.endedMs} ms after the kill`,
-      });
+      reportTasks(
+        `A2A tasks: the instance delivering to an agent at a URL SIGKILLed under ${RATE} sends/s, agent works ${WORK_MS / 1000} s per task; a second instance`,
+        {
+          sends,
+          outcome,
+          duplicates,
+          instance: survivor,
+          since: 'kill',
+          lines: [
+            `sent through the victim in ${loadMs} ms; in flight at the agent at the kill: ${inFlightAtKill}`,
+            `agent received ${agent.received.length} (${duplicated} tasks more than once: sent again by a delivery that died before it recorded the agent's answer)`,
+          ],
+          summary: `in flight at the kill ${inFlightAtKill}; all ended ${outcome.endedMs} ms after the kill`,
+        },
+      );
 
       expect(inFlightAtKill).toBeGreaterThan(0);
       // Nothing acknowledged is lost: the survivor's worker took over the tasks the victim was running.
@@ -511,9 +594,13 @@ describe('faults: A2A tasks', () => {
     }
   }, 240000);
 
-  it('a worker SIGKILLed while it pushes a task\'s completion: another instance pushes it again (same webhook-id) and records it pushed', async () => {
+  it("a worker SIGKILLed while it pushes a task's completion: another instance pushes it again (same webhook-id) and records it pushed", async () => {
     // Signed pushes: the Standard Webhooks headers carry the push's id (webhook-id), the same on every attempt.
-    const env = { ...baseEnv, EVENTMESH_KAFKA_TOPICS: `faults-a2a-${runId}-push-killed`, EVENTMESH_AGENTS_PUSH_SIGNING_SECRET: `whsec_${randomBytes(32).toString('base64')}` };
+    const env = {
+      ...baseEnv,
+      EVENTMESH_KAFKA_TOPICS: `faults-a2a-${runId}-push-killed`,
+      EVENTMESH_AGENTS_PUSH_SIGNING_SECRET: `whsec_${randomBytes(32).toString('base64')}`,
+    };
     const victim = (instance = new FaultInstance({ id: `faults-a2a-${runId}-push-killed`, env }));
     await victim.start();
     const survivor = new FaultInstance({ id: `faults-a2a-${runId}-push-survivor`, env });
@@ -527,26 +614,42 @@ describe('faults: A2A tasks', () => {
       const agentName = `echo-${runId}-push`;
       await register(victim, agentName, agent.card());
       const key = randomUUID();
-      const sent = await (await clientOf(victim, agentName)).sendMessage(
+      const sent = await (
+        await clientOf(victim, agentName)
+      ).sendMessage(
         SendMessageRequest.fromJSON({
           message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: `hold:${key}` }] },
-          configuration: { returnImmediately: true, taskPushNotificationConfig: { url: receiver.url!, token: 'crash' } },
+          configuration: {
+            returnImmediately: true,
+            taskPushNotificationConfig: { url: receiver.url!, token: 'crash' },
+          },
         }),
       );
       const taskId = (sent as { id: string }).id;
       taskIds.push(taskId);
       // The receiver takes the first push of the completion and never answers it: the push is in flight, on the
       // victim (the only worker yet), when the victim is killed.
-      const completions = () => receiver.requests.filter((r) => String(r.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) && r.body.toString('utf8').includes('TASK_STATE_COMPLETED'));
+      const completions = () =>
+        receiver.requests.filter(
+          (r) =>
+            String(r.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) &&
+            r.body.toString('utf8').includes('TASK_STATE_COMPLETED'),
+        );
       receiver.gate = (r) => (completions().length === 1 && completions()[0] === r ? held : undefined);
       await waitFor('the agent holding the task', () => agent!.isHeld(key), { timeoutMs: 60000 });
       agent.release(key);
-      const [first] = await waitFor('the completion push taken by the receiver', () => completions().length === 1 && completions(), { timeoutMs: 60000 });
+      const [first] = await waitFor(
+        'the completion push taken by the receiver',
+        () => completions().length === 1 && completions(),
+        { timeoutMs: 60000 },
+      );
       await victim.kill();
       const killedAt = Date.now();
       await survivor.start();
       // Temporal runs the push activity again on the survivor once the victim's heartbeats stop (10 s).
-      const again = await waitFor('the completion pushed again', () => completions().length >= 2 && completions(), { timeoutMs: 60000 });
+      const again = await waitFor('the completion pushed again', () => completions().length >= 2 && completions(), {
+        timeoutMs: 60000,
+      });
       const pushedAgainMs = again[1].receivedAt - killedAt;
       expect(again.map((r) => r.headers['webhook-id'])).toEqual(again.map(() => first.headers['webhook-id']));
       expect(again[1].headers['x-a2a-notification-token']).toBe('crash');
@@ -563,7 +666,8 @@ describe('faults: A2A tasks', () => {
         { timeoutMs: 30000 },
       );
       expect(recorded.state).toBe('completed');
-      const title = 'A2A push: the worker pushing a task\'s completion SIGKILLed (the receiver holding the push), a second instance started after';
+      const title =
+        "A2A push: the worker pushing a task's completion SIGKILLed (the receiver holding the push), a second instance started after";
       const summary = `pushed again ${pushedAgainMs} ms after the kill, under the same webhook-id (${again.length} pushes of the completion); recorded pushed at version ${recorded.version}`;
       reportRow(title, summary, [1, 1, 0, again.length - 1, '-', JSON.stringify({ acknowledged: 1 }), summary]);
     } finally {
@@ -601,7 +705,9 @@ describe('faults: A2A tasks', () => {
       const agentName = `echo-${runId}-push-dlq`;
       await register(at, agentName, agent.card());
       const key = randomUUID();
-      const sent = await (await clientOf(at, agentName)).sendMessage(
+      const sent = await (
+        await clientOf(at, agentName)
+      ).sendMessage(
         SendMessageRequest.fromJSON({
           message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: `hold:${key}` }] },
           configuration: { returnImmediately: true, taskPushNotificationConfig: { url: receiver.url!, token: 'dlq' } },
@@ -611,11 +717,18 @@ describe('faults: A2A tasks', () => {
       taskIds.push(taskId);
       // The completion's last attempt is held by the receiver until Postgres is cut, then answered 500: the push is
       // given up while nothing can be recorded.
-      const completions = () => receiver.requests.filter((r) => String(r.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) && r.body.toString('utf8').includes('TASK_STATE_COMPLETED'));
+      const completions = () =>
+        receiver.requests.filter(
+          (r) =>
+            String(r.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) &&
+            r.body.toString('utf8').includes('TASK_STATE_COMPLETED'),
+        );
       receiver.gate = (r) => (completions().length === 5 && completions()[4] === r ? held : undefined);
       await waitFor('the agent holding the task', () => agent!.isHeld(key), { timeoutMs: 60000 });
       agent.release(key);
-      await waitFor('the completion\'s last attempt taken by the receiver', () => completions().length === 5, { timeoutMs: 30000 });
+      await waitFor("the completion's last attempt taken by the receiver", () => completions().length === 5, {
+        timeoutMs: 30000,
+      });
       at.postgres!.cut();
       const cutAt = Date.now();
       answer();
@@ -684,7 +797,11 @@ describe('faults: A2A tasks', () => {
     const created = await fetch(`${at.url}/subscriptions`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ protocol: 'STREAM', topic: requestTopicOf(TENANT, agentName), config: { policy: 'LOAD_BALANCE', startFrom: 'earliest', ackTimeoutMs } }),
+      body: JSON.stringify({
+        protocol: 'STREAM',
+        topic: requestTopicOf(TENANT, agentName),
+        config: { policy: 'LOAD_BALANCE', startFrom: 'earliest', ackTimeoutMs },
+      }),
       signal: AbortSignal.timeout(20000),
     });
     expect(created.status).toBe(201);
@@ -692,7 +809,9 @@ describe('faults: A2A tasks', () => {
     const settings = { mesh: at.url, agent: agentName, subscription, window: 3, workMs: 1000, ackEveryMs: 1000 };
     replicas = [new Replica('r1', settings), new Replica('r2', settings)];
     const [victim, survivor] = replicas;
-    await waitFor('both replicas polling', () => replicas.every((r) => r.lines.some((l) => l.event === 'polling')), { timeoutMs: 60000 });
+    await waitFor('both replicas polling', () => replicas.every((r) => r.lines.some((l) => l.event === 'polling')), {
+      timeoutMs: 60000,
+    });
     const client = await clientOf(at, agentName);
 
     const sends = new SendLoad(client, (n) => `job ${runId}-${n}`, rate);
@@ -700,10 +819,14 @@ describe('faults: A2A tasks', () => {
     const loadStartedAt = Date.now();
     sends.start();
     // Killed with tasks in hand in both stages: one it works on (not completed), one it completed and has not acked.
-    await waitFor('the victim working on a task and holding a completed one unacked', () => victim.unfinished().length > 0 && victim.completedUnacked().length > 0, {
-      timeoutMs: 60000,
-      intervalMs: 20,
-    });
+    await waitFor(
+      'the victim working on a task and holding a completed one unacked',
+      () => victim.unfinished().length > 0 && victim.completedUnacked().length > 0,
+      {
+        timeoutMs: 60000,
+        intervalMs: 20,
+      },
+    );
     await victim.kill();
     const killedAt = Date.now();
     const working = victim.unfinished();
@@ -717,13 +840,18 @@ describe('faults: A2A tasks', () => {
     // What the victim held is delivered again, to the survivor: the tasks it worked on are completed there, the ones
     // it completed are found ended (409) and acked.
     const inHand = [...working, ...completedUnacked];
-    const againAt = (t: string) => survivor.lines.find((l) => l.event === 'received' && l.task === t && l.at > killedAt)?.at;
-    const redelivered = await waitFor('the victim\'s tasks delivered again to the survivor', () => inHand.every((t) => againAt(t) !== undefined) && Math.max(...inHand.map((t) => againAt(t)! - killedAt)), {
-      // A deadline that means "hung": the redelivery waits out the victim's queued deliveries' timeouts, which a
-      // host shared with the other lane stretches (45 s was passed once there).
-      timeoutMs: 120000,
-      intervalMs: 200,
-    }).catch(() => undefined);
+    const againAt = (t: string) =>
+      survivor.lines.find((l) => l.event === 'received' && l.task === t && l.at > killedAt)?.at;
+    const redelivered = await waitFor(
+      "the victim's tasks delivered again to the survivor",
+      () => inHand.every((t) => againAt(t) !== undefined) && Math.max(...inHand.map((t) => againAt(t)! - killedAt)),
+      {
+        // A deadline that means "hung": the redelivery waits out the victim's queued deliveries' timeouts, which a
+        // host shared with the other lane stretches (45 s was passed once there).
+        timeoutMs: 120000,
+        intervalMs: 200,
+      },
+    ).catch(() => undefined);
 
     const lines = replicas.flatMap((r) => r.lines);
     const countOf = (pick: (l: ReplicaLine) => boolean) => {
@@ -739,12 +867,21 @@ describe('faults: A2A tasks', () => {
     const acknowledgedIds = outcome.acknowledged.map((s) => s.taskId!);
     const completedTimes = acknowledgedIds.map((t) => completions.get(t) ?? 0);
     const notOnce = acknowledgedIds.filter((t) => completions.get(t) !== 1);
-    const byReplica = replicas.map((r) => `${r.name} ${r.lines.filter((l) => l.event === 'completed' && l.status === 200).length}`).join(', ');
+    const byReplica = replicas
+      .map((r) => `${r.name} ${r.lines.filter((l) => l.event === 'completed' && l.status === 200).length}`)
+      .join(', ');
     taskIds = [...receipts.keys()];
     // Stream deliveries that failed (the replicas nack none: each is one held past the ack timeout, by the victim).
-    const metrics = parsePrometheusText(await (await fetch(`${at.url}/metrics`, { signal: AbortSignal.timeout(5000) })).text());
+    const metrics = parsePrometheusText(
+      await (await fetch(`${at.url}/metrics`, { signal: AbortSignal.timeout(5000) })).text(),
+    );
     const timedOut = metrics.samples
-      .filter((m) => m.name === 'eventmesh_delivery_attempts_total' && m.labels.transport === 'stream' && m.labels.outcome === 'failed')
+      .filter(
+        (m) =>
+          m.name === 'eventmesh_delivery_attempts_total' &&
+          m.labels.transport === 'stream' &&
+          m.labels.outcome === 'failed',
+      )
       .reduce((sum, m) => sum + m.value, 0);
 
     reportTasks(
@@ -773,7 +910,9 @@ describe('faults: A2A tasks', () => {
     expect(notOnce).toEqual([]);
     // What the victim held reached the survivor; the ones it had completed were found ended there (409), not redone.
     expect(redelivered).toBeDefined();
-    expect(completedUnacked.filter((t) => !endedFound.some((l) => l.task === t && l.replica === survivor.name))).toEqual([]);
+    expect(
+      completedUnacked.filter((t) => !endedFound.some((l) => l.task === t && l.replica === survivor.name)),
+    ).toEqual([]);
     // The victim stops being handed deliveries once one queued for it times out unpolled (libs/streams/poll-consumers.ts):
     // what it held when killed, and at most one window queued after, time out; not a share of everything sent for
     // the minute a silent consumer used to stay.

@@ -55,7 +55,9 @@ export async function runChaos(options: ChaosOptions): Promise<number> {
   // one; the last is direct, so some publishes always have a path while a link is down.
   const run = new FaultRun({
     name: 'chaos',
-    instances: Array.from({ length: n }, (_, i) => (i < n - 1 ? { proxyPostgres: true, proxyTemporal: true, kafkaViaProxy: true } : {})),
+    instances: Array.from({ length: n }, (_, i) =>
+      i < n - 1 ? { proxyPostgres: true, proxyTemporal: true, kafkaViaProxy: true } : {},
+    ),
     subscribers: [
       ...Array.from({ length: n }, (_, i) => ({ transport: 'webhook' as const, on: i })),
       { transport: 'websocket', on: 0 },
@@ -122,7 +124,10 @@ export async function runChaos(options: ChaosOptions): Promise<number> {
       ? []
       : [
           { name: 'Kafka broker kill -9', inject: async () => (await killKafka(), () => startKafka()) },
-          { name: 'Postgres stop -m immediate', inject: async () => (await stopPostgresImmediately(), () => startPostgres()) },
+          {
+            name: 'Postgres stop -m immediate',
+            inject: async () => (await stopPostgresImmediately(), () => startPostgres()),
+          },
         ];
     const kinds: (() => Fault)[] = [
       () => linkFault('latency'),
@@ -140,10 +145,14 @@ export async function runChaos(options: ChaosOptions): Promise<number> {
     while (Date.now() < endAt && done.length < maxFaults) {
       const fault = pick(kinds)();
       const holdMs = between(2000, 10000);
-      log(`fault ${done.length + 1}: ${fault.name} for ${holdMs} ms (acknowledged so far ${run.workload.acknowledged})`);
+      log(
+        `fault ${done.length + 1}: ${fault.name} for ${holdMs} ms (acknowledged so far ${run.workload.acknowledged})`,
+      );
       const undo = await fault.inject();
       await sleep(Math.min(holdMs, Math.max(0, endAt - Date.now())));
-      await undo().catch((e) => log(`undoing ${fault.name} failed (retried after the schedule): ${(e as Error).message}`));
+      await undo().catch((e) =>
+        log(`undoing ${fault.name} failed (retried after the schedule): ${(e as Error).message}`),
+      );
       done.push(fault.name);
       const calmMs = between(2000, 8000);
       log(`healed; calm for ${calmMs} ms`);

@@ -1,19 +1,45 @@
 import { check, formatTable, PublishRecord, SubscriptionLog } from './checker';
 
-const pub = (id: string, key: string, seq: number, acknowledged = true): PublishRecord => ({ id, key, seq, acknowledged });
-const sub = (ids: string[], ordered = true, name = 's'): SubscriptionLog => ({ name, transport: ordered ? 'webhook' : 'websocket', ordered, deliveries: ids.map((id) => ({ id })) });
+const pub = (id: string, key: string, seq: number, acknowledged = true): PublishRecord => ({
+  id,
+  key,
+  seq,
+  acknowledged,
+});
+const sub = (ids: string[], ordered = true, name = 's'): SubscriptionLog => ({
+  name,
+  transport: ordered ? 'webhook' : 'websocket',
+  ordered,
+  deliveries: ids.map((id) => ({ id })),
+});
 
 describe('fault checker', () => {
-  const published = [pub('a1', 'a', 1), pub('a2', 'a', 2), pub('a3', 'a', 3), pub('b1', 'b', 1), pub('b2', 'b', 2, false)];
+  const published = [
+    pub('a1', 'a', 1),
+    pub('a2', 'a', 2),
+    pub('a3', 'a', 3),
+    pub('b1', 'b', 1),
+    pub('b2', 'b', 2, false),
+  ];
 
   it('finds nothing wrong in a clean history', () => {
     const result = check(published, [sub(['a1', 'b1', 'a2', 'a3'])]);
-    expect(result).toMatchObject({ published: 5, acknowledged: 4, lost: 0, duplicates: 0, orderViolations: 0, valid: true });
+    expect(result).toMatchObject({
+      published: 5,
+      acknowledged: 4,
+      lost: 0,
+      duplicates: 0,
+      orderViolations: 0,
+      valid: true,
+    });
     expect(result.subscriptions[0]).toMatchObject({ delivered: 4, unacknowledgedDelivered: 0, unknown: 0 });
   });
 
   it('counts an acknowledged event never delivered as lost, per subscription', () => {
-    const result = check(published, [sub(['a1', 'a2', 'a3', 'b1'], true, 'full'), sub(['a1', 'a3', 'b1'], true, 'gap')]);
+    const result = check(published, [
+      sub(['a1', 'a2', 'a3', 'b1'], true, 'full'),
+      sub(['a1', 'a3', 'b1'], true, 'gap'),
+    ]);
     expect(result.lost).toBe(1);
     expect(result.valid).toBe(false);
     expect(result.subscriptions.map((s) => [s.name, s.lost, s.lostSample])).toEqual([
@@ -68,7 +94,9 @@ describe('fault checker', () => {
   });
 
   it('prints a table with a row per subscription and the lost ids', () => {
-    const table = formatTable(check(published, [sub(['a1', 'a3', 'b1'], true, 'hook-1'), sub(['a1', 'a2', 'a3', 'b1'], false, 'ws-1')]));
+    const table = formatTable(
+      check(published, [sub(['a1', 'a3', 'b1'], true, 'hook-1'), sub(['a1', 'a2', 'a3', 'b1'], false, 'ws-1')]),
+    );
     expect(table).toContain('| hook-1 | webhook | 4 | 3 | 1 | 0 | 0 | 0 | 0 |');
     expect(table).toContain('| ws-1 | websocket | 4 | 4 | 0 | 0 | n/a | 0 | 0 |');
     expect(table).toContain('lost at hook-1: a2');

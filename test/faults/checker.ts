@@ -88,7 +88,11 @@ export function check(published: PublishRecord[], subscriptions: SubscriptionLog
   };
 }
 
-function checkSubscription(log: SubscriptionLog, byId: Map<string, PublishRecord>, acknowledged: PublishRecord[]): SubscriptionResult {
+function checkSubscription(
+  log: SubscriptionLog,
+  byId: Map<string, PublishRecord>,
+  acknowledged: PublishRecord[],
+): SubscriptionResult {
   const counts = new Map<string, number>();
   let unknown = 0;
   /** The highest seq first-delivered so far per key, among acknowledged events. */
@@ -144,10 +148,13 @@ export function formatTable(result: CheckResult): string {
   ];
   for (const r of result.subscriptions) {
     const order = r.orderViolations === null ? 'n/a' : String(r.orderViolations);
-    lines.push(`| ${r.name} | ${r.transport} | ${r.acknowledged} | ${r.delivered} | ${r.lost} | ${r.duplicates} | ${order} | ${r.unacknowledgedDelivered} | ${r.unknown} |`);
+    lines.push(
+      `| ${r.name} | ${r.transport} | ${r.acknowledged} | ${r.delivered} | ${r.lost} | ${r.duplicates} | ${order} | ${r.unacknowledgedDelivered} | ${r.unknown} |`,
+    );
   }
   for (const r of result.subscriptions) {
-    if (r.lostSample.length > 0) lines.push(`lost at ${r.name}: ${r.lostSample.join(', ')}${r.lost > r.lostSample.length ? ', ...' : ''}`);
+    if (r.lostSample.length > 0)
+      lines.push(`lost at ${r.name}: ${r.lostSample.join(', ')}${r.lost > r.lostSample.length ? ', ...' : ''}`);
     if (r.orderSample.length > 0) lines.push(`order at ${r.name}: ${r.orderSample.join('; ')}`);
   }
   return lines.join('\n');

@@ -2,7 +2,15 @@ import { dispatchActivityOf, dispatchEpochOf } from './cluster';
 import { CI_LOAD, FaultRun } from './fault-run';
 import { expectNothingLost } from './expect-run';
 import { reportCase } from './report';
-import { restoreServers, startKafka, startPostgres, startTemporal, stopKafka, stopPostgresFast, stopTemporal } from './servers';
+import {
+  restoreServers,
+  startKafka,
+  startPostgres,
+  startTemporal,
+  stopKafka,
+  stopPostgresFast,
+  stopTemporal,
+} from './servers';
 import { waitFor } from '../support/wait-for';
 
 /**
@@ -73,10 +81,18 @@ describe('faults: clean stop and start of the servers', () => {
       const backAt = Date.now();
       // Back up, the server sees the dispatch activity heartbeat within a lease TTL again (the same attempt, or a new
       // one that claimed the next epoch), without a restart of the instance.
-      const activity = await waitFor('a dispatch activity heartbeating within the TTL', async () => {
-        const a = await dispatchActivityOf(env, instanceId);
-        return a?.state === 'STARTED' && a.heartbeatAgeMs !== undefined && a.heartbeatAgeMs < 4000 && { ...a, afterStartMs: Date.now() - backAt };
-      }, { timeoutMs: 30000, intervalMs: 500 }).catch((e: Error) => e.message);
+      const activity = await waitFor(
+        'a dispatch activity heartbeating within the TTL',
+        async () => {
+          const a = await dispatchActivityOf(env, instanceId);
+          return (
+            a?.state === 'STARTED' &&
+            a.heartbeatAgeMs !== undefined &&
+            a.heartbeatAgeMs < 4000 && { ...a, afterStartMs: Date.now() - backAt }
+          );
+        },
+        { timeoutMs: 30000, intervalMs: 500 },
+      ).catch((e: Error) => e.message);
       await run.acknowledgedMore(100, 30000);
       const epochAfter = await dispatchEpochOf(env, instanceId);
       const result = await run.finish(30000);

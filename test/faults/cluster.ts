@@ -83,7 +83,11 @@ export class FaultInstance {
     if (this.port === 0) {
       this.port = await freePort();
       const config = loadConfig(testEnv(this.options.env));
-      const env: Record<string, string> = { ...this.options.env, EVENTMESH_INSTANCE_ID: this.id, EVENTMESH_HTTP_PORT: String(this.port) };
+      const env: Record<string, string> = {
+        ...this.options.env,
+        EVENTMESH_INSTANCE_ID: this.id,
+        EVENTMESH_HTTP_PORT: String(this.port),
+      };
       if (this.options.proxyPostgres) {
         this.postgres = new FaultProxy(config.postgres.host, config.postgres.port);
         await this.postgres.start();
@@ -125,7 +129,8 @@ export class FaultInstance {
   /** A fresh process under the same instance id and port (after a kill, or a graceful stop). */
   async restart(): Promise<void> {
     if (this.state === 'paused') this.resume();
-    if (this.process && this.process.child.exitCode === null && this.process.child.signalCode === null) await this.kill();
+    if (this.process && this.process.child.exitCode === null && this.process.child.signalCode === null)
+      await this.kill();
     await this.start();
   }
 
@@ -161,12 +166,14 @@ export class FaultInstance {
 
   /** The warning and error lines the instance logged since `sinceMs` (epoch ms), the last `limit` of them. */
   warningLines(sinceMs: number, limit = 80): string[] {
-    return this.warningEntries()
-      // The orphans of the suite's earlier tests (other instances' subscriptions in the shared database) say
-      // nothing of this instance and would crowd out what does.
-      .filter(({ entry }) => entry.logger !== 'OrphanTakeover' && new Date(entry.time ?? 0).getTime() >= sinceMs)
-      .map(({ line }) => line.slice(0, 1200))
-      .slice(-limit);
+    return (
+      this.warningEntries()
+        // The orphans of the suite's earlier tests (other instances' subscriptions in the shared database) say
+        // nothing of this instance and would crowd out what does.
+        .filter(({ entry }) => entry.logger !== 'OrphanTakeover' && new Date(entry.time ?? 0).getTime() >= sinceMs)
+        .map(({ line }) => line.slice(0, 1200))
+        .slice(-limit)
+    );
   }
 
   /**
@@ -180,7 +187,10 @@ export class FaultInstance {
     for (const { entry } of this.warningEntries()) {
       const msg = entry.msg ?? '';
       if (entry.logger === 'OrphanTakeover' || /ECONNREFUSED|Failed to connect to seed broker/.test(msg)) continue;
-      const error = entry.error === undefined ? '' : ` [${(typeof entry.error === 'string' ? entry.error : JSON.stringify(entry.error)).slice(0, 120)}]`;
+      const error =
+        entry.error === undefined
+          ? ''
+          : ` [${(typeof entry.error === 'string' ? entry.error : JSON.stringify(entry.error)).slice(0, 120)}]`;
       const text = `${entry.level === 40 ? 'W' : 'E'} ${entry.logger ?? '-'}: ${msg.slice(0, 120)}${error}`;
       const last = entries[entries.length - 1];
       if (last && last.text === text) last.count++;
@@ -213,7 +223,14 @@ export async function endDispatchWorkflows(env: Record<string, string>, instance
   const connection = await Connection.connect({ address: config.address });
   try {
     const client = new Client({ connection, namespace: config.namespace });
-    await Promise.all(instanceIds.map((id) => client.workflow.getHandle(dispatchWorkflowIdOf(id)).terminate('fault run finished').catch(() => undefined)));
+    await Promise.all(
+      instanceIds.map((id) =>
+        client.workflow
+          .getHandle(dispatchWorkflowIdOf(id))
+          .terminate('fault run finished')
+          .catch(() => undefined),
+      ),
+    );
   } finally {
     await connection.close();
   }
@@ -224,14 +241,27 @@ export async function endDispatchWorkflows(env: Record<string, string>, instance
  * proxy): each attempt of the dispatch activity claims the next one, so a change says a new attempt ran.
  */
 export async function dispatchEpochOf(env: Record<string, string>, instanceId: string): Promise<number> {
-  const rows = await queryPostgres<{ epoch: string }>(env, 'SELECT epoch FROM dispatch_runs WHERE instance_id = $1', [instanceId]);
+  const rows = await queryPostgres<{ epoch: string }>(env, 'SELECT epoch FROM dispatch_runs WHERE instance_id = $1', [
+    instanceId,
+  ]);
   return rows[0] ? Number(rows[0].epoch) : 0;
 }
 
 /** One query of the instances' database, made directly (not through any fault proxy), on a connection of its own. */
-export async function queryPostgres<T extends object>(env: Record<string, string>, sql: string, params: unknown[]): Promise<T[]> {
+export async function queryPostgres<T extends object>(
+  env: Record<string, string>,
+  sql: string,
+  params: unknown[],
+): Promise<T[]> {
   const pg = loadConfig(testEnv(env)).postgres;
-  const client = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, connectionTimeoutMillis: 5000 });
+  const client = new PgClient({
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: pg.database,
+    connectionTimeoutMillis: 5000,
+  });
   await client.connect();
   try {
     return (await client.query<T>(sql, params)).rows;
@@ -244,7 +274,10 @@ export async function queryPostgres<T extends object>(env: Record<string, string
  * The dispatch workflow's pending activity, as the Temporal server sees it: its attempt, and its last heartbeat
  * (when the server recorded it, and how long ago that is by this host's clock).
  */
-export async function dispatchActivityOf(env: Record<string, string>, instanceId: string): Promise<{ attempt: number; state: string; heartbeatAt?: number; heartbeatAgeMs?: number } | undefined> {
+export async function dispatchActivityOf(
+  env: Record<string, string>,
+  instanceId: string,
+): Promise<{ attempt: number; state: string; heartbeatAt?: number; heartbeatAgeMs?: number } | undefined> {
   const config = loadConfig(testEnv(env)).temporal;
   const connection = await Connection.connect({ address: config.address });
   try {
@@ -255,7 +288,12 @@ export async function dispatchActivityOf(env: Record<string, string>, instanceId
     const beat = pending.lastHeartbeatTime;
     const beatMs = beat?.seconds ? Number(beat.seconds) * 1000 + Math.floor((beat.nanos ?? 0) / 1e6) : undefined;
     const states = ['UNSPECIFIED', 'SCHEDULED', 'STARTED', 'CANCEL_REQUESTED', 'PAUSED', 'PAUSE_REQUESTED'];
-    return { attempt: pending.attempt ?? 0, state: states[pending.state ?? 0] ?? String(pending.state), heartbeatAt: beatMs, heartbeatAgeMs: beatMs === undefined ? undefined : Date.now() - beatMs };
+    return {
+      attempt: pending.attempt ?? 0,
+      state: states[pending.state ?? 0] ?? String(pending.state),
+      heartbeatAt: beatMs,
+      heartbeatAgeMs: beatMs === undefined ? undefined : Date.now() - beatMs,
+    };
   } finally {
     await connection.close();
   }

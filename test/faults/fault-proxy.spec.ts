@@ -25,7 +25,9 @@ async function echoServer(): Promise<{ server: Server; port: number; close(): Pr
 }
 
 /** A client through the proxy that records what comes back and how it ended. */
-async function client(address: string): Promise<{ socket: Socket; received: () => string; ended: () => string | undefined }> {
+async function client(
+  address: string,
+): Promise<{ socket: Socket; received: () => string; ended: () => string | undefined }> {
   const [host, port] = address.split(':');
   const socket = connect(Number(port), host);
   let text = '';
@@ -122,7 +124,9 @@ describe('fault proxy', () => {
     const held = await open();
     held.socket.write('two');
     // Nothing comes back while held, and neither connection is closed.
-    await expect(waitFor('any echo while held', () => c.received() !== '' || held.received() !== '', { timeoutMs: 500 })).rejects.toThrow('timed out');
+    await expect(
+      waitFor('any echo while held', () => c.received() !== '' || held.received() !== '', { timeoutMs: 500 }),
+    ).rejects.toThrow('timed out');
     expect([c.ended(), held.ended()]).toEqual([undefined, undefined]);
     proxy.heal();
     await waitFor('both echoes after heal', () => c.received() === 'one' && held.received() === 'two');
@@ -140,7 +144,9 @@ describe('fault proxy', () => {
     proxy.heal();
     d.socket.write('!');
     await waitFor('the echo after heal', () => d.received() === 'ok!');
-    await expect(waitFor('any echo on the stranded connection', () => c.received() !== 'a', { timeoutMs: 500 })).rejects.toThrow('timed out');
+    await expect(
+      waitFor('any echo on the stranded connection', () => c.received() !== 'a', { timeoutMs: 500 }),
+    ).rejects.toThrow('timed out');
     expect(c.ended()).toBeUndefined();
     expect(proxy.strandedOpen).toBe(1);
     // The client giving up on it is seen; the proxy still keeps the upstream side.

@@ -72,7 +72,12 @@ export class FaultProxy {
   }
 
   get state(): { mode: LinkMode; chunkLatencyMs: number; connectLatencyMs: number; open: number } {
-    return { mode: this.mode, chunkLatencyMs: this.chunkLatencyMs, connectLatencyMs: this.connectLatencyMs, open: this.links.size + this.pending.size };
+    return {
+      mode: this.mode,
+      chunkLatencyMs: this.chunkLatencyMs,
+      connectLatencyMs: this.connectLatencyMs,
+      open: this.links.size + this.pending.size,
+    };
   }
 
   /** Delays every chunk each way by `ms` (order kept), or, `perConnection`, only the opening of each new connection. */
@@ -168,7 +173,10 @@ export class FaultProxy {
     client.once('close', () => this.pending.delete(client));
     if (this.mode === 'hold') return; // opened by heal()
     if (this.connectLatencyMs > 0) {
-      const timer = setTimeout(() => this.pending.has(client) && this.mode === 'pass' && this.openUpstream(client), this.connectLatencyMs);
+      const timer = setTimeout(
+        () => this.pending.has(client) && this.mode === 'pass' && this.openUpstream(client),
+        this.connectLatencyMs,
+      );
       client.once('close', () => clearTimeout(timer));
       return;
     }
@@ -209,10 +217,13 @@ export class FaultProxy {
       else queue.shift();
     }
     if (queue.length > 0) {
-      const timer = setTimeout(() => {
-        link.timers.delete(timer);
-        this.flush(link, way);
-      }, Math.max(1, queue[0].due - Date.now()));
+      const timer = setTimeout(
+        () => {
+          link.timers.delete(timer);
+          this.flush(link, way);
+        },
+        Math.max(1, queue[0].due - Date.now()),
+      );
       link.timers.add(timer);
     }
   }

@@ -2,10 +2,24 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { check, CheckResult, formatTable } from './checker';
-import { dispatchActivityOf, endDispatchWorkflows, FaultInstance, KAFKA_FAULTS_ADVERTISED_PORT, KAFKA_FAULTS_TARGET } from './cluster';
+import {
+  dispatchActivityOf,
+  endDispatchWorkflows,
+  FaultInstance,
+  KAFKA_FAULTS_ADVERTISED_PORT,
+  KAFKA_FAULTS_TARGET,
+} from './cluster';
 import { FaultProxy } from './fault-proxy';
 import { parsePrometheusText } from '../support/prometheus-text';
-import { deadLetterCount, drain, LongPollSubscriber, SseSubscriber, Subscriber, WebhookSubscriber, WebSocketSubscriber } from './subscribers';
+import {
+  deadLetterCount,
+  drain,
+  LongPollSubscriber,
+  SseSubscriber,
+  Subscriber,
+  WebhookSubscriber,
+  WebSocketSubscriber,
+} from './subscribers';
 import { sleep, Workload } from './workload';
 
 export type Transport = 'webhook' | 'websocket' | 'sse' | 'long-poll';
@@ -64,19 +78,38 @@ export class FaultRun {
   /** Starts the instances, creates the subscriptions, and starts publishing. */
   async start(): Promise<void> {
     if (this.options.instances.some((i) => i.kafkaViaProxy)) {
-      this.kafka = new FaultProxy(KAFKA_FAULTS_TARGET.host, KAFKA_FAULTS_TARGET.port, { listenPort: KAFKA_FAULTS_ADVERTISED_PORT });
+      this.kafka = new FaultProxy(KAFKA_FAULTS_TARGET.host, KAFKA_FAULTS_TARGET.port, {
+        listenPort: KAFKA_FAULTS_ADVERTISED_PORT,
+      });
       await this.kafka.start();
     }
-    const env = { EVENTMESH_KAFKA_TOPICS: this.topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(this.options.partitions ?? 3), ...this.options.env };
+    const env = {
+      EVENTMESH_KAFKA_TOPICS: this.topic,
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: String(this.options.partitions ?? 3),
+      ...this.options.env,
+    };
     this.options.instances.forEach((links, n) => {
-      this.instances.push(new FaultInstance({ id: `faults-${this.runId}-${n}`, env, proxyPostgres: links.proxyPostgres, proxyTemporal: links.proxyTemporal, kafkaProxy: links.kafkaViaProxy ? this.kafka : undefined }));
+      this.instances.push(
+        new FaultInstance({
+          id: `faults-${this.runId}-${n}`,
+          env,
+          proxyPostgres: links.proxyPostgres,
+          proxyTemporal: links.proxyTemporal,
+          kafkaProxy: links.kafkaViaProxy ? this.kafka : undefined,
+        }),
+      );
     });
     // One at a time: the first creates the topic, and boots on two shared cores go faster in turn.
     for (const instance of this.instances) await instance.start();
     for (const [n, s] of this.options.subscribers.entries()) {
       const instance = this.instances[s.on ?? 0];
       const name = `${s.transport}-i${s.on ?? 0}-${n}`;
-      const subscriber = { webhook: WebhookSubscriber, websocket: WebSocketSubscriber, sse: SseSubscriber, 'long-poll': LongPollSubscriber }[s.transport];
+      const subscriber = {
+        webhook: WebhookSubscriber,
+        websocket: WebSocketSubscriber,
+        sse: SseSubscriber,
+        'long-poll': LongPollSubscriber,
+      }[s.transport];
       const sub = new subscriber(name);
       await sub.start(() => instance.api, this.topic);
       this.subscribers.push(sub);
@@ -123,7 +156,8 @@ export class FaultRun {
       keysPerPublisher: this.options.keysPerPublisher ?? 4,
       ratePerSecond,
       attemptTimeoutMs: this.options.attemptTimeoutMs,
-      targets: () => this.instances.filter((_, n) => !publishTo || publishTo.includes(n)).flatMap((i) => (i.api ? [i.api] : [])),
+      targets: () =>
+        this.instances.filter((_, n) => !publishTo || publishTo.includes(n)).flatMap((i) => (i.api ? [i.api] : [])),
     });
   }
 
@@ -137,7 +171,10 @@ export class FaultRun {
     const target = this.workload.acknowledged + count;
     const deadline = Date.now() + timeoutMs;
     while (this.workload.acknowledged < target) {
-      if (Date.now() >= deadline) throw new Error(`only ${this.workload.acknowledged} of ${target} events acknowledged within ${timeoutMs} ms (answers ${JSON.stringify(this.workload.answers)})`);
+      if (Date.now() >= deadline)
+        throw new Error(
+          `only ${this.workload.acknowledged} of ${target} events acknowledged within ${timeoutMs} ms (answers ${JSON.stringify(this.workload.answers)})`,
+        );
       await sleep(100);
     }
   }
@@ -153,7 +190,8 @@ export class FaultRun {
     await this.workload.stop();
     const drained = await this.delivered(drainMs);
     const answers: Record<string, number> = {};
-    for (const w of [...this.earlier, this.workload]) for (const [a, c] of Object.entries(w.answers)) answers[a] = (answers[a] ?? 0) + c;
+    for (const w of [...this.earlier, this.workload])
+      for (const [a, c] of Object.entries(w.answers)) answers[a] = (answers[a] ?? 0) + c;
     const result = check(
       [...this.earlier, this.workload].flatMap((w) => w.log()),
       this.subscribers.map((s) => s.log()),
@@ -161,14 +199,17 @@ export class FaultRun {
     const deadLetters: Record<string, number> = {};
     for (const [n, s] of this.subscribers.entries()) {
       const api = this.instances[this.options.subscribers[n].on ?? 0].api;
-      deadLetters[s.name] = api && s.subscriptionId ? await deadLetterCount(api, s.subscriptionId).catch(() => NaN) : NaN;
+      deadLetters[s.name] =
+        api && s.subscriptionId ? await deadLetterCount(api, s.subscriptionId).catch(() => NaN) : NaN;
     }
     const sessions = Object.fromEntries(this.subscribers.flatMap((s) => ('ends' in s ? [[s.name, s.ends]] : [])));
     const table = [
       formatTable(result),
       `stream sessions ended: ${JSON.stringify(sessions)}`,
       `publish answers: ${JSON.stringify(answers)}; drained: ${drained}; dead letters: ${JSON.stringify(deadLetters)}`,
-      ...this.instances.map((i) => `${i.id}: /health ${JSON.stringify(this.health[i.id] ?? {})}; logged ${JSON.stringify(i.warnings())}`),
+      ...this.instances.map(
+        (i) => `${i.id}: /health ${JSON.stringify(this.health[i.id] ?? {})}; logged ${JSON.stringify(i.warnings())}`,
+      ),
       ...(result.lost > 0 || !drained ? await this.diagnosis() : []),
     ].join('\n');
     return { ...result, answers, drained, deadLetters, table };
@@ -201,7 +242,10 @@ export class FaultRun {
       for (const i of this.instances) writeFileSync(path.join(process.env.FAULTS_LOG_DIR, `${i.id}.log`), i.output());
     }
     await this.kafka?.stop();
-    await endDispatchWorkflows(this.options.env ?? {}, this.instances.map((i) => i.id)).catch(() => undefined);
+    await endDispatchWorkflows(
+      this.options.env ?? {},
+      this.instances.map((i) => i.id),
+    ).catch(() => undefined);
   }
 }
 
@@ -218,7 +262,10 @@ async function dispatchMetricsOf(api: string): Promise<string> {
     }
     return JSON.stringify({
       loops: sum('eventmesh_dispatch_loops'),
-      lastRoundAgeS: Math.max(0, ...samples.filter((x) => x.name === 'eventmesh_dispatch_last_round_age_seconds').map((x) => x.value)),
+      lastRoundAgeS: Math.max(
+        0,
+        ...samples.filter((x) => x.name === 'eventmesh_dispatch_last_round_age_seconds').map((x) => x.value),
+      ),
       lag: sum('eventmesh_delivery_lag_events'),
       circuitsNotClosed: samples.filter((x) => x.name === 'eventmesh_delivery_circuit_state' && x.value !== 0).length,
       retryParked: sum('eventmesh_delivery_retry_parked'),

@@ -19,7 +19,11 @@ describe('faults: instance process', () => {
     run = new FaultRun({
       name: 'kill',
       instances: [{}, {}],
-      subscribers: [{ transport: 'webhook', on: 0 }, { transport: 'websocket', on: 0 }, { transport: 'webhook', on: 1 }],
+      subscribers: [
+        { transport: 'webhook', on: 0 },
+        { transport: 'websocket', on: 0 },
+        { transport: 'webhook', on: 1 },
+      ],
       ...CI_LOAD,
       publishTo: [1],
     });
@@ -38,7 +42,10 @@ describe('faults: instance process', () => {
     run = new FaultRun({
       name: 'pause',
       instances: [{}, {}],
-      subscribers: [{ transport: 'webhook', on: 0 }, { transport: 'sse', on: 0 }],
+      subscribers: [
+        { transport: 'webhook', on: 0 },
+        { transport: 'sse', on: 0 },
+      ],
       ...CI_LOAD,
       publishTo: [1],
       env: { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000' },

@@ -30,10 +30,17 @@ describe('faults: Kafka', () => {
     await waitFor('a second after the cut', () => Date.now() - cutAt >= 1000);
     const acknowledgedAfterCut = run.workload.acknowledged;
     const answersBefore = { ...run.workload.answers };
-    await waitFor('refused or unanswered publishes during the cut', () => {
-      const refused = Object.entries(run!.workload.answers).reduce((n, [a, c]) => (a === '202' ? n : n + c - (answersBefore[a] ?? 0)), 0);
-      return refused >= 4 && Date.now() - cutAt >= 6000;
-    }, { timeoutMs: 30000 });
+    await waitFor(
+      'refused or unanswered publishes during the cut',
+      () => {
+        const refused = Object.entries(run!.workload.answers).reduce(
+          (n, [a, c]) => (a === '202' ? n : n + c - (answersBefore[a] ?? 0)),
+          0,
+        );
+        return refused >= 4 && Date.now() - cutAt >= 6000;
+      },
+      { timeoutMs: 30000 },
+    );
     expect(run.workload.acknowledged).toBe(acknowledgedAfterCut);
     run.kafka!.heal();
     await run.acknowledgedMore(100, 40000);
@@ -64,7 +71,11 @@ describe('faults: Kafka', () => {
     await run.acknowledgedMore(100, 40000);
     const result = await run.finish(60000);
     const { refusals, slowestAnswerMs } = run.workload;
-    reportCase('Kafka +2 s each way for 10 s (proxy), publish deadline 2.5 s, 1 instance, 100/s', result, `refusals ${JSON.stringify(refusals)}; slowest answer ${Math.round(slowestAnswerMs)} ms`);
+    reportCase(
+      'Kafka +2 s each way for 10 s (proxy), publish deadline 2.5 s, 1 instance, 100/s',
+      result,
+      `refusals ${JSON.stringify(refusals)}; slowest answer ${Math.round(slowestAnswerMs)} ms`,
+    );
     expectNothingLost(result);
     // Every attempt was answered (no client timeout), by the publish deadline, with 202 or 503 KAFKA_UNAVAILABLE.
     expect(Object.keys(result.answers).filter((a) => a !== '202' && a !== '503')).toEqual([]);

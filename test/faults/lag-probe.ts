@@ -20,11 +20,24 @@ export function startLagProbe(file: string, sampleMs: number): void {
   const ms = (ns: number) => Math.round(ns / 1e4) / 100;
   const write = (line: Record<string, unknown>) => appendFileSync(file, `${JSON.stringify(line)}\n`);
   setInterval(() => {
-    write({ kind: 'sample', t: Date.now(), rssMb: Math.round(process.memoryUsage.rss() / 1e4) / 100, p50: ms(sample.percentile(50)), p99: ms(sample.percentile(99)), max: ms(sample.max) });
+    write({
+      kind: 'sample',
+      t: Date.now(),
+      rssMb: Math.round(process.memoryUsage.rss() / 1e4) / 100,
+      p50: ms(sample.percentile(50)),
+      p99: ms(sample.percentile(99)),
+      max: ms(sample.max),
+    });
     sample.reset();
   }, sampleMs).unref();
   process.on('SIGWINCH', () => {
-    write({ kind: 'window', t: Date.now(), p50: ms(window.percentile(50)), p99: ms(window.percentile(99)), max: ms(window.max) });
+    write({
+      kind: 'window',
+      t: Date.now(),
+      p50: ms(window.percentile(50)),
+      p99: ms(window.percentile(99)),
+      max: ms(window.max),
+    });
     window.reset();
   });
 }

@@ -12,7 +12,13 @@ import { waitFor } from '../support/wait-for';
  */
 /** One instance with its Postgres link through the fault proxy, a webhook and a WebSocket subscriber, the CI load. */
 const proxiedRun = (name: string, env: Record<string, string>) =>
-  new FaultRun({ name, instances: [{ proxyPostgres: true }], subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }], ...CI_LOAD, env });
+  new FaultRun({
+    name,
+    instances: [{ proxyPostgres: true }],
+    subscribers: [{ transport: 'webhook' }, { transport: 'websocket' }],
+    ...CI_LOAD,
+    env,
+  });
 
 /** Starts `run` and waits for its first 100 acknowledged events: its proxy, instance and dispatch epoch then. */
 async function underLoad(run: FaultRun, env: Record<string, string>) {
@@ -115,7 +121,11 @@ describe('faults: Postgres link', () => {
 
     await run.acknowledgedMore(100, 30000);
     const result = await run.finish(60000);
-    reportCase('Postgres link cut 4 s, reset, hold 6 s (proxy, lease TTL 4 s); 1 instance, 100/s', result, `delivered all acknowledged within ${JSON.stringify(resumedMs)} ms of each heal; dispatch epochs ${epochs.join(' -> ')}`);
+    reportCase(
+      'Postgres link cut 4 s, reset, hold 6 s (proxy, lease TTL 4 s); 1 instance, 100/s',
+      result,
+      `delivered all acknowledged within ${JSON.stringify(resumedMs)} ms of each heal; dispatch epochs ${epochs.join(' -> ')}`,
+    );
     expectNothingLost(result);
   }, 300000);
 });
@@ -130,7 +140,13 @@ describe('faults: Postgres link black-holed', () => {
   it('the open connections black-holed for good, twice (no RST; new connections work) under load: delivery resumes within 60 s each time (about 10 s as a rule), no query waits on a dead link for good, nothing acknowledged is lost', async () => {
     // Small pools (the main one and the dispatch loops' own): what waits on a dead link for good is a connection the
     // runtime never gets back. Leak detection on: a slow recovery prints who held the connections, and with what.
-    const env = { EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000', EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000', EVENTMESH_POSTGRES_POOL_SIZE: '3', EVENTMESH_POSTGRES_DISPATCH_POOL_SIZE: '3', EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS: '3000' };
+    const env = {
+      EVENTMESH_DELIVERY_LEASE_TTL_MS: '4000',
+      EVENTMESH_POSTGRES_QUERY_TIMEOUT_MS: '8000',
+      EVENTMESH_POSTGRES_POOL_SIZE: '3',
+      EVENTMESH_POSTGRES_DISPATCH_POOL_SIZE: '3',
+      EVENTMESH_POSTGRES_LEAK_DETECTION_THRESHOLD_MS: '3000',
+    };
     run = proxiedRun('pg-strand', env);
     const { proxy, instanceId, epoch } = await underLoad(run, env);
     const epochs = [epoch];
@@ -149,21 +165,32 @@ describe('faults: Postgres link black-holed', () => {
       // warnings (leak reports included) are printed past 20 s.
       const resumed = await run.delivered(Math.max(0, 60000 - (Date.now() - strandedAt)));
       const resumedMs = Date.now() - strandedAt;
-      notes.push(`strand ${round}: ${resumed ? `delivered all acknowledged within ${resumedMs} ms` : 'NOT delivered within 60 s'}`);
+      notes.push(
+        `strand ${round}: ${resumed ? `delivered all acknowledged within ${resumedMs} ms` : 'NOT delivered within 60 s'}`,
+      );
       if (resumedMs > 20000) slow.push({ round, strandedAt, resumedMs });
       epochs.push(await dispatchEpochOf(env, instanceId).catch(() => NaN));
       // The runtime lets go of every dead connection: a query on one times out (8 s) and its connection is
       // dropped; an idle one leaves the pool after its idle timeout (10 s). Those are the promise: 25 s leaves 15 s of
       // margin over the idle timeout for a loaded 2-core host.
-      const released = await waitFor('no client connection left on the dead links', () => proxy.strandedOpen === 0, { timeoutMs: 25000, intervalMs: 250 })
-        .then(() => true, () => false);
-      notes.push(`strand ${round}: ${released ? `dead links released ${Date.now() - strandedAt} ms after` : `${proxy.strandedOpen} dead links still held after 25 s`}`);
+      const released = await waitFor('no client connection left on the dead links', () => proxy.strandedOpen === 0, {
+        timeoutMs: 25000,
+        intervalMs: 250,
+      }).then(
+        () => true,
+        () => false,
+      );
+      notes.push(
+        `strand ${round}: ${released ? `dead links released ${Date.now() - strandedAt} ms after` : `${proxy.strandedOpen} dead links still held after 25 s`}`,
+      );
       if (!resumed || !released) break;
     }
     const result = await run.finish(30000);
     // What the instance logged through a slow recovery (read after the run: its output is complete only then).
     for (const { round, strandedAt, resumedMs } of slow) {
-      process.stdout.write(`strand ${round} took ${resumedMs} ms; the instance's warnings since the black hole:\n${run.instances[0].warningLines(strandedAt).join('\n')}\n`);
+      process.stdout.write(
+        `strand ${round} took ${resumedMs} ms; the instance's warnings since the black hole:\n${run.instances[0].warningLines(strandedAt).join('\n')}\n`,
+      );
     }
     reportCase(
       'Postgres link: open connections black-holed for good, twice; new ones pass (proxy, pool 3, lease TTL 4 s, query timeout 8 s); 1 instance, 100/s',

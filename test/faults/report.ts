@@ -7,7 +7,15 @@ import type { FaultRunResult } from './fault-run';
  */
 export function reportCase(name: string, result: FaultRunResult, notes = ''): void {
   const delivered = Math.min(...result.subscriptions.map((s) => s.delivered));
-  reportRow(name, result.table, [result.acknowledged, delivered, result.lost, result.duplicates, result.orderViolations, JSON.stringify(result.answers), notes]);
+  reportRow(name, result.table, [
+    result.acknowledged,
+    delivered,
+    result.lost,
+    result.duplicates,
+    result.orderViolations,
+    JSON.stringify(result.answers),
+    notes,
+  ]);
 }
 
 /**

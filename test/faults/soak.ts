@@ -55,7 +55,12 @@ export async function runSoak(options: SoakOptions): Promise<number> {
     keysPerPublisher: 8,
     ratePerSecond: options.ratePerSecond,
     partitions: 6,
-    env: { ...options.env, NODE_OPTIONS: `--require ${LAG_PROBE_FILE}`, FAULTS_LAG_FILE: lagFile, FAULTS_LAG_SAMPLE_MS: '5000' },
+    env: {
+      ...options.env,
+      NODE_OPTIONS: `--require ${LAG_PROBE_FILE}`,
+      FAULTS_LAG_FILE: lagFile,
+      FAULTS_LAG_SAMPLE_MS: '5000',
+    },
   });
   let rate = options.ratePerSecond;
   const stop = async () => {
@@ -81,7 +86,9 @@ export async function runSoak(options: SoakOptions): Promise<number> {
       const deliveredBoth = window.filter((id) => run.subscribers.every((s) => s.seen.has(id))).length;
       rate = Math.max(1, Math.round(deliveredBoth / seconds / 2));
       await run.restartWorkload(rate);
-      log(`maximum: ${window.length} events published in ${options.measureSeconds} s, ${deliveredBoth} delivered to both subscribers within ${seconds.toFixed(1)} s: ${(deliveredBoth / seconds).toFixed(0)}/s; soaking at ${rate}/s`);
+      log(
+        `maximum: ${window.length} events published in ${options.measureSeconds} s, ${deliveredBoth} delivered to both subscribers within ${seconds.toFixed(1)} s: ${(deliveredBoth / seconds).toFixed(0)}/s; soaking at ${rate}/s`,
+      );
     }
     const samples: Sample[] = [];
     const startedAt = Date.now();
@@ -96,15 +103,33 @@ export async function runSoak(options: SoakOptions): Promise<number> {
         process.kill(instance.pid!, 'SIGWINCH');
         windowEnd += windowMs;
       }
-      const lag = readLines(lagFile).filter((l) => l.kind === 'sample').pop();
-      const sample = { t: Date.now(), rssMb: instance.rssMb(), p99: Number(lag?.p99 ?? NaN), max: Number(lag?.max ?? NaN) };
+      const lag = readLines(lagFile)
+        .filter((l) => l.kind === 'sample')
+        .pop();
+      const sample = {
+        t: Date.now(),
+        rssMb: instance.rssMb(),
+        p99: Number(lag?.p99 ?? NaN),
+        max: Number(lag?.max ?? NaN),
+      };
       samples.push(sample);
-      if (samples.length % 6 === 0) log(`t+${((sample.t - startedAt) / 60000).toFixed(1)} min: RSS ${sample.rssMb.toFixed(1)} MB, lag p99 ${sample.p99} ms (5 s), acknowledged ${run.workload.acknowledged}`);
+      if (samples.length % 6 === 0)
+        log(
+          `t+${((sample.t - startedAt) / 60000).toFixed(1)} min: RSS ${sample.rssMb.toFixed(1)} MB, lag p99 ${sample.p99} ms (5 s), acknowledged ${run.workload.acknowledged}`,
+        );
     }
     const result = await run.finish(120000);
     // The first window line closes the measurement phase; the next ones are the soak's windows, in order.
-    const windows = readLines(lagFile).filter((l) => l.kind === 'window').slice(1);
-    const lines = ['', `soak: ${options.minutes} min at ${rate} events/s, 1 instance, webhook + WebSocket subscribers`, '', '| window | RSS start MB | RSS end MB | slope MB/min | lag p99 ms | lag max ms |', '|---|---|---|---|---|---|'];
+    const windows = readLines(lagFile)
+      .filter((l) => l.kind === 'window')
+      .slice(1);
+    const lines = [
+      '',
+      `soak: ${options.minutes} min at ${rate} events/s, 1 instance, webhook + WebSocket subscribers`,
+      '',
+      '| window | RSS start MB | RSS end MB | slope MB/min | lag p99 ms | lag max ms |',
+      '|---|---|---|---|---|---|',
+    ];
     for (let w = 0; w * windowMs < options.minutes * 60000; w++) {
       const from = startedAt + w * windowMs;
       const inWindow = samples.filter((s) => s.t > from && s.t <= from + windowMs);
@@ -113,10 +138,17 @@ export async function runSoak(options: SoakOptions): Promise<number> {
       const p99 = probeWindow ? `${probeWindow.p99}` : '?';
       const max = probeWindow ? `${probeWindow.max}` : '?';
       const perMin = slope(inWindow.map((s) => ({ x: (s.t - startedAt) / 60000, y: s.rssMb })));
-      lines.push(`| ${w * options.windowMinutes}-${(w + 1) * options.windowMinutes} min | ${inWindow[0].rssMb.toFixed(1)} | ${inWindow[inWindow.length - 1].rssMb.toFixed(1)} | ${perMin.toFixed(2)} | ${p99} | ${max} |`);
+      lines.push(
+        `| ${w * options.windowMinutes}-${(w + 1) * options.windowMinutes} min | ${inWindow[0].rssMb.toFixed(1)} | ${inWindow[inWindow.length - 1].rssMb.toFixed(1)} | ${perMin.toFixed(2)} | ${p99} | ${max} |`,
+      );
     }
     const overall = slope(samples.map((s) => ({ x: (s.t - startedAt) / 60000, y: s.rssMb })));
-    lines.push('', `memory slope over the whole run: ${overall.toFixed(2)} MB/min (${samples.length} samples, lag file ${lagFile})`, '', result.table);
+    lines.push(
+      '',
+      `memory slope over the whole run: ${overall.toFixed(2)} MB/min (${samples.length} samples, lag file ${lagFile})`,
+      '',
+      result.table,
+    );
     process.stdout.write(`${lines.join('\n')}\n`);
     return result.lost > 0 ? 1 : 0;
   } finally {

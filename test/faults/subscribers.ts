@@ -44,9 +44,15 @@ abstract class BaseSubscriber implements Subscriber {
 
   protected async create(api: () => string | undefined, body: Record<string, unknown>): Promise<void> {
     this.api = api;
-    const response = await fetch(`${api()}/subscriptions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body), signal: AbortSignal.timeout(20000) });
+    const response = await fetch(`${api()}/subscriptions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+      signal: AbortSignal.timeout(20000),
+    });
     const answer = (await response.json()) as { id: string };
-    if (response.status !== 201) throw new Error(`${this.name}: create answered ${response.status} ${JSON.stringify(answer)}`);
+    if (response.status !== 201)
+      throw new Error(`${this.name}: create answered ${response.status} ${JSON.stringify(answer)}`);
     this.subscriptionId = answer.id;
   }
 
@@ -118,7 +124,12 @@ abstract class StreamSubscriber extends BaseSubscriber {
   protected async ack(api: string, deliveryIds: string[]): Promise<void> {
     if (deliveryIds.length === 0) return;
     const body = JSON.stringify(deliveryIds.map((deliveryId) => ({ deliveryId, action: 'ack' })));
-    const response = await fetch(`${api}/subscriptions/${this.subscriptionId}/acks`, { method: 'POST', headers: { 'content-type': 'application/json' }, body, signal: AbortSignal.timeout(10000) });
+    const response = await fetch(`${api}/subscriptions/${this.subscriptionId}/acks`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+      signal: AbortSignal.timeout(10000),
+    });
     await response.arrayBuffer();
   }
 
@@ -167,7 +178,9 @@ export class SseSubscriber extends StreamSubscriber {
   readonly transport = 'sse';
 
   protected async session(api: string): Promise<string> {
-    const response = await fetch(`${api}/subscriptions/${this.subscriptionId}/events?window=50`, { signal: this.abort.signal });
+    const response = await fetch(`${api}/subscriptions/${this.subscriptionId}/events?window=50`, {
+      signal: this.abort.signal,
+    });
     if (response.status !== 200 || !response.body) {
       await response.arrayBuffer().catch(() => undefined);
       return String(response.status);
@@ -201,7 +214,12 @@ export class LongPollSubscriber extends StreamSubscriber {
   protected async session(api: string): Promise<string> {
     for (;;) {
       if (this.stopping) return 'stopped';
-      const query = new URLSearchParams({ consumer: `${this.name}-consumer`, window: '100', max: '100', waitMs: '2000' });
+      const query = new URLSearchParams({
+        consumer: `${this.name}-consumer`,
+        window: '100',
+        max: '100',
+        waitMs: '2000',
+      });
       const signal = AbortSignal.any([this.abort.signal, AbortSignal.timeout(15000)]);
       const response = await fetch(`${api}/subscriptions/${this.subscriptionId}/poll?${query}`, { signal });
       if (response.status !== 200) {
@@ -210,7 +228,10 @@ export class LongPollSubscriber extends StreamSubscriber {
       }
       const { deliveries } = (await response.json()) as { deliveries: StreamDelivery[] };
       for (const d of deliveries) this.record(d.event.id);
-      await this.ack(api, deliveries.map((d) => d.deliveryId));
+      await this.ack(
+        api,
+        deliveries.map((d) => d.deliveryId),
+      );
     }
   }
 }
@@ -231,7 +252,9 @@ export async function deadLetterCount(api: string, subscriptionId: string): Prom
   let cursor: string | null = null;
   do {
     const query: string = `limit=1000${cursor ? `&cursor=${cursor}` : ''}`;
-    const response = await fetch(`${api}/subscriptions/${subscriptionId}/dead-letters?${query}`, { signal: AbortSignal.timeout(10000) });
+    const response = await fetch(`${api}/subscriptions/${subscriptionId}/dead-letters?${query}`, {
+      signal: AbortSignal.timeout(10000),
+    });
     if (response.status !== 200) return NaN;
     const page = (await response.json()) as { items: unknown[]; next: string | null };
     count += page.items.length;

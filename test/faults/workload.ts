@@ -85,7 +85,14 @@ export class Workload {
     let next = Date.now();
     for (let n = 0; !this.stopping; n++) {
       const k = n % keysPerPublisher;
-      const entry: Entry = { id: `${this.options.runId}-p${p}-${n}`, key: `${this.options.runId}-p${p}-k${k}`, seq: ++seqs[k], acknowledged: false, attempts: 0, answers: [] };
+      const entry: Entry = {
+        id: `${this.options.runId}-p${p}-${n}`,
+        key: `${this.options.runId}-p${p}-k${k}`,
+        seq: ++seqs[k],
+        acknowledged: false,
+        attempts: 0,
+        answers: [],
+      };
       this.entries.set(entry.id, entry);
       await this.publishOne(entry);
       if (intervalMs > 0) {
@@ -100,7 +107,15 @@ export class Workload {
   private async publishOne(entry: Entry): Promise<void> {
     const attempts = this.options.attempts ?? 3;
     const timeoutMs = this.options.attemptTimeoutMs ?? 10000;
-    const body = JSON.stringify({ specversion: '1.0', id: entry.id, source: '/faults', type: 'faults.event', partitionkey: entry.key, seq: entry.seq, data: { seq: entry.seq } });
+    const body = JSON.stringify({
+      specversion: '1.0',
+      id: entry.id,
+      source: '/faults',
+      type: 'faults.event',
+      partitionkey: entry.key,
+      seq: entry.seq,
+      data: { seq: entry.seq },
+    });
     while (entry.attempts < attempts && !entry.acknowledged) {
       const targets = this.options.targets();
       if (targets.length === 0) {

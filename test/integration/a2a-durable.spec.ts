@@ -45,7 +45,10 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
 
   beforeAll(async () => {
     await agent.start();
-    instance = await startInstance(config, { roles: ['gateway', 'worker'], gates: { ingress: gate('ingress'), admin: gate('admin'), close: async () => undefined } });
+    instance = await startInstance(config, {
+      roles: ['gateway', 'worker'],
+      gates: { ingress: gate('ingress'), admin: gate('admin'), close: async () => undefined },
+    });
     expect((await register('echo', agent.card())).status).toBe(201);
   });
   afterAll(async () => {
@@ -56,8 +59,17 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
 
   const headers = { 'x-test-tenant': tenant };
   const register = (name: string, card: unknown, as = tenant) =>
-    fetch(`${instance.url}/a2a/agents/${name}`, { method: 'PUT', headers: { 'x-test-tenant': as, 'content-type': 'application/json' }, body: JSON.stringify(card) });
-  const call = async (method: string, path: string, body?: unknown, as = tenant): Promise<{ status: number; body: Record<string, unknown> | null }> => {
+    fetch(`${instance.url}/a2a/agents/${name}`, {
+      method: 'PUT',
+      headers: { 'x-test-tenant': as, 'content-type': 'application/json' },
+      body: JSON.stringify(card),
+    });
+  const call = async (
+    method: string,
+    path: string,
+    body?: unknown,
+    as = tenant,
+  ): Promise<{ status: number; body: Record<string, unknown> | null }> => {
     const response = await fetch(`${instance.url}${path}`, {
       method,
       headers: { 'x-test-tenant': as, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
@@ -66,18 +78,30 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const text = await response.text();
     return { status: response.status, body: text === '' ? null : (JSON.parse(text) as Record<string, unknown>) };
   };
-  const clientOf = (name: string): Promise<Client> => stockClientOf(`${instance.url}/a2a/agents/${name}/.well-known/agent-card.json`, tenant);
+  const clientOf = (name: string): Promise<Client> =>
+    stockClientOf(`${instance.url}/a2a/agents/${name}/.well-known/agent-card.json`, tenant);
   const send = (text: string, configuration: Record<string, unknown> = {}): SendMessageRequest =>
-    SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] }, configuration });
+    SendMessageRequest.fromJSON({
+      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
+      configuration,
+    });
   const asTask = (answer: Message | Task): Task => {
     expect('status' in answer).toBe(true);
     return answer as Task;
   };
-  const stateOf = async (client: Client, id: string) => (await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state;
+  const stateOf = async (client: Client, id: string) =>
+    (await client.getTask({ tenant: '', id, historyLength: undefined })).status?.state;
   const workflowOf = (id: string) => instance.deps.temporal.client.workflow.getHandle(a2aTaskWorkflowIdOf(id));
   /** An agent's topic (requests or events): another tenant may not subscribe to it, and nobody may publish to it. */
   const expectClosedToOthers = async (topic: string) => {
-    expect(await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE' } }, `intruder-${suffix}`)).toMatchObject({ status: 404, body: { code: 'UNKNOWN_TOPIC' } });
+    expect(
+      await call(
+        'POST',
+        '/subscriptions',
+        { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE' } },
+        `intruder-${suffix}`,
+      ),
+    ).toMatchObject({ status: 404, body: { code: 'UNKNOWN_TOPIC' } });
     const published = await fetch(`${instance.url}/events/publish?topic=${encodeURIComponent(topic)}`, {
       method: 'POST',
       headers: { ...headers, 'content-type': 'application/cloudevents+json' },
@@ -87,7 +111,11 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
   };
   /** A STREAM subscription of the tenant to a topic from its start, long-polled: `poll` adds what it gets to `frames`, acknowledged. */
   const collectorOf = async <F>(topic: string) => {
-    const subscription = await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+    const subscription = await call('POST', '/subscriptions', {
+      protocol: 'STREAM',
+      topic,
+      config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' },
+    });
     expect(subscription.status).toBe(201);
     const id = subscription.body!.id as string;
     const frames: F[] = [];
@@ -95,13 +123,15 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       const polled = await call('GET', `/subscriptions/${id}/poll?consumer=c1&window=50&max=50&waitMs=200`);
       for (const d of (polled.body?.deliveries ?? []) as { deliveryId: string; event: F }[]) {
         frames.push(d.event);
-        expect((await call('POST', `/subscriptions/${id}/acks`, { deliveryId: d.deliveryId, action: 'ack' })).status).toBe(200);
+        expect(
+          (await call('POST', `/subscriptions/${id}/acks`, { deliveryId: d.deliveryId, action: 'ack' })).status,
+        ).toBe(200);
       }
     };
     return { frames, poll };
   };
 
-  it('writes the task to the agent\'s request topic as a frame and runs it as workflow a2a-task/<id>, found by its search attributes', async () => {
+  it("writes the task to the agent's request topic as a frame and runs it as workflow a2a-task/<id>, found by its search attributes", async () => {
     const client = await clientOf('echo');
     const task = asTask(await client.sendMessage(send('echo:visible')));
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
@@ -122,7 +152,11 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     }).toEqual({ localActivities: 1, activities: 0, timers: 0, workflowTasks: 1 });
     // Started eagerly: the server answered the start with the first workflow task, for this instance's own worker.
     const health = (await (await fetch(`${instance.url}/health`)).json()) as {
-      stats: { a2aWorkflowStarts: { total: number; eager: number }; a2aRequestHandoff: { handed: number; taken: number }; a2aFirstAttempts: { begun: number; adopted: number } };
+      stats: {
+        a2aWorkflowStarts: { total: number; eager: number };
+        a2aRequestHandoff: { handed: number; taken: number };
+        a2aFirstAttempts: { begun: number; adopted: number };
+      };
     };
     expect(health.stats.a2aWorkflowStarts.eager).toBeGreaterThanOrEqual(1);
     // Its delivery took the request from the gateway of its own process, not from Kafka (the record is there too: below).
@@ -134,21 +168,30 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const description = await handle.describe();
     expect(description.type).toBe('a2aTaskWorkflowV2');
     expect(description.taskQueue).toBe('eventmesh-a2a');
-    const attribute = (key: (typeof a2aSearchAttributes)[keyof typeof a2aSearchAttributes]) => description.typedSearchAttributes.get(key);
-    expect([attribute(a2aSearchAttributes.agent), attribute(a2aSearchAttributes.tenant), attribute(a2aSearchAttributes.state)]).toEqual(['echo', tenant, 'completed']);
+    const attribute = (key: (typeof a2aSearchAttributes)[keyof typeof a2aSearchAttributes]) =>
+      description.typedSearchAttributes.get(key);
+    expect([
+      attribute(a2aSearchAttributes.agent),
+      attribute(a2aSearchAttributes.tenant),
+      attribute(a2aSearchAttributes.state),
+    ]).toEqual(['echo', tenant, 'completed']);
     // The history holds ids and states, never the message: its text appears nowhere in it.
     expect(JSON.stringify(await handle.fetchHistory())).not.toContain('visible');
     // Operators find it by agent and state (visibility is eventually consistent).
     const found = await waitFor('the task listed by its search attributes', async () => {
       const ids: string[] = [];
-      for await (const run of instance.deps.temporal.client.workflow.list({ query: `EventMeshAgent = 'echo' AND EventMeshTenant = '${tenant}' AND EventMeshTaskState = 'completed'` })) ids.push(run.workflowId);
+      for await (const run of instance.deps.temporal.client.workflow.list({
+        query: `EventMeshAgent = 'echo' AND EventMeshTenant = '${tenant}' AND EventMeshTaskState = 'completed'`,
+      }))
+        ids.push(run.workflowId);
       return ids.includes(a2aTaskWorkflowIdOf(task.id)) && ids;
     });
     expect(found).toContain(`a2a-task/${task.id}`);
 
     // The request on the agent's topic: one frame, the task's id, the message with the mesh's ids. The task's row
     // says where (the workflow was started while the record and the row were written: its input names no record).
-    const args = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.input?.payloads?.[0]?.data;
+    const args = (await handle.fetchHistory()).events?.[0]?.workflowExecutionStartedEventAttributes?.input
+      ?.payloads?.[0]?.data;
     const input = JSON.parse(Buffer.from(args as Uint8Array).toString('utf8')) as { taskId: string; request?: unknown };
     expect([input.taskId, input.request]).toEqual([task.id, undefined]);
     const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: task.id });
@@ -177,10 +220,17 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const task = asTask(await client.sendMessage(send('echo:waited', { returnImmediately: true })));
     expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
     // The delivery was tried and refused at least twice (Temporal retries it with backoff): the agent is down.
-    await waitFor('the delivery retried', async () => ((await workflowOf(task.id).describe()).raw.pendingActivities?.[0]?.attempt ?? 0) >= 2);
+    await waitFor(
+      'the delivery retried',
+      async () => ((await workflowOf(task.id).describe()).raw.pendingActivities?.[0]?.attempt ?? 0) >= 2,
+    );
     expect(await stateOf(client, task.id)).toBe(TaskState.TASK_STATE_SUBMITTED);
     await late.start(port);
-    await waitFor('the task completed after the agent came back', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 60_000 });
+    await waitFor(
+      'the task completed after the agent came back',
+      async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED,
+      { timeoutMs: 60_000 },
+    );
     expect(late.received).toEqual(['echo:waited']);
     expect(await workflowOf(task.id).result()).toBe('completed');
   }, 120_000);
@@ -192,7 +242,14 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     await first.start(port);
     // Its own task timeout, far beyond what the test takes: the task ends by the lost-task rule, never by a timeout
     // that a loaded host's restarts and retries could reach first (the suite's 12 s).
-    const card = { ...first.card(), capabilities: { streaming: false, pushNotifications: false, extensions: [{ uri: TASK_POLICY_EXTENSION, params: { timeoutMs: 300_000 } }] } };
+    const card = {
+      ...first.card(),
+      capabilities: {
+        streaming: false,
+        pushNotifications: false,
+        extensions: [{ uri: TASK_POLICY_EXTENSION, params: { timeoutMs: 300_000 } }],
+      },
+    };
     expect((await register('forgetful', card)).status).toBe(201);
     const client = await clientOf('forgetful');
     // The mesh recorded the turn as taken by the agent (its task id, at the agent now running): only a task the
@@ -200,11 +257,15 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     // turn as far as the mesh knows, and gets it again (at least once), which is not this rule.
     const recordedAt = async (id: string, before: string | null): Promise<string> => {
       let taken: string | null = null;
-      await waitFor('the mesh recording the turn taken by the agent', async () => {
-        const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id });
-        taken = row.deliveredTurn === 1 && row.agentTaskId !== before ? row.agentTaskId : null;
-        return taken !== null;
-      }, { timeoutMs: 60_000 });
+      await waitFor(
+        'the mesh recording the turn taken by the agent',
+        async () => {
+          const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id });
+          taken = row.deliveredTurn === 1 && row.agentTaskId !== before ? row.agentTaskId : null;
+          return taken !== null;
+        },
+        { timeoutMs: 60_000 },
+      );
       return taken!;
     };
     const key = randomUUID();
@@ -218,7 +279,11 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     await second.start(port);
     await waitFor('the turn sent again to the restarted agent', () => second.isHeld(key), { timeoutMs: 60_000 });
     second.release(key);
-    await waitFor('the task completed', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 60_000 });
+    await waitFor(
+      'the task completed',
+      async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED,
+      { timeoutMs: 60_000 },
+    );
     expect([first.received, second.received]).toEqual([[`hold:${key}`], [`hold:${key}`]]);
     expect(await workflowOf(task.id).result()).toBe('completed');
 
@@ -235,13 +300,22 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       started.push(current);
       await current.start(port);
     }
-    await waitFor('the task failed', async () => (await stateOf(client, lost.id)) === TaskState.TASK_STATE_FAILED, { timeoutMs: 60_000 });
-    expect(textOf((await client.getTask({ tenant: '', id: lost.id, historyLength: undefined })).status?.message)).toContain('the agent lost the task');
+    await waitFor('the task failed', async () => (await stateOf(client, lost.id)) === TaskState.TASK_STATE_FAILED, {
+      timeoutMs: 60_000,
+    });
+    expect(
+      textOf((await client.getTask({ tenant: '', id: lost.id, historyLength: undefined })).status?.message),
+    ).toContain('the agent lost the task');
     expect(current.received).toEqual([]);
   }, 360_000);
 
   it('fails a task whose agent does not come back within the task timeout', async () => {
-    const never = { ...agent.card(), supportedInterfaces: [{ url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }] };
+    const never = {
+      ...agent.card(),
+      supportedInterfaces: [
+        { url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+      ],
+    };
     expect((await register('never', never)).status).toBe(201);
     const started = Date.now();
     const task = asTask(await (await clientOf('never')).sendMessage(send('echo:lost')));
@@ -251,7 +325,9 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
   });
 
   it("applies the agent's own task policy (its card's extension): its timeout, and its retry's last attempt", async () => {
-    const down = async () => [{ url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }];
+    const down = async () => [
+      { url: `http://127.0.0.1:${await freePort()}/`, protocolBinding: 'JSONRPC', protocolVersion: '1.0' },
+    ];
     const withPolicy = async (params: unknown) => ({
       ...agent.card(),
       supportedInterfaces: await down(),
@@ -260,7 +336,10 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     // A malformed policy is refused at registration, naming the field; nothing is stored.
     const bad = await register('policy-bad', await withPolicy({ retry: { maximumAttempts: -1 } }));
     expect(bad.status).toBe(400);
-    expect(await bad.json()).toMatchObject({ code: 'INVALID_AGENT_CARD', field: 'capabilities.extensions.0.params.retry.maximumAttempts' });
+    expect(await bad.json()).toMatchObject({
+      code: 'INVALID_AGENT_CARD',
+      field: 'capabilities.extensions.0.params.retry.maximumAttempts',
+    });
     expect((await call('GET', '/a2a/agents/policy-bad')).status).toBe(404);
 
     // Its own timeout (3 s), not the mesh's (12 s).
@@ -270,29 +349,50 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     expect(textOf(short.status?.message)).toContain('did not settle within its timeout of 3000 ms');
 
     // Its retry: two attempts, 200 ms apart, then the task fails on the delivery's error, long before its timeout.
-    expect((await register('policy-twice', await withPolicy({ retry: { maximumAttempts: 2, initialIntervalMs: 200 } }))).status).toBe(201);
+    expect(
+      (await register('policy-twice', await withPolicy({ retry: { maximumAttempts: 2, initialIntervalMs: 200 } })))
+        .status,
+    ).toBe(201);
     const twice = asTask(await (await clientOf('policy-twice')).sendMessage(send('echo:twice')));
     expect(twice.status?.state).toBe(TaskState.TASK_STATE_FAILED);
     expect(textOf(twice.status?.message)).toContain('the delivery to the agent failed');
     const history = await workflowOf(twice.id).fetchHistory();
     // Two attempts: the first within the first workflow task (a local activity, its marker), the second a delivery
     // activity with the one attempt the policy has left.
-    expect(history.events?.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')).toHaveLength(1);
-    const scheduled = history.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask');
+    expect(
+      history.events?.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity'),
+    ).toHaveLength(1);
+    const scheduled = history.events?.filter(
+      (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask',
+    );
     expect(scheduled?.map((e) => e.activityTaskScheduledEventAttributes?.retryPolicy?.maximumAttempts)).toEqual([1]);
     // Between them, the policy's first interval (200 ms), as between two attempts of Temporal's own retry.
-    const kinds = (history.events ?? []).map((e) => (e.markerRecordedEventAttributes?.markerName === 'core_local_activity' ? 'local' : e.timerStartedEventAttributes ? `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.nanos ?? 0) / 1e6 + Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0) * 1000}ms` : e.activityTaskScheduledEventAttributes ? 'activity' : undefined)).filter(Boolean);
+    const kinds = (history.events ?? [])
+      .map((e) =>
+        e.markerRecordedEventAttributes?.markerName === 'core_local_activity'
+          ? 'local'
+          : e.timerStartedEventAttributes
+            ? `timer ${Number(e.timerStartedEventAttributes.startToFireTimeout?.nanos ?? 0) / 1e6 + Number(e.timerStartedEventAttributes.startToFireTimeout?.seconds ?? 0) * 1000}ms`
+            : e.activityTaskScheduledEventAttributes
+              ? 'activity'
+              : undefined,
+      )
+      .filter(Boolean);
     expect(kinds.slice(0, 3)).toEqual(['local', 'timer 200ms', 'activity']);
-    expect(history.events?.find((e) => e.activityTaskStartedEventAttributes)?.activityTaskStartedEventAttributes?.attempt).toBe(1);
+    expect(
+      history.events?.find((e) => e.activityTaskStartedEventAttributes)?.activityTaskStartedEventAttributes?.attempt,
+    ).toBe(1);
   });
 
-  it('continues a task that asked for input (multi-turn): each turn reaches the agent\'s task once, a new run of its workflow each', async () => {
+  it("continues a task that asked for input (multi-turn): each turn reaches the agent's task once, a new run of its workflow each", async () => {
     const client = await clientOf('echo');
     const asked = asTask(await client.sendMessage(send('ask:which colour?')));
     expect(asked.status?.state).toBe(TaskState.TASK_STATE_INPUT_REQUIRED);
     expect(textOf(asked.status?.message)).toBe('which colour?');
     const turn = (text: string, taskId = asked.id): SendMessageRequest =>
-      SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), taskId, contextId: asked.contextId, role: 'ROLE_USER', parts: [{ text }] } });
+      SendMessageRequest.fromJSON({
+        message: { messageId: randomUUID(), taskId, contextId: asked.contextId, role: 'ROLE_USER', parts: [{ text }] },
+      });
 
     // A second question, then the answer: the same task all along, completed with the answer.
     // The second turn streamed: the task as it is (working), then its updates, ending where it asks again.
@@ -300,21 +400,25 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     for await (const event of client.sendMessageStream(turn('ask:light or dark?'))) streamed.push(event);
     expect(streamed[0].payload?.$case).toBe('task');
     const last = streamed[streamed.length - 1].payload;
-    expect(last?.$case === 'statusUpdate' ? [last.value.taskId, last.value.status?.state, textOf(last.value.status?.message)] : last).toEqual([
-      asked.id,
-      TaskState.TASK_STATE_INPUT_REQUIRED,
-      'light or dark?',
-    ]);
+    expect(
+      last?.$case === 'statusUpdate'
+        ? [last.value.taskId, last.value.status?.state, textOf(last.value.status?.message)]
+        : last,
+    ).toEqual([asked.id, TaskState.TASK_STATE_INPUT_REQUIRED, 'light or dark?']);
     const answered = asTask(await client.sendMessage(turn('dark blue')));
     expect([answered.id, answered.status?.state]).toEqual([asked.id, TaskState.TASK_STATE_COMPLETED]);
     expect(answered.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toContain('answered dark blue');
     // Each turn reached the agent once, as a message of the agent's one task.
-    for (const text of ['ask:which colour?', 'ask:light or dark?', 'dark blue']) expect(agent.received.filter((r) => r === text)).toHaveLength(1);
+    for (const text of ['ask:which colour?', 'ask:light or dark?', 'dark blue'])
+      expect(agent.received.filter((r) => r === text)).toHaveLength(1);
     // Three runs of a2a-task/<id>, one per turn, each ended where its turn settled.
     // A send is answered once the turn's outcome is recorded; its run completes right after (visibility lags too).
     const runs = await waitFor('three completed runs', async () => {
       const listed: { status: string; runId: string }[] = [];
-      for await (const run of instance.deps.temporal.client.workflow.list({ query: `WorkflowId = '${a2aTaskWorkflowIdOf(asked.id)}'` })) listed.push({ status: run.status.name, runId: run.runId });
+      for await (const run of instance.deps.temporal.client.workflow.list({
+        query: `WorkflowId = '${a2aTaskWorkflowIdOf(asked.id)}'`,
+      }))
+        listed.push({ status: run.status.name, runId: run.runId });
       return listed.length === 3 && listed.every((r) => r.status === 'COMPLETED') && listed;
     });
     expect(runs.map((r) => r.status)).toEqual(['COMPLETED', 'COMPLETED', 'COMPLETED']);
@@ -323,15 +427,25 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     // A terminal task takes no more messages (-32004), nor does another agent's or an unknown one (-32001).
     await expect(client.sendMessage(turn('more'))).rejects.toThrow(/completed/);
     const rpc = (body: unknown) =>
-      fetch(`${instance.url}/a2a/agents/echo/rpc`, { method: 'POST', headers: { ...headers, 'content-type': 'application/json', 'a2a-version': '1.0' }, body: JSON.stringify(body) }).then(
-        (r) => r.json() as Promise<{ error?: { code: number } }>,
-      );
-    const message = (taskId: string) => ({ jsonrpc: '2.0', id: 1, method: 'SendMessage', params: { message: { messageId: randomUUID(), taskId, role: 'ROLE_USER', parts: [{ text: 'x' }] } } });
+      fetch(`${instance.url}/a2a/agents/echo/rpc`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'a2a-version': '1.0' },
+        body: JSON.stringify(body),
+      }).then((r) => r.json() as Promise<{ error?: { code: number } }>);
+    const message = (taskId: string) => ({
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'SendMessage',
+      params: { message: { messageId: randomUUID(), taskId, role: 'ROLE_USER', parts: [{ text: 'x' }] } },
+    });
     expect((await rpc(message(asked.id))).error?.code).toBe(-32004);
     expect((await rpc(message(randomUUID()))).error?.code).toBe(-32001);
     // A working task takes none either.
     const parked = asTask(await client.sendMessage(send('park', { returnImmediately: true })));
-    await waitFor('the parked task working', async () => (await stateOf(client, parked.id)) === TaskState.TASK_STATE_WORKING);
+    await waitFor(
+      'the parked task working',
+      async () => (await stateOf(client, parked.id)) === TaskState.TASK_STATE_WORKING,
+    );
     expect((await rpc(message(parked.id))).error?.code).toBe(-32004);
     await client.cancelTask({ tenant: '', id: parked.id, metadata: undefined });
   });
@@ -341,7 +455,10 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
     const key = randomUUID();
     const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
     await waitFor('the agent working on the task', () => agent.isHeld(key));
-    await waitFor('the task recorded working', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING);
+    await waitFor(
+      'the task recorded working',
+      async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING,
+    );
     const row = await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: task.id });
     const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
     expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
@@ -353,11 +470,15 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
   describe('mesh-subscriber agents', () => {
     const subscriberCard = () => ({ ...agent.card(), name: 'worker', supportedInterfaces: [] });
 
-    it('two replicas share 20 tasks through the agent\'s subscription (LOAD_BALANCE), each done once, answered by updates', async () => {
+    it("two replicas share 20 tasks through the agent's subscription (LOAD_BALANCE), each done once, answered by updates", async () => {
       expect((await register('worker?style=subscriber', subscriberCard())).status).toBe(201);
       const topic = requestTopicOf(tenant, 'worker');
       await expectClosedToOthers(topic);
-      const subscription = await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+      const subscription = await call('POST', '/subscriptions', {
+        protocol: 'STREAM',
+        topic,
+        config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' },
+      });
       expect(subscription.status).toBe(201);
       const id = subscription.body!.id as string;
 
@@ -367,7 +488,10 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
         while (!stopped) {
           await call('POST', '/a2a/agents/worker/heartbeat');
           const polled = await call('GET', `/subscriptions/${id}/poll?consumer=${name}&window=1&max=1&waitMs=300`);
-          for (const d of (polled.body?.deliveries ?? []) as { deliveryId: string; event: { a2ataskid: string; data: { message: { parts: { text: string }[] } } } }[]) {
+          for (const d of (polled.body?.deliveries ?? []) as {
+            deliveryId: string;
+            event: { a2ataskid: string; data: { message: { parts: { text: string }[] } } };
+          }[]) {
             const text = d.event.data.message.parts[0].text;
             const answer = await call('POST', `/a2a/agents/worker/tasks/${d.event.a2ataskid}/updates`, {
               state: 'TASK_STATE_COMPLETED',
@@ -376,26 +500,44 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
             });
             expect(answer).toMatchObject({ status: 200, body: { state: 'completed' } });
             done[name].push(d.event.a2ataskid);
-            expect((await call('POST', `/subscriptions/${id}/acks`, { deliveryId: d.deliveryId, action: 'ack' })).status).toBe(200);
+            expect(
+              (await call('POST', `/subscriptions/${id}/acks`, { deliveryId: d.deliveryId, action: 'ack' })).status,
+            ).toBe(200);
           }
         }
       };
       const replicas = [replica('r1'), replica('r2')];
       try {
         const client = await clientOf('worker');
-        const sent = await Promise.all(Array.from({ length: 20 }, (_, i) => client.sendMessage(send(`job ${i}`, { returnImmediately: true })).then((a) => asTask(a).id)));
-        await waitFor('the 20 tasks completed', async () => (await Promise.all(sent.map((t) => stateOf(client, t)))).every((s) => s === TaskState.TASK_STATE_COMPLETED));
+        const sent = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            client.sendMessage(send(`job ${i}`, { returnImmediately: true })).then((a) => asTask(a).id),
+          ),
+        );
+        await waitFor('the 20 tasks completed', async () =>
+          (await Promise.all(sent.map((t) => stateOf(client, t)))).every((s) => s === TaskState.TASK_STATE_COMPLETED),
+        );
         stopped = true;
         await Promise.all(replicas);
         expect([...done.r1, ...done.r2].sort()).toEqual([...sent].sort());
         expect([done.r1.length, done.r2.length].every((n) => n > 0)).toBe(true);
         const one = await client.getTask({ tenant: '', id: sent[0], historyLength: undefined });
-        expect(one.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toEqual([expect.stringMatching(/^r[12]:job 0$/)]);
+        expect(one.artifacts.map((a) => textOf({ parts: a.parts } as Message))).toEqual([
+          expect.stringMatching(/^r[12]:job 0$/),
+        ]);
         expect(await Promise.all(sent.map((t) => workflowOf(t).result()))).toEqual(sent.map(() => 'completed'));
         // A task that ended takes no more updates.
-        expect(await call('POST', `/a2a/agents/worker/tasks/${sent[0]}/updates`, { state: 'working' })).toMatchObject({ status: 409, body: { code: 'ILLEGAL_TRANSITION' } });
-        expect(await call('POST', `/a2a/agents/worker/tasks/${sent[0]}/updates`, { state: 'bogus' })).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'state' } });
-        expect(await call('POST', `/a2a/agents/worker/tasks/${randomUUID()}/updates`, { state: 'working' })).toMatchObject({ status: 404, body: { code: 'TASK_NOT_FOUND' } });
+        expect(await call('POST', `/a2a/agents/worker/tasks/${sent[0]}/updates`, { state: 'working' })).toMatchObject({
+          status: 409,
+          body: { code: 'ILLEGAL_TRANSITION' },
+        });
+        expect(await call('POST', `/a2a/agents/worker/tasks/${sent[0]}/updates`, { state: 'bogus' })).toMatchObject({
+          status: 400,
+          body: { code: 'INVALID_REQUEST', field: 'state' },
+        });
+        expect(
+          await call('POST', `/a2a/agents/worker/tasks/${randomUUID()}/updates`, { state: 'working' }),
+        ).toMatchObject({ status: 404, body: { code: 'TASK_NOT_FOUND' } });
       } finally {
         stopped = true;
         await Promise.allSettled(replicas);
@@ -416,9 +558,16 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
         done[name].push(frame.a2ataskid);
         const answer = await call('POST', `/a2a/agents/${name}/tasks/${frame.a2ataskid}/updates`, {
           state: 'TASK_STATE_COMPLETED',
-          artifacts: [{ artifactId: randomUUID(), name: 'result', parts: [{ text: `${name}:${frame.data.message.parts[0].text}` }] }],
+          artifacts: [
+            {
+              artifactId: randomUUID(),
+              name: 'result',
+              parts: [{ text: `${name}:${frame.data.message.parts[0].text}` }],
+            },
+          ],
         });
-        if (answer.status !== 200 || answer.body?.state !== 'completed') failures.push(`${name}: the update answered ${answer.status} ${JSON.stringify(answer.body)}`);
+        if (answer.status !== 200 || answer.body?.state !== 'completed')
+          failures.push(`${name}: the update answered ${answer.status} ${JSON.stringify(answer.body)}`);
       };
       const recorded = (what: string) => (e: unknown) => void failures.push(`${what}: ${(e as Error).message}`);
       const subscribe = async (name: string, body: Record<string, unknown>): Promise<string> => {
@@ -427,20 +576,37 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
         expect(created.status).toBe(201);
         return created.body!.id as string;
       };
-      const wsId = await subscribe('ws', { protocol: 'STREAM', config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
-      const sseId = await subscribe('sse', { protocol: 'STREAM', config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+      const wsId = await subscribe('ws', {
+        protocol: 'STREAM',
+        config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' },
+      });
+      const sseId = await subscribe('sse', {
+        protocol: 'STREAM',
+        config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' },
+      });
       const receiver = new WebhookReceiver();
       const stop = new AbortController();
       let socket: WebSocket | undefined;
       let sse: Promise<void> | undefined;
-      const heartbeats = setInterval(() => void Promise.all(['ws', 'sse', 'hook'].map((name) => call('POST', `/a2a/agents/${name}/heartbeat`))).catch(recorded('heartbeat')), 500);
+      const heartbeats = setInterval(
+        () =>
+          void Promise.all(['ws', 'sse', 'hook'].map((name) => call('POST', `/a2a/agents/${name}/heartbeat`))).catch(
+            recorded('heartbeat'),
+          ),
+        500,
+      );
       try {
         await receiver.start();
         receiver.gate = (request) =>
-          complete('hook', { a2ataskid: String(request.headers['ce-a2ataskid']), data: JSON.parse(request.body.toString()) as Frame['data'] }).catch(recorded('webhook'));
+          complete('hook', {
+            a2ataskid: String(request.headers['ce-a2ataskid']),
+            data: JSON.parse(request.body.toString()) as Frame['data'],
+          }).catch(recorded('webhook'));
         await subscribe('hook', { sink: receiver.url, config: { startFrom: 'earliest' } });
 
-        const ws = new WebSocket(`${instance.url!.replace('http', 'ws')}/subscriptions/${wsId}/ws?window=1`, { headers });
+        const ws = new WebSocket(`${instance.url!.replace('http', 'ws')}/subscriptions/${wsId}/ws?window=1`, {
+          headers,
+        });
         socket = ws;
         ws.on('message', (m) => {
           const message = JSON.parse(String(m)) as { type: string; deliveryId: string; event: Frame };
@@ -450,7 +616,10 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
             .catch(recorded('websocket'));
         });
         sse = (async () => {
-          const response = await fetch(`${instance.url}/subscriptions/${sseId}/events?window=1`, { headers, signal: stop.signal });
+          const response = await fetch(`${instance.url}/subscriptions/${sseId}/events?window=1`, {
+            headers,
+            signal: stop.signal,
+          });
           if (response.status !== 200) throw new Error(`the SSE stream answered ${response.status}`);
           let text = '';
           for await (const chunk of response.body!) {
@@ -463,7 +632,10 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
               if (!/^event: cloudevent$/m.test(message) || !data) continue;
               const delivery = JSON.parse(data[1]) as { deliveryId: string; event: Frame };
               await complete('sse', delivery.event);
-              const acked = await call('POST', `/subscriptions/${sseId}/acks`, { deliveryId: delivery.deliveryId, action: 'ack' });
+              const acked = await call('POST', `/subscriptions/${sseId}/acks`, {
+                deliveryId: delivery.deliveryId,
+                action: 'ack',
+              });
               if (acked.status !== 200) failures.push(`sse: the ack answered ${acked.status}`);
             }
           }
@@ -473,10 +645,14 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
         await new Promise<void>((resolve, reject) => ws.once('open', () => resolve()).once('error', reject));
         for (const name of ['ws', 'sse', 'hook']) {
           const client = await clientOf(name);
-          const tasks = await Promise.all([1, 2, 3].map(async (i) => asTask(await client.sendMessage(send(`job ${i}`)))));
+          const tasks = await Promise.all(
+            [1, 2, 3].map(async (i) => asTask(await client.sendMessage(send(`job ${i}`)))),
+          );
           expect(failures).toEqual([]);
           expect(tasks.map((t) => t.status?.state)).toEqual(tasks.map(() => TaskState.TASK_STATE_COMPLETED));
-          expect(tasks.map((t) => t.artifacts.map((a) => textOf({ parts: a.parts } as Message)))).toEqual(tasks.map(() => [expect.stringMatching(new RegExp(`^${name}:job [123]$`))]));
+          expect(tasks.map((t) => t.artifacts.map((a) => textOf({ parts: a.parts } as Message)))).toEqual(
+            tasks.map(() => [expect.stringMatching(new RegExp(`^${name}:job [123]$`))]),
+          );
           expect([...done[name]].sort()).toEqual(tasks.map((t) => t.id).sort());
         }
         expect(failures).toEqual([]);
@@ -489,88 +665,171 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       }
     });
 
-    it('a task canceled by its client, and one failed at its deadline, reach the agent\'s replicas as cancel frames after their requests', async () => {
-      const card = { ...subscriberCard(), name: 'stopper', capabilities: { ...(agent.card().capabilities as object), extensions: [{ uri: TASK_POLICY_EXTENSION, params: { timeoutMs: 2000 } }] } };
+    it("a task canceled by its client, and one failed at its deadline, reach the agent's replicas as cancel frames after their requests", async () => {
+      const card = {
+        ...subscriberCard(),
+        name: 'stopper',
+        capabilities: {
+          ...(agent.card().capabilities as object),
+          extensions: [{ uri: TASK_POLICY_EXTENSION, params: { timeoutMs: 2000 } }],
+        },
+      };
       expect((await register('stopper?style=subscriber', card)).status).toBe(201);
-      const { frames, poll } = await collectorOf<{ id: string; type: string; a2ataskid: string; a2areason?: string; data: unknown }>(requestTopicOf(tenant, 'stopper'));
-      const framesOf = (taskId: string) => frames.filter((f) => f.a2ataskid === taskId).map((f) => [f.id, f.type, f.a2areason, f.data]);
+      const { frames, poll } = await collectorOf<{
+        id: string;
+        type: string;
+        a2ataskid: string;
+        a2areason?: string;
+        data: unknown;
+      }>(requestTopicOf(tenant, 'stopper'));
+      const framesOf = (taskId: string) =>
+        frames.filter((f) => f.a2ataskid === taskId).map((f) => [f.id, f.type, f.a2areason, f.data]);
 
       const client = await clientOf('stopper');
       const canceled = asTask(await client.sendMessage(send('a long job', { returnImmediately: true })));
       await waitFor('the request at the agent', async () => (await poll(), framesOf(canceled.id).length === 1));
-      expect((await call('POST', `/a2a/agents/stopper/tasks/${canceled.id}/updates`, { state: 'working' })).status).toBe(200);
-      expect((await client.cancelTask({ tenant: '', id: canceled.id, metadata: undefined })).status?.state).toBe(TaskState.TASK_STATE_CANCELED);
+      expect(
+        (await call('POST', `/a2a/agents/stopper/tasks/${canceled.id}/updates`, { state: 'working' })).status,
+      ).toBe(200);
+      expect((await client.cancelTask({ tenant: '', id: canceled.id, metadata: undefined })).status?.state).toBe(
+        TaskState.TASK_STATE_CANCELED,
+      );
       await waitFor('the cancel at the agent', async () => (await poll(), framesOf(canceled.id).length === 2));
       expect(framesOf(canceled.id)).toEqual([
-        [canceled.id, 'a2a.task.send', undefined, expect.objectContaining({ message: expect.objectContaining({ taskId: canceled.id }) })],
+        [
+          canceled.id,
+          'a2a.task.send',
+          undefined,
+          expect.objectContaining({ message: expect.objectContaining({ taskId: canceled.id }) }),
+        ],
         [`${canceled.id}.cancel`, 'a2a.task.cancel', 'canceled', { id: canceled.id }],
       ]);
-      expect(await call('POST', `/a2a/agents/stopper/tasks/${canceled.id}/updates`, { state: 'completed' })).toMatchObject({ status: 409, body: { code: 'ILLEGAL_TRANSITION' } });
+      expect(
+        await call('POST', `/a2a/agents/stopper/tasks/${canceled.id}/updates`, { state: 'completed' }),
+      ).toMatchObject({ status: 409, body: { code: 'ILLEGAL_TRANSITION' } });
 
       // Nobody answers this one: its workflow fails it at its deadline (2 s), and the agent is told.
       const abandoned = asTask(await client.sendMessage(send('a job nobody finishes', { returnImmediately: true })));
-      await waitFor('the task failed and the agent told', async () => (await poll(), framesOf(abandoned.id).length === 2), { timeoutMs: 60_000 });
+      await waitFor(
+        'the task failed and the agent told',
+        async () => (await poll(), framesOf(abandoned.id).length === 2),
+        { timeoutMs: 60_000 },
+      );
       expect(framesOf(abandoned.id).map((f) => f.slice(0, 3))).toEqual([
         [abandoned.id, 'a2a.task.send', undefined],
         [`${abandoned.id}.cancel`, 'a2a.task.cancel', 'failed'],
       ]);
       // The notice is written before the task fails (so that a crash between them tries again): the failure follows.
       // (Read from Postgres: the agent's card may have expired meanwhile, its heartbeat TTL being 3 s here.)
-      await waitFor('the abandoned task failed', async () => (await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: abandoned.id })).state === 'failed');
+      await waitFor(
+        'the abandoned task failed',
+        async () =>
+          (await instance.deps.db.getRepository(A2ATaskEntity).findOneByOrFail({ id: abandoned.id })).state ===
+          'failed',
+      );
       // Nobody observes this agent: its tasks' events are marked published by a worker's sweep, never written.
       await waitFor('the sweep to mark the unobserved events', async () => {
-        const rows = await instance.deps.db.getRepository(A2ATaskEntity).findBy({ id: In([canceled.id, abandoned.id]) });
+        const rows = await instance.deps.db
+          .getRepository(A2ATaskEntity)
+          .findBy({ id: In([canceled.id, abandoned.id]) });
         return rows.length === 2 && rows.every((r) => r.publishedSeq === r.eventSeq);
       });
       expect(await topicEndOffset(instance.deps.kafka, eventsTopicOf(tenant, 'stopper'))).toBe(0);
     }, 180_000);
 
-    it('a subscriber\'s card expires without a heartbeat, and is back with one', async () => {
+    it("a subscriber's card expires without a heartbeat, and is back with one", async () => {
       expect((await register('sleepy?style=subscriber', { ...subscriberCard(), name: 'sleepy' })).status).toBe(201);
       expect((await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status).toBe(200);
       // The TTL is the promise: liveness is judged at each read (last heartbeat + 3 s), so 10 s leaves 7 s for slow requests on a loaded host.
-      await waitFor('the card expired', async () => (await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status === 404, { timeoutMs: 10_000 });
-      expect(((await call('GET', '/a2a/agents')).body!.agents as { name: string }[]).map((a) => a.name)).not.toContain('sleepy');
+      await waitFor(
+        'the card expired',
+        async () => (await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status === 404,
+        { timeoutMs: 10_000 },
+      );
+      expect(((await call('GET', '/a2a/agents')).body!.agents as { name: string }[]).map((a) => a.name)).not.toContain(
+        'sleepy',
+      );
       expect((await call('POST', '/a2a/agents/sleepy/heartbeat')).status).toBe(204);
       expect((await call('GET', '/a2a/agents/sleepy/.well-known/agent-card.json')).status).toBe(200);
       expect((await call('POST', '/a2a/agents/echo/heartbeat')).status).toBe(404);
-      expect(await call('PUT', '/a2a/agents/x?style=pull', subscriberCard())).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', field: 'style' } });
+      expect(await call('PUT', '/a2a/agents/x?style=pull', subscriberCard())).toMatchObject({
+        status: 400,
+        body: { code: 'INVALID_REQUEST', field: 'style' },
+      });
     });
   });
 
-  it('observers subscribe to an agent\'s events topic: every event of each task\'s log, in seq order, as A2A JSON; the sweep republishes what was left unpublished', async () => {
+  it("observers subscribe to an agent's events topic: every event of each task's log, in seq order, as A2A JSON; the sweep republishes what was left unpublished", async () => {
     const topic = eventsTopicOf(tenant, 'echo');
     await expectClosedToOthers(topic);
     // From the topic's start: the agent's earlier tasks' events come too (each frame names its task).
-    const { frames, poll } = await collectorOf<{ id: string; type: string; a2ataskid: string; a2aseq: string; a2astate?: string; data: Record<string, unknown> }>(topic);
+    const { frames, poll } = await collectorOf<{
+      id: string;
+      type: string;
+      a2ataskid: string;
+      a2aseq: string;
+      a2astate?: string;
+      data: Record<string, unknown>;
+    }>(topic);
     const client = await clientOf('echo');
     const task = asTask(await client.sendMessage(send('echo:observed')));
     expect(task.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    const log: { seq: number; kind: string; payload: Record<string, unknown> }[] = await instance.deps.db.query('SELECT seq, kind, payload FROM a2a_task_events WHERE task_id = $1 ORDER BY seq', [task.id]);
+    const log: { seq: number; kind: string; payload: Record<string, unknown> }[] = await instance.deps.db.query(
+      'SELECT seq, kind, payload FROM a2a_task_events WHERE task_id = $1 ORDER BY seq',
+      [task.id],
+    );
     const ofTask = () => frames.filter((f) => f.a2ataskid === task.id);
     // At once once the publisher knows the topic is observed (it asks every 2 s); by the sweep (5 s) otherwise.
-    await waitFor('every event of the task at the observer', async () => (await poll(), ofTask().length >= log.length), { timeoutMs: 60_000 });
-    const kinds: Record<string, string> = { task: 'a2a.task.snapshot', 'status-update': 'a2a.task.status', 'artifact-update': 'a2a.task.artifact' };
-    expect(ofTask().map((f) => [f.id, f.type, f.a2aseq, f.data])).toEqual(log.map((e) => [`${task.id}.${e.seq}`, kinds[e.kind], String(e.seq), e.payload]));
+    await waitFor(
+      'every event of the task at the observer',
+      async () => (await poll(), ofTask().length >= log.length),
+      { timeoutMs: 60_000 },
+    );
+    const kinds: Record<string, string> = {
+      task: 'a2a.task.snapshot',
+      'status-update': 'a2a.task.status',
+      'artifact-update': 'a2a.task.artifact',
+    };
+    expect(ofTask().map((f) => [f.id, f.type, f.a2aseq, f.data])).toEqual(
+      log.map((e) => [`${task.id}.${e.seq}`, kinds[e.kind], String(e.seq), e.payload]),
+    );
     expect(ofTask()[0].a2astate).toBe('TASK_STATE_SUBMITTED');
     expect(ofTask()[ofTask().length - 1]).toMatchObject({ type: 'a2a.task.status', a2astate: 'TASK_STATE_COMPLETED' });
     expect(log.map((e) => e.kind)).toContain('artifact-update');
 
     // A crash between a change's commit and its publication (the task's events marked unpublished, its last change
     // 10 s ago): a worker's sweep (every 5 s) writes them again. The observer sees each again, same ids.
-    await instance.deps.db.query(`UPDATE a2a_tasks SET published_seq = 0, updated_at = now() - interval '10 seconds' WHERE id = $1`, [task.id]);
-    await waitFor('the sweep to publish the events again', async () => (await poll(), ofTask().length >= 2 * log.length), { timeoutMs: 60_000 });
-    expect(ofTask().slice(log.length).map((f) => f.id)).toEqual(log.map((e) => `${task.id}.${e.seq}`));
+    await instance.deps.db.query(
+      `UPDATE a2a_tasks SET published_seq = 0, updated_at = now() - interval '10 seconds' WHERE id = $1`,
+      [task.id],
+    );
+    await waitFor(
+      'the sweep to publish the events again',
+      async () => (await poll(), ofTask().length >= 2 * log.length),
+      { timeoutMs: 60_000 },
+    );
+    expect(
+      ofTask()
+        .slice(log.length)
+        .map((f) => f.id),
+    ).toEqual(log.map((e) => `${task.id}.${e.seq}`));
     // Marked published once Kafka took them, a moment after the observer may have read them.
     const publishedSeq = async () =>
-      ((await instance.deps.db.query('SELECT published_seq FROM a2a_tasks WHERE id = $1', [task.id])) as { published_seq: number }[])[0].published_seq;
-    await waitFor('the events marked published again', async () => (await publishedSeq()) === log.length, { timeoutMs: 60_000 });
+      (
+        (await instance.deps.db.query('SELECT published_seq FROM a2a_tasks WHERE id = $1', [task.id])) as {
+          published_seq: number;
+        }[]
+      )[0].published_seq;
+    await waitFor('the events marked published again', async () => (await publishedSeq()) === log.length, {
+      timeoutMs: 60_000,
+    });
   }, 240_000);
 
   it('a task outlives the worker that was delivering it: another instance follows it to completion, sending nothing twice', async () => {
     // The last case: only worker instances of this case deliver from here on (the first instance keeps its gateway).
     await instance.worker!.stop();
-    const workerOnly = (name: string) => startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `${name}-${suffix}` }), { roles: ['worker'] });
+    const workerOnly = (name: string) =>
+      startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `${name}-${suffix}` }), { roles: ['worker'] });
     const first = await workerOnly('a2a-d-w1');
     let second: RunningInstance | undefined;
     try {
@@ -578,14 +837,24 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
       const key = randomUUID();
       const task = asTask(await client.sendMessage(send(`hold:${key}`, { returnImmediately: true })));
       await waitFor('the agent working on the task', () => agent.isHeld(key));
-      await waitFor('the task recorded working', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING);
+      await waitFor(
+        'the task recorded working',
+        async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_WORKING,
+      );
       // The first attempt (local, within the workflow task) follows the task for a moment, then a delivery activity.
-      const following = await waitFor('a delivery activity following the task', async () => (await workflowOf(task.id).describe()).raw.pendingActivities?.[0]);
+      const following = await waitFor(
+        'a delivery activity following the task',
+        async () => (await workflowOf(task.id).describe()).raw.pendingActivities?.[0],
+      );
       expect(following.lastWorkerIdentity).toContain(`a2a-d-w1-${suffix}@`);
       await first.close();
       second = await workerOnly('a2a-d-w2');
       agent.release(key);
-      await waitFor('the task completed by the other instance', async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED, { timeoutMs: 60_000 });
+      await waitFor(
+        'the task completed by the other instance',
+        async () => (await stateOf(client, task.id)) === TaskState.TASK_STATE_COMPLETED,
+        { timeoutMs: 60_000 },
+      );
       expect(await workflowOf(task.id).result()).toBe('completed');
       expect(agent.received.filter((t) => t === `hold:${key}`)).toHaveLength(1);
     } finally {

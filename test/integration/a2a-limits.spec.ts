@@ -36,7 +36,11 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
     EVENTMESH_AGENTS_MAX_PER_TENANT: '2',
   });
   const tenants = { bytes: `bytes-${run}`, capped: `capped-${run}`, signer: `signer-${run}` };
-  const as = (tenant: string, principal = 'p') => ({ 'x-test-principal': principal, 'x-test-tenant': tenant, 'content-type': 'application/json' });
+  const as = (tenant: string, principal = 'p') => ({
+    'x-test-principal': principal,
+    'x-test-tenant': tenant,
+    'content-type': 'application/json',
+  });
   let db: DataSource;
   let instance: RunningInstance;
   let url: string;
@@ -47,7 +51,12 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
     // 400 bytes of burst (and of rate): a body larger than that can never pass.
     await new TenantQuotaStore(db).put(tenants.bytes, { ...NONE, bytesPerSecond: BURST_BYTES, burstSeconds: 1 });
     await new PublisherSecretStore(db, SecretBox.fromConfig(config)).create(tenants.signer, 'signing-publisher');
-    const gates = buildGates(config, { db, producer: {} as EventProducer, instanceId: config.instance.id, filters: { token: new HeaderToken() } });
+    const gates = buildGates(config, {
+      db,
+      producer: {} as EventProducer,
+      instanceId: config.instance.id,
+      filters: { token: new HeaderToken() },
+    });
     instance = await startInstance(config, { roles: ['gateway'], gates });
     url = instance.url!;
   });
@@ -59,20 +68,39 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
   const register = (tenant: string, name: string, body: unknown, principal?: string) =>
     fetch(`${url}/a2a/agents/${name}`, { method: 'PUT', headers: as(tenant, principal), body: JSON.stringify(body) });
   const rpc = (tenant: string, name: string, method: string, params: unknown) =>
-    fetch(`${url}/a2a/agents/${name}/rpc`, { method: 'POST', headers: { ...as(tenant), 'a2a-version': '1.0' }, body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }) });
+    fetch(`${url}/a2a/agents/${name}/rpc`, {
+      method: 'POST',
+      headers: { ...as(tenant), 'a2a-version': '1.0' },
+      body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params }),
+    });
 
   it('charges a registration and a send as publishes (413 past the byte burst), and not a read', async () => {
     const tenant = tenants.bytes;
     const large = await register(tenant, 'large', card('large', ' '.repeat(BURST_BYTES)));
     expect(large.status).toBe(413);
-    expect(await large.json()).toMatchObject({ code: 'BATCH_EXCEEDS_BURST', quota: 'bytes_per_second', maxBatchBytes: BURST_BYTES });
+    expect(await large.json()).toMatchObject({
+      code: 'BATCH_EXCEEDS_BURST',
+      quota: 'bytes_per_second',
+      maxBatchBytes: BURST_BYTES,
+    });
     expect((await fetch(`${url}/a2a/agents/large`, { headers: as(tenant) })).status).toBe(404);
     // A registration within the burst passes (the quota of bytes only limits bytes).
-    const small = { name: 's', description: 'd', version: '1', supportedInterfaces: [{ url: 'http://127.0.0.1:1/r', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }], capabilities: {}, defaultInputModes: ['text/plain'], defaultOutputModes: ['text/plain'], skills: [] };
+    const small = {
+      name: 's',
+      description: 'd',
+      version: '1',
+      supportedInterfaces: [{ url: 'http://127.0.0.1:1/r', protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
+      capabilities: {},
+      defaultInputModes: ['text/plain'],
+      defaultOutputModes: ['text/plain'],
+      skills: [],
+    };
     expect(JSON.stringify(small).length).toBeLessThan(BURST_BYTES);
     expect((await register(tenant, 'small', small)).status).toBe(201);
     const text = 'x'.repeat(BURST_BYTES);
-    const send = await rpc(tenant, 'small', 'SendMessage', { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] } });
+    const send = await rpc(tenant, 'small', 'SendMessage', {
+      message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
+    });
     expect(send.status).toBe(413);
     expect(await send.json()).toMatchObject({ code: 'BATCH_EXCEEDS_BURST' });
     // A read of the same size is not a publish: the agent's endpoint answers it (no such task).
@@ -87,7 +115,7 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
     expect((await fetch(`${url}/a2a/agents/signed`, { headers: as(tenants.signer) })).status).toBe(404);
   });
 
-  it('refuses an agent past the tenant\'s cap 409 AGENT_LIMIT_REACHED, and still replaces a registered one', async () => {
+  it("refuses an agent past the tenant's cap 409 AGENT_LIMIT_REACHED, and still replaces a registered one", async () => {
     const tenant = tenants.capped;
     expect((await register(tenant, 'one', card('one'))).status).toBe(201);
     expect((await register(tenant, 'two', card('two'))).status).toBe(201);
@@ -95,7 +123,8 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
     expect(third.status).toBe(409);
     expect(await third.json()).toMatchObject({ code: 'AGENT_LIMIT_REACHED', maxAgentsPerTenant: 2 });
     expect((await register(tenant, 'two', card('two', ' again'))).status).toBe(200);
-    const listed = (await (await fetch(`${url}/a2a/agents`, { headers: as(tenant) })).json()) as { name: string }[] | { agents: { name: string }[] };
+    const listed = (await (await fetch(`${url}/a2a/agents`, { headers: as(tenant) })).json()) as
+      { name: string }[] | { agents: { name: string }[] };
     const names = (Array.isArray(listed) ? listed : listed.agents).map((a) => a.name);
     expect(names).toEqual(['one', 'two']);
     // Another tenant's agents are not counted.

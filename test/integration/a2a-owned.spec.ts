@@ -36,7 +36,10 @@ describe('A2A subscriber agents in PARTITION_OWNED_PULL (real servers)', () => {
     const temporal = await temporalClient();
     await resetOwnership(temporal.client);
     await temporal.close();
-    instance = await startInstance(config, { roles: ['gateway', 'worker'], gates: { ingress: gate('ingress'), admin: gate('admin'), close: async () => undefined } });
+    instance = await startInstance(config, {
+      roles: ['gateway', 'worker'],
+      gates: { ingress: gate('ingress'), admin: gate('admin'), close: async () => undefined },
+    });
   });
   afterAll(async () => {
     await endTaskWorkflows([tenant]);
@@ -49,35 +52,66 @@ describe('A2A subscriber agents in PARTITION_OWNED_PULL (real servers)', () => {
 
   const call = (method: string, path: string, body?: unknown) => callAs(tenant, instance.url!, method, path, body);
 
-  it('owns the request topic\'s partitions once a subscription reads it, and the replica pulls its task and completes it', async () => {
+  it("owns the request topic's partitions once a subscription reads it, and the replica pulls its task and completes it", async () => {
     const card = { ...new EchoAgent().card(), name: 'puller', supportedInterfaces: [] };
     expect((await call('PUT', '/a2a/agents/puller?style=subscriber', card)).status).toBe(201);
     const topic = requestTopicOf(tenant, 'puller');
-    const owned = async () => ((await call('GET', '/admin/partitions')).body as unknown as PartitionsView).partitions.filter((p) => p.topic === topic);
+    const owned = async () =>
+      ((await call('GET', '/admin/partitions')).body as unknown as PartitionsView).partitions.filter(
+        (p) => p.topic === topic,
+      );
     // Nobody reads the topic yet: its partitions are not owned.
     expect(await owned()).toEqual([]);
 
-    const subscription = await call('POST', '/subscriptions', { protocol: 'STREAM', topic, config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' } });
+    const subscription = await call('POST', '/subscriptions', {
+      protocol: 'STREAM',
+      topic,
+      config: { policy: 'LOAD_BALANCE', startFrom: 'earliest' },
+    });
     expect(subscription.status).toBe(201);
     const id = subscription.body!.id as string;
     const client = await stockClientOf(`${instance.url}/a2a/agents/puller/.well-known/agent-card.json`, tenant);
-    const task = (await client.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'job' }] }, configuration: { returnImmediately: true } }))) as Task;
+    const task = (await client.sendMessage(
+      SendMessageRequest.fromJSON({
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'job' }] },
+        configuration: { returnImmediately: true },
+      }),
+    )) as Task;
     expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
 
     // The instance announces the topic's partitions at its next round; the coordinator assigns them; the owner polls.
-    const partitions = await waitFor('the request topic\'s partitions owned and polled', async () => {
-      const now = await owned();
-      return now.length === 2 && now.every((p) => p.owner === config.instance.id && p.polling) && now;
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    const partitions = await waitFor(
+      "the request topic's partitions owned and polled",
+      async () => {
+        const now = await owned();
+        return now.length === 2 && now.every((p) => p.owner === config.instance.id && p.polling) && now;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     expect(partitions.map((p) => p.partition).sort()).toEqual([0, 1]);
 
-    const delivery = await waitFor('the task at the replica', async () => {
-      const polled = await call('GET', `/subscriptions/${id}/poll?consumer=r1&window=1&max=1&waitMs=500`);
-      return ((polled.body?.deliveries ?? []) as { deliveryId: string; event: { type: string; a2ataskid: string } }[])[0];
-    }, { timeoutMs: 30_000 });
+    const delivery = await waitFor(
+      'the task at the replica',
+      async () => {
+        const polled = await call('GET', `/subscriptions/${id}/poll?consumer=r1&window=1&max=1&waitMs=500`);
+        return (
+          (polled.body?.deliveries ?? []) as { deliveryId: string; event: { type: string; a2ataskid: string } }[]
+        )[0];
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(delivery.event).toMatchObject({ type: 'a2a.task.send', a2ataskid: task.id });
-    expect(await call('POST', `/a2a/agents/puller/tasks/${task.id}/updates`, { state: 'TASK_STATE_COMPLETED', message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text: 'done' }] } })).toMatchObject({ status: 200, body: { state: 'completed' } });
-    expect((await call('POST', `/subscriptions/${id}/acks`, { deliveryId: delivery.deliveryId, action: 'ack' })).status).toBe(200);
-    expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
+    expect(
+      await call('POST', `/a2a/agents/puller/tasks/${task.id}/updates`, {
+        state: 'TASK_STATE_COMPLETED',
+        message: { messageId: randomUUID(), role: 'ROLE_AGENT', parts: [{ text: 'done' }] },
+      }),
+    ).toMatchObject({ status: 200, body: { state: 'completed' } });
+    expect(
+      (await call('POST', `/subscriptions/${id}/acks`, { deliveryId: delivery.deliveryId, action: 'ack' })).status,
+    ).toBe(200);
+    expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).status?.state).toBe(
+      TaskState.TASK_STATE_COMPLETED,
+    );
   });
 });

@@ -61,10 +61,18 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     await receiver.start();
     instance = await startInstance(config, { roles: ['gateway', 'worker'], gates });
     for (const tenant of [tenantA, tenantB]) {
-      const response = await fetch(`${instance.url}/a2a/agents/echo`, { method: 'PUT', headers: { 'x-test-tenant': tenant, 'content-type': 'application/json' }, body: JSON.stringify(agent.card()) });
+      const response = await fetch(`${instance.url}/a2a/agents/echo`, {
+        method: 'PUT',
+        headers: { 'x-test-tenant': tenant, 'content-type': 'application/json' },
+        body: JSON.stringify(agent.card()),
+      });
       expect(response.status).toBe(201);
     }
-    const response = await fetch(`${instance.url}/a2a/agents/streamer`, { method: 'PUT', headers: { 'x-test-tenant': tenantA, 'content-type': 'application/json' }, body: JSON.stringify({ ...streamer.card(), name: 'streamer' }) });
+    const response = await fetch(`${instance.url}/a2a/agents/streamer`, {
+      method: 'PUT',
+      headers: { 'x-test-tenant': tenantA, 'content-type': 'application/json' },
+      body: JSON.stringify({ ...streamer.card(), name: 'streamer' }),
+    });
     expect(response.status).toBe(201);
   });
   afterAll(async () => {
@@ -108,9 +116,18 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
       .map((request) => {
         const body = JSON.parse(request.body.toString('utf8')) as Record<string, unknown>;
         const task = (body.task ?? body) as { status: { state: string } };
-        return { request, body, state: task.status.state, version: Number(String(request.headers['webhook-id']).split(':').pop()) };
+        return {
+          request,
+          body,
+          state: task.status.state,
+          version: Number(String(request.headers['webhook-id']).split(':').pop()),
+        };
       });
-  const settled = (taskId: string, state: string) => waitFor(`a push of ${taskId} in ${state}`, () => pushesOf(taskId).some((p) => p.state === state) && pushesOf(taskId));
+  const settled = (taskId: string, state: string) =>
+    waitFor(
+      `a push of ${taskId} in ${state}`,
+      () => pushesOf(taskId).some((p) => p.state === state) && pushesOf(taskId),
+    );
   /** Releases a `hold:` task once the agent holds it. */
   const release = async (key: string) => {
     await waitFor(`the agent holding ${key}`, () => agent.isHeld(key));
@@ -129,14 +146,30 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     // Each change once, in order: versions strictly increasing, working before the completion, which is the last.
     const versions = pushes.map((p) => p.version);
     expect(versions).toEqual([...new Set(versions)].sort((a, b) => a - b));
-    expect(pushes.map((p) => p.state).filter((s) => s !== 'TASK_STATE_SUBMITTED')).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(pushes.map((p) => p.state).filter((s) => s !== 'TASK_STATE_SUBMITTED')).toEqual([
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
     const last = pushes[pushes.length - 1];
-    expect(last.body).toMatchObject({ task: { id: task.id, status: { state: 'TASK_STATE_COMPLETED' }, artifacts: [{ name: 'echo', parts: [{ text: `hold:${key}` }] }] } });
+    expect(last.body).toMatchObject({
+      task: {
+        id: task.id,
+        status: { state: 'TASK_STATE_COMPLETED' },
+        artifacts: [{ name: 'echo', parts: [{ text: `hold:${key}` }] }],
+      },
+    });
     for (const { request } of pushes) {
       expect(request.headers['x-a2a-notification-token']).toBe(token);
       expect(request.headers['content-type']).toBe('application/a2a+json');
-      expect(() => new Webhook(signingSecret).verify(request.body, request.headers as Record<string, string>)).not.toThrow();
-      expect(() => new Webhook(`whsec_${randomBytes(32).toString('base64')}`).verify(request.body, request.headers as Record<string, string>)).toThrow();
+      expect(() =>
+        new Webhook(signingSecret).verify(request.body, request.headers as Record<string, string>),
+      ).not.toThrow();
+      expect(() =>
+        new Webhook(`whsec_${randomBytes(32).toString('base64')}`).verify(
+          request.body,
+          request.headers as Record<string, string>,
+        ),
+      ).toThrow();
     }
   });
 
@@ -144,9 +177,27 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const client = await clientOf(tenantA);
     const key = randomUUID();
     const task = await started(client, `hold:${key}`);
-    await waitFor('the task working at the mesh', async () => agent.isHeld(key) && (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state === TaskState.TASK_STATE_WORKING);
-    const set = await client.createTaskPushNotificationConfig({ tenant: '', id: 'hook-1', taskId: task.id, url: receiver.url!, token: '', authentication: { scheme: 'Bearer', credentials: 'sekrit' } });
-    expect(set).toMatchObject({ id: 'hook-1', taskId: task.id, url: receiver.url, authentication: { scheme: 'Bearer', credentials: 'sekrit' } });
+    await waitFor(
+      'the task working at the mesh',
+      async () =>
+        agent.isHeld(key) &&
+        (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state ===
+          TaskState.TASK_STATE_WORKING,
+    );
+    const set = await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'hook-1',
+      taskId: task.id,
+      url: receiver.url!,
+      token: '',
+      authentication: { scheme: 'Bearer', credentials: 'sekrit' },
+    });
+    expect(set).toMatchObject({
+      id: 'hook-1',
+      taskId: task.id,
+      url: receiver.url,
+      authentication: { scheme: 'Bearer', credentials: 'sekrit' },
+    });
     agent.release(key);
     const pushes = await settled(task.id, 'TASK_STATE_COMPLETED');
     // Set once the task was working: the changes after it only.
@@ -154,40 +205,58 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(pushes[0].request.headers.authorization).toBe('Bearer sekrit');
     expect(pushes[0].request.headers['x-a2a-notification-token']).toBeUndefined();
     // At rest the credentials are sealed (the box of the instance's secrets): the row holds no 'sekrit'.
-    const [row] = await instance.deps.db.query('SELECT token, authentication FROM a2a_push_configs WHERE task_id = $1', [task.id]);
+    const [row] = await instance.deps.db.query(
+      'SELECT token, authentication FROM a2a_push_configs WHERE task_id = $1',
+      [task.id],
+    );
     expect(SecretBox.isSealed(row.authentication.credentials)).toBe(true);
     expect(JSON.stringify(row)).not.toContain('sekrit');
   });
 
-  it('an agent that streams, with a push config, is listened to without a break: every status in the task\'s log, pushes while it runs', async () => {
+  it("an agent that streams, with a push config, is listened to without a break: every status in the task's log, pushes while it runs", async () => {
     const client = await stockClientOf(`${instance.url}/a2a/agents/streamer/.well-known/agent-card.json`, tenantA);
     const key = randomUUID();
     // `steps:`: step 1 and step 2 at once, the artifact in two chunks, then (once released) step 3 and the completion.
     const task = await started(client, `steps:${key}`, { url: receiver.url!, token: 'tok-steps' });
     // Pushed while the delivery follows the agent (the task working, its artifact whole), before the agent goes on.
     const working = await waitFor('a push of the working task with its artifact', () =>
-      pushesOf(task.id).find((p) => p.state === 'TASK_STATE_WORKING' && JSON.stringify(p.body).includes('"text":"two"')),
+      pushesOf(task.id).find(
+        (p) => p.state === 'TASK_STATE_WORKING' && JSON.stringify(p.body).includes('"text":"two"'),
+      ),
     );
     expect(streamer.isHeld(key)).toBe(true);
     expect(working.request.headers['x-a2a-notification-token']).toBe('tok-steps');
     expect(streamer.release(key)).toBe(true);
     const pushes = await settled(task.id, 'TASK_STATE_COMPLETED');
-    expect(pushes[pushes.length - 1].body).toMatchObject({ task: { status: { state: 'TASK_STATE_COMPLETED', message: { parts: [{ text: 'done' }] } } } });
+    expect(pushes[pushes.length - 1].body).toMatchObject({
+      task: { status: { state: 'TASK_STATE_COMPLETED', message: { parts: [{ text: 'done' }] } } },
+    });
     // Every status the agent reported is in the task's log, in order (step 1 and step 2 came within a microsecond).
-    const log = (await instance.deps.db.query("SELECT payload FROM a2a_task_events WHERE task_id = $1 AND kind = 'status-update' ORDER BY seq", [task.id])) as { payload: { status: { message?: { parts?: { text?: string }[] } } } }[];
-    const statuses = log.map((e) => (e.payload.status.message?.parts ?? []).map((p) => p.text).join('')).filter(Boolean);
+    const log = (await instance.deps.db.query(
+      "SELECT payload FROM a2a_task_events WHERE task_id = $1 AND kind = 'status-update' ORDER BY seq",
+      [task.id],
+    )) as { payload: { status: { message?: { parts?: { text?: string }[] } } } }[];
+    const statuses = log
+      .map((e) => (e.payload.status.message?.parts ?? []).map((p) => p.text).join(''))
+      .filter(Boolean);
     expect(statuses).toEqual(['step 1', 'step 2', 'step 3', 'done']);
     // One stream for the whole task: the first attempt's, left open for the delivery after it on the same worker,
     // which read on and told the workflow of each change by signal instead of answering it: one delivery activity.
     expect(streamer.methods).toEqual(['SendStreamingMessage']);
-    const health = (await (await fetch(`${instance.url}/health`)).json()) as { stats: { a2aParkedStreams: { parked: number; taken: number; held: number } } };
+    const health = (await (await fetch(`${instance.url}/health`)).json()) as {
+      stats: { a2aParkedStreams: { parked: number; taken: number; held: number } };
+    };
     expect(health.stats.a2aParkedStreams.taken).toBeGreaterThanOrEqual(1);
     const workflows = await temporalClient();
     try {
       const history = await workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).fetchHistory();
-      const scheduled = history.events?.filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask');
+      const scheduled = history.events?.filter(
+        (e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'deliverTask',
+      );
       expect(scheduled).toHaveLength(1);
-      expect(history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'changed').length).toBeGreaterThanOrEqual(1);
+      expect(
+        history.events?.filter((e) => e.workflowExecutionSignaledEventAttributes?.signalName === 'changed').length,
+      ).toBeGreaterThanOrEqual(1);
     } finally {
       await workflows.close();
     }
@@ -200,7 +269,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const workflows = await temporalClient();
     try {
       const first = workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id));
-      await waitFor('the task\'s workflow to end', async () => (await first.describe()).status.name === 'COMPLETED');
+      await waitFor("the task's workflow to end", async () => (await first.describe()).status.name === 'COMPLETED');
       const canceled = await client.cancelTask({ tenant: '', id: task.id, metadata: undefined });
       expect(canceled.status?.state).toBe(TaskState.TASK_STATE_CANCELED);
       const pushes = await settled(task.id, 'TASK_STATE_CANCELED');
@@ -208,13 +277,15 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
       expect(pushes[pushes.length - 1].request.headers['x-a2a-notification-token']).toBe('tok-ask');
       // The cancel ran as a run of the task's workflow, of its own type, listed with the task's search attributes; it
       // completes once its push activity returns (the receiver has the push a moment before).
-      const run = await waitFor('the cancel\'s run to complete', async () => {
+      const run = await waitFor("the cancel's run to complete", async () => {
         const described = await workflows.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).describe();
         return described.type === 'a2aTaskCancelWorkflow' && described.status.name !== 'RUNNING' && described;
       });
       expect(run).toMatchObject({ type: 'a2aTaskCancelWorkflow', status: { name: 'COMPLETED' } });
       expect(run.typedSearchAttributes.get(a2aSearchAttributes.state)).toBe('canceled');
-      await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toBeInstanceOf(TaskNotCancelableError);
+      await expect(client.cancelTask({ tenant: '', id: task.id, metadata: undefined })).rejects.toBeInstanceOf(
+        TaskNotCancelableError,
+      );
     } finally {
       await workflows.close();
     }
@@ -224,7 +295,13 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const client = await clientOf(tenantA);
     const key = randomUUID();
     const task = await started(client, `hold:${key}`);
-    await waitFor('the task working at the mesh', async () => agent.isHeld(key) && (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state === TaskState.TASK_STATE_WORKING);
+    await waitFor(
+      'the task working at the mesh',
+      async () =>
+        agent.isHeld(key) &&
+        (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state ===
+          TaskState.TASK_STATE_WORKING,
+    );
     // As an earlier version stored it: token and credentials in the clear.
     await instance.deps.db.query(
       `INSERT INTO a2a_push_configs (task_id, id, tenant, url, token, authentication, wire_version, pushed_version)
@@ -234,9 +311,19 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const box = SecretBox.fromConfig(config);
     const report = await sealStoredSecrets(instance.deps.db, box);
     expect(report.sealed).toBeGreaterThanOrEqual(1);
-    const [row] = await instance.deps.db.query("SELECT token, authentication FROM a2a_push_configs WHERE task_id = $1 AND id = 'clear'", [task.id]);
-    expect([SecretBox.isSealed(row.token), SecretBox.isSealed(row.authentication.credentials), row.authentication.scheme]).toEqual([true, true, 'Basic']);
-    expect(await new PushConfigStore(instance.deps.db, box).get(tenantA, task.id, 'clear')).toMatchObject({ token: 'clear-token', authentication: { scheme: 'Basic', credentials: 'clear-creds' } });
+    const [row] = await instance.deps.db.query(
+      "SELECT token, authentication FROM a2a_push_configs WHERE task_id = $1 AND id = 'clear'",
+      [task.id],
+    );
+    expect([
+      SecretBox.isSealed(row.token),
+      SecretBox.isSealed(row.authentication.credentials),
+      row.authentication.scheme,
+    ]).toEqual([true, true, 'Basic']);
+    expect(await new PushConfigStore(instance.deps.db, box).get(tenantA, task.id, 'clear')).toMatchObject({
+      token: 'clear-token',
+      authentication: { scheme: 'Basic', credentials: 'clear-creds' },
+    });
     await instance.deps.temporal.client.workflow.getHandle(a2aTaskWorkflowIdOf(task.id)).signal(pushConfiguredSignal);
     agent.release(key);
     const pushes = await settled(task.id, 'TASK_STATE_COMPLETED');
@@ -252,26 +339,39 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     let failures = 0;
     const answered = new Map<ReceivedRequest, number>();
     receiver.status = (request) => {
-      const status = String(request.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) && failures < 2 ? (failures++, 500) : 200;
+      const status =
+        String(request.headers['webhook-id'] ?? '').startsWith(`${taskId}:`) && failures < 2 ? (failures++, 500) : 200;
       answered.set(request, status);
       return status;
     };
     let taskId = '';
     const task = await started(client, `hold:${key}`, { url: receiver.url!, token: 'retry-token' });
     taskId = task.id;
-    await waitFor('the working update delivered', () => [...answered].some(([r, s]) => s === 200 && pushesOf(task.id).find((p) => p.request === r)?.state === 'TASK_STATE_WORKING'));
+    await waitFor('the working update delivered', () =>
+      [...answered].some(
+        ([r, s]) => s === 200 && pushesOf(task.id).find((p) => p.request === r)?.state === 'TASK_STATE_WORKING',
+      ),
+    );
     await release(key);
-    await waitFor('the completion delivered', () => [...answered].some(([r, s]) => s === 200 && pushesOf(task.id).find((p) => p.request === r)?.state === 'TASK_STATE_COMPLETED'));
+    await waitFor('the completion delivered', () =>
+      [...answered].some(
+        ([r, s]) => s === 200 && pushesOf(task.id).find((p) => p.request === r)?.state === 'TASK_STATE_COMPLETED',
+      ),
+    );
 
     const all = pushesOf(task.id);
     const failed = all.filter((p) => answered.get(p.request) === 500);
     const acknowledged = all.filter((p) => answered.get(p.request) === 200);
     expect(failed).toHaveLength(2);
     // The failed attempts were tried again under the same id, and acknowledged.
-    for (const f of failed) expect(acknowledged.map((a) => a.request.headers['webhook-id'])).toContain(f.request.headers['webhook-id']);
+    for (const f of failed)
+      expect(acknowledged.map((a) => a.request.headers['webhook-id'])).toContain(f.request.headers['webhook-id']);
     const versions = acknowledged.map((p) => p.version);
     expect(versions).toEqual([...new Set(versions)].sort((a, b) => a - b));
-    expect(acknowledged.map((p) => p.state).filter((s) => s !== 'TASK_STATE_SUBMITTED')).toEqual(['TASK_STATE_WORKING', 'TASK_STATE_COMPLETED']);
+    expect(acknowledged.map((p) => p.state).filter((s) => s !== 'TASK_STATE_SUBMITTED')).toEqual([
+      'TASK_STATE_WORKING',
+      'TASK_STATE_COMPLETED',
+    ]);
   });
 
   it('gives a push up after the attempt limit (5 here, each under one webhook-id), and removes a config answered 410', async () => {
@@ -279,15 +379,32 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     const key = randomUUID();
     receiver.status = (request) => (request.path.includes('down') ? 500 : request.path.includes('gone') ? 410 : 200);
     const task = await started(client, `hold:${key}`, { id: 'down', url: `${receiver.url}?down` });
-    await waitFor('the task working at the mesh', async () => (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state === TaskState.TASK_STATE_WORKING);
-    await client.createTaskPushNotificationConfig({ tenant: '', id: 'gone', taskId: task.id, url: `${receiver.url}?gone`, token: '', authentication: undefined });
+    await waitFor(
+      'the task working at the mesh',
+      async () =>
+        (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state ===
+        TaskState.TASK_STATE_WORKING,
+    );
+    await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'gone',
+      taskId: task.id,
+      url: `${receiver.url}?gone`,
+      token: '',
+      authentication: undefined,
+    });
     await release(key);
     const configs = new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config));
     // The 410 removes its config; the failing one is given up for the completion after its 5 attempts.
     const completed = await waitFor('the completion given up', async () => {
       const [down] = await configs.ofTask(tenantA, task.id);
       const now = await client.getTask({ tenant: '', id: task.id, historyLength: 0 });
-      return now.status?.state === TaskState.TASK_STATE_COMPLETED && down?.id === 'down' && (await new A2ATaskStore(instance.deps.db).get(tenantA, task.id))!.version === down.pushedVersion && down;
+      return (
+        now.status?.state === TaskState.TASK_STATE_COMPLETED &&
+        down?.id === 'down' &&
+        (await new A2ATaskStore(instance.deps.db).get(tenantA, task.id))!.version === down.pushedVersion &&
+        down
+      );
     });
     expect((await configs.ofTask(tenantA, task.id)).map((c) => c.id)).toEqual(['down']);
     const attempts = new Map<string, number>();
@@ -305,7 +422,16 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
   const lettersOf = async (tenant: string, taskId: string, state = 'all') => {
     const page = await api(tenant, 'GET', `/a2a/push-dead-letters?taskId=${taskId}&state=${state}`);
     expect(page.status).toBe(200);
-    return page.body!.items as { id: string; configId: string; taskVersion: number; taskState: string; attempts: number; lastHttpStatus: number | null; resolution: string | null; resolvedVersion: number | null }[];
+    return page.body!.items as {
+      id: string;
+      configId: string;
+      taskVersion: number;
+      taskState: string;
+      attempts: number;
+      lastHttpStatus: number | null;
+      resolution: string | null;
+      resolvedVersion: number | null;
+    }[];
   };
 
   it('dead-letters a push given up; a redelivery sends the task as it is now and resolves the letters up to it', async () => {
@@ -315,7 +441,9 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     receiver.status = (request) => (request.path.includes('dl') && !up ? 500 : 200);
     const task = await started(client, `hold:${key}`, { id: 'dl', url: `${receiver.url}?dl` });
     // The working task's push given up first, then the completion's (changes close together are pushed as one).
-    await waitFor('the working task dead-lettered', async () => (await lettersOf(tenantA, task.id)).some((l) => l.taskState === 'working'));
+    await waitFor('the working task dead-lettered', async () =>
+      (await lettersOf(tenantA, task.id)).some((l) => l.taskState === 'working'),
+    );
     await release(key);
     const store = new A2ATaskStore(instance.deps.db);
     // Every change's push is given up (5 attempts each); the completion's last.
@@ -326,10 +454,19 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     });
     expect(final.letters.length).toBeGreaterThanOrEqual(2);
     // Each: 5 attempts, the last answered HTTP 500 (its error shown if not), unresolved.
-    expect(final.letters.map((l) => [l.configId, l.attempts, l.lastHttpStatus, (l as { lastError?: string }).lastError, l.resolution, l.resolvedVersion])).toEqual(
-      final.letters.map(() => ['dl', 5, 500, 'HTTP 500', null, null]),
+    expect(
+      final.letters.map((l) => [
+        l.configId,
+        l.attempts,
+        l.lastHttpStatus,
+        (l as { lastError?: string }).lastError,
+        l.resolution,
+        l.resolvedVersion,
+      ]),
+    ).toEqual(final.letters.map(() => ['dl', 5, 500, 'HTTP 500', null, null]));
+    expect(final.letters.map((l) => l.taskVersion)).toEqual(
+      [...final.letters.map((l) => l.taskVersion)].sort((a, b) => a - b),
     );
-    expect(final.letters.map((l) => l.taskVersion)).toEqual([...final.letters.map((l) => l.taskVersion)].sort((a, b) => a - b));
     expect(final.letters.find((l) => l.taskVersion === final.now.version)!.taskState).toBe('completed');
     // Pages of one, oldest first, with cursors: every letter once.
     const paged: string[] = [];
@@ -347,24 +484,46 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     // Still down: the redelivery is refused with the receiver's status, and the letter stays dead, one attempt more.
     const refused = await api(tenantA, 'POST', `/a2a/push-dead-letters/${oldest.id}/redeliver`);
     expect(refused).toMatchObject({ status: 502, body: { code: 'PUSH_NOT_DELIVERED', httpStatus: 500 } });
-    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${oldest.id}`)).toMatchObject({ status: 200, body: { attempts: 6, resolution: null } });
+    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${oldest.id}`)).toMatchObject({
+      status: 200,
+      body: { attempts: 6, resolution: null },
+    });
 
     // Up again: the oldest letter's redelivery sends the task as it is now (completed), which resolves every letter.
     up = true;
     const before = pushesOf(task.id).length;
     const redelivered = await api(tenantA, 'POST', `/a2a/push-dead-letters/${oldest.id}/redeliver`);
-    expect(redelivered).toMatchObject({ status: 200, body: { id: oldest.id, resolution: 'redelivered', resolvedVersion: final.now.version } });
+    expect(redelivered).toMatchObject({
+      status: 200,
+      body: { id: oldest.id, resolution: 'redelivered', resolvedVersion: final.now.version },
+    });
     const sent = pushesOf(task.id).slice(before);
     expect(sent.map((p) => [p.state, p.version])).toEqual([['TASK_STATE_COMPLETED', final.now.version]]);
-    expect(new Webhook(signingSecret).verify(sent[0].request.body.toString('utf8'), sent[0].request.headers as Record<string, string>)).toBeTruthy();
+    expect(
+      new Webhook(signingSecret).verify(
+        sent[0].request.body.toString('utf8'),
+        sent[0].request.headers as Record<string, string>,
+      ),
+    ).toBeTruthy();
     expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
-    expect((await lettersOf(tenantA, task.id, 'resolved')).map((l) => [l.resolution, l.resolvedVersion])).toEqual(final.letters.map(() => ['redelivered', final.now.version]));
-    const [dlConfig] = await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id);
+    expect((await lettersOf(tenantA, task.id, 'resolved')).map((l) => [l.resolution, l.resolvedVersion])).toEqual(
+      final.letters.map(() => ['redelivered', final.now.version]),
+    );
+    const [dlConfig] = await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(
+      tenantA,
+      task.id,
+    );
     expect(dlConfig!.pushedVersion).toBe(final.now.version);
-    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${oldest.id}/redeliver`)).toMatchObject({ status: 409, body: { code: 'DEAD_LETTER_RESOLVED' } });
+    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${oldest.id}/redeliver`)).toMatchObject({
+      status: 409,
+      body: { code: 'DEAD_LETTER_RESOLVED' },
+    });
 
     // Another tenant sees none of them; a removed letter is gone.
-    expect(await api(tenantB, 'GET', `/a2a/push-dead-letters/${oldest.id}`)).toMatchObject({ status: 404, body: { code: 'DEAD_LETTER_NOT_FOUND' } });
+    expect(await api(tenantB, 'GET', `/a2a/push-dead-letters/${oldest.id}`)).toMatchObject({
+      status: 404,
+      body: { code: 'DEAD_LETTER_NOT_FOUND' },
+    });
     expect(await lettersOf(tenantB, task.id)).toEqual([]);
     expect((await api(tenantB, 'DELETE', `/a2a/push-dead-letters/${oldest.id}`)).status).toBe(404);
     expect((await api(tenantA, 'DELETE', `/a2a/push-dead-letters/${oldest.id}`)).status).toBe(204);
@@ -398,7 +557,7 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
   });
 
-  it('resolves a config\'s dead letters as config-removed when the client removes it; set again under the same id, it starts with none', async () => {
+  it("resolves a config's dead letters as config-removed when the client removes it; set again under the same id, it starts with none", async () => {
     const client = await clientOf(tenantA);
     const key = randomUUID();
     receiver.status = (request) => (request.path.includes('rm-old') ? 500 : 200);
@@ -409,14 +568,28 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     });
     await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'rm' });
     expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
-    expect((await lettersOf(tenantA, task.id, 'resolved')).map((l) => [l.id, l.configId, l.resolution, l.resolvedVersion])).toEqual([[dead.id, 'rm', 'config-removed', null]]);
-    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${dead.id}/redeliver`)).toMatchObject({ status: 409, body: { code: 'DEAD_LETTER_RESOLVED', resolution: 'config-removed' } });
+    expect(
+      (await lettersOf(tenantA, task.id, 'resolved')).map((l) => [l.id, l.configId, l.resolution, l.resolvedVersion]),
+    ).toEqual([[dead.id, 'rm', 'config-removed', null]]);
+    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${dead.id}/redeliver`)).toMatchObject({
+      status: 409,
+      body: { code: 'DEAD_LETTER_RESOLVED', resolution: 'config-removed' },
+    });
 
     // The same id again, at a receiver that answers: it gets the changes from now on, and none of the old letters.
-    await client.createTaskPushNotificationConfig({ tenant: '', id: 'rm', taskId: task.id, url: `${receiver.url}?rm-new`, token: '', authentication: undefined });
+    await client.createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'rm',
+      taskId: task.id,
+      url: `${receiver.url}?rm-new`,
+      token: '',
+      authentication: undefined,
+    });
     await release(key);
     const pushes = await settled(task.id, 'TASK_STATE_COMPLETED');
-    expect(pushes.filter((p) => p.state === 'TASK_STATE_COMPLETED').map((p) => p.request.path)).toEqual([expect.stringContaining('rm-new')]);
+    expect(pushes.filter((p) => p.state === 'TASK_STATE_COMPLETED').map((p) => p.request.path)).toEqual([
+      expect.stringContaining('rm-new'),
+    ]);
     expect(await lettersOf(tenantA, task.id, 'dead')).toEqual([]);
     expect((await lettersOf(tenantA, task.id)).map((l) => l.id)).toEqual([dead.id]);
 
@@ -429,9 +602,15 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
       [late, tenantA, task.id, `${receiver.url}?rm-old`],
     );
     const before = pushesOf(task.id).length;
-    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${late}/redeliver`)).toMatchObject({ status: 409, body: { code: 'PUSH_CONFIG_GONE' } });
+    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${late}/redeliver`)).toMatchObject({
+      status: 409,
+      body: { code: 'PUSH_CONFIG_GONE' },
+    });
     expect(pushesOf(task.id)).toHaveLength(before);
-    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${late}`)).toMatchObject({ status: 200, body: { resolution: 'config-removed' } });
+    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${late}`)).toMatchObject({
+      status: 200,
+      body: { resolution: 'config-removed' },
+    });
   });
 
   it('a redelivery answered 410 removes the config: 409 PUSH_CONFIG_GONE, its letters resolved config-removed', async () => {
@@ -445,31 +624,66 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
       return letters.length > 0 && letters;
     });
     answer = 410;
-    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${dead.id}/redeliver`)).toMatchObject({ status: 409, body: { code: 'PUSH_CONFIG_GONE', httpStatus: 410 } });
-    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${dead.id}`)).toMatchObject({ status: 200, body: { resolution: 'config-removed', attempts: dead.attempts } });
-    expect(await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).toEqual([]);
+    expect(await api(tenantA, 'POST', `/a2a/push-dead-letters/${dead.id}/redeliver`)).toMatchObject({
+      status: 409,
+      body: { code: 'PUSH_CONFIG_GONE', httpStatus: 410 },
+    });
+    expect(await api(tenantA, 'GET', `/a2a/push-dead-letters/${dead.id}`)).toMatchObject({
+      status: 200,
+      body: { resolution: 'config-removed', attempts: dead.attempts },
+    });
+    expect(await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).toEqual(
+      [],
+    );
     await release(key);
   });
 
-  it('purges push dead letters past the dead letters\' retention, with the schedule dlq-retention', async () => {
+  it("purges push dead letters past the dead letters' retention, with the schedule dlq-retention", async () => {
     const client = await clientOf(tenantA);
     receiver.status = (request) => (request.path.includes('aged') ? 500 : 200);
-    const [old, kept] = [await started(client, 'echo:aged 1', { id: 'aged', url: `${receiver.url}?aged` }), await started(client, 'echo:aged 2', { id: 'aged', url: `${receiver.url}?aged` })];
-    for (const task of [old, kept]) await waitFor(`the completion of ${task.id} dead-lettered`, async () => (await lettersOf(tenantA, task.id)).some((l) => l.taskState === 'completed'));
+    const [old, kept] = [
+      await started(client, 'echo:aged 1', { id: 'aged', url: `${receiver.url}?aged` }),
+      await started(client, 'echo:aged 2', { id: 'aged', url: `${receiver.url}?aged` }),
+    ];
+    for (const task of [old, kept])
+      await waitFor(`the completion of ${task.id} dead-lettered`, async () =>
+        (await lettersOf(tenantA, task.id)).some((l) => l.taskState === 'completed'),
+      );
     // One task's letters dead-lettered 31 days ago (the retention is 30), the other's now.
-    await instance.deps.db.query(`UPDATE a2a_push_dead_letters SET dead_lettered_at = now() - interval '31 days' WHERE task_id = $1`, [old.id]);
+    await instance.deps.db.query(
+      `UPDATE a2a_push_dead_letters SET dead_lettered_at = now() - interval '31 days' WHERE task_id = $1`,
+      [old.id],
+    );
     await instance.deps.temporal.client.schedule.getHandle(DLQ_RETENTION_SCHEDULE_ID).trigger();
-    await waitFor('the old letters purged', async () => (await lettersOf(tenantA, old.id)).length === 0, { timeoutMs: 30000, intervalMs: 250 });
+    await waitFor('the old letters purged', async () => (await lettersOf(tenantA, old.id)).length === 0, {
+      timeoutMs: 30000,
+      intervalMs: 250,
+    });
     expect((await lettersOf(tenantA, kept.id)).length).toBeGreaterThan(0);
   });
 
   it('refuses a bad browse of the push dead letters with 400 naming the parameter, and an unknown letter with 404', async () => {
-    for (const [query, field] of [['state=bogus', 'state'], ['limit=0', 'limit'], ['limit=1001', 'limit'], ['limit=ten', 'limit'], ['cursor=nope', 'cursor'], [`cursor=${randomUUID()}`, 'cursor'], ['colour=red', 'colour']]) {
+    for (const [query, field] of [
+      ['state=bogus', 'state'],
+      ['limit=0', 'limit'],
+      ['limit=1001', 'limit'],
+      ['limit=ten', 'limit'],
+      ['cursor=nope', 'cursor'],
+      [`cursor=${randomUUID()}`, 'cursor'],
+      ['colour=red', 'colour'],
+    ]) {
       const answer = await api(tenantA, 'GET', `/a2a/push-dead-letters?${query}`);
-      expect({ query, status: answer.status, code: answer.body?.code, field: answer.body?.field }).toEqual({ query, status: 400, code: 'INVALID_REQUEST', field });
+      expect({ query, status: answer.status, code: answer.body?.code, field: answer.body?.field }).toEqual({
+        query,
+        status: 400,
+        code: 'INVALID_REQUEST',
+        field,
+      });
     }
     for (const id of ['not-a-uuid', randomUUID()]) {
-      expect((await api(tenantA, 'GET', `/a2a/push-dead-letters/${id}`)).body).toMatchObject({ code: 'DEAD_LETTER_NOT_FOUND' });
+      expect((await api(tenantA, 'GET', `/a2a/push-dead-letters/${id}`)).body).toMatchObject({
+        code: 'DEAD_LETTER_NOT_FOUND',
+      });
       expect((await api(tenantA, 'POST', `/a2a/push-dead-letters/${id}/redeliver`)).status).toBe(404);
     }
   });
@@ -477,49 +691,110 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
   it('creates, reads, lists, pages and deletes configs: JSON-RPC v1.0 (stock client), the REST binding, v0.3 names', async () => {
     const client = await clientOf(tenantA);
     const task = await started(client, 'park');
-    const hook = (id: string) => ({ tenant: '', id, taskId: task.id, url: `${receiver.url}?c=${id}`, token: `t-${id}`, authentication: undefined });
+    const hook = (id: string) => ({
+      tenant: '',
+      id,
+      taskId: task.id,
+      url: `${receiver.url}?c=${id}`,
+      token: `t-${id}`,
+      authentication: undefined,
+    });
     for (const id of ['a', 'b', 'c']) await client.createTaskPushNotificationConfig(hook(id));
-    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'b' })).toMatchObject({ id: 'b', taskId: task.id, url: `${receiver.url}?c=b`, token: 't-b' });
-    const listed = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 2, pageToken: '' });
+    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'b' })).toMatchObject({
+      id: 'b',
+      taskId: task.id,
+      url: `${receiver.url}?c=b`,
+      token: 't-b',
+    });
+    const listed = await client.listTaskPushNotificationConfig({
+      tenant: '',
+      taskId: task.id,
+      pageSize: 2,
+      pageToken: '',
+    });
     expect(listed.configs.map((c) => c.id)).toEqual(['a', 'b']);
-    const next = await client.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 2, pageToken: listed.nextPageToken });
+    const next = await client.listTaskPushNotificationConfig({
+      tenant: '',
+      taskId: task.id,
+      pageSize: 2,
+      pageToken: listed.nextPageToken,
+    });
     expect(next).toMatchObject({ configs: [{ id: 'c' }], nextPageToken: '' });
     // Replacing a config of the same id keeps one.
     await client.createTaskPushNotificationConfig({ ...hook('a'), url: `${receiver.url}?c=a2` });
-    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'a' })).toMatchObject({ url: `${receiver.url}?c=a2` });
+    expect(await client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'a' })).toMatchObject({
+      url: `${receiver.url}?c=a2`,
+    });
     await client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'a' });
-    await expect(client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'a' })).rejects.toBeInstanceOf(TaskNotFoundError);
-    await expect(client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'a' })).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(client.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'a' })).rejects.toBeInstanceOf(
+      TaskNotFoundError,
+    );
+    await expect(
+      client.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'a' }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
 
     // The HTTP+JSON binding, through the stock REST transport, then raw (201 and 204 as the SDK's handler answers).
     const rest = await restClientOf(tenantA);
     expect(await rest.createTaskPushNotificationConfig(hook('r'))).toMatchObject({ id: 'r', taskId: task.id });
-    expect((await rest.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).configs.map((c) => c.id)).toEqual(['b', 'c', 'r']);
-    expect(await rest.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'r' })).toMatchObject({ url: `${receiver.url}?c=r` });
+    expect(
+      (
+        await rest.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })
+      ).configs.map((c) => c.id),
+    ).toEqual(['b', 'c', 'r']);
+    expect(await rest.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'r' })).toMatchObject({
+      url: `${receiver.url}?c=r`,
+    });
     await rest.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'r' });
     const base = `${instance.url}/a2a/agents/echo/rest/tasks/${task.id}/pushNotificationConfigs`;
     const restHeaders = { 'a2a-version': '1.0', 'content-type': 'application/json' };
-    const posted = await fetchAs(tenantA)(base, { method: 'POST', headers: restHeaders, body: JSON.stringify({ id: 'raw', url: receiver.url }) });
+    const posted = await fetchAs(tenantA)(base, {
+      method: 'POST',
+      headers: restHeaders,
+      body: JSON.stringify({ id: 'raw', url: receiver.url }),
+    });
     expect(posted.status).toBe(201);
     expect((await fetchAs(tenantA)(`${base}/raw`, { method: 'DELETE', headers: restHeaders })).status).toBe(204);
     expect((await fetchAs(tenantA)(`${base}/raw`, { method: 'GET', headers: restHeaders })).status).toBe(404);
 
     // v0.3 names (no A2A-Version header).
-    const set = await rpc(tenantA, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { id: 'legacy', url: receiver.url, token: 'lt' } });
-    expect(set.result).toMatchObject({ taskId: task.id, pushNotificationConfig: { id: 'legacy', url: receiver.url, token: 'lt' } });
-    expect((await rpc(tenantA, 'tasks/pushNotificationConfig/get', { id: task.id, pushNotificationConfigId: 'legacy' })).result).toMatchObject({ pushNotificationConfig: { id: 'legacy' } });
+    const set = await rpc(tenantA, 'tasks/pushNotificationConfig/set', {
+      taskId: task.id,
+      pushNotificationConfig: { id: 'legacy', url: receiver.url, token: 'lt' },
+    });
+    expect(set.result).toMatchObject({
+      taskId: task.id,
+      pushNotificationConfig: { id: 'legacy', url: receiver.url, token: 'lt' },
+    });
+    expect(
+      (await rpc(tenantA, 'tasks/pushNotificationConfig/get', { id: task.id, pushNotificationConfigId: 'legacy' }))
+        .result,
+    ).toMatchObject({ pushNotificationConfig: { id: 'legacy' } });
     const legacyList = await rpc(tenantA, 'tasks/pushNotificationConfig/list', { id: task.id });
     expect(JSON.stringify(legacyList.result)).toContain('legacy');
-    expect((await rpc(tenantA, 'tasks/pushNotificationConfig/delete', { id: task.id, pushNotificationConfigId: 'legacy' })).error).toBeUndefined();
-    expect((await rpc(tenantA, 'GetTaskPushNotificationConfig', { taskId: task.id, id: 'legacy' }, '1.0')).error?.code).toBe(-32001);
+    expect(
+      (await rpc(tenantA, 'tasks/pushNotificationConfig/delete', { id: task.id, pushNotificationConfigId: 'legacy' }))
+        .error,
+    ).toBeUndefined();
+    expect(
+      (await rpc(tenantA, 'GetTaskPushNotificationConfig', { taskId: task.id, id: 'legacy' }, '1.0')).error?.code,
+    ).toBe(-32001);
   });
 
   it('pushes the v0.3 Task to a config set over v0.3', async () => {
     const client = await clientOf(tenantA);
     const key = randomUUID();
     const task = await started(client, `hold:${key}`);
-    await waitFor('the task working at the mesh', async () => agent.isHeld(key) && (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state === TaskState.TASK_STATE_WORKING);
-    const set = await rpc(tenantA, 'tasks/pushNotificationConfig/set', { taskId: task.id, pushNotificationConfig: { url: receiver.url, token: 'v03' } });
+    await waitFor(
+      'the task working at the mesh',
+      async () =>
+        agent.isHeld(key) &&
+        (await client.getTask({ tenant: '', id: task.id, historyLength: 0 })).status?.state ===
+          TaskState.TASK_STATE_WORKING,
+    );
+    const set = await rpc(tenantA, 'tasks/pushNotificationConfig/set', {
+      taskId: task.id,
+      pushNotificationConfig: { url: receiver.url, token: 'v03' },
+    });
     expect(set.error).toBeUndefined();
     agent.release(key);
     const [push] = await settled(task.id, 'completed');
@@ -528,42 +803,116 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     expect(push.request.headers['x-a2a-notification-token']).toBe('v03');
 
     // v0.3 `message/send` with `configuration.pushNotificationConfig`.
-    const sent = await rpc(tenantA, 'message/send', { message: { kind: 'message', messageId: randomUUID(), role: 'user', parts: [{ kind: 'text', text: 'echo:legacy' }] }, configuration: { blocking: false, pushNotificationConfig: { url: receiver.url, token: 'v03-send' } } });
+    const sent = await rpc(tenantA, 'message/send', {
+      message: {
+        kind: 'message',
+        messageId: randomUUID(),
+        role: 'user',
+        parts: [{ kind: 'text', text: 'echo:legacy' }],
+      },
+      configuration: { blocking: false, pushNotificationConfig: { url: receiver.url, token: 'v03-send' } },
+    });
     const legacyId = String(sent.result?.id);
     const pushes = await settled(legacyId, 'completed');
-    expect(pushes[pushes.length - 1].body).toMatchObject({ kind: 'task', id: legacyId, status: { state: 'completed' } });
+    expect(pushes[pushes.length - 1].body).toMatchObject({
+      kind: 'task',
+      id: legacyId,
+      status: { state: 'completed' },
+    });
     expect(pushes.every((p) => p.request.headers['x-a2a-notification-token'] === 'v03-send')).toBe(true);
   });
 
-  it('shows another tenant\'s task as not found (-32001, REST 404), and stores nothing for it', async () => {
+  it("shows another tenant's task as not found (-32001, REST 404), and stores nothing for it", async () => {
     const task = await started(await clientOf(tenantA), 'park');
-    await (await clientOf(tenantA)).createTaskPushNotificationConfig({ tenant: '', id: 'mine', taskId: task.id, url: receiver.url!, token: '', authentication: undefined });
+    await (
+      await clientOf(tenantA)
+    ).createTaskPushNotificationConfig({
+      tenant: '',
+      id: 'mine',
+      taskId: task.id,
+      url: receiver.url!,
+      token: '',
+      authentication: undefined,
+    });
     const other = await clientOf(tenantB);
-    await expect(other.createTaskPushNotificationConfig({ tenant: '', id: 'theirs', taskId: task.id, url: receiver.url!, token: '', authentication: undefined })).rejects.toBeInstanceOf(TaskNotFoundError);
-    await expect(other.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'mine' })).rejects.toBeInstanceOf(TaskNotFoundError);
-    await expect(other.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' })).rejects.toBeInstanceOf(TaskNotFoundError);
-    await expect(other.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'mine' })).rejects.toBeInstanceOf(TaskNotFoundError);
-    const rest = await fetchAs(tenantB)(`${instance.url}/a2a/agents/echo/rest/tasks/${task.id}/pushNotificationConfigs/mine`, { headers: { 'a2a-version': '1.0' } });
+    await expect(
+      other.createTaskPushNotificationConfig({
+        tenant: '',
+        id: 'theirs',
+        taskId: task.id,
+        url: receiver.url!,
+        token: '',
+        authentication: undefined,
+      }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(
+      other.getTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'mine' }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(
+      other.listTaskPushNotificationConfig({ tenant: '', taskId: task.id, pageSize: 0, pageToken: '' }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(
+      other.deleteTaskPushNotificationConfig({ tenant: '', taskId: task.id, id: 'mine' }),
+    ).rejects.toBeInstanceOf(TaskNotFoundError);
+    const rest = await fetchAs(tenantB)(
+      `${instance.url}/a2a/agents/echo/rest/tasks/${task.id}/pushNotificationConfigs/mine`,
+      { headers: { 'a2a-version': '1.0' } },
+    );
     expect(rest.status).toBe(404);
-    expect((await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).map((c) => c.id)).toEqual(['mine']);
+    expect(
+      (await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).map(
+        (c) => c.id,
+      ),
+    ).toEqual(['mine']);
   });
 
   it('refuses a bad config with -32602 (REST 400): not http(s), no URL, half an authentication, a sink range refused', async () => {
     const client = await clientOf(tenantA);
     const task = await started(client, 'park');
-    const bad = (over: Partial<TaskPushNotificationConfig>) => ({ tenant: '', id: 'bad', taskId: task.id, url: receiver.url!, token: '', authentication: undefined, ...over });
-    for (const config of [bad({ url: 'ftp://127.0.0.1/hook' }), bad({ url: 'not a url' }), bad({ url: '' }), bad({ authentication: { scheme: 'Bearer', credentials: '' } }), bad({ url: 'http://169.254.169.254/latest' }), bad({ url: 'http://10.1.2.3/hook' })]) {
+    const bad = (over: Partial<TaskPushNotificationConfig>) => ({
+      tenant: '',
+      id: 'bad',
+      taskId: task.id,
+      url: receiver.url!,
+      token: '',
+      authentication: undefined,
+      ...over,
+    });
+    for (const config of [
+      bad({ url: 'ftp://127.0.0.1/hook' }),
+      bad({ url: 'not a url' }),
+      bad({ url: '' }),
+      bad({ authentication: { scheme: 'Bearer', credentials: '' } }),
+      bad({ url: 'http://169.254.169.254/latest' }),
+      bad({ url: 'http://10.1.2.3/hook' }),
+    ]) {
       await expect(client.createTaskPushNotificationConfig(config)).rejects.toBeInstanceOf(RequestMalformedError);
     }
-    const answer = await rpc(tenantA, 'CreateTaskPushNotificationConfig', { taskId: task.id, url: 'http://192.168.1.1/' }, '1.0');
+    const answer = await rpc(
+      tenantA,
+      'CreateTaskPushNotificationConfig',
+      { taskId: task.id, url: 'http://192.168.1.1/' },
+      '1.0',
+    );
     expect(answer.error).toMatchObject({ code: -32602, message: expect.stringContaining('private') });
-    const rest = await fetchAs(tenantA)(`${instance.url}/a2a/agents/echo/rest/tasks/${task.id}/pushNotificationConfigs`, { method: 'POST', headers: { 'a2a-version': '1.0', 'content-type': 'application/json' }, body: JSON.stringify({ url: 'gopher://x' }) });
+    const rest = await fetchAs(tenantA)(
+      `${instance.url}/a2a/agents/echo/rest/tasks/${task.id}/pushNotificationConfigs`,
+      {
+        method: 'POST',
+        headers: { 'a2a-version': '1.0', 'content-type': 'application/json' },
+        body: JSON.stringify({ url: 'gopher://x' }),
+      },
+    );
     expect(rest.status).toBe(400);
     // A send whose config is refused creates no task.
     const before = (await rpc(tenantA, 'ListTasks', {}, '1.0')).result?.totalSize;
-    await expect(client.sendMessage(send('echo:x', { url: 'http://169.254.169.254/' }))).rejects.toBeInstanceOf(RequestMalformedError);
+    await expect(client.sendMessage(send('echo:x', { url: 'http://169.254.169.254/' }))).rejects.toBeInstanceOf(
+      RequestMalformedError,
+    );
     expect((await rpc(tenantA, 'ListTasks', {}, '1.0')).result?.totalSize).toBe(before);
-    expect(await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).toEqual([]);
+    expect(await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id)).toEqual(
+      [],
+    );
   });
 
   it('refuses a URL whose host resolves to a private address before connecting anywhere', async () => {
@@ -571,10 +920,20 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     // The name resolves to the receiver's loopback address and to a private one: every address is checked.
     const guard = new SinkGuard(['loopback'], async (hostname) => {
       resolved.push(hostname);
-      return [{ address: '127.0.0.1', family: 4 }, { address: '10.20.30.40', family: 4 }];
+      return [
+        { address: '127.0.0.1', family: 4 },
+        { address: '10.20.30.40', family: 4 },
+      ];
     });
     const tasks = new A2ATaskStore(instance.deps.db);
-    const task = await tasks.create({ id: randomUUID(), tenant: tenantA, agent: 'echo', contextId: randomUUID(), history: [], metadata: {} });
+    const task = await tasks.create({
+      id: randomUUID(),
+      tenant: tenantA,
+      agent: 'echo',
+      contextId: randomUUID(),
+      history: [],
+      metadata: {},
+    });
     const configs = new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config));
     const methods = new PushConfigMethods({
       find: async (id) => (await tasks.get(tenantA, id))!,
@@ -584,7 +943,17 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
     });
     const port = new URL(receiver.url!).port;
     const before = receiver.requests.length;
-    const refused = methods.create({ tenant: '', id: 'p', taskId: task.id, url: `http://hooks.internal.test:${port}/hook`, token: '', authentication: undefined }, new ServerCallContext({ requestedVersion: '1.0' }));
+    const refused = methods.create(
+      {
+        tenant: '',
+        id: 'p',
+        taskId: task.id,
+        url: `http://hooks.internal.test:${port}/hook`,
+        token: '',
+        authentication: undefined,
+      },
+      new ServerCallContext({ requestedVersion: '1.0' }),
+    );
     await expect(refused).rejects.toBeInstanceOf(RequestMalformedError);
     await expect(refused).rejects.toThrow(/private/);
     expect(resolved).toEqual(['hooks.internal.test']);
@@ -594,7 +963,8 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
   it('a push outlives the worker sending it: another instance pushes it again (same webhook-id) until acknowledged', async () => {
     // The last case: only worker instances of this case run tasks from here on (the first instance keeps its gateway).
     await instance.worker!.stop();
-    const workerOnly = (name: string) => startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `${name}-${suffix}` }), { roles: ['worker'] });
+    const workerOnly = (name: string) =>
+      startInstance(testConfig({ ...env, EVENTMESH_INSTANCE_ID: `${name}-${suffix}` }), { roles: ['worker'] });
     const first = await workerOnly('a2a-push-w1');
     let second: RunningInstance | undefined;
     let answer: () => void = () => undefined;
@@ -604,17 +974,29 @@ describe('A2A push notifications (real servers, stock @a2a-js/sdk client)', () =
       const key = randomUUID();
       const task = await started(client, `hold:${key}`, { url: receiver.url!, token: 'crash' });
       // The receiver takes the completion but does not answer: the push is in flight when its worker stops.
-      const isCompletion = (r: ReceivedRequest) => String(r.headers['webhook-id'] ?? '').startsWith(`${task.id}:`) && r.body.toString('utf8').includes('TASK_STATE_COMPLETED');
+      const isCompletion = (r: ReceivedRequest) =>
+        String(r.headers['webhook-id'] ?? '').startsWith(`${task.id}:`) &&
+        r.body.toString('utf8').includes('TASK_STATE_COMPLETED');
       receiver.gate = (r) => (isCompletion(r) ? held : undefined);
       await release(key);
-      const [taken] = await waitFor('the completion taken by the receiver', () => receiver.requests.filter(isCompletion).length === 1 && receiver.requests.filter(isCompletion));
+      const [taken] = await waitFor(
+        'the completion taken by the receiver',
+        () => receiver.requests.filter(isCompletion).length === 1 && receiver.requests.filter(isCompletion),
+      );
       await first.close();
       receiver.gate = undefined;
       second = await workerOnly('a2a-push-w2');
-      const again = await waitFor('the completion pushed again', () => receiver.requests.filter(isCompletion).length >= 2 && receiver.requests.filter(isCompletion), { timeoutMs: 30_000 });
+      const again = await waitFor(
+        'the completion pushed again',
+        () => receiver.requests.filter(isCompletion).length >= 2 && receiver.requests.filter(isCompletion),
+        { timeoutMs: 30_000 },
+      );
       expect(again.map((r) => r.headers['webhook-id'])).toEqual(again.map(() => taken.headers['webhook-id']));
       await waitFor('the completion recorded as pushed', async () => {
-        const [pushed] = await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(tenantA, task.id);
+        const [pushed] = await new PushConfigStore(instance.deps.db, SecretBox.fromConfig(config)).ofTask(
+          tenantA,
+          task.id,
+        );
         return pushed.pushedVersion === (await new A2ATaskStore(instance.deps.db).get(tenantA, task.id))!.version;
       });
     } finally {

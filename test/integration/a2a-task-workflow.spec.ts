@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { A2ATaskActivities } from '../../contracts';
-import { a2aSearchAttributes, a2aTaskWorkflowV2, a2aTaskWorkflowIdOf, taskChangedSignal, taskStateQuery, TaskStateName } from '../../workflows';
+import {
+  a2aSearchAttributes,
+  a2aTaskWorkflowV2,
+  a2aTaskWorkflowIdOf,
+  taskChangedSignal,
+  taskStateQuery,
+  TaskStateName,
+} from '../../workflows';
 import { testConfig } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
@@ -41,7 +48,13 @@ describe('A2A task workflow (real Temporal, stand-in activities)', () => {
   beforeAll(async () => {
     temporal = await temporalClient();
     connection = await NativeConnection.connect({ address: config.temporal.address });
-    worker = await Worker.create({ connection, namespace: config.temporal.namespace, taskQueue, workflowsPath: require.resolve('../../workflows'), activities: standIns });
+    worker = await Worker.create({
+      connection,
+      namespace: config.temporal.namespace,
+      taskQueue,
+      workflowsPath: require.resolve('../../workflows'),
+      activities: standIns,
+    });
     running = worker.run();
   });
   afterAll(async () => {
@@ -60,10 +73,12 @@ describe('A2A task workflow (real Temporal, stand-in activities)', () => {
     const handle = await temporal.client.workflow.start(a2aTaskWorkflowV2, {
       workflowId,
       taskQueue,
-      args: [{ taskId, tenant: 'spec', agent: 'echo', style: 'url', timeoutMs: 60_000, callTimeoutMs: 5000, push: true }],
+      args: [
+        { taskId, tenant: 'spec', agent: 'echo', style: 'url', timeoutMs: 60_000, callTimeoutMs: 5000, push: true },
+      ],
     });
     // The first attempt answered `completed`; the workflow pushes it, and is held there, still running.
-    const push = await waitFor('the completion\'s push', () => pushes.find((p) => p.taskId === taskId));
+    const push = await waitFor("the completion's push", () => pushes.find((p) => p.taskId === taskId));
     await expect(handle.query(taskStateQuery)).resolves.toBe('completed');
     // A delivery's signal of a change before the completion, arriving after it.
     await handle.signal(taskChangedSignal, { state: 'working', version: 7 });

@@ -47,7 +47,13 @@ describe('admin: orphaned subscriptions and moves (real Postgres)', () => {
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
   const epochOf = async (instanceId: string) =>
-    Number(((await instance.deps.db.query(`SELECT epoch FROM dispatch_runs WHERE instance_id = $1`, [instanceId])) as { epoch: string }[])[0].epoch);
+    Number(
+      (
+        (await instance.deps.db.query(`SELECT epoch FROM dispatch_runs WHERE instance_id = $1`, [instanceId])) as {
+          epoch: string;
+        }[]
+      )[0].epoch,
+    );
 
   it('lists the orphans with their instance and since when, and warns on /health while any exist', async () => {
     const orphan = await subscription(dead);
@@ -56,16 +62,34 @@ describe('admin: orphaned subscriptions and moves (real Postgres)', () => {
       graceMs: number;
       takeover: string;
       liveInstances: string[];
-      orphans: { subscription: string; instance: string; lastRenewedAt: string; orphanedSince: string; topic: string }[];
+      orphans: {
+        subscription: string;
+        instance: string;
+        lastRenewedAt: string;
+        orphanedSince: string;
+        topic: string;
+      }[];
     };
     expect(listing).toMatchObject({ graceMs: 20000, takeover: 'MANUAL' });
     expect(listing.liveInstances).toEqual(expect.arrayContaining([live, other]));
     const mine = listing.orphans.filter((o) => o.topic === topic);
-    expect(mine).toEqual([{ subscription: orphan, topic, protocol: 'HTTP', instance: dead, lastRenewedAt: expect.any(String), orphanedSince: expect.any(String) }]);
+    expect(mine).toEqual([
+      {
+        subscription: orphan,
+        topic,
+        protocol: 'HTTP',
+        instance: dead,
+        lastRenewedAt: expect.any(String),
+        orphanedSince: expect.any(String),
+      },
+    ]);
     expect(Date.parse(mine[0].orphanedSince) - Date.parse(mine[0].lastRenewedAt)).toBe(20000);
 
     const health = await fetch(`${instance.url}/health`);
-    const report = (await health.json()) as { stats: { orphans: { count: number; instances: string[] } }; warnings: { code: string; count: number }[] };
+    const report = (await health.json()) as {
+      stats: { orphans: { count: number; instances: string[] } };
+      warnings: { code: string; count: number }[];
+    };
     expect(report.stats.orphans.count).toBeGreaterThanOrEqual(1);
     expect(report.stats.orphans.instances).toContain(dead);
     // Other specs of the run share the database and may leave other warnings (skipped events): this one is the orphans'.
@@ -85,7 +109,10 @@ describe('admin: orphaned subscriptions and moves (real Postgres)', () => {
     const listed = (await (await fetch(`${instance.url}/subscriptions/${id}`)).json()) as { instance: string };
     expect(listed.instance).toBe(live);
     // Again: already there, nothing changes.
-    expect(await move(id, { to: live })).toEqual({ status: 200, body: { subscription: id, from: live, to: live, moved: false, fencedEpoch: null } });
+    expect(await move(id, { to: live })).toEqual({
+      status: 200,
+      body: { subscription: id, from: live, to: live, moved: false, fencedEpoch: null },
+    });
     expect(await epochOf(dead)).toBe(before + 1);
   });
 
@@ -93,23 +120,41 @@ describe('admin: orphaned subscriptions and moves (real Postgres)', () => {
     const id = await subscription(dead);
     const before = await epochOf(dead);
     const refused = await move(id, { to: `nowhere-${suffix}` });
-    expect(refused).toMatchObject({ status: 409, body: { code: 'INSTANCE_NOT_LIVE', subscription: id, to: `nowhere-${suffix}` } });
+    expect(refused).toMatchObject({
+      status: 409,
+      body: { code: 'INSTANCE_NOT_LIVE', subscription: id, to: `nowhere-${suffix}` },
+    });
     expect(await move(id, { to: dead })).toMatchObject({ status: 200, body: { moved: false } });
     expect(await epochOf(dead)).toBe(before);
-    expect(await move(id, { to: `nowhere-${suffix}`, force: true })).toMatchObject({ status: 200, body: { from: dead, moved: true, fencedEpoch: before + 1 } });
+    expect(await move(id, { to: `nowhere-${suffix}`, force: true })).toMatchObject({
+      status: 200,
+      body: { from: dead, moved: true, fencedEpoch: before + 1 },
+    });
   });
 
   it('refuses with 409 PLACEMENT_CONFLICT a move from an instance the subscription is no longer on', async () => {
     const id = await subscription(other);
-    expect(await move(id, { to: live, from: dead })).toMatchObject({ status: 409, body: { code: 'PLACEMENT_CONFLICT', from: dead, current: other } });
-    expect(await move(id, { to: live, from: other })).toMatchObject({ status: 200, body: { from: other, to: live, moved: true } });
+    expect(await move(id, { to: live, from: dead })).toMatchObject({
+      status: 409,
+      body: { code: 'PLACEMENT_CONFLICT', from: dead, current: other },
+    });
+    expect(await move(id, { to: live, from: other })).toMatchObject({
+      status: 200,
+      body: { from: other, to: live, moved: true },
+    });
   });
 
   it('answers 404 for an unknown subscription and 400 for a bad body, changing nothing', async () => {
     const id = await subscription(dead);
     const before = await epochOf(dead);
-    expect(await move(randomUUID(), { to: live })).toMatchObject({ status: 404, body: { code: 'SUBSCRIPTION_NOT_FOUND' } });
-    expect(await move('not-a-uuid', { to: live })).toMatchObject({ status: 404, body: { code: 'SUBSCRIPTION_NOT_FOUND' } });
+    expect(await move(randomUUID(), { to: live })).toMatchObject({
+      status: 404,
+      body: { code: 'SUBSCRIPTION_NOT_FOUND' },
+    });
+    expect(await move('not-a-uuid', { to: live })).toMatchObject({
+      status: 404,
+      body: { code: 'SUBSCRIPTION_NOT_FOUND' },
+    });
     for (const body of [{}, { to: '' }, { to: 'has space' }, { to: live, force: 'yes' }, { to: live, extra: 1 }, []]) {
       const answer = await move(id, body);
       expect(answer).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', message: expect.any(String) } });

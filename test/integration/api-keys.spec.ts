@@ -24,13 +24,17 @@ describe('ApiKeyStore (real Postgres)', () => {
 
   const create = (tenant: string) => {
     const c = newApiKeyCredential();
-    return store.create({ id: c.id, tenant, principal: 'svc', name: 'svc', scopes: ['publish'], secretHash: c.secretHash }).then((key) => ({ key, c }));
+    return store
+      .create({ id: c.id, tenant, principal: 'svc', name: 'svc', scopes: ['publish'], secretHash: c.secretHash })
+      .then((key) => ({ key, c }));
   };
 
-  it('stores the hash of the secret, never the secret, and lists a tenant\'s keys only, without hashes', async () => {
+  it("stores the hash of the secret, never the secret, and lists a tenant's keys only, without hashes", async () => {
     const { key, c } = await create(`t-${randomUUID().slice(0, 8)}`);
     expect(key.secretHash.equals(hashApiKeySecret(c.secret))).toBe(true);
-    const [row] = (await db.query(`SELECT row_to_json(k)::text AS text FROM api_keys k WHERE id = $1`, [c.id])) as { text: string }[];
+    const [row] = (await db.query(`SELECT row_to_json(k)::text AS text FROM api_keys k WHERE id = $1`, [c.id])) as {
+      text: string;
+    }[];
     expect(row.text).not.toContain(c.secret);
     expect(row.text).not.toContain(Buffer.from(c.secret).toString('hex'));
     expect((await store.find(c.id))?.tenant).toBe(key.tenant);
@@ -58,7 +62,12 @@ describe('ApiKeyStore (real Postgres)', () => {
     expect(await store.recordUse([{ id: key.id, at: at(59) }])).toEqual([]);
     expect(await store.recordUse([{ id: key.id, at: at(-600) }])).toEqual([]);
     expect((await store.find(key.id))?.lastUsedAt).toEqual(t0);
-    expect(await store.recordUse([{ id: key.id, at: at(30) }, { id: key.id, at: at(60) }])).toEqual([key.id]);
+    expect(
+      await store.recordUse([
+        { id: key.id, at: at(30) },
+        { id: key.id, at: at(60) },
+      ]),
+    ).toEqual([key.id]);
     expect((await store.find(key.id))?.lastUsedAt).toEqual(at(60));
   });
 });
@@ -75,7 +84,8 @@ describe('API keys through the token gate (real gateway)', () => {
   let dir: string;
   let signing: DevSigningKey;
   let instance: RunningInstance;
-  const jwt = (tenant: string, scopes: string) => mintDevToken(signing, parseMintArgs(['--tenant', tenant, '--scopes', scopes, '--sub', `${tenant}-admin`]));
+  const jwt = (tenant: string, scopes: string) =>
+    mintDevToken(signing, parseMintArgs(['--tenant', tenant, '--scopes', scopes, '--sub', `${tenant}-admin`]));
 
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'api-keys-spec-'));
@@ -99,14 +109,23 @@ describe('API keys through the token gate (real gateway)', () => {
   const admin = (method: string, path: string, token: string | undefined, body?: unknown) =>
     fetch(`${instance.url}/admin/api-keys${path}`, {
       method,
-      headers: { ...(token ? { authorization: `Bearer ${token}` } : {}), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body !== undefined ? { 'content-type': 'application/json' } : {}),
+      },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
   const publish = (headers: Record<string, string>) =>
     fetch(`${instance.url}/events/publish?topic=${topic}`, {
       method: 'POST',
       headers: { 'content-type': 'application/cloudevents+json', ...headers },
-      body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/api-keys-spec', type: 'test.published', data: { n: 1 } }),
+      body: JSON.stringify({
+        specversion: '1.0',
+        id: randomUUID(),
+        source: '/api-keys-spec',
+        type: 'test.published',
+        data: { n: 1 },
+      }),
     });
 
   it('answers 401 with a bare Bearer challenge when nothing is sent, on the admin API and on publish', async () => {
@@ -135,11 +154,17 @@ describe('API keys through the token gate (real gateway)', () => {
     const acme = await jwt(ACME, 'admin,publish');
     const created = await admin('POST', '', acme, { name: 'billing', scopes: ['publish'] });
     expect(created.status).toBe(201);
-    const key = (await created.json()) as { id: string; key: string; tenant: string; scopes: string[]; principal: string };
+    const key = (await created.json()) as {
+      id: string;
+      key: string;
+      tenant: string;
+      scopes: string[];
+      principal: string;
+    };
     expect(key).toMatchObject({ tenant: ACME, scopes: ['publish'], principal: `${ACME}-admin` });
     expect(key.key).toMatch(new RegExp(`^emk_${key.id}_[A-Za-z0-9_-]{43}$`));
 
-    const listed = await (await admin('GET', '', acme)).json() as { apiKeys: Record<string, unknown>[] };
+    const listed = (await (await admin('GET', '', acme)).json()) as { apiKeys: Record<string, unknown>[] };
     expect(listed.apiKeys).toEqual([expect.objectContaining({ id: key.id, name: 'billing', revokedAt: null })]);
     expect(JSON.stringify(listed)).not.toContain(key.key.slice(-43));
     expect(listed.apiKeys[0]).not.toHaveProperty('key');
@@ -157,25 +182,33 @@ describe('API keys through the token gate (real gateway)', () => {
     const revoked = await admin('DELETE', `/${key.id}`, acme);
     expect(revoked.status).toBe(204);
     const revokedAt = Date.now();
-    const refused = await waitFor('the revoked key to be refused', async () => {
-      const response = await publish({ 'x-api-key': key.key });
-      return response.status === 401 ? response : (expect(response.status).toBe(202), false);
-    }, { timeoutMs: API_KEY_CACHE_MS + 3000, intervalMs: 50 });
+    const refused = await waitFor(
+      'the revoked key to be refused',
+      async () => {
+        const response = await publish({ 'x-api-key': key.key });
+        return response.status === 401 ? response : (expect(response.status).toBe(202), false);
+      },
+      { timeoutMs: API_KEY_CACHE_MS + 3000, intervalMs: 50 },
+    );
     const within = Date.now() - revokedAt;
-    expect(refused.headers.get('www-authenticate')).toBe('Bearer error="invalid_token", error_description="the API key has been revoked"');
+    expect(refused.headers.get('www-authenticate')).toBe(
+      'Bearer error="invalid_token", error_description="the API key has been revoked"',
+    );
     expect(await refused.json()).toEqual({ code: 'UNAUTHENTICATED', message: 'the API key has been revoked' });
-    process.stdout.write(`api-keys.spec: revoked key refused ${within} ms after the revocation (apiKeyCacheMs ${API_KEY_CACHE_MS})\n`);
+    process.stdout.write(
+      `api-keys.spec: revoked key refused ${within} ms after the revocation (apiKeyCacheMs ${API_KEY_CACHE_MS})\n`,
+    );
     // Refused within the cache period is the promise, so it is timed, from the revocation's answer (after the
     // revocation itself, so lenient by the admin call). The margin, one more period, is for the publish that sees it
     // and the polling (50 ms), in one process with the instance on a loaded 2-core host; a key trusted for the
     // default period instead (5 s) would still be accepted at the waitFor's deadline.
     expect(within).toBeLessThan(API_KEY_CACHE_MS + 1000);
-    const after = await (await admin('GET', '', acme)).json() as { apiKeys: { revokedAt: string | null }[] };
+    const after = (await (await admin('GET', '', acme)).json()) as { apiKeys: { revokedAt: string | null }[] };
     expect(after.apiKeys[0].revokedAt).not.toBeNull();
   });
 
   // It acts by listing and revoking them: minting a key for another tenant is refused, the caller's bound (below).
-  it('lets the operator tenant\'s admin act on another tenant\'s keys', async () => {
+  it("lets the operator tenant's admin act on another tenant's keys", async () => {
     const acme = await jwt(ACME, 'admin,publish');
     const created = await admin('POST', '', acme, { name: 'acme-feed', scopes: ['publish'] });
     expect(created.status).toBe(201);
@@ -187,19 +220,28 @@ describe('API keys through the token gate (real gateway)', () => {
   });
 
   it('bounds a minted key by the caller: its own tenant, scopes and principal (403, nothing written)', async () => {
-    const before = (await instance.deps.db.query('SELECT count(*) AS n FROM api_keys WHERE tenant IN ($1, $2)', [ACME, 'gamma'])) as { n: string }[];
+    const before = (await instance.deps.db.query('SELECT count(*) AS n FROM api_keys WHERE tenant IN ($1, $2)', [
+      ACME,
+      'gamma',
+    ])) as { n: string }[];
     const ops = await jwt('ops', 'admin,publish,subscribe');
     const acme = await jwt(ACME, 'admin,publish');
     const refusals = [
       [await admin('POST', '', ops, { name: 'gamma-feed', scopes: ['publish'], tenant: 'gamma' }), 'tenant'],
       [await admin('POST', '', acme, { name: 'wider', scopes: ['publish', 'subscribe'] }), 'scopes'],
-      [await admin('POST', '', acme, { name: 'someone-else', scopes: ['publish'], principal: 'billing-service' }), 'principal'],
+      [
+        await admin('POST', '', acme, { name: 'someone-else', scopes: ['publish'], principal: 'billing-service' }),
+        'principal',
+      ],
     ] as const;
     for (const [response, field] of refusals) {
       expect(response.status).toBe(403);
       expect(await response.json()).toMatchObject({ code: 'FORBIDDEN', field });
     }
-    const after = (await instance.deps.db.query('SELECT count(*) AS n FROM api_keys WHERE tenant IN ($1, $2)', [ACME, 'gamma'])) as { n: string }[];
+    const after = (await instance.deps.db.query('SELECT count(*) AS n FROM api_keys WHERE tenant IN ($1, $2)', [
+      ACME,
+      'gamma',
+    ])) as { n: string }[];
     expect(after[0].n).toBe(before[0].n);
     const own = await admin('POST', '', acme, { name: 'own', scopes: ['publish'] });
     expect(own.status).toBe(201);

@@ -11,7 +11,11 @@ import { waitFor } from '../support/wait-for';
 interface Health {
   status: string;
   warnings?: { code: string; message: string; sink?: string; failed?: number }[];
-  stats: { security: { ingress: { audit?: { status: string; written: number; failed: number; lastFailure?: { reason: string } } } } };
+  stats: {
+    security: {
+      ingress: { audit?: { status: string; written: number; failed: number; lastFailure?: { reason: string } } };
+    };
+  };
 }
 
 /**
@@ -44,7 +48,14 @@ describe('an audit sink that fails (real Kafka, the audit topic deleted)', () =>
     // A publisher's API key, written as key:bootstrap writes one: the instance builds its own gates (real
     // TokenAuth, its audit sink and that sink's producer) from the configuration.
     const credential = newApiKeyCredential();
-    await new ApiKeyStore(db).create({ id: credential.id, tenant: `audit-${run}`, principal: 'publisher', name: 'publisher', scopes: ['publish'], secretHash: credential.secretHash });
+    await new ApiKeyStore(db).create({
+      id: credential.id,
+      tenant: `audit-${run}`,
+      principal: 'publisher',
+      name: 'publisher',
+      scopes: ['publish'],
+      secretHash: credential.secretHash,
+    });
     key = credential.token;
     instance = await startInstance(config, { roles: ['gateway'] });
     url = instance.url!;
@@ -55,7 +66,12 @@ describe('an audit sink that fails (real Kafka, the audit topic deleted)', () =>
   });
 
   const health = async (): Promise<Health> => (await fetch(`${url}/health`)).json() as Promise<Health>;
-  const refused = () => fetch(`${url}/events/publish?topic=${topic}`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json' }, body: '{}' });
+  const refused = () =>
+    fetch(`${url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: '{}',
+    });
   const publish = () =>
     fetch(`${url}/events/publish?topic=${topic}`, {
       method: 'POST',
@@ -65,7 +81,7 @@ describe('an audit sink that fails (real Kafka, the audit topic deleted)', () =>
 
   it('serves the requests, and shows the failure in /metrics and /health (degraded, with the reason)', async () => {
     expect((await refused()).status).toBe(401);
-    const written = await waitFor('the first refusal\'s audit record written', async () => {
+    const written = await waitFor("the first refusal's audit record written", async () => {
       const audit = (await health()).stats.security.ingress.audit;
       return audit?.written === 1 && audit;
     });
@@ -79,20 +95,36 @@ describe('an audit sink that fails (real Kafka, the audit topic deleted)', () =>
       await admin.disconnect();
     }
     // Refusals go on being answered, and audited into a topic that is gone; publishes go on being written.
-    const degraded = await waitFor('an audit write failed', async () => {
-      expect((await refused()).status).toBe(401);
-      expect((await publish()).status).toBe(202);
-      const report = await health();
-      // The warnings are read once per health round (EVENTMESH_HEALTH_CHECK_CACHE_MS), the stats on each call.
-      return report.stats.security.ingress.audit?.status === 'degraded' && report.warnings?.some((w) => w.code === 'AUDIT_DEGRADED') && report;
-    }, { timeoutMs: 60000, intervalMs: 500 });
+    const degraded = await waitFor(
+      'an audit write failed',
+      async () => {
+        expect((await refused()).status).toBe(401);
+        expect((await publish()).status).toBe(202);
+        const report = await health();
+        // The warnings are read once per health round (EVENTMESH_HEALTH_CHECK_CACHE_MS), the stats on each call.
+        return (
+          report.stats.security.ingress.audit?.status === 'degraded' &&
+          report.warnings?.some((w) => w.code === 'AUDIT_DEGRADED') &&
+          report
+        );
+      },
+      { timeoutMs: 60000, intervalMs: 500 },
+    );
     expect(degraded.status).toBe('up');
-    expect(degraded.warnings).toContainEqual(expect.objectContaining({ code: 'AUDIT_DEGRADED', sink: 'CLOUDEVENTS', message: expect.stringContaining(auditTopic) }));
+    expect(degraded.warnings).toContainEqual(
+      expect.objectContaining({
+        code: 'AUDIT_DEGRADED',
+        sink: 'CLOUDEVENTS',
+        message: expect.stringContaining(auditTopic),
+      }),
+    );
     expect(degraded.stats.security.ingress.audit?.lastFailure?.reason).toContain(auditTopic);
 
     const metrics = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
     expect(sampleOf(metrics, 'eventmesh_audit_degraded')).toBe(1);
-    expect(sampleOf(metrics, 'eventmesh_audit_records_total', { sink: 'CLOUDEVENTS', outcome: 'failed' })).toBeGreaterThanOrEqual(1);
+    expect(
+      sampleOf(metrics, 'eventmesh_audit_records_total', { sink: 'CLOUDEVENTS', outcome: 'failed' }),
+    ).toBeGreaterThanOrEqual(1);
     expect(sampleOf(metrics, 'eventmesh_audit_records_total', { sink: 'CLOUDEVENTS', outcome: 'written' })).toBe(1);
   }, 120000);
 });

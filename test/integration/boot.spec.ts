@@ -27,14 +27,17 @@ describe('instance boot', () => {
   function start(overrides: Record<string, string>, main?: string): InstanceProcess {
     const id = `boot-${Math.random().toString(36).slice(2, 8)}`;
     instanceIds.push(id);
-    const instance = InstanceProcess.spawn({
-      EVENTMESH_INSTANCE_ID: id,
-      EVENTMESH_KAFKA_TOPICS: uniqueTopic('boot'),
-      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
-      EVENTMESH_TEMPORAL_CONNECT_TIMEOUT_MS: '1500',
-      EVENTMESH_KAFKA_CONNECT_TIMEOUT_MS: '1500',
-      ...overrides,
-    }, main);
+    const instance = InstanceProcess.spawn(
+      {
+        EVENTMESH_INSTANCE_ID: id,
+        EVENTMESH_KAFKA_TOPICS: uniqueTopic('boot'),
+        EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
+        EVENTMESH_TEMPORAL_CONNECT_TIMEOUT_MS: '1500',
+        EVENTMESH_KAFKA_CONNECT_TIMEOUT_MS: '1500',
+        ...overrides,
+      },
+      main,
+    );
     instances.push(instance);
     return instance;
   }
@@ -58,16 +61,26 @@ describe('instance boot', () => {
   });
 
   it('refuses an enforcing ingress gate behind an open admin gate, naming both keys and the legal values', async () => {
-    const line = await failsWithOneLine(start({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true' }), 78);
-    expect(line).toMatch(/^eventmesh: invalid configuration: EVENTMESH_ADMIN_SECURITY_FILTERS \(eventmesh\.admin\.security\.filters\) is empty .*EVENTMESH_SECURITY_GATE_FAIL_CLOSED=true.*legal values: token or token,acl/);
+    const line = await failsWithOneLine(
+      start({ EVENTMESH_SECURITY_GATE_FILTERS: 'token', EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true' }),
+      78,
+    );
+    expect(line).toMatch(
+      /^eventmesh: invalid configuration: EVENTMESH_ADMIN_SECURITY_FILTERS \(eventmesh\.admin\.security\.filters\) is empty .*EVENTMESH_SECURITY_GATE_FAIL_CLOSED=true.*legal values: token or token,acl/,
+    );
   });
 
   it('refuses to start without a secrets key, naming the key and the legal values', async () => {
     const line = await failsWithOneLine(start({ EVENTMESH_SECURITY_SECRETS_KEYS: '' }), 78);
-    expect(line).toMatch(/^eventmesh: invalid configuration: EVENTMESH_SECURITY_SECRETS_KEYS \(eventmesh\.security\.secrets\.keys\) is not set; .*Legal values: a comma-separated list of id:key/);
+    expect(line).toMatch(
+      /^eventmesh: invalid configuration: EVENTMESH_SECURITY_SECRETS_KEYS \(eventmesh\.security\.secrets\.keys\) is not set; .*Legal values: a comma-separated list of id:key/,
+    );
   });
 
-  it.each([['missing', undefined], ['blank', '  ']])('boots LOCAL_STICKY_PULL when the topology is %s', async (_, value) => {
+  it.each([
+    ['missing', undefined],
+    ['blank', '  '],
+  ])('boots LOCAL_STICKY_PULL when the topology is %s', async (_, value) => {
     const overrides: Record<string, string> = value === undefined ? {} : { EVENTMESH_DELIVERY_TOPOLOGY: value };
     const instance = start(overrides);
     const url = await instance.ready();
@@ -80,7 +93,9 @@ describe('instance boot', () => {
       start({ EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL', EVENTMESH_TEMPORAL_ADDRESS: '127.0.0.1:1' }),
       1,
     );
-    expect(line).toMatch(/^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 namespace "eventmesh-test" \(EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_NAMESPACE\): .+/);
+    expect(line).toMatch(
+      /^eventmesh: cannot reach Temporal at 127\.0\.0\.1:1 namespace "eventmesh-test" \(EVENTMESH_TEMPORAL_ADDRESS, EVENTMESH_TEMPORAL_NAMESPACE\): .+/,
+    );
   });
 
   it('boots PARTITION_OWNED_PULL with a reachable Temporal: it joins, owns the partitions, and takes stream subscriptions', async () => {
@@ -88,12 +103,24 @@ describe('instance boot', () => {
     try {
       await resetOwnership(temporal.client);
       const topic = uniqueTopic('boot-owned');
-      const instance = start({ EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL', EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2' });
+      const instance = start({
+        EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL',
+        EVENTMESH_KAFKA_TOPICS: topic,
+        EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2',
+      });
       const url = await instance.ready();
-      const health = (await (await fetch(`${url}/health`)).json()) as { topology: string; stats: { ownership: { confirmed: boolean; joins: number } } };
-      expect(health).toMatchObject({ topology: 'PARTITION_OWNED_PULL', stats: { ownership: { confirmed: true, joins: 1 } } });
+      const health = (await (await fetch(`${url}/health`)).json()) as {
+        topology: string;
+        stats: { ownership: { confirmed: boolean; joins: number } };
+      };
+      expect(health).toMatchObject({
+        topology: 'PARTITION_OWNED_PULL',
+        stats: { ownership: { confirmed: true, joins: 1 } },
+      });
       const owned = await waitFor('the instance to own both partitions', async () => {
-        const view = (await (await fetch(`${url}/admin/partitions`)).json()) as { partitions: { owner: string; polling: boolean }[] };
+        const view = (await (await fetch(`${url}/admin/partitions`)).json()) as {
+          partitions: { owner: string; polling: boolean }[];
+        };
         return view.partitions.length === 2 && view.partitions.every((p) => p.polling) ? view : false;
       });
       expect(owned.partitions.map((p) => p.owner)).toEqual([instanceIds.at(-1), instanceIds.at(-1)]);
@@ -120,7 +147,9 @@ describe('instance boot', () => {
 
   it('says in one line that Postgres is unreachable', async () => {
     const line = await failsWithOneLine(start({ EVENTMESH_POSTGRES_PORT: '1' }), 1);
-    expect(line).toMatch(/^eventmesh: cannot connect to Postgres at 127\.0\.0\.1:1 database "eventmesh_test" as "eventmesh" \(EVENTMESH_POSTGRES_\*\): ECONNREFUSED$/);
+    expect(line).toMatch(
+      /^eventmesh: cannot connect to Postgres at 127\.0\.0\.1:1 database "eventmesh_test" as "eventmesh" \(EVENTMESH_POSTGRES_\*\): ECONNREFUSED$/,
+    );
   });
 
   it('says in one line that the Postgres password is wrong', async () => {
@@ -190,20 +219,31 @@ describe('instance boot', () => {
   }, 180000);
 
   it('refuses EVENTMESH_HTTP_PROCESSES=2 for the worker entry point, naming the key', async () => {
-    const line = await failsWithOneLine(start({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' }, WORKER_MAIN), 78);
-    expect(line).toMatch(/^eventmesh: invalid configuration: EVENTMESH_HTTP_PROCESSES \(eventmesh\.http\.processes\) = 2 is for a gateway-only instance; this entry point runs the worker role: legal values: 1$/);
+    const line = await failsWithOneLine(
+      start({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2' }, WORKER_MAIN),
+      78,
+    );
+    expect(line).toMatch(
+      /^eventmesh: invalid configuration: EVENTMESH_HTTP_PROCESSES \(eventmesh\.http\.processes\) = 2 is for a gateway-only instance; this entry point runs the worker role: legal values: 1$/,
+    );
   });
 
   describe('with EVENTMESH_HTTP_PROCESSES=2 (a gateway-only instance)', () => {
     const gatewayOnly = (overrides: Record<string, string> = {}) =>
       start({ EVENTMESH_INSTANCE_ROLES: 'gateway', EVENTMESH_HTTP_PROCESSES: '2', ...overrides });
     const childrenOf = (pid: number) =>
-      execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map(Number).filter(Boolean);
+      execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+        .split('\n')
+        .map(Number)
+        .filter(Boolean);
     /** The processes that answer /health over new connections, which the primary deals out in turn. */
     async function pidsAnswering(url: string): Promise<Set<number>> {
       const pids = new Set<number>();
       for (let i = 0; i < 6; i++) {
-        const health = (await (await fetch(`${url}/health`, { headers: { connection: 'close' } })).json()) as { pid: number; instance: string };
+        const health = (await (await fetch(`${url}/health`, { headers: { connection: 'close' } })).json()) as {
+          pid: number;
+          instance: string;
+        };
         pids.add(health.pid);
       }
       return pids;
@@ -228,15 +268,23 @@ describe('instance boot', () => {
 
       const [victim] = childrenOf(instance.child.pid!);
       process.kill(victim, 'SIGKILL');
-      await waitFor('a new gateway process in place of the killed one', () => {
-        const children = childrenOf(instance.child.pid!);
-        return children.length === 2 && !children.includes(victim);
-      }, { timeoutMs: 60000 });
+      await waitFor(
+        'a new gateway process in place of the killed one',
+        () => {
+          const children = childrenOf(instance.child.pid!);
+          return children.length === 2 && !children.includes(victim);
+        },
+        { timeoutMs: 60000 },
+      );
       const children = childrenOf(instance.child.pid!);
-      await waitFor('both processes answering again', async () => {
-        const pids = await pidsAnswering(url).catch(() => new Set<number>());
-        return pids.size === 2 && children.every((pid) => pids.has(pid));
-      }, { timeoutMs: 60000 });
+      await waitFor(
+        'both processes answering again',
+        async () => {
+          const pids = await pidsAnswering(url).catch(() => new Set<number>());
+          return pids.size === 2 && children.every((pid) => pids.has(pid));
+        },
+        { timeoutMs: 60000 },
+      );
 
       const result = await instance.stop();
       expect(result.code).toBe(0);
@@ -248,8 +296,14 @@ describe('instance boot', () => {
       expect(result.code).toBe(1);
       const lines = result.stderr.trim().split('\n');
       expect(lines.every((line) => line.startsWith('eventmesh: '))).toBe(true);
-      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^eventmesh: cannot use Kafka at 127\.0\.0\.1:1 /)]));
-      expect(lines).toEqual(expect.arrayContaining([expect.stringMatching(/^eventmesh: gateway process \d failed to start \(exit code 1\); stopping$/)]));
+      expect(lines).toEqual(
+        expect.arrayContaining([expect.stringMatching(/^eventmesh: cannot use Kafka at 127\.0\.0\.1:1 /)]),
+      );
+      expect(lines).toEqual(
+        expect.arrayContaining([
+          expect.stringMatching(/^eventmesh: gateway process \d failed to start \(exit code 1\); stopping$/),
+        ]),
+      );
     });
   });
 });
@@ -277,7 +331,10 @@ async function startRequest(url: string, firstLine: string) {
   await new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject));
   let raw = Buffer.alloc(0);
   const answered = new Promise<{ head: string; payload: string }>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no answer within 60 s; got ${JSON.stringify(raw.toString())}`)), 60000);
+    const timer = setTimeout(
+      () => reject(new Error(`no answer within 60 s; got ${JSON.stringify(raw.toString())}`)),
+      60000,
+    );
     const done = (value: { head: string; payload: string }) => {
       clearTimeout(timer);
       socket.destroy();
@@ -300,11 +357,17 @@ async function startRequest(url: string, firstLine: string) {
   socket.write(`${firstLine}\r\nhost: ${hostname}\r\n`);
   return {
     async finish(headers: Record<string, string>, body: string) {
-      const lines = Object.entries({ ...headers, 'content-length': String(Buffer.byteLength(body)) }).map(([k, v]) => `${k}: ${v}\r\n`);
+      const lines = Object.entries({ ...headers, 'content-length': String(Buffer.byteLength(body)) }).map(
+        ([k, v]) => `${k}: ${v}\r\n`,
+      );
       socket.write(`${lines.join('')}\r\n${body}`);
       const { head, payload } = await answered;
       const connection = /^connection: *(.*)$/im.exec(head)?.[1]?.trim();
-      return { status: Number(head.split(' ')[1]), body: payload ? (JSON.parse(payload) as unknown) : undefined, connection };
+      return {
+        status: Number(head.split(' ')[1]),
+        body: payload ? (JSON.parse(payload) as unknown) : undefined,
+        connection,
+      };
     },
   };
 }

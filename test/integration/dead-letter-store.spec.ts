@@ -19,7 +19,15 @@ describe('DeadLetterStore (real Postgres)', () => {
 
   async function subscription(tenant = 'default'): Promise<string> {
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, tenant, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, {
+      id,
+      tenant,
+      topic: 't',
+      protocol: 'HTTP',
+      sink: 'http://x',
+      instanceId: 'i',
+      status: 'ACTIVE',
+    });
     return id;
   }
 
@@ -47,7 +55,11 @@ describe('DeadLetterStore (real Postgres)', () => {
     const again = await deadLetters.add([letter(id, 7, { attempts: 3, lastError: 'replayed' })]);
     expect(first).toEqual([{ position: { subscriptionId: id, topic: 't', partition: 1, offset: 7 }, written: true }]);
     expect(again).toEqual([
-      { position: { subscriptionId: id, topic: 't', partition: 1, offset: 7 }, written: false, rejected: 'ALREADY_DEAD_LETTERED' },
+      {
+        position: { subscriptionId: id, topic: 't', partition: 1, offset: 7 },
+        written: false,
+        rejected: 'ALREADY_DEAD_LETTERED',
+      },
     ]);
     expect(await rowsOf(id)).toBe(1);
     const [kept] = await deadLetters.listFor(id, 'default');
@@ -58,7 +70,12 @@ describe('DeadLetterStore (real Postgres)', () => {
 
   it('writes a batch in one call, a position repeated inside it once, and other positions apart', async () => {
     const id = await subscription();
-    const results = await deadLetters.add([letter(id, 1), letter(id, 2, { data: null }), letter(id, 1), letter(id, 1, { partition: 2 })]);
+    const results = await deadLetters.add([
+      letter(id, 1),
+      letter(id, 2, { data: null }),
+      letter(id, 1),
+      letter(id, 1, { partition: 2 }),
+    ]);
     expect(results.map((r) => r.written)).toEqual([true, true, false, true]);
     expect(results[2].rejected).toBe('ALREADY_DEAD_LETTERED');
     expect(await rowsOf(id)).toBe(3);
@@ -67,7 +84,19 @@ describe('DeadLetterStore (real Postgres)', () => {
 
   it('moves a parked delivery to the queue once, even when the move is replayed', async () => {
     const id = await subscription();
-    const parked = { subscriptionId: id, topic: 't', partition: 1, offset: 4, attributes: { id: 'e-4' }, data: null, attempts: 3, lastError: 'x', firstFailedAt: new Date(), nextAttemptAt: new Date(), epoch: 0 };
+    const parked = {
+      subscriptionId: id,
+      topic: 't',
+      partition: 1,
+      offset: 4,
+      attributes: { id: 'e-4' },
+      data: null,
+      attempts: 3,
+      lastError: 'x',
+      firstFailedAt: new Date(),
+      nextAttemptAt: new Date(),
+      epoch: 0,
+    };
     await retries.park(parked);
     await retries.deadLetter(letter(id, 4));
     // The sweep's first move committed, then the process died before the lane learned of it; the delivery
@@ -86,7 +115,10 @@ describe('DeadLetterStore (real Postgres)', () => {
       `SELECT subscription_id, tenant FROM dead_letters WHERE subscription_id = ANY($1::uuid[])`,
       [[a, b]],
     );
-    expect(Object.fromEntries(tenants.map((r) => [r.subscription_id, r.tenant]))).toEqual({ [a]: 'tenant-a', [b]: 'tenant-b' });
+    expect(Object.fromEntries(tenants.map((r) => [r.subscription_id, r.tenant]))).toEqual({
+      [a]: 'tenant-a',
+      [b]: 'tenant-b',
+    });
     expect(await deadLetters.listFor(a, 'tenant-b')).toEqual([]);
     expect((await deadLetters.listFor(a, 'tenant-a')).map((l) => l.tenant)).toEqual(['tenant-a']);
   });
@@ -108,22 +140,43 @@ describe('DeadLetterStore (real Postgres)', () => {
   it('answers, for many lane starts in one statement, the dead-lettered offsets at or after each', async () => {
     const a = await subscription();
     const b = await subscription();
-    await deadLetters.add([letter(a, 3), letter(a, 5), letter(a, 9), letter(a, 6, { partition: 2 }), letter(b, 1), letter(b, 8)]);
+    await deadLetters.add([
+      letter(a, 3),
+      letter(a, 5),
+      letter(a, 9),
+      letter(a, 6, { partition: 2 }),
+      letter(b, 1),
+      letter(b, 8),
+    ]);
     const found = await deadLetters.deadLetteredFrom([
       { subscriptionId: a, topic: 't', partition: 1, nextOffset: 5 },
       { subscriptionId: a, topic: 't', partition: 2, nextOffset: 7 },
       { subscriptionId: b, topic: 't', partition: 1, nextOffset: 0 },
       { subscriptionId: b, topic: 'other', partition: 1, nextOffset: 0 },
     ]);
-    const strip = (p: { subscriptionId: string; partition: number; offset: number }) => [p.subscriptionId === a ? 'a' : 'b', p.partition, p.offset];
-    expect(found.map(strip).sort()).toEqual([['a', 1, 5], ['a', 1, 9], ['b', 1, 1], ['b', 1, 8]].sort());
+    const strip = (p: { subscriptionId: string; partition: number; offset: number }) => [
+      p.subscriptionId === a ? 'a' : 'b',
+      p.partition,
+      p.offset,
+    ];
+    expect(found.map(strip).sort()).toEqual(
+      [
+        ['a', 1, 5],
+        ['a', 1, 9],
+        ['b', 1, 1],
+        ['b', 1, 8],
+      ].sort(),
+    );
     expect(await deadLetters.deadLetteredFrom([])).toEqual([]);
   });
 
   it('purges letters older than the cutoff in bounded batches, and nothing newer', async () => {
     const id = await subscription();
     await deadLetters.add([1, 2, 3, 4, 5].map((o) => letter(id, o)));
-    await db.query(`UPDATE dead_letters SET created_at = now() - interval '40 days' WHERE subscription_id = $1 AND kafka_offset <= 3`, [id]);
+    await db.query(
+      `UPDATE dead_letters SET created_at = now() - interval '40 days' WHERE subscription_id = $1 AND kafka_offset <= 3`,
+      [id],
+    );
     const cutoff = new Date(Date.now() - 30 * 86400000);
     // Other tests' letters are all new; only these three are older than the cutoff.
     expect(await deadLetters.purgeOlderThan(cutoff, 2)).toBe(2);
@@ -141,7 +194,10 @@ describe('DeadLetterStore (real Postgres)', () => {
       const migration = new DeadLetterPositionKey1796101550983();
       await migration.down(runner);
       const id = randomUUID();
-      await runner.query(`INSERT INTO subscriptions (id, topic, protocol, sink, instance_id, status) VALUES ($1, 't', 'HTTP', 'http://x', 'i', 'ACTIVE')`, [id]);
+      await runner.query(
+        `INSERT INTO subscriptions (id, topic, protocol, sink, instance_id, status) VALUES ($1, 't', 'HTTP', 'http://x', 'i', 'ACTIVE')`,
+        [id],
+      );
       const insert = (sub: string, offset: number, error: string, age: string) =>
         runner.query(
           `INSERT INTO dead_letters (subscription_id, topic, partition, kafka_offset, event_id, attributes, data, attempts, last_error, first_failed_at, last_failed_at, created_at)

@@ -1,7 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { DeadLetter, DeadLetterReplayStore, DeadLetterStore } from '../../libs/storage';
-import { DEAD_LETTER_TASK_QUEUE, dispatchWorkflowIdOf, DLQ_RETENTION_SCHEDULE_ID, dlqReplayWorkflowIdOf } from '../../libs/temporal';
+import {
+  DEAD_LETTER_TASK_QUEUE,
+  dispatchWorkflowIdOf,
+  DLQ_RETENTION_SCHEDULE_ID,
+  dlqReplayWorkflowIdOf,
+} from '../../libs/temporal';
 import { dlqReplayWorkflow } from '../../workflows';
 import { testConfig, uniqueTopic } from '../support/env';
 import { terminateWorkflows } from '../support/temporal';
@@ -49,7 +54,8 @@ describe('dead letters (real servers)', () => {
 
   afterAll(async () => {
     const client = instance?.deps.temporal.client;
-    if (client) await terminateWorkflows(client, [dispatchWorkflowIdOf(instanceId), ...replayIds.map(dlqReplayWorkflowIdOf)]);
+    if (client)
+      await terminateWorkflows(client, [dispatchWorkflowIdOf(instanceId), ...replayIds.map(dlqReplayWorkflowIdOf)]);
     await instance?.close();
     await receiver.stop();
     await bystander.stop();
@@ -69,7 +75,12 @@ describe('dead letters (real servers)', () => {
     expect(answer.status).toBe(201);
     return answer.body.id as string;
   };
-  const letter = (subscriptionId: string, offset: number, attributes: Record<string, string>, lastError: string): DeadLetter => ({
+  const letter = (
+    subscriptionId: string,
+    offset: number,
+    attributes: Record<string, string>,
+    lastError: string,
+  ): DeadLetter => ({
     subscriptionId,
     topic,
     partition: 0,
@@ -90,11 +101,24 @@ describe('dead letters (real servers)', () => {
     beforeAll(async () => {
       sub = await subscribe(bystander.url!);
       const letters = Array.from({ length: 12 }, (_, n) =>
-        letter(sub, n, { id: `b-${n}`, source: n % 2 === 0 ? '/even' : '/odd', type: n < 6 ? 'order.created' : 'order.paid', datacontenttype: 'application/json' }, n % 3 === 0 ? 'HTTP 500' : 'connect ECONNREFUSED 127.0.0.1:9'),
+        letter(
+          sub,
+          n,
+          {
+            id: `b-${n}`,
+            source: n % 2 === 0 ? '/even' : '/odd',
+            type: n < 6 ? 'order.created' : 'order.paid',
+            datacontenttype: 'application/json',
+          },
+          n % 3 === 0 ? 'HTTP 500' : 'connect ECONNREFUSED 127.0.0.1:9',
+        ),
       );
       expect((await store.add(letters)).every((r) => r.written)).toBe(true);
       // The first four were dead-lettered a day ago.
-      await instance.deps.db.query(`UPDATE dead_letters SET created_at = now() - interval '1 day' WHERE subscription_id = $1 AND kafka_offset < 4`, [sub]);
+      await instance.deps.db.query(
+        `UPDATE dead_letters SET created_at = now() - interval '1 day' WHERE subscription_id = $1 AND kafka_offset < 4`,
+        [sub],
+      );
     });
 
     it('pages through every letter with an opaque cursor, in the order written', async () => {
@@ -102,7 +126,10 @@ describe('dead letters (real servers)', () => {
       let cursor: string | null = null;
       let pages = 0;
       do {
-        const answer: Answer = await call('GET', `/subscriptions/${sub}/dead-letters?limit=5${cursor ? `&cursor=${cursor}` : ''}`);
+        const answer: Answer = await call(
+          'GET',
+          `/subscriptions/${sub}/dead-letters?limit=5${cursor ? `&cursor=${cursor}` : ''}`,
+        );
         expect(answer.status).toBe(200);
         const items = answer.body.items as { eventId: string; attributes: Record<string, unknown> }[];
         expect(items.length).toBeLessThanOrEqual(5);
@@ -127,7 +154,10 @@ describe('dead letters (real servers)', () => {
       expect(await ids(`to=${hourAgo}`)).toEqual(['b-0', 'b-1', 'b-2', 'b-3']);
       expect(await ids(`from=${hourAgo}&source=/odd`)).toEqual(['b-5', 'b-7', 'b-9', 'b-11']);
       // No letter matches: an empty page, no cursor.
-      expect(await call('GET', `/subscriptions/${sub}/dead-letters?type=nope`)).toMatchObject({ status: 200, body: { items: [], next: null } });
+      expect(await call('GET', `/subscriptions/${sub}/dead-letters?type=nope`)).toMatchObject({
+        status: 200,
+        body: { items: [], next: null },
+      });
     });
 
     it('refuses a bad filter with 400 naming the field', async () => {
@@ -142,9 +172,17 @@ describe('dead letters (real servers)', () => {
         ['colour=red', 'colour'],
       ]) {
         const answer = await call('GET', `/subscriptions/${sub}/dead-letters?${query}`);
-        expect({ query, status: answer.status, code: answer.body.code, field: answer.body.field }).toEqual({ query, status: 400, code: 'INVALID_REQUEST', field });
+        expect({ query, status: answer.status, code: answer.body.code, field: answer.body.field }).toEqual({
+          query,
+          status: 400,
+          code: 'INVALID_REQUEST',
+          field,
+        });
       }
-      expect(await call('GET', `/subscriptions/${randomUUID()}/dead-letters`)).toMatchObject({ status: 404, body: { code: 'SUBSCRIPTION_NOT_FOUND' } });
+      expect(await call('GET', `/subscriptions/${randomUUID()}/dead-letters`)).toMatchObject({
+        status: 404,
+        body: { code: 'SUBSCRIPTION_NOT_FOUND' },
+      });
     });
 
     it('reads one letter with its event', async () => {
@@ -160,18 +198,31 @@ describe('dead letters (real servers)', () => {
           event: { specversion: '1.0', id: 'b-0', source: '/even', type: 'order.created', data: { n: 0 } },
         },
       });
-      expect(await call('GET', `/subscriptions/${sub}/dead-letters/999999999`)).toMatchObject({ status: 404, body: { code: 'DEAD_LETTER_NOT_FOUND' } });
+      expect(await call('GET', `/subscriptions/${sub}/dead-letters/999999999`)).toMatchObject({
+        status: 404,
+        body: { code: 'DEAD_LETTER_NOT_FOUND' },
+      });
     });
 
     it('purges only with the subscription id as confirmation, and only what the filter names', async () => {
       for (const query of ['', '?confirm=yes', `?confirm=${randomUUID()}`]) {
         const answer = await call('DELETE', `/subscriptions/${sub}/dead-letters${query}`);
-        expect({ query, status: answer.status, code: answer.body.code }).toEqual({ query, status: 400, code: 'CONFIRMATION_REQUIRED' });
+        expect({ query, status: answer.status, code: answer.body.code }).toEqual({
+          query,
+          status: 400,
+          code: 'CONFIRMATION_REQUIRED',
+        });
       }
-      expect(await call('DELETE', `/subscriptions/${sub}/dead-letters?confirm=${sub}&type=order.paid`)).toEqual({ status: 200, body: { deleted: 6 } });
+      expect(await call('DELETE', `/subscriptions/${sub}/dead-letters?confirm=${sub}&type=order.paid`)).toEqual({
+        status: 200,
+        body: { deleted: 6 },
+      });
       const left = (await call('GET', `/subscriptions/${sub}/dead-letters`)).body.items as { eventId: string }[];
       expect(left.map((l) => l.eventId)).toEqual(['b-0', 'b-1', 'b-2', 'b-3', 'b-4', 'b-5']);
-      expect(await call('DELETE', `/subscriptions/${sub}/dead-letters?confirm=${sub}`)).toEqual({ status: 200, body: { deleted: 6 } });
+      expect(await call('DELETE', `/subscriptions/${sub}/dead-letters?confirm=${sub}`)).toEqual({
+        status: 200,
+        body: { deleted: 6 },
+      });
       expect((await call('GET', `/subscriptions/${sub}/dead-letters`)).body.items).toEqual([]);
     });
   });
@@ -191,15 +242,26 @@ describe('dead letters (real servers)', () => {
         const response = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
           method: 'POST',
           headers: { 'content-type': 'application/cloudevents+json' },
-          body: JSON.stringify({ specversion: '1.0', id, source: '/replay', type: 'replay.n', partitionkey: `k${n % 7}`, data: { n } }),
+          body: JSON.stringify({
+            specversion: '1.0',
+            id,
+            source: '/replay',
+            type: 'replay.n',
+            partitionkey: `k${n % 7}`,
+            data: { n },
+          }),
         });
         expect(response.status).toBe(202);
         published.add(id);
       }
-      await waitFor('50 dead letters', async () => {
-        const answer = await call('GET', `/subscriptions/${sub}/dead-letters?limit=100`);
-        return (answer.body.items as unknown[]).length === 50 || undefined;
-      }, { timeoutMs: 60000, intervalMs: 250 });
+      await waitFor(
+        '50 dead letters',
+        async () => {
+          const answer = await call('GET', `/subscriptions/${sub}/dead-letters?limit=100`);
+          return (answer.body.items as unknown[]).length === 50 || undefined;
+        },
+        { timeoutMs: 60000, intervalMs: 250 },
+      );
       await waitFor('the bystander to get all 50', () => new Set(okAt(bystander, published)).size === 50);
     });
 
@@ -210,10 +272,14 @@ describe('dead letters (real servers)', () => {
       return answer.body as { replayId: string; workflowId: string; total: number };
     };
     const finished = (replayId: string) =>
-      waitFor(`replay ${replayId} to complete`, async () => {
-        const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${replayId}`);
-        return answer.body.state === 'COMPLETED' ? answer.body : undefined;
-      }, { timeoutMs: 60000, intervalMs: 250 });
+      waitFor(
+        `replay ${replayId} to complete`,
+        async () => {
+          const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${replayId}`);
+          return answer.body.state === 'COMPLETED' ? answer.body : undefined;
+        },
+        { timeoutMs: 60000, intervalMs: 250 },
+      );
 
     it('delivers each dead letter once to its own subscription, and a second replay nothing', async () => {
       const attemptsBefore = receiver.requests.length;
@@ -238,19 +304,32 @@ describe('dead letters (real servers)', () => {
       const secondDone = await finished(second.replayId);
       expect(receiver.requests.length).toBe(attemptsBefore + 50);
 
-      expect(firstDone).toMatchObject({ state: 'COMPLETED', total: 50, replayed: 50, failed: 0, skipped: 0, remaining: 0 });
+      expect(firstDone).toMatchObject({
+        state: 'COMPLETED',
+        total: 50,
+        replayed: 50,
+        failed: 0,
+        skipped: 0,
+        remaining: 0,
+      });
       expect(secondDone).toMatchObject({ state: 'COMPLETED', total: 0, replayed: 0, remaining: 0 });
       // The letters are marked replayed: none left as dead letters, all listed as replayed.
       expect((await call('GET', `/subscriptions/${sub}/dead-letters`)).body.items).toEqual([]);
-      const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body.items as { replayId: string }[];
+      const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body.items as {
+        replayId: string;
+      }[];
       expect(marked).toHaveLength(50);
       expect(new Set(marked.map((m) => m.replayId))).toEqual(new Set([first.replayId]));
     });
 
     it('keeps a letter whose replay fails as a dead letter with its new error, counted as failed', async () => {
-      const [one] = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=1`)).body.items as { id: string }[];
+      const [one] = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=1`)).body.items as {
+        id: string;
+      }[];
       // Back to a dead letter (as if it had never been replayed), then replayed by id into a sink that now fails.
-      await instance.deps.db.query(`UPDATE dead_letters SET replayed_at = NULL, replay_id = NULL WHERE id = $1`, [one.id]);
+      await instance.deps.db.query(`UPDATE dead_letters SET replayed_at = NULL, replay_id = NULL WHERE id = $1`, [
+        one.id,
+      ]);
       receiver.status = () => 503;
       const started = await replay({ ids: [one.id] });
       expect(started.total).toBe(1);
@@ -261,53 +340,83 @@ describe('dead letters (real servers)', () => {
         status: 404,
         body: { code: 'DEAD_LETTER_NOT_FOUND', missing: ['999999999'] },
       });
-      expect(await call('POST', `/subscriptions/${sub}/dead-letters/replays`, { ids: [one.id], filter: {} })).toMatchObject({ status: 400, body: { field: 'ids' } });
-      expect(await call('POST', `/subscriptions/${sub}/dead-letters/replays`, { filter: {}, ratePerSecond: 5000 })).toMatchObject({
+      expect(
+        await call('POST', `/subscriptions/${sub}/dead-letters/replays`, { ids: [one.id], filter: {} }),
+      ).toMatchObject({ status: 400, body: { field: 'ids' } });
+      expect(
+        await call('POST', `/subscriptions/${sub}/dead-letters/replays`, { filter: {}, ratePerSecond: 5000 }),
+      ).toMatchObject({
         status: 400,
         body: { field: 'ratePerSecond' },
       });
     });
 
     it('cancels a running replay after its batch in flight', async () => {
-      await instance.deps.db.query(`UPDATE dead_letters SET replayed_at = NULL, replay_id = NULL WHERE subscription_id = $1`, [sub]);
+      await instance.deps.db.query(
+        `UPDATE dead_letters SET replayed_at = NULL, replay_id = NULL WHERE subscription_id = $1`,
+        [sub],
+      );
       receiver.status = () => 200;
       const before = receiver.requests.length;
       const started = await replay({ filter: {}, ratePerSecond: 2 });
       await waitFor('the replay to send its first letter', () => receiver.requests.length > before);
       const cancelled = await call('DELETE', `/subscriptions/${sub}/dead-letters/replays/${started.replayId}`);
       expect(cancelled).toMatchObject({ status: 202, body: { cancelRequested: true } });
-      const ended = await waitFor('the replay to stop', async () => {
-        const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${started.replayId}`);
-        return answer.body.state === 'CANCELLED' ? answer.body : undefined;
-      }, { timeoutMs: 60000, intervalMs: 250 });
+      const ended = await waitFor(
+        'the replay to stop',
+        async () => {
+          const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${started.replayId}`);
+          return answer.body.state === 'CANCELLED' ? answer.body : undefined;
+        },
+        { timeoutMs: 60000, intervalMs: 250 },
+      );
       // Rate 2/s: a batch is 4 letters; it stopped after the one in flight when the cancel came (the first, or
       // the second on a slow machine), and every letter it delivered is marked.
       expect(ended.replayed).toBeLessThanOrEqual(8);
       expect(receiver.requests.length - before).toBe(ended.replayed);
-      const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body.items as unknown[];
+      const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body
+        .items as unknown[];
       expect(marked).toHaveLength(ended.replayed as number);
-      expect(await call('GET', `/subscriptions/${sub}/dead-letters/replays/${randomUUID()}`)).toMatchObject({ status: 404, body: { code: 'REPLAY_NOT_FOUND' } });
+      expect(await call('GET', `/subscriptions/${sub}/dead-letters/replays/${randomUUID()}`)).toMatchObject({
+        status: 404,
+        body: { code: 'REPLAY_NOT_FOUND' },
+      });
     }, 120000);
 
     it('stops at once when cancelled from the Temporal UI, lets its claims go, and every letter it delivered is marked', async () => {
-      await instance.deps.db.query(`UPDATE dead_letters SET replayed_at = NULL, replay_id = NULL, replay_claimed_until = NULL WHERE subscription_id = $1`, [sub]);
+      await instance.deps.db.query(
+        `UPDATE dead_letters SET replayed_at = NULL, replay_id = NULL, replay_claimed_until = NULL WHERE subscription_id = $1`,
+        [sub],
+      );
       receiver.status = () => 200;
       const before = receiver.requests.length;
       const started = await replay({ filter: {}, ratePerSecond: 5 });
       await waitFor('the replay to send its first letter', () => receiver.requests.length > before);
       await instance.deps.temporal.client.workflow.getHandle(started.workflowId).cancel();
-      const ended = await waitFor('the replay to end cancelled', async () => {
-        const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${started.replayId}`);
-        return answer.body.state === 'CANCELLED' ? answer.body : undefined;
-      }, { timeoutMs: 60000, intervalMs: 250 });
+      const ended = await waitFor(
+        'the replay to end cancelled',
+        async () => {
+          const answer = await call('GET', `/subscriptions/${sub}/dead-letters/replays/${started.replayId}`);
+          return answer.body.state === 'CANCELLED' ? answer.body : undefined;
+        },
+        { timeoutMs: 60000, intervalMs: 250 },
+      );
       expect(ended.remaining).toBe(0);
       // The batch in flight hears of it at its next heartbeat, lets its unsent letters go, and stops.
-      await waitFor('no letter left claimed', async () => {
-        const [row] = await instance.deps.db.query(`SELECT count(*)::int AS n FROM dead_letters WHERE subscription_id = $1 AND replay_claimed_until IS NOT NULL`, [sub]);
-        return row.n === 0;
-      }, { timeoutMs: 60000, intervalMs: 250 });
+      await waitFor(
+        'no letter left claimed',
+        async () => {
+          const [row] = await instance.deps.db.query(
+            `SELECT count(*)::int AS n FROM dead_letters WHERE subscription_id = $1 AND replay_claimed_until IS NOT NULL`,
+            [sub],
+          );
+          return row.n === 0;
+        },
+        { timeoutMs: 60000, intervalMs: 250 },
+      );
       const delivered = receiver.requests.length - before;
-      const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body.items as unknown[];
+      const marked = (await call('GET', `/subscriptions/${sub}/dead-letters?state=replayed&limit=100`)).body
+        .items as unknown[];
       expect(marked).toHaveLength(delivered);
       expect(delivered).toBeLessThan(50);
       const dead = (await call('GET', `/subscriptions/${sub}/dead-letters?limit=100`)).body.items as unknown[];
@@ -317,7 +426,9 @@ describe('dead letters (real servers)', () => {
 
   it('continues a long replay as new, carrying its progress, and ends with every letter replayed once', async () => {
     const sub = await subscribe(bystander.url!);
-    const letters = Array.from({ length: 5 }, (_, n) => letter(sub, n, { id: `can-${n}`, source: '/s', type: 't' }, 'HTTP 500'));
+    const letters = Array.from({ length: 5 }, (_, n) =>
+      letter(sub, n, { id: `can-${n}`, source: '/s', type: 't' }, 'HTTP 500'),
+    );
     await store.add(letters);
     const before = bystander.requests.length;
     const selection = { filter: {} };
@@ -329,7 +440,18 @@ describe('dead letters (real servers)', () => {
       workflowId: dlqReplayWorkflowIdOf(replayId),
       taskQueue: DEAD_LETTER_TASK_QUEUE,
       args: [
-        { replayId, subscriptionId: sub, selection, upToId: scope.upToId!, total: scope.total, ratePerSecond: 100, batchSize: 2, heartbeatTimeoutMs: 3000, requestedAt: new Date().toISOString(), batchesPerRun: 1 },
+        {
+          replayId,
+          subscriptionId: sub,
+          selection,
+          upToId: scope.upToId!,
+          total: scope.total,
+          ratePerSecond: 100,
+          batchSize: 2,
+          heartbeatTimeoutMs: 3000,
+          requestedAt: new Date().toISOString(),
+          batchesPerRun: 1,
+        },
       ],
     });
     const result = await handle.result();
@@ -344,14 +466,29 @@ describe('dead letters (real servers)', () => {
     const client = instance.deps.temporal.client;
     const schedule = client.schedule.getHandle(DLQ_RETENTION_SCHEDULE_ID);
     const described = await schedule.describe();
-    expect(described.action).toMatchObject({ type: 'startWorkflow', workflowType: 'dlqRetentionWorkflow', taskQueue: 'eventmesh-dead-letters', args: [{ retentionDays: 30 }] });
+    expect(described.action).toMatchObject({
+      type: 'startWorkflow',
+      workflowType: 'dlqRetentionWorkflow',
+      taskQueue: 'eventmesh-dead-letters',
+      args: [{ retentionDays: 30 }],
+    });
     const sub = await subscribe(bystander.url!);
-    await store.add([letter(sub, 1, { id: 'old', source: '/s', type: 't' }, 'HTTP 500'), letter(sub, 2, { id: 'new', source: '/s', type: 't' }, 'HTTP 500')]);
-    await instance.deps.db.query(`UPDATE dead_letters SET created_at = now() - interval '31 days' WHERE subscription_id = $1 AND event_id = 'old'`, [sub]);
+    await store.add([
+      letter(sub, 1, { id: 'old', source: '/s', type: 't' }, 'HTTP 500'),
+      letter(sub, 2, { id: 'new', source: '/s', type: 't' }, 'HTTP 500'),
+    ]);
+    await instance.deps.db.query(
+      `UPDATE dead_letters SET created_at = now() - interval '31 days' WHERE subscription_id = $1 AND event_id = 'old'`,
+      [sub],
+    );
     await schedule.trigger();
-    await waitFor('the scheduled purge to delete the old letter', async () => {
-      const items = (await call('GET', `/subscriptions/${sub}/dead-letters`)).body.items as { eventId: string }[];
-      return items.length === 1 && items[0].eventId === 'new';
-    }, { timeoutMs: 30000, intervalMs: 250 });
+    await waitFor(
+      'the scheduled purge to delete the old letter',
+      async () => {
+        const items = (await call('GET', `/subscriptions/${sub}/dead-letters`)).body.items as { eventId: string }[];
+        return items.length === 1 && items[0].eventId === 'new';
+      },
+      { timeoutMs: 30000, intervalMs: 250 },
+    );
   });
 });

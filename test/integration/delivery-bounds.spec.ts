@@ -4,7 +4,14 @@ import { DispatchLoop, DispatchLoopOptions, DispatchProgress, WebhookSender } fr
 import { frameToKafkaMessage } from '../../libs/frame';
 import { createKafka, PartitionReader } from '../../libs/kafka';
 import { closeDependencies, connectDependencies, Dependencies } from '../../libs/runtime';
-import { DeadLetterStore, DispatchRunStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
+import {
+  DeadLetterStore,
+  DispatchRunStore,
+  OffsetStore,
+  RetryStore,
+  SkippedRangeStore,
+  SubscriptionEntity,
+} from '../../libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';
@@ -50,7 +57,14 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
   /** A subscription (from offset 0 of every partition) whose sink answers what `receiver.status` says. */
   async function subscriptionTo(receiver: WebhookReceiver): Promise<SubscriptionEntity> {
     const id = randomUUID();
-    await deps.db.manager.insert(SubscriptionEntity, { id, topic, protocol: 'HTTP', sink: receiver.url!, instanceId: config.instance.id, status: 'ACTIVE' });
+    await deps.db.manager.insert(SubscriptionEntity, {
+      id,
+      topic,
+      protocol: 'HTTP',
+      sink: receiver.url!,
+      instanceId: config.instance.id,
+      status: 'ACTIVE',
+    });
     return (await deps.db.manager.findOneBy(SubscriptionEntity, { id }))!;
   }
 
@@ -62,14 +76,24 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
         acks: -1,
         messages: Array.from({ length: PARTITIONS }, (_, partition) => ({
           partition,
-          ...frameToKafkaMessage({ id: `${run}-${partition}-${seq}`, source: '/bounds', type: 'bounds', specversion: '1.0', extensions: {}, data: Buffer.from(String(seq)) }),
+          ...frameToKafkaMessage({
+            id: `${run}-${partition}-${seq}`,
+            source: '/bounds',
+            type: 'bounds',
+            specversion: '1.0',
+            extensions: {},
+            data: Buffer.from(String(seq)),
+          }),
         })),
       });
     }
   }
 
   /** Runs a real dispatch loop (fenced by a claimed dispatch run) for `subscription` until the test ends. */
-  async function startLoop(subscription: SubscriptionEntity, bounds: Partial<DispatchLoopOptions>): Promise<{ progress: () => DispatchProgress; done: Promise<unknown> }> {
+  async function startLoop(
+    subscription: SubscriptionEntity,
+    bounds: Partial<DispatchLoopOptions>,
+  ): Promise<{ progress: () => DispatchProgress; done: Promise<unknown> }> {
     const runs = new DispatchRunStore(deps.db);
     const instance = `${config.instance.id}-${subscription.id.slice(0, 8)}`;
     const epoch = await runs.claim(instance, 'bounds-spec');
@@ -84,7 +108,15 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
       reader,
       topics: deps.topics,
       sender: WebhookSender.forInstance(testConfig({ EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS: '2000' })),
-      options: { pollMaxWaitMs: 100, batchMaxEvents: 100, refreshIntervalMs: 500, retryInitialMs: 40, retryMaxMs: 200, maxAttempts: 1000, ...bounds },
+      options: {
+        pollMaxWaitMs: 100,
+        batchMaxEvents: 100,
+        refreshIntervalMs: 500,
+        retryInitialMs: 40,
+        retryMaxMs: 200,
+        maxAttempts: 1000,
+        ...bounds,
+      },
       fence: runs.fenceFor(instance, epoch),
     });
     const stop = new AbortController();
@@ -95,7 +127,8 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     return { progress: () => last, done };
   }
 
-  const parkedRows = async (id: string) => Number((await deps.db.query('SELECT count(*) AS n FROM delivery_retries WHERE subscription_id = $1', [id]))[0].n);
+  const parkedRows = async (id: string) =>
+    Number((await deps.db.query('SELECT count(*) AS n FROM delivery_retries WHERE subscription_id = $1', [id]))[0].n);
 
   /** Samples the parked rows of a subscription every 50 ms; `max()` is the most seen. */
   function sampleParked(id: string) {
@@ -109,22 +142,46 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
    * dead-lettered (an offset passes only events the sink acknowledged, parked or dead-lettered). With `inOrder`,
    * in each partition the events the sink got from then on arrive in offset order: the parked ones first.
    */
-  async function expectAllDelivered(receiver: WebhookReceiver, subscription: SubscriptionEntity, run: string, inOrder: boolean, progress: () => DispatchProgress) {
+  async function expectAllDelivered(
+    receiver: WebhookReceiver,
+    subscription: SubscriptionEntity,
+    run: string,
+    inOrder: boolean,
+    progress: () => DispatchProgress,
+  ) {
     // The topic holds the events of earlier tests too; a subscription reads it from offset 0.
     const end = [...(await deps.topics.endOffsets(topic)).values()].reduce((a, b) => a + b, 0);
     const backAt = Date.now();
     receiver.status = () => 200;
     const committed = async () =>
-      Number((await deps.db.query('SELECT coalesce(sum(next_offset), 0) AS n FROM subscription_offsets WHERE subscription_id = $1', [subscription.id]))[0].n);
-    await waitFor('every partition to be committed to its end, nothing parked', async () => {
-      const [offsets, parked] = [await committed(), await parkedRows(subscription.id)];
-      if (offsets === end && parked === 0) return true;
-      throw new Error(`committed ${offsets} of ${end}, ${parked} parked; progress ${JSON.stringify(progress())}`);
-    }, { timeoutMs: 60_000 });
-    const [{ n: letters }] = await deps.db.query('SELECT count(*)::int AS n FROM dead_letters WHERE subscription_id = $1', [subscription.id]);
+      Number(
+        (
+          await deps.db.query(
+            'SELECT coalesce(sum(next_offset), 0) AS n FROM subscription_offsets WHERE subscription_id = $1',
+            [subscription.id],
+          )
+        )[0].n,
+      );
+    await waitFor(
+      'every partition to be committed to its end, nothing parked',
+      async () => {
+        const [offsets, parked] = [await committed(), await parkedRows(subscription.id)];
+        if (offsets === end && parked === 0) return true;
+        throw new Error(`committed ${offsets} of ${end}, ${parked} parked; progress ${JSON.stringify(progress())}`);
+      },
+      { timeoutMs: 60_000 },
+    );
+    const [{ n: letters }] = await deps.db.query(
+      'SELECT count(*)::int AS n FROM dead_letters WHERE subscription_id = $1',
+      [subscription.id],
+    );
     expect(letters).toBe(0);
     const ids = new Set(receiver.requests.map((r) => String(r.headers['ce-id'])));
-    expect(Array.from({ length: EVENTS }, (_, i) => `${run}-${i % PARTITIONS}-${Math.floor(i / PARTITIONS)}`).filter((id) => !ids.has(id))).toEqual([]);
+    expect(
+      Array.from({ length: EVENTS }, (_, i) => `${run}-${i % PARTITIONS}-${Math.floor(i / PARTITIONS)}`).filter(
+        (id) => !ids.has(id),
+      ),
+    ).toEqual([]);
     if (!inOrder) return;
     for (let partition = 0; partition < PARTITIONS; partition++) {
       const seqs = receiver.requests
@@ -173,19 +230,29 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
     const subscription = await subscriptionTo(receiver);
     const run = `cap-${randomUUID().slice(0, 4)}`;
     // No breaker to speak of: only the cap bounds the table.
-    const loop = await startLoop(subscription, { breaker: { failureThreshold: 100_000, openMs: 200, maxOpenMs: 200 }, maxParked: CAP });
+    const loop = await startLoop(subscription, {
+      breaker: { failureThreshold: 100_000, openMs: 200, maxOpenMs: 200 },
+      maxParked: CAP,
+    });
     const parked = sampleParked(subscription.id);
     await publish(run);
-    await waitFor('lanes to hold failing events at the cap', async () => {
-      if (loop.progress().heldAtParkingCap >= PARTITIONS) return true;
-      throw new Error(`${await parkedRows(subscription.id)} parked; progress ${JSON.stringify(loop.progress())}`);
-    }, { timeoutMs: 60_000 });
+    await waitFor(
+      'lanes to hold failing events at the cap',
+      async () => {
+        if (loop.progress().heldAtParkingCap >= PARTITIONS) return true;
+        throw new Error(`${await parkedRows(subscription.id)} parked; progress ${JSON.stringify(loop.progress())}`);
+      },
+      { timeoutMs: 60_000 },
+    );
     const rowsAtCap = await parkedRows(subscription.id);
     parked.stop();
     expect(rowsAtCap).toBe(CAP);
     expect(parked.max()).toBeLessThanOrEqual(CAP);
     // The offsets passed only the parked events: the held ones and everything after them wait in Kafka.
-    const committed = await deps.db.query('SELECT coalesce(sum(next_offset), 0)::int AS n FROM subscription_offsets WHERE subscription_id = $1', [subscription.id]);
+    const committed = await deps.db.query(
+      'SELECT coalesce(sum(next_offset), 0)::int AS n FROM subscription_offsets WHERE subscription_id = $1',
+      [subscription.id],
+    );
     expect(committed[0].n).toBeLessThanOrEqual(CAP);
     expect(loop.progress().delivered).toBe(0);
 

@@ -4,7 +4,15 @@ import type { DataSource } from 'typeorm';
 import { Deliverer, DispatchLoop, DispatchProgress, WebhookSender } from '../../libs/delivery';
 import { frameToKafkaMessage } from '../../libs/frame';
 import { PartitionReader, TopicAdmin } from '../../libs/kafka';
-import { DeadLetterStore, DeliveryRetryEntity, DispatchRunStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
+import {
+  DeadLetterStore,
+  DeliveryRetryEntity,
+  DispatchRunStore,
+  OffsetStore,
+  RetryStore,
+  SkippedRangeStore,
+  SubscriptionEntity,
+} from '../../libs/storage';
 import { SubscriptionService } from '../../libs/subscriptions';
 import { DeliveryStack, openDeliveryStack } from '../support/delivery-stack';
 import { uniqueTopic } from '../support/env';
@@ -61,17 +69,43 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
     const instanceId = `ord-${randomUUID().slice(0, 8)}`;
     const id = randomUUID();
     await db.manager.insert(SubscriptionEntity, {
-      id, topic, protocol: 'HTTP', sink: sink.url!, instanceId, status: 'ACTIVE',
-      config: { ordering: 'key', concurrency, retry: { initialDelayMs: retryDelayMs, maxDelayMs: retryDelayMs, maxAttempts: 50 } },
+      id,
+      topic,
+      protocol: 'HTTP',
+      sink: sink.url!,
+      instanceId,
+      status: 'ACTIVE',
+      config: {
+        ordering: 'key',
+        concurrency,
+        retry: { initialDelayMs: retryDelayMs, maxDelayMs: retryDelayMs, maxAttempts: 50 },
+      },
     });
     const from = (await topics.endOffsets(topic)).get(0)!;
     await offsets.commit([{ subscriptionId: id, topic, partition: 0, nextOffset: from, epoch: 0 }]);
     const epoch = await runs.claim(instanceId, 'ordering spec');
-    const sender: Deliverer = { send: (target, frame, messageId, signal) => webhooks.send(target, frame, messageId, signal) };
+    const sender: Deliverer = {
+      send: (target, frame, messageId, signal) => webhooks.send(target, frame, messageId, signal),
+    };
     const loop = new DispatchLoop({
-      instanceId, subscriptions, offsets, deadLetters, retries, skipped: new SkippedRangeStore(db), reader, topics, sender,
+      instanceId,
+      subscriptions,
+      offsets,
+      deadLetters,
+      retries,
+      skipped: new SkippedRangeStore(db),
+      reader,
+      topics,
+      sender,
       fence: runs.fenceFor(instanceId, epoch),
-      options: { pollMaxWaitMs: 100, batchMaxEvents: 100, refreshIntervalMs: 200, retryInitialMs: 10, retryMaxMs: 20, maxAttempts: 50 },
+      options: {
+        pollMaxWaitMs: 100,
+        batchMaxEvents: 100,
+        refreshIntervalMs: 200,
+        retryInitialMs: 10,
+        retryMaxMs: 20,
+        maxAttempts: 50,
+      },
     });
     const stop = new AbortController();
     let progress: DispatchProgress | undefined;
@@ -90,7 +124,17 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
       for (const key of keys) {
         const id = `${key}-${n}-${run}`;
         ids.push(id);
-        messages.push({ ...frameToKafkaMessage({ id, source: '/ordering-spec', type: 'spec', specversion: '1.0', extensions: { partitionkey: key }, data: Buffer.from(id) }), partition: 0 });
+        messages.push({
+          ...frameToKafkaMessage({
+            id,
+            source: '/ordering-spec',
+            type: 'spec',
+            specversion: '1.0',
+            extensions: { partitionkey: key },
+            data: Buffer.from(id),
+          }),
+          partition: 0,
+        });
       }
     }
     await producer.send({ topic, acks: -1, messages });
@@ -110,7 +154,11 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
     sink.gate = (r) => (idOf(r).startsWith('k1-0-') ? held : undefined);
     const ids = await publish(['k0', 'k1', 'k2', 'k3'], 3);
     // Every event of the other keys arrives while k1-0 (offset from + 1) waits for its answer; k1's later ones wait.
-    await waitFor('the events of k0, k2 and k3', () => ['k0', 'k2', 'k3'].every((k) => ofKey(arrivals(), k).length === 3), { timeoutMs: 60000 });
+    await waitFor(
+      'the events of k0, k2 and k3',
+      () => ['k0', 'k2', 'k3'].every((k) => ofKey(arrivals(), k).length === 3),
+      { timeoutMs: 60000 },
+    );
     expect(ofKey(arrivals(), 'k1')).toEqual([ids[1]]);
     // The offset is stored up to k1-0, and stays there through later commits of the loop.
     await waitFor('the offset stored up to k1-0', async () => (await stored()) === from + 1, { timeoutMs: 60000 });
@@ -120,7 +168,9 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
     release();
     await waitFor('every event', () => new Set(arrivals()).size === 12, { timeoutMs: 60000 });
     for (const k of ['k0', 'k1', 'k2', 'k3']) expect(ofKey(arrivals(), k)).toEqual(ofKey(ids, k));
-    await waitFor('the offset stored past every event', async () => (await stored()) === from + 12, { timeoutMs: 60000 });
+    await waitFor('the offset stored past every event', async () => (await stored()) === from + 12, {
+      timeoutMs: 60000,
+    });
   }, 360000);
 
   it('parks a failing key alone: its later events wait in the retry table behind it, the other key goes on, and the key keeps its order', async () => {
@@ -130,7 +180,9 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
     let failuresLeft = 5;
     sink.status = (r) => (idOf(r).startsWith('bad-0-') && failuresLeft-- > 0 ? 500 : 200);
     const ids = await publish(['bad', 'good'], 4);
-    await waitFor('every event delivered', () => ids.every((e) => lastArrival(e) >= 0) && failuresLeft < 0, { timeoutMs: 30000 });
+    await waitFor('every event delivered', () => ids.every((e) => lastArrival(e) >= 0) && failuresLeft < 0, {
+      timeoutMs: 30000,
+    });
     // The good key was never held: all of it arrived before bad-0's second attempt.
     const secondAttempt = arrivals().indexOf(ids[0], firstArrival(ids[0]) + 1);
     for (const g of ofKey(ids, 'good')) expect(firstArrival(g)).toBeLessThan(secondAttempt);
@@ -142,7 +194,12 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
     expect(firstArrival(bad[1])).toBeGreaterThan(lastArrival(bad[0]));
     expect(progress()!.parked).toBe(1);
     expect(progress()!.parkedBehind).toBe(3);
-    await waitFor('the retry table emptied and the offset stored past every event', async () =>
-      (await db.manager.count(DeliveryRetryEntity, { where: { subscriptionId: id } })) === 0 && (await stored()) === from + 8, { timeoutMs: 60000 });
+    await waitFor(
+      'the retry table emptied and the offset stored past every event',
+      async () =>
+        (await db.manager.count(DeliveryRetryEntity, { where: { subscriptionId: id } })) === 0 &&
+        (await stored()) === from + 8,
+      { timeoutMs: 60000 },
+    );
   }, 120000);
 });

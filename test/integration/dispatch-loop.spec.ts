@@ -76,7 +76,9 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     });
     // The subscription starts at the end of the log, as one created now does.
     const ends = await topics.endOffsets(topic);
-    await offsets.commit([...ends].map(([partition, nextOffset]) => ({ subscriptionId: id, topic, partition, nextOffset, epoch: 0 })));
+    await offsets.commit(
+      [...ends].map(([partition, nextOffset]) => ({ subscriptionId: id, topic, partition, nextOffset, epoch: 0 })),
+    );
     return { instanceId, id, ends };
   }
 
@@ -85,7 +87,14 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
       topic,
       acks: -1,
       messages: ids.map((id, i) => ({
-        ...frameToKafkaMessage({ id, source: '/loop-spec', type: 'spec', specversion: '1.0', extensions: {}, data: Buffer.from(id) }),
+        ...frameToKafkaMessage({
+          id,
+          source: '/loop-spec',
+          type: 'spec',
+          specversion: '1.0',
+          extensions: {},
+          data: Buffer.from(id),
+        }),
         partition: i % 2,
       })),
     });
@@ -98,7 +107,10 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
 
   /** What the loop's run came to, or 'still running' after `ms`. */
   const within = (ms: number, outcome: Promise<Outcome>): Promise<Outcome> =>
-    Promise.race([outcome, new Promise<Outcome>((resolve) => setTimeout(() => resolve({ ok: 'still running' }), ms).unref())]);
+    Promise.race([
+      outcome,
+      new Promise<Outcome>((resolve) => setTimeout(() => resolve({ ok: 'still running' }), ms).unref()),
+    ]);
 
   afterEach(async () => {
     for (const loop of started.splice(0)) {
@@ -112,13 +124,22 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
    * the claim committed), once one of them finished. Bounded at 30 s: a CI run on a loaded host passed 10 s here.
    */
   const writesAfter = (writes: FencedWrite[], from: number) =>
-    waitFor('the loop to try a write after the claim', () => {
-      const after = writes.slice(from);
-      return after.some((w) => w.done) && after;
-    }, { timeoutMs: 30000, intervalMs: 20 });
+    waitFor(
+      'the loop to try a write after the claim',
+      () => {
+        const after = writes.slice(from);
+        return after.some((w) => w.done) && after;
+      },
+      { timeoutMs: 30000, intervalMs: 20 },
+    );
 
   /** A loop of the instance under `epoch`, delivering to `sink`, with a record of its fenced writes. */
-  async function loopOf(instanceId: string, epoch: number, sink: WebhookReceiver, fenceFor = (e: number) => runs.fenceFor(instanceId, e)) {
+  async function loopOf(
+    instanceId: string,
+    epoch: number,
+    sink: WebhookReceiver,
+    fenceFor = (e: number) => runs.fenceFor(instanceId, e),
+  ) {
     const reader = new PartitionReader(kafka);
     await reader.connect();
     readers.push(reader);
@@ -141,7 +162,10 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     };
     // Every loop of the instance delivers to the same subscription; each through its own receiver, so the test
     // knows which loop sent what.
-    const sender: Deliverer = { send: (target, frame, messageId, signal) => webhooks.send({ ...target, sink: sink.url! }, frame, messageId, signal) };
+    const sender: Deliverer = {
+      send: (target, frame, messageId, signal) =>
+        webhooks.send({ ...target, sink: sink.url! }, frame, messageId, signal),
+    };
     const loop = new DispatchLoop({
       instanceId,
       subscriptions,
@@ -153,7 +177,14 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
       topics,
       sender,
       fence,
-      options: { pollMaxWaitMs: 100, batchMaxEvents: 100, refreshIntervalMs: 200, retryInitialMs: 10, retryMaxMs: 20, maxAttempts: 4 },
+      options: {
+        pollMaxWaitMs: 100,
+        batchMaxEvents: 100,
+        refreshIntervalMs: 200,
+        retryInitialMs: 10,
+        retryMaxMs: 20,
+        maxAttempts: 4,
+      },
     });
     const stop = new AbortController();
     let progress: DispatchProgress | undefined;
@@ -192,7 +223,10 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     const { instanceId, id, ends } = await instanceWithSubscription({ maxAttempts: 4 });
     const events = Array.from({ length: 40 }, (_, n) => `ev-${n}-${randomUUID().slice(0, 6)}`);
     const failing = new Set([events[5], events[22]]);
-    const flaky = new Map([[events[9], 3], [events[30], 3]]);
+    const flaky = new Map([
+      [events[9], 3],
+      [events[30], 3],
+    ]);
     const delivered = new Set<string>();
     const sinkA = await receiver();
     const sinkB = await receiver();
@@ -224,11 +258,17 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     const errorA = (outcomeA as { error: unknown }).error;
     expect(isFenced(errorA)).toBe(true);
     expect(errorA).toBeInstanceOf(StaleEpochError);
-    expect((errorA as Error).message).toContain(`the dispatch run of instance ${instanceId} is held under epoch ${epochB}`);
+    expect((errorA as Error).message).toContain(
+      `the dispatch run of instance ${instanceId} is held under epoch ${epochB}`,
+    );
 
     // B settles everything: each event delivered or dead-lettered, nothing left parked, offsets at the end.
-    const letters = async () => (await db.manager.find(DeadLetterEntity, { where: { subscriptionId: id } })).map((l) => l.eventId);
-    const parked = async () => (await db.manager.find(DeliveryRetryEntity, { where: { subscriptionId: id } })).map((r) => String((r.attributes as { id: string }).id));
+    const letters = async () =>
+      (await db.manager.find(DeadLetterEntity, { where: { subscriptionId: id } })).map((l) => l.eventId);
+    const parked = async () =>
+      (await db.manager.find(DeliveryRetryEntity, { where: { subscriptionId: id } })).map((r) =>
+        String((r.attributes as { id: string }).id),
+      );
     const end = (p: number) => ends.get(p)! + events.length / 2;
     await waitFor(
       'every event delivered or dead-lettered, and the offsets at the end',
@@ -250,7 +290,11 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     const dead = new Set(await letters());
     const stillParked = new Set(await parked());
     const neither = events.filter((e) => !delivered.has(e) && !dead.has(e) && !stillParked.has(e));
-    expect({ neither, dead: [...dead].sort(), parked: [...stillParked] }).toEqual({ neither: [], dead: [...failing].sort(), parked: [] });
+    expect({ neither, dead: [...dead].sort(), parked: [...stillParked] }).toEqual({
+      neither: [],
+      dead: [...failing].sort(),
+      parked: [],
+    });
     expect((await runs.get(instanceId))?.rejectedWrites).toBeGreaterThanOrEqual(1);
     expect(b.writes.every((w) => w.ok)).toBe(true);
   });
@@ -281,7 +325,9 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     release();
     // Whatever the old loop writes after the claim is refused, and the first refusal stops it.
     const refused = await writesAfter(old.writes, claimedAt).catch((e: Error) => {
-      throw new Error(`${e.message}; the old loop: ${JSON.stringify({ writes: old.writes, claimedAt, requests: sink.requests.length, progress: old.progress(), ended: String((old.ended() as { error?: unknown })?.error ?? old.ended()?.ok) })}`);
+      throw new Error(
+        `${e.message}; the old loop: ${JSON.stringify({ writes: old.writes, claimedAt, requests: sink.requests.length, progress: old.progress(), ended: String((old.ended() as { error?: unknown })?.error ?? old.ended()?.ok) })}`,
+      );
     });
     expect(refused.filter((w) => w.ok)).toEqual([]);
     const outcome = await within(10000, old.outcome);
@@ -322,7 +368,10 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
     sink.status = () => 410;
     const current = await loopOf(instanceId, await runs.claim(instanceId, 'attempt 1'), sink);
     await publish([`ev-${randomUUID().slice(0, 8)}`]);
-    await waitFor('the subscription disabled', async () => (await db.manager.findOneByOrFail(SubscriptionEntity, { id })).status === 'DISABLED');
+    await waitFor(
+      'the subscription disabled',
+      async () => (await db.manager.findOneByOrFail(SubscriptionEntity, { id })).status === 'DISABLED',
+    );
     current.stop();
     expect((await within(20000, current.outcome)).ok).toBe(true);
   });

@@ -1,6 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, DispatchRunStore, OffsetStore, StaleEpochError, SubscriptionEntity } from '../../libs/storage';
+import {
+  createDataSource,
+  DispatchRunStore,
+  OffsetStore,
+  StaleEpochError,
+  SubscriptionEntity,
+} from '../../libs/storage';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
 
@@ -20,11 +26,20 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
   const instance = () => `inst-${randomUUID().slice(0, 8)}`;
   const subscriptionOf = async (instanceId: string) => {
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, topic: 't', protocol: 'HTTP', sink: 'http://127.0.0.1:1', instanceId, status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, {
+      id,
+      topic: 't',
+      protocol: 'HTTP',
+      sink: 'http://127.0.0.1:1',
+      instanceId,
+      status: 'ACTIVE',
+    });
     return id;
   };
   const commitUnder = (instanceId: string, epoch: number, id: string, nextOffset: number) =>
-    runs.fenceFor(instanceId, epoch).run((m) => offsets.commit([{ subscriptionId: id, topic: 't', partition: 0, nextOffset, epoch: 0 }], m));
+    runs
+      .fenceFor(instanceId, epoch)
+      .run((m) => offsets.commit([{ subscriptionId: id, topic: 't', partition: 0, nextOffset, epoch: 0 }], m));
 
   it('takes the next epoch at every claim, from 1, and records who claimed it', async () => {
     const i = instance();
@@ -41,7 +56,10 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
     const i = instance();
     await runs.claim(i, 'a');
     const before = (await runs.get(i))!.renewedAt!;
-    await waitFor('the clock to move', async () => (await db.query(`SELECT now() > $1::timestamptz AS moved`, [before]))[0].moved);
+    await waitFor(
+      'the clock to move',
+      async () => (await db.query(`SELECT now() > $1::timestamptz AS moved`, [before]))[0].moved,
+    );
     expect(await runs.renew(i, 1)).toBe(true);
     const renewed = (await runs.get(i))!.renewedAt!;
     expect(renewed.getTime()).toBeGreaterThan(before.getTime());
@@ -61,8 +79,14 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
     await runs.claim(i, 'b');
     const refused = commitUnder(i, 1, id, 9);
     await expect(refused).rejects.toBeInstanceOf(StaleEpochError);
-    await expect(refused).rejects.toThrow(`the dispatch run of instance ${i} is held under epoch 2; a write under epoch 1 was refused`);
-    await expect(refused).rejects.toMatchObject({ fenced: { kind: 'dispatch-run', instanceId: i }, epoch: 1, current: 2 });
+    await expect(refused).rejects.toThrow(
+      `the dispatch run of instance ${i} is held under epoch 2; a write under epoch 1 was refused`,
+    );
+    await expect(refused).rejects.toMatchObject({
+      fenced: { kind: 'dispatch-run', instanceId: i },
+      epoch: 1,
+      current: 2,
+    });
     expect((await offsets.positionsOf([id]))[0]).toMatchObject({ nextOffset: 5 });
     expect(await runs.get(i)).toMatchObject({ rejectedWrites: 1 });
     await commitUnder(i, 2, id, 9);
@@ -71,7 +95,9 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
 
   it('refuses a fenced write of an instance that never claimed a run', async () => {
     const i = instance();
-    await expect(runs.fenceFor(i, 1).run(async () => 'ran')).rejects.toThrow(`the dispatch run of instance ${i} is held under epoch none`);
+    await expect(runs.fenceFor(i, 1).run(async () => 'ran')).rejects.toThrow(
+      `the dispatch run of instance ${i} is held under epoch none`,
+    );
   });
 
   it('fences the old run when a takeover moves a subscription off the instance and bumps its epoch in one transaction', async () => {
@@ -138,10 +164,14 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
     const started = Date.now();
     // The claim waits at most the lock timeout per try; the stuck write's session is ended within the idle limit.
     let epoch: number | undefined;
-    await waitFor('a claim to get through', async () => {
-      epoch = await short.claim(i, 'b').catch(() => undefined);
-      return epoch !== undefined;
-    }, { timeoutMs: 60000 });
+    await waitFor(
+      'a claim to get through',
+      async () => {
+        epoch = await short.claim(i, 'b').catch(() => undefined);
+        return epoch !== undefined;
+      },
+      { timeoutMs: 60000 },
+    );
     // The bound is the promise, so it is timed: the claim gets through about one wait limit in (the stuck session
     // ended, a try or two of the lock). Ten wait limits leave a loaded host's Postgres and this process seconds to
     // spare, and still fail a limit not applied (the store's default is 5 s; none, and the claim waits for good).

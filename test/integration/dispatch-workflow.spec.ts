@@ -30,7 +30,15 @@ describe('instanceDispatchWorkflow (real Temporal)', () => {
     const activities: DispatchActivities = {
       async pollAndDispatch(input: DispatchRunInput): Promise<DispatchRunResult> {
         calls.push(input);
-        return { ...newProgress(), rounds: 3, delivered: 2, failedAttempts: 1, subscriptions: 1, partitions: 2, stoppedBy: 'deadline' };
+        return {
+          ...newProgress(),
+          rounds: 3,
+          delivered: 2,
+          failedAttempts: 1,
+          subscriptions: 1,
+          partitions: 2,
+          stoppedBy: 'deadline',
+        };
       },
     };
     worker = await Worker.create({
@@ -91,7 +99,10 @@ describe('instanceDispatchWorkflow (real Temporal)', () => {
     const runsWhenPaused = status.totals.runs;
     const callsWhenPaused = calls.length;
     await handle.signal(pauseDispatchSignal, false);
-    await waitFor('runs to resume', async () => (await handle.query(dispatchStatusQuery)).totals.runs > runsWhenPaused + 1);
+    await waitFor(
+      'runs to resume',
+      async () => (await handle.query(dispatchStatusQuery)).totals.runs > runsWhenPaused + 1,
+    );
     expect(calls.length).toBeGreaterThan(callsWhenPaused);
   });
 });

@@ -17,10 +17,19 @@ describe('the bundled echo agent', () => {
   });
   afterAll(() => agent.kill());
 
-  const sendMessage = { jsonrpc: '2.0', id: 'r-1', method: 'SendMessage', params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } } };
+  const sendMessage = {
+    jsonrpc: '2.0',
+    id: 'r-1',
+    method: 'SendMessage',
+    params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'hi' }] } },
+  };
 
   it('answers a request without A2A-Version with the JSON-RPC error VersionNotSupported, naming the request', async () => {
-    const response = await fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(sendMessage) });
+    const response = await fetch(url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(sendMessage),
+    });
     expect([response.status, response.headers.get('content-type')]).toEqual([200, 'application/json']);
     const body = (await response.json()) as { jsonrpc: string; id: unknown; error?: { code: number; message: string } };
     expect([body.jsonrpc, body.id, body.error?.code]).toEqual(['2.0', 'r-1', -32009]);
@@ -29,7 +38,11 @@ describe('the bundled echo agent', () => {
 
   it('serves the stock SDK client', async () => {
     const client = await new ClientFactory({ transports: [new JsonRpcTransportFactory()] }).createFromUrl(url);
-    const answer = (await client.sendMessage(SendMessageRequest.fromJSON({ message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'through the SDK' }] } }))) as Task | Message;
+    const answer = (await client.sendMessage(
+      SendMessageRequest.fromJSON({
+        message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'through the SDK' }] },
+      }),
+    )) as Task | Message;
     expect('status' in answer ? answer.status?.state : undefined).toBe(TaskState.TASK_STATE_COMPLETED);
   });
 });

@@ -11,7 +11,6 @@ import { parsePrometheusText, sampleOf } from '../support/prometheus-text';
 import { waitFor } from '../support/wait-for';
 import { handshakeStatus } from '../support/websocket-handshake';
 
-
 /** The logging audit sink (the one configured here) never produces to Kafka. */
 const NO_PRODUCER = {} as EventProducer;
 
@@ -26,7 +25,12 @@ async function startGated(config: EventMeshConfig): Promise<GatedInstance> {
   const db = createDataSource(config.postgres, `gate-spec-${config.instance.id}`);
   await db.initialize();
   try {
-    const gates = buildGates(config, { db, producer: NO_PRODUCER, instanceId: config.instance.id, filters: { token: new HeaderToken() } });
+    const gates = buildGates(config, {
+      db,
+      producer: NO_PRODUCER,
+      instanceId: config.instance.id,
+      filters: { token: new HeaderToken() },
+    });
     const instance = await startInstance(config, { roles: ['gateway'], gates });
     return { instance, db, url: instance.url! };
   } catch (e) {
@@ -41,9 +45,14 @@ async function stopGated(g: GatedInstance | undefined): Promise<void> {
   await g.db.destroy();
 }
 
-const as = (principal: string, tenant: string, more: Record<string, string> = {}) => ({ 'x-test-principal': principal, 'x-test-tenant': tenant, ...more });
+const as = (principal: string, tenant: string, more: Record<string, string> = {}) => ({
+  'x-test-principal': principal,
+  'x-test-tenant': tenant,
+  ...more,
+});
 const JSON_HEADERS = { 'content-type': 'application/json' };
-const event = (id = randomUUID()) => JSON.stringify({ specversion: '1.0', id, source: '/gate-spec', type: 'gate.test', data: { n: 1 } });
+const event = (id = randomUUID()) =>
+  JSON.stringify({ specversion: '1.0', id, source: '/gate-spec', type: 'gate.test', data: { n: 1 } });
 
 /**
  * Milliseconds during which every one of a set of publishers was inside an admitted publish (from its request to
@@ -51,7 +60,13 @@ const event = (id = randomUUID()) => JSON.stringify({ specversion: '1.0', id, so
  * asking the gate, so the tokens its bucket gained were the host's to lose, not the quota's.
  */
 function allAdmittedMs(spans: [number, number][][]): number {
-  const edges = spans.flat().flatMap(([from, to]): [number, number][] => [[from, 1], [to, -1]]).sort((x, y) => x[0] - y[0] || x[1] - y[1]);
+  const edges = spans
+    .flat()
+    .flatMap(([from, to]): [number, number][] => [
+      [from, 1],
+      [to, -1],
+    ])
+    .sort((x, y) => x[0] - y[0] || x[1] - y[1]);
   let inside = 0;
   let previous = 0;
   let total = 0;
@@ -103,13 +118,21 @@ describe('ACL filter (real Postgres, two gateways)', () => {
       { subject: 'principal:alice', action: 'subscribe', topic: '*', effect: 'ALLOW' },
     ]) {
       const added = await waitFor('the admin rule to apply', async () => {
-        const r = await fetch(`${a.url}/admin/acl/rules`, { method: 'POST', headers: { ...root, ...JSON_HEADERS }, body: JSON.stringify(rule) });
+        const r = await fetch(`${a.url}/admin/acl/rules`, {
+          method: 'POST',
+          headers: { ...root, ...JSON_HEADERS },
+          body: JSON.stringify(rule),
+        });
         return r.status === 201 ? r : r.status === 403 ? undefined : Promise.reject(new Error(`status ${r.status}`));
       });
       expect(added.status).toBe(201);
     }
     const created = await waitFor('alice to be allowed to subscribe', async () => {
-      const r = await fetch(`${a.url}/subscriptions`, { method: 'POST', headers: { ...alice, ...JSON_HEADERS }, body: JSON.stringify({ protocol: 'STREAM', topic: orders }) });
+      const r = await fetch(`${a.url}/subscriptions`, {
+        method: 'POST',
+        headers: { ...alice, ...JSON_HEADERS },
+        body: JSON.stringify({ protocol: 'STREAM', topic: orders }),
+      });
       return r.status === 201 ? ((await r.json()) as { id: string }) : undefined;
     });
     streamId = created.id;
@@ -122,7 +145,11 @@ describe('ACL filter (real Postgres, two gateways)', () => {
   });
 
   const publish = (g: GatedInstance, topic: string, headers: Record<string, string>) =>
-    fetch(`${g.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/cloudevents+json' }, body: event() });
+    fetch(`${g.url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/cloudevents+json' },
+      body: event(),
+    });
 
   async function refused(r: Response, action: string): Promise<void> {
     expect(r.status).toBe(403);
@@ -136,12 +163,42 @@ describe('ACL filter (real Postgres, two gateways)', () => {
   /** Every route kind, as an allowed and a refused caller see it. */
   const routes: [string, (h: Record<string, string>) => Promise<Response>, number, string][] = [
     ['publish', (h) => publish(a, orders, h), 202, 'publish'],
-    ['request', (h) => fetch(`${a.url}/events/request?topic=${orders}`, { method: 'POST', headers: { ...h, ...JSON_HEADERS }, body: '{"not":"an event"}' }), 400, 'publish'],
-    ['subscriptions create', (h) => fetch(`${a.url}/subscriptions`, { method: 'POST', headers: { ...h, ...JSON_HEADERS }, body: JSON.stringify({ protocol: 'STREAM', topic: orders }) }), 201, 'subscribe'],
+    [
+      'request',
+      (h) =>
+        fetch(`${a.url}/events/request?topic=${orders}`, {
+          method: 'POST',
+          headers: { ...h, ...JSON_HEADERS },
+          body: '{"not":"an event"}',
+        }),
+      400,
+      'publish',
+    ],
+    [
+      'subscriptions create',
+      (h) =>
+        fetch(`${a.url}/subscriptions`, {
+          method: 'POST',
+          headers: { ...h, ...JSON_HEADERS },
+          body: JSON.stringify({ protocol: 'STREAM', topic: orders }),
+        }),
+      201,
+      'subscribe',
+    ],
     ['subscriptions get', (h) => fetch(`${a.url}/subscriptions/${streamId}`, { headers: h }), 200, 'subscribe'],
     ['subscriptions list (no topic)', (h) => fetch(`${a.url}/subscriptions`, { headers: h }), 200, 'subscribe'],
     ['long-poll', (h) => fetch(`${a.url}/subscriptions/${streamId}/poll?waitMs=0`, { headers: h }), 200, 'subscribe'],
-    ['acks', (h) => fetch(`${a.url}/subscriptions/${streamId}/acks`, { method: 'POST', headers: { ...h, ...JSON_HEADERS }, body: JSON.stringify({ deliveryId: 'nope', action: 'ack' }) }), 409, 'subscribe'],
+    [
+      'acks',
+      (h) =>
+        fetch(`${a.url}/subscriptions/${streamId}/acks`, {
+          method: 'POST',
+          headers: { ...h, ...JSON_HEADERS },
+          body: JSON.stringify({ deliveryId: 'nope', action: 'ack' }),
+        }),
+      409,
+      'subscribe',
+    ],
   ];
 
   it.each(routes)('%s: allowed for alice, refused 403 for bob', async (_, call, allowedStatus, action) => {
@@ -158,7 +215,8 @@ describe('ACL filter (real Postgres, two gateways)', () => {
   });
 
   it('WebSocket handshake: allowed for alice, refused 403 for bob', async () => {
-    const handshake = (headers: Record<string, string>) => handshakeStatus(`${a.url.replace('http', 'ws')}/subscriptions/${streamId}/ws`, headers);
+    const handshake = (headers: Record<string, string>) =>
+      handshakeStatus(`${a.url.replace('http', 'ws')}/subscriptions/${streamId}/ws`, headers);
     expect(await handshake(alice)).toBe(101);
     expect(await handshake(bob)).toBe(403);
   });
@@ -185,7 +243,10 @@ describe('ACL filter (real Postgres, two gateways)', () => {
       body: JSON.stringify({ subject: 'principal:bob', action: 'publish', topic: orders, effect: 'ALLOW' }),
     });
     expect(added.status).toBe(201);
-    await waitFor('bob to be allowed on instance b', async () => (await publish(b, orders, bob)).status === 202, { timeoutMs: REFRESH_MS + 2000, intervalMs: 20 });
+    await waitFor('bob to be allowed on instance b', async () => (await publish(b, orders, bob)).status === 202, {
+      timeoutMs: REFRESH_MS + 2000,
+      intervalMs: 20,
+    });
     const appliedMs = Date.now() - started;
     console.log(`ACL change applied on the other instance after ${appliedMs} ms (refreshMs ${REFRESH_MS})`);
     // Within the refresh period is the promise, so it is timed: one period and one reload. The margin, ~3 periods,
@@ -195,7 +256,10 @@ describe('ACL filter (real Postgres, two gateways)', () => {
     // Deleting it takes it back on both.
     const { id } = (await added.json()) as { id: string };
     expect((await fetch(`${a.url}/admin/acl/rules/${id}`, { method: 'DELETE', headers: root })).status).toBe(204);
-    await waitFor('bob to be refused again on instance b', async () => (await publish(b, orders, bob)).status === 403, { timeoutMs: REFRESH_MS + 2000, intervalMs: 20 });
+    await waitFor('bob to be refused again on instance b', async () => (await publish(b, orders, bob)).status === 403, {
+      timeoutMs: REFRESH_MS + 2000,
+      intervalMs: 20,
+    });
   });
 
   it('a malformed rule written by hand is denied on every request it concerns, counted, until it is deleted', async () => {
@@ -204,10 +268,14 @@ describe('ACL filter (real Postgres, two gateways)', () => {
       [randomUUID(), tenant, orders],
     );
     // Within the refresh period is the promise, as above: 2 s over its 300 ms is the margin for a loaded 2-core host.
-    const denied = await waitFor('the malformed rule to apply on b', async () => {
-      const r = await publish(b, orders, alice);
-      return r.status === 403 ? r : undefined;
-    }, { timeoutMs: REFRESH_MS + 2000, intervalMs: 20 });
+    const denied = await waitFor(
+      'the malformed rule to apply on b',
+      async () => {
+        const r = await publish(b, orders, alice);
+        return r.status === 403 ? r : undefined;
+      },
+      { timeoutMs: REFRESH_MS + 2000, intervalMs: 20 },
+    );
     await refused(denied, 'publish');
     // Alice's subscribe on that topic is concerned too (the action is unreadable: it might have meant any action) ...
     await refused(await fetch(`${b.url}/subscriptions/${streamId}`, { headers: alice }), 'subscribe');
@@ -215,15 +283,25 @@ describe('ACL filter (real Postgres, two gateways)', () => {
     expect((await fetch(`${b.url}/subscriptions`, { headers: alice })).status).toBe(200);
     // ... bob's requests are not (the rule names alice).
     await refused(await publish(b, orders, bob), 'publish');
-    const health = (await (await fetch(`${b.url}/health`)).json()) as { stats: { security: { ingress: { denied: Record<string, number> } } } };
+    const health = (await (await fetch(`${b.url}/health`)).json()) as {
+      stats: { security: { ingress: { denied: Record<string, number> } } };
+    };
     expect(health.stats.security.ingress.denied['acl:malformed_rule']).toBeGreaterThanOrEqual(2);
     expect(await malformedDenials(b.url)).toBeGreaterThanOrEqual(2);
     await a.db.query(`DELETE FROM acl_rules WHERE id = $1`, [id]);
-    await waitFor('alice to publish again on b', async () => (await publish(b, orders, alice)).status === 202, { timeoutMs: REFRESH_MS + 2000, intervalMs: 20 });
+    await waitFor('alice to publish again on b', async () => (await publish(b, orders, alice)).status === 202, {
+      timeoutMs: REFRESH_MS + 2000,
+      intervalMs: 20,
+    });
   });
 
-  it('the admin API validates rules (400 with the field) and scopes them to the caller\'s tenant (404)', async () => {
-    const post = (body: unknown, headers = root) => fetch(`${a.url}/admin/acl/rules`, { method: 'POST', headers: { ...headers, ...JSON_HEADERS }, body: JSON.stringify(body) });
+  it("the admin API validates rules (400 with the field) and scopes them to the caller's tenant (404)", async () => {
+    const post = (body: unknown, headers = root) =>
+      fetch(`${a.url}/admin/acl/rules`, {
+        method: 'POST',
+        headers: { ...headers, ...JSON_HEADERS },
+        body: JSON.stringify(body),
+      });
     for (const [body, field] of [
       [{ subject: 'alice', action: 'publish', topic: orders, effect: 'ALLOW' }, 'subject'],
       [{ subject: 'principal:alice', action: 'write', topic: orders, effect: 'ALLOW' }, 'action'],
@@ -239,7 +317,7 @@ describe('ACL filter (real Postgres, two gateways)', () => {
     const other = `other-${run}`;
     await rules.add(other, { subject: 'principal:root', action: 'admin', topic: '*', effect: 'ALLOW' });
     const otherRoot = as('root', other);
-    const theirs = await waitFor('the other tenant\'s admin to be allowed', async () => {
+    const theirs = await waitFor("the other tenant's admin to be allowed", async () => {
       const r = await fetch(`${a.url}/admin/acl/rules`, { headers: otherRoot });
       return r.status === 200 ? ((await r.json()) as { id: string; tenant: string }[]) : undefined;
     });
@@ -255,7 +333,12 @@ describe('ACL filter (real Postgres, two gateways)', () => {
 /** The ingress gate's refusals for a malformed ACL rule, as GET /metrics counts them. */
 async function malformedDenials(url: string): Promise<number> {
   const exposition = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
-  return sampleOf(exposition, 'eventmesh_gate_decisions_total', { gate: 'ingress', decision: 'deny', filter: 'acl', reason: 'malformed_rule' });
+  return sampleOf(exposition, 'eventmesh_gate_decisions_total', {
+    gate: 'ingress',
+    decision: 'deny',
+    filter: 'acl',
+    reason: 'malformed_rule',
+  });
 }
 
 /**
@@ -283,7 +366,11 @@ describe('ACL filter, report-only (real Postgres, one gateway)', () => {
   afterAll(() => stopGated(g));
 
   const publishAs = (principal: string) =>
-    fetch(`${g.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { ...as(principal, tenant), 'content-type': 'application/cloudevents+json' }, body: event() });
+    fetch(`${g.url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { ...as(principal, tenant), 'content-type': 'application/cloudevents+json' },
+      body: event(),
+    });
 
   it('refuses 403 what a malformed rule concerns, counts it in /metrics, and lets the other refusals through as report-only does', async () => {
     // No rule, default DENY: report-only lets alice through.
@@ -292,13 +379,18 @@ describe('ACL filter, report-only (real Postgres, one gateway)', () => {
       `INSERT INTO acl_rules (id, tenant, subject, action, topic, effect) VALUES ($1, $2, 'principal:alice', 'publsh', $3, 'ALLOW') RETURNING id`,
       [randomUUID(), tenant, topic],
     );
-    const denied = await waitFor('the malformed rule to apply', async () => {
-      const r = await publishAs('alice');
-      return r.status === 403 ? r : undefined;
-    }, { timeoutMs: 10_000, intervalMs: 20 });
+    const denied = await waitFor(
+      'the malformed rule to apply',
+      async () => {
+        const r = await publishAs('alice');
+        return r.status === 403 ? r : undefined;
+      },
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
     expect(await denied.json()).toMatchObject({ code: 'FORBIDDEN' });
     // A refused publish writes nothing.
-    const endOffsets = async () => [...(await g.instance.deps.topics.endOffsets(topic)).values()].reduce((x, y) => x + Number(y), 0);
+    const endOffsets = async () =>
+      [...(await g.instance.deps.topics.endOffsets(topic)).values()].reduce((x, y) => x + Number(y), 0);
     const before = await endOffsets();
     expect((await publishAs('alice')).status).toBe(403);
     expect(await endOffsets()).toBe(before);
@@ -306,7 +398,10 @@ describe('ACL filter, report-only (real Postgres, one gateway)', () => {
     expect((await publishAs('bob')).status).toBe(202);
     expect(await malformedDenials(g.url)).toBeGreaterThanOrEqual(1);
     await g.db.query(`DELETE FROM acl_rules WHERE id = $1`, [id]);
-    await waitFor('alice to publish again', async () => (await publishAs('alice')).status === 202, { timeoutMs: 10_000, intervalMs: 20 });
+    await waitFor('alice to publish again', async () => (await publishAs('alice')).status === 202, {
+      timeoutMs: 10_000,
+      intervalMs: 20,
+    });
   });
 });
 
@@ -333,7 +428,13 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
       EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT: `ops-${run}`,
     });
   const operator = as('op', `ops-${run}`);
-  const none = { eventsPerSecond: null, bytesPerSecond: null, burstSeconds: null, streamConnections: null, subscriptions: null };
+  const none = {
+    eventsPerSecond: null,
+    bytesPerSecond: null,
+    burstSeconds: null,
+    streamConnections: null,
+    subscriptions: null,
+  };
   const accuracyTenant = `accuracy-${run}`;
   let a: GatedInstance;
   let b: GatedInstance;
@@ -356,13 +457,25 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
   });
 
   const publish = (g: GatedInstance, tenant: string) =>
-    fetch(`${g.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { ...as('p', tenant), 'content-type': 'application/cloudevents+json' }, body: event() });
+    fetch(`${g.url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { ...as('p', tenant), 'content-type': 'application/cloudevents+json' },
+      body: event(),
+    });
 
   it('answers over the rate 429 QUOTA_EXCEEDED with Retry-After, RateLimit-Policy and RateLimit', async () => {
     const tenant = `small-${run}`;
-    const put = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, { method: 'PUT', headers: { ...operator, ...JSON_HEADERS }, body: JSON.stringify({ eventsPerSecond: 5 }) });
+    const put = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, {
+      method: 'PUT',
+      headers: { ...operator, ...JSON_HEADERS },
+      body: JSON.stringify({ eventsPerSecond: 5 }),
+    });
     expect(put.status).toBe(200);
-    expect(await put.json()).toMatchObject({ tenant, quota: { eventsPerSecond: 5 }, overrides: { eventsPerSecond: 5, subscriptions: null } });
+    expect(await put.json()).toMatchObject({
+      tenant,
+      quota: { eventsPerSecond: 5 },
+      overrides: { eventsPerSecond: 5, subscriptions: null },
+    });
     const over = await waitFor('a publish over the quota', async () => {
       for (let i = 0; i < 20; i++) {
         const r = await publish(a, tenant);
@@ -383,23 +496,47 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
     const tenant = `reader-${run}`;
     const own = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, { headers: as('admin', tenant) });
     expect(own.status).toBe(200);
-    expect(await own.json()).toMatchObject({ tenant, quota: { eventsPerSecond: 1000, subscriptions: 1000 }, overrides: none });
-    const set = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, { method: 'PUT', headers: { ...as('admin', tenant), ...JSON_HEADERS }, body: '{"eventsPerSecond":100000}' });
+    expect(await own.json()).toMatchObject({
+      tenant,
+      quota: { eventsPerSecond: 1000, subscriptions: 1000 },
+      overrides: none,
+    });
+    const set = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, {
+      method: 'PUT',
+      headers: { ...as('admin', tenant), ...JSON_HEADERS },
+      body: '{"eventsPerSecond":100000}',
+    });
     expect(set.status).toBe(403);
     const other = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, { headers: as('admin', `nosy-${run}`) });
     expect(other.status).toBe(404);
-    const otherPut = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, { method: 'PUT', headers: { ...as('admin', `nosy-${run}`), ...JSON_HEADERS }, body: '{}' });
+    const otherPut = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, {
+      method: 'PUT',
+      headers: { ...as('admin', `nosy-${run}`), ...JSON_HEADERS },
+      body: '{}',
+    });
     expect(otherPut.status).toBe(404);
-    const bad = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, { method: 'PUT', headers: { ...operator, ...JSON_HEADERS }, body: '{"eventsPerSecond":0}' });
+    const bad = await fetch(`${a.url}/admin/tenants/${tenant}/quota`, {
+      method: 'PUT',
+      headers: { ...operator, ...JSON_HEADERS },
+      body: '{"eventsPerSecond":0}',
+    });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'eventsPerSecond' });
   });
 
-  it('holds a tenant\'s subscriptions and open stream connections to its quota', async () => {
+  it("holds a tenant's subscriptions and open stream connections to its quota", async () => {
     const tenant = 'default';
-    const [{ n }]: { n: number }[] = await a.db.query(`SELECT count(*)::int AS n FROM subscriptions WHERE tenant = $1`, [tenant]);
+    const [{ n }]: { n: number }[] = await a.db.query(
+      `SELECT count(*)::int AS n FROM subscriptions WHERE tenant = $1`,
+      [tenant],
+    );
     await quotas.put(tenant, { ...none, subscriptions: n + 1 });
-    const create = () => fetch(`${a.url}/subscriptions`, { method: 'POST', headers: { ...as('p', tenant), ...JSON_HEADERS }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
+    const create = () =>
+      fetch(`${a.url}/subscriptions`, {
+        method: 'POST',
+        headers: { ...as('p', tenant), ...JSON_HEADERS },
+        body: JSON.stringify({ protocol: 'STREAM', topic }),
+      });
     // Creates pass until the tenant's count reaches the quota (once every instance holds it: within the refresh period).
     const created: { id: string }[] = [];
     const over = await waitFor('a create over the subscription quota', async () => {
@@ -412,17 +549,25 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
     expect(await over.json()).toMatchObject({ code: 'QUOTA_EXCEEDED', quota: 'subscriptions' });
     expect(over.headers.get('ratelimit-policy')).toBe(`"subscriptions";q=${n + 1}`);
     expect(created.length).toBeGreaterThanOrEqual(1);
-    const [{ now }]: { now: number }[] = await db.query(`SELECT count(*)::int AS now FROM subscriptions WHERE tenant = $1`, [tenant]);
+    const [{ now }]: { now: number }[] = await db.query(
+      `SELECT count(*)::int AS now FROM subscriptions WHERE tenant = $1`,
+      [tenant],
+    );
     expect(now).toBe(n + created.length);
     expect(now).toBeGreaterThanOrEqual(n + 1);
 
     const streamer = `streamer-${run}`;
     await quotas.put(streamer, { ...none, streamConnections: 1 });
     // The streamer's own subscription (another tenant's would be a 404).
-    const own = await fetch(`${a.url}/subscriptions`, { method: 'POST', headers: { ...as('p', streamer), ...JSON_HEADERS }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
+    const own = await fetch(`${a.url}/subscriptions`, {
+      method: 'POST',
+      headers: { ...as('p', streamer), ...JSON_HEADERS },
+      body: JSON.stringify({ protocol: 'STREAM', topic }),
+    });
     expect(own.status).toBe(201);
     const { id: streamId } = (await own.json()) as { id: string };
-    const sse = (signal?: AbortSignal) => fetch(`${a.url}/subscriptions/${streamId}/events`, { headers: as('p', streamer), signal });
+    const sse = (signal?: AbortSignal) =>
+      fetch(`${a.url}/subscriptions/${streamId}/events`, { headers: as('p', streamer), signal });
     const overStreams = await waitFor('a stream connection over the quota', async () => {
       const first = new AbortController();
       const second = new AbortController();
@@ -448,7 +593,7 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
     });
   });
 
-  it('two instances, publishing as fast as they can for ~10 s, admit the tenant\'s rate within the bound', async () => {
+  it("two instances, publishing as fast as they can for ~10 s, admit the tenant's rate within the bound", async () => {
     const tenant = accuracyTenant;
     const seconds = 10;
     let accepted = 0;

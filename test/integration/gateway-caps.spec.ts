@@ -8,12 +8,20 @@ import { waitFor } from '../support/wait-for';
 const RETRY_AFTER_SECONDS = 3;
 
 /** One request on a connection of its own, closed after the answer. */
-function getOnce(url: string): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Record<string, unknown> }> {
+function getOnce(
+  url: string,
+): Promise<{ status: number; headers: Record<string, string | string[] | undefined>; body: Record<string, unknown> }> {
   return new Promise((resolve, reject) => {
     const req = httpRequest(url, { agent: false, headers: { connection: 'close' } }, (res) => {
       let text = '';
       res.on('data', (d: Buffer) => (text += d.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: JSON.parse(text || '{}') as Record<string, unknown> }));
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          headers: res.headers,
+          body: JSON.parse(text || '{}') as Record<string, unknown>,
+        }),
+      );
       res.on('error', reject);
     });
     req.on('error', reject);
@@ -70,10 +78,14 @@ describe('gateway caps', () => {
       expect(refused.body).toMatchObject({ code: 'OVERLOADED', limit: 'httpConnections', maxConnections: 3 });
       // The publish route, served ahead of the router, is capped the same way.
       const publish = await new Promise<number>((resolve, reject) => {
-        const req = httpRequest(`${instance.url}/events/publish`, { method: 'POST', agent: false, headers: { 'content-type': 'application/cloudevents+json' } }, (res) => {
-          res.resume();
-          resolve(res.statusCode ?? 0);
-        });
+        const req = httpRequest(
+          `${instance.url}/events/publish`,
+          { method: 'POST', agent: false, headers: { 'content-type': 'application/cloudevents+json' } },
+          (res) => {
+            res.resume();
+            resolve(res.statusCode ?? 0);
+          },
+        );
         req.on('error', reject);
         req.end(JSON.stringify({ specversion: '1.0', id: 'x', source: '/caps', type: 't' }));
       });
@@ -139,7 +151,8 @@ describe('gateway caps', () => {
       });
       expect(created.status).toBe(201);
       const { id } = (await created.json()) as { id: string };
-      const poll = (consumer: string) => fetch(`${instance.url}/subscriptions/${id}/poll?consumer=${consumer}&waitMs=0`);
+      const poll = (consumer: string) =>
+        fetch(`${instance.url}/subscriptions/${id}/poll?consumer=${consumer}&waitMs=0`);
       expect((await poll('a')).status).toBe(200);
       expect((await poll('b')).status).toBe(200);
       const refused = await poll('c');
@@ -158,9 +171,13 @@ describe('gateway caps', () => {
           body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/caps', type: 'caps.ask' }),
         });
       const pendingIds = async () =>
-        ((await instance.deps.db.query(`SELECT correlation_id FROM pending_requests WHERE instance_id = $1`, [instanceId])) as {
-          correlation_id: string;
-        }[]).map((r) => r.correlation_id);
+        (
+          (await instance.deps.db.query(`SELECT correlation_id FROM pending_requests WHERE instance_id = $1`, [
+            instanceId,
+          ])) as {
+            correlation_id: string;
+          }[]
+        ).map((r) => r.correlation_id);
       const ends = async () => [...(await instance.deps.topics.endOffsets(topic)).values()].reduce((a, b) => a + b, 0);
 
       const first = [ask(), ask()];
@@ -180,7 +197,13 @@ describe('gateway caps', () => {
         const reply = await fetch(`${instance.url}/events/reply`, {
           method: 'POST',
           headers: { 'content-type': 'application/cloudevents+json' },
-          body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/caps', type: 'caps.answer', correlationid: correlationId }),
+          body: JSON.stringify({
+            specversion: '1.0',
+            id: randomUUID(),
+            source: '/caps',
+            type: 'caps.answer',
+            correlationid: correlationId,
+          }),
         });
         expect(reply.status).toBe(202);
         expect(await reply.json()).toEqual({ correlationId, delivered: true });

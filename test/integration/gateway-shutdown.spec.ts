@@ -40,12 +40,18 @@ describe('gateway shutdown (real servers)', () => {
   it('answers a waiting long-poll at once, and closes a stream whose client does not read, when the instance closes', async () => {
     instance = await startInstance(config);
     const url = new URL(instance.url!);
-    const created = await fetch(`${instance.url}/subscriptions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
+    const created = await fetch(`${instance.url}/subscriptions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ protocol: 'STREAM', topic }),
+    });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
 
     // A long-poll that would wait the longest a poll may (60 s) for an event that never comes.
-    const polled = fetch(`${instance.url}/subscriptions/${id}/poll?consumer=c1&waitMs=${POLL_WAIT_MS}`).then(async (r) => ({ status: r.status, body: (await r.json()) as { deliveries: unknown[] } }));
+    const polled = fetch(`${instance.url}/subscriptions/${id}/poll?consumer=c1&waitMs=${POLL_WAIT_MS}`).then(
+      async (r) => ({ status: r.status, body: (await r.json()) as { deliveries: unknown[] } }),
+    );
     // An SSE stream on a raw socket that never reads what it is sent.
     const raw = connect(Number(url.port), url.hostname);
     sockets.push(raw);
@@ -82,7 +88,7 @@ describe('gateway shutdown (real servers)', () => {
     const closedAt = await closed;
     instance = undefined;
     expect(closedAt - startedAt).toBeLessThan(HUNG_MS);
-    await waitFor('the stream\'s connection closed by the gateway', () => ended, { timeoutMs: 60_000 });
+    await waitFor("the stream's connection closed by the gateway", () => ended, { timeoutMs: 60_000 });
     // Closed by the HTTP close grace (5 s, the runtime's figure): the promise, so timed, from the client's close
     // event. The margin is for a loaded 2-core host running the gateway, its client and the grace's timer in this
     // one process; without the grace nothing would close it (the client never reads nor leaves).

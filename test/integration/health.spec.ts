@@ -36,15 +36,24 @@ describe('health probes (real servers)', () => {
     const response = await fetch(`${instance.url}/health/live`);
     expect(response.status).toBe(200);
     const live = (await response.json()) as LivenessReport;
-    expect(live).toEqual({ status: 'up', instance: config.instance.id, pid: process.pid, uptimeSeconds: expect.any(Number) as number });
+    expect(live).toEqual({
+      status: 'up',
+      instance: config.instance.id,
+      pid: process.pid,
+      uptimeSeconds: expect.any(Number) as number,
+    });
   });
 
   it('is ready once the dispatch loop runs, with every dependency up', async () => {
-    const ready = await waitFor('a ready answer with the dispatch loop running', async () => {
-      const response = await fetch(`${instance.url}/health/ready`);
-      const body = (await response.json()) as ReadinessReport;
-      return response.status === 200 && body.delivery.loops === 1 && body;
-    }, { timeoutMs: 30000, intervalMs: 250 });
+    const ready = await waitFor(
+      'a ready answer with the dispatch loop running',
+      async () => {
+        const response = await fetch(`${instance.url}/health/ready`);
+        const body = (await response.json()) as ReadinessReport;
+        return response.status === 200 && body.delivery.loops === 1 && body;
+      },
+      { timeoutMs: 30000, intervalMs: 250 },
+    );
     expect(ready).toMatchObject({
       status: 'up',
       instance: config.instance.id,
@@ -55,9 +64,17 @@ describe('health probes (real servers)', () => {
   });
 
   it('shares one round of backend checks between concurrent probes and /health', async () => {
-    const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(`${instance.url}/health/ready`).then((r) => r.json() as Promise<ReadinessReport>)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () =>
+        fetch(`${instance.url}/health/ready`).then((r) => r.json() as Promise<ReadinessReport>),
+      ),
+    );
     expect(new Set(answers.map((a) => a.checkedAt)).size).toBe(1);
-    const detail = (await (await fetch(`${instance.url}/health`)).json()) as { status: string; dependencies: unknown; delivery: unknown };
+    const detail = (await (await fetch(`${instance.url}/health`)).json()) as {
+      status: string;
+      dependencies: unknown;
+      delivery: unknown;
+    };
     // Within the cache period, the detailed view shows the same round's dependencies.
     expect(detail.dependencies).toEqual(answers[0].dependencies);
     expect(detail.delivery).toMatchObject({ status: 'up', loops: 1 });

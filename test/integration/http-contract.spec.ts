@@ -59,51 +59,106 @@ describe('the HTTP contract (real gateway)', () => {
     const routes = instance.app!.get(RouteTable).routes();
     expect(routes.length).toBeGreaterThan(35);
     // The routes served ahead of Fastify, and Fastify's own (WebSocket), are in the table too.
-    expect(routes.map((r) => `${r.method} ${r.url}`)).toEqual(expect.arrayContaining(['POST /events/publish', 'GET /subscriptions/:id/ws', 'GET /subscriptions/:id']));
+    expect(routes.map((r) => `${r.method} ${r.url}`)).toEqual(
+      expect.arrayContaining(['POST /events/publish', 'GET /subscriptions/:id/ws', 'GET /subscriptions/:id']),
+    );
     expect(undocumented(routes, document)).toEqual([]);
   });
 
   /** Sends a request and checks its answer against the document: the status is documented, the body valid. */
-  async function sample(method: string, route: string, url: string, init: { body?: unknown; headers?: Record<string, string>; raw?: string } = {}) {
+  async function sample(
+    method: string,
+    route: string,
+    url: string,
+    init: { body?: unknown; headers?: Record<string, string>; raw?: string } = {},
+  ) {
     const response = await fetch(`${instance.url}${url}`, {
       method,
-      headers: { ...(init.body !== undefined || init.raw !== undefined ? { 'content-type': 'application/json' } : {}), ...init.headers },
-      ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : init.raw !== undefined ? { body: init.raw } : {}),
+      headers: {
+        ...(init.body !== undefined || init.raw !== undefined ? { 'content-type': 'application/json' } : {}),
+        ...init.headers,
+      },
+      ...(init.body !== undefined
+        ? { body: JSON.stringify(init.body) }
+        : init.raw !== undefined
+          ? { body: init.raw }
+          : {}),
     });
     const text = await response.text();
     const operation = document.paths[openApiPathOf(route).path]?.[method.toLowerCase()];
     expect(operation).toBeDefined();
     const documented = operation!.responses[String(response.status)];
-    expect([`${method} ${route}`, response.status, documented === undefined ? 'undocumented status' : 'documented']).toEqual([`${method} ${route}`, response.status, 'documented']);
+    expect([
+      `${method} ${route}`,
+      response.status,
+      documented === undefined ? 'undocumented status' : 'documented',
+    ]).toEqual([`${method} ${route}`, response.status, 'documented']);
     if (documented.headers?.['x-request-id']) expect(response.headers.get('x-request-id')).toEqual(expect.any(String));
     const contentType = (response.headers.get('content-type') ?? '').split(';')[0];
     const schema = documented.content?.[contentType]?.schema;
     if (text !== '') {
-      expect([`${method} ${route} ${response.status}`, contentType, schema === undefined ? 'no schema for this content type' : 'schema']).toEqual([
+      expect([
         `${method} ${route} ${response.status}`,
         contentType,
-        'schema',
-      ]);
+        schema === undefined ? 'no schema for this content type' : 'schema',
+      ]).toEqual([`${method} ${route} ${response.status}`, contentType, 'schema']);
       const validate = ajv.compile(schema!);
       const body = contentType.endsWith('json') ? (JSON.parse(text) as unknown) : text;
       const valid = validate(body);
-      expect([`${method} ${route} ${response.status}`, valid ? [] : validate.errors]).toEqual([`${method} ${route} ${response.status}`, []]);
+      expect([`${method} ${route} ${response.status}`, valid ? [] : validate.errors]).toEqual([
+        `${method} ${route} ${response.status}`,
+        [],
+      ]);
     } else {
       expect(schema).toBeUndefined();
     }
-    return { status: response.status, body: text === '' ? undefined : (JSON.parse(text) as Record<string, unknown>), headers: response.headers };
+    return {
+      status: response.status,
+      body: text === '' ? undefined : (JSON.parse(text) as Record<string, unknown>),
+      headers: response.headers,
+    };
   }
 
-  const event = () => ({ specversion: '1.0', id: randomUUID(), source: '/openapi-spec', type: 'test.sampled', data: { n: 1 } });
+  const event = () => ({
+    specversion: '1.0',
+    id: randomUUID(),
+    source: '/openapi-spec',
+    type: 'test.sampled',
+    data: { n: 1 },
+  });
 
   it('publish: 202 with where the event went, 400 for an event without a type, 415 for a type it does not take', async () => {
-    expect((await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, { body: event(), headers: { 'content-type': 'application/cloudevents+json' } })).status).toBe(202);
+    expect(
+      (
+        await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, {
+          body: event(),
+          headers: { 'content-type': 'application/cloudevents+json' },
+        })
+      ).status,
+    ).toBe(202);
     const batch = [event(), event()];
-    expect((await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, { raw: JSON.stringify(batch), headers: { 'content-type': 'application/cloudevents-batch+json' } })).status).toBe(202);
+    expect(
+      (
+        await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, {
+          raw: JSON.stringify(batch),
+          headers: { 'content-type': 'application/cloudevents-batch+json' },
+        })
+      ).status,
+    ).toBe(202);
     const { type: _type, ...typeless } = event();
-    const bad = await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, { body: typeless, headers: { 'content-type': 'application/cloudevents+json' } });
+    const bad = await sample('POST', '/events/publish', `/events/publish?topic=${topic}`, {
+      body: typeless,
+      headers: { 'content-type': 'application/cloudevents+json' },
+    });
     expect([bad.status, bad.body?.code]).toEqual([400, 'INVALID_CLOUDEVENT']);
-    expect((await sample('POST', '/events/publish', '/events/publish', { raw: 'x', headers: { 'content-type': 'text/plain' } })).status).toBe(415);
+    expect(
+      (
+        await sample('POST', '/events/publish', '/events/publish', {
+          raw: 'x',
+          headers: { 'content-type': 'text/plain' },
+        })
+      ).status,
+    ).toBe(415);
   });
 
   it('subscriptions: 201 created, 200 read, 400 bad input, 404 not found, 204 deleted', async () => {
@@ -112,20 +167,44 @@ describe('the HTTP contract (real gateway)', () => {
     const id = created.body!.id as string;
     expect((await sample('GET', '/subscriptions/:id', `/subscriptions/${id}`)).status).toBe(200);
     expect((await sample('GET', '/subscriptions', '/subscriptions')).status).toBe(200);
-    expect((await sample('GET', '/subscriptions/:id/dead-letters', `/subscriptions/${id}/dead-letters`)).status).toBe(200);
+    expect((await sample('GET', '/subscriptions/:id/dead-letters', `/subscriptions/${id}/dead-letters`)).status).toBe(
+      200,
+    );
     expect((await sample('GET', '/subscriptions/:id/poll', `/subscriptions/${id}/poll?waitMs=0`)).status).toBe(200);
-    expect((await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'HTTP', topic } })).status).toBe(400);
+    expect(
+      (await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'HTTP', topic } })).status,
+    ).toBe(400);
     expect((await sample('GET', '/subscriptions/:id', `/subscriptions/${randomUUID()}`)).status).toBe(404);
     expect((await sample('DELETE', '/subscriptions/:id', `/subscriptions/${id}`)).status).toBe(204);
   });
 
   it('the admin API under its gate: 401 without a credential, 403 without the admin scope, 200 with it', async () => {
     const tenant = `t-${randomUUID().slice(0, 8)}`;
-    const token = (scopes: string) => mintDevToken(signing, parseMintArgs(['--tenant', tenant, '--scopes', scopes, '--sub', `${tenant}-svc`]));
+    const token = (scopes: string) =>
+      mintDevToken(signing, parseMintArgs(['--tenant', tenant, '--scopes', scopes, '--sub', `${tenant}-svc`]));
     expect((await sample('GET', '/admin/acl/rules', '/admin/acl/rules')).status).toBe(401);
-    expect((await sample('GET', '/admin/acl/rules', '/admin/acl/rules', { headers: { authorization: `Bearer ${await token('publish')}` } })).status).toBe(403);
-    expect((await sample('GET', '/admin/acl/rules', '/admin/acl/rules', { headers: { authorization: `Bearer ${await token('admin')}` } })).status).toBe(200);
-    expect((await sample('POST', '/admin/acl/rules', '/admin/acl/rules', { body: { subject: '*' }, headers: { authorization: `Bearer ${await token('admin')}` } })).status).toBe(400);
+    expect(
+      (
+        await sample('GET', '/admin/acl/rules', '/admin/acl/rules', {
+          headers: { authorization: `Bearer ${await token('publish')}` },
+        })
+      ).status,
+    ).toBe(403);
+    expect(
+      (
+        await sample('GET', '/admin/acl/rules', '/admin/acl/rules', {
+          headers: { authorization: `Bearer ${await token('admin')}` },
+        })
+      ).status,
+    ).toBe(200);
+    expect(
+      (
+        await sample('POST', '/admin/acl/rules', '/admin/acl/rules', {
+          body: { subject: '*' },
+          headers: { authorization: `Bearer ${await token('admin')}` },
+        })
+      ).status,
+    ).toBe(400);
   });
 
   it('health, and the document itself as a page', async () => {
@@ -137,11 +216,18 @@ describe('the HTTP contract (real gateway)', () => {
   });
 
   describe('the document is the contract', () => {
-    const operator = () => mintDevToken(signing, parseMintArgs(['--tenant', 'default', '--scopes', 'admin', '--sub', 'contract-operator']));
-    const operation = (method: string, path: string) => document.paths[path]?.[method] as (OpenApiOperation & Record<string, unknown>) | undefined;
+    const operator = () =>
+      mintDevToken(signing, parseMintArgs(['--tenant', 'default', '--scopes', 'admin', '--sub', 'contract-operator']));
+    const operation = (method: string, path: string) =>
+      document.paths[path]?.[method] as (OpenApiOperation & Record<string, unknown>) | undefined;
     const requestSchema = (method: string, path: string) =>
-      (operation(method, path)!.requestBody as { content: Record<string, { schema: object }> }).content['application/json'].schema;
-    const queryParam = (method: string, path: string, name: string) => (operation(method, path)!.parameters as { name: string; in: string; schema: Record<string, unknown> }[]).find((p) => p.name === name && p.in === 'query');
+      (operation(method, path)!.requestBody as { content: Record<string, { schema: object }> }).content[
+        'application/json'
+      ].schema;
+    const queryParam = (method: string, path: string, name: string) =>
+      (operation(method, path)!.parameters as { name: string; in: string; schema: Record<string, unknown> }[]).find(
+        (p) => p.name === name && p.in === 'query',
+      );
 
     it('says which credential each operation takes, as the running gates decide', () => {
       expect(Object.keys(document.components.securitySchemes).sort()).toEqual(['apiKey', 'bearer', 'clusterToken']);
@@ -153,28 +239,50 @@ describe('the HTTP contract (real gateway)', () => {
       expect(operation('get', '/health')!.security).toEqual([]);
       expect(operation('get', '/internal/streams/channel')!.security).toEqual([{ clusterToken: [] }]);
       for (const [path, methods] of Object.entries(document.paths)) {
-        for (const [method, op] of Object.entries(methods)) expect([method, path, Array.isArray(op.security)]).toEqual([method, path, true]);
+        for (const [method, op] of Object.entries(methods))
+          expect([method, path, Array.isArray(op.security)]).toEqual([method, path, true]);
       }
     });
 
     it('states the limits the routes enforce, and the routes enforce what it states', async () => {
-      expect(queryParam('get', '/subscriptions/{id}/poll', 'max')!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
-      expect(queryParam('get', '/subscriptions/{id}/poll', 'waitMs')!.schema).toMatchObject({ type: 'integer', minimum: 0, maximum: 60000 });
-      expect(queryParam('get', '/subscriptions/{id}/events', 'window')!.schema).toMatchObject({ type: 'integer', minimum: 1, maximum: 1000 });
+      expect(queryParam('get', '/subscriptions/{id}/poll', 'max')!.schema).toMatchObject({
+        type: 'integer',
+        minimum: 1,
+        maximum: 1000,
+      });
+      expect(queryParam('get', '/subscriptions/{id}/poll', 'waitMs')!.schema).toMatchObject({
+        type: 'integer',
+        minimum: 0,
+        maximum: 60000,
+      });
+      expect(queryParam('get', '/subscriptions/{id}/events', 'window')!.schema).toMatchObject({
+        type: 'integer',
+        minimum: 1,
+        maximum: 1000,
+      });
       const created = await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } });
       const id = created.body!.id as string;
       for (const query of ['max=0', 'max=1001', 'window=0', 'waitMs=60001', 'max=1.5', 'max=']) {
         const refused = await sample('GET', '/subscriptions/:id/poll', `/subscriptions/${id}/poll?waitMs=0&${query}`);
         expect([query, refused.status, refused.body?.code]).toEqual([query, 400, 'INVALID_REQUEST']);
       }
-      expect((await sample('GET', '/subscriptions/:id/poll', `/subscriptions/${id}/poll?waitMs=0&max=1000&window=1000`)).status).toBe(200);
+      expect(
+        (await sample('GET', '/subscriptions/:id/poll', `/subscriptions/${id}/poll?waitMs=0&max=1000&window=1000`))
+          .status,
+      ).toBe(200);
       const sse = await sample('GET', '/subscriptions/:id/events', `/subscriptions/${id}/events?window=0`);
       expect([sse.status, sse.body?.field]).toEqual([400, 'window']);
     });
 
     it('requires a sink of an HTTP subscription, and none of a STREAM one, as the route does', async () => {
       const validate = ajv.compile(requestSchema('post', '/subscriptions'));
-      const bodies = [{}, { protocol: 'HTTP', topic }, { protocol: 'STREAM', topic, sink: 'http://127.0.0.1:9/x' }, { protocol: 'STREAM', topic, config: { ordering: 'key' } }, { protocol: 'STREAM', topic }];
+      const bodies = [
+        {},
+        { protocol: 'HTTP', topic },
+        { protocol: 'STREAM', topic, sink: 'http://127.0.0.1:9/x' },
+        { protocol: 'STREAM', topic, config: { ordering: 'key' } },
+        { protocol: 'STREAM', topic },
+      ];
       const verdicts = [];
       for (const body of bodies) {
         const answer = await sample('POST', '/subscriptions', '/subscriptions', { body });
@@ -183,27 +291,40 @@ describe('the HTTP contract (real gateway)', () => {
       expect(verdicts).toEqual(bodies.map((body, i) => [body, i === 4, i === 4 ? 201 : 400]));
     });
 
-    it('documents the 400s of the admin routes\' parameters', async () => {
+    it("documents the 400s of the admin routes' parameters", async () => {
       const auth = { authorization: `Bearer ${await operator()}` };
       const keys = await sample('GET', '/admin/api-keys', '/admin/api-keys?tenant=%C2%A2', { headers: auth });
       expect([keys.status, keys.body?.field]).toEqual([400, 'tenant']);
-      const secrets = await sample('GET', '/admin/publishers/:principal/secrets', '/admin/publishers/%0F/secrets', { headers: auth });
+      const secrets = await sample('GET', '/admin/publishers/:principal/secrets', '/admin/publishers/%0F/secrets', {
+        headers: auth,
+      });
       expect([secrets.status, secrets.body?.field]).toEqual([400, 'principal']);
     });
 
     it('refuses a quota PUT without a body and writes nothing', async () => {
       const tenant = `q-${randomUUID().slice(0, 8)}`;
-      const answer = await sample('PUT', '/admin/tenants/:tenant/quota', `/admin/tenants/${tenant}/quota`, { headers: { authorization: `Bearer ${await operator()}` } });
+      const answer = await sample('PUT', '/admin/tenants/:tenant/quota', `/admin/tenants/${tenant}/quota`, {
+        headers: { authorization: `Bearer ${await operator()}` },
+      });
       expect([answer.status, answer.body?.code, answer.body?.field]).toEqual([400, 'INVALID_REQUEST', 'body']);
-      const asNull = await sample('PUT', '/admin/tenants/:tenant/quota', `/admin/tenants/${tenant}/quota`, { raw: 'null', headers: { authorization: `Bearer ${await operator()}` } });
+      const asNull = await sample('PUT', '/admin/tenants/:tenant/quota', `/admin/tenants/${tenant}/quota`, {
+        raw: 'null',
+        headers: { authorization: `Bearer ${await operator()}` },
+      });
       expect([asNull.status, asNull.body?.field]).toEqual([400, 'body']);
-      const rows: unknown[] = await instance.deps.db.query('SELECT tenant FROM tenant_quotas WHERE tenant = $1', [tenant]);
+      const rows: unknown[] = await instance.deps.db.query('SELECT tenant FROM tenant_quotas WHERE tenant = $1', [
+        tenant,
+      ]);
       expect(rows).toEqual([]);
     });
 
-    it('seeks a subscription to a time before 1970 as to the log\'s start (Kafka takes no negative time)', async () => {
-      const id = (await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } })).body!.id as string;
-      const seek = await sample('POST', '/subscriptions/:id/offsets/seek', `/subscriptions/${id}/offsets/seek`, { body: { to: '0020-02-29T00:00:00Z' }, headers: { authorization: `Bearer ${await operator()}` } });
+    it("seeks a subscription to a time before 1970 as to the log's start (Kafka takes no negative time)", async () => {
+      const id = (await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } }))
+        .body!.id as string;
+      const seek = await sample('POST', '/subscriptions/:id/offsets/seek', `/subscriptions/${id}/offsets/seek`, {
+        body: { to: '0020-02-29T00:00:00Z' },
+        headers: { authorization: `Bearer ${await operator()}` },
+      });
       expect(seek.status).toBe(200);
     });
 
@@ -221,14 +342,27 @@ describe('the HTTP contract (real gateway)', () => {
           const req = httpRequest(`${instance.url}${path}`, { method, headers: auth }, (res) => {
             let text = '';
             res.on('data', (chunk: Buffer) => (text += chunk.toString()));
-            res.on('end', () => resolve({ status: res.statusCode ?? 0, allow: res.headers.allow, body: JSON.parse(text) as Record<string, unknown> }));
+            res.on('end', () =>
+              resolve({
+                status: res.statusCode ?? 0,
+                allow: res.headers.allow,
+                body: JSON.parse(text) as Record<string, unknown>,
+              }),
+            );
           });
           req.on('error', reject);
           req.end();
         });
       for (const [method, path, allow] of cases) {
         const answer = await send(method, path);
-        expect([method, path, answer.status, answer.allow, answer.body.code, answer.body.allow]).toEqual([method, path, 405, allow.join(', '), 'METHOD_NOT_ALLOWED', allow]);
+        expect([method, path, answer.status, answer.allow, answer.body.code, answer.body.allow]).toEqual([
+          method,
+          path,
+          405,
+          allow.join(', '),
+          'METHOD_NOT_ALLOWED',
+          allow,
+        ]);
       }
       expect((await send('TRACE', '/no/such/path')).status).toBe(404);
     });
@@ -237,9 +371,20 @@ describe('the HTTP contract (real gateway)', () => {
       const limits = await sample('GET', '/limits', '/limits');
       expect(limits.status).toBe(200);
       const config = instance.config;
-      expect(limits.body).toMatchObject({ maxBodyBytes: config.http.bodyLimitBytes, maxBatchEvents: config.kafka.produceMaxBatchEvents, burst: null });
-      expect(limits.body!.maxPublish).toEqual({ events: config.kafka.produceMaxBatchEvents, bytes: config.http.bodyLimitBytes });
-      const batch = (operation('post', '/events/publish')!.requestBody as { content: Record<string, { schema: Record<string, unknown> }> }).content['application/cloudevents-batch+json'].schema;
+      expect(limits.body).toMatchObject({
+        maxBodyBytes: config.http.bodyLimitBytes,
+        maxBatchEvents: config.kafka.produceMaxBatchEvents,
+        burst: null,
+      });
+      expect(limits.body!.maxPublish).toEqual({
+        events: config.kafka.produceMaxBatchEvents,
+        bytes: config.http.bodyLimitBytes,
+      });
+      const batch = (
+        operation('post', '/events/publish')!.requestBody as {
+          content: Record<string, { schema: Record<string, unknown> }>;
+        }
+      ).content['application/cloudevents-batch+json'].schema;
       expect(batch).toMatchObject({ type: 'array', minItems: 1, maxItems: config.kafka.produceMaxBatchEvents });
     });
   });
@@ -247,9 +392,13 @@ describe('the HTTP contract (real gateway)', () => {
   describe('request ids', () => {
     const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
     const publish = (headers: Record<string, string>) =>
-      fetch(`${instance.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json', ...headers }, body: JSON.stringify(event()) });
+      fetch(`${instance.url}/events/publish?topic=${topic}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents+json', ...headers },
+        body: JSON.stringify(event()),
+      });
 
-    it('answers every request with its id: the caller\'s when usable, else a fresh one', async () => {
+    it("answers every request with its id: the caller's when usable, else a fresh one", async () => {
       const mine = `req-${randomUUID()}`;
       const answers = [
         await publish({ 'x-request-id': mine }),
@@ -274,7 +423,7 @@ describe('the HTTP contract (real gateway)', () => {
       expect(a).not.toBe(b);
     });
 
-    it('writes the publishing request\'s id into the event\'s Kafka record', async () => {
+    it("writes the publishing request's id into the event's Kafka record", async () => {
       const mine = `req-${randomUUID()}`;
       const answer = await publish({ 'x-request-id': mine });
       expect(answer.status).toBe(202);

@@ -25,8 +25,12 @@ describe('scripts/infra.sh start in another checkout', () => {
   it.each(['postgres', 'kafka', 'temporal'])('refuses the %s this checkout started, naming it', async (server) => {
     const result = await new Promise<{ code: number | null; stderr: string }>((resolve) => {
       // The test's own settings point at this checkout's servers; the copy must use the same addresses.
-      execFile('bash', [path.join(other, 'scripts/infra.sh'), 'start', server], { timeout: 30000, env: process.env }, (error, _stdout, stderr) =>
-        resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
+      execFile(
+        'bash',
+        [path.join(other, 'scripts/infra.sh'), 'start', server],
+        { timeout: 30000, env: process.env },
+        (error, _stdout, stderr) =>
+          resolve({ code: error ? (typeof error.code === 'number' ? error.code : null) : 0, stderr }),
       );
     });
     expect(result.code).toBe(1);

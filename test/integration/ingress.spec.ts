@@ -11,7 +11,8 @@ class RecordingFilter implements GateFilter {
   readonly seen: string[] = [];
   check({ request }: GateContext): Verdict {
     this.seen.push(request.route);
-    if (request.headers['x-test-deny']) return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, 'denied by the test gate', 'test') };
+    if (request.headers['x-test-deny'])
+      return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, 'denied by the test gate', 'test') };
     return { allow: true };
   }
 }
@@ -31,7 +32,8 @@ describe('ingress (real Kafka)', () => {
     EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS: '100',
   });
   const gate = new RecordingFilter();
-  const gateOf = (name: string) => new SecurityGate({ name, filters: [gate], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const gateOf = (name: string) =>
+    new SecurityGate({ name, filters: [gate], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   let instance: RunningInstance;
   let reader: PartitionReader;
@@ -97,7 +99,14 @@ describe('ingress (real Kafka)', () => {
 
   it('takes the structured mode and keys the record by partitionkey', async () => {
     const response = await post(
-      JSON.stringify({ specversion: '1.0', id: 'st-1', source: '/ingress', type: 't', partitionkey: 'customer-7', data: { a: 1 } }),
+      JSON.stringify({
+        specversion: '1.0',
+        id: 'st-1',
+        source: '/ingress',
+        type: 't',
+        partitionkey: 'customer-7',
+        data: { a: 1 },
+      }),
       { 'content-type': 'application/cloudevents+json; charset=utf-8' },
     );
     expect(response.status).toBe(202);
@@ -109,7 +118,14 @@ describe('ingress (real Kafka)', () => {
   });
 
   it('takes a batch and reports every event with its own partition and offset', async () => {
-    const events = [1, 2, 3].map((n) => ({ specversion: '1.0', id: `b-${n}`, source: '/ingress', type: 't', partitionkey: `k${n}`, data: n }));
+    const events = [1, 2, 3].map((n) => ({
+      specversion: '1.0',
+      id: `b-${n}`,
+      source: '/ingress',
+      type: 't',
+      partitionkey: `k${n}`,
+      data: n,
+    }));
     const response = await post(JSON.stringify(events), { 'content-type': 'application/cloudevents-batch+json' });
     expect(response.status).toBe(202);
     const { results } = (await response.json()) as { results: { id: string; partition: number; offset: number }[] };
@@ -124,13 +140,26 @@ describe('ingress (real Kafka)', () => {
     const before = { ...instance.deps.producer.stats };
     const responses = await Promise.all(
       Array.from({ length: 200 }, (_, n) =>
-        post(JSON.stringify({ specversion: '1.0', id: `c-${n}`, source: '/ingress', type: 't', partitionkey: `k${n % 7}` }), {
-          'content-type': 'application/cloudevents+json',
-        }),
+        post(
+          JSON.stringify({
+            specversion: '1.0',
+            id: `c-${n}`,
+            source: '/ingress',
+            type: 't',
+            partitionkey: `k${n % 7}`,
+          }),
+          {
+            'content-type': 'application/cloudevents+json',
+          },
+        ),
       ),
     );
     expect(responses.map((r) => r.status)).toEqual(Array(200).fill(202));
-    const receipts = (await Promise.all(responses.map((r) => r.json()))) as { id: string; partition: number; offset: number }[];
+    const receipts = (await Promise.all(responses.map((r) => r.json()))) as {
+      id: string;
+      partition: number;
+      offset: number;
+    }[];
     const positions = new Set(receipts.map((r) => `${r.partition}#${r.offset}`));
     expect(positions.size).toBe(200);
     const requests = instance.deps.producer.stats.requests - before.requests;
@@ -145,14 +174,44 @@ describe('ingress (real Kafka)', () => {
   it.each([
     ['malformed JSON', '{"specversion":', { 'content-type': ce }, 400, 'MALFORMED_JSON'],
     ['an empty JSON body', '', { 'content-type': ce }, 400, 'MALFORMED_JSON'],
-    ['a missing id', JSON.stringify({ specversion: '1.0', source: '/s', type: 't' }), { 'content-type': ce }, 400, 'INVALID_CLOUDEVENT'],
-    ['a bad time', JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't', time: 'noon' }), { 'content-type': ce }, 400, 'INVALID_CLOUDEVENT'],
+    [
+      'a missing id',
+      JSON.stringify({ specversion: '1.0', source: '/s', type: 't' }),
+      { 'content-type': ce },
+      400,
+      'INVALID_CLOUDEVENT',
+    ],
+    [
+      'a bad time',
+      JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't', time: 'noon' }),
+      { 'content-type': ce },
+      400,
+      'INVALID_CLOUDEVENT',
+    ],
     ['an unsupported media type', 'hello', { 'content-type': 'text/plain' }, 415, 'UNSUPPORTED_MEDIA_TYPE'],
     ['a body over the limit', big, { 'content-type': ce }, 413, 'PAYLOAD_TOO_LARGE'],
     ['an empty batch', '[]', { 'content-type': 'application/cloudevents-batch+json' }, 400, 'INVALID_CLOUDEVENT'],
-    ['a batch that is not an array', '{}', { 'content-type': 'application/cloudevents-batch+json' }, 400, 'INVALID_CLOUDEVENT'],
-    ['binary mode without ce-id', 'x', { 'ce-specversion': '1.0', 'ce-source': '/s', 'ce-type': 't', 'content-type': 'text/plain' }, 400, 'INVALID_CLOUDEVENT'],
-    ['a gate refusal', JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't' }), { 'content-type': ce, 'x-test-deny': '1' }, 403, 'FORBIDDEN'],
+    [
+      'a batch that is not an array',
+      '{}',
+      { 'content-type': 'application/cloudevents-batch+json' },
+      400,
+      'INVALID_CLOUDEVENT',
+    ],
+    [
+      'binary mode without ce-id',
+      'x',
+      { 'ce-specversion': '1.0', 'ce-source': '/s', 'ce-type': 't', 'content-type': 'text/plain' },
+      400,
+      'INVALID_CLOUDEVENT',
+    ],
+    [
+      'a gate refusal',
+      JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't' }),
+      { 'content-type': ce, 'x-test-deny': '1' },
+      403,
+      'FORBIDDEN',
+    ],
   ])('answers %s with its status and code, and writes nothing', async (_, body, headers, status, code) => {
     const before = await endOffsets();
     const response = await post(body as string, headers as Record<string, string>);
@@ -184,7 +243,11 @@ describe('ingress (real Kafka)', () => {
 
   it('answers two topics in one publish with 400 and writes nothing', async () => {
     const before = await endOffsets();
-    const response = await post(JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't' }), { 'content-type': ce }, `?topic=${topic}&topic=${topic}`);
+    const response = await post(
+      JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't' }),
+      { 'content-type': ce },
+      `?topic=${topic}&topic=${topic}`,
+    );
     expect(response.status).toBe(400);
     expect(await response.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'topic' });
     expect(await endOffsets()).toBe(before);
@@ -215,7 +278,11 @@ describe('ingress (real Kafka)', () => {
   });
 
   it('answers 404 for an unknown topic and writes nothing', async () => {
-    const response = await post(JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't' }), { 'content-type': ce }, '?topic=no-such-topic');
+    const response = await post(
+      JSON.stringify({ specversion: '1.0', id: 'x', source: '/s', type: 't' }),
+      { 'content-type': ce },
+      '?topic=no-such-topic',
+    );
     expect(response.status).toBe(404);
     expect(await response.json()).toMatchObject({ code: 'UNKNOWN_TOPIC', topic: 'no-such-topic' });
   });

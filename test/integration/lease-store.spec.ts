@@ -74,18 +74,29 @@ describe('LeaseStore: epochs of PARTITION_OWNED_PULL (real Postgres)', () => {
   it('runs a fenced write only under the held epoch; a stale one changes nothing and is counted', async () => {
     const t = topic();
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, topic: t, protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, {
+      id,
+      topic: t,
+      protocol: 'HTTP',
+      sink: 'http://x',
+      instanceId: 'i',
+      status: 'ACTIVE',
+    });
     await leases.claim(t, 0, 'a', 1);
     const stale = leases.fenceFor(t, 0, 1);
-    await stale.run((m) => offsets.commit([{ subscriptionId: id, topic: t, partition: 0, nextOffset: 5, epoch: 1 }], m));
-    await leases.claim(t, 0, 'b', 2);
-    await expect(stale.run((m) => offsets.commit([{ subscriptionId: id, topic: t, partition: 0, nextOffset: 9, epoch: 1 }], m))).rejects.toBeInstanceOf(
-      StaleEpochError,
+    await stale.run((m) =>
+      offsets.commit([{ subscriptionId: id, topic: t, partition: 0, nextOffset: 5, epoch: 1 }], m),
     );
+    await leases.claim(t, 0, 'b', 2);
+    await expect(
+      stale.run((m) => offsets.commit([{ subscriptionId: id, topic: t, partition: 0, nextOffset: 9, epoch: 1 }], m)),
+    ).rejects.toBeInstanceOf(StaleEpochError);
     expect((await offsets.positionsOf([id]))[0]).toMatchObject({ nextOffset: 5, epoch: 1 });
     expect(await row(t)).toMatchObject({ rejectedWrites: 1 });
     const current = leases.fenceFor(t, 0, 2);
-    await current.run((m) => offsets.commit([{ subscriptionId: id, topic: t, partition: 0, nextOffset: 9, epoch: 2 }], m));
+    await current.run((m) =>
+      offsets.commit([{ subscriptionId: id, topic: t, partition: 0, nextOffset: 9, epoch: 2 }], m),
+    );
     expect((await offsets.positionsOf([id]))[0]).toMatchObject({ nextOffset: 9, epoch: 2 });
   });
 

@@ -40,7 +40,12 @@ describe('GET /metrics: the scrape secret and subscription labels (gates on, rea
     await receiver.start();
     db = createDataSource(config.postgres, `metrics-access-${run}`);
     await db.initialize();
-    const gates = buildGates(config, { db, producer: {} as EventProducer, instanceId: config.instance.id, filters: { token: new HeaderToken() } });
+    const gates = buildGates(config, {
+      db,
+      producer: {} as EventProducer,
+      instanceId: config.instance.id,
+      filters: { token: new HeaderToken() },
+    });
     instance = await startInstance(config, { gates });
   });
   afterAll(async () => {
@@ -53,7 +58,12 @@ describe('GET /metrics: the scrape secret and subscription labels (gates on, rea
   const scrape = (headers: Record<string, string> = {}) => fetch(`${instance.url}/metrics`, { headers });
 
   it('takes the scrape secret and nothing else', async () => {
-    const attempts: Record<string, string>[] = [{}, { authorization: `Bearer ${SECRET}x` }, { authorization: SECRET }, operator];
+    const attempts: Record<string, string>[] = [
+      {},
+      { authorization: `Bearer ${SECRET}x` },
+      { authorization: SECRET },
+      operator,
+    ];
     for (const headers of attempts) {
       const refused = await scrape(headers);
       expect(refused.status).toBe(401);
@@ -64,7 +74,9 @@ describe('GET /metrics: the scrape secret and subscription labels (gates on, rea
     expect(scraped.status).toBe(200);
     expect(parsePrometheusText(await scraped.text()).families.get('eventmesh_publish_requests_total')).toBe('counter');
     // The secret opens nothing but /metrics.
-    expect((await fetch(`${instance.url}/subscriptions`, { headers: { authorization: `Bearer ${SECRET}` } })).status).toBe(401);
+    expect(
+      (await fetch(`${instance.url}/subscriptions`, { headers: { authorization: `Bearer ${SECRET}` } })).status,
+    ).toBe(401);
   });
 
   it('shows no subscription id of a subscription the instance dispatches', async () => {
@@ -82,11 +94,17 @@ describe('GET /metrics: the scrape secret and subscription labels (gates on, rea
     });
     expect(published.status).toBe(202);
     // Its delivery is counted once its lane moved past it: the lane's lag is then a series this instance holds.
-    const text = await waitFor('the delivery counted in the scrape', async () => {
-      const body = await (await scrape({ authorization: `Bearer ${SECRET}` })).text();
-      const delivered = parsePrometheusText(body).samples.find((s) => s.name === 'eventmesh_delivery_attempts_total' && s.labels.outcome === 'delivered');
-      return delivered?.value === 1 && body;
-    }, { timeoutMs: 60000 });
+    const text = await waitFor(
+      'the delivery counted in the scrape',
+      async () => {
+        const body = await (await scrape({ authorization: `Bearer ${SECRET}` })).text();
+        const delivered = parsePrometheusText(body).samples.find(
+          (s) => s.name === 'eventmesh_delivery_attempts_total' && s.labels.outcome === 'delivered',
+        );
+        return delivered?.value === 1 && body;
+      },
+      { timeoutMs: 60000 },
+    );
     const exposition = parsePrometheusText(text);
     expect(exposition.families.get('eventmesh_delivery_lag_events')).toBe('gauge');
     expect(exposition.samples.filter((s) => 'subscription' in s.labels)).toEqual([]);

@@ -3,7 +3,16 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
 import { ErrorCode } from '../../libs/errors';
-import { ACTIONS, DEFAULT_TENANT, GateContext, GateFilter, GateRefusal, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import {
+  ACTIONS,
+  DEFAULT_TENANT,
+  GateContext,
+  GateFilter,
+  GateRefusal,
+  LoggingAuditSink,
+  SecurityGate,
+  Verdict,
+} from '../../libs/security';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { Exposition, parsePrometheusText, sampleOf, seriesNamesOf } from '../support/prometheus-text';
@@ -23,7 +32,8 @@ async function statusOf(answer: Promise<Response>): Promise<number> {
 class DenyMarked implements GateFilter {
   readonly name = 'acl';
   check({ request }: GateContext): Verdict {
-    if (request.headers['x-test-deny']) return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, 'denied by the test gate', 'test') };
+    if (request.headers['x-test-deny'])
+      return { allow: false, refusal: new GateRefusal(ErrorCode.Forbidden, 'denied by the test gate', 'test') };
     return { allow: true };
   }
 }
@@ -47,14 +57,29 @@ describe('GET /metrics (real servers)', () => {
   });
   // A TokenAuth stand-in that authenticates everyone as tenant default's admin: the admin gate answers only an
   // authenticated caller (docs/security.md, Modes).
-  const authenticated: GateFilter = { name: 'token', check: () => ({ allow: true, caller: { principal: 'anonymous', tenant: DEFAULT_TENANT, scopes: ACTIONS, via: 'jwt' } }) };
-  const gateOf = (name: string) => new SecurityGate({ name, filters: [authenticated, new DenyMarked()], failClosed: true, audit: new LoggingAuditSink(), auditAllows: false });
+  const authenticated: GateFilter = {
+    name: 'token',
+    check: () => ({
+      allow: true,
+      caller: { principal: 'anonymous', tenant: DEFAULT_TENANT, scopes: ACTIONS, via: 'jwt' },
+    }),
+  };
+  const gateOf = (name: string) =>
+    new SecurityGate({
+      name,
+      filters: [authenticated, new DenyMarked()],
+      failClosed: true,
+      audit: new LoggingAuditSink(),
+      auditAllows: false,
+    });
   const receiver = new WebhookReceiver();
   let instance: RunningInstance;
 
   beforeAll(async () => {
     await receiver.start();
-    instance = await startInstance(config, { gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined } });
+    instance = await startInstance(config, {
+      gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined },
+    });
   });
   afterAll(async () => {
     await instance?.close();
@@ -71,7 +96,11 @@ describe('GET /metrics (real servers)', () => {
     return parsePrometheusText(await response.text());
   };
   const publish = (body: string, headers: Record<string, string> = {}) =>
-    fetch(`${instance.url}/events/publish?topic=${topic}`, { method: 'POST', headers: { 'content-type': 'application/cloudevents+json', ...headers }, body });
+    fetch(`${instance.url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json', ...headers },
+      body,
+    });
 
   it('counts the published and delivered events exactly, with every series the dashboard queries', async () => {
     const created = await fetch(`${instance.url}/subscriptions`, {
@@ -84,21 +113,41 @@ describe('GET /metrics (real servers)', () => {
 
     let bytes = 0;
     for (let i = 0; i < N; i++) {
-      const body = JSON.stringify({ specversion: '1.0', id: `m-${i}`, source: '/metrics', type: 'metrics.counted', data: { i } });
+      const body = JSON.stringify({
+        specversion: '1.0',
+        id: `m-${i}`,
+        source: '/metrics',
+        type: 'metrics.counted',
+        data: { i },
+      });
       bytes += Buffer.byteLength(body);
       expect((await publish(body)).status).toBe(202);
     }
     expect((await publish('{"specversion":"1.0"}')).status).toBe(400);
-    expect((await publish(JSON.stringify({ specversion: '1.0', id: 'denied', source: '/m', type: 't' }), { 'x-test-deny': '1' })).status).toBe(403);
+    expect(
+      (
+        await publish(JSON.stringify({ specversion: '1.0', id: 'denied', source: '/m', type: 't' }), {
+          'x-test-deny': '1',
+        })
+      ).status,
+    ).toBe(403);
     await waitFor(`${N} deliveries at the sink`, () => receiver.requests.length >= N, { timeoutMs: 30000 });
 
     // The attempt is counted when its answer is back at the loop, and the lag when the lane moved past it.
-    const scraped = await waitFor('the deliveries and a lag of 0 in the scrape', async () => {
-      const s = await scrape();
-      const delivered = s.samples.find((x) => x.name === 'eventmesh_delivery_attempts_total' && x.labels.outcome === 'delivered')?.value;
-      const lag = s.samples.find((x) => x.name === 'eventmesh_delivery_lag_events' && x.labels.subscription === subscription)?.value;
-      return delivered === N && lag === 0 && s;
-    }, { timeoutMs: 60000 });
+    const scraped = await waitFor(
+      'the deliveries and a lag of 0 in the scrape',
+      async () => {
+        const s = await scrape();
+        const delivered = s.samples.find(
+          (x) => x.name === 'eventmesh_delivery_attempts_total' && x.labels.outcome === 'delivered',
+        )?.value;
+        const lag = s.samples.find(
+          (x) => x.name === 'eventmesh_delivery_lag_events' && x.labels.subscription === subscription,
+        )?.value;
+        return delivered === N && lag === 0 && s;
+      },
+      { timeoutMs: 60000 },
+    );
 
     // Publishing.
     expect(sampleOf(scraped, 'eventmesh_publish_requests_total', { outcome: 'accepted' })).toBe(N);
@@ -112,7 +161,9 @@ describe('GET /metrics (real servers)', () => {
     expect(sampleOf(scraped, 'eventmesh_publish_batch_events_sum')).toBe(N);
     // The producer: every accepted event in some produce request, each acknowledged.
     expect(sampleOf(scraped, 'eventmesh_kafka_produce_batch_events_sum')).toBe(N);
-    expect(sampleOf(scraped, 'eventmesh_kafka_produce_duration_seconds_count', { result: 'acked' })).toBe(sampleOf(scraped, 'eventmesh_kafka_produce_batch_events_count'));
+    expect(sampleOf(scraped, 'eventmesh_kafka_produce_duration_seconds_count', { result: 'acked' })).toBe(
+      sampleOf(scraped, 'eventmesh_kafka_produce_batch_events_count'),
+    );
     expect(sampleOf(scraped, 'eventmesh_kafka_producer_held_events')).toBe(0);
     expect(sampleOf(scraped, 'eventmesh_kafka_producer_shed_total')).toBe(0);
     // Delivery: N attempts, all delivered, each timed from its record to the acknowledgement.
@@ -133,7 +184,14 @@ describe('GET /metrics (real servers)', () => {
     expect(sampleOf(scraped, 'eventmesh_delivery_retry_parked')).toBe(stored.parked);
     // The gate: the subscription, the N publishes and the invalid one (refused after the gate) allowed; one denied.
     expect(sampleOf(scraped, 'eventmesh_gate_decisions_total', { gate: 'ingress', decision: 'allow' })).toBe(N + 2);
-    expect(sampleOf(scraped, 'eventmesh_gate_decisions_total', { gate: 'ingress', decision: 'deny', filter: 'acl', reason: 'test' })).toBe(1);
+    expect(
+      sampleOf(scraped, 'eventmesh_gate_decisions_total', {
+        gate: 'ingress',
+        decision: 'deny',
+        filter: 'acl',
+        reason: 'test',
+      }),
+    ).toBe(1);
     expect(sampleOf(scraped, 'eventmesh_request_reply_pending')).toBe(0);
     // Node's own, and the Temporal core's (merged from its exporter).
     expect(sampleOf(scraped, 'nodejs_heap_size_used_bytes')).toBeGreaterThan(0);
@@ -143,7 +201,9 @@ describe('GET /metrics (real servers)', () => {
     expect(scraped.samples.filter((s) => s.name === 'eventmesh_metrics_source_errors_total')).toEqual([]);
 
     // Every series the dashboard queries is exported (the Temporal core's too).
-    const dashboard = JSON.parse(readFileSync(path.resolve(__dirname, '../../docs/grafana-dashboard.json'), 'utf8')) as { panels: { targets?: { expr: string }[] }[] };
+    const dashboard = JSON.parse(
+      readFileSync(path.resolve(__dirname, '../../docs/grafana-dashboard.json'), 'utf8'),
+    ) as { panels: { targets?: { expr: string }[] }[] };
     const exported = seriesNamesOf(scraped);
     const queried = new Set(dashboard.panels.flatMap((p) => (p.targets ?? []).flatMap((t) => metricNamesOf(t.expr))));
     expect([...queried].filter((n) => !exported.has(n))).toEqual([]);
@@ -151,10 +211,18 @@ describe('GET /metrics (real servers)', () => {
 
   it('is not served when metrics are off, and passes the admin gate when EVENTMESH_METRICS_ADMIN_GATE=true', async () => {
     const gateway = (env: Record<string, string>) =>
-      startInstance(testConfig({ EVENTMESH_INSTANCE_ID: `metrics-gw-${randomUUID().slice(0, 8)}`, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: '0', ...env }), {
-        roles: ['gateway'],
-        gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined },
-      });
+      startInstance(
+        testConfig({
+          EVENTMESH_INSTANCE_ID: `metrics-gw-${randomUUID().slice(0, 8)}`,
+          EVENTMESH_KAFKA_TOPICS: topic,
+          EVENTMESH_HTTP_PORT: '0',
+          ...env,
+        }),
+        {
+          roles: ['gateway'],
+          gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined },
+        },
+      );
     const off = await gateway({ EVENTMESH_METRICS_ENABLED: 'false' });
     try {
       const response = await fetch(`${off.url}/metrics`);
@@ -179,10 +247,18 @@ describe('GET /metrics (real servers)', () => {
 
   it('is served with the probes by a worker-only process, which serves nothing else', async () => {
     const workerOnly = (env: Record<string, string>) =>
-      startInstance(testConfig({ EVENTMESH_INSTANCE_ID: `metrics-wk-${randomUUID().slice(0, 8)}`, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: '0', ...env }), {
-        roles: ['worker'],
-        gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined },
-      });
+      startInstance(
+        testConfig({
+          EVENTMESH_INSTANCE_ID: `metrics-wk-${randomUUID().slice(0, 8)}`,
+          EVENTMESH_KAFKA_TOPICS: topic,
+          EVENTMESH_HTTP_PORT: '0',
+          ...env,
+        }),
+        {
+          roles: ['worker'],
+          gates: { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined },
+        },
+      );
     const worker = await workerOnly({});
     try {
       expect(worker.url).toBeUndefined();
@@ -231,7 +307,10 @@ describe('GET /metrics (real servers)', () => {
     } finally {
       await gated.close();
       const temporal = await temporalClient();
-      await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(worker.config.instance.id), dispatchWorkflowIdOf(gated.config.instance.id)]);
+      await terminateWorkflows(temporal.client, [
+        dispatchWorkflowIdOf(worker.config.instance.id),
+        dispatchWorkflowIdOf(gated.config.instance.id),
+      ]);
       await temporal.close();
     }
   });

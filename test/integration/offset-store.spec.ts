@@ -16,7 +16,14 @@ describe('OffsetStore (real Postgres)', () => {
 
   async function subscription(): Promise<string> {
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, {
+      id,
+      topic: 't',
+      protocol: 'HTTP',
+      sink: 'http://x',
+      instanceId: 'i',
+      status: 'ACTIVE',
+    });
     return id;
   }
 
@@ -37,7 +44,10 @@ describe('OffsetStore (real Postgres)', () => {
   it('inserts, then moves forward', async () => {
     const id = await subscription();
     expect((await store.commit([at(id, 5, 1)]))[0]).toMatchObject({ applied: true });
-    expect((await store.commit([at(id, 9, 1)]))[0]).toMatchObject({ applied: true, current: { nextOffset: 5, epoch: 1 } });
+    expect((await store.commit([at(id, 9, 1)]))[0]).toMatchObject({
+      applied: true,
+      current: { nextOffset: 5, epoch: 1 },
+    });
     expect(await stored(id)).toEqual([at(id, 9, 1)]);
   });
 

@@ -78,10 +78,19 @@ describe('ownership workflows (real Temporal, stand-in activities)', () => {
   beforeAll(async () => {
     temporal = await temporalClient();
     connection = await NativeConnection.connect({ address: config.temporal.address });
-    const common = { connection, namespace: config.temporal.namespace, maxHeartbeatThrottleInterval: 200, defaultHeartbeatThrottleInterval: 200 };
-    workers.push(await Worker.create({ ...common, taskQueue: workflowQueue, workflowsPath: require.resolve('../../workflows') }));
+    const common = {
+      connection,
+      namespace: config.temporal.namespace,
+      maxHeartbeatThrottleInterval: 200,
+      defaultHeartbeatThrottleInterval: 200,
+    };
+    workers.push(
+      await Worker.create({ ...common, taskQueue: workflowQueue, workflowsPath: require.resolve('../../workflows') }),
+    );
     for (const owner of Object.values(owners)) {
-      workers.push(await Worker.create({ ...common, taskQueue: instanceTaskQueueOf(owner), activities: standIn(owner) }));
+      workers.push(
+        await Worker.create({ ...common, taskQueue: instanceTaskQueueOf(owner), activities: standIn(owner) }),
+      );
     }
     running.push(...workers.map((w) => w.run()));
   });
@@ -94,13 +103,27 @@ describe('ownership workflows (real Temporal, stand-in activities)', () => {
     await temporal.close();
   });
 
-  const startPartition = async (partition: number, owner: string, extra: { runMs?: number; runsPerExecution?: number } = {}) => {
+  const startPartition = async (
+    partition: number,
+    owner: string,
+    extra: { runMs?: number; runsPerExecution?: number } = {},
+  ) => {
     const workflowId = `partition/${topic}/${partition}`;
     started.push(workflowId);
     return temporal.client.workflow.start(partitionWorkflow, {
       workflowId,
       taskQueue: workflowQueue,
-      args: [{ topic, partition, leaseTtlMs: 3000, runMs: extra.runMs ?? 600000, owner, epoch: 0, runsPerExecution: extra.runsPerExecution }],
+      args: [
+        {
+          topic,
+          partition,
+          leaseTtlMs: 3000,
+          runMs: extra.runMs ?? 600000,
+          owner,
+          epoch: 0,
+          runsPerExecution: extra.runsPerExecution,
+        },
+      ],
     });
   };
 
@@ -112,7 +135,12 @@ describe('ownership workflows (real Temporal, stand-in activities)', () => {
     await waitFor('b to start epoch 2', () => indexOf(`${owners.b} started 2`) >= 0);
     expect(indexOf(`${owners.a} settled 1`)).toBeGreaterThanOrEqual(0);
     expect(indexOf(`${owners.a} settled 1`)).toBeLessThan(indexOf(`${owners.b} started 2`));
-    expect(await handle.query(partitionStatusQuery)).toMatchObject({ owner: owners.b, epoch: 2, polling: true, ownerChanges: 1 });
+    expect(await handle.query(partitionStatusQuery)).toMatchObject({
+      owner: owners.b,
+      epoch: 2,
+      polling: true,
+      ownerChanges: 1,
+    });
   });
 
   it('moves away from a lost owner without waiting for it to settle', async () => {
@@ -137,13 +165,23 @@ describe('ownership workflows (real Temporal, stand-in activities)', () => {
     delete postgresEpoch[owners.c];
     const handle = await startPartition(2, owners.c, { runMs: 100, runsPerExecution: 2 });
     const first = temporal.client.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId);
-    await waitFor('the first execution to continue as new', async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW');
+    await waitFor(
+      'the first execution to continue as new',
+      async () => (await first.describe()).status.name === 'CONTINUED_AS_NEW',
+    );
     const status = await temporal.client.workflow.getHandle(handle.workflowId).query(partitionStatusQuery);
     expect(status).toMatchObject({ owner: owners.c, epoch: 1 });
     const history = await first.fetchHistory();
     // Only ids, offsets and epochs pass through history: the activity input has no event in it.
-    const input = history.events!.find((e) => e.activityTaskScheduledEventAttributes)!.activityTaskScheduledEventAttributes!.input!.payloads![0].data!;
-    expect(Object.keys(JSON.parse(Buffer.from(input).toString())).sort()).toEqual(['epoch', 'owner', 'partition', 'runMs', 'topic']);
+    const input = history.events!.find((e) => e.activityTaskScheduledEventAttributes)!
+      .activityTaskScheduledEventAttributes!.input!.payloads![0].data!;
+    expect(Object.keys(JSON.parse(Buffer.from(input).toString())).sort()).toEqual([
+      'epoch',
+      'owner',
+      'partition',
+      'runMs',
+      'topic',
+    ]);
   });
 
   it('coordinator: balances joins, refuses a bad move, drains, and keeps its state across continue-as-new', async () => {
@@ -165,7 +203,9 @@ describe('ownership workflows (real Temporal, stand-in activities)', () => {
     });
     expect(Object.keys(balanced.owners).sort()).toEqual(partitions);
 
-    await expect(handle.executeUpdate(moveUpdate, { args: [{ partition: partitions[0], to: 'nobody' }] })).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
+    await expect(
+      handle.executeUpdate(moveUpdate, { args: [{ partition: partitions[0], to: 'nobody' }] }),
+    ).rejects.toBeInstanceOf(WorkflowUpdateFailedError);
     const moves = await handle.executeUpdate(drainUpdate, { args: [{ instanceId: owners.a, drained: true }] });
     expect(moves).toHaveLength(2);
     for (const m of moves) expect(m).toMatchObject({ from: owners.a, to: owners.b });
@@ -173,9 +213,13 @@ describe('ownership workflows (real Temporal, stand-in activities)', () => {
     expect(back).toHaveLength(2);
     for (const m of back) expect(m).toMatchObject({ from: owners.b, to: owners.a });
     // Enough traffic to pass maxHistoryEvents: joins of the same members again change nothing but history.
-    for (let i = 0; i < 8; i++) await handle.signal(joinSignal, { instanceId: owners.b, leaseRunId: 'run-b', partitions });
-    await waitFor('the coordinator to continue as new', async () =>
-      (await temporal.client.workflow.getHandle(workflowId, handle.firstExecutionRunId).describe()).status.name === 'CONTINUED_AS_NEW',
+    for (let i = 0; i < 8; i++)
+      await handle.signal(joinSignal, { instanceId: owners.b, leaseRunId: 'run-b', partitions });
+    await waitFor(
+      'the coordinator to continue as new',
+      async () =>
+        (await temporal.client.workflow.getHandle(workflowId, handle.firstExecutionRunId).describe()).status.name ===
+        'CONTINUED_AS_NEW',
     );
     const after = await temporal.client.workflow.getHandle(workflowId).query(assignmentQuery);
     expect(after.members).toEqual([owners.a, owners.b].sort());

@@ -83,7 +83,9 @@ describe('PartitionReader (real Kafka)', () => {
     // there sends every request through it, and the proxy black-holes the connections open when it strands them.
     const proxy = new TcpProxy(faults.host, faults.port, faults.advertisedPort);
     await proxy.start();
-    const viaProxy = new PartitionReader(createKafka({ ...config.kafka, brokers: [proxy.address], requestTimeoutMs: 1000 }, 'reader-spec-stranded'));
+    const viaProxy = new PartitionReader(
+      createKafka({ ...config.kafka, brokers: [proxy.address], requestTimeoutMs: 1000 }, 'reader-spec-stranded'),
+    );
     try {
       await viaProxy.connect();
       const read = () => viaProxy.fetch([{ topic, partition: 1, offset: 0 }], { maxWaitMs: 0 });
@@ -93,7 +95,11 @@ describe('PartitionReader (real Kafka)', () => {
       // Nothing answers on the connection the reader holds: the fetch times out (the request timeout, 1 s)...
       await expect(read()).rejects.toThrow(/timed out/);
       // ...the silent connection is dropped (libs/kafka/silent-links.ts), and a fetch goes through a new one.
-      await waitFor('a fetch answered through a new connection', async () => ((await read().catch(() => []))[0]?.records.length ?? 0) === 3, { timeoutMs: 60000 });
+      await waitFor(
+        'a fetch answered through a new connection',
+        async () => ((await read().catch(() => []))[0]?.records.length ?? 0) === 3,
+        { timeoutMs: 60000 },
+      );
       expect(proxy.counters.connections).toBeGreaterThan(connectionsBefore);
     } finally {
       await viaProxy.disconnect().catch(() => undefined);

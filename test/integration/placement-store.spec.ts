@@ -42,9 +42,15 @@ describe('PlacementStore: orphans and fenced moves (real Postgres)', () => {
     return id;
   };
 
-  const pinnedTo = async (id: string) => ((await db.query(`SELECT instance_id FROM subscriptions WHERE id = $1`, [id])) as { instance_id: string }[])[0].instance_id;
+  const pinnedTo = async (id: string) =>
+    ((await db.query(`SELECT instance_id FROM subscriptions WHERE id = $1`, [id])) as { instance_id: string }[])[0]
+      .instance_id;
   const epochOf = async (instanceId: string) =>
-    Number(((await db.query(`SELECT epoch FROM dispatch_runs WHERE instance_id = $1`, [instanceId])) as { epoch: string }[])[0]?.epoch);
+    Number(
+      (
+        (await db.query(`SELECT epoch FROM dispatch_runs WHERE instance_id = $1`, [instanceId])) as { epoch: string }[]
+      )[0]?.epoch,
+    );
 
   /** A transaction of another session holding `sql`'s row locks until released. */
   const hold = async (sql: string, params: unknown[]): Promise<QueryRunner> => {
@@ -74,7 +80,12 @@ describe('PlacementStore: orphans and fenced moves (real Postgres)', () => {
     await subscription(fresh, topic, 1_000);
 
     const mine = (await store.orphans(GRACE)).filter((o) => o.topic === topic);
-    expect(mine.map((o) => [o.subscriptionId, o.instanceId]).sort()).toEqual([[ofDead, dead], [ofNever, never]].sort());
+    expect(mine.map((o) => [o.subscriptionId, o.instanceId]).sort()).toEqual(
+      [
+        [ofDead, dead],
+        [ofNever, never],
+      ].sort(),
+    );
     const deadRow = mine.find((o) => o.instanceId === dead)!;
     expect(deadRow.lastRenewedAt).not.toBeNull();
     expect(deadRow.orphanedSince.getTime() - deadRow.lastRenewedAt!.getTime()).toBe(GRACE);
@@ -125,13 +136,23 @@ describe('PlacementStore: orphans and fenced moves (real Postgres)', () => {
     await run(gone, 60_000);
     const id = await subscription(a, topic, 60_000);
     for (const to of [gone, unknown]) {
-      expect(await store.move(id, a, to, { graceMs: GRACE, force: false })).toEqual({ moved: false, rejected: 'TARGET_NOT_LIVE', current: a });
+      expect(await store.move(id, a, to, { graceMs: GRACE, force: false })).toEqual({
+        moved: false,
+        rejected: 'TARGET_NOT_LIVE',
+        current: a,
+      });
     }
     expect(await pinnedTo(id)).toBe(a);
     expect(await epochOf(a)).toBe(2);
-    expect(await store.move(id, a, unknown, { graceMs: GRACE, force: true })).toMatchObject({ moved: true, move: { fencedEpoch: 3 } });
+    expect(await store.move(id, a, unknown, { graceMs: GRACE, force: true })).toMatchObject({
+      moved: true,
+      move: { fencedEpoch: 3 },
+    });
     expect(await pinnedTo(id)).toBe(unknown);
-    expect(await store.move(randomUUID(), a, unknown, { graceMs: GRACE, force: true })).toEqual({ moved: false, rejected: 'SUBSCRIPTION_GONE' });
+    expect(await store.move(randomUUID(), a, unknown, { graceMs: GRACE, force: true })).toEqual({
+      moved: false,
+      rejected: 'SUBSCRIPTION_GONE',
+    });
     expect(await epochOf(a)).toBe(3);
   });
 
@@ -164,7 +185,9 @@ describe('PlacementStore: orphans and fenced moves (real Postgres)', () => {
     const elsewhere = await subscription(dead, other, 60_000);
 
     const first = await store.takeOrphans(me, [topic], GRACE, 2);
-    expect(first.moves).toEqual(ofDead.map((subscriptionId) => ({ subscriptionId, from: dead, to: me, fencedEpoch: 8 })));
+    expect(first.moves).toEqual(
+      ofDead.map((subscriptionId) => ({ subscriptionId, from: dead, to: me, fencedEpoch: 8 })),
+    );
     const second = await store.takeOrphans(me, [topic], GRACE, 2);
     // An instance that never ran gets a dispatch run row at its first fence.
     expect(second.moves).toEqual([{ subscriptionId: ofNever, from: never, to: me, fencedEpoch: 1 }]);
@@ -189,7 +212,7 @@ describe('PlacementStore: orphans and fenced moves (real Postgres)', () => {
     for (const id of orphans) expect([b, c]).toContain(await pinnedTo(id));
   });
 
-  it("leaves for a later round, without waiting, an instance whose dispatch run row someone holds", async () => {
+  it('leaves for a later round, without waiting, an instance whose dispatch run row someone holds', async () => {
     const topic = uniqueTopic('held');
     const [dead, me] = [instance('dead'), instance('me')];
     await run(dead, 60_000, 2);
@@ -203,7 +226,9 @@ describe('PlacementStore: orphans and fenced moves (real Postgres)', () => {
     } finally {
       await release(writer);
     }
-    expect((await store.takeOrphans(me, [topic], GRACE, 5)).moves).toEqual([{ subscriptionId: id, from: dead, to: me, fencedEpoch: 3 }]);
+    expect((await store.takeOrphans(me, [topic], GRACE, 5)).moves).toEqual([
+      { subscriptionId: id, from: dead, to: me, fencedEpoch: 3 },
+    ]);
   });
 
   it('skips a subscription row someone holds and takes the others', async () => {

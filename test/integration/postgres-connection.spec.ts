@@ -1,5 +1,14 @@
 import type { DataSource } from 'typeorm';
-import { createDataSource, createPostgresClient, isPostgresUnavailable, poolLeakDetectorOf, POSTGRES_DEADLINE_GRACE_MS, POSTGRES_IDLE_PROBE_AFTER_MS, POSTGRES_PROBE_TIMEOUT_MS, QueryDeadlineError } from '../../libs/storage';
+import {
+  createDataSource,
+  createPostgresClient,
+  isPostgresUnavailable,
+  poolLeakDetectorOf,
+  POSTGRES_DEADLINE_GRACE_MS,
+  POSTGRES_IDLE_PROBE_AFTER_MS,
+  POSTGRES_PROBE_TIMEOUT_MS,
+  QueryDeadlineError,
+} from '../../libs/storage';
 import { FaultProxy } from '../faults/fault-proxy';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
@@ -31,11 +40,16 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
     const connectionsBefore = proxy.counters.connections;
     proxy.strand();
     const sentAt = Date.now();
-    const failure = await db.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+    const failure = await db.query('SELECT 1').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const tookMs = Date.now() - sentAt;
     expect((failure as { driverError?: unknown })?.driverError).toBeInstanceOf(QueryDeadlineError);
     // The deadline that fired, by the runtime's own account: the query timeout and the grace.
-    expect(((failure as { driverError: Error }).driverError).message).toContain(`within ${1000 + POSTGRES_DEADLINE_GRACE_MS} ms`);
+    expect((failure as { driverError: Error }).driverError.message).toContain(
+      `within ${1000 + POSTGRES_DEADLINE_GRACE_MS} ms`,
+    );
     expect(isPostgresUnavailable(failure)).toBe(true);
     // At the deadline is the promise, so it is timed. A timer cannot fire early; the margin above it is for a
     // loaded 2-core host running the pool, the proxy and the deadline's timer in this one process. Without the
@@ -51,20 +65,29 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
     expect(proxy.strandedOpen).toBe(0);
   }, 60000);
 
-  it('once one connection misses its deadline, drops the pool\'s other dead connections within a probe, so the next queries do not each wait out a deadline', async () => {
-    db = createDataSource({ ...pg, port: proxy.port, poolSize: 3, queryTimeoutMs: 1000 }, 'postgres-connection-spec-probe');
+  it("once one connection misses its deadline, drops the pool's other dead connections within a probe, so the next queries do not each wait out a deadline", async () => {
+    db = createDataSource(
+      { ...pg, port: proxy.port, poolSize: 3, queryTimeoutMs: 1000 },
+      'postgres-connection-spec-probe',
+    );
     await db.initialize();
     // Three connections open and idle in the pool.
     await Promise.all([1, 2, 3].map(() => db!.query('SELECT pg_sleep(0.1)')));
     expect(proxy.state.open).toBe(3);
     proxy.strand();
-    const failure = await db.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+    const failure = await db.query('SELECT 1').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((failure as { driverError?: unknown })?.driverError).toBeInstanceOf(QueryDeadlineError);
     const failedAt = Date.now();
     // The idle ones are probed at once and dropped after the probe deadline (2 s here), not after the pool's idle
     // timeout (10 s) or one by one as each is lent again. The probe deadline is the promise: the 1 s margin is for a
     // loaded host's late timers (hundreds of ms), and stays far below the 10 s a missing probe would take.
-    await waitFor('the pool\'s other dead connections dropped', () => proxy.strandedOpen === 0, { timeoutMs: POSTGRES_PROBE_TIMEOUT_MS + 1000, intervalMs: 50 });
+    await waitFor("the pool's other dead connections dropped", () => proxy.strandedOpen === 0, {
+      timeoutMs: POSTGRES_PROBE_TIMEOUT_MS + 1000,
+      intervalMs: 50,
+    });
     const droppedMs = Date.now() - failedAt;
     // The next queries do not each wait out a deadline (nor a probe): each is answered in less than one, where a
     // query lent a dead connection would take at least that; typically in milliseconds.
@@ -73,19 +96,31 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
       expect(await db.query(`SELECT ${n} AS n`)).toEqual([{ n }]);
       expect(Date.now() - sentAt).toBeLessThan(Math.min(POSTGRES_PROBE_TIMEOUT_MS, 1000 + POSTGRES_DEADLINE_GRACE_MS));
     }
-    process.stdout.write(`postgres-connection.spec: the pool's 2 other dead connections dropped ${droppedMs} ms after the first deadline\n`);
+    process.stdout.write(
+      `postgres-connection.spec: the pool's 2 other dead connections dropped ${droppedMs} ms after the first deadline\n`,
+    );
   }, 60000);
 
   it('probes a connection idle past the idle window before its statement: a dead one fails at the probe deadline, not the query deadline', async () => {
-    db = createDataSource({ ...pg, port: proxy.port, poolSize: 1, queryTimeoutMs: 5000 }, 'postgres-connection-spec-idle');
+    db = createDataSource(
+      { ...pg, port: proxy.port, poolSize: 1, queryTimeoutMs: 5000 },
+      'postgres-connection-spec-idle',
+    );
     await db.initialize();
     await db.query('SELECT 1');
     const idleSince = Date.now();
-    await waitFor('the connection idle past the window', () => Date.now() - idleSince > POSTGRES_IDLE_PROBE_AFTER_MS + 100, { timeoutMs: 60000, intervalMs: 50 });
+    await waitFor(
+      'the connection idle past the window',
+      () => Date.now() - idleSince > POSTGRES_IDLE_PROBE_AFTER_MS + 100,
+      { timeoutMs: 60000, intervalMs: 50 },
+    );
     proxy.strand();
     // The pool lends its only (dead) connection before any deadline has fired: nothing else would find it dead.
     const sentAt = Date.now();
-    const failure = await db.query('SELECT 1').then(() => undefined, (e: unknown) => e);
+    const failure = await db.query('SELECT 1').then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     const tookMs = Date.now() - sentAt;
     expect(isPostgresUnavailable(failure)).toBe(true);
     expect(tookMs).toBeGreaterThanOrEqual(POSTGRES_PROBE_TIMEOUT_MS - 50);
@@ -96,19 +131,27 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
     expect(proxy.strandedOpen).toBe(0);
   }, 120000);
 
-  it('fails a transaction whose statement went into the dead link, and the server ends the abandoned session\'s transaction', async () => {
-    db = createDataSource({ ...pg, port: proxy.port, poolSize: 2, queryTimeoutMs: 1000 }, 'postgres-connection-spec-tx');
+  it("fails a transaction whose statement went into the dead link, and the server ends the abandoned session's transaction", async () => {
+    db = createDataSource(
+      { ...pg, port: proxy.port, poolSize: 2, queryTimeoutMs: 1000 },
+      'postgres-connection-spec-tx',
+    );
     await db.initialize();
     let inTransaction!: () => void;
     let linkDead!: () => void;
     const begun = new Promise<void>((r) => (inTransaction = r));
     const dead = new Promise<void>((r) => (linkDead = r));
-    const tx = db.transaction(async (m) => {
-      await m.query('SELECT pg_advisory_xact_lock(424242)');
-      inTransaction();
-      await dead;
-      await m.query('SELECT 1');
-    }).then(() => undefined, (e: unknown) => e);
+    const tx = db
+      .transaction(async (m) => {
+        await m.query('SELECT pg_advisory_xact_lock(424242)');
+        inTransaction();
+        await dead;
+        await m.query('SELECT 1');
+      })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     await begun;
     proxy.strand();
     linkDead();
@@ -117,15 +160,22 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
     // The session behind the dead link is idle in its transaction, holding the lock; the server ends it after the
     // idle-in-transaction timeout (the query timeout), and the lock is free. That it ends is what is asserted; the
     // deadline, a minute (sixty times that timeout), means it never would.
-    await waitFor('the abandoned transaction\'s lock to be free', () =>
-      db!.transaction(async (m) => {
-        const rows: { locked: boolean }[] = await m.query('SELECT pg_try_advisory_xact_lock(424242) AS locked');
-        return rows[0].locked;
-      }), { timeoutMs: 60_000, intervalMs: 200 });
+    await waitFor(
+      "the abandoned transaction's lock to be free",
+      () =>
+        db!.transaction(async (m) => {
+          const rows: { locked: boolean }[] = await m.query('SELECT pg_try_advisory_xact_lock(424242) AS locked');
+          return rows[0].locked;
+        }),
+      { timeoutMs: 60_000, intervalMs: 200 },
+    );
   }, 120000);
 
-  it('bounds the reply listener\'s connection the same way', async () => {
-    const client = createPostgresClient({ ...pg, port: proxy.port, queryTimeoutMs: 1000 }, 'postgres-connection-spec-listen');
+  it("bounds the reply listener's connection the same way", async () => {
+    const client = createPostgresClient(
+      { ...pg, port: proxy.port, queryTimeoutMs: 1000 },
+      'postgres-connection-spec-listen',
+    );
     const errors: Error[] = [];
     client.on('error', (e) => errors.push(e));
     await client.connect();
@@ -133,7 +183,7 @@ describe('Postgres connections: a deadline on every query (real Postgres, black-
       proxy.strand();
       await expect(client.query('SELECT 1')).rejects.toBeInstanceOf(QueryDeadlineError);
       // The client reports its connection lost (the reply listener reconnects on this event).
-      await waitFor('the client\'s error event', () => errors.length > 0, { timeoutMs: 60000 });
+      await waitFor("the client's error event", () => errors.length > 0, { timeoutMs: 60000 });
     } finally {
       await client.end().catch(() => undefined);
     }
@@ -155,12 +205,19 @@ describe('Postgres pool: checkout leak detection (real Postgres)', () => {
 
   type Report = [Record<string, unknown>, string];
   async function watched(thresholdMs: number) {
-    db = createDataSource({ ...pg, poolSize: 2, leakDetectionThresholdMs: thresholdMs }, 'postgres-connection-spec-leaks');
+    db = createDataSource(
+      { ...pg, poolSize: 2, leakDetectionThresholdMs: thresholdMs },
+      'postgres-connection-spec-leaks',
+    );
     await db.initialize();
     const detector = poolLeakDetectorOf(db)!;
     const warn = jest.spyOn(detector.log, 'warn');
     const info = jest.spyOn(detector.log, 'info');
-    return { detector, reports: () => warn.mock.calls as unknown as Report[], returns: () => info.mock.calls as unknown as Report[] };
+    return {
+      detector,
+      reports: () => warn.mock.calls as unknown as Report[],
+      returns: () => info.mock.calls as unknown as Report[],
+    };
   }
 
   /**
@@ -174,7 +231,7 @@ describe('Postgres pool: checkout leak detection (real Postgres)', () => {
     });
   }
 
-  it('reports a connection held past the threshold while its holder awaits something else: once, with the holder\'s stack, no statement in flight; counted', async () => {
+  it("reports a connection held past the threshold while its holder awaits something else: once, with the holder's stack, no statement in flight; counted", async () => {
     const { detector, reports, returns } = await watched(300);
     // Short checkouts, well under the threshold: nothing reported.
     for (let i = 0; i < 5; i++) await db!.query('SELECT 1');
@@ -184,12 +241,24 @@ describe('Postgres pool: checkout leak detection (real Postgres)', () => {
     const [fields, message] = await waitFor('a leak report', () => reports()[0], { timeoutMs: 60000, intervalMs: 20 });
     expect(Date.now() - heldAt).toBeGreaterThanOrEqual(300);
     expect(message).toMatch(/checked out of the pool for longer than the leak detection threshold/);
-    expect(fields).toMatchObject({ pool: 'postgres-connection-spec-leaks', thresholdMs: 300, statementInFlight: null, poolTotal: 1 });
+    expect(fields).toMatchObject({
+      pool: 'postgres-connection-spec-leaks',
+      thresholdMs: 300,
+      statementInFlight: null,
+      poolTotal: 1,
+    });
     expect(fields.heldMs as number).toBeGreaterThanOrEqual(300);
-    expect((fields.acquiredBy as string[]).some((frame) => frame.includes('holdConnectionInTransaction') && frame.includes('postgres-connection.spec.ts'))).toBe(true);
+    expect(
+      (fields.acquiredBy as string[]).some(
+        (frame) => frame.includes('holdConnectionInTransaction') && frame.includes('postgres-connection.spec.ts'),
+      ),
+    ).toBe(true);
     expect(detector.stats()).toEqual({ checkedOut: 1, leaks: 1 });
     // Reported once, however long it is held: a further threshold later, still one report.
-    await waitFor('a second threshold of holding', () => Date.now() - heldAt >= 700, { timeoutMs: 60000, intervalMs: 20 });
+    await waitFor('a second threshold of holding', () => Date.now() - heldAt >= 700, {
+      timeoutMs: 60000,
+      intervalMs: 20,
+    });
     expect(reports()).toHaveLength(1);
     letGo();
     await held;

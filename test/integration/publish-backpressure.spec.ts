@@ -83,17 +83,29 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     const response = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
       method: 'POST',
       headers: { 'content-type': 'application/cloudevents+json' },
-      body: JSON.stringify({ specversion: '1.0', id, source: '/shed', type: 'shed.test', data: { pad: 'x'.repeat(200) } }),
+      body: JSON.stringify({
+        specversion: '1.0',
+        id,
+        source: '/shed',
+        type: 'shed.test',
+        data: { pad: 'x'.repeat(200) },
+      }),
     });
     const body = (await response.json()) as Answer['body'];
-    return { id, status: response.status, ms: performance.now() - started, retryAfter: response.headers.get('retry-after'), body };
+    return {
+      id,
+      status: response.status,
+      ms: performance.now() - started,
+      retryAfter: response.headers.get('retry-after'),
+      body,
+    };
   };
 
   /** Every event id in the topic, by partition and offset (read directly from the broker). */
   async function eventsInKafka(): Promise<Map<string, string>> {
     const found = new Map<string, string>();
     for (const [partition, end] of await admin.endOffsets(topic)) {
-      for (let offset = 0; offset < end; ) {
+      for (let offset = 0; offset < end;) {
         const [fetched] = await reader.fetch([{ topic, partition, offset }], { maxWaitMs: 500 });
         if (fetched.records.length === 0) break;
         for (const r of fetched.records) found.set(String(r.headers.ce_id), `${partition}/${r.offset}`);
@@ -108,7 +120,11 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
   /** How many of `publishes` have been answered (or failed) so far. */
   const answeredOf = (publishes: Promise<unknown>[]): (() => number) => {
     let answered = 0;
-    for (const p of publishes) p.then(() => answered++, () => answered++);
+    for (const p of publishes)
+      p.then(
+        () => answered++,
+        () => answered++,
+      );
     return () => answered;
   };
 
@@ -121,7 +137,9 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     // As many publishes as the cap: the producer holds them all, waiting for Kafka.
     const held = Array.from({ length: QUEUE_MAX_EVENTS }, (_, i) => publish(`cut-${run}-${i}`));
     const heldAnswered = answeredOf(held);
-    await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, { timeoutMs: PUBLISH_TIMEOUT_MS / 2 });
+    await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, {
+      timeoutMs: PUBLISH_TIMEOUT_MS / 2,
+    });
     // One more is refused at once, without waiting for Kafka: while the producer still holds every one of the
     // others and none of them has been answered (each waits for Kafka until the publish timeout), so the refusal
     // waited neither for Kafka nor for room. How many milliseconds it took is bench:publish's to measure.
@@ -169,7 +187,8 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
 
     const inKafka = await eventsInKafka();
     // Every 202 is in Kafka, where its receipt says.
-    for (const a of [warm, healed, ...byStatus(202)]) expect(`${a.id} ${inKafka.get(a.id)}`).toBe(`${a.id} ${a.body.partition}/${a.body.offset}`);
+    for (const a of [warm, healed, ...byStatus(202)])
+      expect(`${a.id} ${inKafka.get(a.id)}`).toBe(`${a.id} ${a.body.partition}/${a.body.offset}`);
     // An event refused before it was handed to Kafka is not there (an unacknowledged one may be: a duplicate on retry).
     const neverSent = refused.filter((a) => a.body.code === 'OVERLOADED' || a.body.maybeWritten === false);
     expect(neverSent.length).toBeGreaterThan(0);
@@ -179,14 +198,31 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
   /** A batch of `size` events (ids `<prefix>-<i>`): its status, Retry-After, body and time to answer. */
   const publishBatch = async (prefix: string, size: number) => {
     const started = performance.now();
-    const events = Array.from({ length: size }, (_, i) => ({ specversion: '1.0', id: `${prefix}-${i}`, source: '/shed', type: 'shed.batch', data: { pad: 'x'.repeat(200) } }));
+    const events = Array.from({ length: size }, (_, i) => ({
+      specversion: '1.0',
+      id: `${prefix}-${i}`,
+      source: '/shed',
+      type: 'shed.batch',
+      data: { pad: 'x'.repeat(200) },
+    }));
     const response = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
       method: 'POST',
       headers: { 'content-type': 'application/cloudevents-batch+json' },
       body: JSON.stringify(events),
     });
-    const body = (await response.json()) as { code?: string; maybeWritten?: boolean; results?: { id: string; partition: number; offset: number }[] };
-    return { prefix, ids: events.map((e) => e.id), status: response.status, retryAfter: response.headers.get('retry-after'), body, ms: performance.now() - started };
+    const body = (await response.json()) as {
+      code?: string;
+      maybeWritten?: boolean;
+      results?: { id: string; partition: number; offset: number }[];
+    };
+    return {
+      prefix,
+      ids: events.map((e) => e.id),
+      status: response.status,
+      retryAfter: response.headers.get('retry-after'),
+      body,
+      ms: performance.now() - started,
+    };
   };
 
   it('batch mode sheds whole batches: 503 with Retry-After, a refused batch not written, 202 only with every event acknowledged', async () => {
@@ -197,7 +233,9 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     // Batches up to the cap: the producer holds them, waiting for Kafka.
     const held = Array.from({ length: QUEUE_MAX_EVENTS / BATCH }, (_, i) => publishBatch(`bcut-${run}-${i}`, BATCH));
     const heldAnswered = answeredOf(held);
-    await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, { timeoutMs: PUBLISH_TIMEOUT_MS / 2 });
+    await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, {
+      timeoutMs: PUBLISH_TIMEOUT_MS / 2,
+    });
     // One more batch is refused whole, at once: while the held batches are all still held and unanswered, as above.
     const past = await publishBatch(`bpast-${run}`, BATCH);
     expect(past).toMatchObject({ status: 503, retryAfter: String(RETRY_AFTER_SECONDS), body: { code: 'OVERLOADED' } });
@@ -221,7 +259,8 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     const inKafka = await eventsInKafka();
     // A 202 batch: one result per event, in request order, each in Kafka where it says.
     expect(healed.body.results!.map((r) => r.id)).toEqual(healed.ids);
-    for (const r of healed.body.results!) expect(`${r.id} ${inKafka.get(r.id)}`).toBe(`${r.id} ${r.partition}/${r.offset}`);
+    for (const r of healed.body.results!)
+      expect(`${r.id} ${inKafka.get(r.id)}`).toBe(`${r.id} ${r.partition}/${r.offset}`);
     // The batch refused before it was handed to Kafka: none of its events is there.
     expect(past.ids.filter((id) => inKafka.has(id))).toEqual([]);
   });

@@ -19,7 +19,8 @@ describe('report-only gates (real gateway)', () => {
   let dir: string;
   let signing: DevSigningKey;
   let instance: RunningInstance;
-  const jwt = (tenant: string, scopes: string) => mintDevToken(signing, parseMintArgs(['--tenant', tenant, '--scopes', scopes, '--sub', `${tenant}-admin`]));
+  const jwt = (tenant: string, scopes: string) =>
+    mintDevToken(signing, parseMintArgs(['--tenant', tenant, '--scopes', scopes, '--sub', `${tenant}-admin`]));
   const GARBAGE = { authorization: 'Bearer not-a-token' };
 
   beforeAll(async () => {
@@ -53,7 +54,8 @@ describe('report-only gates (real gateway)', () => {
       headers: { ...headers, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     });
-  const count = async (sql: string, params: unknown[]) => Number(((await instance.deps.db.query(sql, params)) as { n: string }[])[0].n);
+  const count = async (sql: string, params: unknown[]) =>
+    Number(((await instance.deps.db.query(sql, params)) as { n: string }[])[0].n);
 
   it('refuses a garbage token a tenant quota change (401) and changes nothing; an operator JWT changes it', async () => {
     const refused = await call('PUT', `/admin/tenants/${VICTIM}/quota`, GARBAGE, { eventsPerSecond: 1 });
@@ -67,7 +69,11 @@ describe('report-only gates (real gateway)', () => {
 
   it('refuses an unauthenticated caller an API key for any tenant (401), and writes none', async () => {
     for (const headers of [{}, GARBAGE]) {
-      const refused = await call('POST', '/admin/api-keys', headers, { name: 'stolen', scopes: ['publish', 'admin'], tenant: VICTIM });
+      const refused = await call('POST', '/admin/api-keys', headers, {
+        name: 'stolen',
+        scopes: ['publish', 'admin'],
+        tenant: VICTIM,
+      });
       expect(refused.status).toBe(401);
       expect(await refused.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
     }
@@ -77,19 +83,33 @@ describe('report-only gates (real gateway)', () => {
   it('refuses an unauthenticated caller publisher secrets, ACL rules and operator routes (401)', async () => {
     const refusals = [
       await call('POST', '/admin/publishers/anonymous/secrets', GARBAGE),
-      await call('POST', '/admin/acl/rules', GARBAGE, { subject: 'tenant:*', action: '*', topic: '*', effect: 'ALLOW' }),
+      await call('POST', '/admin/acl/rules', GARBAGE, {
+        subject: 'tenant:*',
+        action: '*',
+        topic: '*',
+        effect: 'ALLOW',
+      }),
       await call('GET', '/admin/subscriptions/orphans', {}),
     ];
     for (const refused of refusals) {
       expect(refused.status).toBe(401);
       expect(await refused.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
     }
-    expect(await count(`SELECT count(*) AS n FROM publisher_secrets WHERE tenant = 'default' AND principal = 'anonymous'`, [])).toBe(0);
+    expect(
+      await count(
+        `SELECT count(*) AS n FROM publisher_secrets WHERE tenant = 'default' AND principal = 'anonymous'`,
+        [],
+      ),
+    ).toBe(0);
   });
 
   it('does not let a refused token skip the validation handshake (config.trusted: 403), and writes no subscription', async () => {
     const before = await count(`SELECT count(*) AS n FROM subscriptions WHERE topic = $1`, [topic]);
-    const refused = await call('POST', '/subscriptions', GARBAGE, { topic, sink: 'http://127.0.0.1:9/never', config: { trusted: true } });
+    const refused = await call('POST', '/subscriptions', GARBAGE, {
+      topic,
+      sink: 'http://127.0.0.1:9/never',
+      config: { trusted: true },
+    });
     expect(refused.status).toBe(403);
     expect(await refused.json()).toMatchObject({ code: 'FORBIDDEN', field: 'config.trusted' });
     expect(await count(`SELECT count(*) AS n FROM subscriptions WHERE topic = $1`, [topic])).toBe(before);
@@ -99,8 +119,11 @@ describe('report-only gates (real gateway)', () => {
     // The built script (npm run build), with the runtime's settings, as an operator runs it.
     const run = () =>
       new Promise<{ code: number; stdout: string; stderr: string }>((resolve) => {
-        execFile('node', [join(__dirname, '..', '..', 'dist', 'scripts', 'bootstrap-key.js')], { env: { ...process.env, ...testEnv() } }, (error, stdout, stderr) =>
-          resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
+        execFile(
+          'node',
+          [join(__dirname, '..', '..', 'dist', 'scripts', 'bootstrap-key.js')],
+          { env: { ...process.env, ...testEnv() } },
+          (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
         );
       });
     const first = await run();
@@ -122,7 +145,13 @@ describe('report-only gates (real gateway)', () => {
     const published = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
       method: 'POST',
       headers: { ...GARBAGE, 'content-type': 'application/cloudevents+json' },
-      body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/report-only', type: 'test.published', data: { n: 1 } }),
+      body: JSON.stringify({
+        specversion: '1.0',
+        id: randomUUID(),
+        source: '/report-only',
+        type: 'test.published',
+        data: { n: 1 },
+      }),
     });
     expect(published.status).toBe(202);
   });

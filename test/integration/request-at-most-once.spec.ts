@@ -6,7 +6,8 @@ import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
 
 /** Whether the sink got a request's event (it carries the correlationid extension, as a header or in the body). */
-const isRequest = (r: ReceivedRequest) => r.headers['ce-correlationid'] !== undefined || r.body.toString('utf8').includes('"correlationid"');
+const isRequest = (r: ReceivedRequest) =>
+  r.headers['ce-correlationid'] !== undefined || r.body.toString('utf8').includes('"correlationid"');
 
 /**
  * Request-reply's exception to at-least-once, on a real instance (gateway and worker, real servers): a request's
@@ -39,7 +40,11 @@ describe('a request is delivered at most once (real servers)', () => {
   });
 
   it('attempts a failing request once, answers its requester 408, and delivers the events behind it', async () => {
-    const created = await fetch(`${instance.url}/subscriptions`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ sink: receiver.url, topic }) });
+    const created = await fetch(`${instance.url}/subscriptions`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ sink: receiver.url, topic }),
+    });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
     const request = await fetch(`${instance.url}/events/request?topic=${topic}&timeoutMs=3000`, {
@@ -57,7 +62,11 @@ describe('a request is delivered at most once (real servers)', () => {
     });
     expect(published.status).toBe(202);
     // The ordinary event is behind the request in the partition: once it is delivered, the lane settled the request.
-    await waitFor('the event published after the request delivered', () => receiver.requests.some((r) => r.headers['ce-id'] === after), { timeoutMs: 60000 });
+    await waitFor(
+      'the event published after the request delivered',
+      () => receiver.requests.some((r) => r.headers['ce-id'] === after),
+      { timeoutMs: 60000 },
+    );
     expect(receiver.requests.filter(isRequest)).toHaveLength(1);
     const [stored] = (await instance.deps.db.query(
       'SELECT (SELECT count(*) FROM dead_letters WHERE subscription_id = $1)::int AS dead, (SELECT count(*) FROM delivery_retries WHERE subscription_id = $1)::int AS parked',

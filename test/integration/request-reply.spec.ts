@@ -49,10 +49,18 @@ describe('request-reply deadline (real Postgres, Kafka behind a proxy)', () => {
     fetch(`${instance.url}/events/reply`, {
       method: 'POST',
       headers: { 'content-type': 'application/cloudevents+json' },
-      body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/replier', type: 'rrd.answer', correlationid: correlationId }),
+      body: JSON.stringify({
+        specversion: '1.0',
+        id: randomUUID(),
+        source: '/replier',
+        type: 'rrd.answer',
+        correlationid: correlationId,
+      }),
     });
   const pending = async () =>
-    (await instance.deps.db.query(`SELECT correlation_id FROM pending_requests WHERE instance_id = $1`, [instanceId])) as {
+    (await instance.deps.db.query(`SELECT correlation_id FROM pending_requests WHERE instance_id = $1`, [
+      instanceId,
+    ])) as {
       correlation_id: string;
     }[];
 
@@ -74,7 +82,12 @@ describe('request-reply deadline (real Postgres, Kafka behind a proxy)', () => {
       expect(await pending()).toEqual([]);
       const late = await reply(correlationId);
       expect(late.status).toBe(404);
-      expect(await late.json()).toMatchObject({ code: 'REQUEST_NOT_PENDING', correlationId, delivered: false, reason: 'unknown' });
+      expect(await late.json()).toMatchObject({
+        code: 'REQUEST_NOT_PENDING',
+        correlationId,
+        delivered: false,
+        reason: 'unknown',
+      });
     } finally {
       proxy.heal();
     }

@@ -18,7 +18,15 @@ describe('RetryStore (real Postgres)', () => {
 
   async function subscription(tenant = 'default'): Promise<string> {
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, tenant, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, {
+      id,
+      tenant,
+      topic: 't',
+      protocol: 'HTTP',
+      sink: 'http://x',
+      instanceId: 'i',
+      status: 'ACTIVE',
+    });
     return id;
   }
 
@@ -70,16 +78,34 @@ describe('RetryStore (real Postgres)', () => {
     const id = await subscription();
     const other = await subscription();
     for (let offset = 0; offset < 3; offset++) {
-      expect(await retries.park(parked(id, offset, 1000), undefined, 3)).toMatchObject({ applied: true, outcome: 'PARKED', parked: offset + 1 });
+      expect(await retries.park(parked(id, offset, 1000), undefined, 3)).toMatchObject({
+        applied: true,
+        outcome: 'PARKED',
+        parked: offset + 1,
+      });
     }
-    expect(await retries.park(parked(id, 3, 1000), undefined, 3)).toMatchObject({ applied: false, rejected: 'AT_CAP', parked: 3 });
+    expect(await retries.park(parked(id, 3, 1000), undefined, 3)).toMatchObject({
+      applied: false,
+      rejected: 'AT_CAP',
+      parked: 3,
+    });
     // A redelivery of one already parked is no new row: it stands, even at the cap.
-    expect(await retries.park(parked(id, 1, 1000), undefined, 3)).toMatchObject({ applied: true, outcome: 'ALREADY_PARKED' });
-    expect(await retries.park(parked(other, 0, 1000), undefined, 3)).toMatchObject({ applied: true, outcome: 'PARKED' });
+    expect(await retries.park(parked(id, 1, 1000), undefined, 3)).toMatchObject({
+      applied: true,
+      outcome: 'ALREADY_PARKED',
+    });
+    expect(await retries.park(parked(other, 0, 1000), undefined, 3)).toMatchObject({
+      applied: true,
+      outcome: 'PARKED',
+    });
     expect(await retries.countFor(id)).toBe(3);
     // Room again once one leaves the table.
     await retries.delivered(parked(id, 0, 0));
-    expect(await retries.park(parked(id, 3, 1000), undefined, 3)).toMatchObject({ applied: true, outcome: 'PARKED', parked: 3 });
+    expect(await retries.park(parked(id, 3, 1000), undefined, 3)).toMatchObject({
+      applied: true,
+      outcome: 'PARKED',
+      parked: 3,
+    });
   });
 
   it('holds the cap under concurrent parks of one subscription (many lanes failing at once)', async () => {
@@ -95,7 +121,10 @@ describe('RetryStore (real Postgres)', () => {
   it('refuses to park for a deleted subscription, saying why', async () => {
     const id = await subscription();
     await db.manager.delete(SubscriptionEntity, { id });
-    expect(await retries.park(parked(id, 1, 0), undefined, 10)).toMatchObject({ applied: false, rejected: 'SUBSCRIPTION_GONE' });
+    expect(await retries.park(parked(id, 1, 0), undefined, 10)).toMatchObject({
+      applied: false,
+      rejected: 'SUBSCRIPTION_GONE',
+    });
     expect(await retries.park(parked(id, 1, 0))).toMatchObject({ applied: false, rejected: 'SUBSCRIPTION_GONE' });
   });
 
@@ -113,7 +142,12 @@ describe('RetryStore (real Postgres)', () => {
   it('reads the backlog of a subscription partition in offset order, due or not', async () => {
     const id = await subscription();
     // Parked out of offset order, with later events due earlier.
-    for (const [offset, due] of [[9, -5000], [2, 60000], [5, -1]] as const) await retries.park(parked(id, offset, due));
+    for (const [offset, due] of [
+      [9, -5000],
+      [2, 60000],
+      [5, -1],
+    ] as const)
+      await retries.park(parked(id, offset, due));
     await retries.park({ ...parked(id, 1, -1), partition: 3 });
     const lane = { subscriptionId: id, topic: 't', partition: 2 };
     expect((await retries.backlogOf(lane, 10)).map((d) => d.offset)).toEqual([2, 5, 9]);
@@ -135,16 +169,33 @@ describe('RetryStore (real Postgres)', () => {
     const id = await subscription('tenant-a');
     await retries.park(parked(id, 5, -1000));
     const tenantOf = async (table: string) =>
-      ((await db.query(`SELECT tenant FROM ${table} WHERE subscription_id = $1`, [id])) as { tenant: string }[]).map((r) => r.tenant);
+      ((await db.query(`SELECT tenant FROM ${table} WHERE subscription_id = $1`, [id])) as { tenant: string }[]).map(
+        (r) => r.tenant,
+      );
     expect(await tenantOf('delivery_retries')).toEqual(['tenant-a']);
     await retries.deadLetter({
-      subscriptionId: id, topic: 't', partition: 2, offset: 5, eventId: 'e-5', attributes: { id: 'e-5' }, data: Buffer.from('x'),
-      attempts: 10, lastError: 'HTTP 500', firstFailedAt: new Date(), lastFailedAt: new Date(),
+      subscriptionId: id,
+      topic: 't',
+      partition: 2,
+      offset: 5,
+      eventId: 'e-5',
+      attributes: { id: 'e-5' },
+      data: Buffer.from('x'),
+      attempts: 10,
+      lastError: 'HTTP 500',
+      firstFailedAt: new Date(),
+      lastFailedAt: new Date(),
     });
     expect(await retries.countFor(id)).toBe(0);
     expect(await deadLetters.listFor(id, 'default')).toEqual([]);
     const [letter] = await deadLetters.listFor(id, 'tenant-a');
-    expect(letter).toMatchObject({ tenant: 'tenant-a', kafkaOffset: 5, eventId: 'e-5', attempts: 10, lastError: 'HTTP 500' });
+    expect(letter).toMatchObject({
+      tenant: 'tenant-a',
+      kafkaOffset: 5,
+      eventId: 'e-5',
+      attempts: 10,
+      lastError: 'HTTP 500',
+    });
   });
 
   it('forgets, per position, the parked deliveries at or after it, in one statement', async () => {

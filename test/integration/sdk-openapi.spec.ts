@@ -8,7 +8,7 @@ import { testEnv, uniqueTopic } from '../support/env';
  * gateway serves another document than the one committed there, so a route or schema change that the SDK has not
  * been regenerated for is caught (packages/client/src/generated/api.spec.ts holds the generated file to the document).
  */
-describe('the SDK\'s API document', () => {
+describe("the SDK's API document", () => {
   it('is the document a booted gateway serves', async () => {
     const served = await servedOpenApiDocument(testEnv({ EVENTMESH_KAFKA_TOPICS: uniqueTopic('sdk-openapi') }));
     const committed = readFileSync(path.resolve(__dirname, '../../packages/client/openapi.json'), 'utf8');

@@ -7,14 +7,25 @@ import { waitFor } from '../support/wait-for';
 /** The SDK's Postgres dedupe store on the real Postgres: keyed by (source, id), bounded by count and by age. */
 describe('PostgresDedupeStore', () => {
   const pg = testConfig().postgres;
-  const pool = new Pool({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database, max: 2 });
+  const pool = new Pool({
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: pg.database,
+    max: 2,
+  });
   const table = () => `sdk_dedupe_${randomUUID().slice(0, 8)}`;
   afterAll(() => pool.end());
 
   it('remembers (source, id) pairs, each pair apart', async () => {
     const store = new PostgresDedupeStore({ pool, table: table() });
     await store.record('/a', 'x');
-    expect([await store.seen('/a', 'x'), await store.seen('/b', 'x'), await store.seen('/a', 'y')]).toEqual([true, false, false]);
+    expect([await store.seen('/a', 'x'), await store.seen('/b', 'x'), await store.seen('/a', 'y')]).toEqual([
+      true,
+      false,
+      false,
+    ]);
   });
 
   it('keeps the newest maxEntries when it prunes', async () => {
@@ -32,6 +43,8 @@ describe('PostgresDedupeStore', () => {
   });
 
   it('refuses a table name that is not a plain SQL name', () => {
-    expect(() => new PostgresDedupeStore({ pool, table: 'x; DROP TABLE y' })).toThrow('is not a plain lower-case SQL name');
+    expect(() => new PostgresDedupeStore({ pool, table: 'x; DROP TABLE y' })).toThrow(
+      'is not a plain lower-case SQL name',
+    );
   });
 });

@@ -15,7 +15,11 @@ import { WebhookReceiver } from '../support/webhook-receiver';
  */
 describe('secrets at rest and webhook sinks (real servers)', () => {
   const topic = uniqueTopic('secrets');
-  const config = testConfig({ EVENTMESH_INSTANCE_ID: `secrets-${randomUUID().slice(0, 8)}`, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: '0' });
+  const config = testConfig({
+    EVENTMESH_INSTANCE_ID: `secrets-${randomUUID().slice(0, 8)}`,
+    EVENTMESH_KAFKA_TOPICS: topic,
+    EVENTMESH_HTTP_PORT: '0',
+  });
   const receiver = new WebhookReceiver();
   let instance: RunningInstance;
 
@@ -29,11 +33,19 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
   });
 
   const post = async (path: string, body: unknown) => {
-    const response = await fetch(`${instance.url}${path}`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const response = await fetch(`${instance.url}${path}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     return { status: response.status, body: (await response.json()) as Record<string, unknown> };
   };
   const storedSecretOf = async (id: string): Promise<string> =>
-    ((await instance.deps.db.query('SELECT signing_secret FROM subscriptions WHERE id = $1', [id])) as { signing_secret: string }[])[0].signing_secret;
+    (
+      (await instance.deps.db.query('SELECT signing_secret FROM subscriptions WHERE id = $1', [id])) as {
+        signing_secret: string;
+      }[]
+    )[0].signing_secret;
 
   it('stores the signing secret sealed, never in the clear, and still signs deliveries the official library verifies', async () => {
     const created = await post('/subscriptions', { sink: receiver.url, topic });
@@ -47,17 +59,29 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
     expect(stored).not.toContain(secret.slice('whsec_'.length));
     expect(stored).not.toContain(Buffer.from(secret.slice('whsec_'.length), 'base64').toString('hex'));
     // Not a single row of the table holds a secret in the clear.
-    const clear = (await instance.deps.db.query(`SELECT count(*)::int AS n FROM subscriptions WHERE signing_secret LIKE 'whsec_%'`)) as { n: number }[];
+    const clear = (await instance.deps.db.query(
+      `SELECT count(*)::int AS n FROM subscriptions WHERE signing_secret LIKE 'whsec_%'`,
+    )) as { n: number }[];
     expect(clear[0].n).toBe(0);
 
     const eventId = randomUUID();
     const published = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
       method: 'POST',
       headers: { 'content-type': 'application/cloudevents+json' },
-      body: JSON.stringify({ specversion: '1.0', id: eventId, source: '/secrets', type: 'secrets.checked', data: { n: 1 } }),
+      body: JSON.stringify({
+        specversion: '1.0',
+        id: eventId,
+        source: '/secrets',
+        type: 'secrets.checked',
+        data: { n: 1 },
+      }),
     });
     expect(published.status).toBe(202);
-    const delivery = await waitFor('the webhook to receive the event', () => receiver.requests.find((r) => r.headers['ce-id'] === eventId), { timeoutMs: 30000 });
+    const delivery = await waitFor(
+      'the webhook to receive the event',
+      () => receiver.requests.find((r) => r.headers['ce-id'] === eventId),
+      { timeoutMs: 30000 },
+    );
     const verified = new Webhook(secret).verify(delivery.body, {
       'webhook-id': String(delivery.headers['webhook-id']),
       'webhook-timestamp': String(delivery.headers['webhook-timestamp']),
@@ -92,7 +116,12 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
     expect(box.open(nowPlain)).toBe(plain);
     expect(box.open(nowOld)).toBe(oldSecret);
     // A second pass has nothing left to do.
-    expect(await sealStoredSecrets(instance.deps.db, rotated)).toEqual({ sealed: 0, resealed: 0, unreadable: 0, more: false });
+    expect(await sealStoredSecrets(instance.deps.db, rotated)).toEqual({
+      sealed: 0,
+      resealed: 0,
+      unreadable: 0,
+      more: false,
+    });
   });
 
   it('seals a secret again with the active key when its subscription is written (PUT), after a key rotation', async () => {
@@ -121,11 +150,23 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
   });
 
   it('refuses a sink in a refused range with 400 SINK_NOT_ALLOWED, field sink, and writes nothing', async () => {
-    for (const sink of ['http://169.254.169.254/latest/meta-data/', 'http://[::ffff:169.254.169.254]/', 'http://metadata.google.internal/', 'http://10.0.0.1/hook']) {
+    for (const sink of [
+      'http://169.254.169.254/latest/meta-data/',
+      'http://[::ffff:169.254.169.254]/',
+      'http://metadata.google.internal/',
+      'http://10.0.0.1/hook',
+    ]) {
       const refused = await post('/subscriptions', { sink, topic });
-      expect({ sink, status: refused.status, code: refused.body.code, field: refused.body.field }).toEqual({ sink, status: 400, code: 'SINK_NOT_ALLOWED', field: 'sink' });
+      expect({ sink, status: refused.status, code: refused.body.code, field: refused.body.field }).toEqual({
+        sink,
+        status: 400,
+        code: 'SINK_NOT_ALLOWED',
+        field: 'sink',
+      });
     }
-    const rows = (await instance.deps.db.query(`SELECT count(*)::int AS n FROM subscriptions WHERE sink LIKE '%169.254%' OR sink LIKE '%10.0.0.1%' OR sink LIKE '%metadata%'`)) as { n: number }[];
+    const rows = (await instance.deps.db.query(
+      `SELECT count(*)::int AS n FROM subscriptions WHERE sink LIKE '%169.254%' OR sink LIKE '%10.0.0.1%' OR sink LIKE '%metadata%'`,
+    )) as { n: number }[];
     expect(rows[0].n).toBe(0);
   });
 
@@ -160,7 +201,10 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
       sinks: spying,
       operatorTenant: config.admin.security.operatorTenant,
     });
-    await expect(service.create({ sink: 'http://hooks.example.test/hook', topic }, ANONYMOUS)).rejects.toMatchObject({ code: 'SINK_NOT_ALLOWED', details: { field: 'sink' } });
+    await expect(service.create({ sink: 'http://hooks.example.test/hook', topic }, ANONYMOUS)).rejects.toMatchObject({
+      code: 'SINK_NOT_ALLOWED',
+      details: { field: 'sink' },
+    });
     expect(resolutions).toBe(1);
     expect(attempts).toEqual([]);
   });

@@ -42,8 +42,13 @@ describe('signature gate across instances (real servers)', () => {
   beforeAll(async () => {
     dir = mkdtempSync(join(tmpdir(), 'signature-gate-spec-'));
     signing = await ensureDevSigningKey(dir);
-    adminHeaders = { authorization: `Bearer ${await mintDevToken(signing, parseMintArgs(['--tenant', 'default', '--scopes', 'admin', '--sub', 'ops']))}` };
-    [a, b] = await Promise.all([startInstance(configOf('sig-a'), { roles: ['gateway'] }), startInstance(configOf('sig-b'), { roles: ['gateway'] })]);
+    adminHeaders = {
+      authorization: `Bearer ${await mintDevToken(signing, parseMintArgs(['--tenant', 'default', '--scopes', 'admin', '--sub', 'ops']))}`,
+    };
+    [a, b] = await Promise.all([
+      startInstance(configOf('sig-a'), { roles: ['gateway'] }),
+      startInstance(configOf('sig-b'), { roles: ['gateway'] }),
+    ]);
   });
   afterAll(async () => {
     await a?.deps.db.query(`DELETE FROM publisher_secrets WHERE tenant = 'default' AND principal = 'anonymous'`);
@@ -53,7 +58,10 @@ describe('signature gate across instances (real servers)', () => {
 
   /** Every event on the topic: the sum of its partitions' end offsets. */
   const endOffsets = async () => [...(await a.deps.topics.endOffsets(topic)).values()].reduce((sum, n) => sum + n, 0);
-  const event = (n: number) => Buffer.from(JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/signed', type: 'signed.sent', data: { n } }));
+  const event = (n: number) =>
+    Buffer.from(
+      JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/signed', type: 'signed.sent', data: { n } }),
+    );
   const signed = (key: string, id: string, body: Buffer, at = new Date()) => ({
     'webhook-id': id,
     'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
@@ -65,21 +73,34 @@ describe('signature gate across instances (real servers)', () => {
       headers: { 'content-type': 'application/cloudevents+json', ...headers },
       body,
     });
-    return { status: response.status, body: (await response.json()) as Record<string, unknown>, challenge: response.headers.get('www-authenticate') };
+    return {
+      status: response.status,
+      body: (await response.json()) as Record<string, unknown>,
+      challenge: response.headers.get('www-authenticate'),
+    };
   };
-  const secretsUrl = (instance: RunningInstance, principal = 'anonymous') => `${instance.url}/admin/publishers/${principal}/secrets`;
+  const secretsUrl = (instance: RunningInstance, principal = 'anonymous') =>
+    `${instance.url}/admin/publishers/${principal}/secrets`;
 
   it('registers publisher secrets through the admin API: shown once, sealed at rest, two at most', async () => {
     const created = await fetch(secretsUrl(a), { method: 'POST', headers: adminHeaders });
     expect(created.status).toBe(201);
     const body = (await created.json()) as { id: string; principal: string; createdAt: string; secret: string };
-    expect(body).toEqual({ id: expect.any(String), principal: 'anonymous', createdAt: expect.any(String), secret: expect.stringMatching(/^whsec_/) });
+    expect(body).toEqual({
+      id: expect.any(String),
+      principal: 'anonymous',
+      createdAt: expect.any(String),
+      secret: expect.stringMatching(/^whsec_/),
+    });
     [secret, secretId] = [body.secret, body.id];
 
     const listed = (await (await fetch(secretsUrl(b), { headers: adminHeaders })).json()) as Record<string, unknown>[];
     expect(listed).toEqual([{ id: secretId, principal: 'anonymous', createdAt: body.createdAt }]);
 
-    const [row] = (await a.deps.db.query('SELECT tenant, secret FROM publisher_secrets WHERE id = $1', [secretId])) as { tenant: string; secret: string }[];
+    const [row] = (await a.deps.db.query('SELECT tenant, secret FROM publisher_secrets WHERE id = $1', [secretId])) as {
+      tenant: string;
+      secret: string;
+    }[];
     expect(row.tenant).toBe('default');
     expect(row.secret).toMatch(/^v1:test:/);
     expect(row.secret).not.toContain(secret.slice('whsec_'.length));
@@ -103,12 +124,17 @@ describe('signature gate across instances (real servers)', () => {
     expect(before).toBeGreaterThanOrEqual(1);
 
     const replayed = await publish(b, body, headers);
-    expect(replayed).toMatchObject({ status: 401, body: { code: 'UNAUTHENTICATED', message: expect.stringContaining('already used') } });
+    expect(replayed).toMatchObject({
+      status: 401,
+      body: { code: 'UNAUTHENTICATED', message: expect.stringContaining('already used') },
+    });
     expect(replayed.challenge).toMatch(/^Bearer/);
     // And on A too: the id is spent on the whole runtime.
     expect((await publish(a, body, headers)).status).toBe(401);
     expect(await endOffsets()).toBe(before);
-    const health = (await (await fetch(`${b.url}/health`)).json()) as { stats: { security: { ingress: { denied: Record<string, number> } } } };
+    const health = (await (await fetch(`${b.url}/health`)).json()) as {
+      stats: { security: { ingress: { denied: Record<string, number> } } };
+    };
     expect(health.stats.security.ingress.denied['signature:replayed']).toBe(1);
   });
 
@@ -123,7 +149,11 @@ describe('signature gate across instances (real servers)', () => {
     ];
     for (const [name, headers, message] of cases) {
       const refused = await publish(b, body, headers);
-      expect({ name, status: refused.status, message: refused.body.message }).toEqual({ name, status: 401, message: expect.stringContaining(message) });
+      expect({ name, status: refused.status, message: refused.body.message }).toEqual({
+        name,
+        status: 401,
+        message: expect.stringContaining(message),
+      });
     }
     expect(await endOffsets()).toBe(before);
     // A good signature with a fresh id still passes on B.
@@ -135,7 +165,11 @@ describe('signature gate across instances (real servers)', () => {
     const ledger = new SignatureReplayLedger(a.deps.db);
     const tenant = `purge-${suffix}`;
     const later = new Date(Date.now() + 60_000);
-    const claims = await Promise.all([new SignatureReplayLedger(a.deps.db), new SignatureReplayLedger(b.deps.db)].map((l) => l.claim(tenant, 'p', 'same-id', later)));
+    const claims = await Promise.all(
+      [new SignatureReplayLedger(a.deps.db), new SignatureReplayLedger(b.deps.db)].map((l) =>
+        l.claim(tenant, 'p', 'same-id', later),
+      ),
+    );
     expect(claims.sort()).toEqual([false, true]);
     await a.deps.db.query(
       `INSERT INTO signature_replays (tenant, principal, webhook_id, expires_at) SELECT $1, 'p', 'old-' || n, now() - interval '1 minute' FROM generate_series(1, 5) n`,
@@ -147,7 +181,10 @@ describe('signature gate across instances (real servers)', () => {
     expect(await ledger.purge(3)).toBe(3);
     expect(await ledger.purge(3)).toBe(1);
     expect(await ledger.purge(3)).toBe(0);
-    const left = (await a.deps.db.query(`SELECT webhook_id FROM signature_replays WHERE tenant = $1 ORDER BY webhook_id`, [tenant])) as { webhook_id: string }[];
+    const left = (await a.deps.db.query(
+      `SELECT webhook_id FROM signature_replays WHERE tenant = $1 ORDER BY webhook_id`,
+      [tenant],
+    )) as { webhook_id: string }[];
     expect(left.map((r) => r.webhook_id)).toEqual(['old-1', 'same-id']);
   });
 });

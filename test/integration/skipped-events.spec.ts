@@ -30,17 +30,28 @@ describe('skipped events on /health and the API (real Postgres)', () => {
 
   async function subscription(): Promise<string> {
     const id = randomUUID();
-    await instance.deps.db.manager.insert(SubscriptionEntity, { id, topic, protocol: 'HTTP', sink: 'http://127.0.0.1:9/x', instanceId: config.instance.id, status: 'ACTIVE' });
+    await instance.deps.db.manager.insert(SubscriptionEntity, {
+      id,
+      topic,
+      protocol: 'HTTP',
+      sink: 'http://127.0.0.1:9/x',
+      instanceId: config.instance.id,
+      status: 'ACTIVE',
+    });
     return id;
   }
 
   const health = async () => {
     const response = await fetch(`${instance.url}/health`);
-    return { status: response.status, body: (await response.json()) as { status: string; warnings?: Record<string, unknown>[] } };
+    return {
+      status: response.status,
+      body: (await response.json()) as { status: string; warnings?: Record<string, unknown>[] },
+    };
   };
 
   // Other warnings (orphaned subscriptions other tests left in the shared database) are not this spec's.
-  const skippedWarnings = (body: { warnings?: Record<string, unknown>[] }) => (body.warnings ?? []).filter((w) => w.code === 'EVENTS_SKIPPED');
+  const skippedWarnings = (body: { warnings?: Record<string, unknown>[] }) =>
+    (body.warnings ?? []).filter((w) => w.code === 'EVENTS_SKIPPED');
 
   it('has no warning while nothing was skipped', async () => {
     const { status, body } = await health();
@@ -52,9 +63,33 @@ describe('skipped events on /health and the API (real Postgres)', () => {
   it('warns on /health, still 200 and up, with how many events, which subscriptions and since when', async () => {
     const a = await subscription();
     const b = await subscription();
-    await store.record({ subscriptionId: a, topic, partition: 0, fromOffset: 0, toOffset: 100, reason: 'RETENTION', epoch: 0 });
-    await store.record({ subscriptionId: a, topic, partition: 0, fromOffset: 150, toOffset: 170, reason: 'RETENTION', epoch: 0 });
-    await store.record({ subscriptionId: b, topic, partition: 0, fromOffset: 5, toOffset: 6, reason: 'RETENTION', epoch: 0 });
+    await store.record({
+      subscriptionId: a,
+      topic,
+      partition: 0,
+      fromOffset: 0,
+      toOffset: 100,
+      reason: 'RETENTION',
+      epoch: 0,
+    });
+    await store.record({
+      subscriptionId: a,
+      topic,
+      partition: 0,
+      fromOffset: 150,
+      toOffset: 170,
+      reason: 'RETENTION',
+      epoch: 0,
+    });
+    await store.record({
+      subscriptionId: b,
+      topic,
+      partition: 0,
+      fromOffset: 5,
+      toOffset: 6,
+      reason: 'RETENTION',
+      epoch: 0,
+    });
     const [{ first }]: { first: Date }[] = await instance.deps.db.query(
       'SELECT min(first_recorded_at) AS first FROM skipped_ranges WHERE subscription_id = ANY($1::uuid[])',
       [[a, b]],
@@ -65,7 +100,12 @@ describe('skipped events on /health and the API (real Postgres)', () => {
     expect(body.status).toBe('up');
     expect(skippedWarnings(body)).toHaveLength(1);
     const [warning] = skippedWarnings(body);
-    expect(warning).toMatchObject({ code: 'EVENTS_SKIPPED', events: 121, subscriptionCount: 2, since: first.toISOString() });
+    expect(warning).toMatchObject({
+      code: 'EVENTS_SKIPPED',
+      events: 121,
+      subscriptionCount: 2,
+      since: first.toISOString(),
+    });
     expect(warning.message).toContain('Kafka retention deleted 121 event(s) before delivery, for 2 subscription(s)');
     expect(warning.subscriptions).toEqual(
       expect.arrayContaining([
@@ -75,9 +115,17 @@ describe('skipped events on /health and the API (real Postgres)', () => {
     );
   });
 
-  it('lists a subscription\'s skipped ranges; an unknown or malformed id is 404 SUBSCRIPTION_NOT_FOUND', async () => {
+  it("lists a subscription's skipped ranges; an unknown or malformed id is 404 SUBSCRIPTION_NOT_FOUND", async () => {
     const id = await subscription();
-    await store.record({ subscriptionId: id, topic, partition: 0, fromOffset: 40, toOffset: 90, reason: 'RETENTION', epoch: 0 });
+    await store.record({
+      subscriptionId: id,
+      topic,
+      partition: 0,
+      fromOffset: 40,
+      toOffset: 90,
+      reason: 'RETENTION',
+      epoch: 0,
+    });
     const response = await fetch(`${instance.url}/subscriptions/${id}/skipped-ranges`);
     expect(response.status).toBe(200);
     const ranges = (await response.json()) as Record<string, unknown>[];
@@ -91,7 +139,10 @@ describe('skipped events on /health and the API (real Postgres)', () => {
     for (const unknown of [randomUUID(), 'not-a-uuid']) {
       const missing = await fetch(`${instance.url}/subscriptions/${unknown}/skipped-ranges`);
       expect(missing.status).toBe(404);
-      expect(await missing.json()).toMatchObject({ code: 'SUBSCRIPTION_NOT_FOUND', message: `subscription ${unknown} does not exist` });
+      expect(await missing.json()).toMatchObject({
+        code: 'SUBSCRIPTION_NOT_FOUND',
+        message: `subscription ${unknown} does not exist`,
+      });
     }
   });
 });

@@ -16,7 +16,15 @@ describe('SkippedRangeStore (real Postgres)', () => {
 
   async function subscription(tenant = 'default'): Promise<string> {
     const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, { id, tenant, topic: 't', protocol: 'HTTP', sink: 'http://x', instanceId: 'i', status: 'ACTIVE' });
+    await db.manager.insert(SubscriptionEntity, {
+      id,
+      tenant,
+      topic: 't',
+      protocol: 'HTTP',
+      sink: 'http://x',
+      instanceId: 'i',
+      status: 'ACTIVE',
+    });
     return id;
   }
 
@@ -32,10 +40,23 @@ describe('SkippedRangeStore (real Postgres)', () => {
 
   it('records a range once: the same range again changes nothing and counts nothing', async () => {
     const id = await subscription();
-    expect(await store.record(range(id, 10, 50))).toMatchObject({ applied: true, outcome: 'RECORDED', newlySkipped: 40 });
-    expect(await store.record(range(id, 10, 50))).toMatchObject({ applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0, previousToOffset: 50 });
+    expect(await store.record(range(id, 10, 50))).toMatchObject({
+      applied: true,
+      outcome: 'RECORDED',
+      newlySkipped: 40,
+    });
+    expect(await store.record(range(id, 10, 50))).toMatchObject({
+      applied: true,
+      outcome: 'ALREADY_RECORDED',
+      newlySkipped: 0,
+      previousToOffset: 50,
+    });
     // A stale writer with a shorter view of the same skip does not shrink it.
-    expect(await store.record(range(id, 10, 30))).toMatchObject({ applied: true, outcome: 'ALREADY_RECORDED', newlySkipped: 0 });
+    expect(await store.record(range(id, 10, 30))).toMatchObject({
+      applied: true,
+      outcome: 'ALREADY_RECORDED',
+      newlySkipped: 0,
+    });
     const ranges = await store.listFor(id, 'default');
     expect(ranges).toHaveLength(1);
     expect(ranges![0]).toMatchObject({ fromOffset: 10, toOffset: 50, events: 40, reason: 'RETENTION' });
@@ -46,14 +67,27 @@ describe('SkippedRangeStore (real Postgres)', () => {
     await store.record(range(id, 0, 100));
     const again = await store.record({ ...range(id, 0, 130), epoch: 4 });
     expect(again).toMatchObject({ applied: true, outcome: 'EXTENDED', newlySkipped: 30, previousToOffset: 100 });
-    expect((await store.listFor(id, 'default'))![0]).toMatchObject({ fromOffset: 0, toOffset: 130, events: 130, epoch: 4 });
+    expect((await store.listFor(id, 'default'))![0]).toMatchObject({
+      fromOffset: 0,
+      toOffset: 130,
+      events: 130,
+      epoch: 4,
+    });
   });
 
   it('refuses an empty range and a deleted subscription, saying why', async () => {
     const id = await subscription();
-    expect(await store.record(range(id, 7, 7))).toMatchObject({ applied: false, rejected: 'EMPTY_RANGE', newlySkipped: 0 });
+    expect(await store.record(range(id, 7, 7))).toMatchObject({
+      applied: false,
+      rejected: 'EMPTY_RANGE',
+      newlySkipped: 0,
+    });
     const gone = randomUUID();
-    expect(await store.record(range(gone, 0, 5))).toMatchObject({ applied: false, rejected: 'SUBSCRIPTION_GONE', newlySkipped: 0 });
+    expect(await store.record(range(gone, 0, 5))).toMatchObject({
+      applied: false,
+      rejected: 'SUBSCRIPTION_GONE',
+      newlySkipped: 0,
+    });
     expect(await store.listFor(id, 'default')).toEqual([]);
   });
 
@@ -75,7 +109,11 @@ describe('SkippedRangeStore (real Postgres)', () => {
     await store.record(range(id, 50, 60, 2));
     await store.record(range(id, 5, 6, 2));
     await store.record(range(id, 0, 1, 0));
-    expect((await store.listFor(id, 'default'))!.map((r) => [r.partition, r.fromOffset])).toEqual([[0, 0], [2, 5], [2, 50]]);
+    expect((await store.listFor(id, 'default'))!.map((r) => [r.partition, r.fromOffset])).toEqual([
+      [0, 0],
+      [2, 5],
+      [2, 50],
+    ]);
     expect(await store.listFor(randomUUID(), 'default')).toBeUndefined();
     expect(await store.listFor('not-a-uuid', 'default')).toBeUndefined();
   });
@@ -98,7 +136,11 @@ describe('SkippedRangeStore (real Postgres)', () => {
     const one = await store.recordedSince(now, 1);
     expect(one).toMatchObject({ subscriptions: 2, events: 18 });
     expect(one.latest).toHaveLength(1);
-    expect(await store.recordedSince(new Date(Date.now() + 60_000))).toEqual({ subscriptions: 0, events: 0, latest: [] });
+    expect(await store.recordedSince(new Date(Date.now() + 60_000))).toEqual({
+      subscriptions: 0,
+      events: 0,
+      latest: [],
+    });
   });
 
   it('drops the ranges of a deleted subscription', async () => {

@@ -50,14 +50,21 @@ function slowClient(port: number, head: string, drip: string): { cut: Promise<Cu
     socket.on('error', () => undefined);
     socket.on('close', () => {
       clearInterval(timer);
-      resolve({ status: answer.split('\r\n')[0] || undefined, body: answer.slice(answer.indexOf('\r\n\r\n') + 4), afterMs: Date.now() - started });
+      resolve({
+        status: answer.split('\r\n')[0] || undefined,
+        body: answer.slice(answer.indexOf('\r\n\r\n') + 4),
+        afterMs: Date.now() - started,
+      });
     });
   });
   return { cut, socket };
 }
 
 /** Sends `request` whole on a raw socket; resolves with the answer's first line, or undefined if none came. */
-function rawExchange(port: number, request: string): Promise<{ status?: string; socket: Socket; closed: Promise<number> }> {
+function rawExchange(
+  port: number,
+  request: string,
+): Promise<{ status?: string; socket: Socket; closed: Promise<number> }> {
   const socket = connect(port, '127.0.0.1');
   let answered = 0;
   const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - answered)));
@@ -100,7 +107,12 @@ describe('slow clients (real gateway, timeouts configured)', () => {
   beforeAll(async () => {
     db = createDataSource(config.postgres, `slow-spec-${run}`);
     await db.initialize();
-    const gates = buildGates(config, { db, producer: {} as EventProducer, instanceId: config.instance.id, filters: { token: new HeaderToken() } });
+    const gates = buildGates(config, {
+      db,
+      producer: {} as EventProducer,
+      instanceId: config.instance.id,
+      filters: { token: new HeaderToken() },
+    });
     instance = await startInstance(config, { roles: ['gateway'], gates });
     url = instance.url!;
     port = Number(new URL(url).port);
@@ -111,7 +123,11 @@ describe('slow clients (real gateway, timeouts configured)', () => {
   });
 
   const publish = () =>
-    fetch(`${url}/events/publish?topic=${topic}`, { method: 'POST', headers: { ...as, 'content-type': 'application/cloudevents+json' }, body: event() });
+    fetch(`${url}/events/publish?topic=${topic}`, {
+      method: 'POST',
+      headers: { ...as, 'content-type': 'application/cloudevents+json' },
+      body: event(),
+    });
   /**
    * The client was answered 408 CLIENT_TIMEOUT and cut at its timeout: not before it (less the moments between the
    * server's accept and the client's connect event), and not after Node's check and LATE_MS.
@@ -123,7 +139,9 @@ describe('slow clients (real gateway, timeouts configured)', () => {
     expect(afterMs).toBeGreaterThanOrEqual(timeoutMs - 100);
     expect(afterMs).toBeLessThan(timeoutMs + CHECK_MS + LATE_MS);
   };
-  const credentials = Object.entries(as).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const credentials = Object.entries(as)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
 
   it('cuts a client that sends its headers slowly (408) at the headers timeout, serving others meanwhile', async () => {
     const slow = [0, 1, 2].map(() => slowClient(port, `GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n`, 'X-Slow: 1\r\n'));
@@ -149,7 +167,11 @@ describe('slow clients (real gateway, timeouts configured)', () => {
   });
 
   it('never cuts an answer it holds: a long-poll waiting past every timeout is answered 200', async () => {
-    const created = await fetch(`${url}/subscriptions`, { method: 'POST', headers: { ...as, 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
+    const created = await fetch(`${url}/subscriptions`, {
+      method: 'POST',
+      headers: { ...as, 'content-type': 'application/json' },
+      body: JSON.stringify({ protocol: 'STREAM', topic }),
+    });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
     const waitMs = REQUEST_TIMEOUT_MS + KEEP_ALIVE_TIMEOUT_MS + 1000;

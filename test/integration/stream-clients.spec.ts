@@ -18,7 +18,8 @@ describe('stream clients: list and disconnect across instances (real servers)', 
   const closers: (() => void)[] = [];
 
   beforeAll(async () => {
-    const config = (id: string) => testConfig({ EVENTMESH_INSTANCE_ID: id, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: '0' });
+    const config = (id: string) =>
+      testConfig({ EVENTMESH_INSTANCE_ID: id, EVENTMESH_KAFKA_TOPICS: topic, EVENTMESH_HTTP_PORT: '0' });
     a = await startInstance(config(`clients-a-${suffix}`), { roles: ['gateway'] });
     b = await startInstance(config(`clients-b-${suffix}`), { roles: ['gateway'] });
     const created = await fetch(`${a.url}/subscriptions`, {
@@ -37,15 +38,26 @@ describe('stream clients: list and disconnect across instances (real servers)', 
 
   interface ClientsView {
     subscriptionId: string;
-    clients: { clientId: string; instance: string; holder: string; transport: string; window: number; inFlight: number; since: string }[];
+    clients: {
+      clientId: string;
+      instance: string;
+      holder: string;
+      transport: string;
+      window: number;
+      inFlight: number;
+      since: string;
+    }[];
   }
-  const clients = async (via: RunningInstance) => (await (await fetch(`${via.url}/subscriptions/${subscription}/clients`)).json()) as ClientsView;
+  const clients = async (via: RunningInstance) =>
+    (await (await fetch(`${via.url}/subscriptions/${subscription}/clients`)).json()) as ClientsView;
 
   /** An SSE client on `on`; `ended()` turns true once the server ended its stream. */
   async function sse(on: RunningInstance, window: number): Promise<{ ended: () => boolean }> {
     const abort = new AbortController();
     closers.push(() => abort.abort());
-    const response = await fetch(`${on.url}/subscriptions/${subscription}/events?window=${window}`, { signal: abort.signal });
+    const response = await fetch(`${on.url}/subscriptions/${subscription}/events?window=${window}`, {
+      signal: abort.signal,
+    });
     expect(response.status).toBe(200);
     const reader = response.body!.getReader();
     let ended = false;
@@ -61,7 +73,9 @@ describe('stream clients: list and disconnect across instances (real servers)', 
 
   it('lists the clients of every instance, and disconnects one held by another instance over the internal channel', async () => {
     const onA = await sse(a, 7);
-    await waitFor('the SSE client of A listed by B', async () => (await clients(b)).clients.length === 1, { timeoutMs: 60000 });
+    await waitFor('the SSE client of A listed by B', async () => (await clients(b)).clients.length === 1, {
+      timeoutMs: 60000,
+    });
     const [listed] = (await clients(b)).clients;
     expect(listed).toEqual({
       clientId: expect.stringMatching(/^sse:/),
@@ -78,23 +92,46 @@ describe('stream clients: list and disconnect across instances (real servers)', 
     const socket = new WebSocket(`${b.url!.replace('http', 'ws')}/subscriptions/${subscription}/ws?window=3`);
     closers.push(() => socket.terminate());
     const socketClosed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
-    await waitFor('both clients listed by A', async () => (await clients(a)).clients.length === 2, { timeoutMs: 60000 });
+    await waitFor('both clients listed by A', async () => (await clients(a)).clients.length === 2, {
+      timeoutMs: 60000,
+    });
     const ws = (await clients(a)).clients.find((c) => c.transport === 'websocket')!;
     expect(ws).toMatchObject({ instance: `clients-b-${suffix}`, window: 3, inFlight: 0 });
 
     // Through B, the client held by A: over the internal channel.
-    const removed = await fetch(`${b.url}/subscriptions/${subscription}/clients/${encodeURIComponent(listed.clientId)}`, { method: 'DELETE' });
+    const removed = await fetch(
+      `${b.url}/subscriptions/${subscription}/clients/${encodeURIComponent(listed.clientId)}`,
+      { method: 'DELETE' },
+    );
     expect(removed.status).toBe(200);
-    expect(await removed.json()).toEqual({ subscriptionId: subscription, clientId: listed.clientId, instance: `clients-a-${suffix}`, disconnected: true });
+    expect(await removed.json()).toEqual({
+      subscriptionId: subscription,
+      clientId: listed.clientId,
+      instance: `clients-a-${suffix}`,
+      disconnected: true,
+    });
     await waitFor('the SSE stream ended by A', () => onA.ended(), { timeoutMs: 60000 });
 
     // Through B, its own WebSocket client: closed with 4001.
-    const own = await fetch(`${b.url}/subscriptions/${subscription}/clients/${encodeURIComponent(ws.clientId)}`, { method: 'DELETE' });
-    expect(await own.json()).toEqual({ subscriptionId: subscription, clientId: ws.clientId, instance: `clients-b-${suffix}`, disconnected: true });
+    const own = await fetch(`${b.url}/subscriptions/${subscription}/clients/${encodeURIComponent(ws.clientId)}`, {
+      method: 'DELETE',
+    });
+    expect(await own.json()).toEqual({
+      subscriptionId: subscription,
+      clientId: ws.clientId,
+      instance: `clients-b-${suffix}`,
+      disconnected: true,
+    });
     expect(await socketClosed).toBe(4001);
-    await waitFor('no client listed', async () => (await clients(a)).clients.length === 0 && (await clients(b)).clients.length === 0, { timeoutMs: 60000 });
+    await waitFor(
+      'no client listed',
+      async () => (await clients(a)).clients.length === 0 && (await clients(b)).clients.length === 0,
+      { timeoutMs: 60000 },
+    );
 
-    const gone = await fetch(`${a.url}/subscriptions/${subscription}/clients/${encodeURIComponent(ws.clientId)}`, { method: 'DELETE' });
+    const gone = await fetch(`${a.url}/subscriptions/${subscription}/clients/${encodeURIComponent(ws.clientId)}`, {
+      method: 'DELETE',
+    });
     expect(gone.status).toBe(404);
     expect(await gone.json()).toMatchObject({ code: 'NOT_FOUND' });
     const unknown = await fetch(`${a.url}/subscriptions/${randomUUID()}/clients`);

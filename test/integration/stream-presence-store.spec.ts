@@ -21,13 +21,15 @@ describe('StreamPresenceStore and StreamPresence (real Postgres)', () => {
   });
   afterAll(() => db.destroy());
 
-  it('renews a holder\'s rows, reads only fresh ones, removes and expires', async () => {
+  it("renews a holder's rows, reads only fresh ones, removes and expires", async () => {
     const sub = randomUUID();
     const holder = `p-${randomUUID().slice(0, 6)}/1`;
     await store.renew(holder, 'p', 'http://127.0.0.1:1', [{ subscriptionId: sub, members: 2, window: 15 }]);
     // The readers' freshness (5 s) is the promise: rows renewed a moment ago count and rows 10 s old do not, seconds
     // of margin either side even on a loaded host.
-    expect(await store.holdersOf(sub, 5000)).toEqual([{ subscriptionId: sub, holder, instanceId: 'p', address: 'http://127.0.0.1:1', members: 2, window: 15 }]);
+    expect(await store.holdersOf(sub, 5000)).toEqual([
+      { subscriptionId: sub, holder, instanceId: 'p', address: 'http://127.0.0.1:1', members: 2, window: 15 },
+    ]);
     await store.renew(holder, 'p', 'http://127.0.0.1:1', [{ subscriptionId: sub, members: 1, window: 5 }]);
     expect((await store.holdersOf(sub, 5000)).map((r) => [r.members, r.window])).toEqual([[1, 5]]);
     // Not renewed for longer than the reader's freshness: a dead process's row counts for nothing.
@@ -40,7 +42,7 @@ describe('StreamPresenceStore and StreamPresence (real Postgres)', () => {
     expect(await store.holdersOf(sub, 5000)).toEqual([]);
   });
 
-  it('publishes a hub\'s clients at once on a connect, and deletes the row on the last disconnect and on close', async () => {
+  it("publishes a hub's clients at once on a connect, and deletes the row on the last disconnect and on close", async () => {
     const hub = new StreamHub(0);
     const holder = `g-${randomUUID().slice(0, 6)}/2`;
     const presence = new StreamPresence(store, hub, { holder, instanceId: 'g', address: 'http://127.0.0.1:2' });

@@ -18,9 +18,18 @@ describe('subscription ordering over HTTP (real gateway and Postgres)', () => {
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ sink: 'http://127.0.0.1:9/hook', topic, config: { trusted: true, ...config } }),
     });
-    return { status: response.status, body: (await response.json()) as { id?: string; code?: string; message?: string; config?: Record<string, unknown> } };
+    return {
+      status: response.status,
+      body: (await response.json()) as {
+        id?: string;
+        code?: string;
+        message?: string;
+        config?: Record<string, unknown>;
+      },
+    };
   };
-  const read = async (id: string) => (await (await fetch(`${instance.url}/subscriptions/${id}`)).json()) as { config: Record<string, unknown> };
+  const read = async (id: string) =>
+    (await (await fetch(`${instance.url}/subscriptions/${id}`)).json()) as { config: Record<string, unknown> };
 
   it('takes key with a concurrency and shows it; shows the default partition when none was given', async () => {
     const keyed = await create({ ordering: 'key', concurrency: 32 });
@@ -34,9 +43,18 @@ describe('subscription ordering over HTTP (real gateway and Postgres)', () => {
   it('refuses a bad ordering or concurrency with 400 INVALID_REQUEST naming the field', async () => {
     expect(await create({ ordering: 'fifo' })).toEqual({
       status: 400,
-      body: expect.objectContaining({ code: 'INVALID_REQUEST', message: 'config.ordering: Invalid option: expected one of "partition"|"key"|"none"' }),
+      body: expect.objectContaining({
+        code: 'INVALID_REQUEST',
+        message: 'config.ordering: Invalid option: expected one of "partition"|"key"|"none"',
+      }),
     });
-    expect(await create({ concurrency: 4 })).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', message: expect.stringMatching(/^config\.concurrency: /) } });
-    expect(await create({ ordering: 'none', concurrency: 1000 })).toMatchObject({ status: 400, body: { code: 'INVALID_REQUEST', message: expect.stringMatching(/^config\.concurrency: /) } });
+    expect(await create({ concurrency: 4 })).toMatchObject({
+      status: 400,
+      body: { code: 'INVALID_REQUEST', message: expect.stringMatching(/^config\.concurrency: /) },
+    });
+    expect(await create({ ordering: 'none', concurrency: 1000 })).toMatchObject({
+      status: 400,
+      body: { code: 'INVALID_REQUEST', message: expect.stringMatching(/^config\.concurrency: /) },
+    });
   });
 });

@@ -37,7 +37,8 @@ describe('webhook sinks: trust, credentials, loops and the handshake (real gatew
     dir = mkdtempSync(join(tmpdir(), 'subscription-sinks-spec-'));
     signing = await ensureDevSigningKey(dir);
     await receiver.start();
-    const jwt = (t: string, scopes: string) => mintDevToken(signing, parseMintArgs(['--tenant', t, '--scopes', scopes, '--sub', `${t}-caller`]));
+    const jwt = (t: string, scopes: string) =>
+      mintDevToken(signing, parseMintArgs(['--tenant', t, '--scopes', scopes, '--sub', `${t}-caller`]));
     tenant = await jwt(TENANT, 'subscribe');
     tenantAdmin = await jwt(TENANT, 'subscribe,admin');
     operator = await jwt('ops', 'subscribe,admin');
@@ -64,7 +65,10 @@ describe('webhook sinks: trust, credentials, loops and the handshake (real gatew
   const call = async (token: string, method: string, path: string, body?: unknown): Promise<Answer> => {
     const response = await fetch(`${instance.url}${path}`, {
       method,
-      headers: { authorization: `Bearer ${token}`, ...(body === undefined ? {} : { 'content-type': 'application/json' }) },
+      headers: {
+        authorization: `Bearer ${token}`,
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
     const text = await response.text();
@@ -82,10 +86,19 @@ describe('webhook sinks: trust, credentials, loops and the handshake (real gatew
       const handshakes = receiver.handshakes.length;
       const owner = token() === operatorWithoutAdmin ? 'ops' : TENANT;
       const before = await rowsOf(owner);
-      const answer = await call(token(), 'POST', '/subscriptions', { topic, sink: receiver.url, config: { trusted: true } });
+      const answer = await call(token(), 'POST', '/subscriptions', {
+        topic,
+        sink: receiver.url,
+        config: { trusted: true },
+      });
       expect(answer).toEqual({
         status: 403,
-        body: { code: 'FORBIDDEN', message: expect.stringContaining('operator tenant') as unknown, field: 'config.trusted', reason: 'operator_only' },
+        body: {
+          code: 'FORBIDDEN',
+          message: expect.stringContaining('operator tenant') as unknown,
+          field: 'config.trusted',
+          reason: 'operator_only',
+        },
       });
       expect(await rowsOf(owner)).toEqual(before);
       expect(receiver.handshakes.length).toBe(handshakes);
@@ -96,16 +109,26 @@ describe('webhook sinks: trust, credentials, loops and the handshake (real gatew
       expect(created.status).toBe(201);
       const id = created.body.id as string;
       const handshakes = receiver.handshakes.length;
-      const answer = await call(tenant, 'PUT', `/subscriptions/${id}`, { sink: `${receiver.url}/elsewhere`, config: { trusted: true } });
-      expect(answer).toMatchObject({ status: 403, body: { code: 'FORBIDDEN', field: 'config.trusted', reason: 'operator_only' } });
+      const answer = await call(tenant, 'PUT', `/subscriptions/${id}`, {
+        sink: `${receiver.url}/elsewhere`,
+        config: { trusted: true },
+      });
+      expect(answer).toMatchObject({
+        status: 403,
+        body: { code: 'FORBIDDEN', field: 'config.trusted', reason: 'operator_only' },
+      });
       expect(receiver.handshakes.length).toBe(handshakes);
       const [row] = (await rowsOf(TENANT)).filter((r) => r.id === id);
       expect(row).toMatchObject({ sink: receiver.url, config: { trusted: false } });
     });
 
-    it('is the operator\'s: an admin of the operator tenant sets it, and no handshake is sent', async () => {
+    it("is the operator's: an admin of the operator tenant sets it, and no handshake is sent", async () => {
       const handshakes = receiver.handshakes.length;
-      const created = await call(operator, 'POST', '/subscriptions', { topic, sink: receiver.url, config: { trusted: true } });
+      const created = await call(operator, 'POST', '/subscriptions', {
+        topic,
+        sink: receiver.url,
+        config: { trusted: true },
+      });
       expect(created).toMatchObject({ status: 201, body: { config: { trusted: true } } });
       expect(receiver.handshakes.length).toBe(handshakes);
     });
@@ -118,7 +141,10 @@ describe('webhook sinks: trust, credentials, loops and the handshake (real gatew
     for (const sink of [`http://user:s3cr3t-pw@127.0.0.1:${port}/hook`, `http://only-user@127.0.0.1:${port}/hook`]) {
       // The operator's trust skips the handshake, not the guard.
       const answer = await call(operator, 'POST', '/subscriptions', { topic, sink, config: { trusted: true } });
-      expect(answer).toMatchObject({ status: 400, body: { code: 'SINK_NOT_ALLOWED', field: 'sink', reason: 'userinfo' } });
+      expect(answer).toMatchObject({
+        status: 400,
+        body: { code: 'SINK_NOT_ALLOWED', field: 'sink', reason: 'userinfo' },
+      });
       expect(JSON.stringify(answer.body)).not.toContain('s3cr3t-pw');
     }
     expect(receiver.handshakes.length).toBe(handshakes);
@@ -128,13 +154,29 @@ describe('webhook sinks: trust, credentials, loops and the handshake (real gatew
   it("refuses a sink at this runtime's own publish routes 400 SINK_NOT_ALLOWED (an event loop), even trusted by the operator", async () => {
     const port = new URL(instance.url!).port;
     const before = await rowsOf('ops');
-    for (const sink of [`${instance.url}/events/publish?topic=${topic}`, `http://localhost:${port}/events/publish`, `http://127.0.0.1:${port}/events/request?topic=${topic}`]) {
+    for (const sink of [
+      `${instance.url}/events/publish?topic=${topic}`,
+      `http://localhost:${port}/events/publish`,
+      `http://127.0.0.1:${port}/events/request?topic=${topic}`,
+    ]) {
       const answer = await call(operator, 'POST', '/subscriptions', { topic, sink, config: { trusted: true } });
-      expect({ sink, ...answer }).toMatchObject({ sink, status: 400, body: { code: 'SINK_NOT_ALLOWED', field: 'sink', reason: 'own_publish_route' } });
+      expect({ sink, ...answer }).toMatchObject({
+        sink,
+        status: 400,
+        body: { code: 'SINK_NOT_ALLOWED', field: 'sink', reason: 'own_publish_route' },
+      });
     }
     expect(await rowsOf('ops')).toEqual(before);
     // Another path of the same server is no publish route: the operator may trust it (it would fail otherwise).
-    expect((await call(operator, 'POST', '/subscriptions', { topic, sink: `${instance.url}/hook`, config: { trusted: true } })).status).toBe(201);
+    expect(
+      (
+        await call(operator, 'POST', '/subscriptions', {
+          topic,
+          sink: `${instance.url}/hook`,
+          config: { trusted: true },
+        })
+      ).status,
+    ).toBe(201);
   });
 
   describe('the validation handshake without an answer', () => {
@@ -165,10 +207,17 @@ describe('webhook sinks: trust, credentials, loops and the handshake (real gatew
       for (const port of [closedPort, resetPort, silentPort]) {
         answers.push(await call(tenant, 'POST', '/subscriptions', { topic, sink: `http://127.0.0.1:${port}/hook` }));
       }
-      const shapes = answers.map((a, i) => JSON.parse(JSON.stringify(a).replaceAll(String([closedPort, resetPort, silentPort][i]), '<port>')) as Answer);
+      const shapes = answers.map(
+        (a, i) =>
+          JSON.parse(JSON.stringify(a).replaceAll(String([closedPort, resetPort, silentPort][i]), '<port>')) as Answer,
+      );
       expect(shapes[0]).toEqual({
         status: 400,
-        body: { code: 'WEBHOOK_VALIDATION_FAILED', message: 'the sink did not answer the validation request', sink: 'http://127.0.0.1:<port>/hook' },
+        body: {
+          code: 'WEBHOOK_VALIDATION_FAILED',
+          message: 'the sink did not answer the validation request',
+          sink: 'http://127.0.0.1:<port>/hook',
+        },
       });
       expect(shapes[1]).toEqual(shapes[0]);
       expect(shapes[2]).toEqual(shapes[0]);

@@ -32,8 +32,7 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     EVENTMESH_KAFKA_TOPICS: topic,
     EVENTMESH_HTTP_PORT: '0',
   });
-  const gateOf = (name: string) =>
-    headerTenantGate(name);
+  const gateOf = (name: string) => headerTenantGate(name);
   const gates = { ingress: gateOf('ingress'), admin: gateOf('admin'), close: async () => undefined };
   let instance: RunningInstance;
 
@@ -76,12 +75,21 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
   const stream = (tenant: string | undefined) => create(tenant, { protocol: 'STREAM' });
 
   /** The answer with the id it names replaced: what must be identical for another tenant's id and a missing one. */
-  const shape = (answer: Answer, id: string) => ({ status: answer.status, body: JSON.parse(JSON.stringify(answer.body).replaceAll(id, '<id>')) as unknown });
+  const shape = (answer: Answer, id: string) => ({
+    status: answer.status,
+    body: JSON.parse(JSON.stringify(answer.body).replaceAll(id, '<id>')) as unknown,
+  });
   /**
    * Asserts `other` (another tenant's resource `id`) is answered exactly like `missing` (a resource that does not
    * exist, `missingId`): 404 with the given code, the same body but for the id.
    */
-  const expectSameAsMissing = (other: Answer, id: string, missing: Answer, missingId: string, code = 'SUBSCRIPTION_NOT_FOUND') => {
+  const expectSameAsMissing = (
+    other: Answer,
+    id: string,
+    missing: Answer,
+    missingId: string,
+    code = 'SUBSCRIPTION_NOT_FOUND',
+  ) => {
     expect(missing).toMatchObject({ status: 404, body: { code } });
     expect(shape(other, id)).toEqual(shape(missing, missingId));
   };
@@ -90,15 +98,23 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     const a = await webhook(tenantA);
     const b = await webhook(tenantB);
     const anonymous = await webhook(undefined);
-    const idsOf = async (tenant: string | undefined) => ((await call(tenant, 'GET', '/subscriptions')).body as unknown as { id: string }[]).map((s) => s.id);
+    const idsOf = async (tenant: string | undefined) =>
+      ((await call(tenant, 'GET', '/subscriptions')).body as unknown as { id: string }[]).map((s) => s.id);
     const [seenByA, seenByB, seenByDefault] = [await idsOf(tenantA), await idsOf(tenantB), await idsOf(undefined)];
     expect(seenByA).toEqual([a]);
     expect(seenByB).toEqual([b]);
     expect(seenByDefault).toContain(anonymous);
     expect(seenByDefault).not.toContain(a);
     expect(seenByDefault).not.toContain(b);
-    const rows: { id: string; tenant: string }[] = await instance.deps.db.query(`SELECT id, tenant FROM subscriptions WHERE id = ANY($1::uuid[])`, [[a, b, anonymous]]);
-    expect(Object.fromEntries(rows.map((r) => [r.id, r.tenant]))).toEqual({ [a]: tenantA, [b]: tenantB, [anonymous]: 'default' });
+    const rows: { id: string; tenant: string }[] = await instance.deps.db.query(
+      `SELECT id, tenant FROM subscriptions WHERE id = ANY($1::uuid[])`,
+      [[a, b, anonymous]],
+    );
+    expect(Object.fromEntries(rows.map((r) => [r.id, r.tenant]))).toEqual({
+      [a]: tenantA,
+      [b]: tenantB,
+      [anonymous]: 'default',
+    });
   });
 
   it("answers B's read, replace and delete of A's subscription exactly like a missing one, and changes nothing", async () => {
@@ -106,14 +122,24 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     const missing = randomUUID();
     const replacement = { sink: `${receiver.url}/elsewhere` };
 
-    expectSameAsMissing(await call(tenantB, 'GET', `/subscriptions/${a}`), a, await call(tenantB, 'GET', `/subscriptions/${missing}`), missing);
+    expectSameAsMissing(
+      await call(tenantB, 'GET', `/subscriptions/${a}`),
+      a,
+      await call(tenantB, 'GET', `/subscriptions/${missing}`),
+      missing,
+    );
     expectSameAsMissing(
       await call(tenantB, 'PUT', `/subscriptions/${a}`, replacement),
       a,
       await call(tenantB, 'PUT', `/subscriptions/${missing}`, replacement),
       missing,
     );
-    expectSameAsMissing(await call(tenantB, 'DELETE', `/subscriptions/${a}`), a, await call(tenantB, 'DELETE', `/subscriptions/${missing}`), missing);
+    expectSameAsMissing(
+      await call(tenantB, 'DELETE', `/subscriptions/${a}`),
+      a,
+      await call(tenantB, 'DELETE', `/subscriptions/${missing}`),
+      missing,
+    );
     expectSameAsMissing(
       await call(tenantB, 'POST', '/events/unsubscribe', { id: a }),
       a,
@@ -121,11 +147,17 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
       missing,
     );
     // The anonymous caller of an open gate is tenant `default`: no more rights than B.
-    expect(await call(undefined, 'GET', `/subscriptions/${a}`)).toMatchObject({ status: 404, body: { code: 'SUBSCRIPTION_NOT_FOUND' } });
+    expect(await call(undefined, 'GET', `/subscriptions/${a}`)).toMatchObject({
+      status: 404,
+      body: { code: 'SUBSCRIPTION_NOT_FOUND' },
+    });
 
     const own = await call(tenantA, 'GET', `/subscriptions/${a}`);
     expect(own).toMatchObject({ status: 200, body: { id: a, sink: receiver.url } });
-    expect(await call(tenantA, 'PUT', `/subscriptions/${a}`, replacement)).toMatchObject({ status: 200, body: { id: a, sink: replacement.sink } });
+    expect(await call(tenantA, 'PUT', `/subscriptions/${a}`, replacement)).toMatchObject({
+      status: 200,
+      body: { id: a, sink: replacement.sink },
+    });
     expect(await call(tenantA, 'DELETE', `/subscriptions/${a}`)).toEqual({ status: 204, body: null });
     expect(await call(tenantA, 'GET', `/subscriptions/${a}`)).toMatchObject({ status: 404 });
   });
@@ -149,7 +181,15 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
       },
     ]);
     expect(written.written).toBe(true);
-    await new SkippedRangeStore(instance.deps.db).record({ subscriptionId: a, topic, partition: 0, fromOffset: 0, toOffset: 3, reason: 'RETENTION', epoch: 0 });
+    await new SkippedRangeStore(instance.deps.db).record({
+      subscriptionId: a,
+      topic,
+      partition: 0,
+      fromOffset: 0,
+      toOffset: 3,
+      reason: 'RETENTION',
+      epoch: 0,
+    });
     try {
       const [letter] = (await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters`)).body!.items as { id: string }[];
       const replayId = randomUUID();
@@ -170,9 +210,18 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
         );
       }
       // Nothing of A's was replayed or purged by B's attempts.
-      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters/${letter.id}`)).toMatchObject({ status: 200, body: { replayedAt: null } });
-      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters`)).toMatchObject({ status: 200, body: { items: [{ eventId: 'dead-1', offset: 3 }], next: null } });
-      expect(await call(tenantA, 'GET', `/subscriptions/${a}/skipped-ranges`)).toMatchObject({ status: 200, body: [{ fromOffset: 0, toOffset: 3, events: 3 }] });
+      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters/${letter.id}`)).toMatchObject({
+        status: 200,
+        body: { replayedAt: null },
+      });
+      expect(await call(tenantA, 'GET', `/subscriptions/${a}/dead-letters`)).toMatchObject({
+        status: 200,
+        body: { items: [{ eventId: 'dead-1', offset: 3 }], next: null },
+      });
+      expect(await call(tenantA, 'GET', `/subscriptions/${a}/skipped-ranges`)).toMatchObject({
+        status: 200,
+        body: [{ fromOffset: 0, toOffset: 3, events: 3 }],
+      });
     } finally {
       // The skipped range would show on /health (EVENTS_SKIPPED) for the specs that run after this one.
       await instance.deps.db.query(`DELETE FROM subscriptions WHERE id = $1`, [a]);
@@ -197,11 +246,20 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     }
 
     // A attaches: an empty poll, an open SSE stream, and an answer checked against the deliveries (none here).
-    expect(await call(tenantA, 'GET', `/subscriptions/${a}/poll?waitMs=0`)).toMatchObject({ status: 200, body: { deliveries: [] } });
-    expect(await call(tenantA, 'POST', `/subscriptions/${a}/acks`, ack)).toMatchObject({ status: 409, body: { code: 'UNKNOWN_DELIVERY' } });
+    expect(await call(tenantA, 'GET', `/subscriptions/${a}/poll?waitMs=0`)).toMatchObject({
+      status: 200,
+      body: { deliveries: [] },
+    });
+    expect(await call(tenantA, 'POST', `/subscriptions/${a}/acks`, ack)).toMatchObject({
+      status: 409,
+      body: { code: 'UNKNOWN_DELIVERY' },
+    });
     const closing = new AbortController();
     try {
-      const sse = await fetch(`${instance.url}/subscriptions/${a}/events`, { headers: as(tenantA), signal: closing.signal });
+      const sse = await fetch(`${instance.url}/subscriptions/${a}/events`, {
+        headers: as(tenantA),
+        signal: closing.signal,
+      });
       expect(sse.status).toBe(200);
       expect(sse.headers.get('content-type')).toBe('text/event-stream');
     } finally {
@@ -215,7 +273,9 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
     /** The handshake's outcome: `open`, or the HTTP answer that refused it. */
     const handshake = (id: string, tenant: string) =>
       new Promise<Answer | 'open'>((resolve, reject) => {
-        const socket = new WebSocket(`${instance.url!.replace(/^http/, 'ws')}/subscriptions/${id}/ws`, { headers: as(tenant) });
+        const socket = new WebSocket(`${instance.url!.replace(/^http/, 'ws')}/subscriptions/${id}/ws`, {
+          headers: as(tenant),
+        });
         const timer = setTimeout(() => {
           socket.terminate();
           reject(new Error('no handshake answer within 60 s'));
@@ -260,7 +320,13 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
       const response = await fetch(`${instance.url}/events/reply`, {
         method: 'POST',
         headers: as(tenant, { 'content-type': 'application/cloudevents+json' }),
-        body: JSON.stringify({ specversion: '1.0', id: randomUUID(), source, type: 'tenancy.answer', correlationid: correlationId }),
+        body: JSON.stringify({
+          specversion: '1.0',
+          id: randomUUID(),
+          source,
+          type: 'tenancy.answer',
+          correlationid: correlationId,
+        }),
       });
       return { status: response.status, body: (await response.json()) as Record<string, unknown> };
     };
@@ -285,7 +351,10 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
         missing,
         'REQUEST_NOT_PENDING',
       );
-      expect(await reply(tenantA, correlationId, '/owner')).toEqual({ status: 202, body: { correlationId, delivered: true } });
+      expect(await reply(tenantA, correlationId, '/owner')).toEqual({
+        status: 202,
+        body: { correlationId, delivered: true },
+      });
       expect(await asked).toMatchObject({ status: 200, body: { source: '/owner', correlationid: correlationId } });
     }, 120000);
 
@@ -294,7 +363,10 @@ describe('tenant isolation (real Postgres and Kafka)', () => {
       // few queries, well inside 2 s even on a loaded 2-core host.
       const asked = ask(tenantA, 2000);
       const correlationId = await pendingOf(tenantA);
-      expect(await reply(tenantB, correlationId, '/intruder')).toMatchObject({ status: 404, body: { code: 'REQUEST_NOT_PENDING', reason: 'unknown' } });
+      expect(await reply(tenantB, correlationId, '/intruder')).toMatchObject({
+        status: 404,
+        body: { code: 'REQUEST_NOT_PENDING', reason: 'unknown' },
+      });
       expect(await asked).toMatchObject({ status: 408, body: { code: 'REQUEST_TIMEOUT', correlationId } });
     });
   });

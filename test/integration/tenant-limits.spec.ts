@@ -11,9 +11,14 @@ import { HeaderToken } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';
 import { handshakeStatus } from '../support/websocket-handshake';
 
-
 const as = (tenant: string) => ({ 'x-test-principal': 'p', 'x-test-tenant': tenant });
-const event = (id = randomUUID()) => ({ specversion: '1.0', id, source: '/limits-spec', type: 'limits.test', data: { n: 1 } });
+const event = (id = randomUUID()) => ({
+  specversion: '1.0',
+  id,
+  source: '/limits-spec',
+  type: 'limits.test',
+  data: { n: 1 },
+});
 
 /**
  * The limits that hold per tenant, on a real gateway with the gate's quota enforcing (real Postgres and Kafka): a
@@ -51,7 +56,12 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
     await quotas.put(tenants.batch, QUOTA);
     await quotas.put(tenants.refused, QUOTA);
     await quotas.put(tenants.streamer, { ...NONE, streamConnections: 1 });
-    const gates = buildGates(config, { db, producer: {} as EventProducer, instanceId: config.instance.id, filters: { token: new HeaderToken() } });
+    const gates = buildGates(config, {
+      db,
+      producer: {} as EventProducer,
+      instanceId: config.instance.id,
+      filters: { token: new HeaderToken() },
+    });
     instance = await startInstance(config, { roles: ['gateway'], gates });
     url = instance.url!;
   });
@@ -61,15 +71,24 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
   });
 
   const publishBatch = (tenant: string, events: unknown[], headers: Record<string, string> = as(tenant), to = topic) =>
-    fetch(`${url}/events/publish?topic=${to}`, { method: 'POST', headers: { ...headers, 'content-type': 'application/cloudevents-batch+json' }, body: JSON.stringify(events) });
+    fetch(`${url}/events/publish?topic=${to}`, {
+      method: 'POST',
+      headers: { ...headers, 'content-type': 'application/cloudevents-batch+json' },
+      body: JSON.stringify(events),
+    });
   const batchOf = (n: number) => Array.from({ length: n }, () => event());
 
-  it('refuses a batch above the tenant\'s burst 413 BATCH_EXCEEDS_BURST with the largest allowed, and charges a batch per event', async () => {
+  it("refuses a batch above the tenant's burst 413 BATCH_EXCEEDS_BURST with the largest allowed, and charges a batch per event", async () => {
     const tenant = tenants.batch;
     const tooLarge = await publishBatch(tenant, batchOf(500));
     expect(tooLarge.status).toBe(413);
     expect(tooLarge.headers.get('retry-after')).toBeNull();
-    expect(await tooLarge.json()).toMatchObject({ code: 'BATCH_EXCEEDS_BURST', quota: 'events_per_second', maxBatchEvents: BURST, events: 500 });
+    expect(await tooLarge.json()).toMatchObject({
+      code: 'BATCH_EXCEEDS_BURST',
+      quota: 'events_per_second',
+      maxBatchEvents: BURST,
+      events: 500,
+    });
     // The refused batch took nothing: the whole burst passes at once, and the next batch is over the rate.
     expect((await publishBatch(tenant, batchOf(BURST))).status).toBe(202);
     const over = await publishBatch(tenant, batchOf(BURST));
@@ -105,7 +124,11 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
 
   it('answers a plain GET (or HEAD) of the WebSocket route 426 UPGRADE_REQUIRED, holding no stream connection', async () => {
     const tenant = tenants.streamer;
-    const created = await fetch(`${url}/subscriptions`, { method: 'POST', headers: { ...as(tenant), 'content-type': 'application/json' }, body: JSON.stringify({ protocol: 'STREAM', topic }) });
+    const created = await fetch(`${url}/subscriptions`, {
+      method: 'POST',
+      headers: { ...as(tenant), 'content-type': 'application/json' },
+      body: JSON.stringify({ protocol: 'STREAM', topic }),
+    });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
     const wsPath = `/subscriptions/${id}/ws`;
@@ -118,7 +141,9 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
     expect((await fetch(`${url}${wsPath}`, { method: 'HEAD', headers: as(tenant) })).status).toBe(426);
     // A handshake the WebSocket server refuses (no Sec-WebSocket-Key) gives its connection back when it closes.
     const refused = await new Promise<number>((resolve, reject) => {
-      const req = httpRequest(`${url}${wsPath}`, { headers: { ...as(tenant), connection: 'Upgrade', upgrade: 'websocket' } });
+      const req = httpRequest(`${url}${wsPath}`, {
+        headers: { ...as(tenant), connection: 'Upgrade', upgrade: 'websocket' },
+      });
       req.on('response', (r) => {
         r.resume();
         resolve(r.statusCode ?? 0);
@@ -130,16 +155,18 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
     expect(refused).toBe(400);
     // The tenant's one stream connection is free: a WebSocket opens (within a deadline: the refused handshake's
     // connection closes on the server's side after its answer).
-    const socket = await waitFor('a WebSocket to open with the tenant\'s one stream connection', () =>
-      new Promise<WebSocket | false>((resolve) => {
-        const ws = new WebSocket(`${url.replace('http', 'ws')}${wsPath}`, { headers: as(tenant) });
-        ws.once('open', () => resolve(ws));
-        ws.once('unexpected-response', (_req, res) => {
-          res.resume();
-          resolve(false);
-        });
-        ws.once('error', () => resolve(false));
-      }),
+    const socket = await waitFor(
+      "a WebSocket to open with the tenant's one stream connection",
+      () =>
+        new Promise<WebSocket | false>((resolve) => {
+          const ws = new WebSocket(`${url.replace('http', 'ws')}${wsPath}`, { headers: as(tenant) });
+          ws.once('open', () => resolve(ws));
+          ws.once('unexpected-response', (_req, res) => {
+            res.resume();
+            resolve(false);
+          });
+          ws.once('error', () => resolve(false));
+        }),
     );
     // And it is the tenant's only one: a second is over the quota.
     const second = await handshakeStatus(`${url.replace('http', 'ws')}${wsPath}`, as(tenant));
@@ -147,7 +174,7 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
     socket.close();
   });
 
-  it('caps a tenant\'s pending request-replies in a gateway process: one more is 429 TOO_MANY_PENDING_REQUESTS, other tenants go on', async () => {
+  it("caps a tenant's pending request-replies in a gateway process: one more is 429 TOO_MANY_PENDING_REQUESTS, other tenants go on", async () => {
     const asker = `asker-${run}`;
     const other = `other-${run}`;
     const ask = (tenant: string, timeoutMs: number) =>
@@ -157,21 +184,32 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
         body: JSON.stringify(event()),
       });
     const pendingOf = async (tenant: string) =>
-      ((await db.query(`SELECT correlation_id FROM pending_requests WHERE tenant = $1`, [tenant])) as { correlation_id: string }[]).map((r) => r.correlation_id);
+      (
+        (await db.query(`SELECT correlation_id FROM pending_requests WHERE tenant = $1`, [tenant])) as {
+          correlation_id: string;
+        }[]
+      ).map((r) => r.correlation_id);
     const held = Array.from({ length: PENDING_PER_TENANT }, () => ask(asker, 60000));
     // Awaited below; a failure before that is the test's, not an unhandled rejection at the instance's close.
     for (const r of held) r.catch(() => undefined);
-    await waitFor('the asker\'s requests to be pending', async () => (await pendingOf(asker)).length === PENDING_PER_TENANT);
+    await waitFor(
+      "the asker's requests to be pending",
+      async () => (await pendingOf(asker)).length === PENDING_PER_TENANT,
+    );
     // Short: before the cap existed it waited for a reply that never comes.
     const refused = await ask(asker, 3000);
     expect(refused.status).toBe(429);
     expect(Number(refused.headers.get('retry-after'))).toBeGreaterThanOrEqual(1);
-    expect(await refused.json()).toMatchObject({ code: 'TOO_MANY_PENDING_REQUESTS', limit: 'tenantPendingRequests', maxPendingPerTenant: PENDING_PER_TENANT });
+    expect(await refused.json()).toMatchObject({
+      code: 'TOO_MANY_PENDING_REQUESTS',
+      limit: 'tenantPendingRequests',
+      maxPendingPerTenant: PENDING_PER_TENANT,
+    });
     expect(await pendingOf(asker)).toHaveLength(PENDING_PER_TENANT);
     // Another tenant is not held back.
     const others = ask(other, 60000);
     others.catch(() => undefined);
-    const [otherId] = await waitFor('the other tenant\'s request to be pending', async () => {
+    const [otherId] = await waitFor("the other tenant's request to be pending", async () => {
       const ids = await pendingOf(other);
       return ids.length === 1 ? ids : undefined;
     });
@@ -186,7 +224,7 @@ describe('limits per tenant (real Postgres and Kafka, the gate enforcing)', () =
     expect((await Promise.all([...held, others])).map((r) => r.status)).toEqual([200, 200, 200]);
     // Answered, the asker's slots are free again.
     const again = ask(asker, 60000);
-    const [againId] = await waitFor('the asker\'s next request to be pending', async () => {
+    const [againId] = await waitFor("the asker's next request to be pending", async () => {
       const ids = await pendingOf(asker);
       return ids.length === 1 ? ids : undefined;
     });

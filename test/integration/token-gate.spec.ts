@@ -73,7 +73,12 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
   });
 
   const now = () => Math.floor(Date.now() / 1000);
-  const sign = (key: Awaited<ReturnType<typeof rsaKey>>, claims: Record<string, unknown> = {}, exp: number = now() + 600, typ = 'at+jwt') =>
+  const sign = (
+    key: Awaited<ReturnType<typeof rsaKey>>,
+    claims: Record<string, unknown> = {},
+    exp: number = now() + 600,
+    typ = 'at+jwt',
+  ) =>
     new SignJWT({ tenant: 'acme', scope: 'publish', ...claims })
       .setProtectedHeader({ alg: 'RS256', kid: key.kid, typ })
       .setIssuer(String(claims.iss ?? ISSUER))
@@ -100,13 +105,34 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
     ['a malformed token', async () => 'Bearer not-a-jwt', /invalid_token/],
     ['an expired token', () => sign(first, {}, now() - 3600).then((t) => `Bearer ${t}`), /invalid_token/],
     ['a token not yet valid', () => sign(first, { nbf: now() + 3600 }).then((t) => `Bearer ${t}`), /invalid_token/],
-    ['a token of another issuer', () => sign(first, { iss: 'https://elsewhere.test' }).then((t) => `Bearer ${t}`), /invalid_token/],
-    ['a token for another audience', () => sign(first, { aud: 'another-service' }).then((t) => `Bearer ${t}`), /invalid_token/],
+    [
+      'a token of another issuer',
+      () => sign(first, { iss: 'https://elsewhere.test' }).then((t) => `Bearer ${t}`),
+      /invalid_token/,
+    ],
+    [
+      'a token for another audience',
+      () => sign(first, { aud: 'another-service' }).then((t) => `Bearer ${t}`),
+      /invalid_token/,
+    ],
     ['alg none', async () => `Bearer ${forged('none', () => '')}`, /invalid_token/],
-    ['HS256 signed with the RSA public key as its secret', async () => `Bearer ${forged('HS256', (input) => createHmac('sha256', first.publicPem).update(input).digest('base64url'))}`, /invalid_token/],
-    ['a token signed by a key the JWKS does not hold', () => sign({ ...second, kid: 'k1' }).then((t) => `Bearer ${t}`), /invalid_token/],
+    [
+      'HS256 signed with the RSA public key as its secret',
+      async () =>
+        `Bearer ${forged('HS256', (input) => createHmac('sha256', first.publicPem).update(input).digest('base64url'))}`,
+      /invalid_token/,
+    ],
+    [
+      'a token signed by a key the JWKS does not hold',
+      () => sign({ ...second, kid: 'k1' }).then((t) => `Bearer ${t}`),
+      /invalid_token/,
+    ],
     ['an unknown API key', async () => `Bearer ${newApiKeyCredential().token}`, /invalid_token/],
-    ['a token of another type (typ logout+jwt)', () => sign(first, {}, now() + 600, 'logout+jwt').then((t) => `Bearer ${t}`), /invalid_token/],
+    [
+      'a token of another type (typ logout+jwt)',
+      () => sign(first, {}, now() + 600, 'logout+jwt').then((t) => `Bearer ${t}`),
+      /invalid_token/,
+    ],
   ])('refuses %s with 401 and WWW-Authenticate, writing nothing', async (_, authorization, challenge) => {
     const before = await endOffset();
     const response = await publish(await authorization());
@@ -120,30 +146,58 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
     const token = `Bearer ${await sign(first)}`;
     const before = await endOffset();
     // fetch joins repeated headers into one; node:http sends them as given.
-    const answer = await new Promise<{ status: number; challenge: string | undefined; body: string }>((resolve, reject) => {
-      const url = new URL(`${instance.url}/events/publish?topic=${topic}`);
-      // Headers given as a list are sent as they are: Host and the body's length too.
-      const body = JSON.stringify({ specversion: '1.0', id: randomUUID(), source: '/token-gate', type: 'token.checked' });
-      const headers = ['host', url.host, 'content-type', 'application/cloudevents+json', 'content-length', String(Buffer.byteLength(body)), 'authorization', token, 'Authorization', token];
-      const sent = httpRequest(url, { method: 'POST', headers }, (response) => {
-        let body = '';
-        response.setEncoding('utf8').on('data', (c: string) => (body += c));
-        response.on('end', () => resolve({ status: response.statusCode!, challenge: response.headers['www-authenticate'], body }));
-      });
-      sent.on('error', reject);
-      sent.end(body);
-    });
+    const answer = await new Promise<{ status: number; challenge: string | undefined; body: string }>(
+      (resolve, reject) => {
+        const url = new URL(`${instance.url}/events/publish?topic=${topic}`);
+        // Headers given as a list are sent as they are: Host and the body's length too.
+        const body = JSON.stringify({
+          specversion: '1.0',
+          id: randomUUID(),
+          source: '/token-gate',
+          type: 'token.checked',
+        });
+        const headers = [
+          'host',
+          url.host,
+          'content-type',
+          'application/cloudevents+json',
+          'content-length',
+          String(Buffer.byteLength(body)),
+          'authorization',
+          token,
+          'Authorization',
+          token,
+        ];
+        const sent = httpRequest(url, { method: 'POST', headers }, (response) => {
+          let body = '';
+          response.setEncoding('utf8').on('data', (c: string) => (body += c));
+          response.on('end', () =>
+            resolve({ status: response.statusCode!, challenge: response.headers['www-authenticate'], body }),
+          );
+        });
+        sent.on('error', reject);
+        sent.end(body);
+      },
+    );
     expect(answer.status).toBe(400);
-    expect(JSON.parse(answer.body)).toMatchObject({ code: 'INVALID_REQUEST', field: 'authorization', reason: 'duplicate_credential' });
+    expect(JSON.parse(answer.body)).toMatchObject({
+      code: 'INVALID_REQUEST',
+      field: 'authorization',
+      reason: 'duplicate_credential',
+    });
     expect(answer.challenge).toMatch(/^Bearer error="invalid_request"/);
     expect(await endOffset()).toBe(before);
     // Routes behind Fastify see the same gate.
     const listing = await new Promise<number>((resolve, reject) => {
       const url = new URL(`${instance.url}/subscriptions`);
-      const sent = httpRequest(url, { headers: ['host', url.host, 'authorization', token, 'authorization', 'Bearer other'] }, (response) => {
-        response.resume();
-        resolve(response.statusCode!);
-      });
+      const sent = httpRequest(
+        url,
+        { headers: ['host', url.host, 'authorization', token, 'authorization', 'Bearer other'] },
+        (response) => {
+          response.resume();
+          resolve(response.statusCode!);
+        },
+      );
       sent.on('error', reject);
       sent.end();
     });
@@ -167,10 +221,14 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
     expect((await publish(rotated)).status).toBe(401);
     served = [first.jwk, second.jwk];
     // Within a cooldown (1 s here) is the promise: 10 s leaves 9 s for a loaded host, and a kid not refetched would wait out the 10 min max age.
-    const accepted = await waitFor('the rotated key to be accepted (one refetch per cooldown)', async () => ((await publish(rotated)).status === 202 ? true : undefined), {
-      timeoutMs: 10000,
-      intervalMs: 250,
-    });
+    const accepted = await waitFor(
+      'the rotated key to be accepted (one refetch per cooldown)',
+      async () => ((await publish(rotated)).status === 202 ? true : undefined),
+      {
+        timeoutMs: 10000,
+        intervalMs: 250,
+      },
+    );
     expect(accepted).toBe(true);
     expect(jwksFetches).toBeGreaterThan(fetchesBefore);
   });
@@ -178,14 +236,25 @@ describe('TokenAuth on a real gateway, keys from a JWKS on loopback', () => {
   it('accepts an API key until it is revoked, then refuses it 401 on every request', async () => {
     const store = new ApiKeyStore(instance.deps.db);
     const credential = newApiKeyCredential();
-    await store.create({ id: credential.id, tenant: 'acme', principal: 'billing', name: 'billing', scopes: ['publish'], secretHash: credential.secretHash });
+    await store.create({
+      id: credential.id,
+      tenant: 'acme',
+      principal: 'billing',
+      name: 'billing',
+      scopes: ['publish'],
+      secretHash: credential.secretHash,
+    });
     expect((await publish(`Bearer ${credential.token}`)).status).toBe(202);
     await store.revoke(credential.id, 'acme');
     // Within the API key cache (1 s here) is the promise: 5 s leaves 4 s for a loaded host's requests.
-    const refused = await waitFor('the revoked key to be refused', async () => {
-      const response = await publish(`Bearer ${credential.token}`);
-      return response.status === 401 ? response : undefined;
-    }, { timeoutMs: 5000 });
+    const refused = await waitFor(
+      'the revoked key to be refused',
+      async () => {
+        const response = await publish(`Bearer ${credential.token}`);
+        return response.status === 401 ? response : undefined;
+      },
+      { timeoutMs: 5000 },
+    );
     expect(refused.headers.get('www-authenticate')).toMatch(/invalid_token/);
   });
 });

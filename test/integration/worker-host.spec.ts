@@ -31,9 +31,12 @@ describe('WorkerHost (real Temporal, Postgres, Kafka)', () => {
     await closeDependencies(deps);
   });
 
-  it('renews the dispatch run on the dispatch loops\' own pool while every connection of the main pool is held', async () => {
+  it("renews the dispatch run on the dispatch loops' own pool while every connection of the main pool is held", async () => {
     const renewedAt = async () => {
-      const rows: { renewed_at: Date }[] = await deps.dispatchDb.query('SELECT renewed_at FROM dispatch_runs WHERE instance_id = $1', [instanceId]);
+      const rows: { renewed_at: Date }[] = await deps.dispatchDb.query(
+        'SELECT renewed_at FROM dispatch_runs WHERE instance_id = $1',
+        [instanceId],
+      );
       return rows[0]?.renewed_at.getTime();
     };
     await waitFor('the dispatch run claimed', renewedAt, { timeoutMs: 30000 });
@@ -42,14 +45,24 @@ describe('WorkerHost (real Temporal, Postgres, Kafka)', () => {
     const held = new Promise<void>((r) => (letGo = r));
     const holders = Array.from({ length: config.postgres.poolSize }, () => deps.db.transaction(() => held));
     try {
-      await waitFor('the main pool exhausted', () => (deps.db.driver as unknown as { master: { totalCount: number; idleCount: number } }).master.idleCount === 0 &&
-        (deps.db.driver as unknown as { master: { totalCount: number } }).master.totalCount === config.postgres.poolSize, { timeoutMs: 60000 });
+      await waitFor(
+        'the main pool exhausted',
+        () =>
+          (deps.db.driver as unknown as { master: { totalCount: number; idleCount: number } }).master.idleCount === 0 &&
+          (deps.db.driver as unknown as { master: { totalCount: number } }).master.totalCount ===
+            config.postgres.poolSize,
+        { timeoutMs: 60000 },
+      );
       const before = (await renewedAt())!;
       // Renewals come every fifth of the lease TTL: two of them within a lease TTL, the promise (they take two fifths of it: three fifths of margin for a loaded host).
-      const after = await waitFor('two renewals while the main pool is held', async () => {
-        const at = (await renewedAt())!;
-        return at > before + config.delivery.leaseTtlMs / 5 && at;
-      }, { timeoutMs: config.delivery.leaseTtlMs, intervalMs: 100 });
+      const after = await waitFor(
+        'two renewals while the main pool is held',
+        async () => {
+          const at = (await renewedAt())!;
+          return at > before + config.delivery.leaseTtlMs / 5 && at;
+        },
+        { timeoutMs: config.delivery.leaseTtlMs, intervalMs: 100 },
+      );
       expect(after).toBeGreaterThan(before);
     } finally {
       letGo();

@@ -29,7 +29,10 @@ describe('workflow replay', () => {
   // Tracing can be turned on while workflows run: a worker with the SDK's OpenTelemetry workflow interceptors
   // (EVENTMESH_TRACING_ENABLED=true, libs/tracing/workflow-bundle.ts) replays the histories recorded without them.
   it('replays every history deterministically with the tracing interceptors', async () => {
-    const histories = files.map((file) => ({ workflowId: file, history: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as unknown }));
+    const histories = files.map((file) => ({
+      workflowId: file,
+      history: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as unknown,
+    }));
     const results = Worker.runReplayHistories(
       {
         workflowsPath: require.resolve('../../workflows'),

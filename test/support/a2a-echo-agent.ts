@@ -82,7 +82,8 @@ export class EchoAgent {
     const server = createServer((request, response) => {
       void this.serve(request)
         .then(async (answer) => {
-          if (!isStream(answer)) return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
+          if (!isStream(answer))
+            return void response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(answer));
           response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
           for await (const event of answer) response.write(`data: ${JSON.stringify(event)}\n\n`);
           response.end();
@@ -92,7 +93,11 @@ export class EchoAgent {
     await new Promise<void>((resolve, reject) => server.once('error', reject).listen(port, '127.0.0.1', resolve));
     this.server = server;
     this.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/`;
-    const handler = new DefaultRequestHandler(AgentCard.fromJSON(this.card()), new InMemoryTaskStore(), this.executor());
+    const handler = new DefaultRequestHandler(
+      AgentCard.fromJSON(this.card()),
+      new InMemoryTaskStore(),
+      this.executor(),
+    );
     this.transport = new JsonRpcTransportHandler(handler);
     this.agentCard = await handler.getAgentCard();
     return this.url;
@@ -121,7 +126,11 @@ export class EchoAgent {
     const version = (request.headers['a2a-version'] as string | undefined) ?? '0.3';
     validateVersion(version, this.agentCard!, 'JSONRPC');
     const body = Buffer.concat(chunks).toString('utf8');
-    const rpc = JSON.parse(body) as { id?: unknown; method?: unknown; params?: { message?: { parts?: { text?: unknown }[] } } };
+    const rpc = JSON.parse(body) as {
+      id?: unknown;
+      method?: unknown;
+      params?: { message?: { parts?: { text?: unknown }[] } };
+    };
     this.methods.push(String(rpc.method));
     const first = rpc.params?.message?.parts?.[0]?.text;
     if (rpc.method === 'SendMessage' && typeof first === 'string' && first.startsWith('garble:')) {
@@ -136,14 +145,26 @@ export class EchoAgent {
   }
 
   /** The `steps:<key>` task (see the class). */
-  private async steps(ctx: RequestContext, bus: ExecutionEventBus, key: string, status: (ctx: RequestContext, state: TaskState, text?: string) => AgentExecutionEvent): Promise<void> {
+  private async steps(
+    ctx: RequestContext,
+    bus: ExecutionEventBus,
+    key: string,
+    status: (ctx: RequestContext, state: TaskState, text?: string) => AgentExecutionEvent,
+  ): Promise<void> {
     bus.publish(status(ctx, TaskState.TASK_STATE_WORKING, 'step 1'));
     bus.publish(status(ctx, TaskState.TASK_STATE_WORKING, 'step 2'));
     const chunk = (text: string, append: boolean) =>
       AgentEvent.artifactUpdate({
         taskId: ctx.taskId,
         contextId: ctx.contextId,
-        artifact: { artifactId: 'result', name: 'result', description: '', parts: [textPart(text)], metadata: undefined, extensions: [] },
+        artifact: {
+          artifactId: 'result',
+          name: 'result',
+          description: '',
+          parts: [textPart(text)],
+          metadata: undefined,
+          extensions: [],
+        },
         append,
         lastChunk: append,
         metadata: undefined,
@@ -162,7 +183,11 @@ export class EchoAgent {
       AgentEvent.statusUpdate({
         taskId: ctx.taskId,
         contextId: ctx.contextId,
-        status: { state, timestamp: new Date().toISOString(), message: text === undefined ? undefined : agentText(ctx, text) },
+        status: {
+          state,
+          timestamp: new Date().toISOString(),
+          message: text === undefined ? undefined : agentText(ctx, text),
+        },
         metadata: undefined,
       });
     return {
@@ -180,7 +205,14 @@ export class EchoAgent {
             AgentEvent.artifactUpdate({
               taskId: ctx.taskId,
               contextId: ctx.contextId,
-              artifact: { artifactId: randomUUID(), name: 'answer', description: '', parts: [textPart(`answered ${text}`)], metadata: undefined, extensions: [] },
+              artifact: {
+                artifactId: randomUUID(),
+                name: 'answer',
+                description: '',
+                parts: [textPart(`answered ${text}`)],
+                metadata: undefined,
+                extensions: [],
+              },
               append: false,
               lastChunk: true,
               metadata: undefined,
@@ -223,7 +255,14 @@ export class EchoAgent {
           AgentEvent.artifactUpdate({
             taskId: ctx.taskId,
             contextId: ctx.contextId,
-            artifact: { artifactId: randomUUID(), name: 'echo', description: '', parts: [textPart(echoed)], metadata: undefined, extensions: [] },
+            artifact: {
+              artifactId: randomUUID(),
+              name: 'echo',
+              description: '',
+              parts: [textPart(echoed)],
+              metadata: undefined,
+              extensions: [],
+            },
             append: false,
             lastChunk: true,
             metadata: undefined,
@@ -234,7 +273,12 @@ export class EchoAgent {
       cancelTask: async (taskId: string, bus: ExecutionEventBus) => {
         this.canceled.add(taskId);
         bus.publish(
-          AgentEvent.statusUpdate({ taskId, contextId: '', status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }),
+          AgentEvent.statusUpdate({
+            taskId,
+            contextId: '',
+            status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() },
+            metadata: undefined,
+          }),
         );
         return Promise.resolve();
       },
@@ -247,11 +291,25 @@ function isStream(answer: unknown): answer is AsyncGenerator<unknown> {
 }
 
 function textPart(text: string) {
-  return { content: { $case: 'text' as const, value: text }, metadata: undefined, filename: '', mediaType: 'text/plain' };
+  return {
+    content: { $case: 'text' as const, value: text },
+    metadata: undefined,
+    filename: '',
+    mediaType: 'text/plain',
+  };
 }
 
 function agentText(ctx: RequestContext, text: string): Message {
-  return { messageId: randomUUID(), contextId: ctx.contextId, taskId: ctx.taskId, role: Role.ROLE_AGENT, parts: [textPart(text)], metadata: undefined, extensions: [], referenceTaskIds: [] };
+  return {
+    messageId: randomUUID(),
+    contextId: ctx.contextId,
+    taskId: ctx.taskId,
+    role: Role.ROLE_AGENT,
+    parts: [textPart(text)],
+    metadata: undefined,
+    extensions: [],
+    referenceTaskIds: [],
+  };
 }
 
 /** The first text part of a message ('' when it has none). */

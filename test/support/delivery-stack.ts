@@ -26,7 +26,12 @@ export interface DeliveryStack {
 }
 
 /** Opens the stores and clients, and creates `topic` with `partitions` partitions. */
-export async function openDeliveryStack(name: string, topic: string, partitions: number, webhookTimeoutMs: number): Promise<DeliveryStack> {
+export async function openDeliveryStack(
+  name: string,
+  topic: string,
+  partitions: number,
+  webhookTimeoutMs: number,
+): Promise<DeliveryStack> {
   const config = testConfig({ EVENTMESH_KAFKA_TOPICS: topic });
   const db = createDataSource(config.postgres, name);
   await db.initialize();
@@ -38,7 +43,9 @@ export async function openDeliveryStack(name: string, topic: string, partitions:
   await producer.connect();
   const topics = new TopicAdmin(kafka, config.kafka);
   await topics.connect();
-  const webhooks = WebhookSender.forInstance(testConfig({ EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS: String(webhookTimeoutMs) }));
+  const webhooks = WebhookSender.forInstance(
+    testConfig({ EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS: String(webhookTimeoutMs) }),
+  );
   const deadLetters = new DeadLetterStore(db);
   return {
     config,

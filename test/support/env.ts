@@ -22,7 +22,13 @@ export const GATES_ENFORCING_TOKEN = {
 };
 
 /** A tenant quota that sets nothing (each limit the configured default): spread, then set the limits a test wants. */
-export const NO_QUOTA = { eventsPerSecond: null, bytesPerSecond: null, burstSeconds: null, streamConnections: null, subscriptions: null };
+export const NO_QUOTA = {
+  eventsPerSecond: null,
+  bytesPerSecond: null,
+  burstSeconds: null,
+  streamConnections: null,
+  subscriptions: null,
+};
 
 /** Settings for a test: the machine's EVENTMESH_* addresses, the test database, and the given overrides. */
 export function testEnv(overrides: Record<string, string> = {}): Record<string, string> {
@@ -73,7 +79,11 @@ export function uniqueTopic(prefix = 'test'): string {
  * `host:advertisedPort`. Derived from the settings, so a second set of servers (scripts/test.sh's fault lane)
  * has its own.
  */
-export function kafkaFaultListener(env: NodeJS.ProcessEnv = process.env): { host: string; port: number; advertisedPort: number } {
+export function kafkaFaultListener(env: NodeJS.ProcessEnv = process.env): {
+  host: string;
+  port: number;
+  advertisedPort: number;
+} {
   const [host, port] = (env.EVENTMESH_KAFKA_BROKERS ?? '127.0.0.1:9092').split(',')[0].split(':');
   const client = Number(port);
   return {

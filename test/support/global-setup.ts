@@ -13,11 +13,20 @@ export default async function globalSetup(): Promise<void> {
   if (process.env.EVENTMESH_TEST_SETUP_DONE === '1') return;
   process.env.EVENTMESH_TEST_SETUP_DONE = '1';
   const root = path.resolve(__dirname, '../..');
-  execFileSync('bash', [path.join(root, 'scripts/infra.sh'), 'start', 'all'], { stdio: 'inherit', env: { ...process.env, ...testEnv() } });
+  execFileSync('bash', [path.join(root, 'scripts/infra.sh'), 'start', 'all'], {
+    stdio: 'inherit',
+    env: { ...process.env, ...testEnv() },
+  });
   execFileSync('bash', [path.join(root, 'scripts/prepare.sh')], { stdio: 'inherit' });
 
   const pg = loadConfig(testEnv()).postgres;
-  const admin = new Client({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: 'postgres' });
+  const admin = new Client({
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: 'postgres',
+  });
   await admin.connect();
   try {
     await admin.query(`DROP DATABASE IF EXISTS "${TEST_DATABASE}" WITH (FORCE)`);

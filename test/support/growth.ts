@@ -30,7 +30,12 @@ export function timed(run: () => void): number {
  * about 4 for a linear algorithm, 16 for a quadratic one. Measured again, up to {@link ATTEMPTS} times, while the
  * ratio is not below `limit` (see {@link costRatio}).
  */
-export function growthFrom<T>(n: number, make: (size: number) => T, work: (input: T) => void, limit = GROWTH_LIMIT): number {
+export function growthFrom<T>(
+  n: number,
+  make: (size: number) => T,
+  work: (input: T) => void,
+  limit = GROWTH_LIMIT,
+): number {
   return costRatio(make(n), make(4 * n), work, limit);
 }
 
@@ -50,7 +55,8 @@ export const ATTEMPTS = 3;
  */
 export function costRatio<T>(small: T, large: T, work: (input: T) => void, limit = Infinity, rounds = 5): number {
   let lowest = Infinity;
-  for (let attempt = 0; attempt < ATTEMPTS && lowest >= limit; attempt++) lowest = Math.min(lowest, measuredRatio(small, large, work, rounds));
+  for (let attempt = 0; attempt < ATTEMPTS && lowest >= limit; attempt++)
+    lowest = Math.min(lowest, measuredRatio(small, large, work, rounds));
   return lowest;
 }
 

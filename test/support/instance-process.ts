@@ -58,7 +58,9 @@ export class InstanceProcess {
       const m = /listening on (http:\/\/\S+)/.exec(this.stdout);
       if (m) return (this.url = m[1]);
       if (this.child.exitCode !== null || this.child.signalCode !== null) {
-        throw new Error(`instance exited (${this.child.exitCode ?? this.child.signalCode}) before it was ready: ${this.stderr}`);
+        throw new Error(
+          `instance exited (${this.child.exitCode ?? this.child.signalCode}) before it was ready: ${this.stderr}`,
+        );
       }
       await new Promise((r) => setTimeout(r, 100));
     }
@@ -69,7 +71,10 @@ export class InstanceProcess {
   async exit(timeoutMs = 60000): Promise<ExitResult> {
     let timer: NodeJS.Timeout | undefined;
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`instance still running after ${timeoutMs} ms; stderr: ${this.stderr}`)), timeoutMs);
+      timer = setTimeout(
+        () => reject(new Error(`instance still running after ${timeoutMs} ms; stderr: ${this.stderr}`)),
+        timeoutMs,
+      );
     });
     try {
       return await Promise.race([this.exited, timeout]);

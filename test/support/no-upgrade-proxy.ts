@@ -12,16 +12,23 @@ export class NoUpgradeProxy {
   eventStreamsRefused = 0;
   private readonly server: http.Server;
 
-  constructor(private readonly target: string, { refuseEventStreams = false } = {}) {
+  constructor(
+    private readonly target: string,
+    { refuseEventStreams = false } = {},
+  ) {
     this.server = http.createServer((req, res) => {
       if (refuseEventStreams && (req.headers.accept ?? '').includes('text/event-stream')) {
         this.eventStreamsRefused++;
         return void res.writeHead(502, { 'content-type': 'text/plain' }).end('no streaming here');
       }
-      const upstream = http.request(new URL(req.url ?? '/', this.target), { method: req.method, headers: req.headers }, (answer) => {
-        res.writeHead(answer.statusCode ?? 502, answer.headers);
-        answer.pipe(res);
-      });
+      const upstream = http.request(
+        new URL(req.url ?? '/', this.target),
+        { method: req.method, headers: req.headers },
+        (answer) => {
+          res.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(res);
+        },
+      );
       upstream.on('error', () => res.destroy());
       res.on('close', () => upstream.destroy());
       req.pipe(upstream);

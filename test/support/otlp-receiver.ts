@@ -26,7 +26,13 @@ interface OtlpExport {
 }
 
 const attributesOf = (list: OtlpAttribute[] | undefined): Record<string, unknown> =>
-  Object.fromEntries((list ?? []).map(({ key, value }) => [key, value.stringValue ?? (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue))]));
+  Object.fromEntries(
+    (list ?? []).map(({ key, value }) => [
+      key,
+      value.stringValue ??
+        (value.intValue !== undefined ? Number(value.intValue) : (value.boolValue ?? value.doubleValue)),
+    ]),
+  );
 
 /**
  * An OTLP/HTTP trace collector on a free loopback port: it takes `POST /v1/traces` JSON bodies (what
@@ -51,7 +57,8 @@ export class OtlpReceiver {
           for (const rs of exported.resourceSpans ?? []) {
             const resource = attributesOf(rs.resource?.attributes);
             for (const ss of rs.scopeSpans ?? []) {
-              for (const span of ss.spans ?? []) this.spans.push({ ...span, attributes: attributesOf(span.attributes), resource });
+              for (const span of ss.spans ?? [])
+                this.spans.push({ ...span, attributes: attributesOf(span.attributes), resource });
             }
           }
         } catch {

@@ -95,7 +95,10 @@ export function parsePrometheusText(text: string): Exposition {
     const value = parseValue(parts[0]) ?? fail('bad value');
     if (parts[1] !== undefined && !/^-?\d+$/.test(parts[1])) fail('bad timestamp');
     if (!allowed.has(name)) fail(`sample of ${name} without a # TYPE of its family before it`);
-    const key = `${name}{${Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)).map(([k, v]) => `${k}=${JSON.stringify(v)}`).join(',')}}`;
+    const key = `${name}{${Object.entries(labels)
+      .sort(([a], [b]) => a.localeCompare(b))
+      .map(([k, v]) => `${k}=${JSON.stringify(v)}`)
+      .join(',')}}`;
     if (seen.has(key)) fail(`series ${key} given twice`);
     seen.add(key);
     samples.push({ name, labels, value });
@@ -120,7 +123,9 @@ export function seriesNamesOf(exposition: Exposition): Set<string> {
 
 /** The one sample of `name` whose labels include `labels`; throws when there is none or more than one. */
 export function sampleOf(exposition: Exposition, name: string, labels: Record<string, string> = {}): number {
-  const found = exposition.samples.filter((s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v));
+  const found = exposition.samples.filter(
+    (s) => s.name === name && Object.entries(labels).every(([k, v]) => s.labels[k] === v),
+  );
   if (found.length !== 1) throw new Error(`${found.length} samples of ${name}${JSON.stringify(labels)}`);
   return found[0].value;
 }

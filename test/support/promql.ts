@@ -6,12 +6,57 @@
  * durations. What it returns are the identifiers in selector position.
  */
 const FUNCTIONS = new Set([
-  'abs', 'absent', 'absent_over_time', 'avg_over_time', 'ceil', 'changes', 'clamp', 'clamp_max', 'clamp_min', 'count_over_time',
-  'delta', 'deriv', 'exp', 'floor', 'histogram_quantile', 'idelta', 'increase', 'irate', 'label_replace', 'last_over_time',
-  'ln', 'max_over_time', 'min_over_time', 'predict_linear', 'quantile_over_time', 'rate', 'resets', 'round', 'scalar', 'sort',
-  'sort_desc', 'sqrt', 'sum_over_time', 'time', 'timestamp', 'vector',
+  'abs',
+  'absent',
+  'absent_over_time',
+  'avg_over_time',
+  'ceil',
+  'changes',
+  'clamp',
+  'clamp_max',
+  'clamp_min',
+  'count_over_time',
+  'delta',
+  'deriv',
+  'exp',
+  'floor',
+  'histogram_quantile',
+  'idelta',
+  'increase',
+  'irate',
+  'label_replace',
+  'last_over_time',
+  'ln',
+  'max_over_time',
+  'min_over_time',
+  'predict_linear',
+  'quantile_over_time',
+  'rate',
+  'resets',
+  'round',
+  'scalar',
+  'sort',
+  'sort_desc',
+  'sqrt',
+  'sum_over_time',
+  'time',
+  'timestamp',
+  'vector',
 ]);
-const AGGREGATIONS = new Set(['sum', 'avg', 'min', 'max', 'count', 'stddev', 'stdvar', 'topk', 'bottomk', 'quantile', 'count_values', 'group']);
+const AGGREGATIONS = new Set([
+  'sum',
+  'avg',
+  'min',
+  'max',
+  'count',
+  'stddev',
+  'stdvar',
+  'topk',
+  'bottomk',
+  'quantile',
+  'count_values',
+  'group',
+]);
 /** Keywords followed by a parenthesised list of label names. */
 const LABEL_LISTS = new Set(['by', 'without', 'on', 'ignoring', 'group_left', 'group_right']);
 const OPERATORS = new Set(['and', 'or', 'unless', 'bool', 'offset']);
@@ -31,7 +76,11 @@ export function metricNamesOf(expr: string): string[] {
     }
     const end = expr.indexOf(')', i);
     if (end < 0) fail('unclosed label list');
-    const labels = expr.slice(i + 1, end).split(',').map((l) => l.trim()).filter((l) => l !== '');
+    const labels = expr
+      .slice(i + 1, end)
+      .split(',')
+      .map((l) => l.trim())
+      .filter((l) => l !== '');
     for (const l of labels) if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(l)) fail(`bad label name ${JSON.stringify(l)}`);
     i = end + 1;
   };
@@ -48,7 +97,8 @@ export function metricNamesOf(expr: string): string[] {
       const end = expr.indexOf('}', i);
       if (end < 0) fail('unclosed {');
       const body = expr.slice(i + 1, end).trim();
-      if (body !== '' && !/^([a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"[^"]*"\s*,?\s*)+$/.test(body)) fail(`bad label matchers ${JSON.stringify(body)}`);
+      if (body !== '' && !/^([a-zA-Z_][a-zA-Z0-9_]*\s*(=~|!~|!=|=)\s*"[^"]*"\s*,?\s*)+$/.test(body))
+        fail(`bad label matchers ${JSON.stringify(body)}`);
       i = end + 1;
     } else if (c === '[') {
       const end = expr.indexOf(']', i);

@@ -20,7 +20,14 @@ async function endLeftovers(deadline: AbortSignal): Promise<void> {
       if (deadline.aborted) break;
       ids.push(run.workflowId);
     }
-    await Promise.all(ids.map((id) => temporal.client.workflow.getHandle(id).terminate('suite finished').catch(() => undefined)));
+    await Promise.all(
+      ids.map((id) =>
+        temporal.client.workflow
+          .getHandle(id)
+          .terminate('suite finished')
+          .catch(() => undefined),
+      ),
+    );
   } finally {
     await temporal.close();
   }
@@ -28,7 +35,9 @@ async function endLeftovers(deadline: AbortSignal): Promise<void> {
 
 afterAll(async () => {
   const deadline = AbortSignal.timeout(DEADLINE_MS);
-  const late = new Promise<never>((_, reject) => deadline.addEventListener('abort', () => reject(new Error(`not done within ${DEADLINE_MS} ms`)), { once: true }));
+  const late = new Promise<never>((_, reject) =>
+    deadline.addEventListener('abort', () => reject(new Error(`not done within ${DEADLINE_MS} ms`)), { once: true }),
+  );
   try {
     await Promise.race([endLeftovers(deadline), late]);
   } catch (e) {

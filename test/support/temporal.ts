@@ -14,7 +14,12 @@ export async function temporalClient(): Promise<{ client: Client; close(): Promi
 /** Ends workflows a test started, so the Temporal UI is not left with the runs of test instances. */
 export async function terminateWorkflows(client: Client, workflowIds: string[]): Promise<void> {
   await Promise.all(
-    workflowIds.map((id) => client.workflow.getHandle(id).terminate('test finished').catch(() => undefined)),
+    workflowIds.map((id) =>
+      client.workflow
+        .getHandle(id)
+        .terminate('test finished')
+        .catch(() => undefined),
+    ),
   );
 }
 
@@ -26,10 +31,18 @@ export async function terminateWorkflows(client: Client, workflowIds: string[]):
 export async function resetOwnership(client: Client): Promise<void> {
   await endOwnershipWorkflows(client, 'test reset');
   const pg = testConfig().postgres;
-  const db = new PgClient({ host: pg.host, port: pg.port, user: pg.user, password: pg.password, database: pg.database });
+  const db = new PgClient({
+    host: pg.host,
+    port: pg.port,
+    user: pg.user,
+    password: pg.password,
+    database: pg.database,
+  });
   await db.connect();
   try {
-    await db.query(`UPDATE subscriptions SET status = 'DISABLED', updated_at = now() WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%'`);
+    await db.query(
+      `UPDATE subscriptions SET status = 'DISABLED', updated_at = now() WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%'`,
+    );
   } finally {
     await db.end();
   }

@@ -41,7 +41,13 @@ export class WebhookReceiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const received = { method: req.method ?? '', path: req.url ?? '', headers: req.headers, body: Buffer.concat(chunks), receivedAt: Date.now() };
+        const received = {
+          method: req.method ?? '',
+          path: req.url ?? '',
+          headers: req.headers,
+          body: Buffer.concat(chunks),
+          receivedAt: Date.now(),
+        };
         this.requests.push(received);
         this.onEvent?.(received);
         const delay = new Promise<void>((resolve) => setTimeout(resolve, this.delayMs));

@@ -12,7 +12,8 @@ function counts(a: Assignment): Record<string, number> {
 /** Joins instances one by one, as they would boot. */
 function grow(keys: string[], instances: string[]): Assignment {
   let current: Assignment = {};
-  for (let i = 1; i <= instances.length; i++) current = assignPartitions({ partitions: keys, eligible: instances.slice(0, i), current });
+  for (let i = 1; i <= instances.length; i++)
+    current = assignPartitions({ partitions: keys, eligible: instances.slice(0, i), current });
   return current;
 }
 
@@ -54,13 +55,20 @@ describe('assignPartitions', () => {
   });
 
   it('leaves every partition unowned when no instance is eligible', () => {
-    expect(Object.values(assignPartitions({ partitions: six, eligible: [], current: grow(six, ['i1']) }))).toEqual(Array(6).fill(undefined));
+    expect(Object.values(assignPartitions({ partitions: six, eligible: [], current: grow(six, ['i1']) }))).toEqual(
+      Array(6).fill(undefined),
+    );
   });
 
   it('keeps an operator pin, moving another partition off the target if it goes over its share', () => {
     const before = grow(six, ['i1', 'i2', 'i3']);
     const target = six.find((p) => before[p] === 'i1')!;
-    const after = assignPartitions({ partitions: six, eligible: ['i1', 'i2', 'i3'], current: before, pins: { [target]: 'i2' } });
+    const after = assignPartitions({
+      partitions: six,
+      eligible: ['i1', 'i2', 'i3'],
+      current: before,
+      pins: { [target]: 'i2' },
+    });
     expect(after[target]).toBe('i2');
     expect(counts(after)).toEqual({ i1: 2, i2: 2, i3: 2 });
     expect(movedPartitions(before, after)).toHaveLength(2);
@@ -68,7 +76,12 @@ describe('assignPartitions', () => {
 
   it('ignores a pin to an instance that is not eligible (drained or gone)', () => {
     const before = grow(six, ['i1', 'i2']);
-    const after = assignPartitions({ partitions: six, eligible: ['i1', 'i2'], current: before, pins: { [six[0]]: 'i9' } });
+    const after = assignPartitions({
+      partitions: six,
+      eligible: ['i1', 'i2'],
+      current: before,
+      pins: { [six[0]]: 'i9' },
+    });
     expect(after).toEqual(before);
   });
 

@@ -9,12 +9,17 @@ import { agentCardSchema } from '../../../libs/a2a';
 import { ApiRoute, errors, GATED } from './api-route';
 import { agentViewSchema } from './api-schemas';
 
-const NAME = { name: 'the agent\'s name' };
+const NAME = { name: "the agent's name" };
 /** The body parseAgentUpdate (libs/a2a/agent-updates.ts) accepts. */
 const AGENT_UPDATE = z.object({
-  state: z.string().describe('working, input-required, auth-required, completed, failed, canceled, rejected (or TASK_STATE_*)'),
+  state: z
+    .string()
+    .describe('working, input-required, auth-required, completed, failed, canceled, rejected (or TASK_STATE_*)'),
   message: z.looseObject({}).optional().describe('an A2A v1.0 status message'),
-  artifacts: z.array(z.looseObject({})).optional().describe('A2A v1.0 artifacts; one with the id of an earlier one replaces it'),
+  artifacts: z
+    .array(z.looseObject({}))
+    .optional()
+    .describe('A2A v1.0 artifacts; one with the id of an earlier one replaces it'),
 });
 const AGENT = { description: 'the agent', schema: agentViewSchema };
 
@@ -36,7 +41,12 @@ export class A2AAgentsController {
     summary: 'Register (or replace) an A2A agent by its card',
     params: NAME,
     body: { schema: agentCardSchema },
-    responses: { 200: { ...AGENT, description: 'replaced' }, 201: { ...AGENT, description: 'registered' }, ...errors(400, 409, 413), ...GATED },
+    responses: {
+      200: { ...AGENT, description: 'replaced' },
+      201: { ...AGENT, description: 'registered' },
+      ...errors(400, 409, 413),
+      ...GATED,
+    },
   })
   // A registration is charged as a publish (one event, the card's bytes) and signed like one.
   @GateRoute({ action: 'subscribe', publishes: true })
@@ -54,12 +64,19 @@ export class A2AAgentsController {
 
   @Get()
   @ApiRoute({
-    summary: 'The tenant\'s agents',
-    query: z.object({ skill: z.string().optional().describe('agents with this skill id'), tag: z.string().optional().describe('agents with a skill of this tag') }),
+    summary: "The tenant's agents",
+    query: z.object({
+      skill: z.string().optional().describe('agents with this skill id'),
+      tag: z.string().optional().describe('agents with a skill of this tag'),
+    }),
     responses: { 200: { description: 'the agents', schema: z.object({ agents: z.array(agentViewSchema) }) }, ...GATED },
   })
   @GateRoute({ action: 'publish' })
-  async list(@CallerParam() caller: Caller, @Query('skill') skill?: string, @Query('tag') tag?: string): Promise<{ agents: AgentView[] }> {
+  async list(
+    @CallerParam() caller: Caller,
+    @Query('skill') skill?: string,
+    @Query('tag') tag?: string,
+  ): Promise<{ agents: AgentView[] }> {
     return { agents: await this.broker.list(caller.tenant, { skill: skill || undefined, tag: tag || undefined }) };
   }
 
@@ -71,7 +88,11 @@ export class A2AAgentsController {
   }
 
   @Delete(':name')
-  @ApiRoute({ summary: 'Remove an agent', params: NAME, responses: { 204: { description: 'removed' }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'Remove an agent',
+    params: NAME,
+    responses: { 204: { description: 'removed' }, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'subscribe' })
   @HttpCode(204)
   async remove(@CallerParam() caller: Caller, @Param('name') name: string): Promise<void> {
@@ -80,7 +101,11 @@ export class A2AAgentsController {
 
   /** A mesh-subscriber agent's liveness heartbeat: its card lives on for EVENTMESH_AGENTS_HEARTBEAT_TTL_MS. */
   @Post(':name/heartbeat')
-  @ApiRoute({ summary: 'A mesh-subscriber agent\'s liveness heartbeat', params: NAME, responses: { 204: { description: 'recorded' }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: "A mesh-subscriber agent's liveness heartbeat",
+    params: NAME,
+    responses: { 204: { description: 'recorded' }, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'subscribe' })
   @HttpCode(204)
   async heartbeat(@CallerParam() caller: Caller, @Param('name') name: string): Promise<void> {
@@ -93,23 +118,45 @@ export class A2AAgentsController {
    */
   @Post(':name/tasks/:id/updates')
   @ApiRoute({
-    summary: 'A mesh-subscriber agent\'s update of one of its tasks (state, status message, artifacts)',
-    params: { ...NAME, id: 'the task\'s id' },
+    summary: "A mesh-subscriber agent's update of one of its tasks (state, status message, artifacts)",
+    params: { ...NAME, id: "the task's id" },
     body: { schema: AGENT_UPDATE },
-    responses: { 200: { description: 'recorded', schema: z.object({ taskId: z.string(), state: z.string(), version: z.number().int() }) }, ...errors(400, 404, 409), ...GATED },
+    responses: {
+      200: {
+        description: 'recorded',
+        schema: z.object({ taskId: z.string(), state: z.string(), version: z.number().int() }),
+      },
+      ...errors(400, 404, 409),
+      ...GATED,
+    },
   })
   @GateRoute({ action: 'subscribe' })
   @HttpCode(200)
-  update(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Body() body: unknown): Promise<{ taskId: string; state: string; version: number }> {
+  update(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Param('id') id: string,
+    @Body() body: unknown,
+  ): Promise<{ taskId: string; state: string; version: number }> {
     return this.broker.update(caller.tenant, name, id, body);
   }
 
   /** The card a stock A2A client starts from: the agent's, pointing at the mesh (libs/a2a/agent-card.ts, meshCardOf). */
   @Get(':name/.well-known/agent-card.json')
-  @ApiRoute({ summary: 'The agent\'s card as served by the mesh (its endpoints are the mesh\'s)', params: NAME, responses: { 200: { description: 'the card', schema: z.looseObject({}) }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: "The agent's card as served by the mesh (its endpoints are the mesh's)",
+    params: NAME,
+    responses: { 200: { description: 'the card', schema: z.looseObject({}) }, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'publish' })
-  async card(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest): Promise<Record<string, unknown>> {
+  async card(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Req() request: FastifyRequest,
+  ): Promise<Record<string, unknown>> {
     const agent = await this.broker.agent(caller.tenant, name);
-    return this.broker.cardOf(agent, a2aUrlsOf(request, name), { tokens: this.gates.ingress.stats().filters.includes('token') });
+    return this.broker.cardOf(agent, a2aUrlsOf(request, name), {
+      tokens: this.gates.ingress.stats().filters.includes('token'),
+    });
   }
 }

@@ -7,9 +7,17 @@ import { outageOf } from './http-error';
 import type { Gates } from './gate-route';
 
 /** The request handler of one call to an agent's endpoint (JSON-RPC or HTTP+JSON), for the caller's tenant. */
-export async function meshHandlerOf(broker: A2ABroker, gates: Gates, caller: Caller, name: string, request: FastifyRequest): Promise<MeshTaskHandler> {
+export async function meshHandlerOf(
+  broker: A2ABroker,
+  gates: Gates,
+  caller: Caller,
+  name: string,
+  request: FastifyRequest,
+): Promise<MeshTaskHandler> {
   const agent = await broker.agent(caller.tenant, name);
-  const card = broker.cardOf(agent, a2aUrlsOf(request, name), { tokens: gates.ingress.stats().filters.includes('token') });
+  const card = broker.cardOf(agent, a2aUrlsOf(request, name), {
+    tokens: gates.ingress.stats().filters.includes('token'),
+  });
   return broker.handlerFor(caller.tenant, agent, card);
 }
 

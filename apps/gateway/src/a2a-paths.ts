@@ -17,7 +17,12 @@ export function a2aUrlsOf(request: FastifyRequest, name: string): { rpcUrl: stri
 }
 
 /** The JSON-RPC methods answered with an SSE stream (v1.0 and v0.3 names). */
-export const RPC_STREAM_METHODS: ReadonlySet<string> = new Set(['SendStreamingMessage', 'SubscribeToTask', 'message/stream', 'tasks/resubscribe']);
+export const RPC_STREAM_METHODS: ReadonlySet<string> = new Set([
+  'SendStreamingMessage',
+  'SubscribeToTask',
+  'message/stream',
+  'tasks/resubscribe',
+]);
 
 /** Whether a JSON-RPC request body calls a streaming method (the gate counts the stream against the tenant's quota). */
 export function callsRpcStream({ raw }: { raw?: Buffer }): boolean {
@@ -36,7 +41,12 @@ function callsOneOf(raw: Buffer | undefined, methods: ReadonlySet<string>): bool
 }
 
 /** The JSON-RPC methods that send a message to the agent: publishes (the tenant's quota, a publisher's signature). */
-export const RPC_SEND_METHODS: ReadonlySet<string> = new Set(['SendMessage', 'SendStreamingMessage', 'message/send', 'message/stream']);
+export const RPC_SEND_METHODS: ReadonlySet<string> = new Set([
+  'SendMessage',
+  'SendStreamingMessage',
+  'message/send',
+  'message/stream',
+]);
 
 /** Whether a JSON-RPC request body calls a method that sends a message. */
 export function callsRpcSend({ raw }: { raw?: Buffer }): boolean {

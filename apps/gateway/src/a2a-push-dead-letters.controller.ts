@@ -1,6 +1,12 @@
 import { Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
 import { z } from 'zod';
-import { PUSH_LETTER_RESOLUTIONS, PushDeadLetterPage, PushDeadLetters, PushDeadLetterView, pushLetterQuerySchema } from '../../../libs/a2a';
+import {
+  PUSH_LETTER_RESOLUTIONS,
+  PushDeadLetterPage,
+  PushDeadLetters,
+  PushDeadLetterView,
+  pushLetterQuerySchema,
+} from '../../../libs/a2a';
 import type { Caller } from '../../../libs/security';
 import { ApiRoute, errors, GATED } from './api-route';
 import { CallerParam, GateRoute } from './gate-route';
@@ -10,12 +16,12 @@ const READ = { action: 'publish' } as const;
 /** Redelivering and removing them: the admin gate, in the caller's tenant. */
 const OPERATE = { action: 'admin', admin: true } as const;
 
-const ID = { id: 'the push dead letter\'s id' };
+const ID = { id: "the push dead letter's id" };
 const letterView = z.object({
   id: z.string(),
   taskId: z.string(),
   agent: z.string(),
-  configId: z.string().describe('the task\'s push config the push went to'),
+  configId: z.string().describe("the task's push config the push went to"),
   url: z.string(),
   taskVersion: z.number().int().describe('the task version the push carried'),
   taskState: z.string(),
@@ -26,7 +32,9 @@ const letterView = z.object({
   resolution: z
     .enum(PUSH_LETTER_RESOLUTIONS)
     .nullable()
-    .describe('null while dead; superseded: the receiver acknowledged a later version; config-removed: the client removed the config'),
+    .describe(
+      'null while dead; superseded: the receiver acknowledged a later version; config-removed: the client removed the config',
+    ),
   resolvedAt: z.string().nullable(),
   resolvedVersion: z.number().int().nullable(),
 });
@@ -42,7 +50,15 @@ export class A2APushDeadLettersController {
   constructor(private readonly letters: PushDeadLetters) {}
 
   @Get()
-  @ApiRoute({ summary: 'Browse the tenant\'s A2A push dead letters, oldest first, a page at a time', query: pushLetterQuerySchema, responses: { 200: { description: 'a page', schema: z.object({ items: z.array(letterView), next: z.string().nullable() }) }, ...errors(400), ...GATED } })
+  @ApiRoute({
+    summary: "Browse the tenant's A2A push dead letters, oldest first, a page at a time",
+    query: pushLetterQuerySchema,
+    responses: {
+      200: { description: 'a page', schema: z.object({ items: z.array(letterView), next: z.string().nullable() }) },
+      ...errors(400),
+      ...GATED,
+    },
+  })
   @GateRoute(READ)
   browse(@CallerParam() caller: Caller, @Query() query: unknown): Promise<PushDeadLetterPage> {
     return this.letters.browse(caller.tenant, query);
@@ -57,9 +73,13 @@ export class A2APushDeadLettersController {
 
   @Post(':id/redeliver')
   @ApiRoute({
-    summary: 'Push the letter\'s task, as it is now, to its config once; acknowledged, the letter is resolved',
+    summary: "Push the letter's task, as it is now, to its config once; acknowledged, the letter is resolved",
     params: ID,
-    responses: { 200: { ...LETTER, description: 'delivered: the letter, resolved' }, ...errors(404, 409, 502), ...GATED },
+    responses: {
+      200: { ...LETTER, description: 'delivered: the letter, resolved' },
+      ...errors(404, 409, 502),
+      ...GATED,
+    },
   })
   @GateRoute(OPERATE)
   @HttpCode(200)
@@ -68,7 +88,11 @@ export class A2APushDeadLettersController {
   }
 
   @Delete(':id')
-  @ApiRoute({ summary: 'Remove an A2A push dead letter', params: ID, responses: { 204: { description: 'removed' }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'Remove an A2A push dead letter',
+    params: ID,
+    responses: { 204: { description: 'removed' }, ...errors(404), ...GATED },
+  })
   @GateRoute(OPERATE)
   @HttpCode(204)
   async remove(@CallerParam() caller: Caller, @Param('id') id: string): Promise<void> {

@@ -19,7 +19,10 @@ import { toHttpError } from './http-error';
  * bound on held work reached: `isUnavailable`) is handed to `unavailable` first, so the answer can say 503 (see
  * {@link serveLegacyRest}).
  */
-export function withoutInternalDetail(handler: MeshTaskHandler, unavailable: (e: unknown) => void = () => undefined): MeshTaskHandler {
+export function withoutInternalDetail(
+  handler: MeshTaskHandler,
+  unavailable: (e: unknown) => void = () => undefined,
+): MeshTaskHandler {
   const hide = (e: unknown): never => {
     if (e instanceof A2AError || e instanceof AgentUnreachable) throw e;
     if (isUnavailable(e)) {
@@ -42,7 +45,8 @@ export function withoutInternalDetail(handler: MeshTaskHandler, unavailable: (e:
       return (...args: unknown[]) => {
         const result: unknown = (value as (...a: unknown[]) => unknown).apply(target, args);
         if (result instanceof Promise) return result.catch(hide);
-        if (result && typeof (result as AsyncGenerator)[Symbol.asyncIterator] === 'function') return guarded(result as AsyncGenerator);
+        if (result && typeof (result as AsyncGenerator)[Symbol.asyncIterator] === 'function')
+          return guarded(result as AsyncGenerator);
         return result;
       };
     },
@@ -108,7 +112,10 @@ export async function serveLegacyRest(
       call.body = JSON.parse(raw.toString('utf8'));
     } catch {
       lease?.release();
-      await reply.status(400).header('content-type', 'application/json').send({ code: -32700, message: 'Invalid JSON payload.' });
+      await reply
+        .status(400)
+        .header('content-type', 'application/json')
+        .send({ code: -32700, message: 'Invalid JSON payload.' });
       return;
     }
   }

@@ -1,6 +1,16 @@
 import { Controller, Delete, Get, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ListTaskPushNotificationConfigsResponse, ListTasksResponse, SendMessageRequest, SendMessageResponse, StreamResponse, Task, TaskPushNotificationConfig, taskStateFromJSON, TaskState } from '@a2a-js/sdk';
+import {
+  ListTaskPushNotificationConfigsResponse,
+  ListTasksResponse,
+  SendMessageRequest,
+  SendMessageResponse,
+  StreamResponse,
+  Task,
+  TaskPushNotificationConfig,
+  taskStateFromJSON,
+  TaskState,
+} from '@a2a-js/sdk';
 import { RequestMalformedError, restStatusFor, toRestErrorBody, VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
@@ -16,7 +26,10 @@ import { isLegacyRestStream, serveLegacyRest } from './a2a-rest-v03';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 
-const A2A_ANSWER = { 200: { description: 'the answer', schema: z.looseObject({}), contentType: 'application/a2a+json' }, 400: { description: 'the binding\'s error', schema: z.looseObject({}), contentType: 'application/a2a+json' } };
+const A2A_ANSWER = {
+  200: { description: 'the answer', schema: z.looseObject({}), contentType: 'application/a2a+json' },
+  400: { description: "the binding's error", schema: z.looseObject({}), contentType: 'application/a2a+json' },
+};
 
 const log = createLogger('A2ARest');
 
@@ -28,7 +41,7 @@ const LEGACY_ROUTE = (method: 'GET' | 'POST' | 'DELETE') => ({
     DELETE: 'A2A HTTP+JSON v0.3: `v1/tasks/{id}/pushNotificationConfigs/{configId}` (204)',
   }[method],
   tags: ['a2a'],
-  params: { name: 'the agent\'s name', '*': 'the v0.3 route after `v1/`' },
+  params: { name: "the agent's name", '*': 'the v0.3 route after `v1/`' },
   responses: { 200: { description: 'the answer (v0.3 JSON)', schema: z.looseObject({}) }, ...errors(404), ...GATED },
 });
 
@@ -53,15 +66,28 @@ export class A2ARestController {
   ) {}
 
   @Get(':name/rest/tasks')
-  @ApiRoute({ summary: 'A2A HTTP+JSON: list tasks', tags: ['a2a'], params: { name: 'the agent\'s name' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'A2A HTTP+JSON: list tasks',
+    tags: ['a2a'],
+    params: { name: "the agent's name" },
+    responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'publish' })
-  async list(@CallerParam() caller: Caller, @Param('name') name: string, @Query() query: Record<string, string | undefined>, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async list(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Query() query: Record<string, string | undefined>,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     await this.answer(caller, name, request, reply, async (handler, context) => {
       const result = await handler.listTasks(
         {
           tenant: query.tenant ?? '',
           contextId: query.contextId ?? '',
-          status: query.status ? taskStateFromJSON(Number.isNaN(Number(query.status)) ? query.status : Number(query.status)) : TaskState.TASK_STATE_UNSPECIFIED,
+          status: query.status
+            ? taskStateFromJSON(Number.isNaN(Number(query.status)) ? query.status : Number(query.status))
+            : TaskState.TASK_STATE_UNSPECIFIED,
           pageSize: integerOf(query.pageSize, 'pageSize'),
           pageToken: query.pageToken ?? '',
           historyLength: integerOf(query.historyLength, 'historyLength'),
@@ -71,33 +97,85 @@ export class A2ARestController {
         context,
       );
       // Every field present, empty ones too (as the SDK's own server answers).
-      return { tasks: [], nextPageToken: '', pageSize: 0, totalSize: 0, ...(ListTasksResponse.toJSON(result) as object) };
+      return {
+        tasks: [],
+        nextPageToken: '',
+        pageSize: 0,
+        totalSize: 0,
+        ...(ListTasksResponse.toJSON(result) as object),
+      };
     });
   }
 
   @Get(':name/rest/tasks/:id/pushNotificationConfigs')
-  @ApiRoute({ summary: 'A2A HTTP+JSON: a task\'s push notification configs', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: "A2A HTTP+JSON: a task's push notification configs",
+    tags: ['a2a'],
+    params: { name: "the agent's name", id: 'the task id' },
+    responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'publish' })
-  async listPushConfigs(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Query() query: Record<string, string | undefined>, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async listPushConfigs(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Param('id') id: string,
+    @Query() query: Record<string, string | undefined>,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     await this.answer(caller, name, request, reply, async (handler, context) => {
-      const result = await handler.listTaskPushNotificationConfigs({ tenant: '', taskId: id, pageSize: integerOf(query.pageSize, 'pageSize') ?? 0, pageToken: query.pageToken ?? '' }, context);
+      const result = await handler.listTaskPushNotificationConfigs(
+        {
+          tenant: '',
+          taskId: id,
+          pageSize: integerOf(query.pageSize, 'pageSize') ?? 0,
+          pageToken: query.pageToken ?? '',
+        },
+        context,
+      );
       return { configs: [], nextPageToken: '', ...(ListTaskPushNotificationConfigsResponse.toJSON(result) as object) };
     });
   }
 
   @Get(':name/rest/tasks/:id/pushNotificationConfigs/:configId')
-  @ApiRoute({ summary: 'A2A HTTP+JSON: one push notification config', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id', configId: 'the config id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'A2A HTTP+JSON: one push notification config',
+    tags: ['a2a'],
+    params: { name: "the agent's name", id: 'the task id', configId: 'the config id' },
+    responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'publish' })
-  async getPushConfig(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Param('configId') configId: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async getPushConfig(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Param('id') id: string,
+    @Param('configId') configId: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     await this.answer(caller, name, request, reply, async (handler, context) =>
-      TaskPushNotificationConfig.toJSON(await handler.getTaskPushNotificationConfig({ tenant: '', taskId: id, id: configId }, context)),
+      TaskPushNotificationConfig.toJSON(
+        await handler.getTaskPushNotificationConfig({ tenant: '', taskId: id, id: configId }, context),
+      ),
     );
   }
 
   @Delete(':name/rest/tasks/:id/pushNotificationConfigs/:configId')
-  @ApiRoute({ summary: 'A2A HTTP+JSON: remove a push notification config', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id', configId: 'the config id' }, responses: { 204: { description: 'removed' }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'A2A HTTP+JSON: remove a push notification config',
+    tags: ['a2a'],
+    params: { name: "the agent's name", id: 'the task id', configId: 'the config id' },
+    responses: { 204: { description: 'removed' }, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'publish' })
-  async deletePushConfig(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Param('configId') configId: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async deletePushConfig(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Param('id') id: string,
+    @Param('configId') configId: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     await this.answer(caller, name, request, reply, async (handler, context) => {
       await handler.deleteTaskPushNotificationConfig({ tenant: '', taskId: id, id: configId }, context);
       return NO_CONTENT;
@@ -105,68 +183,149 @@ export class A2ARestController {
   }
 
   @Get(':name/rest/tasks/:id')
-  @ApiRoute({ summary: 'A2A HTTP+JSON: one task (`{id}:subscribe`: its stream, SSE)', tags: ['a2a'], params: { name: 'the agent\'s name', id: 'the task id' }, responses: { ...A2A_ANSWER, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'A2A HTTP+JSON: one task (`{id}:subscribe`: its stream, SSE)',
+    tags: ['a2a'],
+    params: { name: "the agent's name", id: 'the task id' },
+    responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
+  })
   @GateRoute({ action: 'publish', stream: (r) => r.params?.id?.endsWith(':subscribe') === true })
-  async get(@CallerParam() caller: Caller, @Param('name') name: string, @Param('id') id: string, @Query('historyLength') historyLength: string | undefined, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async get(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Param('id') id: string,
+    @Query('historyLength') historyLength: string | undefined,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     if (id.endsWith(':subscribe')) {
       const taskId = id.slice(0, -':subscribe'.length);
-      return this.stream(caller, name, request, reply, (handler, context) => handler.resubscribe({ tenant: '', id: taskId }, context));
+      return this.stream(caller, name, request, reply, (handler, context) =>
+        handler.resubscribe({ tenant: '', id: taskId }, context),
+      );
     }
     await this.answer(caller, name, request, reply, async (handler, context) => {
-      return Task.toJSON(await handler.getTask({ tenant: '', id, historyLength: integerOf(historyLength, 'historyLength') }, context));
+      return Task.toJSON(
+        await handler.getTask({ tenant: '', id, historyLength: integerOf(historyLength, 'historyLength') }, context),
+      );
     });
   }
 
   @Get(':name/rest/v1/*')
   @ApiRoute(LEGACY_ROUTE('GET'))
   @GateRoute({ action: 'publish', stream: (r) => isLegacyRestStream(r.params?.['*'] ?? '') })
-  async legacyGet(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    await serveLegacyRest(await meshHandlerOf(this.broker, this.gates, caller, name, request), caller, this.broker.streams, request, reply);
+  async legacyGet(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await serveLegacyRest(
+      await meshHandlerOf(this.broker, this.gates, caller, name, request),
+      caller,
+      this.broker.streams,
+      request,
+      reply,
+    );
   }
 
   @Post(':name/rest/v1/*')
   @ApiRoute({ ...LEGACY_ROUTE('POST'), body: { schema: z.looseObject({}), required: false } })
-  @GateRoute({ action: 'publish', stream: (r) => isLegacyRestStream(r.params?.['*'] ?? ''), publishes: (r) => isRestSend(r.params?.['*'] ?? '') })
-  async legacyPost(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    await serveLegacyRest(await meshHandlerOf(this.broker, this.gates, caller, name, request), caller, this.broker.streams, request, reply);
+  @GateRoute({
+    action: 'publish',
+    stream: (r) => isLegacyRestStream(r.params?.['*'] ?? ''),
+    publishes: (r) => isRestSend(r.params?.['*'] ?? ''),
+  })
+  async legacyPost(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await serveLegacyRest(
+      await meshHandlerOf(this.broker, this.gates, caller, name, request),
+      caller,
+      this.broker.streams,
+      request,
+      reply,
+    );
   }
 
   @Delete(':name/rest/v1/*')
   @ApiRoute(LEGACY_ROUTE('DELETE'))
   @GateRoute({ action: 'publish' })
-  async legacyDelete(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
-    await serveLegacyRest(await meshHandlerOf(this.broker, this.gates, caller, name, request), caller, this.broker.streams, request, reply);
+  async legacyDelete(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    await serveLegacyRest(
+      await meshHandlerOf(this.broker, this.gates, caller, name, request),
+      caller,
+      this.broker.streams,
+      request,
+      reply,
+    );
   }
 
   /** The binding's POST routes: `message:send`, `tasks/{id}:cancel` (and the unsupported ones). */
   @Post(':name/rest/*')
   @ApiRoute({
-    summary: 'A2A HTTP+JSON: `message:send`, `tasks/{id}:cancel`, `tasks/{id}/pushNotificationConfigs` (201); the streams `message:stream`, `tasks/{id}:subscribe` (SSE)',
+    summary:
+      'A2A HTTP+JSON: `message:send`, `tasks/{id}:cancel`, `tasks/{id}/pushNotificationConfigs` (201); the streams `message:stream`, `tasks/{id}:subscribe` (SSE)',
     tags: ['a2a'],
-    params: { name: 'the agent\'s name', '*': '`message:send`, `tasks/{id}:cancel`, `tasks/{id}/pushNotificationConfigs`, `message:stream` or `tasks/{id}:subscribe`' },
+    params: {
+      name: "the agent's name",
+      '*': '`message:send`, `tasks/{id}:cancel`, `tasks/{id}/pushNotificationConfigs`, `message:stream` or `tasks/{id}:subscribe`',
+    },
     body: { schema: z.looseObject({}), required: false },
     responses: { ...A2A_ANSWER, ...errors(404), ...GATED },
   })
-  @GateRoute({ action: 'publish', stream: (r) => isRestStream(r.params?.['*'] ?? ''), publishes: (r) => isRestSend(r.params?.['*'] ?? '') })
-  async post(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  @GateRoute({
+    action: 'publish',
+    stream: (r) => isRestStream(r.params?.['*'] ?? ''),
+    publishes: (r) => isRestSend(r.params?.['*'] ?? ''),
+  })
+  async post(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const rest = (request.params as Record<string, string>)['*'] ?? '';
     if (rest === 'message:stream') {
-      return this.stream(caller, name, request, reply, (handler, context) => handler.sendMessageStream(SendMessageRequest.fromJSON(bodyOf(request)), context));
+      return this.stream(caller, name, request, reply, (handler, context) =>
+        handler.sendMessageStream(SendMessageRequest.fromJSON(bodyOf(request)), context),
+      );
     }
     const subscribe = /^tasks\/([^/]+):subscribe$/.exec(rest);
-    if (subscribe) return this.stream(caller, name, request, reply, (handler, context) => handler.resubscribe({ tenant: '', id: decodeURIComponent(subscribe[1]) }, context));
+    if (subscribe)
+      return this.stream(caller, name, request, reply, (handler, context) =>
+        handler.resubscribe({ tenant: '', id: decodeURIComponent(subscribe[1]) }, context),
+      );
     await this.answer(caller, name, request, reply, async (handler, context) => {
       if (rest === 'message:send') {
         const body = bodyOf(request);
         const result = await handler.sendMessage(SendMessageRequest.fromJSON(body), context);
-        return SendMessageResponse.toJSON({ payload: 'messageId' in result ? { $case: 'message', value: result } : { $case: 'task', value: result } });
+        return SendMessageResponse.toJSON({
+          payload: 'messageId' in result ? { $case: 'message', value: result } : { $case: 'task', value: result },
+        });
       }
       const cancel = /^tasks\/([^/]+):cancel$/.exec(rest);
-      if (cancel) return Task.toJSON(await handler.cancelTask({ tenant: '', id: decodeURIComponent(cancel[1]), metadata: undefined }, context));
+      if (cancel)
+        return Task.toJSON(
+          await handler.cancelTask({ tenant: '', id: decodeURIComponent(cancel[1]), metadata: undefined }, context),
+        );
       const pushConfigs = /^tasks\/([^/]+)\/pushNotificationConfigs$/.exec(rest);
       if (pushConfigs) {
-        const params = TaskPushNotificationConfig.fromJSON({ ...(bodyOf(request) as object), taskId: decodeURIComponent(pushConfigs[1]) });
-        return created(TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(params, context)));
+        const params = TaskPushNotificationConfig.fromJSON({
+          ...(bodyOf(request) as object),
+          taskId: decodeURIComponent(pushConfigs[1]),
+        });
+        return created(
+          TaskPushNotificationConfig.toJSON(await handler.createTaskPushNotificationConfig(params, context)),
+        );
       }
       throw new EventMeshError(ErrorCode.NotFound, `no A2A route POST ${rest}`);
     });
@@ -182,7 +341,10 @@ export class A2ARestController {
   ): Promise<void> {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
     const version = headerOf(request, 'a2a-version') ?? '0.3';
-    const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
+    const context = new ServerCallContext({
+      requestedVersion: version,
+      user: { isAuthenticated: caller.via !== 'none', userName: caller.principal },
+    });
     try {
       await checkVersion(handler, version);
       const body = await work(handler, context);
@@ -207,7 +369,10 @@ export class A2ARestController {
   ): Promise<void> {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
     const version = headerOf(request, 'a2a-version') ?? '0.3';
-    const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
+    const context = new ServerCallContext({
+      requestedVersion: version,
+      user: { isAuthenticated: caller.via !== 'none', userName: caller.principal },
+    });
     let lease: StreamLease | undefined;
     try {
       await checkVersion(handler, version);
@@ -223,7 +388,10 @@ export class A2ARestController {
           rest: events,
           context,
           dataOf: (event) => StreamResponse.toJSON(event as StreamResponse),
-          errorOf: (e) => (handler.unexpected !== undefined ? toRestErrorBody(new Error('internal error'), 500) : toRestErrorBody(e, restStatusFor(e))),
+          errorOf: (e) =>
+            handler.unexpected !== undefined
+              ? toRestErrorBody(new Error('internal error'), 500)
+              : toRestErrorBody(e, restStatusFor(e)),
         },
         taken,
         this.broker.streamHeartbeatMs,
@@ -256,7 +424,10 @@ async function refuse(handler: MeshTaskHandler, reply: FastifyReply, e: unknown)
  * (a2a-rest-v03.ts; the card names v0.3 for them).
  */
 async function checkVersion(handler: MeshTaskHandler, version: string): Promise<void> {
-  if (/^0\./.test(version)) throw new VersionNotSupportedError(`A2A-Version ${version}: this is the v1.0 HTTP+JSON binding (send A2A-Version: 1.0); v0.3's routes are under v1/`);
+  if (/^0\./.test(version))
+    throw new VersionNotSupportedError(
+      `A2A-Version ${version}: this is the v1.0 HTTP+JSON binding (send A2A-Version: 1.0); v0.3's routes are under v1/`,
+    );
   validateVersion(version, await handler.getAgentCard(), 'HTTP+JSON');
 }
 

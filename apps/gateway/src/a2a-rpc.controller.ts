@@ -25,7 +25,6 @@ interface RpcAnswer {
 
 const log = createLogger('A2ARpc');
 
-
 /** A streaming call whose first event is read: the route writes it as SSE. */
 interface RpcStream {
   stream: SseEvents;
@@ -55,21 +54,41 @@ export class A2ARpcController {
 
   @Post(':name/rpc')
   @ApiRoute({
-    summary: 'The agent\'s A2A JSON-RPC endpoint (v1.0, or v0.3 by `A2A-Version`)',
+    summary: "The agent's A2A JSON-RPC endpoint (v1.0, or v0.3 by `A2A-Version`)",
     tags: ['a2a'],
-    params: { name: 'the agent\'s name' },
-    body: { schema: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }), description: 'a JSON-RPC 2.0 request' },
-    responses: { 200: { description: 'the JSON-RPC answer (a protocol error too); the streaming methods (SendStreamingMessage, SubscribeToTask, message/stream, tasks/resubscribe) answer `text/event-stream`, each event `id: <seq>` and a JSON-RPC answer', schema: jsonRpcAnswerSchema }, ...errors(404), ...GATED },
+    params: { name: "the agent's name" },
+    body: {
+      schema: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }),
+      description: 'a JSON-RPC 2.0 request',
+    },
+    responses: {
+      200: {
+        description:
+          'the JSON-RPC answer (a protocol error too); the streaming methods (SendStreamingMessage, SubscribeToTask, message/stream, tasks/resubscribe) answer `text/event-stream`, each event `id: <seq>` and a JSON-RPC answer',
+        schema: jsonRpcAnswerSchema,
+      },
+      ...errors(404),
+      ...GATED,
+    },
   })
   @GateRoute({ action: 'publish', stream: callsRpcStream, publishes: callsRpcSend })
-  async rpc(@CallerParam() caller: Caller, @Param('name') name: string, @Req() request: FastifyRequest, @Res() reply: FastifyReply): Promise<void> {
+  async rpc(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
     const answer = await this.answer(caller, handler, request);
     if ('lease' in answer) return writeSse(reply, answer.stream, answer.lease, this.broker.streamHeartbeatMs);
     await reply.status(200).header('content-type', 'application/json').send(answer);
   }
 
-  private async answer(caller: Caller, handler: MeshTaskHandler, request: FastifyRequest): Promise<RpcAnswer | RpcStream> {
+  private async answer(
+    caller: Caller,
+    handler: MeshTaskHandler,
+    request: FastifyRequest,
+  ): Promise<RpcAnswer | RpcStream> {
     const raw = rawBodyOf(request) ?? (Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
     let body: unknown;
     try {
@@ -83,20 +102,31 @@ export class A2ARpcController {
     const id = rpc.id ?? null;
     const version = headerOf(request, 'a2a-version') ?? ABSENT_VERSION;
     const legacy = version === ABSENT_VERSION;
-    const context = new ServerCallContext({ requestedVersion: version, user: { isAuthenticated: caller.via !== 'none', userName: caller.principal } });
+    const context = new ServerCallContext({
+      requestedVersion: version,
+      user: { isAuthenticated: caller.via !== 'none', userName: caller.principal },
+    });
     try {
       validateVersion(version, await handler.getAgentCard(), 'JSONRPC');
     } catch (e) {
-      const mapped = e instanceof VersionNotSupportedError ? JsonRpcTransportHandler.mapToJSONRPCError(e) : { code: A2A_ERROR_CODE.INTERNAL_ERROR, message: 'internal error' };
+      const mapped =
+        e instanceof VersionNotSupportedError
+          ? JsonRpcTransportHandler.mapToJSONRPCError(e)
+          : { code: A2A_ERROR_CODE.INTERNAL_ERROR, message: 'internal error' };
       return { jsonrpc: '2.0', id, error: mapped };
     }
-    let lease: StreamLease | undefined = RPC_STREAM_METHODS.has(rpc.method) ? openStream(this.broker.streams, context, headerOf(request, 'last-event-id')) : undefined;
+    let lease: StreamLease | undefined = RPC_STREAM_METHODS.has(rpc.method)
+      ? openStream(this.broker.streams, context, headerOf(request, 'last-event-id'))
+      : undefined;
     try {
       const answered = legacy
         ? await new LegacyJsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context)
         : await new JsonRpcTransportHandler(handler).handle(body as Record<string, unknown>, context);
       if (!isStream(answered) || !lease) return answerFor(handler, answered as RpcAnswer);
-      const mapError = (e: unknown) => (legacy ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e) : JsonRpcTransportHandler.mapToJSONRPCError(e));
+      const mapError = (e: unknown) =>
+        legacy
+          ? LegacyJsonRpcTransportHandler.mapToLegacyJSONRPCError(e)
+          : JsonRpcTransportHandler.mapToJSONRPCError(e);
       let first: IteratorResult<unknown, void>;
       try {
         first = await answered.next();
@@ -109,7 +139,10 @@ export class A2ARpcController {
         rest: answered,
         context,
         dataOf: (event) => event,
-        errorOf: (e) => (handler.unexpected !== undefined ? failure(id, A2A_ERROR_CODE.INTERNAL_ERROR, 'internal error') : { jsonrpc: '2.0', id, error: mapError(e) }),
+        errorOf: (e) =>
+          handler.unexpected !== undefined
+            ? failure(id, A2A_ERROR_CODE.INTERNAL_ERROR, 'internal error')
+            : { jsonrpc: '2.0', id, error: mapError(e) },
       };
       const taken = { stream, lease };
       lease = undefined;
@@ -141,13 +174,25 @@ function failure(id: RpcId, code: number, message: string): RpcAnswer {
 
 /** JSON-RPC 2.0's checks of a request object: -32600 when it is not one (batches are not supported). */
 function envelopeError(body: unknown): RpcAnswer | undefined {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return failure(null, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: a JSON-RPC request object is required (batches are not supported)');
+  if (typeof body !== 'object' || body === null || Array.isArray(body))
+    return failure(
+      null,
+      A2A_ERROR_CODE.INVALID_REQUEST,
+      'Invalid Request: a JSON-RPC request object is required (batches are not supported)',
+    );
   const rpc = body as Record<string, unknown>;
-  const idOk = !('id' in rpc) || rpc.id === null || typeof rpc.id === 'string' || (typeof rpc.id === 'number' && Number.isInteger(rpc.id));
+  const idOk =
+    !('id' in rpc) ||
+    rpc.id === null ||
+    typeof rpc.id === 'string' ||
+    (typeof rpc.id === 'number' && Number.isInteger(rpc.id));
   const id = idOk ? ((rpc.id as RpcId | undefined) ?? null) : null;
-  if (rpc.jsonrpc !== '2.0') return failure(id, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"');
-  if (!idOk) return failure(null, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: id must be a string, an integer or null');
-  if (typeof rpc.method !== 'string' || rpc.method === '') return failure(id, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: method must be a non-empty string');
+  if (rpc.jsonrpc !== '2.0')
+    return failure(id, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: jsonrpc must be "2.0"');
+  if (!idOk)
+    return failure(null, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: id must be a string, an integer or null');
+  if (typeof rpc.method !== 'string' || rpc.method === '')
+    return failure(id, A2A_ERROR_CODE.INVALID_REQUEST, 'Invalid Request: method must be a non-empty string');
   return undefined;
 }
 

@@ -14,7 +14,11 @@ export type StreamLease = NonNullable<ReturnType<TaskStreams['acquire']>>;
  * Takes a stream slot and puts what the request handler reads into the call's context: the stream's abort signal
  * and the client's `Last-Event-ID`. Past EVENTMESH_AGENTS_MAX_STREAMS: 503 `OVERLOADED` with Retry-After.
  */
-export function openStream(streams: TaskStreams, context: ServerCallContext, lastEventId: string | undefined): StreamLease {
+export function openStream(
+  streams: TaskStreams,
+  context: ServerCallContext,
+  lastEventId: string | undefined,
+): StreamLease {
   const lease = streamSlot(streams);
   context.state.set(STREAM_STATE.signal, lease.signal);
   if (lastEventId !== undefined) context.state.set(STREAM_STATE.lastEventId, lastEventId);
@@ -50,10 +54,20 @@ export interface SseEvents {
  * `heartbeatMs`; an `event: error` when the stream fails midway. Ends when the stream ends, and ends the stream when
  * the client goes away (its abort signal: no poller is left behind). Releases the lease either way.
  */
-export async function writeSse(reply: FastifyReply, events: SseEvents, lease: StreamLease, heartbeatMs: number): Promise<void> {
+export async function writeSse(
+  reply: FastifyReply,
+  events: SseEvents,
+  lease: StreamLease,
+  heartbeatMs: number,
+): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
-  raw.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive', 'x-accel-buffering': 'no' });
+  raw.writeHead(200, {
+    'content-type': 'text/event-stream',
+    'cache-control': 'no-cache',
+    connection: 'keep-alive',
+    'x-accel-buffering': 'no',
+  });
   raw.once('close', () => lease.abort());
   let lastWrite = Date.now();
   const write = async (chunk: string): Promise<void> => {
@@ -61,10 +75,14 @@ export async function writeSse(reply: FastifyReply, events: SseEvents, lease: St
     lastWrite = Date.now();
     if (!raw.write(chunk)) await once(raw, 'drain', { signal: lease.signal }).catch(() => undefined);
   };
-  const heartbeat = setInterval(() => {
-    if (Date.now() - lastWrite >= heartbeatMs) void write(': keep-alive\n\n');
-  }, Math.max(50, Math.floor(heartbeatMs / 4)));
-  const send = (event: unknown) => write(`id: ${streamSeqOf(events.context) ?? ''}\ndata: ${JSON.stringify(events.dataOf(event))}\n\n`);
+  const heartbeat = setInterval(
+    () => {
+      if (Date.now() - lastWrite >= heartbeatMs) void write(': keep-alive\n\n');
+    },
+    Math.max(50, Math.floor(heartbeatMs / 4)),
+  );
+  const send = (event: unknown) =>
+    write(`id: ${streamSeqOf(events.context) ?? ''}\ndata: ${JSON.stringify(events.dataOf(event))}\n\n`);
   try {
     if (!events.first.done) await send(events.first.value);
     if (!events.first.done) for await (const event of events.rest) await send(event);

@@ -12,7 +12,11 @@ export class AclController {
   constructor(private readonly acl: AclAdmin) {}
 
   @Get()
-  @ApiRoute({ summary: 'The caller tenant\'s ACL rules', tags: ['admin'], responses: { 200: { description: 'the rules', schema: z.array(aclRuleViewSchema) }, ...GATED } })
+  @ApiRoute({
+    summary: "The caller tenant's ACL rules",
+    tags: ['admin'],
+    responses: { 200: { description: 'the rules', schema: z.array(aclRuleViewSchema) }, ...GATED },
+  })
   list(@CallerParam() caller: Caller): Promise<AclRuleView[]> {
     return this.acl.list(caller);
   }
@@ -30,7 +34,12 @@ export class AclController {
   }
 
   @Delete(':id')
-  @ApiRoute({ summary: 'Delete an ACL rule', tags: ['admin'], params: { id: 'the rule id' }, responses: { 204: { description: 'deleted' }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'Delete an ACL rule',
+    tags: ['admin'],
+    params: { id: 'the rule id' },
+    responses: { 204: { description: 'deleted' }, ...errors(404), ...GATED },
+  })
   @HttpCode(204)
   async delete(@CallerParam() caller: Caller, @Param('id') id: string): Promise<void> {
     await this.acl.delete(caller, id);

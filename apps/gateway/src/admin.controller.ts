@@ -36,15 +36,23 @@ export class AdminController {
 
   private ownership(): OwnershipAdmin {
     if (!this.admin) {
-      throw new EventMeshError(ErrorCode.WrongTopology, 'partition ownership exists only with EVENTMESH_DELIVERY_TOPOLOGY=PARTITION_OWNED_PULL', {
-        topology: 'LOCAL_STICKY_PULL',
-      });
+      throw new EventMeshError(
+        ErrorCode.WrongTopology,
+        'partition ownership exists only with EVENTMESH_DELIVERY_TOPOLOGY=PARTITION_OWNED_PULL',
+        {
+          topology: 'LOCAL_STICKY_PULL',
+        },
+      );
     }
     return this.admin;
   }
 
   @Get('partitions')
-  @ApiRoute({ summary: 'PARTITION_OWNED_PULL: the partition assignment', tags: ['admin'], responses: { 200: { description: 'the assignment', schema: partitionsViewSchema }, ...errors(409), ...GATED } })
+  @ApiRoute({
+    summary: 'PARTITION_OWNED_PULL: the partition assignment',
+    tags: ['admin'],
+    responses: { 200: { description: 'the assignment', schema: partitionsViewSchema }, ...errors(409), ...GATED },
+  })
   partitions(): Promise<PartitionsView> {
     return this.ownership().partitions();
   }
@@ -55,7 +63,11 @@ export class AdminController {
     tags: ['admin'],
     params: { instanceId: 'the instance' },
     body: { schema: drainBody, required: false },
-    responses: { 200: { description: 'the partition moves', schema: partitionMovesSchema }, ...errors(400, 409), ...GATED },
+    responses: {
+      200: { description: 'the partition moves', schema: partitionMovesSchema },
+      ...errors(400, 409),
+      ...GATED,
+    },
   })
   @HttpCode(200)
   async drain(@Param('instanceId') instanceId: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
@@ -69,19 +81,33 @@ export class AdminController {
     tags: ['admin'],
     params: { topic: 'the topic', partition: PARTITION },
     body: { schema: moveBody },
-    responses: { 200: { description: 'the partition moves', schema: partitionMovesSchema }, ...errors(400, 409), ...GATED },
+    responses: {
+      200: { description: 'the partition moves', schema: partitionMovesSchema },
+      ...errors(400, 409),
+      ...GATED,
+    },
   })
   @HttpCode(200)
-  async move(@Param('topic') topic: string, @Param('partition') partition: string, @Body() body: unknown): Promise<{ moves: PartitionMove[] }> {
+  async move(
+    @Param('topic') topic: string,
+    @Param('partition') partition: string,
+    @Body() body: unknown,
+  ): Promise<{ moves: PartitionMove[] }> {
     const { to } = parseBody(moveBody, body);
     if (!PARTITION.safeParse(partition).success) {
-      throw new EventMeshError(ErrorCode.InvalidRequest, `partition: expected a partition number, got "${partition}"`, { field: 'partition' });
+      throw new EventMeshError(ErrorCode.InvalidRequest, `partition: expected a partition number, got "${partition}"`, {
+        field: 'partition',
+      });
     }
     return { moves: await this.ownership().move(topic, Number(partition), to) };
   }
 
   @Get('subscriptions/orphans')
-  @ApiRoute({ summary: 'LOCAL_STICKY_PULL: subscriptions whose instance is gone', tags: ['admin'], responses: { 200: { description: 'the orphans', schema: orphansViewSchema }, ...GATED } })
+  @ApiRoute({
+    summary: 'LOCAL_STICKY_PULL: subscriptions whose instance is gone',
+    tags: ['admin'],
+    responses: { 200: { description: 'the orphans', schema: orphansViewSchema }, ...GATED },
+  })
   orphans(): Promise<OrphansView> {
     return this.placement.orphans();
   }

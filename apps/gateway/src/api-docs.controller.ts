@@ -25,14 +25,25 @@ export class ApiDocsController {
   ) {}
 
   @Get('openapi.json')
-  @ApiRoute({ summary: 'This document (OpenAPI 3.1)', tags: ['docs'], responses: { 200: { description: 'the OpenAPI document' } } })
+  @ApiRoute({
+    summary: 'This document (OpenAPI 3.1)',
+    tags: ['docs'],
+    responses: { 200: { description: 'the OpenAPI document' } },
+  })
   openApi(): OpenApiDocument {
-    return (this.document ??= openApiDocument(this.routes.routes(), API_VERSION, { ingress: this.gates.ingress.stats(), admin: this.gates.admin.stats() }));
+    return (this.document ??= openApiDocument(this.routes.routes(), API_VERSION, {
+      ingress: this.gates.ingress.stats(),
+      admin: this.gates.admin.stats(),
+    }));
   }
 
   @Get('docs')
   @Header('content-type', 'text/html; charset=utf-8')
-  @ApiRoute({ summary: 'This document as an HTML page', tags: ['docs'], responses: { 200: { description: 'the page', contentType: 'text/html' } } })
+  @ApiRoute({
+    summary: 'This document as an HTML page',
+    tags: ['docs'],
+    responses: { 200: { description: 'the page', contentType: 'text/html' } },
+  })
   docs(): string {
     return (this.page ??= openApiPage(this.openApi()));
   }

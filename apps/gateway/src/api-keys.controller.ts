@@ -7,7 +7,9 @@ import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 import { apiKeySchema, createdApiKeySchema } from './api-schemas';
 
-const TENANT = z.object({ tenant: z.string().regex(TENANT_NAME).optional().describe('another tenant (the operator tenant\'s admins only)') });
+const TENANT = z.object({
+  tenant: z.string().regex(TENANT_NAME).optional().describe("another tenant (the operator tenant's admins only)"),
+});
 
 /**
  * API keys of services (docs/security.md): created with the secret shown once, listed (never a secret), revoked.
@@ -31,13 +33,28 @@ export class ApiKeysController {
   }
 
   @Get()
-  @ApiRoute({ summary: 'API keys of a tenant (never a secret)', tags: ['admin'], query: TENANT, responses: { 200: { description: 'the keys', schema: z.object({ apiKeys: z.array(apiKeySchema) }) }, ...errors(400), ...GATED } })
+  @ApiRoute({
+    summary: 'API keys of a tenant (never a secret)',
+    tags: ['admin'],
+    query: TENANT,
+    responses: {
+      200: { description: 'the keys', schema: z.object({ apiKeys: z.array(apiKeySchema) }) },
+      ...errors(400),
+      ...GATED,
+    },
+  })
   async list(@CallerParam() caller: Caller, @Query() query: unknown): Promise<{ apiKeys: ApiKeyResource[] }> {
     return { apiKeys: await this.apiKeys.list(caller, parseQuery(TENANT, query).tenant) };
   }
 
   @Delete(':id')
-  @ApiRoute({ summary: 'Revoke an API key', tags: ['admin'], params: { id: 'the key id' }, query: TENANT, responses: { 204: { description: 'revoked' }, ...errors(400, 404), ...GATED } })
+  @ApiRoute({
+    summary: 'Revoke an API key',
+    tags: ['admin'],
+    params: { id: 'the key id' },
+    query: TENANT,
+    responses: { 204: { description: 'revoked' }, ...errors(400, 404), ...GATED },
+  })
   @HttpCode(204)
   async revoke(@CallerParam() caller: Caller, @Param('id') id: string, @Query() query: unknown): Promise<void> {
     await this.apiKeys.revoke(caller, id, parseQuery(TENANT, query).tenant);

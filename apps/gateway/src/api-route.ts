@@ -22,7 +22,13 @@ export interface RouteDoc {
   /** Query parameters (an object schema: each property is one parameter). */
   query?: z.ZodObject;
   /** The body: `schema` under each of `contentTypes` (JSON when absent), and under `contentSchemas`' types their own. */
-  body?: { schema: z.ZodType; contentTypes?: string[]; contentSchemas?: Record<string, z.ZodType>; required?: boolean; description?: string };
+  body?: {
+    schema: z.ZodType;
+    contentTypes?: string[];
+    contentSchemas?: Record<string, z.ZodType>;
+    required?: boolean;
+    description?: string;
+  };
   /** Every status the route answers with, and its body. */
   responses: Record<number, ResponseDoc>;
   /** Not for tenants (the internal stream channel). */
@@ -62,21 +68,23 @@ const ERROR_MEANINGS: Record<number, string> = {
   400: 'bad input: `code` names it, a `field` where one is at fault',
   401: 'no usable credential (the gate, `UNAUTHENTICATED`)',
   403: 'the credential may not do this (the gate, `FORBIDDEN`)',
-  404: 'not found (or another tenant\'s: the same answer)',
+  404: "not found (or another tenant's: the same answer)",
   408: 'no reply within the time asked',
   409: 'the current state refuses this',
-  413: 'the body is over the limit (`PAYLOAD_TOO_LARGE`), or a publish is larger than the tenant\'s whole burst (`BATCH_EXCEEDS_BURST`, with `maxBatchEvents` and `maxBatchBytes`: it can never pass, split it)',
+  413: "the body is over the limit (`PAYLOAD_TOO_LARGE`), or a publish is larger than the tenant's whole burst (`BATCH_EXCEEDS_BURST`, with `maxBatchEvents` and `maxBatchBytes`: it can never pass, split it)",
   415: 'a content type the route does not take',
   421: 'another gateway process than the one named',
   426: 'a WebSocket route asked without `Upgrade: websocket` (`UPGRADE_REQUIRED`); nothing is held',
-  429: 'over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant\'s request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`)',
+  429: "over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`)",
   502: 'a receiver the mesh called did not acknowledge (`httpStatus` and `error` say how)',
   503: 'a dependency or a bound is unavailable for now (`Retry-After`)',
 };
 
 /** Error responses by status, each with the error body. */
 export function errors(...statuses: number[]): Record<number, ResponseDoc> {
-  return Object.fromEntries(statuses.map((s) => [s, { description: ERROR_MEANINGS[s] ?? 'error', schema: errorBodySchema }]));
+  return Object.fromEntries(
+    statuses.map((s) => [s, { description: ERROR_MEANINGS[s] ?? 'error', schema: errorBodySchema }]),
+  );
 }
 
 /** What the request gate may answer on any gated route (libs/security). */

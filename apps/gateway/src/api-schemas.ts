@@ -11,8 +11,13 @@ import { ACL_EFFECTS, ACTIONS } from '../../../libs/security';
 const isoTime = z.string().describe('ISO 8601');
 
 /** Where one published event was written. */
-export const publishResultSchema = z.object({ id: z.string(), topic: z.string(), partition: z.number().int(), offset: z.number().int() }).strict();
-export const publishAnswerSchema = z.union([publishResultSchema, z.object({ results: z.array(publishResultSchema) }).strict()]);
+export const publishResultSchema = z
+  .object({ id: z.string(), topic: z.string(), partition: z.number().int(), offset: z.number().int() })
+  .strict();
+export const publishAnswerSchema = z.union([
+  publishResultSchema,
+  z.object({ results: z.array(publishResultSchema) }).strict(),
+]);
 
 export const subscriptionViewSchema = z
   .object({
@@ -43,7 +48,12 @@ export const skippedRangeViewSchema = z
   .strict();
 
 /** A CloudEvent in the structured JSON mode, as the gateway answers with one. */
-export const structuredEventSchema = z.looseObject({ specversion: z.string(), id: z.string(), source: z.string(), type: z.string() });
+export const structuredEventSchema = z.looseObject({
+  specversion: z.string(),
+  id: z.string(),
+  source: z.string(),
+  type: z.string(),
+});
 
 const attribute = z.string().min(1);
 /** What `atob` decodes (the `cloudevents` library's check of `data_base64`). */
@@ -76,7 +86,10 @@ const eventRules = {
 const extension = z.union([z.string(), z.number().int(), z.boolean()]);
 export const publishedEventSchema = z.object(eventAttributes).catchall(extension).meta(eventRules);
 /** A reply (`POST /events/reply`): a published event that names its request in the `correlationid` extension. */
-export const replyEventSchema = z.object({ ...eventAttributes, correlationid: attribute }).catchall(extension).meta(eventRules);
+export const replyEventSchema = z
+  .object({ ...eventAttributes, correlationid: attribute })
+  .catchall(extension)
+  .meta(eventRules);
 
 export const streamDeliverySchema = z.object({ deliveryId: z.string(), event: structuredEventSchema }).strict();
 export const pollAnswerSchema = z.object({ consumer: z.string(), deliveries: z.array(streamDeliverySchema) }).strict();
@@ -89,7 +102,13 @@ export const ackBodySchema = z.object({
   action: z.enum(['ack', 'nack', 'reject', 'extend']),
   delayMs: z.number().int().min(0).max(3600000).optional().describe('nack: when to retry (1000 when absent)'),
   reason: z.string().optional().describe('reject: why (first 500 characters kept)'),
-  deadlineMs: z.number().int().min(1).max(3600000).optional().describe("extend (required there): the delivery's ack deadline, this long from now"),
+  deadlineMs: z
+    .number()
+    .int()
+    .min(1)
+    .max(3600000)
+    .optional()
+    .describe("extend (required there): the delivery's ack deadline, this long from now"),
 });
 
 export const replyAnswerSchema = z.object({ correlationId: z.string(), delivered: z.literal(true) }).strict();
@@ -122,14 +141,28 @@ export const readinessReportSchema = z.looseObject({
 export const aclRuleBodySchema = z
   .object({
     // The checks of libs/security/acl-rules.ts (parseSubject) and topic-pattern.ts, as patterns.
-    subject: z.string().regex(/^(?:tenant:\*|principal:\*|principal:[^\s*?]{1,256})$/u).describe('`principal:<name>`, or `principal:*` / `tenant:*` for every principal of the tenant'),
+    subject: z
+      .string()
+      .regex(/^(?:tenant:\*|principal:\*|principal:[^\s*?]{1,256})$/u)
+      .describe('`principal:<name>`, or `principal:*` / `tenant:*` for every principal of the tenant'),
     action: z.enum([...ACTIONS, '*']),
-    topic: z.string().regex(/^[A-Za-z0-9._\-*?]{1,249}$/).describe('a topic, or a pattern with the wildcards `*` and `?`'),
+    topic: z
+      .string()
+      .regex(/^[A-Za-z0-9._\-*?]{1,249}$/)
+      .describe('a topic, or a pattern with the wildcards `*` and `?`'),
     effect: z.enum(ACL_EFFECTS),
   })
   .strict();
 export const aclRuleViewSchema = z
-  .object({ id: z.string(), tenant: z.string(), subject: z.string(), action: z.string(), topic: z.string(), effect: z.enum(ACL_EFFECTS), createdAt: isoTime })
+  .object({
+    id: z.string(),
+    tenant: z.string(),
+    subject: z.string(),
+    action: z.string(),
+    topic: z.string(),
+    effect: z.enum(ACL_EFFECTS),
+    createdAt: isoTime,
+  })
   .strict();
 
 export const apiKeySchema = z
@@ -144,20 +177,47 @@ export const apiKeySchema = z
     lastUsedAt: isoTime.nullable(),
   })
   .strict();
-export const createdApiKeySchema = apiKeySchema.extend({ key: z.string().describe('`emk_<id>_<secret>`: shown this once') });
+export const createdApiKeySchema = apiKeySchema.extend({
+  key: z.string().describe('`emk_<id>_<secret>`: shown this once'),
+});
 
-export const publisherSecretViewSchema = z.object({ id: z.string(), principal: z.string(), createdAt: isoTime }).strict();
+export const publisherSecretViewSchema = z
+  .object({ id: z.string(), principal: z.string(), createdAt: isoTime })
+  .strict();
 
-export const tenantQuotaViewSchema = z.object({ tenant: z.string(), quota: z.looseObject({}), overrides: z.looseObject({}) }).strict();
+export const tenantQuotaViewSchema = z
+  .object({ tenant: z.string(), quota: z.looseObject({}), overrides: z.looseObject({}) })
+  .strict();
 
-export const agentViewSchema = z.object({ name: z.string(), card: z.looseObject({}), createdAt: isoTime, updatedAt: isoTime }).strict();
+export const agentViewSchema = z
+  .object({ name: z.string(), card: z.looseObject({}), createdAt: isoTime, updatedAt: isoTime })
+  .strict();
 
 export const partitionMovesSchema = z.object({ moves: z.array(z.looseObject({})) }).strict();
-export const partitionsViewSchema = z.looseObject({ members: z.array(z.string()), drained: z.array(z.string()), generation: z.number().int(), partitions: z.array(z.looseObject({})) });
-export const orphansViewSchema = z.looseObject({ graceMs: z.number(), takeover: z.string(), liveInstances: z.array(z.string()), orphans: z.array(z.looseObject({})) });
+export const partitionsViewSchema = z.looseObject({
+  members: z.array(z.string()),
+  drained: z.array(z.string()),
+  generation: z.number().int(),
+  partitions: z.array(z.looseObject({})),
+});
+export const orphansViewSchema = z.looseObject({
+  graceMs: z.number(),
+  takeover: z.string(),
+  liveInstances: z.array(z.string()),
+  orphans: z.array(z.looseObject({})),
+});
 export const moveViewSchema = z
-  .object({ subscription: z.string(), from: z.string(), to: z.string(), moved: z.boolean(), fencedEpoch: z.number().int().nullable() })
+  .object({
+    subscription: z.string(),
+    from: z.string(),
+    to: z.string(),
+    moved: z.boolean(),
+    fencedEpoch: z.number().int().nullable(),
+  })
   .strict();
 
 /** A JSON-RPC 2.0 answer (A2A's JSON-RPC binding). */
-export const jsonRpcAnswerSchema = z.looseObject({ jsonrpc: z.literal('2.0'), id: z.union([z.string(), z.number(), z.null()]) });
+export const jsonRpcAnswerSchema = z.looseObject({
+  jsonrpc: z.literal('2.0'),
+  id: z.union([z.string(), z.number(), z.null()]),
+});

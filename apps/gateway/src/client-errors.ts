@@ -12,7 +12,11 @@ export function answerClientError(error: Error & { code?: string }, socket: Sock
   if (error.code === 'ECONNRESET' || socket.destroyed) return;
   const [status, code, message] =
     error.code === 'ERR_HTTP_REQUEST_TIMEOUT'
-      ? [408, ErrorCode.ClientTimeout, 'the request was not received within the time allowed (its headers, or the whole of it)']
+      ? [
+          408,
+          ErrorCode.ClientTimeout,
+          'the request was not received within the time allowed (its headers, or the whole of it)',
+        ]
       : error.code === 'HPE_HEADER_OVERFLOW'
         ? [431, ErrorCode.InvalidRequest, 'the request headers are larger than the server accepts']
         : [400, ErrorCode.InvalidRequest, 'the request is not valid HTTP'];

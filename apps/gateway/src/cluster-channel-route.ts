@@ -3,7 +3,14 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
-import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, ClusterCredential, HOLDER_QUERY, serveChannel, StreamHub } from '../../../libs/streams';
+import {
+  CHANNEL_PATH,
+  CLUSTER_TOKEN_HEADER,
+  ClusterCredential,
+  HOLDER_QUERY,
+  serveChannel,
+  StreamHub,
+} from '../../../libs/streams';
 import { apiRouteConfig, errors } from './api-route';
 import { toHttpError } from './http-error';
 
@@ -18,14 +25,18 @@ type ChannelRequest = FastifyRequest<{ Querystring: Record<string, string | unde
  * happens. A token for another gateway process of the same instance (several share the port) is 421 MISDIRECTED,
  * and the dispatching instance connects again. docs/security.md lists it in the route coverage table.
  */
-export function registerClusterChannel(app: NestFastifyApplication, deps: { hub: StreamHub; holder: string; credential: ClusterCredential }): void {
+export function registerClusterChannel(
+  app: NestFastifyApplication,
+  deps: { hub: StreamHub; holder: string; credential: ClusterCredential },
+): void {
   const fastify = app.getHttpAdapter().getInstance();
   fastify.get(
     CHANNEL_PATH,
     {
       websocket: true,
       config: apiRouteConfig({
-        summary: 'The internal stream channel between instances (a WebSocket; a cluster token of this runtime, no tenant)',
+        summary:
+          'The internal stream channel between instances (a WebSocket; a cluster token of this runtime, no tenant)',
         tags: ['internal'],
         internal: true,
         responses: { 101: { description: 'switched to the WebSocket protocol' }, ...errors(401, 421) },
@@ -37,9 +48,14 @@ export function registerClusterChannel(app: NestFastifyApplication, deps: { hub:
         let refusal: EventMeshError | undefined;
         if (!verified.ok) {
           log.warn({ remote: request.ip, reason: verified.reason }, 'stream channel handshake refused');
-          refusal = new EventMeshError(ErrorCode.Unauthenticated, 'the internal stream channel needs a cluster token of this runtime');
+          refusal = new EventMeshError(
+            ErrorCode.Unauthenticated,
+            'the internal stream channel needs a cluster token of this runtime',
+          );
         } else if (wanted !== undefined && wanted !== deps.holder) {
-          refusal = new EventMeshError(ErrorCode.Misdirected, `this is gateway process ${deps.holder}, not ${wanted}`, { holder: deps.holder });
+          refusal = new EventMeshError(ErrorCode.Misdirected, `this is gateway process ${deps.holder}, not ${wanted}`, {
+            holder: deps.holder,
+          });
         }
         if (refusal) {
           const { status, body } = toHttpError(refusal);
@@ -48,7 +64,10 @@ export function registerClusterChannel(app: NestFastifyApplication, deps: { hub:
       },
     },
     (socket: WebSocket, request: ChannelRequest) => {
-      const peer = deps.credential.verify(request.headers[CLUSTER_TOKEN_HEADER] as string, request.query[HOLDER_QUERY] ?? deps.holder);
+      const peer = deps.credential.verify(
+        request.headers[CLUSTER_TOKEN_HEADER] as string,
+        request.query[HOLDER_QUERY] ?? deps.holder,
+      );
       serveChannel(socket, deps.hub, peer.ok ? peer.from : request.ip);
     },
   );

@@ -39,7 +39,11 @@ export function publishRequestOf(
   const mediaType = mediaTypeOf(headers['content-type'] as string | undefined);
   if (STRUCTURED_TYPES.includes(mediaType)) return { mode: 'structured', body, trace };
   if (allowBatch && mediaType === BATCH_TYPE) return { mode: 'batch', body, trace };
-  const accepted = [...STRUCTURED_TYPES, ...(allowBatch ? [BATCH_TYPE] : []), 'any type with ce-* headers (binary mode)'];
+  const accepted = [
+    ...STRUCTURED_TYPES,
+    ...(allowBatch ? [BATCH_TYPE] : []),
+    'any type with ce-* headers (binary mode)',
+  ];
   throw new EventMeshError(
     ErrorCode.UnsupportedMediaType,
     `content type "${mediaType || '(none)'}" is not accepted here without ce-* headers; send ${accepted.join(', ')}`,

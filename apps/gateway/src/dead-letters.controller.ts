@@ -1,5 +1,14 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { browseQuerySchema, DeadLetterDetail, DeadLetterPage, DeadLetterReplays, DeadLetterService, purgeQuerySchema, replayBodySchema, ReplayView } from '../../../libs/dead-letters';
+import {
+  browseQuerySchema,
+  DeadLetterDetail,
+  DeadLetterPage,
+  DeadLetterReplays,
+  DeadLetterService,
+  purgeQuerySchema,
+  replayBodySchema,
+  ReplayView,
+} from '../../../libs/dead-letters';
 import type { Caller } from '../../../libs/security';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
@@ -10,8 +19,8 @@ const READ = { action: 'subscribe', topic: { subscriptionParam: 'id' } } as cons
 /** Replaying and purging them: the admin gate, the admin action on the subscription's topic, in the caller's tenant. */
 const OPERATE = { action: 'admin', admin: true, topic: { subscriptionParam: 'id' } } as const;
 
-const ID = { id: 'the subscription\'s id' };
-const REPLAY_ID = { ...ID, replayId: 'the replay\'s id (its workflow is dlq-replay/<replayId>)' };
+const ID = { id: "the subscription's id" };
+const REPLAY_ID = { ...ID, replayId: "the replay's id (its workflow is dlq-replay/<replayId>)" };
 const letterView = z.looseObject({
   id: z.string(),
   topic: z.string(),
@@ -57,14 +66,28 @@ export class DeadLettersController {
   ) {}
 
   @Get(':id/dead-letters')
-  @ApiRoute({ summary: 'Browse the dead letters, filtered, a page at a time', params: ID, query: browseQuerySchema, responses: { 200: { description: 'a page', schema: pageSchema }, ...errors(400, 404), ...GATED } })
+  @ApiRoute({
+    summary: 'Browse the dead letters, filtered, a page at a time',
+    params: ID,
+    query: browseQuerySchema,
+    responses: { 200: { description: 'a page', schema: pageSchema }, ...errors(400, 404), ...GATED },
+  })
   @GateRoute(READ)
   browse(@Param('id') id: string, @Query() query: unknown, @CallerParam() caller: Caller): Promise<DeadLetterPage> {
     return this.deadLetters.browse(id, caller.tenant, query);
   }
 
   @Delete(':id/dead-letters')
-  @ApiRoute({ summary: 'Purge the dead letters matching the filters (confirm=<subscription id>)', params: ID, query: purgeQuerySchema, responses: { 200: { description: 'how many were deleted', schema: z.object({ deleted: z.number().int() }) }, ...errors(400, 404), ...GATED } })
+  @ApiRoute({
+    summary: 'Purge the dead letters matching the filters (confirm=<subscription id>)',
+    params: ID,
+    query: purgeQuerySchema,
+    responses: {
+      200: { description: 'how many were deleted', schema: z.object({ deleted: z.number().int() }) },
+      ...errors(400, 404),
+      ...GATED,
+    },
+  })
   @GateRoute(OPERATE)
   @HttpCode(200)
   purge(@Param('id') id: string, @Query() query: unknown, @CallerParam() caller: Caller): Promise<{ deleted: number }> {
@@ -72,7 +95,12 @@ export class DeadLettersController {
   }
 
   @Post(':id/dead-letters/replays')
-  @ApiRoute({ summary: 'Replay dead letters to this subscription (the workflow dlq-replay/<replayId>)', params: ID, body: { schema: replayBodySchema }, responses: { 202: { description: 'started', schema: replayView }, ...errors(400, 404), ...GATED } })
+  @ApiRoute({
+    summary: 'Replay dead letters to this subscription (the workflow dlq-replay/<replayId>)',
+    params: ID,
+    body: { schema: replayBodySchema },
+    responses: { 202: { description: 'started', schema: replayView }, ...errors(400, 404), ...GATED },
+  })
   @GateRoute(OPERATE)
   @HttpCode(202)
   replay(@Param('id') id: string, @Body() body: unknown, @CallerParam() caller: Caller): Promise<ReplayView> {
@@ -80,24 +108,48 @@ export class DeadLettersController {
   }
 
   @Get(':id/dead-letters/replays/:replayId')
-  @ApiRoute({ summary: 'A replay\'s progress', params: REPLAY_ID, responses: { 200: { description: 'its progress', schema: replayView }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: "A replay's progress",
+    params: REPLAY_ID,
+    responses: { 200: { description: 'its progress', schema: replayView }, ...errors(404), ...GATED },
+  })
   @GateRoute(OPERATE)
-  replayProgress(@Param('id') id: string, @Param('replayId') replayId: string, @CallerParam() caller: Caller): Promise<ReplayView> {
+  replayProgress(
+    @Param('id') id: string,
+    @Param('replayId') replayId: string,
+    @CallerParam() caller: Caller,
+  ): Promise<ReplayView> {
     return this.replays.get(id, caller.tenant, replayId);
   }
 
   @Delete(':id/dead-letters/replays/:replayId')
-  @ApiRoute({ summary: 'Cancel a replay (it stops after the batch in flight)', params: REPLAY_ID, responses: { 202: { description: 'cancel requested', schema: replayView }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'Cancel a replay (it stops after the batch in flight)',
+    params: REPLAY_ID,
+    responses: { 202: { description: 'cancel requested', schema: replayView }, ...errors(404), ...GATED },
+  })
   @GateRoute(OPERATE)
   @HttpCode(202)
-  cancelReplay(@Param('id') id: string, @Param('replayId') replayId: string, @CallerParam() caller: Caller): Promise<ReplayView> {
+  cancelReplay(
+    @Param('id') id: string,
+    @Param('replayId') replayId: string,
+    @CallerParam() caller: Caller,
+  ): Promise<ReplayView> {
     return this.replays.cancel(id, caller.tenant, replayId);
   }
 
   @Get(':id/dead-letters/:letterId')
-  @ApiRoute({ summary: 'One dead letter with its event', params: { ...ID, letterId: 'the dead letter\'s id' }, responses: { 200: { description: 'the letter', schema: detailSchema }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'One dead letter with its event',
+    params: { ...ID, letterId: "the dead letter's id" },
+    responses: { 200: { description: 'the letter', schema: detailSchema }, ...errors(404), ...GATED },
+  })
   @GateRoute(READ)
-  letter(@Param('id') id: string, @Param('letterId') letterId: string, @CallerParam() caller: Caller): Promise<DeadLetterDetail> {
+  letter(
+    @Param('id') id: string,
+    @Param('letterId') letterId: string,
+    @CallerParam() caller: Caller,
+  ): Promise<DeadLetterDetail> {
     return this.deadLetters.get(id, caller.tenant, letterId);
   }
 }

@@ -10,21 +10,30 @@ import { z } from 'zod';
 import { rawBodyOf } from './body-parsers';
 import { publishRequestOf } from './content-mode';
 import { ApiRoute, errors, GATED } from './api-route';
-import { publishedEventSchema, replyAnswerSchema, replyEventSchema, structuredEventSchema, subscriptionViewSchema } from './api-schemas';
+import {
+  publishedEventSchema,
+  replyAnswerSchema,
+  replyEventSchema,
+  structuredEventSchema,
+  subscriptionViewSchema,
+} from './api-schemas';
 import { CallerParam, GateRoute } from './gate-route';
 import { parseQuery } from './parse-body';
 
 /** The request-reply route's query: it validates with it, the API document shows it. */
 const requestQuerySchema = z.object({
-  topic: z.string().optional().describe('the topic (the runtime\'s default when absent)'),
-  timeoutMs: queryInt(1, MAX_REQUEST_TIMEOUT_MS).describe(`how long to wait, in milliseconds (${DEFAULT_REQUEST_TIMEOUT_MS} when absent)`),
+  topic: z.string().optional().describe("the topic (the runtime's default when absent)"),
+  timeoutMs: queryInt(1, MAX_REQUEST_TIMEOUT_MS).describe(
+    `how long to wait, in milliseconds (${DEFAULT_REQUEST_TIMEOUT_MS} when absent)`,
+  ),
 });
 
 /** A CloudEvent body: structured JSON, or any bytes with `ce-*` headers (binary mode). */
 const EVENT_BODY = {
   schema: publishedEventSchema,
   contentTypes: ['application/cloudevents+json', 'application/json'],
-  description: 'a CloudEvent, structured JSON; or in binary mode: any content type with `ce-*` headers (the body is the data)',
+  description:
+    'a CloudEvent, structured JSON; or in binary mode: any content type with `ce-*` headers (the body is the data)',
 };
 
 @Controller('events')
@@ -47,7 +56,11 @@ export class EventsController {
     query: requestQuerySchema,
     body: EVENT_BODY,
     responses: {
-      200: { description: 'the reply, in the structured mode', schema: structuredEventSchema, contentType: 'application/cloudevents+json' },
+      200: {
+        description: 'the reply, in the structured mode',
+        schema: structuredEventSchema,
+        contentType: 'application/cloudevents+json',
+      },
       ...errors(400, 404, 408, 413, 415),
       ...GATED,
     },
@@ -63,7 +76,12 @@ export class EventsController {
   ): Promise<Record<string, unknown>> {
     const { topic, timeoutMs } = parseQuery(requestQuerySchema, query);
     const publish = publishRequestOf(headers, body, rawBodyOf(request), false);
-    const answer = await this.requestReply.request(topic || undefined, publish, timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS, caller.tenant);
+    const answer = await this.requestReply.request(
+      topic || undefined,
+      publish,
+      timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS,
+      caller.tenant,
+    );
     void reply.status(200).header('content-type', 'application/cloudevents+json; charset=utf-8');
     return frameToStructured(answer);
   }
@@ -77,7 +95,11 @@ export class EventsController {
   @ApiRoute({
     summary: 'Reply to a pending request (its `correlationid` names it)',
     body: { ...EVENT_BODY, schema: replyEventSchema },
-    responses: { 202: { description: 'stored for the process holding the request', schema: replyAnswerSchema }, ...errors(400, 404, 413, 415), ...GATED },
+    responses: {
+      202: { description: 'stored for the process holding the request', schema: replyAnswerSchema },
+      ...errors(400, 404, 413, 415),
+      ...GATED,
+    },
   })
   @GateRoute({ action: 'publish', publishes: true })
   @HttpCode(202)

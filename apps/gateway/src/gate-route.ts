@@ -12,7 +12,12 @@ import { requestIdOfRequest } from './request-log';
  * topic when absent), a path parameter, or the subscription a path parameter or body field names (its topic as
  * the caller's tenant sees it).
  */
-export type TopicSource = { query: string } | { body: string } | { param: string } | { subscriptionParam: string } | { subscriptionBody: string };
+export type TopicSource =
+  | { query: string }
+  | { body: string }
+  | { param: string }
+  | { subscriptionParam: string }
+  | { subscriptionBody: string };
 
 /** What the gate must know of a route. Every route declares one (`gate-route.spec.ts` holds them to it). */
 export type GateRouteSpec =
@@ -61,7 +66,9 @@ export function callerOf(request: FastifyRequest | object): Caller {
 }
 
 /** A handler parameter: the caller the gate admitted (its tenant scopes every resource the handler touches). */
-export const CallerParam = createParamDecorator((_: unknown, context: ExecutionContext): Caller => callerOf(context.switchToHttp().getRequest()));
+export const CallerParam = createParamDecorator((_: unknown, context: ExecutionContext): Caller =>
+  callerOf(context.switchToHttp().getRequest()),
+);
 
 /** Applied to every route (APP_GUARD): runs the route's gate, and keeps the admitted caller on the request. */
 @Injectable()
@@ -72,21 +79,24 @@ export class GateGuard implements CanActivate {
   ) {}
 
   async canActivate(context: ExecutionContext): Promise<boolean> {
-    const spec = this.reflector.getAllAndOverride<GateRouteSpec | undefined>(GATE_ROUTE, [context.getHandler(), context.getClass()]);
+    const spec = this.reflector.getAllAndOverride<GateRouteSpec | undefined>(GATE_ROUTE, [
+      context.getHandler(),
+      context.getClass(),
+    ]);
     if (!spec) throw new EventMeshError(ErrorCode.Internal, 'route has no gate declaration');
     if ('public' in spec) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const raw = spec.publishes || typeof spec.stream === 'function' ? rawBodyOf(request) : undefined;
     const gated = gateRequestOf(this.gates, spec, {
-        route: `${request.method} ${request.routeOptions.url ?? request.url}`,
-        requestId: requestIdOfRequest(request.raw),
-        headers: gateHeadersOf(request.raw),
-        remoteAddress: request.ip,
-        query: request.query as Record<string, unknown>,
-        params: request.params as Record<string, string>,
-        body: request.body,
-        raw,
-      });
+      route: `${request.method} ${request.routeOptions.url ?? request.url}`,
+      requestId: requestIdOfRequest(request.raw),
+      headers: gateHeadersOf(request.raw),
+      remoteAddress: request.ip,
+      query: request.query as Record<string, unknown>,
+      params: request.params as Record<string, string>,
+      body: request.body,
+      raw,
+    });
     const admission = await (spec.admin ? this.gates.admin : this.gates.ingress).admit(gated);
     (request as unknown as Record<symbol, Caller>)[CALLER] = admission.caller;
     // What the admission holds (a stream connection) is given back when the answer ends or its connection closes:
@@ -119,7 +129,11 @@ export interface RouteRequest {
 }
 
 /** The gate's view of a request to a route with this spec. */
-export function gateRequestOf(gates: Gates, spec: Exclude<GateRouteSpec, { public: true }>, r: RouteRequest): GateRequest {
+export function gateRequestOf(
+  gates: Gates,
+  spec: Exclude<GateRouteSpec, { public: true }>,
+  r: RouteRequest,
+): GateRequest {
   const request: GateRequest = {
     route: r.route,
     requestId: r.requestId,
@@ -131,19 +145,26 @@ export function gateRequestOf(gates: Gates, spec: Exclude<GateRouteSpec, { publi
     ...(spec.operator ? { operatorOnly: true } : {}),
     // Every admin route hands out power (credentials, ACL rules, quotas, operator actions): an authenticated caller only.
     ...(spec.admin || spec.operator ? { privileged: true } : {}),
-    ...((typeof spec.publishes === 'function' ? spec.publishes(r) : spec.publishes) ? { body: r.raw, publish: { events: 1, bytes: r.raw?.length ?? 0 } } : {}),
+    ...((typeof spec.publishes === 'function' ? spec.publishes(r) : spec.publishes)
+      ? { body: r.raw, publish: { events: 1, bytes: r.raw?.length ?? 0 } }
+      : {}),
   };
   const source = spec.topic;
   if (!source) return request;
   if ('query' in source) request.topic = stringOr(r.query?.[source.query], gates.defaultTopic);
-  else if ('body' in source) request.topic = stringOr((r.body as Record<string, unknown> | undefined)?.[source.body], gates.defaultTopic);
+  else if ('body' in source)
+    request.topic = stringOr((r.body as Record<string, unknown> | undefined)?.[source.body], gates.defaultTopic);
   else if ('param' in source) request.topic = r.params?.[source.param];
   else {
-    const named = 'subscriptionParam' in source ? r.params?.[source.subscriptionParam] : (r.body as Record<string, unknown> | undefined)?.[source.subscriptionBody];
+    const named =
+      'subscriptionParam' in source
+        ? r.params?.[source.subscriptionParam]
+        : (r.body as Record<string, unknown> | undefined)?.[source.subscriptionBody];
     const id = typeof named === 'string' ? named : '';
     request.topicOf = (caller) => gates.subscriptionTopic(id, caller.tenant);
   }
   return request;
 }
 
-const stringOr = (value: unknown, fallback: string): string => (typeof value === 'string' && value !== '' ? value : fallback);
+const stringOr = (value: unknown, fallback: string): string =>
+  typeof value === 'string' && value !== '' ? value : fallback;

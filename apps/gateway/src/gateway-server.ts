@@ -12,12 +12,41 @@ import { type RunningLoops, WebhookSender } from '../../../libs/delivery';
 import type { RuntimeMetrics } from '../../../libs/metrics';
 import { createAccessLog, createLogger, NestPinoLogger } from '../../../libs/logging';
 import { OwnershipAdmin } from '../../../libs/ownership';
-import { AclRuleStore, ApiKeyStore, LeaseStore, SkippedRangeStore, StreamPresenceStore, TenantQuotaStore } from '../../../libs/storage';
+import {
+  AclRuleStore,
+  ApiKeyStore,
+  LeaseStore,
+  SkippedRangeStore,
+  StreamPresenceStore,
+  TenantQuotaStore,
+} from '../../../libs/storage';
 import { shutdownInOrder, type Dependencies } from '../../../libs/runtime';
-import { AclAdmin, ApiKeyService, describeGates, PublisherSecretStore, SecretBox, SecurityGate, SinkGuard, TenantQuotaAdmin } from '../../../libs/security';
+import {
+  AclAdmin,
+  ApiKeyService,
+  describeGates,
+  PublisherSecretStore,
+  SecretBox,
+  SecurityGate,
+  SinkGuard,
+  TenantQuotaAdmin,
+} from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
-import { ClusterCredential, derivedAddress, PeerChannels, PollConsumers, StreamClients, StreamHub, StreamPresence } from '../../../libs/streams';
-import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
+import {
+  ClusterCredential,
+  derivedAddress,
+  PeerChannels,
+  PollConsumers,
+  StreamClients,
+  StreamHub,
+  StreamPresence,
+} from '../../../libs/streams';
+import {
+  SubscriptionDeliveryState,
+  SubscriptionOffsets,
+  SubscriptionPlacement,
+  SubscriptionService,
+} from '../../../libs/subscriptions';
 import { registerBodyParsers } from './body-parsers';
 import { answerClientError } from './client-errors';
 import { ConnectionCap } from './connection-cap';
@@ -92,7 +121,11 @@ async function closeHttp(app: NestFastifyApplication | undefined): Promise<void>
  * streams, admin and health routes, listening on EVENTMESH_HTTP_HOST:PORT. On a failure it closes what it
  * started and throws.
  */
-export async function startGateway(config: EventMeshConfig, deps: Dependencies, options: GatewayOptions): Promise<RunningGateway> {
+export async function startGateway(
+  config: EventMeshConfig,
+  deps: Dependencies,
+  options: GatewayOptions,
+): Promise<RunningGateway> {
   const { streams } = options;
   let publish: PublishRoute | undefined;
   let polling: PollConsumers | undefined;
@@ -122,7 +155,13 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config, sinks);
     const placement = SubscriptionPlacement.forInstance(deps.db, config);
     const skippedRanges = new SkippedRangeStore(deps.db);
-    const ingress = new EventIngress(deps.topics, deps.producer, config.kafka.topics[0], config.kafka.produceMaxBatchEvents, deps.tracing);
+    const ingress = new EventIngress(
+      deps.topics,
+      deps.producer,
+      config.kafka.topics[0],
+      config.kafka.produceMaxBatchEvents,
+      deps.tracing,
+    );
     const requestReply = new RequestReplyService(deps.db, ingress, config.postgres, config.instance.id, {
       maxPending: config.http.maxPendingRequests,
       maxPendingPerTenant: config.http.maxPendingRequestsPerTenant,
@@ -130,13 +169,24 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
     });
     await requestReply.start();
     requestReplyStarted = requestReply;
-    const gates = new Gates(options.gates.ingress, options.gates.admin, (id, tenant) => subscriptions.topicFor(id, tenant), ingress.defaultTopic);
+    const gates = new Gates(
+      options.gates.ingress,
+      options.gates.admin,
+      (id, tenant) => subscriptions.topicFor(id, tenant),
+      ingress.defaultTopic,
+    );
     const metrics = options.metrics;
     if (metrics) {
       metrics.sources.gates = () => ({ ingress: gates.ingress.stats(), admin: gates.admin.stats() });
       metrics.sources.requestReply = () => requestReply.stats;
     }
-    const route = new PublishRoute({ ingress, gate: gates.ingress, defaultTopic: ingress.defaultTopic, bodyLimitBytes: config.http.bodyLimitBytes, metrics });
+    const route = new PublishRoute({
+      ingress,
+      gate: gates.ingress,
+      defaultTopic: ingress.defaultTopic,
+      bodyLimitBytes: config.http.bodyLimitBytes,
+      metrics,
+    });
     publish = route;
     const connections = new ConnectionCap(config.http.maxConnections, config.http.retryAfterSeconds);
     const requests = new RequestLog(createAccessLog(config.log.access));
@@ -162,30 +212,55 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       streams,
       polls,
       subscriptions,
-      metrics: metrics && { metrics, adminGate: config.metrics.adminGate, access: MetricsAccess.fromConfig(config, !(options.gates.ingress.open && options.gates.admin.open)) },
-      health: new HealthService(deps, config, { loops: options.running, stats: () => ({
-        requestReply: { ...requestReply.stats, listening: requestReply.listening, maxPending: config.http.maxPendingRequests, maxPendingPerTenant: config.http.maxPendingRequestsPerTenant },
-        // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
-        producer: deps.producer.depth(),
-        http: { openConnections: connections.openConnections, maxConnections: config.http.maxConnections, refused: connections.refused },
-        pollConsumers: polls.size,
-        a2aStreams: a2a.streams.stats(),
-        a2aWorkflowStarts: a2a.workflowStarts(),
-        a2aRequestHandoff: a2a.requestHandoff(),
-        a2aFirstAttempts: a2a.firstAttempts(),
-        security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
-        ...options.workerStats?.(),
-      }), findings: [
-        { unknownCode: 'ORPHANS_UNKNOWN', read: () => placement.health() },
-        // /health is public: subscription ids (tenants' data) are listed only while both gates are open.
-        skippedEventsFinding(skippedRanges, config.delivery.skipWarningMs, options.gates.ingress.open && options.gates.admin.open),
-        gateFinding(options.gates, config.http.host),
-        auditFinding(options.gates),
-      ], gate: () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode }) }),
+      metrics: metrics && {
+        metrics,
+        adminGate: config.metrics.adminGate,
+        access: MetricsAccess.fromConfig(config, !(options.gates.ingress.open && options.gates.admin.open)),
+      },
+      health: new HealthService(deps, config, {
+        loops: options.running,
+        stats: () => ({
+          requestReply: {
+            ...requestReply.stats,
+            listening: requestReply.listening,
+            maxPending: config.http.maxPendingRequests,
+            maxPendingPerTenant: config.http.maxPendingRequestsPerTenant,
+          },
+          // What this process holds for Kafka and what it shed (docs/operations.md#backpressure).
+          producer: deps.producer.depth(),
+          http: {
+            openConnections: connections.openConnections,
+            maxConnections: config.http.maxConnections,
+            refused: connections.refused,
+          },
+          pollConsumers: polls.size,
+          a2aStreams: a2a.streams.stats(),
+          a2aWorkflowStarts: a2a.workflowStarts(),
+          a2aRequestHandoff: a2a.requestHandoff(),
+          a2aFirstAttempts: a2a.firstAttempts(),
+          security: { ingress: gates.ingress.stats(), admin: gates.admin.stats() },
+          ...options.workerStats?.(),
+        }),
+        findings: [
+          { unknownCode: 'ORPHANS_UNKNOWN', read: () => placement.health() },
+          // /health is public: subscription ids (tenants' data) are listed only while both gates are open.
+          skippedEventsFinding(
+            skippedRanges,
+            config.delivery.skipWarningMs,
+            options.gates.ingress.open && options.gates.admin.open,
+          ),
+          gateFinding(options.gates, config.http.host),
+          auditFinding(options.gates),
+        ],
+        gate: () => ({ ingress: gates.ingress.stats().mode, admin: gates.admin.stats().mode }),
+      }),
       placement,
       subscriptionOffsets: SubscriptionOffsets.forInstance(deps.db, deps.topics, config),
       deliveryState: new SubscriptionDeliveryState(deps.db),
-      streamClients: new StreamClients(streams, new StreamPresenceStore(deps.db), peers, { holder: options.cluster.holder, instanceId: config.instance.id }),
+      streamClients: new StreamClients(streams, new StreamPresenceStore(deps.db), peers, {
+        holder: options.cluster.holder,
+        instanceId: config.instance.id,
+      }),
       skippedRanges,
       gates,
       apiKeys: new ApiKeyService(new ApiKeyStore(deps.db), config.admin.security.operatorTenant),
@@ -198,9 +273,18 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         heartbeatTimeoutMs: config.delivery.leaseTtlMs,
       }),
       acl: new AclAdmin(new AclRuleStore(deps.db)),
-      quotas: new TenantQuotaAdmin(new TenantQuotaStore(deps.db), config.security.gate.quota, config.admin.security.operatorTenant),
+      quotas: new TenantQuotaAdmin(
+        new TenantQuotaStore(deps.db),
+        config.security.gate.quota,
+        config.admin.security.operatorTenant,
+      ),
       ownership:
-        config.delivery.topology === 'PARTITION_OWNED_PULL' ? new OwnershipAdmin(deps.temporal.client, new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2))) : undefined,
+        config.delivery.topology === 'PARTITION_OWNED_PULL'
+          ? new OwnershipAdmin(
+              deps.temporal.client,
+              new LeaseStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)),
+            )
+          : undefined,
       routes,
       limits: { maxBodyBytes: config.http.bodyLimitBytes, maxBatchEvents: config.kafka.produceMaxBatchEvents },
     });
@@ -215,7 +299,9 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
         serverFactory: (fastify: FastifyServerFactoryHandler) => {
           const server = createServer(slowClientTimeouts(config.http), (request, response) => {
             requests.begin(request, response);
-            return connections.refuse(request, response) || route.handle(request, response) || fastify(request, response);
+            return (
+              connections.refuse(request, response) || route.handle(request, response) || fastify(request, response)
+            );
           });
           connections.attach(server);
           return server;
@@ -234,7 +320,10 @@ export async function startGateway(config: EventMeshConfig, deps: Dependencies, 
       .addHook('onRequest', async (request, reply) => {
         if (!connections.isOver(request.raw)) return;
         const { status, body, headers } = toHttpError(connections.error());
-        await reply.code(status).headers({ ...headers, connection: 'close' }).send(body);
+        await reply
+          .code(status)
+          .headers({ ...headers, connection: 'close' })
+          .send(body);
         // An upgrade's socket is not the server's to close after the answer: close it here (after the write).
         request.raw.socket.end();
       });
@@ -287,7 +376,9 @@ function auditFinding(gates: GatewayOptions['gates']): HealthFinding {
       if (audit?.status !== 'degraded') return Promise.resolve({ warnings: [] });
       const { sink, failed, dropped, lastFailure } = audit;
       const message = `audit records are not being written (${sink} sink): ${lastFailure?.reason ?? 'unknown'}`;
-      return Promise.resolve({ warnings: [{ code: 'AUDIT_DEGRADED', message, sink, failed, dropped, lastFailureAt: lastFailure?.at }] });
+      return Promise.resolve({
+        warnings: [{ code: 'AUDIT_DEGRADED', message, sink, failed, dropped, lastFailureAt: lastFailure?.at }],
+      });
     },
   };
 }
@@ -296,6 +387,9 @@ function auditFinding(gates: GatewayOptions['gates']): HealthFinding {
 function gateFinding(gates: GatewayOptions['gates'], host: string): HealthFinding {
   return {
     unknownCode: 'GATE_UNKNOWN',
-    read: () => Promise.resolve({ warnings: describeGates(gates, host).warnings.map((message) => ({ code: 'GATE_OPEN', message })) }),
+    read: () =>
+      Promise.resolve({
+        warnings: describeGates(gates, host).warnings.map((message) => ({ code: 'GATE_OPEN', message })),
+      }),
   };
 }

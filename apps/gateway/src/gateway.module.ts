@@ -10,7 +10,12 @@ import { RequestReplyService } from '../../../libs/request-reply';
 import { ApiKeyService, PublisherSecretStore } from '../../../libs/security';
 import { PollConsumers, StreamClients, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
-import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionPlacement, SubscriptionService } from '../../../libs/subscriptions';
+import {
+  SubscriptionDeliveryState,
+  SubscriptionOffsets,
+  SubscriptionPlacement,
+  SubscriptionService,
+} from '../../../libs/subscriptions';
 import { A2AAgentsController } from './a2a-agents.controller';
 import { A2APushDeadLettersController } from './a2a-push-dead-letters.controller';
 import { A2ARestController } from './a2a-rest.controller';

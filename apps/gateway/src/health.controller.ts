@@ -19,7 +19,10 @@ export class HealthController {
   @Get()
   @ApiRoute({
     summary: 'Each dependency with its state',
-    responses: { 200: { description: 'all up', schema: healthReportSchema }, 503: { description: 'a dependency is down', schema: healthReportSchema } },
+    responses: {
+      200: { description: 'all up', schema: healthReportSchema },
+      503: { description: 'a dependency is down', schema: healthReportSchema },
+    },
   })
   async check(@Res({ passthrough: true }) reply: FastifyReply): Promise<HealthReport> {
     const report = await this.health.check();
@@ -29,7 +32,10 @@ export class HealthController {
 
   /** Liveness: the process answers (200); no backend is asked. */
   @Get('live')
-  @ApiRoute({ summary: 'Liveness: the process answers; no backend is asked', responses: { 200: { description: 'alive', schema: livenessReportSchema } } })
+  @ApiRoute({
+    summary: 'Liveness: the process answers; no backend is asked',
+    responses: { 200: { description: 'alive', schema: livenessReportSchema } },
+  })
   live(): LivenessReport {
     return this.health.live();
   }
@@ -38,7 +44,10 @@ export class HealthController {
   @Get('ready')
   @ApiRoute({
     summary: 'Readiness: every dependency up and no dispatch loop stalled',
-    responses: { 200: { description: 'ready', schema: readinessReportSchema }, 503: { description: 'a dependency is down or delivery is stalled', schema: readinessReportSchema } },
+    responses: {
+      200: { description: 'ready', schema: readinessReportSchema },
+      503: { description: 'a dependency is down or delivery is stalled', schema: readinessReportSchema },
+    },
   })
   async ready(@Res({ passthrough: true }) reply: FastifyReply): Promise<ReadinessReport> {
     const report = await this.health.ready();

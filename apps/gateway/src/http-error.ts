@@ -38,7 +38,10 @@ const STATUS_CODES: Record<number, ErrorCode> = {
 export function toHttpError(e: unknown): { status: number; body: HttpErrorBody; headers?: Record<string, string> } {
   if (e instanceof EventMeshError) {
     const wait = e.details.retryAfterSeconds;
-    const headers = { ...(typeof wait === 'number' ? { 'retry-after': String(wait) } : {}), ...(e instanceof GateRefusal ? e.headers : {}) };
+    const headers = {
+      ...(typeof wait === 'number' ? { 'retry-after': String(wait) } : {}),
+      ...(e instanceof GateRefusal ? e.headers : {}),
+    };
     return {
       status: HTTP_STATUS_BY_CODE[e.code],
       body: { code: e.code, message: e.message, ...e.details },
@@ -70,15 +73,34 @@ export function toHttpError(e: unknown): { status: number; body: HttpErrorBody; 
  * it; undefined for any other error. Kafka first: a kafkajs connection error carries the socket's code
  * (ECONNREFUSED) as a Postgres one does.
  */
-export function outageOf(e: unknown): { dependency: 'Kafka' | 'Postgres'; answer: { status: number; body: HttpErrorBody; headers: Record<string, string> } } | undefined {
+export function outageOf(e: unknown):
+  | {
+      dependency: 'Kafka' | 'Postgres';
+      answer: { status: number; body: HttpErrorBody; headers: Record<string, string> };
+    }
+  | undefined {
   const headers = { 'retry-after': '1' };
   if (isKafkaUnavailable(e)) {
     const code = ErrorCode.KafkaUnavailable;
-    return { dependency: 'Kafka', answer: { status: HTTP_STATUS_BY_CODE[code], body: { code, message: 'Kafka is unavailable; try again', retryAfterSeconds: 1 }, headers } };
+    return {
+      dependency: 'Kafka',
+      answer: {
+        status: HTTP_STATUS_BY_CODE[code],
+        body: { code, message: 'Kafka is unavailable; try again', retryAfterSeconds: 1 },
+        headers,
+      },
+    };
   }
   if (isPostgresUnavailable(e)) {
     const code = ErrorCode.DependencyUnavailable;
-    return { dependency: 'Postgres', answer: { status: HTTP_STATUS_BY_CODE[code], body: { code, message: 'Postgres is unavailable; try again', dependency: 'postgres' }, headers } };
+    return {
+      dependency: 'Postgres',
+      answer: {
+        status: HTTP_STATUS_BY_CODE[code],
+        body: { code, message: 'Postgres is unavailable; try again', dependency: 'postgres' },
+        headers,
+      },
+    };
   }
   return undefined;
 }

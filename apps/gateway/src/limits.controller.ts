@@ -25,9 +25,11 @@ const burstSchema = z
 export const limitsSchema = z
   .object({
     tenant: z.string(),
-    maxBodyBytes: count.describe('a request body\'s bytes at most (413 PAYLOAD_TOO_LARGE above)'),
+    maxBodyBytes: count.describe("a request body's bytes at most (413 PAYLOAD_TOO_LARGE above)"),
     maxBatchEvents: count.describe('events in one `application/cloudevents-batch+json` publish at most (400 above)'),
-    burst: burstSchema.nullable().describe('the tenant\'s publish burst (413 BATCH_EXCEEDS_BURST above); null when the gate runs no quota'),
+    burst: burstSchema
+      .nullable()
+      .describe("the tenant's publish burst (413 BATCH_EXCEEDS_BURST above); null when the gate runs no quota"),
     maxPublish: z
       .object({ events: count, bytes: count })
       .strict()
@@ -49,23 +51,36 @@ export class LimitsController {
   ) {}
 
   @Get()
-  @ApiRoute({ summary: 'The runtime\'s request limits and the caller tenant\'s publish burst', tags: ['events'], responses: { 200: { description: 'the limits', schema: limitsSchema }, ...GATED } })
+  @ApiRoute({
+    summary: "The runtime's request limits and the caller tenant's publish burst",
+    tags: ['events'],
+    responses: { 200: { description: 'the limits', schema: limitsSchema }, ...GATED },
+  })
   @GateRoute({ action: 'publish' })
   async get(@CallerParam() caller: Caller): Promise<LimitsView> {
     const { maxBodyBytes, maxBatchEvents } = this.limits;
-    const burst = this.gates.ingress.stats().filters.includes('quota') ? burstOf((await this.quotas.get(caller, caller.tenant)).quota) : null;
+    const burst = this.gates.ingress.stats().filters.includes('quota')
+      ? burstOf((await this.quotas.get(caller, caller.tenant)).quota)
+      : null;
     return {
       tenant: caller.tenant,
       maxBodyBytes,
       maxBatchEvents,
       burst,
-      maxPublish: { events: Math.min(maxBatchEvents, burst?.events ?? Infinity), bytes: Math.min(maxBodyBytes, burst?.bytes ?? Infinity) },
+      maxPublish: {
+        events: Math.min(maxBatchEvents, burst?.events ?? Infinity),
+        bytes: Math.min(maxBodyBytes, burst?.bytes ?? Infinity),
+      },
     };
   }
 }
 
 /** The largest publish a quota lets through (the gate's BATCH_EXCEEDS_BURST bound, libs/security/tenant-quota-filter.ts). */
-function burstOf(q: { eventsPerSecond: number; bytesPerSecond: number; burstSeconds: number }): NonNullable<LimitsView['burst']> {
+function burstOf(q: {
+  eventsPerSecond: number;
+  bytesPerSecond: number;
+  burstSeconds: number;
+}): NonNullable<LimitsView['burst']> {
   return {
     events: Math.floor(q.eventsPerSecond * q.burstSeconds),
     bytes: Math.floor(q.bytesPerSecond * q.burstSeconds),

@@ -15,7 +15,8 @@ const rankOf = (url: string): number[] => url.split('/').map((s) => (s === '*' ?
 
 /** Which of two ranks names a path more specifically: the first segment where they differ decides. */
 function compareRanks(a: number[], b: number[]): number {
-  for (let i = 0; i < Math.max(a.length, b.length); i++) if ((a[i] ?? -1) !== (b[i] ?? -1)) return (a[i] ?? -1) - (b[i] ?? -1);
+  for (let i = 0; i < Math.max(a.length, b.length); i++)
+    if ((a[i] ?? -1) !== (b[i] ?? -1)) return (a[i] ?? -1) - (b[i] ?? -1);
   return 0;
 }
 
@@ -23,7 +24,9 @@ function compareRanks(a: number[], b: number[]): number {
 function patternOf(url: string): RegExp {
   const source = url
     .split('/')
-    .map((segment) => (segment === '*' ? '.*' : segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')))
+    .map((segment) =>
+      segment === '*' ? '.*' : segment.startsWith(':') ? '[^/]+' : segment.replace(/[.*+?^${}()|[\]\\]/g, '\\$&'),
+    )
     .join('/');
   return new RegExp(`^${source}$`);
 }
@@ -55,10 +58,21 @@ export function registerMethodNotAllowed(fastify: FastifyInstance, routes: Route
     const matching = paths.filter((p) => p.pattern.test(path));
     // The resource the path names is its most specific pattern's (`.../dead-letters/replays`, not the letter
     // `replays`; `.../rest/tasks`, not the wildcard under `rest`): the methods of that resource.
-    const best = matching.reduce<number[] | undefined>((top, p) => (top === undefined || compareRanks(p.rank, top) > 0 ? p.rank : top), undefined);
-    const allow = [...new Set(matching.filter((p) => compareRanks(p.rank, best!) === 0).flatMap((p) => [...p.methods]))].sort();
+    const best = matching.reduce<number[] | undefined>(
+      (top, p) => (top === undefined || compareRanks(p.rank, top) > 0 ? p.rank : top),
+      undefined,
+    );
+    const allow = [
+      ...new Set(matching.filter((p) => compareRanks(p.rank, best!) === 0).flatMap((p) => [...p.methods])),
+    ].sort();
     if (allow.length === 0) return;
-    const { status, body } = toHttpError(new EventMeshError(ErrorCode.MethodNotAllowed, `${request.method} is not served on ${path}; it serves ${allow.join(', ')}`, { allow }));
+    const { status, body } = toHttpError(
+      new EventMeshError(
+        ErrorCode.MethodNotAllowed,
+        `${request.method} is not served on ${path}; it serves ${allow.join(', ')}`,
+        { allow },
+      ),
+    );
     await reply.code(status).header('allow', allow.join(', ')).send(body);
   });
 }

@@ -16,7 +16,10 @@ const CHALLENGE = { 'www-authenticate': 'Bearer realm="metrics"' };
 export class MetricsAccess {
   private readonly secret?: Buffer;
 
-  constructor(secret: string, readonly subscriptionLabels: boolean) {
+  constructor(
+    secret: string,
+    readonly subscriptionLabels: boolean,
+  ) {
     if (secret !== '') this.secret = digest(secret);
   }
 
@@ -31,7 +34,12 @@ export class MetricsAccess {
     const sent = /^Bearer ([^\s]+)$/i.exec(headers.authorization ?? '')?.[1];
     // Digests of equal length: the comparison's time tells nothing of the secret.
     if (sent !== undefined && timingSafeEqual(digest(sent), this.secret)) return;
-    throw new GateRefusal(ErrorCode.Unauthenticated, 'GET /metrics needs Authorization: Bearer <EVENTMESH_METRICS_SCRAPE_SECRET>', 'scrape_secret', CHALLENGE);
+    throw new GateRefusal(
+      ErrorCode.Unauthenticated,
+      'GET /metrics needs Authorization: Bearer <EVENTMESH_METRICS_SCRAPE_SECRET>',
+      'scrape_secret',
+      CHALLENGE,
+    );
   }
 }
 

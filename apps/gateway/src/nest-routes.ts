@@ -25,7 +25,11 @@ export interface NestRoute {
  * as EVENTMESH_METRICS_ADMIN_GATE says).
  */
 export function gatewayNestRoutes(): NestRoute[] {
-  return nestRoutesOf([...(GatewayModule.register({} as never).controllers ?? []), MetricsController, AdminMetricsController]);
+  return nestRoutesOf([
+    ...(GatewayModule.register({} as never).controllers ?? []),
+    MetricsController,
+    AdminMetricsController,
+  ]);
 }
 
 /** The handlers of these controllers (a module's), read from their decorators' metadata. */
@@ -39,9 +43,10 @@ export function nestRoutesOf(classes: unknown[]): NestRoute[] {
       .filter(({ handler }) => Reflect.getMetadata(METHOD_METADATA, handler) !== undefined)
       .map(({ name, handler }) => ({
         controller,
-        route: `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number]} /${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)}`
-          .replace(/\/{2,}/g, '/')
-          .replace(/\/$/, ''),
+        route:
+          `${RequestMethod[Reflect.getMetadata(METHOD_METADATA, handler) as number]} /${Reflect.getMetadata(PATH_METADATA, controller)}/${Reflect.getMetadata(PATH_METADATA, handler)}`
+            .replace(/\/{2,}/g, '/')
+            .replace(/\/$/, ''),
         where: `${controller.name}.${name}`,
         handler,
         gate: reflector.getAllAndOverride<GateRouteSpec | undefined>('eventmesh:gate-route', [handler, controller]),

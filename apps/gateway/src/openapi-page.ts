@@ -11,11 +11,17 @@ export function openApiPage(document: OpenApiDocument): string {
   const byTag = new Map<string, string[]>();
   for (const [path, operations] of Object.entries(document.paths)) {
     for (const [method, op] of Object.entries(operations)) {
-      const params = (op.parameters ?? []).map((p) => `<code>${escape(String(p.name))}</code> (${escape(String(p.in))})`).join(', ');
+      const params = (op.parameters ?? [])
+        .map((p) => `<code>${escape(String(p.name))}</code> (${escape(String(p.in))})`)
+        .join(', ');
       const statuses = Object.entries(op.responses)
         .map(([status, r]) => `<span title="${escape(r.description)}">${escape(status)}</span>`)
         .join(' ');
-      const body = op.requestBody ? Object.keys((op.requestBody.content as object) ?? {}).map(escape).join(', ') : '';
+      const body = op.requestBody
+        ? Object.keys((op.requestBody.content as object) ?? {})
+            .map(escape)
+            .join(', ')
+        : '';
       const row =
         `<tr><td><b>${escape(method.toUpperCase())}</b></td><td><code>${escape(path)}</code></td><td>${escape(op.summary)}` +
         `${op['x-eventmesh-internal'] ? ' <i>(internal)</i>' : ''}</td><td>${params}</td><td>${body}</td><td>${statuses}</td></tr>`;

@@ -26,7 +26,10 @@ export interface OpenApiOperation {
   security: SecurityRequirement[];
   parameters?: Record<string, unknown>[];
   requestBody?: Record<string, unknown>;
-  responses: Record<string, { description: string; headers?: Record<string, object>; content?: Record<string, { schema: object }> }>;
+  responses: Record<
+    string,
+    { description: string; headers?: Record<string, object>; content?: Record<string, { schema: object }> }
+  >;
   'x-eventmesh-internal'?: true;
   'x-eventmesh-served-ahead-of-router'?: true;
 }
@@ -52,15 +55,33 @@ export function openApiPathOf(url: string): { path: string; params: string[] } {
 
 /** A zod schema as JSON Schema 2020-12, as the document embeds it (request side: defaults make fields optional). */
 export function jsonSchemaOf(schema: z.ZodType, io: 'input' | 'output'): Record<string, unknown> {
-  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as Record<string, unknown>;
+  const { $schema: _dialect, ...json } = z.toJSONSchema(schema, {
+    target: 'draft-2020-12',
+    io,
+    unrepresentable: 'any',
+  }) as Record<string, unknown>;
   return json;
 }
 
 /** The credentials the gates read (libs/security/bearer-credential.ts), and the internal channel's. */
 export const SECURITY_SCHEMES = {
-  bearer: { type: 'http', scheme: 'bearer', description: 'a JWT of the configured issuer, or an API key (`emk_<id>_<secret>`)' },
-  apiKey: { type: 'apiKey', in: 'header', name: 'x-api-key', description: 'an API key (`emk_<id>_<secret>`); not with `Authorization` too' },
-  clusterToken: { type: 'apiKey', in: 'header', name: CLUSTER_TOKEN_HEADER, description: 'a cluster token of this runtime: its instances only' },
+  bearer: {
+    type: 'http',
+    scheme: 'bearer',
+    description: 'a JWT of the configured issuer, or an API key (`emk_<id>_<secret>`)',
+  },
+  apiKey: {
+    type: 'apiKey',
+    in: 'header',
+    name: 'x-api-key',
+    description: 'an API key (`emk_<id>_<secret>`); not with `Authorization` too',
+  },
+  clusterToken: {
+    type: 'apiKey',
+    in: 'header',
+    name: CLUSTER_TOKEN_HEADER,
+    description: 'a cluster token of this runtime: its instances only',
+  },
 } as const;
 
 /** How the running gates admit: the ingress gate's and the admin API's mode and filters (SecurityGate.stats). */
@@ -90,7 +111,10 @@ function securityOf(route: ServedRoute, gates: GateModes): SecurityRequirement[]
 
 /** On every answer but a WebSocket upgrade's (apps/gateway/src/request-log.ts). */
 const REQUEST_ID_HEADER = {
-  'x-request-id': { description: 'the request\'s id: the caller\'s own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID', schema: { type: 'string' } },
+  'x-request-id': {
+    description: "the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID",
+    schema: { type: 'string' },
+  },
 };
 
 function responsesOf(responses: Record<number, ResponseDoc>): OpenApiOperation['responses'] {
@@ -99,7 +123,9 @@ function responsesOf(responses: Record<number, ResponseDoc>): OpenApiOperation['
     out[status] = {
       description: r.description,
       ...(status === '101' ? {} : { headers: REQUEST_ID_HEADER }),
-      ...(r.schema ? { content: { [r.contentType ?? 'application/json']: { schema: jsonSchemaOf(r.schema, 'output') } } } : {}),
+      ...(r.schema
+        ? { content: { [r.contentType ?? 'application/json']: { schema: jsonSchemaOf(r.schema, 'output') } } }
+        : {}),
     };
   }
   return out;
@@ -110,7 +136,13 @@ function operationOf(route: ServedRoute, doc: RouteDoc, params: string[], gates:
     const param = doc.params?.[name === WILDCARD_PARAM ? '*' : name] ?? '';
     return typeof param === 'string'
       ? { name, in: 'path', required: true, schema: { type: 'string' }, description: param }
-      : { name, in: 'path', required: true, schema: jsonSchemaOf(param, 'input'), description: param.description ?? '' };
+      : {
+          name,
+          in: 'path',
+          required: true,
+          schema: jsonSchemaOf(param, 'input'),
+          description: param.description ?? '',
+        };
   });
   for (const [name, schema] of Object.entries(doc.query?.shape ?? {})) {
     const s = schema as z.ZodType;
@@ -135,8 +167,14 @@ function operationOf(route: ServedRoute, doc: RouteDoc, params: string[], gates:
             required: body.required ?? true,
             ...(body.description ? { description: body.description } : {}),
             content: Object.fromEntries([
-              ...(body.contentTypes ?? ['application/json']).map((type) => [type, { schema: jsonSchemaOf(body.schema, 'input') }]),
-              ...Object.entries(body.contentSchemas ?? {}).map(([type, schema]) => [type, { schema: jsonSchemaOf(schema, 'input') }]),
+              ...(body.contentTypes ?? ['application/json']).map((type) => [
+                type,
+                { schema: jsonSchemaOf(body.schema, 'input') },
+              ]),
+              ...Object.entries(body.contentSchemas ?? {}).map(([type, schema]) => [
+                type,
+                { schema: jsonSchemaOf(schema, 'input') },
+              ]),
             ]),
           },
         }

@@ -6,7 +6,9 @@ function parseInput<T>(schema: z.ZodType<T>, value: unknown, whole: string): T {
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || whole}: ${issue.message}`, { field: issue.path.join('.') });
+    throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || whole}: ${issue.message}`, {
+      field: issue.path.join('.'),
+    });
   }
   return parsed.data;
 }
@@ -26,6 +28,7 @@ export function parseQuery<T>(schema: z.ZodType<T>, query: unknown): T {
 
 /** A body the route cannot do without (a `PUT` that replaces): 400 when the request sent none. */
 export function requiredBody(body: unknown): unknown {
-  if (body === undefined || body === null) throw new EventMeshError(ErrorCode.InvalidRequest, 'body: required (a JSON object)', { field: 'body' });
+  if (body === undefined || body === null)
+    throw new EventMeshError(ErrorCode.InvalidRequest, 'body: required (a JSON object)', { field: 'body' });
   return body;
 }

@@ -25,12 +25,15 @@ export function publishDoc(maxBatchEvents: number): RouteDoc {
   return {
     summary: 'Publish one event, or a batch',
     tags: ['events'],
-    query: z.object({ topic: z.string().optional().describe('the topic (the runtime\'s default when absent)') }),
+    query: z.object({ topic: z.string().optional().describe("the topic (the runtime's default when absent)") }),
     body: {
       schema: publishedEventSchema,
       contentTypes: ['application/cloudevents+json', 'application/json'],
-      contentSchemas: { 'application/cloudevents-batch+json': z.array(publishedEventSchema).min(1).max(maxBatchEvents) },
-      description: 'a CloudEvent (structured JSON), a batch (`application/cloudevents-batch+json`, `GET /limits` says how large), or binary mode (any content type with `ce-*` headers, the body is the data)',
+      contentSchemas: {
+        'application/cloudevents-batch+json': z.array(publishedEventSchema).min(1).max(maxBatchEvents),
+      },
+      description:
+        'a CloudEvent (structured JSON), a batch (`application/cloudevents-batch+json`, `GET /limits` says how large), or binary mode (any content type with `ce-*` headers, the body is the data)',
     },
     responses: {
       202: { description: 'written to Kafka: where (`results`, in order, for a batch)', schema: publishAnswerSchema },
@@ -87,7 +90,8 @@ export class PublishRoute {
     let admission: Admission | undefined;
     let bodyRead = false;
     try {
-      if (this.closing) throw new EventMeshError(ErrorCode.ShuttingDown, 'this gateway is shutting down; publish again', {}, true);
+      if (this.closing)
+        throw new EventMeshError(ErrorCode.ShuttingDown, 'this gateway is shutting down; publish again', {}, true);
       const topic = topicOf(query);
       const requestId = requestIdOfRequest(request);
       const gated: GateRequest = {
@@ -177,7 +181,9 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer | und
       chunks.push(chunk);
     };
     request.on('data', onData);
-    request.once('end', () => resolve(length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)));
+    request.once('end', () =>
+      resolve(length === 0 ? undefined : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, length)),
+    );
     request.once('error', reject);
     request.once('close', () => {
       if (!request.complete) reject(new Error('the client closed the connection'));
@@ -186,7 +192,9 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer | und
 }
 
 const tooLarge = (limit: number) =>
-  new EventMeshError(ErrorCode.PayloadTooLarge, `request body is larger than the limit of ${limit} bytes`, { limitBytes: limit });
+  new EventMeshError(ErrorCode.PayloadTooLarge, `request body is larger than the limit of ${limit} bytes`, {
+    limitBytes: limit,
+  });
 
 /** The header that closes the connection after the answer, when it must close. */
 const CLOSE = { connection: 'close' };

@@ -23,23 +23,48 @@ export class PublisherSecretsController {
     summary: 'Create a publisher signing secret (shown this once)',
     tags: ['admin'],
     params: PRINCIPAL,
-    responses: { 201: { description: 'the secret', schema: publisherSecretViewSchema.extend({ secret: z.string() }) }, ...errors(400, 409), ...GATED },
+    responses: {
+      201: { description: 'the secret', schema: publisherSecretViewSchema.extend({ secret: z.string() }) },
+      ...errors(400, 409),
+      ...GATED,
+    },
   })
   @HttpCode(201)
-  create(@CallerParam() caller: Caller, @Param('principal') principal: string): Promise<PublisherSecretView & { secret: string }> {
+  create(
+    @CallerParam() caller: Caller,
+    @Param('principal') principal: string,
+  ): Promise<PublisherSecretView & { secret: string }> {
     return this.secrets.create(caller.tenant, principal);
   }
 
   @Get()
-  @ApiRoute({ summary: 'A publisher\'s signing secrets (ids only)', tags: ['admin'], params: PRINCIPAL, responses: { 200: { description: 'the secrets', schema: z.array(publisherSecretViewSchema) }, ...errors(400), ...GATED } })
+  @ApiRoute({
+    summary: "A publisher's signing secrets (ids only)",
+    tags: ['admin'],
+    params: PRINCIPAL,
+    responses: {
+      200: { description: 'the secrets', schema: z.array(publisherSecretViewSchema) },
+      ...errors(400),
+      ...GATED,
+    },
+  })
   list(@CallerParam() caller: Caller, @Param('principal') principal: string): Promise<PublisherSecretView[]> {
     return this.secrets.list(caller.tenant, principal);
   }
 
   @Delete(':id')
-  @ApiRoute({ summary: 'Delete a publisher signing secret', tags: ['admin'], params: { ...PRINCIPAL, id: 'the secret id' }, responses: { 204: { description: 'deleted' }, ...errors(400, 404), ...GATED } })
+  @ApiRoute({
+    summary: 'Delete a publisher signing secret',
+    tags: ['admin'],
+    params: { ...PRINCIPAL, id: 'the secret id' },
+    responses: { 204: { description: 'deleted' }, ...errors(400, 404), ...GATED },
+  })
   @HttpCode(204)
-  async delete(@CallerParam() caller: Caller, @Param('principal') principal: string, @Param('id') id: string): Promise<void> {
+  async delete(
+    @CallerParam() caller: Caller,
+    @Param('principal') principal: string,
+    @Param('id') id: string,
+  ): Promise<void> {
     await this.secrets.delete(caller.tenant, principal, id);
   }
 }

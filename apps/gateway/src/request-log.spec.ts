@@ -27,14 +27,27 @@ describe('RequestLog', () => {
 
   /** Waits for the access record of a request (written when its response closes). */
   const recordOf = (id: string): Promise<AccessRecord> =>
-    waitFor(`the access record of ${id}`, () => records.find((r) => r.requestId === id), { timeoutMs: 5000, intervalMs: 5 });
+    waitFor(`the access record of ${id}`, () => records.find((r) => r.requestId === id), {
+      timeoutMs: 5000,
+      intervalMs: 5,
+    });
 
-  it('answers with the caller\'s usable id, names the request by it, and records the path without the query', async () => {
-    const answer = await fetch(`${url}/things/1?token=secret`, { method: 'PUT', headers: { 'x-request-id': 'abc.DEF:1-2_3' } });
+  it("answers with the caller's usable id, names the request by it, and records the path without the query", async () => {
+    const answer = await fetch(`${url}/things/1?token=secret`, {
+      method: 'PUT',
+      headers: { 'x-request-id': 'abc.DEF:1-2_3' },
+    });
     expect(answer.headers.get('x-request-id')).toBe('abc.DEF:1-2_3');
     expect(seen.at(-1)).toBe('abc.DEF:1-2_3');
     const record = await recordOf('abc.DEF:1-2_3');
-    expect(record).toEqual({ requestId: 'abc.DEF:1-2_3', method: 'PUT', path: '/things/1', status: 201, durationMs: expect.any(Number), aborted: false });
+    expect(record).toEqual({
+      requestId: 'abc.DEF:1-2_3',
+      method: 'PUT',
+      path: '/things/1',
+      status: 201,
+      durationMs: expect.any(Number),
+      aborted: false,
+    });
     expect(JSON.stringify(record)).not.toContain('secret');
   });
 

@@ -52,11 +52,15 @@ export class RouteTable {
   routes(): ServedRoute[] {
     const gets = new Set(this.served.filter((r) => r.method === 'GET').map((r) => r.url));
     const seen = new Set<string>();
-    return this.served.filter((r) => {
-      const key = `${r.method} ${r.url}`;
-      if ((r.method === 'HEAD' && gets.has(r.url)) || seen.has(key)) return false;
-      seen.add(key);
-      return true;
-    }).map((r) => (r.gate || !this.gates.has(`${r.method} ${r.url}`) ? r : { ...r, gate: this.gates.get(`${r.method} ${r.url}`) }));
+    return this.served
+      .filter((r) => {
+        const key = `${r.method} ${r.url}`;
+        if ((r.method === 'HEAD' && gets.has(r.url)) || seen.has(key)) return false;
+        seen.add(key);
+        return true;
+      })
+      .map((r) =>
+        r.gate || !this.gates.has(`${r.method} ${r.url}`) ? r : { ...r, gate: this.gates.get(`${r.method} ${r.url}`) },
+      );
   }
 }

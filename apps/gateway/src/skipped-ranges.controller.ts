@@ -34,7 +34,11 @@ export class SkippedRangesController {
   @ApiRoute({
     summary: 'Events the subscription never got (Kafka retention deleted them first)',
     params: { id: 'the subscription id' },
-    responses: { 200: { description: 'the ranges', schema: z.array(skippedRangeViewSchema) }, ...errors(404), ...GATED },
+    responses: {
+      200: { description: 'the ranges', schema: z.array(skippedRangeViewSchema) },
+      ...errors(404),
+      ...GATED,
+    },
   })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' } })
   async list(@Param('id') id: string, @CallerParam() caller: Caller): Promise<SkippedRangeView[]> {

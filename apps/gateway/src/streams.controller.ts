@@ -4,7 +4,16 @@ import { randomUUID } from 'node:crypto';
 import { ErrorCode, EventMeshError, queryInt } from '../../../libs/errors';
 import { CompiledFilter, compileFilters } from '../../../libs/filter';
 import { frameToStructured } from '../../../libs/frame';
-import { assertStreamHere, ClientAction, MAX_ACK_DEADLINE_MS, PollConsumers, StreamClients, StreamDelivery, StreamHub, writeInTurn } from '../../../libs/streams';
+import {
+  assertStreamHere,
+  ClientAction,
+  MAX_ACK_DEADLINE_MS,
+  PollConsumers,
+  StreamClients,
+  StreamDelivery,
+  StreamHub,
+  writeInTurn,
+} from '../../../libs/streams';
 import type { Caller } from '../../../libs/security';
 import { SubscriptionService, subscriptionNotFound } from '../../../libs/subscriptions';
 import { CallerParam, GateRoute } from './gate-route';
@@ -18,12 +27,16 @@ const MAX_WAIT_MS = 60000;
 
 const ID = { id: 'a STREAM subscription id' };
 const window = queryInt(1, MAX_WINDOW).describe('unanswered deliveries the client holds at most (10 when absent)');
-const filter = z.string().optional().describe('a CESQL expression: this client\'s own filter (MULTICAST)');
+const filter = z.string().optional().describe("a CESQL expression: this client's own filter (MULTICAST)");
 
 /** The query of the SSE and WebSocket transports: the routes validate with it, the API document shows it. */
 export const streamQuerySchema = z.object({ window, filter });
 const pollQuerySchema = z.object({
-  consumer: z.string().regex(/^[A-Za-z0-9._-]{1,64}$/).optional().describe('names the client (a fresh one when absent)'),
+  consumer: z
+    .string()
+    .regex(/^[A-Za-z0-9._-]{1,64}$/)
+    .optional()
+    .describe('names the client (a fresh one when absent)'),
   window,
   max: queryInt(1, MAX_WINDOW).describe('deliveries in this answer at most (window when absent)'),
   waitMs: queryInt(0, MAX_WAIT_MS).describe('how long to wait for the first, in milliseconds (20000 when absent)'),
@@ -74,7 +87,15 @@ export class StreamsController {
     summary: 'Server-Sent Events: one `cloudevent` message per delivery, `{ deliveryId, event }`',
     params: ID,
     query: streamQuerySchema,
-    responses: { 200: { description: 'the event stream, open as long as the client stays', schema: z.string(), contentType: 'text/event-stream' }, ...errors(400, 404, 409), ...GATED },
+    responses: {
+      200: {
+        description: 'the event stream, open as long as the client stays',
+        schema: z.string(),
+        contentType: 'text/event-stream',
+      },
+      ...errors(400, 404, 409),
+      ...GATED,
+    },
   })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true })
   async sse(
@@ -97,7 +118,10 @@ export class StreamsController {
       subscriptionId: id,
       window: size,
       filter: own,
-      push: (d: StreamDelivery) => writeInTurn(raw, () => raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${JSON.stringify(toWire(d))}\n\n`)),
+      push: (d: StreamDelivery) =>
+        writeInTurn(raw, () =>
+          raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${JSON.stringify(toWire(d))}\n\n`),
+        ),
       // An operator's disconnect: the stream ends (the client may connect again).
       close: () => raw.end(),
     };
@@ -115,10 +139,19 @@ export class StreamsController {
     summary: 'Long-poll: up to `max` deliveries, waiting up to `waitMs` for the first',
     params: ID,
     query: pollQuerySchema,
-    responses: { 200: { description: 'the deliveries (maybe none)', schema: pollAnswerSchema }, ...errors(400, 404, 409), ...GATED },
+    responses: {
+      200: { description: 'the deliveries (maybe none)', schema: pollAnswerSchema },
+      ...errors(400, 404, 409),
+      ...GATED,
+    },
   })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true })
-  async poll(@Param('id') id: string, @Query() query: unknown, @Req() request: FastifyRequest, @CallerParam() caller: Caller): Promise<{ consumer: string; deliveries: ReturnType<typeof toWire>[] }> {
+  async poll(
+    @Param('id') id: string,
+    @Query() query: unknown,
+    @Req() request: FastifyRequest,
+    @CallerParam() caller: Caller,
+  ): Promise<{ consumer: string; deliveries: ReturnType<typeof toWire>[] }> {
     const { consumer, window, max, waitMs, filter } = parseQuery(pollQuerySchema, query);
     const own = clientFilter(filter);
     const size = windowOf({ window });
@@ -144,7 +177,11 @@ export class StreamsController {
     summary: 'Answers for stream deliveries: ack, nack (retry after a delay) or reject (dead-letter)',
     params: ID,
     body: { schema: z.union([ackBodySchema, z.array(ackBodySchema)]) },
-    responses: { 200: { description: 'accepted (an array answers each of an array)', schema: ackAnswerSchema }, ...errors(400, 404, 409), ...GATED },
+    responses: {
+      200: { description: 'accepted (an array answers each of an array)', schema: ackAnswerSchema },
+      ...errors(400, 404, 409),
+      ...GATED,
+    },
   })
   @GateRoute({ action: 'subscribe', topic: { subscriptionParam: 'id' } })
   @HttpCode(200)
@@ -158,19 +195,31 @@ export class StreamsController {
     if ((await this.subscriptions.topicFor(id, caller.tenant)) === undefined) throw subscriptionNotFound(id);
     const answers = (Array.isArray(body) ? body : [body]) as Answer[];
     const outcomes = answers.map((a, index) => ({ deliveryId: this.checkId(a, index), outcome: outcomeOf(a, index) }));
-    const results = await Promise.all(outcomes.map(async ({ deliveryId, outcome }) => ({ deliveryId, accepted: await this.clients.answer(id, deliveryId, outcome) })));
+    const results = await Promise.all(
+      outcomes.map(async ({ deliveryId, outcome }) => ({
+        deliveryId,
+        accepted: await this.clients.answer(id, deliveryId, outcome),
+      })),
+    );
     if (Array.isArray(body)) return results;
     if (!results[0].accepted) {
-      throw new EventMeshError(ErrorCode.UnknownDelivery, `delivery ${results[0].deliveryId} is not pending (unknown, stale, or already answered)`, {
-        deliveryId: results[0].deliveryId,
-      });
+      throw new EventMeshError(
+        ErrorCode.UnknownDelivery,
+        `delivery ${results[0].deliveryId} is not pending (unknown, stale, or already answered)`,
+        {
+          deliveryId: results[0].deliveryId,
+        },
+      );
     }
     return { deliveryId: results[0].deliveryId, accepted: true };
   }
 
   private checkId(a: Answer, index: number): string {
     if (typeof a?.deliveryId !== 'string' || a.deliveryId === '') {
-      throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: deliveryId is required`, { field: 'deliveryId', index });
+      throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: deliveryId is required`, {
+        field: 'deliveryId',
+        index,
+      });
     }
     return a.deliveryId;
   }
@@ -184,7 +233,11 @@ export function outcomeOf(a: Answer, index: number): ClientAction {
     case 'nack': {
       const delayMs = a.delayMs === undefined ? 1000 : Number(a.delayMs);
       if (!Number.isInteger(delayMs) || delayMs < 0 || delayMs > 3600000) {
-        throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: delayMs must be an integer from 0 to 3600000`, { field: 'delayMs', index });
+        throw new EventMeshError(
+          ErrorCode.InvalidRequest,
+          `answer ${index}: delayMs must be an integer from 0 to 3600000`,
+          { field: 'delayMs', index },
+        );
       }
       return { kind: 'nack', delayMs };
     }
@@ -192,12 +245,25 @@ export function outcomeOf(a: Answer, index: number): ClientAction {
       return { kind: 'reject', reason: typeof a.reason === 'string' ? a.reason.slice(0, 500) : 'rejected' };
     case 'extend': {
       const deadlineMs = a.deadlineMs;
-      if (typeof deadlineMs !== 'number' || !Number.isInteger(deadlineMs) || deadlineMs < 1 || deadlineMs > MAX_ACK_DEADLINE_MS) {
-        throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: extend needs deadlineMs, an integer from 1 to ${MAX_ACK_DEADLINE_MS}`, { field: 'deadlineMs', index });
+      if (
+        typeof deadlineMs !== 'number' ||
+        !Number.isInteger(deadlineMs) ||
+        deadlineMs < 1 ||
+        deadlineMs > MAX_ACK_DEADLINE_MS
+      ) {
+        throw new EventMeshError(
+          ErrorCode.InvalidRequest,
+          `answer ${index}: extend needs deadlineMs, an integer from 1 to ${MAX_ACK_DEADLINE_MS}`,
+          { field: 'deadlineMs', index },
+        );
       }
       return { kind: 'extend', deadlineMs };
     }
     default:
-      throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: action must be ack, nack, reject or extend`, { field: 'action', index });
+      throw new EventMeshError(
+        ErrorCode.InvalidRequest,
+        `answer ${index}: action must be ack, nack, reject or extend`,
+        { field: 'action', index },
+      );
   }
 }

@@ -1,7 +1,12 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
 import type { Caller } from '../../../libs/security';
 import { z } from 'zod';
-import { createSubscriptionSchema, replaceSubscriptionSchema, SubscriptionService, SubscriptionView } from '../../../libs/subscriptions';
+import {
+  createSubscriptionSchema,
+  replaceSubscriptionSchema,
+  SubscriptionService,
+  SubscriptionView,
+} from '../../../libs/subscriptions';
 import { ApiRoute, errors, GATED } from './api-route';
 import { subscriptionViewSchema } from './api-schemas';
 import { CallerParam, GateRoute } from './gate-route';
@@ -22,7 +27,11 @@ export class SubscriptionsController {
   @ApiRoute({
     summary: 'Create a subscription',
     body: { schema: createSubscriptionSchema },
-    responses: { 201: { ...VIEW, description: 'created (an HTTP subscription\'s signing secret is shown this once)' }, ...errors(400, 404), ...GATED },
+    responses: {
+      201: { ...VIEW, description: "created (an HTTP subscription's signing secret is shown this once)" },
+      ...errors(400, 404),
+      ...GATED,
+    },
   })
   @GateRoute({ action: 'subscribe', topic: { body: 'topic' }, createsSubscription: true })
   @HttpCode(201)
@@ -31,7 +40,10 @@ export class SubscriptionsController {
   }
 
   @Get()
-  @ApiRoute({ summary: 'The caller\'s subscriptions', responses: { 200: { description: 'the list', schema: z.array(subscriptionViewSchema) }, ...GATED } })
+  @ApiRoute({
+    summary: "The caller's subscriptions",
+    responses: { 200: { description: 'the list', schema: z.array(subscriptionViewSchema) }, ...GATED },
+  })
   @GateRoute({ action: 'subscribe' })
   list(@CallerParam() caller: Caller): Promise<SubscriptionView[]> {
     return this.subscriptions.list(caller.tenant);
@@ -45,14 +57,23 @@ export class SubscriptionsController {
   }
 
   @Put(':id')
-  @ApiRoute({ summary: 'Replace a subscription', params: ID, body: { schema: replaceSubscriptionSchema }, responses: { 200: VIEW, ...errors(400, 404), ...GATED } })
+  @ApiRoute({
+    summary: 'Replace a subscription',
+    params: ID,
+    body: { schema: replaceSubscriptionSchema },
+    responses: { 200: VIEW, ...errors(400, 404), ...GATED },
+  })
   @GateRoute(BY_ID)
   replace(@Param('id') id: string, @Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
     return this.subscriptions.replace(id, body, caller);
   }
 
   @Delete(':id')
-  @ApiRoute({ summary: 'Delete a subscription', params: ID, responses: { 204: { description: 'deleted' }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: 'Delete a subscription',
+    params: ID,
+    responses: { 204: { description: 'deleted' }, ...errors(404), ...GATED },
+  })
   @GateRoute(BY_ID)
   @HttpCode(204)
   async delete(@Param('id') id: string, @CallerParam() caller: Caller): Promise<void> {

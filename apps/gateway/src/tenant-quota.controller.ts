@@ -15,14 +15,19 @@ export class TenantQuotaController {
   constructor(private readonly quotas: TenantQuotaAdmin) {}
 
   @Get(':tenant/quota')
-  @ApiRoute({ summary: 'A tenant\'s quota', tags: ['admin'], params: { tenant: 'the tenant' }, responses: { 200: { description: 'the quota', schema: tenantQuotaViewSchema }, ...errors(404), ...GATED } })
+  @ApiRoute({
+    summary: "A tenant's quota",
+    tags: ['admin'],
+    params: { tenant: 'the tenant' },
+    responses: { 200: { description: 'the quota', schema: tenantQuotaViewSchema }, ...errors(404), ...GATED },
+  })
   get(@CallerParam() caller: Caller, @Param('tenant') tenant: string): Promise<TenantQuotaView> {
     return this.quotas.get(caller, tenant);
   }
 
   @Put(':tenant/quota')
   @ApiRoute({
-    summary: 'Set a tenant\'s quota overrides (operator tenant\'s admins)',
+    summary: "Set a tenant's quota overrides (operator tenant's admins)",
     tags: ['admin'],
     params: { tenant: z.string().regex(TENANT_NAME).describe('the tenant') },
     body: { schema: tenantQuotaOverridesSchema },

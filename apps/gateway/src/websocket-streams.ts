@@ -22,7 +22,6 @@ const WS_GATE = { action: 'subscribe', topic: { subscriptionParam: 'id' }, strea
 /** The admission of each handshake, until its socket closes. */
 const admissions = new WeakMap<object, Admission>();
 
-
 /**
  * The WebSocket stream transport, `GET /subscriptions/{id}/ws?window=N`. The server sends
  * `{"type":"event","deliveryId","event"}`; the client answers `{"type":"ack"|"nack"|"reject","deliveryId",
@@ -41,27 +40,47 @@ export async function registerWebSocketStreams(
     '/subscriptions/:id/ws',
     {
       websocket: true,
-      config: apiRouteConfig({
-        summary: 'WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject"|"extend",deliveryId}`',
-        tags: ['subscriptions'],
-        params: { id: 'a STREAM subscription id' },
-        query: streamQuerySchema,
-        responses: { 101: { description: 'switched to the WebSocket protocol' }, ...errors(400, 404, 409, 426), ...GATED },
-      }, WS_GATE),
-      preValidation: async (request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>, reply: FastifyReply) => {
+      config: apiRouteConfig(
+        {
+          summary:
+            'WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject"|"extend",deliveryId}`',
+          tags: ['subscriptions'],
+          params: { id: 'a STREAM subscription id' },
+          query: streamQuerySchema,
+          responses: {
+            101: { description: 'switched to the WebSocket protocol' },
+            ...errors(400, 404, 409, 426),
+            ...GATED,
+          },
+        },
+        WS_GATE,
+      ),
+      preValidation: async (
+        request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>,
+        reply: FastifyReply,
+      ) => {
         // A plain GET (or HEAD) is no handshake: the WebSocket plugin would answer it 404 after the gate took a
         // stream connection that no socket would ever give back. Refused before the gate, holding nothing.
         // Node's HTTP parser marks the request it hands to the server's 'upgrade' listener (`upgrade`, untyped).
         if ((request.raw as { upgrade?: boolean }).upgrade !== true) {
           const { status, body } = toHttpError(
-            new EventMeshError(ErrorCode.UpgradeRequired, 'this route is a WebSocket stream: connect with Upgrade: websocket (or use /events for SSE, /poll for long-poll)', { upgrade: 'websocket' }),
+            new EventMeshError(
+              ErrorCode.UpgradeRequired,
+              'this route is a WebSocket stream: connect with Upgrade: websocket (or use /events for SSE, /poll for long-poll)',
+              { upgrade: 'websocket' },
+            ),
           );
           return reply.code(status).headers({ upgrade: 'websocket', connection: 'Upgrade' }).send(body);
         }
         let admission: Admission | undefined;
         try {
           admission = await deps.gates.ingress.admit(
-            gateRequestOf(deps.gates, WS_GATE, { route: WS_ROUTE, headers: gateHeadersOf(request.raw), remoteAddress: request.ip, params: request.params }),
+            gateRequestOf(deps.gates, WS_GATE, {
+              route: WS_ROUTE,
+              headers: gateHeadersOf(request.raw),
+              remoteAddress: request.ip,
+              params: request.params,
+            }),
           );
           admissions.set(request, admission);
           // The connection's own end gives the slot back too: a handshake the WebSocket server refuses (a bad or
@@ -72,7 +91,10 @@ export async function registerWebSocketStreams(
         } catch (e) {
           admission?.release();
           const { status, body, headers } = toHttpError(e);
-          return reply.code(status).headers(headers ?? {}).send(body);
+          return reply
+            .code(status)
+            .headers(headers ?? {})
+            .send(body);
         }
       },
     },
@@ -89,7 +111,13 @@ export async function registerWebSocketStreams(
       };
       deps.hub.connect(member);
       socket.on('message', (raw) => {
-        let message: { type?: unknown; deliveryId?: unknown; delayMs?: unknown; reason?: unknown; deadlineMs?: unknown };
+        let message: {
+          type?: unknown;
+          deliveryId?: unknown;
+          delayMs?: unknown;
+          reason?: unknown;
+          deadlineMs?: unknown;
+        };
         try {
           message = JSON.parse(String(raw)) as typeof message;
           if (typeof message.deliveryId !== 'string') {
@@ -99,7 +127,9 @@ export async function registerWebSocketStreams(
           const accepted = deps.hub.act(subscriptionId, message.deliveryId, outcome);
           sendInTurn(socket, JSON.stringify({ type: 'answered', deliveryId: message.deliveryId, accepted }));
         } catch (e) {
-          const { body } = toHttpError(e instanceof SyntaxError ? new EventMeshError(ErrorCode.MalformedJson, 'message is not valid JSON') : e);
+          const { body } = toHttpError(
+            e instanceof SyntaxError ? new EventMeshError(ErrorCode.MalformedJson, 'message is not valid JSON') : e,
+          );
           socket.send(JSON.stringify({ type: 'error', ...body }));
         }
       });

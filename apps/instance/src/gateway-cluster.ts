@@ -62,7 +62,9 @@ export function runGatewayCluster(config: EventMeshConfig): void {
       // All of them listen, on the one port they share.
       announced = true;
       const host = config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host;
-      process.stdout.write(`eventmesh: instance ${config.instance.id} (${count} gateway processes) listening on http://${host}:${address.port}\n`);
+      process.stdout.write(
+        `eventmesh: instance ${config.instance.id} (${count} gateway processes) listening on http://${host}:${address.port}\n`,
+      );
     }
   });
 

@@ -1,14 +1,27 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
 import { createLogger } from '../../../libs/logging';
-import { closeDependencies, connectDependencies, Dependencies, producerOptionsOf, shutdownInOrder } from '../../../libs/runtime';
+import {
+  closeDependencies,
+  connectDependencies,
+  Dependencies,
+  producerOptionsOf,
+  shutdownInOrder,
+} from '../../../libs/runtime';
 import { EventProducer } from '../../../libs/kafka';
 import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '../../../libs/security';
 import type { RequestReplyService } from '../../../libs/request-reply';
 import { poolLeakDetectorOf, StoredCountsReader, StreamPresenceStore } from '../../../libs/storage';
 import { RunningLoops } from '../../../libs/delivery';
 import { RuntimeMetrics } from '../../../libs/metrics';
-import { ClusterCredential, ClusterStreamRouter, holderIdOf, PeerChannels, PresenceReader, StreamHub } from '../../../libs/streams';
+import {
+  ClusterCredential,
+  ClusterStreamRouter,
+  holderIdOf,
+  PeerChannels,
+  PresenceReader,
+  StreamHub,
+} from '../../../libs/streams';
 import { dispatchWorkflowIdOf } from '../../../libs/temporal';
 import { instanceWorkflowIdOf } from '../../../workflows';
 import { HealthService } from '../../../libs/health';
@@ -63,7 +76,9 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     // Both pools' leaks, the main one's and the dispatch loops' (leak detection is on for both or neither).
     metrics.sources.postgresPool = () => {
       const [main, dispatch] = [deps.db, deps.dispatchDb].map((db) => poolLeakDetectorOf(db)?.stats());
-      return main && dispatch && { checkedOut: main.checkedOut + dispatch.checkedOut, leaks: main.leaks + dispatch.leaks };
+      return (
+        main && dispatch && { checkedOut: main.checkedOut + dispatch.checkedOut, leaks: main.leaks + dispatch.leaks }
+      );
     };
     const stored = new StoredCountsReader(deps.db);
     metrics.readStoredCounts(() => stored.read());
@@ -95,8 +110,19 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
     await sealStoredSecrets(deps.db, secrets);
     const streams = new StreamHub(0);
     if (roles.includes('worker')) {
-      const router = new ClusterStreamRouter(streams, new PresenceReader(new StreamPresenceStore(deps.db)), peers, holder);
-      instance.worker = await WorkerHost.start(config, deps, options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')), router, { metrics, running });
+      const router = new ClusterStreamRouter(
+        streams,
+        new PresenceReader(new StreamPresenceStore(deps.db)),
+        peers,
+        holder,
+      );
+      instance.worker = await WorkerHost.start(
+        config,
+        deps,
+        options.onFatal ?? ((reason) => log.error({ reason }, 'instance failed')),
+        router,
+        { metrics, running },
+      );
     }
     if (roles.includes('gateway')) {
       gates = options.gates ?? (await gatesOf(config, deps));
@@ -142,7 +168,9 @@ export async function startInstance(config: EventMeshConfig, options: InstanceOp
       metrics: metrics ? `${instance.url ?? instance.opsUrl}/metrics` : undefined,
       temporalUi: `${config.temporal.uiUrl}/namespaces/${config.temporal.namespace}/workflows`,
       dispatchWorkflow:
-        instance.worker && config.delivery.topology === 'LOCAL_STICKY_PULL' ? dispatchWorkflowIdOf(config.instance.id) : undefined,
+        instance.worker && config.delivery.topology === 'LOCAL_STICKY_PULL'
+          ? dispatchWorkflowIdOf(config.instance.id)
+          : undefined,
       leaseWorkflow: instance.worker?.agent ? instanceWorkflowIdOf(config.instance.id) : undefined,
     },
     'eventmesh instance ready',

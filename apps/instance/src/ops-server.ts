@@ -95,7 +95,10 @@ async function serve(options: OpsServerOptions, request: IncomingMessage, respon
 const NO_STORE = { 'cache-control': 'no-store' };
 
 const notFound = (method: string, path: string) =>
-  new EventMeshError(ErrorCode.NotFound, `${method} ${path} is not served by a worker-only process (GET /health/live, /health/ready, /health, /metrics)`);
+  new EventMeshError(
+    ErrorCode.NotFound,
+    `${method} ${path} is not served by a worker-only process (GET /health/live, /health/ready, /health, /metrics)`,
+  );
 
 function closeServer(server: Server): Promise<void> {
   return new Promise((resolve) => {

@@ -61,7 +61,9 @@ export async function runMain(roles?: InstanceRole[]): Promise<void> {
       process.stdout.write(`eventmesh: instance ${config.instance.id} listening on ${instance.url}\n`);
     }
     if (instance.opsUrl) {
-      process.stdout.write(`eventmesh: instance ${config.instance.id} (worker only) serving /health and /metrics on ${instance.opsUrl}\n`);
+      process.stdout.write(
+        `eventmesh: instance ${config.instance.id} (worker only) serving /health and /metrics on ${instance.opsUrl}\n`,
+      );
     }
   } catch (e) {
     const message =

@@ -1,7 +1,24 @@
 import { Client } from '@temporalio/client';
 import { NativeConnection, Worker, WorkerOptions } from '@temporalio/worker';
 import { createA2ATaskActivities } from '../../../activities';
-import { A2AAgentStore, type A2AState, A2ATaskStore, AgentClients, FirstAttempts, KafkaRequestRecords, LocalA2AWorker, ParkedStreams, PUBLISH_DELAY_MS, RequestHandoff, SETTLED, signalTaskChanged, TaskEventPublisher, TaskPusher, TaskRelay, TaskSettlements } from '../../../libs/a2a';
+import {
+  A2AAgentStore,
+  type A2AState,
+  A2ATaskStore,
+  AgentClients,
+  FirstAttempts,
+  KafkaRequestRecords,
+  LocalA2AWorker,
+  ParkedStreams,
+  PUBLISH_DELAY_MS,
+  RequestHandoff,
+  SETTLED,
+  signalTaskChanged,
+  TaskEventPublisher,
+  TaskPusher,
+  TaskRelay,
+  TaskSettlements,
+} from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
@@ -38,14 +55,22 @@ export interface A2AWorker {
 export async function createA2AWorker(
   config: EventMeshConfig,
   deps: Dependencies,
-  common: { connection: NativeConnection; webhooks: WebhookSender; shutdown: AbortSignal; options: Omit<WorkerOptions, 'taskQueue'> },
+  common: {
+    connection: NativeConnection;
+    webhooks: WebhookSender;
+    shutdown: AbortSignal;
+    options: Omit<WorkerOptions, 'taskQueue'>;
+  },
 ): Promise<A2AWorker> {
   const reader = new PartitionReader(deps.kafka);
   await reader.connect();
   // The changes the deliveries commit go to the agents' events topics from here; the sweep takes what a crash left.
   const events = new TaskEventPublisher(
     deps.db,
-    { publishAll: (topic, frames) => deps.producer.publishAll(topic, frames), ensureTopic: (topic) => deps.topics.ensureTopic(topic) },
+    {
+      publishAll: (topic, frames) => deps.producer.publishAll(topic, frames),
+      ensureTopic: (topic) => deps.topics.ensureTopic(topic),
+    },
     { delayMs: PUBLISH_DELAY_MS, sweepMs: EVENTS_SWEEP_MS, sweepAfterMs: EVENTS_SWEEP_MS },
   );
   const settlements = new TaskSettlements();
@@ -75,7 +100,9 @@ export async function createA2AWorker(
     interceptors: { workflow: deps.tracing.temporal?.clientInterceptors ?? [] },
   });
   // A delivery tells its task's workflow of each change it records, on this worker's connection.
-  const changes = { changed: (taskId: string, state: A2AState, version: number) => signalTaskChanged(client, taskId, state, version) };
+  const changes = {
+    changed: (taskId: string, state: A2AState, version: number) => signalTaskChanged(client, taskId, state, version),
+  };
   const worker = await Worker.create({
     ...common.options,
     taskQueue: A2A_TASK_QUEUE,
@@ -95,5 +122,18 @@ export async function createA2AWorker(
       purgeExpiredTasks: (retentionDays) => new RetentionPurge(tasks, { retentionDays, what: 'A2A tasks' }).purge(),
     }),
   });
-  return { worker, reader, events, local: { client, settlements, events, requests, firstAttempts, parkedStreams, running: () => !common.shutdown.aborted } };
+  return {
+    worker,
+    reader,
+    events,
+    local: {
+      client,
+      settlements,
+      events,
+      requests,
+      firstAttempts,
+      parkedStreams,
+      running: () => !common.shutdown.aborted,
+    },
+  };
 }

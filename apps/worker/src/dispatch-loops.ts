@@ -3,7 +3,14 @@ import { DispatchLoopDeps, WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
 import { Dependencies } from '../../../libs/runtime';
 import { SharedRead } from '../../../libs/runtime/shared-read';
-import { DeadLetterStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity, WriteFence } from '../../../libs/storage';
+import {
+  DeadLetterStore,
+  OffsetStore,
+  RetryStore,
+  SkippedRangeStore,
+  SubscriptionEntity,
+  WriteFence,
+} from '../../../libs/storage';
 import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
 import { SubscriptionService } from '../../../libs/subscriptions';
 import type { WorkerObservers } from './worker-host';
@@ -35,7 +42,12 @@ export interface DispatchLoops {
  * The dispatch loops' stores, on their own pool (createDispatchDataSource): the main pool's other users can neither
  * starve nor strand delivery. Connects the instance's reader.
  */
-export async function createDispatchLoops(config: EventMeshConfig, deps: Dependencies, streams: StreamDeliverer, { metrics, running }: WorkerObservers): Promise<DispatchLoops> {
+export async function createDispatchLoops(
+  config: EventMeshConfig,
+  deps: Dependencies,
+  streams: StreamDeliverer,
+  { metrics, running }: WorkerObservers,
+): Promise<DispatchLoops> {
   const loopDb = deps.dispatchDb;
   const offsets = new OffsetStore(loopDb);
   const deadLetters = new DeadLetterStore(loopDb);
@@ -86,7 +98,11 @@ export async function createDispatchLoops(config: EventMeshConfig, deps: Depende
     }),
     activeOnTopic: (topic) => {
       let read = activeReads.get(topic);
-      if (!read) activeReads.set(topic, (read = new SharedRead(() => subscriptions.activeOnTopic(topic), ACTIVE_ON_TOPIC_SHARED_MS)));
+      if (!read)
+        activeReads.set(
+          topic,
+          (read = new SharedRead(() => subscriptions.activeOnTopic(topic), ACTIVE_ON_TOPIC_SHARED_MS)),
+        );
       return read.get();
     },
   };

@@ -1,5 +1,9 @@
 import { Client, ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
-import { A2A_TASK_RETENTION_SCHEDULE_ID, DEAD_LETTER_TASK_QUEUE, DLQ_RETENTION_SCHEDULE_ID } from '../../../libs/temporal';
+import {
+  A2A_TASK_RETENTION_SCHEDULE_ID,
+  DEAD_LETTER_TASK_QUEUE,
+  DLQ_RETENTION_SCHEDULE_ID,
+} from '../../../libs/temporal';
 import { A2A_TASK_QUEUE, a2aTaskRetentionWorkflow, dlqRetentionWorkflow } from '../../../workflows';
 
 /** How often a retention purge runs. */
@@ -15,7 +19,12 @@ export interface RetentionSchedule {
 }
 
 /** The dead letters' retention (the delivery's and the A2A pushes'), EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS. */
-export const DLQ_RETENTION: RetentionSchedule = { scheduleId: DLQ_RETENTION_SCHEDULE_ID, workflowType: dlqRetentionWorkflow, workflowId: 'dlq-retention-run', taskQueue: DEAD_LETTER_TASK_QUEUE };
+export const DLQ_RETENTION: RetentionSchedule = {
+  scheduleId: DLQ_RETENTION_SCHEDULE_ID,
+  workflowType: dlqRetentionWorkflow,
+  workflowId: 'dlq-retention-run',
+  taskQueue: DEAD_LETTER_TASK_QUEUE,
+};
 /** The retention of the A2A tasks that ended, EVENTMESH_AGENTS_TASK_RETENTION_DAYS. */
 export const A2A_TASK_RETENTION: RetentionSchedule = {
   scheduleId: A2A_TASK_RETENTION_SCHEDULE_ID,

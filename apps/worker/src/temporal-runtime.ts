@@ -40,7 +40,10 @@ export function installTemporalRuntime(log: Logger, metrics: EventMeshConfig['me
         Runtime.install({ ...options, telemetryOptions: { metrics: telemetry.metrics } });
         return telemetry.bindAddress;
       } catch (e) {
-        log.warn({ address: telemetry.bindAddress, error: reasonOf(e) }, 'the Temporal metrics exporter could not start; no temporal_* series');
+        log.warn(
+          { address: telemetry.bindAddress, error: reasonOf(e) },
+          'the Temporal metrics exporter could not start; no temporal_* series',
+        );
       }
     }
     Runtime.install(options);
@@ -58,7 +61,9 @@ const sourceBundles = new Map<boolean, Promise<{ code: string }>>();
  * tracing on, the bundle with the SDK's OpenTelemetry workflow interceptors (libs/tracing/workflow-bundle.ts), their
  * sink for the sandbox's spans, and the activity interceptors.
  */
-export async function workflowSource(tracing: TemporalTracing | undefined): Promise<Pick<WorkerOptions, 'workflowBundle' | 'interceptors' | 'sinks'>> {
+export async function workflowSource(
+  tracing: TemporalTracing | undefined,
+): Promise<Pick<WorkerOptions, 'workflowBundle' | 'interceptors' | 'sinks'>> {
   const traced = tracing ? { sinks: tracing.sinks, interceptors: { activity: tracing.activityInterceptors } } : {};
   const built = path.resolve(__dirname, '../../..', tracing ? TRACED_WORKFLOW_BUNDLE : WORKFLOW_BUNDLE);
   if (existsSync(built)) return { workflowBundle: { codePath: built }, ...traced };

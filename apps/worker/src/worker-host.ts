@@ -1,6 +1,11 @@
 import { WorkflowNotFoundError } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
-import { createDeadLetterActivities, createDispatchActivities, createOwnershipActivities, PartitionLoopScope } from '../../../activities';
+import {
+  createDeadLetterActivities,
+  createDispatchActivities,
+  createOwnershipActivities,
+  PartitionLoopScope,
+} from '../../../activities';
 import { PushDeadLetterStore, type LocalA2AWorker, type TaskEventPublisher } from '../../../libs/a2a';
 import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoop, RunningLoops, WebhookSender } from '../../../libs/delivery';
@@ -42,8 +47,18 @@ import {
  * No workflow cache, as on the control queue: a replay's next workflow task never waits for a dead instance's
  * sticky queue to time out.
  */
-async function deadLetterWorkerOptions<T extends object>(common: T, activities: object, tracing: TemporalTracing | undefined) {
-  return { ...common, taskQueue: DEAD_LETTER_TASK_QUEUE, activities, ...(await workflowSource(tracing)), maxCachedWorkflows: 0 };
+async function deadLetterWorkerOptions<T extends object>(
+  common: T,
+  activities: object,
+  tracing: TemporalTracing | undefined,
+) {
+  return {
+    ...common,
+    taskQueue: DEAD_LETTER_TASK_QUEUE,
+    activities,
+    ...(await workflowSource(tracing)),
+    maxCachedWorkflows: 0,
+  };
 }
 
 /**
@@ -116,7 +131,9 @@ export class WorkerHost {
     try {
       connection = await NativeConnection.connect({ address: config.temporal.address });
     } catch (e) {
-      throw new BootError(`cannot reach Temporal at ${config.temporal.address} (EVENTMESH_TEMPORAL_ADDRESS): ${reasonOf(e)}`);
+      throw new BootError(
+        `cannot reach Temporal at ${config.temporal.address} (EVENTMESH_TEMPORAL_ADDRESS): ${reasonOf(e)}`,
+      );
     }
     const loopDb = deps.dispatchDb;
     const loops = await createDispatchLoops(config, deps, streams, observers);
@@ -131,7 +148,10 @@ export class WorkerHost {
       // The retention covers the delivery's dead letters and the A2A pushes' alike.
       purgeExpired: async (retentionDays) =>
         (await new RetentionPurge(new DeadLetterStore(deps.db), { retentionDays }).purge()) +
-        (await new RetentionPurge(new PushDeadLetterStore(deps.db), { retentionDays, what: 'A2A push dead letters' }).purge()),
+        (await new RetentionPurge(new PushDeadLetterStore(deps.db), {
+          retentionDays,
+          what: 'A2A push dead letters',
+        }).purge()),
       deliveryTimeoutMs: config.delivery.webhookTimeoutMs,
       shutdownSignal: shutdown.signal,
     });
@@ -173,16 +193,34 @@ export class WorkerHost {
       // No workflow cache, so no sticky queue: after a crash, the restarted process reads the previous dispatch
       // run (startDispatchWorkflow) with a query, which a sticky queue would hold for the dead worker until the
       // sticky timeout (10 s), longer than the read may take.
-      const worker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(await workflowSource(deps.tracing.temporal)), maxCachedWorkflows: 0 });
-      const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
-      const host = new WorkerHost([worker, a2a.worker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2a);
+      const worker = await Worker.create({
+        ...workerOptions,
+        taskQueue,
+        activities,
+        ...(await workflowSource(deps.tracing.temporal)),
+        maxCachedWorkflows: 0,
+      });
+      const deadLetterWorker = await Worker.create(
+        await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal),
+      );
+      const host = new WorkerHost(
+        [worker, a2a.worker, deadLetterWorker],
+        connection,
+        reader,
+        webhooks,
+        shutdown,
+        taskQueue,
+        a2a,
+      );
       host.run(onFatal);
       await host.ensureRetentionSchedule(config, deps);
       try {
         await host.startDispatchWorkflow(config, deps);
       } catch (e) {
         await host.stop();
-        throw new BootError(`cannot start the dispatch workflow on Temporal at ${config.temporal.address}: ${reasonOf(e)}`);
+        throw new BootError(
+          `cannot start the dispatch workflow on Temporal at ${config.temporal.address}: ${reasonOf(e)}`,
+        );
       }
       host.orphans = new OrphanTakeover(new PlacementStore(deps.db, Math.floor(config.delivery.leaseTtlMs / 2)), {
         instanceId: config.instance.id,
@@ -204,7 +242,8 @@ export class WorkerHost {
       // replicas pulling its tasks, observers of its events): owned from the next announcement after the subscription.
       partitions: async () => {
         const keys: string[] = [];
-        for (const topic of config.kafka.topics) for (const p of await deps.topics.partitionsOf(topic)) keys.push(partitionKeyOf(topic, p));
+        for (const topic of config.kafka.topics)
+          for (const p of await deps.topics.partitionsOf(topic)) keys.push(partitionKeyOf(topic, p));
         for (const topic of await subscriptions.subscribedAgentTopics()) {
           // An agent topic that cannot be read now (its metadata not yet known) is announced at a later round.
           for (const p of await deps.topics.partitionsOf(topic).catch(() => [])) keys.push(partitionKeyOf(topic, p));
@@ -217,14 +256,21 @@ export class WorkerHost {
       leaseTtlMs: config.delivery.leaseTtlMs,
       shutdownSignal: shutdown.signal,
       // Renewals of the instance's partitions within a fortieth of the TTL (at most 250 ms) go as one statement.
-      leases: new LeaseStore(loopDb, Math.floor(config.delivery.leaseTtlMs / 2), Math.min(250, Math.floor(config.delivery.leaseTtlMs / 40))),
+      leases: new LeaseStore(
+        loopDb,
+        Math.floor(config.delivery.leaseTtlMs / 2),
+        Math.min(250, Math.floor(config.delivery.leaseTtlMs / 40)),
+      ),
       membership: agent,
       openPartitionLoop: async (scope: PartitionLoopScope) => {
         const own = new PartitionReader(deps.kafka);
         await own.connect();
         const loop = new DispatchLoop(
           loops.depsFor(own, scope.fence, {
-            subscriptions: { activeFor: () => loops.activeOnTopic(scope.topic), disable: (id, why, m) => subscriptions.disable(id, why, m) },
+            subscriptions: {
+              activeFor: () => loops.activeOnTopic(scope.topic),
+              disable: (id, why, m) => subscriptions.disable(id, why, m),
+            },
             scope: { topic: scope.topic, partition: scope.partition },
             gate: scope.gate,
           }),
@@ -232,10 +278,17 @@ export class WorkerHost {
         return { loop, close: () => own.disconnect() };
       },
       reportProgress: async (topic, partition, progress) => {
-        await deps.temporal.client.workflow.getHandle(partitionWorkflowIdOf(topic, partition)).signal(partitionProgressSignal, progress);
+        await deps.temporal.client.workflow
+          .getHandle(partitionWorkflowIdOf(topic, partition))
+          .signal(partitionProgressSignal, progress);
       },
     });
-    const activityWorker = await Worker.create({ ...workerOptions, taskQueue, activities, ...(deps.tracing.temporal ? { interceptors: { activity: deps.tracing.temporal.activityInterceptors } } : {}) });
+    const activityWorker = await Worker.create({
+      ...workerOptions,
+      taskQueue,
+      activities,
+      ...(deps.tracing.temporal ? { interceptors: { activity: deps.tracing.temporal.activityInterceptors } } : {}),
+    });
     const controlWorker = await Worker.create({
       ...workerOptions,
       taskQueue: CONTROL_TASK_QUEUE,
@@ -250,8 +303,18 @@ export class WorkerHost {
       // the task times out (controlWorkflowTaskTimeoutMs), so the fewer it holds, the fewer tasks it can catch.
       workflowTaskPollerBehavior: { type: 'simple-maximum', maximum: 2 },
     });
-    const deadLetterWorker = await Worker.create(await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal));
-    const host = new WorkerHost([activityWorker, controlWorker, a2a.worker, deadLetterWorker], connection, reader, webhooks, shutdown, taskQueue, a2a);
+    const deadLetterWorker = await Worker.create(
+      await deadLetterWorkerOptions(workerOptions, deadLetterActivities, deps.tracing.temporal),
+    );
+    const host = new WorkerHost(
+      [activityWorker, controlWorker, a2a.worker, deadLetterWorker],
+      connection,
+      reader,
+      webhooks,
+      shutdown,
+      taskQueue,
+      a2a,
+    );
     host.run(onFatal);
     await host.ensureRetentionSchedule(config, deps);
     try {
@@ -262,7 +325,10 @@ export class WorkerHost {
     }
     host.agent = agent;
     if (metrics) metrics.sources.ownership = () => agent.status();
-    host.log.info({ taskQueue, controlTaskQueue: CONTROL_TASK_QUEUE }, 'Temporal workers running; joined the partition owners');
+    host.log.info(
+      { taskQueue, controlTaskQueue: CONTROL_TASK_QUEUE },
+      'Temporal workers running; joined the partition owners',
+    );
     return host;
   }
 
@@ -274,10 +340,19 @@ export class WorkerHost {
   private async ensureRetentionSchedule(config: EventMeshConfig, deps: Dependencies): Promise<void> {
     const write = async (retention: RetentionSchedule, retentionDays: number, what: string) => {
       try {
-        const outcome = await withDeadline(10_000, ensureRetentionSchedule(deps.temporal.client, retention, retentionDays));
-        this.log.info({ schedule: outcome.scheduleId, outcome: outcome.action, retentionDays }, `${what} retention schedule`);
+        const outcome = await withDeadline(
+          10_000,
+          ensureRetentionSchedule(deps.temporal.client, retention, retentionDays),
+        );
+        this.log.info(
+          { schedule: outcome.scheduleId, outcome: outcome.action, retentionDays },
+          `${what} retention schedule`,
+        );
       } catch (e) {
-        this.log.error({ error: reasonOf(e), schedule: retention.scheduleId }, `could not write the ${what} retention schedule; ${what} are not purged until an instance writes it`);
+        this.log.error(
+          { error: reasonOf(e), schedule: retention.scheduleId },
+          `could not write the ${what} retention schedule; ${what} are not purged until an instance writes it`,
+        );
       }
     };
     await write(DLQ_RETENTION, config.delivery.deadLetterRetentionDays, 'dead letters');
@@ -352,7 +427,9 @@ export class WorkerHost {
       ['orphan takeover', () => this.orphans?.stop()],
       ['Temporal workers asked to stop', () => this.workers.forEach((w) => w.getState() === 'RUNNING' && w.shutdown())],
       // Each Temporal worker ends once its polls are answered and its activities returned (shutdownGraceTime).
-      ...this.workers.map((worker, i) => [`Temporal worker of task queue ${worker.options.taskQueue}`, () => this.running[i]] as const),
+      ...this.workers.map(
+        (worker, i) => [`Temporal worker of task queue ${worker.options.taskQueue}`, () => this.running[i]] as const,
+      ),
       ['Temporal worker connection', () => this.connection.close()],
       ['Kafka reader', () => this.reader.disconnect()],
       ['Kafka reader of the A2A request topics', () => this.a2aReader.disconnect()],

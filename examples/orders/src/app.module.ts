@@ -9,7 +9,10 @@ import { OrdersHandler } from './orders.handler';
     ConfigModule.forRoot({ isGlobal: true }),
     EventMeshModule.forRootAsync({
       inject: [ConfigService],
-      useFactory: (config: ConfigService) => ({ url: config.get('EVENTMESH_URL', 'http://127.0.0.1:8080'), token: config.get('EVENTMESH_TOKEN') }),
+      useFactory: (config: ConfigService) => ({
+        url: config.get('EVENTMESH_URL', 'http://127.0.0.1:8080'),
+        token: config.get('EVENTMESH_TOKEN'),
+      }),
     }),
   ],
   controllers: [OrdersController],

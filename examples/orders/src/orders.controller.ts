@@ -15,7 +15,10 @@ export class OrdersController {
   @Post()
   async create(@Body() order: Order) {
     const id = randomUUID();
-    await this.mesh.publish({ type: 'order.created', source: '/examples/orders', data: { id, ...order } }, { topic: ORDERS_TOPIC });
+    await this.mesh.publish(
+      { type: 'order.created', source: '/examples/orders', data: { id, ...order } },
+      { topic: ORDERS_TOPIC },
+    );
     return { id };
   }
 
@@ -27,7 +30,10 @@ export class OrdersController {
   /** Asks the price responder (a request-reply through the runtime) and answers with its reply's data. */
   @Get('price/:sku')
   async price(@Param('sku') sku: string) {
-    const reply = await this.mesh.request({ type: 'price.requested', source: '/examples/orders', data: { sku } }, { topic: PRICES_TOPIC, timeoutMs: 10000 });
+    const reply = await this.mesh.request(
+      { type: 'price.requested', source: '/examples/orders', data: { sku } },
+      { topic: PRICES_TOPIC, timeoutMs: 10000 },
+    );
     return reply.data;
   }
 }

@@ -8,7 +8,9 @@ import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
 // The tasks whose events are not all on their agent's events topic yet (the publisher's sweep, libs/a2a).
 @Index('a2a_tasks_unpublished_idx', ['updatedAt'], { where: '"event_seq" > "published_seq"' })
 // The retention's purge: the settled tasks (ended, or waiting for their client), oldest change first.
-@Index('a2a_tasks_settled_idx', ['updatedAt'], { where: `"state" IN ('completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required')` })
+@Index('a2a_tasks_settled_idx', ['updatedAt'], {
+  where: `"state" IN ('completed', 'failed', 'canceled', 'rejected', 'input-required', 'auth-required')`,
+})
 export class A2ATaskEntity {
   @PrimaryColumn({ type: 'text' })
   id!: string;

@@ -11,10 +11,27 @@ const until = async (what: string, probe: () => boolean): Promise<void> => {
   for (let i = 0; i < 500 && !probe(); i++) await new Promise((r) => setTimeout(r, 2));
   if (!probe()) throw new Error(`never: ${what}`);
 };
-const start = (handler: Handler | undefined, options: ConsumeOptions = {}, refuse?: (t: Transport) => Error | undefined) => {
+const start = (
+  handler: Handler | undefined,
+  options: ConsumeOptions = {},
+  refuse?: (t: Transport) => Error | undefined,
+) => {
   const { connections, connect } = fakeConnects(refuse);
-  const consumer = new StreamConsumer(http, 'sub', handler, { reconnect: { initialDelayMs: 1, maxDelayMs: 2 }, ackDeadlineMs: false, ...options }, connect);
-  return { consumer, connections, conn: async (n = 0): Promise<FakeConnection> => (await until(`connection ${n}`, () => connections.length > n), connections[n]) };
+  const consumer = new StreamConsumer(
+    http,
+    'sub',
+    handler,
+    { reconnect: { initialDelayMs: 1, maxDelayMs: 2 }, ackDeadlineMs: false, ...options },
+    connect,
+  );
+  return {
+    consumer,
+    connections,
+    conn: async (n = 0): Promise<FakeConnection> => (
+      await until(`connection ${n}`, () => connections.length > n),
+      connections[n]
+    ),
+  };
 };
 const gate = () => {
   let open!: () => void;
@@ -47,7 +64,9 @@ describe('stream consumer', () => {
     await until('acked', () => c.answers.some((a) => a.action === 'ack'));
     const settled = c.answers.length;
     await new Promise((r) => setTimeout(r, 60));
-    expect(c.answers.slice(0, 3)).toEqual(Array.from({ length: 3 }, () => ({ deliveryId: 'd1', action: 'extend', deadlineMs: 30 })));
+    expect(c.answers.slice(0, 3)).toEqual(
+      Array.from({ length: 3 }, () => ({ deliveryId: 'd1', action: 'extend', deadlineMs: 30 })),
+    );
     expect(c.answers.at(-1)).toEqual({ deliveryId: 'd1', action: 'ack' });
     expect(c.answers).toHaveLength(settled);
     await consumer.close();
@@ -105,7 +124,7 @@ describe('stream consumer', () => {
     await consumer.close();
   });
 
-  it('holds a redelivery that comes while the same event\'s handler runs, then acks it as a duplicate', async () => {
+  it("holds a redelivery that comes while the same event's handler runs, then acks it as a duplicate", async () => {
     const g = gate();
     let calls = 0;
     const { consumer, conn } = start(async () => {
@@ -144,12 +163,20 @@ describe('stream consumer', () => {
 
   it('falls back WebSocket -> SSE -> long-poll on refused transports, and stops on a fatal refusal', async () => {
     const refused = new TransportRefusedError('UPGRADE_REFUSED', 'no');
-    const a = start(async () => undefined, {}, (t) => (t === 'long-poll' ? undefined : refused));
+    const a = start(
+      async () => undefined,
+      {},
+      (t) => (t === 'long-poll' ? undefined : refused),
+    );
     expect((await a.conn()).transport).toBe('long-poll');
     expect(a.consumer.transport).toBe('long-poll');
     await a.consumer.close();
     const states: { state: string; error?: Error }[] = [];
-    const b = start(async () => undefined, {}, () => new NotFoundError('SUBSCRIPTION_NOT_FOUND', 'gone', 404));
+    const b = start(
+      async () => undefined,
+      {},
+      () => new NotFoundError('SUBSCRIPTION_NOT_FOUND', 'gone', 404),
+    );
     b.consumer.on('state', (s) => states.push(s));
     await until('closed', () => b.consumer.state === 'closed');
     expect(states.at(-1)?.error).toBeInstanceOf(NotFoundError);
@@ -205,7 +232,11 @@ describe('MemoryDedupeStore', () => {
     await store.record('/s', 'a');
     await store.record('/s', 'b');
     await store.record('/s', 'c');
-    expect([await store.seen('/s', 'a'), await store.seen('/s', 'b'), await store.seen('/s', 'c')]).toEqual([false, true, true]);
+    expect([await store.seen('/s', 'a'), await store.seen('/s', 'b'), await store.seen('/s', 'c')]).toEqual([
+      false,
+      true,
+      true,
+    ]);
     now = 150;
     await store.record('/s', 'd');
     expect([await store.seen('/s', 'b'), await store.seen('/s', 'd'), store.size]).toEqual([false, true, 1]);

@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { CloudEvent } from 'cloudevents';
-import type { Consumer, ConsumerState, ConsumerStats, ConsumeOptions, Delivery, Handler, StateChange, Transport } from './consumer-types';
+import type {
+  Consumer,
+  ConsumerState,
+  ConsumerStats,
+  ConsumeOptions,
+  Delivery,
+  Handler,
+  StateChange,
+  Transport,
+} from './consumer-types';
 import { dedupeKey, type DedupeStore } from './dedupe/dedupe-store';
 import { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
 import { RejectError } from './errors';
@@ -9,12 +18,23 @@ import { cloudEventOf } from './events';
 import type { HttpClient } from './http';
 import { backoffDelay } from './retry';
 import { Semaphore } from './semaphore';
-import { isFatal, TransportRefusedError, type Answer, type Connect, type Connection, type WireDelivery } from './transports/connection';
+import {
+  isFatal,
+  TransportRefusedError,
+  type Answer,
+  type Connect,
+  type Connection,
+  type WireDelivery,
+} from './transports/connection';
 import { connectLongPoll } from './transports/long-poll';
 import { connectSse } from './transports/sse';
 import { connectWebSocket } from './transports/websocket';
 
-const CONNECT: Record<Transport, Connect> = { websocket: connectWebSocket, sse: connectSse, 'long-poll': connectLongPoll };
+const CONNECT: Record<Transport, Connect> = {
+  websocket: connectWebSocket,
+  sse: connectSse,
+  'long-poll': connectLongPoll,
+};
 const FALLBACK_ORDER: Transport[] = ['websocket', 'sse', 'long-poll'];
 const RECONNECT_DEFAULTS = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10000 };
 /** A subscription's ack timeout when its config names none (the runtime's default). */
@@ -162,7 +182,9 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   private take(connection: Connection, wire: WireDelivery): void {
     if (this.draining || this.stopped) return;
     const event = cloudEventOf(wire.event);
-    const task = this.handler ? this.inTurn(connection, wire.deliveryId, event) : this.offer(connection, wire.deliveryId, event);
+    const task = this.handler
+      ? this.inTurn(connection, wire.deliveryId, event)
+      : this.offer(connection, wire.deliveryId, event);
     this.tasks.add(task);
     void task.finally(() => this.tasks.delete(task));
   }
@@ -207,7 +229,11 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     if (option === false) return undefined;
     if (option !== undefined) return option;
     try {
-      const answer = await this.http.send({ method: 'GET', path: `/subscriptions/${encodeURIComponent(this.subscriptionId)}`, idempotent: true });
+      const answer = await this.http.send({
+        method: 'GET',
+        path: `/subscriptions/${encodeURIComponent(this.subscriptionId)}`,
+        idempotent: true,
+      });
       const config = (JSON.parse(answer.text) as { config?: { ackTimeoutMs?: unknown } }).config;
       return typeof config?.ackTimeoutMs === 'number' ? config.ackTimeoutMs : DEFAULT_ACK_TIMEOUT_MS;
     } catch {
@@ -247,7 +273,8 @@ export class StreamConsumer extends EventEmitter implements Consumer {
         await this.dedupe?.record(event.source, event.id);
         await this.answer(connection, { deliveryId, action: 'ack' });
       },
-      nack: (delayMs) => this.answer(connection, { deliveryId, action: 'nack', delayMs: delayMs ?? this.options.nackDelayMs ?? 1000 }),
+      nack: (delayMs) =>
+        this.answer(connection, { deliveryId, action: 'nack', delayMs: delayMs ?? this.options.nackDelayMs ?? 1000 }),
       reject: (reason) => this.answer(connection, { deliveryId, action: 'reject', reason }),
     });
     this.wakeIterator?.();

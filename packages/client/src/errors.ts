@@ -14,7 +14,13 @@ export class EventMeshError extends Error {
   /** The runtime's whole error body (its details: `index`, `limit`, `maybeWritten`, ...). */
   readonly body: Record<string, unknown>;
 
-  constructor(code: string, message: string, status?: number, body: Record<string, unknown> = {}, options?: { cause?: unknown }) {
+  constructor(
+    code: string,
+    message: string,
+    status?: number,
+    body: Record<string, unknown> = {},
+    options?: { cause?: unknown },
+  ) {
     super(message, options);
     this.code = code;
     this.status = status;
@@ -76,13 +82,20 @@ export function errorOf(status: number, body: Record<string, unknown>): EventMes
   const code = typeof body.code === 'string' ? body.code : `HTTP_${status}`;
   const message = typeof body.message === 'string' ? body.message : `HTTP ${status}`;
   const kind =
-    status === 401 || status === 403 ? AuthError
-    : status === 400 || status === 415 ? ValidationError
-    : status === 404 ? NotFoundError
-    : status === 408 ? RequestTimeoutError
-    : status === 409 ? ConflictError
-    : status === 413 ? PayloadTooLargeError
-    : status === 429 || status >= 500 ? UnavailableError
-    : EventMeshError;
+    status === 401 || status === 403
+      ? AuthError
+      : status === 400 || status === 415
+        ? ValidationError
+        : status === 404
+          ? NotFoundError
+          : status === 408
+            ? RequestTimeoutError
+            : status === 409
+              ? ConflictError
+              : status === 413
+                ? PayloadTooLargeError
+                : status === 429 || status >= 500
+                  ? UnavailableError
+                  : EventMeshError;
   return new kind(code, message, status, body);
 }

@@ -10,7 +10,10 @@ export class FlowControl {
   private waiters: { events: number; bytes: number; go: () => void }[] = [];
   private head = 0;
 
-  constructor(private readonly maxEvents: number, private readonly maxBytes: number) {}
+  constructor(
+    private readonly maxEvents: number,
+    private readonly maxBytes: number,
+  ) {}
 
   get inFlight(): { events: number; bytes: number } {
     return { events: this.events, bytes: this.bytes };
@@ -28,7 +31,10 @@ export class FlowControl {
   release(events: number, bytes: number): void {
     this.events -= events;
     this.bytes -= bytes;
-    while (this.head < this.waiters.length && this.fits(this.waiters[this.head].events, this.waiters[this.head].bytes)) {
+    while (
+      this.head < this.waiters.length &&
+      this.fits(this.waiters[this.head].events, this.waiters[this.head].bytes)
+    ) {
       const next = this.waiters[this.head++];
       this.take(next.events, next.bytes);
       next.go();

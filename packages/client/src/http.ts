@@ -78,13 +78,27 @@ export class HttpClient {
   private async attempt(req: HttpRequest): Promise<{ answer: HttpAnswer } | { error: EventMeshError }> {
     const headers = { ...this.options.headers, ...(await this.authHeaders()), ...req.headers };
     try {
-      const res = await this.fetch(this.urlOf(req.path, req.query), { method: req.method, headers, body: req.body, signal: req.signal });
-      if (req.stream && res.ok) return { answer: { status: res.status, headers: res.headers, text: '', body: res.body ?? undefined } };
+      const res = await this.fetch(this.urlOf(req.path, req.query), {
+        method: req.method,
+        headers,
+        body: req.body,
+        signal: req.signal,
+      });
+      if (req.stream && res.ok)
+        return { answer: { status: res.status, headers: res.headers, text: '', body: res.body ?? undefined } };
       return { answer: { status: res.status, headers: res.headers, text: await res.text() } };
     } catch (e) {
       const cause = (e as { cause?: { code?: string; message?: string } }).cause;
       const reason = cause?.code ?? cause?.message ?? (e as Error).message;
-      return { error: new ConnectionError('CONNECTION_FAILED', `no answer from ${this.base}: ${reason}`, undefined, {}, { cause: e }) };
+      return {
+        error: new ConnectionError(
+          'CONNECTION_FAILED',
+          `no answer from ${this.base}: ${reason}`,
+          undefined,
+          {},
+          { cause: e },
+        ),
+      };
     }
   }
 }

@@ -5,7 +5,17 @@ export type { PublishCallOptions } from './publisher';
 export type { EventInput } from './events';
 export type { RetryOptions } from './retry';
 export { Subscriptions, type SubscriptionFilter } from './subscriptions';
-export type { Consumer, ConsumeOptions, ConsumerState, ConsumerStats, Delivery, Handler, HandlerContext, StateChange, Transport } from './consumer-types';
+export type {
+  Consumer,
+  ConsumeOptions,
+  ConsumerState,
+  ConsumerStats,
+  Delivery,
+  Handler,
+  HandlerContext,
+  StateChange,
+  Transport,
+} from './consumer-types';
 export {
   EventMeshError,
   AuthError,
@@ -22,4 +32,11 @@ export { type DedupeStore, type DedupeBounds } from './dedupe/dedupe-store';
 export { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
 export { PostgresDedupeStore, type PostgresDedupeOptions, type Queryable } from './dedupe/postgres-dedupe-store';
 export { CloudEvent } from 'cloudevents';
-export { webhookReceiver, verifySignature, type WebhookReceiver, type WebhookReceiverOptions, type WebhookRequest, type WebhookAnswer } from './webhook';
+export {
+  webhookReceiver,
+  verifySignature,
+  type WebhookReceiver,
+  type WebhookReceiverOptions,
+  type WebhookRequest,
+  type WebhookAnswer,
+} from './webhook';

@@ -59,44 +59,69 @@ describe('publish', () => {
   });
 
   it('gives up after maxAttempts with the last typed error', async () => {
-    const { fetch, sent } = fakeFetch(() => ({ status: 503, body: { code: 'OVERLOADED', message: 'full', limit: 'producerQueue' } }));
-    const failure = client(fetch, { retry: { maxAttempts: 3, initialDelayMs: 1 } }).publish({ source: '/s', type: 't' });
+    const { fetch, sent } = fakeFetch(() => ({
+      status: 503,
+      body: { code: 'OVERLOADED', message: 'full', limit: 'producerQueue' },
+    }));
+    const failure = client(fetch, { retry: { maxAttempts: 3, initialDelayMs: 1 } }).publish({
+      source: '/s',
+      type: 't',
+    });
     await expect(failure).rejects.toBeInstanceOf(UnavailableError);
     await expect(failure).rejects.toMatchObject({ code: 'OVERLOADED', status: 503, body: { limit: 'producerQueue' } });
     expect(sent).toHaveLength(3);
     const { fetch: down } = fakeFetch(() => ({ reset: true }));
-    await expect(client(down, { retry: { maxAttempts: 2, initialDelayMs: 1 } }).publish({ source: '/s', type: 't' })).rejects.toBeInstanceOf(ConnectionError);
+    await expect(
+      client(down, { retry: { maxAttempts: 2, initialDelayMs: 1 } }).publish({ source: '/s', type: 't' }),
+    ).rejects.toBeInstanceOf(ConnectionError);
   });
 
-  it('never retries another 4xx or a 429 without Retry-After, and surfaces the runtime\'s body', async () => {
+  it("never retries another 4xx or a 429 without Retry-After, and surfaces the runtime's body", async () => {
     const { fetch, sent } = fakeFetch([
-      { status: 400, body: { code: 'INVALID_CLOUDEVENT', message: 'type is required', attribute: 'type', field: 'type' } },
+      {
+        status: 400,
+        body: { code: 'INVALID_CLOUDEVENT', message: 'type is required', attribute: 'type', field: 'type' },
+      },
       { status: 401, body: { code: 'UNAUTHENTICATED', message: 'no token' } },
       { status: 429, body: { code: 'TOO_MANY_CONSUMERS', message: 'full' } },
     ]);
     const mesh = client(fetch);
-    await expect(mesh.publish({ source: '/s' })).rejects.toMatchObject({ name: 'ValidationError', code: 'INVALID_CLOUDEVENT', field: 'type', status: 400 });
+    await expect(mesh.publish({ source: '/s' })).rejects.toMatchObject({
+      name: 'ValidationError',
+      code: 'INVALID_CLOUDEVENT',
+      field: 'type',
+      status: 400,
+    });
     await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toBeInstanceOf(AuthError);
     await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toMatchObject({ code: 'TOO_MANY_CONSUMERS' });
     expect(sent).toHaveLength(3);
   });
 
-  it('fails only the event a batch\'s 400 names, and sends the others again', async () => {
+  it("fails only the event a batch's 400 names, and sends the others again", async () => {
     const { fetch, sent } = fakeFetch((req) =>
-      ids(req).includes('bad') ? { status: 400, body: { code: 'INVALID_CLOUDEVENT', index: ids(req).indexOf('bad') } } : ok(req),
+      ids(req).includes('bad')
+        ? { status: 400, body: { code: 'INVALID_CLOUDEVENT', index: ids(req).indexOf('bad') } }
+        : ok(req),
     );
     const mesh = client(fetch);
-    const outcomes = await Promise.allSettled(['a', 'bad', 'c'].map((id) => mesh.publish({ id, source: '/s', type: 't' })));
+    const outcomes = await Promise.allSettled(
+      ['a', 'bad', 'c'].map((id) => mesh.publish({ id, source: '/s', type: 't' })),
+    );
     expect(outcomes.map((o) => o.status)).toEqual(['fulfilled', 'rejected', 'fulfilled']);
     expect((outcomes[1] as PromiseRejectedResult).reason).toBeInstanceOf(ValidationError);
-    expect(sent.map(ids)).toEqual([['a', 'bad', 'c'], ['a', 'c']]);
+    expect(sent.map(ids)).toEqual([
+      ['a', 'bad', 'c'],
+      ['a', 'c'],
+    ]);
   });
 
   it('waits for room when maxEventsInFlight events are unanswered', async () => {
     const held: { ids: string[]; go: () => void }[] = [];
     const { fetch: inner } = fakeFetch(ok);
     const slow = ((url: string, init: RequestInit) =>
-      new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() => inner(url, init))) as typeof fetch;
+      new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() =>
+        inner(url, init),
+      )) as typeof fetch;
     const mesh = client(slow, { publish: { maxEventsInFlight: 2 } });
     const all = ['a', 'b', 'c'].map((id) => mesh.publish({ id, source: '/s', type: 't' }));
     await new Promise((r) => setTimeout(r, 20));
@@ -125,12 +150,17 @@ describe('publish', () => {
       req.on('end', () => {
         bodies.push(body);
         if (bodies.length === 1) return req.socket.destroy();
-        res.writeHead(202, { 'content-type': 'application/json' }).end(JSON.stringify({ id: 'r1', topic: 't', partition: 0, offset: 1 }));
+        res
+          .writeHead(202, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ id: 'r1', topic: 't', partition: 0, offset: 1 }));
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
-      const mesh = new EventMeshClient({ url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, retry: { initialDelayMs: 1 } });
+      const mesh = new EventMeshClient({
+        url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+        retry: { initialDelayMs: 1 },
+      });
       expect(await mesh.publish({ id: 'r1', source: '/s', type: 't' })).toMatchObject({ id: 'r1', offset: 1 });
       expect(bodies).toHaveLength(2);
       expect(bodies[1]).toBe(bodies[0]);

@@ -47,7 +47,11 @@ export class Publisher {
   private readonly flow: FlowControl;
   private readonly lanes = new Map<string, Lane>();
 
-  constructor(private readonly http: HttpClient, options: PublishOptions = {}, private readonly defaultTopic?: string) {
+  constructor(
+    private readonly http: HttpClient,
+    options: PublishOptions = {},
+    private readonly defaultTopic?: string,
+  ) {
     this.options = { ...PUBLISH_DEFAULTS, ...options };
     this.flow = new FlowControl(this.options.maxEventsInFlight, this.options.maxBytesInFlight);
   }
@@ -62,7 +66,9 @@ export class Publisher {
     const bytes = Buffer.byteLength(json);
     await this.flow.acquire(1, bytes);
     try {
-      return await new Promise<PublishResult>((resolve, reject) => this.enqueue({ json, bytes, resolve, reject }, call));
+      return await new Promise<PublishResult>((resolve, reject) =>
+        this.enqueue({ json, bytes, resolve, reject }, call),
+      );
     } finally {
       this.flow.release(1, bytes);
     }
@@ -82,7 +88,10 @@ export class Publisher {
     if (lane.items.length >= this.options.maxBatchEvents) this.flush(key, lane);
     else if (!lane.timer) {
       const open = lane;
-      lane.timer = this.options.lingerMs > 0 ? setTimeout(() => this.flush(key, open), this.options.lingerMs) : setImmediate(() => this.flush(key, open));
+      lane.timer =
+        this.options.lingerMs > 0
+          ? setTimeout(() => this.flush(key, open), this.options.lingerMs)
+          : setImmediate(() => this.flush(key, open));
     }
   }
 
@@ -103,7 +112,10 @@ export class Publisher {
       const index = e instanceof ValidationError ? e.body.index : undefined;
       if (items.length > 1 && typeof index === 'number' && index >= 0 && index < items.length) {
         items[index].reject(e);
-        return this.send(items.filter((_, i) => i !== index), call);
+        return this.send(
+          items.filter((_, i) => i !== index),
+          call,
+        );
       }
       for (const item of items) item.reject(e);
     }

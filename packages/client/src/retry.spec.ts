@@ -13,7 +13,7 @@ describe('backoff', () => {
     expect(backoffDelay(retry, options, 0, () => random)).toBe(expected);
   });
 
-  it('never waits less than the server\'s Retry-After, even past maxDelayMs', () => {
+  it("never waits less than the server's Retry-After, even past maxDelayMs", () => {
     expect(backoffDelay(1, options, 3000, () => 0.5)).toBe(3000);
   });
 

@@ -11,7 +11,12 @@ export interface RetryOptions {
 export const RETRY_DEFAULTS: Required<RetryOptions> = { maxAttempts: 5, initialDelayMs: 100, maxDelayMs: 5000 };
 
 /** The delay before retry number `retry` (1 for the first), jittered; never below the server's `Retry-After`. */
-export function backoffDelay(retry: number, options: Required<RetryOptions>, retryAfterMs = 0, random = Math.random): number {
+export function backoffDelay(
+  retry: number,
+  options: Required<RetryOptions>,
+  retryAfterMs = 0,
+  random = Math.random,
+): number {
   const cap = Math.min(options.maxDelayMs, options.initialDelayMs * 2 ** (retry - 1));
   return Math.max(retryAfterMs, Math.floor(random() * cap));
 }

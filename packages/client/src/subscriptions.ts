@@ -11,7 +11,12 @@ export class Subscriptions {
 
   /** Creates one (201). A webhook's sink is validated by the runtime's handshake first; the answer carries its secret, once. */
   async create(spec: SubscriptionSpec): Promise<Subscription> {
-    return this.json<Subscription>({ method: 'POST', path: '/subscriptions', body: JSON.stringify(spec), idempotent: false });
+    return this.json<Subscription>({
+      method: 'POST',
+      path: '/subscriptions',
+      body: JSON.stringify(spec),
+      idempotent: false,
+    });
   }
 
   /**
@@ -25,7 +30,11 @@ export class Subscriptions {
   }
 
   async get(id: string): Promise<Subscription> {
-    return this.json<Subscription>({ method: 'GET', path: `/subscriptions/${encodeURIComponent(id)}`, idempotent: true });
+    return this.json<Subscription>({
+      method: 'GET',
+      path: `/subscriptions/${encodeURIComponent(id)}`,
+      idempotent: true,
+    });
   }
 
   /** The caller's tenant's subscriptions. */
@@ -35,7 +44,12 @@ export class Subscriptions {
 
   /** Replaces `sink`, `filters` and `config` (the topic and `startFrom` are fixed at create). */
   async update(id: string, spec: SubscriptionSpec): Promise<Subscription> {
-    return this.json<Subscription>({ method: 'PUT', path: `/subscriptions/${encodeURIComponent(id)}`, body: JSON.stringify(spec), idempotent: true });
+    return this.json<Subscription>({
+      method: 'PUT',
+      path: `/subscriptions/${encodeURIComponent(id)}`,
+      body: JSON.stringify(spec),
+      idempotent: true,
+    });
   }
 
   /** Deletes it and its dead letters; resolves `false` when there was none by that id. */

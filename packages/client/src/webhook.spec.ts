@@ -6,7 +6,12 @@ import { webhookReceiver, type WebhookRequest } from './webhook';
 
 const key = randomBytes(24);
 const secret = `whsec_${key.toString('base64')}`;
-const sign = (body: string, headers: Record<string, string>, at = Math.floor(Date.now() / 1000), id = `msg_${randomBytes(4).toString('hex')}`): WebhookRequest => ({
+const sign = (
+  body: string,
+  headers: Record<string, string>,
+  at = Math.floor(Date.now() / 1000),
+  id = `msg_${randomBytes(4).toString('hex')}`,
+): WebhookRequest => ({
   method: 'POST',
   headers: {
     ...headers,
@@ -17,14 +22,27 @@ const sign = (body: string, headers: Record<string, string>, at = Math.floor(Dat
   body: Buffer.from(body),
 });
 const binary = (id: string, data = '{"n":1}') =>
-  sign(data, { 'ce-specversion': '1.0', 'ce-id': id, 'ce-source': '/s', 'ce-type': 't', 'content-type': 'application/json' });
+  sign(data, {
+    'ce-specversion': '1.0',
+    'ce-id': id,
+    'ce-source': '/s',
+    'ce-type': 't',
+    'content-type': 'application/json',
+  });
 
 describe('webhookReceiver', () => {
   it('answers the validation handshake for an allowed origin only', async () => {
     const r = webhookReceiver({ secret, handler: () => undefined, allowedOrigins: ['mesh.example'] });
-    const ok = await r.receive({ method: 'OPTIONS', headers: { 'webhook-request-origin': 'mesh.example' }, body: Buffer.alloc(0) });
+    const ok = await r.receive({
+      method: 'OPTIONS',
+      headers: { 'webhook-request-origin': 'mesh.example' },
+      body: Buffer.alloc(0),
+    });
     expect(ok).toMatchObject({ status: 200, headers: { 'webhook-allowed-origin': 'mesh.example' } });
-    expect((await r.receive({ method: 'OPTIONS', headers: { 'webhook-request-origin': 'evil' }, body: Buffer.alloc(0) })).status).toBe(403);
+    expect(
+      (await r.receive({ method: 'OPTIONS', headers: { 'webhook-request-origin': 'evil' }, body: Buffer.alloc(0) }))
+        .status,
+    ).toBe(403);
   });
 
   it('takes binary, structured and batch events with a valid signature', async () => {
@@ -33,27 +51,50 @@ describe('webhookReceiver', () => {
     expect((await r.receive(binary('b1'))).status).toBe(204);
     const structured = JSON.stringify({ specversion: '1.0', id: 's1', source: '/s', type: 't', data: { n: 2 } });
     expect((await r.receive(sign(structured, { 'content-type': 'application/cloudevents+json' }))).status).toBe(204);
-    const batch = JSON.stringify([1, 2].map((n) => ({ specversion: '1.0', id: `k${n}`, source: '/s', type: 't', data: { n } })));
+    const batch = JSON.stringify(
+      [1, 2].map((n) => ({ specversion: '1.0', id: `k${n}`, source: '/s', type: 't', data: { n } })),
+    );
     expect((await r.receive(sign(batch, { 'content-type': 'application/cloudevents-batch+json' }))).status).toBe(204);
-    expect(got).toEqual([['b1', { n: 1 }], ['s1', { n: 2 }], ['k1', { n: 1 }], ['k2', { n: 2 }]]);
+    expect(got).toEqual([
+      ['b1', { n: 1 }],
+      ['s1', { n: 2 }],
+      ['k1', { n: 1 }],
+      ['k2', { n: 2 }],
+    ]);
   });
 
-  it('refuses a wrong signature, another secret\'s, a missing one and a stale timestamp with 401, calling nothing', async () => {
+  it("refuses a wrong signature, another secret's, a missing one and a stale timestamp with 401, calling nothing", async () => {
     const handler = jest.fn();
     const r = webhookReceiver({ secret, handler, toleranceSeconds: 60 });
     const tampered = binary('x1');
     tampered.body = Buffer.from('{"n":2}');
     const other = webhookReceiver({ secret: `whsec_${randomBytes(24).toString('base64')}`, handler });
-    const unsigned: WebhookRequest = { method: 'POST', headers: { 'ce-id': 'x', 'content-type': 'application/json' }, body: Buffer.from('{}') };
-    const stale = sign('{}', { 'ce-specversion': '1.0', 'ce-id': 'x2', 'ce-source': '/s', 'ce-type': 't' }, Math.floor(Date.now() / 1000) - 120);
-    for (const [receiver, req] of [[r, tampered], [other, binary('x3')], [r, unsigned], [r, stale]] as const) {
+    const unsigned: WebhookRequest = {
+      method: 'POST',
+      headers: { 'ce-id': 'x', 'content-type': 'application/json' },
+      body: Buffer.from('{}'),
+    };
+    const stale = sign(
+      '{}',
+      { 'ce-specversion': '1.0', 'ce-id': 'x2', 'ce-source': '/s', 'ce-type': 't' },
+      Math.floor(Date.now() / 1000) - 120,
+    );
+    for (const [receiver, req] of [
+      [r, tampered],
+      [other, binary('x3')],
+      [r, unsigned],
+      [r, stale],
+    ] as const) {
       expect((await receiver.receive(req)).status).toBe(401);
     }
     expect(handler).not.toHaveBeenCalled();
   });
 
   it('accepts the new secret during a rotation', async () => {
-    const r = webhookReceiver({ secret: () => [`whsec_${randomBytes(24).toString('base64')}`, secret], handler: () => undefined });
+    const r = webhookReceiver({
+      secret: () => [`whsec_${randomBytes(24).toString('base64')}`, secret],
+      handler: () => undefined,
+    });
     expect((await r.receive(binary('r1'))).status).toBe(204);
   });
 
@@ -79,7 +120,11 @@ describe('webhookReceiver', () => {
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     try {
       const req = binary('n1');
-      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, { method: 'POST', headers: req.headers as Record<string, string>, body: req.body });
+      const res = await fetch(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`, {
+        method: 'POST',
+        headers: req.headers as Record<string, string>,
+        body: req.body,
+      });
       expect(res.status).toBe(204);
       expect(got).toEqual(['n1']);
     } finally {
@@ -89,17 +134,26 @@ describe('webhookReceiver', () => {
 });
 
 describe('webhookReceiver as a Fastify plugin', () => {
-  it('verifies the raw body and hands the event on, beside the app\'s own JSON routes', async () => {
+  it("verifies the raw body and hands the event on, beside the app's own JSON routes", async () => {
     const app = Fastify();
     const got: string[] = [];
     const r = webhookReceiver({ secret, handler: (e) => void got.push(e.id) });
     await app.register(r.fastify as never, { path: '/hook' });
     app.post('/echo', async (req) => req.body);
     const req = binary('f1');
-    const answer = await app.inject({ method: 'POST', url: '/hook', headers: req.headers as Record<string, string>, payload: req.body });
+    const answer = await app.inject({
+      method: 'POST',
+      url: '/hook',
+      headers: req.headers as Record<string, string>,
+      payload: req.body,
+    });
     expect(answer.statusCode).toBe(204);
     expect(got).toEqual(['f1']);
-    const handshake = await app.inject({ method: 'OPTIONS', url: '/hook', headers: { 'webhook-request-origin': 'mesh' } });
+    const handshake = await app.inject({
+      method: 'OPTIONS',
+      url: '/hook',
+      headers: { 'webhook-request-origin': 'mesh' },
+    });
     expect(handshake.headers['webhook-allowed-origin']).toBe('mesh');
     expect((await app.inject({ method: 'POST', url: '/echo', payload: { a: 1 } })).json()).toEqual({ a: 1 });
     await app.close();

@@ -47,11 +47,18 @@ export interface WebhookReceiver {
 
 /** The part of Fastify the plugin uses, so the SDK does not depend on Fastify. */
 interface FastifyLike {
-  addContentTypeParser(type: string, options: { parseAs: 'buffer' }, parser: (req: unknown, body: Buffer, done: (e: Error | null, body?: Buffer) => void) => void): void;
+  addContentTypeParser(
+    type: string,
+    options: { parseAs: 'buffer' },
+    parser: (req: unknown, body: Buffer, done: (e: Error | null, body?: Buffer) => void) => void,
+  ): void;
   route(route: {
     method: string[];
     url: string;
-    handler: (req: { method: string; headers: WebhookRequest['headers']; body?: unknown }, reply: FastifyReplyLike) => Promise<void>;
+    handler: (
+      req: { method: string; headers: WebhookRequest['headers']; body?: unknown },
+      reply: FastifyReplyLike,
+    ) => Promise<void>;
   }): void;
 }
 interface FastifyReplyLike {
@@ -103,7 +110,11 @@ export function webhookReceiver(options: WebhookReceiverOptions): WebhookReceive
         await dedupe?.record(event.source, event.id);
       }
     } catch (e) {
-      return { status: 500, headers: { 'content-type': 'application/json' }, body: JSON.stringify({ code: 'HANDLER_FAILED', message: (e as Error).message }) };
+      return {
+        status: 500,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ code: 'HANDLER_FAILED', message: (e as Error).message }),
+      };
     }
     return { status: 204, headers: {} };
   }
@@ -112,12 +123,19 @@ export function webhookReceiver(options: WebhookReceiverOptions): WebhookReceive
     const chunks: Buffer[] = [];
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
-      void receive({ method: req.method ?? 'GET', headers: req.headers, body: Buffer.concat(chunks) }).then((a) => res.writeHead(a.status, a.headers).end(a.body));
+      void receive({ method: req.method ?? 'GET', headers: req.headers, body: Buffer.concat(chunks) }).then((a) =>
+        res.writeHead(a.status, a.headers).end(a.body),
+      );
     });
   };
 
   const fastify: FastifyPlugin = async (app, opts) => {
-    for (const type of ['application/json', 'application/cloudevents+json', 'application/cloudevents-batch+json', '*']) {
+    for (const type of [
+      'application/json',
+      'application/cloudevents+json',
+      'application/cloudevents-batch+json',
+      '*',
+    ]) {
       app.addContentTypeParser(type, { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
     }
     app.route({
@@ -139,7 +157,10 @@ function handshake(req: WebhookRequest, allowed: string[] | undefined): WebhookA
   const origin = header(req.headers, 'webhook-request-origin');
   if (!origin) return { status: 400, headers: {}, body: 'WebHook-Request-Origin is missing' };
   if (allowed && !allowed.includes(origin)) return { status: 403, headers: {} };
-  return { status: 200, headers: { 'webhook-allowed-origin': origin, 'webhook-allowed-rate': '*', allow: 'POST, OPTIONS' } };
+  return {
+    status: 200,
+    headers: { 'webhook-allowed-origin': origin, 'webhook-allowed-rate': '*', allow: 'POST, OPTIONS' },
+  };
 }
 
 function secretsOf(secret: WebhookReceiverOptions['secret']): string[] {
@@ -148,12 +169,18 @@ function secretsOf(secret: WebhookReceiverOptions['secret']): string[] {
 }
 
 /** Why the Standard Webhooks signature does not hold (undefined when it does). */
-export function verifySignature(req: WebhookRequest, secrets: string[], toleranceSeconds: number, now = Date.now()): string | undefined {
+export function verifySignature(
+  req: WebhookRequest,
+  secrets: string[],
+  toleranceSeconds: number,
+  now = Date.now(),
+): string | undefined {
   const id = header(req.headers, 'webhook-id');
   const timestamp = header(req.headers, 'webhook-timestamp');
   const signatures = header(req.headers, 'webhook-signature');
   if (!id || !timestamp || !signatures) return 'webhook-id, webhook-timestamp and webhook-signature are required';
-  if (!/^\d+$/.test(timestamp) || Math.abs(now / 1000 - Number(timestamp)) > toleranceSeconds) return 'webhook-timestamp is outside the tolerance';
+  if (!/^\d+$/.test(timestamp) || Math.abs(now / 1000 - Number(timestamp)) > toleranceSeconds)
+    return 'webhook-timestamp is outside the tolerance';
   const given = signatures.split(' ').flatMap((s) => (s.startsWith('v1,') ? [Buffer.from(s.slice(3), 'base64')] : []));
   for (const secret of secrets) {
     const key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');

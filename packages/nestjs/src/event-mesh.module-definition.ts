@@ -8,9 +8,10 @@ export type EventMeshModuleOptions = EventMeshClientOptions;
  * `forRoot(options)` and `forRootAsync({ imports, inject, useFactory })` (or `useClass`/`useExisting`), global by
  * default (`isGlobal: false` to scope it to the importing module).
  */
-export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN: EVENT_MESH_OPTIONS } = new ConfigurableModuleBuilder<EventMeshModuleOptions>({
-  moduleName: 'EventMesh',
-})
-  .setClassMethodName('forRoot')
-  .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
-  .build();
+export const { ConfigurableModuleClass, MODULE_OPTIONS_TOKEN: EVENT_MESH_OPTIONS } =
+  new ConfigurableModuleBuilder<EventMeshModuleOptions>({
+    moduleName: 'EventMesh',
+  })
+    .setClassMethodName('forRoot')
+    .setExtras({ isGlobal: true }, (definition, extras) => ({ ...definition, global: extras.isGlobal }))
+    .build();

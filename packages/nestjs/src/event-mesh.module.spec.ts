@@ -18,7 +18,17 @@ import { ConfigModule, ConfigService } from '@nestjs/config';
 import { EventMeshClient, RejectError, RequestTimeoutError } from '@eventmesh/client';
 import { CloudEvent } from 'cloudevents';
 import { tap } from 'rxjs';
-import { EVENT_MESH_OPTIONS, EventMeshModule, EventMeshTestingModule, InMemoryEventMeshClient, MESH_CONTEXT_TYPE, MeshData, MeshHandlerExplorer, MeshResponder, OnMeshEvent } from './index';
+import {
+  EVENT_MESH_OPTIONS,
+  EventMeshModule,
+  EventMeshTestingModule,
+  InMemoryEventMeshClient,
+  MESH_CONTEXT_TYPE,
+  MeshData,
+  MeshHandlerExplorer,
+  MeshResponder,
+  OnMeshEvent,
+} from './index';
 
 /** A pipe that proves pipes run on `@MeshData()`: it doubles the order's amount. */
 class DoubleAmount implements PipeTransform {
@@ -164,7 +174,11 @@ describe('EventMeshModule with the in-memory client', () => {
     await mesh.publish({ type: 'x', source: '/test', data: { blocked: true } });
     await mesh.settled();
     expect(audit.seen).toEqual([]);
-    expect(mesh.answers.filter((a) => a.subscription === 'audit').map((a) => a.action)).toEqual(['nack', 'nack', 'nack']);
+    expect(mesh.answers.filter((a) => a.subscription === 'audit').map((a) => a.action)).toEqual([
+      'nack',
+      'nack',
+      'nack',
+    ]);
     await nest.close();
   });
 
@@ -175,14 +189,25 @@ describe('EventMeshModule with the in-memory client', () => {
     await mesh.settled();
     const answers = mesh.answers.filter((a) => a.subscription === 'ShippingHandler.ship');
     expect(answers.filter((a) => (a.event.data as { shipped: boolean }).shipped).map((a) => a.action)).toEqual(['ack']);
-    expect(answers.filter((a) => !(a.event.data as { shipped: boolean }).shipped).map((a) => a.action)).toEqual(['nack', 'nack', 'nack']);
+    expect(answers.filter((a) => !(a.event.data as { shipped: boolean }).shipped).map((a) => a.action)).toEqual([
+      'nack',
+      'nack',
+      'nack',
+    ]);
     await nest.close();
   });
 
-  it('answers a request with the responder method\'s return value', async () => {
+  it("answers a request with the responder method's return value", async () => {
     const { nest, mesh } = await app();
-    const reply = await mesh.request({ type: 'price.asked', source: '/test', data: { sku: 'abcd' } }, { topic: 'prices' });
-    expect(reply).toMatchObject({ type: 'price.asked.reply', source: '/nestjs/OrdersHandler.price', data: { sku: 'abcd', price: 40 } });
+    const reply = await mesh.request(
+      { type: 'price.asked', source: '/test', data: { sku: 'abcd' } },
+      { topic: 'prices' },
+    );
+    expect(reply).toMatchObject({
+      type: 'price.asked.reply',
+      source: '/nestjs/OrdersHandler.price',
+      data: { sku: 'abcd', price: 40 },
+    });
     await mesh.publish({ type: 'price.asked', source: '/test', data: { sku: 'x' } }, { topic: 'prices' });
     await mesh.settled();
     expect(mesh.deadLetters.map((d) => [d.subscription, d.action])).toEqual([['OrdersHandler.price', 'reject']]);
@@ -191,8 +216,12 @@ describe('EventMeshModule with the in-memory client', () => {
 
   it('rejects a request nobody answers with RequestTimeoutError, and refuses an sql filter it cannot evaluate', async () => {
     const { nest, mesh } = await app();
-    await expect(mesh.request({ type: 'q', source: '/test' }, { topic: 'nobody', timeoutMs: 50 })).rejects.toBeInstanceOf(RequestTimeoutError);
-    await expect(mesh.ensureStreamSubscription({ name: 'sql', topic: 'orders', filters: [{ sql: "type = 'x'" }] })).rejects.toThrow(/sql filters are not supported/);
+    await expect(
+      mesh.request({ type: 'q', source: '/test' }, { topic: 'nobody', timeoutMs: 50 }),
+    ).rejects.toBeInstanceOf(RequestTimeoutError);
+    await expect(
+      mesh.ensureStreamSubscription({ name: 'sql', topic: 'orders', filters: [{ sql: "type = 'x'" }] }),
+    ).rejects.toThrow(/sql filters are not supported/);
     await nest.close();
   });
 
@@ -203,18 +232,27 @@ describe('EventMeshModule with the in-memory client', () => {
     // The handler is let go once the module drains (or the app closed without waiting for it).
     let finishedWhenClosed: boolean | undefined;
     const closing = nest.close().then(() => (finishedWhenClosed = orders.seen.length === 1));
-    const draining = () => nest.get(MeshHandlerExplorer).consumerStates().some((c) => c.state === 'draining');
+    const draining = () =>
+      nest
+        .get(MeshHandlerExplorer)
+        .consumerStates()
+        .some((c) => c.state === 'draining');
     while (!draining() && finishedWhenClosed === undefined) await new Promise((r) => setImmediate(r));
     orders.release!();
     await closing;
     expect(finishedWhenClosed).toBe(true);
-    expect(mesh.answers.find((a) => a.subscription === 'OrdersHandler.onCreated')).toMatchObject({ action: 'ack', attempt: 1 });
+    expect(mesh.answers.find((a) => a.subscription === 'OrdersHandler.onCreated')).toMatchObject({
+      action: 'ack',
+      attempt: 1,
+    });
   });
 });
 
 describe('EventMeshModule.forRoot / forRootAsync', () => {
   it('provides an EventMeshClient built from the options', async () => {
-    const moduleRef = await Test.createTestingModule({ imports: [EventMeshModule.forRoot({ url: 'http://127.0.0.1:1' })] }).compile();
+    const moduleRef = await Test.createTestingModule({
+      imports: [EventMeshModule.forRoot({ url: 'http://127.0.0.1:1' })],
+    }).compile();
     expect(moduleRef.get(EventMeshClient)).toBeInstanceOf(EventMeshClient);
     expect(moduleRef.get(EVENT_MESH_OPTIONS)).toEqual({ url: 'http://127.0.0.1:1' });
   });

@@ -13,7 +13,11 @@ import { sdkPort } from './sdk-port';
 @Module({
   imports: [DiscoveryModule],
   providers: [
-    { provide: EventMeshClient, useFactory: (options: EventMeshModuleOptions) => new EventMeshClient(options), inject: [EVENT_MESH_OPTIONS] },
+    {
+      provide: EventMeshClient,
+      useFactory: (options: EventMeshModuleOptions) => new EventMeshClient(options),
+      inject: [EVENT_MESH_OPTIONS],
+    },
     { provide: MESH_CLIENT_PORT, useFactory: sdkPort, inject: [EventMeshClient] },
     MeshHandlerExplorer,
   ],

@@ -28,7 +28,11 @@ export type MeshEventHandler = (event: CloudEvent<unknown>, delivery: unknown) =
 export interface MeshClientPort {
   /** The id of the subscription named `spec.name`, created with `spec` when there is none. */
   ensureStreamSubscription(spec: StreamSubscriptionSpec): Promise<string>;
-  consume(subscriptionId: string, handler: MeshEventHandler, options: { window?: number; concurrency?: number }): MeshConsumer;
+  consume(
+    subscriptionId: string,
+    handler: MeshEventHandler,
+    options: { window?: number; concurrency?: number },
+  ): MeshConsumer;
   /**
    * Posts `reply` as the answer to `request` (the reply gets the request's `correlationid`): true when the runtime
    * took it, false when the request is no longer pending (404 `REQUEST_NOT_PENDING`).

@@ -46,8 +46,7 @@ export interface MeshResponderOptions {
 
 /** What a decorated method registered; read back at bootstrap by the handler explorer. */
 export type MeshHandlerMetadata =
-  | ({ kind: 'event' } & OnMeshEventOptions)
-  | ({ kind: 'responder' } & MeshResponderOptions);
+  ({ kind: 'event' } & OnMeshEventOptions) | ({ kind: 'responder' } & MeshResponderOptions);
 
 export const MESH_HANDLER_METADATA = Symbol('eventmesh:handler');
 

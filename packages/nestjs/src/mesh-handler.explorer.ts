@@ -1,4 +1,11 @@
-import { BeforeApplicationShutdown, Inject, Injectable, Logger, OnApplicationBootstrap, OnApplicationShutdown } from '@nestjs/common';
+import {
+  BeforeApplicationShutdown,
+  Inject,
+  Injectable,
+  Logger,
+  OnApplicationBootstrap,
+  OnApplicationShutdown,
+} from '@nestjs/common';
 import { DiscoveryService, MetadataScanner, Reflector } from '@nestjs/core';
 import { ExternalContextCreator } from '@nestjs/core/helpers/external-context-creator';
 import type { InstanceWrapper } from '@nestjs/core/injector/instance-wrapper';
@@ -68,7 +75,11 @@ export class MeshHandlerExplorer implements OnApplicationBootstrap, BeforeApplic
 
   /** Each consumer's subscription and connection state (for the health indicator). */
   consumerStates(): { subscription: string; subscriptionId: string; state: string }[] {
-    return this.consumers.map(({ name, subscriptionId, consumer }) => ({ subscription: name, subscriptionId, state: consumer.state }));
+    return this.consumers.map(({ name, subscriptionId, consumer }) => ({
+      subscription: name,
+      subscriptionId,
+      state: consumer.state,
+    }));
   }
 
   /**
@@ -82,7 +93,8 @@ export class MeshHandlerExplorer implements OnApplicationBootstrap, BeforeApplic
     const found: DiscoveredHandler[] = [];
     for (const wrapper of wrappers) {
       const instance = wrapper.instance as object | undefined;
-      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic() || seen.has(instance)) continue;
+      if (!instance || typeof instance !== 'object' || !wrapper.isDependencyTreeStatic() || seen.has(instance))
+        continue;
       seen.add(instance);
       for (const methodName of this.scanner.getAllMethodNames(Object.getPrototypeOf(instance))) {
         const method = (instance as Record<string, unknown>)[methodName] as () => unknown;
@@ -115,11 +127,19 @@ export class MeshHandlerExplorer implements OnApplicationBootstrap, BeforeApplic
     );
     const handler: MeshEventHandler =
       meta.kind === 'responder'
-        ? responderHandler(call, this.client, { replyType: meta.replyType, replySource: meta.replySource ?? `/nestjs/${label}` }, this.logger)
+        ? responderHandler(
+            call,
+            this.client,
+            { replyType: meta.replyType, replySource: meta.replySource ?? `/nestjs/${label}` },
+            this.logger,
+          )
         : async (event, delivery) => {
             await call(event, delivery);
           };
-    const consumer = this.client.consume(subscriptionId, handler, { window: meta.window, concurrency: meta.concurrency });
+    const consumer = this.client.consume(subscriptionId, handler, {
+      window: meta.window,
+      concurrency: meta.concurrency,
+    });
     this.consumers.push({ name, subscriptionId, consumer });
     this.logger.log(`${label} consumes subscription ${name} (${subscriptionId}) of topic ${meta.topic}`);
   }

@@ -26,15 +26,22 @@ function meshParam(type: MeshParamType, property: string | Pipe | undefined, pip
     const data = typeof property === 'string' ? property : undefined;
     const allPipes = property === undefined || typeof property === 'string' ? pipes : [property, ...pipes];
     const args = Reflect.getMetadata(MESH_ARGS_METADATA, target.constructor, key!) ?? {};
-    Reflect.defineMetadata(MESH_ARGS_METADATA, assignMetadata(args, type, index, data, ...allPipes), target.constructor, key!);
+    Reflect.defineMetadata(
+      MESH_ARGS_METADATA,
+      assignMetadata(args, type, index, data, ...allPipes),
+      target.constructor,
+      key!,
+    );
   };
 }
 
 /** The event's `data` (or its `property`), through the given pipes and the app's global pipes (e.g. ValidationPipe). */
-export const MeshData = (property?: string | Pipe, ...pipes: Pipe[]): ParameterDecorator => meshParam(MeshParamType.DATA, property, pipes);
+export const MeshData = (property?: string | Pipe, ...pipes: Pipe[]): ParameterDecorator =>
+  meshParam(MeshParamType.DATA, property, pipes);
 
 /** The whole CloudEvent, through the given pipes. */
-export const MeshCloudEvent = (...pipes: Pipe[]): ParameterDecorator => meshParam(MeshParamType.EVENT, undefined, pipes);
+export const MeshCloudEvent = (...pipes: Pipe[]): ParameterDecorator =>
+  meshParam(MeshParamType.EVENT, undefined, pipes);
 
 /** The SDK's `HandlerContext` of the delivery (`deliveryId`, `transport`); the in-memory client adds `attempt`. */
 export const MeshDelivery = (): ParameterDecorator => meshParam(MeshParamType.DELIVERY, undefined, []);

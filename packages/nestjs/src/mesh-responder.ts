@@ -22,7 +22,8 @@ export function responderHandler(
   logger: LoggerService,
 ): MeshEventHandler {
   return async (request, delivery) => {
-    if (typeof request.correlationid !== 'string') throw new RejectError(`event ${request.id} has no correlationid: it is not a request`);
+    if (typeof request.correlationid !== 'string')
+      throw new RejectError(`event ${request.id} has no correlationid: it is not a request`);
     const result = await call(request, delivery);
     const delivered = await client.reply(request, replyOf(request, result, defaults));
     if (!delivered) logger.warn?.(`reply to ${request.correlationid} dropped: the request is no longer pending`);

@@ -5,7 +5,10 @@ export class MemoryDedupeStore implements DedupeStore {
   private readonly bounds: Required<DedupeBounds>;
   private readonly entries = new Map<string, number>();
 
-  constructor(bounds: DedupeBounds = {}, private readonly now: () => number = Date.now) {
+  constructor(
+    bounds: DedupeBounds = {},
+    private readonly now: () => number = Date.now,
+  ) {
     this.bounds = { ...DEDUPE_DEFAULTS, ...bounds };
   }
 

@@ -30,7 +30,8 @@ export class PostgresDedupeStore implements DedupeStore {
   constructor(private readonly options: PostgresDedupeOptions) {
     this.bounds = { ...DEDUPE_DEFAULTS, ...options };
     this.table = options.table ?? 'eventmesh_dedupe';
-    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.table)) throw new Error(`table: ${this.table} is not a plain lower-case SQL name`);
+    if (!/^[a-z_][a-z0-9_]{0,62}$/.test(this.table))
+      throw new Error(`table: ${this.table} is not a plain lower-case SQL name`);
   }
 
   async seen(source: string, id: string): Promise<boolean> {
@@ -54,7 +55,9 @@ export class PostgresDedupeStore implements DedupeStore {
   /** Deletes the rows older than `maxAgeMs` and those past the newest `maxEntries`. */
   async prune(): Promise<void> {
     const db = await this.connect();
-    await db.query(`DELETE FROM ${this.table} WHERE recorded_at <= now() - make_interval(secs => $1)`, [this.bounds.maxAgeMs / 1000]);
+    await db.query(`DELETE FROM ${this.table} WHERE recorded_at <= now() - make_interval(secs => $1)`, [
+      this.bounds.maxAgeMs / 1000,
+    ]);
     await db.query(
       `DELETE FROM ${this.table} WHERE (source, id) IN (SELECT source, id FROM ${this.table} ORDER BY recorded_at DESC OFFSET $1)`,
       [this.bounds.maxEntries],

@@ -15,7 +15,10 @@ describe('the generated API types', () => {
     try {
       const out = path.join(dir, 'api.ts');
       const cli = path.join(root, 'node_modules/openapi-typescript/bin/cli.js');
-      const run = spawnSync(process.execPath, [cli, 'packages/client/openapi.json', '-o', out], { cwd: root, encoding: 'utf8' });
+      const run = spawnSync(process.execPath, [cli, 'packages/client/openapi.json', '-o', out], {
+        cwd: root,
+        encoding: 'utf8',
+      });
       expect(run.status).toBe(0);
       expect(readFileSync(out, 'utf8')).toBe(readFileSync(path.join(__dirname, 'api.ts'), 'utf8'));
     } finally {

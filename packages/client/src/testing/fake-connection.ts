@@ -8,7 +8,10 @@ export class FakeConnection implements Connection {
   open = true;
   private end!: (e: Error | undefined) => void;
 
-  constructor(readonly transport: Transport, private readonly params: ConnectParams) {
+  constructor(
+    readonly transport: Transport,
+    private readonly params: ConnectParams,
+  ) {
     this.ended = new Promise((r) => (this.end = r));
   }
 
@@ -37,12 +40,17 @@ export class FakeConnection implements Connection {
 /** Connects of every transport, each making a FakeConnection (or throwing what `refuse` gives for that transport). */
 export function fakeConnects(refuse: (t: Transport) => Error | undefined = () => undefined) {
   const connections: FakeConnection[] = [];
-  const of = (t: Transport): Connect => async (p) => {
-    const refusal = refuse(t);
-    if (refusal) throw refusal;
-    const c = new FakeConnection(t, p);
-    connections.push(c);
-    return c;
+  const of =
+    (t: Transport): Connect =>
+    async (p) => {
+      const refusal = refuse(t);
+      if (refusal) throw refusal;
+      const c = new FakeConnection(t, p);
+      connections.push(c);
+      return c;
+    };
+  return {
+    connections,
+    connect: { websocket: of('websocket'), sse: of('sse'), 'long-poll': of('long-poll') } as Record<Transport, Connect>,
   };
-  return { connections, connect: { websocket: of('websocket'), sse: of('sse'), 'long-poll': of('long-poll') } as Record<Transport, Connect> };
 }

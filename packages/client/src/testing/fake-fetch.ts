@@ -8,16 +8,30 @@ export interface SentRequest {
 
 export type Reply = { status: number; body?: unknown; headers?: Record<string, string> } | { reset: true };
 
-export function fakeFetch(replies: Reply[] | ((req: SentRequest) => Reply)): { fetch: typeof fetch; sent: SentRequest[] } {
+export function fakeFetch(replies: Reply[] | ((req: SentRequest) => Reply)): {
+  fetch: typeof fetch;
+  sent: SentRequest[];
+} {
   const sent: SentRequest[] = [];
   const next = Array.isArray(replies) ? () => replies.shift() ?? { status: 500 } : replies;
   const fake = async (url: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
-    const req = { url: String(url), method: init.method ?? 'GET', headers: { ...(init.headers as Record<string, string>) }, body: String(init.body ?? '') };
+    const req = {
+      url: String(url),
+      method: init.method ?? 'GET',
+      headers: { ...(init.headers as Record<string, string>) },
+      body: String(init.body ?? ''),
+    };
     sent.push(req);
     const reply = next(req);
-    if ('reset' in reply) throw new TypeError('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) });
+    if ('reset' in reply)
+      throw new TypeError('fetch failed', {
+        cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
+      });
     const text = reply.body === undefined ? '' : JSON.stringify(reply.body);
-    return new Response(reply.status === 204 ? null : text, { status: reply.status, headers: { 'content-type': 'application/json', ...reply.headers } });
+    return new Response(reply.status === 204 ? null : text, {
+      status: reply.status,
+      headers: { 'content-type': 'application/json', ...reply.headers },
+    });
   };
   return { fetch: fake as typeof fetch, sent };
 }

@@ -43,12 +43,17 @@ export class TransportRefusedError extends EventMeshError {
 export const RUNTIME_REFUSALS = [400, 401, 403, 404, 429, 503];
 
 /** A refusal no reconnect can change: the credential, the subscription, or the request itself. */
-export const isFatal = (e: unknown): boolean => e instanceof EventMeshError && [400, 401, 403, 404].includes(e.status ?? 0);
+export const isFatal = (e: unknown): boolean =>
+  e instanceof EventMeshError && [400, 401, 403, 404].includes(e.status ?? 0);
 
 /** The query every transport sends: its window, and a MULTICAST client's own filter. */
-export const streamQuery = (p: ConnectParams): Record<string, string | number | undefined> => ({ window: p.window, filter: p.filter });
+export const streamQuery = (p: ConnectParams): Record<string, string | number | undefined> => ({
+  window: p.window,
+  filter: p.filter,
+});
 
-export const streamPath = (p: ConnectParams, leaf: string): string => `/subscriptions/${encodeURIComponent(p.subscriptionId)}/${leaf}`;
+export const streamPath = (p: ConnectParams, leaf: string): string =>
+  `/subscriptions/${encodeURIComponent(p.subscriptionId)}/${leaf}`;
 
 /** An answer over HTTP (`POST /subscriptions/{id}/acks`), for SSE and long-poll: 409 `UNKNOWN_DELIVERY` means stale. */
 export async function postAnswer(p: ConnectParams, a: Answer): Promise<boolean> {

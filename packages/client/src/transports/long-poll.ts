@@ -18,7 +18,9 @@ export const connectLongPoll: Connect = async (p) => {
       while (!aborter.signal.aborted) for (const d of await poll(p, aborter.signal, WAIT_MS)) p.onDelivery(d);
       return undefined;
     } catch (e) {
-      return aborter.signal.aborted ? undefined : new ConnectionError('STREAM_CLOSED', `long-poll failed: ${(e as Error).message}`);
+      return aborter.signal.aborted
+        ? undefined
+        : new ConnectionError('STREAM_CLOSED', `long-poll failed: ${(e as Error).message}`);
     }
   })();
   return {
@@ -28,7 +30,11 @@ export const connectLongPoll: Connect = async (p) => {
     close: () => {
       aborter.abort();
       void p.http
-        .send({ method: 'DELETE', path: streamPath(p, `clients/poll:${encodeURIComponent(p.consumerName)}`), idempotent: true })
+        .send({
+          method: 'DELETE',
+          path: streamPath(p, `clients/poll:${encodeURIComponent(p.consumerName)}`),
+          idempotent: true,
+        })
         .catch(() => undefined);
     },
   };

@@ -1,5 +1,13 @@
 import { ConnectionError, EventMeshError } from '../errors';
-import { postAnswer, RUNTIME_REFUSALS, streamPath, streamQuery, TransportRefusedError, type Connect, type WireDelivery } from './connection';
+import {
+  postAnswer,
+  RUNTIME_REFUSALS,
+  streamPath,
+  streamQuery,
+  TransportRefusedError,
+  type Connect,
+  type WireDelivery,
+} from './connection';
 
 /**
  * `GET /subscriptions/{id}/events` (Server-Sent Events): one `cloudevent` message per delivery, answers posted to
@@ -9,7 +17,15 @@ import { postAnswer, RUNTIME_REFUSALS, streamPath, streamQuery, TransportRefused
 export const connectSse: Connect = async (p) => {
   const aborter = new AbortController();
   const answer = await p.http
-    .send({ method: 'GET', path: streamPath(p, 'events'), query: streamQuery(p), headers: { accept: 'text/event-stream' }, idempotent: true, signal: aborter.signal, stream: true })
+    .send({
+      method: 'GET',
+      path: streamPath(p, 'events'),
+      query: streamQuery(p),
+      headers: { accept: 'text/event-stream' },
+      idempotent: true,
+      signal: aborter.signal,
+      stream: true,
+    })
     .catch((e: unknown) => {
       if (e instanceof EventMeshError && e.status !== undefined && !RUNTIME_REFUSALS.includes(e.status)) {
         throw new TransportRefusedError('SSE_REFUSED', `SSE answered ${e.status}`, e.status, e.body);
@@ -18,11 +34,16 @@ export const connectSse: Connect = async (p) => {
     });
   if (!answer.body || !(answer.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
     aborter.abort();
-    throw new TransportRefusedError('SSE_REFUSED', `SSE answered ${answer.status} ${answer.headers.get('content-type') ?? ''}`, answer.status);
+    throw new TransportRefusedError(
+      'SSE_REFUSED',
+      `SSE answered ${answer.status} ${answer.headers.get('content-type') ?? ''}`,
+      answer.status,
+    );
   }
   const ended = readEvents(answer.body, p.onDelivery).then(
     () => (aborter.signal.aborted ? undefined : new ConnectionError('STREAM_CLOSED', 'SSE stream ended')),
-    (e: Error) => (aborter.signal.aborted ? undefined : new ConnectionError('STREAM_CLOSED', `SSE stream failed: ${e.message}`)),
+    (e: Error) =>
+      aborter.signal.aborted ? undefined : new ConnectionError('STREAM_CLOSED', `SSE stream failed: ${e.message}`),
   );
   return { transport: 'sse', ended, answer: (a) => postAnswer(p, a), close: () => aborter.abort() };
 };
@@ -39,7 +60,10 @@ async function readEvents(body: ReadableStream<Uint8Array>, onDelivery: (d: Wire
       buffer = buffer.slice(end + 2);
       const lines = message.split('\n');
       if (!lines.includes('event: cloudevent')) continue;
-      const data = lines.filter((l) => l.startsWith('data:')).map((l) => l.slice(5).trimStart()).join('\n');
+      const data = lines
+        .filter((l) => l.startsWith('data:'))
+        .map((l) => l.slice(5).trimStart())
+        .join('\n');
       onDelivery(JSON.parse(data) as WireDelivery);
     }
   }

@@ -2,7 +2,16 @@ import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { errorOf, ConnectionError } from '../errors';
 import { parseBody } from '../http';
-import { RUNTIME_REFUSALS, streamPath, streamQuery, TransportRefusedError, type Answer, type Connect, type Connection, type WireDelivery } from './connection';
+import {
+  RUNTIME_REFUSALS,
+  streamPath,
+  streamQuery,
+  TransportRefusedError,
+  type Answer,
+  type Connect,
+  type Connection,
+  type WireDelivery,
+} from './connection';
 
 /**
  * `GET /subscriptions/{id}/ws`: deliveries in as `{type:"event",deliveryId,event}`, answers out on the same socket,
@@ -27,9 +36,16 @@ export const connectWebSocket: Connect = async (p) => {
     });
     socket.once('error', (e: Error & { code?: string }) =>
       reject(
-        e.code === 'ECONNRESET' || /socket hang up|Unexpected server response|Invalid Sec-WebSocket-Accept/.test(e.message)
+        e.code === 'ECONNRESET' ||
+          /socket hang up|Unexpected server response|Invalid Sec-WebSocket-Accept/.test(e.message)
           ? new TransportRefusedError('UPGRADE_REFUSED', `WebSocket upgrade failed: ${e.message}`)
-          : new ConnectionError('CONNECTION_FAILED', `WebSocket connect failed: ${e.code ?? e.message}`, undefined, {}, { cause: e }),
+          : new ConnectionError(
+              'CONNECTION_FAILED',
+              `WebSocket connect failed: ${e.code ?? e.message}`,
+              undefined,
+              {},
+              { cause: e },
+            ),
       ),
     );
   });
@@ -47,7 +63,9 @@ export const connectWebSocket: Connect = async (p) => {
   socket.once('close', (code, reason) => {
     for (const settle of [...answers.values()].flat()) settle(false);
     answers.clear();
-    resolveEnded(closing ? undefined : new ConnectionError('STREAM_CLOSED', `WebSocket closed (${code} ${reason.toString()})`));
+    resolveEnded(
+      closing ? undefined : new ConnectionError('STREAM_CLOSED', `WebSocket closed (${code} ${reason.toString()})`),
+    );
   });
   const connection: Connection = {
     transport: 'websocket',
@@ -56,7 +74,15 @@ export const connectWebSocket: Connect = async (p) => {
       new Promise<boolean>((resolve) => {
         if (socket.readyState !== WebSocket.OPEN) return resolve(false);
         answers.set(a.deliveryId, [...(answers.get(a.deliveryId) ?? []), resolve]);
-        socket.send(JSON.stringify({ type: a.action, deliveryId: a.deliveryId, delayMs: a.delayMs, reason: a.reason, deadlineMs: a.deadlineMs }));
+        socket.send(
+          JSON.stringify({
+            type: a.action,
+            deliveryId: a.deliveryId,
+            delayMs: a.delayMs,
+            reason: a.reason,
+            deadlineMs: a.deadlineMs,
+          }),
+        );
       }),
     close: () => {
       closing = true;

@@ -14,14 +14,17 @@ class Handler {
 }
 
 describe('EventMeshHealthIndicator', () => {
-  it('is up with each consumer\'s subscription and state while every consumer is connected', async () => {
+  it("is up with each consumer's subscription and state while every consumer is connected", async () => {
     const moduleRef = await Test.createTestingModule({
       imports: [TerminusModule, EventMeshTestingModule.forRoot()],
       providers: [Handler, EventMeshHealthIndicator],
     }).compile();
     await moduleRef.init();
     expect(moduleRef.get(EventMeshHealthIndicator).isHealthy()).toEqual({
-      eventmesh: { status: 'up', consumers: [{ subscription: 'orders-handler', subscriptionId: expect.any(String), state: 'connected' }] },
+      eventmesh: {
+        status: 'up',
+        consumers: [{ subscription: 'orders-handler', subscriptionId: expect.any(String), state: 'connected' }],
+      },
     });
     await moduleRef.close();
   });
@@ -31,7 +34,9 @@ describe('EventMeshHealthIndicator', () => {
       { subscription: 'a', subscriptionId: '1', state: 'connected' },
       { subscription: 'b', subscriptionId: '2', state: 'reconnecting' },
     ];
-    const indicator = new EventMeshHealthIndicator(new HealthIndicatorService(), { consumerStates: () => consumers } as unknown as MeshHandlerExplorer);
+    const indicator = new EventMeshHealthIndicator(new HealthIndicatorService(), {
+      consumerStates: () => consumers,
+    } as unknown as MeshHandlerExplorer);
     expect(indicator.isHealthy('mesh')).toEqual({ mesh: { status: 'down', consumers } });
   });
 });

@@ -22,6 +22,8 @@ export class EventMeshHealthIndicator {
   isHealthy(key = 'eventmesh') {
     const indicator = this.health.check(key);
     const consumers = this.handlers.consumerStates();
-    return consumers.every((c) => c.state === 'connected') ? indicator.up({ consumers }) : indicator.down({ consumers });
+    return consumers.every((c) => c.state === 'connected')
+      ? indicator.up({ consumers })
+      : indicator.down({ consumers });
   }
 }

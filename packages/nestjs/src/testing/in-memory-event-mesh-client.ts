@@ -57,28 +57,43 @@ export class InMemoryEventMeshClient implements MeshClientPort {
   }
 
   async publish(input: CloudEvent<unknown> | Partial<CloudEventV1<unknown>>, options: { topic?: string } = {}) {
-    const event = input instanceof CloudEvent ? input : new CloudEvent<unknown>({ id: randomUUID(), source: '/in-memory', ...input } as CloudEventV1<unknown>);
+    const event =
+      input instanceof CloudEvent
+        ? input
+        : new CloudEvent<unknown>({ id: randomUUID(), source: '/in-memory', ...input } as CloudEventV1<unknown>);
     const topic = options.topic ?? this.topic;
     this.published.push(event);
     for (const sub of this.subscriptions.values()) {
-      if (sub.spec.topic === topic && sub.spec.filters.every((f) => matches(f, event))) this.dispatch(sub, { event, attempt: 1 });
+      if (sub.spec.topic === topic && sub.spec.filters.every((f) => matches(f, event)))
+        this.dispatch(sub, { event, attempt: 1 });
     }
     return { id: event.id, topic, partition: 0, offset: String(this.published.length - 1) };
   }
 
-  async publishMany(inputs: (CloudEvent<unknown> | Partial<CloudEventV1<unknown>>)[], options: { topic?: string } = {}) {
+  async publishMany(
+    inputs: (CloudEvent<unknown> | Partial<CloudEventV1<unknown>>)[],
+    options: { topic?: string } = {},
+  ) {
     return Promise.all(inputs.map((e) => this.publish(e, options)));
   }
 
   /** Publishes the request with a fresh `correlationid` and resolves with the reply a responder posts; `RequestTimeoutError` after `timeoutMs`. */
-  async request(input: CloudEvent<unknown> | Partial<CloudEventV1<unknown>>, options: { topic?: string; timeoutMs?: number } = {}): Promise<CloudEvent<unknown>> {
+  async request(
+    input: CloudEvent<unknown> | Partial<CloudEventV1<unknown>>,
+    options: { topic?: string; timeoutMs?: number } = {},
+  ): Promise<CloudEvent<unknown>> {
     const correlationid = randomUUID();
     const base = input instanceof CloudEvent ? input.toJSON() : input;
     const timeoutMs = options.timeoutMs ?? 30000;
     const reply = new Promise<CloudEvent<unknown>>((resolve, reject) => {
       const timer = setTimeout(() => {
         this.pendingRequests.delete(correlationid);
-        reject(new RequestTimeoutError('REQUEST_TIMEOUT', `no reply within ${timeoutMs} ms`, 408, { code: 'REQUEST_TIMEOUT', correlationId: correlationid }));
+        reject(
+          new RequestTimeoutError('REQUEST_TIMEOUT', `no reply within ${timeoutMs} ms`, 408, {
+            code: 'REQUEST_TIMEOUT',
+            correlationId: correlationid,
+          }),
+        );
       }, timeoutMs);
       this.pendingRequests.set(correlationid, (event) => {
         clearTimeout(timer);
@@ -100,17 +115,26 @@ export class InMemoryEventMeshClient implements MeshClientPort {
   async ensureStreamSubscription(spec: StreamSubscriptionSpec): Promise<string> {
     const existing = [...this.subscriptions.values()].find((s) => s.spec.name === spec.name);
     if (existing) return existing.id;
-    if (JSON.stringify(spec.filters).includes('"sql"')) throw new Error(`subscription ${spec.name}: sql filters are not supported by InMemoryEventMeshClient`);
+    if (JSON.stringify(spec.filters).includes('"sql"'))
+      throw new Error(`subscription ${spec.name}: sql filters are not supported by InMemoryEventMeshClient`);
     const id = randomUUID();
     this.subscriptions.set(id, { id, spec, consumers: [], next: 0 });
     return id;
   }
 
   /** `concurrency` defaults to `window` (10), as the SDK's consumer's does. */
-  consume(subscriptionId: string, handler: MeshEventHandler, options: { window?: number; concurrency?: number } = {}): MeshConsumer {
+  consume(
+    subscriptionId: string,
+    handler: MeshEventHandler,
+    options: { window?: number; concurrency?: number } = {},
+  ): MeshConsumer {
     const sub = this.subscriptions.get(subscriptionId);
     if (!sub) throw new Error(`no subscription ${subscriptionId}`);
-    const consumer = new InMemoryConsumer(handler, options.concurrency ?? options.window ?? 10, (delivery, action, error) => this.answer(sub, delivery, action, error));
+    const consumer = new InMemoryConsumer(
+      handler,
+      options.concurrency ?? options.window ?? 10,
+      (delivery, action, error) => this.answer(sub, delivery, action, error),
+    );
     sub.consumers.push(consumer);
     return {
       get state() {
@@ -142,9 +166,16 @@ export class InMemoryEventMeshClient implements MeshClientPort {
   }
 
   private answer(sub: Subscription, delivery: Delivery, action: InMemoryAnswer['action'], error?: unknown): void {
-    const answer: InMemoryAnswer = { subscription: sub.spec.name, event: delivery.event, attempt: delivery.attempt, action, error };
+    const answer: InMemoryAnswer = {
+      subscription: sub.spec.name,
+      event: delivery.event,
+      attempt: delivery.attempt,
+      action,
+      error,
+    };
     this.answers.push(answer);
-    if (action === 'reject' || (action === 'nack' && delivery.attempt >= this.maxAttempts)) this.deadLetters.push(answer);
+    if (action === 'reject' || (action === 'nack' && delivery.attempt >= this.maxAttempts))
+      this.deadLetters.push(answer);
     else if (action === 'nack') this.dispatch(sub, { event: delivery.event, attempt: delivery.attempt + 1 });
   }
 }
@@ -191,7 +222,11 @@ class InMemoryConsumer {
   private async run(delivery: Delivery): Promise<void> {
     try {
       // The SDK's HandlerContext (deliveryId, transport), plus the attempt a test may want to see.
-      await this.handler(delivery.event, { deliveryId: randomUUID(), transport: 'in-memory', attempt: delivery.attempt });
+      await this.handler(delivery.event, {
+        deliveryId: randomUUID(),
+        transport: 'in-memory',
+        attempt: delivery.attempt,
+      });
       this.answer(delivery, 'ack');
     } catch (error) {
       this.answer(delivery, error instanceof RejectError ? 'reject' : 'nack', error);
