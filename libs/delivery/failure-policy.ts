@@ -1,5 +1,4 @@
-import { attributesOf, EventFrame } from '../frame';
-import { CORRELATION_ATTRIBUTE } from '../request-reply/correlation';
+import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame } from '../frame';
 import { createLogger } from '../logging';
 import { DEFAULT_SINK_FAILURE_SUMMARY_MS, SinkFailureLog } from './sink-failure-log';
 import type { DeadLetter, ParkedDelivery, SubscriptionEntity } from '../storage';

@@ -3,11 +3,10 @@ import type { Client } from 'pg';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
-import { attributesOf, EventFrame, frameFromAttributes } from '../frame';
+import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame, frameFromAttributes } from '../frame';
 import type { EventIngress, PublishRequest } from '../ingress';
 import { createLogger } from '../logging';
 import { createPostgresClient } from '../storage/postgres-connection';
-import { CORRELATION_ATTRIBUTE } from './correlation';
 
 export { CORRELATION_ATTRIBUTE };
 const CHANNEL = 'eventmesh_replies';

@@ -1,5 +1,0 @@
-/**
- * The CloudEvents extension attribute that ties a reply to its request: POST /events/request sets it on the
- * request's event, and a reply names it. An event carrying it is a request, delivered at most once.
- */
-export const CORRELATION_ATTRIBUTE = 'correlationid';
