@@ -133,6 +133,7 @@ describe('@eventmesh/client across restarts', () => {
     expect(calledMoreThanOnce(state.calls)).toEqual([]);
     await second.close();
     await secondStore.close();
+    await pool.query(`DROP TABLE IF EXISTS ${table}`);
   }, 300000);
 
   it('moves to another instance when its connection is moved there: nothing lost, nothing handed twice', async () => {

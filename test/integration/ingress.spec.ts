@@ -253,10 +253,11 @@ describe('ingress (real Kafka)', () => {
     expect(await endOffsets()).toBe(before);
   });
 
-  it('leaves other methods on the publish path to the router: GET is a 404 in the error shape', async () => {
+  it('leaves other methods on the publish path to the router: GET is a 405 in the error shape, naming POST', async () => {
     const response = await fetch(`${instance.url}/events/publish?topic=${topic}`);
-    expect(response.status).toBe(404);
-    expect(await response.json()).toMatchObject({ code: 'NOT_FOUND' });
+    expect(response.status).toBe(405);
+    expect(response.headers.get('allow')).toBe('POST');
+    expect(await response.json()).toMatchObject({ code: 'METHOD_NOT_ALLOWED', allow: ['POST'] });
   });
 
   it('refuses a whole batch when one event is invalid, naming its index, and writes none of it', async () => {

@@ -15,8 +15,16 @@ describe('PostgresDedupeStore', () => {
     database: pg.database,
     max: 2,
   });
-  const table = () => `sdk_dedupe_${randomUUID().slice(0, 8)}`;
-  afterAll(() => pool.end());
+  // Each test's table is dropped afterwards: the test database holds the runtime's tables only (schema.spec.ts).
+  const made: string[] = [];
+  const table = () => {
+    made.push(`sdk_dedupe_${randomUUID().slice(0, 8)}`);
+    return made[made.length - 1];
+  };
+  afterAll(async () => {
+    for (const name of made) await pool.query(`DROP TABLE IF EXISTS ${name}`);
+    await pool.end();
+  });
 
   it('remembers (source, id) pairs, each pair apart', async () => {
     const store = new PostgresDedupeStore({ pool, table: table() });
