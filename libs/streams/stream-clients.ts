@@ -2,7 +2,7 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { createLogger } from '../logging';
 import type { StreamPresenceStore } from '../storage';
 import type { PeerChannels } from './peer-channels';
-import { PRESENCE_FRESH_MS } from './stream-presence';
+import { PresenceReader, PRESENCE_FRESH_MS } from './stream-presence';
 import type { ClientAction, StreamClientView, StreamHub } from './stream-hub';
 
 /** A connected stream client as an operator sees it: where it is held, and its flow-control state. */
@@ -39,7 +39,12 @@ export class StreamClients {
     private readonly presence: StreamPresenceStore,
     private readonly peers: PeerChannels,
     private readonly me: { holder: string; instanceId: string },
-  ) {}
+  ) {
+    this.holders = new PresenceReader(presence);
+  }
+
+  /** The holders of a subscription, read as the dispatching side reads them (remembered for a moment). */
+  private readonly holders: PresenceReader;
 
   async list(subscriptionId: string): Promise<ClusterClientView[]> {
     const local = this.hub
@@ -77,8 +82,9 @@ export class StreamClients {
    */
   async answer(subscriptionId: string, deliveryId: string, outcome: ClientAction): Promise<boolean> {
     if (this.hub.subscriptionOf(deliveryId) !== undefined) return this.hub.act(subscriptionId, deliveryId, outcome);
-    const rows = (await this.presence.clientsOf(subscriptionId, PRESENCE_FRESH_MS)).filter(
-      (r) => r.holder !== this.me.holder && r.clients.length > 0,
+    // The holders as the dispatching side reads them (remembered for a moment): no query per answer.
+    const rows = (await this.holders.holdersOf(subscriptionId)).filter(
+      (r) => r.holder !== this.me.holder && r.members > 0,
     );
     const settled = await Promise.all(
       rows.map((r) => this.peers.settle({ holder: r.holder, address: r.address }, subscriptionId, deliveryId, outcome)),

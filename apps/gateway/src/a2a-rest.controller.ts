@@ -220,13 +220,7 @@ export class A2ARestController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await serveLegacyRest(
-      await meshHandlerOf(this.broker, this.gates, caller, name, request),
-      caller,
-      this.broker.streams,
-      request,
-      reply,
-    );
+    await this.legacy(caller, name, request, reply);
   }
 
   @Post(':name/rest/v1/*')
@@ -242,13 +236,13 @@ export class A2ARestController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await serveLegacyRest(
-      await meshHandlerOf(this.broker, this.gates, caller, name, request),
-      caller,
-      this.broker.streams,
-      request,
-      reply,
-    );
+    await this.legacy(caller, name, request, reply);
+  }
+
+  /** The v0.3 REST binding of agent `name` (a2a-rest-v03.ts), whichever the method. */
+  private async legacy(caller: Caller, name: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
+    const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
+    await serveLegacyRest(handler, caller, this.broker.streams, request, reply);
   }
 
   @Delete(':name/rest/v1/*')
@@ -260,13 +254,7 @@ export class A2ARestController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
-    await serveLegacyRest(
-      await meshHandlerOf(this.broker, this.gates, caller, name, request),
-      caller,
-      this.broker.streams,
-      request,
-      reply,
-    );
+    await this.legacy(caller, name, request, reply);
   }
 
   /** The binding's POST routes: `message:send`, `tasks/{id}:cancel` (and the unsupported ones). */
