@@ -1,5 +1,5 @@
 import { bundleWorkflowCode, DefaultLogger, Runtime, WorkerOptions } from '@temporalio/worker';
-import { existsSync } from 'node:fs';
+import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
 import type { EventMeshConfig } from '../../../libs/config';
 import type { Logger } from '../../../libs/logging';
@@ -55,18 +55,39 @@ export function installTemporalRuntime(log: Logger, metrics: EventMeshConfig['me
 /** The workflow sources bundled in this process (no built bundle), plain and traced, each once. */
 const sourceBundles = new Map<boolean, Promise<{ code: string }>>();
 
+/** The folders whose files the workflow bundle is made of (scripts/build-workflow-bundle.ts). */
+const BUNDLED_SOURCES = ['workflows', 'contracts'];
+
 /**
- * The bundle `npm run build` wrote next to the compiled code; else the workflow sources, bundled once per process
- * and shared by every worker that runs workflows (the dispatch or control worker, and the A2A task worker). With
- * tracing on, the bundle with the SDK's OpenTelemetry workflow interceptors (libs/tracing/workflow-bundle.ts), their
- * sink for the sandbox's spans, and the activity interceptors.
+ * The built bundle to load, if there is one that holds the current workflow code: the one `npm run build` wrote
+ * next to the compiled code (a built process), or, for a process running the TypeScript sources (the tests), the one
+ * in `dist/` when it is newer than every bundled source file. A stale bundle is never loaded: the sources are bundled
+ * instead.
+ */
+export function builtBundle(name: string, root = path.resolve(__dirname, '../../..')): string | undefined {
+  const beside = path.join(root, name);
+  if (existsSync(beside)) return beside;
+  const inDist = path.join(root, 'dist', name);
+  if (!existsSync(inDist)) return undefined;
+  const builtAt = statSync(inDist).mtimeMs;
+  const fresh = BUNDLED_SOURCES.every((dir) =>
+    readdirSync(path.join(root, dir)).every((file) => statSync(path.join(root, dir, file)).mtimeMs < builtAt),
+  );
+  return fresh ? inDist : undefined;
+}
+
+/**
+ * The built bundle ({@link builtBundle}); else the workflow sources, bundled once per process and shared by every
+ * worker that runs workflows (the dispatch or control worker, and the A2A task worker). With tracing on, the bundle
+ * with the SDK's OpenTelemetry workflow interceptors (libs/tracing/workflow-bundle.ts), their sink for the sandbox's
+ * spans, and the activity interceptors.
  */
 export async function workflowSource(
   tracing: TemporalTracing | undefined,
 ): Promise<Pick<WorkerOptions, 'workflowBundle' | 'interceptors' | 'sinks'>> {
   const traced = tracing ? { sinks: tracing.sinks, interceptors: { activity: tracing.activityInterceptors } } : {};
-  const built = path.resolve(__dirname, '../../..', tracing ? TRACED_WORKFLOW_BUNDLE : WORKFLOW_BUNDLE);
-  if (existsSync(built)) return { workflowBundle: { codePath: built }, ...traced };
+  const built = builtBundle(tracing ? TRACED_WORKFLOW_BUNDLE : WORKFLOW_BUNDLE);
+  if (built) return { workflowBundle: { codePath: built }, ...traced };
   const key = tracing !== undefined;
   let bundle = sourceBundles.get(key);
   if (!bundle) {
