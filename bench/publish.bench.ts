@@ -36,7 +36,7 @@ import {
  * all): `http1`, `gated-all`, `gated-denials`, `traced`, `metrics-off`, `http2`, `send`, `batch`, `http-batch`, `sdk`
  * (`@eventmesh/client`'s `publish`, BENCH_CONCURRENCY callers, against `http1`), `sdk-batch` (`publishMany` of
  * every event, batched by the SDK into requests of up to 500 with BENCH_BATCH_CONCURRENCY x 500 events in flight,
- * against `http-batch`).
+ * against `http-batch`), `overload` and `quota` (below).
  * `traced` is the open gateway with tracing on and no exporter (EVENTMESH_TRACING_ENABLED=true, no OTLP endpoint:
  * a publish span context per request, not recorded), the same requests as `http1`, against which it is compared.
  * `metrics-off` is the `http1` gateway with EVENTMESH_METRICS_ENABLED=false (the others record metrics, the default),
