@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
-import { exportJWK, generateKeyPair, SignJWT } from 'jose';
 import { Kafka, logLevel, Message, Partitioners, Producer } from 'kafkajs';
 import { createTopicsAndWait } from '../libs/kafka/topic-creation';
 import { Pool } from 'undici';
 import { EventMeshClient } from '@eventmesh/client';
 import { frameToKafkaMessage } from '../libs/frame';
+import { gatedGateway } from './gated-gateway';
+import { overloadDescription, overloadGateway, OverloadRound, quotaGateways, QuotaRound } from './publish-limits';
 import {
   benchConfig,
   benchEnv,
   brokerPid,
+  median as medianOf,
   meterCpu,
   printTable,
   RunResult,
@@ -36,11 +36,15 @@ import {
  * all): `http1`, `gated-all`, `gated-denials`, `traced`, `metrics-off`, `http2`, `send`, `batch`, `http-batch`, `sdk`
  * (`@eventmesh/client`'s `publish`, BENCH_CONCURRENCY callers, against `http1`), `sdk-batch` (`publishMany` of
  * every event, batched by the SDK into requests of up to 500 with BENCH_BATCH_CONCURRENCY x 500 events in flight,
- * against `http-batch`).
+ * against `http-batch`), `overload` and `quota` (below).
  * `traced` is the open gateway with tracing on and no exporter (EVENTMESH_TRACING_ENABLED=true, no OTLP endpoint:
  * a publish span context per request, not recorded), the same requests as `http1`, against which it is compared.
  * `metrics-off` is the `http1` gateway with EVENTMESH_METRICS_ENABLED=false (the others record metrics, the default),
  * measured back to back with `http1` in each round: the cost of metrics (goal: at most 5% of throughput).
+ * Two paths measure the publish path's limits, not its throughput (bench/publish-limits.ts): `overload`, how long a
+ * publish past the producer's cap takes to be refused 503 OVERLOADED while Kafka is cut off (percentiles of every
+ * round); `quota`, how many events a tenant's quota admits through two gateways against rate x time + burst (the
+ * ratio of every round, and the bound the filter promises).
  */
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 20000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 64);
@@ -61,6 +65,8 @@ const PATHS = [
   'metrics-off',
   'sdk',
   'sdk-batch',
+  'overload',
+  'quota',
 ] as const;
 type PathKey = (typeof PATHS)[number];
 const SELECTED = new Set<string>(
@@ -247,8 +253,20 @@ async function main(): Promise<void> {
     ? await gateway(1, { EVENTMESH_METRICS_ENABLED: 'false', EVENTMESH_INSTANCE_ID: 'bench-publish-metrics-off' })
     : undefined;
   const multi = selected('http2') ? await gateway(os.cpus().length) : undefined;
-  const gated = selected('gated-all') ? await gatedGateway(topic, 'ALL') : undefined;
-  const gatedDenials = selected('gated-denials') ? await gatedGateway(topic, 'DENIALS') : undefined;
+  const gatedOf = (audit: 'ALL' | 'DENIALS') =>
+    gatedGateway(topic, {
+      instanceId: `bench-publish-gated-${audit.toLowerCase()}`,
+      audit,
+      tenant: 'bench',
+      probe: JSON.stringify(event(0)),
+    });
+  const gated = selected('gated-all') ? await gatedOf('ALL') : undefined;
+  const gatedDenials = selected('gated-denials') ? await gatedOf('DENIALS') : undefined;
+  const body = (n: number) => JSON.stringify(event(n));
+  const overload = selected('overload') ? await overloadGateway(topic, body) : undefined;
+  const quota = selected('quota') ? await quotaGateways(topic, body) : undefined;
+  const overloadRounds: OverloadRound[] = [];
+  const quotaRounds: QuotaRound[] = [];
   // Tracing configured without an exporter: span contexts made and carried, spans not recorded (docs/operations.md#tracing).
   const traced = selected('traced')
     ? await gateway(1, {
@@ -370,8 +388,12 @@ async function main(): Promise<void> {
             'many',
           ),
         );
+      if (overload) overloadRounds.push(await overload.round());
+      if (quota) quotaRounds.push(await quota.round());
     }
   } finally {
+    await overload?.stop();
+    await quota?.stop();
     await single?.stop();
     await metricsOff?.stop();
     await multi?.stop();
@@ -391,11 +413,13 @@ async function main(): Promise<void> {
   );
   const medians = rounds.map((runs) => (runs.length > 0 ? median(runs) : undefined));
   const measured = (i: number) => rounds[i].length > 0;
-  console.log('The round with the median throughput of each path:\n');
-  printTable(medians.filter((r): r is RunResult => r !== undefined));
-  console.log('\nevents/s of every round:');
-  for (const runs of rounds)
-    if (runs.length > 0) console.log(`- ${runs[0].name}: ${runs.map((r) => Math.round(r.perSecond)).join(', ')}`);
+  if (medians.some((r) => r !== undefined)) {
+    console.log('The round with the median throughput of each path:\n');
+    printTable(medians.filter((r): r is RunResult => r !== undefined));
+    console.log('\nevents/s of every round:');
+    for (const runs of rounds)
+      if (runs.length > 0) console.log(`- ${runs[0].name}: ${runs.map((r) => Math.round(r.perSecond)).join(', ')}`);
+  }
   // Each round's paths ran back to back on the same host: the median of the per-round ratios is the steadier
   // figure when the host's speed drifts from round to round.
   const ratio = (ours: number, base: number) => {
@@ -441,72 +465,49 @@ async function main(): Promise<void> {
       `- gateway CPU per event, open / gated (the throughput a CPU-bound gateway keeps): per round ${cpuRatio.map((x) => x.toFixed(2)).join(', ')}`,
     );
   }
+  printLimits(overloadRounds, quotaRounds, quota?.description);
 }
 
-/**
- * A gateway-only instance with the gate on and enforcing: TokenAuth trusting an ES256 key the benchmark made (a
- * keys file), an ACL whose default is DENY with one rule that allows the tenant to publish to the topic (created
- * through the admin API, as an operator would), and the tenant's quota at 10 million events/s. The default audit
- * sink (a log line) records every decision (`ALL`, the default) or refusals only (`DENIALS`). Resolves with the
- * token to publish with.
- */
-async function gatedGateway(topic: string, audit: 'ALL' | 'DENIALS') {
-  const { privateKey, publicKey } = await generateKeyPair('ES256');
-  const keysFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'eventmesh-bench-')), 'jwks.json');
-  writeFileSync(
-    keysFile,
-    JSON.stringify({ keys: [{ ...(await exportJWK(publicKey)), kid: 'bench', alg: 'ES256', use: 'sig' }] }),
-  );
-  const mint = (scope: string) =>
-    new SignJWT({ tenant: 'bench', scope })
-      .setProtectedHeader({ alg: 'ES256', kid: 'bench', typ: 'at+jwt' })
-      .setIssuer('eventmesh-bench')
-      .setAudience('eventmesh')
-      .setSubject('bench-publisher')
-      .setIssuedAt()
-      .setExpirationTime('2h')
-      .sign(privateKey);
-  const instance = await startInstanceProcess(
-    benchEnv({
-      EVENTMESH_KAFKA_TOPICS: topic,
-      EVENTMESH_INSTANCE_ROLES: 'gateway',
-      EVENTMESH_HTTP_PORT: '0',
-      EVENTMESH_INSTANCE_ID: `bench-publish-gated-${audit.toLowerCase()}`,
-      EVENTMESH_SECURITY_GATE_AUDIT_RECORD: audit,
-      EVENTMESH_SECURITY_GATE_FILTERS: 'token,acl,quota',
-      EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
-      EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE: keysFile,
-      EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: 'eventmesh-bench',
-      EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: 'eventmesh',
-      EVENTMESH_SECURITY_GATE_ACL_DEFAULT: 'DENY',
-      EVENTMESH_SECURITY_GATE_QUOTA_EVENTS_PER_SECOND: '10000000',
-      EVENTMESH_SECURITY_GATE_QUOTA_BYTES_PER_SECOND: String(100 * 1024 ** 3),
-      EVENTMESH_ADMIN_SECURITY_FILTERS: 'token',
-      EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
-      EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT: 'bench',
-    }),
-  );
-  const rule = await fetch(`${instance.url}/admin/acl/rules`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json', authorization: `Bearer ${await mint('admin')}` },
-    body: JSON.stringify({ subject: 'tenant:*', action: 'publish', topic, effect: 'ALLOW' }),
-  });
-  if (rule.status !== 201) throw new Error(`the ACL rule was refused: ${rule.status} ${await rule.text()}`);
-  const authorization = `Bearer ${await mint('publish')}`;
-  // The rule applies once the filter's next refresh has read it (EVENTMESH_SECURITY_GATE_ACL_REFRESH_MS).
-  const deadline = Date.now() + 10000;
-  for (;;) {
-    const probe = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/cloudevents+json', authorization },
-      body: JSON.stringify(event(0)),
-    });
-    if (probe.status === 202) break;
-    if (Date.now() > deadline)
-      throw new Error(`the gated gateway still refuses the publisher: ${probe.status} ${await probe.text()}`);
-    await new Promise((r) => setTimeout(r, 100));
+/** The `overload` and `quota` figures: every round, and the median round's. */
+function printLimits(overload: OverloadRound[], quota: QuotaRound[], quotaDescription?: string): void {
+  const ms = (x: number) => x.toFixed(1);
+  if (overload.length > 0) {
+    console.log(`
+OVERLOADED refusal latency (${overloadDescription}), ms:`);
+    console.log(
+      '| round | refused 503 OVERLOADED | p50 | p95 | p99 | max | other answers | held publishes answered meanwhile |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|');
+    overload.forEach((r, i) =>
+      console.log(
+        `| ${i + 1} | ${r.refusals} | ${ms(r.latencyMs.p50)} | ${ms(r.latencyMs.p95)} | ${ms(r.latencyMs.p99)} | ${ms(r.latencyMs.max)} | ${JSON.stringify(r.other)} | ${r.heldAnsweredEarly} |`,
+      ),
+    );
+    const p99s = overload.map((r) => r.latencyMs.p99);
+    console.log(
+      `p50 median ${ms(medianOf(overload.map((r) => r.latencyMs.p50)))} ms; p99 median ${ms(medianOf(p99s))} ms`,
+    );
   }
-  return { ...instance, authorization };
+  if (quota.length > 0) {
+    console.log(`
+quota accuracy (${quotaDescription}):`);
+    console.log(
+      '| round | seconds | accepted | refused 429 | other | ideal (rate x s + burst) | accepted / ideal | bound | accepted / bound |',
+    );
+    console.log('|---|---|---|---|---|---|---|---|---|');
+    quota.forEach((r, i) =>
+      console.log(
+        `| ${i + 1} | ${r.seconds.toFixed(2)} | ${r.accepted} | ${r.refused} | ${r.other} | ${r.ideal.toFixed(0)} | ${(r.accepted / r.ideal).toFixed(3)} | ${r.bound.toFixed(0)} | ${(r.accepted / r.bound).toFixed(3)} |`,
+      ),
+    );
+    // A round whose publishers were refused less than half as often as admitted did not hold the quota under load
+    // (the host asked too slowly): its ratio measures the host, not the quota, so the median leaves it out.
+    const loaded = quota.filter((r) => r.refused > 0.5 * r.accepted);
+    const ratios = quota.map((r) => r.accepted / r.ideal);
+    console.log(
+      `accepted / ideal: median ${loaded.length > 0 ? medianOf(loaded.map((r) => r.accepted / r.ideal)).toFixed(3) : '-'} over the ${loaded.length} rounds loaded past the quota (refused > half the accepted); per round ${ratios.map((x) => x.toFixed(3)).join(', ')}; within the bound in ${quota.filter((r) => r.accepted <= r.bound).length} of ${quota.length} rounds`,
+    );
+  }
 }
 
 async function perEventSends(producer: Producer, topic: string): Promise<RunResult> {

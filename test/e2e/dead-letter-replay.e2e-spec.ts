@@ -26,7 +26,9 @@ describe('dead-letter replay across an instance crash', () => {
     const instance = InstanceProcess.spawn({
       EVENTMESH_INSTANCE_ID: instanceId,
       EVENTMESH_KAFKA_TOPICS: topic,
-      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '2',
+      // 8 partitions, a key per event: a partition's events are dead-lettered one after another (ordered delivery,
+      // each second attempt about half a second after the first), so the 50 letters are written sooner.
+      EVENTMESH_KAFKA_TOPIC_PARTITIONS: '8',
       EVENTMESH_DELIVERY_MAX_ATTEMPTS: '2',
       EVENTMESH_DELIVERY_RETRY_INITIAL_MS: '10',
       EVENTMESH_DELIVERY_RETRY_MAX_MS: '20',
@@ -76,7 +78,7 @@ describe('dead-letter replay across an instance crash', () => {
           id: `c-${n}`,
           source: '/crash',
           type: 'crash.n',
-          partitionkey: `k${n % 5}`,
+          partitionkey: `k${n}`,
         }),
       });
       expect(response.status).toBe(202);

@@ -105,7 +105,17 @@ describe('@eventmesh/client across restarts', () => {
   it('with the Postgres dedupe store, a restarted consumer does not hand on what the one before it handled', async () => {
     const type = `sdk.pgdedupe.${randomUUID().slice(0, 6)}`;
     const table = `sdk_dedupe_${randomUUID().slice(0, 8)}`;
-    const sub = (await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }] })).id;
+    // The stranded deliveries come again once their ack timeout has passed. What is checked (a handled event is not
+    // handed on again) does not depend on how long that is, so it is 3 s (ten handler times), not the default 30 s;
+    // a running handler's delivery is extended meanwhile (ackDeadlineMs, the subscription's timeout by default).
+    const sub = (
+      await mesh.subscriptions.create({
+        protocol: 'STREAM',
+        topic,
+        filters: [{ exact: { type } }],
+        config: { ackTimeoutMs: 3000 },
+      })
+    ).id;
     const { state, handler } = slowHandler(300);
     const firstStore = new PostgresDedupeStore({ pool, table });
     const first = mesh.consume(sub, handler, { window: 10, dedupe: firstStore });

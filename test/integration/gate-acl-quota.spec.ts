@@ -638,7 +638,8 @@ describe('TenantQuota filter (real Postgres, two gateways)', () => {
     // The bound is the promise (libs/security/tenant-quota-filter.ts). A loaded host only asks less often, which
     // admits fewer, never more.
     expect(accepted).toBeLessThanOrEqual(bound);
-    // Falling short is bounded too, over the time the publishers were asking.
+    // Falling short is bounded too, over the time the publishers were asking. The ratio itself is bench:publish's to
+    // report (its `quota` path, docs/benchmarks.md).
     expect(accepted).toBeGreaterThanOrEqual(0.9 * RATE * asked);
   });
 });

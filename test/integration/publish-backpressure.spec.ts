@@ -142,7 +142,8 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     });
     // One more is refused at once, without waiting for Kafka: while the producer still holds every one of the
     // others and none of them has been answered (each waits for Kafka until the publish timeout), so the refusal
-    // waited neither for Kafka nor for room. How many milliseconds it took is bench:publish's to measure.
+    // waited neither for Kafka nor for room. How many milliseconds it took is bench:publish's to measure
+    // (its `overload` path, docs/benchmarks.md).
     const past = await publish(`past-${run}`);
     expect(past).toMatchObject({ status: 503, retryAfter: String(RETRY_AFTER_SECONDS), body: { code: 'OVERLOADED' } });
     expect({ answered: heldAnswered(), held: depth().events }).toEqual({ answered: 0, held: QUEUE_MAX_EVENTS });
