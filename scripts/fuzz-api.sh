@@ -61,35 +61,43 @@ echo "[fuzz] instance at $url (booted in $((SECONDS - started))s)"
 
 # What a schema cannot state is the state a request meets or relations between values: those operations also take, as valid input's
 # answer, the status that refusal has (each named below). The WebSocket route answers plain HTTP (all schemathesis
-# sends) 426.
-entry() { # entry METHOD PATH-REGEX POSITIVE-STATUSES [NEGATIVE-STATUSES]
-  printf '[[operations]]\n%sinclude-path-regex = "%s"\n' "${1:+include-method = \"$1\"$'\n'}" "$2"
-  printf '[operations.checks.positive_data_acceptance]\nexpected-statuses = [%s]\n' "$3"
-  [[ -z ${4:-} ]] || printf '[operations.checks.negative_data_rejection]\nexpected-statuses = [%s]\n' "$4"
+# sends) 426. An entry names its operations by one regular expression on their label, `METHOD /path/{param}`:
+# schemathesis ORs an entry's separate include- keys (`include-method` with `include-path-regex` would select every
+# GET, whatever its path), so the method and the path are one regex.
+entry() { # entry LABEL-REGEX POSITIVE-STATUSES [NEGATIVE-STATUSES]
+  printf "[[operations]]\ninclude-name-regex = '%s'\n" "$1"
+  printf '[operations.checks.positive_data_acceptance]\nexpected-statuses = [%s]\n' "$2"
+  [[ -z ${3:-} ]] || printf '[operations.checks.negative_data_rejection]\nexpected-statuses = [%s]\n' "$3"
 }
 ok='"2xx", "3xx", "401", "403", "404", "409", "429"'
 {
   # Long enough for a long-poll's longest wait (60 s); an SSE stream is open as long as its client stays: read
   # for a few seconds, its first event at most.
   echo 'request-timeout = 70.0'
-  printf '[[operations]]\ninclude-method = "GET"\ninclude-path-regex = "%s"\nrequest-timeout = 5.0\nmax-stream-events = 1\n' '^/subscriptions/[^/]+/events$'
+  printf "[[operations]]\ninclude-name-regex = '%s'\nrequest-timeout = 5.0\nmax-stream-events = 1\n" '^GET /subscriptions/\{id\}/events$'
   # The credential, as the document's `bearer` scheme (so that schemathesis sends no `x-api-key` beside it: the
   # gate refuses a request with both). Per-operation auth takes basic only: the operator's token on every route.
   printf '[auth.openapi.bearer]\nbearer = "%s"\n' "$operator"
   # A sink or an agent's URL must resolve to an address sinks may reach (400 SINK_NOT_ALLOWED) and answer the
   # webhook handshake; a replace keeps the stored subscription's protocol and topic.
-  entry POST '^/subscriptions$' "$ok, \"400\""
-  entry POST '^/events/subscribe$' "$ok, \"400\""
-  entry PUT '^/subscriptions/[^/]+$' "$ok, \"400\""
-  entry PUT '^/a2a/agents/[^/]+$' "$ok, \"400\""
+  entry '^POST /subscriptions$' "$ok, \"400\""
+  entry '^POST /events/subscribe$' "$ok, \"400\""
+  entry '^PUT /subscriptions/\{id\}$' "$ok, \"400\""
+  entry '^PUT /a2a/agents/\{name\}$' "$ok, \"400\""
   # A seek's offsets must lie in the partition's log (400 OFFSET_OUT_OF_RANGE).
-  entry POST '/offsets/seek$' "$ok, \"400\""
+  entry '^POST /subscriptions/\{id\}/offsets/seek$' "$ok, \"400\""
   # Dead letters: `to` after `from`; a purge's `confirm` repeats the subscription id; a cursor names a stored letter.
-  entry '' '^/subscriptions/[^/]+/dead-letters$' "$ok, \"400\""
-  entry GET '^/a2a/push-dead-letters$' "$ok, \"400\""
-  # A request nobody replies to is answered 408 after its timeout.
-  entry POST '^/events/request$' "$ok, \"408\""
-  entry GET '/ws$' '"426"' '"400", "426"'
+  entry '^[A-Z]+ /subscriptions/\{id\}/dead-letters(/replays)?$' "$ok, \"400\""
+  entry '^GET /a2a/push-dead-letters$' "$ok, \"400\""
+  # A client's own filter must parse as CESQL (400 naming the position), a grammar no JSON Schema states.
+  entry '^GET /subscriptions/\{id\}/(events|poll)$' "$ok, \"400\""
+  # A request nobody replies to is answered 408 after its timeout. The wait is a parameter of the run, not of the
+  # case: `timeoutMs` (up to 300000) and a long-poll's `waitMs` (up to 60000) are sent small, else each case would
+  # wait out the value drawn (the http-contract spec holds the routes to their documented ranges).
+  entry '^POST /events/request$' "$ok, \"408\""
+  printf "[[operations]]\ninclude-name-regex = '%s'\nparameters = { \"query.timeoutMs\" = 200 }\n" '^POST /events/request$'
+  printf "[[operations]]\ninclude-name-regex = '%s'\nparameters = { \"query.waitMs\" = 200 }\n" '^GET /subscriptions/\{id\}/poll$'
+  entry '^GET /subscriptions/\{id\}/ws$' '"426"' '"400", "426"'
 } >"$work/schemathesis.toml"
 
 # The internal stream channel is left out: a WebSocket between the runtime's own instances, with a cluster token

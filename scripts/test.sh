@@ -8,7 +8,8 @@
 #           own);
 #   lane 1: the unit tier (no servers) while its servers start, then the fault tier but for FAULTS_OF_LANE_2; the
 #           checks beside both (they need no servers, and the fault specs spend most of their time waiting);
-#   lane 2: the end-to-end tier, then FAULTS_OF_LANE_2.
+#   lane 2: the end-to-end tier, the API fuzz step (scripts/fuzz-api.sh, cut: fuzz_step below), then
+#           FAULTS_OF_LANE_2.
 #
 # Lanes 1 and 2 run on sets of servers of their own, under .data/lanes/N, on the main settings' ports moved by N
 # (Postgres) or 100N (Kafka, Temporal), stopped when the lane ends: the fault tier kills and restarts servers, so a
@@ -90,7 +91,7 @@ checks() {
 lane0() {
   step "servers" bash scripts/infra.sh start all
   step "integration tier" jest_lane integration --selectProjects integration
-  if ((LANES == 2)); then step "e2e tier" jest_lane e2e --selectProjects e2e; fi
+  if ((LANES == 2)); then step "e2e tier" jest_lane e2e --selectProjects e2e; step "API fuzz" fuzz_step; fi
 }
 
 # Lane 1: the unit tier (no servers) while its servers start; then the fault tier (with three lanes, but for
@@ -114,9 +115,15 @@ lane2() {
   own_servers 2 "${lane2_env[@]}"
   servers_ready 2 || return 0
   step "e2e tier" with_env lane2_env jest_lane e2e --selectProjects e2e
+  step "API fuzz" with_env lane2_env fuzz_step
   step "fault tier, lane 2's part" with_env lane2_env jest_lane faults-2 --selectProjects faults --testPathPattern "$FAULTS_OF_LANE_2"
   stop_servers 2 "${lane2_env[@]}"
 }
+
+# fuzz_step: the API fuzzer (scripts/fuzz-api.sh) cut to fit the suite's budget: every operation, every check, the
+# fuzzing and stateful phases with FUZZ_STEP_EXAMPLES cases per operation (default 5); `npm run test:fuzz` runs the
+# whole of it (the coverage phase too, 25 cases per operation).
+fuzz_step() { FUZZ_MAX_EXAMPLES=${FUZZ_STEP_EXAMPLES:-5} FUZZ_TIMEOUT=600 bash scripts/fuzz-api.sh --phases fuzzing,stateful; }
 
 # lane N: the lane's output, each line with its number in front; its time at the end.
 lane() {
@@ -130,6 +137,7 @@ serial() {
   step "servers" bash scripts/infra.sh start all
   checks
   step "all tiers" jest_lane all
+  step "API fuzz" fuzz_step
 }
 
 case $LANES in

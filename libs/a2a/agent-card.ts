@@ -94,19 +94,9 @@ export interface GateAuthentication {
   tokens: boolean;
 }
 
-/**
- * The card the mesh serves for an agent: the registered card with its interfaces replaced by the mesh's own
- * endpoints for the agent (JSON-RPC, A2A v1.0 and v0.3 selected by the `A2A-Version` header; HTTP+JSON, v1.0 at its base and v0.3 under `v1/`), the capabilities the
- * mesh offers (streaming from its task event logs; push notifications: the mesh pushes the task's updates itself,
- * whatever the agent supports), and the security schemes the request gate enforces. The
- * agent's own signatures are dropped: they sign a card that is no longer the one served.
- */
-export function meshCardOf(
-  card: RegisteredCard,
-  urls: { rpcUrl: string; restUrl: string },
-  gate: GateAuthentication,
-): Record<string, unknown> {
-  const security = gate.tokens
+/** The security schemes and requirements of a card the mesh serves: those the request gate enforces. */
+export function cardSecurityOf(gate: GateAuthentication): Record<string, unknown> {
+  return gate.tokens
     ? {
         securitySchemes: {
           bearer: {
@@ -123,6 +113,21 @@ export function meshCardOf(
         securityRequirements: [{ schemes: { bearer: { list: [] } } }, { schemes: { apiKey: { list: [] } } }],
       }
     : { securitySchemes: {}, securityRequirements: [] };
+}
+
+/**
+ * The card the mesh serves for an agent: the registered card with its interfaces replaced by the mesh's own
+ * endpoints for the agent (JSON-RPC, A2A v1.0 and v0.3 selected by the `A2A-Version` header; HTTP+JSON, v1.0 at its base and v0.3 under `v1/`), the capabilities the
+ * mesh offers (streaming from its task event logs; push notifications: the mesh pushes the task's updates itself,
+ * whatever the agent supports), and the security schemes the request gate enforces. The
+ * agent's own signatures are dropped: they sign a card that is no longer the one served.
+ */
+export function meshCardOf(
+  card: RegisteredCard,
+  urls: { rpcUrl: string; restUrl: string },
+  gate: GateAuthentication,
+): Record<string, unknown> {
+  const security = cardSecurityOf(gate);
   const served = {
     ...card,
     supportedInterfaces: [

@@ -1,4 +1,5 @@
 export * from './agent-card';
+export * from './mesh-catalog-card';
 export * from './agent-clients';
 export * from './agent-store';
 export * from './broker';

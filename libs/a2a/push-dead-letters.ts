@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT } from '../dead-letters/dead-letter-query';
 import { z } from 'zod';
-import { ErrorCode, EventMeshError, queryInt } from '../errors';
+import { ErrorCode, EventMeshError, pgText, queryInt } from '../errors';
 import { DEAD_LETTER_PURGE_BATCH } from '../storage/dead-letter-store';
 
 /** How a push dead letter stopped being dead. */
@@ -267,10 +267,7 @@ export const pushLetterViewOf = ({
 
 const STATES = ['dead', 'resolved', 'all'] as const;
 /** Postgres text holds no NUL: a filter naming one is refused rather than sent. */
-const filterText = z
-  .string()
-  .refine((v) => !v.includes('\0'), 'no NUL character')
-  .meta({ pattern: '^[^\\u0000]*$' });
+const filterText = pgText();
 
 /** The browse's query parameters (the API document shows them). */
 export const pushLetterQuerySchema = z

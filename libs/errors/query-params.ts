@@ -13,3 +13,10 @@ export function queryInt(min: number, max: number) {
     )
     .optional();
 }
+
+/** Text Postgres can hold: no NUL (`\u0000`), which a text column or parameter refuses (a 500 if it were sent). */
+export const pgText = () =>
+  z
+    .string()
+    .refine((v) => !v.includes('\0'), 'no NUL character')
+    .meta({ pattern: '^[^\\u0000]*$' });

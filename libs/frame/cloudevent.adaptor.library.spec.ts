@@ -41,12 +41,25 @@ function reference(input: Record<string, unknown>): unknown {
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
       throw invalid(`extension attribute "${name}" must be a string, number or boolean`, { attribute: name });
     }
+    // The adaptor's own rule after the library's (added since): an extension number is a CloudEvents Integer.
+    if (typeof value === 'number' && (value < -2147483648 || value > 2147483647)) {
+      throw invalid(
+        `extension attribute "${name}" is beyond the CloudEvents Integer range (-2147483648 to 2147483647)`,
+        { attribute: name },
+      );
+    }
   }
   for (const name of OPTIONAL_ATTRIBUTES) {
     const value = input[name];
     if (value !== undefined && typeof value !== 'string')
       throw invalid(`attribute "${name}" must be a string`, { attribute: name });
+    // The adaptor's own rule (added since): an empty time, which the library replaces by the current time.
+    if (name === 'time' && value === '')
+      throw invalid('attribute "time" must be a timestamp, not empty', { attribute: name });
   }
+  // The adaptor's own rule (added since): a data_base64 the library skips (null, 0, false) is refused.
+  if (input.data_base64 !== undefined && typeof input.data_base64 !== 'string')
+    throw invalid('attribute "data_base64" must be a string', { attribute: 'data_base64' });
   const type = input.datacontenttype as string | undefined;
   if (
     input.data_base64 === undefined &&
@@ -164,7 +177,7 @@ describe('frameFromStructured agrees with the cloudevents library (fast-check, f
   });
 
   it.each([
-    ['an empty time (the library puts the current time in its place)', { time: '' }],
+    ['an empty time (the library puts the current time in its place; the adaptor refuses it)', { time: '' }],
     ['a malformed time', { time: 'yesterday' }],
     ['data_base64 that is not base64', { data_base64: '****' }],
     ['a schemaurl', { schemaurl: 'https://example.com/s' }],

@@ -27,6 +27,11 @@ describe('frameFromStructured', () => {
     expect(errorOf({ ...valid, specversion: '0.3' }).details).toEqual({ attribute: 'specversion' });
   });
 
+  // Found by the API fuzzer: `"time": ""` was accepted (the library reads it as absent) and the event kept it.
+  it('refuses an empty time', () => {
+    expect(errorOf({ ...valid, time: '' }).details).toEqual({ attribute: 'time' });
+  });
+
   it('refuses a malformed time through the cloudevents library', () => {
     const e = errorOf({ ...valid, time: 'yesterday' });
     expect(e.details).toEqual({ attribute: 'time' });
@@ -57,6 +62,21 @@ describe('frameFromStructured', () => {
     const frame = frameFromStructured({ ...valid, subject: 'o-9', partitionkey: 'customer-7', priority: 3 });
     expect(frame.subject).toBe('o-9');
     expect(frame.extensions).toEqual({ partitionkey: 'customer-7', priority: 3 });
+  });
+
+  // Found by the API fuzzer: `"0": 9007199254740992` was accepted (the library checks only that it is whole).
+  it('refuses an extension number beyond the CloudEvents Integer range, and takes its bounds', () => {
+    expect(errorOf({ ...valid, big: 2 ** 53 }).details).toEqual({ attribute: 'big' });
+    expect(errorOf({ ...valid, big: 2147483648 }).details).toEqual({ attribute: 'big' });
+    expect(errorOf({ ...valid, small: -2147483649 }).details).toEqual({ attribute: 'small' });
+    const frame = frameFromStructured({ ...valid, big: 2147483647, small: -2147483648 });
+    expect(frame.extensions).toEqual({ big: 2147483647, small: -2147483648 });
+  });
+
+  // Found by the API fuzzer: `"data_base64": null` was accepted, and the event published without data.
+  it('refuses a data_base64 that is not a string, the falsy ones the library skips too', () => {
+    for (const data_base64 of [null, 0, false])
+      expect(errorOf({ ...valid, data_base64 }).details).toEqual({ attribute: 'data_base64' });
   });
 
   it('refuses an extension that is an object', () => {

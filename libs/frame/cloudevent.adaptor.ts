@@ -14,6 +14,13 @@ const NOT_EXTENSIONS = new Set<string>([...REQUIRED_ATTRIBUTES, ...OPTIONAL_ATTR
  */
 const LIBRARY_PROPERTIES = new Set<string>([...NOT_EXTENSIONS, 'datacontentencoding', 'schemaurl']);
 
+/**
+ * The CloudEvents type system's Integer: a whole number from -2^31 to 2^31 - 1. The library checks only that an
+ * extension number is whole, so 2^53 would pass it; a binary-mode consumer could not hold it as an Integer.
+ */
+export const CE_INTEGER_MIN = -2147483648;
+export const CE_INTEGER_MAX = 2147483647;
+
 /** The library's rule for an extension name and value (`CloudEvent` constructor, strict). */
 const EXTENSION_NAME = /^[a-z0-9]+$/;
 const libraryAcceptsExtensionValue = (v: unknown) =>
@@ -76,6 +83,12 @@ export function frameFromStructured(body: unknown): EventFrame {
     if (typeof value !== 'string' && typeof value !== 'number' && typeof value !== 'boolean') {
       throw invalid(`extension attribute "${name}" must be a string, number or boolean`, { attribute: name });
     }
+    if (typeof value === 'number' && (value < CE_INTEGER_MIN || value > CE_INTEGER_MAX)) {
+      throw invalid(
+        `extension attribute "${name}" is beyond the CloudEvents Integer range (${CE_INTEGER_MIN} to ${CE_INTEGER_MAX})`,
+        { attribute: name },
+      );
+    }
     extensions[name] = value;
   }
 
@@ -90,8 +103,15 @@ export function frameFromStructured(body: unknown): EventFrame {
     const value = input[name];
     if (value !== undefined) {
       if (typeof value !== 'string') throw invalid(`attribute "${name}" must be a string`, { attribute: name });
+      // The library puts the current time in place of an empty one, but the frame would carry "" on: refused.
+      if (name === 'time' && value === '')
+        throw invalid('attribute "time" must be a timestamp, not empty', { attribute: name });
       frame[name] = value;
     }
+  }
+  // The library skips a falsy data_base64 (null, 0, false): the event would go out without the data it named.
+  if (input.data_base64 !== undefined && typeof input.data_base64 !== 'string') {
+    throw invalid('attribute "data_base64" must be a string', { attribute: 'data_base64' });
   }
   if (typeof input.data_base64 === 'string') {
     frame.data = Buffer.from(input.data_base64, 'base64');

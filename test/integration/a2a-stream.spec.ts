@@ -518,32 +518,40 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     await expect(drain((await restClientOf(b)).resubscribeTask({ tenant: '', id: theirs }))).rejects.toBeInstanceOf(
       TaskNotFoundError,
     );
-    await expect(drain((await legacyClientOf(b)).resubscribeTask({ tenant: '', id: theirs }))).rejects.toBeInstanceOf(
-      TaskNotFoundError,
-    );
+    // v0.3's tasks/resubscribe refused before its first event is a stream of one error event (as the JS SDK's server
+    // answers it; the Python SDK's v0.3 client reads nothing but a stream): the stock client throws with the error.
+    await expect(drain((await legacyClientOf(b)).resubscribeTask({ tenant: '', id: theirs }))).rejects.toMatchObject({
+      cause: expect.any(TaskNotFoundError),
+    });
     const done = await submitted(await clientOf(a));
     await work(done);
     await expect(drain(client.resubscribeTask({ tenant: '', id: done }))).rejects.toBeInstanceOf(
       UnsupportedOperationError,
     );
-    // v0.3 names with the v1.0 header, and v1.0 names without it, are unknown methods.
-    const raw = async (method: string, version?: string) =>
-      (
-        (await (
-          await fetch(`${b.url}/a2a/agents/steps/rpc`, {
-            method: 'POST',
-            headers: {
-              'x-test-tenant': tenant,
-              'content-type': 'application/json',
-              ...(version ? { 'a2a-version': version } : {}),
-            },
-            body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { id: done } }),
-          })
-        ).json()) as { error: { code: number } }
-      ).error.code;
-    expect(await raw('tasks/resubscribe', '1.0')).toBe(-32601);
-    expect(await raw('SubscribeToTask')).toBe(-32601);
-    expect(await raw('tasks/resubscribe')).toBe(-32004);
+    // v0.3 names with the v1.0 header, and v1.0 names without it, are unknown methods (JSON answers); v0.3's
+    // tasks/resubscribe of a terminal or unknown task, a stream of one `event: error` whatever the client accepts.
+    const raw = async (method: string, version?: string, id = done) => {
+      const response = await fetch(`${b.url}/a2a/agents/steps/rpc`, {
+        method: 'POST',
+        headers: {
+          'x-test-tenant': tenant,
+          'content-type': 'application/json',
+          ...(version ? { 'a2a-version': version } : {}),
+        },
+        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method, params: { id } }),
+      });
+      if (!(response.headers.get('content-type') ?? '').startsWith('text/event-stream'))
+        return ['json', ((await response.json()) as { error: { code: number } }).error.code];
+      const events: SseEvent[] = [];
+      for await (const e of sseOf(response)) events.push(e);
+      const errors = events.map((e) => [e.event, (JSON.parse(e.data!) as { error: { code: number } }).error.code]);
+      return ['stream', ...errors];
+    };
+    expect(await raw('tasks/resubscribe', '1.0')).toEqual(['json', -32601]);
+    expect(await raw('SubscribeToTask')).toEqual(['json', -32601]);
+    expect(await raw('SubscribeToTask', '1.0', randomUUID())).toEqual(['json', -32001]);
+    expect(await raw('tasks/resubscribe')).toEqual(['stream', ['error', -32004]]);
+    expect(await raw('tasks/resubscribe', undefined, randomUUID())).toEqual(['stream', ['error', -32001]]);
   });
 
   /**

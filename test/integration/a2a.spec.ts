@@ -14,6 +14,7 @@ import {
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
+import { AGENT_CATALOG_EXTENSION } from '../../libs/a2a';
 import { A2ATaskEntity } from '../../libs/storage';
 import { A2A_TASK_RETENTION_SCHEDULE_ID } from '../../libs/temporal';
 import { endTaskWorkflows, taskCountOf } from '../support/a2a-tasks';
@@ -799,6 +800,33 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       });
       await expect((await clientOf(tenantB)).sendMessage(roleless)).rejects.toThrow(/role/);
       expect(await taskCountOf(instance.deps.db, tenantB)).toBe(before);
+    });
+
+    it("serves the mesh's own card at the host root: the tenant's agents as skills, each card URL one a stock client sends through", async () => {
+      const resolver = new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenantB) });
+      const root = await resolver.resolve(instance.url!);
+      const listed = ((await call(tenantB, 'GET', '/a2a/agents')).body!.agents as { name: string }[]).map(
+        (a) => a.name,
+      );
+      expect(root.skills.map((s) => s.id).sort()).toEqual(listed.sort());
+      expect(listed).toContain('echo');
+      const catalog = root.capabilities!.extensions.find((e) => e.uri === AGENT_CATALOG_EXTENSION)!.params as {
+        agents: { name: string; cardUrl: string }[];
+      };
+      const echo = catalog.agents.find((a) => a.name === 'echo')!;
+      expect(echo.cardUrl).toBe(cardUrl('echo'));
+      expect(root.skills.find((s) => s.id === 'echo')!.description).toContain(echo.cardUrl);
+      const client = await new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(tenantB) })],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenantB) }),
+      }).createFromUrl(echo.cardUrl, '');
+      const task = asTask(await client.sendMessage(send('echo:found at the root')));
+      expect(artifactText(task)).toEqual(['found at the root']);
+      // Another tenant's catalog names its own agents only.
+      const other = await new DefaultAgentCardResolver({ fetchImpl: fetchAs(`nobody-${suffix}`) }).resolve(
+        instance.url!,
+      );
+      expect([other.skills, other.supportedInterfaces]).toEqual([[], []]);
     });
 
     it('serves a card registered with "skills": [] with the field', async () => {

@@ -387,6 +387,86 @@ describe('the HTTP contract (real gateway)', () => {
       ).content['application/cloudevents-batch+json'].schema;
       expect(batch).toMatchObject({ type: 'array', minItems: 1, maxItems: config.kafka.produceMaxBatchEvents });
     });
+
+    // Found by the fuzz step: an answer's fields were checked only for its action (a `reason` of 42 or a `deadlineMs`
+    // past the limit on an `ack` accepted), and an `extend` without its deadline was refused although documented.
+    it("refuses an answer whose fields break the document's schema, whatever its action, as the document does", async () => {
+      const validate = ajv.compile(requestSchema('post', '/subscriptions/{id}/acks'));
+      const id = (await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } }))
+        .body!.id as string;
+      const bad: [Record<string, unknown>, string][] = [
+        [{ deliveryId: 'd', action: 'reject', reason: 42 }, 'reason'],
+        [{ deliveryId: 'd', action: 'ack', deadlineMs: 3_600_001 }, 'deadlineMs'],
+        [{ deliveryId: 'd', action: 'ack', delayMs: '5' }, 'delayMs'],
+        [{ deliveryId: 'd', action: 'extend' }, 'deadlineMs'],
+      ];
+      for (const [answer, field] of bad) {
+        const refused = await sample('POST', '/subscriptions/:id/acks', `/subscriptions/${id}/acks`, {
+          body: [{ deliveryId: 'other', action: 'ack' }, answer],
+        });
+        expect([answer, validate([answer]), refused.status, refused.body?.field, refused.body?.index]).toEqual([
+          answer,
+          false,
+          400,
+          field,
+          1,
+        ]);
+      }
+      // Valid ones pass the document and the route (no delivery pending: not accepted, nothing refused).
+      const good = { deliveryId: 'd', action: 'reject', reason: 'bad input', deadlineMs: 1000 };
+      const taken = await sample('POST', '/subscriptions/:id/acks', `/subscriptions/${id}/acks`, { body: [good] });
+      expect([validate([good]), taken.status, taken.body]).toEqual([true, 200, [{ deliveryId: 'd', accepted: false }]]);
+    });
+
+    // Found by the fuzz step: a replay filter's `type` holding a NUL reached Postgres, which refused it (500).
+    it('refuses a dead-letter filter holding a NUL with 400, as the document does', async () => {
+      const id = (await sample('POST', '/subscriptions', '/subscriptions', { body: { protocol: 'STREAM', topic } }))
+        .body!.id as string;
+      const auth = { authorization: `Bearer ${await operator()}` };
+      const body = { filter: { type: 'a\u0000b' } };
+      const validate = ajv.compile(requestSchema('post', '/subscriptions/{id}/dead-letters/replays'));
+      const replay = await sample(
+        'POST',
+        '/subscriptions/:id/dead-letters/replays',
+        `/subscriptions/${id}/dead-letters/replays`,
+        { body, headers: auth },
+      );
+      expect([validate(body), replay.status, replay.body?.field]).toEqual([false, 400, 'filter.type']);
+      const browse = await sample(
+        'GET',
+        '/subscriptions/:id/dead-letters',
+        `/subscriptions/${id}/dead-letters?source=%00`,
+        { headers: auth },
+      );
+      expect([browse.status, browse.body?.field]).toEqual([400, 'source']);
+    });
+
+    // Found by the fuzz step: an extension of 2^53 and a `data_base64` of null were published.
+    it('refuses an extension beyond the CloudEvents Integer range and a data_base64 that is not a string, as the document does', async () => {
+      const schema = (
+        operation('post', '/events/publish')!.requestBody as {
+          content: Record<string, { schema: Record<string, unknown> }>;
+        }
+      ).content['application/cloudevents+json'].schema;
+      const validate = ajv.compile(schema);
+      const publish = (body: unknown) =>
+        sample('POST', '/events/publish', `/events/publish?topic=${topic}`, {
+          body,
+          headers: { 'content-type': 'application/cloudevents+json' },
+        });
+      for (const extra of [{ big: 2 ** 53 }, { big: 2147483648 }, { small: -2147483649 }, { data_base64: null }]) {
+        const body = { ...event(), data: undefined, ...extra };
+        const refused = await publish(body);
+        expect([extra, validate(body), refused.status, refused.body?.code]).toEqual([
+          extra,
+          false,
+          400,
+          'INVALID_CLOUDEVENT',
+        ]);
+      }
+      const edge = { ...event(), big: 2147483647, small: -2147483648 };
+      expect([validate(edge), (await publish(edge)).status]).toEqual([true, 202]);
+    });
   });
 
   describe('request ids', () => {

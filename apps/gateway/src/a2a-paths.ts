@@ -10,11 +10,19 @@ export function parsesOwnBody(url: string): boolean {
   return OWN_BODY_PATH.test(url);
 }
 
+/** An agent's base URL on the mesh, as the client reached this gateway (its Host header). */
+const agentBaseOf = (request: FastifyRequest, name: string): string =>
+  `${request.protocol}://${request.headers.host ?? request.hostname}/a2a/agents/${encodeURIComponent(name)}`;
+
 /** The mesh's endpoints of an agent, as the client reached this gateway (its Host header). */
 export function a2aUrlsOf(request: FastifyRequest, name: string): { rpcUrl: string; restUrl: string } {
-  const base = `${request.protocol}://${request.headers.host ?? request.hostname}/a2a/agents/${encodeURIComponent(name)}`;
+  const base = agentBaseOf(request, name);
   return { rpcUrl: `${base}/rpc`, restUrl: `${base}/rest` };
 }
+
+/** The URL of the card the mesh serves for an agent. */
+export const a2aCardUrlOf = (request: FastifyRequest, name: string): string =>
+  `${agentBaseOf(request, name)}/.well-known/agent-card.json`;
 
 /** The JSON-RPC methods answered with an SSE stream (v1.0 and v0.3 names). */
 export const RPC_STREAM_METHODS: ReadonlySet<string> = new Set([

@@ -10,7 +10,7 @@ import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
 import { callsRpcSend, callsRpcStream, RPC_STREAM_METHODS } from './a2a-paths';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
-import { openStream, SseEvents, StreamLease, writeSse } from './a2a-sse';
+import { openStream, SseEvents, StreamLease, writeSse, writeSseError } from './a2a-sse';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
 import { jsonRpcAnswerSchema } from './api-schemas';
@@ -24,6 +24,12 @@ interface RpcAnswer {
 }
 
 const log = createLogger('A2ARpc');
+
+/** A streaming call refused before its first event: the error, and whether it is written as a stream. */
+interface RpcStreamRefused {
+  refused: RpcAnswer;
+  asStream: boolean;
+}
 
 /** A streaming call whose first event is read: the route writes it as SSE. */
 interface RpcStream {
@@ -40,8 +46,10 @@ const ABSENT_VERSION = '0.3';
  * route parses its own body so that JSON-RPC's envelope errors are JSON-RPC's: -32700 (not JSON), -32600 (not a
  * request); the SDK answers -32601 (unknown method), -32602 (bad params) and the A2A codes. Every JSON-RPC answer
  * is HTTP 200; an agent the tenant has not registered is a 404 `AGENT_NOT_FOUND`. The streaming methods answer
- * Server-Sent Events (a2a-sse.ts), each `data:` a JSON-RPC answer, each `id:` the event's seq in the task's log;
- * an error before the first event is a plain JSON-RPC answer.
+ * Server-Sent Events (a2a-sse.ts), each `data:` a JSON-RPC answer, each `id:` the event's seq in the task's log.
+ * A streaming call the handler refuses before its first event (an unknown task, a terminal one) is a plain JSON-RPC
+ * answer (the v1.0 clients read its typed error), but for v0.3's `tasks/resubscribe`, answered as a stream of that
+ * one `event: error` as the official JS SDK's server does: the Python SDK's v0.3 client reads nothing but a stream.
  *
  * Gate action `publish`: the caller sends work to an agent (and reads and cancels what it sent).
  */
@@ -81,6 +89,10 @@ export class A2ARpcController {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
     const answer = await this.answer(caller, handler, request);
     if ('lease' in answer) return writeSse(reply, answer.stream, answer.lease, this.broker.streamHeartbeatMs);
+    if ('refused' in answer) {
+      if (answer.asStream) return writeSseError(reply, answer.refused);
+      return void (await reply.status(200).header('content-type', 'application/json').send(answer.refused));
+    }
     await reply.status(200).header('content-type', 'application/json').send(answer);
   }
 
@@ -88,7 +100,7 @@ export class A2ARpcController {
     caller: Caller,
     handler: MeshTaskHandler,
     request: FastifyRequest,
-  ): Promise<RpcAnswer | RpcStream> {
+  ): Promise<RpcAnswer | RpcStream | RpcStreamRefused> {
     const raw = rawBodyOf(request) ?? (Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
     let body: unknown;
     try {
@@ -131,8 +143,9 @@ export class A2ARpcController {
       try {
         first = await answered.next();
       } catch (e) {
-        // Refused before the first event (an unknown task, a terminal one, a bad Last-Event-ID...): a plain answer.
-        return answerFor(handler, { jsonrpc: '2.0', id, error: mapError(e) });
+        // Refused before the first event (an unknown task, a terminal one, a bad Last-Event-ID...).
+        const refused = answerFor(handler, { jsonrpc: '2.0', id, error: mapError(e) });
+        return { refused, asStream: legacy && rpc.method === 'tasks/resubscribe' };
       }
       const stream: SseEvents = {
         first,

@@ -48,6 +48,20 @@ export interface SseEvents {
   errorOf(e: unknown): unknown;
 }
 
+const SSE_HEADERS = {
+  'content-type': 'text/event-stream',
+  'cache-control': 'no-cache',
+  connection: 'keep-alive',
+  'x-accel-buffering': 'no',
+};
+
+/** A stream of one `event: error`, `data:` the error answer, then its end: a stream refused before its first event. */
+export function writeSseError(reply: FastifyReply, error: unknown): void {
+  reply.hijack();
+  reply.raw.writeHead(200, SSE_HEADERS);
+  reply.raw.end(`event: error\ndata: ${JSON.stringify(error)}\n\n`);
+}
+
 /**
  * Writes a task stream as Server-Sent Events: each event `id: <seq>` (its seq in the task's log, what
  * `Last-Event-ID` names on a resume) and `data: <JSON>`; a comment (`: keep-alive`) when nothing was written for
@@ -62,12 +76,7 @@ export async function writeSse(
 ): Promise<void> {
   reply.hijack();
   const raw = reply.raw;
-  raw.writeHead(200, {
-    'content-type': 'text/event-stream',
-    'cache-control': 'no-cache',
-    connection: 'keep-alive',
-    'x-accel-buffering': 'no',
-  });
+  raw.writeHead(200, SSE_HEADERS);
   raw.once('close', () => lease.abort());
   let lastWrite = Date.now();
   const write = async (chunk: string): Promise<void> => {

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { CE_INTEGER_MAX, CE_INTEGER_MIN } from '../../../libs/frame';
 import { ACL_EFFECTS, ACTIONS } from '../../../libs/security';
 
 /**
@@ -83,7 +84,8 @@ const eventRules = {
   if: { required: ['datacontenttype'], properties: { datacontenttype: { not: { pattern: '[/+]json(;|$)' } } } },
   then: { properties: { data: { type: 'string' } } },
 };
-const extension = z.union([z.string(), z.number().int(), z.boolean()]);
+/** An extension's value: a string, a boolean, or a CloudEvents Integer (-2^31 to 2^31 - 1; the adaptor's rule). */
+const extension = z.union([z.string(), z.number().int().min(CE_INTEGER_MIN).max(CE_INTEGER_MAX), z.boolean()]);
 export const publishedEventSchema = z.object(eventAttributes).catchall(extension).meta(eventRules);
 /** A reply (`POST /events/reply`): a published event that names its request in the `correlationid` extension. */
 export const replyEventSchema = z
@@ -92,24 +94,44 @@ export const replyEventSchema = z
   .meta(eventRules);
 
 export const streamDeliverySchema = z.object({ deliveryId: z.string(), event: structuredEventSchema }).strict();
+/**
+ * One Server-Sent Event of `GET /subscriptions/{id}/events`, as a client's parser sees it (OpenAPI 3.1 has the
+ * schema of `text/event-stream` describe each event): `id` the delivery id, `event` "cloudevent", `data` the
+ * delivery as JSON text.
+ */
+export const sseDeliverySchema = z
+  .object({
+    id: z.string().min(1).describe('the delivery id (Last-Event-ID)'),
+    event: z.literal('cloudevent'),
+    data: z
+      .string()
+      .meta({ contentMediaType: 'application/json' })
+      .describe(
+        '`{ deliveryId, event }` as JSON: the delivery id and the event in the structured JSON mode (as `/poll` answers each)',
+      ),
+  })
+  .strict();
 export const pollAnswerSchema = z.object({ consumer: z.string(), deliveries: z.array(streamDeliverySchema) }).strict();
 export const ackResultSchema = z.object({ deliveryId: z.string(), accepted: z.boolean() }).strict();
 export const ackAnswerSchema = z.union([ackResultSchema, z.array(ackResultSchema)]);
 
 /** One answer to a stream delivery (`POST /subscriptions/{id}/acks`, also in an array). */
-export const ackBodySchema = z.object({
-  deliveryId: z.string().min(1),
-  action: z.enum(['ack', 'nack', 'reject', 'extend']),
-  delayMs: z.number().int().min(0).max(3600000).optional().describe('nack: when to retry (1000 when absent)'),
-  reason: z.string().optional().describe('reject: why (first 500 characters kept)'),
-  deadlineMs: z
-    .number()
-    .int()
-    .min(1)
-    .max(3600000)
-    .optional()
-    .describe("extend (required there): the delivery's ack deadline, this long from now"),
-});
+export const ackBodySchema = z
+  .object({
+    deliveryId: z.string().min(1),
+    action: z.enum(['ack', 'nack', 'reject', 'extend']),
+    delayMs: z.number().int().min(0).max(3600000).optional().describe('nack: when to retry (1000 when absent)'),
+    reason: z.string().optional().describe('reject: why (first 500 characters kept)'),
+    deadlineMs: z
+      .number()
+      .int()
+      .min(1)
+      .max(3600000)
+      .optional()
+      .describe("extend (required there): the delivery's ack deadline, this long from now"),
+  })
+  // `extend` needs its deadline (the route's own check, outcomeOf in streams.controller.ts, refuses one without).
+  .meta({ if: { properties: { action: { const: 'extend' } } }, then: { required: ['deadlineMs'] } });
 
 export const replyAnswerSchema = z.object({ correlationId: z.string(), delivered: z.literal(true) }).strict();
 

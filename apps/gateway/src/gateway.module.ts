@@ -17,6 +17,7 @@ import {
   SubscriptionService,
 } from '../../../libs/subscriptions';
 import { A2AAgentsController } from './a2a-agents.controller';
+import { A2ADiscoveryController } from './a2a-discovery.controller';
 import { A2APushDeadLettersController } from './a2a-push-dead-letters.controller';
 import { A2ARestController } from './a2a-rest.controller';
 import { A2ARpcController } from './a2a-rpc.controller';
@@ -104,6 +105,7 @@ export class GatewayModule {
         AclController,
         TenantQuotaController,
         A2AAgentsController,
+        A2ADiscoveryController,
         A2APushDeadLettersController,
         A2ARpcController,
         A2ARestController,

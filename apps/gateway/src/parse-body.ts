@@ -1,16 +1,28 @@
 import type { z } from 'zod';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 
-/** A value checked against its schema: the value, or 400 INVALID_REQUEST naming the first bad field. */
-function parseInput<T>(schema: z.ZodType<T>, value: unknown, whole: string): T {
+/**
+ * A value checked against its schema: the value, or 400 INVALID_REQUEST naming the first bad field (and, for one item
+ * of a list, the item: `item` is its prefix, for example `answer 2`, and `index` its position).
+ */
+function parseInput<T>(schema: z.ZodType<T>, value: unknown, whole: string, item?: { name: string; index: number }): T {
   const parsed = schema.safeParse(value);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || whole}: ${issue.message}`, {
-      field: issue.path.join('.'),
-    });
+    const field = issue.path.join('.');
+    const message = `${field || whole}: ${issue.message}`;
+    throw new EventMeshError(
+      ErrorCode.InvalidRequest,
+      item ? `${item.name} ${item.index}: ${message}` : message,
+      item ? { field, index: item.index } : { field },
+    );
   }
   return parsed.data;
+}
+
+/** One item of a list body (an answer among the answers `POST /subscriptions/{id}/acks` takes). */
+export function parseItem<T>(schema: z.ZodType<T>, value: unknown, name: string, index: number): T {
+  return parseInput(schema, value, name, { name, index });
 }
 
 /** A request body checked against its schema (an absent body read as `{}`). */

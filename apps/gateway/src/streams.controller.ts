@@ -19,8 +19,8 @@ import { SubscriptionService, subscriptionNotFound } from '../../../libs/subscri
 import { CallerParam, GateRoute } from './gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from './api-route';
-import { ackAnswerSchema, ackBodySchema, pollAnswerSchema } from './api-schemas';
-import { parseQuery } from './parse-body';
+import { ackAnswerSchema, ackBodySchema, pollAnswerSchema, sseDeliverySchema } from './api-schemas';
+import { parseItem, parseQuery } from './parse-body';
 
 const MAX_WINDOW = 1000;
 const MAX_WAIT_MS = 60000;
@@ -89,8 +89,9 @@ export class StreamsController {
     query: streamQuerySchema,
     responses: {
       200: {
-        description: 'the event stream, open as long as the client stays',
-        schema: z.string(),
+        description:
+          'the event stream, open as long as the client stays: a `: connected` comment first, `: keep-alive` comments every 15 s (comments are no events), and per delivery one event as the schema states',
+        schema: sseDeliverySchema,
         contentType: 'text/event-stream',
       },
       ...errors(400, 404, 409),
@@ -193,8 +194,12 @@ export class StreamsController {
     // topicFor is remembered, so answers cost no query after the first; a deleted subscription's deliveries are
     // unknown to the hub anyway.
     if ((await this.subscriptions.topicFor(id, caller.tenant)) === undefined) throw subscriptionNotFound(id);
-    const answers = (Array.isArray(body) ? body : [body]) as Answer[];
-    const outcomes = answers.map((a, index) => ({ deliveryId: this.checkId(a, index), outcome: outcomeOf(a, index) }));
+    // Each answer as the document shows it, every field whatever the action (a `reason` that is not a string, a
+    // `deadlineMs` past the limit are refused, not ignored).
+    const answers = (Array.isArray(body) ? body : [body]).map((a, index) =>
+      parseItem(ackBodySchema, a, 'answer', index),
+    );
+    const outcomes = answers.map((a, index) => ({ deliveryId: a.deliveryId, outcome: outcomeOf(a, index) }));
     const results = await Promise.all(
       outcomes.map(async ({ deliveryId, outcome }) => ({
         deliveryId,
@@ -212,16 +217,6 @@ export class StreamsController {
       );
     }
     return { deliveryId: results[0].deliveryId, accepted: true };
-  }
-
-  private checkId(a: Answer, index: number): string {
-    if (typeof a?.deliveryId !== 'string' || a.deliveryId === '') {
-      throw new EventMeshError(ErrorCode.InvalidRequest, `answer ${index}: deliveryId is required`, {
-        field: 'deliveryId',
-        index,
-      });
-    }
-    return a.deliveryId;
   }
 }
 

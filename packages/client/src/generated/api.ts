@@ -4023,7 +4023,7 @@ export interface paths {
             };
             requestBody?: never;
             responses: {
-                /** @description the event stream, open as long as the client stays */
+                /** @description the event stream, open as long as the client stays: a `: connected` comment first, `: keep-alive` comments every 15 s (comments are no events), and per delivery one event as the schema states */
                 200: {
                     headers: {
                         /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
@@ -4031,7 +4031,14 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content: {
-                        "text/event-stream": string;
+                        "text/event-stream": {
+                            /** @description the delivery id (Last-Event-ID) */
+                            id: string;
+                            /** @constant */
+                            event: "cloudevent";
+                            /** @description `{ deliveryId, event }` as JSON: the delivery id and the event in the structured JSON mode (as `/poll` answers each) */
+                            data: string;
+                        };
                     };
                 };
                 /** @description bad input: `code` names it, a `field` where one is at fault */
@@ -8020,6 +8027,114 @@ export interface paths {
                 };
                 /** @description not found (or another tenant's: the same answer) */
                 404: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/.well-known/agent-card.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The mesh's own A2A card: the tenant's agents as its skills, each with its card's URL */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the card */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
                     headers: {
                         /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
                         "x-request-id"?: string;
