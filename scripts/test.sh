@@ -113,8 +113,11 @@ lane1() {
 # Lane 2 (three lanes): the end-to-end tier, then FAULTS_OF_LANE_2.
 lane2() {
   own_servers 2 "${lane2_env[@]}"
+  bash scripts/fuzz-api.sh --venv-only > "$reports/fuzz-venv.log" 2>&1 &
+  local venv_pid=$!
   servers_ready 2 || return 0
   step "e2e tier" with_env lane2_env jest_lane e2e --selectProjects e2e
+  step "API fuzz: its Python environment" wait "$venv_pid"
   step "API fuzz" with_env lane2_env fuzz_step
   step "fault tier, lane 2's part" with_env lane2_env jest_lane faults-2 --selectProjects faults --testPathPattern "$FAULTS_OF_LANE_2"
   stop_servers 2 "${lane2_env[@]}"
