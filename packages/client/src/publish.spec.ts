@@ -134,6 +134,40 @@ describe('publish', () => {
     expect((await all[2]).id).toBe('c');
   });
 
+  it('publishMany takes events from its iterable only as room in flight frees, and answers each in order', async () => {
+    const held: { ids: string[]; go: () => void }[] = [];
+    const { fetch: inner } = fakeFetch(ok);
+    const slow = ((url: string, init: RequestInit) =>
+      new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() =>
+        inner(url, init),
+      )) as typeof fetch;
+    const mesh = client(slow, { publish: { maxEventsInFlight: 2 } });
+    const taken: string[] = [];
+    function* events() {
+      for (const id of ['a', 'b', 'c', 'd', 'e']) {
+        taken.push(id);
+        yield { id, source: '/s', type: 't' };
+      }
+    }
+    const all = mesh.publishMany(events());
+    await new Promise((r) => setTimeout(r, 20));
+    // Two in flight, the third taken and waiting for room: the rest not yet read.
+    expect({ taken, held: held.map((h) => h.ids) }).toEqual({ taken: ['a', 'b', 'c'], held: [['a', 'b']] });
+    held[0].go();
+    await new Promise((r) => setTimeout(r, 20));
+    expect({ taken, held: held.map((h) => h.ids) }).toEqual({
+      taken: ['a', 'b', 'c', 'd', 'e'],
+      held: [
+        ['a', 'b'],
+        ['c', 'd'],
+      ],
+    });
+    held[1].go();
+    await new Promise((r) => setTimeout(r, 20));
+    held[2].go();
+    expect((await all).map((r) => r.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
+  });
+
   it('sends traceparent with the call and the topic as a query parameter', async () => {
     const { fetch, sent } = fakeFetch(ok);
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
