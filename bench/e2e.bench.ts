@@ -136,14 +136,15 @@ async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' | 'nestjs' =
   const client = gateway ?? instance;
   const http = new Pool(client.url, { connections: CONCURRENCY });
   try {
-    // Created on the dispatching instance: in LOCAL_STICKY_PULL it is pinned to the instance that creates it. Named,
-    // so the NestJS module's ensure by name finds it.
-    const name = `bench-e2e-${subscriber}`;
+    // Created on the dispatching instance: in LOCAL_STICKY_PULL it is pinned to the instance that creates it. Named
+    // (after its topic, new each run: names are unique in the tenant), so the NestJS module's ensure finds it.
+    const name = `${topic}-${subscriber}`;
     const created = await fetch(`${instance.url}/subscriptions/by-name/${name}`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ protocol: 'STREAM', topic }),
     });
+    if (created.status !== 201) throw new Error(`subscription ${name}: ${created.status} ${await created.text()}`);
     const { id: sub } = (await created.json()) as { id: string };
     const deliveredAt = new Map<string, number>();
     const stop =
