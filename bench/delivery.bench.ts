@@ -73,16 +73,36 @@ const SCENARIOS: Scenario[] = (
 
 // --- the sink both paths deliver to ------------------------------------------------------------------------
 
+/**
+ * The sink every path delivers to, each path at its own URL (`/sink/<n>`) verified with its own key: a delivery
+ * of a path that arrives while another is measured is checked with the key it was signed with, not counted bad
+ * (before, one key was switched between paths and such stragglers failed verification). A route closed (its
+ * subscription's DELETE answered) still verifies what comes later, and counts it as late.
+ */
 class Sink {
   /** When each event id first arrived. */
   readonly firstAt = new Map<string, number>();
   received = 0;
   badSignatures = 0;
   delayMs = 0;
-  /** The signing key of the path being measured. */
-  key?: Buffer;
-  url = '';
+  /** Requests that reached a route after it was closed, and the latest of them, in ms after the close. */
+  late = 0;
+  latestLateMs = 0;
+  private readonly routes = new Map<string, { key?: Buffer; closedAt?: number }>();
+  private base = '';
   private server?: Server;
+
+  /** A new route: its URL, and its key to set once known (before any event of its path is produced). */
+  route(): { url: string; setKey(secret: string): void; close(): void } {
+    const path = `/sink/${this.routes.size}`;
+    const route: { key?: Buffer; closedAt?: number } = {};
+    this.routes.set(path, route);
+    return {
+      url: `${this.base}${path}`,
+      setKey: (secret) => (route.key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64')),
+      close: () => (route.closedAt = Date.now()),
+    };
+  }
 
   async start(): Promise<void> {
     this.server = createServer((req, res) => {
@@ -91,7 +111,12 @@ class Sink {
       req.on('end', () => {
         const at = Date.now();
         this.received++;
-        if (!this.verify(req, Buffer.concat(chunks))) this.badSignatures++;
+        const route = this.routes.get(req.url ?? '');
+        if (!route?.key || !this.verify(route.key, req, Buffer.concat(chunks))) this.badSignatures++;
+        if (route?.closedAt !== undefined) {
+          this.late++;
+          this.latestLateMs = Math.max(this.latestLateMs, at - route.closedAt);
+        }
         const id = String(req.headers['ce-id'] ?? '');
         if (id && !this.firstAt.has(id)) this.firstAt.set(id, at);
         if (this.delayMs > 0) setTimeout(() => res.writeHead(200).end(), this.delayMs);
@@ -100,17 +125,16 @@ class Sink {
     });
     this.server.keepAliveTimeout = 60000;
     await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.url = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}/sink`;
+    this.base = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
   }
 
   /** The Standard Webhooks signature: `v1,` base64 HMAC-SHA256 of `id.timestamp.body`. */
-  private verify(req: IncomingMessage, body: Buffer): boolean {
-    if (!this.key) return false;
+  private verify(key: Buffer, req: IncomingMessage, body: Buffer): boolean {
     const id = req.headers['webhook-id'];
     const timestamp = req.headers['webhook-timestamp'];
     const signature = String(req.headers['webhook-signature'] ?? '');
     const expected = Buffer.from(
-      `v1,${createHmac('sha256', this.key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`,
+      `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`,
     );
     const got = Buffer.from(signature);
     return got.length === expected.length && timingSafeEqual(got, expected);
@@ -233,18 +257,21 @@ async function ours(
   ids: string[],
   ordering: string,
 ): Promise<Measured> {
-  const subscription = await subscribe(instance, sink.url, topic, ordering);
-  sink.key = Buffer.from(subscription.secret.replace(/^whsec_/, ''), 'base64');
+  const route = sink.route();
+  const subscription = await subscribe(instance, route.url, topic, ordering);
+  route.setKey(subscription.secret);
   try {
     return await measure(sink, producer, topic, ids, instance.child.pid!);
   } finally {
     await fetch(`${instance.url}/subscriptions/${subscription.id}`, { method: 'DELETE' });
+    route.close();
   }
 }
 
 async function group(sink: Sink, producer: Producer, topic: string, ids: string[]): Promise<Measured> {
   const secret = `whsec_${Buffer.from(randomUUID()).toString('base64')}`;
-  sink.key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64');
+  const route = sink.route();
+  route.setKey(secret);
   // BENCH_GROUP_NODE_ARGS go to the member's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, as BENCH_INSTANCE_NODE_ARGS to the instance's.
   const nodeArgs = (process.env.BENCH_GROUP_NODE_ARGS ?? '').split(' ').filter(Boolean);
   const child: ChildProcess = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/bench/group-member.js')], {
@@ -252,7 +279,7 @@ async function group(sink: Sink, producer: Producer, topic: string, ids: string[
       PATH: process.env.PATH ?? '',
       BENCH_GROUP_TOPIC: topic,
       BENCH_GROUP_ID: `bench-delivery-${randomUUID().slice(0, 8)}`,
-      BENCH_GROUP_SINK: sink.url,
+      BENCH_GROUP_SINK: route.url,
       BENCH_GROUP_BROKERS: config.kafka.brokers.join(','),
       BENCH_GROUP_MEMBER: 'a',
       BENCH_GROUP_SESSION_TIMEOUT_MS: '10000',
@@ -389,6 +416,9 @@ async function main(): Promise<void> {
       console.log('');
     }
     console.log(`bad signatures at the sink: ${sink.badSignatures} of ${sink.received} requests`);
+    console.log(
+      `deliveries that reached the sink after their subscription's DELETE was answered: ${sink.late} (the latest ${sink.latestLateMs} ms after)`,
+    );
   } finally {
     await instance.stop();
     await baseline?.stop();

@@ -6,6 +6,7 @@ import { Pool } from 'undici';
 import WebSocket from 'ws';
 import { EventMeshClient, type Consumer } from '@eventmesh/client';
 import { frameToKafkaMessage } from '../libs/frame';
+import { nestSubscriber } from './nest-subscriber';
 import { benchConfig, benchEnv, percentile, startInstanceProcess, until } from './support';
 
 /**
@@ -18,6 +19,10 @@ import { benchConfig, benchEnv, percentile, startInstanceProcess, until } from '
  * The SDK's path: the same publishers, the subscriber `@eventmesh/client`'s stream consumer (WebSocket, window 1000,
  * a handler per event, ack after it, the in-memory dedupe) instead of the raw WebSocket client; it is held to the
  * raw client's throughput and p99 at the same offered half load.
+ *
+ * The NestJS module's path: the same publishers, the subscriber a Nest application context with an `@OnMeshEvent`
+ * method (bench/nest-subscriber.ts: the module ensures the subscription by name and runs the method per event in
+ * Nest's context, ack after it); it is held to the raw client's throughput (goal at least 0.9x).
  */
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -104,7 +109,7 @@ interface Path {
   close(): Promise<void>;
 }
 
-async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' = 'raw'): Promise<Path> {
+async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' | 'nestjs' = 'raw'): Promise<Path> {
   const instance = await startInstanceProcess(
     benchEnv({
       EVENTMESH_KAFKA_TOPICS: topic,
@@ -131,18 +136,23 @@ async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' = 'raw'): Pr
   const client = gateway ?? instance;
   const http = new Pool(client.url, { connections: CONCURRENCY });
   try {
-    // Created on the dispatching instance: in LOCAL_STICKY_PULL it is pinned to the instance that creates it.
-    const created = await fetch(`${instance.url}/subscriptions`, {
-      method: 'POST',
+    // Created on the dispatching instance: in LOCAL_STICKY_PULL it is pinned to the instance that creates it. Named
+    // (after its topic, new each run: names are unique in the tenant), so the NestJS module's ensure finds it.
+    const name = `${topic}-${subscriber}`;
+    const created = await fetch(`${instance.url}/subscriptions/by-name/${name}`, {
+      method: 'PUT',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ protocol: 'STREAM', topic }),
     });
+    if (created.status !== 201) throw new Error(`subscription ${name}: ${created.status} ${await created.text()}`);
     const { id: sub } = (await created.json()) as { id: string };
     const deliveredAt = new Map<string, number>();
     const stop =
       subscriber === 'sdk'
         ? await sdkSubscriber(client.url!, sub, deliveredAt)
-        : await rawSubscriber(client.url!, sub, deliveredAt);
+        : subscriber === 'nestjs'
+          ? await nestSubscriber(client.url!, topic, name, deliveredAt)
+          : await rawSubscriber(client.url!, sub, deliveredAt);
     const sentAt = new Map<string, number>();
     const publish = (prefix: string) => async (n: number) => {
       const id = `${prefix}-${n}`;
@@ -260,24 +270,32 @@ async function main(): Promise<void> {
   const ours = `bench-e2e-${randomUUID().slice(0, 8)}`;
   const raw = `bench-e2e-raw-${randomUUID().slice(0, 8)}`;
   const sdk = `bench-e2e-sdk-${randomUUID().slice(0, 8)}`;
+  const nest = `bench-e2e-nest-${randomUUID().slice(0, 8)}`;
   await createTopicsAndWait(
     admin,
-    [ours, raw, sdk].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })),
+    [ours, raw, sdk, nest].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })),
   );
   const paths: Path[] = [];
   try {
-    paths.push(await runtimePath(ours), await rawPath(raw), await runtimePath(sdk, 'sdk'));
+    paths.push(
+      await runtimePath(ours),
+      await rawPath(raw),
+      await runtimePath(sdk, 'sdk'),
+      await runtimePath(nest, 'nestjs'),
+    );
     const rounds: {
       runtime: { full: Run; half: Run };
       baseline: { full: Run; half: Run };
       sdk: { full: Run; half: Run };
+      nest: { full: Run; half: Run };
     }[] = [];
     // The paths take turns, round after round; the baseline is offered the rate the runtime was offered at half load.
     for (let round = 0; round < ROUNDS; round++) {
       const runtime = await measureRuns(paths[0], round);
       const baseline = await measureRuns(paths[1], round, runtime.full.perSecond / 2);
       const sdkRuns = await measureRuns(paths[2], round, runtime.full.perSecond / 2);
-      rounds.push({ runtime, baseline, sdk: sdkRuns });
+      const nestRuns = await measureRuns(paths[3], round, runtime.full.perSecond / 2);
+      rounds.push({ runtime, baseline, sdk: sdkRuns, nest: nestRuns });
     }
     const p99 = (r: Run) => percentile(r.latencies, 99);
     const throughputRatio = (r: (typeof rounds)[number]) => r.runtime.full.perSecond / r.baseline.full.perSecond;
@@ -306,6 +324,8 @@ async function main(): Promise<void> {
       row('eventmesh -> @eventmesh/client consumer (WebSocket, handler, ack), full speed', medianRound.sdk.full),
     );
     console.log(row('@eventmesh/client consumer, same offered load', medianRound.sdk.half));
+    console.log(row('eventmesh -> @eventmesh/nestjs @OnMeshEvent method, full speed', medianRound.nest.full));
+    console.log(row('@eventmesh/nestjs method, same offered load', medianRound.nest.half));
     console.log(
       `\nthroughput ratio: median ${throughputRatio(medianRound).toFixed(2)}x (goal >= ${VIA === 'forwarded' ? '0.6' : '0.8'}x); per round ${rounds.map((r) => throughputRatio(r).toFixed(2)).join(', ')}`,
     );
@@ -323,9 +343,18 @@ async function main(): Promise<void> {
       `SDK consumer's added p99 at half load: median ${sdkAddedP99(mid(rounds, sdkAddedP99)).toFixed(1)} ms (goal <= 2 ms); ` +
         `per round ${rounds.map((r) => `${sdkAddedP99(r).toFixed(1)} (${p99(r.sdk.half).toFixed(1)} vs ${p99(r.runtime.half).toFixed(1)})`).join(', ')}`,
     );
+    const nestRatio = (r: (typeof rounds)[number]) => r.nest.full.perSecond / r.runtime.full.perSecond;
+    const nestAddedP99 = (r: (typeof rounds)[number]) => p99(r.nest.half) - p99(r.runtime.half);
+    console.log(
+      `NestJS @OnMeshEvent method against the raw WebSocket client: throughput median ${nestRatio(mid(rounds, nestRatio)).toFixed(2)}x (goal >= 0.9x); per round ${rounds.map((r) => nestRatio(r).toFixed(2)).join(', ')}`,
+    );
+    console.log(
+      `NestJS method's added p99 at half load (no goal): median ${nestAddedP99(mid(rounds, nestAddedP99)).toFixed(1)} ms; ` +
+        `per round ${rounds.map((r) => `${nestAddedP99(r).toFixed(1)} (${p99(r.nest.half).toFixed(1)} vs ${p99(r.runtime.half).toFixed(1)})`).join(', ')}`,
+    );
   } finally {
     for (const path of paths) await path.close();
-    await admin.deleteTopics({ topics: [ours, raw, sdk] }).catch(() => undefined);
+    await admin.deleteTopics({ topics: [ours, raw, sdk, nest] }).catch(() => undefined);
     await admin.disconnect();
   }
 }

@@ -5,6 +5,12 @@
 # TypeScript from the npm registry; nothing comes from the repo's node_modules. Its sources are the orders example
 # (examples/orders/src), compiled by the app's own TypeScript. test/e2e/pack-install.e2e-spec.ts boots it against
 # an instance.
+#
+# The registry packages are pinned by scripts/pack-install/package-lock.json (the app's lockfile without the two
+# tarballs, which npm adds from the files): the install is the same every run (a new Nest release does not change
+# what the test installs) and, its tarballs in the npm cache, asks the registry nothing (`--prefer-offline`); a
+# clean machine fetches them from the registry once, with retries. `PACK_INSTALL_LOCK=update` resolves the ranges
+# again and writes the lockfile back (after changing the app's dependencies below).
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 work=${1:?usage: pack-install-test.sh WORKDIR (outside the repo)}
@@ -21,14 +27,17 @@ client=$(ls "$work"/tarballs/eventmesh-client-*.tgz)
 nestjs=$(ls "$work"/tarballs/eventmesh-nestjs-*.tgz)
 
 cp -r examples/orders/src "$work/app/src"
+lock="$ROOT/scripts/pack-install/package-lock.json"
+[ "${PACK_INSTALL_LOCK:-}" = update ] || cp "$lock" "$work/app/package-lock.json"
 cd "$work/app"
+# The tarballs by a path relative to the app, so the lockfile is the same whatever WORKDIR is.
 cat >package.json <<JSON
 {
   "name": "fresh-orders-app",
   "private": true,
   "dependencies": {
-    "@eventmesh/client": "file:$client",
-    "@eventmesh/nestjs": "file:$nestjs",
+    "@eventmesh/client": "file:../tarballs/$(basename "$client")",
+    "@eventmesh/nestjs": "file:../tarballs/$(basename "$nestjs")",
     "@nestjs/common": "^11.0.0",
     "@nestjs/config": "^4.0.0",
     "@nestjs/core": "^11.0.0",
@@ -49,6 +58,16 @@ cat >tsconfig.json <<'JSON'
   "include": ["src"]
 }
 JSON
-npm install --silent --no-audit --no-fund --prefer-offline
+# Registry URLs in the lockfile (whatever the user's npmrc says), so a locked install fetches tarballs directly.
+npm install --silent --no-audit --no-fund --prefer-offline --omit-lockfile-registry-resolved=false \
+  --fetch-retries=5 --fetch-retry-mintimeout=2000 --fetch-retry-maxtimeout=30000
+if [ "${PACK_INSTALL_LOCK:-}" = update ]; then
+  node -e '
+    const lock = JSON.parse(require("fs").readFileSync("package-lock.json", "utf8"));
+    for (const key of Object.keys(lock.packages)) if (key.startsWith("node_modules/@eventmesh/")) delete lock.packages[key];
+    require("fs").writeFileSync(process.argv[1], JSON.stringify(lock, null, 2) + "\n");
+  ' "$lock"
+  echo "pack-install: wrote $lock"
+fi
 npx --no-install tsc -p tsconfig.json
 echo "pack-install: app ready in $work/app"

@@ -13,6 +13,8 @@ export enum ErrorCode {
   /** A webhook sink whose host resolves to an address sinks may not reach (SSRF guard, docs/security.md). */
   SinkNotAllowed = 'SINK_NOT_ALLOWED',
   SubscriptionNotFound = 'SUBSCRIPTION_NOT_FOUND',
+  /** A create under a name the tenant's other subscription has, or an ensure whose topic or protocol differs from it. */
+  SubscriptionNameTaken = 'SUBSCRIPTION_NAME_TAKEN',
   /** A seek to an offset outside the partition's log (before its first stored offset or past its end), or to a partition the topic has not. */
   OffsetOutOfRange = 'OFFSET_OUT_OF_RANGE',
   /** A pause or resume of a subscription its sink disabled (410 Gone): it is not delivered either way. */
@@ -105,6 +107,7 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.PayloadTooLarge]: 413,
   [ErrorCode.UnknownTopic]: 404,
   [ErrorCode.SubscriptionNotFound]: 404,
+  [ErrorCode.SubscriptionNameTaken]: 409,
   [ErrorCode.OffsetOutOfRange]: 400,
   [ErrorCode.SubscriptionDisabled]: 409,
   [ErrorCode.SubscriptionNotActive]: 409,

@@ -4,3 +4,4 @@ export * from './subscription-placement';
 export * from './orphan-takeover';
 export * from './subscription-offsets';
 export * from './subscription-delivery-state';
+export * from './subscription-ensure';

@@ -35,8 +35,18 @@ const CONCURRENCY_RULE = {
   },
 };
 
+/** A subscription's name: unique within its tenant, a path segment of `/subscriptions/by-name/{name}`. */
+export const subscriptionNameSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._:-]{0,199}$/,
+    'letters, digits and . _ : - (up to 200), starting with a letter or digit',
+  );
+
 export const createSubscriptionSchema = z
   .object({
+    /** The tenant's key for it (unique within the tenant); absent: unnamed. Fixed at create. */
+    name: subscriptionNameSchema.optional(),
     /** `HTTP`: webhook push to `sink`. `STREAM`: clients of this instance pull over SSE or long-poll. */
     protocol: z.enum(['HTTP', 'STREAM']).default('HTTP'),
     sink: httpUrl.optional(),
@@ -130,6 +140,8 @@ export type CreateSubscriptionRequest = z.infer<typeof createSubscriptionSchema>
 
 export interface SubscriptionView {
   id: string;
+  /** Absent when it has none. */
+  name?: string;
   topic: string;
   protocol: string;
   sink?: string;

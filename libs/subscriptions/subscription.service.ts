@@ -86,7 +86,7 @@ export class SubscriptionService {
   }
 
   /** Parses and checks a create or replace request: schema, filters, topic. Nothing is written. */
-  private parse(body: unknown): CreateSubscriptionRequest & { topic: string } {
+  parse(body: unknown): CreateSubscriptionRequest & { topic: string } {
     const parsed = createSubscriptionSchema.safeParse(body);
     if (!parsed.success) {
       const issue = parsed.error.issues[0];
@@ -130,6 +130,8 @@ export class SubscriptionService {
     this.checkTrusted(request, caller);
     const topic = request.topic;
     await this.checkAgentTopic(topic, tenant);
+    // Before the handshake: a name taken sends nothing to the sink.
+    if (request.name !== undefined) await this.checkNameFree(request.name, tenant);
     if (request.protocol === 'HTTP') await this.checkSink(request.sink!, request.config.trusted === true);
     const startFrom = request.config.startFrom;
     const starts =
@@ -141,26 +143,47 @@ export class SubscriptionService {
 
     const id = randomUUID();
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
-    await this.db.transaction(async (tx) => {
-      await tx.insert(SubscriptionEntity, {
-        id,
+    await this.db
+      .transaction(async (tx) => {
+        await tx.insert(SubscriptionEntity, {
+          id,
+          tenant,
+          name: request.name ?? null,
+          topic,
+          protocol: request.protocol,
+          sink: request.sink ?? '',
+          filters: request.filters as object[],
+          config: request.config,
+          signingSecret: request.protocol === 'HTTP' ? this.options.secrets.seal(secret) : null,
+          instanceId: this.options.instanceId,
+          status: 'ACTIVE',
+        });
+        await tx.insert(
+          SubscriptionOffsetEntity,
+          [...starts].map(([partition, nextOffset]) => ({
+            subscriptionId: id,
+            topic,
+            partition,
+            nextOffset,
+            epoch: 0,
+          })),
+        );
+      })
+      .catch(async (e: unknown) => {
+        // Two creates of one name at once: the unique index lets one through.
+        if (request.name !== undefined && isNameConflict(e)) await this.checkNameFree(request.name, tenant);
+        throw e;
+      });
+    this.log.info(
+      {
+        subscription: id,
+        name: request.name,
         tenant,
         topic,
         protocol: request.protocol,
-        sink: request.sink ?? '',
-        filters: request.filters as object[],
-        config: request.config,
-        signingSecret: request.protocol === 'HTTP' ? this.options.secrets.seal(secret) : null,
-        instanceId: this.options.instanceId,
-        status: 'ACTIVE',
-      });
-      await tx.insert(
-        SubscriptionOffsetEntity,
-        [...starts].map(([partition, nextOffset]) => ({ subscriptionId: id, topic, partition, nextOffset, epoch: 0 })),
-      );
-    });
-    this.log.info(
-      { subscription: id, tenant, topic, protocol: request.protocol, sink: request.sink, startFrom },
+        sink: request.sink,
+        startFrom,
+      },
       'subscription created',
     );
     return request.protocol === 'HTTP' ? { ...(await this.get(id, tenant)), secret } : this.get(id, tenant);
@@ -180,6 +203,18 @@ export class SubscriptionService {
     if (this.topics_.size >= TOPIC_MEMORY) this.topics_.delete(this.topics_.keys().next().value!);
     this.topics_.set(key, row.topic);
     return row.topic;
+  }
+
+  /** The subscription of `tenant` named `name`, if it has one. */
+  async findByName(name: string, tenant: string): Promise<SubscriptionView | undefined> {
+    const row = await this.db.manager.findOneBy(SubscriptionEntity, { name, tenant });
+    return row ? view(row) : undefined;
+  }
+
+  /** 409 SUBSCRIPTION_NAME_TAKEN, naming the holder's id, when `tenant` has a subscription named `name`. */
+  private async checkNameFree(name: string, tenant: string): Promise<void> {
+    const holder = await this.findByName(name, tenant);
+    if (holder) throw subscriptionNameTaken(name, holder.id);
   }
 
   /** A subscription of `tenant`; 404 SUBSCRIPTION_NOT_FOUND when that tenant has none by this id. */
@@ -219,6 +254,11 @@ export class SubscriptionService {
     if (askedStart !== undefined && askedStart !== fixedStart) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'config.startFrom: the start position is fixed at create', {
         field: 'config.startFrom',
+      });
+    }
+    if (request.name !== undefined && request.name !== current.name) {
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'name: a subscription keeps the name it was created with', {
+        field: 'name',
       });
     }
     if (request.protocol !== current.protocol) {
@@ -268,9 +308,12 @@ export class SubscriptionService {
     return SecretBox.isSealed(stored) ? this.options.secrets.reseal(stored) : this.options.secrets.seal(stored);
   }
 
-  /** The subscriptions of `tenant`, oldest first. */
-  async list(tenant: string): Promise<SubscriptionView[]> {
-    const rows = await this.db.manager.find(SubscriptionEntity, { where: { tenant }, order: { createdAt: 'ASC' } });
+  /** The subscriptions of `tenant`, oldest first; only the one named `name` when given. */
+  async list(tenant: string, name?: string): Promise<SubscriptionView[]> {
+    const rows = await this.db.manager.find(SubscriptionEntity, {
+      where: name === undefined ? { tenant } : { tenant, name },
+      order: { createdAt: 'ASC' },
+    });
     return rows.map(view);
   }
 
@@ -323,15 +366,35 @@ export function subscriptionNotFound(id: string): EventMeshError {
   return new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
 }
 
+/** 409: the name is the tenant's other subscription's (`id`). */
+export function subscriptionNameTaken(name: string, id: string): EventMeshError {
+  return new EventMeshError(ErrorCode.SubscriptionNameTaken, `subscription name "${name}" is taken`, {
+    field: 'name',
+    name,
+    id,
+  });
+}
+
+/** A write the unique index on (tenant, name) refused. */
+function isNameConflict(e: unknown): boolean {
+  return (e as { driverError?: { constraint?: string } }).driverError?.constraint === 'subscriptions_tenant_name_key';
+}
+
+/** A config as a subscription's view shows it: an HTTP one's with its ordering, the default included. */
+export function configView(protocol: string, config: Record<string, unknown>): Record<string, unknown> {
+  return protocol === 'HTTP' ? { ...config, ordering: orderingOf({ protocol, config } as SubscriptionEntity) } : config;
+}
+
 function view(row: SubscriptionEntity): SubscriptionView {
   return {
     id: row.id,
+    ...(row.name !== null ? { name: row.name } : {}),
     topic: row.topic,
     protocol: row.protocol,
     ...(row.protocol === 'HTTP' ? { sink: row.sink } : {}),
     filters: row.filters,
     // A webhook subscription shows its ordering, the default included.
-    config: row.protocol === 'HTTP' ? { ...row.config, ordering: orderingOf(row) } : row.config,
+    config: configView(row.protocol, row.config),
     instance: row.instanceId,
     status: row.status,
     createdAt: row.createdAt.toISOString(),

@@ -123,21 +123,22 @@ describe('@eventmesh/nestjs against a real instance', () => {
     await temporal.close();
   });
 
-  it('created one stream subscription per decorated method (two with the same topic and filter, by name), and a second boot finds them instead of creating more', async () => {
+  it('created one stream subscription per decorated method, named by it and filtered by its filter only (two with the same topic and filter, by name), and a second boot finds them instead of creating more', async () => {
+    type View = { name?: string; topic: string; protocol: string; filters: unknown[] };
     const ours = async () =>
-      ((await (await fetch(`${url}/subscriptions`)).json()) as { topic: string; protocol: string }[]).filter(
-        (s) => s.topic === topic || s.topic === prices,
-      );
-    expect((await ours()).map((s) => [s.topic, s.protocol]).sort()).toEqual(
-      [
-        [topic, 'STREAM'],
-        [topic, 'STREAM'],
-        [prices, 'STREAM'],
-      ].sort(),
-    );
+      ((await (await fetch(`${url}/subscriptions`)).json()) as View[])
+        .filter((s) => s.topic === topic || s.topic === prices)
+        .map((s) => [s.name, s.topic, s.protocol, s.filters])
+        .sort();
+    const created = [
+      ['Handlers.onOrder', topic, 'STREAM', [{ exact: { type: 'order.created' } }]],
+      ['Handlers.price', prices, 'STREAM', []],
+      ['audit', topic, 'STREAM', [{ exact: { type: 'order.created' } }]],
+    ];
+    expect(await ours()).toEqual(created);
     const second = await boot();
     await second.close();
-    expect(await ours()).toHaveLength(3);
+    expect(await ours()).toEqual(created);
   });
 
   it("fails the bootstrap when the runtime refuses a handler's subscription (a topic it does not serve), and closes the consumers it started", async () => {

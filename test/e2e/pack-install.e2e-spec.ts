@@ -16,7 +16,8 @@ const ROOT = path.resolve(__dirname, '../..');
 /**
  * The packages as a new user installs them: scripts/pack-install-test.sh packs both and installs the tarballs into
  * a fresh NestJS app (the orders example's sources) in a temporary folder outside the repo, with Nest from the
- * registry. The app boots against a real instance; its controller publishes, its decorated handler receives, its
+ * registry at the versions scripts/pack-install/package-lock.json pins (from the npm cache when it holds them, so
+ * registry latency does not make the test slow or flaky). The app boots against a real instance; its controller publishes, its decorated handler receives, its
  * responder answers a request, and SIGTERM drains and ends it with code 0.
  */
 describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs', () => {

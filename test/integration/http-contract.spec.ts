@@ -178,6 +178,16 @@ describe('the HTTP contract (real gateway)', () => {
     expect((await sample('DELETE', '/subscriptions/:id', `/subscriptions/${id}`)).status).toBe(204);
   });
 
+  it('subscriptions by name: 201 created, 200 found, 409 another topic, 200 listed by name', async () => {
+    const name = `contract-${randomUUID().slice(0, 8)}`;
+    const ensure = (body: object) =>
+      sample('PUT', '/subscriptions/by-name/:name', `/subscriptions/by-name/${name}`, { body });
+    expect((await ensure({ protocol: 'STREAM', topic })).status).toBe(201);
+    expect((await ensure({ protocol: 'STREAM', topic })).status).toBe(200);
+    expect((await ensure({ protocol: 'HTTP', topic, sink: 'http://127.0.0.1:9/hook' })).status).toBe(409);
+    expect((await sample('GET', '/subscriptions', `/subscriptions?name=${name}`)).body).toMatchObject([{ name }]);
+  });
+
   it('the admin API under its gate: 401 without a credential, 403 without the admin scope, 200 with it', async () => {
     const tenant = `t-${randomUUID().slice(0, 8)}`;
     const token = (scopes: string) =>

@@ -23,6 +23,7 @@ export const publishAnswerSchema = z.union([
 export const subscriptionViewSchema = z
   .object({
     id: z.string(),
+    name: z.string().optional().describe("the tenant's key for it (unique within the tenant), when it has one"),
     topic: z.string(),
     protocol: z.enum(['HTTP', 'STREAM']),
     sink: z.string().optional(),

@@ -1,9 +1,12 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
+import type { FastifyReply } from 'fastify';
 import type { Caller } from '../../../libs/security';
 import { z } from 'zod';
 import {
   createSubscriptionSchema,
+  ensureSubscription,
   replaceSubscriptionSchema,
+  subscriptionNameSchema,
   SubscriptionService,
   SubscriptionView,
 } from '../../../libs/subscriptions';
@@ -14,6 +17,8 @@ import { CallerParam, GateRoute } from './gate-route';
 const BY_ID = { action: 'subscribe', topic: { subscriptionParam: 'id' } } as const;
 const ID = { id: 'the subscription id' };
 const VIEW = { description: 'the subscription', schema: subscriptionViewSchema };
+const CREATES = { action: 'subscribe', topic: { body: 'topic' }, createsSubscription: true } as const;
+const listQuerySchema = z.object({ name: subscriptionNameSchema.optional().describe('only the one of this name') });
 
 /**
  * The subscriptions resource (CloudEvents Subscriptions API shape), scoped by the caller's tenant: another
@@ -29,11 +34,11 @@ export class SubscriptionsController {
     body: { schema: createSubscriptionSchema },
     responses: {
       201: { ...VIEW, description: "created (an HTTP subscription's signing secret is shown this once)" },
-      ...errors(400, 404),
+      ...errors(400, 404, 409),
       ...GATED,
     },
   })
-  @GateRoute({ action: 'subscribe', topic: { body: 'topic' }, createsSubscription: true })
+  @GateRoute(CREATES)
   @HttpCode(201)
   create(@Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
     return this.subscriptions.create(body, caller);
@@ -42,11 +47,38 @@ export class SubscriptionsController {
   @Get()
   @ApiRoute({
     summary: "The caller's subscriptions",
-    responses: { 200: { description: 'the list', schema: z.array(subscriptionViewSchema) }, ...GATED },
+    query: listQuerySchema,
+    responses: { 200: { description: 'the list, oldest first', schema: z.array(subscriptionViewSchema) }, ...GATED },
   })
   @GateRoute({ action: 'subscribe' })
-  list(@CallerParam() caller: Caller): Promise<SubscriptionView[]> {
-    return this.subscriptions.list(caller.tenant);
+  list(@Query('name') name: string | undefined, @CallerParam() caller: Caller): Promise<SubscriptionView[]> {
+    return this.subscriptions.list(caller.tenant, typeof name === 'string' ? name : undefined);
+  }
+
+  @Put('by-name/:name')
+  @ApiRoute({
+    summary: 'Ensure a subscription by its name',
+    description:
+      "Creates the caller's subscription of this name (201, as a create) or answers the one it has (200), its sink, filters and config replaced when the body's differ (its start position stays). Another topic or protocol than the named one's: 409 `SUBSCRIPTION_NAME_TAKEN`. Idempotent: processes ensuring one name at once end with one subscription.",
+    params: { name: subscriptionNameSchema.describe("the subscription's name") },
+    body: { schema: createSubscriptionSchema },
+    responses: {
+      200: { ...VIEW, description: 'it existed (replaced where the body differs)' },
+      201: { ...VIEW, description: "created (an HTTP subscription's signing secret is shown this once)" },
+      ...errors(400, 404, 409),
+      ...GATED,
+    },
+  })
+  @GateRoute(CREATES)
+  async ensure(
+    @Param('name') name: string,
+    @Body() body: unknown,
+    @CallerParam() caller: Caller,
+    @Res({ passthrough: true }) reply: FastifyReply,
+  ): Promise<SubscriptionView> {
+    const { created, subscription } = await ensureSubscription(this.subscriptions, name, body, caller);
+    void reply.status(created ? 201 : 200);
+    return subscription;
   }
 
   @Get(':id')

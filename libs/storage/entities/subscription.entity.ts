@@ -5,6 +5,7 @@ import { bigintAsNumber } from './bigint.transformer';
 @Entity({ name: 'subscriptions' })
 @Index('subscriptions_instance_status_idx', ['instanceId', 'status'])
 @Index('subscriptions_tenant_created_idx', ['tenant', 'createdAt'])
+@Index('subscriptions_tenant_name_key', ['tenant', 'name'], { unique: true, where: 'name IS NOT NULL' })
 export class SubscriptionEntity {
   @PrimaryColumn({ type: 'uuid' })
   id!: string;
@@ -12,6 +13,13 @@ export class SubscriptionEntity {
   /** The tenant that owns it: only that tenant's callers see or change it (another tenant gets 404). */
   @Column({ type: 'text', default: 'default' })
   tenant!: string;
+
+  /**
+   * The tenant's own key for it, unique within the tenant (null: unnamed). A client ensures a subscription by its
+   * name (`PUT /subscriptions/by-name/{name}`): every process of an app, and every restart, gets the same one.
+   */
+  @Column({ type: 'text', nullable: true })
+  name!: string | null;
 
   @Column({ type: 'text' })
   topic!: string;

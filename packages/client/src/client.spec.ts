@@ -1,5 +1,5 @@
 import { EventMeshClient } from './client';
-import { fakeFetch } from './testing/fake-fetch';
+import { fakeFetch, Reply } from './testing/fake-fetch';
 
 const view = (id: string, extra: object = {}) => ({
   id,
@@ -26,26 +26,33 @@ describe('EventMeshClient', () => {
     ]);
   });
 
-  it('ensure: finds the subscription with the same spec, else creates one', async () => {
+  it('ensure: one idempotent PUT by name, retried on a reset; byName reads the list by name', async () => {
+    const replies: Reply[] = [{ reset: true }, { status: 201, body: view('s1', { name: 'orders' }) }];
     const { fetch, sent } = fakeFetch((req) =>
-      req.method === 'GET'
-        ? {
-            status: 200,
-            body: [
-              view('other', { filters: [{ exact: { type: 'b' } }] }),
-              view('same', { filters: [{ exact: { type: 'a' } }] }),
-            ],
-          }
-        : { status: 201, body: view('new') },
+      req.method === 'GET' ? { status: 200, body: [view('s1', { name: 'orders' })] } : replies.shift()!,
     );
+    const mesh = new EventMeshClient({ url: 'http://mesh', fetch, retry: { initialDelayMs: 1 } });
+    const spec = { name: 'orders', protocol: 'STREAM' as const, filters: [{ exact: { type: 'a' } }] };
+    expect((await mesh.subscriptions.ensure(spec)).id).toBe('s1');
+    expect((await mesh.subscriptions.byName('orders'))?.id).toBe('s1');
+    expect(sent.map((s) => [s.method, s.url])).toEqual([
+      ['PUT', 'http://mesh/subscriptions/by-name/orders'],
+      ['PUT', 'http://mesh/subscriptions/by-name/orders'],
+      ['GET', 'http://mesh/subscriptions?name=orders'],
+    ]);
+    expect(JSON.parse(sent[1].body)).toEqual(spec);
+  });
+
+  it("ensure: a name another topic's subscription holds is a ConflictError with the runtime's code", async () => {
+    const body = { code: 'SUBSCRIPTION_NAME_TAKEN', message: 'subscription name "orders" is taken', field: 'name' };
+    const { fetch, sent } = fakeFetch(() => ({ status: 409, body }));
     const mesh = new EventMeshClient({ url: 'http://mesh', fetch });
-    expect((await mesh.subscriptions.ensure({ protocol: 'STREAM', filters: [{ exact: { type: 'a' } }] })).id).toBe(
-      'same',
-    );
-    expect((await mesh.subscriptions.ensure({ protocol: 'STREAM', filters: [{ exact: { type: 'c' } }] })).id).toBe(
-      'new',
-    );
-    expect(sent.map((s) => s.method)).toEqual(['GET', 'GET', 'POST']);
+    await expect(mesh.subscriptions.ensure({ name: 'orders', protocol: 'STREAM' })).rejects.toMatchObject({
+      name: 'ConflictError',
+      code: 'SUBSCRIPTION_NAME_TAKEN',
+      field: 'name',
+    });
+    expect(sent).toHaveLength(1);
   });
 
   it("reply: carries the request's correlationid", async () => {

@@ -44,9 +44,13 @@ export class EventMeshClient {
     return this.publisher.publish(structuredJson(event, this.options.source), call);
   }
 
-  /** Publishes many events, in batch requests cut at the batch bounds; resolves with each event's result in order. */
-  publishMany(events: EventInput[], call?: PublishCallOptions): Promise<PublishResult[]> {
-    return Promise.all(events.map((e) => this.publish(e, call)));
+  /**
+   * Publishes many events, in batch requests cut at the batch bounds; resolves with each event's result in order.
+   * Each event is serialized only once there is room in flight for it, so a long list (or a generator) costs the
+   * flow-control bounds in memory, not its whole size.
+   */
+  publishMany(events: Iterable<EventInput>, call?: PublishCallOptions): Promise<PublishResult[]> {
+    return this.publisher.publishMany(events, (e) => structuredJson(e, this.options.source), call);
   }
 
   /** Publishes `event` as a request and resolves with the reply event; rejects with `RequestTimeoutError` on the runtime's 408. */

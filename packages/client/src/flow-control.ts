@@ -21,11 +21,15 @@ export class FlowControl {
 
   /** Resolves once `events` and `bytes` fit; the caller must `release` the same amounts when answered. */
   acquire(events: number, bytes: number): Promise<void> {
-    if (this.head === this.waiters.length && this.fits(events, bytes)) {
-      this.take(events, bytes);
-      return Promise.resolve();
-    }
+    if (this.tryAcquire(events, bytes)) return Promise.resolve();
     return new Promise((go) => this.waiters.push({ events, bytes, go }));
+  }
+
+  /** Takes the room at once when it fits and nobody waits (true), else takes nothing (false). */
+  tryAcquire(events: number, bytes: number): boolean {
+    if (this.head !== this.waiters.length || !this.fits(events, bytes)) return false;
+    this.take(events, bytes);
+    return true;
   }
 
   release(events: number, bytes: number): void {

@@ -14,6 +14,17 @@ const client = (f: typeof fetch, extra: object = {}) =>
   new EventMeshClient({ url: 'http://mesh', fetch: f, retry: { initialDelayMs: 1, maxDelayMs: 2 }, ...extra });
 const ids = (req: SentRequest): string[] => ([] as { id: string }[]).concat(JSON.parse(req.body)).map((e) => e.id);
 
+/** A fetch that holds each request (its events' ids in `held`) until its `go` is called, then answers it. */
+function heldFetch(): { held: { ids: string[]; go: () => void }[]; slow: typeof fetch } {
+  const held: { ids: string[]; go: () => void }[] = [];
+  const { fetch: inner } = fakeFetch(ok);
+  const slow = ((url: string, init: RequestInit) =>
+    new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() =>
+      inner(url, init),
+    )) as typeof fetch;
+  return { held, slow };
+}
+
 describe('publish', () => {
   it('gives an event without an id a fresh one, and keeps one it has', async () => {
     const { fetch, sent } = fakeFetch(ok);
@@ -116,12 +127,7 @@ describe('publish', () => {
   });
 
   it('waits for room when maxEventsInFlight events are unanswered', async () => {
-    const held: { ids: string[]; go: () => void }[] = [];
-    const { fetch: inner } = fakeFetch(ok);
-    const slow = ((url: string, init: RequestInit) =>
-      new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() =>
-        inner(url, init),
-      )) as typeof fetch;
+    const { held, slow } = heldFetch();
     const mesh = client(slow, { publish: { maxEventsInFlight: 2 } });
     const all = ['a', 'b', 'c'].map((id) => mesh.publish({ id, source: '/s', type: 't' }));
     await new Promise((r) => setTimeout(r, 20));
@@ -132,6 +138,35 @@ describe('publish', () => {
     expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['c']]);
     held[1].go();
     expect((await all[2]).id).toBe('c');
+  });
+
+  it('publishMany takes events from its iterable only as room in flight frees, and answers each in order', async () => {
+    const { held, slow } = heldFetch();
+    const mesh = client(slow, { publish: { maxEventsInFlight: 2 } });
+    const taken: string[] = [];
+    function* events() {
+      for (const id of ['a', 'b', 'c', 'd', 'e']) {
+        taken.push(id);
+        yield { id, source: '/s', type: 't' };
+      }
+    }
+    const all = mesh.publishMany(events());
+    await new Promise((r) => setTimeout(r, 20));
+    // Two in flight, the third taken and waiting for room: the rest not yet read.
+    expect({ taken, held: held.map((h) => h.ids) }).toEqual({ taken: ['a', 'b', 'c'], held: [['a', 'b']] });
+    held[0].go();
+    await new Promise((r) => setTimeout(r, 20));
+    expect({ taken, held: held.map((h) => h.ids) }).toEqual({
+      taken: ['a', 'b', 'c', 'd', 'e'],
+      held: [
+        ['a', 'b'],
+        ['c', 'd'],
+      ],
+    });
+    held[1].go();
+    await new Promise((r) => setTimeout(r, 20));
+    held[2].go();
+    expect((await all).map((r) => r.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
   it('sends traceparent with the call and the topic as a query parameter', async () => {

@@ -21,8 +21,8 @@ export const PUBLISH_DEFAULTS: Required<PublishOptions> = {
   maxBatchBytes: 512 * 1024,
 };
 
+/** A queued event's caller: answered (and its room in flight given back) when its request is. */
 interface Pending {
-  json: string;
   bytes: number;
   resolve: (r: PublishResult) => void;
   reject: (e: unknown) => void;
@@ -30,6 +30,8 @@ interface Pending {
 
 interface Lane {
   call: PublishCallOptions;
+  /** The events' JSON texts, until the lane is flushed into one request body. */
+  texts: string[];
   items: Pending[];
   bytes: number;
   timer?: NodeJS.Timeout | NodeJS.Immediate;
@@ -65,16 +67,38 @@ export class Publisher {
   async publish(json: string, call: PublishCallOptions = {}): Promise<PublishResult> {
     const bytes = Buffer.byteLength(json);
     await this.flow.acquire(1, bytes);
-    try {
-      return await new Promise<PublishResult>((resolve, reject) =>
-        this.enqueue({ json, bytes, resolve, reject }, call),
-      );
-    } finally {
-      this.flow.release(1, bytes);
-    }
+    return this.queue(json, bytes, call);
   }
 
-  private enqueue(item: Pending, call: PublishCallOptions): void {
+  /**
+   * Publishes `events` in order, each turned into JSON text (`toJson`) only once there is room in flight for it: a
+   * long list is never held as JSON all at once, and each request's events are serialized just before it is sent,
+   * as a hand-written batch loop does. Resolves with each event's result, in order; rejects with the first failure.
+   */
+  async publishMany<E>(
+    events: Iterable<E>,
+    toJson: (event: E) => string,
+    call: PublishCallOptions = {},
+  ): Promise<PublishResult[]> {
+    const answers: Promise<PublishResult>[] = [];
+    for (const event of events) {
+      const json = toJson(event);
+      const bytes = Buffer.byteLength(json);
+      if (!this.flow.tryAcquire(1, bytes)) await this.flow.acquire(1, bytes);
+      const answer = this.queue(json, bytes, call);
+      // Awaited through Promise.all below; an early failure is not an unhandled rejection while the loop runs.
+      answer.catch(() => undefined);
+      answers.push(answer);
+    }
+    return Promise.all(answers);
+  }
+
+  /** Queues an event whose room in flight is taken; the room is given back when it is answered. */
+  private queue(json: string, bytes: number, call: PublishCallOptions): Promise<PublishResult> {
+    return new Promise<PublishResult>((resolve, reject) => this.enqueue(json, { bytes, resolve, reject }, call));
+  }
+
+  private enqueue(json: string, item: Pending, call: PublishCallOptions): void {
     const topic = call.topic ?? this.defaultTopic;
     const key = `${topic ?? ''}\n${call.traceparent ?? ''}\n${call.tracestate ?? ''}`;
     let lane = this.lanes.get(key);
@@ -82,7 +106,8 @@ export class Publisher {
       this.flush(key, lane);
       lane = undefined;
     }
-    if (!lane) this.lanes.set(key, (lane = { call: { ...call, topic }, items: [], bytes: 1 }));
+    if (!lane) this.lanes.set(key, (lane = { call: { ...call, topic }, texts: [], items: [], bytes: 1 }));
+    lane.texts.push(json);
     lane.items.push(item);
     lane.bytes += item.bytes + 1;
     if (lane.items.length >= this.options.maxBatchEvents) this.flush(key, lane);
@@ -95,34 +120,49 @@ export class Publisher {
     }
   }
 
+  /**
+   * Sends the lane's events as one request. The body is made here and the events' own texts let go: a request in
+   * flight holds one string, not one per event (each would outlive a young-generation collection and be copied).
+   */
   private flush(key: string, lane: Lane): void {
     if (lane.timer) {
       clearTimeout(lane.timer as NodeJS.Timeout);
       clearImmediate(lane.timer as NodeJS.Immediate);
     }
     this.lanes.delete(key);
-    if (lane.items.length > 0) void this.send(lane.items, lane.call);
+    if (lane.items.length === 0) return;
+    const body = lane.texts.length > 1 ? `[${lane.texts.join(',')}]` : lane.texts[0];
+    void this.send(body, lane.items, lane.call);
   }
 
-  private async send(items: Pending[], call: PublishCallOptions): Promise<void> {
+  /** `body`: one event's JSON text for one item, else the batch's JSON array, in the items' order. */
+  private async send(body: string, items: Pending[], call: PublishCallOptions): Promise<void> {
     try {
-      const results = await this.post(items, call);
-      items.forEach((item, i) => item.resolve(results[i]));
+      const results = await this.post(body, items.length > 1, call);
+      items.forEach((item, i) => this.settle(item).resolve(results[i]));
     } catch (e) {
       const index = e instanceof ValidationError ? e.body.index : undefined;
       if (items.length > 1 && typeof index === 'number' && index >= 0 && index < items.length) {
-        items[index].reject(e);
+        this.settle(items[index]).reject(e);
+        // The others again, without it (read back from the body: a refusal is rare, a request in flight is not).
+        const rest = (JSON.parse(body) as unknown[]).filter((_, i) => i !== index).map((e) => JSON.stringify(e));
         return this.send(
+          rest.length > 1 ? `[${rest.join(',')}]` : rest[0],
           items.filter((_, i) => i !== index),
           call,
         );
       }
-      for (const item of items) item.reject(e);
+      for (const item of items) this.settle(item).reject(e);
     }
   }
 
-  private async post(items: Pending[], call: PublishCallOptions): Promise<PublishResult[]> {
-    const batch = items.length > 1;
+  /** Gives an answered event's room in flight back. */
+  private settle(item: Pending): Pending {
+    this.flow.release(1, item.bytes);
+    return item;
+  }
+
+  private async post(body: string, batch: boolean, call: PublishCallOptions): Promise<PublishResult[]> {
     const headers: Record<string, string> = {
       'content-type': batch ? 'application/cloudevents-batch+json' : 'application/cloudevents+json',
     };
@@ -132,11 +172,11 @@ export class Publisher {
       path: '/events/publish',
       query: { topic: call.topic },
       headers,
-      body: batch ? `[${items.map((i) => i.json).join(',')}]` : items[0].json,
+      body,
       idempotent: true,
     });
-    const body = JSON.parse(answer.text) as PublishResult | BatchPublishAnswer;
-    return 'results' in body ? body.results : [body];
+    const answered = JSON.parse(answer.text) as PublishResult | BatchPublishAnswer;
+    return 'results' in answered ? answered.results : [answered];
   }
 }
 

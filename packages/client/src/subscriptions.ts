@@ -20,13 +20,29 @@ export class Subscriptions {
   }
 
   /**
-   * The tenant's subscription with the same protocol, topic, sink, filters and policy, else a new one. The runtime
-   * has no subscription name, so this matches on what the subscription does; two processes ensuring the same spec
-   * at the same moment can both create one.
+   * The tenant's subscription named `spec.name`, made to match `spec` (`PUT /subscriptions/by-name/{name}`): created
+   * when the tenant has none of that name; else the same one, its sink, filters and config replaced where `spec`'s
+   * differ (its start position stays). Idempotent by name, so retried, and safe from many processes at once: they
+   * all get the one subscription. A name held by a subscription of another topic or protocol: `ConflictError`
+   * `SUBSCRIPTION_NAME_TAKEN`.
    */
-  async ensure(spec: SubscriptionSpec): Promise<Subscription> {
-    const found = (await this.list()).find((s) => sameSpec(s, spec));
-    return found ?? this.create(spec);
+  async ensure(spec: SubscriptionSpec & { name: string }): Promise<Subscription> {
+    return this.json<Subscription>({
+      method: 'PUT',
+      path: `/subscriptions/by-name/${encodeURIComponent(spec.name)}`,
+      body: JSON.stringify(spec),
+      idempotent: true,
+    });
+  }
+
+  /** The tenant's subscription named `name`, or undefined when it has none. */
+  async byName(name: string): Promise<Subscription | undefined> {
+    const [found] = await this.json<Subscription[]>({
+      method: 'GET',
+      path: `/subscriptions?name=${encodeURIComponent(name)}`,
+      idempotent: true,
+    });
+    return found;
   }
 
   async get(id: string): Promise<Subscription> {
@@ -67,14 +83,4 @@ export class Subscriptions {
     const answer = await this.http.send({ ...req, headers: { 'content-type': 'application/json', ...req.headers } });
     return JSON.parse(answer.text) as T;
   }
-}
-
-function sameSpec(s: Subscription, spec: SubscriptionSpec): boolean {
-  return (
-    s.protocol === (spec.protocol ?? 'HTTP') &&
-    (spec.topic === undefined || s.topic === spec.topic) &&
-    s.sink === spec.sink &&
-    JSON.stringify(s.filters) === JSON.stringify(spec.filters ?? []) &&
-    ((s.config.policy as string | undefined) ?? 'LOAD_BALANCE') === (spec.config?.policy ?? 'LOAD_BALANCE')
-  );
 }

@@ -2,20 +2,18 @@ import { EventMeshClient, NotFoundError } from '@eventmesh/client';
 import type { MeshClientPort, StreamSubscriptionSpec } from './mesh-client-port';
 
 /**
- * The module's port over the SDK's client. The runtime's subscriptions have no name, and the SDK's
- * `subscriptions.ensure` finds a subscription by what it does (protocol, topic, filters, policy); two handlers
- * with the same topic and filters would then share one subscription and split its events. So the name goes into
- * the filters as a filter that every event passes (`not` an `exact` match of an extension attribute no event
- * carries: `nestjssubscription`), which makes `ensure` idempotent by name: one subscription per name, the same one
- * after every restart and in every process of the app.
+ * The module's port over the SDK's client. A decorated method's subscription is ensured by its name
+ * (`subscriptions.ensure`, `PUT /subscriptions/by-name/{name}`): one subscription per name, the same one after
+ * every restart and in every process of the app, however many handlers share a topic and filters.
  */
 export function sdkPort(client: EventMeshClient): MeshClientPort {
   return {
     async ensureStreamSubscription(spec: StreamSubscriptionSpec) {
       const subscription = await client.subscriptions.ensure({
+        name: spec.name,
         protocol: 'STREAM',
         topic: spec.topic,
-        filters: [...spec.filters, nameFilter(spec.name)],
+        filters: spec.filters,
         ...(spec.policy ? { config: { policy: spec.policy } } : {}),
       });
       return subscription.id;
@@ -31,9 +29,4 @@ export function sdkPort(client: EventMeshClient): MeshClientPort {
     },
     close: () => client.close(),
   };
-}
-
-/** The filter that carries a subscription's name (see above): it matches every event without that attribute. */
-export function nameFilter(name: string): { not: { exact: Record<string, string> } } {
-  return { not: { exact: { nestjssubscription: name } } };
 }

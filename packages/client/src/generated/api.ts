@@ -980,6 +980,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        name?: string;
                         /**
                          * @default HTTP
                          * @enum {string}
@@ -1029,6 +1030,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             id: string;
+                            /** @description the tenant's key for it (unique within the tenant), when it has one */
+                            name?: string;
                             topic: string;
                             /** @enum {string} */
                             protocol: "HTTP" | "STREAM";
@@ -1310,14 +1313,17 @@ export interface paths {
         /** The caller's subscriptions */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description only the one of this name */
+                    name?: string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
             };
             requestBody?: never;
             responses: {
-                /** @description the list */
+                /** @description the list, oldest first */
                 200: {
                     headers: {
                         /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
@@ -1327,6 +1333,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             id: string;
+                            /** @description the tenant's key for it (unique within the tenant), when it has one */
+                            name?: string;
                             topic: string;
                             /** @enum {string} */
                             protocol: "HTTP" | "STREAM";
@@ -1426,6 +1434,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        name?: string;
                         /**
                          * @default HTTP
                          * @enum {string}
@@ -1475,6 +1484,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             id: string;
+                            /** @description the tenant's key for it (unique within the tenant), when it has one */
+                            name?: string;
                             topic: string;
                             /** @enum {string} */
                             protocol: "HTTP" | "STREAM";
@@ -1560,6 +1571,23 @@ export interface paths {
                         };
                     };
                 };
+                /** @description the current state refuses this */
+                409: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
                 /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
                 429: {
                     headers: {
@@ -1602,6 +1630,257 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/subscriptions/by-name/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Ensure a subscription by its name
+         * @description Creates the caller's subscription of this name (201, as a create) or answers the one it has (200), its sink, filters and config replaced when the body's differ (its start position stays). Another topic or protocol than the named one's: 409 `SUBSCRIPTION_NAME_TAKEN`. Idempotent: processes ensuring one name at once end with one subscription.
+         */
+        put: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the subscription's name */
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name?: string;
+                        /**
+                         * @default HTTP
+                         * @enum {string}
+                         */
+                        protocol?: "HTTP" | "STREAM";
+                        /** Format: uri */
+                        sink?: string;
+                        topic?: string;
+                        /** @default [] */
+                        filters?: unknown[];
+                        /**
+                         * @default {
+                         *       "startFrom": "latest",
+                         *       "trusted": false
+                         *     }
+                         */
+                        config?: {
+                            /** @default latest */
+                            startFrom?: "latest" | "earliest" | string;
+                            /** @default false */
+                            trusted?: boolean;
+                            retry?: {
+                                maxAttempts?: number;
+                                initialDelayMs?: number;
+                                maxDelayMs?: number;
+                            };
+                            /** @enum {string} */
+                            ordering?: "partition" | "key" | "none";
+                            concurrency?: number;
+                            /** @enum {string} */
+                            policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
+                            ackTimeoutMs?: number;
+                        };
+                    } & (unknown & {
+                        config?: unknown;
+                    });
+                };
+            };
+            responses: {
+                /** @description it existed (replaced where the body differs) */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @description the tenant's key for it (unique within the tenant), when it has one */
+                            name?: string;
+                            topic: string;
+                            /** @enum {string} */
+                            protocol: "HTTP" | "STREAM";
+                            sink?: string;
+                            filters: unknown[];
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            instance: string;
+                            status: string;
+                            /** @description ISO 8601 */
+                            createdAt: string;
+                            /** @description the Standard Webhooks signing secret: in the answer to the create only */
+                            secret?: string;
+                        };
+                    };
+                };
+                /** @description created (an HTTP subscription's signing secret is shown this once) */
+                201: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @description the tenant's key for it (unique within the tenant), when it has one */
+                            name?: string;
+                            topic: string;
+                            /** @enum {string} */
+                            protocol: "HTTP" | "STREAM";
+                            sink?: string;
+                            filters: unknown[];
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            instance: string;
+                            status: string;
+                            /** @description ISO 8601 */
+                            createdAt: string;
+                            /** @description the Standard Webhooks signing secret: in the answer to the create only */
+                            secret?: string;
+                        };
+                    };
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description not found (or another tenant's: the same answer) */
+                404: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the current state refuses this */
+                409: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/subscriptions/{id}": {
         parameters: {
             query?: never;
@@ -1632,6 +1911,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             id: string;
+                            /** @description the tenant's key for it (unique within the tenant), when it has one */
+                            name?: string;
                             topic: string;
                             /** @enum {string} */
                             protocol: "HTTP" | "STREAM";
@@ -1750,6 +2031,7 @@ export interface paths {
             requestBody: {
                 content: {
                     "application/json": {
+                        name?: string;
                         /**
                          * @default HTTP
                          * @enum {string}
@@ -1799,6 +2081,8 @@ export interface paths {
                     content: {
                         "application/json": {
                             id: string;
+                            /** @description the tenant's key for it (unique within the tenant), when it has one */
+                            name?: string;
                             topic: string;
                             /** @enum {string} */
                             protocol: "HTTP" | "STREAM";
