@@ -173,11 +173,11 @@ export class OwnershipAgent {
       }
       const now = this.confirmed();
       if (now !== wasConfirmed) {
-        if (now) this.log.info('lease confirmed by Temporal again; partition loops resume');
+        if (now) this.log.info('lease confirmed again; partition loops resume');
         else
           this.log.warn(
             { windowMs: this.windowMs },
-            'lease not confirmed by Temporal within the window; partition loops hold',
+            'lease not confirmed by Temporal within the window, or the liveness lock not held; partition loops hold',
           );
         wasConfirmed = now;
       }
