@@ -55,6 +55,8 @@ export class LivenessLock {
   private acquired = 0;
   private readonly stopped = new AbortController();
   private loop?: Promise<void>;
+  /** The statement on the session asked last (settled or not). */
+  private queue: Promise<unknown> = Promise.resolve();
   /** Hears the partition owners, other than this instance, whose liveness lock no session holds. */
   onReleased: (owners: string[]) => void = () => undefined;
 
@@ -93,18 +95,27 @@ export class LivenessLock {
 
   /** Takes another instance's liveness lock on this session: true when its session was gone (a crash). */
   async lockPeer(instanceId: string): Promise<boolean> {
-    if (!this.client) return false;
-    const rows: { locked: boolean }[] = (
-      await this.client.query('SELECT pg_try_advisory_lock($1::int4, hashtext($2)) AS locked', [
-        LIVENESS_LOCK_CLASS,
-        instanceId,
-      ])
-    ).rows;
-    return rows[0]?.locked === true;
+    const rows = await this.query<{ locked: boolean }>(
+      'SELECT pg_try_advisory_lock($1::int4, hashtext($2)) AS locked',
+      [LIVENESS_LOCK_CLASS, instanceId],
+    );
+    return rows?.[0]?.locked === true;
   }
 
   async unlockPeer(instanceId: string): Promise<void> {
-    await this.client?.query('SELECT pg_advisory_unlock($1::int4, hashtext($2))', [LIVENESS_LOCK_CLASS, instanceId]);
+    await this.query('SELECT pg_advisory_unlock($1::int4, hashtext($2))', [LIVENESS_LOCK_CLASS, instanceId]);
+  }
+
+  /**
+   * A statement on the session holding the lock (undefined when none does), after those asked before it: a pg
+   * client runs one statement at a time, and the confirmations and the peers' locks share the session.
+   */
+  private query<R extends object>(sql: string, params: unknown[]): Promise<R[] | undefined> {
+    const client = this.client;
+    if (!client) return Promise.resolve(undefined);
+    const result = this.queue.then(async () => (await client.query<R>(sql, params)).rows);
+    this.queue = result.catch(() => undefined);
+    return result;
   }
 
   private async run(): Promise<void> {
@@ -117,11 +128,12 @@ export class LivenessLock {
       }
       const askedAt = Date.now();
       try {
-        const { rows } = await this.client.query<{ owner: string }>(
+        const rows = await this.query<{ owner: string }>(
           `SELECT DISTINCT l.owner FROM partition_leases l
             WHERE l.owner IS NOT NULL AND l.owner <> $2 AND NOT EXISTS (${HELD})`,
           [LIVENESS_LOCK_CLASS, this.options.instanceId],
         );
+        if (!rows) continue;
         // Counted from the question: an answer that waited out a pause is not fresh.
         this.confirmedAt = askedAt;
         if (rows.length > 0) this.onReleased(rows.map((r) => r.owner));
