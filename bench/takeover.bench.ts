@@ -40,6 +40,8 @@ const TTL_MS = Number(process.env.BENCH_TTL_MS ?? 10000);
 const KILLS = Number(process.env.BENCH_KILLS ?? 10);
 const LOAD_PER_SECOND = Number(process.env.BENCH_LOAD_PER_SECOND ?? 120);
 const THROUGHPUT_EVENTS = Number(process.env.BENCH_THROUGHPUT_EVENTS ?? 6000);
+/** The goal for the p99 of a takeover after a kill -9 (issue 36), whatever the TTL. */
+const CRASH_GOAL_MS = 3000;
 const PARTITIONS = 6;
 const config = benchConfig();
 
@@ -444,7 +446,7 @@ async function main(): Promise<void> {
         `| kafkajs consumer group (session timeout ${TTL_MS} ms) | ${group.n} | ${f(group.p50)} | ${f(group.p95)} | ${f(group.p99)} | ${f(group.max)} |`,
       );
       console.log(
-        `\np99 ratio ours/group: ${(ours.p99 / group.p99).toFixed(2)}x; goal p99 <= TTL + 3 s = ${TTL_MS + 3000} ms: ${ours.p99 <= TTL_MS + 3000 ? 'met' : 'NOT met'}; goal no worse than the group: ${ours.p99 <= group.p99 ? 'met' : 'NOT met'}`,
+        `\np99 ratio ours/group: ${(ours.p99 / group.p99).toFixed(2)}x; goal p99 <= ${CRASH_GOAL_MS} ms (a crash is seen by its released liveness lock, not the TTL): ${ours.p99 <= CRASH_GOAL_MS ? 'met' : 'NOT met'}`,
       );
     }
     console.log(

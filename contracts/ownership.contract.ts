@@ -80,7 +80,10 @@ export interface JoinRequest {
 export interface LeaveNotice {
   instanceId: string;
   leaseRunId: string;
-  /** `lost`: the lease heartbeat timed out (crash, or cut off from Temporal); `stopped`: a clean shutdown. */
+  /**
+   * `lost`: the lease heartbeat timed out (crash, or cut off from Temporal), or a peer found the instance's
+   * liveness lock released (a crash, at once); `stopped`: a clean shutdown.
+   */
   reason: 'lost' | 'stopped';
   detail?: string;
 }
@@ -105,6 +108,11 @@ export const joinSignal = defineSignal<[JoinRequest]>('join');
 /** To an instance's lease workflow: join the coordinator again with these partitions (a new coordinator run, or new partitions). */
 export const rejoinSignal = defineSignal<[PartitionKey[]]>('rejoin');
 export const leaveSignal = defineSignal<[LeaveNotice]>('leave');
+/**
+ * To an instance's lease workflow, from a peer that found the instance's liveness lock released (its Postgres
+ * session ended: the process crashed) and holds that lock itself: end the lease now, as lost, with this detail.
+ */
+export const livenessLostSignal = defineSignal<[string]>('livenessLost');
 /** Move every partition away from an instance (`drained: true`), or let it own partitions again. */
 export const drainUpdate = defineUpdate<PartitionMove[], [{ instanceId: string; drained: boolean }]>('drain');
 /** Pin one partition to a named instance; it moves there gracefully. */

@@ -1,5 +1,12 @@
 import { ActivityFailure } from '@temporalio/common';
-import { getExternalWorkflowHandle, patched, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import {
+  CancellationScope,
+  getExternalWorkflowHandle,
+  patched,
+  proxyActivities,
+  setHandler,
+  workflowInfo,
+} from '@temporalio/workflow';
 import type { OwnershipActivities } from '../contracts';
 import {
   COORDINATOR_WORKFLOW_ID,
@@ -8,6 +15,7 @@ import {
   joinSignal,
   leaveSignal,
   LeaveNotice,
+  livenessLostSignal,
   rejoinSignal,
 } from '../contracts';
 
@@ -18,6 +26,10 @@ import {
  * When the heartbeat times out (the process died, hangs, or is cut off from Temporal), or the activity was never
  * picked up, the instance is lost: the workflow tells the coordinator and ends. A clean shutdown ends the
  * activity, and the coordinator hears `stopped`. Heartbeats do not add to the history.
+ *
+ * A crash need not wait for the heartbeat timeout: a peer that finds the instance's liveness lock released (its
+ * Postgres session ended with the process; libs/ownership/crash-watch.ts) signals `livenessLost`, and the lease
+ * ends as lost at once, by the same path.
  */
 export async function instanceLeaseWorkflow(input: InstanceLeaseInput): Promise<LeaveNotice> {
   const { holdInstanceLease } = proxyActivities<OwnershipActivities>({
@@ -47,12 +59,18 @@ export async function instanceLeaseWorkflow(input: InstanceLeaseInput): Promise<
       return { instanceId: input.instanceId, leaseRunId, reason: 'lost', detail: `could not join: ${describe(e)}` };
     }
   }
+  const held = new CancellationScope();
+  let livenessLost: string | undefined;
+  setHandler(livenessLostSignal, (detail) => {
+    livenessLost ??= detail;
+    held.cancel();
+  });
   let notice: LeaveNotice;
   try {
-    await holdInstanceLease({ instanceId: input.instanceId });
+    await held.run(() => holdInstanceLease({ instanceId: input.instanceId }));
     notice = { instanceId: input.instanceId, leaseRunId, reason: 'stopped' };
   } catch (e) {
-    notice = { instanceId: input.instanceId, leaseRunId, reason: 'lost', detail: describe(e) };
+    notice = { instanceId: input.instanceId, leaseRunId, reason: 'lost', detail: livenessLost ?? describe(e) };
   }
   try {
     await coordinator.signal(leaveSignal, notice);

@@ -22,6 +22,8 @@ export interface OwnershipAgentOptions {
   partitionRunMs: number;
   /** The partitions this instance serves. */
   partitions: () => Promise<PartitionKey[]>;
+  /** The instance's liveness lock in Postgres (liveness-lock.ts); absent: the lease alone. */
+  liveness?: { confirmed(): boolean; acquiredAt(): number };
 }
 
 /** Every this many confirmations (about one TTL), the coordinator is checked and new partitions are announced. */
@@ -64,9 +66,17 @@ export class OwnershipAgent {
     return Math.floor(this.options.leaseTtlMs / 2);
   }
 
-  /** This instance's membership was confirmed by Temporal within the last half TTL. */
+  /**
+   * This instance's membership was confirmed by Temporal within the last half TTL, and its liveness lock is held
+   * and confirmed, by a session that took it before that Temporal confirmation was asked: after the lock was lost
+   * and taken again, a peer may have ended the lease meanwhile, and only a later answer from Temporal can say not.
+   */
   confirmed(): boolean {
-    return Date.now() - this.confirmedAt < this.windowMs;
+    const { liveness } = this.options;
+    return (
+      Date.now() - this.confirmedAt < this.windowMs &&
+      (!liveness || (liveness.confirmed() && liveness.acquiredAt() <= this.confirmedAt))
+    );
   }
 
   /** Confirmed, and `leaseRunId` is still this instance's lease run (a loop bound to an older one stays closed). */
@@ -163,11 +173,11 @@ export class OwnershipAgent {
       }
       const now = this.confirmed();
       if (now !== wasConfirmed) {
-        if (now) this.log.info('lease confirmed by Temporal again; partition loops resume');
+        if (now) this.log.info('lease confirmed again; partition loops resume');
         else
           this.log.warn(
             { windowMs: this.windowMs },
-            'lease not confirmed by Temporal within the window; partition loops hold',
+            'lease not confirmed by Temporal within the window, or the liveness lock not held; partition loops hold',
           );
         wasConfirmed = now;
       }

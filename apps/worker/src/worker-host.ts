@@ -12,7 +12,7 @@ import { DispatchLoop, RunningLoops, WebhookSender } from '../../../libs/deliver
 import type { RuntimeMetrics } from '../../../libs/metrics';
 import { createLogger } from '../../../libs/logging';
 import { BootError, Dependencies, reasonOf, shutdownInOrder, withDeadline } from '../../../libs/runtime';
-import { OwnershipAgent } from '../../../libs/ownership';
+import { CrashWatch, LivenessLock, livenessTimingFor, OwnershipAgent } from '../../../libs/ownership';
 import {
   DeadLetterReplayStore,
   RetentionPurge,
@@ -95,6 +95,8 @@ export class WorkerHost {
   private running: Promise<void>[] = [];
   /** PARTITION_OWNED_PULL only. */
   agent?: OwnershipAgent;
+  /** PARTITION_OWNED_PULL only: the instance's liveness lock, and the watch on its peers' (crash takeover). */
+  private liveness?: { lock: LivenessLock; watch: CrashWatch };
   /** LOCAL_STICKY_PULL only. */
   orphans?: OrphanTakeover;
   /** What the gateway of the same process uses of the A2A worker (a2a-worker.ts). */
@@ -234,9 +236,18 @@ export class WorkerHost {
       return host;
     }
 
+    const timing = livenessTimingFor(config.delivery.leaseTtlMs);
+    const liveness = new LivenessLock(config.postgres, { instanceId: config.instance.id, ...timing });
+    const watch = new CrashWatch(deps.temporal.client, liveness, {
+      instanceId: config.instance.id,
+      leaseTtlMs: config.delivery.leaseTtlMs,
+      windowMs: timing.windowMs,
+      graceMs: Math.min(Math.floor(config.delivery.leaseTtlMs / 2), 4 * timing.windowMs),
+    });
     const agent = new OwnershipAgent(deps.temporal.client, {
       instanceId: config.instance.id,
       leaseTtlMs: config.delivery.leaseTtlMs,
+      liveness,
       partitionRunMs: DISPATCH_RUN_MS,
       // The configured topics' partitions, and those of the A2A agents' topics that a subscription reads (an agent's
       // replicas pulling its tasks, observers of its events): owned from the next announcement after the subscription.
@@ -317,6 +328,9 @@ export class WorkerHost {
     );
     host.run(onFatal);
     await host.ensureRetentionSchedule(config, deps);
+    host.liveness = { lock: liveness, watch };
+    // Before joining: a peer's takeover after this instance's previous process crashed lets the lock go when done.
+    await liveness.start(3 * config.delivery.leaseTtlMs);
     try {
       await agent.start();
     } catch (e) {
@@ -431,6 +445,9 @@ export class WorkerHost {
         (worker, i) => [`Temporal worker of task queue ${worker.options.taskQueue}`, () => this.running[i]] as const,
       ),
       ['Temporal worker connection', () => this.connection.close()],
+      // After the lease ended as stopped: a peer that found the lock released earlier would end it as lost.
+      ['crash watch', () => this.liveness?.watch.stop()],
+      ['liveness lock', () => this.liveness?.lock.stop()],
       ['Kafka reader', () => this.reader.disconnect()],
       ['Kafka reader of the A2A request topics', () => this.a2aReader.disconnect()],
       ['publisher of the A2A task events', () => this.a2aEvents.close()],
