@@ -230,6 +230,8 @@ describe('connector runtime: outbox -> mesh -> table', () => {
     await startReplica(`c-${tag}`);
     const before = await jobView(sourceJob);
     const stopped = before.run.owner;
+    // Ask a replica that keeps running.
+    admin = [...replicas].find(([name]) => name !== stopped)![1].url!;
     // Hold the outbox locked so the running loop is inside a round (its poll waiting) when its replica stops: after
     // SIGCONT it has rows in hand and goes on to publish them and commit the position.
     const locker = await app.client();
@@ -253,7 +255,6 @@ describe('connector runtime: outbox -> mesh -> table', () => {
       },
       { timeoutMs: 60000 },
     );
-    admin = replicas.get(`c-${tag}`)!.url!;
     replicas.get(stopped)!.child.kill('SIGCONT');
     await waitFor(
       'the resumed replica’s write was refused',
