@@ -175,10 +175,13 @@ describe('connector runtime: outbox -> mesh -> table', () => {
     const before = await jobView(sourceJob);
     await writers[2].query('COMMIT');
     await writers[1].query('COMMIT');
-    // The loop has polled at least once with the first writer still open (it renewed, or it moved).
-    await waitFor('a poll while the first writer is open', async () => {
+    // The loop has polled at least once after those commits with the first writer still open: it moved, or it
+    // renewed its epoch twice (the first renewal seen may close a poll that began before the commits).
+    const renewals = new Set<string>();
+    await waitFor('a poll after the commits while the first writer is open', async () => {
       const now = await jobView(sourceJob);
-      return now.run.renewedAt !== before.run.renewedAt || now.position !== before.position;
+      if (now.run.renewedAt !== before.run.renewedAt) renewals.add(now.run.renewedAt);
+      return now.position !== before.position || renewals.size >= 2;
     });
     await writers[0].query('COMMIT');
     await Promise.all(writers.map((w) => w.end()));
