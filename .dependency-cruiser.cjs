@@ -3,6 +3,7 @@
 //
 //   scripts, bench            entry points: may import anything below
 //   apps/instance             composes the other two apps
+//   apps/connectors           a client of the runtime: the SDK and the reusable libs only (rule below)
 //   apps/gateway, apps/worker may import libs, activities and workflows
 //   activities                may import libs and contracts, never a workflow
 //   libs                      may import other libs (through their index.ts) and contracts; never apps, activities
@@ -93,6 +94,19 @@ module.exports = {
       severity: 'error',
       from: { path: '^apps/(gateway|worker)/' },
       to: { path: '^apps/', pathNot: '^apps/$1/' },
+    },
+    {
+      name: 'connectors-outside-the-runtime',
+      comment:
+        'The connector runtime (apps/connectors) is a client of the event runtime: it talks to it through the SDK ' +
+        'only, and imports none of its internals (no other app, no activity, no runtime lib). Allowed: the SDK, the ' +
+        'contracts, and the libs meant for reuse: config, logging, errors, the fence, the security gate library.',
+      severity: 'error',
+      from: { path: '^apps/connectors/' },
+      to: {
+        path: '^(apps|libs|activities|workflows)/',
+        pathNot: ['^apps/connectors/', '^libs/(config|logging|errors|fence|security)/', '^workflows/index\\.ts$'],
+      },
     },
     {
       name: 'nothing-imports-entry-points',

@@ -6,3 +6,4 @@ export * from './ownership.contract';
 export * from './dispatch.contract';
 export * from './a2a-task.contract';
 export * from './dead-letters.contract';
+export * from './connector-job.contract';

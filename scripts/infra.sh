@@ -53,7 +53,8 @@ TEMPORAL_CLI_VERSION=v1.5.1
 TEMPORAL_BIN=$TOOLS/bin/temporal
 # Custom search attributes used by the partition workflows (docs/topologies.md).
 TEMPORAL_SEARCH_ATTRIBUTES=(EventMeshTopic=Keyword EventMeshPartition=Int EventMeshOwner=Keyword EventMeshEpoch=Int
-  EventMeshAgent=Keyword EventMeshTaskState=Keyword EventMeshTenant=Keyword)
+  EventMeshAgent=Keyword EventMeshTaskState=Keyword EventMeshTenant=Keyword
+  EventMeshConnectorKind=Keyword EventMeshJobState=Keyword)
 # The dev server's store and dynamic configuration (docs/a2a.md#the-model):
 # - SQLite in write-ahead-log mode, synced at checkpoints: in its default rollback-journal mode every commit of the
 #   server waits for fsyncs of the journal and the database. A killed server loses nothing either way; a host that

@@ -8,5 +8,6 @@ export * from './a2a-task.workflow';
 export * from './dlq-replay.workflow';
 export * from './dlq-retention.workflow';
 export * from './a2a-task-retention.workflow';
+export * from './connector-job.workflow';
 // The Temporal contracts, for the apps and tests that still import them from here.
 export * from '../contracts';

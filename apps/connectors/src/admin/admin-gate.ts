@@ -1,0 +1,67 @@
+import type { FastifyRequest } from 'fastify';
+import type { DataSource } from 'typeorm';
+import type { EventMeshConfig } from '../../../../libs/config';
+import { ANONYMOUS, Caller, LoggingAuditSink, SecurityGate, TokenAuth } from '../../../../libs/security';
+
+/**
+ * The admin gate of the connector runtime: the security gate library of the event runtime with the same settings
+ * as its admin API (EVENTMESH_ADMIN_SECURITY_FILTERS, ..._FAIL_CLOSED, the token keys, the operator tenant) and
+ * the same API keys, so one operator token (or a tenant admin's) works for both. TokenAuth only: the event
+ * runtime's ACL rules are not applied here (not built; docs/connectors.md). Every decision is audited to the log.
+ */
+export class AdminGate {
+  private readonly gate: SecurityGate;
+  private readonly token?: TokenAuth;
+
+  constructor(shared: EventMeshConfig, db: DataSource) {
+    const security = shared.admin.security;
+    this.token = security.filters.includes('token') ? TokenAuth.fromConfig(shared, db) : undefined;
+    this.gate = new SecurityGate({
+      name: 'connectors-admin',
+      filters: this.token ? [this.token] : [],
+      failClosed: security.failClosed,
+      audit: new LoggingAuditSink(),
+      auditAllows: true,
+    });
+  }
+
+  get mode(): string {
+    return this.gate.stats().mode;
+  }
+
+  /** The caller of an admin request (throws the gate's refusal). */
+  async admit(request: FastifyRequest, route: string): Promise<Caller> {
+    const admission = await this.gate.admit({
+      route,
+      action: 'admin',
+      headers: request.headers,
+      remoteAddress: request.ip,
+      privileged: true,
+    });
+    admission.release();
+    return admission.caller;
+  }
+
+  /**
+   * The tenant a job's mesh credential belongs to, as the event runtime's TokenAuth reads it; undefined when
+   * no TokenAuth runs here (an open gate), and a refusal when the credential is not valid.
+   */
+  async tenantOf(credential: { apiKey?: string; token?: string }): Promise<string | undefined> {
+    if (!this.token) return ANONYMOUS.tenant;
+    const headers = credential.apiKey
+      ? { 'x-api-key': credential.apiKey }
+      : credential.token
+        ? { authorization: `Bearer ${credential.token}` }
+        : {};
+    const verdict = await this.token.check({
+      request: { route: 'POST /admin/jobs', action: 'publish', headers, remoteAddress: '127.0.0.1' },
+      caller: ANONYMOUS,
+    });
+    if (!verdict.allow) throw verdict.refusal;
+    return verdict.caller?.tenant;
+  }
+
+  async close(): Promise<void> {
+    await this.gate.close();
+  }
+}

@@ -1,0 +1,255 @@
+import type { Client } from '@temporalio/client';
+import { WorkflowNotFoundError } from '@temporalio/client';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import {
+  CONNECTOR_JOB_QUEUE,
+  connectorJobSearchAttributes,
+  connectorJobWorkflowIdOf,
+  pauseJobSignal,
+  restartJobSignal,
+} from '../../../../contracts';
+import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '../../../../libs/errors';
+import { createLogger } from '../../../../libs/logging';
+import type { SecretBox } from '../../../../libs/security';
+import { CONNECTOR_KINDS } from '../connectors';
+import { meshClientOf } from '../jobs/job-activities';
+import { jobSpecOf, opened, sealed, shown, type JobSpec } from '../jobs/job-spec';
+import { publish } from '../jobs/source-loop';
+import type { TargetGuard } from '../jobs/target-guard';
+import { ConfigFieldError, type SourceRecord } from '../spi';
+import type { JobRunStore } from '../store/job-run-store';
+import type { JobStore, JobView } from '../store/job-store';
+import type { AdminGate } from './admin-gate';
+
+export interface JobsRoutesDeps {
+  gate: AdminGate;
+  jobs: JobStore;
+  runs: JobRunStore;
+  secrets: SecretBox;
+  targets: TargetGuard;
+  temporal: Client;
+  meshUrl: string;
+  runMs: number;
+  heartbeatMs: number;
+}
+
+const notFound = () => new EventMeshError(ErrorCode.NotFound, 'no such job');
+
+/**
+ * `/admin/jobs`: the jobs of the caller's tenant (another tenant's job is a 404). Create validates the config and
+ * the targets' addresses before anything is stored; state changes go to the job's workflow as signals (as the
+ * Temporal UI sends them), which records the state; the position reset fences the running loop first.
+ */
+export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): void {
+  const log = createLogger('AdminJobs');
+  const route = <P>(
+    method: 'GET' | 'POST' | 'PUT' | 'DELETE',
+    url: string,
+    handler: (
+      req: FastifyRequest<{ Params: P; Querystring: Record<string, string> }>,
+      tenant: string,
+    ) => Promise<[number, unknown]>,
+  ) =>
+    app.route<{ Params: P; Querystring: Record<string, string> }>({
+      method,
+      url,
+      handler: async (req, reply) => {
+        try {
+          const caller = await deps.gate.admit(req, `${method} ${url}`);
+          const [status, body] = await handler(req, caller.tenant);
+          return reply.code(status).send(body);
+        } catch (e) {
+          return answerError(reply, e, log);
+        }
+      },
+    });
+  const job = async (tenant: string, id: string): Promise<JobView> =>
+    (await deps.jobs.get(tenant, id)) ?? throwIt(notFound());
+  const handle = (id: string) => deps.temporal.workflow.getHandle(connectorJobWorkflowIdOf(id));
+
+  const checked = async (spec: JobSpec, tenant: string): Promise<void> => {
+    const credentialTenant = await deps.gate.tenantOf(spec.mesh);
+    if (credentialTenant !== undefined && credentialTenant !== tenant && (spec.mesh.apiKey || spec.mesh.token))
+      throw new ConfigFieldError('mesh', `the credential is of another tenant than the caller's (${tenant})`);
+    const target = (spec.config as { connection: { host: string; port: number; database: string } }).connection;
+    await deps.targets.pinHost(target.host, target.port, target.database);
+  };
+
+  route<Record<string, never>>('POST', '/admin/jobs', async (req, tenant) => {
+    const spec = jobSpecOf(req.body);
+    await checked(spec, tenant);
+    const row = await deps.jobs.create(tenant, spec.name, spec.kind.kind, sealed(spec, deps.secrets));
+    if (!row)
+      throw new EventMeshError(ErrorCode.IllegalTransition, `the tenant already has a job named ${spec.name}`, {
+        field: 'name',
+      });
+    await deps.temporal.workflow.start('connectorJobWorkflow', {
+      workflowId: connectorJobWorkflowIdOf(row.id),
+      taskQueue: CONNECTOR_JOB_QUEUE,
+      args: [{ jobId: row.id, runMs: deps.runMs, heartbeatMs: deps.heartbeatMs }],
+      typedSearchAttributes: [
+        { key: connectorJobSearchAttributes.kind, value: row.kind },
+        { key: connectorJobSearchAttributes.tenant, value: tenant },
+        { key: connectorJobSearchAttributes.state, value: 'RUNNING' },
+      ],
+    });
+    return [201, viewOf(await job(tenant, row.id))];
+  });
+
+  route<Record<string, never>>('GET', '/admin/jobs', async (_req, tenant) => [
+    200,
+    (await deps.jobs.list(tenant)).map(viewOf),
+  ]);
+
+  route<{ id: string }>('GET', '/admin/jobs/:id', async (req, tenant) => [
+    200,
+    viewOf(await job(tenant, req.params.id)),
+  ]);
+
+  route<{ id: string }>('PUT', '/admin/jobs/:id/config', async (req, tenant) => {
+    const current = await job(tenant, req.params.id);
+    const spec = jobSpecOf(req.body, current);
+    await checked(spec, tenant);
+    await deps.jobs.reconfigure(tenant, current.id, sealed(spec, deps.secrets));
+    await handle(current.id).signal(restartJobSignal);
+    return [200, viewOf(await job(tenant, current.id))];
+  });
+
+  for (const [action, signal] of [
+    ['pause', (id: string) => handle(id).signal(pauseJobSignal, true)],
+    ['resume', (id: string) => handle(id).signal(pauseJobSignal, false)],
+    ['restart', (id: string) => handle(id).signal(restartJobSignal)],
+  ] as const) {
+    route<{ id: string }>('POST', `/admin/jobs/:id/${action}`, async (req, tenant) => {
+      const current = await job(tenant, req.params.id);
+      await signal(current.id);
+      return [202, { id: current.id, requested: action }];
+    });
+  }
+
+  route<{ id: string }>('DELETE', '/admin/jobs/:id', async (req, tenant) => {
+    const current = await job(tenant, req.params.id);
+    await handle(current.id)
+      .terminate('job deleted')
+      .catch((e) => {
+        if (!(e instanceof WorkflowNotFoundError)) throw e;
+      });
+    await deps.jobs.delete(tenant, current.id);
+    return [204, undefined];
+  });
+
+  route<{ id: string }>('POST', '/admin/jobs/:id/position', async (req, tenant) => {
+    const current = await job(tenant, req.params.id);
+    const body = (req.body ?? {}) as { position?: unknown };
+    if (CONNECTOR_KINDS.get(current.kind)?.role !== 'source')
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'only a source job has a position to reset', {
+        field: 'position',
+      });
+    if (body.position !== null && typeof body.position !== 'string')
+      throw new EventMeshError(
+        ErrorCode.InvalidRequest,
+        'position: expected a position string, or null for the start',
+        {
+          field: 'position',
+        },
+      );
+    if (current.state !== 'PAUSED')
+      throw new EventMeshError(ErrorCode.IllegalTransition, 'pause the job before resetting its position', {
+        state: current.state,
+      });
+    await deps.runs.resetPosition(current.id, body.position);
+    return [200, viewOf(await job(tenant, current.id))];
+  });
+
+  route<{ id: string }>('GET', '/admin/jobs/:id/dead-letters', async (req, tenant) => {
+    const current = await job(tenant, req.params.id);
+    const limit = Math.min(Math.max(Number(req.query.limit ?? 100) || 100, 1), 1000);
+    const after = req.query.after;
+    if (after !== undefined && !/^\d{1,18}$/.test(after))
+      throw new EventMeshError(ErrorCode.InvalidRequest, 'after: expected a dead letter id', { field: 'after' });
+    return [200, await deps.jobs.deadLetters(current.id, after, limit)];
+  });
+
+  route<{ id: string; deadLetterId: string }>(
+    'POST',
+    '/admin/jobs/:id/dead-letters/:deadLetterId/replay',
+    async (req, tenant) => {
+      const current = await job(tenant, req.params.id);
+      if (!/^\d{1,18}$/.test(req.params.deadLetterId))
+        throw new EventMeshError(ErrorCode.DeadLetterNotFound, 'no such dead letter');
+      const dead = await deps.jobs.deadLetter(current.id, req.params.deadLetterId);
+      if (!dead) throw new EventMeshError(ErrorCode.DeadLetterNotFound, 'no such dead letter');
+      const kind = CONNECTOR_KINDS.get(current.kind)!;
+      const { mesh, config } = opened(current.config, kind, deps.secrets);
+      const refused = await replay(kind.role, dead.record, mesh, config, kind, deps);
+      if (refused) throw new EventMeshError(ErrorCode.InvalidRequest, `the dead letter was refused again: ${refused}`);
+      await deps.jobs.markReplayed(current.id, dead.id);
+      return [200, { id: dead.id, replayed: true }];
+    },
+  );
+}
+
+/** Replays one dead letter: publishes a source's record (as recorded) or writes a sink's event; answers why it was refused. */
+async function replay(
+  role: 'source' | 'sink',
+  record: unknown,
+  mesh: ReturnType<typeof opened>['mesh'],
+  config: unknown,
+  kind: NonNullable<ReturnType<typeof CONNECTOR_KINDS.get>>,
+  deps: JobsRoutesDeps,
+): Promise<string | undefined> {
+  if (role === 'source') {
+    const r = record as { topic?: string; event?: SourceRecord };
+    if (!r.topic || !r.event) return 'the row never became an event; fix the row and reset the position';
+    const refused = await publish(meshClientOf(deps.meshUrl, mesh), [record as SourceRecord]);
+    return refused[0]?.reason;
+  }
+  const { CloudEvent } = await import('@eventmesh/client');
+  const sink = await kind.openSink!(kind.validate(config), { pinHost: (h, p, d) => deps.targets.pinHost(h, p, d) });
+  try {
+    const [outcome] = await sink.put([
+      new CloudEvent(record as Record<string, unknown> & { type: string; source: string }, false),
+    ]);
+    return outcome.ok ? undefined : outcome.reason;
+  } finally {
+    await sink.close();
+  }
+}
+
+function viewOf(j: JobView) {
+  return {
+    id: j.id,
+    name: j.name,
+    kind: j.kind,
+    tenant: j.tenant,
+    state: j.state,
+    spec: shown(j.config, CONNECTOR_KINDS.get(j.kind)),
+    position: j.position,
+    moved: j.moved,
+    deadLettered: j.deadLettered,
+    positionUpdatedAt: j.positionUpdatedAt,
+    run: { epoch: j.epoch, owner: j.owner, renewedAt: j.renewedAt, rejectedWrites: j.rejectedWrites },
+    lastError: j.lastError,
+    lastErrorAt: j.lastErrorAt,
+    createdAt: j.createdAt,
+    updatedAt: j.updatedAt,
+  };
+}
+
+function throwIt(e: Error): never {
+  throw e;
+}
+
+function answerError(reply: FastifyReply, e: unknown, log: ReturnType<typeof createLogger>) {
+  if (e instanceof ConfigFieldError)
+    return reply.code(400).send({ code: ErrorCode.InvalidRequest, message: e.message, field: e.field });
+  if (e instanceof EventMeshError) {
+    const headers = (e as { headers?: Record<string, string> }).headers ?? {};
+    return reply
+      .code(HTTP_STATUS_BY_CODE[e.code] ?? 500)
+      .headers(headers)
+      .send({ code: e.code, message: e.message, ...e.details });
+  }
+  log.error({ error: (e as Error).message }, 'admin request failed');
+  return reply.code(500).send({ code: ErrorCode.Internal, message: 'internal error' });
+}

@@ -1,0 +1,119 @@
+import { Context } from '@temporalio/activity';
+import { EventMeshClient } from '@eventmesh/client';
+import type {
+  ConnectorJobActivities,
+  ConnectorJobState,
+  ConnectorRunProgress,
+  ConnectorRunResult,
+} from '../../../../contracts';
+import { StaleEpochError } from '../../../../libs/fence';
+import { createLogger } from '../../../../libs/logging';
+import type { SecretBox } from '../../../../libs/security';
+import { CONNECTOR_KINDS } from '../connectors';
+import type { JobRunStore } from '../store/job-run-store';
+import type { JobStore } from '../store/job-store';
+import { opened, type MeshCredential } from './job-spec';
+import type { RunContext } from './run-context';
+import { runSink } from './sink-loop';
+import { runSource } from './source-loop';
+import type { TargetGuard } from './target-guard';
+
+export interface JobActivityDeps {
+  jobs: JobStore;
+  runs: JobRunStore;
+  secrets: SecretBox;
+  targets: TargetGuard;
+  meshUrl: string;
+  replicaId: string;
+  /** Aborted when the process shuts down: every run ends and returns. */
+  shutdown: AbortSignal;
+}
+
+/** The SDK client a job's calls go through, with the job's own credential (its tenant's). */
+export function meshClientOf(url: string, credential: MeshCredential): EventMeshClient {
+  return new EventMeshClient({
+    url,
+    apiKey: credential.apiKey,
+    token: credential.token,
+    // Kept trying while the runtime restarts: a round that gives up is tried again from the committed position.
+    retry: { maxAttempts: 20, initialDelayMs: 100, maxDelayMs: 2000 },
+  });
+}
+
+/**
+ * The activities of a connector job's workflow. `runConnectorJob` is the job's loop for one run: it claims the
+ * job's next epoch (fencing every earlier run), opens the connector, runs the source or sink loop until `runMs`
+ * passed or the workflow cancels it, heartbeating its progress the whole time, and returns its counts.
+ */
+export function createConnectorJobActivities(deps: JobActivityDeps): ConnectorJobActivities {
+  const log = createLogger('ConnectorJob', { replica: deps.replicaId });
+  return {
+    async recordJobState({ jobId, state }: { jobId: string; state: ConnectorJobState }): Promise<void> {
+      await deps.jobs.setState(jobId, state);
+    },
+
+    async runConnectorJob({ jobId, runMs }: { jobId: string; runMs: number }): Promise<ConnectorRunResult> {
+      const job = await deps.jobs.byId(jobId);
+      if (!job) return { epoch: 0, moved: 0, deadLettered: 0, stoppedBy: 'job-gone' };
+      const kind = CONNECTOR_KINDS.get(job.kind);
+      if (!kind) throw new Error(`job ${jobId}: unknown connector kind ${job.kind}`);
+      const epoch = await deps.runs.claim(jobId, deps.replicaId);
+      const progress: ConnectorRunProgress = { epoch, moved: 0, deadLettered: 0 };
+      const activity = Context.current();
+      const stop = new AbortController();
+      const timer = setTimeout(() => stop.abort('deadline'), runMs);
+      const cancelled = activity.cancellationSignal;
+      const onCancel = () => stop.abort('cancelled');
+      cancelled.addEventListener('abort', onCancel);
+      deps.shutdown.addEventListener('abort', onCancel);
+      const beat = setInterval(() => activity.heartbeat(progress), 1000);
+      activity.heartbeat(progress);
+      const { mesh, config } = opened(job.config, kind, deps.secrets);
+      const ctx: RunContext = {
+        jobId,
+        fence: deps.runs.fenceFor(jobId, epoch),
+        runs: deps.runs,
+        jobs: deps.jobs,
+        mesh: meshClientOf(deps.meshUrl, mesh),
+        log,
+        signal: stop.signal,
+        progress,
+      };
+      log.info({ jobId, kind: job.kind, tenant: job.tenant, epoch }, 'connector job run started');
+      try {
+        const validated = kind.validate(config);
+        const connector = { pinHost: (h: string, p: number, d: string) => deps.targets.pinHost(h, p, d) };
+        if (kind.role === 'source') {
+          const source = await kind.openSource!(validated, connector);
+          try {
+            await runSource(source, (validated as { batchSize?: number }).batchSize ?? 500, ctx);
+          } finally {
+            await source.close();
+          }
+        } else {
+          const sink = await kind.openSink!(validated, connector);
+          try {
+            await runSink(sink, kind.subscriptionOf!(validated), ctx);
+          } finally {
+            await sink.close();
+          }
+        }
+      } catch (e) {
+        if (e instanceof StaleEpochError) {
+          // Another run holds the job (a takeover, a reset): this one's writes are refused; it ends here.
+          log.warn({ jobId, epoch, error: e.message }, 'connector job run fenced off; stopping');
+          return { ...progress, stoppedBy: 'cancelled' };
+        }
+        progress.lastError = (e as Error).message;
+        await deps.jobs.setLastError(jobId, progress.lastError).catch(() => undefined);
+        throw e;
+      } finally {
+        clearTimeout(timer);
+        clearInterval(beat);
+        cancelled.removeEventListener('abort', onCancel);
+        deps.shutdown.removeEventListener('abort', onCancel);
+      }
+      return { ...progress, stoppedBy: stop.signal.reason === 'deadline' ? 'deadline' : 'cancelled' };
+    },
+  };
+}

@@ -1,0 +1,75 @@
+import { RejectError, type CloudEvent } from '@eventmesh/client';
+import { StaleEpochError } from '../../../../libs/fence';
+import type { PutOutcome, SinkConnector } from '../spi';
+import { pause, RunContext } from './run-context';
+
+/** Deliveries held at once (the subscription's window) and written in one batch at most. */
+const WINDOW = 200;
+
+/**
+ * A sink job's loop: consume the job's STREAM subscription through the SDK (its own dedupe off: the sink's ledger
+ * is the dedupe, in the target's transaction), write the deliveries that arrive together in one `put`, record the
+ * counts and the dead letters under the run's fence, then answer each delivery: written (or already written) is
+ * acked; a permanent failure is rejected (the subscription's dead letters, and the job's); a transient one is
+ * nacked and redelivered after the nack delay, so a failing target is retried at that pace, never in a spin. A
+ * fence refusal ends the run; its unanswered deliveries are given back and redelivered to the next run.
+ */
+export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: RunContext): Promise<void> {
+  let stale: StaleEpochError | undefined;
+  let pending: { event: CloudEvent<unknown>; answer: (o: PutOutcome | Error) => void }[] = [];
+  let scheduled = false;
+
+  const flush = async () => {
+    scheduled = false;
+    const batch = pending;
+    pending = [];
+    if (batch.length === 0) return;
+    let outcomes: PutOutcome[];
+    try {
+      outcomes = await sink.put(batch.map((b) => b.event));
+      const deadLetters = outcomes.flatMap((o, i) =>
+        !o.ok && o.permanent ? [{ reason: o.reason, record: batch[i].event.toJSON() }] : [],
+      );
+      const moved = outcomes.filter((o) => o.ok && o.written).length;
+      await ctx.runs.commit(ctx.fence, ctx.jobId, { moved, deadLetters });
+      ctx.progress.moved += moved;
+      ctx.progress.deadLettered += deadLetters.length;
+      const failed = outcomes.find((o): o is Extract<PutOutcome, { ok: false }> => !o.ok && !o.permanent);
+      ctx.progress.lastError = failed?.reason;
+    } catch (e) {
+      if (e instanceof StaleEpochError) stale = e;
+      batch.forEach((b) => b.answer(e as Error));
+      return;
+    }
+    batch.forEach((b, i) => b.answer(outcomes[i]));
+  };
+
+  const consumer = ctx.mesh.consume(
+    subscriptionId,
+    async (event) => {
+      const outcome = await new Promise<PutOutcome | Error>((answer) => {
+        pending.push({ event, answer });
+        if (pending.length >= WINDOW) void flush();
+        else if (!scheduled) {
+          scheduled = true;
+          setImmediate(() => void flush());
+        }
+      });
+      if (outcome instanceof Error) throw outcome;
+      if (outcome.ok) return;
+      if (outcome.permanent) throw new RejectError(outcome.reason);
+      throw new Error(outcome.reason);
+    },
+    { dedupe: false, window: WINDOW, concurrency: WINDOW, nackDelayMs: 1000 },
+  );
+  try {
+    while (!ctx.signal.aborted && !stale) {
+      await pause(1000, ctx.signal);
+      if (!stale && !(await ctx.runs.renew(ctx.jobId, ctx.progress.epoch)))
+        stale = new StaleEpochError({ kind: 'connector-job', jobId: ctx.jobId }, ctx.progress.epoch, undefined);
+    }
+  } finally {
+    await (stale ? consumer.close() : consumer.drain());
+  }
+  if (stale) throw stale;
+}

@@ -1,0 +1,115 @@
+import type { DataSource } from 'typeorm';
+import { EpochFence, WriteFence } from '../../../../libs/fence';
+
+/** A dead letter a round writes with its position. */
+export interface NewDeadLetter {
+  reason: string;
+  record: unknown;
+}
+
+/**
+ * `connectors.job_runs`: the epochs of a job's runs, and every write a run makes (its position, its counts, its
+ * dead letters), fenced with the same helper as the runtime's dispatch loops (libs/fence). Every start of a job's
+ * run activity claims the next epoch; every write of the run is a transaction that first checks the epoch FOR
+ * SHARE, so a run that lost the job (its replica stopped, its heartbeat timed out, another replica took over)
+ * cannot write a position any more: the write is refused with `StaleEpochError` and the run stops.
+ */
+export class JobRunStore {
+  private readonly fence: EpochFence<string>;
+
+  constructor(
+    private readonly db: DataSource,
+    waitLimitMs = 5000,
+  ) {
+    this.fence = new EpochFence(
+      db,
+      {
+        table: 'connectors.job_runs',
+        keyColumns: ['job_id'],
+        keyValues: (jobId) => [jobId],
+        scopeOf: (jobId) => ({ kind: 'connector-job', jobId }),
+        rowsCarryEpoch: true,
+      },
+      waitLimitMs,
+    );
+  }
+
+  /** Takes the job's next epoch for `owner`: every write under an older epoch is refused from now on. */
+  async claim(jobId: string, owner: string): Promise<number> {
+    const rows: { epoch: string }[] = await this.fence.transaction((manager) =>
+      manager.query(
+        `INSERT INTO connectors.job_runs AS r (job_id, epoch, owner, claimed_at, renewed_at)
+         VALUES ($1, 1, $2, now(), now())
+         ON CONFLICT (job_id) DO UPDATE
+           SET epoch = r.epoch + 1, owner = EXCLUDED.owner, claimed_at = now(), renewed_at = now()
+         RETURNING r.epoch`,
+        [jobId, owner],
+      ),
+    );
+    return Number(rows[0].epoch);
+  }
+
+  renew(jobId: string, epoch: number): Promise<boolean> {
+    return this.fence.renew(jobId, epoch);
+  }
+
+  fenceFor(jobId: string, epoch: number): WriteFence {
+    return this.fence.fenceFor(jobId, epoch);
+  }
+
+  async position(jobId: string): Promise<string | undefined> {
+    const rows: { position: string | null }[] = await this.db.query(
+      `SELECT position FROM connectors.job_positions WHERE job_id = $1`,
+      [jobId],
+    );
+    return rows[0]?.position ?? undefined;
+  }
+
+  /**
+   * Commits one round under `fence`: the position after it (undefined: unchanged), its counts, its dead letters,
+   * in one transaction behind the epoch check. Throws `StaleEpochError` when the run lost the job.
+   */
+  async commit(
+    fence: WriteFence,
+    jobId: string,
+    round: { position?: string; moved: number; deadLetters: NewDeadLetter[] },
+  ): Promise<void> {
+    await fence.run(async (manager) => {
+      const q = manager ?? this.db;
+      await q.query(
+        `INSERT INTO connectors.job_positions AS p (job_id, position, moved, dead_lettered, epoch)
+         VALUES ($1, $2, $3, $4, $5)
+         ON CONFLICT (job_id) DO UPDATE
+           SET position = COALESCE(EXCLUDED.position, p.position), moved = p.moved + EXCLUDED.moved,
+               dead_lettered = p.dead_lettered + EXCLUDED.dead_lettered, epoch = EXCLUDED.epoch, updated_at = now()`,
+        [jobId, round.position ?? null, round.moved, round.deadLetters.length, fence.rowEpoch],
+      );
+      for (const d of round.deadLetters) {
+        await q.query(`INSERT INTO connectors.dead_letters (job_id, reason, record) VALUES ($1, $2, $3)`, [
+          jobId,
+          d.reason,
+          JSON.stringify(d.record),
+        ]);
+      }
+    });
+  }
+
+  /**
+   * An operator's reset of a source's position: takes the next epoch (fencing the run in flight, which stops at
+   * its next write) and writes the position in the same transaction. The next run starts from it.
+   */
+  async resetPosition(jobId: string, position: string | null): Promise<void> {
+    await this.fence.transaction(async (manager) => {
+      await manager.query(
+        `INSERT INTO connectors.job_runs AS r (job_id, epoch, owner) VALUES ($1, 1, 'reset')
+         ON CONFLICT (job_id) DO UPDATE SET epoch = r.epoch + 1, owner = 'reset'`,
+        [jobId],
+      );
+      await manager.query(
+        `INSERT INTO connectors.job_positions AS p (job_id, position, epoch) VALUES ($1, $2, 0)
+         ON CONFLICT (job_id) DO UPDATE SET position = EXCLUDED.position, updated_at = now()`,
+        [jobId, position],
+      );
+    });
+  }
+}

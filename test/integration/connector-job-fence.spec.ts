@@ -1,0 +1,78 @@
+import type { DataSource } from 'typeorm';
+import { JobRunStore } from '../../apps/connectors/src/store/job-run-store';
+import { JobStore } from '../../apps/connectors/src/store/job-store';
+import { migrateConnectorsSchema } from '../../apps/connectors/src/store/migrations';
+import { StaleEpochError } from '../../libs/fence';
+import { createDataSource } from '../../libs/storage';
+import { testConfig } from '../support/env';
+
+/**
+ * The connector runtime's own schema and the fence of a job's runs (real Postgres): a run's position write after
+ * another run claimed the job is refused and counted, and changes nothing; an operator's position reset fences
+ * the run in flight the same way.
+ */
+describe('JobRunStore: the fenced position of a connector job', () => {
+  let db: DataSource;
+  let jobs: JobStore;
+  let runs: JobRunStore;
+
+  beforeAll(async () => {
+    db = createDataSource(testConfig().postgres, 'connector-job-fence-spec');
+    await db.initialize();
+    await migrateConnectorsSchema(db);
+    expect(await migrateConnectorsSchema(db)).toEqual([]);
+    jobs = new JobStore(db);
+    runs = new JobRunStore(db);
+  });
+  afterAll(() => db.destroy());
+
+  const newJob = async () =>
+    (await jobs.create('t1', `job-${Date.now()}-${Math.random()}`.slice(0, 40), 'postgres-outbox', {}))!.id;
+  const view = async (id: string) => (await jobs.get('t1', id))!;
+
+  it('refuses the position write of a run another run took the job from, and keeps the newer position', async () => {
+    const id = await newJob();
+    const old = await runs.claim(id, 'replica-a');
+    await runs.commit(runs.fenceFor(id, old), id, { position: '10:1', moved: 1, deadLetters: [] });
+    const next = await runs.claim(id, 'replica-b');
+    expect(next).toBe(old + 1);
+    await runs.commit(runs.fenceFor(id, next), id, { position: '20:1', moved: 1, deadLetters: [] });
+    await expect(
+      runs.commit(runs.fenceFor(id, old), id, {
+        position: '15:1',
+        moved: 5,
+        deadLetters: [{ reason: 'x', record: {} }],
+      }),
+    ).rejects.toBeInstanceOf(StaleEpochError);
+    expect(await runs.renew(id, old)).toBe(false);
+    const after = await view(id);
+    expect(after).toMatchObject({
+      position: '20:1',
+      moved: 2,
+      deadLettered: 0,
+      epoch: next,
+      owner: 'replica-b',
+      rejectedWrites: 2,
+    });
+    expect(await jobs.deadLetters(id, undefined, 10)).toEqual([]);
+  });
+
+  it('a position reset takes the next epoch: the running loop cannot write over it', async () => {
+    const id = await newJob();
+    const epoch = await runs.claim(id, 'replica-a');
+    await runs.commit(runs.fenceFor(id, epoch), id, { position: '30:2', moved: 3, deadLetters: [] });
+    await runs.resetPosition(id, null);
+    await expect(
+      runs.commit(runs.fenceFor(id, epoch), id, { position: '31:1', moved: 1, deadLetters: [] }),
+    ).rejects.toBeInstanceOf(StaleEpochError);
+    expect(await runs.position(id)).toBeUndefined();
+    expect((await view(id)).epoch).toBe(epoch + 1);
+  });
+
+  it('another tenant does not see the job', async () => {
+    const id = await newJob();
+    expect(await jobs.get('t2', id)).toBeUndefined();
+    expect(await jobs.delete('t2', id)).toBe(false);
+    expect((await jobs.list('t2')).map((j) => j.id)).not.toContain(id);
+  });
+});
