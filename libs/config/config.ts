@@ -140,6 +140,9 @@ export interface EventMeshConfig {
     clientId: string;
     topics: string[];
     topicPartitions: number;
+    /** Most topics of its own a tenant may have (`POST /topics`), and most partitions each may have. */
+    tenantTopicsMax: number;
+    tenantTopicMaxPartitions: number;
     replicationFactor: number;
     connectTimeoutMs: number;
     produceLingerMs: number;
@@ -557,6 +560,20 @@ const SETTINGS = {
     integer(1, 10000),
     () => 6,
     'Partitions of a topic the runtime creates.',
+  ),
+  kafkaTenantTopicsMax: setting(
+    'EVENTMESH_KAFKA_TENANT_TOPICS_MAX',
+    'eventmesh.kafka.tenantTopicsMax',
+    integer(0, 100000),
+    () => 100,
+    "Most topics of its own one tenant may create (POST /topics); one more is 409 TOPIC_LIMIT_REACHED, nothing created. 0: tenants create none. The operator's shared topics (EVENTMESH_KAFKA_TOPICS) do not count.",
+  ),
+  kafkaTenantTopicMaxPartitions: setting(
+    'EVENTMESH_KAFKA_TENANT_TOPIC_MAX_PARTITIONS',
+    'eventmesh.kafka.tenantTopicMaxPartitions',
+    integer(1, 10000),
+    () => 64,
+    'Most partitions a tenant may give one of its own topics (POST /topics); more is 400, nothing created.',
   ),
   kafkaReplicationFactor: setting(
     'EVENTMESH_KAFKA_REPLICATION_FACTOR',
@@ -1281,6 +1298,8 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       clientId: v.kafkaClientId,
       topics: v.kafkaTopics,
       topicPartitions: v.kafkaTopicPartitions,
+      tenantTopicsMax: v.kafkaTenantTopicsMax,
+      tenantTopicMaxPartitions: v.kafkaTenantTopicMaxPartitions,
       replicationFactor: v.kafkaReplicationFactor,
       connectTimeoutMs: v.kafkaConnectTimeoutMs,
       produceLingerMs: v.kafkaProduceLingerMs,

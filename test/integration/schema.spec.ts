@@ -46,6 +46,7 @@ describe('schema (real Postgres)', () => {
       'subscription_offsets',
       'subscriptions',
       'tenant_quotas',
+      'tenant_topics',
     ]);
   });
 });

@@ -39,6 +39,8 @@ import { StreamsController } from './streams.controller';
 import { SubscriptionOperationsController } from './subscription-operations.controller';
 import { SubscriptionsController } from './subscriptions.controller';
 import { TenantQuotaController } from './tenant-quota.controller';
+import { TopicsController } from './topics.controller';
+import { TopicNamespace } from '../../../libs/topics';
 
 export interface GatewayServices {
   subscriptions: SubscriptionService;
@@ -49,6 +51,8 @@ export interface GatewayServices {
   /** The ACL rules' and the tenant quotas' admin API. */
   acl: AclAdmin;
   quotas: TenantQuotaAdmin;
+  /** The tenants' own topics (libs/topics). */
+  topics: TopicNamespace;
   requestReply: RequestReplyService;
   streams: StreamHub;
   placement: SubscriptionPlacement;
@@ -103,6 +107,7 @@ export class GatewayModule {
         PublisherSecretsController,
         AclController,
         TenantQuotaController,
+        TopicsController,
         A2AAgentsController,
         A2APushDeadLettersController,
         A2ARpcController,
@@ -119,6 +124,7 @@ export class GatewayModule {
         { provide: Gates, useValue: services.gates },
         { provide: AclAdmin, useValue: services.acl },
         { provide: TenantQuotaAdmin, useValue: services.quotas },
+        { provide: TopicNamespace, useValue: services.topics },
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
         { provide: PollConsumers, useValue: services.polls },

@@ -19,6 +19,7 @@ import { StreamPresenceEntity } from './stream-presence.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 import { TenantQuotaEntity } from './tenant-quota.entity';
+import { TenantTopicEntity } from './tenant-topic.entity';
 
 export {
   A2AAgentEntity,
@@ -42,6 +43,7 @@ export {
   SubscriptionEntity,
   SubscriptionOffsetEntity,
   TenantQuotaEntity,
+  TenantTopicEntity,
 };
 
 export const ENTITIES = [
@@ -66,4 +68,5 @@ export const ENTITIES = [
   StreamPresenceEntity,
   A2APushConfigEntity,
   A2APushDeadLetterEntity,
+  TenantTopicEntity,
 ];
