@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { TenantTopicEntity } from './entities';
+import { TenantTopicEntity, TopicGrantEntity } from './entities';
 
 /** What a tenant asked for its new topic. */
 export interface TenantTopicSpec {
@@ -51,5 +51,33 @@ export class TenantTopicStore {
 
   list(tenant: string): Promise<TenantTopicEntity[]> {
     return this.db.manager.find(TenantTopicEntity, { where: { tenant }, order: { name: 'ASC' } });
+  }
+}
+
+/** The `topic_grants` table: which tenant may publish to, or subscribe to, which shared topic. */
+export class TopicGrantStore {
+  constructor(private readonly db: DataSource) {}
+
+  /** Whether the grant is new (false: it existed, and is left as it was). */
+  async grant(topic: string, tenant: string, action: string, grantedBy: string): Promise<boolean> {
+    const rows: unknown[] = await this.db.query(
+      `INSERT INTO topic_grants (topic, tenant, action, granted_by) VALUES ($1, $2, $3, $4)
+       ON CONFLICT DO NOTHING RETURNING topic`,
+      [topic, tenant, action, grantedBy],
+    );
+    return rows.length > 0;
+  }
+
+  /** Whether there was such a grant. */
+  async revoke(topic: string, tenant: string, action: string): Promise<boolean> {
+    return ((await this.db.manager.delete(TopicGrantEntity, { topic, tenant, action })).affected ?? 0) > 0;
+  }
+
+  has(topic: string, tenant: string, action: string): Promise<boolean> {
+    return this.db.manager.existsBy(TopicGrantEntity, { topic, tenant, action });
+  }
+
+  list(topic: string): Promise<TopicGrantEntity[]> {
+    return this.db.manager.find(TopicGrantEntity, { where: { topic }, order: { tenant: 'ASC', action: 'ASC' } });
   }
 }

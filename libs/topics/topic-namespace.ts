@@ -1,10 +1,10 @@
 import type { DataSource } from 'typeorm';
 import { z } from 'zod';
-import type { EventMeshConfig } from '../config';
+import { TENANT_NAME, type EventMeshConfig, type SharedTopicAccess } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { isTenantTopic, TENANT_TOPIC_NAME, tenantTopicOf, type TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import { SubscriptionEntity, TenantTopicEntity, TenantTopicStore } from '../storage';
+import { SubscriptionEntity, TenantTopicEntity, TenantTopicStore, TopicGrantEntity, TopicGrantStore } from '../storage';
 
 /** A tenant's own topic as its admins see it: the short name, never the Kafka topic underneath. */
 export interface TenantTopicView {
@@ -36,6 +36,23 @@ export const createTopicSchema = z
 /** What a caller does with a topic it names: the reserved topics are the runtime's to write. */
 export type TopicUse = 'publish' | 'subscribe';
 
+/** `POST /admin/topics/{topic}/grants`: the tenant, and what it may do with the shared topic. */
+export const topicGrantSchema = z
+  .object({
+    tenant: z.string().regex(TENANT_NAME).describe('the tenant granted'),
+    action: z.enum(['publish', 'subscribe']).describe('what it may do with the topic'),
+  })
+  .strict();
+
+/** One grant of a shared topic, as the operator reads it. */
+export interface TopicGrantView {
+  topic: string;
+  tenant: string;
+  action: TopicUse;
+  grantedBy: string;
+  createdAt: string;
+}
+
 /**
  * Which Kafka topic a name means for a tenant, and each tenant's own topics (docs/security.md, topics).
  *
@@ -48,6 +65,7 @@ export type TopicUse = 'publish' | 'subscribe';
 export class TopicNamespace {
   private readonly log = createLogger('TopicNamespace');
   private readonly store: TenantTopicStore;
+  private readonly grants: TopicGrantStore;
 
   constructor(
     private readonly db: DataSource,
@@ -59,9 +77,12 @@ export class TopicNamespace {
       maxTopicsPerTenant: number;
       maxPartitions: number;
       defaultPartitions: number;
+      /** OPEN: every tenant uses the shared topics; GRANTED: the operator tenant, and the tenants it granted. */
+      sharedTopicAccess?: SharedTopicAccess;
     },
   ) {
     this.store = new TenantTopicStore(db);
+    this.grants = new TopicGrantStore(db);
   }
 
   static fromConfig(db: DataSource, topics: TopicAdmin, config: EventMeshConfig): TopicNamespace {
@@ -72,6 +93,7 @@ export class TopicNamespace {
       maxTopicsPerTenant: config.kafka.tenantTopicsMax,
       maxPartitions: config.kafka.tenantTopicMaxPartitions,
       defaultPartitions: Math.min(config.kafka.topicPartitions, config.kafka.tenantTopicMaxPartitions),
+      sharedTopicAccess: config.kafka.sharedTopicAccess,
     });
   }
 
@@ -80,14 +102,23 @@ export class TopicNamespace {
    * asks), an A2A agent's topic is itself for a subscription (its tenant is checked there) and never published to,
    * a tenant's own topic is its Kafka topic once made. Anything else is 404 UNKNOWN_TOPIC, as a topic that does not
    * exist: another tenant's topics do not leak. The audit topic: 403 for a publish, and for a subscription by any
-   * tenant but the operator's.
+   * tenant but the operator's. With GRANTED shared topics, another tenant's use of one without the operator's grant
+   * is 403 (reason `no_grant`; one indexed read: the operator tenant's publishes make none).
    */
   async resolve(tenant: string, name: string, use: TopicUse): Promise<string> {
     if (name === this.options.auditTopic) {
       if (use === 'publish' || tenant !== this.options.operatorTenant) throw reserved(name, use);
       return name;
     }
-    if (this.topics.isConfigured(name)) return name;
+    if (this.topics.isConfigured(name)) {
+      if (
+        this.options.sharedTopicAccess === 'GRANTED' &&
+        tenant !== this.options.operatorTenant &&
+        !(await this.grants.has(name, tenant, use))
+      )
+        throw noGrant(name, use);
+      return name;
+    }
     // Served, neither shared nor a tenant's: an A2A agent's topic, made at its registration (libs/a2a/request-topic.ts).
     if (use === 'subscribe' && this.topics.isServed(name) && !isTenantTopic(name)) return name;
     if (TENANT_TOPIC_NAME.test(name) && (await this.store.isReady(tenant, name))) return tenantTopicOf(tenant, name);
@@ -96,14 +127,7 @@ export class TopicNamespace {
 
   /** Creates one of the tenant's own topics: its name, then its Kafka topic; 201 once both exist. */
   async create(tenant: string, body: unknown): Promise<TenantTopicView> {
-    const parsed = createTopicSchema.safeParse(body);
-    if (!parsed.success) {
-      const issue = parsed.error.issues[0];
-      throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || 'body'}: ${issue.message}`, {
-        field: issue.path.join('.'),
-      });
-    }
-    const { name, partitions = this.options.defaultPartitions, retentionMs } = parsed.data;
+    const { name, partitions = this.options.defaultPartitions, retentionMs } = parse(createTopicSchema, body);
     if (partitions > this.options.maxPartitions) {
       throw new EventMeshError(
         ErrorCode.InvalidRequest,
@@ -179,6 +203,63 @@ export class TopicNamespace {
     await this.store.remove(tenant, name);
     this.log.info({ tenant, topic: name }, 'tenant topic deleted');
   }
+
+  /** Grants a tenant `publish` or `subscribe` on a shared topic; `created` false when it had the grant already. */
+  async grant(topic: string, body: unknown, grantedBy: string): Promise<{ grant: TopicGrantView; created: boolean }> {
+    this.sharedTopic(topic);
+    const { tenant, action } = parse(topicGrantSchema, body);
+    const created = await this.grants.grant(topic, tenant, action, grantedBy);
+    this.log.info({ topic, tenant, action, grantedBy, created }, 'topic granted');
+    const grant = (await this.grants.list(topic)).find((g) => g.tenant === tenant && g.action === action)!;
+    return { grant: grantViewOf(grant), created };
+  }
+
+  async listGrants(topic: string): Promise<TopicGrantView[]> {
+    this.sharedTopic(topic);
+    return (await this.grants.list(topic)).map(grantViewOf);
+  }
+
+  /** Takes a grant back: the tenant's next request on the topic is refused; 404 when it had no such grant. */
+  async revoke(topic: string, tenant: string, action: string): Promise<void> {
+    this.sharedTopic(topic);
+    parse(topicGrantSchema, { tenant, action });
+    if (!(await this.grants.revoke(topic, tenant, action)))
+      throw new EventMeshError(ErrorCode.NotFound, `tenant "${tenant}" has no ${action} grant on topic "${topic}"`, {
+        topic,
+        tenant,
+        action,
+      });
+    this.log.info({ topic, tenant, action }, 'topic grant revoked');
+  }
+
+  /** Grants are of shared topics: any other name is 404 (the audit topic is no tenant's to use, 400). */
+  private sharedTopic(topic: string): void {
+    if (topic === this.options.auditTopic)
+      throw new EventMeshError(ErrorCode.InvalidRequest, `topic "${topic}" is reserved: the runtime's only`, {
+        field: 'topic',
+        reason: 'reserved_topic',
+      });
+    if (!this.topics.isConfigured(topic)) throw unknownTopic(topic);
+  }
+}
+
+function parse<T>(schema: z.ZodType<T>, body: unknown): T {
+  const parsed = schema.safeParse(body);
+  if (parsed.success) return parsed.data;
+  const issue = parsed.error.issues[0];
+  throw new EventMeshError(ErrorCode.InvalidRequest, `${issue.path.join('.') || 'body'}: ${issue.message}`, {
+    field: issue.path.join('.'),
+  });
+}
+
+function grantViewOf(row: TopicGrantEntity): TopicGrantView {
+  return {
+    topic: row.topic,
+    tenant: row.tenant,
+    action: row.action as TopicUse,
+    grantedBy: row.grantedBy,
+    createdAt: row.createdAt.toISOString(),
+  };
 }
 
 function viewOf(row: TenantTopicEntity): TenantTopicView {
@@ -200,6 +281,13 @@ const reserved = (name: string, use: TopicUse) =>
       ? `topic "${name}" is written by the runtime only`
       : `topic "${name}" is read by the operator tenant only`,
     { topic: name, reason: 'reserved_topic' },
+  );
+
+const noGrant = (name: string, use: TopicUse) =>
+  new EventMeshError(
+    ErrorCode.Forbidden,
+    `topic "${name}" is shared: the operator has not granted this tenant ${use} on it`,
+    { topic: name, reason: 'no_grant' },
   );
 
 const kafkaFailed = (what: 'create' | 'delete', name: string, e: unknown) =>

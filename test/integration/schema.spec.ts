@@ -47,6 +47,7 @@ describe('schema (real Postgres)', () => {
       'subscriptions',
       'tenant_quotas',
       'tenant_topics',
+      'topic_grants',
     ]);
   });
 });

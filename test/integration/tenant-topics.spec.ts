@@ -13,8 +13,9 @@ interface Answer {
 /**
  * Topics belong to tenants, on a real gateway, worker, Postgres and Kafka: each tenant's names are its own (two
  * tenants' `orders` are two Kafka topics), no name a tenant gives reaches another tenant's topic, each tenant has
- * at most EVENTMESH_KAFKA_TENANT_TOPICS_MAX topics, and the audit topic is the runtime's to write and the
- * operator's to read. Every refusal writes nothing. The caller's tenant comes from `x-test-tenant` (no header:
+ * at most EVENTMESH_KAFKA_TENANT_TOPICS_MAX topics, a shared topic is used by another tenant than the operator's
+ * only with the operator's grant (EVENTMESH_KAFKA_SHARED_TOPIC_ACCESS=GRANTED), and the audit topic is the
+ * runtime's to write and the operator's to read. Every refusal writes nothing. The caller's tenant comes from `x-test-tenant` (no header:
  * tenant `default`, the operator tenant).
  */
 describe('tenant topics (real Postgres and Kafka)', () => {
@@ -27,6 +28,7 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     EVENTMESH_KAFKA_TOPICS: `${shared},${audit}`,
     EVENTMESH_KAFKA_TENANT_TOPICS_MAX: '2',
     EVENTMESH_KAFKA_TENANT_TOPIC_MAX_PARTITIONS: '4',
+    EVENTMESH_KAFKA_SHARED_TOPIC_ACCESS: 'GRANTED',
     EVENTMESH_SECURITY_GATE_AUDIT_SINK: 'CLOUDEVENTS',
     EVENTMESH_SECURITY_GATE_AUDIT_TOPIC: audit,
     EVENTMESH_DELIVERY_TOPOLOGY: 'LOCAL_STICKY_PULL',
@@ -184,7 +186,7 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     expect(await stored(bKafka)).toBe(0);
     // A's topic of the same name is untouched, and every producer goes on publishing (the Kafka topic stays).
     expect((await publish(tenantA, 'orders', 'still-a')).status).toBe(202);
-    expect((await publish(tenantA, shared, 'shared-a')).status).toBe(202);
+    expect((await publish(undefined, shared, 'shared-operator')).status).toBe(202);
     // Made again, the name is B's topic again, with none of the old events.
     expect(await call(tenantB, 'POST', '/topics', { name: 'orders', partitions: 1 })).toMatchObject({
       status: 201,
@@ -208,6 +210,46 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     expect(await subscriptionsOf(tenantA)).toBe(1);
     expect(await ends(audit)).toBe(before);
     expect((await call(undefined, 'POST', '/subscriptions', { protocol: 'STREAM', topic: audit })).status).toBe(201);
+  });
+
+  it("lets another tenant than the operator's use a shared topic only as the operator granted, until revoked", async () => {
+    const grants = `/admin/topics/${shared}/grants`;
+    const before = await ends(shared);
+    const refused = { status: 403, body: { code: 'FORBIDDEN', reason: 'no_grant' } };
+    expect(await publish(tenantC, shared, 'no-grant')).toMatchObject(refused);
+    expect(await call(tenantC, 'POST', '/subscriptions', { protocol: 'STREAM', topic: shared })).toMatchObject(refused);
+    expect(await ends(shared)).toBe(before);
+    expect(await subscriptionsOf(tenantC)).toBe(0);
+
+    // Bad input changes nothing.
+    const badGrants: [string, string, unknown, number][] = [
+      ['POST', grants, { tenant: tenantC, action: 'admin' }, 400],
+      ['POST', grants, { tenant: tenantC, action: 'publish', extra: 1 }, 400],
+      ['POST', `/admin/topics/no-such-topic/grants`, { tenant: tenantC, action: 'publish' }, 404],
+      ['POST', `/admin/topics/${audit}/grants`, { tenant: tenantC, action: 'subscribe' }, 400],
+      ['DELETE', `${grants}/${tenantC}/publish`, undefined, 404],
+      ['DELETE', `${grants}/${tenantC}/admin`, undefined, 400],
+    ];
+    for (const [method, path, body, status] of badGrants)
+      expect((await call(undefined, method, path, body)).status).toBe(status);
+    expect(await call(undefined, 'GET', grants)).toEqual({ status: 200, body: { grants: [] } });
+
+    expect(await call(undefined, 'POST', grants, { tenant: tenantC, action: 'publish' })).toMatchObject({
+      status: 201,
+      body: { topic: shared, tenant: tenantC, action: 'publish' },
+    });
+    expect((await call(undefined, 'POST', grants, { tenant: tenantC, action: 'publish' })).status).toBe(200);
+    expect((await publish(tenantC, shared, 'granted')).status).toBe(202);
+    // Publish is not subscribe; nor is C's grant B's.
+    expect(await call(tenantC, 'POST', '/subscriptions', { protocol: 'STREAM', topic: shared })).toMatchObject(refused);
+    expect(await publish(tenantB, shared, 'not-b')).toMatchObject(refused);
+    expect((await call(undefined, 'POST', grants, { tenant: tenantC, action: 'subscribe' })).status).toBe(201);
+    expect((await call(tenantC, 'POST', '/subscriptions', { protocol: 'STREAM', topic: shared })).status).toBe(201);
+    expect((await call(undefined, 'GET', grants)).body!.grants).toHaveLength(2);
+
+    expect((await call(undefined, 'DELETE', `${grants}/${tenantC}/publish`)).status).toBe(204);
+    expect(await publish(tenantC, shared, 'revoked')).toMatchObject(refused);
+    expect(await ends(shared)).toBe(before + 1);
   });
 
   async function listTopics(): Promise<string[]> {

@@ -40,6 +40,7 @@ import { SubscriptionOperationsController } from './subscription-operations.cont
 import { SubscriptionsController } from './subscriptions.controller';
 import { TenantQuotaController } from './tenant-quota.controller';
 import { TopicsController } from './topics.controller';
+import { TopicGrantsController } from './topic-grants.controller';
 import { TopicNamespace } from '../../../libs/topics';
 
 export interface GatewayServices {
@@ -108,6 +109,7 @@ export class GatewayModule {
         AclController,
         TenantQuotaController,
         TopicsController,
+        TopicGrantsController,
         A2AAgentsController,
         A2APushDeadLettersController,
         A2ARpcController,

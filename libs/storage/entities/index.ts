@@ -20,6 +20,7 @@ import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 import { TenantQuotaEntity } from './tenant-quota.entity';
 import { TenantTopicEntity } from './tenant-topic.entity';
+import { TopicGrantEntity } from './topic-grant.entity';
 
 export {
   A2AAgentEntity,
@@ -44,6 +45,7 @@ export {
   SubscriptionOffsetEntity,
   TenantQuotaEntity,
   TenantTopicEntity,
+  TopicGrantEntity,
 };
 
 export const ENTITIES = [
@@ -69,4 +71,5 @@ export const ENTITIES = [
   A2APushConfigEntity,
   A2APushDeadLetterEntity,
   TenantTopicEntity,
+  TopicGrantEntity,
 ];

@@ -28,6 +28,7 @@ import { A2ATaskRetention1797200000000 } from './1797200000000-A2ATaskRetention'
 import { A2ATaskIdleRetention1797300000000 } from './1797300000000-A2ATaskIdleRetention';
 import { A2ATaskAgentResends1797400000000 } from './1797400000000-A2ATaskAgentResends';
 import { TenantTopics1797500000000 } from './1797500000000-TenantTopics';
+import { TopicGrants1797500000001 } from './1797500000001-TopicGrants';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -61,4 +62,5 @@ export const MIGRATIONS = [
   A2ATaskIdleRetention1797300000000,
   A2ATaskAgentResends1797400000000,
   TenantTopics1797500000000,
+  TopicGrants1797500000001,
 ];
