@@ -60,6 +60,7 @@ import { MetricsAccess } from './metrics-access';
 import { publishDoc, PUBLISH_GATE, PUBLISH_PATH, PublishRoute } from './publish-route';
 import { RequestLog } from './request-log';
 import { RouteTable } from './route-table';
+import { registerAuthenticateFirst } from './authenticate-first';
 import { registerClusterChannel } from './cluster-channel-route';
 import { registerWebSocketStreams } from './websocket-streams';
 
@@ -331,6 +332,7 @@ export async function startGateway(
         request.raw.socket.end();
       });
     registerMethodNotAllowed(app.getHttpAdapter().getInstance(), routes);
+    registerAuthenticateFirst(app.getHttpAdapter().getInstance(), routes, gates);
     await registerWebSocketStreams(app, { hub: streams, subscriptions, gates });
     registerClusterChannel(app, { hub: streams, ...options.cluster });
     await app.listen(config.http.port, config.http.host);
