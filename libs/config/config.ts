@@ -40,6 +40,8 @@ export type InstanceRole = (typeof INSTANCE_ROLES)[number];
 
 /** What happens to an orphaned subscription (docs/topologies.md#orphaned-subscriptions). */
 export const ORPHAN_TAKEOVERS = ['AUTOMATIC', 'MANUAL'] as const;
+export const SHARED_TOPIC_ACCESS = ['OPEN', 'GRANTED'] as const;
+export type SharedTopicAccess = (typeof SHARED_TOPIC_ACCESS)[number];
 export type OrphanTakeoverMode = (typeof ORPHAN_TAKEOVERS)[number];
 
 /** The filters of the request gate, always run in this order (docs/security.md). */
@@ -140,6 +142,11 @@ export interface EventMeshConfig {
     clientId: string;
     topics: string[];
     topicPartitions: number;
+    /** Most topics of its own a tenant may have (`POST /topics`), and most partitions each may have. */
+    tenantTopicsMax: number;
+    tenantTopicMaxPartitions: number;
+    /** Who uses the shared topics: every tenant (OPEN), or the operator tenant and the tenants granted (GRANTED). */
+    sharedTopicAccess: SharedTopicAccess;
     replicationFactor: number;
     connectTimeoutMs: number;
     produceLingerMs: number;
@@ -557,6 +564,27 @@ const SETTINGS = {
     integer(1, 10000),
     () => 6,
     'Partitions of a topic the runtime creates.',
+  ),
+  kafkaTenantTopicsMax: setting(
+    'EVENTMESH_KAFKA_TENANT_TOPICS_MAX',
+    'eventmesh.kafka.tenantTopicsMax',
+    integer(0, 100000),
+    () => 100,
+    "Most topics of its own one tenant may create (POST /topics); one more is 409 TOPIC_LIMIT_REACHED, nothing created. 0: tenants create none. The operator's shared topics (EVENTMESH_KAFKA_TOPICS) do not count.",
+  ),
+  kafkaTenantTopicMaxPartitions: setting(
+    'EVENTMESH_KAFKA_TENANT_TOPIC_MAX_PARTITIONS',
+    'eventmesh.kafka.tenantTopicMaxPartitions',
+    integer(1, 10000),
+    () => 64,
+    'Most partitions a tenant may give one of its own topics (POST /topics); more is 400, nothing created.',
+  ),
+  kafkaSharedTopicAccess: setting(
+    'EVENTMESH_KAFKA_SHARED_TOPIC_ACCESS',
+    'eventmesh.kafka.sharedTopicAccess',
+    oneOf(SHARED_TOPIC_ACCESS),
+    (): SharedTopicAccess => 'OPEN',
+    "Who publishes to and subscribes to the shared topics (EVENTMESH_KAFKA_TOPICS): OPEN, every tenant; GRANTED, the operator tenant, and another tenant only with the operator's grant for that topic and action (POST /admin/topics/{topic}/grants), else 403 FORBIDDEN reason no_grant.",
   ),
   kafkaReplicationFactor: setting(
     'EVENTMESH_KAFKA_REPLICATION_FACTOR',
@@ -1281,6 +1309,9 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       clientId: v.kafkaClientId,
       topics: v.kafkaTopics,
       topicPartitions: v.kafkaTopicPartitions,
+      tenantTopicsMax: v.kafkaTenantTopicsMax,
+      tenantTopicMaxPartitions: v.kafkaTenantTopicMaxPartitions,
+      sharedTopicAccess: v.kafkaSharedTopicAccess,
       replicationFactor: v.kafkaReplicationFactor,
       connectTimeoutMs: v.kafkaConnectTimeoutMs,
       produceLingerMs: v.kafkaProduceLingerMs,

@@ -58,6 +58,12 @@ export enum ErrorCode {
   SecretLimitReached = 'SECRET_LIMIT_REACHED',
   /** A tenant has its most A2A agents (EVENTMESH_AGENTS_MAX_PER_TENANT); nothing was created. */
   AgentLimitReached = 'AGENT_LIMIT_REACHED',
+  /** A tenant's topic of that name exists already, or the name is one of the operator's shared topics. */
+  TopicExists = 'TOPIC_EXISTS',
+  /** The tenant has as many topics as EVENTMESH_KAFKA_TENANT_TOPICS_MAX allows. */
+  TopicLimitReached = 'TOPIC_LIMIT_REACHED',
+  /** A topic a subscription still reads is not deleted. */
+  TopicInUse = 'TOPIC_IN_USE',
   Unauthenticated = 'UNAUTHENTICATED',
   Forbidden = 'FORBIDDEN',
   QuotaExceeded = 'QUOTA_EXCEEDED',
@@ -133,6 +139,9 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.PlacementConflict]: 409,
   [ErrorCode.SecretLimitReached]: 409,
   [ErrorCode.AgentLimitReached]: 409,
+  [ErrorCode.TopicExists]: 409,
+  [ErrorCode.TopicLimitReached]: 409,
+  [ErrorCode.TopicInUse]: 409,
   [ErrorCode.Unauthenticated]: 401,
   [ErrorCode.Forbidden]: 403,
   [ErrorCode.QuotaExceeded]: 429,

@@ -1,7 +1,7 @@
-import { isAgentTopic } from '../a2a/request-topic';
-import { ErrorCode, EventMeshError } from '../errors';
-import { EventFrame, frameFromBinary, frameFromStructured, framesFromBatch } from '../frame';
-import type { EventProducer, PublishReceipt, TopicAdmin } from '../kafka';
+import type { EventFrame } from '../frame';
+import { frameFromBinary, frameFromStructured, framesFromBatch } from '../frame';
+import type { EventProducer, PublishReceipt } from '../kafka';
+import type { TopicNamespace } from '../topics';
 import { TRACING_OFF, Tracing, TraceHeaders } from '../tracing';
 
 export interface PublishResult extends PublishReceipt {
@@ -20,40 +20,40 @@ export type PublishRequest = (
 
 /**
  * Ingress: a publish request becomes frames through its adaptor and is written to Kafka; the answer waits for
- * the broker's acknowledgement. Topic policy: only the configured topics are served (created at boot); any other
- * topic is a 404 and nothing is written. A batch is validated whole before anything is written, then written in
+ * the broker's acknowledgement. Topic policy: the name is the caller's tenant's (libs/topics): a shared topic, or
+ * one of the tenant's own; any other is a 404, the audit topic a 403, and nothing is written. A batch is validated whole before anything is written, then written in
  * one produce request and reported whole: every event with its offset, or an error and no event claimed. Each
  * event's trace context is settled on the way (libs/tracing: its own `traceparent` extension, else the
  * request's), so it travels through Kafka in the `ce_traceparent` header.
  */
 export class EventIngress {
   constructor(
-    private readonly topics: TopicAdmin,
+    private readonly namespace: TopicNamespace,
     private readonly producer: EventProducer,
     readonly defaultTopic: string,
     private readonly maxBatchEvents: number,
     private readonly tracing: Tracing = TRACING_OFF,
   ) {}
 
-  /** `amend` may add attributes to each frame before it is written (request-reply sets its correlation id). */
+  /**
+   * Publishes to `topic` as `tenant` names it (the receipts name it so too). `amend` may add attributes to each
+   * frame before it is written (request-reply sets its correlation id).
+   */
   async publish(
     topic: string | undefined,
+    tenant: string,
     request: PublishRequest,
     amend?: (frame: EventFrame) => void,
   ): Promise<PublishResult[]> {
-    const target = topic ?? this.defaultTopic;
-    // An A2A agent's request topic takes tasks only through the agent's A2A endpoints, never as published events.
-    if (!this.topics.isServed(target) || isAgentTopic(target)) {
-      throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${target}" is not served by this runtime`, {
-        topic: target,
-      });
-    }
+    const name = topic ?? this.defaultTopic;
+    // Never an A2A agent's request topic: it takes tasks only through the agent's A2A endpoints.
+    const target = await this.namespace.resolve(tenant, name, 'publish');
     const frames = toFrames(request, this.maxBatchEvents);
     if (amend) frames.forEach(amend);
     const receipts = await this.tracing.publish(target, frames, request.trace, () =>
       this.producer.publishAll(target, frames),
     );
-    return receipts.map((receipt, i) => ({ id: frames[i].id, ...receipt }));
+    return receipts.map((receipt, i) => ({ id: frames[i].id, ...receipt, topic: name }));
   }
 }
 

@@ -4,3 +4,4 @@ export * from './event-producer';
 export * from './partition-reader';
 export * from './kafka-unavailable';
 export * from './topic-creation';
+export * from './runtime-topics';

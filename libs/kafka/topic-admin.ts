@@ -1,7 +1,7 @@
-import type { Admin, Kafka } from 'kafkajs';
-import { isAgentTopic } from '../a2a/request-topic';
+import { ConfigResourceTypes, type Admin, type Kafka } from 'kafkajs';
 import type { EventMeshConfig } from '../config';
 import { createLogger } from '../logging';
+import { isAgentTopic, isTenantTopic } from './runtime-topics';
 import { createTopicsAndWait } from './topic-creation';
 
 /** Topic metadata and lifecycle: the topics the runtime serves exist, and their partitions and ends are known. */
@@ -67,9 +67,56 @@ export class TopicAdmin {
     return { created };
   }
 
-  /** The configured topics, and the A2A agents' request topics (made at registration; libs/a2a/request-topic.ts). */
+  /**
+   * A tenant's own topic (libs/kafka/runtime-topics.ts), made by `POST /topics` with its partitions and retention
+   * (`retentionMs` absent: the broker's default). One emptied by `emptyTopic` is taken up again: its retention set
+   * as asked, its partitions raised to the count asked (Kafka never lowers them). Resolves the partitions it has.
+   */
+  async createTopic(topic: string, partitions: number, retentionMs?: number): Promise<{ partitions: number }> {
+    const configEntries = retentionMs === undefined ? [] : [{ name: 'retention.ms', value: String(retentionMs) }];
+    const created = await createTopicsAndWait(this.admin, [
+      { topic, numPartitions: partitions, replicationFactor: this.config.replicationFactor, configEntries },
+    ]);
+    let has = partitions;
+    if (!created) {
+      await this.admin.alterConfigs({
+        validateOnly: false,
+        resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configEntries }],
+      });
+      const had = (await this.readPartitions(topic)).length;
+      if (had < partitions) await this.admin.createPartitions({ topicPartitions: [{ topic, count: partitions }] });
+      has = Math.max(had, partitions);
+    }
+    this.log.info(
+      { topic, partitions: has, retentionMs, created },
+      created ? 'created topic' : 'took up emptied topic',
+    );
+    return { partitions: has };
+  }
+
+  /**
+   * Deletes every event of a topic (`DELETE /topics/{name}`), keeping the topic itself: a kafkajs producer that
+   * ever wrote to a topic asks for its metadata on every refresh and fails every send once it is gone, on every
+   * instance, until restarted (kafkajs 2.2 forgets no topic). The name is taken up again by `createTopic`.
+   */
+  async emptyTopic(topic: string): Promise<void> {
+    for (const p of await this.admin.fetchTopicOffsets(topic))
+      if (Number(p.high) > Number(p.low))
+        await this.admin.deleteTopicRecords({ topic, partitions: [{ partition: p.partition, offset: p.high }] });
+    this.log.info({ topic }, 'emptied topic');
+  }
+
+  /**
+   * The configured topics, the A2A agents' topics (made at registration; libs/a2a/request-topic.ts) and the tenants'
+   * own topics (made by `POST /topics`). Which tenant may use which is decided before (libs/topics).
+   */
   isServed(topic: string): boolean {
-    return this.config.topics.includes(topic) || isAgentTopic(topic);
+    return this.isConfigured(topic) || isAgentTopic(topic) || isTenantTopic(topic);
+  }
+
+  /** One of the topics of `EVENTMESH_KAFKA_TOPICS`: the operator's, shared by every tenant. */
+  isConfigured(topic: string): boolean {
+    return this.config.topics.includes(topic);
   }
 
   async partitionsOf(topic: string): Promise<number[]> {

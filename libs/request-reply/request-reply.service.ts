@@ -241,7 +241,7 @@ export class RequestReplyService {
       // The publish waits for Kafka's acknowledgement (bounded by the producer); the deadline bounds it too.
       let publishError: unknown;
       const published = this.ingress
-        .publish(topic, publish, (frame) => {
+        .publish(topic, tenant, publish, (frame) => {
           frame.extensions[CORRELATION_ATTRIBUTE] = correlationId;
         })
         .then(

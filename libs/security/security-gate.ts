@@ -178,12 +178,13 @@ export class SecurityGate {
   /**
    * Runs TokenAuth on the request's headers alone, before its body is read (a publish): when the gate enforces, a
    * caller TokenAuth refuses (or cannot decide on) is refused here, counted and audited as by `admit`, so the body
-   * of an unauthenticated request is never read. The verdict stays on the request for `admit`. Report-only, or
-   * without TokenAuth first, it decides nothing: the request goes on and `admit` decides on the whole of it.
+   * of an unauthenticated request is never read. The verdict stays on the request for `admit`. Report-only, it
+   * refuses so only a privileged request (an admin route's, refused whatever the mode); without TokenAuth first it
+   * decides nothing: the request goes on and `admit` decides on the whole of it.
    */
   async authenticate(request: GateRequest): Promise<void> {
     const token = this.options.filters[0];
-    if (!this.options.failClosed || token?.name !== 'token') return;
+    if ((!this.options.failClosed && !request.privileged) || token?.name !== 'token') return;
     const verdict = (request.authenticated = new Promise<Verdict>((resolve) =>
       resolve(token.check({ request, caller: UNAUTHENTICATED })),
     ));

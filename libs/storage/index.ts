@@ -18,6 +18,7 @@ export * from './api-key-store';
 export * from './gate-policy-versions';
 export * from './acl-rule-store';
 export * from './tenant-quota-store';
+export * from './tenant-topic-store';
 export * from './quota-usage-store';
 export * from './stream-presence-store';
 export * from './stored-counts';

@@ -1,14 +1,14 @@
-import { isAgentTopic, isAgentTopicOf } from '../a2a/request-topic';
 import { orderingOf } from '../delivery/ordering';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { DeliveryTopology, EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { compileFilters } from '../filter';
-import type { TopicAdmin } from '../kafka';
+import { clientTopicNameOf, isAgentTopic, isAgentTopicOf, isTenantTopic, type TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
 import { Caller, SecretBox, SinkGuard } from '../security';
 import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
+import { TopicNamespace } from '../topics';
 import { CreateSubscriptionRequest, createSubscriptionSchema, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
 
@@ -42,6 +42,8 @@ export class SubscriptionService {
       sinks: SinkGuard;
       /** EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT: only its admins may skip the validation handshake (`config.trusted`). */
       operatorTenant: string;
+      /** Which Kafka topic a topic name means for the caller's tenant (libs/topics). */
+      namespace: TopicNamespace;
     },
   ) {}
 
@@ -66,6 +68,7 @@ export class SubscriptionService {
       secrets: SecretBox.fromConfig(config),
       sinks,
       operatorTenant: config.admin.security.operatorTenant,
+      namespace: TopicNamespace.fromConfig(db, topics, config),
     });
   }
 
@@ -85,7 +88,7 @@ export class SubscriptionService {
       throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
   }
 
-  /** Parses and checks a create or replace request: schema, filters, topic. Nothing is written. */
+  /** Parses and checks a create or replace request: schema, filters. Nothing is written. */
   parse(body: unknown): CreateSubscriptionRequest & { topic: string } {
     const parsed = createSubscriptionSchema.safeParse(body);
     if (!parsed.success) {
@@ -98,11 +101,7 @@ export class SubscriptionService {
     const request = parsed.data;
     // A bad filter is refused here, with its path, never met at dispatch time.
     compileFilters(request.filters);
-    const topic = request.topic ?? this.options.defaultTopic;
-    if (!this.topics.isServed(topic)) {
-      throw new EventMeshError(ErrorCode.UnknownTopic, `topic "${topic}" is not served by this runtime`, { topic });
-    }
-    return { ...request, topic };
+    return { ...request, topic: request.topic ?? this.options.defaultTopic };
   }
 
   /**
@@ -128,7 +127,8 @@ export class SubscriptionService {
     const tenant = caller.tenant;
     const request = this.parse(body);
     this.checkTrusted(request, caller);
-    const topic = request.topic;
+    // The Kafka topic the name means for the tenant: the subscription reads (and stores) that one.
+    const topic = await this.options.namespace.resolve(tenant, request.topic, 'subscribe');
     await this.checkAgentTopic(topic, tenant);
     // Before the handshake: a name taken sends nothing to the sink.
     if (request.name !== undefined) await this.checkNameFree(request.name, tenant);
@@ -200,9 +200,10 @@ export class SubscriptionService {
     if (!isUuid(id)) return undefined;
     const row = await this.db.manager.findOne(SubscriptionEntity, { select: { topic: true }, where: { id, tenant } });
     if (!row) return undefined;
+    const name = clientTopicNameOf(row.topic);
     if (this.topics_.size >= TOPIC_MEMORY) this.topics_.delete(this.topics_.keys().next().value!);
-    this.topics_.set(key, row.topic);
-    return row.topic;
+    this.topics_.set(key, name);
+    return name;
   }
 
   /** The subscription of `tenant` named `name`, if it has one. */
@@ -243,8 +244,8 @@ export class SubscriptionService {
         { field: 'body' },
       );
     }
-    const request = this.parse({ topic: current.topic, protocol: current.protocol, ...body });
-    if (request.topic !== current.topic) {
+    const request = this.parse({ topic: clientTopicNameOf(current.topic), protocol: current.protocol, ...body });
+    if (request.topic !== clientTopicNameOf(current.topic)) {
       throw new EventMeshError(ErrorCode.InvalidRequest, 'topic: a subscription cannot move to another topic', {
         field: 'topic',
       });
@@ -337,14 +338,16 @@ export class SubscriptionService {
   }
 
   /**
-   * The A2A agents' topics (requests, events: libs/a2a/request-topic.ts) that an active subscription reads, any tenant's:
-   * in PARTITION_OWNED_PULL their partitions are owned beside the configured topics' (apps/worker).
+   * The topics made at runtime that an active subscription reads, any tenant's: the A2A agents' topics (requests,
+   * events: libs/a2a/request-topic.ts) and the tenants' own topics (libs/kafka/runtime-topics.ts). In
+   * PARTITION_OWNED_PULL their partitions are owned beside the configured topics' (apps/worker).
    */
-  async subscribedAgentTopics(): Promise<string[]> {
+  async subscribedRuntimeTopics(): Promise<string[]> {
     const rows: { topic: string }[] = await this.db.query(
-      `SELECT DISTINCT topic FROM subscriptions WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%' ORDER BY topic`,
+      `SELECT DISTINCT topic FROM subscriptions
+        WHERE status = 'ACTIVE' AND (topic LIKE 'a2a.%' OR topic LIKE 'tenant.%') ORDER BY topic`,
     );
-    return rows.map((r) => r.topic).filter(isAgentTopic);
+    return rows.map((r) => r.topic).filter((t) => isAgentTopic(t) || isTenantTopic(t));
   }
 
   /** Active subscriptions this instance dispatches (LOCAL_STICKY_PULL). */
@@ -389,7 +392,7 @@ function view(row: SubscriptionEntity): SubscriptionView {
   return {
     id: row.id,
     ...(row.name !== null ? { name: row.name } : {}),
-    topic: row.topic,
+    topic: clientTopicNameOf(row.topic),
     protocol: row.protocol,
     ...(row.protocol === 'HTTP' ? { sink: row.sink } : {}),
     filters: row.filters,

@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
 import { testConfig, testEnv, uniqueTopic } from '../support/env';
+import { rawExchange } from '../support/raw-exchange';
 
 /**
  * A report-only gate hands out no power (docs/security.md, Modes): both gates run TokenAuth without enforcing and
@@ -154,5 +155,15 @@ describe('report-only gates (real gateway)', () => {
       }),
     });
     expect(published.status).toBe(202);
+  });
+
+  it('refuses an unauthenticated admin request 401 before reading its body, and closes the connection', async () => {
+    // The headers promise a body that never comes: only an answer given before the body is read can arrive.
+    const { status, closed } = await rawExchange(
+      Number(new URL(instance.url!).port),
+      `POST /admin/api-keys HTTP/1.1\r\nHost: 127.0.0.1\r\nauthorization: Bearer not-a-token\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n`,
+    );
+    expect(status).toBe('HTTP/1.1 401 Unauthorized');
+    await closed;
   });
 });

@@ -46,6 +46,8 @@ describe('schema (real Postgres)', () => {
       'subscription_offsets',
       'subscriptions',
       'tenant_quotas',
+      'tenant_topics',
+      'topic_grants',
     ]);
   });
 });

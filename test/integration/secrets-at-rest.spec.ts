@@ -3,6 +3,7 @@ import { Webhook } from 'standardwebhooks';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
 import { ANONYMOUS, SecretBox, sealStoredSecrets, SinkGuard, SinkResolver } from '../../libs/security';
 import { SubscriptionService } from '../../libs/subscriptions';
+import { TopicNamespace } from '../../libs/topics';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';
@@ -136,6 +137,7 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
       secrets: rotated,
       sinks: SinkGuard.fromConfig(config),
       operatorTenant: config.admin.security.operatorTenant,
+      namespace: TopicNamespace.fromConfig(instance.deps.db, instance.deps.topics, config),
     });
     try {
       expect(SecretBox.keyIdOf(await storedSecretOf(id))).toBe('test');
@@ -200,6 +202,7 @@ describe('secrets at rest and webhook sinks (real servers)', () => {
       secrets: SecretBox.fromConfig(config),
       sinks: spying,
       operatorTenant: config.admin.security.operatorTenant,
+      namespace: TopicNamespace.fromConfig(instance.deps.db, instance.deps.topics, config),
     });
     await expect(service.create({ sink: 'http://hooks.example.test/hook', topic }, ANONYMOUS)).rejects.toMatchObject({
       code: 'SINK_NOT_ALLOWED',

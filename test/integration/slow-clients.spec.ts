@@ -7,6 +7,7 @@ import { buildGates } from '../../libs/security';
 import { createDataSource } from '../../libs/storage';
 import { GATES_ENFORCING_TOKEN, testConfig } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
+import { rawExchange } from '../support/raw-exchange';
 
 const HEADERS_TIMEOUT_MS = 1000;
 const REQUEST_TIMEOUT_MS = 2000;
@@ -58,25 +59,6 @@ function slowClient(port: number, head: string, drip: string): { cut: Promise<Cu
     });
   });
   return { cut, socket };
-}
-
-/** Sends `request` whole on a raw socket; resolves with the answer's first line, or undefined if none came. */
-function rawExchange(
-  port: number,
-  request: string,
-): Promise<{ status?: string; socket: Socket; closed: Promise<number> }> {
-  const socket = connect(port, '127.0.0.1');
-  let answered = 0;
-  const closed = new Promise<number>((resolve) => socket.on('close', () => resolve(Date.now() - answered)));
-  socket.on('error', () => undefined);
-  return new Promise((resolve) => {
-    socket.on('connect', () => socket.write(request));
-    socket.once('data', (chunk) => {
-      answered = Date.now();
-      resolve({ status: chunk.toString('latin1').split('\r\n')[0], socket, closed });
-    });
-    socket.once('close', () => resolve({ status: undefined, socket, closed }));
-  });
 }
 
 /**
@@ -192,4 +174,26 @@ describe('slow clients (real gateway, timeouts configured)', () => {
     expect(status).toBe('HTTP/1.1 401 Unauthorized');
     await closed;
   });
+
+  it.each([
+    'POST /events/request',
+    'POST /events/reply',
+    'POST /subscriptions',
+    'PUT /subscriptions/00000000-0000-4000-8000-000000000000',
+    'POST /topics',
+    'POST /admin/api-keys',
+    'PUT /a2a/agents/slow-agent',
+    'POST /a2a/agents/slow-agent/rpc',
+  ])(
+    'refuses an unauthenticated %s 401 before reading its body (Fastify routes), and closes the connection',
+    async (route) => {
+      const [method, path] = route.split(' ');
+      const { status, closed } = await rawExchange(
+        port,
+        `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\ncontent-type: application/json\r\ncontent-length: 100000\r\n\r\n`,
+      );
+      expect(status).toBe('HTTP/1.1 401 Unauthorized');
+      await closed;
+    },
+  );
 });

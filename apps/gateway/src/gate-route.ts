@@ -59,6 +59,13 @@ export class Gates {
 }
 
 const CALLER = Symbol('caller');
+const AUTHENTICATED = Symbol('authenticated');
+
+/** Keeps TokenAuth's verdict on the headers, reached before the body was read (authenticate-first.ts), for the guard. */
+export function keepAuthenticated(request: FastifyRequest, gated: GateRequest): void {
+  if (gated.authenticated)
+    (request as unknown as Record<symbol, GateRequest['authenticated']>)[AUTHENTICATED] = gated.authenticated;
+}
 
 /** The caller the gate admitted for this request (`ANONYMOUS` on a public route). */
 export function callerOf(request: FastifyRequest | object): Caller {
@@ -87,16 +94,9 @@ export class GateGuard implements CanActivate {
     if ('public' in spec) return true;
     const request = context.switchToHttp().getRequest<FastifyRequest>();
     const raw = spec.publishes || typeof spec.stream === 'function' ? rawBodyOf(request) : undefined;
-    const gated = gateRequestOf(this.gates, spec, {
-      route: `${request.method} ${request.routeOptions.url ?? request.url}`,
-      requestId: requestIdOfRequest(request.raw),
-      headers: gateHeadersOf(request.raw),
-      remoteAddress: request.ip,
-      query: request.query as Record<string, unknown>,
-      params: request.params as Record<string, string>,
-      body: request.body,
-      raw,
-    });
+    const gated = gateRequestOf(this.gates, spec, { ...routeRequestOf(request), body: request.body, raw });
+    // TokenAuth decided on the headers before the body was read (authenticate-first.ts): not asked again.
+    gated.authenticated = (request as unknown as Record<symbol, GateRequest['authenticated']>)[AUTHENTICATED];
     const admission = await (spec.admin ? this.gates.admin : this.gates.ingress).admit(gated);
     (request as unknown as Record<symbol, Caller>)[CALLER] = admission.caller;
     // What the admission holds (a stream connection) is given back when the answer ends or its connection closes:
@@ -114,6 +114,18 @@ export class GateGuard implements CanActivate {
     }
     return true;
   }
+}
+
+/** What the gate reads of a Fastify request before its body: its route, id, headers, address, query and path. */
+export function routeRequestOf(request: FastifyRequest): RouteRequest {
+  return {
+    route: `${request.method} ${request.routeOptions.url ?? request.url}`,
+    requestId: requestIdOfRequest(request.raw),
+    headers: gateHeadersOf(request.raw),
+    remoteAddress: request.ip,
+    query: request.query as Record<string, unknown>,
+    params: request.params as Record<string, string>,
+  };
 }
 
 export interface RouteRequest {

@@ -7,6 +7,7 @@ import type { EventMeshConfig } from '../../../libs/config';
 import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
 import { HealthService, skippedEventsFinding } from '../../../libs/health';
 import { EventIngress } from '../../../libs/ingress';
+import { TopicNamespace } from '../../../libs/topics';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { type RunningLoops, WebhookSender } from '../../../libs/delivery';
 import type { RuntimeMetrics } from '../../../libs/metrics';
@@ -59,6 +60,7 @@ import { MetricsAccess } from './metrics-access';
 import { publishDoc, PUBLISH_GATE, PUBLISH_PATH, PublishRoute } from './publish-route';
 import { RequestLog } from './request-log';
 import { RouteTable } from './route-table';
+import { registerAuthenticateFirst } from './authenticate-first';
 import { registerClusterChannel } from './cluster-channel-route';
 import { registerWebSocketStreams } from './websocket-streams';
 
@@ -155,8 +157,9 @@ export async function startGateway(
     const subscriptions = SubscriptionService.forInstance(deps.db, deps.topics, config, sinks);
     const placement = SubscriptionPlacement.forInstance(deps.db, config);
     const skippedRanges = new SkippedRangeStore(deps.db);
+    const namespace = TopicNamespace.fromConfig(deps.db, deps.topics, config);
     const ingress = new EventIngress(
-      deps.topics,
+      namespace,
       deps.producer,
       config.kafka.topics[0],
       config.kafka.produceMaxBatchEvents,
@@ -208,6 +211,7 @@ export async function startGateway(
     const routes = new RouteTable();
     routes.addAheadOfRouter('POST', PUBLISH_PATH, publishDoc(config.kafka.produceMaxBatchEvents), PUBLISH_GATE);
     const gateway = GatewayModule.register({
+      topics: namespace,
       requestReply,
       streams,
       polls,
@@ -328,6 +332,7 @@ export async function startGateway(
         request.raw.socket.end();
       });
     registerMethodNotAllowed(app.getHttpAdapter().getInstance(), routes);
+    registerAuthenticateFirst(app.getHttpAdapter().getInstance(), routes, gates);
     await registerWebSocketStreams(app, { hub: streams, subscriptions, gates });
     registerClusterChannel(app, { hub: streams, ...options.cluster });
     await app.listen(config.http.port, config.http.host);

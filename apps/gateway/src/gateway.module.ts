@@ -40,6 +40,9 @@ import { StreamsController } from './streams.controller';
 import { SubscriptionOperationsController } from './subscription-operations.controller';
 import { SubscriptionsController } from './subscriptions.controller';
 import { TenantQuotaController } from './tenant-quota.controller';
+import { TopicsController } from './topics.controller';
+import { TopicGrantsController } from './topic-grants.controller';
+import { TopicNamespace } from '../../../libs/topics';
 
 export interface GatewayServices {
   subscriptions: SubscriptionService;
@@ -50,6 +53,8 @@ export interface GatewayServices {
   /** The ACL rules' and the tenant quotas' admin API. */
   acl: AclAdmin;
   quotas: TenantQuotaAdmin;
+  /** The tenants' own topics (libs/topics). */
+  topics: TopicNamespace;
   requestReply: RequestReplyService;
   streams: StreamHub;
   placement: SubscriptionPlacement;
@@ -104,6 +109,8 @@ export class GatewayModule {
         PublisherSecretsController,
         AclController,
         TenantQuotaController,
+        TopicsController,
+        TopicGrantsController,
         A2AAgentsController,
         A2ADiscoveryController,
         A2APushDeadLettersController,
@@ -121,6 +128,7 @@ export class GatewayModule {
         { provide: Gates, useValue: services.gates },
         { provide: AclAdmin, useValue: services.acl },
         { provide: TenantQuotaAdmin, useValue: services.quotas },
+        { provide: TopicNamespace, useValue: services.topics },
         { provide: RequestReplyService, useValue: services.requestReply },
         { provide: StreamHub, useValue: services.streams },
         { provide: PollConsumers, useValue: services.polls },

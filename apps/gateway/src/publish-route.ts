@@ -116,7 +116,12 @@ export class PublishRoute {
       admission = await this.deps.gate.admit(gated);
       admission.release();
       // Each event's Kafka record names the request (EventFrame.requestId): its delivery logs do.
-      const results = await this.deps.ingress.publish(topic, publish, (frame) => (frame.requestId = requestId));
+      const results = await this.deps.ingress.publish(
+        topic,
+        admission.caller.tenant,
+        publish,
+        (frame) => (frame.requestId = requestId),
+      );
       answerJson(response, 202, publish.mode === 'batch' ? { results } : results[0], closing(this.closing));
       metrics?.published(results.length, raw?.length ?? 0, (performance.now() - started) / 1000);
     } catch (e) {

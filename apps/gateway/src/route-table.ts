@@ -45,6 +45,14 @@ export class RouteTable {
     for (const { route, gate } of routes) this.gates.set(route, gate);
   }
 
+  /** How the gate treats `METHOD url` (a route as registered), read once every route is (the first request on). */
+  gateOf(method: string, url: string): GateRouteSpec | undefined {
+    this.byRoute ??= new Map(this.routes().map((r) => [`${r.method} ${r.url}`, r.gate]));
+    return this.byRoute.get(`${method} ${url}`);
+  }
+
+  private byRoute?: Map<string, GateRouteSpec | undefined>;
+
   /**
    * The routes, each once: a HEAD route Fastify adds beside a GET route (`exposeHeadRoutes`) is the GET route's
    * and is not listed on its own.

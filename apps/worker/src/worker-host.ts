@@ -249,14 +249,15 @@ export class WorkerHost {
       leaseTtlMs: config.delivery.leaseTtlMs,
       liveness,
       partitionRunMs: DISPATCH_RUN_MS,
-      // The configured topics' partitions, and those of the A2A agents' topics that a subscription reads (an agent's
-      // replicas pulling its tasks, observers of its events): owned from the next announcement after the subscription.
+      // The configured topics' partitions, and those of the topics made at runtime that a subscription reads (an A2A
+      // agent's, read by its replicas pulling its tasks or observers of its events; a tenant's own topics): owned from
+      // the next announcement after the subscription.
       partitions: async () => {
         const keys: string[] = [];
         for (const topic of config.kafka.topics)
           for (const p of await deps.topics.partitionsOf(topic)) keys.push(partitionKeyOf(topic, p));
-        for (const topic of await subscriptions.subscribedAgentTopics()) {
-          // An agent topic that cannot be read now (its metadata not yet known) is announced at a later round.
+        for (const topic of await subscriptions.subscribedRuntimeTopics()) {
+          // A topic that cannot be read now (its metadata not yet known) is announced at a later round.
           for (const p of await deps.topics.partitionsOf(topic).catch(() => [])) keys.push(partitionKeyOf(topic, p));
         }
         return keys;

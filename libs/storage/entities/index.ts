@@ -19,6 +19,8 @@ import { StreamPresenceEntity } from './stream-presence.entity';
 import { SubscriptionOffsetEntity } from './subscription-offset.entity';
 import { SubscriptionEntity } from './subscription.entity';
 import { TenantQuotaEntity } from './tenant-quota.entity';
+import { TenantTopicEntity } from './tenant-topic.entity';
+import { TopicGrantEntity } from './topic-grant.entity';
 
 export {
   A2AAgentEntity,
@@ -42,6 +44,8 @@ export {
   SubscriptionEntity,
   SubscriptionOffsetEntity,
   TenantQuotaEntity,
+  TenantTopicEntity,
+  TopicGrantEntity,
 };
 
 export const ENTITIES = [
@@ -66,4 +70,6 @@ export const ENTITIES = [
   StreamPresenceEntity,
   A2APushConfigEntity,
   A2APushDeadLetterEntity,
+  TenantTopicEntity,
+  TopicGrantEntity,
 ];

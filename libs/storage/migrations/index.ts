@@ -28,6 +28,8 @@ import { A2ATaskRetention1797200000000 } from './1797200000000-A2ATaskRetention'
 import { A2ATaskIdleRetention1797300000000 } from './1797300000000-A2ATaskIdleRetention';
 import { A2ATaskAgentResends1797400000000 } from './1797400000000-A2ATaskAgentResends';
 import { SubscriptionName1797460000000 } from './1797460000000-SubscriptionName';
+import { TenantTopics1797500000000 } from './1797500000000-TenantTopics';
+import { TopicGrants1797500000001 } from './1797500000001-TopicGrants';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -61,4 +63,6 @@ export const MIGRATIONS = [
   A2ATaskIdleRetention1797300000000,
   A2ATaskAgentResends1797400000000,
   SubscriptionName1797460000000,
+  TenantTopics1797500000000,
+  TopicGrants1797500000001,
 ];
