@@ -9,7 +9,13 @@ import { waitFor } from '../support/wait-for';
 /** The broker's fault-test listener, and the port it advertises (where the proxy listens). */
 const { port: FAULT_LISTENER, advertisedPort: ADVERTISED } = kafkaFaultListener();
 
-const PUBLISH_TIMEOUT_MS = 3000;
+/**
+ * Long enough that the held publishes reach the producer well before the first of them times out (a CI run on a
+ * loaded host took over 1.5 s to post 200): the cases need them all held and unanswered at once.
+ */
+const PUBLISH_TIMEOUT_MS = 6000;
+/** The held publishes all reach the producer before this; after it, the first of them could be answered. */
+const HELD_WITHIN_MS = PUBLISH_TIMEOUT_MS - 1000;
 const QUEUE_MAX_EVENTS = 200;
 const RETRY_AFTER_SECONDS = 2;
 /**
@@ -138,7 +144,7 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     const held = Array.from({ length: QUEUE_MAX_EVENTS }, (_, i) => publish(`cut-${run}-${i}`));
     const heldAnswered = answeredOf(held);
     await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, {
-      timeoutMs: PUBLISH_TIMEOUT_MS / 2,
+      timeoutMs: HELD_WITHIN_MS,
     });
     // One more is refused at once, without waiting for Kafka: while the producer still holds every one of the
     // others and none of them has been answered (each waits for Kafka until the publish timeout), so the refusal
@@ -235,7 +241,7 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     const held = Array.from({ length: QUEUE_MAX_EVENTS / BATCH }, (_, i) => publishBatch(`bcut-${run}-${i}`, BATCH));
     const heldAnswered = answeredOf(held);
     await waitFor('the producer to hold its most events', () => depth().events >= QUEUE_MAX_EVENTS, {
-      timeoutMs: PUBLISH_TIMEOUT_MS / 2,
+      timeoutMs: HELD_WITHIN_MS,
     });
     // One more batch is refused whole, at once: while the held batches are all still held and unanswered, as above.
     const past = await publishBatch(`bpast-${run}`, BATCH);
