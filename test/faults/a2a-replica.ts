@@ -77,6 +77,8 @@ async function work(d: Delivery): Promise<void> {
     }
     if (working.status !== 200) throw new Error(`working: ${working.status} ${JSON.stringify(working.body)}`);
     await pause(workMs);
+    // Said before the update: a kill between the mesh's answer and the line after it leaves this one.
+    say({ event: 'completing', task });
     const done = await update(task, {
       state: 'TASK_STATE_COMPLETED',
       artifacts: [{ artifactId: `${task}-${name}`, name: 'result', parts: [{ text: `done by ${name}` }] }],

@@ -261,7 +261,7 @@ function replicaScriptPath(): string {
 interface ReplicaLine {
   replica: string;
   at: number;
-  event: 'polling' | 'received' | 'ended' | 'completed' | 'failed' | 'answered' | 'poll-failed';
+  event: 'polling' | 'received' | 'ended' | 'completing' | 'completed' | 'failed' | 'answered' | 'poll-failed';
   task?: string;
   status?: number;
   state?: string;
@@ -866,6 +866,29 @@ describe('faults: A2A tasks', () => {
     const duplicates = [...receipts.values()].reduce((sum, n) => sum + Math.max(0, n - 1), 0);
     const acknowledgedIds = outcome.acknowledged.map((s) => s.taskId!);
     const completedTimes = acknowledgedIds.map((t) => completions.get(t) ?? 0);
+    // A completion the victim sent whose answer the kill swallowed: it logged `completing` and nothing after. It counts
+    // only if the mesh's own record holds that completion, once: the task completed with the victim's artifact alone.
+    const swallowed = new Set(
+      victim.lines
+        .filter(
+          (l) => l.event === 'completing' && !victim.lines.some((o) => o.event === 'completed' && o.task === l.task),
+        )
+        .map((l) => l.task!),
+    );
+    const recordedByVictim = async (task: string) => {
+      const [row] = await queryPostgres<{ state: string; artifacts: { artifactId: string }[] }>(
+        at.options.env,
+        'SELECT state, artifacts FROM a2a_tasks WHERE id = $1',
+        [task],
+      );
+      return (
+        row?.state === 'completed' &&
+        row.artifacts.length === 1 &&
+        row.artifacts[0].artifactId === `${task}-${victim.name}`
+      );
+    };
+    for (const t of swallowed)
+      if ((completions.get(t) ?? 0) === 0 && (await recordedByVictim(t))) completions.set(t, 1);
     const notOnce = acknowledgedIds.filter((t) => completions.get(t) !== 1);
     const byReplica = replicas
       .map((r) => `${r.name} ${r.lines.filter((l) => l.event === 'completed' && l.status === 200).length}`)

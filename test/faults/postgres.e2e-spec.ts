@@ -95,10 +95,14 @@ describe('faults: Postgres link', () => {
     const { proxy, instanceId, epoch } = await underLoad(run, env);
     const epochs: number[] = [epoch];
     const resumedMs: Record<string, number> = {};
-    /** After a heal: everything acknowledged so far reaches every subscription within 30 s. */
+    /**
+     * After a heal: everything acknowledged so far reaches every subscription. The deadline means "hung": about 10x
+     * the slowest resume seen on CI (12 s after the hold; a CI host shared with other lanes passed 30 s once). How
+     * soon it resumes is the row's figure.
+     */
     const resumes = async (fault: string) => {
       const healedAt = Date.now();
-      expect(await run!.delivered(30000)).toBe(true);
+      expect(await run!.delivered(120000)).toBe(true);
       resumedMs[fault] = Date.now() - healedAt;
       epochs.push(await dispatchEpochOf(env, instanceId));
     };
@@ -127,7 +131,7 @@ describe('faults: Postgres link', () => {
       `delivered all acknowledged within ${JSON.stringify(resumedMs)} ms of each heal; dispatch epochs ${epochs.join(' -> ')}`,
     );
     expectNothingLost(result);
-  }, 300000);
+  }, 600000);
 });
 
 describe('faults: Postgres link black-holed', () => {
