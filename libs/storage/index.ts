@@ -21,3 +21,4 @@ export * from './tenant-quota-store';
 export * from './quota-usage-store';
 export * from './stream-presence-store';
 export * from './stored-counts';
+export * from './session-agent-store';

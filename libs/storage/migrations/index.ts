@@ -27,6 +27,7 @@ import { A2APushDeadLetterAge1797100000000 } from './1797100000000-A2APushDeadLe
 import { A2ATaskRetention1797200000000 } from './1797200000000-A2ATaskRetention';
 import { A2ATaskIdleRetention1797300000000 } from './1797300000000-A2ATaskIdleRetention';
 import { A2ATaskAgentResends1797400000000 } from './1797400000000-A2ATaskAgentResends';
+import { SessionAgentsAndHomes1797500000000 } from './1797500000000-SessionAgentsAndHomes';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -59,4 +60,5 @@ export const MIGRATIONS = [
   A2ATaskRetention1797200000000,
   A2ATaskIdleRetention1797300000000,
   A2ATaskAgentResends1797400000000,
+  SessionAgentsAndHomes1797500000000,
 ];

@@ -1,0 +1,16 @@
+export { Streaming } from './streaming';
+export type { StreamingOptions } from './connection';
+export { StreamSession, CallStream, type OpenSessionOptions, type CallOptions, type RequestBody } from './session';
+export { AgentServer, type AgentHandler, type CallRequest, type CallContext, type ServeOptions } from './agent';
+export {
+  AgentNotFoundError,
+  AgentGoneError,
+  AgentCallError,
+  SessionBusyError,
+  FlowControlError,
+  SessionCancelledError,
+  SessionClosedError,
+  ChunkTooLargeError,
+  SlowSubscriberError,
+  SessionEndedError,
+} from './errors';
