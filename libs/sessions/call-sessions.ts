@@ -296,13 +296,19 @@ export class CallSessions {
 
   // ---- the agent's side ------------------------------------------------------------------------------------
 
-  /** A frame from a replica's connection for one of its sessions: chunk, end or error. */
+  /** A frame from a replica's connection for one of its sessions: chunk, end, error, or close (the agent ends it). */
   fromAgent(served: Map<string, Replica>, frame: SessionFrame, raw: Buffer): void {
     const at = frame.id.indexOf(':');
     const end = served.get(frame.id.slice(0, at))?.sessions.get(frame.id);
     // A session that ended meanwhile (closed by its caller, failed): what its agent still sends is dropped.
     if (!end) return;
     const replica = end.replica;
+    if (frame.kind === 'close') {
+      this.forgetAgentEnd(end);
+      this.deps.metrics?.sessionError(ErrorCode.AgentGone.toLowerCase());
+      end.failCaller(agentGone(`the replica of agent ${replica.agent} ended the session`));
+      return;
+    }
     if (frame.kind === 'chunk') {
       const bytes = frame.data.length;
       if (frame.call === 0 || frame.call !== end.activeCall) {

@@ -8,3 +8,5 @@ export * from './session-links';
 export * from './session-names';
 export * from './session-quotas';
 export * from './session-server';
+export * from './live-sessions';
+export * from './session-home';

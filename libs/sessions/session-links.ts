@@ -43,6 +43,11 @@ export class SessionLink {
     return !this.lost && this.socket.readyState === this.socket.OPEN;
   }
 
+  /** Bytes written to it and not yet sent. */
+  get buffered(): number {
+    return this.socket.bufferedAmount;
+  }
+
   send(raw: Buffer): void {
     if (this.open) sendInTurn(this.socket, raw);
   }

@@ -4,11 +4,12 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { decodeSessionFrame, SessionFrame, SessionFrameError } from '../frame';
 import { createLogger } from '../logging';
 import type { SecurityGate, SessionAction } from '../security';
-import type { SessionAgentStore } from '../storage';
+import type { SessionAgentStore, SessionHomeStore } from '../storage';
 import type { ClusterCredential } from '../streams';
 import { AGENT_PRESENCE_FRESH_MS, AgentPresence, ReplicaReader } from './agent-presence';
 import { LocalReplicas, Replica } from './agent-replicas';
 import { CallSessions, SessionMetrics, SessionView } from './call-sessions';
+import { LiveSessions } from './live-sessions';
 import { SessionConnection, type ConnectionIdentity } from './session-connection';
 import { errorFrame } from './session-errors';
 import { SessionLinks } from './session-links';
@@ -37,6 +38,7 @@ export interface AgentView {
 export interface SessionServerOptions {
   config: SessionsConfig;
   store: SessionAgentStore;
+  homes: SessionHomeStore;
   /** The ingress gate: every operation on a connection passes it (its ACL action on the agent or session name). */
   gate: SecurityGate;
   cluster: { holder: string; credential: ClusterCredential };
@@ -48,6 +50,9 @@ interface Held {
   served: Map<string, Replica>;
   release(): void;
 }
+
+/** The kinds only Mode 2 sends from a member process to a session's home. */
+const LIVE_KINDS = new Set(['subscribe', 'unsubscribe', 'publisher', 'publish']);
 
 /** The most bytes of a frame a link carries: a request, its header and attributes. */
 const FRAME_MARGIN_BYTES = 32 * 1024;
@@ -64,6 +69,7 @@ export class SessionServer {
   readonly replicas = new LocalReplicas();
   readonly links: SessionLinks;
   readonly calls: CallSessions;
+  readonly live: LiveSessions;
   readonly quotas: SessionQuotas;
   private presence?: AgentPresence;
   private closing = false;
@@ -76,8 +82,16 @@ export class SessionServer {
       cluster.holder,
       { heartbeatMs: config.heartbeatMs, maxPayload: this.maxFrameBytes },
       {
-        fromDialed: (link, frame, raw) => this.calls.fromAgentLink(link, frame, raw),
-        fromDialer: (link, frame, raw) => this.calls.fromCallerLink(link, frame, raw),
+        // A dialed link carries what comes back from agent replicas (Mode 1) and from session homes (Mode 2).
+        fromDialed: (link, frame, raw) =>
+          this.live.ownsHomeFrame(frame.id)
+            ? this.live.fromHomeLink(link, frame)
+            : this.calls.fromAgentLink(link, frame, raw),
+        // A link dialed here carries callers' frames for replicas here (Mode 1) and members' for homes here (Mode 2).
+        fromDialer: (link, frame, raw) =>
+          LIVE_KINDS.has(frame.kind) || (frame.kind === 'close' && !link.attached.has(frame.id))
+            ? this.live.fromMemberLink(link, frame, raw)
+            : this.calls.fromCallerLink(link, frame, raw),
       },
     );
     this.calls = new CallSessions({
@@ -86,6 +100,14 @@ export class SessionServer {
       reader: new ReplicaReader(options.store),
       links: this.links,
       self: cluster.holder,
+      quotas: this.quotas,
+      admit: (connection, action, name) => this.admit(connection, action, name),
+      metrics: options.metrics,
+    });
+    this.live = new LiveSessions({
+      config,
+      store: options.homes,
+      links: this.links,
       quotas: this.quotas,
       admit: (connection, action, name) => this.admit(connection, action, name),
       metrics: options.metrics,
@@ -104,6 +126,7 @@ export class SessionServer {
       ...me,
     });
     this.presence.start();
+    this.live.start({ holder: this.options.cluster.holder, ...me });
   }
 
   /** A client's WebSocket whose handshake the gate admitted; `release` gives back what the admission holds. */
@@ -129,6 +152,7 @@ export class SessionServer {
       connection.markEnded();
       this.connections.delete(connection);
       this.calls.connectionClosed(connection, held.served);
+      this.live.connectionClosed(connection);
       held.release();
     });
   }
@@ -169,21 +193,21 @@ export class SessionServer {
     return [...byAgent.values()];
   }
 
-  /** For /health and the metrics: client connections, sessions by side, replicas, links. */
-  stats(): {
-    connections: number;
-    callers: number;
-    agentSessions: number;
-    replicas: number;
-    links: { dialed: number; accepted: number };
-  } {
-    return { connections: this.connections.size, ...this.calls.stats(), links: this.links.stats() };
+  /** For /health and the metrics: client connections, sessions by side, replicas, Mode 2's homes and members, links. */
+  stats() {
+    return {
+      connections: this.connections.size,
+      ...this.calls.stats(),
+      live: this.live.stats(),
+      links: this.links.stats(),
+    };
   }
 
   /** Ends every client connection (1001: their sessions end, the SDK reconnects elsewhere), the links and the presence. */
   async close(): Promise<void> {
     this.closing = true;
     for (const connection of this.connections.keys()) connection.close(1001, 'shutting down');
+    await this.live.close();
     this.links.close();
     await this.presence?.close();
   }
@@ -201,9 +225,30 @@ export class SessionServer {
         return;
       case 'request':
       case 'cancel':
-      case 'credit':
-      case 'close':
         this.calls.fromCaller(connection, frame, raw);
+        return;
+      case 'credit':
+        // A caller's (Mode 1: `<agent>:<uuid>`) or a subscriber's (Mode 2: the session's name).
+        if (frame.id.includes(':')) this.calls.fromCaller(connection, frame, raw);
+        else this.live.credit(connection, frame);
+        return;
+      case 'close':
+        // A caller closing its session, a publisher closing, or an agent ending a session bound to it.
+        if (this.calls.isCaller(connection, frame.id)) this.calls.fromCaller(connection, frame, raw);
+        else if (this.live.isPublisher(connection, frame.id)) this.live.closePublisher(connection, frame);
+        else this.calls.fromAgent(held.served, frame, raw);
+        return;
+      case 'subscribe':
+        void this.live.subscribe(connection, frame);
+        return;
+      case 'unsubscribe':
+        this.live.unsubscribe(connection, frame);
+        return;
+      case 'publisher':
+        void this.live.openPublisher(connection, frame);
+        return;
+      case 'publish':
+        this.live.publish(connection, frame, raw);
         return;
       case 'chunk':
       case 'end':

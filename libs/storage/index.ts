@@ -22,3 +22,4 @@ export * from './quota-usage-store';
 export * from './stream-presence-store';
 export * from './stored-counts';
 export * from './session-agent-store';
+export * from './session-home-store';

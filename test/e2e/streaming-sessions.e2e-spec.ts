@@ -10,11 +10,16 @@ import {
   EventMeshClient,
   SessionCancelledError,
   SessionClosedError,
+  SessionEndedError,
+  SlowSubscriberError,
+  type Publication,
+  type SessionSubscription,
 } from '@eventmesh/client';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { parsePrometheusText, sampleOf } from '../support/prometheus-text';
 import { SessionAgentProcess } from '../support/session-agent-process';
+import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait-for';
 
 const ISSUER = 'https://issuer.sessions.test';
@@ -85,6 +90,9 @@ describe('streaming sessions (Mode 1), end to end', () => {
       EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: ISSUER,
       EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: AUDIENCE,
       EVENTMESH_SESSIONS_HEARTBEAT_MS: '1000',
+      // Mode 2: a history that holds a whole case's publications, and sessions that end after 3 s idle.
+      EVENTMESH_SESSIONS_HISTORY_SIZE: '1000',
+      EVENTMESH_SESSIONS_IDLE_MS: '3000',
       // A young generation of 1 MiB (16 by default): what an instance holds is measured without tens of MiB of
       // garbage not yet collected around it (the first case's bound is about what is held, not what was made).
       NODE_OPTIONS: '--max-semi-space-size=1',
@@ -338,4 +346,126 @@ describe('streaming sessions (Mode 1), end to end', () => {
       .serve('late', async (_request, { send }) => send('here'));
     expect(await (await waiting).call('x').text()).toBe('here');
   }, 60000);
+
+  describe('Mode 2: named sessions', () => {
+    /** Reads a subscription until `count` publications came (or it ends), recording them. */
+    const reader = (subscription: SessionSubscription, count: number) => {
+      const got: Publication[] = [];
+      const done = (async () => {
+        if (count === 0) return got;
+        for await (const p of subscription) if (got.push(p) >= count) break;
+        return got;
+      })();
+      return { got, done };
+    };
+    /** Per publisher, the payloads in the order they came: each publisher's must be 0, 1, 2, ... */
+    const inPublisherOrder = (got: Publication[], per: number) => {
+      const by = new Map<string, number[]>();
+      for (const p of got) by.set(p.publisher, [...(by.get(p.publisher) ?? []), Number(p.data.toString())]);
+      return [...by.values()].every((xs) => xs.length === per && xs.every((x, i) => x === i)) ? by.size : 0;
+    };
+
+    it("fans 3 publishers out to 100 subscribers on two instances, in each publisher's order, with presence", async () => {
+      const PER = 200;
+      const subscriptions = await Promise.all(
+        Array.from({ length: 100 }, (_, i) =>
+          client(i % 2 === 0 ? a.url! : b.url!)
+            .streaming()
+            .subscribeSession('room'),
+        ),
+      );
+      const watcher = subscriptions[0];
+      await waitFor('every subscriber in presence', () => watcher.subscribers().length === 100);
+      const passing = await client(b.url!).streaming().subscribeSession('room');
+      await waitFor('a join in presence', () => watcher.subscribers().length === 101);
+      passing.unsubscribe();
+      await waitFor('its leave in presence', () => watcher.subscribers().length === 100);
+      // Each reader stops after the whole stream (leaving the loop unsubscribes).
+      const readers = subscriptions.map((s) => reader(s, 3 * PER));
+      const publishers = await Promise.all(
+        [a, a, b].map((instance) => client(instance.url!).streaming().openSessionPublisher('room')),
+      );
+      await Promise.all(
+        publishers.map(async (p) => {
+          for (let n = 0; n < PER; n++) await p.publish(String(n));
+        }),
+      );
+      const got = await Promise.all(readers.map((r) => r.done));
+      expect(got.map((g) => inPublisherOrder(g, PER))).toEqual(Array(100).fill(3));
+      // One ordered stream: every subscriber saw the same offsets, 1 to 600, with no gap.
+      for (const g of got)
+        expect(g.map((p) => p.position.offset)).toEqual(Array.from({ length: 3 * PER }, (_, i) => i + 1));
+      for (const p of publishers) p.close();
+    }, 60000);
+
+    it('resumes a subscriber whose connection was cut from its last position, with no gap; one too far behind is told it was not recovered', async () => {
+      const proxy = new TcpProxy('127.0.0.1', Number(new URL(a.url!).port));
+      await proxy.start();
+      try {
+        const recoveries: boolean[] = [];
+        const cut = await client(`http://${proxy.address}`)
+          .streaming({ reconnectMs: 100 })
+          .subscribeSession('resume', { onRecovery: (recovered) => recoveries.push(recovered) });
+        const publisher = await client(b.url!).streaming().openSessionPublisher('resume');
+        const read = reader(cut, 300);
+        for (let n = 0; n < 300; n++) {
+          await publisher.publish(String(n));
+          if (n === 100) {
+            await waitFor('the first publications read', () => read.got.length > 50);
+            proxy.cut();
+            setTimeout(() => proxy.heal(), 300);
+          }
+          if (n % 20 === 0) await new Promise((r) => setTimeout(r, 5));
+        }
+        const got = await read.done;
+        expect(recoveries).toEqual([true]);
+        expect(got.map((p) => Number(p.data.toString()))).toEqual(Array.from({ length: 300 }, (_, i) => i));
+
+        // The history holds 1000: 1100 more publications later, a subscriber resuming from offset 10 missed some.
+        for (let n = 300; n < 1400; n++) await publisher.publish(String(n));
+        let told: boolean | undefined;
+        const late = await client(a.url!)
+          .streaming()
+          .subscribeSession('resume', {
+            since: { epoch: got[0].position.epoch, offset: 10 },
+            onRecovery: (recovered) => (told = recovered),
+          });
+        expect(told).toBe(false);
+        expect(late.recovered).toBe(false);
+        expect(late.position).toEqual({ epoch: got[0].position.epoch, offset: 1400 });
+        // One resuming from 1350 gets 1351..1400 replayed, then the live ones.
+        const near = await client(b.url!)
+          .streaming()
+          .subscribeSession('resume', { since: { epoch: got[0].position.epoch, offset: 1350 } });
+        expect(near.recovered).toBe(true);
+        const replayed = reader(near, 51);
+        await publisher.publish('1400');
+        expect((await replayed.done).map((p) => p.position.offset)).toEqual(
+          Array.from({ length: 51 }, (_, i) => 1351 + i),
+        );
+      } finally {
+        await proxy.stop();
+      }
+    }, 60000);
+
+    it('drops a subscriber that falls behind its window (SlowSubscriberError), not the others, and ends an idle session (SessionEndedError)', async () => {
+      // A window is never below the largest chunk (64 KiB here): the slow subscriber's is 64 KiB.
+      const slow = await client(a.url!).streaming().subscribeSession('busy', { windowBytes: 4096 });
+      const fast = await client(b.url!).streaming().subscribeSession('busy');
+      const fastRead = reader(fast, 200);
+      const publisher = await client(a.url!).streaming().openSessionPublisher('busy');
+      for (let n = 0; n < 200; n++) await publisher.publish(Buffer.alloc(1024, n));
+      expect((await fastRead.done).length).toBe(200);
+      // The slow one read nothing: past its window it was dropped, what it had unread still readable first.
+      const slowRead = reader(slow, 1000);
+      await expect(slowRead.done).rejects.toBeInstanceOf(SlowSubscriberError);
+      expect(slowRead.got.length).toBe(64);
+
+      // Nothing published for 3 s: the session ends for its subscribers (and publishers).
+      const stays = await client(b.url!).streaming().subscribeSession('busy');
+      const idle = reader(stays, 1000);
+      await expect(idle.done).rejects.toBeInstanceOf(SessionEndedError);
+      await expect(publisher.publish('late')).rejects.toBeInstanceOf(SessionEndedError);
+    }, 30000);
+  });
 });

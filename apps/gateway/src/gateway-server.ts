@@ -17,6 +17,7 @@ import {
   ApiKeyStore,
   LeaseStore,
   SessionAgentStore,
+  SessionHomeStore,
   SkippedRangeStore,
   StreamPresenceStore,
   TenantQuotaStore,
@@ -185,6 +186,7 @@ export async function startGateway(
     sessions = new SessionServer({
       config: config.sessions,
       store: new SessionAgentStore(deps.db),
+      homes: new SessionHomeStore(deps.db),
       gate: options.gates.ingress,
       cluster: options.cluster,
       metrics,

@@ -132,6 +132,8 @@ export class AgentServer implements ServedReader {
     const session = this.sessions.get(frame.id);
     switch (frame.kind) {
       case 'open':
+        // Closing: a session the runtime bound here just before it heard of the unserve is ended back at once.
+        if (this.state === 'closed') this.connection.send(encodeFrame({ kind: 'close', id: frame.id }));
         if (this.state === 'closed' || session) return;
         this.sessions.set(
           frame.id,
@@ -139,7 +141,8 @@ export class AgentServer implements ServedReader {
         );
         return;
       case 'request':
-        if (session && !session.running) this.run(session, frame);
+        if (!session) this.connection.send(encodeFrame({ kind: 'close', id: frame.id }));
+        else if (!session.running) this.run(session, frame);
         return;
       case 'credit':
         if (session) {

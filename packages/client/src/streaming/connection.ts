@@ -3,7 +3,7 @@ import WebSocket from 'ws';
 import { ConnectionError, errorOf, EventMeshError } from '../errors';
 import { parseBody, type HttpClient } from '../http';
 import { SessionClosedError } from './errors';
-import { decodeFrame, type Frame } from './frame';
+import { decodeFrame, encodeFrame, type Frame } from './frame';
 
 /** What reads the frames of one session or one served agent on the connection. */
 export interface FrameReader {
@@ -39,8 +39,13 @@ const agentOf = (id: string): string => {
  * it ends (`SessionClosedError`), and while agents are served it connects again, with backoff, and serves them again.
  */
 export class SessionConnection {
+  /** Sessions opened as a caller (by id), and session subscriptions (by the session's name). */
   readonly callers = new Map<string, FrameReader>();
+  /** Session publishers, by id. */
+  readonly publishers = new Map<string, FrameReader>();
   readonly served = new Map<string, ServedReader>();
+  /** What takes up again when the connection comes back (session subscriptions). */
+  readonly resumable = new Set<{ reconnected(): void }>();
   private socket?: WebSocket;
   private connecting?: Promise<WebSocket>;
   private closed = false;
@@ -128,13 +133,14 @@ export class SessionConnection {
       if (this.socket === socket) this.socket = undefined;
       const why = reason.toString();
       const error = new SessionClosedError(
-        code === 1001 ? 'SHUTTING_DOWN' : 'CONNECTION_LOST',
+        this.closed ? 'SESSION_CLOSED' : code === 1001 ? 'SHUTTING_DOWN' : 'CONNECTION_LOST',
         this.closed ? 'streaming was closed' : `the sessions connection closed (${code}${why ? ` ${why}` : ''})`,
         undefined,
         { closeCode: code },
       );
-      for (const reader of [...this.callers.values()]) reader.lost(error);
+      for (const reader of [...this.callers.values(), ...this.publishers.values()]) reader.lost(error);
       this.callers.clear();
+      this.publishers.clear();
       for (const reader of this.served.values()) reader.lost(error);
       this.scheduleReconnect();
     });
@@ -144,6 +150,8 @@ export class SessionConnection {
   private route(frame: Frame): void {
     switch (frame.kind) {
       case 'opened':
+        (this.callers.get(frame.id) ?? this.publishers.get(frame.id))?.frame(frame);
+        return;
       case 'chunk':
       case 'end':
       case 'subscribed':
@@ -153,25 +161,39 @@ export class SessionConnection {
       case 'served':
         this.served.get(frame.id)?.frame(frame);
         return;
+      case 'credit':
+        (this.publishers.get(frame.id) ?? this.served.get(agentOf(frame.id)))?.frame(frame);
+        return;
       case 'error':
-        // A caller's session, a serve refused (its id the agent name), or a session of a served agent.
+        // A caller's session or subscription, a publisher, a serve refused (its id the agent name), or a session of
+        // a served agent: each that matches hears of it.
         this.callers.get(frame.id)?.frame(frame);
+        this.publishers.get(frame.id)?.frame(frame);
         this.served.get(agentOf(frame.id))?.frame(frame);
         return;
-      default:
-        this.served.get(agentOf(frame.id))?.frame(frame);
+      default: {
+        const agent = this.served.get(agentOf(frame.id));
+        if (agent) agent.frame(frame);
+        // A session bound to an agent this client no longer serves: ended back, so its caller is not left waiting.
+        else if (frame.kind === 'open' || frame.kind === 'request')
+          this.send(encodeFrame({ kind: 'close', id: frame.id }));
+      }
     }
   }
 
-  /** While agents are served, connects again (with backoff and jitter) and has them serve their names again. */
+  /**
+   * While agents are served or subscriptions wait to resume, connects again (with backoff and jitter); then the agents
+   * serve their names again and the subscriptions resume from their positions.
+   */
   private scheduleReconnect(): void {
-    if (this.closed || this.served.size === 0) return;
+    if (this.closed || (this.served.size === 0 && this.resumable.size === 0)) return;
     const delay = this.reconnectDelay * (0.5 + Math.random());
     this.reconnectDelay = Math.min(MAX_RECONNECT_MS, this.reconnectDelay * 2);
     this.reconnectTimer = setTimeout(() => {
       this.ensure().then(
         () => {
           for (const reader of this.served.values()) reader.reconnected();
+          for (const reader of [...this.resumable]) reader.reconnected();
         },
         () => this.scheduleReconnect(),
       );

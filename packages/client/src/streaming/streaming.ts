@@ -1,6 +1,7 @@
 import type { HttpClient } from '../http';
 import { AgentServer, type AgentHandler, type ServeOptions } from './agent';
 import { SessionConnection, type StreamingOptions } from './connection';
+import { SessionPublisher, SessionSubscription, type SubscribeOptions } from './live';
 import { StreamSession, type OpenSessionOptions } from './session';
 
 /**
@@ -37,6 +38,22 @@ export class Streaming {
    */
   openSession(agentId: string, options?: OpenSessionOptions): Promise<StreamSession> {
     return StreamSession.open(this.connection, agentId, options);
+  }
+
+  /**
+   * Opens a publisher to the named session `name` (Mode 2: no agent, nothing to create first): its publications reach
+   * every current subscriber, in its order. Nothing is kept beyond the session's short history in memory.
+   */
+  openSessionPublisher(name: string, options?: { windowBytes?: number }): Promise<SessionPublisher> {
+    return SessionPublisher.open(this.connection, name, options);
+  }
+
+  /**
+   * Subscribes to the named session `name` (one subscription per name per client): its publications from now on, or
+   * from `since` when the session's history still holds it (`recovered`).
+   */
+  subscribeSession(name: string, options?: SubscribeOptions): Promise<SessionSubscription> {
+    return SessionSubscription.subscribe(this.connection, name, options);
   }
 
   /** Ends the connection: every session and served agent on it ends (`SessionClosedError`). */
