@@ -198,6 +198,6 @@ export class SessionConnection {
         () => this.scheduleReconnect(),
       );
     }, delay);
-    this.reconnectTimer.unref();
+    // Not unref'd: an agent's process lives to serve, and must not end while its connection is being made again.
   }
 }
