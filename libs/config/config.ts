@@ -158,6 +158,8 @@ export interface EventMeshConfig {
     requestTimeoutMs: number;
   };
   streams: { pollMaxConsumers: number };
+  /** Streaming sessions (docs/streaming-sessions.md): flow control, bounds, per-tenant caps, Mode 2's history. */
+  sessions: SessionsConfig;
   /** `pushSigningSecret`: the Standard Webhooks secret A2A push notifications are signed with ('' = unsigned). */
   agents: {
     callTimeoutMs: number;
@@ -195,6 +197,23 @@ export interface EventMeshConfig {
   filter: { maxAttributeChars: number };
   security: SecurityConfig;
   admin: { security: { filters: AdminGateFilterName[]; failClosed: boolean; operatorTenant: string } };
+}
+
+/** Streaming sessions (docs/streaming-sessions.md#limits). */
+export interface SessionsConfig {
+  windowBytes: number;
+  maxWindowBytes: number;
+  maxChunkBytes: number;
+  maxRequestBytes: number;
+  openTimeoutMs: number;
+  maxWaitMs: number;
+  heartbeatMs: number;
+  maxPerTenant: number;
+  maxAgentsPerTenant: number;
+  maxBytesInFlightPerTenant: number;
+  historySize: number;
+  subscriberWindowBytes: number;
+  idleMs: number;
 }
 
 /** The request gate and its filters (docs/security.md). */
@@ -740,6 +759,97 @@ const SETTINGS = {
     () => 100,
     'Most long-poll consumer names one subscription has connected at once (a name is held until it has not polled for a minute, or until a delivery queued for it passes the ack timeout with no poll since); a new name past it gets 429 TOO_MANY_CONSUMERS.',
   ),
+  sessionsWindowBytes: setting(
+    'EVENTMESH_SESSIONS_WINDOW_BYTES',
+    'eventmesh.sessions.windowBytes',
+    integer(1024, 64 * 1024 * 1024),
+    () => 256 * 1024,
+    "A streaming session's credit window when the client names none: the most bytes of its chunks on the way between the agent and the reader (docs/streaming-sessions.md#flow-control). At least EVENTMESH_SESSIONS_MAX_CHUNK_BYTES.",
+  ),
+  sessionsMaxWindowBytes: setting(
+    'EVENTMESH_SESSIONS_MAX_WINDOW_BYTES',
+    'eventmesh.sessions.maxWindowBytes',
+    integer(1024, 1024 * 1024 * 1024),
+    () => 4 * 1024 * 1024,
+    'The largest credit window a client may ask for; a larger one is cut to it.',
+  ),
+  sessionsMaxChunkBytes: setting(
+    'EVENTMESH_SESSIONS_MAX_CHUNK_BYTES',
+    'eventmesh.sessions.maxChunkBytes',
+    integer(16, 16 * 1024 * 1024),
+    () => 64 * 1024,
+    'The largest chunk (and Mode 2 publication) of a streaming session; a window is never smaller. A larger chunk ends the session (FLOW_CONTROL_VIOLATION); the SDK refuses it before sending.',
+  ),
+  sessionsMaxRequestBytes: setting(
+    'EVENTMESH_SESSIONS_MAX_REQUEST_BYTES',
+    'eventmesh.sessions.maxRequestBytes',
+    integer(1024, 64 * 1024 * 1024),
+    () => 1024 * 1024,
+    "The largest request of a streaming call; also bounds every frame a client sends (the WebSocket's largest message).",
+  ),
+  sessionsOpenTimeoutMs: setting(
+    'EVENTMESH_SESSIONS_OPEN_TIMEOUT_MS',
+    'eventmesh.sessions.openTimeoutMs',
+    integer(100, 600000),
+    () => 10000,
+    "How long a session's open waits for the instance holding the chosen agent replica to answer; then the open fails (AGENT_GONE).",
+  ),
+  sessionsMaxWaitMs: setting(
+    'EVENTMESH_SESSIONS_MAX_WAIT_MS',
+    'eventmesh.sessions.maxWaitMs',
+    integer(0, 3600000),
+    () => 60000,
+    'The longest an open may ask to wait for a replica of its agent to connect (waitMs); with none it fails at once (SESSION_AGENT_NOT_FOUND).',
+  ),
+  sessionsHeartbeatMs: setting(
+    'EVENTMESH_SESSIONS_HEARTBEAT_MS',
+    'eventmesh.sessions.heartbeatMs',
+    integer(100, 600000),
+    () => 5000,
+    "How often a sessions connection (a client's, an agent replica's, a link between instances) is pinged; one silent for two periods is closed and its sessions end with a typed error.",
+  ),
+  sessionsMaxPerTenant: setting(
+    'EVENTMESH_SESSIONS_MAX_PER_TENANT',
+    'eventmesh.sessions.maxPerTenant',
+    integer(1, 10000000),
+    () => 100000,
+    "Most streaming sessions one tenant's clients hold open through one gateway process (Mode 1 sessions, Mode 2 publishers and subscriptions); one more is refused 429 QUOTA_EXCEEDED.",
+  ),
+  sessionsMaxAgentsPerTenant: setting(
+    'EVENTMESH_SESSIONS_MAX_AGENTS_PER_TENANT',
+    'eventmesh.sessions.maxAgentsPerTenant',
+    integer(1, 1000000),
+    () => 1000,
+    'Most session agent replicas (a connection serving an agent name) one tenant has connected to one gateway process; one more serve is refused 429 QUOTA_EXCEEDED.',
+  ),
+  sessionsMaxBytesInFlightPerTenant: setting(
+    'EVENTMESH_SESSIONS_MAX_BYTES_IN_FLIGHT_PER_TENANT',
+    'eventmesh.sessions.maxBytesInFlightPerTenant',
+    integer(1024, Number.MAX_SAFE_INTEGER),
+    () => 1024 * 1024 * 1024,
+    "Most bytes one tenant's sessions may have on the way through one gateway process: the sum of their windows, charged when a session opens (the runtime never holds more of a session than its window), so an open past it is refused 429 QUOTA_EXCEEDED.",
+  ),
+  sessionsHistorySize: setting(
+    'EVENTMESH_SESSIONS_HISTORY_SIZE',
+    'eventmesh.sessions.historySize',
+    integer(0, 100000),
+    () => 100,
+    "How many of a Mode 2 session's latest publications its home instance keeps in memory, from which a subscriber that reconnects resumes after its last position (else it is told it missed some).",
+  ),
+  sessionsSubscriberWindowBytes: setting(
+    'EVENTMESH_SESSIONS_SUBSCRIBER_WINDOW_BYTES',
+    'eventmesh.sessions.subscriberWindowBytes',
+    integer(1024, 1024 * 1024 * 1024),
+    () => 1024 * 1024,
+    "A Mode 2 subscriber's window when it names none: the most bytes of publications it may have unread; one that falls further behind is dropped (SLOW_SUBSCRIBER).",
+  ),
+  sessionsIdleMs: setting(
+    'EVENTMESH_SESSIONS_IDLE_MS',
+    'eventmesh.sessions.idleMs',
+    integer(1000, 86400000),
+    () => 300000,
+    'A Mode 2 session with no publication for this long ends: its subscribers are told (SESSION_ENDED) and its history is dropped.',
+  ),
   temporalAddress: setting(
     'EVENTMESH_TEMPORAL_ADDRESS',
     'eventmesh.temporal.address',
@@ -1157,6 +1267,19 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
     }
   }
   const v = values as Values;
+  for (const [s, value] of [
+    [SETTINGS.sessionsWindowBytes, v.sessionsWindowBytes],
+    [SETTINGS.sessionsMaxWindowBytes, v.sessionsMaxWindowBytes],
+  ] as const) {
+    if (problems.length === 0 && value < v.sessionsMaxChunkBytes)
+      problems.push(
+        `${s.env} (${s.key}) = ${value} is below ${SETTINGS.sessionsMaxChunkBytes.env} (${v.sessionsMaxChunkBytes}): a window holds at least one chunk; legal values: an integer from ${v.sessionsMaxChunkBytes}`,
+      );
+  }
+  if (problems.length === 0 && v.sessionsWindowBytes > v.sessionsMaxWindowBytes)
+    problems.push(
+      `${SETTINGS.sessionsWindowBytes.env} (${SETTINGS.sessionsWindowBytes.key}) = ${v.sessionsWindowBytes} is above ${SETTINGS.sessionsMaxWindowBytes.env} (${v.sessionsMaxWindowBytes}); legal values: an integer from ${v.sessionsMaxChunkBytes} to ${v.sessionsMaxWindowBytes}`,
+    );
   if (problems.length === 0 && v.retryMaxMs < v.retryInitialMs) {
     problems.push(
       `${SETTINGS.retryMaxMs.env} (${SETTINGS.retryMaxMs.key}) must be at least ` +
@@ -1323,6 +1446,21 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
       requestTimeoutMs: v.kafkaRequestTimeoutMs,
     },
     streams: { pollMaxConsumers: v.streamsPollMaxConsumers },
+    sessions: {
+      windowBytes: v.sessionsWindowBytes,
+      maxWindowBytes: v.sessionsMaxWindowBytes,
+      maxChunkBytes: v.sessionsMaxChunkBytes,
+      maxRequestBytes: v.sessionsMaxRequestBytes,
+      openTimeoutMs: v.sessionsOpenTimeoutMs,
+      maxWaitMs: v.sessionsMaxWaitMs,
+      heartbeatMs: v.sessionsHeartbeatMs,
+      maxPerTenant: v.sessionsMaxPerTenant,
+      maxAgentsPerTenant: v.sessionsMaxAgentsPerTenant,
+      maxBytesInFlightPerTenant: v.sessionsMaxBytesInFlightPerTenant,
+      historySize: v.sessionsHistorySize,
+      subscriberWindowBytes: v.sessionsSubscriberWindowBytes,
+      idleMs: v.sessionsIdleMs,
+    },
     agents: {
       callTimeoutMs: v.agentsCallTimeoutMs,
       taskTimeoutMs: v.agentsTaskTimeoutMs,

@@ -86,6 +86,24 @@ export enum ErrorCode {
   DependencyUnavailable = 'DEPENDENCY_UNAVAILABLE',
   /** The process is shutting down; another instance (or this one, restarted) takes the request. */
   ShuttingDown = 'SHUTTING_DOWN',
+  /** A streaming session to an agent no replica of which serves in the caller's tenant (docs/streaming-sessions.md). */
+  SessionAgentNotFound = 'SESSION_AGENT_NOT_FOUND',
+  /** The agent replica a session is bound to disconnected, or the instance holding it cannot be reached: the session ended. */
+  AgentGone = 'AGENT_GONE',
+  /** The agent's handler failed the call (its message is the agent's); the session stays open. */
+  AgentError = 'AGENT_ERROR',
+  /** A session id already open (a session is opened once), or a name this connection already serves. */
+  SessionExists = 'SESSION_EXISTS',
+  /** A frame for a session that is not open (never opened, closed, or ended by an error). */
+  SessionNotFound = 'SESSION_NOT_FOUND',
+  /** A call on a session whose previous call has not ended (one call at a time per session). */
+  SessionBusy = 'SESSION_BUSY',
+  /** A writer sent more than its credit, or a frame out of protocol: the session ends. */
+  FlowControlViolation = 'FLOW_CONTROL_VIOLATION',
+  /** A session pub/sub subscriber that could not keep up with its window was dropped. */
+  SlowSubscriber = 'SLOW_SUBSCRIBER',
+  /** A session pub/sub session ended (idle for its configured time, or its home instance went away). */
+  SessionEnded = 'SESSION_ENDED',
   Internal = 'INTERNAL',
 }
 
@@ -154,5 +172,14 @@ export const HTTP_STATUS_BY_CODE: Record<ErrorCode, number> = {
   [ErrorCode.TooManyConsumers]: 429,
   [ErrorCode.DependencyUnavailable]: 503,
   [ErrorCode.ShuttingDown]: 503,
+  [ErrorCode.SessionAgentNotFound]: 404,
+  [ErrorCode.AgentGone]: 502,
+  [ErrorCode.AgentError]: 502,
+  [ErrorCode.SessionExists]: 409,
+  [ErrorCode.SessionNotFound]: 404,
+  [ErrorCode.SessionBusy]: 409,
+  [ErrorCode.FlowControlViolation]: 400,
+  [ErrorCode.SlowSubscriber]: 409,
+  [ErrorCode.SessionEnded]: 410,
   [ErrorCode.Internal]: 500,
 };

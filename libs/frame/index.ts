@@ -3,3 +3,4 @@ export * from './cloudevent.adaptor';
 export * from './kafka-record.codec';
 export * from './http-binary.codec';
 export * from './correlation';
+export * from './session-frame';

@@ -382,6 +382,52 @@ export function defineMetrics(register: Registry, sources: MetricSources) {
       },
     }),
     // The metrics themselves.
+    // Streaming sessions (libs/sessions, docs/streaming-sessions.md#operations).
+    sessionsOpened: new Counter({
+      name: 'eventmesh_sessions_opened_total',
+      help: "Streaming session opens by this process's clients, by outcome: opened, or the error code of the refusal (lower case).",
+      labelNames: ['outcome'] as const,
+      registers,
+    }),
+    sessionChunks: new Counter({
+      name: 'eventmesh_session_chunks_total',
+      help: 'Chunks agents sent into sessions, counted on the process holding the agent replica.',
+      registers,
+    }),
+    sessionChunkBytes: new Counter({
+      name: 'eventmesh_session_chunk_bytes_total',
+      help: 'Bytes of those chunks.',
+      registers,
+    }),
+    sessionStalls: new Counter({
+      name: 'eventmesh_session_credit_stalls_total',
+      help: "Times a session's credit fell below one largest chunk: its agent may have waited for its reader.",
+      registers,
+    }),
+    sessionErrors: new Counter({
+      name: 'eventmesh_session_errors_total',
+      help: 'Sessions and calls ended by an error, by code (lower case): agent_gone, agent_error, flow_control_violation, slow_subscriber, session_ended.',
+      labelNames: ['code'] as const,
+      registers,
+    }),
+    sessionsOpen: new Gauge({
+      name: 'eventmesh_sessions_open',
+      help: "Streaming sessions open by this process's clients (as callers) now.",
+      registers,
+      collect() {
+        const s = sources.sessions?.();
+        if (s) this.set(s.callers);
+      },
+    }),
+    sessionReplicas: new Gauge({
+      name: 'eventmesh_session_agent_replicas',
+      help: 'Session agent replicas connected to this process now.',
+      registers,
+      collect() {
+        const s = sources.sessions?.();
+        if (s) this.set(s.replicas);
+      },
+    }),
     scrapeErrors: new Counter({
       name: 'eventmesh_metrics_source_errors_total',
       help: "Reads of a source that failed: postgres (the stored counts, which keep their last values) or temporal (the Temporal core's exporter, whose series are left out of that scrape).",

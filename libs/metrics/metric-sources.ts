@@ -20,6 +20,8 @@ export interface MetricSources {
   orphans?: () => Pick<OrphanTakeoverStatus, 'orphans' | 'taken'>;
   /** Table sizes and fence state from Postgres, as this scrape read them (RuntimeMetrics.readStoredCounts: one read per 10 s). */
   storedCounts?: () => Promise<StoredCounts | undefined>;
+  /** Streaming sessions of the gateway process (libs/sessions SessionServer.stats). */
+  sessions?: () => { callers: number; replicas: number };
   /** The Postgres pool's checkouts, as its leak detection keeps them (undefined while it is off). */
   postgresPool?: () => PoolCheckoutStats | undefined;
 }

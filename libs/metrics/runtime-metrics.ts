@@ -134,6 +134,26 @@ export class RuntimeMetrics {
     this.m.breakerOpenings.inc();
   }
 
+  /** A streaming session open: `opened`, or the refusal's code (lower case). */
+  sessionOpened(outcome: string): void {
+    this.m.sessionsOpened.inc({ outcome });
+  }
+
+  /** A chunk an agent sent into a session (counted where the agent's replica is held). */
+  sessionChunk(bytes: number): void {
+    this.m.sessionChunks.inc();
+    this.m.sessionChunkBytes.inc(bytes);
+  }
+
+  sessionStall(): void {
+    this.m.sessionStalls.inc();
+  }
+
+  /** A session or a call ended by an error: its code (lower case). */
+  sessionError(code: string): void {
+    this.m.sessionErrors.inc({ code });
+  }
+
   get contentType(): string {
     return this.registry.contentType;
   }

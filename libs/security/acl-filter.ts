@@ -2,7 +2,7 @@ import type { AclDefault } from '../config';
 import { ErrorCode } from '../errors';
 import { createLogger } from '../logging';
 import { AclPolicy, StoredAclRule } from './acl-rules';
-import type { Action } from './caller';
+import type { GateAction } from './caller';
 import { ALLOW, GateContext, GateFilter, GateRefusal, Verdict } from './gate-filter';
 
 /** Where the ACL filter reads the rules: the version it polls, and every rule when it moved (AclRuleStore). */
@@ -31,7 +31,15 @@ export interface AclFilterStats {
   refreshFailures: number;
 }
 
-const VERB: Record<Action, string> = { publish: 'publish to', subscribe: 'subscribe to', admin: 'administer' };
+const VERB: Record<GateAction, string> = {
+  publish: 'publish to',
+  subscribe: 'subscribe to',
+  admin: 'administer',
+  'agent.serve': 'serve agent',
+  'agent.call': 'call agent',
+  'session.publish': 'publish to session',
+  'session.subscribe': 'subscribe to session',
+};
 
 /**
  * The ACL link of the gate. Every rule of every tenant is held in memory (an AclPolicy) and a request is decided
@@ -67,6 +75,8 @@ export class AclFilter implements GateFilter {
   }
 
   check({ request, caller }: GateContext): Verdict | Promise<Verdict> {
+    // A sessions connection's operations are decided one by one, on their names; the connection itself is not.
+    if (request.connection) return ALLOW;
     if (caller.via !== 'none' && this.superUsers.has(`${caller.tenant}/${caller.principal}`)) return ALLOW;
     if (this.policy) return this.decide(this.policy, caller, request.action, request.topic);
     return this.load().then((policy) => this.decide(policy, caller, request.action, request.topic));
@@ -93,11 +103,17 @@ export class AclFilter implements GateFilter {
     if (this.timer) clearTimeout(this.timer);
   }
 
-  private decide(policy: AclPolicy, caller: GateContext['caller'], action: Action, topic: string | undefined): Verdict {
+  private decide(
+    policy: AclPolicy,
+    caller: GateContext['caller'],
+    action: GateAction,
+    topic: string | undefined,
+  ): Verdict {
     const decision = policy.decide(caller, action, topic);
     if (decision.allow) return ALLOW;
     if (decision.reason === 'malformed_rule') this.malformedDenies++;
-    const what = topic === undefined ? VERB[action].replace(/ to$/, '') : `${VERB[action]} topic "${topic}"`;
+    const noun = action.includes('.') ? '' : 'topic ';
+    const what = topic === undefined ? VERB[action].replace(/ to$/, '') : `${VERB[action]} ${noun}"${topic}"`;
     // A malformed rule's refusal is enforced even by a report-only gate (docs/security.md: fail safe).
     return {
       allow: false,

@@ -1,11 +1,11 @@
 import type { AclDefault } from '../config';
 import type { AclRuleRow } from '../storage';
-import { Action, ACTIONS, Caller } from './caller';
+import { Caller, GATE_ACTIONS, GateAction } from './caller';
 import { compileTopicPattern, TopicPattern, TopicPatternError } from './topic-pattern';
 
 export const ACL_EFFECTS = ['ALLOW', 'DENY'] as const;
 export type AclEffect = (typeof ACL_EFFECTS)[number];
-export type AclAction = Action | '*';
+export type AclAction = GateAction | '*';
 
 /** A rule as stored (`acl_rules`): every field as written, which may be malformed (by hand, by an older version). */
 export type StoredAclRule = AclRuleRow;
@@ -42,9 +42,9 @@ function parseSubject(raw: string): Subject | AclRuleProblem {
 }
 
 function parseAction(raw: string): AclAction | AclRuleProblem {
-  return raw === '*' || (ACTIONS as readonly string[]).includes(raw)
+  return raw === '*' || (GATE_ACTIONS as readonly string[]).includes(raw)
     ? (raw as AclAction)
-    : { field: 'action', message: `action: expected one of ${[...ACTIONS, '*'].join(', ')}` };
+    : { field: 'action', message: `action: expected one of ${[...GATE_ACTIONS, '*'].join(', ')}` };
 }
 
 function parseEffect(raw: string): AclEffect | AclRuleProblem {
@@ -148,7 +148,7 @@ export class AclPolicy {
     return new AclPolicy(byTenant, fallback, malformed, rules.length);
   }
 
-  decide(caller: Caller, action: Action, topic: string | undefined): AclDecision {
+  decide(caller: Caller, action: GateAction, topic: string | undefined): AclDecision {
     let allowed = false;
     let denied: string | undefined;
     for (const rule of this.byTenant.get(caller.tenant) ?? []) {

@@ -1,5 +1,5 @@
 import { createAuditLog, isoNow } from '../logging';
-import type { Action } from './caller';
+import type { GateAction } from './caller';
 
 /** One gate decision, as audited. Never a body, a token or a secret. */
 export interface AuditRecord {
@@ -10,7 +10,7 @@ export interface AuditRecord {
   principal: string;
   tenant: string;
   route: string;
-  action: Action;
+  action: GateAction;
   topic?: string;
   /** `allow`, or `deny`: some filter refused. */
   decision: 'allow' | 'deny';

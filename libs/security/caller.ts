@@ -2,6 +2,33 @@
 export const ACTIONS = ['publish', 'subscribe', 'admin'] as const;
 export type Action = (typeof ACTIONS)[number];
 
+/**
+ * The actions of streaming sessions (docs/streaming-sessions.md#security), which the ACL decides on an agent's or a
+ * session's name as on a topic: serving an agent name, calling it, publishing to a named session and subscribing to
+ * it. They are not scopes of their own: each needs the data-path scope it implies ({@link SCOPE_OF}).
+ */
+export const SESSION_ACTIONS = ['agent.serve', 'agent.call', 'session.publish', 'session.subscribe'] as const;
+export type SessionAction = (typeof SESSION_ACTIONS)[number];
+
+/** Every action the gate decides: the scopes' and the sessions'. */
+export type GateAction = Action | SessionAction;
+export const GATE_ACTIONS: readonly GateAction[] = [...ACTIONS, ...SESSION_ACTIONS];
+
+/**
+ * The scope an action needs: its own for a scope; for a session action, `publish` for what writes into the mesh
+ * (calling an agent, publishing to a session) and `subscribe` for what reads from it (serving an agent: it takes
+ * calls; subscribing to a session).
+ */
+export const SCOPE_OF: Readonly<Record<GateAction, Action>> = Object.freeze({
+  publish: 'publish',
+  subscribe: 'subscribe',
+  admin: 'admin',
+  'agent.serve': 'subscribe',
+  'agent.call': 'publish',
+  'session.publish': 'publish',
+  'session.subscribe': 'subscribe',
+});
+
 /** The tenant of a caller the gate could not (or did not) authenticate, and of every resource of an open gate. */
 export const DEFAULT_TENANT = 'default';
 

@@ -1,11 +1,11 @@
 import { ErrorCode, EventMeshError } from '../errors';
-import type { Action, Caller } from './caller';
+import type { Caller, GateAction } from './caller';
 
 /** One request as the gate sees it: enough for every filter to decide, never more. */
 export interface GateRequest {
   /** The route as declared, e.g. `POST /events/publish`. */
   route: string;
-  action: Action;
+  action: GateAction;
   /** The topic the request acts on (publish, subscription), when it has one; ACL rules match it. */
   topic?: string;
   /**
@@ -31,6 +31,12 @@ export interface GateRequest {
   publish?: { events: number; bytes: number };
   /** The request opens a stream connection, held until the admission is released. */
   stream?: boolean;
+  /**
+   * The handshake of a multiplexed connection whose every operation passes the gate on its own (a streaming
+   * sessions WebSocket): TokenAuth asks for any data-path scope rather than the action's, and the ACL, which decides
+   * each operation on its name, lets the connection itself through.
+   */
+  connection?: boolean;
   /** The request creates a subscription (the tenant's subscription quota). */
   createsSubscription?: boolean;
   /** A runtime-wide admin route: only an admin of the operator tenant (EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT) may call it. */

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
+import { SCOPE_OF } from './caller';
 import { ApiKeyStore } from '../storage/api-key-store';
 import { ApiKeyUsage } from './api-key-usage';
 import { ApiKeyVerifier } from './api-key-verifier';
@@ -81,8 +82,11 @@ export class TokenAuth implements GateFilter {
       return { allow: false, refusal: invalidToken(authentication.reason, authentication.description) };
     const caller = authentication.caller;
     // The caller is known though refused: audited as itself, and report-only mode proceeds as it.
-    if (!caller.scopes.includes(request.action))
-      return { allow: false, refusal: insufficientScope(request.action), caller };
+    const scope = SCOPE_OF[request.action];
+    const scoped = request.connection
+      ? caller.scopes.includes('publish') || caller.scopes.includes('subscribe')
+      : caller.scopes.includes(scope);
+    if (!scoped) return { allow: false, refusal: insufficientScope(scope), caller };
     if (request.operatorOnly && caller.tenant !== this.options.operatorTenant)
       return { allow: false, refusal: notOperator(), caller };
     return { allow: true, caller };

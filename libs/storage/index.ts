@@ -22,3 +22,5 @@ export * from './tenant-topic-store';
 export * from './quota-usage-store';
 export * from './stream-presence-store';
 export * from './stored-counts';
+export * from './session-agent-store';
+export * from './session-home-store';

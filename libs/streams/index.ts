@@ -9,3 +9,4 @@ export * from './peer-channels';
 export * from './stream-presence';
 export * from './cluster-stream-router';
 export * from './turn-writes';
+export * from './cluster-dial';

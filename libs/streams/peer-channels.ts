@@ -1,29 +1,20 @@
 import { WebSocket } from 'ws';
 import type { EventFrame } from '../frame';
 import { createLogger } from '../logging';
-import {
-  CHANNEL_PATH,
-  CLUSTER_TOKEN_HEADER,
-  frameToWire,
-  HOLDER_QUERY,
-  OwnerMessage,
-  parseHolderMessage,
-} from './cluster-channel';
+import { CHANNEL_PATH, frameToWire, OwnerMessage, parseHolderMessage } from './cluster-channel';
+import { dialHolder, keepAlive } from './cluster-dial';
 import type { ClusterCredential } from './cluster-credential';
 import { ackTimeoutOf, ClientAction, StreamOutcome, StreamPolicy, StreamTarget } from './stream-hub';
 import { sendInTurn } from './turn-writes';
 
 /** How long past the ack timeout the owner waits for a holder's answer (the holder's own timer answers first). */
 const ANSWER_SLACK_MS = 5000;
-const HANDSHAKE_TIMEOUT_MS = 3000;
 const FIRST_BACKOFF_MS = 250;
 const MAX_BACKOFF_MS = 5000;
 /** A channel with no pong for this long is dead (a silent peer): it is closed, and what it carried is `gone`. */
 const HEARTBEAT_MS = 5000;
 /** How long a request to a holder (an operator's disconnect, a client's answer handed on) waits for its reply. */
 const REQUEST_ANSWER_MS = 5000;
-/** Handshakes that met another process of the holder's instance (421) before giving up for this round. */
-const MISDIRECTED_TRIES = 32;
 
 export interface PeerAddress {
   holder: string;
@@ -118,7 +109,6 @@ class Peer {
   private opening?: Promise<WebSocket>;
   private nextId = 0;
   private readonly pending = new Map<number, InFlight>();
-  private heartbeat?: NodeJS.Timeout;
   private closed = false;
 
   constructor(
@@ -244,48 +234,20 @@ class Peer {
     return this.opening;
   }
 
-  private async handshake(): Promise<WebSocket> {
-    const url = `${this.address.replace(/^http/, 'ws')}${CHANNEL_PATH}?${HOLDER_QUERY}=${encodeURIComponent(this.holder)}`;
-    for (let attempt = 1; ; attempt++) {
-      const result = await new Promise<WebSocket | 'misdirected'>((resolve, reject) => {
-        const socket = new WebSocket(url, {
-          headers: { [CLUSTER_TOKEN_HEADER]: this.credential.sign(this.self, this.holder) },
-          handshakeTimeout: HANDSHAKE_TIMEOUT_MS,
-          maxPayload: 64 * 1024 * 1024,
-        });
-        socket.once('open', () => resolve(socket));
-        socket.once('unexpected-response', (_request, response) => {
-          socket.terminate();
-          if (response.statusCode === 421) resolve('misdirected');
-          else reject(new Error(`the handshake was answered ${response.statusCode}`));
-        });
-        socket.once('error', reject);
-      });
-      if (result !== 'misdirected') {
-        this.attach(result);
-        return result;
-      }
-      if (attempt >= MISDIRECTED_TRIES)
-        throw new Error(`${MISDIRECTED_TRIES} handshakes met other processes of the holder's instance`);
-    }
+  private handshake(): Promise<WebSocket> {
+    return dialHolder(this, CHANNEL_PATH, this.credential, this.self, 64 * 1024 * 1024).then((socket) => {
+      this.attach(socket);
+      return socket;
+    });
   }
 
   private attach(socket: WebSocket): void {
     this.socket = socket;
     this.backoffMs = FIRST_BACKOFF_MS;
     this.downUntil = 0;
-    let alive = true;
-    socket.on('pong', () => (alive = true));
-    this.heartbeat = setInterval(() => {
-      if (!alive) {
-        this.log.warn({ holder: this.holder }, 'the stream channel went silent; closing it');
-        socket.terminate();
-        return;
-      }
-      alive = false;
-      socket.ping();
-    }, HEARTBEAT_MS);
-    this.heartbeat.unref();
+    keepAlive(socket, HEARTBEAT_MS, () =>
+      this.log.warn({ holder: this.holder }, 'the stream channel went silent; closing it'),
+    );
     socket.on('message', (raw) => {
       const message = parseHolderMessage(String(raw));
       if (message?.type === 'answer') this.pending.get(message.id)?.finish(message.outcome);
@@ -293,7 +255,6 @@ class Peer {
     });
     socket.on('error', (e) => this.log.warn({ holder: this.holder, error: e.message }, 'stream channel error'));
     socket.on('close', () => {
-      clearInterval(this.heartbeat);
       if (this.socket === socket) this.socket = undefined;
       if (this.pending.size > 0)
         this.log.warn(

@@ -28,14 +28,14 @@ export function writeInTurn(stream: Corkable, write: () => void): void {
 
 /** A ws WebSocket, as far as sendInTurn needs it: its send, and ws's own field for its TCP socket (ws 8). */
 interface TurnSocket {
-  send(data: string, cb?: (error?: Error) => void): void;
+  send(data: string | Buffer, cb?: (error?: Error) => void): void;
 }
 
 /**
- * Sends a WebSocket message; the messages sent on one socket in one turn leave in one write ({@link writeInTurn}).
+ * Sends a WebSocket message (a Buffer as a binary one); the messages sent on one socket in one turn leave in one write ({@link writeInTurn}).
  * Without ws's `_socket` (not connected yet, or another ws release) the message is written at once.
  */
-export function sendInTurn(socket: TurnSocket, data: string, cb?: (error?: Error) => void): void {
+export function sendInTurn(socket: TurnSocket, data: string | Buffer, cb?: (error?: Error) => void): void {
   const tcp = (socket as { _socket?: Corkable | null })._socket;
   if (tcp) writeInTurn(tcp, () => socket.send(data, cb));
   else socket.send(data, cb);

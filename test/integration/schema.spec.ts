@@ -40,6 +40,8 @@ describe('schema (real Postgres)', () => {
       'publisher_secrets',
       'quota_usage',
       'schema_migrations',
+      'session_agents',
+      'session_homes',
       'signature_replays',
       'skipped_ranges',
       'stream_presence',

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { CE_INTEGER_MAX, CE_INTEGER_MIN } from '../../../libs/frame';
-import { ACL_EFFECTS, ACTIONS } from '../../../libs/security';
+import { ACL_EFFECTS, ACTIONS, GATE_ACTIONS } from '../../../libs/security';
 
 /**
  * The bodies the gateway answers with, as the API document (`/openapi.json`) describes them: the wire shape of the
@@ -168,7 +168,7 @@ export const aclRuleBodySchema = z
       .string()
       .regex(/^(?:tenant:\*|principal:\*|principal:[^\s*?]{1,256})$/u)
       .describe('`principal:<name>`, or `principal:*` / `tenant:*` for every principal of the tenant'),
-    action: z.enum([...ACTIONS, '*']),
+    action: z.enum([...(GATE_ACTIONS as [string, ...string[]]), '*']),
     topic: z
       .string()
       .regex(/^[A-Za-z0-9._\-*?]{1,249}$/)

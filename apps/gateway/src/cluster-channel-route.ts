@@ -29,14 +29,34 @@ export function registerClusterChannel(
   app: NestFastifyApplication,
   deps: { hub: StreamHub; holder: string; credential: ClusterCredential },
 ): void {
+  registerClusterSocket(
+    app,
+    CHANNEL_PATH,
+    'The internal stream channel between instances (a WebSocket; a cluster token of this runtime, no tenant)',
+    deps,
+    (socket, peer) => serveChannel(socket, deps.hub, peer),
+  );
+}
+
+/**
+ * An internal WebSocket route between the gateway processes of one runtime (the stream channel, the sessions link):
+ * the handshake's cluster token must be made for this very process, else 401 UNAUTHENTICATED (421 MISDIRECTED for
+ * another process of the same instance); `serve` gets the socket and the holder id of the process that dialed.
+ */
+export function registerClusterSocket(
+  app: NestFastifyApplication,
+  path: string,
+  summary: string,
+  deps: { holder: string; credential: ClusterCredential },
+  serve: (socket: WebSocket, peer: string) => void,
+): void {
   const fastify = app.getHttpAdapter().getInstance();
   fastify.get(
-    CHANNEL_PATH,
+    path,
     {
       websocket: true,
       config: apiRouteConfig({
-        summary:
-          'The internal stream channel between instances (a WebSocket; a cluster token of this runtime, no tenant)',
+        summary,
         tags: ['internal'],
         internal: true,
         responses: { 101: { description: 'switched to the WebSocket protocol' }, ...errors(401, 421) },
@@ -47,10 +67,10 @@ export function registerClusterChannel(
         const verified = deps.credential.verify(typeof token === 'string' ? token : undefined, wanted ?? deps.holder);
         let refusal: EventMeshError | undefined;
         if (!verified.ok) {
-          log.warn({ remote: request.ip, reason: verified.reason }, 'stream channel handshake refused');
+          log.warn({ remote: request.ip, path, reason: verified.reason }, 'internal channel handshake refused');
           refusal = new EventMeshError(
             ErrorCode.Unauthenticated,
-            'the internal stream channel needs a cluster token of this runtime',
+            'the internal channel needs a cluster token of this runtime',
           );
         } else if (wanted !== undefined && wanted !== deps.holder) {
           refusal = new EventMeshError(ErrorCode.Misdirected, `this is gateway process ${deps.holder}, not ${wanted}`, {
@@ -68,7 +88,7 @@ export function registerClusterChannel(
         request.headers[CLUSTER_TOKEN_HEADER] as string,
         request.query[HOLDER_QUERY] ?? deps.holder,
       );
-      serveChannel(socket, deps.hub, peer.ok ? peer.from : request.ip);
+      serve(socket, peer.ok ? peer.from : request.ip);
     },
   );
 }

@@ -2,7 +2,7 @@ import { CanActivate, createParamDecorator, ExecutionContext, Injectable, SetMet
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
-import { Action, ANONYMOUS, Caller, gateHeadersOf, GateRequest, SecurityGate } from '../../../libs/security';
+import { ANONYMOUS, Caller, GateAction, gateHeadersOf, GateRequest, SecurityGate } from '../../../libs/security';
 import { rawBodyOf } from './body-parsers';
 import { wroteNothing } from './publish-route';
 import { requestIdOfRequest } from './request-log';
@@ -23,7 +23,7 @@ export type TopicSource =
 export type GateRouteSpec =
   | { public: true }
   | {
-      action: Action;
+      action: GateAction;
       /** The admin API's own gate rather than the ingress gate. */
       admin?: boolean;
       topic?: TopicSource;
@@ -38,6 +38,8 @@ export type GateRouteSpec =
        */
       stream?: boolean | ((r: RouteRequest) => boolean);
       createsSubscription?: boolean;
+      /** The handshake of a multiplexed connection whose every operation passes the gate on its own (GateRequest.connection). */
+      connection?: boolean;
       /** A runtime-wide admin route (partitions, instances, orphans): the operator tenant's admins only. */
       operator?: boolean;
     };
@@ -154,6 +156,7 @@ export function gateRequestOf(
     remoteAddress: r.remoteAddress,
     ...((typeof spec.stream === 'function' ? spec.stream(r) : spec.stream) ? { stream: true } : {}),
     ...(spec.createsSubscription ? { createsSubscription: true } : {}),
+    ...(spec.connection ? { connection: true } : {}),
     ...(spec.operator ? { operatorOnly: true } : {}),
     // Every admin route hands out power (credentials, ACL rules, quotas, operator actions): an authenticated caller only.
     ...(spec.admin || spec.operator ? { privileged: true } : {}),

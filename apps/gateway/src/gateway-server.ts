@@ -17,6 +17,8 @@ import {
   AclRuleStore,
   ApiKeyStore,
   LeaseStore,
+  SessionAgentStore,
+  SessionHomeStore,
   SkippedRangeStore,
   StreamPresenceStore,
   TenantQuotaStore,
@@ -33,6 +35,7 @@ import {
   TenantQuotaAdmin,
 } from '../../../libs/security';
 import type { HealthFinding } from '../../../libs/health';
+import { SessionServer } from '../../../libs/sessions';
 import {
   ClusterCredential,
   derivedAddress,
@@ -62,6 +65,7 @@ import { RequestLog } from './request-log';
 import { RouteTable } from './route-table';
 import { registerAuthenticateFirst } from './authenticate-first';
 import { registerClusterChannel } from './cluster-channel-route';
+import { registerSessions } from './sessions-routes';
 import { registerWebSocketStreams } from './websocket-streams';
 
 /** The gateway role of an instance: its HTTP server (Nest on Fastify, with the publish route ahead of it). */
@@ -135,6 +139,7 @@ export async function startGateway(
   let started: NestFastifyApplication | undefined;
   let presence: StreamPresence | undefined;
   let a2aStarted: A2ABroker | undefined;
+  let sessions: SessionServer | undefined;
   /** The webhook sender of operators' push redeliveries (the worker's pushes have the worker's). */
   let pushWebhooks: WebhookSender | undefined;
   // The channels an operator's disconnect of a client held by another gateway process goes over.
@@ -142,6 +147,8 @@ export async function startGateway(
   const close = () =>
     shutdownInOrder('gateway', [
       ['stream presence', () => presence?.close()],
+      // Before the HTTP server: its clients' sessions end now (1001), and the other instances stop opening here.
+      ['streaming sessions', () => sessions?.close()],
       ['A2A broker', () => a2aStarted?.close()],
       ['peer channels', () => peers.close()],
       ['publish route', () => publish?.close()],
@@ -179,7 +186,17 @@ export async function startGateway(
       ingress.defaultTopic,
     );
     const metrics = options.metrics;
+    sessions = new SessionServer({
+      config: config.sessions,
+      store: new SessionAgentStore(deps.db),
+      homes: new SessionHomeStore(deps.db),
+      gate: options.gates.ingress,
+      cluster: options.cluster,
+      metrics,
+    });
+    const sessionServer = sessions;
     if (metrics) {
+      metrics.sources.sessions = () => sessionServer.stats();
       metrics.sources.gates = () => ({ ingress: gates.ingress.stats(), admin: gates.admin.stats() });
       metrics.sources.requestReply = () => requestReply.stats;
     }
@@ -238,6 +255,7 @@ export async function startGateway(
             refused: connections.refused,
           },
           pollConsumers: polls.size,
+          sessions: sessionServer.stats(),
           a2aStreams: a2a.streams.stats(),
           a2aWorkflowStarts: a2a.workflowStarts(),
           a2aRequestHandoff: a2a.requestHandoff(),
@@ -272,6 +290,7 @@ export async function startGateway(
       a2a,
       pushDeadLetters: PushDeadLetters.forInstance(deps.db, config, (pushWebhooks = WebhookSender.forInstance(config))),
       deadLetters: new DeadLetterService(deps.db, (id, tenant) => subscriptions.get(id, tenant)),
+      sessions: sessionServer,
       replays: new DeadLetterReplays(deps.db, deps.temporal.client, (id, tenant) => subscriptions.get(id, tenant), {
         defaultRatePerSecond: config.delivery.deadLetterReplayRate,
         heartbeatTimeoutMs: config.delivery.leaseTtlMs,
@@ -333,19 +352,27 @@ export async function startGateway(
       });
     registerMethodNotAllowed(app.getHttpAdapter().getInstance(), routes);
     registerAuthenticateFirst(app.getHttpAdapter().getInstance(), routes, gates);
-    await registerWebSocketStreams(app, { hub: streams, subscriptions, gates });
+    await registerWebSocketStreams(app, {
+      hub: streams,
+      subscriptions,
+      gates,
+      maxPayload: sessionServer.maxFrameBytes,
+    });
     registerClusterChannel(app, { hub: streams, ...options.cluster });
+    registerSessions(app, { server: sessionServer, gates, ...options.cluster });
     await app.listen(config.http.port, config.http.host);
     const address = app.getHttpServer().address();
     const port = typeof address === 'object' && address ? address.port : config.http.port;
     sinks.listeningOn(port);
     const host = config.http.host === '0.0.0.0' ? '127.0.0.1' : config.http.host;
+    const advertised = config.instance.advertisedUrl || derivedAddress(config.http.host, port);
     presence = new StreamPresence(new StreamPresenceStore(deps.db), streams, {
       holder: options.cluster.holder,
       instanceId: config.instance.id,
-      address: config.instance.advertisedUrl || derivedAddress(config.http.host, port),
+      address: advertised,
     });
     presence.start();
+    sessionServer.start({ instanceId: config.instance.id, address: advertised });
     return { app, url: `http://${host}:${port}`, requestReply, close };
   } catch (e) {
     await close();

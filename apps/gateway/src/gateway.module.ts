@@ -8,6 +8,7 @@ import { AclAdmin, TenantQuotaAdmin } from '../../../libs/security';
 import type { OwnershipAdmin } from '../../../libs/ownership';
 import { RequestReplyService } from '../../../libs/request-reply';
 import { ApiKeyService, PublisherSecretStore } from '../../../libs/security';
+import { SessionServer } from '../../../libs/sessions';
 import { PollConsumers, StreamClients, StreamHub } from '../../../libs/streams';
 import { SkippedRangeStore } from '../../../libs/storage';
 import {
@@ -35,6 +36,7 @@ import { LimitsController, RUNTIME_LIMITS, RuntimeLimits } from './limits.contro
 import { GateGuard, Gates } from './gate-route';
 import { PublisherSecretsController } from './publisher-secrets.controller';
 import { RouteTable } from './route-table';
+import { SessionsAdminController } from './sessions-admin.controller';
 import { SkippedRangesController } from './skipped-ranges.controller';
 import { StreamsController } from './streams.controller';
 import { SubscriptionOperationsController } from './subscription-operations.controller';
@@ -87,6 +89,8 @@ export interface GatewayServices {
   /** Subscriptions' dead letters: browse, read, purge; and their replays (Temporal workflows). */
   deadLetters: DeadLetterService;
   replays: DeadLetterReplays;
+  /** Streaming sessions of this gateway process (`/admin/sessions`; the WebSocket routes are sessions-routes.ts). */
+  sessions: SessionServer;
 }
 
 /** The HTTP front door. Services are built by the instance composition (instance.ts) and handed in. */
@@ -118,6 +122,7 @@ export class GatewayModule {
         A2ARestController,
         ApiDocsController,
         LimitsController,
+        SessionsAdminController,
       ],
       providers: [
         { provide: SubscriptionService, useValue: services.subscriptions },
@@ -148,6 +153,7 @@ export class GatewayModule {
             ]
           : []),
         { provide: RouteTable, useValue: services.routes },
+        { provide: SessionServer, useValue: services.sessions },
         { provide: RUNTIME_LIMITS, useValue: services.limits },
         { provide: APP_GUARD, useClass: GateGuard },
         { provide: APP_FILTER, useClass: HttpErrorFilter },

@@ -19,6 +19,8 @@ const log = createLogger('WebSocketStreams');
 const WS_ROUTE = 'GET /subscriptions/:id/ws';
 /** The handshake is a subscribe on the subscription's topic, and holds a stream connection of the tenant's quota. */
 const WS_GATE = { action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true } as const;
+/** The largest answer a stream client sends (a JSON object naming one delivery). */
+const MAX_ANSWER_BYTES = 64 * 1024;
 /** The admission of each handshake, until its socket closes. */
 const admissions = new WeakMap<object, Admission>();
 
@@ -32,10 +34,16 @@ const admissions = new WeakMap<object, Admission>();
  */
 export async function registerWebSocketStreams(
   app: NestFastifyApplication,
-  deps: { hub: StreamHub; subscriptions: SubscriptionService; gates: Gates },
+  deps: {
+    hub: StreamHub;
+    subscriptions: SubscriptionService;
+    gates: Gates;
+    /** The largest message any WebSocket route takes (one server serves them all: a session frame's bound). */
+    maxPayload: number;
+  },
 ): Promise<void> {
   const fastify = app.getHttpAdapter().getInstance();
-  await fastify.register(websocket, { options: { maxPayload: 64 * 1024 } });
+  await fastify.register(websocket, { options: { maxPayload: Math.max(MAX_ANSWER_BYTES, deps.maxPayload) } });
   fastify.get<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>(
     '/subscriptions/:id/ws',
     {
@@ -110,7 +118,11 @@ export async function registerWebSocketStreams(
         close: () => socket.close(4001, 'disconnected by an operator'),
       };
       deps.hub.connect(member);
-      socket.on('message', (raw) => {
+      socket.on('message', (raw: Buffer) => {
+        if (raw.length > MAX_ANSWER_BYTES) {
+          socket.close(1009, 'an answer is at most 64 KiB');
+          return;
+        }
         let message: {
           type?: unknown;
           deliveryId?: unknown;

@@ -12,6 +12,8 @@ import { GatePolicyVersionEntity } from './gate-policy-version.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
 import { PendingRequestEntity } from './pending-request.entity';
 import { PublisherSecretEntity } from './publisher-secret.entity';
+import { SessionAgentEntity } from './session-agent.entity';
+import { SessionHomeEntity } from './session-home.entity';
 import { SignatureReplayEntity } from './signature-replay.entity';
 import { QuotaUsageEntity } from './quota-usage.entity';
 import { SkippedRangeEntity } from './skipped-range.entity';
@@ -38,6 +40,8 @@ export {
   PendingRequestEntity,
   PublisherSecretEntity,
   QuotaUsageEntity,
+  SessionAgentEntity,
+  SessionHomeEntity,
   SignatureReplayEntity,
   SkippedRangeEntity,
   StreamPresenceEntity,
@@ -68,6 +72,8 @@ export const ENTITIES = [
   TenantQuotaEntity,
   QuotaUsageEntity,
   StreamPresenceEntity,
+  SessionAgentEntity,
+  SessionHomeEntity,
   A2APushConfigEntity,
   A2APushDeadLetterEntity,
   TenantTopicEntity,

@@ -30,6 +30,7 @@ import { A2ATaskAgentResends1797400000000 } from './1797400000000-A2ATaskAgentRe
 import { SubscriptionName1797460000000 } from './1797460000000-SubscriptionName';
 import { TenantTopics1797500000000 } from './1797500000000-TenantTopics';
 import { TopicGrants1797500000001 } from './1797500000001-TopicGrants';
+import { SessionAgentsAndHomes1797600000000 } from './1797600000000-SessionAgentsAndHomes';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -65,4 +66,5 @@ export const MIGRATIONS = [
   SubscriptionName1797460000000,
   TenantTopics1797500000000,
   TopicGrants1797500000001,
+  SessionAgentsAndHomes1797600000000,
 ];

@@ -6,6 +6,7 @@ import { HttpClient, parseBody } from './http';
 import type { EventMeshClientOptions } from './options';
 import type { PublishResult, ReplyResult } from './api-types';
 import { Publisher, traceHeaders, type PublishCallOptions } from './publisher';
+import { Streaming, type StreamingOptions } from './streaming';
 import { Subscriptions } from './subscriptions';
 
 export interface RequestOptions extends PublishCallOptions {
@@ -28,6 +29,7 @@ export class EventMeshClient {
   private readonly http: HttpClient;
   private readonly publisher: Publisher;
   private readonly consumers = new Set<Consumer>();
+  private streams?: Streaming;
 
   constructor(private readonly options: EventMeshClientOptions) {
     this.http = new HttpClient(options);
@@ -95,8 +97,18 @@ export class EventMeshClient {
     return consumer;
   }
 
-  /** Drains every consumer of this client. Publishes still in flight finish on their own. */
+  /**
+   * Streaming sessions (docs/streaming-sessions.md): serve an agent, open sessions to agents and read each call's answer
+   * as a stream of chunks. One WebSocket per client, opened on first use; the same object on every call.
+   */
+  streaming(options?: StreamingOptions): Streaming {
+    this.streams ??= new Streaming(this.http, options);
+    return this.streams;
+  }
+
+  /** Drains every consumer of this client and ends its streaming connection. Publishes in flight finish on their own. */
   async close(): Promise<void> {
     await Promise.all([...this.consumers].map((c) => c.drain()));
+    this.streams?.close();
   }
 }

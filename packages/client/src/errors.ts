@@ -41,12 +41,12 @@ export class ValidationError extends EventMeshError {
 
 /** 404: no such topic, subscription, or pending request. */
 export class NotFoundError extends EventMeshError {
-  override readonly name = 'NotFoundError';
+  override readonly name: string = 'NotFoundError';
 }
 
 /** 409: the request conflicts with the state (`UNKNOWN_DELIVERY`, `SUBSCRIPTION_DISABLED`, ...). */
 export class ConflictError extends EventMeshError {
-  override readonly name = 'ConflictError';
+  override readonly name: string = 'ConflictError';
 }
 
 /** 408 on `request()`: no reply came within `timeoutMs`. `body.correlationId` names the request. */
@@ -56,7 +56,7 @@ export class RequestTimeoutError extends EventMeshError {
 
 /** 413: the body or batch is larger than the runtime takes (`PAYLOAD_TOO_LARGE`, `BATCH_EXCEEDS_BURST`). */
 export class PayloadTooLargeError extends EventMeshError {
-  override readonly name = 'PayloadTooLargeError';
+  override readonly name: string = 'PayloadTooLargeError';
 }
 
 /** 429 or 503 still refused after the retries ran out (`QUOTA_EXCEEDED`, `OVERLOADED`, `KAFKA_UNAVAILABLE`, ...). */
@@ -66,7 +66,7 @@ export class UnavailableError extends EventMeshError {
 
 /** No answer came (connection refused or reset, DNS failure) and the retries ran out. */
 export class ConnectionError extends EventMeshError {
-  override readonly name = 'ConnectionError';
+  override readonly name: string = 'ConnectionError';
 }
 
 /**

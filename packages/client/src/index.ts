@@ -31,6 +31,7 @@ export {
 export { type DedupeStore, type DedupeBounds } from './dedupe/dedupe-store';
 export { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
 export { PostgresDedupeStore, type PostgresDedupeOptions, type Queryable } from './dedupe/postgres-dedupe-store';
+export * from './streaming';
 export { CloudEvent } from 'cloudevents';
 export {
   webhookReceiver,

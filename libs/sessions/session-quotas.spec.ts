@@ -1,0 +1,46 @@
+import { ErrorCode, EventMeshError } from '../errors';
+import { SessionQuotas } from './session-quotas';
+
+const quotaOf = (f: () => unknown) => {
+  try {
+    f();
+  } catch (e) {
+    expect(e).toBeInstanceOf(EventMeshError);
+    expect((e as EventMeshError).code).toBe(ErrorCode.QuotaExceeded);
+    return (e as EventMeshError).details.quota;
+  }
+  return undefined;
+};
+
+describe('SessionQuotas', () => {
+  const quotas = () => new SessionQuotas({ maxPerTenant: 2, maxAgentsPerTenant: 1, maxBytesInFlightPerTenant: 1000 });
+
+  it('caps the sessions of a tenant, not of another, and gives a place back once per release', () => {
+    const q = quotas();
+    const first = q.openSession('t1', 100);
+    q.openSession('t1', 100);
+    expect(quotaOf(() => q.openSession('t1', 100))).toBe('sessions');
+    q.openSession('t2', 100);
+    first();
+    first();
+    q.openSession('t1', 100);
+    expect(quotaOf(() => q.openSession('t1', 100))).toBe('sessions');
+  });
+
+  it('charges bytes in flight as the windows of the open sessions', () => {
+    const q = quotas();
+    const big = q.openSession('t1', 900);
+    expect(quotaOf(() => q.openSession('t1', 200))).toBe('session_bytes_in_flight');
+    big();
+    q.openSession('t1', 1000);
+    expect(q.of('t1')).toEqual({ sessions: 1, agents: 0, bytes: 1000 });
+  });
+
+  it('caps the agent replicas of a tenant', () => {
+    const q = quotas();
+    const release = q.serveAgent('t1');
+    expect(quotaOf(() => q.serveAgent('t1'))).toBe('session_agents');
+    release();
+    q.serveAgent('t1');
+  });
+});

@@ -1,0 +1,364 @@
+import { randomUUID } from 'node:crypto';
+import { ConnectionError, EventMeshError } from '../errors';
+import type { FrameReader, SessionConnection } from './connection';
+import { ChunkTooLargeError, SessionClosedError, SessionEndedError, sessionErrorOf } from './errors';
+import { encodeFrame, type Frame } from './frame';
+
+/** Where a publication is in its session: the home's epoch, and its offset in that epoch. */
+export interface SessionPosition {
+  epoch: number;
+  offset: number;
+}
+
+export interface Publication {
+  data: Buffer;
+  /** The publisher's id (`<session>:<uuid>`): each publisher's publications come in the order it published them. */
+  publisher: string;
+  position: SessionPosition;
+}
+
+export interface PresenceEvent {
+  type: 'join' | 'leave';
+  /** The subscriber (its connection's id at the runtime). */
+  client: string;
+  principal: string;
+}
+
+export interface SubscribeOptions {
+  /** The most bytes of publications this subscriber may have unread; further behind, it is dropped (default: the runtime's, 1 MiB). */
+  windowBytes?: number;
+  /** Resume after this position: what came since is replayed from the session's history, if it still holds it. */
+  since?: SessionPosition;
+  /** Joins and leaves of the session's subscribers. */
+  onPresence?: (event: PresenceEvent) => void;
+  /** Each subscription that asked to resume (`since`, or after the connection came back): was nothing missed? */
+  onRecovery?: (recovered: boolean, position: SessionPosition) => void;
+}
+
+const GUARD_MS = 60_000;
+
+/**
+ * A subscription to a named session (`streaming.subscribeSession(name)`): an async iterable of its publications in
+ * order. Credit is given back as they are read: a reader that falls further behind than its window is dropped by the
+ * runtime (`SlowSubscriberError`). When the connection is lost it subscribes again once it is back, from its last
+ * position: `onRecovery(false)` says publications were missed (the history no longer held them). A session that ends
+ * (idle, its home gone) ends the iteration with `SessionEndedError`.
+ */
+export class SessionSubscription implements FrameReader, AsyncIterable<Publication> {
+  /** Whether the last (re)subscription missed nothing. */
+  recovered = true;
+  /** The last publication received (what a later `since` resumes after). */
+  position?: SessionPosition;
+  private readonly members = new Map<string, { client: string; principal: string }>();
+  private readonly queue: Publication[] = [];
+  private waiter?: { resolve(r: IteratorResult<Publication>): void; reject(e: unknown): void };
+  private failure?: EventMeshError;
+  private done = false;
+  private window = 0;
+  private owed = 0;
+  private flushing = false;
+  private subscribing?: { resolve(): void; reject(e: EventMeshError): void };
+
+  private constructor(
+    private readonly connection: SessionConnection,
+    readonly name: string,
+    private readonly options: SubscribeOptions,
+  ) {
+    this.position = options.since;
+  }
+
+  static async subscribe(
+    connection: SessionConnection,
+    name: string,
+    options: SubscribeOptions = {},
+  ): Promise<SessionSubscription> {
+    if (connection.callers.has(name)) throw new Error(`session ${name} is already subscribed on this client`);
+    await connection.ensure();
+    const subscription = new SessionSubscription(connection, name, options);
+    await subscription.send();
+    connection.resumable.add(subscription);
+    return subscription;
+  }
+
+  /** The session's subscribers now (as of the subscription, then its presence events). */
+  subscribers(): { client: string; principal: string }[] {
+    return [...this.members.values()];
+  }
+
+  unsubscribe(): void {
+    if (this.done) return;
+    this.connection.send(encodeFrame({ kind: 'unsubscribe', id: this.name }));
+    this.finish(undefined);
+  }
+
+  [Symbol.asyncIterator](): AsyncIterator<Publication> {
+    return {
+      next: () => {
+        const p = this.queue.shift();
+        if (p) {
+          this.consumed(p.data.length);
+          return Promise.resolve({ value: p, done: false });
+        }
+        if (this.failure) return Promise.reject(this.failure);
+        if (this.done) return Promise.resolve({ value: undefined, done: true });
+        return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+      },
+      return: () => {
+        this.unsubscribe();
+        return Promise.resolve({ value: undefined, done: true });
+      },
+    };
+  }
+
+  frame(frame: Frame): void {
+    switch (frame.kind) {
+      case 'subscribed': {
+        const recovered = frame.attributes.recovered === true;
+        this.window = Number(frame.attributes.window ?? 0);
+        this.owed = 0;
+        this.members.clear();
+        for (const m of JSON.parse(String(frame.attributes.members ?? '[]')) as { client: string; principal: string }[])
+          this.members.set(m.client, m);
+        const asked = this.position !== undefined;
+        this.recovered = recovered;
+        if (!recovered || !asked) this.position = { epoch: frame.call, offset: frame.n };
+        if (asked) this.options.onRecovery?.(recovered, this.position!);
+        this.subscribing?.resolve();
+        this.subscribing = undefined;
+        return;
+      }
+      case 'chunk': {
+        const p: Publication = {
+          data: frame.data,
+          publisher: String(frame.attributes.publisher),
+          position: { epoch: frame.call, offset: frame.n },
+        };
+        this.position = p.position;
+        const waiter = this.waiter;
+        if (waiter) {
+          this.waiter = undefined;
+          this.consumed(p.data.length);
+          waiter.resolve({ value: p, done: false });
+        } else this.queue.push(p);
+        return;
+      }
+      case 'presence': {
+        const event: PresenceEvent = {
+          type: frame.attributes.event === 'leave' ? 'leave' : 'join',
+          client: String(frame.attributes.client),
+          principal: String(frame.attributes.principal),
+        };
+        if (event.type === 'join') this.members.set(event.client, { client: event.client, principal: event.principal });
+        else this.members.delete(event.client);
+        this.options.onPresence?.(event);
+        return;
+      }
+      case 'end':
+        return this.finish(
+          new SessionEndedError(
+            String(frame.attributes.code ?? 'SESSION_ENDED'),
+            String(frame.attributes.message ?? `session ${this.name} ended`),
+            410,
+            { ...frame.attributes },
+          ),
+        );
+      case 'error': {
+        const error = sessionErrorOf(frame.attributes);
+        if (this.subscribing) {
+          this.subscribing.reject(error);
+          this.subscribing = undefined;
+          this.connection.callers.delete(this.name);
+          this.connection.resumable.delete(this);
+          this.done = true;
+          return;
+        }
+        return this.finish(error);
+      }
+      default:
+        return;
+    }
+  }
+
+  /** The connection was lost: it subscribes again (from its position) once the connection is back. */
+  lost(error: EventMeshError): void {
+    if (this.subscribing) {
+      this.subscribing.reject(error);
+      this.subscribing = undefined;
+    }
+    if (error.code === 'SESSION_CLOSED') this.finish(error);
+  }
+
+  /** The connection is back: subscribe again, resuming after the last position. */
+  reconnected(): void {
+    if (this.done) return;
+    this.send().catch((e: EventMeshError) => this.finish(e));
+  }
+
+  private send(): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const guard = setTimeout(
+        () =>
+          this.subscribing?.reject(
+            new ConnectionError('SUBSCRIBE_TIMEOUT', `no answer to the subscription of ${this.name}`),
+          ),
+        GUARD_MS,
+      );
+      this.subscribing = {
+        resolve: () => {
+          clearTimeout(guard);
+          resolve();
+        },
+        reject: (e) => {
+          clearTimeout(guard);
+          reject(e);
+        },
+      };
+      this.connection.callers.set(this.name, this);
+      const at = this.position;
+      const sent = this.connection.send(
+        encodeFrame({
+          kind: 'subscribe',
+          id: this.name,
+          n: this.options.windowBytes ?? 0,
+          attributes: at ? { epoch: at.epoch, offset: at.offset } : {},
+        }),
+      );
+      if (!sent)
+        this.subscribing.reject(new SessionClosedError('CONNECTION_LOST', 'the sessions connection is not open'));
+    });
+  }
+
+  /** Gives back the credit of what was read, coalesced to one frame per turn (at once when half the window is owed). */
+  private consumed(bytes: number): void {
+    if (this.done || bytes <= 0) return;
+    this.owed += bytes;
+    if (this.owed >= this.window / 2) return this.flush();
+    if (this.flushing) return;
+    this.flushing = true;
+    setImmediate(() => {
+      this.flushing = false;
+      this.flush();
+    });
+  }
+
+  private flush(): void {
+    if (this.owed === 0 || this.done) return;
+    if (this.connection.send(encodeFrame({ kind: 'credit', id: this.name, n: this.owed }))) this.owed = 0;
+  }
+
+  private finish(error: EventMeshError | undefined): void {
+    if (this.done) return;
+    this.done = true;
+    this.failure = error;
+    if (this.connection.callers.get(this.name) === this) this.connection.callers.delete(this.name);
+    this.connection.resumable.delete(this);
+    const waiter = this.waiter;
+    this.waiter = undefined;
+    if (error) waiter?.reject(error);
+    else waiter?.resolve({ value: undefined, done: true });
+  }
+}
+
+/**
+ * A publisher to a named session (`streaming.openSessionPublisher(name)`): its publications reach every current
+ * subscriber in the order it published them. `publish` waits for credit (the session's home gives it back once it has
+ * handed a publication on), so a publisher faster than the runtime is slowed, not buffered.
+ */
+export class SessionPublisher implements FrameReader {
+  readonly id: string;
+  private credit = 0;
+  private maxChunk = 0;
+  private readonly waiters: { frame: Buffer; bytes: number; resolve(): void; reject(e: unknown): void }[] = [];
+  private ended?: EventMeshError;
+  private opening?: { resolve(): void; reject(e: EventMeshError): void };
+
+  private constructor(
+    private readonly connection: SessionConnection,
+    readonly name: string,
+  ) {
+    this.id = `${name}:${randomUUID()}`;
+  }
+
+  static async open(
+    connection: SessionConnection,
+    name: string,
+    options: { windowBytes?: number } = {},
+  ): Promise<SessionPublisher> {
+    await connection.ensure();
+    const publisher = new SessionPublisher(connection, name);
+    connection.publishers.set(publisher.id, publisher);
+    await new Promise<void>((resolve, reject) => {
+      publisher.opening = { resolve, reject };
+      if (!connection.send(encodeFrame({ kind: 'publisher', id: publisher.id, n: options.windowBytes ?? 0 })))
+        publisher.lost(new SessionClosedError('CONNECTION_LOST', 'the sessions connection is not open'));
+    });
+    return publisher;
+  }
+
+  /** Publishes (a string as UTF-8, bytes as they are, anything else as JSON); resolves once it is sent within credit. */
+  publish(data: string | Uint8Array | object): Promise<void> {
+    if (this.ended) return Promise.reject(this.ended);
+    const bytes =
+      typeof data === 'string'
+        ? Buffer.from(data, 'utf8')
+        : data instanceof Uint8Array
+          ? data
+          : Buffer.from(JSON.stringify(data), 'utf8');
+    if (bytes.length > this.maxChunk)
+      return Promise.reject(
+        new ChunkTooLargeError('PAYLOAD_TOO_LARGE', `a publication is at most ${this.maxChunk} bytes`, 413),
+      );
+    const frame = encodeFrame({ kind: 'publish', id: this.id, data: bytes });
+    if (this.waiters.length === 0 && this.credit >= bytes.length) {
+      this.credit -= bytes.length;
+      this.connection.send(frame);
+      return Promise.resolve();
+    }
+    return new Promise((resolve, reject) => this.waiters.push({ frame, bytes: bytes.length, resolve, reject }));
+  }
+
+  close(): void {
+    if (this.ended) return;
+    this.connection.send(encodeFrame({ kind: 'close', id: this.id }));
+    this.end(new SessionClosedError('SESSION_CLOSED', `publisher ${this.id} was closed`));
+  }
+
+  frame(frame: Frame): void {
+    switch (frame.kind) {
+      case 'opened':
+        this.credit = frame.n;
+        this.maxChunk = Number(frame.attributes.maxChunk ?? frame.n);
+        this.opening?.resolve();
+        this.opening = undefined;
+        return;
+      case 'credit':
+        this.credit += frame.n;
+        while (this.waiters.length > 0 && this.credit >= this.waiters[0].bytes) {
+          const w = this.waiters.shift()!;
+          this.credit -= w.bytes;
+          this.connection.send(w.frame);
+          w.resolve();
+        }
+        return;
+      case 'error':
+        return this.lost(sessionErrorOf(frame.attributes));
+      default:
+        return;
+    }
+  }
+
+  lost(error: EventMeshError): void {
+    if (this.opening) {
+      this.opening.reject(error);
+      this.opening = undefined;
+    }
+    this.end(error);
+  }
+
+  private end(error: EventMeshError): void {
+    if (this.ended) return;
+    this.ended = error;
+    this.connection.publishers.delete(this.id);
+    for (const w of this.waiters.splice(0)) w.reject(error);
+  }
+}

@@ -1,0 +1,30 @@
+/**
+ * One replica of a streaming-session agent as its own process, so that SIGKILL is a real crash (nothing closed on
+ * its way out). It serves SESSION_AGENT_NAME through the SDK built at SESSION_AGENT_SDK (dist/packages/client/src),
+ * on the runtime at SESSION_AGENT_URL with SESSION_AGENT_TOKEN, and answers a call `{ chunks, delayMs }` with that
+ * many chunks `<pid>:<n>`, one every `delayMs`. It prints `serving <replica id>` once the runtime took it. The spec
+ * transpiles this file and runs it with node (test/support/session-agent-process.ts).
+ */
+import type * as Sdk from '../../packages/client/src';
+
+// The SDK as the built package (a path known at run time): this file runs outside jest, after transpiling.
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { EventMeshClient } = require(process.env.SESSION_AGENT_SDK!) as typeof Sdk;
+
+const mesh = new EventMeshClient({ url: process.env.SESSION_AGENT_URL!, token: process.env.SESSION_AGENT_TOKEN });
+void mesh
+  .streaming()
+  .serve(process.env.SESSION_AGENT_NAME!, async (request, { send, signal }) => {
+    const { chunks, delayMs } = request.json<{ chunks: number; delayMs: number }>();
+    for (let n = 0; n < chunks && !signal.aborted; n++) {
+      await send(`${process.pid}:${n}`);
+      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+    }
+  })
+  .then(
+    (server) => process.stdout.write(`serving ${server.replica}\n`),
+    (e: Error) => {
+      process.stderr.write(`serve failed: ${e.message}\n`);
+      process.exit(1);
+    },
+  );
