@@ -1,7 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { WebSocket } from 'ws';
 import type { Caller } from '../security';
+import { createLogger } from '../logging';
 import { keepAlive, sendInTurn } from '../streams';
+
+const log = createLogger('SessionConnection');
 
 /** Who opened a connection, as its handshake passed the gate: every operation on it passes the gate again. */
 export interface ConnectionIdentity {
@@ -26,7 +29,12 @@ export class SessionConnection {
     readonly identity: ConnectionIdentity,
     heartbeatMs: number,
   ) {
-    keepAlive(socket, heartbeatMs);
+    keepAlive(socket, heartbeatMs, () =>
+      log.warn(
+        { connection: this.id, tenant: identity.caller.tenant, buffered: socket.bufferedAmount },
+        'sessions connection went silent (no pong, nothing read for a heartbeat); closing it',
+      ),
+    );
   }
 
   get tenant(): string {

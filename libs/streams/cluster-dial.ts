@@ -50,19 +50,20 @@ export async function dialHolder(
 
 /**
  * Pings `socket` every `intervalMs`; one that showed no sign of life within the interval is terminated (a silent peer:
- * a dead process whose connection the OS never closed), after `onSilent`. A sign of life is a pong, or bytes moving
- * on its TCP connection either way: a ping queued behind a long write to a slow reader is answered late, though the
- * reader is alive and reading. Returns the stop (also done on close).
+ * a dead process whose connection the OS never closed), after `onSilent`. A sign of life is a pong, or any bytes read
+ * from the peer: a ping queued behind a long write to a slow reader is answered late, though the reader is alive and
+ * talking (bytes written are no sign: the kernel takes them from a dead peer too, until its buffer is full).
+ * Returns the stop (also done on close).
  */
 export function keepAlive(socket: WebSocket, intervalMs: number, onSilent?: () => void): () => void {
   let alive = true;
-  let moved = bytesMoved(socket);
+  let read = bytesRead(socket);
   const pong = () => (alive = true);
   socket.on('pong', pong);
   const timer = setInterval(() => {
-    const now = bytesMoved(socket);
-    if (now !== moved) alive = true;
-    moved = now;
+    const now = bytesRead(socket);
+    if (now !== read) alive = true;
+    read = now;
     if (!alive) {
       onSilent?.();
       socket.terminate();
@@ -80,8 +81,7 @@ export function keepAlive(socket: WebSocket, intervalMs: number, onSilent?: () =
   return stop;
 }
 
-/** Bytes the socket's TCP connection has read and written (ws keeps it as `_socket`); 0 without one. */
-function bytesMoved(socket: WebSocket): number {
-  const tcp = (socket as unknown as { _socket?: { bytesRead?: number; bytesWritten?: number } | null })._socket;
-  return (tcp?.bytesRead ?? 0) + (tcp?.bytesWritten ?? 0);
+/** Bytes the socket's TCP connection has read (ws keeps it as `_socket`); 0 without one. */
+function bytesRead(socket: WebSocket): number {
+  return (socket as unknown as { _socket?: { bytesRead?: number } | null })._socket?.bytesRead ?? 0;
 }

@@ -89,7 +89,6 @@ describe('streaming sessions (Mode 1), end to end', () => {
       EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE: keysFile,
       EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: ISSUER,
       EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: AUDIENCE,
-      EVENTMESH_SESSIONS_HEARTBEAT_MS: '1000',
       // Mode 2: a history that holds a whole case's publications, and sessions that end after 3 s idle.
       EVENTMESH_SESSIONS_HISTORY_SIZE: '1000',
       EVENTMESH_SESSIONS_IDLE_MS: '3000',
@@ -112,21 +111,15 @@ describe('streaming sessions (Mode 1), end to end', () => {
     const CHUNK = 16 * 1024;
     const WINDOW = 256 * 1024;
     const COUNT = 10_000;
-    await client(b.url!)
-      .streaming()
-      .serve('bulk', async (request, { send }) => {
-        const { count } = request.json<{ count: number }>();
-        for (let n = 0; n < count; n++) {
-          const chunk = Buffer.alloc(CHUNK);
-          chunk.writeUInt32BE(n, 0);
-          await send(chunk);
-        }
-      });
+    // The agent in a process of its own (on another machine, as it would be): nothing but credit slows it.
+    const agent = new SessionAgentProcess(b.url!, 'bulk', tokenOf('t1'));
+    agents.push(agent);
+    await agent.serving();
     const session = await client(a.url!).streaming().openSession('bulk', { windowBytes: WINDOW, waitMs: 10000 });
     expect(session.window).toBe(WINDOW);
     // A warm-up call (code paths, buffers), then each instance's memory at rest.
     let warm = 0;
-    await session.call({ count: 300 }).forEach(() => warm++);
+    await session.call({ chunks: 300, bytes: CHUNK }).forEach(() => warm++);
     expect(warm).toBe(300);
     const memory = async (url: string) => {
       const metrics = parsePrometheusText(await (await fetch(`${url}/metrics`)).text());
@@ -143,15 +136,15 @@ describe('streaming sessions (Mode 1), end to end', () => {
         await new Promise((r) => setTimeout(r, 100));
       }
     })();
-    // The reader: 0.3 ms of work per chunk (its process busy, it reads its socket late), a turn every 16 chunks.
+    // The reader: 1 ms of work per chunk (its process busy, it reads its socket late), a turn every 16 chunks.
     let next = 0;
     let outOfOrder = 0;
     const started = Date.now();
     try {
-      for await (const chunk of session.call({ count: COUNT })) {
+      for await (const chunk of session.call({ chunks: COUNT, bytes: CHUNK })) {
         if (chunk.length !== CHUNK || chunk.readUInt32BE(0) !== next) outOfOrder++;
         next++;
-        const until = performance.now() + 0.3;
+        const until = performance.now() + 1;
         while (performance.now() < until);
         if (next % 16 === 0) await turn();
       }
@@ -310,10 +303,10 @@ describe('streaming sessions (Mode 1), end to end', () => {
         await send('tenant t2');
       });
     const own = await other.openSession('bulk', { waitMs: 10000 });
-    expect(await own.call({ count: 1 }).text()).toBe('tenant t2');
+    expect(await own.call({ chunks: 1 }).text()).toBe('tenant t2');
     // t1's sessions to its own 'bulk' still reach t1's replica.
     const mine = await client(a.url!).streaming().openSession('bulk', { waitMs: 10000 });
-    expect((await mine.call({ count: 1 }).text()).length).toBe(16 * 1024);
+    expect((await mine.call({ chunks: 1, bytes: 16 * 1024 }).text()).length).toBe(16 * 1024);
   }, 30000);
 
   it('passes every open and serve through the gate: an ACL DENY on agent.call is a 403; no replica is a 404 at once, or a wait when asked', async () => {
@@ -422,7 +415,10 @@ describe('streaming sessions (Mode 1), end to end', () => {
         expect(got.map((p) => Number(p.data.toString()))).toEqual(Array.from({ length: 300 }, (_, i) => i));
 
         // The history holds 1000: 1100 more publications later, a subscriber resuming from offset 10 missed some.
+        // (A publish resolves once it is sent within credit: a subscriber says when the home has numbered them all.)
+        const watch = reader(await client(b.url!).streaming().subscribeSession('resume'), 1100);
         for (let n = 300; n < 1400; n++) await publisher.publish(String(n));
+        expect((await watch.done).at(-1)!.position.offset).toBe(1400);
         let told: boolean | undefined;
         const late = await client(a.url!)
           .streaming()
@@ -465,7 +461,10 @@ describe('streaming sessions (Mode 1), end to end', () => {
       const stays = await client(b.url!).streaming().subscribeSession('busy');
       const idle = reader(stays, 1000);
       await expect(idle.done).rejects.toBeInstanceOf(SessionEndedError);
-      await expect(publisher.publish('late')).rejects.toBeInstanceOf(SessionEndedError);
+      // The publisher hears of it too (on its own connection: maybe a moment later), and publishes no more.
+      const ended = await waitFor('the publisher to hear the end', () => publisher.error);
+      expect(ended).toBeInstanceOf(SessionEndedError);
+      await expect(publisher.publish('late')).rejects.toBe(ended);
     }, 30000);
   });
 });

@@ -1,8 +1,9 @@
 /**
  * One replica of a streaming-session agent as its own process, so that SIGKILL is a real crash (nothing closed on
  * its way out). It serves SESSION_AGENT_NAME through the SDK built at SESSION_AGENT_SDK (dist/packages/client/src),
- * on the runtime at SESSION_AGENT_URL with SESSION_AGENT_TOKEN, and answers a call `{ chunks, delayMs }` with that
- * many chunks `<pid>:<n>`, one every `delayMs`. It prints `serving <replica id>` once the runtime took it. The spec
+ * on the runtime at SESSION_AGENT_URL with SESSION_AGENT_TOKEN, and answers a call `{ chunks, delayMs?, bytes? }` with
+ * that many chunks, one every `delayMs` (else as fast as its credit lets it): `<pid>:<n>`, or `bytes` bytes starting
+ * with n (a u32). It prints `serving <replica id>` once the runtime took it. The spec
  * transpiles this file and runs it with node (test/support/session-agent-process.ts).
  */
 import type * as Sdk from '../../packages/client/src';
@@ -15,10 +16,14 @@ const mesh = new EventMeshClient({ url: process.env.SESSION_AGENT_URL!, token: p
 void mesh
   .streaming()
   .serve(process.env.SESSION_AGENT_NAME!, async (request, { send, signal }) => {
-    const { chunks, delayMs } = request.json<{ chunks: number; delayMs: number }>();
+    const { chunks, delayMs, bytes } = request.json<{ chunks: number; delayMs?: number; bytes?: number }>();
     for (let n = 0; n < chunks && !signal.aborted; n++) {
-      await send(`${process.pid}:${n}`);
-      if (delayMs > 0) await new Promise((r) => setTimeout(r, delayMs));
+      if (bytes) {
+        const chunk = Buffer.alloc(bytes);
+        chunk.writeUInt32BE(n, 0);
+        await send(chunk);
+      } else await send(`${process.pid}:${n}`);
+      if (delayMs) await new Promise((r) => setTimeout(r, delayMs));
     }
   })
   .then(

@@ -116,9 +116,14 @@ export class SessionConnection {
     this.socket = socket;
     this.reconnectDelay = this.options.reconnectMs ?? 250;
     socket.on('error', () => undefined);
+    // Alive: a pong, or anything read from the runtime (a pong queued behind chunks comes late, the runtime is fine).
     let alive = true;
+    let read = 0;
     socket.on('pong', () => (alive = true));
     const heartbeat = setInterval(() => {
+      const now = (socket as unknown as { _socket?: { bytesRead?: number } | null })._socket?.bytesRead ?? 0;
+      if (now !== read) alive = true;
+      read = now;
       if (!alive) return socket.terminate();
       alive = false;
       socket.ping();

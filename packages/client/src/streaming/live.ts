@@ -295,6 +295,11 @@ export class SessionPublisher implements FrameReader {
     return publisher;
   }
 
+  /** Why it ended (closed, the session ended, the connection lost), once it has: a publish then rejects with it. */
+  get error(): EventMeshError | undefined {
+    return this.ended;
+  }
+
   /** Publishes (a string as UTF-8, bytes as they are, anything else as JSON); resolves once it is sent within credit. */
   publish(data: string | Uint8Array | object): Promise<void> {
     if (this.ended) return Promise.reject(this.ended);
