@@ -377,7 +377,9 @@ describe('first event, end to end', () => {
       headers: json,
       body: JSON.stringify({ sink, topic: 'elsewhere' }),
     });
-    expect(moved.status).toBe(404);
+    // A subscription never moves to another topic, whether that topic exists or not: the field is named.
+    expect(moved.status).toBe(400);
+    expect(await moved.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'topic' });
     const restarted = await fetch(`${api}/subscriptions/${id}`, {
       method: 'PUT',
       headers: json,
