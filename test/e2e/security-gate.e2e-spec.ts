@@ -107,11 +107,12 @@ describe('security gate, end to end', () => {
     });
     const health = (await (await fetch(`${api}/health`)).json()) as { gate: unknown };
     expect(health.gate).toEqual({ ingress: 'report-only', admin: 'open' });
-    const good = `Bearer ${await token({})}`;
+    // The audit topic is reserved: only the operator's tenant (`default` here) may subscribe to it. Its sink answers
+    // the validation handshake all the same (config.trusted not asked).
+    const operator = `Bearer ${await token({ tenant: 'default' })}`;
     const subscribed = await fetch(`${api}/subscriptions`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json', authorization: good },
-      // Tenant acme is not the operator: its sink answers the validation handshake (config.trusted is the operator's).
+      headers: { 'content-type': 'application/json', authorization: operator },
       body: JSON.stringify({ sink: receiver.url, topic: auditTopic }),
     });
     expect(subscribed.status).toBe(201);
