@@ -87,6 +87,11 @@ ok='"2xx", "3xx", "401", "403", "404", "409", "429"'
   entry '^POST /subscriptions$' "$ok, \"400\""
   entry '^POST /events/subscribe$' "$ok, \"400\""
   entry '^PUT /subscriptions/\{id\}$' "$ok, \"400\""
+  # An ensure by name is a create or a replace (as above), and a body that names a name names the path's.
+  entry '^PUT /subscriptions/by-name/\{name\}$' "$ok, \"400\""
+  # A tenant topic's partitions are capped by EVENTMESH_KAFKA_TENANT_TOPIC_MAX_PARTITIONS, a setting of the instance
+  # (400 naming the cap), not of the document.
+  entry '^POST /topics$' "$ok, \"400\""
   entry '^PUT /a2a/agents/\{name\}$' "$ok, \"400\""
   # A seek's offsets must lie in the partition's log (400 OFFSET_OUT_OF_RANGE).
   entry '^POST /subscriptions/\{id\}/offsets/seek$' "$ok, \"400\""
@@ -102,6 +107,7 @@ ok='"2xx", "3xx", "401", "403", "404", "409", "429"'
   printf "[[operations]]\ninclude-name-regex = '%s'\nparameters = { \"query.timeoutMs\" = 200 }\n" '^POST /events/request$'
   printf "[[operations]]\ninclude-name-regex = '%s'\nparameters = { \"query.waitMs\" = 200 }\n" '^GET /subscriptions/\{id\}/poll$'
   entry '^GET /subscriptions/\{id\}/ws$' '"426"' '"400", "426"'
+  entry '^GET /sessions/ws$' '"426"' '"400", "426"'
 } >"$work/schemathesis.toml"
 
 # The internal stream channel is left out: a WebSocket between the runtime's own instances, with a cluster token

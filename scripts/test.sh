@@ -6,10 +6,10 @@
 #
 #   lane 0: the integration tier, on the servers `npm start` uses (a test database and Temporal namespace of their
 #           own);
-#   lane 1: the unit tier (no servers) while its servers start, then the fault tier but for FAULTS_OF_LANE_2; the
-#           checks beside both (they need no servers, and the fault specs spend most of their time waiting);
-#   lane 2: the end-to-end tier, the API fuzz step (scripts/fuzz-api.sh, cut: fuzz_step below), then
-#           FAULTS_OF_LANE_2.
+#   lane 1: the unit tier (no servers) while its servers start, then the fault tier but for FAULTS_OF_LANE_2, then
+#           the API fuzz step (scripts/fuzz-api.sh, cut: fuzz_step below); the checks beside all of it (they need no
+#           servers, and the fault specs spend most of their time waiting);
+#   lane 2: the end-to-end tier, then FAULTS_OF_LANE_2.
 #
 # Lanes 1 and 2 run on sets of servers of their own, under .data/lanes/N, on the main settings' ports moved by N
 # (Postgres) or 100N (Kafka, Temporal), stopped when the lane ends: the fault tier kills and restarts servers, so a
@@ -103,10 +103,19 @@ lane1() {
   own_servers 1 "${lane1_env[@]}"
   checks &
   local checks_pid=$!
+  local venv_pid=
+  if ((LANES == 3)); then
+    bash scripts/fuzz-api.sh --venv-only >"$reports/fuzz-venv.log" 2>&1 &
+    venv_pid=$!
+  fi
   step "unit tier" jest_lane unit --selectProjects unit
   if servers_ready 1; then
     if ((LANES == 2)); then step "fault tier" with_env lane1_env jest_lane faults --selectProjects faults
-    else step "fault tier, lane 1's part" with_env lane1_env jest_lane faults-1 --selectProjects faults --testPathIgnorePatterns "$FAULTS_OF_LANE_2"; fi
+    else
+      step "fault tier, lane 1's part" with_env lane1_env jest_lane faults-1 --selectProjects faults --testPathIgnorePatterns "$FAULTS_OF_LANE_2"
+      step "API fuzz: its Python environment" wait "$venv_pid"
+      step "API fuzz" with_env lane1_env fuzz_step
+    fi
     stop_servers 1 "${lane1_env[@]}"
   fi
   wait "$checks_pid"
@@ -115,12 +124,8 @@ lane1() {
 # Lane 2 (three lanes): the end-to-end tier, then FAULTS_OF_LANE_2.
 lane2() {
   own_servers 2 "${lane2_env[@]}"
-  bash scripts/fuzz-api.sh --venv-only > "$reports/fuzz-venv.log" 2>&1 &
-  local venv_pid=$!
   servers_ready 2 || return 0
   step "e2e tier" with_env lane2_env jest_lane e2e --selectProjects e2e
-  step "API fuzz: its Python environment" wait "$venv_pid"
-  step "API fuzz" with_env lane2_env fuzz_step
   step "fault tier, lane 2's part" with_env lane2_env jest_lane faults-2 --selectProjects faults --testPathPattern "$FAULTS_OF_LANE_2"
   stop_servers 2 "${lane2_env[@]}"
 }

@@ -68,7 +68,11 @@ export class TopicGrantsController {
   @ApiRoute({
     summary: 'Revoke a grant',
     tags: ['admin'],
-    params: { topic: 'the shared topic', tenant: 'the tenant', action: '`publish` or `subscribe`' },
+    params: {
+      topic: 'the shared topic',
+      tenant: 'the tenant',
+      action: z.enum(['publish', 'subscribe']).describe('what the grant allows'),
+    },
     responses: { 204: { description: 'revoked' }, ...errors(400, 404), ...GATED },
   })
   @HttpCode(204)

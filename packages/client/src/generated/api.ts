@@ -8376,8 +8376,8 @@ export interface paths {
                     topic: string;
                     /** @description the tenant */
                     tenant: string;
-                    /** @description `publish` or `subscribe` */
-                    action: string;
+                    /** @description what the grant allows */
+                    action: "publish" | "subscribe";
                 };
                 cookie?: never;
             };
