@@ -42,7 +42,8 @@ export function webSocketTransport(socket: WebSocket, heartbeatMs: number, who: 
     },
     send: (raw) => sendInTurn(socket, raw),
     close: (code, reason) => {
-      if (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING) socket.close(code, reason);
+      if (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING)
+        socket.close(code, reason);
     },
   };
 }
