@@ -26,7 +26,8 @@ export const SESSION_FRAME_MAX_ATTRIBUTE_BYTES = 16 * 1024;
  * `end` | `error`, `cancel` from the caller, `credit` from the reader, `close` ends the session; `serve` ->
  * `served` and `unserve` name what a connection serves. Mode 2 (session pub/sub): `publisher` -> `opened`,
  * `publish`, `subscribe` -> `subscribed`, `chunk` (a publication, `n` its position), `presence`, `unsubscribe`,
- * and `end` / `error` / `credit` as in Mode 1.
+ * and `end` / `error` / `credit` as in Mode 1. `relay` is the runtime's own, between its processes: frames a client
+ * of the SSE fallback posted to another process than the one holding its stream.
  */
 export const SESSION_FRAME_KINDS = [
   'open',
@@ -47,6 +48,7 @@ export const SESSION_FRAME_KINDS = [
   'subscribed',
   'unsubscribe',
   'presence',
+  'relay',
 ] as const;
 export type SessionFrameKind = (typeof SESSION_FRAME_KINDS)[number];
 

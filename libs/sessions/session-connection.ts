@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
+import type { ServerResponse } from 'node:http';
 import { WebSocket } from 'ws';
-import type { Caller } from '../security';
 import { createLogger } from '../logging';
-import { keepAlive, sendInTurn } from '../streams';
+import type { Caller } from '../security';
+import { keepAlive, sendInTurn, writeInTurn } from '../streams';
 
 const log = createLogger('SessionConnection');
 
@@ -13,11 +14,66 @@ export interface ConnectionIdentity {
   remoteAddress: string;
 }
 
+/** How frames reach a client: its WebSocket, or (the fallback) a Server-Sent Events stream. */
+export interface SessionTransport {
+  readonly kind: 'websocket' | 'sse';
+  readonly open: boolean;
+  /** Bytes written and not yet sent. */
+  readonly buffered: number;
+  send(raw: Buffer): void;
+  close(code: number, reason: string): void;
+}
+
+/** A client's WebSocket: a binary message per frame, pinged every heartbeat (silent for a whole period: closed). */
+export function webSocketTransport(socket: WebSocket, heartbeatMs: number, who: () => string): SessionTransport {
+  keepAlive(socket, heartbeatMs, () =>
+    log.warn(
+      { connection: who(), buffered: socket.bufferedAmount },
+      'sessions connection went silent (no pong, nothing read for a heartbeat); closing it',
+    ),
+  );
+  return {
+    kind: 'websocket',
+    get open() {
+      return socket.readyState === WebSocket.OPEN;
+    },
+    get buffered() {
+      return socket.bufferedAmount;
+    },
+    send: (raw) => sendInTurn(socket, raw),
+    close: (code, reason) => {
+      if (socket.readyState === WebSocket.OPEN || socket.readyState === WebSocket.CONNECTING)
+        socket.close(code, reason);
+    },
+  };
+}
+
 /**
- * One client's WebSocket to `/sessions/ws` (an SDK's `client.streaming()`): every session it opens, every agent
- * name it serves and every Mode 2 publisher and subscription it holds are multiplexed over it, one binary session
- * frame per message. What it holds is kept here so that its end ends all of it (session-server.ts). Pinged every
- * heartbeat; silent for a whole period, it is closed.
+ * A client's Server-Sent Events stream (the fallback where a WebSocket does not get through): one `frame` event per
+ * frame, its bytes in base64, and a comment every heartbeat so that proxies keep it open. The client posts its frames
+ * (session-server.ts); the stream ends when its connection closes.
+ */
+export function sseTransport(response: ServerResponse, heartbeatMs: number): SessionTransport {
+  const ping = setInterval(() => response.write(': ping\n\n'), heartbeatMs);
+  ping.unref();
+  response.once('close', () => clearInterval(ping));
+  return {
+    kind: 'sse',
+    get open() {
+      return !response.writableEnded && !response.destroyed;
+    },
+    get buffered() {
+      return response.writableLength;
+    },
+    send: (raw) => writeInTurn(response, () => response.write(`event: frame\ndata: ${raw.toString('base64')}\n\n`)),
+    close: () => response.end(),
+  };
+}
+
+/**
+ * One client's connection (an SDK's `client.streaming()`): every session it opens, every agent name it serves and
+ * every Mode 2 publisher and subscription it holds are multiplexed over it. What it holds is kept by the server, so
+ * that its end ends all of it (session-server.ts).
  */
 export class SessionConnection {
   readonly id = randomUUID();
@@ -25,44 +81,39 @@ export class SessionConnection {
   private ended = false;
 
   constructor(
-    private readonly socket: WebSocket,
+    private readonly transport: SessionTransport,
     readonly identity: ConnectionIdentity,
-    heartbeatMs: number,
-  ) {
-    keepAlive(socket, heartbeatMs, () =>
-      log.warn(
-        { connection: this.id, tenant: identity.caller.tenant, buffered: socket.bufferedAmount },
-        'sessions connection went silent (no pong, nothing read for a heartbeat); closing it',
-      ),
-    );
-  }
+  ) {}
 
   get tenant(): string {
     return this.identity.caller.tenant;
   }
 
   get open(): boolean {
-    return !this.ended && this.socket.readyState === WebSocket.OPEN;
+    return !this.ended && this.transport.open;
   }
 
-  /** Bytes written to the socket and not yet sent (the runtime's own buffer of this connection). */
+  /** Bytes written to the client and not yet sent (the runtime's own buffer of this connection). */
   get buffered(): number {
-    return this.socket.bufferedAmount;
+    return this.transport.buffered;
+  }
+
+  get transportKind(): SessionTransport['kind'] {
+    return this.transport.kind;
   }
 
   /** Sends one frame; dropped when the connection is closing (its sessions are being ended). */
   send(raw: Buffer): void {
-    if (this.open) sendInTurn(this.socket, raw);
+    if (this.open) this.transport.send(raw);
   }
 
   /** Closes it (close code 1001 at shutdown, 1008 for a protocol violation). */
   close(code = 1000, reason = ''): void {
     this.ended = true;
-    if (this.socket.readyState === WebSocket.OPEN || this.socket.readyState === WebSocket.CONNECTING)
-      this.socket.close(code, reason);
+    this.transport.close(code, reason);
   }
 
-  /** Marks it ended (its socket closed): nothing more is sent. */
+  /** Marks it ended (its transport closed): nothing more is sent. */
   markEnded(): void {
     this.ended = true;
   }

@@ -1,16 +1,17 @@
+import type { ServerResponse } from 'node:http';
 import type { WebSocket } from 'ws';
 import type { SessionsConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
-import { decodeSessionFrame, SessionFrame, SessionFrameError } from '../frame';
+import { decodeSessionFrame, encodeSessionFrame, SessionFrame, SessionFrameError } from '../frame';
 import { createLogger } from '../logging';
-import type { SecurityGate, SessionAction } from '../security';
+import type { Caller, SecurityGate, SessionAction } from '../security';
 import type { SessionAgentStore, SessionHomeStore } from '../storage';
 import type { ClusterCredential } from '../streams';
 import { AGENT_PRESENCE_FRESH_MS, AgentPresence, ReplicaReader } from './agent-presence';
 import { LocalReplicas, Replica } from './agent-replicas';
 import { CallSessions, SessionMetrics, SessionView } from './call-sessions';
 import { LiveSessions } from './live-sessions';
-import { SessionConnection, type ConnectionIdentity } from './session-connection';
+import { SessionConnection, sseTransport, webSocketTransport, type ConnectionIdentity } from './session-connection';
 import { errorFrame } from './session-errors';
 import { SessionLinks } from './session-links';
 import { SessionQuotas } from './session-quotas';
@@ -72,6 +73,9 @@ export class SessionServer {
   readonly live: LiveSessions;
   readonly quotas: SessionQuotas;
   private presence?: AgentPresence;
+  /** SSE connections by id: their clients' frames come by POST, here or through another process. */
+  private readonly sse = new Map<string, { connection: SessionConnection; held: Held }>();
+  private address?: string;
   private closing = false;
 
   constructor(private readonly options: SessionServerOptions) {
@@ -88,10 +92,20 @@ export class SessionServer {
             ? this.live.fromHomeLink(link, frame)
             : this.calls.fromAgentLink(link, frame, raw),
         // A link dialed here carries callers' frames for replicas here (Mode 1) and members' for homes here (Mode 2).
-        fromDialer: (link, frame, raw) =>
-          LIVE_KINDS.has(frame.kind) || (frame.kind === 'close' && !link.attached.has(frame.id))
-            ? this.live.fromMemberLink(link, frame, raw)
-            : this.calls.fromCallerLink(link, frame, raw),
+        fromDialer: (link, frame, raw) => {
+          if (frame.kind === 'relay') {
+            const caller = { tenant: String(frame.attributes.tenant), principal: String(frame.attributes.principal) };
+            if (!this.relayed(frame.id, caller, frame.data))
+              this.log.warn(
+                { connection: frame.id, peer: link.peer },
+                'frames posted for an SSE connection not held here; dropped',
+              );
+            return;
+          }
+          if (LIVE_KINDS.has(frame.kind) || (frame.kind === 'close' && !link.attached.has(frame.id)))
+            this.live.fromMemberLink(link, frame, raw);
+          else this.calls.fromCallerLink(link, frame, raw);
+        },
       },
     );
     this.calls = new CallSessions({
@@ -121,6 +135,7 @@ export class SessionServer {
 
   /** Publishes this process's agent replicas for the others, now that it knows its address. */
   start(me: { instanceId: string; address: string }): void {
+    this.address = me.address;
     this.presence = new AgentPresence(this.options.store, this.replicas, {
       holder: this.options.cluster.holder,
       ...me,
@@ -131,30 +146,63 @@ export class SessionServer {
 
   /** A client's WebSocket whose handshake the gate admitted; `release` gives back what the admission holds. */
   attachClient(socket: WebSocket, identity: ConnectionIdentity, release: () => void): void {
-    const connection = new SessionConnection(socket, identity, this.options.config.heartbeatMs);
-    const held: Held = { served: new Map(), release };
-    this.connections.set(connection, held);
-    if (this.closing) connection.close(1001, 'shutting down');
+    let id = '';
+    const connection = new SessionConnection(
+      webSocketTransport(socket, this.options.config.heartbeatMs, () => id),
+      identity,
+    );
+    id = connection.id;
+    const held = this.hold(connection, release);
     socket.on('message', (raw: Buffer, binary: boolean) => {
-      let frame: SessionFrame;
-      try {
-        if (!binary) throw new SessionFrameError('a text message: session frames are binary');
-        frame = decodeSessionFrame(raw);
-      } catch (e) {
-        this.log.warn({ connection: connection.id, error: (e as Error).message }, 'unreadable session frame; closing');
-        connection.close(1008, `unreadable frame: ${(e as Error).message}`.slice(0, 120));
-        return;
-      }
-      this.dispatch(connection, held, frame, raw);
+      if (!binary)
+        return this.unreadable(connection, new SessionFrameError('a text message: session frames are binary'));
+      this.receive(connection, held, raw);
     });
     socket.on('error', (e) => this.log.warn({ connection: connection.id, error: e.message }, 'session socket error'));
-    socket.once('close', () => {
-      connection.markEnded();
-      this.connections.delete(connection);
-      this.calls.connectionClosed(connection, held.served);
-      this.live.connectionClosed(connection);
-      held.release();
+    socket.once('close', () => this.closed(connection, held));
+  }
+
+  /**
+   * A client's Server-Sent Events stream (the fallback), its handshake admitted: its first event names the connection
+   * (`event: connection`, `{ "connection": <token> }`), which its client's POSTs carry; then a `frame` event per frame.
+   */
+  attachSse(response: ServerResponse, identity: ConnectionIdentity, release: () => void): void {
+    const connection = new SessionConnection(sseTransport(response, this.options.config.heartbeatMs), identity);
+    const held = this.hold(connection, release);
+    this.sse.set(connection.id, { connection, held });
+    response.write(`event: connection\ndata: ${JSON.stringify({ connection: this.tokenOf(connection) })}\n\n`);
+    response.once('close', () => {
+      this.sse.delete(connection.id);
+      this.closed(connection, held);
     });
+  }
+
+  /**
+   * Frames a client of the SSE fallback posted (`body`: each frame after its length, a u32): handed to its connection
+   * here, or over the link to the process holding it, wherever the load balancer sent the POST. Answers false when the
+   * token is not one this runtime made, or names a connection of another caller, or one not open here.
+   */
+  async post(token: string, caller: Caller, body: Buffer): Promise<boolean> {
+    const named = this.openToken(token);
+    if (!named) return false;
+    if (named.holder === this.options.cluster.holder) return this.relayed(named.connection, caller, body);
+    const link = await this.links.to({ holder: named.holder, address: named.address }).catch(() => undefined);
+    if (!link)
+      throw new EventMeshError(
+        ErrorCode.DependencyUnavailable,
+        'the instance holding the stream cannot be reached',
+        {},
+        true,
+      );
+    link.send(
+      encodeSessionFrame({
+        kind: 'relay',
+        id: named.connection,
+        attributes: { tenant: caller.tenant, principal: caller.principal },
+        data: body,
+      }),
+    );
+    return true;
   }
 
   /** A link another process dialed to this one, its cluster token verified. */
@@ -197,6 +245,7 @@ export class SessionServer {
   stats() {
     return {
       connections: this.connections.size,
+      sseConnections: this.sse.size,
       ...this.calls.stats(),
       live: this.live.stats(),
       links: this.links.stats(),
@@ -210,6 +259,78 @@ export class SessionServer {
     await this.live.close();
     this.links.close();
     await this.presence?.close();
+  }
+
+  private hold(connection: SessionConnection, release: () => void): Held {
+    const held: Held = { served: new Map(), release };
+    this.connections.set(connection, held);
+    if (this.closing) connection.close(1001, 'shutting down');
+    return held;
+  }
+
+  private closed(connection: SessionConnection, held: Held): void {
+    connection.markEnded();
+    if (!this.connections.delete(connection)) return;
+    this.calls.connectionClosed(connection, held.served);
+    this.live.connectionClosed(connection);
+    held.release();
+  }
+
+  private receive(connection: SessionConnection, held: Held, raw: Buffer): void {
+    let frame: SessionFrame;
+    try {
+      frame = decodeSessionFrame(raw);
+    } catch (e) {
+      return this.unreadable(connection, e as Error);
+    }
+    this.dispatch(connection, held, frame, raw);
+  }
+
+  private unreadable(connection: SessionConnection, e: Error): void {
+    this.log.warn({ connection: connection.id, error: e.message }, 'unreadable session frame; closing');
+    connection.close(1008, `unreadable frame: ${e.message}`.slice(0, 120));
+  }
+
+  /** Frames posted for an SSE connection held here, by `caller` (it must be the connection's own). */
+  private relayed(id: string, caller: Pick<Caller, 'tenant' | 'principal'>, body: Buffer): boolean {
+    const target = this.sse.get(id);
+    const who = target?.connection.identity.caller;
+    if (!target || who?.tenant !== caller.tenant || who.principal !== caller.principal) return false;
+    for (let at = 0; at + 4 <= body.length;) {
+      const length = body.readUInt32BE(at);
+      const raw = body.subarray(at + 4, at + 4 + length);
+      at += 4 + length;
+      if (raw.length !== length) {
+        this.unreadable(target.connection, new SessionFrameError('a truncated post'));
+        return true;
+      }
+      this.receive(target.connection, target.held, raw);
+    }
+    return true;
+  }
+
+  /** `<payload>.<seal>`: the payload names this process, its address and the connection; the seal is the runtime's. */
+  private tokenOf(connection: SessionConnection): string {
+    const payload = Buffer.from(
+      JSON.stringify({ h: this.options.cluster.holder, a: this.address ?? '', c: connection.id }),
+    ).toString('base64url');
+    return `${payload}.${this.options.cluster.credential.seal(payload)}`;
+  }
+
+  private openToken(token: string): { holder: string; address: string; connection: string } | undefined {
+    const at = token.indexOf('.');
+    const payload = token.slice(0, at);
+    if (at <= 0 || !this.options.cluster.credential.opens(payload, token.slice(at + 1))) return undefined;
+    try {
+      const named = JSON.parse(Buffer.from(payload, 'base64url').toString('utf8')) as {
+        h: string;
+        a: string;
+        c: string;
+      };
+      return { holder: named.h, address: named.a, connection: named.c };
+    } catch {
+      return undefined;
+    }
   }
 
   private dispatch(connection: SessionConnection, held: Held, frame: SessionFrame, raw: Buffer): void {

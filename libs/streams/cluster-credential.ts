@@ -56,6 +56,29 @@ export class ClusterCredential {
     return { ok: true, from };
   }
 
+  /**
+   * A MAC of `text` under the active derived key, `<key id>.<hex>`: for what one process hands out and another must
+   * trust (an SSE sessions connection's token names its process and address; a forged one must not make a gateway dial
+   * elsewhere).
+   */
+  seal(text: string): string {
+    return `${this.activeKey}.${this.sealMac(this.activeKey, text)}`;
+  }
+
+  /** Whether `sealed` is {@link seal}'s MAC of `text` under one of the keys. */
+  opens(text: string, sealed: string): boolean {
+    const at = sealed.indexOf('.');
+    const keyId = sealed.slice(0, at);
+    if (at <= 0 || !this.keys.has(keyId)) return false;
+    const expected = Buffer.from(this.sealMac(keyId, text), 'hex');
+    const given = Buffer.from(sealed.slice(at + 1), 'hex');
+    return given.length === expected.length && timingSafeEqual(given, expected);
+  }
+
+  private sealMac(keyId: string, text: string): string {
+    return createHmac('sha256', this.keys.get(keyId)!).update(`\u0000seal\u0000${text}`).digest('hex');
+  }
+
   private mac(keyId: string, from: string, to: string, at: number): string {
     return createHmac('sha256', this.keys.get(keyId)!).update(`${keyId}\n${from}\n${to}\n${at}`).digest('hex');
   }

@@ -1,4 +1,6 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { setImmediate as turn } from 'node:timers/promises';
@@ -41,6 +43,8 @@ describe('streaming sessions (Mode 1), end to end', () => {
   const agents: SessionAgentProcess[] = [];
 
   const tokenOf = (tenant: string, principal = 'alice') => tokens.get(`${tenant}/${principal}`)!;
+  /** Sessions whose call the 'endless' agent saw cancelled. */
+  const cancelledAtAgent = new Set<string>();
   const client = (url: string, tenant = 't1', principal = 'alice') => {
     const mesh = new EventMeshClient({ url, token: tokenOf(tenant, principal) });
     clients.push(mesh);
@@ -220,7 +224,10 @@ describe('streaming sessions (Mode 1), end to end', () => {
       .streaming()
       .serve('endless', async (request, { send, signal }) => {
         const { limit } = request.json<{ limit?: number }>();
-        signal.addEventListener('abort', () => aborted.push({ session: request.session, reason: signal.reason }));
+        signal.addEventListener('abort', () => {
+          aborted.push({ session: request.session, reason: signal.reason });
+          cancelledAtAgent.add(request.session);
+        });
         for (let n = 0; limit === undefined || n < limit; n++) {
           await send(`tick ${n}`);
           await new Promise((r) => setTimeout(r, 5));
@@ -341,6 +348,58 @@ describe('streaming sessions (Mode 1), end to end', () => {
       .streaming()
       .serve('late', async (_request, { send }) => send('here'));
     expect(await (await waiting).call('x').text()).toBe('here');
+  }, 60000);
+
+  it('falls back to SSE + POST where upgrades do not get through; frames posted to another instance reach the one holding the stream', async () => {
+    // A balancer with no WebSocket support that sends GETs to A and POSTs to B.
+    const balancer = http.createServer((request, response) => {
+      const target = new URL(request.method === 'GET' ? a.url! : b.url!);
+      const upstream = http.request(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: request.url,
+          method: request.method,
+          headers: request.headers,
+        },
+        (answer) => {
+          response.writeHead(answer.statusCode ?? 502, answer.headers);
+          answer.pipe(response);
+        },
+      );
+      upstream.on('error', () => response.destroy());
+      request.pipe(upstream);
+    });
+    balancer.on('upgrade', (_request, socket) => socket.end('HTTP/1.1 502 Bad Gateway\r\ncontent-length: 0\r\n\r\n'));
+    await new Promise<void>((resolve) => balancer.listen(0, '127.0.0.1', resolve));
+    try {
+      const mesh = new EventMeshClient({
+        url: `http://127.0.0.1:${(balancer.address() as AddressInfo).port}`,
+        token: tokenOf('t1'),
+      });
+      clients.push(mesh);
+      const streaming = mesh.streaming();
+      // 300 chunks of 16 KiB through a 64 KiB window: only the credit posted to B and handed to A lets them through.
+      const session = await streaming.openSession('bulk', { windowBytes: 64 * 1024, waitMs: 10000 });
+      let next = 0;
+      await session.call({ chunks: 300, bytes: 16 * 1024 }).forEach((chunk) => {
+        expect(chunk.readUInt32BE(0)).toBe(next++);
+      });
+      expect(next).toBe(300);
+      // A cancel posted to B reaches the agent too.
+      const endless = await streaming.openSession('endless', { waitMs: 10000 });
+      const call = endless.call({});
+      let ticks = 0;
+      await expect(
+        call.forEach(() => {
+          if (++ticks === 3) call.cancel();
+        }),
+      ).rejects.toBeInstanceOf(SessionCancelledError);
+      await waitFor('the agent to see the cancel posted through B', () => cancelledAtAgent.has(endless.id));
+    } finally {
+      balancer.closeAllConnections();
+      balancer.close();
+    }
   }, 60000);
 
   describe('Mode 2: named sessions', () => {

@@ -1,6 +1,7 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
+import { z } from 'zod';
 import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { gateHeadersOf, type Admission } from '../../../libs/security';
 import { SESSIONS_LINK_PATH, SessionServer } from '../../../libs/sessions';
@@ -83,11 +84,123 @@ export function registerSessions(
       );
     },
   );
+  registerSseFallback(app, deps);
   registerClusterSocket(
     app,
     SESSIONS_LINK_PATH,
     'The internal sessions link between gateway processes (a WebSocket; a cluster token of this runtime, no tenant)',
     deps,
     (socket, peer) => deps.server.attachLink(socket, peer),
+  );
+}
+
+const SSE_ROUTE = 'GET /sessions/sse';
+const POST_ROUTE = 'POST /sessions/sse/frames';
+/** A client's posts authenticate as it (the same caller as its stream's, else 404); they hold no stream connection. */
+const POST_GATE = { action: 'agent.call', connection: true } as const;
+
+/**
+ * The fallback where a WebSocket does not get through a proxy: `GET /sessions/sse` streams the frames to the client
+ * (Server-Sent Events, each frame in base64; the first event names the connection), and the client posts its own
+ * frames to `POST /sessions/sse/frames?connection=<token>` (`application/octet-stream`: each frame after its length,
+ * a big-endian u32), on any instance: one that does not hold the stream hands them to the one that does.
+ */
+function registerSseFallback(app: NestFastifyApplication, deps: { server: SessionServer; gates: Gates }): void {
+  const fastify = app.getHttpAdapter().getInstance();
+  fastify.get(
+    '/sessions/sse',
+    {
+      config: apiRouteConfig(
+        {
+          summary:
+            'Streaming sessions over Server-Sent Events (the fallback): `connection` first, then a `frame` event per frame (base64)',
+          tags: ['sessions'],
+          responses: {
+            200: {
+              description: 'the event stream, open as long as the client stays',
+              contentType: 'text/event-stream',
+              schema: z.string(),
+            },
+            ...GATED,
+          },
+        },
+        SESSIONS_GATE,
+      ),
+    },
+    async (request: FastifyRequest, reply: FastifyReply) => {
+      let admission: Admission;
+      try {
+        admission = await deps.gates.ingress.admit(
+          gateRequestOf(deps.gates, SESSIONS_GATE, {
+            route: SSE_ROUTE,
+            headers: gateHeadersOf(request.raw),
+            remoteAddress: request.ip,
+          }),
+        );
+      } catch (e) {
+        const { status, body, headers } = toHttpError(e);
+        return reply
+          .code(status)
+          .headers(headers ?? {})
+          .send(body);
+      }
+      reply.hijack();
+      const raw = reply.raw;
+      raw.writeHead(200, {
+        'content-type': 'text/event-stream',
+        'cache-control': 'no-cache',
+        connection: 'keep-alive',
+      });
+      request.raw.once('close', admission.release);
+      deps.server.attachSse(
+        raw,
+        { caller: admission.caller, headers: gateHeadersOf(request.raw), remoteAddress: request.ip },
+        admission.release,
+      );
+    },
+  );
+  fastify.post<{ Querystring: { connection?: string } }>(
+    '/sessions/sse/frames',
+    {
+      config: apiRouteConfig(
+        {
+          summary: "A client's frames for its SSE sessions connection (each after its length, a u32), on any instance",
+          tags: ['sessions'],
+          query: z.object({ connection: z.string().describe('the token the stream named its connection by') }),
+          body: {
+            schema: z.string(),
+            contentTypes: ['application/octet-stream'],
+            description: 'frames, each after its length',
+          },
+          responses: {
+            202: { description: 'taken (or handed to the instance holding the stream)' },
+            ...errors(404),
+            ...GATED,
+          },
+        },
+        POST_GATE,
+      ),
+    },
+    async (request, reply) => {
+      try {
+        const admission = await deps.gates.ingress.admit(
+          gateRequestOf(deps.gates, POST_GATE, {
+            route: POST_ROUTE,
+            headers: gateHeadersOf(request.raw),
+            remoteAddress: request.ip,
+          }),
+        );
+        const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
+        if (!(await deps.server.post(String(request.query.connection ?? ''), admission.caller, body)))
+          throw new EventMeshError(ErrorCode.NotFound, "no such sessions connection (closed, or another caller's)");
+        return reply.code(202).send();
+      } catch (e) {
+        const { status, body, headers } = toHttpError(e);
+        return reply
+          .code(status)
+          .headers(headers ?? {})
+          .send(body);
+      }
+    },
   );
 }

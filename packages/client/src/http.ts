@@ -7,7 +7,7 @@ export interface HttpRequest {
   path: string;
   query?: Record<string, string | number | undefined>;
   headers?: Record<string, string>;
-  body?: string;
+  body?: string | Uint8Array;
   /**
    * Whether sending it twice is harmless, so a connection reset (no answer: it may have been taken) is retried.
    * A publish is, since it is retried with the same event ids and subscribers dedupe; a create is not.

@@ -1,9 +1,9 @@
-import type { IncomingMessage } from 'node:http';
-import WebSocket from 'ws';
-import { ConnectionError, errorOf, EventMeshError } from '../errors';
-import { parseBody, type HttpClient } from '../http';
+import type { EventMeshError } from '../errors';
+import type { HttpClient } from '../http';
+import { TransportRefusedError } from '../transports/connection';
 import { SessionClosedError } from './errors';
 import { decodeFrame, encodeFrame, type Frame } from './frame';
+import { connectSse, connectWebSocket, type FrameTransport, type TransportEvents } from './transports';
 
 /** What reads the frames of one session or one served agent on the connection. */
 export interface FrameReader {
@@ -22,6 +22,11 @@ export interface StreamingOptions {
   heartbeatMs?: number;
   /** The first wait before connecting again while agents are served (default 250 ms; doubles up to 10 s, with jitter). */
   reconnectMs?: number;
+  /**
+   * `auto` (the default): a WebSocket, and Server-Sent Events with POSTs where something between refuses the upgrade;
+   * or only one of them.
+   */
+  transport?: 'auto' | 'websocket' | 'sse';
 }
 
 const MAX_RECONNECT_MS = 10_000;
@@ -33,7 +38,8 @@ const agentOf = (id: string): string => {
 };
 
 /**
- * The client's one WebSocket to `/sessions/ws`, opened on first use: every session it opens and every agent name it
+ * The client's one connection to the runtime's sessions (a WebSocket to `/sessions/ws`, or the SSE + POST fallback),
+ * opened on first use: every session it opens and every agent name it
  * serves are multiplexed over it. Frames for a session's caller go to the session by id; frames for a served agent
  * (an open, a request, a cancel, credit, a close) to the agent by the name the id starts with. Lost, every session on
  * it ends (`SessionClosedError`), and while agents are served it connects again, with backoff, and serves them again.
@@ -46,8 +52,10 @@ export class SessionConnection {
   readonly served = new Map<string, ServedReader>();
   /** What takes up again when the connection comes back (session subscriptions). */
   readonly resumable = new Set<{ reconnected(): void }>();
-  private socket?: WebSocket;
-  private connecting?: Promise<WebSocket>;
+  private transport?: FrameTransport;
+  /** A WebSocket got through once: a later reset during a handshake is no reason to fall back. */
+  private webSocketWorked = false;
+  private connecting?: Promise<FrameTransport>;
   private closed = false;
   private reconnectDelay: number;
   private reconnectTimer?: NodeJS.Timeout;
@@ -60,96 +68,82 @@ export class SessionConnection {
   }
 
   get isOpen(): boolean {
-    return this.socket?.readyState === WebSocket.OPEN;
+    return this.transport?.open === true;
+  }
+
+  /** How the connection reaches the runtime now (undefined while it is not connected). */
+  get transportKind(): FrameTransport['kind'] | undefined {
+    return this.transport?.open ? this.transport.kind : undefined;
   }
 
   /** Connects when it is not; rejects with the runtime's typed refusal (AuthError, UnavailableError...) or a ConnectionError. */
   ensure(): Promise<void> {
     if (this.closed) return Promise.reject(new SessionClosedError('SESSION_CLOSED', 'streaming is closed'));
-    if (this.socket?.readyState === WebSocket.OPEN) return Promise.resolve();
+    if (this.transport?.open) return Promise.resolve();
     this.connecting ??= this.connect().finally(() => (this.connecting = undefined));
     return this.connecting.then(() => undefined);
   }
 
   /** Sends a frame; false when the connection is not open (what it was for is being ended). */
   send(raw: Buffer): boolean {
-    if (this.socket?.readyState !== WebSocket.OPEN) return false;
-    this.socket.send(raw);
-    return true;
+    return this.transport?.send(raw) ?? false;
   }
 
   close(): void {
     this.closed = true;
     clearTimeout(this.reconnectTimer);
-    this.socket?.close(1000);
+    this.transport?.close();
   }
 
-  private async connect(): Promise<WebSocket> {
-    const url = this.http.urlOf('/sessions/ws').replace(/^http/, 'ws');
-    const socket = new WebSocket(url, { headers: await this.http.authHeaders(), maxPayload: 256 * 1024 * 1024 });
-    await new Promise<void>((resolve, reject) => {
-      socket.once('open', () => resolve());
-      socket.once('unexpected-response', (_req, res: IncomingMessage) => {
-        let text = '';
-        res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => reject(errorOf(res.statusCode ?? 0, parseBody(text))));
-        res.on('error', () => reject(errorOf(res.statusCode ?? 0, parseBody(text))));
-      });
-      socket.once('error', (e: Error & { code?: string }) =>
-        reject(
-          new ConnectionError(
-            'CONNECTION_FAILED',
-            `sessions connect failed: ${e.code ?? e.message}`,
-            undefined,
-            {},
-            {
-              cause: e,
-            },
-          ),
-        ),
-      );
-    });
+  private async connect(): Promise<FrameTransport> {
+    const heartbeatMs = this.options.heartbeatMs ?? 15_000;
+    let transport: FrameTransport | undefined;
+    const events: TransportEvents = {
+      frame: (raw) => {
+        const frame = decodeFrame(raw);
+        if (frame) this.route(frame);
+      },
+      closed: (code, reason) => {
+        if (transport && this.transport === transport) this.transport = undefined;
+        this.lostConnection(code, reason);
+      },
+    };
+    const mode = this.options.transport ?? 'auto';
+    if (mode === 'sse') transport = await connectSse(this.http, heartbeatMs, events);
+    else {
+      try {
+        transport = await connectWebSocket(this.http, heartbeatMs, events);
+        this.webSocketWorked = true;
+      } catch (e) {
+        // A WebSocket that does not get through (a proxy refusing upgrades): the SSE + POST fallback. A reset where a
+        // WebSocket worked before is a network blip, not a proxy: connecting again is the answer.
+        const refused = e instanceof TransportRefusedError && !(this.webSocketWorked && e.body.reset === true);
+        if (mode === 'websocket' || !refused) throw e;
+        transport = await connectSse(this.http, heartbeatMs, events);
+      }
+    }
     if (this.closed) {
-      socket.close(1000);
+      transport.close();
       throw new SessionClosedError('SESSION_CLOSED', 'streaming is closed');
     }
-    this.socket = socket;
+    this.transport = transport;
     this.reconnectDelay = this.options.reconnectMs ?? 250;
-    socket.on('error', () => undefined);
-    // Alive: a pong, or anything read from the runtime (a pong queued behind chunks comes late, the runtime is fine).
-    let alive = true;
-    let read = 0;
-    socket.on('pong', () => (alive = true));
-    const heartbeat = setInterval(() => {
-      const now = (socket as unknown as { _socket?: { bytesRead?: number } | null })._socket?.bytesRead ?? 0;
-      if (now !== read) alive = true;
-      read = now;
-      if (!alive) return socket.terminate();
-      alive = false;
-      socket.ping();
-    }, this.options.heartbeatMs ?? 15_000);
-    heartbeat.unref();
-    socket.on('message', (raw: Buffer) => {
-      const frame = decodeFrame(raw);
-      if (frame) this.route(frame);
-    });
-    socket.once('close', (code, reason) => {
-      clearInterval(heartbeat);
-      if (this.socket === socket) this.socket = undefined;
-      const why = reason.toString();
-      const error = new SessionClosedError(
-        this.closed ? 'SESSION_CLOSED' : code === 1001 ? 'SHUTTING_DOWN' : 'CONNECTION_LOST',
-        this.closed ? 'streaming was closed' : `the sessions connection closed (${code}${why ? ` ${why}` : ''})`,
-        undefined,
-        { closeCode: code },
-      );
-      for (const reader of [...this.callers.values(), ...this.publishers.values()]) reader.lost(error);
-      this.callers.clear();
-      this.publishers.clear();
-      for (const reader of this.served.values()) reader.lost(error);
-      this.scheduleReconnect();
-    });
-    return socket;
+    return transport;
+  }
+
+  /** The transport closed: what it carried ends; served agents and subscriptions wait for the next connection. */
+  private lostConnection(code: number, why: string): void {
+    const error = new SessionClosedError(
+      this.closed ? 'SESSION_CLOSED' : code === 1001 ? 'SHUTTING_DOWN' : 'CONNECTION_LOST',
+      this.closed ? 'streaming was closed' : `the sessions connection closed (${code}${why ? ` ${why}` : ''})`,
+      undefined,
+      { closeCode: code },
+    );
+    for (const reader of [...this.callers.values(), ...this.publishers.values()]) reader.lost(error);
+    this.callers.clear();
+    this.publishers.clear();
+    for (const reader of this.served.values()) reader.lost(error);
+    this.scheduleReconnect();
   }
 
   private route(frame: Frame): void {

@@ -25,6 +25,7 @@ export const FRAME_KINDS = [
   'subscribed',
   'unsubscribe',
   'presence',
+  'relay',
 ] as const;
 export type FrameKind = (typeof FRAME_KINDS)[number];
 
