@@ -12,6 +12,7 @@ import path from 'node:path';
 interface AssertionResult {
   fullName: string;
   status: string;
+  failureMessages?: string[];
 }
 interface FileResult {
   name: string;
@@ -41,10 +42,33 @@ export interface Summary {
   skipped: number;
   brokenFiles: string[];
   cases: string[];
+  /** Each failed case with the head of its first failure message, printed last: a CI log's tail then names it. */
+  failures: string[];
+}
+
+/** Lines of a failure message kept in the summary: the assertion and the top of its stack. */
+const FAILURE_LINES = 14;
+
+function failureOf(name: string, a: AssertionResult): string {
+  const message = (a.failureMessages?.[0] ?? '')
+    .replace(/\u001b\[[0-9;]*m/g, '')
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .slice(0, FAILURE_LINES)
+    .map((line) => `[test]     ${line}`);
+  return [`[test] FAILED ${name} :: ${a.fullName}`, ...message].join('\n');
 }
 
 export function summarize(root: string, reports: JestReport[]): Summary {
-  const summary: Summary = { tiers: new Map(), passed: 0, failed: 0, skipped: 0, brokenFiles: [], cases: [] };
+  const summary: Summary = {
+    tiers: new Map(),
+    passed: 0,
+    failed: 0,
+    skipped: 0,
+    brokenFiles: [],
+    cases: [],
+    failures: [],
+  };
   for (const report of reports) {
     for (const file of report.testResults) {
       const name = path.relative(root, file.name);
@@ -59,8 +83,10 @@ export function summarize(root: string, reports: JestReport[]): Summary {
       for (const a of file.assertionResults) {
         summary.cases.push(`${name} :: ${a.fullName}`);
         if (a.status === 'passed') summary.passed += 1;
-        else if (a.status === 'failed') summary.failed += 1;
-        else summary.skipped += 1;
+        else if (a.status === 'failed') {
+          summary.failed += 1;
+          summary.failures.push(failureOf(name, a));
+        } else summary.skipped += 1;
       }
     }
   }
@@ -95,6 +121,7 @@ if (require.main === module) {
   out.write(
     `[test] jest: ${s.passed} passed, ${s.failed} failed, ${s.skipped} skipped; case names in ${path.relative(process.cwd(), path.join(outDir, 'cases.txt'))}\n`,
   );
+  for (const f of s.failures) out.write(`${f}\n`);
   for (const f of s.brokenFiles) out.write(`[test] FAILED outside its cases: ${f}\n`);
   for (const f of missing) out.write(`[test] no jest report at ${f} (the lane did not get as far as jest)\n`);
   process.exitCode = s.failed > 0 || s.skipped > 0 || s.brokenFiles.length > 0 || missing.length > 0 ? 1 : 0;
