@@ -5,11 +5,11 @@
 # side, each lane serially against servers of its own (EVENTMESH_TEST_LANES, default 3):
 #
 #   lane 0: the integration tier, on the servers `npm start` uses (a test database and Temporal namespace of their
-#           own);
+#           own), then E2E_OF_LANE_0;
 #   lane 1: the unit tier (no servers) while its servers start, then the fault tier but for FAULTS_OF_LANE_2, then
 #           the API fuzz step (scripts/fuzz-api.sh, cut: fuzz_step below); the checks beside all of it (they need no
 #           servers, and the fault specs spend most of their time waiting);
-#   lane 2: the end-to-end tier, then FAULTS_OF_LANE_2.
+#   lane 2: the end-to-end tier but for E2E_OF_LANE_0, then FAULTS_OF_LANE_2.
 #
 # Lanes 1 and 2 run on sets of servers of their own, under .data/lanes/N, on the main settings' ports moved by N
 # (Postgres) or 100N (Kafka, Temporal), stopped when the lane ends: the fault tier kills and restarts servers, so a
@@ -58,6 +58,8 @@ LANES=${EVENTMESH_TEST_LANES:-3}
 [[ $LANES =~ ^[123]$ ]] || { echo "[test] EVENTMESH_TEST_LANES=$LANES: legal values are 1, 2 and 3" >&2; exit 2; }
 # The fault specs lane 2 runs after the end-to-end tier (with three lanes), so the lanes end about together.
 FAULTS_OF_LANE_2='test/faults/temporal\.e2e-spec\.ts$'
+# The end-to-end specs lane 0 runs after the integration tier (with three lanes), for the same reason.
+E2E_OF_LANE_0='test/e2e/partition-ownership\.e2e-spec\.ts$'
 
 # step NAME CMD...: runs CMD, says how long it took, and records a failure without ending the lane.
 step() {
@@ -89,11 +91,12 @@ checks() {
   step "compose file" npm run --silent docker:check
 }
 
-# Lane 0, the servers `npm start` uses: the integration tier (then, with two lanes, the end-to-end tier).
+# Lane 0, the servers `npm start` uses: the integration tier, then E2E_OF_LANE_0 (with two lanes, the whole end-to-end tier).
 lane0() {
   step "servers" bash scripts/infra.sh start all
   step "integration tier" jest_lane integration --selectProjects integration
-  if ((LANES == 2)); then step "e2e tier" jest_lane e2e --selectProjects e2e; step "API fuzz" fuzz_step; fi
+  if ((LANES == 2)); then step "e2e tier" jest_lane e2e --selectProjects e2e; step "API fuzz" fuzz_step
+  else step "e2e tier, lane 0's part" jest_lane e2e-0 --selectProjects e2e --testPathPattern "$E2E_OF_LANE_0"; fi
 }
 
 # Lane 1: the unit tier (no servers) while its servers start; then the fault tier (with three lanes, but for
@@ -125,7 +128,7 @@ lane1() {
 lane2() {
   own_servers 2 "${lane2_env[@]}"
   servers_ready 2 || return 0
-  step "e2e tier" with_env lane2_env jest_lane e2e --selectProjects e2e
+  step "e2e tier, lane 2's part" with_env lane2_env jest_lane e2e --selectProjects e2e --testPathIgnorePatterns "$E2E_OF_LANE_0"
   step "fault tier, lane 2's part" with_env lane2_env jest_lane faults-2 --selectProjects faults --testPathPattern "$FAULTS_OF_LANE_2"
   stop_servers 2 "${lane2_env[@]}"
 }
@@ -155,7 +158,7 @@ case $LANES in
   2) pids=(); for n in 0 1; do lane "$n" & pids+=($!); done; wait "${pids[@]}"
      lane_reports=("$reports"/{unit,integration,e2e,faults}.json) ;;
   3) pids=(); for n in 0 1 2; do lane "$n" & pids+=($!); done; wait "${pids[@]}"
-     lane_reports=("$reports"/{unit,integration,e2e,faults-1,faults-2}.json) ;;
+     lane_reports=("$reports"/{unit,integration,e2e-0,e2e,faults-1,faults-2}.json) ;;
 esac
 
 status=0
