@@ -1,6 +1,7 @@
 import { ValidationError } from './errors';
 import { FlowControl } from './flow-control';
 import type { HttpClient } from './http';
+import { isSizeRefusal, PublishLimits, type BatchBounds } from './publish-limits';
 import type { BatchPublishAnswer, PublishResult } from './api-types';
 import type { PublishOptions } from './options';
 
@@ -39,15 +40,17 @@ interface Lane {
 
 /**
  * Automatic batching: publishes of one topic (and trace context) that come within `lingerMs` of each other share
- * one HTTP request, cut at `maxBatchEvents` and `maxBatchBytes`. One event goes in the structured mode, more in
- * the batch mode; each caller gets its own event's result. The runtime's batch is all or nothing, so a retry
- * resends the whole request with the same ids. A 400 naming one event's `index` fails that event only: the others
- * are sent again without it.
+ * one HTTP request, cut at `maxBatchEvents` and `maxBatchBytes`, lowered to what the runtime takes (`GET /limits`,
+ * see PublishLimits). One event goes in the structured mode, more in the batch mode; each caller gets its own
+ * event's result. The runtime's batch is all or nothing, so a retry resends the whole request with the same ids. A
+ * 400 naming one event's `index` fails that event only: the others are sent again without it. A batch refused for
+ * its size is split to the bounds read again, when they are smaller than it.
  */
 export class Publisher {
   private readonly options: Required<PublishOptions>;
   private readonly flow: FlowControl;
   private readonly lanes = new Map<string, Lane>();
+  private readonly limits: PublishLimits;
 
   constructor(
     private readonly http: HttpClient,
@@ -56,6 +59,7 @@ export class Publisher {
   ) {
     this.options = { ...PUBLISH_DEFAULTS, ...options };
     this.flow = new FlowControl(this.options.maxEventsInFlight, this.options.maxBytesInFlight);
+    this.limits = new PublishLimits(http, { events: this.options.maxBatchEvents, bytes: this.options.maxBatchBytes });
   }
 
   /** Events and bytes published and not yet answered. */
@@ -67,6 +71,7 @@ export class Publisher {
   async publish(json: string, call: PublishCallOptions = {}): Promise<PublishResult> {
     const bytes = Buffer.byteLength(json);
     await this.flow.acquire(1, bytes);
+    if (!this.limits.current) await this.limits.read();
     return this.queue(json, bytes, call);
   }
 
@@ -81,6 +86,7 @@ export class Publisher {
     call: PublishCallOptions = {},
   ): Promise<PublishResult[]> {
     const answers: Promise<PublishResult>[] = [];
+    if (!this.limits.current) await this.limits.read();
     for (const event of events) {
       const json = toJson(event);
       const bytes = Buffer.byteLength(json);
@@ -101,8 +107,9 @@ export class Publisher {
   private enqueue(json: string, item: Pending, call: PublishCallOptions): void {
     const topic = call.topic ?? this.defaultTopic;
     const key = `${topic ?? ''}\n${call.traceparent ?? ''}\n${call.tracestate ?? ''}`;
+    const bounds = this.bounds;
     let lane = this.lanes.get(key);
-    if (lane && lane.bytes + item.bytes + 1 > this.options.maxBatchBytes) {
+    if (lane && lane.bytes + item.bytes + 1 > bounds.bytes) {
       this.flush(key, lane);
       lane = undefined;
     }
@@ -110,7 +117,7 @@ export class Publisher {
     lane.texts.push(json);
     lane.items.push(item);
     lane.bytes += item.bytes + 1;
-    if (lane.items.length >= this.options.maxBatchEvents) this.flush(key, lane);
+    if (lane.items.length >= bounds.events) this.flush(key, lane);
     else if (!lane.timer) {
       const open = lane;
       lane.timer =
@@ -118,6 +125,10 @@ export class Publisher {
           ? setTimeout(() => this.flush(key, open), this.options.lingerMs)
           : setImmediate(() => this.flush(key, open));
     }
+  }
+
+  private get bounds(): BatchBounds {
+    return this.limits.current ?? { events: this.options.maxBatchEvents, bytes: this.options.maxBatchBytes };
   }
 
   /**
@@ -141,6 +152,7 @@ export class Publisher {
       const results = await this.post(body, items.length > 1, call);
       items.forEach((item, i) => this.settle(item).resolve(results[i]));
     } catch (e) {
+      if (items.length > 1 && isSizeRefusal(e) && this.resplit(body, items, call, await this.limits.refresh())) return;
       const index = e instanceof ValidationError ? e.body.index : undefined;
       if (items.length > 1 && typeof index === 'number' && index >= 0 && index < items.length) {
         this.settle(items[index]).reject(e);
@@ -154,6 +166,17 @@ export class Publisher {
       }
       for (const item of items) this.settle(item).reject(e);
     }
+  }
+
+  /**
+   * Queues a refused batch's events again, to be cut at `bounds`, when the batch is larger than those (else false:
+   * it was within them, and a smaller cut is not known to pass). Each keeps its room in flight and its caller.
+   */
+  private resplit(body: string, items: Pending[], call: PublishCallOptions, bounds: BatchBounds): boolean {
+    if (items.length <= bounds.events && Buffer.byteLength(body) <= bounds.bytes) return false;
+    const texts = (JSON.parse(body) as unknown[]).map((e) => JSON.stringify(e));
+    items.forEach((item, i) => this.enqueue(texts[i], item, call));
+    return true;
   }
 
   /** Gives an answered event's room in flight back. */
