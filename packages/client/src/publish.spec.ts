@@ -94,6 +94,7 @@ describe('publish', () => {
         body: { code: 'INVALID_CLOUDEVENT', message: 'type is required', attribute: 'type', field: 'type' },
       },
       { status: 401, body: { code: 'UNAUTHENTICATED', message: 'no token' } },
+      { status: 403, body: { code: 'FORBIDDEN', message: 'no grant' } },
       { status: 429, body: { code: 'TOO_MANY_CONSUMERS', message: 'full' } },
     ]);
     const mesh = client(fetch);
@@ -104,8 +105,13 @@ describe('publish', () => {
       status: 400,
     });
     await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toBeInstanceOf(AuthError);
+    await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toMatchObject({
+      name: 'AuthError',
+      code: 'FORBIDDEN',
+      status: 403,
+    });
     await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toMatchObject({ code: 'TOO_MANY_CONSUMERS' });
-    expect(sent).toHaveLength(3);
+    expect(sent).toHaveLength(4);
   });
 
   it("fails only the event a batch's 400 names, and sends the others again", async () => {
