@@ -14,14 +14,16 @@ const client = (f: typeof fetch, extra: object = {}) =>
   new EventMeshClient({ url: 'http://mesh', fetch: f, retry: { initialDelayMs: 1, maxDelayMs: 2 }, ...extra });
 const ids = (req: SentRequest): string[] => ([] as { id: string }[]).concat(JSON.parse(req.body)).map((e) => e.id);
 
-/** A fetch that holds each request (its events' ids in `held`) until its `go` is called, then answers it. */
+/** A fetch that holds each publish (its events' ids in `held`) until its `go` is called, then answers it. */
 function heldFetch(): { held: { ids: string[]; go: () => void }[]; slow: typeof fetch } {
   const held: { ids: string[]; go: () => void }[] = [];
   const { fetch: inner } = fakeFetch(ok);
   const slow = ((url: string, init: RequestInit) =>
-    new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() =>
-      inner(url, init),
-    )) as typeof fetch;
+    url.endsWith('/limits')
+      ? inner(url, init)
+      : new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() =>
+          inner(url, init),
+        )) as typeof fetch;
   return { held, slow };
 }
 
@@ -144,6 +146,24 @@ describe('publish', () => {
     expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['c']]);
     held[1].go();
     expect((await all[2]).id).toBe('c');
+  });
+
+  it('waits for room when maxBytesInFlight bytes are unanswered, and lets one larger event through alone', async () => {
+    const { held, slow } = heldFetch();
+    const event = (id: string, size: number) => ({ id, source: '/s', type: 't', data: 'x'.repeat(size) });
+    const mesh = client(slow, { publish: { maxBytesInFlight: 400 } });
+    // About 150 bytes of JSON each: two fit in 400, the third waits; then one of 1000 bytes, alone.
+    const all = [event('a', 80), event('b', 80), event('c', 80), event('big', 1000)].map((e) => mesh.publish(e));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b']]);
+    held[0].go();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['c']]);
+    held[1].go();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['c'], ['big']]);
+    held[2].go();
+    expect((await Promise.all(all)).map((r) => r.id)).toEqual(['a', 'b', 'c', 'big']);
   });
 
   it('publishMany takes events from its iterable only as room in flight frees, and answers each in order', async () => {
