@@ -18,15 +18,19 @@ import { waitFor } from '../support/wait-for';
 
 /**
  * The SDK (`@eventmesh/client`, imported through the workspace) against a real instance process: publish one,
- * many (batched) and request-reply with its 408; a stream consumer on each transport; and the fallback to SSE
+ * many (batched, split to the limits the instance reports) and request-reply with its 408; a stream consumer on each transport; and the fallback to SSE
  * through a proxy that refuses WebSocket upgrades, with no transport option set.
  */
+/** The instance's small publish bounds: the batch case's 40 events fit, the limits case's batches do not. */
+const LIMITS = { events: 40, bytes: 128 * 1024 };
+
 describe('@eventmesh/client against a real instance', () => {
   const topic = uniqueTopic('sdk');
   const instanceId = `sdk-${randomUUID().slice(0, 6)}`;
   let instance: InstanceProcess;
   let temporal: { client: Client; close(): Promise<void> };
   let mesh: EventMeshClient;
+  let url: string;
   const publishRequests: string[] = [];
   const consumers: Consumer[] = [];
 
@@ -36,8 +40,10 @@ describe('@eventmesh/client against a real instance', () => {
       EVENTMESH_INSTANCE_ID: instanceId,
       EVENTMESH_KAFKA_TOPICS: topic,
       EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3',
+      EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS: String(LIMITS.events),
+      EVENTMESH_HTTP_BODY_LIMIT_BYTES: String(LIMITS.bytes),
     });
-    const url = await instance.ready();
+    url = await instance.ready();
     const counting: typeof fetch = (input, init) => {
       if (String(input).includes('/events/publish'))
         publishRequests.push(String(init?.headers && (init.headers as Record<string, string>)['content-type']));
@@ -81,6 +87,47 @@ describe('@eventmesh/client against a real instance', () => {
     await waitFor('all 41 consumed', () => sent.every((id) => ids.includes(id)), { timeoutMs: 60000 });
     expect(ids.sort()).toEqual(sent.sort());
     await waitFor('all 41 acked', () => consumer.stats.acked === 41);
+  });
+
+  it('splits a publishMany larger than the limits the instance reports (GET /limits), whatever its options: each event published once, no refusal', async () => {
+    const type = `sdk.limits.${randomUUID().slice(0, 6)}`;
+    const sub = await streamOf([{ exact: { type } }]);
+    const { ids, consumer } = collect(mesh, sub);
+    await connected(consumer);
+    const requests: { events: number; bytes: number; status: number }[] = [];
+    const recording: typeof fetch = async (input, init) => {
+      const res = await fetch(input, init);
+      if (String(input).includes('/events/publish')) {
+        const body = String(init?.body);
+        requests.push({
+          events: ([] as unknown[]).concat(JSON.parse(body)).length,
+          bytes: Buffer.byteLength(body),
+          status: res.status,
+        });
+      }
+      return res;
+    };
+    const unbounded = new EventMeshClient({
+      url,
+      topic,
+      source: '/sdk-e2e',
+      fetch: recording,
+      publish: { maxBatchEvents: 100000, maxBatchBytes: 64 * 1024 * 1024 },
+    });
+    // 100 small events (over the count) and 30 of 8 KiB (240 KiB, over the body bound).
+    const small = Array.from({ length: 100 }, (_, n) => ({ type, data: { n } }));
+    const large = Array.from({ length: 30 }, (_, n) => ({ type, data: { n, pad: 'x'.repeat(8192) } }));
+    const results = [...(await unbounded.publishMany(small)), ...(await unbounded.publishMany(large))];
+    expect(requests.filter((r) => r.status !== 202)).toEqual([]);
+    expect(requests.length).toBeGreaterThan(3);
+    expect(Math.max(...requests.map((r) => r.events))).toBeLessThanOrEqual(LIMITS.events);
+    expect(Math.max(...requests.map((r) => r.bytes))).toBeLessThanOrEqual(LIMITS.bytes);
+    expect(requests.reduce((n, r) => n + r.events, 0)).toBe(130);
+    const sent = results.map((r) => r.id);
+    expect(new Set(results.map((r) => `${r.partition}:${r.offset}`)).size).toBe(130);
+    await waitFor('all 130 consumed', () => ids.length >= 130, { timeoutMs: 60000 });
+    expect(ids.sort()).toEqual(sent.sort());
+    expect(consumer.stats.duplicates).toBe(0);
   });
 
   it("answers a request with its responder's reply, and a request nobody answers with RequestTimeoutError (408)", async () => {

@@ -7,13 +7,15 @@ import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { freePort } from '../support/free-port';
+import { NoUpgradeProxy } from '../support/no-upgrade-proxy';
 import { SwitchProxy } from '../support/switch-proxy';
 import { waitFor } from '../support/wait-for';
 
 /**
  * At least once, handled once: the SDK's consumer across an instance SIGKILLed mid-stream and restarted, and across
  * a restart of the consumer itself with the Postgres dedupe store. Handlers that finish after their connection
- * died cannot ack, so their events come again: the dedupe store acks those without calling the handler.
+ * died cannot ack, so their events come again: the dedupe store acks those without calling the handler. And
+ * behind a balancer sending its answers to another instance than the one holding its stream.
  */
 describe('@eventmesh/client across restarts', () => {
   const topic = uniqueTopic('sdk-restart');
@@ -21,6 +23,9 @@ describe('@eventmesh/client across restarts', () => {
   const otherId = `sdk-other-${randomUUID().slice(0, 6)}`;
   let port: number;
   let instance: InstanceProcess;
+  let url: string;
+  /** The second instance, started by the first case that needs it. */
+  let other: InstanceProcess | undefined;
   let temporal: { client: Client; close(): Promise<void> };
   let mesh: EventMeshClient;
   const consumers: Consumer[] = [];
@@ -45,12 +50,12 @@ describe('@eventmesh/client across restarts', () => {
     temporal = await temporalClient();
     port = await freePort();
     instance = start();
-    const url = await instance.ready();
+    url = await instance.ready();
     mesh = new EventMeshClient({ url, topic, source: '/sdk-restart' });
   });
   afterAll(async () => {
     await Promise.all(consumers.map((c) => c.close()));
-    await instance.stop();
+    await Promise.all([instance.stop(), other?.stop()]);
     await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId), dispatchWorkflowIdOf(otherId)]);
     await temporal.close();
     await pool.end();
@@ -71,6 +76,10 @@ describe('@eventmesh/client across restarts', () => {
   const publishN = async (type: string, n: number) =>
     (await mesh.publishMany(Array.from({ length: n }, (_, i) => ({ type, data: { i } })))).map((r) => r.id);
   const calledMoreThanOnce = (calls: Map<string, number>) => [...calls].filter(([, n]) => n !== 1);
+  const otherUrl = async () => {
+    other ??= InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: otherId, EVENTMESH_KAFKA_TOPICS: topic });
+    return new URL(await other.ready());
+  };
 
   it('loses nothing and hands no event twice when the instance is SIGKILLed mid-stream and restarted', async () => {
     const type = `sdk.kill.${randomUUID().slice(0, 6)}`;
@@ -147,10 +156,9 @@ describe('@eventmesh/client across restarts', () => {
   }, 300000);
 
   it('moves to another instance when its connection is moved there: nothing lost, nothing handed twice', async () => {
-    const other = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: otherId, EVENTMESH_KAFKA_TOPICS: topic });
     const proxy = new SwitchProxy(port);
     try {
-      const otherUrl = new URL(await other.ready());
+      const moved = await otherUrl();
       const type = `sdk.move.${randomUUID().slice(0, 6)}`;
       const sub = (await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }] })).id;
       const { state, handler } = slowHandler(300);
@@ -165,7 +173,7 @@ describe('@eventmesh/client across restarts', () => {
         timeoutMs: 60000,
         intervalMs: 10,
       });
-      proxy.moveTo(Number(otherUrl.port));
+      proxy.moveTo(Number(moved.port));
       await waitFor('every event handled', () => sent.every((id) => state.calls.has(id)), { timeoutMs: 120000 });
       await waitFor('the stranded ones acked as duplicates', () => consumer.stats.duplicates >= 1, {
         timeoutMs: 60000,
@@ -179,7 +187,28 @@ describe('@eventmesh/client across restarts', () => {
       await consumer.close();
     } finally {
       await proxy.close();
-      await other.stop();
+    }
+  }, 300000);
+
+  it('behind a balancer that sends its answers to another instance than the one holding its stream: each event handled once, every ack taken', async () => {
+    const balancer = new NoUpgradeProxy(url, { postsTo: (await otherUrl()).origin });
+    const type = `sdk.balanced.${randomUUID().slice(0, 6)}`;
+    const sub = (await mesh.subscriptions.create({ protocol: 'STREAM', topic, filters: [{ exact: { type } }] })).id;
+    const { state, handler } = slowHandler(0);
+    const consumer = new EventMeshClient({ url: await balancer.listen() }).consume(sub, handler);
+    consumers.push(consumer);
+    try {
+      await waitFor('connected', () => consumer.state === 'connected', { timeoutMs: 30000 });
+      const sent = await publishN(type, 30);
+      await waitFor('every event acked', () => consumer.stats.acked >= 30, { timeoutMs: 60000 });
+      expect(consumer.transport).toBe('sse');
+      expect(balancer.postsElsewhere).toBeGreaterThanOrEqual(1);
+      expect([...state.calls.keys()].sort()).toEqual(sent.sort());
+      expect(calledMoreThanOnce(state.calls)).toEqual([]);
+      expect(consumer.stats).toMatchObject({ acked: 30, duplicates: 0, nacked: 0 });
+    } finally {
+      await consumer.close();
+      await balancer.close();
     }
   }, 300000);
 });

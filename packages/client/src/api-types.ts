@@ -26,3 +26,6 @@ export type WireDelivery = JsonOf<paths['/subscriptions/{id}/poll']['get']['resp
 
 /** One answer for a stream delivery, as `POST /subscriptions/{id}/acks` takes it. */
 export type Answer = Exclude<JsonOf<NonNullable<paths['/subscriptions/{id}/acks']['post']['requestBody']>>, unknown[]>;
+
+/** The runtime's request bounds and the caller tenant's publish burst (`GET /limits`). */
+export type RuntimeLimits = JsonOf<paths['/limits']['get']['responses'][200]>;

@@ -11,9 +11,9 @@ export interface PublishOptions {
   maxBytesInFlight?: number;
   /** How long a publish waits for others to share its HTTP request (default 0: the events published in the same tick share one). */
   lingerMs?: number;
-  /** Events in one batch request, at most: the runtime's `EVENTMESH_KAFKA_PRODUCE_MAX_BATCH_EVENTS` (default 500). */
+  /** Events in one batch request, at most (default 500); lowered to what the runtime reports at `GET /limits`. */
   maxBatchEvents?: number;
-  /** Bytes of one batch request's body, at most: below the runtime's `EVENTMESH_HTTP_BODY_LIMIT_BYTES` (default 512 KiB). */
+  /** Bytes of one batch request's body, at most (default 512 KiB); lowered to what the runtime reports at `GET /limits`. */
   maxBatchBytes?: number;
 }
 

@@ -2,7 +2,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CloudEvent } from 'cloudevents';
 import { EventMeshClient } from './client';
-import { AuthError, ConnectionError, UnavailableError, ValidationError } from './errors';
+import { AuthError, ConnectionError, PayloadTooLargeError, UnavailableError, ValidationError } from './errors';
 import { fakeFetch, type SentRequest } from './testing/fake-fetch';
 
 const ok = (req: SentRequest) => {
@@ -14,14 +14,16 @@ const client = (f: typeof fetch, extra: object = {}) =>
   new EventMeshClient({ url: 'http://mesh', fetch: f, retry: { initialDelayMs: 1, maxDelayMs: 2 }, ...extra });
 const ids = (req: SentRequest): string[] => ([] as { id: string }[]).concat(JSON.parse(req.body)).map((e) => e.id);
 
-/** A fetch that holds each request (its events' ids in `held`) until its `go` is called, then answers it. */
+/** A fetch that holds each publish (its events' ids in `held`) until its `go` is called, then answers it. */
 function heldFetch(): { held: { ids: string[]; go: () => void }[]; slow: typeof fetch } {
   const held: { ids: string[]; go: () => void }[] = [];
   const { fetch: inner } = fakeFetch(ok);
   const slow = ((url: string, init: RequestInit) =>
-    new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() =>
-      inner(url, init),
-    )) as typeof fetch;
+    url.endsWith('/limits')
+      ? inner(url, init)
+      : new Promise<void>((go) => held.push({ ids: ids({ body: String(init.body) } as SentRequest), go })).then(() =>
+          inner(url, init),
+        )) as typeof fetch;
   return { held, slow };
 }
 
@@ -94,6 +96,7 @@ describe('publish', () => {
         body: { code: 'INVALID_CLOUDEVENT', message: 'type is required', attribute: 'type', field: 'type' },
       },
       { status: 401, body: { code: 'UNAUTHENTICATED', message: 'no token' } },
+      { status: 403, body: { code: 'FORBIDDEN', message: 'no grant' } },
       { status: 429, body: { code: 'TOO_MANY_CONSUMERS', message: 'full' } },
     ]);
     const mesh = client(fetch);
@@ -104,8 +107,13 @@ describe('publish', () => {
       status: 400,
     });
     await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toBeInstanceOf(AuthError);
+    await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toMatchObject({
+      name: 'AuthError',
+      code: 'FORBIDDEN',
+      status: 403,
+    });
     await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toMatchObject({ code: 'TOO_MANY_CONSUMERS' });
-    expect(sent).toHaveLength(3);
+    expect(sent).toHaveLength(4);
   });
 
   it("fails only the event a batch's 400 names, and sends the others again", async () => {
@@ -138,6 +146,24 @@ describe('publish', () => {
     expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['c']]);
     held[1].go();
     expect((await all[2]).id).toBe('c');
+  });
+
+  it('waits for room when maxBytesInFlight bytes are unanswered, and lets one larger event through alone', async () => {
+    const { held, slow } = heldFetch();
+    const event = (id: string, size: number) => ({ id, source: '/s', type: 't', data: 'x'.repeat(size) });
+    const mesh = client(slow, { publish: { maxBytesInFlight: 400 } });
+    // About 150 bytes of JSON each: two fit in 400, the third waits; then one of 1000 bytes, alone.
+    const all = [event('a', 80), event('b', 80), event('c', 80), event('big', 1000)].map((e) => mesh.publish(e));
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b']]);
+    held[0].go();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['c']]);
+    held[1].go();
+    await new Promise((r) => setTimeout(r, 20));
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['c'], ['big']]);
+    held[2].go();
+    expect((await Promise.all(all)).map((r) => r.id)).toEqual(['a', 'b', 'c', 'big']);
   });
 
   it('publishMany takes events from its iterable only as room in flight frees, and answers each in order', async () => {
@@ -180,6 +206,7 @@ describe('publish', () => {
   it('retries, with the same body, a publish whose connection a real server reset before answering', async () => {
     const bodies: string[] = [];
     const server = http.createServer((req, res) => {
+      if (req.url === '/limits') return res.writeHead(404).end();
       let body = '';
       req.on('data', (c: Buffer) => (body += c.toString()));
       req.on('end', () => {
@@ -203,5 +230,78 @@ describe('publish', () => {
       server.closeAllConnections();
       await new Promise((resolve) => server.close(resolve));
     }
+  });
+
+  describe("the runtime's limits (GET /limits)", () => {
+    const limitsOf = (events: number, bytes: number) => () => ({
+      status: 200,
+      body: {
+        tenant: 'default',
+        maxBodyBytes: bytes,
+        maxBatchEvents: events,
+        burst: null,
+        maxPublish: { events, bytes },
+      },
+    });
+    const events = (n: number, data = '') =>
+      Array.from({ length: n }, (_, i) => ({ id: `e${i + 1}`, source: '/s', type: 't', data }));
+
+    it('reads them once, at the first publish, and cuts batches to them below the options', async () => {
+      const { fetch, sent, limitReads } = fakeFetch(ok, limitsOf(3, 100000));
+      const mesh = client(fetch, { publish: { maxBatchEvents: 1000, maxBatchBytes: 1 << 20 } });
+      expect(limitReads).toHaveLength(0);
+      await mesh.publishMany(events(7));
+      expect(sent.map(ids)).toEqual([['e1', 'e2', 'e3'], ['e4', 'e5', 'e6'], ['e7']]);
+      await Promise.all([mesh.publishMany(events(2)), mesh.publish({ source: '/s', type: 't' })]);
+      expect(limitReads).toHaveLength(1);
+      sent.length = 0;
+      const { fetch: small, sent: cut } = fakeFetch(ok, limitsOf(100, 300));
+      await client(small).publishMany(events(3, 'x'.repeat(80)));
+      expect(cut.map(ids)).toEqual([['e1', 'e2'], ['e3']]);
+      for (const req of cut) expect(Buffer.byteLength(req.body)).toBeLessThanOrEqual(300);
+    });
+
+    it('keeps the smaller of the options and the limits', async () => {
+      const { fetch, sent } = fakeFetch(ok, limitsOf(100, 1 << 20));
+      await client(fetch, { publish: { maxBatchEvents: 2 } }).publishMany(events(3));
+      expect(sent.map(ids)).toEqual([['e1', 'e2'], ['e3']]);
+    });
+
+    it.each([
+      ['413 BATCH_EXCEEDS_BURST', { status: 413, body: { code: 'BATCH_EXCEEDS_BURST', maxBatchEvents: 4 } }],
+      ['413 PAYLOAD_TOO_LARGE', { status: 413, body: { code: 'PAYLOAD_TOO_LARGE' } }],
+      ['400 over the batch count', { status: 400, body: { code: 'INVALID_CLOUDEVENT', limit: 4 } }],
+    ])(
+      'reads them again after a %s, and sends the refused batch split to them: each event published once',
+      async (_, refusal) => {
+        // The runtime took 10 at the first read, 4 since (an operator lowered the tenant's burst).
+        let reported = 10;
+        const accepted: string[] = [];
+        const { fetch, sent, limitReads } = fakeFetch(
+          (req) => (ids(req).length > 4 ? refusal : (accepted.push(...ids(req)), ok(req))),
+          () => limitsOf(reported, 1 << 20)(),
+        );
+        const mesh = client(fetch);
+        await mesh.publish({ source: '/s', type: 't' });
+        reported = 4;
+        accepted.length = 0;
+        sent.length = 0;
+        const results = await mesh.publishMany(events(10));
+        expect(results.map((r) => r.id)).toEqual(events(10).map((e) => e.id));
+        expect(sent.map((r) => ids(r).length)).toEqual([10, 4, 4, 2]);
+        expect(accepted).toEqual(events(10).map((e) => e.id));
+        expect(limitReads).toHaveLength(2);
+      },
+    );
+
+    it('fails a batch refused for its size within the bounds read again, without sending it again', async () => {
+      const { fetch, sent, limitReads } = fakeFetch(
+        () => ({ status: 413, body: { code: 'PAYLOAD_TOO_LARGE' } }),
+        limitsOf(10, 1 << 20),
+      );
+      const mesh = client(fetch);
+      await expect(mesh.publishMany(events(5))).rejects.toBeInstanceOf(PayloadTooLargeError);
+      expect({ sent: sent.length, limitReads: limitReads.length }).toEqual({ sent: 1, limitReads: 2 });
+    });
   });
 });

@@ -1,6 +1,7 @@
 import { ValidationError } from './errors';
 import { FlowControl } from './flow-control';
 import type { HttpClient } from './http';
+import { isSizeRefusal, PublishLimits, type BatchBounds } from './publish-limits';
 import type { BatchPublishAnswer, PublishResult } from './api-types';
 import type { PublishOptions } from './options';
 
@@ -30,24 +31,27 @@ interface Pending {
 
 interface Lane {
   call: PublishCallOptions;
-  /** The events' JSON texts, until the lane is flushed into one request body. */
-  texts: string[];
+  /** The events' JSON, UTF-8 encoded, until the lane is flushed into one request body. */
+  chunks: Buffer[];
   items: Pending[];
+  /** The bytes of the lane's body: its events', a comma between two, and the brackets. */
   bytes: number;
   timer?: NodeJS.Timeout | NodeJS.Immediate;
 }
 
 /**
  * Automatic batching: publishes of one topic (and trace context) that come within `lingerMs` of each other share
- * one HTTP request, cut at `maxBatchEvents` and `maxBatchBytes`. One event goes in the structured mode, more in
- * the batch mode; each caller gets its own event's result. The runtime's batch is all or nothing, so a retry
- * resends the whole request with the same ids. A 400 naming one event's `index` fails that event only: the others
- * are sent again without it.
+ * one HTTP request, cut at `maxBatchEvents` and `maxBatchBytes`, lowered to what the runtime takes (`GET /limits`,
+ * see PublishLimits). One event goes in the structured mode, more in the batch mode; each caller gets its own
+ * event's result. The runtime's batch is all or nothing, so a retry resends the whole request with the same ids. A
+ * 400 naming one event's `index` fails that event only: the others are sent again without it. A batch refused for
+ * its size is split to the bounds read again, when they are smaller than it.
  */
 export class Publisher {
   private readonly options: Required<PublishOptions>;
   private readonly flow: FlowControl;
   private readonly lanes = new Map<string, Lane>();
+  private readonly limits: PublishLimits;
 
   constructor(
     private readonly http: HttpClient,
@@ -56,6 +60,7 @@ export class Publisher {
   ) {
     this.options = { ...PUBLISH_DEFAULTS, ...options };
     this.flow = new FlowControl(this.options.maxEventsInFlight, this.options.maxBytesInFlight);
+    this.limits = new PublishLimits(http, { events: this.options.maxBatchEvents, bytes: this.options.maxBatchBytes });
   }
 
   /** Events and bytes published and not yet answered. */
@@ -65,52 +70,65 @@ export class Publisher {
 
   /** Waits for room in flight, then queues the event (JSON text) for the next request of its lane. */
   async publish(json: string, call: PublishCallOptions = {}): Promise<PublishResult> {
-    const bytes = Buffer.byteLength(json);
-    await this.flow.acquire(1, bytes);
-    return this.queue(json, bytes, call);
+    const chunk = Buffer.from(json);
+    await this.flow.acquire(1, chunk.length);
+    if (!this.limits.current) await this.limits.read();
+    return new Promise<PublishResult>((resolve, reject) =>
+      this.enqueue(chunk, { bytes: chunk.length, resolve, reject }, call),
+    );
   }
 
   /**
    * Publishes `events` in order, each turned into JSON text (`toJson`) only once there is room in flight for it: a
    * long list is never held as JSON all at once, and each request's events are serialized just before it is sent,
    * as a hand-written batch loop does. Resolves with each event's result, in order; rejects with the first failure.
+   * Each event's answer is a callback writing its slot, not a promise: a long list makes no promise per event.
    */
   async publishMany<E>(
     events: Iterable<E>,
     toJson: (event: E) => string,
     call: PublishCallOptions = {},
   ): Promise<PublishResult[]> {
-    const answers: Promise<PublishResult>[] = [];
-    for (const event of events) {
-      const json = toJson(event);
-      const bytes = Buffer.byteLength(json);
-      if (!this.flow.tryAcquire(1, bytes)) await this.flow.acquire(1, bytes);
-      const answer = this.queue(json, bytes, call);
-      // Awaited through Promise.all below; an early failure is not an unhandled rejection while the loop runs.
-      answer.catch(() => undefined);
-      answers.push(answer);
-    }
-    return Promise.all(answers);
+    if (!this.limits.current) await this.limits.read();
+    const results: PublishResult[] = [];
+    return new Promise<PublishResult[]>((resolve, reject) => {
+      // The events taken and not yet answered, and the loop itself until it has taken the last.
+      let unanswered = 1;
+      const answered = () => --unanswered === 0 && resolve(results);
+      const take = async () => {
+        let at = 0;
+        for (const event of events) {
+          const slot = at++;
+          const chunk = Buffer.from(toJson(event));
+          if (!this.flow.tryAcquire(1, chunk.length)) await this.flow.acquire(1, chunk.length);
+          unanswered++;
+          const answer = (r: PublishResult) => {
+            results[slot] = r;
+            answered();
+          };
+          this.enqueue(chunk, { bytes: chunk.length, resolve: answer, reject }, call);
+        }
+        answered();
+      };
+      take().catch(reject);
+    });
   }
 
   /** Queues an event whose room in flight is taken; the room is given back when it is answered. */
-  private queue(json: string, bytes: number, call: PublishCallOptions): Promise<PublishResult> {
-    return new Promise<PublishResult>((resolve, reject) => this.enqueue(json, { bytes, resolve, reject }, call));
-  }
-
-  private enqueue(json: string, item: Pending, call: PublishCallOptions): void {
+  private enqueue(chunk: Buffer, item: Pending, call: PublishCallOptions): void {
     const topic = call.topic ?? this.defaultTopic;
     const key = `${topic ?? ''}\n${call.traceparent ?? ''}\n${call.tracestate ?? ''}`;
+    const bounds = this.bounds;
     let lane = this.lanes.get(key);
-    if (lane && lane.bytes + item.bytes + 1 > this.options.maxBatchBytes) {
+    if (lane && lane.bytes + item.bytes + 1 > bounds.bytes) {
       this.flush(key, lane);
       lane = undefined;
     }
-    if (!lane) this.lanes.set(key, (lane = { call: { ...call, topic }, texts: [], items: [], bytes: 1 }));
-    lane.texts.push(json);
+    if (!lane) this.lanes.set(key, (lane = { call: { ...call, topic }, chunks: [], items: [], bytes: 1 }));
+    lane.chunks.push(chunk);
     lane.items.push(item);
     lane.bytes += item.bytes + 1;
-    if (lane.items.length >= this.options.maxBatchEvents) this.flush(key, lane);
+    if (lane.items.length >= bounds.events) this.flush(key, lane);
     else if (!lane.timer) {
       const open = lane;
       lane.timer =
@@ -120,9 +138,13 @@ export class Publisher {
     }
   }
 
+  private get bounds(): BatchBounds {
+    return this.limits.current ?? { events: this.options.maxBatchEvents, bytes: this.options.maxBatchBytes };
+  }
+
   /**
-   * Sends the lane's events as one request. The body is made here and the events' own texts let go: a request in
-   * flight holds one string, not one per event (each would outlive a young-generation collection and be copied).
+   * Sends the lane's events as one request. The body is made here and the events' own buffers let go: a request in
+   * flight holds one buffer, not one per event.
    */
   private flush(key: string, lane: Lane): void {
     if (lane.timer) {
@@ -131,23 +153,23 @@ export class Publisher {
     }
     this.lanes.delete(key);
     if (lane.items.length === 0) return;
-    const body = lane.texts.length > 1 ? `[${lane.texts.join(',')}]` : lane.texts[0];
-    void this.send(body, lane.items, lane.call);
+    void this.send(bodyOf(lane.chunks, lane.bytes), lane.items, lane.call);
   }
 
   /** `body`: one event's JSON text for one item, else the batch's JSON array, in the items' order. */
-  private async send(body: string, items: Pending[], call: PublishCallOptions): Promise<void> {
+  private async send(body: Buffer, items: Pending[], call: PublishCallOptions): Promise<void> {
     try {
       const results = await this.post(body, items.length > 1, call);
       items.forEach((item, i) => this.settle(item).resolve(results[i]));
     } catch (e) {
+      if (items.length > 1 && isSizeRefusal(e) && this.resplit(body, items, call, await this.limits.refresh())) return;
       const index = e instanceof ValidationError ? e.body.index : undefined;
       if (items.length > 1 && typeof index === 'number' && index >= 0 && index < items.length) {
         this.settle(items[index]).reject(e);
-        // The others again, without it (read back from the body: a refusal is rare, a request in flight is not).
-        const rest = (JSON.parse(body) as unknown[]).filter((_, i) => i !== index).map((e) => JSON.stringify(e));
+        // The others again, without it.
+        const rest = chunksOf(body).filter((_, i) => i !== index);
         return this.send(
-          rest.length > 1 ? `[${rest.join(',')}]` : rest[0],
+          bodyOf(rest),
           items.filter((_, i) => i !== index),
           call,
         );
@@ -156,13 +178,24 @@ export class Publisher {
     }
   }
 
+  /**
+   * Queues a refused batch's events again, to be cut at `bounds`, when the batch is larger than those (else false:
+   * it was within them, and a smaller cut is not known to pass). Each keeps its room in flight and its caller.
+   */
+  private resplit(body: Buffer, items: Pending[], call: PublishCallOptions, bounds: BatchBounds): boolean {
+    if (items.length <= bounds.events && body.length <= bounds.bytes) return false;
+    const chunks = chunksOf(body);
+    items.forEach((item, i) => this.enqueue(chunks[i], item, call));
+    return true;
+  }
+
   /** Gives an answered event's room in flight back. */
   private settle(item: Pending): Pending {
     this.flow.release(1, item.bytes);
     return item;
   }
 
-  private async post(body: string, batch: boolean, call: PublishCallOptions): Promise<PublishResult[]> {
+  private async post(body: Buffer, batch: boolean, call: PublishCallOptions): Promise<PublishResult[]> {
     const headers: Record<string, string> = {
       'content-type': batch ? 'application/cloudevents-batch+json' : 'application/cloudevents+json',
     };
@@ -178,6 +211,28 @@ export class Publisher {
     const answered = JSON.parse(answer.text) as PublishResult | BatchPublishAnswer;
     return 'results' in answered ? answered.results : [answered];
   }
+}
+
+/**
+ * A request's body: one event's JSON as it is, more as a JSON array (`bytes`: its length, when known). Copied into
+ * one buffer, as `JSON.stringify` of an array writes one string: a string per event joined costs twice the CPU.
+ */
+function bodyOf(chunks: Buffer[], bytes = chunks.reduce((n, c) => n + c.length + 1, 1)): Buffer {
+  if (chunks.length === 1) return chunks[0];
+  const body = Buffer.allocUnsafe(bytes);
+  body[0] = 0x5b; // '['
+  let at = 1;
+  chunks.forEach((chunk, i) => {
+    if (i > 0) body[at++] = 0x2c; // ','
+    at += chunk.copy(body, at);
+  });
+  body[at] = 0x5d; // ']'
+  return body;
+}
+
+/** A batch body's events again, each its own JSON (read back from the body: a refusal is rare, a request in flight is not). */
+function chunksOf(body: Buffer): Buffer[] {
+  return (JSON.parse(body.toString()) as unknown[]).map((e) => Buffer.from(JSON.stringify(e)));
 }
 
 /** The W3C trace context headers of a call: the runtime puts them into each event without a `traceparent` of its own. */

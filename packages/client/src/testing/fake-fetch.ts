@@ -1,4 +1,8 @@
-/** A scripted `fetch` for the SDK's unit tests: each call is recorded and answered by the next scripted reply. */
+/**
+ * A scripted `fetch` for the SDK's unit tests: each call is recorded and answered by the next scripted reply.
+ * `GET /limits` (the publisher's read of the runtime's bounds) is answered apart, by `limits` (default: 404, so the
+ * client's own bounds hold), and recorded in `limitReads` instead of `sent`.
+ */
 export interface SentRequest {
   url: string;
   method: string;
@@ -8,11 +12,16 @@ export interface SentRequest {
 
 export type Reply = { status: number; body?: unknown; headers?: Record<string, string> } | { reset: true };
 
-export function fakeFetch(replies: Reply[] | ((req: SentRequest) => Reply)): {
+export function fakeFetch(
+  replies: Reply[] | ((req: SentRequest) => Reply),
+  limits: () => Reply = () => ({ status: 404, body: { code: 'NOT_FOUND' } }),
+): {
   fetch: typeof fetch;
   sent: SentRequest[];
+  limitReads: SentRequest[];
 } {
   const sent: SentRequest[] = [];
+  const limitReads: SentRequest[] = [];
   const next = Array.isArray(replies) ? () => replies.shift() ?? { status: 500 } : replies;
   const fake = async (url: string | URL | Request, init: RequestInit = {}): Promise<Response> => {
     const req = {
@@ -21,8 +30,9 @@ export function fakeFetch(replies: Reply[] | ((req: SentRequest) => Reply)): {
       headers: { ...(init.headers as Record<string, string>) },
       body: String(init.body ?? ''),
     };
-    sent.push(req);
-    const reply = next(req);
+    const readsLimits = new URL(req.url).pathname === '/limits';
+    (readsLimits ? limitReads : sent).push(req);
+    const reply = readsLimits ? limits() : next(req);
     if ('reset' in reply)
       throw new TypeError('fetch failed', {
         cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }),
@@ -33,5 +43,5 @@ export function fakeFetch(replies: Reply[] | ((req: SentRequest) => Reply)): {
       headers: { 'content-type': 'application/json', ...reply.headers },
     });
   };
-  return { fetch: fake as typeof fetch, sent };
+  return { fetch: fake as typeof fetch, sent, limitReads };
 }
