@@ -5,7 +5,7 @@ import { AuditRecord, CloudEventsAuditSink } from '../../libs/security';
 import { testConfig, uniqueTopic } from '../support/env';
 import { headerTenantGate } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';
-import { topicEndOffset } from '../support/topic-offsets';
+import { kafkaTopicNames, storedEvents, topicEndOffset } from '../support/topic-offsets';
 
 interface Answer {
   status: number;
@@ -74,14 +74,7 @@ describe('tenant topics (real Postgres and Kafka)', () => {
       type: 'test.tenant.topic',
     });
   const ends = (topic: string) => topicEndOffset(instance.deps.kafka, topic);
-  /** How many events a topic holds now (its end offsets less its start offsets). */
-  const stored = async (topic: string): Promise<number> => {
-    const [starts, endsOf] = await Promise.all([
-      instance.deps.topics.startOffsets(topic),
-      instance.deps.topics.endOffsets(topic),
-    ]);
-    return [...endsOf].reduce((n, [p, end]) => n + end - starts.get(p)!, 0);
-  };
+  const stored = (topic: string) => storedEvents(instance.deps.topics, topic);
   const subscriptionsOf = async (tenant: string): Promise<number> =>
     Number(
       (await instance.deps.db.query(`SELECT count(*)::int AS n FROM subscriptions WHERE tenant = $1`, [tenant]))[0].n,
@@ -165,7 +158,7 @@ describe('tenant topics (real Postgres and Kafka)', () => {
       { tenant: tenantA, name: 'orders' },
       { tenant: tenantA, name: 'second' },
     ]);
-    const kafkaTopics = await listTopics();
+    const kafkaTopics = await kafkaTopicNames(instance.deps.kafka);
     expect(kafkaTopics).not.toContain(tenantTopicOf(tenantA, 'third'));
     expect(kafkaTopics).not.toContain(tenantTopicOf(tenantA, 'fine'));
     // Another tenant's cap is its own.
@@ -313,14 +306,4 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     expect(await publish(tenantC, shared, 'revoked')).toMatchObject(refused);
     expect(await ends(shared)).toBe(before + 1);
   });
-
-  async function listTopics(): Promise<string[]> {
-    const admin = instance.deps.kafka.admin();
-    await admin.connect();
-    try {
-      return await admin.listTopics();
-    } finally {
-      await admin.disconnect();
-    }
-  }
 });
