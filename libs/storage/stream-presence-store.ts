@@ -22,6 +22,12 @@ export interface PresenceRow {
   window: number;
 }
 
+/** A presence holder id and the epoch its process claimed (`claim`): the fencing token of its writes. */
+export interface HolderEpoch {
+  holder: string;
+  epoch: number;
+}
+
 /**
  * The `stream_presence` table (entities/stream-presence.entity.ts): which gateway processes hold stream clients
  * of which subscription. Each holder rewrites its own rows (`renew`) and deletes a row its last client left
@@ -31,20 +37,40 @@ export interface PresenceRow {
 export class StreamPresenceStore {
   constructor(private readonly db: DataSource) {}
 
-  /** Writes (or rewrites, renewing them) this holder's rows, one statement for all its subscriptions. */
+  /**
+   * Claims the next epoch of a holder id (presence-holder.entity.ts): from now on only writes under it are taken,
+   * and those of any process that bore the id before are refused.
+   */
+  async claim(holder: string): Promise<HolderEpoch> {
+    const [{ epoch }]: { epoch: string }[] = await this.db.query(
+      `INSERT INTO presence_holders (holder, epoch) VALUES ($1, 1)
+       ON CONFLICT (holder) DO UPDATE SET epoch = presence_holders.epoch + 1, claimed_at = now()
+       RETURNING epoch`,
+      [holder],
+    );
+    return { holder, epoch: Number(epoch) };
+  }
+
+  /**
+   * Writes (or rewrites, renewing them) this holder's rows, one statement for all its subscriptions, while its epoch
+   * is the holder id's: false, nothing written, once another process claimed the id (a stale holder); true when
+   * there was nothing to write.
+   */
   async renew(
-    holder: string,
+    { holder, epoch }: HolderEpoch,
     instanceId: string,
     address: string,
     rows: readonly { subscriptionId: string; members: number; window: number; clients?: readonly PresenceClient[] }[],
-  ): Promise<void> {
-    if (rows.length === 0) return;
-    await this.db.query(
+  ): Promise<boolean> {
+    if (rows.length === 0) return true;
+    const written: unknown[] = await this.db.query(
       `INSERT INTO stream_presence (subscription_id, holder, instance_id, address, members, "window", clients, renewed_at)
        SELECT r.subscription_id, $1, $2, $3, r.members, r.win, r.clients, now()
          FROM unnest($4::uuid[], $5::int[], $6::int[], $7::jsonb[]) AS r(subscription_id, members, win, clients)
+        WHERE EXISTS (SELECT 1 FROM presence_holders h WHERE h.holder = $1 AND h.epoch = $8 FOR SHARE)
        ON CONFLICT (subscription_id, holder) DO UPDATE SET instance_id = EXCLUDED.instance_id, address = EXCLUDED.address,
-         members = EXCLUDED.members, "window" = EXCLUDED."window", clients = EXCLUDED.clients, renewed_at = now()`,
+         members = EXCLUDED.members, "window" = EXCLUDED."window", clients = EXCLUDED.clients, renewed_at = now()
+       RETURNING 1`,
       [
         holder,
         instanceId,
@@ -53,8 +79,10 @@ export class StreamPresenceStore {
         rows.map((r) => r.members),
         rows.map((r) => r.window),
         rows.map((r) => JSON.stringify(r.clients ?? [])),
+        epoch,
       ],
     );
+    return written.length > 0;
   }
 
   /** The fresh rows of a subscription with their clients: renewed within `freshMs`. */
@@ -82,16 +110,17 @@ export class StreamPresenceStore {
     }));
   }
 
-  /** Deletes this holder's rows of `subscriptionIds` (their last client left), or all of its rows (a clean shutdown). */
-  async remove(holder: string, subscriptionIds?: readonly string[]): Promise<void> {
-    if (subscriptionIds === undefined) {
-      await this.db.query(`DELETE FROM stream_presence WHERE holder = $1`, [holder]);
-    } else if (subscriptionIds.length > 0) {
-      await this.db.query(`DELETE FROM stream_presence WHERE holder = $1 AND subscription_id = ANY($2::uuid[])`, [
-        holder,
-        subscriptionIds,
-      ]);
-    }
+  /**
+   * Deletes this holder's rows of `subscriptionIds` (their last client left), or all of its rows (a clean shutdown),
+   * while its epoch is the holder id's: a stale holder deletes nothing of the process that took the id over.
+   */
+  async remove({ holder, epoch }: HolderEpoch, subscriptionIds?: readonly string[]): Promise<void> {
+    if (subscriptionIds?.length === 0) return;
+    await this.db.query(
+      `DELETE FROM stream_presence WHERE holder = $1 AND ($3::uuid[] IS NULL OR subscription_id = ANY($3::uuid[]))
+         AND EXISTS (SELECT 1 FROM presence_holders h WHERE h.holder = $1 AND h.epoch = $2 FOR SHARE)`,
+      [holder, epoch, subscriptionIds ?? null],
+    );
   }
 
   /** The fresh rows of a subscription: renewed within `freshMs`. */
