@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { claimHolderEpoch, holdsEpoch, type HolderEpoch } from './presence-holders';
 
 /** One client in a presence row (libs/streams/stream-hub.ts StreamClientView). */
 export interface PresenceClient {
@@ -22,12 +23,6 @@ export interface PresenceRow {
   window: number;
 }
 
-/** A presence holder id and the epoch its process claimed (`claim`): the fencing token of its writes. */
-export interface HolderEpoch {
-  holder: string;
-  epoch: number;
-}
-
 /**
  * The `stream_presence` table (entities/stream-presence.entity.ts): which gateway processes hold stream clients
  * of which subscription. Each holder rewrites its own rows (`renew`) and deletes a row its last client left
@@ -42,13 +37,7 @@ export class StreamPresenceStore {
    * and those of any process that bore the id before are refused.
    */
   async claim(holder: string): Promise<HolderEpoch> {
-    const [{ epoch }]: { epoch: string }[] = await this.db.query(
-      `INSERT INTO presence_holders (holder, epoch) VALUES ($1, 1)
-       ON CONFLICT (holder) DO UPDATE SET epoch = presence_holders.epoch + 1, claimed_at = now()
-       RETURNING epoch`,
-      [holder],
-    );
-    return { holder, epoch: Number(epoch) };
+    return { holder, epoch: await claimHolderEpoch(this.db, holder) };
   }
 
   /**
@@ -67,7 +56,7 @@ export class StreamPresenceStore {
       `INSERT INTO stream_presence (subscription_id, holder, instance_id, address, members, "window", clients, renewed_at)
        SELECT r.subscription_id, $1, $2, $3, r.members, r.win, r.clients, now()
          FROM unnest($4::uuid[], $5::int[], $6::int[], $7::jsonb[]) AS r(subscription_id, members, win, clients)
-        WHERE EXISTS (SELECT 1 FROM presence_holders h WHERE h.holder = $1 AND h.epoch = $8 FOR SHARE)
+        WHERE ${holdsEpoch('$1', '$8')}
        ON CONFLICT (subscription_id, holder) DO UPDATE SET instance_id = EXCLUDED.instance_id, address = EXCLUDED.address,
          members = EXCLUDED.members, "window" = EXCLUDED."window", clients = EXCLUDED.clients, renewed_at = now()
        RETURNING 1`,
@@ -118,7 +107,7 @@ export class StreamPresenceStore {
     if (subscriptionIds?.length === 0) return;
     await this.db.query(
       `DELETE FROM stream_presence WHERE holder = $1 AND ($3::uuid[] IS NULL OR subscription_id = ANY($3::uuid[]))
-         AND EXISTS (SELECT 1 FROM presence_holders h WHERE h.holder = $1 AND h.epoch = $2 FOR SHARE)`,
+         AND ${holdsEpoch('$1', '$2')}`,
       [holder, epoch, subscriptionIds ?? null],
     );
   }

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, StreamPresenceStore } from '../../libs/storage';
+import { createDataSource, SessionAgentStore, StreamPresenceStore } from '../../libs/storage';
 import { StreamHub, StreamPresence } from '../../libs/streams';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
@@ -67,6 +67,39 @@ describe('StreamPresenceStore and StreamPresence (real Postgres)', () => {
     await store.remove(old);
     expect(await rows()).toEqual([{ subscription_id: sub, address: 'http://new', members: 3 }]);
     await store.remove(taker);
+    expect(await rows()).toEqual([]);
+  });
+
+  it("refuses a stale holder's session agent rows after a takeover of its holder id, apart from its stream presence", async () => {
+    const agents = new SessionAgentStore(db);
+    const holder = `a-${randomUUID().slice(0, 6)}/1`;
+    const replica = (replicaId: string, sessions: number) => ({
+      replicaId,
+      tenant: 't',
+      agent: 'echo',
+      sessions,
+      stats: {},
+      since: new Date().toISOString(),
+    });
+    const rows = () =>
+      db.query(`SELECT replica_id, address, sessions FROM session_agents WHERE holder = $1 ORDER BY replica_id`, [
+        holder,
+      ]);
+    const old = await agents.claim(holder);
+    // The same process's stream presence claims its own epoch: it does not fence its session agents.
+    await store.claim(holder);
+    expect(await agents.renew(old, 'a', 'http://old', [replica(`${holder}-r1`, 1)])).toBe(true);
+    const taker = await agents.claim(holder);
+    expect(await agents.renew(taker, 'a', 'http://new', [replica(`${holder}-r2`, 4)])).toBe(true);
+    expect(await agents.renew(old, 'a', 'http://old', [replica(`${holder}-r1`, 2), replica(`${holder}-r3`, 1)])).toBe(
+      false,
+    );
+    await agents.remove(old);
+    expect(await rows()).toEqual([
+      { replica_id: `${holder}-r1`, address: 'http://old', sessions: 1 },
+      { replica_id: `${holder}-r2`, address: 'http://new', sessions: 4 },
+    ]);
+    await agents.remove(taker);
     expect(await rows()).toEqual([]);
   });
 
