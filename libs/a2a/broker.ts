@@ -51,6 +51,8 @@ export interface BrokerKafka {
   publish(topic: string, frame: EventFrame): Promise<PublishReceipt>;
   publishAll(topic: string, frames: EventFrame[]): Promise<unknown>;
   ensureTopic(topic: string): Promise<unknown>;
+  /** Deletes every event of a topic, keeping the topic (TopicAdmin.emptyTopic says why). */
+  emptyTopic(topic: string): Promise<unknown>;
 }
 
 /**
@@ -235,9 +237,25 @@ export class A2ABroker {
     );
   }
 
+  /**
+   * Removes the agent, then its topics' events (the request topic's tasks not yet taken, the events topic's log), as
+   * `DELETE /topics/{name}` removes a tenant topic's: the registration goes first, so no send writes after the
+   * topics are emptied, and subscribing to its topics is 404 from then on. The Kafka topics stay, empty; a
+   * registration of that name again takes them up. A Kafka failure is 503 with the agent already removed.
+   */
   async remove(tenant: string, name: string): Promise<void> {
     if (!(await this.agents.delete(tenant, name))) throw notFound(name);
     this.clients.forget(tenant, name);
+    for (const topic of [requestTopicOf(tenant, name), eventsTopicOf(tenant, name)]) {
+      await this.kafka.emptyTopic(topic).catch((e: unknown) => {
+        throw new EventMeshError(
+          ErrorCode.KafkaUnavailable,
+          `agent "${name}" removed, but the events of its topic ${topic} were not deleted: ${(e as Error).message}`,
+          { agent: name, topic },
+          true,
+        );
+      });
+    }
   }
 
   /**

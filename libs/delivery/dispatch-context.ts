@@ -12,6 +12,7 @@ import type {
 } from '../storage';
 import type { CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker';
 import type { RunningLoops } from './running-loops';
+import type { TenantRecordsTopic } from './tenant-records';
 import type { RuntimeMetrics } from '../metrics';
 import type { Lanes } from './lane';
 import { FencedError } from './offset-committer';
@@ -52,6 +53,8 @@ export interface DispatchLoopOptions {
   sinkFailureSummaryMs?: number;
   /** Longest string a CESQL filter evaluates (EVENTMESH_FILTER_MAX_ATTRIBUTE_CHARS); libs/filter's default when absent. */
   filterMaxAttributeChars?: number;
+  /** The audit topic, when audit records go to one: each tenant but the operator's gets its own records of it only. */
+  tenantRecords?: TenantRecordsTopic;
 }
 
 export interface DispatchLoopDeps {

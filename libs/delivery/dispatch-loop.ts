@@ -11,6 +11,7 @@ import { COMMIT_INTERVAL_MS, OffsetCommitter } from './offset-committer';
 import { PartitionFeed, pause } from './partition-feed';
 import { DispatchProgress, measure, newProgress } from './progress';
 import { RetrySweeper } from './retry-sweeper';
+import { ownRecordsOnly } from './tenant-records';
 import type { BreakerState } from './circuit-breaker';
 import type { LaneLag, ObservedLoop } from './running-loops';
 
@@ -308,14 +309,16 @@ export class DispatchLoop implements ObservedLoop {
     this.refreshedAt = Date.now();
   }
 
-  /** A subscription's compiled filters, compiled again only when the subscription changed. */
+  /**
+   * A subscription's compiled filters, compiled again only when the subscription changed; on the audit topic, a
+   * tenant's subscription passes only that tenant's records (tenant-records.ts).
+   */
   private filterOf(subscription: SubscriptionEntity): CompiledFilter {
     const version = subscription.updatedAt?.getTime() ?? 0;
     const cached = this.filters.get(subscription.id);
     if (cached && cached.version === version) return cached.filter;
-    const filter = compileFilters(subscription.filters, {
-      maxAttributeChars: this.deps.options.filterMaxAttributeChars,
-    });
+    const own = compileFilters(subscription.filters, { maxAttributeChars: this.deps.options.filterMaxAttributeChars });
+    const filter = ownRecordsOnly(subscription, own, this.deps.options.tenantRecords);
     this.filters.set(subscription.id, { version, filter });
     return filter;
   }

@@ -12,3 +12,4 @@ export type {
   CircuitBreakerOptions,
 } from './circuit-breaker';
 export * from './running-loops';
+export * from './tenant-records';

@@ -30,6 +30,12 @@ export interface EventFrame {
 export const OPTIONAL_ATTRIBUTES = ['subject', 'time', 'datacontenttype', 'dataschema'] as const;
 export const REQUIRED_ATTRIBUTES = ['id', 'source', 'type', 'specversion'] as const;
 
+/**
+ * The extension naming the tenant an event of the runtime's own is about (an audit record): the runtime writes it
+ * on topics no tenant publishes to, and reads it to deliver a tenant only its own events of such a topic.
+ */
+export const TENANT_EXTENSION = 'eventmeshtenant';
+
 /** The record key a frame is written under: its `partitionkey` extension, else its `source`. */
 export function partitionKeyOf(frame: EventFrame): string {
   const key = frame.extensions['partitionkey'];

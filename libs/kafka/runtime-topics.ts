@@ -46,3 +46,9 @@ export function isAgentTopic(topic: string): boolean {
 export function isAgentTopicOf(topic: string, tenant: string): boolean {
   return isAgentTopic(topic) && topic.startsWith(`a2a.${tenantKafkaPartOf(tenant)}.`);
 }
+
+/** The agent an agent topic is of (its name between the tenant part and the suffix); undefined for another topic. */
+export function agentOfTopic(topic: string): string | undefined {
+  if (!isAgentTopic(topic)) return undefined;
+  return topic.slice(topic.indexOf('.', 'a2a.'.length) + 1, topic.lastIndexOf('.'));
+}

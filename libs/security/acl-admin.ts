@@ -1,3 +1,4 @@
+import { tenantKafkaPartOf } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import type { AclRuleRow, AclRuleStore } from '../storage';
 import { AclAction, AclEffect, problemOf } from './acl-rules';
@@ -27,9 +28,24 @@ const viewOf = (r: AclRuleRow): AclRuleView => ({
 });
 
 /**
+ * Whether a rule's topic pattern can only name topics of another namespace: the Kafka name of a tenant's own topic
+ * (`tenant.<tenant>.<name>`, which no request names: a tenant names its own by the short name, and another's is
+ * not its to name) or another tenant's agent topics (`a2a.<other tenant>.`). Decided on the pattern's literal
+ * head, before its first wildcard. A rule only ever applies to its own tenant's callers (acl-rules.ts), so a
+ * wildcard reaching further grants nothing of another tenant's either; this keeps what a tenant writes its own.
+ */
+function namesForeignTopics(tenant: string, pattern: string): boolean {
+  const head = pattern.split(/[*?]/, 1)[0];
+  if (head.startsWith('tenant.')) return true;
+  if (!head.startsWith('a2a.')) return false;
+  const own = `a2a.${tenantKafkaPartOf(tenant)}.`;
+  return !(own.startsWith(head) || head.startsWith(own));
+}
+
+/**
  * The ACL's admin API (`/admin/acl/rules`): a tenant's admins list, add and delete their tenant's rules, never
  * another tenant's (which reads as no rule: 404). A rule is validated before it is stored; a malformed one is
- * refused with 400 and the field at fault. Every change applies on every instance within the refresh period.
+ * refused with 400 and the field at fault, one naming another namespace's topics with 403. Every change applies on every instance within the refresh period.
  */
 export class AclAdmin {
   constructor(private readonly store: AclRuleStore) {}
@@ -51,6 +67,12 @@ export class AclAdmin {
     const problem = problemOf(rule);
     if (problem) throw new EventMeshError(ErrorCode.InvalidRequest, problem.message, { field: problem.field });
     const { subject, action, topic, effect } = rule as Record<(typeof FIELDS)[number], string>;
+    if (namesForeignTopics(caller.tenant, topic))
+      throw new EventMeshError(
+        ErrorCode.Forbidden,
+        `topic: "${topic}" names topics of another namespace; a tenant's rules name its own topics (their short names), its agents' and the shared ones`,
+        { field: 'topic', reason: 'foreign_topic' },
+      );
     return viewOf(await this.store.add(caller.tenant, { subject, action, topic, effect }));
   }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { EventFrame } from '../frame';
+import { TENANT_EXTENSION, type EventFrame } from '../frame';
 import type { EventProducer } from '../kafka';
 import { createLogger } from '../logging';
 import { AuditOutcomes, type AuditRecord, type AuditSink, type AuditSinkStats } from './audit-sink';
@@ -16,8 +16,9 @@ const LOG_EVERY_MS = 5000;
  * Publishes each audit record as a CloudEvent to the audit topic, through the runtime's own producer, so audits
  * are subscribable and replayable with its own delivery (a webhook or stream subscription to the topic). The
  * event: type `io.eventmesh.audit.decision.v1`, source `/eventmesh/<instance>/gate/<gate>`, subject the route,
- * partition key the tenant (one tenant's records stay in order), data the record as JSON. Bodies, tokens and
- * secrets are never in a record.
+ * partition key the tenant (one tenant's records stay in order), extension `eventmeshtenant` the tenant (a tenant's
+ * subscription gets only its own records), data the record as JSON. Bodies, tokens and secrets are never in a
+ * record.
  *
  * `record` returns at once: the write is the producer's (batched with publishes). A failed or shed write is
  * counted and logged at ERROR (rate-limited), and the request it audits has proceeded: audit does not take the
@@ -78,7 +79,7 @@ export class CloudEventsAuditSink implements AuditSink {
       subject: record.route,
       time: record.time,
       datacontenttype: 'application/json',
-      extensions: { partitionkey: record.tenant },
+      extensions: { partitionkey: record.tenant, [TENANT_EXTENSION]: record.tenant },
       data: Buffer.from(JSON.stringify(record)),
     };
   }

@@ -1,5 +1,5 @@
 import { createLogger } from '../logging';
-import type { SessionAgentRow, SessionAgentStore } from '../storage';
+import type { HolderEpoch, SessionAgentRow, SessionAgentStore } from '../storage';
 import type { LocalReplicas } from './agent-replicas';
 
 /** How often a holder renews its replicas' rows. */
@@ -24,7 +24,8 @@ export interface Holder {
  * on them through the sessions link: at once on a serve or an unserve, and renewed every
  * {@link AGENT_PRESENCE_RENEW_MS} with their counts (sessions, bytes, stalls) while they stay. One write at a time;
  * a failed write is retried at the next renewal (an open that reads a stale row meanwhile reaches a replica that is
- * gone, is told so by its holder, and picks another).
+ * gone, is told so by its holder, and picks another). Fenced as StreamPresence is: once a newer process bears the
+ * holder id, a renewal of this one is refused, overwrites nothing, and it stops writing.
  */
 export class AgentPresence {
   private readonly log = createLogger('AgentPresence');
@@ -34,6 +35,10 @@ export class AgentPresence {
   private writing?: Promise<void>;
   private again = false;
   private renewals = 0;
+  /** The epoch this process claimed for its holder id, at its first write. */
+  private claimed?: HolderEpoch;
+  /** Set when a renewal was refused: another process bears the holder id now, and this one writes no more. */
+  private fenced = false;
 
   constructor(
     private readonly store: SessionAgentStore,
@@ -52,12 +57,14 @@ export class AgentPresence {
     clearInterval(this.timer);
     this.unlisten?.();
     await this.writing;
+    if (!this.claimed) return;
     await this.store
-      .remove(this.me.holder)
+      .remove(this.claimed)
       .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the session agent rows'));
   }
 
   private publish(): void {
+    if (this.fenced) return;
     if (this.writing) {
       this.again = true;
       return;
@@ -77,9 +84,10 @@ export class AgentPresence {
     const replicas = this.replicas.all();
     const live = new Set(replicas.map((r) => r.id));
     const gone = [...this.published].filter((id) => !live.has(id));
-    await this.store.remove(this.me.holder, gone);
-    await this.store.renew(
-      this.me.holder,
+    this.claimed ??= await this.store.claim(this.me.holder);
+    await this.store.remove(this.claimed, gone);
+    const renewed = await this.store.renew(
+      this.claimed,
       this.me.instanceId,
       this.me.address,
       replicas.map((r) => ({
@@ -96,6 +104,15 @@ export class AgentPresence {
         },
       })),
     );
+    if (!renewed) {
+      this.fenced = true;
+      clearInterval(this.timer);
+      this.log.warn(
+        { holder: this.me.holder, epoch: this.claimed.epoch },
+        'another process bears this holder id now (a newer epoch); its session agent rows are no longer written here',
+      );
+      return;
+    }
     this.published = live;
     if (++this.renewals % 30 === 0) await this.store.expire(AGENT_PRESENCE_EXPIRE_MS);
   }

@@ -21,6 +21,7 @@ export * from './tenant-quota-store';
 export * from './tenant-topic-store';
 export * from './quota-usage-store';
 export * from './stream-presence-store';
+export type { HolderEpoch } from './presence-holders';
 export * from './stored-counts';
 export * from './session-agent-store';
 export * from './session-home-store';

@@ -1,4 +1,8 @@
 import type { DataSource } from 'typeorm';
+import { claimHolderEpoch, holdsEpoch, type HolderEpoch } from './presence-holders';
+
+/** Its key in `presence_holders`: the holder id, apart from the same process's stream presence. */
+const fenceKey = (holder: string) => `session-agents:${holder}`;
 
 /** One replica of a session agent as its holder publishes it. */
 export interface SessionAgentRow {
@@ -50,20 +54,31 @@ const FRESH = `renewed_at > now() - make_interval(secs => $FRESH::float8 / 1000)
 export class SessionAgentStore {
   constructor(private readonly db: DataSource) {}
 
+  /** Claims the next epoch of the holder id for its session agents' rows (as StreamPresenceStore.claim). */
+  async claim(holder: string): Promise<HolderEpoch> {
+    return { holder, epoch: await claimHolderEpoch(this.db, fenceKey(holder)) };
+  }
+
+  /**
+   * Writes (or rewrites) this holder's replicas' rows while its epoch is the holder id's: false, nothing written,
+   * once another process claimed the id (a stale holder after a takeover); true when there was nothing to write.
+   */
   async renew(
-    holder: string,
+    { holder, epoch }: HolderEpoch,
     instanceId: string,
     address: string,
     rows: readonly Pick<SessionAgentRow, 'replicaId' | 'tenant' | 'agent' | 'sessions' | 'stats' | 'since'>[],
-  ): Promise<void> {
-    if (rows.length === 0) return;
-    await this.db.query(
+  ): Promise<boolean> {
+    if (rows.length === 0) return true;
+    const written: unknown[] = await this.db.query(
       `INSERT INTO session_agents (replica_id, tenant, agent, holder, instance_id, address, sessions, stats, since, renewed_at)
        SELECT r.replica_id, r.tenant, r.agent, $1, $2, $3, r.sessions, r.stats, r.since, now()
          FROM unnest($4::text[], $5::text[], $6::text[], $7::int[], $8::jsonb[], $9::timestamptz[])
            AS r(replica_id, tenant, agent, sessions, stats, since)
+        WHERE ${holdsEpoch('$10', '$11')}
        ON CONFLICT (replica_id) DO UPDATE SET sessions = EXCLUDED.sessions, stats = EXCLUDED.stats,
-         address = EXCLUDED.address, renewed_at = now()`,
+         address = EXCLUDED.address, renewed_at = now()
+       RETURNING 1`,
       [
         holder,
         instanceId,
@@ -74,8 +89,11 @@ export class SessionAgentStore {
         rows.map((r) => r.sessions),
         rows.map((r) => JSON.stringify(r.stats)),
         rows.map((r) => r.since),
+        fenceKey(holder),
+        epoch,
       ],
     );
+    return written.length > 0;
   }
 
   /** The fresh replicas of a tenant's agent. */
@@ -99,14 +117,17 @@ export class SessionAgentStore {
     return rows.map(rowOf);
   }
 
-  /** Deletes this holder's rows of `replicaIds` (they stopped serving), or all of its rows (a clean shutdown). */
-  async remove(holder: string, replicaIds?: readonly string[]): Promise<void> {
-    if (replicaIds === undefined) await this.db.query(`DELETE FROM session_agents WHERE holder = $1`, [holder]);
-    else if (replicaIds.length > 0)
-      await this.db.query(`DELETE FROM session_agents WHERE holder = $1 AND replica_id = ANY($2::text[])`, [
-        holder,
-        replicaIds,
-      ]);
+  /**
+   * Deletes this holder's rows of `replicaIds` (they stopped serving), or all of its rows (a clean shutdown), while
+   * its epoch is the holder id's: a stale holder deletes nothing of the process that took the id over.
+   */
+  async remove({ holder, epoch }: HolderEpoch, replicaIds?: readonly string[]): Promise<void> {
+    if (replicaIds?.length === 0) return;
+    await this.db.query(
+      `DELETE FROM session_agents WHERE holder = $1 AND ($4::text[] IS NULL OR replica_id = ANY($4::text[]))
+         AND ${holdsEpoch('$2', '$3')}`,
+      [holder, fenceKey(holder), epoch, replicaIds ?? null],
+    );
   }
 
   /** Deletes rows not renewed for `olderThanMs`; returns how many. */

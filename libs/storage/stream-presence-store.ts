@@ -1,4 +1,5 @@
 import type { DataSource } from 'typeorm';
+import { claimHolderEpoch, holdsEpoch, type HolderEpoch } from './presence-holders';
 
 /** One client in a presence row (libs/streams/stream-hub.ts StreamClientView). */
 export interface PresenceClient {
@@ -31,20 +32,34 @@ export interface PresenceRow {
 export class StreamPresenceStore {
   constructor(private readonly db: DataSource) {}
 
-  /** Writes (or rewrites, renewing them) this holder's rows, one statement for all its subscriptions. */
+  /**
+   * Claims the next epoch of a holder id (presence-holder.entity.ts): from now on only writes under it are taken,
+   * and those of any process that bore the id before are refused.
+   */
+  async claim(holder: string): Promise<HolderEpoch> {
+    return { holder, epoch: await claimHolderEpoch(this.db, holder) };
+  }
+
+  /**
+   * Writes (or rewrites, renewing them) this holder's rows, one statement for all its subscriptions, while its epoch
+   * is the holder id's: false, nothing written, once another process claimed the id (a stale holder); true when
+   * there was nothing to write.
+   */
   async renew(
-    holder: string,
+    { holder, epoch }: HolderEpoch,
     instanceId: string,
     address: string,
     rows: readonly { subscriptionId: string; members: number; window: number; clients?: readonly PresenceClient[] }[],
-  ): Promise<void> {
-    if (rows.length === 0) return;
-    await this.db.query(
+  ): Promise<boolean> {
+    if (rows.length === 0) return true;
+    const written: unknown[] = await this.db.query(
       `INSERT INTO stream_presence (subscription_id, holder, instance_id, address, members, "window", clients, renewed_at)
        SELECT r.subscription_id, $1, $2, $3, r.members, r.win, r.clients, now()
          FROM unnest($4::uuid[], $5::int[], $6::int[], $7::jsonb[]) AS r(subscription_id, members, win, clients)
+        WHERE ${holdsEpoch('$1', '$8')}
        ON CONFLICT (subscription_id, holder) DO UPDATE SET instance_id = EXCLUDED.instance_id, address = EXCLUDED.address,
-         members = EXCLUDED.members, "window" = EXCLUDED."window", clients = EXCLUDED.clients, renewed_at = now()`,
+         members = EXCLUDED.members, "window" = EXCLUDED."window", clients = EXCLUDED.clients, renewed_at = now()
+       RETURNING 1`,
       [
         holder,
         instanceId,
@@ -53,8 +68,10 @@ export class StreamPresenceStore {
         rows.map((r) => r.members),
         rows.map((r) => r.window),
         rows.map((r) => JSON.stringify(r.clients ?? [])),
+        epoch,
       ],
     );
+    return written.length > 0;
   }
 
   /** The fresh rows of a subscription with their clients: renewed within `freshMs`. */
@@ -82,16 +99,17 @@ export class StreamPresenceStore {
     }));
   }
 
-  /** Deletes this holder's rows of `subscriptionIds` (their last client left), or all of its rows (a clean shutdown). */
-  async remove(holder: string, subscriptionIds?: readonly string[]): Promise<void> {
-    if (subscriptionIds === undefined) {
-      await this.db.query(`DELETE FROM stream_presence WHERE holder = $1`, [holder]);
-    } else if (subscriptionIds.length > 0) {
-      await this.db.query(`DELETE FROM stream_presence WHERE holder = $1 AND subscription_id = ANY($2::uuid[])`, [
-        holder,
-        subscriptionIds,
-      ]);
-    }
+  /**
+   * Deletes this holder's rows of `subscriptionIds` (their last client left), or all of its rows (a clean shutdown),
+   * while its epoch is the holder id's: a stale holder deletes nothing of the process that took the id over.
+   */
+  async remove({ holder, epoch }: HolderEpoch, subscriptionIds?: readonly string[]): Promise<void> {
+    if (subscriptionIds?.length === 0) return;
+    await this.db.query(
+      `DELETE FROM stream_presence WHERE holder = $1 AND ($3::uuid[] IS NULL OR subscription_id = ANY($3::uuid[]))
+         AND ${holdsEpoch('$1', '$2')}`,
+      [holder, epoch, subscriptionIds ?? null],
+    );
   }
 
   /** The fresh rows of a subscription: renewed within `freshMs`. */

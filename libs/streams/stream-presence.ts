@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { createLogger } from '../logging';
-import type { PresenceRow, StreamPresenceStore } from '../storage';
+import type { HolderEpoch, PresenceRow, StreamPresenceStore } from '../storage';
 import type { StreamHub } from './stream-hub';
 
 /** How often a holder renews its rows while it holds clients. */
@@ -27,7 +27,9 @@ export function derivedAddress(listenHost: string, port: number): string {
  * A gateway process's stream clients, published in `stream_presence` for the instances that dispatch their
  * subscriptions: at once on a connect or a last disconnect, and renewed every {@link PRESENCE_RENEW_MS} while
  * clients stay. A failed write is retried at the next renewal (a reader sees the row a little later, or a stale
- * row a little longer: a delivery to a holder with no client is `gone` at once, and goes elsewhere).
+ * row a little longer: a delivery to a holder with no client is `gone` at once, and goes elsewhere). Its writes are
+ * fenced by the epoch it claims for its holder id (presence-holder.entity.ts): once a newer process bears the id, a
+ * renewal of this one is refused, overwrites nothing, and it stops writing.
  */
 export class StreamPresence {
   private readonly log = createLogger('StreamPresence');
@@ -37,12 +39,21 @@ export class StreamPresence {
   private writing?: Promise<void>;
   private again = false;
   private renewals = 0;
+  /** The epoch this process claimed for its holder id, at its first write. */
+  private claimed?: HolderEpoch;
+  /** Set when a renewal was refused: another process bears the holder id now, and this one writes no more. */
+  private fenced = false;
 
   constructor(
     private readonly store: StreamPresenceStore,
     private readonly hub: StreamHub,
     private readonly me: { holder: string; instanceId: string; address: string },
   ) {}
+
+  /** Whether a renewal was refused: a newer process bears the holder id, and this one writes no more. */
+  get stale(): boolean {
+    return this.fenced;
+  }
 
   start(): void {
     this.unlisten = this.hub.onMembership(() => this.publish());
@@ -55,13 +66,15 @@ export class StreamPresence {
     clearInterval(this.timer);
     this.unlisten?.();
     await this.writing;
+    if (!this.claimed) return;
     await this.store
-      .remove(this.me.holder)
+      .remove(this.claimed)
       .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the stream presence rows'));
   }
 
   /** One write at a time; a change during a write is written right after it. */
   private publish(): void {
+    if (this.fenced) return;
     if (this.writing) {
       this.again = true;
       return;
@@ -87,8 +100,17 @@ export class StreamPresence {
       }))
       .filter((r) => r.members > 0);
     const left = [...this.published].filter((id) => !rows.some((r) => r.subscriptionId === id));
-    await this.store.remove(this.me.holder, left);
-    await this.store.renew(this.me.holder, this.me.instanceId, this.me.address, rows);
+    this.claimed ??= await this.store.claim(this.me.holder);
+    await this.store.remove(this.claimed, left);
+    if (!(await this.store.renew(this.claimed, this.me.instanceId, this.me.address, rows))) {
+      this.fenced = true;
+      clearInterval(this.timer);
+      this.log.warn(
+        { holder: this.me.holder, epoch: this.claimed.epoch },
+        'another process bears this holder id now (a newer epoch); its stream presence is no longer written here',
+      );
+      return;
+    }
     this.published = new Set(rows.map((r) => r.subscriptionId));
     if (++this.renewals % 30 === 0) await this.store.expire(PRESENCE_EXPIRE_MS);
   }

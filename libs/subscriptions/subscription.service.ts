@@ -4,7 +4,14 @@ import type { DataSource, EntityManager } from 'typeorm';
 import type { DeliveryTopology, EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { compileFilters } from '../filter';
-import { clientTopicNameOf, isAgentTopic, isAgentTopicOf, isTenantTopic, type TopicAdmin } from '../kafka';
+import {
+  agentOfTopic,
+  clientTopicNameOf,
+  isAgentTopic,
+  isAgentTopicOf,
+  isTenantTopic,
+  type TopicAdmin,
+} from '../kafka';
 import { createLogger } from '../logging';
 import { Caller, SecretBox, SinkGuard } from '../security';
 import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
@@ -73,13 +80,15 @@ export class SubscriptionService {
   }
 
   /**
-   * An A2A agent's request topic (libs/a2a/request-topic.ts) is served once the agent is registered, and only to its
-   * own tenant: another tenant's, or one no agent was registered for, is an unknown topic.
+   * An A2A agent's topic (libs/a2a/request-topic.ts) is served while the agent is registered, and only to its own
+   * tenant: another tenant's, or one of no agent registered now (never, or removed), is an unknown topic.
    */
   private async checkAgentTopic(topic: string, tenant: string): Promise<void> {
     if (!isAgentTopic(topic)) return;
     const known =
       isAgentTopicOf(topic, tenant) &&
+      (await this.db.query(`SELECT 1 FROM a2a_agents WHERE tenant = $1 AND name = $2`, [tenant, agentOfTopic(topic)]))
+        .length > 0 &&
       (await this.topics.partitionsOf(topic).then(
         (p) => p.length > 0,
         () => false,

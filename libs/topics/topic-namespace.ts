@@ -59,8 +59,8 @@ export interface TopicGrantView {
  * A tenant's names are its own: `orders` of tenant A is `tenant.A.orders` in Kafka, of tenant B `tenant.B.orders`,
  * and no name a tenant can give reaches another tenant's topic. The topics of `EVENTMESH_KAFKA_TOPICS` are the
  * operator's, shared by every tenant (as before topics had owners: with an open gate nothing changes); a tenant
- * cannot create a topic of the same name. The audit topic is written by the runtime only, and read by the
- * operator tenant only.
+ * cannot create a topic of the same name. The audit topic is written by the runtime only; the operator tenant reads
+ * every record of it, another tenant its own only (the delivery filters them: libs/delivery/tenant-records.ts).
  */
 export class TopicNamespace {
   private readonly log = createLogger('TopicNamespace');
@@ -101,13 +101,13 @@ export class TopicNamespace {
    * The Kafka topic `name` means for the tenant, to `use` it: a shared topic is itself (no I/O: the publish path
    * asks), an A2A agent's topic is itself for a subscription (its tenant is checked there) and never published to,
    * a tenant's own topic is its Kafka topic once made. Anything else is 404 UNKNOWN_TOPIC, as a topic that does not
-   * exist: another tenant's topics do not leak. The audit topic: 403 for a publish, and for a subscription by any
-   * tenant but the operator's. With GRANTED shared topics, another tenant's use of one without the operator's grant
-   * is 403 (reason `no_grant`; one indexed read: the operator tenant's publishes make none).
+   * exist: another tenant's topics do not leak. The audit topic: 403 for a publish; any tenant subscribes to it
+   * (and is delivered its own records only). With GRANTED shared topics, another tenant's use of one without the
+   * operator's grant is 403 (reason `no_grant`; one indexed read: the operator tenant's publishes make none).
    */
   async resolve(tenant: string, name: string, use: TopicUse): Promise<string> {
     if (name === this.options.auditTopic) {
-      if (use === 'publish' || tenant !== this.options.operatorTenant) throw reserved(name, use);
+      if (use === 'publish') throw reserved(name);
       return name;
     }
     if (this.topics.isConfigured(name)) {
@@ -274,14 +274,11 @@ function viewOf(row: TenantTopicEntity): TenantTopicView {
 const unknownTopic = (name: string) =>
   new EventMeshError(ErrorCode.UnknownTopic, `topic "${name}" is not served by this runtime`, { topic: name });
 
-const reserved = (name: string, use: TopicUse) =>
-  new EventMeshError(
-    ErrorCode.Forbidden,
-    use === 'publish'
-      ? `topic "${name}" is written by the runtime only`
-      : `topic "${name}" is read by the operator tenant only`,
-    { topic: name, reason: 'reserved_topic' },
-  );
+const reserved = (name: string) =>
+  new EventMeshError(ErrorCode.Forbidden, `topic "${name}" is written by the runtime only`, {
+    topic: name,
+    reason: 'reserved_topic',
+  });
 
 const noGrant = (name: string, use: TopicUse) =>
   new EventMeshError(

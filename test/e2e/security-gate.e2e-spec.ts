@@ -107,7 +107,8 @@ describe('security gate, end to end', () => {
     });
     const health = (await (await fetch(`${api}/health`)).json()) as { gate: unknown };
     expect(health.gate).toEqual({ ingress: 'report-only', admin: 'open' });
-    // The audit topic is reserved: only the operator's tenant (`default` here) may subscribe to it. Its sink answers
+    // The audit topic is reserved: the operator's tenant (`default` here) is delivered every record of it (another
+    // tenant, its own only), so the expired token's record, of tenant default, reaches it. Its sink answers
     // the validation handshake all the same (config.trusted not asked).
     const operator = `Bearer ${await token({ tenant: 'default' })}`;
     const subscribed = await fetch(`${api}/subscriptions`, {

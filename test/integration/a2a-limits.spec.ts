@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
+import { eventsTopicOf, requestTopicOf } from '../../libs/a2a';
 import type { EventProducer } from '../../libs/kafka';
 import { buildGates, PublisherSecretStore, SecretBox } from '../../libs/security';
 import { createDataSource, TenantQuotaStore } from '../../libs/storage';
 import { GATES_ENFORCING_TOKEN, NO_QUOTA as NONE, testConfig } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
+import { kafkaTopicNames, storedEvents } from '../support/topic-offsets';
 
 const BURST_BYTES = 400;
 const card = (name: string, pad = '') => ({
@@ -24,7 +26,8 @@ const card = (name: string, pad = '') => ({
  * (real Postgres, Kafka and Temporal; the gate enforcing TokenAuth, SignatureVerifier and TenantQuota): a
  * registration or a send larger than the tenant's byte burst is 413 BATCH_EXCEEDS_BURST (a read is not charged),
  * a publisher that signs must sign its registration, and one agent past EVENTMESH_AGENTS_MAX_PER_TENANT is 409
- * AGENT_LIMIT_REACHED; nothing refused is stored.
+ * AGENT_LIMIT_REACHED (its topics not made); nothing refused is stored. Removing an agent removes its topics'
+ * events, and its topics are not served until it is registered again.
  */
 describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
   const run = randomUUID().slice(0, 6);
@@ -35,7 +38,12 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
     EVENTMESH_SECURITY_GATE_FILTERS: 'token,signature,quota',
     EVENTMESH_AGENTS_MAX_PER_TENANT: '2',
   });
-  const tenants = { bytes: `bytes-${run}`, capped: `capped-${run}`, signer: `signer-${run}` };
+  const tenants = {
+    bytes: `bytes-${run}`,
+    capped: `capped-${run}`,
+    signer: `signer-${run}`,
+    removed: `removed-${run}`,
+  };
   const as = (tenant: string, principal = 'p') => ({
     'x-test-principal': principal,
     'x-test-tenant': tenant,
@@ -122,6 +130,11 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
     const third = await register(tenant, 'three', card('three'));
     expect(third.status).toBe(409);
     expect(await third.json()).toMatchObject({ code: 'AGENT_LIMIT_REACHED', maxAgentsPerTenant: 2 });
+    // Refused before its topics were made.
+    const kafkaTopics = await kafkaTopicNames(instance.deps.kafka);
+    expect(kafkaTopics).toContain(requestTopicOf(tenant, 'two'));
+    expect(kafkaTopics).not.toContain(requestTopicOf(tenant, 'three'));
+    expect(kafkaTopics).not.toContain(eventsTopicOf(tenant, 'three'));
     expect((await register(tenant, 'two', card('two', ' again'))).status).toBe(200);
     const listed = (await (await fetch(`${url}/a2a/agents`, { headers: as(tenant) })).json()) as
       { name: string }[] | { agents: { name: string }[] };
@@ -129,5 +142,40 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
     expect(names).toEqual(['one', 'two']);
     // Another tenant's agents are not counted.
     expect((await register(tenants.signer, 'three', card('three'))).status).toBe(201);
+  });
+
+  it("removes an agent's topics with it: their events deleted, subscribing to them 404 until it is registered again", async () => {
+    const tenant = tenants.removed;
+    const topics = [requestTopicOf(tenant, 'gone'), eventsTopicOf(tenant, 'gone')];
+    const subscribe = (topic: string) =>
+      fetch(`${url}/subscriptions`, {
+        method: 'POST',
+        headers: as(tenant),
+        body: JSON.stringify({ protocol: 'STREAM', topic }),
+      });
+    expect((await register(tenant, 'gone', card('gone'))).status).toBe(201);
+    for (const topic of topics) {
+      expect((await subscribe(topic)).status).toBe(201);
+      // What the mesh writes there: a task's request, a task's event.
+      await instance.deps.producer.publish(topic, {
+        id: randomUUID(),
+        source: '/a2a-limits',
+        type: 'test.a2a.topic',
+        specversion: '1.0',
+        extensions: {},
+      });
+      expect(await storedEvents(instance.deps.topics, topic)).toBe(1);
+    }
+
+    const { 'content-type': _, ...noBody } = as(tenant);
+    expect((await fetch(`${url}/a2a/agents/gone`, { method: 'DELETE', headers: noBody })).status).toBe(204);
+    for (const topic of topics) {
+      expect(await storedEvents(instance.deps.topics, topic)).toBe(0);
+      const refused = await subscribe(topic);
+      expect(refused.status).toBe(404);
+      expect(await refused.json()).toMatchObject({ code: 'UNKNOWN_TOPIC' });
+    }
+    expect((await register(tenant, 'gone', card('gone'))).status).toBe(201);
+    expect((await subscribe(topics[0])).status).toBe(201);
   });
 });

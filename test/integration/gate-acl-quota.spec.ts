@@ -295,7 +295,7 @@ describe('ACL filter (real Postgres, two gateways)', () => {
     });
   });
 
-  it("the admin API validates rules (400 with the field) and scopes them to the caller's tenant (404)", async () => {
+  it("the admin API validates rules (400 with the field), refuses another namespace's topics (403) and scopes them to the caller's tenant (404)", async () => {
     const post = (body: unknown, headers = root) =>
       fetch(`${a.url}/admin/acl/rules`, {
         method: 'POST',
@@ -313,8 +313,24 @@ describe('ACL filter (real Postgres, two gateways)', () => {
       expect(r.status).toBe(400);
       expect(await r.json()).toMatchObject({ code: 'INVALID_REQUEST', field, message: expect.stringContaining(field) });
     }
-    // Another tenant's admin (allowed to administer its own tenant) sees none of these rules and cannot delete them.
+    // A tenant's rules name its own topics: not another tenant's Kafka topics nor another tenant's agents' topics.
     const other = `other-${run}`;
+    const before = (await rules.list(tenant)).length;
+    for (const topic of [`tenant.${other}.orders`, 'tenant.*', `a2a.${other}.*`, `a2a.${other}.agent.requests`]) {
+      const r = await post({ subject: 'principal:alice', action: 'subscribe', topic, effect: 'ALLOW' });
+      expect(r.status).toBe(403);
+      expect(await r.json()).toMatchObject({ code: 'FORBIDDEN', field: 'topic', reason: 'foreign_topic' });
+    }
+    expect((await rules.list(tenant)).length).toBe(before);
+    for (const topic of [`a2a.${tenant}.*`, 'a2a.*', 'ord*']) {
+      const r = await post({ subject: 'principal:alice', action: 'subscribe', topic, effect: 'DENY' });
+      expect(r.status).toBe(201);
+      await fetch(`${a.url}/admin/acl/rules/${((await r.json()) as { id: string }).id}`, {
+        method: 'DELETE',
+        headers: root,
+      });
+    }
+    // Another tenant's admin (allowed to administer its own tenant) sees none of these rules and cannot delete them.
     await rules.add(other, { subject: 'principal:root', action: 'admin', topic: '*', effect: 'ALLOW' });
     const otherRoot = as('root', other);
     const theirs = await waitFor("the other tenant's admin to be allowed", async () => {

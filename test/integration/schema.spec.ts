@@ -37,6 +37,7 @@ describe('schema (real Postgres)', () => {
       'gate_policy_versions',
       'partition_leases',
       'pending_requests',
+      'presence_holders',
       'publisher_secrets',
       'quota_usage',
       'schema_migrations',

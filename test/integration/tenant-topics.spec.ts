@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
 import { tenantTopicOf } from '../../libs/kafka';
+import { AuditRecord, CloudEventsAuditSink } from '../../libs/security';
 import { testConfig, uniqueTopic } from '../support/env';
 import { headerTenantGate } from '../support/header-tenant-gate';
-import { topicEndOffset } from '../support/topic-offsets';
+import { waitFor } from '../support/wait-for';
+import { kafkaTopicNames, storedEvents, topicEndOffset } from '../support/topic-offsets';
 
 interface Answer {
   status: number;
@@ -15,7 +17,7 @@ interface Answer {
  * tenants' `orders` are two Kafka topics), no name a tenant gives reaches another tenant's topic, each tenant has
  * at most EVENTMESH_KAFKA_TENANT_TOPICS_MAX topics, a shared topic is used by another tenant than the operator's
  * only with the operator's grant (EVENTMESH_KAFKA_SHARED_TOPIC_ACCESS=GRANTED), and the audit topic is the
- * runtime's to write and the operator's to read. Every refusal writes nothing. The caller's tenant comes from `x-test-tenant` (no header:
+ * runtime's to write, each tenant's to read its own records of (the operator's, every record). Every refusal writes nothing. The caller's tenant comes from `x-test-tenant` (no header:
  * tenant `default`, the operator tenant).
  */
 describe('tenant topics (real Postgres and Kafka)', () => {
@@ -72,14 +74,7 @@ describe('tenant topics (real Postgres and Kafka)', () => {
       type: 'test.tenant.topic',
     });
   const ends = (topic: string) => topicEndOffset(instance.deps.kafka, topic);
-  /** How many events a topic holds now (its end offsets less its start offsets). */
-  const stored = async (topic: string): Promise<number> => {
-    const [starts, endsOf] = await Promise.all([
-      instance.deps.topics.startOffsets(topic),
-      instance.deps.topics.endOffsets(topic),
-    ]);
-    return [...endsOf].reduce((n, [p, end]) => n + end - starts.get(p)!, 0);
-  };
+  const stored = (topic: string) => storedEvents(instance.deps.topics, topic);
   const subscriptionsOf = async (tenant: string): Promise<number> =>
     Number(
       (await instance.deps.db.query(`SELECT count(*)::int AS n FROM subscriptions WHERE tenant = $1`, [tenant]))[0].n,
@@ -163,7 +158,7 @@ describe('tenant topics (real Postgres and Kafka)', () => {
       { tenant: tenantA, name: 'orders' },
       { tenant: tenantA, name: 'second' },
     ]);
-    const kafkaTopics = await listTopics();
+    const kafkaTopics = await kafkaTopicNames(instance.deps.kafka);
     expect(kafkaTopics).not.toContain(tenantTopicOf(tenantA, 'third'));
     expect(kafkaTopics).not.toContain(tenantTopicOf(tenantA, 'fine'));
     // Another tenant's cap is its own.
@@ -196,21 +191,81 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     expect(await stored(bKafka)).toBe(1);
   });
 
-  it("keeps the audit topic the runtime's: nobody publishes to it, only the operator tenant subscribes", async () => {
+  it("keeps the audit topic the runtime's: nobody publishes to it; a tenant is delivered its own records only, the operator every one", async () => {
     const before = await ends(audit);
     for (const tenant of [tenantA, undefined])
       expect(await publish(tenant, audit, 'forged')).toMatchObject({
         status: 403,
         body: { code: 'FORBIDDEN', reason: 'reserved_topic' },
       });
-    expect(await call(tenantA, 'POST', '/subscriptions', { protocol: 'STREAM', topic: audit })).toMatchObject({
-      status: 403,
-      body: { code: 'FORBIDDEN', reason: 'reserved_topic' },
-    });
-    expect(await subscriptionsOf(tenantA)).toBe(1);
     expect(await ends(audit)).toBe(before);
-    expect((await call(undefined, 'POST', '/subscriptions', { protocol: 'STREAM', topic: audit })).status).toBe(201);
+
+    const readers = new Map<string | undefined, string>();
+    for (const tenant of [tenantA, tenantB, undefined]) {
+      const sub = await call(tenant, 'POST', '/subscriptions', {
+        protocol: 'STREAM',
+        topic: audit,
+        config: { startFrom: 'earliest' },
+      });
+      expect(sub).toMatchObject({ status: 201, body: { topic: audit } });
+      readers.set(tenant, sub.body!.id as string);
+    }
+    // The runtime's own audit sink writes a record of each tenant (the gate here audits to the log).
+    const sink = new CloudEventsAuditSink(instance.deps.producer, audit, config.instance.id);
+    const recordOf = (tenant: string, requestId: string): AuditRecord => ({
+      time: new Date().toISOString(),
+      gate: 'admin',
+      requestId,
+      principal: `svc-${tenant}`,
+      tenant,
+      route: 'POST /subscriptions',
+      action: 'admin',
+      decision: 'deny',
+      enforced: true,
+      reason: 'test',
+      remoteAddress: '127.0.0.1',
+    });
+    sink.record(recordOf(tenantB, 'of-b'));
+    sink.record(recordOf(tenantA, 'of-a'));
+    sink.record(recordOf('default', 'of-operator'));
+    await sink.close();
+    expect(sink.stats().written).toBe(3);
+
+    expect(await readAll(tenantA, readers.get(tenantA)!)).toEqual(['of-a']);
+    expect(await readAll(tenantB, readers.get(tenantB)!)).toEqual(['of-b']);
+    expect((await readAll(undefined, readers.get(undefined)!)).sort()).toEqual(['of-a', 'of-b', 'of-operator']);
   });
+
+  /**
+   * The request ids of the audit records a subscription is delivered, each acked, until its committed offsets reach
+   * the topic's end on every partition: every record was delivered to it or passed over, none is still to come.
+   */
+  async function readAll(tenant: string | undefined, subscription: string): Promise<string[]> {
+    const seen: string[] = [];
+    await waitFor(
+      `subscription ${subscription} at the end of the audit topic`,
+      async () => {
+        const polled = await call(
+          tenant,
+          'GET',
+          `/subscriptions/${subscription}/poll?consumer=reader&max=10&waitMs=200`,
+        );
+        for (const { deliveryId, event } of polled.body!.deliveries as {
+          deliveryId: string;
+          event: Answer['body'];
+        }[]) {
+          seen.push((event!.data as AuditRecord).requestId);
+          const ack = await call(tenant, 'POST', `/subscriptions/${subscription}/acks`, { deliveryId, action: 'ack' });
+          expect(ack.status).toBe(200);
+        }
+        const view = await call(tenant, 'GET', `/subscriptions/${subscription}/offsets`);
+        const partitions = view.body!.partitions as { committed: number | null; start: number; end: number }[];
+        return partitions.every((p) => (p.committed ?? p.start) === p.end);
+      },
+      { timeoutMs: 30000 },
+    );
+    return seen;
+  }
 
   it("lets another tenant than the operator's use a shared topic only as the operator granted, until revoked", async () => {
     const grants = `/admin/topics/${shared}/grants`;
@@ -251,14 +306,4 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     expect(await publish(tenantC, shared, 'revoked')).toMatchObject(refused);
     expect(await ends(shared)).toBe(before + 1);
   });
-
-  async function listTopics(): Promise<string[]> {
-    const admin = instance.deps.kafka.admin();
-    await admin.connect();
-    try {
-      return await admin.listTopics();
-    } finally {
-      await admin.disconnect();
-    }
-  }
 });

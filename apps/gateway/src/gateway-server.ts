@@ -220,6 +220,7 @@ export async function startGateway(
         publish: (topic, frame) => deps.producer.publish(topic, frame),
         publishAll: (topic, frames) => deps.producer.publishAll(topic, frames),
         ensureTopic: (topic) => deps.topics.ensureTopic(topic),
+        emptyTopic: (topic) => deps.topics.emptyTopic(topic),
       },
       { client: deps.temporal.client, worker: options.a2aWorker },
       SecretBox.fromConfig(config),

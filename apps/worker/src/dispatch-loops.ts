@@ -1,5 +1,5 @@
 import type { EventMeshConfig } from '../../../libs/config';
-import { DispatchLoopDeps, WebhookSender } from '../../../libs/delivery';
+import { DispatchLoopDeps, TenantRecordsTopic, WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
 import { Dependencies } from '../../../libs/runtime';
 import { SharedRead } from '../../../libs/runtime/shared-read';
@@ -91,6 +91,7 @@ export async function createDispatchLoops(
         maxParked: config.delivery.retryMaxParked,
         filterMaxAttributeChars: config.filter.maxAttributeChars,
         sinkFailureSummaryMs: config.log.sinkFailureSummaryMs,
+        tenantRecords: tenantRecordsOf(config),
       },
       metrics,
       running,
@@ -106,4 +107,11 @@ export async function createDispatchLoops(
       return read.get();
     },
   };
+}
+
+/** The audit topic, when the CloudEvents audit sink writes one: its records are delivered to each tenant its own. */
+function tenantRecordsOf(config: EventMeshConfig): TenantRecordsTopic | undefined {
+  const audit = config.security.gate.audit;
+  if (audit.sink !== 'CLOUDEVENTS') return undefined;
+  return { topic: audit.topic, operatorTenant: config.admin.security.operatorTenant };
 }

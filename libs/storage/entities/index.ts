@@ -8,6 +8,7 @@ import { AclRuleEntity } from './acl-rule.entity';
 import { DeadLetterEntity } from './dead-letter.entity';
 import { DeliveryRetryEntity } from './delivery-retry.entity';
 import { DispatchRunEntity } from './dispatch-run.entity';
+import { PresenceHolderEntity } from './presence-holder.entity';
 import { GatePolicyVersionEntity } from './gate-policy-version.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
 import { PendingRequestEntity } from './pending-request.entity';
@@ -38,6 +39,7 @@ export {
   GatePolicyVersionEntity,
   PartitionLeaseEntity,
   PendingRequestEntity,
+  PresenceHolderEntity,
   PublisherSecretEntity,
   QuotaUsageEntity,
   SessionAgentEntity,
@@ -72,6 +74,7 @@ export const ENTITIES = [
   TenantQuotaEntity,
   QuotaUsageEntity,
   StreamPresenceEntity,
+  PresenceHolderEntity,
   SessionAgentEntity,
   SessionHomeEntity,
   A2APushConfigEntity,
