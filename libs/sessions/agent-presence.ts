@@ -1,4 +1,5 @@
 import { createLogger } from '../logging';
+import { CoalescingRenewal } from '../runtime';
 import type { SessionAgentRow, SessionAgentStore } from '../storage';
 import type { LocalReplicas } from './agent-replicas';
 
@@ -28,11 +29,9 @@ export interface Holder {
  */
 export class AgentPresence {
   private readonly log = createLogger('AgentPresence');
-  private timer?: NodeJS.Timeout;
+  private readonly renewal = new CoalescingRenewal('session agent rows', AGENT_PRESENCE_RENEW_MS, () => this.write());
   private unlisten?: () => void;
   private published = new Set<string>();
-  private writing?: Promise<void>;
-  private again = false;
   private renewals = 0;
 
   constructor(
@@ -42,35 +41,17 @@ export class AgentPresence {
   ) {}
 
   start(): void {
-    this.unlisten = this.replicas.onChange(() => this.publish());
-    this.timer = setInterval(() => this.publish(), AGENT_PRESENCE_RENEW_MS);
-    this.timer.unref();
+    this.unlisten = this.replicas.onChange(() => this.renewal.renew());
+    this.renewal.start();
   }
 
   /** Stops renewing and deletes this holder's rows (a clean shutdown: no open is sent here any more). */
   async close(): Promise<void> {
-    clearInterval(this.timer);
     this.unlisten?.();
-    await this.writing;
+    await this.renewal.close();
     await this.store
       .remove(this.me.holder)
       .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the session agent rows'));
-  }
-
-  private publish(): void {
-    if (this.writing) {
-      this.again = true;
-      return;
-    }
-    this.writing = this.write()
-      .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot renew the session agent rows; retried'))
-      .finally(() => {
-        this.writing = undefined;
-        if (this.again) {
-          this.again = false;
-          this.publish();
-        }
-      });
   }
 
   private async write(): Promise<void> {

@@ -142,6 +142,8 @@ export class CallSessions {
   private readonly log = createLogger('CallSessions');
   /** Sessions whose caller is connected here, by id (unique on this process: a second open of an id is refused). */
   private readonly callers = new Map<string, CallerEnd>();
+  /** Opens the gate is deciding, by id: the connection that asked (a close meanwhile deletes it). */
+  private readonly admitting = new Map<string, SessionConnection>();
   /** Sessions open on this process's replicas whose caller is on this process too, or came over a link. */
   private agentEnds = 0;
   private cursor = 0;
@@ -152,7 +154,7 @@ export class CallSessions {
 
   /** Whether `id` is a session this connection opened as a caller. */
   isCaller(connection: SessionConnection, id: string): boolean {
-    return this.callers.get(id)?.connection === connection;
+    return (this.callers.get(id)?.connection ?? this.admitting.get(id)) === connection;
   }
 
   stats(): { callers: number; agentSessions: number; replicas: number } {
@@ -195,21 +197,35 @@ export class CallSessions {
     let agent: string;
     try {
       agent = nameOfSessionId(id);
-      if (this.callers.has(id)) throw new EventMeshError(ErrorCode.SessionExists, `session ${id} is already open`);
+      if (this.callers.has(id) || this.admitting.has(id))
+        throw new EventMeshError(ErrorCode.SessionExists, `session ${id} is already open`);
     } catch (e) {
       connection.send(errorFrame(id, 0, e, 'open'));
       return;
     }
     const { windowBytes, maxWindowBytes, maxChunkBytes, maxWaitMs } = this.deps.config;
     const window = clamp(frame.n > 0 ? Math.floor(frame.n) : windowBytes, maxChunkBytes, maxWindowBytes);
+    // Admitted (the gate, then the quota) before anything is allocated for the session: meanwhile only its id is
+    // known, so that a second open of it is refused and a close of it is heard.
+    let who: Caller;
+    let release: () => void;
+    this.admitting.set(id, connection);
+    try {
+      who = await this.deps.admit(connection, 'agent.call', agent);
+      if (this.admitting.get(id) !== connection || !connection.open) return;
+      release = this.deps.quotas.openSession(who.tenant, window);
+    } catch (e) {
+      this.refused(connection, id, e);
+      return;
+    } finally {
+      this.admitting.delete(id);
+    }
     const caller = new CallerEnd(id, agent, connection, window, (c) => this.callerLinkLost(c));
+    caller.tenant = who.tenant;
+    caller.principal = who.principal;
+    caller.release = release;
     this.callers.set(id, caller);
     try {
-      const who = await this.deps.admit(connection, 'agent.call', agent);
-      caller.tenant = who.tenant;
-      caller.principal = who.principal;
-      if (ended(caller)) return;
-      caller.release = this.deps.quotas.openSession(who.tenant, window);
       const waitMs = Math.min(maxWaitMs, Math.max(0, Number(frame.attributes.waitMs ?? 0) || 0));
       await this.bind(caller, waitMs);
       // Ended while it opened (the caller closed it, or its connection went): what was bound is closed.
@@ -226,17 +242,25 @@ export class CallSessions {
       // Nothing is bound when the bind failed (a remote open that failed was let go of where it failed).
       const live = caller.state !== 'ended';
       this.forgetCaller(caller);
-      if (!live) return;
-      const code = e instanceof EventMeshError ? e.code : ErrorCode.Internal;
-      this.deps.metrics?.sessionOpened(code.toLowerCase());
-      if (!(e instanceof EventMeshError)) this.log.error({ session: id, error: (e as Error).message }, 'open failed');
-      connection.send(errorFrame(id, 0, e, 'open'));
+      if (live) this.refused(connection, id, e);
     }
+  }
+
+  /** An open that failed: counted by its code and answered with an error frame (nothing was opened). */
+  private refused(connection: SessionConnection, id: string, e: unknown): void {
+    const code = e instanceof EventMeshError ? e.code : ErrorCode.Internal;
+    this.deps.metrics?.sessionOpened(code.toLowerCase());
+    if (!(e instanceof EventMeshError)) this.log.error({ session: id, error: (e as Error).message }, 'open failed');
+    connection.send(errorFrame(id, 0, e, 'open'));
   }
 
   /** A frame from the caller for a session it opened: request, cancel, credit or close. */
   fromCaller(connection: SessionConnection, frame: SessionFrame, raw: Buffer): void {
     const caller = this.callers.get(frame.id);
+    if (!caller && frame.kind === 'close' && this.admitting.get(frame.id) === connection) {
+      this.admitting.delete(frame.id);
+      return;
+    }
     if (!caller || caller.connection !== connection) {
       if (frame.kind !== 'close' && frame.kind !== 'credit' && frame.kind !== 'cancel')
         connection.send(

@@ -7,6 +7,7 @@ export * from './session-errors';
 export * from './session-links';
 export * from './session-names';
 export * from './session-quotas';
+export * from './session-usage';
 export * from './session-server';
 export * from './live-sessions';
 export * from './session-home';

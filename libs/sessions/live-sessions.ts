@@ -133,15 +133,16 @@ export class LiveSessions {
     try {
       checkName(name, 'session');
       const who = await this.deps.admit(connection, 'session.subscribe', name);
-      const member = this.memberOf(who.tenant, name);
-      if (member.subscribers.has(connection))
+      if (this.members.get(`${who.tenant}/${name}`)?.subscribers.has(connection))
         throw new EventMeshError(ErrorCode.SessionExists, `this connection already subscribes to session ${name}`);
       const { subscriberWindowBytes, maxWindowBytes, maxChunkBytes } = this.deps.config;
       const window = Math.min(
         maxWindowBytes,
         Math.max(maxChunkBytes, frame.n > 0 ? Math.floor(frame.n) : subscriberWindowBytes),
       );
+      // Admitted (the gate, then the quota) before anything is allocated for it.
       release = this.deps.quotas.openSession(who.tenant, window);
+      const member = this.memberOf(who.tenant, name);
       const since =
         typeof frame.attributes.epoch === 'number' && typeof frame.attributes.offset === 'number'
           ? { epoch: frame.attributes.epoch, offset: frame.attributes.offset }

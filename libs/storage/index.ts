@@ -23,4 +23,5 @@ export * from './quota-usage-store';
 export * from './stream-presence-store';
 export * from './stored-counts';
 export * from './session-agent-store';
+export * from './session-usage-store';
 export * from './session-home-store';

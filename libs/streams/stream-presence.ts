@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { createLogger } from '../logging';
+import { CoalescingRenewal } from '../runtime';
 import type { PresenceRow, StreamPresenceStore } from '../storage';
 import type { StreamHub } from './stream-hub';
 
@@ -31,11 +32,9 @@ export function derivedAddress(listenHost: string, port: number): string {
  */
 export class StreamPresence {
   private readonly log = createLogger('StreamPresence');
-  private timer?: NodeJS.Timeout;
+  private readonly renewal = new CoalescingRenewal('stream presence rows', PRESENCE_RENEW_MS, () => this.write());
   private unlisten?: () => void;
   private published = new Set<string>();
-  private writing?: Promise<void>;
-  private again = false;
   private renewals = 0;
 
   constructor(
@@ -45,36 +44,17 @@ export class StreamPresence {
   ) {}
 
   start(): void {
-    this.unlisten = this.hub.onMembership(() => this.publish());
-    this.timer = setInterval(() => this.publish(), PRESENCE_RENEW_MS);
-    this.timer.unref();
+    this.unlisten = this.hub.onMembership(() => this.renewal.renew());
+    this.renewal.start();
   }
 
   /** Stops renewing and deletes this holder's rows (a clean shutdown: owners stop sending here now). */
   async close(): Promise<void> {
-    clearInterval(this.timer);
     this.unlisten?.();
-    await this.writing;
+    await this.renewal.close();
     await this.store
       .remove(this.me.holder)
       .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the stream presence rows'));
-  }
-
-  /** One write at a time; a change during a write is written right after it. */
-  private publish(): void {
-    if (this.writing) {
-      this.again = true;
-      return;
-    }
-    this.writing = this.write()
-      .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot renew the stream presence rows; retried'))
-      .finally(() => {
-        this.writing = undefined;
-        if (this.again) {
-          this.again = false;
-          this.publish();
-        }
-      });
   }
 
   private async write(): Promise<void> {

@@ -14,6 +14,7 @@ import { PendingRequestEntity } from './pending-request.entity';
 import { PublisherSecretEntity } from './publisher-secret.entity';
 import { SessionAgentEntity } from './session-agent.entity';
 import { SessionHomeEntity } from './session-home.entity';
+import { SessionUsageEntity } from './session-usage.entity';
 import { SignatureReplayEntity } from './signature-replay.entity';
 import { QuotaUsageEntity } from './quota-usage.entity';
 import { SkippedRangeEntity } from './skipped-range.entity';
@@ -42,6 +43,7 @@ export {
   QuotaUsageEntity,
   SessionAgentEntity,
   SessionHomeEntity,
+  SessionUsageEntity,
   SignatureReplayEntity,
   SkippedRangeEntity,
   StreamPresenceEntity,
@@ -74,6 +76,7 @@ export const ENTITIES = [
   StreamPresenceEntity,
   SessionAgentEntity,
   SessionHomeEntity,
+  SessionUsageEntity,
   A2APushConfigEntity,
   A2APushDeadLetterEntity,
   TenantTopicEntity,

@@ -31,6 +31,7 @@ import { SubscriptionName1797460000000 } from './1797460000000-SubscriptionName'
 import { TenantTopics1797500000000 } from './1797500000000-TenantTopics';
 import { TopicGrants1797500000001 } from './1797500000001-TopicGrants';
 import { SessionAgentsAndHomes1797600000000 } from './1797600000000-SessionAgentsAndHomes';
+import { SessionUsage1797700000000 } from './1797700000000-SessionUsage';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -67,4 +68,5 @@ export const MIGRATIONS = [
   TenantTopics1797500000000,
   TopicGrants1797500000001,
   SessionAgentsAndHomes1797600000000,
+  SessionUsage1797700000000,
 ];
