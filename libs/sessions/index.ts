@@ -3,6 +3,7 @@ export * from './agent-replicas';
 export * from './call-sessions';
 export * from './credit-window';
 export * from './session-connection';
+export * from './session-ends';
 export * from './session-errors';
 export * from './session-links';
 export * from './session-names';

@@ -9,7 +9,8 @@ import type { SessionAgentStore, SessionHomeStore, SessionUsageStore } from '../
 import type { ClusterCredential } from '../streams';
 import { AGENT_PRESENCE_FRESH_MS, AgentPresence, ReplicaReader } from './agent-presence';
 import { LocalReplicas, Replica } from './agent-replicas';
-import { CallSessions, SessionMetrics, SessionView } from './call-sessions';
+import { CallSessions, SessionMetrics } from './call-sessions';
+import type { SessionView } from './session-ends';
 import { LiveSessions } from './live-sessions';
 import { SessionConnection, sseTransport, webSocketTransport, type ConnectionIdentity } from './session-connection';
 import { errorFrame } from './session-errors';
