@@ -4,3 +4,4 @@ export * from './deadline';
 export * from './shared-read';
 export * from './shutdown';
 export * from './coalescing-renewal';
+export * from './recent-reads';

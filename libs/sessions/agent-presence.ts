@@ -1,5 +1,5 @@
 import { createLogger } from '../logging';
-import { CoalescingRenewal } from '../runtime';
+import { CoalescingRenewal, RecentReads } from '../runtime';
 import type { SessionAgentRow, SessionAgentStore } from '../storage';
 import type { LocalReplicas } from './agent-replicas';
 
@@ -84,25 +84,25 @@ export class AgentPresence {
 
 /** The replicas of an agent on other processes, as an open reads them: fresh rows, remembered for a moment. */
 export class ReplicaReader {
-  private readonly memory = new Map<string, { at: number; rows: Promise<SessionAgentRow[]> }>();
+  private readonly reads: RecentReads<SessionAgentRow[]>;
 
-  constructor(private readonly store: SessionAgentStore) {}
+  constructor(store: SessionAgentStore) {
+    this.reads = new RecentReads(
+      (key) => {
+        const [tenant, agent] = key.split('\u0000');
+        return store.replicasOf(tenant, agent, AGENT_PRESENCE_FRESH_MS);
+      },
+      READ_MEMORY_MS,
+      [],
+    );
+  }
 
   replicasOf(tenant: string, agent: string): Promise<SessionAgentRow[]> {
-    const key = `${tenant}\u0000${agent}`;
-    const known = this.memory.get(key);
-    if (known && Date.now() - known.at < READ_MEMORY_MS) return known.rows;
-    // A failed read answers what was read before (or nothing): an open then fails or waits, it does not hang.
-    const rows = this.store
-      .replicasOf(tenant, agent, AGENT_PRESENCE_FRESH_MS)
-      .catch(() => known?.rows ?? Promise.resolve([]));
-    this.memory.set(key, { at: Date.now(), rows });
-    if (this.memory.size > 10_000) this.memory.delete(this.memory.keys().next().value!);
-    return rows;
+    return this.reads.get(`${tenant}\u0000${agent}`);
   }
 
   /** Forgets what it read of an agent (a replica it named turned out to be gone). */
   forget(tenant: string, agent: string): void {
-    this.memory.delete(`${tenant}\u0000${agent}`);
+    this.reads.forget(`${tenant}\u0000${agent}`);
   }
 }

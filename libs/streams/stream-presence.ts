@@ -1,6 +1,6 @@
 import { hostname } from 'node:os';
 import { createLogger } from '../logging';
-import { CoalescingRenewal } from '../runtime';
+import { CoalescingRenewal, RecentReads } from '../runtime';
 import type { PresenceRow, StreamPresenceStore } from '../storage';
 import type { StreamHub } from './stream-hub';
 
@@ -76,22 +76,18 @@ export class StreamPresence {
 
 /** The holders of a subscription as the dispatching side reads them: fresh rows, remembered for a moment. */
 export class PresenceReader {
-  private readonly memory = new Map<string, { at: number; rows: Promise<PresenceRow[]> }>();
+  private readonly reads: RecentReads<PresenceRow[]>;
 
-  constructor(private readonly store: StreamPresenceStore) {}
+  constructor(store: StreamPresenceStore) {
+    this.reads = new RecentReads((id) => store.holdersOf(id, PRESENCE_FRESH_MS), READ_MEMORY_MS, []);
+  }
 
   holdersOf(subscriptionId: string): Promise<PresenceRow[]> {
-    const known = this.memory.get(subscriptionId);
-    if (known && Date.now() - known.at < READ_MEMORY_MS) return known.rows;
-    const rows = this.store
-      .holdersOf(subscriptionId, PRESENCE_FRESH_MS)
-      .catch(() => known?.rows ?? Promise.resolve([]));
-    this.memory.set(subscriptionId, { at: Date.now(), rows });
-    return rows;
+    return this.reads.get(subscriptionId);
   }
 
   /** Forgets what it read of a subscription (a holder answered that its clients left). */
   forget(subscriptionId: string): void {
-    this.memory.delete(subscriptionId);
+    this.reads.forget(subscriptionId);
   }
 }
