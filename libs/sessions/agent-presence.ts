@@ -1,4 +1,5 @@
 import { createLogger } from '../logging';
+import { CoalescingRenewal, RecentReads } from '../runtime';
 import type { HolderEpoch, SessionAgentRow, SessionAgentStore } from '../storage';
 import type { LocalReplicas } from './agent-replicas';
 
@@ -29,16 +30,12 @@ export interface Holder {
  */
 export class AgentPresence {
   private readonly log = createLogger('AgentPresence');
-  private timer?: NodeJS.Timeout;
+  private readonly renewal = new CoalescingRenewal('session agent rows', AGENT_PRESENCE_RENEW_MS, () => this.write());
   private unlisten?: () => void;
   private published = new Set<string>();
-  private writing?: Promise<void>;
-  private again = false;
   private renewals = 0;
   /** The epoch this process claimed for its holder id, at its first write. */
   private claimed?: HolderEpoch;
-  /** Set when a renewal was refused: another process bears the holder id now, and this one writes no more. */
-  private fenced = false;
 
   constructor(
     private readonly store: SessionAgentStore,
@@ -47,37 +44,18 @@ export class AgentPresence {
   ) {}
 
   start(): void {
-    this.unlisten = this.replicas.onChange(() => this.publish());
-    this.timer = setInterval(() => this.publish(), AGENT_PRESENCE_RENEW_MS);
-    this.timer.unref();
+    this.unlisten = this.replicas.onChange(() => this.renewal.renew());
+    this.renewal.start();
   }
 
   /** Stops renewing and deletes this holder's rows (a clean shutdown: no open is sent here any more). */
   async close(): Promise<void> {
-    clearInterval(this.timer);
     this.unlisten?.();
-    await this.writing;
+    await this.renewal.close();
     if (!this.claimed) return;
     await this.store
       .remove(this.claimed)
       .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the session agent rows'));
-  }
-
-  private publish(): void {
-    if (this.fenced) return;
-    if (this.writing) {
-      this.again = true;
-      return;
-    }
-    this.writing = this.write()
-      .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot renew the session agent rows; retried'))
-      .finally(() => {
-        this.writing = undefined;
-        if (this.again) {
-          this.again = false;
-          this.publish();
-        }
-      });
   }
 
   private async write(): Promise<void> {
@@ -105,8 +83,7 @@ export class AgentPresence {
       })),
     );
     if (!renewed) {
-      this.fenced = true;
-      clearInterval(this.timer);
+      this.renewal.stop();
       this.log.warn(
         { holder: this.me.holder, epoch: this.claimed.epoch },
         'another process bears this holder id now (a newer epoch); its session agent rows are no longer written here',
@@ -120,25 +97,25 @@ export class AgentPresence {
 
 /** The replicas of an agent on other processes, as an open reads them: fresh rows, remembered for a moment. */
 export class ReplicaReader {
-  private readonly memory = new Map<string, { at: number; rows: Promise<SessionAgentRow[]> }>();
+  private readonly reads: RecentReads<SessionAgentRow[]>;
 
-  constructor(private readonly store: SessionAgentStore) {}
+  constructor(store: SessionAgentStore) {
+    this.reads = new RecentReads(
+      (key) => {
+        const [tenant, agent] = key.split('\u0000');
+        return store.replicasOf(tenant, agent, AGENT_PRESENCE_FRESH_MS);
+      },
+      READ_MEMORY_MS,
+      [],
+    );
+  }
 
   replicasOf(tenant: string, agent: string): Promise<SessionAgentRow[]> {
-    const key = `${tenant}\u0000${agent}`;
-    const known = this.memory.get(key);
-    if (known && Date.now() - known.at < READ_MEMORY_MS) return known.rows;
-    // A failed read answers what was read before (or nothing): an open then fails or waits, it does not hang.
-    const rows = this.store
-      .replicasOf(tenant, agent, AGENT_PRESENCE_FRESH_MS)
-      .catch(() => known?.rows ?? Promise.resolve([]));
-    this.memory.set(key, { at: Date.now(), rows });
-    if (this.memory.size > 10_000) this.memory.delete(this.memory.keys().next().value!);
-    return rows;
+    return this.reads.get(`${tenant}\u0000${agent}`);
   }
 
   /** Forgets what it read of an agent (a replica it named turned out to be gone). */
   forget(tenant: string, agent: string): void {
-    this.memory.delete(`${tenant}\u0000${agent}`);
+    this.reads.forget(`${tenant}\u0000${agent}`);
   }
 }

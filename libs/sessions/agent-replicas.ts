@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { AgentEnd } from './call-sessions';
+import type { AgentEnd } from './session-ends';
 import type { SessionConnection } from './session-connection';
 
 /** One replica of a session agent: a client connection serving an agent name of its tenant. */

@@ -6,15 +6,14 @@ import type { Caller, SessionAction } from '../security';
 import type { SessionAgentRow } from '../storage';
 import type { ReplicaReader } from './agent-presence';
 import { LocalReplicas, Replica } from './agent-replicas';
-import { CreditWindow } from './credit-window';
+import { AgentEnd, CallerEnd } from './session-ends';
+import { ReplicaPicker } from './replica-picker';
 import { agentGone, errorAttributes, errorFrame } from './session-errors';
-import type { LinkSession, SessionLink, SessionLinks } from './session-links';
+import type { SessionLink, SessionLinks } from './session-links';
 import { checkName, nameOfSessionId } from './session-names';
 import type { SessionConnection } from './session-connection';
 import type { SessionQuotas } from './session-quotas';
 
-/** How often an open that waits for a replica looks again (a replica connecting here wakes it at once). */
-const LOOK_AGAIN_MS = 250;
 /** Replicas an open tries when the one it picked turns out to be gone before anything ran. */
 const OPEN_TRIES = 3;
 
@@ -39,93 +38,6 @@ export interface CallSessionsDeps {
   metrics?: SessionMetrics;
 }
 
-/** A session as an operator sees it, on the agent's side (where its bytes are counted). */
-export interface SessionView {
-  session: string;
-  since: string;
-  window: number;
-  /** Bytes of its chunks on the way now (at most the window). */
-  inFlight: number;
-  bytes: number;
-  chunks: number;
-  stalls: number;
-  /** The call under way (0: none). */
-  call: number;
-}
-
-/**
- * A session on the side of its agent replica: the credit the runtime enforces (credit-window.ts), the call under way,
- * and how to reach the caller: its connection when it is on this process, else the link it came over.
- */
-export class AgentEnd implements LinkSession {
-  readonly since = new Date();
-  readonly credit: CreditWindow;
-  activeCall = 0;
-  lastCall = 0;
-  bytes = 0;
-  chunks = 0;
-  ended = false;
-
-  constructor(
-    readonly id: string,
-    readonly replica: Replica,
-    readonly window: number,
-    readonly maxChunk: number,
-    /** Hands a frame to the caller's side. */
-    readonly toCaller: (raw: Buffer) => void,
-    /** Ends the caller's side with an error (the session is over). */
-    readonly failCaller: (e: EventMeshError) => void,
-    /** The link it came over (the caller is on another process). */
-    readonly link: SessionLink | undefined,
-    private readonly onLinkLost: (end: AgentEnd) => void,
-  ) {
-    this.credit = new CreditWindow(window, maxChunk);
-  }
-
-  linkLost(): void {
-    this.onLinkLost(this);
-  }
-
-  view(): SessionView {
-    return {
-      session: this.id,
-      since: this.since.toISOString(),
-      window: this.window,
-      inFlight: this.credit.held,
-      bytes: this.bytes,
-      chunks: this.chunks,
-      stalls: this.credit.stalls,
-      call: this.activeCall,
-    };
-  }
-}
-
-type Target =
-  { kind: 'local'; end: AgentEnd } | { kind: 'remote'; link: SessionLink; replicaId: string; holder: string };
-
-/** A session on the side of its caller's connection, on the process that connection is held by. */
-class CallerEnd implements LinkSession {
-  state: 'opening' | 'open' | 'ended' = 'opening';
-  tenant = '';
-  principal = '';
-  target?: Target;
-  release: () => void = () => undefined;
-  /** A remote open waiting for the agent's process: settled by its answer, the link's loss, or the timeout. */
-  pending?: { settle(answer: SessionFrame | EventMeshError): void };
-
-  constructor(
-    readonly id: string,
-    readonly agent: string,
-    readonly connection: SessionConnection,
-    public window: number,
-    private readonly onLinkLost: (caller: CallerEnd) => void,
-  ) {}
-
-  linkLost(): void {
-    this.onLinkLost(this);
-  }
-}
-
 /** An open that may try another replica: nothing ran on the one it picked. */
 class RetryOpen extends EventMeshError {}
 
@@ -142,17 +54,19 @@ export class CallSessions {
   private readonly log = createLogger('CallSessions');
   /** Sessions whose caller is connected here, by id (unique on this process: a second open of an id is refused). */
   private readonly callers = new Map<string, CallerEnd>();
+  /** Opens the gate is deciding, by id: the connection that asked (a close meanwhile deletes it). */
+  private readonly admitting = new Map<string, SessionConnection>();
   /** Sessions open on this process's replicas whose caller is on this process too, or came over a link. */
   private agentEnds = 0;
-  private cursor = 0;
-  /** Live sessions this process routed to each remote replica (its share of their load, before their rows say). */
-  private readonly routed = new Map<string, number>();
+  private readonly picker: ReplicaPicker;
 
-  constructor(private readonly deps: CallSessionsDeps) {}
+  constructor(private readonly deps: CallSessionsDeps) {
+    this.picker = new ReplicaPicker(deps.replicas, deps.reader, deps.links, deps.self);
+  }
 
   /** Whether `id` is a session this connection opened as a caller. */
   isCaller(connection: SessionConnection, id: string): boolean {
-    return this.callers.get(id)?.connection === connection;
+    return (this.callers.get(id)?.connection ?? this.admitting.get(id)) === connection;
   }
 
   stats(): { callers: number; agentSessions: number; replicas: number } {
@@ -195,21 +109,35 @@ export class CallSessions {
     let agent: string;
     try {
       agent = nameOfSessionId(id);
-      if (this.callers.has(id)) throw new EventMeshError(ErrorCode.SessionExists, `session ${id} is already open`);
+      if (this.callers.has(id) || this.admitting.has(id))
+        throw new EventMeshError(ErrorCode.SessionExists, `session ${id} is already open`);
     } catch (e) {
       connection.send(errorFrame(id, 0, e, 'open'));
       return;
     }
     const { windowBytes, maxWindowBytes, maxChunkBytes, maxWaitMs } = this.deps.config;
     const window = clamp(frame.n > 0 ? Math.floor(frame.n) : windowBytes, maxChunkBytes, maxWindowBytes);
+    // Admitted (the gate, then the quota) before anything is allocated for the session: meanwhile only its id is
+    // known, so that a second open of it is refused and a close of it is heard.
+    let who: Caller;
+    let release: () => void;
+    this.admitting.set(id, connection);
+    try {
+      who = await this.deps.admit(connection, 'agent.call', agent);
+      if (this.admitting.get(id) !== connection || !connection.open) return;
+      release = this.deps.quotas.openSession(who.tenant, window);
+    } catch (e) {
+      this.refused(connection, id, e);
+      return;
+    } finally {
+      this.admitting.delete(id);
+    }
     const caller = new CallerEnd(id, agent, connection, window, (c) => this.callerLinkLost(c));
+    caller.tenant = who.tenant;
+    caller.principal = who.principal;
+    caller.release = release;
     this.callers.set(id, caller);
     try {
-      const who = await this.deps.admit(connection, 'agent.call', agent);
-      caller.tenant = who.tenant;
-      caller.principal = who.principal;
-      if (ended(caller)) return;
-      caller.release = this.deps.quotas.openSession(who.tenant, window);
       const waitMs = Math.min(maxWaitMs, Math.max(0, Number(frame.attributes.waitMs ?? 0) || 0));
       await this.bind(caller, waitMs);
       // Ended while it opened (the caller closed it, or its connection went): what was bound is closed.
@@ -226,17 +154,25 @@ export class CallSessions {
       // Nothing is bound when the bind failed (a remote open that failed was let go of where it failed).
       const live = caller.state !== 'ended';
       this.forgetCaller(caller);
-      if (!live) return;
-      const code = e instanceof EventMeshError ? e.code : ErrorCode.Internal;
-      this.deps.metrics?.sessionOpened(code.toLowerCase());
-      if (!(e instanceof EventMeshError)) this.log.error({ session: id, error: (e as Error).message }, 'open failed');
-      connection.send(errorFrame(id, 0, e, 'open'));
+      if (live) this.refused(connection, id, e);
     }
+  }
+
+  /** An open that failed: counted by its code and answered with an error frame (nothing was opened). */
+  private refused(connection: SessionConnection, id: string, e: unknown): void {
+    const code = e instanceof EventMeshError ? e.code : ErrorCode.Internal;
+    this.deps.metrics?.sessionOpened(code.toLowerCase());
+    if (!(e instanceof EventMeshError)) this.log.error({ session: id, error: (e as Error).message }, 'open failed');
+    connection.send(errorFrame(id, 0, e, 'open'));
   }
 
   /** A frame from the caller for a session it opened: request, cancel, credit or close. */
   fromCaller(connection: SessionConnection, frame: SessionFrame, raw: Buffer): void {
     const caller = this.callers.get(frame.id);
+    if (!caller && frame.kind === 'close' && this.admitting.get(frame.id) === connection) {
+      this.admitting.delete(frame.id);
+      return;
+    }
     if (!caller || caller.connection !== connection) {
       if (frame.kind !== 'close' && frame.kind !== 'credit' && frame.kind !== 'cancel')
         connection.send(
@@ -379,7 +315,7 @@ export class CallSessions {
     const deadline = Date.now() + waitMs;
     const excluded = new Set<string>();
     for (let tries = 0; ;) {
-      const pick = await this.pick(caller.tenant, caller.agent, excluded);
+      const pick = await this.picker.pick(caller.tenant, caller.agent, excluded);
       if (caller.state === 'ended') return;
       if (!pick) {
         if (Date.now() >= deadline)
@@ -388,51 +324,18 @@ export class CallSessions {
             `no replica of agent ${caller.agent} is serving${waitMs > 0 ? ` (waited ${waitMs} ms)` : ''}`,
             { agent: caller.agent },
           );
-        await this.replicaChange(deadline);
+        await this.picker.replicaChange(deadline);
         continue;
       }
       if (pick.replica) return this.bindLocal(caller, pick.replica);
       try {
-        return await this.bindRemote(caller, pick.row!);
+        return await this.bindRemote(caller, pick.row);
       } catch (e) {
         if (!(e instanceof RetryOpen) || ++tries >= OPEN_TRIES) throw e;
-        excluded.add(pick.row!.replicaId);
-        this.deps.reader.forget(caller.tenant, caller.agent);
+        excluded.add(pick.row.replicaId);
+        this.picker.forget(caller.tenant, caller.agent);
       }
     }
-  }
-
-  private async pick(
-    tenant: string,
-    agent: string,
-    excluded: Set<string>,
-  ): Promise<{ replica?: Replica; row?: SessionAgentRow } | undefined> {
-    const local = this.deps.replicas
-      .of(tenant, agent)
-      .filter((r) => !excluded.has(r.id) && r.connection.open)
-      .map((replica) => ({ replica, load: replica.sessions.size }));
-    const rows = await this.deps.reader.replicasOf(tenant, agent);
-    const remote = rows
-      .filter((r) => r.holder !== this.deps.self && !excluded.has(r.replicaId) && this.deps.links.available(r.holder))
-      .map((row) => ({ row, load: Math.max(row.sessions, this.routed.get(row.replicaId) ?? 0) }));
-    const candidates: { replica?: Replica; row?: SessionAgentRow; load: number }[] = [...local, ...remote];
-    if (candidates.length === 0) return undefined;
-    const least = Math.min(...candidates.map((c) => c.load));
-    const best = candidates.filter((c) => c.load === least);
-    return best[this.cursor++ % best.length];
-  }
-
-  /** Resolves when a replica connects here, after a moment, or at the deadline, whichever is first. */
-  private replicaChange(deadline: number): Promise<void> {
-    return new Promise((resolve) => {
-      const done = () => {
-        clearTimeout(timer);
-        unlisten();
-        resolve();
-      };
-      const timer = setTimeout(done, Math.max(0, Math.min(LOOK_AGAIN_MS, deadline - Date.now())));
-      const unlisten = this.deps.replicas.onChange(done);
-    });
   }
 
   private bindLocal(caller: CallerEnd, replica: Replica): void {
@@ -463,12 +366,12 @@ export class CallSessions {
 
   private async bindRemote(caller: CallerEnd, row: SessionAgentRow): Promise<void> {
     // Counted at once, before the link is ready: the opens picking meanwhile see this one's share of the load.
-    this.routed.set(row.replicaId, (this.routed.get(row.replicaId) ?? 0) + 1);
+    this.picker.route(row.replicaId);
     let link: SessionLink;
     try {
       link = await this.deps.links.to({ holder: row.holder, address: row.address });
     } catch (e) {
-      this.unroute(row.replicaId);
+      this.picker.unroute(row.replicaId);
       throw new RetryOpen(
         ErrorCode.AgentGone,
         `the instance holding the replica cannot be reached: ${(e as Error).message}`,
@@ -701,13 +604,7 @@ export class CallSessions {
     if (target?.kind !== 'remote') return;
     caller.target = undefined;
     if (target.link.attached.get(caller.id) === caller) target.link.attached.delete(caller.id);
-    this.unroute(target.replicaId);
-  }
-
-  private unroute(replicaId: string): void {
-    const left = (this.routed.get(replicaId) ?? 1) - 1;
-    if (left > 0) this.routed.set(replicaId, left);
-    else this.routed.delete(replicaId);
+    this.picker.unroute(target.replicaId);
   }
 
   private forgetCaller(caller: CallerEnd): void {

@@ -2,6 +2,7 @@ import type { SessionsConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { encodeSessionFrame, SessionFrame } from '../frame';
 import { createLogger } from '../logging';
+import { CoalescingRenewal } from '../runtime';
 import type { Caller, SessionAction } from '../security';
 import type { SessionHomeRow, SessionHomeStore } from '../storage';
 import type { SessionMetrics } from './call-sessions';
@@ -99,18 +100,18 @@ export class LiveSessions {
   private readonly linkRelays = new Map<SessionLink, Relay>();
   private readonly homeOfPublisher = new Map<string, HomeSession>();
   private me?: { holder: string; instanceId: string; address: string };
-  private timer?: NodeJS.Timeout;
+  /** This process's homes renewed every HOME_RENEW_MS, one write at a time (a slow database does not pile them up). */
+  private readonly renewal = new CoalescingRenewal('session home rows', HOME_RENEW_MS, () => this.renew());
 
   constructor(private readonly deps: LiveSessionsDeps) {}
 
   start(me: { holder: string; instanceId: string; address: string }): void {
     this.me = me;
-    this.timer = setInterval(() => void this.renew(), HOME_RENEW_MS);
-    this.timer.unref();
+    this.renewal.start();
   }
 
   async close(): Promise<void> {
-    clearInterval(this.timer);
+    await this.renewal.close();
     for (const home of [...this.homes.values()]) this.endHome(home, 'shutting-down');
     if (this.me) await this.deps.store.remove(this.me.holder).catch(() => undefined);
   }
@@ -133,15 +134,16 @@ export class LiveSessions {
     try {
       checkName(name, 'session');
       const who = await this.deps.admit(connection, 'session.subscribe', name);
-      const member = this.memberOf(who.tenant, name);
-      if (member.subscribers.has(connection))
+      if (this.members.get(`${who.tenant}/${name}`)?.subscribers.has(connection))
         throw new EventMeshError(ErrorCode.SessionExists, `this connection already subscribes to session ${name}`);
       const { subscriberWindowBytes, maxWindowBytes, maxChunkBytes } = this.deps.config;
       const window = Math.min(
         maxWindowBytes,
         Math.max(maxChunkBytes, frame.n > 0 ? Math.floor(frame.n) : subscriberWindowBytes),
       );
+      // Admitted (the gate, then the quota) before anything is allocated for it.
       release = this.deps.quotas.openSession(who.tenant, window);
+      const member = this.memberOf(who.tenant, name);
       const since =
         typeof frame.attributes.epoch === 'number' && typeof frame.attributes.offset === 'number'
           ? { epoch: frame.attributes.epoch, offset: frame.attributes.offset }
@@ -639,13 +641,8 @@ export class LiveSessions {
     }
     const homes = [...this.homes.values()];
     if (homes.length === 0) return;
-    try {
-      const held = await this.deps.store.renew(me.holder, homes);
-      for (const home of homes)
-        if (!held.has(home.key) && this.homes.get(home.key) === home) this.endHome(home, 'moved');
-    } catch (e) {
-      this.log.warn({ error: (e as Error).message }, 'cannot renew the session homes; retried');
-    }
+    const held = await this.deps.store.renew(me.holder, homes);
+    for (const home of homes) if (!held.has(home.key) && this.homes.get(home.key) === home) this.endHome(home, 'moved');
   }
 }
 

@@ -43,4 +43,42 @@ describe('SessionQuotas', () => {
     release();
     q.serveAgent('t1');
   });
+
+  it("counts the other processes' usage of a tenant, as their last rows say, against its caps", () => {
+    const q = quotas();
+    const peer = { holder: 'i2/1', instanceId: 'i2' };
+    q.setPeers([
+      { ...peer, tenant: 't1', sessions: 1, agents: 1, bytes: 100 },
+      { ...peer, tenant: 't2', sessions: 0, agents: 0, bytes: 950 },
+    ]);
+    q.openSession('t1', 100);
+    expect(quotaOf(() => q.openSession('t1', 100))).toBe('sessions');
+    expect(quotaOf(() => q.serveAgent('t1'))).toBe('session_agents');
+    expect(quotaOf(() => q.openSession('t2', 100))).toBe('session_bytes_in_flight');
+    expect(q.view('t1')).toEqual([
+      {
+        tenant: 't1',
+        sessions: 2,
+        agents: 1,
+        bytes: 200,
+        here: { sessions: 1, agents: 0, bytes: 100 },
+        others: [{ holder: 'i2/1', instance: 'i2', sessions: 1, agents: 1, bytes: 100 }],
+      },
+    ]);
+    q.setPeers([]);
+    q.openSession('t1', 100);
+    q.serveAgent('t1');
+  });
+
+  it('tells its listener of each charge and release, to write its rows at once', () => {
+    const q = quotas();
+    let changes = 0;
+    q.onChange(() => changes++);
+    const release = q.openSession('t1', 100);
+    release();
+    release();
+    q.serveAgent('t1');
+    expect(changes).toBe(3);
+    expect(q.local()).toEqual([{ tenant: 't1', sessions: 0, agents: 1, bytes: 0 }]);
+  });
 });

@@ -5,16 +5,18 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { decodeSessionFrame, encodeSessionFrame, SessionFrame, SessionFrameError } from '../frame';
 import { createLogger } from '../logging';
 import type { Caller, SecurityGate, SessionAction } from '../security';
-import type { SessionAgentStore, SessionHomeStore } from '../storage';
+import type { SessionAgentStore, SessionHomeStore, SessionUsageStore } from '../storage';
 import type { ClusterCredential } from '../streams';
 import { AGENT_PRESENCE_FRESH_MS, AgentPresence, ReplicaReader } from './agent-presence';
 import { LocalReplicas, Replica } from './agent-replicas';
-import { CallSessions, SessionMetrics, SessionView } from './call-sessions';
+import { CallSessions, SessionMetrics } from './call-sessions';
+import type { SessionView } from './session-ends';
 import { LiveSessions } from './live-sessions';
 import { SessionConnection, sseTransport, webSocketTransport, type ConnectionIdentity } from './session-connection';
 import { errorFrame } from './session-errors';
 import { SessionLinks } from './session-links';
-import { SessionQuotas } from './session-quotas';
+import { SessionQuotas, TenantSessionUsage } from './session-quotas';
+import { SessionUsage } from './session-usage';
 
 /** An agent replica as `/admin/sessions` lists it. */
 export interface ReplicaView {
@@ -40,9 +42,13 @@ export interface SessionServerOptions {
   config: SessionsConfig;
   store: SessionAgentStore;
   homes: SessionHomeStore;
+  /** Each process's quota usage by tenant: the caps hold across the runtime. */
+  usage: SessionUsageStore;
   /** The ingress gate: every operation on a connection passes it (its ACL action on the agent or session name). */
   gate: SecurityGate;
   cluster: { holder: string; credential: ClusterCredential };
+  /** Whose admins `/admin/sessions` shows every tenant (EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT). */
+  operatorTenant: string;
   metrics?: SessionMetrics;
 }
 
@@ -73,6 +79,7 @@ export class SessionServer {
   readonly live: LiveSessions;
   readonly quotas: SessionQuotas;
   private presence?: AgentPresence;
+  private usage?: SessionUsage;
   /** SSE connections by id: their clients' frames come by POST, here or through another process. */
   private readonly sse = new Map<string, { connection: SessionConnection; held: Held }>();
   private address?: string;
@@ -141,6 +148,11 @@ export class SessionServer {
       ...me,
     });
     this.presence.start();
+    this.usage = new SessionUsage(this.options.usage, this.quotas, {
+      holder: this.options.cluster.holder,
+      instanceId: me.instanceId,
+    });
+    this.usage.start();
     this.live.start({ holder: this.options.cluster.holder, ...me });
   }
 
@@ -214,6 +226,21 @@ export class SessionServer {
     this.links.accept(socket, peer);
   }
 
+  /**
+   * The tenants an admin's `/admin/sessions` covers: its own; another one it names, or every tenant (`*`), only for
+   * an admin of the operator tenant (403 otherwise).
+   */
+  tenantsFor(caller: Caller, named: string | undefined): string | undefined {
+    if (named === undefined || named === caller.tenant) return caller.tenant;
+    if (caller.tenant !== this.options.operatorTenant)
+      throw new EventMeshError(
+        ErrorCode.Forbidden,
+        "only an admin of the operator tenant may see another tenant's sessions",
+        { field: 'tenant' },
+      );
+    return named === '*' ? undefined : named;
+  }
+
   /** The agents of a tenant (every tenant's for `undefined`) with their replicas across the cluster and their sessions. */
   async agents(tenant: string | undefined): Promise<AgentView[]> {
     const rows = await this.options.store.list(tenant, AGENT_PRESENCE_FRESH_MS);
@@ -241,6 +268,11 @@ export class SessionServer {
     return [...byAgent.values()];
   }
 
+  /** A tenant's (every tenant's for `undefined`) session quota usage across the runtime, as this process counts it. */
+  quotaUsage(tenant: string | undefined): TenantSessionUsage[] {
+    return this.quotas.view(tenant);
+  }
+
   /** For /health and the metrics: client connections, sessions by side, replicas, Mode 2's homes and members, links. */
   stats() {
     return {
@@ -259,6 +291,7 @@ export class SessionServer {
     await this.live.close();
     this.links.close();
     await this.presence?.close();
+    await this.usage?.close();
   }
 
   private hold(connection: SessionConnection, release: () => void): Held {

@@ -24,4 +24,5 @@ export * from './stream-presence-store';
 export type { HolderEpoch } from './presence-holders';
 export * from './stored-counts';
 export * from './session-agent-store';
+export * from './session-usage-store';
 export * from './session-home-store';

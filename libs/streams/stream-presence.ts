@@ -1,5 +1,6 @@
 import { hostname } from 'node:os';
 import { createLogger } from '../logging';
+import { CoalescingRenewal, RecentReads } from '../runtime';
 import type { HolderEpoch, PresenceRow, StreamPresenceStore } from '../storage';
 import type { StreamHub } from './stream-hub';
 
@@ -33,11 +34,9 @@ export function derivedAddress(listenHost: string, port: number): string {
  */
 export class StreamPresence {
   private readonly log = createLogger('StreamPresence');
-  private timer?: NodeJS.Timeout;
+  private readonly renewal = new CoalescingRenewal('stream presence rows', PRESENCE_RENEW_MS, () => this.write());
   private unlisten?: () => void;
   private published = new Set<string>();
-  private writing?: Promise<void>;
-  private again = false;
   private renewals = 0;
   /** The epoch this process claimed for its holder id, at its first write. */
   private claimed?: HolderEpoch;
@@ -56,38 +55,18 @@ export class StreamPresence {
   }
 
   start(): void {
-    this.unlisten = this.hub.onMembership(() => this.publish());
-    this.timer = setInterval(() => this.publish(), PRESENCE_RENEW_MS);
-    this.timer.unref();
+    this.unlisten = this.hub.onMembership(() => this.renewal.renew());
+    this.renewal.start();
   }
 
   /** Stops renewing and deletes this holder's rows (a clean shutdown: owners stop sending here now). */
   async close(): Promise<void> {
-    clearInterval(this.timer);
     this.unlisten?.();
-    await this.writing;
+    await this.renewal.close();
     if (!this.claimed) return;
     await this.store
       .remove(this.claimed)
       .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot delete the stream presence rows'));
-  }
-
-  /** One write at a time; a change during a write is written right after it. */
-  private publish(): void {
-    if (this.fenced) return;
-    if (this.writing) {
-      this.again = true;
-      return;
-    }
-    this.writing = this.write()
-      .catch((e: Error) => this.log.warn({ error: e.message }, 'cannot renew the stream presence rows; retried'))
-      .finally(() => {
-        this.writing = undefined;
-        if (this.again) {
-          this.again = false;
-          this.publish();
-        }
-      });
   }
 
   private async write(): Promise<void> {
@@ -104,7 +83,7 @@ export class StreamPresence {
     await this.store.remove(this.claimed, left);
     if (!(await this.store.renew(this.claimed, this.me.instanceId, this.me.address, rows))) {
       this.fenced = true;
-      clearInterval(this.timer);
+      this.renewal.stop();
       this.log.warn(
         { holder: this.me.holder, epoch: this.claimed.epoch },
         'another process bears this holder id now (a newer epoch); its stream presence is no longer written here',
@@ -118,22 +97,18 @@ export class StreamPresence {
 
 /** The holders of a subscription as the dispatching side reads them: fresh rows, remembered for a moment. */
 export class PresenceReader {
-  private readonly memory = new Map<string, { at: number; rows: Promise<PresenceRow[]> }>();
+  private readonly reads: RecentReads<PresenceRow[]>;
 
-  constructor(private readonly store: StreamPresenceStore) {}
+  constructor(store: StreamPresenceStore) {
+    this.reads = new RecentReads((id) => store.holdersOf(id, PRESENCE_FRESH_MS), READ_MEMORY_MS, []);
+  }
 
   holdersOf(subscriptionId: string): Promise<PresenceRow[]> {
-    const known = this.memory.get(subscriptionId);
-    if (known && Date.now() - known.at < READ_MEMORY_MS) return known.rows;
-    const rows = this.store
-      .holdersOf(subscriptionId, PRESENCE_FRESH_MS)
-      .catch(() => known?.rows ?? Promise.resolve([]));
-    this.memory.set(subscriptionId, { at: Date.now(), rows });
-    return rows;
+    return this.reads.get(subscriptionId);
   }
 
   /** Forgets what it read of a subscription (a holder answered that its clients left). */
   forget(subscriptionId: string): void {
-    this.memory.delete(subscriptionId);
+    this.reads.forget(subscriptionId);
   }
 }

@@ -43,6 +43,7 @@ describe('schema (real Postgres)', () => {
       'schema_migrations',
       'session_agents',
       'session_homes',
+      'session_usage',
       'signature_replays',
       'skipped_ranges',
       'stream_presence',

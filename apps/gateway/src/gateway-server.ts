@@ -18,6 +18,7 @@ import {
   ApiKeyStore,
   LeaseStore,
   SessionAgentStore,
+  SessionUsageStore,
   SessionHomeStore,
   SkippedRangeStore,
   StreamPresenceStore,
@@ -190,8 +191,10 @@ export async function startGateway(
       config: config.sessions,
       store: new SessionAgentStore(deps.db),
       homes: new SessionHomeStore(deps.db),
+      usage: new SessionUsageStore(deps.db),
       gate: options.gates.ingress,
       cluster: options.cluster,
+      operatorTenant: config.admin.security.operatorTenant,
       metrics,
     });
     const sessionServer = sessions;

@@ -1,9 +1,19 @@
-import { Controller, Get } from '@nestjs/common';
+import { Controller, Get, Query } from '@nestjs/common';
 import { z } from 'zod';
+import { TENANT_NAME } from '../../../libs/config';
 import type { Caller } from '../../../libs/security';
-import { AgentView, SessionServer } from '../../../libs/sessions';
-import { ApiRoute, GATED } from './api-route';
+import { AgentView, SessionServer, TenantSessionUsage } from '../../../libs/sessions';
+import { ApiRoute, errors, GATED } from './api-route';
 import { CallerParam, GateRoute } from './gate-route';
+import { parseQuery } from './parse-body';
+
+const QUERY = z.object({
+  tenant: z
+    .union([z.literal('*'), z.string().regex(TENANT_NAME)])
+    .optional()
+    .describe("another tenant, or `*` for every tenant (the operator tenant's admins only)"),
+});
+const usageSchema = z.object({ sessions: z.number(), agents: z.number(), bytes: z.number() });
 
 const sessionViewSchema = z.object({
   session: z.string(),
@@ -16,6 +26,17 @@ const sessionViewSchema = z.object({
   call: z.number().describe('the call under way (0: none)'),
 });
 const agentsViewSchema = z.object({
+  usage: z
+    .array(
+      usageSchema.extend({
+        tenant: z.string(),
+        here: usageSchema.describe('held through this gateway process'),
+        others: z
+          .array(usageSchema.extend({ holder: z.string(), instance: z.string() }))
+          .describe("each other gateway process's, as of its last renewal"),
+      }),
+    )
+    .describe("the tenants' quota usage across the runtime (sessions, agent replicas, bytes of windows in flight)"),
   agents: z.array(
     z.object({
       tenant: z.string(),
@@ -38,9 +59,10 @@ const agentsViewSchema = z.object({
 });
 
 /**
- * `GET /admin/sessions`: the caller tenant's session agents with their replicas across the cluster and each replica's
- * open sessions (age, window, bytes in flight, bytes and chunks sent, credit stalls); another process's figures are
- * as of its last renewal (a second or less). docs/streaming-sessions.md#operations.
+ * `GET /admin/sessions`: the caller tenant's (an operator's: another's, or every tenant's) quota usage, and its
+ * session agents with their replicas across the cluster and each replica's open sessions (age, window, bytes in
+ * flight, bytes and chunks sent, credit stalls); another process's figures are as of its last renewal (a second or
+ * less). docs/streaming-sessions.md#operations.
  */
 @Controller('admin/sessions')
 @GateRoute({ action: 'admin', admin: true })
@@ -49,11 +71,16 @@ export class SessionsAdminController {
 
   @Get()
   @ApiRoute({
-    summary: "The caller tenant's session agents, their replicas and open sessions",
+    summary: "A tenant's session quota usage, its agents, their replicas and open sessions",
     tags: ['admin'],
-    responses: { 200: { description: 'the agents', schema: agentsViewSchema }, ...GATED },
+    query: QUERY,
+    responses: { 200: { description: 'the agents', schema: agentsViewSchema }, ...errors(400), ...GATED },
   })
-  async list(@CallerParam() caller: Caller): Promise<{ agents: AgentView[] }> {
-    return { agents: await this.sessions.agents(caller.tenant) };
+  async list(
+    @CallerParam() caller: Caller,
+    @Query() query: unknown,
+  ): Promise<{ usage: TenantSessionUsage[]; agents: AgentView[] }> {
+    const tenant = this.sessions.tenantsFor(caller, parseQuery(QUERY, query).tenant);
+    return { usage: this.sessions.quotaUsage(tenant), agents: await this.sessions.agents(tenant) };
   }
 }

@@ -15,6 +15,7 @@ import { PendingRequestEntity } from './pending-request.entity';
 import { PublisherSecretEntity } from './publisher-secret.entity';
 import { SessionAgentEntity } from './session-agent.entity';
 import { SessionHomeEntity } from './session-home.entity';
+import { SessionUsageEntity } from './session-usage.entity';
 import { SignatureReplayEntity } from './signature-replay.entity';
 import { QuotaUsageEntity } from './quota-usage.entity';
 import { SkippedRangeEntity } from './skipped-range.entity';
@@ -44,6 +45,7 @@ export {
   QuotaUsageEntity,
   SessionAgentEntity,
   SessionHomeEntity,
+  SessionUsageEntity,
   SignatureReplayEntity,
   SkippedRangeEntity,
   StreamPresenceEntity,
@@ -77,6 +79,7 @@ export const ENTITIES = [
   PresenceHolderEntity,
   SessionAgentEntity,
   SessionHomeEntity,
+  SessionUsageEntity,
   A2APushConfigEntity,
   A2APushDeadLetterEntity,
   TenantTopicEntity,

@@ -32,6 +32,7 @@ import { TenantTopics1797500000000 } from './1797500000000-TenantTopics';
 import { TopicGrants1797500000001 } from './1797500000001-TopicGrants';
 import { SessionAgentsAndHomes1797600000000 } from './1797600000000-SessionAgentsAndHomes';
 import { PresenceHolders1797700000000 } from './1797700000000-PresenceHolders';
+import { SessionUsage1797700000001 } from './1797700000001-SessionUsage';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -69,4 +70,5 @@ export const MIGRATIONS = [
   TopicGrants1797500000001,
   SessionAgentsAndHomes1797600000000,
   PresenceHolders1797700000000,
+  SessionUsage1797700000001,
 ];

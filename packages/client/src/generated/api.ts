@@ -11984,10 +11984,13 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The caller tenant's session agents, their replicas and open sessions */
+        /** A tenant's session quota usage, its agents, their replicas and open sessions */
         get: {
             parameters: {
-                query?: never;
+                query?: {
+                    /** @description another tenant, or `*` for every tenant (the operator tenant's admins only) */
+                    tenant?: "*" | string;
+                };
                 header?: never;
                 path?: never;
                 cookie?: never;
@@ -12003,6 +12006,27 @@ export interface paths {
                     };
                     content: {
                         "application/json": {
+                            /** @description the tenants' quota usage across the runtime (sessions, agent replicas, bytes of windows in flight) */
+                            usage: {
+                                sessions: number;
+                                agents: number;
+                                bytes: number;
+                                tenant: string;
+                                /** @description held through this gateway process */
+                                here: {
+                                    sessions: number;
+                                    agents: number;
+                                    bytes: number;
+                                };
+                                /** @description each other gateway process's, as of its last renewal */
+                                others: {
+                                    sessions: number;
+                                    agents: number;
+                                    bytes: number;
+                                    holder: string;
+                                    instance: string;
+                                }[];
+                            }[];
                             agents: {
                                 tenant: string;
                                 agent: string;
@@ -12031,6 +12055,23 @@ export interface paths {
                                     }[];
                                 }[];
                             }[];
+                        };
+                    };
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
                         };
                     };
                 };

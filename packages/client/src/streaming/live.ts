@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ConnectionError, EventMeshError } from '../errors';
 import type { FrameReader, SessionConnection } from './connection';
 import { ChunkTooLargeError, SessionClosedError, SessionEndedError, sessionErrorOf } from './errors';
+import { CreditReturn } from './credit-return';
 import { encodeFrame, type Frame } from './frame';
 
 /** Where a publication is in its session: the home's epoch, and its offset in that epoch. */
@@ -54,9 +55,10 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
   private waiter?: { resolve(r: IteratorResult<Publication>): void; reject(e: unknown): void };
   private failure?: EventMeshError;
   private done = false;
-  private window = 0;
-  private owed = 0;
-  private flushing = false;
+  private readonly credit = new CreditReturn(
+    (n) => this.connection.send(encodeFrame({ kind: 'credit', id: this.name, n })),
+    () => this.done,
+  );
   private subscribing?: { resolve(): void; reject(e: EventMeshError): void };
 
   private constructor(
@@ -96,7 +98,7 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
       next: () => {
         const p = this.queue.shift();
         if (p) {
-          this.consumed(p.data.length);
+          this.credit.consumed(p.data.length);
           return Promise.resolve({ value: p, done: false });
         }
         if (this.failure) return Promise.reject(this.failure);
@@ -114,8 +116,7 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
     switch (frame.kind) {
       case 'subscribed': {
         const recovered = frame.attributes.recovered === true;
-        this.window = Number(frame.attributes.window ?? 0);
-        this.owed = 0;
+        this.credit.reset(Number(frame.attributes.window ?? 0));
         this.members.clear();
         for (const m of JSON.parse(String(frame.attributes.members ?? '[]')) as { client: string; principal: string }[])
           this.members.set(m.client, m);
@@ -137,7 +138,7 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
         const waiter = this.waiter;
         if (waiter) {
           this.waiter = undefined;
-          this.consumed(p.data.length);
+          this.credit.consumed(p.data.length);
           waiter.resolve({ value: p, done: false });
         } else this.queue.push(p);
         return;
@@ -226,24 +227,6 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
       if (!sent)
         this.subscribing.reject(new SessionClosedError('CONNECTION_LOST', 'the sessions connection is not open'));
     });
-  }
-
-  /** Gives back the credit of what was read, coalesced to one frame per turn (at once when half the window is owed). */
-  private consumed(bytes: number): void {
-    if (this.done || bytes <= 0) return;
-    this.owed += bytes;
-    if (this.owed >= this.window / 2) return this.flush();
-    if (this.flushing) return;
-    this.flushing = true;
-    setImmediate(() => {
-      this.flushing = false;
-      this.flush();
-    });
-  }
-
-  private flush(): void {
-    if (this.owed === 0 || this.done) return;
-    if (this.connection.send(encodeFrame({ kind: 'credit', id: this.name, n: this.owed }))) this.owed = 0;
   }
 
   private finish(error: EventMeshError | undefined): void {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ConnectionError, EventMeshError } from '../errors';
 import type { FrameReader, SessionConnection } from './connection';
 import { SessionBusyError, SessionCancelledError, SessionClosedError, sessionErrorOf } from './errors';
+import { CreditReturn } from './credit-return';
 import { encodeFrame, type Frame } from './frame';
 
 export interface OpenSessionOptions {
@@ -30,15 +31,15 @@ const OPEN_GUARD_MS = 60_000;
 export class StreamSession implements FrameReader {
   /** `<agent>:<uuid>`. */
   readonly id: string;
-  /** The window the runtime granted, in bytes. */
-  window = 0;
+  private readonly credit = new CreditReturn(
+    (n) => this.connection.send(encodeFrame({ kind: 'credit', id: this.id, n })),
+    () => this.ended !== undefined,
+  );
   private calls = 0;
   private current?: CallStream;
   private ended?: EventMeshError;
   private opening?: { resolve(): void; reject(e: EventMeshError): void };
   /** Bytes consumed and not yet given back as credit. */
-  private owed = 0;
-  private flushing = false;
 
   private constructor(
     private readonly connection: SessionConnection,
@@ -127,7 +128,7 @@ export class StreamSession implements FrameReader {
   frame(frame: Frame): void {
     if (this.opening) {
       if (frame.kind === 'opened') {
-        this.window = frame.n;
+        this.credit.reset(frame.n);
         this.opening.resolve();
         this.opening = undefined;
       } else if (frame.kind === 'error') {
@@ -187,27 +188,14 @@ export class StreamSession implements FrameReader {
     this.released(call);
   }
 
-  /**
-   * `bytes` of chunks were consumed (or dropped): given back to the agent as credit, coalesced to one frame per turn of
-   * the event loop, at once when half the window is owed (a reader keeping up sends few credit frames; one that
-   * stopped owes nothing it consumed).
-   */
-  consumed(bytes: number): void {
-    if (bytes <= 0 || this.ended) return;
-    this.owed += bytes;
-    if (this.owed >= this.window / 2) return this.flush();
-    if (this.flushing) return;
-    this.flushing = true;
-    setImmediate(() => {
-      this.flushing = false;
-      this.flush();
-    });
+  /** The window the runtime granted, in bytes. */
+  get window(): number {
+    return this.credit.window;
   }
 
-  private flush(): void {
-    if (this.owed === 0 || this.ended) return;
-    this.connection.send(encodeFrame({ kind: 'credit', id: this.id, n: this.owed }));
-    this.owed = 0;
+  /** `bytes` of chunks were consumed (or dropped): given back to the agent as credit (credit-return.ts). */
+  consumed(bytes: number): void {
+    this.credit.consumed(bytes);
   }
 
   private end(error: EventMeshError): void {
