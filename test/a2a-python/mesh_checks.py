@@ -136,6 +136,10 @@ async def main():
             assert task.status.state == TaskState.TASK_STATE_COMPLETED, task.status.state
             assert artifact_texts(task) == ['routed'], artifact_texts(task)
             assert (await mesh.get_task(GetTaskRequest(id=task.id))).id == task.id
+            # A message naming no skill goes to the tenant's only agent (a kit that knows no skills, the A2A TCK).
+            only = await last_task(mesh, SendMessageRequest(message=message('echo:the only agent')))
+            assert artifact_texts(only) == ['the only agent'], artifact_texts(only)
+            assert only.id in [t.id for t in (await mesh.list_tasks(ListTasksRequest(page_size=100))).tasks]
 
         for name, check in [
             ('send', send),

@@ -110,7 +110,7 @@ export class A2ARpcController {
     responses: {
       200: {
         description:
-          "the agent's JSON-RPC answer, as its own endpoint's; -32602 for a message naming no skill of the tenant's agents, -32001 for an unknown task, -32004 for ListTasks and the extended card (the agent's own endpoint serves them)",
+          "the agent's JSON-RPC answer, as its own endpoint's (a call naming no skill and no task: the tenant's only agent's); -32602 for a message whose skill no single agent has (or naming none, when the tenant has several agents), -32001 for an unknown task, -32004 for ListTasks and the extended card of a tenant with several agents (each agent's own endpoint serves them)",
         schema: jsonRpcAnswerSchema,
       },
       ...GATED,
@@ -138,16 +138,23 @@ export class A2ARpcController {
       const task = await this.broker.tasks.get(tenant, route.task);
       return task?.agent ?? failure(id, A2A_ERROR_CODE.TASK_NOT_FOUND, `no task ${route.task}`);
     }
+    if ('unnamed' in route) {
+      const agents = await this.broker.list(tenant, {});
+      return agents.length === 1 ? agents[0].name : failure(id, route.unnamed.code, route.unnamed.message);
+    }
     try {
       return (await this.broker.agent(tenant, route.skill)).name;
     } catch (e) {
       if (!(e instanceof EventMeshError && e.code === ErrorCode.AgentNotFound)) throw e;
-      return failure(
-        id,
-        A2A_ERROR_CODE.INVALID_PARAMS,
-        `Invalid params: no agent of the mesh's card has the skill ${route.skill}`,
-      );
     }
+    // Not an agent's name: the one agent whose own card has the skill.
+    const owners = await this.broker.list(tenant, { skill: route.skill });
+    if (owners.length === 1) return owners[0].name;
+    return failure(
+      id,
+      A2A_ERROR_CODE.INVALID_PARAMS,
+      `Invalid params: ${owners.length === 0 ? 'no agent' : 'more than one agent'} of the mesh's card has the skill ${route.skill}`,
+    );
   }
 
   private async serve(caller: Caller, name: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {

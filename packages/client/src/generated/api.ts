@@ -10616,7 +10616,7 @@ export interface paths {
                 };
             };
             responses: {
-                /** @description the agent's JSON-RPC answer, as its own endpoint's; -32602 for a message naming no skill of the tenant's agents, -32001 for an unknown task, -32004 for ListTasks and the extended card (the agent's own endpoint serves them) */
+                /** @description the agent's JSON-RPC answer, as its own endpoint's (a call naming no skill and no task: the tenant's only agent's); -32602 for a message whose skill no single agent has (or naming none, when the tenant has several agents), -32001 for an unknown task, -32004 for ListTasks and the extended card of a tenant with several agents (each agent's own endpoint serves them) */
                 200: {
                     headers: {
                         /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
