@@ -846,6 +846,11 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
         ((await instance.deps.db.query('SELECT agent FROM a2a_tasks WHERE id = $1', [id])) as { agent: string }[])[0]
           .agent;
       expect([await agentOf(viaTwin.id), await agentOf(viaEcho.id)]).toEqual(['twin', 'echo']);
+      // A skill id of one agent's own card (not an agent's name) routes to that agent.
+      const shouting = { ...agent.card(), skills: [{ id: 'shout', name: 'Shout', description: 'shouts', tags: [] }] };
+      expect((await call(tenantC, 'PUT', '/a2a/agents/loud', shouting)).status).toBe(201);
+      const viaShout = asTask(await mesh.sendMessage(toSkill('shout', 'echo:to the skill')));
+      expect([await agentOf(viaShout.id), artifactText(viaShout)]).toEqual(['loud', ['to the skill']]);
       expect((await mesh.getTask({ tenant: '', id: viaTwin.id, historyLength: undefined })).id).toBe(viaTwin.id);
       await expect(mesh.getTask({ tenant: '', id: randomUUID(), historyLength: undefined })).rejects.toBeInstanceOf(
         TaskNotFoundError,
