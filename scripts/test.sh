@@ -134,9 +134,9 @@ lane2() {
 }
 
 # fuzz_step: the API fuzzer (scripts/fuzz-api.sh) cut to fit the suite's budget: every operation, every check, the
-# fuzzing and stateful phases with FUZZ_STEP_EXAMPLES cases per operation (default 5); `npm run test:fuzz` runs the
-# whole of it (the coverage phase too, 25 cases per operation).
-fuzz_step() { FUZZ_MAX_EXAMPLES=${FUZZ_STEP_EXAMPLES:-5} FUZZ_TIMEOUT=600 bash scripts/fuzz-api.sh --phases fuzzing,stateful; }
+# fuzzing and stateful phases with FUZZ_STEP_EXAMPLES cases per operation (default 25, what issue 31 asks); `npm run
+# test:fuzz` runs the whole of it (the coverage phase too).
+fuzz_step() { FUZZ_MAX_EXAMPLES=${FUZZ_STEP_EXAMPLES:-25} FUZZ_TIMEOUT=600 bash scripts/fuzz-api.sh --phases fuzzing,stateful; }
 
 # lane N: the lane's output, each line with its number in front; its time at the end.
 lane() {

@@ -17,23 +17,24 @@ const unique = (values: string[]): string[] => [...new Set(values)];
  * The card of the mesh itself, served at the host root (`/.well-known/agent-card.json`, where a client that knows
  * only the host looks): a catalog of the tenant's agents. Each agent is one skill (its registry name as the id, its
  * card's name and description, its skills' tags and examples) whose description ends with the agent's card URL; the
- * extension AGENT_CATALOG_EXTENSION lists the same as data (`params.agents`: name, cardUrl, skill ids). The mesh
- * routes no message sent to this card: it names no interface, and a client sends to an agent through the agent's own
- * card. Shaped by the SDK's codec like the agents' cards; the lists the specification requires are served even
- * when empty.
+ * extension AGENT_CATALOG_EXTENSION lists the same as data (`params.agents`: name, cardUrl, skill ids). Its interface
+ * is the mesh's own JSON-RPC endpoint (`rpcUrl`, A2A v1.0), which routes a message to the agent its metadata's
+ * `skillId` names (apps/gateway/src/a2a-mesh-routing.ts); a client may as well send through the agent's own card.
+ * Shaped by the SDK's codec like the agents' cards; the lists the specification requires are served even when empty.
  */
 export function meshCatalogCardOf(
   tenant: string,
   agents: CatalogAgent[],
+  rpcUrl: string,
   gate: GateAuthentication,
 ): Record<string, unknown> {
   const card = {
     name: 'eventmesh',
-    description: `The A2A agents tenant "${tenant}" registered on this event mesh, one skill each. This card names no interface: send to an agent through its own card, whose URL ends the skill's description (and is in the ${AGENT_CATALOG_EXTENSION} extension).`,
+    description: `The A2A agents tenant "${tenant}" registered on this event mesh, one skill each. A message sent to this card's interface goes to the agent its metadata's "skillId" names (a skill id here); each agent's own card's URL ends its skill's description (and is in the ${AGENT_CATALOG_EXTENSION} extension).`,
     version: '1.0',
-    supportedInterfaces: [],
+    supportedInterfaces: [{ url: rpcUrl, protocolBinding: 'JSONRPC', protocolVersion: '1.0' }],
     capabilities: {
-      streaming: false,
+      streaming: true,
       pushNotifications: false,
       extendedAgentCard: false,
       extensions: [

@@ -476,8 +476,13 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     const all: number[] = [];
     for await (const e of sseOf(await subscribeRaw(taskId, '0'))) if (e.id) all.push(Number(e.id));
     expect(all).toEqual([1, 2, 3, 4, 5]);
-    const refusal = async (lastEventId: string) =>
-      ((await (await subscribeRaw(taskId, lastEventId)).json()) as { error: { code: number } }).error.code;
+    // Refused before its first event: a stream of one `event: error` whose data is the JSON-RPC error.
+    const refusal = async (lastEventId: string) => {
+      const events: SseEvent[] = [];
+      for await (const e of sseOf(await subscribeRaw(taskId, lastEventId))) events.push(e);
+      expect(events.map((e) => e.event)).toEqual(['error']);
+      return (JSON.parse(events[0].data!) as { error: { code: number } }).error.code;
+    };
     expect(await refusal('5')).toBe(-32004);
     expect(await refusal('6')).toBe(-32602);
     expect(await refusal('x')).toBe(-32602);
@@ -510,11 +515,15 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     const drain = async (stream: AsyncGenerator<StreamResponse>) => {
       for await (const _ of stream) void _;
     };
-    await expect(drain(client.resubscribeTask({ tenant: '', id: randomUUID() }))).rejects.toBeInstanceOf(
-      TaskNotFoundError,
-    );
+    // A subscribe refused before its first event is a stream of one error event (as the Python SDK's server answers
+    // it; the TCK reads nothing but a stream): the stock v1.0 client throws with the typed error as its cause.
+    await expect(drain(client.resubscribeTask({ tenant: '', id: randomUUID() }))).rejects.toMatchObject({
+      cause: expect.any(TaskNotFoundError),
+    });
     const theirs = await submitted(await clientOf(a, 'steps', other));
-    await expect(drain(client.resubscribeTask({ tenant: '', id: theirs }))).rejects.toBeInstanceOf(TaskNotFoundError);
+    await expect(drain(client.resubscribeTask({ tenant: '', id: theirs }))).rejects.toMatchObject({
+      cause: expect.any(TaskNotFoundError),
+    });
     await expect(drain((await restClientOf(b)).resubscribeTask({ tenant: '', id: theirs }))).rejects.toBeInstanceOf(
       TaskNotFoundError,
     );
@@ -525,11 +534,11 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     });
     const done = await submitted(await clientOf(a));
     await work(done);
-    await expect(drain(client.resubscribeTask({ tenant: '', id: done }))).rejects.toBeInstanceOf(
-      UnsupportedOperationError,
-    );
-    // v0.3 names with the v1.0 header, and v1.0 names without it, are unknown methods (JSON answers); v0.3's
-    // tasks/resubscribe of a terminal or unknown task, a stream of one `event: error` whatever the client accepts.
+    await expect(drain(client.resubscribeTask({ tenant: '', id: done }))).rejects.toMatchObject({
+      cause: expect.any(UnsupportedOperationError),
+    });
+    // v0.3 names with the v1.0 header, and v1.0 names without it, are unknown methods (JSON answers); a subscribe
+    // (v1.0 or v0.3) of a terminal or unknown task, a stream of one `event: error` whatever the client accepts.
     const raw = async (method: string, version?: string, id = done) => {
       const response = await fetch(`${b.url}/a2a/agents/steps/rpc`, {
         method: 'POST',
@@ -549,7 +558,8 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     };
     expect(await raw('tasks/resubscribe', '1.0')).toEqual(['json', -32601]);
     expect(await raw('SubscribeToTask')).toEqual(['json', -32601]);
-    expect(await raw('SubscribeToTask', '1.0', randomUUID())).toEqual(['json', -32001]);
+    expect(await raw('SubscribeToTask', '1.0', randomUUID())).toEqual(['stream', ['error', -32001]]);
+    expect(await raw('SubscribeToTask', '1.0')).toEqual(['stream', ['error', -32004]]);
     expect(await raw('tasks/resubscribe')).toEqual(['stream', ['error', -32004]]);
     expect(await raw('tasks/resubscribe', undefined, randomUUID())).toEqual(['stream', ['error', -32001]]);
   });

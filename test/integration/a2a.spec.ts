@@ -826,7 +826,39 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       const other = await new DefaultAgentCardResolver({ fetchImpl: fetchAs(`nobody-${suffix}`) }).resolve(
         instance.url!,
       );
-      expect([other.skills, other.supportedInterfaces]).toEqual([[], []]);
+      expect([other.skills, other.supportedInterfaces.map((i) => i.url)]).toEqual([[], [`${instance.url}/a2a/rpc`]]);
+    });
+
+    it("routes a message sent to the mesh's own card to the agent its metadata's skillId names; the task is read there", async () => {
+      expect((await call(tenantC, 'PUT', '/a2a/agents/twin', agent.card())).status).toBe(201);
+      const mesh = await new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: fetchAs(tenantC) })],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl: fetchAs(tenantC) }),
+      }).createFromUrl(instance.url!);
+      const toSkill = (skillId: string, text: string) =>
+        SendMessageRequest.fromJSON({
+          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }], metadata: { skillId } },
+        });
+      const viaTwin = asTask(await mesh.sendMessage(toSkill('twin', 'echo:to the twin')));
+      const viaEcho = asTask(await mesh.sendMessage(toSkill('echo', 'echo:to echo')));
+      expect([artifactText(viaTwin), artifactText(viaEcho)]).toEqual([['to the twin'], ['to echo']]);
+      const agentOf = async (id: string) =>
+        ((await instance.deps.db.query('SELECT agent FROM a2a_tasks WHERE id = $1', [id])) as { agent: string }[])[0]
+          .agent;
+      expect([await agentOf(viaTwin.id), await agentOf(viaEcho.id)]).toEqual(['twin', 'echo']);
+      // A skill id of one agent's own card (not an agent's name) routes to that agent.
+      const shouting = { ...agent.card(), skills: [{ id: 'shout', name: 'Shout', description: 'shouts', tags: [] }] };
+      expect((await call(tenantC, 'PUT', '/a2a/agents/loud', shouting)).status).toBe(201);
+      const viaShout = asTask(await mesh.sendMessage(toSkill('shout', 'echo:to the skill')));
+      expect([await agentOf(viaShout.id), artifactText(viaShout)]).toEqual(['loud', ['to the skill']]);
+      expect((await mesh.getTask({ tenant: '', id: viaTwin.id, historyLength: undefined })).id).toBe(viaTwin.id);
+      await expect(mesh.getTask({ tenant: '', id: randomUUID(), historyLength: undefined })).rejects.toBeInstanceOf(
+        TaskNotFoundError,
+      );
+      const before = await taskCountOf(instance.deps.db, tenantC);
+      await expect(mesh.sendMessage(send('echo:no skill'))).rejects.toThrow(/skillId/);
+      await expect(mesh.sendMessage(toSkill('nobody', 'echo:x'))).rejects.toThrow(/skill nobody/);
+      expect(await taskCountOf(instance.deps.db, tenantC)).toBe(before);
     });
 
     it('serves a card registered with "skills": [] with the field', async () => {
@@ -857,12 +889,6 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       ],
       ['an unknown task', getTask(randomUUID()), '1.0', -32001],
       ['an unsupported version', getTask(randomUUID()), '2.0', -32009],
-      [
-        'a stream of an unknown task',
-        JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'SubscribeToTask', params: { id: randomUUID() } }),
-        '1.0',
-        -32001,
-      ],
       [
         'a stream continuing an unknown task',
         JSON.stringify({

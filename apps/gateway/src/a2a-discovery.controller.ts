@@ -3,14 +3,14 @@ import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
 import { A2ABroker, meshCatalogCardOf } from '../../../libs/a2a';
 import type { Caller } from '../../../libs/security';
-import { a2aCardUrlOf } from './a2a-paths';
+import { a2aCardUrlOf, meshRpcUrlOf } from './a2a-paths';
 import { ApiRoute, GATED } from './api-route';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 
 /**
  * A2A discovery at the host root: a client that knows only the mesh's address looks for
  * `/.well-known/agent-card.json` there and finds the mesh's own card, a catalog of the caller tenant's agents
- * (libs/a2a/mesh-catalog-card.ts). Gate action `publish`, as the agents' own cards (a2a-agents.controller.ts).
+ * (libs/a2a/mesh-catalog-card.ts), whose interface is the mesh's own endpoint (a2a-rpc.controller.ts). Gate action `publish`, as the agents' own cards (a2a-agents.controller.ts).
  */
 @Controller('.well-known')
 export class A2ADiscoveryController {
@@ -30,6 +30,7 @@ export class A2ADiscoveryController {
     return meshCatalogCardOf(
       caller.tenant,
       agents.map((a) => ({ name: a.name, card: a.card, cardUrl: a2aCardUrlOf(request, a.name) })),
+      meshRpcUrlOf(request),
       { tokens: this.gates.ingress.stats().filters.includes('token') },
     );
   }

@@ -1,18 +1,25 @@
 import type { FastifyRequest } from 'fastify';
 
 /**
- * An agent's JSON-RPC endpoint and HTTP+JSON routes: their bodies are parsed by the routes (a parse error is the
+ * An agent's JSON-RPC endpoint and HTTP+JSON routes, and the mesh's own JSON-RPC endpoint: their bodies are parsed by the routes (a parse error is the
  * protocol's: JSON-RPC's -32700, the REST binding's 400 error body, not the runtime's `MALFORMED_JSON`).
  */
-const OWN_BODY_PATH = /^\/a2a\/agents\/[^/?]+\/(?:rpc(?:\?|$)|rest\/)/;
+const OWN_BODY_PATH = /^\/a2a\/(?:agents\/[^/?]+\/(?:rpc(?:\?|$)|rest\/)|rpc(?:\?|$))/;
 
 export function parsesOwnBody(url: string): boolean {
   return OWN_BODY_PATH.test(url);
 }
 
+/** The mesh's URL, as the client reached this gateway (its Host header). */
+const hostBaseOf = (request: FastifyRequest): string =>
+  `${request.protocol}://${request.headers.host ?? request.hostname}`;
+
 /** An agent's base URL on the mesh, as the client reached this gateway (its Host header). */
 const agentBaseOf = (request: FastifyRequest, name: string): string =>
-  `${request.protocol}://${request.headers.host ?? request.hostname}/a2a/agents/${encodeURIComponent(name)}`;
+  `${hostBaseOf(request)}/a2a/agents/${encodeURIComponent(name)}`;
+
+/** The mesh's own JSON-RPC endpoint (the interface of its card at the host root). */
+export const meshRpcUrlOf = (request: FastifyRequest): string => `${hostBaseOf(request)}/a2a/rpc`;
 
 /** The mesh's endpoints of an agent, as the client reached this gateway (its Host header). */
 export function a2aUrlsOf(request: FastifyRequest, name: string): { rpcUrl: string; restUrl: string } {

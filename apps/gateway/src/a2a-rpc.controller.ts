@@ -4,9 +4,11 @@ import { A2A_ERROR_CODE, VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { LegacyJsonRpcTransportHandler } from '@a2a-js/sdk/compat/v0_3/server';
 import { JsonRpcTransportHandler, ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
 import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../libs/a2a';
+import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import { createLogger } from '../../../libs/logging';
 import type { Caller } from '../../../libs/security';
 import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
+import { meshRouteOf, SKILL_ID_METADATA } from './a2a-mesh-routing';
 import { callsRpcSend, callsRpcStream, RPC_STREAM_METHODS } from './a2a-paths';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
@@ -37,6 +39,9 @@ interface RpcStream {
   lease: StreamLease;
 }
 
+/** The subscribe methods, v1.0's and v0.3's (each answers to its version's names only). */
+const SUBSCRIBE_METHODS = new Set(['SubscribeToTask', 'tasks/resubscribe']);
+
 /** What a request without an `A2A-Version` header speaks (A2A v1.0: absent means 0.3). */
 const ABSENT_VERSION = '0.3';
 
@@ -48,19 +53,24 @@ const ABSENT_VERSION = '0.3';
  * is HTTP 200; an agent the tenant has not registered is a 404 `AGENT_NOT_FOUND`. The streaming methods answer
  * Server-Sent Events (a2a-sse.ts), each `data:` a JSON-RPC answer, each `id:` the event's seq in the task's log.
  * A streaming call the handler refuses before its first event (an unknown task, a terminal one) is a plain JSON-RPC
- * answer (the v1.0 clients read its typed error), but for v0.3's `tasks/resubscribe`, answered as a stream of that
- * one `event: error` as the official JS SDK's server does: the Python SDK's v0.3 client reads nothing but a stream.
+ * answer (the v1.0 clients read its typed error), but for a subscribe (v1.0 `SubscribeToTask`, v0.3
+ * `tasks/resubscribe`), answered as a stream of that one `event: error`, as the official Python SDK's server answers
+ * it (and the JS SDK's for v0.3): the Python SDK's v0.3 client and the A2A TCK read nothing but a stream, and the
+ * v1.0 clients of both SDKs read the error from it.
+ *
+ * The mesh's own endpoint (`POST /a2a/rpc`, the interface of the mesh's card at the host root) is the same, for the
+ * agent a request names (a2a-mesh-routing.ts): a message's skill (`metadata.skillId`, an agent's name) or its task's.
  *
  * Gate action `publish`: the caller sends work to an agent (and reads and cancels what it sent).
  */
-@Controller('a2a/agents')
+@Controller()
 export class A2ARpcController {
   constructor(
     private readonly broker: A2ABroker,
     private readonly gates: Gates,
   ) {}
 
-  @Post(':name/rpc')
+  @Post('a2a/agents/:name/rpc')
   @ApiRoute({
     summary: "The agent's A2A JSON-RPC endpoint (v1.0, or v0.3 by `A2A-Version`)",
     tags: ['a2a'],
@@ -86,6 +96,68 @@ export class A2ARpcController {
     @Req() request: FastifyRequest,
     @Res() reply: FastifyReply,
   ): Promise<void> {
+    await this.serve(caller, name, request, reply);
+  }
+
+  @Post('a2a/rpc')
+  @ApiRoute({
+    summary: `The mesh's own A2A JSON-RPC endpoint (its card's interface): a message is routed to the agent named by its \`metadata.${SKILL_ID_METADATA}\``,
+    tags: ['a2a'],
+    body: {
+      schema: z.looseObject({ jsonrpc: z.literal('2.0'), method: z.string() }),
+      description: `a JSON-RPC 2.0 request: a message with \`metadata.${SKILL_ID_METADATA}\` (a skill of the mesh's card: an agent's name) or continuing a task, or a call naming a task`,
+    },
+    responses: {
+      200: {
+        description:
+          "the agent's JSON-RPC answer, as its own endpoint's (a call naming no skill and no task: the tenant's only agent's); -32602 for a message whose skill no single agent has (or naming none, when the tenant has several agents), -32001 for an unknown task, -32004 for ListTasks and the extended card of a tenant with several agents (each agent's own endpoint serves them)",
+        schema: jsonRpcAnswerSchema,
+      },
+      ...GATED,
+    },
+  })
+  @GateRoute({ action: 'publish', stream: callsRpcStream, publishes: callsRpcSend })
+  async meshRpc(
+    @CallerParam() caller: Caller,
+    @Req() request: FastifyRequest,
+    @Res() reply: FastifyReply,
+  ): Promise<void> {
+    const parsed = parseRpc(request);
+    const name = 'answer' in parsed ? parsed.answer : await this.agentOf(caller.tenant, parsed.rpc);
+    if (typeof name === 'string') return this.serve(caller, name, request, reply);
+    if ('rpc' in parsed && SUBSCRIBE_METHODS.has(parsed.rpc.method)) return writeSseError(reply, name);
+    await reply.status(200).header('content-type', 'application/json').send(name);
+  }
+
+  /** The agent a call to the mesh's own endpoint is for (a2a-mesh-routing.ts), or the JSON-RPC error refusing it. */
+  private async agentOf(tenant: string, rpc: JsonRpcRequest): Promise<string | RpcAnswer> {
+    const id = rpc.id ?? null;
+    const route = meshRouteOf(rpc.method, rpc.params);
+    if ('refused' in route) return failure(id, route.refused.code, route.refused.message);
+    if ('task' in route) {
+      const task = await this.broker.tasks.get(tenant, route.task);
+      return task?.agent ?? failure(id, A2A_ERROR_CODE.TASK_NOT_FOUND, `no task ${route.task}`);
+    }
+    if ('unnamed' in route) {
+      const agents = await this.broker.list(tenant, {});
+      return agents.length === 1 ? agents[0].name : failure(id, route.unnamed.code, route.unnamed.message);
+    }
+    try {
+      return (await this.broker.agent(tenant, route.skill)).name;
+    } catch (e) {
+      if (!(e instanceof EventMeshError && e.code === ErrorCode.AgentNotFound)) throw e;
+    }
+    // Not an agent's name: the one agent whose own card has the skill.
+    const owners = await this.broker.list(tenant, { skill: route.skill });
+    if (owners.length === 1) return owners[0].name;
+    return failure(
+      id,
+      A2A_ERROR_CODE.INVALID_PARAMS,
+      `Invalid params: ${owners.length === 0 ? 'no agent' : 'more than one agent'} of the mesh's card has the skill ${route.skill}`,
+    );
+  }
+
+  private async serve(caller: Caller, name: string, request: FastifyRequest, reply: FastifyReply): Promise<void> {
     const handler = await meshHandlerOf(this.broker, this.gates, caller, name, request);
     const answer = await this.answer(caller, handler, request);
     if ('lease' in answer) return writeSse(reply, answer.stream, answer.lease, this.broker.streamHeartbeatMs);
@@ -101,16 +173,9 @@ export class A2ARpcController {
     handler: MeshTaskHandler,
     request: FastifyRequest,
   ): Promise<RpcAnswer | RpcStream | RpcStreamRefused> {
-    const raw = rawBodyOf(request) ?? (Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
-    let body: unknown;
-    try {
-      body = JSON.parse(raw.toString('utf8'));
-    } catch (e) {
-      return failure(null, A2A_ERROR_CODE.PARSE_ERROR, `Parse error: ${(e as Error).message}`);
-    }
-    const envelope = envelopeError(body);
-    if (envelope) return envelope;
-    const rpc = body as { id?: RpcId; method: string };
+    const parsed = parseRpc(request);
+    if ('answer' in parsed) return parsed.answer;
+    const { body, rpc } = parsed;
     const id = rpc.id ?? null;
     const version = headerOf(request, 'a2a-version') ?? ABSENT_VERSION;
     const legacy = version === ABSENT_VERSION;
@@ -145,7 +210,7 @@ export class A2ARpcController {
       } catch (e) {
         // Refused before the first event (an unknown task, a terminal one, a bad Last-Event-ID...).
         const refused = answerFor(handler, { jsonrpc: '2.0', id, error: mapError(e) });
-        return { refused, asStream: legacy && rpc.method === 'tasks/resubscribe' };
+        return { refused, asStream: SUBSCRIBE_METHODS.has(rpc.method) };
       }
       const stream: SseEvents = {
         first,
@@ -179,6 +244,25 @@ function answerFor(handler: MeshTaskHandler, answer: RpcAnswer): RpcAnswer {
   if (e instanceof AgentUnreachable) return answer;
   log.error({ err: e }, 'A2A call failed');
   return failure(answer.id, A2A_ERROR_CODE.INTERNAL_ERROR, 'internal error');
+}
+
+interface JsonRpcRequest {
+  id?: RpcId;
+  method: string;
+  params?: unknown;
+}
+
+/** The request's body as a JSON-RPC request, or the JSON-RPC error answering it: -32700 (not JSON), -32600. */
+function parseRpc(request: FastifyRequest): { body: unknown; rpc: JsonRpcRequest } | { answer: RpcAnswer } {
+  const raw = rawBodyOf(request) ?? (Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0));
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch (e) {
+    return { answer: failure(null, A2A_ERROR_CODE.PARSE_ERROR, `Parse error: ${(e as Error).message}`) };
+  }
+  const envelope = envelopeError(body);
+  return envelope ? { answer: envelope } : { body, rpc: body as JsonRpcRequest };
 }
 
 function failure(id: RpcId, code: number, message: string): RpcAnswer {

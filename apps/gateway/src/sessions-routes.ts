@@ -94,6 +94,17 @@ export function registerSessions(
   );
 }
 
+/**
+ * One Server-Sent Event of `GET /sessions/sse`, as a client's parser sees it (OpenAPI 3.1 has the schema of
+ * `text/event-stream` describe each event): first `connection` (`{ "connection": <token> }`), then `frame`s.
+ */
+const sessionSseEventSchema = z
+  .object({
+    event: z.enum(['connection', 'frame']),
+    data: z.string().describe('`connection`: `{ "connection": <token> }` as JSON; `frame`: the frame in base64'),
+  })
+  .strict();
+
 const SSE_ROUTE = 'GET /sessions/sse';
 const POST_ROUTE = 'POST /sessions/sse/frames';
 /** A client's posts authenticate as it (the same caller as its stream's, else 404); they hold no stream connection. */
@@ -119,7 +130,7 @@ function registerSseFallback(app: NestFastifyApplication, deps: { server: Sessio
             200: {
               description: 'the event stream, open as long as the client stays',
               contentType: 'text/event-stream',
-              schema: z.string(),
+              schema: sessionSseEventSchema,
             },
             ...GATED,
           },
