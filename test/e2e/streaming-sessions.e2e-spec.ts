@@ -1,10 +1,6 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import os from 'node:os';
-import path from 'node:path';
 import { setImmediate as turn } from 'node:timers/promises';
-import { exportJWK, generateKeyPair, JWK, KeyLike, SignJWT } from 'jose';
 import {
   AgentGoneError,
   AgentNotFoundError,
@@ -22,6 +18,7 @@ import { InstanceProcess } from '../support/instance-process';
 import { parsePrometheusText, sampleOf } from '../support/prometheus-text';
 import { SessionAgentProcess } from '../support/session-agent-process';
 import { TcpProxy } from '../support/tcp-proxy';
+import { tokenIssuer } from '../support/token-issuer';
 import { waitFor } from '../support/wait-for';
 
 const ISSUER = 'https://issuer.sessions.test';
@@ -37,7 +34,6 @@ describe('streaming sessions (Mode 1), end to end', () => {
   const topic = uniqueTopic('sessions');
   let a: InstanceProcess;
   let b: InstanceProcess;
-  let privateKey: KeyLike;
   const tokens = new Map<string, string>();
   const clients: EventMeshClient[] = [];
   const agents: SessionAgentProcess[] = [];
@@ -61,27 +57,14 @@ describe('streaming sessions (Mode 1), end to end', () => {
     });
 
   beforeAll(async () => {
-    const pair = await generateKeyPair('ES256');
-    privateKey = pair.privateKey;
-    const jwk: JWK = { ...(await exportJWK(pair.publicKey)), kid: 's-1', alg: 'ES256', use: 'sig' };
-    const keysFile = path.join(mkdtempSync(path.join(os.tmpdir(), 'eventmesh-sessions-')), 'jwks.json');
-    writeFileSync(keysFile, JSON.stringify({ keys: [jwk] }));
+    const issuer = await tokenIssuer(ISSUER, AUDIENCE, 's-1');
+    const keysFile = issuer.keysFile;
     for (const [tenant, principal] of [
       ['t1', 'alice'],
       ['t1', 'mallory'],
       ['t2', 'bob'],
     ])
-      tokens.set(
-        `${tenant}/${principal}`,
-        await new SignJWT({ tenant, scope: 'publish subscribe admin' })
-          .setProtectedHeader({ alg: 'ES256', kid: 's-1', typ: 'at+jwt' })
-          .setIssuer(ISSUER)
-          .setAudience(AUDIENCE)
-          .setSubject(principal)
-          .setIssuedAt()
-          .setExpirationTime('30m')
-          .sign(privateKey),
-      );
+      tokens.set(`${tenant}/${principal}`, await issuer.sign(tenant, principal, 'publish subscribe admin'));
     const env = {
       EVENTMESH_KAFKA_TOPICS: topic,
       EVENTMESH_SECURITY_GATE_FILTERS: 'token,acl',
