@@ -186,6 +186,14 @@ async function main(): Promise<void> {
       );
   };
 
+  /** Runs `load`, waits until `done` holds, and answers the figures from before the load to then. */
+  const timed = async (name: string, load: () => Promise<unknown>, done: () => Promise<boolean>) => {
+    const cpu = meterCpu(pids);
+    const started = process.hrtime.bigint();
+    await load();
+    await until(name, async () => ((await done()) ? true : undefined), 600000, 20);
+    return { ...summarize(name, EVENTS, started), cpu: cpu() };
+  };
   /** Outbox -> mesh through the job: from the rows' commit until the job's position is past them. */
   const outboxViaJob = async (): Promise<RunResult> => {
     const table = await outbox();
@@ -195,16 +203,11 @@ async function main(): Promise<void> {
       async () => (await api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
       60000,
     );
-    const cpu = meterCpu(pids);
-    const started = process.hrtime.bigint();
-    await insertRows(table, 1, EVENTS);
-    await until(
-      'the job moved every row',
-      async () => ((await api('GET', `/admin/jobs/${id}`))!.moved >= EVENTS ? true : undefined),
-      600000,
-      20,
+    const result = await timed(
+      'outbox -> mesh: outbox job',
+      () => insertRows(table, 1, EVENTS),
+      async () => (await api('GET', `/admin/jobs/${id}`))!.moved >= EVENTS,
     );
-    const result = { ...summarize('outbox -> mesh: outbox job', EVENTS, started), cpu: cpu() };
     await api('DELETE', `/admin/jobs/${id}`);
     return result;
   };
@@ -213,33 +216,33 @@ async function main(): Promise<void> {
     const table = await outbox();
     const producer = kafka.producer();
     await producer.connect();
-    const cpu = meterCpu(pids);
-    const started = process.hrtime.bigint();
-    await insertRows(table, 1, EVENTS);
-    let last = 0;
-    let sent = 0;
-    while (sent < EVENTS) {
-      const { rows } = await db.query<{ id: string; aggregateid: string; type: string; payload: unknown }>(
-        `SELECT id, aggregateid, type, payload FROM ${table} WHERE id > $1 ORDER BY id LIMIT ${BATCH}`,
-        [last],
-      );
-      if (rows.length === 0) continue;
-      await producer.sendBatch({
-        acks: -1,
-        topicMessages: [
-          {
-            topic,
-            messages: rows.map((r) => ({
-              key: r.aggregateid,
-              value: JSON.stringify({ id: r.id, type: r.type, source: '/outbox', data: r.payload }),
-            })),
-          },
-        ],
-      });
-      last = Number(rows[rows.length - 1].id);
-      sent += rows.length;
-    }
-    const result = { ...summarize('outbox -> mesh: kafkajs relay', EVENTS, started), cpu: cpu() };
+    const relay = async () => {
+      await insertRows(table, 1, EVENTS);
+      let last = 0;
+      let sent = 0;
+      while (sent < EVENTS) {
+        const { rows } = await db.query<{ id: string; aggregateid: string; type: string; payload: unknown }>(
+          `SELECT id, aggregateid, type, payload FROM ${table} WHERE id > $1 ORDER BY id LIMIT ${BATCH}`,
+          [last],
+        );
+        if (rows.length === 0) continue;
+        await producer.sendBatch({
+          acks: -1,
+          topicMessages: [
+            {
+              topic,
+              messages: rows.map((r) => ({
+                key: r.aggregateid,
+                value: JSON.stringify({ id: r.id, type: r.type, source: '/outbox', data: r.payload }),
+              })),
+            },
+          ],
+        });
+        last = Number(rows[rows.length - 1].id);
+        sent += rows.length;
+      }
+    };
+    const result = await timed('outbox -> mesh: kafkajs relay', relay, async () => true);
     await producer.disconnect();
     return result;
   };
@@ -247,16 +250,11 @@ async function main(): Promise<void> {
   const tableViaJob = async (): Promise<RunResult> => {
     const table = await sinkTable();
     const id = await sinkJob(table);
-    const cpu = meterCpu(pids);
-    const started = process.hrtime.bigint();
-    await publishAll(1);
-    await until(
-      'every event in the table',
-      async () => ((await rowsIn(table)) >= EVENTS ? true : undefined),
-      600000,
-      20,
+    const result = await timed(
+      'mesh -> table: table sink job',
+      () => publishAll(1),
+      async () => (await rowsIn(table)) >= EVENTS,
     );
-    const result = { ...summarize('mesh -> table: table sink job', EVENTS, started), cpu: cpu() };
     await api('DELETE', `/admin/jobs/${id}`);
     return result;
   };
@@ -282,16 +280,11 @@ async function main(): Promise<void> {
       },
     });
     await until('the group joined', () => joined || undefined, 60000);
-    const cpu = meterCpu(pids);
-    const started = process.hrtime.bigint();
-    await publishAll(1);
-    await until(
-      'every event in the table',
-      async () => ((await rowsIn(table)) >= EVENTS ? true : undefined),
-      600000,
-      20,
+    const result = await timed(
+      'mesh -> table: kafkajs consumer group',
+      () => publishAll(1),
+      async () => (await rowsIn(table)) >= EVENTS,
     );
-    const result = { ...summarize('mesh -> table: kafkajs consumer group', EVENTS, started), cpu: cpu() };
     await consumer.disconnect();
     return result;
   };
