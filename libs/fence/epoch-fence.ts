@@ -98,6 +98,27 @@ export class EpochFence<K> {
     });
   }
 
+  /**
+   * Takes `key`'s next epoch (1 for the first) for `owner` and returns it, in `manager`'s transaction or one of its
+   * own. Needs the row exclusively, so it waits for a fenced write in flight; every write under an older epoch is
+   * refused after it. The table has `epoch`, `owner`, `claimed_at` and `renewed_at` beside its key columns.
+   */
+  async claim(key: K, owner: string, manager?: EntityManager): Promise<number> {
+    const keys = this.rows.keyColumns;
+    const values = this.rows.keyValues(key);
+    const claimIn = (m: EntityManager): Promise<{ epoch: string }[]> =>
+      m.query(
+        `INSERT INTO ${this.rows.table} AS r (${keys.join(', ')}, epoch, owner, claimed_at, renewed_at)
+         VALUES (${keys.map((_, i) => `$${i + 1}`).join(', ')}, 1, $${keys.length + 1}, now(), now())
+         ON CONFLICT (${keys.join(', ')}) DO UPDATE
+           SET epoch = r.epoch + 1, owner = EXCLUDED.owner, claimed_at = now(), renewed_at = now()
+         RETURNING r.epoch`,
+        [...values, owner],
+      );
+    const rows = manager ? await claimIn(manager) : await this.transaction(claimIn);
+    return Number(rows[0].epoch);
+  }
+
   /** A fence for the writes made under `epoch` of `key`'s row. */
   fenceFor(key: K, epoch: number): WriteFence {
     const keyValues = this.rows.keyValues(key);

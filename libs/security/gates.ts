@@ -67,6 +67,17 @@ export function buildGates(config: EventMeshConfig, deps: GateDependencies): Bui
   };
 }
 
+/**
+ * The admin gate's filters as configured (EVENTMESH_ADMIN_SECURITY_FILTERS: TokenAuth, ACL), for a process
+ * outside the runtime that serves an admin API of its own behind the same rules and credentials: the connector
+ * runtime. They read Postgres only (API keys, ACL rules).
+ */
+export function adminFiltersOf(config: EventMeshConfig, db: DataSource): GateFilter[] {
+  return config.admin.security.filters.map((name) =>
+    name === 'acl' ? new AclFilter(new AclRuleStore(db), config.security.gate.acl) : TokenAuth.fromConfig(config, db),
+  );
+}
+
 function createFilter(name: FilterName, config: EventMeshConfig, deps: GateDependencies): GateFilter {
   switch (name) {
     case 'acl':

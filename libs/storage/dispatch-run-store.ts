@@ -47,18 +47,8 @@ export class DispatchRunStore {
    * Takes the next epoch of the instance's dispatch run (1 for the first run) for `owner`, and returns it. Waits
    * for a fenced write in flight under the previous epoch; every write under an older epoch is refused after.
    */
-  async claim(instanceId: string, owner: string): Promise<number> {
-    const rows: { epoch: string }[] = await this.fence.transaction((manager) =>
-      manager.query(
-        `INSERT INTO dispatch_runs AS r (instance_id, epoch, owner, claimed_at, renewed_at)
-         VALUES ($1, 1, $2, now(), now())
-         ON CONFLICT (instance_id) DO UPDATE
-           SET epoch = r.epoch + 1, owner = EXCLUDED.owner, claimed_at = now(), renewed_at = now()
-         RETURNING r.epoch`,
-        [instanceId, owner],
-      ),
-    );
-    return Number(rows[0].epoch);
+  claim(instanceId: string, owner: string): Promise<number> {
+    return this.fence.claim(instanceId, owner);
   }
 
   /** Records that the run under `epoch` is alive; false (and counted) when a newer run, or a takeover, moved the epoch on. */

@@ -1,9 +1,13 @@
-import { randomUUID } from 'node:crypto';
-import { EventMeshClient } from '@eventmesh/client';
 import type { Client as PgClient } from 'pg';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
-import { applicationDatabase, spawnConnectors } from '../support/connectors-app';
-import { uniqueTopic } from '../support/env';
+import {
+  adminCaller,
+  applicationDatabase,
+  createOutbox,
+  pipelineNames,
+  sinkSubscription,
+  spawnConnectors,
+} from '../support/connectors-app';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
@@ -27,11 +31,7 @@ interface JobBody {
  * refused by the fence. After each step the sink table holds each outbox row exactly once.
  */
 describe('connector runtime: outbox -> mesh -> table', () => {
-  const tag = randomUUID().slice(0, 6);
-  const topic = uniqueTopic('cx');
-  const instanceId = `cx-${tag}`;
-  const outbox = `outbox_${tag}`;
-  const sinkTable = `orders_${tag}`;
+  const { tag, topic, instanceId, outbox, sinkTable } = pipelineNames('cx');
   let instance: InstanceProcess;
   const replicas = new Map<string, InstanceProcess>();
   let admin: string;
@@ -44,16 +44,7 @@ describe('connector runtime: outbox -> mesh -> table', () => {
   /** Order ids dead-lettered on purpose (by the source, by the sink): never in the sink table. */
   const deadLettered: number[] = [];
 
-  const api = async (method: string, path: string, body?: unknown) => {
-    const res = await fetch(`${admin}${path}`, {
-      method,
-      signal: AbortSignal.timeout(30000),
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    return { status: res.status, body: text ? (JSON.parse(text) as JobBody) : undefined };
-  };
+  const api = adminCaller<JobBody>(() => admin);
   const jobView = async (id: string) => (await api('GET', `/admin/jobs/${id}`)).body!;
   const startReplica = async (name: string) => {
     const replica = spawnConnectors(name, instance.url!);
@@ -91,9 +82,7 @@ describe('connector runtime: outbox -> mesh -> table', () => {
     temporal = await temporalClient();
     app = await applicationDatabase();
     db = await app.client();
-    await db.query(`CREATE TABLE ${outbox} (
-      id bigserial PRIMARY KEY, txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-      aggregatetype text, aggregateid text, type text, payload jsonb)`);
+    await createOutbox(db, outbox);
     await db.query(`CREATE TABLE ${sinkTable} (event_id text NOT NULL, order_id int NOT NULL, amount int NOT NULL)`);
     instance = InstanceProcess.spawn({ EVENTMESH_INSTANCE_ID: instanceId, EVENTMESH_KAFKA_TOPICS: `${topic}-order` });
     await instance.ready();
@@ -137,12 +126,7 @@ describe('connector runtime: outbox -> mesh -> table', () => {
   });
 
   it('publishes rows committed out of id order without skipping any; an invalid row and an unwritable event are dead-lettered', async () => {
-    const mesh = new EventMeshClient({ url: instance.url! });
-    const sub = await mesh.subscriptions.create({
-      protocol: 'STREAM',
-      topic: `${topic}-order`,
-      config: { ackTimeoutMs: 5000 },
-    } as never);
+    const sub = await sinkSubscription(instance.url!, `${topic}-order`);
     const created = await api('POST', '/admin/jobs', {
       name: `sink-${tag}`,
       kind: 'postgres-table',

@@ -1,6 +1,8 @@
+import { randomUUID } from 'node:crypto';
 import path from 'node:path';
+import { EventMeshClient } from '@eventmesh/client';
 import { Client } from 'pg';
-import { testEnv } from './env';
+import { testEnv, uniqueTopic } from './env';
 import { InstanceProcess } from './instance-process';
 
 /** The built connector runtime entry (`npm run connectors`). */
@@ -54,4 +56,53 @@ export async function applicationDatabase(name = 'eventmesh_connectors_app'): Pr
       return c;
     },
   };
+}
+
+/**
+ * A caller of the admin API at `base()` (read at each call: the replica asked may change under a test), with
+ * `token` as its bearer credential when given: the answer's status and parsed body.
+ */
+export function adminCaller<B>(base: () => string, token?: string) {
+  return async (method: string, path: string, body?: unknown): Promise<{ status: number; body: B | undefined }> => {
+    const res = await fetch(`${base()}${path}`, {
+      method,
+      signal: AbortSignal.timeout(30000),
+      headers: {
+        ...(token ? { authorization: `Bearer ${token}` } : {}),
+        ...(body === undefined ? {} : { 'content-type': 'application/json' }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    return { status: res.status, body: text ? (JSON.parse(text) as B) : undefined };
+  };
+}
+
+/** An outbox table as docs/connectors.md describes it (`topic`: with a destination topic column). */
+export async function createOutbox(db: Client, table: string, options: { topic?: boolean } = {}): Promise<void> {
+  await db.query(`CREATE TABLE ${table} (
+    id bigserial PRIMARY KEY, txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+    aggregatetype text, aggregateid text, type text,${options.topic ? ' topic text,' : ''} payload jsonb)`);
+  await db.query(`CREATE INDEX ON ${table} (txid, id)`);
+}
+
+/** The names of one test's outbox -> mesh -> table pipeline, unique to it. */
+export function pipelineNames(prefix: string) {
+  const tag = randomUUID().slice(0, 6);
+  return {
+    tag,
+    topic: uniqueTopic(prefix),
+    instanceId: `${prefix}-${tag}`,
+    outbox: `outbox_${tag}`,
+    sinkTable: `orders_${tag}`,
+  };
+}
+
+/** A STREAM subscription to `topic` at the instance at `url` (acks timing out after 5 s): what a table sink consumes. */
+export function sinkSubscription(url: string, topic: string): Promise<{ id: string }> {
+  return new EventMeshClient({ url }).subscriptions.create({
+    protocol: 'STREAM',
+    topic,
+    config: { ackTimeoutMs: 5000 },
+  } as never);
 }

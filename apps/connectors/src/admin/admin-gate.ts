@@ -1,13 +1,20 @@
 import type { FastifyRequest } from 'fastify';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../../../../libs/config';
-import { ANONYMOUS, Caller, LoggingAuditSink, SecurityGate, TokenAuth } from '../../../../libs/security';
+import {
+  adminFiltersOf,
+  ANONYMOUS,
+  Caller,
+  LoggingAuditSink,
+  SecurityGate,
+  TokenAuth,
+} from '../../../../libs/security';
 
 /**
  * The admin gate of the connector runtime: the security gate library of the event runtime with the same settings
  * as its admin API (EVENTMESH_ADMIN_SECURITY_FILTERS, ..._FAIL_CLOSED, the token keys, the operator tenant) and
- * the same API keys, so one operator token (or a tenant admin's) works for both. TokenAuth only: the event
- * runtime's ACL rules are not applied here (not built; docs/connectors.md). Every decision is audited to the log.
+ * the same API keys and ACL rules (the `admin` action), so one operator token (or a tenant admin's) works for both
+ * and an ACL rule denying a caller the admin action denies it here too. Every decision is audited to the log.
  */
 export class AdminGate {
   private readonly gate: SecurityGate;
@@ -15,10 +22,11 @@ export class AdminGate {
 
   constructor(shared: EventMeshConfig, db: DataSource) {
     const security = shared.admin.security;
-    this.token = security.filters.includes('token') ? TokenAuth.fromConfig(shared, db) : undefined;
+    const filters = adminFiltersOf(shared, db);
+    this.token = filters.find((f): f is TokenAuth => f instanceof TokenAuth);
     this.gate = new SecurityGate({
       name: 'connectors-admin',
-      filters: this.token ? [this.token] : [],
+      filters,
       failClosed: security.failClosed,
       audit: new LoggingAuditSink(),
       auditAllows: true,

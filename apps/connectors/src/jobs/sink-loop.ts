@@ -1,7 +1,7 @@
 import { RejectError, type CloudEvent } from '@eventmesh/client';
 import { StaleEpochError } from '../../../../libs/fence';
 import type { PutOutcome, SinkConnector } from '../spi';
-import { pause, RunContext } from './run-context';
+import { noteError, pause, RunContext } from './run-context';
 
 /** Deliveries held at once (the subscription's window) and written in one batch at most. */
 const WINDOW = 200;
@@ -12,7 +12,10 @@ const WINDOW = 200;
  * counts and the dead letters under the run's fence, then answer each delivery: written (or already written) is
  * acked; a permanent failure is rejected (the subscription's dead letters, and the job's); a transient one is
  * nacked and redelivered after the nack delay, so a failing target is retried at that pace, never in a spin. A
- * fence refusal ends the run; its unanswered deliveries are given back and redelivered to the next run.
+ * fence refusal ends the run; its unanswered deliveries are given back and redelivered to the next run. A stream
+ * that cannot connect is the job's last error; one refused for good (the subscription is not the job tenant's, or
+ * is gone; the credential is refused) ends the run with that error, and the workflow runs it again after its
+ * retry backoff.
  */
 export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: RunContext): Promise<void> {
   let stale: StaleEpochError | undefined;
@@ -62,8 +65,14 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
     },
     { dedupe: false, window: WINDOW, concurrency: WINDOW, nackDelayMs: 1000 },
   );
+  let refused: Error | undefined;
+  consumer.on('state', ({ state, error }) => {
+    if (!error) return;
+    void noteError(ctx, `subscription ${subscriptionId}: ${error.message}`);
+    if (state === 'closed') refused = error;
+  });
   try {
-    while (!ctx.signal.aborted && !stale) {
+    while (!ctx.signal.aborted && !stale && !refused) {
       await pause(1000, ctx.signal);
       if (!stale && !(await ctx.runs.renew(ctx.jobId, ctx.progress.epoch)))
         stale = new StaleEpochError({ kind: 'connector-job', jobId: ctx.jobId }, ctx.progress.epoch, undefined);
@@ -72,4 +81,5 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
     await (stale ? consumer.close() : consumer.drain());
   }
   if (stale) throw stale;
+  if (refused) throw refused;
 }

@@ -35,18 +35,8 @@ export class JobRunStore {
   }
 
   /** Takes the job's next epoch for `owner`: every write under an older epoch is refused from now on. */
-  async claim(jobId: string, owner: string): Promise<number> {
-    const rows: { epoch: string }[] = await this.fence.transaction((manager) =>
-      manager.query(
-        `INSERT INTO connectors.job_runs AS r (job_id, epoch, owner, claimed_at, renewed_at)
-         VALUES ($1, 1, $2, now(), now())
-         ON CONFLICT (job_id) DO UPDATE
-           SET epoch = r.epoch + 1, owner = EXCLUDED.owner, claimed_at = now(), renewed_at = now()
-         RETURNING r.epoch`,
-        [jobId, owner],
-      ),
-    );
-    return Number(rows[0].epoch);
+  claim(jobId: string, owner: string): Promise<number> {
+    return this.fence.claim(jobId, owner);
   }
 
   renew(jobId: string, epoch: number): Promise<boolean> {
@@ -100,11 +90,7 @@ export class JobRunStore {
    */
   async resetPosition(jobId: string, position: string | null): Promise<void> {
     await this.fence.transaction(async (manager) => {
-      await manager.query(
-        `INSERT INTO connectors.job_runs AS r (job_id, epoch, owner) VALUES ($1, 1, 'reset')
-         ON CONFLICT (job_id) DO UPDATE SET epoch = r.epoch + 1, owner = 'reset'`,
-        [jobId],
-      );
+      await this.fence.claim(jobId, 'reset', manager);
       await manager.query(
         `INSERT INTO connectors.job_positions AS p (job_id, position, epoch) VALUES ($1, $2, 0)
          ON CONFLICT (job_id) DO UPDATE SET position = EXCLUDED.position, updated_at = now()`,

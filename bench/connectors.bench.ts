@@ -1,0 +1,354 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import { EventMeshClient } from '@eventmesh/client';
+import { Kafka, logLevel } from 'kafkajs';
+import { Client } from 'pg';
+import {
+  benchConfig,
+  benchEnv,
+  createTopics,
+  median,
+  meterCpu,
+  printTable,
+  ROOT,
+  RunResult,
+  startInstanceProcess,
+  summarize,
+  until,
+} from './support';
+
+/**
+ * The connector runtime against hand-written baselines, in the same run on the same servers (issue 35):
+ * - outbox -> mesh: the outbox job (connector replica -> SDK -> instance -> Kafka) against a minimal relay (a loop
+ *   reading the outbox table by id and calling kafkajs `sendBatch`, at least once only); N rows committed at once,
+ *   timed from the commit until the job's position is past them (the relay: until its last batch was acked);
+ * - mesh -> table: the table sink job (a STREAM subscription through the SDK, a ledger row per event) against a
+ *   kafkajs consumer group inserting each batch in one statement; N events published (the same SDK publish in
+ *   both), timed from the first publish until the table holds N rows;
+ * - outbox insert -> table row: both jobs at once, rows inserted at BENCH_PACE per second, each row's latency from
+ *   its insert (clock_timestamp) to its sink row's insert (clock_timestamp), p50/p99.
+ * Each comparison runs BENCH_ROUNDS rounds (default 5), the arms alternating, every round printed, and the median
+ * of the ratios; CPU per event of the processes involved. `npm run bench:connectors` (BENCH_EVENTS: rows per round).
+ */
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 5000);
+const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
+const PACE = Number(process.env.BENCH_PACE ?? 200);
+const BATCH = 500;
+/** The processes this run started: stopped however it ends. */
+const children: ChildProcess[] = [];
+
+const env = benchEnv({});
+const config = benchConfig();
+const pg = config.postgres;
+const APP_DB = 'eventmesh_bench_connectors';
+const connection = { host: pg.host, port: pg.port, database: APP_DB, user: pg.user, password: pg.password };
+
+async function appClient(database = APP_DB): Promise<Client> {
+  const c = new Client({ ...connection, database });
+  await c.connect();
+  return c;
+}
+
+/** A connector replica process (the built `npm run connectors`), its admin URL once it listens. */
+async function startConnectors(meshUrl: string) {
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist/apps/connectors/src/main.js')], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...env,
+      EVENTMESH_CONNECTORS_HTTP_PORT: '0',
+      EVENTMESH_CONNECTORS_MESH_URL: meshUrl,
+      EVENTMESH_CONNECTORS_REPLICA_ID: `bench-${randomUUID().slice(0, 6)}`,
+      EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
+    },
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  children.push(child);
+  let out = '';
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const url = await until('the connector runtime listens', () => /listening on (http:\/\/\S+)/.exec(out)?.[1], 60000);
+  return { url, child };
+}
+
+/** The broker's pid as scripts/infra.sh wrote it for these settings. */
+function brokerPid(): number | undefined {
+  const data = process.env.EVENTMESH_INFRA_DATA_DIR ?? path.join(ROOT, '.data');
+  try {
+    return Number(readFileSync(path.join(data, 'kafka/kafka.pid'), 'utf8').trim()) || undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+async function main(): Promise<void> {
+  const admin = await appClient(pg.database);
+  if ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [APP_DB])).rowCount === 0)
+    await admin.query(`CREATE DATABASE ${APP_DB}`);
+  await admin.end();
+  const db = await appClient();
+  const tag = randomUUID().slice(0, 6);
+  const topic = `bench-cx-${tag}`;
+  const kafka = new Kafka({ brokers: config.kafka.brokers, clientId: 'bench-connectors', logLevel: logLevel.NOTHING });
+  await createTopics(kafka, [topic], 3);
+  const instance = await startInstanceProcess({
+    ...env,
+    EVENTMESH_INSTANCE_ID: `bench-cx-${tag}`,
+    EVENTMESH_HTTP_PORT: '0',
+    EVENTMESH_KAFKA_TOPICS: topic,
+  });
+  children.push(instance.child);
+  const connectors = await startConnectors(instance.url);
+  const mesh = new EventMeshClient({ url: instance.url });
+  const api = async (method: string, url: string, body?: unknown) => {
+    const res = await fetch(`${connectors.url}${url}`, {
+      method,
+      headers: body === undefined ? {} : { 'content-type': 'application/json' },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await res.text();
+    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
+    return text ? (JSON.parse(text) as { id: string; moved: number; run: { epoch: number | null } }) : undefined;
+  };
+  const pids = {
+    instance: instance.child.pid,
+    connectors: connectors.child.pid,
+    broker: brokerPid(),
+    bench: 'self' as const,
+  };
+  let n = 0;
+  const outbox = async () => {
+    const table = `bench_outbox_${tag}_${++n}`;
+    await db.query(`CREATE TABLE ${table} (
+      id bigserial PRIMARY KEY, txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+      aggregatetype text, aggregateid text, type text, payload jsonb)`);
+    await db.query(`CREATE INDEX ON ${table} (txid, id)`);
+    return table;
+  };
+  const sinkTable = async () => {
+    const table = `bench_orders_${tag}_${++n}`;
+    await db.query(
+      `CREATE TABLE ${table} (event_id text, order_id int, at double precision, written_at timestamptz DEFAULT clock_timestamp())`,
+    );
+    return table;
+  };
+  const insertRows = (table: string, from: number, count: number) =>
+    db.query(
+      `INSERT INTO ${table} (aggregatetype, aggregateid, type, payload)
+       SELECT 'order', (o % 64)::text, 'order.created',
+              jsonb_build_object('orderId', o, 'at', extract(epoch FROM clock_timestamp()) * 1000)
+         FROM generate_series($1::int, $2::int) o`,
+      [from, from + count - 1],
+    );
+  const rowsIn = async (table: string) => Number((await db.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
+  const outboxJob = async (table: string) =>
+    (await api('POST', '/admin/jobs', {
+      name: table.replace(/_/g, '-'),
+      kind: 'postgres-outbox',
+      config: { connection, table, topicTemplate: topic, batchSize: BATCH },
+    }))!.id;
+  const sinkJob = async (table: string) => {
+    const sub = (await mesh.subscriptions.create({
+      protocol: 'STREAM',
+      topic,
+      config: { ackTimeoutMs: 5000 },
+    } as never)) as {
+      id: string;
+    };
+    const id = (await api('POST', '/admin/jobs', {
+      name: table.replace(/_/g, '-'),
+      kind: 'postgres-table',
+      config: {
+        subscriptionId: sub.id,
+        connection,
+        table,
+        columns: { event_id: 'id', order_id: 'data.orderId', at: 'data.at' },
+      },
+    }))!.id;
+    await until(
+      'the sink job runs',
+      async () => (await api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
+      60000,
+    );
+    return id;
+  };
+  const publishAll = async (from: number) => {
+    for (let i = 0; i < EVENTS; i += BATCH)
+      await mesh.publishMany(
+        Array.from({ length: Math.min(BATCH, EVENTS - i) }, (_, k) => ({
+          id: randomUUID(),
+          type: 'order.created',
+          source: '/bench',
+          data: { orderId: from + i + k, at: Date.now() },
+        })) as never,
+        { topic },
+      );
+  };
+
+  /** Runs `load`, waits until `done` holds, and answers the figures from before the load to then. */
+  const timed = async (name: string, load: () => Promise<unknown>, done: () => Promise<boolean>) => {
+    const cpu = meterCpu(pids);
+    const started = process.hrtime.bigint();
+    await load();
+    await until(name, async () => ((await done()) ? true : undefined), 600000, 20);
+    return { ...summarize(name, EVENTS, started), cpu: cpu() };
+  };
+  /** Outbox -> mesh through the job: from the rows' commit until the job's position is past them. */
+  const outboxViaJob = async (): Promise<RunResult> => {
+    const table = await outbox();
+    const id = await outboxJob(table);
+    await until(
+      'the outbox job runs',
+      async () => (await api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
+      60000,
+    );
+    const result = await timed(
+      'outbox -> mesh: outbox job',
+      () => insertRows(table, 1, EVENTS),
+      async () => (await api('GET', `/admin/jobs/${id}`))!.moved >= EVENTS,
+    );
+    await api('DELETE', `/admin/jobs/${id}`);
+    return result;
+  };
+  /** The baseline relay: a loop reading the outbox by id, kafkajs sendBatch, at least once. */
+  const outboxViaRelay = async (): Promise<RunResult> => {
+    const table = await outbox();
+    const producer = kafka.producer();
+    await producer.connect();
+    const relay = async () => {
+      await insertRows(table, 1, EVENTS);
+      let last = 0;
+      let sent = 0;
+      while (sent < EVENTS) {
+        const { rows } = await db.query<{ id: string; aggregateid: string; type: string; payload: unknown }>(
+          `SELECT id, aggregateid, type, payload FROM ${table} WHERE id > $1 ORDER BY id LIMIT ${BATCH}`,
+          [last],
+        );
+        if (rows.length === 0) continue;
+        await producer.sendBatch({
+          acks: -1,
+          topicMessages: [
+            {
+              topic,
+              messages: rows.map((r) => ({
+                key: r.aggregateid,
+                value: JSON.stringify({ id: r.id, type: r.type, source: '/outbox', data: r.payload }),
+              })),
+            },
+          ],
+        });
+        last = Number(rows[rows.length - 1].id);
+        sent += rows.length;
+      }
+    };
+    const result = await timed('outbox -> mesh: kafkajs relay', relay, async () => true);
+    await producer.disconnect();
+    return result;
+  };
+  /** Mesh -> table through the sink job: from the first publish until the table holds every event. */
+  const tableViaJob = async (): Promise<RunResult> => {
+    const table = await sinkTable();
+    const id = await sinkJob(table);
+    const result = await timed(
+      'mesh -> table: table sink job',
+      () => publishAll(1),
+      async () => (await rowsIn(table)) >= EVENTS,
+    );
+    await api('DELETE', `/admin/jobs/${id}`);
+    return result;
+  };
+  /** The baseline: a kafkajs consumer group inserting each batch in one statement. */
+  const tableViaGroup = async (): Promise<RunResult> => {
+    const table = await sinkTable();
+    const consumer = kafka.consumer({ groupId: `bench-cx-${randomUUID()}` });
+    await consumer.connect();
+    await consumer.subscribe({ topic, fromBeginning: false });
+    let joined = false;
+    consumer.on(consumer.events.GROUP_JOIN, () => (joined = true));
+    await consumer.run({
+      eachBatch: async ({ batch }) => {
+        // The runtime's records: the context attributes as ce_ headers, the data as the value.
+        const events = batch.messages.map((m) => ({
+          id: String(m.headers!.ce_id),
+          data: JSON.parse(m.value!.toString()) as { orderId: number; at: number },
+        }));
+        await db.query(
+          `INSERT INTO ${table} (event_id, order_id, at) SELECT * FROM unnest($1::text[], $2::int[], $3::float8[])`,
+          [events.map((e) => e.id), events.map((e) => e.data.orderId), events.map((e) => e.data.at)],
+        );
+      },
+    });
+    await until('the group joined', () => joined || undefined, 60000);
+    const result = await timed(
+      'mesh -> table: kafkajs consumer group',
+      () => publishAll(1),
+      async () => (await rowsIn(table)) >= EVENTS,
+    );
+    await consumer.disconnect();
+    return result;
+  };
+
+  const rounds: { outbox: [RunResult, RunResult]; table: [RunResult, RunResult] }[] = [];
+  for (let r = 0; r < ROUNDS; r++) {
+    const even = r % 2 === 0;
+    const ob = even
+      ? [await outboxViaJob(), await outboxViaRelay()]
+      : [await outboxViaRelay(), await outboxViaJob()].reverse();
+    const tb = even
+      ? [await tableViaJob(), await tableViaGroup()]
+      : [await tableViaGroup(), await tableViaJob()].reverse();
+    rounds.push({ outbox: ob as [RunResult, RunResult], table: tb as [RunResult, RunResult] });
+    console.log(`\nround ${r + 1} of ${ROUNDS}:`);
+    printTable([...ob, ...tb]);
+    console.log(
+      `ratios: outbox job / relay ${(ob[0].perSecond / ob[1].perSecond).toFixed(2)}x, sink job / consumer group ${(tb[0].perSecond / tb[1].perSecond).toFixed(2)}x`,
+    );
+  }
+
+  // Outbox insert -> table row, both jobs running, rows inserted at PACE per second.
+  const latencyOutbox = await outbox();
+  const latencyTable = await sinkTable();
+  const sink = await sinkJob(latencyTable);
+  const source = await outboxJob(latencyOutbox);
+  const total = PACE * 10;
+  const cpu = meterCpu(pids);
+  const started = process.hrtime.bigint();
+  for (let i = 0; i < total; i += PACE / 10) {
+    const tick = Date.now();
+    await insertRows(latencyOutbox, i + 1, PACE / 10);
+    await new Promise((r) => setTimeout(r, Math.max(0, 100 - (Date.now() - tick))));
+  }
+  await until(
+    'every row in the table',
+    async () => ((await rowsIn(latencyTable)) >= total ? true : undefined),
+    600000,
+    50,
+  );
+  const latencies = (
+    await db.query<{ ms: number }>(`SELECT extract(epoch FROM written_at) * 1000 - at AS ms FROM ${latencyTable}`)
+  ).rows.map((r) => Number(r.ms));
+  const pipeline = { ...summarize(`outbox insert -> table row (${PACE}/s)`, total, started, latencies), cpu: cpu() };
+  for (const id of [source, sink]) await api('DELETE', `/admin/jobs/${id}`);
+
+  console.log(`\n${ROUNDS} rounds of ${EVENTS} rows each; the median of each arm and of the ratios:`);
+  const med = (pick: (r: (typeof rounds)[number]) => RunResult) => median(rounds.map((r) => pick(r).perSecond));
+  console.log(
+    `- outbox -> mesh: job ${med((r) => r.outbox[0]).toFixed(0)}/s, relay ${med((r) => r.outbox[1]).toFixed(0)}/s, ratio ${median(rounds.map((r) => r.outbox[0].perSecond / r.outbox[1].perSecond)).toFixed(2)}x (goal 0.7x)`,
+  );
+  console.log(
+    `- mesh -> table: job ${med((r) => r.table[0]).toFixed(0)}/s, group ${med((r) => r.table[1]).toFixed(0)}/s, ratio ${median(rounds.map((r) => r.table[0].perSecond / r.table[1].perSecond)).toFixed(2)}x (goal 0.8x)`,
+  );
+  printTable([pipeline]);
+
+  connectors.child.kill('SIGTERM');
+  await instance.stop();
+  await db.end();
+  process.exit(0);
+}
+
+main().catch((e) => {
+  console.error(e);
+  for (const child of children) child.kill('SIGTERM');
+  process.exit(1);
+});

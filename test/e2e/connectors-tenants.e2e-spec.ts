@@ -1,0 +1,257 @@
+import { randomUUID } from 'node:crypto';
+import type { Client as PgClient } from 'pg';
+import { connectorJobWorkflowIdOf } from '../../contracts';
+import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { adminCaller, applicationDatabase, createOutbox, spawnConnectors } from '../support/connectors-app';
+import { InstanceProcess } from '../support/instance-process';
+import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { TokenIssuer } from '../support/token-issuer';
+import { waitFor } from '../support/wait-for';
+
+const ISSUER = 'eventmesh-connectors-test';
+const AUDIENCE = 'eventmesh';
+
+/** What the tests read of `/admin/jobs` answers. */
+interface JobBody {
+  id: string;
+  state: string;
+  moved: number;
+  deadLettered: number;
+  position: string | null;
+  lastError: string | null;
+  run: { epoch: number | null };
+  spec: { config: { batchSize: number } };
+  code?: string;
+  field?: string;
+}
+
+/**
+ * The connector runtime behind an enforcing gate (TokenAuth on the ingress; TokenAuth and the ACL on both admin
+ * APIs), two tenants `ta` and `tb`: each job's calls go through the event runtime's gate with the job's own
+ * credential, a job of one tenant reaches none of the other's topics or subscriptions, and the admin API of the
+ * connector runtime applies the event runtime's ACL rules. Then the job operations on tenant ta's outbox job:
+ * dead letters browsed and replayed, pause, position reset, resume, restart, reconfigure, delete.
+ */
+describe('connector runtime: tenants, the gate, job operations', () => {
+  const tag = randomUUID().slice(0, 6);
+  const outbox = `tenants_outbox_${tag}`;
+  const tokens = new Map<string, string>();
+  let instance: InstanceProcess;
+  let replica: InstanceProcess;
+  let app: Awaited<ReturnType<typeof applicationDatabase>>;
+  let db: PgClient;
+  let temporal: Awaited<ReturnType<typeof temporalClient>>;
+  const jobs: string[] = [];
+
+  const call = (base: string, who: string, method: string, url: string, body?: unknown) =>
+    adminCaller<JobBody>(() => base, tokens.get(who))(method, url, body);
+  const mesh = (who: string, method: string, url: string, body?: unknown) =>
+    call(instance.url!, who, method, url, body);
+  const admin = (who: string, method: string, url: string, body?: unknown) =>
+    call(replica.url!, who, method, url, body);
+  const job = async (id: string) => (await admin('ta/alice', 'GET', `/admin/jobs/${id}`)).body!;
+  /** An outbox job of tenant ta reading its own outbox table, its calls made with `mesh`. */
+  const outboxJob = async (name: string, meshCredential: { token?: string; apiKey?: string }) => {
+    await createOutbox(db, `${outbox}_${name}`, { topic: true });
+    const created = await admin('ta/alice', 'POST', '/admin/jobs', {
+      name: `${name}-${tag}`,
+      kind: 'postgres-outbox',
+      mesh: meshCredential,
+      config: { connection: app.connection, table: `${outbox}_${name}`, columns: { topic: 'topic' } },
+    });
+    expect(created.status).toBe(201);
+    jobs.push(created.body!.id);
+    return created.body!.id;
+  };
+  const insert = (name: string, topic: string) =>
+    db.query(
+      `INSERT INTO ${outbox}_${name} (aggregatetype, aggregateid, type, topic, payload)
+       VALUES ('order', '1', 'order.created', $1, '{}')`,
+      [topic],
+    );
+
+  beforeAll(async () => {
+    const issuer = await TokenIssuer.create(ISSUER, AUDIENCE);
+    for (const [tenant, principal] of [
+      ['ta', 'alice'],
+      ['ta', 'mallory'],
+      ['tb', 'bob'],
+    ])
+      tokens.set(`${tenant}/${principal}`, await issuer.sign(tenant, principal, 'publish subscribe admin'));
+    const gate = {
+      EVENTMESH_SECURITY_GATE_FILTERS: 'token',
+      EVENTMESH_SECURITY_GATE_FAIL_CLOSED: 'true',
+      EVENTMESH_ADMIN_SECURITY_FILTERS: 'token,acl',
+      EVENTMESH_ADMIN_SECURITY_FAIL_CLOSED: 'true',
+      EVENTMESH_SECURITY_GATE_ACL_DEFAULT: 'ALLOW',
+      EVENTMESH_SECURITY_GATE_ACL_REFRESH_MS: '250',
+      EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE: issuer.keysFile,
+      EVENTMESH_SECURITY_GATE_TOKEN_ISSUER: ISSUER,
+      EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE: AUDIENCE,
+      // A revoked API key is refused at its next use.
+      EVENTMESH_SECURITY_GATE_TOKEN_API_KEY_CACHE_MS: '0',
+    };
+    temporal = await temporalClient();
+    app = await applicationDatabase();
+    db = await app.client();
+    instance = InstanceProcess.spawn({ ...gate, EVENTMESH_INSTANCE_ID: `cxt-${tag}` });
+    await instance.ready();
+    replica = spawnConnectors(`cxt-${tag}`, instance.url!, gate);
+    await replica.ready();
+    for (const [who, name] of [
+      ['ta/alice', `orders-${tag}`],
+      ['tb/bob', `secret-${tag}`],
+    ])
+      expect((await mesh(who, 'POST', '/topics', { name, partitions: 1 })).status).toBe(201);
+  }, 120000);
+
+  afterAll(async () => {
+    for (const id of jobs) await admin('ta/alice', 'DELETE', `/admin/jobs/${id}`).catch(() => undefined);
+    await replica?.stop();
+    await instance?.stop();
+    await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(`cxt-${tag}`)]);
+    await temporal.close();
+    await db?.query(`DROP TABLE IF EXISTS ${outbox}_key, ${outbox}_reach`);
+    await db?.end();
+  }, 120000);
+
+  it("each job's calls pass the gate with the job's own credential: none refused at create, a revoked key stops the job", async () => {
+    const none = await admin('ta/alice', 'POST', '/admin/jobs', {
+      name: `none-${tag}`,
+      kind: 'postgres-outbox',
+      config: { connection: app.connection, table: outbox },
+    });
+    expect(none).toMatchObject({ status: 401, body: { code: 'UNAUTHENTICATED' } });
+    const key = (await mesh('ta/alice', 'POST', '/admin/api-keys', { name: `job-${tag}`, scopes: ['publish'] }))
+      .body as unknown as { id: string; key: string };
+    const id = await outboxJob('key', { apiKey: key.key });
+    await insert('key', `orders-${tag}`);
+    await waitFor('the row published with the key', async () => (await job(id)).moved === 1);
+    expect((await mesh('ta/alice', 'DELETE', `/admin/api-keys/${key.id}`)).status).toBe(204);
+    await insert('key', `orders-${tag}`);
+    await waitFor('the gate refused the revoked key', async () => (await job(id)).lastError !== null);
+    expect((await job(id)).lastError).toBe('the API key has been revoked');
+    expect(await job(id)).toMatchObject({ moved: 1, deadLettered: 0 });
+  });
+
+  it("a job of tenant ta reaches none of tenant tb's topics or subscriptions; tb's credential is refused in ta's job", async () => {
+    expect(
+      (
+        await admin('ta/alice', 'POST', '/admin/jobs', {
+          name: `stolen-${tag}`,
+          kind: 'postgres-outbox',
+          mesh: { token: tokens.get('tb/bob') },
+          config: { connection: app.connection, table: outbox },
+        })
+      ).body,
+    ).toMatchObject({ code: 'INVALID_REQUEST', field: 'mesh' });
+
+    const source = await outboxJob('reach', { token: tokens.get('ta/alice') });
+    // tb's topic by its short name (read in ta's tenant: no such topic) and by its Kafka name; then ta's own.
+    for (const topic of [`secret-${tag}`, `tenant.tb.secret-${tag}`, `orders-${tag}`]) await insert('reach', topic);
+    await waitFor('the three rows read', async () => {
+      const now = await job(source);
+      return now.moved + now.deadLettered === 3;
+    });
+    expect(await job(source)).toMatchObject({ moved: 1, deadLettered: 2 });
+    const dead = (await admin('ta/alice', 'GET', `/admin/jobs/${source}/dead-letters`)).body as unknown as {
+      reason: string;
+    }[];
+    expect(dead.map((d) => d.reason.split(':')[0])).toEqual(['UNKNOWN_TOPIC', 'UNKNOWN_TOPIC']);
+
+    // tb's subscription id in ta's sink job: the runtime answers it as no subscription, and nothing is read.
+    const subscription = await mesh('tb/bob', 'POST', '/subscriptions', {
+      protocol: 'STREAM',
+      topic: `secret-${tag}`,
+    });
+    expect(subscription.status).toBe(201);
+    const sink = await admin('ta/alice', 'POST', '/admin/jobs', {
+      name: `sink-${tag}`,
+      kind: 'postgres-table',
+      mesh: { token: tokens.get('ta/alice') },
+      config: {
+        subscriptionId: subscription.body!.id,
+        connection: app.connection,
+        table: `${outbox}_reach`,
+        columns: { type: 'type' },
+      },
+    });
+    expect(sink.status).toBe(201);
+    jobs.push(sink.body!.id);
+    await waitFor('the sink job refused', async () =>
+      /subscription \S+ does not exist$/.test((await job(sink.body!.id)).lastError ?? ''),
+    );
+    expect(await job(sink.body!.id)).toMatchObject({ moved: 0 });
+
+    // tb's admin sees none of ta's jobs.
+    expect((await admin('tb/bob', 'GET', `/admin/jobs/${source}`)).status).toBe(404);
+    expect((await admin('tb/bob', 'GET', '/admin/jobs')).body).toEqual([]);
+  });
+
+  it("applies the event runtime's ACL rules on its admin API: a DENY of the admin action is a 403", async () => {
+    const rule = await mesh('ta/alice', 'POST', '/admin/acl/rules', {
+      subject: 'principal:mallory',
+      action: 'admin',
+      topic: '*',
+      effect: 'DENY',
+    });
+    expect(rule.status).toBe(201);
+    await waitFor(
+      'the DENY rule applies',
+      async () => (await admin('ta/mallory', 'GET', '/admin/jobs')).status === 403,
+    );
+    expect((await admin('ta/mallory', 'GET', '/admin/jobs')).body).toMatchObject({ code: 'FORBIDDEN' });
+    expect((await admin('ta/alice', 'GET', '/admin/jobs')).status).toBe(200);
+  });
+
+  it('job operations: replay a dead letter, pause, reset the position, resume, restart, reconfigure, delete', async () => {
+    const id = jobs[1];
+    // The row to tb's topic by its short name: ta makes a topic of that name, and the replay goes through.
+    expect((await mesh('ta/alice', 'POST', '/topics', { name: `secret-${tag}`, partitions: 1 })).status).toBe(201);
+    const [first] = (await admin('ta/alice', 'GET', `/admin/jobs/${id}/dead-letters?limit=1`)).body as unknown as {
+      id: string;
+    }[];
+    expect(await admin('ta/alice', 'POST', `/admin/jobs/${id}/dead-letters/${first.id}/replay`)).toMatchObject({
+      status: 200,
+      body: { id: first.id, replayed: true },
+    });
+
+    expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/position`, { position: null })).status).toBe(409);
+    expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/pause`)).status).toBe(202);
+    await waitFor('the job paused', async () => (await job(id)).state === 'PAUSED');
+    const paused = await job(id);
+    await insert('reach', `orders-${tag}`);
+    expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/position`, { position: 7 })).body).toMatchObject({
+      code: 'INVALID_REQUEST',
+      field: 'position',
+    });
+    const reset = await admin('ta/alice', 'POST', `/admin/jobs/${id}/position`, { position: null });
+    expect(reset).toMatchObject({ status: 200, body: { position: null } });
+    expect(reset.body!.run.epoch).toBeGreaterThan(paused.run.epoch!);
+
+    // From the start again: the three rows read again (the same events) and the new one.
+    expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/resume`)).status).toBe(202);
+    await waitFor('the rows read again from the start', async () => {
+      const now = await job(id);
+      return now.state === 'RUNNING' && now.moved + now.deadLettered === paused.moved + paused.deadLettered + 4;
+    });
+
+    const before = await job(id);
+    expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/restart`)).status).toBe(202);
+    await waitFor('a new run', async () => (await job(id)).run.epoch! > before.run.epoch!);
+
+    const reconfigured = await admin('ta/alice', 'PUT', `/admin/jobs/${id}/config`, {
+      mesh: { token: tokens.get('ta/alice') },
+      config: { connection: app.connection, table: `${outbox}_reach`, columns: { topic: 'topic' }, batchSize: 7 },
+    });
+    expect(reconfigured).toMatchObject({ status: 200, body: { spec: { config: { batchSize: 7 } } } });
+    expect(
+      (await admin('ta/alice', 'PUT', `/admin/jobs/${id}/config`, { config: { connection: app.connection } })).body,
+    ).toMatchObject({ code: 'INVALID_REQUEST', field: 'config.table' });
+
+    expect((await admin('ta/alice', 'DELETE', `/admin/jobs/${id}`)).status).toBe(204);
+    expect((await admin('ta/alice', 'GET', `/admin/jobs/${id}`)).status).toBe(404);
+    const described = await temporal.client.workflow.getHandle(connectorJobWorkflowIdOf(id)).describe();
+    expect(described.status.name).toBe('TERMINATED');
+  }, 120000);
+});
