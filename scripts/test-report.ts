@@ -51,6 +51,7 @@ const FAILURE_LINES = 14;
 
 function failureOf(name: string, a: AssertionResult): string {
   const message = (a.failureMessages?.[0] ?? '')
+    // eslint-disable-next-line no-control-regex -- the terminal colour codes jest writes into its messages
     .replace(/\u001b\[[0-9;]*m/g, '')
     .split('\n')
     .filter((line) => line.trim() !== '')
