@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
 import { tenantTopicOf } from '../../libs/kafka';
-import { AuditRecord, CloudEventsAuditSink } from '../../libs/security';
+import { AuditRecord, CloudEventsAuditSink, SecurityGate } from '../../libs/security';
 import { testConfig, uniqueTopic } from '../support/env';
-import { headerTenantGate } from '../support/header-tenant-gate';
+import { HeaderTenantFilter, headerTenantGate } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';
 import { kafkaTopicNames, kafkaTopicSettings, storedEvents, topicEndOffset } from '../support/topic-offsets';
 
@@ -36,9 +36,17 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     EVENTMESH_DELIVERY_TOPOLOGY: 'LOCAL_STICKY_PULL',
     EVENTMESH_HTTP_PORT: '0',
   });
+  /** What the admin gate audited: as the configured admin gate (libs/security/gates.ts), it audits every decision. */
+  const adminAudit: AuditRecord[] = [];
   const gates = {
     ingress: headerTenantGate('ingress'),
-    admin: headerTenantGate('admin'),
+    admin: new SecurityGate({
+      name: 'admin',
+      filters: [new HeaderTenantFilter()],
+      failClosed: true,
+      audit: { record: (r) => adminAudit.push(r) },
+      auditAllows: true,
+    }),
     close: async () => undefined,
   };
   let instance: RunningInstance;
@@ -335,5 +343,15 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     expect((await call(undefined, 'DELETE', `${grants}/${tenantC}/publish`)).status).toBe(204);
     expect(await publish(tenantC, shared, 'revoked')).toMatchObject(refused);
     expect(await ends(shared)).toBe(before + 1);
+    // Each grant and revoke is audited by the admin gate: who, which route, its decision.
+    const audited = (method: string) =>
+      adminAudit.filter(
+        (r) => r.route === `${method} /admin/topics/:topic/grants${method === 'DELETE' ? '/:tenant/:action' : ''}`,
+      );
+    // Every grants request of the case, one record each: 7 POST, 3 DELETE (the gate allowed those the route refused).
+    expect(audited('POST')).toHaveLength(7);
+    expect(audited('DELETE')).toHaveLength(3);
+    for (const record of [...audited('POST'), ...audited('DELETE')])
+      expect(record).toMatchObject({ gate: 'admin', principal: 'anonymous', tenant: 'default', decision: 'allow' });
   });
 });
