@@ -4,6 +4,7 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { EventFrame, frameToKafkaMessage } from '../frame';
 import { installFastKafkajsEncoding } from './kafkajs-encoding';
 import type { TopicAdmin } from './topic-admin';
+import { knownPartitioner } from './known-partitioner';
 
 export interface PublishReceipt {
   topic: string;
@@ -127,7 +128,7 @@ export class EventProducer {
       allowAutoTopicCreation: false,
       // Bounded by the client's request timeout per attempt; the answer to the publisher is bounded by
       // publishTimeoutMs whatever the retries take.
-      createPartitioner: Partitioners.DefaultPartitioner,
+      createPartitioner: knownPartitioner,
       retry: { retries: 5 },
     });
   }

@@ -95,6 +95,38 @@ export class TopicAdmin {
   }
 
   /**
+   * Changes a tenant's own topic (`PATCH /topics/{name}`): `retentionMs` becomes its `retention.ms` (the only
+   * config such a topic has: the non-incremental alterConfigs keeps no other), `partitions` its partition count
+   * when higher (Kafka never lowers it; the caller refuses a lower one). Resolves the partitions it has.
+   */
+  async configureTopic(
+    topic: string,
+    change: { partitions?: number; retentionMs?: number },
+  ): Promise<{ partitions: number }> {
+    if (change.retentionMs !== undefined) {
+      await this.admin.alterConfigs({
+        validateOnly: false,
+        resources: [
+          {
+            type: ConfigResourceTypes.TOPIC,
+            name: topic,
+            configEntries: [{ name: 'retention.ms', value: String(change.retentionMs) }],
+          },
+        ],
+      });
+    }
+    const had = (await this.readPartitions(topic)).length;
+    const partitions = Math.max(had, change.partitions ?? had);
+    if (partitions > had) {
+      await this.admin.createPartitions({ topicPartitions: [{ topic, count: partitions }] });
+      // The publish path spreads over the new partitions from now on, not after the cache's TTL.
+      await this.readPartitions(topic);
+    }
+    this.log.info({ topic, partitions, retentionMs: change.retentionMs }, 'configured topic');
+    return { partitions };
+  }
+
+  /**
    * Deletes every event of a topic (`DELETE /topics/{name}`), keeping the topic itself: a kafkajs producer that
    * ever wrote to a topic asks for its metadata on every refresh and fails every send once it is gone, on every
    * instance, until restarted (kafkajs 2.2 forgets no topic). The name is taken up again by `createTopic`.

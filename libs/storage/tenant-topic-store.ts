@@ -35,6 +35,11 @@ export class TenantTopicStore {
     await this.db.manager.update(TenantTopicEntity, { tenant, name }, { ready, ...(partitions ? { partitions } : {}) });
   }
 
+  /** Records what `PATCH /topics/{name}` made of its Kafka topic. */
+  async configure(tenant: string, name: string, change: { partitions: number; retentionMs?: number }): Promise<void> {
+    await this.db.manager.update(TenantTopicEntity, { tenant, name }, change);
+  }
+
   async remove(tenant: string, name: string): Promise<void> {
     await this.db.manager.delete(TenantTopicEntity, { tenant, name });
   }

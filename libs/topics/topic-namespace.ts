@@ -33,6 +33,17 @@ export const createTopicSchema = z
   })
   .strict();
 
+/** `PATCH /topics/{name}`: more partitions (never fewer: Kafka cannot lower them), another retention. */
+export const configureTopicSchema = z
+  .object({
+    partitions: createTopicSchema.shape.partitions.describe('its partitions: as many as it has or more'),
+    retentionMs: createTopicSchema.shape.retentionMs.describe('how long its events are kept, in ms'),
+  })
+  .strict()
+  .refine((b) => b.partitions !== undefined || b.retentionMs !== undefined, {
+    message: 'give partitions, retentionMs or both',
+  });
+
 /** What a caller does with a topic it names: the reserved topics are the runtime's to write. */
 export type TopicUse = 'publish' | 'subscribe';
 
@@ -128,13 +139,7 @@ export class TopicNamespace {
   /** Creates one of the tenant's own topics: its name, then its Kafka topic; 201 once both exist. */
   async create(tenant: string, body: unknown): Promise<TenantTopicView> {
     const { name, partitions = this.options.defaultPartitions, retentionMs } = parse(createTopicSchema, body);
-    if (partitions > this.options.maxPartitions) {
-      throw new EventMeshError(
-        ErrorCode.InvalidRequest,
-        `partitions: at most ${this.options.maxPartitions} (EVENTMESH_KAFKA_TENANT_TOPIC_MAX_PARTITIONS)`,
-        { field: 'partitions', maxPartitions: this.options.maxPartitions },
-      );
-    }
+    this.checkPartitions(partitions);
     if (this.topics.isConfigured(name) || name === this.options.auditTopic) {
       throw new EventMeshError(ErrorCode.TopicExists, `topic "${name}" is one of the operator's shared topics`, {
         name,
@@ -163,6 +168,35 @@ export class TopicNamespace {
     }
     await this.store.setReady(tenant, name, true, made.partitions);
     this.log.info({ tenant, topic: name, partitions, retentionMs }, 'tenant topic created');
+    return viewOf((await this.store.find(tenant, name))!);
+  }
+
+  /**
+   * Changes one of the tenant's own topics: its partitions grow (400 naming `partitions` for fewer than it has or
+   * more than the cap; nothing changed), its retention is set. Another tenant's topic is 404, as a missing one.
+   */
+  async configure(tenant: string, name: string, body: unknown): Promise<TenantTopicView> {
+    const change = parse(configureTopicSchema, body);
+    const row = await this.get(tenant, name);
+    if (change.partitions !== undefined) this.checkPartitions(change.partitions);
+    if (change.partitions !== undefined && change.partitions < row.partitions) {
+      throw new EventMeshError(
+        ErrorCode.InvalidRequest,
+        `partitions: the topic has ${row.partitions}; Kafka cannot lower a topic's partitions`,
+        { field: 'partitions', reason: 'shrink', partitions: row.partitions },
+      );
+    }
+    let made: { partitions: number };
+    try {
+      made = await this.topics.configureTopic(tenantTopicOf(tenant, name), change);
+    } catch (e) {
+      throw kafkaFailed('configure', name, e);
+    }
+    await this.store.configure(tenant, name, {
+      partitions: made.partitions,
+      ...(change.retentionMs === undefined ? {} : { retentionMs: change.retentionMs }),
+    });
+    this.log.info({ tenant, topic: name, ...change }, 'tenant topic configured');
     return viewOf((await this.store.find(tenant, name))!);
   }
 
@@ -232,6 +266,16 @@ export class TopicNamespace {
     this.log.info({ topic, tenant, action }, 'topic grant revoked');
   }
 
+  private checkPartitions(partitions: number): void {
+    if (partitions > this.options.maxPartitions) {
+      throw new EventMeshError(
+        ErrorCode.InvalidRequest,
+        `partitions: at most ${this.options.maxPartitions} (EVENTMESH_KAFKA_TENANT_TOPIC_MAX_PARTITIONS)`,
+        { field: 'partitions', maxPartitions: this.options.maxPartitions },
+      );
+    }
+  }
+
   /** Grants are of shared topics: any other name is 404 (the audit topic is no tenant's to use, 400). */
   private sharedTopic(topic: string): void {
     if (topic === this.options.auditTopic)
@@ -287,7 +331,7 @@ const noGrant = (name: string, use: TopicUse) =>
     { topic: name, reason: 'no_grant' },
   );
 
-const kafkaFailed = (what: 'create' | 'delete', name: string, e: unknown) =>
+const kafkaFailed = (what: 'create' | 'configure' | 'delete', name: string, e: unknown) =>
   new EventMeshError(
     ErrorCode.KafkaUnavailable,
     `could not ${what} topic "${name}" in Kafka: ${e instanceof Error ? e.message : String(e)}; nothing changed`,

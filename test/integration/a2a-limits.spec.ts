@@ -1,4 +1,5 @@
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { Webhook } from 'standardwebhooks';
 import type { DataSource } from 'typeorm';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { eventsTopicOf, requestTopicOf } from '../../libs/a2a';
@@ -25,7 +26,7 @@ const card = (name: string, pad = '') => ({
  * A2A registrations and sends under the same rules as publishes, and the tenant's cap on agents, on a real gateway
  * (real Postgres, Kafka and Temporal; the gate enforcing TokenAuth, SignatureVerifier and TenantQuota): a
  * registration or a send larger than the tenant's byte burst is 413 BATCH_EXCEEDS_BURST (a read is not charged),
- * a publisher that signs must sign its registration, and one agent past EVENTMESH_AGENTS_MAX_PER_TENANT is 409
+ * a publisher that signs must sign its registration and its sends (refused unsigned or badly signed), and one agent past EVENTMESH_AGENTS_MAX_PER_TENANT is 409
  * AGENT_LIMIT_REACHED (its topics not made); nothing refused is stored. Removing an agent removes its topics'
  * events, and its topics are not served until it is registered again.
  */
@@ -52,13 +53,17 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
   let db: DataSource;
   let instance: RunningInstance;
   let url: string;
+  let signingSecret: string;
 
   beforeAll(async () => {
     db = createDataSource(config.postgres, `a2a-limits-${run}`);
     await db.initialize();
     // 400 bytes of burst (and of rate): a body larger than that can never pass.
     await new TenantQuotaStore(db).put(tenants.bytes, { ...NONE, bytesPerSecond: BURST_BYTES, burstSeconds: 1 });
-    await new PublisherSecretStore(db, SecretBox.fromConfig(config)).create(tenants.signer, 'signing-publisher');
+    ({ secret: signingSecret } = await new PublisherSecretStore(db, SecretBox.fromConfig(config)).create(
+      tenants.signer,
+      'signing-publisher',
+    ));
     const gates = buildGates(config, {
       db,
       producer: {} as EventProducer,
@@ -121,6 +126,61 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
     expect(unsigned.status).toBe(401);
     expect(await unsigned.json()).toMatchObject({ code: 'UNAUTHENTICATED' });
     expect((await fetch(`${url}/a2a/agents/signed`, { headers: as(tenants.signer) })).status).toBe(404);
+  });
+
+  it('refuses an unsigned or badly signed send of a publisher that signs its publishes, writing no request', async () => {
+    expect((await register(tenants.signer, 'target', card('target'))).status).toBe(201);
+    const requests = requestTopicOf(tenants.signer, 'target');
+    const body = (text: string) =>
+      JSON.stringify({
+        jsonrpc: '2.0',
+        id: 1,
+        method: 'SendMessage',
+        params: {
+          message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text }] },
+          configuration: { returnImmediately: true },
+        },
+      });
+    const send = (payload: string, signature: Record<string, string>) =>
+      fetch(`${url}/a2a/agents/target/rpc`, {
+        method: 'POST',
+        headers: { ...as(tenants.signer, 'signing-publisher'), 'a2a-version': '1.0', ...signature },
+        body: payload,
+      });
+    const headers = (secret: string, payload: string) => {
+      const id = randomUUID();
+      const at = new Date();
+      return {
+        'webhook-id': id,
+        'webhook-timestamp': String(Math.floor(at.getTime() / 1000)),
+        'webhook-signature': new Webhook(secret).sign(id, at, payload),
+      };
+    };
+    const unsigned = await send(body('unsigned'), {});
+    expect(unsigned.status).toBe(401);
+    expect(await unsigned.json()).toMatchObject({
+      code: 'UNAUTHENTICATED',
+      message: expect.stringContaining('webhook-signature are required'),
+    });
+    const payload = body('badly signed');
+    const forged = await send(payload, headers(`whsec_${randomBytes(32).toString('base64')}`, payload));
+    expect(forged.status).toBe(401);
+    expect(await forged.json()).toMatchObject({
+      code: 'UNAUTHENTICATED',
+      message: expect.stringContaining('matches no secret'),
+    });
+    // Signed with the body changed after: the signature is of another body.
+    const tampered = await send(body('tampered'), headers(signingSecret, payload));
+    expect(await tampered.json()).toMatchObject({
+      code: 'UNAUTHENTICATED',
+      message: expect.stringContaining('matches no secret'),
+    });
+    expect(await storedEvents(instance.deps.topics, requests)).toBe(0);
+    // Signed as the publisher signs, the same send is taken: its request is written.
+    const signed = await send(payload, headers(signingSecret, payload));
+    expect(signed.status).toBe(200);
+    expect(await signed.json()).toMatchObject({ result: { task: { id: expect.any(String) } } });
+    expect(await storedEvents(instance.deps.topics, requests)).toBe(1);
   });
 
   it("refuses an agent past the tenant's cap 409 AGENT_LIMIT_REACHED, and still replaces a registered one", async () => {

@@ -16,37 +16,45 @@ const SECRET = 'scrape-0123456789abcdef0123456789abcdef';
 /**
  * GET /metrics with the gates on, on a real instance (gateway and worker, real servers): the scrape secret is the
  * one credential it takes (none, a wrong one, or an operator's admin credential is 401), and a scrape shows no
- * subscription id (a tenant's) while the operator has not asked for them, though the instance dispatches one.
+ * subscription id (a tenant's) while the operator has not asked for them, though the instance dispatches one, and
+ * shows them once it has (EVENTMESH_METRICS_SUBSCRIPTION_LABELS=true).
  */
 describe('GET /metrics: the scrape secret and subscription labels (gates on, real servers)', () => {
   const run = randomUUID().slice(0, 6);
   const topic = uniqueTopic('metrics-access');
-  const config = testConfig({
+  const env = {
     EVENTMESH_INSTANCE_ID: `metrics-access-${run}`,
     EVENTMESH_KAFKA_TOPICS: topic,
     EVENTMESH_KAFKA_TOPIC_PARTITIONS: '1',
     EVENTMESH_HTTP_PORT: '0',
     ...GATES_ENFORCING_TOKEN,
     EVENTMESH_METRICS_SCRAPE_SECRET: SECRET,
-  });
+  };
+  const config = testConfig(env);
   const tenant = `tenant-${run}`;
   const as = { 'x-test-principal': 'p', 'x-test-tenant': tenant };
   const operator = { 'x-test-principal': 'root', 'x-test-tenant': 'default' };
   const receiver = new WebhookReceiver();
   let db: DataSource;
   let instance: RunningInstance;
+  /** The subscription the instance dispatches (made by the second case). */
+  let subscriptionId: string;
+
+  const start = (cfg: typeof config) =>
+    startInstance(cfg, {
+      gates: buildGates(cfg, {
+        db,
+        producer: {} as EventProducer,
+        instanceId: cfg.instance.id,
+        filters: { token: new HeaderToken() },
+      }),
+    });
 
   beforeAll(async () => {
     await receiver.start();
     db = createDataSource(config.postgres, `metrics-access-${run}`);
     await db.initialize();
-    const gates = buildGates(config, {
-      db,
-      producer: {} as EventProducer,
-      instanceId: config.instance.id,
-      filters: { token: new HeaderToken() },
-    });
-    instance = await startInstance(config, { gates });
+    instance = await start(config);
   });
   afterAll(async () => {
     await instance?.close();
@@ -87,6 +95,7 @@ describe('GET /metrics: the scrape secret and subscription labels (gates on, rea
     });
     expect(created.status).toBe(201);
     const { id } = (await created.json()) as { id: string };
+    subscriptionId = id;
     const published = await fetch(`${instance.url}/events/publish?topic=${topic}`, {
       method: 'POST',
       headers: { ...as, 'content-type': 'application/cloudevents+json' },
@@ -109,5 +118,20 @@ describe('GET /metrics: the scrape secret and subscription labels (gates on, rea
     expect(exposition.families.get('eventmesh_delivery_lag_events')).toBe('gauge');
     expect(exposition.samples.filter((s) => 'subscription' in s.labels)).toEqual([]);
     expect(text).not.toContain(id);
+  }, 120000);
+
+  it('shows the subscription ids once the operator asks (EVENTMESH_METRICS_SUBSCRIPTION_LABELS=true)', async () => {
+    // The same instance started again with the labels asked for: it dispatches the same subscription.
+    await instance.close();
+    instance = await start(testConfig({ ...env, EVENTMESH_METRICS_SUBSCRIPTION_LABELS: 'true' }));
+    const lag = await waitFor(
+      "the subscription's lag in the scrape",
+      async () =>
+        parsePrometheusText(await (await scrape({ authorization: `Bearer ${SECRET}` })).text()).samples.find(
+          (s) => s.name === 'eventmesh_delivery_lag_events' && s.labels.subscription === subscriptionId,
+        ),
+      { timeoutMs: 60000 },
+    );
+    expect(lag).toMatchObject({ labels: { subscription: subscriptionId, topic, partition: '0' } });
   }, 120000);
 });

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
 import { tenantTopicOf } from '../../libs/kafka';
-import { AuditRecord, CloudEventsAuditSink } from '../../libs/security';
+import { AuditRecord, CloudEventsAuditSink, SecurityGate } from '../../libs/security';
 import { testConfig, uniqueTopic } from '../support/env';
-import { headerTenantGate } from '../support/header-tenant-gate';
+import { HeaderTenantFilter, headerTenantGate } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';
-import { kafkaTopicNames, storedEvents, topicEndOffset } from '../support/topic-offsets';
+import { kafkaTopicNames, kafkaTopicSettings, storedEvents, topicEndOffset } from '../support/topic-offsets';
 
 interface Answer {
   status: number;
@@ -36,9 +36,17 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     EVENTMESH_DELIVERY_TOPOLOGY: 'LOCAL_STICKY_PULL',
     EVENTMESH_HTTP_PORT: '0',
   });
+  /** What the admin gate audited: as the configured admin gate (libs/security/gates.ts), it audits every decision. */
+  const adminAudit: AuditRecord[] = [];
   const gates = {
     ingress: headerTenantGate('ingress'),
-    admin: headerTenantGate('admin'),
+    admin: new SecurityGate({
+      name: 'admin',
+      filters: [new HeaderTenantFilter()],
+      failClosed: true,
+      audit: { record: (r) => adminAudit.push(r) },
+      auditAllows: true,
+    }),
     close: async () => undefined,
   };
   let instance: RunningInstance;
@@ -110,6 +118,36 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     const polled = await call(tenantA, 'GET', `/subscriptions/${sub.body!.id as string}/poll?max=10&waitMs=20000`);
     expect(polled.status).toBe(200);
     expect((polled.body!.deliveries as { event: { id: string } }[]).map((d) => d.event.id)).toEqual(['from-a']);
+  });
+
+  it("configures a tenant's own topic in Kafka: partitions grow, retention is set; a shrink, the cap and another tenant are refused, changing nothing", async () => {
+    const aKafka = tenantTopicOf(tenantA, 'orders');
+    expect(await call(tenantA, 'PATCH', '/topics/orders', { partitions: 3, retentionMs: 7_200_000 })).toMatchObject({
+      status: 200,
+      body: { name: 'orders', partitions: 3, retentionMs: 7_200_000 },
+    });
+    expect(await kafkaTopicSettings(instance.deps.kafka, aKafka)).toEqual({ partitions: 3, retentionMs: '7200000' });
+    // The grown topic is published to at once, over every partition it has now.
+    for (let i = 0; i < 12; i++) expect(await publish(tenantA, 'orders', `grown-${i}`)).toMatchObject({ status: 202 });
+
+    const refusals: [string | undefined, unknown, number, Record<string, unknown>][] = [
+      [tenantA, { partitions: 2 }, 400, { code: 'INVALID_REQUEST', field: 'partitions', reason: 'shrink' }],
+      [tenantA, { partitions: 5 }, 400, { code: 'INVALID_REQUEST', field: 'partitions', maxPartitions: 4 }],
+      [tenantA, { partitions: 2, retentionMs: 60_000 }, 400, { field: 'partitions' }],
+      [tenantA, { retentionMs: 1 }, 400, { code: 'INVALID_REQUEST', field: 'retentionMs' }],
+      [tenantA, {}, 400, { code: 'INVALID_REQUEST' }],
+      [tenantC, { partitions: 4, retentionMs: 60_000 }, 404, { code: 'UNKNOWN_TOPIC' }],
+    ];
+    for (const [tenant, body, status, answer] of refusals)
+      expect(await call(tenant, 'PATCH', '/topics/orders', body)).toMatchObject({ status, body: answer });
+    expect(await kafkaTopicSettings(instance.deps.kafka, aKafka)).toEqual({ partitions: 3, retentionMs: '7200000' });
+    expect(await call(tenantA, 'GET', '/topics/orders')).toMatchObject({
+      body: { partitions: 3, retentionMs: 7_200_000 },
+    });
+    // B's topic of the same name is another topic: untouched by A's change.
+    expect(await kafkaTopicSettings(instance.deps.kafka, tenantTopicOf(tenantB, 'orders'))).toMatchObject({
+      retentionMs: '3600000',
+    });
   });
 
   it("refuses a tenant every name of another tenant's topic (404 as a missing topic), writing nothing", async () => {
@@ -305,5 +343,15 @@ describe('tenant topics (real Postgres and Kafka)', () => {
     expect((await call(undefined, 'DELETE', `${grants}/${tenantC}/publish`)).status).toBe(204);
     expect(await publish(tenantC, shared, 'revoked')).toMatchObject(refused);
     expect(await ends(shared)).toBe(before + 1);
+    // Each grant and revoke is audited by the admin gate: who, which route, its decision.
+    const audited = (method: string) =>
+      adminAudit.filter(
+        (r) => r.route === `${method} /admin/topics/:topic/grants${method === 'DELETE' ? '/:tenant/:action' : ''}`,
+      );
+    // Every grants request of the case, one record each: 7 POST, 3 DELETE (the gate allowed those the route refused).
+    expect(audited('POST')).toHaveLength(7);
+    expect(audited('DELETE')).toHaveLength(3);
+    for (const record of [...audited('POST'), ...audited('DELETE')])
+      expect(record).toMatchObject({ gate: 'admin', principal: 'anonymous', tenant: 'default', decision: 'allow' });
   });
 });

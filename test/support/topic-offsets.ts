@@ -1,4 +1,4 @@
-import type { Kafka } from 'kafkajs';
+import { ConfigResourceTypes, type Kafka } from 'kafkajs';
 import type { TopicAdmin } from '../../libs/kafka';
 
 /** The sum of a topic's end offsets: how many records were ever written to it (a refused publish adds none). */
@@ -24,6 +24,28 @@ export async function kafkaTopicNames(kafka: Kafka): Promise<string[]> {
   await admin.connect();
   try {
     return await admin.listTopics();
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+/** A topic as Kafka has it: its partition count (metadata) and its `retention.ms` (describeConfigs). */
+export async function kafkaTopicSettings(
+  kafka: Kafka,
+  topic: string,
+): Promise<{ partitions: number; retentionMs: string | undefined }> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const { topics } = await admin.fetchTopicMetadata({ topics: [topic] });
+    const { resources } = await admin.describeConfigs({
+      includeSynonyms: false,
+      resources: [{ type: ConfigResourceTypes.TOPIC, name: topic, configNames: ['retention.ms'] }],
+    });
+    return {
+      partitions: topics[0].partitions.length,
+      retentionMs: resources[0].configEntries.find((e) => e.configName === 'retention.ms')?.configValue,
+    };
   } finally {
     await admin.disconnect();
   }

@@ -1,7 +1,7 @@
-import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
+import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { z } from 'zod';
 import type { Caller } from '../../../libs/security';
-import { createTopicSchema, TenantTopicView, TopicNamespace } from '../../../libs/topics';
+import { configureTopicSchema, createTopicSchema, TenantTopicView, TopicNamespace } from '../../../libs/topics';
 import { ApiRoute, errors, GATED } from './api-route';
 import { CallerParam, GateRoute } from './gate-route';
 import { requiredBody } from './parse-body';
@@ -14,7 +14,7 @@ const topicSchema = z.object({
 });
 
 /**
- * A tenant's own topics (libs/topics, docs/security.md): its admins create, list and delete them; each name is the
+ * A tenant's own topics (libs/topics, docs/security.md): its admins create, list, configure and delete them; each name is the
  * tenant's, so another tenant's topic of the same name is another topic, never seen here.
  */
 @Controller('topics')
@@ -53,6 +53,22 @@ export class TopicsController {
   })
   get(@CallerParam() caller: Caller, @Param('name') name: string): Promise<TenantTopicView> {
     return this.namespace.get(caller.tenant, name);
+  }
+
+  @Patch(':name')
+  @ApiRoute({
+    summary: "Grow the partitions or set the retention of one of the tenant's own topics",
+    tags: ['topics'],
+    params: { name: 'the topic' },
+    body: { schema: configureTopicSchema },
+    responses: { 200: { description: 'the topic', schema: topicSchema }, ...errors(400, 404, 503), ...GATED },
+  })
+  configure(
+    @CallerParam() caller: Caller,
+    @Param('name') name: string,
+    @Body() body: unknown,
+  ): Promise<TenantTopicView> {
+    return this.namespace.configure(caller.tenant, name, requiredBody(body));
   }
 
   @Delete(':name')

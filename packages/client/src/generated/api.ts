@@ -8294,7 +8294,148 @@ export interface paths {
         };
         options?: never;
         head?: never;
-        patch?: never;
+        /** Grow the partitions or set the retention of one of the tenant's own topics */
+        patch: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path: {
+                    /** @description the topic */
+                    name: string;
+                };
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        /** @description its partitions: as many as it has or more */
+                        partitions?: number;
+                        /** @description how long its events are kept, in ms */
+                        retentionMs?: number;
+                    };
+                };
+            };
+            responses: {
+                /** @description the topic */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            name: string;
+                            partitions: number;
+                            retentionMs: number | null;
+                            createdAt: string;
+                        };
+                    };
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description not found (or another tenant's: the same answer) */
+                404: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         trace?: never;
     };
     "/admin/topics/{topic}/grants": {
