@@ -537,8 +537,8 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
     await expect(drain(client.resubscribeTask({ tenant: '', id: done }))).rejects.toMatchObject({
       cause: expect.any(UnsupportedOperationError),
     });
-    // v0.3 names with the v1.0 header, and v1.0 names without it, are unknown methods (JSON answers); a subscribe
-    // (v1.0 or v0.3) of a terminal or unknown task, a stream of one `event: error` whatever the client accepts.
+    // v0.3 names with the v1.0 header, and v1.0 names with 0.3, are unknown methods (JSON answers; a v1.0 name
+    // without the header is v1.0); a subscribe (v1.0 or v0.3) of a terminal or unknown task, a stream of one `event: error` whatever the client accepts.
     const raw = async (method: string, version?: string, id = done) => {
       const response = await fetch(`${b.url}/a2a/agents/steps/rpc`, {
         method: 'POST',
@@ -557,7 +557,8 @@ describe('A2A streams (SSE from any instance, resumable)', () => {
       return ['stream', ...errors];
     };
     expect(await raw('tasks/resubscribe', '1.0')).toEqual(['json', -32601]);
-    expect(await raw('SubscribeToTask')).toEqual(['json', -32601]);
+    expect(await raw('SubscribeToTask', '0.3')).toEqual(['json', -32601]);
+    expect(await raw('SubscribeToTask')).toEqual(['stream', ['error', -32004]]);
     expect(await raw('SubscribeToTask', '1.0', randomUUID())).toEqual(['stream', ['error', -32001]]);
     expect(await raw('SubscribeToTask', '1.0')).toEqual(['stream', ['error', -32004]]);
     expect(await raw('tasks/resubscribe')).toEqual(['stream', ['error', -32004]]);

@@ -617,7 +617,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
     });
   });
 
-  describe('JSON-RPC v0.3 names (A2A-Version: 0.3 or absent)', () => {
+  describe('JSON-RPC v0.3 names (A2A-Version: 0.3, or absent and the name is not v1.0)', () => {
     it("sends, gets and cancels through the stock client's v0.3 transport", async () => {
       const client = await legacyClientOf(tenantA);
       expect(client.protocolVersion).toBe('0.3');
@@ -631,7 +631,7 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       );
     });
 
-    it('selects the names by the header: v0.3 names without it, v1.0 names with 1.0', async () => {
+    it('selects the names by the header: v0.3 names without it, v1.0 names with 1.0, not with 0.3', async () => {
       const legacy = JSON.stringify({
         jsonrpc: '2.0',
         id: 1,
@@ -662,7 +662,38 @@ describe('A2A broker (real Postgres, stock @a2a-js/sdk client)', () => {
       expect(await rpc(tenantA, v1, '1.0')).toMatchObject({
         body: { id: 'x', result: { task: { status: { state: 'TASK_STATE_COMPLETED' } } } },
       });
-      expect(await rpc(tenantA, v1)).toMatchObject({ body: { id: 'x', error: { code: -32601 } } });
+      expect(await rpc(tenantA, v1, '0.3')).toMatchObject({ body: { id: 'x', error: { code: -32601 } } });
+    });
+
+    it('serves a v1.0 name without the header as v1.0 (the name tells the version), raw and through a stock client', async () => {
+      const v1 = JSON.stringify({
+        jsonrpc: '2.0',
+        id: 'y',
+        method: 'SendMessage',
+        params: { message: { messageId: randomUUID(), role: 'ROLE_USER', parts: [{ text: 'echo:unversioned' }] } },
+      });
+      expect(await rpc(tenantA, v1)).toMatchObject({
+        status: 200,
+        body: { id: 'y', result: { task: { status: { state: 'TASK_STATE_COMPLETED' } } } },
+      });
+      // The stock v1.0 client with its A2A-Version header dropped, as the A2A TCK's client sends.
+      const unversioned = ((input: string | URL | Request, init?: RequestInit) => {
+        const headers = new Headers(init?.headers);
+        headers.delete('a2a-version');
+        return fetchAs(tenantA)(input, { ...init, headers: Object.fromEntries(headers.entries()) });
+      }) as typeof fetch;
+      const client = await new ClientFactory({
+        transports: [new JsonRpcTransportFactory({ fetchImpl: unversioned })],
+        cardResolver: new DefaultAgentCardResolver({ fetchImpl: unversioned }),
+      }).createFromUrl(cardUrl(), '');
+      expect(client.protocolVersion).toBe('1.0');
+      const task = asTask(await client.sendMessage(send('echo:stock-unversioned')));
+      expect(artifactText(task)).toEqual(['stock-unversioned']);
+      expect((await client.getTask({ tenant: '', id: task.id, historyLength: undefined })).id).toBe(task.id);
+      const parked = asTask(await client.sendMessage(send('park')));
+      expect((await client.cancelTask({ tenant: '', id: parked.id, metadata: undefined })).status?.state).toBe(
+        TaskState.TASK_STATE_CANCELED,
+      );
     });
   });
 

@@ -10,6 +10,7 @@ import type { Caller } from '../../../libs/security';
 import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
 import { meshRouteOf, SKILL_ID_METADATA } from './a2a-mesh-routing';
 import { callsRpcSend, callsRpcStream, RPC_STREAM_METHODS } from './a2a-paths';
+import { rpcVersionOf } from './a2a-rpc-version';
 import { rawBodyOf } from './body-parsers';
 import { CallerParam, GateRoute, Gates } from './gate-route';
 import { openStream, SseEvents, StreamLease, writeSse, writeSseError } from './a2a-sse';
@@ -42,12 +43,12 @@ interface RpcStream {
 /** The subscribe methods, v1.0's and v0.3's (each answers to its version's names only). */
 const SUBSCRIBE_METHODS = new Set(['SubscribeToTask', 'tasks/resubscribe']);
 
-/** What a request without an `A2A-Version` header speaks (A2A v1.0: absent means 0.3). */
-const ABSENT_VERSION = '0.3';
+/** The version served by the SDK's v0.3 handler (`LegacyJsonRpcTransportHandler`). */
+const LEGACY_VERSION = '0.3';
 
 /**
  * An agent's A2A JSON-RPC endpoint on the mesh (docs/a2a.md): the SDK's transport handlers (v1.0 names, or v0.3
- * names when `A2A-Version` asks for 0.3) in front of the mesh's request handler (libs/a2a, MeshTaskHandler). The
+ * names when `A2A-Version` asks for 0.3 or, absent, the method is not a v1.0 name: a2a-rpc-version.ts) in front of the mesh's request handler (libs/a2a, MeshTaskHandler). The
  * route parses its own body so that JSON-RPC's envelope errors are JSON-RPC's: -32700 (not JSON), -32600 (not a
  * request); the SDK answers -32601 (unknown method), -32602 (bad params) and the A2A codes. Every JSON-RPC answer
  * is HTTP 200; an agent the tenant has not registered is a 404 `AGENT_NOT_FOUND`. The streaming methods answer
@@ -177,8 +178,8 @@ export class A2ARpcController {
     if ('answer' in parsed) return parsed.answer;
     const { body, rpc } = parsed;
     const id = rpc.id ?? null;
-    const version = headerOf(request, 'a2a-version') ?? ABSENT_VERSION;
-    const legacy = version === ABSENT_VERSION;
+    const version = rpcVersionOf(headerOf(request, 'a2a-version'), rpc.method);
+    const legacy = version === LEGACY_VERSION;
     const context = new ServerCallContext({
       requestedVersion: version,
       user: { isAuthenticated: caller.via !== 'none', userName: caller.principal },
