@@ -12,6 +12,8 @@ export interface StoredAgent {
   style: AgentStyle;
   /** A subscriber's last heartbeat (its registration counts as one); null for an agent at a URL. */
   heartbeatAt: Date | null;
+  /** Its registration, counted from 1: each registration (PUT) takes the next. */
+  registration: number;
   createdAt: Date;
   updatedAt: Date;
 }
@@ -22,11 +24,12 @@ interface RawAgent {
   card: RegisteredCard;
   style: AgentStyle;
   heartbeat_at: Date | null;
+  registration: number;
   created_at: Date;
   updated_at: Date;
 }
 
-const COLUMNS = 'tenant, name, card, style, heartbeat_at, created_at, updated_at';
+const COLUMNS = 'tenant, name, card, style, heartbeat_at, registration, created_at, updated_at';
 
 const agentOf = (r: RawAgent): StoredAgent => ({
   tenant: r.tenant,
@@ -34,6 +37,7 @@ const agentOf = (r: RawAgent): StoredAgent => ({
   card: r.card,
   style: r.style,
   heartbeatAt: r.heartbeat_at,
+  registration: r.registration,
   createdAt: r.created_at,
   updatedAt: r.updated_at,
 });
@@ -67,7 +71,8 @@ export class A2AAgentStore {
       `INSERT INTO a2a_agents (tenant, name, card, style, heartbeat_at)
        SELECT $1, $2, $3, $4, CASE WHEN $4 = 'subscriber' THEN now() END
        WHERE ${FITS.replace('$3', '$5')}
-       ON CONFLICT (tenant, name) DO UPDATE SET card = EXCLUDED.card, style = EXCLUDED.style, heartbeat_at = EXCLUDED.heartbeat_at, updated_at = now()
+       ON CONFLICT (tenant, name) DO UPDATE SET card = EXCLUDED.card, style = EXCLUDED.style, heartbeat_at = EXCLUDED.heartbeat_at,
+         registration = a2a_agents.registration + 1, updated_at = now()
        RETURNING ${COLUMNS}, (xmax = 0) AS inserted`,
       [tenant, name, JSON.stringify(card), style, maxPerTenant],
     );
@@ -88,13 +93,22 @@ export class A2AAgentStore {
     return rows.length === 0 ? undefined : agentOf(rows[0]);
   }
 
-  /** A subscriber agent's liveness heartbeat; false when the tenant has no subscriber agent by that name. */
-  async heartbeat(tenant: string, name: string): Promise<boolean> {
-    const [, affected]: [unknown[], number] = await this.db.query(
-      `UPDATE a2a_agents SET heartbeat_at = now() WHERE tenant = $1 AND name = $2 AND style = 'subscriber'`,
-      [tenant, name],
+  /**
+   * A subscriber agent's liveness heartbeat: `recorded`; `unknown` when the tenant has no subscriber agent by that
+   * name; `stale` (nothing written) when it names a registration older than the agent's, so a replica of a replaced
+   * registration does not keep the new one's card alive. A heartbeat naming no registration is taken as the current one's.
+   */
+  async heartbeat(tenant: string, name: string, registration?: number): Promise<'recorded' | 'unknown' | 'stale'> {
+    const [row]: { current: number; recorded: boolean }[] = await this.db.query(
+      `WITH agent AS (SELECT registration FROM a2a_agents WHERE tenant = $1 AND name = $2 AND style = 'subscriber'),
+            beat AS (UPDATE a2a_agents SET heartbeat_at = now()
+                      WHERE tenant = $1 AND name = $2 AND style = 'subscriber' AND ($3::int IS NULL OR registration = $3)
+                      RETURNING 1)
+       SELECT (SELECT registration FROM agent) AS current, EXISTS (SELECT 1 FROM beat) AS recorded`,
+      [tenant, name, registration ?? null],
     );
-    return affected > 0;
+    if (row.recorded) return 'recorded';
+    return row.current === null ? 'unknown' : 'stale';
   }
 
   /** Removes the agent; false when the tenant has none by that name. Its tasks stay (readable by id). */

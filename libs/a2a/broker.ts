@@ -33,6 +33,8 @@ export interface AgentView {
   style: AgentStyle;
   /** A subscriber's last heartbeat. */
   heartbeatAt?: string;
+  /** Its registration, counted from 1 (each PUT takes the next): a subscriber's replicas name it in their heartbeats. */
+  registration: number;
   createdAt: string;
   updatedAt: string;
 }
@@ -42,6 +44,7 @@ const viewOf = (agent: StoredAgent): AgentView => ({
   card: agent.card,
   style: agent.style,
   ...(agent.heartbeatAt ? { heartbeatAt: agent.heartbeatAt.toISOString() } : {}),
+  registration: agent.registration,
   createdAt: agent.createdAt.toISOString(),
   updatedAt: agent.updatedAt.toISOString(),
 });
@@ -198,9 +201,18 @@ export class A2ABroker {
     return (await this.agents.list(tenant, filter)).filter((a) => this.live(a)).map(viewOf);
   }
 
-  /** A subscriber agent's liveness heartbeat: its card lives on for the TTL. 404 for an agent of another style. */
-  async heartbeat(tenant: string, name: string): Promise<void> {
-    if (!AGENT_NAME.test(name) || !(await this.agents.heartbeat(tenant, name))) throw notFound(name);
+  /**
+   * A subscriber agent's liveness heartbeat: its card lives on for the TTL. 404 for an agent of another style; 409
+   * `STALE_REGISTRATION` (nothing written) for one naming a registration the agent's PUT replaced.
+   */
+  async heartbeat(tenant: string, name: string, registration?: number): Promise<void> {
+    const beat = AGENT_NAME.test(name) ? await this.agents.heartbeat(tenant, name, registration) : 'unknown';
+    if (beat === 'unknown') throw notFound(name);
+    if (beat === 'stale')
+      throw new EventMeshError(
+        ErrorCode.StaleRegistration,
+        `agent ${name} is not at registration ${registration} (it was registered again): this heartbeat is refused`,
+      );
   }
 
   /**

@@ -7,7 +7,7 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import { eventsTopicOf, requestTopicOf, TASK_POLICY_EXTENSION, taskFromFrame } from '../../libs/a2a';
 import { frameFromKafkaRecord } from '../../libs/frame';
 import { PartitionReader } from '../../libs/kafka';
-import { A2ATaskEntity } from '../../libs/storage';
+import { A2AAgentEntity, A2ATaskEntity } from '../../libs/storage';
 import { a2aSearchAttributes, a2aTaskWorkflowIdOf } from '../../workflows';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { endTaskWorkflows } from '../support/a2a-tasks';
@@ -756,6 +756,34 @@ describe('A2A tasks through the mesh (Kafka, Temporal, Postgres)', () => {
         status: 400,
         body: { code: 'INVALID_REQUEST', field: 'style' },
       });
+    });
+
+    it('refuses the heartbeat of a replaced registration (409 STALE_REGISTRATION) and writes nothing; the current one is recorded', async () => {
+      const first = await call('PUT', '/a2a/agents/fenced?style=subscriber', { ...subscriberCard(), name: 'fenced' });
+      expect(first).toMatchObject({ status: 201, body: { registration: 1, style: 'subscriber' } });
+      const second = await call('PUT', '/a2a/agents/fenced?style=subscriber', { ...subscriberCard(), name: 'fenced' });
+      expect(second).toMatchObject({ status: 200, body: { registration: 2 } });
+      const beatAt = async () =>
+        (await instance.deps.db.getRepository(A2AAgentEntity).findOneByOrFail({ tenant, name: 'fenced' })).heartbeatAt;
+      const before = await beatAt();
+      // A replica of the first registration, still beating after the agent was registered again.
+      expect(await call('POST', '/a2a/agents/fenced/heartbeat', { registration: 1 })).toMatchObject({
+        status: 409,
+        body: { code: 'STALE_REGISTRATION' },
+      });
+      expect(await beatAt()).toEqual(before);
+      expect(await call('POST', '/a2a/agents/fenced/heartbeat', { registration: 3 })).toMatchObject({
+        status: 409,
+        body: { code: 'STALE_REGISTRATION' },
+      });
+      expect((await call('POST', '/a2a/agents/fenced/heartbeat', { registration: 2 })).status).toBe(204);
+      expect((await beatAt())!.getTime()).toBeGreaterThan(before!.getTime());
+      expect((await call('POST', '/a2a/agents/fenced/heartbeat')).status).toBe(204);
+      expect(await call('POST', '/a2a/agents/fenced/heartbeat', { registration: 0 })).toMatchObject({
+        status: 400,
+        body: { code: 'INVALID_REQUEST', field: 'registration' },
+      });
+      expect(await call('POST', '/a2a/agents/nobody/heartbeat', { registration: 1 })).toMatchObject({ status: 404 });
     });
   });
 

@@ -8,6 +8,7 @@ import { z } from 'zod';
 import { agentCardSchema } from '../../../libs/a2a';
 import { ApiRoute, errors, GATED } from './api-route';
 import { agentViewSchema } from './api-schemas';
+import { parseBody } from './parse-body';
 
 const NAME = { name: "the agent's name" };
 /** The body parseAgentUpdate (libs/a2a/agent-updates.ts) accepts. */
@@ -22,6 +23,17 @@ const AGENT_UPDATE = z.object({
     .describe('A2A v1.0 artifacts; one with the id of an earlier one replaces it'),
 });
 const AGENT = { description: 'the agent', schema: agentViewSchema };
+/** A heartbeat's body: the registration the replica was started under (its PUT's `registration`), if it names one. */
+const HEARTBEAT = z
+  .object({
+    registration: z
+      .number()
+      .int()
+      .min(1)
+      .optional()
+      .describe("the agent's registration this replica runs under; refused 409 once the agent is registered again"),
+  })
+  .strict();
 
 /**
  * The A2A agents registry (docs/a2a.md), scoped to the caller's tenant (another tenant's agent is a 404). Gate
@@ -99,17 +111,23 @@ export class A2AAgentsController {
     await this.broker.remove(caller.tenant, name);
   }
 
-  /** A mesh-subscriber agent's liveness heartbeat: its card lives on for EVENTMESH_AGENTS_HEARTBEAT_TTL_MS. */
+  /**
+   * A mesh-subscriber agent's liveness heartbeat: its card lives on for EVENTMESH_AGENTS_HEARTBEAT_TTL_MS. A replica
+   * names the registration it was started under (its PUT's answer); once the agent is registered again, its
+   * heartbeats are refused 409 `STALE_REGISTRATION` and write nothing.
+   */
   @Post(':name/heartbeat')
   @ApiRoute({
     summary: "A mesh-subscriber agent's liveness heartbeat",
     params: NAME,
-    responses: { 204: { description: 'recorded' }, ...errors(404), ...GATED },
+    body: { schema: HEARTBEAT, required: false },
+    responses: { 204: { description: 'recorded' }, ...errors(400, 404, 409), ...GATED },
   })
   @GateRoute({ action: 'subscribe' })
   @HttpCode(204)
-  async heartbeat(@CallerParam() caller: Caller, @Param('name') name: string): Promise<void> {
-    await this.broker.heartbeat(caller.tenant, name);
+  async heartbeat(@CallerParam() caller: Caller, @Param('name') name: string, @Body() body: unknown): Promise<void> {
+    const { registration } = parseBody(HEARTBEAT, body ?? {});
+    await this.broker.heartbeat(caller.tenant, name, registration);
   }
 
   /**

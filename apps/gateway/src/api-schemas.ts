@@ -213,7 +213,15 @@ export const tenantQuotaViewSchema = z
   .strict();
 
 export const agentViewSchema = z
-  .object({ name: z.string(), card: z.looseObject({}), createdAt: isoTime, updatedAt: isoTime })
+  .object({
+    name: z.string(),
+    card: z.looseObject({}),
+    style: z.enum(['url', 'subscriber']),
+    heartbeatAt: isoTime.optional(),
+    registration: z.number().int().min(1),
+    createdAt: isoTime,
+    updatedAt: isoTime,
+  })
   .strict();
 
 export const partitionMovesSchema = z.object({ moves: z.array(z.looseObject({})) }).strict();

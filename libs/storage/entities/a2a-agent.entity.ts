@@ -24,6 +24,13 @@ export class A2AAgentEntity {
   @Column({ name: 'heartbeat_at', type: 'timestamptz', nullable: true })
   heartbeatAt!: Date | null;
 
+  /**
+   * The agent's registration, counted from 1: each PUT of the agent takes the next, and a heartbeat that names an
+   * older one (a replica of a replaced registration) is refused and writes nothing.
+   */
+  @Column({ type: 'integer', default: 1 })
+  registration!: number;
+
   @Column({ name: 'created_at', type: 'timestamptz', default: () => 'now()' })
   createdAt!: Date;
 

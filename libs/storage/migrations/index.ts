@@ -33,6 +33,7 @@ import { TopicGrants1797500000001 } from './1797500000001-TopicGrants';
 import { SessionAgentsAndHomes1797600000000 } from './1797600000000-SessionAgentsAndHomes';
 import { PresenceHolders1797700000000 } from './1797700000000-PresenceHolders';
 import { SessionUsage1797700000001 } from './1797700000001-SessionUsage';
+import { AgentRegistrations1797800000000 } from './1797800000000-AgentRegistrations';
 
 /** Every migration, oldest first. New ones come from `npm run migration:generate -- libs/storage/migrations/<Name>`. */
 export const MIGRATIONS = [
@@ -71,4 +72,5 @@ export const MIGRATIONS = [
   SessionAgentsAndHomes1797600000000,
   PresenceHolders1797700000000,
   SessionUsage1797700000001,
+  AgentRegistrations1797800000000,
 ];
