@@ -53,7 +53,9 @@ async function appClient(database = APP_DB): Promise<Client> {
 
 /** A connector replica process (the built `npm run connectors`), its admin URL once it listens. */
 async function startConnectors(meshUrl: string) {
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist/apps/connectors/src/main.js')], {
+  // BENCH_CONNECTORS_NODE_ARGS go to the replica's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
+  const nodeArgs = (process.env.BENCH_CONNECTORS_NODE_ARGS ?? '').split(' ').filter(Boolean);
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/apps/connectors/src/main.js')], {
     cwd: ROOT,
     env: {
       PATH: process.env.PATH ?? '',

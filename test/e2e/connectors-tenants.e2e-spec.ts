@@ -19,6 +19,8 @@ interface JobBody {
   deadLettered: number;
   position: string | null;
   lastError: string | null;
+  lag: { events: number | null; counts: string; error?: string };
+  throughput: { eventsPerSecond: number };
   run: { epoch: number | null };
   spec: { config: { batchSize: number } };
   code?: string;
@@ -220,7 +222,11 @@ describe('connector runtime: tenants, the gate, job operations', () => {
     expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/pause`)).status).toBe(202);
     await waitFor('the job paused', async () => (await job(id)).state === 'PAUSED');
     const paused = await job(id);
+    expect(paused.lag).toEqual({ events: 0, counts: 'source records after the committed position' });
+    expect(paused.throughput.eventsPerSecond).toBeGreaterThan(0);
     await insert('reach', `orders-${tag}`);
+    // The lag counts the outbox rows after the position: the new one; after a reset to the start, all four.
+    expect((await job(id)).lag.events).toBe(1);
     expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/position`, { position: 7 })).body).toMatchObject({
       code: 'INVALID_REQUEST',
       field: 'position',
@@ -228,6 +234,7 @@ describe('connector runtime: tenants, the gate, job operations', () => {
     const reset = await admin('ta/alice', 'POST', `/admin/jobs/${id}/position`, { position: null });
     expect(reset).toMatchObject({ status: 200, body: { position: null } });
     expect(reset.body!.run.epoch).toBeGreaterThan(paused.run.epoch!);
+    expect((await job(id)).lag.events).toBe(paused.moved + paused.deadLettered + 1);
 
     // From the start again: the three rows read again (the same events) and the new one.
     expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/resume`)).status).toBe(202);

@@ -17,6 +17,9 @@ interface JobBody {
   id: string;
   position: string | null;
   deadLettered: number;
+  lag: { events: number | null; counts: string; error?: string };
+  throughput: { eventsPerSecond: number };
+  lastError: string | null;
   run: { epoch: number; owner: string; renewedAt: string; rejectedWrites: number };
   spec: { config: { connection: { password: string } } };
   code?: string;
@@ -182,6 +185,14 @@ describe('connector runtime: outbox -> mesh -> table', () => {
     );
     await insertOrders(5);
     await expectExactlyOnce(deadLettered);
+    // Everything moved: no outbox row after the source's position, no event of the subscription unacknowledged
+    // (the runtime commits the acked offsets after the acks: waited for); both moved in the last minute.
+    await waitFor('both jobs without lag', async () => {
+      const [s, k] = await Promise.all([jobView(sourceJob), jobView(sinkJob)]);
+      return s.lag.events === 0 && k.lag.events === 0;
+    });
+    for (const id of [sourceJob, sinkJob]) expect((await jobView(id)).throughput.eventsPerSecond).toBeGreaterThan(0);
+    expect((await jobView(sourceJob)).lastError).toBeNull();
 
     const sourceDead = (await api('GET', `/admin/jobs/${sourceJob}/dead-letters`)).body as unknown as {
       reason: string;

@@ -18,6 +18,9 @@ export type SubscriptionSpec = JsonOf<paths['/subscriptions']['post']['requestBo
 /** A subscription as the runtime shows it. `secret` (the webhook signing secret) is in the create's answer only. */
 export type Subscription = JsonOf<paths['/subscriptions']['post']['responses'][201]>;
 
+/** A subscription's offsets per partition, with each partition's lag (`GET /subscriptions/{id}/offsets`). */
+export type SubscriptionOffsets = JsonOf<paths['/subscriptions/{id}/offsets']['get']['responses'][200]>;
+
 /** What `reply` got: whether a waiting request took it. */
 export type ReplyResult = JsonOf<paths['/events/reply']['post']['responses'][202]>;
 

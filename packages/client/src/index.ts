@@ -1,5 +1,5 @@
 export { EventMeshClient, type RequestOptions } from './client';
-export type { PublishResult, ReplyResult, Subscription, SubscriptionSpec } from './api-types';
+export type { PublishResult, ReplyResult, Subscription, SubscriptionOffsets, SubscriptionSpec } from './api-types';
 export type { EventMeshClientOptions, PublishOptions, TokenSource } from './options';
 export type { PublishCallOptions } from './publisher';
 export type { EventInput } from './events';

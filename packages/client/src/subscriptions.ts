@@ -1,5 +1,5 @@
 import { NotFoundError } from './errors';
-import type { Subscription, SubscriptionSpec } from './api-types';
+import type { Subscription, SubscriptionOffsets, SubscriptionSpec } from './api-types';
 import type { HttpClient } from './http';
 
 /** A filter of the CloudEvents Subscriptions API dialects (`exact`, `prefix`, `suffix`, `all`, `any`, `not`, `sql`). */
@@ -56,6 +56,18 @@ export class Subscriptions {
   /** The caller's tenant's subscriptions. */
   async list(): Promise<Subscription[]> {
     return this.json<Subscription[]>({ method: 'GET', path: '/subscriptions', idempotent: true });
+  }
+
+  /**
+   * Per partition of its topic: the committed offset, the log's start and end, and the lag (events not yet
+   * settled), with the partition's owner and epoch (`GET /subscriptions/{id}/offsets`; needs the admin scope).
+   */
+  async offsets(id: string): Promise<SubscriptionOffsets> {
+    return this.json<SubscriptionOffsets>({
+      method: 'GET',
+      path: `/subscriptions/${encodeURIComponent(id)}/offsets`,
+      idempotent: true,
+    });
   }
 
   /** Replaces `sink`, `filters` and `config` (the topic and `startFrom` are fixed at create). */

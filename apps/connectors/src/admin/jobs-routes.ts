@@ -20,6 +20,7 @@ import { ConfigFieldError, type SourceRecord } from '../spi';
 import type { JobRunStore } from '../store/job-run-store';
 import type { JobStore, JobView } from '../store/job-store';
 import type { AdminGate } from './admin-gate';
+import { lagOf, throughputOf } from './job-flow';
 
 export interface JobsRoutesDeps {
   gate: AdminGate;
@@ -96,14 +97,17 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
     return [201, viewOf(await job(tenant, row.id))];
   });
 
-  route<Record<string, never>>('GET', '/admin/jobs', async (_req, tenant) => [
+  /** The job as the reads show it: with its lag, read from its source or its subscription now. */
+  const withLag = async (j: JobView, req: FastifyRequest) => ({ ...viewOf(j), lag: await lagOf(j, req, deps) });
+
+  route<Record<string, never>>('GET', '/admin/jobs', async (req, tenant) => [
     200,
-    (await deps.jobs.list(tenant)).map(viewOf),
+    await Promise.all((await deps.jobs.list(tenant)).map((j) => withLag(j, req))),
   ]);
 
   route<{ id: string }>('GET', '/admin/jobs/:id', async (req, tenant) => [
     200,
-    viewOf(await job(tenant, req.params.id)),
+    await withLag(await job(tenant, req.params.id), req),
   ]);
 
   route<{ id: string }>('PUT', '/admin/jobs/:id/config', async (req, tenant) => {
@@ -227,6 +231,7 @@ function viewOf(j: JobView) {
     position: j.position,
     moved: j.moved,
     deadLettered: j.deadLettered,
+    throughput: throughputOf(j),
     positionUpdatedAt: j.positionUpdatedAt,
     run: { epoch: j.epoch, owner: j.owner, renewedAt: j.renewedAt, rejectedWrites: j.rejectedWrites },
     lastError: j.lastError,

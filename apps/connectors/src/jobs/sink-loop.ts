@@ -3,8 +3,8 @@ import { StaleEpochError } from '../../../../libs/fence';
 import type { PutOutcome, SinkConnector } from '../spi';
 import { noteError, pause, RunContext } from './run-context';
 
-/** Deliveries held at once (the subscription's window) and written in one batch at most. */
-const WINDOW = 200;
+/** Deliveries held at once (the subscription's window, the runtime's most) and written in one batch at most. */
+const WINDOW = 1000;
 
 /**
  * A sink job's loop: consume the job's STREAM subscription through the SDK (its own dedupe off: the sink's ledger
@@ -21,12 +21,25 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
   let stale: StaleEpochError | undefined;
   let pending: { event: CloudEvent<unknown>; answer: (o: PutOutcome | Error) => void }[] = [];
   let scheduled = false;
+  let writing = false;
 
+  // One batch written at a time: what arrives while it is written waits and is the next batch (a group commit),
+  // so a busy stream makes few large transactions and fenced commits rather than many small ones at once.
   const flush = async () => {
     scheduled = false;
+    if (writing || pending.length === 0) return;
+    writing = true;
     const batch = pending;
     pending = [];
-    if (batch.length === 0) return;
+    try {
+      await write(batch);
+    } finally {
+      writing = false;
+      if (pending.length) void flush();
+    }
+  };
+
+  const write = async (batch: typeof pending) => {
     let outcomes: PutOutcome[];
     try {
       outcomes = await sink.put(batch.map((b) => b.event));

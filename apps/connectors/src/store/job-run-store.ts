@@ -56,8 +56,8 @@ export class JobRunStore {
   }
 
   /**
-   * Commits one round under `fence`: the position after it (undefined: unchanged), its counts, its dead letters,
-   * in one transaction behind the epoch check. Throws `StaleEpochError` when the run lost the job.
+   * Commits one round under `fence`: the position after it (undefined: unchanged), its counts (also per second,
+   * for the throughput), its dead letters, in one transaction behind the epoch check. Throws `StaleEpochError` when the run lost the job.
    */
   async commit(
     fence: WriteFence,
@@ -74,6 +74,16 @@ export class JobRunStore {
                dead_lettered = p.dead_lettered + EXCLUDED.dead_lettered, epoch = EXCLUDED.epoch, updated_at = now()`,
         [jobId, round.position ?? null, round.moved, round.deadLetters.length, fence.rowEpoch],
       );
+      if (round.moved > 0) {
+        await q.query(
+          `INSERT INTO connectors.job_moved AS m (job_id, at, moved) VALUES ($1, date_trunc('second', now()), $2)
+           ON CONFLICT (job_id, at) DO UPDATE SET moved = m.moved + EXCLUDED.moved`,
+          [jobId, round.moved],
+        );
+        await q.query(`DELETE FROM connectors.job_moved WHERE job_id = $1 AND at < now() - interval '1 minute'`, [
+          jobId,
+        ]);
+      }
       for (const d of round.deadLetters) {
         await q.query(`INSERT INTO connectors.dead_letters (job_id, reason, record) VALUES ($1, $2, $3)`, [
           jobId,

@@ -25,6 +25,8 @@ export interface JobView extends JobRow {
   owner: string | null;
   renewedAt: Date | null;
   rejectedWrites: number;
+  /** Events moved in the last 60 s (the fenced commits' per-second counts). */
+  movedLastMinute: number;
 }
 
 export interface DeadLetterRow {
@@ -38,7 +40,9 @@ export interface DeadLetterRow {
 
 const VIEW = `
   SELECT j.*, p.position, p.moved, p.dead_lettered, p.updated_at AS position_updated_at,
-         r.epoch, r.owner, r.renewed_at, r.rejected_writes
+         r.epoch, r.owner, r.renewed_at, r.rejected_writes,
+         (SELECT COALESCE(sum(m.moved), 0) FROM connectors.job_moved m
+           WHERE m.job_id = j.id AND m.at > now() - interval '1 minute') AS moved_last_minute
     FROM connectors.jobs j
     LEFT JOIN connectors.job_positions p ON p.job_id = j.id
     LEFT JOIN connectors.job_runs r ON r.job_id = j.id`;
@@ -165,6 +169,7 @@ function viewOf(r: Record<string, unknown>): JobView {
     owner: (r.owner as string | null) ?? null,
     renewedAt: (r.renewed_at as Date | null) ?? null,
     rejectedWrites: Number(r.rejected_writes ?? 0),
+    movedLastMinute: Number(r.moved_last_minute ?? 0),
   };
 }
 

@@ -54,6 +54,19 @@ const MIGRATIONS: { name: string; sql: string }[] = [
       CREATE INDEX dead_letters_job ON connectors.dead_letters (job_id, id);
     `,
   },
+  {
+    name: '002-job-moved',
+    sql: `
+      -- What a job's runs moved, per second, the last minute of it (the throughput in /admin/jobs). Written in the
+      -- fenced commit of each round; rows older than a minute are deleted by the same commit.
+      CREATE TABLE connectors.job_moved (
+        job_id text NOT NULL REFERENCES connectors.jobs (id) ON DELETE CASCADE,
+        at timestamptz NOT NULL,
+        moved bigint NOT NULL,
+        PRIMARY KEY (job_id, at)
+      );
+    `,
+  },
 ];
 
 const LOCK = 0x636f6e6e; // 'conn'
