@@ -113,9 +113,14 @@ async function flushAnswers(): Promise<void> {
 }
 
 async function main(): Promise<void> {
-  setInterval(() => void call('POST', `/a2a/agents/${agent}/heartbeat`).catch(() => undefined), 1000);
+  // The registration this replica runs under: a re-registration of the agent fences its heartbeats (409).
+  // (An expired card is not served: the replica then beats as the current registration's.)
+  const registration = (await call('GET', `/a2a/agents/${agent}`)).body?.registration;
+  const beat = () =>
+    call('POST', `/a2a/agents/${agent}/heartbeat`, typeof registration === 'number' ? { registration } : undefined);
+  setInterval(() => void beat().catch(() => undefined), 1000);
   setInterval(() => void flushAnswers(), ackEveryMs);
-  await call('POST', `/a2a/agents/${agent}/heartbeat`);
+  await beat();
   let first = true;
   for (;;) {
     try {

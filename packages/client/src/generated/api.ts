@@ -8915,6 +8915,11 @@ export interface paths {
                             card: {
                                 [key: string]: unknown;
                             };
+                            /** @enum {string} */
+                            style: "url" | "subscriber";
+                            /** @description ISO 8601 */
+                            heartbeatAt?: string;
+                            registration: number;
                             /** @description ISO 8601 */
                             createdAt: string;
                             /** @description ISO 8601 */
@@ -9073,6 +9078,11 @@ export interface paths {
                             card: {
                                 [key: string]: unknown;
                             };
+                            /** @enum {string} */
+                            style: "url" | "subscriber";
+                            /** @description ISO 8601 */
+                            heartbeatAt?: string;
+                            registration: number;
                             /** @description ISO 8601 */
                             createdAt: string;
                             /** @description ISO 8601 */
@@ -9093,6 +9103,11 @@ export interface paths {
                             card: {
                                 [key: string]: unknown;
                             };
+                            /** @enum {string} */
+                            style: "url" | "subscriber";
+                            /** @description ISO 8601 */
+                            heartbeatAt?: string;
+                            registration: number;
                             /** @description ISO 8601 */
                             createdAt: string;
                             /** @description ISO 8601 */
@@ -9372,6 +9387,11 @@ export interface paths {
                                 card: {
                                     [key: string]: unknown;
                                 };
+                                /** @enum {string} */
+                                style: "url" | "subscriber";
+                                /** @description ISO 8601 */
+                                heartbeatAt?: string;
+                                registration: number;
                                 /** @description ISO 8601 */
                                 createdAt: string;
                                 /** @description ISO 8601 */
@@ -9478,7 +9498,14 @@ export interface paths {
                 };
                 cookie?: never;
             };
-            requestBody?: never;
+            requestBody?: {
+                content: {
+                    "application/json": {
+                        /** @description the agent's registration this replica runs under; refused 409 once the agent is registered again */
+                        registration?: number;
+                    };
+                };
+            };
             responses: {
                 /** @description recorded */
                 204: {
@@ -9488,6 +9515,23 @@ export interface paths {
                         [name: string]: unknown;
                     };
                     content?: never;
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
                 };
                 /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
                 401: {
@@ -9525,6 +9569,23 @@ export interface paths {
                 };
                 /** @description not found (or another tenant's: the same answer) */
                 404: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the current state refuses this */
+                409: {
                     headers: {
                         /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
                         "x-request-id"?: string;
