@@ -85,8 +85,8 @@ ok='"2xx", "3xx", "401", "403", "404", "409", "429"'
   # An ensure by name is a create or a replace (as above), and a body that names a name names the path's.
   entry '^PUT /subscriptions/by-name/\{name\}$' "$ok, \"400\""
   # A tenant topic's partitions are capped by EVENTMESH_KAFKA_TENANT_TOPIC_MAX_PARTITIONS, a setting of the instance
-  # (400 naming the cap), not of the document.
-  entry '^POST /topics$' "$ok, \"400\""
+  # (400 naming the cap), not of the document; a change never lowers them below the topic's (400, its state).
+  entry '^(POST /topics|PATCH /topics/\{name\})$' "$ok, \"400\""
   entry '^PUT /a2a/agents/\{name\}$' "$ok, \"400\""
   # A seek's offsets must lie in the partition's log (400 OFFSET_OUT_OF_RANGE).
   entry '^POST /subscriptions/\{id\}/offsets/seek$' "$ok, \"400\""

@@ -33,16 +33,18 @@ export const createTopicSchema = z
   })
   .strict();
 
-/** `PATCH /topics/{name}`: more partitions (never fewer: Kafka cannot lower them), another retention. */
-export const configureTopicSchema = z
-  .object({
-    partitions: createTopicSchema.shape.partitions.describe('its partitions: as many as it has or more'),
-    retentionMs: createTopicSchema.shape.retentionMs.describe('how long its events are kept, in ms'),
-  })
-  .strict()
-  .refine((b) => b.partitions !== undefined || b.retentionMs !== undefined, {
-    message: 'give partitions, retentionMs or both',
-  });
+const partitionsChange = createTopicSchema.shape.partitions
+  .unwrap()
+  .describe('its partitions: as many as it has or more');
+const retentionChange = createTopicSchema.shape.retentionMs.unwrap().describe('how long its events are kept, in ms');
+/**
+ * `PATCH /topics/{name}`: more partitions (never fewer: Kafka cannot lower them), another retention, or both. Two
+ * shapes, so the API document states that one of the two is required (`anyOf`), as the route refuses `{}`.
+ */
+export const configureTopicSchema = z.union([
+  z.object({ partitions: partitionsChange, retentionMs: retentionChange.optional() }).strict(),
+  z.object({ partitions: partitionsChange.optional(), retentionMs: retentionChange }).strict(),
+]);
 
 /** What a caller does with a topic it names: the reserved topics are the runtime's to write. */
 export type TopicUse = 'publish' | 'subscribe';

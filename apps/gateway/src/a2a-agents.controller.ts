@@ -30,6 +30,7 @@ const HEARTBEAT = z
       .number()
       .int()
       .min(1)
+      .max(2_147_483_647)
       .optional()
       .describe("the agent's registration this replica runs under; refused 409 once the agent is registered again"),
   })

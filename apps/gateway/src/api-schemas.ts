@@ -218,7 +218,7 @@ export const agentViewSchema = z
     card: z.looseObject({}),
     style: z.enum(['url', 'subscriber']),
     heartbeatAt: isoTime.optional(),
-    registration: z.number().int().min(1),
+    registration: z.number().int().min(1).max(2_147_483_647),
     createdAt: isoTime,
     updatedAt: isoTime,
   })

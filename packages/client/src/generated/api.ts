@@ -8309,9 +8309,14 @@ export interface paths {
                 content: {
                     "application/json": {
                         /** @description its partitions: as many as it has or more */
-                        partitions?: number;
+                        partitions: number;
                         /** @description how long its events are kept, in ms */
                         retentionMs?: number;
+                    } | {
+                        /** @description its partitions: as many as it has or more */
+                        partitions?: number;
+                        /** @description how long its events are kept, in ms */
+                        retentionMs: number;
                     };
                 };
             };
