@@ -25,7 +25,7 @@ export async function terminateWorkflows(client: Client, workflowIds: string[]):
 
 /**
  * A clean start for PARTITION_OWNED_PULL: ends every ownership workflow of the test namespace (no members, no
- * assignment), and disables the subscriptions other suites left on A2A agents' topics, whose partitions every
+ * assignment), and disables the subscriptions other suites left on A2A agents' and tenants' topics, whose partitions every
  * owned-mode instance would otherwise own beside the suite's own topic (docs/a2a.md).
  */
 export async function resetOwnership(client: Client): Promise<void> {
@@ -41,7 +41,8 @@ export async function resetOwnership(client: Client): Promise<void> {
   await db.connect();
   try {
     await db.query(
-      `UPDATE subscriptions SET status = 'DISABLED', updated_at = now() WHERE status = 'ACTIVE' AND topic LIKE 'a2a.%'`,
+      `UPDATE subscriptions SET status = 'DISABLED', updated_at = now()
+        WHERE status = 'ACTIVE' AND (topic LIKE 'a2a.%' OR topic LIKE 'tenant.%')`,
     );
   } finally {
     await db.end();
