@@ -42,7 +42,8 @@ const children: ChildProcess[] = [];
 const env = benchEnv({});
 const config = benchConfig();
 const pg = config.postgres;
-const APP_DB = 'eventmesh_bench_connectors';
+// BENCH_CONNECTORS_APP_DB: the application database (outbox and sink tables), so two runs on one server do not share it.
+const APP_DB = process.env.BENCH_CONNECTORS_APP_DB ?? 'eventmesh_bench_connectors';
 const connection = { host: pg.host, port: pg.port, database: APP_DB, user: pg.user, password: pg.password };
 
 async function appClient(database = APP_DB): Promise<Client> {

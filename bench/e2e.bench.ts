@@ -7,7 +7,16 @@ import WebSocket from 'ws';
 import { EventMeshClient, type Consumer } from '@eventmesh/client';
 import { frameToKafkaMessage } from '../libs/frame';
 import { nestSubscriber } from './nest-subscriber';
-import { benchConfig, benchEnv, percentile, startInstanceProcess, until } from './support';
+import {
+  benchConfig,
+  benchEnv,
+  brokerPid,
+  cpuPerEvent,
+  meterCpu,
+  percentile,
+  startInstanceProcess,
+  until,
+} from './support';
 
 /**
  * End to end: HTTP publish -> Kafka -> dispatch -> a WebSocket subscriber that acknowledges every event, against
@@ -38,6 +47,8 @@ const VIA = process.env.BENCH_E2E_VIA === 'forwarded' ? 'forwarded' : 'local';
 interface Run {
   perSecond: number;
   latencies: number[];
+  /** CPU seconds during the run: the dispatching instance, this process (publishers and subscriber), the broker, the host. */
+  cpu?: Record<string, number>;
 }
 
 /** Publishes `total` events through `send`, `concurrency` at a time, or paced at `rate` per second. */
@@ -92,9 +103,10 @@ async function measureRuns(path: Path, round: number, halfRate?: number): Promis
   await drive(500, send(warm), { concurrency: CONCURRENCY });
   await settle(deliveredAt, ids(warm, 500), 60000);
   let started = performance.now();
+  const cpu = meterCpu({ instance: path.pid, client: 'self', broker: brokerPid() });
   await drive(EVENTS, send(`r${round}-full`), { concurrency: CONCURRENCY });
   await settle(deliveredAt, ids(`r${round}-full`, EVENTS), 120000);
-  const full = measure(ids(`r${round}-full`, EVENTS), sentAt, deliveredAt, started);
+  const full = { ...measure(ids(`r${round}-full`, EVENTS), sentAt, deliveredAt, started), cpu: cpu() };
   started = performance.now();
   await drive(EVENTS, send(`r${round}-half`), { rate: halfRate ?? full.perSecond / 2 });
   await settle(deliveredAt, ids(`r${round}-half`, EVENTS), 120000);
@@ -106,6 +118,8 @@ interface Path {
   send(prefix: string): (n: number) => Promise<void>;
   sentAt: Map<string, number>;
   deliveredAt: Map<string, number>;
+  /** The dispatching instance's process, metered for CPU per event (none on the kafkajs path). */
+  pid?: number;
   close(): Promise<void>;
 }
 
@@ -176,6 +190,7 @@ async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' | 'nestjs' =
       send: publish,
       sentAt,
       deliveredAt,
+      pid: instance.child.pid,
       async close() {
         await stop();
         await http.close();
@@ -352,6 +367,20 @@ async function main(): Promise<void> {
       `NestJS method's added p99 at half load (no goal): median ${nestAddedP99(mid(rounds, nestAddedP99)).toFixed(1)} ms; ` +
         `per round ${rounds.map((r) => `${nestAddedP99(r).toFixed(1)} (${p99(r.nest.half).toFixed(1)} vs ${p99(r.runtime.half).toFixed(1)})`).join(', ')}`,
     );
+    console.log(
+      '\nCPU per event at full speed, every round (from /proc: `instance` the dispatching instance, `client` this ' +
+        'process, which runs the 32 publishers and the subscriber, `broker` Kafka, `host` every process on it):',
+    );
+    const cpuRows: [string, (r: (typeof rounds)[number]) => Run][] = [
+      ['eventmesh, raw WebSocket client', (r) => r.runtime.full],
+      ['kafkajs send() -> eachMessage', (r) => r.baseline.full],
+      ['@eventmesh/client consumer', (r) => r.sdk.full],
+      ['@eventmesh/nestjs method', (r) => r.nest.full],
+    ];
+    for (const [name, run] of cpuRows)
+      console.log(
+        `- ${name}: ${rounds.map((r, n) => `round ${n + 1}: ${cpuPerEvent(run(r).cpu ?? {}, EVENTS)}`).join('; ')}`,
+      );
   } finally {
     for (const path of paths) await path.close();
     await admin.deleteTopics({ topics: [ours, raw, sdk, nest] }).catch(() => undefined);
