@@ -3,20 +3,10 @@ import os from 'node:os';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { createTopicsAndWait } from '../libs/kafka/topic-creation';
 import { Pool } from 'undici';
-import WebSocket from 'ws';
-import { EventMeshClient, type Consumer } from '@eventmesh/client';
 import { frameToKafkaMessage } from '../libs/frame';
-import { nestSubscriber } from './nest-subscriber';
-import {
-  benchConfig,
-  benchEnv,
-  brokerPid,
-  cpuPerEvent,
-  meterCpu,
-  percentile,
-  startInstanceProcess,
-  until,
-} from './support';
+import { clientsPath, drive, measureClients, reportClients, type ClientsPath, type ClientsRound } from './e2e-clients';
+import { startSubscriber } from './stream-subscribers';
+import { benchConfig, benchEnv, brokerPid, cpuPerEvent, meterCpu, percentile, startInstanceProcess } from './support';
 
 /**
  * End to end: HTTP publish -> Kafka -> dispatch -> a WebSocket subscriber that acknowledges every event, against
@@ -25,13 +15,11 @@ import {
  * latency from publish to delivery at half of the runtime's full-speed rate. The paths take turns for BENCH_ROUNDS
  * rounds (default 3); the figures are the median round's. `npm run bench:e2e`.
  *
- * The SDK's path: the same publishers, the subscriber `@eventmesh/client`'s stream consumer (WebSocket, window 1000,
- * a handler per event, ack after it, the in-memory dedupe) instead of the raw WebSocket client; it is held to the
- * raw client's throughput and p99 at the same offered half load.
- *
- * The NestJS module's path: the same publishers, the subscriber a Nest application context with an `@OnMeshEvent`
- * method (bench/nest-subscriber.ts: the module ensures the subscription by name and runs the method per event in
- * Nest's context, ack after it); it is held to the raw client's throughput (goal at least 0.9x).
+ * The clients (bench/e2e-clients.ts): the raw WebSocket client, `@eventmesh/client`'s stream consumer and a NestJS
+ * `@OnMeshEvent` method, each on its own STREAM subscription of one topic of one more instance and in its own
+ * process, receive the same events at the same time in each round after the paths above; the SDK is held to the raw
+ * client's throughput (at least 0.95x) and p99 at half load (at most 2 ms added), the NestJS method to its
+ * throughput (at least 0.9x).
  */
 const EVENTS = Number(process.env.BENCH_EVENTS ?? 10000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 32);
@@ -49,32 +37,6 @@ interface Run {
   latencies: number[];
   /** CPU seconds during the run: the dispatching instance, this process (publishers and subscriber), the broker, the host. */
   cpu?: Record<string, number>;
-}
-
-/** Publishes `total` events through `send`, `concurrency` at a time, or paced at `rate` per second. */
-async function drive(
-  total: number,
-  send: (n: number) => Promise<void>,
-  opts: { concurrency?: number; rate?: number },
-): Promise<void> {
-  if (opts.rate) {
-    const started = performance.now();
-    const inFlight: Promise<void>[] = [];
-    for (let n = 0; n < total; n++) {
-      const due = started + (n * 1000) / opts.rate;
-      const wait = due - performance.now();
-      if (wait > 1) await new Promise((r) => setTimeout(r, wait));
-      inFlight.push(send(n));
-    }
-    await Promise.all(inFlight);
-    return;
-  }
-  let next = 0;
-  await Promise.all(
-    Array.from({ length: opts.concurrency ?? 1 }, async () => {
-      while (next < total) await send(next++);
-    }),
-  );
 }
 
 /** Waits for `count` deliveries recorded in `deliveredAt`, with a deadline. */
@@ -123,7 +85,7 @@ interface Path {
   close(): Promise<void>;
 }
 
-async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' | 'nestjs' = 'raw'): Promise<Path> {
+async function runtimePath(topic: string): Promise<Path> {
   const instance = await startInstanceProcess(
     benchEnv({
       EVENTMESH_KAFKA_TOPICS: topic,
@@ -152,7 +114,7 @@ async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' | 'nestjs' =
   try {
     // Created on the dispatching instance: in LOCAL_STICKY_PULL it is pinned to the instance that creates it. Named
     // (after its topic, new each run: names are unique in the tenant), so the NestJS module's ensure finds it.
-    const name = `${topic}-${subscriber}`;
+    const name = `${topic}-raw`;
     const created = await fetch(`${instance.url}/subscriptions/by-name/${name}`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
@@ -161,12 +123,11 @@ async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' | 'nestjs' =
     if (created.status !== 201) throw new Error(`subscription ${name}: ${created.status} ${await created.text()}`);
     const { id: sub } = (await created.json()) as { id: string };
     const deliveredAt = new Map<string, number>();
-    const stop =
-      subscriber === 'sdk'
-        ? await sdkSubscriber(client.url!, sub, deliveredAt)
-        : subscriber === 'nestjs'
-          ? await nestSubscriber(client.url!, topic, name, deliveredAt)
-          : await rawSubscriber(client.url!, sub, deliveredAt);
+    const stop = await startSubscriber(
+      'raw',
+      { url: client.url, subscriptionId: sub, topic, name },
+      (id) => void deliveredAt.set(id, performance.now()),
+    );
     const sentAt = new Map<string, number>();
     const publish = (prefix: string) => async (n: number) => {
       const id = `${prefix}-${n}`;
@@ -204,33 +165,6 @@ async function runtimePath(topic: string, subscriber: 'raw' | 'sdk' | 'nestjs' =
     await instance.stop();
     throw e;
   }
-}
-
-/** The raw WebSocket client: ack each event as it comes. Resolves with its close. */
-async function rawSubscriber(url: string, sub: string, deliveredAt: Map<string, number>): Promise<() => Promise<void>> {
-  const socket = new WebSocket(`${url.replace('http', 'ws')}/subscriptions/${sub}/ws?window=1000`);
-  socket.on('message', (raw) => {
-    const m = JSON.parse(String(raw)) as { type: string; deliveryId: string; event: { id: string } };
-    if (m.type !== 'event') return;
-    deliveredAt.set(m.event.id, performance.now());
-    socket.send(JSON.stringify({ type: 'ack', deliveryId: m.deliveryId }));
-  });
-  await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
-  return async () => socket.close();
-}
-
-/** The SDK's consumer: a handler per event, acked after it. Resolves with its close. */
-async function sdkSubscriber(url: string, sub: string, deliveredAt: Map<string, number>): Promise<() => Promise<void>> {
-  const consumer: Consumer = new EventMeshClient({ url }).consume(
-    sub,
-    (event) => void deliveredAt.set(event.id, performance.now()),
-    {
-      transport: 'websocket',
-      window: 1000,
-    },
-  );
-  await until('the SDK consumer connected', () => (consumer.state === 'connected' ? true : undefined), 60000);
-  return () => consumer.close();
 }
 
 async function rawPath(topic: string): Promise<Path> {
@@ -284,33 +218,27 @@ async function main(): Promise<void> {
   await admin.connect();
   const ours = `bench-e2e-${randomUUID().slice(0, 8)}`;
   const raw = `bench-e2e-raw-${randomUUID().slice(0, 8)}`;
-  const sdk = `bench-e2e-sdk-${randomUUID().slice(0, 8)}`;
-  const nest = `bench-e2e-nest-${randomUUID().slice(0, 8)}`;
+  const clients = `bench-e2e-clients-${randomUUID().slice(0, 8)}`;
   await createTopicsAndWait(
     admin,
-    [ours, raw, sdk, nest].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })),
+    [ours, raw, clients].map((topic) => ({ topic, numPartitions: PARTITIONS, replicationFactor: 1 })),
   );
   const paths: Path[] = [];
+  let clientsRun: ClientsPath | undefined;
   try {
-    paths.push(
-      await runtimePath(ours),
-      await rawPath(raw),
-      await runtimePath(sdk, 'sdk'),
-      await runtimePath(nest, 'nestjs'),
-    );
+    paths.push(await runtimePath(ours), await rawPath(raw));
+    clientsRun = await clientsPath(clients, PARTITIONS, CONCURRENCY);
     const rounds: {
       runtime: { full: Run; half: Run };
       baseline: { full: Run; half: Run };
-      sdk: { full: Run; half: Run };
-      nest: { full: Run; half: Run };
     }[] = [];
+    const clientRounds: ClientsRound[] = [];
     // The paths take turns, round after round; the baseline is offered the rate the runtime was offered at half load.
     for (let round = 0; round < ROUNDS; round++) {
       const runtime = await measureRuns(paths[0], round);
       const baseline = await measureRuns(paths[1], round, runtime.full.perSecond / 2);
-      const sdkRuns = await measureRuns(paths[2], round, runtime.full.perSecond / 2);
-      const nestRuns = await measureRuns(paths[3], round, runtime.full.perSecond / 2);
-      rounds.push({ runtime, baseline, sdk: sdkRuns, nest: nestRuns });
+      rounds.push({ runtime, baseline });
+      clientRounds.push(await measureClients(clientsRun, round, EVENTS, CONCURRENCY));
     }
     const p99 = (r: Run) => percentile(r.latencies, 99);
     const throughputRatio = (r: (typeof rounds)[number]) => r.runtime.full.perSecond / r.baseline.full.perSecond;
@@ -336,36 +264,11 @@ async function main(): Promise<void> {
     console.log(row('eventmesh, half load', medianRound.runtime.half));
     console.log(row('kafkajs, same offered load', medianRound.baseline.half));
     console.log(
-      row('eventmesh -> @eventmesh/client consumer (WebSocket, handler, ack), full speed', medianRound.sdk.full),
-    );
-    console.log(row('@eventmesh/client consumer, same offered load', medianRound.sdk.half));
-    console.log(row('eventmesh -> @eventmesh/nestjs @OnMeshEvent method, full speed', medianRound.nest.full));
-    console.log(row('@eventmesh/nestjs method, same offered load', medianRound.nest.half));
-    console.log(
       `\nthroughput ratio: median ${throughputRatio(medianRound).toFixed(2)}x (goal >= ${VIA === 'forwarded' ? '0.6' : '0.8'}x); per round ${rounds.map((r) => throughputRatio(r).toFixed(2)).join(', ')}`,
     );
     console.log(
       `added p99 latency at half load: median ${addedP99(byLatency[Math.floor(rounds.length / 2)]).toFixed(1)} ms (goal <= 5 ms); ` +
         `per round ${rounds.map((r) => `${addedP99(r).toFixed(1)} (${p99(r.runtime.half).toFixed(1)} vs ${p99(r.baseline.half).toFixed(1)})`).join(', ')}`,
-    );
-    const sdkRatio = (r: (typeof rounds)[number]) => r.sdk.full.perSecond / r.runtime.full.perSecond;
-    const sdkAddedP99 = (r: (typeof rounds)[number]) => p99(r.sdk.half) - p99(r.runtime.half);
-    const mid = <T>(xs: T[], by: (x: T) => number) => [...xs].sort((x, y) => by(x) - by(y))[Math.floor(xs.length / 2)];
-    console.log(
-      `SDK consumer against the raw WebSocket client: throughput median ${sdkRatio(mid(rounds, sdkRatio)).toFixed(2)}x (goal >= 0.95x); per round ${rounds.map((r) => sdkRatio(r).toFixed(2)).join(', ')}`,
-    );
-    console.log(
-      `SDK consumer's added p99 at half load: median ${sdkAddedP99(mid(rounds, sdkAddedP99)).toFixed(1)} ms (goal <= 2 ms); ` +
-        `per round ${rounds.map((r) => `${sdkAddedP99(r).toFixed(1)} (${p99(r.sdk.half).toFixed(1)} vs ${p99(r.runtime.half).toFixed(1)})`).join(', ')}`,
-    );
-    const nestRatio = (r: (typeof rounds)[number]) => r.nest.full.perSecond / r.runtime.full.perSecond;
-    const nestAddedP99 = (r: (typeof rounds)[number]) => p99(r.nest.half) - p99(r.runtime.half);
-    console.log(
-      `NestJS @OnMeshEvent method against the raw WebSocket client: throughput median ${nestRatio(mid(rounds, nestRatio)).toFixed(2)}x (goal >= 0.9x); per round ${rounds.map((r) => nestRatio(r).toFixed(2)).join(', ')}`,
-    );
-    console.log(
-      `NestJS method's added p99 at half load (no goal): median ${nestAddedP99(mid(rounds, nestAddedP99)).toFixed(1)} ms; ` +
-        `per round ${rounds.map((r) => `${nestAddedP99(r).toFixed(1)} (${p99(r.nest.half).toFixed(1)} vs ${p99(r.runtime.half).toFixed(1)})`).join(', ')}`,
     );
     console.log(
       '\nCPU per event at full speed, every round (from /proc: `instance` the dispatching instance, `client` this ' +
@@ -374,16 +277,16 @@ async function main(): Promise<void> {
     const cpuRows: [string, (r: (typeof rounds)[number]) => Run][] = [
       ['eventmesh, raw WebSocket client', (r) => r.runtime.full],
       ['kafkajs send() -> eachMessage', (r) => r.baseline.full],
-      ['@eventmesh/client consumer', (r) => r.sdk.full],
-      ['@eventmesh/nestjs method', (r) => r.nest.full],
     ];
     for (const [name, run] of cpuRows)
       console.log(
         `- ${name}: ${rounds.map((r, n) => `round ${n + 1}: ${cpuPerEvent(run(r).cpu ?? {}, EVENTS)}`).join('; ')}`,
       );
+    reportClients(clientRounds, EVENTS);
   } finally {
     for (const path of paths) await path.close();
-    await admin.deleteTopics({ topics: [ours, raw, sdk, nest] }).catch(() => undefined);
+    await clientsRun?.close();
+    await admin.deleteTopics({ topics: [ours, raw, clients] }).catch(() => undefined);
     await admin.disconnect();
   }
 }

@@ -5,8 +5,8 @@ import { EventMeshModule, MeshHandlerExplorer, OnMeshEvent } from '@eventmesh/ne
 import { until } from './support';
 
 /**
- * The NestJS module's path for bench:e2e: a Nest application context whose one provider has an `@OnMeshEvent`
- * method recording each event's arrival. The module ensures the subscription `name` (the bench creates it first on
+ * The NestJS module's subscriber for bench:e2e: a Nest application context whose one provider has an
+ * `@OnMeshEvent` method recording each event's arrival. The module ensures the subscription `name` (the bench creates it first on
  * the dispatching instance, so it is found there, not pinned to a gateway-only one) and consumes it with the
  * SDK's consumer (window 1000, handler calls as many, ack after the method resolved), inside Nest's context as
  * any user's handler runs. Resolves with its close (drain, then close: `app.close()`).
@@ -15,13 +15,13 @@ export async function nestSubscriber(
   url: string,
   topic: string,
   name: string,
-  deliveredAt: Map<string, number>,
+  record: (id: string) => void,
 ): Promise<() => Promise<void>> {
   @Injectable()
   class Recorder {
     @OnMeshEvent({ topic, name, window: 1000 })
-    record(event: CloudEvent<unknown>): void {
-      deliveredAt.set(event.id, performance.now());
+    onEvent(event: CloudEvent<unknown>): void {
+      record(event.id);
     }
   }
 

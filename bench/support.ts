@@ -24,6 +24,11 @@ export const benchConfig = (overrides: Record<string, string> = {}) => loadConfi
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
+/** Milliseconds on the host's monotonic clock (`process.hrtime`): comparable between processes on one host. */
+export function monotonicMs(): number {
+  return Number(process.hrtime.bigint()) / 1e6;
+}
+
 /** Polls `probe` until it answers something other than undefined (a throw counts as undefined), with a deadline. */
 export async function until<T>(
   what: string,
