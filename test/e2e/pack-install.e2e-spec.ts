@@ -8,8 +8,8 @@ import type { Client } from '@temporalio/client';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
+import { exerciseOrdersApp, ordersAppUrl } from '../support/orders-app';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
-import { waitFor } from '../support/wait-for';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -84,28 +84,7 @@ describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs'
     const exited = new Promise<{ code: number | null; signal: string | null }>((resolve) =>
       app!.once('exit', (code, signal) => resolve({ code, signal })),
     );
-    const url = await waitFor('the app to listen', () => /listening on (http:\/\/\S+)/.exec(appOut)?.[1], {
-      timeoutMs: 60000,
-    }).catch((e: Error) => {
-      throw new Error(`${e.message}\n${appOut}`);
-    });
-
-    const created = await fetch(`${url}/orders`, {
-      method: 'POST',
-      headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ sku: 'abc', quantity: 2 }),
-    });
-    expect(created.status).toBe(201);
-    const { id } = (await created.json()) as { id: string };
-    await waitFor(
-      'the decorated handler to receive the order',
-      async () => ((await (await fetch(`${url}/orders/handled`)).json()) as string[]).includes(id),
-      { timeoutMs: 60000 },
-    );
-
-    const price = await fetch(`${url}/orders/price/abcd`);
-    expect(price.status).toBe(200);
-    expect(await price.json()).toEqual({ sku: 'abcd', unitPrice: 104 });
+    await exerciseOrdersApp(await ordersAppUrl(() => appOut));
 
     // enableShutdownHooks: Nest closes the app (the module drains both consumers, then closes the client), then
     // ends the process with the signal it got.
