@@ -3,7 +3,8 @@
 # Builds both packages, packs them with `npm pack` into WORKDIR/tarballs, and creates a fresh NestJS app in
 # WORKDIR/app (a folder outside the repo) with its own package.json: the two tarballs, and Nest, Fastify and
 # TypeScript from the npm registry; nothing comes from the repo's node_modules. Its sources are the orders example
-# (examples/orders/src), compiled by the app's own TypeScript. test/e2e/pack-install.e2e-spec.ts boots it against
+# (examples/orders/src) and the README's "Use it from NestJS" block (src/readme-app.ts), compiled by the app's own
+# TypeScript. test/e2e/pack-install.e2e-spec.ts boots it against
 # an instance.
 #
 # The registry packages are pinned by scripts/pack-install/package-lock.json (the app's lockfile without the two
@@ -27,6 +28,10 @@ client=$(ls "$work"/tarballs/eventmesh-client-*.tgz)
 nestjs=$(ls "$work"/tarballs/eventmesh-nestjs-*.tgz)
 
 cp -r examples/orders/src "$work/app/src"
+# The README's "Use it from NestJS" app, as a reader copies it (its first ```ts block after that heading).
+awk '/^## Use it from NestJS/ { section = 1 } section && /^```ts$/ { inside = 1; next } inside && /^```$/ { exit } inside' \
+  README.md >"$work/app/src/readme-app.ts"
+[ -s "$work/app/src/readme-app.ts" ] || { echo "no ts block under README's 'Use it from NestJS'" >&2; exit 1; }
 lock="$ROOT/scripts/pack-install/package-lock.json"
 [ "${PACK_INSTALL_LOCK:-}" = update ] || cp "$lock" "$work/app/package-lock.json"
 cd "$work/app"

@@ -5,7 +5,7 @@ import type { Client } from '@temporalio/client';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
-import { exerciseOrdersApp, ordersAppUrl } from '../support/orders-app';
+import { deleteOrdersSubscriptions, exerciseOrdersApp, ordersAppUrl } from '../support/orders-app';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -29,9 +29,11 @@ describe('npm run example:orders', () => {
       EVENTMESH_KAFKA_TOPICS: `${topics.orders},${topics.prices}`,
     });
     await instance.ready();
+    await deleteOrdersSubscriptions(instance.url!);
   }, 120000);
 
   afterAll(async () => {
+    if (instance?.url) await deleteOrdersSubscriptions(instance.url).catch(() => undefined);
     await instance?.stop();
     await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId)]);
     await temporal.close();

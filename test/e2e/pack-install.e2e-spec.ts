@@ -8,8 +8,9 @@ import type { Client } from '@temporalio/client';
 import { dispatchWorkflowIdOf } from '../../libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
-import { exerciseOrdersApp, ordersAppUrl } from '../support/orders-app';
+import { deleteOrdersSubscriptions, exerciseOrdersApp, ordersAppUrl } from '../support/orders-app';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
+import { waitFor } from '../support/wait-for';
 
 const ROOT = path.resolve(__dirname, '../..');
 
@@ -27,13 +28,15 @@ describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs'
   let instance: InstanceProcess;
   let temporal: { client: Client; close(): Promise<void> };
   let app: ChildProcess | undefined;
+  let readmeApp: ChildProcess | undefined;
   let appOut = '';
 
   beforeAll(async () => {
     temporal = await temporalClient();
     instance = InstanceProcess.spawn({
       EVENTMESH_INSTANCE_ID: instanceId,
-      EVENTMESH_KAFKA_TOPICS: `${topics.orders},${topics.prices}`,
+      // `orders` and `prices` too: the README's app names them.
+      EVENTMESH_KAFKA_TOPICS: `${topics.orders},${topics.prices},orders,prices`,
     });
     await Promise.all([
       instance.ready(),
@@ -42,10 +45,13 @@ describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs'
         timeout: 600000,
       }),
     ]);
+    await deleteOrdersSubscriptions(instance.url!);
   }, 660000);
 
   afterAll(async () => {
     if (app?.exitCode === null) app.kill('SIGKILL');
+    if (readmeApp?.exitCode === null) readmeApp.kill('SIGKILL');
+    if (instance?.url) await deleteOrdersSubscriptions(instance.url).catch(() => undefined);
     await instance?.stop();
     await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(instanceId)]);
     await temporal.close();
@@ -91,5 +97,41 @@ describe('@eventmesh/client and @eventmesh/nestjs installed from their tarballs'
     app.kill('SIGTERM');
     expect(await exited).toEqual({ code: null, signal: 'SIGTERM' });
     expect(appOut).toContain('drained 2 consumers');
+  }, 180000);
+
+  it('runs the README\'s "Use it from NestJS" app as written: the order is handled and its price comes back', async () => {
+    // Its subscriptions have the example's names on other topics: the example's are gone first.
+    await deleteOrdersSubscriptions(instance.url!);
+    // scripts/pack-install-test.sh copied the README's block into the app as src/readme-app.ts, compiled with it.
+    let out = '';
+    readmeApp = spawn(process.execPath, ['dist/readme-app.js'], {
+      cwd: path.join(work, 'app'),
+      env: { PATH: process.env.PATH ?? '', EVENTMESH_URL: instance.url! },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    readmeApp.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    readmeApp.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<void>((resolve) => readmeApp!.once('exit', () => resolve()));
+    // The README's curl: the app listens on 127.0.0.1:3100 once Nest has started.
+    const answer = await waitFor(
+      "the README's app to answer",
+      async () => {
+        const res = await fetch('http://127.0.0.1:3100/orders', {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ sku: 'abc', quantity: 2 }),
+        });
+        return res.status === 201 ? ((await res.json()) as unknown) : undefined;
+      },
+      { timeoutMs: 60000 },
+    ).catch((e: Error) => {
+      throw new Error(`${e.message}\n${out}`);
+    });
+    expect(answer).toEqual({ accepted: true, price: { sku: 'abc', unitPrice: 103 } });
+    await waitFor('the handler to log the order', () => out.includes('order received: 2 x abc') || undefined, {
+      timeoutMs: 60000,
+    });
+    readmeApp.kill('SIGTERM');
+    await exited;
   }, 180000);
 });

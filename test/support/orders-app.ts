@@ -30,3 +30,20 @@ export async function exerciseOrdersApp(url: string): Promise<void> {
   expect(price.status).toBe(200);
   expect(await price.json()).toEqual({ sku: 'abcd', unitPrice: 104 });
 }
+
+/**
+ * Deletes the stream subscriptions the orders apps' decorated methods ensure by name (`OrdersHandler.<method>`):
+ * the example and the README's app name theirs alike on topics of their own, and a name is one subscription of
+ * one topic in a tenant, so each spec leaves none behind (and clears what an aborted run left).
+ */
+export async function deleteOrdersSubscriptions(instanceUrl: string): Promise<void> {
+  for (const name of ['OrdersHandler.onOrderCreated', 'OrdersHandler.price']) {
+    const found = (await (await fetch(`${instanceUrl}/subscriptions?name=${encodeURIComponent(name)}`)).json()) as {
+      id: string;
+    }[];
+    for (const { id } of found) {
+      const deleted = await fetch(`${instanceUrl}/subscriptions/${id}`, { method: 'DELETE' });
+      expect(deleted.status).toBe(204);
+    }
+  }
+}
