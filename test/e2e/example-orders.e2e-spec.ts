@@ -1,4 +1,6 @@
-import { spawn } from 'node:child_process';
+import { execFile, spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { promisify } from 'node:util';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
@@ -16,7 +18,7 @@ const ROOT = path.resolve(__dirname, '../..');
  * controller publishes, its handler receives, its responder answers; SIGTERM to the command drains the app's
  * consumers and ends it. (test/e2e/pack-install runs the same sources installed from the packed tarballs.)
  */
-describe('npm run example:orders', () => {
+describe("the orders example and the README's TypeScript block, run as written", () => {
   const instanceId = `example-${randomUUID().slice(0, 6)}`;
   const topics = { orders: uniqueTopic('example-orders'), prices: uniqueTopic('example-prices') };
   let instance: InstanceProcess;
@@ -26,7 +28,8 @@ describe('npm run example:orders', () => {
     temporal = await temporalClient();
     instance = InstanceProcess.spawn({
       EVENTMESH_INSTANCE_ID: instanceId,
-      EVENTMESH_KAFKA_TOPICS: `${topics.orders},${topics.prices}`,
+      // `events` first, the default topic, as `npm start` has it: the README's TypeScript block publishes there.
+      EVENTMESH_KAFKA_TOPICS: `events,${topics.orders},${topics.prices}`,
     });
     await instance.ready();
     await deleteOrdersSubscriptions(instance.url!);
@@ -56,14 +59,28 @@ describe('npm run example:orders', () => {
     let out = '';
     command.stdout!.on('data', (d: Buffer) => (out += d.toString()));
     command.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<void>((resolve) => command.once('exit', () => resolve()));
+    // 'close': npm may exit before the app below it, which holds the output pipes until it has drained and ended.
+    const ended = new Promise<void>((resolve) => command.once('close', () => resolve()));
     try {
       await exerciseOrdersApp(await ordersAppUrl(() => out));
       process.kill(-command.pid!, 'SIGTERM');
-      await exited;
+      await ended;
       expect(out).toContain('drained 2 consumers');
     } finally {
       if (command.exitCode === null && command.signalCode === null) process.kill(-command.pid!, 'SIGKILL');
     }
   }, 300000);
+
+  it('runs the README\'s "Use it from TypeScript" block: the event published, then handled by the consumer', async () => {
+    // The block as a reader copies it, but for `npm run build` (the suite runs built) and the instance's URL.
+    const readme = readFileSync(path.join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Use it from TypeScript'));
+    const block = /```bash\n([\s\S]*?)```/.exec(section)![1];
+    expect(block).toContain('npm run build\n');
+    const script = block.replace('npm run build\n', '').replaceAll('http://localhost:8080', instance.url!);
+    const { stdout } = await promisify(execFile)('bash', ['-c', script], { cwd: ROOT, timeout: 120000 });
+    // Node prints the answer on one line or, when it is long, one field a line.
+    expect(stdout).toMatch(/^published \{\s+id: '[^']+',\s+topic: 'events',\s+partition: \d+,\s+offset: \d+\s+\}$/m);
+    expect(stdout).toMatch(/^handled order\.created \{"total":12\}$/m);
+  }, 180000);
 });
