@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
-import { createTopicsAndWait } from '../libs/kafka/topic-creation';
+import { createTopicsAndWait } from '../libs/kafka';
 import { Pool } from 'undici';
 import { frameToKafkaMessage } from '../libs/frame';
 import { clientsPath, drive, measureClients, reportClients, type ClientsPath, type ClientsRound } from './e2e-clients';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Kafka, logLevel, Message, Partitioners, Producer } from 'kafkajs';
-import { createTopicsAndWait } from '../libs/kafka/topic-creation';
+import { createTopicsAndWait } from '../libs/kafka';
 import { Pool } from 'undici';
 import { EventMeshClient } from '@eventmesh/client';
 import { frameToKafkaMessage } from '../libs/frame';

@@ -5,7 +5,7 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
 import { loadConfig } from '../libs/config';
-import { createTopicsAndWait } from '../libs/kafka/topic-creation';
+import { createTopicsAndWait } from '../libs/kafka';
 import { endOwnershipWorkflows } from '../libs/ownership';
 
 export const ROOT = path.resolve(__dirname, '../..');

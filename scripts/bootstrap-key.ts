@@ -1,6 +1,6 @@
 import { ConfigError, loadConfig } from '../libs/config';
 import { reasonOf } from '../libs/runtime';
-import { newApiKeyCredential } from '../libs/security/api-key-credential';
+import { newApiKeyCredential } from '../libs/security';
 import { ApiKeyStore, createDataSource } from '../libs/storage';
 
 /** The name of the bootstrap key: while one is not revoked, the command makes no other. */

@@ -3,7 +3,7 @@ import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import { ErrorCode, EventMeshError } from '../errors';
 import { createLogger } from '../logging';
-import { withDeadline } from '../runtime/deadline';
+import { withDeadline } from '../runtime';
 import { DeadLetterReplayStore } from '../storage';
 import { DEAD_LETTER_TASK_QUEUE, dlqReplayWorkflowIdOf } from '../temporal';
 import {

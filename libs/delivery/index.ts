@@ -13,3 +13,5 @@ export type {
 } from './circuit-breaker';
 export * from './running-loops';
 export * from './tenant-records';
+export { ORDERINGS, orderingOf } from './ordering';
+export type { Ordering } from './ordering';

@@ -18,3 +18,5 @@ export type {
   LogicalOperator,
 } from './cesql';
 export type { LikePart } from './like-pattern';
+export { compileLikeMatcher, likeMatches } from './like-pattern';
+export type { LikeMatcher } from './like-pattern';

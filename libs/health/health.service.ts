@@ -1,8 +1,8 @@
 import type { EventMeshConfig } from '../config';
-import type { Dependencies } from '../runtime/dependencies';
-import { reasonOf } from '../runtime/boot-error';
-import { withDeadline } from '../runtime/deadline';
-import { SharedRead } from '../runtime/shared-read';
+import type { Dependencies } from '../runtime';
+import { reasonOf } from '../runtime';
+import { withDeadline } from '../runtime';
+import { SharedRead } from '../runtime';
 import { pingTemporal } from '../temporal';
 
 export interface DependencyHealth {

@@ -1,10 +1,9 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createLogger } from '../logging';
-import { reasonOf } from '../runtime/boot-error';
-import { SharedRead } from '../runtime/shared-read';
-import type { StoredCounts } from '../storage/stored-counts';
+import { reasonOf } from '../runtime';
+import { SharedRead } from '../runtime';
 import { defineMetrics, EventMeshMetricSet } from './metric-definitions';
-import type { MetricSources } from './metric-sources';
+import type { MetricSources, StoredCountsView as StoredCounts } from './metric-sources';
 import { scrapeTemporal } from './temporal-telemetry';
 
 /** How long one read of the stored counts serves scrapes (two table counts: not on every scrape). */

@@ -6,7 +6,7 @@ import { ErrorCode, EventMeshError } from '../errors';
 import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame, frameFromAttributes } from '../frame';
 import type { EventIngress, PublishRequest } from '../ingress';
 import { createLogger } from '../logging';
-import { createPostgresClient } from '../storage/postgres-connection';
+import { createPostgresClient } from '../storage';
 
 export { CORRELATION_ATTRIBUTE };
 const CHANNEL = 'eventmesh_replies';

@@ -22,3 +22,4 @@ export * from './token-bucket';
 export * from './quota-share';
 export * from './tenant-quota-filter';
 export * from './tenant-quota-admin';
+export { devTrustEnv, ensureDevSigningKey, mintDevToken, parseMintArgs } from './dev-token';

@@ -1,6 +1,6 @@
 import type { OrphanTakeoverMode } from '../config';
 import { createLogger } from '../logging';
-import { reasonOf } from '../runtime/boot-error';
+import { reasonOf } from '../runtime';
 import type { PlacementMove, PlacementStore } from '../storage';
 
 export interface OrphanTakeoverOptions {

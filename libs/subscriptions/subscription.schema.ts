@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ORDERINGS } from '../delivery/ordering';
+import { ORDERINGS } from '../delivery';
 
 /**
  * Request bodies of the subscriptions resource, in the shape of the CloudEvents Subscriptions API

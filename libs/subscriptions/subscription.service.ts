@@ -1,4 +1,4 @@
-import { orderingOf } from '../delivery/ordering';
+import { orderingOf } from '../delivery';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { DeliveryTopology, EventMeshConfig } from '../config';

@@ -2,7 +2,7 @@ import type { EventMeshConfig } from '../../../libs/config';
 import { DispatchLoopDeps, TenantRecordsTopic, WebhookSender } from '../../../libs/delivery';
 import { PartitionReader } from '../../../libs/kafka';
 import { Dependencies } from '../../../libs/runtime';
-import { SharedRead } from '../../../libs/runtime/shared-read';
+import { SharedRead } from '../../../libs/runtime';
 import {
   DeadLetterStore,
   OffsetStore,
