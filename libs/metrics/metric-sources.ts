@@ -57,22 +57,34 @@ export interface AuditView {
   dropped: number;
 }
 
-/** Request-reply's waiting requests and outcomes (libs/request-reply `RequestReplyStats`). */
+/** Request-reply's waiting requests and outcomes (libs/request-reply `RequestReplyStats` is this type). */
 export interface RequestReplyView {
   pending: number;
   replied: number;
   timedOut: number;
+  /** Replies that found no request waiting (too late, or an unknown correlation id), dropped. */
   lateReplies: number;
+  /** Of those, replies to a request whose holding process is gone (crashed before its deadline). */
   requesterGone: number;
+  /** Requests refused because `maxPending` were waiting. */
   refused: number;
+  /** Requests refused because their tenant had `maxPendingPerTenant` waiting. */
   refusedForTenant: number;
 }
 
-/** What the stored-counts read found in Postgres (libs/storage `StoredCounts`). */
+/**
+ * What the stored-counts read finds in Postgres (libs/storage `StoredCounts`, read by the composition): declared
+ * here too, since libs/storage sits below libs/runtime, which metrics uses.
+ */
 export interface StoredCountsView {
+  /** Deliveries parked in the retry table (`delivery_retries`). */
   parked: number;
+  /** Dead letters kept (`dead_letters`). */
   deadLetters: number;
+  /** A2A pushes given up and not resolved since (`a2a_push_dead_letters`, resolution null). */
   pushDeadLetters: number;
+  /** Writes refused for a stale epoch, summed over each epoch table (`rejected_writes`). */
   rejectedWrites: { partitionLeases: number; dispatchRuns: number };
+  /** PARTITION_OWNED_PULL: each partition's epoch (its ownership changes) and owner; empty in LOCAL_STICKY_PULL. */
   partitions: { topic: string; partition: number; epoch: number; owned: boolean }[];
 }

@@ -7,6 +7,7 @@ import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame, frameFromAttributes } 
 import type { EventIngress, PublishRequest } from '../ingress';
 import { createLogger } from '../logging';
 import { createPostgresClient } from '../storage';
+import type { RequestReplyView } from '../metrics';
 
 export { CORRELATION_ATTRIBUTE };
 const CHANNEL = 'eventmesh_replies';
@@ -32,19 +33,8 @@ export interface RequestReplyOptions {
   retryAfterSeconds: number;
 }
 
-export interface RequestReplyStats {
-  pending: number;
-  replied: number;
-  timedOut: number;
-  /** Replies that found no request waiting (too late, or an unknown correlation id), dropped. */
-  lateReplies: number;
-  /** Of those, replies to a request whose holding process is gone (crashed before its deadline). */
-  requesterGone: number;
-  /** Requests refused because `maxPending` were waiting. */
-  refused: number;
-  /** Requests refused because their tenant had `maxPendingPerTenant` waiting. */
-  refusedForTenant: number;
-}
+/** Waiting requests and their outcomes: what /health and /metrics show. */
+export type RequestReplyStats = RequestReplyView;
 
 /** Why a reply was not delivered (the `reason` of its 404 `REQUEST_NOT_PENDING`). */
 export type UndeliveredReason = 'unknown' | 'expired' | 'already-replied' | 'requester-gone';
