@@ -316,7 +316,7 @@ export async function startGateway(
       limits: { maxBodyBytes: config.http.bodyLimitBytes, maxBatchEvents: config.kafka.produceMaxBatchEvents },
     });
     // Nest's routes' gates, for the API document's `security` (a Fastify route's config carries no `@GateRoute`).
-    routes.declareGates(nestRoutesOf(gateway.controllers ?? []));
+    routes.declareGates(nestRoutesOf(GatewayModule.controllersOf(gateway)));
     const app = await NestFactory.create<NestFastifyApplication>(
       gateway,
       new FastifyAdapter({

@@ -26,7 +26,7 @@ export interface NestRoute {
  */
 export function gatewayNestRoutes(): NestRoute[] {
   return nestRoutesOf([
-    ...(GatewayModule.register({} as never).controllers ?? []),
+    ...GatewayModule.controllersOf(GatewayModule.register({} as never)),
     MetricsController,
     AdminMetricsController,
   ]);

@@ -1730,6 +1730,133 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The runtime's request limits and the caller tenant's publish burst */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the limits */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant: string;
+                            /** @description a request body's bytes at most (413 PAYLOAD_TOO_LARGE above) */
+                            maxBodyBytes: number;
+                            /** @description events in one `application/cloudevents-batch+json` publish at most (400 above) */
+                            maxBatchEvents: number;
+                            /** @description the tenant's publish burst (413 BATCH_EXCEEDS_BURST above); null when the gate runs no quota */
+                            burst: {
+                                /** @description events per publish at most: eventsPerSecond x burstSeconds */
+                                events: number;
+                                /** @description bytes per publish at most: bytesPerSecond x burstSeconds */
+                                bytes: number;
+                                eventsPerSecond: number;
+                                bytesPerSecond: number;
+                                burstSeconds: number;
+                            } | null;
+                            /** @description the largest publish that can pass: the least of the above */
+                            maxPublish: {
+                                events: number;
+                                bytes: number;
+                            };
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/subscriptions": {
         parameters: {
             query?: never;
@@ -5255,6 +5382,182 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/admin/sessions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A tenant's session quota usage, its agents, their replicas and open sessions */
+        get: {
+            parameters: {
+                query?: {
+                    /** @description another tenant, or `*` for every tenant (the operator tenant's admins only) */
+                    tenant?: "*" | string;
+                };
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the agents */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description the tenants' quota usage across the runtime (sessions, agent replicas, bytes of windows in flight) */
+                            usage: {
+                                sessions: number;
+                                agents: number;
+                                bytes: number;
+                                tenant: string;
+                                /** @description held through this gateway process */
+                                here: {
+                                    sessions: number;
+                                    agents: number;
+                                    bytes: number;
+                                };
+                                /** @description each other gateway process's, as of its last renewal */
+                                others: {
+                                    sessions: number;
+                                    agents: number;
+                                    bytes: number;
+                                    holder: string;
+                                    instance: string;
+                                }[];
+                            }[];
+                            agents: {
+                                tenant: string;
+                                agent: string;
+                                replicas: {
+                                    replica: string;
+                                    instance: string;
+                                    holder: string;
+                                    since: string;
+                                    sessions: number;
+                                    bytes: number;
+                                    chunks: number;
+                                    stalls: number;
+                                    openSessions: {
+                                        session: string;
+                                        since: string;
+                                        /** @description its credit window, bytes */
+                                        window: number;
+                                        /** @description bytes of its chunks on the way now (at most the window) */
+                                        inFlight: number;
+                                        bytes: number;
+                                        chunks: number;
+                                        /** @description times the agent's credit fell below one largest chunk */
+                                        stalls: number;
+                                        /** @description the call under way (0: none) */
+                                        call: number;
+                                    }[];
+                                }[];
+                            }[];
+                        };
+                    };
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/health": {
         parameters: {
             query?: never;
@@ -6311,6 +6614,78 @@ export interface paths {
                 };
             };
         };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/openapi.json": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document (OpenAPI 3.1) */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the OpenAPI document */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/docs": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** This document as an HTML page */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the page */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+            };
+        };
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -12107,381 +12482,6 @@ export interface paths {
                 };
             };
         };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/openapi.json": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** This document (OpenAPI 3.1) */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description the OpenAPI document */
-                200: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/docs": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** This document as an HTML page */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description the page */
-                200: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/limits": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The runtime's request limits and the caller tenant's publish burst */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description the limits */
-                200: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tenant: string;
-                            /** @description a request body's bytes at most (413 PAYLOAD_TOO_LARGE above) */
-                            maxBodyBytes: number;
-                            /** @description events in one `application/cloudevents-batch+json` publish at most (400 above) */
-                            maxBatchEvents: number;
-                            /** @description the tenant's publish burst (413 BATCH_EXCEEDS_BURST above); null when the gate runs no quota */
-                            burst: {
-                                /** @description events per publish at most: eventsPerSecond x burstSeconds */
-                                events: number;
-                                /** @description bytes per publish at most: bytesPerSecond x burstSeconds */
-                                bytes: number;
-                                eventsPerSecond: number;
-                                bytesPerSecond: number;
-                                burstSeconds: number;
-                            } | null;
-                            /** @description the largest publish that can pass: the least of the above */
-                            maxPublish: {
-                                events: number;
-                                bytes: number;
-                            };
-                        };
-                    };
-                };
-                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
-                401: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
-                403: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
-                429: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
-                503: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/admin/sessions": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** A tenant's session quota usage, its agents, their replicas and open sessions */
-        get: {
-            parameters: {
-                query?: {
-                    /** @description another tenant, or `*` for every tenant (the operator tenant's admins only) */
-                    tenant?: "*" | string;
-                };
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description the agents */
-                200: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description the tenants' quota usage across the runtime (sessions, agent replicas, bytes of windows in flight) */
-                            usage: {
-                                sessions: number;
-                                agents: number;
-                                bytes: number;
-                                tenant: string;
-                                /** @description held through this gateway process */
-                                here: {
-                                    sessions: number;
-                                    agents: number;
-                                    bytes: number;
-                                };
-                                /** @description each other gateway process's, as of its last renewal */
-                                others: {
-                                    sessions: number;
-                                    agents: number;
-                                    bytes: number;
-                                    holder: string;
-                                    instance: string;
-                                }[];
-                            }[];
-                            agents: {
-                                tenant: string;
-                                agent: string;
-                                replicas: {
-                                    replica: string;
-                                    instance: string;
-                                    holder: string;
-                                    since: string;
-                                    sessions: number;
-                                    bytes: number;
-                                    chunks: number;
-                                    stalls: number;
-                                    openSessions: {
-                                        session: string;
-                                        since: string;
-                                        /** @description its credit window, bytes */
-                                        window: number;
-                                        /** @description bytes of its chunks on the way now (at most the window) */
-                                        inFlight: number;
-                                        bytes: number;
-                                        chunks: number;
-                                        /** @description times the agent's credit fell below one largest chunk */
-                                        stalls: number;
-                                        /** @description the call under way (0: none) */
-                                        call: number;
-                                    }[];
-                                }[];
-                            }[];
-                        };
-                    };
-                };
-                /** @description bad input: `code` names it, a `field` where one is at fault */
-                400: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
-                401: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
-                403: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
-                429: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
-                503: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
