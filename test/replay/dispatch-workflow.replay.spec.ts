@@ -31,9 +31,10 @@ describe('workflow replay', () => {
     await expect(Worker.runReplayHistory({ workflowBundle }, history, file)).resolves.toBeUndefined();
   });
 
-  // The worker's CPU per task is mostly its calls into the workflow's sandbox (docs/benchmarks.md, bench:a2a): an
-  // activation, then a pass over the workflow's conditions, repeated while a pass unblocks one. A task that settles
-  // at its first attempt, with no push config, wakes nothing more once it settles: one pass per activation.
+  // The calls into a workflow's sandbox are the largest part of the workflow thread's CPU per A2A task
+  // (docs/benchmarks.md, bench:a2a): per activation, the activation, then a pass over the workflow's conditions,
+  // repeated while a pass unblocks one. A task that settles at its first attempt, with no push config, wakes nothing
+  // more once it settles: one pass per activation.
   it('replays a task settled at its first attempt with one pass over its conditions per activation', async () => {
     const history: unknown = JSON.parse(readFileSync(path.join(dir, 'a2a-task-v2-completed.json'), 'utf8'));
     const calls: string[] = [];
