@@ -82,8 +82,15 @@ const run = randomUUID().slice(0, 6);
 
 /** One task on one path: resolves with the mesh's task id (mesh path) once the answer is checked; throws otherwise. */
 type Op = (n: number) => Promise<string | undefined>;
-/** The paths, numbered (1) to (4) in this order. */
-const PATHS = ['direct', 'temporal', 'mesh', 'queued'] as const;
+/**
+ * Another checkout whose build runs a second instance (an A/B in the same run, e.g. /work/main): path (5), `meshB`,
+ * sends as (3) does through it, to the same agent; its instance's CPU is metered beside (3)'s (`instanceB`).
+ */
+const AB_ROOT = process.env.BENCH_AB_ROOT;
+/** The checkout whose build runs (3)'s instance (this one by default): swapped with BENCH_AB_ROOT, the A/B is run both ways. */
+const INSTANCE_ROOT = process.env.BENCH_INSTANCE_ROOT;
+/** The paths, numbered (1) to (4) in this order, and (5) with BENCH_AB_ROOT. */
+const PATHS = ['direct', 'temporal', 'mesh', 'queued', ...(AB_ROOT ? (['meshB'] as const) : [])] as const;
 
 interface Run {
   path: string;
@@ -214,6 +221,16 @@ const p = (r: Run, q: number) =>
   );
 const f = (n: number, d = 1) => (Number.isFinite(n) ? n.toFixed(d) : '-');
 
+/** (3) against (5), the other build's instance: throughput, instance CPU per task, p50 added at half load. */
+function abLine(full: Record<string, Run>, half: Record<string, Run>): string {
+  const cpuMs = (r: Run, key: string) => f((r.cpu[key] / r.done) * 1000, 2);
+  return (
+    `(3)/(5) throughput ${f(full.mesh.perSecond / full.meshB.perSecond, 3)}x; instance CPU per task (3) ${cpuMs(full.mesh, 'instance')} ms, ` +
+    `(5) ${cpuMs(full.meshB, 'instanceB')} ms; half load p50 added (3) ${f(p(half.mesh, 50) - p(half.direct, 50))} ms, ` +
+    `(5) ${f(p(half.meshB, 50) - p(half.direct, 50))} ms`
+  );
+}
+
 function cpuPerTask(r: Run): string {
   return (
     Object.entries(r.cpu)
@@ -323,20 +340,22 @@ async function main(): Promise<void> {
   const temporal = new TemporalClient({ connection, namespace: config.temporal.namespace });
 
   await createTopics(kafka, [`bench-a2a-${run}`], 6);
-  const instance = await startInstanceProcess(
+  const instanceEnv = (id: string) =>
     benchEnv({
-      EVENTMESH_INSTANCE_ID: `a2a${run}`,
+      EVENTMESH_INSTANCE_ID: id,
       EVENTMESH_HTTP_PORT: '0',
       EVENTMESH_KAFKA_TOPICS: `bench-a2a-${run}`,
       EVENTMESH_KAFKA_TOPIC_PARTITIONS: '6',
       EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
       EVENTMESH_AGENTS_CALL_TIMEOUT_MS: '5000',
       EVENTMESH_AGENTS_TASK_TIMEOUT_MS: String(BURST_SETTLE_MS + 60000),
-    }),
-  );
+    });
+  const instance = await startInstanceProcess(instanceEnv(`a2a${run}`), INSTANCE_ROOT);
+  const instanceB = AB_ROOT ? await startInstanceProcess(instanceEnv(`a2a${run}b`), AB_ROOT) : undefined;
   pids = {
     bench: 'self',
     instance: instance.child.pid,
+    ...(instanceB ? { instanceB: instanceB.child.pid } : {}),
     temporal: pidFrom('.data/temporal/temporal.pid'),
     postgres: pidFrom('.data/postgres/pgdata/postmaster.pid'),
     broker: brokerPid(),
@@ -351,8 +370,12 @@ async function main(): Promise<void> {
     const factory = new ClientFactory();
     const direct = await factory.createFromUrl(agent.url);
     const mesh = await factory.createFromUrl(`${instance.url}/a2a/agents/${agentName}/.well-known/agent-card.json`, '');
+    // The agent is registered once, in Postgres: the other build's instance serves it too.
+    const meshB =
+      instanceB &&
+      (await factory.createFromUrl(`${instanceB.url}/a2a/agents/${agentName}/.well-known/agent-card.json`, ''));
     const signal = () => AbortSignal.timeout(OP_TIMEOUT_MS);
-    const ops: Record<(typeof PATHS)[number], Op> = {
+    const ops: Record<string, Op> = {
       direct: async (n) => {
         const text = `direct-${run}-${n}-${randomUUID().slice(0, 4)}`;
         checkEcho(await direct.sendMessage(echoRequest(text), { signal: signal() }), text);
@@ -364,6 +387,10 @@ async function main(): Promise<void> {
         return checkEcho(await mesh.sendMessage(echoRequest(text), { signal: signal() }), text);
       },
       queued: (n) => bareWorkflow(temporal, `bench-a2a-queued-${run}-${n}`, false),
+      meshB: async (n) => {
+        const text = `meshB-${run}-${n}-${randomUUID().slice(0, 4)}`;
+        return checkEcho(await meshB!.sendMessage(echoRequest(text), { signal: signal() }), text);
+      },
     };
 
     if (PHASES.includes('load')) {
@@ -399,12 +426,14 @@ async function main(): Promise<void> {
           const name = PATHS[(i + round) % PATHS.length];
           full[name] = await closedLoop(name, ops[name], concurrency, DURATION_S);
         }
-        for (const name of round % 2 === 0 ? (['direct', 'mesh'] as const) : (['mesh', 'direct'] as const)) {
+        const halfPaths = ['direct', 'mesh', ...(meshB ? ['meshB'] : [])];
+        for (const name of round % 2 === 0 ? halfPaths : halfPaths.reverse()) {
           half[name] = await openLoop(name, ops[name], halfRate, DURATION_S);
         }
         rounds.push({ full, half });
         console.log(`\nround ${round + 1}/${ROUNDS}:`);
         for (const r of [...Object.values(full), ...Object.values(half)]) console.log(`  ${line(r)}`);
+        if (meshB) console.log(`  A/B: ${abLine(full, half)}`);
         console.log(
           `  (3)/(2) throughput ${f(full.mesh.perSecond / full.temporal.perSecond, 3)}x ((3)/(4) ${f(full.mesh.perSecond / full.queued.perSecond, 3)}x), (3)/(1) throughput ${f(full.mesh.perSecond / full.direct.perSecond, 2)}x; ` +
             `half load: p50 added ${f(p(half.mesh, 50) - p(half.direct, 50))} ms, (3)/(1) p50 ${f(p(half.mesh, 50) / p(half.direct, 50), 1)}x`,
@@ -432,7 +461,7 @@ async function main(): Promise<void> {
         const hr = mid.half[name];
         const halfCols = hr ? `${f(p(hr, 50))} | ${f(p(hr, 95))} | ${f(p(hr, 99))}` : '- | - | -';
         console.log(
-          `| (${PATHS.indexOf(name) + 1}) ${name} | ${f(fr.perSecond, 0)} | ${f(p(fr, 50))} | ${f(p(fr, 95))} | ${f(p(fr, 99))} | ${halfCols} | ${cpuPerTask(fr)} |`,
+          `| (${(PATHS as readonly string[]).indexOf(name) + 1}) ${name} | ${f(fr.perSecond, 0)} | ${f(p(fr, 50))} | ${f(p(fr, 95))} | ${f(p(fr, 99))} | ${halfCols} | ${cpuPerTask(fr)} |`,
         );
       }
       const errors = rounds.reduce(
@@ -440,17 +469,32 @@ async function main(): Promise<void> {
         0,
       );
       console.log(
-        `\n(3)/(2) throughput: median ${f(median(ratio32), 2)}x (goal >= 0.5x: ${median(ratio32) >= 0.5 ? 'met' : 'NOT met'}); per round ${ratio32.map((x) => f(x, 3)).join(', ')}`,
+        `\n(3)/(2) throughput: median ${f(median(ratio32), 2)}x (goal >= 0.8x, issue 36: ${median(ratio32) >= 0.8 ? 'met' : 'NOT met'}); per round ${ratio32.map((x) => f(x, 3)).join(', ')}`,
       );
       console.log(
         `(3)/(4), against the workflow started through the task queue (for reference): median ${f(median(ratio34), 2)}x; per round ${ratio34.map((x) => f(x, 3)).join(', ')}`,
       );
       console.log(
-        `added p50 of (3) over (1) at half load: median ${f(median(added))} ms (goal <= 25 ms: ${median(added) <= 25 ? 'met' : 'NOT met'}); per round ${added.map((x) => f(x)).join(', ')}`,
+        `added p50 of (3) over (1) at half load: median ${f(median(added))} ms (goal <= 15 ms, issue 36: ${median(added) <= 15 ? 'met' : 'NOT met'}); per round ${added.map((x) => f(x)).join(', ')}`,
       );
       console.log(
         `(3)/(1): throughput median ${f(median(ratio31), 2)}x (per round ${ratio31.map((x) => f(x, 2)).join(', ')}); p50 at half load median ${f(median(p50ratio), 1)}x`,
       );
+      /** A path's instance CPU per task (ms) in each round, at full load. */
+      const cpuMs = (key: 'mesh' | 'meshB', pid: string) =>
+        rounds.map((r) => (r.full[key].cpu[pid] / r.full[key].done) * 1000);
+      const a = cpuMs('mesh', 'instance');
+      console.log(
+        `(3)'s instance CPU per task at full load: median ${f(median(a), 2)} ms (goal <= 10 ms, issue 36: ${median(a) <= 10 ? 'met' : 'NOT met'}); per round ${a.map((x) => f(x, 2)).join(', ')}`,
+      );
+      if (meshB) {
+        const b = cpuMs('meshB', 'instanceB');
+        const ratios = a.map((x, i) => x / b[i]);
+        console.log(
+          `A/B, instance CPU per task: (3) ${INSTANCE_ROOT ?? ROOT} median ${f(median(a), 2)} ms (per round ${a.map((x) => f(x, 2)).join(', ')}); ` +
+            `(5) ${AB_ROOT} median ${f(median(b), 2)} ms (${b.map((x) => f(x, 2)).join(', ')}); (3)/(5) median ${f(median(ratios), 2)}x (${ratios.map((x) => f(x, 2)).join(', ')})`,
+        );
+      }
       console.log(`(2)'s workflows started eagerly: ${baselineStarts.eager} of ${baselineStarts.total}`);
       // The mesh's own count, over the whole run (warm-up and ramp included): a start that found no free slot on the
       // instance's worker went through the task queue (EVENTMESH_AGENTS_WORKER_SLOTS).
@@ -503,6 +547,7 @@ async function main(): Promise<void> {
       });
     await fetch(`${instance.url}/a2a/agents/${agentName}`, { method: 'DELETE' });
   } finally {
+    await instanceB?.stop();
     await instance.stop();
     await endTaskWorkflows(temporal, agentName);
     worker.shutdown();

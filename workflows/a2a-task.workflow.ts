@@ -326,6 +326,11 @@ async function runTask(
     changed();
   }
   if (!allHandlersFinished()) await condition(allHandlersFinished);
+  // A task that was never pushable (most) ends without waking its pusher, which has pushed nothing and never will:
+  // woken, it would cost the last activation one more pass of the worker's conditions (a call into the workflow's
+  // sandbox, test/workflows). Its wait is left pending as the run completes; it issues no command either way, so
+  // histories replay the same.
+  if (!pushing) return state;
   ended = true;
   await pusher;
   return state;

@@ -1,5 +1,6 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
+import vm from 'node:vm';
 import { Resource } from '@opentelemetry/resources';
 import { NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/worker';
@@ -28,6 +29,35 @@ describe('workflow replay', () => {
   it.each(files)('replays %s deterministically', async (file) => {
     const history: unknown = JSON.parse(readFileSync(path.join(dir, file), 'utf8'));
     await expect(Worker.runReplayHistory({ workflowBundle }, history, file)).resolves.toBeUndefined();
+  });
+
+  // The calls into a workflow's sandbox are the largest part of the workflow thread's CPU per A2A task
+  // (docs/benchmarks.md, bench:a2a): per activation, the activation, then a pass over the workflow's conditions,
+  // repeated while a pass unblocks one. A task that settles at its first attempt, with no push config, wakes nothing
+  // more once it settles: one pass per activation.
+  it('replays a task settled at its first attempt with one pass over its conditions per activation', async () => {
+    const history: unknown = JSON.parse(readFileSync(path.join(dir, 'a2a-task-v2-completed.json'), 'utf8'));
+    const calls: string[] = [];
+    const runInContext = vm.Script.prototype.runInContext;
+    // The SDK names the call into the sandbox in the context's `__temporal_args` ([holder, function name, args]).
+    const spy = jest.spyOn(vm.Script.prototype, 'runInContext').mockImplementation(function (
+      this: vm.Script,
+      context,
+      options,
+    ) {
+      const args = (context as { __temporal_args?: unknown[] }).__temporal_args;
+      if (args) calls.push(String(args[1]));
+      return runInContext.call(this, context, options) as unknown;
+    });
+    try {
+      // A replay worker runs the workflow in this thread (the SDK's debug mode), where the spy is.
+      await Worker.runReplayHistory({ workflowBundle }, history, 'a2a-task-v2-completed');
+    } finally {
+      spy.mockRestore();
+    }
+    const count = (name: string) => calls.filter((call) => call === name).length;
+    expect(count('activate')).toBe(2);
+    expect(count('tryUnblockConditions')).toBe(count('activate'));
   });
 
   // Tracing can be turned on while workflows run: a worker with the SDK's OpenTelemetry workflow interceptors
