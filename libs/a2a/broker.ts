@@ -19,7 +19,7 @@ import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
 import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agent-store';
 import { MeshTaskHandler } from './mesh-task-handler';
 import { PushConfigStore } from './push-configs';
-import type { SecretBox } from '../security/secret-box';
+import type { SecretBox } from '../security';
 import { eventsTopicOf, requestTopicOf } from './request-topic';
 import { TaskEventPublisher } from './task-event-publisher';
 import { A2ATaskStore } from './task-store';

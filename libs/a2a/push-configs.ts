@@ -3,7 +3,7 @@ import type { TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { DataSource } from 'typeorm';
 import { EventMeshError } from '../errors';
-import { SecretBox } from '../security/secret-box';
+import { SecretBox } from '../security';
 
 /** A2A `AuthenticationInfo`: sent as `Authorization: <scheme> <credentials>`. */
 export interface PushAuthentication {

@@ -2,7 +2,7 @@ import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import { createLogger } from '../logging';
-import { SecretBox } from '../security/secret-box';
+import { SecretBox } from '../security';
 import { PushConfigStore } from './push-configs';
 import {
   parsePushLetterQuery,

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backoff, RetryPolicy } from '../delivery/failure-policy';
+import { backoff, RetryPolicy } from '../delivery';
 import { createLogger } from '../logging';
 import type { A2AState } from './task-states';
 import type { StoredTask } from './task-store';

@@ -1,6 +1,6 @@
 export * from './webhook-sender';
 export * from './dispatch-loop';
-export { messageIdOf, retryPolicyOf, verdictOf } from './failure-policy';
+export { backoff, messageIdOf, retryPolicyOf, verdictOf } from './failure-policy';
 export type { RetryPolicy, Verdict } from './failure-policy';
 export { newProgress } from './progress';
 export { CircuitBreaker, CircuitBreakers } from './circuit-breaker';
