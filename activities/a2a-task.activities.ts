@@ -13,7 +13,7 @@ import type { A2ATaskActivities, CancelOutcome, PushOutcome, TaskIds, TaskReques
 
 export interface A2ATaskActivityDeps {
   relay: TaskRelay;
-  /** The first attempts the gateway of this process began (libs/a2a/first-attempts.ts): a local activity adopts its own. */
+  /** The first attempts the gateway of this process began (libs/a2a/relay/first-attempts.ts): a local activity adopts its own. */
   firstAttempts?: FirstAttempts;
   /** Pushes a task's updates to its push notification configs. */
   pusher: TaskPusher;
@@ -33,7 +33,7 @@ const HEARTBEAT_MS = 1000;
 
 /**
  * The steps of an A2A task's workflow (workflows/a2a-task.workflow.ts), each one call of the task relay
- * (libs/a2a/task-relay.ts). They take and return ids and states only: what the agent is sent is read from the
+ * (libs/a2a/relay/task-relay.ts). They take and return ids and states only: what the agent is sent is read from the
  * agent's request topic, what it answers is written to Postgres. Failures to reach the agent, Kafka or Postgres are
  * thrown for Temporal to retry (within the task's timeout).
  */

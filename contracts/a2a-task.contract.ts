@@ -18,7 +18,7 @@ export const a2aSearchAttributes = {
   tenant: defineSearchAttributeKey('EventMeshTenant', SearchAttributeType.KEYWORD),
 };
 
-/** A task's state, as stored (libs/a2a/task-states.ts: the A2A specification's names). */
+/** A task's state, as stored (libs/a2a/tasks/task-states.ts: the A2A specification's names). */
 export type TaskStateName =
   'submitted' | 'working' | 'input-required' | 'auth-required' | 'completed' | 'failed' | 'canceled' | 'rejected';
 
@@ -99,7 +99,7 @@ export interface DeliveryRetryPolicy {
 /**
  * Most a turn's first delivery attempt may take (a send, a moment of following, and a last call to the agent): the
  * local activity's bound in the workflow, and that of the attempt the process that took the task begins at once
- * (libs/a2a/first-attempts.ts).
+ * (libs/a2a/relay/first-attempts.ts).
  */
 export const firstAttemptTimeoutMs = (callTimeoutMs: number) => 2 * callTimeoutMs + 5_000;
 

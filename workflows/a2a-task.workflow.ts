@@ -50,7 +50,7 @@ const reasonOf = (e: unknown): string =>
  * A delivery run as an activity signals each change it records (`changed`, as a mesh subscriber's updates are)
  * and follows on, never ceasing to listen to the agent: the workflow records the state and pushes the change.
  * A task with push notification configs (given with the send, or set later: a signal) has each change the workflow
- * sees pushed by an activity (libs/a2a/task-pushes.ts) that reads the task and its configs from Postgres, beside the
+ * sees pushed by an activity (libs/a2a/push/task-pushes.ts) that reads the task and its configs from Postgres, beside the
  * delivery; the workflow ends once every change is pushed.
  * At the timeout the task fails (and the agent is asked to cancel its task). Only ids and states are in the
  * history; the state is also a search attribute (`EventMeshTaskState`, beside `EventMeshAgent` and
@@ -135,7 +135,7 @@ interface TaskRunMode {
   /**
    * An agent at a URL: the turn's first delivery attempt is a local activity, run by the worker within the first
    * workflow task (no activity task through Temporal); it sends the request and follows the agent's task for a
-   * moment (libs/a2a/task-relay.ts), which is all most tasks need. What it leaves (a failure to reach the agent, a
+   * moment (libs/a2a/relay/task-relay.ts), which is all most tasks need. What it leaves (a failure to reach the agent, a
    * task still running) goes on in deliveries as activities, with the agent's retry policy less the attempt made.
    */
   firstAttemptLocal: boolean;
@@ -153,7 +153,7 @@ async function runTask(
   const ids = { taskId: input.taskId, tenant: input.tenant, agent: input.agent };
   const deadline = Date.now() + input.timeoutMs;
   const steps = proxyActivities<A2ATaskActivities>({ startToCloseTimeout: input.callTimeoutMs + 10_000, retry });
-  // The agent's retry policy (its card's task-policy extension, libs/a2a/task-policy.ts), else the default.
+  // The agent's retry policy (its card's task-policy extension, libs/a2a/agents/task-policy.ts), else the default.
   const agentRetry = input.retry ?? DEFAULT_DELIVERY_RETRY;
   const deliveryOptions: ActivityOptions = {
     startToCloseTimeout: input.timeoutMs,

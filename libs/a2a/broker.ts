@@ -13,18 +13,18 @@ import {
   RegisteredCard,
   validateAgentCard,
   validateAgentName,
-} from './agent-card';
-import { AgentClients } from './agent-clients';
-import { applyAgentUpdate, parseAgentUpdate } from './agent-updates';
-import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agent-store';
-import { MeshTaskHandler } from './mesh-task-handler';
-import { PushConfigStore } from './push-configs';
+} from './agents/agent-card';
+import { AgentClients } from './relay/agent-clients';
+import { applyAgentUpdate, parseAgentUpdate } from './tasks/agent-updates';
+import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agents/agent-store';
+import { MeshTaskHandler } from './protocol/mesh-task-handler';
+import { PushConfigStore } from './push/push-configs';
 import type { SecretBox } from '../security';
-import { eventsTopicOf, requestTopicOf } from './request-topic';
-import { TaskEventPublisher } from './task-event-publisher';
-import { A2ATaskStore } from './task-store';
-import { TaskStreams } from './task-stream';
-import { LocalA2AWorker, TaskWorkflows } from './task-workflows';
+import { eventsTopicOf, requestTopicOf } from './relay/request-topic';
+import { TaskEventPublisher } from './tasks/task-event-publisher';
+import { A2ATaskStore } from './tasks/task-store';
+import { TaskStreams } from './tasks/task-stream';
+import { LocalA2AWorker, TaskWorkflows } from './temporal/task-workflows';
 
 /** An agent as the registry API shows it. */
 export interface AgentView {

@@ -103,7 +103,7 @@ export class WebhookSender {
   }
 
   /**
-   * A body that is not an event (an A2A push notification, libs/a2a/task-pushes.ts) POSTed the same way as an
+   * A body that is not an event (an A2A push notification, libs/a2a/push/task-pushes.ts) POSTed the same way as an
    * event: signed, through the SSRF guard, with the timeouts; `headers` are the caller's (its content type, the
    * receiver's token). `messageId` is stable across retries of the same delivery.
    */

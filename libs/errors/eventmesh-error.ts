@@ -27,7 +27,7 @@ export enum ErrorCode {
   ReplayNotFound = 'REPLAY_NOT_FOUND',
   /** A destructive request (a dead-letter purge) without its explicit confirmation. */
   ConfirmationRequired = 'CONFIRMATION_REQUIRED',
-  /** An A2A agent card that fails validation (libs/a2a/agent-card.ts). */
+  /** An A2A agent card that fails validation (libs/a2a/agents/agent-card.ts). */
   InvalidAgentCard = 'INVALID_AGENT_CARD',
   AgentNotFound = 'AGENT_NOT_FOUND',
   /** A redelivery of an A2A push dead letter already resolved (redelivered, or superseded by a later push). */

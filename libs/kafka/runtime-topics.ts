@@ -2,7 +2,7 @@ import { tenantKafkaPartOf } from '../config';
 
 /**
  * The names of the Kafka topics the runtime makes while it runs (the configured ones are made at boot): each
- * tenant's own topics (`POST /topics`) and the A2A agents' topics (libs/a2a/request-topic.ts makes their names).
+ * tenant's own topics (`POST /topics`) and the A2A agents' topics (libs/a2a/relay/request-topic.ts makes their names).
  */
 
 /**

@@ -139,7 +139,7 @@ export class TopicAdmin {
   }
 
   /**
-   * The configured topics, the A2A agents' topics (made at registration; libs/a2a/request-topic.ts) and the tenants'
+   * The configured topics, the A2A agents' topics (made at registration; libs/a2a/relay/request-topic.ts) and the tenants'
    * own topics (made by `POST /topics`). Which tenant may use which is decided before (libs/topics).
    */
   isServed(topic: string): boolean {

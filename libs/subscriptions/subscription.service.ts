@@ -80,7 +80,7 @@ export class SubscriptionService {
   }
 
   /**
-   * An A2A agent's topic (libs/a2a/request-topic.ts) is served while the agent is registered, and only to its own
+   * An A2A agent's topic (libs/a2a/relay/request-topic.ts) is served while the agent is registered, and only to its own
    * tenant: another tenant's, or one of no agent registered now (never, or removed), is an unknown topic.
    */
   private async checkAgentTopic(topic: string, tenant: string): Promise<void> {
@@ -348,7 +348,7 @@ export class SubscriptionService {
 
   /**
    * The topics made at runtime that an active subscription reads, any tenant's: the A2A agents' topics (requests,
-   * events: libs/a2a/request-topic.ts) and the tenants' own topics (libs/kafka/runtime-topics.ts). In
+   * events: libs/a2a/relay/request-topic.ts) and the tenants' own topics (libs/kafka/runtime-topics.ts). In
    * PARTITION_OWNED_PULL their partitions are owned beside the configured topics' (apps/worker).
    */
   async subscribedRuntimeTopics(): Promise<string[]> {

@@ -132,7 +132,7 @@ export class TopicNamespace {
         throw noGrant(name, use);
       return name;
     }
-    // Served, neither shared nor a tenant's: an A2A agent's topic, made at its registration (libs/a2a/request-topic.ts).
+    // Served, neither shared nor a tenant's: an A2A agent's topic, made at its registration (libs/a2a/relay/request-topic.ts).
     if (use === 'subscribe' && this.topics.isServed(name) && !isTenantTopic(name)) return name;
     if (TENANT_TOPIC_NAME.test(name) && (await this.store.isReady(tenant, name))) return tenantTopicOf(tenant, name);
     throw unknownTopic(name);

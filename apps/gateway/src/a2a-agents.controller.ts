@@ -11,7 +11,7 @@ import { agentViewSchema } from './api-schemas';
 import { parseBody } from './parse-body';
 
 const NAME = { name: "the agent's name" };
-/** The body parseAgentUpdate (libs/a2a/agent-updates.ts) accepts. */
+/** The body parseAgentUpdate (libs/a2a/tasks/agent-updates.ts) accepts. */
 const AGENT_UPDATE = z.object({
   state: z
     .string()
@@ -133,7 +133,7 @@ export class A2AAgentsController {
 
   /**
    * A mesh-subscriber agent's update of a task it received on its request topic: state, status message, artifacts
-   * (libs/a2a/agent-updates.ts). 409 `ILLEGAL_TRANSITION` for a transition the rules refuse (the task ended).
+   * (libs/a2a/tasks/agent-updates.ts). 409 `ILLEGAL_TRANSITION` for a transition the rules refuse (the task ended).
    */
   @Post(':name/tasks/:id/updates')
   @ApiRoute({
@@ -160,7 +160,7 @@ export class A2AAgentsController {
     return this.broker.update(caller.tenant, name, id, body);
   }
 
-  /** The card a stock A2A client starts from: the agent's, pointing at the mesh (libs/a2a/agent-card.ts, meshCardOf). */
+  /** The card a stock A2A client starts from: the agent's, pointing at the mesh (libs/a2a/agents/agent-card.ts, meshCardOf). */
   @Get(':name/.well-known/agent-card.json')
   @ApiRoute({
     summary: "The agent's card as served by the mesh (its endpoints are the mesh's)",

@@ -10,7 +10,7 @@ import { CallerParam, GateRoute, Gates } from './gate-route';
 /**
  * A2A discovery at the host root: a client that knows only the mesh's address looks for
  * `/.well-known/agent-card.json` there and finds the mesh's own card, a catalog of the caller tenant's agents
- * (libs/a2a/mesh-catalog-card.ts), whose interface is the mesh's own endpoint (a2a-rpc.controller.ts). Gate action `publish`, as the agents' own cards (a2a-agents.controller.ts).
+ * (libs/a2a/agents/mesh-catalog-card.ts), whose interface is the mesh's own endpoint (a2a-rpc.controller.ts). Gate action `publish`, as the agents' own cards (a2a-agents.controller.ts).
  */
 @Controller('.well-known')
 export class A2ADiscoveryController {

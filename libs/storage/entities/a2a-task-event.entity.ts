@@ -1,7 +1,7 @@
 import { Column, Entity, PrimaryColumn } from 'typeorm';
 
 /**
- * One event of an A2A task's ordered log (libs/a2a/task-events.ts): what the mesh recorded for the task, appended in
+ * One event of an A2A task's ordered log (libs/a2a/tasks/task-events.ts): what the mesh recorded for the task, appended in
  * the transaction of the change itself. `seq` counts from 1 per task (`a2a_tasks.event_seq` is the last one); it is
  * the `id:` of the event on an SSE stream, and what a client resumes after with `Last-Event-ID`.
  */

@@ -34,7 +34,7 @@ export class A2ATaskEntity {
   @Column({ name: 'delivered_turn', type: 'integer', default: 0 })
   deliveredTurn!: number;
 
-  /** How often the first turn was sent again after the agent lost the task (libs/a2a/agent-task-follower.ts; at most once). */
+  /** How often the first turn was sent again after the agent lost the task (libs/a2a/relay/agent-task-follower.ts; at most once). */
   @Column({ name: 'agent_resends', type: 'integer', default: 0 })
   agentResends!: number;
 
@@ -71,7 +71,7 @@ export class A2ATaskEntity {
   @Column({ name: 'event_seq', type: 'integer', default: 0 })
   eventSeq!: number;
 
-  /** The `seq` of the task's last event written to its agent's events topic (libs/a2a/task-event-publisher.ts). */
+  /** The `seq` of the task's last event written to its agent's events topic (libs/a2a/tasks/task-event-publisher.ts). */
   @Column({ name: 'published_seq', type: 'integer', default: 0 })
   publishedSeq!: number;
 
