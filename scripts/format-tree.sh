@@ -20,7 +20,7 @@ fi
 long_lines() { git ls-files -z '*.ts' '*.js' '*.mjs' '*.cjs' | xargs -0 cat | awk 'length > 120' | wc -l; }
 before=$(long_lines)
 # Twice: Prettier 3.10.2 settles a few constructs only on a second pass (measured: the long union return type of
-# outageOf in apps/gateway/src/http-error.ts), and format:check must pass on what this leaves.
+# outageOf in apps/gateway/src/http/http-error.ts), and format:check must pass on what this leaves.
 npx prettier --write --log-level warn .
 npx prettier --write --log-level warn .
 echo "format-tree: $(git diff --name-only | wc -l) files changed; lines over 120 characters: $before before, $(long_lines) after"

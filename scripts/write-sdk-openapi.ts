@@ -7,7 +7,7 @@ import { loadConfig } from '../libs/config';
 /**
  * Writes the gateway's API document to packages/client/openapi.json, which the SDK's types are generated from
  * (`npm run sdk:openapi` then runs openapi-typescript into packages/client/src/generated/api.ts). The document is
- * made from the route table of a booted gateway (apps/gateway/src/openapi.ts), so the script boots a gateway-only
+ * made from the route table of a booted gateway (apps/gateway/src/operations/openapi.ts), so the script boots a gateway-only
  * instance on a free port against the configured servers, reads `/openapi.json`, and stops it.
  */
 export async function servedOpenApiDocument(env: NodeJS.ProcessEnv): Promise<unknown> {

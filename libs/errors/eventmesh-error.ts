@@ -1,6 +1,6 @@
 /**
  * The one base error of the runtime. `code` is stable and machine-readable; the gateway maps it to an HTTP
- * status and a JSON body `{ code, message, ...details }` in one place (`toHttpError`, apps/gateway/src/http-error.ts).
+ * status and a JSON body `{ code, message, ...details }` in one place (`toHttpError`, apps/gateway/src/http/http-error.ts).
  */
 export enum ErrorCode {
   InvalidCloudEvent = 'INVALID_CLOUDEVENT',

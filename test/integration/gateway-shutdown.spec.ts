@@ -6,7 +6,7 @@ import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 
-/** The longest a long-poll may wait (MAX_WAIT_MS, apps/gateway/src/streams.controller.ts). */
+/** The longest a long-poll may wait (MAX_WAIT_MS, apps/gateway/src/streams/streams.controller.ts). */
 const POLL_WAIT_MS = 60_000;
 /** The HTTP server's close grace (apps/gateway/src/gateway-server.ts). */
 const HTTP_CLOSE_GRACE_MS = 5000;

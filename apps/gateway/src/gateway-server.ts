@@ -52,22 +52,22 @@ import {
   SubscriptionPlacement,
   SubscriptionService,
 } from '../../../libs/subscriptions';
-import { registerBodyParsers } from './body-parsers';
-import { answerClientError } from './client-errors';
-import { ConnectionCap } from './connection-cap';
-import { Gates } from './gate-route';
+import { registerBodyParsers } from './http/body-parsers';
+import { answerClientError } from './http/client-errors';
+import { ConnectionCap } from './http/connection-cap';
+import { Gates } from './http/gate-route';
 import { GatewayModule } from './gateway.module';
-import { registerMethodNotAllowed } from './method-not-allowed';
-import { nestRoutesOf } from './nest-routes';
-import { toHttpError } from './http-error';
-import { MetricsAccess } from './metrics-access';
-import { publishDoc, PUBLISH_GATE, PUBLISH_PATH, PublishRoute } from './publish-route';
-import { RequestLog } from './request-log';
-import { RouteTable } from './route-table';
-import { registerAuthenticateFirst } from './authenticate-first';
-import { registerClusterChannel } from './cluster-channel-route';
-import { registerSessions } from './sessions-routes';
-import { registerWebSocketStreams } from './websocket-streams';
+import { registerMethodNotAllowed } from './http/method-not-allowed';
+import { nestRoutesOf } from './http/nest-routes';
+import { toHttpError } from './http/http-error';
+import { MetricsAccess } from './operations/metrics-access';
+import { publishDoc, PUBLISH_GATE, PUBLISH_PATH, PublishRoute } from './publish/publish-route';
+import { RequestLog } from './http/request-log';
+import { RouteTable } from './http/route-table';
+import { registerAuthenticateFirst } from './http/authenticate-first';
+import { registerClusterChannel } from './streams/cluster-channel-route';
+import { registerSessions } from './streams/sessions-routes';
+import { registerWebSocketStreams } from './streams/websocket-streams';
 
 /** The gateway role of an instance: its HTTP server (Nest on Fastify, with the publish route ahead of it). */
 export interface RunningGateway {

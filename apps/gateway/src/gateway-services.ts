@@ -15,10 +15,10 @@ import type {
   SubscriptionService,
 } from '../../../libs/subscriptions';
 import type { TopicNamespace } from '../../../libs/topics';
-import type { Gates } from './gate-route';
-import type { RuntimeLimits } from './limits.controller';
-import type { MetricsAccess } from './metrics-access';
-import type { RouteTable } from './route-table';
+import type { Gates } from './http/gate-route';
+import type { RuntimeLimits } from './publish/limits.controller';
+import type { MetricsAccess } from './operations/metrics-access';
+import type { RouteTable } from './http/route-table';
 
 /**
  * What the gateway serves with: built by the instance composition (gateway-server.ts) and handed to the feature

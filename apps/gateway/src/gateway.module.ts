@@ -1,15 +1,15 @@
 import { DynamicModule, Module } from '@nestjs/common';
 import { APP_FILTER, APP_GUARD } from '@nestjs/core';
-import { A2AModule } from './features/a2a.module';
-import { GatewayCoreModule } from './features/core.module';
-import { OperationsModule } from './features/operations.module';
-import { PublishModule } from './features/publish.module';
-import { SecurityAdminModule } from './features/security-admin.module';
-import { StreamsModule } from './features/streams.module';
-import { SubscriptionsModule } from './features/subscriptions.module';
-import { GateGuard } from './gate-route';
+import { A2AModule } from './a2a/a2a.module';
+import { GatewayCoreModule } from './http/core.module';
+import { OperationsModule } from './operations/operations.module';
+import { PublishModule } from './publish/publish.module';
+import { SecurityAdminModule } from './security-admin/security-admin.module';
+import { StreamsModule } from './streams/streams.module';
+import { SubscriptionsModule } from './subscriptions/subscriptions.module';
+import { GateGuard } from './http/gate-route';
 import type { GatewayServices } from './gateway-services';
-import { HttpErrorFilter } from './http-error';
+import { HttpErrorFilter } from './http/http-error';
 
 export type { GatewayServices } from './gateway-services';
 

@@ -27,9 +27,9 @@ import { instanceWorkflowIdOf } from '../../../workflows';
 import { HealthService } from '../../../libs/health';
 import { createAccessLog } from '../../../libs/logging';
 import { RunningGateway, startGateway } from '../../gateway/src/gateway-server';
-import { RequestLog } from '../../gateway/src/request-log';
+import { RequestLog } from '../../gateway/src/http/request-log';
 import { WorkerHost } from '../../worker/src/worker-host';
-import { MetricsAccess } from '../../gateway/src/metrics-access';
+import { MetricsAccess } from '../../gateway/src/operations/metrics-access';
 import { RunningOpsServer, startOpsServer } from './ops-server';
 
 export interface RunningInstance {

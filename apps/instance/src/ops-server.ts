@@ -4,9 +4,9 @@ import { ErrorCode, EventMeshError } from '../../../libs/errors';
 import type { HealthService } from '../../../libs/health';
 import type { RuntimeMetrics } from '../../../libs/metrics';
 import { gateHeadersOf, type SecurityGate } from '../../../libs/security';
-import { MetricsAccess } from '../../gateway/src/metrics-access';
-import { answerError, answerJson } from '../../gateway/src/raw-answer';
-import { REQUEST_ID_HEADER, RequestLog } from '../../gateway/src/request-log';
+import { MetricsAccess } from '../../gateway/src/operations/metrics-access';
+import { answerError, answerJson } from '../../gateway/src/http/raw-answer';
+import { REQUEST_ID_HEADER, RequestLog } from '../../gateway/src/http/request-log';
 
 export interface OpsServerOptions {
   host: string;

@@ -19,7 +19,7 @@ const unique = (values: string[]): string[] => [...new Set(values)];
  * card's name and description, its skills' tags and examples) whose description ends with the agent's card URL; the
  * extension AGENT_CATALOG_EXTENSION lists the same as data (`params.agents`: name, cardUrl, skill ids). Its interface
  * is the mesh's own JSON-RPC endpoint (`rpcUrl`, A2A v1.0), which routes a message to the agent its metadata's
- * `skillId` names (apps/gateway/src/a2a-mesh-routing.ts); a client may as well send through the agent's own card.
+ * `skillId` names (apps/gateway/src/a2a/a2a-mesh-routing.ts); a client may as well send through the agent's own card.
  * Shaped by the SDK's codec like the agents' cards; the lists the specification requires are served even when empty.
  */
 export function meshCatalogCardOf(
