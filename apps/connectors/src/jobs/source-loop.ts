@@ -6,7 +6,7 @@ import { backoffMs, noteError, pause, RunContext } from './run-context';
 
 /** How long a source that found nothing waits before it polls again. */
 export const IDLE_MS = 50;
-/** How often an idle source records that its run is alive (a commit does it too). */
+/** How often an idle source records that its run is alive (the fence row's `renewed_at`), at most. */
 const RENEW_MS = 1000;
 /** Polls read ahead of the committed position, at most: published or being published, not yet committed. */
 export const POLLS_AHEAD = 4;
