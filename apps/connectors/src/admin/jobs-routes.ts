@@ -14,7 +14,7 @@ import type { SecretBox } from '../../../../libs/security';
 import { CONNECTOR_KINDS } from '../connectors';
 import { meshClientOf } from '../jobs/job-activities';
 import { jobSpecOf, opened, sealed, shown, type JobSpec } from '../jobs/job-spec';
-import { publish } from '../jobs/source-loop';
+import { publish } from '../jobs/publish-lanes';
 import type { TargetGuard } from '../jobs/target-guard';
 import { ConfigFieldError, type SourceRecord } from '../spi';
 import type { JobRunStore } from '../store/job-run-store';
