@@ -1437,6 +1437,14 @@ export interface paths {
                             /** @enum {string} */
                             ordering?: "partition" | "key" | "none";
                             concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
                             /** @enum {string} */
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
@@ -1891,6 +1899,14 @@ export interface paths {
                             /** @enum {string} */
                             ordering?: "partition" | "key" | "none";
                             concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
                             /** @enum {string} */
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
@@ -2112,6 +2128,14 @@ export interface paths {
                             /** @enum {string} */
                             ordering?: "partition" | "key" | "none";
                             concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
                             /** @enum {string} */
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
@@ -2488,6 +2512,14 @@ export interface paths {
                             /** @enum {string} */
                             ordering?: "partition" | "key" | "none";
                             concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
                             /** @enum {string} */
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
