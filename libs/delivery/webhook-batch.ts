@@ -1,4 +1,4 @@
-import { EventFrame, frameToStructured } from '../frame';
+import { attributesOf, EventFrame, frameToStructured } from '../frame';
 
 /** The content type of a CloudEvents batch (the HTTP binding's batched content mode): a JSON array of events. */
 export const BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json';
@@ -29,8 +29,29 @@ export function batchSettingsOf(target: { protocol?: string; config?: unknown })
   return own ? { ...BATCH_DEFAULTS, ...own } : undefined;
 }
 
-/** One event in structured JSON mode, as it stands in a batch body. */
-export const batchEntryOf = (frame: EventFrame): Buffer => Buffer.from(JSON.stringify(frameToStructured(frame)));
+/**
+ * One event in structured JSON mode, as it stands in a batch body: what `frameToStructured` gives, but JSON data
+ * that parses goes in as its own bytes rather than parsed and written again (a third of the cost per event of
+ * 1 KiB: docs/benchmarks.md). Data of a JSON type that does not parse goes as `data_base64`, as there.
+ */
+export function batchEntryOf(frame: EventFrame): Buffer {
+  const data = frame.data;
+  if (data === undefined || !JSON_TYPE.test(frame.datacontenttype ?? 'application/json') || !parses(data))
+    return Buffer.from(JSON.stringify(frameToStructured(frame)));
+  const attributes = JSON.stringify(attributesOf(frame));
+  return Buffer.concat([Buffer.from(`${attributes.slice(0, -1)},"data":`), data, CLOSE_OBJECT]);
+}
+
+const JSON_TYPE = /[/+]json(;|$)/;
+
+function parses(data: Buffer): boolean {
+  try {
+    JSON.parse(data.toString('utf8'));
+    return true;
+  } catch {
+    return false;
+  }
+}
 
 /** The batch body: the entries as one JSON array, byte for byte (the signature covers exactly these bytes). */
 export function batchBodyOf(entries: Buffer[]): Buffer {
@@ -49,3 +70,4 @@ export const batchBytesOf = (entryBytes: number, count: number): number => entry
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
 const CLOSE = Buffer.from(']');
+const CLOSE_OBJECT = Buffer.from('}');
