@@ -13,3 +13,4 @@ export type {
 } from './circuit-breaker';
 export * from './running-loops';
 export * from './tenant-records';
+export * from './webhook-batch';

@@ -1,12 +1,6 @@
 import { z } from 'zod';
 import { ORDERINGS } from '../delivery/ordering';
-import {
-  BATCH_DEFAULTS,
-  BATCH_MAX_BYTES,
-  BATCH_MAX_EVENTS,
-  BATCH_MAX_LINGER_MS,
-  BATCH_MIN_BYTES,
-} from '../delivery/webhook-batch';
+import { BATCH_DEFAULTS, BATCH_MAX_BYTES, BATCH_MAX_EVENTS, BATCH_MAX_LINGER_MS, BATCH_MIN_BYTES } from '../delivery';
 
 /**
  * Request bodies of the subscriptions resource, in the shape of the CloudEvents Subscriptions API
