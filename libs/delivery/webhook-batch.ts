@@ -1,4 +1,4 @@
-import { attributesOf, EventFrame, frameToStructured } from '../frame';
+import { EventFrame, frameToStructured, OPTIONAL_ATTRIBUTES } from '../frame';
 
 /** The content type of a CloudEvents batch (the HTTP binding's batched content mode): a JSON array of events. */
 export const BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json';
@@ -38,8 +38,21 @@ export function batchEntryOf(frame: EventFrame): Buffer {
   const data = frame.data;
   if (data === undefined || !JSON_TYPE.test(frame.datacontenttype ?? 'application/json') || !parses(data))
     return Buffer.from(JSON.stringify(frameToStructured(frame)));
-  const attributes = JSON.stringify(attributesOf(frame));
-  return Buffer.concat([Buffer.from(`${attributes.slice(0, -1)},"data":`), data, CLOSE_OBJECT]);
+  return Buffer.concat([Buffer.from(`${attributesJsonOf(frame)},"data":`), data, CLOSE_OBJECT]);
+}
+
+/**
+ * The members of `attributesOf(frame)` as JSON, without the closing brace: written member by member, not through
+ * the intermediate object (its rest spread and entries were 5 µs of a 1 KiB event's cost in a profile).
+ */
+function attributesJsonOf(frame: EventFrame): string {
+  let out = `{"specversion":"1.0","id":${JSON.stringify(frame.id)},"source":${JSON.stringify(frame.source)},"type":${JSON.stringify(frame.type)}`;
+  for (const name of OPTIONAL_ATTRIBUTES) {
+    const value = frame[name];
+    if (value !== undefined) out += `,"${name}":${JSON.stringify(value)}`;
+  }
+  for (const name in frame.extensions) out += `,${JSON.stringify(name)}:${JSON.stringify(frame.extensions[name])}`;
+  return out;
 }
 
 const JSON_TYPE = /[/+]json(;|$)/;
