@@ -43,7 +43,10 @@ import {
  * PARTITION_OWNED_PULL instances would share the partitions of both).
  *
  * Scenarios: `partition` with a sink that answers at once (goal: >= 1.0x the group), and `key` over 64 keys with
- * a sink that answers in 5 ms (goal: >= 3x the group). Rounds alternate which path goes first. Figures are noisy on
+ * a sink that answers in 5 ms (goal: >= 3x the group). `batch` (only when BENCH_SCENARIOS names it): ordering
+ * `partition` with `config.batch` (CloudEvents batch content mode, BENCH_BATCH_MAX_EVENTS a batch, default 100)
+ * against the same instance's per-event delivery (a subscription without `batch`, on a topic of its own) to the
+ * same sink, which takes both (goal: >= 5x). Rounds alternate which path goes first. Figures are noisy on
  * a shared host: read the per-round ratios and the medians.
  */
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
@@ -57,19 +60,24 @@ const TOPOLOGY = process.env.BENCH_TOPOLOGY ?? (BASELINE_ROOT ? 'LOCAL_STICKY_PU
 /** The baseline instance's topology: LOCAL_STICKY_PULL unless asked (it can run beside an owned-mode instance). */
 const BASELINE_TOPOLOGY = process.env.BENCH_BASELINE_TOPOLOGY ?? 'LOCAL_STICKY_PULL';
 const ONLY = process.env.BENCH_SCENARIOS?.split(',');
+const BATCH_MAX_EVENTS = Number(process.env.BENCH_BATCH_MAX_EVENTS ?? 100);
 const config = benchConfig();
 
 interface Scenario {
-  name: 'partition' | 'key';
+  name: 'partition' | 'key' | 'batch';
+  ordering: 'partition' | 'key';
   sinkDelayMs: number;
   goal: number;
+  /** Our subscription's `config.batch`; the baseline path is then our own per-event delivery, not the group. */
+  batch?: Record<string, number>;
 }
 const SCENARIOS: Scenario[] = (
   [
-    { name: 'partition', sinkDelayMs: 0, goal: 1 },
-    { name: 'key', sinkDelayMs: 5, goal: 3 },
+    { name: 'partition', ordering: 'partition', sinkDelayMs: 0, goal: 1 },
+    { name: 'key', ordering: 'key', sinkDelayMs: 5, goal: 3 },
+    { name: 'batch', ordering: 'partition', sinkDelayMs: 0, goal: 5, batch: { maxEvents: BATCH_MAX_EVENTS } },
   ] as Scenario[]
-).filter((s) => !ONLY || ONLY.includes(s.name));
+).filter((s) => (ONLY ? ONLY.includes(s.name) : s.name !== 'batch'));
 
 // --- the sink both paths deliver to ------------------------------------------------------------------------
 
@@ -117,8 +125,11 @@ class Sink {
           this.late++;
           this.latestLateMs = Math.max(this.latestLateMs, at - route.closedAt);
         }
-        const id = String(req.headers['ce-id'] ?? '');
-        if (id && !this.firstAt.has(id)) this.firstAt.set(id, at);
+        const batch = req.headers['content-type'] === 'application/cloudevents-batch+json';
+        const ids = batch
+          ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string }[]).map((e) => e.id)
+          : [String(req.headers['ce-id'] ?? '')];
+        for (const id of ids) if (id && !this.firstAt.has(id)) this.firstAt.set(id, at);
         if (this.delayMs > 0) setTimeout(() => res.writeHead(200).end(), this.delayMs);
         else res.writeHead(200).end();
       });
@@ -238,12 +249,12 @@ async function subscribe(
   instance: Instance,
   sink: string,
   topic: string,
-  ordering: string,
+  own: Record<string, unknown>,
 ): Promise<{ id: string; secret: string }> {
   const response = await fetch(`${instance.url}/subscriptions`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ sink, topic, config: { trusted: true, startFrom: 'earliest', ordering } }),
+    body: JSON.stringify({ sink, topic, config: { trusted: true, startFrom: 'earliest', ...own } }),
   });
   if (response.status !== 201) throw new Error(`subscription: ${response.status} ${await response.text()}`);
   return (await response.json()) as { id: string; secret: string };
@@ -255,10 +266,10 @@ async function ours(
   producer: Producer,
   topic: string,
   ids: string[],
-  ordering: string,
+  own: Record<string, unknown>,
 ): Promise<Measured> {
   const route = sink.route();
-  const subscription = await subscribe(instance, route.url, topic, ordering);
+  const subscription = await subscribe(instance, route.url, topic, own);
   route.setKey(subscription.secret);
   try {
     return await measure(sink, producer, topic, ids, instance.child.pid!);
@@ -319,12 +330,20 @@ async function main(): Promise<void> {
   const run = randomUUID().slice(0, 6);
   const topicOf = (round: number, scenario: string, path: 'ours' | 'base' | 'group') =>
     `bench-dlv-${run}-${round}-${scenario}-${path}`;
-  const topicsOf = (path: 'ours' | 'base' | 'group') =>
-    SCENARIOS.flatMap((s) => Array.from({ length: ROUNDS }, (_, r) => topicOf(r, s.name, path)));
-  const ourTopics = topicsOf('ours');
-  const groupTopics = topicsOf('group');
+  const topicsOf = (path: 'ours' | 'base' | 'group', scenarios = SCENARIOS) =>
+    scenarios.flatMap((s) => Array.from({ length: ROUNDS }, (_, r) => topicOf(r, s.name, path)));
+  // A `batch` scenario's per-event path is our instance too: its "group" topics are the instance's.
+  const ourTopics = [
+    ...topicsOf('ours'),
+    ...topicsOf(
+      'group',
+      SCENARIOS.filter((s) => s.batch),
+    ),
+  ];
+  const groupTopics = topicsOf('group').filter((t) => !ourTopics.includes(t));
   const baseTopics = BASELINE_ROOT ? topicsOf('base') : [];
   await createTopics(kafka, [...ourTopics, ...groupTopics, ...baseTopics], PARTITIONS);
+  const own = (s: Scenario) => ({ ordering: s.ordering, ...(s.batch ? { batch: s.batch } : {}) });
   console.log(
     `delivery benchmark: ${ROUNDS} rounds, ${EVENTS} events of 1 KiB over ${PARTITIONS} partitions and ${KEYS} keys, then ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s; ${TOPOLOGY}`,
   );
@@ -362,6 +381,7 @@ async function main(): Promise<void> {
     if (TOPOLOGY === 'PARTITION_OWNED_PULL') await settled(instance, ourTopics);
     for (const scenario of SCENARIOS) {
       sink.delayMs = scenario.sinkDelayMs;
+      const vs = scenario.batch ? 'per-event' : 'group';
       const rows: { round: number; ours: Measured; group: Measured; base?: Measured }[] = [];
       for (let round = 0; round < ROUNDS; round++) {
         const oursTopic = topicOf(round, scenario.name, 'ours');
@@ -371,11 +391,16 @@ async function main(): Promise<void> {
         const baseTopic = topicOf(round, scenario.name, 'base');
         const baseIds = baseline ? await fill(producer, baseTopic) : [];
         const paths: (() => Promise<void>)[] = [
-          async () => void (mine = await ours(instance, sink, producer, oursTopic, oursIds, scenario.name)),
-          async () => void (theirs = await group(sink, producer, groupTopic, groupIds)),
+          async () => void (mine = await ours(instance, sink, producer, oursTopic, oursIds, own(scenario))),
+          scenario.batch
+            ? async () =>
+                void (theirs = await ours(instance, sink, producer, groupTopic, groupIds, {
+                  ordering: scenario.ordering,
+                }))
+            : async () => void (theirs = await group(sink, producer, groupTopic, groupIds)),
         ];
         if (baseline)
-          paths.push(async () => void (base = await ours(baseline, sink, producer, baseTopic, baseIds, scenario.name)));
+          paths.push(async () => void (base = await ours(baseline, sink, producer, baseTopic, baseIds, own(scenario))));
         let mine!: Measured;
         let theirs!: Measured;
         let base: Measured | undefined;
@@ -383,14 +408,14 @@ async function main(): Promise<void> {
         for (let i = 0; i < paths.length; i++) await paths[(i + round) % paths.length]();
         rows.push({ round, ours: mine, group: theirs, base });
         console.log(
-          `  ${scenario.name} round ${round + 1}/${ROUNDS}: ours ${f(mine.perSecond)} events/s, group ${f(theirs.perSecond)} events/s, ratio ${(mine.perSecond / theirs.perSecond).toFixed(2)}x` +
+          `  ${scenario.name} round ${round + 1}/${ROUNDS}: ours ${f(mine.perSecond)} events/s, ${vs} ${f(theirs.perSecond)} events/s, ratio ${(mine.perSecond / theirs.perSecond).toFixed(2)}x` +
             (base
               ? `; baseline ${f(base.perSecond)} events/s, ratio ${(base.perSecond / theirs.perSecond).toFixed(2)}x, CPU µs/event ours ${f(mine.cpuUs)} baseline ${f(base.cpuUs)} group ${f(theirs.cpuUs)}`
               : ''),
         );
       }
       console.log(
-        `\n| ordering \`${scenario.name}\`, sink answers in ${scenario.sinkDelayMs} ms | round | eventmesh events/s | group events/s | ratio | eventmesh p50/p95/p99 ms | group p50/p95/p99 ms | CPU µs/event ours / group | broker CPU µs/event ours / group | host CPU µs/event ours / group |`,
+        `\n| ${scenario.batch ? `batched (${JSON.stringify(scenario.batch)}), ordering \`${scenario.ordering}\`` : `ordering \`${scenario.name}\``}, sink answers in ${scenario.sinkDelayMs} ms | round | eventmesh events/s | ${vs} events/s | ratio | eventmesh p50/p95/p99 ms | ${vs} p50/p95/p99 ms | CPU µs/event ours / ${vs} | broker CPU µs/event ours / ${vs} | host CPU µs/event ours / ${vs} |`,
       );
       console.log('|---|---|---|---|---|---|---|---|---|---|');
       for (const r of rows) {

@@ -27,6 +27,16 @@ export interface Deliverer {
     messageId: string,
     signal?: AbortSignal,
   ): Promise<WebhookResult>;
+  /**
+   * Events of a batched webhook subscription (`config.batch`) in one request: `entries` are the events in
+   * structured JSON (webhook-batch.ts). A deliverer without it cannot deliver batched subscriptions.
+   */
+  sendBatch?(
+    target: SubscriptionEntity & WebhookTarget,
+    entries: Buffer[],
+    messageId: string,
+    signal?: AbortSignal,
+  ): Promise<WebhookResult>;
 }
 
 export interface DispatchLoopOptions {

@@ -15,3 +15,4 @@ export * from './running-loops';
 export * from './tenant-records';
 export { ORDERINGS, orderingOf } from './ordering';
 export type { Ordering } from './ordering';
+export * from './webhook-batch';

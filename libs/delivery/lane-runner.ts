@@ -8,6 +8,8 @@ import { HeldKey, holdKey, loadHeld, releaseHead } from './held-keys';
 import { Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
 import { depthOf, keyOf, orderingOf, startable, Work } from './ordering';
 import { refillAt } from './partition-feed';
+import { BatchLanes } from './batch-lanes';
+import { batchSettingsOf } from './webhook-batch';
 
 /** Parked deliveries a recovering lane reads at once. */
 const RECOVERY_BATCH = 64;
@@ -25,11 +27,15 @@ const MAX_LANE_DEPTH = 256;
  */
 export class LaneRunner {
   private readonly log = createLogger('DispatchLoop');
+  /** The lanes of batched webhook subscriptions (`config.batch`) drain there. */
+  private readonly batches: BatchLanes;
 
   constructor(
     private readonly ctx: DispatchContext,
     private readonly failures: FailurePolicy,
-  ) {}
+  ) {
+    this.batches = new BatchLanes(ctx, failures, this);
+  }
 
   /** Starts every idle lane that has records and no retry pending. */
   kick(): void {
@@ -73,7 +79,7 @@ export class LaneRunner {
   }
 
   /** Aborted when the lane closes or the gate shuts; built once per lane and gate period, not per send. */
-  private sendSignalOf(lane: Lane): AbortSignal {
+  sendSignalOf(lane: Lane): AbortSignal {
     const gate = this.ctx.gateSignal();
     if (!lane.send || lane.send.gate !== gate) {
       lane.send = { gate, signal: AbortSignal.any([lane.abort.signal, gate]) };
@@ -126,6 +132,8 @@ export class LaneRunner {
         lane.recovering = false;
       } else if (!(await this.recover(lane))) return;
     }
+    const batch = batchSettingsOf(lane.subscription);
+    if (batch) return this.batches.drain(lane, ordering, batch);
     const depth = Math.min(MAX_LANE_DEPTH, depthOf(lane, this.ctx.deps.options.concurrency));
     const out = new Set<Promise<void>>();
     let halted = false;
@@ -171,7 +179,7 @@ export class LaneRunner {
   }
 
   /** Starts one piece of a lane's work; resolves with its outcome, the record's state set from it. */
-  private async start(lane: Lane, work: Work): Promise<'settled' | 'retry' | 'halt'> {
+  async start(lane: Lane, work: Work): Promise<'settled' | 'retry' | 'halt'> {
     if (work.kind === 'held') return this.deliverHeld(lane, work.key, work.held);
     const { record } = work;
     record.state = 'sending';
@@ -272,28 +280,34 @@ export class LaneRunner {
 
   /**
    * One attempt under a permit of the subscription's breaker, its answer reported to it: undefined when the
-   * breaker gives no permit or the send was aborted (no outcome).
+   * breaker gives no permit or the send was aborted (no outcome). `event` is one event, or a batch's entries
+   * (batch-lanes.ts). A failed part of a batch being split (`splitting`) is not reported: the sink answered, and
+   * refused an event the split goes on to isolate, so one bad event does not open the breaker.
    */
-  private async attempt(
+  async attempt(
     lane: Lane,
-    frame: EventFrame,
+    event: EventFrame | Buffer[],
     messageId: string,
     signal: AbortSignal,
     publishedAt?: number,
+    splitting = false,
   ): Promise<WebhookResult | undefined> {
     const breaker = this.ctx.breakers.of(lane.subscription.id);
     const permit = breaker.acquire();
     if (!permit) return undefined;
+    const { sender } = this.ctx.deps;
     let result: WebhookResult;
     try {
-      result = await this.ctx.deps.sender.send(lane.subscription, frame, messageId, signal);
+      result = await (Array.isArray(event)
+        ? sender.sendBatch!(lane.subscription, event, messageId, signal)
+        : sender.send(lane.subscription, event, messageId, signal));
     } catch (e) {
       breaker.release(permit);
       throw e;
     }
-    if (signal.aborted) {
+    if (signal.aborted || (splitting && !result.ok && !result.gone)) {
       breaker.release(permit);
-      return undefined;
+      return signal.aborted ? undefined : result;
     }
     this.failures.answered(lane.subscription, permit, result, publishedAt);
     return result;

@@ -4,6 +4,7 @@ import type { EventMeshConfig } from '../config';
 import { EventFrame, frameToHttpBinary } from '../frame';
 import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '../security';
 import { eventTraceOf, TraceHeaders } from '../tracing';
+import { BATCH_CONTENT_TYPE, batchBodyOf, batchEntryOf, batchSettingsOf } from './webhook-batch';
 
 export interface WebhookTarget {
   protocol?: string;
@@ -13,6 +14,8 @@ export interface WebhookTarget {
    * stored in the clear is used as it is, until the next boot seals it); unsigned when absent.
    */
   signingSecret: string | null;
+  /** The subscription's config: with `batch` (webhook-batch.ts) every delivery goes in batch content mode. */
+  config?: unknown;
 }
 
 export interface WebhookResult {
@@ -93,13 +96,27 @@ export class WebhookSender {
     signal?: AbortSignal,
     trace?: TraceHeaders,
   ): Promise<WebhookResult> {
-    const { headers, body } = frameToHttpBinary(frame);
+    // A batched subscription's sink takes batches only: a single event (a parked one, one isolated by a split)
+    // goes as a batch of one.
+    const batched = batchSettingsOf(target) !== undefined;
+    const { headers, body } = batched
+      ? { headers: { 'content-type': BATCH_CONTENT_TYPE }, body: batchBodyOf([batchEntryOf(frame)]) }
+      : frameToHttpBinary(frame);
     const context = trace ?? eventTraceOf(frame);
     if (context) {
       headers.traceparent = context.traceparent;
       if (context.tracestate !== undefined) headers.tracestate = context.tracestate;
     }
     return this.post(target, headers, body, messageId, signal);
+  }
+
+  /**
+   * Events in CloudEvents batch content mode: `entries` are the events in structured JSON (webhook-batch.ts), the
+   * body their JSON array, signed once (one `webhook-id`, `messageId`, and one signature over the bytes sent). Each
+   * event carries its own trace context in its attributes; the request has none of its own.
+   */
+  sendBatch(target: WebhookTarget, entries: Buffer[], messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
+    return this.post(target, { 'content-type': BATCH_CONTENT_TYPE }, batchBodyOf(entries), messageId, signal);
   }
 
   /**

@@ -33,6 +33,16 @@ export class SinkRouter {
     return this.traced(span, webhook, target, frame, messageId, signal);
   }
 
+  /** A batched webhook subscription's events in one request (libs/delivery/webhook-batch.ts); not traced. */
+  sendBatch(
+    target: SubscriptionEntity,
+    entries: Buffer[],
+    messageId: string,
+    signal?: AbortSignal,
+  ): Promise<WebhookResult> {
+    return this.webhooks.sendBatch(target, entries, messageId, signal);
+  }
+
   private async traced(
     span: NonNullable<ReturnType<Tracing['startDelivery']>>,
     webhook: boolean,

@@ -1,5 +1,12 @@
 import { z } from 'zod';
-import { ORDERINGS } from '../delivery';
+import {
+  BATCH_DEFAULTS,
+  BATCH_MAX_BYTES,
+  BATCH_MAX_EVENTS,
+  BATCH_MAX_LINGER_MS,
+  BATCH_MIN_BYTES,
+  ORDERINGS,
+} from '../delivery';
 
 /**
  * Request bodies of the subscriptions resource, in the shape of the CloudEvents Subscriptions API
@@ -20,7 +27,7 @@ export const startFromSchema = z.union([
 
 const absent = (...names: string[]) => ({ not: { anyOf: names.map((n) => ({ required: [n] })) } });
 /** STREAM: no sink, no ordering or concurrency; HTTP: a sink, no policy or ackTimeoutMs. */
-const STREAM_RULES = { ...absent('sink'), properties: { config: absent('ordering', 'concurrency') } };
+const STREAM_RULES = { ...absent('sink'), properties: { config: absent('ordering', 'concurrency', 'batch') } };
 const HTTP_RULES = { required: ['sink'], properties: { config: absent('policy', 'ackTimeoutMs') } };
 const isProtocol = (protocol: string) => ({ properties: { protocol: { const: protocol } }, required: ['protocol'] });
 /** A create's: HTTP when the protocol is absent. */
@@ -80,6 +87,18 @@ export const createSubscriptionSchema = z
         ordering: z.enum(ORDERINGS).optional(),
         /** HTTP with ordering `key` or `none`: deliveries out at once per partition (EVENTMESH_DELIVERY_CONCURRENCY when absent). */
         concurrency: z.number().int().min(1).max(256).optional(),
+        /**
+         * HTTP: deliver in CloudEvents batch content mode (libs/delivery/webhook-batch.ts), each field defaulting as
+         * shown; absent: event by event.
+         */
+        batch: z
+          .object({
+            maxEvents: z.number().int().min(1).max(BATCH_MAX_EVENTS).default(BATCH_DEFAULTS.maxEvents),
+            maxBytes: z.number().int().min(BATCH_MIN_BYTES).max(BATCH_MAX_BYTES).default(BATCH_DEFAULTS.maxBytes),
+            lingerMs: z.number().int().min(0).max(BATCH_MAX_LINGER_MS).default(BATCH_DEFAULTS.lingerMs),
+          })
+          .strict()
+          .optional(),
         /** STREAM: how events spread over the connected clients. */
         policy: z.enum(['LOAD_BALANCE', 'BROADCAST', 'MULTICAST']).optional(),
         /** STREAM: how long a client may hold a delivery unanswered before it counts as a failed attempt. */
@@ -103,6 +122,13 @@ export const createSubscriptionSchema = z
         code: 'custom',
         path: ['config'],
         message: 'policy and ackTimeoutMs apply to STREAM subscriptions',
+      });
+    }
+    if (r.protocol === 'STREAM' && r.config.batch !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['config', 'batch'],
+        message: "batch applies to HTTP subscriptions (a STREAM subscription's clients take events one by one)",
       });
     }
     if (r.protocol === 'STREAM' && (r.config.ordering !== undefined || r.config.concurrency !== undefined)) {

@@ -1,9 +1,16 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '../../libs/config';
-import { WebhookSender } from '../../libs/delivery';
-import { createKafka, createTopicsAndWait, TopicAdmin } from '../../libs/kafka';
-import { createDataSource, DeadLetterStore, DispatchRunStore, OffsetStore, RetryStore } from '../../libs/storage';
+import { Deliverer, DispatchLoop, DispatchLoopOptions, WebhookSender } from '../../libs/delivery';
+import { createKafka, createTopicsAndWait, PartitionReader, TopicAdmin } from '../../libs/kafka';
+import {
+  createDataSource,
+  DeadLetterStore,
+  DispatchRunStore,
+  OffsetStore,
+  RetryStore,
+  SkippedRangeStore,
+} from '../../libs/storage';
 import { SubscriptionService } from '../../libs/subscriptions';
 import { testConfig } from './env';
 
@@ -69,4 +76,36 @@ export async function openDeliveryStack(
       await db.destroy();
     },
   };
+}
+
+/** The stack's dispatch loop of `instanceId` under `epoch` of its dispatch run, with short polls and retries. */
+export function dispatchLoopOf(
+  stack: DeliveryStack,
+  reader: PartitionReader,
+  instanceId: string,
+  epoch: number,
+  sender: Deliverer,
+  options: Partial<DispatchLoopOptions> = {},
+): DispatchLoop {
+  return new DispatchLoop({
+    instanceId,
+    subscriptions: stack.subscriptions,
+    offsets: stack.offsets,
+    deadLetters: stack.deadLetters,
+    retries: stack.retries,
+    skipped: new SkippedRangeStore(stack.db),
+    reader,
+    topics: stack.topics,
+    sender,
+    fence: stack.runs.fenceFor(instanceId, epoch),
+    options: {
+      pollMaxWaitMs: 100,
+      batchMaxEvents: 100,
+      refreshIntervalMs: 200,
+      retryInitialMs: 10,
+      retryMaxMs: 20,
+      maxAttempts: 50,
+      ...options,
+    },
+  });
 }

@@ -63,6 +63,22 @@ describe('webhookReceiver', () => {
     ]);
   });
 
+  it('verifies a batch by its one signature and dedupes it per event: a redelivered batch handles only the new ones', async () => {
+    const handler = jest.fn();
+    const r = webhookReceiver({ secret, handler });
+    const batchOf = (ids: string[]) =>
+      JSON.stringify(ids.map((id) => ({ specversion: '1.0', id, source: '/s', type: 't', data: { id } })));
+    const headers = { 'content-type': 'application/cloudevents-batch+json' };
+    const tampered = sign(batchOf(['t1', 't2']), headers);
+    tampered.body = Buffer.from(batchOf(['t1', 't3']));
+    expect((await r.receive(tampered)).status).toBe(401);
+    expect(handler).not.toHaveBeenCalled();
+    expect((await r.receive(sign(batchOf(['a1', 'a2']), headers))).status).toBe(204);
+    expect((await r.receive(sign(batchOf(['a1', 'a2', 'a3']), headers))).status).toBe(204);
+    expect(handler.mock.calls.map(([e]: [{ id: string }]) => e.id)).toEqual(['a1', 'a2', 'a3']);
+    expect(r.stats).toMatchObject({ handled: 3, duplicates: 2 });
+  });
+
   it("refuses a wrong signature, another secret's, a missing one and a stale timestamp with 401, calling nothing", async () => {
     const handler = jest.fn();
     const r = webhookReceiver({ secret, handler, toleranceSeconds: 60 });

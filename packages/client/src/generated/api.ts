@@ -1437,6 +1437,14 @@ export interface paths {
                             /** @enum {string} */
                             ordering?: "partition" | "key" | "none";
                             concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
                             /** @enum {string} */
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
@@ -2018,6 +2026,14 @@ export interface paths {
                             /** @enum {string} */
                             ordering?: "partition" | "key" | "none";
                             concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
                             /** @enum {string} */
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
@@ -2239,6 +2255,14 @@ export interface paths {
                             /** @enum {string} */
                             ordering?: "partition" | "key" | "none";
                             concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
                             /** @enum {string} */
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
@@ -2615,6 +2639,14 @@ export interface paths {
                             /** @enum {string} */
                             ordering?: "partition" | "key" | "none";
                             concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
                             /** @enum {string} */
                             policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
                             ackTimeoutMs?: number;
