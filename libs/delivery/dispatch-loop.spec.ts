@@ -22,6 +22,7 @@ import type {
 } from '../storage';
 import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import { SinkFailureLog } from './sink-failure-log';
+import { STREAM_LANE_DEPTH } from './lane';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 import { waitFor } from '../../test/support/wait-for';
 
@@ -599,32 +600,36 @@ describe('DispatchLoop', () => {
     expect(deadLetters.added[0].attempts).toBe(2);
   });
 
-  it('keeps up to 32 deliveries of a stream lane out at once, and commits only over the settled front', async () => {
-    const { log, offsets, sender, loop } = setup([stream('s')]);
-    for (let n = 0; n < 40; n++) log.append(0, frame(n));
+  it('keeps up to STREAM_LANE_DEPTH deliveries of a stream lane out at once, and commits only over the settled front', async () => {
+    const total = STREAM_LANE_DEPTH + 8;
+    const { log, offsets, sender, loop } = setup([stream('s')], 1000, total);
+    for (let n = 0; n < total; n++) log.append(0, frame(n));
     // Partition 1's lane shows when a commit ran: every lane that moved is committed in the same statement.
-    log.append(1, frame(100));
+    log.append(1, frame(100000));
     sender.holding.add('stream:s');
     const abort = new AbortController();
     const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
     const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 5 });
     try {
-      await until('32 deliveries of partition 0 out, and partition 1 out', () => sender.held.size === 33);
-      expect(sender.maxHeld).toBe(33);
+      await until(
+        'the lane depth of partition 0 out, and partition 1 out',
+        () => sender.held.size === STREAM_LANE_DEPTH + 1,
+      );
+      expect(sender.maxHeld).toBe(STREAM_LANE_DEPTH + 1);
       // Answered out of order: offset 5 settles first. After a commit that moved partition 1, partition 0 is
       // still at 0: its offset waits for 0..4.
       sender.held.get('e-5')!();
       await until('the delivery of e-5', () => sender.idsFor('stream:s').includes('e-5'));
-      sender.held.get('e-100')!();
+      sender.held.get('e-100000')!();
       await until('a commit of partition 1', () => offsets.at('s', 1) === 1);
       expect(offsets.at('s', 0)).toBe(0);
       for (const n of [0, 1, 2, 3, 4]) sender.held.get(`e-${n}`)!();
       await until('a commit over 0..5', () => offsets.at('s', 0) === 6);
       await until('the rest', () => {
         for (const release of sender.held.values()) release();
-        return sender.idsFor('stream:s').length === 41;
+        return sender.idsFor('stream:s').length === total + 1;
       });
-      await until('a commit over all 40', () => offsets.at('s', 0) === 40);
+      await until('a commit over all of partition 0', () => offsets.at('s', 0) === total);
     } finally {
       abort.abort();
       await running;
