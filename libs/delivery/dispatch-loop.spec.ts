@@ -23,6 +23,7 @@ import type {
 import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import { SinkFailureLog } from './sink-failure-log';
 import { STREAM_LANE_DEPTH } from './lane';
+import { MOVING_LANE_FETCH_WAIT_MS } from './partition-feed';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 import { waitFor } from '../../test/support/wait-for';
 
@@ -44,7 +45,10 @@ class FakeLog {
   append(partition: number, entry: EventFrame | { garbage: string }) {
     this.partitions.get(partition)!.push('garbage' in entry ? entry : { frame: entry });
   }
-  async fetch(positions: PartitionPosition[]): Promise<FetchedPartition[]> {
+  /** The wait each fetch was allowed (the broker's `maxWaitMs`). */
+  readonly waits: number[] = [];
+  async fetch(positions: PartitionPosition[], options?: { maxWaitMs: number }): Promise<FetchedPartition[]> {
+    this.waits.push(options?.maxWaitMs ?? -1);
     await new Promise((r) => setTimeout(r, 2));
     return positions.map((p) => {
       const log = this.partitions.get(p.partition)!;
@@ -630,6 +634,30 @@ describe('DispatchLoop', () => {
         return sender.idsFor('stream:s').length === total + 1;
       });
       await until('a commit over all of partition 0', () => offsets.at('s', 0) === total);
+    } finally {
+      abort.abort();
+      await running;
+    }
+  });
+
+  it('fetches with a short wait while a lane above its refill mark moves, with the whole wait while it does not', async () => {
+    const { log, sender, loop } = setup([stream('s')], 1000, 100, { pollMaxWaitMs: 1000, refreshIntervalMs: 60000 });
+    for (let n = 0; n < 300; n++) log.append(0, frame(n));
+    sender.holding.add('stream:s');
+    const abort = new AbortController();
+    const running = loop.run(abort.signal, Date.now() + 60000, () => undefined);
+    const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 2 });
+    try {
+      // A full buffer, every record of it out and unanswered: the lane holds still, and partition 1's fetch waits.
+      await until('a full buffer out', () => sender.held.size === 100);
+      await until('a fetch with the whole wait', () => log.waits.at(-1) === 1000);
+      const before = log.waits.length;
+      // Answered: the lane moves through its buffer, and the fetches meanwhile wait briefly.
+      await until('every event delivered', () => {
+        for (const release of sender.held.values()) release();
+        return sender.idsFor('stream:s').length === 300;
+      });
+      expect(log.waits.slice(before)).toContain(MOVING_LANE_FETCH_WAIT_MS);
     } finally {
       abort.abort();
       await running;

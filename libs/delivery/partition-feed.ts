@@ -3,7 +3,7 @@ import { frameFromKafkaRecord } from '../frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition } from '../kafka';
 import { createLogger } from '../logging';
 import type { DispatchContext } from './dispatch-context';
-import { lacksFrom, LaneRecord } from './lane';
+import { lacksFrom, Lane, LaneRecord } from './lane';
 
 /**
  * A lane asks Kafka for more only once its buffer is down to this share of `batchMaxEvents`: a fetch then brings
@@ -15,6 +15,13 @@ export const REFILL_BELOW = 0.5;
 export const refillAt = (batchMaxEvents: number): number => Math.max(1, Math.floor(batchMaxEvents * REFILL_BELOW));
 
 /**
+ * The longest a fetch waits while a lane that did not ask (its buffer is above the refill mark) moves: the broker
+ * holds a fetch of partitions with nothing new for the whole wait, and a lane that runs low meanwhile would wait
+ * for it with nothing to deliver (a stream lane went through 500 records and waited out the rest of 500 ms).
+ */
+export const MOVING_LANE_FETCH_WAIT_MS = 20;
+
+/**
  * What the lanes read from Kafka: for every partition, the lowest offset a lane that runs low still lacks; the
  * fetched records decoded once, only as far as some lane takes them, and handed to each lane that lacks them; and,
  * when a wanted offset is outside the log, the lanes moved to where the log is.
@@ -22,7 +29,26 @@ export const refillAt = (batchMaxEvents: number): number => Math.max(1, Math.flo
 export class PartitionFeed {
   private readonly log = createLogger('DispatchLoop');
 
+  /** Where each lane stood at the last round (`waitMs`). */
+  private readonly marks = new WeakMap<Lane, string>();
+
   constructor(private readonly ctx: DispatchContext) {}
+
+  /**
+   * How long the next fetch may wait, at most `maxWaitMs`: {@link MOVING_LANE_FETCH_WAIT_MS} while a lane above the
+   * refill mark moved since the last round (delivered something, or took records), so it is refilled soon after it
+   * runs low; a lane that holds its records without moving (a slow sink) makes the loop fetch no more often.
+   */
+  waitMs(maxWaitMs: number): number {
+    const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
+    let moving = false;
+    for (const lane of this.ctx.lanes.values()) {
+      const mark = `${lane.nextOffset}:${lacksFrom(lane)}`;
+      if (lane.buffer.length >= refill && this.marks.get(lane) !== mark) moving = true;
+      this.marks.set(lane, mark);
+    }
+    return moving ? Math.min(maxWaitMs, MOVING_LANE_FETCH_WAIT_MS) : maxWaitMs;
+  }
 
   /** The offset each partition must be fetched from: the lowest any lane that runs low on records still lacks. */
   wanted(): PartitionPosition[] {
