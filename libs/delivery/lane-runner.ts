@@ -12,7 +12,7 @@ import { refillAt } from './partition-feed';
 /** Parked deliveries a recovering lane reads at once. */
 const RECOVERY_BATCH = 64;
 
-/** Most deliveries out at once in one lane, whatever a subscription asks (each listens on the lane's signal). */
+/** Most deliveries out at once in a webhook lane, whatever its subscription asks (each listens on the lane's signal). */
 const MAX_LANE_DEPTH = 256;
 
 /**
@@ -126,7 +126,10 @@ export class LaneRunner {
         lane.recovering = false;
       } else if (!(await this.recover(lane))) return;
     }
-    const depth = Math.min(MAX_LANE_DEPTH, depthOf(lane, this.ctx.deps.options.concurrency));
+    const depth = Math.min(
+      Math.max(MAX_LANE_DEPTH, STREAM_LANE_DEPTH),
+      depthOf(lane, this.ctx.deps.options.concurrency),
+    );
     const out = new Set<Promise<void>>();
     let halted = false;
     let failure: unknown;

@@ -15,11 +15,14 @@ export const REFILL_BELOW = 0.5;
 export const refillAt = (batchMaxEvents: number): number => Math.max(1, Math.floor(batchMaxEvents * REFILL_BELOW));
 
 /**
- * The longest a fetch waits while a lane that did not ask (its buffer is above the refill mark) moves: the broker
+ * The longest a fetch waits while a lane that did not ask (its buffer is above the refill mark) is moving: the broker
  * holds a fetch of partitions with nothing new for the whole wait, and a lane that runs low meanwhile would wait
- * for it with nothing to deliver (a stream lane went through 500 records and waited out the rest of 500 ms).
+ * for it with nothing to deliver (a stream lane went through its 500 records and waited out the rest of 500 ms).
  */
 export const MOVING_LANE_FETCH_WAIT_MS = 20;
+
+/** A lane counts as moving for this long after it last delivered something or took records. */
+export const MOVING_LANE_FOR_MS = 250;
 
 /**
  * What the lanes read from Kafka: for every partition, the lowest offset a lane that runs low still lacks; the
@@ -29,23 +32,25 @@ export const MOVING_LANE_FETCH_WAIT_MS = 20;
 export class PartitionFeed {
   private readonly log = createLogger('DispatchLoop');
 
-  /** Where each lane stood at the last round (`waitMs`). */
-  private readonly marks = new WeakMap<Lane, string>();
+  /** Where each lane stood, and since when (`waitMs`). */
+  private readonly marks = new WeakMap<Lane, { mark: string; at: number }>();
 
   constructor(private readonly ctx: DispatchContext) {}
 
   /**
    * How long the next fetch may wait, at most `maxWaitMs`: {@link MOVING_LANE_FETCH_WAIT_MS} while a lane above the
-   * refill mark moved since the last round (delivered something, or took records), so it is refilled soon after it
-   * runs low; a lane that holds its records without moving (a slow sink) makes the loop fetch no more often.
+   * refill mark moved (settled something, or took records) in the last {@link MOVING_LANE_FOR_MS}, so it is refilled
+   * soon after it runs low, however long its client takes to answer; a lane that holds its records without moving
+   * (a slow sink) makes the loop fetch no more often.
    */
-  waitMs(maxWaitMs: number): number {
+  waitMs(maxWaitMs: number, now = Date.now()): number {
     const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
     let moving = false;
     for (const lane of this.ctx.lanes.values()) {
       const mark = `${lane.nextOffset}:${lacksFrom(lane)}`;
-      if (lane.buffer.length >= refill && this.marks.get(lane) !== mark) moving = true;
-      this.marks.set(lane, mark);
+      let last = this.marks.get(lane);
+      if (last?.mark !== mark) this.marks.set(lane, (last = { mark, at: now }));
+      if (lane.buffer.length >= refill && now - last.at < MOVING_LANE_FOR_MS) moving = true;
     }
     return moving ? Math.min(maxWaitMs, MOVING_LANE_FETCH_WAIT_MS) : maxWaitMs;
   }
