@@ -126,10 +126,8 @@ export class LaneRunner {
         lane.recovering = false;
       } else if (!(await this.recover(lane))) return;
     }
-    const depth = Math.min(
-      Math.max(MAX_LANE_DEPTH, STREAM_LANE_DEPTH),
-      depthOf(lane, this.ctx.deps.options.concurrency),
-    );
+    const cap = lane.subscription.protocol === 'STREAM' ? STREAM_LANE_DEPTH : MAX_LANE_DEPTH;
+    const depth = Math.min(cap, depthOf(lane, this.ctx.deps.options.concurrency));
     const out = new Set<Promise<void>>();
     let halted = false;
     let failure: unknown;
