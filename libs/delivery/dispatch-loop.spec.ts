@@ -22,6 +22,8 @@ import type {
 } from '../storage';
 import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import { SinkFailureLog } from './sink-failure-log';
+import { STREAM_LANE_DEPTH } from './lane';
+import { MOVING_LANE_FETCH_WAIT_MS } from './partition-feed';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 import { waitFor } from '../../test/support/wait-for';
 
@@ -43,7 +45,10 @@ class FakeLog {
   append(partition: number, entry: EventFrame | { garbage: string }) {
     this.partitions.get(partition)!.push('garbage' in entry ? entry : { frame: entry });
   }
-  async fetch(positions: PartitionPosition[]): Promise<FetchedPartition[]> {
+  /** The wait each fetch was allowed (the broker's `maxWaitMs`). */
+  readonly waits: number[] = [];
+  async fetch(positions: PartitionPosition[], options?: { maxWaitMs: number }): Promise<FetchedPartition[]> {
+    this.waits.push(options?.maxWaitMs ?? -1);
     await new Promise((r) => setTimeout(r, 2));
     return positions.map((p) => {
       const log = this.partitions.get(p.partition)!;
@@ -599,32 +604,60 @@ describe('DispatchLoop', () => {
     expect(deadLetters.added[0].attempts).toBe(2);
   });
 
-  it('keeps up to 32 deliveries of a stream lane out at once, and commits only over the settled front', async () => {
-    const { log, offsets, sender, loop } = setup([stream('s')]);
-    for (let n = 0; n < 40; n++) log.append(0, frame(n));
+  it('keeps up to STREAM_LANE_DEPTH deliveries of a stream lane out at once, and commits only over the settled front', async () => {
+    const total = STREAM_LANE_DEPTH + 8;
+    const { log, offsets, sender, loop } = setup([stream('s')], 1000, total);
+    for (let n = 0; n < total; n++) log.append(0, frame(n));
     // Partition 1's lane shows when a commit ran: every lane that moved is committed in the same statement.
-    log.append(1, frame(100));
+    log.append(1, frame(100000));
     sender.holding.add('stream:s');
     const abort = new AbortController();
     const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
     const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 5 });
     try {
-      await until('32 deliveries of partition 0 out, and partition 1 out', () => sender.held.size === 33);
-      expect(sender.maxHeld).toBe(33);
+      await until(
+        'the lane depth of partition 0 out, and partition 1 out',
+        () => sender.held.size === STREAM_LANE_DEPTH + 1,
+      );
+      expect(sender.maxHeld).toBe(STREAM_LANE_DEPTH + 1);
       // Answered out of order: offset 5 settles first. After a commit that moved partition 1, partition 0 is
       // still at 0: its offset waits for 0..4.
       sender.held.get('e-5')!();
       await until('the delivery of e-5', () => sender.idsFor('stream:s').includes('e-5'));
-      sender.held.get('e-100')!();
+      sender.held.get('e-100000')!();
       await until('a commit of partition 1', () => offsets.at('s', 1) === 1);
       expect(offsets.at('s', 0)).toBe(0);
       for (const n of [0, 1, 2, 3, 4]) sender.held.get(`e-${n}`)!();
       await until('a commit over 0..5', () => offsets.at('s', 0) === 6);
       await until('the rest', () => {
         for (const release of sender.held.values()) release();
-        return sender.idsFor('stream:s').length === 41;
+        return sender.idsFor('stream:s').length === total + 1;
       });
-      await until('a commit over all 40', () => offsets.at('s', 0) === 40);
+      await until('a commit over all of partition 0', () => offsets.at('s', 0) === total);
+    } finally {
+      abort.abort();
+      await running;
+    }
+  });
+
+  it('fetches with a short wait while a lane above its refill mark moves, with the whole wait while it does not', async () => {
+    const { log, sender, loop } = setup([stream('s')], 1000, 100, { pollMaxWaitMs: 1000, refreshIntervalMs: 60000 });
+    for (let n = 0; n < 300; n++) log.append(0, frame(n));
+    sender.holding.add('stream:s');
+    const abort = new AbortController();
+    const running = loop.run(abort.signal, Date.now() + 60000, () => undefined);
+    const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 2 });
+    try {
+      // A full buffer, every record of it out and unanswered: the lane holds still, and partition 1's fetch waits.
+      await until('a full buffer out', () => sender.held.size === 100);
+      await until('a fetch with the whole wait', () => log.waits.at(-1) === 1000);
+      const before = log.waits.length;
+      // Answered: the lane moves through its buffer, and the fetches meanwhile wait briefly.
+      await until('every event delivered', () => {
+        for (const release of sender.held.values()) release();
+        return sender.idsFor('stream:s').length === 300;
+      });
+      expect(log.waits.slice(before)).toContain(MOVING_LANE_FETCH_WAIT_MS);
     } finally {
       abort.abort();
       await running;

@@ -154,7 +154,8 @@ export class DispatchLoop implements ObservedLoop {
         // A fetch waits no longer than until the next refresh: an operator's pause or seek is seen within the
         // refresh interval, not a fetch wait later.
         const refreshDue = this.refreshedAt + this.deps.options.refreshIntervalMs - Date.now();
-        if (positions.length > 0) await this.feed.accept(await this.feed.fetch(positions, signal, refreshDue));
+        const wait = this.feed.waitMs(Math.min(refreshDue, this.deps.options.pollMaxWaitMs));
+        if (positions.length > 0) await this.feed.accept(await this.feed.fetch(positions, signal, wait));
         this.runner.kick();
         this.sweeper.tick();
         await this.committer.tick();

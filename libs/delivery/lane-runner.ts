@@ -14,7 +14,7 @@ import { batchSettingsOf } from './webhook-batch';
 /** Parked deliveries a recovering lane reads at once. */
 const RECOVERY_BATCH = 64;
 
-/** Most deliveries out at once in one lane, whatever a subscription asks (each listens on the lane's signal). */
+/** Most deliveries out at once in a webhook lane, whatever its subscription asks (each listens on the lane's signal). */
 const MAX_LANE_DEPTH = 256;
 
 /**
@@ -134,7 +134,8 @@ export class LaneRunner {
     }
     const batch = batchSettingsOf(lane.subscription);
     if (batch) return this.batches.drain(lane, ordering, batch);
-    const depth = Math.min(MAX_LANE_DEPTH, depthOf(lane, this.ctx.deps.options.concurrency));
+    const cap = lane.subscription.protocol === 'STREAM' ? STREAM_LANE_DEPTH : MAX_LANE_DEPTH;
+    const depth = Math.min(cap, depthOf(lane, this.ctx.deps.options.concurrency));
     const out = new Set<Promise<void>>();
     let halted = false;
     let failure: unknown;

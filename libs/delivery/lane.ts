@@ -4,10 +4,13 @@ import type { ParkedDelivery, SubscriptionEntity } from '../storage';
 import type { HeldKey } from './held-keys';
 
 /**
- * Deliveries a stream lane has out at once (a webhook lane's follow its subscription's ordering, ordering.ts): the clients' windows do the flow control (libs/streams), and a round trip to
- * a client no longer bounds a partition's rate. Its offset still moves only over events that are settled.
+ * Deliveries a stream lane has out at once (a webhook lane's follow its subscription's ordering, ordering.ts): the
+ * clients' windows do the flow control (libs/streams), and a round trip to a client no longer bounds a partition's
+ * rate. As many as a client's largest window, so in practice the lane's buffer (`batchMaxEvents`, 500) bounds it:
+ * a client that writes what it holds in batches (a sink) gets batches that large; with 32, a partition's events
+ * reached it 32 per round trip. Its offset still moves only over events that are settled.
  */
-export const STREAM_LANE_DEPTH = 32;
+export const STREAM_LANE_DEPTH = 1000;
 
 /**
  * One subscription in one partition: its own cursor, buffer and retry state, so a slow or failing sink holds

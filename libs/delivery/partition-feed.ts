@@ -3,7 +3,7 @@ import { frameFromKafkaRecord } from '../frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition } from '../kafka';
 import { createLogger } from '../logging';
 import type { DispatchContext } from './dispatch-context';
-import { lacksFrom, LaneRecord } from './lane';
+import { lacksFrom, Lane, LaneRecord } from './lane';
 
 /**
  * A lane asks Kafka for more only once its buffer is down to this share of `batchMaxEvents`: a fetch then brings
@@ -15,6 +15,16 @@ export const REFILL_BELOW = 0.5;
 export const refillAt = (batchMaxEvents: number): number => Math.max(1, Math.floor(batchMaxEvents * REFILL_BELOW));
 
 /**
+ * The longest a fetch waits while a lane that did not ask (its buffer is above the refill mark) is moving: the broker
+ * holds a fetch of partitions with nothing new for the whole wait, and a lane that runs low meanwhile would wait
+ * for it with nothing to deliver (a stream lane went through its 500 records and waited out the rest of 500 ms).
+ */
+export const MOVING_LANE_FETCH_WAIT_MS = 20;
+
+/** A lane counts as moving for this long after it last delivered something or took records. */
+export const MOVING_LANE_FOR_MS = 250;
+
+/**
  * What the lanes read from Kafka: for every partition, the lowest offset a lane that runs low still lacks; the
  * fetched records decoded once, only as far as some lane takes them, and handed to each lane that lacks them; and,
  * when a wanted offset is outside the log, the lanes moved to where the log is.
@@ -22,7 +32,28 @@ export const refillAt = (batchMaxEvents: number): number => Math.max(1, Math.flo
 export class PartitionFeed {
   private readonly log = createLogger('DispatchLoop');
 
+  /** Where each lane stood, and since when (`waitMs`). */
+  private readonly marks = new WeakMap<Lane, { mark: string; at: number }>();
+
   constructor(private readonly ctx: DispatchContext) {}
+
+  /**
+   * How long the next fetch may wait, at most `maxWaitMs`: {@link MOVING_LANE_FETCH_WAIT_MS} while a lane above the
+   * refill mark moved (settled something, or took records) in the last {@link MOVING_LANE_FOR_MS}, so it is refilled
+   * soon after it runs low, however long its client takes to answer; a lane that holds its records without moving
+   * (a slow sink) makes the loop fetch no more often.
+   */
+  waitMs(maxWaitMs: number, now = Date.now()): number {
+    const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
+    let moving = false;
+    for (const lane of this.ctx.lanes.values()) {
+      const mark = `${lane.nextOffset}:${lacksFrom(lane)}`;
+      let last = this.marks.get(lane);
+      if (last?.mark !== mark) this.marks.set(lane, (last = { mark, at: now }));
+      if (lane.buffer.length >= refill && now - last.at < MOVING_LANE_FOR_MS) moving = true;
+    }
+    return moving ? Math.min(maxWaitMs, MOVING_LANE_FETCH_WAIT_MS) : maxWaitMs;
+  }
 
   /** The offset each partition must be fetched from: the lowest any lane that runs low on records still lacks. */
   wanted(): PartitionPosition[] {

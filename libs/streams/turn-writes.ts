@@ -10,7 +10,7 @@ const corked = new WeakSet<Corkable>();
 
 /**
  * Holds `stream`'s writes until the current turn of the event loop is over, so what is written to one client in one
- * turn (a lane starts up to 32 deliveries at once; one read of a client's answers holds many) leaves in one write
+ * turn (a stream lane starts up to its buffer of deliveries at once; one read of a client's answers holds many) leaves in one write
  * rather than a system call each. Corked at the first write of the turn, uncorked once the turn's callbacks and
  * promise jobs have run (`setImmediate`).
  */

@@ -230,6 +230,79 @@ describe('stream transports', () => {
     }
   });
 
+  it('streams over WebSocket in batches (?frames=batch): several deliveries a message, many answers in one', async () => {
+    const sub = await createStream();
+    const socket = new WebSocket(`${api.replace('http', 'ws')}/subscriptions/${sub}/ws?window=10&frames=batch`);
+    const messages: Record<string, unknown>[] = [];
+    socket.on('message', (m) => messages.push(JSON.parse(String(m)) as Record<string, unknown>));
+    await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));
+    const of = (type: string) => messages.filter((m) => m.type === type);
+    try {
+      // One publish of five events of one key: one partition, one fetch, started by the lane at once.
+      const key = randomUUID();
+      const events = Array.from({ length: 5 }, () => ({
+        specversion: '1.0',
+        id: randomUUID(),
+        source: '/streams',
+        type: 's.batch',
+        partitionkey: key,
+      }));
+      const published = await fetch(`${api}/events/publish?topic=${topic}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/cloudevents-batch+json' },
+        body: JSON.stringify(events),
+      });
+      expect(published.status).toBe(202);
+      const deliveries = await waitFor('the five events on the socket', () => {
+        const all = of('events').flatMap((m) => m.deliveries as Delivery[]);
+        return all.length === 5 ? all : undefined;
+      });
+      expect(deliveries.map((d) => d.event.id)).toEqual(events.map((e) => e.id));
+      expect(of('event')).toEqual([]);
+      expect(of('events').length).toBeLessThan(5);
+      // One message answers four of them and an id nobody holds; one message answers it, in order.
+      const [kept, ...acked] = deliveries;
+      socket.send(
+        JSON.stringify({
+          type: 'answers',
+          answers: [
+            ...acked.map((d) => ({ type: 'ack', deliveryId: d.deliveryId })),
+            { type: 'ack', deliveryId: '0.nope.1' },
+          ],
+        }),
+      );
+      expect(await waitFor('the answers answered', () => of('answered')[0])).toEqual({
+        type: 'answered',
+        answers: [
+          ...acked.map((d) => ({ deliveryId: d.deliveryId, accepted: true })),
+          { deliveryId: '0.nope.1', accepted: false },
+        ],
+      });
+      // A message with one bad answer is refused whole: the good answer in it changed nothing.
+      socket.send(
+        JSON.stringify({
+          type: 'answers',
+          answers: [
+            { type: 'ack', deliveryId: kept.deliveryId },
+            { type: 'maybe', deliveryId: kept.deliveryId },
+          ],
+        }),
+      );
+      expect(await waitFor('an error message', () => of('error')[0])).toMatchObject({
+        code: 'INVALID_REQUEST',
+        field: 'action',
+        index: 1,
+      });
+      socket.send(JSON.stringify({ type: 'answers', answers: [{ type: 'ack', deliveryId: kept.deliveryId }] }));
+      expect(await waitFor('the kept one answered', () => of('answered')[1])).toEqual({
+        type: 'answered',
+        answers: [{ deliveryId: kept.deliveryId, accepted: true }],
+      });
+    } finally {
+      socket.close();
+    }
+  });
+
   it('refuses a WebSocket to a subscription that is not a stream, as plain HTTP', async () => {
     const socket = new WebSocket(`${api.replace('http', 'ws')}/subscriptions/${randomUUID()}/ws`);
     const status = await new Promise<number>((resolve) => {

@@ -3,6 +3,7 @@ import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import type { WebSocket } from 'ws';
+import { z } from 'zod';
 import { ErrorCode, EventMeshError } from '../../../../libs/errors';
 import { createLogger } from '../../../../libs/logging';
 import { gateHeadersOf, type Admission } from '../../../../libs/security';
@@ -13,14 +14,22 @@ import { Gates, gateRequestOf } from '../http/gate-route';
 import { toHttpError } from '../http/http-error';
 import { parseQuery } from '../http/parse-body';
 import { clientFilter, outcomeOf, streamQuerySchema, toWire, windowOf } from './streams.controller';
+import { answersOf, batchedPush } from './websocket-batches';
 
 const log = createLogger('WebSocketStreams');
 
 const WS_ROUTE = 'GET /subscriptions/:id/ws';
 /** The handshake is a subscribe on the subscription's topic, and holds a stream connection of the tenant's quota. */
 const WS_GATE = { action: 'subscribe', topic: { subscriptionParam: 'id' }, stream: true } as const;
-/** The largest answer a stream client sends (a JSON object naming one delivery). */
+/** The largest message a stream client sends (one answer, or an `answers` message: the SDK sends at most 48 KiB). */
 const MAX_ANSWER_BYTES = 64 * 1024;
+/** The WebSocket route's query: the stream's, and whether the client takes batched frames (websocket-batches.ts). */
+const wsQuerySchema = streamQuerySchema.extend({
+  frames: z
+    .enum(['single', 'batch'])
+    .optional()
+    .describe('`batch`: deliveries sent as `events` messages of several (`single` when absent)'),
+});
 /** The admission of each handshake, until its socket closes. */
 const admissions = new WeakMap<object, Admission>();
 
@@ -28,7 +37,9 @@ const admissions = new WeakMap<object, Admission>();
  * The WebSocket stream transport, `GET /subscriptions/{id}/ws?window=N`. The server sends
  * `{"type":"event","deliveryId","event"}`; the client answers `{"type":"ack"|"nack"|"reject","deliveryId",
  * "delayMs"?,"reason"?}` (or extends a delivery's ack deadline, `{"type":"extend","deliveryId","deadlineMs"}`) and hears `{"type":"answered","deliveryId","accepted"}` (false for an unknown or stale
- * id) or `{"type":"error","code","message"}`. The handshake passes the request gate and the same checks as the
+ * id) or `{"type":"error","code","message"}`. With `?frames=batch` the deliveries of one turn come as one
+ * `{"type":"events","deliveries":[...]}`; any client may answer many at once with `{"type":"answers","answers":[...]}`,
+ * heard as one `{"type":"answered","answers":[{"deliveryId","accepted"}...]}`. The handshake passes the request gate and the same checks as the
  * other transports (another tenant's subscription is 404 like a missing one), and fails as plain HTTP in the
  * runtime's error shape.
  */
@@ -44,7 +55,7 @@ export async function registerWebSocketStreams(
 ): Promise<void> {
   const fastify = app.getHttpAdapter().getInstance();
   await fastify.register(websocket, { options: { maxPayload: Math.max(MAX_ANSWER_BYTES, deps.maxPayload) } });
-  fastify.get<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>(
+  fastify.get<{ Params: { id: string }; Querystring: { window?: string; filter?: string; frames?: string } }>(
     '/subscriptions/:id/ws',
     {
       websocket: true,
@@ -54,7 +65,7 @@ export async function registerWebSocketStreams(
             'WebSocket stream: events out as `{type:"event",deliveryId,event}`, answers in as `{type:"ack"|"nack"|"reject"|"extend",deliveryId}`',
           tags: ['subscriptions'],
           params: { id: 'a STREAM subscription id' },
-          query: streamQuerySchema,
+          query: wsQuerySchema,
           responses: {
             101: { description: 'switched to the WebSocket protocol' },
             ...errors(400, 404, 409, 426),
@@ -64,7 +75,10 @@ export async function registerWebSocketStreams(
         WS_GATE,
       ),
       preValidation: async (
-        request: FastifyRequest<{ Params: { id: string }; Querystring: { window?: string; filter?: string } }>,
+        request: FastifyRequest<{
+          Params: { id: string };
+          Querystring: { window?: string; filter?: string; frames?: string };
+        }>,
         reply: FastifyReply,
       ) => {
         // A plain GET (or HEAD) is no handshake: the WebSocket plugin would answer it 404 after the gate took a
@@ -94,7 +108,7 @@ export async function registerWebSocketStreams(
           // The connection's own end gives the slot back too: a handshake the WebSocket server refuses (a bad or
           // missing Sec-WebSocket-Key) never reaches the socket handler below, whose close would.
           request.raw.socket.once('close', admission.release);
-          clientFilter(parseQuery(streamQuerySchema, request.query).filter);
+          clientFilter(parseQuery(wsQuerySchema, request.query).filter);
           await assertStreamHere(deps.subscriptions, request.params.id, admission.caller.tenant);
         } catch (e) {
           admission?.release();
@@ -108,12 +122,16 @@ export async function registerWebSocketStreams(
     },
     (socket: WebSocket, request) => {
       const subscriptionId = request.params.id;
+      const query = parseQuery(wsQuerySchema, request.query);
       const member = {
         id: `ws:${randomUUID()}`,
         subscriptionId,
-        window: windowOf(parseQuery(streamQuerySchema, request.query)),
+        window: windowOf(query),
         filter: clientFilter(request.query.filter),
-        push: (d: StreamDelivery) => sendInTurn(socket, JSON.stringify({ type: 'event', ...toWire(d) })),
+        push:
+          query.frames === 'batch'
+            ? batchedPush(socket)
+            : (d: StreamDelivery) => sendInTurn(socket, JSON.stringify({ type: 'event', ...toWire(d) })),
         // An operator's disconnect: close code 4001 (the client may connect again).
         close: () => socket.close(4001, 'disconnected by an operator'),
       };
@@ -129,9 +147,18 @@ export async function registerWebSocketStreams(
           delayMs?: unknown;
           reason?: unknown;
           deadlineMs?: unknown;
+          answers?: unknown;
         };
         try {
           message = JSON.parse(String(raw)) as typeof message;
+          if (message.type === 'answers') {
+            const answers = answersOf(message).map(({ deliveryId, action }) => ({
+              deliveryId,
+              accepted: deps.hub.act(subscriptionId, deliveryId, action),
+            }));
+            sendInTurn(socket, JSON.stringify({ type: 'answered', answers }));
+            return;
+          }
           if (typeof message.deliveryId !== 'string') {
             throw new EventMeshError(ErrorCode.InvalidRequest, 'deliveryId is required', { field: 'deliveryId' });
           }

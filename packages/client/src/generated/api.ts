@@ -266,6 +266,8 @@ export interface paths {
                     window?: number;
                     /** @description a CESQL expression: this client's own filter (MULTICAST) */
                     filter?: string;
+                    /** @description `batch`: deliveries sent as `events` messages of several (`single` when absent) */
+                    frames?: "single" | "batch";
                 };
                 header?: never;
                 path: {

@@ -13,14 +13,20 @@ import {
   type WireDelivery,
 } from './connection';
 
+/** The most an `answers` message carries, in bytes of its JSON (the runtime takes messages of up to 64 KiB). */
+const MAX_ANSWERS_BYTES = 48 * 1024;
+
 /**
- * `GET /subscriptions/{id}/ws`: deliveries in as `{type:"event",deliveryId,event}`, answers out on the same socket,
- * each confirmed by `{type:"answered",deliveryId,accepted}`. A handshake answered with anything but 101 is the
+ * `GET /subscriptions/{id}/ws?frames=batch`: deliveries in as `{type:"events",deliveries:[{deliveryId,event}...]}`
+ * (a runtime that does not batch sends `{type:"event",deliveryId,event}` each), answers out on the same socket, each
+ * confirmed by `{type:"answered",deliveryId,accepted}`. Once the runtime has sent a batch, the answers given in one
+ * turn of the event loop leave as one `{type:"answers",answers:[...]}` message, confirmed by one
+ * `{type:"answered",answers:[{deliveryId,accepted}...]}`: one message each way per batch, not per delivery. A handshake answered with anything but 101 is the
  * runtime's typed error when it is one of its refusals (`RUNTIME_REFUSALS`); any other answer, or a connection
  * reset during the handshake, means something between refuses upgrades: `TransportRefusedError`.
  */
 export const connectWebSocket: Connect = async (p) => {
-  const url = p.http.urlOf(streamPath(p, 'ws'), streamQuery(p)).replace(/^http/, 'ws');
+  const url = p.http.urlOf(streamPath(p, 'ws'), { ...streamQuery(p), frames: 'batch' }).replace(/^http/, 'ws');
   const socket = new WebSocket(url, { headers: await p.http.authHeaders() });
   // The runtime confirms a delivery's answers in the order they were sent (an extension, then the ack, say).
   const answers = new Map<string, ((accepted: boolean) => void)[]>();
@@ -50,15 +56,59 @@ export const connectWebSocket: Connect = async (p) => {
     );
   });
   socket.on('error', () => undefined);
+  const answered = (deliveryId: string, accepted: unknown) => {
+    const waiting = answers.get(deliveryId);
+    waiting?.shift()?.(accepted === true);
+    if (waiting?.length === 0) answers.delete(deliveryId);
+  };
+  // Set by the first batch: the runtime takes `answers` messages.
+  let batched = false;
   socket.on('message', (raw) => {
-    const message = JSON.parse(String(raw)) as { type: string; deliveryId: string; accepted?: boolean } & WireDelivery;
-    if (message.type === 'event') p.onDelivery({ deliveryId: message.deliveryId, event: message.event });
+    const message = JSON.parse(String(raw)) as {
+      type: string;
+      deliveryId: string;
+      accepted?: boolean;
+      deliveries?: WireDelivery[];
+      answers?: { deliveryId: string; accepted: boolean }[];
+    } & WireDelivery;
+    if (message.type === 'events') {
+      batched = true;
+      for (const d of message.deliveries ?? []) p.onDelivery({ deliveryId: d.deliveryId, event: d.event });
+    } else if (message.type === 'event') p.onDelivery({ deliveryId: message.deliveryId, event: message.event });
     else if (message.type === 'answered') {
-      const waiting = answers.get(message.deliveryId);
-      waiting?.shift()?.(message.accepted === true);
-      if (waiting?.length === 0) answers.delete(message.deliveryId);
+      if (message.answers) for (const a of message.answers) answered(a.deliveryId, a.accepted);
+      else answered(message.deliveryId, message.accepted);
     }
   });
+  const wire = (a: Answer) => ({
+    type: a.action,
+    deliveryId: a.deliveryId,
+    delayMs: a.delayMs,
+    reason: a.reason,
+    deadlineMs: a.deadlineMs,
+  });
+  // The answers given in this turn, sent together once it is over.
+  let queued: Answer[] | undefined;
+  const sendQueued = () => {
+    const list = queued!;
+    queued = undefined;
+    if (socket.readyState !== WebSocket.OPEN) return;
+    let chunk: string[] = [];
+    let bytes = 0;
+    const flush = () => {
+      if (chunk.length) socket.send(`{"type":"answers","answers":[${chunk.join(',')}]}`);
+      chunk = [];
+      bytes = 0;
+    };
+    for (const a of list) {
+      const json = JSON.stringify(wire(a));
+      const size = Buffer.byteLength(json) + 1;
+      if (bytes + size > MAX_ANSWERS_BYTES) flush();
+      chunk.push(json);
+      bytes += size;
+    }
+    flush();
+  };
   let closing = false;
   socket.once('close', (code, reason) => {
     for (const settle of [...answers.values()].flat()) settle(false);
@@ -74,15 +124,10 @@ export const connectWebSocket: Connect = async (p) => {
       new Promise<boolean>((resolve) => {
         if (socket.readyState !== WebSocket.OPEN) return resolve(false);
         answers.set(a.deliveryId, [...(answers.get(a.deliveryId) ?? []), resolve]);
-        socket.send(
-          JSON.stringify({
-            type: a.action,
-            deliveryId: a.deliveryId,
-            delayMs: a.delayMs,
-            reason: a.reason,
-            deadlineMs: a.deadlineMs,
-          }),
-        );
+        if (!batched) return socket.send(JSON.stringify(wire(a)));
+        if (queued) return void queued.push(a);
+        queued = [a];
+        setImmediate(sendQueued);
       }),
     close: () => {
       closing = true;
