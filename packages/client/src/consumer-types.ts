@@ -47,6 +47,13 @@ export interface ConsumeOptions {
   dedupe?: DedupeStore | false;
   /** MULTICAST: this client's CESQL filter. */
   filter?: string;
+  /**
+   * WebSocket: ask for batched frames (`?frames=batch`): the deliveries of one turn of the runtime in one message,
+   * and the answers of one turn here in one message. Fewer messages per event for a consumer that takes many at
+   * once (the table sink's); each event waits for the others of its batch, so the default, `false`, keeps one
+   * message per delivery, the lowest latency.
+   */
+  batchFrames?: boolean;
   /** Long-poll: the consumer name (default a fresh one per consumer). */
   consumerName?: string;
   /**

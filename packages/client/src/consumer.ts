@@ -141,6 +141,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
           window: this.window,
           filter: this.options.filter,
           consumerName: this.consumerName,
+          batchFrames: this.options.batchFrames,
           onDelivery: (d) => this.take(connection, d),
         });
         if (this.stopped) {

@@ -76,7 +76,7 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
       if (outcome.permanent) throw new RejectError(outcome.reason);
       throw new Error(outcome.reason);
     },
-    { dedupe: false, window: WINDOW, concurrency: WINDOW, nackDelayMs: 1000 },
+    { dedupe: false, window: WINDOW, concurrency: WINDOW, nackDelayMs: 1000, batchFrames: true },
   );
   let refused: Error | undefined;
   consumer.on('state', ({ state, error }) => {

@@ -23,6 +23,8 @@ export interface ConnectParams {
   window: number;
   filter?: string;
   consumerName: string;
+  /** WebSocket: ask for batched frames (ConsumeOptions.batchFrames). */
+  batchFrames?: boolean;
   onDelivery(d: WireDelivery): void;
 }
 

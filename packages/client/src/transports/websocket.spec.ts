@@ -33,20 +33,27 @@ describe('WebSocket transport', () => {
   let runtime: Awaited<ReturnType<typeof fakeRuntime>>;
   beforeEach(async () => (runtime = await fakeRuntime()));
   afterEach(async () => new Promise<void>((r) => runtime.server.close(() => r())));
-  const connect = async () => {
+  const connect = async (batchFrames = true) => {
     const got: WireDelivery[] = [];
     const connection = await connectWebSocket({
       http: runtime.http,
       subscriptionId: 'sub',
       window: 10,
       consumerName: 'c',
+      batchFrames,
       onDelivery: (d) => got.push(d),
     });
     await runtime.connected;
     return { got, connection };
   };
 
-  it('asks for batched frames, takes each delivery of an `events` message, and answers a turn in one message', async () => {
+  it('asks for one frame per delivery unless batched frames are asked for (latency first)', async () => {
+    const { connection } = await connect(false);
+    expect(new URL(runtime.urls[0], 'ws://x').searchParams.has('frames')).toBe(false);
+    connection.close();
+  });
+
+  it('with batchFrames, asks for batched frames, takes each delivery of an `events` message, and answers a turn in one message', async () => {
     const { got, connection } = await connect();
     expect(new URL(runtime.urls[0], 'ws://x').searchParams.get('frames')).toBe('batch');
     const ids = ['d1', 'd2', 'd3'];

@@ -17,16 +17,18 @@ import {
 const MAX_ANSWERS_BYTES = 48 * 1024;
 
 /**
- * `GET /subscriptions/{id}/ws?frames=batch`: deliveries in as `{type:"events",deliveries:[{deliveryId,event}...]}`
- * (a runtime that does not batch sends `{type:"event",deliveryId,event}` each), answers out on the same socket, each
- * confirmed by `{type:"answered",deliveryId,accepted}`. Once the runtime has sent a batch, the answers given in one
- * turn of the event loop leave as one `{type:"answers",answers:[...]}` message, confirmed by one
- * `{type:"answered",answers:[{deliveryId,accepted}...]}`: one message each way per batch, not per delivery. A handshake answered with anything but 101 is the
- * runtime's typed error when it is one of its refusals (`RUNTIME_REFUSALS`); any other answer, or a connection
- * reset during the handshake, means something between refuses upgrades: `TransportRefusedError`.
+ * `GET /subscriptions/{id}/ws`: deliveries in as `{type:"event",deliveryId,event}`, answers out on the same
+ * socket, each confirmed by `{type:"answered",deliveryId,accepted}`. With `batchFrames` (`?frames=batch`) the
+ * deliveries come as `{type:"events",deliveries:[{deliveryId,event}...]}` (a runtime that does not batch sends them
+ * one by one), and once the runtime has sent a batch, the answers given in one turn of the event loop leave as one
+ * `{type:"answers",answers:[...]}` message, confirmed by one `{type:"answered",answers:[{deliveryId,accepted}...]}`:
+ * one message each way per batch, not per delivery. A handshake answered with anything but 101 is the runtime's
+ * typed error when it is one of its refusals (`RUNTIME_REFUSALS`); any other answer, or a connection reset during
+ * the handshake, means something between refuses upgrades: `TransportRefusedError`.
  */
 export const connectWebSocket: Connect = async (p) => {
-  const url = p.http.urlOf(streamPath(p, 'ws'), { ...streamQuery(p), frames: 'batch' }).replace(/^http/, 'ws');
+  const query = { ...streamQuery(p), frames: p.batchFrames ? 'batch' : undefined };
+  const url = p.http.urlOf(streamPath(p, 'ws'), query).replace(/^http/, 'ws');
   const socket = new WebSocket(url, { headers: await p.http.authHeaders() });
   // The runtime confirms a delivery's answers in the order they were sent (an extension, then the ack, say).
   const answers = new Map<string, ((accepted: boolean) => void)[]>();
