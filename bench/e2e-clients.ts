@@ -41,6 +41,31 @@ export async function drive(
   );
 }
 
+/**
+ * `send(prefix)(n)` publishes event `${prefix}-${n}` (1 KiB of data, one of 97 partition keys) to `topic` through
+ * `http` and records when it was sent in `sentAt`, on the host's monotonic clock.
+ */
+export function publisherOf(http: Pool, topic: string, sentAt: Map<string, number>) {
+  return (prefix: string) => async (n: number) => {
+    const id = `${prefix}-${n}`;
+    sentAt.set(id, monotonicMs());
+    const r = await http.request({
+      path: `/events/publish?topic=${topic}`,
+      method: 'POST',
+      headers: { 'content-type': 'application/cloudevents+json' },
+      body: JSON.stringify({
+        specversion: '1.0',
+        id,
+        source: '/bench',
+        type: 'bench.e2e',
+        partitionkey: `k${n % 97}`,
+        data: 'x'.repeat(1024),
+      }),
+    });
+    await r.body.dump();
+  };
+}
+
 interface Subscriber {
   child: ChildProcess;
   /** Resolves with each event's arrival once all `total` events of the run `prefix` arrived. */
@@ -135,24 +160,7 @@ export async function clientsPath(topic: string, partitions: number, concurrency
       subscribers: subscribers as Record<SubscriberKind, Subscriber>,
       sentAt,
       instancePid: instance.child.pid,
-      send: (prefix) => async (n) => {
-        const id = `${prefix}-${n}`;
-        sentAt.set(id, monotonicMs());
-        const r = await http.request({
-          path: `/events/publish?topic=${topic}`,
-          method: 'POST',
-          headers: { 'content-type': 'application/cloudevents+json' },
-          body: JSON.stringify({
-            specversion: '1.0',
-            id,
-            source: '/bench',
-            type: 'bench.e2e',
-            partitionkey: `k${n % 97}`,
-            data: 'x'.repeat(1024),
-          }),
-        });
-        await r.body.dump();
-      },
+      send: publisherOf(http, topic, sentAt),
       close,
     };
   } catch (e) {

@@ -4,9 +4,26 @@ import { Kafka, logLevel, Partitioners } from 'kafkajs';
 import { createTopicsAndWait } from '../libs/kafka';
 import { Pool } from 'undici';
 import { frameToKafkaMessage } from '../libs/frame';
-import { clientsPath, drive, measureClients, reportClients, type ClientsPath, type ClientsRound } from './e2e-clients';
+import {
+  clientsPath,
+  drive,
+  measureClients,
+  publisherOf,
+  reportClients,
+  type ClientsPath,
+  type ClientsRound,
+} from './e2e-clients';
 import { startSubscriber } from './stream-subscribers';
-import { benchConfig, benchEnv, brokerPid, cpuPerEvent, meterCpu, percentile, startInstanceProcess } from './support';
+import {
+  benchConfig,
+  benchEnv,
+  brokerPid,
+  cpuPerEvent,
+  meterCpu,
+  monotonicMs,
+  percentile,
+  startInstanceProcess,
+} from './support';
 
 /**
  * End to end: HTTP publish -> Kafka -> dispatch -> a WebSocket subscriber that acknowledges every event, against
@@ -64,12 +81,12 @@ async function measureRuns(path: Path, round: number, halfRate?: number): Promis
   const warm = `r${round}-warm`;
   await drive(500, send(warm), { concurrency: CONCURRENCY });
   await settle(deliveredAt, ids(warm, 500), 60000);
-  let started = performance.now();
+  let started = monotonicMs();
   const cpu = meterCpu({ instance: path.pid, client: 'self', broker: brokerPid() });
   await drive(EVENTS, send(`r${round}-full`), { concurrency: CONCURRENCY });
   await settle(deliveredAt, ids(`r${round}-full`, EVENTS), 120000);
   const full = { ...measure(ids(`r${round}-full`, EVENTS), sentAt, deliveredAt, started), cpu: cpu() };
-  started = performance.now();
+  started = monotonicMs();
   await drive(EVENTS, send(`r${round}-half`), { rate: halfRate ?? full.perSecond / 2 });
   await settle(deliveredAt, ids(`r${round}-half`, EVENTS), 120000);
   return { full, half: measure(ids(`r${round}-half`, EVENTS), sentAt, deliveredAt, started) };
@@ -126,29 +143,11 @@ async function runtimePath(topic: string): Promise<Path> {
     const stop = await startSubscriber(
       'raw',
       { url: client.url, subscriptionId: sub, topic, name },
-      (id) => void deliveredAt.set(id, performance.now()),
+      (id) => void deliveredAt.set(id, monotonicMs()),
     );
     const sentAt = new Map<string, number>();
-    const publish = (prefix: string) => async (n: number) => {
-      const id = `${prefix}-${n}`;
-      sentAt.set(id, performance.now());
-      const r = await http.request({
-        path: `/events/publish?topic=${topic}`,
-        method: 'POST',
-        headers: { 'content-type': 'application/cloudevents+json' },
-        body: JSON.stringify({
-          specversion: '1.0',
-          id,
-          source: '/bench',
-          type: 'bench.e2e',
-          partitionkey: `k${n % 97}`,
-          data: 'x'.repeat(1024),
-        }),
-      });
-      await r.body.dump();
-    };
     return {
-      send: publish,
+      send: publisherOf(http, topic, sentAt),
       sentAt,
       deliveredAt,
       pid: instance.child.pid,
@@ -179,13 +178,13 @@ async function rawPath(topic: string): Promise<Path> {
   await consumer.run({
     eachMessage: async ({ message }) => {
       const id = message.headers?.ce_id?.toString();
-      if (id) deliveredAt.set(id, performance.now());
+      if (id) deliveredAt.set(id, monotonicMs());
     },
   });
   const sentAt = new Map<string, number>();
   const send = (prefix: string) => async (n: number) => {
     const id = `${prefix}-${n}`;
-    sentAt.set(id, performance.now());
+    sentAt.set(id, monotonicMs());
     const message = frameToKafkaMessage({
       id,
       source: '/bench',

@@ -1,20 +1,11 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { Deliverer, DispatchLoop, DispatchProgress, WebhookSender } from '../../libs/delivery';
+import { Deliverer, DispatchProgress, WebhookSender } from '../../libs/delivery';
 import { frameToKafkaMessage } from '../../libs/frame';
 import { PartitionReader, TopicAdmin } from '../../libs/kafka';
-import {
-  DeadLetterStore,
-  DeliveryRetryEntity,
-  DispatchRunStore,
-  OffsetStore,
-  RetryStore,
-  SkippedRangeStore,
-  SubscriptionEntity,
-} from '../../libs/storage';
-import { SubscriptionService } from '../../libs/subscriptions';
-import { DeliveryStack, openDeliveryStack } from '../support/delivery-stack';
+import { DeliveryRetryEntity, DispatchRunStore, OffsetStore, SubscriptionEntity } from '../../libs/storage';
+import { DeliveryStack, dispatchLoopOf, openDeliveryStack } from '../support/delivery-stack';
 import { uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
@@ -36,15 +27,12 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
   let webhooks: WebhookSender;
   let runs: DispatchRunStore;
   let offsets: OffsetStore;
-  let retries: RetryStore;
-  let deadLetters: DeadLetterStore;
-  let subscriptions: SubscriptionService;
   let sink: WebhookReceiver;
   const stops: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
     stack = await openDeliveryStack('delivery-ordering-spec', topic, 1, 5000);
-    ({ db, kafka, producer, topics, webhooks, runs, offsets, deadLetters, retries, subscriptions } = stack);
+    ({ db, kafka, producer, topics, webhooks, runs, offsets } = stack);
     reader = new PartitionReader(kafka);
     await reader.connect();
     sink = new WebhookReceiver();
@@ -87,26 +75,7 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
     const sender: Deliverer = {
       send: (target, frame, messageId, signal) => webhooks.send(target, frame, messageId, signal),
     };
-    const loop = new DispatchLoop({
-      instanceId,
-      subscriptions,
-      offsets,
-      deadLetters,
-      retries,
-      skipped: new SkippedRangeStore(db),
-      reader,
-      topics,
-      sender,
-      fence: runs.fenceFor(instanceId, epoch),
-      options: {
-        pollMaxWaitMs: 100,
-        batchMaxEvents: 100,
-        refreshIntervalMs: 200,
-        retryInitialMs: 10,
-        retryMaxMs: 20,
-        maxAttempts: 50,
-      },
-    });
+    const loop = dispatchLoopOf(stack, reader, instanceId, epoch, sender);
     const stop = new AbortController();
     let progress: DispatchProgress | undefined;
     const running = loop.run(stop.signal, Date.now() + 60000, (p) => (progress = p));

@@ -4,7 +4,7 @@ import { Deliverer, DispatchLoop, DispatchProgress } from '../../libs/delivery';
 import { frameToKafkaMessage } from '../../libs/frame';
 import { LeaseStore, SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import { DeliveryStack, openDeliveryStack } from '../support/delivery-stack';
+import { DeliveryStack, dispatchLoopOf, openDeliveryStack } from '../support/delivery-stack';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
@@ -426,26 +426,14 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
     const run = await stack.runs.claim(instanceId, 'subscription-operations spec');
     const reader = new PartitionReader(stack.kafka);
     await reader.connect();
-    const loop = new DispatchLoop({
-      instanceId,
-      subscriptions: stack.subscriptions,
-      offsets: stack.offsets,
-      deadLetters: stack.deadLetters,
-      retries: stack.retries,
-      skipped: new SkippedRangeStore(stack.db),
+    const loop = dispatchLoopOf(
+      stack,
       reader,
-      topics: stack.topics,
-      sender: { send: (target, frame, messageId, signal) => stack.webhooks.send(target, frame, messageId, signal) },
-      fence: stack.runs.fenceFor(instanceId, run),
-      options: {
-        pollMaxWaitMs: 500,
-        batchMaxEvents: 100,
-        refreshIntervalMs: 1000,
-        retryInitialMs: 10,
-        retryMaxMs: 20,
-        maxAttempts: 5,
-      },
-    });
+      instanceId,
+      run,
+      { send: (target, frame, messageId, signal) => stack.webhooks.send(target, frame, messageId, signal) },
+      { pollMaxWaitMs: 500, refreshIntervalMs: 1000, maxAttempts: 5 },
+    );
     const stop = new AbortController();
     const running = loop.run(stop.signal, Date.now() + 60000, () => undefined).catch((e: unknown) => e);
     cleanups.push(async () => {
