@@ -1,3 +1,3 @@
 export * from './runtime-metrics';
-export type { MetricSources, RequestReplyView, StoredCountsView } from './metric-sources';
+export type { MetricSources, RequestReplyView } from './metric-sources';
 export * from './temporal-telemetry';

@@ -1,3 +1,5 @@
+import type { StoredCounts } from '../storage';
+
 /**
  * Where the series read at scrape time come from: totals and depths the components already keep (for /health),
  * handed in by the instance's composition (instance.ts, gateway-server.ts, worker-host.ts) as the components
@@ -5,7 +7,7 @@
  *
  * The shapes below are what metrics reads, declared here: metrics imports none of the components it measures
  * (each component's own stats type is checked against these where the composition hands it in), so the components
- * may use metrics without a cycle.
+ * may use metrics without a cycle. What it reads from Postgres is storage's `StoredCounts`: storage is below metrics.
  */
 export interface MetricSources {
   producer?: () => ProducerDepthView;
@@ -15,7 +17,7 @@ export interface MetricSources {
   ownership?: () => { confirmed: boolean; joins: number };
   orphans?: () => { orphans: number; taken: number };
   /** Table sizes and fence state from Postgres, as this scrape read them (RuntimeMetrics.readStoredCounts: one read per 10 s). */
-  storedCounts?: () => Promise<StoredCountsView | undefined>;
+  storedCounts?: () => Promise<StoredCounts | undefined>;
   /** Streaming sessions of the gateway process (libs/sessions SessionServer.stats). */
   sessions?: () => { callers: number; replicas: number };
   /** The Postgres pool's checkouts, as its leak detection keeps them (undefined while it is off). */
@@ -70,21 +72,4 @@ export interface RequestReplyView {
   refused: number;
   /** Requests refused because their tenant had `maxPendingPerTenant` waiting. */
   refusedForTenant: number;
-}
-
-/**
- * What the stored-counts read finds in Postgres (libs/storage `StoredCounts`, read by the composition): declared
- * here too, since libs/storage sits below libs/runtime, which metrics uses.
- */
-export interface StoredCountsView {
-  /** Deliveries parked in the retry table (`delivery_retries`). */
-  parked: number;
-  /** Dead letters kept (`dead_letters`). */
-  deadLetters: number;
-  /** A2A pushes given up and not resolved since (`a2a_push_dead_letters`, resolution null). */
-  pushDeadLetters: number;
-  /** Writes refused for a stale epoch, summed over each epoch table (`rejected_writes`). */
-  rejectedWrites: { partitionLeases: number; dispatchRuns: number };
-  /** PARTITION_OWNED_PULL: each partition's epoch (its ownership changes) and owner; empty in LOCAL_STICKY_PULL. */
-  partitions: { topic: string; partition: number; epoch: number; owned: boolean }[];
 }

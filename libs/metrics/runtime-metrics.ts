@@ -3,7 +3,8 @@ import { createLogger } from '../logging';
 import { reasonOf } from '../runtime';
 import { SharedRead } from '../runtime';
 import { defineMetrics, EventMeshMetricSet } from './metric-definitions';
-import type { MetricSources, StoredCountsView as StoredCounts } from './metric-sources';
+import type { StoredCounts } from '../storage';
+import type { MetricSources } from './metric-sources';
 import { scrapeTemporal } from './temporal-telemetry';
 
 /** How long one read of the stored counts serves scrapes (two table counts: not on every scrape). */
