@@ -135,8 +135,11 @@ describe('@eventmesh/client across restarts', () => {
       intervalMs: 10,
     });
     // The consumer goes away while handlers run: they finish and are recorded, but their acks have no connection.
-    await first.close();
+    // close() closes the connection before it first awaits, so the handlers running just after the call are the
+    // ones stranded (read after it resolves, they may all have finished: a 300 ms handler against a slow close).
+    const closed = first.close();
     const stranded = state.running;
+    await closed;
     await waitFor('the stranded handlers finished', () => state.running === 0);
     expect(stranded).toBeGreaterThan(0);
 
