@@ -1,7 +1,6 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { WebhookResult } from '../libs/delivery/webhook-sender';
-import { messageIdOf } from '../libs/delivery/failure-policy';
+import { messageIdOf, type WebhookResult } from '../libs/delivery';
 import { EventFrame, frameFromAttributes } from '../libs/frame';
 import type { ClaimedBatch, ClaimedLetter, DeadLetterReplayStore, SubscriptionEntity } from '../libs/storage';
 import {

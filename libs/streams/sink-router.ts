@@ -1,4 +1,4 @@
-import type { WebhookResult, WebhookSender } from '../delivery/webhook-sender';
+import type { WebhookResult, WebhookSender } from '../delivery';
 import type { EventFrame } from '../frame';
 import type { SubscriptionEntity } from '../storage';
 import { DeliveryOutcome, TRACING_OFF, TraceHeaders, Tracing } from '../tracing';
