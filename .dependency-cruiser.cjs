@@ -49,6 +49,15 @@ module.exports = {
       to: { path: '^libs/[^/]+/', pathNot: ['^$1/', '^libs/[^/]+/index\\.ts$'] },
     },
     {
+      name: 'libs-by-alias',
+      comment:
+        'Code outside a lib imports it by its path alias, `@libs/<name>` (tsconfig.json), never by a relative path: ' +
+        'where a lib is used reads the same from every folder, and a lib can move without its users changing.',
+      severity: 'error',
+      from: { path: `^${UNIT}/` },
+      to: { path: '^libs/', pathNot: '^$1/', dependencyTypesNot: ['aliased-tsconfig'] },
+    },
+    {
       name: 'workflows-import-only-contracts',
       comment:
         'Workflow code is bundled for the Temporal sandbox and replayed: it imports nothing of this tree but ' +

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { DispatchLoop, isFenced } from '../libs/delivery';
-import type { WriteFence } from '../libs/storage';
+import { DispatchLoop, isFenced } from '@libs/delivery';
+import type { WriteFence } from '@libs/storage';
 import {
   DISPATCH_RUN_FENCED,
   type DispatchActivities,

@@ -1,8 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DispatchLoop, DispatchProgress, isFenced } from '../libs/delivery';
-import type { LeaseStore, WriteFence } from '../libs/storage';
+import { DispatchLoop, DispatchProgress, isFenced } from '@libs/delivery';
+import type { LeaseStore, WriteFence } from '@libs/storage';
 import {
   EPOCH_BEHIND,
   FENCED,

@@ -1,4 +1,4 @@
-import type { EventFrame, ExtensionValue } from '../frame';
+import type { EventFrame, ExtensionValue } from '@libs/frame';
 
 /** CloudEvents attribute names: lower-case letters and digits only (CloudEvents 1.0, "Naming Conventions"). */
 export const ATTRIBUTE_NAME = /^[a-z0-9]+$/;

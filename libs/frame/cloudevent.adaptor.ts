@@ -1,5 +1,5 @@
 import validateV1Schema from 'cloudevents/dist/schema/v1';
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, REQUIRED_ATTRIBUTES } from './event-frame';
 
 /** With the `u` flag a surrogate pair is one code point, so this finds only unpaired surrogates. */

@@ -1,8 +1,8 @@
-import type { EventFrame } from '../frame';
-import { frameFromBinary, frameFromStructured, framesFromBatch } from '../frame';
-import type { EventProducer, PublishReceipt } from '../kafka';
-import type { TopicNamespace } from '../topics';
-import { TRACING_OFF, Tracing, TraceHeaders } from '../tracing';
+import type { EventFrame } from '@libs/frame';
+import { frameFromBinary, frameFromStructured, framesFromBatch } from '@libs/frame';
+import type { EventProducer, PublishReceipt } from '@libs/kafka';
+import type { TopicNamespace } from '@libs/topics';
+import { TRACING_OFF, Tracing, TraceHeaders } from '@libs/tracing';
 
 export interface PublishResult extends PublishReceipt {
   id: string;

@@ -1,10 +1,10 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { Deliverer, DispatchProgress, WebhookSender } from '../../libs/delivery';
-import { frameToKafkaMessage } from '../../libs/frame';
-import { PartitionReader, TopicAdmin } from '../../libs/kafka';
-import { DeliveryRetryEntity, DispatchRunStore, OffsetStore, SubscriptionEntity } from '../../libs/storage';
+import { Deliverer, DispatchProgress, WebhookSender } from '@libs/delivery';
+import { frameToKafkaMessage } from '@libs/frame';
+import { PartitionReader, TopicAdmin } from '@libs/kafka';
+import { DeliveryRetryEntity, DispatchRunStore, OffsetStore, SubscriptionEntity } from '@libs/storage';
 import { DeliveryStack, dispatchLoopOf, openDeliveryStack } from '../support/delivery-stack';
 import { uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';

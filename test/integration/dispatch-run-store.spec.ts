@@ -1,12 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import {
-  createDataSource,
-  DispatchRunStore,
-  OffsetStore,
-  StaleEpochError,
-  SubscriptionEntity,
-} from '../../libs/storage';
+import { createDataSource, DispatchRunStore, OffsetStore, StaleEpochError, SubscriptionEntity } from '@libs/storage';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
 

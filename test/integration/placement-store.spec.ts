@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { createDataSource, DispatchRunStore, OffsetStore, PlacementStore, StaleEpochError } from '../../libs/storage';
+import { createDataSource, DispatchRunStore, OffsetStore, PlacementStore, StaleEpochError } from '@libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**

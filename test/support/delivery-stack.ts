@@ -1,8 +1,8 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../../libs/config';
-import { Deliverer, DispatchLoop, DispatchLoopOptions, WebhookSender } from '../../libs/delivery';
-import { createKafka, createTopicsAndWait, PartitionReader, TopicAdmin } from '../../libs/kafka';
+import type { EventMeshConfig } from '@libs/config';
+import { Deliverer, DispatchLoop, DispatchLoopOptions, WebhookSender } from '@libs/delivery';
+import { createKafka, createTopicsAndWait, PartitionReader, TopicAdmin } from '@libs/kafka';
 import {
   createDataSource,
   DeadLetterStore,
@@ -10,8 +10,8 @@ import {
   OffsetStore,
   RetryStore,
   SkippedRangeStore,
-} from '../../libs/storage';
-import { SubscriptionService } from '../../libs/subscriptions';
+} from '@libs/storage';
+import { SubscriptionService } from '@libs/subscriptions';
 import { testConfig } from './env';
 
 /** What a delivering instance's dispatch loop is built from, on real Postgres and Kafka: for integration specs of the loop. */

@@ -1,8 +1,8 @@
-import type { EventMeshConfig } from '../../../libs/config';
-import { DispatchLoopDeps, TenantRecordsTopic, WebhookSender } from '../../../libs/delivery';
-import { PartitionReader } from '../../../libs/kafka';
-import { Dependencies } from '../../../libs/runtime';
-import { SharedRead } from '../../../libs/runtime';
+import type { EventMeshConfig } from '@libs/config';
+import { DispatchLoopDeps, TenantRecordsTopic, WebhookSender } from '@libs/delivery';
+import { PartitionReader } from '@libs/kafka';
+import { Dependencies } from '@libs/runtime';
+import { SharedRead } from '@libs/runtime';
 import {
   DeadLetterStore,
   OffsetStore,
@@ -10,9 +10,9 @@ import {
   SkippedRangeStore,
   SubscriptionEntity,
   WriteFence,
-} from '../../../libs/storage';
-import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
-import { SubscriptionService } from '../../../libs/subscriptions';
+} from '@libs/storage';
+import { SinkRouter, StreamDeliverer } from '@libs/streams';
+import { SubscriptionService } from '@libs/subscriptions';
 import type { WorkerObservers } from './worker-host';
 
 /**

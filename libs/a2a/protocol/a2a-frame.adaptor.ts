@@ -1,5 +1,5 @@
 import { SendMessageRequest } from '@a2a-js/sdk';
-import type { EventFrame } from '../../frame';
+import type { EventFrame } from '@libs/frame';
 import type { TaskEvent, TaskEventKind } from '../tasks/task-events';
 
 /** The frame type of a task sent to an agent (a `SendMessage` the mesh took for it). */

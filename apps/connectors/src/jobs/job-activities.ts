@@ -6,9 +6,9 @@ import type {
   ConnectorRunProgress,
   ConnectorRunResult,
 } from '../../../../contracts';
-import { StaleEpochError } from '../../../../libs/fence';
-import { createLogger } from '../../../../libs/logging';
-import type { SecretBox } from '../../../../libs/security';
+import { StaleEpochError } from '@libs/fence';
+import { createLogger } from '@libs/logging';
+import type { SecretBox } from '@libs/security';
 import { CONNECTOR_KINDS } from '../connectors';
 import type { JobRunStore } from '../store/job-run-store';
 import type { JobStore } from '../store/job-store';

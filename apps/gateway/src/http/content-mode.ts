@@ -1,6 +1,6 @@
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import type { PublishRequest } from '../../../../libs/ingress';
-import { requestTraceOf } from '../../../../libs/tracing';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { PublishRequest } from '@libs/ingress';
+import { requestTraceOf } from '@libs/tracing';
 
 const STRUCTURED_TYPES = ['application/cloudevents+json', 'application/json'];
 const BATCH_TYPE = 'application/cloudevents-batch+json';

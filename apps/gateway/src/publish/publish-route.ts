@@ -1,8 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import type { EventIngress, PublishRequest } from '../../../../libs/ingress';
-import type { RuntimeMetrics } from '../../../../libs/metrics';
-import { gateHeadersOf, type Admission, type GateRequest, type SecurityGate } from '../../../../libs/security';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { EventIngress, PublishRequest } from '@libs/ingress';
+import type { RuntimeMetrics } from '@libs/metrics';
+import { gateHeadersOf, type Admission, type GateRequest, type SecurityGate } from '@libs/security';
 import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from '../http/content-mode';
 import { z } from 'zod';
 import { errors, GATED, RouteDoc } from '../http/api-route';

@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { RequestReplyService } from '../../../../libs/request-reply';
-import { TenantQuotaAdmin } from '../../../../libs/security';
-import { SubscriptionService } from '../../../../libs/subscriptions';
+import { RequestReplyService } from '@libs/request-reply';
+import { TenantQuotaAdmin } from '@libs/security';
+import { SubscriptionService } from '@libs/subscriptions';
 import type { GatewayServices } from '../gateway-services';
 import { EventsController } from './events.controller';
 import { LimitsController, RUNTIME_LIMITS } from './limits.controller';
