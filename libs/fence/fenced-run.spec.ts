@@ -142,7 +142,7 @@ describe('runFenced: claim, fence, heartbeat and renew on one clock, stop when r
     await jest.advanceTimersByTimeAsync(3 * TTL_MS);
     expect([run.body.heartbeats, run.row.renewals]).toEqual([heartbeats, renewals]);
     expect(run.warnings).toContain(
-      'dispatch run made no round within a lease TTL; withholding the heartbeat and the renewal',
+      'dispatch loop made no round within a lease TTL; withholding the heartbeat and the renewal',
     );
     await shutDown(run);
   });

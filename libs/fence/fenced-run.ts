@@ -64,10 +64,11 @@ export interface FencedRun<R> {
   fenced(refusal: FencedRefusal): R;
 }
 
-const RUN_NAMES: Record<FencedScope['kind'], string> = {
-  partition: 'partition run',
-  'dispatch-run': 'dispatch run',
-  'connector-job': 'connector job run',
+/** How the log lines name a run (it renews) and its loop (it makes rounds), per kind of scope. */
+const NAMES: Record<FencedScope['kind'], { run: string; loop: string }> = {
+  partition: { run: 'partition run', loop: 'partition loop' },
+  'dispatch-run': { run: 'dispatch run', loop: 'dispatch loop' },
+  'connector-job': { run: 'connector job run', loop: 'connector job loop' },
 };
 
 /**
@@ -84,7 +85,7 @@ const RUN_NAMES: Record<FencedScope['kind'], string> = {
 export async function runFenced<R>(spec: FencedRun<R>): Promise<R> {
   const epoch = await spec.claim();
   const fence = spec.fenceFor(epoch);
-  const name = RUN_NAMES[spec.scope.kind];
+  const name = NAMES[spec.scope.kind];
   const fields = { fenced: describeScope(spec.scope), epoch };
   const ttlMs = spec.leaseTtlMs ?? Infinity;
   const refused = new AbortController();
@@ -99,7 +100,7 @@ export async function runFenced<R>(spec: FencedRun<R>): Promise<R> {
     if (renewingSince !== 0) {
       if (!slowRenewalReported && Date.now() - renewingSince >= ttlMs) {
         slowRenewalReported = true;
-        spec.log.warn(`${name} renewal pending for more than a lease TTL`, {
+        spec.log.warn(`${name.run} renewal pending for more than a lease TTL`, {
           ...fields,
           pendingMs: Date.now() - renewingSince,
         });
@@ -116,7 +117,7 @@ export async function runFenced<R>(spec: FencedRun<R>): Promise<R> {
         refusal = `${describeScope(spec.scope)} moved past epoch ${epoch}; its renewal was refused`;
         refused.abort();
       })
-      .catch((e: unknown) => spec.log.warn(`${name} renewal failed`, { ...fields, error: (e as Error).message }))
+      .catch((e: unknown) => spec.log.warn(`${name.run} renewal failed`, { ...fields, error: (e as Error).message }))
       .finally(() => (renewingSince = 0));
   };
   const beat = setInterval(() => {
@@ -125,7 +126,7 @@ export async function runFenced<R>(spec: FencedRun<R>): Promise<R> {
     const renewal = spec.renewal;
     if (stuck) {
       const withheld = renewal?.meansAlive ? 'the heartbeat and the renewal' : 'the heartbeat';
-      spec.log.warn(`${name} made no round within a lease TTL; withholding ${withheld}`, fields);
+      spec.log.warn(`${name.loop} made no round within a lease TTL; withholding ${withheld}`, fields);
     } else body.heartbeat();
     if (renewal && !(stuck && renewal.meansAlive)) renew(renewal);
   }, spec.beatEveryMs);
