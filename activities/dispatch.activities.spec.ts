@@ -2,7 +2,7 @@ import { ActivityCancellationDetails, ApplicationFailure, CancelledFailure } fro
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { EntityManager } from 'typeorm';
 import { newProgress, type DispatchLoop, type DispatchProgress } from '@libs/delivery';
-import { StaleEpochError, WriteFence } from '@libs/storage';
+import { StaleEpochError, WriteFence } from '@libs/fence';
 import { DISPATCH_RUN_FENCED, type DispatchRunResult } from '../contracts';
 import { createDispatchActivities } from './dispatch.activities';
 

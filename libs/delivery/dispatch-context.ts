@@ -1,15 +1,9 @@
 import type { EventFrame } from '@libs/frame';
 import type { PartitionReader, TopicAdmin } from '@libs/kafka';
-import { StaleEpochError } from '@libs/storage';
+import { StaleEpochError } from '@libs/fence';
 import type { EntityManager } from 'typeorm';
-import type {
-  DeadLetterStore,
-  OffsetStore,
-  RetryStore,
-  SkippedRangeStore,
-  SubscriptionEntity,
-  WriteFence,
-} from '@libs/storage';
+import type { DeadLetterStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity } from '@libs/storage';
+import type { WriteFence } from '@libs/fence';
 import type { CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker';
 import type { RunningLoops } from './running-loops';
 import type { TenantRecordsTopic } from './tenant-records';

@@ -36,8 +36,6 @@ export { RetryStore } from './retry-store';
 export type { ParkResult, ParkedDelivery } from './retry-store';
 export { SkippedRangeStore } from './skipped-range-store';
 export type { SkipRecordResult, SkippedRange } from './skipped-range-store';
-export { StaleEpochError } from './epoch-fence';
-export type { WriteFence } from './epoch-fence';
 export { LeaseStore } from './lease-store';
 export { DispatchRunStore } from './dispatch-run-store';
 export { PlacementStore } from './placement-store';

@@ -11,11 +11,10 @@ import {
   DispatchRunStore,
   OffsetStore,
   RetryStore,
-  StaleEpochError,
   SubscriptionEntity,
-  WriteFence,
   SkippedRangeStore,
 } from '@libs/storage';
+import { StaleEpochError, WriteFence } from '@libs/fence';
 import { SubscriptionService } from '@libs/subscriptions';
 import { DeliveryStack, openDeliveryStack } from '../support/delivery-stack';
 import { uniqueTopic } from '../support/env';
