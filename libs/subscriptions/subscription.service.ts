@@ -171,8 +171,7 @@ export class SubscriptionService {
           SubscriptionOffsetEntity,
           [...starts].map(([partition, nextOffset]) => ({
             subscriptionId: id,
-            topic,
-            partition,
+            log: { topic, partition },
             nextOffset,
             epoch: 0,
           })),
