@@ -4,7 +4,15 @@ import type { DeliveryTopology, EventMeshConfig } from '../config';
 import { ErrorCode, EventMeshError } from '../errors';
 import type { TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import { DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, RetryStore, SubscriptionEntity } from '../storage';
+import {
+  DeadLetterStore,
+  DispatchRunStore,
+  LeaseStore,
+  OffsetStore,
+  RetryStore,
+  setTransactionLockTimeout,
+  SubscriptionEntity,
+} from '../storage';
 import { startFromSchema } from './subscription.schema';
 import { isUuid, subscriptionNotFound } from './subscription.service';
 
@@ -168,7 +176,7 @@ export class SubscriptionOffsets {
     const s = await this.subscription(id, tenant);
     const targets = await this.targetsOf(s.topic, request);
     const done = await this.db.transaction(async (m) => {
-      await m.query(`SELECT set_config('lock_timeout', $1, true)`, [SEEK_LOCK_TIMEOUT]);
+      await setTransactionLockTimeout(m, SEEK_LOCK_TIMEOUT);
       const result = await this.offsets.seek(s.id, targets, m);
       if (!result.applied) throw subscriptionNotFound(id);
       const forgotten = await this.retries.forgetReplayed(

@@ -14,7 +14,7 @@ import {
 } from '../kafka';
 import { createLogger } from '../logging';
 import { Caller, SecretBox, SinkGuard } from '../security';
-import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
+import { A2AAgentRows, SubscriptionEntity, SubscriptionOffsetEntity, SubscriptionStore } from '../storage';
 import { TopicNamespace } from '../topics';
 import { CreateSubscriptionRequest, createSubscriptionSchema, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
@@ -33,6 +33,8 @@ export class SubscriptionService {
   private readonly log = createLogger('SubscriptionService');
   /** Topics of subscriptions by `tenant/id` (topicFor). */
   private readonly topics_ = new Map<string, string>();
+  private readonly rows: SubscriptionStore;
+  private readonly agents: A2AAgentRows<unknown>;
 
   constructor(
     private readonly db: DataSource,
@@ -52,7 +54,10 @@ export class SubscriptionService {
       /** Which Kafka topic a topic name means for the caller's tenant (libs/topics). */
       namespace: TopicNamespace;
     },
-  ) {}
+  ) {
+    this.rows = new SubscriptionStore(db);
+    this.agents = new A2AAgentRows(db);
+  }
 
   /** The instance whose subscriptions this service creates (and whose stream clients it serves). */
   get instanceId(): string {
@@ -87,8 +92,7 @@ export class SubscriptionService {
     if (!isAgentTopic(topic)) return;
     const known =
       isAgentTopicOf(topic, tenant) &&
-      (await this.db.query(`SELECT 1 FROM a2a_agents WHERE tenant = $1 AND name = $2`, [tenant, agentOfTopic(topic)]))
-        .length > 0 &&
+      (await this.agents.exists(tenant, agentOfTopic(topic)!)) &&
       (await this.topics.partitionsOf(topic).then(
         (p) => p.length > 0,
         () => false,
@@ -351,11 +355,7 @@ export class SubscriptionService {
    * PARTITION_OWNED_PULL their partitions are owned beside the configured topics' (apps/worker).
    */
   async subscribedRuntimeTopics(): Promise<string[]> {
-    const rows: { topic: string }[] = await this.db.query(
-      `SELECT DISTINCT topic FROM subscriptions
-        WHERE status = 'ACTIVE' AND (topic LIKE 'a2a.%' OR topic LIKE 'tenant.%') ORDER BY topic`,
-    );
-    return rows.map((r) => r.topic).filter((t) => isAgentTopic(t) || isTenantTopic(t));
+    return (await this.rows.activeRuntimeTopicCandidates()).filter((t) => isAgentTopic(t) || isTenantTopic(t));
   }
 
   /** Active subscriptions this instance dispatches (LOCAL_STICKY_PULL). */
