@@ -109,8 +109,7 @@ export default tseslint.config(
   {
     // The persistence rule (docs/architecture.md#persistence): the runtime's SQL is in libs/storage. Exceptions: the
     // epoch fence (libs/fence), the connector runtime (a process of its own: its schema, and its connectors' own
-    // databases), the probes that are not persistence (health's `SELECT 1`, the liveness lock's session lock), and
-    // the files whose queries have not moved yet (listed last: the list only shrinks).
+    // databases), and the probes that are not persistence (health's `SELECT 1`, the liveness lock's session lock).
     files: ['libs/**/*.ts', 'apps/**/*.ts', 'activities/**/*.ts'],
     ignores: [
       '**/*.spec.ts',
@@ -119,12 +118,6 @@ export default tseslint.config(
       'apps/connectors/**',
       'libs/health/health.service.ts',
       'libs/ownership/liveness-lock.ts',
-      'libs/request-reply/request-reply.service.ts',
-      'libs/a2a/tasks/task-store.ts',
-      'libs/a2a/tasks/task-events.ts',
-      'libs/a2a/tasks/task-event-publisher.ts',
-      'libs/a2a/tasks/task-stream.ts',
-      'libs/a2a/push/push-dead-letters.ts',
     ],
     rules: {
       'no-restricted-syntax': [

@@ -33,3 +33,7 @@ export * from './security/signature-replay-store';
 export * from './security/sealed-secret-tables';
 export * from './security/publisher-secret-rows';
 export * from './a2a/push-config-rows';
+export * from './a2a/task-rows';
+export * from './a2a/task-publication-rows';
+export * from './a2a/push-dead-letter-store';
+export * from './request-reply/pending-request-store';

@@ -26,6 +26,15 @@ export class SubscriptionStore {
     return rows[0]?.status;
   }
 
+  /** Whether any subscription, of any status, reads the topic. */
+  async anyOn(topic: string): Promise<boolean> {
+    const [{ observed }]: { observed: boolean }[] = await this.db.query(
+      'SELECT EXISTS (SELECT 1 FROM subscriptions WHERE topic = $1) AS observed',
+      [topic],
+    );
+    return observed;
+  }
+
   /** The topics an active subscription reads that look made at runtime (`a2a.%`, `tenant.%`), any tenant's. */
   async activeRuntimeTopicCandidates(): Promise<string[]> {
     const rows: { topic: string }[] = await this.db.query(
