@@ -126,6 +126,10 @@ export default tseslint.config(
           selector: "CallExpression[callee.property.name='query'][arguments.0.type=/^(Literal|TemplateLiteral)$/]",
           message: 'SQL lives in libs/storage (docs/architecture.md#persistence): call a store of libs/storage.',
         },
+        {
+          selector: "MemberExpression[property.name='manager'][object.type!='ThisExpression']",
+          message: 'Entities are read and written in libs/storage (docs/architecture.md#persistence): call its store.',
+        },
       ],
       '@typescript-eslint/no-restricted-imports': [
         'error',

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { ErrorCode, EventMeshError } from '../errors';
 import { createLogger } from '../logging';
-import { PublisherSecretEntity, PublisherSecretRows } from '../storage';
+import { PublisherSecretRows } from '../storage';
 import { SecretBox } from './secret-box';
 
 /** A publisher secret as the admin API lists it: never the secret itself. */
@@ -36,7 +36,7 @@ export class PublisherSecretStore {
   private readonly rows: PublisherSecretRows;
 
   constructor(
-    private readonly db: DataSource,
+    db: DataSource,
     private readonly box: SecretBox,
   ) {
     this.rows = new PublisherSecretRows(db);
@@ -66,21 +66,14 @@ export class PublisherSecretStore {
 
   async list(tenant: string, principal: string): Promise<PublisherSecretView[]> {
     checkPrincipal(principal);
-    const rows = await this.db.manager.find(PublisherSecretEntity, {
-      select: { id: true, principal: true, createdAt: true },
-      where: { tenant, principal },
-      order: { createdAt: 'ASC' },
-    });
+    const rows = await this.rows.list(tenant, principal);
     return rows.map((r) => ({ id: r.id, principal: r.principal, createdAt: r.createdAt.toISOString() }));
   }
 
   /** Deletes one secret of the principal; 404 when this tenant's principal has none by that id. */
   async delete(tenant: string, principal: string, id: string): Promise<void> {
     checkPrincipal(principal);
-    const result = UUID.test(id)
-      ? await this.db.manager.delete(PublisherSecretEntity, { id, tenant, principal })
-      : { affected: 0 };
-    if (!result.affected) {
+    if (!(UUID.test(id) && (await this.rows.delete(tenant, principal, id)))) {
       throw new EventMeshError(ErrorCode.NotFound, `principal ${principal} has no secret ${id}`, { principal, id });
     }
     this.log.info({ tenant, principal, secretId: id }, 'publisher secret deleted');
@@ -91,10 +84,7 @@ export class PublisherSecretStore {
    * EVENTMESH_SECURITY_SECRETS_KEYS) is logged and left out: its signatures fail, nothing passes unsigned.
    */
   async keysOf(tenant: string, principal: string): Promise<{ count: number; keys: Buffer[] }> {
-    const rows = await this.db.manager.find(PublisherSecretEntity, {
-      select: { id: true, secret: true },
-      where: { tenant, principal },
-    });
+    const rows = await this.rows.sealedOf(tenant, principal);
     const keys: Buffer[] = [];
     for (const row of rows) {
       try {

@@ -12,6 +12,7 @@ import {
   RetryStore,
   setTransactionLockTimeout,
   SubscriptionEntity,
+  SubscriptionStore,
 } from '../storage';
 import { startFromSchema } from './subscription.schema';
 import { isUuid, subscriptionNotFound } from './subscription.service';
@@ -90,6 +91,7 @@ export class SubscriptionOffsets {
   private readonly log = createLogger('SubscriptionOffsets');
   private readonly offsets: OffsetStore;
   private readonly retries: RetryStore;
+  private readonly subscriptions: SubscriptionStore;
 
   constructor(
     private readonly db: DataSource,
@@ -98,6 +100,7 @@ export class SubscriptionOffsets {
   ) {
     this.offsets = new OffsetStore(db);
     this.retries = new RetryStore(db, new DeadLetterStore(db));
+    this.subscriptions = new SubscriptionStore(db);
   }
 
   static forInstance(db: DataSource, topics: TopicAdmin, config: EventMeshConfig): SubscriptionOffsets {
@@ -110,7 +113,7 @@ export class SubscriptionOffsets {
   }
 
   private async subscription(id: string, tenant: string): Promise<SubscriptionEntity> {
-    const row = isUuid(id) ? await this.db.manager.findOneBy(SubscriptionEntity, { id, tenant }) : null;
+    const row = isUuid(id) ? await this.subscriptions.get(id, tenant) : null;
     if (!row) throw subscriptionNotFound(id);
     return row;
   }

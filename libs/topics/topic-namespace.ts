@@ -4,7 +4,7 @@ import { TENANT_NAME, type EventMeshConfig, type SharedTopicAccess } from '../co
 import { ErrorCode, EventMeshError } from '../errors';
 import { isTenantTopic, TENANT_TOPIC_NAME, tenantTopicOf, type TopicAdmin } from '../kafka';
 import { createLogger } from '../logging';
-import { SubscriptionEntity, TenantTopicEntity, TenantTopicStore, TopicGrantEntity, TopicGrantStore } from '../storage';
+import { SubscriptionStore, TenantTopicEntity, TenantTopicStore, TopicGrantEntity, TopicGrantStore } from '../storage';
 
 /** A tenant's own topic as its admins see it: the short name, never the Kafka topic underneath. */
 export interface TenantTopicView {
@@ -79,9 +79,10 @@ export class TopicNamespace {
   private readonly log = createLogger('TopicNamespace');
   private readonly store: TenantTopicStore;
   private readonly grants: TopicGrantStore;
+  private readonly subscriptions: SubscriptionStore;
 
   constructor(
-    private readonly db: DataSource,
+    db: DataSource,
     private readonly topics: TopicAdmin,
     private readonly options: {
       operatorTenant: string;
@@ -96,6 +97,7 @@ export class TopicNamespace {
   ) {
     this.store = new TenantTopicStore(db);
     this.grants = new TopicGrantStore(db);
+    this.subscriptions = new SubscriptionStore(db);
   }
 
   static fromConfig(db: DataSource, topics: TopicAdmin, config: EventMeshConfig): TopicNamespace {
@@ -221,7 +223,7 @@ export class TopicNamespace {
   async delete(tenant: string, name: string): Promise<void> {
     await this.get(tenant, name);
     const topic = tenantTopicOf(tenant, name);
-    const readers = await this.db.manager.countBy(SubscriptionEntity, { topic });
+    const readers = await this.subscriptions.countOn(topic);
     if (readers > 0) {
       throw new EventMeshError(
         ErrorCode.TopicInUse,

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { PublisherSecretEntity } from '../entities';
 
-/** The `publisher_secrets` table's writes that take a lock (libs/security/publisher-secrets.ts). */
+/** The `publisher_secrets` table (libs/security/publisher-secrets.ts seals and opens the secrets). */
 export class PublisherSecretRows {
   constructor(private readonly db: DataSource) {}
 
@@ -24,6 +24,29 @@ export class PublisherSecretRows {
         [row.id, row.tenant, row.principal, row.sealed],
       );
       return inserted.created_at;
+    });
+  }
+
+  /** The principal's secrets (without the secret), oldest first. */
+  list(tenant: string, principal: string): Promise<Pick<PublisherSecretEntity, 'id' | 'principal' | 'createdAt'>[]> {
+    return this.db.manager.find(PublisherSecretEntity, {
+      select: { id: true, principal: true, createdAt: true },
+      where: { tenant, principal },
+      order: { createdAt: 'ASC' },
+    });
+  }
+
+  /** Deletes one secret of the tenant's principal; false when there is none by that id. */
+  async delete(tenant: string, principal: string, id: string): Promise<boolean> {
+    const result = await this.db.manager.delete(PublisherSecretEntity, { id, tenant, principal });
+    return Boolean(result.affected);
+  }
+
+  /** The principal's secrets, sealed. */
+  sealedOf(tenant: string, principal: string): Promise<Pick<PublisherSecretEntity, 'id' | 'secret'>[]> {
+    return this.db.manager.find(PublisherSecretEntity, {
+      select: { id: true, secret: true },
+      where: { tenant, principal },
     });
   }
 }
