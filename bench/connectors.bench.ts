@@ -25,17 +25,20 @@ import {
  *   reading the outbox table by id and calling kafkajs `sendBatch`, at least once only); N rows committed at once,
  *   timed from the commit until the job's position is past them (the relay: until its last batch was acked);
  * - mesh -> table: the table sink job (a STREAM subscription through the SDK, a ledger row per event) against a
- *   kafkajs consumer group inserting each batch in one statement; N events published (the same SDK publish in
- *   both), timed from the first publish until the table holds N rows;
+ *   kafkajs consumer group inserting each batch in one statement; each arm first writes 500 warm-up events (the
+ *   job's stream open, the group joined), then N events are published (the same SDK publish in both), timed from
+ *   the first publish until the table holds them all;
  * - outbox insert -> table row: both jobs at once, rows inserted at BENCH_PACE per second, each row's latency from
  *   its insert (clock_timestamp) to its sink row's insert (clock_timestamp), p50/p99.
  * Each comparison runs BENCH_ROUNDS rounds (default 5), the arms alternating, every round printed, and the median
  * of the ratios; CPU per event of the processes involved. `npm run bench:connectors` (BENCH_EVENTS: rows per round).
  */
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 5000);
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 20000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const PACE = Number(process.env.BENCH_PACE ?? 200);
 const BATCH = 500;
+/** Events each sink arm writes before its clock starts. */
+const WARM_UP = 500;
 /** BENCH_CONNECTORS_ONLY=outbox: the outbox -> mesh comparison alone (no sink arms, no latency run). */
 const OUTBOX_ONLY = process.env.BENCH_CONNECTORS_ONLY === 'outbox';
 /** The processes this run started: stopped however it ends. */
@@ -177,12 +180,22 @@ async function main(): Promise<void> {
       async () => (await api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
       60000,
     );
+    // Its stream open on the instance, as the group arm waits for its group to join.
+    await until(
+      "the sink job's stream is open",
+      async () => {
+        const res = await fetch(`${instance.url}/subscriptions/${sub.id}/clients`);
+        const body = (await res.json()) as { clients?: unknown[] };
+        return (body.clients?.length ?? 0) > 0 || undefined;
+      },
+      60000,
+    );
     return id;
   };
-  const publishAll = async (from: number) => {
-    for (let i = 0; i < EVENTS; i += BATCH)
+  const publishAll = async (from: number, count = EVENTS) => {
+    for (let i = 0; i < count; i += BATCH)
       await mesh.publishMany(
-        Array.from({ length: Math.min(BATCH, EVENTS - i) }, (_, k) => ({
+        Array.from({ length: Math.min(BATCH, count - i) }, (_, k) => ({
           id: randomUUID(),
           type: 'order.created',
           source: '/bench',
@@ -190,6 +203,20 @@ async function main(): Promise<void> {
         })) as never,
         { topic },
       );
+  };
+
+  /**
+   * Both sink arms start their clock warm: a first batch of WARM_UP events written to the table (connections open,
+   * code paths compiled), as the group arm's consumer has joined and the job's stream is open before it.
+   */
+  const warmUp = async (table: string) => {
+    await publishAll(-WARM_UP, WARM_UP);
+    await until(
+      'the warm-up events in the table',
+      async () => (await rowsIn(table)) >= WARM_UP || undefined,
+      600000,
+      20,
+    );
   };
 
   /** Runs `load`, waits until `done` holds, and answers the figures from before the load to then. */
@@ -262,10 +289,11 @@ async function main(): Promise<void> {
   const tableViaJob = async (): Promise<RunResult> => {
     const table = await sinkTable();
     const id = await sinkJob(table);
+    await warmUp(table);
     const result = await timed(
       'mesh -> table: table sink job',
       () => publishAll(1),
-      async () => (await rowsIn(table)) >= EVENTS,
+      async () => (await rowsIn(table)) >= WARM_UP + EVENTS,
     );
     await api('DELETE', `/admin/jobs/${id}`);
     return result;
@@ -298,10 +326,11 @@ async function main(): Promise<void> {
     await until('the group joined', () => joined || undefined, 60000);
     // From where the log ends now: a group without offsets that resolves "latest" after the first publish skips it.
     for (const { partition, offset } of ends) consumer.seek({ topic, partition, offset });
+    await warmUp(table);
     const result = await timed(
       'mesh -> table: kafkajs consumer group',
       () => publishAll(1),
-      async () => (await rowsIn(table)) >= EVENTS,
+      async () => (await rowsIn(table)) >= WARM_UP + EVENTS,
     );
     await consumer.disconnect();
     return result;
