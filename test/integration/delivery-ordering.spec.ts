@@ -98,7 +98,6 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
             id,
             source: '/ordering-spec',
             type: 'spec',
-            specversion: '1.0',
             extensions: { partitionkey: key },
             data: Buffer.from(id),
           }),

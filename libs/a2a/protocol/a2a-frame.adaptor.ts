@@ -32,7 +32,6 @@ export function taskToFrame(ids: TaskFrameIds, request: SendMessageRequest, time
     id: turn > 1 ? `${ids.taskId}.${turn}` : ids.taskId,
     source: `/a2a/agents/${ids.agent}`,
     type: A2A_TASK_FRAME_TYPE,
-    specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
     extensions: {
@@ -82,7 +81,6 @@ export function cancelToFrame(ids: TaskFrameIds, reason: 'canceled' | 'failed', 
     id: `${ids.taskId}.cancel`,
     source: `/a2a/agents/${ids.agent}`,
     type: A2A_CANCEL_FRAME_TYPE,
-    specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
     extensions: {
@@ -116,7 +114,6 @@ export function taskEventToFrame(event: TaskEvent, agent: string, time: Date): E
     id: `${event.taskId}.${event.seq}`,
     source: `/a2a/agents/${agent}`,
     type: A2A_EVENT_FRAME_TYPES[event.kind],
-    specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
     extensions: {

@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { ErrorCode, EventMeshError, queryInt } from '../../../../libs/errors';
-import { frameToStructured } from '../../../../libs/frame';
+import { AdaptorRegistry, frameToStructured } from '../../../../libs/frame';
 import { toFrames } from '../../../../libs/ingress';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
@@ -45,6 +45,7 @@ export class EventsController {
   constructor(
     private readonly subscriptions: SubscriptionService,
     private readonly requestReply: RequestReplyService,
+    private readonly adaptors: AdaptorRegistry,
   ) {}
 
   // POST /events/publish is served by publish-route.ts, ahead of Nest: it is the hot path.
@@ -79,7 +80,7 @@ export class EventsController {
     @CallerParam() caller: Caller,
   ): Promise<Record<string, unknown>> {
     const { topic, timeoutMs } = parseQuery(requestQuerySchema, query);
-    const publish = publishRequestOf(headers, body, rawBodyOf(request), false);
+    const publish = publishRequestOf(this.adaptors, headers, { raw: rawBodyOf(request), parsed: body }, false);
     const answer = await this.requestReply.request(
       topic || undefined,
       publish,
@@ -113,7 +114,8 @@ export class EventsController {
     @Req() request: FastifyRequest,
     @CallerParam() caller: Caller,
   ): Promise<{ correlationId: string; delivered: true }> {
-    const [frame] = toFrames(publishRequestOf(headers, body, rawBodyOf(request), false), 1);
+    const publish = publishRequestOf(this.adaptors, headers, { raw: rawBodyOf(request), parsed: body }, false);
+    const [frame] = toFrames(publish, 1);
     return this.requestReply.reply(frame, caller.tenant);
   }
 

@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { AdaptorRegistry } from '../../../../libs/frame';
 import { RequestReplyService } from '../../../../libs/request-reply';
 import { TenantQuotaAdmin } from '../../../../libs/security';
 import { SubscriptionService } from '../../../../libs/subscriptions';
@@ -22,6 +23,7 @@ export class PublishModule {
         provide(RequestReplyService, s.requestReply),
         provide(RUNTIME_LIMITS, s.limits),
         provide(TenantQuotaAdmin, s.quotas),
+        provide(AdaptorRegistry, s.adaptors),
       ],
     };
   }
