@@ -3,15 +3,13 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { frameAdaptors } from '../../apps/gateway/src/publish/frame-adaptors';
 import { PublishRoute } from '../../apps/gateway/src/publish/publish-route';
-import type { Deliverer } from '../../libs/delivery';
 import { ErrorCode, EventMeshError } from '../../libs/errors';
 import { type AdaptorRegistry, type EventFrame, type FrameAdaptor } from '../../libs/frame';
 import { EventIngress } from '../../libs/ingress';
 import { EventProducer, PartitionReader } from '../../libs/kafka';
 import { producerOptionsOf } from '../../libs/runtime';
-import { SubscriptionEntity } from '../../libs/storage';
 import { TopicNamespace } from '../../libs/topics';
-import { DeliveryStack, dispatchLoopOf, openDeliveryStack } from '../support/delivery-stack';
+import { DeliveryStack, openDeliveryStack, webhookSubscriptionFromEnd } from '../support/delivery-stack';
 import { uniqueTopic } from '../support/env';
 import { headerTenantGate } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';
@@ -107,27 +105,7 @@ describe('a protocol added through the FrameAdaptor SPI (toy adaptor, real Kafka
     await reader.connect();
     await sink.start();
     // A webhook subscriber from the end of the log, delivered to by the real dispatch loop.
-    const instanceId = `toy-${randomUUID().slice(0, 8)}`;
-    const id = randomUUID();
-    await stack.db.manager.insert(SubscriptionEntity, {
-      id,
-      topic,
-      protocol: 'HTTP',
-      sink: sink.url!,
-      instanceId,
-      status: 'ACTIVE',
-      config: {},
-    });
-    const from = (await stack.topics.endOffsets(topic)).get(0)!;
-    await stack.offsets.commit([{ subscriptionId: id, topic, partition: 0, nextOffset: from, epoch: 0 }]);
-    const epoch = await stack.runs.claim(instanceId, 'frame adaptor toy spec');
-    const sender: Deliverer = {
-      send: (target, frame, messageId, signal) => stack.webhooks.send(target, frame, messageId, signal),
-    };
-    const loop = dispatchLoopOf(stack, reader, instanceId, epoch, sender);
-    const abort = new AbortController();
-    const running = loop.run(abort.signal, Date.now() + 120000, () => undefined);
-    stop = () => (abort.abort(), running.catch(() => undefined));
+    ({ stop } = await webhookSubscriptionFromEnd(stack, reader, topic, sink.url!, 'toy'));
   });
 
   afterAll(async () => {
