@@ -1,5 +1,5 @@
 import { ErrorCode, EventMeshError } from '../errors';
-import { type FrameAdaptor, mediaTypeOf } from './frame-adaptor';
+import { type RequestFrameAdaptor, mediaTypeOf } from './frame-adaptor';
 
 /** Where a request is read: whether the route takes a batch (`POST /events/publish` does, request-reply does not). */
 export interface AdaptorLookup {
@@ -12,14 +12,14 @@ export interface AdaptorLookup {
  * `UNSUPPORTED_MEDIA_TYPE` listing what is accepted (`details.accepted`).
  */
 export class AdaptorRegistry {
-  private readonly adaptors: FrameAdaptor[] = [];
+  private readonly adaptors: RequestFrameAdaptor[] = [];
 
-  constructor(adaptors: readonly FrameAdaptor[] = []) {
+  constructor(adaptors: readonly RequestFrameAdaptor[] = []) {
     adaptors.forEach((adaptor) => this.register(adaptor));
   }
 
   /** Adds an adaptor; a media type or selecting header another adaptor reads already is refused. */
-  register(adaptor: FrameAdaptor): this {
+  register(adaptor: RequestFrameAdaptor): this {
     for (const other of this.adaptors) {
       const shared = adaptor.mediaTypes.find((type) => other.mediaTypes.includes(type));
       const header = adaptor.selectedBy?.header;
@@ -31,8 +31,8 @@ export class AdaptorRegistry {
   }
 
   /** The adaptor of a request with these headers, or undefined. */
-  find(headers: Record<string, string | string[] | undefined>, lookup: AdaptorLookup): FrameAdaptor | undefined {
-    const usable = (adaptor: FrameAdaptor) => lookup.batch || !adaptor.batch;
+  find(headers: Record<string, string | string[] | undefined>, lookup: AdaptorLookup): RequestFrameAdaptor | undefined {
+    const usable = (adaptor: RequestFrameAdaptor) => lookup.batch || !adaptor.batch;
     const byHeader = this.adaptors.find(
       (adaptor) => adaptor.selectedBy !== undefined && headers[adaptor.selectedBy.header] !== undefined,
     );
@@ -42,7 +42,7 @@ export class AdaptorRegistry {
   }
 
   /** {@link find}, or a 415 naming what is accepted here. */
-  adaptorFor(headers: Record<string, string | string[] | undefined>, lookup: AdaptorLookup): FrameAdaptor {
+  adaptorFor(headers: Record<string, string | string[] | undefined>, lookup: AdaptorLookup): RequestFrameAdaptor {
     const adaptor = this.find(headers, lookup);
     if (adaptor) return adaptor;
     const accepted = this.adaptors

@@ -1,7 +1,7 @@
 import { frameToStructured } from './cloudevent-attributes';
 import { frameFromBinary, frameFromStructured, framesFromBatch } from './cloudevent.adaptor';
 import type { EventFrame } from './event-frame';
-import type { FrameAdaptor, FrameTransport, OutboundMessage } from './frame-adaptor';
+import type { RequestFrameAdaptor, FrameTransport, OutboundMessage } from './frame-adaptor';
 import { frameToHttpBinary } from './http-binary.codec';
 import { frameToKafkaMessage } from './kafka-record.codec';
 
@@ -14,7 +14,7 @@ const STRUCTURED_TYPE = 'application/cloudevents+json';
  * (cloudevent.adaptor.ts). On Kafka every one writes the Kafka binding's binary mode (kafka-record.codec.ts): the
  * records this runtime stores, whichever mode an event came in.
  */
-export const cloudEventsStructured: FrameAdaptor = {
+export const cloudEventsStructured: RequestFrameAdaptor = {
   name: 'cloudevents-structured',
   mediaTypes: [STRUCTURED_TYPE, 'application/json'],
   json: true,
@@ -25,7 +25,7 @@ export const cloudEventsStructured: FrameAdaptor = {
 };
 
 /** A JSON array of structured events; every one is validated before any is accepted. */
-export const cloudEventsBatch: FrameAdaptor = {
+export const cloudEventsBatch: RequestFrameAdaptor = {
   name: 'cloudevents-batch',
   mediaTypes: [CLOUDEVENTS_BATCH_TYPE],
   json: true,
@@ -37,7 +37,7 @@ export const cloudEventsBatch: FrameAdaptor = {
 };
 
 /** Binary mode: any content type, selected by its `ce-specversion` header; the body is the data, untouched. */
-export const cloudEventsBinary: FrameAdaptor = {
+export const cloudEventsBinary: RequestFrameAdaptor = {
   name: 'cloudevents-binary',
   mediaTypes: [],
   selectedBy: { header: 'ce-specversion', named: 'ce-* headers' },

@@ -27,14 +27,27 @@ export interface DecodeLimits {
 }
 
 /**
- * The SPI through which an external protocol converts directly to the frame and back: one adaptor per protocol
- * (or per content mode of one). An {@link AdaptorRegistry} picks the adaptor of a request by its content type, or by
- * a header that names the protocol whatever the content type; the routes that take events know only the registry.
- * Adding a protocol is writing an adaptor and registering it (frame-adaptors.ts of the gateway); no route changes.
+ * The SPI through which an external protocol converts directly to the frame and back, nothing converting through
+ * another protocol: one adaptor per protocol (or per content mode of one). `In` is what the protocol's inbound side
+ * hands it: an HTTP request ({@link InboundMessage}) for the adaptors of the routes that take events
+ * ({@link RequestFrameAdaptor}), or a protocol's own message (A2A's task message: libs/a2a/protocol/a2a-frame.adaptor.ts).
  */
-export interface FrameAdaptor {
+export interface FrameAdaptor<In = InboundMessage> {
   /** For logs and errors: `cloudevents-structured`. */
   readonly name: string;
+  /** The inbound message's frames, every one validated; a 4xx `EventMeshError` naming what is wrong otherwise. */
+  decode(inbound: In, limits: DecodeLimits): EventFrame[];
+  /** One frame in this protocol, for `transport`. */
+  encode(frame: EventFrame, transport: FrameTransport): OutboundMessage;
+}
+
+/**
+ * An adaptor of the routes that take events over HTTP. An {@link AdaptorRegistry} picks the adaptor of a request by
+ * its content type, or by a header that names the protocol whatever the content type; the routes know only the
+ * registry. Adding a protocol is writing an adaptor and registering it (frame-adaptors.ts of the gateway); no route
+ * changes.
+ */
+export interface RequestFrameAdaptor extends FrameAdaptor<InboundMessage> {
   /** The media types (lower case, without parameters) whose requests it reads. */
   readonly mediaTypes: readonly string[];
   /**
@@ -50,10 +63,6 @@ export interface FrameAdaptor {
   readonly batch: boolean;
   /** How many events the request carries before it is decoded (the gate charges a quota this many). */
   eventsIn(message: InboundMessage): number;
-  /** The request's frames, every one validated; a 4xx `EventMeshError` naming what is wrong otherwise. */
-  decode(message: InboundMessage, limits: DecodeLimits): EventFrame[];
-  /** One frame in this protocol, for `transport`. */
-  encode(frame: EventFrame, transport: FrameTransport): OutboundMessage;
 }
 
 /** `application/cloudevents+json` from `Application/CloudEvents+JSON; charset=utf-8`. */

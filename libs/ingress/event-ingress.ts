@@ -1,4 +1,4 @@
-import type { EventFrame, FrameAdaptor, InboundMessage } from '../frame';
+import type { EventFrame, RequestFrameAdaptor, InboundMessage } from '../frame';
 import type { EventProducer, PublishReceipt } from '../kafka';
 import type { TopicNamespace } from '../topics';
 import { TRACING_OFF, Tracing, TraceHeaders } from '../tracing';
@@ -12,7 +12,7 @@ export interface PublishResult extends PublishReceipt {
  * request's W3C trace context (its `traceparent` and `tracestate` headers, when valid: libs/tracing/trace-context.ts).
  */
 export interface PublishRequest {
-  adaptor: FrameAdaptor;
+  adaptor: RequestFrameAdaptor;
   message: InboundMessage;
   trace?: TraceHeaders;
 }

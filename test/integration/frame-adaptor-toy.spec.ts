@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { frameAdaptors } from '../../apps/gateway/src/publish/frame-adaptors';
 import { PublishRoute } from '../../apps/gateway/src/publish/publish-route';
 import { ErrorCode, EventMeshError } from '../../libs/errors';
-import { type AdaptorRegistry, type EventFrame, type FrameAdaptor } from '../../libs/frame';
+import { type AdaptorRegistry, type EventFrame, type RequestFrameAdaptor } from '../../libs/frame';
 import { EventIngress } from '../../libs/ingress';
 import { EventProducer, PartitionReader } from '../../libs/kafka';
 import { producerOptionsOf } from '../../libs/runtime';
@@ -22,7 +22,7 @@ const TOY_TYPE = 'application/x-toy';
  * key an attribute), an empty line, then the data as it is (its content type in a `content` line). It converts
  * straight to the frame, and knows nothing of CloudEvents.
  */
-const toyAdaptor: FrameAdaptor = {
+const toyAdaptor: RequestFrameAdaptor = {
   name: 'toy',
   mediaTypes: [TOY_TYPE],
   json: false,
