@@ -15,9 +15,7 @@
 //
 // Type-only imports count everywhere (tsPreCompilationDeps): a type import is a dependency a reader has to follow.
 // Test files (test/, *.spec.ts) are not cruised: they may reach into what they test.
-// Known violations are listed in .dependency-cruiser-known-violations.json; `npm run lint:boundaries` fails only on
-// a violation not listed there. Regenerate the list when a restructuring step removes some:
-//   npx depcruise-baseline --config .dependency-cruiser.cjs .
+// `npm run lint:boundaries` fails on any violation: the tree has none, so each rule holds everywhere.
 const UNIT = '((?:apps|libs|packages)/[^/]+|[^/]+)';
 const UNIT_FOLDER = '((apps|libs|packages)/[^/]+|contracts|workflows|activities|scripts|bench)';
 
@@ -49,6 +47,15 @@ module.exports = {
       severity: 'error',
       from: { path: `^${UNIT}/` },
       to: { path: '^libs/[^/]+/', pathNot: ['^$1/', '^libs/[^/]+/index\\.ts$'] },
+    },
+    {
+      name: 'libs-by-alias',
+      comment:
+        'Code outside a lib imports it by its path alias, `@libs/<name>` (tsconfig.json), never by a relative path: ' +
+        'where a lib is used reads the same from every folder, and a lib can move without its users changing.',
+      severity: 'error',
+      from: { path: `^${UNIT}/` },
+      to: { path: '^libs/', pathNot: '^$1/', dependencyTypesNot: ['aliased-tsconfig'] },
     },
     {
       name: 'workflows-import-only-contracts',

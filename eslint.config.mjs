@@ -19,6 +19,7 @@ const ioLibraries = [
   '@temporalio/activity',
   '@temporalio/testing',
   '**/libs/**',
+  '@libs/*',
   '**/apps/**',
 ];
 
@@ -47,6 +48,17 @@ export default tseslint.config(
       '@typescript-eslint/no-misused-promises': 'error',
       '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
       'no-console': 'error',
+    },
+  },
+  {
+    // A lib's index.ts is its public API: each name listed on purpose, so what other code may use is read in one place;
+    // no file of a lib re-exports another file or lib wholesale either.
+    files: ['libs/**/*.ts'],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        { selector: 'ExportAllDeclaration', message: "List the lib's public names: export { ... } from './file'." },
+      ],
     },
   },
   {

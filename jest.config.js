@@ -23,6 +23,7 @@ const base = {
   moduleNameMapper: {
     '^@eventmesh/client$': '<rootDir>/packages/client/src',
     '^@eventmesh/nestjs$': '<rootDir>/packages/nestjs/src',
+    '^@libs/(.*)$': '<rootDir>/libs/$1',
   },
 };
 

@@ -8,7 +8,7 @@ import {
   type TaskChangeSignals,
   type TaskPusher,
   type TaskRelay,
-} from '../libs/a2a';
+} from '@libs/a2a';
 import type { A2ATaskActivities, CancelOutcome, PushOutcome, TaskIds, TaskRequestRecord, TaskStep } from '../contracts';
 
 export interface A2ATaskActivityDeps {

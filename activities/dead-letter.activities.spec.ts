@@ -1,7 +1,7 @@
 import { MockActivityEnvironment } from '@temporalio/testing';
-import type { WebhookResult } from '../libs/delivery/webhook-sender';
-import type { EventFrame } from '../libs/frame';
-import type { ClaimedBatch, ReplayScope, SubscriptionEntity } from '../libs/storage';
+import type { WebhookResult } from '@libs/delivery/webhook-sender';
+import type { EventFrame } from '@libs/frame';
+import type { ClaimedBatch, ReplayScope, SubscriptionEntity } from '@libs/storage';
 import { REPLAY_BATCH_INTERRUPTED, type ReplayBatchInput } from '../contracts';
 import { createDeadLetterActivities } from './dead-letter.activities';
 

@@ -1,9 +1,8 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import type { WebhookResult } from '../libs/delivery/webhook-sender';
-import { messageIdOf } from '../libs/delivery/failure-policy';
-import { EventFrame, frameFromAttributes } from '../libs/frame';
-import type { ClaimedBatch, ClaimedLetter, DeadLetterReplayStore, SubscriptionEntity } from '../libs/storage';
+import { messageIdOf, type WebhookResult } from '@libs/delivery';
+import { EventFrame, frameFromAttributes } from '@libs/frame';
+import type { ClaimedBatch, ClaimedLetter, DeadLetterReplayStore, SubscriptionEntity } from '@libs/storage';
 import {
   REPLAY_BATCH_INTERRUPTED,
   type DeadLetterActivities,

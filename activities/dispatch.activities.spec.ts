@@ -1,8 +1,8 @@
 import { ActivityCancellationDetails, ApplicationFailure, CancelledFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
 import type { EntityManager } from 'typeorm';
-import { newProgress, type DispatchLoop, type DispatchProgress } from '../libs/delivery';
-import { StaleEpochError, WriteFence } from '../libs/storage';
+import { newProgress, type DispatchLoop, type DispatchProgress } from '@libs/delivery';
+import { StaleEpochError, WriteFence } from '@libs/fence';
 import { DISPATCH_RUN_FENCED, type DispatchRunResult } from '../contracts';
 import { createDispatchActivities } from './dispatch.activities';
 

@@ -1,7 +1,7 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
-import { DispatchLoop, isFenced } from '../libs/delivery';
-import type { WriteFence } from '../libs/storage';
+import { DispatchLoop, isFenced } from '@libs/delivery';
+import { runFenced, type WriteFence } from '@libs/fence';
 import {
   DISPATCH_RUN_FENCED,
   type DispatchActivities,
@@ -33,10 +33,10 @@ export interface DispatchActivityDeps {
  * both write. A refused write, or a refused renewal, fails the attempt retryably ({@link DISPATCH_RUN_FENCED}):
  * Temporal starts a fresh one, which claims a newer epoch. While its loop is alive the attempt renews the epoch
  * (`renewed_at`, which a takeover of orphaned subscriptions reads as liveness) every fifth of the lease TTL, on
- * the same clock as its heartbeat, which carries the loop's progress (rounds, delivered, lag). An instance
- * shutdown or a cancellation stops the loop after it committed what it delivered, except the SDK's own local
- * timeout ({@link stoppingCancellation}): the loop needs no Temporal, so a link to Temporal that stops answering
- * does not stop delivery.
+ * the same clock as its heartbeat, which carries the loop's progress (rounds, delivered, lag): the steps of
+ * `runFenced` (libs/fence), which every fenced loop shares. An instance shutdown or a cancellation stops the loop
+ * after it committed what it delivered, except the SDK's own local timeout ({@link stoppingCancellation}): the
+ * loop needs no Temporal, so a link to Temporal that stops answering does not stop delivery.
  */
 export function createDispatchActivities(deps: DispatchActivityDeps): DispatchActivities {
   const tickMs = Math.max(100, Math.floor(deps.leaseTtlMs / 5));
@@ -51,59 +51,36 @@ export function createDispatchActivities(deps: DispatchActivityDeps): DispatchAc
       const ctx = Context.current();
       ctx.heartbeat();
       const owner = `${deps.instanceId}@${process.pid} attempt ${ctx.info.attempt}`;
-      const epoch = await deps.runs.claim(deps.instanceId, owner);
-      ctx.log.info('dispatch run claimed', { epoch, owner });
-      const fenced = new AbortController();
-      let refusedRenewal: string | undefined;
       const cancelled = stoppingCancellation(ctx);
-      const stop = AbortSignal.any([cancelled, deps.shutdownSignal, fenced.signal]);
-      const loop = deps.createLoop(deps.runs.fenceFor(deps.instanceId, epoch));
-      // One clock for the heartbeat and the renewal, and only while the loop is alive: a loop stuck for a whole
-      // lease TTL (a hung dependency) loses both, Temporal starts the activity afresh, and a takeover sees it.
-      // When the renewal in flight started (0: none), and whether its slowness was reported: one renewal at a time.
-      let renewingSince = 0;
-      let slowRenewalReported = false;
-      const beat = setInterval(() => {
-        if (Date.now() - loop.lastRoundAt >= deps.leaseTtlMs) {
-          ctx.log.warn('dispatch loop made no round within a lease TTL; withholding the heartbeat and the renewal');
-          return;
-        }
-        ctx.heartbeat({ epoch, ...loop.snapshot });
-        if (renewingSince !== 0) {
-          // Every statement has a deadline (libs/storage/postgres-connection.ts); a renewal pending past a lease TTL
-          // means something waits outside one, and takeovers read this run as dead meanwhile: say so.
-          if (!slowRenewalReported && Date.now() - renewingSince >= deps.leaseTtlMs) {
-            slowRenewalReported = true;
-            ctx.log.warn('dispatch run renewal pending for more than a lease TTL', {
-              epoch,
-              pendingMs: Date.now() - renewingSince,
-            });
-          }
-          return;
-        }
-        renewingSince = Date.now();
-        slowRenewalReported = false;
-        deps.runs
-          .renew(deps.instanceId, epoch)
-          .then((held) => {
-            if (held) return;
-            refusedRenewal = `the dispatch run of instance ${deps.instanceId} moved past epoch ${epoch}; its renewal was refused`;
-            fenced.abort();
-          })
-          .catch((e: unknown) => ctx.log.warn('dispatch run renewal failed', { epoch, error: (e as Error).message }))
-          .finally(() => (renewingSince = 0));
-      }, tickMs);
-      let progress: DispatchProgress;
-      try {
-        // The clock above is the one heartbeat: rounds come many times a second and need not each report.
-        progress = await loop.run(stop, Date.now() + input.runMs, () => undefined);
-      } catch (e) {
-        if (isFenced(e)) throw ApplicationFailure.retryable((e as Error).message, DISPATCH_RUN_FENCED, { epoch });
-        throw e;
-      } finally {
-        clearInterval(beat);
-      }
-      if (refusedRenewal) throw ApplicationFailure.retryable(refusedRenewal, DISPATCH_RUN_FENCED, { epoch });
+      const progress = await runFenced<DispatchProgress>({
+        scope: { kind: 'dispatch-run', instanceId: deps.instanceId },
+        log: ctx.log,
+        async claim() {
+          const epoch = await deps.runs.claim(deps.instanceId, owner);
+          ctx.log.info('dispatch run claimed', { epoch, owner });
+          return epoch;
+        },
+        fenceFor: (epoch) => deps.runs.fenceFor(deps.instanceId, epoch),
+        open({ epoch, fence, stop }) {
+          const loop = deps.createLoop(fence);
+          return {
+            heartbeat: () => ctx.heartbeat({ epoch, ...loop.snapshot }),
+            lastRoundAt: () => loop.lastRoundAt,
+            // The run's clock is the one heartbeat: rounds come many times a second and need not each report.
+            run: () => loop.run(stop, Date.now() + input.runMs, () => undefined),
+          };
+        },
+        stop: AbortSignal.any([cancelled, deps.shutdownSignal]),
+        beatEveryMs: tickMs,
+        leaseTtlMs: deps.leaseTtlMs,
+        // A loop stuck for a whole lease TTL (a hung dependency) loses both the heartbeat and the renewal: Temporal
+        // starts the activity afresh, and a takeover sees it.
+        renewal: { renew: (epoch) => deps.runs.renew(deps.instanceId, epoch), meansAlive: true },
+        isFenced,
+        fenced({ epoch, message }) {
+          throw ApplicationFailure.retryable(message, DISPATCH_RUN_FENCED, { epoch });
+        },
+      });
       if (cancelled.aborted) {
         ctx.log.info('dispatch run cancelled after committing its progress', { ...progress });
         await ctx.cancelled;

@@ -1,7 +1,8 @@
 import { ApplicationFailure } from '@temporalio/common';
 import { MockActivityEnvironment } from '@temporalio/testing';
-import { newProgress, type DispatchLoop, type DispatchProgress } from '../libs/delivery';
-import type { LeaseStore, WriteFence } from '../libs/storage';
+import { newProgress, type DispatchLoop, type DispatchProgress } from '@libs/delivery';
+import type { LeaseStore } from '@libs/storage';
+import type { WriteFence } from '@libs/fence';
 import { LEASE_RUN_ENDED } from '../contracts';
 import { createOwnershipActivities, type OwnershipActivityDeps } from './ownership.activities';
 

@@ -1,8 +1,9 @@
 import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { DispatchLoop, DispatchProgress, isFenced } from '../libs/delivery';
-import type { LeaseStore, WriteFence } from '../libs/storage';
+import { DispatchLoop, DispatchProgress, isFenced } from '@libs/delivery';
+import { runFenced, type WriteFence } from '@libs/fence';
+import type { LeaseStore } from '@libs/storage';
 import {
   EPOCH_BEHIND,
   FENCED,
@@ -53,6 +54,7 @@ export interface OwnershipActivityDeps {
  * while both the instance's membership (Temporal) and its epoch (Postgres) were confirmed within half a TTL, so
  * an owner that is cut off, or was paused past the TTL, stops before a successor starts and sends nothing when it
  * wakes. Cancellation (a planned move) stops polling, settles or parks what is in flight, commits, and returns.
+ * The claim, the clock and the refusals are `runFenced`'s (libs/fence); the claim check and the gate are this run's.
  */
 export function createOwnershipActivities(deps: OwnershipActivityDeps): OwnershipActivities {
   const beatEveryMs = Math.max(200, Math.min(1000, Math.floor(deps.leaseTtlMs / 5)));
@@ -86,15 +88,7 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps): Ownershi
       const { topic, partition, epoch } = input;
       const ctx = Context.current();
       ctx.heartbeat();
-      const claim = await deps.leases.claim(topic, partition, input.owner, epoch);
-      if (!claim.claimed) {
-        throw ApplicationFailure.nonRetryable(
-          `epoch ${epoch} of ${topic}#${partition} is not above epoch ${claim.current} held by ${claim.owner ?? 'nobody'}`,
-          EPOCH_BEHIND,
-          { current: claim.current },
-        );
-      }
-      let epochConfirmedAt = Date.now();
+      let epochConfirmedAt = 0;
       // A run belongs to the lease run under which it first saw the instance joined: if the instance is declared
       // lost and joins again, this run stays closed (its partition moved away meanwhile).
       let leaseRun = deps.membership.currentLeaseRun();
@@ -117,17 +111,7 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps): Ownershi
         )
           superseded.abort();
       };
-      const { loop, close } = await deps.openPartitionLoop({
-        topic,
-        partition,
-        fence: deps.leases.fenceFor(topic, partition, epoch),
-        gate,
-      });
-      const fenced = new AbortController();
-      const stop = AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, fenced.signal, superseded.signal]);
 
-      let renewing = false;
-      let renewAskedAt = Date.now();
       let reportedAt = 0;
       let reported: string | undefined;
       const report = (p: DispatchProgress): PartitionProgress => ({
@@ -139,50 +123,61 @@ export function createOwnershipActivities(deps: OwnershipActivityDeps): Ownershi
         subscriptions: p.subscriptions,
         reportedAt: new Date().toISOString(),
       });
-      const beat = setInterval(() => {
-        checkLeaseRun();
-        const progress = loop.snapshot;
-        // A loop stuck for a whole TTL (a hung dependency) loses its heartbeat, and the workflow starts it afresh.
-        if (Date.now() - loop.lastRoundAt < deps.leaseTtlMs) ctx.heartbeat({ epoch, ...progress, gateOpen: gate() });
-        if (!renewing && Date.now() - renewAskedAt >= renewEveryMs) {
-          renewing = true;
-          const askedAt = (renewAskedAt = Date.now());
-          deps.leases
-            .renew(topic, partition, epoch)
-            .then((held) => {
-              // Counted from the question: an answer that waited out a pause is not fresh.
-              if (held) epochConfirmedAt = Math.max(epochConfirmedAt, askedAt);
-              else fenced.abort();
-            })
-            .catch((e: unknown) =>
-              ctx.log.warn('lease renewal failed', { topic, partition, error: (e as Error).message }),
-            )
-            .finally(() => (renewing = false));
-        }
+      const reportNews = (progress: DispatchProgress) => {
         const key = `${progress.committedOffset}/${progress.lag}/${progress.delivered}/${progress.subscriptions}`;
         if (Date.now() - reportedAt >= deps.leaseTtlMs && key !== reported && gate()) {
           reportedAt = Date.now();
           reported = key;
           deps.reportProgress(topic, partition, report(progress)).catch(() => undefined);
         }
-      }, beatEveryMs);
+      };
 
-      let progress: DispatchProgress;
-      try {
-        progress = await loop.run(stop, Date.now() + input.runMs, () => undefined);
-      } catch (e) {
-        if (isFenced(e)) throw ApplicationFailure.nonRetryable((e as Error).message, FENCED);
-        throw e;
-      } finally {
-        clearInterval(beat);
-        await close().catch(() => undefined);
-      }
-      if (fenced.signal.aborted) {
-        throw ApplicationFailure.nonRetryable(
-          `${topic}#${partition} is held under a newer epoch than ${epoch}; this run stopped`,
-          FENCED,
-        );
-      }
+      const progress = await runFenced<DispatchProgress>({
+        scope: { kind: 'partition', topic, partition },
+        log: ctx.log,
+        async claim() {
+          const claim = await deps.leases.claim(topic, partition, input.owner, epoch);
+          if (!claim.claimed) {
+            throw ApplicationFailure.nonRetryable(
+              `epoch ${epoch} of ${topic}#${partition} is not above epoch ${claim.current} held by ${claim.owner ?? 'nobody'}`,
+              EPOCH_BEHIND,
+              { current: claim.current },
+            );
+          }
+          epochConfirmedAt = Date.now();
+          return epoch;
+        },
+        fenceFor: (claimed) => deps.leases.fenceFor(topic, partition, claimed),
+        async open({ fence, stop }) {
+          const { loop, close } = await deps.openPartitionLoop({ topic, partition, fence, gate });
+          return {
+            onBeat() {
+              checkLeaseRun();
+              reportNews(loop.snapshot);
+            },
+            heartbeat: () => ctx.heartbeat({ epoch, ...loop.snapshot, gateOpen: gate() }),
+            lastRoundAt: () => loop.lastRoundAt,
+            run: () => loop.run(stop, Date.now() + input.runMs, () => undefined),
+            close: () => close().catch(() => undefined),
+          };
+        },
+        stop: AbortSignal.any([ctx.cancellationSignal, deps.shutdownSignal, superseded.signal]),
+        beatEveryMs,
+        leaseTtlMs: deps.leaseTtlMs,
+        // A loop stuck for a whole TTL (a hung dependency) loses its heartbeat, and the workflow starts it afresh;
+        // the renewal goes on, since it is what keeps the gate open once the loop moves again.
+        renewal: {
+          renew: (claimed) => deps.leases.renew(topic, partition, claimed),
+          everyMs: renewEveryMs,
+          meansAlive: false,
+          // Counted from the question: an answer that waited out a pause is not fresh.
+          onHeld: (askedAt) => (epochConfirmedAt = Math.max(epochConfirmedAt, askedAt)),
+        },
+        isFenced,
+        fenced: ({ message }) => {
+          throw ApplicationFailure.nonRetryable(message, FENCED);
+        },
+      });
       if (superseded.signal.aborted) {
         throw ApplicationFailure.nonRetryable(
           `this run of ${topic}#${partition} belongs to lease run ${leaseRun}; the instance holds ${deps.membership.currentLeaseRun()} now`,

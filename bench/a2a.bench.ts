@@ -8,7 +8,7 @@ import { ClientFactory } from '@a2a-js/sdk/client';
 import { Client as TemporalClient, Connection } from '@temporalio/client';
 import { bundleWorkflowCode, DefaultLogger, NativeConnection, Runtime, Worker } from '@temporalio/worker';
 import { Kafka, logLevel } from 'kafkajs';
-import { requestTopicOf } from '../libs/a2a';
+import { requestTopicOf } from '@libs/a2a';
 import { BURST_SETTLE_MS, runBurst } from './a2a-burst';
 import { BenchEchoAgent, echoRequest, textOf } from './a2a-echo-agent';
 import { medianTimeline, summarize } from './a2a-timeline';

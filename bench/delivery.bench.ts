@@ -5,8 +5,8 @@ import type { AddressInfo } from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { Kafka, logLevel, Producer } from 'kafkajs';
-import { frameToKafkaMessage } from '../libs/frame';
-import type { PartitionsView } from '../libs/ownership';
+import { frameToKafkaMessage } from '@libs/frame';
+import type { PartitionsView } from '@libs/ownership';
 import {
   benchConfig,
   benchEnv,

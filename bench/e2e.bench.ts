@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Kafka, logLevel, Partitioners } from 'kafkajs';
-import { createTopicsAndWait } from '../libs/kafka';
+import { createTopicsAndWait } from '@libs/kafka';
 import { Pool } from 'undici';
-import { frameToKafkaMessage } from '../libs/frame';
+import { frameToKafkaMessage } from '@libs/frame';
 import {
   clientsPath,
   drive,

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { Pool } from 'undici';
-import { frameFromKafkaRecord, frameToHttpBinary } from '../libs/frame';
+import { frameFromKafkaRecord, frameToHttpBinary } from '@libs/frame';
 
 /**
  * One member of a kafkajs consumer group, as its own process (so SIGKILL is a real crash: no LeaveGroup is

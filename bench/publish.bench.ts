@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Kafka, logLevel, Message, Partitioners, Producer } from 'kafkajs';
-import { createTopicsAndWait } from '../libs/kafka';
+import { createTopicsAndWait } from '@libs/kafka';
 import { Pool } from 'undici';
 import { EventMeshClient } from '@eventmesh/client';
-import { frameToKafkaMessage } from '../libs/frame';
+import { frameToKafkaMessage } from '@libs/frame';
 import { gatedGateway } from './gated-gateway';
 import { overloadDescription, overloadGateway, OverloadRound, quotaGateways, QuotaRound } from './publish-limits';
 import {

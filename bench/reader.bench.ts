@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import { Kafka, logLevel } from 'kafkajs';
-import { createKafka, createTopicsAndWait, PartitionReader } from '../libs/kafka';
+import { createKafka, createTopicsAndWait, PartitionReader } from '@libs/kafka';
 import { benchConfig } from './support';
 
 /**

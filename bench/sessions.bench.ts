@@ -4,7 +4,7 @@ import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import WebSocket from 'ws';
 import { EventMeshClient, type StreamSession } from '@eventmesh/client';
-import { decodeSessionFrame, encodeSessionFrame } from '../libs/frame';
+import { decodeSessionFrame, encodeSessionFrame } from '@libs/frame';
 import { benchEnv, median, meterCpu, percentile, ROOT, sleep, startInstanceProcess, until } from './support';
 
 /**

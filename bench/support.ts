@@ -4,9 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
-import { loadConfig } from '../libs/config';
-import { createTopicsAndWait } from '../libs/kafka';
-import { endOwnershipWorkflows } from '../libs/ownership';
+import { loadConfig } from '@libs/config';
+import { createTopicsAndWait } from '@libs/kafka';
+import { endOwnershipWorkflows } from '@libs/ownership';
 
 export const ROOT = path.resolve(__dirname, '../..');
 

@@ -1,7 +1,7 @@
-import { ConfigError, loadConfig } from '../libs/config';
-import { reasonOf } from '../libs/runtime';
-import { newApiKeyCredential } from '../libs/security';
-import { ApiKeyStore, createDataSource } from '../libs/storage';
+import { ConfigError, loadConfig } from '@libs/config';
+import { reasonOf } from '@libs/runtime';
+import { newApiKeyCredential } from '@libs/security';
+import { ApiKeyStore, createDataSource } from '@libs/storage';
 
 /** The name of the bootstrap key: while one is not revoked, the command makes no other. */
 const BOOTSTRAP_NAME = 'bootstrap-operator';

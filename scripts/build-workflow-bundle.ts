@@ -1,7 +1,7 @@
 import { bundleWorkflowCode } from '@temporalio/worker';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE, WORKFLOW_TRACING_INTERCEPTORS } from '../libs/tracing';
+import { TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE, WORKFLOW_TRACING_INTERCEPTORS } from '@libs/tracing';
 
 /**
  * Bundles workflows/ into dist/workflow-bundle.js, the code the worker loads, and into

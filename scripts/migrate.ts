@@ -1,6 +1,6 @@
-import { ConfigError, loadConfig } from '../libs/config';
-import { reasonOf } from '../libs/runtime';
-import { createDataSource } from '../libs/storage';
+import { ConfigError, loadConfig } from '@libs/config';
+import { reasonOf } from '@libs/runtime';
+import { createDataSource } from '@libs/storage';
 
 /** Applies pending migrations to the configured database and says which ran (`npm run migrate`). */
 async function main(): Promise<void> {

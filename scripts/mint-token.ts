@@ -1,5 +1,5 @@
 import { join, resolve } from 'node:path';
-import { devTrustEnv, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../libs/security';
+import { devTrustEnv, ensureDevSigningKey, mintDevToken, parseMintArgs } from '@libs/security';
 
 /**
  * `npm run --silent token:mint -- --tenant acme --scopes publish,subscribe [--sub alice] [--ttl 3600]`: prints a

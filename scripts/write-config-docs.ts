@@ -1,6 +1,6 @@
 import { readFileSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { describeSettings } from '../libs/config';
+import { describeSettings } from '@libs/config';
 
 /** Rewrites the settings table of docs/configuration.md from the configuration code (`npm run docs:config`). */
 export function settingsTable(): string {

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { startInstance } from '../apps/instance/src/instance';
-import { loadConfig } from '../libs/config';
+import { loadConfig } from '@libs/config';
 
 /**
  * Writes the gateway's API document to packages/client/openapi.json, which the SDK's types are generated from

@@ -1,11 +1,11 @@
 import type { Client as TemporalClient } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
 import type { Agent as UndiciAgent } from 'undici';
-import type { EventMeshConfig } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import type { EventFrame } from '../frame';
-import type { PublishReceipt } from '../kafka';
-import { createLogger } from '../logging';
+import type { EventMeshConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { EventFrame } from '@libs/frame';
+import type { PublishReceipt } from '@libs/kafka';
+import { createLogger } from '@libs/logging';
 import {
   AGENT_NAME,
   GateAuthentication,
@@ -19,7 +19,7 @@ import { applyAgentUpdate, parseAgentUpdate } from './tasks/agent-updates';
 import { A2AAgentStore, AGENT_STYLES, AgentFilter, AgentStyle, StoredAgent } from './agents/agent-store';
 import { MeshTaskHandler } from './protocol/mesh-task-handler';
 import { PushConfigStore } from './push/push-configs';
-import type { SecretBox } from '../security';
+import type { SecretBox } from '@libs/security';
 import { eventsTopicOf, requestTopicOf } from './relay/request-topic';
 import { TaskEventPublisher } from './tasks/task-event-publisher';
 import { A2ATaskStore } from './tasks/task-store';

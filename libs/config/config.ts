@@ -1,5 +1,5 @@
 import { hostname } from 'node:os';
-import { CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS } from '../filter';
+import { CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS } from '@libs/filter';
 import {
   Env,
   Setting,

@@ -1,4 +1,4 @@
-import { EventMeshError } from '../errors';
+import { EventMeshError } from '@libs/errors';
 import { cursorAfter, parseBrowseQuery, parsePurgeQuery, parseReplayRequest } from './dead-letter-query';
 
 const refusal = (f: () => unknown): { code: string; field: unknown } => {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ErrorCode, EventMeshError, pgText, queryInt } from '../errors';
-import { DEAD_LETTER_STATES, DeadLetterFilter, ReplaySelection } from '../storage';
+import { ErrorCode, EventMeshError, pgText, queryInt } from '@libs/errors';
+import { DEAD_LETTER_STATES, DeadLetterFilter, ReplaySelection } from '@libs/storage';
 
 /** Page sizes of a browse: `limit` 1 to 1000, 100 when absent. */
 export const BROWSE_DEFAULT_LIMIT = 100;

@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
-import { ErrorCode, EventMeshError } from '../errors';
-import { createLogger } from '../logging';
-import { withDeadline } from '../runtime';
-import { DeadLetterReplayStore } from '../storage';
-import { DEAD_LETTER_TASK_QUEUE, dlqReplayWorkflowIdOf } from '../temporal';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import { withDeadline } from '@libs/runtime';
+import { DeadLetterReplayStore } from '@libs/storage';
+import { DEAD_LETTER_TASK_QUEUE, dlqReplayWorkflowIdOf } from '@libs/temporal';
 import {
   cancelDlqReplaySignal,
   DLQ_REPLAY_WORKFLOW,

@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
-import { ErrorCode, EventMeshError } from '../errors';
-import { frameFromAttributes, frameToStructured } from '../frame';
-import { createLogger } from '../logging';
-import { DeadLetterRow, DeadLetterStore } from '../storage';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { frameFromAttributes, frameToStructured } from '@libs/frame';
+import { createLogger } from '@libs/logging';
+import { DeadLetterRow, DeadLetterStore } from '@libs/storage';
 import { cursorAfter, isLetterId, parseBrowseQuery, parsePurgeQuery } from './dead-letter-query';
 
 /** A dead letter as the API shows it in a list (its event's data left out: read the letter for it). */

@@ -1,5 +1,5 @@
-import { CORRELATION_ATTRIBUTE } from '../frame';
-import { createLogger } from '../logging';
+import { CORRELATION_ATTRIBUTE } from '@libs/frame';
+import { createLogger } from '@libs/logging';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf, retryPolicyOf, verdictOf } from './failure-policy';
 import type { Lane, LaneRecord } from './lane';

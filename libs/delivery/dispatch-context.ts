@@ -1,19 +1,13 @@
-import type { EventFrame } from '../frame';
-import type { PartitionReader, TopicAdmin } from '../kafka';
-import { StaleEpochError } from '../storage';
+import type { EventFrame } from '@libs/frame';
+import type { PartitionReader, TopicAdmin } from '@libs/kafka';
+import { StaleEpochError } from '@libs/fence';
 import type { EntityManager } from 'typeorm';
-import type {
-  DeadLetterStore,
-  OffsetStore,
-  RetryStore,
-  SkippedRangeStore,
-  SubscriptionEntity,
-  WriteFence,
-} from '../storage';
+import type { DeadLetterStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity } from '@libs/storage';
+import type { WriteFence } from '@libs/fence';
 import type { CircuitBreakerOptions, CircuitBreakers } from './circuit-breaker';
 import type { RunningLoops } from './running-loops';
 import type { TenantRecordsTopic } from './tenant-records';
-import type { RuntimeMetrics } from '../metrics';
+import type { RuntimeMetrics } from '@libs/metrics';
 import type { Lanes } from './lane';
 import { FencedError } from './offset-committer';
 import type { DispatchProgress } from './progress';

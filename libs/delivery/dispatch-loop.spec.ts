@@ -1,8 +1,8 @@
-import type { EventFrame } from '../frame';
-import { frameToKafkaMessage } from '../frame';
-import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin } from '../kafka';
+import type { EventFrame } from '@libs/frame';
+import { frameToKafkaMessage } from '@libs/frame';
+import type { FetchedPartition, PartitionPosition, PartitionReader, TopicAdmin } from '@libs/kafka';
 import type { EntityManager } from 'typeorm';
-import { StaleEpochError } from '../storage';
+import { StaleEpochError } from '@libs/fence';
 import type {
   DeadLetter,
   DeadLetterPosition,
@@ -18,8 +18,8 @@ import type {
   SkippedRange,
   SkipRecordResult,
   SubscriptionEntity,
-  WriteFence,
-} from '../storage';
+} from '@libs/storage';
+import type { WriteFence } from '@libs/fence';
 import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import { SinkFailureLog } from './sink-failure-log';
 import { STREAM_LANE_DEPTH } from './lane';

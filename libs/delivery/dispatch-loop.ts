@@ -1,7 +1,8 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { CompiledFilter, compileFilters } from '../filter';
-import { createLogger } from '../logging';
-import type { OffsetPosition, SubscriptionEntity, WriteFence } from '../storage';
+import { CompiledFilter, compileFilters } from '@libs/filter';
+import { createLogger } from '@libs/logging';
+import type { OffsetPosition, SubscriptionEntity } from '@libs/storage';
+import type { WriteFence } from '@libs/fence';
 import { CircuitBreakers } from './circuit-breaker';
 import { DispatchContext, DispatchLoopDeps, isFenced } from './dispatch-context';
 import { FailurePolicy } from './failure-policy';

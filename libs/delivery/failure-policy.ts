@@ -1,7 +1,7 @@
-import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame } from '../frame';
-import { createLogger } from '../logging';
+import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
 import { DEFAULT_SINK_FAILURE_SUMMARY_MS, SinkFailureLog } from './sink-failure-log';
-import type { DeadLetter, ParkedDelivery, SubscriptionEntity } from '../storage';
+import type { DeadLetter, ParkedDelivery, SubscriptionEntity } from '@libs/storage';
 import { BreakerPermit, reportAnswer } from './circuit-breaker';
 import type { DispatchContext, DispatchLoopOptions } from './dispatch-context';
 import type { Lane, LaneRecord } from './lane';

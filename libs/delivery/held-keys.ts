@@ -1,5 +1,5 @@
-import { frameFromAttributes, partitionKeyOf } from '../frame';
-import type { ParkedDelivery, RetryStore } from '../storage';
+import { frameFromAttributes, partitionKeyOf } from '@libs/frame';
+import type { ParkedDelivery, RetryStore } from '@libs/storage';
 import type { Lane } from './lane';
 
 /**

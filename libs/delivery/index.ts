@@ -1,5 +1,7 @@
-export * from './webhook-sender';
-export * from './dispatch-loop';
+export { WebhookSender } from './webhook-sender';
+export type { WebhookResult, WebhookTarget } from './webhook-sender';
+export { DispatchLoop, isFenced } from './dispatch-loop';
+export type { Deliverer, DispatchLoopDeps, DispatchLoopOptions, DispatchProgress } from './dispatch-loop';
 export { backoff, messageIdOf, retryPolicyOf, verdictOf } from './failure-policy';
 export type { RetryPolicy, Verdict } from './failure-policy';
 export { newProgress } from './progress';
@@ -11,8 +13,14 @@ export type {
   BreakerTransition,
   CircuitBreakerOptions,
 } from './circuit-breaker';
-export * from './running-loops';
-export * from './tenant-records';
+export { RunningLoops } from './running-loops';
+export type { TenantRecordsTopic } from './tenant-records';
 export { ORDERINGS, orderingOf } from './ordering';
 export type { Ordering } from './ordering';
-export * from './webhook-batch';
+export {
+  BATCH_DEFAULTS,
+  BATCH_MAX_BYTES,
+  BATCH_MAX_EVENTS,
+  BATCH_MAX_LINGER_MS,
+  BATCH_MIN_BYTES,
+} from './webhook-batch';

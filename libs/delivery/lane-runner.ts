@@ -1,6 +1,6 @@
 import { setMaxListeners } from 'node:events';
-import { frameFromAttributes, type EventFrame } from '../frame';
-import { createLogger } from '../logging';
+import { frameFromAttributes, type EventFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
 import type { WebhookResult } from './webhook-sender';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf, NOT_ATTEMPTED_RETRY_MS } from './failure-policy';

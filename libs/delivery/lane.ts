@@ -1,6 +1,6 @@
-import type { CompiledFilter } from '../filter';
-import type { EventFrame } from '../frame';
-import type { ParkedDelivery, SubscriptionEntity } from '../storage';
+import type { CompiledFilter } from '@libs/filter';
+import type { EventFrame } from '@libs/frame';
+import type { ParkedDelivery, SubscriptionEntity } from '@libs/storage';
 import type { HeldKey } from './held-keys';
 
 /**

@@ -1,5 +1,5 @@
-import { createLogger } from '../logging';
-import type { OffsetPosition } from '../storage';
+import { createLogger } from '@libs/logging';
+import type { OffsetPosition } from '@libs/storage';
 import type { DispatchContext } from './dispatch-context';
 import type { Lane } from './lane';
 

@@ -1,5 +1,5 @@
-import { partitionKeyOf } from '../frame';
-import type { SubscriptionEntity } from '../storage';
+import { partitionKeyOf } from '@libs/frame';
+import type { SubscriptionEntity } from '@libs/storage';
 import type { HeldKey } from './held-keys';
 import { STREAM_LANE_DEPTH, type Lane, type LaneRecord } from './lane';
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { frameFromKafkaRecord } from '../frame';
-import type { FetchedPartition, FetchedRecord, PartitionPosition } from '../kafka';
-import { createLogger } from '../logging';
+import { frameFromKafkaRecord } from '@libs/frame';
+import type { FetchedPartition, FetchedRecord, PartitionPosition } from '@libs/kafka';
+import { createLogger } from '@libs/logging';
 import type { DispatchContext } from './dispatch-context';
 import { lacksFrom, Lane, LaneRecord } from './lane';
 

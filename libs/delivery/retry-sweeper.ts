@@ -1,6 +1,6 @@
-import { frameFromAttributes } from '../frame';
-import { createLogger } from '../logging';
-import type { ParkedDelivery, SubscriptionEntity } from '../storage';
+import { frameFromAttributes } from '@libs/frame';
+import { createLogger } from '@libs/logging';
+import type { ParkedDelivery, SubscriptionEntity } from '@libs/storage';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf } from './failure-policy';
 import { orderingOf } from './ordering';

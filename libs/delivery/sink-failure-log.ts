@@ -1,4 +1,4 @@
-import type { Logger } from '../logging';
+import type { Logger } from '@libs/logging';
 
 /** What became of one failed delivery attempt. */
 export type FailureOutcome = 'retrying' | 'parked' | 'held' | 'deadLettered' | 'requestDropped';

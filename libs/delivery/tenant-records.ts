@@ -1,6 +1,6 @@
-import type { CompiledFilter } from '../filter';
-import { TENANT_EXTENSION } from '../frame';
-import type { SubscriptionEntity } from '../storage';
+import type { CompiledFilter } from '@libs/filter';
+import { TENANT_EXTENSION } from '@libs/frame';
+import type { SubscriptionEntity } from '@libs/storage';
 
 /** A topic the runtime writes about every tenant (the audit topic): each tenant reads its own events of it. */
 export interface TenantRecordsTopic {

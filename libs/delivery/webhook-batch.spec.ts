@@ -1,4 +1,4 @@
-import { EventFrame, frameToStructured } from '../frame';
+import { EventFrame, frameToStructured } from '@libs/frame';
 import { batchBodyOf, batchBytesOf, batchEntryOf } from './webhook-batch';
 
 describe('batch entries', () => {

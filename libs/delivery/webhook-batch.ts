@@ -1,4 +1,4 @@
-import { EventFrame, frameToStructured, OPTIONAL_ATTRIBUTES } from '../frame';
+import { EventFrame, frameToStructured, OPTIONAL_ATTRIBUTES } from '@libs/frame';
 
 /** The content type of a CloudEvents batch (the HTTP binding's batched content mode): a JSON array of events. */
 export const BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json';

@@ -3,8 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { randomBytes } from 'node:crypto';
 import { getEventListeners } from 'node:events';
 import { Webhook } from 'standardwebhooks';
-import type { EventFrame } from '../frame';
-import { SecretBox, SinkGuard, SinkResolver } from '../security';
+import type { EventFrame } from '@libs/frame';
+import { SecretBox, SinkGuard, SinkResolver } from '@libs/security';
 import { waitFor } from '../../test/support/wait-for';
 import { WebhookSender } from './webhook-sender';
 

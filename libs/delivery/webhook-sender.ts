@@ -1,9 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { Agent, Dispatcher, errors } from 'undici';
-import type { EventMeshConfig } from '../config';
-import { EventFrame, frameToHttpBinary } from '../frame';
-import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '../security';
-import { eventTraceOf, TraceHeaders } from '../tracing';
+import type { EventMeshConfig } from '@libs/config';
+import { EventFrame, frameToHttpBinary } from '@libs/frame';
+import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '@libs/security';
+import { eventTraceOf, TraceHeaders } from '@libs/tracing';
 import { BATCH_CONTENT_TYPE, batchBodyOf, batchEntryOf, batchSettingsOf } from './webhook-batch';
 
 export interface WebhookTarget {

@@ -1,2 +1,2 @@
-export * from './eventmesh-error';
-export * from './query-params';
+export { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from './eventmesh-error';
+export { pgText, queryInt } from './query-params';

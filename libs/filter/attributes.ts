@@ -1,4 +1,4 @@
-import { CE_SPECVERSION, type EventFrame, type ExtensionValue } from '../frame';
+import { CE_SPECVERSION, type EventFrame, type ExtensionValue } from '@libs/frame';
 
 /** CloudEvents attribute names: lower-case letters and digits only (CloudEvents 1.0, "Naming Conventions"). */
 export const ATTRIBUTE_NAME = /^[a-z0-9]+$/;

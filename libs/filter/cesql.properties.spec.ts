@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { growthFrom, GROWTH_LIMIT } from '../../test/support/growth';
-import type { EventFrame } from '../frame';
+import type { EventFrame } from '@libs/frame';
 import { CesqlParseError, evaluateCesql, parseCesql } from './cesql';
 
 /**

@@ -1,5 +1,5 @@
 import { costRatio, growthFrom, GROWTH_LIMIT } from '../../test/support/growth';
-import type { EventFrame } from '../frame';
+import type { EventFrame } from '@libs/frame';
 import {
   CESQL_DEFAULT_MAX_ATTRIBUTE_CHARS,
   CESQL_MAX_DEPTH,

@@ -1,4 +1,4 @@
-import type { EventFrame } from '../frame';
+import type { EventFrame } from '@libs/frame';
 import { ATTRIBUTE_NAME, attributeOf } from './attributes';
 import {
   compileLikeMatcher,

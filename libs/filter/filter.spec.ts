@@ -1,5 +1,5 @@
-import { ErrorCode, EventMeshError } from '../errors';
-import type { EventFrame } from '../frame';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { EventFrame } from '@libs/frame';
 import { compileFilters, MAX_FILTER_COUNT, MAX_FILTER_DEPTH } from './filter';
 
 function frame(overrides: Partial<EventFrame> = {}): EventFrame {

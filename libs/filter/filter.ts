@@ -1,5 +1,5 @@
-import { ErrorCode, EventMeshError } from '../errors';
-import type { EventFrame } from '../frame';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { EventFrame } from '@libs/frame';
 import { ATTRIBUTE_NAME, attributeText } from './attributes';
 import { CesqlOptions, CesqlParseError, evaluateCesql, parseCesql } from './cesql';
 

@@ -1,4 +1,4 @@
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { type RequestFrameAdaptor, mediaTypeOf } from './frame-adaptor';
 
 /** Where a request is read: whether the route takes a batch (`POST /events/publish` does, request-reply does not). */

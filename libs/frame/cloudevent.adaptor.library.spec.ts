@@ -1,6 +1,6 @@
 import { CloudEvent, ValidationError } from 'cloudevents';
 import fc from 'fast-check';
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { frameFromStructured } from './cloudevent.adaptor';
 import { REQUIRED_ATTRIBUTES } from './cloudevent-attributes';
 import { OPTIONAL_ATTRIBUTES } from './event-frame';

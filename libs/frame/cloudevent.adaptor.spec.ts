@@ -1,4 +1,4 @@
-import { EventMeshError } from '../errors';
+import { EventMeshError } from '@libs/errors';
 import { frameFromStructured } from './cloudevent.adaptor';
 
 const valid = { specversion: '1.0', id: 'e-1', source: '/orders', type: 'order.created' };

@@ -1,5 +1,5 @@
 import validateV1Schema from 'cloudevents/dist/schema/v1';
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { CE_SPECVERSION, REQUIRED_ATTRIBUTES } from './cloudevent-attributes';
 import { EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES } from './event-frame';
 

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import type { IHeaders } from 'kafkajs';
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { frameFromBinary, frameFromStructured, framesFromBatch } from './cloudevent.adaptor';
 import { contextAttributes, frameToStructured } from './cloudevent-attributes';
 import type { EventFrame } from './event-frame';

@@ -1,10 +1,25 @@
-export * from './event-frame';
-export * from './cloudevent-attributes';
-export * from './cloudevent.adaptor';
-export * from './frame-adaptor';
-export * from './adaptor-registry';
-export * from './cloudevent-frame-adaptors';
-export * from './kafka-record.codec';
-export * from './http-binary.codec';
-export * from './correlation';
-export * from './session-frame';
+export { OPTIONAL_ATTRIBUTES, TENANT_EXTENSION, partitionKeyOf } from './event-frame';
+export type { EventFrame, ExtensionValue } from './event-frame';
+export { CE_SPECVERSION, attributesOf, frameFromAttributes, frameToStructured } from './cloudevent-attributes';
+export {
+  CE_INTEGER_MAX,
+  CE_INTEGER_MIN,
+  frameFromBinary,
+  frameFromStructured,
+  framesFromBatch,
+} from './cloudevent.adaptor';
+export type {
+  DecodeLimits,
+  FrameAdaptor,
+  FrameTransport,
+  InboundMessage,
+  OutboundMessage,
+  RequestFrameAdaptor,
+} from './frame-adaptor';
+export { AdaptorRegistry } from './adaptor-registry';
+export { cloudEventsBatch, cloudEventsBinary, cloudEventsStructured } from './cloudevent-frame-adaptors';
+export { frameFromKafkaRecord, frameToKafkaMessage } from './kafka-record.codec';
+export { frameToHttpBinary } from './http-binary.codec';
+export { CORRELATION_ATTRIBUTE } from './correlation';
+export { SessionFrameError, decodeSessionFrame, encodeSessionFrame } from './session-frame';
+export type { SessionAttributes, SessionFrame, SessionFrameKind } from './session-frame';

@@ -1,5 +1,5 @@
-import { loadConfig } from '../config';
-import type { Dependencies } from '../runtime/dependencies';
+import { loadConfig } from '@libs/config';
+import type { Dependencies } from '@libs/runtime/dependencies';
 import { HealthService } from './health.service';
 
 /**

@@ -1,9 +1,9 @@
-import type { EventMeshConfig } from '../config';
-import type { Dependencies } from '../runtime';
-import { reasonOf } from '../runtime';
-import { withDeadline } from '../runtime';
-import { SharedRead } from '../runtime';
-import { pingTemporal } from '../temporal';
+import type { EventMeshConfig } from '@libs/config';
+import type { Dependencies } from '@libs/runtime';
+import { reasonOf } from '@libs/runtime';
+import { withDeadline } from '@libs/runtime';
+import { SharedRead } from '@libs/runtime';
+import { pingTemporal } from '@libs/temporal';
 
 export interface DependencyHealth {
   status: 'up' | 'down';

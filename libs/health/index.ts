@@ -1,2 +1,3 @@
-export * from './health.service';
-export * from './skipped-events';
+export { HealthService } from './health.service';
+export type { HealthFinding, HealthReport, LivenessReport, ReadinessReport } from './health.service';
+export { skippedEventsFinding } from './skipped-events';

@@ -1,4 +1,4 @@
-import type { SkippedRangeStore } from '../storage';
+import type { SkippedRangeStore } from '@libs/storage';
 import { skippedEventsFinding } from './skipped-events';
 
 const at = new Date('2026-12-01T09:00:00Z');

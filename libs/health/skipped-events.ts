@@ -1,4 +1,4 @@
-import type { SkippedRangeStore } from '../storage';
+import type { SkippedRangeStore } from '@libs/storage';
 import type { HealthFinding, HealthWarning } from './health.service';
 
 /** Subscriptions a warning names at most; the totals count every one. */

@@ -1,7 +1,7 @@
-import type { EventFrame, RequestFrameAdaptor, InboundMessage } from '../frame';
-import type { EventProducer, PublishReceipt } from '../kafka';
-import type { TopicNamespace } from '../topics';
-import { TRACING_OFF, Tracing, TraceHeaders } from '../tracing';
+import type { EventFrame, RequestFrameAdaptor, InboundMessage } from '@libs/frame';
+import type { EventProducer, PublishReceipt } from '@libs/kafka';
+import type { TopicNamespace } from '@libs/topics';
+import { TRACING_OFF, Tracing, TraceHeaders } from '@libs/tracing';
 
 export interface PublishResult extends PublishReceipt {
   id: string;

@@ -1,1 +1,2 @@
-export * from './event-ingress';
+export { EventIngress, toFrames } from './event-ingress';
+export type { PublishRequest } from './event-ingress';

@@ -1,5 +1,5 @@
 import type { Kafka, Producer, RecordMetadata } from 'kafkajs';
-import { frameFromStructured } from '../frame';
+import { frameFromStructured } from '@libs/frame';
 import { EventProducer, ProducerOptions } from './event-producer';
 import type { TopicAdmin } from './topic-admin';
 

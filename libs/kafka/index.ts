@@ -1,7 +1,17 @@
-export * from './kafka-client';
-export * from './topic-admin';
-export * from './event-producer';
-export * from './partition-reader';
-export * from './kafka-unavailable';
-export * from './topic-creation';
-export * from './runtime-topics';
+export { createKafka } from './kafka-client';
+export { TopicAdmin } from './topic-admin';
+export { EventProducer } from './event-producer';
+export type { ProducerDepth, ProducerOptions, PublishReceipt } from './event-producer';
+export { PartitionReader } from './partition-reader';
+export type { FetchedPartition, FetchedRecord, PartitionPosition } from './partition-reader';
+export { isKafkaUnavailable } from './kafka-unavailable';
+export { createTopicsAndWait } from './topic-creation';
+export {
+  TENANT_TOPIC_NAME,
+  agentOfTopic,
+  clientTopicNameOf,
+  isAgentTopic,
+  isAgentTopicOf,
+  isTenantTopic,
+  tenantTopicOf,
+} from './runtime-topics';

@@ -1,6 +1,6 @@
 import { Kafka, logLevel as KafkaLogLevel, LogEntry } from 'kafkajs';
-import type { EventMeshConfig } from '../config';
-import { createLogger } from '../logging';
+import type { EventMeshConfig } from '@libs/config';
+import { createLogger } from '@libs/logging';
 import { installIdleRequestQueueFix } from './kafkajs-request-queue';
 import { socketFactoryDroppingSilentLinks } from './silent-links';
 

@@ -101,6 +101,7 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
       const fs = require('node:fs');
       const ts = require('typescript');
       require.extensions['.ts'] = (m, file) => m._compile(ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } }).outputText, file);
+      require(${JSON.stringify(path.join(__dirname, '../../test/support/libs-alias.ts'))});
       if (${encoderFirst}) require('kafkajs/src/protocol/recordBatch/v0');
       const { installFastKafkajsEncoding, crc32c } = require(${JSON.stringify(path.join(__dirname, 'kafkajs-encoding.ts'))});
       const installed = installFastKafkajsEncoding();

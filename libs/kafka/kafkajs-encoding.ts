@@ -1,6 +1,6 @@
 import Module from 'node:module';
 import { crc32c as nativeCrc32c } from '@node-rs/crc32';
-import { createLogger } from '../logging';
+import { createLogger } from '@libs/logging';
 
 /** The kafkajs release whose `Encoder` this module knows (package.json pins it). */
 export const KAFKAJS_VERSION = '2.2.4';

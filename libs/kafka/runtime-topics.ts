@@ -1,4 +1,4 @@
-import { tenantKafkaPartOf } from '../config';
+import { tenantKafkaPartOf } from '@libs/config';
 
 /**
  * The names of the Kafka topics the runtime makes while it runs (the configured ones are made at boot): each

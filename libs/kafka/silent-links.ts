@@ -1,7 +1,7 @@
 import net from 'node:net';
 import tls from 'node:tls';
 import type { ISocketFactory } from 'kafkajs';
-import { createLogger } from '../logging';
+import { createLogger } from '@libs/logging';
 
 /** The TCP keep-alive kafkajs's own socket factory sets; kept as it is. */
 const KEEP_ALIVE_DELAY_MS = 60000;

@@ -1,6 +1,6 @@
 import { KafkaJSProtocolError } from 'kafkajs';
 import type { Admin, Kafka } from 'kafkajs';
-import { loadConfig } from '../config';
+import { loadConfig } from '@libs/config';
 import { TopicAdmin } from './topic-admin';
 
 /**

@@ -1,6 +1,6 @@
 import { ConfigResourceTypes, type Admin, type Kafka } from 'kafkajs';
-import type { EventMeshConfig } from '../config';
-import { createLogger } from '../logging';
+import type { EventMeshConfig } from '@libs/config';
+import { createLogger } from '@libs/logging';
 import { isAgentTopic, isTenantTopic } from './runtime-topics';
 import { createTopicsAndWait } from './topic-creation';
 

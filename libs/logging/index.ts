@@ -1,4 +1,17 @@
-export * from './logger';
-export * from './access-log';
-export * from './iso-now';
-export * from './redact-url';
+export {
+  BatchedLines,
+  NestPinoLogger,
+  configureLogging,
+  createAuditLog,
+  createLogger,
+  prettyLines,
+  resolveLogFormat,
+  rootBaseJson,
+  rootLevel,
+  sharedLines,
+} from './logger';
+export type { AuditLog, Logger } from './logger';
+export { createAccessLog } from './access-log';
+export type { AccessLog, AccessLogMode, AccessRecord } from './access-log';
+export { isoNow } from './iso-now';
+export { redactUrl } from './redact-url';

@@ -1,3 +1,3 @@
-export * from './runtime-metrics';
+export { RuntimeMetrics } from './runtime-metrics';
 export type { MetricSources, RequestReplyView } from './metric-sources';
-export * from './temporal-telemetry';
+export { temporalTelemetryFor } from './temporal-telemetry';

@@ -1,4 +1,4 @@
-import type { StoredCounts } from '../storage';
+import type { StoredCounts } from '@libs/storage';
 
 /**
  * Where the series read at scrape time come from: totals and depths the components already keep (for /health),

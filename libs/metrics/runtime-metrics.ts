@@ -1,9 +1,9 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
-import { createLogger } from '../logging';
-import { reasonOf } from '../runtime';
-import { SharedRead } from '../runtime';
+import { createLogger } from '@libs/logging';
+import { reasonOf } from '@libs/runtime';
+import { SharedRead } from '@libs/runtime';
 import { defineMetrics, EventMeshMetricSet } from './metric-definitions';
-import type { StoredCounts } from '../storage';
+import type { StoredCounts } from '@libs/storage';
 import type { MetricSources } from './metric-sources';
 import { scrapeTemporal } from './temporal-telemetry';
 

@@ -1,4 +1,5 @@
-export * from './ownership-agent';
-export * from './ownership-admin';
-export * from './liveness-lock';
-export * from './crash-watch';
+export { OwnershipAgent } from './ownership-agent';
+export { OwnershipAdmin, endOwnershipWorkflows } from './ownership-admin';
+export type { PartitionsView } from './ownership-admin';
+export { LivenessLock, livenessTimingFor } from './liveness-lock';
+export { CrashWatch } from './crash-watch';

@@ -1,9 +1,9 @@
 import type { Client } from 'pg';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { EventMeshConfig } from '../config';
-import { createLogger } from '../logging';
-import { reasonOf, withDeadline } from '../runtime';
-import { createPostgresClient } from '../storage';
+import type { EventMeshConfig } from '@libs/config';
+import { createLogger } from '@libs/logging';
+import { reasonOf, withDeadline } from '@libs/runtime';
+import { createPostgresClient } from '@libs/storage';
 
 /** The first key of every liveness lock ('EVMH'); the second is `hashtext(instance id)`. */
 export const LIVENESS_LOCK_CLASS = 0x45564d48;

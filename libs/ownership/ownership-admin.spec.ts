@@ -1,7 +1,7 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
-import { ErrorCode, EventMeshError } from '../errors';
-import type { LeaseStore } from '../storage';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { LeaseStore } from '@libs/storage';
 import { OwnershipAdmin } from './ownership-admin';
 
 /** A Temporal client whose coordinator query answers `query()`; the lease store holds nothing. */

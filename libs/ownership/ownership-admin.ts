@@ -1,7 +1,7 @@
 import { Client, WorkflowNotFoundError, WorkflowUpdateFailedError } from '@temporalio/client';
-import { ErrorCode, EventMeshError } from '../errors';
-import { withDeadline } from '../runtime';
-import type { LeaseStore } from '../storage';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { withDeadline } from '@libs/runtime';
+import type { LeaseStore } from '@libs/storage';
 import {
   assignmentQuery,
   AssignmentView,

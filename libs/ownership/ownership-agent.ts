@@ -1,7 +1,7 @@
 import { Client, WorkflowNotFoundError } from '@temporalio/client';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { createLogger } from '../logging';
-import { reasonOf, withDeadline } from '../runtime';
+import { createLogger } from '@libs/logging';
+import { reasonOf, withDeadline } from '@libs/runtime';
 import {
   COORDINATOR_WORKFLOW_ID,
   CONTROL_TASK_QUEUE,

@@ -1,13 +1,13 @@
 import { randomInt, randomUUID } from 'node:crypto';
 import type { Client } from 'pg';
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame, frameFromAttributes } from '../frame';
-import type { EventIngress, PublishRequest } from '../ingress';
-import { createLogger } from '../logging';
-import { createPostgresClient } from '../storage';
-import type { RequestReplyView } from '../metrics';
+import type { EventMeshConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame, frameFromAttributes } from '@libs/frame';
+import type { EventIngress, PublishRequest } from '@libs/ingress';
+import { createLogger } from '@libs/logging';
+import { createPostgresClient } from '@libs/storage';
+import type { RequestReplyView } from '@libs/metrics';
 
 export { CORRELATION_ATTRIBUTE };
 const CHANNEL = 'eventmesh_replies';

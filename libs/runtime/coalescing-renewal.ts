@@ -1,4 +1,4 @@
-import { createLogger } from '../logging';
+import { createLogger } from '@libs/logging';
 
 /**
  * A process's rows in a presence table (stream clients, session agent replicas, session quota usage), written at

@@ -1,11 +1,11 @@
 import type { Kafka } from 'kafkajs';
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../config';
-import { createKafka, EventProducer, ProducerOptions, TopicAdmin } from '../kafka';
-import { createLogger } from '../logging';
-import { createDataSource, createDispatchDataSource } from '../storage';
-import { connectTemporal, TemporalHandle } from '../temporal';
-import { startTracing, Tracing } from '../tracing';
+import type { EventMeshConfig } from '@libs/config';
+import { createKafka, EventProducer, ProducerOptions, TopicAdmin } from '@libs/kafka';
+import { createLogger } from '@libs/logging';
+import { createDataSource, createDispatchDataSource } from '@libs/storage';
+import { connectTemporal, TemporalHandle } from '@libs/temporal';
+import { startTracing, Tracing } from '@libs/tracing';
 import { BootError, reasonOf } from './boot-error';
 import { withDeadline } from './deadline';
 import { shutdownInOrder } from './shutdown';

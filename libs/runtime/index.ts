@@ -1,7 +1,8 @@
-export * from './boot-error';
-export * from './dependencies';
-export * from './deadline';
-export * from './shared-read';
-export * from './shutdown';
-export * from './coalescing-renewal';
-export * from './recent-reads';
+export { BootError, reasonOf } from './boot-error';
+export { closeDependencies, connectDependencies, producerOptionsOf } from './dependencies';
+export type { Dependencies } from './dependencies';
+export { withDeadline } from './deadline';
+export { SharedRead } from './shared-read';
+export { shutdownInOrder } from './shutdown';
+export { CoalescingRenewal } from './coalescing-renewal';
+export { RecentReads } from './recent-reads';

@@ -1,5 +1,5 @@
 const logged: { level: string; fields: Record<string, unknown>; msg: string }[] = [];
-jest.mock('../logging', () => ({
+jest.mock('@libs/logging', () => ({
   createLogger: () => ({
     error: (fields: Record<string, unknown>, msg: string) => logged.push({ level: 'error', fields, msg }),
     warn: (fields: Record<string, unknown>, msg: string) => logged.push({ level: 'warn', fields, msg }),

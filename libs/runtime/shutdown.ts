@@ -1,4 +1,4 @@
-import { createLogger } from '../logging';
+import { createLogger } from '@libs/logging';
 import { reasonOf } from './boot-error';
 
 export type ShutdownStep = readonly [name: string, close: () => Promise<unknown> | unknown];

@@ -1,6 +1,6 @@
-import { tenantKafkaPartOf } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import type { AclRuleRow, AclRuleStore } from '../storage';
+import { tenantKafkaPartOf } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { AclRuleRow, AclRuleStore } from '@libs/storage';
 import { AclAction, AclEffect, problemOf } from './acl-rules';
 import type { Caller } from './caller';
 

@@ -1,6 +1,6 @@
-import type { AclDefault } from '../config';
-import { ErrorCode } from '../errors';
-import { createLogger } from '../logging';
+import type { AclDefault } from '@libs/config';
+import { ErrorCode } from '@libs/errors';
+import { createLogger } from '@libs/logging';
 import { AclPolicy, StoredAclRule } from './acl-rules';
 import type { GateAction } from './caller';
 import { ALLOW, GateContext, GateFilter, GateRefusal, Verdict } from './gate-filter';

@@ -2,7 +2,7 @@ import { growthFrom, GROWTH_LIMIT } from '../../test/support/growth';
 import type { Action, Caller } from './caller';
 import { AclFilter } from './acl-filter';
 import { AclPolicy, problemOf, StoredAclRule } from './acl-rules';
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '@libs/errors';
 import type { AuditRecord } from './audit-sink';
 import { GateFilter, GateRefusal, GateRequest } from './gate-filter';
 import { SecurityGate } from './security-gate';

@@ -1,5 +1,5 @@
-import type { AclDefault } from '../config';
-import type { AclRuleRow } from '../storage';
+import type { AclDefault } from '@libs/config';
+import type { AclRuleRow } from '@libs/storage';
 import { Caller, GATE_ACTIONS, GateAction } from './caller';
 import { compileTopicPattern, TopicPattern, TopicPatternError } from './topic-pattern';
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
-import { TENANT_NAME } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import type { ApiKeyStore, ApiKeyView } from '../storage';
+import { TENANT_NAME } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { ApiKeyStore, ApiKeyView } from '@libs/storage';
 import { isApiKeyId, newApiKeyCredential } from './api-key-credential';
 import { ACTIONS, Caller } from './caller';
 

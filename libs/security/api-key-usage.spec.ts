@@ -1,4 +1,4 @@
-import type { ApiKeyUse } from '../storage/api-key-store';
+import type { ApiKeyUse } from '@libs/storage/api-key-store';
 import { ApiKeyUsage, ApiKeyUseWriter } from './api-key-usage';
 
 class Writer implements ApiKeyUseWriter {

@@ -1,5 +1,5 @@
-import { createLogger } from '../logging';
-import { API_KEY_LAST_USED_RESOLUTION_SECONDS, ApiKeyUse } from '../storage';
+import { createLogger } from '@libs/logging';
+import { API_KEY_LAST_USED_RESOLUTION_SECONDS, ApiKeyUse } from '@libs/storage';
 
 /** What the usage recorder writes to: `ApiKeyStore.recordUse`. */
 export interface ApiKeyUseWriter {

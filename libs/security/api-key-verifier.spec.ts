@@ -1,4 +1,4 @@
-import type { StoredApiKey } from '../storage/api-key-store';
+import type { StoredApiKey } from '@libs/storage/api-key-store';
 import { newApiKeyCredential, parseApiKey } from './api-key-credential';
 import { ApiKeyLookup, ApiKeyVerifier } from './api-key-verifier';
 

@@ -1,4 +1,4 @@
-import type { StoredApiKey } from '../storage';
+import type { StoredApiKey } from '@libs/storage';
 import { ApiKeyCredential, apiKeySecretMatches } from './api-key-credential';
 import { ACTIONS, Caller } from './caller';
 import { Authentication, authenticated, notAuthenticated } from './token-refusals';

@@ -1,4 +1,4 @@
-import { BatchedLines, configureLogging, createAuditLog } from '../logging';
+import { BatchedLines, configureLogging, createAuditLog } from '@libs/logging';
 import fc from 'fast-check';
 import { AuditRecord, auditRecordJson, LoggingAuditSink } from './audit-sink';
 

@@ -1,4 +1,4 @@
-import { createAuditLog, isoNow } from '../logging';
+import { createAuditLog, isoNow } from '@libs/logging';
 import type { GateAction } from './caller';
 
 /** One gate decision, as audited. Never a body, a token or a secret. */

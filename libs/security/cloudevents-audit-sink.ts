@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { TENANT_EXTENSION, type EventFrame } from '../frame';
-import type { EventProducer } from '../kafka';
-import { createLogger } from '../logging';
+import { TENANT_EXTENSION, type EventFrame } from '@libs/frame';
+import type { EventProducer } from '@libs/kafka';
+import { createLogger } from '@libs/logging';
 import { AuditOutcomes, type AuditRecord, type AuditSink, type AuditSinkStats } from './audit-sink';
 
 /** The CloudEvents type of an audit record. */

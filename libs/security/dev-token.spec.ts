@@ -1,7 +1,7 @@
 import { mkdtempSync, readFileSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../config';
+import { loadConfig } from '@libs/config';
 import { devTrustEnv, ensureDevSigningKey, mintDevToken, parseMintArgs } from './dev-token';
 import { tokenKeySource } from './jwt-key-source';
 import { JwtVerifier } from './jwt-verifier';

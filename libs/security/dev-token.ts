@@ -2,7 +2,7 @@ import { createPrivateKey, generateKeyPairSync, KeyObject, randomUUID } from 'no
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { calculateJwkThumbprint, JWK, SignJWT } from 'jose';
-import { TENANT_NAME } from '../config';
+import { TENANT_NAME } from '@libs/config';
 import { Action, ACTIONS } from './caller';
 
 /**

@@ -1,4 +1,4 @@
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import type { Caller, GateAction } from './caller';
 
 /** One request as the gate sees it: enough for every filter to decide, never more. */

@@ -1,5 +1,5 @@
 import { LoggingAuditSink } from './audit-sink';
-import { loadConfig } from '../config';
+import { loadConfig } from '@libs/config';
 import { buildGates, describeGates } from './gates';
 import { SecurityGate } from './security-gate';
 

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../config';
-import type { EventProducer } from '../kafka';
-import { AclRuleStore, QuotaUsageStore, TenantQuotaStore } from '../storage';
+import type { EventMeshConfig } from '@libs/config';
+import type { EventProducer } from '@libs/kafka';
+import { AclRuleStore, QuotaUsageStore, TenantQuotaStore } from '@libs/storage';
 import { AclFilter } from './acl-filter';
 import { AuditSink, LoggingAuditSink } from './audit-sink';
 import { CloudEventsAuditSink } from './cloudevents-audit-sink';

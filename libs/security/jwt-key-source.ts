@@ -1,7 +1,7 @@
 import { createPublicKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createLocalJWKSet, createRemoteJWKSet, errors, JSONWebKeySet, JWTVerifyGetKey } from 'jose';
-import { ConfigError, EventMeshConfig } from '../config';
+import { ConfigError, EventMeshConfig } from '@libs/config';
 
 type TokenConfig = EventMeshConfig['security']['gate']['token'];
 

@@ -1,6 +1,6 @@
 import { errors, JWTVerifyGetKey, jwtVerify } from 'jose';
-import type { EventMeshConfig } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
+import type { EventMeshConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import type { Caller } from './caller';
 import { KeySetUnavailable } from './jwt-key-source';
 import { callerOfClaims } from './token-claims';

@@ -1,9 +1,9 @@
 import { z } from 'zod';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { ErrorCode, EventMeshError } from '../errors';
-import { createLogger } from '../logging';
-import { PublisherSecretEntity } from '../storage';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import { PublisherSecretEntity } from '@libs/storage';
 import { SecretBox } from './secret-box';
 
 /** A publisher secret as the admin API lists it: never the secret itself. */

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ConfigError, loadConfig } from '../config';
+import { ConfigError, loadConfig } from '@libs/config';
 import { SecretBox, SecretBoxError } from './secret-box';
 
 describe('SecretBox', () => {

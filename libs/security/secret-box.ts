@@ -1,5 +1,5 @@
 import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
-import { ConfigError, EventMeshConfig } from '../config';
+import { ConfigError, EventMeshConfig } from '@libs/config';
 
 /** The version tag of a sealed secret: `v1:<keyId>:<iv base64>:<ciphertext and tag base64>`. */
 const VERSION = 'v1';

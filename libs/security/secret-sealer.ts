@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { createLogger } from '../logging';
+import { createLogger } from '@libs/logging';
 import { SecretBox } from './secret-box';
 
 /** A row holding secrets of which one at least is not sealed with the active key. */

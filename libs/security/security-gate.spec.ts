@@ -1,4 +1,4 @@
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '@libs/errors';
 import type { AuditRecord, AuditSink } from './audit-sink';
 import { ANONYMOUS, Caller, UNAUTHENTICATED } from './caller';
 import { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';

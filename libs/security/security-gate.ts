@@ -1,4 +1,4 @@
-import { createLogger, isoNow } from '../logging';
+import { createLogger, isoNow } from '@libs/logging';
 import type { AuditRecord, AuditSink, AuditSinkStats } from './audit-sink';
 import { ANONYMOUS, Caller, UNAUTHENTICATED } from './caller';
 import type { GateFilter, GateRefusal, GateRequest, Verdict } from './gate-filter';

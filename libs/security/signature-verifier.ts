@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { ErrorCode } from '../errors';
-import { createLogger } from '../logging';
+import { ErrorCode } from '@libs/errors';
+import { createLogger } from '@libs/logging';
 import { ALLOW, GateContext, GateFilter, GateRefusal, Verdict } from './gate-filter';
 
 /** Where the verifier finds a principal's HMAC keys (PublisherSecretStore). `count` includes secrets that did not open. */

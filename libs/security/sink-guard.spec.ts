@@ -1,7 +1,7 @@
 import { createServer, Server } from 'node:http';
 import { AddressInfo, isIP } from 'node:net';
 import { buildConnector, request } from 'undici';
-import type { SinkRange } from '../config';
+import type { SinkRange } from '@libs/config';
 import { normalize, SinkGuard, SinkNotAllowed, SinkResolver } from './sink-guard';
 
 /** A resolver that answers every name with `addresses`, and counts the questions. */

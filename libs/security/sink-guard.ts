@@ -2,9 +2,9 @@ import { lookup } from 'node:dns/promises';
 import { BlockList, isIP } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { Agent, buildConnector } from 'undici';
-import type { EventMeshConfig, SinkRange } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import { createLogger } from '../logging';
+import type { EventMeshConfig, SinkRange } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
 
 /** Resolves a host name to every address it has (the system resolver by default; tests inject their own). */
 export type SinkResolver = (hostname: string) => Promise<{ address: string; family: number }[]>;

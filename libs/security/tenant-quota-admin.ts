@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { ErrorCode, EventMeshError } from '../errors';
-import type { QuotaOverrides, TenantQuotaStore } from '../storage';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { QuotaOverrides, TenantQuotaStore } from '@libs/storage';
 import type { Caller } from './caller';
 import { effectiveLimits, QuotaLimits } from './tenant-quota-filter';
 

@@ -1,6 +1,6 @@
-import type { EventMeshConfig } from '../config';
-import { ErrorCode } from '../errors';
-import { createLogger } from '../logging';
+import type { EventMeshConfig } from '@libs/config';
+import { ErrorCode } from '@libs/errors';
+import { createLogger } from '@libs/logging';
 import { ALLOW, GateContext, GateFilter, GateRefusal, Verdict } from './gate-filter';
 import { shareOf } from './quota-share';
 import { TokenBucket } from './token-bucket';

@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../config';
+import type { EventMeshConfig } from '@libs/config';
 import { SCOPE_OF } from './caller';
-import { ApiKeyStore } from '../storage';
+import { ApiKeyStore } from '@libs/storage';
 import { ApiKeyUsage } from './api-key-usage';
 import { ApiKeyVerifier } from './api-key-verifier';
 import { credentialOf } from './bearer-credential';

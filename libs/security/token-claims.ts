@@ -1,5 +1,5 @@
 import type { JWTPayload } from 'jose';
-import { TENANT_NAME } from '../config';
+import { TENANT_NAME } from '@libs/config';
 import { Action, ACTIONS } from './caller';
 import { Authentication, authenticated, notAuthenticated } from './token-refusals';
 

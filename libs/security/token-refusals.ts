@@ -1,4 +1,4 @@
-import { ErrorCode } from '../errors';
+import { ErrorCode } from '@libs/errors';
 import type { Action, Caller } from './caller';
 import { GateRefusal } from './gate-filter';
 

@@ -1,4 +1,4 @@
-import { compileLikeMatcher, LikeMatcher, likeMatches, LikePart } from '../filter';
+import { compileLikeMatcher, LikeMatcher, likeMatches, LikePart } from '@libs/filter';
 
 /** The longest pattern: a Kafka topic name's length. */
 export const TOPIC_PATTERN_MAX_LENGTH = 249;

@@ -1,6 +1,6 @@
-import { createLogger } from '../logging';
-import { CoalescingRenewal, RecentReads } from '../runtime';
-import type { HolderEpoch, SessionAgentRow, SessionAgentStore } from '../storage';
+import { createLogger } from '@libs/logging';
+import { CoalescingRenewal, RecentReads } from '@libs/runtime';
+import type { HolderEpoch, SessionAgentRow, SessionAgentStore } from '@libs/storage';
 import type { LocalReplicas } from './agent-replicas';
 
 /** How often a holder renews its replicas' rows. */

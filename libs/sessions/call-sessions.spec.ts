@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, EventMeshError } from '../errors';
-import { decodeSessionFrame, encodeSessionFrame } from '../frame';
-import type { Caller } from '../security';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { decodeSessionFrame, encodeSessionFrame } from '@libs/frame';
+import type { Caller } from '@libs/security';
 import type { ReplicaReader } from './agent-presence';
 import { LocalReplicas } from './agent-replicas';
 import { CallSessions } from './call-sessions';

@@ -1,9 +1,9 @@
-import type { SessionsConfig } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import { encodeSessionFrame, SessionFrame } from '../frame';
-import { createLogger } from '../logging';
-import type { Caller, SessionAction } from '../security';
-import type { SessionAgentRow } from '../storage';
+import type { SessionsConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { encodeSessionFrame, SessionFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
+import type { Caller, SessionAction } from '@libs/security';
+import type { SessionAgentRow } from '@libs/storage';
 import type { ReplicaReader } from './agent-presence';
 import { LocalReplicas, Replica } from './agent-replicas';
 import { AgentEnd, CallerEnd } from './session-ends';

@@ -1,14 +1,4 @@
-export * from './agent-presence';
-export * from './agent-replicas';
-export * from './call-sessions';
-export * from './credit-window';
-export * from './session-connection';
-export * from './session-ends';
-export * from './session-errors';
-export * from './session-links';
-export * from './session-names';
-export * from './session-quotas';
-export * from './session-usage';
-export * from './session-server';
-export * from './live-sessions';
-export * from './session-home';
+export { SESSIONS_LINK_PATH } from './session-links';
+export type { TenantSessionUsage } from './session-quotas';
+export { SessionServer } from './session-server';
+export type { AgentView } from './session-server';

@@ -1,10 +1,10 @@
-import type { SessionsConfig } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import { encodeSessionFrame, SessionFrame } from '../frame';
-import { createLogger } from '../logging';
-import { CoalescingRenewal } from '../runtime';
-import type { Caller, SessionAction } from '../security';
-import type { SessionHomeRow, SessionHomeStore } from '../storage';
+import type { SessionsConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { encodeSessionFrame, SessionFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
+import { CoalescingRenewal } from '@libs/runtime';
+import type { Caller, SessionAction } from '@libs/security';
+import type { SessionHomeRow, SessionHomeStore } from '@libs/storage';
 import type { SessionMetrics } from './call-sessions';
 import { CreditWindow } from './credit-window';
 import { errorAttributes, errorFrame } from './session-errors';

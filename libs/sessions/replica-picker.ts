@@ -1,4 +1,4 @@
-import type { SessionAgentRow } from '../storage';
+import type { SessionAgentRow } from '@libs/storage';
 import type { ReplicaReader } from './agent-presence';
 import type { LocalReplicas, Replica } from './agent-replicas';
 import type { SessionLinks } from './session-links';

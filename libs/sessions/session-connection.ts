@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import { WebSocket } from 'ws';
-import { createLogger } from '../logging';
-import type { Caller } from '../security';
-import { keepAlive, sendInTurn, writeInTurn } from '../streams';
+import { createLogger } from '@libs/logging';
+import type { Caller } from '@libs/security';
+import { keepAlive, sendInTurn, writeInTurn } from '@libs/streams';
 
 const log = createLogger('SessionConnection');
 

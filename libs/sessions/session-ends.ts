@@ -1,5 +1,5 @@
-import type { EventMeshError } from '../errors';
-import type { SessionFrame } from '../frame';
+import type { EventMeshError } from '@libs/errors';
+import type { SessionFrame } from '@libs/frame';
 import type { Replica } from './agent-replicas';
 import { CreditWindow } from './credit-window';
 import type { SessionConnection } from './session-connection';

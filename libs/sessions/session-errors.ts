@@ -1,5 +1,5 @@
-import { encodeSessionFrame } from '../frame';
-import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '../errors';
+import { encodeSessionFrame } from '@libs/frame';
+import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '@libs/errors';
 
 /**
  * What an error frame ends: the current `call` (the agent's handler failed, the session is busy: the session stays

@@ -1,4 +1,4 @@
-import { decodeSessionFrame, encodeSessionFrame, SessionAttributes, SessionFrame, SessionFrameKind } from '../frame';
+import { decodeSessionFrame, encodeSessionFrame, SessionAttributes, SessionFrame, SessionFrameKind } from '@libs/frame';
 
 /**
  * Where a home sends what concerns the members one process holds of its session: over the link to that process, or

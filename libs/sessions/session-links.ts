@@ -1,7 +1,7 @@
 import type { WebSocket } from 'ws';
-import { decodeSessionFrame, SessionFrame, SessionFrameError } from '../frame';
-import { createLogger } from '../logging';
-import { ClusterCredential, DialTarget, dialHolder, keepAlive, sendInTurn } from '../streams';
+import { decodeSessionFrame, SessionFrame, SessionFrameError } from '@libs/frame';
+import { createLogger } from '@libs/logging';
+import { ClusterCredential, DialTarget, dialHolder, keepAlive, sendInTurn } from '@libs/streams';
 
 /** Where another process reaches this one's sessions link. */
 export const SESSIONS_LINK_PATH = '/internal/sessions/link';

@@ -1,4 +1,4 @@
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 
 /** An agent's or a Mode 2 session's name: what an ACL rule's pattern matches, within the caller's tenant. */
 export const SESSION_NAME = /^[A-Za-z0-9._-]{1,128}$/;

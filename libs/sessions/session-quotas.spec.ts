@@ -1,4 +1,4 @@
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { SessionQuotas } from './session-quotas';
 
 const quotaOf = (f: () => unknown) => {

@@ -1,6 +1,6 @@
-import type { SessionsConfig } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import type { PeerSessionUsage, SessionUsageRow } from '../storage';
+import type { SessionsConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { PeerSessionUsage, SessionUsageRow } from '@libs/storage';
 
 interface Usage {
   sessions: number;

@@ -1,6 +1,6 @@
-import { createLogger } from '../logging';
-import { CoalescingRenewal } from '../runtime';
-import type { SessionUsageStore } from '../storage';
+import { createLogger } from '@libs/logging';
+import { CoalescingRenewal } from '@libs/runtime';
+import type { SessionUsageStore } from '@libs/storage';
 import type { SessionQuotas } from './session-quotas';
 
 /** How often a process rewrites its usage rows and reads the others'. */

@@ -1,4 +1,4 @@
-import { loadConfig } from '../config';
+import { loadConfig } from '@libs/config';
 import { createDataSource } from './data-source';
 
 /**

@@ -1,5 +1,5 @@
 import { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../config';
+import type { EventMeshConfig } from '@libs/config';
 import { ENTITIES } from './entities';
 import { MIGRATIONS } from './migrations';
 import { leakDetectingPool, pgWithPool, PoolLeakDetector } from './pool-leak-detection';

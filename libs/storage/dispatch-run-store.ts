@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { EpochFence, WriteFence } from './epoch-fence';
+import { EpochFence, WriteFence } from '@libs/fence';
 
 export interface DispatchRunRow {
   instanceId: string;

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { EpochFence, WriteFence } from './epoch-fence';
+import { EpochFence, WriteFence } from '@libs/fence';
 
 export type ClaimResult = { claimed: true } | { claimed: false; current: number; owner: string | null };
 

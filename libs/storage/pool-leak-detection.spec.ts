@@ -1,5 +1,5 @@
 import type { PoolClient } from 'pg';
-import type { Logger } from '../logging';
+import type { Logger } from '@libs/logging';
 import { PoolLeakDetector } from './pool-leak-detection';
 
 /** The detector's bookkeeping on a fake clock (the real pool's side: test/integration/postgres-connection.spec.ts). */

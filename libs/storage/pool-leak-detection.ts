@@ -1,5 +1,5 @@
 import pg, { Pool, PoolClient, PoolConfig } from 'pg';
-import { createLogger, Logger } from '../logging';
+import { createLogger, Logger } from '@libs/logging';
 
 /** Stack frames kept of a checkout's acquirer (V8 keeps 10 by default; a TypeORM call alone takes about as many). */
 const ACQUIRER_STACK_FRAMES = 40;

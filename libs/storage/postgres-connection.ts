@@ -1,5 +1,5 @@
 import { Client, ClientConfig } from 'pg';
-import type { EventMeshConfig } from '../config';
+import type { EventMeshConfig } from '@libs/config';
 
 /** How long a connection attempt (and, in the pool, a wait for a free connection) may take. */
 export const POSTGRES_CONNECT_TIMEOUT_MS = 5000;

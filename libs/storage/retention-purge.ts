@@ -1,4 +1,4 @@
-import { createLogger } from '../logging';
+import { createLogger } from '@libs/logging';
 import { DEAD_LETTER_PURGE_BATCH } from './dead-letter-store';
 
 const DAY_MS = 24 * 60 * 60 * 1000;

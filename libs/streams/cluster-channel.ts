@@ -1,6 +1,6 @@
 import type { WebSocket } from 'ws';
-import { attributesOf, EventFrame, frameFromAttributes } from '../frame';
-import { createLogger } from '../logging';
+import { attributesOf, EventFrame, frameFromAttributes } from '@libs/frame';
+import { createLogger } from '@libs/logging';
 import { ClientAction, MAX_ACK_DEADLINE_MS, StreamHub, StreamOutcome, StreamPolicy } from './stream-hub';
 import { sendInTurn } from './turn-writes';
 

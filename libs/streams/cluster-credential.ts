@@ -1,5 +1,5 @@
 import { createHmac, hkdfSync, timingSafeEqual } from 'node:crypto';
-import type { EventMeshConfig } from '../config';
+import type { EventMeshConfig } from '@libs/config';
 
 /** How far a token's time may be from the verifier's clock. */
 const TOKEN_SKEW_MS = 60_000;

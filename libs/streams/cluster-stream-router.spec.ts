@@ -1,8 +1,8 @@
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer } from 'ws';
-import type { EventFrame } from '../frame';
-import type { PresenceRow } from '../storage';
+import type { EventFrame } from '@libs/frame';
+import type { PresenceRow } from '@libs/storage';
 import { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, HOLDER_QUERY, serveChannel } from './cluster-channel';
 import { ClusterCredential } from './cluster-credential';
 import { ClusterStreamRouter } from './cluster-stream-router';

@@ -1,5 +1,5 @@
-import type { EventFrame } from '../frame';
-import type { PresenceRow } from '../storage';
+import type { EventFrame } from '@libs/frame';
+import type { PresenceRow } from '@libs/storage';
 import type { PeerChannels } from './peer-channels';
 import type { PresenceReader } from './stream-presence';
 import {

@@ -1,6 +1,6 @@
 import { WebSocket } from 'ws';
-import type { EventFrame } from '../frame';
-import { createLogger } from '../logging';
+import type { EventFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
 import { CHANNEL_PATH, frameToWire, OwnerMessage, parseHolderMessage } from './cluster-channel';
 import { dialHolder, keepAlive } from './cluster-dial';
 import type { ClusterCredential } from './cluster-credential';

@@ -1,5 +1,5 @@
-import { ErrorCode, EventMeshError } from '../errors';
-import type { EventFrame } from '../frame';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { EventFrame } from '@libs/frame';
 import { PollConsumers } from './poll-consumers';
 import { StreamHub } from './stream-hub';
 

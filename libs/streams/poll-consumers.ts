@@ -1,5 +1,5 @@
-import { ErrorCode, EventMeshError } from '../errors';
-import type { CompiledFilter } from '../filter';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { CompiledFilter } from '@libs/filter';
 import type { StreamDelivery, StreamHub, StreamMember } from './stream-hub';
 
 /** How long a long-poll consumer that stopped polling stays connected (its unanswered deliveries with it). */

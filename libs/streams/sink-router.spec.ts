@@ -1,7 +1,7 @@
-import type { WebhookResult, WebhookSender } from '../delivery/webhook-sender';
-import type { EventFrame } from '../frame';
-import type { SubscriptionEntity } from '../storage';
-import { DeliveryOutcome, TRACING_OFF, Tracing } from '../tracing';
+import type { WebhookResult, WebhookSender } from '@libs/delivery/webhook-sender';
+import type { EventFrame } from '@libs/frame';
+import type { SubscriptionEntity } from '@libs/storage';
+import { DeliveryOutcome, TRACING_OFF, Tracing } from '@libs/tracing';
 import { SinkRouter } from './sink-router';
 import type { StreamDeliverer, StreamOutcome } from './stream-hub';
 

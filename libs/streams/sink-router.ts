@@ -1,7 +1,7 @@
-import type { WebhookResult, WebhookSender } from '../delivery/webhook-sender';
-import type { EventFrame } from '../frame';
-import type { SubscriptionEntity } from '../storage';
-import { DeliveryOutcome, TRACING_OFF, TraceHeaders, Tracing } from '../tracing';
+import type { WebhookResult, WebhookSender } from '@libs/delivery';
+import type { EventFrame } from '@libs/frame';
+import type { SubscriptionEntity } from '@libs/storage';
+import { DeliveryOutcome, TRACING_OFF, TraceHeaders, Tracing } from '@libs/tracing';
 import type { StreamDeliverer } from './stream-hub';
 
 /**

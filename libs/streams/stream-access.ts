@@ -1,5 +1,5 @@
-import { ErrorCode, EventMeshError } from '../errors';
-import type { SubscriptionService } from '../subscriptions';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { SubscriptionService } from '@libs/subscriptions';
 
 /**
  * A stream client may attach only to an active STREAM subscription of its tenant, on any instance that runs the

@@ -1,6 +1,6 @@
-import { ErrorCode, EventMeshError } from '../errors';
-import { createLogger } from '../logging';
-import type { StreamPresenceStore } from '../storage';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import type { StreamPresenceStore } from '@libs/storage';
 import type { PeerChannels } from './peer-channels';
 import { PresenceReader, PRESENCE_FRESH_MS } from './stream-presence';
 import type { ClientAction, StreamClientView, StreamHub } from './stream-hub';

@@ -1,4 +1,4 @@
-import type { EventFrame } from '../frame';
+import type { EventFrame } from '@libs/frame';
 import { StreamDelivery, StreamHub, StreamMember } from './stream-hub';
 
 /** A delivery's ack deadline, extended by its client while a long handler runs (fake clock). */

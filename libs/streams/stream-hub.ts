@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { CompiledFilter } from '../filter';
-import { EventFrame } from '../frame';
-import { createLogger } from '../logging';
-import type { SubscriptionEntity } from '../storage';
+import type { CompiledFilter } from '@libs/filter';
+import { EventFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
+import type { SubscriptionEntity } from '@libs/storage';
 
 /** What a stream client answered for one delivery. */
 export type StreamOutcome =

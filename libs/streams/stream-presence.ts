@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
-import { createLogger } from '../logging';
-import { CoalescingRenewal, RecentReads } from '../runtime';
-import type { HolderEpoch, PresenceRow, StreamPresenceStore } from '../storage';
+import { createLogger } from '@libs/logging';
+import { CoalescingRenewal, RecentReads } from '@libs/runtime';
+import type { HolderEpoch, PresenceRow, StreamPresenceStore } from '@libs/storage';
 import type { StreamHub } from './stream-hub';
 
 /** How often a holder renews its rows while it holds clients. */

@@ -1,7 +1,11 @@
-export * from './subscription.schema';
-export * from './subscription.service';
-export * from './subscription-placement';
-export * from './orphan-takeover';
-export * from './subscription-offsets';
-export * from './subscription-delivery-state';
-export * from './subscription-ensure';
+export { createSubscriptionSchema, replaceSubscriptionSchema, subscriptionNameSchema } from './subscription.schema';
+export type { SubscriptionView } from './subscription.schema';
+export { SubscriptionService, subscriptionNotFound } from './subscription.service';
+export { SubscriptionPlacement, moveSubscriptionSchema } from './subscription-placement';
+export type { MoveView, OrphansView } from './subscription-placement';
+export { OrphanTakeover } from './orphan-takeover';
+export { SubscriptionOffsets, seekSchema } from './subscription-offsets';
+export type { OffsetsView, SeekView } from './subscription-offsets';
+export { SubscriptionDeliveryState } from './subscription-delivery-state';
+export type { DeliveryStateView } from './subscription-delivery-state';
+export { ensureSubscription } from './subscription-ensure';

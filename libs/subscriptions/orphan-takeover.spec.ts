@@ -1,4 +1,4 @@
-import type { OrphanRow, PlacementMove, PlacementStore, TakeoverResult } from '../storage';
+import type { OrphanRow, PlacementMove, PlacementStore, TakeoverResult } from '@libs/storage';
 import { OrphanTakeover, OrphanTakeoverOptions } from './orphan-takeover';
 
 /**

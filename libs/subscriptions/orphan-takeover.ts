@@ -1,7 +1,7 @@
-import type { OrphanTakeoverMode } from '../config';
-import { createLogger } from '../logging';
-import { reasonOf } from '../runtime';
-import type { PlacementMove, PlacementStore } from '../storage';
+import type { OrphanTakeoverMode } from '@libs/config';
+import { createLogger } from '@libs/logging';
+import { reasonOf } from '@libs/runtime';
+import type { PlacementMove, PlacementStore } from '@libs/storage';
 
 export interface OrphanTakeoverOptions {
   /** This instance: the one that takes orphans over. */

@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
-import { ErrorCode, EventMeshError } from '../errors';
-import { createLogger } from '../logging';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
 import { isUuid, subscriptionNotFound } from './subscription.service';
 
 /** What a pause or resume did: the state after it, and whether it changed anything. */

@@ -1,4 +1,4 @@
-import { ErrorCode, EventMeshError } from '../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import type { SubscriptionView } from './subscription.schema';
 import { configView, SubscriptionCaller, SubscriptionService, subscriptionNameTaken } from './subscription.service';
 

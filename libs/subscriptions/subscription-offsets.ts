@@ -1,10 +1,17 @@
 import type { DataSource } from 'typeorm';
 import { z } from 'zod';
-import type { DeliveryTopology, EventMeshConfig } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import type { TopicAdmin } from '../kafka';
-import { createLogger } from '../logging';
-import { DeadLetterStore, DispatchRunStore, LeaseStore, OffsetStore, RetryStore, SubscriptionEntity } from '../storage';
+import type { DeliveryTopology, EventMeshConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { TopicAdmin } from '@libs/kafka';
+import { createLogger } from '@libs/logging';
+import {
+  DeadLetterStore,
+  DispatchRunStore,
+  LeaseStore,
+  OffsetStore,
+  RetryStore,
+  SubscriptionEntity,
+} from '@libs/storage';
 import { startFromSchema } from './subscription.schema';
 import { isUuid, subscriptionNotFound } from './subscription.service';
 

@@ -1,5 +1,5 @@
-import { orderingOf } from '../delivery/ordering';
-import type { SubscriptionEntity } from '../storage';
+import { orderingOf } from '@libs/delivery/ordering';
+import type { SubscriptionEntity } from '@libs/storage';
 import { createSubscriptionSchema } from './subscription.schema';
 
 /** `config.ordering` and `config.concurrency` of a subscription: what the schema takes and refuses. */

@@ -1,9 +1,9 @@
 import type { DataSource } from 'typeorm';
 import { z } from 'zod';
-import type { EventMeshConfig, OrphanTakeoverMode } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import { createLogger } from '../logging';
-import { PlacementStore } from '../storage';
+import type { EventMeshConfig, OrphanTakeoverMode } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import { PlacementStore } from '@libs/storage';
 
 /** An orphaned subscription as operators see it (`GET /admin/subscriptions/orphans`). */
 export interface OrphanView {

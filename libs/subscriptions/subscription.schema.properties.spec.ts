@@ -1,7 +1,7 @@
 import fc from 'fast-check';
-import { ErrorCode, EventMeshError } from '../errors';
-import { compileFilters, Filter } from '../filter';
-import type { EventFrame } from '../frame';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { compileFilters, Filter } from '@libs/filter';
+import type { EventFrame } from '@libs/frame';
 import { createSubscriptionSchema } from './subscription.schema';
 
 /**

@@ -6,7 +6,7 @@ import {
   BATCH_MAX_LINGER_MS,
   BATCH_MIN_BYTES,
   ORDERINGS,
-} from '../delivery';
+} from '@libs/delivery';
 
 /**
  * Request bodies of the subscriptions resource, in the shape of the CloudEvents Subscriptions API

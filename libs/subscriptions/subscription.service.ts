@@ -1,9 +1,9 @@
-import { orderingOf } from '../delivery';
+import { orderingOf } from '@libs/delivery';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { DeliveryTopology, EventMeshConfig } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import { compileFilters } from '../filter';
+import type { DeliveryTopology, EventMeshConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { compileFilters } from '@libs/filter';
 import {
   agentOfTopic,
   clientTopicNameOf,
@@ -11,11 +11,11 @@ import {
   isAgentTopicOf,
   isTenantTopic,
   type TopicAdmin,
-} from '../kafka';
-import { createLogger } from '../logging';
-import { Caller, SecretBox, SinkGuard } from '../security';
-import { SubscriptionEntity, SubscriptionOffsetEntity } from '../storage';
-import { TopicNamespace } from '../topics';
+} from '@libs/kafka';
+import { createLogger } from '@libs/logging';
+import { Caller, SecretBox, SinkGuard } from '@libs/security';
+import { SubscriptionEntity, SubscriptionOffsetEntity } from '@libs/storage';
+import { TopicNamespace } from '@libs/topics';
 import { CreateSubscriptionRequest, createSubscriptionSchema, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
 

@@ -1,7 +1,7 @@
 import { Dispatcher, request } from 'undici';
-import { ErrorCode, EventMeshError } from '../errors';
-import { createLogger } from '../logging';
-import { SinkNotAllowed } from '../security';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import { SinkNotAllowed } from '@libs/security';
 
 const log = createLogger('WebhookHandshake');
 

@@ -1,2 +1,9 @@
-export * from './names';
-export * from './temporal-connection';
+export {
+  A2A_TASK_RETENTION_SCHEDULE_ID,
+  DEAD_LETTER_TASK_QUEUE,
+  DLQ_RETENTION_SCHEDULE_ID,
+  dispatchWorkflowIdOf,
+  dlqReplayWorkflowIdOf,
+} from './names';
+export { connectTemporal, pingTemporal } from './temporal-connection';
+export type { TemporalHandle } from './temporal-connection';

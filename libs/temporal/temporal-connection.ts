@@ -1,5 +1,5 @@
 import { Client, Connection, WorkflowClientInterceptor } from '@temporalio/client';
-import type { EventMeshConfig } from '../config';
+import type { EventMeshConfig } from '@libs/config';
 
 export interface TemporalHandle {
   connection: Connection;

@@ -1,1 +1,2 @@
-export * from './topic-namespace';
+export { TopicNamespace, configureTopicSchema, createTopicSchema, topicGrantSchema } from './topic-namespace';
+export type { TenantTopicView, TopicGrantView } from './topic-namespace';

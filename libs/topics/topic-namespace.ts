@@ -1,10 +1,16 @@
 import type { DataSource } from 'typeorm';
 import { z } from 'zod';
-import { TENANT_NAME, type EventMeshConfig, type SharedTopicAccess } from '../config';
-import { ErrorCode, EventMeshError } from '../errors';
-import { isTenantTopic, TENANT_TOPIC_NAME, tenantTopicOf, type TopicAdmin } from '../kafka';
-import { createLogger } from '../logging';
-import { SubscriptionEntity, TenantTopicEntity, TenantTopicStore, TopicGrantEntity, TopicGrantStore } from '../storage';
+import { TENANT_NAME, type EventMeshConfig, type SharedTopicAccess } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { isTenantTopic, TENANT_TOPIC_NAME, tenantTopicOf, type TopicAdmin } from '@libs/kafka';
+import { createLogger } from '@libs/logging';
+import {
+  SubscriptionEntity,
+  TenantTopicEntity,
+  TenantTopicStore,
+  TopicGrantEntity,
+  TopicGrantStore,
+} from '@libs/storage';
 
 /** A tenant's own topic as its admins see it: the short name, never the Kafka topic underneath. */
 export interface TenantTopicView {

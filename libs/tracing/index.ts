@@ -1,4 +1,6 @@
-export * from './trace-context';
-export * from './tracing';
+export { eventTraceOf, parseTraceparent, requestTraceOf } from './trace-context';
+export type { TraceHeaders } from './trace-context';
+export { TRACING_OFF, startTracing } from './tracing';
+export type { DeliveryOutcome, Tracing } from './tracing';
 export type { TemporalTracing } from './temporal-tracing';
-export * from './workflow-bundle';
+export { TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE, WORKFLOW_TRACING_INTERCEPTORS } from './workflow-bundle';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { OtlpReceiver } from '../../test/support/otlp-receiver';
-import type { EventFrame } from '../frame';
+import type { EventFrame } from '@libs/frame';
 import { OtelTracing } from './otel-tracing';
 import { parseTraceparent } from './trace-context';
 

@@ -27,9 +27,9 @@ import {
   SpanProcessor,
   TraceIdRatioBasedSampler,
 } from '@opentelemetry/sdk-trace-base';
-import type { EventMeshConfig } from '../config';
-import type { EventFrame } from '../frame';
-import { createLogger } from '../logging';
+import type { EventMeshConfig } from '@libs/config';
+import type { EventFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
 import { AsyncLocalStorageContextManager } from './context-manager';
 import { PooledIdGenerator } from './span-ids';
 import { TemporalTracing, temporalTracingOf } from './temporal-tracing';

@@ -1,5 +1,5 @@
 import fc from 'fast-check';
-import type { EventFrame } from '../frame';
+import type { EventFrame } from '@libs/frame';
 import {
   eventTraceOf,
   formatTraceparent,

@@ -1,4 +1,4 @@
-import type { EventFrame } from '../frame';
+import type { EventFrame } from '@libs/frame';
 
 /**
  * W3C Trace Context (https://www.w3.org/TR/trace-context/): the `traceparent` and `tracestate` values a request or

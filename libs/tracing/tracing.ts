@@ -1,5 +1,5 @@
-import type { EventMeshConfig } from '../config';
-import type { EventFrame } from '../frame';
+import type { EventMeshConfig } from '@libs/config';
+import type { EventFrame } from '@libs/frame';
 import type { TemporalTracing } from './temporal-tracing';
 import { settleEventTrace, TraceHeaders } from './trace-context';
 

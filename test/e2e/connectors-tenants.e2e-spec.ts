@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client as PgClient } from 'pg';
 import { connectorJobWorkflowIdOf } from '../../contracts';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { adminCaller, applicationDatabase, createOutbox, spawnConnectors } from '../support/connectors-app';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';

@@ -1,5 +1,5 @@
 import type { Client as PgClient } from 'pg';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import {
   adminCaller,
   applicationDatabase,

@@ -1,4 +1,4 @@
-import type { PartitionsView } from '../../libs/ownership';
+import type { PartitionsView } from '@libs/ownership';
 import { instanceWorkflowIdOf, type LeaveNotice } from '../../contracts';
 import { uniqueTopic } from '../support/env';
 import type { InstanceProcess } from '../support/instance-process';

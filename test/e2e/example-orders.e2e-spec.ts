@@ -4,7 +4,7 @@ import { promisify } from 'node:util';
 import path from 'node:path';
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { deleteOrdersSubscriptions, exerciseOrdersApp, ordersAppUrl } from '../support/orders-app';

@@ -3,7 +3,7 @@ import { Client as PgClient } from 'pg';
 import type { Client } from '@temporalio/client';
 import { Kafka, PartitionerArgs, Partitioners } from 'kafkajs';
 import { Webhook } from 'standardwebhooks';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';

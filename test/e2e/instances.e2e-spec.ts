@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client as TemporalClient } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import { Client } from 'undici';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { dispatchStatusQuery, pauseDispatchSignal } from '../../workflows';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';

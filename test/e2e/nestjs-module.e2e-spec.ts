@@ -7,7 +7,7 @@ import { CloudEvent } from 'cloudevents';
 import { EventMeshClient } from '@eventmesh/client';
 import { EventMeshModule, MeshData, MeshHandlerExplorer, MeshResponder, OnMeshEvent } from '@eventmesh/nestjs';
 import { randomUUID } from 'node:crypto';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';

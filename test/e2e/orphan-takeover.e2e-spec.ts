@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Client as TemporalClient } from '@temporalio/client';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';

@@ -1,8 +1,8 @@
 import type { Client } from '@temporalio/client';
 import { Kafka, logLevel, Partitioners, PartitionerArgs } from 'kafkajs';
-import { frameToKafkaMessage } from '../../libs/frame';
-import type { LeaseStore } from '../../libs/storage';
-import type { PartitionsView } from '../../libs/ownership';
+import { frameToKafkaMessage } from '@libs/frame';
+import type { LeaseStore } from '@libs/storage';
+import type { PartitionsView } from '@libs/ownership';
 import { controlWorkflowTaskTimeoutMs, instanceWorkflowIdOf, type LeaveNotice } from '../../contracts';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';

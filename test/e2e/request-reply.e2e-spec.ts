@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';

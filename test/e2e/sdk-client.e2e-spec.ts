@@ -9,7 +9,7 @@ import {
   type Consumer,
   type Transport,
 } from '@eventmesh/client';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { NoUpgradeProxy } from '../support/no-upgrade-proxy';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { Pool } from 'pg';
 import { EventMeshClient, PostgresDedupeStore, type Consumer } from '@eventmesh/client';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { temporalClient, terminateWorkflows } from '../support/temporal';

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
-import { parseTraceparent } from '../../libs/tracing';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
+import { parseTraceparent } from '@libs/tracing';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess } from '../support/instance-process';
 import { OtlpReceiver, ReceivedSpan } from '../support/otlp-receiver';

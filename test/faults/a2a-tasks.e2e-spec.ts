@@ -6,7 +6,7 @@ import path from 'node:path';
 import { SendMessageRequest, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import { Client, ClientFactory, DefaultAgentCardResolver, JsonRpcTransportFactory } from '@a2a-js/sdk/client';
 import ts from 'typescript';
-import { requestTopicOf } from '../../libs/a2a';
+import { requestTopicOf } from '@libs/a2a';
 import { a2aTaskWorkflowIdOf } from '../../workflows';
 import { EchoAgent } from '../support/a2a-echo-agent';
 import { WebhookReceiver } from '../support/webhook-receiver';

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { SendMessageRequest, Task, TaskState } from '@a2a-js/sdk';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { requestTopicOf } from '../../libs/a2a';
-import type { PartitionsView } from '../../libs/ownership';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { requestTopicOf } from '@libs/a2a';
+import type { PartitionsView } from '@libs/ownership';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { EchoAgent } from '../support/a2a-echo-agent';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { testConfig, uniqueTopic } from '../support/env';

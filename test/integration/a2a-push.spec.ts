@@ -5,13 +5,13 @@ import { RequestMalformedError, TaskNotCancelableError, TaskNotFoundError } from
 import { ServerCallContext } from '@a2a-js/sdk/server';
 import { Webhook } from 'standardwebhooks';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { A2ATaskStore, PushConfigMethods, PushConfigStore, TaskWorkflows } from '../../libs/a2a';
-import { SecretBox, sealStoredSecrets, SinkGuard } from '../../libs/security';
+import { A2ATaskStore, PushConfigMethods, PushConfigStore, TaskWorkflows } from '@libs/a2a';
+import { SecretBox, sealStoredSecrets, SinkGuard } from '@libs/security';
 import { a2aSearchAttributes, a2aTaskWorkflowIdOf, pushConfiguredSignal } from '../../workflows';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
-import { DLQ_RETENTION_SCHEDULE_ID } from '../../libs/temporal';
+import { DLQ_RETENTION_SCHEDULE_ID } from '@libs/temporal';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';

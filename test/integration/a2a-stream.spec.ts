@@ -11,14 +11,14 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { A2ABroker } from '../../libs/a2a';
+import { A2ABroker } from '@libs/a2a';
 import { endTaskWorkflows } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { HeaderTenantFilter, headerTenantGate, stockClientOf, tenantFetch } from '../support/header-tenant-gate';
-import { LoggingAuditSink, SecurityGate, TenantQuotaFilter } from '../../libs/security';
-import { createDataSource, QuotaUsageStore, TenantQuotaStore } from '../../libs/storage';
+import { LoggingAuditSink, SecurityGate, TenantQuotaFilter } from '@libs/security';
+import { createDataSource, QuotaUsageStore, TenantQuotaStore } from '@libs/storage';
 
 interface SseEvent {
   id?: string;

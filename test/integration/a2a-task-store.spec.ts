@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { A2ATaskStore, StoredTask } from '../../libs/a2a';
-import { createDataSource } from '../../libs/storage';
+import { A2ATaskStore, StoredTask } from '@libs/a2a';
+import { createDataSource } from '@libs/storage';
 import { testConfig } from '../support/env';
 
 /** The A2A task store's guarantees on real Postgres: compare-and-set state changes, legal transitions only, tenancy. */

@@ -14,9 +14,9 @@ import {
   TaskNotFoundError,
 } from '@a2a-js/sdk/errors';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { AGENT_CATALOG_EXTENSION } from '../../libs/a2a';
-import { A2ATaskEntity } from '../../libs/storage';
-import { A2A_TASK_RETENTION_SCHEDULE_ID } from '../../libs/temporal';
+import { AGENT_CATALOG_EXTENSION } from '@libs/a2a';
+import { A2ATaskEntity } from '@libs/storage';
+import { A2A_TASK_RETENTION_SCHEDULE_ID } from '@libs/temporal';
 import { endTaskWorkflows, taskCountOf } from '../support/a2a-tasks';
 import { EchoAgent, textOf } from '../support/a2a-echo-agent';
 import { testConfig, uniqueTopic } from '../support/env';

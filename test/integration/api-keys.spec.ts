@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { DataSource } from 'typeorm';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { hashApiKeySecret, newApiKeyCredential } from '../../libs/security';
-import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
-import { ApiKeyStore, createDataSource } from '../../libs/storage';
+import { hashApiKeySecret, newApiKeyCredential } from '@libs/security';
+import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '@libs/security/dev-token';
+import { ApiKeyStore, createDataSource } from '@libs/storage';
 import { testConfig, tokenGateEnv, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 

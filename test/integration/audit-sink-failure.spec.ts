@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { createKafka } from '../../libs/kafka';
-import { newApiKeyCredential } from '../../libs/security/api-key-credential';
-import { ApiKeyStore, createDataSource } from '../../libs/storage';
+import { createKafka } from '@libs/kafka';
+import { newApiKeyCredential } from '@libs/security/api-key-credential';
+import { ApiKeyStore, createDataSource } from '@libs/storage';
 import { GATES_ENFORCING_TOKEN, testConfig } from '../support/env';
 import { parsePrometheusText, sampleOf } from '../support/prometheus-text';
 import { waitFor } from '../support/wait-for';

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { connect, Socket } from 'node:net';
 import { Client } from 'undici';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { uniqueTopic } from '../support/env';
 import { InstanceProcess, WORKER_MAIN } from '../support/instance-process';
 import { resetOwnership, temporalClient, terminateWorkflows } from '../support/temporal';

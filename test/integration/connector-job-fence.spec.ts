@@ -2,8 +2,8 @@ import type { DataSource } from 'typeorm';
 import { JobRunStore } from '../../apps/connectors/src/store/job-run-store';
 import { JobStore } from '../../apps/connectors/src/store/job-store';
 import { migrateConnectorsSchema } from '../../apps/connectors/src/store/migrations';
-import { StaleEpochError } from '../../libs/fence';
-import { createDataSource } from '../../libs/storage';
+import { StaleEpochError } from '@libs/fence';
+import { createDataSource } from '@libs/storage';
 import { testConfig } from '../support/env';
 
 /**

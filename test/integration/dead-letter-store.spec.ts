@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, DeadLetter, DeadLetterStore, RetryStore, SubscriptionEntity } from '../../libs/storage';
-import { DeadLetterPositionKey1796101550983 } from '../../libs/storage/migrations/1796101550983-DeadLetterPositionKey';
+import { createDataSource, DeadLetter, DeadLetterStore, RetryStore, SubscriptionEntity } from '@libs/storage';
+import { DeadLetterPositionKey1796101550983 } from '@libs/storage/migrations/1796101550983-DeadLetterPositionKey';
 import { testConfig } from '../support/env';
 
 describe('DeadLetterStore (real Postgres)', () => {

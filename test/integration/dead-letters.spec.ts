@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { DeadLetter, DeadLetterReplayStore, DeadLetterStore } from '../../libs/storage';
+import { DeadLetter, DeadLetterReplayStore, DeadLetterStore } from '@libs/storage';
 import {
   DEAD_LETTER_TASK_QUEUE,
   dispatchWorkflowIdOf,
   DLQ_RETENTION_SCHEDULE_ID,
   dlqReplayWorkflowIdOf,
-} from '../../libs/temporal';
+} from '@libs/temporal';
 import { dlqReplayWorkflow } from '../../workflows';
 import { testConfig, uniqueTopic } from '../support/env';
 import { terminateWorkflows } from '../support/temporal';

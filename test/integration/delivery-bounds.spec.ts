@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Producer } from 'kafkajs';
-import { DispatchLoop, DispatchLoopOptions, DispatchProgress, WebhookSender } from '../../libs/delivery';
-import { frameToKafkaMessage } from '../../libs/frame';
-import { createKafka, PartitionReader } from '../../libs/kafka';
-import { closeDependencies, connectDependencies, Dependencies } from '../../libs/runtime';
+import { DispatchLoop, DispatchLoopOptions, DispatchProgress, WebhookSender } from '@libs/delivery';
+import { frameToKafkaMessage } from '@libs/frame';
+import { createKafka, PartitionReader } from '@libs/kafka';
+import { closeDependencies, connectDependencies, Dependencies } from '@libs/runtime';
 import {
   DeadLetterStore,
   DispatchRunStore,
@@ -11,7 +11,7 @@ import {
   RetryStore,
   SkippedRangeStore,
   SubscriptionEntity,
-} from '../../libs/storage';
+} from '@libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';

@@ -1,9 +1,9 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { frameToKafkaMessage } from '../../libs/frame';
-import { PartitionReader } from '../../libs/kafka';
-import { DeliveryRetryEntity, OffsetStore } from '../../libs/storage';
+import { frameToKafkaMessage } from '@libs/frame';
+import { PartitionReader } from '@libs/kafka';
+import { DeliveryRetryEntity, OffsetStore } from '@libs/storage';
 import { DeliveryStack, openDeliveryStack, webhookSubscriptionFromEnd } from '../support/delivery-stack';
 import { uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';

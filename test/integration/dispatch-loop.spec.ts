@@ -1,9 +1,9 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { Deliverer, DispatchLoop, DispatchProgress, isFenced, WebhookSender } from '../../libs/delivery';
-import { frameToKafkaMessage } from '../../libs/frame';
-import { PartitionReader, TopicAdmin } from '../../libs/kafka';
+import { Deliverer, DispatchLoop, DispatchProgress, isFenced, WebhookSender } from '@libs/delivery';
+import { frameToKafkaMessage } from '@libs/frame';
+import { PartitionReader, TopicAdmin } from '@libs/kafka';
 import {
   DeadLetterEntity,
   DeadLetterStore,
@@ -11,12 +11,11 @@ import {
   DispatchRunStore,
   OffsetStore,
   RetryStore,
-  StaleEpochError,
   SubscriptionEntity,
-  WriteFence,
   SkippedRangeStore,
-} from '../../libs/storage';
-import { SubscriptionService } from '../../libs/subscriptions';
+} from '@libs/storage';
+import { StaleEpochError, WriteFence } from '@libs/fence';
+import { SubscriptionService } from '@libs/subscriptions';
 import { DeliveryStack, openDeliveryStack } from '../support/delivery-stack';
 import { uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';

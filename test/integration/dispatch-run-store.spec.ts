@@ -1,12 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import {
-  createDataSource,
-  DispatchRunStore,
-  OffsetStore,
-  StaleEpochError,
-  SubscriptionEntity,
-} from '../../libs/storage';
+import { createDataSource, DispatchRunStore, OffsetStore, SubscriptionEntity } from '@libs/storage';
+import { StaleEpochError } from '@libs/fence';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import type { DispatchActivities, DispatchRunInput, DispatchRunResult } from '../../contracts';
-import { newProgress } from '../../libs/delivery';
+import { newProgress } from '@libs/delivery';
 import { dispatchStatusQuery, instanceDispatchWorkflow, pauseDispatchSignal } from '../../workflows';
 import { testConfig } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';

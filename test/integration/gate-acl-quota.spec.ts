@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import type { EventMeshConfig } from '../../libs/config';
-import type { EventProducer } from '../../libs/kafka';
-import { buildGates } from '../../libs/security';
-import { AclRuleStore, createDataSource, TenantQuotaStore } from '../../libs/storage';
+import type { EventMeshConfig } from '@libs/config';
+import type { EventProducer } from '@libs/kafka';
+import { buildGates } from '@libs/security';
+import { AclRuleStore, createDataSource, TenantQuotaStore } from '@libs/storage';
 import { testConfig } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
 import { parsePrometheusText, sampleOf } from '../support/prometheus-text';

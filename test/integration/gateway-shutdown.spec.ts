@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { connect, Socket } from 'node:net';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';

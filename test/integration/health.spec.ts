@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import type { LivenessReport, ReadinessReport } from '../../libs/health';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import type { LivenessReport, ReadinessReport } from '@libs/health';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { temporalClient, terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';

@@ -9,9 +9,9 @@ import { startInstance, RunningInstance } from '../../apps/instance/src/instance
 import type { OpenApiDocument, OpenApiOperation } from '../../apps/gateway/src/operations/openapi';
 import { openApiPathOf, undocumented } from '../../apps/gateway/src/operations/openapi';
 import { RouteTable } from '../../apps/gateway/src/http/route-table';
-import { frameFromKafkaRecord } from '../../libs/frame';
-import { PartitionReader } from '../../libs/kafka';
-import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
+import { frameFromKafkaRecord } from '@libs/frame';
+import { PartitionReader } from '@libs/kafka';
+import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '@libs/security/dev-token';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**

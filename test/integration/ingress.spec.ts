@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { ErrorCode } from '../../libs/errors';
-import { FetchedRecord, PartitionReader } from '../../libs/kafka';
-import { GateFilter, GateRefusal, GateContext, LoggingAuditSink, SecurityGate, Verdict } from '../../libs/security';
+import { ErrorCode } from '@libs/errors';
+import { FetchedRecord, PartitionReader } from '@libs/kafka';
+import { GateFilter, GateRefusal, GateContext, LoggingAuditSink, SecurityGate, Verdict } from '@libs/security';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /** A gate filter that records every request and refuses those carrying `x-test-deny`. */

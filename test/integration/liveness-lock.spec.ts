@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource } from 'typeorm';
-import { LivenessLock } from '../../libs/ownership';
-import { createDataSource, LeaseStore } from '../../libs/storage';
+import { LivenessLock } from '@libs/ownership';
+import { createDataSource, LeaseStore } from '@libs/storage';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import type { EventProducer } from '../../libs/kafka';
-import { buildGates } from '../../libs/security';
-import { createDataSource } from '../../libs/storage';
+import type { EventProducer } from '@libs/kafka';
+import { buildGates } from '@libs/security';
+import { createDataSource } from '@libs/storage';
 import { GATES_ENFORCING_TOKEN, testConfig, uniqueTopic } from '../support/env';
 import { HeaderToken } from '../support/header-tenant-gate';
 import { parsePrometheusText } from '../support/prometheus-text';

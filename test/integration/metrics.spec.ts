@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import { ErrorCode } from '../../libs/errors';
+import { ErrorCode } from '@libs/errors';
 import {
   ACTIONS,
   DEFAULT_TENANT,
@@ -12,8 +12,8 @@ import {
   LoggingAuditSink,
   SecurityGate,
   Verdict,
-} from '../../libs/security';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+} from '@libs/security';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { testConfig, uniqueTopic } from '../support/env';
 import { Exposition, parsePrometheusText, sampleOf, seriesNamesOf } from '../support/prometheus-text';
 import { metricNamesOf } from '../support/promql';

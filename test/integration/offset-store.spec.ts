@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, OffsetStore, SubscriptionEntity } from '../../libs/storage';
+import { createDataSource, OffsetStore, SubscriptionEntity } from '@libs/storage';
 import { testConfig } from '../support/env';
 
 describe('OffsetStore (real Postgres)', () => {

@@ -1,5 +1,5 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
-import { createKafka, createTopicsAndWait, PartitionReader } from '../../libs/kafka';
+import { createKafka, createTopicsAndWait, PartitionReader } from '@libs/kafka';
 import { kafkaFaultListener, testConfig, uniqueTopic } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait-for';

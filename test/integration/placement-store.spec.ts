@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource, QueryRunner } from 'typeorm';
-import { createDataSource, DispatchRunStore, OffsetStore, PlacementStore, StaleEpochError } from '../../libs/storage';
+import { createDataSource, DispatchRunStore, OffsetStore, PlacementStore } from '@libs/storage';
+import { StaleEpochError } from '@libs/fence';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**

@@ -8,7 +8,7 @@ import {
   POSTGRES_IDLE_PROBE_AFTER_MS,
   POSTGRES_PROBE_TIMEOUT_MS,
   QueryDeadlineError,
-} from '../../libs/storage';
+} from '@libs/storage';
 import { FaultProxy } from '../faults/fault-proxy';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kafka } from 'kafkajs';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { createKafka, PartitionReader, ProducerDepth, TopicAdmin } from '../../libs/kafka';
+import { createKafka, PartitionReader, ProducerDepth, TopicAdmin } from '@libs/kafka';
 import { kafkaFaultListener, testConfig, uniqueTopic } from '../support/env';
 import { TcpProxy } from '../support/tcp-proxy';
 import { waitFor } from '../support/wait-for';

@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
+import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '@libs/security/dev-token';
 import { testConfig, testEnv, uniqueTopic } from '../support/env';
 import { rawExchange } from '../support/raw-exchange';
 

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, DeadLetterStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '../../libs/storage';
+import { createDataSource, DeadLetterStore, ParkedDelivery, RetryStore, SubscriptionEntity } from '@libs/storage';
 import { testConfig } from '../support/env';
 
 describe('RetryStore (real Postgres)', () => {

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { createDataSource } from '../../libs/storage';
+import { createDataSource } from '@libs/storage';
 import { testConfig } from '../support/env';
 
 describe('schema (real Postgres)', () => {

@@ -1,9 +1,9 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { Webhook } from 'standardwebhooks';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import { ANONYMOUS, SecretBox, sealStoredSecrets, SinkGuard, SinkResolver } from '../../libs/security';
-import { SubscriptionService } from '../../libs/subscriptions';
-import { TopicNamespace } from '../../libs/topics';
+import { ANONYMOUS, SecretBox, sealStoredSecrets, SinkGuard, SinkResolver } from '@libs/security';
+import { SubscriptionService } from '@libs/subscriptions';
+import { TopicNamespace } from '@libs/topics';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';

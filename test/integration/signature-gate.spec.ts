@@ -4,8 +4,8 @@ import { RunningInstance, startInstance } from '../../apps/instance/src/instance
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { SignatureReplayLedger } from '../../libs/security';
-import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
+import { SignatureReplayLedger } from '@libs/security';
+import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '@libs/security/dev-token';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
+import { SkippedRangeStore, SubscriptionEntity } from '@libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 
 /**

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, SkippedRange, SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
+import { createDataSource, SkippedRange, SkippedRangeStore, SubscriptionEntity } from '@libs/storage';
 import { testConfig } from '../support/env';
 
 describe('SkippedRangeStore (real Postgres)', () => {

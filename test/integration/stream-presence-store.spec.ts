@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { createDataSource, SessionAgentStore, StreamPresenceStore } from '../../libs/storage';
-import { StreamHub, StreamPresence } from '../../libs/streams';
+import { createDataSource, SessionAgentStore, StreamPresenceStore } from '@libs/storage';
+import { StreamHub, StreamPresence } from '@libs/streams';
 import { testConfig } from '../support/env';
 import { waitFor } from '../support/wait-for';
 

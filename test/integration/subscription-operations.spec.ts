@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import { PartitionReader } from '../../libs/kafka';
-import { Deliverer, DispatchLoop, DispatchProgress } from '../../libs/delivery';
-import { frameToKafkaMessage } from '../../libs/frame';
-import { LeaseStore, SkippedRangeStore, SubscriptionEntity } from '../../libs/storage';
+import { PartitionReader } from '@libs/kafka';
+import { Deliverer, DispatchLoop, DispatchProgress } from '@libs/delivery';
+import { frameToKafkaMessage } from '@libs/frame';
+import { LeaseStore, SkippedRangeStore, SubscriptionEntity } from '@libs/storage';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
 import { DeliveryStack, dispatchLoopOf, openDeliveryStack } from '../support/delivery-stack';
 import { testConfig, uniqueTopic } from '../support/env';

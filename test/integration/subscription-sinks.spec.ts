@@ -5,7 +5,7 @@ import { AddressInfo, createServer as createTcpServer, Server as TcpServer, Sock
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '../../libs/security/dev-token';
+import { DevSigningKey, ensureDevSigningKey, mintDevToken, parseMintArgs } from '@libs/security/dev-token';
 import { testConfig, tokenGateEnv, uniqueTopic } from '../support/env';
 import { WebhookReceiver } from '../support/webhook-receiver';
 

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import WebSocket from 'ws';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { A2ATaskEntity, DeadLetterStore, SkippedRangeStore } from '../../libs/storage';
+import { A2ATaskEntity, DeadLetterStore, SkippedRangeStore } from '@libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { WebhookReceiver } from '../support/webhook-receiver';

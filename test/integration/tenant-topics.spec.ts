@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { RunningInstance, startInstance } from '../../apps/instance/src/instance';
-import { tenantTopicOf } from '../../libs/kafka';
-import { AuditRecord, CloudEventsAuditSink, SecurityGate } from '../../libs/security';
+import { tenantTopicOf } from '@libs/kafka';
+import { AuditRecord, CloudEventsAuditSink, SecurityGate } from '@libs/security';
 import { testConfig, uniqueTopic } from '../support/env';
 import { HeaderTenantFilter, headerTenantGate } from '../support/header-tenant-gate';
 import { waitFor } from '../support/wait-for';

@@ -3,8 +3,8 @@ import { createServer, request as httpRequest, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { exportJWK, importPKCS8, JWK, KeyLike, SignJWT } from 'jose';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
-import { newApiKeyCredential } from '../../libs/security';
-import { ApiKeyStore } from '../../libs/storage';
+import { newApiKeyCredential } from '@libs/security';
+import { ApiKeyStore } from '@libs/storage';
 import { testConfig, uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Worker } from '@temporalio/worker';
 import { WorkerHost } from '../../apps/worker/src/worker-host';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
-import { closeDependencies, connectDependencies, Dependencies } from '../../libs/runtime';
-import { StreamHub } from '../../libs/streams';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
+import { closeDependencies, connectDependencies, Dependencies } from '@libs/runtime';
+import { StreamHub } from '@libs/streams';
 import { testConfig } from '../support/env';
 import { terminateWorkflows } from '../support/temporal';
 import { waitFor } from '../support/wait-for';

@@ -5,7 +5,7 @@ import { Resource } from '@opentelemetry/resources';
 import { NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/worker';
 import { bundleWorkflowCode, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { WORKFLOW_TRACING_INTERCEPTORS } from '../../libs/tracing';
+import { WORKFLOW_TRACING_INTERCEPTORS } from '@libs/tracing';
 
 /**
  * Replays recorded histories of the workflows through the current code: a change that breaks determinism

@@ -1,9 +1,9 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../../libs/config';
+import type { EventMeshConfig } from '@libs/config';
 import { randomUUID } from 'node:crypto';
-import { Deliverer, DispatchLoop, DispatchLoopOptions, DispatchProgress, WebhookSender } from '../../libs/delivery';
-import { createKafka, createTopicsAndWait, PartitionReader, TopicAdmin } from '../../libs/kafka';
+import { Deliverer, DispatchLoop, DispatchLoopOptions, DispatchProgress, WebhookSender } from '@libs/delivery';
+import { createKafka, createTopicsAndWait, PartitionReader, TopicAdmin } from '@libs/kafka';
 import {
   createDataSource,
   DeadLetterStore,
@@ -12,8 +12,8 @@ import {
   RetryStore,
   SkippedRangeStore,
   SubscriptionEntity,
-} from '../../libs/storage';
-import { SubscriptionService } from '../../libs/subscriptions';
+} from '@libs/storage';
+import { SubscriptionService } from '@libs/subscriptions';
 import { testConfig } from './env';
 
 /** What a delivering instance's dispatch loop is built from, on real Postgres and Kafka: for integration specs of the loop. */

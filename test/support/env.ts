@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { EventMeshConfig, loadConfig } from '../../libs/config';
+import { EventMeshConfig, loadConfig } from '@libs/config';
 
 /** The database every integration and e2e test uses; the global setup rebuilds it from the migrations. */
 export const TEST_DATABASE = process.env.EVENTMESH_TEST_POSTGRES_DATABASE ?? 'eventmesh_test';

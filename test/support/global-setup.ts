@@ -1,8 +1,9 @@
+import './libs-alias';
 import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import { Client } from 'pg';
-import { loadConfig } from '../../libs/config';
-import { createDataSource } from '../../libs/storage';
+import { loadConfig } from '@libs/config';
+import { createDataSource } from '@libs/storage';
 import { TEST_DATABASE, testEnv } from './env';
 
 /**

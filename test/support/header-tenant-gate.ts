@@ -5,7 +5,7 @@ import {
   JsonRpcTransportFactory,
   RestTransportFactory,
 } from '@a2a-js/sdk/client';
-import { ErrorCode } from '../../libs/errors';
+import { ErrorCode } from '@libs/errors';
 import {
   ACTIONS,
   DEFAULT_TENANT,
@@ -15,7 +15,7 @@ import {
   LoggingAuditSink,
   SecurityGate,
   Verdict,
-} from '../../libs/security';
+} from '@libs/security';
 
 /**
  * The gate's TokenAuth stand-in: the caller's tenant comes from `x-test-tenant` (every action allowed to it). It

@@ -1,6 +1,6 @@
 import type { Client } from '@temporalio/client';
 import type { DataSource } from 'typeorm';
-import { createDataSource, LeaseStore } from '../../libs/storage';
+import { createDataSource, LeaseStore } from '@libs/storage';
 import { testConfig } from './env';
 import { InstanceProcess } from './instance-process';
 import { resetOwnership, temporalClient } from './temporal';

@@ -1,4 +1,4 @@
-import { configureLogging } from '../../libs/logging';
+import { configureLogging } from '@libs/logging';
 
 // In-process runtime code logs only errors during tests, and no audit lines (EVENTMESH_TEST_LOG_LEVEL=debug to see
 // everything).

@@ -1,7 +1,7 @@
 import { Client, Connection } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
-import { endOwnershipWorkflows } from '../../libs/ownership';
-import { dispatchWorkflowIdOf } from '../../libs/temporal';
+import { endOwnershipWorkflows } from '@libs/ownership';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { testConfig } from './env';
 
 /** A Temporal client for assertions and clean-up in tests. */

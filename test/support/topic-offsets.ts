@@ -1,5 +1,5 @@
 import { ConfigResourceTypes, type Kafka } from 'kafkajs';
-import type { TopicAdmin } from '../../libs/kafka';
+import type { TopicAdmin } from '@libs/kafka';
 
 /** The sum of a topic's end offsets: how many records were ever written to it (a refused publish adds none). */
 export async function topicEndOffset(kafka: Kafka, topic: string): Promise<number> {

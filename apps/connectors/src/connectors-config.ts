@@ -1,4 +1,4 @@
-import { EventMeshConfig, loadConfig } from '../../../libs/config';
+import { EventMeshConfig, loadConfig } from '@libs/config';
 
 type Env = Record<string, string | undefined>;
 

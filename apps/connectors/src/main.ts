@@ -6,8 +6,8 @@ import { bundleWorkflowCode, NativeConnection, Worker } from '@temporalio/worker
 import Fastify from 'fastify';
 import { DataSource } from 'typeorm';
 import { CONNECTOR_JOB_QUEUE } from '../../../contracts';
-import { createLogger } from '../../../libs/logging';
-import { SecretBox } from '../../../libs/security';
+import { createLogger } from '@libs/logging';
+import { SecretBox } from '@libs/security';
 import { AdminGate } from './admin/admin-gate';
 import { registerJobsRoutes } from './admin/jobs-routes';
 import { loadConnectorsConfig } from './connectors-config';

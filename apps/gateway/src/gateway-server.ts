@@ -2,17 +2,17 @@ import { createServer, type Server, type ServerOptions } from 'node:http';
 import { NestFactory } from '@nestjs/core';
 import { FastifyAdapter, NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyServerFactoryHandler } from 'fastify';
-import { A2ABroker, LocalA2AWorker, PushDeadLetters } from '../../../libs/a2a';
-import type { EventMeshConfig } from '../../../libs/config';
-import { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
-import { HealthService, skippedEventsFinding } from '../../../libs/health';
-import { EventIngress } from '../../../libs/ingress';
-import { TopicNamespace } from '../../../libs/topics';
-import { RequestReplyService } from '../../../libs/request-reply';
-import { type RunningLoops, WebhookSender } from '../../../libs/delivery';
-import type { RuntimeMetrics } from '../../../libs/metrics';
-import { createAccessLog, createLogger, NestPinoLogger } from '../../../libs/logging';
-import { OwnershipAdmin } from '../../../libs/ownership';
+import { A2ABroker, LocalA2AWorker, PushDeadLetters } from '@libs/a2a';
+import type { EventMeshConfig } from '@libs/config';
+import { DeadLetterReplays, DeadLetterService } from '@libs/dead-letters';
+import { HealthService, skippedEventsFinding } from '@libs/health';
+import { EventIngress } from '@libs/ingress';
+import { TopicNamespace } from '@libs/topics';
+import { RequestReplyService } from '@libs/request-reply';
+import { type RunningLoops, WebhookSender } from '@libs/delivery';
+import type { RuntimeMetrics } from '@libs/metrics';
+import { createAccessLog, createLogger, NestPinoLogger } from '@libs/logging';
+import { OwnershipAdmin } from '@libs/ownership';
 import {
   AclRuleStore,
   ApiKeyStore,
@@ -23,8 +23,8 @@ import {
   SkippedRangeStore,
   StreamPresenceStore,
   TenantQuotaStore,
-} from '../../../libs/storage';
-import { shutdownInOrder, type Dependencies } from '../../../libs/runtime';
+} from '@libs/storage';
+import { shutdownInOrder, type Dependencies } from '@libs/runtime';
 import {
   AclAdmin,
   ApiKeyService,
@@ -34,9 +34,9 @@ import {
   SecurityGate,
   SinkGuard,
   TenantQuotaAdmin,
-} from '../../../libs/security';
-import type { HealthFinding } from '../../../libs/health';
-import { SessionServer } from '../../../libs/sessions';
+} from '@libs/security';
+import type { HealthFinding } from '@libs/health';
+import { SessionServer } from '@libs/sessions';
 import {
   ClusterCredential,
   derivedAddress,
@@ -45,13 +45,13 @@ import {
   StreamClients,
   StreamHub,
   StreamPresence,
-} from '../../../libs/streams';
+} from '@libs/streams';
 import {
   SubscriptionDeliveryState,
   SubscriptionOffsets,
   SubscriptionPlacement,
   SubscriptionService,
-} from '../../../libs/subscriptions';
+} from '@libs/subscriptions';
 import { registerBodyParsers } from './http/body-parsers';
 import { answerClientError } from './http/client-errors';
 import { ConnectionCap } from './http/connection-cap';

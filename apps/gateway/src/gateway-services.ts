@@ -1,21 +1,21 @@
-import type { A2ABroker, PushDeadLetters } from '../../../libs/a2a';
-import type { DeadLetterReplays, DeadLetterService } from '../../../libs/dead-letters';
-import type { AdaptorRegistry } from '../../../libs/frame';
-import type { HealthService } from '../../../libs/health';
-import type { RuntimeMetrics } from '../../../libs/metrics';
-import type { OwnershipAdmin } from '../../../libs/ownership';
-import type { RequestReplyService } from '../../../libs/request-reply';
-import type { AclAdmin, ApiKeyService, PublisherSecretStore, TenantQuotaAdmin } from '../../../libs/security';
-import type { SessionServer } from '../../../libs/sessions';
-import type { PollConsumers, StreamClients, StreamHub } from '../../../libs/streams';
-import type { SkippedRangeStore } from '../../../libs/storage';
+import type { A2ABroker, PushDeadLetters } from '@libs/a2a';
+import type { DeadLetterReplays, DeadLetterService } from '@libs/dead-letters';
+import type { AdaptorRegistry } from '@libs/frame';
+import type { HealthService } from '@libs/health';
+import type { RuntimeMetrics } from '@libs/metrics';
+import type { OwnershipAdmin } from '@libs/ownership';
+import type { RequestReplyService } from '@libs/request-reply';
+import type { AclAdmin, ApiKeyService, PublisherSecretStore, TenantQuotaAdmin } from '@libs/security';
+import type { SessionServer } from '@libs/sessions';
+import type { PollConsumers, StreamClients, StreamHub } from '@libs/streams';
+import type { SkippedRangeStore } from '@libs/storage';
 import type {
   SubscriptionDeliveryState,
   SubscriptionOffsets,
   SubscriptionPlacement,
   SubscriptionService,
-} from '../../../libs/subscriptions';
-import type { TopicNamespace } from '../../../libs/topics';
+} from '@libs/subscriptions';
+import type { TopicNamespace } from '@libs/topics';
 import type { Gates } from './http/gate-route';
 import type { RuntimeLimits } from './publish/limits.controller';
 import type { MetricsAccess } from './operations/metrics-access';

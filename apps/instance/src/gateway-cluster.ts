@@ -1,6 +1,6 @@
 import cluster, { Worker } from 'node:cluster';
-import type { EventMeshConfig } from '../../../libs/config';
-import { createLogger } from '../../../libs/logging';
+import type { EventMeshConfig } from '@libs/config';
+import { createLogger } from '@libs/logging';
 
 /** How long the processes get to shut down gracefully before they are killed. */
 const STOP_DEADLINE_MS = 30_000;

@@ -1,19 +1,19 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
-import type { EventMeshConfig, InstanceRole } from '../../../libs/config';
-import { createLogger } from '../../../libs/logging';
+import type { EventMeshConfig, InstanceRole } from '@libs/config';
+import { createLogger } from '@libs/logging';
 import {
   closeDependencies,
   connectDependencies,
   Dependencies,
   producerOptionsOf,
   shutdownInOrder,
-} from '../../../libs/runtime';
-import { EventProducer } from '../../../libs/kafka';
-import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '../../../libs/security';
-import type { RequestReplyService } from '../../../libs/request-reply';
-import { poolLeakDetectorOf, StoredCountsReader, StreamPresenceStore } from '../../../libs/storage';
-import { RunningLoops } from '../../../libs/delivery';
-import { RuntimeMetrics } from '../../../libs/metrics';
+} from '@libs/runtime';
+import { EventProducer } from '@libs/kafka';
+import { BuiltGates, buildGates, describeGates, SecretBox, sealStoredSecrets } from '@libs/security';
+import type { RequestReplyService } from '@libs/request-reply';
+import { poolLeakDetectorOf, StoredCountsReader, StreamPresenceStore } from '@libs/storage';
+import { RunningLoops } from '@libs/delivery';
+import { RuntimeMetrics } from '@libs/metrics';
 import {
   ClusterCredential,
   ClusterStreamRouter,
@@ -21,11 +21,11 @@ import {
   PeerChannels,
   PresenceReader,
   StreamHub,
-} from '../../../libs/streams';
-import { dispatchWorkflowIdOf } from '../../../libs/temporal';
+} from '@libs/streams';
+import { dispatchWorkflowIdOf } from '@libs/temporal';
 import { instanceWorkflowIdOf } from '../../../workflows';
-import { HealthService } from '../../../libs/health';
-import { createAccessLog } from '../../../libs/logging';
+import { HealthService } from '@libs/health';
+import { createAccessLog } from '@libs/logging';
 import { RunningGateway, startGateway } from '../../gateway/src/gateway-server';
 import { RequestLog } from '../../gateway/src/http/request-log';
 import { WorkerHost } from '../../worker/src/worker-host';

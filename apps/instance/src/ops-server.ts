@@ -1,9 +1,9 @@
 import { createServer, IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ErrorCode, EventMeshError } from '../../../libs/errors';
-import type { HealthService } from '../../../libs/health';
-import type { RuntimeMetrics } from '../../../libs/metrics';
-import { gateHeadersOf, type SecurityGate } from '../../../libs/security';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { HealthService } from '@libs/health';
+import type { RuntimeMetrics } from '@libs/metrics';
+import { gateHeadersOf, type SecurityGate } from '@libs/security';
 import { MetricsAccess } from '../../gateway/src/operations/metrics-access';
 import { answerError, answerJson } from '../../gateway/src/http/raw-answer';
 import { REQUEST_ID_HEADER, RequestLog } from '../../gateway/src/http/request-log';

@@ -1,8 +1,8 @@
 import cluster from 'node:cluster';
-import { ConfigError, InstanceRole, loadConfig } from '../../../libs/config';
-import { configureLogging, createLogger } from '../../../libs/logging';
-import { BootError, reasonOf } from '../../../libs/runtime';
-import { SecretBox } from '../../../libs/security';
+import { ConfigError, InstanceRole, loadConfig } from '@libs/config';
+import { configureLogging, createLogger } from '@libs/logging';
+import { BootError, reasonOf } from '@libs/runtime';
+import { SecretBox } from '@libs/security';
 import { runGatewayCluster } from './gateway-cluster';
 import { RunningInstance, startInstance } from './instance';
 

@@ -18,13 +18,13 @@ import {
   TaskPusher,
   TaskRelay,
   TaskSettlements,
-} from '../../../libs/a2a';
-import type { EventMeshConfig } from '../../../libs/config';
-import type { WebhookSender } from '../../../libs/delivery';
-import { PartitionReader } from '../../../libs/kafka';
-import type { Dependencies } from '../../../libs/runtime';
-import { RetentionPurge } from '../../../libs/storage';
-import { SinkGuard } from '../../../libs/security';
+} from '@libs/a2a';
+import type { EventMeshConfig } from '@libs/config';
+import type { WebhookSender } from '@libs/delivery';
+import { PartitionReader } from '@libs/kafka';
+import type { Dependencies } from '@libs/runtime';
+import { RetentionPurge } from '@libs/storage';
+import { SinkGuard } from '@libs/security';
 import { A2A_TASK_QUEUE } from '../../../workflows';
 
 /** How often a worker sweeps for task events left unpublished, and how old their task's last change must be. */

@@ -1,18 +1,12 @@
-import type { EventMeshConfig } from '../../../libs/config';
-import { DispatchLoopDeps, TenantRecordsTopic, WebhookSender } from '../../../libs/delivery';
-import { PartitionReader } from '../../../libs/kafka';
-import { Dependencies } from '../../../libs/runtime';
-import { SharedRead } from '../../../libs/runtime';
-import {
-  DeadLetterStore,
-  OffsetStore,
-  RetryStore,
-  SkippedRangeStore,
-  SubscriptionEntity,
-  WriteFence,
-} from '../../../libs/storage';
-import { SinkRouter, StreamDeliverer } from '../../../libs/streams';
-import { SubscriptionService } from '../../../libs/subscriptions';
+import type { EventMeshConfig } from '@libs/config';
+import { DispatchLoopDeps, TenantRecordsTopic, WebhookSender } from '@libs/delivery';
+import { PartitionReader } from '@libs/kafka';
+import { Dependencies } from '@libs/runtime';
+import { SharedRead } from '@libs/runtime';
+import { DeadLetterStore, OffsetStore, RetryStore, SkippedRangeStore, SubscriptionEntity } from '@libs/storage';
+import { WriteFence } from '@libs/fence';
+import { SinkRouter, StreamDeliverer } from '@libs/streams';
+import { SubscriptionService } from '@libs/subscriptions';
 import type { WorkerObservers } from './worker-host';
 
 /**

@@ -1,9 +1,5 @@
 import { Client, ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
-import {
-  A2A_TASK_RETENTION_SCHEDULE_ID,
-  DEAD_LETTER_TASK_QUEUE,
-  DLQ_RETENTION_SCHEDULE_ID,
-} from '../../../libs/temporal';
+import { A2A_TASK_RETENTION_SCHEDULE_ID, DEAD_LETTER_TASK_QUEUE, DLQ_RETENTION_SCHEDULE_ID } from '@libs/temporal';
 import { A2A_TASK_QUEUE, a2aTaskRetentionWorkflow, dlqRetentionWorkflow } from '../../../workflows';
 
 /** How often a retention purge runs. */

@@ -1,11 +1,11 @@
 import { bundleWorkflowCode, DefaultLogger, Runtime, WorkerOptions } from '@temporalio/worker';
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import path from 'node:path';
-import type { EventMeshConfig } from '../../../libs/config';
-import type { Logger } from '../../../libs/logging';
-import { temporalTelemetryFor } from '../../../libs/metrics';
-import { reasonOf } from '../../../libs/runtime';
-import { TemporalTracing, TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE } from '../../../libs/tracing';
+import type { EventMeshConfig } from '@libs/config';
+import type { Logger } from '@libs/logging';
+import { temporalTelemetryFor } from '@libs/metrics';
+import { reasonOf } from '@libs/runtime';
+import { TemporalTracing, TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE } from '@libs/tracing';
 
 /*
  * What every Temporal worker of the process shares: the core runtime, installed once, and the workflow bundle.

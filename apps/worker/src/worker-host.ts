@@ -6,13 +6,13 @@ import {
   createOwnershipActivities,
   PartitionLoopScope,
 } from '../../../activities';
-import { PushDeadLetterStore, type LocalA2AWorker, type TaskEventPublisher } from '../../../libs/a2a';
-import type { EventMeshConfig } from '../../../libs/config';
-import { DispatchLoop, RunningLoops, WebhookSender } from '../../../libs/delivery';
-import type { RuntimeMetrics } from '../../../libs/metrics';
-import { createLogger } from '../../../libs/logging';
-import { BootError, Dependencies, reasonOf, shutdownInOrder, withDeadline } from '../../../libs/runtime';
-import { CrashWatch, LivenessLock, livenessTimingFor, OwnershipAgent } from '../../../libs/ownership';
+import { PushDeadLetterStore, type LocalA2AWorker, type TaskEventPublisher } from '@libs/a2a';
+import type { EventMeshConfig } from '@libs/config';
+import { DispatchLoop, RunningLoops, WebhookSender } from '@libs/delivery';
+import type { RuntimeMetrics } from '@libs/metrics';
+import { createLogger } from '@libs/logging';
+import { BootError, Dependencies, reasonOf, shutdownInOrder, withDeadline } from '@libs/runtime';
+import { CrashWatch, LivenessLock, livenessTimingFor, OwnershipAgent } from '@libs/ownership';
 import {
   DeadLetterReplayStore,
   RetentionPurge,
@@ -21,12 +21,12 @@ import {
   LeaseStore,
   PlacementStore,
   SubscriptionEntity,
-} from '../../../libs/storage';
-import { PartitionReader } from '../../../libs/kafka';
-import type { StreamDeliverer } from '../../../libs/streams';
-import { OrphanTakeover } from '../../../libs/subscriptions';
-import { DEAD_LETTER_TASK_QUEUE, dispatchWorkflowIdOf } from '../../../libs/temporal';
-import type { TemporalTracing } from '../../../libs/tracing';
+} from '@libs/storage';
+import { PartitionReader } from '@libs/kafka';
+import type { StreamDeliverer } from '@libs/streams';
+import { OrphanTakeover } from '@libs/subscriptions';
+import { DEAD_LETTER_TASK_QUEUE, dispatchWorkflowIdOf } from '@libs/temporal';
+import type { TemporalTracing } from '@libs/tracing';
 import { A2AWorker, createA2AWorker } from './a2a-worker';
 import { createDispatchLoops } from './dispatch-loops';
 import { installTemporalRuntime, workflowSource } from './temporal-runtime';

@@ -1,4 +1,4 @@
-import { EventMeshError } from '../../errors';
+import { EventMeshError } from '@libs/errors';
 import { meshCardOf, validateAgentCard } from './agent-card';
 
 const card = () => ({

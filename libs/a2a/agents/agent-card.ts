@@ -1,6 +1,6 @@
 import { AgentCard } from '@a2a-js/sdk';
 import { z } from 'zod';
-import { ErrorCode, EventMeshError } from '../../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 
 /** An agent's name in the registry and in its paths: 1 to 64 characters of [A-Za-z0-9._-]. */
 export const AGENT_NAME = /^[A-Za-z0-9._-]{1,64}$/;

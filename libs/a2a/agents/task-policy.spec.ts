@@ -1,4 +1,4 @@
-import { EventMeshError } from '../../errors';
+import { EventMeshError } from '@libs/errors';
 import { DEFAULT_DELIVERY_RETRY } from '../../../contracts';
 import { TASK_POLICY_EXTENSION, taskPolicyOf } from './task-policy';
 

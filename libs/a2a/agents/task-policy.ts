@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DEFAULT_DELIVERY_RETRY, DeliveryRetryPolicy } from '../../../contracts';
-import { ErrorCode, EventMeshError } from '../../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 
 /**
  * The A2A extension an agent's card names its task policy with: `capabilities.extensions[]` holds

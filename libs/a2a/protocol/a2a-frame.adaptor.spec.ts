@@ -1,5 +1,5 @@
 import { SendMessageRequest } from '@a2a-js/sdk';
-import { frameFromKafkaRecord, frameToKafkaMessage } from '../../frame';
+import { frameFromKafkaRecord, frameToKafkaMessage } from '@libs/frame';
 import { A2A_TASK_FRAME_TYPE, a2aTaskAdaptor, NotATaskFrame, taskFromFrame, taskToFrame } from './a2a-frame.adaptor';
 import { isAgentTopic, requestTopicOf } from '../relay/request-topic';
 

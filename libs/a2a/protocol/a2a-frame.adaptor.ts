@@ -1,5 +1,5 @@
 import { SendMessageRequest } from '@a2a-js/sdk';
-import type { EventFrame, FrameAdaptor } from '../../frame';
+import type { EventFrame, FrameAdaptor } from '@libs/frame';
 import type { TaskEvent, TaskEventKind } from '../tasks/task-events';
 
 /** The frame type of a task sent to an agent (a `SendMessage` the mesh took for it). */

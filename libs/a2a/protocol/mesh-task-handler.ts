@@ -10,9 +10,9 @@ import {
   UnsupportedOperationError,
 } from '@a2a-js/sdk/errors';
 import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
-import type { EventFrame } from '../../frame';
-import type { PublishReceipt } from '../../kafka';
-import { createLogger } from '../../logging';
+import type { EventFrame } from '@libs/frame';
+import type { PublishReceipt } from '@libs/kafka';
+import { createLogger } from '@libs/logging';
 import { a2aTaskAdaptor } from './a2a-frame.adaptor';
 import type { StoredAgent } from '../agents/agent-store';
 import { checkInputModes } from '../agents/input-modes';

@@ -1,5 +1,5 @@
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
-import { ErrorCode, EventMeshError } from '../../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { checkPushUrl, pushConfigInputOf, toWirePushConfig, wireVersionOf } from './push-configs';
 
 const config = (over: Record<string, unknown> = {}) => ({

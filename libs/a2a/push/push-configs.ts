@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { TaskPushNotificationConfig } from '@a2a-js/sdk';
 import { RequestMalformedError } from '@a2a-js/sdk/errors';
 import type { DataSource } from 'typeorm';
-import { EventMeshError } from '../../errors';
-import { SecretBox } from '../../security';
+import { EventMeshError } from '@libs/errors';
+import { SecretBox } from '@libs/security';
 
 /** A2A `AuthenticationInfo`: sent as `Authorization: <scheme> <credentials>`. */
 export interface PushAuthentication {

@@ -1,8 +1,8 @@
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../../config';
-import { ErrorCode, EventMeshError } from '../../errors';
-import { createLogger } from '../../logging';
-import { SecretBox } from '../../security';
+import type { EventMeshConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import { SecretBox } from '@libs/security';
 import { PushConfigStore } from './push-configs';
 import {
   parsePushLetterQuery,

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT } from '../../dead-letters';
+import { BROWSE_DEFAULT_LIMIT, BROWSE_MAX_LIMIT } from '@libs/dead-letters';
 import { z } from 'zod';
-import { ErrorCode, EventMeshError, pgText, queryInt } from '../../errors';
-import { DEAD_LETTER_PURGE_BATCH } from '../../storage';
+import { ErrorCode, EventMeshError, pgText, queryInt } from '@libs/errors';
+import { DEAD_LETTER_PURGE_BATCH } from '@libs/storage';
 
 /** How a push dead letter stopped being dead. */
 export const PUSH_LETTER_RESOLUTIONS = ['redelivered', 'superseded', 'config-removed'] as const;

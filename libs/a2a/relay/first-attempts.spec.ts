@@ -1,4 +1,4 @@
-import type { EventFrame } from '../../frame';
+import type { EventFrame } from '@libs/frame';
 import type { TaskIds, TaskRequestRecord } from '../../../contracts';
 import type { StoredAgent } from '../agents/agent-store';
 import { FirstAttempt, FirstAttempts } from './first-attempts';

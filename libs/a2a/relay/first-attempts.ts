@@ -1,4 +1,4 @@
-import type { EventFrame } from '../../frame';
+import type { EventFrame } from '@libs/frame';
 import { firstAttemptTimeoutMs, type TaskIds, type TaskRequestRecord } from '../../../contracts';
 import type { StoredAgent } from '../agents/agent-store';
 import type { A2AState } from '../tasks/task-states';

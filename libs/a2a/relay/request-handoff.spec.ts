@@ -1,4 +1,4 @@
-import type { EventFrame } from '../../frame';
+import type { EventFrame } from '@libs/frame';
 import { RequestHandoff } from './request-handoff';
 
 const frame = (id: string): EventFrame => ({ id, source: '/s', type: 't', extensions: {} });

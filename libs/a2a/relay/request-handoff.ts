@@ -1,4 +1,4 @@
-import type { EventFrame } from '../../frame';
+import type { EventFrame } from '@libs/frame';
 import type { TaskRequestRecord } from '../../../contracts';
 
 /** How long a handed-off request waits for its delivery before it is dropped (the delivery then reads Kafka). */

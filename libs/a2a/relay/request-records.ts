@@ -1,5 +1,5 @@
-import { frameFromKafkaRecord, type EventFrame } from '../../frame';
-import type { PartitionReader } from '../../kafka';
+import { frameFromKafkaRecord, type EventFrame } from '@libs/frame';
+import type { PartitionReader } from '@libs/kafka';
 import type { TaskRequestRecord } from '../../../contracts';
 import type { RequestHandoff } from './request-handoff';
 import type { RequestRecords } from './task-relay';

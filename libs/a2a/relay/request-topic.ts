@@ -1,6 +1,6 @@
-import { tenantKafkaPartOf as tenantPartOf } from '../../config';
+import { tenantKafkaPartOf as tenantPartOf } from '@libs/config';
 
-export { isAgentTopic, isAgentTopicOf } from '../../kafka';
+export { isAgentTopic, isAgentTopicOf } from '@libs/kafka';
 
 /**
  * The Kafka topic an agent's tasks travel on: `a2a.<tenant>.<agent>.requests`, created when the agent is

@@ -1,8 +1,8 @@
 import { Message, SendMessageRequest, Task } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { A2AError, TaskNotCancelableError, TaskNotFoundError } from '@a2a-js/sdk/errors';
-import type { EventFrame } from '../../frame';
-import { createLogger } from '../../logging';
+import type { EventFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
 import type { CancelOutcome, TaskIds, TaskRequestRecord } from '../../../contracts';
 import { cancelToFrame, NotATaskFrame, taskFromFrame } from '../protocol/a2a-frame.adaptor';
 import type { AgentClients } from './agent-clients';

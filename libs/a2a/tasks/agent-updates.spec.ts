@@ -1,4 +1,4 @@
-import { EventMeshError } from '../../errors';
+import { EventMeshError } from '@libs/errors';
 import { parseAgentUpdate } from './agent-updates';
 
 describe("a subscriber agent's update", () => {

@@ -1,5 +1,5 @@
 import { Artifact, Message, TaskState } from '@a2a-js/sdk';
-import { ErrorCode, EventMeshError } from '../../errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { A2AState, isA2AState, stateOf } from './task-states';
 import type { A2ATaskStore, StoredTask, TaskChange } from './task-store';
 

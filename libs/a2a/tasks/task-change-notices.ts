@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { backoff, RetryPolicy } from '../../delivery';
-import { createLogger } from '../../logging';
+import { backoff, RetryPolicy } from '@libs/delivery';
+import { createLogger } from '@libs/logging';
 import type { A2AState } from './task-states';
 import type { StoredTask } from './task-store';
 

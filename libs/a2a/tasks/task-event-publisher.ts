@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager } from 'typeorm';
-import type { EventFrame } from '../../frame';
-import { createLogger } from '../../logging';
+import type { EventFrame } from '@libs/frame';
+import { createLogger } from '@libs/logging';
 import { taskEventToFrame } from '../protocol/a2a-frame.adaptor';
 import { eventsTopicOf } from '../relay/request-topic';
 import type { TaskEventKind } from './task-events';

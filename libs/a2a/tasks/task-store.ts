@@ -1,6 +1,6 @@
 import type { DataSource } from 'typeorm';
 import type { TaskRequestRecord } from '../../../contracts';
-import { DEAD_LETTER_PURGE_BATCH } from '../../storage';
+import { DEAD_LETTER_PURGE_BATCH } from '@libs/storage';
 import { createdEventOf, draftsOf, eventsOf, TaskVersion } from './task-events';
 import { A2AState, isLegalTransition, SETTLED } from './task-states';
 

@@ -1,7 +1,7 @@
 import { StreamResponse, taskStateFromJSON } from '@a2a-js/sdk';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import type { DataSource } from 'typeorm';
-import { createLogger } from '../../logging';
+import { createLogger } from '@libs/logging';
 import { readEvents, TaskEvent } from './task-events';
 import { A2AState, SETTLED, stateOf } from './task-states';
 

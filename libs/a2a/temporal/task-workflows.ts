@@ -21,7 +21,7 @@ import {
 import type { A2AState } from '../tasks/task-states';
 import { TaskPolicy, taskPolicyOf } from '../agents/task-policy';
 import type { RegisteredCard } from '../agents/agent-card';
-import type { EventFrame } from '../../frame';
+import type { EventFrame } from '@libs/frame';
 import type { StoredAgent } from '../agents/agent-store';
 import type { FirstAttempts } from '../relay/first-attempts';
 import type { ParkedStreams } from '../relay/parked-streams';

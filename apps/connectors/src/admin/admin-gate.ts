@@ -1,14 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { DataSource } from 'typeorm';
-import type { EventMeshConfig } from '../../../../libs/config';
-import {
-  adminFiltersOf,
-  ANONYMOUS,
-  Caller,
-  LoggingAuditSink,
-  SecurityGate,
-  TokenAuth,
-} from '../../../../libs/security';
+import type { EventMeshConfig } from '@libs/config';
+import { adminFiltersOf, ANONYMOUS, Caller, LoggingAuditSink, SecurityGate, TokenAuth } from '@libs/security';
 
 /**
  * The admin gate of the connector runtime: the security gate library of the event runtime with the same settings

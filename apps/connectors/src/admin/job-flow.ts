@@ -1,5 +1,5 @@
 import type { FastifyRequest } from 'fastify';
-import type { SecretBox } from '../../../../libs/security';
+import type { SecretBox } from '@libs/security';
 import { CONNECTOR_KINDS } from '../connectors';
 import { meshClientOf } from '../jobs/job-activities';
 import { opened } from '../jobs/job-spec';

@@ -8,9 +8,9 @@ import {
   pauseJobSignal,
   restartJobSignal,
 } from '../../../../contracts';
-import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '../../../../libs/errors';
-import { createLogger } from '../../../../libs/logging';
-import type { SecretBox } from '../../../../libs/security';
+import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import type { SecretBox } from '@libs/security';
 import { CONNECTOR_KINDS } from '../connectors';
 import { meshClientOf } from '../jobs/job-activities';
 import { jobSpecOf, opened, sealed, shown, type JobSpec } from '../jobs/job-spec';

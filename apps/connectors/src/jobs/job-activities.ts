@@ -6,10 +6,11 @@ import type {
   ConnectorRunProgress,
   ConnectorRunResult,
 } from '../../../../contracts';
-import { StaleEpochError } from '../../../../libs/fence';
-import { createLogger } from '../../../../libs/logging';
-import type { SecretBox } from '../../../../libs/security';
+import { runFenced, StaleEpochError } from '@libs/fence';
+import { createLogger } from '@libs/logging';
+import type { SecretBox } from '@libs/security';
 import { CONNECTOR_KINDS } from '../connectors';
+import type { ConnectorKind } from '../spi';
 import type { JobRunStore } from '../store/job-run-store';
 import type { JobStore } from '../store/job-store';
 import { opened, type MeshCredential } from './job-spec';
@@ -43,7 +44,8 @@ export function meshClientOf(url: string, credential: MeshCredential): EventMesh
 /**
  * The activities of a connector job's workflow. `runConnectorJob` is the job's loop for one run: it claims the
  * job's next epoch (fencing every earlier run), opens the connector, runs the source or sink loop until `runMs`
- * passed or the workflow cancels it, heartbeating its progress the whole time, and returns its counts.
+ * passed or the workflow cancels it, heartbeating its progress the whole time, and returns its counts. The claim,
+ * the heartbeat clock and the fenced end are `runFenced`'s (libs/fence); a run renews nothing (its fence stops it).
  */
 export function createConnectorJobActivities(deps: JobActivityDeps): ConnectorJobActivities {
   const log = createLogger('ConnectorJob', { replica: deps.replicaId });
@@ -57,63 +59,90 @@ export function createConnectorJobActivities(deps: JobActivityDeps): ConnectorJo
       if (!job) return { epoch: 0, moved: 0, deadLettered: 0, stoppedBy: 'job-gone' };
       const kind = CONNECTOR_KINDS.get(job.kind);
       if (!kind) throw new Error(`job ${jobId}: unknown connector kind ${job.kind}`);
-      const epoch = await deps.runs.claim(jobId, deps.replicaId);
-      const progress: ConnectorRunProgress = { epoch, moved: 0, deadLettered: 0 };
+      const progress: ConnectorRunProgress = { epoch: 0, moved: 0, deadLettered: 0 };
       const activity = Context.current();
       const stop = new AbortController();
-      const timer = setTimeout(() => stop.abort('deadline'), runMs);
-      const cancelled = activity.cancellationSignal;
+      let timer: NodeJS.Timeout | undefined;
       const onCancel = () => stop.abort('cancelled');
-      cancelled.addEventListener('abort', onCancel);
+      activity.cancellationSignal.addEventListener('abort', onCancel);
       deps.shutdown.addEventListener('abort', onCancel);
-      const beat = setInterval(() => activity.heartbeat(progress), 1000);
-      activity.heartbeat(progress);
-      const { mesh, config } = opened(job.config, kind, deps.secrets);
-      const ctx: RunContext = {
-        jobId,
-        fence: deps.runs.fenceFor(jobId, epoch),
-        runs: deps.runs,
-        jobs: deps.jobs,
-        mesh: meshClientOf(deps.meshUrl, mesh),
-        log,
-        signal: stop.signal,
-        progress,
-      };
-      log.info({ jobId, kind: job.kind, tenant: job.tenant, epoch }, 'connector job run started');
       try {
-        const validated = kind.validate(config);
-        const connector = { pinHost: (h: string, p: number, d: string) => deps.targets.pinHost(h, p, d) };
-        if (kind.role === 'source') {
-          const source = await kind.openSource!(validated, connector);
-          try {
-            await runSource(source, (validated as { batchSize?: number }).batchSize ?? 500, ctx);
-          } finally {
-            await source.close();
-          }
-        } else {
-          const sink = await kind.openSink!(validated, connector);
-          try {
-            await runSink(sink, kind.subscriptionOf!(validated), ctx);
-          } finally {
-            await sink.close();
-          }
-        }
-      } catch (e) {
-        if (e instanceof StaleEpochError) {
-          // Another run holds the job (a takeover, a reset): this one's writes are refused; it ends here.
-          log.warn({ jobId, epoch, error: e.message }, 'connector job run fenced off; stopping');
-          return { ...progress, stoppedBy: 'cancelled' };
-        }
-        progress.lastError = (e as Error).message;
-        await deps.jobs.setLastError(jobId, progress.lastError).catch(() => undefined);
-        throw e;
+        return await runFenced<ConnectorRunResult>({
+          scope: { kind: 'connector-job', jobId },
+          log: { warn: (message, fields) => log.warn(fields, message) },
+          claim: () => deps.runs.claim(jobId, deps.replicaId),
+          fenceFor: (epoch) => deps.runs.fenceFor(jobId, epoch),
+          open({ epoch, fence, stop: runStop }) {
+            progress.epoch = epoch;
+            timer = setTimeout(() => stop.abort('deadline'), runMs);
+            activity.heartbeat(progress);
+            const { mesh, config } = opened(job.config, kind, deps.secrets);
+            const ctx: RunContext = {
+              jobId,
+              fence,
+              runs: deps.runs,
+              jobs: deps.jobs,
+              mesh: meshClientOf(deps.meshUrl, mesh),
+              log,
+              signal: runStop,
+              progress,
+            };
+            log.info({ jobId, kind: job.kind, tenant: job.tenant, epoch }, 'connector job run started');
+            return {
+              heartbeat: () => activity.heartbeat(progress),
+              run: async () => {
+                try {
+                  await runJob(kind, config, ctx, deps.targets);
+                } catch (e) {
+                  if (!(e instanceof StaleEpochError)) {
+                    progress.lastError = (e as Error).message;
+                    await deps.jobs.setLastError(jobId, progress.lastError).catch(() => undefined);
+                  }
+                  throw e;
+                }
+                return { ...progress, stoppedBy: stop.signal.reason === 'deadline' ? 'deadline' : 'cancelled' };
+              },
+            };
+          },
+          stop: stop.signal,
+          beatEveryMs: 1000,
+          fenced({ epoch, message }) {
+            // Another run holds the job (a takeover, a reset): this one's writes are refused; it ends here.
+            log.warn({ jobId, epoch, error: message }, 'connector job run fenced off; stopping');
+            return { ...progress, stoppedBy: 'cancelled' };
+          },
+        });
       } finally {
         clearTimeout(timer);
-        clearInterval(beat);
-        cancelled.removeEventListener('abort', onCancel);
+        activity.cancellationSignal.removeEventListener('abort', onCancel);
         deps.shutdown.removeEventListener('abort', onCancel);
       }
-      return { ...progress, stoppedBy: stop.signal.reason === 'deadline' ? 'deadline' : 'cancelled' };
     },
   };
+}
+
+/** Opens the job's connector and runs its source or sink loop until the run's signal stops it. */
+async function runJob(
+  kind: ConnectorKind<unknown>,
+  config: unknown,
+  ctx: RunContext,
+  targets: TargetGuard,
+): Promise<void> {
+  const validated = kind.validate(config);
+  const connector = { pinHost: (h: string, p: number, d: string) => targets.pinHost(h, p, d) };
+  if (kind.role === 'source') {
+    const source = await kind.openSource!(validated, connector);
+    try {
+      await runSource(source, (validated as { batchSize?: number }).batchSize ?? 500, ctx);
+    } finally {
+      await source.close();
+    }
+  } else {
+    const sink = await kind.openSink!(validated, connector);
+    try {
+      await runSink(sink, kind.subscriptionOf!(validated), ctx);
+    } finally {
+      await sink.close();
+    }
+  }
 }

@@ -1,4 +1,4 @@
-import { SecretBox } from '../../../../libs/security';
+import { SecretBox } from '@libs/security';
 import { ConfigFieldError } from '../spi';
 import { jobSpecOf, opened, sealed, shown } from './job-spec';
 

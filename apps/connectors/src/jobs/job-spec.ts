@@ -1,4 +1,4 @@
-import { SecretBox } from '../../../../libs/security';
+import { SecretBox } from '@libs/security';
 import { CONNECTOR_KINDS } from '../connectors';
 import { object, optionalText, text } from '../connectors/config-fields';
 import { ConfigFieldError, ConnectorKind } from '../spi';

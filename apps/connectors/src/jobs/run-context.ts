@@ -1,7 +1,7 @@
 import type { EventMeshClient } from '@eventmesh/client';
 import type { ConnectorRunProgress } from '../../../../contracts';
-import type { WriteFence } from '../../../../libs/fence';
-import type { Logger } from '../../../../libs/logging';
+import type { WriteFence } from '@libs/fence';
+import type { Logger } from '@libs/logging';
 import type { JobRunStore } from '../store/job-run-store';
 import type { JobStore } from '../store/job-store';
 

@@ -1,5 +1,5 @@
 import { RejectError, type CloudEvent } from '@eventmesh/client';
-import { StaleEpochError } from '../../../../libs/fence';
+import { StaleEpochError } from '@libs/fence';
 import type { PutOutcome, SinkConnector } from '../spi';
 import { noteError, pause, RunContext } from './run-context';
 

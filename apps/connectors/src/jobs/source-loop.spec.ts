@@ -1,6 +1,6 @@
 import type { EventMeshClient } from '@eventmesh/client';
-import type { WriteFence } from '../../../../libs/fence';
-import type { Logger } from '../../../../libs/logging';
+import type { WriteFence } from '@libs/fence';
+import type { Logger } from '@libs/logging';
 import type { SourceConnector, SourceRecord } from '../spi';
 import type { JobRunStore } from '../store/job-run-store';
 import type { JobStore } from '../store/job-store';

@@ -1,4 +1,4 @@
-import { StaleEpochError } from '../../../../libs/fence';
+import { StaleEpochError } from '@libs/fence';
 import type { NewDeadLetter } from '../store/job-run-store';
 import type { SourceConnector } from '../spi';
 import { PublishLanes } from './publish-lanes';

@@ -1,6 +1,6 @@
-import type { EventMeshConfig } from '../../../../libs/config';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import { SinkGuard, SinkNotAllowed } from '../../../../libs/security';
+import type { EventMeshConfig } from '@libs/config';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { SinkGuard, SinkNotAllowed } from '@libs/security';
 
 /**
  * The address rules of a job's targets: the sink rules of the event runtime (SinkGuard: metadata, link-local and

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { EpochFence, WriteFence } from '../../../../libs/fence';
+import { EpochFence, WriteFence } from '@libs/fence';
 
 /** A dead letter a round writes with its position. */
 export interface NewDeadLetter {

@@ -1,5 +1,5 @@
 import type { DataSource } from 'typeorm';
-import { createLogger } from '../../../../libs/logging';
+import { createLogger } from '@libs/logging';
 
 /**
  * The connector runtime's own schema, `connectors`, migrated by the runtime itself at boot (never the event

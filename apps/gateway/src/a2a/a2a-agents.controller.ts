@@ -1,11 +1,11 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { A2ABroker, AgentView } from '../../../../libs/a2a';
-import type { Caller } from '../../../../libs/security';
+import { A2ABroker, AgentView } from '@libs/a2a';
+import type { Caller } from '@libs/security';
 import { a2aUrlsOf } from './a2a-paths';
 import { CallerParam, GateRoute, Gates } from '../http/gate-route';
 import { z } from 'zod';
-import { agentCardSchema } from '../../../../libs/a2a';
+import { agentCardSchema } from '@libs/a2a';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { agentViewSchema } from '../http/api-schemas';
 import { parseBody } from '../http/parse-body';

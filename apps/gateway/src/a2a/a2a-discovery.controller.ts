@@ -1,8 +1,8 @@
 import { Controller, Get, Req } from '@nestjs/common';
 import type { FastifyRequest } from 'fastify';
 import { z } from 'zod';
-import { A2ABroker, meshCatalogCardOf } from '../../../../libs/a2a';
-import type { Caller } from '../../../../libs/security';
+import { A2ABroker, meshCatalogCardOf } from '@libs/a2a';
+import type { Caller } from '@libs/security';
 import { a2aCardUrlOf, meshRpcUrlOf } from './a2a-paths';
 import { ApiRoute, GATED } from '../http/api-route';
 import { CallerParam, GateRoute, Gates } from '../http/gate-route';

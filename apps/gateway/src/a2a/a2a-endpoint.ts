@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
-import { A2ABroker, MeshTaskHandler } from '../../../../libs/a2a';
-import { EventMeshError, HTTP_STATUS_BY_CODE } from '../../../../libs/errors';
-import type { Caller } from '../../../../libs/security';
+import { A2ABroker, MeshTaskHandler } from '@libs/a2a';
+import { EventMeshError, HTTP_STATUS_BY_CODE } from '@libs/errors';
+import type { Caller } from '@libs/security';
 import { a2aUrlsOf } from './a2a-paths';
 import { outageOf } from '../http/http-error';
 import type { Gates } from '../http/gate-route';

@@ -6,8 +6,8 @@ import {
   PushDeadLetters,
   PushDeadLetterView,
   pushLetterQuerySchema,
-} from '../../../../libs/a2a';
-import type { Caller } from '../../../../libs/security';
+} from '@libs/a2a';
+import type { Caller } from '@libs/security';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { CallerParam, GateRoute } from '../http/gate-route';
 

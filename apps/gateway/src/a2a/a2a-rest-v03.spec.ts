@@ -1,7 +1,7 @@
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import Fastify from 'fastify';
-import type { MeshTaskHandler, TaskStreams } from '../../../../libs/a2a';
-import type { Caller } from '../../../../libs/security';
+import type { MeshTaskHandler, TaskStreams } from '@libs/a2a';
+import type { Caller } from '@libs/security';
 import { serveLegacyRest, withoutInternalDetail } from './a2a-rest-v03';
 
 /** What the SDK's v0.3 router gets of the mesh's handler: the runtime's failures without their detail. */

@@ -13,10 +13,10 @@ import {
 } from '@a2a-js/sdk';
 import { RequestMalformedError, restStatusFor, toRestErrorBody, VersionNotSupportedError } from '@a2a-js/sdk/errors';
 import { ServerCallContext, validateVersion } from '@a2a-js/sdk/server';
-import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '../../../../libs/a2a';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import { createLogger } from '../../../../libs/logging';
-import type { Caller } from '../../../../libs/security';
+import { A2ABroker, AgentUnreachable, MeshTaskHandler } from '@libs/a2a';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import type { Caller } from '@libs/security';
 import { rawBodyOf } from '../http/body-parsers';
 import { headerOf, isUnavailable, meshHandlerOf } from './a2a-endpoint';
 import { isRestSend, isRestStream } from './a2a-paths';

@@ -1,9 +1,9 @@
 import { once } from 'node:events';
 import type { FastifyReply } from 'fastify';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
-import { STREAM_STATE, streamSeqOf, TaskStreams } from '../../../../libs/a2a';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import { createLogger } from '../../../../libs/logging';
+import { STREAM_STATE, streamSeqOf, TaskStreams } from '@libs/a2a';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
 
 const log = createLogger('A2AStream');
 

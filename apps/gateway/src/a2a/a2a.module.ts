@@ -1,5 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { A2ABroker, PushDeadLetters } from '../../../../libs/a2a';
+import { A2ABroker, PushDeadLetters } from '@libs/a2a';
 import type { GatewayServices } from '../gateway-services';
 import { A2AAgentsController } from './a2a-agents.controller';
 import { A2ADiscoveryController } from './a2a-discovery.controller';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import { CE_INTEGER_MAX, CE_INTEGER_MIN } from '../../../../libs/frame';
-import { ACL_EFFECTS, ACTIONS, GATE_ACTIONS } from '../../../../libs/security';
+import { CE_INTEGER_MAX, CE_INTEGER_MIN } from '@libs/frame';
+import { ACL_EFFECTS, ACTIONS, GATE_ACTIONS } from '@libs/security';
 
 /**
  * The bodies the gateway answers with, as the API document (`/openapi.json`) describes them: the wire shape of the

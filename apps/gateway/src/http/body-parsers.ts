@@ -1,7 +1,7 @@
 import type { FastifyRequest } from 'fastify';
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import { parsesOwnBody } from '../a2a/a2a-paths';
-import type { AdaptorRegistry } from '../../../../libs/frame';
+import type { AdaptorRegistry } from '@libs/frame';
 import { parseJsonBody } from './content-mode';
 
 const RAW_BODY = Symbol('rawBody');

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { Socket } from 'node:net';
-import { ErrorCode } from '../../../../libs/errors';
+import { ErrorCode } from '@libs/errors';
 
 /**
  * What the HTTP server answers a client it gives up on before any route sees the request (Fastify's

@@ -1,6 +1,6 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { answerError } from './raw-answer';
 
 /**

@@ -1,7 +1,7 @@
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import type { AdaptorRegistry } from '../../../../libs/frame';
-import type { PublishRequest } from '../../../../libs/ingress';
-import { requestTraceOf } from '../../../../libs/tracing';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { AdaptorRegistry } from '@libs/frame';
+import type { PublishRequest } from '@libs/ingress';
+import { requestTraceOf } from '@libs/tracing';
 
 /** A JSON body parsed, or a 400 `MALFORMED_JSON`. */
 export function parseJsonBody(body: Buffer): unknown {

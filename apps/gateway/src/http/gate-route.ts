@@ -1,8 +1,8 @@
 import { CanActivate, createParamDecorator, ExecutionContext, Injectable, SetMetadata } from '@nestjs/common';
 import { Reflector } from '@nestjs/core';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import { ANONYMOUS, Caller, GateAction, gateHeadersOf, GateRequest, SecurityGate } from '../../../../libs/security';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { ANONYMOUS, Caller, GateAction, gateHeadersOf, GateRequest, SecurityGate } from '@libs/security';
 import { rawBodyOf } from './body-parsers';
 import { wroteNothing } from '../publish/publish-route';
 import { requestIdOfRequest } from './request-log';

@@ -5,7 +5,7 @@ import {
   KafkaJSRequestTimeoutError,
 } from 'kafkajs';
 import { QueryFailedError } from 'typeorm';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { toHttpError } from './http-error';
 
 describe('toHttpError', () => {

@@ -1,10 +1,10 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '../../../../libs/errors';
-import { createLogger } from '../../../../libs/logging';
-import { GateRefusal } from '../../../../libs/security';
-import { isKafkaUnavailable } from '../../../../libs/kafka';
-import { isPostgresUnavailable } from '../../../../libs/storage';
+import { ErrorCode, EventMeshError, HTTP_STATUS_BY_CODE } from '@libs/errors';
+import { createLogger } from '@libs/logging';
+import { GateRefusal } from '@libs/security';
+import { isKafkaUnavailable } from '@libs/kafka';
+import { isPostgresUnavailable } from '@libs/storage';
 
 export interface HttpErrorBody {
   code: string;

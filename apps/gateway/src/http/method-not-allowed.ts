@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 import { toHttpError } from './http-error';
 import type { RouteTable, ServedRoute } from './route-table';
 

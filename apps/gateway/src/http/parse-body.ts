@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
+import { ErrorCode, EventMeshError } from '@libs/errors';
 
 /**
  * A value checked against its schema: the value, or 400 INVALID_REQUEST naming the first bad field (and, for one item

@@ -1,6 +1,6 @@
 import { createServer, Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { AccessLog, AccessRecord } from '../../../../libs/logging';
+import type { AccessLog, AccessRecord } from '@libs/logging';
 import { waitFor } from '../../../../test/support/wait-for';
 import { RequestLog, requestIdOfRequest } from './request-log';
 

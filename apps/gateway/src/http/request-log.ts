@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { AccessLog } from '../../../../libs/logging';
-import { requestIdOf } from '../../../../libs/security';
+import type { AccessLog } from '@libs/logging';
+import { requestIdOf } from '@libs/security';
 
 /** The response header (and the request header a caller may send) that names a request. */
 export const REQUEST_ID_HEADER = 'x-request-id';

@@ -1,8 +1,8 @@
 import { Body, Controller, Get, HttpCode, Inject, Param, Post } from '@nestjs/common';
 import { z } from 'zod';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import { OwnershipAdmin, PartitionsView } from '../../../../libs/ownership';
-import { MoveView, moveSubscriptionSchema, OrphansView, SubscriptionPlacement } from '../../../../libs/subscriptions';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { OwnershipAdmin, PartitionsView } from '@libs/ownership';
+import { MoveView, moveSubscriptionSchema, OrphansView, SubscriptionPlacement } from '@libs/subscriptions';
 import type { PartitionMove } from '../../../../workflows';
 import { parseBody } from '../http/parse-body';
 import { GateRoute } from '../http/gate-route';

@@ -1,6 +1,6 @@
 import { Controller, Get, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import { HealthReport, HealthService, LivenessReport, ReadinessReport } from '../../../../libs/health';
+import { HealthReport, HealthService, LivenessReport, ReadinessReport } from '@libs/health';
 import { GateRoute } from '../http/gate-route';
 import { ApiRoute } from '../http/api-route';
 import { healthReportSchema, livenessReportSchema, readinessReportSchema } from '../http/api-schemas';

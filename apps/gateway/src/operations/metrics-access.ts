@@ -1,8 +1,8 @@
 import { createHash, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
-import type { EventMeshConfig } from '../../../../libs/config';
-import { ErrorCode } from '../../../../libs/errors';
-import { GateRefusal } from '../../../../libs/security';
+import type { EventMeshConfig } from '@libs/config';
+import { ErrorCode } from '@libs/errors';
+import { GateRefusal } from '@libs/security';
 
 const CHALLENGE = { 'www-authenticate': 'Bearer realm="metrics"' };
 

@@ -1,6 +1,6 @@
 import { Controller, Get, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { RuntimeMetrics } from '../../../../libs/metrics';
+import { RuntimeMetrics } from '@libs/metrics';
 import { ApiRoute, errors, GATED, RouteDoc } from '../http/api-route';
 import { GateRoute } from '../http/gate-route';
 import { MetricsAccess } from './metrics-access';

@@ -1,6 +1,6 @@
 import { z } from 'zod';
-import type { GateStats } from '../../../../libs/security';
-import { CLUSTER_TOKEN_HEADER } from '../../../../libs/streams';
+import type { GateStats } from '@libs/security';
+import { CLUSTER_TOKEN_HEADER } from '@libs/streams';
 import type { ResponseDoc, RouteDoc } from '../http/api-route';
 import type { ServedRoute } from '../http/route-table';
 

@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { HealthService } from '../../../../libs/health';
-import { RuntimeMetrics } from '../../../../libs/metrics';
-import { SubscriptionPlacement } from '../../../../libs/subscriptions';
+import { HealthService } from '@libs/health';
+import { RuntimeMetrics } from '@libs/metrics';
+import { SubscriptionPlacement } from '@libs/subscriptions';
 import type { GatewayServices } from '../gateway-services';
 import { AdminController, OWNERSHIP_ADMIN } from './admin.controller';
 import { ApiDocsController } from './api-docs.controller';

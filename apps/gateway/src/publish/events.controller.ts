@@ -1,15 +1,15 @@
 import { Body, Controller, Headers, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ErrorCode, EventMeshError, queryInt } from '../../../../libs/errors';
-import { AdaptorRegistry, frameToStructured } from '../../../../libs/frame';
-import { toFrames } from '../../../../libs/ingress';
+import { ErrorCode, EventMeshError, queryInt } from '@libs/errors';
+import { AdaptorRegistry, frameToStructured } from '@libs/frame';
+import { toFrames } from '@libs/ingress';
 import {
   DEFAULT_REQUEST_TIMEOUT_MS,
   MAX_REQUEST_TIMEOUT_MS,
   RequestReplyService,
-} from '../../../../libs/request-reply';
-import type { Caller } from '../../../../libs/security';
-import { createSubscriptionSchema, SubscriptionService, SubscriptionView } from '../../../../libs/subscriptions';
+} from '@libs/request-reply';
+import type { Caller } from '@libs/security';
+import { createSubscriptionSchema, SubscriptionService, SubscriptionView } from '@libs/subscriptions';
 import { z } from 'zod';
 import { rawBodyOf } from '../http/body-parsers';
 import { publishRequestOf } from '../http/content-mode';

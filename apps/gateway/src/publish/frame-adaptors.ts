@@ -1,4 +1,4 @@
-import { AdaptorRegistry, cloudEventsBatch, cloudEventsBinary, cloudEventsStructured } from '../../../../libs/frame';
+import { AdaptorRegistry, cloudEventsBatch, cloudEventsBinary, cloudEventsStructured } from '@libs/frame';
 
 /**
  * The one place the protocols the gateway takes events in are registered: every route that reads events

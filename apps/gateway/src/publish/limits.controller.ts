@@ -1,6 +1,6 @@
 import { Controller, Get, Inject } from '@nestjs/common';
 import { z } from 'zod';
-import { Caller, TenantQuotaAdmin } from '../../../../libs/security';
+import { Caller, TenantQuotaAdmin } from '@libs/security';
 import { ApiRoute, GATED } from '../http/api-route';
 import { CallerParam, GateRoute, Gates } from '../http/gate-route';
 

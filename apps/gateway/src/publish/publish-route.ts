@@ -1,9 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import type { EventIngress } from '../../../../libs/ingress';
-import type { RuntimeMetrics } from '../../../../libs/metrics';
-import { gateHeadersOf, type Admission, type GateRequest, type SecurityGate } from '../../../../libs/security';
-import type { AdaptorRegistry } from '../../../../libs/frame';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { EventIngress } from '@libs/ingress';
+import type { RuntimeMetrics } from '@libs/metrics';
+import { gateHeadersOf, type Admission, type GateRequest, type SecurityGate } from '@libs/security';
+import type { AdaptorRegistry } from '@libs/frame';
 import { publishRequestOf } from '../http/content-mode';
 import { z } from 'zod';
 import { errors, GATED, RouteDoc } from '../http/api-route';

@@ -1,8 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { AdaptorRegistry } from '../../../../libs/frame';
-import { RequestReplyService } from '../../../../libs/request-reply';
-import { TenantQuotaAdmin } from '../../../../libs/security';
-import { SubscriptionService } from '../../../../libs/subscriptions';
+import { AdaptorRegistry } from '@libs/frame';
+import { RequestReplyService } from '@libs/request-reply';
+import { TenantQuotaAdmin } from '@libs/security';
+import { SubscriptionService } from '@libs/subscriptions';
 import type { GatewayServices } from '../gateway-services';
 import { EventsController } from './events.controller';
 import { LimitsController, RUNTIME_LIMITS } from './limits.controller';

@@ -1,5 +1,5 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { AclAdmin, AclRuleView, Caller } from '../../../../libs/security';
+import { AclAdmin, AclRuleView, Caller } from '@libs/security';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from '../http/api-route';

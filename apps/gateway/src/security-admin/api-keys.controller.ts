@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Query } from '@nestjs/common';
-import { ApiKeyResource, ApiKeyService, Caller, createApiKeySchema, CreatedApiKey } from '../../../../libs/security';
-import { TENANT_NAME } from '../../../../libs/config';
+import { ApiKeyResource, ApiKeyService, Caller, createApiKeySchema, CreatedApiKey } from '@libs/security';
+import { TENANT_NAME } from '@libs/config';
 import { parseBody, parseQuery } from '../http/parse-body';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { z } from 'zod';

@@ -1,5 +1,5 @@
 import { Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import { Caller, publisherPrincipalSchema, PublisherSecretStore, PublisherSecretView } from '../../../../libs/security';
+import { Caller, publisherPrincipalSchema, PublisherSecretStore, PublisherSecretView } from '@libs/security';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from '../http/api-route';

@@ -1,6 +1,6 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { AclAdmin, ApiKeyService, PublisherSecretStore, TenantQuotaAdmin } from '../../../../libs/security';
-import { TopicNamespace } from '../../../../libs/topics';
+import { AclAdmin, ApiKeyService, PublisherSecretStore, TenantQuotaAdmin } from '@libs/security';
+import { TopicNamespace } from '@libs/topics';
 import type { GatewayServices } from '../gateway-services';
 import { AclController } from './acl.controller';
 import { ApiKeysController } from './api-keys.controller';

@@ -1,9 +1,9 @@
 import { Body, Controller, Get, Param, Put } from '@nestjs/common';
-import { Caller, TenantQuotaAdmin, TenantQuotaView } from '../../../../libs/security';
+import { Caller, TenantQuotaAdmin, TenantQuotaView } from '@libs/security';
 import { CallerParam, GateRoute } from '../http/gate-route';
-import { tenantQuotaOverridesSchema } from '../../../../libs/security';
+import { tenantQuotaOverridesSchema } from '@libs/security';
 import { z } from 'zod';
-import { TENANT_NAME } from '../../../../libs/config';
+import { TENANT_NAME } from '@libs/config';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { requiredBody } from '../http/parse-body';
 import { tenantQuotaViewSchema } from '../http/api-schemas';

@@ -1,8 +1,8 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
 import { z } from 'zod';
-import type { Caller } from '../../../../libs/security';
-import { topicGrantSchema, TopicGrantView, TopicNamespace } from '../../../../libs/topics';
+import type { Caller } from '@libs/security';
+import { topicGrantSchema, TopicGrantView, TopicNamespace } from '@libs/topics';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { requiredBody } from '../http/parse-body';

@@ -1,7 +1,7 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Patch, Post } from '@nestjs/common';
 import { z } from 'zod';
-import type { Caller } from '../../../../libs/security';
-import { configureTopicSchema, createTopicSchema, TenantTopicView, TopicNamespace } from '../../../../libs/topics';
+import type { Caller } from '@libs/security';
+import { configureTopicSchema, createTopicSchema, TenantTopicView, TopicNamespace } from '@libs/topics';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { requiredBody } from '../http/parse-body';

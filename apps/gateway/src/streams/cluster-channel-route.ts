@@ -1,8 +1,8 @@
 import type { NestFastifyApplication } from '@nestjs/platform-fastify';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { WebSocket } from 'ws';
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import { createLogger } from '../../../../libs/logging';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { createLogger } from '@libs/logging';
 import {
   CHANNEL_PATH,
   CLUSTER_TOKEN_HEADER,
@@ -10,7 +10,7 @@ import {
   HOLDER_QUERY,
   serveChannel,
   StreamHub,
-} from '../../../../libs/streams';
+} from '@libs/streams';
 import { apiRouteConfig, errors } from '../http/api-route';
 import { toHttpError } from '../http/http-error';
 

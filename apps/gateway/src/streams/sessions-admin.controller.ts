@@ -1,8 +1,8 @@
 import { Controller, Get, Query } from '@nestjs/common';
 import { z } from 'zod';
-import { TENANT_NAME } from '../../../../libs/config';
-import type { Caller } from '../../../../libs/security';
-import { AgentView, SessionServer, TenantSessionUsage } from '../../../../libs/sessions';
+import { TENANT_NAME } from '@libs/config';
+import type { Caller } from '@libs/security';
+import { AgentView, SessionServer, TenantSessionUsage } from '@libs/sessions';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { parseQuery } from '../http/parse-body';

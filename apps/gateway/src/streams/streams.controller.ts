@@ -1,9 +1,9 @@
 import { Body, Controller, Get, HttpCode, Param, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
-import { ErrorCode, EventMeshError, queryInt } from '../../../../libs/errors';
-import { CompiledFilter, compileFilters } from '../../../../libs/filter';
-import { frameToStructured } from '../../../../libs/frame';
+import { ErrorCode, EventMeshError, queryInt } from '@libs/errors';
+import { CompiledFilter, compileFilters } from '@libs/filter';
+import { frameToStructured } from '@libs/frame';
 import {
   assertStreamHere,
   ClientAction,
@@ -13,9 +13,9 @@ import {
   StreamDelivery,
   StreamHub,
   writeInTurn,
-} from '../../../../libs/streams';
-import type { Caller } from '../../../../libs/security';
-import { SubscriptionService, subscriptionNotFound } from '../../../../libs/subscriptions';
+} from '@libs/streams';
+import type { Caller } from '@libs/security';
+import { SubscriptionService, subscriptionNotFound } from '@libs/subscriptions';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from '../http/api-route';

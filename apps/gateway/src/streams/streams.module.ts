@@ -1,7 +1,7 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { SessionServer } from '../../../../libs/sessions';
-import { PollConsumers, StreamClients, StreamHub } from '../../../../libs/streams';
-import { SubscriptionService } from '../../../../libs/subscriptions';
+import { SessionServer } from '@libs/sessions';
+import { PollConsumers, StreamClients, StreamHub } from '@libs/streams';
+import { SubscriptionService } from '@libs/subscriptions';
 import type { GatewayServices } from '../gateway-services';
 import { SessionsAdminController } from './sessions-admin.controller';
 import { StreamsController } from './streams.controller';

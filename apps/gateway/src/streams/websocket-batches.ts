@@ -1,7 +1,7 @@
-import { ErrorCode, EventMeshError } from '../../../../libs/errors';
-import { sendInTurn, type StreamDelivery } from '../../../../libs/streams';
+import { ErrorCode, EventMeshError } from '@libs/errors';
+import { sendInTurn, type StreamDelivery } from '@libs/streams';
 import { outcomeOf, toWire, type Answer } from './streams.controller';
-import type { ClientAction } from '../../../../libs/streams';
+import type { ClientAction } from '@libs/streams';
 
 /** Answers one `answers` message carries at most (a client's largest window). */
 export const MAX_ANSWERS_PER_MESSAGE = 1000;

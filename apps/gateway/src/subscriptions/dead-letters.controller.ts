@@ -8,8 +8,8 @@ import {
   purgeQuerySchema,
   replayBodySchema,
   ReplayView,
-} from '../../../../libs/dead-letters';
-import type { Caller } from '../../../../libs/security';
+} from '@libs/dead-letters';
+import type { Caller } from '@libs/security';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { CallerParam, GateRoute } from '../http/gate-route';

@@ -1,7 +1,7 @@
 import { Controller, Get, Param } from '@nestjs/common';
-import type { Caller } from '../../../../libs/security';
-import { SkippedRangeStore } from '../../../../libs/storage';
-import { subscriptionNotFound } from '../../../../libs/subscriptions';
+import type { Caller } from '@libs/security';
+import { SkippedRangeStore } from '@libs/storage';
+import { subscriptionNotFound } from '@libs/subscriptions';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from '../http/api-route';

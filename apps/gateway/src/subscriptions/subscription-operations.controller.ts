@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post } from '@nestjs/common';
-import type { Caller } from '../../../../libs/security';
-import { ClusterClientView, DisconnectView, StreamClients } from '../../../../libs/streams';
+import type { Caller } from '@libs/security';
+import { ClusterClientView, DisconnectView, StreamClients } from '@libs/streams';
 import {
   DeliveryStateView,
   OffsetsView,
@@ -9,7 +9,7 @@ import {
   SubscriptionDeliveryState,
   SubscriptionOffsets,
   SubscriptionService,
-} from '../../../../libs/subscriptions';
+} from '@libs/subscriptions';
 import { z } from 'zod';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { CallerParam, GateRoute } from '../http/gate-route';

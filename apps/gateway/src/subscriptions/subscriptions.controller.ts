@@ -1,6 +1,6 @@
 import { Body, Controller, Delete, Get, HttpCode, Param, Post, Put, Query, Res } from '@nestjs/common';
 import type { FastifyReply } from 'fastify';
-import type { Caller } from '../../../../libs/security';
+import type { Caller } from '@libs/security';
 import { z } from 'zod';
 import {
   createSubscriptionSchema,
@@ -9,7 +9,7 @@ import {
   subscriptionNameSchema,
   SubscriptionService,
   SubscriptionView,
-} from '../../../../libs/subscriptions';
+} from '@libs/subscriptions';
 import { ApiRoute, errors, GATED } from '../http/api-route';
 import { subscriptionViewSchema } from '../http/api-schemas';
 import { CallerParam, GateRoute } from '../http/gate-route';

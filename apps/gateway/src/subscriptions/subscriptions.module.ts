@@ -1,8 +1,8 @@
 import { DynamicModule, Module } from '@nestjs/common';
-import { DeadLetterReplays, DeadLetterService } from '../../../../libs/dead-letters';
-import { SkippedRangeStore } from '../../../../libs/storage';
-import { StreamClients } from '../../../../libs/streams';
-import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionService } from '../../../../libs/subscriptions';
+import { DeadLetterReplays, DeadLetterService } from '@libs/dead-letters';
+import { SkippedRangeStore } from '@libs/storage';
+import { StreamClients } from '@libs/streams';
+import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionService } from '@libs/subscriptions';
 import type { GatewayServices } from '../gateway-services';
 import { DeadLettersController } from './dead-letters.controller';
 import { SkippedRangesController } from './skipped-ranges.controller';
