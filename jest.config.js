@@ -19,6 +19,8 @@ const base = {
   transformIgnorePatterns: [`^(?!.*${sdkJose}).*/node_modules/`],
   moduleFileExtensions: ['ts', 'js', 'json'],
   setupFiles: ['<rootDir>/test/support/quiet-logs.ts'],
+  // Server state and the checkouts `npm run bench:ab` compares with: not this tree's modules.
+  modulePathIgnorePatterns: ['<rootDir>/.data/'],
   // The repo's own packages from their sources, as tsconfig.json's paths resolve them (no build needed to test).
   moduleNameMapper: {
     '^@eventmesh/client$': '<rootDir>/packages/client/src',
@@ -41,6 +43,7 @@ module.exports = {
         '<rootDir>/test/workflows/**/*.spec.ts',
         '<rootDir>/test/faults/**/*.spec.ts',
         '<rootDir>/packages/*/src/**/*.spec.ts',
+        '<rootDir>/scripts/**/*.spec.ts',
       ],
     },
     {

@@ -4,6 +4,7 @@ import { A2AModule } from './a2a/a2a.module';
 import { GatewayCoreModule } from './http/core.module';
 import { OperationsModule } from './operations/operations.module';
 import { PublishModule } from './publish/publish.module';
+import { RequestReplyModule } from './request-reply/request-reply.module';
 import { SecurityAdminModule } from './security-admin/security-admin.module';
 import { StreamsModule } from './streams/streams.module';
 import { SubscriptionsModule } from './subscriptions/subscriptions.module';
@@ -14,7 +15,15 @@ import { HttpErrorFilter } from './http/http-error';
 export type { GatewayServices } from './gateway-services';
 
 /** The gateway's features, one Nest module each (features/): each provides what its controllers inject. */
-const FEATURES = [PublishModule, SubscriptionsModule, StreamsModule, OperationsModule, SecurityAdminModule, A2AModule];
+const FEATURES = [
+  PublishModule,
+  RequestReplyModule,
+  SubscriptionsModule,
+  StreamsModule,
+  OperationsModule,
+  SecurityAdminModule,
+  A2AModule,
+];
 
 /**
  * The HTTP front door: the features' modules over the shared core (the gates, the route table), the gate as the

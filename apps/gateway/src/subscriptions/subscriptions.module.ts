@@ -6,12 +6,13 @@ import { SubscriptionDeliveryState, SubscriptionOffsets, SubscriptionService } f
 import type { GatewayServices } from '../gateway-services';
 import { DeadLettersController } from './dead-letters.controller';
 import { SkippedRangesController } from './skipped-ranges.controller';
+import { SubscriptionAliasesController } from './subscription-aliases.controller';
 import { SubscriptionOperationsController } from './subscription-operations.controller';
 import { SubscriptionsController } from './subscriptions.controller';
 import { provide } from '../http/provide';
 
 /**
- * Subscriptions and what operators do with them: CRUD, offsets (view, seek), pause and resume, dead letters and
+ * Subscriptions and what operators do with them: CRUD (and its aliases `/events/subscribe`, `/events/unsubscribe`), offsets (view, seek), pause and resume, dead letters and
  * their replays, the events a subscription never got.
  */
 @Module({})
@@ -24,6 +25,7 @@ export class SubscriptionsModule {
         SubscriptionOperationsController,
         DeadLettersController,
         SkippedRangesController,
+        SubscriptionAliasesController,
       ],
       providers: [
         provide(SubscriptionService, s.subscriptions),

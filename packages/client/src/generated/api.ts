@@ -926,6 +926,133 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/limits": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The runtime's request limits and the caller tenant's publish burst */
+        get: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody?: never;
+            responses: {
+                /** @description the limits */
+                200: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            tenant: string;
+                            /** @description a request body's bytes at most (413 PAYLOAD_TOO_LARGE above) */
+                            maxBodyBytes: number;
+                            /** @description events in one `application/cloudevents-batch+json` publish at most (400 above) */
+                            maxBatchEvents: number;
+                            /** @description the tenant's publish burst (413 BATCH_EXCEEDS_BURST above); null when the gate runs no quota */
+                            burst: {
+                                /** @description events per publish at most: eventsPerSecond x burstSeconds */
+                                events: number;
+                                /** @description bytes per publish at most: bytesPerSecond x burstSeconds */
+                                bytes: number;
+                                eventsPerSecond: number;
+                                bytesPerSecond: number;
+                                burstSeconds: number;
+                            } | null;
+                            /** @description the largest publish that can pass: the least of the above */
+                            maxPublish: {
+                                events: number;
+                                bytes: number;
+                            };
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/events/request": {
         parameters: {
             query?: never;
@@ -1383,484 +1510,6 @@ export interface paths {
                 };
             };
         };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/events/subscribe": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Create a subscription (alias of POST /subscriptions) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        name?: string;
-                        /**
-                         * @default HTTP
-                         * @enum {string}
-                         */
-                        protocol?: "HTTP" | "STREAM";
-                        /** Format: uri */
-                        sink?: string;
-                        topic?: string;
-                        /** @default [] */
-                        filters?: unknown[];
-                        /**
-                         * @default {
-                         *       "startFrom": "latest",
-                         *       "trusted": false
-                         *     }
-                         */
-                        config?: {
-                            /** @default latest */
-                            startFrom?: "latest" | "earliest" | string;
-                            /** @default false */
-                            trusted?: boolean;
-                            retry?: {
-                                maxAttempts?: number;
-                                initialDelayMs?: number;
-                                maxDelayMs?: number;
-                            };
-                            /** @enum {string} */
-                            ordering?: "partition" | "key" | "none";
-                            concurrency?: number;
-                            batch?: {
-                                /** @default 100 */
-                                maxEvents?: number;
-                                /** @default 262144 */
-                                maxBytes?: number;
-                                /** @default 0 */
-                                lingerMs?: number;
-                            };
-                            /** @enum {string} */
-                            policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
-                            ackTimeoutMs?: number;
-                        };
-                    } & (unknown & {
-                        config?: unknown;
-                    });
-                };
-            };
-            responses: {
-                /** @description created */
-                201: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            id: string;
-                            /** @description the tenant's key for it (unique within the tenant), when it has one */
-                            name?: string;
-                            topic: string;
-                            /** @enum {string} */
-                            protocol: "HTTP" | "STREAM";
-                            sink?: string;
-                            filters: unknown[];
-                            config: {
-                                [key: string]: unknown;
-                            };
-                            instance: string;
-                            status: string;
-                            /** @description ISO 8601 */
-                            createdAt: string;
-                            /** @description the Standard Webhooks signing secret: in the answer to the create only */
-                            secret?: string;
-                        };
-                    };
-                };
-                /** @description bad input: `code` names it, a `field` where one is at fault */
-                400: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
-                401: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
-                403: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description not found (or another tenant's: the same answer) */
-                404: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
-                429: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
-                503: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/events/unsubscribe": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        get?: never;
-        put?: never;
-        /** Delete a subscription (alias of DELETE /subscriptions/{id}) */
-        post: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody: {
-                content: {
-                    "application/json": {
-                        id: string;
-                    };
-                };
-            };
-            responses: {
-                /** @description deleted */
-                204: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content?: never;
-                };
-                /** @description bad input: `code` names it, a `field` where one is at fault */
-                400: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
-                401: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
-                403: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description not found (or another tenant's: the same answer) */
-                404: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
-                429: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
-                503: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-        delete?: never;
-        options?: never;
-        head?: never;
-        patch?: never;
-        trace?: never;
-    };
-    "/limits": {
-        parameters: {
-            query?: never;
-            header?: never;
-            path?: never;
-            cookie?: never;
-        };
-        /** The runtime's request limits and the caller tenant's publish burst */
-        get: {
-            parameters: {
-                query?: never;
-                header?: never;
-                path?: never;
-                cookie?: never;
-            };
-            requestBody?: never;
-            responses: {
-                /** @description the limits */
-                200: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            tenant: string;
-                            /** @description a request body's bytes at most (413 PAYLOAD_TOO_LARGE above) */
-                            maxBodyBytes: number;
-                            /** @description events in one `application/cloudevents-batch+json` publish at most (400 above) */
-                            maxBatchEvents: number;
-                            /** @description the tenant's publish burst (413 BATCH_EXCEEDS_BURST above); null when the gate runs no quota */
-                            burst: {
-                                /** @description events per publish at most: eventsPerSecond x burstSeconds */
-                                events: number;
-                                /** @description bytes per publish at most: bytesPerSecond x burstSeconds */
-                                bytes: number;
-                                eventsPerSecond: number;
-                                bytesPerSecond: number;
-                                burstSeconds: number;
-                            } | null;
-                            /** @description the largest publish that can pass: the least of the above */
-                            maxPublish: {
-                                events: number;
-                                bytes: number;
-                            };
-                        };
-                    };
-                };
-                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
-                401: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
-                403: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
-                429: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
-                503: {
-                    headers: {
-                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
-                        "x-request-id"?: string;
-                        [name: string]: unknown;
-                    };
-                    content: {
-                        "application/json": {
-                            /** @description stable, machine-readable */
-                            code: string;
-                            message: string;
-                        } & {
-                            [key: string]: unknown;
-                        };
-                    };
-                };
-            };
-        };
-        put?: never;
-        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -4864,6 +4513,357 @@ export interface paths {
         };
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/subscribe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Create a subscription (alias of POST /subscriptions) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        name?: string;
+                        /**
+                         * @default HTTP
+                         * @enum {string}
+                         */
+                        protocol?: "HTTP" | "STREAM";
+                        /** Format: uri */
+                        sink?: string;
+                        topic?: string;
+                        /** @default [] */
+                        filters?: unknown[];
+                        /**
+                         * @default {
+                         *       "startFrom": "latest",
+                         *       "trusted": false
+                         *     }
+                         */
+                        config?: {
+                            /** @default latest */
+                            startFrom?: "latest" | "earliest" | string;
+                            /** @default false */
+                            trusted?: boolean;
+                            retry?: {
+                                maxAttempts?: number;
+                                initialDelayMs?: number;
+                                maxDelayMs?: number;
+                            };
+                            /** @enum {string} */
+                            ordering?: "partition" | "key" | "none";
+                            concurrency?: number;
+                            batch?: {
+                                /** @default 100 */
+                                maxEvents?: number;
+                                /** @default 262144 */
+                                maxBytes?: number;
+                                /** @default 0 */
+                                lingerMs?: number;
+                            };
+                            /** @enum {string} */
+                            policy?: "LOAD_BALANCE" | "BROADCAST" | "MULTICAST";
+                            ackTimeoutMs?: number;
+                        };
+                    } & (unknown & {
+                        config?: unknown;
+                    });
+                };
+            };
+            responses: {
+                /** @description created */
+                201: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            id: string;
+                            /** @description the tenant's key for it (unique within the tenant), when it has one */
+                            name?: string;
+                            topic: string;
+                            /** @enum {string} */
+                            protocol: "HTTP" | "STREAM";
+                            sink?: string;
+                            filters: unknown[];
+                            config: {
+                                [key: string]: unknown;
+                            };
+                            instance: string;
+                            status: string;
+                            /** @description ISO 8601 */
+                            createdAt: string;
+                            /** @description the Standard Webhooks signing secret: in the answer to the create only */
+                            secret?: string;
+                        };
+                    };
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description not found (or another tenant's: the same answer) */
+                404: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/events/unsubscribe": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Delete a subscription (alias of DELETE /subscriptions/{id}) */
+        post: {
+            parameters: {
+                query?: never;
+                header?: never;
+                path?: never;
+                cookie?: never;
+            };
+            requestBody: {
+                content: {
+                    "application/json": {
+                        id: string;
+                    };
+                };
+            };
+            responses: {
+                /** @description deleted */
+                204: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content?: never;
+                };
+                /** @description bad input: `code` names it, a `field` where one is at fault */
+                400: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description no usable credential (the gate, `UNAUTHENTICATED`) */
+                401: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description the credential may not do this (the gate, `FORBIDDEN`) */
+                403: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description not found (or another tenant's: the same answer) */
+                404: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description over a quota (`QUOTA_EXCEEDED`, with `Retry-After`), or the tenant's request-replies waiting in this gateway process are at their cap (`TOO_MANY_PENDING_REQUESTS`, with `Retry-After`) */
+                429: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+                /** @description a dependency or a bound is unavailable for now (`Retry-After`) */
+                503: {
+                    headers: {
+                        /** @description the request's id: the caller's own when usable (1 to 128 of [A-Za-z0-9._:-]), else a fresh UUID */
+                        "x-request-id"?: string;
+                        [name: string]: unknown;
+                    };
+                    content: {
+                        "application/json": {
+                            /** @description stable, machine-readable */
+                            code: string;
+                            message: string;
+                        } & {
+                            [key: string]: unknown;
+                        };
+                    };
+                };
+            };
+        };
         delete?: never;
         options?: never;
         head?: never;

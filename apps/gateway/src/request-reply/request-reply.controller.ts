@@ -1,29 +1,17 @@
 import { Body, Controller, Headers, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { ErrorCode, EventMeshError, queryInt } from '@libs/errors';
+import { queryInt } from '@libs/errors';
 import { AdaptorRegistry, frameToStructured } from '@libs/frame';
 import { toFrames } from '@libs/ingress';
-import {
-  DEFAULT_REQUEST_TIMEOUT_MS,
-  MAX_REQUEST_TIMEOUT_MS,
-  RequestReplyService,
-} from '@libs/request-reply';
+import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_TIMEOUT_MS, RequestReplyService } from '@libs/request-reply';
 import type { Caller } from '@libs/security';
-import { createSubscriptionSchema, SubscriptionService, SubscriptionView } from '@libs/subscriptions';
 import { z } from 'zod';
 import { rawBodyOf } from '../http/body-parsers';
 import { publishRequestOf } from '../http/content-mode';
 import { ApiRoute, errors, GATED } from '../http/api-route';
-import {
-  publishedEventSchema,
-  replyAnswerSchema,
-  replyEventSchema,
-  structuredEventSchema,
-  subscriptionViewSchema,
-} from '../http/api-schemas';
+import { publishedEventSchema, replyAnswerSchema, replyEventSchema, structuredEventSchema } from '../http/api-schemas';
 import { CallerParam, GateRoute } from '../http/gate-route';
 import { parseQuery } from '../http/parse-body';
-
 /** The request-reply route's query: it validates with it, the API document shows it. */
 const requestQuerySchema = z.object({
   topic: z.string().optional().describe("the topic (the runtime's default when absent)"),
@@ -41,14 +29,11 @@ const EVENT_BODY = {
 };
 
 @Controller('events')
-export class EventsController {
+export class RequestReplyController {
   constructor(
-    private readonly subscriptions: SubscriptionService,
     private readonly requestReply: RequestReplyService,
     private readonly adaptors: AdaptorRegistry,
   ) {}
-
-  // POST /events/publish is served by publish-route.ts, ahead of Nest: it is the hot path.
 
   /**
    * Publishes one event with a fresh `correlationid` and holds the request until a reply with that id arrives
@@ -117,34 +102,5 @@ export class EventsController {
     const publish = publishRequestOf(this.adaptors, headers, { raw: rawBodyOf(request), parsed: body }, false);
     const [frame] = toFrames(publish, 1);
     return this.requestReply.reply(frame, caller.tenant);
-  }
-
-  /** Alias of `POST /subscriptions`. */
-  @Post('subscribe')
-  @ApiRoute({
-    summary: 'Create a subscription (alias of POST /subscriptions)',
-    body: { schema: createSubscriptionSchema },
-    responses: { 201: { description: 'created', schema: subscriptionViewSchema }, ...errors(400, 404), ...GATED },
-  })
-  @GateRoute({ action: 'subscribe', topic: { body: 'topic' }, createsSubscription: true })
-  @HttpCode(201)
-  subscribe(@Body() body: unknown, @CallerParam() caller: Caller): Promise<SubscriptionView> {
-    return this.subscriptions.create(body, caller);
-  }
-
-  /** Alias of `DELETE /subscriptions/{id}`: `{ "id": "..." }`. */
-  @Post('unsubscribe')
-  @ApiRoute({
-    summary: 'Delete a subscription (alias of DELETE /subscriptions/{id})',
-    body: { schema: z.object({ id: z.string() }) },
-    responses: { 204: { description: 'deleted' }, ...errors(400, 404), ...GATED },
-  })
-  @GateRoute({ action: 'subscribe', topic: { subscriptionBody: 'id' } })
-  @HttpCode(204)
-  async unsubscribe(@Body() body: { id?: unknown } | undefined, @CallerParam() caller: Caller): Promise<void> {
-    if (typeof body?.id !== 'string') {
-      throw new EventMeshError(ErrorCode.InvalidRequest, 'id: the subscription id is required', { field: 'id' });
-    }
-    await this.subscriptions.delete(body.id, caller.tenant);
   }
 }
