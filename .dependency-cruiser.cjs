@@ -149,7 +149,7 @@ module.exports = {
   options: {
     includeOnly: '^(apps|libs|packages|contracts|workflows|activities|scripts|bench)/',
     doNotFollow: { path: 'node_modules' },
-    exclude: { path: ['(^|/)test/', '\\.(e2e-)?spec\\.ts$', '(^|/)dist/', '(^|/)node_modules/'] },
+    exclude: { path: ['(^|/)test/', '\\.(e2e-)?spec\\.ts$', '(^|/)dist/', '(^|/)node_modules/', '^\\.(data|tools)/'] },
     tsPreCompilationDeps: true,
     tsConfig: { fileName: 'tsconfig.json' },
     enhancedResolveOptions: { extensions: ['.ts', '.js', '.json', '.d.ts'] },

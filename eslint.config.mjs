@@ -119,6 +119,39 @@ export default tseslint.config(
     },
   },
   {
+    // The persistence rule (docs/architecture.md#persistence): the runtime's SQL is in libs/storage. Exceptions: the
+    // epoch fence (libs/fence), the connector runtime (a process of its own: its schema, and its connectors' own
+    // databases), and the probes that are not persistence (health's `SELECT 1`, the liveness lock's session lock).
+    files: ['libs/**/*.ts', 'apps/**/*.ts', 'activities/**/*.ts'],
+    ignores: [
+      '**/*.spec.ts',
+      'libs/storage/**',
+      'libs/fence/**',
+      'apps/connectors/**',
+      'libs/health/health.service.ts',
+      'libs/ownership/liveness-lock.ts',
+    ],
+    rules: {
+      'no-restricted-syntax': [
+        'error',
+        {
+          selector: "CallExpression[callee.property.name='query'][arguments.0.type=/^(Literal|TemplateLiteral)$/]",
+          message: 'SQL lives in libs/storage (docs/architecture.md#persistence): call a store of libs/storage.',
+        },
+        {
+          selector: "MemberExpression[property.name='manager'][object.type!='ThisExpression']",
+          message: 'Entities are read and written in libs/storage (docs/architecture.md#persistence): call its store.',
+        },
+      ],
+      '@typescript-eslint/no-restricted-imports': [
+        'error',
+        {
+          paths: [{ name: 'pg', allowTypeImports: true, message: 'Postgres is reached through libs/storage.' }],
+        },
+      ],
+    },
+  },
+  {
     files: ['test/**/*.ts', '**/*.spec.ts', 'scripts/**/*.ts', 'bench/**/*.ts', 'examples/**/*.ts'],
     rules: { 'no-console': 'off' },
   },

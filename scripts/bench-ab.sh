@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm run bench:ab -- <ref> <benchmark> [rounds]`: one benchmark of this checkout (B) against the same benchmark
-# of an earlier commit (A), in one run. A is checked out beside the data (.data/bench-ab/<sha>), installed and
-# built once. The two then take turns, one round each, for `rounds` rounds (default 5), in an order that alternates
+# of an earlier commit (A), in one run. A is checked out once outside this tree (EVENTMESH_BENCH_AB_DIR, default
+# $TMPDIR/eventmesh-bench-ab/<sha>), installed and built there, and shares this checkout's servers and tools. The two then take turns, one round each, for `rounds` rounds (default 5), in an order that alternates
 # (A B, B A, A B, ...), so the host's load falls on both alike. Each side runs its own `npm run bench:<benchmark>`
 # with BENCH_ROUNDS=1 against its own database and Temporal namespace; every other BENCH_* setting of the caller
 # applies to both. Each benchmark measures its path against its baseline in the same round, so the comparison is
@@ -24,11 +24,12 @@ node -e "process.exit(require('./package.json').scripts['bench:$bench'] ? 0 : 1)
 git show "$sha:package.json" | node -e "let s='';process.stdin.on('data',d=>s+=d).on('end',()=>process.exit(JSON.parse(s).scripts['bench:$bench']?0:1))" \
   || { echo "bench:ab: commit ${sha:0:10} has no script bench:$bench (the benchmark is newer: nothing to compare with)" >&2; exit 2; }
 
+# Where the earlier commits are checked out (outside this tree: tools that walk it must not meet a second copy).
+ab=${EVENTMESH_BENCH_AB_DIR:-${TMPDIR:-/tmp}/eventmesh-bench-ab}
 # B as it is when the run starts: its commit, and whether uncommitted changes are in its build.
 this=$(git rev-parse --short HEAD)$(git diff --quiet HEAD -- . ':!.data' || echo ' with uncommitted changes')
-dir=$ROOT/.data/bench-ab
-other=$dir/${sha:0:12}
-logs=$dir/logs/$(date -u +%Y%m%dT%H%M%SZ)-$bench
+other=$ab/${sha:0:12}
+logs=$ROOT/.data/bench-ab/logs/$(date -u +%Y%m%dT%H%M%SZ)-$bench
 mkdir -p "$logs"
 if [[ ! -d $other ]]; then
   echo "[bench:ab] checking out ${sha:0:10} in $other"

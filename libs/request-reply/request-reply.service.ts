@@ -6,11 +6,10 @@ import { ErrorCode, EventMeshError } from '@libs/errors';
 import { attributesOf, CORRELATION_ATTRIBUTE, EventFrame, frameFromAttributes } from '@libs/frame';
 import type { EventIngress, PublishRequest } from '@libs/ingress';
 import { createLogger } from '@libs/logging';
-import { createPostgresClient } from '@libs/storage';
+import { createPostgresClient, PendingRequestStore } from '@libs/storage';
 import type { RequestReplyView } from '@libs/metrics';
 
 export { CORRELATION_ATTRIBUTE };
-const CHANNEL = 'eventmesh_replies';
 export const DEFAULT_REQUEST_TIMEOUT_MS = 30000;
 export const MAX_REQUEST_TIMEOUT_MS = 300000;
 const POLL_INTERVAL_MS = 1000;
@@ -78,13 +77,17 @@ export class RequestReplyService {
     refusedForTenant: 0,
   };
 
+  private readonly store: PendingRequestStore;
+
   constructor(
-    private readonly db: DataSource,
+    db: DataSource,
     private readonly ingress: EventIngress,
     private readonly pg: EventMeshConfig['postgres'],
     private readonly instanceId: string,
     private readonly options: RequestReplyOptions,
-  ) {}
+  ) {
+    this.store = new PendingRequestStore(db, REPLY_HOLDER_LOCK_SPACE);
+  }
 
   /**
    * Opens the LISTEN connection (one per instance) and keeps it open: when it drops it is reopened with backoff.
@@ -111,7 +114,7 @@ export class RequestReplyService {
   }
 
   private async ping(): Promise<void> {
-    await this.listener?.query('SELECT 1').catch(() => undefined);
+    if (this.listener) await this.store.ping(this.listener).catch(() => undefined);
   }
 
   private async listen(): Promise<void> {
@@ -128,16 +131,10 @@ export class RequestReplyService {
       await client.connect();
       // After a dropped connection the old session may still hold the key until Postgres notices it is gone:
       // the reconnect loop tries again.
-      const locked: { rows: { locked: boolean }[] } = await client.query(
-        'SELECT pg_try_advisory_lock($1, $2) AS locked',
-        [REPLY_HOLDER_LOCK_SPACE, this.holderKey],
-      );
-      if (!locked.rows[0].locked) throw new HolderKeyTaken(this.holderKey);
       // The server ends this session when it hears nothing for a query timeout (pings keep a live one busy), so
       // a session whose client vanished behind a dead link lets the holder key go and the reconnect can take it.
-      if (this.pg.queryTimeoutMs > 0)
-        await client.query(`SELECT set_config('idle_session_timeout', $1, false)`, [`${this.pg.queryTimeoutMs}ms`]);
-      await client.query(`LISTEN ${CHANNEL}`);
+      if (!(await this.store.listenOn(client, this.holderKey, this.pg.queryTimeoutMs)))
+        throw new HolderKeyTaken(this.holderKey);
     } catch (e) {
       await client.end().catch(() => undefined);
       throw e;
@@ -223,11 +220,7 @@ export class RequestReplyService {
     });
     const replied = new Promise<EventFrame>((resolve) => this.waiters.set(correlationId, resolve));
     try {
-      await this.db.query(
-        `INSERT INTO pending_requests (correlation_id, instance_id, deadline, holder_key, tenant)
-         VALUES ($1, $2, now() + $3 * interval '1 millisecond', $4, $5)`,
-        [correlationId, this.instanceId, timeoutMs, this.holderKey, tenant],
-      );
+      await this.store.add(correlationId, this.instanceId, timeoutMs, this.holderKey, tenant);
       // The publish waits for Kafka's acknowledgement (bounded by the producer); the deadline bounds it too.
       let publishError: unknown;
       const published = this.ingress
@@ -262,9 +255,7 @@ export class RequestReplyService {
       const left = (this.pendingByTenant.get(tenant) ?? 1) - 1;
       if (left > 0) this.pendingByTenant.set(tenant, left);
       else this.pendingByTenant.delete(tenant);
-      await this.db
-        .query(`DELETE FROM pending_requests WHERE correlation_id = $1`, [correlationId])
-        .catch(() => undefined);
+      await this.store.remove(correlationId).catch(() => undefined);
     }
   }
 
@@ -273,13 +264,8 @@ export class RequestReplyService {
    * replier was told "delivered") comes back with it and is answered, not thrown away.
    */
   private async take(correlationId: string): Promise<EventFrame | undefined> {
-    const result: unknown[] = await this.db.query(
-      `DELETE FROM pending_requests WHERE correlation_id = $1 RETURNING reply_attributes, reply_data`,
-      [correlationId],
-    );
-    const rows = (result[0] ?? []) as { reply_attributes: Record<string, unknown> | null; reply_data: Buffer | null }[];
-    const row = rows[0];
-    return row?.reply_attributes ? frameFromAttributes(row.reply_attributes, row.reply_data) : undefined;
+    const reply = await this.store.take(correlationId);
+    return reply ? frameFromAttributes(reply.attributes, reply.data) : undefined;
   }
 
   /**
@@ -301,28 +287,12 @@ export class RequestReplyService {
     }
     // Checking, storing the reply and waking the holder are one statement: all happen, or none. Postgres text
     // holds no NUL: a correlation id with one names no request (and is not sent to Postgres).
-    const rows: { open: boolean; replied: boolean; live: boolean; delivered: number }[] = correlationId.includes('\0')
-      ? []
-      : await this.db.query(
-          `WITH target AS (
-         SELECT correlation_id, deadline > now() AS open, reply_attributes IS NOT NULL AS replied,
-                (holder_key IS NULL OR EXISTS (
-                   SELECT 1 FROM pg_locks l
-                    WHERE l.locktype = 'advisory' AND l.granted AND l.objsubid = 2
-                      AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())
-                      AND l.classid = $4::integer::oid AND l.objid = holder_key::oid)) AS live
-           FROM pending_requests WHERE correlation_id = $1 AND tenant = $5 FOR UPDATE),
-       stored AS (
-         UPDATE pending_requests p SET reply_attributes = $2, reply_data = $3
-           FROM target t
-          WHERE p.correlation_id = t.correlation_id AND t.open AND NOT t.replied AND t.live
-            AND p.deadline > now() AND p.reply_attributes IS NULL
-          RETURNING p.correlation_id),
-       notified AS (SELECT pg_notify('${CHANNEL}', correlation_id) FROM stored)
-       SELECT t.open, t.replied, t.live, (SELECT count(*)::integer FROM notified) AS delivered FROM target t`,
-          [correlationId, attributesOf(frame), frame.data ?? null, REPLY_HOLDER_LOCK_SPACE, tenant],
-        );
-    const row = rows[0];
+    const row = correlationId.includes('\0')
+      ? undefined
+      : await this.store.storeReply(correlationId, tenant, {
+          attributes: attributesOf(frame),
+          data: frame.data ?? null,
+        });
     if (row?.delivered === 1) return { correlationId, delivered: true };
     const reason: UndeliveredReason = !row
       ? 'unknown'
@@ -350,14 +320,8 @@ export class RequestReplyService {
     const mine = correlationIds.filter((id) => this.waiters.has(id));
     if (mine.length === 0) return;
     try {
-      const rows: { correlation_id: string; reply_attributes: Record<string, unknown>; reply_data: Buffer | null }[] =
-        await this.db.query(
-          `SELECT correlation_id, reply_attributes, reply_data FROM pending_requests
-            WHERE correlation_id = ANY($1) AND reply_attributes IS NOT NULL`,
-          [mine],
-        );
-      for (const row of rows)
-        this.waiters.get(row.correlation_id)?.(frameFromAttributes(row.reply_attributes, row.reply_data));
+      for (const reply of await this.store.repliesTo(mine))
+        this.waiters.get(reply.correlationId)?.(frameFromAttributes(reply.attributes, reply.data));
     } catch (e) {
       this.log.warn({ error: (e as Error).message }, 'could not read stored replies; the next poll tries again');
     }
@@ -369,9 +333,7 @@ export class RequestReplyService {
     // the request path.
     if (Date.now() - this.sweptAt > CLEANUP_INTERVAL_MS) {
       this.sweptAt = Date.now();
-      await this.db
-        .query(`DELETE FROM pending_requests WHERE deadline < now() - interval '1 minute'`)
-        .catch(() => undefined);
+      await this.store.sweep().catch(() => undefined);
     }
   }
 }

@@ -3,7 +3,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
 import { ErrorCode, EventMeshError } from '@libs/errors';
 import { createLogger } from '@libs/logging';
-import { PublisherSecretEntity } from '@libs/storage';
+import { PublisherSecretRows } from '@libs/storage';
 import { SecretBox } from './secret-box';
 
 /** A publisher secret as the admin API lists it: never the secret itself. */
@@ -33,57 +33,47 @@ export function signingKeyOf(secret: string): Buffer {
  */
 export class PublisherSecretStore {
   private readonly log = createLogger('PublisherSecretStore');
+  private readonly rows: PublisherSecretRows;
 
   constructor(
-    private readonly db: DataSource,
+    db: DataSource,
     private readonly box: SecretBox,
-  ) {}
+  ) {
+    this.rows = new PublisherSecretRows(db);
+  }
 
   /** Creates a secret; the answer is the only time the secret is shown. */
   async create(tenant: string, principal: string): Promise<PublisherSecretView & { secret: string }> {
     checkPrincipal(principal);
     const secret = `whsec_${randomBytes(32).toString('base64')}`;
     const id = randomUUID();
-    const createdAt = await this.db.transaction(async (tx) => {
-      // Two creates for one principal at once must not both pass the count: they take turns.
-      await tx.query('SELECT pg_advisory_xact_lock(hashtextextended($1, 0))', [
-        JSON.stringify(['publisher-secrets', tenant, principal]),
-      ]);
-      const count = await tx.count(PublisherSecretEntity, { where: { tenant, principal } });
-      if (count >= MAX_PUBLISHER_SECRETS) {
-        throw new EventMeshError(
-          ErrorCode.SecretLimitReached,
-          `principal ${principal} already has ${MAX_PUBLISHER_SECRETS} secrets (the current one and the next); delete one first`,
-          { principal, max: MAX_PUBLISHER_SECRETS },
-        );
-      }
-      const [row]: { created_at: Date }[] = await tx.query(
-        'INSERT INTO publisher_secrets (id, tenant, principal, secret) VALUES ($1, $2, $3, $4) RETURNING created_at',
-        [id, tenant, principal, this.box.seal(secret)],
-      );
-      return row.created_at;
+    const createdAt = await this.rows.insertBelow(MAX_PUBLISHER_SECRETS, {
+      id,
+      tenant,
+      principal,
+      sealed: this.box.seal(secret),
     });
+    if (createdAt === undefined) {
+      throw new EventMeshError(
+        ErrorCode.SecretLimitReached,
+        `principal ${principal} already has ${MAX_PUBLISHER_SECRETS} secrets (the current one and the next); delete one first`,
+        { principal, max: MAX_PUBLISHER_SECRETS },
+      );
+    }
     this.log.info({ tenant, principal, secretId: id }, 'publisher secret created');
     return { id, principal, createdAt: createdAt.toISOString(), secret };
   }
 
   async list(tenant: string, principal: string): Promise<PublisherSecretView[]> {
     checkPrincipal(principal);
-    const rows = await this.db.manager.find(PublisherSecretEntity, {
-      select: { id: true, principal: true, createdAt: true },
-      where: { tenant, principal },
-      order: { createdAt: 'ASC' },
-    });
+    const rows = await this.rows.list(tenant, principal);
     return rows.map((r) => ({ id: r.id, principal: r.principal, createdAt: r.createdAt.toISOString() }));
   }
 
   /** Deletes one secret of the principal; 404 when this tenant's principal has none by that id. */
   async delete(tenant: string, principal: string, id: string): Promise<void> {
     checkPrincipal(principal);
-    const result = UUID.test(id)
-      ? await this.db.manager.delete(PublisherSecretEntity, { id, tenant, principal })
-      : { affected: 0 };
-    if (!result.affected) {
+    if (!(UUID.test(id) && (await this.rows.delete(tenant, principal, id)))) {
       throw new EventMeshError(ErrorCode.NotFound, `principal ${principal} has no secret ${id}`, { principal, id });
     }
     this.log.info({ tenant, principal, secretId: id }, 'publisher secret deleted');
@@ -94,10 +84,7 @@ export class PublisherSecretStore {
    * EVENTMESH_SECURITY_SECRETS_KEYS) is logged and left out: its signatures fail, nothing passes unsigned.
    */
   async keysOf(tenant: string, principal: string): Promise<{ count: number; keys: Buffer[] }> {
-    const rows = await this.db.manager.find(PublisherSecretEntity, {
-      select: { id: true, secret: true },
-      where: { tenant, principal },
-    });
+    const rows = await this.rows.sealedOf(tenant, principal);
     const keys: Buffer[] = [];
     for (const row of rows) {
       try {

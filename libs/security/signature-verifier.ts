@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import type { DataSource } from 'typeorm';
 import { ErrorCode } from '@libs/errors';
 import { createLogger } from '@libs/logging';
+import { SignatureReplayStore } from '@libs/storage';
 import { ALLOW, GateContext, GateFilter, GateRefusal, Verdict } from './gate-filter';
 
 /** Where the verifier finds a principal's HMAC keys (PublisherSecretStore). `count` includes secrets that did not open. */
@@ -181,31 +181,5 @@ export function matches(
   return matched;
 }
 
-/** The replay ledger in Postgres (`signature_replays`), one row per principal and `webhook-id`. */
-export class SignatureReplayLedger implements ReplayLedger {
-  constructor(private readonly db: DataSource) {}
-
-  /**
-   * Records the id. An id already recorded is a replay (false) unless its row has expired and was not purged
-   * yet: then it is the id's first use within the window, and the row is taken over. One statement, so two
-   * instances claiming the same id at once cannot both win.
-   */
-  async claim(tenant: string, principal: string, webhookId: string, expiresAt: Date): Promise<boolean> {
-    const rows: unknown[] = await this.db.query(
-      `INSERT INTO signature_replays AS r (tenant, principal, webhook_id, seen_at, expires_at) VALUES ($1, $2, $3, now(), $4)
-       ON CONFLICT (tenant, principal, webhook_id) DO UPDATE SET seen_at = now(), expires_at = EXCLUDED.expires_at
-         WHERE r.expires_at < now()
-       RETURNING 1`,
-      [tenant, principal, webhookId, expiresAt],
-    );
-    return rows.length === 1;
-  }
-
-  async purge(limit: number): Promise<number> {
-    const [, affected]: [unknown, number] = await this.db.query(
-      `DELETE FROM signature_replays WHERE ctid IN (SELECT ctid FROM signature_replays WHERE expires_at < now() LIMIT $1)`,
-      [limit],
-    );
-    return affected;
-  }
-}
+/** The replay ledger in Postgres (`signature_replays`, libs/storage/security/signature-replay-store.ts). */
+export class SignatureReplayLedger extends SignatureReplayStore implements ReplayLedger {}

@@ -11,9 +11,7 @@ export {
   A2ATaskEntity,
   DeadLetterEntity,
   DeliveryRetryEntity,
-  PublisherSecretEntity,
   SubscriptionEntity,
-  SubscriptionOffsetEntity,
   TenantTopicEntity,
   TopicGrantEntity,
 } from './entities';
@@ -60,3 +58,28 @@ export { SessionUsageStore } from './session-usage-store';
 export type { PeerSessionUsage, SessionUsageRow } from './session-usage-store';
 export { SessionHomeStore } from './session-home-store';
 export type { SessionHomeRow } from './session-home-store';
+export { setTransactionLockTimeout } from './transaction-settings';
+export { SubscriptionStore } from './subscriptions/subscription-store';
+export { A2AAgentRows, AGENT_STYLES } from './a2a/agent-store';
+export type { AgentFilter, AgentStyle, StoredAgentRow } from './a2a/agent-store';
+export { SignatureReplayStore } from './security/signature-replay-store';
+export { SEALED_SECRET_TABLES } from './security/sealed-secret-tables';
+export { PublisherSecretRows } from './security/publisher-secret-rows';
+export { PushConfigRows } from './a2a/push-config-rows';
+export type { PushAuthentication, PushConfigRow, PushWireVersion } from './a2a/push-config-rows';
+export { A2ATaskRows, readTaskEvents } from './a2a/task-rows';
+export type { NewTaskRow, StoredTaskRow, TaskRowChange } from './a2a/task-rows';
+export { TaskPublicationRows } from './a2a/task-publication-rows';
+export {
+  PUSH_LETTER_ID,
+  PUSH_LETTER_RESOLUTIONS,
+  PushDeadLetterStore,
+  isPushLetterId,
+} from './a2a/push-dead-letter-store';
+export type {
+  GivenUpPush,
+  PushDeadLetter,
+  PushDeadLetterFilter,
+  PushLetterResolution,
+} from './a2a/push-dead-letter-store';
+export { PendingRequestStore } from './request-reply/pending-request-store';

@@ -105,6 +105,15 @@ export class PlacementStore {
     return rows.map((r) => r.instance_id);
   }
 
+  /** The instance the subscription is on; undefined when it does not exist. */
+  async instanceOf(subscriptionId: string, manager: EntityManager = this.db.manager): Promise<string | undefined> {
+    const found: { instance_id: string }[] = await manager.query(
+      `SELECT instance_id FROM subscriptions WHERE id = $1`,
+      [subscriptionId],
+    );
+    return found[0]?.instance_id;
+  }
+
   /**
    * Moves a subscription from `from` to `to` (an operator's move). Refused, changing nothing, when the
    * subscription is gone, no longer on `from` (another move won), or, unless `force`, when `to` has no live
@@ -126,14 +135,11 @@ export class PlacementStore {
         [subscriptionId, from, to],
       );
       if (Number(moved[1] ?? 0) === 0) {
-        const found: { instance_id: string }[] = await manager.query(
-          `SELECT instance_id FROM subscriptions WHERE id = $1`,
-          [subscriptionId],
-        );
+        const current = await this.instanceOf(subscriptionId, manager);
         // The fence taken above is rolled back with the transaction.
         throw new MoveRefused(
-          found[0]
-            ? { moved: false, rejected: 'MOVED_CONCURRENTLY', current: found[0].instance_id }
+          current !== undefined
+            ? { moved: false, rejected: 'MOVED_CONCURRENTLY', current }
             : { moved: false, rejected: 'SUBSCRIPTION_GONE' },
         );
       }

@@ -39,9 +39,7 @@ type Key = Pick<ParkedDelivery, 'subscriptionId' | 'topic' | 'partition' | 'offs
 
 const where = (k: Key) => ({
   subscriptionId: k.subscriptionId,
-  topic: k.topic,
-  partition: k.partition,
-  kafkaOffset: k.offset,
+  position: { topic: k.topic, partition: k.partition, offset: k.offset },
 });
 
 /**
@@ -191,9 +189,7 @@ export class RetryStore {
   ): Promise<void> {
     await manager.delete(DeliveryRetryEntity, {
       subscriptionId,
-      topic,
-      partition,
-      kafkaOffset: MoreThanOrEqual(offset),
+      position: { topic, partition, offset: MoreThanOrEqual(offset) },
     });
   }
 

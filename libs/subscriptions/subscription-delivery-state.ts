@@ -1,6 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { ErrorCode, EventMeshError } from '@libs/errors';
 import { createLogger } from '@libs/logging';
+import { SubscriptionStore } from '@libs/storage';
 import { isUuid, subscriptionNotFound } from './subscription.service';
 
 /** What a pause or resume did: the state after it, and whether it changed anything. */
@@ -23,7 +24,11 @@ export interface DeliveryStateView {
 export class SubscriptionDeliveryState {
   private readonly log = createLogger('SubscriptionDeliveryState');
 
-  constructor(private readonly db: DataSource) {}
+  private readonly store: SubscriptionStore;
+
+  constructor(db: DataSource) {
+    this.store = new SubscriptionStore(db);
+  }
 
   pause(id: string, tenant: string, actor: string): Promise<DeliveryStateView> {
     return this.move(id, tenant, actor, 'ACTIVE', 'PAUSED');
@@ -36,28 +41,20 @@ export class SubscriptionDeliveryState {
   /** One conditional update from `from` to `to`; when it changes nothing, the stored status says why. */
   private async move(id: string, tenant: string, actor: string, from: string, to: string): Promise<DeliveryStateView> {
     if (!isUuid(id)) throw subscriptionNotFound(id);
-    const moved: unknown[] = await this.db.query(
-      `UPDATE subscriptions SET status = $4, updated_at = now() WHERE id = $1 AND tenant = $2 AND status = $3 RETURNING 1`,
-      [id, tenant, from, to],
-    );
-    // TypeORM answers an UPDATE ... RETURNING on Postgres with [rows, affected].
-    if (Number(moved[1] ?? 0) > 0) {
+    if (await this.store.moveStatus(id, tenant, from, to)) {
       this.log.info(
         { subscription: id, tenant, actor, from, to },
         to === 'PAUSED' ? 'subscription paused by an operator' : 'subscription resumed by an operator',
       );
       return { subscriptionId: id, status: to, changed: true };
     }
-    const rows: { status: string }[] = await this.db.query(
-      `SELECT status FROM subscriptions WHERE id = $1 AND tenant = $2`,
-      [id, tenant],
-    );
-    if (rows.length === 0) throw subscriptionNotFound(id);
-    if (rows[0].status === to) return { subscriptionId: id, status: to, changed: false };
+    const status = await this.store.statusOf(id, tenant);
+    if (status === undefined) throw subscriptionNotFound(id);
+    if (status === to) return { subscriptionId: id, status: to, changed: false };
     throw new EventMeshError(
       ErrorCode.SubscriptionDisabled,
-      `subscription ${id} is ${rows[0].status} (its sink answered 410 Gone); it is not delivered, and cannot be ${to === 'PAUSED' ? 'paused' : 'resumed'}`,
-      { id, status: rows[0].status },
+      `subscription ${id} is ${status} (its sink answered 410 Gone); it is not delivered, and cannot be ${to === 'PAUSED' ? 'paused' : 'resumed'}`,
+      { id, status },
     );
   }
 }

@@ -10,7 +10,9 @@ import {
   LeaseStore,
   OffsetStore,
   RetryStore,
+  setTransactionLockTimeout,
   SubscriptionEntity,
+  SubscriptionStore,
 } from '@libs/storage';
 import { startFromSchema } from './subscription.schema';
 import { isUuid, subscriptionNotFound } from './subscription.service';
@@ -89,6 +91,7 @@ export class SubscriptionOffsets {
   private readonly log = createLogger('SubscriptionOffsets');
   private readonly offsets: OffsetStore;
   private readonly retries: RetryStore;
+  private readonly subscriptions: SubscriptionStore;
 
   constructor(
     private readonly db: DataSource,
@@ -97,6 +100,7 @@ export class SubscriptionOffsets {
   ) {
     this.offsets = new OffsetStore(db);
     this.retries = new RetryStore(db, new DeadLetterStore(db));
+    this.subscriptions = new SubscriptionStore(db);
   }
 
   static forInstance(db: DataSource, topics: TopicAdmin, config: EventMeshConfig): SubscriptionOffsets {
@@ -109,7 +113,7 @@ export class SubscriptionOffsets {
   }
 
   private async subscription(id: string, tenant: string): Promise<SubscriptionEntity> {
-    const row = isUuid(id) ? await this.db.manager.findOneBy(SubscriptionEntity, { id, tenant }) : null;
+    const row = isUuid(id) ? await this.subscriptions.get(id, tenant) : null;
     if (!row) throw subscriptionNotFound(id);
     return row;
   }
@@ -175,7 +179,7 @@ export class SubscriptionOffsets {
     const s = await this.subscription(id, tenant);
     const targets = await this.targetsOf(s.topic, request);
     const done = await this.db.transaction(async (m) => {
-      await m.query(`SELECT set_config('lock_timeout', $1, true)`, [SEEK_LOCK_TIMEOUT]);
+      await setTransactionLockTimeout(m, SEEK_LOCK_TIMEOUT);
       const result = await this.offsets.seek(s.id, targets, m);
       if (!result.applied) throw subscriptionNotFound(id);
       const forgotten = await this.retries.forgetReplayed(

@@ -57,14 +57,12 @@ export class SubscriptionPlacement {
   private readonly log = createLogger('SubscriptionPlacement');
 
   constructor(
-    private readonly db: DataSource,
     private readonly store: PlacementStore,
     private readonly options: Pick<EventMeshConfig['delivery'], 'topology' | 'orphanGraceMs' | 'orphanTakeover'>,
   ) {}
 
   static forInstance(db: DataSource, config: EventMeshConfig): SubscriptionPlacement {
     return new SubscriptionPlacement(
-      db,
       new PlacementStore(db, Math.floor(config.delivery.leaseTtlMs / 2)),
       config.delivery,
     );
@@ -143,12 +141,9 @@ export class SubscriptionPlacement {
    */
   async move(id: string, request: MoveSubscriptionRequest): Promise<MoveView> {
     this.sticky();
-    const rows: { instance_id: string }[] = UUID.test(id)
-      ? await this.db.query(`SELECT instance_id FROM subscriptions WHERE id = $1`, [id])
-      : [];
-    if (rows.length === 0)
+    const current = UUID.test(id) ? await this.store.instanceOf(id) : undefined;
+    if (current === undefined)
       throw new EventMeshError(ErrorCode.SubscriptionNotFound, `subscription ${id} does not exist`, { id });
-    const current = rows[0].instance_id;
     const from = request.from ?? current;
     if (from !== current) throw conflict(id, from, current);
     if (from === request.to) return { subscription: id, from, to: request.to, moved: false, fencedEpoch: null };

@@ -14,7 +14,7 @@ import {
 } from '@libs/kafka';
 import { createLogger } from '@libs/logging';
 import { Caller, SecretBox, SinkGuard } from '@libs/security';
-import { SubscriptionEntity, SubscriptionOffsetEntity } from '@libs/storage';
+import { A2AAgentRows, SubscriptionEntity, SubscriptionStore } from '@libs/storage';
 import { TopicNamespace } from '@libs/topics';
 import { CreateSubscriptionRequest, createSubscriptionSchema, SubscriptionView } from './subscription.schema';
 import { validateWebhookTarget } from './webhook-handshake';
@@ -33,9 +33,11 @@ export class SubscriptionService {
   private readonly log = createLogger('SubscriptionService');
   /** Topics of subscriptions by `tenant/id` (topicFor). */
   private readonly topics_ = new Map<string, string>();
+  private readonly rows: SubscriptionStore;
+  private readonly agents: A2AAgentRows<unknown>;
 
   constructor(
-    private readonly db: DataSource,
+    db: DataSource,
     private readonly topics: TopicAdmin,
     private readonly options: {
       instanceId: string;
@@ -52,7 +54,10 @@ export class SubscriptionService {
       /** Which Kafka topic a topic name means for the caller's tenant (libs/topics). */
       namespace: TopicNamespace;
     },
-  ) {}
+  ) {
+    this.rows = new SubscriptionStore(db);
+    this.agents = new A2AAgentRows(db);
+  }
 
   /** The instance whose subscriptions this service creates (and whose stream clients it serves). */
   get instanceId(): string {
@@ -87,8 +92,7 @@ export class SubscriptionService {
     if (!isAgentTopic(topic)) return;
     const known =
       isAgentTopicOf(topic, tenant) &&
-      (await this.db.query(`SELECT 1 FROM a2a_agents WHERE tenant = $1 AND name = $2`, [tenant, agentOfTopic(topic)]))
-        .length > 0 &&
+      (await this.agents.exists(tenant, agentOfTopic(topic)!)) &&
       (await this.topics.partitionsOf(topic).then(
         (p) => p.length > 0,
         () => false,
@@ -152,9 +156,9 @@ export class SubscriptionService {
 
     const id = randomUUID();
     const secret = `whsec_${randomBytes(24).toString('base64')}`;
-    await this.db
-      .transaction(async (tx) => {
-        await tx.insert(SubscriptionEntity, {
+    await this.rows
+      .create(
+        {
           id,
           tenant,
           name: request.name ?? null,
@@ -166,18 +170,9 @@ export class SubscriptionService {
           signingSecret: request.protocol === 'HTTP' ? this.options.secrets.seal(secret) : null,
           instanceId: this.options.instanceId,
           status: 'ACTIVE',
-        });
-        await tx.insert(
-          SubscriptionOffsetEntity,
-          [...starts].map(([partition, nextOffset]) => ({
-            subscriptionId: id,
-            topic,
-            partition,
-            nextOffset,
-            epoch: 0,
-          })),
-        );
-      })
+        },
+        starts,
+      )
       .catch(async (e: unknown) => {
         // Two creates of one name at once: the unique index lets one through.
         if (request.name !== undefined && isNameConflict(e)) await this.checkNameFree(request.name, tenant);
@@ -207,9 +202,9 @@ export class SubscriptionService {
     const known = this.topics_.get(key);
     if (known !== undefined) return known;
     if (!isUuid(id)) return undefined;
-    const row = await this.db.manager.findOne(SubscriptionEntity, { select: { topic: true }, where: { id, tenant } });
-    if (!row) return undefined;
-    const name = clientTopicNameOf(row.topic);
+    const topic = await this.rows.topicOf(id, tenant);
+    if (topic === undefined) return undefined;
+    const name = clientTopicNameOf(topic);
     if (this.topics_.size >= TOPIC_MEMORY) this.topics_.delete(this.topics_.keys().next().value!);
     this.topics_.set(key, name);
     return name;
@@ -217,7 +212,7 @@ export class SubscriptionService {
 
   /** The subscription of `tenant` named `name`, if it has one. */
   async findByName(name: string, tenant: string): Promise<SubscriptionView | undefined> {
-    const row = await this.db.manager.findOneBy(SubscriptionEntity, { name, tenant });
+    const row = await this.rows.byName(name, tenant);
     return row ? view(row) : undefined;
   }
 
@@ -233,7 +228,7 @@ export class SubscriptionService {
   }
 
   private async row(id: string, tenant: string): Promise<SubscriptionEntity> {
-    const row = isUuid(id) ? await this.db.manager.findOneBy(SubscriptionEntity, { id, tenant }) : null;
+    const row = isUuid(id) ? await this.rows.get(id, tenant) : null;
     if (!row) throw subscriptionNotFound(id);
     return row;
   }
@@ -280,20 +275,15 @@ export class SubscriptionService {
     this.checkTrusted(request, caller, current.config.trusted === true && request.sink === current.sink);
     if (request.protocol === 'HTTP')
       await this.checkSink(request.sink!, request.sink === current.sink || request.config.trusted === true);
-    const result = await this.db.manager.update(
-      SubscriptionEntity,
-      { id, tenant },
-      {
-        sink: request.sink ?? '',
-        // A write seals the secret again with the active key (key rotation).
-        ...(current.signingSecret ? { signingSecret: this.resealed(current.signingSecret) } : {}),
-        filters: request.filters as object[],
-        config: { ...request.config, startFrom: fixedStart },
-        updatedAt: new Date(),
-      },
-    );
+    const replaced = await this.rows.replace(id, tenant, {
+      sink: request.sink ?? '',
+      // A write seals the secret again with the active key (key rotation).
+      ...(current.signingSecret ? { signingSecret: this.resealed(current.signingSecret) } : {}),
+      filters: request.filters as object[],
+      config: { ...request.config, startFrom: fixedStart },
+    });
     // Deleted while the new sink was being validated.
-    if (!result.affected) throw subscriptionNotFound(id);
+    if (!replaced) throw subscriptionNotFound(id);
     this.log.info({ subscription: id, tenant, sink: request.sink }, 'subscription replaced');
     return this.get(id, tenant);
   }
@@ -320,30 +310,25 @@ export class SubscriptionService {
 
   /** The subscriptions of `tenant`, oldest first; only the one named `name` when given. */
   async list(tenant: string, name?: string): Promise<SubscriptionView[]> {
-    const rows = await this.db.manager.find(SubscriptionEntity, {
-      where: name === undefined ? { tenant } : { tenant, name },
-      order: { createdAt: 'ASC' },
-    });
-    return rows.map(view);
+    return (await this.rows.list(tenant, name)).map(view);
   }
 
   /** Deletes a subscription of `tenant`; 404 SUBSCRIPTION_NOT_FOUND when that tenant has none by this id. */
   async delete(id: string, tenant: string): Promise<void> {
-    const result = isUuid(id) ? await this.db.manager.delete(SubscriptionEntity, { id, tenant }) : { affected: 0 };
-    if (!result.affected) throw subscriptionNotFound(id);
+    if (!(isUuid(id) && (await this.rows.delete(id, tenant)))) throw subscriptionNotFound(id);
     this.log.info({ subscription: id, tenant }, 'subscription deleted');
   }
 
   /** Stops delivery to a subscription (its sink answered 410 Gone); it stays readable, `status: DISABLED`. */
   /** In the caller's transaction when given one (a dispatch loop's fenced write). */
-  async disable(id: string, reason: string, manager: EntityManager = this.db.manager): Promise<void> {
-    await manager.update(SubscriptionEntity, { id }, { status: 'DISABLED', updatedAt: new Date() });
+  async disable(id: string, reason: string, manager?: EntityManager): Promise<void> {
+    await this.rows.disable(id, manager);
     this.log.warn({ subscription: id, reason }, 'subscription disabled');
   }
 
   /** Active subscriptions of a topic, webhook and stream, whichever instance created them (PARTITION_OWNED_PULL). */
-  async activeOnTopic(topic: string): Promise<SubscriptionEntity[]> {
-    return this.db.manager.find(SubscriptionEntity, { where: { topic, status: 'ACTIVE' } });
+  activeOnTopic(topic: string): Promise<SubscriptionEntity[]> {
+    return this.rows.activeOnTopic(topic);
   }
 
   /**
@@ -352,16 +337,12 @@ export class SubscriptionService {
    * PARTITION_OWNED_PULL their partitions are owned beside the configured topics' (apps/worker).
    */
   async subscribedRuntimeTopics(): Promise<string[]> {
-    const rows: { topic: string }[] = await this.db.query(
-      `SELECT DISTINCT topic FROM subscriptions
-        WHERE status = 'ACTIVE' AND (topic LIKE 'a2a.%' OR topic LIKE 'tenant.%') ORDER BY topic`,
-    );
-    return rows.map((r) => r.topic).filter((t) => isAgentTopic(t) || isTenantTopic(t));
+    return (await this.rows.activeRuntimeTopicCandidates()).filter((t) => isAgentTopic(t) || isTenantTopic(t));
   }
 
   /** Active subscriptions this instance dispatches (LOCAL_STICKY_PULL). */
-  async activeFor(instanceId: string): Promise<SubscriptionEntity[]> {
-    return this.db.manager.find(SubscriptionEntity, { where: { instanceId, status: 'ACTIVE' } });
+  activeFor(instanceId: string): Promise<SubscriptionEntity[]> {
+    return this.rows.activeFor(instanceId);
   }
 }
 

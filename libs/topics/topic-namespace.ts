@@ -5,7 +5,7 @@ import { ErrorCode, EventMeshError } from '@libs/errors';
 import { isTenantTopic, TENANT_TOPIC_NAME, tenantTopicOf, type TopicAdmin } from '@libs/kafka';
 import { createLogger } from '@libs/logging';
 import {
-  SubscriptionEntity,
+  SubscriptionStore,
   TenantTopicEntity,
   TenantTopicStore,
   TopicGrantEntity,
@@ -85,9 +85,10 @@ export class TopicNamespace {
   private readonly log = createLogger('TopicNamespace');
   private readonly store: TenantTopicStore;
   private readonly grants: TopicGrantStore;
+  private readonly subscriptions: SubscriptionStore;
 
   constructor(
-    private readonly db: DataSource,
+    db: DataSource,
     private readonly topics: TopicAdmin,
     private readonly options: {
       operatorTenant: string;
@@ -102,6 +103,7 @@ export class TopicNamespace {
   ) {
     this.store = new TenantTopicStore(db);
     this.grants = new TopicGrantStore(db);
+    this.subscriptions = new SubscriptionStore(db);
   }
 
   static fromConfig(db: DataSource, topics: TopicAdmin, config: EventMeshConfig): TopicNamespace {
@@ -227,7 +229,7 @@ export class TopicNamespace {
   async delete(tenant: string, name: string): Promise<void> {
     await this.get(tenant, name);
     const topic = tenantTopicOf(tenant, name);
-    const readers = await this.db.manager.countBy(SubscriptionEntity, { topic });
+    const readers = await this.subscriptions.countOn(topic);
     if (readers > 0) {
       throw new EventMeshError(
         ErrorCode.TopicInUse,

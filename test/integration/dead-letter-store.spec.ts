@@ -63,7 +63,12 @@ describe('DeadLetterStore (real Postgres)', () => {
     ]);
     expect(await rowsOf(id)).toBe(1);
     const [kept] = await deadLetters.listFor(id, 'default');
-    expect(kept).toMatchObject({ kafkaOffset: 7, attempts: 10, lastError: 'HTTP 503', eventId: 'e-7' });
+    expect(kept).toMatchObject({
+      position: { topic: 't', partition: 1, offset: 7 },
+      attempts: 10,
+      lastError: 'HTTP 503',
+      eventId: 'e-7',
+    });
     expect(kept.data).toEqual(Buffer.from([0, 1, 2]));
     expect(kept.attributes).toEqual({ id: 'e-7', source: '/s', type: 't', specversion: '1.0' });
   });
@@ -79,7 +84,7 @@ describe('DeadLetterStore (real Postgres)', () => {
     expect(results.map((r) => r.written)).toEqual([true, true, false, true]);
     expect(results[2].rejected).toBe('ALREADY_DEAD_LETTERED');
     expect(await rowsOf(id)).toBe(3);
-    expect((await deadLetters.listFor(id, 'default')).find((l) => l.kafkaOffset === 2)?.data).toBeNull();
+    expect((await deadLetters.listFor(id, 'default')).find((l) => l.position.offset === 2)?.data).toBeNull();
   });
 
   it('moves a parked delivery to the queue once, even when the move is replayed', async () => {
@@ -182,7 +187,7 @@ describe('DeadLetterStore (real Postgres)', () => {
     expect(await deadLetters.purgeOlderThan(cutoff, 2)).toBe(2);
     expect(await deadLetters.purgeOlderThan(cutoff, 2)).toBe(1);
     expect(await deadLetters.purgeOlderThan(cutoff, 2)).toBe(0);
-    expect((await deadLetters.listFor(id, 'default')).map((l) => l.kafkaOffset)).toEqual([4, 5]);
+    expect((await deadLetters.listFor(id, 'default')).map((l) => l.position.offset)).toEqual([4, 5]);
   });
 
   it('migration: keeps the earliest of duplicate letters and drops orphans before adding the key', async () => {

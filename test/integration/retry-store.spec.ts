@@ -191,7 +191,7 @@ describe('RetryStore (real Postgres)', () => {
     const [letter] = await deadLetters.listFor(id, 'tenant-a');
     expect(letter).toMatchObject({
       tenant: 'tenant-a',
-      kafkaOffset: 5,
+      position: { topic: 't', partition: 2, offset: 5 },
       eventId: 'e-5',
       attempts: 10,
       lastError: 'HTTP 500',

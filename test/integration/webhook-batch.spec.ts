@@ -122,7 +122,7 @@ describe('batched webhook delivery (real Postgres, Kafka and sink)', () => {
   };
   const batches = () => sink.requests.map(idsOf);
   const deadLettersOf = (subscriptionId: string) =>
-    db.manager.find(DeadLetterEntity, { where: { subscriptionId }, order: { kafkaOffset: 'ASC' } });
+    db.manager.find(DeadLetterEntity, { where: { subscriptionId }, order: { position: { offset: 'ASC' } } });
 
   it('sends consecutive events of one partition per batch, at most maxEvents, in order, each signed once over its bytes', async () => {
     const { stored, progress } = await start({ batch: { maxEvents: 10, lingerMs: 2000 } });
@@ -217,7 +217,7 @@ describe('batched webhook delivery (real Postgres, Kafka and sink)', () => {
     const part = (from: number, to: number) => ids.slice(from, to);
     expect(batches()).toEqual([ids, ids, ids, part(0, 4), part(4, 8), part(4, 6), part(4, 5), part(5, 6), part(6, 8)]);
     const letters = await deadLettersOf(id);
-    expect(letters.map((l) => [l.kafkaOffset, l.eventId, l.attempts])).toEqual([[from + 5, ids[5], 4]]);
+    expect(letters.map((l) => [l.position.offset, l.eventId, l.attempts])).toEqual([[from + 5, ids[5], 4]]);
     expect(progress()!.delivered).toBe(7);
   }, 120000);
 
@@ -234,7 +234,7 @@ describe('batched webhook delivery (real Postgres, Kafka and sink)', () => {
     const part = (from: number, to: number) => ids.slice(from, to);
     expect(batches()).toEqual([ids, part(0, 4), part(0, 2), part(2, 4), part(2, 3), part(3, 4), part(4, 8)]);
     const letters = await deadLettersOf(id);
-    expect(letters.map((l) => l.kafkaOffset)).toEqual([from + 2]);
+    expect(letters.map((l) => l.position.offset)).toEqual([from + 2]);
   }, 120000);
 
   it('commits nothing of a batch the sink has not acknowledged: a loop that stops mid-batch redelivers it', async () => {

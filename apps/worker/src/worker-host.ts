@@ -20,7 +20,7 @@ import {
   DispatchRunStore,
   LeaseStore,
   PlacementStore,
-  SubscriptionEntity,
+  SubscriptionStore,
 } from '@libs/storage';
 import { PartitionReader } from '@libs/kafka';
 import type { StreamDeliverer } from '@libs/streams';
@@ -143,9 +143,10 @@ export class WorkerHost {
     const shutdown = new AbortController();
     const throttle = Math.floor(config.delivery.leaseTtlMs / 3);
     // Dead-letter replays and the retention purge: any instance's worker runs them (workflows/dlq-replay.workflow.ts).
+    const subscriptionRows = new SubscriptionStore(deps.db);
     const deadLetterActivities = createDeadLetterActivities({
       replays: new DeadLetterReplayStore(deps.db),
-      subscription: async (id) => (await deps.db.manager.findOneBy(SubscriptionEntity, { id })) ?? undefined,
+      subscription: (id) => subscriptionRows.byId(id),
       sender,
       // The retention covers the delivery's dead letters and the A2A pushes' alike.
       purgeExpired: async (retentionDays) =>

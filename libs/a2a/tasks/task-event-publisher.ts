@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { DataSource, EntityManager } from 'typeorm';
 import type { EventFrame } from '@libs/frame';
 import { createLogger } from '@libs/logging';
+import { SubscriptionStore, TaskPublicationRows } from '@libs/storage';
 import { taskEventToFrame } from '../protocol/a2a-frame.adaptor';
 import { eventsTopicOf } from '../relay/request-topic';
 import type { TaskEventKind } from './task-events';
@@ -36,17 +37,6 @@ const MAX_WAITING_RUNS = 1000;
 const SWEEP_PAGES = 50;
 /** Most events one publish reads and writes at once. */
 const PAGE = 100;
-/** The seed of the advisory lock keys of task publishes (`hashtextextended(taskId, seed)`), apart from other locks. */
-const LOCK_NAMESPACE = 7221;
-
-interface Row {
-  tenant: string;
-  agent: string;
-  seq: number;
-  kind: TaskEventKind;
-  payload: Record<string, unknown>;
-  created_at: Date;
-}
 
 /**
  * Copies each task's event log (task-events.ts, in Postgres) to its agent's events topic in Kafka, for observers
@@ -75,11 +65,16 @@ export class TaskEventPublisher {
   private sweeping: Promise<void> | undefined;
   private closed = false;
 
+  private readonly tasks: TaskPublicationRows<TaskEventKind>;
+  private readonly subscriptions: SubscriptionStore;
+
   constructor(
-    private readonly db: DataSource,
+    db: DataSource,
     private readonly writer: EventsTopicWriter,
     private readonly options: TaskEventPublisherOptions = { delayMs: PUBLISH_DELAY_MS, sweepMs: 0, sweepAfterMs: 5000 },
   ) {
+    this.tasks = new TaskPublicationRows(db);
+    this.subscriptions = new SubscriptionStore(db);
     if (options.sweepMs > 0) this.schedule();
   }
 
@@ -136,10 +131,7 @@ export class TaskEventPublisher {
     while (this.active >= MAX_CONCURRENT_PUBLISHES) await new Promise<void>((resolve) => this.slots.push(resolve));
     this.active++;
     try {
-      return await this.db.transaction(async (manager) => {
-        await manager.query('SELECT pg_advisory_xact_lock(hashtextextended($1, $2))', [taskId, LOCK_NAMESPACE]);
-        return this.publishLocked(manager, taskId);
-      });
+      return await this.tasks.underTaskLock(taskId, (manager) => this.publishLocked(manager, taskId));
     } finally {
       this.active--;
       this.slots.shift()?.();
@@ -149,12 +141,7 @@ export class TaskEventPublisher {
   private async publishLocked(db: EntityManager, taskId: string): Promise<number> {
     let written = 0;
     for (;;) {
-      const rows: Row[] = await db.query(
-        `SELECT t.tenant, t.agent, e.seq, e.kind, e.payload, e.created_at FROM a2a_tasks t
-           JOIN a2a_task_events e ON e.task_id = t.id AND e.seq > t.published_seq
-          WHERE t.id = $1 ORDER BY e.seq LIMIT ${PAGE}`,
-        [taskId],
-      );
+      const rows = await this.tasks.unpublished(db, taskId, PAGE);
       if (rows.length === 0) return written;
       const topic = eventsTopicOf(rows[0].tenant, rows[0].agent);
       await this.ensure(topic);
@@ -165,7 +152,7 @@ export class TaskEventPublisher {
         ),
       );
       const last = rows[rows.length - 1].seq;
-      await db.query('UPDATE a2a_tasks SET published_seq = GREATEST(published_seq, $2) WHERE id = $1', [taskId, last]);
+      await this.tasks.published(db, taskId, last);
       written += rows.length;
       if (rows.length < PAGE) return written;
     }
@@ -176,11 +163,7 @@ export class TaskEventPublisher {
    * agent are published, the others marked published (nobody was watching). Answers how many tasks it took.
    */
   async sweep(): Promise<number> {
-    const rows: { id: string; tenant: string; agent: string }[] = await this.db.query(
-      `SELECT id, tenant, agent FROM a2a_tasks WHERE event_seq > published_seq AND updated_at < now() - make_interval(secs => $1::float8 / 1000)
-        ORDER BY updated_at LIMIT ${PAGE}`,
-      [this.options.sweepAfterMs],
-    );
+    const rows = await this.tasks.leftBehind(this.options.sweepAfterMs, PAGE);
     const unobserved: string[] = [];
     for (const { id, tenant, agent } of rows) {
       if (this.closed) break;
@@ -191,8 +174,7 @@ export class TaskEventPublisher {
       }
       await this.publish(id);
     }
-    if (unobserved.length > 0)
-      await this.db.query('UPDATE a2a_tasks SET published_seq = event_seq WHERE id = ANY($1::text[])', [unobserved]);
+    if (unobserved.length > 0) await this.tasks.allPublished(unobserved);
     return rows.length;
   }
 
@@ -211,9 +193,9 @@ export class TaskEventPublisher {
     let asking = this.asking.get(topic);
     if (!asking) {
       const at = Date.now();
-      asking = this.db
-        .query('SELECT EXISTS (SELECT 1 FROM subscriptions WHERE topic = $1) AS observed', [topic])
-        .then(([{ observed }]: { observed: boolean }[]) => {
+      asking = this.subscriptions
+        .anyOn(topic)
+        .then((observed) => {
           this.observed.set(topic, { at, value: observed });
           return observed;
         })

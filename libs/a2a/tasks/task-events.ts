@@ -1,6 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
 import { taskStateToJSON } from '@a2a-js/sdk';
 import type { EntityManager } from 'typeorm';
+import { readTaskEvents } from '@libs/storage';
 import { A2AState, wireStateOf } from './task-states';
 
 type Json = Record<string, unknown>;
@@ -107,15 +108,11 @@ export function createdEventOf(task: TaskVersion): TaskEvent {
 }
 
 /** Reads a task's log: the events after `afterSeq`, oldest first, at most `limit`. */
-export async function readEvents(
+export function readEvents(
   db: Pick<EntityManager, 'query'>,
   taskId: string,
   afterSeq: number,
   limit: number,
 ): Promise<TaskEvent[]> {
-  const rows: { task_id: string; seq: number; kind: TaskEventKind; payload: Json }[] = await db.query(
-    'SELECT task_id, seq, kind, payload FROM a2a_task_events WHERE task_id = $1 AND seq > $2 ORDER BY seq LIMIT $3',
-    [taskId, afterSeq, limit],
-  );
-  return rows.map((r) => ({ taskId: r.task_id, seq: r.seq, kind: r.kind, payload: r.payload }));
+  return readTaskEvents<TaskEventKind, Json>(db, taskId, afterSeq, limit);
 }

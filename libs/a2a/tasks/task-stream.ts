@@ -2,6 +2,7 @@ import { StreamResponse, taskStateFromJSON } from '@a2a-js/sdk';
 import type { ServerCallContext } from '@a2a-js/sdk/server';
 import type { DataSource } from 'typeorm';
 import { createLogger } from '@libs/logging';
+import { A2ATaskRows } from '@libs/storage';
 import { readEvents, TaskEvent } from './task-events';
 import { A2AState, SETTLED, stateOf } from './task-states';
 
@@ -78,10 +79,14 @@ export class TaskStreams {
   /** Whether the last look failed (Postgres unavailable): logged once when it starts, once when it ends. */
   private failing = false;
 
+  private readonly tasks: A2ATaskRows;
+
   constructor(
     private readonly db: DataSource,
     private readonly options: TaskStreamOptions,
-  ) {}
+  ) {
+    this.tasks = new A2ATaskRows(db);
+  }
 
   /** Streams open now. */
   get size(): number {
@@ -164,10 +169,7 @@ export class TaskStreams {
     try {
       const ids = [...this.waiting.keys()];
       if (ids.length === 0) return;
-      const rows: { id: string; event_seq: number }[] = await this.db.query(
-        'SELECT id, event_seq FROM a2a_tasks WHERE id = ANY($1)',
-        [ids],
-      );
+      const rows = await this.tasks.eventSeqs(ids);
       if (this.failing) log.info('the task logs streams wait on can be looked at again');
       this.failing = false;
       for (const row of rows) {

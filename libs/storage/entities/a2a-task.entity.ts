@@ -1,4 +1,5 @@
 import { Column, Entity, Index, PrimaryColumn } from 'typeorm';
+import type { EventPosition } from './event-position';
 
 /** An A2A task. `version` is the compare-and-set guard for state transitions. */
 @Entity({ name: 'a2a_tasks' })
@@ -43,7 +44,7 @@ export class A2ATaskEntity {
    * first turn reads it from there. Null for tasks taken before it was recorded (their workflow's input names it).
    */
   @Column({ name: 'request_record', type: 'jsonb', nullable: true })
-  requestRecord!: { topic: string; partition: number; offset: number } | null;
+  requestRecord!: EventPosition | null;
 
   @Column({ name: 'context_id', type: 'text' })
   contextId!: string;

@@ -1,5 +1,5 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryGeneratedColumn } from 'typeorm';
-import { bigintAsNumber } from './bigint.transformer';
+import { EventPosition } from './event-position';
 import { SubscriptionEntity } from './subscription.entity';
 
 /**
@@ -11,7 +11,9 @@ import { SubscriptionEntity } from './subscription.entity';
  */
 @Entity({ name: 'dead_letters' })
 @Index('dead_letters_subscription_idx', ['subscriptionId', 'createdAt'])
-@Index('dead_letters_position_key', ['subscriptionId', 'topic', 'partition', 'kafkaOffset'], { unique: true })
+@Index('dead_letters_position_key', ['subscriptionId', 'position.topic', 'position.partition', 'position.offset'], {
+  unique: true,
+})
 @Index('dead_letters_created_idx', ['createdAt'])
 @Index('dead_letters_subscription_id_idx', ['subscriptionId', 'id'])
 export class DeadLetterEntity {
@@ -21,14 +23,8 @@ export class DeadLetterEntity {
   @Column({ name: 'subscription_id', type: 'uuid' })
   subscriptionId!: string;
 
-  @Column({ type: 'text' })
-  topic!: string;
-
-  @Column({ type: 'integer' })
-  partition!: number;
-
-  @Column({ name: 'kafka_offset', type: 'bigint', transformer: bigintAsNumber })
-  kafkaOffset!: number;
+  @Column(() => EventPosition, { prefix: false })
+  position!: EventPosition;
 
   @Column({ name: 'event_id', type: 'text' })
   eventId!: string;

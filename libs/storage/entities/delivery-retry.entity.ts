@@ -1,5 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { bigintAsNumber } from './bigint.transformer';
+import { EventPositionKey } from './event-position';
 import { SubscriptionEntity } from './subscription.entity';
 
 /**
@@ -12,14 +13,8 @@ export class DeliveryRetryEntity {
   @PrimaryColumn({ name: 'subscription_id', type: 'uuid' })
   subscriptionId!: string;
 
-  @PrimaryColumn({ type: 'text' })
-  topic!: string;
-
-  @PrimaryColumn({ type: 'integer' })
-  partition!: number;
-
-  @PrimaryColumn({ name: 'kafka_offset', type: 'bigint', transformer: bigintAsNumber })
-  kafkaOffset!: number;
+  @Column(() => EventPositionKey, { prefix: false })
+  position!: EventPositionKey;
 
   /** The tenant of its subscription, copied when the delivery is parked (RetryStore.park). */
   @Column({ type: 'text', default: 'default' })

@@ -8,6 +8,7 @@ import { AclRuleEntity } from './acl-rule.entity';
 import { DeadLetterEntity } from './dead-letter.entity';
 import { DeliveryRetryEntity } from './delivery-retry.entity';
 import { DispatchRunEntity } from './dispatch-run.entity';
+import { EventPosition, EventPositionKey, LogPartitionKey } from './event-position';
 import { PresenceHolderEntity } from './presence-holder.entity';
 import { GatePolicyVersionEntity } from './gate-policy-version.entity';
 import { PartitionLeaseEntity } from './partition-lease.entity';
@@ -37,7 +38,10 @@ export {
   DeadLetterEntity,
   DeliveryRetryEntity,
   DispatchRunEntity,
+  EventPosition,
+  EventPositionKey,
   GatePolicyVersionEntity,
+  LogPartitionKey,
   PartitionLeaseEntity,
   PendingRequestEntity,
   PresenceHolderEntity,

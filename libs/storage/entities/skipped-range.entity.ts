@@ -1,5 +1,6 @@
 import { Column, Entity, Index, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { bigintAsNumber } from './bigint.transformer';
+import { LogPartitionKey } from './event-position';
 import { SubscriptionEntity } from './subscription.entity';
 
 /**
@@ -14,11 +15,8 @@ export class SkippedRangeEntity {
   @PrimaryColumn({ name: 'subscription_id', type: 'uuid' })
   subscriptionId!: string;
 
-  @PrimaryColumn({ type: 'text' })
-  topic!: string;
-
-  @PrimaryColumn({ type: 'integer' })
-  partition!: number;
+  @Column(() => LogPartitionKey, { prefix: false })
+  log!: LogPartitionKey;
 
   /** The first offset skipped. */
   @PrimaryColumn({ name: 'from_offset', type: 'bigint', transformer: bigintAsNumber })

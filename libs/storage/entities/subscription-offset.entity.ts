@@ -1,5 +1,6 @@
 import { Column, Entity, JoinColumn, ManyToOne, PrimaryColumn } from 'typeorm';
 import { bigintAsNumber } from './bigint.transformer';
+import { LogPartitionKey } from './event-position';
 import { SubscriptionEntity } from './subscription.entity';
 
 /**
@@ -12,11 +13,8 @@ export class SubscriptionOffsetEntity {
   @PrimaryColumn({ name: 'subscription_id', type: 'uuid' })
   subscriptionId!: string;
 
-  @PrimaryColumn({ type: 'text' })
-  topic!: string;
-
-  @PrimaryColumn({ type: 'integer' })
-  partition!: number;
+  @Column(() => LogPartitionKey, { prefix: false })
+  log!: LogPartitionKey;
 
   @Column({ name: 'next_offset', type: 'bigint', transformer: bigintAsNumber })
   nextOffset!: number;
