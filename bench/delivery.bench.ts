@@ -171,7 +171,6 @@ function messages(topic: string, from: number, count: number) {
       id: `${topic}:${n}`,
       source: '/bench/delivery',
       type: 'bench.delivery',
-      specversion: '1.0',
       datacontenttype: 'application/json',
       extensions: { partitionkey: `k${key}` },
       data: DATA,

@@ -189,7 +189,6 @@ async function rawPath(topic: string): Promise<Path> {
       id,
       source: '/bench',
       type: 'bench.e2e',
-      specversion: '1.0',
       datacontenttype: 'application/json',
       extensions: { partitionkey: `k${n % 97}` },
       data: Buffer.from(JSON.stringify('x'.repeat(1024))),

@@ -217,7 +217,6 @@ function rawMessage(n: number): Message {
     id: e.id,
     source: e.source,
     type: e.type,
-    specversion: '1.0',
     datacontenttype: 'application/json',
     extensions: { partitionkey: e.partitionkey },
     data: Buffer.from(JSON.stringify(e.data)),

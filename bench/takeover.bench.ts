@@ -137,7 +137,6 @@ const message = (id: string) =>
     id,
     source: '/bench/takeover',
     type: 'bench.takeover',
-    specversion: '1.0',
     datacontenttype: 'application/json',
     extensions: {},
     data: Buffer.from(JSON.stringify('x'.repeat(1000))),

@@ -30,7 +30,7 @@ import { waitFor } from '../../test/support/wait-for';
 const TOPIC = 'orders';
 
 function frame(n: number): EventFrame {
-  return { id: `e-${n}`, source: '/t', type: 't', specversion: '1.0', extensions: {}, data: Buffer.from(String(n)) };
+  return { id: `e-${n}`, source: '/t', type: 't', extensions: {}, data: Buffer.from(String(n)) };
 }
 
 type Entry = { frame: EventFrame } | { garbage: string };
@@ -1082,7 +1082,6 @@ describe('DispatchLoop ordering', () => {
     id: `${key}-${n}`,
     source: '/t',
     type: 't',
-    specversion: '1.0',
     extensions: { partitionkey: key },
     data: Buffer.from(String(n)),
   });

@@ -6,7 +6,6 @@ describe('batch entries', () => {
     id: 'e"1',
     source: '/s',
     type: 't',
-    specversion: '1.0',
     subject: 'sub\n',
     time: '2026-12-06T00:00:00Z',
     datacontenttype,

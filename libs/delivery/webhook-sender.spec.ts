@@ -24,7 +24,6 @@ describe('WebhookSender', () => {
     id: 'evt-1',
     source: '/orders',
     type: 'order.created',
-    specversion: '1.0',
     datacontenttype: 'application/json',
     extensions: { partitionkey: 'o-1' },
     data: Buffer.from('{"total":12}'),

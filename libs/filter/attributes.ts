@@ -1,4 +1,4 @@
-import type { EventFrame, ExtensionValue } from '@libs/frame';
+import { CE_SPECVERSION, type EventFrame, type ExtensionValue } from '@libs/frame';
 
 /** CloudEvents attribute names: lower-case letters and digits only (CloudEvents 1.0, "Naming Conventions"). */
 export const ATTRIBUTE_NAME = /^[a-z0-9]+$/;
@@ -9,10 +9,12 @@ export const ATTRIBUTE_NAME = /^[a-z0-9]+$/;
  */
 export function attributeOf(frame: EventFrame, name: string): ExtensionValue | undefined {
   switch (name) {
+    case 'specversion':
+      // Filters are CloudEvents' (the subscriptions API): every event is delivered as a CloudEvents 1.0 event.
+      return CE_SPECVERSION;
     case 'id':
     case 'source':
     case 'type':
-    case 'specversion':
     case 'subject':
     case 'time':
     case 'datacontenttype':

@@ -172,7 +172,6 @@ describe('CESQL properties (fast-check, fixed seeds)', () => {
             id: '1',
             source: 's',
             type: 't',
-            specversion: '1.0',
             subject: unit.repeat(Math.floor(chars / unit.length)),
             extensions: {},
           });

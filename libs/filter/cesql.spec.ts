@@ -14,7 +14,6 @@ function frame(overrides: Partial<EventFrame> = {}): EventFrame {
     id: 'e-1',
     source: '/orders',
     type: 'com.example.order.created',
-    specversion: '1.0',
     subject: 'order-42',
     extensions: { sequence: 10, count: '7', priority: 'high', urgent: true },
     ...overrides,

@@ -7,7 +7,6 @@ function frame(overrides: Partial<EventFrame> = {}): EventFrame {
     id: 'e-1',
     source: 'https://shop.example/orders',
     type: 'com.example.order.created',
-    specversion: '1.0',
     subject: 'orders/42.json',
     datacontenttype: 'application/json',
     extensions: { region: 'eu-west', sequence: 10, urgent: true },

@@ -2,7 +2,8 @@ import { CloudEvent, ValidationError } from 'cloudevents';
 import fc from 'fast-check';
 import { ErrorCode, EventMeshError } from '@libs/errors';
 import { frameFromStructured } from './cloudevent.adaptor';
-import { OPTIONAL_ATTRIBUTES, REQUIRED_ATTRIBUTES } from './event-frame';
+import { REQUIRED_ATTRIBUTES } from './cloudevent-attributes';
+import { OPTIONAL_ATTRIBUTES } from './event-frame';
 
 /**
  * The structured-mode adaptor applies the `cloudevents` library's rules without building a `CloudEvent`. This holds

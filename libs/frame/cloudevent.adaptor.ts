@@ -1,6 +1,7 @@
 import validateV1Schema from 'cloudevents/dist/schema/v1';
 import { ErrorCode, EventMeshError } from '@libs/errors';
-import { EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, REQUIRED_ATTRIBUTES } from './event-frame';
+import { CE_SPECVERSION, REQUIRED_ATTRIBUTES } from './cloudevent-attributes';
+import { EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES } from './event-frame';
 
 /** With the `u` flag a surrogate pair is one code point, so this finds only unpaired surrogates. */
 const LONE_SURROGATE = /\p{Surrogate}/u;
@@ -58,8 +59,8 @@ export function frameFromStructured(body: unknown): EventFrame {
       throw invalid(`attribute "${name}" must be a string`, { attribute: name });
     }
   }
-  if (input.specversion !== '1.0') {
-    throw invalid(`unsupported specversion "${String(input.specversion)}"; this runtime accepts "1.0"`, {
+  if (input.specversion !== CE_SPECVERSION) {
+    throw invalid(`unsupported specversion "${String(input.specversion)}"; this runtime accepts "${CE_SPECVERSION}"`, {
       attribute: 'specversion',
     });
   }
@@ -96,7 +97,6 @@ export function frameFromStructured(body: unknown): EventFrame {
     id: input.id as string,
     source: input.source as string,
     type: input.type as string,
-    specversion: '1.0',
     extensions,
   };
   for (const name of OPTIONAL_ATTRIBUTES) {

@@ -1,4 +1,5 @@
-import { attributesOf, EventFrame, frameFromAttributes, frameToStructured } from './event-frame';
+import { attributesOf, frameFromAttributes, frameToStructured } from './cloudevent-attributes';
+import type { EventFrame } from './event-frame';
 import { frameToHttpBinary } from './http-binary.codec';
 import { frameFromKafkaRecord, frameToKafkaMessage } from './kafka-record.codec';
 
@@ -6,7 +7,6 @@ const frame: EventFrame = {
   id: 'e-1',
   source: '/orders',
   type: 'order.created',
-  specversion: '1.0',
   subject: 'o-9',
   time: '2026-11-29T10:00:00Z',
   datacontenttype: 'application/json',

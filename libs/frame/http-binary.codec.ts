@@ -1,4 +1,5 @@
-import { contextAttributes, EventFrame } from './event-frame';
+import { contextAttributes } from './cloudevent-attributes';
+import type { EventFrame } from './event-frame';
 
 /**
  * The CloudEvents HTTP binding, binary content mode, for outbound deliveries: `ce-<name>` headers (values

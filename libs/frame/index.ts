@@ -1,12 +1,6 @@
-export {
-  OPTIONAL_ATTRIBUTES,
-  TENANT_EXTENSION,
-  attributesOf,
-  frameFromAttributes,
-  frameToStructured,
-  partitionKeyOf,
-} from './event-frame';
+export { OPTIONAL_ATTRIBUTES, TENANT_EXTENSION, partitionKeyOf } from './event-frame';
 export type { EventFrame, ExtensionValue } from './event-frame';
+export { CE_SPECVERSION, attributesOf, frameFromAttributes, frameToStructured } from './cloudevent-attributes';
 export {
   CE_INTEGER_MAX,
   CE_INTEGER_MIN,
@@ -14,6 +8,16 @@ export {
   frameFromStructured,
   framesFromBatch,
 } from './cloudevent.adaptor';
+export type {
+  DecodeLimits,
+  FrameAdaptor,
+  FrameTransport,
+  InboundMessage,
+  OutboundMessage,
+  RequestFrameAdaptor,
+} from './frame-adaptor';
+export { AdaptorRegistry } from './adaptor-registry';
+export { cloudEventsBatch, cloudEventsBinary, cloudEventsStructured } from './cloudevent-frame-adaptors';
 export { frameFromKafkaRecord, frameToKafkaMessage } from './kafka-record.codec';
 export { frameToHttpBinary } from './http-binary.codec';
 export { CORRELATION_ATTRIBUTE } from './correlation';

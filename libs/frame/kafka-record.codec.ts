@@ -1,4 +1,5 @@
 import type { IHeaders, Message } from 'kafkajs';
+import { CE_SPECVERSION } from './cloudevent-attributes';
 import { EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, partitionKeyOf } from './event-frame';
 
 /** The runtime's record header naming the request that published the event (EventFrame.requestId). */
@@ -14,7 +15,7 @@ export function frameToKafkaMessage(frame: EventFrame): Message {
   // The headers in contextAttributes' order, written straight into one object (no pairs in between): this runs
   // once per published event.
   const headers: IHeaders = {
-    ce_specversion: frame.specversion,
+    ce_specversion: CE_SPECVERSION,
     ce_id: frame.id,
     ce_source: frame.source,
     ce_type: frame.type,
@@ -45,10 +46,10 @@ export function frameFromKafkaRecord(headers: IHeaders | undefined, value: Buffe
     else if (lower === REQUEST_ID_RECORD_HEADER) requestId = text;
   }
   const { specversion, id, source, type, ...rest } = attrs;
-  if (specversion !== '1.0' || !id || !source || !type) {
+  if (specversion !== CE_SPECVERSION || !id || !source || !type) {
     throw new KafkaRecordError('record is not a binary-mode CloudEvents 1.0 record');
   }
-  const frame: EventFrame = { id, source, type, specversion: '1.0', extensions: {} };
+  const frame: EventFrame = { id, source, type, extensions: {} };
   for (const [name, text] of Object.entries(rest)) {
     if ((OPTIONAL_ATTRIBUTES as readonly string[]).includes(name)) {
       frame[name as (typeof OPTIONAL_ATTRIBUTES)[number]] = text;

@@ -1,5 +1,4 @@
-import type { EventFrame } from '@libs/frame';
-import { frameFromBinary, frameFromStructured, framesFromBatch } from '@libs/frame';
+import type { EventFrame, RequestFrameAdaptor, InboundMessage } from '@libs/frame';
 import type { EventProducer, PublishReceipt } from '@libs/kafka';
 import type { TopicNamespace } from '@libs/topics';
 import { TRACING_OFF, Tracing, TraceHeaders } from '@libs/tracing';
@@ -9,14 +8,14 @@ export interface PublishResult extends PublishReceipt {
 }
 
 /**
- * The three content modes of the CloudEvents HTTP binding; `trace`, the request's W3C trace context (its
- * `traceparent` and `tracestate` headers, when valid: libs/tracing/trace-context.ts).
+ * A request carrying events, with the adaptor of its protocol (libs/frame's registry picked it); `trace`, the
+ * request's W3C trace context (its `traceparent` and `tracestate` headers, when valid: libs/tracing/trace-context.ts).
  */
-export type PublishRequest = (
-  | { mode: 'structured'; body: unknown }
-  | { mode: 'binary'; headers: Record<string, string | string[] | undefined>; body: Buffer | undefined }
-  | { mode: 'batch'; body: unknown }
-) & { trace?: TraceHeaders };
+export interface PublishRequest {
+  adaptor: RequestFrameAdaptor;
+  message: InboundMessage;
+  trace?: TraceHeaders;
+}
 
 /**
  * Ingress: a publish request becomes frames through its adaptor and is written to Kafka; the answer waits for
@@ -57,14 +56,7 @@ export class EventIngress {
   }
 }
 
-/** The frames of a publish request, through the adaptor of its content mode. */
+/** The frames of a publish request, through the adaptor of its protocol. */
 export function toFrames(request: PublishRequest, maxBatchEvents: number): EventFrame[] {
-  switch (request.mode) {
-    case 'structured':
-      return [frameFromStructured(request.body)];
-    case 'binary':
-      return [frameFromBinary(request.headers, request.body)];
-    case 'batch':
-      return framesFromBatch(request.body, maxBatchEvents);
-  }
+  return request.adaptor.decode(request.message, { maxBatchEvents });
 }

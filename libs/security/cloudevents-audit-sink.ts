@@ -75,7 +75,6 @@ export class CloudEventsAuditSink implements AuditSink {
       id: randomUUID(),
       source: `/eventmesh/${this.instanceId}/gate/${record.gate}`,
       type: AUDIT_EVENT_TYPE,
-      specversion: '1.0',
       subject: record.route,
       time: record.time,
       datacontenttype: 'application/json',

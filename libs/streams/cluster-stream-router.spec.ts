@@ -15,7 +15,6 @@ const frame: EventFrame = {
   id: 'e1',
   source: '/t',
   type: 't.one',
-  specversion: '1.0',
   extensions: { tenantkey: 'x' },
   data: Buffer.from('{"n":1}'),
 };

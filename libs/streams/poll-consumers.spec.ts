@@ -53,7 +53,6 @@ describe('PollConsumers', () => {
       id: 'e1',
       source: '/t',
       type: 't.one',
-      specversion: '1.0',
       extensions: {},
       data: Buffer.from('{}'),
     };

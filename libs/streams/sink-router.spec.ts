@@ -9,7 +9,6 @@ const frame: EventFrame = {
   id: 'e1',
   source: '/s',
   type: 't',
-  specversion: '1.0',
   extensions: { traceparent: `00-${'a'.repeat(32)}-${'b'.repeat(16)}-01` },
 };
 const webhookTarget = {

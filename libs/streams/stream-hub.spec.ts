@@ -7,7 +7,6 @@ describe('StreamHub: extending a delivery', () => {
     id: 'e1',
     source: '/t',
     type: 't.one',
-    specversion: '1.0',
     extensions: {},
     data: Buffer.from('{}'),
   };

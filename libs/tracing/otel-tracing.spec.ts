@@ -9,7 +9,6 @@ const frame = (id: string, extensions: EventFrame['extensions'] = {}): EventFram
   id,
   source: '/orders',
   type: 'order.created',
-  specversion: '1.0',
   extensions: { ...extensions },
   data: Buffer.from('{"secret":"payload"}'),
 });

@@ -18,7 +18,6 @@ const frameWith = (extensions: EventFrame['extensions']): EventFrame => ({
   id: 'e1',
   source: '/s',
   type: 't',
-  specversion: '1.0',
   extensions: { ...extensions },
 });
 

@@ -428,7 +428,7 @@ describe('PARTITION_OWNED_PULL: ownership, takeover and fencing', () => {
         topic,
         acks: -1,
         messages: ids.map((id, i) => ({
-          ...frameToKafkaMessage({ id, source: '/owned', type: 'owned.n', specversion: '1.0', extensions: {} }),
+          ...frameToKafkaMessage({ id, source: '/owned', type: 'owned.n', extensions: {} }),
           partition: PARTITIONS + i,
         })),
       });

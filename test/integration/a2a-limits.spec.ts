@@ -221,7 +221,6 @@ describe('A2A limits per tenant (real gateway, the gate enforcing)', () => {
         id: randomUUID(),
         source: '/a2a-limits',
         type: 'test.a2a.topic',
-        specversion: '1.0',
         extensions: {},
       });
       expect(await storedEvents(instance.deps.topics, topic)).toBe(1);

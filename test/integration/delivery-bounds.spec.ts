@@ -80,7 +80,6 @@ describe('delivery to a sink that is down (real loop, Postgres, Kafka)', () => {
             id: `${run}-${partition}-${seq}`,
             source: '/bounds',
             type: 'bounds',
-            specversion: '1.0',
             extensions: {},
             data: Buffer.from(String(seq)),
           }),

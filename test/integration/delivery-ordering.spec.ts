@@ -1,11 +1,10 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { randomUUID } from 'node:crypto';
 import type { DataSource } from 'typeorm';
-import { Deliverer, DispatchProgress, WebhookSender } from '@libs/delivery';
 import { frameToKafkaMessage } from '@libs/frame';
-import { PartitionReader, TopicAdmin } from '@libs/kafka';
-import { DeliveryRetryEntity, DispatchRunStore, OffsetStore, SubscriptionEntity } from '@libs/storage';
-import { DeliveryStack, dispatchLoopOf, openDeliveryStack } from '../support/delivery-stack';
+import { PartitionReader } from '@libs/kafka';
+import { DeliveryRetryEntity, OffsetStore } from '@libs/storage';
+import { DeliveryStack, openDeliveryStack, webhookSubscriptionFromEnd } from '../support/delivery-stack';
 import { uniqueTopic } from '../support/env';
 import { waitFor } from '../support/wait-for';
 import { ReceivedRequest, WebhookReceiver } from '../support/webhook-receiver';
@@ -22,17 +21,14 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
   let db: DataSource;
   let kafka: Kafka;
   let producer: Producer;
-  let topics: TopicAdmin;
   let reader: PartitionReader;
-  let webhooks: WebhookSender;
-  let runs: DispatchRunStore;
   let offsets: OffsetStore;
   let sink: WebhookReceiver;
   const stops: (() => Promise<unknown>)[] = [];
 
   beforeAll(async () => {
     stack = await openDeliveryStack('delivery-ordering-spec', topic, 1, 5000);
-    ({ db, kafka, producer, topics, webhooks, runs, offsets } = stack);
+    ({ db, kafka, producer, offsets } = stack);
     reader = new PartitionReader(kafka);
     await reader.connect();
     sink = new WebhookReceiver();
@@ -54,34 +50,14 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
 
   /** An instance of its own with one `key`-ordered webhook subscription from the end of the log, and its loop running. */
   async function start(concurrency: number, retryDelayMs = 10) {
-    const instanceId = `ord-${randomUUID().slice(0, 8)}`;
-    const id = randomUUID();
-    await db.manager.insert(SubscriptionEntity, {
-      id,
-      topic,
-      protocol: 'HTTP',
-      sink: sink.url!,
-      instanceId,
-      status: 'ACTIVE',
-      config: {
-        ordering: 'key',
-        concurrency,
-        retry: { initialDelayMs: retryDelayMs, maxDelayMs: retryDelayMs, maxAttempts: 50 },
-      },
+    const { id, from, progress, stop } = await webhookSubscriptionFromEnd(stack, reader, topic, sink.url!, 'ord', {
+      ordering: 'key',
+      concurrency,
+      retry: { initialDelayMs: retryDelayMs, maxDelayMs: retryDelayMs, maxAttempts: 50 },
     });
-    const from = (await topics.endOffsets(topic)).get(0)!;
-    await offsets.commit([{ subscriptionId: id, topic, partition: 0, nextOffset: from, epoch: 0 }]);
-    const epoch = await runs.claim(instanceId, 'ordering spec');
-    const sender: Deliverer = {
-      send: (target, frame, messageId, signal) => webhooks.send(target, frame, messageId, signal),
-    };
-    const loop = dispatchLoopOf(stack, reader, instanceId, epoch, sender);
-    const stop = new AbortController();
-    let progress: DispatchProgress | undefined;
-    const running = loop.run(stop.signal, Date.now() + 60000, (p) => (progress = p));
-    stops.push(() => (stop.abort(), running.catch(() => undefined)));
+    stops.push(stop);
     const stored = async () => (await offsets.positionsOf([id]))[0].nextOffset;
-    return { id, from, stored, progress: () => progress };
+    return { id, from, stored, progress };
   }
 
   /** `count` events per key, the keys taking turns: key order within the partition is the publish order. */
@@ -98,7 +74,6 @@ describe('DispatchLoop with ordering key (real Postgres, Kafka and sink)', () =>
             id,
             source: '/ordering-spec',
             type: 'spec',
-            specversion: '1.0',
             extensions: { partitionkey: key },
             data: Buffer.from(id),
           }),

@@ -90,7 +90,6 @@ describe('DispatchLoop under a dispatch-run fence (real Postgres, Kafka and sink
           id,
           source: '/loop-spec',
           type: 'spec',
-          specversion: '1.0',
           extensions: {},
           data: Buffer.from(id),
         }),

@@ -145,7 +145,6 @@ describe('subscription offsets, seek, pause and resume (real Postgres, Kafka, lo
             id,
             source: '/sub-ops-spec',
             type: 'spec',
-            specversion: '1.0',
             extensions: {},
             data: Buffer.from(id),
           }),

@@ -104,7 +104,6 @@ describe('batched webhook delivery (real Postgres, Kafka and sink)', () => {
           id,
           source: '/batch-spec',
           type: 'spec',
-          specversion: '1.0',
           // Partition 1's data is JSON (it goes in the batch as its own bytes), the others' text.
           datacontenttype: partition === 1 ? 'application/json' : 'text/plain',
           extensions: { partitionkey: key(n) },

@@ -1,7 +1,8 @@
 import type { Admin, Kafka, Producer } from 'kafkajs';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '@libs/config';
-import { Deliverer, DispatchLoop, DispatchLoopOptions, WebhookSender } from '@libs/delivery';
+import { randomUUID } from 'node:crypto';
+import { Deliverer, DispatchLoop, DispatchLoopOptions, DispatchProgress, WebhookSender } from '@libs/delivery';
 import { createKafka, createTopicsAndWait, PartitionReader, TopicAdmin } from '@libs/kafka';
 import {
   createDataSource,
@@ -10,6 +11,7 @@ import {
   OffsetStore,
   RetryStore,
   SkippedRangeStore,
+  SubscriptionEntity,
 } from '@libs/storage';
 import { SubscriptionService } from '@libs/subscriptions';
 import { testConfig } from './env';
@@ -108,4 +110,41 @@ export function dispatchLoopOf(
       ...options,
     },
   });
+}
+
+/**
+ * A webhook subscription to `sink` on the stack's one-partition `topic`, from the end of the log, held by an instance
+ * of its own (`<label>-…`) whose dispatch loop is running, delivering through the stack's webhook sender.
+ */
+export async function webhookSubscriptionFromEnd(
+  stack: DeliveryStack,
+  reader: PartitionReader,
+  topic: string,
+  sink: string,
+  label: string,
+  config: Record<string, unknown> = {},
+) {
+  const instanceId = `${label}-${randomUUID().slice(0, 8)}`;
+  const id = randomUUID();
+  await stack.db.manager.insert(SubscriptionEntity, {
+    id,
+    topic,
+    protocol: 'HTTP',
+    sink,
+    instanceId,
+    status: 'ACTIVE',
+    config: config as never,
+  });
+  const from = (await stack.topics.endOffsets(topic)).get(0)!;
+  await stack.offsets.commit([{ subscriptionId: id, topic, partition: 0, nextOffset: from, epoch: 0 }]);
+  const epoch = await stack.runs.claim(instanceId, `${label} spec`);
+  const sender: Deliverer = {
+    send: (target, frame, messageId, signal) => stack.webhooks.send(target, frame, messageId, signal),
+  };
+  const loop = dispatchLoopOf(stack, reader, instanceId, epoch, sender);
+  const abort = new AbortController();
+  let progress: DispatchProgress | undefined;
+  const running = loop.run(abort.signal, Date.now() + 60000, (p) => (progress = p));
+  const stop = () => (abort.abort(), running.catch(() => undefined));
+  return { id, from, progress: () => progress, stop };
 }

@@ -62,6 +62,7 @@ import { nestRoutesOf } from './http/nest-routes';
 import { toHttpError } from './http/http-error';
 import { MetricsAccess } from './operations/metrics-access';
 import { publishDoc, PUBLISH_GATE, PUBLISH_PATH, PublishRoute } from './publish/publish-route';
+import { frameAdaptors } from './publish/frame-adaptors';
 import { RequestLog } from './http/request-log';
 import { RouteTable } from './http/route-table';
 import { registerAuthenticateFirst } from './http/authenticate-first';
@@ -203,8 +204,10 @@ export async function startGateway(
       metrics.sources.gates = () => ({ ingress: gates.ingress.stats(), admin: gates.admin.stats() });
       metrics.sources.requestReply = () => requestReply.stats;
     }
+    const adaptors = frameAdaptors();
     const route = new PublishRoute({
       ingress,
+      adaptors,
       gate: gates.ingress,
       defaultTopic: ingress.defaultTopic,
       bodyLimitBytes: config.http.bodyLimitBytes,
@@ -313,6 +316,7 @@ export async function startGateway(
             )
           : undefined,
       routes,
+      adaptors,
       limits: { maxBodyBytes: config.http.bodyLimitBytes, maxBatchEvents: config.kafka.produceMaxBatchEvents },
     });
     // Nest's routes' gates, for the API document's `security` (a Fastify route's config carries no `@GateRoute`).
@@ -339,7 +343,7 @@ export async function startGateway(
     started = app;
     // Before any route is registered: the API document lists what the app registers (route-table.ts).
     routes.attach(app.getHttpAdapter().getInstance());
-    registerBodyParsers(app);
+    registerBodyParsers(app, adaptors);
     // A WebSocket upgrade does not pass the server's request handler: the connection cap is asked here.
     app
       .getHttpAdapter()

@@ -1,5 +1,6 @@
 import type { A2ABroker, PushDeadLetters } from '@libs/a2a';
 import type { DeadLetterReplays, DeadLetterService } from '@libs/dead-letters';
+import type { AdaptorRegistry } from '@libs/frame';
 import type { HealthService } from '@libs/health';
 import type { RuntimeMetrics } from '@libs/metrics';
 import type { OwnershipAdmin } from '@libs/ownership';
@@ -36,6 +37,8 @@ export interface GatewayServices {
   /** The tenants' own topics (libs/topics). */
   topics: TopicNamespace;
   requestReply: RequestReplyService;
+  /** The protocols events are read in (publish/frame-adaptors.ts). */
+  adaptors: AdaptorRegistry;
   streams: StreamHub;
   placement: SubscriptionPlacement;
   /** A subscription's offsets (view, seek) and its delivery state (pause, resume), for operators. */

@@ -1,6 +1,6 @@
 import { SendMessageRequest } from '@a2a-js/sdk';
 import { frameFromKafkaRecord, frameToKafkaMessage } from '@libs/frame';
-import { A2A_TASK_FRAME_TYPE, NotATaskFrame, taskFromFrame, taskToFrame } from './a2a-frame.adaptor';
+import { A2A_TASK_FRAME_TYPE, a2aTaskAdaptor, NotATaskFrame, taskFromFrame, taskToFrame } from './a2a-frame.adaptor';
 import { isAgentTopic, requestTopicOf } from '../relay/request-topic';
 
 describe('A2A frame adaptor', () => {
@@ -28,6 +28,21 @@ describe('A2A frame adaptor', () => {
     expect(back.request.tenant).toBe('');
     expect(back.request.configuration?.historyLength).toBe(2);
     expect(back.request.metadata).toEqual({ k: 'v' });
+  });
+
+  it('on the frame SPI: a task message decodes straight to its frame (no CloudEvents attribute), a frame encodes as its A2A JSON', () => {
+    const time = new Date('2026-01-01T00:00:00Z');
+    const [frame] = a2aTaskAdaptor.decode({ ids, request, time, turn: 2 });
+    expect(frame).toEqual(taskToFrame(ids, request, time, 2));
+    expect(frame).not.toHaveProperty('specversion');
+    expect(frame.id).toBe('t-1.2');
+    const encoded = a2aTaskAdaptor.encode(frame);
+    expect(encoded.headers).toEqual({ 'content-type': 'application/a2a+json' });
+    expect(SendMessageRequest.fromJSON(JSON.parse(encoded.body!.toString())).message).toMatchObject({
+      messageId: 'm1',
+      taskId: 't-1',
+      contextId: 'c-1',
+    });
   });
 
   it('refuses a frame that is not a task frame', () => {

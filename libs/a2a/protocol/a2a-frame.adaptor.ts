@@ -1,5 +1,5 @@
 import { SendMessageRequest } from '@a2a-js/sdk';
-import type { EventFrame } from '@libs/frame';
+import type { EventFrame, FrameAdaptor } from '@libs/frame';
 import type { TaskEvent, TaskEventKind } from '../tasks/task-events';
 
 /** The frame type of a task sent to an agent (a `SendMessage` the mesh took for it). */
@@ -32,7 +32,6 @@ export function taskToFrame(ids: TaskFrameIds, request: SendMessageRequest, time
     id: turn > 1 ? `${ids.taskId}.${turn}` : ids.taskId,
     source: `/a2a/agents/${ids.agent}`,
     type: A2A_TASK_FRAME_TYPE,
-    specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
     extensions: {
@@ -45,6 +44,28 @@ export function taskToFrame(ids: TaskFrameIds, request: SendMessageRequest, time
     data: Buffer.from(JSON.stringify(data)),
   };
 }
+
+/** What A2A's inbound side hands its adaptor: a message the mesh took for a task, with the mesh's ids. */
+export interface TaskMessage {
+  ids: TaskFrameIds;
+  request: SendMessageRequest;
+  /** When the mesh took it (the frame's `time`). */
+  time: Date;
+  /** 1 for the task's first message, more for each message continuing it. */
+  turn?: number;
+}
+
+/**
+ * A2A on the frame SPI (libs/frame/frame-adaptor.ts): a task message converts directly to one frame
+ * ({@link taskToFrame}), and a frame encodes as the A2A v1.0 JSON its data holds. Not in the gateway's registry of
+ * request adaptors: A2A messages come to the agents' JSON-RPC endpoints (mesh-task-handler.ts), which hand this
+ * adaptor the message with the ids the mesh gave the task.
+ */
+export const a2aTaskAdaptor = {
+  name: 'a2a-task',
+  decode: (message: TaskMessage) => [taskToFrame(message.ids, message.request, message.time, message.turn)],
+  encode: (frame: EventFrame) => ({ headers: { 'content-type': A2A_TASK_CONTENT_TYPE }, body: frame.data }),
+} satisfies FrameAdaptor<TaskMessage>;
 
 /** The inverse of {@link taskToFrame}; a frame that is not a task frame is refused. */
 export function taskFromFrame(frame: EventFrame): TaskFrameIds & { request: SendMessageRequest } {
@@ -82,7 +103,6 @@ export function cancelToFrame(ids: TaskFrameIds, reason: 'canceled' | 'failed', 
     id: `${ids.taskId}.cancel`,
     source: `/a2a/agents/${ids.agent}`,
     type: A2A_CANCEL_FRAME_TYPE,
-    specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
     extensions: {
@@ -116,7 +136,6 @@ export function taskEventToFrame(event: TaskEvent, agent: string, time: Date): E
     id: `${event.taskId}.${event.seq}`,
     source: `/a2a/agents/${agent}`,
     type: A2A_EVENT_FRAME_TYPES[event.kind],
-    specversion: '1.0',
     time: time.toISOString(),
     datacontenttype: A2A_TASK_CONTENT_TYPE,
     extensions: {

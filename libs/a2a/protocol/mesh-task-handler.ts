@@ -13,7 +13,7 @@ import type { A2ARequestHandler, ServerCallContext } from '@a2a-js/sdk/server';
 import type { EventFrame } from '@libs/frame';
 import type { PublishReceipt } from '@libs/kafka';
 import { createLogger } from '@libs/logging';
-import { taskToFrame } from './a2a-frame.adaptor';
+import { a2aTaskAdaptor } from './a2a-frame.adaptor';
 import type { StoredAgent } from '../agents/agent-store';
 import { checkInputModes } from '../agents/input-modes';
 import { PushConfigMethods } from './push-config-methods';
@@ -156,7 +156,11 @@ export class MeshTaskHandler implements A2ARequestHandler {
       push && params.configuration
         ? { ...params, configuration: { ...params.configuration, taskPushNotificationConfig: undefined } }
         : params;
-    const frame = taskToFrame({ taskId: id, contextId, agent: agent.name }, request, new Date());
+    const [frame] = a2aTaskAdaptor.decode({
+      ids: { taskId: id, contextId, agent: agent.name },
+      request,
+      time: new Date(),
+    });
     const ids = { taskId: id, tenant, agent: agent.name };
     // This process's worker may run the workflow's first local activity before the task is written: it waits for
     // the first attempt announced here (begun below, or withdrawn).
@@ -260,12 +264,12 @@ export class MeshTaskHandler implements A2ARequestHandler {
     const ids = { taskId: continued.id, tenant, agent: agent.name };
     const attempt = this.scope.workflows.announceFirstAttempt(agent, ids, turn);
     try {
-      const frame = taskToFrame(
-        { taskId: continued.id, contextId: continued.contextId, agent: agent.name },
-        { ...params, message },
-        new Date(),
+      const [frame] = a2aTaskAdaptor.decode({
+        ids: { taskId: continued.id, contextId: continued.contextId, agent: agent.name },
+        request: { ...params, message },
+        time: new Date(),
         turn,
-      );
+      });
       const receipt = await this.scope.publish(topic, frame);
       const request = { topic, partition: receipt.partition, offset: receipt.offset };
       if (agent.style === 'url') this.scope.workflows.handOff(request, frame);

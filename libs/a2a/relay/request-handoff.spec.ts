@@ -1,7 +1,7 @@
 import type { EventFrame } from '@libs/frame';
 import { RequestHandoff } from './request-handoff';
 
-const frame = (id: string): EventFrame => ({ id, source: '/s', type: 't', specversion: '1.0', extensions: {} });
+const frame = (id: string): EventFrame => ({ id, source: '/s', type: 't', extensions: {} });
 const record = (offset: number) => ({ topic: 'a2a.t.a.requests', partition: 0, offset });
 
 describe('RequestHandoff', () => {

@@ -1,17 +1,7 @@
 import { ErrorCode, EventMeshError } from '@libs/errors';
+import type { AdaptorRegistry } from '@libs/frame';
 import type { PublishRequest } from '@libs/ingress';
 import { requestTraceOf } from '@libs/tracing';
-
-const STRUCTURED_TYPES = ['application/cloudevents+json', 'application/json'];
-const BATCH_TYPE = 'application/cloudevents-batch+json';
-
-/** The media types whose bodies are parsed as JSON (outside the binary mode). */
-export const JSON_TYPES = [...STRUCTURED_TYPES, BATCH_TYPE];
-
-/** `application/cloudevents+json` from `Application/CloudEvents+JSON; charset=utf-8`. */
-export function mediaTypeOf(contentType: string | undefined): string {
-  return (contentType ?? '').split(';')[0].trim().toLowerCase();
-}
 
 /** A JSON body parsed, or a 400 `MALFORMED_JSON`. */
 export function parseJsonBody(body: Buffer): unknown {
@@ -23,30 +13,21 @@ export function parseJsonBody(body: Buffer): unknown {
 }
 
 /**
- * Which content mode of the CloudEvents HTTP binding a request uses: binary when it carries `ce-specversion`
- * (the raw body is the data), structured or batch by its media type (`body` is the parsed JSON); `batch` only
- * where the route takes it. Anything else is a 415 that names what is accepted. The request's `traceparent` and
- * `tracestate` headers go with it when valid; malformed ones are ignored, never refused (W3C trace-context).
+ * A request carrying events, with the adaptor the registry picks for it (a 415 naming what is accepted when none
+ * reads it; a batch adaptor only where the route takes a batch). For an adaptor that reads JSON the body is parsed
+ * here (a 400 `MALFORMED_JSON`), unless the framework parsed it already (`body.parsed`: body-parsers.ts). The
+ * request's `traceparent` and `tracestate` headers go with it when valid; malformed ones are ignored, never refused
+ * (W3C trace-context).
  */
 export function publishRequestOf(
+  adaptors: AdaptorRegistry,
   headers: Record<string, string | string[] | undefined>,
-  body: unknown,
-  rawBody: Buffer | undefined,
-  allowBatch: boolean,
+  body: { raw: Buffer | undefined; parsed?: unknown },
+  batch: boolean,
 ): PublishRequest {
   const trace = requestTraceOf(headers);
-  if (headers['ce-specversion'] !== undefined) return { mode: 'binary', headers, body: rawBody, trace };
-  const mediaType = mediaTypeOf(headers['content-type'] as string | undefined);
-  if (STRUCTURED_TYPES.includes(mediaType)) return { mode: 'structured', body, trace };
-  if (allowBatch && mediaType === BATCH_TYPE) return { mode: 'batch', body, trace };
-  const accepted = [
-    ...STRUCTURED_TYPES,
-    ...(allowBatch ? [BATCH_TYPE] : []),
-    'any type with ce-* headers (binary mode)',
-  ];
-  throw new EventMeshError(
-    ErrorCode.UnsupportedMediaType,
-    `content type "${mediaType || '(none)'}" is not accepted here without ce-* headers; send ${accepted.join(', ')}`,
-    { accepted },
-  );
+  const adaptor = adaptors.adaptorFor(headers, { batch });
+  let parsed: unknown;
+  if (adaptor.json) parsed = 'parsed' in body ? body.parsed : parseJsonBody(body.raw ?? Buffer.alloc(0));
+  return { adaptor, message: { headers, body: body.raw, parsed }, trace };
 }

@@ -1,9 +1,10 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { ErrorCode, EventMeshError } from '@libs/errors';
-import type { EventIngress, PublishRequest } from '@libs/ingress';
+import type { EventIngress } from '@libs/ingress';
 import type { RuntimeMetrics } from '@libs/metrics';
 import { gateHeadersOf, type Admission, type GateRequest, type SecurityGate } from '@libs/security';
-import { JSON_TYPES, mediaTypeOf, parseJsonBody, publishRequestOf } from '../http/content-mode';
+import type { AdaptorRegistry } from '@libs/frame';
+import { publishRequestOf } from '../http/content-mode';
 import { z } from 'zod';
 import { errors, GATED, RouteDoc } from '../http/api-route';
 import type { GateRouteSpec } from '../http/gate-route';
@@ -48,6 +49,8 @@ export interface PublishRouteDeps {
   gate: SecurityGate;
   defaultTopic: string;
   bodyLimitBytes: number;
+  /** The protocols a publish may use: the registry picks the adaptor of each request (frame-adaptors.ts). */
+  adaptors: AdaptorRegistry;
   /** Hears of each publish's outcome, size and duration (libs/metrics); absent: metrics are off. */
   metrics?: Pick<RuntimeMetrics, 'published' | 'publishFailed'>;
 }
@@ -106,13 +109,11 @@ export class PublishRoute {
       await this.deps.gate.authenticate(gated);
       const raw = await readBody(request, this.deps.bodyLimitBytes);
       bodyRead = true;
-      const binary = request.headers['ce-specversion'] !== undefined;
-      const json = !binary && JSON_TYPES.includes(mediaTypeOf(request.headers['content-type']));
-      const publish = publishRequestOf(request.headers, json ? parseJsonBody(raw ?? Buffer.alloc(0)) : raw, raw, true);
+      const publish = publishRequestOf(this.deps.adaptors, request.headers, { raw }, true);
       // The gate decides on the whole request (the signature covers the body, the quota counts its events), before
       // anything is written.
       gated.body = raw;
-      gated.publish = { events: eventsIn(publish), bytes: raw?.length ?? 0 };
+      gated.publish = { events: publish.adaptor.eventsIn(publish.message), bytes: raw?.length ?? 0 };
       admission = await this.deps.gate.admit(gated);
       admission.release();
       // Each event's Kafka record names the request (EventFrame.requestId): its delivery logs do.
@@ -122,7 +123,7 @@ export class PublishRoute {
         publish,
         (frame) => (frame.requestId = requestId),
       );
-      answerJson(response, 202, publish.mode === 'batch' ? { results } : results[0], closing(this.closing));
+      answerJson(response, 202, publish.adaptor.batch ? { results } : results[0], closing(this.closing));
       metrics?.published(results.length, raw?.length ?? 0, (performance.now() - started) / 1000);
     } catch (e) {
       // The client left (mid-body, or its connection is gone): nobody to answer, and nothing to report. A
@@ -148,11 +149,6 @@ export class PublishRoute {
  */
 export function wroteNothing(status: number, code: string | undefined): boolean {
   return (status >= 400 && status < 500) || code === ErrorCode.Overloaded || code === ErrorCode.ShuttingDown;
-}
-
-/** How many events a publish carries (a batch's array length; a malformed batch is refused later, as one). */
-function eventsIn(publish: PublishRequest): number {
-  return publish.mode === 'batch' && Array.isArray(publish.body) ? Math.max(1, publish.body.length) : 1;
 }
 
 function topicOf(query: string): string | undefined {

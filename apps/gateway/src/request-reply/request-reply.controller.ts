@@ -1,7 +1,7 @@
 import { Body, Controller, Headers, HttpCode, Post, Query, Req, Res } from '@nestjs/common';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import { queryInt } from '@libs/errors';
-import { frameToStructured } from '@libs/frame';
+import { AdaptorRegistry, frameToStructured } from '@libs/frame';
 import { toFrames } from '@libs/ingress';
 import { DEFAULT_REQUEST_TIMEOUT_MS, MAX_REQUEST_TIMEOUT_MS, RequestReplyService } from '@libs/request-reply';
 import type { Caller } from '@libs/security';
@@ -30,7 +30,10 @@ const EVENT_BODY = {
 
 @Controller('events')
 export class RequestReplyController {
-  constructor(private readonly requestReply: RequestReplyService) {}
+  constructor(
+    private readonly requestReply: RequestReplyService,
+    private readonly adaptors: AdaptorRegistry,
+  ) {}
 
   /**
    * Publishes one event with a fresh `correlationid` and holds the request until a reply with that id arrives
@@ -62,7 +65,7 @@ export class RequestReplyController {
     @CallerParam() caller: Caller,
   ): Promise<Record<string, unknown>> {
     const { topic, timeoutMs } = parseQuery(requestQuerySchema, query);
-    const publish = publishRequestOf(headers, body, rawBodyOf(request), false);
+    const publish = publishRequestOf(this.adaptors, headers, { raw: rawBodyOf(request), parsed: body }, false);
     const answer = await this.requestReply.request(
       topic || undefined,
       publish,
@@ -96,7 +99,8 @@ export class RequestReplyController {
     @Req() request: FastifyRequest,
     @CallerParam() caller: Caller,
   ): Promise<{ correlationId: string; delivered: true }> {
-    const [frame] = toFrames(publishRequestOf(headers, body, rawBodyOf(request), false), 1);
+    const publish = publishRequestOf(this.adaptors, headers, { raw: rawBodyOf(request), parsed: body }, false);
+    const [frame] = toFrames(publish, 1);
     return this.requestReply.reply(frame, caller.tenant);
   }
 }

@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { AdaptorRegistry } from '@libs/frame';
 import { RequestReplyService } from '@libs/request-reply';
 import type { GatewayServices } from '../gateway-services';
 import { provide } from '../http/provide';
@@ -11,7 +12,7 @@ export class RequestReplyModule {
     return {
       module: RequestReplyModule,
       controllers: [RequestReplyController],
-      providers: [provide(RequestReplyService, s.requestReply)],
+      providers: [provide(RequestReplyService, s.requestReply), provide(AdaptorRegistry, s.adaptors)],
     };
   }
 }
