@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import { Pool } from 'undici';
-import { frameFromKafkaRecord, frameToHttpBinary } from '@libs/frame';
+import { cloudEventsBinary, frameFromKafkaRecord } from '@libs/frame';
 
 /**
  * One member of a kafkajs consumer group, as its own process (so SIGKILL is a real crash: no LeaveGroup is
@@ -43,7 +43,7 @@ async function main(): Promise<void> {
   await consumer.run({
     partitionsConsumedConcurrently: concurrency,
     eachMessage: async ({ partition, message }) => {
-      const { headers, body } = frameToHttpBinary(frameFromKafkaRecord(message.headers, message.value));
+      const { headers, body } = cloudEventsBinary.encode(frameFromKafkaRecord(message.headers, message.value), 'http');
       if (key) {
         const id = `group:${topic}:${partition}:${message.offset}`;
         const timestamp = String(Math.floor(Date.now() / 1000));

@@ -1,7 +1,7 @@
 import { createHmac } from 'node:crypto';
 import { Agent, Dispatcher, errors } from 'undici';
 import type { EventMeshConfig } from '@libs/config';
-import { EventFrame, frameToHttpBinary } from '@libs/frame';
+import { cloudEventsBinary, EventFrame } from '@libs/frame';
 import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '@libs/security';
 import { eventTraceOf, TraceHeaders } from '@libs/tracing';
 import { BATCH_CONTENT_TYPE, batchBodyOf, batchEntryOf, batchSettingsOf } from './webhook-batch';
@@ -96,12 +96,13 @@ export class WebhookSender {
     signal?: AbortSignal,
     trace?: TraceHeaders,
   ): Promise<WebhookResult> {
-    // A batched subscription's sink takes batches only: a single event (a parked one, one isolated by a split)
-    // goes as a batch of one.
+    // A webhook gets an event in the CloudEvents HTTP binary mode, written by that protocol's adaptor (libs/frame). A
+    // batched subscription's sink takes batches only: a single event (a parked one, one isolated by a split) goes as
+    // a batch of one.
     const batched = batchSettingsOf(target) !== undefined;
     const { headers, body } = batched
       ? { headers: { 'content-type': BATCH_CONTENT_TYPE }, body: batchBodyOf([batchEntryOf(frame)]) }
-      : frameToHttpBinary(frame);
+      : cloudEventsBinary.encode(frame, 'http');
     const context = trace ?? eventTraceOf(frame);
     if (context) {
       headers.traceparent = context.traceparent;

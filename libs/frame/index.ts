@@ -19,7 +19,6 @@ export type {
 export { AdaptorRegistry } from './adaptor-registry';
 export { cloudEventsBatch, cloudEventsBinary, cloudEventsStructured } from './cloudevent-frame-adaptors';
 export { frameFromKafkaRecord, frameToKafkaMessage } from './kafka-record.codec';
-export { frameToHttpBinary } from './http-binary.codec';
 export { CORRELATION_ATTRIBUTE } from './correlation';
 export { SessionFrameError, decodeSessionFrame, encodeSessionFrame } from './session-frame';
 export type { SessionAttributes, SessionFrame, SessionFrameKind } from './session-frame';
