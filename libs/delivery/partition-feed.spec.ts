@@ -57,4 +57,15 @@ describe('PartitionFeed fetch size', () => {
     lane.buffer.splice(0, 200);
     expect(feed.wanted()[0]).toEqual({ topic: 'orders', partition: 0, offset: 300, maxBytes: MIN_FETCH_BYTES });
   });
+
+  it('asks for the reader default again after a fetch in which no record fitted', async () => {
+    const { feed, lane } = setup();
+    await feed.accept([fetched(0, 100)]);
+    lane.buffer = [];
+    lane.nextOffset = 100;
+    expect(feed.wanted()[0].maxBytes).toBeDefined();
+    // The log holds records from 100 on, but none came: the record batch there is larger than asked.
+    await feed.accept([{ ...fetched(100, 0), highWatermark: 400 }]);
+    expect(feed.wanted()).toEqual([{ topic: 'orders', partition: 0, offset: 100 }]);
+  });
 });

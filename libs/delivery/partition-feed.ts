@@ -28,7 +28,7 @@ export const MOVING_LANE_FOR_MS = 250;
  * A fetch asks each partition for what its lanes have room for (records times the partition's bytes per record,
  * as last seen), not 1 MiB: kafkajs decodes every record a fetch brings, and the records past the lanes' room were
  * decoded for nothing and fetched again (with 1 KiB events a lane took 250-500 of ~850). At least this much, so a
- * record batch of the producer's still fits whole.
+ * record batch of the producer's mostly fits whole; one that does not makes the next fetch ask for 1 MiB again.
  */
 export const MIN_FETCH_BYTES = 128 * 1024;
 /** Bytes a record takes in a fetch beyond its key, value and headers (its framing, its batch's header shared). */
@@ -125,7 +125,11 @@ export class PartitionFeed {
         await this.realign(part.topic, part.partition);
         continue;
       }
-      if (part.records.length > 0) this.recordBytes.set(`${part.topic}#${part.partition}`, bytesPerRecord(part));
+      const k = `${part.topic}#${part.partition}`;
+      if (part.records.length > 0) this.recordBytes.set(k, bytesPerRecord(part));
+      // Records are there but none fitted (a record batch larger than asked: the broker gives it whole only to
+      // the first partition of a fetch that has data): the next fetch asks for the reader's default again.
+      else if (part.highWatermark > part.fetchOffset) this.recordBytes.delete(k);
       // Decoded once, and only as far as a lane takes them (a fetch may bring more than any lane has room for).
       const decoded: (LaneRecord | undefined)[] = new Array(part.records.length);
       for (const lane of ctx.lanes.values()) {
