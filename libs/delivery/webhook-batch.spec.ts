@@ -18,6 +18,7 @@ describe('batch entries', () => {
     ['JSON data, carried as its own bytes', frame('application/json', ' {"a": [1, 2]} ')],
     ['JSON data of a +json type', frame('application/cloudevents+json', '"x"')],
     ['JSON data without a content type', frame(undefined, '{"b":null}')],
+    ['JSON data, attributes beyond ASCII', { ...frame('application/json', '{"é":1}'), source: '/sé☃', subject: '😀' }],
     ['JSON-typed data that does not parse', frame('application/json', '{not json')],
     ['text data', frame('text/plain', 'hé "quoted"')],
     ['binary data', frame('application/octet-stream', Buffer.from([0, 255, 7]))],

@@ -38,7 +38,14 @@ export function batchEntryOf(frame: EventFrame): Buffer {
   const data = frame.data;
   if (data === undefined || !JSON_TYPE.test(frame.datacontenttype ?? 'application/json') || !parses(data))
     return Buffer.from(JSON.stringify(frameToStructured(frame)));
-  return Buffer.concat([Buffer.from(`${attributesJsonOf(frame)},"data":`), data, CLOSE_OBJECT]);
+  // One buffer written in place, not the attributes' own buffer concatenated with the data's.
+  const head = `${attributesJsonOf(frame)},"data":`;
+  const headBytes = Buffer.byteLength(head);
+  const entry = Buffer.allocUnsafe(headBytes + data.length + 1);
+  entry.write(head, 0);
+  data.copy(entry, headBytes);
+  entry[entry.length - 1] = CLOSE_BRACE;
+  return entry;
 }
 
 /**
@@ -83,4 +90,4 @@ export const batchBytesOf = (entryBytes: number, count: number): number => entry
 const OPEN = Buffer.from('[');
 const COMMA = Buffer.from(',');
 const CLOSE = Buffer.from(']');
-const CLOSE_OBJECT = Buffer.from('}');
+const CLOSE_BRACE = 0x7d;

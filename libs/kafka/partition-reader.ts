@@ -16,6 +16,11 @@ export interface PartitionPosition {
   partition: number;
   /** The first offset wanted. */
   offset: number;
+  /**
+   * The most bytes of this partition the fetch brings (else `maxBytesPerPartition`): kafkajs decodes every record a
+   * fetch brings, so a caller with room for fewer records than that asks for less.
+   */
+  maxBytes?: number;
 }
 
 export interface FetchedRecord {
@@ -184,16 +189,16 @@ export class PartitionReader {
     options: FetchOptions,
   ): Promise<FetchedPartition[]> {
     const broker = await this.cluster.findBroker({ nodeId });
-    const maxBytes = options.maxBytesPerPartition ?? 1024 * 1024;
+    const maxBytesOf = (p: PartitionPosition) => p.maxBytes ?? options.maxBytesPerPartition ?? 1024 * 1024;
     const wanted = new Map(list.map((p) => [`${p.topic}#${p.partition}`, p.offset]));
     const { responses } = await broker.fetch({
       maxWaitTime: options.maxWaitMs,
       minBytes: 1,
-      maxBytes: maxBytes * list.length,
+      maxBytes: list.reduce((sum, p) => sum + maxBytesOf(p), 0),
       isolationLevel: READ_UNCOMMITTED,
       topics: [...groupBy(list, (p) => p.topic)].map(([topic, ps]) => ({
         topic,
-        partitions: ps.map((p) => ({ partition: p.partition, fetchOffset: String(p.offset), maxBytes })),
+        partitions: ps.map((p) => ({ partition: p.partition, fetchOffset: String(p.offset), maxBytes: maxBytesOf(p) })),
       })),
     });
     return responses.flatMap(({ topicName, partitions }) =>

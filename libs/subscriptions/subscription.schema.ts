@@ -32,12 +32,12 @@ const HTTP_RULES = { required: ['sink'], properties: { config: absent('policy', 
 const isProtocol = (protocol: string) => ({ properties: { protocol: { const: protocol } }, required: ['protocol'] });
 /** A create's: HTTP when the protocol is absent. */
 const PROTOCOL_RULES = { if: isProtocol('STREAM'), then: STREAM_RULES, else: HTTP_RULES };
-/** `concurrency` only with ordering `key` or `none`. */
+/** `concurrency` only with ordering `key` or `none`, and not with `batch` (one batch out per partition). */
 const CONCURRENCY_RULE = {
   properties: {
     config: {
       if: { required: ['concurrency'] },
-      then: { required: ['ordering'], properties: { ordering: { enum: ['key', 'none'] } } },
+      then: { required: ['ordering'], properties: { ordering: { enum: ['key', 'none'] } }, ...absent('batch') },
     },
   },
 };
@@ -144,6 +144,16 @@ export const createSubscriptionSchema = z
         code: 'custom',
         path: ['config', 'concurrency'],
         message: 'concurrency applies to ordering key or none; ordering partition delivers one event at a time',
+      });
+    }
+    // A batched lane has one batch out at a time, whatever its ordering (libs/delivery/batch-lanes.ts): refused
+    // rather than ignored.
+    if (r.config.concurrency !== undefined && r.config.batch !== undefined) {
+      ctx.addIssue({
+        code: 'custom',
+        path: ['config', 'concurrency'],
+        message:
+          'concurrency does not apply with batch: a batched subscription has one batch out per partition; leave concurrency out, or batch',
       });
     }
   })

@@ -58,6 +58,21 @@ describe('PartitionReader (real Kafka)', () => {
     expect(byPartition.get(1)!.highWatermark).toBe(3);
   });
 
+  it("brings at most a position's maxBytes of its partition, the reader's 1 MiB without it", async () => {
+    const sized = uniqueTopic('reader-bytes');
+    await createTopicsAndWait(admin, [{ topic: sized, numPartitions: 1, replicationFactor: 1 }]);
+    // 20 record batches of 10 KB each (one send each).
+    for (let i = 0; i < 20; i++)
+      await producer.send({ topic: sized, acks: -1, messages: [{ value: Buffer.alloc(10_000, i) }] });
+    const [capped] = await reader.fetch([{ topic: sized, partition: 0, offset: 0, maxBytes: 32 * 1024 }], {
+      maxWaitMs: 100,
+    });
+    expect(capped.records.map((r) => r.offset)).toEqual([0, 1, 2]);
+    const [whole] = await reader.fetch([{ topic: sized, partition: 0, offset: 0 }], { maxWaitMs: 100 });
+    expect(whole.records).toHaveLength(20);
+    await admin.deleteTopics({ topics: [sized] }).catch(() => undefined);
+  });
+
   it('returns no records at the end of a partition', async () => {
     const [p] = await reader.fetch([{ topic, partition: 1, offset: 3 }], { maxWaitMs: 50 });
     expect(p.records).toEqual([]);

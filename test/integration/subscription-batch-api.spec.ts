@@ -77,4 +77,36 @@ describe('subscription batch settings over HTTP (real gateway and Postgres)', ()
     });
     expect(await count()).toBe(before);
   });
+
+  it.each(['key', 'none'])(
+    'refuses concurrency with batch (ordering %s) on create and replace with 400 naming config.concurrency, changing nothing',
+    async (ordering) => {
+      const before = await count();
+      const refused = await create({ config: { trusted: true, ordering, concurrency: 4, batch: {} } });
+      expect(refused).toMatchObject({
+        status: 400,
+        body: {
+          code: 'INVALID_REQUEST',
+          field: 'config.concurrency',
+          message: expect.stringMatching(/^config\.concurrency: concurrency does not apply with batch/),
+        },
+      });
+      expect(await count()).toBe(before);
+      const created = await create({ config: { trusted: true, ordering, batch: { maxEvents: 9 } } });
+      expect(created.status).toBe(201);
+      const id = String(created.body.id);
+      const replaced = await fetch(`${instance.url}/subscriptions/${id}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({
+          sink: 'http://127.0.0.1:9/hook',
+          config: { trusted: true, ordering, concurrency: 4, batch: { maxEvents: 7 } },
+        }),
+      });
+      expect(replaced.status).toBe(400);
+      expect(await replaced.json()).toMatchObject({ code: 'INVALID_REQUEST', field: 'config.concurrency' });
+      expect((await read(id)).config).toMatchObject({ ordering, batch: { maxEvents: 9 } });
+      expect((await read(id)).config.concurrency).toBeUndefined();
+    },
+  );
 });
