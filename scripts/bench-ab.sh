@@ -3,8 +3,9 @@
 # of an earlier commit (A), in one run. A is checked out once outside this tree (EVENTMESH_BENCH_AB_DIR, default
 # $TMPDIR/eventmesh-bench-ab/<sha>), installed and built there, and shares this checkout's servers and tools. The two then take turns, one round each, for `rounds` rounds (default 5), in an order that alternates
 # (A B, B A, A B, ...), so the host's load falls on both alike. Each side runs its own `npm run bench:<benchmark>`
-# with BENCH_ROUNDS=1 against its own database and Temporal namespace; every other BENCH_* setting of the caller
-# applies to both. Each benchmark measures its path against its baseline in the same round, so the comparison is
+# with BENCH_ROUNDS=1 against its own database (the schemas of the two commits may differ; the Temporal namespace
+# is the caller's, which the two use in turn); every other BENCH_* and EVENTMESH_* setting of the caller applies to
+# both. Each benchmark measures its path against its baseline in the same round, so the comparison is
 # of those ratios: the summary (scripts/bench-ab-summary.ts) pairs the lines that print the same ratio on both
 # sides and shows, per ratio, every round of A and B, their medians and whether the medians differ by more than
 # the rounds' spread. Every round's whole output is kept in .data/bench-ab/logs/.
@@ -45,8 +46,7 @@ run_side() { # side tree round
   local side=$1 tree=$2 round=$3 log=$logs/$1-$3.log
   echo "[bench:ab] round $round/$rounds: $side -> $log"
   (cd "$tree" && BENCH_ROUNDS=1 EVENTMESH_POSTGRES_DATABASE=eventmesh_bench_ab_${side,,} \
-    EVENTMESH_TEMPORAL_NAMESPACE=eventmesh-bench-ab-${side,,} BENCH_CONNECTORS_APP_DB=eventmesh_bench_ab_app_${side,,} \
-    npm run --silent "bench:$bench") >"$log" 2>&1 || { echo "[bench:ab] $side round $round failed: tail of $log" >&2; tail -20 "$log" >&2; exit 1; }
+    BENCH_CONNECTORS_APP_DB=eventmesh_bench_ab_app_${side,,} npm run --silent "bench:$bench") >"$log" 2>&1 || { echo "[bench:ab] $side round $round failed: tail of $log" >&2; tail -20 "$log" >&2; exit 1; }
 }
 for ((r = 1; r <= rounds; r++)); do
   if ((r % 2)); then run_side A "$other" $r; run_side B "$ROOT" $r; else run_side B "$ROOT" $r; run_side A "$other" $r; fi
