@@ -4,7 +4,7 @@
 //   scripts, bench            entry points: may import anything below
 //   apps/instance             composes the other two apps
 //   apps/connectors           a client of the runtime: the SDK and the reusable libs only (rule below)
-//   apps/gateway, apps/worker may import libs, activities and workflows
+//   apps/gateway, apps/worker may import libs, activities and contracts (no workflow file: they start workflows by name)
 //   activities                may import libs and contracts, never a workflow
 //   libs                      may import other libs (through their index.ts) and contracts; never apps, activities
 //                             or workflows
@@ -74,12 +74,12 @@ module.exports = {
       to: { path: '^(apps|libs|workflows|activities|packages|scripts|bench|test)/' },
     },
     {
-      name: 'only-apps-import-workflows',
+      name: 'nothing-imports-workflows',
       comment:
-        'A workflow file is imported by the worker that bundles it and by code that starts or steers it from the ' +
-        'apps; libs and activities use the contracts only.',
+        'Workflow code is bundled for the worker from its folder (scripts/build-workflow-bundle.ts) and started by the ' +
+        'name and signature its contract declares (contracts/): no other code imports a workflow file.',
       severity: 'error',
-      from: { path: '^(libs|activities|packages)/' },
+      from: { path: '^(apps|libs|activities|packages|contracts|scripts|bench)/' },
       to: { path: '^workflows/' },
     },
     {
@@ -112,7 +112,7 @@ module.exports = {
       from: { path: '^apps/connectors/' },
       to: {
         path: '^(apps|libs|activities|workflows)/',
-        pathNot: ['^apps/connectors/', '^libs/(config|logging|errors|fence|security)/', '^workflows/index\\.ts$'],
+        pathNot: ['^apps/connectors/', '^libs/(config|logging|errors|fence|security)/'],
       },
     },
     {

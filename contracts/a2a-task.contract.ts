@@ -157,5 +157,7 @@ export interface A2ATaskActivities {
 /** The A2A task workflows' types and signatures: a client starts them by these names, without their code. */
 export const A2A_TASK_WORKFLOW = 'a2aTaskWorkflowV2';
 export type A2ATaskWorkflow = (input: A2ATaskInput) => Promise<TaskStateName>;
+/** The retention run of the A2A tasks that ended, started by its Temporal schedule; its input is a `RetentionInput`. */
+export const A2A_TASK_RETENTION_WORKFLOW = 'a2aTaskRetentionWorkflow';
 export const A2A_TASK_CANCEL_WORKFLOW = 'a2aTaskCancelWorkflow';
 export type A2ATaskCancelWorkflow = (input: A2ATaskCancelInput) => Promise<TaskStateName>;

@@ -80,6 +80,14 @@ export interface DlqReplayProgress {
 export const DLQ_REPLAY_WORKFLOW = 'dlqReplayWorkflow';
 export type DlqReplayWorkflow = (input: DlqReplayInput) => Promise<DlqReplayProgress>;
 
+/** The dead letters' retention run, started by its Temporal schedule (apps/worker/src/retention-schedules.ts). */
+export const DLQ_RETENTION_WORKFLOW = 'dlqRetentionWorkflow';
+export interface RetentionInput {
+  /** Older than this many days go (the retention setting of the instance that wrote the schedule). */
+  retentionDays: number;
+}
+export type RetentionWorkflow = (input: RetentionInput) => Promise<{ deleted: number }>;
+
 export const dlqReplayProgressQuery = defineQuery<DlqReplayProgress>('progress');
 /** Stops the replay after the batch in flight (a few seconds at most): what it delivered stays delivered. */
 export const cancelDlqReplaySignal = defineSignal('cancel');

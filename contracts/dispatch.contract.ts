@@ -59,6 +59,10 @@ export interface DispatchRunResult extends DispatchProgress {
 /** The failure type of an attempt whose dispatch run was fenced; retryable: the next attempt claims a newer epoch. */
 export const DISPATCH_RUN_FENCED = 'DispatchRunFenced';
 
+/** The instance's dispatch workflow, `dispatch/<instance id>`: the worker starts it by this name, without its code. */
+export const INSTANCE_DISPATCH_WORKFLOW = 'instanceDispatchWorkflow';
+export type InstanceDispatchWorkflow = (input: InstanceDispatchInput) => Promise<void>;
+
 export interface InstanceDispatchInput {
   instanceId: string;
   leaseTtlMs: number;

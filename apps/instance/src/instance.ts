@@ -23,7 +23,7 @@ import {
   StreamHub,
 } from '@libs/streams';
 import { dispatchWorkflowIdOf } from '@libs/temporal';
-import { instanceWorkflowIdOf } from '../../../workflows';
+import { instanceWorkflowIdOf } from '../../../contracts';
 import { HealthService } from '@libs/health';
 import { createAccessLog } from '@libs/logging';
 import { RunningGateway, startGateway } from '../../gateway/src/gateway-server';

@@ -25,7 +25,7 @@ import { PartitionReader } from '@libs/kafka';
 import type { Dependencies } from '@libs/runtime';
 import { RetentionPurge } from '@libs/storage';
 import { SinkGuard } from '@libs/security';
-import { A2A_TASK_QUEUE } from '../../../workflows';
+import { A2A_TASK_QUEUE } from '../../../contracts';
 
 /** How often a worker sweeps for task events left unpublished, and how old their task's last change must be. */
 const EVENTS_SWEEP_MS = 5000;

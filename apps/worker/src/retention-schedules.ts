@@ -1,6 +1,6 @@
 import { Client, ScheduleAlreadyRunning, ScheduleNotFoundError } from '@temporalio/client';
 import { A2A_TASK_RETENTION_SCHEDULE_ID, DEAD_LETTER_TASK_QUEUE, DLQ_RETENTION_SCHEDULE_ID } from '@libs/temporal';
-import { A2A_TASK_QUEUE, a2aTaskRetentionWorkflow, dlqRetentionWorkflow } from '../../../workflows';
+import { A2A_TASK_QUEUE, A2A_TASK_RETENTION_WORKFLOW, DLQ_RETENTION_WORKFLOW } from '../../../contracts';
 
 /** How often a retention purge runs. */
 export const RETENTION_EVERY = '10m' as const;
@@ -8,7 +8,8 @@ export const RETENTION_EVERY = '10m' as const;
 /** One retention's schedule: its id, the workflow each run is, and the task queue it runs on. */
 export interface RetentionSchedule {
   scheduleId: string;
-  workflowType: typeof dlqRetentionWorkflow | typeof a2aTaskRetentionWorkflow;
+  /** The workflow's name (contracts/: each a `RetentionWorkflow`). */
+  workflowType: typeof DLQ_RETENTION_WORKFLOW | typeof A2A_TASK_RETENTION_WORKFLOW;
   /** The id of each run (one at a time). */
   workflowId: string;
   taskQueue: string;
@@ -17,14 +18,14 @@ export interface RetentionSchedule {
 /** The dead letters' retention (the delivery's and the A2A pushes'), EVENTMESH_DELIVERY_DEAD_LETTER_RETENTION_DAYS. */
 export const DLQ_RETENTION: RetentionSchedule = {
   scheduleId: DLQ_RETENTION_SCHEDULE_ID,
-  workflowType: dlqRetentionWorkflow,
+  workflowType: DLQ_RETENTION_WORKFLOW,
   workflowId: 'dlq-retention-run',
   taskQueue: DEAD_LETTER_TASK_QUEUE,
 };
 /** The retention of the A2A tasks that ended, EVENTMESH_AGENTS_TASK_RETENTION_DAYS. */
 export const A2A_TASK_RETENTION: RetentionSchedule = {
   scheduleId: A2A_TASK_RETENTION_SCHEDULE_ID,
-  workflowType: a2aTaskRetentionWorkflow,
+  workflowType: A2A_TASK_RETENTION_WORKFLOW,
   workflowId: 'a2a-task-retention-run',
   taskQueue: A2A_TASK_QUEUE,
 };

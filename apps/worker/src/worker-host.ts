@@ -34,13 +34,14 @@ import { A2A_TASK_RETENTION, DLQ_RETENTION, ensureRetentionSchedule, RetentionSc
 import {
   CONTROL_TASK_QUEUE,
   dispatchStatusQuery,
-  instanceDispatchWorkflow,
+  INSTANCE_DISPATCH_WORKFLOW,
   InstanceDispatchStatus,
+  InstanceDispatchWorkflow,
   instanceTaskQueueOf,
   partitionKeyOf,
   partitionProgressSignal,
   partitionWorkflowIdOf,
-} from '../../../workflows';
+} from '../../../contracts';
 
 /**
  * The worker of the shared dead-letter queue: replays and the retention purge, on whichever instance polls first.
@@ -416,7 +417,7 @@ export class WorkerHost {
         this.log.warn({ error: reasonOf(e) }, 'could not read the previous dispatch run; keeping it');
       }
     }
-    await client.workflow.start(instanceDispatchWorkflow, {
+    await client.workflow.start<InstanceDispatchWorkflow>(INSTANCE_DISPATCH_WORKFLOW, {
       workflowId,
       taskQueue: this.taskQueue,
       args: [

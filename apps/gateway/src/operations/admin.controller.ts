@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { ErrorCode, EventMeshError } from '@libs/errors';
 import { OwnershipAdmin, PartitionsView } from '@libs/ownership';
 import { MoveView, moveSubscriptionSchema, OrphansView, SubscriptionPlacement } from '@libs/subscriptions';
-import type { PartitionMove } from '../../../../workflows';
+import type { PartitionMove } from '../../../../contracts';
 import { parseBody } from '../http/parse-body';
 import { GateRoute } from '../http/gate-route';
 import { ApiRoute, errors, GATED } from '../http/api-route';
