@@ -8,6 +8,7 @@ describe('bench:ab summary', () => {
       'ordering partition: median ratio 1.21x, per round 1.21',
       'ordering partition: median ratio 3.10x, per round 3.10',
       '- path 2 of 3: 1.5x',
+      '| partition | 1 | 0.66x | 0.70x |',
     ].join('\n');
     expect([...ratiosOf(log)]).toEqual([
       ['throughput ratio: median', 0.92],

@@ -17,6 +17,8 @@ export function ratiosOf(log: string): Map<string, number> {
   const out = new Map<string, number>();
   const seen = new Map<string, number>();
   for (const line of log.split('\n')) {
+    // A markdown table row repeats a figure its prose line prints: the prose line is the one compared.
+    if (line.startsWith('|')) continue;
     const m = RATIO.exec(line);
     if (!m) continue;
     const base = line

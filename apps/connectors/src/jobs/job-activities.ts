@@ -45,7 +45,8 @@ export function meshClientOf(url: string, credential: MeshCredential): EventMesh
  * The activities of a connector job's workflow. `runConnectorJob` is the job's loop for one run: it claims the
  * job's next epoch (fencing every earlier run), opens the connector, runs the source or sink loop until `runMs`
  * passed or the workflow cancels it, heartbeating its progress the whole time, and returns its counts. The claim,
- * the heartbeat clock and the fenced end are `runFenced`'s (libs/fence); a run renews nothing (its fence stops it).
+ * the heartbeat clock and the fenced end are `runFenced`'s (libs/fence). The renewal is not: the source loop renews
+ * while idle and the sink loop once a second (source-loop.ts, sink-loop.ts), each stopping on a refused renewal.
  */
 export function createConnectorJobActivities(deps: JobActivityDeps): ConnectorJobActivities {
   const log = createLogger('ConnectorJob', { replica: deps.replicaId });
