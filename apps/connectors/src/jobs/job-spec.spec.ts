@@ -2,7 +2,7 @@ import { SecretBox } from '@libs/security';
 import { ConfigFieldError } from '../spi';
 import { jobSpecOf, opened, sealed, shown } from './job-spec';
 
-const connection = { host: '127.0.0.1', database: 'shop', user: 'u', password: 'pw' };
+const connection = { host: '127.0.0.1', database: 'shop', user: 'u', password: 'outbox-pass-9f3k2' };
 const outbox = (config: Record<string, unknown>) => ({
   name: 'orders',
   kind: 'postgres-outbox',
@@ -52,7 +52,7 @@ describe('job spec: validation names the field; secrets sealed at rest', () => {
     const box = new SecretBox([{ id: 'k', key: Buffer.alloc(32, 1) }], 'k');
     const spec = jobSpecOf(outbox({}));
     const stored = sealed(spec, box);
-    expect(JSON.stringify(stored)).not.toContain('pw');
+    expect(JSON.stringify(stored)).not.toContain('outbox-pass-9f3k2');
     expect(JSON.stringify(stored)).not.toContain('emk_a_b');
     expect(shown(stored, spec.kind)).toMatchObject({
       mesh: { apiKey: '(sealed)' },
