@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `npm test`: the whole suite, the way CI runs it. Installs npm dependencies and builds when needed (the build
-# bundles the workflows: a forbidden import fails there), provisions the servers' tools, then runs the checks
-# (type-check, lint, the compose file) and every tier against real Postgres, Kafka and Temporal, in lanes side by
+# bundles the workflows: a forbidden import fails there) while it provisions the servers' tools and starts each
+# lane's servers, then runs the checks (type-check, lint, the compose file) and every tier against real Postgres, Kafka and Temporal, in lanes side by
 # side, each lane serially against servers of its own (EVENTMESH_TEST_LANES, default 3):
 #
 #   lane 0: the integration tier, on the servers `npm start` uses (a test database and Temporal namespace of their
@@ -24,18 +24,14 @@ ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$ROOT"
 started=$SECONDS
 
-bash scripts/prepare.sh
 export EVENTMESH_POSTGRES_DATABASE=${EVENTMESH_TEST_POSTGRES_DATABASE:-eventmesh_test}
 
 if (($#)); then
+  bash scripts/prepare.sh
   bash scripts/infra.sh start all
   npx jest --runInBand --ci "$@"
   exit
 fi
-
-# What the servers run from (.tools: the Temporal CLI, the Kafka jars; the Postgres package), once, before the
-# lanes: two lanes provisioning at once would build and fetch into the same folders together.
-bash scripts/infra.sh provision all
 
 reports=$ROOT/.data/test-report
 rm -rf "$reports"
@@ -68,10 +64,15 @@ step() {
   else echo "[test] $name: FAILED (exit $?) after $((SECONDS - t0))s"; echo "$name" >>"$reports/failed-steps"; fi
 }
 
-# own_servers N: starts lane N's servers in the background; `servers_ready N` waits for them.
-own_servers() { env "${@:2}" bash scripts/infra.sh start all >"$reports/lane-$1-servers.log" 2>&1 & echo $! >"$reports/lane-$1-servers.pid"; }
+# own_servers N [SETTINGS...]: starts lane N's servers in the background, its exit status in lane-N-servers.rc when
+# done; `servers_ready N` waits for that (from any lane: a lane is a subshell, which cannot `wait` for its parent's
+# children). no_servers N: lane N's servers will not start (what the lane then says).
+own_servers() { ( env "${@:2}" bash scripts/infra.sh start all >"$reports/lane-$1-servers.log" 2>&1; echo $? >"$reports/lane-$1-servers.rc" ) & }
+no_servers() { echo "provisioning failed: $reports/provision.log" >"$reports/lane-$1-servers.log"; echo 1 >"$reports/lane-$1-servers.rc"; }
 servers_ready() {
-  if wait "$(cat "$reports/lane-$1-servers.pid")"; then echo "[test] lane $1 servers: ready"; return 0; fi
+  local t0=$SECONDS
+  while [[ ! -f $reports/lane-$1-servers.rc ]]; do sleep 1; done
+  if [[ $(cat "$reports/lane-$1-servers.rc") == 0 ]]; then echo "[test] lane $1 servers: ready (waited $((SECONDS - t0))s)"; return 0; fi
   echo "[test] lane $1 servers: FAILED to start:"; cat "$reports/lane-$1-servers.log"; echo "lane $1 servers" >>"$reports/failed-steps"; return 1
 }
 stop_servers() { env "${@:2}" bash scripts/infra.sh stop all >>"$reports/lane-$1-servers.log" 2>&1 || true; }
@@ -93,7 +94,7 @@ checks() {
 
 # Lane 0, the servers `npm start` uses: the integration tier, then E2E_OF_LANE_0 (with two lanes, the whole end-to-end tier).
 lane0() {
-  step "servers" bash scripts/infra.sh start all
+  servers_ready 0 || return 0
   step "integration tier" jest_lane integration --selectProjects integration
   if ((LANES == 2)); then step "e2e tier" jest_lane e2e --selectProjects e2e; step "API fuzz" fuzz_step
   else step "e2e tier, lane 0's part" jest_lane e2e-0 --selectProjects e2e --testPathPattern "$E2E_OF_LANE_0"; fi
@@ -103,7 +104,6 @@ lane0() {
 # FAULTS_OF_LANE_2). The checks run beside them from the start (one after another, as before): they took about
 # 140 s of the lane's 671 s in front of the fault tier, whose specs mostly wait on timeouts and fault windows.
 lane1() {
-  own_servers 1 "${lane1_env[@]}"
   checks &
   local checks_pid=$!
   local venv_pid=
@@ -126,7 +126,6 @@ lane1() {
 
 # Lane 2 (three lanes): the end-to-end tier, then FAULTS_OF_LANE_2.
 lane2() {
-  own_servers 2 "${lane2_env[@]}"
   servers_ready 2 || return 0
   step "e2e tier, lane 2's part" with_env lane2_env jest_lane e2e --selectProjects e2e --testPathIgnorePatterns "$E2E_OF_LANE_0"
   step "fault tier, lane 2's part" with_env lane2_env jest_lane faults-2 --selectProjects faults --testPathPattern "$FAULTS_OF_LANE_2"
@@ -147,11 +146,32 @@ lane() {
 
 # One lane: everything serially on the servers `npm start` uses.
 serial() {
-  step "servers" bash scripts/infra.sh start all
+  servers_ready 0 || return 0
   checks
   step "all tiers" jest_lane all
   step "API fuzz" fuzz_step
 }
+
+# The servers each lane uses start beside the install and the build (they need neither): first what they run from
+# (.tools: the Temporal CLI, the Kafka jars; the Postgres package), once, as two lanes provisioning at once would
+# build and fetch into the same folders together; then lane 0's set (the servers `npm start` uses) and each further
+# lane's, side by side.
+(
+  if bash scripts/infra.sh provision all >"$reports/provision.log" 2>&1; then
+    own_servers 0
+    ((LANES < 2)) || own_servers 1 "${lane1_env[@]}"
+    ((LANES < 3)) || own_servers 2 "${lane2_env[@]}"
+  else
+    for ((n = 0; n < LANES; n++)); do no_servers "$n"; done
+  fi
+  wait
+) &
+servers_pid=$!
+step "install and build" bash scripts/prepare.sh
+if [[ -f $reports/failed-steps ]]; then
+  echo "[test] the install or the build failed: no tier runs"; wait "$servers_pid"
+  stop_servers 1 "${lane1_env[@]}"; stop_servers 2 "${lane2_env[@]}"; exit 1
+fi
 
 case $LANES in
   1) serial; lane_reports=("$reports/all.json") ;;
