@@ -642,22 +642,42 @@ describe('DispatchLoop', () => {
 
   it('fetches with a short wait while a lane above its refill mark moves, with the whole wait while it does not', async () => {
     const { log, sender, loop } = setup([stream('s')], 1000, 100, { pollMaxWaitMs: 1000, refreshIntervalMs: 60000 });
-    for (let n = 0; n < 300; n++) log.append(0, frame(n));
+    const total = STREAM_LANE_DEPTH + 300;
+    for (let n = 0; n < total; n++) log.append(0, frame(n));
     sender.holding.add('stream:s');
     const abort = new AbortController();
     const running = loop.run(abort.signal, Date.now() + 60000, () => undefined);
     const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 2 });
     try {
-      // A full buffer, every record of it out and unanswered: the lane holds still, and partition 1's fetch waits.
-      await until('a full buffer out', () => sender.held.size === 100);
+      // The lane's depth out and unanswered, and a full buffer behind it: the lane holds still, and partition 1's
+      // fetch waits.
+      await until('the lane depth out', () => sender.held.size === STREAM_LANE_DEPTH);
       await until('a fetch with the whole wait', () => log.waits.at(-1) === 1000);
       const before = log.waits.length;
-      // Answered: the lane moves through its buffer, and the fetches meanwhile wait briefly.
+      // Answered a few at a time: the lane moves through its buffer with its depth out, and the fetches meanwhile
+      // wait briefly.
       await until('every event delivered', () => {
-        for (const release of sender.held.values()) release();
-        return sender.idsFor('stream:s').length === 300;
+        for (const release of [...sender.held.values()].slice(0, 20)) release();
+        return sender.idsFor('stream:s').length === total;
       });
       expect(log.waits.slice(before)).toContain(MOVING_LANE_FETCH_WAIT_MS);
+    } finally {
+      abort.abort();
+      await running;
+    }
+  });
+
+  it('fetches the next records of a stream lane while its deliveries are out: what is out does not fill the lane', async () => {
+    // batchMaxEvents 100: a client that holds every delivery unanswered (a sink writing a window's worth in one go)
+    // still gets the next records as the lane fetches them, up to the lane's depth; none is answered meanwhile.
+    const { log, sender, loop } = setup([stream('s')], 1000, 100);
+    for (let n = 0; n < 450; n++) log.append(0, frame(n));
+    sender.holding.add('stream:s');
+    const abort = new AbortController();
+    const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
+    try {
+      await waitFor('all 450 out at once', () => sender.held.size === 450, { timeoutMs: 5000, intervalMs: 5 });
+      expect(sender.idsFor('stream:s')).toEqual([]);
     } finally {
       abort.abort();
       await running;

@@ -5,7 +5,7 @@ import type { WebhookResult } from './webhook-sender';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf, NOT_ATTEMPTED_RETRY_MS } from './failure-policy';
 import { HeldKey, holdKey, loadHeld, releaseHead } from './held-keys';
-import { Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
+import { fillOf, Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
 import { depthOf, keyOf, orderingOf, startable, Work } from './ordering';
 import { refillAt } from './partition-feed';
 import { BatchLanes } from './batch-lanes';
@@ -141,11 +141,9 @@ export class LaneRunner {
     let failure: unknown;
     const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
     for (;;) {
-      const before = lane.buffer.length;
+      const before = fillOf(lane);
       while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled')
         lane.nextOffset = lane.buffer.shift()!.offset + 1;
-      // Running low: the loop fetches the next batch while the lane delivers the rest.
-      if (before >= refill && lane.buffer.length < refill) this.ctx.wake();
       if (!halted && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
         for (const work of startable(lane, ordering, depth - out.size, Date.now())) {
           const delivery: Promise<void> = this.start(lane, work).then(
@@ -162,6 +160,9 @@ export class LaneRunner {
           out.add(delivery);
         }
       }
+      // Running low (what settled left, or, in a stream lane, what went out): the loop fetches the next batch while
+      // the lane delivers the rest.
+      if (before >= refill && fillOf(lane) < refill) this.ctx.wake();
       if (out.size === 0) break;
       if (out.size >= depth) {
         // A `partition` lane has one delivery out: awaited as it is, without a race around it.

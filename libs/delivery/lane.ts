@@ -6,9 +6,9 @@ import type { HeldKey } from './held-keys';
 /**
  * Deliveries a stream lane has out at once (a webhook lane's follow its subscription's ordering, ordering.ts): the
  * clients' windows do the flow control (libs/streams), and a round trip to a client no longer bounds a partition's
- * rate. As many as a client's largest window, so in practice the lane's buffer (`batchMaxEvents`, 500) bounds it:
- * a client that writes what it holds in batches (a sink) gets batches that large; with 32, a partition's events
- * reached it 32 per round trip. Its offset still moves only over events that are settled.
+ * rate. As many as a client's largest window: a client that writes what it holds in batches (a sink) gets batches
+ * that large; with 32, a partition's events reached it 32 per round trip. Its offset still moves only over events
+ * that are settled.
  */
 export const STREAM_LANE_DEPTH = 1000;
 
@@ -101,6 +101,22 @@ export function newLane(
     highWatermark: nextOffset,
     held: new Map(),
   };
+}
+
+/**
+ * How full a lane is, against its refill mark and its bound (`batchMaxEvents`): every record of its buffer; but a
+ * stream lane counts only the records not out to a client yet (and no fewer than its buffer holds beyond
+ * {@link STREAM_LANE_DEPTH}). A stream client that answers a window's worth after writing it in one go (a sink)
+ * holds those records meanwhile; counted, they filled the lane, and its next records were fetched only after the
+ * answers came: stop and wait. So a stream lane fetches what it sends next while its deliveries are out, and holds
+ * at most `batchMaxEvents` + STREAM_LANE_DEPTH records.
+ */
+export function fillOf(lane: Lane): number {
+  const all = lane.buffer.length;
+  if (lane.subscription.protocol !== 'STREAM') return all;
+  let waiting = 0;
+  for (const r of lane.buffer) if (r.state === undefined) waiting++;
+  return Math.max(waiting, all - STREAM_LANE_DEPTH);
 }
 
 /** The first offset a lane lacks: after its buffer, or its next offset when the buffer is empty. */

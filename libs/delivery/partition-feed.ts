@@ -3,11 +3,12 @@ import { frameFromKafkaRecord } from '@libs/frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition } from '@libs/kafka';
 import { createLogger } from '@libs/logging';
 import type { DispatchContext } from './dispatch-context';
-import { lacksFrom, Lane, LaneRecord } from './lane';
+import { fillOf, lacksFrom, Lane, LaneRecord } from './lane';
 
 /**
- * A lane asks Kafka for more only once its buffer is down to this share of `batchMaxEvents`: a fetch then brings
- * a batch, rather than one record per delivery (every fetch costs a broker round trip and decoding its records).
+ * A lane asks Kafka for more only once it is down to this share of `batchMaxEvents` (lane.ts, `fillOf`): a fetch
+ * then brings a batch, rather than one record per delivery (every fetch costs a broker round trip and decoding its
+ * records).
  */
 export const REFILL_BELOW = 0.5;
 
@@ -62,7 +63,7 @@ export class PartitionFeed {
       const mark = `${lane.nextOffset}:${lacksFrom(lane)}`;
       let last = this.marks.get(lane);
       if (last?.mark !== mark) this.marks.set(lane, (last = { mark, at: now }));
-      if (lane.buffer.length >= refill && now - last.at < MOVING_LANE_FOR_MS) moving = true;
+      if (fillOf(lane) >= refill && now - last.at < MOVING_LANE_FOR_MS) moving = true;
     }
     return moving ? Math.min(maxWaitMs, MOVING_LANE_FETCH_WAIT_MS) : maxWaitMs;
   }
@@ -82,13 +83,14 @@ export class PartitionFeed {
     for (const lane of ctx.lanes.values()) {
       const k = `${lane.topic}#${lane.partition}`;
       partitions.add(k);
-      if (lane.buffer.length >= refill) continue;
+      const fill = fillOf(lane);
+      if (fill >= refill) continue;
       // An open breaker: the sink is down, nothing would go out; the lane asks Kafka for nothing meanwhile.
       if (!ctx.breakers.of(lane.subscription.id).admitting) continue;
       const from = lacksFrom(lane);
       const seen = lowest.get(k);
       if (!seen || from < seen.offset) lowest.set(k, { topic: lane.topic, partition: lane.partition, offset: from });
-      until.set(k, Math.max(until.get(k) ?? 0, from + batchMaxEvents - lane.buffer.length));
+      until.set(k, Math.max(until.get(k) ?? 0, from + batchMaxEvents - fill));
     }
     ctx.progress.partitions = partitions.size;
     for (const [k, position] of lowest) {
@@ -139,9 +141,10 @@ export class PartitionFeed {
         // A fetch that started past what this lane still lacks (it was full when the fetch was planned, and
         // drained since) has a gap for it: taking these records would skip the events in between.
         if (part.fetchOffset > from) continue;
+        let fill = fillOf(lane);
         for (let i = 0; i < part.records.length; i++) {
           if (part.records[i].offset < from) continue;
-          if (lane.buffer.length >= ctx.deps.options.batchMaxEvents) break;
+          if (fill++ >= ctx.deps.options.batchMaxEvents) break;
           const record = (decoded[i] ??= decode(part.records[i]));
           // Each lane its own copy: where a delivery stands is the lane's (the decoded event is shared).
           lane.buffer.push({ ...record });

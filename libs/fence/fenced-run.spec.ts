@@ -45,14 +45,16 @@ function setup(options: { meansAlive?: boolean } = {}) {
     closed: false,
     lastRoundAt: 0,
     stop: undefined as AbortSignal | undefined,
+    fencedOff: undefined as AbortSignal | undefined,
   };
   const spec: FencedRun<'stopped' | FencedRefusal> = {
     scope,
     log: { warn: (message) => warnings.push(message) },
     claim: row.claim,
     fenceFor: row.fenceFor,
-    open: ({ fence, stop }) => {
+    open: ({ fence, stop, fencedOff }) => {
       body.stop = stop;
+      body.fencedOff = fencedOff;
       body.lastRoundAt = Date.now();
       return {
         heartbeat: () => body.heartbeats++,
@@ -99,8 +101,10 @@ describe('runFenced: claim, fence, heartbeat and renew on one clock, stop when r
     run.body.writes = false; // nothing refused but the renewal
     await jest.advanceTimersByTimeAsync(BEAT_MS / 2);
     run.row.epoch++; // a newer run claimed the row
+    expect(run.body.fencedOff?.aborted).toBe(false);
     await jest.advanceTimersByTimeAsync(BEAT_MS);
     expect(run.body.stop?.aborted).toBe(true);
+    expect(run.body.fencedOff?.aborted).toBe(true);
     await jest.advanceTimersByTimeAsync(10);
     expect(run.settled()).toBe(true);
     await expect(run.result).resolves.toEqual({

@@ -48,8 +48,16 @@ export interface FencedRun<R> {
   /** Takes the run's epoch (throws when it may not run at all). */
   claim(): Promise<number>;
   fenceFor(epoch: number): WriteFence;
-  /** Opens the body under the claimed epoch; `stop` aborts when the run must end. */
-  open(run: { epoch: number; fence: WriteFence; stop: AbortSignal }): FencedBody<R> | Promise<FencedBody<R>>;
+  /**
+   * Opens the body under the claimed epoch; `stop` aborts when the run must end, `fencedOff` (with it) when it ends
+   * because its renewal was refused: another run holds the epoch, and what the body holds unfinished is theirs.
+   */
+  open(run: {
+    epoch: number;
+    fence: WriteFence;
+    stop: AbortSignal;
+    fencedOff: AbortSignal;
+  }): FencedBody<R> | Promise<FencedBody<R>>;
   /** Whatever else ends the run (cancellation, shutdown, a deadline): the body returns normally. */
   stop: AbortSignal;
   /** The clock of the heartbeat and the renewal. */
@@ -90,7 +98,12 @@ export async function runFenced<R>(spec: FencedRun<R>): Promise<R> {
   const ttlMs = spec.leaseTtlMs ?? Infinity;
   const refused = new AbortController();
   let refusal: string | undefined;
-  const body = await spec.open({ epoch, fence, stop: AbortSignal.any([spec.stop, refused.signal]) });
+  const body = await spec.open({
+    epoch,
+    fence,
+    stop: AbortSignal.any([spec.stop, refused.signal]),
+    fencedOff: refused.signal,
+  });
 
   // When the renewal in flight started (0: none), and whether its slowness was reported.
   let renewingSince = 0;

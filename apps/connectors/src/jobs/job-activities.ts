@@ -45,8 +45,8 @@ export function meshClientOf(url: string, credential: MeshCredential): EventMesh
  * The activities of a connector job's workflow. `runConnectorJob` is the job's loop for one run: it claims the
  * job's next epoch (fencing every earlier run), opens the connector, runs the source or sink loop until `runMs`
  * passed or the workflow cancels it, heartbeating its progress the whole time, and returns its counts. The claim,
- * the heartbeat clock and the fenced end are `runFenced`'s (libs/fence). The renewal is not: the source loop renews
- * while idle and the sink loop once a second (source-loop.ts, sink-loop.ts), each stopping on a refused renewal.
+ * the heartbeat clock, the renewal (once a second: the job row's `renewed_at`, which `/admin/jobs` shows) and the
+ * fenced end are `runFenced`'s (libs/fence): a refused renewal stops the loop as a refused write does.
  */
 export function createConnectorJobActivities(deps: JobActivityDeps): ConnectorJobActivities {
   const log = createLogger('ConnectorJob', { replica: deps.replicaId });
@@ -73,7 +73,7 @@ export function createConnectorJobActivities(deps: JobActivityDeps): ConnectorJo
           log: { warn: (message, fields) => log.warn(fields, message) },
           claim: () => deps.runs.claim(jobId, deps.replicaId),
           fenceFor: (epoch) => deps.runs.fenceFor(jobId, epoch),
-          open({ epoch, fence, stop: runStop }) {
+          open({ epoch, fence, stop: runStop, fencedOff }) {
             progress.epoch = epoch;
             timer = setTimeout(() => stop.abort('deadline'), runMs);
             activity.heartbeat(progress);
@@ -86,6 +86,7 @@ export function createConnectorJobActivities(deps: JobActivityDeps): ConnectorJo
               mesh: meshClientOf(deps.meshUrl, mesh),
               log,
               signal: runStop,
+              fencedOff,
               progress,
             };
             log.info({ jobId, kind: job.kind, tenant: job.tenant, epoch }, 'connector job run started');
@@ -107,6 +108,7 @@ export function createConnectorJobActivities(deps: JobActivityDeps): ConnectorJo
           },
           stop: stop.signal,
           beatEveryMs: 1000,
+          renewal: { renew: (epoch) => deps.runs.renew(jobId, epoch), everyMs: 1000, meansAlive: true },
           fenced({ epoch, message }) {
             // Another run holds the job (a takeover, a reset): this one's writes are refused; it ends here.
             log.warn({ jobId, epoch, error: message }, 'connector job run fenced off; stopping');

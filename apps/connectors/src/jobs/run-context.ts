@@ -13,8 +13,13 @@ export interface RunContext {
   jobs: JobStore;
   mesh: EventMeshClient;
   log: Logger;
-  /** Set when the run must end: its deadline passed, the workflow cancelled it (pause, restart), the process stops. */
+  /**
+   * Set when the run must end: its deadline passed, the workflow cancelled it (pause, restart), the process stops,
+   * or its renewal was refused (then `fencedOff` is set too).
+   */
   signal: AbortSignal;
+  /** Set when the run's renewal was refused: another run holds the job, and this one's unanswered work is theirs. */
+  fencedOff: AbortSignal;
   /** What the run reports in its heartbeats and its result; the loops update it. */
   progress: ConnectorRunProgress;
 }

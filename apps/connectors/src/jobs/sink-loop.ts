@@ -3,8 +3,13 @@ import { StaleEpochError } from '@libs/fence';
 import type { PutOutcome, SinkConnector } from '../spi';
 import { noteError, pause, RunContext } from './run-context';
 
-/** Deliveries held at once (the subscription's window, the runtime's most) and written in one batch at most. */
+/** Deliveries held at once: the subscription's window (the runtime's most). */
 const WINDOW = 1000;
+/**
+ * Deliveries written in one batch, at most: half the window, so the other half arrives while a batch is written
+ * (a batch of the whole window left the stream nothing to send until its answers came).
+ */
+export const WRITE_MAX = WINDOW / 2;
 
 /**
  * A sink job's loop: consume the job's STREAM subscription through the SDK (its own dedupe off: the sink's ledger
@@ -19,18 +24,17 @@ const WINDOW = 1000;
  */
 export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: RunContext): Promise<void> {
   let stale: StaleEpochError | undefined;
-  let pending: { event: CloudEvent<unknown>; answer: (o: PutOutcome | Error) => void }[] = [];
+  const pending: { event: CloudEvent<unknown>; answer: (o: PutOutcome | Error) => void }[] = [];
   let scheduled = false;
   let writing = false;
 
-  // One batch written at a time: what arrives while it is written waits and is the next batch (a group commit),
-  // so a busy stream makes few large transactions and fenced commits rather than many small ones at once.
+  // One batch written at a time: what arrives while it is written waits and is the next batch (a group commit, up
+  // to WRITE_MAX), so a busy stream makes few large transactions and fenced commits rather than many small ones.
   const flush = async () => {
     scheduled = false;
     if (writing || pending.length === 0) return;
     writing = true;
-    const batch = pending;
-    pending = [];
+    const batch = pending.splice(0, WRITE_MAX);
     try {
       await write(batch);
     } finally {
@@ -65,7 +69,7 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
     async (event) => {
       const outcome = await new Promise<PutOutcome | Error>((answer) => {
         pending.push({ event, answer });
-        if (pending.length >= WINDOW) void flush();
+        if (pending.length >= WRITE_MAX) void flush();
         else if (!scheduled) {
           scheduled = true;
           setImmediate(() => void flush());
@@ -85,13 +89,11 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
     if (state === 'closed') refused = error;
   });
   try {
-    while (!ctx.signal.aborted && !stale && !refused) {
-      await pause(1000, ctx.signal);
-      if (!stale && !(await ctx.runs.renew(ctx.jobId, ctx.progress.epoch)))
-        stale = new StaleEpochError({ kind: 'connector-job', jobId: ctx.jobId }, ctx.progress.epoch, undefined);
-    }
+    while (!ctx.signal.aborted && !stale && !refused) await pause(1000, ctx.signal);
   } finally {
-    await (stale ? consumer.close() : consumer.drain());
+    // Fenced off (a write or the renewal refused): the unanswered deliveries are given back at once, for the run
+    // that holds the job now; otherwise those in hand are written and answered first.
+    await (stale || ctx.fencedOff.aborted ? consumer.close() : consumer.drain());
   }
   if (stale) throw stale;
   if (refused) throw refused;

@@ -53,7 +53,6 @@ describe('runSource: pipelined polls, the position behind the acknowledged', () 
     const mesh = { publishMany: held, publish: (e: { id?: string }) => held([e]) } as unknown as EventMeshClient;
     const runs = {
       position: () => Promise.resolve(undefined),
-      renew: () => Promise.resolve(true),
       commit: (_fence: WriteFence, _job: string, round: { position?: string; moved: number }) => {
         commits.push({ position: round.position, moved: round.moved });
         return Promise.resolve();
@@ -69,6 +68,7 @@ describe('runSource: pipelined polls, the position behind the acknowledged', () 
       mesh,
       log,
       signal: stop.signal,
+      fencedOff: new AbortController().signal,
       progress: { epoch: 1, moved: 0, deadLettered: 0 },
     };
     running = runSource(source, batchSize, ctx);

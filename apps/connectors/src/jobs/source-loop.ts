@@ -6,8 +6,6 @@ import { backoffMs, noteError, pause, RunContext } from './run-context';
 
 /** How long a source that found nothing waits before it polls again. */
 export const IDLE_MS = 50;
-/** How often an idle source records that its run is alive (the fence row's `renewed_at`), at most. */
-const RENEW_MS = 1000;
 /** Polls read ahead of the committed position, at most: published or being published, not yet committed. */
 export const POLLS_AHEAD = 4;
 
@@ -67,7 +65,6 @@ async function pump(source: SourceConnector, batchSize: number, ctx: RunContext,
 
   const read = async () => {
     let position = ctx.progress.position;
-    let renewed = Date.now();
     while (!ctx.signal.aborted && !failed.signal.aborted) {
       if (pending.length >= POLLS_AHEAD) {
         await change.promise;
@@ -75,11 +72,6 @@ async function pump(source: SourceConnector, batchSize: number, ctx: RunContext,
       }
       const poll = await source.poll(position, batchSize);
       if (poll.position === undefined) {
-        if (pending.length === 0 && Date.now() - renewed >= RENEW_MS) {
-          if (!(await ctx.runs.renew(ctx.jobId, ctx.progress.epoch)))
-            throw new StaleEpochError({ kind: 'connector-job', jobId: ctx.jobId }, ctx.progress.epoch, undefined);
-          renewed = Date.now();
-        }
         if (pending.length === 0) await noteError(ctx, undefined);
         await Promise.race([pause(IDLE_MS, ctx.signal), change.promise]);
         continue;
@@ -91,7 +83,6 @@ async function pump(source: SourceConnector, batchSize: number, ctx: RunContext,
       }, fail);
       pending.push(entry);
       position = poll.position;
-      renewed = Date.now();
       changed();
     }
   };
