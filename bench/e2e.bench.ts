@@ -262,7 +262,7 @@ async function main(): Promise<void> {
     console.log(row('eventmesh, half load', medianRound.runtime.half));
     console.log(row('kafkajs, same offered load', medianRound.baseline.half));
     console.log(
-      `\nthroughput ratio: median ${throughputRatio(medianRound).toFixed(2)}x (goal >= ${VIA === 'forwarded' ? '0.6' : '0.8'}x); per round ${rounds.map((r) => throughputRatio(r).toFixed(2)).join(', ')}`,
+      `\nthroughput ratio: median ${throughputRatio(medianRound).toFixed(2)}x (goal >= ${VIA === 'forwarded' ? '0.6' : '0.9'}x); per round ${rounds.map((r) => throughputRatio(r).toFixed(2)).join(', ')}`,
     );
     console.log(
       `added p99 latency at half load: median ${addedP99(byLatency[Math.floor(rounds.length / 2)]).toFixed(1)} ms (goal <= 5 ms); ` +
