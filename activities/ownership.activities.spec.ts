@@ -29,12 +29,13 @@ class Membership {
   }
 }
 
-function setup(membership: Membership) {
+function setup(membership: Membership, maxOwnedPartitions = 1000) {
   const gates: (() => boolean)[] = [];
   const shutdown = new AbortController();
   const deps: OwnershipActivityDeps = {
     instanceId: 'o1',
     leaseTtlMs: 1000,
+    maxOwnedPartitions,
     shutdownSignal: shutdown.signal,
     leases,
     membership,
@@ -103,5 +104,41 @@ describe('pollPartition and the lease run it belongs to', () => {
     expect(gates[0]()).toBe(false);
     shutdown.abort();
     await expect(run).resolves.toMatchObject({ stoppedBy: 'shutdown' });
+  });
+});
+
+describe("pollPartition at the instance's most partitions (EVENTMESH_DELIVERY_MAX_OWNED_PARTITIONS)", () => {
+  it('says in the log, once, that the instance runs its most partitions, naming the setting, and again after it fell below', async () => {
+    const { activities, shutdown } = setup(new Membership('L1', 'L1'), 2);
+    const errors: string[] = [];
+    const logger = {
+      log: () => undefined,
+      trace: () => undefined,
+      debug: () => undefined,
+      info: () => undefined,
+      warn: () => undefined,
+      error: (message: string) => void errors.push(message),
+    };
+    const start = (partition: number) => {
+      const stop = new AbortController();
+      const env = new MockActivityEnvironment({}, { logger });
+      stop.signal.addEventListener('abort', () => env.cancel());
+      const run = env.run(activities.pollPartition, { ...input, partition }).catch(() => undefined);
+      return { run, stop: () => stop.abort() };
+    };
+    const first = start(0);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(errors).toEqual([]);
+    const second = start(1);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain('runs 2 partitions, its most (EVENTMESH_DELIVERY_MAX_OWNED_PARTITIONS)');
+    second.stop();
+    await second.run;
+    const third = start(2);
+    await new Promise((r) => setTimeout(r, 50));
+    expect(errors).toHaveLength(2);
+    shutdown.abort();
+    await Promise.all([first.run, third.run]);
   });
 });

@@ -107,6 +107,8 @@ export interface EventMeshConfig {
   delivery: {
     topology: DeliveryTopology;
     leaseTtlMs: number;
+    /** PARTITION_OWNED_PULL: the partition loops one instance runs at once (its activity worker's slots). */
+    maxOwnedPartitions: number;
     webhookTimeoutMs: number;
     webhookOrigin: string;
     pollBatchMaxEvents: number;
@@ -383,6 +385,13 @@ const SETTINGS = {
     integer(3000, 600000),
     () => 10000,
     'Heartbeat timeout of the poll-and-dispatch activity: how long a silent owner keeps its lease.',
+  ),
+  maxOwnedPartitions: setting(
+    'EVENTMESH_DELIVERY_MAX_OWNED_PARTITIONS',
+    'eventmesh.delivery.maxOwnedPartitions',
+    integer(1, 100000),
+    () => 1000,
+    'PARTITION_OWNED_PULL: the partitions one instance runs at once (a Temporal activity and a Kafka connection each); partitions assigned to it beyond these wait unpolled (it logs an error), so at least the partitions served divided by the instances.',
   ),
   webhookTimeoutMs: setting(
     'EVENTMESH_DELIVERY_WEBHOOK_TIMEOUT_MS',
@@ -1399,6 +1408,7 @@ export function loadConfig(env: Env = process.env): EventMeshConfig {
     delivery: {
       topology: v.topology,
       leaseTtlMs: v.leaseTtlMs,
+      maxOwnedPartitions: v.maxOwnedPartitions,
       webhookTimeoutMs: v.webhookTimeoutMs,
       webhookOrigin: v.webhookOrigin,
       pollBatchMaxEvents: v.pollBatchMaxEvents,

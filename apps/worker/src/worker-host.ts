@@ -268,6 +268,7 @@ export class WorkerHost {
     const activities = createOwnershipActivities({
       instanceId: config.instance.id,
       leaseTtlMs: config.delivery.leaseTtlMs,
+      maxOwnedPartitions: config.delivery.maxOwnedPartitions,
       shutdownSignal: shutdown.signal,
       // Renewals of the instance's partitions within a fortieth of the TTL (at most 250 ms) go as one statement.
       leases: new LeaseStore(
@@ -301,6 +302,10 @@ export class WorkerHost {
       ...workerOptions,
       taskQueue,
       activities,
+      // Every partition the instance owns runs as one activity for as long as it owns it, and the instance lease
+      // as one more: the SDK's default of 100 slots left the 100th partition onward waiting in the task queue,
+      // unpolled, while the admin API showed it owned.
+      maxConcurrentActivityTaskExecutions: config.delivery.maxOwnedPartitions + 1,
       ...(deps.tracing.temporal ? { interceptors: { activity: deps.tracing.temporal.activityInterceptors } } : {}),
     });
     const controlWorker = await Worker.create({
