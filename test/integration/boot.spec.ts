@@ -140,6 +140,35 @@ describe('instance boot', () => {
     }
   });
 
+  it('PARTITION_OWNED_PULL runs at most EVENTMESH_DELIVERY_MAX_OWNED_PARTITIONS partitions at once, and says so naming the setting', async () => {
+    const temporal = await temporalClient();
+    try {
+      await resetOwnership(temporal.client);
+      const topic = uniqueTopic('boot-bound');
+      const instance = start({
+        EVENTMESH_DELIVERY_TOPOLOGY: 'PARTITION_OWNED_PULL',
+        EVENTMESH_KAFKA_TOPICS: topic,
+        EVENTMESH_KAFKA_TOPIC_PARTITIONS: '3',
+        EVENTMESH_DELIVERY_MAX_OWNED_PARTITIONS: '2',
+      });
+      const id = instanceIds.at(-1)!;
+      const url = await instance.ready();
+      type View = { partitions: { topic: string; owner: string | null; lease: { owner: string } | null }[] };
+      const view = async () => (await (await fetch(`${url}/admin/partitions`)).json()) as View;
+      await waitFor('the error naming the setting, and two runs claimed', async () => {
+        const claimed = (await view()).partitions.filter((p) => p.lease?.owner === id).length;
+        return instance.stdout.includes('its most (EVENTMESH_DELIVERY_MAX_OWNED_PARTITIONS)') && claimed >= 2;
+      });
+      // It owns every partition it announced (this spec's three at least); only two of them run (claimed).
+      const after = await view();
+      expect(after.partitions.filter((p) => p.owner === id).length).toBeGreaterThanOrEqual(3);
+      expect(after.partitions.filter((p) => p.lease?.owner === id)).toHaveLength(2);
+    } finally {
+      await resetOwnership(temporal.client);
+      await temporal.close();
+    }
+  });
+
   it('answers the admin API with 409 WRONG_TOPOLOGY in LOCAL_STICKY_PULL', async () => {
     const url = await start({}).ready();
     const response = await fetch(`${url}/admin/partitions`);
