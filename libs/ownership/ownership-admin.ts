@@ -21,8 +21,13 @@ export interface PartitionView {
   partition: number;
   /** The owner the coordinator assigned. */
   owner: string | null;
-  /** The epoch of the owner's current run (from its partition workflow), and whether that run is polling. */
+  /** The epoch of the owner's current run (from its partition workflow). */
   epoch: number | null;
+  /**
+   * Whether that run polls: its workflow started it, and it claimed the partition's lease in Postgres under that
+   * epoch. A run scheduled but not started (its instance runs its most partitions,
+   * EVENTMESH_DELIVERY_MAX_OWNED_PARTITIONS) claims nothing and polls nothing.
+   */
   polling: boolean;
   /** The lowest offset some subscription has not settled, and the events behind the log end, as last reported. */
   committedOffset: number | null;
@@ -109,12 +114,14 @@ export class OwnershipAdmin {
         const { topic, partition } = parsePartitionKey(key);
         const status = statuses[i];
         const lease = leases.get(key);
+        const owner = view.owners[key] ?? null;
         return {
           topic,
           partition,
-          owner: view.owners[key] ?? null,
+          owner,
           epoch: status?.epoch ?? null,
-          polling: status?.polling ?? false,
+          polling:
+            status?.polling === true && lease !== undefined && lease.owner === owner && lease.epoch === status.epoch,
           committedOffset: status?.committedOffset ?? null,
           lag: status?.lag ?? null,
           delivered: status?.delivered ?? null,

@@ -153,7 +153,9 @@ describe('instance boot', () => {
       });
       const id = instanceIds.at(-1)!;
       const url = await instance.ready();
-      type View = { partitions: { topic: string; owner: string | null; lease: { owner: string } | null }[] };
+      type View = {
+        partitions: { topic: string; owner: string | null; polling: boolean; lease: { owner: string } | null }[];
+      };
       const view = async () => (await (await fetch(`${url}/admin/partitions`)).json()) as View;
       await waitFor('the error naming the setting, and two runs claimed', async () => {
         const claimed = (await view()).partitions.filter((p) => p.lease?.owner === id).length;
@@ -163,6 +165,7 @@ describe('instance boot', () => {
       const after = await view();
       expect(after.partitions.filter((p) => p.owner === id).length).toBeGreaterThanOrEqual(3);
       expect(after.partitions.filter((p) => p.lease?.owner === id)).toHaveLength(2);
+      expect(after.partitions.filter((p) => p.owner === id && p.polling)).toHaveLength(2);
     } finally {
       await resetOwnership(temporal.client);
       await temporal.close();
