@@ -194,7 +194,11 @@ export class PlacementStore {
           `UPDATE subscriptions SET instance_id = $3, updated_at = now() WHERE id = ANY($1::uuid[]) AND instance_id = $2 RETURNING id`,
           [ids.map((r) => r.id), from, to],
         );
-        return moved[0].map((r): PlacementMove => ({ subscriptionId: r.id, from, to, fencedEpoch }));
+        // In the order they were chosen (the longest orphaned first): RETURNING follows no order.
+        const movedIds = new Set(moved[0].map((r) => r.id));
+        return ids
+          .filter((r) => movedIds.has(r.id))
+          .map((r): PlacementMove => ({ subscriptionId: r.id, from, to, fencedEpoch }));
       });
       if (taken === undefined) result.skippedInstances.push(from);
       else result.moves.push(...taken);
