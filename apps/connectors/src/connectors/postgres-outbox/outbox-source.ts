@@ -11,7 +11,9 @@ const TOPIC = /^[A-Za-z0-9._-]{1,249}$/;
  * whose transaction id is below the xmin of the current snapshot: every transaction below it has ended, and every
  * transaction that has not yet written gets a larger id, so the set of rows before the position can never grow.
  * A row inserted by a transaction still open, whatever its id, is read after that transaction ends, never skipped
- * (the cost: an open transaction holds back every row written after it started, cluster-wide).
+ * (the cost: an open transaction holds back every row written after it started, cluster-wide). The order is the id
+ * column's own (a bigint's numeric order, not its text's), so a poll is a range scan of the `(txid, id)` index that
+ * stops after its batch: never a sort of the whole backlog after the position.
  *
  * The position is `<txid>:<id>` of the last row read. Each row's event id is its id column and its source is fixed
  * per row, so a row read again after a crash (published, not yet committed) is the same event: the SDK's dedupe
@@ -46,8 +48,8 @@ export class OutboxSource implements SourceConnector {
       await this.pool.query(
         `${this.select}
          WHERE ${quoted(c.txid)} < pg_snapshot_xmin(pg_current_snapshot())
-           ${after ? `AND (${quoted(c.txid)}, ${quoted(c.id)}::text) > ($2::xid8, $3)` : ''}
-         ORDER BY ${quoted(c.txid)}, ${quoted(c.id)}::text LIMIT $1`,
+           ${after ? `AND (${quoted(c.txid)}, ${quoted(c.id)}) > ($2::xid8, $3)` : ''}
+         ORDER BY ${quoted(c.txid)}, ${quoted(c.id)} LIMIT $1`,
         after ? [max, after.txid, after.id] : [max],
       )
     ).rows;
@@ -61,7 +63,7 @@ export class OutboxSource implements SourceConnector {
     const p = parsePosition(position)!;
     const c = this.config.columns;
     await this.pool.query(
-      `DELETE FROM ${qualified(this.config.table)} WHERE (${quoted(c.txid)}, ${quoted(c.id)}::text) <= ($1::xid8, $2)`,
+      `DELETE FROM ${qualified(this.config.table)} WHERE (${quoted(c.txid)}, ${quoted(c.id)}) <= ($1::xid8, $2)`,
       [p.txid, p.id],
     );
   }
@@ -72,7 +74,7 @@ export class OutboxSource implements SourceConnector {
     const rows: { n: string }[] = (
       await this.pool.query(
         `SELECT count(*) AS n FROM ${qualified(this.config.table)}
-         ${p ? `WHERE (${quoted(c.txid)}, ${quoted(c.id)}::text) > ($1::xid8, $2)` : ''}`,
+         ${p ? `WHERE (${quoted(c.txid)}, ${quoted(c.id)}) > ($1::xid8, $2)` : ''}`,
         p ? [p.txid, p.id] : [],
       )
     ).rows;
