@@ -34,6 +34,7 @@ let pristine!: Protocol;
 let fast!: Protocol;
 let installed: FastKafkajsEncoding | undefined;
 let fastCrc!: (bytes: Uint8Array) => number;
+let encodeRecord!: typeof import('./kafkajs-encoding').encodeRecord;
 jest.isolateModules(() => {
   pristine = load();
 });
@@ -41,6 +42,7 @@ jest.isolateModules(() => {
   const module = require('./kafkajs-encoding') as typeof import('./kafkajs-encoding');
   installed = module.installFastKafkajsEncoding();
   fastCrc = module.crc32c;
+  encodeRecord = module.encodeRecord;
   fast = load();
 });
 
@@ -75,6 +77,54 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
     );
   });
 
+  it('writes each record in one buffer, to the bytes kafkajs does', () => {
+    const anyRecord = fc.record({
+      key: fc.oneof(text, bytes(64), fc.constant(null), fc.constant(undefined)),
+      value: fc.oneof(bytes(5000), fc.string({ maxLength: 1500 }), fc.constant(null)),
+      headers: fc.dictionary(
+        fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }),
+        fc.oneof(text, bytes(300), fc.array(fc.oneof(text, bytes(20)), { maxLength: 3 })),
+      ),
+      offsetDelta: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+      // Either side of zero, and past 32 bits (a varlong).
+      timestampDelta: fc.oneof(
+        fc.integer({ min: -1000, max: 1000 }),
+        fc.integer(),
+        fc.constantFrom(2 ** 31, 2 ** 32, 2 ** 35 + 7, 2 ** 49 + 123, 2 ** 52 - 1).chain((n) => fc.constantFrom(n, -n)),
+      ),
+    });
+    fc.assert(
+      fc.property(anyRecord, (r) => {
+        const ours = encodeRecord(r)!;
+        expect(ours.buffer.equals(pristine.Record(r).buffer)).toBe(true);
+        expect(ours.buf.length).toBe(ours.offset);
+      }),
+      { seed: 90075, numRuns: 1000 },
+    );
+    // What it leaves to kafkajs's own encoder: a Long or huge timestamp delta, a number as a value or header value.
+    expect(encodeRecord({ value: 'v', timestampDelta: { low: 0, high: 0 } })).toBeUndefined();
+    expect(encodeRecord({ value: 'v', timestampDelta: 2 ** 52 })).toBeUndefined();
+    expect(encodeRecord({ value: 7 })).toBeUndefined();
+    expect(encodeRecord({ value: 'v', headers: { n: 7 } })).toBeUndefined();
+  });
+
+  it('encodes record batches of its records, CRC included, to the bytes kafkajs does', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 12 }), async (records) => {
+        const batch = (p: Protocol, encode: Protocol['Record']) =>
+          p.RecordBatch({
+            records: records.map((r, i) => encode({ ...r, offsetDelta: i })),
+            firstTimestamp: 1764547200000,
+            maxTimestamp: 1764547200000,
+            lastOffsetDelta: records.length - 1,
+          });
+        const ours = await batch(fast, (r) => encodeRecord(r)!);
+        expect(ours.buffer.equals((await batch(pristine, pristine.Record)).buffer)).toBe(true);
+      }),
+      { seed: 90076, numRuns: 100 },
+    );
+  });
+
   it('encodes record batches, CRC included, to the bytes kafkajs does', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(record, { minLength: 1, maxLength: 12 }), async (records) => {
@@ -92,24 +142,28 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
   });
 
   /**
-   * Jest's module registry ignores writes to require.cache, so the checksum's installation is tried in a plain Node
+   * Jest's module registry ignores writes to require.cache, so the checksum's and the record encoder's installation
+   * are tried in a plain Node
    * process, which loads this module's TypeScript through the compiler's transpileModule. `encoderFirst` loads
    * kafkajs's record batch encoder before the installation.
    */
-  function inNode(encoderFirst: boolean): { installed: unknown; ours: boolean; batch: string } {
+  function inNode(encoderFirst: boolean): { installed: unknown; ours: boolean; recordOurs: boolean; batch: string } {
     const script = `
       const fs = require('node:fs');
       const ts = require('typescript');
       require.extensions['.ts'] = (m, file) => m._compile(ts.transpileModule(fs.readFileSync(file, 'utf8'), { compilerOptions: { module: ts.ModuleKind.CommonJS, target: ts.ScriptTarget.ES2022, esModuleInterop: true } }).outputText, file);
       require(${JSON.stringify(path.join(__dirname, '../../test/support/libs-alias.ts'))});
       if (${encoderFirst}) require('kafkajs/src/protocol/recordBatch/v0');
+      const kafkajsRecord = require('kafkajs/src/protocol/recordBatch/record/v0');
       const { installFastKafkajsEncoding, crc32c } = require(${JSON.stringify(path.join(__dirname, 'kafkajs-encoding.ts'))});
       const installed = installFastKafkajsEncoding();
       require('kafkajs');
+      require('kafkajs/src/protocol/requests/produce/v3/request.js');
+      const recordOurs = require('kafkajs/src/protocol/recordBatch/record/v0') !== kafkajsRecord;
       const Record = require('kafkajs/src/protocol/recordBatch/record/v0');
       const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0');
       RecordBatch({ records: [Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })], firstTimestamp: 1, maxTimestamp: 1 }).then((batch) =>
-        process.stdout.write('\\n' + JSON.stringify({ installed, ours: require('kafkajs/src/protocol/recordBatch/crc32C') === crc32c, batch: batch.buffer.toString('base64') })));
+        process.stdout.write('\\n' + JSON.stringify({ installed, recordOurs, ours: require('kafkajs/src/protocol/recordBatch/crc32C') === crc32c, batch: batch.buffer.toString('base64') })));
     `;
     // The last line is the result (a warning may be logged before it).
     return JSON.parse(
@@ -133,14 +187,15 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
 
   it("puts its CRC32C in the place of kafkajs's in a Node process, and kafkajs's record batches carry it", async () => {
     const out = inNode(false);
-    expect(out.installed).toEqual({ encoder: true, crc32c: true });
+    expect(out.installed).toEqual({ encoder: true, crc32c: true, record: true });
     expect(out.ours).toBe(true);
+    expect(out.recordOurs).toBe(true);
     expect(out.batch).toBe(await kafkajsBatch());
   });
 
   it('leaves kafkajs its own checksum once its record batch encoder has loaded, and says so', async () => {
     const out = inNode(true);
-    expect(out.installed).toEqual({ encoder: true, crc32c: false });
+    expect(out.installed).toEqual({ encoder: true, crc32c: false, record: true });
     expect(out.batch).toBe(await kafkajsBatch());
   });
 
