@@ -88,9 +88,9 @@ export class OutboxSource implements SourceConnector {
   /** The row as an event, or why it cannot be one (dead-lettered; the position moves past it all the same). */
   private recordOf(row: Record<string, unknown>): SourceRecord {
     const c = this.config.columns;
-    const raw = rawOf(row);
     const type = row[c.type];
-    if (typeof type !== 'string' || type === '') return { ok: false, reason: `column ${c.type}: no event type`, raw };
+    if (typeof type !== 'string' || type === '')
+      return { ok: false, reason: `column ${c.type}: no event type`, raw: rawOf(row) };
     const aggregateType = row[c.aggregateType];
     const routed =
       c.topic && typeof row[c.topic] === 'string' && row[c.topic] !== '' ? (row[c.topic] as string) : undefined;
@@ -100,7 +100,11 @@ export class OutboxSource implements SourceConnector {
         ? this.config.topicTemplate.split('${aggregateType}').join(aggregateType)
         : undefined);
     if (!topic || !TOPIC.test(topic))
-      return { ok: false, reason: `no valid destination topic (${c.topic ?? c.aggregateType}: ${String(topic)})`, raw };
+      return {
+        ok: false,
+        reason: `no valid destination topic (${c.topic ?? c.aggregateType}: ${String(topic)})`,
+        raw: rawOf(row),
+      };
     const source =
       (c.source && typeof row[c.source] === 'string' && (row[c.source] as string)) || this.config.defaultSource;
     const aggregateId = row[c.aggregateId];
@@ -111,13 +115,15 @@ export class OutboxSource implements SourceConnector {
       try {
         data = JSON.parse(data);
       } catch {
-        return { ok: false, reason: `column ${c.payload}: not JSON`, raw };
+        return { ok: false, reason: `column ${c.payload}: not JSON`, raw: rawOf(row) };
       }
     }
     return {
       ok: true,
       topic,
       event: {
+        // Complete as the JSON format needs it (specversion included), the SDK writes it without a copy.
+        specversion: '1.0',
         id: String(row.__id),
         source,
         type,
