@@ -1,5 +1,5 @@
 import type { CloudEvent } from 'cloudevents';
-import type { Consumer, ConsumeOptions, Handler } from './consumer-types';
+import type { BatchConsumeOptions, BatchHandler, Consumer, ConsumeOptions, Handler } from './consumer-types';
 import { StreamConsumer } from './consumer';
 import { cloudEventOf, structuredJson, type EventInput } from './events';
 import { HttpClient, parseBody } from './http';
@@ -91,7 +91,23 @@ export class EventMeshClient {
   consume(subscriptionId: string, handlerOrOptions?: Handler | ConsumeOptions, options?: ConsumeOptions): Consumer {
     const handler = typeof handlerOrOptions === 'function' ? handlerOrOptions : undefined;
     const opts = (typeof handlerOrOptions === 'function' ? options : handlerOrOptions) ?? {};
-    const consumer = new StreamConsumer(this.http, subscriptionId, handler, opts);
+    return this.track(new StreamConsumer(this.http, subscriptionId, handler, opts));
+  }
+
+  /**
+   * Consumes a STREAM subscription in batches: the deliveries that arrived together (up to `maxBatchEvents`, default
+   * the window) go to `handler` at once, one batch at a time, and each is answered as the handler says (see
+   * `BatchHandler`). For a consumer that writes many events at once (a table, a bulk API): a few promises and
+   * answers per batch rather than per event.
+   */
+  consumeBatches(subscriptionId: string, handler: BatchHandler, options: BatchConsumeOptions = {}): Consumer {
+    const { maxBatchEvents, ...rest } = options;
+    if (maxBatchEvents !== undefined && (!Number.isInteger(maxBatchEvents) || maxBatchEvents < 1))
+      throw new RangeError(`maxBatchEvents must be a positive integer, got ${String(maxBatchEvents)}`);
+    return this.track(new StreamConsumer(this.http, subscriptionId, { batch: handler, maxBatchEvents }, rest));
+  }
+
+  private track(consumer: StreamConsumer): Consumer {
     this.consumers.add(consumer);
     consumer.on('state', (s) => s.state === 'closed' && this.consumers.delete(consumer));
     return consumer;

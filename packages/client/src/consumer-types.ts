@@ -25,6 +25,29 @@ export interface HandlerContext {
 /** A consumer's handler: resolving acks the event, throwing nacks it (retried later), throwing `RejectError` dead-letters it. */
 export type Handler = (event: CloudEvent<unknown>, ctx: HandlerContext) => Promise<void> | void;
 
+/** One event of a batch handler's batch, with its delivery. */
+export interface BatchItem extends HandlerContext {
+  event: CloudEvent<unknown>;
+}
+
+/**
+ * A batch handler's answer for one event of its batch: `'ack'`; `{ nack: true, delayMs? }`, delivered again after
+ * `delayMs` (default the consumer's `nackDelayMs`); `{ reject: reason }`, to the subscription's dead letters.
+ */
+export type BatchOutcome = 'ack' | { nack: true; delayMs?: number } | { reject: string };
+
+/**
+ * A consumer's batch handler: the deliveries that arrived together (up to `maxBatchEvents`), one batch at a time.
+ * Resolving with nothing acks every event; resolving with a list answers each event by its index (the list as long
+ * as the batch); throwing nacks every event, throwing `RejectError` dead-letters every event.
+ */
+export type BatchHandler = (batch: BatchItem[]) => Promise<BatchOutcome[] | void> | BatchOutcome[] | void;
+
+export interface BatchConsumeOptions extends Omit<ConsumeOptions, 'concurrency'> {
+  /** Events in one batch, at most (default: `window`). */
+  maxBatchEvents?: number;
+}
+
 /** One delivery as the async iterator yields it: the caller answers it. */
 export interface Delivery extends HandlerContext {
   event: CloudEvent<unknown>;

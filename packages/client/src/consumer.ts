@@ -2,6 +2,9 @@ import { randomUUID } from 'node:crypto';
 import { EventEmitter } from 'node:events';
 import type { CloudEvent } from 'cloudevents';
 import type {
+  BatchHandler,
+  BatchItem,
+  BatchOutcome,
   Consumer,
   ConsumerState,
   ConsumerStats,
@@ -51,6 +54,12 @@ const DEFAULT_ACK_TIMEOUT_MS = 30_000;
  * failed is handled again. A redelivery that comes while the same event's handler still runs (a drop, or the
  * subscription's ack timeout passing) waits for that handler, then is acked as a duplicate or handled. While a
  * handler runs, its delivery's ack deadline is extended (`ackDeadlineMs`), so the ack timeout does not pass.
+ *
+ * With a batch handler (`consumeBatches`), the deliveries that arrived in one turn go to it together, up to
+ * `maxBatchEvents`, one batch at a time: what arrives while a batch runs waits and is the next batch. Duplicates are
+ * acked before the batch is handed over (the same event twice in one batch is handed over once and answered twice),
+ * and the batch's deliveries are extended while it runs. A consumer of many events per second makes a few promises
+ * and answers per batch rather than per event.
  */
 export class StreamConsumer extends EventEmitter implements Consumer {
   readonly stats: ConsumerStats = { handled: 0, duplicates: 0, acked: 0, nacked: 0, rejected: 0, reconnects: 0 };
@@ -63,6 +72,11 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   private readonly running = new Map<string, Promise<void>>();
   private readonly tasks = new Set<Promise<void>>();
   private readonly ready: Delivery[] = [];
+  /** Batch mode: the handler, its bound, the deliveries waiting for the next batch, whether one is on its way. */
+  private readonly batchHandler: BatchHandler | undefined;
+  private readonly maxBatchEvents: number;
+  private readonly batchQueue: Queued[] = [];
+  private batching = false;
   private wakeIterator: (() => void) | undefined;
   private wakeRun: (() => void) | undefined;
   private draining = false;
@@ -71,18 +85,22 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   private readonly done: Promise<void>;
   private readonly window: number;
   private readonly consumerName: string;
+  private readonly handler: Handler | undefined;
   /** How far ahead a running handler's delivery is extended; undefined: not extended. */
   private ackDeadline: Promise<number | undefined>;
 
   constructor(
     private readonly http: HttpClient,
     private readonly subscriptionId: string,
-    private readonly handler: Handler | undefined,
+    handler: Handler | { batch: BatchHandler; maxBatchEvents?: number } | undefined,
     private readonly options: ConsumeOptions,
     private readonly connect: Record<Transport, Connect> = CONNECT,
   ) {
     super();
+    this.handler = typeof handler === 'function' ? handler : undefined;
+    this.batchHandler = typeof handler === 'object' ? handler.batch : undefined;
     this.window = options.window ?? 10;
+    this.maxBatchEvents = (typeof handler === 'object' ? handler.maxBatchEvents : undefined) ?? this.window;
     this.slots = new Semaphore(options.concurrency ?? this.window);
     this.dedupe = options.dedupe === false ? undefined : (options.dedupe ?? new MemoryDedupeStore());
     this.consumerName = options.consumerName ?? `sdk-${randomUUID()}`;
@@ -114,7 +132,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<Delivery> {
-    if (this.handler) throw new Error('this consumer has a handler: it is not iterated');
+    if (this.handler || this.batchHandler) throw new Error('this consumer has a handler: it is not iterated');
     for (;;) {
       const next = this.ready.shift();
       if (next) yield next;
@@ -183,6 +201,14 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   private take(connection: Connection, wire: WireDelivery): void {
     if (this.draining || this.stopped) return;
     const event = cloudEventOf(wire.event);
+    if (this.batchHandler) {
+      this.batchQueue.push({
+        connection,
+        item: { event, deliveryId: wire.deliveryId, transport: connection.transport },
+      });
+      this.nextBatch();
+      return;
+    }
     const task = this.handler
       ? this.inTurn(connection, wire.deliveryId, event)
       : this.offer(connection, wire.deliveryId, event);
@@ -207,7 +233,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     if (await this.isDuplicate(connection, deliveryId, event)) return;
     await this.slots.acquire();
     let outcome: Answer;
-    const stopExtending = this.keepExtended(connection, deliveryId);
+    const stopExtending = this.keepExtended([{ connection, item: { deliveryId } }]);
     try {
       await this.handler!(event, { deliveryId, transport: connection.transport });
       this.stats.handled++;
@@ -244,15 +270,18 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   }
 
   /**
-   * Extends the delivery every third of the deadline while its handler runs (from when the deadline is known: the
-   * handler does not wait for it); answers what stops the extending when the handler ended.
+   * Extends the deliveries every third of the deadline while their handler runs (from when the deadline is known:
+   * the handler does not wait for it); answers what stops the extending when the handler ended.
    */
-  private keepExtended(connection: Connection, deliveryId: string): () => void {
+  private keepExtended(deliveries: { connection: Connection; item: { deliveryId: string } }[]): () => void {
     let ended = false;
     let timer: NodeJS.Timeout | undefined;
     void this.ackDeadline.then((deadlineMs) => {
       if (ended || deadlineMs === undefined) return;
-      const extend = () => void connection.answer({ deliveryId, action: 'extend', deadlineMs }).catch(() => false);
+      const extend = () => {
+        for (const { connection, item } of deliveries)
+          void connection.answer({ deliveryId: item.deliveryId, action: 'extend', deadlineMs }).catch(() => false);
+      };
       timer = setInterval(extend, Math.max(1, Math.floor(deadlineMs / 3)));
       timer.unref();
     });
@@ -260,6 +289,82 @@ export class StreamConsumer extends EventEmitter implements Consumer {
       ended = true;
       clearInterval(timer);
     };
+  }
+
+  /**
+   * Batch mode: starts the next batch, unless one runs (it starts the next when it ends) or is on its way, once this
+   * turn's deliveries joined the queue. Draining, none starts: what waits is given back when the consumer closes.
+   */
+  private nextBatch(): void {
+    if (this.batching || this.batchQueue.length === 0 || this.draining || this.stopped) return;
+    this.batching = true;
+    setImmediate(() => {
+      if (this.draining || this.stopped) {
+        this.batching = false;
+        return;
+      }
+      const task = this.runBatch(this.batchQueue.splice(0, this.maxBatchEvents));
+      this.tasks.add(task);
+      void task.finally(() => {
+        this.tasks.delete(task);
+        this.batching = false;
+        this.nextBatch();
+      });
+    });
+  }
+
+  /** One batch: duplicates acked, the rest handed to the batch handler, each answered as it says. */
+  private async runBatch(batch: Queued[]): Promise<void> {
+    const fresh: Queued[] = [];
+    /** A delivery of an event handed over already in this batch: answered as that one is. */
+    const echoes: { delivery: Queued; of: number }[] = [];
+    const seen = this.dedupe
+      ? await Promise.all(batch.map(({ item }) => this.dedupe!.seen(item.event.source, item.event.id)))
+      : undefined;
+    const first = new Map<string, number>();
+    batch.forEach((delivery, i) => {
+      if (seen?.[i]) {
+        this.stats.duplicates++;
+        void this.answer(delivery.connection, { deliveryId: delivery.item.deliveryId, action: 'ack' });
+        return;
+      }
+      const key = dedupeKey(delivery.item.event.source, delivery.item.event.id);
+      const at = first.get(key);
+      if (at !== undefined) echoes.push({ delivery, of: at });
+      else {
+        first.set(key, fresh.length);
+        fresh.push(delivery);
+      }
+    });
+    if (fresh.length === 0) return;
+    const nackDelayMs = this.options.nackDelayMs ?? 1000;
+    const stopExtending = this.keepExtended(fresh);
+    let outcomes: BatchOutcome[];
+    try {
+      const answered = await this.batchHandler!(fresh.map((d) => d.item));
+      outcomes = answered === undefined ? fresh.map(() => 'ack') : checkedOutcomes(answered, fresh.length);
+    } catch (e) {
+      const all: BatchOutcome = e instanceof RejectError ? { reject: e.message } : { nack: true };
+      outcomes = fresh.map(() => all);
+    } finally {
+      stopExtending();
+    }
+    const acked = fresh.filter((_, i) => outcomes[i] === 'ack');
+    this.stats.handled += acked.length;
+    if (this.dedupe) await Promise.all(acked.map(({ item }) => this.dedupe!.record(item.event.source, item.event.id)));
+    const answerOf = (deliveryId: string, o: BatchOutcome): Answer =>
+      o === 'ack'
+        ? { deliveryId, action: 'ack' }
+        : 'reject' in o
+          ? { deliveryId, action: 'reject', reason: o.reject }
+          : { deliveryId, action: 'nack', delayMs: o.delayMs ?? nackDelayMs };
+    await Promise.all([
+      ...fresh.map((d, i) => this.answer(d.connection, answerOf(d.item.deliveryId, outcomes[i]))),
+      ...echoes.map(({ delivery, of }) => {
+        if (outcomes[of] === 'ack') this.stats.duplicates++;
+        return this.answer(delivery.connection, answerOf(delivery.item.deliveryId, outcomes[of]));
+      }),
+    ]);
   }
 
   /** Iterator mode: the caller answers; an ack records the event in the dedupe store first. */
@@ -304,4 +409,32 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     this.state = state;
     this.emit('state', { state, transport: this.transport, error } satisfies StateChange);
   }
+}
+
+/** A delivery waiting for (or in) a batch, with the connection that brought it (its answers go there). */
+interface Queued {
+  connection: Connection;
+  item: BatchItem;
+}
+
+/** A batch handler's list, checked: as long as the batch, each entry an outcome; else it is the handler's error. */
+function checkedOutcomes(answered: unknown, length: number): BatchOutcome[] {
+  if (!Array.isArray(answered) || answered.length !== length)
+    throw new TypeError(
+      `a batch handler answers nothing or one outcome per event: ${length} expected, got ` +
+        (Array.isArray(answered) ? answered.length : typeof answered),
+    );
+  for (const o of answered as unknown[]) {
+    const valid =
+      o === 'ack' ||
+      (typeof o === 'object' &&
+        o !== null &&
+        (('nack' in o && (o as { nack: unknown }).nack === true) ||
+          ('reject' in o && typeof (o as { reject: unknown }).reject === 'string')));
+    if (!valid)
+      throw new TypeError(
+        `a batch handler's outcome is 'ack', { nack: true } or { reject: reason }: got ${JSON.stringify(o)}`,
+      );
+  }
+  return answered as BatchOutcome[];
 }

@@ -6,6 +6,10 @@ export type { EventInput } from './events';
 export type { RetryOptions } from './retry';
 export { Subscriptions, type SubscriptionFilter } from './subscriptions';
 export type {
+  BatchConsumeOptions,
+  BatchHandler,
+  BatchItem,
+  BatchOutcome,
   Consumer,
   ConsumeOptions,
   ConsumerState,
