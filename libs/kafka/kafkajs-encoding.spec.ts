@@ -34,8 +34,8 @@ let pristine!: Protocol;
 let fast!: Protocol;
 let installed: FastKafkajsEncoding | undefined;
 let fastCrc!: (bytes: Uint8Array) => number;
-let encodeRecord!: typeof import('./kafkajs-encoding').encodeRecord;
-let decodeRecord!: typeof import('./kafkajs-encoding').decodeRecord;
+let encodeRecord!: typeof import('./kafkajs-records').encodeRecord;
+let decodeRecord!: typeof import('./kafkajs-records').decodeRecord;
 type KafkajsDecoderClass = new (buffer: Buffer) => { buffer: Buffer; offset: number; readVarIntBytes(): Buffer };
 let Decoder!: KafkajsDecoderClass;
 let kafkajsDecodeRecord!: (decoder: object, batchContext: object) => object;
@@ -48,8 +48,9 @@ jest.isolateModules(() => {
   const module = require('./kafkajs-encoding') as typeof import('./kafkajs-encoding');
   installed = module.installFastKafkajsEncoding();
   fastCrc = module.crc32c;
-  encodeRecord = module.encodeRecord;
-  decodeRecord = module.decodeRecord;
+  const records = require('./kafkajs-records') as typeof import('./kafkajs-records');
+  encodeRecord = records.encodeRecord;
+  decodeRecord = records.decodeRecord;
   fast = load();
 });
 
