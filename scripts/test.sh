@@ -6,10 +6,10 @@
 #
 #   lane 0: the integration tier, on the servers `npm start` uses (a test database and Temporal namespace of their
 #           own), then E2E_OF_LANE_0;
-#   lane 1: the unit tier (no servers) while its servers start, then the fault tier but for FAULTS_OF_LANE_2, then
-#           the API fuzz step (scripts/fuzz-api.sh, cut: fuzz_step below); the checks beside all of it (they need no
-#           servers, and the fault specs spend most of their time waiting);
-#   lane 2: the end-to-end tier but for E2E_OF_LANE_0, then FAULTS_OF_LANE_2.
+#   lane 1: the fault tier but for FAULTS_OF_LANE_2, then E2E_OF_LANE_1, then the API fuzz step (scripts/fuzz-api.sh,
+#           cut: fuzz_step below); the unit tier and the checks beside it (they need no servers, and the fault
+#           specs spend most of their time waiting);
+#   lane 2: the end-to-end tier but for E2E_OF_LANE_0 and E2E_OF_LANE_1, then FAULTS_OF_LANE_2.
 #
 # Lanes 1 and 2 run on sets of servers of their own, under .data/lanes/N, on the main settings' ports moved by N
 # (Postgres) or 100N (Kafka, Temporal), stopped when the lane ends: the fault tier kills and restarts servers, so a
@@ -54,8 +54,9 @@ LANES=${EVENTMESH_TEST_LANES:-3}
 [[ $LANES =~ ^[123]$ ]] || { echo "[test] EVENTMESH_TEST_LANES=$LANES: legal values are 1, 2 and 3" >&2; exit 2; }
 # The fault specs lane 2 runs after the end-to-end tier (with three lanes), so the lanes end about together.
 FAULTS_OF_LANE_2='test/faults/temporal\.e2e-spec\.ts$'
-# The end-to-end specs lane 0 runs after the integration tier (with three lanes), for the same reason.
-E2E_OF_LANE_0='test/e2e/partition-ownership\.e2e-spec\.ts$'
+# The end-to-end specs lanes 0 and 1 run after their tiers (with three lanes), for the same reason.
+E2E_OF_LANE_0='test/e2e/connectors\.e2e-spec\.ts$'
+E2E_OF_LANE_1='test/e2e/partition-ownership\.e2e-spec\.ts$'
 
 # step NAME CMD...: runs CMD, says how long it took, and records a failure without ending the lane.
 step() {
@@ -100,34 +101,32 @@ lane0() {
   else step "e2e tier, lane 0's part" jest_lane e2e-0 --selectProjects e2e --testPathPattern "$E2E_OF_LANE_0"; fi
 }
 
-# Lane 1: the unit tier (no servers) while its servers start; then the fault tier (with three lanes, but for
-# FAULTS_OF_LANE_2). The checks run beside them from the start (one after another, as before): they took about
-# 140 s of the lane's 671 s in front of the fault tier, whose specs mostly wait on timeouts and fault windows.
+# Lane 1: the fault tier (with three lanes, but for FAULTS_OF_LANE_2, then E2E_OF_LANE_1 and the API fuzz step), with
+# the unit tier and the checks beside it from the start: they need no servers, and the fault specs spend most of
+# their time waiting on fault windows and timeouts (one after another, the unit tier and the checks took about 215 s
+# of a 904 s lane in front of the fault tier).
 lane1() {
   checks &
   local checks_pid=$!
-  local venv_pid=
-  if ((LANES == 3)); then
-    bash scripts/fuzz-api.sh --venv-only >"$reports/fuzz-venv.log" 2>&1 &
-    venv_pid=$!
-  fi
-  step "unit tier" jest_lane unit --selectProjects unit
+  step "unit tier" jest_lane unit --selectProjects unit &
+  local unit_pid=$!
   if servers_ready 1; then
     if ((LANES == 2)); then step "fault tier" with_env lane1_env jest_lane faults --selectProjects faults
     else
       step "fault tier, lane 1's part" with_env lane1_env jest_lane faults-1 --selectProjects faults --testPathIgnorePatterns "$FAULTS_OF_LANE_2"
-      step "API fuzz: its Python environment" wait "$venv_pid"
+      step "e2e tier, lane 1's part" with_env lane1_env jest_lane e2e-1 --selectProjects e2e --testPathPattern "$E2E_OF_LANE_1"
       step "API fuzz" with_env lane1_env fuzz_step
     fi
     stop_servers 1 "${lane1_env[@]}"
   fi
-  wait "$checks_pid"
+  wait "$unit_pid" "$checks_pid"
 }
 
 # Lane 2 (three lanes): the end-to-end tier, then FAULTS_OF_LANE_2.
 lane2() {
   servers_ready 2 || return 0
-  step "e2e tier, lane 2's part" with_env lane2_env jest_lane e2e --selectProjects e2e --testPathIgnorePatterns "$E2E_OF_LANE_0"
+  step "e2e tier, lane 2's part" with_env lane2_env jest_lane e2e --selectProjects e2e \
+    --testPathIgnorePatterns "($E2E_OF_LANE_0|$E2E_OF_LANE_1)"
   step "fault tier, lane 2's part" with_env lane2_env jest_lane faults-2 --selectProjects faults --testPathPattern "$FAULTS_OF_LANE_2"
   stop_servers 2 "${lane2_env[@]}"
 }
@@ -167,18 +166,23 @@ serial() {
   wait
 ) &
 servers_pid=$!
+# The Python tools some steps run (the API fuzzer, the official A2A client), made beside the install and the build:
+# pip mostly waits on the network.
+( bash scripts/fuzz-api.sh --venv-only && bash test/a2a-python/venv.sh ) >"$reports/python-tools.log" 2>&1 &
+python_pid=$!
 step "install and build" bash scripts/prepare.sh
 if [[ -f $reports/failed-steps ]]; then
   echo "[test] the install or the build failed: no tier runs"; wait "$servers_pid"
   stop_servers 1 "${lane1_env[@]}"; stop_servers 2 "${lane2_env[@]}"; exit 1
 fi
+step "Python test tools" wait "$python_pid"
 
 case $LANES in
   1) serial; lane_reports=("$reports/all.json") ;;
   2) pids=(); for n in 0 1; do lane "$n" & pids+=($!); done; wait "${pids[@]}"
      lane_reports=("$reports"/{unit,integration,e2e,faults}.json) ;;
   3) pids=(); for n in 0 1 2; do lane "$n" & pids+=($!); done; wait "${pids[@]}"
-     lane_reports=("$reports"/{unit,integration,e2e-0,e2e,faults-1,faults-2}.json) ;;
+     lane_reports=("$reports"/{unit,integration,e2e-0,e2e-1,e2e,faults-1,faults-2}.json) ;;
 esac
 
 status=0

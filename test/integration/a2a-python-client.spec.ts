@@ -9,9 +9,6 @@ import { headerTenantGate } from '../support/header-tenant-gate';
 
 const run = promisify(execFile);
 
-/** The official Python client, pinned (a new version is a change of its own), in a venv scripts/python-venv.sh makes once. */
-const A2A_SDK = 'a2a-sdk==1.3.0';
-const VENV = '.tools/a2a-sdk-1';
 
 /**
  * The mesh through the official Python A2A client (`a2a-sdk` from PyPI, its stock ClientFactory): a real instance
@@ -24,9 +21,11 @@ describe('A2A through the official Python client (a2a-sdk)', () => {
   const tenant = `a2a-py-${randomUUID().slice(0, 8)}`;
   const agent = new EchoAgent();
   let instance: RunningInstance;
+  /** The official Python client's virtual environment (test/a2a-python/venv.sh pins the version). */
+  let venv: string;
 
   beforeAll(async () => {
-    await run('bash', ['scripts/python-venv.sh', VENV, A2A_SDK]);
+    venv = (await run('bash', ['test/a2a-python/venv.sh'])).stdout.trim();
     await agent.start();
     const gate = headerTenantGate('ingress');
     instance = await startInstance(
@@ -56,7 +55,7 @@ describe('A2A through the official Python client (a2a-sdk)', () => {
 
   it('passes every check of the stock client', async () => {
     const { stdout } = await run(
-      `${VENV}/bin/python`,
+      `${venv}/bin/python`,
       ['test/a2a-python/mesh_checks.py', instance.url!, 'echo', `x-test-tenant=${tenant}`],
       { timeout: 120_000 },
     ).catch((e: { stdout: string; stderr: string }) => ({ stdout: `${e.stdout}\n${e.stderr}` }));
