@@ -9,7 +9,6 @@ import { headerTenantGate } from '../support/header-tenant-gate';
 
 const run = promisify(execFile);
 
-
 /**
  * The mesh through the official Python A2A client (`a2a-sdk` from PyPI, its stock ClientFactory): a real instance
  * (gateway and worker) in front of the test echo agent, and test/a2a-python/mesh_checks.py calling it, one check per
