@@ -4,8 +4,9 @@ import vm from 'node:vm';
 import { Resource } from '@opentelemetry/resources';
 import { NoopSpanProcessor } from '@opentelemetry/sdk-trace-base';
 import { makeWorkflowExporter } from '@temporalio/interceptors-opentelemetry/lib/worker';
-import { bundleWorkflowCode, Worker, WorkflowBundleWithSourceMap } from '@temporalio/worker';
-import { WORKFLOW_TRACING_INTERCEPTORS } from '@libs/tracing';
+import { bundleWorkflowCode, Worker, type ReplayWorkerOptions } from '@temporalio/worker';
+import { TRACED_WORKFLOW_BUNDLE, WORKFLOW_BUNDLE, WORKFLOW_TRACING_INTERCEPTORS } from '@libs/tracing';
+import { builtBundle } from '../../apps/worker/src/temporal-runtime';
 
 /**
  * Replays recorded histories of the workflows through the current code: a change that breaks determinism
@@ -16,10 +17,14 @@ describe('workflow replay', () => {
   const dir = path.resolve(__dirname, 'histories');
   const files = readdirSync(dir).filter((f) => f.endsWith('.json'));
   // The workflows bundled once for every history (the same code each case replays): bundling them per case cost
-  // about as much as the replays together.
-  let workflowBundle: WorkflowBundleWithSourceMap;
+  // about as much as the replays together. The bundle `npm run build` wrote, what an instance loads, when it holds
+  // the current workflow code (builtBundle: newer than every workflow and contract file); else the sources, bundled.
+  let workflowBundle: ReplayWorkerOptions['workflowBundle'];
   beforeAll(async () => {
-    workflowBundle = await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows') });
+    const built = builtBundle(WORKFLOW_BUNDLE);
+    workflowBundle = built
+      ? { codePath: built }
+      : await bundleWorkflowCode({ workflowsPath: require.resolve('../../workflows') });
   }, 120000);
 
   it('has recorded histories to replay', () => {
@@ -67,12 +72,17 @@ describe('workflow replay', () => {
       workflowId: file,
       history: JSON.parse(readFileSync(path.join(dir, file), 'utf8')) as unknown,
     }));
+    const sinks = { exporter: makeWorkflowExporter(new NoopSpanProcessor(), Resource.empty()) };
+    // The traced bundle the build wrote (the interceptors bundled in), else the sources with the interceptors.
+    const built = builtBundle(TRACED_WORKFLOW_BUNDLE);
     const results = Worker.runReplayHistories(
-      {
-        workflowsPath: require.resolve('../../workflows'),
-        interceptors: { workflowModules: [WORKFLOW_TRACING_INTERCEPTORS] },
-        sinks: { exporter: makeWorkflowExporter(new NoopSpanProcessor(), Resource.empty()) },
-      },
+      built
+        ? { workflowBundle: { codePath: built }, sinks }
+        : {
+            workflowsPath: require.resolve('../../workflows'),
+            interceptors: { workflowModules: [WORKFLOW_TRACING_INTERCEPTORS] },
+            sinks,
+          },
       histories as never,
     );
     const failures: string[] = [];
