@@ -58,10 +58,15 @@ FAULTS_OF_LANE_2='test/faults/temporal\.e2e-spec\.ts$'
 E2E_OF_LANE_0='test/e2e/connectors\.e2e-spec\.ts$'
 E2E_OF_LANE_1='test/e2e/partition-ownership\.e2e-spec\.ts$'
 
-# step NAME CMD...: runs CMD, says how long it took, and records a failure without ending the lane.
+# children_cpu PID: the CPU seconds (user + system) of the children shell PID waited for (/proc: cutime, cstime).
+children_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz }' "/proc/$1/stat"; }
+
+# step NAME CMD...: runs CMD, says how long it took and the CPU its processes used (the suite is bound by the
+# host's CPU: the CPU seconds say what a step costs the other lanes), and records a failure without ending the lane.
 step() {
-  local name=$1 t0=$SECONDS; shift
-  if "$@"; then echo "[test] $name: ok in $((SECONDS - t0))s"
+  local name=$1 t0=$SECONDS me=$BASHPID c0; shift
+  c0=$(children_cpu "$me")
+  if "$@"; then echo "[test] $name: ok in $((SECONDS - t0))s (CPU $(($(children_cpu "$me") - c0))s)"
   else echo "[test] $name: FAILED (exit $?) after $((SECONDS - t0))s"; echo "$name" >>"$reports/failed-steps"; fi
 }
 
@@ -139,7 +144,7 @@ fuzz_step() { FUZZ_MAX_EXAMPLES=${FUZZ_STEP_EXAMPLES:-25} FUZZ_TIMEOUT=600 bash 
 # lane N: the lane's output, each line with its number in front; its time at the end.
 lane() {
   local t0=$SECONDS
-  "lane$1" 2>&1 | sed -u "s/^/[lane $1] /"
+  ( me=$BASHPID; "lane$1"; echo "[test] lane $1's CPU: $(children_cpu "$me")s" ) 2>&1 | sed -u "s/^/[lane $1] /"
   echo "[lane $1] done in $((SECONDS - t0))s"
 }
 
@@ -191,5 +196,5 @@ if [[ -f $reports/failed-steps ]]; then
   echo "[test] failed steps: $(paste -sd, "$reports/failed-steps")"
 fi
 node dist/scripts/test-report.js "$reports" "${lane_reports[@]}" || status=1
-echo "[test] done in $((SECONDS - started))s"
+echo "[test] done in $((SECONDS - started))s (CPU: $(children_cpu $$)s in the run's processes, the servers' apart)"
 exit $status
