@@ -38,7 +38,8 @@ rm -rf "$reports"
 mkdir -p "$reports"
 
 # lane_env N: the settings of the Nth second set of servers: the main settings' ports moved (Postgres +N, Kafka and
-# Temporal +100N, the Temporal UI with them), state under .data/lanes/N.
+# Temporal +100N, the Temporal UI with them), state under .data/lanes/N; its broker's JVM without the optimizing
+# compiler (scripts/infra.sh, EVENTMESH_KAFKA_JAVA_OPTS): the set lives for one lane.
 lane_env() {
   local n=$1 pg_port=${EVENTMESH_POSTGRES_PORT:-5432} kafka=${EVENTMESH_KAFKA_BROKERS:-127.0.0.1:9092}
   local temporal=${EVENTMESH_TEMPORAL_ADDRESS:-127.0.0.1:7233}
@@ -46,7 +47,8 @@ lane_env() {
   printf '%s\n' EVENTMESH_INFRA_DATA_DIR="$ROOT/.data/lanes/$n" EVENTMESH_POSTGRES_PORT=$((pg_port + n)) \
     EVENTMESH_KAFKA_BROKERS="${kafka%:*}:$((${kafka##*:} + 100 * n))" \
     EVENTMESH_TEMPORAL_ADDRESS="${temporal%:*}:$((${temporal##*:} + 100 * n))" \
-    EVENTMESH_TEMPORAL_UI_URL="http://${temporal%:*}:$((${temporal##*:} + 100 * n + 1000))"
+    EVENTMESH_TEMPORAL_UI_URL="http://${temporal%:*}:$((${temporal##*:} + 100 * n + 1000))" \
+    EVENTMESH_KAFKA_JAVA_OPTS="${EVENTMESH_KAFKA_JAVA_OPTS:--XX:TieredStopAtLevel=1}"
 }
 mapfile -t lane1_env < <(lane_env 1)
 mapfile -t lane2_env < <(lane_env 2)
@@ -63,11 +65,14 @@ children_cpu() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($16 + $17) / hz
 
 # step NAME CMD...: runs CMD, says how long it took and the CPU its processes used (the suite is bound by the
 # host's CPU: the CPU seconds say what a step costs the other lanes), and records a failure without ending the lane.
+# CMD runs in a subshell of its own, whose children are CMD's alone (`wait PID`, for a child of this shell, does not).
 step() {
-  local name=$1 t0=$SECONDS me=$BASHPID c0; shift
-  c0=$(children_cpu "$me")
-  if "$@"; then echo "[test] $name: ok in $((SECONDS - t0))s (CPU $(($(children_cpu "$me") - c0))s)"
-  else echo "[test] $name: FAILED (exit $?) after $((SECONDS - t0))s"; echo "$name" >>"$reports/failed-steps"; fi
+  local name=$1 t0=$SECONDS cpu=$reports/.cpu-$BASHPID-$RANDOM status=0; shift
+  if [[ $1 == wait ]]; then "$@" || status=$?
+  else ( "$@" && children_cpu "$BASHPID" >"$cpu" ) || status=$?; fi
+  if ((status == 0)); then echo "[test] $name: ok in $((SECONDS - t0))s$([[ -s $cpu ]] && echo " (CPU $(<"$cpu")s)")"
+  else echo "[test] $name: FAILED (exit $status) after $((SECONDS - t0))s"; echo "$name" >>"$reports/failed-steps"; fi
+  rm -f "$cpu"
 }
 
 # own_servers N [SETTINGS...]: starts lane N's servers in the background, its exit status in lane-N-servers.rc when
