@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { Kafka } from 'kafkajs';
 import { startInstance, RunningInstance } from '../../apps/instance/src/instance';
 import { createKafka, PartitionReader, ProducerDepth, TopicAdmin } from '@libs/kafka';
@@ -137,6 +138,9 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
   it('sheds while Kafka is cut off: 503 with Retry-After within the publish timeout, never 202 unacknowledged; heals to 202', async () => {
     const warm = await publish(`warm-${randomUUID()}`);
     expect(warm.status).toBe(202);
+    // The longest stall of this process's event loop meanwhile (the instance's and the client's: one process).
+    const loop = monitorEventLoopDelay({ resolution: 20 });
+    loop.enable();
 
     proxy.cut();
     const run = randomUUID().slice(0, 8);
@@ -171,10 +175,14 @@ describe('publish backpressure (real Kafka behind a proxy)', () => {
     expect(unavailable.length).toBeGreaterThan(0);
     expect(refused.filter((a) => a.retryAfter !== String(RETRY_AFTER_SECONDS))).toEqual([]);
     // Bounded waits: within the publish timeout, which is the promise, so it is timed (by the client: the instance's
-    // histogram has no bucket between 2.5 s and 5 s), with ANSWER_SLACK_MS for a loaded host; past the cap without
-    // waiting out that timeout (typically in milliseconds: the bound only means it did not wait for Kafka).
+    // histogram has no bucket between 2.5 s and 5 s), with ANSWER_SLACK_MS for a loaded host, and the longest stall
+    // of the event loop the instance and the client share (a CI host at load average 8.6 stalled it past the slack:
+    // 8,632 ms against 8,500); past the cap without waiting out that timeout (typically in milliseconds: the bound
+    // only means it did not wait for Kafka).
+    loop.disable();
+    const stallMs = loop.max / 1e6;
     const slowest = Math.max(...answers.map((a) => a.ms));
-    expect(slowest).toBeLessThan(PUBLISH_TIMEOUT_MS + ANSWER_SLACK_MS);
+    expect(slowest).toBeLessThan(PUBLISH_TIMEOUT_MS + ANSWER_SLACK_MS + stallMs);
     expect(Math.max(...overloaded.map((a) => a.ms))).toBeLessThan(PUBLISH_TIMEOUT_MS);
     // The producer never held more than its cap.
     expect(depth().peakEvents).toBeLessThanOrEqual(QUEUE_MAX_EVENTS);

@@ -105,12 +105,21 @@ export function outageOf(e: unknown):
   return undefined;
 }
 
+/**
+ * Answers `e` on a Fastify reply as every route does ({@link toHttpError}: status, `{ code, message }` body, headers
+ * such as Retry-After), with `extra` headers on top (a `connection: close`, an `upgrade`).
+ */
+export function replyError(reply: FastifyReply, e: unknown, extra?: Record<string, string>): FastifyReply {
+  const { status, body, headers } = toHttpError(e);
+  return reply
+    .code(status)
+    .headers({ ...headers, ...extra })
+    .send(body);
+}
+
 @Catch()
 export class HttpErrorFilter implements ExceptionFilter {
   catch(e: unknown, host: ArgumentsHost): void {
-    const { status, body, headers } = toHttpError(e);
-    const reply = host.switchToHttp().getResponse<FastifyReply>().status(status);
-    if (headers) void reply.headers(headers);
-    void reply.send(body);
+    void replyError(host.switchToHttp().getResponse<FastifyReply>(), e);
   }
 }

@@ -8,8 +8,8 @@ import { SESSIONS_LINK_PATH, SessionServer } from '@libs/sessions';
 import type { ClusterCredential } from '@libs/streams';
 import { apiRouteConfig, errors, GATED } from '../http/api-route';
 import { registerClusterSocket } from './cluster-channel-route';
-import { Gates, gateRequestOf } from '../http/gate-route';
-import { toHttpError } from '../http/http-error';
+import { Gates, gateRequestOf, type GateRouteSpec } from '../http/gate-route';
+import { replyError } from '../http/http-error';
 
 const SESSIONS_ROUTE = 'GET /sessions/ws';
 /**
@@ -18,6 +18,28 @@ const SESSIONS_ROUTE = 'GET /sessions/ws';
  */
 const SESSIONS_GATE = { action: 'agent.call', connection: true, stream: true } as const;
 const admissions = new WeakMap<object, Admission>();
+
+/**
+ * The ingress gate's admission of a sessions request (`spec` says how the gate treats its route), or, when the gate
+ * refuses it or cannot decide, the error answered on `reply` and undefined.
+ */
+async function admitted(
+  gates: Gates,
+  spec: Exclude<GateRouteSpec, { public: true }>,
+  route: string,
+  request: FastifyRequest,
+  reply: FastifyReply,
+): Promise<Admission | undefined> {
+  try {
+    return await gates.ingress.admit(
+      gateRequestOf(gates, spec, { route, headers: gateHeadersOf(request.raw), remoteAddress: request.ip }),
+    );
+  } catch (e) {
+    // Not awaited: a Fastify reply is a thenable that settles when the answer is written out.
+    void replyError(reply, e);
+    return undefined;
+  }
+}
 
 /**
  * Streaming sessions' routes (docs/streaming-sessions.md), the server side being libs/sessions: `GET /sessions/ws`,
@@ -45,34 +67,17 @@ export function registerSessions(
       preValidation: async (request: FastifyRequest, reply: FastifyReply) => {
         // A plain GET is no handshake (see websocket-streams.ts): refused before the gate, holding nothing.
         if ((request.raw as { upgrade?: boolean }).upgrade !== true) {
-          const { status, body } = toHttpError(
-            new EventMeshError(
-              ErrorCode.UpgradeRequired,
-              'this route is a WebSocket: connect with Upgrade: websocket',
-              {
-                upgrade: 'websocket',
-              },
-            ),
+          const refusal = new EventMeshError(
+            ErrorCode.UpgradeRequired,
+            'this route is a WebSocket: connect with Upgrade: websocket',
+            { upgrade: 'websocket' },
           );
-          return reply.code(status).headers({ upgrade: 'websocket', connection: 'Upgrade' }).send(body);
+          return replyError(reply, refusal, { upgrade: 'websocket', connection: 'Upgrade' });
         }
-        try {
-          const admission = await deps.gates.ingress.admit(
-            gateRequestOf(deps.gates, SESSIONS_GATE, {
-              route: SESSIONS_ROUTE,
-              headers: gateHeadersOf(request.raw),
-              remoteAddress: request.ip,
-            }),
-          );
-          admissions.set(request, admission);
-          request.raw.socket.once('close', admission.release);
-        } catch (e) {
-          const { status, body, headers } = toHttpError(e);
-          return reply
-            .code(status)
-            .headers(headers ?? {})
-            .send(body);
-        }
+        const admission = await admitted(deps.gates, SESSIONS_GATE, SESSIONS_ROUTE, request, reply);
+        if (!admission) return reply;
+        admissions.set(request, admission);
+        request.raw.socket.once('close', admission.release);
       },
     },
     (socket: WebSocket, request: FastifyRequest) => {
@@ -139,22 +144,8 @@ function registerSseFallback(app: NestFastifyApplication, deps: { server: Sessio
       ),
     },
     async (request: FastifyRequest, reply: FastifyReply) => {
-      let admission: Admission;
-      try {
-        admission = await deps.gates.ingress.admit(
-          gateRequestOf(deps.gates, SESSIONS_GATE, {
-            route: SSE_ROUTE,
-            headers: gateHeadersOf(request.raw),
-            remoteAddress: request.ip,
-          }),
-        );
-      } catch (e) {
-        const { status, body, headers } = toHttpError(e);
-        return reply
-          .code(status)
-          .headers(headers ?? {})
-          .send(body);
-      }
+      const admission = await admitted(deps.gates, SESSIONS_GATE, SSE_ROUTE, request, reply);
+      if (!admission) return reply;
       reply.hijack();
       const raw = reply.raw;
       raw.writeHead(200, {
@@ -193,24 +184,15 @@ function registerSseFallback(app: NestFastifyApplication, deps: { server: Sessio
       ),
     },
     async (request, reply) => {
+      const admission = await admitted(deps.gates, POST_GATE, POST_ROUTE, request, reply);
+      if (!admission) return reply;
       try {
-        const admission = await deps.gates.ingress.admit(
-          gateRequestOf(deps.gates, POST_GATE, {
-            route: POST_ROUTE,
-            headers: gateHeadersOf(request.raw),
-            remoteAddress: request.ip,
-          }),
-        );
         const body = Buffer.isBuffer(request.body) ? request.body : Buffer.alloc(0);
         if (!(await deps.server.post(String(request.query.connection ?? ''), admission.caller, body)))
           throw new EventMeshError(ErrorCode.NotFound, "no such sessions connection (closed, or another caller's)");
         return reply.code(202).send();
       } catch (e) {
-        const { status, body, headers } = toHttpError(e);
-        return reply
-          .code(status)
-          .headers(headers ?? {})
-          .send(body);
+        return replyError(reply, e);
       }
     },
   );
