@@ -1,7 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
-import { createHmac, randomUUID, timingSafeEqual } from 'node:crypto';
-import { createServer, IncomingMessage, Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import os from 'node:os';
 import path from 'node:path';
 import { Kafka, logLevel, Producer } from 'kafkajs';
@@ -21,6 +19,7 @@ import {
   startInstanceProcess,
   until,
 } from './support';
+import { Sink } from './webhook-sink';
 
 /**
  * Webhook delivery of ONE instance against a kafkajs consumer group on the same host, the same sink and the same
@@ -92,84 +91,6 @@ const SCENARIOS: Scenario[] = (
     },
   ] as Scenario[]
 ).filter((s) => (ONLY ? ONLY.includes(s.name) : s.name !== 'batch'));
-
-// --- the sink both paths deliver to ------------------------------------------------------------------------
-
-/**
- * The sink every path delivers to, each path at its own URL (`/sink/<n>`) verified with its own key: a delivery
- * of a path that arrives while another is measured is checked with the key it was signed with, not counted bad
- * (before, one key was switched between paths and such stragglers failed verification). A route closed (its
- * subscription's DELETE answered) still verifies what comes later, and counts it as late.
- */
-class Sink {
-  /** When each event id first arrived. */
-  readonly firstAt = new Map<string, number>();
-  received = 0;
-  badSignatures = 0;
-  delayMs = 0;
-  /** Requests that reached a route after it was closed, and the latest of them, in ms after the close. */
-  late = 0;
-  latestLateMs = 0;
-  private readonly routes = new Map<string, { key?: Buffer; closedAt?: number }>();
-  private base = '';
-  private server?: Server;
-
-  /** A new route: its URL, and its key to set once known (before any event of its path is produced). */
-  route(): { url: string; setKey(secret: string): void; close(): void } {
-    const path = `/sink/${this.routes.size}`;
-    const route: { key?: Buffer; closedAt?: number } = {};
-    this.routes.set(path, route);
-    return {
-      url: `${this.base}${path}`,
-      setKey: (secret) => (route.key = Buffer.from(secret.replace(/^whsec_/, ''), 'base64')),
-      close: () => (route.closedAt = Date.now()),
-    };
-  }
-
-  async start(): Promise<void> {
-    this.server = createServer((req, res) => {
-      const chunks: Buffer[] = [];
-      req.on('data', (c: Buffer) => chunks.push(c));
-      req.on('end', () => {
-        const at = Date.now();
-        this.received++;
-        const route = this.routes.get(req.url ?? '');
-        if (!route?.key || !this.verify(route.key, req, Buffer.concat(chunks))) this.badSignatures++;
-        if (route?.closedAt !== undefined) {
-          this.late++;
-          this.latestLateMs = Math.max(this.latestLateMs, at - route.closedAt);
-        }
-        const batch = req.headers['content-type'] === 'application/cloudevents-batch+json';
-        const ids = batch
-          ? (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { id: string }[]).map((e) => e.id)
-          : [String(req.headers['ce-id'] ?? '')];
-        for (const id of ids) if (id && !this.firstAt.has(id)) this.firstAt.set(id, at);
-        if (this.delayMs > 0) setTimeout(() => res.writeHead(200).end(), this.delayMs);
-        else res.writeHead(200).end();
-      });
-    });
-    this.server.keepAliveTimeout = 60000;
-    await new Promise<void>((resolve) => this.server!.listen(0, '127.0.0.1', resolve));
-    this.base = `http://127.0.0.1:${(this.server.address() as AddressInfo).port}`;
-  }
-
-  /** The Standard Webhooks signature: `v1,` base64 HMAC-SHA256 of `id.timestamp.body`. */
-  private verify(key: Buffer, req: IncomingMessage, body: Buffer): boolean {
-    const id = req.headers['webhook-id'];
-    const timestamp = req.headers['webhook-timestamp'];
-    const signature = String(req.headers['webhook-signature'] ?? '');
-    const expected = Buffer.from(
-      `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.`).update(body).digest('base64')}`,
-    );
-    const got = Buffer.from(signature);
-    return got.length === expected.length && timingSafeEqual(got, expected);
-  }
-
-  stop(): Promise<void> {
-    this.server?.closeAllConnections();
-    return new Promise((resolve) => this.server!.close(() => resolve()));
-  }
-}
 
 // --- events --------------------------------------------------------------------------------------------------
 

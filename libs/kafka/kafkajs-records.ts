@@ -234,8 +234,7 @@ export function decodeRecord(decoder: KafkajsDecoder, batchContext: KafkajsBatch
     const prior = headers[name];
     headers[name] = prior === undefined ? v : Array.isArray(prior) ? prior.concat([v]) : [prior, v];
   }
-  at = cursor;
-  decoder.offset = at;
+  decoder.offset = cursor;
   return {
     magicByte,
     attributes,
