@@ -165,9 +165,11 @@ describe('fault proxy', () => {
   });
 
   it('listens on a fixed port when asked', async () => {
-    const fixed = new FaultProxy('127.0.0.1', echo.port, { listenPort: proxy.port + 1 });
+    // A port free a moment ago (the system's pick), not a guess: beside the other lanes, proxy.port + 1 was taken.
+    const port = await freePort();
+    const fixed = new FaultProxy('127.0.0.1', echo.port, { listenPort: port });
     try {
-      expect(await fixed.start()).toBe(`127.0.0.1:${proxy.port + 1}`);
+      expect(await fixed.start()).toBe(`127.0.0.1:${port}`);
     } finally {
       await fixed.stop();
     }
@@ -191,3 +193,12 @@ describe('fault proxy', () => {
     }
   });
 });
+
+/** A loopback port the system just handed out and released. */
+async function freePort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const { port } = server.address() as AddressInfo;
+  await new Promise((resolve) => server.close(resolve));
+  return port;
+}
