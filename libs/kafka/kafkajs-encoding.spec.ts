@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import fc from 'fast-check';
 import type { FastKafkajsEncoding } from './kafkajs-encoding';
+import { encodeProduceRequest, groupMessagesPerPartition, type ProduceRequestArgs } from './kafkajs-produce-request';
 
 /**
  * The faster kafkajs encoder methods write exactly the bytes kafkajs's own do: records (keys, values and headers of
@@ -39,8 +40,15 @@ let decodeRecord!: typeof import('./kafkajs-records').decodeRecord;
 type KafkajsDecoderClass = new (buffer: Buffer) => { buffer: Buffer; offset: number; readVarIntBytes(): Buffer };
 let Decoder!: KafkajsDecoderClass;
 let kafkajsDecodeRecord!: (decoder: object, batchContext: object) => object;
+type ProduceRequest = (args: ProduceRequestArgs) => { apiVersion: number; encode(): Promise<Encoded> };
+let kafkajsProduceV3!: ProduceRequest;
+let kafkajsGroup!: typeof groupMessagesPerPartition;
+let Long!: Parameters<typeof encodeProduceRequest>[1];
 jest.isolateModules(() => {
   pristine = load();
+  kafkajsProduceV3 = require('kafkajs/src/protocol/requests/produce/v3/request');
+  kafkajsGroup = require('kafkajs/src/producer/groupMessagesPerPartition');
+  Long = require('kafkajs/src/utils/long');
   Decoder = require('kafkajs/src/protocol/decoder');
   kafkajsDecodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder');
 });
@@ -56,17 +64,38 @@ jest.isolateModules(() => {
 
 const text = fc.string({ unit: 'binary', maxLength: 40 });
 const bytes = (maxLength: number) => fc.uint8Array({ maxLength }).map((b) => Buffer.from(b));
+const recordKey = fc.oneof(text, bytes(64), fc.constant(null));
+// Up to 5 KiB: past the encoder's first buffer (512 bytes) and several growth steps.
+const recordValue = fc.oneof(bytes(5000), fc.string({ maxLength: 1500 }), fc.constant(null));
+const recordHeaders = fc.dictionary(
+  fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }),
+  fc.oneof(text, bytes(300), fc.array(text, { maxLength: 3 })),
+);
 const record = fc.record({
-  key: fc.oneof(text, bytes(64), fc.constant(null)),
-  // Up to 5 KiB: past the encoder's first buffer (512 bytes) and several growth steps.
-  value: fc.oneof(bytes(5000), fc.string({ maxLength: 1500 }), fc.constant(null)),
-  headers: fc.dictionary(
-    fc.string({ unit: 'binary', minLength: 1, maxLength: 20 }),
-    fc.oneof(text, bytes(300), fc.array(text, { maxLength: 3 })),
-  ),
+  key: recordKey,
+  value: recordValue,
+  headers: recordHeaders,
   offsetDelta: fc.integer({ min: 0, max: 1 << 20 }),
   timestampDelta: fc.integer({ min: 0, max: 2 ** 40 }),
 });
+
+/** A produce request whose messages all have their timestamps (kafkajs's clock then changes no byte of it). */
+const PRODUCE: ProduceRequestArgs = {
+  acks: -1,
+  timeout: 30000,
+  topicData: [
+    {
+      topic: 'orders',
+      partitions: [
+        {
+          partition: 0,
+          messages: [{ key: 'k', value: 'v', headers: { ce_id: '1', ce_type: 't' }, timestamp: 1764547200000 }],
+        },
+        { partition: 2, messages: [{ key: null, value: 'w', headers: {}, timestamp: 1764547200001 }] },
+      ],
+    },
+  ],
+};
 
 describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
   it('is installed on the pinned kafkajs, and replaces its methods', () => {
@@ -215,13 +244,111 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
     );
   });
 
+  /** A produce request as kafkajs's producer builds one: topics, their partitions, each partition's messages. */
+  const produceRequest = fc.record({
+    acks: fc.constantFrom(-1, 0, 1),
+    timeout: fc.integer({ min: 0, max: 2 ** 31 - 1 }),
+    transactionalId: fc.oneof(fc.constant(undefined), fc.constant(null), text),
+    producerId: fc.oneof(
+      fc.constant(undefined),
+      fc.integer({ min: -1, max: 2 ** 31 }),
+      fc.constant('9007199254740993'),
+    ),
+    producerEpoch: fc.oneof(fc.constant(undefined), fc.integer({ min: 0, max: 32767 })),
+    topicData: fc.array(
+      fc.record({
+        topic: fc.string({ minLength: 1, maxLength: 30 }),
+        partitions: fc.array(
+          fc.record({
+            partition: fc.integer({ min: 0, max: 1000 }),
+            firstSequence: fc.oneof(fc.constant(undefined), fc.integer({ min: 0, max: 2 ** 31 - 1 })),
+            messages: fc.array(
+              fc.record({
+                key: recordKey,
+                value: recordValue,
+                headers: recordHeaders,
+                // Absent, or numbers of several lengths: kafkajs sorts them as strings.
+                timestamp: fc.oneof(
+                  fc.constant(undefined),
+                  fc.constant(null),
+                  fc.integer({ min: 1, max: 99999 }),
+                  fc.integer({ min: 1764547200000, max: 1764547300000 }),
+                ),
+              }),
+              { maxLength: 8 },
+            ),
+          }),
+          { minLength: 1, maxLength: 3 },
+        ),
+      }),
+      { minLength: 1, maxLength: 3 },
+    ),
+  });
+
+  it('writes each produce request in one buffer, to the bytes kafkajs does', async () => {
+    const now = jest.spyOn(Date, 'now').mockReturnValue(1764547250000);
+    try {
+      await fc.assert(
+        fc.asyncProperty(produceRequest, async (args) => {
+          const ours = encodeProduceRequest(args as ProduceRequestArgs, Long, Date.now)!;
+          expect(ours.buf.length).toBe(ours.offset);
+          const kafkajs = (await kafkajsProduceV3(args as ProduceRequestArgs).encode()).buffer;
+          expect(ours.buffer.equals(kafkajs)).toBe(true);
+        }),
+        { seed: 90077, numRuns: 200 },
+      );
+    } finally {
+      now.mockRestore();
+    }
+  });
+
+  it('leaves kafkajs the produce requests it does not write the way kafkajs does', () => {
+    const messages = [{ key: 'k', value: 'v', headers: { ce_id: '1' } }];
+    const args = (over: object, message = {}) =>
+      ({
+        acks: -1,
+        timeout: 1000,
+        topicData: [{ topic: 't', partitions: [{ partition: 0, messages: [{ ...messages[0], ...message }] }] }],
+        ...over,
+      }) as ProduceRequestArgs;
+    expect(encodeProduceRequest(args({}), Long)).toBeDefined();
+    expect(encodeProduceRequest(args({ compression: 1 }), Long)).toBeUndefined();
+    expect(encodeProduceRequest(args({}, { value: 42 }), Long)).toBeUndefined();
+    expect(encodeProduceRequest(args({}, { headers: { a: 1 } }), Long)).toBeUndefined();
+    expect(encodeProduceRequest(args({}, { timestamp: '1764547200000' }), Long)).toBeUndefined();
+  });
+
+  it('groups messages by partition into the object kafkajs does', () => {
+    fc.assert(
+      fc.property(fc.array(fc.integer({ min: 0, max: 7 }), { maxLength: 60 }), fc.boolean(), (partitions, known) => {
+        const args = {
+          topic: 't',
+          partitionMetadata: known ? [{ partitionId: 0 }] : [],
+          messages: partitions.map((partition, i) => ({ partition, i })),
+          partitioner: ({ message }: { message: { partition: number } }) => message.partition,
+        };
+        const ours = groupMessagesPerPartition(args);
+        expect(ours).toEqual(kafkajsGroup(args));
+        expect(Object.keys(ours)).toEqual(Object.keys(kafkajsGroup(args)));
+      }),
+      { seed: 90078, numRuns: 200 },
+    );
+  });
+
   /**
    * Jest's module registry ignores writes to require.cache, so the checksum's and the record encoder's installation
    * are tried in a plain Node
    * process, which loads this module's TypeScript through the compiler's transpileModule. `encoderFirst` loads
    * kafkajs's record batch encoder before the installation.
    */
-  function inNode(encoderFirst: boolean): { installed: unknown; ours: boolean; recordOurs: boolean; batch: string } {
+  function inNode(encoderFirst: boolean): {
+    installed: unknown;
+    ours: boolean;
+    recordOurs: boolean;
+    batch: string;
+    produce: string;
+    produceOurs: boolean;
+  } {
     const script = `
       const fs = require('node:fs');
       const ts = require('typescript');
@@ -230,6 +357,7 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
       if (${encoderFirst}) require('kafkajs/src/protocol/recordBatch/v0');
       const kafkajsRecord = require('kafkajs/src/protocol/recordBatch/record/v0');
       const kafkajsRecordDecoder = require('kafkajs/src/protocol/recordBatch/record/v0/decoder');
+      const kafkajsGroup = require('kafkajs/src/producer/groupMessagesPerPartition');
       const { installFastKafkajsEncoding, crc32c } = require(${JSON.stringify(path.join(__dirname, 'kafkajs-encoding.ts'))});
       const installed = installFastKafkajsEncoding();
       require('kafkajs');
@@ -238,8 +366,13 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
         require('kafkajs/src/protocol/recordBatch/record/v0/decoder') !== kafkajsRecordDecoder;
       const Record = require('kafkajs/src/protocol/recordBatch/record/v0');
       const { RecordBatch } = require('kafkajs/src/protocol/recordBatch/v0');
-      RecordBatch({ records: [Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })], firstTimestamp: 1, maxTimestamp: 1 }).then((batch) =>
-        process.stdout.write('\\n' + JSON.stringify({ installed, recordOurs, ours: require('kafkajs/src/protocol/recordBatch/crc32C') === crc32c, batch: batch.buffer.toString('base64') })));
+      const produceOurs = require('kafkajs/src/producer/groupMessagesPerPartition') !== kafkajsGroup;
+      const produceV6 = require('kafkajs/src/protocol/requests/produce/v6/request.js');
+      Promise.all([
+        RecordBatch({ records: [Record({ key: 'k', value: Buffer.alloc(1500, 118), headers: { ce_id: '1' } })], firstTimestamp: 1, maxTimestamp: 1 }),
+        produceV6(${JSON.stringify(PRODUCE)}).encode(),
+      ]).then(([batch, produce]) =>
+        process.stdout.write('\\n' + JSON.stringify({ installed, recordOurs, produceOurs, ours: require('kafkajs/src/protocol/recordBatch/crc32C') === crc32c, batch: batch.buffer.toString('base64'), produce: produce.buffer.toString('base64') })));
     `;
     // The last line is the result (a warning may be logged before it).
     return JSON.parse(
@@ -252,6 +385,7 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
         .pop()!,
     );
   }
+  const kafkajsProduce = async () => (await kafkajsProduceV3(PRODUCE).encode()).buffer.toString('base64');
   const kafkajsBatch = async () =>
     (
       await pristine.RecordBatch({
@@ -263,15 +397,31 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
 
   it("puts its CRC32C in the place of kafkajs's in a Node process, and kafkajs's record batches carry it", async () => {
     const out = inNode(false);
-    expect(out.installed).toEqual({ encoder: true, crc32c: true, record: true, recordDecoder: true });
+    expect(out.installed).toEqual({
+      encoder: true,
+      crc32c: true,
+      record: true,
+      recordDecoder: true,
+      produceRequest: true,
+      groupByPartition: true,
+    });
     expect(out.ours).toBe(true);
     expect(out.recordOurs).toBe(true);
+    expect(out.produceOurs).toBe(true);
     expect(out.batch).toBe(await kafkajsBatch());
+    expect(out.produce).toBe(await kafkajsProduce());
   });
 
   it('leaves kafkajs its own checksum once its record batch encoder has loaded, and says so', async () => {
     const out = inNode(true);
-    expect(out.installed).toEqual({ encoder: true, crc32c: false, record: true, recordDecoder: true });
+    expect(out.installed).toEqual({
+      encoder: true,
+      crc32c: false,
+      record: true,
+      recordDecoder: true,
+      produceRequest: true,
+      groupByPartition: true,
+    });
     expect(out.batch).toBe(await kafkajsBatch());
   });
 

@@ -1,5 +1,6 @@
 import { crc32c as nativeCrc32c } from '@node-rs/crc32';
 import { createLogger } from '@libs/logging';
+import { encodeProduceRequest, groupMessagesPerPartition, type ProduceRequestArgs } from './kafkajs-produce-request';
 import {
   decodeRecord,
   encodeRecord,
@@ -44,6 +45,10 @@ export interface FastKafkajsEncoding {
   record: boolean;
   /** Each fetched record read without kafkajs's Long arithmetic and header copies ({@link decodeRecord}). */
   recordDecoder: boolean;
+  /** Each produce request written in one buffer ({@link encodeProduceRequest}). */
+  produceRequest: boolean;
+  /** A produce's messages grouped by partition in one pass (kafkajs copies each partition's list for every message). */
+  groupByPartition: boolean;
 }
 
 let installed: FastKafkajsEncoding | undefined;
@@ -93,7 +98,14 @@ export function isPinnedKafkajs(change: string): boolean {
 export function installFastKafkajsEncoding(): FastKafkajsEncoding {
   if (installed !== undefined) return installed;
   if (!isPinnedKafkajs('the faster record encoding'))
-    return (installed = { encoder: false, crc32c: false, record: false, recordDecoder: false });
+    return (installed = {
+      encoder: false,
+      crc32c: false,
+      record: false,
+      recordDecoder: false,
+      produceRequest: false,
+      groupByPartition: false,
+    });
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const Encoder = require('kafkajs/src/protocol/encoder') as KafkajsEncoderClass;
   Encoder.prototype.ensureAvailable = function ensureAvailable(this: KafkajsEncoder, length: number): void {
@@ -121,6 +133,9 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
     crc32c: installChecksum(),
     record: installRecordEncoder(),
     recordDecoder: installRecordDecoder(),
+    // After the record encoder: kafkajs's own produce request, kept for what this one leaves to it, loads it.
+    produceRequest: installProduceRequest(),
+    groupByPartition: installGroupByPartition(),
   };
   if (!installed.crc32c)
     createLogger('kafka').warn('kafkajs had loaded its record batch encoder already; it keeps its own CRC32C');
@@ -128,6 +143,12 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
     createLogger('kafka').warn('kafkajs keeps its own record encoder: its produce request had loaded it already');
   if (!installed.recordDecoder)
     createLogger('kafka').warn('kafkajs keeps its own record decoder: its record batch decoder had loaded it already');
+  if (!installed.produceRequest)
+    createLogger('kafka').warn(
+      'kafkajs keeps its own produce request encoder: its later versions had loaded it already',
+    );
+  if (!installed.groupByPartition)
+    createLogger('kafka').warn('kafkajs keeps its own grouping of messages: its producer had loaded it already');
   return installed;
 }
 
@@ -137,11 +158,15 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
  * has. Answers whether kafkajs will get the replacement (a module cache that ignores writes, as a test runner's may,
  * would not give it).
  */
-function replaceKafkajsModule(holderPath: string, modulePath: string, replace: (kafkajs: unknown) => unknown): boolean {
+function replaceKafkajsModule(
+  holderPaths: string | string[],
+  modulePath: string,
+  replace: (kafkajs: unknown) => unknown,
+): boolean {
   try {
-    const holder = require.resolve(holderPath);
+    const holders = (Array.isArray(holderPaths) ? holderPaths : [holderPaths]).map((h) => require.resolve(h));
     const path = require.resolve(modulePath);
-    if (require.cache[holder]) return false;
+    if (holders.some((holder) => require.cache[holder])) return false;
     // eslint-disable-next-line @typescript-eslint/no-require-imports
     const replacement = replace(require(path));
     require.cache[path]!.exports = replacement;
@@ -180,4 +205,30 @@ const installRecordDecoder = () =>
       const own = kafkajs as (d: KafkajsDecoder, c?: KafkajsBatchContext) => object;
       return (d: KafkajsDecoder, c?: KafkajsBatchContext) => decodeRecord(d, c) ?? own(d, c);
     },
+  );
+
+/** kafkajs's produce request v3 (v4 and v5 require it, v6 and v7 those) building its body with {@link encodeProduceRequest}. */
+const installProduceRequest = () =>
+  replaceKafkajsModule(
+    ['kafkajs/src/protocol/requests/produce/v4/request.js', 'kafkajs/src/protocol/requests/produce/v5/request.js'],
+    'kafkajs/src/protocol/requests/produce/v3/request.js',
+    (kafkajs) => {
+      const own = kafkajs as (args: ProduceRequestArgs) => { encode(): Promise<unknown> };
+      // eslint-disable-next-line @typescript-eslint/no-require-imports
+      const Long = require('kafkajs/src/utils/long') as Parameters<typeof encodeProduceRequest>[1];
+      return (args: ProduceRequestArgs) => {
+        const request = own(args);
+        const kafkajsEncode = request.encode;
+        request.encode = async () => encodeProduceRequest(args, Long) ?? kafkajsEncode();
+        return request;
+      };
+    },
+  );
+
+/** kafkajs's grouping of a produce's messages by partition, in one pass ({@link groupMessagesPerPartition}). */
+const installGroupByPartition = () =>
+  replaceKafkajsModule(
+    'kafkajs/src/producer/sendMessages.js',
+    'kafkajs/src/producer/groupMessagesPerPartition.js',
+    () => groupMessagesPerPartition,
   );

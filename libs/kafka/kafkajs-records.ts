@@ -34,54 +34,113 @@ export interface EncodedRecord {
 export function encodeRecord(record: KafkajsRecord): EncodedRecord | undefined {
   const offsetDelta = record.offsetDelta ?? 0;
   const timestampDelta = record.timestampDelta ?? 0;
-  // Zigzagged, a delta below 2^52 either way stays a safe integer.
-  if (typeof timestampDelta !== 'number' || !Number.isInteger(timestampDelta) || Math.abs(timestampDelta) >= 2 ** 52)
-    return undefined;
-  if (!Number.isInteger(offsetDelta)) return undefined;
-  const key = bytesOf(record.key);
-  const value = bytesOf(record.value);
-  if (key === false || value === false) return undefined;
-  const headers = record.headers ?? {};
-  const names: string[] = [];
-  const values: (string | Buffer)[] = [];
-  for (const name of Object.keys(headers)) {
-    const v = headers[name];
-    for (const one of Array.isArray(v) ? (v as unknown[]) : [v]) {
-      if (typeof one !== 'string' && !Buffer.isBuffer(one)) return undefined;
-      names.push(name);
-      values.push(one);
-    }
-  }
-  const zigzagTimestamp = timestampDelta >= 0 ? timestampDelta * 2 : -timestampDelta * 2 - 1;
-  let body = 1 + sizeOfUVarLong(zigzagTimestamp) + sizeOfVarInt(offsetDelta);
-  body += sizeOfVarIntBytes(key) + sizeOfVarIntBytes(value) + sizeOfVarInt(names.length);
-  const nameBytes: number[] = new Array(names.length);
-  const valueBytes: number[] = new Array(names.length);
-  for (let i = 0; i < names.length; i++) {
-    nameBytes[i] = utf8Length(names[i]);
-    const v = values[i];
-    valueBytes[i] = typeof v === 'string' ? utf8Length(v) : v.length;
-    body += sizeOfVarInt(nameBytes[i]) + nameBytes[i] + sizeOfVarInt(valueBytes[i]) + valueBytes[i];
-  }
+  const body = recordBodySize(record.key, record.value, record.headers, offsetDelta, timestampDelta);
+  if (body < 0) return undefined;
   const total = sizeOfVarInt(body) + body;
   const buf = Buffer.allocUnsafe(total);
-  let at = writeVarInt(buf, 0, body);
-  buf[at++] = 0; // attributes: none
-  at = writeUVarLong(buf, at, zigzagTimestamp);
-  at = writeVarInt(buf, at, offsetDelta);
-  at = writeVarIntBytes(buf, at, key);
-  at = writeVarIntBytes(buf, at, value);
-  at = writeVarInt(buf, at, names.length);
-  for (let i = 0; i < names.length; i++) {
-    at = writeVarInt(buf, at, nameBytes[i]);
-    at = writeUtf8(buf, at, names[i], nameBytes[i]);
-    at = writeVarInt(buf, at, valueBytes[i]);
-    const v = values[i];
-    at = typeof v === 'string' ? writeUtf8(buf, at, v, valueBytes[i]) : at + v.copy(buf, at);
-  }
+  const at = writeRecord(buf, 0, body, record.key, record.value, record.headers, offsetDelta, timestampDelta as number);
   if (at !== total) throw new Error(`record encoding wrote ${at} bytes of ${total}`);
   return { buf, offset: total, buffer: buf };
 }
+
+/**
+ * The bytes of a record's body (attributes to headers, without its own length), or -1 for what this does not write
+ * the way kafkajs does (a timestamp delta that is not an integer below 2^52 either way, a key, value or header value
+ * that is not a string, a Buffer or null): kafkajs's own encoder takes those. A record takes
+ * `sizeOfVarInt(body) + body` bytes.
+ */
+export function recordBodySize(
+  key: unknown,
+  value: unknown,
+  headers: Record<string, unknown> | undefined,
+  offsetDelta: number,
+  timestampDelta: unknown,
+): number {
+  // Zigzagged, a delta below 2^52 either way stays a safe integer.
+  if (typeof timestampDelta !== 'number' || !Number.isInteger(timestampDelta) || Math.abs(timestampDelta) >= 2 ** 52)
+    return -1;
+  if (!Number.isInteger(offsetDelta)) return -1;
+  const k = bytesOf(key);
+  const v = bytesOf(value);
+  if (k === false || v === false) return -1;
+  let body = 1 + sizeOfUVarLong(zigzagLong(timestampDelta)) + sizeOfVarInt(offsetDelta);
+  body += sizeOfVarIntBytes(k) + sizeOfVarIntBytes(v);
+  let count = 0;
+  for (const name in headers) {
+    if (!Object.prototype.hasOwnProperty.call(headers, name)) continue;
+    const h = headers[name];
+    if (Array.isArray(h)) {
+      for (const one of h as unknown[]) {
+        const size = headerSize(name, one);
+        if (size < 0) return -1;
+        body += size;
+        count++;
+      }
+    } else {
+      const size = headerSize(name, h);
+      if (size < 0) return -1;
+      body += size;
+      count++;
+    }
+  }
+  return body + sizeOfVarInt(count);
+}
+
+/**
+ * Writes a record measured by {@link recordBodySize} (`body`, not -1) at `at`: its length, then its body, in the
+ * bytes kafkajs's `recordBatch/record/v0` writes. Answers where it ends.
+ */
+export function writeRecord(
+  buf: Buffer,
+  at: number,
+  body: number,
+  key: unknown,
+  value: unknown,
+  headers: Record<string, unknown> | undefined,
+  offsetDelta: number,
+  timestampDelta: number,
+): number {
+  at = writeVarInt(buf, at, body);
+  buf[at++] = 0; // attributes: none
+  at = writeUVarLong(buf, at, zigzagLong(timestampDelta));
+  at = writeVarInt(buf, at, offsetDelta);
+  at = writeVarIntBytes(buf, at, bytesOf(key) as string | Buffer | null);
+  at = writeVarIntBytes(buf, at, bytesOf(value) as string | Buffer | null);
+  let count = 0;
+  for (const name in headers) {
+    if (!Object.prototype.hasOwnProperty.call(headers, name)) continue;
+    const h = headers[name];
+    count += Array.isArray(h) ? h.length : 1;
+  }
+  at = writeVarInt(buf, at, count);
+  for (const name in headers) {
+    if (!Object.prototype.hasOwnProperty.call(headers, name)) continue;
+    const h = headers[name];
+    if (Array.isArray(h)) for (const one of h as (string | Buffer)[]) at = writeHeader(buf, at, name, one);
+    else at = writeHeader(buf, at, name, h as string | Buffer);
+  }
+  return at;
+}
+
+/** A header's bytes (its name and value, each with its varint length), or -1 for a value that is not a string or a Buffer. */
+function headerSize(name: string, value: unknown): number {
+  let valueBytes: number;
+  if (typeof value === 'string') valueBytes = utf8Length(value);
+  else if (Buffer.isBuffer(value)) valueBytes = value.length;
+  else return -1;
+  const nameBytes = utf8Length(name);
+  return sizeOfVarInt(nameBytes) + nameBytes + sizeOfVarInt(valueBytes) + valueBytes;
+}
+
+function writeHeader(buf: Buffer, at: number, name: string, value: string | Buffer): number {
+  const nameBytes = utf8Length(name);
+  at = writeVarInt(buf, at, nameBytes);
+  at = writeUtf8(buf, at, name, nameBytes);
+  return writeVarIntBytes(buf, at, value);
+}
+
+/** A 64-bit zigzag of a safe integer below 2^52 either way, as a number. */
+const zigzagLong = (value: number) => (value >= 0 ? value * 2 : -value * 2 - 1);
 
 /** A key or value to write: null (absent), a string or a Buffer; false when kafkajs would write it otherwise. */
 function bytesOf(v: unknown): string | Buffer | null | false {
