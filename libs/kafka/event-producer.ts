@@ -2,7 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { Kafka, Message, PartitionerArgs, Partitioners, Producer } from 'kafkajs';
 import { ErrorCode, EventMeshError } from '@libs/errors';
 import { EventFrame, frameToKafkaMessage } from '@libs/frame';
-import { installFastKafkajsEncoding } from './kafkajs-encoding';
+import { installFastKafkajsEncoding } from '@libs/kafkajs-patches';
 import type { TopicAdmin } from './topic-admin';
 import { knownPartitioner } from './known-partitioner';
 

@@ -1,7 +1,7 @@
 import { Kafka, logLevel as KafkaLogLevel, LogEntry } from 'kafkajs';
 import type { EventMeshConfig } from '@libs/config';
 import { createLogger } from '@libs/logging';
-import { installIdleRequestQueueFix } from './kafkajs-request-queue';
+import { installIdleRequestQueueFix } from '@libs/kafkajs-patches';
 import { socketFactoryDroppingSilentLinks } from './silent-links';
 
 /**

@@ -1,5 +1,5 @@
 import type { IHeaders, Kafka } from 'kafkajs';
-import { installFastKafkajsEncoding } from './kafkajs-encoding';
+import { installFastKafkajsEncoding } from '@libs/kafkajs-patches';
 
 /**
  * Reads chosen partitions from chosen offsets, with no consumer group: the runtime decides who reads what and

@@ -4,7 +4,7 @@ import path from 'node:path';
 /**
  * The tree's path alias (`@libs/<name>` is `libs/<name>`, tsconfig.json) for code jest loads outside its module
  * registry, where its moduleNameMapper does not apply: the global setup (imported first there) and the child
- * processes a unit spec runs on TypeScript source (libs/kafka/kafkajs-encoding.spec.ts).
+ * processes a unit spec runs on TypeScript source (libs/kafkajs-patches/kafkajs-encoding.spec.ts).
  */
 const libs = path.resolve(__dirname, '../../libs');
 type Resolve = (request: string, ...rest: unknown[]) => string;
