@@ -22,8 +22,10 @@ import {
 /**
  * The connector runtime against hand-written baselines, in the same run on the same servers (issue 35):
  * - outbox -> mesh: the outbox job (connector replica -> SDK -> instance -> Kafka) against a minimal relay (a loop
- *   reading the outbox table by id and calling kafkajs `sendBatch`, at least once only); N rows committed at once,
- *   timed from the commit until the job's position is past them (the relay: until its last batch was acked);
+ *   reading the outbox table by id and calling kafkajs `sendBatch`, at least once only); each arm first moves 500
+ *   warm-up rows (the job's run started, the relay's producer connected, both code paths compiled), then N rows
+ *   committed at once, timed from the commit until the job's position is past them (the relay: until its last batch
+ *   was acked);
  * - mesh -> table: the table sink job (a STREAM subscription through the SDK, a ledger row per event) against a
  *   kafkajs consumer group inserting each batch in one statement; each arm first writes 500 warm-up events (the
  *   job's stream open, the group joined), then N events are published (the same SDK publish in both), timed from
@@ -37,7 +39,7 @@ const EVENTS = Number(process.env.BENCH_EVENTS ?? 20000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const PACE = Number(process.env.BENCH_PACE ?? 200);
 const BATCH = 500;
-/** Events each sink arm writes before its clock starts. */
+/** Rows (events) each arm moves before its clock starts. */
 const WARM_UP = 500;
 /** BENCH_CONNECTORS_ONLY=outbox: the outbox -> mesh comparison alone (no sink arms, no latency run). */
 const OUTBOX_ONLY = process.env.BENCH_CONNECTORS_ONLY === 'outbox';
@@ -236,16 +238,19 @@ async function main(): Promise<void> {
       async () => (await api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
       60000,
     );
+    // The committed count itself (what /admin/jobs shows), read from the connector runtime's position store: asking
+    // the replica every 20 ms would put the admin API's work on the job's process.
+    const moved = async () =>
+      Number(
+        (await positions.query('SELECT moved FROM connectors.job_positions WHERE job_id = $1', [id])).rows[0]?.moved ??
+          0,
+      );
+    await insertRows(table, 1, WARM_UP);
+    await until('the warm-up rows published', async () => ((await moved()) >= WARM_UP ? true : undefined), 600000, 20);
     const result = await timed(
       'outbox -> mesh: outbox job',
-      () => insertRows(table, 1, EVENTS),
-      // The committed count itself (what /admin/jobs shows), read from the connector runtime's position store: asking
-      // the replica every 20 ms would put the admin API's work on the job's process.
-      async () =>
-        Number(
-          (await positions.query('SELECT moved FROM connectors.job_positions WHERE job_id = $1', [id])).rows[0]
-            ?.moved ?? 0,
-        ) >= EVENTS,
+      () => insertRows(table, WARM_UP + 1, EVENTS),
+      async () => (await moved()) >= WARM_UP + EVENTS,
     );
     await api('DELETE', `/admin/jobs/${id}`);
     return result;
@@ -255,11 +260,10 @@ async function main(): Promise<void> {
     const table = await outbox();
     const producer = kafka.producer();
     await producer.connect();
-    const relay = async () => {
-      await insertRows(table, 1, EVENTS);
-      let last = 0;
+    let last = 0;
+    const relay = async (count: number) => {
       let sent = 0;
-      while (sent < EVENTS) {
+      while (sent < count) {
         const { rows } = await db.query<{ id: string; aggregateid: string; type: string; payload: unknown }>(
           `SELECT id, aggregateid, type, payload FROM ${table} WHERE id > $1 ORDER BY id LIMIT ${BATCH}`,
           [last],
@@ -281,7 +285,16 @@ async function main(): Promise<void> {
         sent += rows.length;
       }
     };
-    const result = await timed('outbox -> mesh: kafkajs relay', relay, async () => true);
+    await insertRows(table, 1, WARM_UP);
+    await relay(WARM_UP);
+    const result = await timed(
+      'outbox -> mesh: kafkajs relay',
+      async () => {
+        await insertRows(table, WARM_UP + 1, EVENTS);
+        await relay(EVENTS);
+      },
+      async () => true,
+    );
     await producer.disconnect();
     return result;
   };

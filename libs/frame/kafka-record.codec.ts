@@ -1,6 +1,6 @@
 import type { IHeaders, Message } from 'kafkajs';
 import { CE_SPECVERSION } from './cloudevent-attributes';
-import { EventFrame, ExtensionValue, OPTIONAL_ATTRIBUTES, partitionKeyOf } from './event-frame';
+import { EventFrame, partitionKeyOf } from './event-frame';
 
 /** The runtime's record header naming the request that published the event (EventFrame.requestId). */
 export const REQUEST_ID_RECORD_HEADER = 'eventmesh_requestid';
@@ -32,31 +32,59 @@ export function frameToKafkaMessage(frame: EventFrame): Message {
 
 export class KafkaRecordError extends Error {}
 
-/** Reads a record written by {@link frameToKafkaMessage} (or by any binary-mode CloudEvents producer). */
+/**
+ * Reads a record written by {@link frameToKafkaMessage} (or by any binary-mode CloudEvents producer). Header names
+ * are matched without regard to case; of two that differ only in case, the later one counts. One pass over the
+ * headers straight into the frame: this runs once per delivered event.
+ */
 export function frameFromKafkaRecord(headers: IHeaders | undefined, value: Buffer | null): EventFrame {
-  const attrs: Record<string, string> = {};
+  const frame: EventFrame = { id: '', source: '', type: '', extensions: {} };
+  let specversion: string | undefined;
+  let id: string | undefined;
+  let source: string | undefined;
+  let type: string | undefined;
   let contentType: string | undefined;
   let requestId: string | undefined;
-  for (const [name, raw] of Object.entries(headers ?? {})) {
+  for (const name in headers) {
+    if (!Object.prototype.hasOwnProperty.call(headers, name)) continue;
+    const raw = headers[name];
     if (raw === undefined) continue;
     const text = Array.isArray(raw) ? String(raw[0]) : Buffer.isBuffer(raw) ? raw.toString('utf8') : String(raw);
     const lower = name.toLowerCase();
     if (lower === 'content-type') contentType = text;
-    else if (lower.startsWith('ce_')) attrs[lower.slice(3)] = text;
     else if (lower === REQUEST_ID_RECORD_HEADER) requestId = text;
+    else if (lower.startsWith('ce_')) {
+      const attribute = lower.slice(3);
+      switch (attribute) {
+        case 'specversion':
+          specversion = text;
+          break;
+        case 'id':
+          id = text;
+          break;
+        case 'source':
+          source = text;
+          break;
+        case 'type':
+          type = text;
+          break;
+        case 'subject':
+        case 'time':
+        case 'datacontenttype':
+        case 'dataschema':
+          frame[attribute] = text;
+          break;
+        default:
+          frame.extensions[attribute] = text;
+      }
+    }
   }
-  const { specversion, id, source, type, ...rest } = attrs;
   if (specversion !== CE_SPECVERSION || !id || !source || !type) {
     throw new KafkaRecordError('record is not a binary-mode CloudEvents 1.0 record');
   }
-  const frame: EventFrame = { id, source, type, extensions: {} };
-  for (const [name, text] of Object.entries(rest)) {
-    if ((OPTIONAL_ATTRIBUTES as readonly string[]).includes(name)) {
-      frame[name as (typeof OPTIONAL_ATTRIBUTES)[number]] = text;
-    } else {
-      frame.extensions[name] = text as ExtensionValue;
-    }
-  }
+  frame.id = id;
+  frame.source = source;
+  frame.type = type;
   if (contentType !== undefined) frame.datacontenttype = contentType;
   if (value !== null) frame.data = value;
   if (requestId !== undefined) frame.requestId = requestId;
