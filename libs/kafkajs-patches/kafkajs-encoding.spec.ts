@@ -3,6 +3,7 @@ import { execFileSync } from 'node:child_process';
 import path from 'node:path';
 import fc from 'fast-check';
 import type { FastKafkajsEncoding } from './kafkajs-encoding';
+import { murmur2 } from './kafkajs-murmur2';
 import { encodeProduceRequest, groupMessagesPerPartition, type ProduceRequestArgs } from './kafkajs-produce-request';
 
 /**
@@ -43,11 +44,13 @@ let kafkajsDecodeRecord!: (decoder: object, batchContext: object) => object;
 type ProduceRequest = (args: ProduceRequestArgs) => { apiVersion: number; encode(): Promise<Encoded> };
 let kafkajsProduceV3!: ProduceRequest;
 let kafkajsGroup!: typeof groupMessagesPerPartition;
+let kafkajsMurmur2!: typeof murmur2;
 let Long!: Parameters<typeof encodeProduceRequest>[1];
 jest.isolateModules(() => {
   pristine = load();
   kafkajsProduceV3 = require('kafkajs/src/protocol/requests/produce/v3/request');
   kafkajsGroup = require('kafkajs/src/producer/groupMessagesPerPartition');
+  kafkajsMurmur2 = require('kafkajs/src/producer/partitioners/default/murmur2');
   Long = require('kafkajs/src/utils/long');
   Decoder = require('kafkajs/src/protocol/decoder');
   kafkajsDecodeRecord = require('kafkajs/src/protocol/recordBatch/record/v0/decoder');
@@ -318,6 +321,20 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
     expect(encodeProduceRequest(args({}, { timestamp: '1764547200000' }), Long)).toBeUndefined();
   });
 
+  it("hashes every key to kafkajs's murmur2, so a keyed event goes to the partition it did", () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ unit: 'grapheme', maxLength: 80 }), bytes(80), fc.integer()), (key) =>
+        expect(murmur2(key)).toBe(kafkajsMurmur2(key)),
+      ),
+      { seed: 90079, numRuns: 2000 },
+    );
+    // Every length's tail (0 to 3 bytes past a multiple of 4), with high bytes.
+    for (let n = 0; n <= 12; n++) {
+      const key = Buffer.alloc(n, 0xff - n);
+      expect(murmur2(key)).toBe(kafkajsMurmur2(key));
+    }
+  });
+
   it('groups messages by partition into the object kafkajs does', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: 7 }), { maxLength: 60 }), fc.boolean(), (partitions, known) => {
@@ -404,6 +421,7 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
       recordDecoder: true,
       produceRequest: true,
       groupByPartition: true,
+      murmur2: true,
     });
     expect(out.ours).toBe(true);
     expect(out.recordOurs).toBe(true);
@@ -421,6 +439,7 @@ describe('faster kafkajs encoding (fast-check, fixed seeds)', () => {
       recordDecoder: true,
       produceRequest: true,
       groupByPartition: true,
+      murmur2: true,
     });
     expect(out.batch).toBe(await kafkajsBatch());
   });

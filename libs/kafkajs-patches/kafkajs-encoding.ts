@@ -1,5 +1,6 @@
 import { crc32c as nativeCrc32c } from '@node-rs/crc32';
 import { createLogger } from '@libs/logging';
+import { murmur2 } from './kafkajs-murmur2';
 import { encodeProduceRequest, groupMessagesPerPartition, type ProduceRequestArgs } from './kafkajs-produce-request';
 import {
   decodeRecord,
@@ -49,6 +50,8 @@ export interface FastKafkajsEncoding {
   produceRequest: boolean;
   /** A produce's messages grouped by partition in one pass (kafkajs copies each partition's list for every message). */
   groupByPartition: boolean;
+  /** The default partitioner's murmur2 in 32-bit arithmetic ({@link murmur2}). */
+  murmur2: boolean;
 }
 
 let installed: FastKafkajsEncoding | undefined;
@@ -105,6 +108,7 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
       recordDecoder: false,
       produceRequest: false,
       groupByPartition: false,
+      murmur2: false,
     });
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const Encoder = require('kafkajs/src/protocol/encoder') as KafkajsEncoderClass;
@@ -136,6 +140,7 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
     // After the record encoder: kafkajs's own produce request, kept for what this one leaves to it, loads it.
     produceRequest: installProduceRequest(),
     groupByPartition: installGroupByPartition(),
+    murmur2: installMurmur2(),
   };
   if (!installed.crc32c)
     createLogger('kafka').warn('kafkajs had loaded its record batch encoder already; it keeps its own CRC32C');
@@ -149,6 +154,8 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
     );
   if (!installed.groupByPartition)
     createLogger('kafka').warn('kafkajs keeps its own grouping of messages: its producer had loaded it already');
+  if (!installed.murmur2)
+    createLogger('kafka').warn('kafkajs keeps its own murmur2: its default partitioner had loaded it already');
   return installed;
 }
 
@@ -231,4 +238,12 @@ const installGroupByPartition = () =>
     'kafkajs/src/producer/sendMessages.js',
     'kafkajs/src/producer/groupMessagesPerPartition.js',
     () => groupMessagesPerPartition,
+  );
+
+/** {@link murmur2} for the murmur2 of kafkajs's default partitioner, unless the partitioner loaded already. */
+const installMurmur2 = () =>
+  replaceKafkajsModule(
+    'kafkajs/src/producer/partitioners/default/index.js',
+    'kafkajs/src/producer/partitioners/default/murmur2.js',
+    () => murmur2,
   );
