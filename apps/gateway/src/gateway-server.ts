@@ -59,7 +59,7 @@ import { Gates } from './http/gate-route';
 import { GatewayModule } from './gateway.module';
 import { registerMethodNotAllowed } from './http/method-not-allowed';
 import { nestRoutesOf } from './http/nest-routes';
-import { toHttpError } from './http/http-error';
+import { replyError } from './http/http-error';
 import { MetricsAccess } from './operations/metrics-access';
 import { publishDoc, PUBLISH_GATE, PUBLISH_PATH, PublishRoute } from './publish/publish-route';
 import { frameAdaptors } from './publish/frame-adaptors';
@@ -350,11 +350,7 @@ export async function startGateway(
       .getInstance()
       .addHook('onRequest', async (request, reply) => {
         if (!connections.isOver(request.raw)) return;
-        const { status, body, headers } = toHttpError(connections.error());
-        await reply
-          .code(status)
-          .headers({ ...headers, connection: 'close' })
-          .send(body);
+        await replyError(reply, connections.error(), { connection: 'close' });
         // An upgrade's socket is not the server's to close after the answer: close it here (after the write).
         request.raw.socket.end();
       });

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import { gateRequestOf, type Gates, keepAuthenticated, routeRequestOf } from './gate-route';
-import { toHttpError } from './http-error';
+import { replyError } from './http-error';
 import type { RouteTable } from './route-table';
 
 /**
@@ -20,12 +20,8 @@ export function registerAuthenticateFirst(fastify: FastifyInstance, routes: Rout
     try {
       await (spec.admin ? gates.admin : gates.ingress).authenticate(gated);
     } catch (e) {
-      const { status, body, headers } = toHttpError(e);
       // The body stays unread: the connection closes after the answer.
-      return reply
-        .code(status)
-        .headers({ ...headers, connection: 'close' })
-        .send(body);
+      return replyError(reply, e, { connection: 'close' });
     }
     keepAuthenticated(request, gated);
     return payload;

@@ -12,7 +12,7 @@ import {
   StreamHub,
 } from '@libs/streams';
 import { apiRouteConfig, errors } from '../http/api-route';
-import { toHttpError } from '../http/http-error';
+import { replyError } from '../http/http-error';
 
 const log = createLogger('StreamChannelRoute');
 
@@ -77,10 +77,7 @@ export function registerClusterSocket(
             holder: deps.holder,
           });
         }
-        if (refusal) {
-          const { status, body } = toHttpError(refusal);
-          return reply.code(status).send(body);
-        }
+        if (refusal) return replyError(reply, refusal);
       },
     },
     (socket: WebSocket, request: ChannelRequest) => {

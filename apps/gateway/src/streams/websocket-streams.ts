@@ -11,7 +11,7 @@ import { assertStreamHere, sendInTurn, StreamDelivery, StreamHub } from '@libs/s
 import type { SubscriptionService } from '@libs/subscriptions';
 import { apiRouteConfig, errors, GATED } from '../http/api-route';
 import { Gates, gateRequestOf } from '../http/gate-route';
-import { toHttpError } from '../http/http-error';
+import { replyError, toHttpError } from '../http/http-error';
 import { parseQuery } from '../http/parse-body';
 import { clientFilter, outcomeOf, streamQuerySchema, toWire, windowOf } from './streams.controller';
 import { answersOf, batchedPush } from './websocket-batches';
@@ -85,14 +85,15 @@ export async function registerWebSocketStreams(
         // stream connection that no socket would ever give back. Refused before the gate, holding nothing.
         // Node's HTTP parser marks the request it hands to the server's 'upgrade' listener (`upgrade`, untyped).
         if ((request.raw as { upgrade?: boolean }).upgrade !== true) {
-          const { status, body } = toHttpError(
+          return replyError(
+            reply,
             new EventMeshError(
               ErrorCode.UpgradeRequired,
               'this route is a WebSocket stream: connect with Upgrade: websocket (or use /events for SSE, /poll for long-poll)',
               { upgrade: 'websocket' },
             ),
+            { upgrade: 'websocket', connection: 'Upgrade' },
           );
-          return reply.code(status).headers({ upgrade: 'websocket', connection: 'Upgrade' }).send(body);
         }
         let admission: Admission | undefined;
         try {
@@ -112,11 +113,7 @@ export async function registerWebSocketStreams(
           await assertStreamHere(deps.subscriptions, request.params.id, admission.caller.tenant);
         } catch (e) {
           admission?.release();
-          const { status, body, headers } = toHttpError(e);
-          return reply
-            .code(status)
-            .headers(headers ?? {})
-            .send(body);
+          return replyError(reply, e);
         }
       },
     },
