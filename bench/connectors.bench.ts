@@ -11,7 +11,6 @@ import {
   createTopics,
   median,
   meterCpu,
-  NODE_ARGS,
   printTable,
   ROOT,
   RunResult,
@@ -64,22 +63,18 @@ async function appClient(database = APP_DB): Promise<Client> {
 async function startConnectors(meshUrl: string) {
   // BENCH_CONNECTORS_NODE_ARGS go to the replica's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof` to profile it.
   const nodeArgs = (process.env.BENCH_CONNECTORS_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child = spawn(
-    process.execPath,
-    [...NODE_ARGS, ...nodeArgs, path.join(ROOT, 'dist/apps/connectors/src/main.js')],
-    {
-      cwd: ROOT,
-      env: {
-        PATH: process.env.PATH ?? '',
-        ...env,
-        EVENTMESH_CONNECTORS_HTTP_PORT: '0',
-        EVENTMESH_CONNECTORS_MESH_URL: meshUrl,
-        EVENTMESH_CONNECTORS_REPLICA_ID: `bench-${randomUUID().slice(0, 6)}`,
-        EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
-      },
-      stdio: ['ignore', 'pipe', 'inherit'],
+  const child = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/apps/connectors/src/main.js')], {
+    cwd: ROOT,
+    env: {
+      PATH: process.env.PATH ?? '',
+      ...env,
+      EVENTMESH_CONNECTORS_HTTP_PORT: '0',
+      EVENTMESH_CONNECTORS_MESH_URL: meshUrl,
+      EVENTMESH_CONNECTORS_REPLICA_ID: `bench-${randomUUID().slice(0, 6)}`,
+      EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES: 'loopback',
     },
-  );
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
   children.push(child);
   let out = '';
   child.stdout!.on('data', (d: Buffer) => (out += d.toString()));

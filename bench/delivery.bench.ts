@@ -12,7 +12,6 @@ import {
   createTopics,
   median,
   meterCpu,
-  NODE_ARGS,
   percentile,
   resetOwnership,
   ROOT,
@@ -220,25 +219,21 @@ async function group(sink: Sink, producer: Producer, topic: string, ids: string[
   route.setKey(secret);
   // BENCH_GROUP_NODE_ARGS go to the member's node, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`, as BENCH_INSTANCE_NODE_ARGS to the instance's.
   const nodeArgs = (process.env.BENCH_GROUP_NODE_ARGS ?? '').split(' ').filter(Boolean);
-  const child: ChildProcess = spawn(
-    process.execPath,
-    [...NODE_ARGS, ...nodeArgs, path.join(ROOT, 'dist/bench/group-member.js')],
-    {
-      env: {
-        PATH: process.env.PATH ?? '',
-        BENCH_GROUP_TOPIC: topic,
-        BENCH_GROUP_ID: `bench-delivery-${randomUUID().slice(0, 8)}`,
-        BENCH_GROUP_SINK: route.url,
-        BENCH_GROUP_BROKERS: config.kafka.brokers.join(','),
-        BENCH_GROUP_MEMBER: 'a',
-        BENCH_GROUP_SESSION_TIMEOUT_MS: '10000',
-        BENCH_GROUP_FROM_BEGINNING: '1',
-        BENCH_GROUP_CONCURRENCY: String(PARTITIONS),
-        BENCH_GROUP_SIGNING_SECRET: secret,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
+  const child: ChildProcess = spawn(process.execPath, [...nodeArgs, path.join(ROOT, 'dist/bench/group-member.js')], {
+    env: {
+      PATH: process.env.PATH ?? '',
+      BENCH_GROUP_TOPIC: topic,
+      BENCH_GROUP_ID: `bench-delivery-${randomUUID().slice(0, 8)}`,
+      BENCH_GROUP_SINK: route.url,
+      BENCH_GROUP_BROKERS: config.kafka.brokers.join(','),
+      BENCH_GROUP_MEMBER: 'a',
+      BENCH_GROUP_SESSION_TIMEOUT_MS: '10000',
+      BENCH_GROUP_FROM_BEGINNING: '1',
+      BENCH_GROUP_CONCURRENCY: String(PARTITIONS),
+      BENCH_GROUP_SIGNING_SECRET: secret,
     },
-  );
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   try {
     return await measure(sink, producer, topic, ids, child.pid!);
   } finally {

@@ -121,12 +121,6 @@ export function printTable(results: RunResult[]): void {
 }
 
 /**
- * The V8 settings of every process a benchmark compares: the runtime's own (scripts/run.sh, the Docker image), and
- * the baselines' processes alike (a young generation of 64 MiB semi-spaces; docs/operations.md#the-node-process).
- */
-export const NODE_ARGS = ['--max-semi-space-size=64'];
-
-/**
  * Starts a built instance process and resolves with its URL once it listens. Its stdout (log and audit lines) goes
  * to a file, as a deployed instance's goes to its log collector: read through a pipe, it would cost the load
  * generator's event loop, which shares the host with the instance. BENCH_INSTANCE_LOG_DIR keeps the files
@@ -142,15 +136,11 @@ export async function startInstanceProcess(
   const logDir = process.env.BENCH_INSTANCE_LOG_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'eventmesh-bench-log-'));
   const logFile = path.join(logDir, `${env.EVENTMESH_INSTANCE_ID ?? 'instance'}-${Date.now()}.log`);
   const stdout = openSync(logFile, 'a');
-  const child = spawn(
-    process.execPath,
-    [...NODE_ARGS, ...nodeArgs, path.join(root, 'dist/apps/instance/src/main.js')],
-    {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', stdout, 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'dist/apps/instance/src/main.js')], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', stdout, 'pipe'],
+  });
   closeSync(stdout);
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));

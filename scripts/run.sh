@@ -26,10 +26,6 @@ if [[ -z ${EVENTMESH_SECURITY_SECRETS_KEYS:-} ]]; then
   export EVENTMESH_SECURITY_SECRETS_KEYS
 fi
 
-# A young generation of 64 MiB semi-spaces: events in flight (a stream's window, a lane's records) live for tens of
-# milliseconds, past two scavenges of the default 16 MiB, and were copied and promoted only to die in the old space
-# (docs/operations.md#the-node-process). NODE_OPTIONS set by the caller replaces it.
-export NODE_OPTIONS=${NODE_OPTIONS:---max-semi-space-size=64}
 node dist/apps/instance/src/main.js &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid; exit $?' INT TERM
