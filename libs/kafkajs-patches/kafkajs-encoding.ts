@@ -1,8 +1,8 @@
-import { crc32c as nativeCrc32c } from '@node-rs/crc32';
 import { createLogger } from '@libs/logging';
 import { murmur2 } from './kafkajs-murmur2';
 import { encodeProduceRequest, groupMessagesPerPartition, type ProduceRequestArgs } from './kafkajs-produce-request';
 import {
+  crc32c,
   decodeRecord,
   encodeRecord,
   type EncodedRecord,
@@ -10,6 +10,8 @@ import {
   type KafkajsDecoder,
   type KafkajsRecord,
 } from './kafkajs-records';
+
+export { crc32c };
 
 /** The kafkajs release whose `Encoder` this module knows (package.json pins it). */
 export const KAFKAJS_VERSION = '2.2.4';
@@ -27,15 +29,6 @@ interface KafkajsEncoderClass {
 }
 
 const UNSIGNED_INT32_MAX_NUMBER = 0xffffff80;
-
-/**
- * CRC32C of the bytes, unsigned: what kafkajs's `recordBatch/crc32C` computes a byte at a time in JavaScript,
- * computed by `@node-rs/crc32` (native, a maintained napi-rs package with prebuilt binaries): 0.13 ms for 650 KB (a
- * record batch of 500 events of 1 KiB), against 1.8 ms for kafkajs's, measured on this project's host.
- */
-export function crc32c(bytes: Uint8Array): number {
-  return nativeCrc32c(bytes);
-}
 
 export interface FastKafkajsEncoding {
   /** The encoder's growth and varints. */
@@ -100,16 +93,11 @@ export function isPinnedKafkajs(change: string): boolean {
  */
 export function installFastKafkajsEncoding(): FastKafkajsEncoding {
   if (installed !== undefined) return installed;
-  if (!isPinnedKafkajs('the faster record encoding'))
-    return (installed = {
-      encoder: false,
-      crc32c: false,
-      record: false,
-      recordDecoder: false,
-      produceRequest: false,
-      groupByPartition: false,
-      murmur2: false,
-    });
+  if (!isPinnedKafkajs('the faster record encoding')) {
+    installed = { encoder: false } as FastKafkajsEncoding;
+    for (const r of MODULE_REPLACEMENTS) installed[r.part] = false;
+    return installed;
+  }
   // eslint-disable-next-line @typescript-eslint/no-require-imports
   const Encoder = require('kafkajs/src/protocol/encoder') as KafkajsEncoderClass;
   Encoder.prototype.ensureAvailable = function ensureAvailable(this: KafkajsEncoder, length: number): void {
@@ -132,30 +120,12 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
     this.offset = offset;
     return this;
   };
-  installed = {
-    encoder: true,
-    crc32c: installChecksum(),
-    record: installRecordEncoder(),
-    recordDecoder: installRecordDecoder(),
-    // After the record encoder: kafkajs's own produce request, kept for what this one leaves to it, loads it.
-    produceRequest: installProduceRequest(),
-    groupByPartition: installGroupByPartition(),
-    murmur2: installMurmur2(),
-  };
-  if (!installed.crc32c)
-    createLogger('kafka').warn('kafkajs had loaded its record batch encoder already; it keeps its own CRC32C');
-  if (!installed.record)
-    createLogger('kafka').warn('kafkajs keeps its own record encoder: its produce request had loaded it already');
-  if (!installed.recordDecoder)
-    createLogger('kafka').warn('kafkajs keeps its own record decoder: its record batch decoder had loaded it already');
-  if (!installed.produceRequest)
-    createLogger('kafka').warn(
-      'kafkajs keeps its own produce request encoder: its later versions had loaded it already',
-    );
-  if (!installed.groupByPartition)
-    createLogger('kafka').warn('kafkajs keeps its own grouping of messages: its producer had loaded it already');
-  if (!installed.murmur2)
-    createLogger('kafka').warn('kafkajs keeps its own murmur2: its default partitioner had loaded it already');
+  installed = { encoder: true } as FastKafkajsEncoding;
+  // In this order: kafkajs's own produce request, kept for what the faster one leaves to it, loads the record encoder.
+  for (const r of MODULE_REPLACEMENTS) {
+    installed[r.part] = replaceKafkajsModule(r.holders, r.module, r.replace);
+    if (!installed[r.part]) createLogger('kafka').warn(`kafkajs keeps its own ${r.what}: ${r.kept}`);
+  }
   return installed;
 }
 
@@ -166,12 +136,12 @@ export function installFastKafkajsEncoding(): FastKafkajsEncoding {
  * would not give it).
  */
 function replaceKafkajsModule(
-  holderPaths: string | string[],
+  holderPaths: string[],
   modulePath: string,
   replace: (kafkajs: unknown) => unknown,
 ): boolean {
   try {
-    const holders = (Array.isArray(holderPaths) ? holderPaths : [holderPaths]).map((h) => require.resolve(h));
+    const holders = holderPaths.map((h) => require.resolve(h));
     const path = require.resolve(modulePath);
     if (holders.some((holder) => require.cache[holder])) return false;
     // eslint-disable-next-line @typescript-eslint/no-require-imports
@@ -184,42 +154,59 @@ function replaceKafkajsModule(
   }
 }
 
-/** {@link crc32c} for kafkajs's checksum, unless its record batch encoder has loaded already. */
-const installChecksum = () =>
-  replaceKafkajsModule(
-    'kafkajs/src/protocol/recordBatch/v0/index.js',
-    'kafkajs/src/protocol/recordBatch/crc32C/index.js',
-    () => crc32c,
-  );
-
-/** {@link encodeRecord} for kafkajs's record encoder (its own for the rest), unless its produce request loaded. */
-const installRecordEncoder = () =>
-  replaceKafkajsModule(
-    'kafkajs/src/protocol/requests/produce/v3/request.js',
-    'kafkajs/src/protocol/recordBatch/record/v0/index.js',
-    (kafkajs) => {
+/**
+ * The kafkajs modules replaced, each in Node's module cache unless one of its `holders` (the kafkajs modules that
+ * require it once, when they load) has loaded already and keeps kafkajs's own.
+ */
+const MODULE_REPLACEMENTS: {
+  part: Exclude<keyof FastKafkajsEncoding, 'encoder'>;
+  holders: string[];
+  module: string;
+  replace: (kafkajs: unknown) => unknown;
+  /** What kafkajs keeps when the replacement cannot go in, and why. */
+  what: string;
+  kept: string;
+}[] = [
+  {
+    part: 'crc32c',
+    holders: ['kafkajs/src/protocol/recordBatch/v0/index.js'],
+    module: 'kafkajs/src/protocol/recordBatch/crc32C/index.js',
+    replace: () => crc32c,
+    what: 'CRC32C',
+    kept: 'its record batch encoder had loaded it already',
+  },
+  {
+    // Its own for what encodeRecord leaves to it.
+    part: 'record',
+    holders: ['kafkajs/src/protocol/requests/produce/v3/request.js'],
+    module: 'kafkajs/src/protocol/recordBatch/record/v0/index.js',
+    replace: (kafkajs) => {
       const own = kafkajs as (record: KafkajsRecord) => EncodedRecord;
       return (record: KafkajsRecord) => encodeRecord(record) ?? own(record);
     },
-  );
-
-/** {@link decodeRecord} for kafkajs's record decoder (its own for the rest), unless its batch decoder loaded. */
-const installRecordDecoder = () =>
-  replaceKafkajsModule(
-    'kafkajs/src/protocol/recordBatch/v0/decoder.js',
-    'kafkajs/src/protocol/recordBatch/record/v0/decoder.js',
-    (kafkajs) => {
+    what: 'record encoder',
+    kept: 'its produce request had loaded it already',
+  },
+  {
+    part: 'recordDecoder',
+    holders: ['kafkajs/src/protocol/recordBatch/v0/decoder.js'],
+    module: 'kafkajs/src/protocol/recordBatch/record/v0/decoder.js',
+    replace: (kafkajs) => {
       const own = kafkajs as (d: KafkajsDecoder, c?: KafkajsBatchContext) => object;
       return (d: KafkajsDecoder, c?: KafkajsBatchContext) => decodeRecord(d, c) ?? own(d, c);
     },
-  );
-
-/** kafkajs's produce request v3 (v4 and v5 require it, v6 and v7 those) building its body with {@link encodeProduceRequest}. */
-const installProduceRequest = () =>
-  replaceKafkajsModule(
-    ['kafkajs/src/protocol/requests/produce/v4/request.js', 'kafkajs/src/protocol/requests/produce/v5/request.js'],
-    'kafkajs/src/protocol/requests/produce/v3/request.js',
-    (kafkajs) => {
+    what: 'record decoder',
+    kept: 'its record batch decoder had loaded it already',
+  },
+  {
+    // v4 and v5 require v3, v6 and v7 those.
+    part: 'produceRequest',
+    holders: [
+      'kafkajs/src/protocol/requests/produce/v4/request.js',
+      'kafkajs/src/protocol/requests/produce/v5/request.js',
+    ],
+    module: 'kafkajs/src/protocol/requests/produce/v3/request.js',
+    replace: (kafkajs) => {
       const own = kafkajs as (args: ProduceRequestArgs) => { encode(): Promise<unknown> };
       // eslint-disable-next-line @typescript-eslint/no-require-imports
       const Long = require('kafkajs/src/utils/long') as Parameters<typeof encodeProduceRequest>[1];
@@ -230,20 +217,23 @@ const installProduceRequest = () =>
         return request;
       };
     },
-  );
-
-/** kafkajs's grouping of a produce's messages by partition, in one pass ({@link groupMessagesPerPartition}). */
-const installGroupByPartition = () =>
-  replaceKafkajsModule(
-    'kafkajs/src/producer/sendMessages.js',
-    'kafkajs/src/producer/groupMessagesPerPartition.js',
-    () => groupMessagesPerPartition,
-  );
-
-/** {@link murmur2} for the murmur2 of kafkajs's default partitioner, unless the partitioner loaded already. */
-const installMurmur2 = () =>
-  replaceKafkajsModule(
-    'kafkajs/src/producer/partitioners/default/index.js',
-    'kafkajs/src/producer/partitioners/default/murmur2.js',
-    () => murmur2,
-  );
+    what: 'produce request encoder',
+    kept: 'its later versions had loaded it already',
+  },
+  {
+    part: 'groupByPartition',
+    holders: ['kafkajs/src/producer/sendMessages.js'],
+    module: 'kafkajs/src/producer/groupMessagesPerPartition.js',
+    replace: () => groupMessagesPerPartition,
+    what: 'grouping of messages',
+    kept: 'its producer had loaded it already',
+  },
+  {
+    part: 'murmur2',
+    holders: ['kafkajs/src/producer/partitioners/default/index.js'],
+    module: 'kafkajs/src/producer/partitioners/default/murmur2.js',
+    replace: () => murmur2,
+    what: 'murmur2',
+    kept: 'its default partitioner had loaded it already',
+  },
+];

@@ -1,5 +1,4 @@
-import { crc32c } from '@node-rs/crc32';
-import { recordBodySize, writeRecord, type EncodedRecord } from './kafkajs-records';
+import { crc32c, recordBodySize, sizeOfVarInt, writeRecord, type EncodedRecord } from './kafkajs-records';
 
 /** kafkajs's `utils/long`: what its producer hands over as the producer id. */
 interface KafkajsLongClass {
@@ -87,7 +86,7 @@ export function encodeProduceRequest(
         if (body < 0) return undefined;
         bodies.push(body);
         deltas.push(delta);
-        size += varIntSize(body) + body;
+        size += sizeOfVarInt(body) + body;
       }
     }
   }
@@ -152,17 +151,6 @@ function writeString(buf: Buffer, at: number, s: string | null): number {
 function writeInt64(buf: Buffer, at: number, long: { getHighBits(): number; getLowBits(): number }): number {
   at = buf.writeInt32BE(long.getHighBits(), at);
   return buf.writeInt32BE(long.getLowBits(), at);
-}
-
-/** Bytes of a zigzag varint of a record's length (non-negative, below 2^31). */
-function varIntSize(value: number): number {
-  let v = value * 2;
-  let bytes = 1;
-  while (v >= 0x80) {
-    bytes++;
-    v = Math.floor(v / 0x80);
-  }
-  return bytes;
 }
 
 /**
