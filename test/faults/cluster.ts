@@ -1,6 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { createServer } from 'node:net';
-import type { AddressInfo } from 'node:net';
 import { Client, Connection } from '@temporalio/client';
 import { Client as PgClient } from 'pg';
 import { loadConfig } from '@libs/config';
@@ -35,15 +33,6 @@ interface LogEntry {
 }
 
 export type InstanceState = 'up' | 'paused' | 'killed' | 'stopped';
-
-/** A free loopback port (the instance keeps it across restarts, so its clients keep their URL). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise<void>((resolve) => server.close(() => resolve()));
-  return port;
-}
 
 /**
  * One runtime instance process under test, with its links: a fixed HTTP port, a fault proxy to Postgres and to
@@ -80,13 +69,15 @@ export class FaultInstance {
   }
 
   async start(): Promise<void> {
-    if (this.port === 0) {
-      this.port = await freePort();
+    const first = this.port === 0;
+    if (first) {
       const config = loadConfig(testEnv(this.options.env));
+      // The first start binds a port the system picks as it listens (a port picked before, then bound by the
+      // instance, can be taken in between by any connection of the host); restarts keep it (below).
       const env: Record<string, string> = {
         ...this.options.env,
         EVENTMESH_INSTANCE_ID: this.id,
-        EVENTMESH_HTTP_PORT: String(this.port),
+        EVENTMESH_HTTP_PORT: '0',
       };
       if (this.options.proxyPostgres) {
         this.postgres = new FaultProxy(config.postgres.host, config.postgres.port);
@@ -104,7 +95,11 @@ export class FaultInstance {
     }
     if (this.process) this.earlierOutput += this.process.stdout + this.process.stderr;
     this.process = InstanceProcess.spawn(this.env, INSTANCE_ENTRY);
-    await this.process.ready(90000);
+    const url = await this.process.ready(90000);
+    if (first) {
+      this.port = Number(new URL(url).port);
+      this.env.EVENTMESH_HTTP_PORT = String(this.port);
+    }
     this.state = 'up';
   }
 
