@@ -41,8 +41,15 @@ const PACE = Number(process.env.BENCH_PACE ?? 200);
 const BATCH = 500;
 /** Rows (events) each arm moves before its clock starts. */
 const WARM_UP = 500;
-/** BENCH_CONNECTORS_ONLY=outbox: the outbox -> mesh comparison alone (no sink arms, no latency run). */
-const OUTBOX_ONLY = process.env.BENCH_CONNECTORS_ONLY === 'outbox';
+/**
+ * BENCH_CONNECTORS_ONLY=outbox: the outbox -> mesh comparison alone (no sink arms, no latency run); `sink`: the
+ * mesh -> table comparison alone.
+ */
+const ONLY = process.env.BENCH_CONNECTORS_ONLY;
+if (ONLY !== undefined && ONLY !== 'outbox' && ONLY !== 'sink')
+  throw new Error(`BENCH_CONNECTORS_ONLY must be outbox or sink, not ${ONLY}`);
+const OUTBOX_ONLY = ONLY === 'outbox';
+const SINK_ONLY = ONLY === 'sink';
 /** The processes this run started: stopped however it ends. */
 const children: ChildProcess[] = [];
 
@@ -349,28 +356,40 @@ async function main(): Promise<void> {
     return result;
   };
 
-  const rounds: { outbox: [RunResult, RunResult]; table?: [RunResult, RunResult] }[] = [];
+  const rounds: { outbox?: [RunResult, RunResult]; table?: [RunResult, RunResult] }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const even = r % 2 === 0;
-    const ob = even
-      ? [await outboxViaJob(), await outboxViaRelay()]
-      : [await outboxViaRelay(), await outboxViaJob()].reverse();
+    const ob = SINK_ONLY
+      ? []
+      : even
+        ? [await outboxViaJob(), await outboxViaRelay()]
+        : [await outboxViaRelay(), await outboxViaJob()].reverse();
     const tb = OUTBOX_ONLY
       ? undefined
       : even
         ? [await tableViaJob(), await tableViaGroup()]
         : [await tableViaGroup(), await tableViaJob()].reverse();
-    rounds.push({ outbox: ob as [RunResult, RunResult], table: tb as [RunResult, RunResult] | undefined });
+    rounds.push({
+      outbox: SINK_ONLY ? undefined : (ob as [RunResult, RunResult]),
+      table: tb as [RunResult, RunResult] | undefined,
+    });
     console.log(`\nround ${r + 1} of ${ROUNDS}:`);
     printTable([...ob, ...(tb ?? [])]);
     console.log(
-      `ratios: outbox job / relay ${(ob[0].perSecond / ob[1].perSecond).toFixed(2)}x` +
-        (tb ? `, sink job / consumer group ${(tb[0].perSecond / tb[1].perSecond).toFixed(2)}x` : ''),
+      [
+        ...(SINK_ONLY ? [] : [`outbox job / relay ${(ob[0].perSecond / ob[1].perSecond).toFixed(2)}x`]),
+        ...(tb ? [`sink job / consumer group ${(tb[0].perSecond / tb[1].perSecond).toFixed(2)}x`] : []),
+      ]
+        .join(', ')
+        .replace(/^/, 'ratios: '),
     );
   }
-  if (OUTBOX_ONLY) {
-    const ratios = rounds.map((r) => r.outbox[0].perSecond / r.outbox[1].perSecond);
-    console.log(`\n${ROUNDS} rounds of ${EVENTS} rows each: outbox job / relay, median ${median(ratios).toFixed(2)}x`);
+  if (ONLY !== undefined) {
+    const ratios = rounds.map((r) =>
+      r.outbox ? r.outbox[0].perSecond / r.outbox[1].perSecond : r.table![0].perSecond / r.table![1].perSecond,
+    );
+    const what = OUTBOX_ONLY ? 'outbox job / relay' : 'sink job / consumer group';
+    console.log(`\n${ROUNDS} rounds of ${EVENTS} rows each: ${what}, median ${median(ratios).toFixed(2)}x`);
     connectors.child.kill('SIGTERM');
     await instance.stop();
     await db.end();
@@ -407,7 +426,7 @@ async function main(): Promise<void> {
   const med = (pick: (r: (typeof rounds)[number]) => RunResult | undefined) =>
     median(rounds.map((r) => pick(r)!.perSecond));
   console.log(
-    `- outbox -> mesh: job ${med((r) => r.outbox[0]).toFixed(0)}/s, relay ${med((r) => r.outbox[1]).toFixed(0)}/s, ratio ${median(rounds.map((r) => r.outbox[0].perSecond / r.outbox[1].perSecond)).toFixed(2)}x (goal 0.7x)`,
+    `- outbox -> mesh: job ${med((r) => r.outbox?.[0]).toFixed(0)}/s, relay ${med((r) => r.outbox?.[1]).toFixed(0)}/s, ratio ${median(rounds.map((r) => r.outbox![0].perSecond / r.outbox![1].perSecond)).toFixed(2)}x (goal 0.7x)`,
   );
   console.log(
     `- mesh -> table: job ${med((r) => r.table?.[0]).toFixed(0)}/s, group ${med((r) => r.table?.[1]).toFixed(0)}/s, ratio ${median(rounds.map((r) => r.table![0].perSecond / r.table![1].perSecond)).toFixed(2)}x (goal 0.8x)`,

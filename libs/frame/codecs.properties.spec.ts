@@ -6,6 +6,7 @@ import { contextAttributes, frameToStructured } from './cloudevent-attributes';
 import type { EventFrame } from './event-frame';
 import { frameToHttpBinary } from './http-binary.codec';
 import { frameFromKafkaRecord, frameToKafkaMessage } from './kafka-record.codec';
+import { structuredJsonBytesOf, structuredJsonOf } from './structured-json';
 
 /**
  * Round trips of the frame through its codecs over generated frames (fast-check, fixed seeds; each property runs
@@ -106,6 +107,31 @@ describe('frame codec round trips (fast-check, fixed seeds)', () => {
         expect(back).toEqual(expected);
       }),
       { seed: 90063, numRuns: 500 },
+    );
+  });
+
+  it('structuredJsonOf and its bytes are the JSON of frameToStructured, for JSON data as written by anyone and for any other data', () => {
+    // JSON data as a client may send it (spaced, escaped, nested), bytes that are not JSON, text, or none.
+    const data = fc.oneof(
+      fc
+        .jsonValue({ maxDepth: 3 })
+        .chain((v) => fc.constantFrom(0, 2).map((indent) => Buffer.from(` ${JSON.stringify(v, null, indent)}\n`))),
+      fc.uint8Array({ maxLength: 32 }).map((b) => Buffer.from(b)),
+      ceString().map((t) => Buffer.from(t)),
+      fc.constant(undefined),
+    );
+    const frame = frameArbitrary(fc.oneof(ceString(), fc.integer(), fc.boolean())).chain((f) =>
+      fc
+        .tuple(data, fc.constantFrom(undefined, 'application/json', 'text/plain', 'application/x+json; charset=utf-8'))
+        .map(([d, type]) => ({ ...f, data: d, datacontenttype: type ?? f.datacontenttype })),
+    );
+    fc.assert(
+      fc.property(frame, (f) => {
+        const text = structuredJsonOf(f);
+        expect(JSON.parse(text)).toEqual(frameToStructured(f));
+        expect(structuredJsonBytesOf(f).toString('utf8')).toBe(text);
+      }),
+      { seed: 90065, numRuns: 500 },
     );
   });
 

@@ -34,4 +34,30 @@ describe('RecentReads', () => {
     fail = true;
     expect(await recent.get('a')).toEqual(['rows']);
   });
+
+  it('peeks at a read within its memory once it came back, and at nothing before, after it, or once forgotten', async () => {
+    let now = 1_000;
+    const clock = jest.spyOn(Date, 'now').mockImplementation(() => now);
+    try {
+      let release: (rows: string[]) => void = () => undefined;
+      const recent = new RecentReads(
+        () => new Promise<string[]>((resolve) => (release = resolve)),
+        100,
+        [] as string[],
+      );
+      expect(recent.peek('a')).toBeUndefined();
+      const read = recent.get('a');
+      expect(recent.peek('a')).toBeUndefined();
+      release(['rows']);
+      await read;
+      expect(recent.peek('a')).toEqual(['rows']);
+      now += 100;
+      expect(recent.peek('a')).toBeUndefined();
+      now -= 1;
+      recent.forget('a');
+      expect(recent.peek('a')).toBeUndefined();
+    } finally {
+      clock.mockRestore();
+    }
+  });
 });

@@ -91,6 +91,11 @@ class FakePresence {
     return Promise.resolve(this.rows.filter((r) => r.subscriptionId === subscriptionId));
   }
   forget(): void {}
+  knownHoldersOf(subscriptionId: string): PresenceRow[] | undefined {
+    return this.known ? this.rows.filter((r) => r.subscriptionId === subscriptionId) : undefined;
+  }
+  /** Whether the rows count as read a moment ago (the router's fast path) or are read on each delivery. */
+  known = false;
 }
 
 const until = async <T>(what: string, probe: () => T | undefined | false, timeoutMs = 5000): Promise<T> => {
@@ -277,6 +282,25 @@ describe('ClusterStreamRouter over the internal channel', () => {
       kind: 'reject',
       reason: 'no',
     });
+  });
+
+  it('hands a delivery to this process at once while the holders it remembers are this process alone, and weighs a remembered remote holder', async () => {
+    presence.known = true;
+    const near = member('sse:near', 2);
+    localHub.connect(near);
+    const one = router.deliver(target(), frame, undefined, { epoch: 3 });
+    // Pushed in the same turn: no read of the holders before it.
+    expect(near.got.map((d) => d.deliveryId)).toEqual([expect.stringMatching(/^3\./)]);
+    // A remote holder remembered, with less of its window held: it takes the next delivery, as the router chooses.
+    const far = member('ws:far', 2);
+    remote.hub.connect(far);
+    presence.rows = [remote.row(1, 2)];
+    const two = router.deliver(target(), frame);
+    const d = await until('the remote delivery', () => far.got[0]);
+    expect(near.got).toHaveLength(1);
+    remote.hub.answer(d.deliveryId, { kind: 'ack' });
+    localHub.answer(near.got[0].deliveryId, { kind: 'ack' });
+    expect([await one, await two]).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
   });
 
   it('waits, with nobody connected anywhere, until a client connects', async () => {

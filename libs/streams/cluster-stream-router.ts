@@ -40,14 +40,37 @@ export class ClusterStreamRouter implements StreamDeliverer {
     private readonly self: string,
   ) {}
 
-  async deliver(
+  /**
+   * LOAD_BALANCE with the holders known from memory, none of them another process, and a client with room here: the
+   * hub's own delivery, without a promise of the router's around it (the common case of a lane's many deliveries to
+   * the clients of one process). Otherwise the router's way, which reads the holders and may wait.
+   */
+  deliver(
     target: StreamTarget,
     frame: EventFrame,
     signal?: AbortSignal,
     options: DeliverOptions = {},
   ): Promise<StreamOutcome> {
-    const epoch = options.epoch ?? 0;
     const policy = (target.config as { policy?: StreamPolicy }).policy ?? 'LOAD_BALANCE';
+    if (policy === 'LOAD_BALANCE' && !signal?.aborted) {
+      const known = this.presence.knownHoldersOf(target.id);
+      if (known !== undefined && !known.some((r) => r.holder !== this.self && this.peers.available(r.holder))) {
+        const local = this.hub.load(target.id);
+        if (local.members > 0 && local.held < local.window)
+          return this.hub.deliver(target, frame, signal, { epoch: options.epoch ?? 0, onlyIfConnected: true });
+      }
+    }
+    return this.route(target, frame, policy, signal, options);
+  }
+
+  private async route(
+    target: StreamTarget,
+    frame: EventFrame,
+    policy: StreamPolicy,
+    signal: AbortSignal | undefined,
+    options: DeliverOptions,
+  ): Promise<StreamOutcome> {
+    const epoch = options.epoch ?? 0;
     const here = (): Promise<StreamOutcome> =>
       this.hub.deliver(target, frame, signal, { epoch, onlyIfConnected: true });
     const there = async (row: PresenceRow): Promise<StreamOutcome> => {

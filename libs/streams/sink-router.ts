@@ -2,7 +2,7 @@ import type { WebhookResult, WebhookSender } from '@libs/delivery';
 import type { EventFrame } from '@libs/frame';
 import type { SubscriptionEntity } from '@libs/storage';
 import { DeliveryOutcome, TRACING_OFF, TraceHeaders, Tracing } from '@libs/tracing';
-import type { StreamDeliverer } from './stream-hub';
+import type { StreamDeliverer, StreamOutcome } from './stream-hub';
 
 /**
  * Where a delivery goes, by the subscription's protocol: `HTTP` to its webhook, `STREAM` to its stream clients
@@ -72,24 +72,30 @@ export class SinkRouter {
     return webhook ? this.webhooks.send(target, frame, messageId, signal, trace) : this.toStream(target, frame, signal);
   }
 
-  private async toStream(
+  private toStream(
     target: SubscriptionEntity,
     frame: EventFrame,
     signal: AbortSignal | undefined,
   ): Promise<WebhookResult> {
-    const outcome = await this.streams.deliver(target, frame, signal, { epoch: this.epoch });
-    switch (outcome.kind) {
-      case 'ack':
-        return { ok: true };
-      case 'nack':
-        return { ok: false, error: 'nacked by the stream client', retryAfterMs: outcome.delayMs };
-      case 'reject':
-        return { ok: false, error: `rejected by the stream client: ${outcome.reason}`, rejected: true };
-      case 'timeout':
-        return { ok: false, error: 'no answer from the stream client within the ack timeout' };
-      case 'gone':
-        return { ok: false, error: 'the stream client disconnected', notAttempted: true };
-    }
+    return this.streams.deliver(target, frame, signal, { epoch: this.epoch }).then(resultOf);
+  }
+}
+
+const ACKED: WebhookResult = Object.freeze({ ok: true });
+
+/** A stream client's answer in the dispatch loop's terms. */
+function resultOf(outcome: StreamOutcome): WebhookResult {
+  switch (outcome.kind) {
+    case 'ack':
+      return ACKED;
+    case 'nack':
+      return { ok: false, error: 'nacked by the stream client', retryAfterMs: outcome.delayMs };
+    case 'reject':
+      return { ok: false, error: `rejected by the stream client: ${outcome.reason}`, rejected: true };
+    case 'timeout':
+      return { ok: false, error: 'no answer from the stream client within the ack timeout' };
+    case 'gone':
+      return { ok: false, error: 'the stream client disconnected', notAttempted: true };
   }
 }
 

@@ -231,24 +231,42 @@ export class StreamHub implements StreamDeliverer {
     return this.pending.get(deliveryId)?.member.subscriptionId;
   }
 
-  async deliver(
+  /** LOAD_BALANCE with a member that has room now: handed to it in this turn, no promise but its answer's. */
+  deliver(
     subscription: StreamTarget,
     frame: EventFrame,
     signal?: AbortSignal,
     options: DeliverOptions = {},
   ): Promise<StreamOutcome> {
-    const config = subscription.config as { policy?: StreamPolicy; ackTimeoutMs?: number };
+    const policy = (subscription.config as { policy?: StreamPolicy }).policy;
+    if (policy !== 'BROADCAST' && policy !== 'MULTICAST' && !signal?.aborted) {
+      const member = this.withRoom(subscription.id, 'one')?.[0];
+      if (member) return this.sendOf(subscription, frame, signal, options)(member);
+    }
+    return this.deliverWhenRoom(subscription, frame, signal, options);
+  }
+
+  private sendOf(
+    subscription: StreamTarget,
+    frame: EventFrame,
+    signal: AbortSignal | undefined,
+    options: DeliverOptions,
+  ): (m: StreamMember) => Promise<StreamOutcome> {
     const ackTimeoutMs = ackTimeoutOf(subscription);
+    const epoch = options.epoch ?? this.epoch;
+    const cancel = options.withdrawOnAbort ? signal : undefined;
+    return (m) => this.send(m, frame, ackTimeoutMs, epoch, cancel, options.onExtend);
+  }
+
+  private async deliverWhenRoom(
+    subscription: StreamTarget,
+    frame: EventFrame,
+    signal: AbortSignal | undefined,
+    options: DeliverOptions,
+  ): Promise<StreamOutcome> {
+    const config = subscription.config as { policy?: StreamPolicy };
     const nobody = () => options.onlyIfConnected === true && this.connected(subscription.id) === 0;
-    const send = (m: StreamMember) =>
-      this.send(
-        m,
-        frame,
-        ackTimeoutMs,
-        options.epoch ?? this.epoch,
-        options.withdrawOnAbort ? signal : undefined,
-        options.onExtend,
-      );
+    const send = this.sendOf(subscription, frame, signal, options);
     if (config.policy === 'BROADCAST' || config.policy === 'MULTICAST') {
       // MULTICAST: the connected clients whose filter matches; when none does, the event is nobody's and settled.
       const wanted = config.policy === 'MULTICAST' ? (m: StreamMember) => m.filter?.matches(frame) ?? true : () => true;

@@ -107,6 +107,11 @@ export class PresenceReader {
     return this.reads.get(subscriptionId);
   }
 
+  /** What `holdersOf` would answer at once, when it answers from memory (undefined when it would read). */
+  knownHoldersOf(subscriptionId: string): PresenceRow[] | undefined {
+    return this.reads.peek(subscriptionId);
+  }
+
   /** Forgets what it read of a subscription (a holder answered that its clients left). */
   forget(subscriptionId: string): void {
     this.reads.forget(subscriptionId);

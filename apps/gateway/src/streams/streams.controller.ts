@@ -3,7 +3,7 @@ import type { FastifyReply, FastifyRequest } from 'fastify';
 import { randomUUID } from 'node:crypto';
 import { ErrorCode, EventMeshError, queryInt } from '@libs/errors';
 import { CompiledFilter, compileFilters } from '@libs/filter';
-import { frameToStructured } from '@libs/frame';
+import { frameToStructured, structuredJsonOf } from '@libs/frame';
 import {
   assertStreamHere,
   ClientAction,
@@ -60,6 +60,13 @@ export function clientFilter(raw: string | undefined): CompiledFilter | undefine
 }
 
 export const toWire = (d: StreamDelivery) => ({ deliveryId: d.deliveryId, event: frameToStructured(d.frame) });
+
+/**
+ * `JSON.stringify(toWire(d))` without the intermediate objects: the event's JSON data goes in as its own text
+ * (libs/frame/structured-json.ts). `members` go first, as further members of the same object (`"type":"event"`).
+ */
+export const wireJsonOf = (d: StreamDelivery, members = ''): string =>
+  `{${members}"deliveryId":${JSON.stringify(d.deliveryId)},"event":${structuredJsonOf(d.frame)}}`;
 
 /**
  * Stream transports of STREAM subscriptions: Server-Sent Events and long-poll, with explicit answers per delivery
@@ -120,9 +127,7 @@ export class StreamsController {
       window: size,
       filter: own,
       push: (d: StreamDelivery) =>
-        writeInTurn(raw, () =>
-          raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${JSON.stringify(toWire(d))}\n\n`),
-        ),
+        writeInTurn(raw, () => raw.write(`id: ${d.deliveryId}\nevent: cloudevent\ndata: ${wireJsonOf(d)}\n\n`)),
       // An operator's disconnect: the stream ends (the client may connect again).
       close: () => raw.end(),
     };

@@ -1,6 +1,6 @@
 import { ErrorCode, EventMeshError } from '@libs/errors';
 import { sendInTurn, type StreamDelivery } from '@libs/streams';
-import { outcomeOf, toWire, type Answer } from './streams.controller';
+import { outcomeOf, wireJsonOf, type Answer } from './streams.controller';
 import type { ClientAction } from '@libs/streams';
 
 /** Answers one `answers` message carries at most (a client's largest window). */
@@ -22,9 +22,10 @@ export function batchedPush(socket: Socket): (d: StreamDelivery) => void {
     }
     queued = [d];
     setImmediate(() => {
-      const deliveries = queued!.map(toWire);
+      let message = '{"type":"events","deliveries":[';
+      for (let i = 0; i < queued!.length; i++) message += (i > 0 ? ',' : '') + wireJsonOf(queued![i]);
       queued = undefined;
-      sendInTurn(socket, JSON.stringify({ type: 'events', deliveries }));
+      sendInTurn(socket, `${message}]}`);
     });
   };
 }

@@ -13,7 +13,7 @@ import { apiRouteConfig, errors, GATED } from '../http/api-route';
 import { Gates, gateRequestOf } from '../http/gate-route';
 import { replyError, toHttpError } from '../http/http-error';
 import { parseQuery } from '../http/parse-body';
-import { clientFilter, outcomeOf, streamQuerySchema, toWire, windowOf } from './streams.controller';
+import { clientFilter, outcomeOf, streamQuerySchema, wireJsonOf, windowOf } from './streams.controller';
 import { answersOf, batchedPush } from './websocket-batches';
 
 const log = createLogger('WebSocketStreams');
@@ -128,7 +128,7 @@ export async function registerWebSocketStreams(
         push:
           query.frames === 'batch'
             ? batchedPush(socket)
-            : (d: StreamDelivery) => sendInTurn(socket, JSON.stringify({ type: 'event', ...toWire(d) })),
+            : (d: StreamDelivery) => sendInTurn(socket, wireJsonOf(d, '"type":"event",')),
         // An operator's disconnect: close code 4001 (the client may connect again).
         close: () => socket.close(4001, 'disconnected by an operator'),
       };
