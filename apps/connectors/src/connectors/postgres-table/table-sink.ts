@@ -1,4 +1,5 @@
 import type { CloudEvent } from '@eventmesh/client';
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import type { PutOutcome, SinkConnector } from '../../spi';
 import { poolFor, qualified, quoted } from '../config-fields';
@@ -19,7 +20,16 @@ export class TableSink implements SinkConnector {
     'each event’s (source, id) is inserted into the ledger table in the same transaction as its row; an event the ledger already holds writes nothing; the delivery is acked after the commit';
   private readonly columns: string[];
   private readonly insert: string;
+  private readonly upsert: string;
   private readonly sinkName: string;
+  /**
+   * The rows' statement with one array parameter per column (`unnest`), each cast to its column's type as the table
+   * has it: one statement text whatever the batch, prepared once per connection, where a VALUES list has a
+   * parameter per value and a text per batch size (Postgres parses and plans each). Learned at the first write and
+   * again after a write Postgres refused (the table may have changed); null when a column is missing or is an array
+   * (unnest would flatten it), which take the VALUES list.
+   */
+  private bulk: { text: string; name: string } | null | undefined;
 
   constructor(
     private readonly config: TableConfig,
@@ -34,6 +44,7 @@ export class TableSink implements SinkConnector {
             .map((c) => `${quoted(c)} = EXCLUDED.${quoted(c)}`)
             .join(', ')}`
         : '';
+    this.upsert = upsert;
     this.insert = `INSERT INTO ${qualified(config.table)} (${this.columns.map(quoted).join(', ')}) VALUES %VALUES%${upsert}`;
   }
 
@@ -85,7 +96,11 @@ export class TableSink implements SinkConnector {
         if (isNew.delete(`${e.source}\u0000${e.id}`)) fresh.push(e);
       }
       const written = new Set(fresh);
-      if (fresh.length) {
+      const bulk = fresh.length > 0 ? await this.bulkOf(client) : null;
+      if (bulk) {
+        const columns = this.columns.map((c) => fresh.map((e) => valueOf(e, this.config.columns[c])));
+        await client.query({ name: bulk.name, text: bulk.text, values: columns });
+      } else if (fresh.length) {
         const params: unknown[] = [];
         const tuples = fresh.map((e) => {
           const values = this.columns.map((c) => {
@@ -100,10 +115,34 @@ export class TableSink implements SinkConnector {
       return events.map((e) => ({ ok: true, written: written.has(e) }));
     } catch (e) {
       await client.query('ROLLBACK').catch(() => undefined);
+      if (isPermanent(e)) this.bulk = undefined;
       throw e;
     } finally {
       client.release();
     }
+  }
+
+  /** The `unnest` statement for the table as it is now ({@link bulk}), learned on `client` the first time. */
+  private async bulkOf(client: PoolClient): Promise<{ text: string; name: string } | null> {
+    if (this.bulk !== undefined) return this.bulk;
+    const { rows } = await client.query<{ name: string; type: string; array: boolean }>(
+      `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
+              (t.typcategory = 'A' OR a.attndims > 0) AS array
+         FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+        WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
+      [qualified(this.config.table)],
+    );
+    const types = new Map(rows.map((r) => [r.name, r]));
+    const usable = this.columns.every((c) => types.get(c)?.array === false);
+    if (!usable) return (this.bulk = null);
+    const text = `INSERT INTO ${qualified(this.config.table)} (${this.columns.map(quoted).join(', ')}) SELECT * FROM unnest(${this.columns
+      .map((c, i) => `$${i + 1}::${types.get(c)!.type}[]`)
+      .join(', ')})${this.upsert}`;
+    // Prepared statements are per connection and by name: a name per text, so a changed table gets a new one.
+    return (this.bulk = {
+      text,
+      name: `eventmesh_sink_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`,
+    });
   }
 }
 

@@ -1,0 +1,180 @@
+import { CloudEvent } from 'cloudevents';
+import { Pool, PoolClient } from 'pg';
+import { validateTableConfig } from '../../apps/connectors/src/connectors/postgres-table/table-config';
+import { TableSink } from '../../apps/connectors/src/connectors/postgres-table/table-sink';
+import { testConfig } from '../support/env';
+
+/**
+ * The table sink's writes on a real Postgres. Rows go in as one `unnest` statement with an array per column, cast
+ * to the column's type (one text, prepared once per connection); a table with an array column, or one the sink
+ * cannot see yet, takes a VALUES list. Both write the same rows for the same events, however awkward the values,
+ * and neither writes an event twice.
+ */
+describe('TableSink: writes to a real table', () => {
+  const pg = testConfig().postgres;
+  const prefix = `table_sink_spec_${process.pid}`;
+  let pool: Pool;
+  /** Every statement a sink sent, by table. */
+  const sent = new Map<string, string[]>();
+
+  const columns = {
+    event_id: 'id',
+    origin: 'source',
+    kind: 'type',
+    happened: 'time',
+    n: 'data.n',
+    amount: 'data.amount',
+    doc: 'data.doc',
+    flag: 'data.flag',
+    note: 'data.note',
+  } as const;
+  const shape = `event_id text, origin text, kind text, happened timestamptz, n integer, amount numeric(10,2),
+    doc jsonb, flag boolean, note varchar(40)`;
+
+  /** A sink on `table`, its statements recorded. */
+  const sinkOn = (table: string, extra: Record<string, string> = {}, mode: 'append' | 'upsert' = 'append') => {
+    const config = validateTableConfig({
+      subscriptionId: 's',
+      connection: { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password },
+      table,
+      mode,
+      key: mode === 'upsert' ? ['event_id'] : undefined,
+      columns: { ...columns, ...extra },
+    });
+    const recording = Object.create(pool) as Pool;
+    recording.connect = (async () => {
+      const client: PoolClient = await pool.connect();
+      const query = client.query.bind(client) as (...args: unknown[]) => unknown;
+      const wrapped = Object.create(client) as PoolClient;
+      wrapped.query = ((q: unknown, ...rest: unknown[]) => {
+        const text = typeof q === 'string' ? q : (q as { text: string }).text;
+        if (text.startsWith(`INSERT INTO "public"."${table}"`)) sent.set(table, [...(sent.get(table) ?? []), text]);
+        return query(q, ...rest);
+      }) as never;
+      wrapped.release = () => client.release();
+      return wrapped;
+    }) as never;
+    // The pool is the spec's: a sink's close leaves it open.
+    recording.end = (async () => undefined) as never;
+    return new TableSink(config, recording);
+  };
+
+  const event = (i: number, data: Record<string, unknown>) =>
+    new CloudEvent({
+      id: `e-${i}`,
+      source: `/orders/${i % 3}`,
+      type: 'order.created',
+      time: `2026-12-0${1 + (i % 5)}T10:00:00.${String(i % 1000).padStart(3, '0')}Z`,
+      datacontenttype: 'application/json',
+      data,
+    });
+  /** Values a text array literal has to escape, and ones that are absent or null. */
+  const awkward = ['', 'NULL', 'a,b', '{x}', 'quote " and \\ backslash', 'é ☃ 😀', ' spaced ', null, undefined];
+  const events = Array.from({ length: 40 }, (_, i) =>
+    event(i, {
+      n: i % 7 === 0 ? null : i * 1000,
+      amount: i % 5 === 0 ? undefined : (i * 12.345).toFixed(2),
+      doc: i % 4 === 0 ? null : { i, nested: { list: [1, 'two', null], text: awkward[i % awkward.length] ?? 'x' } },
+      flag: i % 3 === 0 ? null : i % 2 === 0,
+      note: awkward[i % awkward.length],
+    }),
+  );
+
+  const rowsOf = async (table: string) =>
+    (
+      await pool.query(
+        `SELECT event_id, origin, kind, happened, n, amount, doc, flag, note FROM ${table} ORDER BY event_id`,
+      )
+    ).rows;
+
+  beforeAll(async () => {
+    pool = new Pool({
+      host: pg.host,
+      port: pg.port,
+      database: pg.database,
+      user: pg.user,
+      password: pg.password,
+      max: 4,
+    });
+    // The ledger beside the tables, as a job's first open makes it.
+    const first = await TableSink.open(
+      validateTableConfig({
+        subscriptionId: 's',
+        connection: { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password },
+        table: `${prefix}_bulk`,
+        columns: { event_id: 'id' },
+      }),
+      pg.host,
+    );
+    await first.close();
+    for (const t of ['bulk', 'listed', 'upsert', 'late']) await pool.query(`DROP TABLE IF EXISTS ${prefix}_${t}`);
+    await pool.query(`CREATE TABLE ${prefix}_bulk (${shape})`);
+    await pool.query(`CREATE TABLE ${prefix}_listed (${shape}, tags text[])`);
+    await pool.query(`CREATE TABLE ${prefix}_upsert (${shape}, PRIMARY KEY (event_id))`);
+  });
+  afterAll(async () => {
+    for (const t of ['bulk', 'listed', 'upsert', 'late']) await pool.query(`DROP TABLE IF EXISTS ${prefix}_${t}`);
+    await pool.query(`DELETE FROM eventmesh_applied_events WHERE sink LIKE $1`, [`public.${prefix}%`]);
+    await pool.end();
+  });
+
+  it('writes a batch as one unnest statement, the same rows a VALUES list writes, and an event delivered again not at all', async () => {
+    const bulk = sinkOn(`${prefix}_bulk`);
+    // An array column: unnest would flatten it, so this sink writes VALUES lists.
+    const listed = sinkOn(`${prefix}_listed`, { tags: 'data.tags' });
+    for (const sink of [bulk, listed]) {
+      expect(await sink.put(events.slice(0, 25))).toEqual(events.slice(0, 25).map(() => ({ ok: true, written: true })));
+      // 20-24 again, with 25-39: only the new ones are written.
+      expect((await sink.put(events.slice(20))).map((o) => o.ok && o.written)).toEqual(
+        events.slice(20).map((_, i) => i >= 5),
+      );
+    }
+    expect(sent.get(`${prefix}_bulk`)).toEqual([
+      expect.stringContaining(
+        'SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamp with time zone[], $5::integer[], $6::numeric(10,2)[], $7::jsonb[], $8::boolean[], $9::character varying(40)[])',
+      ),
+      expect.stringContaining('unnest('),
+    ]);
+    expect(sent.get(`${prefix}_listed`)).toEqual([
+      expect.stringContaining(' VALUES ('),
+      expect.stringContaining(' VALUES ('),
+    ]);
+    const rows = await rowsOf(`${prefix}_bulk`);
+    expect(rows).toHaveLength(events.length);
+    expect(rows).toEqual(await rowsOf(`${prefix}_listed`));
+    // The awkward values arrived as themselves (and absent or null ones as NULL).
+    const notes = new Map(rows.map((r: { event_id: string; note: string | null }) => [r.event_id, r.note]));
+    events.forEach((e, i) => expect(notes.get(e.id)).toBe(awkward[i % awkward.length] ?? null));
+    await Promise.all([bulk.close(), listed.close()]);
+  });
+
+  it('upserts by the key through unnest: a later event with the same key replaces the row', async () => {
+    const sink = sinkOn(`${prefix}_upsert`, {}, 'upsert');
+    await sink.put([event(1, { n: 1, note: 'first' })]);
+    // The key from the data: two events (two ids) with the same key, one row.
+    const keyed = sinkOn(`${prefix}_upsert`, { event_id: 'data.key' }, 'upsert');
+    await keyed.put([event(100, { key: 'k', n: 1, note: 'one' })]);
+    await keyed.put([event(101, { key: 'k', n: 2, note: 'two' })]);
+    const { rows } = await pool.query(`SELECT event_id, n, note FROM ${prefix}_upsert ORDER BY event_id`);
+    expect(rows).toEqual([
+      { event_id: 'e-1', n: 1, note: 'first' },
+      { event_id: 'k', n: 2, note: 'two' },
+    ]);
+    expect(
+      sent.get(`${prefix}_upsert`)!.every((text) => text.includes('unnest(') && text.includes('ON CONFLICT')),
+    ).toBe(true);
+    await Promise.all([sink.close(), keyed.close()]);
+  });
+
+  it('a table that is not there yet: the write is refused for good; once it is made, the next write finds it', async () => {
+    const table = `${prefix}_late`;
+    const sink = sinkOn(table);
+    const [refused] = await sink.put([event(1, { n: 1 })]);
+    expect(refused).toMatchObject({ ok: false, permanent: true });
+    await pool.query(`CREATE TABLE ${table} (${shape})`);
+    expect(await sink.put([event(1, { n: 1 })])).toEqual([{ ok: true, written: true }]);
+    expect(sent.get(table)).toEqual([expect.stringContaining(' VALUES ('), expect.stringContaining('unnest(')]);
+    expect((await pool.query(`SELECT n FROM ${table}`)).rows).toEqual([{ n: 1 }]);
+    await sink.close();
+  });
+});
