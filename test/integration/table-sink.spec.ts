@@ -12,6 +12,7 @@ import { testConfig } from '../support/env';
  */
 describe('TableSink: writes to a real table', () => {
   const pg = testConfig().postgres;
+  const connection = { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password };
   const prefix = `table_sink_spec_${process.pid}`;
   let pool: Pool;
   /** Every statement a sink sent, by table. */
@@ -35,7 +36,7 @@ describe('TableSink: writes to a real table', () => {
   const sinkOn = (table: string, extra: Record<string, string> = {}, mode: 'append' | 'upsert' = 'append') => {
     const config = validateTableConfig({
       subscriptionId: 's',
-      connection: { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password },
+      connection,
       table,
       mode,
       key: mode === 'upsert' ? ['event_id'] : undefined,
@@ -88,19 +89,12 @@ describe('TableSink: writes to a real table', () => {
     ).rows;
 
   beforeAll(async () => {
-    pool = new Pool({
-      host: pg.host,
-      port: pg.port,
-      database: pg.database,
-      user: pg.user,
-      password: pg.password,
-      max: 4,
-    });
+    pool = new Pool({ ...connection, max: 4 });
     // The ledger beside the tables, as a job's first open makes it.
     const first = await TableSink.open(
       validateTableConfig({
         subscriptionId: 's',
-        connection: { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password },
+        connection,
         table: `${prefix}_bulk`,
         columns: { event_id: 'id' },
       }),
