@@ -13,7 +13,9 @@ import { testConfig } from '../support/env';
 describe('TableSink: writes to a real table', () => {
   const pg = testConfig().postgres;
   const connection = { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password };
-  const prefix = `table_sink_spec_${process.pid}`;
+  // A schema of its own: the ledger table goes beside the target tables, not among the runtime's.
+  const schema = `table_sink_spec_${process.pid}`;
+  const prefix = `${schema}.orders`;
   let pool: Pool;
   /** Every statement a sink sent, by table. */
   const sent = new Map<string, string[]>();
@@ -32,6 +34,12 @@ describe('TableSink: writes to a real table', () => {
   const shape = `event_id text, origin text, kind text, happened timestamptz, n integer, amount numeric(10,2),
     doc jsonb, flag boolean, note varchar(40)`;
 
+  const quotedName = (table: string) =>
+    table
+      .split('.')
+      .map((part) => `"${part}"`)
+      .join('.');
+
   /** A sink on `table`, its statements recorded. */
   const sinkOn = (table: string, extra: Record<string, string> = {}, mode: 'append' | 'upsert' = 'append') => {
     const config = validateTableConfig({
@@ -49,7 +57,7 @@ describe('TableSink: writes to a real table', () => {
       const wrapped = Object.create(client) as PoolClient;
       wrapped.query = ((q: unknown, ...rest: unknown[]) => {
         const text = typeof q === 'string' ? q : (q as { text: string }).text;
-        if (text.startsWith(`INSERT INTO "public"."${table}"`)) sent.set(table, [...(sent.get(table) ?? []), text]);
+        if (text.startsWith(`INSERT INTO ${quotedName(table)}`)) sent.set(table, [...(sent.get(table) ?? []), text]);
         return query(q, ...rest);
       }) as never;
       wrapped.release = () => client.release();
@@ -90,6 +98,8 @@ describe('TableSink: writes to a real table', () => {
 
   beforeAll(async () => {
     pool = new Pool({ ...connection, max: 4 });
+    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
+    await pool.query(`CREATE SCHEMA ${schema}`);
     // The ledger beside the tables, as a job's first open makes it.
     const first = await TableSink.open(
       validateTableConfig({
@@ -101,14 +111,12 @@ describe('TableSink: writes to a real table', () => {
       pg.host,
     );
     await first.close();
-    for (const t of ['bulk', 'listed', 'upsert', 'late']) await pool.query(`DROP TABLE IF EXISTS ${prefix}_${t}`);
     await pool.query(`CREATE TABLE ${prefix}_bulk (${shape})`);
     await pool.query(`CREATE TABLE ${prefix}_listed (${shape}, tags text[])`);
     await pool.query(`CREATE TABLE ${prefix}_upsert (${shape}, PRIMARY KEY (event_id))`);
   });
   afterAll(async () => {
-    for (const t of ['bulk', 'listed', 'upsert', 'late']) await pool.query(`DROP TABLE IF EXISTS ${prefix}_${t}`);
-    await pool.query(`DELETE FROM eventmesh_applied_events WHERE sink LIKE $1`, [`public.${prefix}%`]);
+    await pool.query(`DROP SCHEMA IF EXISTS ${schema} CASCADE`);
     await pool.end();
   });
 
