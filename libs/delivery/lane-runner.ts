@@ -136,42 +136,50 @@ export class LaneRunner {
     if (batch) return this.batches.drain(lane, ordering, batch);
     const cap = lane.subscription.protocol === 'STREAM' ? STREAM_LANE_DEPTH : MAX_LANE_DEPTH;
     const depth = Math.min(cap, depthOf(lane, this.ctx.deps.options.concurrency));
-    const out = new Set<Promise<void>>();
+    /** Deliveries out now. */
+    let out = 0;
     let halted = false;
     let failure: unknown;
+    /** Ends the lane's wait: a delivery ended, or (while the lane has room) records arrived. */
+    let wake: (() => void) | undefined;
+    const ended = () => {
+      out--;
+      wake?.();
+    };
     const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
     for (;;) {
       const before = fillOf(lane);
       while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled')
         lane.nextOffset = lane.buffer.shift()!.offset + 1;
       if (!halted && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
-        for (const work of startable(lane, ordering, depth - out.size, Date.now())) {
-          const delivery: Promise<void> = this.start(lane, work).then(
+        for (const work of startable(lane, ordering, depth - out, Date.now())) {
+          out++;
+          this.start(lane, work).then(
             (outcome) => {
               halted ||= outcome === 'halt';
-              out.delete(delivery);
+              ended();
             },
             (e: unknown) => {
               halted = true;
               failure ??= e;
-              out.delete(delivery);
+              ended();
             },
           );
-          out.add(delivery);
         }
       }
       // Running low (what settled left, or, in a stream lane, what went out): the loop fetches the next batch while
       // the lane delivers the rest.
       if (before >= refill && fillOf(lane) < refill) this.ctx.wake();
-      if (out.size === 0) break;
-      if (out.size >= depth) {
-        // A `partition` lane has one delivery out: awaited as it is, without a race around it.
-        await (out.size === 1 ? out.values().next().value! : Promise.race(out));
-      } else {
-        // A delivery ends, or records arrive (the feed); either may let the lane start more.
-        await Promise.race([...out, new Promise<void>((resolve) => (lane.nudge = resolve))]);
-        lane.nudge = undefined;
-      }
+      if (out === 0) break;
+      // One promise per wait, whatever is out (a race over what is out would cost as much as what is out, at every
+      // wake of a stream lane with a thousand deliveries out). A full lane waits for a delivery to end; one with
+      // room also for records to arrive (the feed nudges it).
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        if (out < depth) lane.nudge = resolve;
+      });
+      wake = undefined;
+      lane.nudge = undefined;
     }
     // A `partition` lane waits for its first record's retry; the others are started again each round and start
     // each waiting record when it is due.
