@@ -55,9 +55,8 @@ export class ClusterStreamRouter implements StreamDeliverer {
     if (policy === 'LOAD_BALANCE' && !signal?.aborted) {
       const known = this.presence.knownHoldersOf(target.id);
       if (known !== undefined && !known.some((r) => r.holder !== this.self && this.peers.available(r.holder))) {
-        const local = this.hub.load(target.id);
-        if (local.members > 0 && local.held < local.window)
-          return this.hub.deliver(target, frame, signal, { epoch: options.epoch ?? 0, onlyIfConnected: true });
+        const now = this.hub.deliverNow(target, frame, signal, { epoch: options.epoch ?? 0, onlyIfConnected: true });
+        if (now) return now;
       }
     }
     return this.route(target, frame, policy, signal, options);

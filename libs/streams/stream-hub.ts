@@ -231,19 +231,32 @@ export class StreamHub implements StreamDeliverer {
     return this.pending.get(deliveryId)?.member.subscriptionId;
   }
 
-  /** LOAD_BALANCE with a member that has room now: handed to it in this turn, no promise but its answer's. */
   deliver(
     subscription: StreamTarget,
     frame: EventFrame,
     signal?: AbortSignal,
     options: DeliverOptions = {},
   ): Promise<StreamOutcome> {
+    return (
+      this.deliverNow(subscription, frame, signal, options) ??
+      this.deliverWhenRoom(subscription, frame, signal, options)
+    );
+  }
+
+  /**
+   * LOAD_BALANCE with a member that has room now: handed to it in this turn, no promise but its answer's. Undefined
+   * (nothing handed out) otherwise: another policy, an aborted signal, or no member with room.
+   */
+  deliverNow(
+    subscription: StreamTarget,
+    frame: EventFrame,
+    signal?: AbortSignal,
+    options: DeliverOptions = {},
+  ): Promise<StreamOutcome> | undefined {
     const policy = (subscription.config as { policy?: StreamPolicy }).policy;
-    if (policy !== 'BROADCAST' && policy !== 'MULTICAST' && !signal?.aborted) {
-      const member = this.withRoom(subscription.id, 'one')?.[0];
-      if (member) return this.sendOf(subscription, frame, signal, options)(member);
-    }
-    return this.deliverWhenRoom(subscription, frame, signal, options);
+    if (policy === 'BROADCAST' || policy === 'MULTICAST' || signal?.aborted) return undefined;
+    const member = this.withRoom(subscription.id, 'one')?.[0];
+    return member && this.sendOf(subscription, frame, signal, options)(member);
   }
 
   private sendOf(
