@@ -5,6 +5,7 @@ import path from 'node:path';
 import { EventMeshClient } from '@eventmesh/client';
 import { Kafka, logLevel } from 'kafkajs';
 import { Client } from 'pg';
+import { ConnectorsFixture } from './connectors-fixture';
 import {
   benchConfig,
   benchEnv,
@@ -119,110 +120,23 @@ async function main(): Promise<void> {
   children.push(instance.child);
   const connectors = await startConnectors(instance.url);
   const mesh = new EventMeshClient({ url: instance.url });
-  const api = async (method: string, url: string, body?: unknown) => {
-    const res = await fetch(`${connectors.url}${url}`, {
-      method,
-      headers: body === undefined ? {} : { 'content-type': 'application/json' },
-      body: body === undefined ? undefined : JSON.stringify(body),
-    });
-    const text = await res.text();
-    if (res.status >= 300) throw new Error(`${method} ${url}: ${res.status} ${text}`);
-    return text ? (JSON.parse(text) as { id: string; moved: number; run: { epoch: number | null } }) : undefined;
-  };
   const pids = {
     instance: instance.child.pid,
     connectors: connectors.child.pid,
     broker: brokerPid(),
     bench: 'self' as const,
   };
-  let n = 0;
-  const outbox = async () => {
-    const table = `bench_outbox_${tag}_${++n}`;
-    await db.query(`CREATE TABLE ${table} (
-      id bigserial PRIMARY KEY, txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
-      aggregatetype text, aggregateid text, type text, payload jsonb)`);
-    await db.query(`CREATE INDEX ON ${table} (txid, id)`);
-    return table;
-  };
-  const sinkTable = async () => {
-    const table = `bench_orders_${tag}_${++n}`;
-    await db.query(
-      `CREATE TABLE ${table} (event_id text, order_id int, at double precision, written_at timestamptz DEFAULT clock_timestamp())`,
-    );
-    return table;
-  };
-  const insertRows = (table: string, from: number, count: number) =>
-    db.query(
-      `INSERT INTO ${table} (aggregatetype, aggregateid, type, payload)
-       SELECT 'order', (o % 64)::text, 'order.created',
-              jsonb_build_object('orderId', o, 'at', extract(epoch FROM clock_timestamp()) * 1000)
-         FROM generate_series($1::int, $2::int) o`,
-      [from, from + count - 1],
-    );
-  const rowsIn = async (table: string) => Number((await db.query(`SELECT count(*) AS n FROM ${table}`)).rows[0].n);
-  const outboxJob = async (table: string) =>
-    (await api('POST', '/admin/jobs', {
-      name: table.replace(/_/g, '-'),
-      kind: 'postgres-outbox',
-      config: { connection, table, topicTemplate: topic, batchSize: BATCH },
-    }))!.id;
-  const sinkJob = async (table: string) => {
-    const sub = (await mesh.subscriptions.create({
-      protocol: 'STREAM',
-      topic,
-      config: { ackTimeoutMs: 5000 },
-    } as never)) as {
-      id: string;
-    };
-    const id = (await api('POST', '/admin/jobs', {
-      name: table.replace(/_/g, '-'),
-      kind: 'postgres-table',
-      config: {
-        subscriptionId: sub.id,
-        connection,
-        table,
-        columns: { event_id: 'id', order_id: 'data.orderId', at: 'data.at' },
-      },
-    }))!.id;
-    await until(
-      'the sink job runs',
-      async () => (await api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
-      60000,
-    );
-    // Its stream open on the instance, as the group arm waits for its group to join.
-    await until(
-      "the sink job's stream is open",
-      async () => {
-        const res = await fetch(`${instance.url}/subscriptions/${sub.id}/clients`);
-        const body = (await res.json()) as { clients?: unknown[] };
-        return (body.clients?.length ?? 0) > 0 || undefined;
-      },
-      60000,
-    );
-    return id;
-  };
-  const publishAll = async (from: number, count = EVENTS) => {
-    for (let i = 0; i < count; i += BATCH)
-      await mesh.publishMany(
-        Array.from({ length: Math.min(BATCH, count - i) }, (_, k) => ({
-          id: randomUUID(),
-          type: 'order.created',
-          source: '/bench',
-          data: { orderId: from + i + k, at: Date.now() },
-        })) as never,
-        { topic },
-      );
-  };
+  const fx = new ConnectorsFixture(db, connectors.url, instance.url, mesh, topic, tag, connection, BATCH);
 
   /**
    * Both sink arms start their clock warm: a first batch of WARM_UP events written to the table (connections open,
    * code paths compiled), as the group arm's consumer has joined and the job's stream is open before it.
    */
   const warmUp = async (table: string) => {
-    await publishAll(-WARM_UP, WARM_UP);
+    await fx.publishAll(-WARM_UP, WARM_UP);
     await until(
       'the warm-up events in the table',
-      async () => (await rowsIn(table)) >= WARM_UP || undefined,
+      async () => (await fx.rowsIn(table)) >= WARM_UP || undefined,
       600000,
       20,
     );
@@ -238,11 +152,11 @@ async function main(): Promise<void> {
   };
   /** Outbox -> mesh through the job: from the rows' commit until the job's position is past them. */
   const outboxViaJob = async (): Promise<RunResult> => {
-    const table = await outbox();
-    const id = await outboxJob(table);
+    const table = await fx.outbox();
+    const id = await fx.outboxJob(table);
     await until(
       'the outbox job runs',
-      async () => (await api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
+      async () => (await fx.api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
       60000,
     );
     // The committed count itself (what /admin/jobs shows), read from the connector runtime's position store: asking
@@ -252,19 +166,19 @@ async function main(): Promise<void> {
         (await positions.query('SELECT moved FROM connectors.job_positions WHERE job_id = $1', [id])).rows[0]?.moved ??
           0,
       );
-    await insertRows(table, 1, WARM_UP);
+    await fx.insertRows(table, 1, WARM_UP);
     await until('the warm-up rows published', async () => ((await moved()) >= WARM_UP ? true : undefined), 600000, 20);
     const result = await timed(
       'outbox -> mesh: outbox job',
-      () => insertRows(table, WARM_UP + 1, EVENTS),
+      () => fx.insertRows(table, WARM_UP + 1, EVENTS),
       async () => (await moved()) >= WARM_UP + EVENTS,
     );
-    await api('DELETE', `/admin/jobs/${id}`);
+    await fx.api('DELETE', `/admin/jobs/${id}`);
     return result;
   };
   /** The baseline relay: a loop reading the outbox by id, kafkajs sendBatch, at least once. */
   const outboxViaRelay = async (): Promise<RunResult> => {
-    const table = await outbox();
+    const table = await fx.outbox();
     const producer = kafka.producer();
     await producer.connect();
     let last = 0;
@@ -292,12 +206,12 @@ async function main(): Promise<void> {
         sent += rows.length;
       }
     };
-    await insertRows(table, 1, WARM_UP);
+    await fx.insertRows(table, 1, WARM_UP);
     await relay(WARM_UP);
     const result = await timed(
       'outbox -> mesh: kafkajs relay',
       async () => {
-        await insertRows(table, WARM_UP + 1, EVENTS);
+        await fx.insertRows(table, WARM_UP + 1, EVENTS);
         await relay(EVENTS);
       },
       async () => true,
@@ -307,20 +221,20 @@ async function main(): Promise<void> {
   };
   /** Mesh -> table through the sink job: from the first publish until the table holds every event. */
   const tableViaJob = async (): Promise<RunResult> => {
-    const table = await sinkTable();
-    const id = await sinkJob(table);
+    const table = await fx.sinkTable();
+    const id = await fx.sinkJob(table);
     await warmUp(table);
     const result = await timed(
       'mesh -> table: table sink job',
-      () => publishAll(1),
-      async () => (await rowsIn(table)) >= WARM_UP + EVENTS,
+      () => fx.publishAll(1, EVENTS),
+      async () => (await fx.rowsIn(table)) >= WARM_UP + EVENTS,
     );
-    await api('DELETE', `/admin/jobs/${id}`);
+    await fx.api('DELETE', `/admin/jobs/${id}`);
     return result;
   };
   /** The baseline: a kafkajs consumer group inserting each batch in one statement. */
   const tableViaGroup = async (): Promise<RunResult> => {
-    const table = await sinkTable();
+    const table = await fx.sinkTable();
     const consumer = kafka.consumer({ groupId: `bench-cx-${randomUUID()}` });
     const admin = kafka.admin();
     await admin.connect();
@@ -349,8 +263,8 @@ async function main(): Promise<void> {
     await warmUp(table);
     const result = await timed(
       'mesh -> table: kafkajs consumer group',
-      () => publishAll(1),
-      async () => (await rowsIn(table)) >= WARM_UP + EVENTS,
+      () => fx.publishAll(1, EVENTS),
+      async () => (await fx.rowsIn(table)) >= WARM_UP + EVENTS,
     );
     await consumer.disconnect();
     return result;
@@ -376,12 +290,10 @@ async function main(): Promise<void> {
     console.log(`\nround ${r + 1} of ${ROUNDS}:`);
     printTable([...ob, ...(tb ?? [])]);
     console.log(
-      [
+      `ratios: ${[
         ...(SINK_ONLY ? [] : [`outbox job / relay ${(ob[0].perSecond / ob[1].perSecond).toFixed(2)}x`]),
         ...(tb ? [`sink job / consumer group ${(tb[0].perSecond / tb[1].perSecond).toFixed(2)}x`] : []),
-      ]
-        .join(', ')
-        .replace(/^/, 'ratios: '),
+      ].join(', ')}`,
     );
   }
   if (ONLY !== undefined) {
@@ -398,17 +310,17 @@ async function main(): Promise<void> {
   }
 
   // Outbox insert -> table row, both jobs running, rows inserted at PACE per second.
-  const latencyOutbox = await outbox();
-  const latencyTable = await sinkTable();
-  const sink = await sinkJob(latencyTable);
-  const source = await outboxJob(latencyOutbox);
+  const latencyOutbox = await fx.outbox();
+  const latencyTable = await fx.sinkTable();
+  const sink = await fx.sinkJob(latencyTable);
+  const source = await fx.outboxJob(latencyOutbox);
   const total = PACE * 10;
   // The jobs' first rows wait while the jobs start (their stream opens, their first polls): 200-750 ms for the
   // first 20-140 rows in earlier runs, which made the p99 a figure of the start. Rows up to WARM_UP go first.
-  await insertRows(latencyOutbox, 1, WARM_UP);
+  await fx.insertRows(latencyOutbox, 1, WARM_UP);
   await until(
     'the warm-up rows in the table',
-    async () => (await rowsIn(latencyTable)) >= WARM_UP || undefined,
+    async () => (await fx.rowsIn(latencyTable)) >= WARM_UP || undefined,
     600000,
     50,
   );
@@ -416,12 +328,12 @@ async function main(): Promise<void> {
   const started = process.hrtime.bigint();
   for (let i = WARM_UP; i < WARM_UP + total; i += PACE / 10) {
     const tick = Date.now();
-    await insertRows(latencyOutbox, i + 1, PACE / 10);
+    await fx.insertRows(latencyOutbox, i + 1, PACE / 10);
     await new Promise((r) => setTimeout(r, Math.max(0, 100 - (Date.now() - tick))));
   }
   await until(
     'every row in the table',
-    async () => ((await rowsIn(latencyTable)) >= WARM_UP + total ? true : undefined),
+    async () => ((await fx.rowsIn(latencyTable)) >= WARM_UP + total ? true : undefined),
     600000,
     50,
   );
@@ -432,7 +344,7 @@ async function main(): Promise<void> {
     )
   ).rows.map((r) => Number(r.ms));
   const pipeline = { ...summarize(`outbox insert -> table row (${PACE}/s)`, total, started, latencies), cpu: cpu() };
-  for (const id of [source, sink]) await api('DELETE', `/admin/jobs/${id}`);
+  for (const id of [source, sink]) await fx.api('DELETE', `/admin/jobs/${id}`);
 
   console.log(`\n${ROUNDS} rounds of ${EVENTS} rows each; the median of each arm and of the ratios:`);
   const med = (pick: (r: (typeof rounds)[number]) => RunResult | undefined) =>
