@@ -208,7 +208,8 @@ export class BatchLanes {
     const last = batch.records[batch.records.length - 1];
     // One `webhook-id` per batch, the same on each attempt of the same events.
     const id = `${messageIdOf({ subscriptionId: lane.subscription.id, topic: lane.topic, partition: lane.partition, offset: first.offset })}-${last.offset}`;
-    return this.runner.attempt(lane, batch.entries, id, this.runner.sendSignalOf(lane), first.timestamp, splitting);
+    const out = { entries: batch.entries, frames: batch.records.map((r) => r.frame!) };
+    return this.runner.attempt(lane, out, id, this.runner.sendSignalOf(lane), first.timestamp, splitting);
   }
 
   private settle(batch: Batch): Outcome {

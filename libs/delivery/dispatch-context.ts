@@ -11,6 +11,7 @@ import type { RuntimeMetrics } from '@libs/metrics';
 import type { Lanes } from './lane';
 import { FencedError } from './offset-committer';
 import type { DispatchProgress } from './progress';
+import type { OutBatch } from './webhook-batch';
 import type { WebhookResult, WebhookTarget } from './webhook-sender';
 
 /** Delivers one event to a subscription's sink: its webhook, or its stream clients (libs/streams). */
@@ -22,12 +23,12 @@ export interface Deliverer {
     signal?: AbortSignal,
   ): Promise<WebhookResult>;
   /**
-   * Events of a batched webhook subscription (`config.batch`) in one request: `entries` are the events in
-   * structured JSON (webhook-batch.ts). A deliverer without it cannot deliver batched subscriptions.
+   * Events of a batched subscription (`config.batch`) as one delivery: one request to a webhook, one delivery to a
+   * stream client (webhook-batch.ts). A deliverer without it cannot deliver batched subscriptions.
    */
   sendBatch?(
     target: SubscriptionEntity & WebhookTarget,
-    entries: Buffer[],
+    batch: OutBatch,
     messageId: string,
     signal?: AbortSignal,
   ): Promise<WebhookResult>;

@@ -24,3 +24,4 @@ export {
   BATCH_MAX_LINGER_MS,
   BATCH_MIN_BYTES,
 } from './webhook-batch';
+export type { OutBatch } from './webhook-batch';

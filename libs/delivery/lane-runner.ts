@@ -9,7 +9,7 @@ import { fillOf, Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
 import { depthOf, keyOf, orderingOf, startable, Work } from './ordering';
 import { refillAt } from './partition-feed';
 import { BatchLanes } from './batch-lanes';
-import { batchSettingsOf } from './webhook-batch';
+import { batchSettingsOf, type OutBatch } from './webhook-batch';
 
 /** Parked deliveries a recovering lane reads at once. */
 const RECOVERY_BATCH = 64;
@@ -290,13 +290,13 @@ export class LaneRunner {
 
   /**
    * One attempt under a permit of the subscription's breaker, its answer reported to it: undefined when the
-   * breaker gives no permit or the send was aborted (no outcome). `event` is one event, or a batch's entries
+   * breaker gives no permit or the send was aborted (no outcome). `event` is one event, or a batch
    * (batch-lanes.ts). A failed part of a batch being split (`splitting`) is not reported: the sink answered, and
    * refused an event the split goes on to isolate, so one bad event does not open the breaker.
    */
   async attempt(
     lane: Lane,
-    event: EventFrame | Buffer[],
+    event: EventFrame | OutBatch,
     messageId: string,
     signal: AbortSignal,
     publishedAt?: number,
@@ -308,7 +308,7 @@ export class LaneRunner {
     const { sender } = this.ctx.deps;
     let result: WebhookResult;
     try {
-      result = await (Array.isArray(event)
+      result = await ('entries' in event
         ? sender.sendBatch!(lane.subscription, event, messageId, signal)
         : sender.send(lane.subscription, event, messageId, signal));
     } catch (e) {

@@ -22,9 +22,14 @@ export const BATCH_MIN_BYTES = 1024;
 export const BATCH_MAX_BYTES = 1_048_576;
 export const BATCH_MAX_LINGER_MS = 10_000;
 
+/** A batch as it goes out: each event in structured JSON (`entries`, what a webhook is sent) and as its frame. */
+export interface OutBatch {
+  entries: Buffer[];
+  frames: EventFrame[];
+}
+
 /** The subscription's batch settings, each absent one its default; undefined when it delivers event by event. */
-export function batchSettingsOf(target: { protocol?: string; config?: unknown }): BatchSettings | undefined {
-  if (target.protocol === 'STREAM') return undefined;
+export function batchSettingsOf(target: { config?: unknown }): BatchSettings | undefined {
   const own = (target.config as { batch?: Partial<BatchSettings> } | undefined)?.batch;
   return own ? { ...BATCH_DEFAULTS, ...own } : undefined;
 }

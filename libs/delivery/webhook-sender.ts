@@ -4,7 +4,7 @@ import type { EventMeshConfig } from '@libs/config';
 import { cloudEventsBinary, EventFrame } from '@libs/frame';
 import { SecretBox, signingKeyOf, SinkGuard, SinkNotAllowed } from '@libs/security';
 import { eventTraceOf, TraceHeaders } from '@libs/tracing';
-import { BATCH_CONTENT_TYPE, batchBodyOf, batchEntryOf, batchSettingsOf } from './webhook-batch';
+import { BATCH_CONTENT_TYPE, batchBodyOf, batchEntryOf, batchSettingsOf, type OutBatch } from './webhook-batch';
 
 export interface WebhookTarget {
   protocol?: string;
@@ -112,11 +112,16 @@ export class WebhookSender {
   }
 
   /**
-   * Events in CloudEvents batch content mode: `entries` are the events in structured JSON (webhook-batch.ts), the
-   * body their JSON array, signed once (one `webhook-id`, `messageId`, and one signature over the bytes sent). Each
+   * Events in CloudEvents batch content mode: the batch's `entries` are the events in structured JSON
+   * (webhook-batch.ts), the body their JSON array, signed once (one `webhook-id`, `messageId`, and one signature over the bytes sent). Each
    * event carries its own trace context in its attributes; the request has none of its own.
    */
-  sendBatch(target: WebhookTarget, entries: Buffer[], messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
+  sendBatch(
+    target: WebhookTarget,
+    { entries }: Pick<OutBatch, 'entries'>,
+    messageId: string,
+    signal?: AbortSignal,
+  ): Promise<WebhookResult> {
     return this.post(target, { 'content-type': BATCH_CONTENT_TYPE }, batchBodyOf(entries), messageId, signal);
   }
 

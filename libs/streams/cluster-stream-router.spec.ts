@@ -303,6 +303,34 @@ describe('ClusterStreamRouter over the internal channel', () => {
     expect([await one, await two]).toEqual([{ kind: 'ack' }, { kind: 'ack' }]);
   });
 
+  it('hands a batch whole to a client here while the holders it remembers are this process alone; with a remote holder, event by event', async () => {
+    presence.known = true;
+    const frames = [frame, { ...frame, id: 'e2' }];
+    const batch = { frames, entries: frames.map((f) => Buffer.from(f.id)) };
+    const batches: { deliveryId: string; entries: Buffer[] }[] = [];
+    const near = { ...member('ws:near', 2), pushBatch: (d: (typeof batches)[number]) => batches.push(d) };
+    localHub.connect(near);
+    const whole = router.deliverBatch(target(), batch, undefined, { epoch: 3 });
+    // In the same turn, as one delivery under the owner's epoch.
+    expect(batches.map((b) => [b.deliveryId, b.entries.map(String)])).toEqual([
+      [expect.stringMatching(/^3\./), ['e1', 'e2']],
+    ]);
+    localHub.answer(batches[0].deliveryId, { kind: 'ack' });
+    expect(await whole).toEqual({ kind: 'ack' });
+    // A remote holder remembered: its clients take the batch's events one by one (the channel carries events).
+    localHub.disconnect(near);
+    const far = member('ws:far', 5);
+    remote.hub.connect(far);
+    presence.rows = [remote.row(1, 5)];
+    const spread = router.deliverBatch(target(), batch, undefined, { epoch: 3 });
+    await until('both events at the remote client', () => (far.got.length === 2 ? far.got : undefined));
+    expect(far.got.map((d) => d.frame.id)).toEqual(['e1', 'e2']);
+    remote.hub.answer(far.got[0].deliveryId, { kind: 'ack' });
+    remote.hub.answer(far.got[1].deliveryId, { kind: 'reject', reason: 'e2 refused' });
+    expect(await spread).toEqual({ kind: 'reject', reason: 'e2 refused' });
+    expect(batches).toHaveLength(1);
+  });
+
   it('waits, with nobody connected anywhere, until a client connects', async () => {
     const sending = router.deliver(target(), frame);
     let settled = false;

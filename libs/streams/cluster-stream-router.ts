@@ -4,11 +4,13 @@ import type { PeerChannels } from './peer-channels';
 import type { PresenceReader } from './stream-presence';
 import {
   combineOutcomes,
+  eventByEvent,
   DeliverOptions,
   HubLoad,
   StreamDeliverer,
   StreamHub,
   StreamOutcome,
+  StreamBatch,
   StreamPolicy,
   StreamTarget,
 } from './stream-hub';
@@ -52,14 +54,48 @@ export class ClusterStreamRouter implements StreamDeliverer {
     options: DeliverOptions = {},
   ): Promise<StreamOutcome> {
     const policy = (target.config as { policy?: StreamPolicy }).policy ?? 'LOAD_BALANCE';
-    if (policy === 'LOAD_BALANCE' && !signal?.aborted) {
-      const known = this.presence.knownHoldersOf(target.id);
-      if (known !== undefined && !known.some((r) => r.holder !== this.self && this.peers.available(r.holder))) {
-        const now = this.hub.deliverNow(target, frame, signal, { epoch: options.epoch ?? 0, onlyIfConnected: true });
-        if (now) return now;
-      }
+    if (policy === 'LOAD_BALANCE' && !signal?.aborted && this.onlyHere(target)) {
+      const now = this.hub.deliverNow(target, frame, signal, { epoch: options.epoch ?? 0, onlyIfConnected: true });
+      if (now) return now;
     }
     return this.route(target, frame, policy, signal, options);
+  }
+
+  /**
+   * A batch as one delivery to a client here that takes batches, when no holder is another process (known from
+   * memory, as {@link deliver}'s fast path, or read); otherwise event by event, each the router's way (a holder in
+   * another process takes a batched subscription's events one by one), the answers combined.
+   */
+  deliverBatch(
+    target: StreamTarget,
+    batch: StreamBatch,
+    signal?: AbortSignal,
+    options: DeliverOptions = {},
+  ): Promise<StreamOutcome> {
+    if (this.onlyHere(target) && !signal?.aborted) {
+      const now = this.hub.deliverBatchNow(target, batch, signal, { epoch: options.epoch ?? 0 });
+      if (now) return now;
+    }
+    return this.routeBatch(target, batch, signal, options);
+  }
+
+  private async routeBatch(
+    target: StreamTarget,
+    batch: StreamBatch,
+    signal: AbortSignal | undefined,
+    options: DeliverOptions,
+  ): Promise<StreamOutcome> {
+    const remote = (await this.presence.holdersOf(target.id)).some(
+      (r) => r.holder !== this.self && this.peers.available(r.holder),
+    );
+    const now = remote ? undefined : this.hub.deliverBatchNow(target, batch, signal, { epoch: options.epoch ?? 0 });
+    return now ?? eventByEvent(batch, (frame) => this.deliver(target, frame, signal, options));
+  }
+
+  /** The holders of the subscription known from memory, and none of them another process that can be reached. */
+  private onlyHere(target: StreamTarget): boolean {
+    const known = this.presence.knownHoldersOf(target.id);
+    return known !== undefined && !known.some((r) => r.holder !== this.self && this.peers.available(r.holder));
   }
 
   private async route(

@@ -1,7 +1,7 @@
 export { StreamClients } from './stream-clients';
 export type { ClusterClientView, DisconnectView } from './stream-clients';
 export { MAX_ACK_DEADLINE_MS, StreamHub } from './stream-hub';
-export type { ClientAction, StreamDeliverer, StreamDelivery } from './stream-hub';
+export type { ClientAction, StreamBatch, StreamBatchDelivery, StreamDeliverer, StreamDelivery } from './stream-hub';
 export { SinkRouter } from './sink-router';
 export { PollConsumers } from './poll-consumers';
 export { assertStreamHere } from './stream-access';
@@ -10,6 +10,6 @@ export { CHANNEL_PATH, CLUSTER_TOKEN_HEADER, HOLDER_QUERY, serveChannel } from '
 export { PeerChannels } from './peer-channels';
 export { PresenceReader, StreamPresence, derivedAddress, holderIdOf } from './stream-presence';
 export { ClusterStreamRouter } from './cluster-stream-router';
-export { sendInTurn, writeInTurn } from './turn-writes';
+export { sendInTurn, sendTextInTurn, writeInTurn } from './turn-writes';
 export { dialHolder, keepAlive } from './cluster-dial';
 export type { DialTarget } from './cluster-dial';

@@ -48,7 +48,10 @@ describe('SinkRouter tracing', () => {
     ),
   } as unknown as WebhookSender;
   let streamOutcome: StreamOutcome = { kind: 'ack' };
-  const streams: StreamDeliverer = { deliver: async () => streamOutcome };
+  const streams: StreamDeliverer = {
+    deliver: async () => streamOutcome,
+    deliverBatch: async () => streamOutcome,
+  };
 
   it("off: the webhook gets no span context (the sender then sends the event's own)", async () => {
     await new SinkRouter(webhooks, streams).send(webhookTarget, frame, 'm1');
@@ -75,5 +78,34 @@ describe('SinkRouter tracing', () => {
       { subscription: 'sub-s', transport: 'stream', outcome: 'rejected', status: undefined },
       { subscription: 'sub-s', transport: 'stream', outcome: 'not-attempted', status: undefined },
     ]);
+  });
+});
+
+describe('SinkRouter batches', () => {
+  const entries = [Buffer.from('{"id":"e1"}'), Buffer.from('{"id":"e2"}')];
+  const batch = { entries, frames: [frame, { ...frame, id: 'e2' }] };
+
+  it("sends a webhook subscription's batch as one request, and a stream subscription's as one stream delivery under the loop's epoch", async () => {
+    const posted: unknown[] = [];
+    const webhooks = {
+      sendBatch: async (_t: unknown, b: unknown, messageId: string) => (posted.push({ b, messageId }), { ok: true }),
+    } as unknown as WebhookSender;
+    const handed: unknown[] = [];
+    let outcome: StreamOutcome = { kind: 'ack' };
+    const streams: StreamDeliverer = {
+      deliver: () => Promise.reject(new Error('a batch goes whole')),
+      deliverBatch: async (target, b, _signal, options) => (handed.push({ target: target.id, b, options }), outcome),
+    };
+    const router = new SinkRouter(webhooks, streams).withEpoch(7);
+    await expect(router.sendBatch(webhookTarget, batch, 'sub-w/0-1')).resolves.toEqual({ ok: true });
+    expect(posted).toEqual([{ b: batch, messageId: 'sub-w/0-1' }]);
+    await expect(router.sendBatch(streamTarget, batch, 'sub-s/0-1')).resolves.toEqual({ ok: true });
+    expect(handed).toEqual([{ target: 'sub-s', b: batch, options: { epoch: 7 } }]);
+    outcome = { kind: 'reject', reason: 'row 2 refused' };
+    await expect(router.sendBatch(streamTarget, batch, 'sub-s/0-1')).resolves.toMatchObject({
+      ok: false,
+      rejected: true,
+      error: 'rejected by the stream client: row 2 refused',
+    });
   });
 });

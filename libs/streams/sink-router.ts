@@ -1,4 +1,4 @@
-import type { WebhookResult, WebhookSender } from '@libs/delivery';
+import type { OutBatch, WebhookResult, WebhookSender } from '@libs/delivery';
 import type { EventFrame } from '@libs/frame';
 import type { SubscriptionEntity } from '@libs/storage';
 import { DeliveryOutcome, TRACING_OFF, TraceHeaders, Tracing } from '@libs/tracing';
@@ -33,14 +33,18 @@ export class SinkRouter {
     return this.traced(span, webhook, target, frame, messageId, signal);
   }
 
-  /** A batched webhook subscription's events in one request (libs/delivery/webhook-batch.ts); not traced. */
+  /**
+   * A batched subscription's events (libs/delivery/webhook-batch.ts): one request to its webhook, or one delivery to
+   * a stream client (stream-hub.ts, `deliverBatch`); not traced.
+   */
   sendBatch(
     target: SubscriptionEntity,
-    entries: Buffer[],
+    batch: OutBatch,
     messageId: string,
     signal?: AbortSignal,
   ): Promise<WebhookResult> {
-    return this.webhooks.sendBatch(target, entries, messageId, signal);
+    if (target.protocol !== 'STREAM') return this.webhooks.sendBatch(target, batch, messageId, signal);
+    return this.streams.deliverBatch(target, batch, signal, { epoch: this.epoch }).then(resultOf);
   }
 
   private async traced(

@@ -60,3 +60,78 @@ describe('StreamHub: extending a delivery', () => {
     expect(hub.act('s2', received[0].deliveryId, { kind: 'extend', deadlineMs: 5000 })).toBe(false);
   });
 });
+
+/** A batched subscription's batch (`deliverBatch`): one delivery to a client that takes batches, else event by event. */
+describe('StreamHub: batches', () => {
+  const frameOf = (id: string): EventFrame => ({ id, source: '/t', type: 't.one', extensions: {} });
+  const batch = { frames: ['e1', 'e2', 'e3'].map(frameOf), entries: ['e1', 'e2', 'e3'].map((id) => Buffer.from(id)) };
+  const target = { id: 's1', config: { ackTimeoutMs: 60_000 } };
+
+  function member(id: string, window: number, batches: boolean) {
+    const singles: StreamDelivery[] = [];
+    const whole: { deliveryId: string; entries: Buffer[] }[] = [];
+    const m: StreamMember = {
+      id,
+      subscriptionId: 's1',
+      window,
+      push: (d) => singles.push(d),
+      ...(batches ? { pushBatch: (d: { deliveryId: string; entries: Buffer[] }) => whole.push(d) } : {}),
+    };
+    return { m, singles, whole };
+  }
+
+  it('hands a batch to a client that takes batches as one delivery (one place in its window), one answer settling it', async () => {
+    const hub = new StreamHub(4);
+    const c = member('ws:1', 1, true);
+    hub.connect(c.m);
+    const outcome = hub.deliverBatch(target, batch);
+    expect(c.whole).toHaveLength(1);
+    expect(c.whole[0].entries.map(String)).toEqual(['e1', 'e2', 'e3']);
+    expect(c.whole[0].deliveryId).toMatch(/^4\./);
+    expect(c.singles).toHaveLength(0);
+    expect(hub.load('s1').held).toBe(1);
+    // Its window (1) is full: the next batch is not handed to it now.
+    expect(hub.deliverBatchNow(target, batch)).toBeUndefined();
+    expect(hub.act('s1', c.whole[0].deliveryId, { kind: 'reject', reason: 'e2 refused' })).toBe(true);
+    await expect(outcome).resolves.toEqual({ kind: 'reject', reason: 'e2 refused' });
+    expect(hub.load('s1').held).toBe(0);
+    // Answered once: a second answer for the batch is stale.
+    expect(hub.act('s1', c.whole[0].deliveryId, { kind: 'ack' })).toBe(false);
+  });
+
+  it('delivers a batch event by event to a client that does not take batches, acked only when every event is', async () => {
+    const hub = new StreamHub(0);
+    const c = member('sse:1', 10, false);
+    hub.connect(c.m);
+    const outcome = hub.deliverBatch(target, batch);
+    await new Promise((r) => setImmediate(r));
+    expect(c.singles.map((d) => d.frame.id)).toEqual(['e1', 'e2', 'e3']);
+    let settled = false;
+    void outcome.then(() => (settled = true));
+    hub.act('s1', c.singles[0].deliveryId, { kind: 'ack' });
+    hub.act('s1', c.singles[2].deliveryId, { kind: 'ack' });
+    await new Promise((r) => setImmediate(r));
+    expect(settled).toBe(false);
+    hub.act('s1', c.singles[1].deliveryId, { kind: 'nack', delayMs: 50 });
+    await expect(outcome).resolves.toEqual({ kind: 'nack', delayMs: 50 });
+  });
+
+  it('picks a client that takes batches over one that does not; BROADCAST goes event by event to every client', async () => {
+    const hub = new StreamHub(0);
+    const sse = member('sse:1', 10, false);
+    const ws = member('ws:1', 10, true);
+    hub.connect(sse.m);
+    hub.connect(ws.m);
+    void hub.deliverBatch(target, batch);
+    expect(ws.whole).toHaveLength(1);
+    expect(sse.singles).toHaveLength(0);
+    void hub.deliverBatch({ id: 's1', config: { policy: 'BROADCAST' } }, batch);
+    await new Promise((r) => setImmediate(r));
+    expect(ws.whole).toHaveLength(1);
+    expect(ws.singles.map((d) => d.frame.id)).toEqual(['e1', 'e2', 'e3']);
+    expect(sse.singles.map((d) => d.frame.id)).toEqual(['e1', 'e2', 'e3']);
+    // Gone: what they held is settled (and their ack timers with it).
+    hub.disconnect(ws.m);
+    hub.disconnect(sse.m);
+  });
+});

@@ -27,6 +27,22 @@ export interface StreamDelivery {
   frame: EventFrame;
 }
 
+/**
+ * Consecutive events of a batched STREAM subscription's partition (`config.batch`), handed to one client as one
+ * delivery: one id, one answer for all of them. `entries` are the events in structured JSON, `frames` the same
+ * events (what goes event by event when the batch cannot go whole).
+ */
+export interface StreamBatch {
+  frames: EventFrame[];
+  entries: Buffer[];
+}
+
+/** A batch as a client gets it. */
+export interface StreamBatchDelivery {
+  deliveryId: string;
+  entries: Buffer[];
+}
+
 /** How a stream client is connected (its id's prefix: `ws:`, `sse:`, `poll:`). */
 export type StreamTransport = 'websocket' | 'sse' | 'long-poll';
 
@@ -49,6 +65,8 @@ export interface StreamMember {
   readonly window: number;
   /** Hands a delivery to the client (writes it to the connection, or queues it for the next poll). */
   push(delivery: StreamDelivery): void;
+  /** Hands a batch to the client as one delivery; a member without it takes a batch's events one by one. */
+  pushBatch?(delivery: StreamBatchDelivery): void;
   /** MULTICAST: the client's own filter; it gets only the events this matches. */
   readonly filter?: CompiledFilter;
   /** Ends the client's connection (an operator disconnected it); the hub has already let it go. */
@@ -73,6 +91,16 @@ export interface StreamDeliverer {
   deliver(
     subscription: StreamTarget,
     frame: EventFrame,
+    signal?: AbortSignal,
+    options?: DeliverOptions,
+  ): Promise<StreamOutcome>;
+  /**
+   * A batch (LOAD_BALANCE): as one delivery to a client that takes batches, else event by event, the answers
+   * combined as a BROADCAST's are ({@link combineOutcomes}): the batch is acked only when every event is.
+   */
+  deliverBatch(
+    subscription: StreamTarget,
+    batch: StreamBatch,
     signal?: AbortSignal,
     options?: DeliverOptions,
   ): Promise<StreamOutcome>;
@@ -253,22 +281,56 @@ export class StreamHub implements StreamDeliverer {
     signal?: AbortSignal,
     options: DeliverOptions = {},
   ): Promise<StreamOutcome> | undefined {
+    return this.handNow(subscription, frame, signal, options);
+  }
+
+  deliverBatch(
+    subscription: StreamTarget,
+    batch: StreamBatch,
+    signal?: AbortSignal,
+    options: DeliverOptions = {},
+  ): Promise<StreamOutcome> {
+    return (
+      this.deliverBatchNow(subscription, batch, signal, options) ??
+      eventByEvent(batch, (frame) => this.deliver(subscription, frame, signal, options))
+    );
+  }
+
+  /**
+   * LOAD_BALANCE with a member that takes batches and has room now: the batch handed to it in this turn as one
+   * delivery (one place in its window). Undefined (nothing handed out) otherwise.
+   */
+  deliverBatchNow(
+    subscription: StreamTarget,
+    batch: StreamBatch,
+    signal?: AbortSignal,
+    options: DeliverOptions = {},
+  ): Promise<StreamOutcome> | undefined {
+    return this.handNow(subscription, batch, signal, options);
+  }
+
+  private handNow(
+    subscription: StreamTarget,
+    what: EventFrame | StreamBatch,
+    signal: AbortSignal | undefined,
+    options: DeliverOptions,
+  ): Promise<StreamOutcome> | undefined {
     const policy = (subscription.config as { policy?: StreamPolicy }).policy;
     if (policy === 'BROADCAST' || policy === 'MULTICAST' || signal?.aborted) return undefined;
-    const member = this.withRoom(subscription.id, 'one')?.[0];
-    return member && this.sendOf(subscription, frame, signal, options)(member);
+    const member = this.withRoom(subscription.id, 'one', isBatch(what) ? takesBatches : undefined)?.[0];
+    return member && this.sendOf(subscription, what, signal, options)(member);
   }
 
   private sendOf(
     subscription: StreamTarget,
-    frame: EventFrame,
+    what: EventFrame | StreamBatch,
     signal: AbortSignal | undefined,
     options: DeliverOptions,
   ): (m: StreamMember) => Promise<StreamOutcome> {
     const ackTimeoutMs = ackTimeoutOf(subscription);
     const epoch = options.epoch ?? this.epoch;
     const cancel = options.withdrawOnAbort ? signal : undefined;
-    return (m) => this.send(m, frame, ackTimeoutMs, epoch, cancel, options.onExtend);
+    return (m) => this.send(m, what, ackTimeoutMs, epoch, cancel, options.onExtend);
   }
 
   private async deliverWhenRoom(
@@ -292,9 +354,10 @@ export class StreamHub implements StreamDeliverer {
     return send(member);
   }
 
+  /** Hands `what` (an event, or a batch to a member that takes batches) to `member`; resolves with its answer. */
   private send(
     member: StreamMember,
-    frame: EventFrame,
+    what: EventFrame | StreamBatch,
     ackTimeoutMs: number,
     epoch: number,
     cancel?: AbortSignal,
@@ -315,7 +378,8 @@ export class StreamHub implements StreamDeliverer {
           resolve(outcome);
         };
       }
-      member.push({ deliveryId, frame });
+      if (isBatch(what)) member.pushBatch!({ deliveryId, entries: what.entries });
+      else member.push({ deliveryId, frame: what });
     });
   }
 
@@ -340,23 +404,23 @@ export class StreamHub implements StreamDeliverer {
   }
 
   /**
-   * Members with room: one (round robin), or `all` the connected ones `wanted` picks, once every one of them has
-   * room. Undefined means wait (nobody connected, or no room yet).
+   * Members with room: one (round robin) of those `wanted` picks, or `all` the connected ones it picks, once every one
+   * of them has room. Undefined means wait (nobody connected, or no room yet).
    */
   private withRoom(
     subscriptionId: string,
     which: 'one' | 'all',
-    wanted: (m: StreamMember) => boolean = () => true,
+    wanted?: (m: StreamMember) => boolean,
   ): StreamMember[] | undefined {
     const list = this.members.get(subscriptionId) ?? [];
     if (list.length === 0) return undefined;
     if (which === 'all') {
-      const targets = list.filter(wanted);
+      const targets = wanted ? list.filter(wanted) : list;
       return targets.every((m) => this.inFlight(m) < m.window) ? this.hold(targets) : undefined;
     }
     for (let i = 0; i < list.length; i++) {
       const m = list[(this.cursor + i) % list.length];
-      if (this.inFlight(m) < m.window) {
+      if (this.inFlight(m) < m.window && (!wanted || wanted(m))) {
         this.cursor = (this.cursor + i + 1) % list.length;
         return this.hold([m]);
       }
@@ -389,6 +453,18 @@ export class StreamHub implements StreamDeliverer {
   private wakeAll(): void {
     for (const wake of [...this.roomWaiters]) wake();
   }
+}
+
+const takesBatches = (m: StreamMember): boolean => m.pushBatch !== undefined;
+
+const isBatch = (what: EventFrame | StreamBatch): what is StreamBatch => 'entries' in what;
+
+/** A batch delivered event by event: every event handed out at once, the answers combined. */
+export function eventByEvent(
+  batch: StreamBatch,
+  deliver: (frame: EventFrame) => Promise<StreamOutcome>,
+): Promise<StreamOutcome> {
+  return Promise.all(batch.frames.map(deliver)).then(combineOutcomes);
 }
 
 function transportOf(clientId: string): StreamTransport {

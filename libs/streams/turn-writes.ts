@@ -40,3 +40,15 @@ export function sendInTurn(socket: TurnSocket, data: string | Buffer, cb?: (erro
   if (tcp) writeInTurn(tcp, () => socket.send(data, cb));
   else socket.send(data, cb);
 }
+
+/** A ws WebSocket that sends a Buffer as a text message when told (`binary: false`). */
+interface TextSocket {
+  send(data: Buffer, options: { binary: boolean }): void;
+}
+
+/** {@link sendInTurn} for UTF-8 JSON already in bytes: sent as a text message, in the turn's write. */
+export function sendTextInTurn(socket: TextSocket, data: Buffer): void {
+  const tcp = (socket as { _socket?: Corkable | null })._socket;
+  if (tcp) writeInTurn(tcp, () => socket.send(data, { binary: false }));
+  else socket.send(data, { binary: false });
+}

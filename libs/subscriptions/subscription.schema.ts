@@ -27,7 +27,7 @@ export const startFromSchema = z.union([
 
 const absent = (...names: string[]) => ({ not: { anyOf: names.map((n) => ({ required: [n] })) } });
 /** STREAM: no sink, no ordering or concurrency; HTTP: a sink, no policy or ackTimeoutMs. */
-const STREAM_RULES = { ...absent('sink'), properties: { config: absent('ordering', 'concurrency', 'batch') } };
+const STREAM_RULES = { ...absent('sink'), properties: { config: absent('ordering', 'concurrency') } };
 const HTTP_RULES = { required: ['sink'], properties: { config: absent('policy', 'ackTimeoutMs') } };
 const isProtocol = (protocol: string) => ({ properties: { protocol: { const: protocol } }, required: ['protocol'] });
 /** A create's: HTTP when the protocol is absent. */
@@ -38,6 +38,16 @@ const CONCURRENCY_RULE = {
     config: {
       if: { required: ['concurrency'] },
       then: { required: ['ordering'], properties: { ordering: { enum: ['key', 'none'] } }, ...absent('batch') },
+    },
+  },
+};
+
+/** `batch` not with policy BROADCAST or MULTICAST (a batch goes to one client). */
+const BATCH_POLICY_RULE = {
+  properties: {
+    config: {
+      if: { required: ['policy'], properties: { policy: { enum: ['BROADCAST', 'MULTICAST'] } } },
+      then: absent('batch'),
     },
   },
 };
@@ -88,8 +98,9 @@ export const createSubscriptionSchema = z
         /** HTTP with ordering `key` or `none`: deliveries out at once per partition (EVENTMESH_DELIVERY_CONCURRENCY when absent). */
         concurrency: z.number().int().min(1).max(256).optional(),
         /**
-         * HTTP: deliver in CloudEvents batch content mode (libs/delivery/webhook-batch.ts), each field defaulting as
-         * shown; absent: event by event.
+         * Deliver in batches (libs/delivery/webhook-batch.ts), each field defaulting as shown; absent: event by event.
+         * HTTP: CloudEvents batch content mode, one POST a batch. STREAM (LOAD_BALANCE): one delivery a batch to a
+         * client that takes batches (WebSocket), one answer for all its events.
          */
         batch: z
           .object({
@@ -124,11 +135,11 @@ export const createSubscriptionSchema = z
         message: 'policy and ackTimeoutMs apply to STREAM subscriptions',
       });
     }
-    if (r.protocol === 'STREAM' && r.config.batch !== undefined) {
+    if (r.config.batch !== undefined && (r.config.policy === 'BROADCAST' || r.config.policy === 'MULTICAST')) {
       ctx.addIssue({
         code: 'custom',
         path: ['config', 'batch'],
-        message: "batch applies to HTTP subscriptions (a STREAM subscription's clients take events one by one)",
+        message: `batch applies to policy LOAD_BALANCE (a batch goes to one client); ${r.config.policy} delivers event by event`,
       });
     }
     if (r.protocol === 'STREAM' && (r.config.ordering !== undefined || r.config.concurrency !== undefined)) {
@@ -158,7 +169,7 @@ export const createSubscriptionSchema = z
     }
   })
   // The refinement above, as JSON Schema states it (the API document's): so a client reads it there.
-  .meta({ allOf: [PROTOCOL_RULES, CONCURRENCY_RULE] });
+  .meta({ allOf: [PROTOCOL_RULES, CONCURRENCY_RULE, BATCH_POLICY_RULE] });
 
 /**
  * A replace's body, as the API document states it: the create's, but the protocol and topic default to the
@@ -169,6 +180,7 @@ export const replaceSubscriptionSchema = createSubscriptionSchema.meta({
     { if: isProtocol('STREAM'), then: STREAM_RULES },
     { if: isProtocol('HTTP'), then: HTTP_RULES },
     CONCURRENCY_RULE,
+    BATCH_POLICY_RULE,
   ],
 });
 

@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import type { Client } from '@temporalio/client';
 import {
   EventMeshClient,
+  RejectError,
   RequestTimeoutError,
   webhookReceiver,
   type Consumer,
@@ -273,5 +274,52 @@ describe('@eventmesh/client against a real instance', () => {
     await waitFor('the redelivery acked as a duplicate', () => consumer.stats.duplicates >= 1, { timeoutMs: 60000 });
     expect(calls).toBe(1);
     expect(consumer.stats.handled).toBe(1);
+  });
+
+  it("takes a batched subscription's batches over WebSocket, each one delivery; an event its handler rejects is dead-lettered alone, its neighbours handled once", async () => {
+    const type = `sdk.batched.${randomUUID().slice(0, 6)}`;
+    const sub = (
+      await mesh.subscriptions.create({
+        protocol: 'STREAM',
+        topic,
+        filters: [{ exact: { type } }],
+        // A batch lingers up to 300 ms after its first event for more: the 120 events come in a few batches.
+        config: { batch: { maxEvents: 50, lingerMs: 300 } },
+      })
+    ).id;
+    const handled = new Map<string, number>();
+    /** Each event's first delivery id. */
+    const firstDelivery = new Map<string, string>();
+    const consumer = mesh.consume(
+      sub,
+      async (event, { deliveryId }) => {
+        handled.set(event.id, (handled.get(event.id) ?? 0) + 1);
+        if (!firstDelivery.has(event.id)) firstDelivery.set(event.id, deliveryId);
+        if ((event.data as { n: number }).n === 77) throw new RejectError('n 77 is refused');
+      },
+      { transport: 'websocket' },
+    );
+    consumers.push(consumer);
+    await connected(consumer);
+    const published = await mesh.publishMany(Array.from({ length: 120 }, (_, n) => ({ type, data: { n } })));
+    const bad = published[77].id;
+    const letters = async () => {
+      const res = await fetch(`${url}/subscriptions/${sub}/dead-letters`);
+      return ((await res.json()) as { items: { eventId: string }[] }).items;
+    };
+    await waitFor('the refused event dead-lettered', async () => (await letters()).length > 0, { timeoutMs: 60000 });
+    await waitFor('every other event acked', () => consumer.stats.acked >= 119, { timeoutMs: 60000 });
+    // Each batch came as one delivery: its events are its parts, `<deliveryId>#<index>` (a batch split down to one
+    // event goes as that event's own delivery).
+    const firsts = [...firstDelivery.values()];
+    expect(firsts.filter((id) => !/#\d+$/.test(id))).toEqual([]);
+    expect(new Set(firsts.map((id) => id.split('#')[0])).size).toBeLessThan(60);
+    expect((await letters()).map((l) => l.eventId)).toEqual([bad]);
+    // Every event handled; each neighbour once (a batch split to isolate the refused event comes again: its handled
+    // events are acked as duplicates), the refused one on each try.
+    expect([...handled.keys()].sort()).toEqual(published.map((p) => p.id).sort());
+    expect([...handled].filter(([id, n]) => id !== bad && n !== 1)).toEqual([]);
+    expect(handled.get(bad)).toBeGreaterThan(1);
+    expect(consumer.stats.duplicates).toBeGreaterThan(0);
   });
 });

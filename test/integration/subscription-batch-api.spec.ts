@@ -68,15 +68,25 @@ describe('subscription batch settings over HTTP (real gateway and Postgres)', ()
     expect(await count()).toBe(before);
   });
 
-  it('refuses a batch setting on a STREAM subscription, creating nothing', async () => {
-    const before = await count();
-    const refused = await create({ protocol: 'STREAM', sink: undefined, config: { batch: {} } });
-    expect(refused).toMatchObject({
-      status: 400,
-      body: { code: 'INVALID_REQUEST', field: 'config.batch', message: expect.stringMatching(/^config\.batch: /) },
-    });
-    expect(await count()).toBe(before);
-  });
+  it.each(['BROADCAST', 'MULTICAST'])(
+    'refuses a batch setting on a STREAM subscription with policy %s, creating nothing; takes it with LOAD_BALANCE',
+    async (policy) => {
+      const before = await count();
+      const refused = await create({ protocol: 'STREAM', sink: undefined, config: { policy, batch: {} } });
+      expect(refused).toMatchObject({
+        status: 400,
+        body: {
+          code: 'INVALID_REQUEST',
+          field: 'config.batch',
+          message: expect.stringMatching(/^config\.batch: batch applies to policy LOAD_BALANCE/),
+        },
+      });
+      expect(await count()).toBe(before);
+      const created = await create({ protocol: 'STREAM', sink: undefined, config: { batch: { maxEvents: 50 } } });
+      expect(created.status).toBe(201);
+      expect(created.body.config).toMatchObject({ batch: { maxEvents: 50, maxBytes: 262_144, lingerMs: 0 } });
+    },
+  );
 
   it.each(['key', 'none'])(
     'refuses concurrency with batch (ordering %s) on create and replace with 400 naming config.concurrency, changing nothing',

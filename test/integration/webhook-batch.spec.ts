@@ -57,7 +57,7 @@ describe('batched webhook delivery (real Postgres, Kafka and sink)', () => {
     const epoch = await stack.runs.claim(instanceId, 'webhook batch spec');
     const sender: Deliverer = {
       send: (target, frame, messageId, signal) => webhooks.send(target, frame, messageId, signal),
-      sendBatch: (target, entries, messageId, signal) => webhooks.sendBatch(target, entries, messageId, signal),
+      sendBatch: (target, batch, messageId, signal) => webhooks.sendBatch(target, batch, messageId, signal),
     };
     const loop = dispatchLoopOf(stack, reader, instanceId, epoch, sender);
     const stop = new AbortController();

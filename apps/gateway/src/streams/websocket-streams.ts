@@ -14,7 +14,7 @@ import { Gates, gateRequestOf } from '../http/gate-route';
 import { replyError, toHttpError } from '../http/http-error';
 import { parseQuery } from '../http/parse-body';
 import { clientFilter, outcomeOf, streamQuerySchema, wireJsonOf, windowOf } from './streams.controller';
-import { answersOf, batchedPush } from './websocket-batches';
+import { answersOf, batchedPush, batchPush } from './websocket-batches';
 
 const log = createLogger('WebSocketStreams');
 
@@ -38,7 +38,8 @@ const admissions = new WeakMap<object, Admission>();
  * `{"type":"event","deliveryId","event"}`; the client answers `{"type":"ack"|"nack"|"reject","deliveryId",
  * "delayMs"?,"reason"?}` (or extends a delivery's ack deadline, `{"type":"extend","deliveryId","deadlineMs"}`) and hears `{"type":"answered","deliveryId","accepted"}` (false for an unknown or stale
  * id) or `{"type":"error","code","message"}`. With `?frames=batch` the deliveries of one turn come as one
- * `{"type":"events","deliveries":[...]}`; any client may answer many at once with `{"type":"answers","answers":[...]}`,
+ * `{"type":"events","deliveries":[...]}`. A batched subscription's (`config.batch`) batch comes as one delivery,
+ * `{"type":"batch","deliveryId","events":[...]}`, answered once for all its events; any client may answer many at once with `{"type":"answers","answers":[...]}`,
  * heard as one `{"type":"answered","answers":[{"deliveryId","accepted"}...]}`. The handshake passes the request gate and the same checks as the
  * other transports (another tenant's subscription is 404 like a missing one), and fails as plain HTTP in the
  * runtime's error shape.
@@ -129,6 +130,7 @@ export async function registerWebSocketStreams(
           query.frames === 'batch'
             ? batchedPush(socket)
             : (d: StreamDelivery) => sendInTurn(socket, wireJsonOf(d, '"type":"event",')),
+        pushBatch: batchPush(socket),
         // An operator's disconnect: close code 4001 (the client may connect again).
         close: () => socket.close(4001, 'disconnected by an operator'),
       };

@@ -1691,6 +1691,8 @@ export interface paths {
                         };
                     } & (unknown & {
                         config?: unknown;
+                    } & {
+                        config?: unknown;
                     });
                 };
             };
@@ -1919,6 +1921,8 @@ export interface paths {
                             ackTimeoutMs?: number;
                         };
                     } & (unknown & {
+                        config?: unknown;
+                    } & {
                         config?: unknown;
                     });
                 };
@@ -2303,6 +2307,8 @@ export interface paths {
                             ackTimeoutMs?: number;
                         };
                     } & (unknown & unknown & {
+                        config?: unknown;
+                    } & {
                         config?: unknown;
                     });
                 };
@@ -4582,6 +4588,8 @@ export interface paths {
                             ackTimeoutMs?: number;
                         };
                     } & (unknown & {
+                        config?: unknown;
+                    } & {
                         config?: unknown;
                     });
                 };

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { errorOf, ConnectionError } from '../errors';
 import { parseBody } from '../http';
+import { BatchParts } from './batch-parts';
 import {
   RUNTIME_REFUSALS,
   streamPath,
@@ -22,7 +23,9 @@ const MAX_ANSWERS_BYTES = 48 * 1024;
  * deliveries come as `{type:"events",deliveries:[{deliveryId,event}...]}` (a runtime that does not batch sends them
  * one by one), and once the runtime has sent a batch, the answers given in one turn of the event loop leave as one
  * `{type:"answers",answers:[...]}` message, confirmed by one `{type:"answered",answers:[{deliveryId,accepted}...]}`:
- * one message each way per batch, not per delivery. A handshake answered with anything but 101 is the runtime's
+ * one message each way per batch, not per delivery. A batched subscription's batch, `{type:"batch",deliveryId,events}`,
+ * is one delivery at the runtime: its events are handed over as deliveries of their own and the batch is answered
+ * once all of them are (batch-parts.ts). A handshake answered with anything but 101 is the runtime's
  * typed error when it is one of its refusals (`RUNTIME_REFUSALS`); any other answer, or a connection reset during
  * the handshake, means something between refuses upgrades: `TransportRefusedError`.
  */
@@ -65,6 +68,8 @@ export const connectWebSocket: Connect = async (p) => {
   };
   // Set by the first batch: the runtime takes `answers` messages.
   let batched = false;
+  // The parts of the batched subscription's batches in hand (their answers are sent by `send`, below).
+  const parts = new BatchParts((a) => send(a));
   socket.on('message', (raw) => {
     const message = JSON.parse(String(raw)) as {
       type: string;
@@ -72,8 +77,12 @@ export const connectWebSocket: Connect = async (p) => {
       accepted?: boolean;
       deliveries?: WireDelivery[];
       answers?: { deliveryId: string; accepted: boolean }[];
+      events?: WireDelivery['event'][];
     } & WireDelivery;
-    if (message.type === 'events') {
+    if (message.type === 'batch') {
+      batched = true;
+      for (const d of parts.split(message.deliveryId, message.events ?? [])) p.onDelivery(d);
+    } else if (message.type === 'events') {
       batched = true;
       for (const d of message.deliveries ?? []) p.onDelivery({ deliveryId: d.deliveryId, event: d.event });
     } else if (message.type === 'event') p.onDelivery({ deliveryId: message.deliveryId, event: message.event });
@@ -115,22 +124,24 @@ export const connectWebSocket: Connect = async (p) => {
   socket.once('close', (code, reason) => {
     for (const settle of [...answers.values()].flat()) settle(false);
     answers.clear();
+    parts.close();
     resolveEnded(
       closing ? undefined : new ConnectionError('STREAM_CLOSED', `WebSocket closed (${code} ${reason.toString()})`),
     );
   });
+  const send = (a: Answer) =>
+    new Promise<boolean>((resolve) => {
+      if (socket.readyState !== WebSocket.OPEN) return resolve(false);
+      answers.set(a.deliveryId, [...(answers.get(a.deliveryId) ?? []), resolve]);
+      if (!batched) return socket.send(JSON.stringify(wire(a)));
+      if (queued) return void queued.push(a);
+      queued = [a];
+      setImmediate(sendQueued);
+    });
   const connection: Connection = {
     transport: 'websocket',
     ended,
-    answer: (a: Answer) =>
-      new Promise<boolean>((resolve) => {
-        if (socket.readyState !== WebSocket.OPEN) return resolve(false);
-        answers.set(a.deliveryId, [...(answers.get(a.deliveryId) ?? []), resolve]);
-        if (!batched) return socket.send(JSON.stringify(wire(a)));
-        if (queued) return void queued.push(a);
-        queued = [a];
-        setImmediate(sendQueued);
-      }),
+    answer: (a: Answer) => parts.answer(a) ?? send(a),
     close: () => {
       closing = true;
       socket.close(1000);

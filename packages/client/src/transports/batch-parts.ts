@@ -1,0 +1,82 @@
+import type { Answer, WireDelivery } from './connection';
+
+/** The separator between a batch's delivery id and an event's index in it, in the id of the event's part. */
+const PART = '#';
+
+/** Extensions of one batch forwarded at most this often (every part of a running batch asks for them). */
+const EXTEND_EVERY_MS = 1000;
+
+interface Pending {
+  /** Each part's answer, as it comes. */
+  answers: (Answer | undefined)[];
+  left: number;
+  /** Told the runtime's verdict on the batch's answer, one per answered part. */
+  waiters: ((accepted: boolean) => void)[];
+  extendedAt: number;
+}
+
+/**
+ * A batched subscription's batch (`{type:"batch",deliveryId,events}`, docs/api.md) is one delivery at the runtime,
+ * answered once for all its events. The consumer handles events: each event of a batch is handed over as a delivery
+ * of its own, `<deliveryId>#<index>`, and the batch is answered once every part is: `ack` when every part was acked,
+ * `reject` (the first rejected part's reason) when any was rejected, else `nack` with the longest delay asked. The
+ * runtime splits a refused batch down to the event the client refuses, and redelivers a nacked one whole (the
+ * consumer's dedupe acks the events it handled already). An extension of any part extends the batch, forwarded at
+ * most once a second.
+ */
+export class BatchParts {
+  private readonly pending = new Map<string, Pending>();
+
+  constructor(private readonly send: (a: Answer) => Promise<boolean>) {}
+
+  /** The batch's events, each as the delivery of its part. */
+  split(deliveryId: string, events: WireDelivery['event'][]): WireDelivery[] {
+    this.pending.set(deliveryId, {
+      answers: new Array<Answer | undefined>(events.length),
+      left: events.length,
+      waiters: [],
+      extendedAt: 0,
+    });
+    return events.map((event, i) => ({ deliveryId: `${deliveryId}${PART}${i}`, event }));
+  }
+
+  /** An answer for a part, as the runtime's verdict on its batch; undefined when `a` is not for a part here. */
+  answer(a: Answer): Promise<boolean> | undefined {
+    const at = a.deliveryId.lastIndexOf(PART);
+    if (at < 0) return undefined;
+    const batchId = a.deliveryId.slice(0, at);
+    const batch = this.pending.get(batchId);
+    if (!batch) return undefined;
+    if (a.action === 'extend') {
+      const now = Date.now();
+      if (now - batch.extendedAt < EXTEND_EVERY_MS) return Promise.resolve(true);
+      batch.extendedAt = now;
+      return this.send({ ...a, deliveryId: batchId });
+    }
+    const index = Number(a.deliveryId.slice(at + 1));
+    if (!(index >= 0 && index < batch.answers.length) || batch.answers[index]) return Promise.resolve(false);
+    batch.answers[index] = a;
+    return new Promise<boolean>((resolve) => {
+      batch.waiters.push(resolve);
+      if (--batch.left > 0) return;
+      this.pending.delete(batchId);
+      const settle = (accepted: boolean) => batch.waiters.forEach((w) => w(accepted));
+      this.send(combined(batchId, batch.answers as Answer[])).then(settle, () => settle(false));
+    });
+  }
+
+  /** The connection ended: the batches not answered yet are the runtime's to redeliver. */
+  close(): void {
+    for (const batch of this.pending.values()) batch.waiters.forEach((w) => w(false));
+    this.pending.clear();
+  }
+}
+
+/** One answer for a batch from its parts': a reject wins, then a nack (the longest delay), else ack. */
+function combined(deliveryId: string, answers: Answer[]): Answer {
+  const rejected = answers.find((a) => a.action === 'reject');
+  if (rejected) return { deliveryId, action: 'reject', reason: rejected.reason };
+  if (!answers.some((a) => a.action === 'nack')) return { deliveryId, action: 'ack' };
+  const delays = answers.flatMap((a) => (a.action === 'nack' && a.delayMs !== undefined ? [a.delayMs] : []));
+  return { deliveryId, action: 'nack', delayMs: delays.length > 0 ? Math.max(...delays) : undefined };
+}
