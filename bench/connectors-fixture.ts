@@ -18,6 +18,8 @@ export interface AppConnection {
  */
 export class ConnectorsFixture {
   private tables = 0;
+  /** Each sink job's subscription, deleted with the job. */
+  private readonly subscriptionOf = new Map<string, string>();
 
   constructor(
     readonly db: Client,
@@ -104,6 +106,7 @@ export class ConnectorsFixture {
         columns: { event_id: 'id', order_id: 'data.orderId', at: 'data.at' },
       },
     }))!.id;
+    this.subscriptionOf.set(id, sub.id);
     await until(
       'the sink job runs',
       async () => (await this.api('GET', `/admin/jobs/${id}`))!.run.epoch ?? undefined,
@@ -120,6 +123,17 @@ export class ConnectorsFixture {
       60000,
     );
     return id;
+  }
+
+  /**
+   * Deletes a job, and a sink job's subscription with it: a subscription left without its client would go on taking
+   * the topic's events in the instance through the next arms' runs.
+   */
+  async deleteJob(id: string): Promise<void> {
+    await this.api('DELETE', `/admin/jobs/${id}`);
+    const subscriptionId = this.subscriptionOf.get(id);
+    if (subscriptionId) await this.mesh.subscriptions.delete(subscriptionId);
+    this.subscriptionOf.delete(id);
   }
 
   /** `count` events (order ids from `from`) published through the SDK to the topic, `batch` a request. */

@@ -173,7 +173,7 @@ async function main(): Promise<void> {
       () => fx.insertRows(table, WARM_UP + 1, EVENTS),
       async () => (await moved()) >= WARM_UP + EVENTS,
     );
-    await fx.api('DELETE', `/admin/jobs/${id}`);
+    await fx.deleteJob(id);
     return result;
   };
   /** The baseline relay: a loop reading the outbox by id, kafkajs sendBatch, at least once. */
@@ -229,7 +229,7 @@ async function main(): Promise<void> {
       () => fx.publishAll(1, EVENTS),
       async () => (await fx.rowsIn(table)) >= WARM_UP + EVENTS,
     );
-    await fx.api('DELETE', `/admin/jobs/${id}`);
+    await fx.deleteJob(id);
     return result;
   };
   /** The baseline: a kafkajs consumer group inserting each batch in one statement. */
@@ -344,7 +344,7 @@ async function main(): Promise<void> {
     )
   ).rows.map((r) => Number(r.ms));
   const pipeline = { ...summarize(`outbox insert -> table row (${PACE}/s)`, total, started, latencies), cpu: cpu() };
-  for (const id of [source, sink]) await fx.api('DELETE', `/admin/jobs/${id}`);
+  for (const id of [source, sink]) await fx.deleteJob(id);
 
   console.log(`\n${ROUNDS} rounds of ${EVENTS} rows each; the median of each arm and of the ratios:`);
   const med = (pick: (r: (typeof rounds)[number]) => RunResult | undefined) =>

@@ -331,6 +331,20 @@ describe('ClusterStreamRouter over the internal channel', () => {
     expect(batches).toHaveLength(1);
   });
 
+  it('holds a batch, with nobody connected anywhere, until a client connects here, then hands it whole', async () => {
+    const frames = [frame, { ...frame, id: 'e2' }];
+    const sending = router.deliverBatch(target(), { frames, entries: frames.map((f) => Buffer.from(f.id)) });
+    await new Promise((r) => setTimeout(r, 50));
+    const batches: { deliveryId: string; entries: Buffer[] }[] = [];
+    const client = { ...member('ws:late'), pushBatch: (d: (typeof batches)[number]) => batches.push(d) };
+    localHub.connect(client);
+    const b = await until('the batch at the late client', () => batches[0]);
+    expect(b.entries.map(String)).toEqual(['e1', 'e2']);
+    expect(client.got).toHaveLength(0);
+    localHub.answer(b.deliveryId, { kind: 'ack' });
+    expect(await sending).toEqual({ kind: 'ack' });
+  });
+
   it('waits, with nobody connected anywhere, until a client connects', async () => {
     const sending = router.deliver(target(), frame);
     let settled = false;

@@ -64,7 +64,8 @@ export class ClusterStreamRouter implements StreamDeliverer {
   /**
    * A batch as one delivery to a client here that takes batches, when no holder is another process (known from
    * memory, as {@link deliver}'s fast path, or read); otherwise event by event, each the router's way (a holder in
-   * another process takes a batched subscription's events one by one), the answers combined.
+   * another process takes a batched subscription's events one by one), the answers combined. With nobody connected
+   * anywhere, the batch waits for a client as one.
    */
   deliverBatch(
     target: StreamTarget,
@@ -85,11 +86,17 @@ export class ClusterStreamRouter implements StreamDeliverer {
     signal: AbortSignal | undefined,
     options: DeliverOptions,
   ): Promise<StreamOutcome> {
-    const remote = (await this.presence.holdersOf(target.id)).some(
-      (r) => r.holder !== this.self && this.peers.available(r.holder),
-    );
-    const now = remote ? undefined : this.hub.deliverBatchNow(target, batch, signal, { epoch: options.epoch ?? 0 });
-    return now ?? eventByEvent(batch, (frame) => this.deliver(target, frame, signal, options));
+    for (;;) {
+      if (signal?.aborted) return { kind: 'gone' };
+      const remote = (await this.presence.holdersOf(target.id)).some(
+        (r) => r.holder !== this.self && this.peers.available(r.holder),
+      );
+      if (remote) return eventByEvent(batch, (frame) => this.deliver(target, frame, signal, options));
+      if (this.hub.connected(target.id) > 0)
+        return this.hub.deliverBatch(target, batch, signal, { epoch: options.epoch ?? 0, onlyIfConnected: true });
+      // Nobody connected anywhere: the batch waits, once, as an event does.
+      await this.lookAgain(signal);
+    }
   }
 
   /** The holders of the subscription known from memory, and none of them another process that can be reached. */

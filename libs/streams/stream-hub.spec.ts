@@ -99,6 +99,24 @@ describe('StreamHub: batches', () => {
     expect(hub.act('s1', c.whole[0].deliveryId, { kind: 'ack' })).toBe(false);
   });
 
+  it("waits for room in a batch-taking client's window, as one batch (not event by event)", async () => {
+    const hub = new StreamHub(0);
+    const c = member('ws:1', 1, true);
+    hub.connect(c.m);
+    const first = hub.deliverBatch(target, batch);
+    const second = hub.deliverBatch(target, batch);
+    await new Promise((r) => setImmediate(r));
+    expect(c.whole).toHaveLength(1);
+    expect(c.singles).toHaveLength(0);
+    hub.act('s1', c.whole[0].deliveryId, { kind: 'ack' });
+    await expect(first).resolves.toEqual({ kind: 'ack' });
+    await new Promise((r) => setImmediate(r));
+    expect(c.whole).toHaveLength(2);
+    expect(c.singles).toHaveLength(0);
+    hub.act('s1', c.whole[1].deliveryId, { kind: 'ack' });
+    await expect(second).resolves.toEqual({ kind: 'ack' });
+  });
+
   it('delivers a batch event by event to a client that does not take batches, acked only when every event is', async () => {
     const hub = new StreamHub(0);
     const c = member('sse:1', 10, false);

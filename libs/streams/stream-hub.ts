@@ -95,8 +95,9 @@ export interface StreamDeliverer {
     options?: DeliverOptions,
   ): Promise<StreamOutcome>;
   /**
-   * A batch (LOAD_BALANCE): as one delivery to a client that takes batches, else event by event, the answers
-   * combined as a BROADCAST's are ({@link combineOutcomes}): the batch is acked only when every event is.
+   * A batch (LOAD_BALANCE): as one delivery to a client that takes batches (waiting for room in one's window), else
+   * event by event, the answers combined as a BROADCAST's are ({@link combineOutcomes}): the batch is acked only
+   * when every event is.
    */
   deliverBatch(
     subscription: StreamTarget,
@@ -292,8 +293,32 @@ export class StreamHub implements StreamDeliverer {
   ): Promise<StreamOutcome> {
     return (
       this.deliverBatchNow(subscription, batch, signal, options) ??
-      eventByEvent(batch, (frame) => this.deliver(subscription, frame, signal, options))
+      this.deliverBatchWhenRoom(subscription, batch, signal, options)
     );
+  }
+
+  /**
+   * While a member that takes batches is connected, the batch waits (once, not once per event) for one of them to
+   * have room; otherwise (nobody that takes batches, BROADCAST, MULTICAST) it goes event by event.
+   */
+  private async deliverBatchWhenRoom(
+    subscription: StreamTarget,
+    batch: StreamBatch,
+    signal: AbortSignal | undefined,
+    options: DeliverOptions,
+  ): Promise<StreamOutcome> {
+    const policy = (subscription.config as { policy?: StreamPolicy }).policy;
+    const taker = () => (this.members.get(subscription.id) ?? []).some(takesBatches);
+    if (policy !== 'BROADCAST' && policy !== 'MULTICAST' && taker()) {
+      const member = await this.waitFor(
+        () => this.withRoom(subscription.id, 'one', takesBatches)?.[0],
+        signal,
+        () => !taker(),
+      );
+      if (member) return this.sendOf(subscription, batch, signal, options)(member);
+      if (signal?.aborted) return { kind: 'gone' };
+    }
+    return eventByEvent(batch, (frame) => this.deliver(subscription, frame, signal, options));
   }
 
   /**
