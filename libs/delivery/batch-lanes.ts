@@ -2,13 +2,23 @@ import { CORRELATION_ATTRIBUTE } from '@libs/frame';
 import { createLogger } from '@libs/logging';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf, retryPolicyOf, verdictOf } from './failure-policy';
-import type { Lane, LaneRecord } from './lane';
+import { fillOf, type Lane, type LaneRecord } from './lane';
 import type { LaneRunner } from './lane-runner';
 import { keyOf, type Ordering, type Work } from './ordering';
 import { refillAt } from './partition-feed';
 import { batchBytesOf, batchEntryOf, type BatchSettings } from './webhook-batch';
 
 type Outcome = 'settled' | 'retry' | 'halt';
+
+/**
+ * Batches a STREAM lane has out at once: the next batches go to the client while it handles one (a sink writing a
+ * batch gets the next one meanwhile, instead of the lane's round trip after each). A STREAM subscription's events
+ * have no order to keep (ordering.ts).
+ */
+export const STREAM_BATCH_DEPTH = 4;
+
+/** Batches out at once in a lane: one in a webhook lane (its order), {@link STREAM_BATCH_DEPTH} in a stream lane. */
+export const batchDepthOf = (lane: Lane): number => (lane.subscription.protocol === 'STREAM' ? STREAM_BATCH_DEPTH : 1);
 
 /** Consecutive records of a lane going out as one batch, each with its entry (the event in structured JSON). */
 interface Batch {
@@ -17,10 +27,11 @@ interface Batch {
 }
 
 /**
- * The lanes of batched webhook subscriptions (`config.batch`, webhook-batch.ts). A lane has one batch out at a
+ * The lanes of batched subscriptions (`config.batch`, webhook-batch.ts). A webhook lane has one batch out at a
  * time, whatever its ordering: a batch holds consecutive events of the partition from the lane's first unsettled
  * one, so with `partition` the partition goes out in order, batch after batch, and with `key` each key's events
- * too. A batch of one event goes the per-event way (lane-runner.ts), in batch content mode.
+ * too. A stream lane has up to {@link STREAM_BATCH_DEPTH} out, each of the consecutive events not out yet. A batch
+ * of one event goes the per-event way (lane-runner.ts), in batch content mode for a webhook.
  *
  * A failed batch is retried as a batch, in the lane, with the subscription's backoff, as an event would be
  * (failure-policy.ts, `verdictOf`). When the event would be parked or dead-lettered instead, the batch is split in
@@ -38,29 +49,62 @@ export class BatchLanes {
     private readonly runner: Pick<LaneRunner, 'start' | 'attempt' | 'sendSignalOf'>,
   ) {}
 
-  /** Delivers the lane's buffer batch after batch until nothing is left to start; mirrors LaneRunner's drain. */
+  /**
+   * Delivers the lane's buffer batch after batch until nothing is left to start, up to the lane's depth of batches
+   * out at once ({@link batchDepthOf}); mirrors LaneRunner's drain.
+   */
   async drain(lane: Lane, ordering: Ordering, settings: BatchSettings): Promise<void> {
     const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
+    const depth = batchDepthOf(lane);
     let waitUntil = 0;
+    let out = 0;
+    let halted = false;
+    let failure: unknown;
+    /** Ends the lane's wait: a batch ended, or (while the lane has room) records arrived. */
+    let wake: (() => void) | undefined;
+    const ended = () => {
+      out--;
+      wake?.();
+    };
     for (;;) {
-      const before = lane.buffer.length;
+      const before = fillOf(lane);
       while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled')
         lane.nextOffset = lane.buffer.shift()!.offset + 1;
-      if (before >= refill && lane.buffer.length < refill) this.ctx.wake();
-      if (lane.abort.signal.aborted || !this.ctx.gateOpen()) break;
-      const now = Date.now();
-      const next = this.next(lane, ordering, settings, now);
-      if (next === undefined) break;
-      if (typeof next === 'number') {
-        waitUntil = next;
-        break;
+      while (!halted && out < depth && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
+        const next = this.next(lane, ordering, settings, Date.now(), depth > 1);
+        if (next === undefined) break;
+        if (typeof next === 'number') {
+          waitUntil = next;
+          break;
+        }
+        out++;
+        ('kind' in next ? this.runner.start(lane, next) : this.deliver(lane, next, ordering)).then(
+          (outcome) => {
+            halted ||= outcome === 'halt';
+            ended();
+          },
+          (e: unknown) => {
+            halted = true;
+            failure ??= e;
+            ended();
+          },
+        );
       }
-      const outcome = 'kind' in next ? await this.runner.start(lane, next) : await this.deliver(lane, next, ordering);
-      if (outcome === 'halt') break;
+      // Running low (what settled left, or, in a stream lane, what went out): the loop fetches the next records while
+      // the lane delivers the rest.
+      if (before >= refill && fillOf(lane) < refill) this.ctx.wake();
+      if (out === 0) break;
+      await new Promise<void>((resolve) => {
+        wake = resolve;
+        if (out < depth) lane.nudge = resolve;
+      });
+      wake = undefined;
+      lane.nudge = undefined;
     }
     // The lane starts again when its first record's retry is due, or when the batch has lingered long enough.
     const head = lane.buffer.find((r) => r.state !== 'settled');
     lane.retryAt = Math.max(waitUntil, head !== undefined && head.state === undefined ? (head.retryAt ?? 0) : 0);
+    if (failure !== undefined) throw failure;
   }
 
   /**
@@ -74,6 +118,8 @@ export class BatchLanes {
     ordering: Ordering,
     settings: BatchSettings,
     now: number,
+    /** Batches out beside this one (a stream lane): their records are passed over, not waited for. */
+    beside = false,
   ): Batch | Work | number | undefined {
     if (ordering === 'key') {
       for (const [key, held] of lane.held)
@@ -83,7 +129,7 @@ export class BatchLanes {
     let bytes = 0;
     let full = false;
     for (const record of lane.buffer) {
-      if (record.state === 'settled') continue;
+      if (record.state === 'settled' || (beside && record.state === 'sending')) continue;
       if (record.state !== undefined || (record.retryAt ?? 0) > now) break;
       const frame = record.frame;
       if (frame && lane.deadLettered.delete(record.offset)) {
@@ -169,8 +215,13 @@ export class BatchLanes {
     return this.split(lane, batch, ordering);
   }
 
-  /** Each half of a failed batch at once, in order; a half that fails again is split in turn. */
+  /**
+   * Each half of a failed batch at once, in order; a half that fails again is split in turn. The events of the
+   * batch stay out of the lane's next batches until their half is sent (a stream lane starts other batches
+   * meanwhile); those not sent when the split stops are the lane's again.
+   */
   private async split(lane: Lane, batch: Batch, ordering: Ordering): Promise<Outcome> {
+    for (const r of batch.records) r.state = 'sending';
     const mid = Math.ceil(batch.records.length / 2);
     for (const [from, to] of [
       [0, mid],
@@ -179,10 +230,13 @@ export class BatchLanes {
       const part = { records: batch.records.slice(from, to), entries: batch.entries.slice(from, to) };
       const held = lane.held.size;
       const outcome = await this.isolate(lane, part, ordering);
-      if (outcome !== 'settled') return outcome;
       // `key`: an event just parked holds its key; the key's later events are parked behind it, which the lane
       // does as it goes on from its first unsettled record.
-      if (ordering === 'key' && lane.held.size > held) return 'settled';
+      const parkedKey = outcome === 'settled' && ordering === 'key' && lane.held.size > held;
+      if (outcome !== 'settled' || parkedKey) {
+        for (const r of batch.records) if (r.state === 'sending') r.state = undefined;
+        return outcome;
+      }
     }
     return 'settled';
   }

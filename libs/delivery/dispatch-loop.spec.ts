@@ -23,6 +23,7 @@ import type { WriteFence } from '@libs/fence';
 import { DispatchLoop, DispatchLoopOptions, DispatchProgress, FencedError, isFenced } from './dispatch-loop';
 import { SinkFailureLog } from './sink-failure-log';
 import { STREAM_LANE_DEPTH } from './lane';
+import { STREAM_BATCH_DEPTH } from './batch-lanes';
 import { MOVING_LANE_FETCH_WAIT_MS } from './partition-feed';
 import type { WebhookResult, WebhookSender } from './webhook-sender';
 import { waitFor } from '../../test/support/wait-for';
@@ -169,6 +170,21 @@ class FakeSender {
   }
   idsFor(sink: string): string[] {
     return this.delivered.filter((d) => d.sink === sink).map((d) => d.id);
+  }
+  /** Batches sent, each its events' ids; a held batch waits under its first event's id. */
+  readonly batches: string[][] = [];
+  async sendBatch(target: { sink: string }, batch: { frames: EventFrame[] }): Promise<WebhookResult> {
+    const ids = batch.frames.map((f) => f.id);
+    this.batches.push(ids);
+    if (this.holding.has(target.sink)) {
+      await new Promise<void>((resolve) => {
+        this.held.set(ids[0], resolve);
+        this.maxHeld = Math.max(this.maxHeld, this.held.size);
+      });
+      this.held.delete(ids[0]);
+    }
+    for (const id of ids) this.delivered.push({ sink: target.sink, id });
+    return { ok: true, status: 200 };
   }
 }
 
@@ -633,6 +649,40 @@ describe('DispatchLoop', () => {
         for (const release of sender.held.values()) release();
         return sender.idsFor('stream:s').length === total + 1;
       });
+      await until('a commit over all of partition 0', () => offsets.at('s', 0) === total);
+    } finally {
+      abort.abort();
+      await running;
+    }
+  });
+
+  it('keeps up to STREAM_BATCH_DEPTH batches of a batched stream lane out at once, each of events not out yet, and commits over them all', async () => {
+    const batched = { ...stream('s'), config: { batch: { maxEvents: 10 } } } as SubscriptionEntity;
+    const { log, offsets, sender, loop } = setup([batched], 1000, 100);
+    const total = 10 * STREAM_BATCH_DEPTH + 25;
+    for (let n = 0; n < total; n++) log.append(0, frame(n));
+    sender.holding.add('stream:s');
+    const abort = new AbortController();
+    const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
+    const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 5 });
+    try {
+      await until('the lane depth of batches out', () => sender.held.size === STREAM_BATCH_DEPTH);
+      await new Promise((r) => setTimeout(r, 50));
+      expect(sender.maxHeld).toBe(STREAM_BATCH_DEPTH);
+      // Consecutive events, each out once: 0-9, 10-19, ...
+      expect(sender.batches).toEqual(
+        Array.from({ length: STREAM_BATCH_DEPTH }, (_, b) => Array.from({ length: 10 }, (_, i) => `e-${b * 10 + i}`)),
+      );
+      // The second batch answered first: the next batch goes out, the offset waits for the first.
+      sender.held.get('e-10')!();
+      await until('the next batch out', () => sender.batches.length === STREAM_BATCH_DEPTH + 1);
+      expect(sender.batches.at(-1)![0]).toBe(`e-${10 * STREAM_BATCH_DEPTH}`);
+      expect(offsets.at('s', 0)).toBe(0);
+      await until('every event delivered', () => {
+        for (const release of sender.held.values()) release();
+        return sender.idsFor('stream:s').length === total;
+      });
+      expect(new Set(sender.idsFor('stream:s')).size).toBe(total);
       await until('a commit over all of partition 0', () => offsets.at('s', 0) === total);
     } finally {
       abort.abort();

@@ -209,11 +209,9 @@ export class StreamConsumer extends EventEmitter implements Consumer {
       this.nextBatch();
       return;
     }
-    const task = this.handler
-      ? this.inTurn(connection, wire.deliveryId, event)
-      : this.offer(connection, wire.deliveryId, event);
-    this.tasks.add(task);
-    void task.finally(() => this.tasks.delete(task));
+    this.track(
+      this.handler ? this.inTurn(connection, wire.deliveryId, event) : this.offer(connection, wire.deliveryId, event),
+    );
   }
 
   /** Handler mode: one event's work at a time; a redelivery waits for the running one, then sees its outcome. */
@@ -358,13 +356,24 @@ export class StreamConsumer extends EventEmitter implements Consumer {
         : 'reject' in o
           ? { deliveryId, action: 'reject', reason: o.reject }
           : { deliveryId, action: 'nack', delayMs: o.delayMs ?? nackDelayMs };
-    await Promise.all([
-      ...fresh.map((d, i) => this.answer(d.connection, answerOf(d.item.deliveryId, outcomes[i]))),
-      ...echoes.map(({ delivery, of }) => {
-        if (outcomes[of] === 'ack') this.stats.duplicates++;
-        return this.answer(delivery.connection, answerOf(delivery.item.deliveryId, outcomes[of]));
-      }),
-    ]);
+    // Answered: the next batch starts now, not after the runtime confirmed these answers (a round trip); the
+    // confirmations are awaited as tasks of their own (drain waits for them).
+    this.track(
+      Promise.all([
+        ...fresh.map((d, i) => this.answer(d.connection, answerOf(d.item.deliveryId, outcomes[i]))),
+        ...echoes.map(({ delivery, of }) => {
+          if (outcomes[of] === 'ack') this.stats.duplicates++;
+          return this.answer(delivery.connection, answerOf(delivery.item.deliveryId, outcomes[of]));
+        }),
+      ]),
+    );
+  }
+
+  /** Work the consumer waits for before it drains: a task until it ends. */
+  private track(work: Promise<unknown>): void {
+    const task = work.then(() => undefined);
+    this.tasks.add(task);
+    void task.finally(() => this.tasks.delete(task));
   }
 
   /** Iterator mode: the caller answers; an ack records the event in the dedupe store first. */

@@ -10,6 +10,22 @@ const WINDOW = 1000;
  * (a batch of the whole window left the stream nothing to send until its answers came).
  */
 export const WRITE_MAX = WINDOW / 2;
+/**
+ * Events written in one batch, at most, from a batched subscription (`config.batch`: a delivery is a batch, one
+ * place of the window): two of its batches, up to this.
+ */
+export const BATCHED_WRITE_MAX = 1000;
+
+/** The events one write takes at most: two of the subscription's batches, or half the window (WRITE_MAX). */
+export async function writeMaxOf(mesh: RunContext['mesh'], subscriptionId: string): Promise<number> {
+  try {
+    const batch = ((await mesh.subscriptions.get(subscriptionId)).config as { batch?: { maxEvents?: unknown } }).batch;
+    return typeof batch?.maxEvents === 'number' ? Math.min(BATCHED_WRITE_MAX, 2 * batch.maxEvents) : WRITE_MAX;
+  } catch {
+    // Not readable (the consume below says why, if it is not the subscription's): half the window.
+    return WRITE_MAX;
+  }
+}
 
 /**
  * A sink job's loop: consume the job's STREAM subscription through the SDK's batch handler (its own dedupe off:
@@ -50,7 +66,7 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
   const consumer = ctx.mesh.consumeBatches(subscriptionId, write, {
     dedupe: false,
     window: WINDOW,
-    maxBatchEvents: WRITE_MAX,
+    maxBatchEvents: await writeMaxOf(ctx.mesh, subscriptionId),
     nackDelayMs: 1000,
     batchFrames: true,
   });
