@@ -48,6 +48,19 @@ const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 3);
  * (docs/topologies.md#streams-in-every-topology). Default `local`: one instance.
  */
 const VIA = process.env.BENCH_E2E_VIA === 'forwarded' ? 'forwarded' : 'local';
+/**
+ * `BENCH_E2E_BATCH=N`: the runtime path's subscription is batched (`config.batch.maxEvents` N, 1-500; lingerMs 0),
+ * its batches taken by the raw client as one delivery each. Absent: event by event.
+ */
+const BATCH = batchOf(process.env.BENCH_E2E_BATCH);
+
+function batchOf(value: string | undefined): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1 || n > 500)
+    throw new Error(`BENCH_E2E_BATCH must be an integer of 1-500, got '${value}'`);
+  return n;
+}
 
 interface Run {
   perSecond: number;
@@ -135,7 +148,11 @@ async function runtimePath(topic: string): Promise<Path> {
     const created = await fetch(`${instance.url}/subscriptions/by-name/${name}`, {
       method: 'PUT',
       headers: { 'content-type': 'application/json' },
-      body: JSON.stringify({ protocol: 'STREAM', topic }),
+      body: JSON.stringify({
+        protocol: 'STREAM',
+        topic,
+        ...(BATCH ? { config: { batch: { maxEvents: BATCH } } } : {}),
+      }),
     });
     if (created.status !== 201) throw new Error(`subscription ${name}: ${created.status} ${await created.text()}`);
     const { id: sub } = (await created.json()) as { id: string };
@@ -247,7 +264,7 @@ async function main(): Promise<void> {
     const row = (name: string, r: Run) =>
       `| ${name} | ${r.perSecond.toFixed(0)} | ${percentile(r.latencies, 50).toFixed(1)} | ${percentile(r.latencies, 95).toFixed(1)} | ${p99(r).toFixed(1)} |`;
     console.log(
-      `\nend-to-end benchmark (${VIA === 'forwarded' ? 'client and publishers on a gateway-only instance, forwarded from the dispatching one' : 'one instance'}): ${EVENTS} events of 1 KiB per run, ${ROUNDS} rounds, ${CONCURRENCY} concurrent publishers at full speed, topic of ${PARTITIONS} partitions`,
+      `\nend-to-end benchmark (${VIA === 'forwarded' ? 'client and publishers on a gateway-only instance, forwarded from the dispatching one' : 'one instance'}${BATCH ? `; the subscription batched, maxEvents ${BATCH}` : ''}): ${EVENTS} events of 1 KiB per run, ${ROUNDS} rounds, ${CONCURRENCY} concurrent publishers at full speed, topic of ${PARTITIONS} partitions`,
     );
     console.log(
       `machine: ${os.cpus().length} cores (${os.cpus()[0].model}), ${Math.round(os.totalmem() / 2 ** 30)} GiB, Node ${process.version}; everything on one host\n`,

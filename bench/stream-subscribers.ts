@@ -28,15 +28,24 @@ export function startSubscriber(
   return rawSubscriber(target, record);
 }
 
-/** The raw WebSocket client: parse each frame, ack each event as it comes (window 1000). */
+/**
+ * The raw WebSocket client: parse each frame, ack each event as it comes (window 1000); a batched subscription's
+ * batch (`{"type":"batch",...}`) is recorded event by event and acked once.
+ */
 async function rawSubscriber(target: SubscriberTarget, record: (id: string) => void): Promise<() => Promise<void>> {
   const socket = new WebSocket(
     `${target.url.replace('http', 'ws')}/subscriptions/${target.subscriptionId}/ws?window=1000`,
   );
   socket.on('message', (raw) => {
-    const m = JSON.parse(String(raw)) as { type: string; deliveryId: string; event: { id: string } };
-    if (m.type !== 'event') return;
-    record(m.event.id);
+    const m = JSON.parse(String(raw)) as {
+      type: string;
+      deliveryId: string;
+      event: { id: string };
+      events?: { id: string }[];
+    };
+    if (m.type === 'batch') for (const e of m.events ?? []) record(e.id);
+    else if (m.type === 'event') record(m.event.id);
+    else return;
     socket.send(JSON.stringify({ type: 'ack', deliveryId: m.deliveryId }));
   });
   await new Promise<void>((resolve, reject) => socket.once('open', () => resolve()).once('error', reject));

@@ -1,5 +1,6 @@
 import type { DataSource } from 'typeorm';
 import { JobRunStore } from '../../apps/connectors/src/store/job-run-store';
+import { deadLetterKeyOf } from '../../apps/connectors/src/jobs/sink-loop';
 import { JobStore } from '../../apps/connectors/src/store/job-store';
 import { migrateConnectorsSchema } from '../../apps/connectors/src/store/migrations';
 import { StaleEpochError } from '@libs/fence';
@@ -55,6 +56,42 @@ describe('JobRunStore: the fenced position of a connector job', () => {
       rejectedWrites: 2,
     });
     expect(await jobs.deadLetters(id, undefined, 10)).toEqual([]);
+  });
+
+  it('records a refused record once while its letter waits (refused again: nothing added, nothing counted); once replayed, a new refusal is recorded', async () => {
+    const id = await newJob();
+    const fence = runs.fenceFor(id, await runs.claim(id, 'replica-a'));
+    const event = { specversion: '1.0', id: 'e-7', source: '/orders', type: 'order.created', data: { amount: 'x' } };
+    const letter = { reason: 'invalid input syntax for type integer', record: event, key: deadLetterKeyOf(event) };
+    expect(await runs.commit(fence, id, { moved: 3, deadLetters: [letter] })).toEqual({ deadLettered: 1 });
+    // The same event refused again (its batch split down to it; its record may differ, a time set anew), beside
+    // another, and a letter without a key (a source's), which is always recorded.
+    const again = {
+      reason: 'again',
+      record: { ...event, time: new Date().toISOString() },
+      key: deadLetterKeyOf(event),
+    };
+    const other = {
+      reason: 'too long',
+      record: { ...event, id: 'e-8' },
+      key: deadLetterKeyOf({ ...event, id: 'e-8' }),
+    };
+    const keyless = { reason: 'no type', record: { id: 99 } };
+    expect(await runs.commit(fence, id, { moved: 0, deadLetters: [again, other, keyless, keyless] })).toEqual({
+      deadLettered: 3,
+    });
+    const letters = await jobs.deadLetters(id, undefined, 10);
+    expect(letters.map((l) => String((l.record as { id: string | number }).id)).sort()).toEqual([
+      '99',
+      '99',
+      'e-7',
+      'e-8',
+    ]);
+    expect(await view(id)).toMatchObject({ deadLettered: 4, moved: 3 });
+    const first = letters.find((l) => (l.record as { id: string }).id === 'e-7')!;
+    await jobs.markReplayed(id, first.id);
+    expect(await runs.commit(fence, id, { moved: 0, deadLetters: [letter] })).toEqual({ deadLettered: 1 });
+    expect(await jobs.deadLetters(id, undefined, 10)).toHaveLength(5);
   });
 
   it('a position reset takes the next epoch: the running loop cannot write over it', async () => {

@@ -98,11 +98,15 @@ export function pipelineNames(prefix: string) {
   };
 }
 
-/** A STREAM subscription to `topic` at the instance at `url` (acks timing out after 5 s): what a table sink consumes. */
+/**
+ * A STREAM subscription to `topic` at the instance at `url` (acks timing out after 5 s), batched as docs/connectors.md
+ * advises (batches of up to 500 events): what a table sink
+ * consumes.
+ */
 export function sinkSubscription(url: string, topic: string): Promise<{ id: string }> {
   return new EventMeshClient({ url }).subscriptions.create({
     protocol: 'STREAM',
     topic,
-    config: { ackTimeoutMs: 5000 },
+    config: { ackTimeoutMs: 5000, batch: { maxEvents: 500 } },
   } as never);
 }

@@ -16,7 +16,7 @@ export const WRITE_MAX = WINDOW / 2;
  */
 export const BATCHED_WRITE_MAX = 1000;
 
-/** The events one write takes at most: two of the subscription's batches, or half the window (WRITE_MAX). */
+/** The events one write takes at most: two of a batched subscription's batches (read at the start), else WRITE_MAX. */
 export async function writeMaxOf(mesh: RunContext['mesh'], subscriptionId: string): Promise<number> {
   try {
     const batch = ((await mesh.subscriptions.get(subscriptionId)).config as { batch?: { maxEvents?: unknown } }).batch;
@@ -42,17 +42,20 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
   let stale: StaleEpochError | undefined;
 
   // One batch written at a time: what arrives while it is written is the next batch (a group commit, up to
-  // WRITE_MAX), so a busy stream makes few large transactions and fenced commits rather than many small ones.
+  // WRITE_MAX, or two of a batched subscription's batches), so a busy stream makes few large transactions and fenced
+  // commits rather than many small ones.
   const write = async (batch: BatchItem[]): Promise<BatchOutcome[]> => {
     try {
       const outcomes = await sink.put(batch.map((b) => b.event));
       const deadLetters = outcomes.flatMap((o, i) =>
-        !o.ok && o.permanent ? [{ reason: o.reason, record: batch[i].event.toJSON() }] : [],
+        !o.ok && o.permanent
+          ? [{ reason: o.reason, record: batch[i].event.toJSON(), key: deadLetterKeyOf(batch[i].event) }]
+          : [],
       );
       const moved = outcomes.filter((o) => o.ok && o.written).length;
-      await ctx.runs.commit(ctx.fence, ctx.jobId, { moved, deadLetters });
+      const recorded = await ctx.runs.commit(ctx.fence, ctx.jobId, { moved, deadLetters });
       ctx.progress.moved += moved;
-      ctx.progress.deadLettered += deadLetters.length;
+      ctx.progress.deadLettered += recorded.deadLettered;
       const failed = outcomes.find((o): o is Extract<PutOutcome, { ok: false }> => !o.ok && !o.permanent);
       ctx.progress.lastError = failed?.reason;
       return outcomes.map((o) => (o.ok ? 'ack' : o.permanent ? { reject: o.reason } : { nack: true }));
@@ -86,3 +89,7 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
   if (stale) throw stale;
   if (refused) throw refused;
 }
+
+/** A dead letter's key: the event's source and id (refused again, it adds no letter); Postgres text holds no NUL. */
+export const deadLetterKeyOf = (event: { source: string; id: string }): string =>
+  JSON.stringify([event.source, event.id]);

@@ -100,11 +100,11 @@ async function pump(source: SourceConnector, batchSize: number, ctx: RunContext,
       const deadLetters = done.flatMap((p) => p.deadLetters!);
       const moved = done.reduce((sum, p) => sum + p.records, 0) - deadLetters.length;
       const position = done[n - 1].position;
-      await ctx.runs.commit(ctx.fence, ctx.jobId, { position, moved, deadLetters });
+      const recorded = await ctx.runs.commit(ctx.fence, ctx.jobId, { position, moved, deadLetters });
       pending.splice(0, n);
       ctx.progress.position = position;
       ctx.progress.moved += moved;
-      ctx.progress.deadLettered += deadLetters.length;
+      ctx.progress.deadLettered += recorded.deadLettered;
       succeeded();
       changed();
       await noteError(ctx, undefined);

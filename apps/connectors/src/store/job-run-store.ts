@@ -5,6 +5,8 @@ import { EpochFence, WriteFence } from '@libs/fence';
 export interface NewDeadLetter {
   reason: string;
   record: unknown;
+  /** What the letter is of (a sink: the event's source and id): one letter per key waits at a time. */
+  key?: string;
 }
 
 /**
@@ -63,16 +65,26 @@ export class JobRunStore {
     fence: WriteFence,
     jobId: string,
     round: { position?: string; moved: number; deadLetters: NewDeadLetter[] },
-  ): Promise<void> {
-    await fence.run(async (manager) => {
+  ): Promise<{ deadLettered: number }> {
+    return fence.run(async (manager) => {
       const q = manager ?? this.db;
+      // A letter whose key has one waiting already is not recorded again (migration 003), nor counted.
+      let deadLettered = 0;
+      for (const d of round.deadLetters) {
+        const inserted = (await q.query(
+          `INSERT INTO connectors.dead_letters (job_id, reason, record, key) VALUES ($1, $2, $3, $4)
+           ON CONFLICT (job_id, key) WHERE key IS NOT NULL AND replayed_at IS NULL DO NOTHING RETURNING id`,
+          [jobId, d.reason, JSON.stringify(d.record), d.key ?? null],
+        )) as unknown[];
+        deadLettered += inserted.length;
+      }
       await q.query(
         `INSERT INTO connectors.job_positions AS p (job_id, position, moved, dead_lettered, epoch)
          VALUES ($1, $2, $3, $4, $5)
          ON CONFLICT (job_id) DO UPDATE
            SET position = COALESCE(EXCLUDED.position, p.position), moved = p.moved + EXCLUDED.moved,
                dead_lettered = p.dead_lettered + EXCLUDED.dead_lettered, epoch = EXCLUDED.epoch, updated_at = now()`,
-        [jobId, round.position ?? null, round.moved, round.deadLetters.length, fence.rowEpoch],
+        [jobId, round.position ?? null, round.moved, deadLettered, fence.rowEpoch],
       );
       if (round.moved > 0) {
         await q.query(
@@ -84,13 +96,7 @@ export class JobRunStore {
           jobId,
         ]);
       }
-      for (const d of round.deadLetters) {
-        await q.query(`INSERT INTO connectors.dead_letters (job_id, reason, record) VALUES ($1, $2, $3)`, [
-          jobId,
-          d.reason,
-          JSON.stringify(d.record),
-        ]);
-      }
+      return { deadLettered };
     });
   }
 

@@ -67,6 +67,17 @@ const MIGRATIONS: { name: string; sql: string }[] = [
       );
     `,
   },
+  {
+    name: '003-dead-letter-once',
+    sql: `
+      -- What a letter is of, when the connector names it (a sink: the event's source and id): a record refused again
+      -- while its letter waits (a batch split down to it, a redelivery after a crash between the letter and the
+      -- answer) adds no letter. A replayed letter no longer counts.
+      ALTER TABLE connectors.dead_letters ADD COLUMN key text;
+      CREATE UNIQUE INDEX dead_letters_once ON connectors.dead_letters (job_id, key)
+       WHERE key IS NOT NULL AND replayed_at IS NULL;
+    `,
+  },
 ];
 
 const LOCK = 0x636f6e6e; // 'conn'
