@@ -34,7 +34,7 @@ export function startSubscriber(
  */
 async function rawSubscriber(target: SubscriberTarget, record: (id: string) => void): Promise<() => Promise<void>> {
   const socket = new WebSocket(
-    `${target.url.replace('http', 'ws')}/subscriptions/${target.subscriptionId}/ws?window=1000`,
+    `${target.url.replace('http', 'ws')}/subscriptions/${target.subscriptionId}/ws?window=1000&batches=true`,
   );
   socket.on('message', (raw) => {
     const m = JSON.parse(String(raw)) as {

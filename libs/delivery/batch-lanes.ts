@@ -30,12 +30,13 @@ interface Batch {
  * The lanes of batched subscriptions (`config.batch`, webhook-batch.ts). A webhook lane has one batch out at a
  * time, whatever its ordering: a batch holds consecutive events of the partition from the lane's first unsettled
  * one, so with `partition` the partition goes out in order, batch after batch, and with `key` each key's events
- * too. A stream lane has up to {@link STREAM_BATCH_DEPTH} out, each of the consecutive events not out yet. A batch
- * of one event goes the per-event way (lane-runner.ts), in batch content mode for a webhook.
+ * too. A stream lane has up to {@link STREAM_BATCH_DEPTH} out, each of the events from its first unsettled one that
+ * are not out yet (a stream has no order to keep). A batch of one event goes the per-event way (lane-runner.ts), in
+ * batch content mode for a webhook.
  *
  * A failed batch is retried as a batch, in the lane, with the subscription's backoff, as an event would be
  * (failure-policy.ts, `verdictOf`). When the event would be parked or dead-lettered instead, the batch is split in
- * two at once, each half sent at once (no backoff), and a half that fails again is split again, down to the event
+ * two at once, the halves sent one after the other without a backoff, and a half that fails again is split again, down to the event
  * the sink refuses: that one alone takes the per-event path (parked, or dead-lettered after its last attempt, its
  * failed attempts counting those of its batch); its neighbours are delivered. Offsets move only over settled
  * events, so a crash mid-batch redelivers the batch.
@@ -67,6 +68,7 @@ export class BatchLanes {
       wake?.();
     };
     for (;;) {
+      waitUntil = 0;
       const before = fillOf(lane);
       while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled')
         lane.nextOffset = lane.buffer.shift()!.offset + 1;
@@ -94,10 +96,14 @@ export class BatchLanes {
       // the lane delivers the rest.
       if (before >= refill && fillOf(lane) < refill) this.ctx.wake();
       if (out === 0) break;
+      let lingering: NodeJS.Timeout | undefined;
       await new Promise<void>((resolve) => {
         wake = resolve;
         if (out < depth) lane.nudge = resolve;
+        // A batch lingering beside batches out goes when its linger ends, not only when one of them does.
+        if (waitUntil > 0) lingering = setTimeout(resolve, Math.max(0, waitUntil - Date.now()));
       });
+      clearTimeout(lingering);
       wake = undefined;
       lane.nudge = undefined;
     }
@@ -234,7 +240,8 @@ export class BatchLanes {
       // does as it goes on from its first unsettled record.
       const parkedKey = outcome === 'settled' && ordering === 'key' && lane.held.size > held;
       if (outcome !== 'settled' || parkedKey) {
-        for (const r of batch.records) if (r.state === 'sending') r.state = undefined;
+        // The halves not attempted are the lane's again (the attempted one released its own).
+        for (const r of batch.records.slice(to)) if (r.state === 'sending') r.state = undefined;
         return outcome;
       }
     }
@@ -253,7 +260,9 @@ export class BatchLanes {
     }
     if (!result) return 'halt';
     if (result.ok) return this.settle(part);
-    if (result.gone) return this.failures.inLane(lane, part.records[0], part.records[0].frame!, result);
+    // Gone, or not attempted (a stream client that left): as for a batch, not split further.
+    if (result.gone || result.notAttempted)
+      return this.failures.inLane(lane, part.records[0], part.records[0].frame!, result);
     return this.split(lane, part, ordering);
   }
 

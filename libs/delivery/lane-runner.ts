@@ -27,7 +27,7 @@ const MAX_LANE_DEPTH = 256;
  */
 export class LaneRunner {
   private readonly log = createLogger('DispatchLoop');
-  /** The lanes of batched webhook subscriptions (`config.batch`) drain there. */
+  /** The lanes of batched subscriptions (`config.batch`, webhook and stream) drain there. */
   private readonly batches: BatchLanes;
 
   constructor(

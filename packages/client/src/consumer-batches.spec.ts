@@ -170,6 +170,28 @@ describe('stream consumer with a batch handler (consumeBatches)', () => {
     expect(consumer.state).toBe('closed');
   });
 
+  it("keeps a batched subscription's batch whole in one handler batch, past maxBatchEvents (its parts are answered together)", async () => {
+    const batches: string[][] = [];
+    const g = gate();
+    const { consumer, conn } = start(
+      async (batch) => {
+        batches.push(ids(batch));
+        if (batches.length === 1) await g.opened;
+      },
+      { maxBatchEvents: 2 },
+    );
+    const c = await conn();
+    c.deliver('x', { id: 'e0' });
+    await until('first batch', () => batches.length === 1);
+    // A runtime batch of five arrives while the first runs, then a single delivery.
+    for (let i = 0; i < 5; i++) c.deliver(`b1#${i}`, { id: `p${i}` });
+    c.deliver('y', { id: 'e1' });
+    g.open();
+    await until('all answered', () => c.answers.length === 7);
+    expect(batches).toEqual([['e0'], ['p0', 'p1', 'p2', 'p3', 'p4'], ['e1']]);
+    await consumer.drain();
+  });
+
   it('refuses a maxBatchEvents that is not a positive integer, naming it', () => {
     const client = new EventMeshClient({ url: 'http://mesh' });
     for (const bad of [0, -1, 1.5, Number.NaN])

@@ -31,6 +31,7 @@ import {
 } from './transports/connection';
 import { connectLongPoll } from './transports/long-poll';
 import { connectSse } from './transports/sse';
+import { batchIdOf } from './transports/batch-parts';
 import { connectWebSocket } from './transports/websocket';
 
 const CONNECT: Record<Transport, Connect> = {
@@ -301,7 +302,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
         this.batching = false;
         return;
       }
-      const task = this.runBatch(this.batchQueue.splice(0, this.maxBatchEvents));
+      const task = this.runBatch(this.takeBatch());
       this.tasks.add(task);
       void task.finally(() => {
         this.tasks.delete(task);
@@ -309,6 +310,24 @@ export class StreamConsumer extends EventEmitter implements Consumer {
         this.nextBatch();
       });
     });
+  }
+
+  /**
+   * The next batch: up to `maxBatchEvents` deliveries, and the rest of a batched subscription's batch whose parts it
+   * takes (a runtime batch is answered once all its parts are: split over two handler batches, its first part's answer
+   * would wait for the second, which a drain never starts).
+   */
+  private takeBatch(): Queued[] {
+    const batch = this.batchQueue.splice(0, this.maxBatchEvents);
+    const last = batchIdOf(batch[batch.length - 1].item.deliveryId);
+    let rest = 0;
+    while (
+      last !== undefined &&
+      rest < this.batchQueue.length &&
+      batchIdOf(this.batchQueue[rest].item.deliveryId) === last
+    )
+      rest++;
+    return rest > 0 ? batch.concat(this.batchQueue.splice(0, rest)) : batch;
   }
 
   /** One batch: duplicates acked, the rest handed to the batch handler, each answered as it says. */

@@ -55,7 +55,7 @@ describe('runSource: pipelined polls, the position behind the acknowledged', () 
       position: () => Promise.resolve(undefined),
       commit: (_fence: WriteFence, _job: string, round: { position?: string; moved: number }) => {
         commits.push({ position: round.position, moved: round.moved });
-        return Promise.resolve();
+        return Promise.resolve({ deadLettered: 0 });
       },
     } as unknown as JobRunStore;
     const jobs = { setLastError: () => Promise.resolve() } as unknown as JobStore;

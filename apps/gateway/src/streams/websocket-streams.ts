@@ -29,6 +29,12 @@ const wsQuerySchema = streamQuerySchema.extend({
     .enum(['single', 'batch'])
     .optional()
     .describe('`batch`: deliveries sent as `events` messages of several (`single` when absent)'),
+  batches: z
+    .enum(['true', 'false'])
+    .optional()
+    .describe(
+      "`true`: the client takes a batched subscription's batches as one delivery each (`batch` messages); absent or `false`: their events one by one",
+    ),
 });
 /** The admission of each handshake, until its socket closes. */
 const admissions = new WeakMap<object, Admission>();
@@ -38,8 +44,9 @@ const admissions = new WeakMap<object, Admission>();
  * `{"type":"event","deliveryId","event"}`; the client answers `{"type":"ack"|"nack"|"reject","deliveryId",
  * "delayMs"?,"reason"?}` (or extends a delivery's ack deadline, `{"type":"extend","deliveryId","deadlineMs"}`) and hears `{"type":"answered","deliveryId","accepted"}` (false for an unknown or stale
  * id) or `{"type":"error","code","message"}`. With `?frames=batch` the deliveries of one turn come as one
- * `{"type":"events","deliveries":[...]}`. A batched subscription's (`config.batch`) batch comes as one delivery,
- * `{"type":"batch","deliveryId","events":[...]}`, answered once for all its events; any client may answer many at once with `{"type":"answers","answers":[...]}`,
+ * `{"type":"events","deliveries":[...]}`. A batched subscription's (`config.batch`) batch comes to a client that
+ * connected with `?batches=true` as one delivery, `{"type":"batch","deliveryId","events":[...]}`, answered once for
+ * all its events; any client may answer many at once with `{"type":"answers","answers":[...]}`,
  * heard as one `{"type":"answered","answers":[{"deliveryId","accepted"}...]}`. The handshake passes the request gate and the same checks as the
  * other transports (another tenant's subscription is 404 like a missing one), and fails as plain HTTP in the
  * runtime's error shape.
@@ -130,7 +137,8 @@ export async function registerWebSocketStreams(
           query.frames === 'batch'
             ? batchedPush(socket)
             : (d: StreamDelivery) => sendInTurn(socket, wireJsonOf(d, '"type":"event",')),
-        pushBatch: batchPush(socket),
+        // Only a client that says it takes them gets batches (one that does not would never answer one).
+        ...(query.batches === 'true' ? { pushBatch: batchPush(socket) } : {}),
         // An operator's disconnect: close code 4001 (the client may connect again).
         close: () => socket.close(4001, 'disconnected by an operator'),
       };

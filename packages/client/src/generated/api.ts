@@ -268,6 +268,8 @@ export interface paths {
                     filter?: string;
                     /** @description `batch`: deliveries sent as `events` messages of several (`single` when absent) */
                     frames?: "single" | "batch";
+                    /** @description `true`: the client takes a batched subscription's batches as one delivery each (`batch` messages); absent or `false`: their events one by one */
+                    batches?: "true" | "false";
                 };
                 header?: never;
                 path: {

@@ -29,9 +29,11 @@ describe('BatchParts', () => {
   it('rejects the batch with the first reason when a part is rejected; nacks it with the longest delay when one is nacked', async () => {
     const { p, sent } = parts();
     p.split('b1', [event('a'), event('b'), event('c')]);
-    void p.answer({ deliveryId: 'b1#0', action: 'nack', delayMs: 500 });
-    void p.answer({ deliveryId: 'b1#1', action: 'reject', reason: 'b is bad' });
-    await p.answer({ deliveryId: 'b1#2', action: 'ack' });
+    const nacked = p.answer({ deliveryId: 'b1#0', action: 'nack', delayMs: 500 });
+    const rejected = p.answer({ deliveryId: 'b1#1', action: 'reject', reason: 'b is bad' });
+    const acked = p.answer({ deliveryId: 'b1#2', action: 'ack' });
+    // Taken as the batch's reject: only the rejected part's answer was the runtime's verdict on it.
+    expect(await Promise.all([nacked, rejected, acked])).toEqual([false, true, false]);
     p.split('b2', [event('a'), event('b')]);
     void p.answer({ deliveryId: 'b2#0', action: 'nack', delayMs: 500 });
     await p.answer({ deliveryId: 'b2#1', action: 'nack', delayMs: 2000 });
@@ -48,12 +50,18 @@ describe('BatchParts', () => {
     expect(await Promise.all(answers)).toEqual([false, false]);
   });
 
-  it("forwards an extension of any part as the batch's, at most once a second; ignores a part answered twice", async () => {
+  it("forwards an extension of any part as the batch's once it reaches a third of its length further; ignores a part answered twice", async () => {
     const { p, sent } = parts();
     p.split('b1', [event('a'), event('b')]);
     await p.answer({ deliveryId: 'b1#0', action: 'extend', deadlineMs: 30_000 });
     await p.answer({ deliveryId: 'b1#1', action: 'extend', deadlineMs: 30_000 });
-    expect(sent).toEqual([{ deliveryId: 'b1', action: 'extend', deadlineMs: 30_000 }]);
+    // A shorter one does not shorten it; a longer one goes.
+    await p.answer({ deliveryId: 'b1#1', action: 'extend', deadlineMs: 10_000 });
+    await p.answer({ deliveryId: 'b1#1', action: 'extend', deadlineMs: 90_000 });
+    expect(sent).toEqual([
+      { deliveryId: 'b1', action: 'extend', deadlineMs: 30_000 },
+      { deliveryId: 'b1', action: 'extend', deadlineMs: 90_000 },
+    ]);
     void p.answer({ deliveryId: 'b1#0', action: 'ack' });
     expect(await p.answer({ deliveryId: 'b1#0', action: 'reject', reason: 'late' })).toBe(false);
     expect(await p.answer({ deliveryId: 'b1#7', action: 'ack' })).toBe(false);

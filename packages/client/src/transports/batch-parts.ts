@@ -3,16 +3,20 @@ import type { Answer, WireDelivery } from './connection';
 /** The separator between a batch's delivery id and an event's index in it, in the id of the event's part. */
 const PART = '#';
 
-/** Extensions of one batch forwarded at most this often (every part of a running batch asks for them). */
-const EXTEND_EVERY_MS = 1000;
-
 interface Pending {
   /** Each part's answer, as it comes. */
   answers: (Answer | undefined)[];
   left: number;
-  /** Told the runtime's verdict on the batch's answer, one per answered part. */
-  waiters: ((accepted: boolean) => void)[];
-  extendedAt: number;
+  /** Told whether the runtime took the batch's answer as the part's own, one per answered part. */
+  waiters: { action: Answer['action']; settle: (accepted: boolean) => void }[];
+  /** Until when the batch's deadline was last extended (epoch ms). */
+  extendedUntil: number;
+}
+
+/** The runtime batch a part's delivery id belongs to, when it is a part. */
+export function batchIdOf(deliveryId: string): string | undefined {
+  const at = deliveryId.lastIndexOf(PART);
+  return at < 0 ? undefined : deliveryId.slice(0, at);
 }
 
 /**
@@ -21,8 +25,10 @@ interface Pending {
  * of its own, `<deliveryId>#<index>`, and the batch is answered once every part is: `ack` when every part was acked,
  * `reject` (the first rejected part's reason) when any was rejected, else `nack` with the longest delay asked. The
  * runtime splits a refused batch down to the event the client refuses, and redelivers a nacked one whole (the
- * consumer's dedupe acks the events it handled already). An extension of any part extends the batch, forwarded at
- * most once a second.
+ * consumer's dedupe acks the events it handled already). A part's answer is accepted when the runtime took the
+ * batch's and it was the part's own (an acked part of a rejected batch is not: it comes again). An extension of any
+ * part extends the batch, forwarded when it reaches a third of its length past the last one forwarded (every part
+ * of a running batch asks), so a batch's deadline is never shortened by it.
  */
 export class BatchParts {
   private readonly pending = new Map<string, Pending>();
@@ -35,39 +41,39 @@ export class BatchParts {
       answers: new Array<Answer | undefined>(events.length),
       left: events.length,
       waiters: [],
-      extendedAt: 0,
+      extendedUntil: 0,
     });
     return events.map((event, i) => ({ deliveryId: `${deliveryId}${PART}${i}`, event }));
   }
 
   /** An answer for a part, as the runtime's verdict on its batch; undefined when `a` is not for a part here. */
   answer(a: Answer): Promise<boolean> | undefined {
-    const at = a.deliveryId.lastIndexOf(PART);
-    if (at < 0) return undefined;
-    const batchId = a.deliveryId.slice(0, at);
-    const batch = this.pending.get(batchId);
-    if (!batch) return undefined;
+    const batchId = batchIdOf(a.deliveryId);
+    const batch = batchId === undefined ? undefined : this.pending.get(batchId);
+    if (!batch || batchId === undefined) return undefined;
     if (a.action === 'extend') {
-      const now = Date.now();
-      if (now - batch.extendedAt < EXTEND_EVERY_MS) return Promise.resolve(true);
-      batch.extendedAt = now;
+      const until = Date.now() + (a.deadlineMs ?? 0);
+      if (until < batch.extendedUntil + (a.deadlineMs ?? 0) / 3) return Promise.resolve(true);
+      batch.extendedUntil = until;
       return this.send({ ...a, deliveryId: batchId });
     }
-    const index = Number(a.deliveryId.slice(at + 1));
+    const index = Number(a.deliveryId.slice(batchId.length + 1));
     if (!(index >= 0 && index < batch.answers.length) || batch.answers[index]) return Promise.resolve(false);
     batch.answers[index] = a;
     return new Promise<boolean>((resolve) => {
-      batch.waiters.push(resolve);
+      batch.waiters.push({ action: a.action, settle: resolve });
       if (--batch.left > 0) return;
       this.pending.delete(batchId);
-      const settle = (accepted: boolean) => batch.waiters.forEach((w) => w(accepted));
-      this.send(combined(batchId, batch.answers as Answer[])).then(settle, () => settle(false));
+      const answer = combined(batchId, batch.answers as Answer[]);
+      const settle = (accepted: boolean) =>
+        batch.waiters.forEach((w) => w.settle(accepted && w.action === answer.action));
+      this.send(answer).then(settle, () => settle(false));
     });
   }
 
   /** The connection ended: the batches not answered yet are the runtime's to redeliver. */
   close(): void {
-    for (const batch of this.pending.values()) batch.waiters.forEach((w) => w(false));
+    for (const batch of this.pending.values()) batch.waiters.forEach((w) => w.settle(false));
     this.pending.clear();
   }
 }

@@ -30,7 +30,8 @@ const MAX_ANSWERS_BYTES = 48 * 1024;
  * the handshake, means something between refuses upgrades: `TransportRefusedError`.
  */
 export const connectWebSocket: Connect = async (p) => {
-  const query = { ...streamQuery(p), frames: p.batchFrames ? 'batch' : undefined };
+  // `batches=true`: a batched subscription's batches come whole (batch-parts.ts).
+  const query = { ...streamQuery(p), frames: p.batchFrames ? 'batch' : undefined, batches: 'true' };
   const url = p.http.urlOf(streamPath(p, 'ws'), query).replace(/^http/, 'ws');
   const socket = new WebSocket(url, { headers: await p.http.authHeaders() });
   // The runtime confirms a delivery's answers in the order they were sent (an extension, then the ack, say).
