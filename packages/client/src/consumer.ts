@@ -161,6 +161,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
           filter: this.options.filter,
           consumerName: this.consumerName,
           batchFrames: this.options.batchFrames,
+          ackDeadlineMs: this.ackDeadline,
           onDelivery: (d) => this.take(connection, d),
         });
         if (this.stopped) {

@@ -77,4 +77,21 @@ describe('BatchParts', () => {
     expect(await first).toBe(false);
     expect(sent).toEqual([]);
   });
+
+  it('extends a batch from its arrival until it is answered, by the deadline it is given, as one batch', async () => {
+    const sent: Answer[] = [];
+    const p = new BatchParts(async (a) => (sent.push(a), true), Promise.resolve(60));
+    p.split('b1', [event('a'), event('b')]);
+    await new Promise((r) => setTimeout(r, 130));
+    const extends1 = sent.filter((a) => a.action === 'extend');
+    expect(extends1.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(extends1.map((a) => `${a.deliveryId} ${a.deadlineMs}`))).toEqual(new Set(['b1 60']));
+    await Promise.all([
+      p.answer({ deliveryId: 'b1#0', action: 'ack' }),
+      p.answer({ deliveryId: 'b1#1', action: 'ack' }),
+    ]);
+    const after = sent.length;
+    await new Promise((r) => setTimeout(r, 80));
+    expect(sent.length).toBe(after);
+  });
 });

@@ -11,6 +11,8 @@ interface Pending {
   waiters: { action: Answer['action']; settle: (accepted: boolean) => void }[];
   /** Until when the batch's deadline was last extended (epoch ms). */
   extendedUntil: number;
+  /** Extends the batch while any part of it waits or runs. */
+  timer?: NodeJS.Timeout;
 }
 
 /** The runtime batch a part's delivery id belongs to, when it is a part. */
@@ -33,15 +35,29 @@ export function batchIdOf(deliveryId: string): string | undefined {
 export class BatchParts {
   private readonly pending = new Map<string, Pending>();
 
-  constructor(private readonly send: (a: Answer) => Promise<boolean>) {}
+  constructor(
+    private readonly send: (a: Answer) => Promise<boolean>,
+    /**
+     * How far to extend a batch from when it arrives until it is answered (the consumer's ack deadline; undefined: not
+     * extended): its parts may wait behind each other in the consumer longer than the subscription's ack timeout.
+     */
+    private readonly deadlineMs?: Promise<number | undefined>,
+  ) {}
 
   /** The batch's events, each as the delivery of its part. */
   split(deliveryId: string, events: WireDelivery['event'][]): WireDelivery[] {
-    this.pending.set(deliveryId, {
+    const batch: Pending = {
       answers: new Array<Answer | undefined>(events.length),
       left: events.length,
       waiters: [],
       extendedUntil: 0,
+    };
+    this.pending.set(deliveryId, batch);
+    void this.deadlineMs?.then((deadlineMs) => {
+      if (deadlineMs === undefined || this.pending.get(deliveryId) !== batch) return;
+      const extend = { deliveryId: `${deliveryId}${PART}0`, action: 'extend' as const, deadlineMs };
+      batch.timer = setInterval(() => void this.answer(extend)?.catch(() => false), Math.max(1, deadlineMs / 3));
+      batch.timer.unref();
     });
     return events.map((event, i) => ({ deliveryId: `${deliveryId}${PART}${i}`, event }));
   }
@@ -64,6 +80,7 @@ export class BatchParts {
       batch.waiters.push({ action: a.action, settle: resolve });
       if (--batch.left > 0) return;
       this.pending.delete(batchId);
+      clearInterval(batch.timer);
       const answer = combined(batchId, batch.answers as Answer[]);
       const settle = (accepted: boolean) =>
         batch.waiters.forEach((w) => w.settle(accepted && w.action === answer.action));
@@ -73,7 +90,10 @@ export class BatchParts {
 
   /** The connection ended: the batches not answered yet are the runtime's to redeliver. */
   close(): void {
-    for (const batch of this.pending.values()) batch.waiters.forEach((w) => w.settle(false));
+    for (const batch of this.pending.values()) {
+      clearInterval(batch.timer);
+      batch.waiters.forEach((w) => w.settle(false));
+    }
     this.pending.clear();
   }
 }

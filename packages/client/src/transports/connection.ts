@@ -25,6 +25,8 @@ export interface ConnectParams {
   consumerName: string;
   /** WebSocket: ask for batched frames (ConsumeOptions.batchFrames). */
   batchFrames?: boolean;
+  /** How far the consumer extends a delivery's deadline (undefined: it does not): a batch is extended from arrival. */
+  ackDeadlineMs?: Promise<number | undefined>;
   onDelivery(d: WireDelivery): void;
 }
 

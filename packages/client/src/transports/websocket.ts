@@ -70,7 +70,7 @@ export const connectWebSocket: Connect = async (p) => {
   // Set by the first batch: the runtime takes `answers` messages.
   let batched = false;
   // The parts of the batched subscription's batches in hand (their answers are sent by `send`, below).
-  const parts = new BatchParts((a) => send(a));
+  const parts = new BatchParts((a) => send(a), p.ackDeadlineMs);
   socket.on('message', (raw) => {
     const message = JSON.parse(String(raw)) as {
       type: string;
