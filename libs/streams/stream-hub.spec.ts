@@ -117,6 +117,25 @@ describe('StreamHub: batches', () => {
     await expect(second).resolves.toEqual({ kind: 'ack' });
   });
 
+  it('gives a batch event by event to a client that takes events when the batch takers are full, rather than waiting', async () => {
+    const hub = new StreamHub(0);
+    const ws = member('ws:1', 1, true);
+    const sse = member('sse:1', 10, false);
+    hub.connect(ws.m);
+    hub.connect(sse.m);
+    void hub.deliverBatch(target, batch);
+    expect(ws.whole).toHaveLength(1);
+    const second = hub.deliverBatch(target, batch);
+    await new Promise((r) => setImmediate(r));
+    // The batch taker's window is full: the SSE client with room takes the events (round robin may give the
+    // batch taker none while it is full).
+    expect(sse.singles.length).toBe(3);
+    for (const d of sse.singles) hub.act('s1', d.deliveryId, { kind: 'ack' });
+    await expect(second).resolves.toEqual({ kind: 'ack' });
+    hub.disconnect(ws.m);
+    hub.disconnect(sse.m);
+  });
+
   it('delivers a batch event by event to a client that does not take batches, acked only when every event is', async () => {
     const hub = new StreamHub(0);
     const c = member('sse:1', 10, false);

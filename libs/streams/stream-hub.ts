@@ -298,8 +298,9 @@ export class StreamHub implements StreamDeliverer {
   }
 
   /**
-   * While a member that takes batches is connected, the batch waits (once, not once per event) for one of them to
-   * have room; otherwise (nobody that takes batches, BROADCAST, MULTICAST) it goes event by event.
+   * While a member that takes batches is connected, the batch waits (once, not once per event) for room: in one of
+   * them (the batch goes whole), or in a member that takes events (it goes event by event, so those clients are not
+   * passed over while the batch takers are full). Nobody that takes batches, BROADCAST, MULTICAST: event by event.
    */
   private async deliverBatchWhenRoom(
     subscription: StreamTarget,
@@ -310,12 +311,16 @@ export class StreamHub implements StreamDeliverer {
     const policy = (subscription.config as { policy?: StreamPolicy }).policy;
     const taker = () => (this.members.get(subscription.id) ?? []).some(takesBatches);
     if (policy !== 'BROADCAST' && policy !== 'MULTICAST' && taker()) {
-      const member = await this.waitFor(
-        () => this.withRoom(subscription.id, 'one', takesBatches)?.[0],
+      const found = await this.waitFor<StreamMember | 'events'>(
+        () =>
+          this.withRoom(subscription.id, 'one', takesBatches)?.[0] ??
+          ((this.members.get(subscription.id) ?? []).some((m) => !takesBatches(m) && this.inFlight(m) < m.window)
+            ? 'events'
+            : undefined),
         signal,
         () => !taker(),
       );
-      if (member) return this.sendOf(subscription, batch, signal, options)(member);
+      if (found !== undefined && found !== 'events') return this.sendOf(subscription, batch, signal, options)(found);
       if (signal?.aborted) return { kind: 'gone' };
     }
     return eventByEvent(batch, (frame) => this.deliver(subscription, frame, signal, options));
