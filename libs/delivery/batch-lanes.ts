@@ -2,13 +2,13 @@ import { CORRELATION_ATTRIBUTE } from '@libs/frame';
 import { createLogger } from '@libs/logging';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf, retryPolicyOf, verdictOf } from './failure-policy';
-import { fillOf, type Lane, type LaneRecord } from './lane';
+import type { Lane, LaneRecord } from './lane';
+import { drainLane, type LaneOutcome } from './lane-drain';
 import type { LaneRunner } from './lane-runner';
 import { keyOf, type Ordering, type Work } from './ordering';
-import { refillAt } from './partition-feed';
 import { batchBytesOf, batchEntryOf, type BatchSettings } from './webhook-batch';
 
-type Outcome = 'settled' | 'retry' | 'halt';
+type Outcome = LaneOutcome;
 
 /**
  * Batches a STREAM lane has out at once: the next batches go to the client while it handles one (a sink writing a
@@ -55,62 +55,22 @@ export class BatchLanes {
    * out at once ({@link batchDepthOf}); mirrors LaneRunner's drain.
    */
   async drain(lane: Lane, ordering: Ordering, settings: BatchSettings): Promise<void> {
-    const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
     const depth = batchDepthOf(lane);
-    let waitUntil = 0;
-    let out = 0;
-    let halted = false;
-    let failure: unknown;
-    /** Ends the lane's wait: a batch ended, or (while the lane has room) records arrived. */
-    let wake: (() => void) | undefined;
-    const ended = () => {
-      out--;
-      wake?.();
-    };
-    for (;;) {
-      waitUntil = 0;
-      const before = fillOf(lane);
-      while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled')
-        lane.nextOffset = lane.buffer.shift()!.offset + 1;
-      while (!halted && out < depth && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
+    const { wakeAt, failure } = await drainLane(this.ctx, lane, depth, (room) => {
+      const started: Promise<Outcome>[] = [];
+      while (started.length < room) {
         const next = this.next(lane, ordering, settings, Date.now(), depth > 1);
         if (next === undefined) break;
-        if (typeof next === 'number') {
-          waitUntil = next;
-          break;
-        }
-        out++;
-        ('kind' in next ? this.runner.start(lane, next) : this.deliver(lane, next, ordering)).then(
-          (outcome) => {
-            halted ||= outcome === 'halt';
-            ended();
-          },
-          (e: unknown) => {
-            halted = true;
-            failure ??= e;
-            ended();
-          },
-        );
+        // A batch that is not full lingers: the lane looks again when it has lingered long enough.
+        if (typeof next === 'number') return { started, wakeAt: next };
+        started.push('kind' in next ? this.runner.start(lane, next) : this.deliver(lane, next, ordering));
       }
-      // Running low (what settled left, or, in a stream lane, what went out): the loop fetches the next records while
-      // the lane delivers the rest.
-      if (before >= refill && fillOf(lane) < refill) this.ctx.wake();
-      if (out === 0) break;
-      let lingering: NodeJS.Timeout | undefined;
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        if (out < depth) lane.nudge = resolve;
-        // A batch lingering beside batches out goes when its linger ends, not only when one of them does.
-        if (waitUntil > 0) lingering = setTimeout(resolve, Math.max(0, waitUntil - Date.now()));
-      });
-      clearTimeout(lingering);
-      wake = undefined;
-      lane.nudge = undefined;
-    }
+      return { started };
+    });
     // The lane starts again when its first record's retry is due, or when the batch has lingered long enough.
     const head = lane.buffer.find((r) => r.state !== 'settled');
-    lane.retryAt = Math.max(waitUntil, head !== undefined && head.state === undefined ? (head.retryAt ?? 0) : 0);
-    if (failure !== undefined) throw failure;
+    lane.retryAt = Math.max(wakeAt, head !== undefined && head.state === undefined ? (head.retryAt ?? 0) : 0);
+    if (failure) throw failure.error;
   }
 
   /**

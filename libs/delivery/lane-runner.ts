@@ -5,9 +5,9 @@ import type { WebhookResult } from './webhook-sender';
 import type { DispatchContext } from './dispatch-context';
 import { FailurePolicy, messageIdOf, NOT_ATTEMPTED_RETRY_MS } from './failure-policy';
 import { HeldKey, holdKey, loadHeld, releaseHead } from './held-keys';
-import { fillOf, Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
+import { drainLane, type LaneOutcome } from './lane-drain';
+import { Lane, LaneRecord, STREAM_LANE_DEPTH } from './lane';
 import { depthOf, keyOf, orderingOf, startable, Work } from './ordering';
-import { refillAt } from './partition-feed';
 import { BatchLanes } from './batch-lanes';
 import { batchSettingsOf, type OutBatch } from './webhook-batch';
 
@@ -136,60 +136,21 @@ export class LaneRunner {
     if (batch) return this.batches.drain(lane, ordering, batch);
     const cap = lane.subscription.protocol === 'STREAM' ? STREAM_LANE_DEPTH : MAX_LANE_DEPTH;
     const depth = Math.min(cap, depthOf(lane, this.ctx.deps.options.concurrency));
-    /** Deliveries out now. */
-    let out = 0;
-    let halted = false;
-    let failure: unknown;
-    /** Ends the lane's wait: a delivery ended, or (while the lane has room) records arrived. */
-    let wake: (() => void) | undefined;
-    const ended = () => {
-      out--;
-      wake?.();
-    };
-    const refill = refillAt(this.ctx.deps.options.batchMaxEvents);
-    for (;;) {
-      const before = fillOf(lane);
-      while (lane.buffer.length > 0 && lane.buffer[0].state === 'settled')
-        lane.nextOffset = lane.buffer.shift()!.offset + 1;
-      if (!halted && !lane.abort.signal.aborted && this.ctx.gateOpen()) {
-        for (const work of startable(lane, ordering, depth - out, Date.now())) {
-          out++;
-          this.start(lane, work).then(
-            (outcome) => {
-              halted ||= outcome === 'halt';
-              ended();
-            },
-            (e: unknown) => {
-              halted = true;
-              failure ??= e;
-              ended();
-            },
-          );
-        }
-      }
-      // Running low (what settled left, or, in a stream lane, what went out): the loop fetches the next batch while
-      // the lane delivers the rest.
-      if (before >= refill && fillOf(lane) < refill) this.ctx.wake();
-      if (out === 0) break;
-      // One promise per wait, whatever is out (a race over what is out would cost as much as what is out, at every
-      // wake of a stream lane with a thousand deliveries out). A full lane waits for a delivery to end; one with
-      // room also for records to arrive (the feed nudges it).
-      await new Promise<void>((resolve) => {
-        wake = resolve;
-        if (out < depth) lane.nudge = resolve;
-      });
-      wake = undefined;
-      lane.nudge = undefined;
-    }
+    const { failure } = await drainLane(this.ctx, lane, depth, (room) => ({
+      // Lazily: each piece is marked as started before the next is chosen.
+      started: (function* (runner: LaneRunner) {
+        for (const work of startable(lane, ordering, room, Date.now())) yield runner.start(lane, work);
+      })(this),
+    }));
     // A `partition` lane waits for its first record's retry; the others are started again each round and start
     // each waiting record when it is due.
     const head = lane.buffer.find((r) => r.state !== 'settled');
     lane.retryAt = ordering === 'partition' && head !== undefined && head.state === undefined ? (head.retryAt ?? 0) : 0;
-    if (failure !== undefined) throw failure;
+    if (failure) throw failure.error;
   }
 
   /** Starts one piece of a lane's work; resolves with its outcome, the record's state set from it. */
-  async start(lane: Lane, work: Work): Promise<'settled' | 'retry' | 'halt'> {
+  async start(lane: Lane, work: Work): Promise<LaneOutcome> {
     if (work.kind === 'held') return this.deliverHeld(lane, work.key, work.held);
     const { record } = work;
     record.state = 'sending';
@@ -208,7 +169,7 @@ export class LaneRunner {
   }
 
   /** `key` ordering: a record whose key is held goes to the retry table behind the key's parked deliveries. */
-  private async parkBehind(lane: Lane, record: LaneRecord, key: string): Promise<'settled' | 'retry' | 'halt'> {
+  private async parkBehind(lane: Lane, record: LaneRecord, key: string): Promise<LaneOutcome> {
     const frame = record.frame;
     // Not an event, or one its filters pass over: settled as in any lane (neither is delivered).
     if (!frame || !lane.filter.matches(frame) || lane.deadLettered.has(record.offset))
@@ -221,7 +182,7 @@ export class LaneRunner {
    * `key` ordering: the first parked delivery of a held key, attempted by the lane (not the sweep) so the key keeps
    * its order; once it is delivered or dead-lettered, the key's next parked delivery is due at once.
    */
-  private async deliverHeld(lane: Lane, key: string, held: HeldKey): Promise<'settled' | 'retry' | 'halt'> {
+  private async deliverHeld(lane: Lane, key: string, held: HeldKey): Promise<LaneOutcome> {
     const parked = held.queue[0];
     held.sending = true;
     try {
@@ -257,7 +218,7 @@ export class LaneRunner {
    * waits for its next attempt in the lane), or `halt`: the send was aborted, nobody was there to take it, or the
    * subscription was disabled, and the lane starts nothing more for now.
    */
-  private async deliver(lane: Lane, record: LaneRecord): Promise<'settled' | 'retry' | 'halt'> {
+  private async deliver(lane: Lane, record: LaneRecord): Promise<LaneOutcome> {
     if (lane.deadLettered.delete(record.offset)) {
       this.ctx.progress.passedOverDeadLettered = (this.ctx.progress.passedOverDeadLettered ?? 0) + 1;
       return 'settled';

@@ -1,4 +1,4 @@
-import { structuredJsonBytesOf, type EventFrame } from '@libs/frame';
+import { jsonArrayBytesOf, structuredJsonBytesOf, type EventFrame } from '@libs/frame';
 
 /** The content type of a CloudEvents batch (the HTTP binding's batched content mode): a JSON array of events. */
 export const BATCH_CONTENT_TYPE = 'application/cloudevents-batch+json';
@@ -38,19 +38,7 @@ export function batchSettingsOf(target: { config?: unknown }): BatchSettings | u
 export const batchEntryOf = (frame: EventFrame): Buffer => structuredJsonBytesOf(frame);
 
 /** The batch body: the entries as one JSON array, byte for byte (the signature covers exactly these bytes). */
-export function batchBodyOf(entries: Buffer[]): Buffer {
-  const parts: Buffer[] = [OPEN];
-  entries.forEach((entry, i) => {
-    if (i > 0) parts.push(COMMA);
-    parts.push(entry);
-  });
-  parts.push(CLOSE);
-  return Buffer.concat(parts);
-}
+export const batchBodyOf = (entries: Buffer[]): Buffer => jsonArrayBytesOf(entries);
 
 /** A batch body's size for entries of `entryBytes` bytes in all, `count` of them. */
 export const batchBytesOf = (entryBytes: number, count: number): number => entryBytes + Math.max(0, count - 1) + 2;
-
-const OPEN = Buffer.from('[');
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']');

@@ -1,7 +1,7 @@
 export { OPTIONAL_ATTRIBUTES, TENANT_EXTENSION, partitionKeyOf } from './event-frame';
 export type { EventFrame, ExtensionValue } from './event-frame';
 export { CE_SPECVERSION, attributesOf, frameFromAttributes, frameToStructured } from './cloudevent-attributes';
-export { structuredJsonBytesOf, structuredJsonOf } from './structured-json';
+export { jsonArrayBytesOf, structuredJsonBytesOf, structuredJsonOf } from './structured-json';
 export {
   CE_INTEGER_MAX,
   CE_INTEGER_MIN,

@@ -74,7 +74,7 @@ export class ClusterStreamRouter implements StreamDeliverer {
     options: DeliverOptions = {},
   ): Promise<StreamOutcome> {
     if (this.onlyHere(target) && !signal?.aborted) {
-      const now = this.hub.deliverBatchNow(target, batch, signal, { epoch: options.epoch ?? 0 });
+      const now = this.hub.deliverNow(target, batch, signal, { epoch: options.epoch ?? 0 });
       if (now) return now;
     }
     return this.routeBatch(target, batch, signal, options);
@@ -88,9 +88,7 @@ export class ClusterStreamRouter implements StreamDeliverer {
   ): Promise<StreamOutcome> {
     for (;;) {
       if (signal?.aborted) return { kind: 'gone' };
-      const remote = (await this.presence.holdersOf(target.id)).some(
-        (r) => r.holder !== this.self && this.peers.available(r.holder),
-      );
+      const remote = (await this.presence.holdersOf(target.id)).some(this.reachableElsewhere);
       if (remote) return eventByEvent(batch, (frame) => this.deliver(target, frame, signal, options));
       if (this.hub.connected(target.id) > 0)
         return this.hub.deliverBatch(target, batch, signal, { epoch: options.epoch ?? 0, onlyIfConnected: true });
@@ -102,8 +100,12 @@ export class ClusterStreamRouter implements StreamDeliverer {
   /** The holders of the subscription known from memory, and none of them another process that can be reached. */
   private onlyHere(target: StreamTarget): boolean {
     const known = this.presence.knownHoldersOf(target.id);
-    return known !== undefined && !known.some((r) => r.holder !== this.self && this.peers.available(r.holder));
+    return known !== undefined && !known.some(this.reachableElsewhere);
   }
+
+  /** A holder that is another process, and that the channel can reach now. */
+  private readonly reachableElsewhere = (r: PresenceRow): boolean =>
+    r.holder !== this.self && this.peers.available(r.holder);
 
   private async route(
     target: StreamTarget,
@@ -122,9 +124,7 @@ export class ClusterStreamRouter implements StreamDeliverer {
     };
     for (;;) {
       if (signal?.aborted) return { kind: 'gone' };
-      const remote = (await this.presence.holdersOf(target.id)).filter(
-        (r) => r.holder !== this.self && this.peers.available(r.holder),
-      );
+      const remote = (await this.presence.holdersOf(target.id)).filter(this.reachableElsewhere);
       const local = this.hub.load(target.id);
       if (policy === 'LOAD_BALANCE') {
         const pick = this.pickOne(target.id, local, remote);

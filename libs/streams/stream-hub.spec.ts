@@ -91,7 +91,7 @@ describe('StreamHub: batches', () => {
     expect(c.singles).toHaveLength(0);
     expect(hub.load('s1').held).toBe(1);
     // Its window (1) is full: the next batch is not handed to it now.
-    expect(hub.deliverBatchNow(target, batch)).toBeUndefined();
+    expect(hub.deliverNow(target, batch)).toBeUndefined();
     expect(hub.act('s1', c.whole[0].deliveryId, { kind: 'reject', reason: 'e2 refused' })).toBe(true);
     await expect(outcome).resolves.toEqual({ kind: 'reject', reason: 'e2 refused' });
     expect(hub.load('s1').held).toBe(0);

@@ -273,16 +273,20 @@ export class StreamHub implements StreamDeliverer {
   }
 
   /**
-   * LOAD_BALANCE with a member that has room now: handed to it in this turn, no promise but its answer's. Undefined
-   * (nothing handed out) otherwise: another policy, an aborted signal, or no member with room.
+   * LOAD_BALANCE with a member that has room now (for a batch, one that takes batches): handed to it in this turn, no
+   * promise but its answer's; a batch as one delivery (one place in its window). Undefined (nothing handed out)
+   * otherwise: another policy, an aborted signal, or no such member with room.
    */
   deliverNow(
     subscription: StreamTarget,
-    frame: EventFrame,
+    what: EventFrame | StreamBatch,
     signal?: AbortSignal,
     options: DeliverOptions = {},
   ): Promise<StreamOutcome> | undefined {
-    return this.handNow(subscription, frame, signal, options);
+    const policy = (subscription.config as { policy?: StreamPolicy }).policy;
+    if (policy === 'BROADCAST' || policy === 'MULTICAST' || signal?.aborted) return undefined;
+    const member = this.withRoom(subscription.id, 'one', isBatch(what) ? takesBatches : undefined)?.[0];
+    return member && this.sendOf(subscription, what, signal, options)(member);
   }
 
   deliverBatch(
@@ -292,7 +296,7 @@ export class StreamHub implements StreamDeliverer {
     options: DeliverOptions = {},
   ): Promise<StreamOutcome> {
     return (
-      this.deliverBatchNow(subscription, batch, signal, options) ??
+      this.deliverNow(subscription, batch, signal, options) ??
       this.deliverBatchWhenRoom(subscription, batch, signal, options)
     );
   }
@@ -324,31 +328,6 @@ export class StreamHub implements StreamDeliverer {
       if (signal?.aborted) return { kind: 'gone' };
     }
     return eventByEvent(batch, (frame) => this.deliver(subscription, frame, signal, options));
-  }
-
-  /**
-   * LOAD_BALANCE with a member that takes batches and has room now: the batch handed to it in this turn as one
-   * delivery (one place in its window). Undefined (nothing handed out) otherwise.
-   */
-  deliverBatchNow(
-    subscription: StreamTarget,
-    batch: StreamBatch,
-    signal?: AbortSignal,
-    options: DeliverOptions = {},
-  ): Promise<StreamOutcome> | undefined {
-    return this.handNow(subscription, batch, signal, options);
-  }
-
-  private handNow(
-    subscription: StreamTarget,
-    what: EventFrame | StreamBatch,
-    signal: AbortSignal | undefined,
-    options: DeliverOptions,
-  ): Promise<StreamOutcome> | undefined {
-    const policy = (subscription.config as { policy?: StreamPolicy }).policy;
-    if (policy === 'BROADCAST' || policy === 'MULTICAST' || signal?.aborted) return undefined;
-    const member = this.withRoom(subscription.id, 'one', isBatch(what) ? takesBatches : undefined)?.[0];
-    return member && this.sendOf(subscription, what, signal, options)(member);
   }
 
   private sendOf(

@@ -36,9 +36,7 @@ interface TurnSocket {
  * Without ws's `_socket` (not connected yet, or another ws release) the message is written at once.
  */
 export function sendInTurn(socket: TurnSocket, data: string | Buffer, cb?: (error?: Error) => void): void {
-  const tcp = (socket as { _socket?: Corkable | null })._socket;
-  if (tcp) writeInTurn(tcp, () => socket.send(data, cb));
-  else socket.send(data, cb);
+  inTurnOf(socket, () => socket.send(data, cb));
 }
 
 /** A ws WebSocket that sends a Buffer as a text message when told (`binary: false`). */
@@ -48,7 +46,12 @@ interface TextSocket {
 
 /** {@link sendInTurn} for UTF-8 JSON already in bytes: sent as a text message, in the turn's write. */
 export function sendTextInTurn(socket: TextSocket, data: Buffer): void {
+  inTurnOf(socket, () => socket.send(data, { binary: false }));
+}
+
+/** Runs `send` in the turn's write of the socket's TCP stream, or at once without ws's `_socket`. */
+function inTurnOf(socket: object, send: () => void): void {
   const tcp = (socket as { _socket?: Corkable | null })._socket;
-  if (tcp) writeInTurn(tcp, () => socket.send(data, { binary: false }));
-  else socket.send(data, { binary: false });
+  if (tcp) writeInTurn(tcp, send);
+  else send();
 }

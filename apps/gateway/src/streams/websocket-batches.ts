@@ -1,4 +1,5 @@
 import { ErrorCode, EventMeshError } from '@libs/errors';
+import { jsonArrayBytesOf } from '@libs/frame';
 import { sendInTurn, sendTextInTurn, type StreamBatchDelivery, type StreamDelivery } from '@libs/streams';
 import { outcomeOf, wireJsonOf, type Answer } from './streams.controller';
 import type { ClientAction } from '@libs/streams';
@@ -36,19 +37,12 @@ export function batchedPush(socket: Socket): (d: StreamDelivery) => void {
  * them, in one text message. One answer for `deliveryId` answers every event of it.
  */
 export function batchPush(socket: Parameters<typeof sendTextInTurn>[0]): (d: StreamBatchDelivery) => void {
-  return (d) => {
-    const parts: Buffer[] = [Buffer.from(`{"type":"batch","deliveryId":${JSON.stringify(d.deliveryId)},"events":[`)];
-    for (let i = 0; i < d.entries.length; i++) {
-      if (i > 0) parts.push(COMMA);
-      parts.push(d.entries[i]);
-    }
-    parts.push(CLOSE);
-    sendTextInTurn(socket, Buffer.concat(parts));
-  };
+  return (d) =>
+    sendTextInTurn(
+      socket,
+      jsonArrayBytesOf(d.entries, `{"type":"batch","deliveryId":${JSON.stringify(d.deliveryId)},"events":[`, ']}'),
+    );
 }
-
-const COMMA = Buffer.from(',');
-const CLOSE = Buffer.from(']}');
 
 /**
  * The answers of `{"type":"answers","answers":[{"type":"ack"|"nack"|"reject"|"extend","deliveryId",...}...]}`,
