@@ -88,14 +88,20 @@ export class EpochFence<K> {
   /** A transaction whose waits are bounded (see the class). */
   transaction<T>(work: (manager: EntityManager) => Promise<T>): Promise<T> {
     return this.db.transaction(async (manager) => {
-      const limit = `${this.waitLimitMs}ms`;
-      await manager.query(
-        `SELECT set_config('lock_timeout', $1, true), set_config('idle_in_transaction_session_timeout', $1, true),
-                set_config('statement_timeout', $2, true)`,
-        [limit, `${2 * this.waitLimitMs}ms`],
-      );
+      await manager.query(`SELECT ${this.boundsFrom(1)}`, this.boundValues());
       return work(manager);
     });
+  }
+
+  /** The select list that bounds the transaction's waits, its two values from parameter `$first`. */
+  private boundsFrom(first: number): string {
+    const [limit, statement] = [`$${first}`, `$${first + 1}`];
+    return `set_config('lock_timeout', ${limit}, true), set_config('idle_in_transaction_session_timeout', ${limit}, true),
+            set_config('statement_timeout', ${statement}, true)`;
+  }
+
+  private boundValues(): string[] {
+    return [`${this.waitLimitMs}ms`, `${2 * this.waitLimitMs}ms`];
   }
 
   /**
@@ -127,12 +133,15 @@ export class EpochFence<K> {
       rowEpoch: this.rows.rowsCarryEpoch ? epoch : 0,
       run: async <T>(work: (manager: EntityManager) => Promise<T>): Promise<T> => {
         try {
-          return await this.transaction(async (manager) => {
-            const found: { epoch: string }[] = await manager.query(
-              `SELECT epoch FROM ${this.rows.table} WHERE ${this.where} FOR SHARE`,
-              keyValues,
+          return await this.db.transaction(async (manager) => {
+            // The bounds and the epoch check in one statement: the bounds are set (left to right) before the
+            // row's share lock is waited for, so the wait is bounded as in `transaction`.
+            const found: { epoch: string | null }[] = await manager.query(
+              `SELECT ${this.boundsFrom(keyValues.length + 1)},
+                      (SELECT epoch FROM ${this.rows.table} WHERE ${this.where} FOR SHARE) AS epoch`,
+              [...keyValues, ...this.boundValues()],
             );
-            const current = found[0] ? Number(found[0].epoch) : undefined;
+            const current = found[0]?.epoch != null ? Number(found[0].epoch) : undefined;
             if (current !== epoch) throw new StaleEpochError(this.rows.scopeOf(key), epoch, current);
             return work(manager);
           });

@@ -87,7 +87,7 @@ describe('JobRunStore: the fenced position of a connector job', () => {
       'e-7',
       'e-8',
     ]);
-    expect(await view(id)).toMatchObject({ deadLettered: 4, moved: 3 });
+    expect(await view(id)).toMatchObject({ deadLettered: 4, moved: 3, movedLastMinute: 3 });
     const first = letters.find((l) => (l.record as { id: string }).id === 'e-7')!;
     await jobs.markReplayed(id, first.id);
     expect(await runs.commit(fence, id, { moved: 0, deadLetters: [letter] })).toEqual({ deadLettered: 1 });

@@ -57,7 +57,7 @@ describe('TableSink: writes to a real table', () => {
       const wrapped = Object.create(client) as PoolClient;
       wrapped.query = ((q: unknown, ...rest: unknown[]) => {
         const text = typeof q === 'string' ? q : (q as { text: string }).text;
-        if (text.startsWith(`INSERT INTO ${quotedName(table)}`)) sent.set(table, [...(sent.get(table) ?? []), text]);
+        if (text.includes(`INSERT INTO ${quotedName(table)} `)) sent.set(table, [...(sent.get(table) ?? []), text]);
         return query(q, ...rest);
       }) as never;
       wrapped.release = () => client.release();
@@ -133,7 +133,7 @@ describe('TableSink: writes to a real table', () => {
     }
     expect(sent.get(`${prefix}_bulk`)).toEqual([
       expect.stringContaining(
-        'SELECT * FROM unnest($1::text[], $2::text[], $3::text[], $4::timestamp with time zone[], $5::integer[], $6::numeric(10,2)[], $7::jsonb[], $8::boolean[], $9::character varying(40)[])',
+        'unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamp with time zone[], $9::integer[], $10::numeric(10,2)[], $11::jsonb[], $12::boolean[], $13::character varying(40)[])',
       ),
       expect.stringContaining('unnest('),
     ]);
@@ -166,6 +166,35 @@ describe('TableSink: writes to a real table', () => {
       sent.get(`${prefix}_upsert`)!.every((text) => text.includes('unnest(') && text.includes('ON CONFLICT')),
     ).toBe(true);
     await Promise.all([sink.close(), keyed.close()]);
+  });
+
+  it('upserts a batch holding one key several times: the last of them is the row, every event applied once', async () => {
+    const bulk = sinkOn(`${prefix}_upsert`, { event_id: 'data.key' }, 'upsert');
+    const listed = sinkOn(`${prefix}_listed`, { event_id: 'data.key', tags: 'data.tags' }, 'upsert');
+    await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_listed (event_id)`);
+    for (const [sink, table] of [
+      [bulk, `${prefix}_upsert`],
+      [listed, `${prefix}_listed`],
+    ] as const) {
+      const batch = [
+        event(200, { key: 'same', n: 1, note: 'first' }),
+        event(201, { key: 'other', n: 2, note: 'other' }),
+        event(202, { key: 'same', n: 3, note: 'last' }),
+      ];
+      expect(await sink.put(batch)).toEqual(batch.map(() => ({ ok: true, written: true })));
+      // Delivered again: applied already, nothing changes.
+      await pool.query(`UPDATE ${table} SET note = 'kept' WHERE event_id = 'same'`);
+      expect(await sink.put(batch)).toEqual(batch.map(() => ({ ok: true, written: false })));
+      const { rows } = await pool.query(
+        `SELECT event_id, n, note FROM ${table} WHERE event_id IN ('same', 'other') ORDER BY event_id`,
+      );
+      expect(rows).toEqual([
+        { event_id: 'other', n: 2, note: 'other' },
+        { event_id: 'same', n: 3, note: 'kept' },
+      ]);
+    }
+    expect(sent.get(`${prefix}_listed`)!.at(-1)).toContain(' VALUES (');
+    await Promise.all([bulk.close(), listed.close()]);
   });
 
   it('a table that is not there yet: the write is refused for good; once it is made, the next write finds it', async () => {

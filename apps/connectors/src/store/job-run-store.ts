@@ -78,24 +78,21 @@ export class JobRunStore {
         )) as unknown[];
         deadLettered += inserted.length;
       }
+      // The position, the counts, this second's count and the minute's window in one statement.
       await q.query(
-        `INSERT INTO connectors.job_positions AS p (job_id, position, moved, dead_lettered, epoch)
-         VALUES ($1, $2, $3, $4, $5)
-         ON CONFLICT (job_id) DO UPDATE
-           SET position = COALESCE(EXCLUDED.position, p.position), moved = p.moved + EXCLUDED.moved,
-               dead_lettered = p.dead_lettered + EXCLUDED.dead_lettered, epoch = EXCLUDED.epoch, updated_at = now()`,
+        `WITH pos AS (
+           INSERT INTO connectors.job_positions AS p (job_id, position, moved, dead_lettered, epoch)
+           VALUES ($1, $2, $3, $4, $5)
+           ON CONFLICT (job_id) DO UPDATE
+             SET position = COALESCE(EXCLUDED.position, p.position), moved = p.moved + EXCLUDED.moved,
+                 dead_lettered = p.dead_lettered + EXCLUDED.dead_lettered, epoch = EXCLUDED.epoch, updated_at = now()),
+         sec AS (
+           INSERT INTO connectors.job_moved AS m (job_id, at, moved)
+           SELECT $1, date_trunc('second', now()), $3 WHERE $3 > 0
+           ON CONFLICT (job_id, at) DO UPDATE SET moved = m.moved + EXCLUDED.moved)
+         DELETE FROM connectors.job_moved WHERE $3 > 0 AND job_id = $1 AND at < now() - interval '1 minute'`,
         [jobId, round.position ?? null, round.moved, deadLettered, fence.rowEpoch],
       );
-      if (round.moved > 0) {
-        await q.query(
-          `INSERT INTO connectors.job_moved AS m (job_id, at, moved) VALUES ($1, date_trunc('second', now()), $2)
-           ON CONFLICT (job_id, at) DO UPDATE SET moved = m.moved + EXCLUDED.moved`,
-          [jobId, round.moved],
-        );
-        await q.query(`DELETE FROM connectors.job_moved WHERE job_id = $1 AND at < now() - interval '1 minute'`, [
-          jobId,
-        ]);
-      }
       return { deadLettered };
     });
   }
