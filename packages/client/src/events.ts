@@ -33,7 +33,43 @@ function isComplete(event: Partial<CloudEventV1<unknown>>, defaultSource?: strin
   );
 }
 
-/** A structured CloudEvent the runtime sent, as a `CloudEvent` (not re-validated: the runtime validated it at publish). */
+/** The attributes `CloudEvent`'s constructor sets, in its order; any other key of an event is an extension. */
+const ATTRIBUTES = [
+  'id',
+  'time',
+  'type',
+  'source',
+  'specversion',
+  'datacontenttype',
+  'subject',
+  'datacontentencoding',
+  'dataschema',
+  'data_base64',
+  'schemaurl',
+  'data',
+] as const;
+const IS_ATTRIBUTE = new Set<string>(ATTRIBUTES);
+
+/**
+ * A structured CloudEvent the runtime sent, as a `CloudEvent` (not re-validated: the runtime validated it at
+ * publish). The runtime's events have an id, a specversion and a time and carry JSON data: such an event is made as
+ * the constructor makes it (the same own properties in the same order, frozen) without the constructor's copy of
+ * the input and a delete per attribute, which left each event a slow dictionary object and was a tenth of a
+ * consumer's CPU per event; any other event goes through the constructor.
+ */
 export function cloudEventOf(json: Record<string, unknown>): CloudEvent<unknown> {
-  return new CloudEvent<unknown>(json as CloudEventV1<unknown>, false);
+  if (
+    typeof json.id !== 'string' ||
+    json.id === '' ||
+    typeof json.time !== 'string' ||
+    json.time === '' ||
+    typeof json.specversion !== 'string' ||
+    json.specversion === '' ||
+    json.data_base64 !== undefined
+  )
+    return new CloudEvent<unknown>(json as CloudEventV1<unknown>, false);
+  const event = Object.create(CloudEvent.prototype) as Record<string, unknown>;
+  for (const name of ATTRIBUTES) event[name] = json[name];
+  for (const name in json) if (!IS_ATTRIBUTE.has(name)) event[name] = json[name];
+  return Object.freeze(event) as unknown as CloudEvent<unknown>;
 }
