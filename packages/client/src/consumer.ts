@@ -379,14 +379,26 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     // Answered: the next batch starts now, not after the runtime confirmed these answers (a round trip); the
     // confirmations are awaited as tasks of their own (drain waits for them).
     this.track(
-      Promise.all([
-        ...fresh.map((d, i) => this.answer(d.connection, answerOf(d.item.deliveryId, outcomes[i]))),
+      this.answerAll([
+        ...fresh.map((d, i) => ({ connection: d.connection, answer: answerOf(d.item.deliveryId, outcomes[i]) })),
         ...echoes.map(({ delivery, of }) => {
           if (outcomes[of] === 'ack') this.stats.duplicates++;
-          return this.answer(delivery.connection, answerOf(delivery.item.deliveryId, outcomes[of]));
+          return { connection: delivery.connection, answer: answerOf(delivery.item.deliveryId, outcomes[of]) };
         }),
       ]),
     );
+  }
+
+  /**
+   * A batch's answers, as {@link answer} each, waiting once per distinct confirmation: the parts of one runtime
+   * batch answered alike share theirs (batch-parts.ts), so a batch of 500 waits for one promise, not 500.
+   */
+  private async answerAll(list: { connection: Connection; answer: Answer }[]): Promise<void> {
+    const confirmations = list.map(({ connection, answer }) => connection.answer(answer));
+    const distinct = [...new Set(confirmations)];
+    const taken = await Promise.all(distinct.map((c) => c.catch(() => false)));
+    const takenBy = new Map(distinct.map((c, i) => [c, taken[i]]));
+    list.forEach(({ answer }, i) => takenBy.get(confirmations[i]) && this.count(answer));
   }
 
   /** Work the consumer waits for before it drains: a task until it ends. */
@@ -427,8 +439,11 @@ export class StreamConsumer extends EventEmitter implements Consumer {
    * back already; the answer is dropped and the redelivery is handled (or acked as a duplicate) when it comes.
    */
   private async answer(connection: Connection, a: Answer): Promise<void> {
-    const accepted = await connection.answer(a).catch(() => false);
-    if (!accepted) return;
+    if (await connection.answer(a).catch(() => false)) this.count(a);
+  }
+
+  /** An answer the runtime took, in the stats. */
+  private count(a: Answer): void {
     if (a.action === 'ack') this.stats.acked++;
     else if (a.action === 'nack') this.stats.nacked++;
     else this.stats.rejected++;

@@ -7,8 +7,11 @@ interface Pending {
   /** Each part's answer, as it comes. */
   answers: (Answer | undefined)[];
   left: number;
-  /** Told whether the runtime took the batch's answer as the part's own, one per answered part. */
-  waiters: { action: Answer['action']; settle: (accepted: boolean) => void }[];
+  /** The batch's answer once the runtime took it; undefined when it did not (or the connection ended first). */
+  outcome: Promise<Answer['action'] | undefined>;
+  settle: (action: Answer['action'] | undefined) => void;
+  /** Per action, whether a part answered so was accepted: one promise per action, shared by the batch's parts. */
+  accepted: Map<Answer['action'], Promise<boolean>>;
   /** Until when the batch's deadline was last extended (epoch ms). */
   extendedUntil: number;
   /** Extends the batch while any part of it waits or runs. */
@@ -46,10 +49,13 @@ export class BatchParts {
 
   /** The batch's events, each as the delivery of its part. */
   split(deliveryId: string, events: WireDelivery['event'][]): WireDelivery[] {
+    let settle!: Pending['settle'];
     const batch: Pending = {
       answers: new Array<Answer | undefined>(events.length),
       left: events.length,
-      waiters: [],
+      outcome: new Promise((resolve) => (settle = resolve)),
+      settle,
+      accepted: new Map(),
       extendedUntil: 0,
     };
     this.pending.set(deliveryId, batch);
@@ -62,7 +68,10 @@ export class BatchParts {
     return events.map((event, i) => ({ deliveryId: `${deliveryId}${PART}${i}`, event }));
   }
 
-  /** An answer for a part, as the runtime's verdict on its batch; undefined when `a` is not for a part here. */
+  /**
+   * An answer for a part, as the runtime's verdict on its batch; undefined when `a` is not for a part here. The
+   * parts of a batch answered alike get the same promise (a batch of 500 makes one, not 500).
+   */
   answer(a: Answer): Promise<boolean> | undefined {
     const batchId = batchIdOf(a.deliveryId);
     const batch = batchId === undefined ? undefined : this.pending.get(batchId);
@@ -74,29 +83,33 @@ export class BatchParts {
       return this.send({ ...a, deliveryId: batchId });
     }
     const index = Number(a.deliveryId.slice(batchId.length + 1));
-    if (!(index >= 0 && index < batch.answers.length) || batch.answers[index]) return Promise.resolve(false);
+    if (!(index >= 0 && index < batch.answers.length) || batch.answers[index]) return NOT_ACCEPTED;
     batch.answers[index] = a;
-    return new Promise<boolean>((resolve) => {
-      batch.waiters.push({ action: a.action, settle: resolve });
-      if (--batch.left > 0) return;
+    let accepted = batch.accepted.get(a.action);
+    if (!accepted) batch.accepted.set(a.action, (accepted = batch.outcome.then((action) => action === a.action)));
+    if (--batch.left === 0) {
       this.pending.delete(batchId);
       clearInterval(batch.timer);
       const answer = combined(batchId, batch.answers as Answer[]);
-      const settle = (accepted: boolean) =>
-        batch.waiters.forEach((w) => w.settle(accepted && w.action === answer.action));
-      this.send(answer).then(settle, () => settle(false));
-    });
+      this.send(answer).then(
+        (taken) => batch.settle(taken ? answer.action : undefined),
+        () => batch.settle(undefined),
+      );
+    }
+    return accepted;
   }
 
   /** The connection ended: the batches not answered yet are the runtime's to redeliver. */
   close(): void {
     for (const batch of this.pending.values()) {
       clearInterval(batch.timer);
-      batch.waiters.forEach((w) => w.settle(false));
+      batch.settle(undefined);
     }
     this.pending.clear();
   }
 }
+
+const NOT_ACCEPTED = Promise.resolve(false);
 
 /** One answer for a batch from its parts': a reject wins, then a nack (the longest delay), else ack. */
 function combined(deliveryId: string, answers: Answer[]): Answer {
