@@ -6,6 +6,7 @@ import { migrateConnectorsSchema } from '../../apps/connectors/src/store/migrati
 import { StaleEpochError } from '@libs/fence';
 import { createDataSource } from '@libs/storage';
 import { testConfig } from '../support/env';
+import { waitFor } from '../support/wait-for';
 
 /**
  * The connector runtime's own schema and the fence of a job's runs (real Postgres): a run's position write after
@@ -89,9 +90,45 @@ describe('JobRunStore: the fenced position of a connector job', () => {
     ]);
     expect(await view(id)).toMatchObject({ deadLettered: 4, moved: 3, movedLastMinute: 3 });
     const first = letters.find((l) => (l.record as { id: string }).id === 'e-7')!;
-    await jobs.markReplayed(id, first.id);
+    expect(await jobs.replay(id, first.id, async () => undefined)).toBeUndefined();
     expect(await runs.commit(fence, id, { moved: 0, deadLetters: [letter] })).toEqual({ deadLettered: 1 });
     expect(await jobs.deadLetters(id, undefined, 10)).toHaveLength(5);
+  });
+
+  it('a replay refused again leaves its letter waiting; a refusal recorded while a replay runs is a letter of its own', async () => {
+    const id = await newJob();
+    const fence = runs.fenceFor(id, await runs.claim(id, 'replica-a'));
+    const event = { specversion: '1.0', id: 'e-9', source: '/orders', type: 'order.created', data: { amount: 'x' } };
+    const letter = { reason: 'refused', record: event, key: deadLetterKeyOf(event) };
+    await runs.commit(fence, id, { moved: 0, deadLetters: [letter] });
+    const [first] = await jobs.deadLetters(id, undefined, 10);
+    expect(await jobs.replay(id, first.id, async () => 'still refused')).toBe('still refused');
+    await expect(jobs.replay(id, first.id, () => Promise.reject(new Error('target down')))).rejects.toThrow(
+      'target down',
+    );
+    expect(await jobs.deadLetters(id, undefined, 10)).toEqual([
+      expect.objectContaining({ id: first.id, replayedAt: null }),
+    ]);
+    // The job refuses the event again while the operator's replay runs: its letter is recorded once the replay
+    // is, and counted.
+    let during: Promise<{ deadLettered: number }> | undefined;
+    await jobs.replay(id, first.id, async () => {
+      during = runs.commit(fence, id, { moved: 0, deadLetters: [{ ...letter, reason: 'refused during the replay' }] });
+      // The refusal waits for the replay's mark (Postgres shows it waiting on a lock), so it is not decided before it.
+      await waitFor('the refusal to wait on the replay', async () => {
+        const waiting: { n: string }[] = await db.query(
+          `SELECT count(*) AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO connectors.dead_letters%'`,
+        );
+        return Number(waiting[0].n) > 0;
+      });
+      return undefined;
+    });
+    expect(await during).toEqual({ deadLettered: 1 });
+    const letters = await jobs.deadLetters(id, undefined, 10);
+    expect(letters.map((l) => [l.reason, l.replayedAt === null])).toEqual([
+      ['refused', false],
+      ['refused during the replay', true],
+    ]);
   });
 
   it('a position reset takes the next epoch: the running loop cannot write over it', async () => {

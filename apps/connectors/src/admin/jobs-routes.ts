@@ -185,9 +185,10 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
       if (!dead) throw new EventMeshError(ErrorCode.DeadLetterNotFound, 'no such dead letter');
       const kind = CONNECTOR_KINDS.get(current.kind)!;
       const { mesh, config } = opened(current.config, kind, deps.secrets);
-      const refused = await replay(kind.role, dead.record, mesh, config, kind, deps);
+      const refused = await deps.jobs.replay(current.id, dead.id, () =>
+        replay(kind.role, dead.record, mesh, config, kind, deps),
+      );
       if (refused) throw new EventMeshError(ErrorCode.InvalidRequest, `the dead letter was refused again: ${refused}`);
-      await deps.jobs.markReplayed(current.id, dead.id);
       return [200, { id: dead.id, replayed: true }];
     },
   );

@@ -135,11 +135,34 @@ export class JobStore {
     return rows[0] ? deadLetterOf(rows[0]) : undefined;
   }
 
-  async markReplayed(jobId: string, id: string): Promise<void> {
-    await this.db.query(`UPDATE connectors.dead_letters SET replayed_at = now() WHERE job_id = $1 AND id = $2`, [
-      jobId,
-      id,
-    ]);
+  /**
+   * Replays dead letter `id` of `jobId` by `replay` (which answers why it was refused again, or nothing): the letter
+   * is marked replayed first, in a transaction held while `replay` runs, committed when it succeeds and rolled back
+   * when it is refused or fails. A refusal of the same event recorded meanwhile (the job refusing it again) waits
+   * for the mark and becomes a letter of its own; marked after the replay, it found this letter still waiting and
+   * was not recorded.
+   */
+  async replay(jobId: string, id: string, replay: () => Promise<string | undefined>): Promise<string | undefined> {
+    const runner = this.db.createQueryRunner();
+    await runner.connect();
+    try {
+      await runner.startTransaction();
+      await runner.query(`UPDATE connectors.dead_letters SET replayed_at = now() WHERE job_id = $1 AND id = $2`, [
+        jobId,
+        id,
+      ]);
+      let refused: string | undefined;
+      try {
+        refused = await replay();
+      } catch (e) {
+        await runner.rollbackTransaction();
+        throw e;
+      }
+      await (refused === undefined ? runner.commitTransaction() : runner.rollbackTransaction());
+      return refused;
+    } finally {
+      await runner.release();
+    }
   }
 }
 
