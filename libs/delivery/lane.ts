@@ -77,6 +77,31 @@ export interface LaneRecord {
   parked?: ParkedDelivery;
 }
 
+/**
+ * A lane record with every member present from the start (`undefined` where not set), as a literal: `state` and the
+ * others are written as the record is sent and settled, and a record that gains a member then changes its hidden
+ * class; one made by a spread (`{ ...record }`, the lane's copy of a fetched record) took about 1 µs per record
+ * to gain `state` (V8 in Node 20, measured alone: 1,000 ns against 50 per record through a send and a settle).
+ */
+export function laneRecord(
+  offset: number,
+  from: Pick<LaneRecord, 'frame' | 'error' | 'value' | 'timestamp'>,
+): LaneRecord {
+  return {
+    offset,
+    frame: from.frame,
+    error: from.error,
+    value: from.value,
+    timestamp: from.timestamp,
+    state: undefined,
+    attempts: undefined,
+    firstFailedAt: undefined,
+    retryAt: undefined,
+    key: undefined,
+    parked: undefined,
+  };
+}
+
 export function newLane(
   subscription: SubscriptionEntity,
   filter: CompiledFilter,

@@ -3,7 +3,7 @@ import { frameFromKafkaRecord } from '@libs/frame';
 import type { FetchedPartition, FetchedRecord, PartitionPosition } from '@libs/kafka';
 import { createLogger } from '@libs/logging';
 import type { DispatchContext } from './dispatch-context';
-import { fillOf, lacksFrom, Lane, LaneRecord } from './lane';
+import { fillOf, lacksFrom, Lane, LaneRecord, laneRecord } from './lane';
 
 /**
  * A lane asks Kafka for more only once it is down to this share of `batchMaxEvents` (lane.ts, `fillOf`): a fetch
@@ -147,7 +147,7 @@ export class PartitionFeed {
           if (fill++ >= ctx.deps.options.batchMaxEvents) break;
           const record = (decoded[i] ??= decode(part.records[i]));
           // Each lane its own copy: where a delivery stands is the lane's (the decoded event is shared).
-          lane.buffer.push({ ...record });
+          lane.buffer.push(laneRecord(record.offset, record));
         }
         lane.nudge?.();
       }
@@ -243,14 +243,13 @@ function bytesPerRecord(part: FetchedPartition): number {
 
 function decode(record: FetchedRecord): LaneRecord {
   try {
-    return {
-      offset: record.offset,
+    return laneRecord(record.offset, {
       frame: frameFromKafkaRecord(record.headers, record.value),
       value: record.value,
       timestamp: record.timestamp,
-    };
+    });
   } catch (e) {
-    return { offset: record.offset, error: (e as Error).message, value: record.value };
+    return laneRecord(record.offset, { error: (e as Error).message, value: record.value });
   }
 }
 
