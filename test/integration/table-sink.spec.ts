@@ -1,7 +1,7 @@
 import { CloudEvent } from 'cloudevents';
 import { Pool, PoolClient } from 'pg';
 import { validateTableConfig } from '../../apps/connectors/src/connectors/postgres-table/table-config';
-import { TableSink } from '../../apps/connectors/src/connectors/postgres-table/table-sink';
+import { ledgerKeyOf, TableSink } from '../../apps/connectors/src/connectors/postgres-table/table-sink';
 import { testConfig } from '../support/env';
 
 /**
@@ -41,13 +41,18 @@ describe('TableSink: writes to a real table', () => {
       .join('.');
 
   /** A sink on `table`, its statements recorded. */
-  const sinkOn = (table: string, extra: Record<string, string> = {}, mode: 'append' | 'upsert' = 'append') => {
+  const sinkOn = (
+    table: string,
+    extra: Record<string, string> = {},
+    mode: 'append' | 'upsert' = 'append',
+    key = ['event_id'],
+  ) => {
     const config = validateTableConfig({
       subscriptionId: 's',
       connection,
       table,
       mode,
-      key: mode === 'upsert' ? ['event_id'] : undefined,
+      key: mode === 'upsert' ? key : undefined,
       columns: { ...columns, ...extra },
     });
     const recording = Object.create(pool) as Pool;
@@ -195,6 +200,89 @@ describe('TableSink: writes to a real table', () => {
     }
     expect(sent.get(`${prefix}_listed`)!.at(-1)).toContain(' VALUES (');
     await Promise.all([bulk.close(), listed.close()]);
+  });
+
+  it('upserts events whose key is NULL each as a row of its own (a unique index lets such rows be), on both paths', async () => {
+    await pool.query(`CREATE TABLE ${prefix}_nullable (${shape}, tags text[])`);
+    await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_nullable (event_id)`);
+    const bulk = sinkOn(`${prefix}_upsert_nullable`, { event_id: 'data.key' }, 'upsert');
+    await pool.query(`CREATE TABLE ${prefix}_upsert_nullable (${shape})`);
+    await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_upsert_nullable (event_id)`);
+    const listed = sinkOn(`${prefix}_nullable`, { event_id: 'data.key', tags: 'data.tags' }, 'upsert');
+    for (const [sink, table] of [
+      [bulk, `${prefix}_upsert_nullable`],
+      [listed, `${prefix}_nullable`],
+    ] as const) {
+      const batch = [
+        event(300, { n: 1 }),
+        event(301, { key: 'k', n: 2 }),
+        event(302, { n: 3 }),
+        event(303, { key: 'k', n: 4 }),
+      ];
+      expect(await sink.put(batch)).toEqual(batch.map(() => ({ ok: true, written: true })));
+      const { rows } = await pool.query(`SELECT event_id, n FROM ${table} ORDER BY n`);
+      expect(rows).toEqual([
+        { event_id: null, n: 1 },
+        { event_id: null, n: 3 },
+        { event_id: 'k', n: 4 },
+      ]);
+    }
+    await Promise.all([bulk.close(), listed.close()]);
+  });
+
+  it('a batch Postgres refuses as updating one row twice (keys equal only as the column type) is written event by event', async () => {
+    await pool.query(`CREATE TABLE ${prefix}_coerced (${shape}, tags text[])`);
+    await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_coerced (n)`);
+    // An array column takes the VALUES list, whose batch keys are compared as JSON: "7" and 7 differ there, and are
+    // one integer in the table.
+    const sink = sinkOn(`${prefix}_coerced`, { n: 'data.n', tags: 'data.tags' }, 'upsert', ['n']);
+    const batch = [event(400, { n: '7', note: 'first' }), event(401, { n: 7, note: 'last' })];
+    expect(await sink.put(batch)).toEqual(batch.map(() => ({ ok: true, written: true })));
+    expect((await pool.query(`SELECT n, note FROM ${prefix}_coerced`)).rows).toEqual([{ n: 7, note: 'last' }]);
+    await sink.close();
+  });
+
+  it('takes over a ledger of the earlier layout: an event applied under it writes nothing', async () => {
+    const old = `table_sink_old_${process.pid}`;
+    await pool.query(`DROP SCHEMA IF EXISTS ${old} CASCADE`);
+    await pool.query(`CREATE SCHEMA ${old}`);
+    await pool.query(`CREATE TABLE ${old}.eventmesh_applied_events (
+      sink text NOT NULL, source text NOT NULL, id text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now(),
+      PRIMARY KEY (sink, source, id))`);
+    await pool.query(`CREATE TABLE ${old}.orders (${shape})`);
+    // Texts JSON escapes: quotes, backslashes, control characters, non-ASCII.
+    const applied = ['plain', 'quote " and \\ backslash', 'tab\tnew\nline\u0001\u001f', 'é ☃ 😀 \u2028'].map(
+      // Not validated: the ledger keys what it is given (a source with a quote and a backslash is no URI).
+      (id, i) => new CloudEvent({ id, source: `/src/${i}"\\`, type: 't', data: { n: i } }, false),
+    );
+    for (const e of applied)
+      await pool.query(`INSERT INTO ${old}.eventmesh_applied_events (sink, source, id) VALUES ($1, $2, $3)`, [
+        `${old}.orders`,
+        e.source,
+        e.id,
+      ]);
+    const config = validateTableConfig({
+      subscriptionId: 's',
+      connection,
+      table: `${old}.orders`,
+      columns: { event_id: 'id' },
+    });
+    const sink = await TableSink.open(config, pg.host);
+    const keys = (await pool.query(`SELECT key FROM ${old}.eventmesh_sink_ledger ORDER BY applied_at, key`)).rows.map(
+      (r: { key: string }) => r.key,
+    );
+    expect(keys.sort()).toEqual(applied.map((e) => ledgerKeyOf(`${old}.orders`, e)).sort());
+    const fresh = new CloudEvent({ id: 'new', source: '/src/0', type: 't', data: {} });
+    expect(await sink.put([...applied, fresh])).toEqual([
+      ...applied.map(() => ({ ok: true, written: false })),
+      { ok: true, written: true },
+    ]);
+    expect((await pool.query(`SELECT event_id FROM ${old}.orders`)).rows).toEqual([{ event_id: 'new' }]);
+    // Opened again (another replica): nothing copied twice, nothing lost.
+    await (await TableSink.open(config, pg.host)).close();
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${old}.eventmesh_sink_ledger`)).rows).toEqual([{ n: 5 }]);
+    await sink.close();
+    await pool.query(`DROP SCHEMA ${old} CASCADE`);
   });
 
   it('a table that is not there yet: the write is refused for good; once it is made, the next write finds it', async () => {

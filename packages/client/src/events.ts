@@ -73,6 +73,6 @@ export function cloudEventOf(json: Record<string, unknown>): CloudEvent<unknown>
   for (const name of ATTRIBUTES) event[name] = json[name];
   event.time ||= nowIso();
   event.specversion ||= '1.0';
-  for (const name in json) if (!IS_ATTRIBUTE.has(name)) event[name] = json[name];
+  for (const name in json) if (Object.hasOwn(json, name) && !IS_ATTRIBUTE.has(name)) event[name] = json[name];
   return Object.freeze(event) as unknown as CloudEvent<unknown>;
 }

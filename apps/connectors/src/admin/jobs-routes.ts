@@ -188,7 +188,11 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
       const refused = await deps.jobs.replay(current.id, dead.id, () =>
         replay(kind.role, dead.record, mesh, config, kind, deps),
       );
-      if (refused) throw new EventMeshError(ErrorCode.InvalidRequest, `the dead letter was refused again: ${refused}`);
+      if (refused !== undefined)
+        throw new EventMeshError(
+          ErrorCode.InvalidRequest,
+          `the dead letter was refused again: ${refused || 'no reason given'}`,
+        );
       return [200, { id: dead.id, replayed: true }];
     },
   );

@@ -151,15 +151,13 @@ export class JobStore {
         jobId,
         id,
       ]);
-      let refused: string | undefined;
-      try {
-        refused = await replay();
-      } catch (e) {
-        await runner.rollbackTransaction();
-        throw e;
-      }
+      const refused = await replay();
       await (refused === undefined ? runner.commitTransaction() : runner.rollbackTransaction());
       return refused;
+    } catch (e) {
+      // Never back to the pool inside a transaction (the UPDATE or the replay failed).
+      if (runner.isTransactionActive) await runner.rollbackTransaction().catch(() => undefined);
+      throw e;
     } finally {
       await runner.release();
     }

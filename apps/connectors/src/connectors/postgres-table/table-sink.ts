@@ -52,11 +52,12 @@ export class TableSink implements SinkConnector {
 
   static async open(config: TableConfig, address: string): Promise<TableSink> {
     const pool = poolFor(config.connection, address, 4);
-    await pool.query(
-      `CREATE TABLE IF NOT EXISTS ${quoted(config.table.schema)}.${LEDGER} (
-         key uuid PRIMARY KEY, sink text NOT NULL, source text NOT NULL, id text NOT NULL,
-         applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
+    const client = await pool.connect();
+    try {
+      await createLedger(client, config.table.schema);
+    } finally {
+      client.release();
+    }
     return new TableSink(config, pool);
   }
 
@@ -154,8 +155,10 @@ export class TableSink implements SinkConnector {
     }
   }
 
-  private upsertKeyOf(event: CloudEvent<unknown>): string {
-    return JSON.stringify(this.config.key.map((c) => valueOf(event, this.config.columns[c])));
+  /** The event's upsert key as text; undefined when a part of it is NULL (no key: the event is a row of its own). */
+  private upsertKeyOf(event: CloudEvent<unknown>): string | undefined {
+    const values = this.config.key.map((c) => valueOf(event, this.config.columns[c]));
+    return values.includes(null) ? undefined : JSON.stringify(values);
   }
 
   /**
@@ -177,10 +180,12 @@ export class TableSink implements SinkConnector {
     if (!usable) return (this.bulk = null);
     const cols = this.columns.map((_, i) => `c${i}`);
     const keyCols = this.config.key.map((k) => cols[this.columns.indexOf(k)]);
+    // A key with a NULL in it is no key (a unique index lets such rows be): each of those events is its own row.
+    const distinct = [...keyCols, `CASE WHEN ${keyCols.map((c) => `${c} IS NULL`).join(' OR ')} THEN e.n END`];
     const rowsOf =
       this.config.mode === 'upsert'
-        ? `SELECT DISTINCT ON (${keyCols.join(', ')}) ${cols.join(', ')} FROM e JOIN taken t ON t.key = e.k
-            ORDER BY ${keyCols.join(', ')}, e.n DESC`
+        ? `SELECT DISTINCT ON (${distinct.join(', ')}) ${cols.join(', ')} FROM e JOIN taken t ON t.key = e.k
+            ORDER BY ${distinct.join(', ')}, e.n DESC`
         : `SELECT ${cols.join(', ')} FROM e JOIN taken t ON t.key = e.k`;
     const text = `WITH e AS (
         SELECT * FROM unnest($2::uuid[], $3::text[], $4::text[], ${this.columns
@@ -210,15 +215,59 @@ export function ledgerKeyOf(sink: string, event: { source: string; id: string })
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
-/** The last of each key's items, in the order of those last items. */
-function lastOfEachKey<T>(items: T[], keyOf: (item: T) => string): T[] {
-  const last = new Map<string, T>();
+/** The last of each key's items, in the order of those last items; an item without a key is kept as it is. */
+function lastOfEachKey<T>(items: T[], keyOf: (item: T) => string | undefined): T[] {
+  const last = new Map<string | T, T>();
   for (const item of items) {
-    const key = keyOf(item);
+    const key = keyOf(item) ?? item;
     last.delete(key);
     last.set(key, item);
   }
   return [...last.values()];
+}
+
+/**
+ * The ledger beside the tables of `schema`, made once under a lock (replicas open sinks at once). A ledger of the
+ * layout before this one (`eventmesh_applied_events`, keyed by the three texts) is copied in with the same keys
+ * ({@link ledgerKeyOf}, computed by Postgres over the same JSON text), so an event applied under it still writes
+ * nothing; replicas of that earlier version must be stopped first (they write only to the earlier table).
+ */
+async function createLedger(client: PoolClient, schema: string): Promise<void> {
+  await client.query('BEGIN');
+  try {
+    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`eventmesh-sink-ledger:${schema}`]);
+    await client.query(
+      `CREATE TABLE IF NOT EXISTS ${quoted(schema)}.${LEDGER} (
+         key uuid PRIMARY KEY, sink text NOT NULL, source text NOT NULL, id text NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT now())`,
+    );
+    const { rows } = await client.query<{ earlier: string | null }>(`SELECT to_regclass($1)::text AS earlier`, [
+      `${quoted(schema)}.${EARLIER_LEDGER}`,
+    ]);
+    if (rows[0].earlier !== null)
+      await client.query(
+        `INSERT INTO ${quoted(schema)}.${LEDGER} (key, sink, source, id, applied_at)
+         SELECT ${sqlLedgerKeyOf('sink', 'source', 'id')}, sink, source, id, applied_at
+           FROM ${quoted(schema)}.${EARLIER_LEDGER}
+         ON CONFLICT DO NOTHING`,
+      );
+    await client.query('COMMIT');
+  } catch (e) {
+    await client.query('ROLLBACK').catch(() => undefined);
+    throw e;
+  }
+}
+
+/** The ledger of the layout before this one, read once by {@link createLedger}. */
+const EARLIER_LEDGER = 'eventmesh_applied_events';
+
+/**
+ * {@link ledgerKeyOf} in SQL over three text expressions: `to_json` of a text writes what `JSON.stringify` of a
+ * string does (quotes, backslashes and control characters escaped alike, other characters as they are).
+ */
+export function sqlLedgerKeyOf(sink: string, source: string, id: string): string {
+  const json = `'[' || to_json(${sink}::text)::text || ',' || to_json(${source}::text)::text || ',' || to_json(${id}::text)::text || ']'`;
+  return `encode(substr(sha256(convert_to(${json}, 'UTF8')), 1, 16), 'hex')::uuid`;
 }
 
 function valueOf(event: CloudEvent<unknown>, value: ColumnValue): unknown {
@@ -234,12 +283,12 @@ function valueOf(event: CloudEvent<unknown>, value: ColumnValue): unknown {
 }
 
 /**
- * A write Postgres refused for what it was sent (a value of the wrong type, a constraint, a column missing): it
- * fails again however often it is tried. Anything else (a dropped connection, a server restarting, a serialization
+ * A write Postgres refused for what it was sent (a value of the wrong type, a constraint, a column missing, one
+ * statement updating a row twice): it fails again however often it is tried. Anything else (a dropped connection, a server restarting, a serialization
  * failure, a lock timeout) may pass the next time.
  */
 export function isPermanent(e: unknown): boolean {
   const code = (e as { code?: unknown }).code;
   if (typeof code !== 'string' || code.length !== 5) return false;
-  return ['22', '23', '42', '2B', '44'].includes(code.slice(0, 2));
+  return ['21', '22', '23', '42', '2B', '44'].includes(code.slice(0, 2));
 }
