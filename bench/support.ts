@@ -5,7 +5,6 @@ import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
 import { loadConfig } from '@libs/config';
-import { INSTANCE_NODE_FLAGS } from '@libs/runtime';
 import { createTopicsAndWait } from '@libs/kafka';
 import { endOwnershipWorkflows } from '@libs/ownership';
 
@@ -137,16 +136,11 @@ export async function startInstanceProcess(
   const logDir = process.env.BENCH_INSTANCE_LOG_DIR ?? mkdtempSync(path.join(os.tmpdir(), 'eventmesh-bench-log-'));
   const logFile = path.join(logDir, `${env.EVENTMESH_INSTANCE_ID ?? 'instance'}-${Date.now()}.log`);
   const stdout = openSync(logFile, 'a');
-  // The instance's own flags first (a deployed instance's), then BENCH_INSTANCE_NODE_ARGS (a later V8 flag wins).
-  const child = spawn(
-    process.execPath,
-    [...INSTANCE_NODE_FLAGS, ...nodeArgs, path.join(root, 'dist/apps/instance/src/main.js')],
-    {
-      cwd: root,
-      env: { PATH: process.env.PATH ?? '', ...env },
-      stdio: ['ignore', stdout, 'pipe'],
-    },
-  );
+  const child = spawn(process.execPath, [...nodeArgs, path.join(root, 'dist/apps/instance/src/main.js')], {
+    cwd: root,
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', stdout, 'pipe'],
+  });
   closeSync(stdout);
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));

@@ -34,7 +34,7 @@ trap cleanup EXIT
 
 EVENTMESH_HTTP_PORT=0 EVENTMESH_HTTP_HOST=127.0.0.1 EVENTMESH_LOG_LEVEL=error EVENTMESH_INSTANCE_ID="tck-$$" \
   EVENTMESH_SECURITY_SINKS_ALLOWED_RANGES=loopback EVENTMESH_SECURITY_SECRETS_KEYS="tck:$(openssl rand -base64 32)" \
-  node --max-semi-space-size=32 dist/apps/instance/src/main.js >"$work/instance.log" 2>&1 &
+  node dist/apps/instance/src/main.js >"$work/instance.log" 2>&1 &
 pids+=($!)
 node dist/scripts/echo-agent.js --port 0 >"$work/agent.log" 2>&1 &
 pids+=($!)

@@ -44,7 +44,7 @@ EVENTMESH_HTTP_PORT=0 EVENTMESH_HTTP_HOST=127.0.0.1 EVENTMESH_LOG_LEVEL=error \
   EVENTMESH_ADMIN_SECURITY_OPERATOR_TENANT=ops \
   EVENTMESH_SECURITY_GATE_TOKEN_KEYS_FILE="$work/keys/jwks.json" \
   EVENTMESH_SECURITY_GATE_TOKEN_ISSUER=eventmesh-dev EVENTMESH_SECURITY_GATE_TOKEN_AUDIENCE=eventmesh \
-  node --max-semi-space-size=32 dist/apps/instance/src/main.js >"$work/instance.log" 2>&1 &
+  node dist/apps/instance/src/main.js >"$work/instance.log" 2>&1 &
 pid=$!
 # The instance's log, when the run failed, for the answers' causes.
 trap 'status=$?; ((status == 0)) || { echo "[fuzz] instance log (last 40 lines):"; tail -40 "$work/instance.log"; }; cleanup' EXIT

@@ -26,8 +26,7 @@ if [[ -z ${EVENTMESH_SECURITY_SECRETS_KEYS:-} ]]; then
   export EVENTMESH_SECURITY_SECRETS_KEYS
 fi
 
-# The flags: libs/runtime/node-flags.ts (INSTANCE_NODE_FLAGS).
-node --max-semi-space-size=32 dist/apps/instance/src/main.js &
+node dist/apps/instance/src/main.js &
 pid=$!
 trap 'kill -TERM $pid 2>/dev/null; wait $pid; exit $?' INT TERM
 

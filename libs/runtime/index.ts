@@ -6,4 +6,3 @@ export { SharedRead } from './shared-read';
 export { shutdownInOrder } from './shutdown';
 export { CoalescingRenewal } from './coalescing-renewal';
 export { RecentReads } from './recent-reads';
-export { INSTANCE_NODE_FLAGS } from './node-flags';

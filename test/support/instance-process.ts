@@ -1,7 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
-import { INSTANCE_NODE_FLAGS } from '@libs/runtime';
 import { testEnv } from './env';
 
 const ROOT = path.resolve(__dirname, '../..');
@@ -44,7 +43,7 @@ export class InstanceProcess {
 
   /** `main`: another built entry point, e.g. the worker's (`dist/apps/instance/src/worker-main.js`). */
   static spawn(overrides: Record<string, string>, main = INSTANCE_MAIN): InstanceProcess {
-    const child = spawn(process.execPath, [...INSTANCE_NODE_FLAGS, main], {
+    const child = spawn(process.execPath, [main], {
       cwd: ROOT,
       env: { PATH: process.env.PATH ?? '', ...testEnv({ EVENTMESH_HTTP_PORT: '0', ...overrides }) },
       stdio: ['ignore', 'pipe', 'pipe'],
