@@ -32,18 +32,23 @@ const gate = () => {
   return { open, opened };
 };
 const ids = (batch: BatchItem[]) => batch.map((b) => b.event.id);
+/** A consumer whose handler records each batch's event ids and holds the first batch until `g.open()`. */
+const startHoldingFirst = (maxBatchEvents: number) => {
+  const batches: string[][] = [];
+  const g = gate();
+  const started = start(
+    async (batch) => {
+      batches.push(ids(batch));
+      if (batches.length === 1) await g.opened;
+    },
+    { maxBatchEvents },
+  );
+  return { ...started, batches, g };
+};
 
 describe('stream consumer with a batch handler (consumeBatches)', () => {
   it("hands a turn's deliveries over as one batch, one batch at a time (what arrives meanwhile is the next), bounded by maxBatchEvents, and acks after the handler resolved", async () => {
-    const batches: string[][] = [];
-    const g = gate();
-    const { consumer, conn } = start(
-      async (batch) => {
-        batches.push(ids(batch));
-        if (batches.length === 1) await g.opened;
-      },
-      { maxBatchEvents: 3 },
-    );
+    const { consumer, conn, batches, g } = startHoldingFirst(3);
     const c = await conn();
     for (const n of [1, 2]) c.deliver(`d${n}`, { id: `e${n}` });
     await until('first batch', () => batches.length === 1);
@@ -171,15 +176,7 @@ describe('stream consumer with a batch handler (consumeBatches)', () => {
   });
 
   it("keeps a batched subscription's batch whole in one handler batch, past maxBatchEvents (its parts are answered together)", async () => {
-    const batches: string[][] = [];
-    const g = gate();
-    const { consumer, conn } = start(
-      async (batch) => {
-        batches.push(ids(batch));
-        if (batches.length === 1) await g.opened;
-      },
-      { maxBatchEvents: 2 },
-    );
+    const { consumer, conn, batches, g } = startHoldingFirst(2);
     const c = await conn();
     c.deliver('x', { id: 'e0' });
     await until('first batch', () => batches.length === 1);
