@@ -110,10 +110,7 @@ export class TableSink implements SinkConnector {
     keys: string[],
   ): Promise<Set<string>> {
     const values = [
-      this.sinkName,
-      keys,
-      events.map((e) => e.source),
-      events.map((e) => e.id),
+      ...this.ledgerParams(events, keys),
       ...this.columns.map((c) => events.map((e) => valueOf(e, this.config.columns[c]))),
     ];
     const { rows } = await client.query<{ key: string }>({ name: bulk.name, text: bulk.text, values });
@@ -126,9 +123,9 @@ export class TableSink implements SinkConnector {
       await client.query('BEGIN');
       const { rows } = await client.query<{ key: string }>(
         `INSERT INTO ${this.ledger} (key, sink, source, id)
-         SELECT * FROM unnest($1::uuid[], $2::text[], $3::text[], $4::text[])
+         SELECT k, $1, s, i FROM unnest($2::uuid[], $3::text[], $4::text[]) AS e(k, s, i)
          ON CONFLICT DO NOTHING RETURNING key`,
-        [keys, events.map(() => this.sinkName), events.map((e) => e.source), events.map((e) => e.id)],
+        this.ledgerParams(events, keys),
       );
       const taken = new Set(rows.map((r) => r.key));
       let fresh = events.filter((_, i) => taken.has(keys[i]));
@@ -156,6 +153,11 @@ export class TableSink implements SinkConnector {
   }
 
   /** The event's upsert key as text; undefined when a part of it is NULL (no key: the event is a row of its own). */
+  /** The ledger's parameters, `$1` to `$4` of both writes: the sink, then the events' keys, sources and ids. */
+  private ledgerParams(events: CloudEvent<unknown>[], keys: string[]): unknown[] {
+    return [this.sinkName, keys, events.map((e) => e.source), events.map((e) => e.id)];
+  }
+
   private upsertKeyOf(event: CloudEvent<unknown>): string | undefined {
     const values = this.config.key.map((c) => valueOf(event, this.config.columns[c]));
     return values.includes(null) ? undefined : JSON.stringify(values);
