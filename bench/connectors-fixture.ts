@@ -27,7 +27,8 @@ export class ConnectorsFixture {
     private readonly instanceUrl: string,
     readonly mesh: EventMeshClient,
     readonly topic: string,
-    private readonly tag: string,
+    /** The run's own schema in the application database: its tables and the sink's ledger, dropped at the end. */
+    private readonly schema: string,
     private readonly connection: AppConnection,
     /** Rows a job reads, and events the SDK publishes, at a time. */
     private readonly batch: number,
@@ -47,7 +48,7 @@ export class ConnectorsFixture {
 
   /** A new outbox table with the (txid, id) index the outbox job reads by. */
   async outbox(): Promise<string> {
-    const table = `bench_outbox_${this.tag}_${++this.tables}`;
+    const table = `${this.schema}.outbox_${++this.tables}`;
     await this.db.query(`CREATE TABLE ${table} (
       id bigserial PRIMARY KEY, txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
       aggregatetype text, aggregateid text, type text, payload jsonb)`);
@@ -57,7 +58,7 @@ export class ConnectorsFixture {
 
   /** A new sink table; each row's `written_at` is its insert's clock. */
   async sinkTable(): Promise<string> {
-    const table = `bench_orders_${this.tag}_${++this.tables}`;
+    const table = `${this.schema}.orders_${++this.tables}`;
     await this.db.query(
       `CREATE TABLE ${table} (event_id text, order_id int, at double precision, written_at timestamptz DEFAULT clock_timestamp())`,
     );
@@ -82,7 +83,7 @@ export class ConnectorsFixture {
   /** An outbox job reading `table` into the benchmark's topic; its id. */
   async outboxJob(table: string): Promise<string> {
     return (await this.api('POST', '/admin/jobs', {
-      name: table.replace(/_/g, '-'),
+      name: table.replace(/[_.]/g, '-'),
       kind: 'postgres-outbox',
       config: { connection: this.connection, table, topicTemplate: this.topic, batchSize: this.batch },
     }))!.id;
@@ -97,7 +98,7 @@ export class ConnectorsFixture {
       config: { ackTimeoutMs: 5000, batch: { maxEvents: 500 } },
     } as never)) as { id: string };
     const id = (await this.api('POST', '/admin/jobs', {
-      name: table.replace(/_/g, '-'),
+      name: table.replace(/[_.]/g, '-'),
       kind: 'postgres-table',
       config: {
         subscriptionId: sub.id,

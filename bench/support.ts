@@ -170,7 +170,10 @@ export async function startInstanceProcess(
 
 const TICK_SECONDS = 0.01; // Linux USER_HZ is 100 on every architecture Node supports
 
-/** Fields of /proc/PID/stat after the command name (which may contain spaces): ppid is [1], utime [11], stime [12]. */
+/**
+ * Fields of /proc/PID/stat after the command name (which may contain spaces): ppid is [1], utime [11], stime [12],
+ * cutime [13], cstime [14].
+ */
 function statFields(pid: number): string[] | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -196,7 +199,8 @@ function processCpuSeconds(pid: number): number {
     const fields = statFields(p);
     if (!fields) continue;
     found = true;
-    total += (Number(fields[11]) + Number(fields[12])) * TICK_SECONDS;
+    // With the children it has waited for (cutime, cstime): a server's connection processes that ended meanwhile.
+    total += (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_SECONDS;
   }
   return found ? total : NaN;
 }
@@ -218,6 +222,18 @@ export function brokerPid(): number | undefined {
   } catch {
     return undefined;
   }
+}
+
+/**
+ * The Postgres server's PID (its postmaster: the parent of this connection's backend), so a run can meter the
+ * server with its backends; undefined when the server is not on this host.
+ */
+export async function postgresPid(client: {
+  query(sql: string): Promise<{ rows: { pid: number }[] }>;
+}): Promise<number | undefined> {
+  const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
+  const parent = Number(statFields(rows[0].pid)?.[1]);
+  return parent > 1 ? parent : undefined;
 }
 
 /**
