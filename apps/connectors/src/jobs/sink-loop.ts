@@ -40,16 +40,10 @@ export async function writeMaxOf(mesh: RunContext['mesh'], subscriptionId: strin
  */
 export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: RunContext): Promise<void> {
   let stale: StaleEpochError | undefined;
-  // Wakes the loop below at once when a count's commit is refused.
-  const fenced = new AbortController();
-  const counts = new CountCommits(ctx, (e) => {
-    stale = e;
-    fenced.abort();
-  });
 
   // One batch written at a time: what arrives while it is written is the next batch (a group commit, up to
-  // WRITE_MAX, or two of a batched subscription's batches), so a busy stream makes few large transactions rather
-  // than many small ones.
+  // WRITE_MAX, or two of a batched subscription's batches), so a busy stream makes few large transactions and fenced
+  // commits rather than many small ones.
   const write = async (batch: BatchItem[]): Promise<BatchOutcome[]> => {
     try {
       const outcomes = await sink.put(batch.map((b) => b.event));
@@ -59,18 +53,14 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
           : [],
       );
       const moved = outcomes.filter((o) => o.ok && o.written).length;
-      if (deadLetters.length > 0) {
-        // A letter is recorded before its event is rejected (a crash in between redelivers the event, and the
-        // letter's key keeps it one letter).
-        const recorded = await ctx.runs.commit(ctx.fence, ctx.jobId, { moved, deadLetters });
-        ctx.progress.deadLettered += recorded.deadLettered;
-      } else if (moved > 0) counts.add(moved);
+      const recorded = await ctx.runs.commit(ctx.fence, ctx.jobId, { moved, deadLetters });
       ctx.progress.moved += moved;
+      ctx.progress.deadLettered += recorded.deadLettered;
       const failed = outcomes.find((o): o is Extract<PutOutcome, { ok: false }> => !o.ok && !o.permanent);
       ctx.progress.lastError = failed?.reason;
       return outcomes.map((o) => (o.ok ? 'ack' : o.permanent ? { reject: o.reason } : { nack: true }));
     } catch (e) {
-      // Nothing of the batch is known written (or its letters recorded): every event comes again.
+      // Nothing of the batch is known written (or its counts committed): every event comes again.
       if (e instanceof StaleEpochError) stale = e;
       throw e;
     }
@@ -90,13 +80,11 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
     if (state === 'closed') refused = error;
   });
   try {
-    const wake = AbortSignal.any([ctx.signal, fenced.signal]);
-    while (!ctx.signal.aborted && !stale && !refused) await pause(1000, wake);
+    while (!ctx.signal.aborted && !stale && !refused) await pause(1000, ctx.signal);
   } finally {
     // Fenced off (a write or the renewal refused): the unanswered deliveries are given back at once, for the run
     // that holds the job now; otherwise those in hand are written and answered first.
     await (stale || ctx.fencedOff.aborted ? consumer.close() : consumer.drain());
-    await counts.settled();
   }
   if (stale) throw stale;
   if (refused) throw refused;
@@ -105,56 +93,3 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
 /** A dead letter's key: the event's source and id (refused again, it adds no letter); Postgres text holds no NUL. */
 export const deadLetterKeyOf = (event: { source: string; id: string }): string =>
   JSON.stringify([event.source, event.id]);
-
-/**
- * The written counts of a sink's batches, committed under the run's fence behind the answers rather than before
- * them: the target's ledger, in the target's transaction, is what keeps a sink's writes exactly once (a stale run's
- * write of an event already written writes nothing), so the job's fenced commit of its counts need not hold the
- * next batch back. One commit at a time; what batches add meanwhile goes in the next. A commit that fails keeps
- * its counts for the next; one refused by the fence ends the run (`onStale`), as a refused write did. A crash
- * between a batch's answer and its count's commit leaves that count out of the job's `moved` (the rows are
- * written; the figure is the job's report, not its position).
- */
-class CountCommits {
-  private moved = 0;
-  private committing?: Promise<void>;
-  /** Refused by the fence: another run holds the job, and this one commits nothing more. */
-  private refused = false;
-
-  constructor(
-    private readonly ctx: RunContext,
-    private readonly onStale: (e: StaleEpochError) => void,
-  ) {}
-
-  add(moved: number): void {
-    this.moved += moved;
-    if (!this.refused) this.committing ??= this.commit();
-  }
-
-  /** Waits for the commit in flight, then commits what is left once more (the run's last counts). */
-  async settled(): Promise<void> {
-    await this.committing;
-    if (this.moved > 0 && !this.refused) await (this.committing = this.commit());
-  }
-
-  private async commit(): Promise<void> {
-    try {
-      while (this.moved > 0) {
-        const moved = this.moved;
-        this.moved = 0;
-        try {
-          await this.ctx.runs.commit(this.ctx.fence, this.ctx.jobId, { moved, deadLetters: [] });
-        } catch (e) {
-          this.moved += moved;
-          if (e instanceof StaleEpochError) {
-            this.refused = true;
-            this.onStale(e);
-          } else await noteError(this.ctx, `recording the job's counts: ${(e as Error).message}`);
-          return;
-        }
-      }
-    } finally {
-      this.committing = undefined;
-    }
-  }
-}
