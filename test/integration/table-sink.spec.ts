@@ -285,6 +285,63 @@ describe('TableSink: writes to a real table', () => {
     await pool.query(`DROP SCHEMA ${old} CASCADE`);
   });
 
+  it('forgets only its own ledger rows past ledgerRetentionHours: an event within it writes nothing again, one past it is written again', async () => {
+    const config = (table: string, ledgerRetentionHours?: number) =>
+      validateTableConfig({
+        subscriptionId: 's',
+        connection,
+        table,
+        columns: { event_id: 'id' },
+        ledgerRetentionHours,
+      });
+    await pool.query(`CREATE TABLE ${prefix}_kept (event_id text)`);
+    await pool.query(`CREATE TABLE ${prefix}_forever (event_id text)`);
+    const kept = await TableSink.open(config(`${prefix}_kept`, 1), pg.host);
+    const forever = await TableSink.open(config(`${prefix}_forever`), pg.host);
+    const [old, recent] = [event(900, { n: 1 }), event(901, { n: 2 })];
+    expect(await kept.put([old, recent])).toEqual([
+      { ok: true, written: true },
+      { ok: true, written: true },
+    ]);
+    expect(await forever.put([old])).toEqual([{ ok: true, written: true }]);
+    // Two hours ago: `old` for both sinks.
+    await pool.query(
+      `UPDATE ${schema}.eventmesh_sink_ledger SET applied_at = now() - interval '2 hours' WHERE key = ANY($1::uuid[])`,
+      [[ledgerKeyOf(`${prefix}_kept`, old), ledgerKeyOf(`${prefix}_forever`, old)]],
+    );
+    expect(await kept.prune()).toBe(1);
+    expect(await forever.prune()).toBe(0);
+    const ledger = async () =>
+      (
+        await pool.query(
+          `SELECT sink, id FROM ${schema}.eventmesh_sink_ledger WHERE id IN ('e-900', 'e-901') ORDER BY sink, id`,
+        )
+      ).rows;
+    expect(await ledger()).toEqual([
+      { sink: `${prefix}_forever`, id: 'e-900' },
+      { sink: `${prefix}_kept`, id: 'e-901' },
+    ]);
+    // Within the retention: nothing again. Past it: written again (the guarantee holds within the retention).
+    expect(await kept.put([recent, old])).toEqual([
+      { ok: true, written: false },
+      { ok: true, written: true },
+    ]);
+    expect(await forever.put([old])).toEqual([{ ok: true, written: false }]);
+    expect((await pool.query(`SELECT event_id FROM ${prefix}_kept ORDER BY event_id`)).rows).toEqual([
+      { event_id: 'e-900' },
+      { event_id: 'e-900' },
+      { event_id: 'e-901' },
+    ]);
+    expect(
+      (await pool.query(`SELECT to_regclass($1)::text AS index`, [`${schema}.eventmesh_sink_ledger_applied_at`])).rows,
+    ).toEqual([{ index: `${schema}.eventmesh_sink_ledger_applied_at` }]);
+    await Promise.all([kept.close(), forever.close()]);
+    for (const bad of [-1, 1.5, '24', 87601])
+      expect(() => config(`${prefix}_kept`, bad as number)).toThrow(
+        expect.objectContaining({ field: 'ledgerRetentionHours' }),
+      );
+  });
+
   it('a table that is not there yet: the write is refused for good; once it is made, the next write finds it', async () => {
     const table = `${prefix}_late`;
     const sink = sinkOn(table);

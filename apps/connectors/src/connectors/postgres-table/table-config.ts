@@ -1,5 +1,14 @@
 import { ConfigFieldError } from '../../spi';
-import { identifier, object, oneOf, postgresTarget, PostgresTarget, tableName, text } from '../config-fields';
+import {
+  identifier,
+  integerIn,
+  object,
+  oneOf,
+  postgresTarget,
+  PostgresTarget,
+  tableName,
+  text,
+} from '../config-fields';
 
 /** What a column is filled with: an attribute of the event, its data, or a field of its data (`data.order.id`). */
 export type ColumnValue = 'id' | 'source' | 'type' | 'subject' | 'time' | 'data' | `data.${string}`;
@@ -14,7 +23,15 @@ export interface TableConfig {
   /** Upsert: the columns of the table's unique key; a later event with the same key replaces the row. */
   key: string[];
   columns: Record<string, ColumnValue>;
+  /**
+   * Hours an event's ledger row is kept; 0 (the default): for good. Past it, the sink forgets the event, and a
+   * redelivery or republish of it writes it again.
+   */
+  ledgerRetentionHours: number;
 }
+
+/** The longest retention a ledger can be given, in hours (ten years). */
+export const MAX_LEDGER_RETENTION_HOURS = 87600;
 
 const ATTRIBUTES = ['id', 'source', 'type', 'subject', 'time', 'data'];
 
@@ -45,5 +62,6 @@ export function validateTableConfig(raw: unknown): TableConfig {
     mode,
     key: key as string[],
     columns,
+    ledgerRetentionHours: integerIn(o, '', 'ledgerRetentionHours', 0, MAX_LEDGER_RETENTION_HOURS, 0),
   };
 }

@@ -7,6 +7,10 @@ import type { ColumnValue, TableConfig } from './table-config';
 
 /** The ledger of applied events, beside the target table (same database, same statement as the rows). */
 const LEDGER = 'eventmesh_sink_ledger';
+/** How often a sink with a ledger retention deletes its rows past it. */
+const PRUNE_EVERY_MS = 10 * 60 * 1000;
+/** Ledger rows one prune statement deletes at most. */
+const PRUNE_CHUNK = 10000;
 
 /**
  * A table as a sink. Each batch is written by one statement, atomic as any statement is: the events' ledger rows
@@ -33,6 +37,9 @@ export class TableSink implements SinkConnector {
    * (unnest would flatten it), which take a transaction of two statements, the rows as a VALUES list.
    */
   private bulk: { text: string; name: string } | null | undefined;
+  /** With a ledger retention: the timer of the periodic prune, and the prune running. */
+  private pruneTimer?: NodeJS.Timeout;
+  private pruning?: Promise<number>;
 
   constructor(
     private readonly config: TableConfig,
@@ -54,11 +61,50 @@ export class TableSink implements SinkConnector {
     const pool = poolFor(config.connection, address, 4);
     const client = await pool.connect();
     try {
-      await createLedger(client, config.table.schema);
+      await createLedger(client, config.table.schema, config.ledgerRetentionHours > 0);
     } finally {
       client.release();
     }
-    return new TableSink(config, pool);
+    const sink = new TableSink(config, pool);
+    if (config.ledgerRetentionHours > 0) sink.startPruning(PRUNE_EVERY_MS);
+    return sink;
+  }
+
+  /**
+   * Deletes this sink's ledger rows older than its retention (`ledgerRetentionHours`; none when it keeps them for
+   * good), in statements of at most {@link PRUNE_CHUNK} rows so no transaction holds many row locks for long; the
+   * number of rows deleted. A row deleted while its event is redelivered: the delivery waits for the delete, then
+   * writes the event again, as any delivery past the retention does.
+   */
+  async prune(): Promise<number> {
+    const hours = this.config.ledgerRetentionHours;
+    if (hours <= 0) return 0;
+    let deleted = 0;
+    for (;;) {
+      const { rowCount } = await this.pool.query(
+        `DELETE FROM ${this.ledger} WHERE key = ANY(ARRAY(
+           SELECT key FROM ${this.ledger}
+            WHERE applied_at < now() - make_interval(hours => $2) AND sink = $1
+            LIMIT ${PRUNE_CHUNK}))`,
+        [this.sinkName, hours],
+      );
+      deleted += rowCount ?? 0;
+      if ((rowCount ?? 0) < PRUNE_CHUNK) return deleted;
+    }
+  }
+
+  /**
+   * Prunes now and then every `everyMs`, one prune at a time; a prune that fails (the target unreachable) is tried
+   * again at the next.
+   */
+  private startPruning(everyMs: number): void {
+    const run = () => {
+      this.pruning ??= this.prune()
+        .catch(() => 0)
+        .finally(() => (this.pruning = undefined));
+    };
+    run();
+    this.pruneTimer = setInterval(run, everyMs).unref();
   }
 
   async put(events: CloudEvent<unknown>[]): Promise<PutOutcome[]> {
@@ -76,8 +122,10 @@ export class TableSink implements SinkConnector {
     return outcomes;
   }
 
-  close(): Promise<void> {
-    return this.pool.end();
+  async close(): Promise<void> {
+    clearInterval(this.pruneTimer);
+    await this.pruning;
+    await this.pool.end();
   }
 
   private async write(events: CloudEvent<unknown>[]): Promise<PutOutcome[]> {
@@ -234,7 +282,7 @@ function lastOfEachKey<T>(items: T[], keyOf: (item: T) => string | undefined): T
  * ({@link ledgerKeyOf}, computed by Postgres over the same JSON text), so an event applied under it still writes
  * nothing; replicas of that earlier version must be stopped first (they write only to the earlier table).
  */
-async function createLedger(client: PoolClient, schema: string): Promise<void> {
+async function createLedger(client: PoolClient, schema: string, pruned: boolean): Promise<void> {
   await client.query('BEGIN');
   try {
     await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`eventmesh-sink-ledger:${schema}`]);
@@ -243,6 +291,9 @@ async function createLedger(client: PoolClient, schema: string): Promise<void> {
          key uuid PRIMARY KEY, sink text NOT NULL, source text NOT NULL, id text NOT NULL,
          applied_at timestamptz NOT NULL DEFAULT now())`,
     );
+    // What a prune reads by, made by the first sink with a retention (an index only sinks that prune pay for).
+    if (pruned)
+      await client.query(`CREATE INDEX IF NOT EXISTS ${LEDGER}_applied_at ON ${quoted(schema)}.${LEDGER} (applied_at)`);
     const { rows } = await client.query<{ earlier: string | null }>(`SELECT to_regclass($1)::text AS earlier`, [
       `${quoted(schema)}.${EARLIER_LEDGER}`,
     ]);
