@@ -252,7 +252,12 @@ export function meterCpu(pids: Record<string, number | 'self' | undefined>): () 
   const before = read();
   return () => {
     const after = read();
-    return Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
+    const spent = Object.fromEntries(Object.keys(after).map((k) => [k, after[k] - before[k]]));
+    // What the host spent beyond the processes named: work of no arm (another job on the host, a kernel thread),
+    // which a round's host figure and its rate carry with them.
+    const named = Object.keys(spent).filter((k) => k !== 'host');
+    if (named.length > 0) spent.other = spent.host - named.reduce((sum, k) => sum + (spent[k] || 0), 0);
+    return spent;
   };
 }
 

@@ -333,8 +333,9 @@ describe('TableSink: writes to a real table', () => {
       { event_id: 'e-901' },
     ]);
     expect(
-      (await pool.query(`SELECT to_regclass($1)::text AS index`, [`${schema}.eventmesh_sink_ledger_applied_at`])).rows,
-    ).toEqual([{ index: `${schema}.eventmesh_sink_ledger_applied_at` }]);
+      (await pool.query(`SELECT to_regclass($1)::text AS index`, [`${schema}.eventmesh_sink_ledger_sink_applied_at`]))
+        .rows,
+    ).toEqual([{ index: `${schema}.eventmesh_sink_ledger_sink_applied_at` }]);
     await Promise.all([kept.close(), forever.close()]);
     for (const bad of [-1, 1.5, '24', 87601])
       expect(() => config(`${prefix}_kept`, bad as number)).toThrow(

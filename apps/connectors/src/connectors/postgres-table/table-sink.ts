@@ -84,7 +84,7 @@ export class TableSink implements SinkConnector {
       const { rowCount } = await this.pool.query(
         `DELETE FROM ${this.ledger} WHERE key = ANY(ARRAY(
            SELECT key FROM ${this.ledger}
-            WHERE applied_at < now() - make_interval(hours => $2) AND sink = $1
+            WHERE sink = $1 AND applied_at < now() - make_interval(hours => $2)
             LIMIT ${PRUNE_CHUNK}))`,
         [this.sinkName, hours],
       );
@@ -291,9 +291,12 @@ async function createLedger(client: PoolClient, schema: string, pruned: boolean)
          key uuid PRIMARY KEY, sink text NOT NULL, source text NOT NULL, id text NOT NULL,
          applied_at timestamptz NOT NULL DEFAULT now())`,
     );
-    // What a prune reads by, made by the first sink with a retention (an index only sinks that prune pay for).
+    // What a prune reads by, made by the first sink with a retention (an index only sinks that prune pay for): by
+    // sink first, so a prune reads its own sink's old rows and not those of sinks that keep theirs.
     if (pruned)
-      await client.query(`CREATE INDEX IF NOT EXISTS ${LEDGER}_applied_at ON ${quoted(schema)}.${LEDGER} (applied_at)`);
+      await client.query(
+        `CREATE INDEX IF NOT EXISTS ${LEDGER}_sink_applied_at ON ${quoted(schema)}.${LEDGER} (sink, applied_at)`,
+      );
     const { rows } = await client.query<{ earlier: string | null }>(`SELECT to_regclass($1)::text AS earlier`, [
       `${quoted(schema)}.${EARLIER_LEDGER}`,
     ]);
