@@ -232,6 +232,11 @@ describe('connector runtime: tenants, the gate, job operations', () => {
       status: 200,
       body: { id: first.id, replayed: true },
     });
+    // Replayed once: not twice.
+    expect(await admin('ta/alice', 'POST', `/admin/jobs/${id}/dead-letters/${first.id}/replay`)).toMatchObject({
+      status: 409,
+      body: { code: 'DEAD_LETTER_RESOLVED', resolution: 'replayed', replayedAt: expect.any(String) },
+    });
 
     expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/position`, { position: null })).status).toBe(409);
     expect((await admin('ta/alice', 'POST', `/admin/jobs/${id}/pause`)).status).toBe(202);

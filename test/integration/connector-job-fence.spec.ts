@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { JobRunStore } from '../../apps/connectors/src/store/job-run-store';
 import { deadLetterKeyOf } from '../../apps/connectors/src/jobs/sink-loop';
-import { JobStore } from '../../apps/connectors/src/store/job-store';
+import { AlreadyReplayedError, JobStore } from '../../apps/connectors/src/store/job-store';
 import { migrateConnectorsSchema } from '../../apps/connectors/src/store/migrations';
 import { StaleEpochError } from '@libs/fence';
 import { createDataSource } from '@libs/storage';
@@ -93,6 +93,44 @@ describe('JobRunStore: the fenced position of a connector job', () => {
     expect(await jobs.replay(id, first.id, async () => undefined)).toBeUndefined();
     expect(await runs.commit(fence, id, { moved: 0, deadLetters: [letter] })).toEqual({ deadLettered: 1 });
     expect(await jobs.deadLetters(id, undefined, 10)).toHaveLength(5);
+  });
+
+  it('two replays of one letter at once: the second waits for the first and is refused as replayed already; the record goes once', async () => {
+    const id = await newJob();
+    const fence = runs.fenceFor(id, await runs.claim(id, 'replica-a'));
+    const event = { specversion: '1.0', id: 'e-7', source: '/orders', type: 'order.created', data: { amount: 'x' } };
+    await runs.commit(fence, id, {
+      moved: 0,
+      deadLetters: [{ reason: 'refused', record: event, key: deadLetterKeyOf(event) }],
+    });
+    const [letter] = await jobs.deadLetters(id, undefined, 10);
+    let replays = 0;
+    let release!: () => void;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const first = jobs.replay(id, letter.id, async () => {
+      replays++;
+      await held;
+      return undefined;
+    });
+    await waitFor('the first replay to run', async () => replays === 1);
+    const second = jobs.replay(id, letter.id, async () => {
+      replays++;
+      return undefined;
+    });
+    // The second waits on the first's mark (Postgres shows it waiting on a lock) before anything is decided.
+    await waitFor('the second replay to wait on the first', async () => {
+      const waiting: { n: number }[] = await db.query(
+        `SELECT count(*)::int AS n FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%replayed_at IS NULL%'`,
+      );
+      return waiting[0].n > 0;
+    });
+    release();
+    await expect(first).resolves.toBeUndefined();
+    await expect(second).rejects.toBeInstanceOf(AlreadyReplayedError);
+    expect(replays).toBe(1);
+    // Replayed: a later replay is refused too, without running.
+    await expect(jobs.replay(id, letter.id, async () => void replays++)).rejects.toBeInstanceOf(AlreadyReplayedError);
+    expect(replays).toBe(1);
   });
 
   it('a replay refused again leaves its letter waiting; a refusal recorded while a replay runs is a letter of its own', async () => {

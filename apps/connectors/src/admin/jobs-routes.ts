@@ -18,7 +18,7 @@ import { publish } from '../jobs/publish-lanes';
 import type { TargetGuard } from '../jobs/target-guard';
 import { ConfigFieldError, type SourceRecord } from '../spi';
 import type { JobRunStore } from '../store/job-run-store';
-import type { JobStore, JobView } from '../store/job-store';
+import { AlreadyReplayedError, type JobStore, type JobView } from '../store/job-store';
 import type { AdminGate } from './admin-gate';
 import { lagOf, throughputOf } from './job-flow';
 
@@ -183,11 +183,19 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
         throw new EventMeshError(ErrorCode.DeadLetterNotFound, 'no such dead letter');
       const dead = await deps.jobs.deadLetter(current.id, req.params.deadLetterId);
       if (!dead) throw new EventMeshError(ErrorCode.DeadLetterNotFound, 'no such dead letter');
+      if (dead.replayedAt !== null) throw replayedAlready(dead.id, dead.replayedAt);
       const kind = CONNECTOR_KINDS.get(current.kind)!;
       const { mesh, config } = opened(current.config, kind, deps.secrets);
-      const refused = await deps.jobs.replay(current.id, dead.id, () =>
-        replay(kind.role, dead.record, mesh, config, kind, deps),
-      );
+      let refused: string | undefined;
+      try {
+        refused = await deps.jobs.replay(current.id, dead.id, () =>
+          replay(kind.role, dead.record, mesh, config, kind, deps),
+        );
+      } catch (e) {
+        // Replayed by a call that ran at the same time (this one waited for its mark).
+        if (e instanceof AlreadyReplayedError) throw replayedAlready(dead.id, null);
+        throw e;
+      }
       if (refused !== undefined)
         throw new EventMeshError(
           ErrorCode.InvalidRequest,
@@ -262,4 +270,12 @@ function answerError(reply: FastifyReply, e: unknown, log: ReturnType<typeof cre
   }
   log.error({ error: (e as Error).message }, 'admin request failed');
   return reply.code(500).send({ code: ErrorCode.Internal, message: 'internal error' });
+}
+
+/** 409 DEAD_LETTER_RESOLVED: the letter was replayed already, and is not replayed twice. */
+function replayedAlready(id: string, replayedAt: Date | null): EventMeshError {
+  return new EventMeshError(ErrorCode.DeadLetterResolved, `dead letter ${id} was replayed already`, {
+    resolution: 'replayed',
+    ...(replayedAt ? { replayedAt: replayedAt.toISOString() } : {}),
+  });
 }

@@ -140,17 +140,23 @@ export class JobStore {
    * is marked replayed first, in a transaction held while `replay` runs, committed when it succeeds and rolled back
    * when it is refused or fails. A refusal of the same event recorded meanwhile (the job refusing it again) waits
    * for the mark and becomes a letter of its own; marked after the replay, it found this letter still waiting and
-   * was not recorded.
+   * was not recorded. A letter replayed already (by an earlier call, or by one running at the same time, whose mark
+   * this call waits for) is not replayed again: {@link AlreadyReplayedError}.
    */
   async replay(jobId: string, id: string, replay: () => Promise<string | undefined>): Promise<string | undefined> {
     const runner = this.db.createQueryRunner();
     await runner.connect();
     try {
       await runner.startTransaction();
-      await runner.query(`UPDATE connectors.dead_letters SET replayed_at = now() WHERE job_id = $1 AND id = $2`, [
-        jobId,
-        id,
-      ]);
+      const marked = (await runner.query(
+        `UPDATE connectors.dead_letters SET replayed_at = now()
+          WHERE job_id = $1 AND id = $2 AND replayed_at IS NULL RETURNING id`,
+        [jobId, id],
+      )) as [unknown[], number];
+      if (marked[1] === 0) {
+        await runner.rollbackTransaction();
+        throw new AlreadyReplayedError(id);
+      }
       const refused = await replay();
       await (refused === undefined ? runner.commitTransaction() : runner.rollbackTransaction());
       return refused;
@@ -161,6 +167,14 @@ export class JobStore {
     } finally {
       await runner.release();
     }
+  }
+}
+
+/** A dead letter replayed already: replaying it again would publish (or write) its record twice. */
+export class AlreadyReplayedError extends Error {
+  constructor(readonly deadLetterId: string) {
+    super(`dead letter ${deadLetterId} was replayed already`);
+    this.name = 'AlreadyReplayedError';
   }
 }
 
