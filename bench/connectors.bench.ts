@@ -1,6 +1,5 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { EventMeshClient } from '@eventmesh/client';
 import { Kafka, logLevel } from 'kafkajs';
@@ -9,6 +8,7 @@ import { ConnectorsFixture } from './connectors-fixture';
 import {
   benchConfig,
   benchEnv,
+  brokerPid,
   createTopics,
   median,
   meterCpu,
@@ -18,6 +18,7 @@ import {
   RunResult,
   startInstanceProcess,
   summarize,
+  temporalPid,
   until,
 } from './support';
 
@@ -91,16 +92,6 @@ async function startConnectors(meshUrl: string) {
   return { url, child };
 }
 
-/** The broker's pid as scripts/infra.sh wrote it for these settings. */
-function brokerPid(): number | undefined {
-  const data = process.env.EVENTMESH_INFRA_DATA_DIR ?? path.join(ROOT, '.data');
-  try {
-    return Number(readFileSync(path.join(data, 'kafka/kafka.pid'), 'utf8').trim()) || undefined;
-  } catch {
-    return undefined;
-  }
-}
-
 async function main(): Promise<void> {
   const admin = await appClient(pg.database);
   if ((await admin.query('SELECT 1 FROM pg_database WHERE datname = $1', [APP_DB])).rowCount === 0)
@@ -126,6 +117,7 @@ async function main(): Promise<void> {
     connectors: connectors.child.pid,
     broker: brokerPid(),
     postgres: await postgresPid(db),
+    temporal: temporalPid(),
     bench: 'self' as const,
   };
   // A schema of the run's own: each run starts with an empty sink ledger, as on a fresh clone (one shared by every

@@ -217,8 +217,19 @@ function hostCpuSeconds(): number {
 
 /** The PID of the local Kafka broker the project's infra script started, if any. */
 export function brokerPid(): number | undefined {
+  return infraPid('kafka/kafka.pid');
+}
+
+/** The PID of the local Temporal dev server the project's infra script started, if any. */
+export function temporalPid(): number | undefined {
+  return infraPid('temporal/temporal.pid');
+}
+
+/** A PID file scripts/infra.sh wrote under its data folder (EVENTMESH_INFRA_DATA_DIR, else .data). */
+function infraPid(file: string): number | undefined {
+  const data = process.env.EVENTMESH_INFRA_DATA_DIR ?? path.join(ROOT, '.data');
   try {
-    return Number(readFileSync(path.join(ROOT, '.data/kafka/kafka.pid'), 'utf8').trim()) || undefined;
+    return Number(readFileSync(path.join(data, file), 'utf8').trim()) || undefined;
   } catch {
     return undefined;
   }
