@@ -41,7 +41,7 @@ import { Sink } from './webhook-sink';
  * BENCH_BASELINE_TOPOLOGY (default LOCAL_STICKY_PULL, as does ours then unless BENCH_TOPOLOGY says otherwise: two
  * PARTITION_OWNED_PULL instances would share the partitions of both).
  *
- * Scenarios: `partition` with a sink that answers at once (goal: >= 1.0x the group), and `key` over 64 keys with
+ * Scenarios: `partition` with a sink that answers at once (goal: >= 1.2x the group, no round below 1.0x), and `key` over 64 keys with
  * a sink that answers in 5 ms (goal: >= 3x the group). `batch` (only when BENCH_SCENARIOS names it): ordering
  * `partition` with `config.batch` (CloudEvents batch content mode, BENCH_BATCH_MAX_EVENTS a batch, default 100)
  * against the same instance's per-event delivery (a subscription without `batch`, on a topic of its own) to the
@@ -72,6 +72,8 @@ interface Scenario {
   ordering: 'partition' | 'key';
   sinkDelayMs: number;
   goal: number;
+  /** The lowest ratio any round may have, when the goal says so. */
+  floor?: number;
   /** Our subscription's `config.batch`; the baseline path is then our own per-event delivery, not the group. */
   batch?: Record<string, number>;
   /** Events of the backlog each path drains. */
@@ -79,7 +81,7 @@ interface Scenario {
 }
 const SCENARIOS: Scenario[] = (
   [
-    { name: 'partition', ordering: 'partition', sinkDelayMs: 0, goal: 1, events: EVENTS },
+    { name: 'partition', ordering: 'partition', sinkDelayMs: 0, goal: 1.2, floor: 1, events: EVENTS },
     { name: 'key', ordering: 'key', sinkDelayMs: 5, goal: 3, events: EVENTS },
     {
       name: 'batch',
@@ -379,8 +381,11 @@ async function main(): Promise<void> {
       console.log(
         `| **median** | | ${f(median(rows.map((r) => r.ours.perSecond)))} | ${f(median(rows.map((r) => r.group.perSecond)))} | **${m.toFixed(2)}x** | | | | | |`,
       );
+      const floor = scenario.floor;
+      const met = m >= scenario.goal && (floor === undefined || Math.min(...ratios) >= floor);
+      const goal = `goal >= ${scenario.goal}x${floor === undefined ? '' : `, no round below ${floor.toFixed(1)}x`}`;
       console.log(
-        `\nordering ${scenario.name}: median ratio ${m.toFixed(2)}x, per round ${ratios.map((x) => x.toFixed(2)).join(', ')}; goal >= ${scenario.goal}x: ${m >= scenario.goal ? 'met' : 'NOT met'}`,
+        `\nordering ${scenario.name}: median ratio ${m.toFixed(2)}x, per round ${ratios.map((x) => x.toFixed(2)).join(', ')}; ${goal}: ${met ? 'met' : 'NOT met'}`,
       );
       if (baseline) {
         const baseRatios = rows.map((r) => r.base!.perSecond / r.group.perSecond);
