@@ -134,11 +134,13 @@ export class EpochFence<K> {
       run: async <T>(work: (manager: EntityManager) => Promise<T>): Promise<T> => {
         try {
           return await this.db.transaction(async (manager) => {
-            // The bounds and the epoch check in one statement: the bounds are set (left to right) before the
-            // row's share lock is waited for, so the wait is bounded as in `transaction`.
+            // The bounds and the epoch check in one statement, the bounds first by the statement's shape, not by
+            // an order of evaluation within a select list: a materialized CTE is its own plan node, and the epoch
+            // subquery is evaluated when the row that CTE makes is projected. So the row's share lock is waited
+            // for under the bounds, as in `transaction`.
             const found: { epoch: string | null }[] = await manager.query(
-              `SELECT ${this.boundsFrom(keyValues.length + 1)},
-                      (SELECT epoch FROM ${this.rows.table} WHERE ${this.where} FOR SHARE) AS epoch`,
+              `WITH bounds AS MATERIALIZED (SELECT ${this.boundsFrom(keyValues.length + 1)})
+               SELECT (SELECT epoch FROM ${this.rows.table} WHERE ${this.where} FOR SHARE) AS epoch FROM bounds`,
               [...keyValues, ...this.boundValues()],
             );
             const current = found[0]?.epoch != null ? Number(found[0].epoch) : undefined;

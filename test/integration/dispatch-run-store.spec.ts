@@ -141,6 +141,38 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
     await expect(commitUnder(i, 1, id, 6)).rejects.toBeInstanceOf(StaleEpochError);
   });
 
+  it('bounds how long a fenced write waits for its run row held by another transaction (a claim in progress)', async () => {
+    const waitLimitMs = 300;
+    const short = new DispatchRunStore(db, waitLimitMs);
+    const i = instance();
+    await short.claim(i, 'a');
+    const holder = db.createQueryRunner();
+    await holder.connect();
+    await holder.startTransaction();
+    await holder.query(`SELECT 1 FROM dispatch_runs WHERE instance_id = $1 FOR UPDATE`, [i]);
+    try {
+      let written = false;
+      const write = short
+        .fenceFor(i, 1)
+        .run(async () => (written = true))
+        .then(
+          () => 'written',
+          (e: { driverError?: { code?: string } }) => e.driverError?.code,
+        );
+      // The bound is the promise, so it is timed, as above: without it the write waits for the holder for good.
+      const outcome = await Promise.race([
+        write,
+        new Promise((r) => setTimeout(() => r('still waiting'), 10 * waitLimitMs)),
+      ]);
+      // Refused by the lock timeout (lock_not_available), nothing written.
+      expect(outcome).toBe('55P03');
+      expect(written).toBe(false);
+    } finally {
+      await holder.rollbackTransaction();
+      await holder.release();
+    }
+  });
+
   it('bounds how long a claim waits behind a stuck fenced write', async () => {
     const waitLimitMs = 300;
     const short = new DispatchRunStore(db, waitLimitMs);
