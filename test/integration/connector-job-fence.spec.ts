@@ -1,7 +1,7 @@
 import type { DataSource } from 'typeorm';
 import { JobRunStore } from '../../apps/connectors/src/store/job-run-store';
 import { deadLetterKeyOf } from '../../apps/connectors/src/jobs/sink-loop';
-import { AlreadyReplayedError, JobStore } from '../../apps/connectors/src/store/job-store';
+import { AlreadyReplayedError, DeadLetterGoneError, JobStore } from '../../apps/connectors/src/store/job-store';
 import { migrateConnectorsSchema } from '../../apps/connectors/src/store/migrations';
 import { StaleEpochError } from '@libs/fence';
 import { createDataSource } from '@libs/storage';
@@ -127,9 +127,13 @@ describe('JobRunStore: the fenced position of a connector job', () => {
     release();
     await expect(first).resolves.toBeUndefined();
     await expect(second).rejects.toBeInstanceOf(AlreadyReplayedError);
+    await expect(second).rejects.toMatchObject({ replayedAt: expect.any(Date) });
     expect(replays).toBe(1);
     // Replayed: a later replay is refused too, without running.
     await expect(jobs.replay(id, letter.id, async () => void replays++)).rejects.toBeInstanceOf(AlreadyReplayedError);
+    expect(replays).toBe(1);
+    // A letter that is not there (its job deleted meanwhile): gone, not replayed already.
+    await expect(jobs.replay(id, '999999999', async () => void replays++)).rejects.toBeInstanceOf(DeadLetterGoneError);
     expect(replays).toBe(1);
   });
 

@@ -160,10 +160,12 @@ describe('DispatchRunStore: epochs of LOCAL_STICKY_PULL dispatch runs (real Post
           (e: { driverError?: { code?: string } }) => e.driverError?.code,
         );
       // The bound is the promise, so it is timed, as above: without it the write waits for the holder for good.
+      let timer: NodeJS.Timeout | undefined;
       const outcome = await Promise.race([
         write,
-        new Promise((r) => setTimeout(() => r('still waiting'), 10 * waitLimitMs)),
+        new Promise((r) => (timer = setTimeout(() => r('still waiting'), 10 * waitLimitMs))),
       ]);
+      clearTimeout(timer);
       // Refused by the lock timeout (lock_not_available), nothing written.
       expect(outcome).toBe('55P03');
       expect(written).toBe(false);

@@ -343,6 +343,32 @@ describe('TableSink: writes to a real table', () => {
       );
   });
 
+  it('a sink that closes during a prune stops after the statement in flight, not after the whole backlog', async () => {
+    const table = `${prefix}_backlog`;
+    await pool.query(`CREATE TABLE ${table} (event_id text)`);
+    // 25,000 ledger rows of this table, a day old: three prune statements' worth.
+    await pool.query(
+      `INSERT INTO ${schema}.eventmesh_sink_ledger (key, sink, source, id, applied_at)
+       SELECT gen_random_uuid(), $1, '/old', 'old-' || g, now() - interval '1 day' FROM generate_series(1, 25000) g`,
+      [table],
+    );
+    const config = validateTableConfig({
+      subscriptionId: 's',
+      connection,
+      table,
+      columns: { event_id: 'id' },
+      ledgerRetentionHours: 1,
+    });
+    const sink = await TableSink.open(config, pg.host);
+    const pruning = sink.prune();
+    await sink.close();
+    expect(await pruning).toBe(10000);
+    const left = await pool.query(`SELECT count(*)::int AS n FROM ${schema}.eventmesh_sink_ledger WHERE sink = $1`, [
+      table,
+    ]);
+    expect(left.rows).toEqual([{ n: 15000 }]);
+  });
+
   it('a table that is not there yet: the write is refused for good; once it is made, the next write finds it', async () => {
     const table = `${prefix}_late`;
     const sink = sinkOn(table);

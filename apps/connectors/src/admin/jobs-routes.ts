@@ -18,7 +18,7 @@ import { publish } from '../jobs/publish-lanes';
 import type { TargetGuard } from '../jobs/target-guard';
 import { ConfigFieldError, type SourceRecord } from '../spi';
 import type { JobRunStore } from '../store/job-run-store';
-import { AlreadyReplayedError, type JobStore, type JobView } from '../store/job-store';
+import { AlreadyReplayedError, DeadLetterGoneError, type JobStore, type JobView } from '../store/job-store';
 import type { AdminGate } from './admin-gate';
 import { lagOf, throughputOf } from './job-flow';
 
@@ -192,8 +192,10 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
           replay(kind.role, dead.record, mesh, config, kind, deps),
         );
       } catch (e) {
-        // Replayed by a call that ran at the same time (this one waited for its mark).
-        if (e instanceof AlreadyReplayedError) throw replayedAlready(dead.id, null);
+        // Replayed by a call that ran at the same time (this one waited for its mark), or gone meanwhile.
+        if (e instanceof AlreadyReplayedError) throw replayedAlready(dead.id, e.replayedAt);
+        if (e instanceof DeadLetterGoneError)
+          throw new EventMeshError(ErrorCode.DeadLetterNotFound, 'no such dead letter');
         throw e;
       }
       if (refused !== undefined)
@@ -273,9 +275,9 @@ function answerError(reply: FastifyReply, e: unknown, log: ReturnType<typeof cre
 }
 
 /** 409 DEAD_LETTER_RESOLVED: the letter was replayed already, and is not replayed twice. */
-function replayedAlready(id: string, replayedAt: Date | null): EventMeshError {
+function replayedAlready(id: string, replayedAt: Date): EventMeshError {
   return new EventMeshError(ErrorCode.DeadLetterResolved, `dead letter ${id} was replayed already`, {
     resolution: 'replayed',
-    ...(replayedAt ? { replayedAt: replayedAt.toISOString() } : {}),
+    replayedAt: replayedAt.toISOString(),
   });
 }

@@ -141,7 +141,8 @@ export class JobStore {
    * when it is refused or fails. A refusal of the same event recorded meanwhile (the job refusing it again) waits
    * for the mark and becomes a letter of its own; marked after the replay, it found this letter still waiting and
    * was not recorded. A letter replayed already (by an earlier call, or by one running at the same time, whose mark
-   * this call waits for) is not replayed again: {@link AlreadyReplayedError}.
+   * this call waits for) is not replayed again: {@link AlreadyReplayedError}; one gone meanwhile:
+   * {@link DeadLetterGoneError}.
    */
   async replay(jobId: string, id: string, replay: () => Promise<string | undefined>): Promise<string | undefined> {
     const runner = this.db.createQueryRunner();
@@ -154,8 +155,12 @@ export class JobStore {
         [jobId, id],
       )) as [unknown[], number];
       if (marked[1] === 0) {
+        const found = (await runner.query(
+          `SELECT replayed_at FROM connectors.dead_letters WHERE job_id = $1 AND id = $2`,
+          [jobId, id],
+        )) as { replayed_at: Date }[];
         await runner.rollbackTransaction();
-        throw new AlreadyReplayedError(id);
+        throw found.length > 0 ? new AlreadyReplayedError(id, found[0].replayed_at) : new DeadLetterGoneError(id);
       }
       const refused = await replay();
       await (refused === undefined ? runner.commitTransaction() : runner.rollbackTransaction());
@@ -172,9 +177,20 @@ export class JobStore {
 
 /** A dead letter replayed already: replaying it again would publish (or write) its record twice. */
 export class AlreadyReplayedError extends Error {
-  constructor(readonly deadLetterId: string) {
+  constructor(
+    readonly deadLetterId: string,
+    readonly replayedAt: Date,
+  ) {
     super(`dead letter ${deadLetterId} was replayed already`);
     this.name = 'AlreadyReplayedError';
+  }
+}
+
+/** A dead letter gone while a replay was asked (its job deleted meanwhile). */
+export class DeadLetterGoneError extends Error {
+  constructor(readonly deadLetterId: string) {
+    super(`dead letter ${deadLetterId} is gone`);
+    this.name = 'DeadLetterGoneError';
   }
 }
 

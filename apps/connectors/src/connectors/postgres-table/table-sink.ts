@@ -2,13 +2,17 @@ import type { CloudEvent } from '@eventmesh/client';
 import { createHash, hash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import type { PutOutcome, SinkConnector } from '../../spi';
+import { createLogger } from '@libs/logging';
 import { poolFor, qualified, quoted } from '../config-fields';
 import type { ColumnValue, TableConfig } from './table-config';
 
+const log = createLogger('TableSink');
+
 /** The ledger of applied events, beside the target table (same database, same statement as the rows). */
 const LEDGER = 'eventmesh_sink_ledger';
-/** How often a sink with a ledger retention deletes its rows past it. */
+/** How often a sink with a ledger retention deletes its rows past it, the first time this long after it opens. */
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
+const PRUNE_FIRST_MS = 60 * 1000;
 /** Ledger rows one prune statement deletes at most. */
 const PRUNE_CHUNK = 10000;
 
@@ -40,6 +44,7 @@ export class TableSink implements SinkConnector {
   /** With a ledger retention: the timer of the periodic prune, and the prune running. */
   private pruneTimer?: NodeJS.Timeout;
   private pruning?: Promise<number>;
+  private closed = false;
 
   constructor(
     private readonly config: TableConfig,
@@ -66,7 +71,7 @@ export class TableSink implements SinkConnector {
       client.release();
     }
     const sink = new TableSink(config, pool);
-    if (config.ledgerRetentionHours > 0) sink.startPruning(PRUNE_EVERY_MS);
+    if (config.ledgerRetentionHours > 0) sink.startPruning(PRUNE_FIRST_MS, PRUNE_EVERY_MS);
     return sink;
   }
 
@@ -76,11 +81,17 @@ export class TableSink implements SinkConnector {
    * number of rows deleted. A row deleted while its event is redelivered: the delivery waits for the delete, then
    * writes the event again, as any delivery past the retention does.
    */
-  async prune(): Promise<number> {
+  prune(): Promise<number> {
+    // One at a time, and the one running is what a close waits for.
+    return (this.pruning ??= this.pruneAll().finally(() => (this.pruning = undefined)));
+  }
+
+  private async pruneAll(): Promise<number> {
     const hours = this.config.ledgerRetentionHours;
     if (hours <= 0) return 0;
     let deleted = 0;
-    for (;;) {
+    // A closing sink stops between statements: its close waits for one, not for a whole backlog.
+    while (!this.closed) {
       const { rowCount } = await this.pool.query(
         `DELETE FROM ${this.ledger} WHERE key = ANY(ARRAY(
            SELECT key FROM ${this.ledger}
@@ -89,22 +100,27 @@ export class TableSink implements SinkConnector {
         [this.sinkName, hours],
       );
       deleted += rowCount ?? 0;
-      if ((rowCount ?? 0) < PRUNE_CHUNK) return deleted;
+      if ((rowCount ?? 0) < PRUNE_CHUNK) break;
     }
+    return deleted;
   }
 
   /**
-   * Prunes now and then every `everyMs`, one prune at a time; a prune that fails (the target unreachable) is tried
-   * again at the next.
+   * Prunes `firstMs` after the open (a sink opened briefly, as a dead letter's replay opens one, never prunes) and
+   * then every `everyMs`, one prune at a time; a prune that fails is logged and tried again at the next.
    */
-  private startPruning(everyMs: number): void {
-    const run = () => {
-      this.pruning ??= this.prune()
-        .catch(() => 0)
-        .finally(() => (this.pruning = undefined));
-    };
-    run();
-    this.pruneTimer = setInterval(run, everyMs).unref();
+  private startPruning(firstMs: number, everyMs: number): void {
+    const run = () =>
+      void this.prune().catch((e: unknown) =>
+        log.warn(
+          { sink: this.sinkName, error: (e as Error).message },
+          "pruning the sink's ledger failed; trying again at the next prune",
+        ),
+      );
+    this.pruneTimer = setTimeout(() => {
+      run();
+      this.pruneTimer = setInterval(run, everyMs).unref();
+    }, firstMs).unref();
   }
 
   async put(events: CloudEvent<unknown>[]): Promise<PutOutcome[]> {
@@ -123,8 +139,9 @@ export class TableSink implements SinkConnector {
   }
 
   async close(): Promise<void> {
-    clearInterval(this.pruneTimer);
-    await this.pruning;
+    this.closed = true;
+    clearTimeout(this.pruneTimer);
+    await this.pruning?.catch(() => undefined);
     await this.pool.end();
   }
 
@@ -293,10 +310,29 @@ async function createLedger(client: PoolClient, schema: string, pruned: boolean)
     );
     // What a prune reads by, made by the first sink with a retention (an index only sinks that prune pay for): by
     // sink first, so a prune reads its own sink's old rows and not those of sinks that keep theirs.
-    if (pruned)
-      await client.query(
-        `CREATE INDEX IF NOT EXISTS ${LEDGER}_sink_applied_at ON ${quoted(schema)}.${LEDGER} (sink, applied_at)`,
-      );
+    // Looked up first: CREATE INDEX locks the table and needs its owner even when the index exists. Made inside
+    // this transaction, the first build holds the sinks' writes to the schema's ledger until it is done (once).
+    if (pruned) {
+      const index = `${quoted(schema)}.${LEDGER}_sink_applied_at`;
+      const { rows } = await client.query<{ found: string | null }>(`SELECT to_regclass($1)::text AS found`, [index]);
+      if (rows[0].found === null) {
+        await client.query('SAVEPOINT index');
+        try {
+          await client.query(
+            `CREATE INDEX IF NOT EXISTS ${LEDGER}_sink_applied_at ON ${quoted(schema)}.${LEDGER} (sink, applied_at)`,
+          );
+          await client.query('RELEASE SAVEPOINT index');
+        } catch (e) {
+          // Not the ledger's owner (another role made it): prunes read without the index.
+          if ((e as { code?: string }).code !== '42501') throw e;
+          await client.query('ROLLBACK TO SAVEPOINT index');
+          log.warn(
+            { schema, error: (e as Error).message },
+            "the sink's ledger has no index for its prunes, which read the whole ledger without it",
+          );
+        }
+      }
+    }
     const { rows } = await client.query<{ earlier: string | null }>(`SELECT to_regclass($1)::text AS earlier`, [
       `${quoted(schema)}.${EARLIER_LEDGER}`,
     ]);
