@@ -1,7 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import os from 'node:os';
-import path from 'node:path';
 import { performance } from 'node:perf_hooks';
 import { Message, Task, TaskState, taskStateToJSON } from '@a2a-js/sdk';
 import { ClientFactory } from '@a2a-js/sdk/client';
@@ -20,9 +18,11 @@ import {
   median,
   meterCpu,
   percentile,
+  postgresPid,
   ROOT,
   sleep,
   startInstanceProcess,
+  temporalPid,
 } from './support';
 
 /**
@@ -234,8 +234,7 @@ function abLine(full: Record<string, Run>, half: Record<string, Run>): string {
 function cpuPerTask(r: Run): string {
   return (
     Object.entries(r.cpu)
-      // A process tree's CPU counts its live processes only: one that exited in between (a Postgres backend) can
-      // make it negative, which is shown as unknown.
+      // A figure that is not a number (a process not found) or below zero is shown as unknown.
       .map(
         ([name, s]) =>
           `${name} ${Number.isFinite(s) && s >= 0 && r.done > 0 ? Math.round((s / r.done) * 1e6) : '?'} µs`,
@@ -250,15 +249,6 @@ function line(r: Run): string {
     `${r.path} (${load}): ${r.done} tasks in ${f(r.seconds, 2)} s, ${f(r.perSecond, 0)}/s, p50 ${f(p(r, 50))} p95 ${f(p(r, 95))} p99 ${f(p(r, 99))} ms` +
     (r.errors > 0 ? `, ${r.errors} errors (first: ${r.firstError})` : '')
   );
-}
-
-/** The pid in the first line of a file (a server's pid file), if any. */
-function pidFrom(file: string): number | undefined {
-  try {
-    return Number(readFileSync(path.join(ROOT, file), 'utf8').split('\n')[0].trim()) || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Terminates the task workflows of the run's agent still running (a run that failed or was cut short): nobody would answer them. */
@@ -356,8 +346,8 @@ async function main(): Promise<void> {
     bench: 'self',
     instance: instance.child.pid,
     ...(instanceB ? { instanceB: instanceB.child.pid } : {}),
-    temporal: pidFrom('.data/temporal/temporal.pid'),
-    postgres: pidFrom('.data/postgres/pgdata/postmaster.pid'),
+    temporal: temporalPid(),
+    postgres: await postgresPid(),
     broker: brokerPid(),
   };
   try {

@@ -116,12 +116,12 @@ async function main(): Promise<void> {
     instance: instance.child.pid,
     connectors: connectors.child.pid,
     broker: brokerPid(),
-    postgres: await postgresPid(db),
+    postgres: await postgresPid(),
     temporal: temporalPid(),
     bench: 'self' as const,
   };
   // A schema of the run's own: each run starts with an empty sink ledger, as on a fresh clone (one shared by every
-  // run grew by each run's rows, and the sink's inserts into it slowed with its size: 1.4 million rows on this host).
+  // run grew by each run's rows, so a run's figures depended on the runs before it).
   const schema = `bench_cx_${tag}`;
   await db.query(`CREATE SCHEMA ${schema}`);
   const fx = new ConnectorsFixture(db, connectors.url, instance.url, mesh, topic, schema, connection, BATCH);

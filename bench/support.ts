@@ -4,6 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import type { Kafka } from 'kafkajs';
+import { Client as PgClient } from 'pg';
 import { loadConfig } from '@libs/config';
 import { createTopicsAndWait } from '@libs/kafka';
 import { endOwnershipWorkflows } from '@libs/ownership';
@@ -236,15 +237,20 @@ function infraPid(file: string): number | undefined {
 }
 
 /**
- * The Postgres server's PID (its postmaster: the parent of this connection's backend), so a run can meter the
- * server with its backends; undefined when the server is not on this host.
+ * The Postgres server's PID (its postmaster: the parent of a backend of a connection made with the benchmark's
+ * settings), so a run can meter the server with its connection processes; undefined when it is not on this host.
  */
-export async function postgresPid(client: {
-  query(sql: string): Promise<{ rows: { pid: number }[] }>;
-}): Promise<number | undefined> {
-  const { rows } = await client.query('SELECT pg_backend_pid() AS pid');
-  const parent = Number(statFields(rows[0].pid)?.[1]);
-  return parent > 1 ? parent : undefined;
+export async function postgresPid(): Promise<number | undefined> {
+  const { host, port, database, user, password } = benchConfig().postgres;
+  const client = new PgClient({ host, port, database, user, password });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid');
+    const parent = Number(statFields(rows[0].pid)?.[1]);
+    return parent > 1 ? parent : undefined;
+  } finally {
+    await client.end();
+  }
 }
 
 /**

@@ -183,7 +183,6 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
         throw new EventMeshError(ErrorCode.DeadLetterNotFound, 'no such dead letter');
       const dead = await deps.jobs.deadLetter(current.id, req.params.deadLetterId);
       if (!dead) throw new EventMeshError(ErrorCode.DeadLetterNotFound, 'no such dead letter');
-      if (dead.replayedAt !== null) throw replayedAlready(dead.id, dead.replayedAt);
       const kind = CONNECTOR_KINDS.get(current.kind)!;
       const { mesh, config } = opened(current.config, kind, deps.secrets);
       let refused: string | undefined;

@@ -31,7 +31,7 @@ export interface TableConfig {
 }
 
 /** The longest retention a ledger can be given, in hours (ten years). */
-export const MAX_LEDGER_RETENTION_HOURS = 87600;
+const MAX_LEDGER_RETENTION_HOURS = 87600;
 
 const ATTRIBUTES = ['id', 'source', 'type', 'subject', 'time', 'data'];
 

@@ -217,12 +217,12 @@ export class TableSink implements SinkConnector {
     }
   }
 
-  /** The event's upsert key as text; undefined when a part of it is NULL (no key: the event is a row of its own). */
   /** The ledger's parameters, `$1` to `$4` of both writes: the sink, then the events' keys, sources and ids. */
   private ledgerParams(events: CloudEvent<unknown>[], keys: string[]): unknown[] {
     return [this.sinkName, keys, events.map((e) => e.source), events.map((e) => e.id)];
   }
 
+  /** The event's upsert key as text; undefined when a part of it is NULL (no key: the event is a row of its own). */
   private upsertKeyOf(event: CloudEvent<unknown>): string | undefined {
     const values = this.config.key.map((c) => valueOf(event, this.config.columns[c]));
     return values.includes(null) ? undefined : JSON.stringify(values);
@@ -308,35 +308,8 @@ async function createLedger(client: PoolClient, schema: string, pruned: boolean)
          key uuid PRIMARY KEY, sink text NOT NULL, source text NOT NULL, id text NOT NULL,
          applied_at timestamptz NOT NULL DEFAULT now())`,
     );
-    // What a prune reads by, made by the first sink with a retention (an index only sinks that prune pay for): by
-    // sink first, so a prune reads its own sink's old rows and not those of sinks that keep theirs.
-    // Looked up first: CREATE INDEX locks the table and needs its owner even when the index exists. Made inside
-    // this transaction, the first build holds the sinks' writes to the schema's ledger until it is done (once).
-    if (pruned) {
-      const index = `${quoted(schema)}.${LEDGER}_sink_applied_at`;
-      const { rows } = await client.query<{ found: string | null }>(`SELECT to_regclass($1)::text AS found`, [index]);
-      if (rows[0].found === null) {
-        await client.query('SAVEPOINT index');
-        try {
-          await client.query(
-            `CREATE INDEX IF NOT EXISTS ${LEDGER}_sink_applied_at ON ${quoted(schema)}.${LEDGER} (sink, applied_at)`,
-          );
-          await client.query('RELEASE SAVEPOINT index');
-        } catch (e) {
-          // Not the ledger's owner (another role made it): prunes read without the index.
-          if ((e as { code?: string }).code !== '42501') throw e;
-          await client.query('ROLLBACK TO SAVEPOINT index');
-          log.warn(
-            { schema, error: (e as Error).message },
-            "the sink's ledger has no index for its prunes, which read the whole ledger without it",
-          );
-        }
-      }
-    }
-    const { rows } = await client.query<{ earlier: string | null }>(`SELECT to_regclass($1)::text AS earlier`, [
-      `${quoted(schema)}.${EARLIER_LEDGER}`,
-    ]);
-    if (rows[0].earlier !== null)
+    if (pruned) await createPruneIndex(client, schema);
+    if (await exists(client, `${quoted(schema)}.${EARLIER_LEDGER}`))
       await client.query(
         `INSERT INTO ${quoted(schema)}.${LEDGER} (key, sink, source, id, applied_at)
          SELECT ${sqlLedgerKeyOf('sink', 'source', 'id')}, sink, source, id, applied_at
@@ -348,6 +321,33 @@ async function createLedger(client: PoolClient, schema: string, pruned: boolean)
     await client.query('ROLLBACK').catch(() => undefined);
     throw e;
   }
+}
+
+/**
+ * What a prune reads by, made by the first sink with a retention (an index only schemas with a pruning sink pay
+ * for), by sink first, so a prune reads its own sink's old rows and not those of sinks that keep theirs. Looked up
+ * first: CREATE INDEX locks the table and needs its owner even when the index exists. Made inside the ledger's
+ * setup transaction, the first build holds the sinks' writes to the schema's ledger until it is done (once). A role
+ * that does not own the ledger makes none, and its prunes read the whole ledger.
+ */
+async function createPruneIndex(client: PoolClient, schema: string): Promise<void> {
+  const index = `${LEDGER}_sink_applied_at`;
+  if (await exists(client, `${quoted(schema)}.${index}`)) return;
+  await client.query('SAVEPOINT index');
+  try {
+    await client.query(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoted(schema)}.${LEDGER} (sink, applied_at)`);
+    await client.query('RELEASE SAVEPOINT index');
+  } catch (e) {
+    if ((e as { code?: string }).code !== '42501') throw e;
+    await client.query('ROLLBACK TO SAVEPOINT index');
+    log.warn({ schema, error: (e as Error).message }, "the sink's ledger has no index for its prunes");
+  }
+}
+
+/** Whether a table or index of that (quoted, qualified) name exists. */
+async function exists(client: PoolClient, name: string): Promise<boolean> {
+  const { rows } = await client.query<{ found: string | null }>(`SELECT to_regclass($1)::text AS found`, [name]);
+  return rows[0].found !== null;
 }
 
 /** The ledger of the layout before this one, read once by {@link createLedger}. */
