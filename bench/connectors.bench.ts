@@ -38,7 +38,11 @@ import {
  * Each comparison runs BENCH_ROUNDS rounds (default 5), the arms alternating, every round printed, and the median
  * of the ratios; CPU per event of the processes involved. `npm run bench:connectors` (BENCH_EVENTS: rows per round).
  */
-const EVENTS = Number(process.env.BENCH_EVENTS ?? 20000);
+/**
+ * Rows per round. At 20,000 an arm lasted 0.4-1.0 s and a round's ratio moved with the host's moments (the sink's
+ * rounds 0.60-0.91 in one run); at 100,000 the sink job's rounds were 25,081-26,045 rows/s in one run (2026-12-07).
+ */
+const EVENTS = Number(process.env.BENCH_EVENTS ?? 100000);
 const ROUNDS = Number(process.env.BENCH_ROUNDS ?? 5);
 const PACE = Number(process.env.BENCH_PACE ?? 200);
 const BATCH = 500;

@@ -25,8 +25,9 @@ import { Sink } from './webhook-sink';
  * Webhook delivery of ONE instance against a kafkajs consumer group on the same host, the same sink and the same
  * events, in the same run (`npm run bench:delivery`).
  *
- * Each round and scenario fills two fresh topics of PARTITIONS partitions with the same EVENTS events of 1 KiB
- * (KEYS partition keys, key k always in partition k % PARTITIONS), then:
+ * Each round and scenario fills two fresh topics of PARTITIONS partitions with the same events of 1 KiB (the
+ * scenario's backlog: PARTITION_EVENTS, EVENTS or BATCH_EVENTS; KEYS partition keys, key k always in partition
+ * k % PARTITIONS), then:
  * - ours: one instance (BENCH_TOPOLOGY, default PARTITION_OWNED_PULL) gets a webhook subscription from the earliest
  *   offset with the scenario's `config.ordering`;
  * - the group: one kafkajs member process (bench/group-member.ts) with `partitionsConsumedConcurrently` =
@@ -65,6 +66,14 @@ const BATCH_MAX_EVENTS = Number(process.env.BENCH_BATCH_MAX_EVENTS ?? 100);
  * delivery's moment alone moves the rate by tens of percent), so it has a backlog of its own.
  */
 const BATCH_EVENTS = Number(process.env.BENCH_BATCH_EVENTS ?? 30000);
+/**
+ * The `partition` scenario's backlog. Both paths drain 6,000 events in 0.5-1.2 s, and a round that short measured
+ * the host's noise and the group member's first second (a fresh process each round: its code compiling, its fetches
+ * ramping up) against a warmed instance: on 2026-12-07 two runs of 6,000 gave 1.23x (rounds 1.18-1.40) and 0.88x
+ * (0.75-1.40) with the group at 6,000-7,600 events/s; with 30,000 the rounds were 0.84-0.97x and the group drained
+ * 10,600-11,300 events/s (docs/benchmarks.md).
+ */
+const PARTITION_EVENTS = Number(process.env.BENCH_PARTITION_EVENTS ?? 30000);
 const config = benchConfig();
 
 interface Scenario {
@@ -81,7 +90,7 @@ interface Scenario {
 }
 const SCENARIOS: Scenario[] = (
   [
-    { name: 'partition', ordering: 'partition', sinkDelayMs: 0, goal: 1.2, floor: 1, events: EVENTS },
+    { name: 'partition', ordering: 'partition', sinkDelayMs: 0, goal: 1.2, floor: 1, events: PARTITION_EVENTS },
     { name: 'key', ordering: 'key', sinkDelayMs: 5, goal: 3, events: EVENTS },
     {
       name: 'batch',
@@ -291,7 +300,7 @@ async function main(): Promise<void> {
   await createTopics(kafka, [...ourTopics, ...groupTopics, ...baseTopics], PARTITIONS);
   const own = (s: Scenario) => ({ ordering: s.ordering, ...(s.batch ? { batch: s.batch } : {}) });
   console.log(
-    `delivery benchmark: ${ROUNDS} rounds, ${EVENTS} events of 1 KiB (batched: ${BATCH_EVENTS}) over ${PARTITIONS} partitions and ${KEYS} keys, then ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s; ${TOPOLOGY}`,
+    `delivery benchmark: ${ROUNDS} rounds, ${EVENTS} events of 1 KiB (partition: ${PARTITION_EVENTS}, batched: ${BATCH_EVENTS}) over ${PARTITIONS} partitions and ${KEYS} keys, then ${LATENCY_RATE} events/s for ${LATENCY_SECONDS} s; ${TOPOLOGY}`,
   );
   console.log(
     `machine: ${os.cpus().length} x ${os.cpus()[0]?.model}, Node ${process.version}, load average ${os
