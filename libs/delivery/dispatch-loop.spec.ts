@@ -143,9 +143,12 @@ class FakeSender {
   readonly times = new Map<string, number[]>();
   /** Every attempt's event id, in the order the attempts started. */
   readonly tried: string[] = [];
-  async send(target: { sink: string }, f: EventFrame, messageId: string): Promise<WebhookResult> {
+  /** The abort signal each event's latest attempt was given. */
+  readonly signals = new Map<string, AbortSignal | undefined>();
+  async send(target: { sink: string }, f: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
     const sink = target.sink;
     this.tried.push(f.id);
+    this.signals.set(f.id, signal);
     this.times.set(f.id, [...(this.times.get(f.id) ?? []), Date.now()]);
     if (this.holding.has(sink)) {
       await new Promise<void>((resolve) => {
@@ -335,6 +338,7 @@ function setup(
   maxAttempts = 1000,
   batchMaxEvents = 100,
   bounds: Partial<DispatchLoopOptions> = {},
+  gate?: () => boolean,
 ) {
   const log = new FakeLog();
   const offsets = new FakeOffsets();
@@ -397,6 +401,7 @@ function setup(
       ...bounds,
     },
     fence,
+    gate,
   });
   return {
     log,
@@ -1030,6 +1035,30 @@ describe('DispatchLoop', () => {
     await expect(runUntil(stale.loop, () => false)).rejects.toBeInstanceOf(StaleEpochError);
     expect(stale.sender.attempts.get('http://sub-1')).toBe(1);
     expect(stale.disabled).toEqual([]);
+  });
+});
+
+describe('DispatchLoop gate', () => {
+  it('aborts a send in flight when its gate shuts', async () => {
+    let open = true;
+    const { log, sender, loop } = setup([subscription('sub-1')], 1000, 100, {}, () => open);
+    log.append(0, frame(0));
+    sender.holding.add('http://sub-1');
+    const abort = new AbortController();
+    const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
+    const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 5 });
+    try {
+      await until('the send of e-0, held by the sink', () => sender.held.has('e-0'));
+      const first = sender.signals.get('e-0')!;
+      expect(first.aborted).toBe(false);
+      open = false;
+      await until('the send in flight aborted by the gate', () => first.aborted);
+    } finally {
+      open = true;
+      for (const release of sender.held.values()) release();
+      abort.abort();
+      await running;
+    }
   });
 });
 
