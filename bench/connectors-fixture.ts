@@ -56,11 +56,17 @@ export class ConnectorsFixture {
     return table;
   }
 
-  /** A new sink table; each row's `written_at` is its insert's clock. */
-  async sinkTable(): Promise<string> {
+  /**
+   * A new sink table; each row's `written_at` is its insert's clock. `identified`: with the event's source beside
+   * its id and a unique index on the two, the table a `dedupe: table` sink writes (and its baseline's).
+   */
+  async sinkTable(identified = false): Promise<string> {
     const table = `${this.schema}.orders_${++this.tables}`;
     await this.db.query(
-      `CREATE TABLE ${table} (event_id text, order_id int, at double precision, written_at timestamptz DEFAULT clock_timestamp())`,
+      identified
+        ? `CREATE TABLE ${table} (event_source text, event_id text, order_id int, at double precision,
+             written_at timestamptz DEFAULT clock_timestamp(), UNIQUE (event_source, event_id))`
+        : `CREATE TABLE ${table} (event_id text, order_id int, at double precision, written_at timestamptz DEFAULT clock_timestamp())`,
     );
     return table;
   }
@@ -89,8 +95,11 @@ export class ConnectorsFixture {
     }))!.id;
   }
 
-  /** A table sink job writing the topic's events into `table`, once it runs and its stream is open; its id. */
-  async sinkJob(table: string): Promise<string> {
+  /**
+   * A table sink job writing the topic's events into `table`, once it runs and its stream is open; its id.
+   * `dedupe: 'table'` for a table of {@link sinkTable}(true).
+   */
+  async sinkJob(table: string, dedupe: 'ledger' | 'table' = 'ledger'): Promise<string> {
     const sub = (await this.mesh.subscriptions.create({
       protocol: 'STREAM',
       topic: this.topic,
@@ -104,7 +113,13 @@ export class ConnectorsFixture {
         subscriptionId: sub.id,
         connection: this.connection,
         table,
-        columns: { event_id: 'id', order_id: 'data.orderId', at: 'data.at' },
+        columns: {
+          ...(dedupe === 'table' ? { event_source: 'source' } : {}),
+          event_id: 'id',
+          order_id: 'data.orderId',
+          at: 'data.at',
+        },
+        dedupe,
       },
     }))!.id;
     this.subscriptionOf.set(id, sub.id);

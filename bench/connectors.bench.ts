@@ -229,22 +229,28 @@ async function main(): Promise<void> {
     await producer.disconnect();
     return result;
   };
-  /** Mesh -> table through the sink job: from the first publish until the table holds every event. */
-  const tableViaJob = async (): Promise<RunResult> => {
-    const table = await fx.sinkTable();
-    const id = await fx.sinkJob(table);
+  /**
+   * Mesh -> table through the sink job: from the first publish until the table holds every event. `identified`:
+   * the job with `dedupe: table`, on a table with a unique index on (source, id).
+   */
+  const tableViaJob = async (identified = false): Promise<RunResult> => {
+    const table = await fx.sinkTable(identified);
+    const id = await fx.sinkJob(table, identified ? 'table' : 'ledger');
     await warmUp(table);
     const result = await timed(
-      'mesh -> table: table sink job',
+      `mesh -> table: table sink job${identified ? ', dedupe table' : ''}`,
       () => fx.publishAll(1, EVENTS),
       async () => (await fx.rowsIn(table)) >= WARM_UP + EVENTS,
     );
     await fx.deleteJob(id);
     return result;
   };
-  /** The baseline: a kafkajs consumer group inserting each batch in one statement. */
-  const tableViaGroup = async (): Promise<RunResult> => {
-    const table = await fx.sinkTable();
+  /**
+   * The baseline: a kafkajs consumer group inserting each batch in one statement. `identified`: into the same table
+   * as the `dedupe: table` job (the source too, its unique index on (source, id), `ON CONFLICT DO NOTHING`).
+   */
+  const tableViaGroup = async (identified = false): Promise<RunResult> => {
+    const table = await fx.sinkTable(identified);
     const consumer = kafka.consumer({ groupId: `bench-cx-${randomUUID()}` });
     const admin = kafka.admin();
     await admin.connect();
@@ -259,12 +265,20 @@ async function main(): Promise<void> {
         // The runtime's records: the context attributes as ce_ headers, the data as the value.
         const events = batch.messages.map((m) => ({
           id: String(m.headers!.ce_id),
+          source: String(m.headers!.ce_source),
           data: JSON.parse(m.value!.toString()) as { orderId: number; at: number },
         }));
-        await db.query(
-          `INSERT INTO ${table} (event_id, order_id, at) SELECT * FROM unnest($1::text[], $2::int[], $3::float8[])`,
-          [events.map((e) => e.id), events.map((e) => e.data.orderId), events.map((e) => e.data.at)],
-        );
+        const values = [events.map((e) => e.id), events.map((e) => e.data.orderId), events.map((e) => e.data.at)];
+        await (identified
+          ? db.query(
+              `INSERT INTO ${table} (event_source, event_id, order_id, at)
+               SELECT * FROM unnest($1::text[], $2::text[], $3::int[], $4::float8[]) ON CONFLICT DO NOTHING`,
+              [events.map((e) => e.source), ...values],
+            )
+          : db.query(
+              `INSERT INTO ${table} (event_id, order_id, at) SELECT * FROM unnest($1::text[], $2::int[], $3::float8[])`,
+              values,
+            ));
       },
     });
     await until('the group joined', () => joined || undefined, 60000);
@@ -272,7 +286,7 @@ async function main(): Promise<void> {
     for (const { partition, offset } of ends) consumer.seek({ topic, partition, offset });
     await warmUp(table);
     const result = await timed(
-      'mesh -> table: kafkajs consumer group',
+      `mesh -> table: kafkajs consumer group${identified ? ', unique (source, id)' : ''}`,
       () => fx.publishAll(1, EVENTS),
       async () => (await fx.rowsIn(table)) >= WARM_UP + EVENTS,
     );
@@ -280,7 +294,11 @@ async function main(): Promise<void> {
     return result;
   };
 
-  const rounds: { outbox?: [RunResult, RunResult]; table?: [RunResult, RunResult] }[] = [];
+  const rounds: {
+    outbox?: [RunResult, RunResult];
+    table?: [RunResult, RunResult];
+    identified?: [RunResult, RunResult];
+  }[] = [];
   for (let r = 0; r < ROUNDS; r++) {
     const even = r % 2 === 0;
     const ob = SINK_ONLY
@@ -288,30 +306,39 @@ async function main(): Promise<void> {
       : even
         ? [await outboxViaJob(), await outboxViaRelay()]
         : [await outboxViaRelay(), await outboxViaJob()].reverse();
-    const tb = OUTBOX_ONLY
-      ? undefined
-      : even
-        ? [await tableViaJob(), await tableViaGroup()]
-        : [await tableViaGroup(), await tableViaJob()].reverse();
-    rounds.push({
-      outbox: SINK_ONLY ? undefined : (ob as [RunResult, RunResult]),
-      table: tb as [RunResult, RunResult] | undefined,
-    });
+    const sinkPair = async (identified: boolean) =>
+      (even
+        ? [await tableViaJob(identified), await tableViaGroup(identified)]
+        : [await tableViaGroup(identified), await tableViaJob(identified)].reverse()) as [RunResult, RunResult];
+    const tb = OUTBOX_ONLY ? undefined : await sinkPair(false);
+    const ti = OUTBOX_ONLY ? undefined : await sinkPair(true);
+    rounds.push({ outbox: SINK_ONLY ? undefined : (ob as [RunResult, RunResult]), table: tb, identified: ti });
     console.log(`\nround ${r + 1} of ${ROUNDS}:`);
-    printTable([...ob, ...(tb ?? [])]);
+    printTable([...ob, ...(tb ?? []), ...(ti ?? [])]);
     console.log(
       `ratios: ${[
         ...(SINK_ONLY ? [] : [`outbox job / relay ${(ob[0].perSecond / ob[1].perSecond).toFixed(2)}x`]),
         ...(tb ? [`sink job / consumer group ${(tb[0].perSecond / tb[1].perSecond).toFixed(2)}x`] : []),
+        ...(ti ? [`sink job, dedupe table / consumer group ${(ti[0].perSecond / ti[1].perSecond).toFixed(2)}x`] : []),
       ].join(', ')}`,
     );
   }
+  const ratioOf = (pick: (r: (typeof rounds)[number]) => [RunResult, RunResult] | undefined) =>
+    rounds.map((r) => pick(r)![0].perSecond / pick(r)![1].perSecond);
+  const perRound = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(', ');
   if (ONLY !== undefined) {
-    const ratios = rounds.map((r) =>
-      r.outbox ? r.outbox[0].perSecond / r.outbox[1].perSecond : r.table![0].perSecond / r.table![1].perSecond,
-    );
-    const what = OUTBOX_ONLY ? 'outbox job / relay' : 'sink job / consumer group';
-    console.log(`\n${ROUNDS} rounds of ${EVENTS} rows each: ${what}, median ${median(ratios).toFixed(2)}x`);
+    console.log(`\n${ROUNDS} rounds of ${EVENTS} rows each:`);
+    if (OUTBOX_ONLY) {
+      const ratios = ratioOf((r) => r.outbox);
+      console.log(`- outbox job / relay, median ${median(ratios).toFixed(2)}x (${perRound(ratios)})`);
+    } else
+      for (const [what, pick] of [
+        ['sink job / consumer group', (r: (typeof rounds)[number]) => r.table],
+        ['sink job, dedupe table / consumer group', (r: (typeof rounds)[number]) => r.identified],
+      ] as const) {
+        const ratios = ratioOf(pick);
+        console.log(`- ${what}, median ${median(ratios).toFixed(2)}x (${perRound(ratios)}; goal 0.8x)`);
+      }
     await finish();
   }
 
@@ -359,7 +386,10 @@ async function main(): Promise<void> {
     `- outbox -> mesh: job ${med((r) => r.outbox?.[0]).toFixed(0)}/s, relay ${med((r) => r.outbox?.[1]).toFixed(0)}/s, ratio ${median(rounds.map((r) => r.outbox![0].perSecond / r.outbox![1].perSecond)).toFixed(2)}x (goal 0.7x)`,
   );
   console.log(
-    `- mesh -> table: job ${med((r) => r.table?.[0]).toFixed(0)}/s, group ${med((r) => r.table?.[1]).toFixed(0)}/s, ratio ${median(rounds.map((r) => r.table![0].perSecond / r.table![1].perSecond)).toFixed(2)}x (goal 0.8x)`,
+    `- mesh -> table: job ${med((r) => r.table?.[0]).toFixed(0)}/s, group ${med((r) => r.table?.[1]).toFixed(0)}/s, ratio ${median(ratioOf((r) => r.table)).toFixed(2)}x (${perRound(ratioOf((r) => r.table))}; goal 0.8x)`,
+  );
+  console.log(
+    `- mesh -> table, dedupe table: job ${med((r) => r.identified?.[0]).toFixed(0)}/s, group ${med((r) => r.identified?.[1]).toFixed(0)}/s, ratio ${median(ratioOf((r) => r.identified)).toFixed(2)}x (${perRound(ratioOf((r) => r.identified))}; goal 0.8x)`,
   );
   printTable([pipeline]);
 

@@ -111,6 +111,22 @@ describe('connector runtime: outbox -> mesh -> table', () => {
     });
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: 'INVALID_REQUEST', field: 'config.columns.id' });
+    // A table sink recording its events by the table's own key can only append.
+    const dedupe = await api('POST', '/admin/jobs', {
+      name: `dedupe-${tag}`,
+      kind: 'postgres-table',
+      config: {
+        subscriptionId: 'any',
+        connection: app.connection,
+        table: 'public.orders',
+        mode: 'upsert',
+        key: ['event_id'],
+        columns: { event_id: 'id', origin: 'source' },
+        dedupe: 'table',
+      },
+    });
+    expect(dedupe.status).toBe(400);
+    expect(dedupe.body).toMatchObject({ code: 'INVALID_REQUEST', field: 'config.dedupe' });
     const own = await api('POST', '/admin/jobs', {
       name: `own-${tag}`,
       kind: 'postgres-outbox',

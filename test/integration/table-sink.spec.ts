@@ -369,6 +369,85 @@ describe('TableSink: writes to a real table', () => {
     expect(left.rows).toEqual([{ n: 15000 }]);
   });
 
+  describe('dedupe table', () => {
+    const identified = (table: string, extra: Record<string, unknown> = {}) =>
+      validateTableConfig({ subscriptionId: 's', connection, table, columns, dedupe: 'table', ...extra });
+    const ledgerRows = async () =>
+      (await pool.query<{ n: number }>(`SELECT count(*)::int AS n FROM ${schema}.eventmesh_sink_ledger`)).rows[0].n;
+
+    it("records each event by the table's unique index on (source, id): an event sent again writes nothing, and no ledger row is made", async () => {
+      const table = `${prefix}_identified`;
+      await pool.query(`CREATE TABLE ${table} (${shape}, UNIQUE (origin, event_id))`);
+      const sink = await TableSink.open(identified(table), pg.host);
+      const ledgerBefore = await ledgerRows();
+      try {
+        expect(sink.exactlyOnce).toContain('unique key');
+        expect(await sink.put(events.slice(0, 25))).toEqual(
+          events.slice(0, 25).map(() => ({ ok: true, written: true })),
+        );
+        // 20-24 again and 25-39, with 30 twice in the batch: every one applied (none refused), only the new ones
+        // written, each once.
+        const again = [...events.slice(20), events[30]];
+        expect(await sink.put(again)).toEqual(
+          again.map((_, i) => ({ ok: true, written: i >= 5 && i < again.length - 1 })),
+        );
+        // Another source's event with an id the table holds is an event of its own.
+        const elsewhere = new CloudEvent({
+          id: events[0].id,
+          source: '/elsewhere',
+          type: 'order.created',
+          data: { n: 1 },
+        });
+        expect(await sink.put([elsewhere])).toEqual([{ ok: true, written: true }]);
+        const rows = await rowsOf(table);
+        expect(rows).toHaveLength(events.length + 1);
+        const notes = new Map(
+          rows
+            .filter((r: { origin: string }) => r.origin !== '/elsewhere')
+            .map((r: { event_id: string; note: string | null }) => [r.event_id, r.note]),
+        );
+        events.forEach((e, i) => expect(notes.get(e.id)).toBe(awkward[i % awkward.length] ?? null));
+        expect(await ledgerRows()).toBe(ledgerBefore);
+      } finally {
+        await sink.close();
+      }
+    });
+
+    it('opens only on a table with a unique index on exactly the columns of source and id', async () => {
+      const refused: [string, string][] = [
+        ['none', ''],
+        ['id_only', ', UNIQUE (event_id)'],
+        ['wider', ', UNIQUE (origin, event_id, kind)'],
+        ['including', ''],
+        ['partial', ''],
+      ];
+      for (const [name, constraint] of refused)
+        await pool.query(`CREATE TABLE ${prefix}_${name} (${shape}${constraint})`);
+      await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_including (origin, event_id) INCLUDE (kind)`);
+      await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_partial (origin, event_id) WHERE n > 0`);
+      for (const [name] of refused)
+        await expect(TableSink.open(identified(`${prefix}_${name}`), pg.host)).rejects.toThrow(
+          /^config\.dedupe: .* has no unique index on exactly \(origin, event_id\)/,
+        );
+      // A primary key on the two, in the other order, is such an index.
+      await pool.query(`CREATE TABLE ${prefix}_keyed (${shape}, PRIMARY KEY (event_id, origin))`);
+      await (await TableSink.open(identified(`${prefix}_keyed`), pg.host)).close();
+    });
+
+    it('is refused with the field named for an upsert, a missing source or id column, and a ledger retention', () => {
+      const table = `${prefix}_identified`;
+      const { origin: _origin, ...withoutSource } = columns;
+      for (const [extra, field] of [
+        [{ mode: 'upsert', key: ['event_id'] }, 'dedupe'],
+        [{ columns: withoutSource }, 'columns'],
+        [{ columns: { ...columns, again: 'id' } }, 'columns'],
+        [{ ledgerRetentionHours: 1 }, 'ledgerRetentionHours'],
+        [{ dedupe: 'rows' }, 'dedupe'],
+      ] as const)
+        expect(() => identified(table, extra)).toThrow(expect.objectContaining({ field }));
+    });
+  });
+
   it('a table that is not there yet: the write is refused for good; once it is made, the next write finds it', async () => {
     const table = `${prefix}_late`;
     const sink = sinkOn(table);

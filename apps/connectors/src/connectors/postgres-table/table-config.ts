@@ -28,6 +28,12 @@ export interface TableConfig {
    * redelivery or republish of it writes it again.
    */
   ledgerRetentionHours: number;
+  /**
+   * What records the events written: `ledger` (the default), a ledger row per event beside the table; `table`, the
+   * table's own unique index on the columns of the event's source and id (append mode only), so the row is the
+   * record and there is no ledger.
+   */
+  dedupe: 'ledger' | 'table';
 }
 
 /** The longest retention a ledger can be given, in hours (ten years). */
@@ -55,6 +61,17 @@ export function validateTableConfig(raw: unknown): TableConfig {
         throw new ConfigFieldError(`key.${i}`, 'expected a column named in columns');
     });
   }
+  const ledgerRetentionHours = integerIn(o, '', 'ledgerRetentionHours', 0, MAX_LEDGER_RETENTION_HOURS, 0);
+  const dedupe = oneOf(o, '', 'dedupe', ['ledger', 'table'] as const, 'ledger');
+  if (dedupe === 'table') {
+    if (mode !== 'append')
+      throw new ConfigFieldError('dedupe', 'table needs mode append (an upsert records its events in the ledger)');
+    for (const attribute of ['source', 'id'])
+      if (Object.values(columns).filter((v) => v === attribute).length !== 1)
+        throw new ConfigFieldError('columns', `dedupe table needs exactly one column of the event's ${attribute}`);
+    if (ledgerRetentionHours > 0)
+      throw new ConfigFieldError('ledgerRetentionHours', 'expected 0 with dedupe table: there is no ledger');
+  }
   return {
     subscriptionId: text(o, '', 'subscriptionId'),
     connection: postgresTarget(o.connection, 'connection'),
@@ -62,6 +79,7 @@ export function validateTableConfig(raw: unknown): TableConfig {
     mode,
     key: key as string[],
     columns,
-    ledgerRetentionHours: integerIn(o, '', 'ledgerRetentionHours', 0, MAX_LEDGER_RETENTION_HOURS, 0),
+    ledgerRetentionHours,
+    dedupe,
   };
 }

@@ -24,11 +24,16 @@ const PRUNE_CHUNK = 10000;
  * too; two replicas writing the same event at once serialize on the ledger row's key, and the second writes
  * nothing. The ack to the runtime follows the commit, so a crash between them means a redelivery, which the ledger
  * absorbs. In upsert mode, of the batch's events with one key the last is the row.
+ *
+ * With `dedupe: table` there is no ledger: the table's unique index on the columns of the event's source and id
+ * (checked when the sink opens) is the record, and the batch's statement inserts with `ON CONFLICT DO NOTHING` on
+ * it, so an event whose row is there writes nothing, by the same argument.
  */
 export class TableSink implements SinkConnector {
-  readonly exactlyOnce =
-    'each event’s (source, id) is inserted into the ledger table in the same transaction as its row; an event the ledger already holds writes nothing; the delivery is acked after the commit';
+  readonly exactlyOnce: string;
   private readonly columns: string[];
+  /** `dedupe: table`: the columns of the event's source and id, the table's unique key. */
+  private readonly identity?: { source: string; id: string };
   private readonly sinkName: string;
   private readonly ledger: string;
   /** Upsert: the `ON CONFLICT ... DO UPDATE` clause; append: empty. */
@@ -51,6 +56,11 @@ export class TableSink implements SinkConnector {
     private readonly pool: Pool,
   ) {
     this.columns = Object.keys(config.columns);
+    const columnOf = (value: ColumnValue) => this.columns.find((c) => config.columns[c] === value)!;
+    if (config.dedupe === 'table') this.identity = { source: columnOf('source'), id: columnOf('id') };
+    this.exactlyOnce = this.identity
+      ? 'each event’s (source, id) is the table’s unique key: its row is inserted unless the table holds one with that key; the delivery is acked after the commit'
+      : 'each event’s (source, id) is inserted into the ledger table in the same transaction as its row; an event the ledger already holds writes nothing; the delivery is acked after the commit';
     this.sinkName = `${config.table.schema}.${config.table.table}`;
     this.ledger = `${quoted(config.table.schema)}.${LEDGER}`;
     this.upsert =
@@ -64,13 +74,17 @@ export class TableSink implements SinkConnector {
 
   static async open(config: TableConfig, address: string): Promise<TableSink> {
     const pool = poolFor(config.connection, address, 4);
+    const sink = new TableSink(config, pool);
     const client = await pool.connect();
     try {
-      await createLedger(client, config.table.schema, config.ledgerRetentionHours > 0);
-    } finally {
+      if (sink.identity) await requireIdentityIndex(client, config, sink.identity);
+      else await createLedger(client, config.table.schema, config.ledgerRetentionHours > 0);
+    } catch (e) {
       client.release();
+      await pool.end();
+      throw e;
     }
-    const sink = new TableSink(config, pool);
+    client.release();
     if (config.ledgerRetentionHours > 0) sink.startPruning(PRUNE_FIRST_MS, PRUNE_EVERY_MS);
     return sink;
   }
@@ -146,25 +160,83 @@ export class TableSink implements SinkConnector {
   }
 
   private async write(events: CloudEvent<unknown>[]): Promise<PutOutcome[]> {
+    if (this.identity) return this.writeIdentified(events, this.identity);
     // The same event twice in one batch is written once: the first of each key goes to the database.
     const keys = events.map((e) => ledgerKeyOf(this.sinkName, e));
     const firstOf = new Map<string, number>();
     keys.forEach((k, i) => firstOf.has(k) || firstOf.set(k, i));
     const unique = [...firstOf.values()].map((i) => events[i]);
     const uniqueKeys = [...firstOf.keys()];
-    const client: PoolClient = await this.pool.connect();
-    try {
+    return this.onClient(async (client) => {
       const bulk = await this.bulkOf(client);
       const taken = bulk
         ? await this.writeBulk(client, bulk, unique, uniqueKeys)
         : await this.writeListed(client, unique, uniqueKeys);
       return events.map((_, i) => ({ ok: true, written: firstOf.get(keys[i]) === i && taken.has(keys[i]) }));
+    });
+  }
+
+  /** Runs a write on a pooled connection; one Postgres refused for good has the statement learned again. */
+  private async onClient<T>(write: (client: PoolClient) => Promise<T>): Promise<T> {
+    const client: PoolClient = await this.pool.connect();
+    try {
+      return await write(client);
     } catch (e) {
       if (isPermanent(e)) this.bulk = undefined;
       throw e;
     } finally {
       client.release();
     }
+  }
+
+  /**
+   * `dedupe: table`: the batch's first event of each (source, id) inserted by one statement, `ON CONFLICT DO
+   * NOTHING` on the table's unique index on those columns; an event is written when its row went in.
+   */
+  private async writeIdentified(
+    events: CloudEvent<unknown>[],
+    identity: { source: string; id: string },
+  ): Promise<PutOutcome[]> {
+    const keys = events.map((e) => JSON.stringify([e.source, e.id]));
+    const firstOf = new Map<string, number>();
+    keys.forEach((k, i) => firstOf.has(k) || firstOf.set(k, i));
+    const unique = [...firstOf.values()];
+    return this.onClient(async (client) => {
+      const statement = (this.bulk ??= await this.identifiedStatementOf(client, identity));
+      const values = this.columns.map((c) => unique.map((i) => valueOf(events[i], this.config.columns[c])));
+      const { rows } = await client.query<{ n: string }>({ name: statement.name, text: statement.text, values });
+      const written = new Set(rows.map((r) => unique[Number(r.n) - 1]));
+      return events.map((_, i): PutOutcome => ({ ok: true, written: written.has(i) }));
+    });
+  }
+
+  /**
+   * The `dedupe: table` statement for the table as it is now: the batch as arrays (one per column, each cast to
+   * its column's type), the rows inserted `ON CONFLICT DO NOTHING` on the identity columns, and the places in the
+   * batch of the rows that went in (compared as the column types compare them). A column missing or of an array
+   * type is a transient failure (the job retries at its nack pace): the table is not what the job was made for.
+   */
+  private async identifiedStatementOf(
+    client: PoolClient,
+    identity: { source: string; id: string },
+  ): Promise<{ text: string; name: string }> {
+    const types = await columnTypesOf(client, this.config);
+    const unusable = this.columns.filter((c) => types.get(c)?.array !== false);
+    if (unusable.length > 0)
+      throw new Error(
+        `table ${this.sinkName}: ${unusable.join(', ')} missing or of an array type, which dedupe table does not write`,
+      );
+    const cols = this.columns.map((_, i) => `c${i}`);
+    const colOf = (column: string) => cols[this.columns.indexOf(column)];
+    const text = `WITH e AS (
+        SELECT * FROM unnest(${this.columns.map((c, i) => `$${i + 1}::${types.get(c)!.type}[]`).join(', ')})
+          WITH ORDINALITY AS e(${cols.join(', ')}, n)),
+      put AS (
+        INSERT INTO ${qualified(this.config.table)} (${this.columns.map(quoted).join(', ')}) SELECT ${cols.join(', ')} FROM e
+        ON CONFLICT (${quoted(identity.source)}, ${quoted(identity.id)}) DO NOTHING
+        RETURNING ${quoted(identity.source)} AS s, ${quoted(identity.id)} AS i)
+      SELECT e.n FROM e JOIN put ON put.s = e.${colOf(identity.source)} AND put.i = e.${colOf(identity.id)}`;
+    return { text, name: `eventmesh_sink_${createHash('sha256').update(text).digest('hex').slice(0, 24)}` };
   }
 
   /** The ledger rows and the table rows in one statement ({@link bulk}); the keys the ledger took. */
@@ -235,14 +307,7 @@ export class TableSink implements SinkConnector {
    */
   private async bulkOf(client: PoolClient): Promise<{ text: string; name: string } | null> {
     if (this.bulk !== undefined) return this.bulk;
-    const { rows } = await client.query<{ name: string; type: string; array: boolean }>(
-      `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
-              (t.typcategory = 'A' OR a.attndims > 0) AS array
-         FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-        WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
-      [qualified(this.config.table)],
-    );
-    const types = new Map(rows.map((r) => [r.name, r]));
+    const types = await columnTypesOf(client, this.config);
     const usable = this.columns.every((c) => types.get(c)?.array === false);
     if (!usable) return (this.bulk = null);
     const cols = this.columns.map((_, i) => `c${i}`);
@@ -270,6 +335,46 @@ export class TableSink implements SinkConnector {
       name: `eventmesh_sink_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`,
     });
   }
+}
+
+/** The table's columns as Postgres has them now: each one's type, and whether it is an array. */
+async function columnTypesOf(
+  client: PoolClient,
+  config: TableConfig,
+): Promise<Map<string, { type: string; array: boolean }>> {
+  const { rows } = await client.query<{ name: string; type: string; array: boolean }>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
+            (t.typcategory = 'A' OR a.attndims > 0) AS array
+       FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
+    [qualified(config.table)],
+  );
+  return new Map(rows.map((r) => [r.name, r]));
+}
+
+/**
+ * `dedupe: table` holds only when the table has a unique index on exactly the columns of the event's source and id
+ * (valid, not partial, no expression, nothing included): with more columns in it, an event sent again with other
+ * data would be a second row; with only one of them, two sources' events of one id would be one row. Refused
+ * otherwise, before anything is written.
+ */
+async function requireIdentityIndex(
+  client: PoolClient,
+  config: TableConfig,
+  identity: { source: string; id: string },
+): Promise<void> {
+  const { rows } = await client.query(
+    `SELECT 1 FROM pg_index i
+      WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+        AND i.indexprs IS NULL AND i.indnatts = 2
+        AND ARRAY(SELECT a.attname::text FROM pg_attribute a
+                   WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) @> $2::text[]`,
+    [qualified(config.table), [identity.source, identity.id]],
+  );
+  if (rows.length === 0)
+    throw new Error(
+      `config.dedupe: table ${config.table.schema}.${config.table.table} has no unique index on exactly (${identity.source}, ${identity.id}), the columns of the event's source and id; dedupe table needs one (CREATE UNIQUE INDEX ... ON ${config.table.schema}.${config.table.table} (${identity.source}, ${identity.id}))`,
+    );
 }
 
 /**
