@@ -32,7 +32,8 @@ import {
  * - mesh -> table: the table sink job (a STREAM subscription through the SDK, a ledger row per event) against a
  *   kafkajs consumer group inserting each batch in one statement; each arm first writes 500 warm-up events (the
  *   job's stream open, the group joined), then N events are published (the same SDK publish in both), timed from
- *   the first publish until the table holds them all;
+ *   the first publish until the table holds them all; then the same with the job's `dedupe: table` (no ledger:
+ *   the table's unique index on (source, id)) against the group writing a table with that index too;
  * - outbox insert -> table row: both jobs at once, rows inserted at BENCH_PACE per second, each row's latency from
  *   its insert (clock_timestamp) to its sink row's insert (clock_timestamp), p50/p99.
  * Each comparison runs BENCH_ROUNDS rounds (default 5), the arms alternating, every round printed, and the median
