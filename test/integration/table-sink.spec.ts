@@ -416,22 +416,70 @@ describe('TableSink: writes to a real table', () => {
     it('opens only on a table with a unique index on exactly the columns of source and id', async () => {
       const refused: [string, string][] = [
         ['none', ''],
+        ['plain', ''],
         ['id_only', ', UNIQUE (event_id)'],
         ['wider', ', UNIQUE (origin, event_id, kind)'],
-        ['including', ''],
         ['partial', ''],
       ];
       for (const [name, constraint] of refused)
         await pool.query(`CREATE TABLE ${prefix}_${name} (${shape}${constraint})`);
-      await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_including (origin, event_id) INCLUDE (kind)`);
+      await pool.query(`CREATE INDEX ON ${prefix}_plain (origin, event_id)`);
       await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_partial (origin, event_id) WHERE n > 0`);
       for (const [name] of refused)
         await expect(TableSink.open(identified(`${prefix}_${name}`), pg.host)).rejects.toThrow(
           /^config\.dedupe: .* has no unique index on exactly \(origin, event_id\)/,
         );
-      // A primary key on the two, in the other order, is such an index.
+      // ON CONFLICT cannot use a deferrable one, and takes every unique index on the key as its arbiter: one
+      // deferrable beside an immediate one is refused too.
+      await pool.query(`CREATE TABLE ${prefix}_deferrable (${shape}, UNIQUE (origin, event_id) DEFERRABLE)`);
+      await pool.query(`CREATE TABLE ${prefix}_both (${shape}, UNIQUE (origin, event_id) DEFERRABLE)`);
+      await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_both (event_id, origin)`);
+      for (const name of ['deferrable', 'both'])
+        await expect(TableSink.open(identified(`${prefix}_${name}`), pg.host)).rejects.toThrow(
+          /^config\.dedupe: .* has a deferrable unique index on \(origin, event_id\)/,
+        );
+      // A primary key on the two in the other order is such an index; so is a unique one that includes more.
       await pool.query(`CREATE TABLE ${prefix}_keyed (${shape}, PRIMARY KEY (event_id, origin))`);
-      await (await TableSink.open(identified(`${prefix}_keyed`), pg.host)).close();
+      await pool.query(`CREATE TABLE ${prefix}_including (${shape})`);
+      await pool.query(`CREATE UNIQUE INDEX ON ${prefix}_including (origin, event_id) INCLUDE (kind)`);
+      for (const name of ['keyed', 'including'])
+        await (await TableSink.open(identified(`${prefix}_${name}`), pg.host)).close();
+    });
+
+    it('two events the column type sees as one (a UUID in two cases) are one row, written by the first', async () => {
+      const table = `${prefix}_uuids`;
+      await pool.query(`CREATE TABLE ${table} (origin text, event_id uuid, UNIQUE (origin, event_id))`);
+      const config = identified(table, { columns: { origin: 'source', event_id: 'id' } });
+      const sink = await TableSink.open(config, pg.host);
+      const id = 'a0eebc99-9c0b-4ef8-bb6d-6bb9bd380a11';
+      const of = (eventId: string) => new CloudEvent({ id: eventId, source: '/uuids', type: 't', data: {} });
+      try {
+        expect(await sink.put([of(id.toUpperCase()), of(id)])).toEqual([
+          { ok: true, written: true },
+          { ok: true, written: false },
+        ]);
+        expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBe(1);
+      } finally {
+        await sink.close();
+      }
+    });
+
+    it('a write after its index is gone is a transient failure the job retries, not a dead letter', async () => {
+      const table = `${prefix}_unindexed_later`;
+      await pool.query(`CREATE TABLE ${table} (${shape})`);
+      await pool.query(`CREATE UNIQUE INDEX unindexed_later_identity ON ${table} (origin, event_id)`);
+      const sink = await TableSink.open(identified(table), pg.host);
+      try {
+        expect(await sink.put(events.slice(0, 2))).toEqual(events.slice(0, 2).map(() => ({ ok: true, written: true })));
+        await pool.query(`DROP INDEX ${schema}.unindexed_later_identity`);
+        expect(await sink.put(events.slice(2, 4))).toEqual(
+          events
+            .slice(2, 4)
+            .map(() => ({ ok: false, permanent: false, reason: expect.stringMatching(/^config\.dedupe: /) })),
+        );
+      } finally {
+        await sink.close();
+      }
     });
 
     it('is refused with the field named for an upsert, a missing source or id column, and a ledger retention', () => {

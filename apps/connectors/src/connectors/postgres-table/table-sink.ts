@@ -204,7 +204,17 @@ export class TableSink implements SinkConnector {
     return this.onClient(async (client) => {
       const statement = (this.bulk ??= await this.identifiedStatementOf(client, identity));
       const values = this.columns.map((c) => unique.map((i) => valueOf(events[i], this.config.columns[c])));
-      const { rows } = await client.query<{ n: string }>({ name: statement.name, text: statement.text, values });
+      const { rows } = await client
+        .query<{ n: string }>({ name: statement.name, text: statement.text, values })
+        .catch((e: unknown) => {
+          // The index the sink opened on is gone (42P10) or was made deferrable (55000): the table is not what the
+          // job was made for, which no event of the batch is to blame for. Transient: the job retries at its nack
+          // pace and says why, where a permanent failure would dead-letter every event.
+          const code = (e as { code?: string }).code;
+          if (code !== '42P10' && code !== '55000') throw e;
+          this.bulk = undefined;
+          throw new Error(`config.dedupe: table ${this.sinkName}: ${(e as Error).message}`);
+        });
       const written = new Set(rows.map((r) => unique[Number(r.n) - 1]));
       return events.map((_, i): PutOutcome => ({ ok: true, written: written.has(i) }));
     });
@@ -213,7 +223,8 @@ export class TableSink implements SinkConnector {
   /**
    * The `dedupe: table` statement for the table as it is now: the batch as arrays (one per column, each cast to
    * its column's type), the rows inserted `ON CONFLICT DO NOTHING` on the identity columns, and the places in the
-   * batch of the rows that went in (compared as the column types compare them). A column missing or of an array
+   * batch of the rows that went in (compared as the column types compare them; two events the column type sees as
+   * one, such as a uuid's two cases, are one row, written by the first). A column missing or of an array
    * type is a transient failure (the job retries at its nack pace): the table is not what the job was made for.
    */
   private async identifiedStatementOf(
@@ -235,7 +246,8 @@ export class TableSink implements SinkConnector {
         INSERT INTO ${qualified(this.config.table)} (${this.columns.map(quoted).join(', ')}) SELECT ${cols.join(', ')} FROM e
         ON CONFLICT (${quoted(identity.source)}, ${quoted(identity.id)}) DO NOTHING
         RETURNING ${quoted(identity.source)} AS s, ${quoted(identity.id)} AS i)
-      SELECT e.n FROM e JOIN put ON put.s = e.${colOf(identity.source)} AND put.i = e.${colOf(identity.id)}`;
+      SELECT DISTINCT ON (put.s, put.i) e.n FROM e JOIN put ON put.s = e.${colOf(identity.source)} AND put.i = e.${colOf(identity.id)}
+       ORDER BY put.s, put.i, e.n`;
     return { text, name: `eventmesh_sink_${createHash('sha256').update(text).digest('hex').slice(0, 24)}` };
   }
 
@@ -353,27 +365,34 @@ async function columnTypesOf(
 }
 
 /**
- * `dedupe: table` holds only when the table has a unique index on exactly the columns of the event's source and id
- * (valid, not partial, no expression, nothing included): with more columns in it, an event sent again with other
- * data would be a second row; with only one of them, two sources' events of one id would be one row. Refused
- * otherwise, before anything is written.
+ * `dedupe: table` holds only when the table has a unique index whose key is exactly the columns of the event's
+ * source and id (valid, not partial, no expression; columns it only INCLUDEs do not count): with more columns in
+ * its key, an event sent again with other data would be a second row; with only one of them, two sources' events of
+ * one id would be one row. None of the unique indexes on that key may be deferrable: `ON CONFLICT` takes every one
+ * of them as its arbiter and refuses a deferrable one at every insert. Refused otherwise, before anything is written.
  */
 async function requireIdentityIndex(
   client: PoolClient,
   config: TableConfig,
   identity: { source: string; id: string },
 ): Promise<void> {
-  const { rows } = await client.query(
-    `SELECT 1 FROM pg_index i
+  const { rows } = await client.query<{ immediate: boolean; deferrable: boolean }>(
+    `SELECT coalesce(bool_or(i.indimmediate), false) AS immediate, coalesce(bool_or(NOT i.indimmediate), false) AS deferrable
+       FROM pg_index i
       WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-        AND i.indexprs IS NULL AND i.indnatts = 2
+        AND i.indexprs IS NULL AND i.indnkeyatts = 2
         AND ARRAY(SELECT a.attname::text FROM pg_attribute a
-                   WHERE a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)) @> $2::text[]`,
+                   WHERE a.attrelid = i.indrelid AND a.attnum IN (i.indkey[0], i.indkey[1])) @> $2::text[]`,
     [qualified(config.table), [identity.source, identity.id]],
   );
-  if (rows.length === 0)
+  const name = `${config.table.schema}.${config.table.table}`;
+  if (rows[0].deferrable)
     throw new Error(
-      `config.dedupe: table ${config.table.schema}.${config.table.table} has no unique index on exactly (${identity.source}, ${identity.id}), the columns of the event's source and id; dedupe table needs one (CREATE UNIQUE INDEX ... ON ${config.table.schema}.${config.table.table} (${identity.source}, ${identity.id}))`,
+      `config.dedupe: table ${name} has a deferrable unique index on (${identity.source}, ${identity.id}), which ON CONFLICT cannot use; dedupe table needs the index on those columns not deferrable`,
+    );
+  if (!rows[0].immediate)
+    throw new Error(
+      `config.dedupe: table ${name} has no unique index on exactly (${identity.source}, ${identity.id}), the columns of the event's source and id; dedupe table needs one (CREATE UNIQUE INDEX ... ON ${name} (${identity.source}, ${identity.id}))`,
     );
 }
 
