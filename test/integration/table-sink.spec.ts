@@ -369,6 +369,17 @@ describe('TableSink: writes to a real table', () => {
     expect(left.rows).toEqual([{ n: 15000 }]);
   });
 
+  it('an upsert whose unique key is gone is a transient failure the job retries, not a dead letter', async () => {
+    const table = `${prefix}_upsert_unkeyed_later`;
+    await pool.query(`CREATE TABLE ${table} (${shape})`);
+    await pool.query(`CREATE UNIQUE INDEX upsert_unkeyed_later_key ON ${table} (event_id)`);
+    const sink = sinkOn(table, {}, 'upsert');
+    expect(await sink.put([event(1, { n: 1 })])).toEqual([{ ok: true, written: true }]);
+    await pool.query(`DROP INDEX ${schema}.upsert_unkeyed_later_key`);
+    expect(await sink.put([event(2, { n: 2 })])).toEqual([expect.objectContaining({ ok: false, permanent: false })]);
+    await sink.close();
+  });
+
   describe('dedupe table', () => {
     const identified = (table: string, extra: Record<string, unknown> = {}) =>
       validateTableConfig({ subscriptionId: 's', connection, table, columns, dedupe: 'table', ...extra });

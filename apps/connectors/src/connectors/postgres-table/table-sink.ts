@@ -207,12 +207,10 @@ export class TableSink implements SinkConnector {
       const { rows } = await client
         .query<{ n: string }>({ name: statement.name, text: statement.text, values })
         .catch((e: unknown) => {
-          // The index the sink opened on is gone (42P10) or was made deferrable (55000): the table is not what the
-          // job was made for, which no event of the batch is to blame for. Transient: the job retries at its nack
-          // pace and says why, where a permanent failure would dead-letter every event.
+          // The index the sink opened on is gone (42P10) or was made deferrable (55000): transient ({@link
+          // isPermanent}), said as the setting it breaks.
           const code = (e as { code?: string }).code;
           if (code !== '42P10' && code !== '55000') throw e;
-          this.bulk = undefined;
           throw new Error(`config.dedupe: table ${this.sinkName}: ${(e as Error).message}`);
         });
       const written = new Set(rows.map((r) => unique[Number(r.n) - 1]));
@@ -500,11 +498,14 @@ function valueOf(event: CloudEvent<unknown>, value: ColumnValue): unknown {
 
 /**
  * A write Postgres refused for what it was sent (a value of the wrong type, a constraint, a column missing, one
- * statement updating a row twice): it fails again however often it is tried. Anything else (a dropped connection, a server restarting, a serialization
- * failure, a lock timeout) may pass the next time.
+ * statement updating a row twice): it fails again however often it is tried, and the batch goes event by event to
+ * find the event to dead-letter. Anything else (a dropped connection, a server restarting, a serialization failure,
+ * a lock timeout) may pass the next time. So may an `ON CONFLICT` that no unique index matches (42P10: the upsert
+ * key's or dedupe's index dropped since the job opened) or cannot use (55000: made deferrable): no event is to
+ * blame, and counted permanent it would dead-letter every one.
  */
 export function isPermanent(e: unknown): boolean {
   const code = (e as { code?: unknown }).code;
-  if (typeof code !== 'string' || code.length !== 5) return false;
+  if (typeof code !== 'string' || code.length !== 5 || code === '42P10') return false;
   return ['21', '22', '23', '42', '2B', '44'].includes(code.slice(0, 2));
 }
