@@ -1,7 +1,8 @@
 import { CloudEvent } from 'cloudevents';
 import { Pool, PoolClient } from 'pg';
 import { validateTableConfig } from '../../apps/connectors/src/connectors/postgres-table/table-config';
-import { ledgerKeyOf, TableSink } from '../../apps/connectors/src/connectors/postgres-table/table-sink';
+import { ledgerKeyOf } from '../../apps/connectors/src/connectors/postgres-table/ledger';
+import { TableSink } from '../../apps/connectors/src/connectors/postgres-table/table-sink';
 import { testConfig } from '../support/env';
 
 /**

@@ -1,15 +1,15 @@
 import type { CloudEvent } from '@eventmesh/client';
-import { createHash, hash } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import type { Pool, PoolClient } from 'pg';
 import type { PutOutcome, SinkConnector } from '../../spi';
 import { createLogger } from '@libs/logging';
 import { poolFor, qualified, quoted } from '../config-fields';
+import { createLedger, LEDGER, ledgerKeyOf } from './ledger';
+import { columnTypesOf, requireIdentityIndex } from './table-catalog';
 import type { ColumnValue, TableConfig } from './table-config';
 
 const log = createLogger('TableSink');
 
-/** The ledger of applied events, beside the target table (same database, same statement as the rows). */
-const LEDGER = 'eventmesh_sink_ledger';
 /** How often a sink with a ledger retention deletes its rows past it, the first time this long after it opens. */
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
 const PRUNE_FIRST_MS = 60 * 1000;
@@ -161,10 +161,8 @@ export class TableSink implements SinkConnector {
 
   private async write(events: CloudEvent<unknown>[]): Promise<PutOutcome[]> {
     if (this.identity) return this.writeIdentified(events, this.identity);
-    // The same event twice in one batch is written once: the first of each key goes to the database.
     const keys = events.map((e) => ledgerKeyOf(this.sinkName, e));
-    const firstOf = new Map<string, number>();
-    keys.forEach((k, i) => firstOf.has(k) || firstOf.set(k, i));
+    const firstOf = firstOfEach(keys);
     const unique = [...firstOf.values()].map((i) => events[i]);
     const uniqueKeys = [...firstOf.keys()];
     return this.onClient(async (client) => {
@@ -197,10 +195,7 @@ export class TableSink implements SinkConnector {
     events: CloudEvent<unknown>[],
     identity: { source: string; id: string },
   ): Promise<PutOutcome[]> {
-    const keys = events.map((e) => JSON.stringify([e.source, e.id]));
-    const firstOf = new Map<string, number>();
-    keys.forEach((k, i) => firstOf.has(k) || firstOf.set(k, i));
-    const unique = [...firstOf.values()];
+    const unique = [...firstOfEach(events.map((e) => JSON.stringify([e.source, e.id]))).values()];
     return this.onClient(async (client) => {
       const statement = (this.bulk ??= await this.identifiedStatementOf(client, identity));
       const values = this.columns.map((c) => unique.map((i) => valueOf(events[i], this.config.columns[c])));
@@ -246,7 +241,7 @@ export class TableSink implements SinkConnector {
         RETURNING ${quoted(identity.source)} AS s, ${quoted(identity.id)} AS i)
       SELECT DISTINCT ON (put.s, put.i) e.n FROM e JOIN put ON put.s = e.${colOf(identity.source)} AND put.i = e.${colOf(identity.id)}
        ORDER BY put.s, put.i, e.n`;
-    return { text, name: `eventmesh_sink_${createHash('sha256').update(text).digest('hex').slice(0, 24)}` };
+    return prepared(text);
   }
 
   /** The ledger rows and the table rows in one statement ({@link bulk}); the keys the ledger took. */
@@ -339,69 +334,23 @@ export class TableSink implements SinkConnector {
       put AS (
         INSERT INTO ${qualified(this.config.table)} (${this.columns.map(quoted).join(', ')}) ${rowsOf}${this.upsert})
       SELECT key FROM taken`;
-    // Prepared statements are per connection and by name: a name per text, so a changed table gets a new one.
-    return (this.bulk = {
-      text,
-      name: `eventmesh_sink_${createHash('sha256').update(text).digest('hex').slice(0, 24)}`,
-    });
+    return (this.bulk = prepared(text));
   }
 }
 
-/** The table's columns as Postgres has them now: each one's type, and whether it is an array. */
-async function columnTypesOf(
-  client: PoolClient,
-  config: TableConfig,
-): Promise<Map<string, { type: string; array: boolean }>> {
-  const { rows } = await client.query<{ name: string; type: string; array: boolean }>(
-    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
-            (t.typcategory = 'A' OR a.attndims > 0) AS array
-       FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
-      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
-    [qualified(config.table)],
-  );
-  return new Map(rows.map((r) => [r.name, r]));
+/**
+ * A statement to prepare, named by its text: prepared statements are per connection and by name, so a changed
+ * table (another text) gets a new one.
+ */
+function prepared(text: string): { text: string; name: string } {
+  return { text, name: `eventmesh_sink_${createHash('sha256').update(text).digest('hex').slice(0, 24)}` };
 }
 
-/**
- * `dedupe: table` holds only when the table has a unique index whose key is exactly the columns of the event's
- * source and id (valid, not partial, no expression; columns it only INCLUDEs do not count): with more columns in
- * its key, an event sent again with other data would be a second row; with only one of them, two sources' events of
- * one id would be one row. None of the unique indexes on that key may be deferrable: `ON CONFLICT` takes every one
- * of them as its arbiter and refuses a deferrable one at every insert. Refused otherwise, before anything is written.
- */
-async function requireIdentityIndex(
-  client: PoolClient,
-  config: TableConfig,
-  identity: { source: string; id: string },
-): Promise<void> {
-  const { rows } = await client.query<{ immediate: boolean; deferrable: boolean }>(
-    `SELECT coalesce(bool_or(i.indimmediate), false) AS immediate, coalesce(bool_or(NOT i.indimmediate), false) AS deferrable
-       FROM pg_index i
-      WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
-        AND i.indexprs IS NULL AND i.indnkeyatts = 2
-        AND ARRAY(SELECT a.attname::text FROM pg_attribute a
-                   WHERE a.attrelid = i.indrelid AND a.attnum IN (i.indkey[0], i.indkey[1])) @> $2::text[]`,
-    [qualified(config.table), [identity.source, identity.id]],
-  );
-  const name = `${config.table.schema}.${config.table.table}`;
-  if (rows[0].deferrable)
-    throw new Error(
-      `config.dedupe: table ${name} has a deferrable unique index on (${identity.source}, ${identity.id}), which ON CONFLICT cannot use; dedupe table needs the index on those columns not deferrable`,
-    );
-  if (!rows[0].immediate)
-    throw new Error(
-      `config.dedupe: table ${name} has no unique index on exactly (${identity.source}, ${identity.id}), the columns of the event's source and id; dedupe table needs one (CREATE UNIQUE INDEX ... ON ${name} (${identity.source}, ${identity.id}))`,
-    );
-}
-
-/**
- * An event's key in the ledger: the first 128 bits of SHA-256 over its sink, source and id (as a JSON array, so no
- * two triples share a text), as a UUID. One fixed-width column indexes in a fraction of the time three texts
- * compared by collation take.
- */
-export function ledgerKeyOf(sink: string, event: { source: string; id: string }): string {
-  const h = hash('sha256', JSON.stringify([sink, event.source, event.id]), 'hex');
-  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+/** Each key's first place in `keys`: the same event twice in one batch is written once, by its first. */
+function firstOfEach(keys: string[]): Map<string, number> {
+  const first = new Map<string, number>();
+  keys.forEach((k, i) => first.has(k) || first.set(k, i));
+  return first;
 }
 
 /** The last of each key's items, in the order of those last items; an item without a key is kept as it is. */
@@ -413,75 +362,6 @@ function lastOfEachKey<T>(items: T[], keyOf: (item: T) => string | undefined): T
     last.set(key, item);
   }
   return [...last.values()];
-}
-
-/**
- * The ledger beside the tables of `schema`, made once under a lock (replicas open sinks at once). A ledger of the
- * layout before this one (`eventmesh_applied_events`, keyed by the three texts) is copied in with the same keys
- * ({@link ledgerKeyOf}, computed by Postgres over the same JSON text), so an event applied under it still writes
- * nothing; replicas of that earlier version must be stopped first (they write only to the earlier table).
- */
-async function createLedger(client: PoolClient, schema: string, pruned: boolean): Promise<void> {
-  await client.query('BEGIN');
-  try {
-    await client.query('SELECT pg_advisory_xact_lock(hashtext($1))', [`eventmesh-sink-ledger:${schema}`]);
-    await client.query(
-      `CREATE TABLE IF NOT EXISTS ${quoted(schema)}.${LEDGER} (
-         key uuid PRIMARY KEY, sink text NOT NULL, source text NOT NULL, id text NOT NULL,
-         applied_at timestamptz NOT NULL DEFAULT now())`,
-    );
-    if (pruned) await createPruneIndex(client, schema);
-    if (await exists(client, `${quoted(schema)}.${EARLIER_LEDGER}`))
-      await client.query(
-        `INSERT INTO ${quoted(schema)}.${LEDGER} (key, sink, source, id, applied_at)
-         SELECT ${sqlLedgerKeyOf('sink', 'source', 'id')}, sink, source, id, applied_at
-           FROM ${quoted(schema)}.${EARLIER_LEDGER}
-         ON CONFLICT DO NOTHING`,
-      );
-    await client.query('COMMIT');
-  } catch (e) {
-    await client.query('ROLLBACK').catch(() => undefined);
-    throw e;
-  }
-}
-
-/**
- * What a prune reads by, made by the first sink with a retention (an index only schemas with a pruning sink pay
- * for), by sink first, so a prune reads its own sink's old rows and not those of sinks that keep theirs. Looked up
- * first: CREATE INDEX locks the table and needs its owner even when the index exists. Made inside the ledger's
- * setup transaction, the first build holds the sinks' writes to the schema's ledger until it is done (once). A role
- * that does not own the ledger makes none, and its prunes read the whole ledger.
- */
-async function createPruneIndex(client: PoolClient, schema: string): Promise<void> {
-  const index = `${LEDGER}_sink_applied_at`;
-  if (await exists(client, `${quoted(schema)}.${index}`)) return;
-  await client.query('SAVEPOINT index');
-  try {
-    await client.query(`CREATE INDEX IF NOT EXISTS ${index} ON ${quoted(schema)}.${LEDGER} (sink, applied_at)`);
-    await client.query('RELEASE SAVEPOINT index');
-  } catch (e) {
-    if ((e as { code?: string }).code !== '42501') throw e;
-    await client.query('ROLLBACK TO SAVEPOINT index');
-    log.warn({ schema, error: (e as Error).message }, "the sink's ledger has no index for its prunes");
-  }
-}
-
-/** Whether a table or index of that (quoted, qualified) name exists. */
-async function exists(client: PoolClient, name: string): Promise<boolean> {
-  const { rows } = await client.query<{ found: string | null }>(`SELECT to_regclass($1)::text AS found`, [name]);
-  return rows[0].found !== null;
-}
-
-/** The ledger of the layout before this one, read once by {@link createLedger}. */
-const EARLIER_LEDGER = 'eventmesh_applied_events';
-
-/**
- * {@link ledgerKeyOf} in SQL over three text expressions: `to_json` of a text writes what `JSON.stringify` of a
- * string does (quotes, backslashes and control characters escaped alike, other characters as they are).
- */
-export function sqlLedgerKeyOf(sink: string, source: string, id: string): string {
-  const json = `'[' || to_json(${sink}::text)::text || ',' || to_json(${source}::text)::text || ',' || to_json(${id}::text)::text || ']'`;
-  return `encode(substr(sha256(convert_to(${json}, 'UTF8')), 1, 16), 'hex')::uuid`;
 }
 
 function valueOf(event: CloudEvent<unknown>, value: ColumnValue): unknown {

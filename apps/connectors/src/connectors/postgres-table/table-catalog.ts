@@ -1,0 +1,52 @@
+import type { PoolClient } from 'pg';
+import { qualified } from '../config-fields';
+import type { TableConfig } from './table-config';
+
+// What the table sink reads of its target table in the catalog.
+
+/** The table's columns as Postgres has them now: each one's type, and whether it is an array. */
+export async function columnTypesOf(
+  client: PoolClient,
+  config: TableConfig,
+): Promise<Map<string, { type: string; array: boolean }>> {
+  const { rows } = await client.query<{ name: string; type: string; array: boolean }>(
+    `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
+            (t.typcategory = 'A' OR a.attndims > 0) AS array
+       FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+      WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
+    [qualified(config.table)],
+  );
+  return new Map(rows.map((r) => [r.name, r]));
+}
+
+/**
+ * `dedupe: table` holds only when the table has a unique index whose key is exactly the columns of the event's
+ * source and id (valid, not partial, no expression; columns it only INCLUDEs do not count): with more columns in
+ * its key, an event sent again with other data would be a second row; with only one of them, two sources' events of
+ * one id would be one row. None of the unique indexes on that key may be deferrable: `ON CONFLICT` takes every one
+ * of them as its arbiter and refuses a deferrable one at every insert. Refused otherwise, before anything is written.
+ */
+export async function requireIdentityIndex(
+  client: PoolClient,
+  config: TableConfig,
+  identity: { source: string; id: string },
+): Promise<void> {
+  const { rows } = await client.query<{ immediate: boolean; deferrable: boolean }>(
+    `SELECT coalesce(bool_or(i.indimmediate), false) AS immediate, coalesce(bool_or(NOT i.indimmediate), false) AS deferrable
+       FROM pg_index i
+      WHERE i.indrelid = to_regclass($1) AND i.indisunique AND i.indisvalid AND i.indpred IS NULL
+        AND i.indexprs IS NULL AND i.indnkeyatts = 2
+        AND ARRAY(SELECT a.attname::text FROM pg_attribute a
+                   WHERE a.attrelid = i.indrelid AND a.attnum IN (i.indkey[0], i.indkey[1])) @> $2::text[]`,
+    [qualified(config.table), [identity.source, identity.id]],
+  );
+  const name = `${config.table.schema}.${config.table.table}`;
+  if (rows[0].deferrable)
+    throw new Error(
+      `config.dedupe: table ${name} has a deferrable unique index on (${identity.source}, ${identity.id}), which ON CONFLICT cannot use; dedupe table needs the index on those columns not deferrable`,
+    );
+  if (!rows[0].immediate)
+    throw new Error(
+      `config.dedupe: table ${name} has no unique index on exactly (${identity.source}, ${identity.id}), the columns of the event's source and id; dedupe table needs one (CREATE UNIQUE INDEX ... ON ${name} (${identity.source}, ${identity.id}))`,
+    );
+}
