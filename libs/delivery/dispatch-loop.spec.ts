@@ -145,10 +145,13 @@ class FakeSender {
   readonly tried: string[] = [];
   /** The abort signal each event's latest attempt was given. */
   readonly signals = new Map<string, AbortSignal | undefined>();
+  /** Events whose attempt was given a signal already aborted (a real send fails at once). */
+  readonly abortedAtStart: string[] = [];
   async send(target: { sink: string }, f: EventFrame, messageId: string, signal?: AbortSignal): Promise<WebhookResult> {
     const sink = target.sink;
     this.tried.push(f.id);
     this.signals.set(f.id, signal);
+    if (signal?.aborted) this.abortedAtStart.push(f.id);
     this.times.set(f.id, [...(this.times.get(f.id) ?? []), Date.now()]);
     if (this.holding.has(sink)) {
       await new Promise<void>((resolve) => {
@@ -1058,6 +1061,53 @@ describe('DispatchLoop gate', () => {
       for (const release of sender.held.values()) release();
       abort.abort();
       await running;
+    }
+  });
+
+  it('gives the sends of a gate opened again a live signal at once, not after its next watch', async () => {
+    // Only the gate's watch (an interval) is faked: it runs when the test says, so the reopened gate's first
+    // sends come before any watch would have renewed the signal.
+    jest.useFakeTimers({
+      doNotFake: [
+        'Date',
+        'hrtime',
+        'nextTick',
+        'performance',
+        'queueMicrotask',
+        'setImmediate',
+        'clearImmediate',
+        'setTimeout',
+        'clearTimeout',
+      ],
+    });
+    let open = true;
+    const { log, sender, loop } = setup([subscription('sub-1')], 1000, 100, {}, () => open);
+    log.append(0, frame(0));
+    sender.holding.add('http://sub-1');
+    const abort = new AbortController();
+    const running = loop.run(abort.signal, Date.now() + 10000, () => undefined);
+    const until = (what: string, done: () => boolean) => waitFor(what, done, { timeoutMs: 5000, intervalMs: 5 });
+    try {
+      await until('the send of e-0, held by the sink', () => sender.held.has('e-0'));
+      open = false;
+      jest.advanceTimersByTime(100);
+      expect(sender.signals.get('e-0')!.aborted).toBe(true);
+      sender.holding.clear();
+      for (const release of sender.held.values()) release();
+      log.append(0, frame(1));
+      open = true;
+      await until(
+        'e-1 delivered, or a send given an aborted signal',
+        () => sender.idsFor('http://sub-1').includes('e-1') || sender.abortedAtStart.length > 0,
+      );
+      expect(sender.abortedAtStart).toEqual([]);
+      expect(sender.idsFor('http://sub-1')).toContain('e-1');
+    } finally {
+      open = true;
+      for (const release of sender.held.values()) release();
+      abort.abort();
+      await running;
+      jest.useRealTimers();
     }
   });
 });

@@ -67,7 +67,7 @@ export class DispatchLoop implements ObservedLoop {
       progress: this.progress,
       breakers: this.breakers,
       gateOpen: () => this.gateOpen(),
-      gateSignal: () => this.gateClosed.signal,
+      gateSignal: () => this.watchGate(),
       noteFenced: (e) => this.noteFenced(e),
       wake: () => this.wake(),
     };
@@ -83,11 +83,16 @@ export class DispatchLoop implements ObservedLoop {
     return !this.fencedBy && (this.deps.gate?.() ?? true);
   }
 
-  /** Aborts the sends in flight when the gate shuts; a fresh signal when it opens again. */
-  private watchGate(): void {
+  /**
+   * The gate's signal as the gate is now: aborted (with the sends in flight) when it shuts, a fresh one when it has
+   * opened again. Read by each send as well as every {@link GATE_WATCH_MS}, so a send of a gate opened again never
+   * starts with the signal of its closing.
+   */
+  private watchGate(): AbortSignal {
     const open = this.gateOpen();
     if (!open && !this.gateClosed.signal.aborted) this.gateClosed.abort();
     else if (open && this.gateClosed.signal.aborted) this.gateClosed = new AbortController();
+    return this.gateClosed.signal;
   }
 
   /** A stale-epoch refusal stops every lane; other errors are the caller's. */
