@@ -4,15 +4,23 @@ import type { TableConfig } from './table-config';
 
 // What the table sink reads of its target table in the catalog.
 
-/** The table's columns as Postgres has them now: each one's type, and whether it is an array. */
+/**
+ * The table's columns as Postgres has them now: each one's type, whether it is an array, and whether it keeps a
+ * string exactly as sent and compares it by its characters (`text` or `varchar` without a length, under a
+ * deterministic collation): what such a column returns is the string the event had, and two strings are one value
+ * only when they are equal.
+ */
 export async function columnTypesOf(
   client: PoolClient,
   config: TableConfig,
-): Promise<Map<string, { type: string; array: boolean }>> {
-  const { rows } = await client.query<{ name: string; type: string; array: boolean }>(
+): Promise<Map<string, { type: string; array: boolean; exact: boolean }>> {
+  const { rows } = await client.query<{ name: string; type: string; array: boolean; exact: boolean }>(
     `SELECT a.attname AS name, format_type(a.atttypid, a.atttypmod) AS type,
-            (t.typcategory = 'A' OR a.attndims > 0) AS array
+            (t.typcategory = 'A' OR a.attndims > 0) AS array,
+            (a.atttypid IN ('text'::regtype, 'varchar'::regtype) AND a.atttypmod < 0
+              AND coalesce(c.collisdeterministic, true)) AS exact
        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid
+       LEFT JOIN pg_collation c ON c.oid = a.attcollation
       WHERE a.attrelid = to_regclass($1) AND a.attnum > 0 AND NOT a.attisdropped`,
     [qualified(config.table)],
   );
