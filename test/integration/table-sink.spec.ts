@@ -139,7 +139,7 @@ describe('TableSink: writes to a real table', () => {
     }
     expect(sent.get(`${prefix}_bulk`)).toEqual([
       expect.stringContaining(
-        'unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamp with time zone[], $9::integer[], $10::numeric(10,2)[], $11::jsonb[], $12::boolean[], $13::character varying(40)[])',
+        'unnest($2::uuid[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[], $8::timestamp with time zone[], $9::integer[], $10::numeric[], $11::jsonb[], $12::boolean[], $13::character varying[])',
       ),
       expect.stringContaining('unnest('),
     ]);
@@ -154,6 +154,41 @@ describe('TableSink: writes to a real table', () => {
     const notes = new Map(rows.map((r: { event_id: string; note: string | null }) => [r.event_id, r.note]));
     events.forEach((e, i) => expect(notes.get(e.id)).toBe(awkward[i % awkward.length] ?? null));
     await Promise.all([bulk.close(), listed.close()]);
+  });
+
+  it('refuses a value too long for its column on every path, as an insert does, and writes the rest: never cut to fit', async () => {
+    const tooLong = event(950, { note: 'x'.repeat(41) });
+    const fits = event(951, { note: 'y'.repeat(40) });
+    await pool.query(`CREATE TABLE ${prefix}_long_bulk (${shape})`);
+    await pool.query(`CREATE TABLE ${prefix}_long_listed (${shape}, tags text[])`);
+    await pool.query(`CREATE TABLE ${prefix}_long_identified (${shape}, UNIQUE (origin, event_id))`);
+    const sinks: [string, TableSink][] = [
+      [`${prefix}_long_bulk`, sinkOn(`${prefix}_long_bulk`)],
+      [`${prefix}_long_listed`, sinkOn(`${prefix}_long_listed`, { tags: 'data.tags' })],
+      [
+        `${prefix}_long_identified`,
+        await TableSink.open(
+          validateTableConfig({
+            subscriptionId: 's',
+            connection,
+            table: `${prefix}_long_identified`,
+            columns,
+            dedupe: 'table',
+          }),
+          pg.host,
+        ),
+      ],
+    ];
+    for (const [table, sink] of sinks) {
+      expect(await sink.put([tooLong, fits])).toEqual([
+        { ok: false, permanent: true, reason: expect.stringMatching(/too long for type character varying\(40\)/) },
+        { ok: true, written: true },
+      ]);
+      expect((await rowsOf(table)).map((r: { event_id: string; note: string }) => [r.event_id, r.note])).toEqual([
+        [fits.id, fits.data!.note],
+      ]);
+      await sink.close();
+    }
   });
 
   it('upserts by the key through unnest: a later event with the same key replaces the row', async () => {

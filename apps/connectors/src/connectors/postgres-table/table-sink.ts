@@ -40,7 +40,7 @@ export class TableSink implements SinkConnector {
   private readonly upsert: string;
   /**
    * The batch's statement with one array parameter per column (`unnest`), each cast to its column's type as the
-   * table has it: one statement text whatever the batch, prepared once per connection, where a VALUES list has a
+   * table has it, without the length or precision, which the insert applies ({@link columnTypesOf}): one statement text whatever the batch, prepared once per connection, where a VALUES list has a
    * parameter per value and a text per batch size (Postgres parses and plans each). Learned at the first write and
    * again after a write Postgres refused (the table may have changed); null when a column is missing or is an array
    * (unnest would flatten it), which take a transaction of two statements, the rows as a VALUES list.
@@ -221,7 +221,7 @@ export class TableSink implements SinkConnector {
 
   /**
    * The `dedupe: table` statement for the table as it is now: the batch as arrays (one per column, each cast to
-   * its column's type), the rows inserted `ON CONFLICT DO NOTHING` on the identity columns, and which of the batch's
+   * its column's type without the length or precision), the rows inserted `ON CONFLICT DO NOTHING` on the identity columns, and which of the batch's
    * events went in. When both identity columns are exact ({@link columnTypesOf}), the rows returned are the events'
    * own (source, id), matched in the sink; otherwise the statement joins them back to the events' places in the batch
    * as the column types compare them (two events the column type sees as one, such as a uuid's two cases, are one
