@@ -191,6 +191,56 @@ describe('TableSink: writes to a real table', () => {
     }
   });
 
+  it('writes an array column as arrays through the VALUES list, with the ledger and with dedupe table, and a batch past the parameter limit in parts', async () => {
+    const tagsOf = ['a', 'b,c', 'quote " and \\ backslash', '{x}', 'NULL', 'é ☃'];
+    const tagged = [
+      event(960, { tags: tagsOf }),
+      event(961, { tags: [] }),
+      event(962, { tags: null }),
+      event(963, { n: 1 }),
+    ];
+    await pool.query(`CREATE TABLE ${prefix}_tags_ledger (${shape}, tags text[])`);
+    await pool.query(`CREATE TABLE ${prefix}_tags_identified (${shape}, tags text[], UNIQUE (origin, event_id))`);
+    const identifiedSink = await TableSink.open(
+      validateTableConfig({
+        subscriptionId: 's',
+        connection,
+        table: `${prefix}_tags_identified`,
+        columns: { ...columns, tags: 'data.tags' },
+        dedupe: 'table',
+      }),
+      pg.host,
+    );
+    const sinks: [string, TableSink][] = [
+      [`${prefix}_tags_ledger`, sinkOn(`${prefix}_tags_ledger`, { tags: 'data.tags' })],
+      [`${prefix}_tags_identified`, identifiedSink],
+    ];
+    try {
+      for (const [table, sink] of sinks) {
+        expect(await sink.put(tagged)).toEqual(tagged.map(() => ({ ok: true, written: true })));
+        expect(await sink.put(tagged)).toEqual(tagged.map(() => ({ ok: true, written: false })));
+        const { rows } = await pool.query<{ event_id: string; tags: string[] | null }>(
+          `SELECT event_id, tags FROM ${table} ORDER BY event_id`,
+        );
+        expect(rows).toEqual([
+          { event_id: 'e-960', tags: tagsOf },
+          { event_id: 'e-961', tags: [] },
+          { event_id: 'e-962', tags: null },
+          { event_id: 'e-963', tags: null },
+        ]);
+      }
+      // 10 columns: a VALUES list of 7,000 rows would be 70,000 parameters, past the 65,535 a statement takes.
+      const many = Array.from({ length: 7000 }, (_, i) => event(10000 + i, { tags: [String(i)] }));
+      const outcomes = await identifiedSink.put(many);
+      expect(outcomes.filter((o) => o.ok && o.written)).toHaveLength(many.length);
+      expect((await pool.query(`SELECT count(*)::int AS n FROM ${prefix}_tags_identified`)).rows[0].n).toBe(
+        tagged.length + many.length,
+      );
+    } finally {
+      for (const [, sink] of sinks) await sink.close();
+    }
+  });
+
   it('upserts by the key through unnest: a later event with the same key replaces the row', async () => {
     const sink = sinkOn(`${prefix}_upsert`, {}, 'upsert');
     await sink.put([event(1, { n: 1, note: 'first' })]);

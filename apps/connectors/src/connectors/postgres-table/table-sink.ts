@@ -13,6 +13,8 @@ const log = createLogger('TableSink');
 /** How often a sink with a ledger retention deletes its rows past it, the first time this long after it opens. */
 const PRUNE_EVERY_MS = 10 * 60 * 1000;
 const PRUNE_FIRST_MS = 60 * 1000;
+/** The parameters one statement takes at most (the protocol's count is 16 bits). */
+const MAX_PARAMETERS = 65535;
 /** Ledger rows one prune statement deletes at most. */
 const PRUNE_CHUNK = 10000;
 
@@ -45,7 +47,11 @@ export class TableSink implements SinkConnector {
    * again after a write Postgres refused (the table may have changed); null when a column is missing or is an array
    * (unnest would flatten it), which take a transaction of two statements, the rows as a VALUES list.
    */
-  private bulk: { text: string; name: string; byValue?: boolean } | null | undefined;
+  private bulk: { text: string; name: string } | null | undefined;
+  /** `dedupe: table`: the statement for the table as it is now, learned as {@link bulk} is. */
+  private identified?: IdentifiedStatement;
+  /** The columns that are arrays, learned with the statement: their values go as arrays, not as JSON text. */
+  private arrayColumns = new Set<string>();
   /** With a ledger retention: the timer of the periodic prune, and the prune running. */
   private pruneTimer?: NodeJS.Timeout;
   private pruning?: Promise<number>;
@@ -138,6 +144,14 @@ export class TableSink implements SinkConnector {
   }
 
   async put(events: CloudEvent<unknown>[]): Promise<PutOutcome[]> {
+    // A VALUES list has a parameter per value, and a statement takes at most MAX_PARAMETERS: a larger batch is
+    // written in parts, in order, each its own statement.
+    const most = Math.floor(MAX_PARAMETERS / this.columns.length);
+    if (events.length > most) {
+      const outcomes: PutOutcome[] = [];
+      for (let i = 0; i < events.length; i += most) outcomes.push(...(await this.put(events.slice(i, i + most))));
+      return outcomes;
+    }
     try {
       return await this.write(events);
     } catch (e) {
@@ -180,7 +194,7 @@ export class TableSink implements SinkConnector {
     try {
       return await write(client);
     } catch (e) {
-      if (isPermanent(e)) this.bulk = undefined;
+      if (isPermanent(e)) this.bulk = this.identified = undefined;
       throw e;
     } finally {
       client.release();
@@ -198,10 +212,10 @@ export class TableSink implements SinkConnector {
     const firstOf = firstOfEach(events.map((e) => JSON.stringify([e.source, e.id])));
     const unique = [...firstOf.values()];
     return this.onClient(async (client) => {
-      const statement = (this.bulk ??= await this.identifiedStatementOf(client, identity));
-      const values = this.columns.map((c) => unique.map((i) => valueOf(events[i], this.config.columns[c])));
-      const { rows } = await client
-        .query<string[]>({ name: statement.name, text: statement.text, values, rowMode: 'array' })
+      const statement = (this.identified ??= await this.identifiedStatementOf(client, identity));
+      const rows = unique.map((i) => this.columns.map((c) => this.valueIn(events[i], c)));
+      const { rows: returned } = await client
+        .query<string[]>({ ...statement.of(rows), rowMode: 'array' })
         .catch((e: unknown) => {
           // The index the sink opened on is gone (42P10) or was made deferrable (55000): transient ({@link
           // isPermanent}), said as the setting it breaks.
@@ -212,53 +226,63 @@ export class TableSink implements SinkConnector {
       // Exact columns return the event's own (source, id); the others the event's place in the batch.
       const written = new Set(
         statement.byValue
-          ? rows.map(([s, i]) => firstOf.get(JSON.stringify([s, i])))
-          : rows.map(([n]) => unique[Number(n) - 1]),
+          ? returned.map(([s, i]) => firstOf.get(JSON.stringify([s, i])))
+          : returned.map(([n]) => unique[Number(n) - 1]),
       );
       return events.map((_, i): PutOutcome => ({ ok: true, written: written.has(i) }));
     });
   }
 
   /**
-   * The `dedupe: table` statement for the table as it is now: the batch as arrays (one per column, each cast to
-   * its column's type without the length or precision), the rows inserted `ON CONFLICT DO NOTHING` on the identity columns, and which of the batch's
-   * events went in. When both identity columns are exact ({@link columnTypesOf}), the rows returned are the events'
-   * own (source, id), matched in the sink; otherwise the statement joins them back to the events' places in the batch
-   * as the column types compare them (two events the column type sees as one, such as a uuid's two cases, are one
-   * row, written by the first), which costs Postgres about a third more per row. A column missing or of an array
-   * type is a transient failure (the job retries at its nack pace): the table is not what the job was made for.
+   * The `dedupe: table` statement for the table as it is now: the batch's rows, each value cast to its column's
+   * type without the length or precision (the insert applies them), inserted `ON CONFLICT DO NOTHING` on the
+   * identity columns, and which of the batch's events went in. The rows go as arrays, one per column (`unnest`: one
+   * statement text, prepared once per connection), or, when a column is itself an array (which `unnest` would
+   * flatten), as a VALUES list (a text per batch size). When both identity columns are exact ({@link
+   * columnTypesOf}), the rows returned are the events' own (source, id), matched in the sink; otherwise the statement
+   * joins them back to the events' places in the batch as the column types compare them (two events the column type
+   * sees as one, such as a uuid's two cases, are one row, written by the first), which costs Postgres about a third
+   * more per row. A column missing is a transient failure (the job retries at its nack pace): the table is not what
+   * the job was made for.
    */
   private async identifiedStatementOf(
     client: PoolClient,
     identity: { source: string; id: string },
-  ): Promise<{ text: string; name: string; byValue: boolean }> {
+  ): Promise<IdentifiedStatement> {
     const types = await columnTypesOf(client, this.config);
-    const unusable = this.columns.filter((c) => types.get(c)?.array !== false);
-    if (unusable.length > 0)
-      throw new Error(
-        `table ${this.sinkName}: ${unusable.join(', ')} missing or of an array type, which dedupe table does not write`,
-      );
+    this.arrayColumns = new Set(this.columns.filter((c) => types.get(c)?.array));
+    const missing = this.columns.filter((c) => !types.has(c));
+    if (missing.length > 0) throw new Error(`table ${this.sinkName}: ${missing.join(', ')} missing`);
+    const typeOf = (c: string) => types.get(c)!.type;
+    const listed = this.columns.some((c) => types.get(c)!.array);
     const cols = this.columns.map((_, i) => `c${i}`);
     const colOf = (column: string) => cols[this.columns.indexOf(column)];
-    const arrays = this.columns.map((c, i) => `$${i + 1}::${types.get(c)!.type}[]`).join(', ');
     const insert = `INSERT INTO ${qualified(this.config.table)} (${this.columns.map(quoted).join(', ')})`;
     const conflict = `ON CONFLICT (${quoted(identity.source)}, ${quoted(identity.id)}) DO NOTHING`;
-    if (types.get(identity.source)!.exact && types.get(identity.id)!.exact)
-      return {
-        ...prepared(
-          `${insert} SELECT * FROM unnest(${arrays}) ${conflict} RETURNING ${quoted(identity.source)}, ${quoted(identity.id)}`,
-        ),
-        byValue: true,
-      };
-    const text = `WITH e AS (
-        SELECT * FROM unnest(${arrays}) WITH ORDINALITY AS e(${cols.join(', ')}, n)),
+    const byValue = types.get(identity.source)!.exact && types.get(identity.id)!.exact;
+    // The batch as rows of cast values with their place in it (`n`, from 1): arrays and `unnest`, or a VALUES list.
+    const arrays = this.columns.map((c, i) => `$${i + 1}::${typeOf(c)}[]`).join(', ');
+    const valuesList = (rows: unknown[][]) =>
+      rows
+        .map(
+          (_, r) => `(${this.columns.map((c, i) => `$${r * cols.length + i + 1}::${typeOf(c)}`).join(', ')}, ${r + 1})`,
+        )
+        .join(', ');
+    const text = (source: string) =>
+      byValue
+        ? `${insert} SELECT ${cols.join(', ')} FROM ${source} ${conflict} RETURNING ${quoted(identity.source)}, ${quoted(identity.id)}`
+        : `WITH e AS (SELECT * FROM ${source}),
       put AS (
         ${insert} SELECT ${cols.join(', ')} FROM e
         ${conflict}
         RETURNING ${quoted(identity.source)} AS s, ${quoted(identity.id)} AS i)
       SELECT DISTINCT ON (put.s, put.i) e.n FROM e JOIN put ON put.s = e.${colOf(identity.source)} AND put.i = e.${colOf(identity.id)}
        ORDER BY put.s, put.i, e.n`;
-    return { ...prepared(text), byValue: false };
+    const rowsAs = `AS e(${cols.join(', ')}, n)`;
+    if (listed)
+      return { byValue, of: (rows) => ({ text: text(`(VALUES ${valuesList(rows)}) ${rowsAs}`), values: rows.flat() }) };
+    const bulk = prepared(text(`unnest(${arrays}) WITH ORDINALITY ${rowsAs}`));
+    return { byValue, of: (rows) => ({ ...bulk, values: this.columns.map((_, i) => rows.map((row) => row[i])) }) };
   }
 
   /** The ledger rows and the table rows in one statement ({@link bulk}); the keys the ledger took. */
@@ -270,7 +294,7 @@ export class TableSink implements SinkConnector {
   ): Promise<Set<string>> {
     const values = [
       ...this.ledgerParams(events, keys),
-      ...this.columns.map((c) => events.map((e) => valueOf(e, this.config.columns[c]))),
+      ...this.columns.map((c) => events.map((e) => this.valueIn(e, c))),
     ];
     const { rows } = await client.query<{ key: string }>({ name: bulk.name, text: bulk.text, values });
     return new Set(rows.map((r) => r.key));
@@ -293,7 +317,7 @@ export class TableSink implements SinkConnector {
         const params: unknown[] = [];
         const tuples = fresh.map((e) => {
           const values = this.columns.map((c) => {
-            params.push(valueOf(e, this.config.columns[c]));
+            params.push(this.valueIn(e, c));
             return `$${params.length}`;
           });
           return `(${values.join(', ')})`;
@@ -316,9 +340,14 @@ export class TableSink implements SinkConnector {
     return [this.sinkName, keys, events.map((e) => e.source), events.map((e) => e.id)];
   }
 
+  /** The event's value for `column`: an array as itself for an array column (pg writes it as an array). */
+  private valueIn(event: CloudEvent<unknown>, column: string): unknown {
+    return valueOf(event, this.config.columns[column], this.arrayColumns.has(column));
+  }
+
   /** The event's upsert key as text; undefined when a part of it is NULL (no key: the event is a row of its own). */
   private upsertKeyOf(event: CloudEvent<unknown>): string | undefined {
-    const values = this.config.key.map((c) => valueOf(event, this.config.columns[c]));
+    const values = this.config.key.map((c) => this.valueIn(event, c));
     return values.includes(null) ? undefined : JSON.stringify(values);
   }
 
@@ -330,6 +359,7 @@ export class TableSink implements SinkConnector {
   private async bulkOf(client: PoolClient): Promise<{ text: string; name: string } | null> {
     if (this.bulk !== undefined) return this.bulk;
     const types = await columnTypesOf(client, this.config);
+    this.arrayColumns = new Set(this.columns.filter((c) => types.get(c)?.array));
     const usable = this.columns.every((c) => types.get(c)?.array === false);
     if (!usable) return (this.bulk = null);
     const cols = this.columns.map((_, i) => `c${i}`);
@@ -354,6 +384,15 @@ export class TableSink implements SinkConnector {
     return (this.bulk = prepared(text));
   }
 }
+
+/**
+ * A `dedupe: table` statement: `of` makes the query for a batch's rows (each the values of the columns in order);
+ * it returns the rows' (source, id) when `byValue`, else their places in the batch.
+ */
+type IdentifiedStatement = {
+  byValue: boolean;
+  of: (rows: unknown[][]) => { text: string; name?: string; values: unknown[] };
+};
 
 /**
  * A statement to prepare, named by its text: prepared statements are per connection and by name, so a changed
@@ -381,7 +420,8 @@ function lastOfEachKey<T>(items: T[], keyOf: (item: T) => string | undefined): T
   return [...last.values()];
 }
 
-function valueOf(event: CloudEvent<unknown>, value: ColumnValue): unknown {
+/** The event's value for a column: absent is NULL; an object is JSON text, but an array for an array column. */
+function valueOf(event: CloudEvent<unknown>, value: ColumnValue, arrayColumn: boolean): unknown {
   let v: unknown;
   if (value === 'data') v = event.data;
   else if (value.startsWith('data.')) {
@@ -390,6 +430,7 @@ function valueOf(event: CloudEvent<unknown>, value: ColumnValue): unknown {
       v = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[key] : undefined;
   } else v = (event as unknown as Record<string, unknown>)[value];
   if (v === undefined) return null;
+  if (arrayColumn && Array.isArray(v)) return v;
   return typeof v === 'object' && v !== null && !(v instanceof Date) && !Buffer.isBuffer(v) ? JSON.stringify(v) : v;
 }
 
