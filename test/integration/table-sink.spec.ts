@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { CloudEvent } from 'cloudevents';
 import { Pool, PoolClient } from 'pg';
 import { validateTableConfig } from '../../apps/connectors/src/connectors/postgres-table/table-config';
@@ -239,6 +240,134 @@ describe('TableSink: writes to a real table', () => {
     } finally {
       for (const [, sink] of sinks) await sink.close();
     }
+  });
+
+  it('writes each value as a plain insert of it would, on both paths: char(n) and bit(n) whole, any value into a JSON column as JSON, binary data as bytes, nothing from an inherited member', async () => {
+    const kinds = `event_id text, code char(5), bits bit(3), doc jsonb, inherited text`;
+    await pool.query(`CREATE TABLE ${prefix}_kinds_bulk (${kinds})`);
+    await pool.query(`CREATE TABLE ${prefix}_kinds_listed (${kinds}, tags text[])`);
+    const kindColumns = {
+      event_id: 'id',
+      code: 'data.code',
+      bits: 'data.bits',
+      doc: 'data.doc',
+      inherited: 'data.constructor',
+    } as const;
+    const valued = [
+      event(970, { code: 'abcde', bits: '101', doc: 'hello' }),
+      event(971, { code: 'ab', bits: '011', doc: { a: [1, 'two'] } }),
+      event(972, { doc: 123 }),
+      event(973, { doc: true }),
+    ];
+    for (const [table, extra] of [
+      [`${prefix}_kinds_bulk`, {}],
+      [`${prefix}_kinds_listed`, { tags: 'data.tags' }],
+    ] as const) {
+      const config = validateTableConfig({
+        subscriptionId: 's',
+        connection,
+        table,
+        columns: { ...kindColumns, ...extra },
+      });
+      const sink = new TableSink(config, pool);
+      expect(await sink.put(valued)).toEqual(valued.map(() => ({ ok: true, written: true })));
+      const { rows } = await pool.query(
+        `SELECT event_id, code, bits, doc, jsonb_typeof(doc) AS doc_type, inherited FROM ${table} ORDER BY event_id`,
+      );
+      expect(rows).toEqual([
+        { event_id: 'e-970', code: 'abcde', bits: '101', doc: 'hello', doc_type: 'string', inherited: null },
+        { event_id: 'e-971', code: 'ab   ', bits: '011', doc: { a: [1, 'two'] }, doc_type: 'object', inherited: null },
+        { event_id: 'e-972', code: null, bits: null, doc: 123, doc_type: 'number', inherited: null },
+        { event_id: 'e-973', code: null, bits: null, doc: true, doc_type: 'boolean', inherited: null },
+      ]);
+    }
+    // Binary data (`data_base64` on the wire: a Uint8Array in the event) into bytea.
+    await pool.query(`CREATE TABLE ${prefix}_bytes (event_id text, raw bytea)`);
+    const bytes = new Uint8Array([0, 104, 105, 255]);
+    const binary = new CloudEvent({ id: 'b-1', source: '/bytes', type: 't', data: bytes });
+    const byteSink = new TableSink(
+      validateTableConfig({
+        subscriptionId: 's',
+        connection,
+        table: `${prefix}_bytes`,
+        columns: { event_id: 'id', raw: 'data' },
+      }),
+      pool,
+    );
+    expect(await byteSink.put([binary])).toEqual([{ ok: true, written: true }]);
+    expect((await pool.query(`SELECT raw FROM ${prefix}_bytes`)).rows).toEqual([{ raw: Buffer.from(bytes) }]);
+    // char(n) as the identity of dedupe table: each id whole, each event its own row.
+    await pool.query(`CREATE TABLE ${prefix}_fixed_ids (origin text, eid char(8), UNIQUE (origin, eid))`);
+    const fixed = await TableSink.open(
+      validateTableConfig({
+        subscriptionId: 's',
+        connection,
+        table: `${prefix}_fixed_ids`,
+        columns: { origin: 'source', eid: 'id' },
+        dedupe: 'table',
+      }),
+      pg.host,
+    );
+    try {
+      const ids = [1, 2, 3].map((i) => new CloudEvent({ id: `e-${i}`, source: '/fixed', type: 't', data: {} }));
+      expect(await fixed.put(ids)).toEqual(ids.map(() => ({ ok: true, written: true })));
+      expect(await fixed.put(ids)).toEqual(ids.map(() => ({ ok: true, written: false })));
+      expect((await pool.query(`SELECT eid FROM ${prefix}_fixed_ids ORDER BY eid`)).rows).toEqual(
+        ['e-1     ', 'e-2     ', 'e-3     '].map((eid) => ({ eid })),
+      );
+    } finally {
+      await fixed.close();
+    }
+  });
+
+  it("dead-letters the event a trigger refuses or too large for the table's index, and writes the rest of its batch", async () => {
+    const table = `${prefix}_guarded`;
+    await pool.query(`CREATE TABLE ${table} (${shape}, UNIQUE (origin, event_id))`);
+    await pool.query(`CREATE FUNCTION ${schema}.refuse_bad() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.note = 'bad' THEN RAISE EXCEPTION 'note bad refused'; END IF; RETURN NEW; END $$`);
+    await pool.query(
+      `CREATE TRIGGER refuse_bad BEFORE INSERT ON ${table} FOR EACH ROW EXECUTE FUNCTION ${schema}.refuse_bad()`,
+    );
+    const bad = event(980, { note: 'bad' });
+    const good = event(981, { note: 'good' });
+    // An id past what a btree index row holds (about 2,700 bytes; random, so it does not compress).
+    const huge = new CloudEvent({ id: randomBytes(6000).toString('hex'), source: '/huge', type: 't', data: {} });
+    const sinks = [
+      sinkOn(table),
+      await TableSink.open(
+        validateTableConfig({ subscriptionId: 's', connection, table, columns, dedupe: 'table' }),
+        pg.host,
+      ),
+    ];
+    for (const sink of sinks) {
+      const outcomes = await sink.put([bad, good, huge]);
+      expect(outcomes.map((o) => (o.ok ? 'written' : o.permanent ? 'permanent' : 'transient'))).toEqual([
+        'permanent',
+        expect.stringMatching(/^written$/),
+        'permanent',
+      ]);
+      await sink.close();
+    }
+    expect((await pool.query(`SELECT event_id FROM ${table}`)).rows).toEqual([{ event_id: good.id }]);
+  });
+
+  it('upserts with every mapped column in the key: an event with a key the table holds writes nothing, not a refusal', async () => {
+    const table = `${prefix}_all_key`;
+    await pool.query(`CREATE TABLE ${table} (event_id text PRIMARY KEY)`);
+    const sink = new TableSink(
+      validateTableConfig({
+        subscriptionId: 's',
+        connection,
+        table,
+        mode: 'upsert',
+        key: ['event_id'],
+        columns: { event_id: 'id' },
+      }),
+      pool,
+    );
+    expect(await sink.put(events.slice(0, 3))).toEqual(events.slice(0, 3).map(() => ({ ok: true, written: true })));
+    expect((await sink.put(events.slice(0, 3))).every((o) => o.ok)).toBe(true);
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0].n).toBe(3);
   });
 
   it('upserts by the key through unnest: a later event with the same key replaces the row', async () => {

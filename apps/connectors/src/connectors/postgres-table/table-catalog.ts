@@ -6,19 +6,22 @@ import type { TableConfig } from './table-config';
 
 /**
  * The table's columns as Postgres has them now: each one's type without its modifier (`character varying`, not
- * `character varying(40)`: the batch's arrays are cast to it, and the insert then applies the column's length or
- * precision as any insert does, refusing a value too long; an explicit cast to `varchar(40)` would cut it to 40
- * silently), whether it is an array, and whether it keeps a string exactly as sent and compares it by its
- * characters (`text` or `varchar` without a length, which cuts the spaces past it, under a deterministic collation):
- * what such a column returns is the string the event had, and two strings are one value only when they are equal.
+ * `character varying(40)`; `bpchar`, not `character`, which means `character(1)`): the batch's values are cast to
+ * it, and the insert then applies the column's length or precision as any insert does, refusing a value too long,
+ * where an explicit cast to `varchar(40)` would cut it to 40 silently. Also whether it is an array; whether it is
+ * JSON (`json`, `jsonb` or a domain over one: every value goes as JSON text, a string as a JSON string); and whether
+ * it keeps a string exactly as sent and compares it by its characters (`text` or `varchar` without a length, which
+ * cuts the spaces past it, under a deterministic collation): what such a column returns is the string the event
+ * had, and two strings are one value only when they are equal.
  */
 export async function columnTypesOf(
   client: PoolClient,
   config: TableConfig,
-): Promise<Map<string, { type: string; array: boolean; exact: boolean }>> {
-  const { rows } = await client.query<{ name: string; type: string; array: boolean; exact: boolean }>(
-    `SELECT a.attname AS name, format_type(a.atttypid, NULL) AS type,
+): Promise<Map<string, { type: string; array: boolean; json: boolean; exact: boolean }>> {
+  const { rows } = await client.query<{ name: string; type: string; array: boolean; json: boolean; exact: boolean }>(
+    `SELECT a.attname AS name, format_type(a.atttypid, -1) AS type,
             (t.typcategory = 'A' OR a.attndims > 0) AS array,
+            coalesce(nullif(t.typbasetype, 0), t.oid) IN ('json'::regtype, 'jsonb'::regtype) AS json,
             (a.atttypid IN ('text'::regtype, 'varchar'::regtype) AND a.atttypmod < 0
               AND coalesce(c.collisdeterministic, true)) AS exact
        FROM pg_attribute a JOIN pg_type t ON t.oid = a.atttypid

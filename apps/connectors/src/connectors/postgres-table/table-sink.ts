@@ -50,8 +50,11 @@ export class TableSink implements SinkConnector {
   private bulk: { text: string; name: string } | null | undefined;
   /** `dedupe: table`: the statement for the table as it is now, learned as {@link bulk} is. */
   private identified?: IdentifiedStatement;
-  /** The columns that are arrays, learned with the statement: their values go as arrays, not as JSON text. */
-  private arrayColumns = new Set<string>();
+  /**
+   * How each column takes its values, learned with the statement: an array column's as arrays (not as JSON text), a
+   * JSON column's every value as JSON text (a string as a JSON string).
+   */
+  private valueKinds = new Map<string, ValueKind>();
   /** With a ledger retention: the timer of the periodic prune, and the prune running. */
   private pruneTimer?: NodeJS.Timeout;
   private pruning?: Promise<number>;
@@ -69,13 +72,16 @@ export class TableSink implements SinkConnector {
       : 'each event’s (source, id) is inserted into the ledger table in the same transaction as its row; an event the ledger already holds writes nothing; the delivery is acked after the commit';
     this.sinkName = `${config.table.schema}.${config.table.table}`;
     this.ledger = `${quoted(config.table.schema)}.${LEDGER}`;
+    // Upsert: the columns beyond the key are replaced; with none beyond it, the row with that key is the row.
+    const replaced = this.columns.filter((c) => config.mode === 'upsert' && !config.key.includes(c));
     this.upsert =
-      config.mode === 'upsert'
-        ? ` ON CONFLICT (${config.key.map(quoted).join(', ')}) DO UPDATE SET ${this.columns
-            .filter((c) => !config.key.includes(c))
-            .map((c) => `${quoted(c)} = EXCLUDED.${quoted(c)}`)
-            .join(', ')}`
-        : '';
+      config.mode !== 'upsert'
+        ? ''
+        : ` ON CONFLICT (${config.key.map(quoted).join(', ')}) ${
+            replaced.length === 0
+              ? 'DO NOTHING'
+              : `DO UPDATE SET ${replaced.map((c) => `${quoted(c)} = EXCLUDED.${quoted(c)}`).join(', ')}`
+          }`;
   }
 
   static async open(config: TableConfig, address: string): Promise<TableSink> {
@@ -250,7 +256,7 @@ export class TableSink implements SinkConnector {
     identity: { source: string; id: string },
   ): Promise<IdentifiedStatement> {
     const types = await columnTypesOf(client, this.config);
-    this.arrayColumns = new Set(this.columns.filter((c) => types.get(c)?.array));
+    this.valueKinds = valueKindsOf(types);
     const missing = this.columns.filter((c) => !types.has(c));
     if (missing.length > 0) throw new Error(`table ${this.sinkName}: ${missing.join(', ')} missing`);
     const typeOf = (c: string) => types.get(c)!.type;
@@ -340,9 +346,9 @@ export class TableSink implements SinkConnector {
     return [this.sinkName, keys, events.map((e) => e.source), events.map((e) => e.id)];
   }
 
-  /** The event's value for `column`: an array as itself for an array column (pg writes it as an array). */
+  /** The event's value for `column`, as the column takes it ({@link valueKinds}). */
   private valueIn(event: CloudEvent<unknown>, column: string): unknown {
-    return valueOf(event, this.config.columns[column], this.arrayColumns.has(column));
+    return valueOf(event, this.config.columns[column], this.valueKinds.get(column) ?? 'plain');
   }
 
   /** The event's upsert key as text; undefined when a part of it is NULL (no key: the event is a row of its own). */
@@ -359,7 +365,7 @@ export class TableSink implements SinkConnector {
   private async bulkOf(client: PoolClient): Promise<{ text: string; name: string } | null> {
     if (this.bulk !== undefined) return this.bulk;
     const types = await columnTypesOf(client, this.config);
-    this.arrayColumns = new Set(this.columns.filter((c) => types.get(c)?.array));
+    this.valueKinds = valueKindsOf(types);
     const usable = this.columns.every((c) => types.get(c)?.array === false);
     if (!usable) return (this.bulk = null);
     const cols = this.columns.map((_, i) => `c${i}`);
@@ -420,23 +426,37 @@ function lastOfEachKey<T>(items: T[], keyOf: (item: T) => string | undefined): T
   return [...last.values()];
 }
 
-/** The event's value for a column: absent is NULL; an object is JSON text, but an array for an array column. */
-function valueOf(event: CloudEvent<unknown>, value: ColumnValue, arrayColumn: boolean): unknown {
+/** How a column takes a value: as it is, an array as an array, or anything as JSON text. */
+type ValueKind = 'plain' | 'array' | 'json';
+
+function valueKindsOf(types: Map<string, { array: boolean; json: boolean }>): Map<string, ValueKind> {
+  return new Map([...types].map(([name, t]) => [name, t.array ? 'array' : t.json ? 'json' : 'plain']));
+}
+
+/**
+ * The event's value for a column: absent is NULL; binary data (a typed array) is a Buffer; for a JSON column any
+ * other value is JSON text; for an array column an array is itself; otherwise an object is JSON text. A path walks
+ * the data's own members only (`data.constructor` of data without one is NULL).
+ */
+function valueOf(event: CloudEvent<unknown>, value: ColumnValue, kind: ValueKind): unknown {
   let v: unknown;
   if (value === 'data') v = event.data;
   else if (value.startsWith('data.')) {
     v = event.data;
     for (const key of value.slice(5).split('.'))
-      v = typeof v === 'object' && v !== null ? (v as Record<string, unknown>)[key] : undefined;
-  } else v = (event as unknown as Record<string, unknown>)[value];
-  if (v === undefined) return null;
-  if (arrayColumn && Array.isArray(v)) return v;
-  return typeof v === 'object' && v !== null && !(v instanceof Date) && !Buffer.isBuffer(v) ? JSON.stringify(v) : v;
+      v =
+        typeof v === 'object' && v !== null && Object.hasOwn(v, key) ? (v as Record<string, unknown>)[key] : undefined;
+  } else v = Object.hasOwn(event, value) ? (event as unknown as Record<string, unknown>)[value] : undefined;
+  if (v === undefined || v === null) return null;
+  if (ArrayBuffer.isView(v)) return Buffer.from(v.buffer, v.byteOffset, v.byteLength);
+  if (kind === 'json') return JSON.stringify(v);
+  if (kind === 'array' && Array.isArray(v)) return v;
+  return typeof v === 'object' && !(v instanceof Date) ? JSON.stringify(v) : v;
 }
 
 /**
  * A write Postgres refused for what it was sent (a value of the wrong type, a constraint, a column missing, one
- * statement updating a row twice): it fails again however often it is tried, and the batch goes event by event to
+ * statement updating a row twice, a value past a limit such as an index row's size, a trigger's RAISE): it fails again however often it is tried, and the batch goes event by event to
  * find the event to dead-letter. Anything else (a dropped connection, a server restarting, a serialization failure,
  * a lock timeout) may pass the next time. So may an `ON CONFLICT` that no unique index matches (42P10: the upsert
  * key's or dedupe's index dropped since the job opened) or cannot use (55000: made deferrable): no event is to
@@ -445,5 +465,5 @@ function valueOf(event: CloudEvent<unknown>, value: ColumnValue, arrayColumn: bo
 export function isPermanent(e: unknown): boolean {
   const code = (e as { code?: unknown }).code;
   if (typeof code !== 'string' || code.length !== 5 || code === '42P10') return false;
-  return ['21', '22', '23', '42', '2B', '44'].includes(code.slice(0, 2));
+  return ['21', '22', '23', '42', '2B', '44', '54', 'P0'].includes(code.slice(0, 2));
 }
