@@ -5,7 +5,7 @@ import { cloudEventOf, structuredJson, type EventInput } from './events';
 import { HttpClient, parseBody } from './http';
 import type { EventMeshClientOptions } from './options';
 import type { PublishResult, ReplyResult } from './api-types';
-import { Publisher, traceHeaders, type PublishCallOptions } from './publisher';
+import { Publisher, traceHeaders, type PublishCallOptions, type PublishManyOptions } from './publisher';
 import { Streaming, type StreamingOptions } from './streaming';
 import { Subscriptions } from './subscriptions';
 
@@ -48,10 +48,11 @@ export class EventMeshClient {
 
   /**
    * Publishes many events, in batch requests cut at the batch bounds; resolves with each event's result in order.
+   * With `ordered`, they are written in the order given (see `PublishManyOptions`).
    * Each event is serialized only once there is room in flight for it, so a long list (or a generator) costs the
    * flow-control bounds in memory, not its whole size.
    */
-  publishMany(events: Iterable<EventInput>, call?: PublishCallOptions): Promise<PublishResult[]> {
+  publishMany(events: Iterable<EventInput>, call?: PublishManyOptions): Promise<PublishResult[]> {
     return this.publisher.publishMany(events, (e) => structuredJson(e, this.options.source), call);
   }
 

@@ -1,7 +1,7 @@
 export { EventMeshClient, type RequestOptions } from './client';
 export type { PublishResult, ReplyResult, Subscription, SubscriptionOffsets, SubscriptionSpec } from './api-types';
 export type { EventMeshClientOptions, PublishOptions, TokenSource } from './options';
-export type { PublishCallOptions } from './publisher';
+export type { PublishCallOptions, PublishManyOptions } from './publisher';
 export type { EventInput } from './events';
 export type { RetryOptions } from './retry';
 export { Subscriptions, type SubscriptionFilter } from './subscriptions';

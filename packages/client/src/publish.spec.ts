@@ -14,6 +14,18 @@ const client = (f: typeof fetch, extra: object = {}) =>
   new EventMeshClient({ url: 'http://mesh', fetch: f, retry: { initialDelayMs: 1, maxDelayMs: 2 }, ...extra });
 const ids = (req: SentRequest): string[] => ([] as { id: string }[]).concat(JSON.parse(req.body)).map((e) => e.id);
 
+/** A `GET /limits` answer: the runtime takes `events` and `bytes` in one publish. */
+const limitsOf = (events: number, bytes: number) => () => ({
+  status: 200,
+  body: {
+    tenant: 'default',
+    maxBodyBytes: bytes,
+    maxBatchEvents: events,
+    burst: null,
+    maxPublish: { events, bytes },
+  },
+});
+
 /** A fetch that holds each publish (its events' ids in `held`) until its `go` is called, then answers it. */
 function heldFetch(): { held: { ids: string[]; go: () => void }[]; slow: typeof fetch } {
   const held: { ids: string[]; go: () => void }[] = [];
@@ -195,6 +207,56 @@ describe('publish', () => {
     expect((await all).map((r) => r.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
   });
 
+  it('publishMany ordered: its requests one at a time, in order, cut at the bounds, never shared with another publish', async () => {
+    const { held, slow } = heldFetch();
+    const mesh = client(slow, { publish: { maxBatchBytes: 300 } });
+    // About 150 bytes of JSON each: two to a request.
+    const events = ['a', 'b', 'c', 'd', 'e'].map((id) => ({ id, source: '/s', type: 't', data: 'x'.repeat(80) }));
+    const all = mesh.publishMany(events, { ordered: true });
+    const other = mesh.publish({ id: 'x', source: '/s', type: 't' });
+    const settle = () => new Promise((r) => setTimeout(r, 20));
+    await settle();
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['x']]);
+    held[0].go();
+    await settle();
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['x'], ['c', 'd']]);
+    held[2].go();
+    await settle();
+    expect(held.map((h) => h.ids)).toEqual([['a', 'b'], ['x'], ['c', 'd'], ['e']]);
+    held[3].go();
+    expect((await all).map((r) => r.id)).toEqual(['a', 'b', 'c', 'd', 'e']);
+    held[1].go();
+    expect((await other).id).toBe('x');
+  });
+
+  it('publishMany ordered: a request refused sends nothing after it, and one refused for its size is not cut again', async () => {
+    const { fetch, sent } = fakeFetch((req) =>
+      ids(req).includes('c') ? { status: 413, body: { code: 'PAYLOAD_TOO_LARGE' } } : ok(req),
+    );
+    const mesh = client(fetch, { publish: { maxBatchEvents: 2 } });
+    const events = ['a', 'b', 'c', 'd', 'e'].map((id) => ({ id, source: '/s', type: 't' }));
+    await expect(mesh.publishMany(events, { ordered: true })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(sent.map(ids)).toEqual([
+      ['a', 'b'],
+      ['c', 'd'],
+    ]);
+    // The runtime lowered its bounds (10 events, now 1): an unordered call's batch is cut to them and sent again side
+    // by side; an ordered one fails, and its caller decides (one at a time keeps the order).
+    let reported = 10;
+    const lowered = fakeFetch(
+      (req) => (ids(req).length > reported ? { status: 413, body: { code: 'PAYLOAD_TOO_LARGE' } } : ok(req)),
+      () => limitsOf(reported, 1 << 20)(),
+    );
+    const meshLowered = client(lowered.fetch);
+    await meshLowered.publish({ source: '/s', type: 't' });
+    reported = 1;
+    lowered.sent.length = 0;
+    await expect(meshLowered.publishMany(events, { ordered: true })).rejects.toBeInstanceOf(PayloadTooLargeError);
+    await new Promise((r) => setTimeout(r, 20));
+    expect(lowered.sent.map(ids)).toEqual([['a', 'b', 'c', 'd', 'e']]);
+  });
+
   it('sends traceparent with the call and the topic as a query parameter', async () => {
     const { fetch, sent } = fakeFetch(ok);
     const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -233,16 +295,6 @@ describe('publish', () => {
   });
 
   describe("the runtime's limits (GET /limits)", () => {
-    const limitsOf = (events: number, bytes: number) => () => ({
-      status: 200,
-      body: {
-        tenant: 'default',
-        maxBodyBytes: bytes,
-        maxBatchEvents: events,
-        burst: null,
-        maxPublish: { events, bytes },
-      },
-    });
     const events = (n: number, data = '') =>
       Array.from({ length: n }, (_, i) => ({ id: `e${i + 1}`, source: '/s', type: 't', data }));
 

@@ -14,6 +14,17 @@ export interface PublishCallOptions {
   tracestate?: string;
 }
 
+/** A `publishMany` call's options. */
+export interface PublishManyOptions extends PublishCallOptions {
+  /**
+   * Written in the order given: the call's events go out in requests of their own (never shared with other
+   * publishes), one at a time, each sent once the one before was answered. Without it, the requests a long call
+   * is cut into, and those it shares with other callers, are in flight together and may be written in any order
+   * between them. A request refused for its size fails the call (the events are not cut again and sent side by side).
+   */
+  ordered?: boolean;
+}
+
 export const PUBLISH_DEFAULTS: Required<PublishOptions> = {
   maxEventsInFlight: 1000,
   maxBytesInFlight: 16 * 1024 * 1024,
@@ -87,9 +98,11 @@ export class Publisher {
   async publishMany<E>(
     events: Iterable<E>,
     toJson: (event: E) => string,
-    call: PublishCallOptions = {},
+    options: PublishManyOptions = {},
   ): Promise<PublishResult[]> {
+    const { ordered, ...call } = options;
     if (!this.limits.current) await this.limits.read();
+    if (ordered) return this.publishInOrder(events, toJson, call);
     const results: PublishResult[] = [];
     return new Promise<PublishResult[]>((resolve, reject) => {
       // The events taken and not yet answered, and the loop itself until it has taken the last.
@@ -112,6 +125,51 @@ export class Publisher {
       };
       take().catch(reject);
     });
+  }
+
+  /**
+   * `publishMany` with `ordered`: the events cut into requests at the batch bounds (and where the room in flight
+   * ends), each request sent once the one before was answered; rejects with the first failure, sending nothing after.
+   */
+  private async publishInOrder<E>(
+    events: Iterable<E>,
+    toJson: (event: E) => string,
+    call: PublishCallOptions,
+  ): Promise<PublishResult[]> {
+    const results: PublishResult[] = [];
+    let chunks: Buffer[] = [];
+    let bytes = 1;
+    const sendTaken = async () => {
+      const first = results.length;
+      await new Promise<void>((resolve, reject) => {
+        let left = chunks.length;
+        const items = chunks.map((chunk, i): Pending => ({
+          bytes: chunk.length,
+          resolve: (r) => {
+            results[first + i] = r;
+            if (--left === 0) resolve();
+          },
+          reject,
+        }));
+        void this.send(bodyOf(chunks, bytes), items, call, false);
+      });
+      [chunks, bytes] = [[], 1];
+    };
+    for (const event of events) {
+      const chunk = Buffer.from(toJson(event));
+      const bounds = this.bounds;
+      if (chunks.length > 0 && (chunks.length >= bounds.events || bytes + chunk.length + 1 > bounds.bytes))
+        await sendTaken();
+      // The events taken hold room in flight until their request is answered: send them before waiting for more.
+      if (!this.flow.tryAcquire(1, chunk.length)) {
+        if (chunks.length > 0) await sendTaken();
+        await this.flow.acquire(1, chunk.length);
+      }
+      chunks.push(chunk);
+      bytes += chunk.length + 1;
+    }
+    if (chunks.length > 0) await sendTaken();
+    return results;
   }
 
   /** Queues an event whose room in flight is taken; the room is given back when it is answered. */
@@ -157,12 +215,15 @@ export class Publisher {
   }
 
   /** `body`: one event's JSON text for one item, else the batch's JSON array, in the items' order. */
-  private async send(body: Buffer, items: Pending[], call: PublishCallOptions): Promise<void> {
+  private async send(body: Buffer, items: Pending[], call: PublishCallOptions, resplit = true): Promise<void> {
     try {
       const results = await this.post(body, items.length > 1, call);
       items.forEach((item, i) => this.settle(item).resolve(results[i]));
     } catch (e) {
-      if (items.length > 1 && isSizeRefusal(e) && this.resplit(body, items, call, await this.limits.refresh())) return;
+      if (items.length > 1 && isSizeRefusal(e)) {
+        const bounds = await this.limits.refresh();
+        if (resplit && this.resplit(body, items, call, bounds)) return;
+      }
       const index = e instanceof ValidationError ? e.body.index : undefined;
       if (items.length > 1 && typeof index === 'number' && index >= 0 && index < items.length) {
         this.settle(items[index]).reject(e);
@@ -172,6 +233,7 @@ export class Publisher {
           bodyOf(rest),
           items.filter((_, i) => i !== index),
           call,
+          resplit,
         );
       }
       for (const item of items) this.settle(item).reject(e);

@@ -87,6 +87,7 @@ describe('runSource: pipelined polls, the position behind the acknowledged', () 
   const requestOf = (id: string) => requests.find((r) => r.ids.includes(id))!;
   /** Keys of `count` distinct lanes, one per lane. */
   const keysInDistinctLanes = (count: number) => {
+    if (count > PUBLISH_LANES) throw new Error(`only ${PUBLISH_LANES} lanes`);
     const byLane = new Map<number, string>();
     for (let i = 0; byLane.size < count; i++)
       if (!byLane.has(laneOf(`k${i}`, PUBLISH_LANES))) byLane.set(laneOf(`k${i}`, PUBLISH_LANES), `k${i}`);
@@ -107,22 +108,20 @@ describe('runSource: pipelined polls, the position behind the acknowledged', () 
   });
 
   it('publishes later polls while the first is unacknowledged, and commits no position past it', async () => {
-    const [a, b, c] = keysInDistinctLanes(3);
-    start([a, a, b, b, c, c], 2);
-    await until('three polls in flight', () => requests.length === 3);
+    const [a, b] = keysInDistinctLanes(2);
+    start([a, a, b, b], 2);
+    await until('two polls in flight', () => requests.length === 2);
     expect(requests.map((r) => r.ids)).toEqual([
       ['1', '2'],
       ['3', '4'],
-      ['5', '6'],
     ]);
     requestOf('3').ack();
-    requestOf('5').ack();
-    // Polls 2 and 3 acknowledged, poll 1 not: once every callback of those answers ran, nothing is committed.
+    // Poll 2 acknowledged, poll 1 not: once every callback of that answer ran, nothing is committed.
     await settle();
     expect(commits).toEqual([]);
     requestOf('1').ack();
     await until('a commit', () => commits.length > 0);
-    expect(commits).toEqual([{ position: '6', moved: 6 }]);
+    expect(commits).toEqual([{ position: '4', moved: 4 }]);
   });
 
   it("sends one key's records one request at a time, in order; what queued meanwhile goes in the next one", async () => {
