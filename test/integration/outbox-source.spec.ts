@@ -75,4 +75,56 @@ describe('OutboxSource: polls of a real outbox table', () => {
     expect(plan).toContain('"Index Scan"');
     expect(plan).not.toContain('"Sort"');
   });
+
+  it('publishes each payload as the JSON it holds, parsed once, an aggregate id of any type as its text, and the table as its source', async () => {
+    const other = `${table}_kinds`;
+    await pool.query(`DROP TABLE IF EXISTS ${other}`);
+    await pool.query(`CREATE TABLE ${other} (
+      id bigint PRIMARY KEY, txid xid8 NOT NULL DEFAULT pg_current_xact_id(),
+      aggregatetype text, aggregateid jsonb, type text, payload jsonb)`);
+    await pool.query(
+      `INSERT INTO ${other} (id, aggregatetype, aggregateid, type, payload) VALUES
+        (1, 'order', '{"region":"eu","n":7}', 'order.created', '"hello"'),
+        (2, 'order', '"a-2"', 'order.created', '"{\\"a\\":1}"'),
+        (3, 'order', '42', 'order.created', '"42"'),
+        (4, 'order', '42', 'order.created', '{"n":1}'),
+        (5, 'order', '42', 'order.created', NULL)`,
+    );
+    const kinds = new OutboxSource(
+      validateOutboxConfig({
+        connection: { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password },
+        table: other,
+        topicTemplate: 'orders',
+      }),
+      pool,
+    );
+    const { records } = await kinds.poll(undefined, 10);
+    expect(
+      records.map((r) => (r.ok ? { data: r.event.data, subject: r.event.subject, key: r.event.partitionkey } : r)),
+    ).toEqual([
+      { data: 'hello', subject: '{"n": 7, "region": "eu"}', key: '{"n": 7, "region": "eu"}' },
+      { data: '{"a":1}', subject: '"a-2"', key: '"a-2"' },
+      { data: '42', subject: '42', key: '42' },
+      { data: { n: 1 }, subject: '42', key: '42' },
+      { data: null, subject: '42', key: '42' },
+    ]);
+    // The table's own source by default: another outbox table's row 1 is another event.
+    expect(new Set(records.map((r) => r.ok && r.event.source))).toEqual(
+      new Set([`/outbox/${pg.database}/public.${other}`]),
+    );
+    await pool.query(`DROP TABLE ${other}`);
+  });
+
+  it('refuses a table whose id column allows NULL, and a position that is not <txid>:<id>', async () => {
+    const nullable = `${table}_nullable`;
+    await pool.query(`DROP TABLE IF EXISTS ${nullable}`);
+    await pool.query(`CREATE TABLE ${nullable} (
+      id bigint, txid xid8 NOT NULL DEFAULT pg_current_xact_id(), aggregatetype text, aggregateid text, type text, payload jsonb)`);
+    const connection = { host: pg.host, port: pg.port, database: pg.database, user: pg.user, password: pg.password };
+    await expect(OutboxSource.open(validateOutboxConfig({ connection, table: nullable }), pg.host)).rejects.toThrow(
+      /^columns\.id: id of .* allows NULL/,
+    );
+    await pool.query(`DROP TABLE ${nullable}`);
+    for (const bad of ['90368', ':5', 'x:5']) await expect(source.poll(bad, 10)).rejects.toThrow(/is not <txid>:<id>/);
+  });
 });

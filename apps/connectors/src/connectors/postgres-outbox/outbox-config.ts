@@ -30,7 +30,7 @@ export interface OutboxConfig {
   };
   /** The topic of a row without a topic column value: `${aggregateType}` replaced by the row's aggregate type. */
   topicTemplate: string;
-  /** The source of a row without a source column value. */
+  /** The source of a row without a source column value (default `/outbox/<database>/<schema>.<table>`). */
   defaultSource: string;
   /** Delete rows once their publish is acknowledged and the position past them committed. */
   deletePublished: boolean;
@@ -41,9 +41,11 @@ export function validateOutboxConfig(raw: unknown): OutboxConfig {
   const o = object(raw, 'config');
   const c: Fields = o.columns === undefined ? {} : object(o.columns, 'columns');
   const optionalColumn = (key: string) => (c[key] === undefined ? undefined : identifier(c, 'columns', key));
+  const connection = postgresTarget(o.connection, 'connection');
+  const table = tableName(o, '', 'table');
   return {
-    connection: postgresTarget(o.connection, 'connection'),
-    table: tableName(o, '', 'table'),
+    connection,
+    table,
     columns: {
       id: identifier(c, 'columns', 'id', 'id'),
       txid: identifier(c, 'columns', 'txid', 'txid'),
@@ -56,7 +58,10 @@ export function validateOutboxConfig(raw: unknown): OutboxConfig {
       topic: optionalColumn('topic'),
     },
     topicTemplate: text(o, '', 'topicTemplate', 'outbox.event.${aggregateType}'),
-    defaultSource: optionalText(o, '', 'defaultSource') ?? '/outbox',
+    // The table's own by default: two outbox tables' rows with one id are two events (source and id are an event's
+    // identity), where one source for every table made them one, and consumers dropped the second as a duplicate.
+    defaultSource:
+      optionalText(o, '', 'defaultSource') ?? `/outbox/${connection.database}/${table.schema}.${table.table}`,
     deletePublished: flag(o, '', 'deletePublished', false),
     batchSize: integerIn(o, '', 'batchSize', 1, 5000, 500),
   };

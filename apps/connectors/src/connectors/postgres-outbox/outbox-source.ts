@@ -31,13 +31,34 @@ export class OutboxSource implements SourceConnector {
   ) {
     const c = config.columns;
     const wanted = [c.aggregateType, c.aggregateId, c.type, c.payload, c.source, c.subject, c.topic];
-    this.columns = [...new Set(wanted.filter((x): x is string => x !== undefined))].map(quoted).join(', ');
+    // Every column as text, as Postgres writes it: the payload parsed once here (a jsonb string stays a string), an
+    // aggregate id of any type its text (a jsonb, a timestamp as the server writes it).
+    this.columns = [...new Set(wanted.filter((x): x is string => x !== undefined))]
+      .map((column) => `${quoted(column)}::text AS ${quoted(column)}`)
+      .join(', ');
     this.select = `SELECT ${quoted(c.txid)}::text AS "__txid", ${quoted(c.id)}::text AS "__id", ${this.columns}
       FROM ${qualified(config.table)}`;
   }
 
+  /**
+   * Refuses a table whose id column allows NULL: a row without an id has no place in the `(txid, id)` order, and
+   * a position after it could not be read back.
+   */
   static async open(config: OutboxConfig, address: string): Promise<OutboxSource> {
     const pool = poolFor(config.connection, address, 2);
+    try {
+      const { rows } = await pool.query<{ notnull: boolean }>(
+        `SELECT attnotnull AS notnull FROM pg_attribute WHERE attrelid = to_regclass($1) AND attname = $2 AND NOT attisdropped`,
+        [qualified(config.table), config.columns.id],
+      );
+      if (rows[0] && !rows[0].notnull)
+        throw new Error(
+          `columns.id: ${config.columns.id} of ${qualified(config.table)} allows NULL; the outbox's id column must be NOT NULL (its primary key)`,
+        );
+    } catch (e) {
+      await pool.end();
+      throw e;
+    }
     return new OutboxSource(config, pool);
   }
 
@@ -110,10 +131,12 @@ export class OutboxSource implements SourceConnector {
     const aggregateId = row[c.aggregateId];
     const subject =
       (c.subject && typeof row[c.subject] === 'string' && (row[c.subject] as string)) || stringOf(aggregateId);
-    let data = row[c.payload];
-    if (typeof data === 'string') {
+    // The payload's text (json, jsonb, or text holding JSON), parsed once; NULL is no data.
+    const text = row[c.payload];
+    let data: unknown = null;
+    if (typeof text === 'string') {
       try {
-        data = JSON.parse(data);
+        data = JSON.parse(text);
       } catch {
         return { ok: false, reason: `column ${c.payload}: not JSON`, raw: rawOf(row) };
       }
@@ -137,9 +160,14 @@ export class OutboxSource implements SourceConnector {
   }
 }
 
+/** `<txid>:<id>`; anything else is refused with the form it needs (a reset position an operator mistyped). */
 function parsePosition(position: string | undefined): { txid: string; id: string } | undefined {
   if (!position) return undefined;
   const at = position.indexOf(':');
+  if (at <= 0 || !/^\d+$/.test(position.slice(0, at)))
+    throw new Error(
+      `position ${JSON.stringify(position)} is not <txid>:<id> (a transaction id, a colon, the row's id)`,
+    );
   return { txid: position.slice(0, at), id: position.slice(at + 1) };
 }
 
