@@ -672,6 +672,28 @@ describe('TableSink: writes to a real table', () => {
         await (await TableSink.open(identified(`${prefix}_${name}`), pg.host)).close();
     });
 
+    it('counts an event written when its column keeps less of it, as an insert does (spaces past a varchar(n) cut)', async () => {
+      const table = `${prefix}_bounded`;
+      await pool.query(`CREATE TABLE ${table} (origin varchar(12), event_id varchar(6), UNIQUE (origin, event_id))`);
+      const config = identified(table, { columns: { origin: 'source', event_id: 'id' } });
+      const sink = await TableSink.open(config, pg.host);
+      const of = (eventId: string) => new CloudEvent({ id: eventId, source: '/bounded', type: 't', data: {} });
+      try {
+        expect(await sink.put([of('abc     '), of('abd')])).toEqual([
+          { ok: true, written: true },
+          { ok: true, written: true },
+        ]);
+        // The same id as stored: the row is there, nothing written.
+        expect(await sink.put([of('abc   ')])).toEqual([{ ok: true, written: false }]);
+        expect((await pool.query(`SELECT event_id FROM ${table} ORDER BY event_id`)).rows).toEqual([
+          { event_id: 'abc   ' },
+          { event_id: 'abd' },
+        ]);
+      } finally {
+        await sink.close();
+      }
+    });
+
     it('two events the column type sees as one (a UUID in two cases) are one row, written by the first', async () => {
       const table = `${prefix}_uuids`;
       await pool.query(`CREATE TABLE ${table} (origin text, event_id uuid, UNIQUE (origin, event_id))`);
@@ -722,15 +744,42 @@ describe('TableSink: writes to a real table', () => {
     });
   });
 
-  it('a table that is not there yet: the write is refused for good; once it is made, the next write finds it', async () => {
+  it('a table or column that is not there yet fails the write as transient, naming it, with the ledger and with dedupe table; once made, the next write finds it', async () => {
+    const transient = (reason: RegExp) => ({ ok: false, permanent: false, reason: expect.stringMatching(reason) });
     const table = `${prefix}_late`;
     const sink = sinkOn(table);
-    const [refused] = await sink.put([event(1, { n: 1 })]);
-    expect(refused).toMatchObject({ ok: false, permanent: true });
-    await pool.query(`CREATE TABLE ${table} (${shape})`);
+    // No event is to blame: none is dead-lettered, the job writes again at its nack pace.
+    expect(await sink.put(events.slice(0, 2))).toEqual([0, 1].map(() => transient(/^table .*_late not found/)));
+    await pool.query(`CREATE TABLE ${table} (${shape.replace(', note varchar(40)', '')})`);
+    expect(await sink.put(events.slice(0, 2))).toEqual(
+      [0, 1].map(() => transient(/^table .*_late has no column note$/)),
+    );
+    await pool.query(`ALTER TABLE ${table} ADD COLUMN note varchar(40)`);
     expect(await sink.put([event(1, { n: 1 })])).toEqual([{ ok: true, written: true }]);
-    expect(sent.get(table)).toEqual([expect.stringContaining(' VALUES ('), expect.stringContaining('unnest(')]);
+    expect(sent.get(table)).toEqual([expect.stringContaining('unnest(')]);
     expect((await pool.query(`SELECT n FROM ${table}`)).rows).toEqual([{ n: 1 }]);
+    // A column dropped after the statement was learned: Postgres's refusal (42703), transient too.
+    await pool.query(`ALTER TABLE ${table} DROP COLUMN note`);
+    expect(await sink.put([event(2, { n: 2 })])).toEqual([transient(/column "note" .*does not exist/)]);
     await sink.close();
+
+    const identifiedTable = `${prefix}_late_identified`;
+    await pool.query(`CREATE TABLE ${identifiedTable} (event_id text, origin text, UNIQUE (origin, event_id))`);
+    const identifiedSink = await TableSink.open(
+      validateTableConfig({ subscriptionId: 's', connection, table: identifiedTable, columns, dedupe: 'table' }),
+      pg.host,
+    );
+    try {
+      expect(await identifiedSink.put(events.slice(0, 2))).toEqual(
+        [0, 1].map(() =>
+          transient(/^table .*_late_identified has no column kind, happened, n, amount, doc, flag, note$/),
+        ),
+      );
+      await pool.query(`DROP TABLE ${identifiedTable}`);
+      await pool.query(`CREATE TABLE ${identifiedTable} (${shape}, UNIQUE (origin, event_id))`);
+      expect(await identifiedSink.put(events.slice(0, 2))).toEqual([0, 1].map(() => ({ ok: true, written: true })));
+    } finally {
+      await identifiedSink.close();
+    }
   });
 });

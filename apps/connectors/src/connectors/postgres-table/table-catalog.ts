@@ -12,14 +12,12 @@ import type { TableConfig } from './table-config';
  * JSON (`json`, `jsonb` or a domain over one: every value goes as JSON text, a string as a JSON string); and whether
  * it keeps a string exactly as sent and compares it by its characters (`text` or `varchar` without a length, which
  * cuts the spaces past it, under a deterministic collation): what such a column returns is the string the event
- * had, and two strings are one value only when they are equal.
+ * had, and two strings are one value only when they are equal. And its whole type (`declared`, with the modifier):
+ * a value cast to it explicitly is the value an insert stores (`varchar(4)` cuts the spaces past 4 either way).
  */
-export async function columnTypesOf(
-  client: PoolClient,
-  config: TableConfig,
-): Promise<Map<string, { type: string; array: boolean; json: boolean; exact: boolean }>> {
-  const { rows } = await client.query<{ name: string; type: string; array: boolean; json: boolean; exact: boolean }>(
-    `SELECT a.attname AS name, format_type(a.atttypid, -1) AS type,
+export async function columnTypesOf(client: PoolClient, config: TableConfig): Promise<Map<string, ColumnType>> {
+  const { rows } = await client.query<ColumnType & { name: string }>(
+    `SELECT a.attname AS name, format_type(a.atttypid, -1) AS type, format_type(a.atttypid, a.atttypmod) AS declared,
             (t.typcategory = 'A' OR a.attndims > 0) AS array,
             coalesce(nullif(t.typbasetype, 0), t.oid) IN ('json'::regtype, 'jsonb'::regtype) AS json,
             (a.atttypid IN ('text'::regtype, 'varchar'::regtype) AND a.atttypmod < 0
@@ -30,6 +28,27 @@ export async function columnTypesOf(
     [qualified(config.table)],
   );
   return new Map(rows.map((r) => [r.name, r]));
+}
+
+/** A column as {@link columnTypesOf} reads it. */
+export type ColumnType = { type: string; declared: string; array: boolean; json: boolean; exact: boolean };
+
+/**
+ * The table's columns ({@link columnTypesOf}) when it has every column the sink writes; otherwise an error naming
+ * what is missing, which the sink reports as transient: no event is to blame, and the job writes again once the
+ * table is made or altered.
+ */
+export async function requireColumns(
+  client: PoolClient,
+  config: TableConfig,
+  columns: string[],
+): Promise<Map<string, ColumnType>> {
+  const types = await columnTypesOf(client, config);
+  const name = `${config.table.schema}.${config.table.table}`;
+  if (types.size === 0) throw new Error(`table ${name} not found (or the sink's role cannot see it)`);
+  const missing = columns.filter((c) => !types.has(c));
+  if (missing.length > 0) throw new Error(`table ${name} has no column ${missing.join(', ')}`);
+  return types;
 }
 
 /**

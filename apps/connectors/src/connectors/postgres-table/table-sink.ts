@@ -5,7 +5,7 @@ import type { PutOutcome, SinkConnector } from '../../spi';
 import { createLogger } from '@libs/logging';
 import { poolFor, qualified, quoted } from '../config-fields';
 import { createLedger, LEDGER, ledgerKeyOf } from './ledger';
-import { columnTypesOf, requireIdentityIndex } from './table-catalog';
+import { requireColumns, requireIdentityIndex } from './table-catalog';
 import type { ColumnValue, TableConfig } from './table-config';
 
 const log = createLogger('TableSink');
@@ -42,10 +42,11 @@ export class TableSink implements SinkConnector {
   private readonly upsert: string;
   /**
    * The batch's statement with one array parameter per column (`unnest`), each cast to its column's type as the
-   * table has it, without the length or precision, which the insert applies ({@link columnTypesOf}): one statement text whatever the batch, prepared once per connection, where a VALUES list has a
+   * table has it, without the length or precision, which the insert applies (`columnTypesOf` in table-catalog.ts): one statement text whatever the batch, prepared once per connection, where a VALUES list has a
    * parameter per value and a text per batch size (Postgres parses and plans each). Learned at the first write and
-   * again after a write Postgres refused (the table may have changed); null when a column is missing or is an array
-   * (unnest would flatten it), which take a transaction of two statements, the rows as a VALUES list.
+   * again after a write that failed (the table may have changed); null when a column is an array (unnest would
+   * flatten it), which takes a transaction of two statements, the rows as a VALUES list. A table or column missing
+   * fails the write as transient ({@link requireColumns}).
    */
   private bulk: { text: string; name: string } | null | undefined;
   /** `dedupe: table`: the statement for the table as it is now, learned as {@link bulk} is. */
@@ -200,7 +201,8 @@ export class TableSink implements SinkConnector {
     try {
       return await write(client);
     } catch (e) {
-      if (isPermanent(e)) this.bulk = this.identified = undefined;
+      // The table may have changed: the statement is learned again at the next write.
+      this.bulk = this.identified = undefined;
       throw e;
     } finally {
       client.release();
@@ -223,7 +225,7 @@ export class TableSink implements SinkConnector {
       const { rows: returned } = await client
         .query<string[]>({ ...statement.of(rows), rowMode: 'array' })
         .catch((e: unknown) => {
-          // The index the sink opened on is gone (42P10) or was made deferrable (55000): transient ({@link
+          // The index the sink opened on is gone (42P10) or was made deferrable (55000): transient (`columnTypesOf` in
           // isPermanent}), said as the setting it breaks.
           const code = (e as { code?: string }).code;
           if (code !== '42P10' && code !== '55000') throw e;
@@ -244,21 +246,20 @@ export class TableSink implements SinkConnector {
    * type without the length or precision (the insert applies them), inserted `ON CONFLICT DO NOTHING` on the
    * identity columns, and which of the batch's events went in. The rows go as arrays, one per column (`unnest`: one
    * statement text, prepared once per connection), or, when a column is itself an array (which `unnest` would
-   * flatten), as a VALUES list (a text per batch size). When both identity columns are exact ({@link
-   * columnTypesOf}), the rows returned are the events' own (source, id), matched in the sink; otherwise the statement
+   * flatten), as a VALUES list (a text per batch size). When both identity columns are exact (`columnTypesOf` in
+   * table-catalog.ts), the rows returned are the events' own (source, id), matched in the sink; otherwise the statement
    * joins them back to the events' places in the batch as the column types compare them (two events the column type
    * sees as one, such as a uuid's two cases, are one row, written by the first), which costs Postgres about a third
-   * more per row. A column missing is a transient failure (the job retries at its nack pace): the table is not what
-   * the job was made for.
+   * more per row, each event's values cast to their columns' declared types in the join as the insert casts them (a
+   * `varchar(4)` column stores 'ab   ' as 'ab  '). A table or column missing is a transient failure (`columnTypesOf` in
+   * requireColumns}).
    */
   private async identifiedStatementOf(
     client: PoolClient,
     identity: { source: string; id: string },
   ): Promise<IdentifiedStatement> {
-    const types = await columnTypesOf(client, this.config);
+    const types = await requireColumns(client, this.config, this.columns);
     this.valueKinds = valueKindsOf(types);
-    const missing = this.columns.filter((c) => !types.has(c));
-    if (missing.length > 0) throw new Error(`table ${this.sinkName}: ${missing.join(', ')} missing`);
     const typeOf = (c: string) => types.get(c)!.type;
     const listed = this.columns.some((c) => types.get(c)!.array);
     const cols = this.columns.map((_, i) => `c${i}`);
@@ -282,7 +283,9 @@ export class TableSink implements SinkConnector {
         ${insert} SELECT ${cols.join(', ')} FROM e
         ${conflict}
         RETURNING ${quoted(identity.source)} AS s, ${quoted(identity.id)} AS i)
-      SELECT DISTINCT ON (put.s, put.i) e.n FROM e JOIN put ON put.s = e.${colOf(identity.source)} AND put.i = e.${colOf(identity.id)}
+      SELECT DISTINCT ON (put.s, put.i) e.n FROM e
+        JOIN put ON put.s = e.${colOf(identity.source)}::${types.get(identity.source)!.declared}
+                AND put.i = e.${colOf(identity.id)}::${types.get(identity.id)!.declared}
        ORDER BY put.s, put.i, e.n`;
     const rowsAs = `AS e(${cols.join(', ')}, n)`;
     if (listed)
@@ -364,9 +367,9 @@ export class TableSink implements SinkConnector {
    */
   private async bulkOf(client: PoolClient): Promise<{ text: string; name: string } | null> {
     if (this.bulk !== undefined) return this.bulk;
-    const types = await columnTypesOf(client, this.config);
+    const types = await requireColumns(client, this.config, this.columns);
     this.valueKinds = valueKindsOf(types);
-    const usable = this.columns.every((c) => types.get(c)?.array === false);
+    const usable = this.columns.every((c) => !types.get(c)!.array);
     if (!usable) return (this.bulk = null);
     const cols = this.columns.map((_, i) => `c${i}`);
     const keyCols = this.config.key.map((k) => cols[this.columns.indexOf(k)]);
@@ -455,15 +458,20 @@ function valueOf(event: CloudEvent<unknown>, value: ColumnValue, kind: ValueKind
 }
 
 /**
- * A write Postgres refused for what it was sent (a value of the wrong type, a constraint, a column missing, one
- * statement updating a row twice, a value past a limit such as an index row's size, a trigger's RAISE): it fails again however often it is tried, and the batch goes event by event to
- * find the event to dead-letter. Anything else (a dropped connection, a server restarting, a serialization failure,
- * a lock timeout) may pass the next time. So may an `ON CONFLICT` that no unique index matches (42P10: the upsert
- * key's or dedupe's index dropped since the job opened) or cannot use (55000: made deferrable): no event is to
- * blame, and counted permanent it would dead-letter every one.
+ * A write Postgres refused for what it was sent (a value of the wrong type, a constraint, one statement updating a
+ * row twice, a value past a limit such as an index row's size, a trigger's RAISE): it fails again however often it
+ * is tried, and the batch goes event by event to find the event to dead-letter. Anything else (a dropped
+ * connection, a server restarting, a serialization failure, a lock timeout) may pass the next time. So may what
+ * is wrong with the table rather than with an event, which counted permanent would dead-letter every one: the
+ * table, a column or the role's privilege on it missing (42P01, 42703, 42501: it may be made or granted), an `ON
+ * CONFLICT` that no unique index matches (42P10: the upsert key's or dedupe's index dropped since the job opened)
+ * or cannot use (55000: made deferrable).
  */
 export function isPermanent(e: unknown): boolean {
   const code = (e as { code?: unknown }).code;
-  if (typeof code !== 'string' || code.length !== 5 || code === '42P10') return false;
+  if (typeof code !== 'string' || code.length !== 5 || TABLE_NOT_AS_MADE.has(code)) return false;
   return ['21', '22', '23', '42', '2B', '44', '54', 'P0'].includes(code.slice(0, 2));
 }
+
+/** SQLSTATEs of a table not as the job was made for, in classes {@link isPermanent} otherwise counts permanent. */
+const TABLE_NOT_AS_MADE = new Set(['42P01', '42703', '42501', '42P10']);
