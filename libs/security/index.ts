@@ -19,7 +19,7 @@ export { sealStoredSecrets } from './secret-sealer';
 export { SecurityGate } from './security-gate';
 export type { Admission, GateStats } from './security-gate';
 export { SignatureReplayLedger } from './signature-verifier';
-export { SinkGuard, SinkNotAllowed } from './sink-guard';
+export { isThisMachine, normalize as normalizeAddress, SinkGuard, SinkNotAllowed } from './sink-guard';
 export type { SinkResolver } from './sink-guard';
 export { TokenAuth } from './token-auth';
 export { ACL_EFFECTS } from './acl-rules';

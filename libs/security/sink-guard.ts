@@ -196,10 +196,7 @@ export class SinkGuard {
     }
     if (port !== this.own.port) return false;
     const local = localAddresses();
-    return addresses.some((address) => {
-      const ip = normalize(address);
-      return ip !== undefined && (LOOPBACK.check(ip.address, ip.type) || local.has(ip.address));
-    });
+    return addresses.some((address) => isThisMachine(address, local));
   }
 
   /**
@@ -266,6 +263,15 @@ export class SinkGuard {
 
 /** Loopback, where a sink's host is this machine whatever the interfaces say. */
 const LOOPBACK = CONFIGURABLE.find(([range]) => range === 'loopback')![1];
+
+/**
+ * Whether `address` reaches this machine: loopback, or an address of one of its interfaces (or an unspecified one),
+ * in whatever form (an IPv4-mapped IPv6 address as its IPv4 one).
+ */
+export function isThisMachine(address: string, local: ReadonlySet<string> = localAddresses()): boolean {
+  const ip = normalize(address);
+  return ip !== undefined && (LOOPBACK.check(ip.address, ip.type) || local.has(ip.address));
+}
 
 /** The addresses of this machine's interfaces (and the unspecified ones a sink could name to reach it). */
 function localAddresses(): Set<string> {
