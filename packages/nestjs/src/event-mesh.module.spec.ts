@@ -3,12 +3,15 @@ import {
   CallHandler,
   CanActivate,
   Catch,
+  Controller,
   ExceptionFilter,
   ExecutionContext,
   Injectable,
   Module,
   NestInterceptor,
+  OnModuleDestroy,
   PipeTransform,
+  Scope,
   UseFilters,
   UseGuards,
   UseInterceptors,
@@ -21,6 +24,7 @@ import { tap } from 'rxjs';
 import {
   EVENT_MESH_OPTIONS,
   EventMeshModule,
+  EventMeshModuleOptions,
   EventMeshTestingModule,
   InMemoryEventMeshClient,
   MESH_CONTEXT_TYPE,
@@ -29,6 +33,7 @@ import {
   MeshResponder,
   OnMeshEvent,
 } from './index';
+import { MESH_CLIENT_PORT } from './mesh-client-port';
 
 /** A pipe that proves pipes run on `@MeshData()`: it doubles the order's amount. */
 class DoubleAmount implements PipeTransform {
@@ -277,5 +282,270 @@ describe('EventMeshModule.forRoot / forRootAsync', () => {
     }).compile();
     expect(moduleRef.get(EVENT_MESH_OPTIONS)).toEqual({ url: 'http://127.0.0.1:2' });
     expect(moduleRef.get(Publisher).client).toBe(moduleRef.get(EventMeshClient));
+  });
+});
+
+/** A Nest app's bootstrap with the in-memory client: `init()` rejects with what the module refused. */
+async function boot(metadata: Parameters<typeof Test.createTestingModule>[0]) {
+  const moduleRef = await Test.createTestingModule(metadata).compile();
+  moduleRef.useLogger(false);
+  return moduleRef;
+}
+
+describe('EventMeshModule refuses at bootstrap what it could not run', () => {
+  @Controller('orders')
+  class OrdersController {
+    @OnMeshEvent({ topic: 'orders' })
+    onCreated() {}
+  }
+
+  @Injectable({ scope: Scope.REQUEST })
+  class RequestScopedHandler {
+    @OnMeshEvent({ topic: 'orders' })
+    onCreated() {}
+  }
+
+  @Injectable({ scope: Scope.TRANSIENT })
+  class TransientHandler {
+    @MeshResponder({ topic: 'prices' })
+    price() {}
+  }
+
+  it.each([
+    [
+      'a controller',
+      { controllers: [OrdersController] },
+      /@OnMeshEvent OrdersController\.onCreated .*controller.*move it to a singleton provider/,
+    ],
+    [
+      'a request-scoped provider',
+      { providers: [RequestScopedHandler] },
+      /@OnMeshEvent RequestScopedHandler\.onCreated .*request-scoped.*move it to a singleton provider/,
+    ],
+    [
+      'a transient provider',
+      { providers: [TransientHandler] },
+      /@MeshResponder TransientHandler\.price .*transient.*move it to a singleton provider/,
+    ],
+  ])('fails the bootstrap on a decorated method of %s, naming it', async (_what, metadata, message) => {
+    const moduleRef = await boot({ imports: [EventMeshTestingModule.forRoot()], ...metadata });
+    await expect(moduleRef.init()).rejects.toThrow(message);
+  });
+
+  it('fails the bootstrap when two handlers would share one subscription name, naming both', async () => {
+    const feature = (moduleName: string) => {
+      @Injectable()
+      class EventsHandler {
+        @OnMeshEvent({ topic: 'orders' })
+        handle() {}
+      }
+      @Module({ providers: [EventsHandler] })
+      class Feature {}
+      Object.defineProperty(Feature, 'name', { value: moduleName });
+      return Feature;
+    };
+    const moduleRef = await boot({
+      imports: [EventMeshTestingModule.forRoot(), feature('BillingModule'), feature('ShippingModule')],
+    });
+    const mesh = moduleRef.get(InMemoryEventMeshClient);
+    const ensure = jest.spyOn(mesh, 'ensureStreamSubscription');
+    await expect(moduleRef.init()).rejects.toThrow(
+      /EventsHandler\.handle \(BillingModule\) and @OnMeshEvent EventsHandler\.handle \(ShippingModule\) both consume the subscription "EventsHandler\.handle".*name:/,
+    );
+    expect(ensure).not.toHaveBeenCalled();
+  });
+
+  it.each([
+    [{ concurrency: NaN }, '@OnMeshEvent Checked.on: concurrency must be an integer >= 1, got NaN'],
+    [{ concurrency: 0 }, '@OnMeshEvent Checked.on: concurrency must be an integer >= 1, got 0'],
+    [{ concurrency: 1.5 }, '@OnMeshEvent Checked.on: concurrency must be an integer >= 1, got 1.5'],
+    [{ window: 0 }, '@OnMeshEvent Checked.on: window must be an integer from 1 to 1000, got 0'],
+    [{ window: 1001 }, '@OnMeshEvent Checked.on: window must be an integer from 1 to 1000, got 1001'],
+    [
+      { policy: 'ROUND_ROBIN' },
+      '@OnMeshEvent Checked.on: policy must be LOAD_BALANCE, BROADCAST or MULTICAST, got "ROUND_ROBIN"',
+    ],
+  ])('fails the bootstrap on %o, before ensuring any subscription', async (options, message) => {
+    @Injectable()
+    class Checked {
+      @OnMeshEvent({ topic: 'orders', ...(options as object) })
+      on() {}
+    }
+    const moduleRef = await boot({ imports: [EventMeshTestingModule.forRoot()], providers: [OrdersHandler, Checked] });
+    const ensure = jest.spyOn(moduleRef.get(InMemoryEventMeshClient), 'ensureStreamSubscription');
+    await expect(moduleRef.init()).rejects.toThrow(message);
+    expect(ensure).not.toHaveBeenCalled();
+  });
+
+  it.each([
+    ['forRoot({})', () => EventMeshModule.forRoot({} as EventMeshModuleOptions), 'got undefined'],
+    [
+      'a factory giving url undefined',
+      () => EventMeshModule.forRootAsync({ useFactory: () => ({ url: undefined as unknown as string }) }),
+      'got undefined',
+    ],
+    ['a url without a scheme', () => EventMeshModule.forRoot({ url: 'localhost:8080' }), 'got "localhost:8080"'],
+    [
+      'a url of another scheme',
+      () => EventMeshModule.forRoot({ url: 'ws://127.0.0.1:8080' }),
+      'got "ws://127.0.0.1:8080"',
+    ],
+    [
+      'a url without a scheme, its user information not shown',
+      () => EventMeshModule.forRoot({ url: 'mesh:s3cret@127.0.0.1:8080' }),
+      'got "***@127.0.0.1:8080"',
+    ],
+  ])('refuses %s: options.url must be an http(s) URL', async (_what, module, got) => {
+    await expect(Test.createTestingModule({ imports: [module()] }).compile()).rejects.toThrow(
+      `EventMeshModule: options.url must be an http(s) URL such as http://127.0.0.1:8080, ${got}`,
+    );
+  });
+
+  it('refuses a token or an apiKey that is not a string', async () => {
+    const bad = (options: Partial<EventMeshModuleOptions>) =>
+      Test.createTestingModule({
+        imports: [EventMeshModule.forRoot({ url: 'http://127.0.0.1:1', ...options } as EventMeshModuleOptions)],
+      }).compile();
+    await expect(bad({ token: 42 as unknown as string })).rejects.toThrow(
+      'EventMeshModule: options.token must be a string or a function giving one, got a number',
+    );
+    await expect(bad({ apiKey: {} as unknown as string })).rejects.toThrow(
+      'EventMeshModule: options.apiKey must be a string, got an object',
+    );
+    await expect(bad({ token: () => 't', apiKey: 'emk_a_b' })).resolves.toBeDefined();
+  });
+});
+
+describe('EventMeshModule instances with isGlobal: false', () => {
+  /** Two feature modules, each with its own EventMeshModule and a handler of topic `orders`; each client in-memory. */
+  const twoFeatures = () => {
+    @Injectable()
+    class BillingHandler {
+      seen: string[] = [];
+      @OnMeshEvent({ topic: 'orders' })
+      on(event: CloudEvent<unknown>) {
+        this.seen.push(event.id);
+      }
+    }
+    @Injectable()
+    class ShippingHandler {
+      seen: string[] = [];
+      @OnMeshEvent({ topic: 'orders' })
+      on(event: CloudEvent<unknown>) {
+        this.seen.push(event.id);
+      }
+    }
+    @Module({
+      imports: [EventMeshModule.forRoot({ url: 'http://billing.invalid', isGlobal: false })],
+      providers: [BillingHandler],
+    })
+    class BillingModule {}
+    @Module({
+      imports: [EventMeshModule.forRoot({ url: 'http://shipping.invalid', isGlobal: false })],
+      providers: [ShippingHandler],
+    })
+    class ShippingModule {}
+    return { BillingHandler, ShippingHandler, BillingModule, ShippingModule };
+  };
+
+  /** The app with an in-memory client behind each EventMeshModule instance, by its url. */
+  const compile = async (imports: Parameters<typeof Test.createTestingModule>[0]['imports']) => {
+    const meshes = new Map<string, InMemoryEventMeshClient>();
+    const moduleRef = await Test.createTestingModule({ imports })
+      .overrideProvider(MESH_CLIENT_PORT)
+      .useFactory({
+        factory: (options: EventMeshModuleOptions) => {
+          const mesh = new InMemoryEventMeshClient({ topic: 'orders' });
+          meshes.set(options.url, mesh);
+          return mesh;
+        },
+        inject: [EVENT_MESH_OPTIONS],
+      })
+      .compile();
+    moduleRef.useLogger(false);
+    return { moduleRef, meshes };
+  };
+
+  it('runs each handler once, on the instance its module imports', async () => {
+    const { BillingHandler, ShippingHandler, BillingModule, ShippingModule } = twoFeatures();
+    const { moduleRef, meshes } = await compile([BillingModule, ShippingModule]);
+    const nest = await moduleRef.init();
+    const billing = meshes.get('http://billing.invalid')!;
+    const shipping = meshes.get('http://shipping.invalid')!;
+    const { id } = await billing.publish({ type: 'order.created', source: '/test' });
+    await billing.settled();
+    expect(billing.answers.map((a) => [a.subscription, a.action])).toEqual([['BillingHandler.on', 'ack']]);
+    expect(nest.get(BillingHandler).seen).toEqual([id]);
+    expect(nest.get(ShippingHandler).seen).toEqual([]);
+    await shipping.publish({ type: 'order.created', source: '/test' });
+    await shipping.settled();
+    expect(shipping.answers.map((a) => [a.subscription, a.action])).toEqual([['ShippingHandler.on', 'ack']]);
+    await nest.close();
+  });
+
+  it('fails the bootstrap on a handler whose module imports none of several instances', async () => {
+    const { BillingModule, ShippingModule } = twoFeatures();
+    @Injectable()
+    class StrayHandler {
+      @OnMeshEvent({ topic: 'orders' })
+      on() {}
+    }
+    @Module({ providers: [StrayHandler] })
+    class StrayModule {}
+    const { moduleRef } = await compile([BillingModule, ShippingModule, StrayModule]);
+    await expect(moduleRef.init()).rejects.toThrow(
+      /@OnMeshEvent StrayHandler\.on \(StrayModule\): .*import EventMeshModule\.forRoot .* in StrayModule/,
+    );
+  });
+});
+
+describe('EventMeshModule at shutdown', () => {
+  it("drains before any other module's onModuleDestroy: a handler in flight finishes with the pool it uses open, and is acked", async () => {
+    @Injectable()
+    class Pool implements OnModuleDestroy {
+      open = true;
+      onModuleDestroy() {
+        this.open = false;
+      }
+    }
+    @Module({ providers: [Pool], exports: [Pool] })
+    class PoolModule {}
+
+    @Injectable()
+    class Writer {
+      release?: () => void;
+      held = new Promise<void>((resolve) => (this.release = resolve));
+      constructor(readonly pool: Pool) {}
+
+      @OnMeshEvent({ topic: 'orders' })
+      async write() {
+        await this.held;
+        if (!this.pool.open) throw new Error('pool closed');
+      }
+    }
+
+    const moduleRef = await boot({
+      imports: [EventMeshTestingModule.forRoot({ topic: 'orders' }), PoolModule],
+      providers: [Writer],
+    });
+    const nest = await moduleRef.init();
+    const mesh = nest.get(InMemoryEventMeshClient);
+    const writer = nest.get(Writer);
+    const pool = nest.get(Pool);
+    await mesh.publish({ type: 'order.created', source: '/test' });
+    const closing = nest.close();
+    const draining = () =>
+      nest
+        .get(MeshHandlerExplorer)
+        .consumerStates()
+        .some((c) => c.state === 'draining');
+    // Let the handler go once the drain began or the pool was closed, whichever comes first.
+    while (!draining() && pool.open) await new Promise((r) => setImmediate(r));
+    writer.release!();
+    await closing;
+    expect(mesh.answers.map((a) => [a.action, a.attempt, (a.error as Error | undefined)?.message])).toEqual([
+      ['ack', 1, undefined],
+    ]);
+    expect(pool.open).toBe(false);
   });
 });

@@ -2,6 +2,7 @@ import { DynamicModule, Module } from '@nestjs/common';
 import { DiscoveryModule } from '@nestjs/core';
 import { EventMeshClient } from '@eventmesh/client';
 import { MESH_CLIENT_PORT } from '../mesh-client-port';
+import { MeshDrainModule } from '../mesh-drain';
 import { MeshHandlerExplorer } from '../mesh-handler.explorer';
 import { InMemoryEventMeshClient, InMemoryEventMeshClientOptions } from './in-memory-event-mesh-client';
 
@@ -15,7 +16,7 @@ export class EventMeshTestingModule {
     return {
       module: EventMeshTestingModule,
       global: true,
-      imports: [DiscoveryModule],
+      imports: [DiscoveryModule, MeshDrainModule],
       providers: [
         { provide: InMemoryEventMeshClient, useValue: new InMemoryEventMeshClient(options) },
         { provide: EventMeshClient, useExisting: InMemoryEventMeshClient },
