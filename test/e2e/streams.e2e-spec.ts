@@ -225,6 +225,12 @@ describe('stream transports', () => {
       expect(await waitFor('an error message', () => messages.find((m) => m.type === 'error'))).toMatchObject({
         code: 'MALFORMED_JSON',
       });
+      // A refused answer names its delivery, so a client settles the answer it waits for.
+      socket.send(JSON.stringify({ type: 'nack', deliveryId: event.deliveryId, delayMs: 7_200_000 }));
+      expect(await waitFor('the refused answer', () => messages.filter((m) => m.type === 'error')[1])).toMatchObject({
+        code: 'INVALID_REQUEST',
+        deliveryId: event.deliveryId,
+      });
     } finally {
       socket.close();
     }

@@ -103,6 +103,11 @@ export interface ConsumerStats {
   rejected: number;
   /** Connections opened after the first. */
   reconnects: number;
+  /**
+   * Failures of the dedupe store: a `seen` that failed nacks the delivery (it comes again); a `record` that failed
+   * after the handler succeeded still acks it. Each is emitted as `error` when the consumer has a listener.
+   */
+  errors: number;
 }
 
 /** A running stream consumer: a callback consumer runs by itself; without a handler, iterate it. */
@@ -116,5 +121,8 @@ export interface Consumer extends AsyncIterable<Delivery> {
   /** Closes now: deliveries not yet answered are given back by the runtime and delivered again. */
   close(): Promise<void>;
   on(event: 'state', listener: (change: StateChange) => void): this;
+  /** A failure of the dedupe store (`stats.errors`); without a listener it is only counted. */
+  on(event: 'error', listener: (error: Error) => void): this;
   off(event: 'state', listener: (change: StateChange) => void): this;
+  off(event: 'error', listener: (error: Error) => void): this;
 }

@@ -3,7 +3,8 @@ import type { ConsumeOptions, Handler, Transport } from './consumer-types';
 import { MemoryDedupeStore } from './dedupe/memory-dedupe-store';
 import { NotFoundError, RejectError } from './errors';
 import { HttpClient } from './http';
-import { fakeConnects, type FakeConnection } from './testing/fake-connection';
+import { fakeConnects, FakeConnection } from './testing/fake-connection';
+import type { Connect } from './transports/connection';
 import { TransportRefusedError } from './transports/connection';
 
 const http = new HttpClient({ url: 'http://mesh' });
@@ -40,6 +41,133 @@ const gate = () => {
 };
 
 describe('stream consumer', () => {
+  it("handles deliveries a transport hands over before its connect returned (a long-poll's first poll)", async () => {
+    const handled: string[] = [];
+    let connection: FakeConnection | undefined;
+    const early: Connect = async (p) => {
+      connection = new FakeConnection('long-poll', p);
+      connection.deliver('d1', { id: 'e1' });
+      connection.deliver('d2', { id: 'e2' });
+      return connection;
+    };
+    const consumer = new StreamConsumer(
+      http,
+      'sub',
+      (e) => void handled.push(e.id),
+      { transport: 'long-poll', ackDeadlineMs: false },
+      { websocket: early, sse: early, 'long-poll': early },
+    );
+    await until('both acked', () => connection?.answers.length === 2);
+    expect(handled).toEqual(['e1', 'e2']);
+    expect(consumer.state).toBe('connected');
+    await consumer.close();
+  });
+
+  it('a dedupe store that fails: a failed seen nacks the delivery, a failed record after success still acks, drain resolves', async () => {
+    const failing = new MemoryDedupeStore();
+    let seenFails = 1;
+    let recordFails = 1;
+    const seen = failing.seen.bind(failing);
+    const record = failing.record.bind(failing);
+    failing.seen = async (source, id) => {
+      if (seenFails-- > 0) throw new Error('store down (seen)');
+      return seen(source, id);
+    };
+    failing.record = async (source, id) => {
+      if (recordFails-- > 0) throw new Error('store down (record)');
+      return record(source, id);
+    };
+    const handled: string[] = [];
+    const errors: string[] = [];
+    const unhandled: unknown[] = [];
+    const onUnhandled = (e: unknown) => unhandled.push(e);
+    process.on('unhandledRejection', onUnhandled);
+    try {
+      const { consumer, conn } = start((e) => void handled.push(e.id), { dedupe: failing, nackDelayMs: 5 });
+      consumer.on('error', (e) => errors.push(e.message));
+      const c = await conn();
+      c.deliver('d1', { id: 'e1' });
+      await until('nacked', () => c.answers.length === 1);
+      c.deliver('d2', { id: 'e1' });
+      await until('acked', () => c.answers.length === 2);
+      expect(c.answers).toEqual([
+        { deliveryId: 'd1', action: 'nack', delayMs: 5 },
+        { deliveryId: 'd2', action: 'ack' },
+      ]);
+      expect(handled).toEqual(['e1']);
+      expect(errors).toEqual(['store down (seen)', 'store down (record)']);
+      expect(consumer.stats).toMatchObject({ errors: 2, handled: 1, acked: 1, nacked: 1 });
+      await consumer.drain();
+      await new Promise((r) => setImmediate(r));
+      expect(unhandled).toEqual([]);
+    } finally {
+      process.off('unhandledRejection', onUnhandled);
+    }
+  });
+
+  it('a batch whose dedupe lookup fails is nacked whole, and handled when it comes again', async () => {
+    const failing = new MemoryDedupeStore();
+    let seenFails = 1;
+    const seen = failing.seen.bind(failing);
+    failing.seen = async (source, id) => {
+      if (seenFails-- > 0) throw new Error('store down');
+      return seen(source, id);
+    };
+    const batches: string[][] = [];
+    const { connections, connect } = fakeConnects();
+    const consumer = new StreamConsumer(
+      http,
+      'sub',
+      { batch: (items) => void batches.push(items.map((i) => i.event.id)) },
+      { dedupe: failing, nackDelayMs: 5, ackDeadlineMs: false },
+      connect,
+    );
+    await until('connected', () => connections.length === 1);
+    const c = connections[0];
+    c.deliver('d1', { id: 'e1' });
+    c.deliver('d2', { id: 'e2' });
+    await until('both nacked', () => c.answers.length === 2);
+    expect(c.answers.map((a) => a.action)).toEqual(['nack', 'nack']);
+    c.deliver('d3', { id: 'e1' });
+    c.deliver('d4', { id: 'e2' });
+    await until('both acked', () => c.answers.length === 4);
+    expect(batches).toEqual([['e1', 'e2']]);
+    expect(consumer.stats.errors).toBe(1);
+    await consumer.close();
+  });
+
+  it('refuses options that would stall it or that the runtime refuses, naming the option', () => {
+    for (const [options, named] of [
+      [{ window: 0 }, 'window'],
+      [{ window: 1001 }, 'window'],
+      [{ concurrency: 0 }, 'concurrency'],
+      [{ concurrency: NaN }, 'concurrency'],
+      [{ nackDelayMs: 7_200_000 }, 'nackDelayMs'],
+      [{ nackDelayMs: -1 }, 'nackDelayMs'],
+      [{ ackDeadlineMs: 0 }, 'ackDeadlineMs'],
+      [{ reconnect: { initialDelayMs: 0 } }, 'reconnect.initialDelayMs'],
+      [{ reconnect: { initialDelayMs: 500, maxDelayMs: 100 } }, 'reconnect.maxDelayMs'],
+    ] as [ConsumeOptions, string][])
+      expect(() => new StreamConsumer(http, 'sub', () => undefined, options, fakeConnects().connect)).toThrow(
+        new RegExp(`^${named.replace('.', '\\.')} (must|\\()`),
+      );
+  });
+
+  it('holds no backoff timer once closed, so the process can exit', async () => {
+    const timers = () => process.getActiveResourcesInfo().filter((r) => r === 'Timeout').length;
+    const before = timers();
+    const consumer = new StreamConsumer(
+      http,
+      'sub',
+      () => undefined,
+      { reconnect: { initialDelayMs: 60_000, maxDelayMs: 60_000 }, ackDeadlineMs: false },
+      fakeConnects(() => new Error('connection refused')).connect,
+    );
+    await until('waiting to connect again', () => timers() > before);
+    await consumer.close();
+    expect(timers()).toBe(before);
+  });
+
   it('acks only after the handler resolved', async () => {
     const g = gate();
     const { consumer, conn } = start(() => g.opened);

@@ -41,6 +41,8 @@ const CONNECT: Record<Transport, Connect> = {
 };
 const FALLBACK_ORDER: Transport[] = ['websocket', 'sse', 'long-poll'];
 const RECONNECT_DEFAULTS = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10000 };
+/** The longest nack delay and ack deadline the runtime takes (an answer past it is refused). */
+const MAX_ANSWER_DELAY_MS = 3_600_000;
 /** A subscription's ack timeout when its config names none (the runtime's default). */
 const DEFAULT_ACK_TIMEOUT_MS = 30_000;
 
@@ -63,7 +65,15 @@ const DEFAULT_ACK_TIMEOUT_MS = 30_000;
  * and answers per batch rather than per event.
  */
 export class StreamConsumer extends EventEmitter implements Consumer {
-  readonly stats: ConsumerStats = { handled: 0, duplicates: 0, acked: 0, nacked: 0, rejected: 0, reconnects: 0 };
+  readonly stats: ConsumerStats = {
+    handled: 0,
+    duplicates: 0,
+    acked: 0,
+    nacked: 0,
+    rejected: 0,
+    reconnects: 0,
+    errors: 0,
+  };
   state: ConsumerState = 'connecting';
   transport: Transport | undefined;
   private connection: Connection | undefined;
@@ -98,6 +108,7 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     private readonly connect: Record<Transport, Connect> = CONNECT,
   ) {
     super();
+    checkConsumeOptions(options);
     this.handler = typeof handler === 'function' ? handler : undefined;
     this.batchHandler = typeof handler === 'object' ? handler.batch : undefined;
     this.window = options.window ?? 10;
@@ -109,11 +120,15 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     this.done = this.run();
   }
 
-  override on(event: 'state', listener: (change: StateChange) => void): this {
+  override on(event: 'state', listener: (change: StateChange) => void): this;
+  override on(event: 'error', listener: (error: Error) => void): this;
+  override on(event: 'state' | 'error', listener: (arg: StateChange & Error) => void): this {
     return super.on(event, listener);
   }
 
-  override off(event: 'state', listener: (change: StateChange) => void): this {
+  override off(event: 'state', listener: (change: StateChange) => void): this;
+  override off(event: 'error', listener: (error: Error) => void): this;
+  override off(event: 'state' | 'error', listener: (arg: StateChange & Error) => void): this {
     return super.off(event, listener);
   }
 
@@ -147,13 +162,20 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   /** Connects, waits for the connection to end, and connects again, until closed or refused for good. */
   private async run(): Promise<void> {
     const order = this.options.transport ? [this.options.transport] : FALLBACK_ORDER;
-    const backoff = { ...RECONNECT_DEFAULTS, ...this.options.reconnect };
+    const backoff = {
+      ...RECONNECT_DEFAULTS,
+      ...Object.fromEntries(Object.entries(this.options.reconnect ?? {}).filter(([, v]) => v !== undefined)),
+    };
     let next = 0;
     let retry = 0;
     let opened = false;
     while (!this.stopped) {
       let why: Error | undefined;
       try {
+        // A transport may hand over deliveries before its connect returns (a long-poll's first poll, frames that
+        // came with the WebSocket handshake): they wait here for the connection they came on.
+        const opening: { connection?: Connection } = {};
+        const early: WireDelivery[] = [];
         const connection: Connection = await this.connect[order[next]]({
           http: this.http,
           subscriptionId: this.subscriptionId,
@@ -162,12 +184,14 @@ export class StreamConsumer extends EventEmitter implements Consumer {
           consumerName: this.consumerName,
           batchFrames: this.options.batchFrames,
           ackDeadlineMs: this.ackDeadline,
-          onDelivery: (d) => this.take(connection, d),
+          onDelivery: (d) => (opening.connection ? this.take(opening.connection, d) : void early.push(d)),
         });
+        opening.connection = connection;
         if (this.stopped) {
           connection.close();
           break;
         }
+        for (const d of early.splice(0)) this.take(connection, d);
         if (opened) this.stats.reconnects++;
         opened = true;
         retry = 0;
@@ -190,9 +214,13 @@ export class StreamConsumer extends EventEmitter implements Consumer {
       }
       if (this.stopped) break;
       this.setState(opened ? 'reconnecting' : 'connecting', why);
+      // The backoff's timer goes when a close wakes the loop first, so a closed consumer holds no timer.
       await new Promise<void>((r) => {
-        this.wakeRun = r;
-        setTimeout(r, backoffDelay(++retry, backoff));
+        const timer = setTimeout(r, backoffDelay(++retry, backoff));
+        this.wakeRun = () => {
+          clearTimeout(timer);
+          r();
+        };
       });
     }
     this.setState('closed', this.failure);
@@ -230,20 +258,28 @@ export class StreamConsumer extends EventEmitter implements Consumer {
   }
 
   private async handle(connection: Connection, deliveryId: string, event: CloudEvent<unknown>): Promise<void> {
-    if (await this.isDuplicate(connection, deliveryId, event)) return;
+    const nackDelayMs = this.options.nackDelayMs ?? 1000;
+    try {
+      if (await this.isDuplicate(connection, deliveryId, event)) return;
+    } catch (e) {
+      // The store could not say whether it was handled: it comes again, and is asked again then.
+      this.storeFailed(e);
+      return this.answer(connection, { deliveryId, action: 'nack', delayMs: nackDelayMs });
+    }
     await this.slots.acquire();
     let outcome: Answer;
     const stopExtending = this.keepExtended([{ connection, item: { deliveryId } }]);
     try {
       await this.handler!(event, { deliveryId, transport: connection.transport });
       this.stats.handled++;
-      await this.dedupe?.record(event.source, event.id);
+      // Handled: acked whatever the store says, as handling it again is what the store is for avoiding.
+      await this.dedupe?.record(event.source, event.id).catch((e: unknown) => this.storeFailed(e));
       outcome = { deliveryId, action: 'ack' };
     } catch (e) {
       outcome =
         e instanceof RejectError
           ? { deliveryId, action: 'reject', reason: e.message }
-          : { deliveryId, action: 'nack', delayMs: this.options.nackDelayMs ?? 1000 };
+          : { deliveryId, action: 'nack', delayMs: nackDelayMs };
     } finally {
       stopExtending();
       this.slots.release();
@@ -336,9 +372,25 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     const fresh: Queued[] = [];
     /** A delivery of an event handed over already in this batch: answered as that one is. */
     const echoes: { delivery: Queued; of: number }[] = [];
-    const seen = this.dedupe
-      ? await Promise.all(batch.map(({ item }) => this.dedupe!.seen(item.event.source, item.event.id)))
-      : undefined;
+    let seen: boolean[] | undefined;
+    try {
+      seen = this.dedupe
+        ? await Promise.all(batch.map(({ item }) => this.dedupe!.seen(item.event.source, item.event.id)))
+        : undefined;
+    } catch (e) {
+      // The store could not say which were handled: the batch comes again, and is asked again then.
+      this.storeFailed(e);
+      const delayMs = this.options.nackDelayMs ?? 1000;
+      this.track(
+        this.answerAll(
+          batch.map((d) => ({
+            connection: d.connection,
+            answer: { deliveryId: d.item.deliveryId, action: 'nack', delayMs },
+          })),
+        ),
+      );
+      return;
+    }
     const first = new Map<string, number>();
     batch.forEach((delivery, i) => {
       if (seen?.[i]) {
@@ -369,7 +421,10 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     }
     const acked = fresh.filter((_, i) => outcomes[i] === 'ack');
     this.stats.handled += acked.length;
-    if (this.dedupe) await Promise.all(acked.map(({ item }) => this.dedupe!.record(item.event.source, item.event.id)));
+    if (this.dedupe)
+      await Promise.all(acked.map(({ item }) => this.dedupe!.record(item.event.source, item.event.id))).catch(
+        (e: unknown) => this.storeFailed(e),
+      );
     const answerOf = (deliveryId: string, o: BatchOutcome): Answer =>
       o === 'ack'
         ? { deliveryId, action: 'ack' }
@@ -403,7 +458,12 @@ export class StreamConsumer extends EventEmitter implements Consumer {
 
   /** Work the consumer waits for before it drains: a task until it ends. */
   private track(work: Promise<unknown>): void {
-    const task = work.then(() => undefined);
+    // What fails in here is answered where it fails (a nack, or a dropped answer the runtime redelivers); a task
+    // never rejects, so nothing is an unhandled rejection and a drain waits for every one.
+    const task = work.then(
+      () => undefined,
+      (e: unknown) => this.storeFailed(e),
+    );
     this.tasks.add(task);
     void task.finally(() => this.tasks.delete(task));
   }
@@ -449,6 +509,12 @@ export class StreamConsumer extends EventEmitter implements Consumer {
     else this.stats.rejected++;
   }
 
+  /** A failure of the dedupe store (or another that is nobody's to answer): counted, and emitted as `error` when heard. */
+  private storeFailed(e: unknown): void {
+    this.stats.errors++;
+    if (this.listenerCount('error') > 0) this.emit('error', e instanceof Error ? e : new Error(String(e)));
+  }
+
   private setState(state: ConsumerState, error?: Error): void {
     this.state = state;
     this.emit('state', { state, transport: this.transport, error } satisfies StateChange);
@@ -481,4 +547,22 @@ function checkedOutcomes(answered: unknown, length: number): BatchOutcome[] {
       );
   }
   return answered as BatchOutcome[];
+}
+
+/** Options the runtime would refuse, or that would stall the consumer, refused when it is made (a `RangeError`). */
+function checkConsumeOptions(o: ConsumeOptions): void {
+  const whole = (name: string, v: unknown, min: number, max: number) => {
+    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max))
+      throw new RangeError(`${name} must be a whole number from ${min} to ${max}, not ${String(v)}`);
+  };
+  whole('window', o.window, 1, 1000);
+  whole('concurrency', o.concurrency, 1, 1_000_000);
+  whole('nackDelayMs', o.nackDelayMs, 0, MAX_ANSWER_DELAY_MS);
+  if (o.ackDeadlineMs !== false) whole('ackDeadlineMs', o.ackDeadlineMs, 1, MAX_ANSWER_DELAY_MS);
+  whole('reconnect.initialDelayMs', o.reconnect?.initialDelayMs, 1, MAX_ANSWER_DELAY_MS);
+  whole('reconnect.maxDelayMs', o.reconnect?.maxDelayMs, 1, MAX_ANSWER_DELAY_MS);
+  const initial = o.reconnect?.initialDelayMs ?? RECONNECT_DEFAULTS.initialDelayMs;
+  const max = o.reconnect?.maxDelayMs ?? RECONNECT_DEFAULTS.maxDelayMs;
+  if (max < initial)
+    throw new RangeError(`reconnect.maxDelayMs (${max}) must be at least reconnect.initialDelayMs (${initial})`);
 }

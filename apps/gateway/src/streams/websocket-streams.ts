@@ -176,7 +176,8 @@ export async function registerWebSocketStreams(
           const { body } = toHttpError(
             e instanceof SyntaxError ? new EventMeshError(ErrorCode.MalformedJson, 'message is not valid JSON') : e,
           );
-          socket.send(JSON.stringify({ type: 'error', ...body }));
+          // The deliveries of the refused message, so the client settles what it waits for on them.
+          socket.send(JSON.stringify({ type: 'error', ...body, ...deliveriesOf(message!) }));
         }
       });
       const admission = admissions.get(request);
@@ -187,4 +188,20 @@ export async function registerWebSocketStreams(
       socket.on('error', (e) => log.warn({ subscription: subscriptionId, error: e.message }, 'stream socket error'));
     },
   );
+}
+
+/** The delivery ids a refused message names (`deliveryId`, or `deliveryIds` of an `answers` list), as far as it has any. */
+function deliveriesOf(message: { deliveryId?: unknown; answers?: unknown } | undefined): {
+  deliveryId?: string;
+  deliveryIds?: string[];
+} {
+  if (!message || typeof message !== 'object') return {};
+  if (typeof message.deliveryId === 'string') return { deliveryId: message.deliveryId };
+  if (!Array.isArray(message.answers)) return {};
+  const ids = (message.answers as unknown[]).flatMap((a) =>
+    a && typeof a === 'object' && typeof (a as { deliveryId?: unknown }).deliveryId === 'string'
+      ? [(a as { deliveryId: string }).deliveryId]
+      : [],
+  );
+  return ids.length > 0 ? { deliveryIds: ids } : {};
 }

@@ -103,4 +103,27 @@ describe('WebSocket transport', () => {
     ]);
     connection.close();
   });
+
+  it('hands over the frames the runtime sends as the socket opens (in the same read as the handshake)', async () => {
+    runtime.server.on('connection', (s) =>
+      s.send(JSON.stringify({ type: 'event', deliveryId: 'd0', event: event('d0') })),
+    );
+    const { got, connection } = await connect(false);
+    await until('the first frame', () => got.length === 1);
+    expect(got.map((d) => d.deliveryId)).toEqual(['d0']);
+    connection.close();
+  });
+
+  it('settles an answer the runtime refuses as not taken, and the answers after it by their own confirmations', async () => {
+    const { got, connection } = await connect(false);
+    for (const deliveryId of ['d1', 'd2']) runtime.send({ type: 'event', deliveryId, event: event(deliveryId) });
+    await until('two deliveries', () => got.length === 2);
+    const refused = connection.answer({ deliveryId: 'd1', action: 'nack', delayMs: 7_200_000 });
+    const taken = connection.answer({ deliveryId: 'd2', action: 'ack' });
+    await until('two answers', () => runtime.received.length === 2);
+    runtime.send({ type: 'error', code: 'INVALID_REQUEST', message: 'delayMs', deliveryId: 'd1' });
+    runtime.send({ type: 'answered', deliveryId: 'd2', accepted: true });
+    expect(await Promise.all([refused, taken])).toEqual([false, true]);
+    connection.close();
+  });
 });

@@ -14,6 +14,9 @@ import {
   type WireDelivery,
 } from './connection';
 
+/** How long a WebSocket handshake may take before the connect fails. */
+const HANDSHAKE_TIMEOUT_MS = 10_000;
+
 /** The most an `answers` message carries, in bytes of its JSON (the runtime takes messages of up to 64 KiB). */
 const MAX_ANSWERS_BYTES = 48 * 1024;
 
@@ -33,11 +36,51 @@ export const connectWebSocket: Connect = async (p) => {
   // `batches=true`: a batched subscription's batches come whole (batch-parts.ts).
   const query = { ...streamQuery(p), frames: p.batchFrames ? 'batch' : undefined, batches: 'true' };
   const url = p.http.urlOf(streamPath(p, 'ws'), query).replace(/^http/, 'ws');
-  const socket = new WebSocket(url, { headers: await p.http.authHeaders() });
+  // A handshake that hangs fails after HANDSHAKE_TIMEOUT_MS (the consumer connects again), so a close waits that
+  // long at most for a connect in flight.
+  const socket = new WebSocket(url, { headers: await p.http.authHeaders(), handshakeTimeout: HANDSHAKE_TIMEOUT_MS });
   // The runtime confirms a delivery's answers in the order they were sent (an extension, then the ack, say).
   const answers = new Map<string, ((accepted: boolean) => void)[]>();
   let resolveEnded!: (e: Error | undefined) => void;
   const ended = new Promise<Error | undefined>((r) => (resolveEnded = r));
+  // Listening from the start: the runtime sends deliveries as soon as the socket is open, and frames that come in
+  // the same read as the handshake's answer are emitted before `open` resolves anything awaiting it.
+  socket.on('error', () => undefined);
+  const answered = (deliveryId: string, accepted: unknown) => {
+    const waiting = answers.get(deliveryId);
+    waiting?.shift()?.(accepted === true);
+    if (waiting?.length === 0) answers.delete(deliveryId);
+  };
+  // Set by the first batch: the runtime takes `answers` messages.
+  let batched = false;
+  // The parts of the batched subscription's batches in hand (their answers are sent by `send`, below).
+  const parts = new BatchParts((a) => send(a), p.ackDeadlineMs);
+  socket.on('message', (raw) => {
+    const message = JSON.parse(String(raw)) as {
+      type: string;
+      deliveryId: string;
+      accepted?: boolean;
+      deliveries?: WireDelivery[];
+      answers?: { deliveryId: string; accepted: boolean }[];
+      events?: WireDelivery['event'][];
+      deliveryIds?: string[];
+    } & WireDelivery;
+    if (message.type === 'batch') {
+      batched = true;
+      for (const d of parts.split(message.deliveryId, message.events ?? [])) p.onDelivery(d);
+    } else if (message.type === 'events') {
+      batched = true;
+      for (const d of message.deliveries ?? []) p.onDelivery({ deliveryId: d.deliveryId, event: d.event });
+    } else if (message.type === 'event') p.onDelivery({ deliveryId: message.deliveryId, event: message.event });
+    else if (message.type === 'answered') {
+      if (message.answers) for (const a of message.answers) answered(a.deliveryId, a.accepted);
+      else answered(message.deliveryId, message.accepted);
+    } else if (message.type === 'error') {
+      // An answer the runtime refused (it names the deliveries of the message it refused): not taken.
+      if (typeof message.deliveryId === 'string') answered(message.deliveryId, false);
+      for (const id of message.deliveryIds ?? []) answered(id, false);
+    }
+  });
   await new Promise<void>((resolve, reject) => {
     socket.once('open', () => resolve());
     socket.once('unexpected-response', (_req, res: IncomingMessage) => {
@@ -60,37 +103,6 @@ export const connectWebSocket: Connect = async (p) => {
             ),
       ),
     );
-  });
-  socket.on('error', () => undefined);
-  const answered = (deliveryId: string, accepted: unknown) => {
-    const waiting = answers.get(deliveryId);
-    waiting?.shift()?.(accepted === true);
-    if (waiting?.length === 0) answers.delete(deliveryId);
-  };
-  // Set by the first batch: the runtime takes `answers` messages.
-  let batched = false;
-  // The parts of the batched subscription's batches in hand (their answers are sent by `send`, below).
-  const parts = new BatchParts((a) => send(a), p.ackDeadlineMs);
-  socket.on('message', (raw) => {
-    const message = JSON.parse(String(raw)) as {
-      type: string;
-      deliveryId: string;
-      accepted?: boolean;
-      deliveries?: WireDelivery[];
-      answers?: { deliveryId: string; accepted: boolean }[];
-      events?: WireDelivery['event'][];
-    } & WireDelivery;
-    if (message.type === 'batch') {
-      batched = true;
-      for (const d of parts.split(message.deliveryId, message.events ?? [])) p.onDelivery(d);
-    } else if (message.type === 'events') {
-      batched = true;
-      for (const d of message.deliveries ?? []) p.onDelivery({ deliveryId: d.deliveryId, event: d.event });
-    } else if (message.type === 'event') p.onDelivery({ deliveryId: message.deliveryId, event: message.event });
-    else if (message.type === 'answered') {
-      if (message.answers) for (const a of message.answers) answered(a.deliveryId, a.accepted);
-      else answered(message.deliveryId, message.accepted);
-    }
   });
   const wire = (a: Answer) => ({
     type: a.action,
