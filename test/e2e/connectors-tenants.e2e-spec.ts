@@ -14,6 +14,8 @@ const AUDIENCE = 'eventmesh';
 /** What the tests read of `/admin/jobs` answers. */
 interface JobBody {
   id: string;
+  name: string;
+  kind: string;
   state: string;
   moved: number;
   deadLettered: number;
@@ -22,7 +24,7 @@ interface JobBody {
   lag: { events: number | null; counts: string; error?: string };
   throughput: { eventsPerSecond: number };
   run: { epoch: number | null };
-  spec: { config: { batchSize: number } };
+  spec: { mesh: Record<string, string>; config: { batchSize?: number } & Record<string, unknown> };
   code?: string;
   field?: string;
 }
@@ -52,6 +54,21 @@ describe('connector runtime: tenants, the gate, job operations', () => {
   const admin = (who: string, method: string, url: string, body?: unknown) =>
     call(replica.url!, who, method, url, body);
   const job = async (id: string) => (await admin('ta/alice', 'GET', `/admin/jobs/${id}`)).body!;
+  /** A job create by ta/alice refused for its `mesh`: the answer, and the challenge header it must not carry. */
+  const refusedCreate = async (name: string, meshCredential?: { token?: string; apiKey?: string }) => {
+    const res = await fetch(`${replica.url}/admin/jobs`, {
+      method: 'POST',
+      signal: AbortSignal.timeout(30000),
+      headers: { authorization: `Bearer ${tokens.get('ta/alice')}`, 'content-type': 'application/json' },
+      body: JSON.stringify({
+        name: `${name}-${tag}`,
+        kind: 'postgres-outbox',
+        ...(meshCredential ? { mesh: meshCredential } : {}),
+        config: { connection: app.connection, table: outbox },
+      }),
+    });
+    return { status: res.status, challenge: res.headers.get('www-authenticate'), body: (await res.json()) as JobBody };
+  };
   /**
    * A tenant's topic made, as a client makes it: a 503 (Kafka did not confirm the topic's leaders within the
    * runtime's wait, on a loaded host; the name not kept, retryable) is asked again; anything else must be the 201.
@@ -128,23 +145,27 @@ describe('connector runtime: tenants, the gate, job operations', () => {
     await instance?.stop();
     await terminateWorkflows(temporal.client, [dispatchWorkflowIdOf(`cxt-${tag}`)]);
     await temporal.close();
-    await db?.query(`DROP TABLE IF EXISTS ${outbox}_key, ${outbox}_reach`);
+    await db?.query(`DROP TABLE IF EXISTS ${outbox}_key, ${outbox}_reach, ${outbox}_cycle`);
     await db?.end();
   }, 120000);
 
-  it("each job's calls pass the gate with the job's own credential: none refused at create, a revoked key stops the job", async () => {
-    const none = await admin('ta/alice', 'POST', '/admin/jobs', {
-      name: `none-${tag}`,
-      kind: 'postgres-outbox',
-      config: { connection: app.connection, table: outbox },
+  it("each job's calls pass the gate with the job's own credential: none, a malformed or a revoked one refused at create (400 naming it, no challenge to the caller), a revoked key stops the job", async () => {
+    // The job's credential is refused, not the caller's: a 400 naming the field, without WWW-Authenticate.
+    const refusedMesh = (field: string) => ({
+      status: 400,
+      challenge: null,
+      body: { code: 'INVALID_REQUEST', field },
     });
-    expect(none).toMatchObject({ status: 401, body: { code: 'UNAUTHENTICATED' } });
+    expect(await refusedCreate('none')).toMatchObject(refusedMesh('mesh'));
+    expect(await refusedCreate('token', { token: 'not-a-token' })).toMatchObject(refusedMesh('mesh.token'));
+    expect(await refusedCreate('apikey', { apiKey: 'nope' })).toMatchObject(refusedMesh('mesh.apiKey'));
     const key = (await mesh('ta/alice', 'POST', '/admin/api-keys', { name: `job-${tag}`, scopes: ['publish'] }))
       .body as unknown as { id: string; key: string };
     const id = await outboxJob('key', { apiKey: key.key });
     await insert('key', `orders-${tag}`);
     await waitFor('the row published with the key', async () => (await job(id)).moved === 1);
     expect((await mesh('ta/alice', 'DELETE', `/admin/api-keys/${key.id}`)).status).toBe(204);
+    expect(await refusedCreate('revoked', { apiKey: key.key })).toMatchObject(refusedMesh('mesh.apiKey'));
     await insert('key', `orders-${tag}`);
     await waitFor('the gate refused the revoked key', async () => (await job(id)).lastError !== null);
     expect((await job(id)).lastError).toBe('the API key has been revoked');
@@ -280,5 +301,98 @@ describe('connector runtime: tenants, the gate, job operations', () => {
     expect((await admin('ta/alice', 'GET', `/admin/jobs/${id}`)).status).toBe(404);
     const described = await temporal.client.workflow.getHandle(connectorJobWorkflowIdOf(id)).describe();
     expect(described.status.name).toBe('TERMINATED');
+  }, 120000);
+
+  /** The outbox job of the cases below: made by the first, paused and reset, its workflow terminated after. */
+  let cycle: string;
+  const cycleConfig = () => ({ connection: app.connection, table: `${outbox}_cycle`, columns: { topic: 'topic' } });
+
+  it("a reconfigure cannot change the job's kind or name: 400 naming the field, nothing stored", async () => {
+    cycle = await outboxJob('cycle', { token: tokens.get('ta/alice') });
+    for (const [change, field] of [
+      [{ kind: 'postgres-table' }, 'kind'],
+      [{ name: `other-${tag}` }, 'name'],
+    ] as const) {
+      const answer = await admin('ta/alice', 'PUT', `/admin/jobs/${cycle}/config`, {
+        ...change,
+        mesh: { token: tokens.get('ta/alice') },
+        config: { ...cycleConfig(), batchSize: 3 },
+      });
+      expect({ change, answer }).toMatchObject({
+        change,
+        answer: { status: 400, body: { code: 'INVALID_REQUEST', field } },
+      });
+    }
+    const now = await job(cycle);
+    expect(now).toMatchObject({ name: `cycle-${tag}`, kind: 'postgres-outbox' });
+    expect(now.spec.config.batchSize).toBeUndefined();
+  });
+
+  it('the spec GET shows, sent back with its "(sealed)" secrets, keeps the stored password and credential: the next run moves rows', async () => {
+    await waitFor("the job's first run", async () => (await job(cycle)).run.epoch !== null);
+    const before = await job(cycle);
+    expect(before.spec.mesh).toEqual({ token: '(sealed)' });
+    expect(before.spec.config.connection).toMatchObject({ password: '(sealed)' });
+    const put = await admin('ta/alice', 'PUT', `/admin/jobs/${cycle}/config`, {
+      mesh: before.spec.mesh,
+      config: { ...before.spec.config, batchSize: 5 },
+    });
+    expect(put).toMatchObject({ status: 200, body: { spec: { config: { batchSize: 5 } } } });
+    // A run started after the reconfigure (it reads the stored config) publishes the row.
+    await waitFor('a run of the new config', async () => (await job(cycle)).run.epoch! > before.run.epoch!);
+    await insert('cycle', `orders-${tag}`);
+    await waitFor('the row published', async () => (await job(cycle)).moved === before.moved + 1);
+    expect(await job(cycle)).toMatchObject({ lastError: null, deadLettered: 0 });
+  });
+
+  it("the dead letters' limit is a whole number from 1 to 1000 in digits: anything else is a 400 naming limit", async () => {
+    for (const limit of ['2.5', 'abc', '-7', '0', '0x10', '1001', '', '1e2', ' 5']) {
+      const answer = await admin(
+        'ta/alice',
+        'GET',
+        `/admin/jobs/${cycle}/dead-letters?limit=${encodeURIComponent(limit)}`,
+      );
+      expect({ limit, answer }).toMatchObject({
+        limit,
+        answer: { status: 400, body: { code: 'INVALID_REQUEST', field: 'limit' } },
+      });
+    }
+    for (const query of ['?limit=1000', '?limit=1', ''])
+      expect((await admin('ta/alice', 'GET', `/admin/jobs/${cycle}/dead-letters${query}`)).status).toBe(200);
+  });
+
+  it("a position reset takes only a position the source can read (the outbox's <txid>:<id>): else a 400 naming position, nothing changed", async () => {
+    // A row read, so the job has a position of the source's own.
+    const read = (await job(cycle)).moved;
+    await insert('cycle', `orders-${tag}`);
+    await waitFor('the row published', async () => (await job(cycle)).moved === read + 1);
+    expect((await admin('ta/alice', 'POST', `/admin/jobs/${cycle}/pause`)).status).toBe(202);
+    await waitFor('the job paused', async () => (await job(cycle)).state === 'PAUSED');
+    const paused = await job(cycle);
+    expect(paused.position).toMatch(/^\d+:\d+$/);
+    for (const position of ['garbage', '', '90368', ':5', 'x:5', ' 1:5']) {
+      const answer = await admin('ta/alice', 'POST', `/admin/jobs/${cycle}/position`, { position });
+      expect({ position, answer }).toMatchObject({
+        position,
+        answer: { status: 400, body: { code: 'INVALID_REQUEST', field: 'position' } },
+      });
+    }
+    expect(await job(cycle)).toMatchObject({ position: paused.position, run: { epoch: paused.run.epoch } });
+    // A position the source wrote is taken.
+    expect(
+      await admin('ta/alice', 'POST', `/admin/jobs/${cycle}/position`, { position: paused.position }),
+    ).toMatchObject({ status: 200, body: { position: paused.position } });
+  });
+
+  it('a job whose workflow is gone (terminated in the Temporal UI): resume starts it again (202, not 500) and the job moves rows', async () => {
+    const workflow = temporal.client.workflow.getHandle(connectorJobWorkflowIdOf(cycle));
+    await workflow.terminate('terminated by the test');
+    const before = await job(cycle);
+    expect((await admin('ta/alice', 'POST', `/admin/jobs/${cycle}/resume`)).status).toBe(202);
+    await waitFor('the job running again', async () => (await job(cycle)).state === 'RUNNING');
+    await insert('cycle', `orders-${tag}`);
+    await waitFor('the row published', async () => (await job(cycle)).moved === before.moved + 1);
+    expect((await workflow.describe()).status.name).toBe('RUNNING');
+    expect((await admin('ta/alice', 'POST', `/admin/jobs/${cycle}/restart`)).status).toBe(202);
   }, 120000);
 });

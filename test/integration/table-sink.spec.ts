@@ -388,6 +388,29 @@ describe('TableSink: writes to a real table', () => {
     await Promise.all([sink.close(), keyed.close()]);
   });
 
+  it('writes a column named __proto__ (an own key of the JSON config) like any other, and upserts by it', async () => {
+    const table = `${prefix}_proto`;
+    await pool.query(`CREATE TABLE ${table} ("__proto__" text PRIMARY KEY, event_id text)`);
+    const sink = new TableSink(
+      validateTableConfig({
+        subscriptionId: 's',
+        connection,
+        table,
+        mode: 'upsert',
+        key: ['__proto__'],
+        columns: JSON.parse('{"__proto__": "data.key", "event_id": "id"}'),
+      }),
+      pool,
+    );
+    await sink.put([event(1, { key: 'k' })]);
+    await sink.put([event(2, { key: 'k' }), event(3, { key: 'l' })]);
+    const { rows } = await pool.query(`SELECT "__proto__" AS proto, event_id FROM ${table} ORDER BY 1`);
+    expect(rows).toEqual([
+      { proto: 'k', event_id: 'e-2' },
+      { proto: 'l', event_id: 'e-3' },
+    ]);
+  });
+
   it('upserts a batch holding one key several times: the last of them is the row, every event applied once', async () => {
     const bulk = sinkOn(`${prefix}_upsert`, { event_id: 'data.key' }, 'upsert');
     const listed = sinkOn(`${prefix}_listed`, { event_id: 'data.key', tags: 'data.tags' }, 'upsert');

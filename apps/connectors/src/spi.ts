@@ -74,6 +74,11 @@ export interface ConnectorKind<C> {
   validate(raw: unknown): C;
   /** The config's secret fields (paths), sealed at rest. */
   readonly secretFields: readonly string[];
+  /**
+   * A source's check of a position an operator resets it to (a non-empty string): why the source could not read
+   * from it, or undefined when it can. Without it, any non-empty string is taken.
+   */
+  validatePosition?(position: string): string | undefined;
   openSource?(config: C, ctx: ConnectorContext): Promise<SourceConnector>;
   openSink?(config: C, ctx: ConnectorContext): Promise<SinkConnector>;
   /** The stream subscription a sink consumes. */

@@ -2,6 +2,7 @@ import type { FastifyRequest } from 'fastify';
 import type { DataSource } from 'typeorm';
 import type { EventMeshConfig } from '@libs/config';
 import { adminFiltersOf, ANONYMOUS, Caller, LoggingAuditSink, SecurityGate, TokenAuth } from '@libs/security';
+import { ConfigFieldError } from '../spi';
 
 /**
  * The admin gate of the connector runtime: the security gate library of the event runtime with the same settings
@@ -44,8 +45,10 @@ export class AdminGate {
   }
 
   /**
-   * The tenant a job's mesh credential belongs to, as the event runtime's TokenAuth reads it; undefined when
-   * no TokenAuth runs here (an open gate), and a refusal when the credential is not valid.
+   * The tenant a job's mesh credential belongs to, as the event runtime's TokenAuth reads it (the anonymous
+   * tenant when no TokenAuth runs here: an open gate). A credential TokenAuth refuses (none, malformed, unknown,
+   * expired, revoked, without the publish scope) is the job's config refused, not the admin caller: a
+   * {@link ConfigFieldError} naming `mesh.apiKey`, `mesh.token`, or `mesh` when none was given.
    */
   async tenantOf(credential: { apiKey?: string; token?: string }): Promise<string | undefined> {
     if (!this.token) return ANONYMOUS.tenant;
@@ -58,7 +61,11 @@ export class AdminGate {
       request: { route: 'POST /admin/jobs', action: 'publish', headers, remoteAddress: '127.0.0.1' },
       caller: ANONYMOUS,
     });
-    if (!verdict.allow) throw verdict.refusal;
+    if (!verdict.allow) {
+      if (credential.apiKey) throw new ConfigFieldError('mesh.apiKey', `refused: ${verdict.refusal.message}`);
+      if (credential.token) throw new ConfigFieldError('mesh.token', `refused: ${verdict.refusal.message}`);
+      throw new ConfigFieldError('mesh', "expected { apiKey } or { token }, a credential of the caller's tenant");
+    }
     return verdict.caller?.tenant;
   }
 

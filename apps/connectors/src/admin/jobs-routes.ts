@@ -1,5 +1,6 @@
 import type { Client } from '@temporalio/client';
 import { WorkflowNotFoundError } from '@temporalio/client';
+import type { SignalDefinition, Workflow } from '@temporalio/common';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import {
   CONNECTOR_JOB_QUEUE,
@@ -38,8 +39,10 @@ const notFound = () => new EventMeshError(ErrorCode.NotFound, 'no such job');
 
 /**
  * `/admin/jobs`: the jobs of the caller's tenant (another tenant's job is a 404). Create validates the config and
- * the targets' addresses before anything is stored; state changes go to the job's workflow as signals (as the
- * Temporal UI sends them), which records the state; the position reset fences the running loop first.
+ * the targets' addresses before anything is stored, and a job whose workflow does not start is deleted again;
+ * state changes go to the job's workflow as signals (as the Temporal UI sends them), which records the state, and a
+ * job whose workflow is gone gets it started again with the signal; the position reset fences the running loop
+ * first. A reconfigure stores the config, which every run of the job reads at its start, and restarts the run.
  */
 export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): void {
   const log = createLogger('AdminJobs');
@@ -67,6 +70,32 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
   const job = async (tenant: string, id: string): Promise<JobView> =>
     (await deps.jobs.get(tenant, id)) ?? throwIt(notFound());
   const handle = (id: string) => deps.temporal.workflow.getHandle(connectorJobWorkflowIdOf(id));
+  /** The job's workflow as it is started: by the job's create, or again by a signal when it is gone. */
+  const workflowOf = (j: { id: string; kind: string; tenant: string }, paused: boolean) => ({
+    workflowId: connectorJobWorkflowIdOf(j.id),
+    taskQueue: CONNECTOR_JOB_QUEUE,
+    args: [{ jobId: j.id, runMs: deps.runMs, heartbeatMs: deps.heartbeatMs, paused }],
+    typedSearchAttributes: [
+      { key: connectorJobSearchAttributes.kind, value: j.kind },
+      { key: connectorJobSearchAttributes.tenant, value: j.tenant },
+      { key: connectorJobSearchAttributes.state, value: paused ? 'PAUSED' : 'RUNNING' },
+    ],
+  });
+  /**
+   * Sends `signal` to the job's workflow; a workflow that is gone (terminated in the Temporal UI, or a create's
+   * start lost) is started first, `paused` or not, so a job always has one to act on.
+   */
+  const signalled = (
+    j: JobView,
+    signal: SignalDefinition<[boolean]> | SignalDefinition<[]>,
+    args: unknown[],
+    paused: boolean,
+  ) =>
+    deps.temporal.workflow.signalWithStart<Workflow, unknown[]>('connectorJobWorkflow', {
+      ...workflowOf(j, paused),
+      signal: signal.name,
+      signalArgs: args,
+    });
 
   const checked = async (spec: JobSpec, tenant: string): Promise<void> => {
     const credentialTenant = await deps.gate.tenantOf(spec.mesh);
@@ -84,16 +113,24 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
       throw new EventMeshError(ErrorCode.IllegalTransition, `the tenant already has a job named ${spec.name}`, {
         field: 'name',
       });
-    await deps.temporal.workflow.start('connectorJobWorkflow', {
-      workflowId: connectorJobWorkflowIdOf(row.id),
-      taskQueue: CONNECTOR_JOB_QUEUE,
-      args: [{ jobId: row.id, runMs: deps.runMs, heartbeatMs: deps.heartbeatMs }],
-      typedSearchAttributes: [
-        { key: connectorJobSearchAttributes.kind, value: row.kind },
-        { key: connectorJobSearchAttributes.tenant, value: tenant },
-        { key: connectorJobSearchAttributes.state, value: 'RUNNING' },
-      ],
-    });
+    try {
+      await deps.temporal.workflow.start('connectorJobWorkflow', workflowOf(row, false));
+    } catch (e) {
+      // No job without its workflow: the row goes again, so the create can be asked again.
+      const undone = await deps.jobs.delete(tenant, row.id).then(
+        () => true,
+        (deleteError: Error) => {
+          log.error({ jobId: row.id, error: deleteError.message }, 'a job whose workflow did not start stays');
+          return false;
+        },
+      );
+      const cause = `the job's workflow could not be started (${(e as Error).message})`;
+      throw undone
+        ? temporalUnavailable(`${cause}; nothing was created, try again`, e)
+        : temporalUnavailable(`${cause}, and the job stays without it: resume it to start it, or delete it`, e, {
+            id: row.id,
+          });
+    }
     return [201, viewOf(await job(tenant, row.id))];
   });
 
@@ -112,21 +149,42 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
 
   route<{ id: string }>('PUT', '/admin/jobs/:id/config', async (req, tenant) => {
     const current = await job(tenant, req.params.id);
-    const spec = jobSpecOf(req.body, current);
+    const spec = jobSpecOf(req.body, {
+      name: current.name,
+      kind: current.kind,
+      stored: current.config,
+      box: deps.secrets,
+    });
     await checked(spec, tenant);
     await deps.jobs.reconfigure(tenant, current.id, sealed(spec, deps.secrets));
-    await handle(current.id).signal(restartJobSignal);
+    // The stored config is what the job's next run reads; the restart only makes the running one end now.
+    try {
+      await signalled(current, restartJobSignal, [], current.state === 'PAUSED');
+    } catch (e) {
+      throw temporalUnavailable(
+        `the config is stored and the job's next run reads it; its restart could not be sent now (${(e as Error).message}): ask again to restart it now`,
+        e,
+        { stored: true },
+      );
+    }
     return [200, viewOf(await job(tenant, current.id))];
   });
 
   for (const [action, signal] of [
-    ['pause', (id: string) => handle(id).signal(pauseJobSignal, true)],
-    ['resume', (id: string) => handle(id).signal(pauseJobSignal, false)],
-    ['restart', (id: string) => handle(id).signal(restartJobSignal)],
+    ['pause', (j: JobView) => signalled(j, pauseJobSignal, [true], true)],
+    ['resume', (j: JobView) => signalled(j, pauseJobSignal, [false], false)],
+    ['restart', (j: JobView) => signalled(j, restartJobSignal, [], j.state === 'PAUSED')],
   ] as const) {
     route<{ id: string }>('POST', `/admin/jobs/:id/${action}`, async (req, tenant) => {
       const current = await job(tenant, req.params.id);
-      await signal(current.id);
+      try {
+        await signal(current);
+      } catch (e) {
+        throw temporalUnavailable(
+          `the ${action} could not be sent to the job's workflow (${(e as Error).message}); nothing changed, try again`,
+          e,
+        );
+      }
       return [202, { id: current.id, requested: action }];
     });
   }
@@ -144,30 +202,32 @@ export function registerJobsRoutes(app: FastifyInstance, deps: JobsRoutesDeps): 
 
   route<{ id: string }>('POST', '/admin/jobs/:id/position', async (req, tenant) => {
     const current = await job(tenant, req.params.id);
-    const body = (req.body ?? {}) as { position?: unknown };
-    if (CONNECTOR_KINDS.get(current.kind)?.role !== 'source')
+    const { position } = (req.body ?? {}) as { position?: unknown };
+    const kind = CONNECTOR_KINDS.get(current.kind);
+    if (kind?.role !== 'source')
       throw new EventMeshError(ErrorCode.InvalidRequest, 'only a source job has a position to reset', {
         field: 'position',
       });
-    if (body.position !== null && typeof body.position !== 'string')
+    if (position !== null && (typeof position !== 'string' || position === ''))
       throw new EventMeshError(
         ErrorCode.InvalidRequest,
-        'position: expected a position string, or null for the start',
-        {
-          field: 'position',
-        },
+        'position: expected a position of the source, or null for the start',
+        { field: 'position' },
       );
+    const refused = position === null ? undefined : kind.validatePosition?.(position);
+    if (refused !== undefined)
+      throw new EventMeshError(ErrorCode.InvalidRequest, `position: ${refused}`, { field: 'position' });
     if (current.state !== 'PAUSED')
       throw new EventMeshError(ErrorCode.IllegalTransition, 'pause the job before resetting its position', {
         state: current.state,
       });
-    await deps.runs.resetPosition(current.id, body.position);
+    await deps.runs.resetPosition(current.id, position);
     return [200, viewOf(await job(tenant, current.id))];
   });
 
   route<{ id: string }>('GET', '/admin/jobs/:id/dead-letters', async (req, tenant) => {
     const current = await job(tenant, req.params.id);
-    const limit = Math.min(Math.max(Number(req.query.limit ?? 100) || 100, 1), 1000);
+    const limit = limitOf(req.query.limit);
     const after = req.query.after;
     if (after !== undefined && !/^\d{1,18}$/.test(after))
       throw new EventMeshError(ErrorCode.InvalidRequest, 'after: expected a dead letter id', { field: 'after' });
@@ -253,6 +313,24 @@ function viewOf(j: JobView) {
     createdAt: j.createdAt,
     updatedAt: j.updatedAt,
   };
+}
+
+/** The dead letters' page size: 1 to 1000 written as digits, 100 when not given. */
+function limitOf(value: unknown): number {
+  if (value === undefined) return 100;
+  const limit = typeof value === 'string' && /^\d{1,4}$/.test(value) ? Number(value) : 0;
+  if (limit < 1 || limit > 1000)
+    throw new EventMeshError(ErrorCode.InvalidRequest, 'limit: expected a whole number from 1 to 1000', {
+      field: 'limit',
+    });
+  return limit;
+}
+
+/** 503 DEPENDENCY_UNAVAILABLE: Temporal did not take a job's workflow start or signal. */
+function temporalUnavailable(message: string, cause: unknown, details: Record<string, unknown> = {}): EventMeshError {
+  return new EventMeshError(ErrorCode.DependencyUnavailable, message, { dependency: 'temporal', ...details }, true, {
+    cause,
+  });
 }
 
 function throwIt(e: Error): never {

@@ -161,7 +161,7 @@ export class OutboxSource implements SourceConnector {
 }
 
 /** `<txid>:<id>`; anything else is refused with the form it needs (a reset position an operator mistyped). */
-function parsePosition(position: string | undefined): { txid: string; id: string } | undefined {
+export function parsePosition(position: string | undefined): { txid: string; id: string } | undefined {
   if (!position) return undefined;
   const at = position.indexOf(':');
   if (at <= 0 || !/^\d+$/.test(position.slice(0, at)))

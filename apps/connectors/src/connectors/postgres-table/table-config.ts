@@ -45,22 +45,17 @@ export function validateTableConfig(raw: unknown): TableConfig {
   const o = object(raw, 'config');
   const mode = oneOf(o, '', 'mode', ['append', 'upsert'] as const, 'append');
   const mapping = object(o.columns, 'columns');
-  const columns: Record<string, ColumnValue> = {};
   for (const [column, value] of Object.entries(mapping)) {
     identifier({ [column]: column }, 'columns', column);
     if (typeof value !== 'string' || !(ATTRIBUTES.includes(value) || /^data(\.[A-Za-z0-9_]+)+$/.test(value)))
       throw new ConfigFieldError(`columns.${column}`, `expected one of ${ATTRIBUTES.join(', ')} or data.<field>`);
-    columns[column] = value as ColumnValue;
   }
+  // Own data properties, whatever their names: a column named __proto__ is a column like any other.
+  const columns = Object.fromEntries(Object.entries(mapping)) as Record<string, ColumnValue>;
   if (Object.keys(columns).length === 0) throw new ConfigFieldError('columns', 'expected at least one column');
-  const key = Array.isArray(o.key) ? o.key : [];
-  if (mode === 'upsert') {
-    if (key.length === 0) throw new ConfigFieldError('key', 'upsert needs the columns of the unique key');
-    key.forEach((k, i) => {
-      if (typeof k !== 'string' || !(k in columns))
-        throw new ConfigFieldError(`key.${i}`, 'expected a column named in columns');
-    });
-  }
+  const key = mode === 'upsert' ? upsertKey(o.key, columns) : [];
+  if (mode !== 'upsert' && o.key !== undefined && o.key !== null)
+    throw new ConfigFieldError('key', 'only an upsert has a key; give mode upsert, or no key');
   const ledgerRetentionHours = integerIn(o, '', 'ledgerRetentionHours', 0, MAX_LEDGER_RETENTION_HOURS, 0);
   const dedupe = oneOf(o, '', 'dedupe', ['ledger', 'table'] as const, 'ledger');
   if (dedupe === 'table') {
@@ -77,9 +72,21 @@ export function validateTableConfig(raw: unknown): TableConfig {
     connection: postgresTarget(o.connection, 'connection'),
     table: tableName(o, '', 'table'),
     mode,
-    key: key as string[],
+    key,
     columns,
     ledgerRetentionHours,
     dedupe,
   };
+}
+
+/** The upsert's key: columns of the mapping (its own), each once. */
+function upsertKey(value: unknown, columns: Record<string, ColumnValue>): string[] {
+  const key = Array.isArray(value) ? (value as unknown[]) : [];
+  if (key.length === 0) throw new ConfigFieldError('key', 'upsert needs the columns of the unique key');
+  key.forEach((k, i) => {
+    if (typeof k !== 'string' || !Object.hasOwn(columns, k))
+      throw new ConfigFieldError(`key.${i}`, 'expected a column named in columns');
+    if (key.indexOf(k) !== i) throw new ConfigFieldError(`key.${i}`, `${k} is in the key already`);
+  });
+  return key as string[];
 }
