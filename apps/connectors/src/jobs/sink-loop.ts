@@ -1,7 +1,8 @@
 import type { BatchItem, BatchOutcome } from '@eventmesh/client';
 import { StaleEpochError } from '@libs/fence';
 import type { PutOutcome, SinkConnector } from '../spi';
-import { noteError, pause, RunContext } from './run-context';
+import type { NewDeadLetter } from '../store/job-run-store';
+import { backoffMs, noteError, pause, RunContext } from './run-context';
 
 /** Deliveries held at once: the subscription's window (the runtime's most). */
 const WINDOW = 1000;
@@ -33,18 +34,26 @@ export async function writeMaxOf(mesh: RunContext['mesh'], subscriptionId: strin
  * `put`, record the counts and the dead letters under the run's fence, then answer each delivery: written (or
  * already written) is acked; a permanent failure is rejected (the subscription's dead letters, and the job's); a
  * transient one is nacked and redelivered after the nack delay, so a failing target is retried at that pace, never in a spin. A
- * fence refusal ends the run; its unanswered deliveries are given back and redelivered to the next run. A stream
+ * commit that fails (not refused) is tried again with backoff before the batch is answered, so written rows are
+ * counted. A fence refusal ends the run at once: nothing more is put to the target, and its unanswered deliveries
+ * are given back and redelivered to the next run. A stream
  * that cannot connect is the job's last error; one refused for good (the subscription is not the job tenant's, or
  * is gone; the credential is refused) ends the run with that error, and the workflow runs it again after its
  * retry backoff.
  */
 export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: RunContext): Promise<void> {
   let stale: StaleEpochError | undefined;
+  let refused: Error | undefined;
+  // Aborted when the run must end for a reason of its own (fenced off by a write, refused for good): wakes the loop.
+  const ended = new AbortController();
+  const stopped = AbortSignal.any([ctx.signal, ended.signal]);
 
   // One batch written at a time: what arrives while it is written is the next batch (a group commit, up to
   // WRITE_MAX, or two of a batched subscription's batches), so a busy stream makes few large transactions and fenced
   // commits rather than many small ones.
   const write = async (batch: BatchItem[]): Promise<BatchOutcome[]> => {
+    // Fenced off: the job is another run's, whose deliveries these are; nothing more is written to the target.
+    if (stale) throw stale;
     try {
       const outcomes = await sink.put(batch.map((b) => b.event));
       const deadLetters = outcomes.flatMap((o, i) =>
@@ -53,15 +62,18 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
           : [],
       );
       const moved = outcomes.filter((o) => o.ok && o.written).length;
-      const recorded = await ctx.runs.commit(ctx.fence, ctx.jobId, { moved, deadLetters });
+      const recorded = await commitRetrying(ctx, { moved, deadLetters });
       ctx.progress.moved += moved;
       ctx.progress.deadLettered += recorded.deadLettered;
       const failed = outcomes.find((o): o is Extract<PutOutcome, { ok: false }> => !o.ok && !o.permanent);
-      ctx.progress.lastError = failed?.reason;
+      await noteError(ctx, failed?.reason);
       return outcomes.map((o) => (o.ok ? 'ack' : o.permanent ? { reject: o.reason } : { nack: true }));
     } catch (e) {
       // Nothing of the batch is known written (or its counts committed): every event comes again.
-      if (e instanceof StaleEpochError) stale = e;
+      if (e instanceof StaleEpochError) {
+        stale ??= e;
+        ended.abort();
+      } else await noteError(ctx, (e as Error).message);
       throw e;
     }
   };
@@ -73,14 +85,16 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
     nackDelayMs: 1000,
     batchFrames: true,
   });
-  let refused: Error | undefined;
   consumer.on('state', ({ state, error }) => {
     if (!error) return;
     void noteError(ctx, `subscription ${subscriptionId}: ${error.message}`);
-    if (state === 'closed') refused = error;
+    if (state === 'closed') {
+      refused = error;
+      ended.abort();
+    }
   });
   try {
-    while (!ctx.signal.aborted && !stale && !refused) await pause(1000, ctx.signal);
+    while (!stopped.aborted) await pause(1000, stopped);
   } finally {
     // Fenced off (a write or the renewal refused): the unanswered deliveries are given back at once, for the run
     // that holds the job now; otherwise those in hand are written and answered first.
@@ -88,6 +102,28 @@ export async function runSink(sink: SinkConnector, subscriptionId: string, ctx: 
   }
   if (stale) throw stale;
   if (refused) throw refused;
+}
+
+/**
+ * Commits a written batch's counts and dead letters under the fence, tried again after a failure (the target
+ * database or this one briefly away) with backoff while the run goes on: the batch is written, so its deliveries
+ * are answered only once its counts are committed, and a batch given back for a failed commit alone would come
+ * again as "already written" and never be counted. A fence refusal, or the run ending, throws.
+ */
+async function commitRetrying(
+  ctx: RunContext,
+  round: { moved: number; deadLetters: NewDeadLetter[] },
+): Promise<{ deadLettered: number }> {
+  for (let failures = 1; ; failures++) {
+    try {
+      return await ctx.runs.commit(ctx.fence, ctx.jobId, round);
+    } catch (e) {
+      if (e instanceof StaleEpochError || ctx.signal.aborted) throw e;
+      await noteError(ctx, `commit: ${(e as Error).message}`);
+      await pause(backoffMs(failures), ctx.signal);
+      if (ctx.signal.aborted) throw e;
+    }
+  }
 }
 
 /** A dead letter's key: the event's source and id (refused again, it adds no letter); Postgres text holds no NUL. */

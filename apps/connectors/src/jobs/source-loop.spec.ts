@@ -24,17 +24,21 @@ interface Request {
 describe('runSource: pipelined polls, the position behind the acknowledged', () => {
   let requests: Request[];
   let commits: { position?: string; moved: number }[];
+  /** The position in the store, and dead letters it holds. */
+  let stored: { position?: string; deadLetters: number };
+  /** Set: the next commit is written, but its answer is lost (the connection dropped after COMMIT). */
+  let loseCommitAnswer: boolean;
   let polls: (string | undefined)[];
   let stop: AbortController;
   let running: Promise<void>;
 
   /** Records 1..keys.length, record n with partition key keys[n - 1]. */
   const start = (keys: string[], batchSize: number) => {
-    const records: SourceRecord[] = keys.map((key, i) => ({
-      ok: true,
-      topic: 't',
-      event: { id: String(i + 1), source: '/s', type: 'x', partitionkey: key },
-    }));
+    const records: SourceRecord[] = keys.map((key, i) =>
+      key === 'invalid'
+        ? { ok: false, reason: 'no id', raw: { n: i + 1 } }
+        : { ok: true, topic: 't', event: { id: String(i + 1), source: '/s', type: 'x', partitionkey: key } },
+    );
     const source: SourceConnector = {
       exactlyOnce: 'test',
       poll: (position, max) => {
@@ -52,10 +56,16 @@ describe('runSource: pipelined polls, the position behind the acknowledged', () 
       });
     const mesh = { publishMany: held, publish: (e: { id?: string }) => held([e]) } as unknown as EventMeshClient;
     const runs = {
-      position: () => Promise.resolve(undefined),
-      commit: (_fence: WriteFence, _job: string, round: { position?: string; moved: number }) => {
+      position: () => Promise.resolve(stored.position),
+      commit: (_fence: WriteFence, _job: string, round: { position?: string; moved: number; deadLetters: [] }) => {
         commits.push({ position: round.position, moved: round.moved });
-        return Promise.resolve({ deadLettered: 0 });
+        stored.position = round.position ?? stored.position;
+        stored.deadLetters += round.deadLetters.length;
+        if (loseCommitAnswer) {
+          loseCommitAnswer = false;
+          return Promise.reject(new Error('Connection terminated unexpectedly'));
+        }
+        return Promise.resolve({ deadLettered: round.deadLetters.length });
       },
     } as unknown as JobRunStore;
     const jobs = { setLastError: () => Promise.resolve() } as unknown as JobStore;
@@ -97,6 +107,8 @@ describe('runSource: pipelined polls, the position behind the acknowledged', () 
   beforeEach(() => {
     requests = [];
     commits = [];
+    stored = { deadLetters: 0 };
+    loseCommitAnswer = false;
     polls = [];
     stop = new AbortController();
   });
@@ -159,5 +171,22 @@ describe('runSource: pipelined polls, the position behind the acknowledged', () 
     requests.at(-1)!.ack();
     await until('the commit after it', () => commits.length === 2);
     expect(commits[1]).toEqual({ position: '4', moved: 2 });
+  });
+
+  it('reads again from the stored position after a commit whose answer was lost: nothing is counted or dead-lettered twice', async () => {
+    loseCommitAnswer = true;
+    start(['k', 'invalid', 'k', 'k'], 2);
+    await until('the first request', () => requests.length === 1);
+    requests[0].ack();
+    // Poll 1 (records 1-2) is committed, its answer lost: the round fails once poll 2's request was answered.
+    await until("poll 2's request", () => requests.length === 2);
+    requests[1].ack();
+    await until('the next round, done', () => {
+      for (const r of requests) r.ack();
+      return stored.position === '4' && polls.at(-1) === '4';
+    });
+    expect(requests.map((r) => r.ids)).toEqual([['1'], ['3', '4'], ['3', '4']]);
+    expect(stored.deadLetters).toBe(1);
+    expect(commits.reduce((n, c) => n + c.moved, 0)).toBe(3);
   });
 });

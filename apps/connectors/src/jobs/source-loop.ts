@@ -34,9 +34,12 @@ interface Pending {
  */
 export async function runSource(source: SourceConnector, batchSize: number, ctx: RunContext): Promise<void> {
   let failures = 0;
-  ctx.progress.position = await ctx.runs.position(ctx.jobId);
   while (!ctx.signal.aborted) {
     try {
+      // Every round reads from the stored position, not the last one this run saw committed: a commit whose answer
+      // was lost (the connection dropped after COMMIT) moved it, and reading again before it would publish its
+      // records again and record their dead letters (which have no key) and counts twice.
+      ctx.progress.position = await ctx.runs.position(ctx.jobId);
       await pump(source, batchSize, ctx, () => (failures = 0));
     } catch (e) {
       if (e instanceof StaleEpochError) throw e;
