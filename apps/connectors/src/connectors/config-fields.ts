@@ -90,7 +90,7 @@ export function postgresTarget(value: unknown, path: string): PostgresTarget {
 }
 
 /** A pool to a job's database, at the address the target guard checked (never the name again: no rebinding). */
-export function poolFor(target: PostgresTarget, address: string, max: number): Pool {
+export function poolFor(target: PostgresTarget, address: string, max: number, limits: PoolLimits = POOL_LIMITS): Pool {
   const pool = new Pool({
     host: address,
     port: target.port,
@@ -98,11 +98,30 @@ export function poolFor(target: PostgresTarget, address: string, max: number): P
     user: target.user,
     password: target.password,
     max,
+    connectionTimeoutMillis: limits.connectMs,
+    statement_timeout: limits.statementMs,
+    query_timeout: limits.queryMs,
+    keepAlive: true,
   });
   // An idle connection the server dropped: the next query fails and the round is retried; nothing to do here.
   pool.on('error', () => undefined);
   return pool;
 }
+
+/** How long a job's database may take: to connect, to run a statement (on the server), to answer (here). */
+export interface PoolLimits {
+  connectMs: number;
+  statementMs: number;
+  queryMs: number;
+}
+
+/**
+ * A job's database that does not answer fails the round (which the job retries with backoff, its last error saying
+ * so) instead of holding the run, which heartbeats while it waits: a connect in 10 s, a statement in 60 s on the
+ * server, an answer in 90 s here (a server that stopped answering altogether). A statement of the jobs (a batch of at
+ * most 1,000 rows, an outbox poll through its index, a prune of at most 10,000 ledger rows) takes milliseconds.
+ */
+export const POOL_LIMITS: PoolLimits = { connectMs: 10_000, statementMs: 60_000, queryMs: 90_000 };
 
 function join(path: string, key: string): string {
   return path ? `${path}.${key}` : key;
