@@ -1,5 +1,6 @@
 import type { EventMeshError } from '../errors';
 import type { ServedReader, SessionConnection } from './connection';
+import { callBack } from './callback';
 import { ChunkTooLargeError, SessionCancelledError, SessionClosedError, sessionErrorOf } from './errors';
 import { encodeFrame, type Frame } from './frame';
 
@@ -178,7 +179,9 @@ export class AgentServer implements ServedReader {
           );
         return;
       case 'error':
-        if (session) this.end(session, sessionErrorOf(frame.attributes));
+        // An error of one call (scope `call`: the agent's own failure, as its caller hears of it when it calls itself
+        // over this connection) leaves the session open; only one of the session ends it.
+        if (session && frame.attributes.scope !== 'call') this.end(session, sessionErrorOf(frame.attributes));
         return;
       default:
         return;
@@ -189,13 +192,19 @@ export class AgentServer implements ServedReader {
     this.serving?.reject(error);
     this.serving = undefined;
     for (const session of [...this.sessions.values()]) this.end(session, error);
-    if (this.state !== 'closed') this.setState('reconnecting', error);
+    // Streaming was closed: nothing connects again, the replica is over.
+    if (error.code === 'SESSION_CLOSED') {
+      if (this.connection.served.get(this.agent) === this) this.connection.served.delete(this.agent);
+      this.setState('closed', error);
+    } else if (this.state !== 'closed') this.setState('reconnecting', error);
   }
 
   reconnected(): void {
     if (this.state === 'closed') return;
     // Refused when it comes back (a revoked key): the state stays reconnecting, and the refusal is told.
-    this.announce().catch((e: EventMeshError) => this.options.onStateChange?.('reconnecting', e));
+    this.announce().catch((e: EventMeshError) =>
+      callBack('onStateChange', this.options.onStateChange, 'reconnecting', e),
+    );
   }
 
   private announce(): Promise<void> {
@@ -296,6 +305,6 @@ export class AgentServer implements ServedReader {
   private setState(state: AgentServer['state'], error?: EventMeshError): void {
     if (this.state === state) return;
     this.state = state;
-    this.options.onStateChange?.(state, error);
+    callBack('onStateChange', this.options.onStateChange, state, error);
   }
 }

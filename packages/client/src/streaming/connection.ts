@@ -30,6 +30,20 @@ export interface StreamingOptions {
 }
 
 const MAX_RECONNECT_MS = 10_000;
+/** The longest timer Node keeps (a longer one fires after 1 ms). */
+const MAX_TIMER_MS = 2_147_483_647;
+
+/** Options that would make the connection spin or flap, refused when it is made (a `RangeError`). */
+function checkStreamingOptions(o: StreamingOptions): void {
+  const whole = (name: string, v: unknown, min: number, max: number) => {
+    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max))
+      throw new RangeError(`${name} must be a whole number from ${min} to ${max}, not ${String(v)}`);
+  };
+  whole('heartbeatMs', o.heartbeatMs, 1, MAX_TIMER_MS);
+  whole('reconnectMs', o.reconnectMs, 1, MAX_RECONNECT_MS);
+  if (o.transport !== undefined && !['auto', 'websocket', 'sse'].includes(o.transport))
+    throw new RangeError(`transport must be 'auto', 'websocket' or 'sse', not ${String(o.transport)}`);
+}
 
 /** The agent a session id names (`<agent>:<uuid>`), or the id itself (a serve's frames carry the agent name). */
 const agentOf = (id: string): string => {
@@ -51,7 +65,7 @@ export class SessionConnection {
   readonly publishers = new Map<string, FrameReader>();
   readonly served = new Map<string, ServedReader>();
   /** What takes up again when the connection comes back (session subscriptions). */
-  readonly resumable = new Set<{ reconnected(): void }>();
+  readonly resumable = new Set<{ reconnected(): void; lost(error: EventMeshError): void }>();
   private transport?: FrameTransport;
   /** A WebSocket got through once: a later reset during a handshake is no reason to fall back. */
   private webSocketWorked = false;
@@ -64,6 +78,7 @@ export class SessionConnection {
     private readonly http: HttpClient,
     private readonly options: StreamingOptions = {},
   ) {
+    checkStreamingOptions(options);
     this.reconnectDelay = options.reconnectMs ?? 250;
   }
 
@@ -90,9 +105,13 @@ export class SessionConnection {
   }
 
   close(): void {
+    if (this.closed) return;
     this.closed = true;
     clearTimeout(this.reconnectTimer);
-    this.transport?.close();
+    this.reconnectTimer = undefined;
+    if (this.transport) return this.transport.close();
+    // No transport (lost, waiting to connect again): no close event will come, so what waits for one ends here.
+    this.lostConnection(1000, 'closed');
   }
 
   private async connect(): Promise<FrameTransport> {
@@ -143,6 +162,8 @@ export class SessionConnection {
     this.callers.clear();
     this.publishers.clear();
     for (const reader of this.served.values()) reader.lost(error);
+    // Closed: the subscriptions waiting for the connection to come back (no longer callers) end too.
+    if (this.closed) for (const reader of [...this.resumable]) reader.lost(error);
     this.scheduleReconnect();
   }
 
@@ -186,9 +207,13 @@ export class SessionConnection {
    */
   private scheduleReconnect(): void {
     if (this.closed || (this.served.size === 0 && this.resumable.size === 0)) return;
+    // One reconnect at a time: a second timer would tell the agents and subscriptions twice (served twice, subscribed
+    // twice: the runtime refuses the second subscription, SESSION_EXISTS, which ended it).
+    if (this.reconnectTimer) return;
     const delay = this.reconnectDelay * (0.5 + Math.random());
     this.reconnectDelay = Math.min(MAX_RECONNECT_MS, this.reconnectDelay * 2);
     this.reconnectTimer = setTimeout(() => {
+      this.reconnectTimer = undefined;
       this.ensure().then(
         () => {
           for (const reader of this.served.values()) reader.reconnected();

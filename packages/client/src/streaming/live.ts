@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { ConnectionError, EventMeshError } from '../errors';
 import type { FrameReader, SessionConnection } from './connection';
 import { ChunkTooLargeError, SessionClosedError, SessionEndedError, sessionErrorOf } from './errors';
+import { callBack } from './callback';
 import { CreditReturn } from './credit-return';
 import { encodeFrame, type Frame } from './frame';
 
@@ -51,7 +52,10 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
   /** The last publication received (what a later `since` resumes after). */
   position?: SessionPosition;
   private readonly members = new Map<string, { client: string; principal: string }>();
-  private readonly queue: Publication[] = [];
+  /** Publications received and not read yet, each with the subscription (credit window) it came on. */
+  private readonly queue: { p: Publication; window: number }[] = [];
+  /** Which subscription (1 the first, +1 each time it subscribes again) the credit given back now belongs to. */
+  private windowOf = 0;
   private waiter?: { resolve(r: IteratorResult<Publication>): void; reject(e: unknown): void };
   private failure?: EventMeshError;
   private done = false;
@@ -96,10 +100,12 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
   [Symbol.asyncIterator](): AsyncIterator<Publication> {
     return {
       next: () => {
-        const p = this.queue.shift();
-        if (p) {
-          this.credit.consumed(p.data.length);
-          return Promise.resolve({ value: p, done: false });
+        const queued = this.queue.shift();
+        if (queued) {
+          // What came before the subscription was made again is no credit of this one: the runtime's new window
+          // counts only what it sent since, and credit for more would let it send past the window.
+          if (queued.window === this.windowOf) this.credit.consumed(queued.p.data.length);
+          return Promise.resolve({ value: queued.p, done: false });
         }
         if (this.failure) return Promise.reject(this.failure);
         if (this.done) return Promise.resolve({ value: undefined, done: true });
@@ -117,15 +123,16 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
       case 'subscribed': {
         const recovered = frame.attributes.recovered === true;
         this.credit.reset(Number(frame.attributes.window ?? 0));
+        this.windowOf++;
         this.members.clear();
         for (const m of JSON.parse(String(frame.attributes.members ?? '[]')) as { client: string; principal: string }[])
           this.members.set(m.client, m);
         const asked = this.position !== undefined;
         this.recovered = recovered;
         if (!recovered || !asked) this.position = { epoch: frame.call, offset: frame.n };
-        if (asked) this.options.onRecovery?.(recovered, this.position!);
         this.subscribing?.resolve();
         this.subscribing = undefined;
+        if (asked) callBack('onRecovery', this.options.onRecovery, recovered, this.position!);
         return;
       }
       case 'chunk': {
@@ -140,7 +147,7 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
           this.waiter = undefined;
           this.credit.consumed(p.data.length);
           waiter.resolve({ value: p, done: false });
-        } else this.queue.push(p);
+        } else this.queue.push({ p, window: this.windowOf });
         return;
       }
       case 'presence': {
@@ -151,7 +158,7 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
         };
         if (event.type === 'join') this.members.set(event.client, { client: event.client, principal: event.principal });
         else this.members.delete(event.client);
-        this.options.onPresence?.(event);
+        callBack('onPresence', this.options.onPresence, event);
         return;
       }
       case 'end':
@@ -192,18 +199,24 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
   /** The connection is back: subscribe again, resuming after the last position. */
   reconnected(): void {
     if (this.done) return;
-    this.send().catch((e: EventMeshError) => this.finish(e));
+    // Lost again before the runtime answered: it subscribes again on the next connection, as after the first loss.
+    this.send().catch((e: EventMeshError) => {
+      if (!(e instanceof SessionClosedError && e.code !== 'SESSION_CLOSED')) this.finish(e);
+    });
   }
 
   private send(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const guard = setTimeout(
-        () =>
-          this.subscribing?.reject(
-            new ConnectionError('SUBSCRIBE_TIMEOUT', `no answer to the subscription of ${this.name}`),
-          ),
-        GUARD_MS,
-      );
+      const guard = setTimeout(() => {
+        // Given up: the name is free to subscribe again, and an answer that still comes leaves nothing unread (its
+        // publications would hold the window until the runtime dropped it).
+        if (this.connection.callers.get(this.name) === this) this.connection.callers.delete(this.name);
+        this.connection.send(encodeFrame({ kind: 'unsubscribe', id: this.name }));
+        this.subscribing?.reject(
+          new ConnectionError('SUBSCRIBE_TIMEOUT', `no answer to the subscription of ${this.name}`),
+        );
+        this.subscribing = undefined;
+      }, GUARD_MS);
       this.subscribing = {
         resolve: () => {
           clearTimeout(guard);
@@ -271,7 +284,21 @@ export class SessionPublisher implements FrameReader {
     const publisher = new SessionPublisher(connection, name);
     connection.publishers.set(publisher.id, publisher);
     await new Promise<void>((resolve, reject) => {
-      publisher.opening = { resolve, reject };
+      // As an open of a Mode 1 session: one the runtime never answers is given up, not waited for without end.
+      const guard = setTimeout(() => {
+        connection.send(encodeFrame({ kind: 'close', id: publisher.id }));
+        publisher.lost(new ConnectionError('OPEN_TIMEOUT', `the runtime did not answer the open of ${publisher.id}`));
+      }, GUARD_MS);
+      publisher.opening = {
+        resolve: () => {
+          clearTimeout(guard);
+          resolve();
+        },
+        reject: (e) => {
+          clearTimeout(guard);
+          reject(e);
+        },
+      };
       if (!connection.send(encodeFrame({ kind: 'publisher', id: publisher.id, n: options.windowBytes ?? 0 })))
         publisher.lost(new SessionClosedError('CONNECTION_LOST', 'the sessions connection is not open'));
     });

@@ -113,7 +113,12 @@ export class StreamSession implements FrameReader {
     if (options.signal) {
       const signal = options.signal;
       if (signal.aborted) call.cancel();
-      else signal.addEventListener('abort', () => call.cancel(), { once: true });
+      else {
+        // Taken off once the call is over: a signal kept for many calls must not hold every call it was given.
+        const onAbort = () => call.cancel();
+        signal.addEventListener('abort', onAbort, { once: true });
+        call.detach = () => signal.removeEventListener('abort', onAbort);
+      }
     }
     return call;
   }
@@ -218,6 +223,8 @@ export class CallStream implements AsyncIterable<Buffer> {
   private state: 'running' | 'finished' | 'failed' = 'running';
   private failure?: EventMeshError;
   private waiter?: { resolve(r: IteratorResult<Buffer>): void; reject(e: unknown): void };
+  /** @internal Takes the call's abort listener off its signal (once the call is over). */
+  detach?: () => void;
 
   constructor(
     private readonly session: StreamSession,
@@ -255,6 +262,7 @@ export class CallStream implements AsyncIterable<Buffer> {
           this.session.cancelled(this);
           this.state = 'failed';
           this.failure = new SessionCancelledError('CANCELLED', 'the reader left the call');
+          this.over();
         }
         this.drop();
         return Promise.resolve({ value: undefined, done: true });
@@ -278,7 +286,7 @@ export class CallStream implements AsyncIterable<Buffer> {
   finish(): void {
     if (this.state !== 'running') return;
     this.state = 'finished';
-    this.session.released(this);
+    this.over();
     this.waiter?.resolve({ value: undefined, done: true });
     this.waiter = undefined;
   }
@@ -288,7 +296,7 @@ export class CallStream implements AsyncIterable<Buffer> {
     if (this.state === 'finished' || this.failure) return;
     this.state = 'failed';
     this.failure = error;
-    this.session.released(this);
+    this.over();
     this.waiter?.reject(error);
     this.waiter = undefined;
   }
@@ -302,6 +310,13 @@ export class CallStream implements AsyncIterable<Buffer> {
     if (this.failure) return Promise.reject(this.failure);
     if (this.state === 'finished') return Promise.resolve({ value: undefined, done: true });
     return new Promise((resolve, reject) => (this.waiter = { resolve, reject }));
+  }
+
+  /** The call is over: another may start on the session, and its signal is let go. */
+  private over(): void {
+    this.session.released(this);
+    this.detach?.();
+    this.detach = undefined;
   }
 
   /** Nothing more is read: the chunks waiting are given back as credit. */

@@ -1,7 +1,9 @@
+import { getEventListeners } from 'node:events';
 import { AgentServer } from './agent';
 import type { SessionConnection } from './connection';
-import { ChunkTooLargeError, SessionBusyError, SessionCancelledError } from './errors';
+import { ChunkTooLargeError, SessionBusyError, SessionCancelledError, SessionClosedError } from './errors';
 import { decodeFrame, encodeFrame, type Frame, type FrameKind } from './frame';
+import { SessionPublisher, SessionSubscription, type SubscribeOptions } from './live';
 import { StreamSession } from './session';
 
 /** The sessions connection as the session and the agent see it: what they send is recorded, frames are handed in. */
@@ -102,6 +104,142 @@ describe('a caller session (StreamSession)', () => {
     await turn();
     expect(connection.of('credit').reduce((sum, f) => sum + f.n, 0)).toBe(20);
   });
+
+  it("lets go of a call's abort signal once the call is over (a signal kept for many calls holds none of them)", async () => {
+    const connection = new FakeConnection();
+    const session = await openSession(connection);
+    const { signal } = new AbortController();
+    for (let n = 1; n <= 3; n++) {
+      const call = session.call('go', { signal });
+      connection.deliver('end', session.id, { call: n });
+      await call.text();
+    }
+    const broken = session.call('go', { signal });
+    connection.deliver('error', session.id, {
+      call: 4,
+      attributes: { code: 'AGENT_ERROR', status: 502, scope: 'call' },
+    });
+    await expect(broken.text()).rejects.toThrow();
+    const left = session.call('go', { signal });
+    connection.deliver('chunk', session.id, { call: 5, data: Buffer.from('a') });
+    for await (const _chunk of left) break;
+    expect(getEventListeners(signal, 'abort')).toHaveLength(0);
+  });
+});
+
+describe('a session subscription (SessionSubscription)', () => {
+  async function subscribed(
+    connection: FakeConnection,
+    options: SubscribeOptions = {},
+    attributes: Frame['attributes'] = {},
+  ): Promise<SessionSubscription> {
+    const subscribing = SessionSubscription.subscribe(connection as unknown as SessionConnection, 'prices', options);
+    await turn();
+    connection.deliver('subscribed', 'prices', {
+      call: 1,
+      n: 0,
+      attributes: { window: 1000, recovered: true, ...attributes },
+    });
+    return subscribing;
+  }
+  const lostConnection = () => new SessionClosedError('CONNECTION_LOST', 'the sessions connection closed (1006)');
+
+  it("survives an application's onRecovery or onPresence that throws: subscribed, and the publications still come", async () => {
+    const warned = jest.spyOn(process, 'emitWarning').mockImplementation(() => undefined);
+    try {
+      const connection = new FakeConnection();
+      const subscription = await subscribed(connection, {
+        since: { epoch: 1, offset: 0 },
+        onRecovery: () => {
+          throw new Error('onRecovery failed');
+        },
+        onPresence: () => {
+          throw new Error('onPresence failed');
+        },
+      });
+      expect(() =>
+        connection.deliver('presence', 'prices', { attributes: { event: 'join', client: 'c2', principal: 'p' } }),
+      ).not.toThrow();
+      expect(subscription.subscribers()).toEqual([{ client: 'c2', principal: 'p' }]);
+      connection.deliver('chunk', 'prices', { call: 1, n: 1, data: Buffer.from('a'), attributes: { publisher: 'x' } });
+      const first = await subscription[Symbol.asyncIterator]().next();
+      expect(first.value?.data.toString()).toBe('a');
+      expect(warned).toHaveBeenCalledTimes(2);
+    } finally {
+      warned.mockRestore();
+    }
+  });
+
+  it('gives up a subscription the runtime never answers: rejected, unsubscribed, and the name free again', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    try {
+      const connection = new FakeConnection();
+      const subscribing = SessionSubscription.subscribe(connection as unknown as SessionConnection, 'prices');
+      const outcome = subscribing.then(
+        () => 'subscribed',
+        (e: { code?: string }) => e.code,
+      );
+      await turn();
+      jest.advanceTimersByTime(60_000);
+      expect(await outcome).toBe('SUBSCRIBE_TIMEOUT');
+      expect(connection.of('unsubscribe')).toEqual([expect.objectContaining({ id: 'prices' })]);
+      expect(connection.callers.has('prices')).toBe(false);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('gives up a publisher the runtime never answers (rejected, closed) rather than waiting without end', async () => {
+    jest.useFakeTimers({ doNotFake: ['setImmediate'] });
+    try {
+      const connection = new FakeConnection();
+      const opening = SessionPublisher.open(connection as unknown as SessionConnection, 'prices');
+      const outcome = opening.then(
+        () => 'opened',
+        (e: { code?: string }) => e.code,
+      );
+      await turn();
+      jest.advanceTimersByTime(60_000);
+      expect(await Promise.race([outcome, turn().then(() => 'still waiting')])).toBe('OPEN_TIMEOUT');
+      expect(connection.of('close')).toEqual([expect.objectContaining({ id: connection.of('publisher')[0].id })]);
+      expect(connection.publishers.size).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
+  it('subscribes again after a connection lost again before the runtime answered its resubscription', async () => {
+    const connection = new FakeConnection();
+    const subscription = await subscribed(connection);
+    const it = subscription[Symbol.asyncIterator]();
+    const next = it.next();
+    subscription.lost(lostConnection());
+    subscription.reconnected();
+    // Lost again while the subscribe is on its way: it must wait for the next connection, not end.
+    subscription.lost(lostConnection());
+    await turn();
+    subscription.reconnected();
+    expect(connection.of('subscribe')).toHaveLength(3);
+    connection.deliver('subscribed', 'prices', { call: 1, n: 0, attributes: { window: 1000, recovered: true } });
+    connection.deliver('chunk', 'prices', { call: 1, n: 1, data: Buffer.from('a'), attributes: { publisher: 'x' } });
+    expect((await next).value?.data.toString()).toBe('a');
+  });
+
+  it('gives no credit to a new subscription for what came on the one before (read after the resubscription)', async () => {
+    const connection = new FakeConnection();
+    const subscription = await subscribed(connection);
+    for (let n = 1; n <= 3; n++)
+      connection.deliver('chunk', 'prices', { call: 1, n, data: Buffer.alloc(100), attributes: { publisher: 'x' } });
+    subscription.lost(lostConnection());
+    subscription.reconnected();
+    connection.deliver('subscribed', 'prices', { call: 1, n: 3, attributes: { window: 1000, recovered: true } });
+    connection.deliver('chunk', 'prices', { call: 1, n: 4, data: Buffer.alloc(100), attributes: { publisher: 'x' } });
+    const it = subscription[Symbol.asyncIterator]();
+    for (let i = 0; i < 4; i++) await it.next();
+    await turn();
+    // The new window has 100 bytes in flight (offset 4): only they are given back.
+    expect(connection.of('credit').reduce((sum, f) => sum + f.n, 0)).toBe(100);
+  });
 });
 
 describe('an agent replica (AgentServer)', () => {
@@ -168,5 +306,26 @@ describe('an agent replica (AgentServer)', () => {
     expect(failure).toBeInstanceOf(ChunkTooLargeError);
     expect(connection.of('chunk')).toEqual([]);
     expect(connection.of('error')).toEqual([expect.objectContaining({ call: 1 })]);
+  });
+
+  it("keeps the session open on an error of one call (its caller's AGENT_ERROR, as a client calling itself hears it)", async () => {
+    const connection = new FakeConnection();
+    const calls: number[] = [];
+    await serving(connection, (request) => {
+      calls.push(request.call);
+      if (request.call === 1) throw new Error('no');
+    });
+    connection.deliver('open', 'agent:s1', { n: 1000, attributes: { maxChunk: 64 } });
+    connection.deliver('request', 'agent:s1', { call: 1 });
+    await turn();
+    connection.deliver('error', 'agent:s1', {
+      call: 1,
+      attributes: { code: 'AGENT_ERROR', status: 502, message: 'no', scope: 'call' },
+    });
+    connection.deliver('request', 'agent:s1', { call: 2 });
+    await turn();
+    expect(calls).toEqual([1, 2]);
+    expect(connection.of('close')).toEqual([]);
+    expect(connection.of('end')).toEqual([expect.objectContaining({ call: 2 })]);
   });
 });
