@@ -9,6 +9,11 @@ import { Publisher, traceHeaders, type PublishCallOptions, type PublishManyOptio
 import { Streaming, type StreamingOptions } from './streaming';
 import { Subscriptions } from './subscriptions';
 
+/** The runtime's wait for a reply when `request` names none. */
+const DEFAULT_REQUEST_TIMEOUT_MS = 30_000;
+/** The longest wait for a reply the runtime takes. */
+const MAX_REQUEST_TIMEOUT_MS = 300_000;
+
 export interface RequestOptions extends PublishCallOptions {
   /** How long the runtime waits for the reply (default 30 000, at most 300 000); then `RequestTimeoutError`. */
   timeoutMs?: number;
@@ -42,7 +47,8 @@ export class EventMeshClient {
    * share one HTTP request (see `publish.lingerMs`). Waits while `publish.maxEventsInFlight`/`maxBytesInFlight`
    * are reached.
    */
-  publish(event: EventInput, call?: PublishCallOptions): Promise<PublishResult> {
+  async publish(event: EventInput, call?: PublishCallOptions): Promise<PublishResult> {
+    // async: an event JSON cannot write (a BigInt, a cycle) rejects the promise rather than throwing at the call.
     return this.publisher.publish(structuredJson(event, this.options.source), call);
   }
 
@@ -58,6 +64,14 @@ export class EventMeshClient {
 
   /** Publishes `event` as a request and resolves with the reply event; rejects with `RequestTimeoutError` on the runtime's 408. */
   async request(event: EventInput, options: RequestOptions = {}): Promise<CloudEvent<unknown>> {
+    const { timeoutMs } = options;
+    if (
+      timeoutMs !== undefined &&
+      !(Number.isSafeInteger(timeoutMs) && timeoutMs >= 1 && timeoutMs <= MAX_REQUEST_TIMEOUT_MS)
+    )
+      throw new RangeError(
+        `timeoutMs must be a whole number of ms in 1..${MAX_REQUEST_TIMEOUT_MS}, got ${String(timeoutMs)}`,
+      );
     const answer = await this.http.send({
       method: 'POST',
       path: '/events/request',
@@ -65,6 +79,8 @@ export class EventMeshClient {
       headers: { 'content-type': 'application/cloudevents+json', ...traceHeaders(options) },
       body: structuredJson(event, this.options.source),
       idempotent: true,
+      // The runtime holds the request up to its timeoutMs for the reply: the attempt waits that long and its own.
+      timeoutMs: this.http.attemptTimeoutMs + (options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
     });
     return cloudEventOf(parseBody(answer.text));
   }
@@ -79,6 +95,7 @@ export class EventMeshClient {
       headers: { 'content-type': 'application/cloudevents+json' },
       body: JSON.stringify({ ...body, correlationid }),
       idempotent: true,
+      timeoutMs: this.http.attemptTimeoutMs,
     });
     return JSON.parse(answer.text) as ReplyResult;
   }
@@ -123,9 +140,12 @@ export class EventMeshClient {
     return this.streams;
   }
 
-  /** Drains every consumer of this client and ends its streaming connection. Publishes in flight finish on their own. */
+  /**
+   * Sends the publishes still lingering (`lingerMs`), waits for every publish in flight to be answered (each attempt
+   * within `retry.attemptTimeoutMs`), drains every consumer of this client and ends its streaming connection.
+   */
   async close(): Promise<void> {
-    await Promise.all([...this.consumers].map((c) => c.drain()));
+    await Promise.all([this.publisher.drain(), ...[...this.consumers].map((c) => c.drain())]);
     this.streams?.close();
   }
 }

@@ -1,6 +1,6 @@
 import { ConnectionError, errorOf, EventMeshError } from './errors';
 import type { EventMeshClientOptions } from './options';
-import { backoffDelay, RETRY_DEFAULTS, retryAfterMs, sleep, type RetryOptions } from './retry';
+import { backoffDelay, retryAfterMs, retryOptionsOf, sleep, type RetryOptions } from './retry';
 
 export interface HttpRequest {
   method: 'GET' | 'POST' | 'PUT' | 'DELETE';
@@ -16,6 +16,11 @@ export interface HttpRequest {
    */
   idempotent: boolean;
   signal?: AbortSignal;
+  /**
+   * How long one attempt waits for its whole answer (none when undefined); then it is a `ConnectionError` `TIMEOUT`,
+   * retried like a reset when `idempotent`. For a `stream` request it bounds the wait for the headers only.
+   */
+  timeoutMs?: number;
   /** Resolve a 2xx answer with its body unread (`body`), for a stream. */
   stream?: boolean;
 }
@@ -36,9 +41,14 @@ export class HttpClient {
   private readonly base: string;
 
   constructor(private readonly options: EventMeshClientOptions) {
-    this.retry = { ...RETRY_DEFAULTS, ...options.retry };
+    this.retry = retryOptionsOf(options.retry);
     this.fetch = options.fetch ?? globalThis.fetch;
     this.base = options.url.replace(/\/+$/, '');
+  }
+
+  /** `retry.attemptTimeoutMs`: the timeout of one attempt of a publish (a `request` adds its reply wait to it). */
+  get attemptTimeoutMs(): number {
+    return this.retry.attemptTimeoutMs;
   }
 
   /** The URL of `path` with `query` (undefined values left out). */
@@ -67,29 +77,65 @@ export class HttpClient {
         if (answer.status < 300) return answer;
         const error = errorOf(answer.status, parseBody(answer.text));
         if (last || !retryableStatus(answer)) throw error;
-        await sleep(backoffDelay(attempt, this.retry, retryAfterMs(answer.headers.get('retry-after'))));
+        // A Retry-After past the bound is not waited for: the caller gets the refusal now.
+        const after = retryAfterMs(answer.headers.get('retry-after'));
+        if (after > this.retry.maxRetryAfterMs) throw error;
+        await sleep(backoffDelay(attempt, this.retry, after), req.signal);
+        // Aborted during the wait: the caller gets the refusal now, not another attempt.
+        if (req.signal?.aborted) throw error;
       } else {
         if (last || !req.idempotent) throw outcome.error;
-        await sleep(backoffDelay(attempt, this.retry));
+        await sleep(backoffDelay(attempt, this.retry), req.signal);
+        if (req.signal?.aborted) throw outcome.error;
       }
     }
   }
 
   private async attempt(req: HttpRequest): Promise<{ answer: HttpAnswer } | { error: EventMeshError }> {
     const headers = { ...this.options.headers, ...(await this.authHeaders()), ...req.headers };
+    // The attempt's own signal: the caller's, and the timeout's when the request has one (its timer always cleared).
+    let timedOut = false;
+    let timer: NodeJS.Timeout | undefined;
+    let signal = req.signal;
+    let unlink = () => {};
+    if (req.timeoutMs !== undefined) {
+      const aborter = new AbortController();
+      const abort = () => aborter.abort(req.signal?.reason);
+      if (req.signal?.aborted) abort();
+      else req.signal?.addEventListener('abort', abort, { once: true });
+      unlink = () => req.signal?.removeEventListener('abort', abort);
+      timer = setTimeout(() => {
+        timedOut = true;
+        aborter.abort();
+      }, req.timeoutMs);
+      signal = aborter.signal;
+    }
     try {
       const res = await this.fetch(this.urlOf(req.path, req.query), {
         method: req.method,
         headers,
         body: req.body,
-        signal: req.signal,
+        signal,
       });
-      if (req.stream && res.ok)
+      if (req.stream && res.ok) {
+        // The body is read later: the caller's signal still ends it.
+        unlink = () => {};
         return { answer: { status: res.status, headers: res.headers, text: '', body: res.body ?? undefined } };
+      }
       return { answer: { status: res.status, headers: res.headers, text: await res.text() } };
     } catch (e) {
-      const cause = (e as { cause?: { code?: string; message?: string } }).cause;
-      const reason = cause?.code ?? cause?.message ?? (e as Error).message;
+      if (timedOut)
+        return {
+          error: new ConnectionError(
+            'TIMEOUT',
+            `no answer from ${this.base} within ${String(req.timeoutMs)} ms`,
+            undefined,
+            {},
+            { cause: e },
+          ),
+        };
+      const cause = (e as { cause?: { code?: string; message?: string } } | undefined)?.cause;
+      const reason = cause?.code ?? cause?.message ?? (e instanceof Error ? e.message : String(e));
       return {
         error: new ConnectionError(
           'CONNECTION_FAILED',
@@ -99,6 +145,9 @@ export class HttpClient {
           { cause: e },
         ),
       };
+    } finally {
+      clearTimeout(timer);
+      unlink();
     }
   }
 }

@@ -41,7 +41,12 @@ export class PublishLimits {
 
   private async fetch(): Promise<BatchBounds> {
     try {
-      const answer = await this.http.send({ method: 'GET', path: '/limits', idempotent: true });
+      const answer = await this.http.send({
+        method: 'GET',
+        path: '/limits',
+        idempotent: true,
+        timeoutMs: this.http.attemptTimeoutMs,
+      });
       const { maxPublish } = JSON.parse(answer.text) as Partial<RuntimeLimits>;
       if (typeof maxPublish?.events !== 'number' || typeof maxPublish.bytes !== 'number') return this.configured;
       return {

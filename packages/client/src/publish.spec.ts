@@ -39,6 +39,9 @@ function heldFetch(): { held: { ids: string[]; go: () => void }[]; slow: typeof 
   return { held, slow };
 }
 
+const events = (n: number, data = '') =>
+  Array.from({ length: n }, (_, i) => ({ id: `e${i + 1}`, source: '/s', type: 't', data }));
+
 describe('publish', () => {
   it('gives an event without an id a fresh one, and keeps one it has', async () => {
     const { fetch, sent } = fakeFetch(ok);
@@ -355,5 +358,159 @@ describe('publish', () => {
       await expect(mesh.publishMany(events(5))).rejects.toBeInstanceOf(PayloadTooLargeError);
       expect({ sent: sent.length, limitReads: limitReads.length }).toEqual({ sent: 1, limitReads: 2 });
     });
+  });
+
+  describe('timeouts, options, Retry-After and close', () => {
+    /** A real server on 127.0.0.1 port 0: the first `hang` publishes are never answered, the others are. */
+    async function hangingServer(hang: number) {
+      const bodies: string[] = [];
+      const server = http.createServer((req, res) => {
+        if (req.url === '/limits') return res.writeHead(404).end();
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => {
+          bodies.push(body);
+          if (bodies.length <= hang) return; // never answered
+          const { id } = JSON.parse(body) as { id: string };
+          res
+            .writeHead(202, { 'content-type': 'application/json' })
+            .end(JSON.stringify({ id, topic: 't', partition: 0, offset: 1 }));
+        });
+      });
+      await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+      const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+      const stop = async () => {
+        server.closeAllConnections();
+        await new Promise((resolve) => server.close(resolve));
+      };
+      return { bodies, url, stop };
+    }
+
+    it('times out an attempt a hung server never answers, and retries it with the same body', async () => {
+      const server = await hangingServer(1);
+      try {
+        const mesh = new EventMeshClient({
+          url: server.url,
+          retry: { initialDelayMs: 1, attemptTimeoutMs: 200 } as object,
+        });
+        expect(await mesh.publish({ id: 'h1', source: '/s', type: 't' })).toMatchObject({ id: 'h1', offset: 1 });
+        expect(server.bodies).toHaveLength(2);
+        expect(server.bodies[1]).toBe(server.bodies[0]);
+      } finally {
+        await server.stop();
+      }
+    }, 3000);
+
+    it('fails a publish a hung server never answers with a ConnectionError TIMEOUT once the attempts run out', async () => {
+      const server = await hangingServer(Infinity);
+      try {
+        const mesh = new EventMeshClient({
+          url: server.url,
+          retry: { maxAttempts: 2, initialDelayMs: 1, attemptTimeoutMs: 100 } as object,
+        });
+        await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toMatchObject({
+          name: 'ConnectionError',
+          code: 'TIMEOUT',
+        });
+        expect(server.bodies).toHaveLength(2);
+      } finally {
+        await server.stop();
+      }
+    }, 3000);
+
+    it('keeps the default of an option given as undefined (maxAttempts, maxBatchEvents)', async () => {
+      const { fetch, sent } = fakeFetch((req) =>
+        sent.length <= 10 ? { status: 503, body: { code: 'OVERLOADED' } } : ok(req),
+      );
+      const mesh = client(fetch, { retry: { maxAttempts: undefined, initialDelayMs: 1, maxDelayMs: 1 } });
+      await expect(mesh.publish({ source: '/s', type: 't' })).rejects.toBeInstanceOf(UnavailableError);
+      expect(sent).toHaveLength(5);
+      const many = fakeFetch(ok);
+      await client(many.fetch, { publish: { maxBatchEvents: undefined } }).publishMany(events(501));
+      expect(many.sent.map((r) => ids(r).length)).toEqual([500, 1]);
+    }, 3000);
+
+    it.each([
+      ['retry.maxAttempts', { retry: { maxAttempts: NaN } }],
+      ['retry.maxAttempts', { retry: { maxAttempts: 0 } }],
+      ['retry.initialDelayMs', { retry: { initialDelayMs: -1 } }],
+      ['retry.maxDelayMs', { retry: { maxDelayMs: Infinity } }],
+      ['retry.attemptTimeoutMs', { retry: { attemptTimeoutMs: 0 } }],
+      ['publish.maxEventsInFlight', { publish: { maxEventsInFlight: 0 } }],
+      ['publish.maxBytesInFlight', { publish: { maxBytesInFlight: NaN } }],
+      ['publish.lingerMs', { publish: { lingerMs: -5 } }],
+      ['publish.maxBatchEvents', { publish: { maxBatchEvents: 2.5 } }],
+      ['publish.maxBatchBytes', { publish: { maxBatchBytes: 0 } }],
+    ])('refuses %s %p at construction, naming it', (name, options) => {
+      expect(() => client(fakeFetch(ok).fetch, options)).toThrow(new RegExp(name.replace('.', '\\.')));
+    });
+
+    it('does not wait out a Retry-After longer than maxRetryAfterMs: the 429 fails at once', async () => {
+      const { fetch, sent } = fakeFetch(() => ({
+        status: 429,
+        body: { code: 'QUOTA_EXCEEDED' },
+        headers: { 'retry-after': '3600' },
+      }));
+      const started = Date.now();
+      await expect(client(fetch).publish({ source: '/s', type: 't' })).rejects.toMatchObject({
+        name: 'UnavailableError',
+        code: 'QUOTA_EXCEEDED',
+      });
+      expect(sent).toHaveLength(1);
+      expect(Date.now() - started).toBeLessThan(1000);
+    }, 3000);
+
+    it('close() sends the publishes still lingering and waits for those in flight', async () => {
+      const { held, slow } = heldFetch();
+      const mesh = client(slow, { publish: { lingerMs: 60_000 } });
+      const settled: string[] = [];
+      for (const id of ['a', 'b']) void mesh.publish({ id, source: '/s', type: 't' }).then((r) => settled.push(r.id));
+      const closed = mesh.close();
+      let done = false;
+      void closed.then(() => (done = true));
+      await new Promise((r) => setTimeout(r, 20));
+      expect({ held: held.map((h) => h.ids), done }).toEqual({ held: [['a', 'b']], done: false });
+      held[0].go();
+      await closed;
+      expect(settled).toEqual(['a', 'b']);
+    }, 3000);
+
+    it('publish of an event JSON cannot write rejects its promise rather than throwing at the call', async () => {
+      const { fetch, sent } = fakeFetch(ok);
+      const mesh = client(fetch);
+      let outcome: Promise<unknown> | undefined;
+      expect(() => (outcome = mesh.publish({ source: '/s', type: 't', data: 10n }))).not.toThrow();
+      await expect(outcome).rejects.toBeInstanceOf(TypeError);
+      expect(sent).toHaveLength(0);
+    });
+
+    it('request: refuses a timeoutMs the runtime would refuse before sending, and gives the attempt the reply wait', async () => {
+      const { fetch, sent } = fakeFetch(() => ({
+        status: 200,
+        body: { id: 'r', source: '/s', type: 'reply', specversion: '1.0' },
+      }));
+      const mesh = client(fetch);
+      for (const timeoutMs of [NaN, 0, -1, 1.5, 300_001])
+        await expect(mesh.request({ source: '/s', type: 'q' }, { timeoutMs })).rejects.toBeInstanceOf(RangeError);
+      expect(sent).toHaveLength(0);
+      expect((await mesh.request({ source: '/s', type: 'q' }, { timeoutMs: 1000 })).type).toBe('reply');
+    });
+
+    it("publishMany ordered: a 400 naming one event fails the call without sending the request's others again", async () => {
+      const { fetch, sent } = fakeFetch((req) =>
+        ids(req).includes('b')
+          ? { status: 400, body: { code: 'INVALID_CLOUDEVENT', index: ids(req).indexOf('b'), field: 'type' } }
+          : ok(req),
+      );
+      const mesh = client(fetch, { publish: { maxBatchEvents: 3 } });
+      const list = ['a', 'b', 'c', 'd'].map((id) => ({ id, source: '/s', type: 't' }));
+      await expect(mesh.publishMany(list, { ordered: true })).rejects.toMatchObject({
+        code: 'INVALID_CLOUDEVENT',
+        field: 'type',
+      });
+      await new Promise((r) => setTimeout(r, 20));
+      expect(sent.map(ids)).toEqual([['a', 'b', 'c']]);
+      expect(mesh['publisher'].inFlight).toEqual({ events: 0, bytes: 0 });
+    }, 3000);
   });
 });

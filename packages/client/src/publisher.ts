@@ -4,6 +4,7 @@ import type { HttpClient } from './http';
 import { isSizeRefusal, PublishLimits, type BatchBounds } from './publish-limits';
 import type { BatchPublishAnswer, PublishResult } from './api-types';
 import type { PublishOptions } from './options';
+import { notNegative, optionsOf, positive, positiveInteger } from './retry';
 
 /** Per-call options of `publish` and `publishMany`. */
 export interface PublishCallOptions {
@@ -63,13 +64,24 @@ export class Publisher {
   private readonly flow: FlowControl;
   private readonly lanes = new Map<string, Lane>();
   private readonly limits: PublishLimits;
+  /** The calls not yet ended and the requests not yet answered: what `drain` waits for. */
+  private readonly active = new Set<Promise<unknown>>();
+  /** Set by `drain`: a lane is sent at once, not after `lingerMs`. */
+  private draining = false;
 
   constructor(
     private readonly http: HttpClient,
     options: PublishOptions = {},
     private readonly defaultTopic?: string,
   ) {
-    this.options = { ...PUBLISH_DEFAULTS, ...options };
+    // An option given as undefined keeps its default (a spread let it through: NaN bounds, batches never cut).
+    this.options = optionsOf('publish', PUBLISH_DEFAULTS, options, {
+      maxEventsInFlight: positiveInteger,
+      maxBytesInFlight: positive,
+      lingerMs: (v) => notNegative(v) && v <= 2 ** 31 - 1,
+      maxBatchEvents: positiveInteger,
+      maxBatchBytes: positive,
+    });
     this.flow = new FlowControl(this.options.maxEventsInFlight, this.options.maxBytesInFlight);
     this.limits = new PublishLimits(http, { events: this.options.maxBatchEvents, bytes: this.options.maxBatchBytes });
   }
@@ -79,8 +91,34 @@ export class Publisher {
     return this.flow.inFlight;
   }
 
+  /**
+   * Sends the events lingering in lanes now and resolves once every publish made before it (and any made meanwhile)
+   * is answered, each request within its attempts' timeouts.
+   */
+  async drain(): Promise<void> {
+    this.draining = true;
+    for (;;) {
+      for (const [key, lane] of [...this.lanes]) this.flush(key, lane);
+      if (this.active.size === 0) break;
+      await Promise.allSettled([...this.active]);
+    }
+    this.draining = false;
+  }
+
+  /** Keeps `promise` in `active` until it settles; returns it. */
+  private track<T>(promise: Promise<T>): Promise<T> {
+    this.active.add(promise);
+    const done = () => this.active.delete(promise);
+    promise.then(done, done);
+    return promise;
+  }
+
   /** Waits for room in flight, then queues the event (JSON text) for the next request of its lane. */
-  async publish(json: string, call: PublishCallOptions = {}): Promise<PublishResult> {
+  publish(json: string, call: PublishCallOptions = {}): Promise<PublishResult> {
+    return this.track(this.publishOne(json, call));
+  }
+
+  private async publishOne(json: string, call: PublishCallOptions): Promise<PublishResult> {
     const chunk = Buffer.from(json);
     await this.flow.acquire(1, chunk.length);
     if (!this.limits.current) await this.limits.read();
@@ -95,10 +133,18 @@ export class Publisher {
    * as a hand-written batch loop does. Resolves with each event's result, in order; rejects with the first failure.
    * Each event's answer is a callback writing its slot, not a promise: a long list makes no promise per event.
    */
-  async publishMany<E>(
+  publishMany<E>(
     events: Iterable<E>,
     toJson: (event: E) => string,
     options: PublishManyOptions = {},
+  ): Promise<PublishResult[]> {
+    return this.track(this.publishAll(events, toJson, options));
+  }
+
+  private async publishAll<E>(
+    events: Iterable<E>,
+    toJson: (event: E) => string,
+    options: PublishManyOptions,
   ): Promise<PublishResult[]> {
     const { ordered, ...call } = options;
     if (!this.limits.current) await this.limits.read();
@@ -123,7 +169,7 @@ export class Publisher {
         }
         answered();
       };
-      take().catch(reject);
+      this.track(take()).catch(reject);
     });
   }
 
@@ -151,7 +197,7 @@ export class Publisher {
           },
           reject,
         }));
-        void this.send(bodyOf(chunks, bytes), items, call, false);
+        void this.track(this.send(bodyOf(chunks, bytes), items, call, false));
       });
       [chunks, bytes] = [[], 1];
     };
@@ -190,7 +236,7 @@ export class Publisher {
     else if (!lane.timer) {
       const open = lane;
       lane.timer =
-        this.options.lingerMs > 0
+        this.options.lingerMs > 0 && !this.draining
           ? setTimeout(() => this.flush(key, open), this.options.lingerMs)
           : setImmediate(() => this.flush(key, open));
     }
@@ -211,21 +257,25 @@ export class Publisher {
     }
     this.lanes.delete(key);
     if (lane.items.length === 0) return;
-    void this.send(bodyOf(lane.chunks, lane.bytes), lane.items, lane.call);
+    void this.track(this.send(bodyOf(lane.chunks, lane.bytes), lane.items, lane.call));
   }
 
-  /** `body`: one event's JSON text for one item, else the batch's JSON array, in the items' order. */
-  private async send(body: Buffer, items: Pending[], call: PublishCallOptions, resplit = true): Promise<void> {
+  /**
+   * `body`: one event's JSON text for one item, else the batch's JSON array, in the items' order. `shared` (a request
+   * of automatic batching, not of an `ordered` call): a refusal for size cuts it again, a 400 naming one event sends
+   * the others again; else the whole request fails, so nothing of an ordered call is written after a refused event.
+   */
+  private async send(body: Buffer, items: Pending[], call: PublishCallOptions, shared = true): Promise<void> {
     try {
       const results = await this.post(body, items.length > 1, call);
       items.forEach((item, i) => this.settle(item).resolve(results[i]));
     } catch (e) {
       if (items.length > 1 && isSizeRefusal(e)) {
         const bounds = await this.limits.refresh();
-        if (resplit && this.resplit(body, items, call, bounds)) return;
+        if (shared && this.resplit(body, items, call, bounds)) return;
       }
       const index = e instanceof ValidationError ? e.body.index : undefined;
-      if (items.length > 1 && typeof index === 'number' && index >= 0 && index < items.length) {
+      if (shared && items.length > 1 && typeof index === 'number' && index >= 0 && index < items.length) {
         this.settle(items[index]).reject(e);
         // The others again, without it.
         const rest = chunksOf(body).filter((_, i) => i !== index);
@@ -233,7 +283,7 @@ export class Publisher {
           bodyOf(rest),
           items.filter((_, i) => i !== index),
           call,
-          resplit,
+          shared,
         );
       }
       for (const item of items) this.settle(item).reject(e);
@@ -269,6 +319,7 @@ export class Publisher {
       headers,
       body,
       idempotent: true,
+      timeoutMs: this.http.attemptTimeoutMs,
     });
     const answered = JSON.parse(answer.text) as PublishResult | BatchPublishAnswer;
     return 'results' in answered ? answered.results : [answered];

@@ -1,3 +1,5 @@
+import { HttpClient } from './http';
+import { fakeFetch } from './testing/fake-fetch';
 import { backoffDelay, RETRY_DEFAULTS, retryAfterMs } from './retry';
 
 describe('backoff', () => {
@@ -26,4 +28,21 @@ describe('backoff', () => {
   ])('reads Retry-After %p as %i ms', (value, expected) => {
     expect(retryAfterMs(value, 10_000)).toBe(expected);
   });
+});
+
+describe('HttpClient retries', () => {
+  it('an abort during the backoff ends the wait at once (a long Retry-After is not slept out)', async () => {
+    const { fetch, sent } = fakeFetch(() => ({
+      status: 503,
+      body: { code: 'OVERLOADED' },
+      headers: { 'retry-after': '30' },
+    }));
+    const http = new HttpClient({ url: 'http://mesh', fetch });
+    const aborter = new AbortController();
+    setTimeout(() => aborter.abort(), 20);
+    const started = Date.now();
+    await expect(http.send({ method: 'GET', path: '/x', idempotent: true, signal: aborter.signal })).rejects.toThrow();
+    expect(Date.now() - started).toBeLessThan(1000);
+    expect(sent).toHaveLength(1);
+  }, 3000);
 });
