@@ -55,6 +55,45 @@ describe('EventMeshClient', () => {
     expect(sent).toHaveLength(1);
   });
 
+  it('request: not sent again after a reset (a second attempt would be a second request), but after a 503', async () => {
+    const replies: Reply[] = [{ reset: true }];
+    const { fetch, sent } = fakeFetch(
+      () => replies.shift() ?? { status: 200, body: { specversion: '1.0', id: 'r', source: '/s', type: 't' } },
+    );
+    const mesh = new EventMeshClient({ url: 'http://mesh', fetch, retry: { initialDelayMs: 1 } });
+    await expect(mesh.request({ type: 'q', source: '/c', data: 1 })).rejects.toMatchObject({ name: 'ConnectionError' });
+    expect(sent).toHaveLength(1);
+    replies.push({ status: 503, body: { code: 'OVERLOADED', message: 'busy' } });
+    expect((await mesh.request({ type: 'q', source: '/c', data: 1 })).id).toBe('r');
+    expect(sent).toHaveLength(3);
+  });
+
+  it('publish: binary data of any kind (typed arrays, DataView, ArrayBuffer) goes as data_base64 of its bytes', async () => {
+    const { fetch, sent } = fakeFetch(() => ({
+      status: 200,
+      body: { id: 'x', topic: 'events', partition: 0, offset: '0' },
+    }));
+    const mesh = new EventMeshClient({ url: 'http://mesh', fetch, topic: 'events' });
+    const bytes = new Uint8Array([0, 1, 2, 255, 7, 8]);
+    for (const data of [
+      bytes.subarray(1, 4),
+      new DataView(bytes.buffer, 1, 3),
+      bytes.buffer.slice(1, 4),
+      new Uint16Array([0x0201, 0xff00]).subarray(0, 1),
+    ])
+      await mesh.publish({ id: 'b', type: 't', source: '/s', data });
+    const sentData = sent.map((s) => {
+      const body = JSON.parse(s.body) as { data_base64?: string; data?: unknown };
+      return [body.data_base64, body.data];
+    });
+    expect(sentData).toEqual([
+      ['AQL/', undefined],
+      ['AQL/', undefined],
+      ['AQL/', undefined],
+      [Buffer.from(new Uint16Array([0x0201]).buffer).toString('base64'), undefined],
+    ]);
+  });
+
   it("reply: carries the request's correlationid", async () => {
     const { fetch, sent } = fakeFetch(() => ({ status: 202, body: { correlationId: 'c1', delivered: true } }));
     const mesh = new EventMeshClient({ url: 'http://mesh', fetch, source: '/responder' });

@@ -78,7 +78,9 @@ export class EventMeshClient {
       query: { topic: options.topic ?? this.options.topic, timeoutMs: options.timeoutMs },
       headers: { 'content-type': 'application/cloudevents+json', ...traceHeaders(options) },
       body: structuredJson(event, this.options.source),
-      idempotent: true,
+      // Not sent again after a reset or a timeout: the runtime gives each attempt its own correlation id, so a second
+      // attempt is a second request (handled twice, or dropped by a responder deduping by event id and answered 408).
+      idempotent: false,
       // The runtime holds the request up to its timeoutMs for the reply: the attempt waits that long and its own.
       timeoutMs: this.http.attemptTimeoutMs + (options.timeoutMs ?? DEFAULT_REQUEST_TIMEOUT_MS),
     });

@@ -275,6 +275,28 @@ describe('stream consumer', () => {
     await consumer.close();
   });
 
+  it('backs off more each time a runtime accepts and drops at once, instead of reconnecting every few milliseconds', async () => {
+    let connects = 0;
+    const dropping: Connect = async (p) => {
+      connects++;
+      const c = new FakeConnection('websocket', p);
+      setImmediate(() => c.drop());
+      return c;
+    };
+    const consumer = new StreamConsumer(
+      http,
+      'sub',
+      () => undefined,
+      { transport: 'websocket', reconnect: { initialDelayMs: 10, maxDelayMs: 1000 }, ackDeadlineMs: false },
+      { websocket: dropping, sse: dropping, 'long-poll': dropping },
+    );
+    await new Promise((r) => setTimeout(r, 400));
+    await consumer.close();
+    // Starting again at 10 ms each time, about 80 connects in 400 ms; growing (10, 20, 40, ... ms, jittered), under 20.
+    expect(connects).toBeGreaterThan(2);
+    expect(connects).toBeLessThan(20);
+  });
+
   it('reconnects after a drop, with state events', async () => {
     const states: string[] = [];
     const { consumer, conn } = start(async () => undefined);

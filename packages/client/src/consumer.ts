@@ -41,6 +41,8 @@ const CONNECT: Record<Transport, Connect> = {
 };
 const FALLBACK_ORDER: Transport[] = ['websocket', 'sse', 'long-poll'];
 const RECONNECT_DEFAULTS = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10000 };
+/** How long a connection must have lasted for the reconnect backoff after it to start from its first delay. */
+const STABLE_CONNECTION_MS = 5000;
 /** The longest nack delay and ack deadline the runtime takes (an answer past it is refused). */
 const MAX_ANSWER_DELAY_MS = 3_600_000;
 /** A subscription's ack timeout when its config names none (the runtime's default). */
@@ -194,12 +196,15 @@ export class StreamConsumer extends EventEmitter implements Consumer {
         for (const d of early.splice(0)) this.take(connection, d);
         if (opened) this.stats.reconnects++;
         opened = true;
-        retry = 0;
+        const openedAt = Date.now();
         this.connection = connection;
         this.transport = connection.transport;
         this.setState('connected');
         why = await connection.ended;
         this.connection = undefined;
+        // The backoff starts again only after a connection that lasted: one the runtime accepts and drops at once
+        // (a restart loop, a proxy) is retried at the growing backoff, not every few milliseconds.
+        if (Date.now() - openedAt >= STABLE_CONNECTION_MS) retry = 0;
       } catch (e) {
         if (e instanceof TransportRefusedError && next < order.length - 1) {
           next++;

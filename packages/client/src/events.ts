@@ -16,8 +16,9 @@ export function structuredJson(event: EventInput, defaultSource?: string): strin
   attrs.id ??= randomUUID();
   attrs.specversion ??= '1.0';
   if (attrs.source === undefined && defaultSource !== undefined) attrs.source = defaultSource;
-  if (attrs.data instanceof Uint8Array) {
-    attrs.data_base64 = Buffer.from(attrs.data).toString('base64');
+  const bytes = bytesOf(attrs.data);
+  if (bytes) {
+    attrs.data_base64 = bytes.toString('base64');
     delete attrs.data;
   }
   return JSON.stringify(attrs);
@@ -29,8 +30,15 @@ function isComplete(event: Partial<CloudEventV1<unknown>>, defaultSource?: strin
     event.id !== undefined &&
     event.specversion !== undefined &&
     (event.source !== undefined || defaultSource === undefined) &&
-    !(event.data instanceof Uint8Array)
+    bytesOf(event.data) === undefined
   );
+}
+
+/** Binary data as its bytes (any typed array, a DataView, an ArrayBuffer); undefined for any other data. */
+function bytesOf(data: unknown): Buffer | undefined {
+  if (ArrayBuffer.isView(data)) return Buffer.from(data.buffer, data.byteOffset, data.byteLength);
+  if (data instanceof ArrayBuffer) return Buffer.from(data);
+  return undefined;
 }
 
 /** The attributes `CloudEvent`'s constructor sets, in its order; any other key of an event is an extension. */
