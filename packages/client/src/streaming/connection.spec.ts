@@ -93,6 +93,19 @@ describe('the sessions connection (SessionConnection)', () => {
     expect(runtime.sockets).toHaveLength(1);
   });
 
+  it('backs off more each time the runtime accepts and drops at once, instead of reconnecting at the first delay', async () => {
+    streaming = new Streaming(runtime.http, { transport: 'websocket', reconnectMs: 10 });
+    await streaming.serve('echo', () => undefined);
+    const before = runtime.sockets.length;
+    runtime.server.on('connection', (socket) => setImmediate(() => socket.terminate()));
+    runtime.last().terminate();
+    await sleep(500);
+    // At 10 ms (jittered 5-15) each time, 30 or more in 500 ms; doubling from 10 ms, at most 8.
+    const reconnects = runtime.sockets.length - before;
+    expect(reconnects).toBeGreaterThan(2);
+    expect(reconnects).toBeLessThan(15);
+  });
+
   it('subscribes again once, not once per loss, when the connection was lost twice before the reconnect', async () => {
     streaming = new Streaming(runtime.http, { transport: 'websocket', reconnectMs: 300 });
     const connection = connectionOf(streaming);

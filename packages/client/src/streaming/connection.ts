@@ -58,6 +58,9 @@ const agentOf = (id: string): string => {
  * (an open, a request, a cancel, credit, a close) to the agent by the name the id starts with. Lost, every session on
  * it ends (`SessionClosedError`), and while agents are served it connects again, with backoff, and serves them again.
  */
+/** How long a connection must have lasted for the reconnect backoff after it to start from its first delay. */
+const STABLE_CONNECTION_MS = 5000;
+
 export class SessionConnection {
   /** Sessions opened as a caller (by id), and session subscriptions (by the session's name). */
   readonly callers = new Map<string, FrameReader>();
@@ -73,6 +76,8 @@ export class SessionConnection {
   private closed = false;
   private reconnectDelay: number;
   private reconnectTimer?: NodeJS.Timeout;
+  /** When the transport in use connected. */
+  private connectedAt = 0;
 
   constructor(
     private readonly http: HttpClient,
@@ -146,7 +151,7 @@ export class SessionConnection {
       throw new SessionClosedError('SESSION_CLOSED', 'streaming is closed');
     }
     this.transport = transport;
-    this.reconnectDelay = this.options.reconnectMs ?? 250;
+    this.connectedAt = Date.now();
     return transport;
   }
 
@@ -164,6 +169,9 @@ export class SessionConnection {
     for (const reader of this.served.values()) reader.lost(error);
     // Closed: the subscriptions waiting for the connection to come back (no longer callers) end too.
     if (this.closed) for (const reader of [...this.resumable]) reader.lost(error);
+    // The backoff starts again only after a connection that lasted: one the runtime accepts and drops at once (a
+    // restart loop, a proxy) is taken up again at the growing backoff, not every few hundred milliseconds.
+    if (Date.now() - this.connectedAt >= STABLE_CONNECTION_MS) this.reconnectDelay = this.options.reconnectMs ?? 250;
     this.scheduleReconnect();
   }
 
