@@ -20,6 +20,7 @@ import { RejectError } from './errors';
 import { cloudEventOf } from './events';
 import type { HttpClient } from './http';
 import { backoffDelay } from './retry';
+import { checkConsumeOptions, RECONNECT_DEFAULTS } from './consume-options';
 import { Semaphore } from './semaphore';
 import {
   isFatal,
@@ -40,11 +41,8 @@ const CONNECT: Record<Transport, Connect> = {
   'long-poll': connectLongPoll,
 };
 const FALLBACK_ORDER: Transport[] = ['websocket', 'sse', 'long-poll'];
-const RECONNECT_DEFAULTS = { maxAttempts: Infinity, initialDelayMs: 200, maxDelayMs: 10000 };
 /** How long a connection must have lasted for the reconnect backoff after it to start from its first delay. */
 const STABLE_CONNECTION_MS = 5000;
-/** The longest nack delay and ack deadline the runtime takes (an answer past it is refused). */
-const MAX_ANSWER_DELAY_MS = 3_600_000;
 /** A subscription's ack timeout when its config names none (the runtime's default). */
 const DEFAULT_ACK_TIMEOUT_MS = 30_000;
 
@@ -552,22 +550,4 @@ function checkedOutcomes(answered: unknown, length: number): BatchOutcome[] {
       );
   }
   return answered as BatchOutcome[];
-}
-
-/** Options the runtime would refuse, or that would stall the consumer, refused when it is made (a `RangeError`). */
-function checkConsumeOptions(o: ConsumeOptions): void {
-  const whole = (name: string, v: unknown, min: number, max: number) => {
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max))
-      throw new RangeError(`${name} must be a whole number from ${min} to ${max}, not ${String(v)}`);
-  };
-  whole('window', o.window, 1, 1000);
-  whole('concurrency', o.concurrency, 1, 1_000_000);
-  whole('nackDelayMs', o.nackDelayMs, 0, MAX_ANSWER_DELAY_MS);
-  if (o.ackDeadlineMs !== false) whole('ackDeadlineMs', o.ackDeadlineMs, 1, MAX_ANSWER_DELAY_MS);
-  whole('reconnect.initialDelayMs', o.reconnect?.initialDelayMs, 1, MAX_ANSWER_DELAY_MS);
-  whole('reconnect.maxDelayMs', o.reconnect?.maxDelayMs, 1, MAX_ANSWER_DELAY_MS);
-  const initial = o.reconnect?.initialDelayMs ?? RECONNECT_DEFAULTS.initialDelayMs;
-  const max = o.reconnect?.maxDelayMs ?? RECONNECT_DEFAULTS.maxDelayMs;
-  if (max < initial)
-    throw new RangeError(`reconnect.maxDelayMs (${max}) must be at least reconnect.initialDelayMs (${initial})`);
 }

@@ -4,6 +4,7 @@ import { TransportRefusedError } from '../transports/connection';
 import { SessionClosedError } from './errors';
 import { decodeFrame, encodeFrame, type Frame } from './frame';
 import { connectSse, connectWebSocket, type FrameTransport, type TransportEvents } from './transports';
+import { checkWhole } from '../option-checks';
 
 /** What reads the frames of one session or one served agent on the connection. */
 export interface FrameReader {
@@ -35,12 +36,8 @@ const MAX_TIMER_MS = 2_147_483_647;
 
 /** Options that would make the connection spin or flap, refused when it is made (a `RangeError`). */
 function checkStreamingOptions(o: StreamingOptions): void {
-  const whole = (name: string, v: unknown, min: number, max: number) => {
-    if (v !== undefined && !(Number.isInteger(v) && (v as number) >= min && (v as number) <= max))
-      throw new RangeError(`${name} must be a whole number from ${min} to ${max}, not ${String(v)}`);
-  };
-  whole('heartbeatMs', o.heartbeatMs, 1, MAX_TIMER_MS);
-  whole('reconnectMs', o.reconnectMs, 1, MAX_RECONNECT_MS);
+  checkWhole('heartbeatMs', o.heartbeatMs, 1, MAX_TIMER_MS);
+  checkWhole('reconnectMs', o.reconnectMs, 1, MAX_RECONNECT_MS);
   if (o.transport !== undefined && !['auto', 'websocket', 'sse'].includes(o.transport))
     throw new RangeError(`transport must be 'auto', 'websocket' or 'sse', not ${String(o.transport)}`);
 }

@@ -3,6 +3,7 @@ import { ConnectionError, EventMeshError } from '../errors';
 import type { FrameReader, SessionConnection } from './connection';
 import { ChunkTooLargeError, SessionClosedError, SessionEndedError, sessionErrorOf } from './errors';
 import { callBack } from './callback';
+import { guardedWaiter } from './waiter';
 import { CreditReturn } from './credit-return';
 import { encodeFrame, type Frame } from './frame';
 
@@ -207,26 +208,20 @@ export class SessionSubscription implements FrameReader, AsyncIterable<Publicati
 
   private send(): Promise<void> {
     return new Promise<void>((resolve, reject) => {
-      const guard = setTimeout(() => {
-        // Given up: the name is free to subscribe again, and an answer that still comes leaves nothing unread (its
-        // publications would hold the window until the runtime dropped it).
-        if (this.connection.callers.get(this.name) === this) this.connection.callers.delete(this.name);
-        this.connection.send(encodeFrame({ kind: 'unsubscribe', id: this.name }));
-        this.subscribing?.reject(
-          new ConnectionError('SUBSCRIBE_TIMEOUT', `no answer to the subscription of ${this.name}`),
-        );
-        this.subscribing = undefined;
-      }, GUARD_MS);
-      this.subscribing = {
-        resolve: () => {
-          clearTimeout(guard);
-          resolve();
+      this.subscribing = guardedWaiter(
+        GUARD_MS,
+        () => {
+          // Given up: the name is free to subscribe again, and an answer that still comes leaves nothing unread (its
+          // publications would hold the window until the runtime dropped it).
+          if (this.connection.callers.get(this.name) === this) this.connection.callers.delete(this.name);
+          this.connection.send(encodeFrame({ kind: 'unsubscribe', id: this.name }));
+          this.subscribing?.reject(
+            new ConnectionError('SUBSCRIBE_TIMEOUT', `no answer to the subscription of ${this.name}`),
+          );
+          this.subscribing = undefined;
         },
-        reject: (e) => {
-          clearTimeout(guard);
-          reject(e);
-        },
-      };
+        { resolve, reject },
+      );
       this.connection.callers.set(this.name, this);
       const at = this.position;
       const sent = this.connection.send(
@@ -285,20 +280,14 @@ export class SessionPublisher implements FrameReader {
     connection.publishers.set(publisher.id, publisher);
     await new Promise<void>((resolve, reject) => {
       // As an open of a Mode 1 session: one the runtime never answers is given up, not waited for without end.
-      const guard = setTimeout(() => {
-        connection.send(encodeFrame({ kind: 'close', id: publisher.id }));
-        publisher.lost(new ConnectionError('OPEN_TIMEOUT', `the runtime did not answer the open of ${publisher.id}`));
-      }, GUARD_MS);
-      publisher.opening = {
-        resolve: () => {
-          clearTimeout(guard);
-          resolve();
+      publisher.opening = guardedWaiter(
+        GUARD_MS,
+        () => {
+          connection.send(encodeFrame({ kind: 'close', id: publisher.id }));
+          publisher.lost(new ConnectionError('OPEN_TIMEOUT', `the runtime did not answer the open of ${publisher.id}`));
         },
-        reject: (e) => {
-          clearTimeout(guard);
-          reject(e);
-        },
-      };
+        { resolve, reject },
+      );
       if (!connection.send(encodeFrame({ kind: 'publisher', id: publisher.id, n: options.windowBytes ?? 0 })))
         publisher.lost(new SessionClosedError('CONNECTION_LOST', 'the sessions connection is not open'));
     });

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { ConnectionError, EventMeshError } from '../errors';
 import type { FrameReader, SessionConnection } from './connection';
+import { guardedWaiter } from './waiter';
 import { SessionBusyError, SessionCancelledError, SessionClosedError, sessionErrorOf } from './errors';
 import { CreditReturn } from './credit-return';
 import { encodeFrame, type Frame } from './frame';
@@ -58,25 +59,21 @@ export class StreamSession implements FrameReader {
     const session = new StreamSession(connection, agent);
     connection.callers.set(session.id, session);
     await new Promise<void>((resolve, reject) => {
-      const guard = setTimeout(
+      session.opening = guardedWaiter(
+        (options.waitMs ?? 0) + OPEN_GUARD_MS,
         () => {
           connection.callers.delete(session.id);
           connection.send(encodeFrame({ kind: 'close', id: session.id }));
           reject(new ConnectionError('OPEN_TIMEOUT', `the runtime did not answer the open of ${session.id}`));
         },
-        (options.waitMs ?? 0) + OPEN_GUARD_MS,
+        {
+          resolve,
+          reject: (e) => {
+            connection.callers.delete(session.id);
+            reject(e);
+          },
+        },
       );
-      session.opening = {
-        resolve: () => {
-          clearTimeout(guard);
-          resolve();
-        },
-        reject: (e) => {
-          clearTimeout(guard);
-          connection.callers.delete(session.id);
-          reject(e);
-        },
-      };
       const sent = connection.send(
         encodeFrame({
           kind: 'open',
